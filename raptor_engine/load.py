@@ -1,0 +1,492 @@
+"""Load an uploaded file (bytes + filename) into a `LoadedDocument`: plain text plus where each part came from.
+
+The first RAPTOR step. Every format ends as a list of blocks (paragraph-ish text with a page and a heading
+path) that `_assemble` joins with blank lines, so whitespace is normalised *before* offsets are taken and
+section spans always index the returned text exactly. Anything we cannot read becomes an `IngestError`
+whose reason is one sentence a Discord user can act on.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import re
+import unicodedata
+import warnings
+import zipfile
+from dataclasses import dataclass
+
+from .errors import IngestError
+from .types import LoadedDocument, Section
+
+log = logging.getLogger(__name__)
+
+SUPPORTED_EXTENSIONS: dict[str, str] = {
+    ".txt": "txt",
+    ".md": "md",
+    ".markdown": "md",
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".html": "html",
+    ".htm": "html",
+}
+
+MAX_NAME_CHARS = 120
+# A .docx may not unpack to more than this, nor compress better than this ratio (zip-bomb guard).
+DOCX_MAX_UNCOMPRESSED = 200 * 1024 * 1024
+DOCX_MAX_RATIO = 100.0
+DOCX_MAX_ENTRIES = 5000
+# Share of a decoded text file that may be control / private-use characters before we call it binary.
+BINARY_CHAR_RATIO = 0.10
+
+_UNNAMED = "(unnamed file)"
+
+
+@dataclass
+class _Block:
+    """A paragraph-like piece of a document before assembly."""
+
+    text: str
+    page: int | None = None
+    heading: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------- names
+
+
+def safe_filename(name: str) -> str:
+    """A display name safe to show and store: no directories, '..', control characters; at most 120 chars."""
+    base = (name or "").replace("\\", "/").split("/")[-1]
+    base = "".join(ch for ch in base if unicodedata.category(ch) not in {"Cc", "Cf", "Cs", "Zl", "Zp"})
+    while ".." in base:
+        base = base.replace("..", ".")
+    base = re.sub(r"\s+", " ", base).strip().lstrip(".").strip()
+    if not base:
+        raise IngestError(_UNNAMED, "has no usable file name.")
+    if len(base) > MAX_NAME_CHARS:
+        stem, ext = os.path.splitext(base)
+        if len(ext) > 16:
+            ext = ""
+        base = stem[: MAX_NAME_CHARS - len(ext)].rstrip() + ext
+    return base
+
+
+def _extension(name: str) -> str:
+    return os.path.splitext(name)[1].lower()
+
+
+def _format_for(name: str) -> str:
+    ext = _extension(name)
+    if ext not in SUPPORTED_EXTENSIONS:
+        supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
+        shown = ext or "no extension"
+        raise IngestError(name, f"has an unsupported file type ({shown}); supported types are {supported}.")
+    return SUPPORTED_EXTENSIONS[ext]
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def _check_size(name: str, size: int, max_bytes: int | None) -> None:
+    if size <= 0:
+        raise IngestError(name, "is empty.")
+    if max_bytes is not None and size > max_bytes:
+        raise IngestError(name, f"is {_megabytes(size)}, over the {_megabytes(max_bytes)} limit.")
+
+
+def check_upload(filename: str, size: int, max_bytes: int) -> None:
+    """Refuse an attachment from its metadata alone, before spending bandwidth on downloading it."""
+    name = safe_filename(filename)
+    _format_for(name)
+    _check_size(name, size, max_bytes)
+
+
+# ----------------------------------------------------------------------------------------- entry point
+
+
+def load_document(filename: str, data: bytes, *, max_bytes: int | None = None) -> LoadedDocument:
+    """Turn an upload into text with sections (page, heading path); raise IngestError with a clear reason."""
+    name = safe_filename(filename)
+    fmt = _format_for(name)
+    _check_size(name, len(data), max_bytes)
+    readers = {
+        "txt": _read_txt,
+        "md": _read_markdown,
+        "pdf": _read_pdf,
+        "docx": _read_docx,
+        "html": _read_html,
+    }
+    blocks = readers[fmt](name, data)
+    doc = _assemble(name, blocks, fmt)
+    if not doc.text.strip():
+        raise IngestError(name, "contains no text.")
+    log.info("loaded %s: %d chars, %d sections (%s)", name, len(doc.text), len(doc.sections), fmt)
+    return doc
+
+
+# ------------------------------------------------------------------------------------ text + assembly
+
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\u200b\u00ad\ufeff]")
+_SUSPICIOUS_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\ufffd]")
+_HSPACE = re.compile(r"[^\S\n]+")
+_BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+def _normalise(text: str) -> str:
+    """Collapse runs of spaces, trim lines, keep at most one blank line between paragraphs."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
+    text = _CONTROL_CHARS.sub("", text)
+    text = _HSPACE.sub(" ", text)
+    text = "\n".join(line.strip() for line in text.split("\n"))
+    return _BLANK_RUNS.sub("\n\n", text).strip()
+
+
+def _assemble(name: str, blocks: list[_Block], fmt: str) -> LoadedDocument:
+    """Join normalised blocks with blank lines; a new Section starts wherever page or heading path changes."""
+    parts: list[str] = []
+    starts: list[tuple[int, int | None, tuple[str, ...]]] = []
+    pos = 0
+    for block in blocks:
+        text = _normalise(block.text)
+        if not text:
+            continue
+        if parts:
+            parts.append("\n\n")
+            pos += 2
+        if not starts or starts[-1][1:] != (block.page, block.heading):
+            starts.append((pos, block.page, block.heading))
+        parts.append(text)
+        pos += len(text)
+    full = "".join(parts)
+    sections = [
+        Section(start, starts[i + 1][0] if i + 1 < len(starts) else len(full), page, heading)
+        for i, (start, page, heading) in enumerate(starts)
+    ]
+    return LoadedDocument(name=name, text=full, sections=sections, format=fmt)
+
+
+def _looks_binary(sample: bytes) -> bool:
+    """Mostly non-printable bytes: a binary file with a text extension rather than text in another encoding."""
+    if not sample:
+        return False
+    printable = sum(1 for b in sample if b in (9, 10, 13) or 32 <= b < 127 or b >= 128)
+    controls = len(sample) - printable
+    return controls / len(sample) > BINARY_CHAR_RATIO
+
+
+def _decode_text(name: str, data: bytes) -> str:
+    """Decode UTF-8 (with or without BOM) or UTF-16 with a BOM; refuse binary and other encodings."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        encoding, payload = "utf-8", data[3:]
+    elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        encoding, payload = "utf-16", data
+    else:
+        encoding, payload = "utf-8", data
+        if b"\x00" in data:
+            raise IngestError(name, "contains binary data, not text.")
+    try:
+        text = payload.decode(encoding)
+    except UnicodeDecodeError as exc:
+        log.info("%s: decode failed: %s", name, exc)
+        if encoding == "utf-8" and _looks_binary(data[:65536]):
+            raise IngestError(name, "contains binary data, not text.") from None
+        raise IngestError(name, f"is not valid {encoding.upper()} text; please save it as UTF-8.") from None
+    if text and len(_SUSPICIOUS_CHARS.findall(text)) / len(text) > BINARY_CHAR_RATIO:
+        raise IngestError(name, "contains binary data, not text.")
+    return text
+
+
+def _read_txt(name: str, data: bytes) -> list[_Block]:
+    return [_Block(_decode_text(name, data))]
+
+
+# ------------------------------------------------------------------------------------------- markdown
+
+_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _clean_heading(title: str) -> str:
+    title = re.sub(r"[*_`]+", "", title)
+    return re.sub(r"\s+", " ", title).strip()
+
+
+def _push_heading(path: list[tuple[int, str]], level: int, title: str) -> tuple[str, ...]:
+    """Replace headings at this level or deeper with the new one; return the new heading path."""
+    while path and path[-1][0] >= level:
+        path.pop()
+    if title:
+        path.append((level, title))
+    return tuple(t for _, t in path)
+
+
+def _read_markdown(name: str, data: bytes) -> list[_Block]:
+    """Split at `#` (and underlined) headings outside code fences; heading lines stay in the text."""
+    lines = _decode_text(name, data).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    blocks: list[_Block] = []
+    current: list[str] = []
+    heading: tuple[str, ...] = ()
+    path: list[tuple[int, str]] = []
+    fence: str | None = None
+
+    def start_block(new_heading: tuple[str, ...], first_lines: list[str]) -> None:
+        nonlocal current, heading
+        if any(line.strip() for line in current):
+            blocks.append(_Block("\n".join(current), heading=heading))
+        current, heading = list(first_lines), new_heading
+
+    for line in lines:
+        fence_match = _FENCE.match(line)
+        if fence is not None:
+            if (
+                fence_match
+                and fence_match.group(1)[0] == fence[0]
+                and len(fence_match.group(1)) >= len(fence)
+            ):
+                fence = None
+            current.append(line)
+            continue
+        if fence_match:
+            fence = fence_match.group(1)
+            current.append(line)
+            continue
+        atx = _ATX_HEADING.match(line)
+        if atx:
+            start_block(_push_heading(path, len(atx.group(1)), _clean_heading(atx.group(2) or "")), [line])
+            continue
+        underline = _SETEXT_UNDERLINE.match(line)
+        if underline and current and current[-1].strip() and not _ATX_HEADING.match(current[-1]):
+            previous_para_ended = len(current) < 2 or not current[-2].strip()
+            if previous_para_ended and (underline.group(1)[0] == "=" or len(underline.group(1)) >= 2):
+                title_line = current.pop()
+                level = 1 if underline.group(1)[0] == "=" else 2
+                new_heading = _push_heading(path, level, _clean_heading(title_line))
+                start_block(new_heading, [title_line, line])
+                continue
+        current.append(line)
+    start_block((), [])
+    return blocks
+
+
+# ------------------------------------------------------------------------------------------------ pdf
+
+
+def _read_pdf(name: str, data: bytes) -> list[_Block]:
+    """One block per page (1-based page numbers); refuses non-PDFs, encrypted, corrupt and scanned files."""
+    if b"%PDF-" not in data[:1024]:
+        raise IngestError(name, "is not a PDF file (the .pdf extension does not match its content).")
+    from pypdf import PdfReader
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        encrypted = reader.is_encrypted
+    except Exception as exc:
+        log.info("%s: pypdf could not open it: %r", name, exc)
+        raise IngestError(name, "is a corrupt or truncated PDF.") from None
+    if encrypted:
+        _unlock_pdf(name, reader)
+    blocks: list[_Block] = []
+    try:
+        pages = list(reader.pages)
+    except Exception as exc:
+        log.info("%s: pypdf could not list pages: %r", name, exc)
+        raise IngestError(name, "is a corrupt or truncated PDF.") from None
+    failed = 0
+    for number, page in enumerate(pages, start=1):
+        try:
+            text = page.extract_text() or ""
+        except Exception as exc:
+            log.info("%s: page %d failed: %r", name, number, exc)
+            failed += 1
+            continue
+        blocks.append(_Block(text, page=number))
+    if failed == len(pages) and pages:
+        raise IngestError(name, "is a corrupt or truncated PDF.")
+    if not any(b.text.strip() for b in blocks):
+        if not pages:
+            raise IngestError(name, "is a corrupt or truncated PDF (it has no pages).")
+        raise IngestError(name, "has no text layer (a scan?); please upload a PDF with selectable text.")
+    return blocks
+
+
+def _unlock_pdf(name: str, reader: object) -> None:
+    """Open PDFs encrypted with an empty user password (restrictions only); refuse password-protected ones."""
+    try:
+        unlocked = bool(reader.decrypt(""))  # type: ignore[attr-defined]
+    except Exception as exc:
+        log.info("%s: decrypt failed: %r", name, exc)
+        unlocked = False
+    if not unlocked:
+        raise IngestError(
+            name, "is an encrypted (password-protected) PDF; please upload an unprotected copy."
+        )
+
+
+# ----------------------------------------------------------------------------------------------- docx
+
+
+def _check_docx_zip(name: str, data: bytes) -> None:
+    """Reject non-zips, corrupt zips, non-Word zips and zip bombs before python-docx unpacks anything."""
+    if not data.startswith(b"PK\x03\x04"):
+        raise IngestError(name, "is not a valid .docx file (it is not a zip archive).")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            infos = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        log.info("%s: bad zip: %r", name, exc)
+        raise IngestError(name, "is a corrupt or truncated .docx file.") from None
+    total = sum(info.file_size for info in infos)
+    packed = sum(info.compress_size for info in infos)
+    if (
+        len(infos) > DOCX_MAX_ENTRIES
+        or total > DOCX_MAX_UNCOMPRESSED
+        or total > DOCX_MAX_RATIO * max(packed, 1024)
+    ):
+        log.warning("%s: refused as zip bomb: %d entries, %d -> %d bytes", name, len(infos), packed, total)
+        raise IngestError(name, "unpacks to far more data than its size suggests (a zip bomb?).")
+    if "word/document.xml" not in {info.filename for info in infos}:
+        raise IngestError(name, "is a zip archive but not a Word document.")
+
+
+def _docx_heading_level(style_name: str) -> int | None:
+    """Title is the outermost level 0; 'Heading N' is level N; anything else is body text."""
+    if style_name == "Title":
+        return 0
+    match = re.fullmatch(r"Heading\s*(\d)", style_name)
+    return int(match.group(1)) if match else None
+
+
+def _read_docx(name: str, data: bytes) -> list[_Block]:
+    """Paragraphs and tables in body order; Heading styles set the heading path."""
+    _check_docx_zip(name, data)
+    import docx
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+        blocks: list[_Block] = []
+        path: list[tuple[int, str]] = []
+        heading: tuple[str, ...] = ()
+        for item in document.iter_inner_content():
+            if isinstance(item, Paragraph):
+                style = item.style.name if item.style is not None else ""
+                level = _docx_heading_level(style or "")
+                if level is not None and item.text.strip():
+                    heading = _push_heading(path, level, _clean_heading(item.text))
+                blocks.append(_Block(item.text, heading=heading))
+            elif isinstance(item, Table):
+                blocks.append(_Block(_docx_table_text(item), heading=heading))
+    except IngestError:
+        raise
+    except Exception as exc:
+        log.info("%s: python-docx failed: %r", name, exc)
+        raise IngestError(name, "could not be read as a Word document (corrupt .docx?).") from None
+    return blocks
+
+
+def _docx_table_text(table: object) -> str:
+    """A table as one line per row, cells separated by ' | ' (merged cells repeated once)."""
+    lines = []
+    for row in table.rows:  # type: ignore[attr-defined]
+        cells: list[str] = []
+        for cell in row.cells:
+            text = " ".join(cell.text.split())
+            if text and (not cells or cells[-1] != text):
+                cells.append(text)
+        if cells:
+            lines.append(" | ".join(cells))
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------- html
+
+_HTML_DROP = {"script", "style", "noscript", "template", "head", "svg", "math", "iframe", "object"}
+_HTML_BLOCKS = {
+    "address", "article", "aside", "blockquote", "body", "br", "caption", "dd", "details", "div", "dl", "dt",
+    "fieldset", "figcaption", "figure", "footer", "form", "header", "hr", "li", "main", "nav", "ol", "p",
+    "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
+}  # fmt: skip
+_HTML_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+
+
+class _HtmlWalker:
+    """Non-recursive walk over a BeautifulSoup tree, so deeply nested markup cannot hit the recursion limit."""
+
+    def __init__(self) -> None:
+        self.blocks: list[_Block] = []
+        self.buffer: list[str] = []
+        self.path: list[tuple[int, str]] = []
+        self.heading: tuple[str, ...] = ()
+        self.heading_depth = 0
+
+    def flush(self) -> None:
+        text = "".join(self.buffer)
+        self.buffer = []
+        if text.strip():
+            self.blocks.append(_Block(text, heading=self.heading))
+
+    def close_heading(self, level: int) -> None:
+        self.heading_depth -= 1
+        title = " ".join("".join(self.buffer).split())
+        self.buffer = []
+        if title:
+            self.heading = _push_heading(self.path, level, _clean_heading(title))
+            self.blocks.append(_Block(title, heading=self.heading))
+
+    def walk(self, root: object) -> list[_Block]:
+        from bs4 import NavigableString, Tag
+
+        stack: list[object] = [root]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, tuple):  # ("end", tag name): leaving a block or heading
+                self.end_tag(node[1])
+            elif type(node) is NavigableString:
+                self.buffer.append(str(node))
+            elif isinstance(node, Tag) and node.name not in _HTML_DROP:
+                self.start_tag(node.name)
+                stack.append(("end", node.name))
+                stack.extend(reversed(node.contents))
+        self.flush()
+        return self.blocks
+
+    def start_tag(self, tag: str) -> None:
+        if tag in _HTML_HEADINGS and self.heading_depth == 0:
+            self.flush()
+            self.heading_depth += 1
+        elif tag in _HTML_HEADINGS:
+            self.heading_depth += 1
+        elif tag in _HTML_BLOCKS and self.heading_depth == 0:
+            self.flush()
+
+    def end_tag(self, tag: str) -> None:
+        if tag in _HTML_HEADINGS:
+            if self.heading_depth == 1:
+                self.close_heading(_HTML_HEADINGS[tag])
+            else:
+                self.heading_depth -= 1
+        elif tag in _HTML_BLOCKS and self.heading_depth == 0:
+            self.flush()
+        elif tag in _HTML_BLOCKS:
+            self.buffer.append(" ")
+
+
+def _read_html(name: str, data: bytes) -> list[_Block]:
+    """Visible text of an HTML page; h1-h6 set the heading path; scripts, styles and templates dropped."""
+    text = _decode_text(name, data)
+    from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning
+
+    try:
+        with warnings.catch_warnings():  # short uploads like "a.html" trip a spurious "looks like a path"
+            warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
+            soup = BeautifulSoup(text, "html.parser")
+        return _HtmlWalker().walk(soup)
+    except RecursionError:
+        raise IngestError(name, "is nested too deeply to read.") from None
+    except Exception as exc:
+        log.info("%s: HTML parse failed: %r", name, exc)
+        raise IngestError(name, "could not be parsed as HTML.") from None

@@ -1,0 +1,333 @@
+"""Loader tests on small real files of every supported format, and on each kind of bad upload."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import docx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pypdf import PdfReader, PdfWriter
+from reportlab.pdfgen import canvas
+
+from raptor_engine.errors import IngestError
+from raptor_engine.load import SUPPORTED_EXTENSIONS, check_upload, load_document, safe_filename
+from raptor_engine.types import LoadedDocument
+
+
+def assert_sections_cover(doc: LoadedDocument) -> None:
+    """Sections are in order, touch each other, and cover the whole text."""
+    assert doc.sections, "a document with text has at least one section"
+    assert doc.sections[0].start == 0
+    assert doc.sections[-1].end == len(doc.text)
+    for left, right in zip(doc.sections, doc.sections[1:], strict=False):
+        assert left.end == right.start
+        assert left.start < left.end
+
+
+def section_at(doc: LoadedDocument, phrase: str):
+    offset = doc.text.index(phrase)
+    return next(s for s in doc.sections if s.start <= offset < s.end)
+
+
+def make_pdf(pages: list[str]) -> bytes:
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer)
+    for text in pages:
+        y = 720
+        for line in text.split("\n"):
+            pdf.drawString(72, y, line)
+            y -= 16
+        pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def make_docx(paragraphs: list[tuple[str, str | None]], table: list[list[str]] | None = None) -> bytes:
+    document = docx.Document()
+    for text, style in paragraphs:
+        document.add_paragraph(text, style=style)
+    if table:
+        grid = document.add_table(rows=len(table), cols=len(table[0]))
+        for r, row in enumerate(table):
+            for c, value in enumerate(row):
+                grid.cell(r, c).text = value
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def reason_of(filename: str, data: bytes, **kwargs) -> str:
+    with pytest.raises(IngestError) as info:
+        load_document(filename, data, **kwargs)
+    return info.value.reason
+
+
+# ------------------------------------------------------------------------------------------- good files
+
+
+def test_txt_collapses_spaces_keeps_paragraphs():
+    doc = load_document("notes.txt", b"Hello   world.\t Second\r\nline.\n\n\n\nNew  paragraph.\n")
+    assert doc.text == "Hello world. Second\nline.\n\nNew paragraph."
+    assert doc.format == "txt"
+    assert doc.name == "notes.txt"
+    assert [(s.start, s.end, s.page, s.heading) for s in doc.sections] == [(0, len(doc.text), None, ())]
+
+
+def test_utf8_bom_and_utf16_bom_are_decoded():
+    assert load_document("a.txt", b"\xef\xbb\xbfCaf\xc3\xa9 ouvert.").text == "Café ouvert."
+    assert load_document("b.txt", "Ünïcödé text.".encode("utf-16")).text == "Ünïcödé text."
+    assert load_document("c.md", "# Titel\n\nGrüße.".encode("utf-16-be").join([b"\xfe\xff", b""])).text == (
+        "# Titel\n\nGrüße."
+    )
+
+
+def test_markdown_headings_make_sections_with_paths():
+    source = (
+        "# Harbour Light\n\nIntro paragraph.\n\n## Keepers\n\nThomas kept it.\n\n### Wages\n\nTen pounds.\n\n"
+        "```\n# not a heading inside code\n```\n\n## Storms\n\nThe gale of 1887.\n"
+    )
+    doc = load_document("light.md", source.encode())
+    assert_sections_cover(doc)
+    assert "## Keepers" in doc.text, "heading lines stay in the text"
+    assert section_at(doc, "Intro paragraph").heading == ("Harbour Light",)
+    assert section_at(doc, "Thomas kept it").heading == ("Harbour Light", "Keepers")
+    assert section_at(doc, "Ten pounds").heading == ("Harbour Light", "Keepers", "Wages")
+    assert section_at(doc, "# not a heading").heading == ("Harbour Light", "Keepers", "Wages")
+    assert section_at(doc, "The gale").heading == ("Harbour Light", "Storms")
+    assert section_at(doc, "## Storms").heading == ("Harbour Light", "Storms")
+    assert doc.format == "md"
+
+
+def test_markdown_setext_headings_and_text_before_first_heading():
+    doc = load_document(
+        "s.markdown", b"Preface line.\n\nPart One\n========\n\nBody one.\n\nPart Two\n--------\n\nBody two."
+    )
+    assert_sections_cover(doc)
+    assert section_at(doc, "Preface").heading == ()
+    assert section_at(doc, "Body one").heading == ("Part One",)
+    assert section_at(doc, "Body two").heading == ("Part One", "Part Two")
+
+
+def test_pdf_pages_are_sections_joined_by_blank_lines():
+    data = make_pdf(["The first page ends mid sentence and", "continues on the second page. The end."])
+    doc = load_document("report.pdf", data)
+    assert_sections_cover(doc)
+    assert doc.format == "pdf"
+    assert "and\n\ncontinues" in doc.text
+    assert section_at(doc, "first page").page == 1
+    assert section_at(doc, "second page").page == 2
+
+
+def test_pdf_encrypted_with_empty_user_password_still_loads():
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf(["Readable but restricted."]))))
+    writer.encrypt(user_password="", owner_password="owner-secret")
+    out = io.BytesIO()
+    writer.write(out)
+    assert load_document("restricted.pdf", out.getvalue()).text == "Readable but restricted."
+
+
+def test_docx_headings_and_table():
+    data = make_docx(
+        [
+            ("Annual Report", "Title"),
+            ("Opening words.", None),
+            ("History", "Heading 1"),
+            ("Founded in 1850.", None),
+            ("Early keepers", "Heading 2"),
+            ("Ada Pike kept the light.", None),
+            ("Finances", "Heading 1"),
+            ("Costs rose.", None),
+        ],
+        table=[["Year", "Oil"], ["1887", "400 gallons"]],
+    )
+    doc = load_document("report.docx", data)
+    assert_sections_cover(doc)
+    assert doc.format == "docx"
+    assert section_at(doc, "Opening words").heading == ("Annual Report",)
+    assert section_at(doc, "Founded in 1850").heading == ("Annual Report", "History")
+    assert section_at(doc, "Ada Pike").heading == ("Annual Report", "History", "Early keepers")
+    assert section_at(doc, "Costs rose").heading == ("Annual Report", "Finances")
+    assert "1887 | 400 gallons" in doc.text
+    assert section_at(doc, "1887 | 400").heading == ("Annual Report", "Finances")
+
+
+def test_html_headings_nested_blocks_and_dropped_scripts():
+    html = """<!doctype html><html><head><title>Ignored</title><style>p{color:red}</style></head>
+    <body><script>var secret = 1;</script><noscript>Enable JS</noscript><template><p>tmpl</p></template>
+    <h1>Guide</h1><div><p>Intro <b>bold</b>   text.</p>
+    <section><h2>Setup <em>steps</em></h2><ul><li>Step one.</li><li>Step two.</li></ul>
+    <h3>Details</h3><p>Fine print.</p></section></div><h2>Other</h2><p>Last words.</p><!-- a comment --></body></html>"""
+    doc = load_document("page.html", html.encode())
+    assert_sections_cover(doc)
+    for hidden in ("secret", "Enable JS", "tmpl", "color:red", "Ignored", "a comment"):
+        assert hidden not in doc.text
+    assert "Intro bold text." in doc.text
+    assert section_at(doc, "Intro").heading == ("Guide",)
+    assert section_at(doc, "Step two").heading == ("Guide", "Setup steps")
+    assert section_at(doc, "Fine print").heading == ("Guide", "Setup steps", "Details")
+    assert section_at(doc, "Last words").heading == ("Guide", "Other")
+    assert doc.format == "html"
+
+
+def test_deeply_nested_html_does_not_hit_recursion_limit():
+    depth = 20_000
+    html = "<div>" * depth + "<h2>Deep</h2><p>Still readable.</p>" + "</div>" * depth
+    doc = load_document("deep.htm", html.encode())
+    assert "Still readable." in doc.text
+    assert section_at(doc, "Still readable").heading == ("Deep",)
+
+
+# -------------------------------------------------------------------------------------------- bad files
+
+
+def test_empty_file():
+    assert reason_of("empty.txt", b"") == "is empty."
+
+
+def test_whitespace_only_and_script_only_files_yield_no_text():
+    assert reason_of("blank.md", b"   \n\n \t ") == "contains no text."
+    assert reason_of("js.html", b"<html><script>alert(1)</script></html>") == "contains no text."
+
+
+def test_binary_content_in_text_format():
+    assert "binary" in reason_of("image.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    assert "binary" in reason_of("noise.md", bytes(range(1, 32)) * 20)
+
+
+def test_non_utf8_text_is_refused_with_that_reason():
+    reason = reason_of("latin1.txt", "Café crème à la carte.".encode("latin-1"))
+    assert "not valid UTF-8" in reason
+
+
+def test_wrong_or_unsupported_extension():
+    assert "unsupported file type (.exe)" in reason_of("setup.exe", b"MZ...")
+    assert "no extension" in reason_of("README", b"text")
+    assert "not a PDF" in reason_of("fake.pdf", b"just some text pretending")
+    assert "not a zip archive" in reason_of("fake.docx", b"plain text, not a zip")
+
+
+def test_zip_that_is_not_a_word_document():
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("hello.txt", "hi")
+    assert "not a Word document" in reason_of("archive.docx", buffer.getvalue())
+
+
+def test_docx_zip_bomb_is_refused_before_parsing():
+    buffer = io.BytesIO(make_docx([("Real text.", None)]))
+    with zipfile.ZipFile(buffer, "a", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("word/media/padding.bin", b"\0" * (30 * 1024 * 1024))
+    assert len(buffer.getvalue()) < 200_000
+    assert "zip bomb" in reason_of("bomb.docx", buffer.getvalue())
+
+
+def test_corrupt_docx():
+    data = make_docx([("Some text.", None)])
+    assert "corrupt" in reason_of("cut.docx", data[: len(data) // 2])
+
+
+def test_encrypted_pdf():
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf(["Top secret."]))))
+    writer.encrypt("hunter2")
+    out = io.BytesIO()
+    writer.write(out)
+    assert "encrypted" in reason_of("locked.pdf", out.getvalue())
+
+
+@pytest.mark.parametrize("keep", [0.3, 0.6])
+def test_truncated_pdf(keep):
+    data = make_pdf(["Page one text.", "Page two text."])
+    assert "corrupt or truncated" in reason_of("cut.pdf", data[: int(len(data) * keep)])
+
+
+def test_pdf_without_text_layer():
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer)
+    pdf.rect(100, 100, 200, 300, fill=1)
+    pdf.showPage()
+    pdf.save()
+    assert reason_of("scan.pdf", buffer.getvalue()).startswith("has no text layer (a scan?)")
+
+
+def test_over_max_bytes():
+    reason = reason_of("big.txt", b"a" * 3_000_000, max_bytes=2 * 1024 * 1024)
+    assert reason == "is 2.9 MB, over the 2.0 MB limit."
+
+
+def test_error_carries_sanitised_name():
+    with pytest.raises(IngestError) as info:
+        load_document("../../etc/\x07empty.txt", b"")
+    assert info.value.filename == "empty.txt"
+    assert str(info.value) == "empty.txt: is empty."
+
+
+# ----------------------------------------------------------------------------------- names and metadata
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("report.pdf", "report.pdf"),
+        ("../../etc/passwd.txt", "passwd.txt"),
+        ("C:\\Users\\me\\notes.md", "notes.md"),
+        ("bad\x00\x1bname\u202e.txt", "badname.txt"),
+        ("a..b...c.txt", "a.b.c.txt"),
+        ("  spaced   out .md ", "spaced out .md"),
+        ("..hidden.txt", "hidden.txt"),
+    ],
+)
+def test_safe_filename(raw, expected):
+    assert safe_filename(raw) == expected
+
+
+def test_safe_filename_limits_length_and_keeps_extension():
+    name = safe_filename("x" * 500 + ".docx")
+    assert len(name) == 120
+    assert name.endswith(".docx")
+
+
+@pytest.mark.parametrize("raw", ["", "..", "../..", "/", "\x00\x01", "   "])
+def test_safe_filename_refuses_nothing_left(raw):
+    with pytest.raises(IngestError):
+        safe_filename(raw)
+
+
+def test_check_upload_validates_metadata():
+    check_upload("ok.pdf", 1000, 2000)
+    with pytest.raises(IngestError, match="unsupported file type"):
+        check_upload("movie.mp4", 1000, 2000)
+    with pytest.raises(IngestError, match="over the"):
+        check_upload("huge.md", 5000, 2000)
+    with pytest.raises(IngestError, match="is empty"):
+        check_upload("none.txt", 0, 2000)
+    assert set(SUPPORTED_EXTENSIONS) == {".txt", ".md", ".markdown", ".pdf", ".docx", ".html", ".htm"}
+
+
+# ------------------------------------------------------------------------------------------------- fuzz
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.binary(max_size=600), extension=st.sampled_from([".txt", ".md", ".html"]))
+def test_fuzz_random_bytes_load_or_ingest_error(data, extension):
+    try:
+        doc = load_document("fuzz" + extension, data)
+    except IngestError as error:
+        assert error.reason.endswith((".", "?"))
+        return
+    assert doc.text.strip()
+    assert_sections_cover(doc)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=400), extension=st.sampled_from([".txt", ".md", ".html"]))
+def test_fuzz_random_text_load_or_ingest_error(text, extension):
+    try:
+        doc = load_document("fuzz" + extension, text.encode("utf-8", "surrogatepass"))
+    except IngestError:
+        return
+    assert doc.text == doc.text.strip()
+    assert "  " not in doc.text and "\n\n\n" not in doc.text
+    assert_sections_cover(doc)
