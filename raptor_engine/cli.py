@@ -1,0 +1,312 @@
+"""`raptor`: the command-line face of the engine (the same API the bot calls).
+
+Errors are one clear line on stderr and a non-zero exit; details go to the log (`-v`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .config import Settings
+from .engine import MODES, Engine, IngestResult
+from .errors import RaptorError
+from .types import Answer, Progress, Turn
+
+log = logging.getLogger("raptor_engine")
+
+
+class ProgressBars:
+    """tqdm bars on stderr, one per stage, fed by the engine's progress reports."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.bar: Any = None
+        self.key: tuple[str, int] | None = None
+
+    def __call__(self, event: Progress) -> None:
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
+        key = (event.stage, event.layer)
+        if key != self.key:
+            self.close()
+            label = event.stage if not event.layer else f"{event.stage} L{event.layer}"
+            self.bar = tqdm(
+                total=event.total or None, desc=f"{label:>12}", unit="", leave=False, file=sys.stderr
+            )
+            self.key = key
+        if self.bar is not None:
+            self.bar.n = event.done
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+            self.key = None
+
+
+def _engine(ctx: click.Context) -> Engine:
+    if ctx.obj.get("engine") is None:
+        ctx.obj["engine"] = Engine(ctx.obj["settings"])
+    return ctx.obj["engine"]
+
+
+def _fail(exc: BaseException) -> None:
+    raise click.ClickException(str(exc)) from exc
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the database and indices live (RAPTOR_DATA_DIR, default ./data).",
+)
+@click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug).")
+@click.pass_context
+def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
+    """Build RAPTOR trees from documents and answer questions about them, with citations."""
+    logging.basicConfig(
+        level=[logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)],
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        settings = Settings.from_env(data_dir=data_dir)
+    except ValueError as exc:
+        _fail(exc)
+    ctx.obj = {"settings": settings, "engine": None}
+    ctx.call_on_close(lambda: ctx.obj["engine"] and ctx.obj["engine"].close())
+
+
+def _print_ingest(result: IngestResult) -> None:
+    doc = result.document
+    if result.status == "duplicate":
+        click.echo(f"{doc.name}: already in the knowledge base (same bytes), nothing to do.")
+        return
+    click.echo(
+        f"{doc.name}: {result.chunks} chunks, {result.layers} layers, {result.nodes} nodes, "
+        f"{doc.tokens:,} tokens in {result.seconds:.1f}s"
+        + (
+            f" ({result.prompt_tokens:,} prompt + {result.completion_tokens:,} completion tokens)"
+            if result.prompt_tokens
+            else ""
+        )
+    )
+
+
+@cli.command()
+@click.argument(
+    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@click.option("--kb", required=True, help="Knowledge base name.")
+@click.option("--as", "added_by", default="cli", show_default=True, help="Who added the files.")
+@click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+@click.pass_context
+def ingest(
+    ctx: click.Context, files: tuple[Path, ...], kb: str, added_by: str, as_json: bool, quiet: bool
+) -> None:
+    """Add FILES (.txt .md .pdf .docx .html) to a knowledge base."""
+    engine = _engine(ctx)
+    results, failures = [], 0
+    for path in files:
+        bars = ProgressBars(enabled=not quiet and not as_json and sys.stderr.isatty())
+        try:
+            result = asyncio.run(
+                engine.ingest(kb, path.name, path.read_bytes(), added_by=added_by, progress=bars)
+            )
+        except RaptorError as exc:
+            bars.close()
+            click.echo(f"Error: {exc}", err=True)
+            failures += 1
+            continue
+        bars.close()
+        results.append(result)
+        if not as_json:
+            _print_ingest(result)
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+    if failures:
+        sys.exit(1)
+
+
+def _print_answer(answer: Answer) -> None:
+    click.echo(answer.text)
+    click.echo()
+    click.secho("Sources", bold=True)
+    for c in answer.citations:
+        where = []
+        if c.layer == 0:
+            where += [f"page {c.page}"] if c.page else []
+            where += [" > ".join(c.heading)] if c.heading else []
+        else:
+            where.append(f"summary of {c.leaf_count} leaves")
+        doc = c.document or "all documents"
+        click.echo(
+            f"  [{c.marker}] L{c.layer} node {c.node_id} · {doc}"
+            + (f" · {', '.join(where)}" if where else "")
+            + f" · score {c.score:.3f}"
+        )
+    ctx = answer.context
+    layers = ", ".join(f"L{k}: {v}" for k, v in ctx.nodes_per_layer().items())
+    click.echo(
+        f"Context: {ctx.tokens_used}/{ctx.budget} tokens, {len(ctx.nodes)} nodes ({layers}), {ctx.mode}, backend {answer.backend}"
+    )
+
+
+@cli.command()
+@click.argument("question")
+@click.option("--kb", required=True, help="Knowledge base name.")
+@click.option("--mode", type=click.Choice(MODES), default="collapsed", show_default=True)
+@click.option(
+    "--budget", type=click.IntRange(min=1), default=None, help="Context token budget (default 2000)."
+)
+@click.option("--layer", "layers", type=int, multiple=True, help="Only nodes of this layer (repeatable).")
+@click.option("--document", "documents", multiple=True, help="Only nodes of this document (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer, citations and context as JSON.")
+@click.pass_context
+def ask(
+    ctx: click.Context,
+    question: str,
+    kb: str,
+    mode: str,
+    budget: int | None,
+    layers: tuple[int, ...],
+    documents: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Answer QUESTION from a knowledge base, citing the nodes used."""
+    engine = _engine(ctx)
+    try:
+        answer = asyncio.run(
+            engine.ask(
+                kb,
+                question,
+                mode=mode,
+                budget=budget,
+                layers=list(layers) or None,
+                documents=list(documents) or None,
+                asked_by="cli",
+            )
+        )
+    except RaptorError as exc:
+        _fail(exc)
+    if as_json:
+        click.echo(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        _print_answer(answer)
+
+
+@cli.command()
+@click.option("--kb", required=True, help="Knowledge base name.")
+@click.option("--mode", type=click.Choice(MODES), default="collapsed", show_default=True)
+@click.pass_context
+def chat(ctx: click.Context, kb: str, mode: str) -> None:
+    """Ask questions with follow-ups: each question is answered with the conversation so far."""
+    engine = _engine(ctx)
+    click.echo(f"Backend: {engine.backend_name}. Empty line or Ctrl-D to stop.")
+    history: list[Turn] = []
+
+    async def loop() -> None:
+        while True:
+            try:
+                question = await asyncio.to_thread(input, "> ")
+            except EOFError:
+                return
+            if not question.strip():
+                return
+            try:
+                answer = await engine.ask(kb, question, mode=mode, history=history, asked_by="cli")
+            except RaptorError as exc:
+                click.echo(f"Error: {exc}", err=True)
+                continue
+            _print_answer(answer)
+            history.extend([Turn("user", question), Turn("assistant", answer.text)])
+
+    asyncio.run(loop())
+
+
+@cli.command()
+@click.option("--kb", required=True, help="Knowledge base name.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def docs(ctx: click.Context, kb: str, as_json: bool) -> None:
+    """List a knowledge base's documents."""
+    documents = _engine(ctx).documents(kb)
+    if as_json:
+        click.echo(json.dumps([d.to_dict() for d in documents], indent=2))
+        return
+    if not documents:
+        click.echo(f"No documents in {kb!r}. Add one with: raptor ingest FILE --kb {kb}")
+        return
+    for d in documents:
+        click.echo(
+            f"{d.name}  {d.size:,} bytes · {d.chunks} chunks · {d.layers} layers · {d.tokens:,} tokens · "
+            f"added by {d.added_by or '?'} at {d.added_at} · sha256 {d.sha256[:12]}"
+        )
+
+
+@cli.command()
+@click.argument("document")
+@click.option("--kb", required=True, help="Knowledge base name.")
+@click.pass_context
+def forget(ctx: click.Context, document: str, kb: str) -> None:
+    """Remove DOCUMENT (its name, or a sha256 prefix) from a knowledge base."""
+    try:
+        removed = asyncio.run(_engine(ctx).forget(kb, document))
+    except RaptorError as exc:
+        _fail(exc)
+    click.echo(f"Removed {removed.name} ({removed.nodes} nodes).")
+
+
+@cli.command()
+@click.option("--kb", required=True, help="Knowledge base name.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def tree(ctx: click.Context, kb: str, as_json: bool) -> None:
+    """Show a knowledge base's layers: node counts and sizes."""
+    engine = _engine(ctx)
+    info = engine.tree_info(kb)
+    if as_json:
+        click.echo(json.dumps({**info.to_dict(), "builds": engine.builds(kb, 5)}, indent=2))
+        return
+    if not info.layers:
+        click.echo(f"No documents in {kb!r}.")
+        return
+    click.echo(f"{kb}: {info.documents} documents, {info.nodes} nodes, {info.tokens:,} tokens")
+    for layer in info.layers:
+        label = {"leaf": "leaves", "summary": "summaries", "kb": "cross-document summaries"}[layer.kind]
+        click.echo(
+            f"  L{layer.layer}  {layer.nodes:>6} {label:<26} {layer.tokens:>9,} tokens  (avg {layer.tokens // max(layer.nodes, 1)})"
+        )
+
+
+@cli.command()
+@click.option("--no-repair", is_flag=True, help="Only report; do not rebuild indices.")
+@click.pass_context
+def doctor(ctx: click.Context, no_repair: bool) -> None:
+    """Check the database and indices; rebuild derived indices from SQLite."""
+    report = _engine(ctx).doctor(repair=not no_repair)
+    for problem in report.problems:
+        click.echo(f"problem: {problem}" + (" (repaired)" if problem in report.repaired else ""))
+    if report.healthy:
+        click.echo("healthy" if not report.problems else "repaired")
+    else:
+        sys.exit(1)
+
+
+def main() -> None:
+    cli(prog_name="raptor")
+
+
+if __name__ == "__main__":
+    main()

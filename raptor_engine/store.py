@@ -1,0 +1,588 @@
+"""SQLite, through sqlite-utils, is the source of truth: knowledge bases, documents, nodes, edges, builds.
+
+Every write that changes a tree happens in one `BEGIN IMMEDIATE` transaction, so a crash or an
+error leaves the previous tree exactly as it was. Each thread gets its own connection (WAL lets
+readers go on while the single writer writes); a busy timeout absorbs other processes' writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlite_utils
+
+from .errors import NotFoundError
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 30_000
+
+
+@dataclass
+class NewNode:
+    """A node built in memory, not yet stored. `children` refer to other NewNodes by `key`,
+    or to stored nodes by id through `stored_children`."""
+
+    key: int
+    layer: int
+    kind: str  # "leaf" | "summary" | "kb"
+    text: str
+    tokens: int
+    embedding: np.ndarray
+    children: list[int] = field(default_factory=list)
+    stored_children: list[int] = field(default_factory=list)
+    start: int | None = None
+    end: int | None = None
+    page: int | None = None
+    heading: tuple[str, ...] = ()
+
+
+@dataclass
+class DocumentInfo:
+    id: int
+    name: str
+    sha256: str
+    size: int
+    format: str
+    added_by: str
+    added_at: str
+    chunks: int
+    layers: int
+    nodes: int
+    tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class StoredTop:
+    id: int
+    layer: int
+    text: str
+    tokens: int
+    embedding: np.ndarray
+
+
+@dataclass
+class StoredNode:
+    id: int
+    kb_id: int
+    doc_id: int | None
+    document: str | None
+    layer: int
+    kind: str
+    text: str
+    tokens: int
+    leaf_count: int
+    start: int | None
+    end: int | None
+    page: int | None
+    heading: tuple[str, ...]
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+class Store:
+    """All reads and writes of the database. Safe to share between threads."""
+
+    def __init__(self, db_path: str | Path):
+        self.path = Path(db_path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._write_lock = threading.RLock()
+        self._ensure_schema()
+
+    # -- connections and transactions -------------------------------------------------------
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            db = sqlite_utils.Database(conn, execute_plugins=False)
+            self._local.db = db
+            with self._connections_lock:
+                self._connections.append(conn)
+        return db
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite_utils.Database]:
+        """One writer at a time in this process; BEGIN IMMEDIATE takes SQLite's write lock up front."""
+        with self._write_lock:
+            db = self.db
+            db.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                if db.conn.in_transaction:
+                    db.conn.execute("ROLLBACK")
+                raise
+            else:
+                db.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._connections_lock:
+            for conn in self._connections:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    def _ensure_schema(self) -> None:
+        with self.write() as db:
+            db.execute("""CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""")
+            db.execute(
+                """CREATE TABLE IF NOT EXISTS kbs (
+                    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL,
+                    version INTEGER NOT NULL DEFAULT 0)"""
+            )
+            db.execute(
+                """CREATE TABLE IF NOT EXISTS documents (
+                    id INTEGER PRIMARY KEY, kb_id INTEGER NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+                    name TEXT NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL, format TEXT NOT NULL,
+                    added_by TEXT NOT NULL DEFAULT '', added_at TEXT NOT NULL,
+                    chunks INTEGER NOT NULL, layers INTEGER NOT NULL, nodes INTEGER NOT NULL,
+                    tokens INTEGER NOT NULL, UNIQUE (kb_id, sha256))"""
+            )
+            db.execute(
+                """CREATE TABLE IF NOT EXISTS nodes (
+                    id INTEGER PRIMARY KEY, kb_id INTEGER NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+                    doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE,
+                    layer INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL, tokens INTEGER NOT NULL,
+                    embedding BLOB NOT NULL, leaf_ids TEXT NOT NULL, leaf_count INTEGER NOT NULL,
+                    start INTEGER, "end" INTEGER, page INTEGER, heading TEXT NOT NULL DEFAULT '[]',
+                    spans TEXT NOT NULL DEFAULT '[]')"""
+            )
+            db.execute("CREATE INDEX IF NOT EXISTS nodes_kb ON nodes(kb_id, layer)")
+            db.execute("CREATE INDEX IF NOT EXISTS nodes_doc ON nodes(doc_id)")
+            db.execute(
+                """CREATE TABLE IF NOT EXISTS edges (
+                    parent_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+                    child_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+                    kb_id INTEGER NOT NULL, PRIMARY KEY (parent_id, child_id))"""
+            )
+            db.execute("CREATE INDEX IF NOT EXISTS edges_child ON edges(child_id)")
+            db.execute(
+                """CREATE TABLE IF NOT EXISTS builds (
+                    id INTEGER PRIMARY KEY, kb_id INTEGER NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+                    document TEXT, action TEXT NOT NULL, status TEXT NOT NULL, started_at TEXT NOT NULL,
+                    finished_at TEXT NOT NULL, seconds REAL NOT NULL, embedder TEXT NOT NULL,
+                    summarizer TEXT NOT NULL, layers TEXT NOT NULL DEFAULT '[]', notes TEXT NOT NULL DEFAULT '[]',
+                    prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,
+                    error TEXT)"""
+            )
+            db.execute(
+                """CREATE TABLE IF NOT EXISTS questions (
+                    id INTEGER PRIMARY KEY, kb_id INTEGER NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+                    asked_at TEXT NOT NULL, asked_by TEXT NOT NULL DEFAULT '', mode TEXT NOT NULL,
+                    backend TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
+                    context_tokens INTEGER NOT NULL, nodes INTEGER NOT NULL)"""
+            )
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('next_node_id', '1')")
+
+    # -- knowledge bases ----------------------------------------------------------------------
+
+    def kb_id(self, name: str, *, create: bool = False) -> int | None:
+        row = self.db.execute("SELECT id FROM kbs WHERE name = ?", [name]).fetchone()
+        if row:
+            return int(row[0])
+        if not create:
+            return None
+        with self.write() as db:
+            db.execute("INSERT OR IGNORE INTO kbs (name, created_at) VALUES (?, ?)", [name, _now()])
+        return self.kb_id(name)
+
+    def require_kb(self, name: str) -> int:
+        kb_id = self.kb_id(name)
+        if kb_id is None:
+            raise NotFoundError(f"There is no knowledge base named {name!r}.")
+        return kb_id
+
+    def kb_names(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT name FROM kbs ORDER BY name").fetchall()]
+
+    def kb_version(self, kb_id: int) -> int:
+        row = self.db.execute("SELECT version FROM kbs WHERE id = ?", [kb_id]).fetchone()
+        return int(row[0]) if row else -1
+
+    def delete_kb(self, kb_id: int) -> None:
+        with self.write() as db:
+            db.execute("DELETE FROM edges WHERE kb_id = ?", [kb_id])
+            db.execute("DELETE FROM nodes WHERE kb_id = ?", [kb_id])
+            db.execute("DELETE FROM documents WHERE kb_id = ?", [kb_id])
+            db.execute("DELETE FROM builds WHERE kb_id = ?", [kb_id])
+            db.execute("DELETE FROM questions WHERE kb_id = ?", [kb_id])
+            db.execute("DELETE FROM kbs WHERE id = ?", [kb_id])
+
+    # -- documents ----------------------------------------------------------------------------
+
+    def documents(self, kb_id: int) -> list[DocumentInfo]:
+        rows = self.db.execute(
+            "SELECT id, name, sha256, size, format, added_by, added_at, chunks, layers, nodes, tokens "
+            "FROM documents WHERE kb_id = ? ORDER BY added_at, id",
+            [kb_id],
+        ).fetchall()
+        return [DocumentInfo(*row) for row in rows]
+
+    def document_by_sha(self, kb_id: int, sha256: str) -> DocumentInfo | None:
+        return next((d for d in self.documents(kb_id) if d.sha256 == sha256), None)
+
+    def find_document(self, kb_id: int, name_or_sha: str) -> DocumentInfo:
+        """A document by exact name, or by a sha256 prefix of at least 8 characters."""
+        docs = self.documents(kb_id)
+        by_name = [d for d in docs if d.name == name_or_sha]
+        if len(by_name) == 1:
+            return by_name[0]
+        if len(by_name) > 1:
+            raise NotFoundError(
+                f"Several documents are named {name_or_sha!r}; name one by its sha256 prefix instead."
+            )
+        if len(name_or_sha) >= 8:
+            by_sha = [d for d in docs if d.sha256.startswith(name_or_sha.lower())]
+            if len(by_sha) == 1:
+                return by_sha[0]
+        raise NotFoundError(f"No document named {name_or_sha!r} in this knowledge base.")
+
+    def kb_tokens(self, kb_id: int) -> int:
+        row = self.db.execute(
+            "SELECT COALESCE(SUM(tokens), 0) FROM documents WHERE kb_id = ?", [kb_id]
+        ).fetchone()
+        return int(row[0])
+
+    # -- nodes --------------------------------------------------------------------------------
+
+    def _node_rows(self, where: str, params: list[Any]) -> list[StoredNode]:
+        rows = self.db.execute(
+            "SELECT n.id, n.kb_id, n.doc_id, d.name, n.layer, n.kind, n.text, n.tokens, n.leaf_count, "
+            'n.start, n."end", n.page, n.heading FROM nodes n LEFT JOIN documents d ON d.id = n.doc_id '
+            f"WHERE {where}",
+            params,
+        ).fetchall()
+        return [StoredNode(*r[:12], tuple(json.loads(r[12]))) for r in rows]
+
+    def nodes_by_ids(self, ids: list[int]) -> dict[int, StoredNode]:
+        out: dict[int, StoredNode] = {}
+        for begin in range(0, len(ids), 500):
+            part = [int(i) for i in ids[begin : begin + 500]]
+            marks = ",".join("?" * len(part))
+            for node in self._node_rows(f"n.id IN ({marks})", part):
+                out[node.id] = node
+        return out
+
+    def nodes_of_kb(self, kb_id: int) -> list[StoredNode]:
+        return self._node_rows("n.kb_id = ? ORDER BY n.id", [kb_id])
+
+    def embeddings(self, kb_id: int, *, ids: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, matrix) of a knowledge base's nodes, or of the given ids within it."""
+        if ids is None:
+            rows = self.db.execute(
+                "SELECT id, embedding FROM nodes WHERE kb_id = ? ORDER BY id", [kb_id]
+            ).fetchall()
+        else:
+            rows = []
+            for begin in range(0, len(ids), 500):
+                part = [int(i) for i in ids[begin : begin + 500]]
+                marks = ",".join("?" * len(part))
+                rows += self.db.execute(
+                    f"SELECT id, embedding FROM nodes WHERE kb_id = ? AND id IN ({marks}) ORDER BY id",
+                    [kb_id, *part],
+                ).fetchall()
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        node_ids = np.array([r[0] for r in rows], dtype=np.int64)
+        matrix = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+        return node_ids, matrix
+
+    def children(self, parent_ids: list[int]) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {p: [] for p in parent_ids}
+        for begin in range(0, len(parent_ids), 500):
+            part = parent_ids[begin : begin + 500]
+            marks = ",".join("?" * len(part))
+            for parent, child in self.db.execute(
+                f"SELECT parent_id, child_id FROM edges WHERE parent_id IN ({marks}) ORDER BY child_id", part
+            ).fetchall():
+                out[parent].append(child)
+        return out
+
+    def root_ids(self, kb_id: int) -> list[int]:
+        """Nodes with no parent: the top of each document's tree, or the cross-document layer."""
+        rows = self.db.execute(
+            "SELECT id FROM nodes WHERE kb_id = ? AND id NOT IN (SELECT child_id FROM edges WHERE kb_id = ?) "
+            "ORDER BY id",
+            [kb_id, kb_id],
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def document_tops(self, kb_id: int, exclude_doc: int | None = None) -> list[StoredTop]:
+        """The top layer of each document's tree, in document order: what the cross-document layer groups."""
+        rows = self.db.execute(
+            "SELECT n.id, n.layer, n.text, n.tokens, n.embedding FROM nodes n JOIN documents d ON d.id = n.doc_id "
+            "WHERE n.kb_id = ? AND n.layer = d.layers - 1 AND d.id IS NOT ? ORDER BY d.added_at, d.id, n.id",
+            [kb_id, exclude_doc],
+        ).fetchall()
+        return [StoredTop(r[0], r[1], r[2], r[3], np.frombuffer(r[4], dtype=np.float32)) for r in rows]
+
+    def layer_stats(self, kb_id: int) -> list[tuple[int, str, int, int]]:
+        """(layer, kind, nodes, tokens) for a knowledge base."""
+        return [
+            tuple(r)
+            for r in self.db.execute(
+                "SELECT layer, kind, COUNT(*), SUM(tokens) FROM nodes WHERE kb_id = ? GROUP BY layer, kind "
+                "ORDER BY layer, kind",
+                [kb_id],
+            ).fetchall()
+        ]
+
+    def node_ids(self, kb_id: int) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT id FROM nodes WHERE kb_id = ?", [kb_id]).fetchall()]
+
+    def node_count(self, kb_id: int) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM nodes WHERE kb_id = ?", [kb_id]).fetchone()[0])
+
+    # -- writing trees ------------------------------------------------------------------------
+
+    def _allocate_ids(self, db: sqlite_utils.Database, count: int) -> int:
+        """Node ids only ever grow, so an id never names two nodes (the index relies on it)."""
+        first = int(db.execute("SELECT value FROM meta WHERE key = 'next_node_id'").fetchone()[0])
+        db.execute("UPDATE meta SET value = ? WHERE key = 'next_node_id'", [str(first + count)])
+        return first
+
+    def _insert_nodes(
+        self, db: sqlite_utils.Database, kb_id: int, doc_id: int | None, nodes: list[NewNode]
+    ) -> dict[int, int]:
+        """Insert nodes and their edges; returns key -> id. Children must come before parents."""
+        first = self._allocate_ids(db, len(nodes))
+        ids = {node.key: first + i for i, node in enumerate(nodes)}
+        stored_leaf_ids = self._stored_leaf_ids(db, [c for n in nodes for c in n.stored_children])
+        leaf_ids: dict[int, list[int]] = {}
+        spans: dict[int, list[list[int]]] = {}
+        rows, edges = [], []
+        for node in nodes:
+            node_id = ids[node.key]
+            if node.kind == "leaf":
+                leaves = [node_id]
+                node_spans = [[node.start, node.end]] if node.start is not None else []
+            else:
+                leaves = sorted(
+                    {leaf for c in node.children for leaf in leaf_ids[c]}
+                    | {leaf for c in node.stored_children for leaf in stored_leaf_ids[c]}
+                )
+                node_spans = _merge_spans([s for c in node.children for s in spans[c]])
+            leaf_ids[node.key], spans[node.key] = leaves, node_spans
+            rows.append(
+                {
+                    "id": node_id,
+                    "kb_id": kb_id,
+                    "doc_id": doc_id,
+                    "layer": node.layer,
+                    "kind": node.kind,
+                    "text": node.text,
+                    "tokens": node.tokens,
+                    "embedding": _blob(node.embedding),
+                    "leaf_ids": json.dumps(leaves),
+                    "leaf_count": len(leaves),
+                    "start": node.start,
+                    "end": node.end,
+                    "page": node.page,
+                    "heading": json.dumps(list(node.heading)),
+                    "spans": json.dumps(node_spans),
+                }
+            )
+            edges += [{"parent_id": node_id, "child_id": ids[c], "kb_id": kb_id} for c in node.children]
+            edges += [{"parent_id": node_id, "child_id": c, "kb_id": kb_id} for c in node.stored_children]
+        db["nodes"].insert_all(rows, batch_size=200)
+        if edges:
+            db["edges"].insert_all(edges, batch_size=500)
+        return ids
+
+    def _stored_leaf_ids(self, db: sqlite_utils.Database, node_ids: list[int]) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
+        for node_id in set(node_ids):
+            row = db.execute("SELECT leaf_ids FROM nodes WHERE id = ?", [node_id]).fetchone()
+            if row is None:
+                raise NotFoundError(f"Node {node_id} disappeared while the tree was being rebuilt.")
+            out[node_id] = json.loads(row[0])
+        return out
+
+    def _replace_kb_layer(self, db: sqlite_utils.Database, kb_id: int, kb_nodes: list[NewNode]) -> None:
+        db.execute(
+            "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE kb_id = ? AND kind = 'kb')",
+            [kb_id],
+        )
+        db.execute("DELETE FROM nodes WHERE kb_id = ? AND kind = 'kb'", [kb_id])
+        if kb_nodes:
+            self._insert_nodes(db, kb_id, None, kb_nodes)
+
+    def commit_document(
+        self,
+        kb_name: str,
+        document: dict[str, Any],
+        nodes: list[NewNode],
+        kb_nodes_for: Callable[[dict[int, int]], list[NewNode]],
+        build: dict[str, Any],
+    ) -> tuple[int, int]:
+        """Store a document's tree, the new cross-document layer and the build record, all or nothing.
+
+        The knowledge base is created in the same transaction, so a failed first upload leaves no
+        trace. `kb_nodes_for(ids)` turns the new tree's key -> id map into the cross-document
+        layer's nodes, so that layer can point at nodes inserted a moment before.
+        Returns (kb_id, doc_id).
+        """
+        with self.write() as db:
+            db.execute("INSERT OR IGNORE INTO kbs (name, created_at) VALUES (?, ?)", [kb_name, _now()])
+            kb_id = int(db.execute("SELECT id FROM kbs WHERE name = ?", [kb_name]).fetchone()[0])
+            cursor = db.execute(
+                "INSERT INTO documents (kb_id, name, sha256, size, format, added_by, added_at, chunks, layers, "
+                "nodes, tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    kb_id,
+                    document["name"],
+                    document["sha256"],
+                    document["size"],
+                    document["format"],
+                    document.get("added_by", ""),
+                    _now(),
+                    document["chunks"],
+                    document["layers"],
+                    len(nodes),
+                    document["tokens"],
+                ],
+            )
+            doc_id = int(cursor.lastrowid)
+            ids = self._insert_nodes(db, kb_id, doc_id, nodes)
+            self._replace_kb_layer(db, kb_id, kb_nodes_for(ids))
+            self._record_build(db, kb_id, build)
+            db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", [kb_id])
+        return kb_id, doc_id
+
+    def commit_forget(self, kb_id: int, doc_id: int, kb_nodes: list[NewNode], build: dict[str, Any]) -> None:
+        with self.write() as db:
+            db.execute(
+                "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE kb_id = ? AND kind = 'kb')",
+                [kb_id],
+            )
+            db.execute("DELETE FROM nodes WHERE kb_id = ? AND kind = 'kb'", [kb_id])
+            db.execute(
+                "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE doc_id = ?)", [doc_id]
+            )
+            db.execute("DELETE FROM nodes WHERE doc_id = ?", [doc_id])
+            db.execute("DELETE FROM documents WHERE id = ?", [doc_id])
+            if kb_nodes:
+                self._insert_nodes(db, kb_id, None, kb_nodes)
+            self._record_build(db, kb_id, build)
+            db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", [kb_id])
+
+    def _record_build(self, db: sqlite_utils.Database, kb_id: int, build: dict[str, Any]) -> None:
+        row = {
+            "kb_id": kb_id,
+            "document": build.get("document"),
+            "action": build["action"],
+            "status": build.get("status", "ok"),
+            "started_at": build.get("started_at", _now()),
+            "finished_at": _now(),
+            "seconds": float(build.get("seconds", 0.0)),
+            "embedder": build.get("embedder", ""),
+            "summarizer": build.get("summarizer", ""),
+            "layers": json.dumps(build.get("layers", [])),
+            "notes": json.dumps(build.get("notes", [])),
+            "prompt_tokens": int(build.get("prompt_tokens", 0)),
+            "completion_tokens": int(build.get("completion_tokens", 0)),
+            "error": build.get("error"),
+        }
+        db["builds"].insert(row)
+
+    def record_failed_build(self, kb_id: int, build: dict[str, Any]) -> None:
+        """A failed build leaves a record (and nothing else), so `status` can say what happened."""
+        with self.write() as db:
+            self._record_build(db, kb_id, {**build, "status": "failed"})
+
+    def builds(self, kb_id: int, limit: int = 20) -> list[dict[str, Any]]:
+        rows = self.db.query("SELECT * FROM builds WHERE kb_id = ? ORDER BY id DESC LIMIT ?", [kb_id, limit])
+        out = []
+        for row in rows:
+            row["layers"] = json.loads(row["layers"])
+            row["notes"] = json.loads(row["notes"])
+            out.append(row)
+        return out
+
+    def record_question(self, kb_id: int, row: dict[str, Any]) -> None:
+        with self.write() as db:
+            db["questions"].insert({"kb_id": kb_id, "asked_at": _now(), **row})
+
+    def usage(self, kb_id: int) -> dict[str, int]:
+        b = self.db.execute(
+            "SELECT COALESCE(SUM(prompt_tokens),0), COALESCE(SUM(completion_tokens),0) FROM builds WHERE kb_id=?",
+            [kb_id],
+        ).fetchone()
+        q = self.db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(prompt_tokens),0), COALESCE(SUM(completion_tokens),0) FROM questions "
+            "WHERE kb_id=?",
+            [kb_id],
+        ).fetchone()
+        return {
+            "build_prompt_tokens": b[0],
+            "build_completion_tokens": b[1],
+            "questions": q[0],
+            "question_prompt_tokens": q[1],
+            "question_completion_tokens": q[2],
+        }
+
+    # -- checks -------------------------------------------------------------------------------
+
+    def integrity_problems(self) -> list[str]:
+        """SQLite's own check plus the project's invariants; an empty list means healthy."""
+        problems = []
+        result = [r[0] for r in self.db.execute("PRAGMA integrity_check").fetchall()]
+        if result != ["ok"]:
+            problems += [f"integrity_check: {r}" for r in result]
+        checks = {
+            "edges pointing at missing nodes": "SELECT COUNT(*) FROM edges WHERE parent_id NOT IN (SELECT id FROM nodes) "
+            "OR child_id NOT IN (SELECT id FROM nodes)",
+            "edges crossing knowledge bases": "SELECT COUNT(*) FROM edges e JOIN nodes p ON p.id = e.parent_id "
+            "JOIN nodes c ON c.id = e.child_id WHERE p.kb_id != c.kb_id OR e.kb_id != p.kb_id",
+            "nodes of missing documents": "SELECT COUNT(*) FROM nodes WHERE doc_id IS NOT NULL AND doc_id NOT IN "
+            "(SELECT id FROM documents)",
+            "documents whose node count is wrong": "SELECT COUNT(*) FROM documents d WHERE d.nodes != "
+            "(SELECT COUNT(*) FROM nodes n WHERE n.doc_id = d.id)",
+            "documents without leaves": "SELECT COUNT(*) FROM documents d WHERE NOT EXISTS "
+            "(SELECT 1 FROM nodes n WHERE n.doc_id = d.id AND n.kind = 'leaf')",
+            "summaries without children": "SELECT COUNT(*) FROM nodes n WHERE n.kind != 'leaf' AND NOT EXISTS "
+            "(SELECT 1 FROM edges e WHERE e.parent_id = n.id)",
+        }
+        for label, sql in checks.items():
+            count = int(self.db.execute(sql).fetchone()[0])
+            if count:
+                problems.append(f"{count} {label}")
+        return problems
+
+
+def _merge_spans(spans: list[list[int]]) -> list[list[int]]:
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
