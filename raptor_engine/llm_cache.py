@@ -1,0 +1,104 @@
+"""A SQLite cache of LLM summaries, so a rebuild or a retry after a failed build does not pay twice.
+
+It lives in the store's database file, in its own table `summary_cache`. Every call opens a short-lived
+connection with WAL and a busy timeout, so it coexists with the store's single writer; calls are
+blocking and meant to run in a worker thread (`asyncio.to_thread`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlite_utils
+
+log = logging.getLogger(__name__)
+
+TABLE = "summary_cache"
+BUSY_TIMEOUT_MS = 10_000
+
+
+@dataclass(frozen=True)
+class CachedSummary:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def summary_cache_key(model: str, prompt_version: str, prompt: str, max_tokens: int) -> str:
+    """sha256 over everything that changes what the model would write."""
+    material = json.dumps([model, prompt_version, prompt, max_tokens], ensure_ascii=False)
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+class SummaryCache:
+    """Get and put summaries by key. A cache that cannot be read or written is logged and skipped:
+    losing the cache costs money, not correctness."""
+
+    def __init__(self, db_path: str | Path):
+        self.db_path = Path(db_path)
+        self._table_ready = False
+
+    def _connect(self) -> sqlite3.Connection:
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.db_path, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        if not self._table_ready:
+            db = sqlite_utils.Database(conn)
+            db[TABLE].create(
+                {
+                    "key": str,
+                    "model": str,
+                    "text": str,
+                    "prompt_tokens": int,
+                    "completion_tokens": int,
+                    "created_at": float,
+                },
+                pk="key",
+                if_not_exists=True,
+            )
+            conn.commit()
+            self._table_ready = True
+        return conn
+
+    def get(self, key: str) -> CachedSummary | None:
+        try:
+            conn = self._connect()
+            try:
+                row = conn.execute(
+                    f"SELECT text, prompt_tokens, completion_tokens FROM {TABLE} WHERE key = ?", (key,)
+                ).fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            log.warning("summary cache read failed (%s); asking the model instead", exc)
+            return None
+        return CachedSummary(row[0], int(row[1] or 0), int(row[2] or 0)) if row else None
+
+    def put(self, key: str, model: str, text: str, prompt_tokens: int, completion_tokens: int) -> None:
+        try:
+            conn = self._connect()
+            try:
+                with conn:
+                    conn.execute(
+                        f"INSERT OR REPLACE INTO {TABLE} "
+                        "(key, model, text, prompt_tokens, completion_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                        (key, model, text, prompt_tokens, completion_tokens, time.time()),
+                    )
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            log.warning("summary cache write failed (%s); the summary is used but not cached", exc)
+
+    def count(self) -> int:
+        conn = self._connect()
+        try:
+            return int(conn.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
+        finally:
+            conn.close()
