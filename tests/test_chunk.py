@@ -1,0 +1,225 @@
+"""Chunker tests with the real all-MiniLM-L6-v2 tokenizer (via the shared `embedder` fixture)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from raptor_engine.chunk import chunk_document, split_sentences
+from raptor_engine.errors import IngestError
+from raptor_engine.load import load_document
+from raptor_engine.types import Chunk, LoadedDocument, Section
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "samples" / "lighthouse_keepers.md"
+
+
+def plain(text: str) -> LoadedDocument:
+    return LoadedDocument(name="t.txt", text=text, sections=[Section(0, len(text))], format="txt")
+
+
+def sentences(text: str) -> list[str]:
+    return [text[a:b] for a, b in split_sentences(text)]
+
+
+def chunk_of(chunks: list[Chunk], offset: int) -> Chunk:
+    return next(c for c in chunks if c.start <= offset < c.end)
+
+
+def assert_well_formed(doc: LoadedDocument, chunks: list[Chunk], limit: int, counter) -> None:
+    """Exact spans, consecutive indices, honest token counts within limit, no non-space text left out."""
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    covered = [False] * len(doc.text)
+    previous_end = 0
+    for chunk in chunks:
+        assert chunk.text == doc.text[chunk.start : chunk.end]
+        assert chunk.text.strip() == chunk.text and chunk.text
+        assert chunk.start >= previous_end
+        assert chunk.tokens == counter(chunk.text) <= limit
+        previous_end = chunk.end
+        covered[chunk.start : chunk.end] = [True] * (chunk.end - chunk.start)
+    missing = [i for i, ch in enumerate(doc.text) if not ch.isspace() and not covered[i]]
+    assert missing == []
+
+
+# -------------------------------------------------------------------------------------- sentence splitting
+
+
+def test_split_handles_abbreviations_decimals_quotes_and_ellipses():
+    text = (
+        "Mr. Smith met Dr. Jones at 9.30 in the U.S. embassy. They paid $3.50, e.g. for tea! "
+        'Was it good? "Very good." She paused... and then left. It cost approx. 12 dollars, i.e. a lot. '
+        "See Fig. 3 for details. John F. Kennedy spoke next."
+    )
+    assert sentences(text) == [
+        "Mr. Smith met Dr. Jones at 9.30 in the U.S. embassy.",
+        "They paid $3.50, e.g. for tea!",
+        "Was it good?",
+        '"Very good."',
+        "She paused... and then left.",
+        "It cost approx. 12 dollars, i.e. a lot.",
+        "See Fig. 3 for details.",
+        "John F. Kennedy spoke next.",
+    ]
+
+
+def test_split_treats_paragraphs_headings_and_list_items_as_boundaries():
+    text = (
+        "## Keepers\nThe first keeper arrived\nin spring without a title\n\nNo full stop here\n\n"
+        "Steps:\n- fill the lamp\n- trim the wick\n1. First line\n2. Second line"
+    )
+    assert sentences(text) == [
+        "## Keepers",
+        "The first keeper arrived\nin spring without a title",
+        "No full stop here",
+        "Steps:",
+        "- fill the lamp",
+        "- trim the wick",
+        "1. First line",
+        "2. Second line",
+    ]
+
+
+def test_split_joins_a_sentence_broken_by_a_page_break():
+    text = "The lamp burned through the night and\n\ninto the morning. Then it went out."
+    assert sentences(text) == [
+        "The lamp burned through the night and\n\ninto the morning.",
+        "Then it went out.",
+    ]
+
+
+def test_split_spans_are_trimmed_and_skip_blank_text():
+    assert split_sentences("") == []
+    assert split_sentences("  \n\n \t") == []
+    assert sentences("  word  ") == ["word"]
+
+
+# ----------------------------------------------------------------------------------------------- chunking
+
+
+def test_sample_document_chunks_within_limit_with_sentences_intact(embedder):
+    doc = load_document(SAMPLE.name, SAMPLE.read_bytes())
+    chunks = chunk_document(
+        doc, embedder.count_tokens, max_tokens=100, count_tokens_batch=embedder.count_tokens_batch
+    )
+    assert_well_formed(doc, chunks, 100, embedder.count_tokens)
+    assert len(chunks) > 20
+    assert sum(c.tokens for c in chunks) / len(chunks) > 50, "chunks are packed, not one sentence each"
+    for a, b in split_sentences(doc.text):
+        if embedder.count_tokens(doc.text[a:b]) <= 100:
+            assert chunk_of(chunks, a).end >= b, f"sentence split across chunks: {doc.text[a:b]!r}"
+
+
+def test_chunks_keep_punctuation(embedder):
+    text = 'Wait, what? Yes: the keeper (Ada) said "no"; then she left... Really!'
+    chunks = chunk_document(plain(text), embedder.count_tokens)
+    assert [c.text for c in chunks] == [text]
+
+
+def test_chunks_do_not_cross_headings_and_carry_heading(embedder):
+    source = "# Light\n\nIntro sentence.\n\n## Keepers\n\nAda kept it.\n\n## Storms\n\nThe gale came."
+    doc = load_document("h.md", source.encode())
+    chunks = chunk_document(doc, embedder.count_tokens, max_tokens=100)
+    assert [(c.text, c.heading) for c in chunks] == [
+        ("# Light\n\nIntro sentence.", ("Light",)),
+        ("## Keepers\n\nAda kept it.", ("Light", "Keepers")),
+        ("## Storms\n\nThe gale came.", ("Light", "Storms")),
+    ]
+
+
+def test_chunks_may_cross_pages_and_take_the_starting_page(embedder):
+    text = "Page one says one thing.\n\nPage two says another.\n\nPage three ends it."
+    sections = [Section(0, 26, page=1), Section(26, 50, page=2), Section(50, len(text), page=3)]
+    doc = LoadedDocument(name="p.pdf", text=text, sections=sections, format="pdf")
+    one = chunk_document(doc, embedder.count_tokens, max_tokens=100)
+    assert [(c.text, c.page) for c in one] == [(text, 1)]
+    small = chunk_document(doc, embedder.count_tokens, max_tokens=6)
+    assert [(c.text, c.page) for c in small] == [
+        ("Page one says one thing.", 1),
+        ("Page two says another.", 2),
+        ("Page three ends it.", 3),
+    ]
+
+
+def test_long_sentence_is_split_at_clause_boundaries(embedder):
+    clauses = [f"the keeper polished lens number {n} until it shone" for n in range(12)]
+    text = "; ".join(clauses) + "."
+    assert embedder.count_tokens(text) > 60
+    chunks = chunk_document(plain(text), embedder.count_tokens, max_tokens=30)
+    assert_well_formed(plain(text), chunks, 30, embedder.count_tokens)
+    assert len(chunks) > 1
+    for chunk in chunks[:-1]:
+        assert chunk.text.endswith(";"), chunk.text
+    assert chunks[-1].text.endswith(".")
+
+
+def test_sentence_without_clauses_is_split_at_words(embedder):
+    text = " ".join(["lighthouse"] * 80) + "."
+    chunks = chunk_document(plain(text), embedder.count_tokens, max_tokens=25)
+    assert_well_formed(plain(text), chunks, 25, embedder.count_tokens)
+    assert all(re.fullmatch(r"lighthouse( lighthouse)*\.?", c.text) for c in chunks)
+
+
+def test_hard_limit_wins_over_max_tokens_even_for_one_giant_word(embedder):
+    text = "Start. " + "x9Q" * 400 + " end."
+    chunks = chunk_document(plain(text), embedder.count_tokens, max_tokens=100, hard_limit=40)
+    assert_well_formed(plain(text), chunks, 40, embedder.count_tokens)
+
+
+def test_tiny_inputs(embedder):
+    assert [c.text for c in chunk_document(plain("Word"), embedder.count_tokens)] == ["Word"]
+    one = chunk_document(plain("  One short sentence.  "), embedder.count_tokens)
+    assert [(c.text, c.start, c.end, c.index) for c in one] == [("One short sentence.", 2, 21, 0)]
+    assert chunk_document(plain(""), embedder.count_tokens) == []
+    assert chunk_document(plain(" \n\n "), embedder.count_tokens) == []
+
+
+def test_batch_and_single_counting_agree(embedder):
+    doc = load_document(SAMPLE.name, SAMPLE.read_bytes())
+    single = chunk_document(doc, embedder.count_tokens, max_tokens=80)
+    batched = chunk_document(
+        doc, embedder.count_tokens, max_tokens=80, count_tokens_batch=embedder.count_tokens_batch
+    )
+    assert [(c.start, c.end, c.tokens) for c in single] == [(c.start, c.end, c.tokens) for c in batched]
+
+
+def test_limit_below_one_token_is_refused(embedder):
+    with pytest.raises(ValueError):
+        chunk_document(plain("text"), embedder.count_tokens, max_tokens=0)
+
+
+# --------------------------------------------------------------------------------------------------- fuzz
+
+_fuzz_text = st.lists(
+    st.sampled_from(
+        list("abc XYZ.,;:!?\"'…—-\n\t0123456789éß") + ["Mr.", "e.g.", "...", "\n\n", "# ", "word"]
+    ),
+    max_size=120,
+).map("".join)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=_fuzz_text, limit=st.integers(min_value=1, max_value=40))
+def test_fuzz_chunker_never_crashes_and_respects_limit(embedder, text, limit):
+    doc = plain(text)
+    chunks = chunk_document(
+        doc, embedder.count_tokens, max_tokens=limit, count_tokens_batch=embedder.count_tokens_batch
+    )
+    assert_well_formed(doc, chunks, limit, embedder.count_tokens)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(source=st.text(max_size=400))
+def test_fuzz_markdown_documents_chunk_cleanly(embedder, source):
+    try:
+        doc = load_document("f.md", source.encode("utf-8", "surrogatepass"))
+    except IngestError:
+        return
+    chunks = chunk_document(doc, embedder.count_tokens, max_tokens=12)
+    assert_well_formed(doc, chunks, 12, embedder.count_tokens)
+    for chunk in chunks:
+        offsets = [s for s in doc.sections if s.start <= chunk.start < s.end]
+        assert chunk.heading == offsets[0].heading
