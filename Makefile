@@ -1,0 +1,34 @@
+# Two set-up commands, each creating the environment on first use:
+#   make demo   ingest the sample document and answer questions (no key, no Discord)
+#   make test   lint and run the test suite
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch's CPU build first: a bare `torch` requirement would pull a multi-GB CUDA build
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+.PHONY: install demo test bench lint
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/raptor --data-dir data/demo ingest data/samples/lighthouse_keepers.md --kb demo
+	$(VENV)/bin/raptor --data-dir data/demo tree --kb demo
+	$(VENV)/bin/raptor --data-dir data/demo ask "What is the central theme of this document?" --kb demo
+	$(VENV)/bin/raptor --data-dir data/demo ask "Who kept the light in 1887?" --kb demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check raptor_engine bot tests benchmarks
+
+test: $(STAMP) lint
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(VENV)/bin/raptor bench
