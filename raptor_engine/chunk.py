@@ -55,7 +55,7 @@ _TERMINATOR = re.compile(r"(?:[.!?\u2026]+)[\"'\u201d\u2019\u00bb)\]]*(?=\s|$)")
 _NEWLINE = re.compile(r"\n")
 _STRUCTURAL_LINE = re.compile(r"(?:#{1,6}\s|[-*+\u2022]\s|\d{1,3}[.)]\s|>|\||={3,}|-{3,}|```|~~~)")
 _CLAUSE_BREAK = re.compile(r"[;:,](?=\s)|\s[\u2014\u2013-]{1,2}(?=\s)|\u2014")
-_WORD = re.compile(r"\S+")
+_SYMBOLS = re.compile(r"[^\w\s]+")
 
 
 # ------------------------------------------------------------------------------------- sentence splitting
@@ -198,26 +198,42 @@ def _clause_spans(text: str, span: Span) -> list[Span]:
     return _trimmed_spans(piece, [m.end() for m in _CLAUSE_BREAK.finditer(piece)], start)
 
 
-def _word_spans(text: str, span: Span) -> list[Span]:
-    start, _ = span
-    return [(start + m.start(), start + m.end()) for m in _WORD.finditer(text[span[0] : span[1]])]
+def _cut_near(text: str, low: int, high: int) -> int:
+    """Where to end a piece in text[low:high]: the last space, else after the last symbol, else `high`."""
+    space = max(text.rfind(" ", low, high), text.rfind("\n", low, high))
+    if space > low:
+        return space
+    symbols = list(_SYMBOLS.finditer(text, low, high))
+    if symbols and symbols[-1].end() > low:
+        return symbols[-1].end()
+    return high
 
 
-def _char_spans(text: str, span: Span, limit: int, counter: _Counter) -> list[Span]:
-    """Last resort for one enormous 'word' (a URL, base64): the longest prefixes that fit, by bisection."""
-    spans = []
+def _proportional_spans(
+    text: str, span: Span, count: int, limit: int, counter: _Counter
+) -> list[tuple[Span, int]]:
+    """Cut an over-long span into pieces sized by its tokens per character, preferring word boundaries.
+
+    All pieces are counted in one batch and any still over limit are cut again, so a giant run of words or
+    a space-free string costs a few tokenizer calls per chunk rather than one per word or per character.
+    """
     start, end = span
-    while start < end:
-        low, high = start + 1, end
-        while low < high:
-            middle = (low + high + 1) // 2
-            if counter.content([text[start:middle]])[0] <= limit:
-                low = middle
-            else:
-                high = middle - 1
-        spans.append((start, low))
-        start = low
-    return spans
+    step = max(1, int((end - start) * limit * 0.9 / max(count, 1)))
+    spans: list[Span] = []
+    position = start
+    while position < end:
+        stop = end if end - position <= step else _cut_near(text, position + step // 2, position + step)
+        spans.extend(_trimmed_spans(text[position:stop], [], position))
+        position = stop
+    out: list[tuple[Span, int]] = []
+    for piece, piece_count in zip(spans, counter.content([text[a:b] for a, b in spans]), strict=True):
+        if piece_count <= limit:
+            out.append((piece, piece_count))
+        elif piece[1] - piece[0] == 1:
+            raise ValueError(f"a single character counts more than the chunk limit of {limit} tokens")
+        else:
+            out.extend(_proportional_spans(text, piece, piece_count, limit, counter))
+    return out
 
 
 def _pack(spans: list[Span], counts: list[int], limit: int) -> list[tuple[Span, int]]:
@@ -238,19 +254,20 @@ def _pack(spans: list[Span], counts: list[int], limit: int) -> list[tuple[Span, 
 
 
 def _fit(text: str, span: Span, count: int, limit: int, counter: _Counter) -> list[tuple[Span, int]]:
-    """Split a span that is over limit into pieces within it: clauses, then words, then characters."""
+    """Split a span that is over limit into pieces within it: at clauses, then at words (or characters)."""
     if count <= limit:
         return [(span, count)]
-    for splitter in (_clause_spans, _word_spans):
-        parts = splitter(text, span)
-        if len(parts) > 1:
-            counts = counter.content([text[a:b] for a, b in parts])
-            pieces: list[tuple[Span, int]] = []
-            for part, part_count in zip(parts, counts, strict=True):
-                pieces.extend(_fit(text, part, part_count, limit, counter))
-            return _pack([p for p, _ in pieces], [c for _, c in pieces], limit)
-    parts = _char_spans(text, span, limit, counter)
-    return list(zip(parts, counter.content([text[a:b] for a, b in parts]), strict=True))
+    clauses = _clause_spans(text, span)
+    if 1 < len(clauses) <= max(2, count // 4):  # real clauses, not a comma-separated list of numbers
+        pieces: list[tuple[Span, int]] = []
+        for part, part_count in zip(clauses, counter.content([text[a:b] for a, b in clauses]), strict=True):
+            pieces.extend(_fit(text, part, part_count, limit, counter))
+        return _pack([p for p, _ in pieces], [c for _, c in pieces], limit)
+    return _pack(*_unzip(_proportional_spans(text, span, count, limit, counter)), limit)
+
+
+def _unzip(pairs: list[tuple[Span, int]]) -> tuple[list[Span], list[int]]:
+    return [span for span, _ in pairs], [count for _, count in pairs]
 
 
 # ------------------------------------------------------------------------------------------------ chunking
@@ -334,11 +351,5 @@ def _verified(
             out.append((span, count, heading))
             continue
         log.debug("chunk %s counted %d > %d as a whole; splitting it again", span, count, limit)
-        words = _word_spans(text, span)
-        if len(words) > 1:
-            half = len(words) // 2
-            halves = [(words[0][0], words[half - 1][1]), (words[half][0], words[-1][1])]
-        else:
-            halves = _char_spans(text, span, limit, counter)
-        out.extend(_verified(text, [(h, 0, heading) for h in halves], limit, counter))
+        out.extend((piece, n, heading) for piece, n in _proportional_spans(text, span, count, limit, counter))
     return out

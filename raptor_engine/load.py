@@ -12,7 +12,6 @@ import io
 import logging
 import os
 import re
-import unicodedata
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -58,7 +57,7 @@ class _Block:
 def safe_filename(name: str) -> str:
     """A display name safe to show and store: no directories, '..', control characters; at most 120 chars."""
     base = (name or "").replace("\\", "/").split("/")[-1]
-    base = "".join(ch for ch in base if unicodedata.category(ch) not in {"Cc", "Cf", "Cs", "Zl", "Zp"})
+    base = "".join(ch for ch in base if ch.isprintable() or ch.isspace())
     while ".." in base:
         base = base.replace("..", ".")
     base = re.sub(r"\s+", " ", base).strip().lstrip(".").strip()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reportlab.pdfgen import canvas
 
 from raptor_engine.chunk import chunk_document, split_sentences
 from raptor_engine.errors import IngestError
@@ -164,9 +166,12 @@ def test_sentence_without_clauses_is_split_at_words(embedder):
 
 
 def test_hard_limit_wins_over_max_tokens_even_for_one_giant_word(embedder):
-    text = "Start. " + "x9Q" * 400 + " end."
+    giant = "ab-" * 400  # no spaces, no clause breaks, ~800 tokens: only character splitting can fit it
+    text = "Start. " + giant + " end."
+    assert embedder.count_tokens(giant) > 500
     chunks = chunk_document(plain(text), embedder.count_tokens, max_tokens=100, hard_limit=40)
     assert_well_formed(plain(text), chunks, 40, embedder.count_tokens)
+    assert len(chunks) >= 800 // 40
 
 
 def test_tiny_inputs(embedder):
@@ -223,3 +228,18 @@ def test_fuzz_markdown_documents_chunk_cleanly(embedder, source):
     for chunk in chunks:
         offsets = [s for s in doc.sections if s.start <= chunk.start < s.end]
         assert chunk.heading == offsets[0].heading
+
+
+def test_loaded_pdf_chunks_carry_pages(embedder):
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer)
+    for line in ["The first page talks about oil.", "The second page talks about wicks."]:
+        pdf.drawString(72, 720, line)
+        pdf.showPage()
+    pdf.save()
+    doc = load_document("two.pdf", buffer.getvalue())
+    chunks = chunk_document(doc, embedder.count_tokens, max_tokens=8)
+    assert [(c.text, c.page) for c in chunks] == [
+        ("The first page talks about oil.", 1),
+        ("The second page talks about wicks.", 2),
+    ]

@@ -331,3 +331,16 @@ def test_fuzz_random_text_load_or_ingest_error(text, extension):
     assert doc.text == doc.text.strip()
     assert "  " not in doc.text and "\n\n\n" not in doc.text
     assert_sections_cover(doc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=st.text(max_size=300))
+def test_fuzz_safe_filename_is_safe_and_stable(raw):
+    try:
+        name = safe_filename(raw)
+    except IngestError:
+        return
+    assert name and len(name) <= 120
+    assert "/" not in name and "\\" not in name and ".." not in name
+    assert all(ch.isprintable() or ch == " " for ch in name)
+    assert safe_filename(name) == name
