@@ -1,0 +1,571 @@
+"""`raptor eval DIR`: does the collapsed tree give better context than the leaves alone?
+
+A set is a folder with `documents.jsonl` (doc_id, title, doc_text) and `questions.jsonl`
+(doc_id, question_id, question, answers, options/gold_index for multiple choice, scope). Each
+document becomes its own knowledge base in a cache folder (reused on the next run: identical bytes
+are not rebuilt), and every question retrieves context three ways under the same embedder and budget:
+
+- `collapsed`: the collapsed tree, every layer searched at once (the paper's choice);
+- `traversal`: tree traversal, top-k per layer from the roots down;
+- `leaves`:    the collapsed search restricted to layer 0, i.e. flat chunk retrieval, the baseline.
+
+Without an LLM it scores the context itself: ROUGE-1 / ROUGE-L recall of the reference answers
+(the best reference), split into questions whose scope is "global" and the rest, and the share of
+context drawn from each layer. With an LLM configured it also answers from each context (2000
+tokens, as in the paper) and reports multiple-choice accuracy and token F1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import logging
+import re
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import metrics
+from .config import Settings
+from .embed import Embedder
+from .engine import Engine
+from .errors import RaptorError
+from .types import RetrievedContext
+
+log = logging.getLogger(__name__)
+
+METHODS: dict[str, dict[str, Any]] = {
+    "collapsed": {"mode": "collapsed", "layers": None},
+    "traversal": {"mode": "traversal", "layers": None},
+    "leaves": {"mode": "collapsed", "layers": [0]},
+}
+METHOD_LABELS = {
+    "collapsed": "collapsed tree",
+    "traversal": "tree traversal",
+    "leaves": "leaves only (flat)",
+}
+GROUPS = ("global", "other", "all")
+ROUND = 4
+
+
+# ---- reading a set -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvalDocument:
+    doc_id: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    question_id: str
+    doc_id: str
+    question: str
+    answers: tuple[str, ...]
+    options: tuple[str, ...] = ()
+    gold_index: int | None = None
+    scope: str | None = None
+    question_type: str | None = None
+
+    @property
+    def group(self) -> str:
+        """'global' for questions about a whole document (SQuALITY's plot question), else 'other'."""
+        return "global" if self.scope == "global" else "other"
+
+    @property
+    def multiple_choice(self) -> bool:
+        return bool(self.options) and self.gold_index is not None
+
+
+@dataclass
+class EvalSet:
+    name: str
+    documents: dict[str, EvalDocument]
+    questions: list[EvalQuestion]
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        raise RaptorError(f"{path} is missing; an evaluation set needs documents.jsonl and questions.jsonl.")
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RaptorError(f"{path.name} line {number} is not valid JSON ({exc.msg}).") from exc
+            if not isinstance(row, dict):
+                raise RaptorError(f"{path.name} line {number} is not a JSON object.")
+            rows.append(row)
+    return rows
+
+
+def _answers(row: dict[str, Any]) -> tuple[str, ...]:
+    answers = row.get("answers") or ([row["answer"]] if row.get("answer") else [])
+    return tuple(str(a) for a in answers if a is not None and str(a).strip())
+
+
+def load_eval_set(directory: Path) -> EvalSet:
+    """Read a set; a question naming a document the set lacks is an error, not a silent skip."""
+    directory = Path(directory)
+    documents: dict[str, EvalDocument] = {}
+    for number, row in enumerate(_read_jsonl(directory / "documents.jsonl"), start=1):
+        if not row.get("doc_id") or not isinstance(row.get("doc_text"), str):
+            raise RaptorError(f"documents.jsonl line {number} needs a doc_id and a doc_text.")
+        documents[str(row["doc_id"])] = EvalDocument(
+            str(row["doc_id"]), str(row.get("title") or row["doc_id"]), row["doc_text"]
+        )
+    questions = []
+    for number, row in enumerate(_read_jsonl(directory / "questions.jsonl"), start=1):
+        doc_id = str(row.get("doc_id", ""))
+        if doc_id not in documents:
+            raise RaptorError(
+                f"questions.jsonl line {number} names document {doc_id!r}, which is not in the set."
+            )
+        if not str(row.get("question", "")).strip():
+            raise RaptorError(f"questions.jsonl line {number} has no question.")
+        options = tuple(str(o) for o in (row.get("options") or ()))
+        gold = row.get("gold_index")
+        questions.append(
+            EvalQuestion(
+                question_id=str(row.get("question_id") or f"{doc_id}_q{number}"),
+                doc_id=doc_id,
+                question=str(row["question"]),
+                answers=_answers(row),
+                options=options,
+                gold_index=int(gold) if gold is not None else None,
+                scope=row.get("scope"),
+                question_type=row.get("question_type"),
+            )
+        )
+    return EvalSet(directory.resolve().name, documents, questions)
+
+
+# ---- trees ---------------------------------------------------------------------------------
+
+
+def kb_name(doc: EvalDocument, fingerprint: str) -> str:
+    """One knowledge base per document and tree recipe: the text's sha256 with the recipe's."""
+    digest = hashlib.sha256(f"{fingerprint}\n{doc.text}".encode()).hexdigest()[:16]
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", doc.doc_id)[:60]
+    return f"eval-{stem}-{digest}"
+
+
+def tree_fingerprint(engine: Engine) -> str:
+    """What shapes a tree: a change here builds new trees instead of reusing cached ones."""
+    s = engine.settings
+    return json.dumps(
+        [
+            engine.embedder.name,
+            engine.summarizer.name,
+            s.chunk_tokens,
+            s.summary_max_tokens,
+            s.summary_ratio,
+            s.cluster_input_budget,
+            s.cluster_threshold,
+            s.cluster_dim,
+            s.max_clusters,
+            s.stop_nodes,
+            s.seed,
+        ]
+    )
+
+
+def _progress_bar(total: int, desc: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="", file=sys.stderr, disable=not enabled, leave=False)
+
+
+async def build_trees(
+    engine: Engine, documents: list[EvalDocument], *, progress: bool
+) -> dict[str, dict[str, Any]]:
+    """Ingest each document into its own knowledge base (a cached tree is a no-op 'duplicate')."""
+    fingerprint = tree_fingerprint(engine)
+    trees: dict[str, dict[str, Any]] = {}
+    bar = _progress_bar(len(documents), "trees", progress)
+    reused = 0
+    for doc in documents:
+        kb = kb_name(doc, fingerprint)
+        result = await engine.ingest(kb, f"{kb}.txt", doc.text.encode("utf-8"), added_by="eval")
+        info = engine.tree_info(kb)
+        reused += result.status == "duplicate"
+        trees[doc.doc_id] = {
+            "kb": kb,
+            "tokens": result.document.tokens,
+            "chunks": result.document.chunks,
+            "layers": {str(layer.layer): layer.nodes for layer in info.layers},
+            "nodes": info.nodes,
+        }
+        bar.update(1)
+    bar.close()
+    log.info("trees: %d built, %d reused from the cache", len(documents) - reused, reused)
+    return trees
+
+
+# ---- scoring contexts ----------------------------------------------------------------------
+
+
+def context_text(context: RetrievedContext) -> str:
+    """The context as a reader gets it: the nodes' texts in retrieval order."""
+    return "\n\n".join(node.text for node in context.nodes)
+
+
+def score_context(question: EvalQuestion, context: RetrievedContext) -> dict[str, Any]:
+    """Recall of the best reference by the context, and where the context came from."""
+    text = context_text(context)
+    tokens_per_layer: dict[str, int] = defaultdict(int)
+    for node in context.nodes:
+        tokens_per_layer[str(node.layer)] += node.tokens
+    r1 = metrics.best_over(question.answers, metrics.rouge1_recall, text)
+    rl = metrics.best_over(question.answers, metrics.rougeL_recall, text)
+    return {
+        "rouge1_recall": None if r1 is None else round(r1, ROUND),
+        "rougeL_recall": None if rl is None else round(rl, ROUND),
+        "tokens_used": context.tokens_used,
+        "nodes_per_layer": {str(k): v for k, v in context.nodes_per_layer().items()},
+        "tokens_per_layer": dict(sorted(tokens_per_layer.items(), key=lambda kv: int(kv[0]))),
+        "node_ids": [node.node_id for node in context.nodes],
+    }
+
+
+def _shares(counts: dict[str, int]) -> dict[str, float]:
+    total = sum(counts.values())
+    if not total:
+        return {}
+    return {k: round(v / total, ROUND) for k, v in sorted(counts.items(), key=lambda kv: int(kv[0]))}
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, ROUND)
+
+
+def summarise_method(
+    records: list[dict[str, Any]], questions: list[EvalQuestion], method: str
+) -> dict[str, Any]:
+    """Means over questions for one method: recall per group, tokens, layer shares, LLM scores."""
+    retrieval: dict[str, dict[str, Any]] = {}
+    for group in GROUPS:
+        chosen = [
+            r["methods"][method]
+            for r, q in zip(records, questions, strict=True)
+            if (group == "all" or q.group == group) and q.answers
+        ]
+        retrieval[group] = {
+            "questions": len(chosen),
+            "rouge1_recall": _rounded(metrics.mean(c["rouge1_recall"] for c in chosen)),
+            "rougeL_recall": _rounded(metrics.mean(c["rougeL_recall"] for c in chosen)),
+        }
+    token_counts: dict[str, int] = defaultdict(int)
+    node_counts: dict[str, int] = defaultdict(int)
+    for record in records:
+        for layer, tokens in record["methods"][method]["tokens_per_layer"].items():
+            token_counts[layer] += tokens
+        for layer, nodes in record["methods"][method]["nodes_per_layer"].items():
+            node_counts[layer] += nodes
+    node_share = _shares(node_counts)
+    summary: dict[str, Any] = {
+        "retrieval": retrieval,
+        "tokens_used_mean": _rounded(metrics.mean(r["methods"][method]["tokens_used"] for r in records)),
+        "layer_token_share": _shares(token_counts),
+        "layer_node_share": node_share,
+        "non_leaf_node_share": round(1.0 - node_share.get("0", 0.0), ROUND) if node_share else None,
+    }
+    llm = [r["methods"][method].get("llm") for r in records]
+    if any(item is not None for item in llm):
+        mc = [item for item, q in zip(llm, questions, strict=True) if item and q.multiple_choice]
+        free = [item for item, q in zip(llm, questions, strict=True) if item and not q.multiple_choice]
+        summary["llm"] = {
+            "mc_questions": len(mc),
+            "mc_accuracy": _rounded(metrics.mean(float(item["correct"]) for item in mc)),
+            "mc_unparsed": sum(item["picked"] is None for item in mc),
+            "f1_questions": sum(item["f1"] is not None for item in free),
+            "f1": _rounded(metrics.mean(item["f1"] for item in free)),
+        }
+    return summary
+
+
+# ---- answering with an LLM (optional) -------------------------------------------------------
+
+MC_SYSTEM = (
+    "You answer multiple-choice questions about a story using only the context given. "
+    "Reply with the letter of the best option and nothing else."
+)
+FREE_SYSTEM = (
+    "You answer questions about a document using only the context given. "
+    "Answer in as few words as possible: a phrase or one short sentence, no explanation."
+)
+
+
+def mc_messages(question: EvalQuestion, context: str) -> list[dict[str, str]]:
+    options = "\n".join(f"{metrics.LETTERS[i]}. {option}" for i, option in enumerate(question.options))
+    user = (
+        f"Context:\n{context}\n\nQuestion: {question.question}\n\nOptions:\n{options}\n\nAnswer (one letter):"
+    )
+    return [{"role": "system", "content": MC_SYSTEM}, {"role": "user", "content": user}]
+
+
+def free_messages(question: EvalQuestion, context: str) -> list[dict[str, str]]:
+    user = f"Context:\n{context}\n\nQuestion: {question.question}\n\nShort answer:"
+    return [{"role": "system", "content": FREE_SYSTEM}, {"role": "user", "content": user}]
+
+
+def grade(question: EvalQuestion, reply: str) -> dict[str, Any]:
+    """Score one LLM reply: the option it picks for multiple choice, else token F1 against the references."""
+    if question.multiple_choice:
+        picked = metrics.parse_choice(reply, len(question.options))
+        return {"reply": reply, "picked": picked, "correct": picked == question.gold_index, "f1": None}
+    f1 = metrics.max_token_f1(reply, question.answers)
+    return {"reply": reply, "picked": None, "correct": None, "f1": None if f1 is None else round(f1, ROUND)}
+
+
+async def answer_all(
+    settings: Settings, jobs: list[tuple[EvalQuestion, str]], *, progress: bool
+) -> list[dict[str, Any]]:
+    """One completion per (question, context), concurrently within the configured limit."""
+    from .llm import LLMClient
+
+    client = LLMClient(settings)
+    bar = _progress_bar(len(jobs), "answers", progress)
+
+    async def one(question: EvalQuestion, context: str, api: Any) -> dict[str, Any]:
+        if question.multiple_choice:
+            messages, max_tokens = mc_messages(question, context), 16
+        else:
+            messages, max_tokens = free_messages(question, context), 100
+        completion = await client.complete(
+            messages, settings.llm_answer_model, max_tokens, "answer an evaluation question", client=api
+        )
+        bar.update(1)
+        graded = grade(question, completion.text)
+        graded["usage"] = [completion.prompt_tokens, completion.completion_tokens]
+        return graded
+
+    async with client.session() as api:
+        results = await asyncio.gather(*(one(q, c, api) for q, c in jobs))
+    bar.close()
+    return list(results)
+
+
+# ---- the run -------------------------------------------------------------------------------
+
+
+def select_questions(eval_set: EvalSet, limit: int | None) -> list[EvalQuestion]:
+    """The first `limit` questions in file order (all when None): quick runs stay comparable."""
+    return eval_set.questions[:limit] if limit else list(eval_set.questions)
+
+
+async def run_eval(
+    directory: Path,
+    settings: Settings,
+    *,
+    budget: int = 2000,
+    limit: int | None = None,
+    use_llm: bool = True,
+    embedder: Embedder | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Build (or reuse) the trees, retrieve with every method, score; returns the JSON report."""
+    eval_set = load_eval_set(directory)
+    questions = select_questions(eval_set, limit)
+    if not questions:
+        raise RaptorError(f"The set {eval_set.name!r} has no questions.")
+    needed = list(dict.fromkeys(q.doc_id for q in questions))
+    engine = Engine(settings, embedder=embedder)
+    try:
+        trees = await build_trees(engine, [eval_set.documents[d] for d in needed], progress=progress)
+        records, contexts = await asyncio.to_thread(_retrieve_all, engine, trees, questions, budget, progress)
+        llm_used = use_llm and settings.llm_configured
+        if llm_used:
+            await _add_llm_scores(settings, questions, records, contexts, progress)
+        summarizer, embed_name = engine.summarizer.name, engine.embedder.name
+    finally:
+        engine.close()
+    return {
+        "set": eval_set.name,
+        "questions": len(questions),
+        "global_questions": sum(q.group == "global" for q in questions),
+        "documents": len(needed),
+        "settings": {
+            "budget": budget,
+            "embedder": embed_name,
+            "summarizer": summarizer,
+            "top_k": settings.top_k,
+            "hnsw_ef": settings.hnsw_ef,
+            "limit": limit,
+            "llm": settings.llm_answer_model if llm_used else None,
+        },
+        "trees": trees,
+        "methods": {m: summarise_method(records, questions, m) for m in METHODS},
+        "per_question": records,
+    }
+
+
+def _retrieve_all(
+    engine: Engine,
+    trees: dict[str, dict[str, Any]],
+    questions: list[EvalQuestion],
+    budget: int,
+    progress: bool,
+) -> tuple[list[dict[str, Any]], dict[tuple[int, str], str]]:
+    """Every question through every method; the records, and each context's text for the LLM."""
+    records, contexts = [], {}
+    bar = _progress_bar(len(questions), "questions", progress)
+    for index, question in enumerate(questions):
+        kb = trees[question.doc_id]["kb"]
+        scored = {}
+        for method, options in METHODS.items():
+            context = engine.retrieve(kb, question.question, budget=budget, **options)
+            scored[method] = score_context(question, context)
+            contexts[(index, method)] = context_text(context)
+        records.append(
+            {
+                "question_id": question.question_id,
+                "doc_id": question.doc_id,
+                "scope": question.scope,
+                "group": question.group,
+                "methods": scored,
+            }
+        )
+        bar.update(1)
+    bar.close()
+    return records, contexts
+
+
+async def _add_llm_scores(
+    settings: Settings,
+    questions: list[EvalQuestion],
+    records: list[dict[str, Any]],
+    contexts: dict[tuple[int, str], str],
+    progress: bool,
+) -> None:
+    """Answer every gradable question from each method's context and attach the grades."""
+    jobs, slots = [], []
+    for index, question in enumerate(questions):
+        if not question.multiple_choice and not question.answers:
+            continue  # nothing to grade against
+        for method in METHODS:
+            jobs.append((question, contexts[(index, method)]))
+            slots.append((index, method))
+    graded = await answer_all(settings, jobs, progress=progress)
+    for (index, method), result in zip(slots, graded, strict=True):
+        records[index]["methods"][method]["llm"] = result
+
+
+# ---- output --------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _layer_mix(shares: dict[str, float]) -> str:
+    return " · ".join(f"L{layer} {share * 100:.0f}%" for layer, share in shares.items()) or "–"
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The report's tables in Markdown, for the terminal and for docs/EVALUATION.md."""
+    s = report["settings"]
+    lines = [
+        f"### {report['set']}: {report['questions']} questions ({report['global_questions']} global) "
+        f"over {report['documents']} documents",
+        "",
+        f"Budget {s['budget']} tokens · embedder {s['embedder']} · summaries {s['summarizer']}"
+        + (f" · first {s['limit']} questions" if s["limit"] else ""),
+        "",
+        "| method | R-1 recall, global | R-L recall, global | R-1 recall, other | R-L recall, other "
+        "| R-1 recall, all | R-L recall, all | tokens used | context by layer (tokens) | non-leaf nodes |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for method, summary in report["methods"].items():
+        r = summary["retrieval"]
+        non_leaf = summary["non_leaf_node_share"]
+        lines.append(
+            f"| {METHOD_LABELS[method]} "
+            f"| {_fmt(r['global']['rouge1_recall'])} | {_fmt(r['global']['rougeL_recall'])} "
+            f"| {_fmt(r['other']['rouge1_recall'])} | {_fmt(r['other']['rougeL_recall'])} "
+            f"| {_fmt(r['all']['rouge1_recall'])} | {_fmt(r['all']['rougeL_recall'])} "
+            f"| {summary['tokens_used_mean'] or 0:.0f} | {_layer_mix(summary['layer_token_share'])} "
+            f"| {'–' if non_leaf is None else f'{non_leaf * 100:.1f}%'} |"
+        )
+    if any("llm" in summary for summary in report["methods"].values()):
+        lines += [
+            "",
+            f"Answers by {s['llm']} from each method's context:",
+            "",
+            "| method | MC accuracy | MC questions (unparsed) | token F1 | F1 questions |",
+            "|---|---|---|---|---|",
+        ]
+        for method, summary in report["methods"].items():
+            llm = summary.get("llm") or {}
+            lines.append(
+                f"| {METHOD_LABELS[method]} | {_fmt(llm.get('mc_accuracy'))} "
+                f"| {llm.get('mc_questions', 0)} ({llm.get('mc_unparsed', 0)}) "
+                f"| {_fmt(llm.get('f1'))} | {llm.get('f1_questions', 0)} |"
+            )
+    return "\n".join(lines)
+
+
+# ---- command line --------------------------------------------------------------------------
+
+
+@click.command("eval")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--data-dir",
+    "cache_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the trees are cached (default .eval-cache/<set name>).",
+)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the full report as JSON.")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N questions.")
+@click.option("--budget", type=click.IntRange(min=1), default=2000, show_default=True, help="Context tokens.")
+@click.option("--no-llm", is_flag=True, help="Skip LLM answers even when an LLM is configured.")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+@click.pass_context
+def eval_command(
+    ctx: click.Context,
+    directory: Path,
+    cache_dir: Path | None,
+    out: Path | None,
+    limit: int | None,
+    budget: int,
+    no_llm: bool,
+    quiet: bool,
+) -> None:
+    """Compare collapsed tree, tree traversal and leaves-only retrieval on the set in DIRECTORY."""
+    base = (ctx.obj or {}).get("settings") if isinstance(ctx.obj, dict) else None
+    try:
+        settings = base or Settings.from_env()
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    name = directory.resolve().name
+    settings = dataclasses.replace(settings, data_dir=cache_dir or Path(".eval-cache") / name)
+    try:
+        report = asyncio.run(
+            run_eval(
+                directory,
+                settings,
+                budget=budget,
+                limit=limit,
+                use_llm=not no_llm,
+                progress=not quiet and sys.stderr.isatty(),
+            )
+        )
+    except RaptorError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(render_markdown(report))
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        click.echo(f"\nWrote {out}", err=True)
