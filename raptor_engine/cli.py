@@ -304,6 +304,11 @@ def doctor(ctx: click.Context, no_repair: bool) -> None:
         sys.exit(1)
 
 
+from .evaluate import eval_command  # noqa: E402  (the evaluation's own module defines it)
+
+cli.add_command(eval_command)
+
+
 def main() -> None:
     cli(prog_name="raptor")
 
