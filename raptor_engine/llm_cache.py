@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,15 +44,23 @@ class SummaryCache:
     def __init__(self, db_path: str | Path):
         self.db_path = Path(db_path)
         self._table_ready = False
+        self._init_lock = threading.Lock()
 
     def _connect(self) -> sqlite3.Connection:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.db_path, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn = sqlite3.connect(self.db_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
         if not self._table_ready:
-            db = sqlite_utils.Database(conn)
-            db[TABLE].create(
+            self._create_table(conn)
+        return conn
+
+    def _create_table(self, conn: sqlite3.Connection) -> None:
+        """Once per cache object, by one thread: concurrent schema changes would trip over each other."""
+        with self._init_lock:
+            if self._table_ready:
+                return
+            conn.execute("PRAGMA journal_mode = WAL")
+            sqlite_utils.Database(conn)[TABLE].create(
                 {
                     "key": str,
                     "model": str,
@@ -63,9 +72,7 @@ class SummaryCache:
                 pk="key",
                 if_not_exists=True,
             )
-            conn.commit()
             self._table_ready = True
-        return conn
 
     def get(self, key: str) -> CachedSummary | None:
         try:
@@ -85,12 +92,11 @@ class SummaryCache:
         try:
             conn = self._connect()
             try:
-                with conn:
-                    conn.execute(
-                        f"INSERT OR REPLACE INTO {TABLE} "
-                        "(key, model, text, prompt_tokens, completion_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                        (key, model, text, prompt_tokens, completion_tokens, time.time()),
-                    )
+                conn.execute(
+                    f"INSERT OR REPLACE INTO {TABLE} "
+                    "(key, model, text, prompt_tokens, completion_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (key, model, text, prompt_tokens, completion_tokens, time.time()),
+                )  # autocommit: one statement, one short write transaction
             finally:
                 conn.close()
         except sqlite3.Error as exc:

@@ -372,3 +372,40 @@ def test_make_backends_names_the_model_and_server_without_secrets(tmp_path):
     assert summarizer.input_budget == settings.cluster_input_budget
     key_only = Settings(data_dir=tmp_path, llm_api_key="sk-secret")
     assert make_backends(key_only, key_only.db_path)[1].name == "openai:gpt-4o-mini"  # type: ignore[union-attr]
+
+
+# ---- through the engine --------------------------------------------------------------------
+
+
+async def test_an_engine_build_with_the_llm_and_a_failed_second_ingest_keeps_the_tree(
+    server, tmp_path, embedder
+):
+    from benchmarks.llm_concurrency import topic_document
+    from raptor_engine.engine import Engine
+
+    settings = llm_settings(server, tmp_path, llm_max_retries=1)
+    summarizer = OpenAISummarizer(
+        settings, db_path=settings.db_path, count_tokens=embedder.count_tokens, backoff_base=FAST_BACKOFF
+    )
+    answerer = OpenAIAnswerer(settings, backoff_base=FAST_BACKOFF)
+    engine = Engine(settings, embedder=embedder, summarizer=summarizer, answerer=answerer)
+    try:
+        first = await engine.ingest("kb", "topics.md", topic_document(2500, seed=1).encode())
+        assert first.status == "added" and first.layers >= 2
+        assert first.prompt_tokens > 0 and first.completion_tokens > 0
+        assert server.requests and all(r.model == "summary-model" for r in server.requests)
+        tree_before = engine.tree_info("kb").to_dict()
+
+        server.always_fail = "500"
+        with pytest.raises(BackendError, match="HTTP 500"):
+            await engine.ingest("kb", "more.md", topic_document(2500, seed=2).encode())
+        assert [d.name for d in engine.documents("kb")] == ["topics.md"]
+        assert engine.tree_info("kb").to_dict() == tree_before
+
+        server.always_fail = None
+        answer = await engine.ask("kb", "What did the keeper record about the lamp?")
+        assert answer.backend == answerer.name
+        assert answer.citations and answer.prompt_tokens > 0
+        assert server.requests[-1].model == "answer-model"
+    finally:
+        engine.close()
