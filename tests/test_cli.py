@@ -1,0 +1,84 @@
+"""The `raptor` command line, run in-process against a real data directory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import raptor_engine.cli as cli_module
+from raptor_engine.engine import Engine
+from tests.sample_texts import BEEKEEPING, RAILWAY
+
+
+@pytest.fixture
+def run(tmp_path, embedder, monkeypatch):
+    """Invoke `raptor ARGS` with a data dir under tmp_path, sharing the session's embedder."""
+    monkeypatch.setattr(cli_module, "Engine", lambda settings: Engine(settings, embedder=embedder))
+    runner = CliRunner()
+    data_dir = tmp_path / "data"
+
+    def invoke(*args: str):
+        return runner.invoke(cli_module.cli, ["--data-dir", str(data_dir), *args], catch_exceptions=False)
+
+    return invoke
+
+
+@pytest.fixture
+def files(tmp_path):
+    railway = tmp_path / "railway.md"
+    railway.write_text(RAILWAY)
+    bees = tmp_path / "bees.md"
+    bees.write_text(BEEKEEPING)
+    bad = tmp_path / "scan.pdf"
+    bad.write_bytes(b"%PDF-1.4 truncated")
+    return railway, bees, bad
+
+
+def test_ingest_ask_docs_tree_forget(run, files):
+    railway, bees, _ = files
+    result = run("ingest", str(railway), str(bees), "--kb", "t", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert "railway.md:" in result.output and "bees.md:" in result.output
+
+    again = run("ingest", str(railway), "--kb", "t", "--quiet")
+    assert "already in the knowledge base" in again.output
+
+    asked = run("ask", "Who surveyed the railway?", "--kb", "t", "--json")
+    assert asked.exit_code == 0
+    data = json.loads(asked.output)
+    assert "Pennick" in data["answer"]
+    assert data["citations"] and {"node_id", "layer", "document"} <= data["citations"][0].keys()
+    assert data["context"]["tokens_used"] <= data["context"]["budget"] == 2000
+    assert sum(data["context"]["nodes_per_layer"].values()) == len(data["context"]["nodes"])
+
+    readable = run("ask", "Who surveyed the railway?", "--kb", "t", "--mode", "traversal", "--budget", "500")
+    assert readable.exit_code == 0 and "Sources" in readable.output and "[1] L" in readable.output
+    assert "/500 tokens" in readable.output
+
+    docs = run("docs", "--kb", "t")
+    assert "railway.md" in docs.output and "bees.md" in docs.output and "added by cli" in docs.output
+
+    tree = run("tree", "--kb", "t")
+    assert "L0" in tree.output and "leaves" in tree.output and "cross-document" in tree.output
+
+    forgotten = run("forget", "railway.md", "--kb", "t")
+    assert forgotten.exit_code == 0 and "Removed railway.md" in forgotten.output
+    assert "railway.md" not in run("docs", "--kb", "t").output
+
+    assert run("doctor").output.strip() == "healthy"
+
+
+def test_errors_are_one_line_and_nonzero(run, files):
+    _, _, bad = files
+    result = run("ingest", str(bad), "--kb", "t", "--quiet")
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and "scan.pdf" in result.output
+
+    missing = run("ask", "anything?", "--kb", "nothing-here")
+    assert missing.exit_code == 1
+    assert "no documents" in missing.output and "Traceback" not in missing.output
+
+    unknown = run("forget", "ghost.md", "--kb", "nothing-here")
+    assert unknown.exit_code == 1 and "nothing-here" in unknown.output

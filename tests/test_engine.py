@@ -1,0 +1,280 @@
+"""The engine end to end: real SQLite file, real hnswlib, real model, real UMAP and mixtures."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from raptor_engine import Engine, IngestError, NotFoundError, RaptorError, Settings, Turn
+from raptor_engine.engine import EmptyKnowledgeBaseError
+from raptor_engine.retrieve import fill_budget
+from raptor_engine.store import StoredNode
+from raptor_engine.summarise import ExtractiveSummarizer
+from tests.sample_texts import BEEKEEPING, RAILWAY
+
+
+def make_engine(tmp_path: Path, embedder, **overrides) -> Engine:
+    settings = Settings.from_env(data_dir=tmp_path / "data", **overrides)
+    return Engine(settings, embedder=embedder)
+
+
+def dump(db_path: Path) -> dict[str, list[tuple]]:
+    """Every row of every table that holds the trees, for before/after comparisons."""
+    conn = sqlite3.connect(db_path)
+    try:
+        return {
+            t: conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall()
+            for t in ("kbs", "documents", "nodes", "edges", "meta")
+        }
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+async def railway(tmp_path, embedder):
+    engine = make_engine(tmp_path, embedder)
+    result = await engine.ingest("kb", "railway.md", RAILWAY.encode(), added_by="alice")
+    yield engine, result
+    engine.close()
+
+
+async def test_ingest_builds_layers_with_provenance(railway):
+    engine, result = railway
+    assert result.status == "added"
+    assert result.chunks >= 6 and result.layers >= 2
+    info = engine.tree_info("kb")
+    kinds = {layer.kind for layer in info.layers}
+    assert {"leaf", "summary", "kb"} <= kinds
+    kb_id = engine.store.kb_id("kb")
+    nodes = engine.store.nodes_of_kb(kb_id)
+    leaves = [n for n in nodes if n.kind == "leaf"]
+    assert sum(n.tokens for n in leaves) == result.document.tokens
+    for leaf in leaves:  # every leaf is an exact slice of the text it came from, with its section
+        assert leaf.text == RAILWAY[leaf.start : leaf.end]
+        assert leaf.heading and leaf.heading[0] == "The Harrow Valley Railway"
+    summaries = [n for n in nodes if n.kind != "leaf"]
+    children = engine.store.children([n.id for n in summaries])
+    by_id = {n.id: n for n in nodes}
+    for node in summaries:
+        assert children[node.id], "a summary must have children"
+        assert all(by_id[c].layer < node.layer for c in children[node.id])
+        assert node.leaf_count >= len(children[node.id]) or node.kind == "kb"
+    root = max(nodes, key=lambda n: n.layer)
+    assert root.kind == "kb" and root.leaf_count == len(leaves)
+    build = engine.builds("kb")[0]
+    assert build["status"] == "ok" and build["layers"][0]["nodes"] == len(leaves)
+    assert build["notes"], "the build record says why the tree stopped"
+    assert result.document.added_by == "alice"
+
+
+async def test_same_bytes_again_is_a_noop(railway, tmp_path):
+    engine, _ = railway
+    before = dump(engine.settings.db_path)
+    again = await engine.ingest("kb", "copy-of-railway.md", RAILWAY.encode())
+    assert again.status == "duplicate" and again.document.name == "railway.md"
+    assert dump(engine.settings.db_path) == before
+
+
+async def test_collapsed_answer_cites_nodes_within_budget(railway):
+    engine, _ = railway
+    answer = await engine.ask(
+        "kb", "Who led the stranded passengers to the chapel by lantern light?", budget=300
+    )
+    ctx = answer.context
+    assert 0 < ctx.tokens_used <= 300 and ctx.budget == 300
+    assert sum(ctx.nodes_per_layer().values()) == len(ctx.nodes)
+    assert answer.citations and all(c.node_id in {n.node_id for n in ctx.nodes} for c in answer.citations)
+    assert "[1]" in answer.text
+    assert "Wren" in answer.text  # the quoted sentence is the one about Tobias Wren
+    data = answer.to_dict()
+    assert {"answer", "citations", "context"} <= data.keys()
+    assert {"node_id", "layer", "document"} <= data["citations"][0].keys()
+    assert {"tokens_used", "budget", "nodes_per_layer"} <= data["context"].keys()
+
+
+async def test_thematic_questions_reach_summaries_and_detail_questions_leaves(railway):
+    engine, _ = railway
+    thematic = engine.retrieve("kb", "What is this whole document about?", budget=2000)
+    assert any(n.layer > 0 for n in thematic.nodes)
+    detail = engine.retrieve("kb", "How much did the viaduct cost?", budget=120)
+    assert detail.nodes[0].layer == 0 or "forty thousand" in detail.nodes[0].text
+    assert any("forty thousand" in n.text for n in detail.nodes)
+
+
+async def test_traversal_mode_and_filters(railway):
+    engine, _ = railway
+    traversal = engine.retrieve("kb", "When did the last train run?", mode="traversal")
+    assert traversal.mode == "traversal" and traversal.nodes
+    assert {n.layer for n in traversal.nodes} >= {0}
+    leaves_only = engine.retrieve("kb", "When did the last train run?", layers=[0])
+    assert leaves_only.nodes and {n.layer for n in leaves_only.nodes} == {0}
+    by_doc = engine.retrieve("kb", "When did the last train run?", documents=["railway.md"])
+    assert by_doc.nodes and {n.document for n in by_doc.nodes} == {"railway.md"}
+    assert engine.retrieve("kb", "trains", documents=["nope.md"]).nodes == []
+    with pytest.raises(RaptorError):
+        engine.retrieve("kb", "x", mode="sideways")
+
+
+async def test_second_document_gets_cross_document_layer_and_forget_updates_it(railway):
+    engine, _ = railway
+    await engine.ingest("kb", "bees.md", BEEKEEPING.encode(), added_by="bob")
+    kb_id = engine.store.kb_id("kb")
+    kb_nodes = [n for n in engine.store.nodes_of_kb(kb_id) if n.kind == "kb"]
+    assert kb_nodes
+    leaves = [n for n in engine.store.nodes_of_kb(kb_id) if n.kind == "leaf"]
+    covered = {
+        d
+        for n in kb_nodes
+        for d in json.loads(
+            engine.store.db.execute("SELECT leaf_ids FROM nodes WHERE id = ?", [n.id]).fetchone()[0]
+        )
+    }
+    assert covered == {leaf.id for leaf in leaves}  # the cross-document layer covers both documents
+    answer = await engine.ask("kb", "How do beekeepers extract honey?")
+    assert any(c.document == "bees.md" for c in answer.citations)
+
+    railway_ids = {n.id for n in engine.store.nodes_of_kb(kb_id) if n.document == "railway.md"}
+    removed = await engine.forget("kb", "railway.md")
+    assert removed.name == "railway.md"
+    remaining = engine.store.nodes_of_kb(kb_id)
+    assert not railway_ids & {n.id for n in remaining}
+    assert {n.document for n in remaining if n.kind != "kb"} == {"bees.md"}
+    assert engine.store.integrity_problems() == []
+    assert engine.indexes.check(kb_id) == []
+    hits = engine.retrieve("kb", "railway viaduct flood", budget=2000)
+    assert all(n.node_id not in railway_ids for n in hits.nodes)
+    with pytest.raises(NotFoundError):
+        await engine.forget("kb", "railway.md")
+
+
+async def test_failed_build_leaves_store_and_answers_untouched(railway, tmp_path):
+    engine, _ = railway
+
+    class Exploding(ExtractiveSummarizer):
+        async def summarize_many(self, requests):
+            raise RuntimeError("backend fell over")
+
+    engine._summarizer = Exploding(engine.embedder.count_tokens)
+    before = dump(engine.settings.db_path)
+    with pytest.raises(RaptorError, match="bees.md"):
+        await engine.ingest("kb", "bees.md", BEEKEEPING.encode())
+    assert dump(engine.settings.db_path) == before
+    assert engine.builds("kb")[0]["status"] == "failed"
+    answer = await engine.ask("kb", "Who surveyed the railway?")
+    assert "Pennick" in answer.text
+
+
+async def test_bad_file_is_refused_with_store_unchanged(railway):
+    engine, _ = railway
+    before = dump(engine.settings.db_path)
+    with pytest.raises(IngestError, match="notes.txt"):
+        await engine.ingest("kb", "notes.txt", b"\x00\x01\x02binary\x00" * 50)
+    with pytest.raises(IngestError):
+        await engine.ingest("kb", "empty.md", b"")
+    assert dump(engine.settings.db_path) == before
+
+
+async def test_first_failed_upload_leaves_no_knowledge_base(tmp_path, embedder):
+    engine = make_engine(tmp_path, embedder)
+    with pytest.raises(IngestError):
+        await engine.ingest("fresh", "bad.pdf", b"not a pdf at all")
+    assert engine.knowledge_bases() == []
+    with pytest.raises(EmptyKnowledgeBaseError):
+        await engine.ask("fresh", "anything?")
+
+
+async def test_index_missing_corrupt_or_stale_is_rebuilt(railway):
+    engine, _ = railway
+    kb_id = engine.store.kb_id("kb")
+    question = "Who led the passengers to the chapel?"
+    expected = [n.node_id for n in engine.retrieve("kb", question).nodes]
+    bin_path = engine.settings.index_dir / f"kb-{kb_id}.hnsw"
+
+    fresh = Engine(engine.settings, embedder=engine.embedder)
+    bin_path.unlink()
+    assert [n.node_id for n in fresh.retrieve("kb", question).nodes] == expected
+    assert bin_path.exists()
+
+    fresh = Engine(engine.settings, embedder=engine.embedder)
+    bin_path.write_bytes(b"garbage" * 10)
+    assert fresh.doctor(repair=True).healthy
+    assert [n.node_id for n in fresh.retrieve("kb", question).nodes] == expected
+
+    # Stale: another process adds a document; this engine's cached index catches up by node ids.
+    other = Engine(engine.settings, embedder=engine.embedder)
+    await other.ingest("kb", "bees.md", BEEKEEPING.encode())
+    hits = engine.retrieve("kb", "How much honey can a colony store?")
+    assert any(n.document == "bees.md" for n in hits.nodes)
+    assert engine.indexes.check(kb_id) == []
+
+
+async def test_follow_up_is_condensed_with_history(railway):
+    engine, _ = railway
+    history = [
+        Turn("user", "Tell me about the great flood of 1903."),
+        Turn("assistant", "It closed the line."),
+    ]
+    answer = await engine.ask("kb", "Who led people to safety?", history=history)
+    assert "flood" in answer.query.lower()
+    assert "Wren" in answer.text
+
+
+async def test_same_input_gives_same_tree(tmp_path, embedder):
+    trees = []
+    for name in ("a", "b"):
+        engine = make_engine(tmp_path / name, embedder)
+        await engine.ingest("kb", "railway.md", RAILWAY.encode())
+        kb_id = engine.store.kb_id("kb")
+        nodes = [(n.layer, n.kind, n.text) for n in engine.store.nodes_of_kb(kb_id)]
+        edges = engine.store.db.execute("SELECT parent_id, child_id FROM edges ORDER BY 1, 2").fetchall()
+        trees.append((nodes, edges))
+        engine.close()
+    assert trees[0] == trees[1]
+
+
+def _node(node_id: int, tokens: int) -> StoredNode:
+    return StoredNode(node_id, 1, 1, "d", 0, "leaf", "t", tokens, 1, 0, 1, None, ())
+
+
+def test_budget_skips_a_node_that_does_not_fit_instead_of_stopping():
+    scored = [(_node(1, 50), 0.9), (_node(2, 500), 0.8), (_node(3, 40), 0.7), (_node(4, 20), 0.6)]
+    chosen, used = fill_budget(scored, 100)
+    assert [n.node_id for n in chosen] == [1, 3] and used == 90
+
+
+async def test_hnsw_recall_against_exact_search(tmp_path, embedder):
+    """ef at its default gives recall >= 0.99 against brute force on 3,000 stored nodes."""
+    from raptor_engine.store import NewNode
+
+    engine = make_engine(tmp_path, embedder)
+    rng = np.random.default_rng(7)
+    centers = rng.normal(size=(30, embedder.dim))
+    vectors = centers[rng.integers(0, 30, 3000)] + 0.6 * rng.normal(size=(3000, embedder.dim))
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    nodes = [NewNode(i, 0, "leaf", f"n{i}", 5, vectors[i], start=0, end=1) for i in range(3000)]
+    doc = {
+        "name": "v",
+        "sha256": "0" * 64,
+        "size": 1,
+        "format": "txt",
+        "chunks": 3000,
+        "layers": 1,
+        "tokens": 15000,
+    }
+    build = {"action": "ingest"}
+    kb_id, _ = engine.store.commit_document("vec", doc, nodes, lambda ids: [], build)
+    index = engine.indexes.get(kb_id)
+    ids, matrix = engine.store.embeddings(kb_id)
+    queries = (centers[:20] + 0.6 * rng.normal(size=(20, embedder.dim))).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    found = total = 0
+    for q in queries:
+        exact = set(ids[np.argsort(-(matrix @ q))[:50]].tolist())
+        approx = {node_id for node_id, _ in index.search(q, k=50, ef=engine.settings.hnsw_ef)}
+        found += len(exact & approx)
+        total += 50
+    assert found / total >= 0.99
