@@ -1,0 +1,323 @@
+"""Clustering one layer of nodes as in RAPTOR (Sarthi et al. 2024): global UMAP + GMM, then local.
+
+The algorithm follows the paper's reference code: reduce the embeddings with a global UMAP
+(n_neighbors ~ sqrt(N)), fit Gaussian mixtures with the component count chosen by BIC, give every
+node to each component whose posterior exceeds `threshold` (soft membership), then repeat inside
+each global cluster with a local UMAP (n_neighbors 10). A cluster whose children would exceed the
+summariser's input budget is clustered again on its own members.
+
+Differences from the reference code, each for robustness or speed:
+- nobody is orphaned: a node always belongs to its most likely component, even if no posterior
+  passes the threshold;
+- the BIC scan covers 1..min(max_clusters, N // 2) components and stops early once BIC has risen
+  for `BIC_PATIENCE` consecutive counts (BIC over component counts is nearly always unimodal, and
+  every extra fit costs more than the last);
+- re-clustering has a progress guard: when it cannot split an over-budget cluster into smaller
+  ones, the cluster is cut into contiguous runs (by position) that fit the budget, so it ends;
+- tiny or degenerate layers (N <= 3, identical embeddings, a failed or non-finite fit) fall back to
+  one cluster or to contiguous groups, and say so in `Clustering.method` and `Clustering.notes`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+
+from .types import Clustering
+
+log = logging.getLogger(__name__)
+
+MIN_NODES_TO_CLUSTER = 4  # UMAP needs N > n_components + 1 and a useful neighbourhood
+LOCAL_NEIGHBORS = 10  # the reference code's local UMAP n_neighbors
+BIC_PATIENCE = 3  # stop the BIC scan after this many consecutive rises
+MAX_RECLUSTER_DEPTH = 12  # a second guard on top of "strictly smaller": contiguous beyond this
+_IDENTICAL_TOLERANCE = 1e-7
+_UMAP_EPOCHS = 200  # umap-learn's own choice for large data; its 500 for small data doubles the cost
+_UMAP_SMALL_DATA = 4096  # umap-learn computes exact all-pairs distances below this many points
+
+
+def contiguous_groups(
+    token_counts: Sequence[int], budget: int, max_groups: int | None = None
+) -> list[list[int]]:
+    """Cut positions 0..N-1 into runs whose summed tokens fit `budget` (a lone oversized node forms its own run).
+
+    Neighbouring chunks of a document are usually about the same thing, so contiguous runs are
+    the sensible grouping when clustering cannot help. With `max_groups`, runs are merged (by
+    balanced token mass) until at most that many remain; the budget may then be exceeded.
+    """
+    groups: list[list[int]] = []
+    current: list[int] = []
+    used = 0
+    for position, tokens in enumerate(token_counts):
+        if current and used + tokens > budget:
+            groups.append(current)
+            current, used = [], 0
+        current.append(position)
+        used += tokens
+    if current:
+        groups.append(current)
+    if max_groups is not None and max_groups >= 1 and len(groups) > max_groups:
+        groups = _balanced_runs(token_counts, max_groups)
+    return groups
+
+
+def _balanced_runs(token_counts: Sequence[int], count: int) -> list[list[int]]:
+    """`count` contiguous runs of roughly equal token mass (used when fewer groups matter more than the budget)."""
+    total = float(sum(token_counts)) or 1.0
+    groups: list[list[int]] = [[] for _ in range(count)]
+    cumulative = 0.0
+    for position, tokens in enumerate(token_counts):
+        # Place each node by the midpoint of its token mass so runs stay contiguous and balanced.
+        slot = min(count - 1, int((cumulative + tokens / 2) / total * count))
+        groups[slot].append(position)
+        cumulative += tokens
+    return [g for g in groups if g]
+
+
+def warm_up() -> None:
+    """Fit a tiny UMAP once so numba compiles its kernels (about 9 s) before the first real build."""
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(40, 16)).astype(np.float32)
+    _umap_reduce(data, n_neighbors=5, n_components=2, seed=0)
+
+
+def cluster_nodes(
+    embeddings: np.ndarray,
+    token_counts: Sequence[int],
+    *,
+    max_cluster_tokens: int = 3500,
+    threshold: float = 0.1,
+    dim: int = 10,
+    max_clusters: int = 50,
+    seed: int = 224,
+) -> Clustering:
+    """Group a layer's nodes for summarising: RAPTOR clustering, then every cluster fits the token budget.
+
+    Returns clusters as sorted lists of positions, ordered by smallest member; every position is in
+    at least one cluster. Same input, same output.
+    """
+    embeddings = np.asarray(embeddings, dtype=np.float64)
+    count = len(token_counts)
+    if embeddings.ndim != 2 or embeddings.shape[0] != count:
+        raise ValueError(f"expected {count} embeddings, got shape {embeddings.shape}")
+    if count == 0:
+        return Clustering(clusters=[], method="single", notes=["no nodes to cluster"])
+    if not np.all(np.isfinite(embeddings)):
+        raise ValueError("embeddings contain NaN or infinite values")
+
+    job = _ClusterJob(
+        embeddings=embeddings,
+        token_counts=[int(t) for t in token_counts],
+        budget=max_cluster_tokens,
+        threshold=threshold,
+        dim=dim,
+        max_clusters=max_clusters,
+        seed=seed,
+    )
+    with _single_threaded_blas():
+        clusters = job.cluster(list(range(count)), depth=0)
+    clusters = _canonical(clusters)
+    method = job.top_method
+    if method != "gmm" and len(clusters) > 1:
+        method = "contiguous"
+    log.debug("clustered %d nodes into %d clusters (%s)", count, len(clusters), method)
+    return Clustering(clusters=clusters, method=method, notes=job.notes)
+
+
+class _ClusterJob:
+    """One cluster_nodes call: the inputs, plus the notes and method gathered while recursing."""
+
+    def __init__(
+        self,
+        *,
+        embeddings: np.ndarray,
+        token_counts: list[int],
+        budget: int,
+        threshold: float,
+        dim: int,
+        max_clusters: int,
+        seed: int,
+    ):
+        self.embeddings = embeddings
+        self.token_counts = token_counts
+        self.budget = budget
+        self.threshold = threshold
+        self.dim = dim
+        self.max_clusters = max_clusters
+        self.seed = seed
+        self.notes: list[str] = []
+        self.top_method = "single"
+
+    def tokens(self, positions: Sequence[int]) -> int:
+        return sum(self.token_counts[p] for p in positions)
+
+    def cluster(self, positions: list[int], depth: int) -> list[list[int]]:
+        """Cluster `positions` (global indices), then re-cluster any group over the budget."""
+        groups = self.raptor_groups(positions, depth)
+        result: list[list[int]] = []
+        for group in groups:
+            if len(group) == 1 or self.tokens(group) <= self.budget:
+                result.append(group)
+            elif len(group) < len(positions) and depth < MAX_RECLUSTER_DEPTH:
+                result.extend(self.cluster(group, depth + 1))
+            else:
+                result.extend(self.contiguous(group, "re-clustering could not split it"))
+        return result
+
+    def contiguous(self, positions: list[int], why: str) -> list[list[int]]:
+        ordered = sorted(positions)
+        runs = contiguous_groups([self.token_counts[p] for p in ordered], self.budget)
+        self.notes.append(
+            f"{len(ordered)} nodes ({self.tokens(ordered)} tokens) over the {self.budget}-token budget "
+            f"and {why}: cut into {len(runs)} contiguous groups"
+        )
+        return [[ordered[i] for i in run] for run in runs]
+
+    def raptor_groups(self, positions: list[int], depth: int) -> list[list[int]]:
+        """Global then local clustering of `positions`; one group when clustering is not possible."""
+        size = len(positions)
+        if size < MIN_NODES_TO_CLUSTER:
+            if depth == 0:
+                self.notes.append(f"{size} node{'s' if size > 1 else ''}: one cluster, too few to cluster")
+            return [positions]
+        data = self.embeddings[positions]
+        if _all_identical(data):
+            self.notes.append(f"{size} nodes with identical embeddings: one cluster, nothing to separate")
+            return [positions]
+        try:
+            global_groups = self.reduce_and_mix(
+                data,
+                n_neighbors=max(2, int(math.sqrt(size))),
+                n_components=min(self.dim, size - 2),
+            )
+        except _ClusteringFailed as failure:
+            self.notes.append(f"{size} nodes: clustering failed ({failure}); one cluster")
+            return [positions]
+        if depth == 0:
+            self.top_method = "gmm"
+        groups: list[list[int]] = []
+        for members in global_groups:
+            groups.extend([positions[i] for i in local] for local in self.local_groups(data, members))
+        return groups
+
+    def local_groups(self, data: np.ndarray, members: list[int]) -> list[list[int]]:
+        """Split one global cluster (indices into `data`) with a local UMAP + GMM, as in the paper."""
+        if len(members) <= self.dim + 1:  # the reference code keeps such small clusters whole
+            return [members]
+        local = data[members]
+        if _all_identical(local):
+            return [members]
+        try:
+            groups = self.reduce_and_mix(
+                local,
+                n_neighbors=min(LOCAL_NEIGHBORS, len(members) - 1),
+                n_components=min(self.dim, len(members) - 2),
+            )
+        except _ClusteringFailed as failure:
+            log.info("local clustering of %d nodes failed (%s); kept whole", len(members), failure)
+            return [members]
+        return [[members[i] for i in group] for group in groups]
+
+    def reduce_and_mix(self, data: np.ndarray, *, n_neighbors: int, n_components: int) -> list[list[int]]:
+        """UMAP to `n_components`, then a BIC-chosen Gaussian mixture with soft membership."""
+        reduced = _umap_reduce(data, n_neighbors=n_neighbors, n_components=n_components, seed=self.seed)
+        if not np.all(np.isfinite(reduced)) or float(np.ptp(reduced, axis=0).max()) < _IDENTICAL_TOLERANCE:
+            raise _ClusteringFailed("UMAP gave a degenerate projection")
+        limit = max(1, min(self.max_clusters, len(data) // 2))
+        return _soft_gmm_groups(reduced, limit, self.threshold, self.seed)
+
+
+class _ClusteringFailed(Exception):
+    """UMAP or the mixture fit produced nothing usable; the caller falls back."""
+
+
+def _single_threaded_blas():
+    """BLAS threads only add overhead to the many tiny (dim x dim) solves of the mixture fits."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1)
+
+
+def _all_identical(data: np.ndarray) -> bool:
+    return float(np.ptp(data, axis=0).max()) < _IDENTICAL_TOLERANCE
+
+
+def _umap_reduce(data: np.ndarray, *, n_neighbors: int, n_components: int, seed: int) -> np.ndarray:
+    import umap  # imported late: it pulls in numba, which is slow to import
+
+    # Below UMAP's small-data size it computes all pairwise distances anyway, but through a Python
+    # callable; handing it the same cosine distances computed by numpy is several times faster.
+    precompute = len(data) < _UMAP_SMALL_DATA
+    reducer = umap.UMAP(
+        n_neighbors=n_neighbors,
+        n_components=n_components,
+        metric="precomputed" if precompute else "cosine",
+        n_epochs=_UMAP_EPOCHS,
+        random_state=seed,
+        n_jobs=1,  # random_state forces one thread anyway; saying so silences the warning
+    )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # spectral-init and small-graph warnings are expected here
+            inputs = _cosine_distances(data) if precompute else data
+            return np.asarray(reducer.fit_transform(inputs), dtype=np.float64)
+    except (ValueError, TypeError, np.linalg.LinAlgError) as exc:
+        raise _ClusteringFailed(f"UMAP: {exc}") from exc
+
+
+def _cosine_distances(data: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(data, axis=1, keepdims=True)
+    unit = data / np.where(norms > 0, norms, 1.0)
+    distances = 1.0 - unit @ unit.T
+    np.clip(distances, 0.0, 2.0, out=distances)
+    np.fill_diagonal(distances, 0.0)
+    return distances
+
+
+def _soft_gmm_groups(reduced: np.ndarray, limit: int, threshold: float, seed: int) -> list[list[int]]:
+    """Fit mixtures of 1..limit components, keep the lowest BIC, and return soft-membership groups."""
+    model = _best_mixture_by_bic(reduced, limit, seed)
+    probabilities = model.predict_proba(reduced)
+    if not np.all(np.isfinite(probabilities)):
+        raise _ClusteringFailed("mixture posteriors are not finite")
+    membership = probabilities > threshold
+    membership[np.arange(len(reduced)), probabilities.argmax(axis=1)] = True  # nobody is orphaned
+    groups = [np.flatnonzero(membership[:, k]).tolist() for k in range(membership.shape[1])]
+    return [g for g in groups if g]
+
+
+def _best_mixture_by_bic(reduced: np.ndarray, limit: int, seed: int):
+    from sklearn.mixture import GaussianMixture
+
+    best_model, best_bic, rises, previous = None, math.inf, 0, math.inf
+    for components in range(1, limit + 1):
+        model = GaussianMixture(n_components=components, random_state=seed, n_init=1)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # convergence warnings: the fit is still usable
+                model.fit(reduced)
+            bic = float(model.bic(reduced))
+        except (ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
+            log.debug("GMM with %d components failed: %s", components, exc)
+            break
+        if not math.isfinite(bic):
+            break
+        if bic < best_bic:
+            best_model, best_bic = model, bic
+        rises = rises + 1 if bic > previous else 0
+        previous = bic
+        if rises >= BIC_PATIENCE:
+            break
+    if best_model is None:
+        raise _ClusteringFailed("no Gaussian mixture could be fitted")
+    return best_model
+
+
+def _canonical(clusters: list[list[int]]) -> list[list[int]]:
+    """Sorted, de-duplicated clusters ordered by smallest member (then by the rest) for determinism."""
+    unique = {tuple(sorted(set(c))) for c in clusters if c}
+    return [list(c) for c in sorted(unique)]

@@ -1,0 +1,212 @@
+"""Summaries without a model: an extractive `Summarizer` for when no LLM is configured.
+
+`ExtractiveSummarizer` keeps a cluster's most central sentences, in source order, within the
+request's token budget. Centrality combines two signals that cost no extra embedding:
+- how close each child is to the cluster's mean embedding (the children are already embedded);
+- how well each sentence matches the cluster's term distribution: the cosine between the
+  sentence's TF-IDF vector and the cluster centroid, as in centroid-based summarisation
+  (Radev et al. 2004), with IDF taken over the cluster's own sentences.
+A sentence that mostly repeats one already chosen is skipped (MMR-style redundancy check).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .chunk import split_sentences
+from .types import Summary, SummaryRequest
+
+CountTokens = Callable[[str], int]
+CountTokensBatch = Callable[[list[str]], list[int]]
+
+ELLIPSIS = "\u2026"
+LEXICAL_WEIGHT = 0.6  # the rest of the score is the child's embedding centrality
+REDUNDANCY_LIMIT = 0.6  # skip a sentence whose term overlap (Jaccard) with a chosen one reaches this
+SHORT_SENTENCE_TERMS = 4  # sentences with fewer content terms are scored down proportionally
+_COUNT_BATCH = 32
+
+_TERM = re.compile(r"[^\W_]+", re.UNICODE)
+_STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had has
+    have having he her here hers herself him himself his how i if in into is it its itself just me more
+    most my myself no nor not now of off on once only or other our ours ourselves out over own same she
+    should so some such than that the their theirs them themselves then there these they this those
+    through to too under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves""".split()
+)
+
+
+def summary_budget(child_tokens: int, ratio: float, max_tokens: int, min_tokens: int = 40) -> int:
+    """Tokens a cluster's summary may use: `ratio` of its children (the paper's are ~0.28), clamped."""
+    return max(min_tokens, min(max_tokens, round(ratio * child_tokens)))
+
+
+@dataclass
+class _Sentence:
+    child: int
+    position: int
+    text: str
+    terms: list[str]
+    score: float = 0.0
+
+
+class ExtractiveSummarizer:
+    """Picks central, non-redundant sentences; deterministic and fast (no model, no network)."""
+
+    name = "extractive"
+
+    def __init__(
+        self,
+        count_tokens: CountTokens,
+        *,
+        count_tokens_batch: CountTokensBatch | None = None,
+        input_budget: int = 3500,
+    ):
+        self.count_tokens = count_tokens
+        self.count_tokens_batch = count_tokens_batch
+        self.input_budget = input_budget
+
+    async def summarize_many(self, requests: list[SummaryRequest]) -> list[Summary]:
+        # Tokenising a large layer takes a moment; keep it off the event loop.
+        return await asyncio.to_thread(lambda: [self.summarize(r) for r in requests])
+
+    def summarize(self, request: SummaryRequest) -> Summary:
+        """The summary of one cluster (synchronous; `summarize_many` is the protocol's entry point)."""
+        sentences = _sentences(request.texts)
+        if not sentences:
+            return Summary(text="")
+        _score(sentences, _child_centrality(request.embeddings, len(request.texts)))
+        chosen = self._select(sentences, request.max_tokens)
+        if not chosen:
+            best = min(sentences, key=lambda s: (-s.score, s.child, s.position))
+            return Summary(text=self._truncate(best.text, request.max_tokens))
+        return Summary(text=" ".join(s.text for s in chosen))
+
+    def _counts(self, texts: list[str]) -> list[int]:
+        if self.count_tokens_batch is not None:
+            return list(self.count_tokens_batch(texts))
+        return [self.count_tokens(t) for t in texts]
+
+    def _select(self, sentences: list[_Sentence], max_tokens: int) -> list[_Sentence]:
+        """Greedy by score within the budget, skipping redundant sentences; returned in source order."""
+        ranked = sorted(sentences, key=lambda s: (-s.score, s.child, s.position))
+        chosen: list[_Sentence] = []
+        chosen_terms: list[set[str]] = []
+        used = 0
+        for begin in range(0, len(ranked), _COUNT_BATCH):
+            batch = ranked[begin : begin + _COUNT_BATCH]
+            for sentence, tokens in zip(batch, self._counts([s.text for s in batch]), strict=True):
+                if used + tokens > max_tokens:
+                    continue  # a shorter, lower-ranked sentence may still fit
+                terms = set(sentence.terms)
+                if any(_jaccard(terms, other) >= REDUNDANCY_LIMIT for other in chosen_terms):
+                    continue
+                chosen.append(sentence)
+                chosen_terms.append(terms)
+                used += tokens
+            if max_tokens - used < 3:
+                break
+        chosen.sort(key=lambda s: (s.child, s.position))
+        # Sentence counts add up for WordPiece tokenizers; verify the joined text for any other kind.
+        while len(chosen) > 1 and self.count_tokens(" ".join(s.text for s in chosen)) > max_tokens:
+            chosen.remove(min(chosen, key=lambda s: (s.score, -s.child, -s.position)))
+        return chosen
+
+    def _truncate(self, text: str, max_tokens: int) -> str:
+        """The longest word-boundary prefix that fits with a closing ellipsis (never empty)."""
+        words = text.split()
+
+        def fits(k: int) -> bool:
+            return self.count_tokens(" ".join(words[:k]) + ELLIPSIS) <= max_tokens
+
+        keep = _largest_true(fits, len(words))
+        if keep:
+            return " ".join(words[:keep]) + ELLIPSIS
+        first = words[0]
+        chars = _largest_true(lambda k: self.count_tokens(first[:k] + ELLIPSIS) <= max_tokens, len(first))
+        return first[: max(chars, 1)] + ELLIPSIS
+
+
+def _largest_true(predicate: Callable[[int], bool], upper: int) -> int:
+    """The largest k in 0..upper with predicate(k), for a predicate that is true up to some point."""
+    low, high = 0, upper
+    while low < high:
+        middle = (low + high + 1) // 2
+        if predicate(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _sentences(texts: list[str]) -> list[_Sentence]:
+    """Every child's sentences, whitespace collapsed, tagged with (child, position) for source order."""
+    out: list[_Sentence] = []
+    for child, text in enumerate(texts):
+        spans = split_sentences(text) or ([(0, len(text))] if text.strip() else [])
+        for position, (start, end) in enumerate(spans):
+            sentence = " ".join(text[start:end].split())
+            if sentence:
+                out.append(_Sentence(child, position, sentence, _terms(sentence)))
+    return out
+
+
+def _terms(text: str) -> list[str]:
+    return [t for t in _TERM.findall(text.lower()) if t not in _STOPWORDS and (len(t) > 1 or t.isdigit())]
+
+
+def _child_centrality(embeddings: np.ndarray | None, count: int) -> np.ndarray:
+    """Each child's cosine to the cluster's mean embedding, rescaled to 0..1 (all 1 when undefined)."""
+    if embeddings is None or len(embeddings) != count or count == 0:
+        return np.ones(count)
+    vectors = np.asarray(embeddings, dtype=np.float64)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = vectors / np.where(norms > 0, norms, 1.0)
+    mean = vectors.mean(axis=0)
+    length = float(np.linalg.norm(mean))
+    if not math.isfinite(length) or length == 0.0:
+        return np.ones(count)
+    cosines = vectors @ (mean / length)
+    spread = float(cosines.max() - cosines.min())
+    if spread < 1e-9:
+        return np.ones(count)
+    return (cosines - cosines.min()) / spread
+
+
+def _score(sentences: list[_Sentence], child_scores: np.ndarray) -> None:
+    """Combine the centroid (TF-IDF) similarity of each sentence with its child's centrality."""
+    total = len(sentences)
+    document_frequency: Counter[str] = Counter()
+    cluster_frequency: Counter[str] = Counter()
+    for sentence in sentences:
+        document_frequency.update(set(sentence.terms))
+        cluster_frequency.update(sentence.terms)
+    idf = {t: math.log((1 + total) / (1 + df)) + 1.0 for t, df in document_frequency.items()}
+    centroid = {t: tf * idf[t] for t, tf in cluster_frequency.items()}
+    centroid_norm = math.sqrt(sum(w * w for w in centroid.values())) or 1.0
+    lexical = []
+    for sentence in sentences:
+        weights = {t: tf * idf[t] for t, tf in Counter(sentence.terms).items()}
+        norm = math.sqrt(sum(w * w for w in weights.values()))
+        similarity = (
+            sum(w * centroid[t] for t, w in weights.items()) / (norm * centroid_norm) if norm else 0.0
+        )
+        lexical.append(similarity * min(1.0, len(sentence.terms) / SHORT_SENTENCE_TERMS))
+    top = max(lexical) or 1.0
+    for sentence, similarity in zip(sentences, lexical, strict=True):
+        child = float(child_scores[sentence.child])
+        sentence.score = LEXICAL_WEIGHT * (similarity / top) + (1 - LEXICAL_WEIGHT) * child
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    if not a or not b:
+        return 1.0 if a == b else 0.0
+    return len(a & b) / len(a | b)

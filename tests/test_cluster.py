@@ -1,0 +1,186 @@
+"""Clustering: real UMAP and scikit-learn GMM on structured embeddings, plus one run on real model embeddings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from raptor_engine.cluster import _soft_gmm_groups, cluster_nodes, contiguous_groups
+
+
+def _blobs(sizes: list[int], dim: int = 32, spread: float = 0.05, seed: int = 0) -> np.ndarray:
+    """Unit vectors in well separated groups, in order: first sizes[0] from blob 0, then blob 1, ..."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(len(sizes), dim))
+    rows = [centers[k] + spread * rng.normal(size=(n, dim)) for k, n in enumerate(sizes)]
+    data = np.vstack(rows)
+    return data / np.linalg.norm(data, axis=1, keepdims=True)
+
+
+def _covered(clusters: list[list[int]], count: int) -> bool:
+    return sorted({p for c in clusters for p in c}) == list(range(count))
+
+
+def test_blobs_are_separated_and_every_node_is_covered():
+    data = _blobs([15, 15, 15])
+    result = cluster_nodes(data, [10] * 45)
+    assert result.method == "gmm"
+    assert _covered(result.clusters, 45)
+    assert all(c == sorted(c) for c in result.clusters)
+    for cluster in result.clusters:
+        assert len({p // 15 for p in cluster}) == 1, f"cluster mixes blobs: {cluster}"
+
+
+def test_same_input_gives_same_clusters():
+    data = _blobs([20, 12, 18], seed=3)
+    tokens = [30] * 50
+    first = cluster_nodes(data, tokens, max_cluster_tokens=400)
+    second = cluster_nodes(data.copy(), list(tokens), max_cluster_tokens=400)
+    assert first.clusters == second.clusters
+    assert first.method == second.method
+
+
+def test_clusters_are_ordered_by_smallest_member():
+    result = cluster_nodes(_blobs([10, 10, 10], seed=5), [10] * 30)
+    firsts = [c[0] for c in result.clusters]
+    assert firsts == sorted(firsts)
+
+
+def test_point_between_two_mixture_components_joins_both():
+    # UMAP usually pulls an in-between point firmly into one blob, so soft membership is tested on
+    # the mixture step itself: in this symmetric 2-D space the middle point's posterior is ~0.5 for each component.
+    rng = np.random.default_rng(1)
+    left = rng.normal(loc=(-1.2, 0.0), scale=0.6, size=(30, 2))
+    right = -left  # a mirror image, so the origin is equally likely under both components
+    reduced = np.vstack([left, right, [[0.0, 0.0]]])
+    groups = _soft_gmm_groups(reduced, limit=2, threshold=0.1, seed=224)
+    assert len(groups) == 2
+    assert all(60 in g for g in groups)
+    assert sorted({p for g in groups for p in g}) == list(range(61))
+    hard = _soft_gmm_groups(reduced, limit=2, threshold=0.9, seed=224)
+    assert sum(60 in g for g in hard) == 1  # no posterior passes 0.9, so only its argmax keeps it
+
+
+def test_every_cluster_fits_the_token_budget():
+    data = _blobs([30, 30], spread=0.3, seed=2)
+    tokens = [100 + (i % 7) * 20 for i in range(60)]
+    result = cluster_nodes(data, tokens, max_cluster_tokens=700)
+    assert _covered(result.clusters, 60)
+    for cluster in result.clusters:
+        assert sum(tokens[p] for p in cluster) <= 700
+
+
+def test_identical_embeddings_with_big_tokens_terminate_in_contiguous_groups():
+    data = np.tile(_blobs([1], seed=4), (40, 1))
+    tokens = [900] * 40
+    result = cluster_nodes(data, tokens, max_cluster_tokens=3500)
+    assert result.method == "contiguous"
+    assert _covered(result.clusters, 40)
+    assert all(sum(tokens[p] for p in c) <= 3500 for c in result.clusters)
+    assert result.clusters[0] == [0, 1, 2]
+    assert any("identical" in note for note in result.notes)
+
+
+def test_identical_embeddings_within_budget_form_one_cluster():
+    data = np.tile(_blobs([1], seed=6), (12, 1))
+    result = cluster_nodes(data, [10] * 12)
+    assert result.clusters == [list(range(12))]
+    assert result.method == "single"
+    assert result.notes
+
+
+def test_a_node_larger_than_the_budget_stands_alone():
+    data = _blobs([6, 6], seed=7)
+    tokens = [50] * 12
+    tokens[3] = 5000
+    result = cluster_nodes(data, tokens, max_cluster_tokens=300)
+    assert [3] in result.clusters
+    for cluster in result.clusters:
+        assert cluster == [3] or sum(tokens[p] for p in cluster) <= 300
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_tiny_inputs_give_one_cluster(count):
+    result = cluster_nodes(_blobs([count], seed=count), [20] * count)
+    assert result.clusters == [list(range(count))]
+    assert result.method == "single"
+    assert "too few" in result.notes[0]
+
+
+def test_tiny_input_over_budget_is_cut_contiguously():
+    result = cluster_nodes(_blobs([3]), [300, 300, 300], max_cluster_tokens=500)
+    assert result.clusters == [[0], [1], [2]]
+    assert result.method == "contiguous"
+
+
+def test_four_and_five_nodes_do_not_crash():
+    for count in (4, 5):
+        result = cluster_nodes(_blobs([2, count - 2], seed=count), [10] * count)
+        assert _covered(result.clusters, count)
+
+
+def test_empty_input():
+    result = cluster_nodes(np.zeros((0, 8)), [])
+    assert result.clusters == []
+
+
+def test_mismatched_lengths_are_rejected():
+    with pytest.raises(ValueError):
+        cluster_nodes(np.zeros((3, 8)), [1, 2])
+
+
+def test_contiguous_groups_fit_the_budget_in_order():
+    assert contiguous_groups([3, 3, 3, 3], 6) == [[0, 1], [2, 3]]
+    assert contiguous_groups([10, 1, 1], 5) == [[0], [1, 2]]
+    assert contiguous_groups([], 5) == []
+
+
+def test_contiguous_groups_respect_max_groups():
+    groups = contiguous_groups([1] * 10, 2, max_groups=3)
+    assert len(groups) == 3
+    assert [p for g in groups for p in g] == list(range(10))
+
+
+TOPICS = {
+    "cooking": [
+        "Knead the bread dough for ten minutes until it becomes smooth and elastic.",
+        "Simmer the tomato sauce slowly with garlic, basil and olive oil.",
+        "Preheat the oven before baking the chocolate cake for forty minutes.",
+        "Season the roast chicken with salt, pepper and fresh rosemary.",
+        "Whisk the eggs and sugar together before folding in the flour.",
+        "Fry the onions in butter until they turn golden and sweet.",
+        "A sharp chef's knife makes chopping vegetables quick and safe.",
+        "Let the risotto rest for two minutes before serving it with parmesan.",
+    ],
+    "astronomy": [
+        "Jupiter is the largest planet in the solar system and has dozens of moons.",
+        "A telescope collects light from distant galaxies and nebulae.",
+        "The Andromeda galaxy is moving toward the Milky Way.",
+        "Neutron stars form when massive stars collapse after a supernova.",
+        "Saturn's rings are made of ice and rock orbiting the planet.",
+        "Astronomers measure the distance to stars using parallax.",
+        "A black hole's gravity is so strong that not even light escapes it.",
+        "The Hubble telescope photographed thousands of faint galaxies.",
+    ],
+    "football": [
+        "The striker scored a goal in the final minute of the match.",
+        "The goalkeeper saved a penalty kick to win the championship.",
+        "The football team trained on the pitch before the cup final.",
+        "The referee showed a red card after a dangerous tackle.",
+        "Fans sang in the stadium as the midfielder passed the ball forward.",
+        "The coach changed the formation at half time and the team scored twice.",
+        "The league title was decided on goal difference this season.",
+        "The winger crossed the ball and the defender headed it clear.",
+    ],
+}
+
+
+def test_real_embeddings_separate_topics(embedder):
+    texts = [t for sentences in TOPICS.values() for t in sentences]
+    topic_of = [name for name, sentences in TOPICS.items() for _ in sentences]
+    data = embedder.embed(texts)
+    result = cluster_nodes(data, [20] * len(texts))
+    assert _covered(result.clusters, len(texts))
+    mixed = [c for c in result.clusters if len({topic_of[p] for p in c}) > 1]
+    assert not mixed, [[topic_of[p] for p in c] for c in mixed]
+    assert len(result.clusters) >= 3
