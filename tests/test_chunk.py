@@ -174,6 +174,14 @@ def test_hard_limit_wins_over_max_tokens_even_for_one_giant_word(embedder):
     assert len(chunks) >= 800 // 40
 
 
+def test_hard_limit_holds_for_a_counter_that_is_not_additive():
+    """Counting characters makes whitespace between sentences count, so packed sums undercount chunks."""
+    text = " ".join(f"Sentence number {n:02d} is here." for n in range(40))  # each sentence 29 chars
+    chunks = chunk_document(plain(text), len, max_tokens=87)  # three sentences sum to 87 but span 89
+    assert_well_formed(plain(text), chunks, 87, len)
+    assert max(c.tokens for c in chunks) <= 87
+
+
 def test_tiny_inputs(embedder):
     assert [c.text for c in chunk_document(plain("Word"), embedder.count_tokens)] == ["Word"]
     one = chunk_document(plain("  One short sentence.  "), embedder.count_tokens)
