@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import email.utils
 import json
 import logging
@@ -440,11 +441,18 @@ def format_context(context: Sequence[ContextNode]) -> str:
     return "\n\n".join(blocks)
 
 
+_OLD_MARKER = re.compile(r"[ \t]*\[\d{1,4}\]")
+
+
 def _recent_history(history: Sequence[Turn]) -> list[Turn]:
+    """The last turns, shortened. Earlier answers lose their [n] markers: those numbered another
+    context, and left in they invite the model to cite blocks that are not the ones it now sees."""
     recent = [t for t in history if t.role in ("user", "assistant") and t.content.strip()]
-    return [
-        Turn(t.role, _cut_to_chars(t.content.strip(), HISTORY_TURN_CHARS)) for t in recent[-HISTORY_TURNS:]
-    ]
+    turns = []
+    for turn in recent[-HISTORY_TURNS:]:
+        content = _OLD_MARKER.sub("", turn.content) if turn.role == "assistant" else turn.content
+        turns.append(Turn(turn.role, _cut_to_chars(content.strip(), HISTORY_TURN_CHARS)))
+    return turns
 
 
 def answer_messages(
@@ -555,10 +563,24 @@ class OpenAISummarizer:
 # ---- answerer ------------------------------------------------------------------------------
 
 
+# Tokens a `condense` call spent, carried to the `answer` of the same question (same task), so the
+# question's accounting includes them although `condense` returns only a string.
+_condense_usage: contextvars.ContextVar[tuple[int, int]] = contextvars.ContextVar(
+    "raptor_condense_usage", default=(0, 0)
+)
+
+
+def _take_condense_usage() -> tuple[int, int]:
+    usage = _condense_usage.get()
+    _condense_usage.set((0, 0))
+    return usage
+
+
 class AnswerStream:
     """Async iterator of an answer's text deltas; afterwards `draft()` gives the whole AnswerDraft."""
 
     def __init__(self, client: LLMClient, messages: list[dict[str, str]], model: str, max_tokens: int):
+        self._condense_usage = _take_condense_usage()
         self._sink = _StreamSink()
         self._deltas = client.stream(messages, model, max_tokens, self._sink)
 
@@ -577,7 +599,12 @@ class AnswerStream:
         text = self._sink.text.strip()
         if self._sink.finish_reason == "length":
             text = complete_sentences(text, "length")
-        return AnswerDraft(text, self._sink.prompt_tokens, self._sink.completion_tokens)
+        condense_prompt, condense_completion = self._condense_usage
+        return AnswerDraft(
+            text,
+            self._sink.prompt_tokens + condense_prompt,
+            self._sink.completion_tokens + condense_completion,
+        )
 
 
 class OpenAIAnswerer:
@@ -604,7 +631,12 @@ class OpenAIAnswerer:
         text = completion.text
         if completion.finish_reason == "length":
             text = complete_sentences(text, "length")
-        return AnswerDraft(text, completion.prompt_tokens, completion.completion_tokens)
+        condense_prompt, condense_completion = _take_condense_usage()
+        return AnswerDraft(
+            text,
+            completion.prompt_tokens + condense_prompt,
+            completion.completion_tokens + condense_completion,
+        )
 
     def stream_answer(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerStream:
         """`async for delta in answerer.stream_answer(...)`, then `stream.draft()` for the AnswerDraft."""
@@ -613,13 +645,16 @@ class OpenAIAnswerer:
         )
 
     async def condense(self, question: str, history: list[Turn]) -> str:
-        """A standalone question for retrieval; with no history the question is already standalone."""
+        """A standalone question for retrieval; with no history the question is already standalone.
+
+        Its token usage is added to the next `answer` (or `stream_answer`) in the same task."""
         if not _recent_history(history):
             return question
         messages = condense_messages(question, history)
         completion = await self.client.complete(
             messages, self.model, self.condense_max_tokens, what="condense the follow-up question"
         )
+        _condense_usage.set((completion.prompt_tokens, completion.completion_tokens))
         return _clean_condensed(completion.text, question)
 
 

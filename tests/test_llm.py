@@ -304,7 +304,9 @@ async def test_the_history_goes_into_the_answer_prompt_as_prior_messages(server,
     await answerer_for(server, tmp_path).answer("Who found it?", context_nodes(), history)
     roles = [m["role"] for m in server.requests[0].messages]
     assert roles == ["system", "user", "assistant", "user"]
-    assert server.requests[0].messages[2]["content"] == "Cinderella did [1]."
+    assert (
+        server.requests[0].messages[2]["content"] == "Cinderella did."
+    )  # old markers numbered another context
 
 
 async def test_condense_without_history_makes_no_request(server, tmp_path):
@@ -317,9 +319,21 @@ async def test_condense_sends_the_history_and_returns_a_standalone_question(serv
     query = await answerer_for(server, tmp_path).condense("When was he born?", history)
     [request] = server.requests
     text = request.text()
-    assert "User: Who wrote Cinderella?" in text and "Assistant: Charles Perrault [1]." in text
+    assert "User: Who wrote Cinderella?" in text and "Assistant: Charles Perrault." in text
     assert "Follow-up question: When was he born?" in text
     assert query == "When was he born? (regarding: Who wrote Cinderella?)"
+
+
+async def test_a_follow_up_answer_accounts_for_the_condensing_request_too(server, tmp_path):
+    answerer = answerer_for(server, tmp_path)
+    history = [Turn("user", "Who lost a slipper?"), Turn("assistant", "Cinderella [1].")]
+    query = await answerer.condense("Who found it?", history)
+    draft = await answerer.answer(query, context_nodes(), history)
+    condensing, answering = server.requests
+    served = [sum(len(str(m["content"])) for m in r.messages) // 4 + 1 for r in (condensing, answering)]
+    assert draft.prompt_tokens == sum(served)  # the test server counts chars // 4 + 1 per request
+    again = await answerer.answer(query, context_nodes(), history)
+    assert again.prompt_tokens < draft.prompt_tokens  # the condensing cost is counted once
 
 
 async def test_answer_failures_raise_backend_error_not_answer_text(server, tmp_path):
