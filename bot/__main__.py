@@ -1,0 +1,97 @@
+"""`python -m bot [--sync]`: run the Discord bot with settings from the environment and `.env`.
+
+--sync pushes the slash commands to Discord (instantly to DISCORD_DEV_GUILD when set, else globally);
+without it the commands are not synced, so restarts do not hit Discord's command rate limits.
+SIGTERM/SIGINT stop gracefully: running builds finish (their writes are transactional anyway), then the
+database is closed. A second signal stops at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+import discord
+
+from raptor_engine.config import Settings
+
+from .client import RaptorBot
+
+log = logging.getLogger("bot")
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bot", description="Run the RAPTOR Discord bot.")
+    parser.add_argument("--sync", action="store_true", help="sync slash commands with Discord on start")
+    parser.add_argument(
+        "--log-level", default=os.environ.get("RAPTOR_LOG_LEVEL", "INFO"), help="logging level"
+    )
+    return parser.parse_args(argv)
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("discord").setLevel(logging.WARNING if level.upper() != "DEBUG" else logging.DEBUG)
+
+
+async def run(settings: Settings, sync: bool, message_content: bool) -> int:
+    bot = RaptorBot(settings, message_content=message_content, sync=sync)
+    loop = asyncio.get_running_loop()
+    stops: list[asyncio.Task[None]] = []
+
+    def on_signal(signame: str) -> None:
+        log.info("%s received; stopping", signame)
+        stops.append(loop.create_task(bot.shutdown()))
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal, sig.name)
+    try:
+        async with bot:
+            await bot.start(settings.discord_token)
+    except discord.LoginFailure:
+        log.error("Discord rejected DISCORD_TOKEN; copy the bot token again from the developer portal.")
+        return 2
+    except discord.PrivilegedIntentsRequired:
+        log.error(
+            "DISCORD_MESSAGE_CONTENT=1 but the Message Content intent is off in the developer portal; "
+            "turn it on there (Bot → Privileged Gateway Intents) or unset DISCORD_MESSAGE_CONTENT."
+        )
+        return 2
+    finally:
+        for task in stops:
+            await task
+        if not bot.is_closed():
+            await bot.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_logging(args.log_level)
+    try:
+        settings = Settings.from_env()
+    except ValueError as error:
+        log.error("%s", error)
+        return 2
+    if not settings.discord_token:
+        log.error(
+            "DISCORD_TOKEN is not set; put the bot token in .env (see the README, 'Running the Discord bot')."
+        )
+        return 2
+    log.info("settings: %s", settings.redacted())
+    return asyncio.run(run(settings, args.sync, env_flag("DISCORD_MESSAGE_CONTENT")))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

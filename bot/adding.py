@@ -1,0 +1,160 @@
+"""Adding files from /kb add, the 'Add to knowledge base' message command and auto-ingest.
+
+Each attachment is checked by name and size before anything is downloaded; accepted ones are then
+queued, downloaded once and handed to the engine, while one status message shows every file's line.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import discord
+
+from raptor_engine.errors import IngestError, RaptorError
+from raptor_engine.load import SUPPORTED_EXTENSIONS, check_upload
+from raptor_engine.types import Progress
+
+from .jobs import StatusMessage, ThrottledEditor, display_name, download
+
+if TYPE_CHECKING:
+    from .client import RaptorBot
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FileLine:
+    name: str
+    text: str
+
+
+def screen(
+    attachments: list[discord.Attachment], max_bytes: int
+) -> tuple[list[discord.Attachment], list[str]]:
+    """Split attachments into accepted ones and refusal lines, from their metadata alone."""
+    accepted, refused = [], []
+    for attachment in attachments:
+        try:
+            check_upload(attachment.filename, attachment.size, max_bytes)
+        except IngestError as error:
+            log.info("refused %s (%d bytes): %s", attachment.filename, attachment.size, error.reason)
+            refused.append(f"❌ **{display_name(error.filename)}** {error.reason}")
+        else:
+            accepted.append(attachment)
+    return accepted, refused
+
+
+def is_supported(filename: str) -> bool:
+    """Whether auto-ingest should try a file at all (images and the like are passed over silently)."""
+    dot = filename.rfind(".")
+    return dot >= 0 and filename[dot:].lower() in SUPPORTED_EXTENSIONS
+
+
+def result_line(name: str, result: Any) -> str:
+    shown = display_name(name)
+    if getattr(result, "status", "added") == "duplicate":
+        return f"↩️ **{shown}** is already in this knowledge base (same content); nothing changed."
+    seconds = getattr(result, "seconds", 0.0) or 0.0
+    line = (
+        f"✅ **{shown}** added: {result.chunks} chunks, {result.layers} layers, "
+        f"{result.nodes} nodes in {seconds:.1f} s."
+    )
+    notes = [str(n) for n in (getattr(result, "notes", None) or [])]
+    if notes:
+        line += f" ({'; '.join(notes)[:300]})"
+    return line
+
+
+class BatchStatus:
+    """The lines of one request's status message, with the throttled editor that shows them."""
+
+    def __init__(
+        self, status: StatusMessage, header: str, names: list[str], refused: list[str], interval: float
+    ):
+        self.header = header
+        self.lines = [FileLine(n, f"⏳ **{display_name(n)}** queued") for n in names]
+        self.refused = refused
+        self.editor = ThrottledEditor(status.show, interval=interval)
+
+    def render(self) -> str:
+        return "\n".join([self.header, *(line.text for line in self.lines), *self.refused])
+
+    def set(self, index: int, text: str) -> None:
+        self.lines[index].text = text
+        self.editor.request(self.render())
+
+    def progress(self, index: int) -> Any:
+        name = display_name(self.lines[index].name)
+
+        def on_progress(progress: Progress) -> None:
+            self.set(index, f"⏳ **{name}**: {progress.describe()}")
+
+        return on_progress
+
+    async def finish(self, header: str) -> None:
+        self.header = header
+        await self.editor.finish(self.render())
+
+
+async def add_files(
+    bot: RaptorBot,
+    kb: str,
+    attachments: list[discord.Attachment],
+    refused: list[str],
+    added_by: str,
+    status: StatusMessage,
+) -> int:
+    """Queue and ingest accepted attachments one after another; returns how many were added."""
+    names = [a.filename for a in attachments]
+    batch = BatchStatus(
+        status,
+        f"Adding {len(names)} file(s) to this channel's knowledge base…",
+        names,
+        refused,
+        bot.status_interval,
+    )
+    await status.show(batch.render())
+    added = 0
+    for index, attachment in enumerate(attachments):
+        name = display_name(attachment.filename)
+
+        async def fetch(
+            attachment: discord.Attachment = attachment, index: int = index, name: str = name
+        ) -> bytes:
+            batch.set(index, f"⏳ **{name}**: downloading {attachment.size / 1024:.0f} KB")
+            return await download(bot.cdn, attachment, bot.settings.max_file_bytes)
+
+        try:
+            result = await bot.jobs.run(
+                kb,
+                attachment.filename,
+                fetch,
+                added_by,
+                batch.progress(index),
+                lambda text, index=index, name=name: batch.set(index, f"⏳ **{name}**: {text}"),
+            )
+        except RaptorError as error:
+            log.info("adding %s to %s failed: %s", attachment.filename, kb, error)
+            if isinstance(error, IngestError):
+                batch.lines[index].text = f"❌ **{name}** {error.reason} Nothing was stored."
+            else:
+                batch.lines[index].text = f"❌ **{name}** was not added: {error} Nothing was stored."
+            continue
+        except Exception:
+            log.exception("adding %s to %s failed unexpectedly", attachment.filename, kb)
+            batch.lines[
+                index
+            ].text = f"❌ **{name}** was not added: an unexpected error (logged). Nothing was stored."
+            continue
+        log.info("added %s to %s: %s", attachment.filename, kb, getattr(result, "status", "?"))
+        batch.lines[index].text = result_line(attachment.filename, result)
+        added += getattr(result, "status", "added") == "added"
+    header = (
+        "Done."
+        if added == len(attachments)
+        else f"Done: {added} of {len(attachments) + len(refused)} file(s) added."
+    )
+    await batch.finish(header)
+    return added

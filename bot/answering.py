@@ -1,0 +1,201 @@
+"""Answering questions: /ask, and follow-up messages in the threads the bot opened.
+
+All RAPTOR work is the engine's; this module picks the knowledge base and the conversation history,
+renders the answer within Discord's limits, keeps the context for 'Show context', opens a thread on
+a public answer and stores the thread's turns so follow-ups survive a restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING
+
+import discord
+
+from raptor_engine.engine import EmptyKnowledgeBaseError
+from raptor_engine.errors import NotFoundError, RaptorError
+from raptor_engine.types import Answer, Turn
+
+from .kb import home_channel_id, kb_for_channel
+from .permissions import cooldown_text
+from .render import OutMessage, render_answer, truncate
+from .replies import Replier, tell
+from .state import ThreadRecord
+from .views import answer_view
+
+if TYPE_CHECKING:
+    from .client import RaptorBot
+
+log = logging.getLogger(__name__)
+
+EMPTY_KB = (
+    "This channel's knowledge base has no documents yet. Add one with `/kb add` (attach a .pdf, .docx, "
+    ".md, .txt or .html file), or right-click a message with a file → Apps → **Add to knowledge base**."
+)
+NO_KB = "Questions work in a server's text channels, threads and forum posts, not in DMs."
+FAILED = "Something went wrong while answering; the error was logged. Please try again."
+THREAD_NAME_LIMIT = 100
+MAX_QUESTION_CHARS = 1000
+
+
+def thread_name(question: str) -> str:
+    name = re.sub(r"\s+", " ", question).strip() or "Follow-up"
+    return truncate(name, THREAD_NAME_LIMIT)
+
+
+async def ask_engine(
+    bot: RaptorBot, kb: str, question: str, mode: str, history: list[Turn], asked_by: str
+) -> Answer | None:
+    """The engine's answer from the last complete tree, or None when the knowledge base is empty."""
+    try:
+        return await bot.engine.ask(
+            kb, question, mode=mode, budget=bot.settings.budget, history=history, asked_by=asked_by
+        )
+    except (EmptyKnowledgeBaseError, NotFoundError):
+        return None
+
+
+async def prepare(bot: RaptorBot, kb: str, answer: Answer) -> tuple[list[OutMessage], discord.ui.View]:
+    """Rendered messages and the 'Show context' button for a stored copy of the answer's context."""
+    ctx = answer.context
+    answer_id = await bot.state.save_answer(kb, answer.question, ctx.nodes, ctx.tokens_used, ctx.budget)
+    return render_answer(answer), answer_view(answer_id)
+
+
+async def handle_ask(
+    bot: RaptorBot, interaction: discord.Interaction, question: str, mode: str, private: bool
+) -> None:
+    """/ask: defer, answer with sources, open a thread on a public answer in a text channel."""
+    wait = bot.cooldown.retry_after(interaction.user.id)
+    if wait:
+        await tell(interaction, cooldown_text(wait))
+        return
+    replier = Replier(interaction, ephemeral=private, token_lifetime=bot.token_lifetime)
+    await replier.defer()
+    kb = kb_for_channel(interaction.guild_id, interaction.channel)
+    if kb is None:
+        await replier.send(NO_KB)
+        return
+    channel = interaction.channel
+    record = await bot.state.thread(channel.id) if isinstance(channel, discord.Thread) else None
+    history = await bot.state.history(record.thread_id) if record else []
+    question = truncate(question.strip(), MAX_QUESTION_CHARS)
+    try:
+        answer = await ask_engine(bot, kb, question, mode, history, str(interaction.user))
+    except RaptorError as error:
+        log.warning("ask in %s refused: %s", kb, error)
+        await replier.send(f"⚠️ {error}")
+        return
+    except Exception:
+        log.exception("ask in %s failed", kb)
+        await replier.send(f"⚠️ {FAILED}")
+        return
+    if answer is None:
+        await replier.send(EMPTY_KB)
+        return
+    messages, view = await prepare(bot, kb, answer)
+    sent = await replier.send_all(messages, view)
+    log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
+    if record is not None:
+        await bot.state.add_turns(record.thread_id, [Turn("user", question), Turn("assistant", answer.text)])
+    elif not private and sent and isinstance(channel, discord.TextChannel):
+        await open_thread(bot, interaction, channel, sent[0], kb, question, answer)
+
+
+async def open_thread(
+    bot: RaptorBot,
+    interaction: discord.Interaction,
+    channel: discord.TextChannel,
+    message: discord.Message,
+    kb: str,
+    question: str,
+    answer: Answer,
+) -> None:
+    """A public thread on the answer for follow-ups (WebhookMessage.create_thread cannot do this)."""
+    missing = "I couldn't open a thread for follow-ups here: I need the Create Public Threads permission."
+    if not interaction.app_permissions.create_public_threads:
+        await tell(interaction, missing)
+        return
+    try:
+        thread = await channel.create_thread(
+            name=thread_name(question), message=message, auto_archive_duration=1440
+        )
+    except discord.Forbidden:
+        log.warning("no permission to open a thread in %s", channel.id)
+        await tell(interaction, missing)
+        return
+    except discord.HTTPException as error:
+        log.warning("could not open a thread in %s: %s", channel.id, error)
+        await tell(interaction, "I couldn't open a thread for follow-ups; ask again with /ask.")
+        return
+    record = ThreadRecord(thread.id, kb, channel.guild.id, channel.id)
+    await bot.state.add_thread(record, opened_by=str(interaction.user))
+    await bot.state.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
+
+
+def follow_up_text(message: discord.Message, bot_id: int) -> str:
+    """The question in a thread message, without the bot's mention."""
+    text = re.sub(rf"<@!?{bot_id}>", " ", message.content or "")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+async def handle_follow_up(bot: RaptorBot, message: discord.Message, record: ThreadRecord) -> None:
+    """A message in a thread the bot opened: answer with the thread's turns and the parent's tree."""
+    assert bot.user is not None
+    mentioned = bot.user in message.mentions
+    question = follow_up_text(message, bot.user.id)
+    if not question:
+        if mentioned:
+            await _reply(message, "Ask your follow-up question after mentioning me.")
+        return  # without the message-content intent Discord sends no text unless the bot is mentioned
+    wait = bot.cooldown.retry_after(message.author.id)
+    if wait:
+        await _reply(message, cooldown_text(wait))
+        return
+    kb = record.kb
+    if kb != kb_for_channel(message.guild.id if message.guild else None, message.channel):
+        log.warning(
+            "thread %s is recorded for %s but sits in channel %s",
+            record.thread_id,
+            kb,
+            home_channel_id(message.channel),
+        )
+        return
+    question = truncate(question, MAX_QUESTION_CHARS)
+    history = await bot.state.history(record.thread_id)
+    try:
+        async with message.channel.typing():
+            answer = await ask_engine(bot, kb, question, "collapsed", history, str(message.author))
+    except RaptorError as error:
+        log.warning("follow-up in %s refused: %s", kb, error)
+        await _reply(message, f"⚠️ {error}")
+        return
+    except Exception:
+        log.exception("follow-up in %s failed", kb)
+        await _reply(message, f"⚠️ {FAILED}")
+        return
+    if answer is None:
+        await _reply(message, EMPTY_KB)
+        return
+    messages, view = await prepare(bot, kb, answer)
+    for i, out in enumerate(messages):
+        last = i == len(messages) - 1
+        kwargs: dict = {"embeds": out.embeds}
+        if out.content:
+            kwargs["content"] = out.content
+        if last:
+            kwargs["view"] = view
+        if i == 0:
+            await message.reply(mention_author=False, **kwargs)
+        else:
+            await message.channel.send(**kwargs)
+    await bot.state.add_turns(record.thread_id, [Turn("user", question), Turn("assistant", answer.text)])
+    log.info("follow-up answered in thread %s (%s)", record.thread_id, kb)
+
+
+async def _reply(message: discord.Message, text: str) -> None:
+    try:
+        await message.reply(truncate(text, 2000), mention_author=False)
+    except discord.HTTPException as error:
+        log.warning("could not reply in %s: %s", message.channel.id, error)

@@ -1,0 +1,330 @@
+"""Slash commands and the message context menu; each parses its options and hands over to a flow module.
+
+/ask and /kb list|tree|status are open to everyone; /kb add|remove|clear|autoingest and the context
+menu need Manage Messages or a manager role, checked here at run time.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Literal
+
+import discord
+from discord import app_commands
+
+from .adding import add_files, is_supported, screen
+from .answering import EMPTY_KB, NO_KB, handle_ask
+from .jobs import StatusMessage
+from .kb import kb_for_channel
+from .permissions import can_manage, refusal_text
+from .render import embeds_from_lines, human_size, human_time, truncate
+from .replies import Replier, tell
+from .views import ConfirmView
+
+if TYPE_CHECKING:
+    from .client import RaptorBot
+
+log = logging.getLogger(__name__)
+
+AUTOCOMPLETE_LIMIT = 25
+
+
+async def manager_check(bot: RaptorBot, interaction: discord.Interaction) -> bool:
+    """True when the user may change this channel's knowledge base; otherwise refuses and says why."""
+    guild_role_id = await bot.state.manager_role_id(interaction.guild_id) if interaction.guild_id else None
+    if can_manage(interaction.permissions, interaction.user, bot.settings.manager_role, guild_role_id):
+        return True
+    guild_role = interaction.guild.get_role(guild_role_id) if interaction.guild and guild_role_id else None
+    log.info(
+        "refused %s: %s lacks manager rights in %s",
+        interaction.command and interaction.command.qualified_name,
+        interaction.user.id,
+        interaction.channel_id,
+    )
+    await tell(interaction, refusal_text(bot.settings.manager_role, guild_role))
+    return False
+
+
+async def channel_kb(interaction: discord.Interaction) -> str | None:
+    kb = kb_for_channel(interaction.guild_id, interaction.channel)
+    if kb is None:
+        await tell(interaction, NO_KB)
+    return kb
+
+
+async def start_adding(
+    bot: RaptorBot, interaction: discord.Interaction, attachments: list[discord.Attachment]
+) -> None:
+    """Shared by /kb add and the context menu: check rights and files, then defer and build."""
+    kb = await channel_kb(interaction)
+    if kb is None or not await manager_check(bot, interaction):
+        return
+    if not attachments:
+        await tell(interaction, "That message has no attached file to add.")
+        return
+    accepted, refused = screen(attachments, bot.settings.max_file_bytes)
+    if not accepted:
+        await tell(interaction, "Nothing was added.\n" + "\n".join(refused))
+        return
+    refusal = bot.jobs.refusal(kb, len(accepted))
+    if refusal:
+        await tell(interaction, refusal)
+        return
+    replier = Replier(interaction, token_lifetime=bot.token_lifetime)
+    await replier.defer()
+    status = StatusMessage(
+        interaction.channel,  # type: ignore[arg-type]
+        interaction=None if replier.expired else interaction,
+        requester_id=interaction.user.id,
+        token_lifetime=bot.token_lifetime,
+    )
+    await add_files(bot, kb, accepted, refused, str(interaction.user), status)
+
+
+async def auto_ingest(bot: RaptorBot, message: discord.Message, kb: str) -> None:
+    """Files posted in a channel with auto-ingest on: supported types are added, others ignored."""
+    candidates = [a for a in message.attachments if is_supported(a.filename)]
+    if not candidates:
+        return
+    accepted, refused = screen(candidates, bot.settings.max_file_bytes)
+    status = StatusMessage(message.channel, reply_to=message, token_lifetime=bot.token_lifetime)
+    refusal = bot.jobs.refusal(kb, len(accepted))
+    if refusal or not accepted:
+        await status.show("\n".join(([refusal] if refusal else []) + refused))
+        return
+    await add_files(bot, kb, accepted, refused, str(message.author), status)
+
+
+def document_line(doc: object) -> str:
+    name = discord.utils.escape_markdown(truncate(str(getattr(doc, "name", "?")), 100))
+    return (
+        f"**{name}** · {human_size(getattr(doc, 'size', 0))} · {getattr(doc, 'chunks', 0)} chunks · "
+        f"{getattr(doc, 'layers', 0)} layers · added by {discord.utils.escape_markdown(str(getattr(doc, 'added_by', '?')))} "
+        f"on {human_time(getattr(doc, 'added_at', None))}"
+    )
+
+
+class KbGroup(app_commands.Group):
+    """/kb: this channel's knowledge base."""
+
+    def __init__(self, bot: RaptorBot):
+        super().__init__(name="kb", description="This channel's knowledge base", guild_only=True)
+        self.bot = bot
+
+    async def on_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
+        await self.bot.report_command_error(interaction, error)
+
+    @app_commands.command(
+        name="add", description="Add files (PDF, DOCX, Markdown, text, HTML) to this channel's knowledge base"
+    )
+    @app_commands.describe(
+        file="A document to add",
+        file2="Another document",
+        file3="Another document",
+        file4="Another document",
+        file5="Another document",
+    )
+    async def add(
+        self,
+        interaction: discord.Interaction,
+        file: discord.Attachment,
+        file2: discord.Attachment | None = None,
+        file3: discord.Attachment | None = None,
+        file4: discord.Attachment | None = None,
+        file5: discord.Attachment | None = None,
+    ) -> None:
+        attachments = [a for a in (file, file2, file3, file4, file5) if a is not None]
+        await start_adding(self.bot, interaction, attachments)
+
+    @app_commands.command(name="list", description="Documents in this channel's knowledge base")
+    async def list_(self, interaction: discord.Interaction) -> None:
+        kb = await channel_kb(interaction)
+        if kb is None:
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        docs = await self.bot.documents(kb)
+        if not docs:
+            await interaction.followup.send(EMPTY_KB, ephemeral=True)
+            return
+        total = sum(getattr(d, "size", 0) for d in docs)
+        for out in embeds_from_lines(
+            f"Documents ({len(docs)})", [document_line(d) for d in docs], f"{human_size(total)} in total"
+        ):
+            await interaction.followup.send(embeds=out.embeds, ephemeral=True)
+
+    @app_commands.command(name="remove", description="Remove one document from this channel's knowledge base")
+    @app_commands.describe(document="The document's name (start typing to pick)")
+    async def remove(self, interaction: discord.Interaction, document: str) -> None:
+        kb = await channel_kb(interaction)
+        if kb is None or not await manager_check(self.bot, interaction):
+            return
+        names = [getattr(d, "name", "") for d in await self.bot.documents(kb)]
+        if document not in names:
+            await tell(
+                interaction,
+                f"There is no document named '{truncate(document, 100)}' in this channel's knowledge base; pick one from the list.",
+            )
+            return
+
+        async def confirmed(click: discord.Interaction) -> None:
+            await self.bot.run_change(
+                click,
+                f"Removed **{discord.utils.escape_markdown(document)}**.",
+                self.bot.engine.forget,
+                kb,
+                document,
+            )
+
+        view = ConfirmView(interaction.user.id, confirmed, f"Removing {document}")
+        await interaction.response.send_message(
+            f"Remove **{discord.utils.escape_markdown(document)}** and its summaries from this channel's knowledge base?",
+            view=view,
+            ephemeral=True,
+        )
+
+    @remove.autocomplete("document")
+    async def remove_autocomplete(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        kb = kb_for_channel(interaction.guild_id, interaction.channel)
+        if kb is None:
+            return []
+        try:
+            docs = await self.bot.documents(kb)
+        except Exception:
+            log.exception("autocomplete for %s failed", kb)
+            return []
+        needle = current.lower()
+        names = [getattr(d, "name", "") for d in docs]
+        matches = [n for n in names if needle in n.lower()][:AUTOCOMPLETE_LIMIT]
+        return [app_commands.Choice(name=truncate(n, 100), value=n) for n in matches if len(n) <= 100]
+
+    @app_commands.command(
+        name="clear", description="Remove every document from this channel's knowledge base"
+    )
+    async def clear(self, interaction: discord.Interaction) -> None:
+        kb = await channel_kb(interaction)
+        if kb is None or not await manager_check(self.bot, interaction):
+            return
+        docs = await self.bot.documents(kb)
+        if not docs:
+            await tell(interaction, "This channel's knowledge base is already empty.")
+            return
+
+        async def confirmed(click: discord.Interaction) -> None:
+            await self.bot.run_change(
+                click, f"Cleared: {len(docs)} document(s) removed.", self.bot.engine.clear, kb
+            )
+
+        view = ConfirmView(interaction.user.id, confirmed, "Clearing the knowledge base")
+        await interaction.response.send_message(
+            f"Remove all {len(docs)} document(s) from this channel's knowledge base? This cannot be undone.",
+            view=view,
+            ephemeral=True,
+        )
+
+    @app_commands.command(name="tree", description="Layers and node counts of this channel's RAPTOR tree")
+    async def tree(self, interaction: discord.Interaction) -> None:
+        kb = await channel_kb(interaction)
+        if kb is None:
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        if not await self.bot.documents(kb):
+            await interaction.followup.send(EMPTY_KB, ephemeral=True)
+            return
+        info = await self.bot.engine_call(self.bot.engine.tree_info, kb)
+        for out in embeds_from_lines("Tree", tree_lines(info)):
+            await interaction.followup.send(embeds=out.embeds, ephemeral=True)
+
+    @app_commands.command(name="status", description="Backend, build queue and sizes")
+    async def status(self, interaction: discord.Interaction) -> None:
+        kb = await channel_kb(interaction)
+        if kb is None:
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        lines = await self.bot.status_lines(kb)
+        for out in embeds_from_lines("Status", lines):
+            await interaction.followup.send(embeds=out.embeds, ephemeral=True)
+
+    @app_commands.command(name="autoingest", description="Add files posted in this channel automatically")
+    @app_commands.describe(enabled="Turn auto-ingest on or off for this channel")
+    async def autoingest(self, interaction: discord.Interaction, enabled: bool) -> None:
+        kb = await channel_kb(interaction)
+        if kb is None or not await manager_check(self.bot, interaction):
+            return
+        channel_id = int(kb.rsplit("-", 1)[1])
+        await self.bot.state.set_autoingest(
+            kb, interaction.guild_id or 0, channel_id, enabled, str(interaction.user)
+        )
+        self.bot.forget_autoingest_cache(kb)
+        text = f"Auto-ingest is now **{'on' if enabled else 'off'}** for this channel."
+        if enabled and not self.bot.intents.message_content:
+            text += (
+                " Note: this bot runs without the message-content intent, so Discord does not show it the "
+                "files people post; ask the bot's owner to enable it (see the README), or use `/kb add`."
+            )
+        await tell(interaction, text, ephemeral=False)
+
+    @app_commands.command(
+        name="managers", description="Choose a role that may add and remove documents (server managers)"
+    )
+    @app_commands.describe(role="The role; leave empty to go back to Manage Messages only")
+    async def managers(self, interaction: discord.Interaction, role: discord.Role | None = None) -> None:
+        if not (interaction.permissions.manage_guild or interaction.permissions.administrator):
+            await tell(
+                interaction, "Only members with the Manage Server permission can choose the manager role."
+            )
+            return
+        assert interaction.guild_id is not None
+        await self.bot.state.set_manager_role(
+            interaction.guild_id, role.id if role else None, str(interaction.user)
+        )
+        if role:
+            await tell(
+                interaction,
+                f"Members with the **{discord.utils.escape_markdown(role.name)}** role may now manage knowledge bases.",
+                ephemeral=False,
+            )
+        else:
+            await tell(
+                interaction,
+                "Only members with Manage Messages may manage knowledge bases now.",
+                ephemeral=False,
+            )
+
+
+def tree_lines(info: object) -> list[str]:
+    """TreeInfo as lines: per layer its nodes and tokens, then the document count."""
+    names = {"leaf": "leaves", "summary": "summaries", "kb": "cross-document summaries"}
+    lines = []
+    for layer in getattr(info, "layers", None) or []:
+        kind = names.get(getattr(layer, "kind", ""), "nodes")
+        lines.append(f"**L{layer.layer}**: {layer.nodes} {kind} · {layer.tokens:,} tokens")
+    lines.append(f"{getattr(info, 'documents', 0)} document(s)")
+    return lines
+
+
+def register(bot: RaptorBot) -> None:
+    """Add every command to the bot's tree (syncing with Discord is separate and explicit)."""
+
+    @bot.tree.command(name="ask", description="Ask this channel's documents a question")
+    @app_commands.describe(
+        question="Your question",
+        mode="collapsed (default): best nodes from all layers; traversal: walk down from the top layer",
+        private="Only you see the answer (no thread is opened)",
+    )
+    @app_commands.guild_only()
+    async def ask(
+        interaction: discord.Interaction,
+        question: app_commands.Range[str, 1, 1000],
+        mode: Literal["collapsed", "traversal"] = "collapsed",
+        private: bool = False,
+    ) -> None:
+        await handle_ask(bot, interaction, question, mode, private)
+
+    bot.tree.add_command(KbGroup(bot))
+
+    @bot.tree.context_menu(name="Add to knowledge base")
+    @app_commands.guild_only()
+    async def add_from_message(interaction: discord.Interaction, message: discord.Message) -> None:
+        await start_adding(bot, interaction, list(message.attachments))

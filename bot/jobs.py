@@ -1,0 +1,315 @@
+"""Adding files: the build queue, download with a size cap, and one progress message per request.
+
+The engine already serialises builds within a knowledge base; this layer adds what only the bot knows:
+a cap on builds running at once across all channels, a bound on files waiting per channel, a progress
+message edited at most once a second, and the fall-back to a plain channel message once the
+interaction token (15 minutes) has expired or Discord says it is gone (10062).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import discord
+from discord.utils import escape_markdown
+
+from raptor_engine.errors import IngestError, RaptorError
+from raptor_engine.types import Progress
+
+from .render import CONTENT_LIMIT, truncate
+
+log = logging.getLogger(__name__)
+
+TOKEN_LIFETIME_SECONDS = 14 * 60 + 30  # Discord's interaction tokens last 15 minutes; keep a margin
+EXPIRED_CODES = {10062, 10015, 50027}  # unknown interaction, unknown webhook, invalid webhook token
+MAX_WAITING_PER_CHANNEL = 10
+MIN_EDIT_INTERVAL_SECONDS = 1.0
+
+
+class ShuttingDown(RaptorError):
+    """The bot is stopping; the file was not added."""
+
+
+def is_expired_token_error(error: BaseException) -> bool:
+    return isinstance(error, discord.HTTPException) and error.code in EXPIRED_CODES
+
+
+# ---------------------------------------------------------------------------------------------- one message
+
+
+class StatusMessage:
+    """One message that shows a request's state, edited in place.
+
+    Starts as the interaction's (deferred) response; when the token expires, or Discord reports it
+    gone, it continues as a normal channel message that names the requester (without pinging).
+    """
+
+    def __init__(
+        self,
+        channel: discord.abc.Messageable | None,
+        *,
+        interaction: discord.Interaction | None = None,
+        reply_to: discord.Message | None = None,
+        requester_id: int | None = None,
+        token_lifetime: float = TOKEN_LIFETIME_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.channel = channel
+        self.interaction = interaction
+        self.reply_to = reply_to
+        self.requester_id = requester_id
+        self.token_lifetime = token_lifetime
+        self.clock = clock
+        self.started = clock()
+        self.token_expired = interaction is None
+        self.message: discord.Message | None = None
+
+    def token_usable(self) -> bool:
+        return not self.token_expired and self.clock() - self.started < self.token_lifetime
+
+    async def show(self, text: str) -> None:
+        """Edit the message to `text`; never raises (a status that cannot be shown is only logged)."""
+        text = truncate(text, CONTENT_LIMIT)
+        if self.token_usable():
+            assert self.interaction is not None
+            try:
+                await self.interaction.edit_original_response(content=text)
+                return
+            except discord.HTTPException as error:
+                if not is_expired_token_error(error):
+                    log.warning("could not edit the interaction response: %s", error)
+                    return
+                log.info("interaction token expired (%s); continuing in a channel message", error.code)
+                self.token_expired = True
+        elif self.interaction is not None and not self.token_expired:
+            log.info(
+                "interaction token older than %.0f s; continuing in a channel message", self.token_lifetime
+            )
+            self.token_expired = True
+        await self._show_in_channel(text)
+
+    async def _show_in_channel(self, text: str) -> None:
+        if self.channel is None:
+            log.warning("no channel to show a status in: %s", text[:120])
+            return
+        if self.requester_id is not None and self.reply_to is None:
+            text = truncate(f"<@{self.requester_id}> {text}", CONTENT_LIMIT)
+        try:
+            if self.message is None:
+                if self.reply_to is not None:
+                    self.message = await self.reply_to.reply(text, mention_author=False)
+                else:
+                    self.message = await self.channel.send(text)
+            else:
+                await self.message.edit(content=text)
+        except discord.HTTPException as error:
+            log.warning("could not post a status message in the channel: %s", error)
+
+
+class ThrottledEditor:
+    """Shows the latest text at most once per `interval`; intermediate texts are dropped, never queued."""
+
+    def __init__(
+        self,
+        show: Callable[[str], Awaitable[None]],
+        interval: float = MIN_EDIT_INTERVAL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ):
+        self._show = show
+        self.interval = interval
+        self.clock = clock
+        self.sleep = sleep
+        self._latest: str | None = None
+        self._shown: str | None = None
+        self._last_at: float | None = None
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def request(self, text: str) -> None:
+        """Ask for `text` to be shown soon (call on the event loop)."""
+        self._latest = text
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _wait_for_slot(self) -> None:
+        if self._last_at is not None:
+            remaining = self._last_at + self.interval - self.clock()
+            if remaining > 0:
+                await self.sleep(remaining)
+
+    async def _emit(self, text: str) -> None:
+        self._last_at = self.clock()
+        self._shown = text
+        await self._show(text)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await self._wait_for_slot()
+            text = self._latest
+            if text is not None and text != self._shown:
+                await self._emit(text)
+
+    async def finish(self, text: str) -> None:
+        """Stop the updates and show `text` last, still respecting the interval."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._wait_for_slot()
+        await self._emit(text)
+
+
+def thread_safe(
+    loop: asyncio.AbstractEventLoop, fn: Callable[[Progress], None]
+) -> Callable[[Progress], None]:
+    """Wrap a loop-side callback so the engine may call it from a worker thread."""
+
+    def call(progress: Progress) -> None:
+        try:
+            loop.call_soon_threadsafe(fn, progress)
+        except RuntimeError:  # loop closed during shutdown; the report is simply dropped
+            pass
+
+    return call
+
+
+# ---------------------------------------------------------------------------------------------- the queue
+
+
+@dataclass
+class QueueState:
+    running: dict[str, str]  # kb -> file being built
+    waiting: dict[str, int]  # kb -> files waiting
+    limit: int
+
+
+class BuildJobs:
+    """Runs ingests: one at a time per channel (queued), at most `max_concurrent` across the bot."""
+
+    def __init__(self, engine: Any, max_concurrent: int, max_waiting: int = MAX_WAITING_PER_CHANNEL):
+        self.engine = engine
+        self.max_concurrent = max(1, max_concurrent)
+        self.max_waiting = max_waiting
+        self._slots = asyncio.Semaphore(self.max_concurrent)
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._waiting: Counter[str] = Counter()
+        self._running: dict[str, str] = {}
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.closing = False
+
+    def state(self) -> QueueState:
+        return QueueState(
+            dict(self._running), {k: v for k, v in self._waiting.items() if v}, self.max_concurrent
+        )
+
+    def pending(self, kb: str) -> int:
+        return self._waiting[kb] + (1 if kb in self._running else 0)
+
+    def refusal(self, kb: str, files: int) -> str | None:
+        """Why new files cannot be queued now, or None when they can."""
+        if self.closing:
+            return "The bot is restarting; please add the file again in a minute."
+        if self._waiting[kb] + files > self.max_waiting:
+            return (
+                f"This channel already has {self._waiting[kb]} file(s) waiting to be added "
+                f"(limit {self.max_waiting}); try again when they are done."
+            )
+        return None
+
+    def _busy(self) -> int:
+        return sum(self._waiting.values()) + len(self._running)
+
+    async def run(
+        self,
+        kb: str,
+        filename: str,
+        fetch: Callable[[], Awaitable[bytes]],
+        added_by: str,
+        progress: Callable[[Progress], None],
+        on_wait: Callable[[str], None],
+    ) -> Any:
+        """Queue, then download and ingest one file; returns the engine's IngestResult or raises."""
+        lock = self._locks.setdefault(kb, asyncio.Lock())
+        self._waiting[kb] += 1
+        self._idle.clear()
+        started = False
+        try:
+            if lock.locked():
+                on_wait(
+                    f"waiting: another file is being added to this channel ({self._running.get(kb, '…')})"
+                )
+            async with lock:
+                if self._slots.locked():
+                    on_wait(
+                        f"waiting for a build slot ({len(self._running)} builds running, limit {self.max_concurrent})"
+                    )
+                async with self._slots:
+                    if self.closing:
+                        raise ShuttingDown("The bot restarted before this file's turn; please add it again.")
+                    self._waiting[kb] -= 1
+                    started = True
+                    self._running[kb] = filename
+                    try:
+                        data = await fetch()
+                        loop = asyncio.get_running_loop()
+                        return await self.engine.ingest(
+                            kb, filename, data, added_by=added_by, progress=thread_safe(loop, progress)
+                        )
+                    finally:
+                        self._running.pop(kb, None)
+        finally:
+            if not started:
+                self._waiting[kb] -= 1
+            if self._waiting[kb] <= 0:
+                del self._waiting[kb]
+            if self._busy() == 0:
+                self._idle.set()
+
+    async def drain(self, timeout: float | None) -> bool:
+        """Refuse new work and wait for running builds to finish; True when all did within `timeout`."""
+        self.closing = True
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+
+# ---------------------------------------------------------------------------------------------- download
+
+
+async def download(session: aiohttp.ClientSession, attachment: discord.Attachment, max_bytes: int) -> bytes:
+    """The attachment's bytes, read once; stops reading past `max_bytes` (the metadata may lie)."""
+    name = attachment.filename
+    try:
+        async with session.get(attachment.url) as response:
+            if response.status != 200:
+                raise IngestError(
+                    name, f"could not be downloaded from Discord (HTTP {response.status}); post it again."
+                )
+            data = bytearray()
+            async for block in response.content.iter_chunked(64 * 1024):
+                data.extend(block)
+                if len(data) > max_bytes:
+                    raise IngestError(name, f"is larger than the {max_bytes / 1048576:.1f} MB limit.")
+            return bytes(data)
+    except aiohttp.ClientError as error:
+        log.warning("download of %s failed: %s", name, error)
+        raise IngestError(name, "could not be downloaded from Discord; post it again.") from error
+
+
+def display_name(filename: str) -> str:
+    return escape_markdown(truncate(filename, 120))

@@ -1,0 +1,147 @@
+"""Replying to an interaction, with the fall-back Discord forces on long or late work.
+
+An interaction must be acknowledged within 3 seconds and its token lives 15 minutes. When Discord
+says it is gone (10062 unknown interaction, 10015 unknown webhook, 50027 invalid token) or the token
+is too old, public replies continue as normal channel messages naming the requester; private
+(ephemeral) ones cannot be delivered anywhere private, so they are logged instead of leaked.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+import discord
+
+from .jobs import TOKEN_LIFETIME_SECONDS, is_expired_token_error
+from .render import CONTENT_LIMIT, OutMessage, truncate
+
+log = logging.getLogger(__name__)
+
+
+def _kwargs(content: str, embeds: Sequence[discord.Embed], view: discord.ui.View | None) -> dict:
+    out: dict = {}
+    if content:
+        out["content"] = content
+    if embeds:
+        out["embeds"] = list(embeds)
+    if view is not None:
+        out["view"] = view
+    return out
+
+
+class Replier:
+    """Sends one command's replies: the first fills the deferred response, later ones are follow-ups."""
+
+    def __init__(
+        self,
+        interaction: discord.Interaction,
+        *,
+        ephemeral: bool = False,
+        token_lifetime: float = TOKEN_LIFETIME_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.interaction = interaction
+        self.ephemeral = ephemeral
+        self.token_lifetime = token_lifetime
+        self.clock = clock
+        self.started = clock()
+        self.expired = False
+        self.filled_original = False
+        self.fallback_used = False
+
+    def usable(self) -> bool:
+        return not self.expired and self.clock() - self.started < self.token_lifetime
+
+    async def defer(self) -> None:
+        """Acknowledge now ('thinking…'); an already expired interaction switches to the fall-back."""
+        try:
+            await self.interaction.response.defer(thinking=True, ephemeral=self.ephemeral)
+        except discord.HTTPException as error:
+            if not is_expired_token_error(error):
+                raise
+            log.warning(
+                "interaction %s expired before it was acknowledged (%s)", self.interaction.id, error.code
+            )
+            self.expired = True
+
+    async def send(
+        self, content: str = "", embeds: Sequence[discord.Embed] = (), view: discord.ui.View | None = None
+    ) -> discord.Message | None:
+        """Send one message; returns it (None when it could only be logged)."""
+        if self.usable():
+            try:
+                return await self._send_by_interaction(content, embeds, view)
+            except discord.HTTPException as error:
+                if not is_expired_token_error(error):
+                    raise
+                log.warning(
+                    "interaction %s token gone (%s); falling back to the channel",
+                    self.interaction.id,
+                    error.code,
+                )
+                self.expired = True
+        return await self._send_in_channel(content, embeds, view)
+
+    async def send_all(
+        self, messages: list[OutMessage], view: discord.ui.View | None = None
+    ) -> list[discord.Message]:
+        """Send rendered messages in order; `view` rides on the last one."""
+        sent = []
+        for i, message in enumerate(messages):
+            last = i == len(messages) - 1
+            result = await self.send(message.content, message.embeds, view if last else None)
+            if result is not None:
+                sent.append(result)
+        return sent
+
+    async def _send_by_interaction(
+        self, content: str, embeds: Sequence[discord.Embed], view: discord.ui.View | None
+    ) -> discord.Message | None:
+        response = self.interaction.response
+        if not response.is_done():
+            callback = await response.send_message(ephemeral=self.ephemeral, **_kwargs(content, embeds, view))
+            resource = callback.resource
+            return resource if isinstance(resource, discord.Message) else None
+        if not self.filled_original:
+            self.filled_original = True
+            return await self.interaction.edit_original_response(
+                content=content or None, embeds=list(embeds), view=view
+            )
+        return await self.interaction.followup.send(
+            wait=True, ephemeral=self.ephemeral, **_kwargs(content, embeds, view)
+        )
+
+    async def _send_in_channel(
+        self, content: str, embeds: Sequence[discord.Embed], view: discord.ui.View | None
+    ) -> discord.Message | None:
+        if self.ephemeral:
+            log.warning(
+                "a private reply to interaction %s could not be delivered (token expired)",
+                self.interaction.id,
+            )
+            return None
+        channel = self.interaction.channel
+        if channel is None or not hasattr(channel, "send"):
+            log.warning("no channel to fall back to for interaction %s", self.interaction.id)
+            return None
+        if not self.fallback_used:
+            self.fallback_used = True
+            content = truncate(f"<@{self.interaction.user.id}> {content}".rstrip(), CONTENT_LIMIT)
+        try:
+            return await channel.send(**_kwargs(content, embeds, view))  # type: ignore[union-attr]
+        except discord.HTTPException as error:
+            log.warning("fall-back channel message failed in %s: %s", getattr(channel, "id", "?"), error)
+            return None
+
+
+async def tell(interaction: discord.Interaction, text: str, *, ephemeral: bool = True) -> None:
+    """A short reply (refusals, confirmations) wherever the interaction stands; never raises."""
+    try:
+        if interaction.response.is_done():
+            await interaction.followup.send(truncate(text, CONTENT_LIMIT), ephemeral=ephemeral)
+        else:
+            await interaction.response.send_message(truncate(text, CONTENT_LIMIT), ephemeral=ephemeral)
+    except discord.HTTPException as error:
+        log.warning("could not tell the user %r: %s", text[:80], error)

@@ -1,0 +1,140 @@
+"""Discord-limit rendering: splitting, sources embeds, context pages (pure, no Discord, no engine)."""
+
+from __future__ import annotations
+
+import re
+
+import discord
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.render import (
+    CONTENT_LIMIT,
+    EMBEDS_TOTAL_LIMIT,
+    context_pages,
+    group_embeds,
+    render_answer,
+    sources_embeds,
+    split_text,
+)
+from raptor_engine.types import Answer, Citation, ContextNode, RetrievedContext
+
+
+def make_answer(text: str, citations: int = 3, heading_len: int = 10) -> Answer:
+    nodes = [
+        ContextNode(
+            node_id=10 + i,
+            layer=i % 3,
+            document=f"doc{i}.pdf" if i % 4 else None,
+            score=0.5,
+            text=f"node text {i} " * 40,
+            tokens=80,
+            leaf_count=1 if i % 3 == 0 else 4,
+            page=i + 1 if i % 3 == 0 else None,
+            heading=("Intro", "H" * heading_len) if i % 3 == 0 else (),
+        )
+        for i in range(citations)
+    ]
+    cites = [
+        Citation(
+            marker=i + 1,
+            node_id=n.node_id,
+            layer=n.layer,
+            document=n.document,
+            score=n.score,
+            leaf_count=n.leaf_count,
+            page=n.page,
+            heading=n.heading,
+        )
+        for i, n in enumerate(nodes)
+    ]
+    ctx = RetrievedContext(nodes=nodes, tokens_used=80 * len(nodes), budget=2000, mode="collapsed", query="q")
+    return Answer(
+        question="What is it?",
+        query="What is it?",
+        text=text,
+        citations=cites,
+        context=ctx,
+        backend="extractive",
+    )
+
+
+def test_short_text_is_one_piece():
+    assert split_text("Hello [1].") == ["Hello [1]."]
+
+
+def test_long_answer_splits_at_sentences_within_2000_and_keeps_markers():
+    sentence = "The lighthouse keeper logged the lamp hours every night [12]. "
+    text = sentence * 80  # ~5,000 characters
+    pieces = split_text(text)
+    assert len(pieces) == 3
+    assert all(len(p) <= CONTENT_LIMIT for p in pieces)
+    assert all(p.endswith("[12].") for p in pieces)  # cut after a sentence, never inside a marker
+    assert " ".join(pieces).count("[12]") == 80
+
+
+def test_unbroken_text_is_hard_cut_without_loss():
+    text = "x" * 4500
+    pieces = split_text(text)
+    assert [len(p) for p in pieces] == [2000, 2000, 500]
+    assert "".join(pieces) == text
+
+
+def test_code_fences_stay_balanced_across_pieces():
+    text = "Intro\n```\n" + "\n".join(f"line {i} of code" for i in range(300)) + "\n```\nAfter."
+    pieces = split_text(text)
+    assert len(pieces) > 1
+    assert all(p.count("```") % 2 == 0 for p in pieces)
+    assert all(len(p) <= CONTENT_LIMIT for p in pieces)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list("ab c.\n[]1`")), min_size=0, max_size=9000),
+    st.integers(min_value=16, max_value=3000),
+)
+def test_split_never_exceeds_the_limit_and_keeps_all_words(text, limit):
+    pieces = split_text(text, limit)
+    assert all(len(p) <= limit for p in pieces)
+    words = re.findall(r"[^\s`]+", text)
+    assert re.findall(r"[^\s`]+", " ".join(pieces)) == words
+
+
+def test_sources_embed_lists_layers_nodes_documents_and_footer():
+    answer = make_answer("Answer [1] [2] [3].", citations=3)
+    embeds = sources_embeds(answer)
+    assert len(embeds) == 1
+    lines = embeds[0].description.splitlines()
+    assert lines[0] == "**[1]** L0 leaf · node 10 · all documents · p. 1 · Intro › HHHHHHHHHH"
+    assert lines[1] == "**[2]** L1 summary · node 11 · doc1.pdf · 4 leaves"
+    assert lines[2] == "**[3]** L2 summary · node 12 · doc2.pdf · 4 leaves"
+    assert embeds[0].footer.text == "Context: L0×1 · L1×1 · L2×1 · 240/2,000 tokens · collapsed · extractive"
+
+
+def test_many_citations_spread_over_embeds_and_messages_within_limits():
+    answer = make_answer("Answer. " * 600, citations=60, heading_len=200)
+    messages = render_answer(answer)
+    for m in messages:
+        assert len(m.content) <= CONTENT_LIMIT
+        assert len(m.embeds) <= 10
+        assert sum(len(e) for e in m.embeds) <= EMBEDS_TOTAL_LIMIT
+        assert all(len(e.description or "") <= 4096 for e in m.embeds)
+    descriptions = "\n".join(e.description for m in messages for e in m.embeds)
+    assert descriptions.count("· node ") == 60
+    assert messages[0].embeds == []  # the sources ride on the last text message
+    assert any(m.embeds for m in messages)
+
+
+def test_embeds_are_grouped_by_the_6000_total():
+    embeds = [discord.Embed(description="y" * 4000) for _ in range(3)]
+    assert [len(g) for g in group_embeds(embeds)] == [1, 1, 1]
+
+
+def test_context_pages_number_nodes_like_the_markers_and_fit():
+    answer = make_answer("a", citations=12)
+    pages = context_pages(answer.question, answer.context.nodes, 960, 2000)
+    assert len(pages) > 1
+    text = "\n".join(p.description for p in pages)
+    assert [int(n) for n in re.findall(r"\*\*\[(\d+)\]\*\*", text)] == list(range(1, 13))
+    assert all(len(p.description) <= 4096 and len(p) <= 6000 for p in pages)
+    assert pages[-1].footer.text.startswith(f"Page {len(pages)}/{len(pages)} · 12 nodes")

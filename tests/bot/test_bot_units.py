@@ -1,0 +1,93 @@
+"""Pure parts of the bot: knowledge-base names, permissions, cooldown, the throttled progress editor."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import discord
+
+from bot.jobs import ThrottledEditor
+from bot.kb import guild_prefix, kb_name, parse_kb_name
+from bot.permissions import Cooldown, can_manage, cooldown_text, has_manager_role
+
+
+def test_kb_names_round_trip_and_carry_the_guild():
+    name = kb_name(300, 400)
+    assert name == "guild-300-channel-400"
+    assert parse_kb_name(name) == (300, 400)
+    assert parse_kb_name("something-else") is None
+    assert name.startswith(guild_prefix(300)) and not name.startswith(guild_prefix(30))
+
+
+def role(rid: int, name: str) -> SimpleNamespace:
+    return SimpleNamespace(id=rid, name=name)
+
+
+def test_manage_messages_or_a_manager_role_may_manage():
+    nobody = discord.Permissions.none()
+    member = SimpleNamespace(roles=[role(1, "@everyone"), role(7, "KB Managers")])
+    assert can_manage(discord.Permissions(manage_messages=True), SimpleNamespace(roles=[]), "", None)
+    assert can_manage(discord.Permissions(administrator=True), SimpleNamespace(roles=[]), "", None)
+    assert not can_manage(nobody, member, "", None)
+    assert can_manage(nobody, member, "kb managers", None)  # by name, case-insensitive
+    assert can_manage(nobody, member, "7", None)  # by id
+    assert can_manage(nobody, member, "", 7)  # the guild's configured role
+    assert not has_manager_role(member, "Admins", 8)
+
+
+def test_cooldown_per_user():
+    now = [100.0]
+    cooldown = Cooldown(10, clock=lambda: now[0])
+    assert cooldown.retry_after(1) == 0
+    assert cooldown.retry_after(2) == 0  # another user is not affected
+    now[0] = 104.0
+    assert cooldown.retry_after(1) == 6.0
+    assert cooldown_text(6.0) == "You're asking too quickly; try again in 6 s."
+    now[0] = 110.5
+    assert cooldown.retry_after(1) == 0
+    assert Cooldown(0).retry_after(1) == 0
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_throttled_editor_shows_at_most_once_per_interval_and_the_latest_text():
+    clock = [0.0]
+    shown: list[tuple[float, str]] = []
+    sleeps: list[float] = []
+    gate = asyncio.Event()
+
+    async def show(text: str) -> None:
+        shown.append((clock[0], text))
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        await gate.wait()  # time passes only when the test says so
+        gate.clear()
+        clock[0] += seconds
+
+    editor = ThrottledEditor(show, interval=1.0, clock=lambda: clock[0], sleep=sleep)
+    editor.request("embed 1/10")
+    await settle()
+    assert shown == [(0.0, "embed 1/10")]  # the first update goes out at once
+    clock[0] = 0.2
+    for i in range(2, 9):
+        editor.request(f"embed {i}/10")  # a burst while the interval has not passed
+    await settle()
+    assert sleeps == [0.8]  # waits out the rest of the second
+    gate.set()
+    await settle()
+    assert shown[-1] == (1.0, "embed 8/10")  # intermediate texts dropped, latest shown
+    assert len(shown) == 2
+    clock[0] = 1.5
+    finish = asyncio.create_task(editor.finish("done"))
+    await settle()
+    assert sleeps[-1] == 0.5  # even the final edit respects the interval
+    gate.set()
+    await asyncio.wait_for(finish, 5)
+    assert shown[-1] == (2.0, "done")
+    times = [t for t, _ in shown]
+    assert all(b - a >= 1.0 for a, b in zip(times, times[1:], strict=False))
