@@ -132,6 +132,31 @@ def parse_retry_after(headers: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def _server_message(exc: openai.APIStatusError, limit: int = 160) -> str:
+    """The server's own error message, shortened, for the one sentence the user sees."""
+    body = exc.body
+    message = body.get("message") if isinstance(body, dict) else None
+    text = " ".join(str(message or exc.message).split()).rstrip(".")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_UNSUPPORTED = re.compile(r"unsupported|not supported|unrecognized|unknown|not allowed|extra", re.I)
+ADAPTABLE_PARAMS = ("max_tokens", "temperature", "stream_options")
+
+
+def unsupported_param(exc: BaseException) -> str | None:
+    """The request parameter a 400 says this model or server does not take, if any.
+
+    Some models want `max_completion_tokens` instead of `max_tokens` or refuse `temperature`;
+    some servers refuse `stream_options`."""
+    if not isinstance(exc, openai.BadRequestError):
+        return None
+    message = _server_message(exc, limit=2000)
+    if not _UNSUPPORTED.search(message):
+        return None
+    return next((p for p in ADAPTABLE_PARAMS if re.search(rf"\b{p}\b", message)), None)
+
+
 def _classify(exc: BaseException, timeout: float) -> _Failure:
     """Whether a failed request is worth retrying, and how to describe it in one phrase."""
     if isinstance(exc, openai.APITimeoutError):
@@ -149,7 +174,7 @@ def _classify(exc: BaseException, timeout: float) -> _Failure:
             return _Failure(False, f"it rejected the API key (HTTP {status})")
         if status == 404:
             return _Failure(False, "it does not know the model or the URL is wrong (HTTP 404)")
-        return _Failure(False, f"it refused the request (HTTP {status})")
+        return _Failure(False, f"it refused the request (HTTP {status}: {_server_message(exc)})")
     if isinstance(
         exc,
         (_MalformedReply, json.JSONDecodeError, pydantic.ValidationError, openai.APIResponseValidationError),
@@ -184,6 +209,7 @@ class LLMClient:
         self.backoff_cap = backoff_cap
         self.max_retry_after = max_retry_after
         self._rng = rng or random.Random()
+        self._dropped: set[str] = set()  # parameters this server refused (see unsupported_param)
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
@@ -224,16 +250,42 @@ class LLMClient:
             f"The LLM backend at {self.where} could not {what}{tries} because {failure.reason}."
         )
 
+    def request_params(self, max_tokens: int, stream: bool = False) -> dict[str, Any]:
+        """Sampling and length parameters, without the ones this server has refused."""
+        length_key = "max_completion_tokens" if "max_tokens" in self._dropped else "max_tokens"
+        params: dict[str, Any] = {length_key: max_tokens}
+        if "temperature" not in self._dropped:
+            params["temperature"] = 0
+        if stream:
+            params["stream"] = True
+            if "stream_options" not in self._dropped:
+                params["stream_options"] = {"include_usage": True}
+        return params
+
+    def _adapted_to(self, exc: BaseException) -> bool:
+        """Stop sending a parameter the server refused; True when the request should be sent again."""
+        param = unsupported_param(exc)
+        if param is None:
+            return False
+        if param not in self._dropped:  # concurrent requests sent before the first refusal also land here
+            log.info("the LLM server refused %s; sending requests without it", param)
+            self._dropped.add(param)
+        return True
+
     async def _retrying(self, what: str, attempt_once: Callable[[], Any]) -> Any:
         """Run `attempt_once` under the semaphore until it succeeds or the retries run out."""
         semaphore = self._semaphore()
-        for attempt in range(self.attempts):
+        attempt = adaptations = 0
+        while True:
             try:
                 async with semaphore:
                     return await attempt_once()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # classified below; anything unknown is not retried
+                if adaptations < len(ADAPTABLE_PARAMS) and self._adapted_to(exc):
+                    adaptations += 1  # not the server failing: send again at once without the parameter
+                    continue
                 failure = _classify(exc, self.timeout)
                 last = attempt + 1 == self.attempts
                 if not failure.retryable or last:
@@ -242,7 +294,7 @@ class LLMClient:
                 delay = self.backoff_delay(attempt, failure.retry_after)
                 log.info("LLM %s failed (attempt %d, %s); retrying in %.2f s", what, attempt + 1, exc, delay)
                 await asyncio.sleep(delay)
-        raise AssertionError("unreachable")  # the loop returns or raises
+                attempt += 1
 
     async def complete(
         self,
@@ -262,7 +314,7 @@ class LLMClient:
 
         async def attempt_once() -> Completion:
             response = await client.chat.completions.create(
-                model=model, messages=messages, max_tokens=max_tokens, temperature=0
+                model=model, messages=messages, **self.request_params(max_tokens)
             )
             return _completion_from(response)
 
@@ -286,17 +338,13 @@ class LLMClient:
         sink: _StreamSink,
     ) -> AsyncIterator[str]:
         semaphore = self._semaphore()
-        for attempt in range(self.attempts):
+        attempt = adaptations = 0
+        while True:
             yielded = False
             try:
                 async with semaphore:
                     stream = await client.chat.completions.create(
-                        model=model,
-                        messages=messages,
-                        max_tokens=max_tokens,
-                        temperature=0,
-                        stream=True,
-                        stream_options={"include_usage": True},
+                        model=model, messages=messages, **self.request_params(max_tokens, stream=True)
                     )
                     async for chunk in stream:
                         delta = sink.take(chunk)
@@ -309,6 +357,9 @@ class LLMClient:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if not yielded and adaptations < len(ADAPTABLE_PARAMS) and self._adapted_to(exc):
+                    adaptations += 1
+                    continue
                 failure = _classify(exc, self.timeout)
                 if yielded:
                     log.warning("LLM stream broke off after text was sent: %r", exc)
@@ -322,6 +373,7 @@ class LLMClient:
                 log.info("LLM stream failed (attempt %d, %s); retrying in %.2f s", attempt + 1, exc, delay)
                 sink.reset()
                 await asyncio.sleep(delay)
+                attempt += 1
 
 
 def _completion_from(response: Any) -> Completion:

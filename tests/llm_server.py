@@ -108,6 +108,7 @@ class FakeLLMServer:
     hang_seconds: float = 30.0  # how long a "hang" lasts (ended early by stop())
     stream_chunk_delay: float = 0.0
     always_fail: str | None = None  # a FAULTS kind applied to every request while set
+    unsupported_params: set[str] = field(default_factory=set)  # answered with 400, as some models do
     host: str = "127.0.0.1"
 
     requests: list[RecordedRequest] = field(default_factory=list)
@@ -229,6 +230,12 @@ class FakeLLMServer:
             return web.json_response({"error": {"message": "request body is not JSON"}}, status=400)
         record = self._record(body)
         outcome = "ok"
+        refused = next((p for p in sorted(self.unsupported_params) if p in body), None)
+        if refused is not None:
+            self._finish(record, "400")
+            message = f"Unsupported parameter: '{refused}' is not supported with this model."
+            error = {"error": {"message": message, "type": "invalid_request_error", "param": refused}}
+            return web.json_response(error, status=400)
         try:
             fault = self._next_fault()
             if self.delay:

@@ -166,6 +166,35 @@ async def test_a_rejected_key_is_not_retried(server, tmp_path):
     assert len(server.requests) == 1
 
 
+async def test_parameters_a_model_refuses_are_dropped_once_for_every_request(server, tmp_path):
+    server.unsupported_params = {"max_tokens", "temperature"}
+    summarizer = summarizer_for(server, tmp_path, llm_max_retries=0)
+    summaries = await summarizer.summarize_many(numbered_clusters(6))
+    assert all(s.text for s in summaries)
+    accepted = [r for r in server.requests if r.outcome == "ok"]
+    assert len(accepted) == 6
+    assert all("max_tokens" not in r.body and "temperature" not in r.body for r in accepted)
+    assert all(r.body["max_completion_tokens"] == 120 for r in accepted)
+    refused = len(server.requests) - 6
+    await summarizer.summarize_many([cluster("A new cluster. With two sentences.")])
+    assert len(server.requests) == 6 + refused + 1  # later requests are sent right the first time
+
+
+async def test_a_server_refusing_stream_options_still_streams(server, tmp_path):
+    server.unsupported_params = {"stream_options"}
+    stream = answerer_for(server, tmp_path).stream_answer("Who lost a slipper?", context_nodes(), [])
+    text = "".join([delta async for delta in stream])
+    assert text == "Cinderella lost a glass slipper at the ball. [1]"
+    assert server.outcomes() == ["400", "ok"]
+
+
+async def test_a_refused_request_names_the_server_reason(server, tmp_path):
+    server.unsupported_params = {"messages"}
+    with pytest.raises(BackendError, match=r"HTTP 400: Unsupported parameter: 'messages'"):
+        await answerer_for(server, tmp_path).answer("Q?", context_nodes(), [])
+    assert len(server.requests) == 1
+
+
 async def test_a_layer_runs_concurrently_up_to_the_limit(server, tmp_path):
     server.delay = 0.1
     summaries = await summarizer_for(server, tmp_path, llm_concurrency=4).summarize_many(
