@@ -30,7 +30,8 @@ ELLIPSIS = "\u2026"
 LEXICAL_WEIGHT = 0.6  # the rest of the score is the child's embedding centrality
 REDUNDANCY_LIMIT = 0.6  # skip a sentence whose term overlap (Jaccard) with a chosen one reaches this
 SHORT_SENTENCE_TERMS = 4  # sentences with fewer content terms are scored down proportionally
-_COUNT_BATCH = 32
+_CHARS_PER_TOKEN = 4.0  # a rough English average, only used to decide how many sentences to count
+_SMALLEST_USEFUL = 3  # stop looking once fewer tokens than this remain
 
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
 _STOPWORDS = frozenset(
@@ -56,6 +57,7 @@ class _Sentence:
     text: str
     terms: list[str]
     score: float = 0.0
+    tokens: int = -1  # -1 until counted
 
 
 class ExtractiveSummarizer:
@@ -76,49 +78,76 @@ class ExtractiveSummarizer:
 
     async def summarize_many(self, requests: list[SummaryRequest]) -> list[Summary]:
         # Tokenising a large layer takes a moment; keep it off the event loop.
-        return await asyncio.to_thread(lambda: [self.summarize(r) for r in requests])
+        return await asyncio.to_thread(self.summarize_all, requests)
 
     def summarize(self, request: SummaryRequest) -> Summary:
-        """The summary of one cluster (synchronous; `summarize_many` is the protocol's entry point)."""
-        sentences = _sentences(request.texts)
+        """The summary of one cluster (synchronous)."""
+        return self.summarize_all([request])[0]
+
+    def summarize_all(self, requests: list[SummaryRequest]) -> list[Summary]:
+        """Summaries of a whole layer; token counting is batched across it (one tokenizer call each way)."""
+        clusters = [_sentences(r.texts) for r in requests]
+        for sentences, request in zip(clusters, requests, strict=True):
+            if sentences:
+                _score(sentences, _child_centrality(request.embeddings, len(request.texts)))
+        ranked = [_ranked(sentences) for sentences in clusters]
+        # Count only the leading candidates of each cluster (about twice what its budget holds), all in
+        # one call; _select counts any further sentence it reaches one at a time.
+        candidates = [
+            s for order, r in zip(ranked, requests, strict=True) for s in order[: _candidates(order, r)]
+        ]
+        for sentence, tokens in zip(candidates, self._counts([s.text for s in candidates]), strict=True):
+            sentence.tokens = tokens
+        chosen = [self._select(order, r.max_tokens) for order, r in zip(ranked, requests, strict=True)]
+        # Sentence counts add up for WordPiece tokenizers; verify the joined texts for any other kind.
+        joined = self._counts([_join(c) for c in chosen])
+        summaries = []
+        for sentences, picked, tokens, request in zip(clusters, chosen, joined, requests, strict=True):
+            summaries.append(Summary(text=self._finish(sentences, picked, tokens, request.max_tokens)))
+        return summaries
+
+    def _finish(
+        self, sentences: list[_Sentence], picked: list[_Sentence], tokens: int, max_tokens: int
+    ) -> str:
+        """The summary text: the picked sentences if they fit, else fewer, else the best one cut short."""
         if not sentences:
-            return Summary(text="")
-        _score(sentences, _child_centrality(request.embeddings, len(request.texts)))
-        chosen = self._select(sentences, request.max_tokens)
-        if not chosen:
-            best = min(sentences, key=lambda s: (-s.score, s.child, s.position))
-            return Summary(text=self._truncate(best.text, request.max_tokens))
-        return Summary(text=" ".join(s.text for s in chosen))
+            return ""
+        picked = list(picked)
+        while len(picked) > 1 and tokens > max_tokens:
+            picked.remove(min(picked, key=lambda s: (s.score, -s.child, -s.position)))
+            tokens = self.count_tokens(_join(picked))
+        if picked and tokens <= max_tokens:
+            return _join(picked)
+        best = min(sentences, key=lambda s: (-s.score, s.child, s.position))
+        return self._truncate(best.text, max_tokens)
 
-    def _counts(self, texts: list[str]) -> list[int]:
-        if self.count_tokens_batch is not None:
-            return list(self.count_tokens_batch(texts))
-        return [self.count_tokens(t) for t in texts]
-
-    def _select(self, sentences: list[_Sentence], max_tokens: int) -> list[_Sentence]:
+    def _select(self, ranked: list[_Sentence], max_tokens: int) -> list[_Sentence]:
         """Greedy by score within the budget, skipping redundant sentences; returned in source order."""
-        ranked = sorted(sentences, key=lambda s: (-s.score, s.child, s.position))
         chosen: list[_Sentence] = []
         chosen_terms: list[set[str]] = []
         used = 0
-        for begin in range(0, len(ranked), _COUNT_BATCH):
-            batch = ranked[begin : begin + _COUNT_BATCH]
-            for sentence, tokens in zip(batch, self._counts([s.text for s in batch]), strict=True):
-                if used + tokens > max_tokens:
-                    continue  # a shorter, lower-ranked sentence may still fit
-                terms = set(sentence.terms)
-                if any(_jaccard(terms, other) >= REDUNDANCY_LIMIT for other in chosen_terms):
-                    continue
-                chosen.append(sentence)
-                chosen_terms.append(terms)
-                used += tokens
-            if max_tokens - used < 3:
+        for sentence in ranked:
+            if max_tokens - used < _SMALLEST_USEFUL:
                 break
+            if sentence.tokens < 0:
+                sentence.tokens = self.count_tokens(sentence.text)
+            if used + sentence.tokens > max_tokens:
+                continue  # a shorter, lower-ranked sentence may still fit
+            terms = set(sentence.terms)
+            if any(_jaccard(terms, other) >= REDUNDANCY_LIMIT for other in chosen_terms):
+                continue
+            chosen.append(sentence)
+            chosen_terms.append(terms)
+            used += sentence.tokens
         chosen.sort(key=lambda s: (s.child, s.position))
-        # Sentence counts add up for WordPiece tokenizers; verify the joined text for any other kind.
-        while len(chosen) > 1 and self.count_tokens(" ".join(s.text for s in chosen)) > max_tokens:
-            chosen.remove(min(chosen, key=lambda s: (s.score, -s.child, -s.position)))
         return chosen
+
+    def _counts(self, texts: list[str]) -> list[int]:
+        if not texts:
+            return []
+        if self.count_tokens_batch is not None:
+            return list(self.count_tokens_batch(texts))
+        return [self.count_tokens(t) for t in texts]
 
     def _truncate(self, text: str, max_tokens: int) -> str:
         """The longest word-boundary prefix that fits with a closing ellipsis (never empty)."""
@@ -133,6 +162,21 @@ class ExtractiveSummarizer:
         first = words[0]
         chars = _largest_true(lambda k: self.count_tokens(first[:k] + ELLIPSIS) <= max_tokens, len(first))
         return first[: max(chars, 1)] + ELLIPSIS
+
+
+def _join(sentences: list[_Sentence]) -> str:
+    return " ".join(s.text for s in sentences)
+
+
+def _ranked(sentences: list[_Sentence]) -> list[_Sentence]:
+    return sorted(sentences, key=lambda s: (-s.score, s.child, s.position))
+
+
+def _candidates(ranked: list[_Sentence], request: SummaryRequest) -> int:
+    """How many top sentences to count up front: about twice what the budget holds, estimated from characters."""
+    average_chars = sum(len(s.text) for s in ranked) / max(1, len(ranked))
+    fit = request.max_tokens / max(1.0, average_chars / _CHARS_PER_TOKEN)
+    return math.ceil(2 * fit) + 4
 
 
 def _largest_true(predicate: Callable[[int], bool], upper: int) -> int:

@@ -1,0 +1,118 @@
+"""ExtractiveSummarizer with the real model's tokenizer and embeddings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from raptor_engine.chunk import split_sentences
+from raptor_engine.summarise import ExtractiveSummarizer, summary_budget
+from raptor_engine.types import SummaryRequest
+
+ASTRONOMY = [
+    "Jupiter is the largest planet in the solar system. Its moons include Io, Europa, Ganymede and Callisto. "
+    "Jupiter's Great Red Spot is a storm larger than the Earth.",
+    "Saturn is a gas giant planet known for its bright rings. The rings of Saturn are made of ice and rock. "
+    "My grandmother bakes an excellent apple pie with cinnamon every Sunday.",
+    "Astronomers study the planets of the solar system with telescopes. Space probes have visited every "
+    "giant planet. The solar system formed about 4.6 billion years ago from a cloud of gas.",
+    "Neptune and Uranus are the ice giant planets of the outer solar system. Neptune has the strongest winds "
+    "of any planet. Uranus rotates on its side.",
+]
+OFF_TOPIC = "My grandmother bakes an excellent apple pie with cinnamon every Sunday."
+
+
+def _normalised_sentences(texts: list[str]) -> list[str]:
+    return [" ".join(t[s:e].split()) for t in texts for s, e in split_sentences(t)]
+
+
+@pytest.fixture(scope="module")
+def summarizer(embedder):
+    return ExtractiveSummarizer(embedder.count_tokens, count_tokens_batch=embedder.count_tokens_batch)
+
+
+@pytest.fixture(scope="module")
+def request_80(embedder):
+    return SummaryRequest(texts=ASTRONOMY, embeddings=embedder.embed(ASTRONOMY), max_tokens=80)
+
+
+async def test_summary_fits_budget_in_complete_sentences_in_source_order(summarizer, request_80, embedder):
+    (summary,) = await summarizer.summarize_many([request_80])
+    assert 0 < embedder.count_tokens(summary.text) <= 80
+    sources = _normalised_sentences(ASTRONOMY)
+    chosen = split_sentences(summary.text)
+    picked = [" ".join(summary.text[s:e].split()) for s, e in chosen]
+    assert all(p in sources for p in picked), picked
+    positions = [sources.index(p) for p in picked]
+    assert positions == sorted(positions)
+    assert len(picked) >= 2
+
+
+async def test_central_sentences_win_over_an_off_topic_one(summarizer, request_80):
+    (summary,) = await summarizer.summarize_many([request_80])
+    assert OFF_TOPIC not in summary.text
+    assert "planet" in summary.text
+
+
+async def test_same_request_same_summary(summarizer, request_80):
+    first = await summarizer.summarize_many([request_80, request_80])
+    second = await summarizer.summarize_many([request_80])
+    assert first[0].text == first[1].text == second[0].text
+
+
+async def test_a_generous_budget_keeps_everything_but_repeats(summarizer, embedder):
+    texts = [
+        "The river floods every spring. Farmers plant rice after the flood.",
+        "The river floods every spring.",
+    ]
+    request = SummaryRequest(texts=texts, embeddings=embedder.embed(texts), max_tokens=200)
+    (summary,) = await summarizer.summarize_many([request])
+    assert summary.text == "The river floods every spring. Farmers plant rice after the flood."
+
+
+async def test_an_oversized_best_sentence_is_cut_at_a_word_boundary(summarizer, embedder):
+    words = " ".join(f"word{i}" for i in range(200))
+    text = f"The long sentence lists {words} and ends here."
+    request = SummaryRequest(texts=[text], embeddings=embedder.embed([text]), max_tokens=40)
+    (summary,) = await summarizer.summarize_many([request])
+    assert summary.text.endswith("\u2026")
+    assert 0 < embedder.count_tokens(summary.text) <= 40
+    body = summary.text[:-1]
+    assert text.startswith(body) and text[len(body)] == " "
+
+
+async def test_non_empty_input_never_gives_empty_text(embedder):
+    summarizer = ExtractiveSummarizer(embedder.count_tokens)  # without the batch counter
+    texts = ["no punctuation at all in this fragment", "   "]
+    request = SummaryRequest(texts=texts, embeddings=embedder.embed(texts), max_tokens=3)
+    (summary,) = await summarizer.summarize_many([request])
+    assert summary.text and embedder.count_tokens(summary.text) <= 3
+
+
+async def test_empty_input_gives_empty_text(summarizer):
+    request = SummaryRequest(texts=["", "  \n"], embeddings=np.zeros((2, 4), dtype=np.float32), max_tokens=50)
+    (summary,) = await summarizer.summarize_many([request])
+    assert summary.text == ""
+
+
+async def test_child_embeddings_break_lexical_ties():
+    # Two children with equally "central" wording: the one nearer the cluster's mean embedding wins.
+    texts = ["Alpha beta gamma delta.", "Alpha beta gamma epsilon.", "Alpha beta gamma zeta."]
+    embeddings = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]])
+    request = SummaryRequest(texts=texts, embeddings=embeddings, max_tokens=4)
+    summarizer = ExtractiveSummarizer(lambda t: len(t.split()))
+    (summary,) = await summarizer.summarize_many([request])
+    assert summary.text == "Alpha beta gamma epsilon."
+
+
+def test_summary_budget_is_a_clamped_ratio():
+    assert summary_budget(1000, 0.28, 200) == 200
+    assert summary_budget(500, 0.28, 200) == 140
+    assert summary_budget(50, 0.28, 200) == 40
+    assert summary_budget(50, 0.28, 200, min_tokens=10) == 14
+
+
+def test_protocol_attributes():
+    summarizer = ExtractiveSummarizer(len, input_budget=1234)
+    assert summarizer.name == "extractive"
+    assert summarizer.input_budget == 1234
