@@ -433,7 +433,7 @@ async def test_an_engine_build_with_the_llm_and_a_failed_second_ingest_keeps_the
     answerer = OpenAIAnswerer(settings, backoff_base=FAST_BACKOFF)
     engine = Engine(settings, embedder=embedder, summarizer=summarizer, answerer=answerer)
     try:
-        first = await engine.ingest("kb", "topics.md", topic_document(2500, seed=1).encode())
+        first = await engine.ingest("kb", "topics.md", topic_document(1200, seed=1).encode())
         assert first.status == "added" and first.layers >= 2
         assert first.prompt_tokens > 0 and first.completion_tokens > 0
         assert server.requests and all(r.model == "summary-model" for r in server.requests)
@@ -441,7 +441,7 @@ async def test_an_engine_build_with_the_llm_and_a_failed_second_ingest_keeps_the
 
         server.always_fail = "500"
         with pytest.raises(BackendError, match="HTTP 500"):
-            await engine.ingest("kb", "more.md", topic_document(2500, seed=2).encode())
+            await engine.ingest("kb", "more.md", topic_document(600, seed=2).encode())
         assert [d.name for d in engine.documents("kb")] == ["topics.md"]
         assert engine.tree_info("kb").to_dict() == tree_before
 
