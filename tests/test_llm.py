@@ -14,6 +14,7 @@ from raptor_engine.config import Settings
 from raptor_engine.errors import BackendError
 from raptor_engine.llm import (
     SUMMARY_SYSTEM,
+    SUMMARY_USER,
     OpenAIAnswerer,
     OpenAISummarizer,
     complete_sentences,
@@ -452,3 +453,17 @@ async def test_an_engine_build_with_the_llm_and_a_failed_second_ingest_keeps_the
         assert server.requests[-1].model == "answer-model"
     finally:
         engine.close()
+
+
+def test_the_test_server_also_runs_on_its_own_thread_for_synchronous_callers():
+    import openai
+
+    prompt = SUMMARY_USER.format(context="A. B. C.")
+    with FakeLLMServer().running_in_thread() as server:
+        client = openai.OpenAI(api_key="x", base_url=server.base_url, max_retries=0, timeout=5)
+        messages = [{"role": "system", "content": SUMMARY_SYSTEM}, {"role": "user", "content": prompt}]
+        reply = client.chat.completions.create(model="m", messages=messages)  # type: ignore[arg-type]
+        client.close()
+    assert reply.choices[0].message.content == "A. B."
+    assert reply.usage is not None and reply.usage.prompt_tokens > 0
+    assert server.outcomes() == ["ok"]
