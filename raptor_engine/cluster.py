@@ -14,6 +14,8 @@ Differences from the reference code, each for robustness or speed:
   every extra fit costs more than the last);
 - re-clustering has a progress guard: when it cannot split an over-budget cluster into smaller
   ones, the cluster is cut into contiguous runs (by position) that fit the budget, so it ends;
+- duplicate embeddings (repeated chunks) are clustered once and share their clusters; with fewer
+  than 4 distinct embeddings the nodes are grouped by embedding (method "distinct");
 - tiny or degenerate layers (N <= 3, identical embeddings, a failed or non-finite fit) fall back to
   one cluster or to contiguous groups, and say so in `Clustering.method` and `Clustering.notes`.
 """
@@ -35,7 +37,7 @@ MIN_NODES_TO_CLUSTER = 4  # UMAP needs N > n_components + 1 and a useful neighbo
 LOCAL_NEIGHBORS = 10  # the reference code's local UMAP n_neighbors
 BIC_PATIENCE = 3  # stop the BIC scan after this many consecutive rises
 MAX_RECLUSTER_DEPTH = 12  # a second guard on top of "strictly smaller": contiguous beyond this
-_IDENTICAL_TOLERANCE = 1e-7
+_IDENTICAL_TOLERANCE = 1e-5  # embeddings closer than this per component count as identical
 _UMAP_EPOCHS = 200  # umap-learn's own choice for large data; its 500 for small data doubles the cost
 _UMAP_SMALL_DATA = 4096  # umap-learn computes exact all-pairs distances below this many points
 
@@ -123,7 +125,8 @@ def cluster_nodes(
     clusters = _canonical(clusters)
     method = job.top_method
     if method != "gmm" and len(clusters) > 1:
-        method = "contiguous"
+        # No mixture at the top: the groups came from exact-duplicate embeddings or from contiguous cuts.
+        method = "contiguous" if job.cut_contiguously else "distinct"
     log.debug("clustered %d nodes into %d clusters (%s)", count, len(clusters), method)
     return Clustering(clusters=clusters, method=method, notes=job.notes)
 
@@ -151,6 +154,7 @@ class _ClusterJob:
         self.seed = seed
         self.notes: list[str] = []
         self.top_method = "single"
+        self.cut_contiguously = False
 
     def tokens(self, positions: Sequence[int]) -> int:
         return sum(self.token_counts[p] for p in positions)
@@ -171,6 +175,7 @@ class _ClusterJob:
     def contiguous(self, positions: list[int], why: str) -> list[list[int]]:
         ordered = sorted(positions)
         runs = contiguous_groups([self.token_counts[p] for p in ordered], self.budget)
+        self.cut_contiguously = True
         self.notes.append(
             f"{len(ordered)} nodes ({self.tokens(ordered)} tokens) over the {self.budget}-token budget "
             f"and {why}: cut into {len(runs)} contiguous groups"
@@ -189,15 +194,11 @@ class _ClusterJob:
             self.notes.append(f"{size} nodes with identical embeddings: one cluster, nothing to separate")
             return [positions]
         try:
-            global_groups = self.reduce_and_mix(
-                data,
-                n_neighbors=max(2, int(math.sqrt(size))),
-                n_components=min(self.dim, size - 2),
-            )
+            global_groups, mixed = self.reduce_and_mix(data, local=False)
         except _ClusteringFailed as failure:
             self.notes.append(f"{size} nodes: clustering failed ({failure}); one cluster")
             return [positions]
-        if depth == 0:
+        if depth == 0 and mixed:
             self.top_method = "gmm"
         groups: list[list[int]] = []
         for members in global_groups:
@@ -212,23 +213,36 @@ class _ClusterJob:
         if _all_identical(local):
             return [members]
         try:
-            groups = self.reduce_and_mix(
-                local,
-                n_neighbors=min(LOCAL_NEIGHBORS, len(members) - 1),
-                n_components=min(self.dim, len(members) - 2),
-            )
+            groups, _ = self.reduce_and_mix(local, local=True)
         except _ClusteringFailed as failure:
             log.info("local clustering of %d nodes failed (%s); kept whole", len(members), failure)
             return [members]
         return [[members[i] for i in group] for group in groups]
 
-    def reduce_and_mix(self, data: np.ndarray, *, n_neighbors: int, n_components: int) -> list[list[int]]:
-        """UMAP to `n_components`, then a BIC-chosen Gaussian mixture with soft membership."""
-        reduced = _umap_reduce(data, n_neighbors=n_neighbors, n_components=n_components, seed=self.seed)
+    def reduce_and_mix(self, data: np.ndarray, *, local: bool) -> tuple[list[list[int]], bool]:
+        """UMAP, then a BIC-chosen Gaussian mixture with soft membership; indices into `data`, and whether the mixture ran.
+
+        Duplicate embeddings (repeated chunks) are clustered once and share their groups: UMAP
+        scatters exact duplicates arbitrarily, which would split them for no reason.
+        """
+        unique, inverse = _unique_rows(data)
+        distinct = len(unique)
+        if distinct < MIN_NODES_TO_CLUSTER:
+            self.notes.append(
+                f"{len(data)} nodes with only {distinct} distinct embeddings: grouped by embedding"
+            )
+            return [np.flatnonzero(inverse == k).tolist() for k in range(distinct)], False
+        # Global: n_neighbors ~ sqrt(N) as in the reference code; local: its fixed 10.
+        n_neighbors = min(LOCAL_NEIGHBORS, distinct - 1) if local else max(2, int(math.sqrt(distinct)))
+        n_components = min(self.dim, distinct - 2)
+        reduced = _umap_reduce(unique, n_neighbors=n_neighbors, n_components=n_components, seed=self.seed)
         if not np.all(np.isfinite(reduced)) or float(np.ptp(reduced, axis=0).max()) < _IDENTICAL_TOLERANCE:
             raise _ClusteringFailed("UMAP gave a degenerate projection")
-        limit = max(1, min(self.max_clusters, len(data) // 2))
-        return _soft_gmm_groups(reduced, limit, self.threshold, self.seed)
+        limit = max(1, min(self.max_clusters, distinct // 2))
+        groups = _soft_gmm_groups(reduced, limit, self.threshold, self.seed)
+        if distinct == len(data):
+            return groups, True
+        return [np.flatnonzero(np.isin(inverse, group)).tolist() for group in groups], True
 
 
 class _ClusteringFailed(Exception):
@@ -244,6 +258,16 @@ def _single_threaded_blas():
 
 def _all_identical(data: np.ndarray) -> bool:
     return float(np.ptp(data, axis=0).max()) < _IDENTICAL_TOLERANCE
+
+
+def _unique_rows(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows (up to float noise) in first-seen order, and each row's index among them."""
+    keys = np.round(data / _IDENTICAL_TOLERANCE).astype(np.int64)
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # first-seen order keeps results independent of np.unique's sort
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return data[np.sort(first)], rank[inverse.reshape(-1)]
 
 
 def _umap_reduce(data: np.ndarray, *, n_neighbors: int, n_components: int, seed: int) -> np.ndarray:

@@ -54,7 +54,7 @@ class Clustering:
     """Groups of node positions for one layer. A position may sit in several groups (soft membership)."""
 
     clusters: list[list[int]]
-    method: str  # "gmm" | "single" | "contiguous"
+    method: str  # "gmm" | "single" | "contiguous" | "distinct" (grouped by duplicate embeddings)
     notes: list[str] = field(default_factory=list)
 
 

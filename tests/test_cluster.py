@@ -89,6 +89,22 @@ def test_identical_embeddings_within_budget_form_one_cluster():
     assert result.notes
 
 
+def test_near_identical_embeddings_count_as_identical():
+    rng = np.random.default_rng(8)
+    data = np.tile(_blobs([1], seed=8), (20, 1)) + 1e-7 * rng.normal(size=(20, 32))
+    result = cluster_nodes(data, [10] * 20)
+    assert result.clusters == [list(range(20))]
+
+
+def test_repeated_chunks_share_a_cluster():
+    pair = _blobs([1, 1], seed=9)
+    data = np.vstack([pair[[0]]] * 10 + [pair[[1]]] * 10 + [pair[[0]]] * 5)
+    result = cluster_nodes(data, [10] * 25)
+    assert result.clusters == [list(range(10)) + list(range(20, 25)), list(range(10, 20))]
+    assert result.method == "distinct"
+    assert "2 distinct embeddings" in result.notes[0]
+
+
 def test_a_node_larger_than_the_budget_stands_alone():
     data = _blobs([6, 6], seed=7)
     tokens = [50] * 12
