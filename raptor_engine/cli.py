@@ -304,9 +304,11 @@ def doctor(ctx: click.Context, no_repair: bool) -> None:
         sys.exit(1)
 
 
+from .bench import bench_command  # noqa: E402  (the benchmark's own module defines it)
 from .evaluate import eval_command  # noqa: E402  (the evaluation's own module defines it)
 
 cli.add_command(eval_command)
+cli.add_command(bench_command)
 
 
 def main() -> None:

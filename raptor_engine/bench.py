@@ -1,0 +1,577 @@
+"""`raptor bench`: what the engine costs on this machine, in figures (no timed tests anywhere).
+
+1. Ingest of a ~100k-token document against batch-embedding its chunks alone (target: ratio <= 1.5).
+2. Retrieval latency (`engine.retrieve`: embed the question, search, fill the budget) on knowledge
+   bases of 1k, 10k and 100k nodes (target: median <= 30 ms at 100k).
+3. hnswlib recall@k against exact search at the configured ef, on those knowledge bases.
+4. Peak memory (RSS high-water mark) of an ingest, measured in a child process (target < 2 GB).
+5. Ingest time against document length (the paper claims linear growth).
+6. The event loop's worst lag while an ingest runs on it (the bot shares its loop with builds).
+7. Optionally (`--llm`), the LLM-concurrency benchmark of `benchmarks/llm_concurrency.py`.
+
+Each ingest runs in a fresh child process, so its peak memory is its own and no cache from an
+earlier size helps a later one. Text: QuALITY, SQuALITY and QASPER articles from
+`../shared/evaldata` when that folder exists (or `RAPTOR_EVALDATA`), continued when they run out by
+copies of the shipped sample document with names and numbers varied per copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from .config import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "samples" / "lighthouse_keepers.md"
+DEFAULT_SIZES = (10_000, 25_000, 50_000, 100_000, 200_000)
+DEFAULT_KB_SIZES = (1_000, 10_000, 100_000)
+QUICK_SIZES = (10_000, 25_000)
+QUICK_KB_SIZES = (1_000, 10_000)
+RATIO_SIZE = 100_000
+REAL_SETS = ("quality", "squality", "qasper", "narrativeqa_summaries")
+LAG_INTERVAL = 0.010
+CountBatch = Callable[[list[str]], list[int]]
+
+
+# ---- text ----------------------------------------------------------------------------------
+
+
+def evaldata_dir() -> Path | None:
+    """The evaluation sets' folder, if this machine has one (a user's clone usually does not)."""
+    candidates = [os.environ.get("RAPTOR_EVALDATA", ""), ROOT.parent / "shared" / "evaldata"]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "quality" / "documents.jsonl").is_file():
+            return Path(candidate)
+    return None
+
+
+def real_paragraphs(root: Path) -> Iterator[str]:
+    """Paragraphs of the sets' long documents, in a fixed order."""
+    for name in REAL_SETS:
+        path = root / name / "documents.jsonl"
+        if not path.is_file():
+            continue
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    text = json.loads(line)["doc_text"]
+                    yield from (p.strip() for p in re.split(r"\n\s*\n", text) if p.strip())
+
+
+_NAME_SYLLABLES = (
+    "an",
+    "bel",
+    "cor",
+    "dun",
+    "el",
+    "fen",
+    "gar",
+    "hal",
+    "is",
+    "jor",
+    "ket",
+    "lin",
+    "mor",
+    "ost",
+)
+
+
+def _varied_copy(text: str, copy: int) -> str:
+    """The sample with its numbers and capitalised names replaced, differently for each copy."""
+    rng = random.Random(copy)
+    names: dict[str, str] = {}
+
+    def name(match: re.Match[str]) -> str:
+        word = match.group(0)
+        if word not in names:
+            parts = rng.sample(_NAME_SYLLABLES, rng.randint(2, 3))
+            names[word] = "".join(parts).capitalize()
+        return names[word]
+
+    text = re.sub(r"(?<=[a-z,] )[A-Z][a-z]{2,}", name, text)  # capitalised words inside sentences
+    return re.sub(r"\d+", lambda m: str(int(m.group(0)) + rng.randint(1, 97)), text)
+
+
+def generated_paragraphs() -> Iterator[str]:
+    """Endless varied copies of the shipped sample document."""
+    sample = SAMPLE.read_text(encoding="utf-8")
+    copy = 0
+    while True:
+        copy += 1
+        yield from (p.strip() for p in _varied_copy(sample, copy).split("\n\n") if p.strip())
+
+
+def bench_text(target_tokens: int, count_batch: CountBatch, *, source: str = "auto") -> str:
+    """About `target_tokens` tokens (by the embedding model's tokenizer) of real or varied text."""
+    root = evaldata_dir() if source in ("auto", "real") else None
+    if source == "real" and root is None:
+        raise click.ClickException("No evaluation data found; set RAPTOR_EVALDATA or use --source generated.")
+    paragraphs = real_paragraphs(root) if root else iter(())
+    chosen: list[str] = []
+    total = 0
+    for stream in (paragraphs, generated_paragraphs()):
+        while total < target_tokens:
+            batch = [p for _, p in zip(range(64), stream, strict=False)]
+            if not batch:
+                break
+            for paragraph, tokens in zip(batch, count_batch(batch), strict=True):
+                if total >= target_tokens:
+                    break
+                chosen.append(paragraph)
+                total += tokens
+    return "\n\n".join(chosen)
+
+
+# ---- ingest (run in a child process) --------------------------------------------------------
+
+
+async def _watch_loop(stop: asyncio.Event, interval: float = LAG_INTERVAL) -> float:
+    """Worst delay, in seconds, of a timer that should fire every `interval` on this loop."""
+    loop = asyncio.get_running_loop()
+    worst = 0.0
+    while not stop.is_set():
+        started = loop.time()
+        await asyncio.sleep(interval)
+        worst = max(worst, loop.time() - started - interval)
+    return worst
+
+
+async def _ingest_watching_loop(engine: Any, data: bytes) -> tuple[Any, float, float]:
+    """Ingest on this loop while a sampler measures how long the loop is ever blocked."""
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(_watch_loop(stop))
+    started = time.perf_counter()
+    result = await engine.ingest("bench", "bench.txt", data, added_by="bench")
+    seconds = time.perf_counter() - started
+    stop.set()
+    return result, seconds, await watcher
+
+
+def measure_ingest(
+    tokens: int, data_dir: Path, *, embedder: Any = None, source: str = "auto"
+) -> dict[str, Any]:
+    """Ingest a document of about `tokens` tokens and embed its chunks alone, after warming up."""
+    from .chunk import chunk_document
+    from .engine import Engine
+    from .load import load_document
+
+    settings = Settings.from_env(data_dir=data_dir, llm_api_key="", llm_base_url="")
+    engine = Engine(settings, embedder=embedder)
+    try:
+        engine.warm()
+        emb = engine.embedder
+        text = bench_text(tokens, emb.count_tokens_batch, source=source)
+        data = text.encode("utf-8")
+        doc = load_document("bench.txt", data, max_bytes=settings.max_file_bytes)
+        chunks = chunk_document(
+            doc,
+            emb.count_tokens,
+            max_tokens=settings.chunk_tokens,
+            hard_limit=emb.max_tokens,
+            count_tokens_batch=emb.count_tokens_batch,
+        )
+        texts = [c.text for c in chunks]
+        emb.embed(texts[:64])  # first-batch costs (thread pools, allocations) are not the document's
+        started, cpu_started = time.perf_counter(), time.process_time()
+        emb.embed(texts)
+        embed_seconds = time.perf_counter() - started
+        embed_cpu = time.process_time() - cpu_started
+        cpu_started = time.process_time()
+        result, ingest_seconds, worst_lag = asyncio.run(_ingest_watching_loop(engine, data))
+        ingest_cpu = time.process_time() - cpu_started
+        info = engine.tree_info("bench")
+    finally:
+        engine.close()
+    return {
+        "target_tokens": tokens,
+        "tokens": sum(c.tokens for c in chunks),
+        "chunks": len(chunks),
+        "layers": {str(layer.layer): layer.nodes for layer in info.layers},
+        "nodes": info.nodes,
+        "embed_seconds": round(embed_seconds, 3),
+        "ingest_seconds": round(ingest_seconds, 3),
+        "ratio": round(ingest_seconds / embed_seconds, 3) if embed_seconds else None,
+        "embed_cpu_seconds": round(embed_cpu, 3),
+        "ingest_cpu_seconds": round(ingest_cpu, 3),
+        "cpu_ratio": round(ingest_cpu / embed_cpu, 3) if embed_cpu else None,
+        "load_average": round(os.getloadavg()[0], 2),
+        "seconds_per_1k_tokens": round(ingest_seconds / max(sum(c.tokens for c in chunks), 1) * 1000, 4),
+        "loop_lag_ms": round(worst_lag * 1000, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def ingest_in_child(tokens: int, *, source: str = "auto", timeout: float = 3600) -> dict[str, Any]:
+    """`measure_ingest` in a fresh interpreter; its last stdout line is the JSON result."""
+    with tempfile.TemporaryDirectory(prefix="raptor-bench-") as scratch:
+        command = [sys.executable, "-m", "raptor_engine.bench", str(tokens), scratch, source]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    if done.returncode != 0:
+        raise click.ClickException(
+            f"The ingest benchmark at {tokens} tokens failed: {done.stderr.strip().splitlines()[-1:]}"
+        )
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    # the OS's own record of the largest child so far: a check on the child's self-report
+    figures["children_max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+    return figures
+
+
+# ---- retrieval on large synthetic knowledge bases -------------------------------------------
+
+
+def base_material(
+    embedder: Any, count: int, *, source: str = "auto"
+) -> tuple[list[str], list[int], np.ndarray]:
+    """`count` real chunk texts with their token counts and embeddings: the seed of synthetic nodes."""
+    from .chunk import chunk_document
+    from .load import load_document
+
+    text = bench_text(count * 100, embedder.count_tokens_batch, source=source)
+    doc = load_document("base.txt", text.encode("utf-8"))
+    chunks = chunk_document(
+        doc,
+        embedder.count_tokens,
+        max_tokens=100,
+        hard_limit=embedder.max_tokens,
+        count_tokens_batch=embedder.count_tokens_batch,
+    )[:count]
+    texts = [c.text for c in chunks]
+    return texts, [c.tokens for c in chunks], embedder.embed(texts)
+
+
+def synthetic_vectors(
+    base: np.ndarray, count: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Vectors near real embeddings: a real one plus half of another plus noise, normalised.
+
+    Returns (vectors, the base row each was made from) so nodes can carry that row's text.
+    """
+    first = rng.integers(0, len(base), count)
+    second = rng.integers(0, len(base), count)
+    noise = rng.normal(scale=0.03, size=(count, base.shape[1]))
+    vectors = base[first] + 0.5 * base[second] + noise
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors.astype(np.float32), first
+
+
+def build_synthetic_kb(
+    engine: Any, name: str, size: int, material: tuple[list[str], list[int], np.ndarray], seed: int = 11
+) -> tuple[int, float]:
+    """Store `size` leaf nodes through the store's normal commit, then build the index; (kb_id, seconds)."""
+    from .store import NewNode
+
+    texts, tokens, base = material
+    vectors, rows = synthetic_vectors(base, size, np.random.default_rng(seed))
+    nodes = [
+        NewNode(i, 0, "leaf", texts[row], tokens[row], vectors[i], start=0, end=len(texts[row]))
+        for i, row in enumerate(rows.tolist())
+    ]
+    document = {
+        "name": f"{name}.txt",
+        "sha256": f"{size:064d}",
+        "size": size,
+        "format": "txt",
+        "chunks": size,
+        "layers": 1,
+        "tokens": int(sum(n.tokens for n in nodes)),
+    }
+    kb_id, _ = engine.store.commit_document(name, document, nodes, lambda ids: [], {"action": "bench"})
+    started = time.perf_counter()
+    engine.indexes.get(kb_id)
+    return kb_id, time.perf_counter() - started
+
+
+def bench_queries(count: int) -> list[str]:
+    """Real questions from the evaluation sets when present, else questions about the sample."""
+    root = evaldata_dir()
+    questions: list[str] = []
+    if root:
+        for name in REAL_SETS:
+            path = root / name / "questions.jsonl"
+            if path.is_file():
+                with path.open(encoding="utf-8") as handle:
+                    questions += [json.loads(line)["question"] for line in handle if line.strip()]
+    if len(questions) < count:
+        sentences = re.split(r"(?<=[.!?])\s+", SAMPLE.read_text(encoding="utf-8"))
+        questions += [
+            f"What does the history say about this: {s.strip()[:120]}" for s in sentences if s.strip()
+        ]
+    rng = random.Random(5)
+    rng.shuffle(questions)
+    return list(dict.fromkeys(questions))[:count]
+
+
+def percentile(values: list[float], share: float) -> float:
+    """Nearest-rank percentile (share in 0..1)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(np.ceil(share * len(ordered))) - 1))]
+
+
+def recall_against_exact(engine: Any, kb_id: int, queries: np.ndarray, k: int) -> float:
+    """Share of the exact top-k (brute force over all stored vectors) that hnswlib returns at the configured ef."""
+    ids, matrix = engine.store.embeddings(kb_id)
+    index = engine.indexes.get(kb_id)
+    found = 0
+    for query in queries:
+        exact = set(ids[np.argsort(-(matrix @ query), kind="stable")[:k]].tolist())
+        approx = {node_id for node_id, _ in index.search(query, k=k, ef=engine.settings.hnsw_ef)}
+        found += len(exact & approx)
+    return found / (k * len(queries))
+
+
+def measure_retrieval(
+    sizes: tuple[int, ...],
+    *,
+    queries: int = 200,
+    embedder: Any = None,
+    source: str = "auto",
+    base_count: int = 1000,
+    log: Callable[[str], None] = lambda _: None,
+) -> list[dict[str, Any]]:
+    """Latency of `engine.retrieve` and hnswlib recall on knowledge bases of each size."""
+    from .engine import Engine
+    from .retrieve import CANDIDATES
+
+    results = []
+    with tempfile.TemporaryDirectory(prefix="raptor-bench-kb-") as scratch:
+        settings = Settings.from_env(data_dir=Path(scratch), llm_api_key="", llm_base_url="")
+        engine = Engine(settings, embedder=embedder)
+        try:
+            emb = engine.embedder
+            base_count = min(base_count, max(sizes))
+            log(f"embedding {base_count} real chunks as the seed of synthetic nodes")
+            material = base_material(emb, base_count, source=source)
+            questions = bench_queries(queries)
+            query_vectors = emb.embed(questions)
+            for size in sizes:
+                log(f"building a knowledge base of {size:,} nodes")
+                kb_id, index_seconds = build_synthetic_kb(engine, f"kb{size}", size, material)
+                for question in questions[:5]:  # warm: index load, SQLite page cache
+                    engine.retrieve(f"kb{size}", question)
+                latencies, cpu, embeds, filled = [], [], [], []
+                for question in questions:
+                    started, cpu_started = time.perf_counter(), time.process_time()
+                    context = engine.retrieve(f"kb{size}", question)
+                    latencies.append((time.perf_counter() - started) * 1000)
+                    cpu.append((time.process_time() - cpu_started) * 1000)
+                    filled.append(context.tokens_used)
+                    started = time.perf_counter()
+                    emb.embed([question])
+                    embeds.append((time.perf_counter() - started) * 1000)
+                results.append(
+                    {
+                        "nodes": size,
+                        "queries": len(questions),
+                        "index_build_seconds": round(index_seconds, 2),
+                        "median_ms": round(statistics.median(latencies), 2),
+                        "p95_ms": round(percentile(latencies, 0.95), 2),
+                        "cpu_median_ms": round(statistics.median(cpu), 2),
+                        "embed_median_ms": round(statistics.median(embeds), 2),
+                        "load_average": round(os.getloadavg()[0], 2),
+                        "context_tokens_median": statistics.median(filled),
+                        "hnsw_ef": settings.hnsw_ef,
+                        **{
+                            f"recall_at_{k}": round(
+                                recall_against_exact(engine, kb_id, query_vectors, min(k, size)), 4
+                            )
+                            for k in (10, 50, CANDIDATES)
+                        },
+                    }
+                )
+                engine.delete_kb(f"kb{size}")
+        finally:
+            engine.close()
+    return results
+
+
+# ---- the optional benchmarks owned by others ------------------------------------------------
+
+
+def llm_concurrency() -> dict[str, Any] | None:
+    """Run `benchmarks/llm_concurrency.py` when this checkout has it (it prints its own table)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks.llm_concurrency import run_llm_concurrency_benchmark
+    except ImportError:
+        click.echo("LLM concurrency: benchmarks/llm_concurrency.py is not in this checkout; skipped.")
+        return None
+    figures = run_llm_concurrency_benchmark()
+    layers = figures.get("layers", [])
+    return {
+        **{k: v for k, v in figures.items() if k != "layers"},
+        "layers": [
+            {"layer": t.layer, "clusters": t.clusters, "seconds": round(t.seconds, 3)} for t in layers
+        ],
+    }
+
+
+# ---- report --------------------------------------------------------------------------------
+
+
+def render(report: dict[str, Any]) -> str:
+    """Plain-text tables of the figures."""
+    lines = [f"raptor bench · {report['machine']}", ""]
+    ingests = report.get("ingest", [])
+    if ingests:
+        lines += [
+            "Ingest against document length (default extractive summariser; each size in a fresh process)",
+            f"{'tokens':>8} {'chunks':>6} {'nodes':>6} {'ingest s':>9} {'s/1k tok':>9} {'embed s':>8} "
+            f"{'ratio':>6} {'CPU ratio':>9} {'peak RSS MB':>11} {'loop lag ms':>11} {'load':>5}",
+        ]
+        for r in ingests:
+            lines.append(
+                f"{r['tokens']:>8} {r['chunks']:>6} {r['nodes']:>6} {r['ingest_seconds']:>9.1f} "
+                f"{r['seconds_per_1k_tokens']:>9.3f} {r['embed_seconds']:>8.1f} {r['ratio']:>6.2f} "
+                f"{r['cpu_ratio']:>9.2f} {r['peak_rss_mb']:>11.0f} {r['loop_lag_ms']:>11.1f} {r['load_average']:>5.1f}"
+            )
+        ratio = report.get("ratio_check")
+        if ratio:
+            lines += [
+                "",
+                f"{ratio['tokens']:,}-token ingest {ratio['ingest_seconds']:.1f} s vs embedding its chunks alone "
+                f"{ratio['embed_seconds']:.1f} s: ratio {ratio['ratio']:.2f} (target <= 1.5: "
+                f"{'met' if ratio['ratio'] <= 1.5 else 'NOT met'}); in CPU time {ratio['cpu_ratio']:.2f}",
+            ]
+        peak = max(r["peak_rss_mb"] for r in ingests)
+        lines.append(
+            f"peak memory of any ingest: {peak:.0f} MB (target < 2048 MB: {'met' if peak < 2048 else 'NOT met'})"
+        )
+        lines.append(
+            f"worst event-loop lag during any ingest: {max(r['loop_lag_ms'] for r in ingests):.1f} ms"
+        )
+    retrieval = report.get("retrieval", [])
+    if retrieval:
+        recalls = [k for k in retrieval[0] if k.startswith("recall_at_")]
+        lines += [
+            "",
+            "Retrieval (engine.retrieve: embed the question + hnswlib search + fill a 2000-token budget)",
+            f"{'nodes':>8} {'median ms':>9} {'p95 ms':>7} {'CPU ms':>7} {'embed ms':>8} "
+            + " ".join(f"{k.replace('recall_at_', 'recall@'):>10}" for k in recalls)
+            + f" {'ef':>4} {'index build s':>13}",
+        ]
+        for r in retrieval:
+            lines.append(
+                f"{r['nodes']:>8} {r['median_ms']:>9.1f} {r['p95_ms']:>7.1f} {r['cpu_median_ms']:>7.1f} "
+                f"{r['embed_median_ms']:>8.1f} "
+                + " ".join(f"{r[k]:>10.4f}" for k in recalls)
+                + f" {r['hnsw_ef']:>4} {r['index_build_seconds']:>13.1f} load {r['load_average']:.1f}"
+            )
+        largest = retrieval[-1]
+        lines.append(
+            f"median at {largest['nodes']:,} nodes: {largest['median_ms']:.1f} ms "
+            f"(target <= 30 ms: {'met' if largest['median_ms'] <= 30 else 'NOT met'})"
+        )
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, load average {load:.1f} at start"
+
+
+def _sizes(value: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
+    if not value:
+        return default
+    try:
+        sizes = tuple(int(v.strip().lower().replace("k", "000")) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a comma-separated list of sizes such as 10k,25k."
+        ) from None
+    if not sizes or min(sizes) < 1:
+        raise click.BadParameter("sizes must be positive")
+    return sizes
+
+
+@click.command("bench")
+@click.option("--sizes", help="Document sizes in tokens, e.g. 10k,25k,50k,100k,200k (the default).")
+@click.option(
+    "--kb-sizes", help="Knowledge-base sizes in nodes for retrieval, e.g. 1k,10k,100k (the default)."
+)
+@click.option(
+    "--queries", type=click.IntRange(min=1), default=200, show_default=True, help="Questions per size."
+)
+@click.option(
+    "--quick", is_flag=True, help="A short run: 10k and 25k tokens, 1k and 10k nodes, 50 questions."
+)
+@click.option("--skip-ingest", is_flag=True, help="Only the retrieval figures.")
+@click.option("--skip-retrieval", is_flag=True, help="Only the ingest figures.")
+@click.option(
+    "--llm", "with_llm", is_flag=True, help="Also run the LLM concurrency benchmark (a local fake server)."
+)
+@click.option(
+    "--source",
+    type=click.Choice(["auto", "real", "generated"]),
+    default="auto",
+    show_default=True,
+    help="Text: evaluation-set articles when present (auto), or varied copies of the sample.",
+)
+@click.option(
+    "--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures as JSON."
+)
+def bench_command(
+    sizes: str | None,
+    kb_sizes: str | None,
+    queries: int,
+    quick: bool,
+    skip_ingest: bool,
+    skip_retrieval: bool,
+    with_llm: bool,
+    source: str,
+    out: Path | None,
+) -> None:
+    """Measure ingest time, memory, loop lag, retrieval latency and index recall on this machine."""
+    doc_sizes = _sizes(sizes, QUICK_SIZES if quick else DEFAULT_SIZES)
+    kb = _sizes(kb_sizes, QUICK_KB_SIZES if quick else DEFAULT_KB_SIZES)
+    queries = min(queries, 50) if quick else queries
+    report: dict[str, Any] = {"machine": machine(), "source": source, "ingest": [], "retrieval": []}
+    say = lambda message: click.echo(f"· {message}", err=True)  # noqa: E731
+    if not skip_ingest:
+        for size in doc_sizes:
+            say(f"ingesting a {size:,}-token document in a child process")
+            report["ingest"].append(ingest_in_child(size, source=source))
+        at_target = min(report["ingest"], key=lambda r: abs(r["target_tokens"] - RATIO_SIZE))
+        report["ratio_check"] = {
+            k: at_target[k] for k in ("tokens", "ingest_seconds", "embed_seconds", "ratio")
+        }
+    if not skip_retrieval:
+        report["retrieval"] = measure_retrieval(kb, queries=queries, source=source, log=say)
+    click.echo(render(report))
+    if with_llm:
+        click.echo()
+        report["llm_concurrency"] = llm_concurrency()
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+        say(f"wrote {out}")
+
+
+def _child_main(argv: list[str]) -> None:
+    """Entry of the child process: `python -m raptor_engine.bench TOKENS DATA_DIR SOURCE`."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    tokens, data_dir, source = int(argv[0]), Path(argv[1]), argv[2]
+    print(json.dumps(measure_ingest(tokens, data_dir, source=source)), flush=True)
+
+
+if __name__ == "__main__":
+    _child_main(sys.argv[1:])

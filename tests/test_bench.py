@@ -1,0 +1,90 @@
+"""A smoke test of `raptor bench` on tiny sizes: the functions run and report well-formed figures.
+Speed itself is never asserted here; the benchmark prints it."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from raptor_engine import bench
+from raptor_engine.cli import cli
+
+
+def test_generated_text_reaches_the_size_with_varied_copies(embedder):
+    text = bench.bench_text(1500, embedder.count_tokens_batch, source="generated")
+    paragraphs = text.split("\n\n")
+    tokens = embedder.count_tokens_batch(paragraphs)
+    assert (
+        sum(tokens) >= 1500 and sum(tokens) - tokens[-1] < 1500
+    )  # stops at the first paragraph past the size
+    sample = bench.SAMPLE.read_text(encoding="utf-8")
+    first, second = bench._varied_copy(sample, 1), bench._varied_copy(sample, 2)
+    assert first != second and first != sample
+    assert re.findall(r"\d+", first) != re.findall(r"\d+", sample)  # numbers vary per copy
+    assert bench._varied_copy(sample, 1) == first  # and deterministically
+
+
+def test_size_lists_and_percentiles():
+    assert bench._sizes("10k, 25k,500", ()) == (10_000, 25_000, 500)
+    assert bench._sizes(None, (1, 2)) == (1, 2)
+    with pytest.raises(Exception, match="sizes"):
+        bench._sizes("ten", ())
+    values = [float(v) for v in range(1, 21)]  # nearest rank: p95 of 1..20 is the 19th value
+    assert bench.percentile(values, 0.95) == 19.0 and bench.percentile(values, 0.5) == 10.0
+
+
+def test_synthetic_vectors_stay_near_their_real_seed():
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(20, 384))
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    vectors, rows = bench.synthetic_vectors(base, 200, np.random.default_rng(1))
+    assert vectors.shape == (200, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    similarity = np.einsum("ij,ij->i", vectors, base[rows])
+    assert similarity.min() > 0.6  # each is mostly its seed, so hnswlib sees real-looking clusters
+
+
+def test_ingest_measure_on_a_tiny_document(tmp_path, embedder):
+    figures = bench.measure_ingest(1200, tmp_path / "data", embedder=embedder, source="generated")
+    assert figures["tokens"] >= 1200 and figures["chunks"] >= 10
+    assert figures["nodes"] > figures["chunks"] and figures["layers"]["0"] == figures["chunks"]
+    assert figures["ingest_seconds"] > 0 and figures["embed_seconds"] > 0
+    assert figures["ratio"] == pytest.approx(figures["ingest_seconds"] / figures["embed_seconds"], rel=0.01)
+    assert figures["loop_lag_ms"] >= 0 and figures["peak_rss_mb"] > 100  # the model alone is bigger
+
+
+def test_retrieval_measure_and_recall_on_a_small_synthetic_kb(embedder):
+    results = bench.measure_retrieval((300,), queries=6, embedder=embedder, base_count=40, source="generated")
+    (row,) = results
+    assert row["nodes"] == 300 and row["queries"] == 6
+    assert 0 < row["median_ms"] <= row["p95_ms"]
+    assert 0.9 <= row["recall_at_10"] <= 1.0 and 0.0 < row["recall_at_200"] <= 1.0
+    assert 0 < row["context_tokens_median"] <= 2000
+    text = bench.render({"machine": "test", "ingest": [], "retrieval": results})
+    assert "recall@200" in text and "300" in text
+
+
+def test_bench_command_writes_json(tmp_path):
+    out = tmp_path / "bench.json"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "bench",
+            "--skip-ingest",
+            "--kb-sizes",
+            "50",
+            "--queries",
+            "3",
+            "--source",
+            "generated",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["ingest"] == [] and report["retrieval"][0]["nodes"] == 50
+    assert "Retrieval" in result.stdout
