@@ -243,6 +243,8 @@ class Engine:
         try:
             tree, chunks, fmt = await self._build_tree(name, data, kb_id, progress)
             kb_layer = await self._kb_layer(kb_id, tree, progress)
+        except (IngestError, LimitError):
+            raise  # the upload itself was refused: leave the store byte-for-byte as it was
         except RaptorError as exc:
             self._record_failure(kb_id, name, started, started_at, exc)
             raise
