@@ -124,7 +124,7 @@ def cluster_nodes(
         clusters = job.cluster(list(range(count)), depth=0)
     clusters = _canonical(clusters)
     method = job.top_method
-    if method != "gmm" and len(clusters) > 1:
+    if method == "single" and len(clusters) > 1:
         # No mixture at the top: the groups came from exact-duplicate embeddings or from contiguous cuts.
         method = "contiguous" if job.cut_contiguously else "distinct"
     log.debug("clustered %d nodes into %d clusters (%s)", count, len(clusters), method)
@@ -169,7 +169,9 @@ class _ClusterJob:
             elif len(group) < len(positions) and depth < MAX_RECLUSTER_DEPTH:
                 result.extend(self.cluster(group, depth + 1))
             else:
-                result.extend(self.contiguous(group, "re-clustering could not split it"))
+                if depth == 0 and len(group) == len(positions):
+                    self.top_method = "contiguous"  # nothing of the clustering survives at the top
+                result.extend(self.contiguous(group, "clustering could not split it"))
         return result
 
     def contiguous(self, positions: list[int], why: str) -> list[list[int]]:
