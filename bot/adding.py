@@ -61,9 +61,6 @@ def result_line(name: str, result: Any) -> str:
         f"✅ **{shown}** added: {result.chunks} chunks, {result.layers} layers, "
         f"{result.nodes} nodes in {seconds:.1f} s."
     )
-    notes = [str(n) for n in (getattr(result, "notes", None) or [])]
-    if notes:
-        line += f" ({'; '.join(notes)[:300]})"
     return line
 
 
@@ -148,7 +145,13 @@ async def add_files(
                 index
             ].text = f"❌ **{name}** was not added: an unexpected error (logged). Nothing was stored."
             continue
-        log.info("added %s to %s: %s", attachment.filename, kb, getattr(result, "status", "?"))
+        log.info(
+            "added %s to %s: %s (%s)",
+            attachment.filename,
+            kb,
+            result.status,
+            "; ".join(map(str, result.notes)),
+        )
         batch.lines[index].text = result_line(attachment.filename, result)
         added += getattr(result, "status", "added") == "added"
     header = (

@@ -141,16 +141,17 @@ class KbGroup(app_commands.Group):
         kb = await channel_kb(interaction)
         if kb is None:
             return
-        await interaction.response.defer(ephemeral=True, thinking=True)
+        replier = Replier(interaction, ephemeral=True, token_lifetime=self.bot.token_lifetime)
+        await replier.defer()
         docs = await self.bot.documents(kb)
         if not docs:
-            await interaction.followup.send(EMPTY_KB, ephemeral=True)
+            await replier.send(EMPTY_KB)
             return
-        total = sum(getattr(d, "size", 0) for d in docs)
-        for out in embeds_from_lines(
-            f"Documents ({len(docs)})", [document_line(d) for d in docs], f"{human_size(total)} in total"
-        ):
-            await interaction.followup.send(embeds=out.embeds, ephemeral=True)
+        total = sum(d.size for d in docs)
+        lines = [document_line(d) for d in docs]
+        await replier.send_all(
+            embeds_from_lines(f"Documents ({len(docs)})", lines, f"{human_size(total)} in total")
+        )
 
     @app_commands.command(name="remove", description="Remove one document from this channel's knowledge base")
     @app_commands.describe(document="The document's name (start typing to pick)")
@@ -228,23 +229,22 @@ class KbGroup(app_commands.Group):
         kb = await channel_kb(interaction)
         if kb is None:
             return
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        if not await self.bot.documents(kb):
-            await interaction.followup.send(EMPTY_KB, ephemeral=True)
-            return
+        replier = Replier(interaction, ephemeral=True, token_lifetime=self.bot.token_lifetime)
+        await replier.defer()
         info = await self.bot.engine_call(self.bot.engine.tree_info, kb)
-        for out in embeds_from_lines("Tree", tree_lines(info)):
-            await interaction.followup.send(embeds=out.embeds, ephemeral=True)
+        if not info.documents:
+            await replier.send(EMPTY_KB)
+            return
+        await replier.send_all(embeds_from_lines("Tree", tree_lines(info)))
 
     @app_commands.command(name="status", description="Backend, build queue and sizes")
     async def status(self, interaction: discord.Interaction) -> None:
         kb = await channel_kb(interaction)
         if kb is None:
             return
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        lines = await self.bot.status_lines(kb)
-        for out in embeds_from_lines("Status", lines):
-            await interaction.followup.send(embeds=out.embeds, ephemeral=True)
+        replier = Replier(interaction, ephemeral=True, token_lifetime=self.bot.token_lifetime)
+        await replier.defer()
+        await replier.send_all(embeds_from_lines("Status", await self.bot.status_lines(kb)))
 
     @app_commands.command(name="autoingest", description="Add files posted in this channel automatically")
     @app_commands.describe(enabled="Turn auto-ingest on or off for this channel")

@@ -369,7 +369,16 @@ class FakeDiscord:
             )
         if seg[0] == "applications" and seg[-1] == "commands" and method == "PUT":
             scope = "global" if len(seg) == 3 else f"guild-{seg[3]}"
-            synced = [dict(c, id=str(snowflake()), application_id=str(APP_ID), version="1") for c in body]
+            synced = [
+                {
+                    "description": "",
+                    **c,
+                    "id": str(snowflake()),
+                    "application_id": str(APP_ID),
+                    "version": "1",
+                }
+                for c in body
+            ]
             self.synced[scope] = synced
             return J(synced)
         if seg[0] == "interactions":
@@ -405,6 +414,9 @@ class FakeDiscord:
                 return bad
             assert info.component_message_id is not None
             message = self._edit(info.component_message_id, data)
+            info.original_id = info.component_message_id  # @original now means the clicked message
+        elif kind == 6:
+            info.original_id = info.component_message_id
         elif kind == 8:
             info.autocomplete = data.get("choices", [])
         info.responded = True
@@ -430,6 +442,9 @@ class FakeDiscord:
         if not rest and method == "POST":
             if bad := self._invalid(method, "webhook", body, True):
                 return bad
+            original = self.messages.get(info.original_id or 0)
+            if original is not None and original["flags"] & 128:  # the first follow-up fills 'thinking…'
+                return J(self._edit(info.original_id, body))
             message = self._store(info.channel_id, body, webhook_id=str(APP_ID))
             info.followups.append(int(message["id"]))
             return J(message)

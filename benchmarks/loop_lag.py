@@ -1,0 +1,150 @@
+"""Does adding a large document stall the bot? Event-loop lag while a ~100k-token document is ingested.
+
+Runs the bot's own ingest path (bot.jobs.BuildJobs -> engine.ingest, progress marshalled onto the loop
+and shown through the throttled editor, as the bot does for a Discord status message) while a
+coroutine sleeps 10 ms at a time and records how late it wakes up. Late wake-ups are time the loop
+could not serve Discord (heartbeats, interactions that must be answered within 3 s). Meanwhile a
+question is asked of an already-built knowledge base every second, to show answers keep coming from
+the last complete tree during a build. Target: worst lag under 100 ms.
+
+Run: `python -m benchmarks.loop_lag [--tokens 100000]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+_ROOT = Path(__file__).resolve().parents[1]
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+from benchmarks.llm_concurrency import topic_document  # noqa: E402
+from raptor_engine.config import Settings  # noqa: E402
+from raptor_engine.types import Progress  # noqa: E402
+
+SAMPLE_INTERVAL = 0.010
+TARGET_MS = 100.0
+
+
+class LagSampler:
+    """Sleeps SAMPLE_INTERVAL repeatedly and records how much later than asked it wakes."""
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self._stop = asyncio.Event()
+
+    async def run(self) -> None:
+        while not self._stop.is_set():
+            started = time.perf_counter()
+            await asyncio.sleep(SAMPLE_INTERVAL)
+            self.lags.append(max(0.0, time.perf_counter() - started - SAMPLE_INTERVAL))
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.lags)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+async def ask_meanwhile(engine: object, kb: str, stop: asyncio.Event, latencies: list[float]) -> None:
+    """Ask the small, already-built knowledge base a question every second until told to stop."""
+    while not stop.is_set():
+        started = time.perf_counter()
+        await engine.ask(kb, "How was the lamp kept lit?")  # type: ignore[attr-defined]
+        latencies.append(time.perf_counter() - started)
+        try:
+            await asyncio.wait_for(stop.wait(), 1.0)
+        except TimeoutError:
+            pass
+
+
+async def measure(tokens: int) -> dict[str, float]:
+    from bot.jobs import BuildJobs, ThrottledEditor
+    from raptor_engine.engine import Engine
+
+    with tempfile.TemporaryDirectory() as scratch:
+        engine = Engine(Settings(data_dir=Path(scratch)))
+        await asyncio.to_thread(engine.warm)  # model load and numba compilation are not measured
+        sample = (_ROOT / "data" / "samples" / "lighthouse_keepers.md").read_bytes()
+        await engine.ingest("small", "lighthouse_keepers.md", sample, added_by="bench")
+        data = topic_document(tokens).encode()
+
+        edits: list[str] = []
+
+        async def show(text: str) -> None:  # stands in for a Discord message edit
+            await asyncio.sleep(0.005)
+            edits.append(text)
+
+        editor = ThrottledEditor(show)
+        jobs = BuildJobs(engine, max_concurrent=2)
+
+        async def fetch() -> bytes:
+            return data
+
+        def on_progress(progress: Progress) -> None:
+            editor.request(progress.describe())
+
+        sampler = LagSampler()
+        stop_asking = asyncio.Event()
+        latencies: list[float] = []
+        sampling = asyncio.create_task(sampler.run())
+        asking = asyncio.create_task(ask_meanwhile(engine, "small", stop_asking, latencies))
+        started = time.perf_counter()
+        result = await jobs.run("big", "big.md", fetch, "bench", on_progress, lambda text: None)
+        seconds = time.perf_counter() - started
+        await editor.finish("done")
+        stop_asking.set()
+        sampler.stop()
+        await asyncio.gather(sampling, asking)
+        engine.close()
+        return {
+            "document_tokens": result.document.tokens,
+            "chunks": result.chunks,
+            "layers": result.layers,
+            "nodes": result.nodes,
+            "ingest_seconds": seconds,
+            "samples": len(sampler.lags),
+            "worst_ms": max(sampler.lags) * 1000,
+            "p99_ms": sampler.percentile(0.99) * 1000,
+            "p50_ms": statistics.median(sampler.lags) * 1000,
+            "progress_edits": len(edits),
+            "questions_answered": len(latencies),
+            "question_worst_s": max(latencies) if latencies else float("nan"),
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=100_000, help="approximate document size in tokens")
+    args = parser.parse_args(argv)
+    figures = asyncio.run(measure(args.tokens))
+    print(
+        f"ingested {figures['document_tokens']:,} tokens: {figures['chunks']} chunks, {figures['layers']} layers, "
+        f"{figures['nodes']} nodes in {figures['ingest_seconds']:.1f} s"
+    )
+    print(
+        f"event-loop lag over {figures['samples']} samples every 10 ms: worst {figures['worst_ms']:.1f} ms, "
+        f"p99 {figures['p99_ms']:.1f} ms, median {figures['p50_ms']:.1f} ms (target: worst < {TARGET_MS:.0f} ms)"
+    )
+    print(
+        f"meanwhile: {figures['questions_answered']} questions answered from the last complete tree "
+        f"(slowest {figures['question_worst_s']:.2f} s); {figures['progress_edits']} progress edits "
+        f"(at most one a second)"
+    )
+    print("PASS" if figures["worst_ms"] < TARGET_MS else "OVER TARGET")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
