@@ -8,6 +8,7 @@ builds per knowledge base while questions go on being answered from the last com
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import threading
@@ -25,7 +26,7 @@ from .errors import IngestError, LimitError, RaptorError
 from .index import IndexManager
 from .load import load_document, safe_filename
 from .retrieve import collapsed_tree, tree_traversal
-from .store import DocumentInfo, NewNode, Store, StoredTop
+from .store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
 from .summarise import ExtractiveSummarizer
 from .types import Answer, Answerer, Progress, ProgressCallback, RetrievedContext, Summarizer, Turn
 
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 MODES = ("collapsed", "traversal")
 MAX_QUESTION_CHARS = 2000
+MAX_COMMIT_ATTEMPTS = 5  # redo the cross-document layer at most this often when other processes write
 
 
 class EmptyKnowledgeBaseError(RaptorError):
@@ -156,7 +158,9 @@ class Engine:
         if self._summarizer is None:
             llm_summarizer, llm_answerer = self._llm_backends()
             self._summarizer = llm_summarizer or ExtractiveSummarizer(
-                self.embedder.count_tokens, input_budget=self.settings.cluster_input_budget
+                self.embedder.count_tokens,
+                count_tokens_batch=self.embedder.count_tokens_batch,
+                input_budget=self.settings.cluster_input_budget,
             )
             if self._answerer is None and llm_answerer is not None:
                 self._answerer = llm_answerer
@@ -189,6 +193,10 @@ class Engine:
 
     def _lock(self, kb: str) -> asyncio.Lock:
         return self._locks.setdefault(kb, asyncio.Lock())
+
+    def _version_of(self, kb_id: int | None) -> int:
+        """The knowledge base's version now (0 for one not created yet), to detect other writers."""
+        return 0 if kb_id is None else self.store.kb_version(kb_id)
 
     def queue_length(self, kb: str) -> int:
         """Builds of this knowledge base running or waiting in this process."""
@@ -242,6 +250,7 @@ class Engine:
         self._check_limits(kb_id, name, len(data))
         try:
             tree, chunks, fmt = await self._build_tree(name, data, kb_id, progress)
+            seen_version = self._version_of(kb_id)
             kb_layer = await self._kb_layer(kb_id, tree, progress)
         except (IngestError, LimitError):
             raise  # the upload itself was refused: leave the store byte-for-byte as it was
@@ -282,14 +291,33 @@ class Engine:
         kb_nodes = kb_layer.nodes if kb_layer else []
         if progress:
             progress(Progress("store", 0, len(tree.nodes)))
-        kb_id, doc_id = await asyncio.to_thread(
-            self.store.commit_document,
-            kb,
-            document,
-            tree.nodes,
-            lambda ids: _resolve_placeholders(kb_nodes, ids),
-            build,
-        )
+        for attempt in range(MAX_COMMIT_ATTEMPTS):
+            try:
+                kb_id, doc_id = await asyncio.to_thread(
+                    self.store.commit_document,
+                    kb,
+                    document,
+                    tree.nodes,
+                    functools.partial(_resolve_placeholders, kb_nodes),
+                    build,
+                    seen_version,
+                )
+                break
+            except StaleTreeError:
+                # Another process wrote this knowledge base after its tops were read: the
+                # cross-document layer would drop its document, so redo that (cheap) layer.
+                log.info(
+                    "%s changed during the build of %s (attempt %d); redoing its top layer", kb, name, attempt
+                )
+                kb_id = self.store.kb_id(kb)
+                existing = self.store.document_by_sha(kb_id, sha) if kb_id is not None else None
+                if existing is not None:
+                    return IngestResult("duplicate", existing)
+                seen_version = self._version_of(kb_id)
+                kb_layer = await self._kb_layer(kb_id, tree, progress)
+                kb_nodes = kb_layer.nodes if kb_layer else []
+        else:
+            raise RaptorError(f"{name} was not stored: the knowledge base kept changing under it; try again.")
         if progress:
             progress(Progress("index", 0, len(tree.nodes)))
         await asyncio.to_thread(self.indexes.get, kb_id)
@@ -394,6 +422,7 @@ class Engine:
             async with self._lock(kb):
                 doc = self.store.find_document(kb_id, document)
                 started = time.perf_counter()
+                seen_version = self._version_of(kb_id)
                 kb_layer = await self._kb_layer(kb_id, None, None, exclude_doc=doc.id)
                 build = {
                     "document": doc.name,
@@ -405,9 +434,19 @@ class Engine:
                     "prompt_tokens": kb_layer.prompt_tokens if kb_layer else 0,
                     "completion_tokens": kb_layer.completion_tokens if kb_layer else 0,
                 }
-                await asyncio.to_thread(
-                    self.store.commit_forget, kb_id, doc.id, kb_layer.nodes if kb_layer else [], build
-                )
+                try:
+                    await asyncio.to_thread(
+                        self.store.commit_forget,
+                        kb_id,
+                        doc.id,
+                        kb_layer.nodes if kb_layer else [],
+                        build,
+                        seen_version,
+                    )
+                except StaleTreeError:
+                    raise RaptorError(
+                        f"{doc.name} was not removed: another process changed this knowledge base; try again."
+                    ) from None
                 await asyncio.to_thread(self.indexes.get, kb_id)
                 return doc
         finally:
