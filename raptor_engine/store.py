@@ -89,6 +89,18 @@ class StoredNode:
     heading: tuple[str, ...]
 
 
+class StaleTreeError(Exception):
+    """Another writer (another process) changed the knowledge base after its tops were read."""
+
+
+def _check_version(db: sqlite_utils.Database, kb_id: int, expected: int | None) -> None:
+    if expected is None:
+        return
+    row = db.execute("SELECT version FROM kbs WHERE id = ?", [kb_id]).fetchone()
+    if row is None or int(row[0]) != expected:
+        raise StaleTreeError(f"knowledge base {kb_id} is at version {row and row[0]}, expected {expected}")
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -442,6 +454,7 @@ class Store:
         nodes: list[NewNode],
         kb_nodes_for: Callable[[dict[int, int]], list[NewNode]],
         build: dict[str, Any],
+        expected_version: int | None = None,
     ) -> tuple[int, int]:
         """Store a document's tree, the new cross-document layer and the build record, all or nothing.
 
@@ -453,6 +466,7 @@ class Store:
         with self.write() as db:
             db.execute("INSERT OR IGNORE INTO kbs (name, created_at) VALUES (?, ?)", [kb_name, _now()])
             kb_id = int(db.execute("SELECT id FROM kbs WHERE name = ?", [kb_name]).fetchone()[0])
+            _check_version(db, kb_id, expected_version)  # a new knowledge base is at version 0
             cursor = db.execute(
                 "INSERT INTO documents (kb_id, name, sha256, size, format, added_by, added_at, chunks, layers, "
                 "nodes, tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -477,8 +491,16 @@ class Store:
             db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", [kb_id])
         return kb_id, doc_id
 
-    def commit_forget(self, kb_id: int, doc_id: int, kb_nodes: list[NewNode], build: dict[str, Any]) -> None:
+    def commit_forget(
+        self,
+        kb_id: int,
+        doc_id: int,
+        kb_nodes: list[NewNode],
+        build: dict[str, Any],
+        expected_version: int | None = None,
+    ) -> None:
         with self.write() as db:
+            _check_version(db, kb_id, expected_version)
             db.execute(
                 "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE kb_id = ? AND kind = 'kb')",
                 [kb_id],
