@@ -433,8 +433,13 @@ def last_stage(stages: Path) -> str:
     return f"{document}: {stage}" if document else stage
 
 
+async def seed_crash(engine: Any) -> None:
+    """The document every crash trial starts with: the tree a kill must not harm."""
+    await engine.ingest("crash", CRASH_BASE[0], CRASH_BASE[1].encode(), added_by="crash")
+
+
 def seed_crash_template(engine: Any) -> None:
-    asyncio.run(engine.ingest("crash", CRASH_BASE[0], CRASH_BASE[1].encode(), added_by="crash"))
+    asyncio.run(seed_crash(engine))
 
 
 @dataclass
