@@ -104,6 +104,18 @@ async def add_files(
     status: StatusMessage,
 ) -> int:
     """Queue and ingest accepted attachments one after another; returns how many were added."""
+    async with bot.jobs.track():
+        return await _add_files(bot, kb, attachments, refused, added_by, status)
+
+
+async def _add_files(
+    bot: RaptorBot,
+    kb: str,
+    attachments: list[discord.Attachment],
+    refused: list[str],
+    added_by: str,
+    status: StatusMessage,
+) -> int:
     names = [a.filename for a in attachments]
     batch = BatchStatus(
         status,

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,6 +206,7 @@ class BuildJobs:
         self._locks: dict[str, asyncio.Lock] = {}
         self._waiting: Counter[str] = Counter()
         self._running: dict[str, str] = {}
+        self._requests = 0
         self._idle = asyncio.Event()
         self._idle.set()
         self.closing = False
@@ -230,7 +231,19 @@ class BuildJobs:
         return None
 
     def _busy(self) -> int:
-        return sum(self._waiting.values()) + len(self._running)
+        return sum(self._waiting.values()) + len(self._running) + self._requests
+
+    @contextlib.asynccontextmanager
+    async def track(self) -> AsyncIterator[None]:
+        """Mark a whole add request (its builds and final status edit) as in flight for `drain`."""
+        self._requests += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._requests -= 1
+            if self._busy() == 0:
+                self._idle.set()
 
     async def run(
         self,

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import sqlite3
 
 import pytest
 
@@ -448,3 +450,74 @@ async def test_sync_sends_every_command_to_the_development_guild(make_harness, b
     add = next(o for o in commands["kb"]["options"] if o["name"] == "add")
     assert [o["type"] for o in add["options"]] == [11, 11, 11, 11, 11]
     assert "global" not in h.fake.synced
+
+
+class GatedSummarizer(ExtractiveSummarizer):
+    """The real extractive summariser, holding a build at its first summary until the test opens the gate."""
+
+    def __init__(self, count_tokens):
+        super().__init__(count_tokens)
+        self.entered = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def summarize_many(self, requests):
+        self.entered.set()
+        await self.gate.wait()
+        return await super().summarize_many(requests)
+
+
+async def test_build_slots_are_capped_with_a_clear_waiting_message(make_harness, bot_settings, embedder):
+    bot_settings.max_concurrent_builds = 1
+    summarizer = GatedSummarizer(embedder.count_tokens)
+    h = await make_harness(settings=bot_settings, summarizer=summarizer)
+    first = h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode()), channel=CHAN_A)
+    await asyncio.wait_for(summarizer.entered.wait(), 120)
+    second = h.kb_add(h.fake.add_file("bread.txt", SOURDOUGH.encode()), channel=CHAN_B)
+    await h.fake.wait_for(
+        lambda: (
+            "waiting for a build slot (1 builds running, limit 1)"
+            in (h.fake.original(second) or {}).get("content", "")
+        ),
+        what="the waiting message",
+    )
+    status = (await h.replies_done(h.slash("kb", sub="status", user=BOB, channel=CHAN_B)))[0]
+    assert "1 of 1 build slots in use, 1 file(s) waiting" in text_of(status)
+    summarizer.gate.set()
+    for token in (first, second):
+        await h.replies_done(token, lambda r: "Done" in text_of(r[0]))
+    assert [d.name for d in h.engine.documents(KB_B)] == ["bread.txt"]
+
+
+async def test_shutdown_lets_a_running_build_finish_and_refuses_new_ones(
+    make_harness, bot_settings, embedder
+):
+    summarizer = GatedSummarizer(embedder.count_tokens)
+    h = await make_harness(summarizer=summarizer)
+    first = h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode()))
+    await asyncio.wait_for(summarizer.entered.wait(), 120)
+    stopping = asyncio.create_task(h.bot.shutdown())
+    await h.fake.wait_for(lambda: h.bot.jobs.closing)
+    late = h.kb_add(h.fake.add_file("bread.txt", SOURDOUGH.encode()), channel=CHAN_B)
+    refused = (await h.replies_done(late))[0]
+    assert refused["flags"] & 64 and "restarting" in refused["content"]
+    assert not stopping.done()  # still waiting for the running build
+    summarizer.gate.set()
+    await asyncio.wait_for(stopping, 120)
+    assert h.bot.is_closed()
+    assert "✅ **kestrel.md** added" in h.fake.original(first)["content"]
+    with sqlite3.connect(bot_settings.db_path) as conn:
+        assert conn.execute("select name from documents").fetchall() == [("kestrel.md",)]
+
+
+async def test_ask_inside_a_bot_thread_continues_its_conversation(harness):
+    h = harness
+    await add_doc(h, "kestrel.md", LIGHTHOUSE)
+    await ask(h, "What signal does the light show?")
+    thread = next(t for t in h.bot.get_guild(GUILD).threads)
+    _, replies = await ask(h, "And in fog?", channel=thread.id)
+    assert "kestrel.md" in sources_of(replies)
+    assert len(h.fake.calls_to("POST", r"/threads$")) == 1  # no thread inside the thread
+    assert [t.content for t in await h.bot.state.history(thread.id)][::2] == [
+        "What signal does the light show?",
+        "And in fog?",
+    ]
