@@ -144,13 +144,18 @@ async def measure(
             total = time.perf_counter() - started
             engine.close()
             doc_tokens = embedder.count_tokens(text)
+            clusters = [t.clusters for t in clock.layers]
             return {
+                "ideal_seconds": sum(math.ceil(c / concurrency) for c in clusters) * delay,
+                "serial_seconds": sum(clusters) * delay,
+                "summarise_seconds": sum(t.seconds for t in clock.layers),
+                "server_seconds": sum(server_spans(server.requests, clusters)),
                 "document_tokens": doc_tokens,
                 "chunks": result.chunks,
                 "layers": clock.layers,
                 "build_seconds": total,
                 "requests": len(server.requests),
-                "server_spans": server_spans(server.requests, [t.clusters for t in clock.layers]),
+                "server_spans": server_spans(server.requests, clusters),
                 "max_in_flight": server.max_in_flight,
                 "concurrency": concurrency,
                 "delay": delay,
