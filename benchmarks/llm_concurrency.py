@@ -206,8 +206,8 @@ def report(figures: dict[str, object]) -> str:
         row.format(
             "all",
             sum(t.clusters for t in layers),
-            f"{ideal_total:.0f}",
-            f"{serial_total:.0f}",
+            f"{ideal_total:.1f}",
+            f"{serial_total:.1f}",
             f"{measured:.2f}",
             f"{sum(spans):.2f}",
         )
