@@ -193,8 +193,8 @@ def report(figures: dict[str, object]) -> str:
             row.format(
                 t.layer,
                 t.clusters,
-                f"{ideal:.0f}",
-                f"{t.clusters * delay:.0f}",
+                f"{ideal:.1f}",
+                f"{t.clusters * delay:.1f}",
                 f"{t.seconds:.2f}",
                 f"{span:.2f}",
             )
