@@ -636,8 +636,14 @@ class MemoEmbedder:
                 self._memo[text] = vector
         return np.vstack([self._memo[t] for t in texts]) if texts else self._inner.embed([])
 
+    def prime(self, texts: list[str]) -> None:
+        """Embed a pool of texts in one batch (one model call instead of one per text)."""
+        self.embed(list(texts))
 
-def query_pool(rng: random.Random, size: int = 120) -> list[str]:
+
+def query_pool(size: int = 120, seed: int = 0) -> list[str]:
+    """Questions for the isolation trials: every document sentence plus random word salads."""
+    rng = random.Random(seed)
     words = (
         " ".join(s for ss in ISOLATION_TOPICS.values() for s in ss).split() + SHARED_DOCUMENT.decode().split()
     )
@@ -679,7 +685,9 @@ def run_isolation(
     kb_of = kb_of or (lambda label: label)
     labels = list(isolation_documents())
     docs = {label: [name for name, _ in d] for label, d in isolation_documents().items()}
-    pool = query_pool(rng)
+    pool = query_pool()
+    if hasattr(engine.embedder, "prime"):
+        engine.embedder.prime(pool)
     figures = IsolationFigures()
     for _ in range(trials):
         label = rng.choice(labels)
