@@ -134,7 +134,7 @@ async def test_a_run_of_500s_midway_through_a_build_keeps_the_previous_tree_and_
 
         server.responder = fail_after_three
         with pytest.raises(BackendError) as raised:
-            await engine.ingest("kb", "topics.md", topic_document(900, seed=3).encode())
+            await engine.ingest("kb", "topics.md", topic_document(1500, seed=3).encode())
         assert_clear(str(raised.value), "HTTP 500", "3 attempts")
         assert engine.documents("kb") == docs_before
         assert engine.tree_info("kb").to_dict() == tree_before
@@ -145,7 +145,7 @@ async def test_a_run_of_500s_midway_through_a_build_keeps_the_previous_tree_and_
         assert "red brick" in " ".join(n.text for n in answer.context.nodes)
 
         before_retry = len(server.requests)
-        result = await engine.ingest("kb", "topics.md", topic_document(900, seed=3).encode())
+        result = await engine.ingest("kb", "topics.md", topic_document(1500, seed=3).encode())
         assert result.status == "added"
         summary_requests = [
             r for r in server.requests[before_retry:] if "Summarizing Text Portal" in r.text()
