@@ -45,8 +45,11 @@ def configure_logging(level: str) -> None:
     logging.getLogger("discord").setLevel(logging.WARNING if level.upper() != "DEBUG" else logging.DEBUG)
 
 
-async def run(settings: Settings, sync: bool, message_content: bool) -> int:
-    bot = RaptorBot(settings, message_content=message_content, sync=sync)
+async def run(
+    settings: Settings, sync: bool, message_content: bool, *, engine: object = None, warm: bool = True
+) -> int:
+    """Run until stopped; 0 after a graceful stop, 2 when Discord refuses the token or the intents."""
+    bot = RaptorBot(settings, engine=engine, message_content=message_content, sync=sync, warm=warm)
     loop = asyncio.get_running_loop()
     stops: list[asyncio.Task[None]] = []
 
@@ -69,6 +72,8 @@ async def run(settings: Settings, sync: bool, message_content: bool) -> int:
         )
         return 2
     finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
         for task in stops:
             await task
         if not bot.is_closed():

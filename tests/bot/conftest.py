@@ -21,6 +21,7 @@ from typing import Any
 import discord
 import pytest
 import pytest_asyncio
+import yarl
 from aiohttp import web
 
 from raptor_engine.config import Settings
@@ -176,6 +177,45 @@ def message_problems(body: dict, creating: bool) -> list[str]:
     return problems
 
 
+def guild_payload() -> dict:
+    """The test guild as GUILD_CREATE carries it: two text channels, a forum, a manager role."""
+    role = {
+        "color": 0,
+        "hoist": False,
+        "managed": False,
+        "mentionable": False,
+        "permissions": MEMBER_PERMISSIONS,
+    }
+    return {
+        "id": str(GUILD),
+        "name": "guild",
+        "unavailable": False,
+        "member_count": 3,
+        "roles": [
+            dict(role, id=str(GUILD), name="@everyone", position=0),
+            dict(role, id=str(MANAGER_ROLE), name="KB Managers", position=1),
+        ],
+        "emojis": [],
+        "members": [],
+        "channels": [
+            {"id": str(CHAN_A), "type": 0, "name": "docs-a", "position": 0, "permission_overwrites": []},
+            {"id": str(CHAN_B), "type": 0, "name": "docs-b", "position": 1, "permission_overwrites": []},
+            {
+                "id": str(FORUM),
+                "type": 15,
+                "name": "forum",
+                "position": 2,
+                "permission_overwrites": [],
+                "available_tags": [],
+                "flags": 0,
+            },
+        ],
+        "threads": [],
+        "features": [],
+        "owner_id": "1",
+    }
+
+
 @dataclass
 class Call:
     method: str
@@ -213,6 +253,9 @@ class FakeDiscord:
         self.rejections: list[tuple[str, str, list[str]]] = []
         self.synced: dict[str, list[dict]] = {}
         self.on_thread_created: Any = None
+        self.identify: dict | None = None  # what the bot sent to the gateway
+        self.gateway_closed: int | None = None  # the close code the bot used
+        self.refuse_privileged = False  # close with 4014, as Discord does for intents not enabled
 
     # ------------------------------------------------------------------ test-side helpers
 
@@ -495,6 +538,36 @@ class FakeDiscord:
             return J(thread)
         return error(404, 0, f"fake Discord has no channel route {method} {rest}")
 
+    async def gateway(self, request: web.Request) -> web.WebSocketResponse:
+        """Enough of the gateway for a client to connect, identify, get READY and the guild, and close."""
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        await ws.send_json({"op": 10, "d": {"heartbeat_interval": 45_000}})
+        seq = 0
+        async for frame in ws:
+            payload = json.loads(frame.data)
+            if payload["op"] == 1:
+                await ws.send_json({"op": 11})
+            elif payload["op"] == 2:
+                self.identify = payload["d"]
+                if self.refuse_privileged and payload["d"]["intents"] & (1 << 15):
+                    await ws.close(code=4014, message=b"Disallowed intent(s).")
+                    break
+                ready = {
+                    "v": 10,
+                    "user": user_payload(BOT_ID, "raptor", True),
+                    "guilds": [{"id": str(GUILD), "unavailable": True}],
+                    "session_id": "session",
+                    "resume_gateway_url": str(request.url),
+                    "shard": [0, 1],
+                    "application": {"id": str(APP_ID), "flags": 0},
+                }
+                for event, data in (("READY", ready), ("GUILD_CREATE", guild_payload())):
+                    seq += 1
+                    await ws.send_json({"op": 0, "t": event, "s": seq, "d": data})
+        self.gateway_closed = ws.close_code
+        return ws
+
     async def cdn(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
         self.cdn_hits.append(name)
@@ -518,56 +591,7 @@ class Harness:
     # ------------------------------------------------------------------ guild set-up
 
     def create_guild(self) -> None:
-        channels = [
-            {"id": str(CHAN_A), "type": 0, "name": "docs-a", "position": 0, "permission_overwrites": []},
-            {"id": str(CHAN_B), "type": 0, "name": "docs-b", "position": 1, "permission_overwrites": []},
-            {
-                "id": str(FORUM),
-                "type": 15,
-                "name": "forum",
-                "position": 2,
-                "permission_overwrites": [],
-                "available_tags": [],
-                "flags": 0,
-            },
-        ]
-        roles = [
-            {
-                "id": str(GUILD),
-                "name": "@everyone",
-                "permissions": MEMBER_PERMISSIONS,
-                "position": 0,
-                "color": 0,
-                "hoist": False,
-                "managed": False,
-                "mentionable": False,
-            },
-            {
-                "id": str(MANAGER_ROLE),
-                "name": "KB Managers",
-                "permissions": MEMBER_PERMISSIONS,
-                "position": 1,
-                "color": 0,
-                "hoist": False,
-                "managed": False,
-                "mentionable": False,
-            },
-        ]
-        self.state.parse_guild_create(
-            {
-                "id": str(GUILD),
-                "name": "guild",
-                "unavailable": False,
-                "member_count": 3,
-                "roles": roles,
-                "emojis": [],
-                "members": [],
-                "channels": channels,
-                "threads": [],
-                "features": [],
-                "owner_id": "1",
-            }
-        )
+        self.state.parse_guild_create(guild_payload())
 
     # ------------------------------------------------------------------ interactions
 
@@ -804,6 +828,7 @@ async def fake_api(monkeypatch):
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_route("*", "/api/v10/{tail:.*}", fake.handle)
     app.router.add_get("/cdn/{name}", fake.cdn)
+    app.router.add_get("/gateway/", fake.gateway)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -811,6 +836,9 @@ async def fake_api(monkeypatch):
     port = site._server.sockets[0].getsockname()[1]
     fake.base = f"http://127.0.0.1:{port}"
     monkeypatch.setattr(discord.http.Route, "BASE", fake.base + "/api/v10")
+    monkeypatch.setattr(
+        discord.gateway.DiscordWebSocket, "DEFAULT_GATEWAY", yarl.URL(f"ws://127.0.0.1:{port}/gateway/")
+    )
     yield fake
     await runner.cleanup()
 

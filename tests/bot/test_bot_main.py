@@ -1,0 +1,59 @@
+"""`python -m bot`'s run(): connects through the fake gateway, syncs when asked, stops on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+from bot.__main__ import main, run
+from raptor_engine.engine import Engine
+from tests.bot.conftest import GUILD
+
+MESSAGE_CONTENT = 1 << 15
+
+
+async def test_sigterm_stops_the_bot_gracefully_and_closes_the_engine(
+    fake_api, bot_settings, embedder, monkeypatch
+):
+    bot_settings.discord_dev_guild = str(GUILD)
+    engine = Engine(bot_settings, embedder=embedder)
+    closed: list[bool] = []
+    close = engine.close
+    monkeypatch.setattr(engine, "close", lambda: (closed.append(True), close())[1])
+    running = asyncio.create_task(run(bot_settings, True, False, engine=engine, warm=False))
+    await fake_api.wait_for(lambda: fake_api.identify is not None, what="the bot to identify")
+    assert {c["name"] for c in fake_api.synced[f"guild-{GUILD}"]} == {"ask", "kb", "Add to knowledge base"}
+    assert not fake_api.identify["intents"] & MESSAGE_CONTENT  # the privileged intent is opt-in
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert await asyncio.wait_for(running, 60) == 0
+    assert closed == [True]
+    await fake_api.wait_for(lambda: fake_api.gateway_closed is not None, what="the gateway to close")
+    assert fake_api.gateway_closed in (1000, 4000)  # the client closed the connection itself
+
+
+async def test_without_sync_flag_nothing_is_synced(fake_api, bot_settings, embedder):
+    engine = Engine(bot_settings, embedder=embedder)
+    running = asyncio.create_task(run(bot_settings, False, False, engine=engine, warm=False))
+    await fake_api.wait_for(lambda: fake_api.identify is not None, what="the bot to identify")
+    os.kill(os.getpid(), signal.SIGINT)
+    assert await asyncio.wait_for(running, 60) == 0
+    assert fake_api.synced == {}
+
+
+async def test_message_content_not_enabled_in_the_portal_is_a_clear_exit(
+    fake_api, bot_settings, embedder, caplog
+):
+    fake_api.refuse_privileged = True
+    engine = Engine(bot_settings, embedder=embedder)
+    code = await asyncio.wait_for(run(bot_settings, False, True, engine=engine, warm=False), 60)
+    assert code == 2
+    assert fake_api.identify["intents"] & MESSAGE_CONTENT
+    assert "Message Content intent is off in the developer portal" in caplog.text
+
+
+def test_missing_token_is_a_clear_exit(monkeypatch, tmp_path, caplog):
+    monkeypatch.chdir(tmp_path)  # no .env here
+    monkeypatch.setenv("DISCORD_TOKEN", "")
+    assert main([]) == 2
+    assert "DISCORD_TOKEN is not set" in caplog.text
