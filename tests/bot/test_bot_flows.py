@@ -20,10 +20,13 @@ from tests.bot.conftest import (
     CAROL,
     CHAN_A,
     CHAN_B,
+    FORUM,
     GUILD,
     MANAGER_ROLE,
     custom_ids,
+    snowflake,
     text_of,
+    thread_payload,
 )
 
 KB_A = kb_name(GUILD, CHAN_A)
@@ -520,3 +523,18 @@ async def test_ask_inside_a_bot_thread_continues_its_conversation(harness):
         "What signal does the light show?",
         "And in fog?",
     ]
+
+
+async def test_forum_post_uses_the_forum_knowledge_base(harness):
+    h = harness
+    post = snowflake()
+    h.state.parse_thread_create(
+        dict(thread_payload(post, FORUM, "Questions about the light", owner=ALICE), newly_created=True)
+    )
+    replies = await add_doc(h, "kestrel.md", LIGHTHOUSE, channel=post)
+    assert "✅ **kestrel.md** added" in replies[0]["content"]
+    assert [d.name for d in h.engine.documents(kb_name(GUILD, FORUM))] == ["kestrel.md"]
+    assert h.engine.documents(kb_name(GUILD, post)) == []
+    _, answer = await ask(h, "How often is the brass polished?", channel=post)
+    assert "kestrel.md" in sources_of(answer)
+    assert not h.fake.calls_to("POST", r"/threads$")  # a post is already a thread
