@@ -15,7 +15,7 @@ from discord import app_commands
 from .adding import add_files, is_supported, screen
 from .answering import EMPTY_KB, NO_KB, handle_ask
 from .jobs import StatusMessage
-from .kb import kb_for_channel
+from .kb import kb_for_channel, parse_kb_name
 from .permissions import can_manage, refusal_text
 from .render import embeds_from_lines, human_size, human_time, truncate
 from .replies import Replier, tell
@@ -110,9 +110,6 @@ class KbGroup(app_commands.Group):
     def __init__(self, bot: RaptorBot):
         super().__init__(name="kb", description="This channel's knowledge base", guild_only=True)
         self.bot = bot
-
-    async def on_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
-        await self.bot.report_command_error(interaction, error)
 
     @app_commands.command(
         name="add", description="Add files (PDF, DOCX, Markdown, text, HTML) to this channel's knowledge base"
@@ -252,10 +249,8 @@ class KbGroup(app_commands.Group):
         kb = await channel_kb(interaction)
         if kb is None or not await manager_check(self.bot, interaction):
             return
-        channel_id = int(kb.rsplit("-", 1)[1])
-        await self.bot.state.set_autoingest(
-            kb, interaction.guild_id or 0, channel_id, enabled, str(interaction.user)
-        )
+        guild_id, channel_id = parse_kb_name(kb) or (0, 0)
+        await self.bot.state.set_autoingest(kb, guild_id, channel_id, enabled, str(interaction.user))
         self.bot.forget_autoingest_cache(kb)
         text = f"Auto-ingest is now **{'on' if enabled else 'off'}** for this channel."
         if enabled and not self.bot.intents.message_content:
