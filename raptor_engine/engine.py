@@ -101,6 +101,15 @@ class DoctorReport:
         return not self.problems or len(self.repaired) == len(self.problems)
 
 
+def _human_size(size: int) -> str:
+    """Bytes as a person reads them: a small limit must not show as '0.0 MB'."""
+    if size < 10_000:
+        return f"{size:,} bytes"
+    if size < 10_000_000:
+        return f"{size / 1000:,.0f} kB"
+    return f"{size / 1e6:,.1f} MB"
+
+
 def _placeholder_top(node: NewNode) -> StoredTop:
     """A top node of the document being stored, named by a negative id until it has a real one."""
     return StoredTop(
@@ -206,7 +215,7 @@ class Engine:
         s = self.settings
         if size > s.max_file_bytes:
             raise LimitError(
-                f"{name} is {size / 1e6:.1f} MB, over the limit of {s.max_file_bytes / 1e6:.1f} MB."
+                f"{name} is {_human_size(size)}, over the limit of {_human_size(s.max_file_bytes)}."
             )
         if kb_id is not None and len(self.store.documents(kb_id)) >= s.max_documents:
             raise LimitError(
@@ -228,7 +237,8 @@ class Engine:
         nothing is stored. Builds of one knowledge base run one at a time, in arrival order.
         """
         name = safe_filename(filename)
-        self._check_limits(self.store.kb_id(kb), name, len(data))
+        # The size now; the document count only after the duplicate check (same bytes are a no-op).
+        self._check_limits(None, name, len(data))
         sha = hashlib.sha256(data).hexdigest()
         self._waiting[kb] += 1
         try:
