@@ -152,15 +152,42 @@ async def _watch_loop(stop: asyncio.Event, interval: float = LAG_INTERVAL) -> fl
     return worst
 
 
-async def _ingest_watching_loop(engine: Any, data: bytes) -> tuple[Any, float, float]:
+class StageClock:
+    """Where an ingest's time goes, from its progress reports: each interval between two reports
+    is charged to the stage that opened it (the interval after "chunk" is the leaves' embedding)."""
+
+    CHARGE = {"load": "load+chunk", "chunk": "embed"}
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[float, str]] = []
+        self._last: tuple[str, int] | None = None
+
+    def __call__(self, event: Any) -> None:
+        key = (event.stage, event.layer)
+        if event.stage == "summarise" and event.done == event.total and event.total:
+            key = ("other", event.layer)  # summarised and embedded; what follows is bookkeeping
+        if key != self._last:
+            self._last = key
+            self.marks.append((time.perf_counter(), self.CHARGE.get(key[0], key[0])))
+
+    def seconds(self, finished: float) -> dict[str, float]:
+        totals: dict[str, float] = {}
+        ends = [t for t, _ in self.marks[1:]] + [finished]
+        for (started, stage), ended in zip(self.marks, ends, strict=True):
+            totals[stage] = totals.get(stage, 0.0) + ended - started
+        return {stage: round(value, 3) for stage, value in totals.items()}
+
+
+async def _ingest_watching_loop(engine: Any, data: bytes) -> tuple[Any, float, float, dict[str, float]]:
     """Ingest on this loop while a sampler measures how long the loop is ever blocked."""
     stop = asyncio.Event()
     watcher = asyncio.create_task(_watch_loop(stop))
+    clock = StageClock()
     started = time.perf_counter()
-    result = await engine.ingest("bench", "bench.txt", data, added_by="bench")
-    seconds = time.perf_counter() - started
+    result = await engine.ingest("bench", "bench.txt", data, added_by="bench", progress=clock)
+    finished = time.perf_counter()
     stop.set()
-    return result, seconds, await watcher
+    return result, finished - started, await watcher, clock.seconds(finished)
 
 
 def measure_ingest(
@@ -193,7 +220,7 @@ def measure_ingest(
         embed_seconds = time.perf_counter() - started
         embed_cpu = time.process_time() - cpu_started
         cpu_started = time.process_time()
-        result, ingest_seconds, worst_lag = asyncio.run(_ingest_watching_loop(engine, data))
+        result, ingest_seconds, worst_lag, stages = asyncio.run(_ingest_watching_loop(engine, data))
         ingest_cpu = time.process_time() - cpu_started
         info = engine.tree_info("bench")
     finally:
@@ -214,6 +241,7 @@ def measure_ingest(
         "seconds_per_1k_tokens": round(ingest_seconds / max(sum(c.tokens for c in chunks), 1) * 1000, 4),
         "loop_lag_ms": round(worst_lag * 1000, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "stage_seconds": stages,
     }
 
 
@@ -395,6 +423,7 @@ def measure_retrieval(
                         },
                     }
                 )
+                log(json.dumps(results[-1]))
                 engine.delete_kb(f"kb{size}")
         finally:
             engine.close()
@@ -423,6 +452,23 @@ def llm_concurrency() -> dict[str, Any] | None:
     }
 
 
+def bot_loop_lag(tokens: int = RATIO_SIZE) -> dict[str, Any] | None:
+    """Run `benchmarks/loop_lag.py` (the bot's own ingest path, with questions asked meanwhile) when present."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks.loop_lag import measure as loop_lag_measure
+    except ImportError:
+        click.echo("Bot loop lag: benchmarks/loop_lag.py is not in this checkout; skipped.")
+        return None
+    figures = asyncio.run(loop_lag_measure(tokens))
+    click.echo(
+        f"Bot path, {figures['document_tokens']:,} tokens: worst event-loop lag {figures['worst_ms']:.1f} ms, "
+        f"p99 {figures['p99_ms']:.1f} ms; {figures['questions_answered']} questions answered during the build"
+    )
+    return figures
+
+
 # ---- report --------------------------------------------------------------------------------
 
 
@@ -442,6 +488,10 @@ def render(report: dict[str, Any]) -> str:
                 f"{r['seconds_per_1k_tokens']:>9.3f} {r['embed_seconds']:>8.1f} {r['ratio']:>6.2f} "
                 f"{r['cpu_ratio']:>9.2f} {r['peak_rss_mb']:>11.0f} {r['loop_lag_ms']:>11.1f} {r['load_average']:>5.1f}"
             )
+        lines.append("where the ingest time goes (seconds by stage):")
+        for r in ingests:
+            stages = ", ".join(f"{k} {v:.1f}" for k, v in r.get("stage_seconds", {}).items() if v >= 0.05)
+            lines.append(f"{r['tokens']:>8}: {stages}")
         ratio = report.get("ratio_check")
         if ratio:
             lines += [
@@ -525,6 +575,11 @@ def _sizes(value: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
     help="Text: evaluation-set articles when present (auto), or varied copies of the sample.",
 )
 @click.option(
+    "--bot-lag",
+    is_flag=True,
+    help="Also run the bot's loop-lag benchmark (benchmarks/loop_lag.py, ~100k tokens).",
+)
+@click.option(
     "--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures as JSON."
 )
 def bench_command(
@@ -536,6 +591,7 @@ def bench_command(
     skip_retrieval: bool,
     with_llm: bool,
     source: str,
+    bot_lag: bool,
     out: Path | None,
 ) -> None:
     """Measure ingest time, memory, loop lag, retrieval latency and index recall on this machine."""
@@ -544,13 +600,21 @@ def bench_command(
     queries = min(queries, 50) if quick else queries
     report: dict[str, Any] = {"machine": machine(), "source": source, "ingest": [], "retrieval": []}
     say = lambda message: click.echo(f"· {message}", err=True)  # noqa: E731
+
+    def save() -> None:
+        if out:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+
     if not skip_ingest:
         for size in doc_sizes:
             say(f"ingesting a {size:,}-token document in a child process")
             report["ingest"].append(ingest_in_child(size, source=source))
+            say(json.dumps(report["ingest"][-1]))
+            save()
         at_target = min(report["ingest"], key=lambda r: abs(r["target_tokens"] - RATIO_SIZE))
         report["ratio_check"] = {
-            k: at_target[k] for k in ("tokens", "ingest_seconds", "embed_seconds", "ratio")
+            k: at_target[k] for k in ("tokens", "ingest_seconds", "embed_seconds", "ratio", "cpu_ratio")
         }
     if not skip_retrieval:
         report["retrieval"] = measure_retrieval(kb, queries=queries, source=source, log=say)
@@ -558,9 +622,11 @@ def bench_command(
     if with_llm:
         click.echo()
         report["llm_concurrency"] = llm_concurrency()
+    if bot_lag:
+        click.echo()
+        report["bot_loop_lag"] = bot_loop_lag()
+    save()
     if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
         say(f"wrote {out}")
 
 

@@ -54,6 +54,9 @@ def test_ingest_measure_on_a_tiny_document(tmp_path, embedder):
     assert figures["ingest_seconds"] > 0 and figures["embed_seconds"] > 0
     assert figures["ratio"] == pytest.approx(figures["ingest_seconds"] / figures["embed_seconds"], rel=0.01)
     assert figures["loop_lag_ms"] >= 0 and figures["peak_rss_mb"] > 100  # the model alone is bigger
+    stages = figures["stage_seconds"]
+    assert {"load+chunk", "embed", "cluster", "summarise", "store", "index"} <= stages.keys()
+    assert sum(stages.values()) == pytest.approx(figures["ingest_seconds"], abs=0.25)
 
 
 def test_retrieval_measure_and_recall_on_a_small_synthetic_kb(embedder):
