@@ -35,8 +35,16 @@ EMPTY_KB = (
 )
 NO_KB = "Questions work in a server's text channels, threads and forum posts, not in DMs."
 FAILED = "Something went wrong while answering; the error was logged. Please try again."
+STILL_BUILDING = (
+    "This channel's first document is still being added; ask again when its progress message says it is done."
+)
 THREAD_NAME_LIMIT = 100
 MAX_QUESTION_CHARS = 1000
+
+
+def empty_text(bot: RaptorBot, kb: str) -> str:
+    """Why there is nothing to answer from: no documents yet, or the first one is still building."""
+    return STILL_BUILDING if bot.jobs.pending(kb) else EMPTY_KB
 
 
 def thread_name(question: str) -> str:
@@ -92,7 +100,7 @@ async def handle_ask(
         await replier.send(f"⚠️ {FAILED}")
         return
     if answer is None:
-        await replier.send(EMPTY_KB)
+        await replier.send(empty_text(bot, kb))
         return
     messages, view = await prepare(bot, kb, answer)
     sent = await replier.send_all(messages, view)
@@ -176,7 +184,7 @@ async def handle_follow_up(bot: RaptorBot, message: discord.Message, record: Thr
         await _reply(message, f"⚠️ {FAILED}")
         return
     if answer is None:
-        await _reply(message, EMPTY_KB)
+        await _reply(message, empty_text(bot, kb))
         return
     messages, view = await prepare(bot, kb, answer)
     for i, out in enumerate(messages):

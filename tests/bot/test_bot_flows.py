@@ -484,6 +484,8 @@ async def test_build_slots_are_capped_with_a_clear_waiting_message(make_harness,
     )
     status = (await h.replies_done(h.slash("kb", sub="status", user=BOB, channel=CHAN_B)))[0]
     assert "1 of 1 build slots in use, 1 file(s) waiting" in text_of(status)
+    early = (await h.replies_done(h.ask("What is the lens made of?", user=BOB)))[0]
+    assert "first document is still being added" in early["content"]
     summarizer.gate.set()
     for token in (first, second):
         await h.replies_done(token, lambda r: "Done" in text_of(r[0]))
