@@ -22,6 +22,7 @@ from raptor_engine.types import ContextNode, Turn
 
 BUSY_TIMEOUT_SECONDS = 30.0
 MAX_HISTORY_TURNS = 12
+MAX_ANSWERS_PER_KB = 1000  # a channel keeps the context of its answers among the last 1,000 given
 
 
 def _now() -> str:
@@ -240,7 +241,12 @@ class BotState:
         def write() -> int:
             table = self._db["bot_answers"]
             table.insert({"kb": kb, "question": question, "context_json": payload, "created_at": _now()})
-            return int(table.last_pk)
+            answer_id = int(table.last_pk)
+            with self._db.conn:  # keep the newest answers' context only; older buttons say it is gone
+                self._db.execute(
+                    "delete from bot_answers where kb = ? and id <= ?", [kb, answer_id - MAX_ANSWERS_PER_KB]
+                )
+            return answer_id
 
         return await self._run(write)
 
