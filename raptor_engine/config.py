@@ -67,7 +67,7 @@ class Settings:
     max_kb_tokens: int = 2_000_000
     questions_per_minute: int = 6
     # LLM backend (OpenAI-compatible); empty key and base URL mean the extractive default
-    llm_api_key: str = ""
+    llm_api_key: str = field(default="", repr=False)  # a secret: never in repr() or logs
     llm_base_url: str = ""
     llm_summary_model: str = "gpt-4o-mini"
     llm_answer_model: str = "gpt-4o-mini"
@@ -75,7 +75,7 @@ class Settings:
     llm_timeout: float = 60.0
     llm_max_retries: int = 5
     # bot
-    discord_token: str = ""
+    discord_token: str = field(default="", repr=False)  # a secret: never in repr() or logs
     discord_dev_guild: str = ""
     manager_role: str = ""
     max_concurrent_builds: int = 2
