@@ -308,6 +308,9 @@ from .bench import bench_command  # noqa: E402  (the benchmark's own module defi
 from .evaluate import eval_command  # noqa: E402  (the evaluation's own module defines it)
 
 cli.add_command(eval_command)
+from .robustness import robustness_command  # noqa: E402
+
+cli.add_command(robustness_command)
 cli.add_command(bench_command)
 
 
