@@ -352,16 +352,50 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, int(np.ceil(share * len(ordered))) - 1))]
 
 
-def recall_against_exact(engine: Any, kb_id: int, queries: np.ndarray, k: int) -> float:
-    """Share of the exact top-k (brute force over all stored vectors) that hnswlib returns at the configured ef."""
+def recall_against_exact(
+    engine: Any, kb_id: int, queries: np.ndarray, k: int, ef: int | None = None
+) -> float:
+    """Share of the exact top-k (brute force over all stored vectors) that hnswlib returns at `ef`
+    (the configured one by default)."""
     ids, matrix = engine.store.embeddings(kb_id)
     index = engine.indexes.get(kb_id)
     found = 0
     for query in queries:
         exact = set(ids[np.argsort(-(matrix @ query), kind="stable")[:k]].tolist())
-        approx = {node_id for node_id, _ in index.search(query, k=k, ef=engine.settings.hnsw_ef)}
+        approx = {node_id for node_id, _ in index.search(query, k=k, ef=ef or engine.settings.hnsw_ef)}
         found += len(exact & approx)
     return found / (k * len(queries))
+
+
+def search_and_fill_ms(engine: Any, kb_id: int, queries: np.ndarray, ef: int) -> list[float]:
+    """Milliseconds of retrieval after the question is embedded: hnswlib search, node fetch, budget fill."""
+    from .retrieve import CANDIDATES, fill_budget
+
+    index = engine.indexes.get(kb_id)
+    times = []
+    for query in queries:
+        started = time.perf_counter()
+        hits = index.search(query, k=CANDIDATES, ef=ef)
+        nodes = engine.store.nodes_by_ids([node_id for node_id, _ in hits])
+        fill_budget([(nodes[i], score) for i, score in hits if i in nodes], engine.settings.budget)
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def ef_sweep(
+    engine: Any, kb_id: int, queries: np.ndarray, efs: tuple[int, ...], size: int
+) -> list[dict[str, Any]]:
+    """Recall and search cost at several ef values: what the configured ef buys and what more would cost."""
+    from .retrieve import CANDIDATES
+
+    rows = []
+    for ef in efs:
+        times = search_and_fill_ms(engine, kb_id, queries, ef)
+        row: dict[str, Any] = {"ef": ef, "search_median_ms": round(statistics.median(times), 2)}
+        for k in (10, 50, CANDIDATES):
+            row[f"recall_at_{k}"] = round(recall_against_exact(engine, kb_id, queries, min(k, size), ef), 4)
+        rows.append(row)
+    return rows
 
 
 def measure_retrieval(
@@ -371,9 +405,11 @@ def measure_retrieval(
     embedder: Any = None,
     source: str = "auto",
     base_count: int = 1000,
+    efs: tuple[int, ...] = (),
     log: Callable[[str], None] = lambda _: None,
 ) -> list[dict[str, Any]]:
-    """Latency of `engine.retrieve` and hnswlib recall on knowledge bases of each size."""
+    """Latency of `engine.retrieve` and hnswlib recall on knowledge bases of each size (and at other
+    ef values when `efs` is given)."""
     from .engine import Engine
     from .retrieve import CANDIDATES
 
@@ -423,6 +459,11 @@ def measure_retrieval(
                         },
                     }
                 )
+                results[-1]["search_median_ms"] = round(
+                    statistics.median(search_and_fill_ms(engine, kb_id, query_vectors, settings.hnsw_ef)), 2
+                )
+                if efs:
+                    results[-1]["ef_sweep"] = ef_sweep(engine, kb_id, query_vectors, efs, size)
                 log(json.dumps(results[-1]))
                 engine.delete_kb(f"kb{size}")
         finally:
@@ -524,6 +565,21 @@ def render(report: dict[str, Any]) -> str:
                 + " ".join(f"{r[k]:>10.4f}" for k in recalls)
                 + f" {r['hnsw_ef']:>4} {r['index_build_seconds']:>13.1f} load {r['load_average']:.1f}"
             )
+        for r in retrieval:
+            if "search_median_ms" in r:
+                lines.append(
+                    f"{r['nodes']:>8} nodes: search + fetch + fill, question already embedded: "
+                    f"median {r['search_median_ms']:.1f} ms"
+                )
+            for row in r.get("ef_sweep", []):
+                recall = ", ".join(
+                    f"{k.replace('recall_at_', 'recall@')} {v:.4f}"
+                    for k, v in row.items()
+                    if k.startswith("recall")
+                )
+                lines.append(
+                    f"{r['nodes']:>8} nodes, ef {row['ef']:>4}: search {row['search_median_ms']:.1f} ms, {recall}"
+                )
         largest = retrieval[-1]
         lines.append(
             f"median at {largest['nodes']:,} nodes: {largest['median_ms']:.1f} ms "
@@ -574,6 +630,7 @@ def _sizes(value: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
     show_default=True,
     help="Text: evaluation-set articles when present (auto), or varied copies of the sample.",
 )
+@click.option("--ef-sweep", help="Also measure recall and search time at these ef values, e.g. 200,400,800.")
 @click.option(
     "--bot-lag",
     is_flag=True,
@@ -591,6 +648,7 @@ def bench_command(
     skip_retrieval: bool,
     with_llm: bool,
     source: str,
+    ef_sweep: str | None,
     bot_lag: bool,
     out: Path | None,
 ) -> None:
@@ -617,7 +675,8 @@ def bench_command(
             k: at_target[k] for k in ("tokens", "ingest_seconds", "embed_seconds", "ratio", "cpu_ratio")
         }
     if not skip_retrieval:
-        report["retrieval"] = measure_retrieval(kb, queries=queries, source=source, log=say)
+        efs = _sizes(ef_sweep, ()) if ef_sweep else ()
+        report["retrieval"] = measure_retrieval(kb, queries=queries, source=source, efs=efs, log=say)
     click.echo(render(report))
     if with_llm:
         click.echo()

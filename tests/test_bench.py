@@ -60,8 +60,15 @@ def test_ingest_measure_on_a_tiny_document(tmp_path, embedder):
 
 
 def test_retrieval_measure_and_recall_on_a_small_synthetic_kb(embedder):
-    results = bench.measure_retrieval((300,), queries=6, embedder=embedder, base_count=40, source="generated")
+    results = bench.measure_retrieval(
+        (300,), queries=6, embedder=embedder, base_count=40, source="generated", efs=(16, 200)
+    )
     (row,) = results
+    assert [r["ef"] for r in row["ef_sweep"]] == [16, 200]
+    for swept in row["ef_sweep"]:
+        assert swept["search_median_ms"] > 0 and 0.0 < swept["recall_at_10"] <= 1.0
+    assert row["ef_sweep"][1]["recall_at_10"] == row["recall_at_10"]  # the configured ef is 200
+    assert 0 < row["search_median_ms"]
     assert row["nodes"] == 300 and row["queries"] == 6
     assert 0 < row["median_ms"] <= row["p95_ms"]
     assert 0.9 <= row["recall_at_10"] <= 1.0 and 0.0 < row["recall_at_200"] <= 1.0
