@@ -493,6 +493,60 @@ def format_context(context: Sequence[ContextNode]) -> str:
     return "\n\n".join(blocks)
 
 
+# ---- citations a model forgot ---------------------------------------------------------------
+
+_MARKER = re.compile(r"\[(\d{1,4})\]")
+_ECHOED_LABEL = re.compile(r"(\[\d{1,4}\])[ \t]*\(node \d+, layer \d+[^)\n]*\)")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]+")
+_SENTENCE_OR_BREAK = re.compile(r"((?<=[.!?])[ \t]+|\n+)")
+STOPWORDS = frozenset(
+    "the and but for with from that this these those was were are been being has have had not "
+    "its his her their they them she him you your our who whom whose which what when where why how "
+    "than then there here into onto over under after before about also only very more most such "
+    "each every some any all one can could would should will shall may might must did does".split()
+)
+MIN_SHARED_WORDS = 2
+MIN_SHARED_FRACTION = 0.4
+
+
+def _content_words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text) if len(w) > 2 and w.lower() not in STOPWORDS}
+
+
+def _has_valid_marker(text: str, blocks: int) -> bool:
+    return any(1 <= int(m.group(1)) <= blocks for m in _MARKER.finditer(text))
+
+
+def _mark_sentence(sentence: str, block_words: list[set[str]]) -> str:
+    """Append the marker of the block this sentence shares most content words with, if enough."""
+    words = _content_words(sentence)
+    if len(words) < MIN_SHARED_WORDS:
+        return sentence
+    shared = [len(words & block) for block in block_words]
+    best = max(range(len(shared)), key=lambda i: (shared[i], -i))  # ties go to the better-ranked block
+    if shared[best] < MIN_SHARED_WORDS or shared[best] < MIN_SHARED_FRACTION * len(words):
+        return sentence
+    body = sentence.rstrip()
+    end = len(body) - len(body.rstrip(".!?"))
+    return f"{body[: len(body) - end]} [{best + 1}]{body[len(body) - end :]}"
+
+
+def attribute_citations(text: str, context: Sequence[ContextNode]) -> str:
+    """Tidy what a model wrote about its sources, and supply markers when it gave none.
+
+    Small local models often copy block labels into the answer or ignore the instruction to cite.
+    Copied labels are removed (the marker stays). An answer with no valid marker gets, after each
+    sentence, the marker of the context block it shares the most content words with, when that is
+    at least two words and 40% of the sentence's; sentences that match no block stay unmarked.
+    """
+    text = _ECHOED_LABEL.sub(r"\1", text)
+    if not context or _has_valid_marker(text, len(context)):
+        return text
+    block_words = [_content_words(node.text) for node in context]
+    parts = _SENTENCE_OR_BREAK.split(text)
+    return "".join(part if i % 2 else _mark_sentence(part, block_words) for i, part in enumerate(parts))
+
+
 _OLD_MARKER = re.compile(r"[ \t]*\[\d{1,4}\]")
 
 
@@ -631,7 +685,15 @@ def _take_condense_usage() -> tuple[int, int]:
 class AnswerStream:
     """Async iterator of an answer's text deltas; afterwards `draft()` gives the whole AnswerDraft."""
 
-    def __init__(self, client: LLMClient, messages: list[dict[str, str]], model: str, max_tokens: int):
+    def __init__(
+        self,
+        client: LLMClient,
+        messages: list[dict[str, str]],
+        model: str,
+        max_tokens: int,
+        context: Sequence[ContextNode] = (),
+    ):
+        self._context = list(context)
         self._condense_usage = _take_condense_usage()
         self._sink = _StreamSink()
         self._deltas = client.stream(messages, model, max_tokens, self._sink)
@@ -651,6 +713,7 @@ class AnswerStream:
         text = self._sink.text.strip()
         if self._sink.finish_reason == "length":
             text = complete_sentences(text, "length")
+        text = attribute_citations(text, self._context)
         condense_prompt, condense_completion = self._condense_usage
         return AnswerDraft(
             text,
@@ -683,6 +746,7 @@ class OpenAIAnswerer:
         text = completion.text
         if completion.finish_reason == "length":
             text = complete_sentences(text, "length")
+        text = attribute_citations(text, context)
         condense_prompt, condense_completion = _take_condense_usage()
         return AnswerDraft(
             text,
@@ -693,7 +757,7 @@ class OpenAIAnswerer:
     def stream_answer(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerStream:
         """`async for delta in answerer.stream_answer(...)`, then `stream.draft()` for the AnswerDraft."""
         return AnswerStream(
-            self.client, answer_messages(question, context, history), self.model, self.max_tokens
+            self.client, answer_messages(question, context, history), self.model, self.max_tokens, context
         )
 
     async def condense(self, question: str, history: list[Turn]) -> str:

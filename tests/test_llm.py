@@ -17,6 +17,7 @@ from raptor_engine.llm import (
     SUMMARY_USER,
     OpenAIAnswerer,
     OpenAISummarizer,
+    attribute_citations,
     complete_sentences,
     estimate_tokens,
     fit_to_budget,
@@ -327,6 +328,26 @@ async def test_citations_map_to_nodes_and_markers_pointing_at_nothing_are_droppe
         (2, 7, 0, "glass.txt"),
     ]
     assert citations[1].page == 2
+
+
+async def test_an_answer_without_markers_gets_them_from_the_blocks_it_repeats(server, tmp_path):
+    server.responder = lambda body: (
+        "Cinderella lost her glass slipper at the ball. The weather was fine.\nThe prince searched the kingdom."
+    )
+    draft = await answerer_for(server, tmp_path).answer("What happened?", context_nodes(), [])
+    assert draft.text == (
+        "Cinderella lost her glass slipper at the ball [1]. The weather was fine.\nThe prince searched the kingdom [2]."
+    )
+
+
+def test_attribution_leaves_cited_answers_alone_and_strips_copied_labels():
+    context = context_nodes()
+    cited = "The prince searched the kingdom [1]."  # a wrong but valid citation is the model's to make
+    assert attribute_citations(cited, context) == cited
+    echoed = "[2] (node 42, layer 2, knowledge-base summary) The prince searched."
+    assert attribute_citations(echoed, context) == "[2] The prince searched."
+    assert attribute_citations("Nothing in common here.", context) == "Nothing in common here."
+    assert attribute_citations("A slipper was lost.", []) == "A slipper was lost."
 
 
 async def test_the_history_goes_into_the_answer_prompt_as_prior_messages(server, tmp_path):

@@ -131,7 +131,9 @@ async def test_a_real_local_model_builds_a_tree_and_answers_with_citations(llama
         result = await engine.ingest("e2e", SAMPLE.name, SAMPLE.read_bytes())
         assert result.status == "added" and result.layers >= 2
         assert result.prompt_tokens > 0 and result.completion_tokens > 0
-        answer = await engine.ask("e2e", "Who was the first principal keeper of the Skerrow Point light?")
+        answer = await engine.ask(
+            "e2e", "Who was the first principal keeper of the Skerrow Point light?", budget=800
+        )
         assert answer.text.strip()
         assert answer.prompt_tokens > 0
         assert answer.citations, f"the model cited nothing: {answer.text!r}"
