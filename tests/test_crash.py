@@ -13,6 +13,7 @@ RAPTOR_CRASH_KILLS sets how many kills are required (default 20, the issue's min
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 from collections import Counter
@@ -100,3 +101,32 @@ async def test_the_bot_repairs_a_damaged_index_when_it_starts(make_harness, bot_
     index_file.write_bytes(b"garbage left by a crash")
     h = await make_harness()  # logging in runs setup_hook, where the doctor belongs
     assert h.engine.indexes.check(kb_id) == []  # the file on disk was rebuilt from SQLite at start-up
+
+
+def test_raptor_doctor_reports_then_repairs_what_a_crash_can_leave(tmp_path, embedder, monkeypatch):
+    """A crash between SQLite's commit and the index save leaves a missing or stale index file."""
+    import json
+
+    from click.testing import CliRunner
+
+    from raptor_engine.cli import cli
+
+    engine = Engine(crash_settings(tmp_path / "data"), embedder=embedder)
+    seed_crash_template(engine)
+    asyncio.run(engine.ingest("other", "tide.txt", CRASH_DOCUMENTS[0][1].encode()))
+    crash_id, other_id = engine.store.kb_id("crash"), engine.store.kb_id("other")
+    engine.close()
+    index_dir = tmp_path / "data" / "indices"
+    (index_dir / f"kb-{crash_id}.hnsw").unlink()
+    meta = index_dir / f"kb-{other_id}.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "version": 0}))
+
+    monkeypatch.setattr("raptor_engine.engine.Embedder", lambda *args, **kwargs: embedder)
+    runner = CliRunner()
+    args = ["--data-dir", str(tmp_path / "data"), "doctor"]
+    found = runner.invoke(cli, args + ["--no-repair"])
+    assert found.exit_code == 1
+    assert "missing or unreadable" in found.output and "(version 0)" in found.output
+    repaired = runner.invoke(cli, args)
+    assert repaired.exit_code == 0 and repaired.output.strip().endswith("repaired")
+    assert runner.invoke(cli, args + ["--no-repair"]).output.strip() == "healthy"
