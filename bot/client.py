@@ -113,6 +113,10 @@ class RaptorBot(discord.Client):
             log.info("synced %d global commands (may take up to an hour to appear)", len(synced))
         return synced
 
+    async def on_app_command_completion(self, interaction: discord.Interaction, command: object) -> None:
+        name = getattr(command, "qualified_name", "?")
+        log.info("/%s by %s in %s done", name, interaction.user.id, interaction.channel_id)
+
     async def on_ready(self) -> None:
         log.info("connected as %s to %d guild(s)", self.user, len(self.guilds))
 

@@ -11,6 +11,7 @@ message-content intent the way Discord does. A CDN route serves attachments and 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import json
 import re
@@ -299,11 +300,13 @@ class FakeDiscord:
         return [c for c in self.calls if c.method == method and rx.search(c.path)]
 
     async def wait_for(self, predicate: Any, timeout: float = 90.0, what: str = "condition") -> Any:
-        """Poll until `predicate()` is truthy; fail the test with `what` after `timeout` seconds."""
+        """Poll until `predicate()` (plain or async) is truthy; fail the test with `what` after `timeout` seconds."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
             value = predicate()
+            if inspect.isawaitable(value):
+                value = await value
             if value:
                 return value
             if loop.time() > deadline:
@@ -587,6 +590,19 @@ class Harness:
         self.fake = fake
         self.engine = engine
         self.state = bot._connection
+        self.completed: set[int] = set()  # interactions whose command handler has returned
+        logged = bot.on_app_command_completion
+
+        async def on_completion(interaction: discord.Interaction, command: Any) -> None:
+            self.completed.add(interaction.id)
+            await logged(interaction, command)
+
+        bot.on_app_command_completion = on_completion  # discord.py dispatches to the instance attribute
+
+    async def finished(self, token: str) -> None:
+        """Wait until the command behind `token` has run to its end (threads opened, turns stored)."""
+        interaction_id = self.fake.tokens[token].interaction_id
+        await self.fake.wait_for(lambda: interaction_id in self.completed, what="the command to finish")
 
     # ------------------------------------------------------------------ guild set-up
 

@@ -36,7 +36,9 @@ KB_B = kb_name(GUILD, CHAN_B)
 async def add_doc(h, name: str, text: str, channel: int = CHAN_A) -> list[dict]:
     attachment = h.fake.add_file(name, text.encode())
     token = h.kb_add(attachment, channel=channel)
-    return await h.replies_done(token, lambda r: "Done" in text_of(r[0]), what=f"adding {name}")
+    replies = await h.replies_done(token, lambda r: "Done" in text_of(r[0]), what=f"adding {name}")
+    await h.finished(token)
+    return replies
 
 
 async def ask(h, question: str, channel: int = CHAN_A, **kwargs) -> tuple[str, list[dict]]:
@@ -44,7 +46,13 @@ async def ask(h, question: str, channel: int = CHAN_A, **kwargs) -> tuple[str, l
     replies = await h.replies_done(
         token, lambda r: any(custom_ids(m) or "⚠️" in text_of(m) for m in r), what="an answer"
     )
+    await h.finished(token)
     return token, replies
+
+
+async def _turns(h, thread_id: int, count: int) -> list | None:
+    history = await h.bot.state.history(thread_id)
+    return history if len(history) >= count else None
 
 
 def sources_of(replies: list[dict]) -> str:
@@ -174,7 +182,9 @@ async def test_ask_answers_with_sources_opens_thread_and_follow_up_uses_parent_k
     follow = reply[0]
     assert "kestrel.md" in text_of(follow) and "1871" in follow["content"]
     assert follow.get("message_reference")  # a reply to the question
-    history = await h.bot.state.history(thread.id)
+    history = await h.fake.wait_for(
+        lambda: _turns(h, thread.id, 4), what="the follow-up's turns to be stored"
+    )
     assert [t.role for t in history] == ["user", "assistant", "user", "assistant"]
     assert history[2].content == "and when was the tower built?"
 
