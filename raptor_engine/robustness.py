@@ -308,11 +308,34 @@ def crash_settings(data_dir: Path) -> Settings:
     return Settings(data_dir=data_dir)
 
 
-def _child_ingest(data_dir: Path, stages: Path, embedder: Any) -> None:
+PLANTED_FAULTS = {
+    "in-commit": "planted: inside the commit transaction",
+    "before-index": "planted: after the commit, before the index update",
+}
+
+
+def _plant_self_kill(fault: str, log: Any) -> None:
+    """Make this child SIGKILL itself at an exact point, which random timing rarely hits."""
+    from .index import IndexManager
+    from .store import Store
+
+    def die(*_args: Any, **_kwargs: Any) -> None:
+        log.write(PLANTED_FAULTS[fault] + "\n")
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if fault == "in-commit":  # the build record is written last, inside the document's transaction
+        Store._record_build = die  # type: ignore[method-assign]
+    elif fault == "before-index":
+        IndexManager.get = die  # type: ignore[method-assign]
+
+
+def _child_ingest(data_dir: Path, stages: Path, embedder: Any, fault: str = "") -> None:
     """The forked child: a fresh engine (own SQLite connections) ingesting the crash documents."""
     from .engine import Engine
 
     log = stages.open("a", buffering=1)
+    if fault:
+        _plant_self_kill(fault, log)
 
     def note(event: Any) -> None:
         log.write(event.stage + "\n")
@@ -349,7 +372,7 @@ def crash_zygote() -> None:
         if pid == 0:
             code = 0
             try:
-                _child_ingest(Path(parts[1]), Path(parts[2]), embedder)
+                _child_ingest(Path(parts[1]), Path(parts[2]), embedder, parts[3] if len(parts) > 3 else "")
             except BaseException:  # report, never fall back into the parent's loop
                 import traceback
 
@@ -390,9 +413,9 @@ class Zygote:
             if line.startswith(word):
                 return line.strip()
 
-    def start_ingest(self, data_dir: Path, stages: Path) -> int:
+    def start_ingest(self, data_dir: Path, stages: Path, fault: str = "") -> int:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(f"ingest {data_dir} {stages}\n")
+        self.proc.stdin.write(f"ingest {data_dir} {stages} {fault}\n")
         self.proc.stdin.flush()
         return int(self._expect("pid").split()[1])
 
@@ -429,6 +452,8 @@ def last_stage(stages: Path) -> str:
             document, stage = line.split(" ", 1)[1], "begin"
         elif line.startswith("committed "):
             stage = "after commit"
+        elif line.startswith("planted: "):
+            return line
         else:
             stage = line
     return f"{document}: {stage}" if document else stage
@@ -534,6 +559,9 @@ def run_crash_trials(
 ) -> tuple[list[CrashTrial], float]:
     """SIGKILL ingest children at random moments until `kills` of them died mid-ingest.
 
+    Two planted kills come first (inside the commit transaction, and between the commit and
+    the index update); they do not count towards `kills`.
+
     Returns the trials (kills and the runs that finished before their kill time) and the
     measured length of one ingest. Each trial starts from a copy of a data directory that
     already holds one document, so a kill can also be checked for harming the previous tree.
@@ -550,8 +578,12 @@ def run_crash_trials(
     trials: list[CrashTrial] = []
     try:
         duration = measure_child_seconds(zygote, workdir, template)
+        for fault in PLANTED_FAULTS:
+            trials.append(_one_crash_trial(zygote, workdir, template, embedder, len(trials), 0.0, fault))
+            if on_trial:
+                on_trial(trials[-1])
         attempts = max_attempts or kills * 4
-        while sum(t.ended == "killed" for t in trials) < kills and len(trials) < attempts:
+        while sum(t.ended == "killed" and t.delay > 0 for t in trials) < kills and len(trials) < attempts:
             trial = _one_crash_trial(
                 zygote, workdir, template, embedder, len(trials), rng.uniform(0, duration)
             )
@@ -564,17 +596,25 @@ def run_crash_trials(
 
 
 def _one_crash_trial(
-    zygote: Zygote, workdir: Path, template: Path, embedder: Any, number: int, delay: float
+    zygote: Zygote,
+    workdir: Path,
+    template: Path,
+    embedder: Any,
+    number: int,
+    delay: float,
+    fault: str = "",
 ) -> CrashTrial:
+    """One child killed after `delay` seconds (or, with a planted `fault`, killing itself)."""
     from .engine import Engine
 
     data_dir = workdir / f"trial-{number}"
     stages = workdir / f"trial-{number}.stages"
     copy_tree(template, data_dir)
-    pid = zygote.start_ingest(data_dir, stages)
-    time.sleep(delay)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
+    pid = zygote.start_ingest(data_dir, stages, fault)
+    if not fault:
+        time.sleep(delay)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     how, code = zygote.wait()
     killed = how == "signal" and code == signal.SIGKILL
     if how == "exit" and code != 0:
@@ -816,7 +856,7 @@ def report(kills: int, isolation_trials: int, questions: int, workdir: Path) -> 
     survived = [t for t in killed if not t.problems]
     stages = Counter(t.stage for t in killed)
     lines.append(
-        f"Crash safety: {len(survived)}/{len(killed)} SIGKILLs survived (integrity_check ok, consistency ok, "
+        f"Crash safety: {len(survived)}/{len(killed)} SIGKILLs survived ({len(killed) - 2} at random moments, 2 planted) (integrity_check ok, consistency ok, "
         f"no partial document, re-run completes); one ingest takes {duration:.2f} s; "
         f"{len(trials) - len(killed)} runs finished before their kill time. Killed during: "
         + ", ".join(f"{k} {v}" for k, v in sorted(stages.items()))
