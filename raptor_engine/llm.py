@@ -755,7 +755,8 @@ class OpenAIAnswerer:
         )
 
     def stream_answer(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerStream:
-        """`async for delta in answerer.stream_answer(...)`, then `stream.draft()` for the AnswerDraft."""
+        """`async for delta in answerer.stream_answer(...)`, then `stream.draft()` for the AnswerDraft
+        (whose text may carry markers the model left out; see `attribute_citations`)."""
         return AnswerStream(
             self.client, answer_messages(question, context, history), self.model, self.max_tokens, context
         )
