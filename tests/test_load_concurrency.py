@@ -147,3 +147,29 @@ async def test_two_processes_write_one_data_dir_while_questions_are_answered(tmp
             assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         engine.close()
+
+
+# ---- through the bot ---------------------------------------------------------------------------------------
+
+from tests.bot.conftest import BOB, bot_settings, fake_api, make_harness, text_of  # noqa: E402, F401
+
+
+async def test_the_bot_answers_every_question_while_two_uploads_build(make_harness):  # noqa: F811
+    """Users on Discord: 20 /ask at once while two /kb add builds queue in the same channel."""
+    from tests.bot.test_bot_flows import add_doc
+
+    h = await make_harness()
+    await add_doc(h, "box.txt", CRASH_BASE[1])
+    adds = [h.kb_add(h.fake.add_file(name, text.encode())) for name, text in LOAD_DOCUMENTS]
+    asks = [h.ask("What was the signal box built of?", user=BOB + i) for i in range(20)]
+    for token in asks:
+        replies = await h.replies_done(token, what="an answer under load")
+        said = " ".join(text_of(m) for m in replies)
+        assert "red brick" in said, said
+        assert "⚠️" not in said and "locked" not in said.lower()
+    for token in adds:
+        replies = await h.replies_done(token, lambda r: "Done" in text_of(r[0]), what="an upload under load")
+        assert "Done" in text_of(replies[0])
+    assert sorted(d.name for d in h.engine.documents(h.engine.knowledge_bases()[0])) == sorted(
+        ["box.txt"] + [name for name, _ in LOAD_DOCUMENTS]
+    )
