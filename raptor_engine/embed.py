@@ -92,7 +92,7 @@ class Embedder:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         # Sort by length so each batch pads little; restore the order afterwards.
         order = np.argsort([-len(t) for t in texts], kind="stable")
-        step = self.batch_size * 4
+        step = self.batch_size  # one batch per lock hold, so a question waits at most one batch
         for begin in range(0, len(texts), step):
             idx = order[begin : begin + step]
             with self._lock:
