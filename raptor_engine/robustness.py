@@ -856,8 +856,9 @@ def report(kills: int, isolation_trials: int, questions: int, workdir: Path) -> 
     survived = [t for t in killed if not t.problems]
     stages = Counter(t.stage for t in killed)
     lines.append(
-        f"Crash safety: {len(survived)}/{len(killed)} SIGKILLs survived ({len(killed) - 2} at random moments, 2 planted) (integrity_check ok, consistency ok, "
-        f"no partial document, re-run completes); one ingest takes {duration:.2f} s; "
+        f"Crash safety: {len(survived)}/{len(killed)} SIGKILLs survived ({len(killed) - 2} at random moments, "
+        "2 planted); after each: integrity_check ok, consistency ok, no partial document, the re-run "
+        f"completes; one ingest takes {duration:.2f} s; "
         f"{len(trials) - len(killed)} runs finished before their kill time. Killed during: "
         + ", ".join(f"{k} {v}" for k, v in sorted(stages.items()))
     )
