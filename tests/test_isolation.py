@@ -15,7 +15,7 @@ import random
 
 import discord
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.kb import kb_for_channel, kb_name, parse_kb_name
@@ -124,6 +124,7 @@ def test_the_check_detects_a_node_from_another_knowledge_base(built, monkeypatch
 ids = st.integers(min_value=1, max_value=2**63 - 1)
 
 
+@settings(derandomize=True)
 @given(guild=ids, other_guild=ids, channel=ids, other_channel=ids, thread_id=ids)
 def test_mapping_properties(guild, other_guild, channel, other_channel, thread_id):
     home = kb_for_channel(guild, text_channel(channel))
