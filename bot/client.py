@@ -87,6 +87,7 @@ class RaptorBot(discord.Client):
         if self.warm_on_start:
             log.info("warming the engine (embedding model, clustering code)…")
             await asyncio.to_thread(self.engine.warm)
+        await asyncio.to_thread(self.check_store)
         self.state = await asyncio.to_thread(BotState, self.settings.db_path)
         self.jobs = BuildJobs(self.engine, self.settings.max_concurrent_builds)
         self.cdn = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300))
@@ -100,6 +101,22 @@ class RaptorBot(discord.Client):
         if self.sync_on_start:
             await self.sync_commands()
         log.info("ready to connect; backend %s", getattr(self.engine, "backend_name", "?"))
+
+    def check_store(self) -> None:
+        """`raptor doctor` at start-up: a crash may have left an index stale; rebuild it from SQLite."""
+        report = self.engine.doctor(repair=True)
+        for problem in report.problems:
+            fixed = problem in report.repaired
+            log.log(
+                logging.INFO if fixed else logging.ERROR,
+                "doctor: %s%s",
+                problem,
+                " (repaired)" if fixed else "",
+            )
+        if not report.healthy:
+            log.error(
+                "the database has problems an index rebuild cannot fix; run `raptor doctor` for details"
+            )
 
     async def sync_commands(self) -> list[app_commands.AppCommand]:
         """Push the command list to Discord: instantly to the development guild when one is set."""

@@ -101,9 +101,6 @@ def test_the_checks_catch_a_half_written_document(tmp_path, embedder):
 from tests.bot.conftest import bot_settings, fake_api, make_harness  # noqa: E402, F401
 
 
-@pytest.mark.xfail(
-    strict=True, reason="bot/client.py setup_hook does not run engine.doctor() yet (see issue 5)"
-)
 async def test_the_bot_repairs_a_damaged_index_when_it_starts(make_harness, bot_settings, embedder):  # noqa: F811
     engine = Engine(bot_settings, embedder=embedder)
     await engine.ingest("guild-1-channel-2", "box.txt", CRASH_BASE[1].encode())
