@@ -52,6 +52,17 @@ def thread_name(question: str) -> str:
     return truncate(name, THREAD_NAME_LIMIT)
 
 
+def question_refusal(bot: RaptorBot, user_id: int) -> str | None:
+    """Why this user may not ask right now (cooldown, then questions per minute), or None."""
+    wait = bot.cooldown.retry_after(user_id)
+    if wait:
+        return cooldown_text(wait)
+    wait = bot.question_limit.retry_after(user_id)
+    if wait:
+        return bot.question_limit.message(wait)
+    return None
+
+
 async def ask_engine(
     bot: RaptorBot, kb: str, question: str, mode: str, history: list[Turn], asked_by: str
 ) -> Answer | None:
@@ -75,9 +86,9 @@ async def handle_ask(
     bot: RaptorBot, interaction: discord.Interaction, question: str, mode: str, private: bool
 ) -> None:
     """/ask: defer, answer with sources, open a thread on a public answer in a text channel."""
-    wait = bot.cooldown.retry_after(interaction.user.id)
-    if wait:
-        await tell(interaction, cooldown_text(wait))
+    refusal = question_refusal(bot, interaction.user.id)
+    if refusal:
+        await tell(interaction, refusal)
         return
     replier = Replier(interaction, ephemeral=private, token_lifetime=bot.token_lifetime)
     await replier.defer()
@@ -157,9 +168,9 @@ async def handle_follow_up(bot: RaptorBot, message: discord.Message, record: Thr
         if mentioned:
             await _reply(message, "Ask your follow-up question after mentioning me.")
         return  # without the message-content intent Discord sends no text unless the bot is mentioned
-    wait = bot.cooldown.retry_after(message.author.id)
-    if wait:
-        await _reply(message, cooldown_text(wait))
+    refusal = question_refusal(bot, message.author.id)
+    if refusal:
+        await _reply(message, refusal)
         return
     kb = record.kb
     if kb != kb_for_channel(message.guild.id if message.guild else None, message.channel):

@@ -19,6 +19,7 @@ from discord import app_commands
 
 from raptor_engine.config import Settings
 from raptor_engine.errors import NotFoundError, RaptorError
+from raptor_engine.ratelimit import QuestionLimiter
 
 from . import commands
 from .answering import handle_follow_up
@@ -71,6 +72,7 @@ class RaptorBot(discord.Client):
         self.tree = app_commands.CommandTree(self)
         self.tree.on_error = self.report_command_error  # type: ignore[method-assign]
         self.cooldown = Cooldown(settings.ask_cooldown_seconds)
+        self.question_limit = QuestionLimiter(settings.questions_per_minute)
         self._autoingest: dict[str, bool] = {}
         self._shutdown_started = False
         self.state: BotState

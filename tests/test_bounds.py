@@ -172,9 +172,6 @@ def test_zero_means_no_question_limit_and_memory_stays_bounded(monkeypatch):
     assert len(limiter._asked) <= 61  # only users seen within the last window survive a prune
 
 
-@pytest.mark.xfail(
-    strict=True, reason="bot/answering.py does not use raptor_engine.ratelimit yet (see issue 5)"
-)
 async def test_the_bot_enforces_questions_per_minute(make_harness, bot_settings):  # noqa: F811
     """Through the bot: the (settings.questions_per_minute + 1)-th /ask within a minute is refused."""
     from dataclasses import replace
