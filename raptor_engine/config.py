@@ -60,7 +60,7 @@ class Settings:
     # retrieval
     budget: int = 2000
     top_k: int = 5
-    hnsw_ef: int = 200
+    hnsw_ef: int = 800
     # bounds
     max_file_bytes: int = 20 * 1024 * 1024
     max_documents: int = 200

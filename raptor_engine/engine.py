@@ -522,7 +522,7 @@ class Engine:
         if budget <= 0:
             raise RaptorError("The token budget must be a positive number.")
         kb_id = self.store.kb_id(kb)
-        if kb_id is None or self.store.node_count(kb_id) == 0:
+        if kb_id is None or not self.store.has_nodes(kb_id):
             raise EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet.")
         vector = self.embedder.embed([query])[0]
         if mode == "collapsed":

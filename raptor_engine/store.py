@@ -370,6 +370,10 @@ class Store:
     def node_ids(self, kb_id: int) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT id FROM nodes WHERE kb_id = ?", [kb_id]).fetchall()]
 
+    def has_nodes(self, kb_id: int) -> bool:
+        """Whether a knowledge base has any node; cheap (COUNT(*) costs ~7 ms at 100k nodes, per question)."""
+        return self.db.execute("SELECT 1 FROM nodes WHERE kb_id = ? LIMIT 1", [kb_id]).fetchone() is not None
+
     def node_count(self, kb_id: int) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM nodes WHERE kb_id = ?", [kb_id]).fetchone()[0])
 
