@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from raptor_engine import bench
 from raptor_engine.cli import cli
+from raptor_engine.config import Settings
 
 
 def test_generated_text_reaches_the_size_with_varied_copies(embedder):
@@ -60,14 +61,15 @@ def test_ingest_measure_on_a_tiny_document(tmp_path, embedder):
 
 
 def test_retrieval_measure_and_recall_on_a_small_synthetic_kb(embedder):
+    configured = Settings.from_env().hnsw_ef
     results = bench.measure_retrieval(
-        (300,), queries=6, embedder=embedder, base_count=40, source="generated", efs=(16, 200)
+        (300,), queries=6, embedder=embedder, base_count=40, source="generated", efs=(16, configured)
     )
     (row,) = results
-    assert [r["ef"] for r in row["ef_sweep"]] == [16, 200]
+    assert [r["ef"] for r in row["ef_sweep"]] == [16, configured]
     for swept in row["ef_sweep"]:
         assert swept["search_median_ms"] > 0 and 0.0 < swept["recall_at_10"] <= 1.0
-    assert row["ef_sweep"][1]["recall_at_10"] == row["recall_at_10"]  # the configured ef is 200
+    assert row["ef_sweep"][1]["recall_at_10"] == row["recall_at_10"]  # the same ef as retrieval uses
     assert 0 < row["search_median_ms"]
     assert row["nodes"] == 300 and row["queries"] == 6
     assert 0 < row["median_ms"] <= row["p95_ms"]
