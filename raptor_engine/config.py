@@ -10,25 +10,17 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 
-def _env(name: str, default: str) -> str:
-    value = os.environ.get(name)
-    return default if value is None or value.strip() == "" else value.strip()
-
-
-def _env_int(name: str, default: int) -> int:
-    raw = _env(name, str(default))
+def _parse(name: str, raw: str, kind: str) -> object:
+    """An environment value as the setting's type, or one clear sentence saying what is wrong."""
     try:
-        return int(raw)
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
     except ValueError:
-        raise ValueError(f"{name} must be a whole number, not {raw!r}.") from None
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = _env(name, str(default))
-    try:
-        return float(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a number, not {raw!r}.") from None
+        noun = "a whole number" if kind == "int" else "a number"
+        raise ValueError(f"{name} must be {noun}, not {raw!r}.") from None
+    return Path(raw) if kind == "Path" else raw
 
 
 def load_dotenv_file(path: str | os.PathLike[str] = ".env") -> None:
@@ -95,45 +87,19 @@ class Settings:
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
-        """Settings from RAPTOR_* / OPENAI_* / DISCORD_* variables; `overrides` win (CLI flags)."""
+        """Settings from the variables in ENV_VARS (and `.env`); `overrides` win (CLI flags).
+
+        An unset or empty variable keeps the default.
+        """
         load_dotenv_file()
-        d = cls()
-        values: dict[str, object] = {
-            "data_dir": Path(_env("RAPTOR_DATA_DIR", str(d.data_dir))),
-            "embed_model": _env("RAPTOR_EMBED_MODEL", d.embed_model),
-            "embed_batch_size": _env_int("RAPTOR_EMBED_BATCH_SIZE", d.embed_batch_size),
-            "chunk_tokens": _env_int("RAPTOR_CHUNK_TOKENS", d.chunk_tokens),
-            "summary_max_tokens": _env_int("RAPTOR_SUMMARY_MAX_TOKENS", d.summary_max_tokens),
-            "summary_ratio": _env_float("RAPTOR_SUMMARY_RATIO", d.summary_ratio),
-            "cluster_input_budget": _env_int("RAPTOR_CLUSTER_INPUT_BUDGET", d.cluster_input_budget),
-            "cluster_threshold": _env_float("RAPTOR_CLUSTER_THRESHOLD", d.cluster_threshold),
-            "cluster_dim": _env_int("RAPTOR_CLUSTER_DIM", d.cluster_dim),
-            "max_clusters": _env_int("RAPTOR_MAX_CLUSTERS", d.max_clusters),
-            "stop_nodes": _env_int("RAPTOR_STOP_NODES", d.stop_nodes),
-            "seed": _env_int("RAPTOR_SEED", d.seed),
-            "budget": _env_int("RAPTOR_BUDGET", d.budget),
-            "top_k": _env_int("RAPTOR_TOP_K", d.top_k),
-            "hnsw_ef": _env_int("RAPTOR_HNSW_EF", d.hnsw_ef),
-            "max_file_bytes": _env_int("RAPTOR_MAX_FILE_BYTES", d.max_file_bytes),
-            "max_documents": _env_int("RAPTOR_MAX_DOCUMENTS", d.max_documents),
-            "max_kb_tokens": _env_int("RAPTOR_MAX_KB_TOKENS", d.max_kb_tokens),
-            "questions_per_minute": _env_int("RAPTOR_QUESTIONS_PER_MINUTE", d.questions_per_minute),
-            "llm_api_key": _env("OPENAI_API_KEY", d.llm_api_key),
-            "llm_base_url": _env("OPENAI_BASE_URL", d.llm_base_url),
-            "llm_summary_model": _env("RAPTOR_SUMMARY_MODEL", d.llm_summary_model),
-            "llm_answer_model": _env("RAPTOR_ANSWER_MODEL", d.llm_answer_model),
-            "llm_concurrency": _env_int("RAPTOR_LLM_CONCURRENCY", d.llm_concurrency),
-            "llm_timeout": _env_float("RAPTOR_LLM_TIMEOUT", d.llm_timeout),
-            "llm_max_retries": _env_int("RAPTOR_LLM_MAX_RETRIES", d.llm_max_retries),
-            "discord_token": _env("DISCORD_TOKEN", d.discord_token),
-            "discord_dev_guild": _env("DISCORD_DEV_GUILD", d.discord_dev_guild),
-            "manager_role": _env("RAPTOR_MANAGER_ROLE", d.manager_role),
-            "max_concurrent_builds": _env_int("RAPTOR_MAX_CONCURRENT_BUILDS", d.max_concurrent_builds),
-            "ask_cooldown_seconds": _env_float("RAPTOR_ASK_COOLDOWN_SECONDS", d.ask_cooldown_seconds),
-        }
-        known = {f.name for f in fields(cls)}
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            name = ENV_VARS[f.name]
+            raw = os.environ.get(name, "").strip()
+            if raw:
+                values[f.name] = _parse(name, raw, str(f.type))
         for key, value in overrides.items():
-            if key not in known:
+            if key not in ENV_VARS:
                 raise TypeError(f"unknown setting {key}")
             if value is not None:
                 values[key] = Path(value) if key == "data_dir" else value
@@ -148,3 +114,15 @@ class Settings:
                 value = "set" if value else "not set"
             out[f.name] = str(value) if isinstance(value, Path) else value
         return out
+
+
+# The environment variable behind each setting (documented in .env.example).
+ENV_VARS: dict[str, str] = {
+    **{f.name: f"RAPTOR_{f.name.upper()}" for f in fields(Settings)},
+    "llm_api_key": "OPENAI_API_KEY",
+    "llm_base_url": "OPENAI_BASE_URL",
+    "llm_summary_model": "RAPTOR_SUMMARY_MODEL",
+    "llm_answer_model": "RAPTOR_ANSWER_MODEL",
+    "discord_token": "DISCORD_TOKEN",
+    "discord_dev_guild": "DISCORD_DEV_GUILD",
+}
