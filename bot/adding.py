@@ -105,71 +105,61 @@ async def add_files(
 ) -> int:
     """Queue and ingest accepted attachments one after another; returns how many were added."""
     async with bot.jobs.track():
-        return await _add_files(bot, kb, attachments, refused, added_by, status)
-
-
-async def _add_files(
-    bot: RaptorBot,
-    kb: str,
-    attachments: list[discord.Attachment],
-    refused: list[str],
-    added_by: str,
-    status: StatusMessage,
-) -> int:
-    names = [a.filename for a in attachments]
-    batch = BatchStatus(
-        status,
-        f"Adding {len(names)} file(s) to this channel's knowledge base…",
-        names,
-        refused,
-        bot.status_interval,
-    )
-    await status.show(batch.render())
-    added = 0
-    for index, attachment in enumerate(attachments):
-        name = display_name(attachment.filename)
-
-        async def fetch(
-            attachment: discord.Attachment = attachment, index: int = index, name: str = name
-        ) -> bytes:
-            batch.set(index, f"⏳ **{name}**: downloading {attachment.size / 1024:.0f} KB")
-            return await download(bot.cdn, attachment, bot.settings.max_file_bytes)
-
-        try:
-            result = await bot.jobs.run(
-                kb,
-                attachment.filename,
-                fetch,
-                added_by,
-                batch.progress(index),
-                lambda text, index=index, name=name: batch.set(index, f"⏳ **{name}**: {text}"),
-            )
-        except RaptorError as error:
-            log.info("adding %s to %s failed: %s", attachment.filename, kb, error)
-            if isinstance(error, IngestError):
-                batch.lines[index].text = f"❌ **{name}** {error.reason} Nothing was stored."
-            else:
-                batch.lines[index].text = f"❌ **{name}** was not added: {error} Nothing was stored."
-            continue
-        except Exception:
-            log.exception("adding %s to %s failed unexpectedly", attachment.filename, kb)
-            batch.lines[
-                index
-            ].text = f"❌ **{name}** was not added: an unexpected error (logged). Nothing was stored."
-            continue
-        log.info(
-            "added %s to %s: %s (%s)",
-            attachment.filename,
-            kb,
-            result.status,
-            "; ".join(map(str, result.notes)),
+        names = [a.filename for a in attachments]
+        batch = BatchStatus(
+            status,
+            f"Adding {len(names)} file(s) to this channel's knowledge base…",
+            names,
+            refused,
+            bot.status_interval,
         )
-        batch.lines[index].text = result_line(attachment.filename, result)
-        added += getattr(result, "status", "added") == "added"
-    header = (
-        "Done."
-        if added == len(attachments)
-        else f"Done: {added} of {len(attachments) + len(refused)} file(s) added."
+        await status.show(batch.render())
+        added = 0
+        for index, attachment in enumerate(attachments):
+            added += await _add_one(bot, kb, attachment, index, added_by, batch)
+        header = (
+            "Done."
+            if added == len(attachments)
+            else f"Done: {added} of {len(attachments) + len(refused)} file(s) added."
+        )
+        await batch.finish(header)
+        return added
+
+
+async def _add_one(
+    bot: RaptorBot, kb: str, attachment: discord.Attachment, index: int, added_by: str, batch: BatchStatus
+) -> bool:
+    """Download and ingest one attachment, writing its outcome on its line; True when it was added."""
+    name = display_name(attachment.filename)
+
+    async def fetch() -> bytes:
+        batch.set(index, f"⏳ **{name}**: downloading {attachment.size / 1024:.0f} KB")
+        return await download(bot.cdn, attachment, bot.settings.max_file_bytes)
+
+    try:
+        result = await bot.jobs.run(
+            kb,
+            attachment.filename,
+            fetch,
+            added_by,
+            batch.progress(index),
+            lambda text: batch.set(index, f"⏳ **{name}**: {text}"),
+        )
+    except RaptorError as error:
+        log.info("adding %s to %s failed: %s", attachment.filename, kb, error)
+        if isinstance(error, IngestError):
+            batch.lines[index].text = f"❌ **{name}** {error.reason} Nothing was stored."
+        else:
+            batch.lines[index].text = f"❌ **{name}** was not added: {error} Nothing was stored."
+        return False
+    except Exception:
+        log.exception("adding %s to %s failed unexpectedly", attachment.filename, kb)
+        batch.lines[
+            index
+        ].text = f"❌ **{name}** was not added: an unexpected error (logged). Nothing was stored."
+        return False
+    log.info(
+        "added %s to %s: %s (%s)", attachment.filename, kb, result.status, "; ".join(map(str, result.notes))
     )
-    await batch.finish(header)
-    return added
+    batch.lines[index].text = result_line(attachment.filename, result)
+    return result.status == "added"
