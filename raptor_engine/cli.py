@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import click
 
 from .config import Settings
-from .engine import MODES, Engine, IngestResult
+from .engine import MODES, Engine, IngestResult, TreePicture
 from .errors import RaptorError
 from .types import Answer, Progress, Turn
 
@@ -62,6 +63,29 @@ def _engine(ctx: click.Context) -> Engine:
 
 def _fail(exc: BaseException) -> None:
     raise click.ClickException(str(exc)) from exc
+
+
+def _check_png_target(path: Path) -> None:
+    """Refuse a picture path that cannot be written before any work is done, in one sentence."""
+    if path.is_dir():
+        _fail(RaptorError(f"{path} is a folder; give a file name for the picture, e.g. {path / 'tree.png'}."))
+    folder = path.parent
+    if not folder.is_dir():
+        _fail(RaptorError(f"Cannot write {path}: the folder {folder} does not exist."))
+    if not os.access(folder, os.W_OK):
+        _fail(RaptorError(f"Cannot write {path}: the folder {folder} is not writable."))
+
+
+def _write_png(path: Path, data: bytes) -> None:
+    """Write the picture whole or not at all: a temporary file beside it, then an atomic rename."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        log.info("writing %s failed", path, exc_info=True)
+        _fail(RaptorError(f"Cannot write {path}: {exc.strerror or exc}."))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -173,6 +197,11 @@ def _print_answer(answer: Answer) -> None:
 @click.option("--layer", "layers", type=int, multiple=True, help="Only nodes of this layer (repeatable).")
 @click.option("--document", "documents", multiple=True, help="Only nodes of this document (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer, citations and context as JSON.")
+@click.option(
+    "--tree-png",
+    type=click.Path(path_type=Path),
+    help="Also write a picture of the tree with the answer's context nodes highlighted (PNG).",
+)
 @click.pass_context
 def ask(
     ctx: click.Context,
@@ -183,9 +212,12 @@ def ask(
     layers: tuple[int, ...],
     documents: tuple[str, ...],
     as_json: bool,
+    tree_png: Path | None,
 ) -> None:
     """Answer QUESTION from a knowledge base, citing the nodes used."""
     engine = _engine(ctx)
+    if tree_png is not None:
+        _check_png_target(tree_png)
     try:
         answer = asyncio.run(
             engine.ask(
@@ -200,10 +232,34 @@ def ask(
         )
     except RaptorError as exc:
         _fail(exc)
+    out = answer.to_dict()
+    if tree_png is not None:
+        picture = _answer_picture(engine, kb, answer, tree_png)
+        out.update(tree_png=str(tree_png), highlighted=picture.highlighted)
     if as_json:
-        click.echo(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
-    else:
-        _print_answer(answer)
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    _print_answer(answer)
+    if tree_png is not None:
+        click.echo(
+            f"Tree picture: {tree_png} ({len(picture.highlighted)} context nodes highlighted, "
+            f"{len(picture.cited)} cited; {len(picture.png) / 1000:,.0f} kB)"
+        )
+
+
+def _answer_picture(engine: Engine, kb: str, answer: Answer, path: Path) -> TreePicture:
+    """The tree with exactly the answer's context highlighted (its cited nodes distinct), written to `path`."""
+    try:
+        picture = engine.tree_picture(
+            kb,
+            highlight=[n.node_id for n in answer.context.nodes],
+            cited=[c.node_id for c in answer.citations],
+            caption=answer.question,
+        )
+    except RaptorError as exc:
+        _fail(exc)
+    _write_png(path, picture.png)
+    return picture
 
 
 @cli.command()
@@ -271,13 +327,27 @@ def forget(ctx: click.Context, document: str, kb: str) -> None:
 @cli.command()
 @click.option("--kb", required=True, help="Knowledge base name.")
 @click.option("--json", "as_json", is_flag=True)
+@click.option(
+    "--png",
+    type=click.Path(path_type=Path),
+    help="Also write a picture of the whole tree: layers, edges, documents (PNG).",
+)
 @click.pass_context
-def tree(ctx: click.Context, kb: str, as_json: bool) -> None:
-    """Show a knowledge base's layers: node counts and sizes."""
+def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
+    """Show a knowledge base's layers: node counts and sizes (and, with --png, a picture)."""
     engine = _engine(ctx)
+    picture = None
+    if png is not None:
+        _check_png_target(png)
+        try:
+            picture = engine.tree_picture(kb)
+        except RaptorError as exc:
+            _fail(exc)
+        _write_png(png, picture.png)
     info = engine.tree_info(kb)
     if as_json:
-        click.echo(json.dumps({**info.to_dict(), "builds": engine.builds(kb, 5)}, indent=2))
+        extra = {"png": str(png)} if png is not None else {}
+        click.echo(json.dumps({**info.to_dict(), "builds": engine.builds(kb, 5), **extra}, indent=2))
         return
     if not info.layers:
         click.echo(f"No documents in {kb!r}.")
@@ -288,6 +358,9 @@ def tree(ctx: click.Context, kb: str, as_json: bool) -> None:
         click.echo(
             f"  L{layer.layer}  {layer.nodes:>6} {label:<26} {layer.tokens:>9,} tokens  (avg {layer.tokens // max(layer.nodes, 1)})"
         )
+    if picture is not None:
+        grouped = "; crowded layers drawn as groups" if picture.binned else ""
+        click.echo(f"Picture: {png} ({len(picture.png) / 1000:,.0f} kB{grouped})")
 
 
 @cli.command()

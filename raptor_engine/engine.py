@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ from .load import load_document, safe_filename
 from .retrieve import collapsed_tree, tree_traversal
 from .store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
 from .summarise import ExtractiveSummarizer
+from .treeplot import plan_picture, render_png
 from .types import Answer, Answerer, Progress, ProgressCallback, RetrievedContext, Summarizer, Turn
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,18 @@ class TreeInfo:
             "tokens": self.tokens,
             "layers": [layer.__dict__ for layer in self.layers],
         }
+
+
+@dataclass
+class TreePicture:
+    """`Engine.tree_picture`'s result: the PNG and which of the requested nodes it highlights."""
+
+    png: bytes
+    nodes: int
+    highlighted: list[int]  # requested ids found in the tree, in the order given
+    cited: list[int]
+    missing: list[int]  # requested ids no longer in the tree
+    binned: bool  # some rows were too crowded and were drawn as groups of nodes
 
 
 @dataclass
@@ -496,6 +510,35 @@ class Engine:
             return TreeInfo(kb, 0, [])
         layers = [LayerInfo(*row) for row in self.store.layer_stats(kb_id)]
         return TreeInfo(kb, len(self.store.documents(kb_id)), layers)
+
+    def tree_picture(
+        self,
+        kb: str,
+        *,
+        highlight: Iterable[int] = (),
+        cited: Iterable[int] = (),
+        caption: str = "",
+        name: str | None = None,
+    ) -> TreePicture:
+        """A PNG of the whole tree, with `highlight` (an answer's context) and `cited` nodes marked.
+
+        Synchronous (reading the store and drawing take up to a few seconds at 20k leaves): the bot
+        and other async callers run it in a thread. Ids no longer in the tree are reported in
+        `missing` (a document added or removed since re-makes the cross-document layer). `caption`
+        (e.g. the question) goes under the title, which names the tree `name` (default: `kb`).
+        """
+        kb_id = self.store.kb_id(kb)
+        if kb_id is None or not self.store.has_nodes(kb_id):
+            raise EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet.")
+        plan = plan_picture(self.store.tree_shape(kb_id), name or kb, highlight=highlight, cited=cited)
+        return TreePicture(
+            png=render_png(plan, caption),
+            nodes=plan.nodes,
+            highlighted=plan.highlighted,
+            cited=sorted(plan.cited),
+            missing=plan.missing,
+            binned=plan.binned,
+        )
 
     def builds(self, kb: str, limit: int = 20) -> list[dict[str, Any]]:
         kb_id = self.store.kb_id(kb)

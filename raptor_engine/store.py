@@ -89,6 +89,15 @@ class StoredNode:
     heading: tuple[str, ...]
 
 
+@dataclass
+class TreeShape:
+    """A tree's structure only: (doc id, name) in document order, (id, doc id, layer, kind), (parent, child)."""
+
+    documents: list[tuple[int, str]]
+    nodes: list[tuple[int, int | None, int, str]]
+    edges: list[tuple[int, int]]
+
+
 class StaleTreeError(Exception):
     """Another writer (another process) changed the knowledge base after its tops were read."""
 
@@ -366,6 +375,42 @@ class Store:
                 [kb_id],
             ).fetchall()
         ]
+
+    def tree_shape(self, kb_id: int) -> TreeShape:
+        """Documents, nodes and edges of a tree without text or embeddings: what a picture needs.
+
+        Read in one transaction so a build committing meanwhile cannot leave edges to unread nodes.
+        Nodes come by layer, then document order, then position in the document.
+        """
+        db = self.db
+        own = not db.conn.in_transaction
+        if own:
+            db.conn.execute("BEGIN")
+        try:
+            documents = [
+                (int(r[0]), str(r[1]))
+                for r in db.execute(
+                    "SELECT id, name FROM documents WHERE kb_id = ? ORDER BY added_at, id", [kb_id]
+                ).fetchall()
+            ]
+            nodes = [
+                (int(r[0]), r[1], int(r[2]), str(r[3]))
+                for r in db.execute(
+                    "SELECT n.id, n.doc_id, n.layer, n.kind FROM nodes n LEFT JOIN documents d ON d.id = n.doc_id "
+                    "WHERE n.kb_id = ? ORDER BY n.layer, d.added_at, d.id, n.start, n.id",
+                    [kb_id],
+                ).fetchall()
+            ]
+            edges = [
+                (int(r[0]), int(r[1]))
+                for r in db.execute(
+                    "SELECT parent_id, child_id FROM edges WHERE kb_id = ? ORDER BY parent_id, child_id", [kb_id]
+                ).fetchall()
+            ]
+        finally:
+            if own:
+                db.conn.execute("COMMIT")
+        return TreeShape(documents, nodes, edges)
 
     def node_ids(self, kb_id: int) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT id FROM nodes WHERE kb_id = ?", [kb_id]).fetchall()]
