@@ -76,9 +76,12 @@ async def ask_engine(
 
 
 async def prepare(bot: RaptorBot, kb: str, answer: Answer) -> tuple[list[OutMessage], discord.ui.View]:
-    """Rendered messages and the 'Show context' button for a stored copy of the answer's context."""
+    """Rendered messages and the 'Show context' / 'Show tree' buttons for a stored copy of the context."""
     ctx = answer.context
-    answer_id = await bot.state.save_answer(kb, answer.question, ctx.nodes, ctx.tokens_used, ctx.budget)
+    cited = [c.node_id for c in answer.citations]
+    answer_id = await bot.state.save_answer(
+        kb, answer.question, ctx.nodes, ctx.tokens_used, ctx.budget, cited=cited
+    )
     return render_answer(answer), answer_view(answer_id)
 
 

@@ -26,6 +26,7 @@ from .answering import handle_follow_up
 from .jobs import MIN_EDIT_INTERVAL_SECONDS, TOKEN_LIFETIME_SECONDS, BuildJobs
 from .kb import guild_prefix, kb_for_channel, kb_name
 from .permissions import Cooldown
+from .pictures import ShowTreeButton
 from .render import human_size
 from .replies import tell
 from .state import BotState
@@ -94,7 +95,7 @@ class RaptorBot(discord.Client):
         self.jobs = BuildJobs(self.engine, self.settings.max_concurrent_builds)
         self.cdn = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300))
         commands.register(self)
-        self.add_dynamic_items(ShowContextButton, ContextPageButton)
+        self.add_dynamic_items(ShowContextButton, ContextPageButton, ShowTreeButton)
         if not self.intents.message_content:
             log.warning(
                 "running without the message-content intent: auto-ingest cannot see uploads and thread "

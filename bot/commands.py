@@ -17,6 +17,7 @@ from .answering import EMPTY_KB, NO_KB, handle_ask
 from .jobs import StatusMessage
 from .kb import kb_for_channel, parse_kb_name
 from .permissions import can_manage, refusal_text
+from .pictures import TREE_FILE, tree_attachment
 from .render import embeds_from_lines, human_size, human_time, truncate
 from .replies import Replier, tell
 from .views import ConfirmView
@@ -221,7 +222,9 @@ class KbGroup(app_commands.Group):
             ephemeral=True,
         )
 
-    @app_commands.command(name="tree", description="Layers and node counts of this channel's RAPTOR tree")
+    @app_commands.command(
+        name="tree", description="A picture of this channel's RAPTOR tree, with node counts"
+    )
     async def tree(self, interaction: discord.Interaction) -> None:
         kb = await channel_kb(interaction)
         if kb is None:
@@ -232,7 +235,11 @@ class KbGroup(app_commands.Group):
         if not info.documents:
             await replier.send(EMPTY_KB)
             return
-        await replier.send_all(embeds_from_lines("Tree", tree_lines(info)))
+        attachments, trouble = await tree_attachment(self.bot, interaction, kb)
+        messages = embeds_from_lines("Tree", tree_lines(info) + ([trouble] if trouble else []))
+        if attachments:  # the picture shows inside the last embed
+            messages[-1].embeds[-1].set_image(url=f"attachment://{TREE_FILE}")
+        await replier.send_all(messages, attachments=attachments)
 
     @app_commands.command(name="status", description="Backend, build queue and sizes")
     async def status(self, interaction: discord.Interaction) -> None:

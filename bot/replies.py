@@ -8,6 +8,7 @@ is too old, public replies continue as normal channel messages naming the reques
 
 from __future__ import annotations
 
+import io
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -20,7 +21,20 @@ from .render import CONTENT_LIMIT, OutMessage, truncate
 log = logging.getLogger(__name__)
 
 
-def _kwargs(content: str, embeds: Sequence[discord.Embed], view: discord.ui.View | None) -> dict:
+Attachment = tuple[str, bytes]  # (file name, bytes): a fresh discord.File is made for each attempt
+
+
+def _files(attachments: Sequence[Attachment]) -> list[discord.File]:
+    """discord.py closes a File once sent, so a fall-back after a failed send needs new ones."""
+    return [discord.File(io.BytesIO(data), filename=name) for name, data in attachments]
+
+
+def _kwargs(
+    content: str,
+    embeds: Sequence[discord.Embed],
+    view: discord.ui.View | None,
+    attachments: Sequence[Attachment] = (),
+) -> dict:
     out: dict = {}
     if content:
         out["content"] = content
@@ -28,6 +42,8 @@ def _kwargs(content: str, embeds: Sequence[discord.Embed], view: discord.ui.View
         out["embeds"] = list(embeds)
     if view is not None:
         out["view"] = view
+    if attachments:
+        out["files"] = _files(attachments)
     return out
 
 
@@ -67,12 +83,16 @@ class Replier:
             self.expired = True
 
     async def send(
-        self, content: str = "", embeds: Sequence[discord.Embed] = (), view: discord.ui.View | None = None
+        self,
+        content: str = "",
+        embeds: Sequence[discord.Embed] = (),
+        view: discord.ui.View | None = None,
+        attachments: Sequence[Attachment] = (),
     ) -> discord.Message | None:
         """Send one message; returns it (None when it could only be logged)."""
         if self.usable():
             try:
-                return await self._send_by_interaction(content, embeds, view)
+                return await self._send_by_interaction(content, embeds, view, attachments)
             except discord.HTTPException as error:
                 if not is_expired_token_error(error):
                     raise
@@ -82,39 +102,55 @@ class Replier:
                     error.code,
                 )
                 self.expired = True
-        return await self._send_in_channel(content, embeds, view)
+        return await self._send_in_channel(content, embeds, view, attachments)
 
     async def send_all(
-        self, messages: list[OutMessage], view: discord.ui.View | None = None
+        self,
+        messages: list[OutMessage],
+        view: discord.ui.View | None = None,
+        attachments: Sequence[Attachment] = (),
     ) -> list[discord.Message]:
-        """Send rendered messages in order; `view` rides on the last one."""
+        """Send rendered messages in order; `view` and `attachments` ride on the last one."""
         sent = []
         for i, message in enumerate(messages):
             last = i == len(messages) - 1
-            result = await self.send(message.content, message.embeds, view if last else None)
+            result = await self.send(
+                message.content, message.embeds, view if last else None, attachments if last else ()
+            )
             if result is not None:
                 sent.append(result)
         return sent
 
     async def _send_by_interaction(
-        self, content: str, embeds: Sequence[discord.Embed], view: discord.ui.View | None
+        self,
+        content: str,
+        embeds: Sequence[discord.Embed],
+        view: discord.ui.View | None,
+        attachments: Sequence[Attachment],
     ) -> discord.Message | None:
         response = self.interaction.response
         if not response.is_done():
-            callback = await response.send_message(ephemeral=self.ephemeral, **_kwargs(content, embeds, view))
+            callback = await response.send_message(
+                ephemeral=self.ephemeral, **_kwargs(content, embeds, view, attachments)
+            )
             resource = callback.resource
             return resource if isinstance(resource, discord.Message) else None
         if not self.filled_original:
             self.filled_original = True
+            extra = {"attachments": _files(attachments)} if attachments else {}
             return await self.interaction.edit_original_response(
-                content=content or None, embeds=list(embeds), view=view
+                content=content or None, embeds=list(embeds), view=view, **extra
             )
         return await self.interaction.followup.send(
-            wait=True, ephemeral=self.ephemeral, **_kwargs(content, embeds, view)
+            wait=True, ephemeral=self.ephemeral, **_kwargs(content, embeds, view, attachments)
         )
 
     async def _send_in_channel(
-        self, content: str, embeds: Sequence[discord.Embed], view: discord.ui.View | None
+        self,
+        content: str,
+        embeds: Sequence[discord.Embed],
+        view: discord.ui.View | None,
+        attachments: Sequence[Attachment] = (),
     ) -> discord.Message | None:
         if self.ephemeral:
             log.warning(
@@ -130,7 +166,7 @@ class Replier:
             self.fallback_used = True
             content = truncate(f"<@{self.interaction.user.id}> {content}".rstrip(), CONTENT_LIMIT)
         try:
-            return await channel.send(**_kwargs(content, embeds, view))  # type: ignore[union-attr]
+            return await channel.send(**_kwargs(content, embeds, view, attachments))  # type: ignore[union-attr]
         except discord.HTTPException as error:
             log.warning("fall-back channel message failed in %s: %s", getattr(channel, "id", "?"), error)
             return None

@@ -11,7 +11,8 @@ import asyncio
 import json
 import sqlite3
 import threading
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ class StoredAnswer:
     nodes: list[ContextNode]
     tokens_used: int
     budget: int
+    cited: list[int] = field(default_factory=list)  # node ids the answer's [n] markers point at
 
 
 class BotState:
@@ -215,12 +217,19 @@ class BotState:
     # ------------------------------------------------------------------ answers (for 'Show context')
 
     async def save_answer(
-        self, kb: str, question: str, nodes: list[ContextNode], tokens_used: int, budget: int
+        self,
+        kb: str,
+        question: str,
+        nodes: list[ContextNode],
+        tokens_used: int,
+        budget: int,
+        cited: Sequence[int] = (),
     ) -> int:
         payload = json.dumps(
             {
                 "tokens_used": tokens_used,
                 "budget": budget,
+                "cited": [int(i) for i in cited],
                 "nodes": [
                     {
                         "node_id": n.node_id,
@@ -271,7 +280,13 @@ class BotState:
                 for n in data["nodes"]
             ]
             return StoredAnswer(
-                answer_id, rows[0]["kb"], rows[0]["question"], nodes, data["tokens_used"], data["budget"]
+                answer_id,
+                rows[0]["kb"],
+                rows[0]["question"],
+                nodes,
+                data["tokens_used"],
+                data["budget"],
+                data.get("cited", []),  # answers saved before 'Show tree' carry no citations
             )
 
         return await self._run(read)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from .kb import kb_for_channel
+from .pictures import ShowTreeButton
 from .render import context_pages
 
 if TYPE_CHECKING:
@@ -97,6 +98,7 @@ class ContextPageButton(
 def answer_view(answer_id: int) -> discord.ui.View:
     view = discord.ui.View(timeout=None)
     view.add_item(ShowContextButton(answer_id))
+    view.add_item(ShowTreeButton(answer_id))
     return view
 
 

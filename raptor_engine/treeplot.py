@@ -215,8 +215,10 @@ def plan_picture(
     fallback[None] = width / 2
     x_of = {m: g.x for g in groups for m in g.members}
     rows = [LayerRow(0, kinds.get(0, "leaf"), len(layers.get(0, [])), len(groups))] if 0 in layers else []
+    slots = int(width) + 1  # upper rows get no more room than the leaf row: crowded ones are binned too
+    upper = Columns(most=min(columns.most, slots), bins=min(columns.bins, slots))
     for layer in sorted(k for k in layers if k > 0):
-        row = _upper_groups(layer, layers[layer], children, x_of, fallback, columns)
+        row = _upper_groups(layer, layers[layer], children, x_of, fallback, upper)
         _spread(row, 0.0, max(width, float(len(row) - 1)))
         x_of.update({m: g.x for g in row for m in g.members})
         groups += row
@@ -353,32 +355,17 @@ class _Canvas:
         self.ax.add_collection(PolyCollection(bands, facecolors="#f1f3f6", edgecolors="none", zorder=0))
         under = blended_transform_factory(self.ax.transData, self.ax.transAxes)
         px_per_col = FIG_SIZE[0] * DPI * AXES_BOX[2] / (self.ax.get_xlim()[1] - self.ax.get_xlim()[0])
-        for i, (a, b) in sorted(self.plan.doc_spans.items()):
-            name = self.plan.documents[i]
-            room = (b - a) * px_per_col / (0.6 * 7 * DPI / 72)  # characters of 7 pt text that fit
-            if room >= min(len(name), 12):
-                self.text(
-                    (a + b) / 2,
-                    -0.01,
-                    _shorten(name, int(room)),
-                    transform=under,
-                    ha="center",
-                    va="top",
-                    fontsize=7,
-                    color="#333333",
-                )
-            else:
-                self.text(
-                    (a + b) / 2,
-                    -0.01,
-                    _shorten(name, 30),
-                    transform=under,
-                    ha="center",
-                    va="top",
-                    rotation=90,
-                    fontsize=min(self.label_pt + 0.5, 7),
-                    color="#333333",
-                )
+        spans = sorted(self.plan.doc_spans.items())
+        rooms = [(b - a) * px_per_col / (0.6 * 7 * DPI / 72) for _, (a, b) in spans]  # 7 pt characters
+        across = all(
+            room >= min(len(self.plan.documents[i]), 12) for room, (i, _) in zip(rooms, spans, strict=True)
+        )
+        style = {"fontsize": 7} if across else {"rotation": 90, "fontsize": min(self.label_pt + 0.5, 6.5)}
+        for room, (i, (a, b)) in zip(rooms, spans, strict=True):
+            name = _shorten(self.plan.documents[i], int(room) if across else 24)
+            self.text(
+                (a + b) / 2, -0.01, name, transform=under, ha="center", va="top", color="#333333", **style
+            )
 
     def rows(self) -> None:
         from matplotlib.transforms import blended_transform_factory

@@ -53,6 +53,8 @@ BOT_PERMISSIONS = str(
     ).value
 )
 NOW = "2026-01-01T00:00:00+00:00"
+ATTACHMENT_LIMIT = 10 * 1024 * 1024  # what interactions announce as attachment_size_limit
+UPLOADS = "_uploads"  # where the fake keeps a request's uploaded files beside its JSON body
 
 _counter = itertools.count(1)
 
@@ -331,7 +333,7 @@ class FakeDiscord:
             "mention_everyone": False,
             "mentions": [],
             "mention_roles": [],
-            "attachments": [],
+            "attachments": self._attachments(body.get(UPLOADS) or []),
             "embeds": body.get("embeds") or [],
             "components": body.get("components") or [],
             "pinned": False,
@@ -349,6 +351,10 @@ class FakeDiscord:
         for key in ("content", "embeds", "components"):
             if key in body:
                 message[key] = body[key] if body[key] is not None else ([] if key != "content" else "")
+        if "attachments" in body:  # kept ones are named by id; new uploads come as files[n]
+            kept = {str(a.get("id")) for a in body["attachments"] or []}
+            message["attachments"] = [a for a in message["attachments"] if a["id"] in kept]
+            message["attachments"] += self._attachments(body.get(UPLOADS) or [])
         message["flags"] = message["flags"] & ~128  # no longer 'thinking'
         message["edited_timestamp"] = NOW
         message["allowed_mentions"] = body.get("allowed_mentions", message.get("allowed_mentions"))
@@ -359,18 +365,61 @@ class FakeDiscord:
 
     async def handle(self, request: web.Request) -> web.Response:
         body: dict = {}
+        uploads: list[dict] = []
         if request.can_read_body:
             if request.content_type.startswith("multipart"):
                 async for part in await request.multipart():
                     if part.name == "payload_json":
                         body = json.loads(await part.text())
+                    elif part.filename:  # files[n], as discord.py sends attachments
+                        uploads.append({"filename": part.filename, "data": bytes(await part.read())})
             else:
                 text = await request.text()
                 body = json.loads(text) if text else {}
         path = request.match_info["tail"]
-        response = self._injected(request.method, path) or await self._route(request.method, path, body)
+        if uploads:
+            body[UPLOADS] = uploads
+        response = (
+            self._injected(request.method, path)
+            or self._too_large(uploads)
+            or await self._route(request.method, path, body)
+        )
         self.calls.append(Call(request.method, path, body, response.status))
         return response
+
+    def _too_large(self, uploads: list[dict]) -> web.Response | None:
+        """Discord refuses a file over the attachment limit (the interactions' attachment_size_limit)."""
+        if any(len(u["data"]) > ATTACHMENT_LIMIT for u in uploads):
+            self.rejections.append(("POST", "upload", [f"attachment over {ATTACHMENT_LIMIT} bytes"]))
+            return error(413, 40005, "Request entity too large")
+        return None
+
+    def _attachments(self, uploads: list[dict]) -> list[dict]:
+        """Uploaded files as message attachments, served by the fake CDN like any other file."""
+        out = []
+        for upload in uploads:
+            key = f"{len(self.files)}-{upload['filename']}"
+            self.files[key] = upload["data"]
+            out.append(
+                {
+                    "id": str(snowflake()),
+                    "filename": upload["filename"],
+                    "size": len(upload["data"]),
+                    "content_type": "image/png"
+                    if upload["filename"].endswith(".png")
+                    else "application/octet-stream",
+                    "url": f"{self.base}/cdn/{key}",
+                    "proxy_url": f"{self.base}/cdn/{key}",
+                }
+            )
+        return out
+
+    def attachment_bytes(self, message: dict) -> dict[str, bytes]:
+        """A message's attachments by file name, read back from the fake CDN's store."""
+        return {
+            a["filename"]: self.files[a["url"].rsplit("/cdn/", 1)[1]]
+            for a in message.get("attachments") or []
+        }
 
     def _injected(self, method: str, path: str) -> web.Response | None:
         for rule in list(self.rate_limits):
@@ -442,7 +491,7 @@ class FakeDiscord:
         if info.responded:
             return error(400, 40060, "Interaction has already been acknowledged.")
         kind = body.get("type")
-        data = body.get("data") or {}
+        data = dict(body.get("data") or {}, **({UPLOADS: body[UPLOADS]} if UPLOADS in body else {}))
         ephemeral = bool((data.get("flags") or 0) & 64)
         message = None
         if kind in (4, 5):
@@ -647,7 +696,7 @@ class Harness:
             "entitlements": [],
             "authorizing_integration_owners": {},
             "app_permissions": app_permissions,
-            "attachment_size_limit": 10 * 1024 * 1024,
+            "attachment_size_limit": ATTACHMENT_LIMIT,
             "data": data,
         }
         if message is not None:
