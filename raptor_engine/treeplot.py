@@ -477,10 +477,9 @@ class _Canvas:
         handles = [
             mark("o", layer_colour(r.layer, r.kind), f"L{r.layer} {names[r.kind]}") for r in self.plan.rows
         ]
-        handles += [
-            mark("s", "#777777", "group of n nodes (n below)"),
-            line("#7f8c9a", 1.2, "parent-child edges"),
-        ]
+        if self.plan.binned:
+            handles.append(mark("s", "#777777", "group of n nodes (n below)"))
+        handles.append(line("#7f8c9a", 1.2, "parent-child edges"))
         if self.highlighting:
             handles += [
                 mark("o", "#999999", "retrieved (node id above; k/n in a group)", 8, "black"),
