@@ -404,7 +404,8 @@ class Store:
             edges = [
                 (int(r[0]), int(r[1]))
                 for r in db.execute(
-                    "SELECT parent_id, child_id FROM edges WHERE kb_id = ? ORDER BY parent_id, child_id", [kb_id]
+                    "SELECT parent_id, child_id FROM edges WHERE kb_id = ? ORDER BY parent_id, child_id",
+                    [kb_id],
                 ).fetchall()
             ]
         finally:
