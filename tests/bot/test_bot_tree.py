@@ -4,8 +4,11 @@ also after a restart. Real discord.py objects against the fake Discord API, over
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from bot.kb import kb_name
-from bot.pictures import TREE_FILE
+from bot.pictures import NOT_DRAWN, TREE_FILE, size_refusal
+from raptor_engine.engine import TreePicture
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
 from tests.bot.conftest import ATTACHMENT_LIMIT, BOB, CHAN_A, CHAN_B, GUILD, custom_ids, text_of
 from tests.bot.test_bot_flows import add_doc, ask
@@ -41,6 +44,22 @@ async def test_kb_tree_attaches_the_picture_of_the_whole_tree(harness):
     assert png.startswith(PNG_SIGNATURE) and len(png) < ATTACHMENT_LIMIT
     assert reply["embeds"][-1]["image"]["url"] == f"attachment://{TREE_FILE}"
     assert png == h.engine.tree_picture(KB_A, name="#docs-a").png  # the engine's picture, byte for byte
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no fonts")
+
+    h.engine.tree_picture = broken  # a drawing failure still gives the layers, and says why
+    reply = (await h.replies_done(h.slash("kb", sub="tree", user=BOB)))[0]
+    assert "**L0**:" in text_of(reply) and NOT_DRAWN in text_of(reply) and not reply["attachments"]
+
+
+def test_a_picture_over_the_attachment_limit_is_refused_in_one_sentence():
+    picture = TreePicture(b"x" * 3 * 1024 * 1024, nodes=1, highlighted=[], cited=[], missing=[], binned=False)
+    small_limit = SimpleNamespace(filesize_limit=1024 * 1024)
+    assert size_refusal(small_limit, picture) == (
+        "The picture of this tree is 3.0 MB, over Discord's 1.0 MB limit for attachments."
+    )
+    assert size_refusal(SimpleNamespace(filesize_limit=ATTACHMENT_LIMIT), picture) is None
 
 
 async def test_show_tree_highlights_exactly_the_answers_context_privately_even_after_a_restart(
