@@ -78,15 +78,14 @@ async def tree_attachment(
 
 def highlight_text(picture: TreePicture) -> str:
     """What the private picture shows: how many of the answer's nodes, how many cited, any gone."""
+    used, gone = len(picture.highlighted), len(picture.missing)
     text = (
-        f"The tree with the {len(picture.highlighted)} nodes this answer drew on highlighted "
+        f"The tree with the {used} node{'s' if used != 1 else ''} this answer drew on highlighted "
         f"({len(picture.cited)} cited, drawn as stars) and their paths to the top."
     )
-    if picture.missing:
-        text += (
-            f" {len(picture.missing)} of its nodes are no longer in the tree (documents were added or "
-            "removed since)."
-        )
+    if gone:
+        verb = "are" if gone != 1 else "is"
+        text += f" {gone} of its nodes {verb} no longer in the tree (documents were added or removed since)."
     return text
 
 

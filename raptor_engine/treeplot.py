@@ -38,7 +38,7 @@ LAYER_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2
 KB_COLOUR = "#d62728"
 FADED = "#c9c9c9"
 PATH_COLOUR = "#222222"
-KIND_NAMES = {"leaf": "leaves", "summary": "summaries", "kb": "cross-document"}
+KIND_NAMES = {"leaf": ("leaf", "leaves"), "summary": ("summary", "summaries"), "kb": ("cross-document",) * 2}
 
 _RENDER_LOCK = threading.Lock()  # matplotlib's font cache and text layout are not documented thread-safe
 
@@ -263,25 +263,31 @@ def layer_colour(layer: int, kind: str) -> str:
     return KB_COLOUR if kind == "kb" else LAYER_COLOURS[layer % len(LAYER_COLOURS)]
 
 
+def _count(number: int, singular: str, plural: str = "") -> str:
+    """'1 leaf', '2 leaves', '20,000 nodes'."""
+    return f"{number:,} {singular if number == 1 else plural or singular + 's'}"
+
+
 def _row_label(row: LayerRow) -> str:
-    label = f"L{row.layer} · {row.nodes:,} {KIND_NAMES.get(row.kind, 'nodes')}"
+    label = f"L{row.layer} · {_count(row.nodes, *KIND_NAMES.get(row.kind, ('node',)))}"
     if row.groups < row.nodes:
         label += f"\nin {row.groups:,} groups"
     return label
 
 
 def _title(plan: Plan) -> str:
-    docs = len(plan.documents)
     return (
-        f"RAPTOR tree of {plan.kb}: {docs:,} document{'s' if docs != 1 else ''}, "
-        f"{plan.nodes:,} nodes, {len(plan.rows)} layer{'s' if len(plan.rows) != 1 else ''}"
+        f"RAPTOR tree of {plan.kb}: {_count(len(plan.documents), 'document')}, "
+        f"{_count(plan.nodes, 'node')}, {_count(len(plan.rows), 'layer')}"
     )
 
 
 def _highlight_line(plan: Plan, caption: str) -> str:
     if not plan.highlighted and not plan.missing:
         return caption
-    line = f"Highlighted: the {len(plan.highlighted)} context nodes ({len(plan.cited)} cited)"
+    line = (
+        f"Highlighted: the answer's {_count(len(plan.highlighted), 'context node')} ({len(plan.cited)} cited)"
+    )
     if plan.missing:
         line += f"; {len(plan.missing)} more no longer in the tree"
     return f"{line} — {caption}" if caption else line
@@ -473,26 +479,28 @@ class _Canvas:
         def line(colour: str, width: float, label: str) -> Line2D:
             return Line2D([], [], color=colour, linewidth=width, label=label)
 
-        names = {"leaf": "leaf", "summary": "summary", "kb": "cross-document"}
         handles = [
-            mark("o", layer_colour(r.layer, r.kind), f"L{r.layer} {names[r.kind]}") for r in self.plan.rows
+            mark("o", layer_colour(r.layer, r.kind), f"L{r.layer} {KIND_NAMES.get(r.kind, ('node',))[0]}")
+            for r in self.plan.rows
         ]
         if self.plan.binned:
             handles.append(mark("s", "#777777", "group of n nodes (n below)"))
-        handles.append(line("#7f8c9a", 1.2, "parent-child edges"))
+        if self.plan.edges:
+            handles.append(line("#7f8c9a", 1.2, "parent-child edges"))
         if self.highlighting:
             handles += [
                 mark("o", "#999999", "retrieved (node id above; k/n in a group)", 8, "black"),
                 mark("*", "#999999", "cited [n]", 12, "black"),
-                line(PATH_COLOUR, 1.6, "path to the top"),
             ]
+            if self.plan.path_edges:
+                handles.append(line(PATH_COLOUR, 1.6, "path to the top"))
         self.fig.text(
             0.01, 0.975, _title(self.plan), fontsize=13, fontweight="bold", va="top", parse_math=False
         )
-        line = _highlight_line(self.plan, caption)
-        if line:
+        subtitle = _highlight_line(self.plan, caption)
+        if subtitle:
             self.fig.text(
-                0.01, 0.945, _shorten(line, 190), fontsize=9, va="top", color="#333333", parse_math=False
+                0.01, 0.945, _shorten(subtitle, 190), fontsize=9, va="top", color="#333333", parse_math=False
             )
         self.fig.legend(
             handles=handles,
