@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import replace
 
 import numpy as np
 
@@ -17,9 +18,25 @@ from .embed import Embedder
 from .types import AnswerDraft, Citation, ContextNode, Turn
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
+# What a document writes that looks like a citation marker: [2], [ 2 ], [12], [2, 3], [2-4], [^2], 【2】,
+# in any bracket pair a reader or a model might take for one, with any script's digits.
+DOCUMENT_MARKER = re.compile(
+    r"[\[【〔［〚⟦]\s*(\^?\s*\d+(?:\s*(?:[,;]|[-‐‑–—]|and|&)\s*\d+)*)\s*[\]】〕］〛⟧]"
+)
 QUOTES = 3  # sentences the extractive answer quotes
 MAX_SENTENCES = 200  # sentences of context considered, best nodes first
 MIN_SENTENCE_CHARS = 12
+
+
+def neutralise_markers(text: str) -> str:
+    """A document's own bracketed numbers in full-width brackets ("[2]" -> "［2］"): still visibly there
+    for a reader, but never an answer's citation marker, whoever copies them (a quote or a model)."""
+    return DOCUMENT_MARKER.sub(lambda m: f"［{m.group(1)}］", text)
+
+
+def neutralise_context(context: list[ContextNode]) -> list[ContextNode]:
+    """The context with every node's text passed through `neutralise_markers`, for an answerer."""
+    return [replace(node, text=neutralise_markers(node.text)) for node in context]
 
 
 def map_citations(text: str, context: list[ContextNode]) -> tuple[str, list[Citation]]:
@@ -96,7 +113,8 @@ class ExtractiveAnswerer:
         return AnswerDraft("From the documents:\n" + "\n".join(f"- {line}" for line in lines))
 
     async def answer(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerDraft:
-        return await asyncio.to_thread(self._answer_sync, question, context)
+        """Quotes carry the document's bracketed numbers neutralised, so only the answerer's [n] are markers."""
+        return await asyncio.to_thread(self._answer_sync, question, neutralise_context(context))
 
     async def condense(self, question: str, history: list[Turn]) -> str:
         """Without a model, a follow-up is searched together with the previous question."""

@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from .answer import ExtractiveAnswerer, map_citations
+from .answer import ExtractiveAnswerer, map_citations, neutralise_context
 from .build import BuiltTree, Summarised, build_document_tree, build_kb_layer
 from .chunk import chunk_document
 from .config import Settings
@@ -572,7 +572,7 @@ class Engine:
         context = await asyncio.to_thread(
             self.retrieve, kb, query, mode=mode, budget=budget, layers=layers, documents=documents
         )
-        draft = await answerer.answer(question, context.nodes, history)
+        draft = await answerer.answer(question, neutralise_context(context.nodes), history)
         text, citations = map_citations(draft.text, context.nodes)
         answer = Answer(
             question=question,
