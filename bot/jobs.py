@@ -19,12 +19,11 @@ from typing import Any
 
 import aiohttp
 import discord
-from discord.utils import escape_markdown
 
 from raptor_engine.errors import IngestError, RaptorError
 from raptor_engine.types import Progress
 
-from .render import CONTENT_LIMIT, truncate
+from .render import CONTENT_LIMIT, inert, truncate
 
 log = logging.getLogger(__name__)
 
@@ -133,9 +132,12 @@ class ThrottledEditor:
         self._last_at: float | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._finished = False
 
     def request(self, text: str) -> None:
-        """Ask for `text` to be shown soon (call on the event loop)."""
+        """Ask for `text` to be shown soon (call on the event loop); ignored once `finish` has begun."""
+        if self._finished:
+            return
         self._latest = text
         self._wake.set()
         if self._task is None or self._task.done():
@@ -163,6 +165,7 @@ class ThrottledEditor:
 
     async def finish(self, text: str) -> None:
         """Stop the updates and show `text` last, still respecting the interval."""
+        self._finished = True
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -262,7 +265,7 @@ class BuildJobs:
         try:
             if lock.locked():
                 on_wait(
-                    f"waiting: another file is being added to this channel ({self._running.get(kb, '…')})"
+                    f"waiting: another file is being added to this channel ({display_name(self._running.get(kb, '…'))})"
                 )
             async with lock:
                 if self._slots.locked():
@@ -325,4 +328,5 @@ async def download(session: aiohttp.ClientSession, attachment: discord.Attachmen
 
 
 def display_name(filename: str) -> str:
-    return escape_markdown(truncate(filename, 120))
+    """A file name as status lines show it: shortened, then inert (no markdown, mention or link)."""
+    return inert(truncate(filename, 120))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -26,6 +27,7 @@ DOCUMENT_MARKER = re.compile(
 QUOTES = 3  # sentences the extractive answer quotes
 MAX_SENTENCES = 200  # sentences of context considered, best nodes first
 MIN_SENTENCE_CHARS = 12
+DOCUMENTS_SHOWN = 3  # documents named for a cross-document summary; the rest are counted
 
 
 def neutralise_markers(text: str) -> str:
@@ -37,6 +39,21 @@ def neutralise_markers(text: str) -> str:
 def neutralise_context(context: list[ContextNode]) -> list[ContextNode]:
     """The context with every node's text passed through `neutralise_markers`, for an answerer."""
     return [replace(node, text=neutralise_markers(node.text)) for node in context]
+
+
+def describe_documents(
+    drawn_from: tuple[tuple[str, int], ...], shown: int = DOCUMENTS_SHOWN, name: Callable[[str], str] = str
+) -> str:
+    """Where a cross-document summary comes from, e.g. "3 documents: a.pdf, b.md, c.txt" (most leaves
+    first; "and 2 more" past `shown`), or just "a.pdf" when its cluster holds one document's tops.
+    `name` formats each file name (the bot makes it inert)."""
+    if not drawn_from:
+        return "all documents"
+    if len(drawn_from) == 1:
+        return name(drawn_from[0][0])
+    names = ", ".join(name(document) for document, _ in drawn_from[:shown])
+    more = len(drawn_from) - shown
+    return f"{len(drawn_from)} documents: {names}" + (f" and {more} more" if more > 0 else "")
 
 
 def map_citations(text: str, context: list[ContextNode]) -> tuple[str, list[Citation]]:
@@ -64,6 +81,7 @@ def map_citations(text: str, context: list[ContextNode]) -> tuple[str, list[Cita
                     leaf_count=node.leaf_count,
                     page=node.page,
                     heading=node.heading,
+                    drawn_from=node.drawn_from,
                 )
             )
         return f"[{renumber[position]}]"
