@@ -139,3 +139,50 @@ def test_block_labels_are_neutralised_too():
     block = format_context([node])
     assert ASCII_MARKER.findall(block) == ["1"]
     assert "refs［2］.md" in block and "Notes ［4］" in block and "Text ［3］." in block
+
+
+# ---- cross-document summaries name their documents ------------------------------------------
+
+
+def test_cross_document_citations_name_their_documents_in_the_cli(tmp_path, embedder, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    import raptor_engine.cli as cli_module
+    from tests.sample_texts import BEEKEEPING, RAILWAY
+
+    monkeypatch.setattr(cli_module, "Engine", lambda settings: Engine(settings, embedder=embedder))
+    paths = {
+        "railway.md": RAILWAY,
+        "railway-2nd.md": RAILWAY.replace("The Harrow Valley Railway", "The Harrow Valley Line, 2nd edition"),
+        "bees.md": BEEKEEPING,
+    }
+    for name, text in paths.items():
+        (tmp_path / name).write_text(text)
+
+    def raptor(*args: str):
+        result = CliRunner().invoke(
+            cli_module.cli, ["--data-dir", str(tmp_path / "data"), *args], catch_exceptions=False
+        )
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    raptor("ingest", *(str(tmp_path / name) for name in paths), "--kb", "t", "--quiet")
+    tree = json.loads(raptor("tree", "--kb", "t", "--json"))
+    top = next(layer["layer"] for layer in tree["layers"] if layer["kind"] == "kb")
+    assert "cross-document summaries" in raptor("tree", "--kb", "t")
+
+    asked = json.loads(
+        raptor("ask", "When was the railway line built?", "--kb", "t", "--layer", str(top), "--json")
+    )
+    assert asked["citations"]
+    for citation in asked["citations"]:
+        assert citation["document"] is None and citation["documents"]
+        leaves = [d["leaves"] for d in citation["documents"]]
+        assert leaves == sorted(leaves, reverse=True)  # most leaves first
+        assert sum(leaves) == citation["leaf_count"]  # every leaf belongs to exactly one document
+        assert {d["name"] for d in citation["documents"]} <= set(paths)
+    printed = raptor("ask", "When was the railway line built?", "--kb", "t", "--layer", str(top))
+    assert "all documents" not in printed
+    assert re.search(r"\d documents: [\w.-]+(, [\w.-]+)+|· (railway|railway-2nd|bees)\.md", printed)

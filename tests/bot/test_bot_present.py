@@ -10,14 +10,18 @@ import io
 import re
 from pathlib import Path
 
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from reportlab.pdfgen import canvas
 
+from bot.answering import thread_name
 from bot.kb import kb_name
-from bot.render import human_size, inert
+from bot.render import human_size, inert, render_answer, split_text
 from raptor_engine.types import AnswerDraft
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
 from tests.bot.conftest import BOB, CHAN_A, GUILD, custom_ids, text_of
 from tests.bot.test_bot_flows import add_doc, ask, sources_of
+from tests.bot.test_bot_render import make_answer
 
 KB_A = kb_name(GUILD, CHAN_A)
 
@@ -210,3 +214,35 @@ async def test_show_context_reflows_a_pdfs_hard_line_breaks(harness):
     assert "- polish the brass fittings of the lantern" in quoted  # list lines stay lines
     assert "- trim the wicks and wind the clockwork" in quoted
     assert not any(line.endswith("noting the") for line in quoted)
+
+
+# ---------------------------------------------------------------------------------------------- pure helpers
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab *_~|`[]()<>#@:/\\\n.-", min_size=1, max_size=6000))
+@example("a" + "*" * 3000)  # no boundary to cut at: a hard cut would land between "\\" and "*"
+def test_escaped_text_splits_within_the_limit_without_breaking_an_escape(text):
+    escaped = inert(text)
+    pieces = split_text(escaped, 500)
+    assert all(len(p) <= 500 for p in pieces)
+    for piece in pieces:
+        trailing = len(piece) - len(piece.rstrip("\\"))
+        assert trailing % 2 == 0, piece[-20:]  # no piece ends inside an escape
+
+
+def test_a_long_hostile_answer_is_split_into_messages_within_2000_characters():
+    hostile = "**bold** ||spoiler|| <@&350> [link](http://evil.example) `code` # heading. " * 120
+    answer = make_answer(hostile + "[1]", citations=1)
+    messages = render_answer(answer)
+    assert len(messages) >= 3 and all(len(m.content) <= 2000 for m in messages)
+    assert all(live_syntax(m.content) == [] for m in messages)
+    assert messages[-1].content.endswith("[1]")  # the answer's own marker survives the escaping
+
+
+def test_thread_names_are_plain_and_within_discords_limit():
+    name = thread_name("What does **the keeper** do <@&350> @everyone ||now|| [see](http://x.y)? " * 20)
+    assert len(name) <= 100 and not set(name) & set("*|<>[]`#\\") and "@everyone" not in name
+    assert name.startswith("What does the keeper do @role everyone now see?")
+    assert thread_name("<t:1767225600:R> `` ** ") == "a date"
+    assert thread_name("** || ``") == "Follow-up"
