@@ -133,6 +133,7 @@ class ThrottledEditor:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._finished = False
+        self._showing = False  # an edit (or the first send) is on its way to Discord
 
     def request(self, text: str) -> None:
         """Ask for `text` to be shown soon (call on the event loop); ignored once `finish` has begun."""
@@ -155,21 +156,30 @@ class ThrottledEditor:
         await self._show(text)
 
     async def _run(self) -> None:
-        while True:
+        while not self._finished:
             await self._wake.wait()
             self._wake.clear()
             await self._wait_for_slot()
             text = self._latest
             if text is not None and text != self._shown:
-                await self._emit(text)
+                self._showing = True
+                try:
+                    await self._emit(text)
+                finally:
+                    self._showing = False
 
     async def finish(self, text: str) -> None:
-        """Stop the updates and show `text` last, still respecting the interval."""
+        """Stop the updates and show `text` last, still respecting the interval.
+
+        An edit already on its way is let through rather than cancelled: cut off, the first message
+        of a channel fall-back could be posted twice, or an edit land after the final text."""
         self._finished = True
-        if self._task is not None:
-            self._task.cancel()
+        task = self._task
+        if task is not None and not task.done():
+            if not self._showing:
+                task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
         await self._wait_for_slot()
         await self._emit(text)
 

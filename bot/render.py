@@ -50,7 +50,7 @@ _MARKDOWN_CHARACTER = re.compile(r"[\\*_~|`\[\]<>#]")
 _EVERYONE = re.compile(r"@(?=(?:everyone|here)\b)")
 _URL_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*):(?=//)")  # "https://" is not linked as "https\://"
 _MENTION_SYNTAX = re.compile(r"<(?:@[!&]?|#|t:|a?:[\w~]+:|/[\w -]+:)[^<>]*>")
-_MASKED_LINK = re.compile(r"\[([^\[\]\n]*)\]\(\s*<?([^()\s<>]*)>?\s*\)")
+_MASKED_LINK = re.compile(r"\[([^\[\]\n]*)\]\([^()\n]*\)")
 _PLAIN_NOISE = re.compile(r"[*_~|`>#\\]+")
 
 
@@ -75,7 +75,6 @@ def plain_name(text: str, limit: int) -> str:
     text = _MASKED_LINK.sub(lambda m: m.group(1), text)
     text = _MENTION_SYNTAX.sub(lambda m: _mention_word(m.group(0)), text)
     text = _PLAIN_NOISE.sub(" ", text.replace("@everyone", "everyone").replace("@here", "here"))
-    text = re.sub(r"(?m)^\s*-#\s", " ", text)
     return truncate(" ".join(text.split()), limit)
 
 
@@ -83,7 +82,7 @@ def _mention_word(syntax: str) -> str:
     """What a mention, timestamp or emoji stands for, in a word ("<:wave:1>" -> ":wave:")."""
     if syntax.startswith(("<:", "<a:")):
         return ":" + syntax.split(":")[1] + ":"
-    kinds = {"<@&": "@role", "<@": "@user", "<#": "#channel", "<t:": "a date", "</": "/command"}
+    kinds = {"<@&": "@role", "<@": "@user", "<#": "channel", "<t:": "a date", "</": "/command"}
     return next(word for prefix, word in kinds.items() if syntax.startswith(prefix))
 
 

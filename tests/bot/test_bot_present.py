@@ -6,6 +6,7 @@ tree fits a one-document channel, and Show context reflows a PDF's hard line bre
 
 from __future__ import annotations
 
+import asyncio
 import io
 import re
 from pathlib import Path
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from reportlab.pdfgen import canvas
 
 from bot.answering import thread_name
+from bot.jobs import ThrottledEditor
 from bot.kb import kb_name
 from bot.render import human_size, inert, render_answer, split_text
 from raptor_engine.types import AnswerDraft
@@ -246,3 +248,27 @@ def test_thread_names_are_plain_and_within_discords_limit():
     assert name.startswith("What does the keeper do @role everyone now see?")
     assert thread_name("<t:1767225600:R> `` ** ") == "a date"
     assert thread_name("** || ``") == "Follow-up"
+
+
+async def test_finishing_lets_an_edit_under_way_land_before_the_final_text():
+    """Cancelled mid-request, the first post of a channel fall-back could be sent twice, or an edit
+    could land after the final text; finish waits for it instead."""
+    release = asyncio.Event()
+    landed: list[str] = []
+
+    async def show(text: str) -> None:
+        if not landed:
+            await release.wait()  # the first request is slow (a 429 being waited out, say)
+        landed.append(text)
+
+    editor = ThrottledEditor(show, interval=0.01)
+    editor.request("⏳ queued")
+    await asyncio.sleep(0.01)
+    finishing = asyncio.create_task(editor.finish("Done."))
+    await asyncio.sleep(0.01)
+    release.set()
+    await asyncio.wait_for(finishing, 5)
+    assert landed == ["⏳ queued", "Done."]
+    editor.request("⏳ late progress")  # after finish: ignored
+    await asyncio.sleep(0.05)
+    assert landed == ["⏳ queued", "Done."]
