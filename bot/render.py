@@ -250,7 +250,12 @@ def reflow(text: str) -> str:
     """Text with the hard line breaks inside paragraphs (a PDF's line ends) joined into one line each;
     paragraph breaks (blank lines, or a sentence ending on a short line) and list lines stay."""
     blocks = re.split(r"\n\s*\n", text.strip())
-    return "\n\n".join(_join_lines(b.splitlines()) for b in blocks if b.strip())
+    return "\n\n".join(b if _is_code(b) else _join_lines(b.splitlines()) for b in blocks if b.strip())
+
+
+def _is_code(block: str) -> bool:
+    """A fenced or indented code block, whose line breaks are its layout."""
+    return FENCE in block or any(line.startswith(("    ", "\t")) for line in block.splitlines())
 
 
 def _join_lines(raw_lines: list[str]) -> str:

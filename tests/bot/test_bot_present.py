@@ -18,7 +18,7 @@ from reportlab.pdfgen import canvas
 from bot.answering import thread_name
 from bot.jobs import ThrottledEditor
 from bot.kb import kb_name
-from bot.render import human_size, inert, render_answer, split_text
+from bot.render import human_size, inert, reflow, render_answer, split_text
 from raptor_engine.types import AnswerDraft
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
 from tests.bot.conftest import BOB, CHAN_A, GUILD, custom_ids, text_of
@@ -272,3 +272,25 @@ async def test_finishing_lets_an_edit_under_way_land_before_the_final_text():
     editor.request("⏳ late progress")  # after finish: ignored
     await asyncio.sleep(0.05)
     assert landed == ["⏳ queued", "Done."]
+
+
+def test_reflow_joins_wrapped_lines_but_keeps_paragraphs_lists_and_code():
+    text = (
+        "The keeper writes in the log every night the lamp is lit, noting the\n"
+        "weather and every ship that passes, with the time it was seen.\n"
+        "Short last line.\n"  # a sentence ending on a short line ends its paragraph
+        "Duties each morning:\n"
+        "- polish the brass fittings of the\n"
+        "lantern gallery\n"
+        "- trim the wicks\n"
+        "\n"
+        "```\nlamp = on\nwick = trimmed\n```\n"
+        "\n"
+        "    indented\n    code"
+    )
+    assert reflow(text) == (
+        "The keeper writes in the log every night the lamp is lit, noting the weather and every ship"
+        " that passes, with the time it was seen. Short last line.\n\nDuties each morning:\n"
+        "- polish the brass fittings of the lantern gallery\n- trim the wicks\n\n"
+        "```\nlamp = on\nwick = trimmed\n```\n\n    indented\n    code"
+    )
