@@ -17,6 +17,7 @@ from raptor_engine.load import SUPPORTED_EXTENSIONS, check_upload
 from raptor_engine.types import Progress
 
 from .jobs import StatusMessage, ThrottledEditor, display_name, download
+from .render import inert
 
 if TYPE_CHECKING:
     from .client import RaptorBot
@@ -40,7 +41,7 @@ def screen(
             check_upload(attachment.filename, attachment.size, max_bytes)
         except IngestError as error:
             log.info("refused %s (%d bytes): %s", attachment.filename, attachment.size, error.reason)
-            refused.append(f"❌ **{display_name(error.filename)}** {error.reason}")
+            refused.append(f"❌ **{display_name(error.filename)}** {inert(error.reason)}")
         else:
             accepted.append(attachment)
     return accepted, refused
@@ -65,7 +66,11 @@ def result_line(name: str, result: Any) -> str:
 
 
 class BatchStatus:
-    """The lines of one request's status message, with the throttled editor that shows them."""
+    """The lines of one request's status message, with the throttled editor that shows them.
+
+    Every edit, the first included, goes through the editor (at most one a second). A file's outcome
+    line is final: a progress report that arrives after it (the engine's last one is delivered on a
+    later turn of the event loop) is dropped instead of putting a ⏳ line back."""
 
     def __init__(
         self, status: StatusMessage, header: str, names: list[str], refused: list[str], interval: float
@@ -73,14 +78,27 @@ class BatchStatus:
         self.header = header
         self.lines = [FileLine(n, f"⏳ **{display_name(n)}** queued") for n in names]
         self.refused = refused
+        self.concluded: set[int] = set()
         self.editor = ThrottledEditor(status.show, interval=interval)
 
     def render(self) -> str:
         return "\n".join([self.header, *(line.text for line in self.lines), *self.refused])
 
-    def set(self, index: int, text: str) -> None:
-        self.lines[index].text = text
+    def show(self) -> None:
         self.editor.request(self.render())
+
+    def set(self, index: int, text: str) -> None:
+        """A file's progress; ignored once the file has its outcome line."""
+        if index in self.concluded:
+            return
+        self.lines[index].text = text
+        self.show()
+
+    def conclude(self, index: int, text: str) -> None:
+        """A file's outcome (added, duplicate, refused): its line from now on."""
+        self.lines[index].text = text
+        self.concluded.add(index)
+        self.show()
 
     def progress(self, index: int) -> Any:
         name = display_name(self.lines[index].name)
@@ -113,7 +131,7 @@ async def add_files(
             refused,
             bot.status_interval,
         )
-        await status.show(batch.render())
+        batch.show()
         added = 0
         for index, attachment in enumerate(attachments):
             added += await _add_one(bot, kb, attachment, index, added_by, batch)
@@ -148,18 +166,18 @@ async def _add_one(
     except RaptorError as error:
         log.info("adding %s to %s failed: %s", attachment.filename, kb, error)
         if isinstance(error, IngestError):
-            batch.lines[index].text = f"❌ **{name}** {error.reason} Nothing was stored."
+            batch.conclude(index, f"❌ **{name}** {inert(error.reason)} Nothing was stored.")
         else:
-            batch.lines[index].text = f"❌ **{name}** was not added: {error} Nothing was stored."
+            batch.conclude(index, f"❌ **{name}** was not added: {inert(str(error))} Nothing was stored.")
         return False
     except Exception:
         log.exception("adding %s to %s failed unexpectedly", attachment.filename, kb)
-        batch.lines[
-            index
-        ].text = f"❌ **{name}** was not added: an unexpected error (logged). Nothing was stored."
+        batch.conclude(
+            index, f"❌ **{name}** was not added: an unexpected error (logged). Nothing was stored."
+        )
         return False
     log.info(
         "added %s to %s: %s (%s)", attachment.filename, kb, result.status, "; ".join(map(str, result.notes))
     )
-    batch.lines[index].text = result_line(attachment.filename, result)
+    batch.conclude(index, result_line(attachment.filename, result))
     return result.status == "added"

@@ -19,7 +19,7 @@ from raptor_engine.types import Answer, Turn
 
 from .kb import home_channel_id, kb_for_channel
 from .permissions import cooldown_text
-from .render import OutMessage, render_answer, truncate
+from .render import OutMessage, inert, plain_name, render_answer, truncate
 from .replies import Replier, tell
 from .state import ThreadRecord
 from .views import answer_view
@@ -48,8 +48,8 @@ def empty_text(bot: RaptorBot, kb: str) -> str:
 
 
 def thread_name(question: str) -> str:
-    name = re.sub(r"\s+", " ", question).strip() or "Follow-up"
-    return truncate(name, THREAD_NAME_LIMIT)
+    """The question as a thread name: one line, no markdown or mention syntax, within Discord's limit."""
+    return plain_name(question, THREAD_NAME_LIMIT) or "Follow-up"
 
 
 def question_refusal(bot: RaptorBot, user_id: int) -> str | None:
@@ -107,7 +107,7 @@ async def handle_ask(
         answer = await ask_engine(bot, kb, question, mode, history, str(interaction.user))
     except RaptorError as error:
         log.warning("ask in %s refused: %s", kb, error)
-        await replier.send(f"⚠️ {error}")
+        await replier.send(f"⚠️ {inert(str(error))}")
         return
     except Exception:
         log.exception("ask in %s failed", kb)
@@ -191,7 +191,7 @@ async def handle_follow_up(bot: RaptorBot, message: discord.Message, record: Thr
             answer = await ask_engine(bot, kb, question, "collapsed", history, str(message.author))
     except RaptorError as error:
         log.warning("follow-up in %s refused: %s", kb, error)
-        await _reply(message, f"⚠️ {error}")
+        await _reply(message, f"⚠️ {inert(str(error))}")
         return
     except Exception:
         log.exception("follow-up in %s failed", kb)

@@ -11,6 +11,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -27,7 +28,7 @@ from .jobs import MIN_EDIT_INTERVAL_SECONDS, TOKEN_LIFETIME_SECONDS, BuildJobs
 from .kb import guild_prefix, kb_for_channel, kb_name
 from .permissions import Cooldown
 from .pictures import ShowTreeButton
-from .render import human_size
+from .render import human_size, inert, truncate
 from .replies import tell
 from .state import BotState
 from .views import ContextPageButton, ShowContextButton
@@ -43,6 +44,21 @@ def make_intents(message_content: bool) -> discord.Intents:
     intents.members = False
     intents.presences = False
     return intents
+
+
+def storage_sizes(db_path: Path, index_dir: Path) -> tuple[int, int]:
+    """Bytes on disk of the SQLite database (its file, -wal and -shm: recent writes live in the WAL
+    until a checkpoint) and of the hnswlib index files; what is missing counts as 0."""
+    database = sum(_size(Path(f"{db_path}{suffix}")) for suffix in ("", "-wal", "-shm"))
+    indices = sum(_size(p) for p in index_dir.rglob("*") if p.is_file()) if index_dir.is_dir() else 0
+    return database, indices
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # not there (no WAL right after a checkpoint), or removed while we looked
+        return 0
 
 
 class RaptorBot(discord.Client):
@@ -162,7 +178,7 @@ class RaptorBot(discord.Client):
             await self.engine_call(fn, *args)
         except RaptorError as error:
             log.info("change %s%s refused: %s", getattr(fn, "__name__", fn), args, error)
-            await self._edit_or_tell(interaction, f"⚠️ {error}")
+            await self._edit_or_tell(interaction, f"⚠️ {inert(str(error))}")
             return
         except Exception:
             log.exception("change %s%s failed", getattr(fn, "__name__", fn), args)
@@ -187,18 +203,20 @@ class RaptorBot(discord.Client):
             f"**Backend**: {getattr(self.engine, 'backend_name', '?')}",
             f"**This channel**: {len(docs)} document(s), {human_size(sum(getattr(d, 'size', 0) for d in docs))}, "
             f"{sum(getattr(d, 'chunks', 0) for d in docs)} chunks, {sum(getattr(d, 'tokens', 0) for d in docs):,} tokens",
-            f"**Building here**: {discord.utils.escape_markdown(running_here) if running_here else 'nothing'}"
+            f"**Building here**: {inert(truncate(running_here, 120)) if running_here else 'nothing'}"
             f" · {queue.waiting.get(kb, 0)} waiting",
             f"**All channels**: {len(queue.running)} of {queue.limit} build slots in use, "
             f"{sum(queue.waiting.values())} file(s) waiting",
             f"**Auto-ingest here**: {'on' if await self.autoingest_enabled(kb) else 'off'}"
             + ("" if self.intents.message_content else " (message-content intent off: uploads are not seen)"),
         ]
-        try:
-            size = self.settings.db_path.stat().st_size
-            lines.append(f"**Database**: {human_size(size)}")
-        except OSError:
-            pass
+        database, indices = await asyncio.to_thread(
+            storage_sizes, self.settings.db_path, self.settings.index_dir
+        )
+        lines.append(
+            f"**Storage (all channels)**: database {human_size(database)} (with its write-ahead log), "
+            f"search indices {human_size(indices)}"
+        )
         return lines
 
     async def autoingest_enabled(self, kb: str) -> bool:
@@ -219,7 +237,7 @@ class RaptorBot(discord.Client):
         name = interaction.command.qualified_name if interaction.command else "?"
         if isinstance(original, RaptorError):
             log.info("/%s refused: %s", name, original)
-            await tell(interaction, f"⚠️ {original}")
+            await tell(interaction, f"⚠️ {inert(str(original))}")
         elif isinstance(error, app_commands.NoPrivateMessage):
             await tell(interaction, "This command works in server channels only.")
         elif isinstance(error, app_commands.CheckFailure):

@@ -12,13 +12,15 @@ from typing import TYPE_CHECKING, Literal
 import discord
 from discord import app_commands
 
+from raptor_engine.engine import TreeInfo
+
 from .adding import add_files, is_supported, screen
 from .answering import EMPTY_KB, NO_KB, handle_ask
 from .jobs import StatusMessage
 from .kb import kb_for_channel, parse_kb_name
 from .permissions import can_manage, refusal_text
 from .pictures import TREE_FILE, tree_attachment
-from .render import embeds_from_lines, human_size, human_time, truncate
+from .render import embeds_from_lines, human_size, human_time, inert, truncate
 from .replies import Replier, tell
 from .views import ConfirmView
 
@@ -97,10 +99,11 @@ async def auto_ingest(bot: RaptorBot, message: discord.Message, kb: str) -> None
 
 
 def document_line(doc: object) -> str:
-    name = discord.utils.escape_markdown(truncate(str(getattr(doc, "name", "?")), 100))
+    name = inert(truncate(str(getattr(doc, "name", "?")), 100))
+    added_by = inert(truncate(str(getattr(doc, "added_by", "?")), 100))
     return (
         f"**{name}** · {human_size(getattr(doc, 'size', 0))} · {getattr(doc, 'chunks', 0)} chunks · "
-        f"{getattr(doc, 'layers', 0)} layers · added by {discord.utils.escape_markdown(str(getattr(doc, 'added_by', '?')))} "
+        f"{getattr(doc, 'layers', 0)} layers · added by {added_by} "
         f"on {human_time(getattr(doc, 'added_at', None))}"
     )
 
@@ -161,22 +164,22 @@ class KbGroup(app_commands.Group):
         if document not in names:
             await tell(
                 interaction,
-                f"There is no document named '{truncate(document, 100)}' in this channel's knowledge base; pick one from the list.",
+                f"There is no document named '{inert(truncate(document, 100))}' in this channel's knowledge base; pick one from the list.",
             )
             return
 
         async def confirmed(click: discord.Interaction) -> None:
             await self.bot.run_change(
                 click,
-                f"Removed **{discord.utils.escape_markdown(document)}**.",
+                f"Removed **{inert(truncate(document, 120))}**.",
                 self.bot.engine.forget,
                 kb,
                 document,
             )
 
-        view = ConfirmView(interaction.user.id, confirmed, f"Removing {document}")
+        view = ConfirmView(interaction.user.id, confirmed, f"Removing {inert(truncate(document, 120))}")
         await interaction.response.send_message(
-            f"Remove **{discord.utils.escape_markdown(document)}** and its summaries from this channel's knowledge base?",
+            f"Remove **{inert(truncate(document, 120))}** and its summaries from this channel's knowledge base?",
             view=view,
             ephemeral=True,
         )
@@ -284,7 +287,7 @@ class KbGroup(app_commands.Group):
         if role:
             await tell(
                 interaction,
-                f"Members with the **{discord.utils.escape_markdown(role.name)}** role may now manage knowledge bases.",
+                f"Members with the **{inert(role.name)}** role may now manage knowledge bases.",
                 ephemeral=False,
             )
         else:
@@ -295,14 +298,13 @@ class KbGroup(app_commands.Group):
             )
 
 
-def tree_lines(info: object) -> list[str]:
+def tree_lines(info: TreeInfo) -> list[str]:
     """TreeInfo as lines: per layer its nodes and tokens, then the document count."""
-    names = {"leaf": "leaves", "summary": "summaries", "kb": "cross-document summaries"}
-    lines = []
-    for layer in getattr(info, "layers", None) or []:
-        kind = names.get(getattr(layer, "kind", ""), "nodes")
-        lines.append(f"**L{layer.layer}**: {layer.nodes} {kind} · {layer.tokens:,} tokens")
-    lines.append(f"{getattr(info, 'documents', 0)} document(s)")
+    lines = [
+        f"**L{layer.layer}**: {layer.nodes} {info.kind_label(layer.kind)} · {layer.tokens:,} tokens"
+        for layer in info.layers
+    ]
+    lines.append(f"{info.documents} document(s)")
     return lines
 
 

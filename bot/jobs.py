@@ -19,12 +19,11 @@ from typing import Any
 
 import aiohttp
 import discord
-from discord.utils import escape_markdown
 
 from raptor_engine.errors import IngestError, RaptorError
 from raptor_engine.types import Progress
 
-from .render import CONTENT_LIMIT, truncate
+from .render import CONTENT_LIMIT, inert, truncate
 
 log = logging.getLogger(__name__)
 
@@ -133,9 +132,13 @@ class ThrottledEditor:
         self._last_at: float | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._finished = False
+        self._showing = False  # an edit (or the first send) is on its way to Discord
 
     def request(self, text: str) -> None:
-        """Ask for `text` to be shown soon (call on the event loop)."""
+        """Ask for `text` to be shown soon (call on the event loop); ignored once `finish` has begun."""
+        if self._finished:
+            return
         self._latest = text
         self._wake.set()
         if self._task is None or self._task.done():
@@ -153,20 +156,30 @@ class ThrottledEditor:
         await self._show(text)
 
     async def _run(self) -> None:
-        while True:
+        while not self._finished:
             await self._wake.wait()
             self._wake.clear()
             await self._wait_for_slot()
             text = self._latest
             if text is not None and text != self._shown:
-                await self._emit(text)
+                self._showing = True
+                try:
+                    await self._emit(text)
+                finally:
+                    self._showing = False
 
     async def finish(self, text: str) -> None:
-        """Stop the updates and show `text` last, still respecting the interval."""
-        if self._task is not None:
-            self._task.cancel()
+        """Stop the updates and show `text` last, still respecting the interval.
+
+        An edit already on its way is let through rather than cancelled: cut off, the first message
+        of a channel fall-back could be posted twice, or an edit land after the final text."""
+        self._finished = True
+        task = self._task
+        if task is not None and not task.done():
+            if not self._showing:
+                task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
         await self._wait_for_slot()
         await self._emit(text)
 
@@ -262,7 +275,7 @@ class BuildJobs:
         try:
             if lock.locked():
                 on_wait(
-                    f"waiting: another file is being added to this channel ({self._running.get(kb, '…')})"
+                    f"waiting: another file is being added to this channel ({display_name(self._running.get(kb, '…'))})"
                 )
             async with lock:
                 if self._slots.locked():
@@ -325,4 +338,5 @@ async def download(session: aiohttp.ClientSession, attachment: discord.Attachmen
 
 
 def display_name(filename: str) -> str:
-    return escape_markdown(truncate(filename, 120))
+    """A file name as status lines show it: shortened, then inert (no markdown, mention or link)."""
+    return inert(truncate(filename, 120))

@@ -2,18 +2,23 @@
 
 Discord refuses (HTTP 400) a message whose content exceeds 2,000 characters, an embed description over
 4,096, or embeds totalling over 6,000 characters; so everything the bot shows is split here first, at
-paragraph, line, sentence or word boundaries, never inside an [n] marker.
+paragraph, line, sentence or word boundaries, never inside an [n] marker or a backslash escape.
+
+Text the bot did not write (document text, file names, headings, questions, error details) goes through
+`inert` first: Discord shows it as the characters it is, never as markdown, a masked link, a mention,
+a timestamp, a custom emoji or a clickable URL.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import discord
-from discord.utils import escape_markdown
 
+from raptor_engine.answer import MARKER, describe_documents, neutralise_markers
 from raptor_engine.types import Answer, Citation, ContextNode
 
 CONTENT_LIMIT = 2000
@@ -36,6 +41,51 @@ class OutMessage:
     embeds: list[discord.Embed] = field(default_factory=list)
 
 
+# ---------------------------------------------------------------------------------------------- inert text
+
+# Every character Discord's markdown gives a meaning: emphasis, spoilers, code, masked links ([text](url)),
+# block quotes, headings and subtext (-# ), mentions, channels, timestamps and custom emoji (<...>).
+# A backslash before a punctuation character shows that character and hides the backslash.
+_MARKDOWN_CHARACTER = re.compile(r"[\\*_~|`\[\]<>#]")
+_EVERYONE = re.compile(r"@(?=(?:everyone|here)\b)")
+_URL_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*):(?=//)")  # "https://" is not linked as "https\://"
+_MENTION_SYNTAX = re.compile(r"<(?:@[!&]?|#|t:|a?:[\w~]+:|/[\w -]+:)[^<>]*>")
+_MASKED_LINK = re.compile(r"\[([^\[\]\n]*)\]\([^()\n]*\)")
+_PLAIN_NOISE = re.compile(r"[*_~|`>#\\]+")
+
+
+def inert(text: str) -> str:
+    """`text` escaped so Discord displays exactly its characters: no formatting, link, mention or emoji.
+
+    Escapes add characters: escape before measuring or splitting for Discord's limits."""
+    text = _MARKDOWN_CHARACTER.sub(lambda m: "\\" + m.group(0), text)
+    text = _EVERYONE.sub(r"\\@", text)
+    return _URL_SCHEME.sub(r"\1\\:", text)
+
+
+def inert_answer(text: str) -> str:
+    """An answer made inert except its own [n] markers (documents' numbers were neutralised before)."""
+    parts = re.split(f"({MARKER.pattern})", text)
+    return "".join(part if i % 3 == 1 else inert(part) for i, part in enumerate(parts) if i % 3 != 2)
+
+
+def plain_name(text: str, limit: int) -> str:
+    """A one-line name for places that show text without markdown (thread names): markdown characters,
+    masked links, mentions and timestamps reduced to readable words, within `limit` characters."""
+    text = _MASKED_LINK.sub(lambda m: m.group(1), text)
+    text = _MENTION_SYNTAX.sub(lambda m: _mention_word(m.group(0)), text)
+    text = _PLAIN_NOISE.sub(" ", text.replace("@everyone", "everyone").replace("@here", "here"))
+    return truncate(" ".join(text.split()), limit)
+
+
+def _mention_word(syntax: str) -> str:
+    """What a mention, timestamp or emoji stands for, in a word ("<:wave:1>" -> ":wave:")."""
+    if syntax.startswith(("<:", "<a:")):
+        return ":" + syntax.split(":")[1] + ":"
+    kinds = {"<@&": "@role", "<@": "@user", "<#": "channel", "<t:": "a date", "</": "/command"}
+    return next(word for prefix, word in kinds.items() if syntax.startswith(prefix))
+
+
 # ---------------------------------------------------------------------------------------------- splitting
 
 
@@ -54,7 +104,13 @@ def _best_cut(text: str, limit: int) -> int:
     at = window.rfind(" ", floor, limit)
     if at > 0:
         return at
-    return limit
+    return _outside_escape(text, limit)
+
+
+def _outside_escape(text: str, cut: int) -> int:
+    """`cut`, moved back one when it would separate a backslash from the character it escapes."""
+    backslashes = len(text[:cut]) - len(text[:cut].rstrip("\\"))
+    return cut - 1 if backslashes % 2 else cut
 
 
 def _take(text: str, room: int) -> tuple[str, int]:
@@ -86,7 +142,7 @@ def split_text(text: str, limit: int = CONTENT_LIMIT) -> list[str]:
 
 
 def truncate(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return text if len(text) <= limit else text[: _outside_escape(text, limit - 1)].rstrip() + "…"
 
 
 # ---------------------------------------------------------------------------------------------- sources
@@ -96,23 +152,33 @@ def layer_label(layer: int) -> str:
     return "L0 leaf" if layer == 0 else f"L{layer} summary"
 
 
+def _document_name(name: str) -> str:
+    return inert(truncate(name, 100))
+
+
 def _where(
-    document: str | None, page: int | None, heading: tuple[str, ...], layer: int, leaf_count: int
+    document: str | None,
+    page: int | None,
+    heading: tuple[str, ...],
+    layer: int,
+    leaf_count: int,
+    drawn_from: tuple[tuple[str, int], ...] = (),
 ) -> str:
-    """The document and, for a leaf, its page or section; for a summary, how many leaves it covers."""
-    parts = [escape_markdown(document) if document else "all documents"]
+    """The document (or, for a cross-document summary, the documents it draws on, most leaves first)
+    and, for a leaf, its page or section; for a summary, how many leaves it covers."""
+    parts = [_document_name(document) if document else describe_documents(drawn_from, name=_document_name)]
     if layer == 0:
         if page is not None:
             parts.append(f"p. {page}")
         if heading:
-            parts.append(escape_markdown(truncate(" › ".join(heading), 120)))
+            parts.append(inert(truncate(" › ".join(heading), 120)))
     else:
         parts.append(f"{leaf_count} leaves" if leaf_count != 1 else "1 leaf")
     return " · ".join(parts)
 
 
 def citation_line(c: Citation) -> str:
-    where = _where(c.document, c.page, c.heading, c.layer, c.leaf_count)
+    where = _where(c.document, c.page, c.heading, c.layer, c.leaf_count, c.drawn_from)
     return truncate(f"**[{c.marker}]** {layer_label(c.layer)} · node {c.node_id} · {where}", 400)
 
 
@@ -154,7 +220,7 @@ def group_embeds(embeds: list[discord.Embed]) -> list[list[discord.Embed]]:
 
 def render_answer(answer: Answer) -> list[OutMessage]:
     """The answer's text in ≤2,000-character messages, the sources embeds riding on the last of them."""
-    chunks = split_text(answer.text) or ["(The answer came back empty.)"]
+    chunks = split_text(inert_answer(answer.text)) or ["(The answer came back empty.)"]
     messages = [OutMessage(content=c) for c in chunks]
     groups = group_embeds(sources_embeds(answer))
     messages[-1].embeds = groups[0]
@@ -166,13 +232,49 @@ def render_answer(answer: Answer) -> list[OutMessage]:
 
 
 def _node_block(position: int, node: ContextNode) -> str:
-    where = _where(node.document, node.page, node.heading, node.layer, node.leaf_count)
+    where = _where(node.document, node.page, node.heading, node.layer, node.leaf_count, node.drawn_from)
     header = (
         f"**[{position}]** {layer_label(node.layer)} · node {node.node_id} · {where} · {node.tokens} tokens"
     )
-    body = truncate(node.text.strip(), CONTEXT_NODE_CHARS).replace(FENCE, "`\u200b``")
+    body = inert(truncate(reflow(neutralise_markers(node.text)), CONTEXT_NODE_CHARS))
     quoted = "\n".join("> " + line if line else ">" for line in body.splitlines())
     return f"{truncate(header, 400)}\n{quoted}"
+
+
+_LIST_LINE = re.compile(r"^(?:[-*•◦▪‣–]\s|\(?\d{1,3}[.)]\s|\(?[a-zA-Z][.)]\s)")
+_SENTENCE_END = re.compile(r"[.!?:][\"”’)\]]?$")
+SHORT_LINE = 0.8  # a sentence ending on a line this much shorter than the longest ends its paragraph
+
+
+def reflow(text: str) -> str:
+    """Text with the hard line breaks inside paragraphs (a PDF's line ends) joined into one line each;
+    paragraph breaks (blank lines, or a sentence ending on a short line) and list lines stay."""
+    blocks = re.split(r"\n\s*\n", text.strip())
+    return "\n\n".join(b if _is_code(b) else _join_lines(b.splitlines()) for b in blocks if b.strip())
+
+
+def _is_code(block: str) -> bool:
+    """A fenced or indented code block, whose line breaks are its layout."""
+    return FENCE in block or any(line.startswith(("    ", "\t")) for line in block.splitlines())
+
+
+def _join_lines(raw_lines: list[str]) -> str:
+    """One block's lines joined with spaces, except before a list item, after a list item unless the
+    next line continues it (starts in lower case), and after a paragraph's short last line. A word
+    hyphenated at a line end ("infor-" + "mation") is joined without a space."""
+    lines = [line.strip() for line in raw_lines if line.strip()]
+    width = max((len(line) for line in lines), default=0)
+    out = lines[:1]
+    for previous, line in zip(lines, lines[1:], strict=False):
+        if _LIST_LINE.match(line) or (_LIST_LINE.match(previous) and not line[0].islower()):
+            out.append("\n" + line)
+        elif _SENTENCE_END.search(previous) and len(previous) < SHORT_LINE * width:
+            out.append("\n\n" + line)
+        elif previous.endswith("-") and previous[-2:-1].isalpha() and line[0].islower():
+            out.append(line)
+        else:
+            out.append(" " + line)
+    return "".join(out)
 
 
 def context_pages(
@@ -192,7 +294,7 @@ def context_pages(
     embeds = []
     for i, page in enumerate(pages, start=1):
         embed = discord.Embed(
-            title=truncate(f"Context for: {question}", TITLE_LIMIT),
+            title=truncate(f"Context for: {inert(truncate(question, 200))}", TITLE_LIMIT),
             description="\n\n".join(page) or "No nodes were retrieved.",
             colour=SOURCES_COLOUR,
         )

@@ -241,6 +241,7 @@ class BotState:
                         "leaf_count": n.leaf_count,
                         "page": n.page,
                         "heading": list(n.heading),
+                        "drawn_from": [list(d) for d in n.drawn_from],
                     }
                     for n in nodes
                 ],
@@ -276,6 +277,7 @@ class BotState:
                     leaf_count=n["leaf_count"],
                     page=n["page"],
                     heading=tuple(n["heading"]),
+                    drawn_from=tuple((name, leaves) for name, leaves in n.get("drawn_from", [])),
                 )
                 for n in data["nodes"]
             ]

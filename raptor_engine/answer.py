@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -17,9 +19,41 @@ from .embed import Embedder
 from .types import AnswerDraft, Citation, ContextNode, Turn
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
+# What a document writes that looks like a citation marker: [2], [ 2 ], [12], [2, 3], [2-4], [^2], 【2】,
+# in any bracket pair a reader or a model might take for one, with any script's digits.
+DOCUMENT_MARKER = re.compile(
+    r"[\[【〔［〚⟦]\s*(\^?\s*\d+(?:\s*(?:[,;]|[-‐‑–—]|and|&)\s*\d+)*)\s*[\]】〕］〛⟧]"
+)
 QUOTES = 3  # sentences the extractive answer quotes
 MAX_SENTENCES = 200  # sentences of context considered, best nodes first
 MIN_SENTENCE_CHARS = 12
+DOCUMENTS_SHOWN = 3  # documents named for a cross-document summary; the rest are counted
+
+
+def neutralise_markers(text: str) -> str:
+    """A document's own bracketed numbers in full-width brackets ("[2]" -> "［2］"): still visibly there
+    for a reader, but never an answer's citation marker, whoever copies them (a quote or a model)."""
+    return DOCUMENT_MARKER.sub(lambda m: f"［{m.group(1)}］", text)
+
+
+def neutralise_context(context: list[ContextNode]) -> list[ContextNode]:
+    """The context with every node's text passed through `neutralise_markers`, for an answerer."""
+    return [replace(node, text=neutralise_markers(node.text)) for node in context]
+
+
+def describe_documents(
+    drawn_from: tuple[tuple[str, int], ...], shown: int = DOCUMENTS_SHOWN, name: Callable[[str], str] = str
+) -> str:
+    """Where a cross-document summary comes from, e.g. "3 documents: a.pdf, b.md, c.txt" (most leaves
+    first; "and 2 more" past `shown`), or just "a.pdf" when its cluster holds one document's tops.
+    `name` formats each file name (the bot makes it inert)."""
+    if not drawn_from:
+        return "all documents"
+    if len(drawn_from) == 1:
+        return name(drawn_from[0][0])
+    names = ", ".join(name(document) for document, _ in drawn_from[:shown])
+    more = len(drawn_from) - shown
+    return f"{len(drawn_from)} documents: {names}" + (f" and {more} more" if more > 0 else "")
 
 
 def map_citations(text: str, context: list[ContextNode]) -> tuple[str, list[Citation]]:
@@ -47,6 +81,7 @@ def map_citations(text: str, context: list[ContextNode]) -> tuple[str, list[Cita
                     leaf_count=node.leaf_count,
                     page=node.page,
                     heading=node.heading,
+                    drawn_from=node.drawn_from,
                 )
             )
         return f"[{renumber[position]}]"
@@ -96,7 +131,8 @@ class ExtractiveAnswerer:
         return AnswerDraft("From the documents:\n" + "\n".join(f"- {line}" for line in lines))
 
     async def answer(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerDraft:
-        return await asyncio.to_thread(self._answer_sync, question, context)
+        """Quotes carry the document's bracketed numbers neutralised, so only the answerer's [n] are markers."""
+        return await asyncio.to_thread(self._answer_sync, question, neutralise_context(context))
 
     async def condense(self, question: str, history: list[Turn]) -> str:
         """Without a model, a follow-up is searched together with the previous question."""

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from .answer import describe_documents
 from .config import Settings
 from .engine import MODES, Engine, IngestResult, TreePicture
 from .errors import RaptorError
@@ -174,7 +175,7 @@ def _print_answer(answer: Answer) -> None:
             where += [" > ".join(c.heading)] if c.heading else []
         else:
             where.append(f"summary of {c.leaf_count} leaves")
-        doc = c.document or "all documents"
+        doc = c.document or describe_documents(c.drawn_from)
         click.echo(
             f"  [{c.marker}] L{c.layer} node {c.node_id} · {doc}"
             + (f" · {', '.join(where)}" if where else "")
@@ -354,9 +355,9 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
         return
     click.echo(f"{kb}: {info.documents} documents, {info.nodes} nodes, {info.tokens:,} tokens")
     for layer in info.layers:
-        label = {"leaf": "leaves", "summary": "summaries", "kb": "cross-document summaries"}[layer.kind]
+        label = info.kind_label(layer.kind)
         click.echo(
-            f"  L{layer.layer}  {layer.nodes:>6} {label:<26} {layer.tokens:>9,} tokens  (avg {layer.tokens // max(layer.nodes, 1)})"
+            f"  L{layer.layer}  {layer.nodes:>6} {label:<30} {layer.tokens:>9,} tokens  (avg {layer.tokens // max(layer.nodes, 1)})"
         )
     if picture is not None:
         grouped = "; crowded layers drawn as groups" if picture.binned else ""

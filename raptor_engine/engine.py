@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .answer import ExtractiveAnswerer, map_citations
+from .answer import ExtractiveAnswerer, map_citations, neutralise_context
 from .build import BuiltTree, Summarised, build_document_tree, build_kb_layer
 from .chunk import chunk_document
 from .config import Settings
@@ -78,6 +78,13 @@ class TreeInfo:
     @property
     def nodes(self) -> int:
         return sum(layer.nodes for layer in self.layers)
+
+    def kind_label(self, kind: str) -> str:
+        """What a layer's nodes are, in words; over a single document the top layer combines nothing
+        across documents, so it is not called cross-document."""
+        if kind == "kb":
+            return "cross-document summaries" if self.documents > 1 else "top summaries of the document"
+        return {"leaf": "leaves", "summary": "summaries"}.get(kind, "nodes")
 
     @property
     def tokens(self) -> int:
@@ -569,7 +576,7 @@ class Engine:
             raise EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet.")
         vector = self.embedder.embed([query])[0]
         if mode == "collapsed":
-            return collapsed_tree(
+            context = collapsed_tree(
                 self.store,
                 self.indexes.get(kb_id),
                 kb_id,
@@ -580,16 +587,25 @@ class Engine:
                 layers=layers,
                 documents=documents,
             )
-        return tree_traversal(
-            self.store,
-            kb_id,
-            query,
-            vector,
-            budget=budget,
-            top_k=self.settings.top_k,
-            layers=layers,
-            documents=documents,
-        )
+        else:
+            context = tree_traversal(
+                self.store,
+                kb_id,
+                query,
+                vector,
+                budget=budget,
+                top_k=self.settings.top_k,
+                layers=layers,
+                documents=documents,
+            )
+        self._name_sources(context)
+        return context
+
+    def _name_sources(self, context: RetrievedContext) -> None:
+        """Cross-document summaries belong to no one document: record the documents they draw on."""
+        for node in context.nodes:
+            if node.document is None:
+                node.drawn_from = tuple(self.store.documents_under(node.node_id))
 
     async def ask(
         self,
@@ -615,7 +631,7 @@ class Engine:
         context = await asyncio.to_thread(
             self.retrieve, kb, query, mode=mode, budget=budget, layers=layers, documents=documents
         )
-        draft = await answerer.answer(question, context.nodes, history)
+        draft = await answerer.answer(question, neutralise_context(context.nodes), history)
         text, citations = map_citations(draft.text, context.nodes)
         answer = Answer(
             question=question,

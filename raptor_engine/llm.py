@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 import pydantic
 
+from .answer import neutralise_markers
 from .config import Settings
 from .errors import BackendError
 from .llm_cache import SummaryCache, summary_cache_key
@@ -481,7 +482,10 @@ def fit_to_budget(texts: Sequence[str], budget: int, count_tokens: TokenCounter)
 
 
 def format_context(context: Sequence[ContextNode]) -> str:
-    """Number the blocks 1..n with what they are, e.g. `[1] (node 123, layer 2, doc.pdf, page 4)`."""
+    """Number the blocks 1..n with what they are, e.g. `[1] (node 123, layer 2, doc.pdf, page 4)`.
+
+    The blocks' own bracketed numbers (a reference list's "[3]") are neutralised first: a model that
+    copies them must not cite block 3 by accident."""
     blocks = []
     for position, node in enumerate(context, start=1):
         label = [f"node {node.node_id}", f"layer {node.layer}", node.document or "knowledge-base summary"]
@@ -489,7 +493,8 @@ def format_context(context: Sequence[ContextNode]) -> str:
             label.append(f"page {node.page}")
         if node.heading:
             label.append(" > ".join(node.heading))
-        blocks.append(f"[{position}] ({', '.join(label)})\n{node.text.strip()}")
+        described = neutralise_markers(", ".join(label))
+        blocks.append(f"[{position}] ({described})\n{neutralise_markers(node.text.strip())}")
     return "\n\n".join(blocks)
 
 

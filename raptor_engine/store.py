@@ -312,6 +312,18 @@ class Store:
                 out[node.id] = node
         return out
 
+    def documents_under(self, node_id: int) -> list[tuple[str, int]]:
+        """The documents a node's leaves come from, with how many leaves each, most first.
+
+        What a cross-document summary draws on, so a reader can trace its text to files."""
+        rows = self.db.execute(
+            "SELECT d.name, COUNT(*) AS leaves FROM nodes p, json_each(p.leaf_ids) j "
+            "JOIN nodes l ON l.id = j.value JOIN documents d ON d.id = l.doc_id "
+            "WHERE p.id = ? GROUP BY d.id ORDER BY leaves DESC, d.added_at, d.id",
+            [node_id],
+        ).fetchall()
+        return [(str(name), int(leaves)) for name, leaves in rows]
+
     def nodes_of_kb(self, kb_id: int) -> list[StoredNode]:
         return self._node_rows("n.kb_id = ? ORDER BY n.id", [kb_id])
 

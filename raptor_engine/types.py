@@ -107,6 +107,8 @@ class ContextNode:
     heading: tuple[str, ...] = ()
     start: int | None = None
     end: int | None = None
+    # a cross-document summary's documents with the leaves it covers in each, most leaves first
+    drawn_from: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -153,6 +155,7 @@ class Citation:
     leaf_count: int
     page: int | None = None
     heading: tuple[str, ...] = ()
+    drawn_from: tuple[tuple[str, int], ...] = ()  # for a cross-document summary: (document, leaves)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -164,6 +167,7 @@ class Citation:
             "leaf_count": self.leaf_count,
             "page": self.page,
             "section": " > ".join(self.heading) or None,
+            "documents": [{"name": name, "leaves": leaves} for name, leaves in self.drawn_from] or None,
         }
 
 

@@ -15,6 +15,8 @@ import inspect
 import itertools
 import json
 import re
+import time
+import urllib.parse
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -225,6 +227,7 @@ class Call:
     path: str
     body: dict
     status: int
+    at: float = field(default_factory=time.monotonic)  # when the fake answered it
 
 
 @dataclass
@@ -272,8 +275,8 @@ class FakeDiscord:
             "filename": name,
             "size": len(data) if size is None else size,
             "content_type": content_type,
-            "url": f"{self.base}/cdn/{key}",
-            "proxy_url": f"{self.base}/cdn/{key}",
+            "url": f"{self.base}/cdn/{urllib.parse.quote(key)}",
+            "proxy_url": f"{self.base}/cdn/{urllib.parse.quote(key)}",
         }
 
     def forbid(self, method: str, path_regex: str) -> None:
