@@ -1,9 +1,10 @@
 """Split a loaded document into leaf chunks: about `max_tokens` tokens of whole sentences (RAPTOR, sec. 3).
 
 Differences from the paper's code, on purpose: punctuation and the original whitespace are kept (a chunk is
-an exact slice of the document, so citations can point back at it), chunks never cross a heading change, a
-sentence longer than the budget is split at clause boundaries before falling back to words, and no chunk can
-exceed `hard_limit` (the embedding model's input length), which is checked by counting every final chunk.
+an exact slice of the document, so citations can point back at it), a chunk crosses a heading change only
+to take in sections that fit whole (so tiny sections do not make tiny chunks), a sentence longer than the
+budget is split at clause boundaries before falling back to words, and no chunk can exceed `hard_limit`
+(the embedding model's input length) nor `max_chars` characters, which is checked on every final chunk.
 
 Speed: every sentence is counted once (in one batch when `count_tokens_batch` is given) and chunks are packed
 from those counts; WordPiece-style tokenizers are additive across whitespace, and the final check catches

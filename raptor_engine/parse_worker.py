@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from .errors import IngestError
 from .load import LoadLimits, load_document, safe_filename
@@ -96,9 +97,15 @@ def load_isolated(
     return _result(name, child.returncode, reply, err, limits, stats), stats
 
 
+_PASSED_ON = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "VIRTUAL_ENV", "SYSTEMROOT")
+
+
 def _child_environment() -> dict[str, str]:
-    """The parent's environment (PYTHONPATH included) without thread fan-out the parse does not need."""
-    env = dict(os.environ)
+    """A minimal environment: no tokens or API keys for code that reads hostile bytes, and this very
+    package first on the path, so the child runs the same loader as the parent wherever it was started."""
+    env = {name: os.environ[name] for name in _PASSED_ON if name in os.environ}
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
     env.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2"})
     return env
 

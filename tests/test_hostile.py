@@ -7,6 +7,7 @@ the issue's sizes), here at sizes that keep each test to seconds, with limits sc
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -177,6 +178,16 @@ def test_a_parse_past_the_memory_limit_is_stopped_with_a_clear_sentence():
         load_isolated("big.txt", ("lighthouse " * 8 * MB).encode(), limits, stats)
     assert str(caught.value) == "big.txt: needs more than 200 MB of memory to read."
     assert stats.outcome == "memory"
+
+
+def test_the_worker_gets_no_secrets_from_the_environment(monkeypatch):
+    from raptor_engine.parse_worker import _child_environment
+
+    monkeypatch.setenv("DISCORD_TOKEN", "secret-token")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    env = _child_environment()
+    assert "secret-token" not in env.values() and "sk-secret" not in env.values()
+    assert str(ROOT) in env["PYTHONPATH"].split(os.pathsep)
 
 
 def test_the_worker_imports_the_loader_without_torch_or_numpy():
