@@ -259,23 +259,22 @@ def test_no_stored_node_exceeds_the_character_limit(tmp_path, embedder):
 
 
 def test_a_parse_past_its_deadline_stores_nothing_while_other_kbs_answer(tmp_path, embedder):
-    settings = Settings(data_dir=tmp_path, parse_timeout=3.0, max_elements=10**9)
+    settings = Settings(data_dir=tmp_path, parse_timeout=5.0, max_elements=10**9)
     engine = Engine(settings, embedder=embedder)
     asyncio.run(engine.ingest("other", "base.txt", SAFE_TEXT.encode()))
     nodes = engine.store.db.conn.execute("SELECT id, text FROM nodes ORDER BY id").fetchall()
 
-    async def both() -> tuple[BaseException | None, float, float]:
-        started = time.perf_counter()
+    async def both() -> tuple[BaseException | None, bool]:
         ingest = asyncio.create_task(engine.ingest("hostile", "tags.html", unclosed_tags_html(15 * MB)))
         answer = await engine.ask("other", "When was the harbour wall rebuilt?")
-        answered = time.perf_counter() - started
         assert "1898" in answer.text
+        answered_during_the_parse = not ingest.done()
         error = (await asyncio.gather(ingest, return_exceptions=True))[0]
-        return error, answered, time.perf_counter() - started
+        return error, answered_during_the_parse
 
-    error, answered, finished = asyncio.run(both())
-    assert isinstance(error, IngestError) and str(error) == "tags.html: took longer than 3 s to read."
-    assert answered < finished
+    error, answered_during_the_parse = asyncio.run(both())
+    assert isinstance(error, IngestError) and str(error) == "tags.html: took longer than 5 s to read."
+    assert answered_during_the_parse
     assert engine.knowledge_bases() == ["other"]  # the question was recorded; nothing of the upload was
     assert engine.store.db.conn.execute("SELECT id, text FROM nodes ORDER BY id").fetchall() == nodes
     engine.close()
