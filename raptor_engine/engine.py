@@ -35,7 +35,10 @@ log = logging.getLogger(__name__)
 
 MODES = ("collapsed", "traversal")
 MAX_QUESTION_CHARS = 2000
-MAX_COMMIT_ATTEMPTS = 5  # redo the cross-document layer at most this often when other processes write
+MAX_COMMIT_ATTEMPTS = 5
+# Refuse a document when more than this share of its text is [UNK] to the model: its chunks would all
+# embed alike (a DNA sequence, a flood of emoji), so it could not be searched, and it would cost minutes.
+MAX_UNKNOWN_SHARE = 0.5  # redo the cross-document layer at most this often when other processes write
 
 
 class EmptyKnowledgeBaseError(RaptorError):
@@ -379,6 +382,12 @@ class Engine:
         # Every text counts at least one token per few characters: refuse before chunking what cannot fit.
         self._check_kb_tokens(name, token_floor(doc.text), held, at_least=True)
         embedder = self.embedder
+        if await asyncio.to_thread(embedder.unknown_share, doc.text) > MAX_UNKNOWN_SHARE:
+            raise IngestError(
+                name,
+                "is mostly strings the embedding model cannot read (long runs of letters, digits or symbols), "
+                "so it could not be searched.",
+            )
         chunks = await asyncio.to_thread(
             chunk_document,
             doc,

@@ -231,6 +231,14 @@ def long_words(count: int, length: int = 120) -> bytes:
     return " ".join("".join(rng.choices(string.ascii_lowercase, k=length)) for _ in range(count)).encode()
 
 
+def prose_with_long_words(paragraphs: int) -> bytes:
+    """Ordinary sentences with one 120-letter 'word' per paragraph (a chemical name, a hash)."""
+    from .robustness import SAFE_TEXT
+
+    words = long_words(paragraphs).decode().split()
+    return "\n\n".join(f"{SAFE_TEXT} Sample {word} was logged. {SAFE_TEXT}" for word in words).encode()
+
+
 def base64_blob(length: int) -> bytes:
     import base64
 
@@ -348,7 +356,12 @@ def hostile_corpus() -> list[HostileFile]:
                     "ingested"),
         HostileFile("text: one 4.5 MB run of letters (DNA)", "dna.txt", lambda: letter_run(4_500_000), "refused",
                     "tokens"),
-        HostileFile("text: 100 words of 120 letters", "long.txt", lambda: long_words(100), "ingested"),
+        HostileFile("text: 100 words of 120 letters", "long.txt", lambda: long_words(100), "refused",
+                    "cannot read"),
+        HostileFile("text: prose with a 120-letter word in every paragraph", "prose.txt", lambda: prose_with_long_words(60),
+                    "ingested"),
+        HostileFile("text: 20,000 emoji, no spaces", "emoji.txt", lambda: ("😀🚢⚓🌊🔦" * 4_000).encode(), "refused",
+                    "cannot read"),
         HostileFile("text: a 3 MB base64 blob", "blob.txt", lambda: base64_blob(3 * MB), "refused", "tokens"),
         HostileFile("text: 300 forty-one-digit numbers", "digits.txt", lambda: digit_words(300), "ingested"),
         HostileFile("text: 500 CSV rows with no punctuation", "rows.txt", lambda: csv_without_punctuation(500),

@@ -33,6 +33,7 @@ from raptor_engine.hostile import (
     long_words,
     many_pages_pdf,
     many_runs_docx,
+    prose_with_long_words,
     run_hostile,
     shared_stream_pdf,
     unclosed_tags_html,
@@ -249,13 +250,13 @@ class RamblingSummarizer:
 def test_no_stored_node_exceeds_the_character_limit(tmp_path, embedder):
     settings = Settings(data_dir=tmp_path, node_max_chars=300)
     engine = Engine(settings, embedder=embedder, summarizer=RamblingSummarizer())
-    text = SAFE_TEXT + " " + letter_run(4_000).decode() + " " + " ".join([SAFE_TEXT] * 6)
+    text = SAFE_TEXT + " " + letter_run(2_000).decode() + " " + " ".join([SAFE_TEXT] * 30)
     result = asyncio.run(engine.ingest("kb", "dna.txt", text.encode()))
     rows = engine.store.db.conn.execute("SELECT LENGTH(text), tokens, layer FROM nodes").fetchall()
     engine.close()
     assert result.layers >= 2 and max(layer for _, _, layer in rows) >= 1  # summaries were made
     assert max(length for length, _, _ in rows) <= 300
-    assert result.document.tokens >= 4_000 / 3
+    assert result.document.tokens >= 2_000 / 3
 
 
 def test_a_parse_past_its_deadline_stores_nothing_while_other_kbs_answer(tmp_path, embedder):
@@ -288,6 +289,22 @@ def test_text_far_over_the_token_bound_is_refused_before_chunking(tmp_path, embe
     assert "has at least 524,288 tokens" in str(caught.value)
     assert time.perf_counter() - started < 30
     engine.close()
+
+
+def test_text_the_model_cannot_read_is_refused_quickly(tmp_path, embedder):
+    engine = Engine(Settings(data_dir=tmp_path), embedder=embedder)  # default bounds: 300k letters fit them
+    started = time.perf_counter()
+    with pytest.raises(IngestError) as caught:
+        asyncio.run(engine.ingest("kb", "dna.txt", letter_run(300_000)))
+    assert "cannot read" in str(caught.value) and time.perf_counter() - started < 20
+    engine.close()
+
+
+def test_rare_ideographs_and_a_few_long_words_are_not_unreadable(embedder):
+    japanese = "灯台守の日誌は嵐の夜に書かれた。" * 200  # several ideographs are [UNK], one character each
+    assert embedder.unknown_share(japanese) == 0
+    assert embedder.unknown_share(prose_with_long_words(20).decode()) < 0.5
+    assert embedder.unknown_share(letter_run(50_000).decode()) > 0.9
 
 
 QUICK = [item for item in hostile_corpus() if item.expect == "refused" and item.filename != "shared.pdf"]
