@@ -149,7 +149,7 @@ def test_right_to_left_scripts_and_ordinary_accents_are_kept():
 
 def test_combining_mark_floods_are_capped():
     doc = load_document("zalgo.txt", zalgo(10, marks=40))
-    assert len(doc.text) == 10 * 9  # each letter keeps at most 8 marks
+    assert len(doc.text.replace(" ", "")) == 10 * 9  # each letter keeps at most 8 marks
 
 
 # ------------------------------------------------------------------------------------ the parse worker
