@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import random
 import string
 import threading
@@ -410,10 +411,9 @@ class PeakRss:
 
 
 def current_rss_mb() -> float:
+    """This process's resident memory now (Linux)."""
     with open("/proc/self/statm", encoding="ascii") as statm:
         pages = int(statm.read().split()[1])
-    import os
-
     return pages * os.sysconf("SC_PAGE_SIZE") / MB
 
 

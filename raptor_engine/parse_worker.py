@@ -123,8 +123,14 @@ def _result(
 ) -> LoadedDocument:
     """Map the child's exit to a document or to one sentence; the detail goes to the log."""
     if returncode == 0 and "document" in reply:
+        try:
+            document = _document(reply["document"], limits)
+        except (KeyError, TypeError, ValueError) as exc:
+            stats.outcome = "failed"
+            log.error("%s: the parse worker's reply was not a valid document: %r", name, exc)
+            raise IngestError(name, "could not be read (the file reader failed on it).") from None
         stats.outcome = "read"
-        return _document(reply["document"], limits)
+        return document
     if returncode == 0 and isinstance(reply.get("refused"), str):
         stats.outcome = "refused"
         raise IngestError(name, reply["refused"])
@@ -193,7 +199,8 @@ def main() -> None:
     stdin = sys.stdin.buffer
     header = json.loads(stdin.readline())
     _limit_self(int(header["memory_mb"]), int(header["cpu_s"]))
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # Errors only: a broken file can make pypdf warn once per object, and the parent buffers stderr.
+    logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     out = sys.stdout
     try:
         data = stdin.read()

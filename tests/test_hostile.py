@@ -181,6 +181,15 @@ def test_a_parse_past_the_memory_limit_is_stopped_with_a_clear_sentence():
     assert stats.outcome == "memory"
 
 
+def test_a_reply_that_is_not_a_document_is_refused_not_trusted():
+    from raptor_engine.parse_worker import _result
+
+    bent = {"document": {"name": "x.txt", "text": "abc", "format": "txt", "sections": [[0, 99, None, []]]}}
+    with pytest.raises(IngestError) as caught:
+        _result("x.txt", 0, bent, b"", WorkerLimits(), ParseStats())
+    assert caught.value.reason == "could not be read (the file reader failed on it)."
+
+
 def test_the_worker_gets_no_secrets_from_the_environment(monkeypatch):
     from raptor_engine.parse_worker import _child_environment
 
