@@ -20,7 +20,7 @@ from .cluster import cluster_nodes
 from .config import Settings
 from .embed import Embedder
 from .store import NewNode, StoredTop
-from .summarise import summary_budget
+from .summarise import clip_chars, summary_budget
 from .types import Chunk, Clustering, Progress, ProgressCallback, Summarizer, SummaryRequest
 
 log = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ async def summarise_clusters(
     ]
     _notify(progress, Progress("summarise", 0, len(requests), layer=layer))
     summaries = await summarizer.summarize_many(requests)
-    texts = [s.text for s in summaries]
+    texts = [clip_chars(s.text, settings.node_max_chars) for s in summaries]
     counts = await asyncio.to_thread(embedder.count_tokens_batch, texts)
     vectors = await asyncio.to_thread(embedder.embed, texts)
     _notify(

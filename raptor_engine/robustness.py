@@ -1,4 +1,4 @@
-"""Proof that nothing is lost: bad inputs, killed ingests, load, isolation — with figures.
+"""Proof that nothing is lost: bad inputs, hostile uploads, killed ingests, load, isolation — with figures.
 
 The same routines serve the tests (which assert on every outcome) and `raptor robustness` (which
 prints the figures for the README). Everything here uses the real engine: a real SQLite file, real
@@ -31,6 +31,7 @@ from typing import Any
 
 from .config import Settings
 from .errors import IngestError, LimitError
+from .hostile import write_pdf
 from .load import check_upload
 
 # ------------------------------------------------------------------------------------ bad-input corpus
@@ -94,18 +95,7 @@ def minimal_pdf(pages: list[str], *, draw_only: bool = False) -> bytes:
         )
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n" % number + body + b"\nendobj\n")
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
-    for offset in offsets:
-        out.write(b"%010d 00000 n \n" % offset)
-    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
-    return out.getvalue()
+    return write_pdf(objects)
 
 
 def encrypted_pdf(password: str) -> bytes:
@@ -831,6 +821,7 @@ def report(kills: int, isolation_trials: int, questions: int, workdir: Path) -> 
     """Run every check with real components and return printable lines and whether all passed."""
     from .embed import Embedder
     from .engine import Engine
+    from .hostile import run_hostile_report
 
     embedder = Embedder()
     lines: list[str] = []
@@ -850,6 +841,10 @@ def report(kills: int, isolation_trials: int, questions: int, workdir: Path) -> 
         f"  {'ok ' if o.as_expected else 'BAD'} {o.case}: {o.ended} — {_short(o.message)}" for o in outcomes
     ]
     ok &= all(o.as_expected for o in outcomes)
+
+    hostile, hostile_ok = run_hostile_report(workdir, embedder)
+    lines += hostile
+    ok &= hostile_ok
 
     trials, duration = run_crash_trials(kills, workdir / "crash", embedder)
     killed = [t for t in trials if t.ended == "killed"]

@@ -164,6 +164,20 @@ class ExtractiveSummarizer:
         return first[: max(chars, 1)] + ELLIPSIS
 
 
+def clip_chars(text: str, max_chars: int) -> str:
+    """A summary within the node character limit: cut at the last word boundary, with an ellipsis.
+
+    Any summariser (an LLM's reply, or extractive sentences) passes through this, since a summary node
+    is a node and no node may exceed the limit.
+    """
+    if len(text) <= max_chars:
+        return text
+    room = max(1, max_chars - len(ELLIPSIS))
+    cut = text.rfind(" ", 0, room + 1)
+    head = text[: cut if cut > room // 2 else room].rstrip()
+    return head + ELLIPSIS
+
+
 def _join(sentences: list[_Sentence]) -> str:
     return " ".join(s.text for s in sentences)
 

@@ -121,15 +121,40 @@ def test_chunks_keep_punctuation(embedder):
     assert [c.text for c in chunks] == [text]
 
 
-def test_chunks_do_not_cross_headings_and_carry_heading(embedder):
+def test_short_sections_merge_under_their_shared_heading(embedder):
     source = "# Light\n\nIntro sentence.\n\n## Keepers\n\nAda kept it.\n\n## Storms\n\nThe gale came."
     doc = load_document("h.md", source.encode())
     chunks = chunk_document(doc, embedder.count_tokens, max_tokens=100)
-    assert [(c.text, c.heading) for c in chunks] == [
-        ("# Light\n\nIntro sentence.", ("Light",)),
-        ("## Keepers\n\nAda kept it.", ("Light", "Keepers")),
-        ("## Storms\n\nThe gale came.", ("Light", "Storms")),
+    assert [(c.text, c.heading) for c in chunks] == [(source, ("Light",))]
+
+
+def test_a_section_that_does_not_fit_starts_a_chunk_once_the_chunk_is_half_full(embedder):
+    keepers = " ".join(f"Keeper number {n} polished the great lens." for n in range(6))
+    storms = " ".join(f"Storm number {n} broke the harbour wall." for n in range(6))
+    source = f"# Light\n\n## Keepers\n\n{keepers}\n\n## Storms\n\n{storms}\n\n## Fog\n\nFog rolled in."
+    doc = load_document("h.md", source.encode())
+    chunks = chunk_document(doc, embedder.count_tokens, max_tokens=100)
+    assert chunks[0].tokens >= 50
+    assert [(c.text.split("\n")[0], c.heading) for c in chunks] == [
+        ("# Light", ("Light",)),
+        ("## Storms", ("Light",)),  # Fog fits whole after Storms, so it joins: the shared path is Light
     ]
+    assert chunks[1].text.endswith("Fog rolled in.")
+
+
+def test_many_tiny_sections_give_chunks_of_normal_size(embedder):
+    """20,000 headings were 20,000 chunks: chunk count must follow the text's size, not its headings."""
+    source = "\n".join(f"# Heading {n}\nShort line {n}." for n in range(2000))
+    doc = load_document("many.md", source.encode())
+    assert len(doc.sections) == 2000
+    chunks = chunk_document(
+        doc, embedder.count_tokens, max_tokens=100, count_tokens_batch=embedder.count_tokens_batch
+    )
+    assert_well_formed(doc, chunks, 100, embedder.count_tokens)
+    total = sum(c.tokens for c in chunks)
+    assert len(chunks) <= 2 * total / 100 + 1
+    assert all(c.tokens >= 90 for c in chunks[:-1])  # sections that fit whole keep joining
+    assert all(c.heading == () for c in chunks)  # top-level headings share no parent
 
 
 def test_chunks_may_cross_pages_and_take_the_starting_page(embedder):
@@ -234,8 +259,10 @@ def test_fuzz_markdown_documents_chunk_cleanly(embedder, source):
     chunks = chunk_document(doc, embedder.count_tokens, max_tokens=12)
     assert_well_formed(doc, chunks, 12, embedder.count_tokens)
     for chunk in chunks:
-        offsets = [s for s in doc.sections if s.start <= chunk.start < s.end]
-        assert chunk.heading == offsets[0].heading
+        touched = [s for s in doc.sections if s.start < chunk.end and chunk.start < s.end]
+        assert all(s.heading[: len(chunk.heading)] == chunk.heading for s in touched)
+        if len(touched) == 1:
+            assert chunk.heading == touched[0].heading
 
 
 def test_loaded_pdf_chunks_carry_pages(embedder):

@@ -45,7 +45,7 @@ async def railway(tmp_path, embedder):
 async def test_ingest_builds_layers_with_provenance(railway):
     engine, result = railway
     assert result.status == "added"
-    assert result.chunks >= 6 and result.layers >= 2
+    assert result.chunks >= 4 and result.layers >= 2  # the title-only section shares the first chunk
     info = engine.tree_info("kb")
     kinds = {layer.kind for layer in info.layers}
     assert {"leaf", "summary", "kb"} <= kinds
