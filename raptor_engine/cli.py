@@ -406,11 +406,11 @@ def doctor(ctx: click.Context, no_repair: bool, as_json: bool) -> None:
         sys.exit(1)
 
 
-from .bench import bench_command  # noqa: E402  (the benchmark's own module defines it)
-from .evaluate import eval_command  # noqa: E402  (the evaluation's own module defines it)
+from raptor_tools.bench import bench_command  # noqa: E402  (the benchmark's own module defines it)
+from raptor_tools.evaluate import eval_command  # noqa: E402  (the evaluation's own module defines it)
 
 cli.add_command(eval_command)
-from .robustness import robustness_command  # noqa: E402
+from raptor_tools.robustness import robustness_command  # noqa: E402
 
 cli.add_command(robustness_command)
 cli.add_command(bench_command)

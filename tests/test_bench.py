@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from raptor_engine import bench
 from raptor_engine.cli import cli
 from raptor_engine.config import Settings
+from raptor_tools import bench
 
 
 def test_generated_text_reaches_the_size_with_varied_copies(embedder):

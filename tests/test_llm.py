@@ -430,8 +430,8 @@ def test_make_backends_names_the_model_and_server_without_secrets(tmp_path):
 async def test_an_engine_build_with_the_llm_and_a_failed_second_ingest_keeps_the_tree(
     server, tmp_path, embedder
 ):
-    from benchmarks.llm_concurrency import topic_document
     from raptor_engine.engine import Engine
+    from raptor_tools.benchmarks.llm_concurrency import topic_document
 
     settings = llm_settings(server, tmp_path, llm_max_retries=1)
     summarizer = OpenAISummarizer(

@@ -35,7 +35,7 @@ from typing import Any
 import click
 import numpy as np
 
-from .config import Settings
+from raptor_engine.config import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "samples" / "lighthouse_keepers.md"
@@ -194,9 +194,9 @@ def measure_ingest(
     tokens: int, data_dir: Path, *, embedder: Any = None, source: str = "auto"
 ) -> dict[str, Any]:
     """Ingest a document of about `tokens` tokens and embed its chunks alone, after warming up."""
-    from .chunk import chunk_document
-    from .engine import Engine
-    from .load import load_document
+    from raptor_engine.chunk import chunk_document
+    from raptor_engine.engine import Engine
+    from raptor_engine.load import load_document
 
     settings = Settings.from_env(data_dir=data_dir, llm_api_key="", llm_base_url="")
     engine = Engine(settings, embedder=embedder)
@@ -248,7 +248,7 @@ def measure_ingest(
 def ingest_in_child(tokens: int, *, source: str = "auto", timeout: float = 3600) -> dict[str, Any]:
     """`measure_ingest` in a fresh interpreter; its last stdout line is the JSON result."""
     with tempfile.TemporaryDirectory(prefix="raptor-bench-") as scratch:
-        command = [sys.executable, "-m", "raptor_engine.bench", str(tokens), scratch, source]
+        command = [sys.executable, "-m", "raptor_tools.bench", str(tokens), scratch, source]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
     if done.returncode != 0:
@@ -268,8 +268,8 @@ def base_material(
     embedder: Any, count: int, *, source: str = "auto"
 ) -> tuple[list[str], list[int], np.ndarray]:
     """`count` real chunk texts with their token counts and embeddings: the seed of synthetic nodes."""
-    from .chunk import chunk_document
-    from .load import load_document
+    from raptor_engine.chunk import chunk_document
+    from raptor_engine.load import load_document
 
     text = bench_text(count * 100, embedder.count_tokens_batch, source=source)
     doc = load_document("base.txt", text.encode("utf-8"))
@@ -303,7 +303,7 @@ def build_synthetic_kb(
     engine: Any, name: str, size: int, material: tuple[list[str], list[int], np.ndarray], seed: int = 11
 ) -> tuple[int, float]:
     """Store `size` leaf nodes through the store's normal commit, then build the index; (kb_id, seconds)."""
-    from .store import NewNode
+    from raptor_engine.store import NewNode
 
     texts, tokens, base = material
     vectors, rows = synthetic_vectors(base, size, np.random.default_rng(seed))
@@ -369,7 +369,7 @@ def recall_against_exact(
 
 def search_and_fill_ms(engine: Any, kb_id: int, queries: np.ndarray, ef: int) -> list[float]:
     """Milliseconds of retrieval after the question is embedded: hnswlib search, node fetch, budget fill."""
-    from .retrieve import CANDIDATES, fill_budget
+    from raptor_engine.retrieve import CANDIDATES, fill_budget
 
     index = engine.indexes.get(kb_id)
     times = []
@@ -386,7 +386,7 @@ def ef_sweep(
     engine: Any, kb_id: int, queries: np.ndarray, efs: tuple[int, ...], size: int
 ) -> list[dict[str, Any]]:
     """Recall and search cost at several ef values: what the configured ef buys and what more would cost."""
-    from .retrieve import CANDIDATES
+    from raptor_engine.retrieve import CANDIDATES
 
     rows = []
     for ef in efs:
@@ -410,8 +410,8 @@ def measure_retrieval(
 ) -> list[dict[str, Any]]:
     """Latency of `engine.retrieve` and hnswlib recall on knowledge bases of each size (and at other
     ef values when `efs` is given)."""
-    from .engine import Engine
-    from .retrieve import CANDIDATES
+    from raptor_engine.engine import Engine
+    from raptor_engine.retrieve import CANDIDATES
 
     results = []
     with tempfile.TemporaryDirectory(prefix="raptor-bench-kb-") as scratch:
@@ -479,7 +479,7 @@ def llm_concurrency() -> dict[str, Any] | None:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     try:
-        from benchmarks.llm_concurrency import run_llm_concurrency_benchmark
+        from raptor_tools.benchmarks.llm_concurrency import run_llm_concurrency_benchmark
     except ImportError:
         click.echo("LLM concurrency: benchmarks/llm_concurrency.py is not in this checkout; skipped.")
         return None
@@ -498,7 +498,7 @@ def bot_loop_lag(tokens: int = RATIO_SIZE) -> dict[str, Any] | None:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     try:
-        from benchmarks.loop_lag import measure as loop_lag_measure
+        from raptor_tools.benchmarks.loop_lag import measure as loop_lag_measure
     except ImportError:
         click.echo("Bot loop lag: benchmarks/loop_lag.py is not in this checkout; skipped.")
         return None

@@ -28,9 +28,9 @@ _ROOT = Path(__file__).resolve().parents[1]
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from benchmarks.llm_concurrency import topic_document  # noqa: E402
 from raptor_engine.config import Settings  # noqa: E402
 from raptor_engine.types import Progress  # noqa: E402
+from raptor_tools.benchmarks.llm_concurrency import topic_document  # noqa: E402
 
 SAMPLE_INTERVAL = 0.010
 TARGET_MS = 100.0
