@@ -21,6 +21,7 @@ from .answer import describe_documents
 from .config import Settings
 from .engine import MODES, Engine, IngestResult, TreePicture
 from .errors import RaptorError
+from .plugins import load_plugins
 from .types import Answer, Progress, Turn
 
 log = logging.getLogger("raptor_engine")
@@ -406,14 +407,7 @@ def doctor(ctx: click.Context, no_repair: bool, as_json: bool) -> None:
         sys.exit(1)
 
 
-from raptor_tools.bench import bench_command  # noqa: E402  (the benchmark's own module defines it)
-from raptor_tools.evaluate import eval_command  # noqa: E402  (the evaluation's own module defines it)
-
-cli.add_command(eval_command)
-from raptor_tools.robustness import robustness_command  # noqa: E402
-
-cli.add_command(robustness_command)
-cli.add_command(bench_command)
+load_plugins(cli)  # raptor bench / eval / robustness come from raptor_tools this way
 
 
 def main() -> None:

@@ -7,12 +7,13 @@
 4. Peak memory (RSS high-water mark) of an ingest, measured in a child process (target < 2 GB).
 5. Ingest time against document length (the paper claims linear growth).
 6. The event loop's worst lag while an ingest runs on it (the bot shares its loop with builds).
-7. Optionally (`--llm`), the LLM-concurrency benchmark of `benchmarks/llm_concurrency.py`.
+7. Optionally (`--llm`), the LLM-concurrency benchmark of `raptor_tools/benchmarks/llm_concurrency.py`.
 
 Each ingest runs in a fresh child process, so its peak memory is its own and no cache from an
 earlier size helps a later one. Text: QuALITY, SQuALITY and QASPER articles from
 `../shared/evaldata` when that folder exists (or `RAPTOR_EVALDATA`), continued when they run out by
-copies of the shipped sample document with names and numbers varied per copy.
+copies of the sample document shipped as package data (`raptor_tools/samples/`) with names and
+numbers varied per copy, so an installed wheel benchmarks the same way as a checkout.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ import numpy as np
 
 from raptor_engine.config import Settings
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "data" / "samples" / "lighthouse_keepers.md"
+from .samples import sample
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout, or site-packages when installed from a wheel
 DEFAULT_SIZES = (10_000, 25_000, 50_000, 100_000, 200_000)
 DEFAULT_KB_SIZES = (1_000, 10_000, 100_000)
 QUICK_SIZES = (10_000, 25_000)
@@ -53,8 +55,13 @@ CountBatch = Callable[[list[str]], list[int]]
 
 
 def evaldata_dir() -> Path | None:
-    """The evaluation sets' folder, if this machine has one (a user's clone usually does not)."""
-    candidates = [os.environ.get("RAPTOR_EVALDATA", ""), ROOT.parent / "shared" / "evaldata"]
+    """The evaluation sets' folder, if this machine has one (a user's clone usually does not): from
+    RAPTOR_EVALDATA, or `../shared/evaldata` beside the checkout or beside the working directory."""
+    candidates = [
+        os.environ.get("RAPTOR_EVALDATA", ""),
+        ROOT.parent / "shared" / "evaldata",
+        Path.cwd().parent / "shared" / "evaldata",
+    ]
     for candidate in candidates:
         if candidate and (Path(candidate) / "quality" / "documents.jsonl").is_file():
             return Path(candidate)
@@ -110,11 +117,11 @@ def _varied_copy(text: str, copy: int) -> str:
 
 def generated_paragraphs() -> Iterator[str]:
     """Endless varied copies of the shipped sample document."""
-    sample = SAMPLE.read_text(encoding="utf-8")
+    text = sample().read_text(encoding="utf-8")
     copy = 0
     while True:
         copy += 1
-        yield from (p.strip() for p in _varied_copy(sample, copy).split("\n\n") if p.strip())
+        yield from (p.strip() for p in _varied_copy(text, copy).split("\n\n") if p.strip())
 
 
 def bench_text(target_tokens: int, count_batch: CountBatch, *, source: str = "auto") -> str:
@@ -337,7 +344,7 @@ def bench_queries(count: int) -> list[str]:
                 with path.open(encoding="utf-8") as handle:
                     questions += [json.loads(line)["question"] for line in handle if line.strip()]
     if len(questions) < count:
-        sentences = re.split(r"(?<=[.!?])\s+", SAMPLE.read_text(encoding="utf-8"))
+        sentences = re.split(r"(?<=[.!?])\s+", sample().read_text(encoding="utf-8"))
         questions += [
             f"What does the history say about this: {s.strip()[:120]}" for s in sentences if s.strip()
         ]
@@ -475,15 +482,15 @@ def measure_retrieval(
 
 
 def llm_concurrency() -> dict[str, Any] | None:
-    """Run `benchmarks/llm_concurrency.py` when this checkout has it (it prints its own table)."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
+    """Run `benchmarks/llm_concurrency.py` (it prints its own table). Its fake LLM server is the test
+    suite's (`tests/llm_server.py`), so this needs a checkout."""
+    from .benchmarks.llm_concurrency import run_llm_concurrency_benchmark
+
     try:
-        from raptor_tools.benchmarks.llm_concurrency import run_llm_concurrency_benchmark
-    except ImportError:
-        click.echo("LLM concurrency: benchmarks/llm_concurrency.py is not in this checkout; skipped.")
+        figures = run_llm_concurrency_benchmark()
+    except ModuleNotFoundError as exc:
+        click.echo(f"LLM concurrency: needs the repository's tests/ (a checkout), not found ({exc.name}); skipped.")
         return None
-    figures = run_llm_concurrency_benchmark()
     layers = figures.get("layers", [])
     return {
         **{k: v for k, v in figures.items() if k != "layers"},
@@ -494,14 +501,9 @@ def llm_concurrency() -> dict[str, Any] | None:
 
 
 def bot_loop_lag(tokens: int = RATIO_SIZE) -> dict[str, Any] | None:
-    """Run `benchmarks/loop_lag.py` (the bot's own ingest path, with questions asked meanwhile) when present."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    try:
-        from raptor_tools.benchmarks.loop_lag import measure as loop_lag_measure
-    except ImportError:
-        click.echo("Bot loop lag: benchmarks/loop_lag.py is not in this checkout; skipped.")
-        return None
+    """Run `benchmarks/loop_lag.py` (the bot's own ingest path, with questions asked meanwhile)."""
+    from .benchmarks.loop_lag import measure as loop_lag_measure
+
     figures = asyncio.run(loop_lag_measure(tokens))
     click.echo(
         f"Bot path, {figures['document_tokens']:,} tokens: worst event-loop lag {figures['worst_ms']:.1f} ms, "

@@ -22,7 +22,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-_ROOT = Path(__file__).resolve().parents[1]
+_ROOT = Path(__file__).resolve().parents[2]  # the checkout
 if str(_ROOT) not in sys.path:  # so `tests.llm_server` imports when run as a script
     sys.path.insert(0, str(_ROOT))
 
