@@ -20,7 +20,7 @@ from .cluster import cluster_nodes
 from .config import Settings
 from .embed import Embedder
 from .store import NewNode, StoredTop
-from .summarise import summary_budget
+from .summarize import summary_budget
 from .types import Chunk, Clustering, Progress, ProgressCallback, Summarizer, SummaryRequest
 
 log = logging.getLogger(__name__)

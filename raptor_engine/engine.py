@@ -28,7 +28,7 @@ from .index import IndexManager
 from .load import load_document, safe_filename
 from .retrieve import collapsed_tree, tree_traversal
 from .store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
-from .summarise import ExtractiveSummarizer
+from .summarize import ExtractiveSummarizer
 from .treeplot import plan_picture, render_png
 from .types import Answer, Answerer, Progress, ProgressCallback, RetrievedContext, Summarizer, Turn
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from raptor_engine.chunk import split_sentences
-from raptor_engine.summarise import ExtractiveSummarizer, summary_budget
+from raptor_engine.summarize import ExtractiveSummarizer, summary_budget
 from raptor_engine.types import SummaryRequest
 
 ASTRONOMY = [
