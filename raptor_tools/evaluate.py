@@ -250,7 +250,7 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, ROUND)
 
 
-def summarise_method(
+def summarize_method(
     records: list[dict[str, Any]], questions: list[EvalQuestion], method: str
 ) -> dict[str, Any]:
     """Means over questions for one method: recall per group, tokens, layer shares, LLM scores."""
@@ -406,7 +406,7 @@ async def run_eval(
             "llm": settings.llm_answer_model if llm_used else None,
         },
         "trees": trees,
-        "methods": {m: summarise_method(records, questions, m) for m in METHODS},
+        "methods": {m: summarize_method(records, questions, m) for m in METHODS},
         "per_question": records,
     }
 
