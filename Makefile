@@ -19,13 +19,13 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/raptor --data-dir data/demo ingest data/samples/lighthouse_keepers.md --kb demo
+	$(VENV)/bin/raptor --data-dir data/demo ingest raptor_tools/samples/lighthouse_keepers.md --kb demo
 	$(VENV)/bin/raptor --data-dir data/demo tree --kb demo
 	$(VENV)/bin/raptor --data-dir data/demo ask "What is the central theme of this document?" --kb demo
 	$(VENV)/bin/raptor --data-dir data/demo ask "Who kept the light in 1887?" --kb demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check raptor_engine bot tests benchmarks
+	$(VENV)/bin/ruff check raptor_engine raptor_tools bot tests
 
 test: $(STAMP) lint
 	$(PY) -m pytest -q

@@ -18,6 +18,7 @@ import sys
 import discord
 
 from raptor_engine.config import Settings
+from raptor_engine.engine import Engine
 
 from .client import RaptorBot
 
@@ -46,7 +47,7 @@ def configure_logging(level: str) -> None:
 
 
 async def run(
-    settings: Settings, sync: bool, message_content: bool, *, engine: object = None, warm: bool = True
+    settings: Settings, sync: bool, message_content: bool, *, engine: Engine | None = None, warm: bool = True
 ) -> int:
     """Run until stopped; 0 after a graceful stop, 2 when Discord refuses the token or the intents."""
     bot = RaptorBot(settings, engine=engine, message_content=message_content, sync=sync, warm=warm)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
 
@@ -18,9 +18,7 @@ from raptor_engine.types import Progress
 
 from .jobs import StatusMessage, ThrottledEditor, display_name, download
 from .render import inert
-
-if TYPE_CHECKING:
-    from .client import RaptorBot
+from .services import Services
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +112,7 @@ class BatchStatus:
 
 
 async def add_files(
-    bot: RaptorBot,
+    services: Services,
     kb: str,
     attachments: list[discord.Attachment],
     refused: list[str],
@@ -122,19 +120,19 @@ async def add_files(
     status: StatusMessage,
 ) -> int:
     """Queue and ingest accepted attachments one after another; returns how many were added."""
-    async with bot.jobs.track():
+    async with services.jobs.track():
         names = [a.filename for a in attachments]
         batch = BatchStatus(
             status,
             f"Adding {len(names)} file(s) to this channel's knowledge base…",
             names,
             refused,
-            bot.status_interval,
+            services.status_interval,
         )
         batch.show()
         added = 0
         for index, attachment in enumerate(attachments):
-            added += await _add_one(bot, kb, attachment, index, added_by, batch)
+            added += await _add_one(services, kb, attachment, index, added_by, batch)
         header = (
             "Done."
             if added == len(attachments)
@@ -145,17 +143,17 @@ async def add_files(
 
 
 async def _add_one(
-    bot: RaptorBot, kb: str, attachment: discord.Attachment, index: int, added_by: str, batch: BatchStatus
+    services: Services, kb: str, attachment: discord.Attachment, index: int, added_by: str, batch: BatchStatus
 ) -> bool:
     """Download and ingest one attachment, writing its outcome on its line; True when it was added."""
     name = display_name(attachment.filename)
 
     async def fetch() -> bytes:
         batch.set(index, f"⏳ **{name}**: downloading {attachment.size / 1024:.0f} KB")
-        return await download(bot.cdn, attachment, bot.settings.max_file_bytes)
+        return await download(services.cdn, attachment, services.settings.max_file_bytes)
 
     try:
-        result = await bot.jobs.run(
+        result = await services.jobs.run(
             kb,
             attachment.filename,
             fetch,

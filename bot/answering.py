@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING
 
 import discord
 
@@ -21,11 +20,9 @@ from .kb import home_channel_id, kb_for_channel
 from .permissions import cooldown_text
 from .render import OutMessage, inert, plain_name, render_answer, truncate
 from .replies import Replier, tell
+from .services import Services
 from .state import ThreadRecord
 from .views import answer_view
-
-if TYPE_CHECKING:
-    from .client import RaptorBot
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +39,9 @@ THREAD_NAME_LIMIT = 100
 MAX_QUESTION_CHARS = 1000
 
 
-def empty_text(bot: RaptorBot, kb: str) -> str:
+def empty_text(services: Services, kb: str) -> str:
     """Why there is nothing to answer from: no documents yet, or the first one is still building."""
-    return STILL_BUILDING if bot.jobs.pending(kb) else EMPTY_KB
+    return STILL_BUILDING if services.jobs.pending(kb) else EMPTY_KB
 
 
 def thread_name(question: str) -> str:
@@ -52,59 +49,59 @@ def thread_name(question: str) -> str:
     return plain_name(question, THREAD_NAME_LIMIT) or "Follow-up"
 
 
-def question_refusal(bot: RaptorBot, user_id: int) -> str | None:
+def question_refusal(services: Services, user_id: int) -> str | None:
     """Why this user may not ask right now (cooldown, then questions per minute), or None."""
-    wait = bot.cooldown.retry_after(user_id)
+    wait = services.cooldown.retry_after(user_id)
     if wait:
         return cooldown_text(wait)
-    wait = bot.question_limit.retry_after(user_id)
+    wait = services.question_limit.retry_after(user_id)
     if wait:
-        return bot.question_limit.message(wait)
+        return services.question_limit.message(wait)
     return None
 
 
 async def ask_engine(
-    bot: RaptorBot, kb: str, question: str, mode: str, history: list[Turn], asked_by: str
+    services: Services, kb: str, question: str, mode: str, history: list[Turn], asked_by: str
 ) -> Answer | None:
     """The engine's answer from the last complete tree, or None when the knowledge base is empty."""
     try:
-        return await bot.engine.ask(
-            kb, question, mode=mode, budget=bot.settings.budget, history=history, asked_by=asked_by
+        return await services.engine.ask(
+            kb, question, mode=mode, budget=services.settings.budget, history=history, asked_by=asked_by
         )
     except (EmptyKnowledgeBaseError, NotFoundError):
         return None
 
 
-async def prepare(bot: RaptorBot, kb: str, answer: Answer) -> tuple[list[OutMessage], discord.ui.View]:
+async def prepare(services: Services, kb: str, answer: Answer) -> tuple[list[OutMessage], discord.ui.View]:
     """Rendered messages and the 'Show context' / 'Show tree' buttons for a stored copy of the context."""
     ctx = answer.context
     cited = [c.node_id for c in answer.citations]
-    answer_id = await bot.state.save_answer(
+    answer_id = await services.state.save_answer(
         kb, answer.question, ctx.nodes, ctx.tokens_used, ctx.budget, cited=cited
     )
     return render_answer(answer), answer_view(answer_id)
 
 
 async def handle_ask(
-    bot: RaptorBot, interaction: discord.Interaction, question: str, mode: str, private: bool
+    services: Services, interaction: discord.Interaction, question: str, mode: str, private: bool
 ) -> None:
     """/ask: defer, answer with sources, open a thread on a public answer in a text channel."""
-    refusal = question_refusal(bot, interaction.user.id)
+    refusal = question_refusal(services, interaction.user.id)
     if refusal:
         await tell(interaction, refusal)
         return
-    replier = Replier(interaction, ephemeral=private, token_lifetime=bot.token_lifetime)
+    replier = Replier(interaction, ephemeral=private, token_lifetime=services.token_lifetime)
     await replier.defer()
     kb = kb_for_channel(interaction.guild_id, interaction.channel)
     if kb is None:
         await replier.send(NO_KB)
         return
     channel = interaction.channel
-    record = await bot.state.thread(channel.id) if isinstance(channel, discord.Thread) else None
-    history = await bot.state.history(record.thread_id) if record else []
+    record = await services.state.thread(channel.id) if isinstance(channel, discord.Thread) else None
+    history = await services.state.history(record.thread_id) if record else []
     question = truncate(question.strip(), MAX_QUESTION_CHARS)
     try:
-        answer = await ask_engine(bot, kb, question, mode, history, str(interaction.user))
+        answer = await ask_engine(services, kb, question, mode, history, str(interaction.user))
     except RaptorError as error:
         log.warning("ask in %s refused: %s", kb, error)
         await replier.send(f"⚠️ {inert(str(error))}")
@@ -114,19 +111,19 @@ async def handle_ask(
         await replier.send(f"⚠️ {FAILED}")
         return
     if answer is None:
-        await replier.send(empty_text(bot, kb))
+        await replier.send(empty_text(services, kb))
         return
-    messages, view = await prepare(bot, kb, answer)
+    messages, view = await prepare(services, kb, answer)
     sent = await replier.send_all(messages, view)
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
     if record is not None:
-        await bot.state.add_turns(record.thread_id, [Turn("user", question), Turn("assistant", answer.text)])
+        await services.state.add_turns(record.thread_id, [Turn("user", question), Turn("assistant", answer.text)])
     elif not private and sent and isinstance(channel, discord.TextChannel):
-        await open_thread(bot, interaction, channel, sent[0], kb, question, answer)
+        await open_thread(services, interaction, channel, sent[0], kb, question, answer)
 
 
 async def open_thread(
-    bot: RaptorBot,
+    services: Services,
     interaction: discord.Interaction,
     channel: discord.TextChannel,
     message: discord.Message,
@@ -152,8 +149,8 @@ async def open_thread(
         await tell(interaction, "I couldn't open a thread for follow-ups; ask again with /ask.")
         return
     record = ThreadRecord(thread.id, kb, channel.guild.id, channel.id)
-    await bot.state.add_thread(record, opened_by=str(interaction.user))
-    await bot.state.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
+    await services.state.add_thread(record, opened_by=str(interaction.user))
+    await services.state.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
 
 
 def follow_up_text(message: discord.Message, bot_id: int) -> str:
@@ -162,16 +159,17 @@ def follow_up_text(message: discord.Message, bot_id: int) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-async def handle_follow_up(bot: RaptorBot, message: discord.Message, record: ThreadRecord) -> None:
-    """A message in a thread the bot opened: answer with the thread's turns and the parent's tree."""
-    assert bot.user is not None
-    mentioned = bot.user in message.mentions
-    question = follow_up_text(message, bot.user.id)
+async def handle_follow_up(
+    services: Services, me: discord.abc.User, message: discord.Message, record: ThreadRecord
+) -> None:
+    """A message in a thread the bot (`me`) opened: answer with the thread's turns and the parent's tree."""
+    mentioned = me in message.mentions
+    question = follow_up_text(message, me.id)
     if not question:
         if mentioned:
             await _reply(message, "Ask your follow-up question after mentioning me.")
         return  # without the message-content intent Discord sends no text unless the bot is mentioned
-    refusal = question_refusal(bot, message.author.id)
+    refusal = question_refusal(services, message.author.id)
     if refusal:
         await _reply(message, refusal)
         return
@@ -185,10 +183,10 @@ async def handle_follow_up(bot: RaptorBot, message: discord.Message, record: Thr
         )
         return
     question = truncate(question, MAX_QUESTION_CHARS)
-    history = await bot.state.history(record.thread_id)
+    history = await services.state.history(record.thread_id)
     try:
         async with message.channel.typing():
-            answer = await ask_engine(bot, kb, question, "collapsed", history, str(message.author))
+            answer = await ask_engine(services, kb, question, "collapsed", history, str(message.author))
     except RaptorError as error:
         log.warning("follow-up in %s refused: %s", kb, error)
         await _reply(message, f"⚠️ {inert(str(error))}")
@@ -198,9 +196,9 @@ async def handle_follow_up(bot: RaptorBot, message: discord.Message, record: Thr
         await _reply(message, f"⚠️ {FAILED}")
         return
     if answer is None:
-        await _reply(message, empty_text(bot, kb))
+        await _reply(message, empty_text(services, kb))
         return
-    messages, view = await prepare(bot, kb, answer)
+    messages, view = await prepare(services, kb, answer)
     for i, out in enumerate(messages):
         last = i == len(messages) - 1
         kwargs: dict = {"embeds": out.embeds}
@@ -212,7 +210,7 @@ async def handle_follow_up(bot: RaptorBot, message: discord.Message, record: Thr
             await message.reply(mention_author=False, **kwargs)
         else:
             await message.channel.send(**kwargs)
-    await bot.state.add_turns(record.thread_id, [Turn("user", question), Turn("assistant", answer.text)])
+    await services.state.add_turns(record.thread_id, [Turn("user", question), Turn("assistant", answer.text)])
     log.info("follow-up answered in thread %s (%s)", record.thread_id, kb)
 
 

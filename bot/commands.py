@@ -1,18 +1,25 @@
-"""Slash commands and the message context menu; each parses its options and hands over to a flow module.
+"""Slash commands and the message context menu as discord.py Cogs, loaded in `RaptorBot.setup_hook`.
 
-/ask and /kb list|tree|status are open to everyone; /kb add|remove|clear|autoingest and the context
-menu need Manage Messages or a manager role, checked here at run time.
+Each Cog gets the bot's `Services` (engine, state, jobs, limits), never the client; each command parses
+its options and hands over to a flow module. /ask and /kb list|tree|status are open to everyone;
+/kb add|remove|clear|autoingest and the context menu need Manage Messages or a manager role, checked
+here at run time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
 
 import discord
 from discord import app_commands
+from discord.ext import commands
 
 from raptor_engine.engine import TreeInfo
+from raptor_engine.errors import RaptorError
 
 from .adding import add_files, is_supported, screen
 from .answering import EMPTY_KB, NO_KB, handle_ask
@@ -22,20 +29,18 @@ from .permissions import can_manage, refusal_text
 from .pictures import TREE_FILE, tree_attachment
 from .render import embeds_from_lines, human_size, human_time, inert, truncate
 from .replies import Replier, tell
+from .services import Services
 from .views import ConfirmView
-
-if TYPE_CHECKING:
-    from .client import RaptorBot
 
 log = logging.getLogger(__name__)
 
 AUTOCOMPLETE_LIMIT = 25
 
 
-async def manager_check(bot: RaptorBot, interaction: discord.Interaction) -> bool:
+async def manager_check(services: Services, interaction: discord.Interaction) -> bool:
     """True when the user may change this channel's knowledge base; otherwise refuses and says why."""
-    guild_role_id = await bot.state.manager_role_id(interaction.guild_id) if interaction.guild_id else None
-    if can_manage(interaction.permissions, interaction.user, bot.settings.manager_role, guild_role_id):
+    guild_role_id = await services.state.manager_role_id(interaction.guild_id) if interaction.guild_id else None
+    if can_manage(interaction.permissions, interaction.user, services.settings.manager_role, guild_role_id):
         return True
     guild_role = interaction.guild.get_role(guild_role_id) if interaction.guild and guild_role_id else None
     log.info(
@@ -44,7 +49,7 @@ async def manager_check(bot: RaptorBot, interaction: discord.Interaction) -> boo
         interaction.user.id,
         interaction.channel_id,
     )
-    await tell(interaction, refusal_text(bot.settings.manager_role, guild_role))
+    await tell(interaction, refusal_text(services.settings.manager_role, guild_role))
     return False
 
 
@@ -56,46 +61,46 @@ async def channel_kb(interaction: discord.Interaction) -> str | None:
 
 
 async def start_adding(
-    bot: RaptorBot, interaction: discord.Interaction, attachments: list[discord.Attachment]
+    services: Services, interaction: discord.Interaction, attachments: list[discord.Attachment]
 ) -> None:
     """Shared by /kb add and the context menu: check rights and files, then defer and build."""
     kb = await channel_kb(interaction)
-    if kb is None or not await manager_check(bot, interaction):
+    if kb is None or not await manager_check(services, interaction):
         return
     if not attachments:
         await tell(interaction, "That message has no attached file to add.")
         return
-    accepted, refused = screen(attachments, bot.settings.max_file_bytes)
+    accepted, refused = screen(attachments, services.settings.max_file_bytes)
     if not accepted:
         await tell(interaction, "Nothing was added.\n" + "\n".join(refused))
         return
-    refusal = bot.jobs.refusal(kb, len(accepted))
+    refusal = services.jobs.refusal(kb, len(accepted))
     if refusal:
         await tell(interaction, refusal)
         return
-    replier = Replier(interaction, token_lifetime=bot.token_lifetime)
+    replier = Replier(interaction, token_lifetime=services.token_lifetime)
     await replier.defer()
     status = StatusMessage(
         interaction.channel,  # type: ignore[arg-type]
         interaction=None if replier.expired else interaction,
         requester_id=interaction.user.id,
-        token_lifetime=bot.token_lifetime,
+        token_lifetime=services.token_lifetime,
     )
-    await add_files(bot, kb, accepted, refused, str(interaction.user), status)
+    await add_files(services, kb, accepted, refused, str(interaction.user), status)
 
 
-async def auto_ingest(bot: RaptorBot, message: discord.Message, kb: str) -> None:
+async def auto_ingest(services: Services, message: discord.Message, kb: str) -> None:
     """Files posted in a channel with auto-ingest on: supported types are added, others ignored."""
     candidates = [a for a in message.attachments if is_supported(a.filename)]
     if not candidates:
         return
-    accepted, refused = screen(candidates, bot.settings.max_file_bytes)
-    status = StatusMessage(message.channel, reply_to=message, token_lifetime=bot.token_lifetime)
-    refusal = bot.jobs.refusal(kb, len(accepted))
+    accepted, refused = screen(candidates, services.settings.max_file_bytes)
+    status = StatusMessage(message.channel, reply_to=message, token_lifetime=services.token_lifetime)
+    refusal = services.jobs.refusal(kb, len(accepted))
     if refusal or not accepted:
         await status.show("\n".join(([refusal] if refusal else []) + refused))
         return
-    await add_files(bot, kb, accepted, refused, str(message.author), status)
+    await add_files(services, kb, accepted, refused, str(message.author), status)
 
 
 def document_line(doc: object) -> str:
@@ -108,12 +113,13 @@ def document_line(doc: object) -> str:
     )
 
 
-class KbGroup(app_commands.Group):
+@app_commands.guild_only()
+class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="This channel's knowledge base"):
     """/kb: this channel's knowledge base."""
 
-    def __init__(self, bot: RaptorBot):
-        super().__init__(name="kb", description="This channel's knowledge base", guild_only=True)
-        self.bot = bot
+    def __init__(self, services: Services):
+        self.services = services
+        super().__init__()
 
     @app_commands.command(
         name="add", description="Add files (PDF, DOCX, Markdown, text, HTML) to this channel's knowledge base"
@@ -135,16 +141,16 @@ class KbGroup(app_commands.Group):
         file5: discord.Attachment | None = None,
     ) -> None:
         attachments = [a for a in (file, file2, file3, file4, file5) if a is not None]
-        await start_adding(self.bot, interaction, attachments)
+        await start_adding(self.services, interaction, attachments)
 
     @app_commands.command(name="list", description="Documents in this channel's knowledge base")
     async def list_(self, interaction: discord.Interaction) -> None:
         kb = await channel_kb(interaction)
         if kb is None:
             return
-        replier = Replier(interaction, ephemeral=True, token_lifetime=self.bot.token_lifetime)
+        replier = Replier(interaction, ephemeral=True, token_lifetime=self.services.token_lifetime)
         await replier.defer()
-        docs = await self.bot.documents(kb)
+        docs = await self.services.documents(kb)
         if not docs:
             await replier.send(EMPTY_KB)
             return
@@ -158,9 +164,9 @@ class KbGroup(app_commands.Group):
     @app_commands.describe(document="The document's name (start typing to pick)")
     async def remove(self, interaction: discord.Interaction, document: str) -> None:
         kb = await channel_kb(interaction)
-        if kb is None or not await manager_check(self.bot, interaction):
+        if kb is None or not await manager_check(self.services, interaction):
             return
-        names = [getattr(d, "name", "") for d in await self.bot.documents(kb)]
+        names = [getattr(d, "name", "") for d in await self.services.documents(kb)]
         if document not in names:
             await tell(
                 interaction,
@@ -169,10 +175,11 @@ class KbGroup(app_commands.Group):
             return
 
         async def confirmed(click: discord.Interaction) -> None:
-            await self.bot.run_change(
+            await run_change(
+                self.services,
                 click,
                 f"Removed **{inert(truncate(document, 120))}**.",
-                self.bot.engine.forget,
+                self.services.engine.forget,
                 kb,
                 document,
             )
@@ -192,7 +199,7 @@ class KbGroup(app_commands.Group):
         if kb is None:
             return []
         try:
-            docs = await self.bot.documents(kb)
+            docs = await self.services.documents(kb)
         except Exception:
             log.exception("autocomplete for %s failed", kb)
             return []
@@ -206,16 +213,17 @@ class KbGroup(app_commands.Group):
     )
     async def clear(self, interaction: discord.Interaction) -> None:
         kb = await channel_kb(interaction)
-        if kb is None or not await manager_check(self.bot, interaction):
+        if kb is None or not await manager_check(self.services, interaction):
             return
-        docs = await self.bot.documents(kb)
+        docs = await self.services.documents(kb)
         if not docs:
             await tell(interaction, "This channel's knowledge base is already empty.")
             return
 
         async def confirmed(click: discord.Interaction) -> None:
-            await self.bot.run_change(
-                click, f"Cleared: {len(docs)} document(s) removed.", self.bot.engine.clear, kb
+            await run_change(
+                self.services,
+                click, f"Cleared: {len(docs)} document(s) removed.", self.services.engine.clear, kb
             )
 
         view = ConfirmView(interaction.user.id, confirmed, "Clearing the knowledge base")
@@ -232,13 +240,13 @@ class KbGroup(app_commands.Group):
         kb = await channel_kb(interaction)
         if kb is None:
             return
-        replier = Replier(interaction, ephemeral=True, token_lifetime=self.bot.token_lifetime)
+        replier = Replier(interaction, ephemeral=True, token_lifetime=self.services.token_lifetime)
         await replier.defer()
-        info = await self.bot.engine_call(self.bot.engine.tree_info, kb)
+        info = await self.services.call(self.services.engine.tree_info, kb)
         if not info.documents:
             await replier.send(EMPTY_KB)
             return
-        attachments, trouble = await tree_attachment(self.bot, interaction, kb)
+        attachments, trouble = await tree_attachment(self.services, interaction, kb)
         messages = embeds_from_lines("Tree", tree_lines(info) + ([trouble] if trouble else []))
         if attachments:  # the picture shows inside the last embed
             messages[-1].embeds[-1].set_image(url=f"attachment://{TREE_FILE}")
@@ -249,21 +257,21 @@ class KbGroup(app_commands.Group):
         kb = await channel_kb(interaction)
         if kb is None:
             return
-        replier = Replier(interaction, ephemeral=True, token_lifetime=self.bot.token_lifetime)
+        replier = Replier(interaction, ephemeral=True, token_lifetime=self.services.token_lifetime)
         await replier.defer()
-        await replier.send_all(embeds_from_lines("Status", await self.bot.status_lines(kb)))
+        await replier.send_all(embeds_from_lines("Status", await status_lines(self.services, kb)))
 
     @app_commands.command(name="autoingest", description="Add files posted in this channel automatically")
     @app_commands.describe(enabled="Turn auto-ingest on or off for this channel")
     async def autoingest(self, interaction: discord.Interaction, enabled: bool) -> None:
         kb = await channel_kb(interaction)
-        if kb is None or not await manager_check(self.bot, interaction):
+        if kb is None or not await manager_check(self.services, interaction):
             return
         guild_id, channel_id = parse_kb_name(kb) or (0, 0)
-        await self.bot.state.set_autoingest(kb, guild_id, channel_id, enabled, str(interaction.user))
-        self.bot.forget_autoingest_cache(kb)
+        await self.services.state.set_autoingest(kb, guild_id, channel_id, enabled, str(interaction.user))
+        self.services.forget_autoingest(kb)
         text = f"Auto-ingest is now **{'on' if enabled else 'off'}** for this channel."
-        if enabled and not self.bot.intents.message_content:
+        if enabled and not self.services.message_content:
             text += (
                 " Note: this bot runs without the message-content intent, so Discord does not show it the "
                 "files people post; ask the bot's owner to enable it (see the README), or use `/kb add`."
@@ -281,7 +289,7 @@ class KbGroup(app_commands.Group):
             )
             return
         assert interaction.guild_id is not None
-        await self.bot.state.set_manager_role(
+        await self.services.state.set_manager_role(
             interaction.guild_id, role.id if role else None, str(interaction.user)
         )
         if role:
@@ -308,10 +316,13 @@ def tree_lines(info: TreeInfo) -> list[str]:
     return lines
 
 
-def register(bot: RaptorBot) -> None:
-    """Add every command to the bot's tree (syncing with Discord is separate and explicit)."""
+class AskCog(commands.Cog):
+    """/ask: a question to this channel's knowledge base."""
 
-    @bot.tree.command(name="ask", description="Ask this channel's documents a question")
+    def __init__(self, services: Services):
+        self.services = services
+
+    @app_commands.command(name="ask", description="Ask this channel's documents a question")
     @app_commands.describe(
         question="Your question",
         mode="collapsed (default): best nodes from all layers; traversal: walk down from the top layer",
@@ -319,16 +330,104 @@ def register(bot: RaptorBot) -> None:
     )
     @app_commands.guild_only()
     async def ask(
+        self,
         interaction: discord.Interaction,
         question: app_commands.Range[str, 1, 1000],
         mode: Literal["collapsed", "traversal"] = "collapsed",
         private: bool = False,
     ) -> None:
-        await handle_ask(bot, interaction, question, mode, private)
+        await handle_ask(self.services, interaction, question, mode, private)
 
-    bot.tree.add_command(KbGroup(bot))
 
-    @bot.tree.context_menu(name="Add to knowledge base")
+class AddFromMessageCog(commands.Cog):
+    """The message menu *Apps → Add to knowledge base*. A context menu cannot be a Cog method, so the
+    Cog adds it to the tree it is given when loaded and takes it out when unloaded."""
+
+    def __init__(self, services: Services, tree: app_commands.CommandTree[Any]):
+        self.services = services
+        self.tree = tree
+        self.menu = app_commands.ContextMenu(name="Add to knowledge base", callback=self.add_from_message)
+
+    async def cog_load(self) -> None:
+        self.tree.add_command(self.menu)
+
+    async def cog_unload(self) -> None:
+        self.tree.remove_command(self.menu.name, type=self.menu.type)
+
     @app_commands.guild_only()
-    async def add_from_message(interaction: discord.Interaction, message: discord.Message) -> None:
-        await start_adding(bot, interaction, list(message.attachments))
+    async def add_from_message(self, interaction: discord.Interaction, message: discord.Message) -> None:
+        await start_adding(self.services, interaction, list(message.attachments))
+
+
+def cogs(services: Services, tree: app_commands.CommandTree[Any]) -> list[commands.Cog]:
+    """Every command the bot offers, as Cogs (syncing them with Discord is separate and explicit)."""
+    return [AskCog(services), KnowledgeBaseCog(services), AddFromMessageCog(services, tree)]
+
+
+# ---- what several commands share ---------------------------------------------------------------
+
+
+async def run_change(
+    services: Services, interaction: discord.Interaction, done_text: str, fn: Callable[..., Any], *args: Any
+) -> None:
+    """A confirmed removal or clear; reports the outcome on the confirm message."""
+    try:
+        await services.call(fn, *args)
+    except RaptorError as error:
+        log.info("change %s%s refused: %s", getattr(fn, "__name__", fn), args, error)
+        await _edit_or_tell(interaction, f"⚠️ {inert(str(error))}")
+        return
+    except Exception:
+        log.exception("change %s%s failed", getattr(fn, "__name__", fn), args)
+        await _edit_or_tell(interaction, "⚠️ That failed; the error was logged and nothing was changed.")
+        return
+    log.info("change %s%s done by %s", getattr(fn, "__name__", fn), args, interaction.user.id)
+    await _edit_or_tell(interaction, done_text)
+
+
+async def _edit_or_tell(interaction: discord.Interaction, text: str) -> None:
+    try:
+        await interaction.edit_original_response(content=text, view=None)
+    except discord.HTTPException:
+        await tell(interaction, text)
+
+
+def storage_sizes(db_path: Path, index_dir: Path) -> tuple[int, int]:
+    """Bytes on disk of the SQLite database (its file, -wal and -shm: recent writes live in the WAL
+    until a checkpoint) and of the hnswlib index files; what is missing counts as 0."""
+    database = sum(_size(Path(f"{db_path}{suffix}")) for suffix in ("", "-wal", "-shm"))
+    indices = sum(_size(p) for p in index_dir.rglob("*") if p.is_file()) if index_dir.is_dir() else 0
+    return database, indices
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # not there (no WAL right after a checkpoint), or removed while we looked
+        return 0
+
+
+async def status_lines(services: Services, kb: str) -> list[str]:
+    """/kb status: backend, this channel's documents and builds, all channels' queue and storage."""
+    docs = await services.documents(kb)
+    queue = services.jobs.state()
+    running_here = queue.running.get(kb)
+    lines = [
+        f"**Backend**: {services.engine.backend_name}",
+        f"**This channel**: {len(docs)} document(s), {human_size(sum(d.size for d in docs))}, "
+        f"{sum(d.chunks for d in docs)} chunks, {sum(d.tokens for d in docs):,} tokens",
+        f"**Building here**: {inert(truncate(running_here, 120)) if running_here else 'nothing'}"
+        f" · {queue.waiting.get(kb, 0)} waiting",
+        f"**All channels**: {len(queue.running)} of {queue.limit} build slots in use, "
+        f"{sum(queue.waiting.values())} file(s) waiting",
+        f"**Auto-ingest here**: {'on' if await services.autoingest_enabled(kb) else 'off'}"
+        + ("" if services.message_content else " (message-content intent off: uploads are not seen)"),
+    ]
+    database, indices = await asyncio.to_thread(
+        storage_sizes, services.settings.db_path, services.settings.index_dir
+    )
+    lines.append(
+        f"**Storage (all channels)**: database {human_size(database)} (with its write-ahead log), "
+        f"search indices {human_size(indices)}"
+    )
+    return lines

@@ -14,7 +14,7 @@ import asyncio
 import functools
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
 
@@ -23,9 +23,7 @@ from raptor_engine.engine import EmptyKnowledgeBaseError, TreePicture
 from .kb import kb_for_channel
 from .render import human_size
 from .replies import Attachment, Replier
-
-if TYPE_CHECKING:
-    from .client import RaptorBot
+from .services import Services, services_of
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +34,9 @@ NO_TREE = "This channel's knowledge base has no documents any more, so there is 
 NOT_DRAWN = "The picture of the tree could not be drawn; the error was logged."
 
 
-async def draw(bot: RaptorBot, kb: str, **options: Any) -> TreePicture:
+async def draw(services: Services, kb: str, **options: Any) -> TreePicture:
     """The engine's picture, drawn in a worker thread so the event loop keeps serving Discord."""
-    return await asyncio.to_thread(functools.partial(bot.engine.tree_picture, kb, **options))
+    return await asyncio.to_thread(functools.partial(services.engine.tree_picture, kb, **options))
 
 
 def channel_title(interaction: discord.Interaction) -> str | None:
@@ -62,11 +60,11 @@ def size_refusal(interaction: discord.Interaction, picture: TreePicture) -> str 
 
 
 async def tree_attachment(
-    bot: RaptorBot, interaction: discord.Interaction, kb: str
+    services: Services, interaction: discord.Interaction, kb: str
 ) -> tuple[list[Attachment], str | None]:
     """`/kb tree`'s picture of the whole tree, or no attachment and one sentence saying why."""
     try:
-        picture = await draw(bot, kb, name=channel_title(interaction))
+        picture = await draw(services, kb, name=channel_title(interaction))
     except EmptyKnowledgeBaseError:
         return [], NO_TREE
     except Exception:
@@ -91,18 +89,18 @@ def highlight_text(picture: TreePicture) -> str:
 
 async def show_answer_tree(interaction: discord.Interaction, answer_id: int) -> None:
     """The Show tree click: the stored answer's context highlighted in this channel's tree, privately."""
-    bot: RaptorBot = interaction.client  # type: ignore[assignment]
-    stored = await bot.state.answer(answer_id)
+    services = services_of(interaction.client)
+    stored = await services.state.answer(answer_id)
     here = kb_for_channel(interaction.guild_id, interaction.channel)
     if stored is None or stored.kb != here:
         log.info("tree for answer %s refused in %s (answer kb %s)", answer_id, here, stored and stored.kb)
         await interaction.response.send_message(GONE, ephemeral=True)
         return
-    replier = Replier(interaction, ephemeral=True, token_lifetime=bot.token_lifetime)
+    replier = Replier(interaction, ephemeral=True, token_lifetime=services.token_lifetime)
     await replier.defer()
     try:
         picture = await draw(
-            bot,
+            services,
             stored.kb,
             highlight=[n.node_id for n in stored.nodes],
             cited=stored.cited,

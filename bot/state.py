@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,9 +18,11 @@ from typing import Any
 
 import sqlite_utils
 
+from raptor_engine.db import connect
+from raptor_engine.migrations import Migrations
 from raptor_engine.types import ContextNode, Turn
 
-BUSY_TIMEOUT_SECONDS = 30.0
+BUSY_TIMEOUT_MS = 30_000
 MAX_HISTORY_TURNS = 12
 MAX_ANSWERS_PER_KB = 1000  # a channel keeps the context of its answers among the last 1,000 given
 
@@ -53,61 +54,46 @@ class StoredAnswer:
     cited: list[int] = field(default_factory=list)  # node ids the answer's [n] markers point at
 
 
+bot_migrations = Migrations("bot")
+
+
+@bot_migrations
+def m001_bot_tables(db: sqlite_utils.Database) -> None:
+    """The tables as the first releases created them (IF NOT EXISTS: a database made then is left as is)."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_channel_settings (
+            kb TEXT PRIMARY KEY, guild_id INTEGER, channel_id INTEGER, autoingest INTEGER,
+            updated_by TEXT, updated_at TEXT)"""
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_guild_settings (
+            guild_id INTEGER PRIMARY KEY, manager_role_id INTEGER, updated_by TEXT, updated_at TEXT)"""
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_threads (
+            thread_id INTEGER PRIMARY KEY, kb TEXT, guild_id INTEGER, channel_id INTEGER,
+            opened_by TEXT, created_at TEXT)"""
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_turns (
+            id INTEGER PRIMARY KEY, thread_id INTEGER, role TEXT, content TEXT, created_at TEXT)"""
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS idx_bot_turns_thread_id ON bot_turns (thread_id)")
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_answers (
+            id INTEGER PRIMARY KEY, kb TEXT, question TEXT, context_json TEXT, created_at TEXT)"""
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS idx_bot_answers_kb ON bot_answers (kb)")
+
+
 class BotState:
     """Async facade over the bot_* tables; one connection guarded by a lock, used from worker threads."""
 
     def __init__(self, db_path: Path):
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)
-        self._db = sqlite_utils.Database(conn)
+        self._db = connect(db_path, busy_timeout_ms=BUSY_TIMEOUT_MS)
         self._lock = threading.Lock()
         self._closed = False
-        self._create_tables()
-
-    def _create_tables(self) -> None:
-        db = self._db
-        db.execute("PRAGMA journal_mode=WAL")
-        db["bot_channel_settings"].create(
-            {
-                "kb": str,
-                "guild_id": int,
-                "channel_id": int,
-                "autoingest": int,
-                "updated_by": str,
-                "updated_at": str,
-            },
-            pk="kb",
-            if_not_exists=True,
-        )
-        db["bot_guild_settings"].create(
-            {"guild_id": int, "manager_role_id": int, "updated_by": str, "updated_at": str},
-            pk="guild_id",
-            if_not_exists=True,
-        )
-        db["bot_threads"].create(
-            {
-                "thread_id": int,
-                "kb": str,
-                "guild_id": int,
-                "channel_id": int,
-                "opened_by": str,
-                "created_at": str,
-            },
-            pk="thread_id",
-            if_not_exists=True,
-        )
-        db["bot_turns"].create(
-            {"id": int, "thread_id": int, "role": str, "content": str, "created_at": str},
-            pk="id",
-            if_not_exists=True,
-        )
-        db["bot_turns"].create_index(["thread_id"], if_not_exists=True)
-        db["bot_answers"].create(
-            {"id": int, "kb": str, "question": str, "context_json": str, "created_at": str},
-            pk="id",
-            if_not_exists=True,
-        )
-        db["bot_answers"].create_index(["kb"], if_not_exists=True)
+        bot_migrations.apply(self._db)
 
     async def _run(self, fn: Any, *args: Any) -> Any:
         def locked() -> Any:

@@ -11,16 +11,14 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
 
 from .kb import kb_for_channel
 from .pictures import ShowTreeButton
 from .render import context_pages
-
-if TYPE_CHECKING:
-    from .client import RaptorBot
+from .services import services_of
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +27,7 @@ GONE = "That context is no longer available (the answer was removed or belongs t
 
 
 async def _show_page(interaction: discord.Interaction, answer_id: int, page: int, *, edit: bool) -> None:
-    bot: RaptorBot = interaction.client  # type: ignore[assignment]
-    stored = await bot.state.answer(answer_id)
+    stored = await services_of(interaction.client).state.answer(answer_id)
     here = kb_for_channel(interaction.guild_id, interaction.channel)
     if stored is None or stored.kb != here:
         log.info("context %s refused in %s (answer kb %s)", answer_id, here, stored and stored.kb)

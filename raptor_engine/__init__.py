@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+__version__ = "0.1.0"  # the one place the version is written; pyproject reads it
+
 if TYPE_CHECKING:
     from .config import Settings
     from .engine import Engine, IngestResult, TreeInfo
@@ -36,6 +38,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "__version__",
     "Answer",
     "BackendError",
     "Citation",

@@ -20,7 +20,7 @@ from .cluster import cluster_nodes
 from .config import Settings
 from .embed import Embedder
 from .store import NewNode, StoredTop
-from .summarise import clip_chars, summary_budget
+from .summarize import clip_chars, summary_budget
 from .types import Chunk, Clustering, Progress, ProgressCallback, Summarizer, SummaryRequest
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class BuiltTree:
 
 
 @dataclass
-class Summarised:
+class Summarized:
     """A layer of new summary nodes, with the API usage it cost."""
 
     nodes: list[NewNode]
@@ -121,7 +121,7 @@ async def cluster_layer(
     )
 
 
-async def summarise_clusters(
+async def summarize_clusters(
     members: list[NewNode] | list[StoredTop],
     clusters: list[list[int]],
     *,
@@ -203,7 +203,7 @@ async def build_document_tree(
         if len(clustering.clusters) >= len(current):
             stop = f"clustering layer {layer - 1} gave {len(clustering.clusters)} clusters for {len(current)} nodes"
             break
-        current, used_prompt, used_completion = await summarise_clusters(
+        current, used_prompt, used_completion = await summarize_clusters(
             current,
             clustering.clusters,
             layer=layer,
@@ -230,7 +230,7 @@ async def build_kb_layer(
     summarizer: Summarizer,
     settings: Settings,
     progress: ProgressCallback | None = None,
-) -> Summarised | None:
+) -> Summarized | None:
     """Cross-document summaries over every document's top nodes; None when there is nothing to group.
 
     It sits one layer above the highest document top, and always groups (a single cluster at
@@ -247,7 +247,7 @@ async def build_kb_layer(
     if len(clusters) >= len(tops):
         clusters = [list(range(len(tops)))]
         notes.append(f"{len(tops)} document tops did not cluster; grouped as one")
-    nodes, used_prompt, used_completion = await summarise_clusters(
+    nodes, used_prompt, used_completion = await summarize_clusters(
         tops,
         clusters,
         layer=layer,
@@ -258,4 +258,4 @@ async def build_kb_layer(
         settings=settings,
         progress=progress,
     )
-    return Summarised(nodes, len(clusters), clustering.method, notes, used_prompt, used_completion)
+    return Summarized(nodes, len(clusters), clustering.method, notes, used_prompt, used_completion)

@@ -10,15 +10,18 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
+from . import __version__
 from .answer import describe_documents
 from .config import Settings
 from .engine import MODES, Engine, IngestResult, TreePicture
 from .errors import RaptorError
+from .plugins import load_plugins
 from .types import Answer, Progress, Turn
 
 log = logging.getLogger("raptor_engine")
@@ -89,7 +92,25 @@ def _write_png(path: Path, data: bytes) -> None:
         _fail(RaptorError(f"Cannot write {path}: {exc.strerror or exc}."))
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def kb_option(fn: F) -> F:
+    """`--kb NAME`, required, spelled and explained the same on every command that works on one."""
+    return click.option("--kb", required=True, help="Knowledge base name.")(fn)
+
+
+def output_options(fn: F) -> F:
+    """The options every command that prints results shares (sqlite-utils' `output_options`): `--json`."""
+    return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(fn)
+
+
+def _print_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="raptor", message="%(prog)s %(version)s")
 @click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -132,9 +153,9 @@ def _print_ingest(result: IngestResult) -> None:
 @click.argument(
     "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
-@click.option("--kb", required=True, help="Knowledge base name.")
+@kb_option
 @click.option("--as", "added_by", default="cli", show_default=True, help="Who added the files.")
-@click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
+@output_options
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @click.pass_context
 def ingest(
@@ -159,7 +180,7 @@ def ingest(
         if not as_json:
             _print_ingest(result)
     if as_json:
-        click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+        _print_json([r.to_dict() for r in results])
     if failures:
         sys.exit(1)
 
@@ -190,14 +211,14 @@ def _print_answer(answer: Answer) -> None:
 
 @cli.command()
 @click.argument("question")
-@click.option("--kb", required=True, help="Knowledge base name.")
+@kb_option
 @click.option("--mode", type=click.Choice(MODES), default="collapsed", show_default=True)
 @click.option(
     "--budget", type=click.IntRange(min=1), default=None, help="Context token budget (default 2000)."
 )
 @click.option("--layer", "layers", type=int, multiple=True, help="Only nodes of this layer (repeatable).")
 @click.option("--document", "documents", multiple=True, help="Only nodes of this document (repeatable).")
-@click.option("--json", "as_json", is_flag=True, help="Print the answer, citations and context as JSON.")
+@output_options
 @click.option(
     "--tree-png",
     type=click.Path(path_type=Path),
@@ -238,7 +259,7 @@ def ask(
         picture = _answer_picture(engine, kb, answer, tree_png)
         out.update(tree_png=str(tree_png), highlighted=picture.highlighted)
     if as_json:
-        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        _print_json(out)
         return
     _print_answer(answer)
     if tree_png is not None:
@@ -264,7 +285,7 @@ def _answer_picture(engine: Engine, kb: str, answer: Answer, path: Path) -> Tree
 
 
 @cli.command()
-@click.option("--kb", required=True, help="Knowledge base name.")
+@kb_option
 @click.option("--mode", type=click.Choice(MODES), default="collapsed", show_default=True)
 @click.pass_context
 def chat(ctx: click.Context, kb: str, mode: str) -> None:
@@ -293,14 +314,14 @@ def chat(ctx: click.Context, kb: str, mode: str) -> None:
 
 
 @cli.command()
-@click.option("--kb", required=True, help="Knowledge base name.")
-@click.option("--json", "as_json", is_flag=True)
+@kb_option
+@output_options
 @click.pass_context
 def docs(ctx: click.Context, kb: str, as_json: bool) -> None:
     """List a knowledge base's documents."""
     documents = _engine(ctx).documents(kb)
     if as_json:
-        click.echo(json.dumps([d.to_dict() for d in documents], indent=2))
+        _print_json([d.to_dict() for d in documents])
         return
     if not documents:
         click.echo(f"No documents in {kb!r}. Add one with: raptor ingest FILE --kb {kb}")
@@ -314,20 +335,24 @@ def docs(ctx: click.Context, kb: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("document")
-@click.option("--kb", required=True, help="Knowledge base name.")
+@kb_option
+@output_options
 @click.pass_context
-def forget(ctx: click.Context, document: str, kb: str) -> None:
+def forget(ctx: click.Context, document: str, kb: str, as_json: bool) -> None:
     """Remove DOCUMENT (its name, or a sha256 prefix) from a knowledge base."""
     try:
         removed = asyncio.run(_engine(ctx).forget(kb, document))
     except RaptorError as exc:
         _fail(exc)
+    if as_json:
+        _print_json({"removed": removed.to_dict()})
+        return
     click.echo(f"Removed {removed.name} ({removed.nodes} nodes).")
 
 
 @cli.command()
-@click.option("--kb", required=True, help="Knowledge base name.")
-@click.option("--json", "as_json", is_flag=True)
+@kb_option
+@output_options
 @click.option(
     "--png",
     type=click.Path(path_type=Path),
@@ -348,7 +373,7 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
     info = engine.tree_info(kb)
     if as_json:
         extra = {"png": str(png)} if png is not None else {}
-        click.echo(json.dumps({**info.to_dict(), "builds": engine.builds(kb, 5), **extra}, indent=2))
+        _print_json({**info.to_dict(), "builds": engine.builds(kb, 5), **extra})
         return
     if not info.layers:
         click.echo(f"No documents in {kb!r}.")
@@ -366,10 +391,14 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
 
 @cli.command()
 @click.option("--no-repair", is_flag=True, help="Only report; do not rebuild indices.")
+@output_options
 @click.pass_context
-def doctor(ctx: click.Context, no_repair: bool) -> None:
+def doctor(ctx: click.Context, no_repair: bool, as_json: bool) -> None:
     """Check the database and indices; rebuild derived indices from SQLite."""
     report = _engine(ctx).doctor(repair=not no_repair)
+    if as_json:
+        _print_json({"healthy": report.healthy, "problems": report.problems, "repaired": report.repaired})
+        sys.exit(0 if report.healthy else 1)
     for problem in report.problems:
         click.echo(f"problem: {problem}" + (" (repaired)" if problem in report.repaired else ""))
     if report.healthy:
@@ -378,14 +407,7 @@ def doctor(ctx: click.Context, no_repair: bool) -> None:
         sys.exit(1)
 
 
-from .bench import bench_command  # noqa: E402  (the benchmark's own module defines it)
-from .evaluate import eval_command  # noqa: E402  (the evaluation's own module defines it)
-
-cli.add_command(eval_command)
-from .robustness import robustness_command  # noqa: E402
-
-cli.add_command(robustness_command)
-cli.add_command(bench_command)
+load_plugins(cli)  # raptor bench / eval / robustness come from raptor_tools this way
 
 
 def main() -> None:

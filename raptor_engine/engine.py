@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .answer import ExtractiveAnswerer, map_citations, neutralise_context
-from .build import BuiltTree, Summarised, build_document_tree, build_kb_layer
+from .build import BuiltTree, Summarized, build_document_tree, build_kb_layer
 from .chunk import chunk_document
 from .config import Settings
 from .embed import Embedder, token_floor
@@ -29,7 +29,7 @@ from .load import LoadLimits, safe_filename
 from .parse_worker import ParseStats, WorkerLimits, load_isolated
 from .retrieve import collapsed_tree, tree_traversal
 from .store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
-from .summarise import ExtractiveSummarizer
+from .summarize import ExtractiveSummarizer
 from .treeplot import plan_picture, render_png
 from .types import Answer, Answerer, Progress, ProgressCallback, RetrievedContext, Summarizer, Turn
 
@@ -441,7 +441,7 @@ class Engine:
         tree: BuiltTree | None,
         progress: ProgressCallback | None,
         exclude_doc: int | None = None,
-    ) -> Summarised | None:
+    ) -> Summarized | None:
         """The cross-document layer over every document's tops (the new tree's included)."""
         tops = self.store.document_tops(kb_id, exclude_doc=exclude_doc) if kb_id is not None else []
         if tree is not None:

@@ -1,14 +1,15 @@
 """OpenAI-compatible summaries and answers: the backend real users run (OpenAI, Ollama, vLLM, llama.cpp).
 
-One `LLMClient` per backend owns the transport: the `openai` client with its own retries switched off,
-our retries (backoff with jitter, Retry-After honoured, on 429, 5xx, timeouts, dropped connections and
-malformed replies) and a semaphore that bounds requests in flight. When retries run out it raises
-`BackendError`; an error never becomes summary or answer text.
+One `LLMClient` per backend owns the transport: the `openai` client with its own retries (backoff,
+Retry-After honoured, on 429, 5xx, timeouts and dropped connections), plus what it lacks: retrying a
+200 reply that is not a usable completion and dropping a parameter the server refuses; and a
+semaphore that bounds requests in flight. When retries run out it raises `BackendError`; an error
+never becomes summary or answer text.
 
 `OpenAISummarizer` uses the RAPTOR paper's prompt, runs a layer's clusters concurrently, bounds each
 cluster's input, ends every summary on a complete sentence and caches summaries in SQLite.
 `OpenAIAnswerer` numbers the context blocks, asks for [n] citations, takes the conversation history and
-condenses follow-ups into standalone questions; `stream_answer` yields the answer as it is written.
+condenses follow-ups into standalone questions.
 """
 
 from __future__ import annotations
@@ -16,13 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import email.utils
 import json
 import logging
 import math
 import random
 import re
-import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -87,7 +86,7 @@ def backend_label(model: str, base_url: str) -> str:
     return f"openai:{model} @ {_display_url(base_url)}" if base_url else f"openai:{model}"
 
 
-# ---- transport with retries ----------------------------------------------------------------
+# ---- transport: the openai client's retries plus what it lacks ----------------------------
 
 
 @dataclass
@@ -102,35 +101,13 @@ class _MalformedReply(Exception):
     """The server answered 200 but not with a usable chat completion."""
 
 
+MALFORMED = (_MalformedReply, json.JSONDecodeError, pydantic.ValidationError, openai.APIResponseValidationError)
+
+
 @dataclass
 class _Failure:
     retryable: bool
     reason: str  # a short phrase for the user-facing sentence
-    retry_after: float | None = None
-
-
-def parse_retry_after(headers: Any) -> float | None:
-    """Seconds to wait from `retry-after-ms` or `Retry-After` (seconds or an HTTP date), if present."""
-    if headers is None:
-        return None
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return max(0.0, float(raw_ms) / 1000)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _server_message(exc: openai.APIStatusError, limit: int = 160) -> str:
@@ -142,14 +119,13 @@ def _server_message(exc: openai.APIStatusError, limit: int = 160) -> str:
 
 
 _UNSUPPORTED = re.compile(r"unsupported|not supported|unrecognized|unknown|not allowed|extra", re.I)
-ADAPTABLE_PARAMS = ("max_tokens", "temperature", "stream_options")
+ADAPTABLE_PARAMS = ("max_tokens", "temperature")
 
 
 def unsupported_param(exc: BaseException) -> str | None:
     """The request parameter a 400 says this model or server does not take, if any.
 
-    Some models want `max_completion_tokens` instead of `max_tokens` or refuse `temperature`;
-    some servers refuse `stream_options`."""
+    Some models want `max_completion_tokens` instead of `max_tokens` or refuse `temperature`."""
     if not isinstance(exc, openai.BadRequestError):
         return None
     message = _server_message(exc, limit=2000)
@@ -159,37 +135,47 @@ def unsupported_param(exc: BaseException) -> str | None:
 
 
 def _classify(exc: BaseException, timeout: float) -> _Failure:
-    """Whether a failed request is worth retrying, and how to describe it in one phrase."""
+    """How to describe a failed request in one phrase, and whether we retry it ourselves (malformed
+    200 replies only: the openai client has already retried everything else it should)."""
     if isinstance(exc, openai.APITimeoutError):
-        return _Failure(True, f"requests timed out after {timeout:g} s")
+        return _Failure(False, f"requests timed out after {timeout:g} s")
     if isinstance(exc, openai.APIConnectionError):
-        return _Failure(True, "the connection failed")
+        return _Failure(False, "the connection failed")
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
-        retry_after = parse_retry_after(exc.response.headers)
         if status == 429:
-            return _Failure(True, "it kept rate-limiting requests (HTTP 429)", retry_after)
+            return _Failure(False, "it kept rate-limiting requests (HTTP 429)")
         if status >= 500 or status in (408, 409):
-            return _Failure(True, f"it kept answering with HTTP {status}", retry_after)
+            return _Failure(False, f"it kept answering with HTTP {status}")
         if status in (401, 403):
             return _Failure(False, f"it rejected the API key (HTTP {status})")
         if status == 404:
             return _Failure(False, "it does not know the model or the URL is wrong (HTTP 404)")
         return _Failure(False, f"it refused the request (HTTP {status}: {_server_message(exc)})")
-    if isinstance(
-        exc,
-        (_MalformedReply, json.JSONDecodeError, pydantic.ValidationError, openai.APIResponseValidationError),
-    ):
+    if isinstance(exc, MALFORMED):
         return _Failure(True, "its replies were malformed")
     return _Failure(False, f"of an unexpected error ({type(exc).__name__})")
 
 
-class LLMClient:
-    """The `openai` client plus our retry policy and a bound on requests in flight.
+def _requests_sent(exc: BaseException) -> int:
+    """How many requests the openai client sent before raising `exc` (its own retries included),
+    read from the retry counter it puts on every request."""
+    request = getattr(exc, "request", None)
+    try:
+        return int(request.headers.get("x-stainless-retry-count", 0)) + 1  # type: ignore[union-attr]
+    except (AttributeError, TypeError, ValueError):
+        return 1
 
-    HTTP clients are opened per operation (a layer of summaries, one answer) and closed when it ends,
-    so none outlives the event loop it was made on; the semaphore is one per event loop (the engine
-    may run builds on worker-thread loops).
+
+class LLMClient:
+    """The `openai` client (whose own retries handle 429s with Retry-After, 5xx, timeouts and dropped
+    connections, with backoff) plus what it lacks: retrying a 200 reply that is not a usable
+    completion, dropping a parameter the server refuses, and a bound on requests in flight.
+
+    Every kind of failure draws on one budget of `RAPTOR_LLM_MAX_RETRIES` retries. HTTP clients are
+    opened per operation (a layer of summaries, one answer) and closed when it ends, so none outlives
+    the event loop it was made on; the semaphore is one per event loop (the engine may run builds on
+    worker-thread loops).
     """
 
     def __init__(
@@ -197,18 +183,16 @@ class LLMClient:
         settings: Settings,
         *,
         backoff_base: float = 0.5,
-        backoff_cap: float = 20.0,
-        max_retry_after: float = 60.0,
+        backoff_cap: float = 8.0,
         rng: random.Random | None = None,
     ):
         self.base_url = settings.llm_base_url
         self.api_key = settings.llm_api_key or "not-needed"  # local servers ignore it; the client wants one
         self.timeout = settings.llm_timeout
         self.concurrency = max(1, settings.llm_concurrency)
-        self.attempts = max(1, settings.llm_max_retries + 1)
-        self.backoff_base = backoff_base
+        self.retries = max(0, settings.llm_max_retries)
+        self.backoff_base = backoff_base  # for malformed replies only; openai paces its own retries
         self.backoff_cap = backoff_cap
-        self.max_retry_after = max_retry_after
         self._rng = rng or random.Random()
         self._dropped: set[str] = set()  # parameters this server refused (see unsupported_param)
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
@@ -228,22 +212,19 @@ class LLMClient:
 
     @contextlib.asynccontextmanager
     async def session(self) -> AsyncIterator[openai.AsyncOpenAI]:
-        """An `openai` client with its own retries off, closed when the operation ends."""
+        """An `openai` client with its retries on, closed when the operation ends."""
         client = openai.AsyncOpenAI(
-            api_key=self.api_key, base_url=self.base_url or None, timeout=self.timeout, max_retries=0
+            api_key=self.api_key, base_url=self.base_url or None, timeout=self.timeout, max_retries=self.retries
         )
         try:
             yield client
         finally:
             await client.close()
 
-    def backoff_delay(self, attempt: int, retry_after: float | None) -> float:
-        """Exponential backoff with jitter; never shorter than the server's Retry-After."""
+    def backoff_delay(self, attempt: int) -> float:
+        """Exponential backoff with jitter before sending again after a malformed reply."""
         ceiling = min(self.backoff_cap, self.backoff_base * (2**attempt))
-        delay = self._rng.uniform(ceiling / 2, ceiling)
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, self.max_retry_after))
-        return delay
+        return self._rng.uniform(ceiling / 2, ceiling)
 
     def _give_up(self, failure: _Failure, attempts: int, what: str) -> BackendError:
         tries = f" after {attempts} attempts" if attempts > 1 else ""
@@ -251,16 +232,12 @@ class LLMClient:
             f"The LLM backend at {self.where} could not {what}{tries} because {failure.reason}."
         )
 
-    def request_params(self, max_tokens: int, stream: bool = False) -> dict[str, Any]:
+    def request_params(self, max_tokens: int) -> dict[str, Any]:
         """Sampling and length parameters, without the ones this server has refused."""
         length_key = "max_completion_tokens" if "max_tokens" in self._dropped else "max_tokens"
         params: dict[str, Any] = {length_key: max_tokens}
         if "temperature" not in self._dropped:
             params["temperature"] = 0
-        if stream:
-            params["stream"] = True
-            if "stream_options" not in self._dropped:
-                params["stream_options"] = {"include_usage": True}
         return params
 
     def _adapted_to(self, exc: BaseException) -> bool:
@@ -273,30 +250,6 @@ class LLMClient:
             self._dropped.add(param)
         return True
 
-    async def _retrying(self, what: str, attempt_once: Callable[[], Any]) -> Any:
-        """Run `attempt_once` under the semaphore until it succeeds or the retries run out."""
-        semaphore = self._semaphore()
-        attempt = adaptations = 0
-        while True:
-            try:
-                async with semaphore:
-                    return await attempt_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # classified below; anything unknown is not retried
-                if adaptations < len(ADAPTABLE_PARAMS) and self._adapted_to(exc):
-                    adaptations += 1  # not the server failing: send again at once without the parameter
-                    continue
-                failure = _classify(exc, self.timeout)
-                last = attempt + 1 == self.attempts
-                if not failure.retryable or last:
-                    log.warning("LLM %s failed for good (attempt %d): %r", what, attempt + 1, exc)
-                    raise self._give_up(failure, attempt + 1, what) from exc
-                delay = self.backoff_delay(attempt, failure.retry_after)
-                log.info("LLM %s failed (attempt %d, %s); retrying in %.2f s", what, attempt + 1, exc, delay)
-                await asyncio.sleep(delay)
-                attempt += 1
-
     async def complete(
         self,
         messages: list[dict[str, str]],
@@ -306,75 +259,38 @@ class LLMClient:
         *,
         client: openai.AsyncOpenAI | None = None,
     ) -> Completion:
-        """One chat completion, retried; the reply must carry non-empty text.
+        """One chat completion; the reply must carry non-empty text.
 
         Pass `client` (from `session()`) to share connections between many requests."""
         if client is None:
             async with self.session() as own_client:
                 return await self.complete(messages, model, max_tokens, what, client=own_client)
-
-        async def attempt_once() -> Completion:
-            response = await client.chat.completions.create(
-                model=model, messages=messages, **self.request_params(max_tokens)
-            )
-            return _completion_from(response)
-
-        return await self._retrying(what, attempt_once)
-
-    async def stream(
-        self, messages: list[dict[str, str]], model: str, max_tokens: int, sink: _StreamSink
-    ) -> AsyncIterator[str]:
-        """Yield text deltas. Failures before the first delta are retried; after it, they end the
-        answer with BackendError (what was shown cannot be taken back)."""
-        async with self.session() as client:
-            async for delta in self._stream_with(client, messages, model, max_tokens, sink):
-                yield delta
-
-    async def _stream_with(
-        self,
-        client: openai.AsyncOpenAI,
-        messages: list[dict[str, str]],
-        model: str,
-        max_tokens: int,
-        sink: _StreamSink,
-    ) -> AsyncIterator[str]:
         semaphore = self._semaphore()
-        attempt = adaptations = 0
+        sent = adaptations = 0
         while True:
-            yielded = False
+            raw = None
             try:
                 async with semaphore:
-                    stream = await client.chat.completions.create(
-                        model=model, messages=messages, **self.request_params(max_tokens, stream=True)
+                    raw = await client.with_options(
+                        max_retries=self.retries - sent
+                    ).chat.completions.with_raw_response.create(
+                        model=model, messages=messages, **self.request_params(max_tokens)
                     )
-                    async for chunk in stream:
-                        delta = sink.take(chunk)
-                        if delta:
-                            yielded = True
-                            yield delta
-                if not yielded:
-                    raise _MalformedReply("the stream ended without text")
-                return
+                    return _completion_from(raw.parse())
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
-                if not yielded and adaptations < len(ADAPTABLE_PARAMS) and self._adapted_to(exc):
-                    adaptations += 1
+            except Exception as exc:  # classified below; anything unknown is not retried
+                if adaptations < len(ADAPTABLE_PARAMS) and self._adapted_to(exc):
+                    adaptations += 1  # not the server failing: send again at once without the parameter
                     continue
+                sent += raw.retries_taken + 1 if raw is not None else _requests_sent(exc)
                 failure = _classify(exc, self.timeout)
-                if yielded:
-                    log.warning("LLM stream broke off after text was sent: %r", exc)
-                    raise BackendError(
-                        f"The LLM backend at {self.where} broke off while writing the answer."
-                    ) from exc
-                if not failure.retryable or attempt + 1 == self.attempts:
-                    log.warning("LLM stream failed for good (attempt %d): %r", attempt + 1, exc)
-                    raise self._give_up(failure, attempt + 1, "answer") from exc
-                delay = self.backoff_delay(attempt, failure.retry_after)
-                log.info("LLM stream failed (attempt %d, %s); retrying in %.2f s", attempt + 1, exc, delay)
-                sink.reset()
+                if not failure.retryable or sent > self.retries:
+                    log.warning("LLM %s failed for good (%d requests): %r", what, sent, exc)
+                    raise self._give_up(failure, sent, what) from exc
+                delay = self.backoff_delay(sent - 1)
+                log.info("LLM %s got a malformed reply (%s); sending again in %.2f s", what, exc, delay)
                 await asyncio.sleep(delay)
-                attempt += 1
 
 
 def _completion_from(response: Any) -> Completion:
@@ -394,39 +310,6 @@ def _completion_from(response: Any) -> Completion:
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
     )
-
-
-class _StreamSink:
-    """Collects a stream's text, finish reason and usage while deltas pass through."""
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.parts: list[str] = []
-        self.finish_reason: str | None = None
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
-
-    def take(self, chunk: Any) -> str:
-        usage = getattr(chunk, "usage", None)
-        if usage is not None:
-            self.prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-            self.completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        choices = getattr(chunk, "choices", None) or []
-        if not choices:
-            return ""
-        choice = choices[0]
-        if getattr(choice, "finish_reason", None):
-            self.finish_reason = choice.finish_reason
-        delta = getattr(getattr(choice, "delta", None), "content", None) or ""
-        if delta:
-            self.parts.append(delta)
-        return delta
-
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)
 
 
 # ---- text shaping --------------------------------------------------------------------------
@@ -687,46 +570,6 @@ def _take_condense_usage() -> tuple[int, int]:
     return usage
 
 
-class AnswerStream:
-    """Async iterator of an answer's text deltas; afterwards `draft()` gives the whole AnswerDraft."""
-
-    def __init__(
-        self,
-        client: LLMClient,
-        messages: list[dict[str, str]],
-        model: str,
-        max_tokens: int,
-        context: Sequence[ContextNode] = (),
-    ):
-        self._context = list(context)
-        self._condense_usage = _take_condense_usage()
-        self._sink = _StreamSink()
-        self._deltas = client.stream(messages, model, max_tokens, self._sink)
-
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._deltas
-
-    @property
-    def text(self) -> str:
-        return self._sink.text
-
-    @property
-    def finish_reason(self) -> str | None:
-        return self._sink.finish_reason
-
-    def draft(self) -> AnswerDraft:
-        text = self._sink.text.strip()
-        if self._sink.finish_reason == "length":
-            text = complete_sentences(text, "length")
-        text = attribute_citations(text, self._context)
-        condense_prompt, condense_completion = self._condense_usage
-        return AnswerDraft(
-            text,
-            self._sink.prompt_tokens + condense_prompt,
-            self._sink.completion_tokens + condense_completion,
-        )
-
-
 class OpenAIAnswerer:
     """Answers with [n] citations into the given context, and standalone rewrites of follow-ups."""
 
@@ -759,17 +602,10 @@ class OpenAIAnswerer:
             completion.completion_tokens + condense_completion,
         )
 
-    def stream_answer(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerStream:
-        """`async for delta in answerer.stream_answer(...)`, then `stream.draft()` for the AnswerDraft
-        (whose text may carry markers the model left out; see `attribute_citations`)."""
-        return AnswerStream(
-            self.client, answer_messages(question, context, history), self.model, self.max_tokens, context
-        )
-
     async def condense(self, question: str, history: list[Turn]) -> str:
         """A standalone question for retrieval; with no history the question is already standalone.
 
-        Its token usage is added to the next `answer` (or `stream_answer`) in the same task."""
+        Its token usage is added to the next `answer` in the same task."""
         if not _recent_history(history):
             return question
         messages = condense_messages(question, history)

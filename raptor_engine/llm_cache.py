@@ -18,10 +18,13 @@ from pathlib import Path
 
 import sqlite_utils
 
+from .db import connect
+from .store_migrations import summary_cache_migrations
+
 log = logging.getLogger(__name__)
 
 TABLE = "summary_cache"
-BUSY_TIMEOUT_MS = 10_000
+BUSY_TIMEOUT_MS = 10_000  # a cache gives up sooner than the store: losing it costs money only
 
 
 @dataclass(frozen=True)
@@ -47,32 +50,18 @@ class SummaryCache:
         self._init_lock = threading.Lock()
 
     def _connect(self) -> sqlite3.Connection:
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.db_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        """A short-lived autocommit connection (one statement, one short write); migrates once per object."""
+        db = connect(self.db_path, autocommit=True, busy_timeout_ms=BUSY_TIMEOUT_MS)
         if not self._table_ready:
-            self._create_table(conn)
-        return conn
+            self._migrate(db)
+        return db.conn
 
-    def _create_table(self, conn: sqlite3.Connection) -> None:
+    def _migrate(self, db: sqlite_utils.Database) -> None:
         """Once per cache object, by one thread: concurrent schema changes would trip over each other."""
         with self._init_lock:
-            if self._table_ready:
-                return
-            conn.execute("PRAGMA journal_mode = WAL")
-            sqlite_utils.Database(conn)[TABLE].create(
-                {
-                    "key": str,
-                    "model": str,
-                    "text": str,
-                    "prompt_tokens": int,
-                    "completion_tokens": int,
-                    "created_at": float,
-                },
-                pk="key",
-                if_not_exists=True,
-            )
-            self._table_ready = True
+            if not self._table_ready:
+                summary_cache_migrations.apply(db)
+                self._table_ready = True
 
     def get(self, key: str) -> CachedSummary | None:
         try:

@@ -20,10 +20,9 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
+from .db import connect
 from .errors import NotFoundError
-
-SCHEMA_VERSION = 1
-BUSY_TIMEOUT_MS = 30_000
+from .store_migrations import store_migrations
 
 
 @dataclass
@@ -136,15 +135,10 @@ class Store:
     def db(self) -> sqlite_utils.Database:
         db = getattr(self._local, "db", None)
         if db is None:
-            conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            db = sqlite_utils.Database(conn, execute_plugins=False)
+            db = connect(self.path)
             self._local.db = db
             with self._connections_lock:
-                self._connections.append(conn)
+                self._connections.append(db.conn)
         return db
 
     @contextlib.contextmanager
@@ -171,57 +165,9 @@ class Store:
         self._local = threading.local()
 
     def _ensure_schema(self) -> None:
-        with self.write() as db:
-            db.execute("""CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""")
-            db.execute(
-                """CREATE TABLE IF NOT EXISTS kbs (
-                    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL,
-                    version INTEGER NOT NULL DEFAULT 0)"""
-            )
-            db.execute(
-                """CREATE TABLE IF NOT EXISTS documents (
-                    id INTEGER PRIMARY KEY, kb_id INTEGER NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
-                    name TEXT NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL, format TEXT NOT NULL,
-                    added_by TEXT NOT NULL DEFAULT '', added_at TEXT NOT NULL,
-                    chunks INTEGER NOT NULL, layers INTEGER NOT NULL, nodes INTEGER NOT NULL,
-                    tokens INTEGER NOT NULL, UNIQUE (kb_id, sha256))"""
-            )
-            db.execute(
-                """CREATE TABLE IF NOT EXISTS nodes (
-                    id INTEGER PRIMARY KEY, kb_id INTEGER NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
-                    doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE,
-                    layer INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL, tokens INTEGER NOT NULL,
-                    embedding BLOB NOT NULL, leaf_ids TEXT NOT NULL, leaf_count INTEGER NOT NULL,
-                    start INTEGER, "end" INTEGER, page INTEGER, heading TEXT NOT NULL DEFAULT '[]',
-                    spans TEXT NOT NULL DEFAULT '[]')"""
-            )
-            db.execute("CREATE INDEX IF NOT EXISTS nodes_kb ON nodes(kb_id, layer)")
-            db.execute("CREATE INDEX IF NOT EXISTS nodes_doc ON nodes(doc_id)")
-            db.execute(
-                """CREATE TABLE IF NOT EXISTS edges (
-                    parent_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-                    child_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-                    kb_id INTEGER NOT NULL, PRIMARY KEY (parent_id, child_id))"""
-            )
-            db.execute("CREATE INDEX IF NOT EXISTS edges_child ON edges(child_id)")
-            db.execute(
-                """CREATE TABLE IF NOT EXISTS builds (
-                    id INTEGER PRIMARY KEY, kb_id INTEGER NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
-                    document TEXT, action TEXT NOT NULL, status TEXT NOT NULL, started_at TEXT NOT NULL,
-                    finished_at TEXT NOT NULL, seconds REAL NOT NULL, embedder TEXT NOT NULL,
-                    summarizer TEXT NOT NULL, layers TEXT NOT NULL DEFAULT '[]', notes TEXT NOT NULL DEFAULT '[]',
-                    prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,
-                    error TEXT)"""
-            )
-            db.execute(
-                """CREATE TABLE IF NOT EXISTS questions (
-                    id INTEGER PRIMARY KEY, kb_id INTEGER NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
-                    asked_at TEXT NOT NULL, asked_by TEXT NOT NULL DEFAULT '', mode TEXT NOT NULL,
-                    backend TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
-                    context_tokens INTEGER NOT NULL, nodes INTEGER NOT NULL)"""
-            )
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('next_node_id', '1')")
+        """Bring the file up to date through the named migrations (a new file starts with none run)."""
+        with self._write_lock:
+            store_migrations.apply(self.db)
 
     # -- knowledge bases ----------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ class RecordedRequest:
     stream: bool
     outcome: str = "pending"  # "ok" or one of FAULTS
     finished_at: float | None = None
+    retry_count: int = 0  # the openai client's own count of retries of this request (its retry header)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -204,13 +205,14 @@ class FakeLLMServer:
                 return self._faults.popleft()
         return _Fault(self.always_fail) if self.always_fail else None
 
-    def _record(self, body: dict[str, Any]) -> RecordedRequest:
+    def _record(self, body: dict[str, Any], retry_count: int = 0) -> RecordedRequest:
         with self._lock:
             record = RecordedRequest(
                 index=len(self.requests),
                 received_at=time.monotonic(),
                 body=body,
                 stream=bool(body.get("stream")),
+                retry_count=retry_count,
             )
             self.requests.append(record)
             self.in_flight += 1
@@ -228,7 +230,7 @@ class FakeLLMServer:
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
             return web.json_response({"error": {"message": "request body is not JSON"}}, status=400)
-        record = self._record(body)
+        record = self._record(body, int(request.headers.get("x-stainless-retry-count", 0)))
         outcome = "ok"
         refused = next((p for p in sorted(self.unsupported_params) if p in body), None)
         if refused is not None:

@@ -23,7 +23,8 @@ from raptor_engine import Engine
 from raptor_engine.chunk import chunk_document
 from raptor_engine.errors import IngestError
 from raptor_engine.load import load_document, safe_filename
-from raptor_engine.robustness import (
+from raptor_engine.types import LoadedDocument, Section
+from raptor_tools.robustness import (
     bad_input_corpus,
     corpus_settings,
     fingerprint,
@@ -31,7 +32,6 @@ from raptor_engine.robustness import (
     run_bad_inputs,
     small_docx,
 )
-from raptor_engine.types import LoadedDocument, Section
 
 ISSUE_CASES = [
     "empty file",

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from raptor_engine import bench
 from raptor_engine.cli import cli
 from raptor_engine.config import Settings
+from raptor_tools import bench
 
 
 def test_generated_text_reaches_the_size_with_varied_copies(embedder):
@@ -22,7 +22,7 @@ def test_generated_text_reaches_the_size_with_varied_copies(embedder):
     assert (
         sum(tokens) >= 1500 and sum(tokens) - tokens[-1] < 1500
     )  # stops at the first paragraph past the size
-    sample = bench.SAMPLE.read_text(encoding="utf-8")
+    sample = bench.sample().read_text(encoding="utf-8")
     first, second = bench._varied_copy(sample, 1), bench._varied_copy(sample, 2)
     assert first != second and first != sample
     assert re.findall(r"\d+", first) != re.findall(r"\d+", sample)  # numbers vary per copy

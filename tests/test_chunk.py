@@ -16,7 +16,7 @@ from raptor_engine.errors import IngestError
 from raptor_engine.load import load_document
 from raptor_engine.types import Chunk, LoadedDocument, Section
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "samples" / "lighthouse_keepers.md"
+SAMPLE = Path(__file__).resolve().parents[1] / "raptor_tools" / "samples" / "lighthouse_keepers.md"
 
 
 def plain(text: str) -> LoadedDocument:

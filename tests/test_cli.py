@@ -82,3 +82,40 @@ def test_errors_are_one_line_and_nonzero(run, files):
 
     unknown = run("forget", "ghost.md", "--kb", "nothing-here")
     assert unknown.exit_code == 1 and "nothing-here" in unknown.output
+
+
+def test_forget_and_doctor_print_json(run, files, tmp_path):
+    railway, bees, _ = files
+    assert run("ingest", str(railway), str(bees), "--kb", "t", "--quiet").exit_code == 0
+
+    forgotten = run("forget", "railway.md", "--kb", "t", "--json")
+    assert forgotten.exit_code == 0, forgotten.output
+    removed = json.loads(forgotten.output)["removed"]
+    assert removed["name"] == "railway.md" and removed["nodes"] > 0 and len(removed["sha256"]) == 64
+
+    healthy = run("doctor", "--json")
+    assert healthy.exit_code == 0 and json.loads(healthy.output) == {
+        "healthy": True,
+        "problems": [],
+        "repaired": [],
+    }
+    for index in (tmp_path / "data" / "indices").iterdir():  # a lost derived index: found, then rebuilt
+        index.unlink()
+    report = json.loads(run("doctor", "--json", "--no-repair").output)
+    assert report["problems"] and not report["repaired"] and report["healthy"] is False
+    repaired = run("doctor", "--json")
+    assert repaired.exit_code == 0 and json.loads(repaired.output)["repaired"]
+
+
+def test_version_and_shared_options_read_the_same_everywhere(run):
+    from raptor_engine import __version__
+
+    version = run("--version")
+    assert version.exit_code == 0 and version.output.strip() == f"raptor {__version__}"
+    commands = cli_module.cli.commands
+    for name in ("ingest", "ask", "chat", "docs", "forget", "tree"):
+        kb = next(p for p in commands[name].params if p.name == "kb")
+        assert kb.required and kb.help == "Knowledge base name.", name
+    for name in ("ingest", "ask", "docs", "forget", "tree", "doctor"):
+        as_json = next(p for p in commands[name].params if p.name == "as_json")
+        assert as_json.opts == ["--json"] and as_json.help == "Print the result as JSON.", name

@@ -21,7 +21,7 @@ from collections import Counter
 import pytest
 
 from raptor_engine import Engine
-from raptor_engine.robustness import (
+from raptor_tools.robustness import (
     CRASH_BASE,
     CRASH_DOCUMENTS,
     check_after_crash,

@@ -13,7 +13,7 @@ from raptor_engine import Engine, IngestError, NotFoundError, RaptorError, Setti
 from raptor_engine.engine import EmptyKnowledgeBaseError
 from raptor_engine.retrieve import fill_budget
 from raptor_engine.store import StoredNode
-from raptor_engine.summarise import ExtractiveSummarizer
+from raptor_engine.summarize import ExtractiveSummarizer
 from tests.sample_texts import BEEKEEPING, RAILWAY
 
 

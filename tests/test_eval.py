@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from raptor_engine import metrics
 from raptor_engine.cli import cli
 from raptor_engine.config import Settings
-from raptor_engine.evaluate import load_eval_set, run_eval
+from raptor_tools import metrics
+from raptor_tools.evaluate import load_eval_set, run_eval
 
 # ---- metrics ------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Issue 9: hostile uploads end in one clear sentence or a safe ingest, bounded in time, memory and size.
 
-The files come from the generators in raptor_engine/hostile.py (the same ones `raptor robustness` runs at
+The files come from the generators in raptor_tools/hostile.py (the same ones `raptor robustness` runs at
 the issue's sizes), here at sizes that keep each test to seconds, with limits scaled down to match.
 """
 
@@ -15,12 +15,16 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from raptor_engine.summarise import clip_chars
 
 from raptor_engine import Engine, Settings
 from raptor_engine.chunk import chunk_document
 from raptor_engine.embed import MAX_CHARS_PER_TOKEN
 from raptor_engine.errors import IngestError, LimitError
-from raptor_engine.hostile import (
+from raptor_engine.load import LoadLimits, load_document, strip_invisible
+from raptor_engine.parse_worker import ParseStats, WorkerLimits, load_isolated
+from raptor_engine.types import LoadedDocument, Section, Summary, SummaryRequest
+from raptor_tools.hostile import (
     aes_pdf,
     deeply_nested_docx,
     entity_bomb_docx,
@@ -39,11 +43,7 @@ from raptor_engine.hostile import (
     unclosed_tags_html,
     zalgo,
 )
-from raptor_engine.load import LoadLimits, load_document, strip_invisible
-from raptor_engine.parse_worker import ParseStats, WorkerLimits, load_isolated
-from raptor_engine.robustness import SAFE_TEXT
-from raptor_engine.summarise import clip_chars
-from raptor_engine.types import LoadedDocument, Section, Summary, SummaryRequest
+from raptor_tools.robustness import SAFE_TEXT
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 1024 * 1024

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from bot.kb import kb_for_channel, kb_name, parse_kb_name
 from raptor_engine import Engine, Settings
-from raptor_engine.robustness import (
+from raptor_tools.robustness import (
     ISOLATION_TOPICS,
     MemoEmbedder,
     build_isolation_kbs,

@@ -28,7 +28,7 @@ from raptor_engine.engine import Engine
 
 pytestmark = pytest.mark.e2e
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "samples" / "lighthouse_keepers.md"
+SAMPLE = Path(__file__).resolve().parents[1] / "raptor_tools" / "samples" / "lighthouse_keepers.md"
 MODEL_ALIAS = "smollm2"
 STARTUP_SECONDS = 180
 

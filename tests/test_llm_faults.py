@@ -18,8 +18,8 @@ import pytest
 
 from raptor_engine import BackendError, Engine, Settings
 from raptor_engine.llm import OpenAIAnswerer, OpenAISummarizer
-from raptor_engine.robustness import fingerprint
 from raptor_engine.types import SummaryRequest
+from raptor_tools.robustness import fingerprint
 from tests.bot.conftest import (  # noqa: F401  (fixtures for the bot-level checks)
     CHAN_A,
     bot_settings,
@@ -117,7 +117,7 @@ async def test_a_429_storm_longer_than_the_retries_fails_clearly(server, tmp_pat
 async def test_a_run_of_500s_midway_through_a_build_keeps_the_previous_tree_and_a_retry_pays_once(
     server, tmp_path, embedder
 ):
-    from benchmarks.llm_concurrency import topic_document
+    from raptor_tools.benchmarks.llm_concurrency import topic_document
 
     engine = llm_engine(server, tmp_path / "data", embedder, llm_concurrency=2)
     try:

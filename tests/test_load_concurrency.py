@@ -10,7 +10,8 @@ import sqlite3
 import pytest
 
 from raptor_engine import Engine, Settings
-from raptor_engine.robustness import (
+from raptor_engine.summarize import ExtractiveSummarizer
+from raptor_tools.robustness import (
     CRASH_BASE,
     CRASH_DOCUMENTS,
     LOAD_DOCUMENTS,
@@ -20,7 +21,6 @@ from raptor_engine.robustness import (
     run_load,
     seed_crash,
 )
-from raptor_engine.summarise import ExtractiveSummarizer
 
 QUESTIONS = 60
 

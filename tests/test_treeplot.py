@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 import raptor_engine.cli as cli_module
-from benchmarks.tree_picture import store_synthetic_tree
 from raptor_engine.config import Settings
 from raptor_engine.engine import EmptyKnowledgeBaseError, Engine
 from raptor_engine.store import TreeShape
 from raptor_engine.treeplot import DPI, FIG_SIZE, MAX_COLUMNS, Columns, plan_picture
+from raptor_tools.benchmarks.tree_picture import store_synthetic_tree
 from tests.sample_texts import BEEKEEPING, RAILWAY
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

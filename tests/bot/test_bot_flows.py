@@ -11,7 +11,7 @@ import pytest
 
 from bot.kb import kb_name
 from raptor_engine.errors import BackendError
-from raptor_engine.summarise import ExtractiveSummarizer
+from raptor_engine.summarize import ExtractiveSummarizer
 from raptor_engine.types import AnswerDraft
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
 from tests.bot.conftest import (
@@ -51,7 +51,7 @@ async def ask(h, question: str, channel: int = CHAN_A, **kwargs) -> tuple[str, l
 
 
 async def _turns(h, thread_id: int, count: int) -> list | None:
-    history = await h.bot.state.history(thread_id)
+    history = await h.bot.services.state.history(thread_id)
     return history if len(history) >= count else None
 
 
@@ -346,7 +346,7 @@ async def test_rate_limits_are_waited_out_and_missing_thread_permission_is_expla
         lambda: [m for m in h.fake.followups(token) if "Create Public Threads" in m["content"]]
     )
     assert note[0]["flags"] & 64
-    assert await h.bot.state.count("bot_threads") == 0
+    assert await h.bot.services.state.count("bot_threads") == 0
 
 
 async def test_ask_cooldown_per_user(make_harness, bot_settings):
@@ -444,8 +444,8 @@ async def test_channel_delete_and_guild_leave_drop_the_knowledge_bases(harness):
     )
     await h.fake.wait_for(lambda: KB_A not in h.engine.knowledge_bases(), what="channel KB deletion")
     assert KB_B in h.engine.knowledge_bases()
-    assert await h.bot.state.count("bot_answers", kb=KB_A) == 0  # the bot's copies went too
-    assert await h.bot.state.count("bot_threads") == 0
+    assert await h.bot.services.state.count("bot_answers", kb=KB_A) == 0  # the bot's copies went too
+    assert await h.bot.services.state.count("bot_threads") == 0
     h.state.parse_guild_delete({"id": str(GUILD)})
     await h.fake.wait_for(lambda: not h.engine.knowledge_bases(), what="guild KB deletion")
 
@@ -510,7 +510,7 @@ async def test_shutdown_lets_a_running_build_finish_and_refuses_new_ones(
     first = h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode()))
     await asyncio.wait_for(summarizer.entered.wait(), 120)
     stopping = asyncio.create_task(h.bot.shutdown())
-    await h.fake.wait_for(lambda: h.bot.jobs.closing)
+    await h.fake.wait_for(lambda: h.bot.services.jobs.closing)
     late = h.kb_add(h.fake.add_file("bread.txt", SOURDOUGH.encode()), channel=CHAN_B)
     refused = (await h.replies_done(late))[0]
     assert refused["flags"] & 64 and "restarting" in refused["content"]
@@ -531,7 +531,7 @@ async def test_ask_inside_a_bot_thread_continues_its_conversation(harness):
     _, replies = await ask(h, "And in fog?", channel=thread.id)
     assert "kestrel.md" in sources_of(replies)
     assert len(h.fake.calls_to("POST", r"/threads$")) == 1  # no thread inside the thread
-    assert [t.content for t in await h.bot.state.history(thread.id)][::2] == [
+    assert [t.content for t in await h.bot.services.state.history(thread.id)][::2] == [
         "What signal does the light show?",
         "And in fog?",
     ]

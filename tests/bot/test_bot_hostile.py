@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from raptor_engine.hostile import MB, entity_bomb_docx, inflating_stream_pdf, invisible_text
+from raptor_tools.hostile import MB, entity_bomb_docx, inflating_stream_pdf, invisible_text
 from tests.bot.bot_samples import LIGHTHOUSE
 from tests.bot.conftest import CHAN_A, CHAN_B, text_of
 from tests.bot.test_bot_flows import KB_A, add_doc, ask, sources_of

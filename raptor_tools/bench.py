@@ -7,12 +7,13 @@
 4. Peak memory (RSS high-water mark) of an ingest, measured in a child process (target < 2 GB).
 5. Ingest time against document length (the paper claims linear growth).
 6. The event loop's worst lag while an ingest runs on it (the bot shares its loop with builds).
-7. Optionally (`--llm`), the LLM-concurrency benchmark of `benchmarks/llm_concurrency.py`.
+7. Optionally (`--llm`), the LLM-concurrency benchmark of `raptor_tools/benchmarks/llm_concurrency.py`.
 
 Each ingest runs in a fresh child process, so its peak memory is its own and no cache from an
 earlier size helps a later one. Text: QuALITY, SQuALITY and QASPER articles from
 `../shared/evaldata` when that folder exists (or `RAPTOR_EVALDATA`), continued when they run out by
-copies of the shipped sample document with names and numbers varied per copy.
+copies of the sample document shipped as package data (`raptor_tools/samples/`) with names and
+numbers varied per copy, so an installed wheel benchmarks the same way as a checkout.
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ from typing import Any
 import click
 import numpy as np
 
-from .config import Settings
+from raptor_engine.config import Settings
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "data" / "samples" / "lighthouse_keepers.md"
+from .samples import sample
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout, or site-packages when installed from a wheel
 DEFAULT_SIZES = (10_000, 25_000, 50_000, 100_000, 200_000)
 DEFAULT_KB_SIZES = (1_000, 10_000, 100_000)
 QUICK_SIZES = (10_000, 25_000)
@@ -53,8 +55,13 @@ CountBatch = Callable[[list[str]], list[int]]
 
 
 def evaldata_dir() -> Path | None:
-    """The evaluation sets' folder, if this machine has one (a user's clone usually does not)."""
-    candidates = [os.environ.get("RAPTOR_EVALDATA", ""), ROOT.parent / "shared" / "evaldata"]
+    """The evaluation sets' folder, if this machine has one (a user's clone usually does not): from
+    RAPTOR_EVALDATA, or `../shared/evaldata` beside the checkout or beside the working directory."""
+    candidates = [
+        os.environ.get("RAPTOR_EVALDATA", ""),
+        ROOT.parent / "shared" / "evaldata",
+        Path.cwd().parent / "shared" / "evaldata",
+    ]
     for candidate in candidates:
         if candidate and (Path(candidate) / "quality" / "documents.jsonl").is_file():
             return Path(candidate)
@@ -110,11 +117,11 @@ def _varied_copy(text: str, copy: int) -> str:
 
 def generated_paragraphs() -> Iterator[str]:
     """Endless varied copies of the shipped sample document."""
-    sample = SAMPLE.read_text(encoding="utf-8")
+    text = sample().read_text(encoding="utf-8")
     copy = 0
     while True:
         copy += 1
-        yield from (p.strip() for p in _varied_copy(sample, copy).split("\n\n") if p.strip())
+        yield from (p.strip() for p in _varied_copy(text, copy).split("\n\n") if p.strip())
 
 
 def bench_text(target_tokens: int, count_batch: CountBatch, *, source: str = "auto") -> str:
@@ -194,9 +201,9 @@ def measure_ingest(
     tokens: int, data_dir: Path, *, embedder: Any = None, source: str = "auto"
 ) -> dict[str, Any]:
     """Ingest a document of about `tokens` tokens and embed its chunks alone, after warming up."""
-    from .chunk import chunk_document
-    from .engine import Engine
-    from .load import load_document
+    from raptor_engine.chunk import chunk_document
+    from raptor_engine.engine import Engine
+    from raptor_engine.load import load_document
 
     settings = Settings.from_env(data_dir=data_dir, llm_api_key="", llm_base_url="")
     engine = Engine(settings, embedder=embedder)
@@ -248,7 +255,7 @@ def measure_ingest(
 def ingest_in_child(tokens: int, *, source: str = "auto", timeout: float = 3600) -> dict[str, Any]:
     """`measure_ingest` in a fresh interpreter; its last stdout line is the JSON result."""
     with tempfile.TemporaryDirectory(prefix="raptor-bench-") as scratch:
-        command = [sys.executable, "-m", "raptor_engine.bench", str(tokens), scratch, source]
+        command = [sys.executable, "-m", "raptor_tools.bench", str(tokens), scratch, source]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
     if done.returncode != 0:
@@ -268,8 +275,8 @@ def base_material(
     embedder: Any, count: int, *, source: str = "auto"
 ) -> tuple[list[str], list[int], np.ndarray]:
     """`count` real chunk texts with their token counts and embeddings: the seed of synthetic nodes."""
-    from .chunk import chunk_document
-    from .load import load_document
+    from raptor_engine.chunk import chunk_document
+    from raptor_engine.load import load_document
 
     text = bench_text(count * 100, embedder.count_tokens_batch, source=source)
     doc = load_document("base.txt", text.encode("utf-8"))
@@ -303,7 +310,7 @@ def build_synthetic_kb(
     engine: Any, name: str, size: int, material: tuple[list[str], list[int], np.ndarray], seed: int = 11
 ) -> tuple[int, float]:
     """Store `size` leaf nodes through the store's normal commit, then build the index; (kb_id, seconds)."""
-    from .store import NewNode
+    from raptor_engine.store import NewNode
 
     texts, tokens, base = material
     vectors, rows = synthetic_vectors(base, size, np.random.default_rng(seed))
@@ -337,7 +344,7 @@ def bench_queries(count: int) -> list[str]:
                 with path.open(encoding="utf-8") as handle:
                     questions += [json.loads(line)["question"] for line in handle if line.strip()]
     if len(questions) < count:
-        sentences = re.split(r"(?<=[.!?])\s+", SAMPLE.read_text(encoding="utf-8"))
+        sentences = re.split(r"(?<=[.!?])\s+", sample().read_text(encoding="utf-8"))
         questions += [
             f"What does the history say about this: {s.strip()[:120]}" for s in sentences if s.strip()
         ]
@@ -369,7 +376,7 @@ def recall_against_exact(
 
 def search_and_fill_ms(engine: Any, kb_id: int, queries: np.ndarray, ef: int) -> list[float]:
     """Milliseconds of retrieval after the question is embedded: hnswlib search, node fetch, budget fill."""
-    from .retrieve import CANDIDATES, fill_budget
+    from raptor_engine.retrieve import CANDIDATES, fill_budget
 
     index = engine.indexes.get(kb_id)
     times = []
@@ -386,7 +393,7 @@ def ef_sweep(
     engine: Any, kb_id: int, queries: np.ndarray, efs: tuple[int, ...], size: int
 ) -> list[dict[str, Any]]:
     """Recall and search cost at several ef values: what the configured ef buys and what more would cost."""
-    from .retrieve import CANDIDATES
+    from raptor_engine.retrieve import CANDIDATES
 
     rows = []
     for ef in efs:
@@ -410,8 +417,8 @@ def measure_retrieval(
 ) -> list[dict[str, Any]]:
     """Latency of `engine.retrieve` and hnswlib recall on knowledge bases of each size (and at other
     ef values when `efs` is given)."""
-    from .engine import Engine
-    from .retrieve import CANDIDATES
+    from raptor_engine.engine import Engine
+    from raptor_engine.retrieve import CANDIDATES
 
     results = []
     with tempfile.TemporaryDirectory(prefix="raptor-bench-kb-") as scratch:
@@ -475,15 +482,15 @@ def measure_retrieval(
 
 
 def llm_concurrency() -> dict[str, Any] | None:
-    """Run `benchmarks/llm_concurrency.py` when this checkout has it (it prints its own table)."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
+    """Run `benchmarks/llm_concurrency.py` (it prints its own table). Its fake LLM server is the test
+    suite's (`tests/llm_server.py`), so this needs a checkout."""
+    from .benchmarks.llm_concurrency import run_llm_concurrency_benchmark
+
     try:
-        from benchmarks.llm_concurrency import run_llm_concurrency_benchmark
-    except ImportError:
-        click.echo("LLM concurrency: benchmarks/llm_concurrency.py is not in this checkout; skipped.")
+        figures = run_llm_concurrency_benchmark()
+    except ModuleNotFoundError as exc:
+        click.echo(f"LLM concurrency: needs the repository's tests/ (a checkout), not found ({exc.name}); skipped.")
         return None
-    figures = run_llm_concurrency_benchmark()
     layers = figures.get("layers", [])
     return {
         **{k: v for k, v in figures.items() if k != "layers"},
@@ -494,14 +501,9 @@ def llm_concurrency() -> dict[str, Any] | None:
 
 
 def bot_loop_lag(tokens: int = RATIO_SIZE) -> dict[str, Any] | None:
-    """Run `benchmarks/loop_lag.py` (the bot's own ingest path, with questions asked meanwhile) when present."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    try:
-        from benchmarks.loop_lag import measure as loop_lag_measure
-    except ImportError:
-        click.echo("Bot loop lag: benchmarks/loop_lag.py is not in this checkout; skipped.")
-        return None
+    """Run `benchmarks/loop_lag.py` (the bot's own ingest path, with questions asked meanwhile)."""
+    from .benchmarks.loop_lag import measure as loop_lag_measure
+
     figures = asyncio.run(loop_lag_measure(tokens))
     click.echo(
         f"Bot path, {figures['document_tokens']:,} tokens: worst event-loop lag {figures['worst_ms']:.1f} ms, "
@@ -690,7 +692,7 @@ def bench_command(
 
 
 def _child_main(argv: list[str]) -> None:
-    """Entry of the child process: `python -m raptor_engine.bench TOKENS DATA_DIR SOURCE`."""
+    """Entry of the child process: `python -m raptor_tools.bench TOKENS DATA_DIR SOURCE`."""
     import logging
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)

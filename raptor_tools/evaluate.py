@@ -31,12 +31,12 @@ from typing import Any
 
 import click
 
-from . import metrics
-from .config import Settings
-from .embed import Embedder
-from .engine import Engine
-from .errors import RaptorError
-from .types import RetrievedContext
+from raptor_engine.config import Settings
+from raptor_engine.embed import Embedder
+from raptor_engine.engine import Engine
+from raptor_engine.errors import RaptorError
+from raptor_engine.types import RetrievedContext
+from raptor_tools import metrics
 
 log = logging.getLogger(__name__)
 
@@ -250,7 +250,7 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, ROUND)
 
 
-def summarise_method(
+def summarize_method(
     records: list[dict[str, Any]], questions: list[EvalQuestion], method: str
 ) -> dict[str, Any]:
     """Means over questions for one method: recall per group, tokens, layer shares, LLM scores."""
@@ -333,7 +333,7 @@ async def answer_all(
     settings: Settings, jobs: list[tuple[EvalQuestion, str]], *, progress: bool
 ) -> list[dict[str, Any]]:
     """One completion per (question, context), concurrently within the configured limit."""
-    from .llm import LLMClient
+    from raptor_engine.llm import LLMClient
 
     client = LLMClient(settings)
     bar = _progress_bar(len(jobs), "answers", progress)
@@ -406,7 +406,7 @@ async def run_eval(
             "llm": settings.llm_answer_model if llm_used else None,
         },
         "trees": trees,
-        "methods": {m: summarise_method(records, questions, m) for m in METHODS},
+        "methods": {m: summarize_method(records, questions, m) for m in METHODS},
         "per_question": records,
     }
 

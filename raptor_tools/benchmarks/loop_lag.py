@@ -24,13 +24,14 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-_ROOT = Path(__file__).resolve().parents[1]
+_ROOT = Path(__file__).resolve().parents[2]  # the checkout, for `python -m` from anywhere
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from benchmarks.llm_concurrency import topic_document  # noqa: E402
 from raptor_engine.config import Settings  # noqa: E402
 from raptor_engine.types import Progress  # noqa: E402
+from raptor_tools import samples  # noqa: E402
+from raptor_tools.benchmarks.llm_concurrency import topic_document  # noqa: E402
 
 SAMPLE_INTERVAL = 0.010
 TARGET_MS = 100.0
@@ -86,7 +87,7 @@ async def measure(tokens: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as scratch:
         engine = Engine(Settings(data_dir=Path(scratch)))
         await asyncio.to_thread(engine.warm)  # model load and numba compilation are not measured
-        sample = (_ROOT / "data" / "samples" / "lighthouse_keepers.md").read_bytes()
+        sample = samples.sample().read_bytes()
         await engine.ingest("small", "lighthouse_keepers.md", sample, added_by="bench")
         data = topic_document(tokens).encode()
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from raptor_engine.chunk import split_sentences
-from raptor_engine.summarise import ExtractiveSummarizer, summary_budget
+from raptor_engine.summarize import ExtractiveSummarizer, summary_budget
 from raptor_engine.types import SummaryRequest
 
 ASTRONOMY = [
@@ -116,3 +116,22 @@ def test_protocol_attributes():
     summarizer = ExtractiveSummarizer(len, input_budget=1234)
     assert summarizer.name == "extractive"
     assert summarizer.input_budget == 1234
+
+
+def test_names_in_code_spell_summarize_and_prose_is_left_alone():
+    """One spelling in the API: modules, classes, functions and parameters say "summarize"."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for package in ("raptor_engine", "raptor_tools", "bot"):
+        for path in sorted((root / package).rglob("*.py")):
+            assert "summaris" not in path.stem, path
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = []
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    names.append(node.name)
+                if isinstance(node, ast.arg):
+                    names.append(node.arg)
+                for name in names:
+                    assert "summaris" not in name.lower(), f"{path.name}:{node.lineno} {name}"

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
-from .errors import IngestError, LimitError
-from .load import check_upload
+from raptor_engine.config import Settings
+from raptor_engine.errors import IngestError, LimitError
+from raptor_engine.load import check_upload
 
 MB = 1024 * 1024
 
@@ -485,7 +485,7 @@ def hostile_lines(
 
 def worker_start_ms(limits: Any, samples: int = 9) -> float:
     """Median wall time of reading a one-line .txt in the parse worker: what isolation adds to every upload."""
-    from .parse_worker import load_isolated
+    from raptor_engine.parse_worker import load_isolated
 
     times = []
     for _ in range(samples):
@@ -497,7 +497,7 @@ def worker_start_ms(limits: Any, samples: int = 9) -> float:
 
 def run_hostile_report(workdir: Path, embedder: Any) -> tuple[list[str], bool]:
     """The hostile corpus through a warm engine (UMAP compiled first, so no figure includes it)."""
-    from .engine import Engine
+    from raptor_engine.engine import Engine
 
     engine = Engine(hostile_settings(workdir / "hostile"), embedder=embedder)
     items = hostile_corpus()

@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
-from .errors import IngestError, LimitError
+from raptor_engine.config import Settings
+from raptor_engine.errors import IngestError, LimitError
+from raptor_engine.load import check_upload
+
 from .hostile import write_pdf
-from .load import check_upload
 
 # ------------------------------------------------------------------------------------ bad-input corpus
 
@@ -306,8 +307,8 @@ PLANTED_FAULTS = {
 
 def _plant_self_kill(fault: str, log: Any) -> None:
     """Make this child SIGKILL itself at an exact point, which random timing rarely hits."""
-    from .index import IndexManager
-    from .store import Store
+    from raptor_engine.index import IndexManager
+    from raptor_engine.store import Store
 
     def die(*_args: Any, **_kwargs: Any) -> None:
         log.write(PLANTED_FAULTS[fault] + "\n")
@@ -321,7 +322,7 @@ def _plant_self_kill(fault: str, log: Any) -> None:
 
 def _child_ingest(data_dir: Path, stages: Path, embedder: Any, fault: str = "") -> None:
     """The forked child: a fresh engine (own SQLite connections) ingesting the crash documents."""
-    from .engine import Engine
+    from raptor_engine.engine import Engine
 
     log = stages.open("a", buffering=1)
     if fault:
@@ -350,7 +351,7 @@ def crash_zygote() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from .embed import Embedder
+    from raptor_engine.embed import Embedder
 
     embedder = Embedder(crash_settings(Path(".")).embed_model)
     print("ready", flush=True)
@@ -383,7 +384,7 @@ class Zygote:
     def __init__(self) -> None:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from raptor_engine.robustness import crash_zygote; crash_zygote()"],
+            [sys.executable, "-c", "from raptor_tools.robustness import crash_zygote; crash_zygote()"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -556,7 +557,7 @@ def run_crash_trials(
     measured length of one ingest. Each trial starts from a copy of a data directory that
     already holds one document, so a kill can also be checked for harming the previous tree.
     """
-    from .engine import Engine
+    from raptor_engine.engine import Engine
 
     rng = random.Random(seed)
     template = workdir / "template"
@@ -595,7 +596,7 @@ def _one_crash_trial(
     fault: str = "",
 ) -> CrashTrial:
     """One child killed after `delay` seconds (or, with a planted `fault`, killing itself)."""
-    from .engine import Engine
+    from raptor_engine.engine import Engine
 
     data_dir = workdir / f"trial-{number}"
     stages = workdir / f"trial-{number}.stages"
@@ -819,8 +820,9 @@ def _short(text: str, limit: int = 110) -> str:
 
 def report(kills: int, isolation_trials: int, questions: int, workdir: Path) -> tuple[list[str], bool]:
     """Run every check with real components and return printable lines and whether all passed."""
-    from .embed import Embedder
-    from .engine import Engine
+    from raptor_engine.embed import Embedder
+    from raptor_engine.engine import Engine
+
     from .hostile import run_hostile_report
 
     embedder = Embedder()

@@ -22,7 +22,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-_ROOT = Path(__file__).resolve().parents[1]
+_ROOT = Path(__file__).resolve().parents[2]  # the checkout
 if str(_ROOT) not in sys.path:  # so `tests.llm_server` imports when run as a script
     sys.path.insert(0, str(_ROOT))
 
@@ -97,7 +97,7 @@ class LayerTiming:
 
 
 @dataclass
-class SummariseClock:
+class SummarizeClock:
     """Times each layer's summarising from the build's progress reports (possibly from threads)."""
 
     layers: list[LayerTiming] = field(default_factory=list)
@@ -138,7 +138,7 @@ async def measure(
             engine = Engine(settings, embedder=embedder, summarizer=summarizer)
             await asyncio.to_thread(engine.warm)  # model load and numba compilation are not measured
             text = topic_document(tokens)
-            clock = SummariseClock()
+            clock = SummarizeClock()
             started = time.perf_counter()
             result = await engine.ingest("bench", "topics.md", text.encode(), progress=clock)
             total = time.perf_counter() - started

@@ -1,0 +1,74 @@
+"""What the bot's commands and flows need from the running bot, and nothing else of the client.
+
+Built once in `RaptorBot.setup_hook` and handed to each Cog, the answer/add flows and the persistent
+buttons (through `services_of(interaction.client)`), so no handler reaches into the client and no module
+imports it: the client imports the Cogs, never the other way round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import discord
+
+from raptor_engine.config import Settings
+from raptor_engine.engine import Engine
+from raptor_engine.errors import NotFoundError
+from raptor_engine.ratelimit import QuestionLimiter
+from raptor_engine.store import DocumentInfo
+
+from .jobs import MIN_EDIT_INTERVAL_SECONDS, TOKEN_LIFETIME_SECONDS, BuildJobs
+from .permissions import Cooldown
+from .state import BotState
+
+
+@dataclass
+class Services:
+    """The engine, the bot's own tables, the build queue, the attachment downloader and the limits."""
+
+    settings: Settings
+    engine: Engine
+    state: BotState
+    jobs: BuildJobs
+    cdn: aiohttp.ClientSession
+    cooldown: Cooldown
+    question_limit: QuestionLimiter
+    message_content: bool  # whether Discord shows the bot messages' text and files (the intent)
+    token_lifetime: float = TOKEN_LIFETIME_SECONDS
+    status_interval: float = MIN_EDIT_INTERVAL_SECONDS
+    _autoingest: dict[str, bool] = field(default_factory=dict)
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call an engine method off the event loop whether it is async or plain."""
+        if inspect.iscoroutinefunction(fn):
+            return await fn(*args)
+        return await asyncio.to_thread(fn, *args)
+
+    async def documents(self, kb: str) -> list[DocumentInfo]:
+        """The knowledge base's documents; none when it does not exist yet."""
+        try:
+            return list(await self.call(self.engine.documents, kb))
+        except NotFoundError:
+            return []
+
+    async def autoingest_enabled(self, kb: str) -> bool:
+        """Asked on every message with files, so the setting is cached until it changes."""
+        if kb not in self._autoingest:
+            self._autoingest[kb] = await self.state.autoingest_enabled(kb)
+        return self._autoingest[kb]
+
+    def forget_autoingest(self, kb: str) -> None:
+        self._autoingest.pop(kb, None)
+
+
+def services_of(client: discord.Client) -> Services:
+    """The services of the client behind an interaction (persistent buttons get no Cog to hold them)."""
+    services = getattr(client, "services", None)
+    if not isinstance(services, Services):
+        raise RuntimeError("the bot's services are not set up yet")
+    return services

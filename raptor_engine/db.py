@@ -1,0 +1,38 @@
+"""The one way this project opens its SQLite file: the store, the summary cache and the bot's tables.
+
+Every connection gets the same pragmas, so no caller can forget one: WAL (readers go on while one
+writer writes), a busy timeout (another process's write waits instead of failing), synchronous=NORMAL
+(safe with WAL) and foreign keys (the store's ON DELETE CASCADE relies on them).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import sqlite_utils
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+def connect(
+    path: str | Path, *, autocommit: bool = False, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> sqlite_utils.Database:
+    """Open `path` (creating its folder) with the project's pragmas, usable from any thread.
+
+    `autocommit` leaves every statement its own transaction (for one-statement writers such as the
+    cache); otherwise callers open transactions themselves (`BEGIN IMMEDIATE`).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(
+        str(path),
+        timeout=busy_timeout_ms / 1000,
+        check_same_thread=False,
+        isolation_level=None if autocommit else "",
+    )
+    conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return sqlite_utils.Database(conn, execute_plugins=False)

@@ -1,0 +1,1 @@
+"""Tooling around the RAPTOR pipeline: benchmarks, robustness checks, retrieval evaluation and metrics."""

@@ -1,0 +1,178 @@
+"""Named schema migrations and the one connection helper: an old database is brought up to date, nothing lost."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bot.state import BotState, bot_migrations
+from raptor_engine import Engine, Settings
+from raptor_engine.db import connect
+from raptor_engine.llm_cache import SummaryCache
+from raptor_engine.migrations import Migrations
+from raptor_engine.store import Store
+from raptor_engine.store_migrations import store_migrations, summary_cache_migrations
+
+OLD_DB = Path(__file__).parent / "data" / "pre_migrations.db"  # made by tests/data/make_pre_migrations_db.py
+
+
+def rows(db_path: Path, table: str) -> list[tuple]:
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+    finally:
+        conn.close()
+
+
+def migrations_run(db_path: Path) -> list[tuple[str, str]]:
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute("SELECT migration_set, name FROM _migrations ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def old_data(tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(OLD_DB, data / "raptor.db")
+    return data
+
+
+TREE_TABLES = ["kbs", "documents", "nodes", "edges", "builds", "questions"]
+
+
+async def test_a_database_made_before_migrations_is_migrated_and_keeps_everything(old_data, embedder):
+    db_path = old_data / "raptor.db"
+    before = {t: rows(db_path, t) for t in [*TREE_TABLES, "summary_cache", "bot_channel_settings"]}
+    assert ("schema_version", "1") in rows(db_path, "meta")
+
+    engine = Engine(Settings.from_env(data_dir=old_data), embedder=embedder)
+    try:
+        assert [d.name for d in engine.documents("old")] == ["saltmere.md"]
+        answer = await engine.ask("old", "Who kept the light in 1887?")
+        assert "Mara Quill" in " ".join(n.text for n in answer.context.nodes)
+        state = BotState(db_path)
+        assert await state.autoingest_enabled("old")
+        state.close()
+        cache = SummaryCache(db_path)
+        assert cache.get("k" * 64).text == "a cached summary"
+    finally:
+        engine.close()
+
+    after = {t: rows(db_path, t) for t in before}
+    for table in TREE_TABLES:
+        if table == "questions":  # the question asked above is the one new row
+            assert after[table][: len(before[table])] == before[table]
+        else:
+            assert after[table] == before[table], table
+    assert after["summary_cache"] == before["summary_cache"]
+    assert after["bot_channel_settings"] == before["bot_channel_settings"]
+    meta = dict(rows(db_path, "meta"))
+    assert "schema_version" not in meta and meta["next_node_id"] == "9"
+    assert migrations_run(db_path) == [
+        ("store", "m001_initial"),
+        ("store", "m002_drop_schema_version"),
+        ("bot", "m001_bot_tables"),
+        ("summary_cache", "m001_summary_cache"),
+    ]
+
+
+def test_a_new_database_gets_the_same_tables_as_a_migrated_old_one(tmp_path, old_data):
+    def columns(db_path: Path) -> dict[str, list[tuple]]:
+        conn = sqlite3.connect(db_path)
+        try:
+            tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            return {t: conn.execute(f"PRAGMA table_info({t})").fetchall() for t in sorted(tables)}
+        finally:
+            conn.close()
+
+    for db_path in (tmp_path / "new" / "raptor.db", old_data / "raptor.db"):
+        Store(db_path).close()
+        BotState(db_path).close()
+        SummaryCache(db_path).count()
+    assert columns(tmp_path / "new" / "raptor.db") == columns(old_data / "raptor.db")
+
+
+def test_steps_run_once_each_in_order_and_a_later_step_is_applied_to_an_existing_file(tmp_path):
+    calls = []
+    steps = Migrations("demo")
+
+    @steps
+    def m001_table(db):
+        calls.append("m001")
+        db.execute("CREATE TABLE demo (id INTEGER PRIMARY KEY)")
+
+    db_path = tmp_path / "x.db"
+    assert steps.apply(connect(db_path)) == ["m001_table"]
+    assert steps.apply(connect(db_path)) == []
+
+    @steps
+    def m002_column(db):
+        calls.append("m002")
+        db.execute("ALTER TABLE demo ADD COLUMN name TEXT")
+
+    db = connect(db_path)
+    assert steps.apply(db) == ["m002_column"]
+    assert calls == ["m001", "m002"]
+    assert steps.applied(db) == ["m001_table", "m002_column"]
+    assert db["demo"].columns_dict == {"id": int, "name": str}
+
+
+def test_a_failing_step_leaves_the_database_as_it_was(tmp_path):
+    steps = Migrations("demo")
+
+    @steps
+    def m001_table(db):
+        db.execute("CREATE TABLE demo (id INTEGER PRIMARY KEY)")
+
+    @steps
+    def m002_broken(db):
+        db.execute("INSERT INTO demo VALUES (1)")
+        raise RuntimeError("disk on fire")
+
+    db = connect(tmp_path / "x.db")
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        steps.apply(db)
+    assert not db["demo"].exists()
+    assert steps.applied(db) == []
+    assert not db.conn.in_transaction
+
+
+def test_a_step_name_is_registered_once():
+    steps = Migrations("demo")
+
+    @steps
+    def m001(db):
+        pass
+
+    with pytest.raises(ValueError, match="registered twice"):
+        steps(m001)
+
+
+def test_every_owner_of_the_file_connects_with_the_same_pragmas(tmp_path):
+    db_path = tmp_path / "raptor.db"
+    store = Store(db_path)
+    state = BotState(db_path)
+    cache = SummaryCache(db_path)
+    conns = [store.db.conn, state._db.conn, cache._connect()]
+    try:
+        for conn in conns:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+            assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+            assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 10_000
+    finally:
+        conns[2].close()
+        state.close()
+        store.close()
+
+
+def test_the_sets_are_named_for_their_owners():
+    assert store_migrations.names()[0] == "m001_initial"
+    assert bot_migrations.names() == ["m001_bot_tables"]
+    assert summary_cache_migrations.names() == ["m001_summary_cache"]
