@@ -14,7 +14,7 @@ from typing import Any
 import discord
 from discord.utils import escape_markdown
 
-from raptor_engine.types import Answer, Citation, ContextNode
+from raptor_engine.types import Answer, Citation, ContextNode, pages_label
 
 CONTENT_LIMIT = 2000
 DESCRIPTION_LIMIT = 4096
@@ -97,13 +97,18 @@ def layer_label(layer: int) -> str:
 
 
 def _where(
-    document: str | None, page: int | None, heading: tuple[str, ...], layer: int, leaf_count: int
+    document: str | None,
+    pages: tuple[int | None, int | None],
+    heading: tuple[str, ...],
+    layer: int,
+    leaf_count: int,
 ) -> str:
-    """The document and, for a leaf, its page or section; for a summary, how many leaves it covers."""
+    """The document and, for a leaf, its page(s) or section; for a summary, how many leaves it covers."""
     parts = [escape_markdown(document) if document else "all documents"]
     if layer == 0:
-        if page is not None:
-            parts.append(f"p. {page}")
+        label = pages_label(*pages)
+        if label is not None:
+            parts.append(label)
         if heading:
             parts.append(escape_markdown(truncate(" › ".join(heading), 120)))
     else:
@@ -112,17 +117,23 @@ def _where(
 
 
 def citation_line(c: Citation) -> str:
-    where = _where(c.document, c.page, c.heading, c.layer, c.leaf_count)
+    where = _where(c.document, (c.page, c.page_end), c.heading, c.layer, c.leaf_count)
     return truncate(f"**[{c.marker}]** {layer_label(c.layer)} · node {c.node_id} · {where}", 400)
 
 
+SEARCHED_CHARS = 400  # the rewritten question shown in the footer, at most
+
+
 def context_footer(answer: Answer) -> str:
+    """What the answer stands on; for a follow-up, first the standalone question that was searched."""
     per_layer = " · ".join(f"L{layer}×{n}" for layer, n in answer.context.nodes_per_layer().items())
     ctx = answer.context
     text = (
         f"Context: {per_layer or 'no nodes'} · {ctx.tokens_used:,}/{ctx.budget:,} tokens · "
         f"{ctx.mode} · {answer.backend}"
     )
+    if answer.rewritten:
+        text = f"Searched as: {truncate(answer.query, SEARCHED_CHARS)}\n{text}"
     return truncate(text, FOOTER_LIMIT)
 
 
@@ -166,7 +177,9 @@ def render_answer(answer: Answer) -> list[OutMessage]:
 
 
 def _node_block(position: int, node: ContextNode) -> str:
-    where = _where(node.document, node.page, node.heading, node.layer, node.leaf_count)
+    where = _where(
+        node.document, node.pages() or (node.page, None), node.heading, node.layer, node.leaf_count
+    )
     header = (
         f"**[{position}]** {layer_label(node.layer)} · node {node.node_id} · {where} · {node.tokens} tokens"
     )

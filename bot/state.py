@@ -232,6 +232,7 @@ class BotState:
                         "leaf_count": n.leaf_count,
                         "page": n.page,
                         "heading": list(n.heading),
+                        "page_marks": [list(m) for m in n.page_marks],
                     }
                     for n in nodes
                 ],
@@ -267,6 +268,7 @@ class BotState:
                     leaf_count=n["leaf_count"],
                     page=n["page"],
                     heading=tuple(n["heading"]),
+                    page_marks=tuple(tuple(m) for m in n.get("page_marks", ())),
                 )
                 for n in data["nodes"]
             ]

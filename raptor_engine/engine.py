@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from .answer import ExtractiveAnswerer, map_citations
+from .answer import ExtractiveAnswerer, cite_pages, map_citations
 from .build import BuiltTree, Summarised, build_document_tree, build_kb_layer
 from .chunk import chunk_document
 from .config import Settings
@@ -536,6 +536,7 @@ class Engine:
                 ef=self.settings.hnsw_ef,
                 layers=layers,
                 documents=documents,
+                count_tokens=self.embedder.count_tokens,
             )
         return tree_traversal(
             self.store,
@@ -572,8 +573,10 @@ class Engine:
         context = await asyncio.to_thread(
             self.retrieve, kb, query, mode=mode, budget=budget, layers=layers, documents=documents
         )
-        draft = await answerer.answer(question, context.nodes, history)
+        # The standalone question, not the bare follow-up, is what the answer must address.
+        draft = await answerer.answer(query, context.nodes, history)
         text, citations = map_citations(draft.text, context.nodes)
+        cite_pages(citations, context.nodes, draft.pages)
         answer = Answer(
             question=question,
             query=query,

@@ -43,6 +43,7 @@ class NewNode:
     end: int | None = None
     page: int | None = None
     heading: tuple[str, ...] = ()
+    page_marks: tuple[tuple[int, int], ...] = ()  # where each page begins in `text` (leaves)
 
 
 @dataclass
@@ -87,6 +88,7 @@ class StoredNode:
     end: int | None
     page: int | None
     heading: tuple[str, ...]
+    page_marks: tuple[tuple[int, int], ...] = ()
 
 
 class StaleTreeError(Exception):
@@ -184,8 +186,9 @@ class Store:
                     layer INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL, tokens INTEGER NOT NULL,
                     embedding BLOB NOT NULL, leaf_ids TEXT NOT NULL, leaf_count INTEGER NOT NULL,
                     start INTEGER, "end" INTEGER, page INTEGER, heading TEXT NOT NULL DEFAULT '[]',
-                    spans TEXT NOT NULL DEFAULT '[]')"""
+                    spans TEXT NOT NULL DEFAULT '[]', page_marks TEXT NOT NULL DEFAULT '[]')"""
             )
+            _add_missing_columns(db)
             db.execute("CREATE INDEX IF NOT EXISTS nodes_kb ON nodes(kb_id, layer)")
             db.execute("CREATE INDEX IF NOT EXISTS nodes_doc ON nodes(doc_id)")
             db.execute(
@@ -288,11 +291,14 @@ class Store:
     def _node_rows(self, where: str, params: list[Any]) -> list[StoredNode]:
         rows = self.db.execute(
             "SELECT n.id, n.kb_id, n.doc_id, d.name, n.layer, n.kind, n.text, n.tokens, n.leaf_count, "
-            'n.start, n."end", n.page, n.heading FROM nodes n LEFT JOIN documents d ON d.id = n.doc_id '
-            f"WHERE {where}",
+            'n.start, n."end", n.page, n.heading, n.page_marks FROM nodes n '
+            f"LEFT JOIN documents d ON d.id = n.doc_id WHERE {where}",
             params,
         ).fetchall()
-        return [StoredNode(*r[:12], tuple(json.loads(r[12]))) for r in rows]
+        return [
+            StoredNode(*r[:12], tuple(json.loads(r[12])), tuple(tuple(m) for m in json.loads(r[13])))
+            for r in rows
+        ]
 
     def nodes_by_ids(self, ids: list[int]) -> dict[int, StoredNode]:
         out: dict[int, StoredNode] = {}
@@ -424,6 +430,7 @@ class Store:
                     "page": node.page,
                     "heading": json.dumps(list(node.heading)),
                     "spans": json.dumps(node_spans),
+                    "page_marks": json.dumps([list(m) for m in node.page_marks]),
                 }
             )
             edges += [{"parent_id": node_id, "child_id": ids[c], "kb_id": kb_id} for c in node.children]
@@ -602,6 +609,13 @@ class Store:
             if count:
                 problems.append(f"{count} {label}")
         return problems
+
+
+def _add_missing_columns(db: sqlite_utils.Database) -> None:
+    """Columns added after a database was created (old databases keep working, with defaults)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(nodes)").fetchall()}
+    if "page_marks" not in columns:
+        db.execute("ALTER TABLE nodes ADD COLUMN page_marks TEXT NOT NULL DEFAULT '[]'")
 
 
 def _merge_spans(spans: list[list[int]]) -> list[list[int]]:
