@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .chunk import split_sentences
-from .sentences import content_terms, jaccard
+from .sentences import content_terms, is_heading, jaccard
 from .types import Summary, SummaryRequest
 
 CountTokens = Callable[[str], int]
@@ -154,7 +154,14 @@ class ExtractiveSummarizer:
 
 
 def _join(sentences: list[_Sentence]) -> str:
-    return " ".join(s.text for s in sentences)
+    """The sentences as one text; a heading or label keeps a line of its own, so that it is never glued
+    to the next sentence ('## Repairs A punctured tube...') and readers can still tell it apart."""
+    out = ""
+    for previous, sentence in zip([None, *sentences], sentences, strict=False):
+        if previous is not None:
+            out += "\n" if is_heading(previous.text) or is_heading(sentence.text) else " "
+        out += sentence.text
+    return out
 
 
 def _ranked(sentences: list[_Sentence]) -> list[_Sentence]:
