@@ -216,6 +216,8 @@ def names_in(text: str) -> list[str]:
                 if common:
                     continue
             run.append(word)
+            if tok.endswith(".") and word.lower() not in TITLES:
+                close()  # "Watson." ends the sentence (and the name); "Dr." does not
         elif run and tok.lower() in NAME_JOINERS:
             run.append(tok)
         else:

@@ -82,3 +82,20 @@ def test_errors_are_one_line_and_nonzero(run, files):
 
     unknown = run("forget", "ghost.md", "--kb", "nothing-here")
     assert unknown.exit_code == 1 and "nothing-here" in unknown.output
+
+
+def test_chat_answers_a_follow_up_as_the_question_it_stands_for(run, files):
+    railway, _, _ = files
+    assert run("ingest", str(railway), "--kb", "t", "--quiet").exit_code == 0
+    talk = "Tell me about the great flood of 1903.\nWho led the passengers to safety then?\n\n"
+    result = CliRunner().invoke(
+        cli_module.cli, ["--data-dir", str(railway.parent / "data"), "chat", "--kb", "t"], input=talk
+    )
+    assert result.exit_code == 0, result.output
+    searched = (
+        "Searched as: Who led the passengers to safety in 1903? (context: Tell me about the great flood"
+    )
+    assert result.output.count("Searched as:") == 1 and searched in result.output
+    assert "Wren" in result.output.split(searched, 1)[1]
+    asked = json.loads(run("ask", "Who led the passengers to safety?", "--kb", "t", "--json").output)
+    assert asked["query"] == asked["question"] and asked["rewritten"] is False

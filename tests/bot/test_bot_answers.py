@@ -11,9 +11,12 @@ import pytest
 
 from bot.kb import kb_name
 from raptor_engine.chunk import split_sentences
+from raptor_engine.llm import OpenAIAnswerer
 from raptor_engine.types import AnswerDraft
 from tests.bot.conftest import CHAN_A, GUILD, custom_ids, text_of
 from tests.bot.test_bot_flows import add_doc, ask, sources_of
+from tests.llm_server import FakeLLMServer
+from tests.test_llm import FAST_BACKOFF, llm_settings
 from tests.test_load import make_pdf
 
 KB_A = kb_name(GUILD, CHAN_A)
@@ -144,6 +147,21 @@ async def test_follow_ups_chain_and_a_fresh_question_is_not_glued_to_them(harnes
     fresh = await bot_reply_in(h, thread, 3)
     assert "Searched as" not in footer_of(fresh)  # a question of its own is searched as it is
     assert "David Orr" in quotes_of(fresh["content"])[0]
+
+
+async def test_with_an_llm_the_condensed_question_is_answered_and_shown(make_harness, tmp_path):
+    async with FakeLLMServer() as server:  # condenses to "<follow-up> (regarding: <first question>)"
+        answerer = OpenAIAnswerer(llm_settings(server, tmp_path / "llm"), backoff_base=FAST_BACKOFF)
+        h = await make_harness(answerer=answerer)
+        await add_doc(h, "archive.md", ARCHIVE)
+        await ask(h, FIRST_QUESTION)
+        thread = next(t for t in h.bot.get_guild(GUILD).threads).id
+        h.user_message(thread, FOLLOW_UP, mention_bot=True)
+        reply = await bot_reply_in(h, thread)
+        condensed = f"{FOLLOW_UP} (regarding: {FIRST_QUESTION})"
+        answered = server.requests[-1].messages[-1]["content"]
+        assert f"Question: {condensed}" in answered  # the answer addresses the standalone question
+        assert footer_of(reply).startswith(f"Searched as: {condensed}")
 
 
 # ---------------------------------------------------------------------------------------------- quoting
