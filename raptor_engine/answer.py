@@ -143,6 +143,10 @@ class _Candidate:
     similarity: float = 0.0  # cosine to the (rewritten) question
     lexical: float = 0.0  # weighted share of the question's terms it holds
 
+    @property
+    def key(self) -> str:
+        return sentence_key(self.text)
+
 
 def _candidates(context: list[ContextNode]) -> list[_Candidate]:
     """Quotable sentences, each once: no headings, title lines or bare labels, no second copy of a
@@ -282,7 +286,7 @@ class ExtractiveAnswerer:
             else:
                 score = EMBED_WEIGHT * similarity[i] + LEXICAL_WEIGHT * candidate.lexical
                 score += KIND_BONUS if _answers_kind(rewrite.core, candidate.text) else 0.0
-            if candidate.sentence.key in quoted:
+            if candidate.key in quoted:
                 score -= QUOTED_PENALTY
             candidate.score = float(score)
 
