@@ -4,7 +4,8 @@ In a thread people ask "and when did she leave?", "why?", "what about the second
 bare, such a question finds nothing it means. `standalone_question` rewrites it from the last turns:
 - a person pronoun (she, he, her, him, his, they...) becomes the name it points at: the first person
   named in the previous question, else in the previous answer;
-- "there" becomes the place last named after in/at/to/from, a final "then" the year last named;
+- "there" becomes the place last named after in/at/to/from; a final "then" becomes the year the
+  previous question named, or the year its answer gave first when it asked "when";
 - whatever is still implied (it, that, an ellipsis such as "why?" or "and in 1975?") is carried by
   appending the previous question as context: "When did Margaret Hale leave? (context: Who was
   appointed keeper of the archive in 1962?)".
@@ -65,8 +66,8 @@ EXISTENTIAL_AFTER_THERE = frozenset("is are was were be been has have had will w
 NAME_JOINERS = frozenset("of de la le du van von der den da di bin al".split())
 
 _TOKEN = re.compile(r"[A-Za-z\u00c0-\u024f][\w'\u2019.-]*|\d+|[^\w\s]")
+ASKS_WHEN = re.compile(r"\b(?:when|what year|which year|since when)\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
-_SENTENCE_START = re.compile(r"^|[.!?\u201c\"'(:\n\u2014\u2013-]\s*$")
 
 
 @dataclass(frozen=True)
@@ -190,13 +191,9 @@ def _numbers(text: str) -> list[str]:
 def names_in(text: str) -> list[str]:
     """Proper names in order of appearance: runs of capitalised words ('Margaret Hale', 'Bay of Fundy').
 
-    A capitalised word that only starts a sentence ('The', 'Who', 'In') is not a name unless it is
-    followed by another capitalised word or is capitalised elsewhere mid-sentence.
+    A run never starts with a common word ('The', 'Who', 'In'), and a one-word name counts only if
+    it is capitalised somewhere mid-sentence, where capitals mean a name rather than a sentence start.
     """
-    tokens = [(m.group(0), m.start()) for m in _TOKEN.finditer(text)]
-    mid_sentence_capitals = {
-        tok for tok, at in tokens if tok[:1].isupper() and not _SENTENCE_START.search(text[:at])
-    }
     names: list[str] = []
     run: list[str] = []
 
@@ -207,14 +204,12 @@ def names_in(text: str) -> list[str]:
             names.append(" ".join(run))
         run.clear()
 
-    for tok, at in tokens:
-        starts_sentence = bool(_SENTENCE_START.search(text[:at]))
+    for match in _TOKEN.finditer(text):
+        tok = match.group(0)
         if tok[:1].isupper() and tok[0].isalpha():
             word = re.sub(r"['\u2019]s$", "", tok).rstrip(".'\u2019")
-            common = word.lower() in STOPWORDS or word.lower() in QUESTION_VOCABULARY
-            if not run and starts_sentence and (common or tok not in mid_sentence_capitals):
-                if common:
-                    continue
+            if not run and (word.lower() in STOPWORDS or word.lower() in QUESTION_VOCABULARY):
+                continue
             run.append(word)
             if tok.endswith(".") and word.lower() not in TITLES:
                 close()  # "Watson." ends the sentence (and the name); "Dr." does not
@@ -277,11 +272,24 @@ def _place(previous: Rewrite, previous_answer: str) -> str | None:
 
 
 def _year(previous: Rewrite, previous_answer: str) -> str | None:
-    for text in (previous.core, previous_answer, previous.context):
+    """The year a final 'then' means: the one the previous answer gave first when the previous
+    question asked 'when', else the one the previous question named (None when unsure)."""
+    texts = [previous.core, previous.context]
+    if ASKS_WHEN.search(previous.core):
+        texts.insert(0, _first_statement(previous_answer))
+    for text in texts:
         found = _YEAR.findall(text)
         if found:
             return found[0]
     return None
+
+
+def _first_statement(answer: str) -> str:
+    """An answer's first quote (extractive) or first sentence (prose): its best-ranked statement."""
+    quote = re.search(r"\u201c(.+?)\u201d", answer)
+    if quote:
+        return quote.group(1)
+    return re.split(r"(?<=[.!?])\s", answer.strip(), maxsplit=1)[0]
 
 
 def _resolve(question: str, previous: Rewrite, previous_answer: str) -> tuple[str, str | None, str | None]:

@@ -131,3 +131,19 @@ def test_page_ranges_of_a_chunk_that_crosses_a_page_break():
     assert node.pages() == (3, 4)
     assert "[1] (node 5, layer 0, a.pdf, pages 3-4)" in format_context([node])
     assert Citation(1, 5, 0, "a.pdf", 0.5, 1, page=3, page_end=4).to_dict()["page_end"] == 4
+
+
+def test_a_final_then_is_the_year_answered_to_a_when_question_and_left_alone_when_unsure():
+    answered = [
+        Turn("user", "When did Margaret Hale leave?"),
+        Turn("assistant", "From the documents:\n- \u201cMargaret Hale left the archive in 1975.\u201d [1]"),
+    ]
+    assert standalone_question("what happened then?", answered).startswith("What happened in 1975?")
+    unanswered = [
+        Turn("user", "When was the light automated?"),
+        Turn(
+            "assistant",
+            "- \u201cLights were being automated.\u201d [1]\n- \u201cIt was lit in 1839.\u201d [2]",
+        ),
+    ]
+    assert standalone_question("who kept it then?", unanswered).startswith("Who kept it then?")
