@@ -16,6 +16,7 @@ the leaves; the selected nodes fill the budget top-down.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -29,6 +30,10 @@ CountTokens = Callable[[str], int]
 
 CANDIDATES = 200  # nodes fetched from the index before filling the budget
 MIN_NEW_SUMMARY_SHARE = 0.5  # a summary mostly already in the context is skipped (see _only_new)
+ESTIMATE_SLACK = (
+    0.8  # a character-based token estimate is not counted exactly when even 80% of it does not fit
+)
+SENTENCE_CACHE_NODES = 50_000  # nodes whose sentence split is kept between questions
 
 
 def _context_node(node: StoredNode, score: float) -> ContextNode:
@@ -70,25 +75,41 @@ def _moved_marks(node: ContextNode, kept: list[Sentence]) -> PageMarks:
     return tuple(marks)
 
 
-def _only_new(node: ContextNode, held: NewSentences, count_tokens: CountTokens | None) -> ContextNode | None:
-    """The node with the sentences the context already holds removed, or None if too little is new.
+@functools.lru_cache(maxsize=SENTENCE_CACHE_NODES)
+def _node_sentences(node_id: int, text: str) -> tuple[Sentence, ...]:
+    """A node's sentences, split once per process (keyed by id and text, so two databases' nodes with
+    one id never mix): splitting every candidate on every question costs more than the search."""
+    return tuple(sentences_of(text))
+
+
+def _only_new(node: ContextNode, held: NewSentences) -> tuple[ContextNode | None, list[Sentence]]:
+    """The node with the sentences the context already holds removed, or None if too little is new;
+    and the sentences it keeps. A shortened node's tokens are estimated from its characters.
 
     The node keeps its id, layer and citation; only its text and token count shrink. A summary with
     less than MIN_NEW_SUMMARY_SHARE of it new is left out: its score was earned mostly by text
     already held, so it does not vouch for the stray sentences left over. A leaf is kept for any new
     sentence, since what is left of it is the held sentence's own neighbourhood.
     """
-    sentences = sentences_of(node.text)
+    sentences = _node_sentences(node.node_id, node.text)
     kept = [s for s in sentences if not held.is_copy(s)]
     if not kept:
-        return None
+        return None, []
     if len(kept) == len(sentences):
-        return node
+        return node, kept
     text = _joined(node.text, kept)
-    tokens = count_tokens(text) if count_tokens else max(1, round(node.tokens * len(text) / len(node.text)))
-    if node.layer > 0 and tokens < MIN_NEW_SUMMARY_SHARE * node.tokens:
-        return None
-    return dataclasses.replace(node, text=text, tokens=tokens, page_marks=_moved_marks(node, kept))
+    share = len(text) / max(1, len(node.text))
+    if node.layer > 0 and share < MIN_NEW_SUMMARY_SHARE:
+        return None, []
+    tokens = max(1, round(node.tokens * share))
+    return dataclasses.replace(node, text=text, tokens=tokens, page_marks=_moved_marks(node, kept)), kept
+
+
+def _counted(node: ContextNode, used: int, budget: int, count_tokens: CountTokens | None) -> ContextNode:
+    """A shortened node with its tokens counted, when it may fit (counting is the fill's main cost)."""
+    if count_tokens is None or used + ESTIMATE_SLACK * node.tokens > budget:
+        return node
+    return dataclasses.replace(node, tokens=count_tokens(node.text))
 
 
 def fill_budget(
@@ -101,19 +122,23 @@ def fill_budget(
     """Take nodes in the given order while they fit; skip (do not stop at) a node that does not.
 
     With `new_text_only`, only new text counts: a node's sentences already in the context (an
-    extractive summary copies its children's) are dropped first, and a node with nothing new is left out.
+    extractive summary copies its children's) are dropped first, and a node with nothing new is left
+    out. A shortened node's tokens are counted by `count_tokens` (estimated from characters without it).
     """
     chosen: list[ContextNode] = []
     held = NewSentences()
     used = 0
     for stored, score in scored:
-        node = _context_node(stored, score)
+        node: ContextNode | None = _context_node(stored, score)
+        kept: list[Sentence] = []
         if new_text_only:
-            node = _only_new(node, held, count_tokens)
+            node, kept = _only_new(node, held)
+            if node is not None and node.text != stored.text:
+                node = _counted(node, used, budget, count_tokens)
         if node is None or used + node.tokens > budget:
             continue
         chosen.append(node)
-        held.add(sentences_of(node.text))
+        held.add(kept)
         used += node.tokens
     return chosen, used
 
