@@ -51,6 +51,8 @@ CARRIED_WEIGHT = 0.3  # a term only the follow-up's carried context holds
 CORE_SHARE = 0.75  # the follow-up's own words in the ranking query, when it has words of its own
 ELLIPSIS_CORE_SHARE = 0.35  # ... and when it is a bare "why?" or "tell me more"
 QUOTED_PENALTY = 0.3  # a sentence the last answers already quoted
+ASKED_FOR_MORE_PENALTY = 1.0  # ... when the follow-up asks for something else ("what else", "tell me more")
+ASKS_FOR_MORE = re.compile(r"\b(?:else|more|other|others|another|besides|apart from|next)\b", re.IGNORECASE)
 PREVIOUS_ANSWERS = 2
 RELATIVE_FLOOR = 0.5  # a quote scoring under half the best one is left out
 NEAR_DUPLICATE = 0.7  # term overlap (Jaccard) at which two sentences say the same
@@ -276,6 +278,7 @@ class ExtractiveAnswerer:
         similarity = sentences @ query
         centrality = _centrality(sentences) if thematic else None
         top_layer = max(c.node.layer for c in candidates) or 1
+        asks_for_more = bool(ASKS_FOR_MORE.search(rewrite.core))
         for i, candidate in enumerate(candidates):
             candidate.similarity = float(similarity[i])
             candidate.lexical = _lexical(candidate, weights)
@@ -287,7 +290,7 @@ class ExtractiveAnswerer:
                 score = EMBED_WEIGHT * similarity[i] + LEXICAL_WEIGHT * candidate.lexical
                 score += KIND_BONUS if _answers_kind(rewrite.core, candidate.text) else 0.0
             if candidate.key in quoted:
-                score -= QUOTED_PENALTY
+                score -= QUOTED_PENALTY if not asks_for_more else ASKED_FOR_MORE_PENALTY
             candidate.score = float(score)
 
     def _pick(self, candidates: list[_Candidate]) -> list[_Candidate]:

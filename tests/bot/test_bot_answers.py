@@ -143,8 +143,13 @@ async def test_follow_ups_chain_and_a_fresh_question_is_not_glued_to_them(harnes
     second = await bot_reply_in(h, thread, 2)
     assert footer_of(second).startswith("Searched as: Where did Margaret Hale move to?")
     assert "Arran" in quotes_of(second["content"])[0]
+    h.user_message(thread, "what else did she do?", mention_bot=True)
+    more = await bot_reply_in(h, thread, 3)
+    assert quotes_of(more["content"]) and not set(quotes_of(more["content"])) & set(
+        quotes_of(second["content"])
+    )
     h.user_message(thread, "Who computerised the catalogue?", mention_bot=True)
-    fresh = await bot_reply_in(h, thread, 3)
+    fresh = await bot_reply_in(h, thread, 4)
     assert "Searched as" not in footer_of(fresh)  # a question of its own is searched as it is
     assert "David Orr" in quotes_of(fresh["content"])[0]
 
