@@ -19,7 +19,7 @@ from typing import Any
 import discord
 
 from raptor_engine.answer import MARKER, describe_documents, neutralise_markers
-from raptor_engine.types import Answer, Citation, ContextNode
+from raptor_engine.types import Answer, Citation, ContextNode, pages_label
 
 CONTENT_LIMIT = 2000
 DESCRIPTION_LIMIT = 4096
@@ -158,18 +158,19 @@ def _document_name(name: str) -> str:
 
 def _where(
     document: str | None,
-    page: int | None,
+    pages: tuple[int | None, int | None],
     heading: tuple[str, ...],
     layer: int,
     leaf_count: int,
     drawn_from: tuple[tuple[str, int], ...] = (),
 ) -> str:
     """The document (or, for a cross-document summary, the documents it draws on, most leaves first)
-    and, for a leaf, its page or section; for a summary, how many leaves it covers."""
+    and, for a leaf, its page(s) or section; for a summary, how many leaves it covers."""
     parts = [_document_name(document) if document else describe_documents(drawn_from, name=_document_name)]
     if layer == 0:
-        if page is not None:
-            parts.append(f"p. {page}")
+        label = pages_label(*pages)
+        if label is not None:
+            parts.append(label)
         if heading:
             parts.append(inert(truncate(" › ".join(heading), 120)))
     else:
@@ -178,17 +179,23 @@ def _where(
 
 
 def citation_line(c: Citation) -> str:
-    where = _where(c.document, c.page, c.heading, c.layer, c.leaf_count, c.drawn_from)
+    where = _where(c.document, (c.page, c.page_end), c.heading, c.layer, c.leaf_count, c.drawn_from)
     return truncate(f"**[{c.marker}]** {layer_label(c.layer)} · node {c.node_id} · {where}", 400)
 
 
+SEARCHED_CHARS = 400  # the rewritten question shown in the footer, at most
+
+
 def context_footer(answer: Answer) -> str:
+    """What the answer stands on; for a follow-up, first the standalone question that was searched."""
     per_layer = " · ".join(f"L{layer}×{n}" for layer, n in answer.context.nodes_per_layer().items())
     ctx = answer.context
     text = (
         f"Context: {per_layer or 'no nodes'} · {ctx.tokens_used:,}/{ctx.budget:,} tokens · "
         f"{ctx.mode} · {answer.backend}"
     )
+    if answer.rewritten:
+        text = f"Searched as: {truncate(answer.query, SEARCHED_CHARS)}\n{text}"
     return truncate(text, FOOTER_LIMIT)
 
 
@@ -232,7 +239,14 @@ def render_answer(answer: Answer) -> list[OutMessage]:
 
 
 def _node_block(position: int, node: ContextNode) -> str:
-    where = _where(node.document, node.page, node.heading, node.layer, node.leaf_count, node.drawn_from)
+    where = _where(
+        node.document,
+        node.pages() or (node.page, None),
+        node.heading,
+        node.layer,
+        node.leaf_count,
+        node.drawn_from,
+    )
     header = (
         f"**[{position}]** {layer_label(node.layer)} · node {node.node_id} · {where} · {node.tokens} tokens"
     )

@@ -228,6 +228,7 @@ class BotState:
                         "page": n.page,
                         "heading": list(n.heading),
                         "drawn_from": [list(d) for d in n.drawn_from],
+                        "page_marks": [list(m) for m in n.page_marks],
                     }
                     for n in nodes
                 ],
@@ -264,6 +265,7 @@ class BotState:
                     page=n["page"],
                     heading=tuple(n["heading"]),
                     drawn_from=tuple((name, leaves) for name, leaves in n.get("drawn_from", [])),
+                    page_marks=tuple(tuple(m) for m in n.get("page_marks", ())),
                 )
                 for n in data["nodes"]
             ]

@@ -1,39 +1,113 @@
 """Answers from retrieved context, and the citation mapping every answerer shares.
 
-The default `ExtractiveAnswerer` needs no model and no key: it quotes the context sentences most
-similar to the question (by the same embedder that built the tree), each followed by the [n] of
-the context block it came from. An LLM answerer (llm.py) writes prose with the same markers.
+The default `ExtractiveAnswerer` needs no model and no key: it quotes the context sentences that best
+answer the question (embedding similarity by the embedder that built the tree, blended with the
+question's terms, names and numbers), each followed by the [n] of the context block it came from,
+never a heading and never the same sentence twice. An LLM answerer (llm.py) writes prose with the
+same markers. `cite_pages` gives citations the page of what was quoted ("p. 4", "pp. 3-4").
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .chunk import split_sentences
 from .embed import Embedder
+from .followup import Rewrite, split_standalone, standalone_question, subject_terms
+from .sentences import (
+    NewSentences,
+    Sentence,
+    content_terms,
+    is_heading,
+    jaccard,
+    sentence_key,
+    sentences_of,
+    stem,
+    strip_bullet,
+    words,
+)
 from .types import AnswerDraft, Citation, ContextNode, Turn
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
+QUOTE = re.compile(r"\u201c(.+?)\u201d")
+QUOTES = 3  # sentences the extractive answer quotes
+MAX_SENTENCES = 200  # sentences of context considered, best nodes first
+MIN_WORDS = 4  # shorter sentences ("Yes.", "See below.") answer nothing on their own
+NOTHING_FOUND = "The documents hold nothing that answers this question."
+FOUND = "From the documents:"
+WEAK_MATCH = "Nothing in the documents clearly answers this; the closest passages are:"
+WEAK_SIMILARITY = 0.35  # below this, with none of the question's terms, a quote is only the closest
+
+# Ranking (see ExtractiveAnswerer); similarities are cosines of normalised embeddings.
+EMBED_WEIGHT = 0.6
+LEXICAL_WEIGHT = 0.35  # share of the question's (weighted) terms the sentence holds
+KIND_BONUS = 0.08  # the sentence holds what the question asks for: a year for "when", a reason for "why"
+NUMBER_WEIGHT = 1.5  # a number or year of the question counts more than an ordinary term
+CARRIED_WEIGHT = 0.3  # a term only the follow-up's carried context holds
+CORE_SHARE = 0.75  # the follow-up's own words in the ranking query, when it has words of its own
+ELLIPSIS_CORE_SHARE = 0.35  # ... and when it is a bare "why?" or "tell me more"
+QUOTED_PENALTY = 0.3  # a sentence the last answers already quoted
+ASKED_FOR_MORE_PENALTY = 1.0  # ... when the follow-up asks for something else ("what else", "tell me more")
+ASKS_FOR_MORE = re.compile(r"\b(?:else|more|other|others|another|besides|apart from|next)\b", re.IGNORECASE)
+PREVIOUS_ANSWERS = 2
+RELATIVE_FLOOR = 0.5  # a quote scoring under half the best one is left out
+NEAR_DUPLICATE = 0.7  # term overlap (Jaccard) at which two sentences say the same
+CONTAINED = 0.9  # share of the shorter sentence's terms found in the other
+THEME_SIMILARITY = 0.15  # a thematic question's words ("document", "about") say little
+THEME_CENTRALITY = 0.6  # cosine to the mean of the context's sentences
+SUMMARY_BONUS = 0.1  # for the top layer of the context, less for lower ones
+OPENING_BONUS = 0.15  # a document's opening usually says what it is about
+OPENING_CHARS = 1500
+THEMATIC = re.compile(
+    r"\b(?:central|main|key|overall|major)\s+(?:theme|idea|point|message|topic|argument)s?\b"
+    r"|\bthemes?\b|\bsummar(?:y|ies|ise|ize)\b|\bgist\b|\boverview\b|\bin (?:short|brief|a nutshell)\b"
+    r"|\bwhat(?:'s| is| are)\s+(?:this|it|these|the \w+)\s+(?:\w+\s+)?about\b|\bplot\b|\bmoral\b",
+    re.IGNORECASE,
+)
+_NUMBER_WORDS = (
+    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
+    r"hundred|thousand|million|dozen|once|twice|half|several|every"
+)
+_MONTHS = r"january|february|march|april|may|june|july|august|september|october|november|december"
+ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
+    (
+        re.compile(r"\b(?:when|what year|which year|what date|since when|how old)\b", re.I),
+        re.compile(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|{_MONTHS}|century|decade|age of|aged)\b", re.I),
+    ),
+    (
+        re.compile(r"\bhow (?:many|much|long|often|far|big|large|tall|high|deep|heavy)\b", re.I),
+        re.compile(rf"\d|\b(?:{_NUMBER_WORDS})\b", re.I),
+    ),
+    (
+        re.compile(r"\b(?:why|how come|for what reason|what for)\b", re.I),
+        re.compile(
+            r"\b(?:because|since|so that|in order to|due to|as a result|therefore|caused|reason|so as to)\b",
+            re.I,
+        ),
+    ),
+    (
+        re.compile(r"\b(?:who|whom|whose)\b", re.I),
+        re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+"),
+    ),
+)
 # What a document writes that looks like a citation marker: [2], [ 2 ], [12], [2, 3], [2-4], [^2], 【2】,
 # in any bracket pair a reader or a model might take for one, with any script's digits.
 DOCUMENT_MARKER = re.compile(
     r"[\[【〔［〚⟦]\s*(\^?\s*\d+(?:\s*(?:[,;]|[-‐‑–—]|and|&)\s*\d+)*)\s*[\]】〕］〛⟧]"
 )
-QUOTES = 3  # sentences the extractive answer quotes
-MAX_SENTENCES = 200  # sentences of context considered, best nodes first
-MIN_SENTENCE_CHARS = 12
 DOCUMENTS_SHOWN = 3  # documents named for a cross-document summary; the rest are counted
 
 
 def neutralise_markers(text: str) -> str:
     """A document's own bracketed numbers in full-width brackets ("[2]" -> "［2］"): still visibly there
-    for a reader, but never an answer's citation marker, whoever copies them (a quote or a model)."""
-    return DOCUMENT_MARKER.sub(lambda m: f"［{m.group(1)}］", text)
+    for a reader, but never an answer's citation marker, whoever copies them (a quote or a model). Only
+    the two brackets change, one character each, so offsets into the text (sentences, page marks) hold."""
+    return DOCUMENT_MARKER.sub(lambda m: f"［{m.group(0)[1:-1]}］", text)
 
 
 def neutralise_context(context: list[ContextNode]) -> list[ContextNode]:
@@ -93,21 +167,114 @@ def map_citations(text: str, context: list[ContextNode]) -> tuple[str, list[Cita
     return cleaned, citations
 
 
-def _sentences(context: list[ContextNode]) -> list[tuple[int, str]]:
-    """(1-based block, sentence) pairs from the context, best blocks first."""
-    out: list[tuple[int, str]] = []
-    for position, node in enumerate(context, start=1):
-        for start, end in split_sentences(node.text):
-            sentence = " ".join(node.text[start:end].split())
-            if len(sentence) >= MIN_SENTENCE_CHARS:
-                out.append((position, sentence))
-            if len(out) >= MAX_SENTENCES:
-                return out
-    return out
+@dataclass
+class _Candidate:
+    """A sentence of the context the answer may quote, and where it came from."""
+
+    position: int  # 1-based block in the context, the [n] it is quoted with
+    node: ContextNode
+    sentence: Sentence
+    text: str  # what is quoted: whitespace collapsed, list marker removed
+    terms: set[str]  # stemmed content terms
+    score: float = 0.0
+    similarity: float = 0.0  # cosine to the (rewritten) question
+    lexical: float = 0.0  # weighted share of the question's terms it holds
+
+    @property
+    def key(self) -> str:
+        return sentence_key(self.text)
+
+
+def _candidates(context: list[ContextNode]) -> list[_Candidate]:
+    """Quotable sentences, each once: no headings, title lines or bare labels, no second copy of a
+    sentence (a leaf's copy is kept over a summary's, for its page), none cut short with an ellipsis."""
+    held = NewSentences()
+    found: list[_Candidate] = []
+    order = sorted(enumerate(context, start=1), key=lambda item: (item[1].layer, item[0]))
+    for position, node in order:
+        for sentence in sentences_of(node.text):
+            text = strip_bullet(sentence.text)
+            if sentence.cut_short or is_heading(sentence.text) or len(words(text)) < MIN_WORDS:
+                continue
+            if held.is_copy(sentence):
+                continue
+            held.add([sentence])
+            terms = {stem(t) for t in content_terms(text)}
+            found.append(_Candidate(position, node, sentence, text, terms))
+    found.sort(key=lambda c: (c.position, c.sentence.start))
+    return found[:MAX_SENTENCES]
+
+
+def _query_weights(rewrite: Rewrite, candidates: list[_Candidate]) -> dict[str, float]:
+    """Stemmed terms of the question and, lightly, of its carried context, each weighted by how rare
+    it is in the context (a follow-up's subject appears everywhere; what it asks about does not).
+    Numbers and years count more: they pin an answer down."""
+    weights: dict[str, float] = {}
+    numbers = set(re.findall(r"\d+", rewrite.core))
+    for term in subject_terms(rewrite.core):
+        weights[stem(term)] = NUMBER_WEIGHT if term in numbers else 1.0
+    for term in subject_terms(rewrite.context):
+        weights.setdefault(stem(term), CARRIED_WEIGHT)
+    total = len(candidates)
+    for term in weights:
+        held_by = sum(term in c.terms for c in candidates)
+        weights[term] *= math.log(1.0 + (1 + total) / (1 + held_by))
+    return weights
+
+
+def _lexical(candidate: _Candidate, weights: dict[str, float]) -> float:
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in candidate.terms) / total if total else 0.0
+
+
+def _answers_kind(question: str, sentence: str) -> bool:
+    """Whether the sentence holds the kind of thing the question asks for (a year, a number, a reason, a name)."""
+    for asks, holds in ANSWER_KINDS:
+        if asks.search(question):
+            return bool(holds.search(sentence))
+    return False
+
+
+def _quoted_before(history: list[Turn]) -> set[str]:
+    """Keys of the sentences the last answers gave, so a follow-up brings something new."""
+    keys: set[str] = set()
+    answers = [t.content for t in history if t.role == "assistant"][-PREVIOUS_ANSWERS:]
+    for answer in answers:
+        quotes = QUOTE.findall(answer) or [s.text for s in sentences_of(MARKER.sub("", answer))]
+        keys.update(sentence_key(q) for q in quotes)
+    return keys
+
+
+def _in_opening(candidate: _Candidate) -> bool:
+    """Whether a leaf's sentence lies in the first OPENING_CHARS characters of its document."""
+    node = candidate.node
+    return (
+        node.layer == 0 and node.start is not None and node.start + candidate.sentence.start < OPENING_CHARS
+    )
+
+
+def _centrality(sentences: np.ndarray) -> np.ndarray:
+    """Cosine of each sentence to the mean of all the context's sentences: what the context, and so
+    the documents, keep coming back to."""
+    return sentences @ _unit(sentences.mean(axis=0))
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
 
 
 class ExtractiveAnswerer:
-    """Quotes the most relevant sentences of the context, each with its block's [n]."""
+    """Quotes the context sentences that best answer the question, each with its block's [n].
+
+    Ranking blends the embedding similarity of each sentence to the question with how many of the
+    question's own terms, names and numbers it holds, and whether it holds what the question asks
+    for (a year for 'when', a reason for 'why'). A follow-up's carried context counts lightly, and
+    sentences the last answer already quoted are pushed down. Thematic questions ('what is this
+    about?', 'central theme') prefer the sentences closest to the summaries' centre, the higher
+    layers' first. When the best quote shares no term with the question and is not similar to it,
+    the answer says it only found the closest passages.
+    """
 
     name = "extractive"
 
@@ -115,26 +282,102 @@ class ExtractiveAnswerer:
         self.embedder = embedder
         self.quotes = quotes
 
-    def _answer_sync(self, question: str, context: list[ContextNode]) -> AnswerDraft:
-        candidates = _sentences(context)
+    def _answer_sync(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerDraft:
+        candidates = _candidates(context)
         if not candidates:
-            return AnswerDraft("The documents hold nothing that answers this question.")
-        vectors = self.embedder.embed([question, *[s for _, s in candidates]])
-        scores = vectors[1:] @ vectors[0]
-        picked: list[int] = []
-        for i in np.argsort(-scores, kind="stable"):
-            if all(candidates[i][1] != candidates[j][1] for j in picked):
-                picked.append(int(i))
+            return AnswerDraft(NOTHING_FOUND)
+        rewrite = split_standalone(question)
+        thematic = bool(THEMATIC.search(rewrite.core))
+        self._score(rewrite, candidates, _quoted_before(history) if rewrite.context else set(), thematic)
+        picked = self._pick(candidates)
+        lines = "\n".join(f"- \u201c{c.text}\u201d [{c.position}]" for c in picked)
+        weak = (
+            not thematic
+            and bool(subject_terms(rewrite.core))
+            and picked[0].lexical == 0
+            and picked[0].similarity < WEAK_SIMILARITY
+        )
+        return AnswerDraft(f"{WEAK_MATCH if weak else FOUND}\n{lines}", pages=_quoted_pages(picked))
+
+    def _score(
+        self, rewrite: Rewrite, candidates: list[_Candidate], quoted: set[str], thematic: bool
+    ) -> None:
+        vectors = self.embedder.embed(
+            [rewrite.core, rewrite.context or rewrite.core, *[c.text for c in candidates]]
+        )
+        weights = _query_weights(rewrite, candidates)
+        own = bool(subject_terms(rewrite.core))
+        core_share = 1.0 if not rewrite.context else (CORE_SHARE if own else ELLIPSIS_CORE_SHARE)
+        query = _unit(core_share * vectors[0] + (1 - core_share) * vectors[1])
+        sentences = vectors[2:]
+        similarity = sentences @ query
+        centrality = _centrality(sentences) if thematic else None
+        top_layer = max(c.node.layer for c in candidates) or 1
+        asks_for_more = bool(ASKS_FOR_MORE.search(rewrite.core))
+        for i, candidate in enumerate(candidates):
+            candidate.similarity = float(similarity[i])
+            candidate.lexical = _lexical(candidate, weights)
+            if centrality is not None:
+                score = THEME_SIMILARITY * similarity[i] + THEME_CENTRALITY * centrality[i]
+                score += SUMMARY_BONUS * candidate.node.layer / top_layer
+                score += OPENING_BONUS if _in_opening(candidate) else 0.0
+            else:
+                score = EMBED_WEIGHT * similarity[i] + LEXICAL_WEIGHT * candidate.lexical
+                score += KIND_BONUS if _answers_kind(rewrite.core, candidate.text) else 0.0
+            if candidate.key in quoted:
+                score -= QUOTED_PENALTY if not asks_for_more else ASKED_FOR_MORE_PENALTY
+            candidate.score = float(score)
+
+    def _pick(self, candidates: list[_Candidate]) -> list[_Candidate]:
+        """The best sentences, no two saying nearly the same; weak ones left out once one is strong."""
+        ranked = sorted(candidates, key=lambda c: (-c.score, c.position, c.sentence.start))
+        picked: list[_Candidate] = []
+        for candidate in ranked:
+            if picked and candidate.score < RELATIVE_FLOOR * picked[0].score:
+                break
+            if any(_near_duplicate(candidate.terms, other.terms) for other in picked):
+                continue
+            picked.append(candidate)
             if len(picked) == self.quotes:
                 break
-        lines = [f"“{candidates[i][1]}” [{candidates[i][0]}]" for i in picked]
-        return AnswerDraft("From the documents:\n" + "\n".join(f"- {line}" for line in lines))
+        return picked
 
     async def answer(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerDraft:
         """Quotes carry the document's bracketed numbers neutralised, so only the answerer's [n] are markers."""
-        return await asyncio.to_thread(self._answer_sync, question, neutralise_context(context))
+        return await asyncio.to_thread(self._answer_sync, question, neutralise_context(context), history)
 
     async def condense(self, question: str, history: list[Turn]) -> str:
-        """Without a model, a follow-up is searched together with the previous question."""
-        previous = [t.content for t in history if t.role == "user"]
-        return f"{previous[-1]} {question}" if previous else question
+        """Without a model, a follow-up is rewritten from the last turns (see followup.py)."""
+        return standalone_question(question, history)
+
+
+def _near_duplicate(a: set[str], b: set[str]) -> bool:
+    """Nearly the same statement: most terms shared, or one sentence's terms inside the other's."""
+    if not a or not b:
+        return a == b
+    return jaccard(a, b) >= NEAR_DUPLICATE or len(a & b) >= CONTAINED * min(len(a), len(b))
+
+
+def _quoted_pages(picked: list[_Candidate]) -> dict[int, tuple[int, int]]:
+    """Node id -> first and last page of the sentences quoted from it (nodes with pages only)."""
+    pages: dict[int, tuple[int, int]] = {}
+    for candidate in picked:
+        found = candidate.node.pages(candidate.sentence.start, candidate.sentence.end)
+        if found is None:
+            continue
+        first, last = pages.get(candidate.node.node_id, found)
+        pages[candidate.node.node_id] = (min(first, found[0]), max(last, found[1]))
+    return pages
+
+
+def cite_pages(
+    citations: list[Citation], context: list[ContextNode], quoted: dict[int, tuple[int, int]]
+) -> None:
+    """Give each citation the pages it stands for: the quoted sentences' when the answerer says which,
+    else the whole node's, so a chunk crossing a page break reads 'pp. 3-4', not its first page."""
+    nodes = {node.node_id: node for node in context}
+    for citation in citations:
+        node = nodes.get(citation.node_id)
+        found = quoted.get(citation.node_id) or (node.pages() if node is not None else None)
+        if found is not None:
+            citation.page, citation.page_end = found

@@ -94,6 +94,7 @@ async def embed_leaves(
             end=c.end,
             page=c.page,
             heading=tuple(c.heading),
+            page_marks=c.page_marks,
         )
         for i, c in enumerate(chunks)
     ]

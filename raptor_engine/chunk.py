@@ -355,6 +355,18 @@ def _page_at(sections: list[Section], starts: list[int], offset: int) -> int | N
     return sections[position].page if position >= 0 else None
 
 
+def _page_marks(sections: list[Section], starts: list[int], a: int, b: int) -> tuple[tuple[int, int], ...]:
+    """Where each page begins inside doc.text[a:b], as offsets into that slice (empty without pages)."""
+    first = max(bisect.bisect_right(starts, a) - 1, 0)
+    marks: list[tuple[int, int]] = []
+    for section in sections[first:]:
+        if section.start >= b:
+            break
+        if section.page is not None and (not marks or marks[-1][1] != section.page):
+            marks.append((max(section.start - a, 0), section.page))
+    return tuple(marks)
+
+
 def chunk_document(
     doc: LoadedDocument,
     count_tokens: CountTokens,
@@ -401,6 +413,7 @@ def chunk_document(
             tokens=n,
             page=_page_at(doc.sections, starts, a),
             heading=h,
+            page_marks=_page_marks(doc.sections, starts, a, b),
         )
         for i, ((a, b), n, h) in enumerate(chunks)
     ]

@@ -186,13 +186,15 @@ def ingest(
 
 
 def _print_answer(answer: Answer) -> None:
+    if answer.rewritten:
+        click.secho(f"Searched as: {answer.query}", dim=True)
     click.echo(answer.text)
     click.echo()
     click.secho("Sources", bold=True)
     for c in answer.citations:
         where = []
         if c.layer == 0:
-            where += [f"page {c.page}"] if c.page else []
+            where += [c.pages_label] if c.pages_label else []
             where += [" > ".join(c.heading)] if c.heading else []
         else:
             where.append(f"summary of {c.leaf_count} leaves")

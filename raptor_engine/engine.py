@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .answer import ExtractiveAnswerer, map_citations, neutralise_context
+from .answer import ExtractiveAnswerer, cite_pages, map_citations, neutralise_context
 from .build import BuiltTree, Summarized, build_document_tree, build_kb_layer
 from .chunk import chunk_document
 from .config import Settings
@@ -619,6 +619,7 @@ class Engine:
                 ef=self.settings.hnsw_ef,
                 layers=layers,
                 documents=documents,
+                count_tokens=self.embedder.count_tokens,
             )
         else:
             context = tree_traversal(
@@ -664,8 +665,11 @@ class Engine:
         context = await asyncio.to_thread(
             self.retrieve, kb, query, mode=mode, budget=budget, layers=layers, documents=documents
         )
-        draft = await answerer.answer(question, neutralise_context(context.nodes), history)
+        # The standalone question, not the bare follow-up, is what the answer must address; document
+        # text reaches the answerer with its own bracketed numbers neutralised.
+        draft = await answerer.answer(query, neutralise_context(context.nodes), history)
         text, citations = map_citations(draft.text, context.nodes)
+        cite_pages(citations, context.nodes, draft.pages)
         answer = Answer(
             question=question,
             query=query,

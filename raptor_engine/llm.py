@@ -372,8 +372,9 @@ def format_context(context: Sequence[ContextNode]) -> str:
     blocks = []
     for position, node in enumerate(context, start=1):
         label = [f"node {node.node_id}", f"layer {node.layer}", node.document or "knowledge-base summary"]
-        if node.page is not None:
-            label.append(f"page {node.page}")
+        pages = node.pages()
+        if pages is not None:
+            label.append(f"page {pages[0]}" if pages[0] == pages[1] else f"pages {pages[0]}-{pages[1]}")
         if node.heading:
             label.append(" > ".join(node.heading))
         described = neutralise_markers(", ".join(label))

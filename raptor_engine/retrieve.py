@@ -5,19 +5,35 @@ nodes are taken in score order while they fit the token budget. A node that does
 skipped and the next one tried, so one long summary does not end the context early (the official
 code stops at the first node that does not fit).
 
+The collapsed tree fills the budget with new text only: a node's sentences that the context already
+holds (an extractive summary is made of its children's sentences) are dropped and not counted, so
+the budget buys distinct text; the node stays cited for what it adds.
+
 Tree traversal: the top-k nodes among the roots, then the top-k among their children, down to
 the leaves; the selected nodes fill the budget top-down.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+from collections.abc import Callable
+
 import numpy as np
 
 from .index import KBIndex
+from .sentences import NewSentences, Sentence, sentences_of
 from .store import Store, StoredNode
-from .types import ContextNode, RetrievedContext
+from .types import ContextNode, PageMarks, RetrievedContext
+
+CountTokens = Callable[[str], int]
 
 CANDIDATES = 200  # nodes fetched from the index before filling the budget
+MIN_NEW_SUMMARY_SHARE = 0.5  # a summary mostly already in the context is skipped (see _only_new)
+ESTIMATE_SLACK = (
+    0.8  # a character-based token estimate is not counted exactly when even 80% of it does not fit
+)
+SENTENCE_CACHE_NODES = 50_000  # nodes whose sentence split is kept between questions
 
 
 def _context_node(node: StoredNode, score: float) -> ContextNode:
@@ -33,17 +49,96 @@ def _context_node(node: StoredNode, score: float) -> ContextNode:
         heading=node.heading,
         start=node.start,
         end=node.end,
+        page_marks=node.page_marks,
     )
 
 
-def fill_budget(scored: list[tuple[StoredNode, float]], budget: int) -> tuple[list[ContextNode], int]:
-    """Take nodes in the given order while they fit; skip (do not stop at) a node that does not."""
+def _joined(text: str, kept: list[Sentence]) -> str:
+    """The kept sentences in their original wording, a line break kept where one separated them."""
+    parts: list[str] = []
+    for previous, sentence in zip([None, *kept], kept, strict=False):
+        if previous is not None:
+            parts.append("\n" if "\n" in text[previous.end : sentence.start] else " ")
+        parts.append(text[sentence.start : sentence.end])
+    return "".join(parts)
+
+
+def _moved_marks(node: ContextNode, kept: list[Sentence]) -> PageMarks:
+    """The node's page marks for the shortened text: each kept sentence keeps the page it was on."""
+    marks: list[tuple[int, int]] = []
+    offset = 0
+    for sentence in kept:
+        pages = node.pages(sentence.start, sentence.end)
+        if pages is not None and (not marks or marks[-1][1] != pages[0]):
+            marks.append((offset, pages[0]))
+        offset += sentence.end - sentence.start + 1
+    return tuple(marks)
+
+
+@functools.lru_cache(maxsize=SENTENCE_CACHE_NODES)
+def _node_sentences(node_id: int, text: str) -> tuple[Sentence, ...]:
+    """A node's sentences, split once per process (keyed by id and text, so two databases' nodes with
+    one id never mix): splitting every candidate on every question costs more than the search."""
+    return tuple(sentences_of(text))
+
+
+def _only_new(node: ContextNode, held: NewSentences) -> tuple[ContextNode | None, list[Sentence]]:
+    """The node with the sentences the context already holds removed, or None if too little is new;
+    and the sentences it keeps. A shortened node's tokens are estimated from its characters.
+
+    The node keeps its id, layer and citation; only its text and token count shrink. A summary with
+    less than MIN_NEW_SUMMARY_SHARE of it new is left out: its score was earned mostly by text
+    already held, so it does not vouch for the stray sentences left over. A leaf is kept for any new
+    sentence, since what is left of it is the held sentence's own neighbourhood.
+    """
+    sentences = _node_sentences(node.node_id, node.text)
+    kept = [s for s in sentences if not held.is_copy(s)]
+    if not kept:
+        return None, []
+    if len(kept) == len(sentences):
+        return node, kept
+    text = _joined(node.text, kept)
+    share = len(text) / max(1, len(node.text))
+    if node.layer > 0 and share < MIN_NEW_SUMMARY_SHARE:
+        return None, []
+    tokens = max(1, round(node.tokens * share))
+    return dataclasses.replace(node, text=text, tokens=tokens, page_marks=_moved_marks(node, kept)), kept
+
+
+def _counted(node: ContextNode, used: int, budget: int, count_tokens: CountTokens | None) -> ContextNode:
+    """A shortened node with its tokens counted, when it may fit (counting is the fill's main cost)."""
+    if count_tokens is None or used + ESTIMATE_SLACK * node.tokens > budget:
+        return node
+    return dataclasses.replace(node, tokens=count_tokens(node.text))
+
+
+def fill_budget(
+    scored: list[tuple[StoredNode, float]],
+    budget: int,
+    count_tokens: CountTokens | None = None,
+    *,
+    new_text_only: bool = True,
+) -> tuple[list[ContextNode], int]:
+    """Take nodes in the given order while they fit; skip (do not stop at) a node that does not.
+
+    With `new_text_only`, only new text counts: a node's sentences already in the context (an
+    extractive summary copies its children's) are dropped first, and a node with nothing new is left
+    out. A shortened node's tokens are counted by `count_tokens` (estimated from characters without it).
+    """
     chosen: list[ContextNode] = []
+    held = NewSentences()
     used = 0
-    for node, score in scored:
-        if used + node.tokens > budget:
+    for stored, score in scored:
+        node: ContextNode | None = _context_node(stored, score)
+        kept: list[Sentence] = []
+        if new_text_only:
+            node, kept = _only_new(node, held)
+            if node is not None and node.text != stored.text:
+                node = _counted(node, used, budget, count_tokens)
+        if node is None or used + node.tokens > budget:
             continue
-        chosen.append(_context_node(node, score))
+        chosen.append(node)
+        held.add(kept)
         used += node.tokens
     return chosen, used
 
@@ -76,6 +171,7 @@ def collapsed_tree(
     ef: int,
     layers: list[int] | None = None,
     documents: list[str] | None = None,
+    count_tokens: CountTokens | None = None,
 ) -> RetrievedContext:
     allowed = allowed_ids(store, kb_id, layers, documents)
     if allowed is not None and not allowed:
@@ -85,7 +181,7 @@ def collapsed_tree(
     )
     nodes = store.nodes_by_ids([node_id for node_id, _ in hits])
     scored = [(nodes[node_id], score) for node_id, score in hits if node_id in nodes]
-    chosen, used = fill_budget(scored, budget)
+    chosen, used = fill_budget(scored, budget, count_tokens)
     return RetrievedContext(chosen, used, budget, "collapsed", query)
 
 
@@ -126,5 +222,6 @@ def tree_traversal(
         for node_id, score in selected
         if node_id in nodes and (not layers or nodes[node_id].layer in layers)
     ]
-    chosen, used = fill_budget(scored, budget)
+    # The nodes are fixed before the fill, so budget freed by dropping copies could buy nothing new.
+    chosen, used = fill_budget(scored, budget, new_text_only=False)
     return RetrievedContext(chosen, used, budget, "traversal", query)

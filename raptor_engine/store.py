@@ -42,6 +42,7 @@ class NewNode:
     end: int | None = None
     page: int | None = None
     heading: tuple[str, ...] = ()
+    page_marks: tuple[tuple[int, int], ...] = ()  # where each page begins in `text` (leaves)
 
 
 @dataclass
@@ -86,6 +87,7 @@ class StoredNode:
     end: int | None
     page: int | None
     heading: tuple[str, ...]
+    page_marks: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -243,11 +245,14 @@ class Store:
     def _node_rows(self, where: str, params: list[Any]) -> list[StoredNode]:
         rows = self.db.execute(
             "SELECT n.id, n.kb_id, n.doc_id, d.name, n.layer, n.kind, n.text, n.tokens, n.leaf_count, "
-            'n.start, n."end", n.page, n.heading FROM nodes n LEFT JOIN documents d ON d.id = n.doc_id '
-            f"WHERE {where}",
+            'n.start, n."end", n.page, n.heading, n.page_marks FROM nodes n '
+            f"LEFT JOIN documents d ON d.id = n.doc_id WHERE {where}",
             params,
         ).fetchall()
-        return [StoredNode(*r[:12], tuple(json.loads(r[12]))) for r in rows]
+        return [
+            StoredNode(*r[:12], tuple(json.loads(r[12])), tuple(tuple(m) for m in json.loads(r[13])))
+            for r in rows
+        ]
 
     def nodes_by_ids(self, ids: list[int]) -> dict[int, StoredNode]:
         out: dict[int, StoredNode] = {}
@@ -428,6 +433,7 @@ class Store:
                     "page": node.page,
                     "heading": json.dumps(list(node.heading)),
                     "spans": json.dumps(node_spans),
+                    "page_marks": json.dumps([list(m) for m in node.page_marks]),
                 }
             )
             edges += [{"parent_id": node_id, "child_id": ids[c], "kb_id": kb_id} for c in node.children]

@@ -73,6 +73,14 @@ def m002_drop_schema_version(db: sqlite_utils.Database) -> None:
     db.execute("DELETE FROM meta WHERE key = 'schema_version'")
 
 
+@store_migrations
+def m003_page_marks(db: sqlite_utils.Database) -> None:
+    """Where each page begins in a leaf's text, so a citation names the quoted sentence's page."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(nodes)").fetchall()}
+    if "page_marks" not in columns:
+        db.execute("ALTER TABLE nodes ADD COLUMN page_marks TEXT NOT NULL DEFAULT '[]'")
+
+
 @summary_cache_migrations
 def m001_summary_cache(db: sqlite_utils.Database) -> None:
     """LLM summaries by the sha256 of everything that shapes them (see `llm_cache.summary_cache_key`)."""

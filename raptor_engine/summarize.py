@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .chunk import split_sentences
+from .sentences import content_terms, is_heading, jaccard
 from .types import Summary, SummaryRequest
 
 CountTokens = Callable[[str], int]
@@ -32,17 +32,6 @@ REDUNDANCY_LIMIT = 0.6  # skip a sentence whose term overlap (Jaccard) with a ch
 SHORT_SENTENCE_TERMS = 4  # sentences with fewer content terms are scored down proportionally
 _CHARS_PER_TOKEN = 4.0  # a rough English average, only used to decide how many sentences to count
 _SMALLEST_USEFUL = 3  # stop looking once fewer tokens than this remain
-
-_TERM = re.compile(r"[^\W_]+", re.UNICODE)
-_STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further had has
-    have having he her here hers herself him himself his how i if in into is it its itself just me more
-    most my myself no nor not now of off on once only or other our ours ourselves out over own same she
-    should so some such than that the their theirs them themselves then there these they this those
-    through to too under until up very was we were what when where which while who whom why will with
-    would you your yours yourself yourselves""".split()
-)
 
 
 def summary_budget(child_tokens: int, ratio: float, max_tokens: int, min_tokens: int = 40) -> int:
@@ -134,7 +123,7 @@ class ExtractiveSummarizer:
             if used + sentence.tokens > max_tokens:
                 continue  # a shorter, lower-ranked sentence may still fit
             terms = set(sentence.terms)
-            if any(_jaccard(terms, other) >= REDUNDANCY_LIMIT for other in chosen_terms):
+            if any(jaccard(terms, other) >= REDUNDANCY_LIMIT for other in chosen_terms):
                 continue
             chosen.append(sentence)
             chosen_terms.append(terms)
@@ -179,7 +168,14 @@ def clip_chars(text: str, max_chars: int) -> str:
 
 
 def _join(sentences: list[_Sentence]) -> str:
-    return " ".join(s.text for s in sentences)
+    """The sentences as one text; a heading or label keeps a line of its own, so that it is never glued
+    to the next sentence ('## Repairs A punctured tube...') and readers can still tell it apart."""
+    out = ""
+    for previous, sentence in zip([None, *sentences], sentences, strict=False):
+        if previous is not None:
+            out += "\n" if is_heading(previous.text) or is_heading(sentence.text) else " "
+        out += sentence.text
+    return out
 
 
 def _ranked(sentences: list[_Sentence]) -> list[_Sentence]:
@@ -213,12 +209,8 @@ def _sentences(texts: list[str]) -> list[_Sentence]:
         for position, (start, end) in enumerate(spans):
             sentence = " ".join(text[start:end].split())
             if sentence:
-                out.append(_Sentence(child, position, sentence, _terms(sentence)))
+                out.append(_Sentence(child, position, sentence, content_terms(sentence)))
     return out
-
-
-def _terms(text: str) -> list[str]:
-    return [t for t in _TERM.findall(text.lower()) if t not in _STOPWORDS and (len(t) > 1 or t.isdigit())]
 
 
 def _child_centrality(embeddings: np.ndarray | None, count: int) -> np.ndarray:
@@ -262,9 +254,3 @@ def _score(sentences: list[_Sentence], child_scores: np.ndarray) -> None:
     for sentence, similarity in zip(sentences, lexical, strict=True):
         child = float(child_scores[sentence.child])
         sentence.score = LEXICAL_WEIGHT * (similarity / top) + (1 - LEXICAL_WEIGHT) * child
-
-
-def _jaccard(a: set[str], b: set[str]) -> float:
-    if not a or not b:
-        return 1.0 if a == b else 0.0
-    return len(a & b) / len(a | b)

@@ -37,9 +37,36 @@ class LoadedDocument:
     format: str  # "txt" | "md" | "pdf" | "docx" | "html"
 
 
+PageMarks = tuple[tuple[int, int], ...]  # (offset in a text, page that starts there), offsets rising
+
+
+def page_range(marks: PageMarks, start: int, end: int) -> tuple[int, int] | None:
+    """First and last page of text[start:end] from its page marks; None when the text has no pages."""
+    if not marks:
+        return None
+    first = last = marks[0][1]
+    for offset, page in marks:
+        if offset <= start:
+            first = page
+        if offset < max(end, start + 1):
+            last = page
+    return first, max(first, last)
+
+
+def pages_label(first: int | None, last: int | None = None) -> str | None:
+    """'p. 4', or 'pp. 3-4' for text that crosses a page break; None without a page."""
+    if first is None:
+        return None
+    return f"pp. {first}-{last}" if last is not None and last != first else f"p. {first}"
+
+
 @dataclass
 class Chunk:
-    """About 100 tokens of whole sentences; `text == doc.text[start:end]`."""
+    """About 100 tokens of whole sentences; `text == doc.text[start:end]`.
+
+    `page` is the page the chunk starts on; `page_marks` says where in `text` each page begins,
+    so a sentence after a page break is cited with its own page.
+    """
 
     index: int
     text: str
@@ -48,6 +75,7 @@ class Chunk:
     tokens: int
     page: int | None = None
     heading: tuple[str, ...] = ()
+    page_marks: PageMarks = ()
 
 
 @dataclass
@@ -110,6 +138,14 @@ class ContextNode:
     end: int | None = None
     # a cross-document summary's documents with the leaves it covers in each, most leaves first
     drawn_from: tuple[tuple[str, int], ...] = ()
+    page_marks: PageMarks = ()  # where each page begins in `text` (leaves of paged documents)
+
+    def pages(self, start: int = 0, end: int | None = None) -> tuple[int, int] | None:
+        """First and last page of text[start:end] (all of it by default); None without pages."""
+        found = page_range(self.page_marks, start, len(self.text) if end is None else end)
+        if found is None and self.page is not None:
+            return self.page, self.page
+        return found
 
 
 @dataclass
@@ -129,11 +165,16 @@ class RetrievedContext:
 
 @dataclass
 class AnswerDraft:
-    """What an answerer writes: text whose [n] markers point at 1-based positions in the context."""
+    """What an answerer writes: text whose [n] markers point at 1-based positions in the context.
+
+    `pages` is set by an answerer that quotes: node id -> the first and last page of the sentences
+    it quoted from that node, so the citation names the quoted sentence's page, not the node's first.
+    """
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    pages: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 class Answerer(Protocol):
@@ -157,6 +198,12 @@ class Citation:
     page: int | None = None
     heading: tuple[str, ...] = ()
     drawn_from: tuple[tuple[str, int], ...] = ()  # for a cross-document summary: (document, leaves)
+    page_end: int | None = None  # the last page when the cited text crosses a page break
+
+    @property
+    def pages_label(self) -> str | None:
+        """'p. 4' or 'pp. 3-4' (None without a page)."""
+        return pages_label(self.page, self.page_end)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -167,6 +214,7 @@ class Citation:
             "score": round(self.score, 4),
             "leaf_count": self.leaf_count,
             "page": self.page,
+            "page_end": self.page_end if self.page_end is not None else self.page,
             "section": " > ".join(self.heading) or None,
             "documents": [{"name": name, "leaves": leaves} for name, leaves in self.drawn_from] or None,
         }
@@ -175,7 +223,7 @@ class Citation:
 @dataclass
 class Answer:
     question: str
-    query: str  # what retrieval searched for (the condensed question for a follow-up)
+    query: str  # what was searched and answered: the standalone rewrite of a follow-up, else the question
     text: str
     citations: list[Citation]
     context: RetrievedContext
@@ -183,10 +231,16 @@ class Answer:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
+    @property
+    def rewritten(self) -> bool:
+        """Whether a follow-up was searched as a different, standalone question."""
+        return self.query != self.question
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "query": self.query,
+            "rewritten": self.rewritten,
             "answer": self.text,
             "citations": [c.to_dict() for c in self.citations],
             "context": {

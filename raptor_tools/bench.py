@@ -375,7 +375,8 @@ def recall_against_exact(
 
 
 def search_and_fill_ms(engine: Any, kb_id: int, queries: np.ndarray, ef: int) -> list[float]:
-    """Milliseconds of retrieval after the question is embedded: hnswlib search, node fetch, budget fill."""
+    """Milliseconds of retrieval after the question is embedded: hnswlib search, node fetch, budget fill
+    (new text only, counting the shortened nodes' tokens, as `Engine.retrieve` does)."""
     from raptor_engine.retrieve import CANDIDATES, fill_budget
 
     index = engine.indexes.get(kb_id)
@@ -384,7 +385,11 @@ def search_and_fill_ms(engine: Any, kb_id: int, queries: np.ndarray, ef: int) ->
         started = time.perf_counter()
         hits = index.search(query, k=CANDIDATES, ef=ef)
         nodes = engine.store.nodes_by_ids([node_id for node_id, _ in hits])
-        fill_budget([(nodes[i], score) for i, score in hits if i in nodes], engine.settings.budget)
+        fill_budget(
+            [(nodes[i], score) for i, score in hits if i in nodes],
+            engine.settings.budget,
+            engine.embedder.count_tokens,
+        )
         times.append((time.perf_counter() - started) * 1000)
     return times
 

@@ -119,3 +119,20 @@ def test_version_and_shared_options_read_the_same_everywhere(run):
     for name in ("ingest", "ask", "docs", "forget", "tree", "doctor"):
         as_json = next(p for p in commands[name].params if p.name == "as_json")
         assert as_json.opts == ["--json"] and as_json.help == "Print the result as JSON.", name
+
+
+def test_chat_answers_a_follow_up_as_the_question_it_stands_for(run, files):
+    railway, _, _ = files
+    assert run("ingest", str(railway), "--kb", "t", "--quiet").exit_code == 0
+    talk = "Tell me about the great flood of 1903.\nWho led the passengers to safety then?\n\n"
+    result = CliRunner().invoke(
+        cli_module.cli, ["--data-dir", str(railway.parent / "data"), "chat", "--kb", "t"], input=talk
+    )
+    assert result.exit_code == 0, result.output
+    searched = (
+        "Searched as: Who led the passengers to safety in 1903? (context: Tell me about the great flood"
+    )
+    assert result.output.count("Searched as:") == 1 and searched in result.output
+    assert "Wren" in result.output.split(searched, 1)[1]
+    asked = json.loads(run("ask", "Who led the passengers to safety?", "--kb", "t", "--json").output)
+    assert asked["query"] == asked["question"] and asked["rewritten"] is False

@@ -212,15 +212,24 @@ async def test_index_missing_corrupt_or_stale_is_rebuilt(railway):
     assert engine.indexes.check(kb_id) == []
 
 
+FLOOD_TALK = [
+    Turn("user", "Tell me about the great flood of 1903."),
+    Turn("assistant", "It closed the line."),
+]
+
+
 async def test_follow_up_is_condensed_with_history(railway):
     engine, _ = railway
-    history = [
-        Turn("user", "Tell me about the great flood of 1903."),
-        Turn("assistant", "It closed the line."),
-    ]
-    answer = await engine.ask("kb", "Who led people to safety?", history=history)
-    assert "flood" in answer.query.lower()
+    answer = await engine.ask("kb", "Who led people to safety then?", history=FLOOD_TALK)
+    assert answer.query.startswith("Who led people to safety in 1903?") and "flood" in answer.query
     assert "Wren" in answer.text
+
+
+async def test_a_fresh_question_in_a_conversation_is_not_glued_to_the_last_one(railway):
+    engine, _ = railway
+    answer = await engine.ask("kb", "How much did the viaduct cost?", history=FLOOD_TALK)
+    assert answer.query == "How much did the viaduct cost?" and not answer.rewritten
+    assert "forty thousand" in answer.text.split("\n")[1]
 
 
 async def test_same_input_gives_same_tree(tmp_path, embedder):
@@ -236,8 +245,11 @@ async def test_same_input_gives_same_tree(tmp_path, embedder):
     assert trees[0] == trees[1]
 
 
-def _node(node_id: int, tokens: int) -> StoredNode:
-    return StoredNode(node_id, 1, 1, "d", 0, "leaf", "t", tokens, 1, 0, 1, None, ())
+def _node(node_id: int, tokens: int, text: str | None = None, layer: int = 0) -> StoredNode:
+    text = text or f"Node number {node_id} says something of its own."
+    return StoredNode(
+        node_id, 1, 1, "d", layer, "leaf" if layer == 0 else "summary", text, tokens, 1, 0, 1, None, ()
+    )
 
 
 def test_budget_skips_a_node_that_does_not_fit_instead_of_stopping():

@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from raptor_engine.summarise import clip_chars
+from raptor_engine.summarize import clip_chars
 
 from raptor_engine import Engine, Settings
 from raptor_engine.chunk import chunk_document

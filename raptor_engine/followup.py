@@ -1,0 +1,352 @@
+"""Follow-up questions without a model: the standalone question a follow-up stands for.
+
+In a thread people ask "and when did she leave?", "why?", "what about the second one?". Searched
+bare, such a question finds nothing it means. `standalone_question` rewrites it from the last turns:
+- a person pronoun (she, he, her, him, his, they...) becomes the name it points at: the first person
+  named in the previous question, else in the previous answer;
+- "there" becomes the place last named after in/at/to/from; a final "then" becomes the year the
+  previous question named, or the year its answer gave first when it asked "when";
+- whatever is still implied (it, that, an ellipsis such as "why?" or "and in 1975?") is carried by
+  appending the previous question as context: "When did Margaret Hale leave? (context: Who was
+  appointed keeper of the archive in 1962?)".
+A question with no pronoun or ellipsis that names something the conversation has not mentioned, or
+asks about two or more things none of which it mentioned, is a fresh question and is left as it is,
+so old terms do not pollute its answer. Rewrites chain: the previous
+question is itself first made standalone from the turns before it.
+
+`split_standalone` takes a rewrite apart again, so the extractive answerer can rank sentences by
+the question itself first and the carried context second. Deterministic and cheap (no model).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .sentences import STOPWORDS, content_terms, stem, words
+from .types import Turn
+
+CONTEXT_OPEN = " (context: "
+CONTEXT_CLOSE = ")"
+TURNS_CONSIDERED = 6  # the last user questions looked at when chaining rewrites
+MAX_CONTEXT_CHARS = 200
+
+PERSON_PRONOUNS = frozenset("he she him her his hers they them their theirs himself herself".split())
+OTHER_ANAPHORA = frozenset("it its itself there then that this these those former latter same".split())
+CONTINUATIONS = (
+    "and",
+    "but",
+    "also",
+    "so",
+    "or",
+    "what about",
+    "how about",
+    "what else",
+    "anything else",
+    "tell me more",
+    "more",
+    "go on",
+    "why",
+    "how come",
+    "really",
+)
+# Words a question is made of that say nothing about its subject ("how long", "tell me more").
+QUESTION_VOCABULARY = frozenset(
+    """tell more else about long many much often one ones first second third fourth last next previous
+    other another happen happened happens happening mean means meant explain elaborate detail details
+    exactly please again kind sort thing things way ways reason reasons know say said go went""".split()
+)
+TITLES = frozenset(
+    """mr mrs ms miss dr prof sir lady lord king queen prince princess captain capt general colonel
+    major lieutenant sergeant father mother sister brother uncle aunt saint st president professor
+    doctor judge officer keeper""".split()
+)
+PLACE_PREPOSITIONS = frozenset("in at to from near on into".split())
+EXISTENTIAL_AFTER_THERE = frozenset("is are was were be been has have had will would 's".split())
+NAME_JOINERS = frozenset("of de la le du van von der den da di bin al".split())
+
+_TOKEN = re.compile(r"[A-Za-z\u00c0-\u024f][\w'\u2019.-]*|\d+|[^\w\s]")
+ASKS_WHEN = re.compile(r"\b(?:when|what year|which year|since when)\b", re.IGNORECASE)
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A question made standalone: `core` is the question with pronouns resolved, `context` what it
+    still leans on ("" for a question that stands alone). `person`/`pronoun` remember who a person
+    pronoun was taken to mean, so a later 'he' after a 'she' looks for someone else."""
+
+    core: str
+    context: str = ""
+    person: str | None = None
+    pronoun: str | None = None
+
+    @property
+    def text(self) -> str:
+        return f"{self.core}{CONTEXT_OPEN}{self.context}{CONTEXT_CLOSE}" if self.context else self.core
+
+
+def split_standalone(query: str) -> Rewrite:
+    """Take `Rewrite.text` apart again (any other text is all core)."""
+    if query.endswith(CONTEXT_CLOSE) and CONTEXT_OPEN in query:
+        core, _, context = query[: -len(CONTEXT_CLOSE)].partition(CONTEXT_OPEN)
+        if core.strip() and context.strip():
+            return Rewrite(core.strip(), context.strip())
+    return Rewrite(query)
+
+
+def standalone_question(question: str, history: list[Turn]) -> str:
+    """The question a follow-up stands for, given the conversation so far (the question itself if fresh)."""
+    return rewrite(question, history).text
+
+
+def rewrite(question: str, history: list[Turn]) -> Rewrite:
+    """Rewrite each of the last questions against the ones before it, then this one against them."""
+    exchanges = _exchanges(history)[-TURNS_CONSIDERED:]
+    previous: Rewrite | None = None
+    previous_answer = ""
+    for asked, answered in exchanges:
+        previous = _rewrite_one(asked, previous, previous_answer)
+        previous_answer = answered
+    return _rewrite_one(question, previous, previous_answer)
+
+
+def _exchanges(history: list[Turn]) -> list[tuple[str, str]]:
+    """(question, answer) pairs in order; an unanswered question gets an empty answer."""
+    pairs: list[tuple[str, str]] = []
+    for turn in history:
+        if not turn.content.strip():
+            continue
+        if turn.role == "user":
+            pairs.append((turn.content.strip(), ""))
+        elif turn.role == "assistant" and pairs and not pairs[-1][1]:
+            pairs[-1] = (pairs[-1][0], turn.content)
+    return pairs
+
+
+def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str) -> Rewrite:
+    question = " ".join(question.split())
+    if previous is None:
+        return Rewrite(question)
+    conversation = f"{previous.core}\n{previous.context}\n{previous_answer}"
+    if is_fresh(question, conversation):
+        return Rewrite(question)
+    core, person, pronoun = _resolve(_without_conjunction(question), previous, previous_answer)
+    # After a bare "why?" the subject is still the one before it.
+    context = previous.core if subject_terms(previous.core) or not previous.context else previous.context
+    return Rewrite(_capitalised(core), _cut(context), person, pronoun)
+
+
+def _without_conjunction(question: str) -> str:
+    """'and when did she leave?' -> 'when did she leave?' (the conjunction only tied it to the last turn)."""
+    stripped = re.sub(r"^(?:and|but|so|also|or)\b[\s,]*", "", question, flags=re.IGNORECASE)
+    return stripped or question
+
+
+def is_fresh(question: str, conversation: str) -> bool:
+    """Stands on its own: no pronoun pointing back, no leading 'and/what about', not a bare 'why?';
+    and it names something (a name, a year, a number) the conversation has not, or asks about two or
+    more things none of which the conversation mentions ('How long are the loaves baked?')."""
+    tokens = words(question)
+    if not tokens or _continues(tokens) or _points_back(question):
+        return False
+    mentioned = set(words(conversation))
+    own = [name.lower() for name in names_in(question)] + _numbers(question)
+    if any(not set(words(name)) <= mentioned for name in own):
+        return True
+    subject = {stem(t) for t in subject_terms(question)}
+    return len(subject) >= 2 and not subject & {stem(t) for t in mentioned}
+
+
+def _continues(tokens: list[str]) -> bool:
+    text = " ".join(tokens)
+    return any(text == c or text.startswith(c + " ") for c in CONTINUATIONS)
+
+
+def subject_terms(question: str) -> list[str]:
+    """The question's content words that name its subject (not "how long", "tell me more")."""
+    return [t for t in content_terms(question) if t not in QUESTION_VOCABULARY]
+
+
+def _points_back(question: str) -> bool:
+    """A pronoun or demonstrative that needs an antecedent ('this station' names its own subject)."""
+    tokens = words(question)
+    for i, token in enumerate(tokens):
+        following = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if token in PERSON_PRONOUNS or token in ("it", "its", "itself", "former", "latter"):
+            return True
+        if token == "there" and not _existential(tokens[i - 1] if i else "", following):
+            return True
+        if token in ("that", "this", "these", "those", "then", "same") and (
+            not following or following in STOPWORDS
+        ):
+            return True
+    return False
+
+
+def _numbers(text: str) -> list[str]:
+    return re.findall(r"\b\d+\b", text)
+
+
+def names_in(text: str) -> list[str]:
+    """Proper names in order of appearance: runs of capitalised words ('Margaret Hale', 'Bay of Fundy').
+
+    A run never starts with a common word ('The', 'Who', 'In'), and a one-word name counts only if
+    it is capitalised somewhere mid-sentence, where capitals mean a name rather than a sentence start.
+    """
+    names: list[str] = []
+    run: list[str] = []
+
+    def close() -> None:
+        while run and run[-1].lower() in NAME_JOINERS:
+            run.pop()
+        if run:
+            names.append(" ".join(run))
+        run.clear()
+
+    for match in _TOKEN.finditer(text):
+        tok = match.group(0)
+        if tok[:1].isupper() and tok[0].isalpha():
+            word = re.sub(r"['\u2019]s$", "", tok).rstrip(".'\u2019")
+            if not run and (word.lower() in STOPWORDS or word.lower() in QUESTION_VOCABULARY):
+                continue
+            run.append(word)
+            if tok.endswith(".") and word.lower() not in TITLES:
+                close()  # "Watson." ends the sentence (and the name); "Dr." does not
+        elif run and tok.lower() in NAME_JOINERS:
+            run.append(tok)
+        else:
+            close()
+    close()
+    return _real_names(names, text)
+
+
+def _real_names(names: list[str], text: str) -> list[str]:
+    """Drop a lone sentence-initial word that is never capitalised mid-sentence, keep first occurrences."""
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        if " " not in name and not re.search(rf"[^\s.!?\u201c\"'(:\n]\s+{re.escape(name)}\b", text):
+            continue
+        if name.lower() not in seen:
+            seen.add(name.lower())
+            out.append(name)
+    return out
+
+
+GENDER = {
+    "she": "f",
+    "her": "f",
+    "hers": "f",
+    "herself": "f",
+    "he": "m",
+    "him": "m",
+    "his": "m",
+    "himself": "m",
+}
+
+
+def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str | None:
+    """Who 'she'/'he' most likely means: a name with a title or of two or more words, the previous
+    question's before the previous answer's; else the first name at all. Someone the previous
+    question called by the other gender's pronoun is passed over."""
+    candidates = names_in(previous.core) + names_in(previous_answer) + names_in(previous.context)
+    if pronoun and previous.person and previous.pronoun and GENDER[previous.pronoun] != GENDER[pronoun]:
+        candidates = [c for c in candidates if c != previous.person]
+    for name in candidates:
+        parts = name.split()
+        if len(parts) >= 2 or parts[0].lower() in TITLES:
+            return name
+    return candidates[0] if candidates else None
+
+
+def _place(previous: Rewrite, previous_answer: str) -> str | None:
+    """The place last named after in/at/to/from, as 'in Halifax' (with its own preposition)."""
+    for text in (previous.core, previous_answer, previous.context):
+        names = names_in(text)
+        for name in names:
+            match = re.search(rf"\b({'|'.join(PLACE_PREPOSITIONS)})\s+(?:the\s+)?{re.escape(name)}\b", text)
+            if match:
+                return f"{match.group(1)} {name}"
+    return None
+
+
+def _year(previous: Rewrite, previous_answer: str) -> str | None:
+    """The year a final 'then' means: the one the previous answer gave first when the previous
+    question asked 'when', else the one the previous question named (None when unsure)."""
+    texts = [previous.core, previous.context]
+    if ASKS_WHEN.search(previous.core):
+        texts.insert(0, _first_statement(previous_answer))
+    for text in texts:
+        found = _YEAR.findall(text)
+        if found:
+            return found[0]
+    return None
+
+
+def _first_statement(answer: str) -> str:
+    """An answer's first quote (extractive) or first sentence (prose): its best-ranked statement."""
+    quote = re.search(r"\u201c(.+?)\u201d", answer)
+    if quote:
+        return quote.group(1)
+    return re.split(r"(?<=[.!?])\s", answer.strip(), maxsplit=1)[0]
+
+
+def _resolve(question: str, previous: Rewrite, previous_answer: str) -> tuple[str, str | None, str | None]:
+    """Replace the pronouns that have a clear antecedent; leave the rest to the carried context.
+
+    Returns the question, and the person and pronoun resolved (None, None when no person was)."""
+    pronoun = next((w for w in words(question) if w in GENDER), None)
+    person = _person(previous, previous_answer, pronoun)
+    place = _place(previous, previous_answer)
+    year = _year(previous, previous_answer)
+    tokens = re.split(r"(\s+)", question)
+    out: list[str] = []
+    for i, token in enumerate(tokens):
+        word = re.sub(r"\W", "", token).lower()
+        tail = token[len(token.rstrip("?!.,;:")) :]
+        following, before = _next_word(tokens, i), _previous_word(tokens, i)
+        if person and word in ("she", "he", "him", "himself", "herself"):
+            out.append(person + tail)
+        elif person and word in ("his", "hers"):
+            out.append(f"{person}'s" + tail)
+        elif person and word == "her":
+            possessive = bool(following) and following not in STOPWORDS
+            out.append((f"{person}'s" if possessive else person) + tail)
+        elif place and word == "there" and not _existential(before, following):
+            out.append(place + tail)
+        elif year and word == "then" and not following:
+            out.append(f"in {year}" + tail)
+        else:
+            out.append(token)
+    return "".join(out), (person if pronoun else None), (pronoun if person else None)
+
+
+def _existential(before: str, following: str) -> bool:
+    """'there is', 'is there', 'were there' do not point at a place."""
+    return following in EXISTENTIAL_AFTER_THERE or before in EXISTENTIAL_AFTER_THERE
+
+
+def _previous_word(tokens: list[str], i: int) -> str:
+    for token in reversed(tokens[:i]):
+        word = re.sub(r"\W", "", token).lower()
+        if word:
+            return word
+    return ""
+
+
+def _next_word(tokens: list[str], i: int) -> str:
+    for token in tokens[i + 1 :]:
+        word = re.sub(r"\W", "", token).lower()
+        if word:
+            return word
+    return ""
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:] if text else text
+
+
+def _cut(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= MAX_CONTEXT_CHARS else text[: MAX_CONTEXT_CHARS - 1].rstrip() + "\u2026"

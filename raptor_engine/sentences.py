@@ -1,0 +1,133 @@
+"""Sentence-level helpers shared by retrieval (de-duplicated context) and the extractive answerer.
+
+Extractive summaries are copies of their children's sentences, so the same sentence can reach one
+context twice, once in a leaf and once in a summary; a summary's last sentence may also be cut short
+with an ellipsis. `SentenceKey` makes those copies compare equal, and `NewSentences` tells which
+sentences of a text a context does not hold yet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .chunk import split_sentences
+
+ELLIPSIS = "\u2026"
+MIN_PREFIX_WORDS = 4  # a sentence cut short with "…" must keep this many words to count as a copy
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_HEADING_MARK = re.compile(r"^\s*(?:#{1,6}\s+|={3,}\s*$|-{3,}\s*$)")
+_BULLET = re.compile(r"^\s*(?:[-*+\u2022\u25aa\u2013]\s+|\(?\d{1,3}[.)]\s+|\(?[a-zA-Z][.)]\s+(?=[A-Z]))")
+_END_PUNCTUATION = re.compile(r"[.!?\u2026:;][\"'\u201d\u2019\u00bb)\]]*\s*$")
+HEADING_MAX_WORDS = 12  # an unpunctuated line this short is a title, heading or list label
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had has
+    have having he her here hers herself him himself his how i if in into is it its itself just me more
+    most my myself no nor not now of off on once only or other our ours ourselves out over own same she
+    should so some such than that the their theirs them themselves then there these they this those
+    through to too under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves""".split()
+)
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased alphanumeric runs: the unit every comparison here uses."""
+    return _WORD.findall(text.lower())
+
+
+def content_terms(text: str) -> list[str]:
+    """The words that carry meaning: no stopwords, no single letters (single digits stay)."""
+    return [t for t in words(text) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+
+
+def stem(term: str) -> str:
+    """A light suffix strip so 'cleaned', 'cleaning' and 'cleans' meet; not a linguistic stemmer."""
+    for suffix in ("ings", "ing", "edly", "ed", "es", "s"):
+        if term.endswith(suffix) and len(term) - len(suffix) >= 3:
+            return term[: -len(suffix)]
+    return term
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    """Overlap of two term sets (1.0 for two empty sets)."""
+    if not a or not b:
+        return 1.0 if a == b else 0.0
+    return len(a & b) / len(a | b)
+
+
+def sentence_key(text: str) -> str:
+    """Whitespace, case and punctuation removed: a leaf's sentence and a summary's copy share it."""
+    return " ".join(words(text))
+
+
+def strip_bullet(text: str) -> str:
+    """A list item's text without its marker ('- ', '2. ', 'b) ')."""
+    return _BULLET.sub("", text, count=1).strip()
+
+
+def is_heading(text: str) -> bool:
+    """A Markdown heading or rule, or a short line with no closing punctuation (a title or a label).
+
+    Loaders keep headings in the text (a Markdown '## Common repairs', a PDF's title line, a
+    bullet that only names a topic); they are structure, not statements worth quoting.
+    """
+    if _HEADING_MARK.match(text):
+        return True
+    body = strip_bullet(text)
+    if not words(body):
+        return True
+    return not _END_PUNCTUATION.search(body) and len(body.split()) <= HEADING_MAX_WORDS
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence of a text: its span there and its comparison key."""
+
+    start: int
+    end: int
+    text: str
+    key: str
+
+    @property
+    def cut_short(self) -> bool:
+        return self.text.rstrip().endswith(ELLIPSIS)
+
+
+def sentences_of(text: str) -> list[Sentence]:
+    """The sentences of `text` (the whole text when it has no sentence break), whitespace collapsed."""
+    spans = split_sentences(text) or ([(0, len(text))] if text.strip() else [])
+    out = []
+    for start, end in spans:
+        piece = " ".join(text[start:end].split())
+        if piece:
+            out.append(Sentence(start, end, piece, sentence_key(piece)))
+    return out
+
+
+class NewSentences:
+    """The sentences a context already holds, to keep a second copy of any of them out."""
+
+    def __init__(self) -> None:
+        self._keys: set[str] = set()
+
+    def is_copy(self, sentence: Sentence) -> bool:
+        """Already held verbatim, or cut short with an ellipsis from a sentence held whole.
+
+        A whole sentence is not a copy of a held shortened one: it still adds the words that were cut.
+        """
+        if not sentence.key or sentence.key in self._keys:
+            return True
+        if sentence.cut_short and len(sentence.key.split()) >= MIN_PREFIX_WORDS:
+            return any(_starts_with(held, sentence.key) for held in self._keys)
+        return False
+
+    def add(self, sentences: Iterable[Sentence]) -> None:
+        self._keys.update(s.key for s in sentences)
+
+
+def _starts_with(key: str, prefix: str) -> bool:
+    """Whether `key` begins with the whole words of `prefix`."""
+    return key == prefix or key.startswith(prefix + " ")

@@ -1,0 +1,149 @@
+"""Follow-up rewriting, sentence de-duplication and page ranges: the pure functions, no model."""
+
+from __future__ import annotations
+
+import pytest
+
+from raptor_engine.followup import names_in, split_standalone, standalone_question
+from raptor_engine.llm import format_context
+from raptor_engine.retrieve import fill_budget
+from raptor_engine.sentences import NewSentences, is_heading, sentences_of
+from raptor_engine.store import StoredNode
+from raptor_engine.types import Citation, ContextNode, Turn, page_range
+
+ARCHIVE_TALK = [
+    Turn("user", "Who was appointed keeper of the archive in 1962?"),
+    Turn(
+        "assistant",
+        "From the documents:\n- \u201cIn 1962 the town council appointed Margaret Hale as keeper of the "
+        "archive.\u201d [1]\n- \u201cThe archive was housed in the old customs house in Halifax.\u201d [2]",
+    ),
+]
+CONTEXT = " (context: Who was appointed keeper of the archive in 1962?)"
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "standalone"),
+    [
+        ("and when did she leave?", "When did Margaret Hale leave?"),
+        ("What did he do there?", "What did Margaret Hale do in Halifax?"),
+        ("and her brother?", "Margaret Hale's brother?"),
+        ("was it open then?", "Was it open in 1962?"),
+        ("and in 1975?", "In 1975?"),
+        ("what about the second one?", "What about the second one?"),
+        ("why?", "Why?"),
+        ("how long?", "How long?"),
+        ("tell me more", "Tell me more"),
+        ("Is there a fee?", "Is there a fee?"),  # 'is there' points at no place
+        ("What happens in winter?", "What happens in winter?"),  # one generic word: still the same topic
+    ],
+)
+def test_follow_ups_are_rewritten_with_what_they_point_back_to(follow_up, standalone):
+    assert standalone_question(follow_up, ARCHIVE_TALK) == standalone + CONTEXT
+
+
+@pytest.mark.parametrize(
+    "fresh",
+    ["How long are the loaves baked?", "When was the Kestrel Point tower built?", "What happened in 1990?"],
+)
+def test_a_fresh_question_is_left_alone(fresh):
+    assert standalone_question(fresh, ARCHIVE_TALK) == fresh
+
+
+def test_without_history_the_question_is_its_own_standalone():
+    assert standalone_question("and when did she leave?", []) == "and when did she leave?"
+
+
+def test_rewrites_chain_and_a_pronoun_of_the_other_gender_looks_for_someone_else():
+    talk = ARCHIVE_TALK + [
+        Turn("user", "and when did she leave?"),
+        Turn("assistant", "\u201cMargaret Hale left in 1975 when she married Thomas Reid.\u201d [1]"),
+    ]
+    assert standalone_question("what did he do?", talk) == (
+        "What did Thomas Reid do? (context: When did Margaret Hale leave?)"
+    )
+    assert standalone_question("where did she go next?", talk).startswith("Where did Margaret Hale go next?")
+    talk += [Turn("user", "why?"), Turn("assistant", "\u201cShe married.\u201d [1]")]
+    # after a bare "why?" the subject carried is still the one before it
+    assert standalone_question("and then?", talk).endswith("(context: When did Margaret Hale leave?)")
+
+
+def test_split_standalone_takes_a_rewrite_apart():
+    rewrite = split_standalone("When did Margaret Hale leave?" + CONTEXT)
+    assert rewrite.core == "When did Margaret Hale leave?"
+    assert rewrite.context == "Who was appointed keeper of the archive in 1962?"
+    assert split_standalone("What is (roughly) the cost?").core == "What is (roughly) the cost?"
+
+
+def test_names_skip_capitalised_sentence_openings():
+    text = "The lens was cleaned by Dr. Watson. In 1952 the Bay of Fundy froze. Margaret's brother left."
+    assert names_in(text) == ["Dr Watson", "Bay of Fundy"]
+
+
+@pytest.mark.parametrize(
+    ("line", "heading"),
+    [
+        ("## Common repairs", True),
+        ("# The Workshop Bicycle Manual", True),
+        ("- Punctures", True),
+        ("Kestrel Point Lighthouse Manual", True),
+        ("The lens is cleaned every morning.", False),
+        ("- The lens is cleaned every morning.", False),
+    ],
+)
+def test_headings_titles_and_labels_are_recognised(line, heading):
+    assert is_heading(line) is heading
+
+
+def test_new_sentences_catch_copies_and_copies_cut_short():
+    held = NewSentences()
+    held.add(sentences_of("The tower was built in 1871 from local granite. It is white."))
+    copy, cut, new = sentences_of(
+        "the tower  was built in 1871, from local granite!\nThe tower was built in\u2026\nIt has 112 steps."
+    )
+    assert held.is_copy(copy) and held.is_copy(cut) and not held.is_copy(new)
+
+
+def _stored(node_id: int, layer: int, text: str, tokens: int) -> StoredNode:
+    kind = "leaf" if layer == 0 else "summary"
+    return StoredNode(node_id, 1, 1, "d", layer, kind, text, tokens, 1, 0, len(text), None, ())
+
+
+def test_collapsed_fill_counts_only_new_text_and_skips_a_summary_mostly_held():
+    leaf = _stored(1, 0, "Alpha keeps the lamp. Beta trims the wick.", 20)
+    mostly_held = _stored(2, 1, "Alpha keeps the lamp. Beta trims the wick. Gamma sings.", 30)
+    half_new = _stored(3, 1, "Beta trims the wick. Delta paints the rail every spring.", 28)
+    words = {"Delta paints the rail every spring.": 14}
+    chosen, used = fill_budget(
+        [(leaf, 0.9), (mostly_held, 0.8), (half_new, 0.7)], 100, lambda text: words.get(text, 99)
+    )
+    assert [n.node_id for n in chosen] == [1, 3]
+    assert chosen[1].text == "Delta paints the rail every spring." and chosen[1].tokens == 14
+    assert used == 34
+
+
+def test_page_ranges_of_a_chunk_that_crosses_a_page_break():
+    marks = ((0, 3), (40, 4))
+    assert page_range(marks, 0, 30) == (3, 3)
+    assert page_range(marks, 41, 60) == (4, 4)
+    assert page_range(marks, 10, 50) == (3, 4)
+    node = ContextNode(5, 0, "a.pdf", 0.5, "x" * 80, 20, 1, page=3, page_marks=marks)
+    assert node.pages() == (3, 4)
+    assert "[1] (node 5, layer 0, a.pdf, pages 3-4)" in format_context([node])
+    assert Citation(1, 5, 0, "a.pdf", 0.5, 1, page=3, page_end=4).to_dict()["page_end"] == 4
+
+
+def test_a_final_then_is_the_year_answered_to_a_when_question_and_left_alone_when_unsure():
+    answered = [
+        Turn("user", "When did Margaret Hale leave?"),
+        Turn("assistant", "From the documents:\n- \u201cMargaret Hale left the archive in 1975.\u201d [1]"),
+    ]
+    assert standalone_question("what happened then?", answered).startswith("What happened in 1975?")
+    unanswered = [
+        Turn("user", "When was the light automated?"),
+        Turn(
+            "assistant",
+            "- \u201cLights were being automated.\u201d [1]\n- \u201cIt was lit in 1839.\u201d [2]",
+        ),
+    ]
+    assert standalone_question("who kept it then?", unanswered).startswith("Who kept it then?")
