@@ -204,7 +204,7 @@ async def test_context_holds_each_sentence_once_and_counts_only_new_text(make_ha
     await add_doc(h, "bicycle.md", BICYCLE)
     _, replies = await ask(h, "What happened to the archive and its keepers over the years?")
     answer_id = int(next(i for i in custom_ids(replies[-1]) if i.startswith("raptor:ctx:")).split(":")[2])
-    stored = await h.bot.state.answer(answer_id)
+    stored = await h.bot.services.state.answer(answer_id)
     keys = [key(node.text[a:b]) for node in stored.nodes for a, b in split_sentences(node.text)]
     assert len(keys) == len(set(keys)), "a sentence reached the context twice"
     assert stored.tokens_used <= 400
