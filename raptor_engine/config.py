@@ -57,6 +57,8 @@ class Settings:
     max_file_bytes: int = 20 * 1024 * 1024
     max_documents: int = 200
     max_kb_tokens: int = 2_000_000
+    # one upload's tokens: what bounds an ingest's time (about 0.4-0.8 CPU s per 1,000 tokens here)
+    max_document_tokens: int = 150_000
     questions_per_minute: int = 6
     # hostile uploads: the parse runs in a worker process with these limits (see parse_worker.py)
     parse_timeout: float = 30.0

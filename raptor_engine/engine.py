@@ -401,7 +401,7 @@ class Engine:
         log.info("read %s in %.2f s (worker peak %.0f MB)", name, stats.seconds, stats.peak_rss_mb)
         held = self.store.kb_tokens(kb_id) if kb_id is not None else 0
         # Every text counts at least one token per few characters: refuse before chunking what cannot fit.
-        self._check_kb_tokens(name, token_floor(doc.text), held, at_least=True)
+        self._check_token_bounds(name, token_floor(doc.text), held, at_least=True)
         embedder = self.embedder
         if await asyncio.to_thread(embedder.unknown_share, doc.text) > MAX_UNKNOWN_SHARE:
             raise IngestError(
@@ -420,7 +420,7 @@ class Engine:
         )
         if not chunks:
             raise IngestError(name, "has no text to index")
-        self._check_kb_tokens(name, sum(c.tokens for c in chunks), held)
+        self._check_token_bounds(name, sum(c.tokens for c in chunks), held)
         if progress:
             progress(Progress("chunk", len(chunks), len(chunks)))
         tree = await build_document_tree(
@@ -428,7 +428,13 @@ class Engine:
         )
         return tree, chunks, doc.format
 
-    def _check_kb_tokens(self, name: str, tokens: int, held: int, *, at_least: bool = False) -> None:
+    def _check_token_bounds(self, name: str, tokens: int, held: int, *, at_least: bool = False) -> None:
+        """One document's tokens bound how long its ingest runs; the knowledge base's bound its size."""
+        if tokens > self.settings.max_document_tokens:
+            raise LimitError(
+                f"{name} has {'at least ' if at_least else ''}{tokens:,} tokens, over the limit of "
+                f"{self.settings.max_document_tokens:,} for one document; split it into smaller files."
+            )
         if held + tokens > self.settings.max_kb_tokens:
             raise LimitError(
                 f"{name} has {'at least ' if at_least else ''}{tokens:,} tokens; with the {held:,} already stored "

@@ -119,6 +119,31 @@ async def test_tokens_per_knowledge_base(make_engine, embedder):
     await engine.ingest("kb", "tiny.txt", b"Ok.")  # a document that fits is still taken
 
 
+async def test_tokens_per_document_bound_one_ingest(make_engine, embedder):
+    """A long upload (a base64 blob, a book of 100,000 headings) is refused before it is chunked or
+    embedded, so no single ingest runs for many minutes; the refusal names the limit."""
+    engine = make_engine(max_document_tokens=300)
+    await engine.ingest("kb", DOCS[0][0], DOCS[0][1].encode())
+    before = fingerprint(engine)
+    blob = "Blob follows. " + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODkw" * 400  # base64: no sentences, many tokens
+    sections = "".join(f"# Part {i}\nword {i}.\n\n" for i in range(400))
+    for name, text in (("blob.txt", blob), ("parts.md", sections)):
+        with pytest.raises(LimitError) as refused:
+            await engine.ingest("kb", name, text.encode())
+        message = str(refused.value)
+        one_sentence(message)
+        assert name in message and "limit of 300 for one document" in message
+        assert fingerprint(engine) == before
+    await engine.ingest("kb", "tiny.txt", b"Ok.")  # a document that fits is still taken
+
+
+def test_the_document_bound_comes_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAPTOR_MAX_DOCUMENT_TOKENS", "4321")
+    assert Settings.from_env().max_document_tokens == 4321
+    assert Settings().max_document_tokens == 150_000
+
+
 # ---- questions per user per minute ------------------------------------------------------------------------
 
 

@@ -15,7 +15,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from raptor_engine.summarize import clip_chars
 
 from raptor_engine import Engine, Settings
 from raptor_engine.chunk import chunk_document
@@ -23,6 +22,7 @@ from raptor_engine.embed import MAX_CHARS_PER_TOKEN
 from raptor_engine.errors import IngestError, LimitError
 from raptor_engine.load import LoadLimits, load_document, strip_invisible
 from raptor_engine.parse_worker import ParseStats, WorkerLimits, load_isolated
+from raptor_engine.summarize import clip_chars
 from raptor_engine.types import LoadedDocument, Section, Summary, SummaryRequest
 from raptor_tools.hostile import (
     aes_pdf,
