@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .embed import Embedder
-from .followup import Rewrite, split_standalone, standalone_question, subject_terms
+from .followup import Rewrite, names_in, split_standalone, standalone_question, subject_terms
 from .sentences import (
     NewSentences,
     Sentence,
@@ -49,6 +49,9 @@ LEXICAL_WEIGHT = 0.35  # share of the question's (weighted) terms the sentence h
 KIND_BONUS = 0.08  # the sentence holds what the question asks for: a year for "when", a reason for "why"
 NUMBER_WEIGHT = 1.5  # a number or year of the question counts more than an ordinary term
 CARRIED_WEIGHT = 0.3  # a term only the follow-up's carried context holds
+# A name the rewrite put in place of a pronoun ("she" -> "Morwenna Kittow"): the answering sentence
+# usually says "she" again, so what the follow-up asks ("final entry") must outweigh the name.
+RESOLVED_NAME_WEIGHT = 0.4
 CORE_SHARE = 0.75  # the follow-up's own words in the ranking query, when it has words of its own
 ELLIPSIS_CORE_SHARE = 0.35  # ... and when it is a bare "why?" or "tell me more"
 QUOTED_PENALTY = 0.3  # a sentence the last answers already quoted
@@ -205,14 +208,24 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
     return found[:MAX_SENTENCES]
 
 
-def _query_weights(rewrite: Rewrite, candidates: list[_Candidate]) -> dict[str, float]:
+def _query_weights(
+    rewrite: Rewrite, candidates: list[_Candidate], conversation_names: set[str] = frozenset()
+) -> dict[str, float]:
     """Stemmed terms of the question and, lightly, of its carried context, each weighted by how rare
     it is in the context (a follow-up's subject appears everywhere; what it asks about does not).
-    Numbers and years count more: they pin an answer down."""
+    Numbers and years count more: they pin an answer down. In a follow-up, words of names the
+    conversation already gave count less than what the follow-up itself asks about."""
     weights: dict[str, float] = {}
     numbers = set(re.findall(r"\d+", rewrite.core))
-    for term in subject_terms(rewrite.core):
-        weights[stem(term)] = NUMBER_WEIGHT if term in numbers else 1.0
+    terms = subject_terms(rewrite.core)
+    asked = [t for t in terms if t not in conversation_names]
+    for term in terms:
+        if term in numbers:
+            weights[stem(term)] = NUMBER_WEIGHT
+        elif asked and term in conversation_names:
+            weights[stem(term)] = RESOLVED_NAME_WEIGHT
+        else:
+            weights[stem(term)] = 1.0
     for term in subject_terms(rewrite.context):
         weights.setdefault(stem(term), CARRIED_WEIGHT)
     total = len(candidates)
@@ -233,6 +246,15 @@ def _answers_kind(question: str, sentence: str) -> bool:
         if asks.search(question):
             return bool(holds.search(sentence))
     return False
+
+
+def _names_of(history: list[Turn]) -> set[str]:
+    """Lower-cased words of the proper names in the last exchanges (what a pronoun can stand for)."""
+    found: set[str] = set()
+    for turn in history[-2 * PREVIOUS_ANSWERS :]:
+        for name in names_in(MARKER.sub("", turn.content)):
+            found.update(word.lower() for word in name.split())
+    return found
 
 
 def _quoted_before(history: list[Turn]) -> set[str]:
@@ -288,7 +310,14 @@ class ExtractiveAnswerer:
             return AnswerDraft(NOTHING_FOUND)
         rewrite = split_standalone(question)
         thematic = bool(THEMATIC.search(rewrite.core))
-        self._score(rewrite, candidates, _quoted_before(history) if rewrite.context else set(), thematic)
+        follow_up = bool(rewrite.context)
+        self._score(
+            rewrite,
+            candidates,
+            _quoted_before(history) if follow_up else set(),
+            thematic,
+            _names_of(history) if follow_up else set(),
+        )
         picked = self._pick(candidates)
         lines = "\n".join(f"- \u201c{c.text}\u201d [{c.position}]" for c in picked)
         weak = (
@@ -300,12 +329,17 @@ class ExtractiveAnswerer:
         return AnswerDraft(f"{WEAK_MATCH if weak else FOUND}\n{lines}", pages=_quoted_pages(picked))
 
     def _score(
-        self, rewrite: Rewrite, candidates: list[_Candidate], quoted: set[str], thematic: bool
+        self,
+        rewrite: Rewrite,
+        candidates: list[_Candidate],
+        quoted: set[str],
+        thematic: bool,
+        conversation_names: set[str],
     ) -> None:
         vectors = self.embedder.embed(
             [rewrite.core, rewrite.context or rewrite.core, *[c.text for c in candidates]]
         )
-        weights = _query_weights(rewrite, candidates)
+        weights = _query_weights(rewrite, candidates, conversation_names)
         own = bool(subject_terms(rewrite.core))
         core_share = 1.0 if not rewrite.context else (CORE_SHARE if own else ELLIPSIS_CORE_SHARE)
         query = _unit(core_share * vectors[0] + (1 - core_share) * vectors[1])

@@ -47,8 +47,10 @@ def stem(term: str) -> str:
     """A light suffix strip so 'cleaned', 'cleaning' and 'cleans' meet; not a linguistic stemmer."""
     for suffix in ("ings", "ing", "edly", "ed", "es", "s"):
         if term.endswith(suffix) and len(term) - len(suffix) >= 3:
-            return term[: -len(suffix)]
-    return term
+            term = term[: -len(suffix)]
+            break
+    # 'move', 'moved', 'moves' and 'moving' meet at 'mov'
+    return term[:-1] if term.endswith("e") and len(term) >= 4 else term
 
 
 def jaccard(a: set[str], b: set[str]) -> float:
@@ -96,9 +98,41 @@ class Sentence:
         return self.text.rstrip().endswith(ELLIPSIS)
 
 
+MAX_QUOTED_SPANS = 6  # sentences of one quotation kept together ("...reads: "Lamp out. Sea calm."")
+MAX_QUOTED_CHARS = 600
+
+
+def _open_quote(piece: str) -> bool:
+    """Whether a double quotation opened in `piece` is still open at its end."""
+    return piece.count('"') % 2 == 1 or piece.count("\u201c") > piece.count("\u201d")
+
+
+def _whole_quotations(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Join sentence spans that a quotation runs across, so a quote never stops inside one."""
+    joined: list[tuple[int, int]] = []
+    i = 0
+    while i < len(spans):
+        start, end = spans[i]
+        taken = 1
+        while (
+            _open_quote(text[start:end])
+            and i + taken < len(spans)
+            and taken < MAX_QUOTED_SPANS
+            and spans[i + taken][1] - start <= MAX_QUOTED_CHARS
+        ):
+            end = spans[i + taken][1]
+            taken += 1
+        if _open_quote(text[start:end]):  # never closed within reach: keep the sentences as they were
+            end, taken = spans[i][1], 1
+        joined.append((start, end))
+        i += taken
+    return joined
+
+
 def sentences_of(text: str) -> list[Sentence]:
-    """The sentences of `text` (the whole text when it has no sentence break), whitespace collapsed."""
-    spans = split_sentences(text) or ([(0, len(text))] if text.strip() else [])
+    """The sentences of `text` (the whole text when it has no sentence break), whitespace collapsed;
+    a quotation of several sentences stays one."""
+    spans = _whole_quotations(text, split_sentences(text)) or ([(0, len(text))] if text.strip() else [])
     out = []
     for start, end in spans:
         piece = " ".join(text[start:end].split())

@@ -147,3 +147,48 @@ def test_a_final_then_is_the_year_answered_to_a_when_question_and_left_alone_whe
         ),
     ]
     assert standalone_question("who kept it then?", unanswered).startswith("Who kept it then?")
+
+
+def test_a_quotation_of_several_sentences_is_quoted_whole():
+    text = (
+        "Morwenna kept the last watch. Her final entry reads: \"Lamp out 4.58. Sea calm. We did not let it "
+        'go dark." She locked the door. He said "no. Then he left.'
+    )
+    assert [s.text for s in sentences_of(text)] == [
+        "Morwenna kept the last watch.",
+        'Her final entry reads: "Lamp out 4.58. Sea calm. We did not let it go dark."',
+        "She locked the door.",
+        'He said "no.',  # a quotation never closed stays sentence by sentence
+        "Then he left.",
+    ]
+
+
+def test_a_name_put_in_for_a_pronoun_weighs_less_than_what_the_follow_up_asks():
+    from raptor_engine.answer import _candidates, _names_of, _query_weights
+
+    talk = [
+        Turn("user", "Who kept the last manned watch?"),
+        Turn("assistant", "From the documents:\n- \u201cMorwenna Kittow kept the last manned watch.\u201d [1]"),
+    ]
+    text = (
+        "Morwenna Kittow kept the last manned watch in 1987. Morwenna Kittow now lights it on feast days. "
+        "Her final logbook entry says the sea was calm."
+    )
+    candidates = _candidates([ContextNode(1, 0, "a.md", 0.5, text, 40, 1)])
+    rewrite = split_standalone(standalone_question("what did she write in her final entry?", talk))
+    assert "Morwenna Kittow" in rewrite.core
+    weights = _query_weights(rewrite, candidates, _names_of(talk))
+    plain = _query_weights(rewrite, candidates)  # without the conversation's names: full weight
+    assert weights["final"] == plain["final"] and weights["entry"] == plain["entry"]
+    assert weights["morwenna"] < 0.5 * plain["morwenna"] and weights["kittow"] < 0.5 * plain["kittow"]
+    asked_only_the_name = split_standalone(standalone_question("and Morwenna Kittow?", talk))
+    alone = _query_weights(asked_only_the_name, candidates, _names_of(talk))
+    assert alone == _query_weights(asked_only_the_name, candidates)  # nothing else asked: no change
+
+
+def test_word_forms_meet_at_one_stem():
+    from raptor_engine.sentences import stem
+
+    assert len({stem(w) for w in ("move", "moved", "moves", "moving")}) == 1
+    assert len({stem(w) for w in ("clean", "cleaned", "cleaning", "cleans")}) == 1
+    assert stem("keeper") != stem("keep")  # a light stemmer: different words stay apart
