@@ -20,6 +20,7 @@ from typing import Any
 from .answer import ExtractiveAnswerer, map_citations
 from .build import BuiltTree, Summarised, build_document_tree, build_kb_layer
 from .chunk import chunk_document
+from .cluster import use_compile_cache
 from .config import Settings
 from .embed import Embedder
 from .errors import IngestError, LimitError, RaptorError
@@ -135,6 +136,7 @@ class Engine:
         answerer: Answerer | None = None,
     ):
         self.settings = settings or Settings.from_env()
+        use_compile_cache(self.settings.cache_dir / "numba")
         self.store = Store(self.settings.db_path)
         self.indexes = IndexManager(self.store, self.settings.index_dir)
         self._embedder = embedder
@@ -151,7 +153,10 @@ class Engine:
         with self._model_lock:
             if self._embedder is None:
                 self._embedder = Embedder(
-                    self.settings.embed_model, batch_size=self.settings.embed_batch_size
+                    self.settings.embed_model,
+                    batch_size=self.settings.embed_batch_size,
+                    backend=self.settings.embed_backend,
+                    cache_dir=self.settings.cache_dir,
                 )
             return self._embedder
 
@@ -189,7 +194,7 @@ class Engine:
         return summarizer if summarizer == answerer else f"summaries: {summarizer}; answers: {answerer}"
 
     def warm(self) -> None:
-        """Load the model and compile UMAP's numba code now, off any hot path (~10 s once)."""
+        """Load the model and UMAP's numba code now, off any hot path (compiled once per machine, then cached)."""
         from .cluster import warm_up
 
         _ = self.embedder
