@@ -90,6 +90,7 @@ _compile_cache_dir: Path | None = None
 _umap_module: list[ModuleType] = []
 compile_cache_in_use: list[Path] = []  # the folder this process's umap functions cache into
 _umap_lock = threading.Lock()
+_preload: list[threading.Thread] = []
 
 
 def use_compile_cache(folder: Path | None) -> None:
@@ -126,6 +127,26 @@ def import_umap() -> ModuleType:
             compile_cache_in_use.append(folder)
             _umap_module.append(umap)
         return _umap_module[0]
+
+
+def preload_umap() -> None:
+    """Start importing umap in a background thread (once per process).
+
+    Its import takes seconds (numba loads pynndescent's and umap's compiled code); started when an
+    ingest begins, it overlaps loading, chunking and embedding instead of delaying the clustering.
+    """
+    with _umap_lock:
+        if _umap_module or _preload:
+            return
+        _preload.append(threading.Thread(target=_import_quietly, name="umap-preload", daemon=True))
+    _preload[0].start()
+
+
+def _import_quietly() -> None:
+    try:
+        import_umap()
+    except Exception:  # the clustering itself imports again and reports the failure where it matters
+        log.debug("preloading umap failed", exc_info=True)
 
 
 def _enable_numba_caching(numba: ModuleType, packages: tuple[str, ...], folder: Path) -> int:

@@ -17,13 +17,13 @@ that says why.
 from __future__ import annotations
 
 import contextlib
-import copy
 import hashlib
 import json
 import logging
 import os
 import re
 import shutil
+import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from .config import Settings
+from .fast_tokenizer import FastTokenizer
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ VERIFY_SENTENCES = (
     "x",
     " ".join(["The tide came in over the rocks and the gulls rose from the water."] * 40),
 )
+LOAD_CHECKS = 4  # check sentences re-embedded on every load of a cached export
 # Cosine against torch fp32: (worst sentence, mean). Quantisation moves one-word inputs most (~0.96).
 MIN_COSINE = {"onnx": (0.999, 0.999), "onnx-int8": (0.95, 0.98)}
 _WEIGHT_FILES = ("*.safetensors", "pytorch_model.bin", "*.pt")
@@ -127,7 +129,6 @@ class OnnxRuntime:
 
     def __init__(self, folder: Path, meta: dict[str, Any], *, quantized: bool, device: str = "cpu"):
         import onnxruntime as ort
-        from transformers import AutoTokenizer
 
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -137,22 +138,15 @@ class OnnxRuntime:
         self.session = ort.InferenceSession(
             str(path), options, providers=providers or ["CPUExecutionProvider"]
         )
-        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))  # saved with the export: self-contained
-        self._encoder = copy.deepcopy(self.tokenizer)  # encoding and counting never share one
         self.inputs = list(meta["inputs"])
         self.dim = int(meta["dim"])
         self.max_seq_length = int(meta["max_seq_length"])
+        # The tokenizer was saved with the export, so the cache folder is self-contained.
+        self.tokenizer = FastTokenizer(folder, pad_token=meta["pad_token"], max_length=self.max_seq_length)
         self.label = f"{'onnx-int8' if quantized else 'onnx'} ({device})"
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        encoded = self._encoder(
-            list(texts),
-            padding=True,
-            truncation=True,
-            max_length=self.max_seq_length,
-            return_tensors="np",
-        )
-        feeds = {name: np.asarray(encoded[name], dtype=np.int64) for name in self.inputs}
+        feeds = self.tokenizer.model_inputs(texts, self.inputs)
         (vectors,) = self.session.run(["sentence_embedding"], feeds)
         return _normalise(np.asarray(vectors, dtype=np.float32))
 
@@ -171,12 +165,14 @@ def weights_digest(model_path: Path) -> str:
 
 
 def export_folder(cache_dir: Path, model_name: str, model_path: Path) -> Path:
-    """The cache folder of one model's export: keyed by name, weights and runtime versions."""
-    import onnxruntime
-    import torch
+    """The cache folder of one model's export: keyed by name, weights and runtime versions.
+
+    Versions come from package metadata: importing torch only to read its version costs seconds.
+    """
+    from importlib.metadata import version
 
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model_name).strip("_") or "model"
-    key = f"{weights_digest(model_path)[:16]}-torch{torch.__version__}-ort{onnxruntime.__version__}"
+    key = f"{weights_digest(model_path)[:16]}-torch{version('torch')}-ort{version('onnxruntime')}"
     return cache_dir / "onnx" / f"{safe}-{re.sub(r'[^A-Za-z0-9._-]+', '_', key)}"
 
 
@@ -184,9 +180,10 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", _normalise(a), _normalise(b))
 
 
-def verify(runtime: Any, reference: np.ndarray, variant: str) -> float:
-    """Smallest cosine between the runtime's vectors and torch's on the check sentences; raises when too low."""
-    found = cosines(runtime.encode(list(VERIFY_SENTENCES)), reference)
+def verify(runtime: Any, reference: np.ndarray, variant: str, count: int = len(VERIFY_SENTENCES)) -> float:
+    """Smallest cosine between the runtime's vectors and torch's on the first `count` check sentences;
+    raises when too low."""
+    found = cosines(runtime.encode(list(VERIFY_SENTENCES[:count])), reference[:count])
     worst, mean = float(found.min()), float(found.mean())
     least_worst, least_mean = MIN_COSINE[variant]
     if not (worst >= least_worst and mean >= least_mean):
@@ -262,6 +259,7 @@ def export_model(torch_runtime: TorchRuntime, model_path: Path, folder: Path) ->
         "inputs": inputs,
         "dim": torch_runtime.dim,
         "max_seq_length": torch_runtime.max_seq_length,
+        "pad_token": tokenizer.pad_token,
         "reference": torch_runtime.encode(list(VERIFY_SENTENCES)).tolist(),
     }
 
@@ -275,7 +273,8 @@ def load_cached(folder: Path, choice: RuntimeChoice) -> OnnxRuntime | None:
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         runtime = OnnxRuntime(folder, meta, quantized=choice.quantized, device=choice.device)
-        verify(runtime, np.asarray(meta["reference"], dtype=np.float32), variant)
+        # The short sentences (not the 256-token one) suffice to catch a damaged file, in milliseconds.
+        verify(runtime, np.asarray(meta["reference"], dtype=np.float32), variant, count=LOAD_CHECKS)
         return runtime
     except Exception as exc:  # a truncated, corrupt or foreign file: export it again
         log.warning("the cached ONNX model in %s is unusable (%s); exporting it again", folder, exc)
@@ -306,7 +305,16 @@ def export_and_verify(
     return OnnxRuntime(folder, meta, quantized=choice.quantized, device=choice.device)
 
 
+def _gpu_device_present() -> bool:
+    """Whether this machine shows a GPU driver at all: without one, importing torch (seconds) to ask is waste."""
+    if sys.platform not in ("linux", "darwin") or "torch" in sys.modules:
+        return True  # no cheap probe here (or torch is loaded already): ask torch
+    return any(Path(p).exists() for p in ("/dev/nvidiactl", "/proc/driver/nvidia/version", "/dev/kfd"))
+
+
 def torch_cuda_available() -> bool:
+    if not _gpu_device_present():
+        return False
     try:
         import torch
 

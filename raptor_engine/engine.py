@@ -20,13 +20,14 @@ from typing import Any
 from .answer import ExtractiveAnswerer, map_citations
 from .build import BuiltTree, Summarised, build_document_tree, build_kb_layer
 from .chunk import chunk_document
-from .cluster import use_compile_cache
+from .cluster import preload_umap, use_compile_cache
 from .config import Settings
 from .embed import Embedder
 from .errors import IngestError, LimitError, RaptorError
 from .index import IndexManager
 from .load import load_document, safe_filename
 from .retrieve import collapsed_tree, tree_traversal
+from .stages import StageClock
 from .store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
 from .summarise import ExtractiveSummarizer
 from .types import Answer, Answerer, Progress, ProgressCallback, RetrievedContext, Summarizer, Turn
@@ -53,6 +54,7 @@ class IngestResult:
     notes: list[str] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # by build stage (stages.StageClock)
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -242,15 +244,26 @@ class Engine:
         nothing is stored. Builds of one knowledge base run one at a time, in arrival order.
         """
         name = safe_filename(filename)
+        preload_umap()  # the clustering's imports overlap the loading and embedding
         # The size now; the document count only after the duplicate check (same bytes are a no-op).
         self._check_limits(None, name, len(data))
         sha = hashlib.sha256(data).hexdigest()
+        clock = StageClock()
+
+        def report(event: Progress) -> None:
+            clock(event)
+            if progress:
+                progress(event)
+
         self._waiting[kb] += 1
         try:
             async with self._lock(kb):
-                return await self._ingest_locked(kb, name, data, sha, added_by, progress)
+                result = await self._ingest_locked(kb, name, data, sha, added_by, report)
         finally:
             self._waiting[kb] -= 1
+        if clock.marks:
+            result.stage_seconds = clock.seconds(time.perf_counter())
+        return result
 
     async def _ingest_locked(
         self, kb: str, name: str, data: bytes, sha: str, added_by: str, progress: ProgressCallback | None

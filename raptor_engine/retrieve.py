@@ -36,16 +36,22 @@ def _context_node(node: StoredNode, score: float) -> ContextNode:
     )
 
 
+def pick_within_budget(sizes: list[tuple[int, int]], budget: int) -> list[int]:
+    """Positions of the (key, tokens) pairs taken in order while they fit; one that does not fit is
+    skipped, not the end of the context."""
+    picked: list[int] = []
+    used = 0
+    for position, (_, tokens) in enumerate(sizes):
+        if used + tokens <= budget:
+            picked.append(position)
+            used += tokens
+    return picked
+
+
 def fill_budget(scored: list[tuple[StoredNode, float]], budget: int) -> tuple[list[ContextNode], int]:
     """Take nodes in the given order while they fit; skip (do not stop at) a node that does not."""
-    chosen: list[ContextNode] = []
-    used = 0
-    for node, score in scored:
-        if used + node.tokens > budget:
-            continue
-        chosen.append(_context_node(node, score))
-        used += node.tokens
-    return chosen, used
+    picked = [scored[i] for i in pick_within_budget([(n.id, n.tokens) for n, _ in scored], budget)]
+    return [_context_node(node, score) for node, score in picked], sum(n.tokens for n, _ in picked)
 
 
 def allowed_ids(
@@ -83,9 +89,13 @@ def collapsed_tree(
     hits = index.search(
         query_vector, k=CANDIDATES, ef=ef, allowed=None if allowed is None else allowed.__contains__
     )
-    nodes = store.nodes_by_ids([node_id for node_id, _ in hits])
-    scored = [(nodes[node_id], score) for node_id, score in hits if node_id in nodes]
-    chosen, used = fill_budget(scored, budget)
+    # The budget is decided on token counts alone; only the ~20 nodes that fit are read in full
+    # (reading all 200 candidates' texts cost more than the search itself at 100k nodes).
+    sizes = store.node_tokens([node_id for node_id, _ in hits])
+    present = [(node_id, score) for node_id, score in hits if node_id in sizes]
+    picked = [present[i] for i in pick_within_budget([(i, sizes[i]) for i, _ in present], budget)]
+    nodes = store.nodes_by_ids([node_id for node_id, _ in picked])
+    chosen, used = fill_budget([(nodes[i], score) for i, score in picked if i in nodes], budget)
     return RetrievedContext(chosen, used, budget, "collapsed", query)
 
 

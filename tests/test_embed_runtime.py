@@ -132,3 +132,31 @@ def test_a_failed_export_falls_back_to_torch_with_a_clear_warning(tmp_path, capl
     assert "Could not export the embedding model all-MiniLM-L6-v2 to ONNX" in message
     assert "exporter exploded" in message and "embedding with torch instead" in message
     assert not any(p.name.startswith(".export-") for p in (tmp_path / "onnx").iterdir())  # no scratch left
+
+
+def test_the_torch_free_tokenizer_gives_transformers_ids(exported):
+    """The ONNX runtime tokenizes with `tokenizers` alone (no torch import); ids must be transformers' own."""
+    import copy
+    import json
+
+    from transformers import AutoTokenizer
+
+    from raptor_engine.fast_tokenizer import FastTokenizer
+
+    meta = json.loads((exported / "meta.json").read_text())
+    fast = FastTokenizer(exported, pad_token=meta["pad_token"], max_length=meta["max_seq_length"])
+    reference = AutoTokenizer.from_pretrained(resolve_model_path(MODEL))
+    texts = [*SENTENCES, "", "   ", "naïve café — “quotes” ‘and’ emoji 🌊 tabs\tand\nlines", "ａｂｃ 中文 عربى"]
+    for special in (False, True):
+        expected = reference(texts, add_special_tokens=special, truncation=False)["input_ids"]
+        assert fast(texts, add_special_tokens=special, truncation=False)["input_ids"] == expected
+        assert [fast(t, add_special_tokens=special)["input_ids"] for t in texts] == expected
+    batch = reference(texts, padding=True, truncation=True, max_length=256, return_tensors="np")
+    inputs = fast.model_inputs(texts, meta["inputs"])
+    for name in meta["inputs"]:
+        assert np.array_equal(inputs[name], batch[name]), name
+    assert fast.unk_token_id == reference.unk_token_id  # anything else: the transformers tokenizer
+    offsets = fast("the keeper", add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    assert offsets == [(0, 3), (4, 10)]
+    twin = copy.deepcopy(fast)
+    assert twin is not fast and twin("a b")["input_ids"] == fast("a b")["input_ids"]
