@@ -122,6 +122,7 @@ def measure_cold(tokens: int, *, embedder: Any, source: str = "auto", chunk_toke
         "cold_startup_seconds": round(cold_wall - result["seconds"], 2),
         "cold_stage_seconds": result.get("stage_seconds", {}),
         "warm_seconds": warm["ingest_seconds"],
+        "warm_embed_only_seconds": warm["embed_seconds"],  # the same chunks, same runtime, in that process
         "warm_stage_seconds": warm["stage_seconds"],
         "prepare_seconds": round(prepare, 2),
         "load_average": round(os.getloadavg()[0], 2),
