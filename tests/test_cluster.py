@@ -262,3 +262,18 @@ def test_large_layers_get_their_neighbour_graph_from_hnswlib(monkeypatch):
     monkeypatch.setattr(umap.umap_, "nearest_neighbors", refuse)
     reduced = cluster._umap_reduce(data, n_neighbors=10, n_components=2, seed=1)
     assert reduced.shape == (len(data), 2) and np.all(np.isfinite(reduced))
+
+
+def test_an_ingest_can_start_importing_umap_in_the_background():
+    """umap's import (seconds) overlaps the loading and embedding that come before the clustering."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from raptor_engine import cluster; cluster.preload_umap(); "
+        "thread = cluster._preload[0]; print(thread.daemon, thread.name); thread.join(); "
+        "print('umap' in sys.modules, cluster.import_umap() is sys.modules['umap'])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "umap-preload", "True", "True"]
