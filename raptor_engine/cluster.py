@@ -88,7 +88,6 @@ def _balanced_runs(token_counts: Sequence[int], count: int) -> list[list[int]]:
 
 _compile_cache_dir: Path | None = None
 _umap_module: list[ModuleType] = []
-compile_cache_in_use: list[Path] = []  # the folder this process's umap functions cache into
 _umap_lock = threading.Lock()
 _preload: list[threading.Thread] = []
 
@@ -122,9 +121,7 @@ def import_umap() -> ModuleType:
             import numba  # imported late: numba and umap are slow to import
             import umap
 
-            folder = _compile_cache_folder()
-            _enable_numba_caching(numba, ("umap", "pynndescent"), folder)
-            compile_cache_in_use.append(folder)
+            _enable_numba_caching(numba, ("umap", "pynndescent"), _compile_cache_folder())
             _umap_module.append(umap)
         return _umap_module[0]
 

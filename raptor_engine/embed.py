@@ -45,7 +45,7 @@ def resolve_model_path(name: str) -> str:
 
 
 class Embedder:
-    """Wraps a SentenceTransformer; one instance is shared (it is thread-safe for inference)."""
+    """The embedding model under its runtime (embed_runtime); one instance is shared, thread-safe."""
 
     def __init__(
         self,
