@@ -24,11 +24,17 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import sys
+import threading
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
+from .config import default_cache_dir
 from .types import Clustering
 
 log = logging.getLogger(__name__)
@@ -80,8 +86,92 @@ def _balanced_runs(token_counts: Sequence[int], count: int) -> list[list[int]]:
     return [g for g in groups if g]
 
 
+_compile_cache_dir: Path | None = None
+_umap_module: list[ModuleType] = []
+_umap_lock = threading.Lock()
+_preload: list[threading.Thread] = []
+
+
+def use_compile_cache(folder: Path | None) -> None:
+    """Keep UMAP's compiled numba code in `folder`, so a new process loads it instead of compiling (~9 s).
+
+    Takes effect when umap is first imported through `import_umap` in this process. NUMBA_CACHE_DIR,
+    when set, wins (numba's own setting); with neither, the default cache directory is used.
+    """
+    global _compile_cache_dir
+    _compile_cache_dir = folder
+
+
+def _compile_cache_folder() -> Path:
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return Path(os.environ["NUMBA_CACHE_DIR"])
+    return _compile_cache_dir or default_cache_dir() / "numba"
+
+
+def import_umap() -> ModuleType:
+    """umap, with every numba function of umap and pynndescent cached on disk.
+
+    umap-learn marks only some of its functions `cache=True`; the layout optimiser and the fuzzy
+    graph's kernels are compiled again by each process's first fit. `enable_caching` gives those
+    functions numba's own on-disk cache (in `use_compile_cache`'s folder); functions that cannot be
+    cached (closures) just keep compiling in memory.
+    """
+    with _umap_lock:
+        if not _umap_module:
+            import numba  # imported late: numba and umap are slow to import
+            import umap
+
+            _enable_numba_caching(numba, ("umap", "pynndescent"), _compile_cache_folder())
+            _umap_module.append(umap)
+        return _umap_module[0]
+
+
+def preload_umap() -> None:
+    """Start importing umap in a background thread (once per process).
+
+    Its import takes seconds (numba loads pynndescent's and umap's compiled code); started when an
+    ingest begins, it overlaps loading, chunking and embedding instead of delaying the clustering.
+    """
+    with _umap_lock:
+        if _umap_module or _preload:
+            return
+        _preload.append(threading.Thread(target=_import_quietly, name="umap-preload", daemon=True))
+    _preload[0].start()
+
+
+def _import_quietly() -> None:
+    try:
+        import_umap()
+    except Exception:  # the clustering itself imports again and reports the failure where it matters
+        log.debug("preloading umap failed", exc_info=True)
+
+
+def _enable_numba_caching(numba: ModuleType, packages: tuple[str, ...], folder: Path) -> int:
+    """Turn on the on-disk cache of the uncached numba functions of `packages`; returns how many."""
+    from numba.core.dispatcher import Dispatcher
+
+    previous = numba.config.CACHE_DIR
+    numba.config.CACHE_DIR = str(folder)  # read when each cache is created, below; restored after
+    enabled = 0
+    try:
+        for name, module in list(sys.modules.items()):
+            if module is None or name.split(".")[0] not in packages:
+                continue
+            for value in list(vars(module).values()):
+                if isinstance(value, Dispatcher) and type(value._cache).__name__ == "NullCache":
+                    try:
+                        value.enable_caching()
+                        enabled += 1
+                    except Exception as exc:  # e.g. a function defined in a closure: it compiles in memory
+                        log.debug("numba cannot cache %s.%s: %s", name, value.py_func.__name__, exc)
+    finally:
+        numba.config.CACHE_DIR = previous
+    log.debug("numba on-disk cache enabled for %d functions in %s", enabled, folder)
+    return enabled
+
+
 def warm_up() -> None:
-    """Fit a tiny UMAP once so numba compiles its kernels (about 9 s) before the first real build."""
+    """Fit a tiny UMAP once: loads (or, the first time on a machine, compiles and caches) its numba code."""
     rng = np.random.default_rng(0)
     data = rng.normal(size=(40, 16)).astype(np.float32)
     _umap_reduce(data, n_neighbors=5, n_components=2, seed=0)
@@ -273,10 +363,11 @@ def _unique_rows(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _umap_reduce(data: np.ndarray, *, n_neighbors: int, n_components: int, seed: int) -> np.ndarray:
-    import umap  # imported late: it pulls in numba, which is slow to import
-
+    umap = import_umap()
     # Below UMAP's small-data size it computes all pairwise distances anyway, but through a Python
     # callable; handing it the same cosine distances computed by numpy is several times faster.
+    # Above it, UMAP would build its neighbour graph with pynndescent, whose many numba functions
+    # compile in every process; hnswlib (compiled C++) gives the same neighbour lists at once.
     precompute = len(data) < _UMAP_SMALL_DATA
     reducer = umap.UMAP(
         n_neighbors=n_neighbors,
@@ -285,6 +376,7 @@ def _umap_reduce(data: np.ndarray, *, n_neighbors: int, n_components: int, seed:
         n_epochs=_UMAP_EPOCHS,
         random_state=seed,
         n_jobs=1,  # random_state forces one thread anyway; saying so silences the warning
+        precomputed_knn=(None, None, None) if precompute else _hnsw_knn(data, n_neighbors, seed),
     )
     try:
         with warnings.catch_warnings():
@@ -293,6 +385,19 @@ def _umap_reduce(data: np.ndarray, *, n_neighbors: int, n_components: int, seed:
             return np.asarray(reducer.fit_transform(inputs), dtype=np.float64)
     except (ValueError, TypeError, np.linalg.LinAlgError) as exc:
         raise _ClusteringFailed(f"UMAP: {exc}") from exc
+
+
+def _hnsw_knn(data: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's k nearest rows (itself first) by cosine distance, as UMAP's `precomputed_knn` wants."""
+    import hnswlib
+
+    vectors = np.ascontiguousarray(data, dtype=np.float32)
+    index = hnswlib.Index(space="cosine", dim=vectors.shape[1])
+    index.init_index(max_elements=len(vectors), ef_construction=200, M=16, random_seed=seed)
+    index.add_items(vectors, num_threads=1)  # one thread: the same input gives the same graph
+    index.set_ef(max(2 * k, 100))
+    labels, distances = index.knn_query(vectors, k=k, num_threads=1)
+    return labels.astype(np.int32), np.maximum(distances, 0.0).astype(np.float32)
 
 
 def _cosine_distances(data: np.ndarray) -> np.ndarray:

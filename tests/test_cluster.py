@@ -200,3 +200,80 @@ def test_real_embeddings_separate_topics(embedder):
     mixed = [c for c in result.clusters if len({topic_of[p] for p in c}) > 1]
     assert not mixed, [[topic_of[p] for p in c] for c in mixed]
     assert len(result.clusters) >= 3
+
+
+# ---- no per-process compile wait ---------------------------------------------------------------
+
+_CHILD = """
+import json, sys
+from pathlib import Path
+from raptor_engine import cluster
+cluster.use_compile_cache(Path(sys.argv[1]))
+umap = cluster.import_umap()
+cluster.warm_up()
+kernels = [umap.layouts._nb_optimize_layout_euclidean_single_epoch, umap.umap_.smooth_knn_dist,
+           umap.umap_.compute_membership_strengths]
+print(json.dumps({k.py_func.__name__: [sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values())]
+                  for k in kernels}))
+"""
+
+
+def _warm_up_in_a_new_process(folder) -> dict[str, list[int]]:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(folder)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_loads_umaps_compiled_code_instead_of_compiling(tmp_path):
+    """umap-learn leaves its layout and fuzzy-graph kernels uncached; the engine caches them on disk."""
+    first = _warm_up_in_a_new_process(tmp_path / "numba")
+    assert all(misses > 0 for _, misses in first.values()), first  # compiled, and written to the cache
+    second = _warm_up_in_a_new_process(tmp_path / "numba")
+    assert all(hits > 0 and misses == 0 for hits, misses in second.values()), second
+
+
+def test_large_layers_get_their_neighbour_graph_from_hnswlib(monkeypatch):
+    """Above UMAP's small-data size no pynndescent (JIT-compiled per process) is used, and the hnswlib
+    neighbours match exact search."""
+    import umap.umap_
+
+    from raptor_engine import cluster
+
+    rng = np.random.default_rng(3)
+    data = rng.normal(size=(cluster._UMAP_SMALL_DATA + 50, 12))
+    labels, distances = cluster._hnsw_knn(data, 10, seed=1)
+    unit = data / np.linalg.norm(data, axis=1, keepdims=True)
+    exact = np.argsort(-(unit[:300] @ unit.T), axis=1)[:, :10]
+    assert (labels[:300, 0] == np.arange(300)).all() and np.allclose(distances[:, 0], 0.0, atol=1e-5)
+    overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(labels[:300], exact, strict=True)])
+    assert overlap >= 0.95
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("UMAP computed its own neighbour graph")
+
+    monkeypatch.setattr(umap.umap_, "nearest_neighbors", refuse)
+    reduced = cluster._umap_reduce(data, n_neighbors=10, n_components=2, seed=1)
+    assert reduced.shape == (len(data), 2) and np.all(np.isfinite(reduced))
+
+
+def test_an_ingest_can_start_importing_umap_in_the_background():
+    """umap's import (seconds) overlaps the loading and embedding that come before the clustering."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from raptor_engine import cluster; cluster.preload_umap(); "
+        "thread = cluster._preload[0]; print(thread.daemon, thread.name); thread.join(); "
+        "print('umap' in sys.modules, cluster.import_umap() is sys.modules['umap'])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "umap-preload", "True", "True"]

@@ -290,3 +290,27 @@ async def test_hnsw_recall_against_exact_search(tmp_path, embedder):
         found += len(exact & approx)
         total += 50
     assert found / total >= 0.99
+
+
+async def test_collapsed_retrieval_reads_full_rows_only_for_the_nodes_it_keeps(railway, monkeypatch):
+    """The budget is decided on token counts; texts are read for the chosen nodes only, same result."""
+    from raptor_engine.retrieve import CANDIDATES
+
+    engine, _ = railway
+    kb_id = engine.store.kb_id("kb")
+    question = "When did the railway open?"
+    vector = engine.embedder.embed([question])[0]
+    hits = engine.indexes.get(kb_id).search(vector, k=CANDIDATES, ef=engine.settings.hnsw_ef)
+    every = engine.store.nodes_by_ids([i for i, _ in hits])
+    expected, _ = fill_budget([(every[i], score) for i, score in hits], 150)
+    read: list[int] = []
+    original = engine.store.nodes_by_ids
+
+    def recording(ids):
+        read.extend(ids)
+        return original(ids)
+
+    monkeypatch.setattr(engine.store, "nodes_by_ids", recording)
+    context = engine.retrieve("kb", question, budget=150)
+    assert [n.node_id for n in context.nodes] == [n.node_id for n in expected] and context.nodes
+    assert sorted(read) == sorted(n.node_id for n in context.nodes) and len(read) < len(hits)

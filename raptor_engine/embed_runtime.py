@@ -1,0 +1,375 @@
+"""Where the embedding model runs: torch (sentence-transformers) or an ONNX export under onnxruntime.
+
+Why ONNX: the same MiniLM graph under onnxruntime gives the same vectors (fp32) faster than torch on
+a CPU, and dynamic int8 quantisation makes it faster still at a small, measured cost in quality
+(README, Performance). sentence-transformers' own `backend="onnx"` needs optimum, whose current
+release does not import with transformers 5, so the model is exported here with `torch.onnx.export`
+(the whole sentence-transformers pipeline: transformer, pooling, any dense or normalise modules)
+and run with the model's own tokenizer.
+
+The export happens once per model and runtime version, offline, into the cache directory. Before
+it is stored it is verified against torch on a few sentences; the torch vectors are kept beside it,
+so each later load re-checks the cached file cheaply (no torch model needed) and a corrupt file is
+re-exported. When export or verification fails the embedder falls back to torch, with a warning
+that says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import Settings
+from .fast_tokenizer import FastTokenizer
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+DEFAULT_BACKEND = Settings.embed_backend
+# Sentences the export is checked on: short, long, punctuation, digits, non-ASCII, over-long input.
+VERIFY_SENTENCES = (
+    "The lighthouse keeper climbed the stairs at dusk.",
+    "Who signed the contract in 1887, and why did the harbour board refuse it?",
+    "Cinderella lost her glass slipper on the palace steps.",
+    "Zürich, São Paulo and Kraków are cities; naïve café déjà vu.",
+    "x",
+    " ".join(["The tide came in over the rocks and the gulls rose from the water."] * 40),
+)
+LOAD_CHECKS = 4  # check sentences re-embedded on every load of a cached export
+# Cosine against torch fp32: (worst sentence, mean). Quantisation moves one-word inputs most (~0.96).
+MIN_COSINE = {"onnx": (0.999, 0.999), "onnx-int8": (0.95, 0.98)}
+_WEIGHT_FILES = ("*.safetensors", "pytorch_model.bin", "*.pt")
+
+
+class RuntimeUnavailable(Exception):
+    """The ONNX runtime could not be prepared (export, quantisation or verification failed)."""
+
+
+@dataclass(frozen=True)
+class RuntimeChoice:
+    """What will run the model: `kind` "torch" or "onnx", quantised or not, on which device/provider."""
+
+    kind: str
+    quantized: bool = False
+    device: str = "cpu"  # torch device, or "cuda" when onnxruntime's CUDA provider runs the graph
+
+
+def choose_runtime(backend: str, *, ort_providers: list[str], torch_cuda: bool) -> RuntimeChoice:
+    """The runtime for a configured backend on this machine; a GPU is used whenever one is usable.
+
+    onnxruntime's CUDA provider runs the fp32 graph (dynamic int8 kernels are CPU-only, so on a GPU
+    int8 would be slower); without it, a CUDA device goes to torch; otherwise the CPU runs the
+    backend asked for.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"RAPTOR_EMBED_BACKEND must be one of {', '.join(BACKENDS)}, not {backend!r}.")
+    if backend != "torch" and "CUDAExecutionProvider" in ort_providers:
+        return RuntimeChoice("onnx", quantized=False, device="cuda")
+    if torch_cuda:
+        return RuntimeChoice("torch", device="cuda")
+    if backend == "torch":
+        return RuntimeChoice("torch")
+    return RuntimeChoice("onnx", quantized=backend == "onnx-int8")
+
+
+# ---- torch --------------------------------------------------------------------------------------
+
+
+class TorchRuntime:
+    """sentence-transformers on torch: the reference, and the fallback."""
+
+    def __init__(self, model_path: str, device: str = "cpu"):
+        from sentence_transformers import SentenceTransformer
+
+        self.model = SentenceTransformer(model_path, device=device)
+        self.label = f"torch ({device})"
+        get_dim = (
+            getattr(self.model, "get_embedding_dimension", None)
+            or self.model.get_sentence_embedding_dimension
+        )
+        self.dim = int(get_dim())
+        self.tokenizer = self.model.tokenizer
+        self.max_seq_length = int(self.model.max_seq_length)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        vectors = self.model.encode(
+            texts,
+            batch_size=max(len(texts), 1),
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+# ---- onnx ---------------------------------------------------------------------------------------
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+class OnnxRuntime:
+    """An exported model under onnxruntime, fed by the model's own tokenizer."""
+
+    def __init__(self, folder: Path, meta: dict[str, Any], *, quantized: bool, device: str = "cpu"):
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # onnxruntime's own warnings go to stderr, not our log
+        # Idle worker threads sleep instead of spinning: spinning kept a core busy after every call,
+        # which made a question's retrieval 20 ms instead of 3 ms on a busy 2-core machine and cost
+        # a quarter more CPU per batch (README, Performance).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if device == "cuda" else None
+        path = folder / ("model-int8.onnx" if quantized else "model.onnx")
+        self.session = ort.InferenceSession(
+            str(path), options, providers=providers or ["CPUExecutionProvider"]
+        )
+        self.inputs = list(meta["inputs"])
+        self.dim = int(meta["dim"])
+        self.max_seq_length = int(meta["max_seq_length"])
+        # The tokenizer was saved with the export, so the cache folder is self-contained.
+        self.tokenizer = FastTokenizer(folder, pad_token=meta["pad_token"], max_length=self.max_seq_length)
+        self.label = f"{'onnx-int8' if quantized else 'onnx'} ({device})"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        feeds = self.tokenizer.model_inputs(texts, self.inputs)
+        (vectors,) = self.session.run(["sentence_embedding"], feeds)
+        return _normalise(np.asarray(vectors, dtype=np.float32))
+
+
+def weights_digest(model_path: Path) -> str:
+    """sha256 of the model's weight files: a changed model must never reuse an old export."""
+    digest = hashlib.sha256()
+    files = sorted({p for pattern in _WEIGHT_FILES for p in model_path.glob(pattern)})
+    if not files:
+        raise RuntimeUnavailable(f"no weight files found in {model_path}")
+    for path in files:
+        digest.update(path.name.encode())
+        with path.open("rb") as handle:
+            digest.update(hashlib.file_digest(handle, "sha256").digest())
+    return digest.hexdigest()
+
+
+def export_folder(cache_dir: Path, model_name: str, model_path: Path) -> Path:
+    """The cache folder of one model's export: keyed by name, weights and runtime versions.
+
+    Versions come from package metadata: importing torch only to read its version costs seconds.
+    """
+    from importlib.metadata import version
+
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model_name).strip("_") or "model"
+    key = f"{weights_digest(model_path)[:16]}-torch{version('torch')}-ort{version('onnxruntime')}"
+    return cache_dir / "onnx" / f"{safe}-{re.sub(r'[^A-Za-z0-9._-]+', '_', key)}"
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.einsum("ij,ij->i", _normalise(a), _normalise(b))
+
+
+def verify(runtime: Any, reference: np.ndarray, variant: str, count: int = len(VERIFY_SENTENCES)) -> float:
+    """Smallest cosine between the runtime's vectors and torch's on the first `count` check sentences;
+    raises when too low."""
+    found = cosines(runtime.encode(list(VERIFY_SENTENCES[:count])), reference[:count])
+    worst, mean = float(found.min()), float(found.mean())
+    least_worst, least_mean = MIN_COSINE[variant]
+    if not (worst >= least_worst and mean >= least_mean):
+        raise RuntimeUnavailable(
+            f"{variant} vectors differ from torch's (cosine worst {worst:.4f}, mean {mean:.4f}; "
+            f"needed {least_worst}, {least_mean})"
+        )
+    return worst
+
+
+def _pipeline_module(model: Any, inputs: list[str]) -> Any:
+    """sentence-transformers' whole forward pass as a module with tensor inputs, for the exporter."""
+    import torch
+
+    class Pipeline(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+            return self.model(dict(zip(inputs, tensors, strict=True)))["sentence_embedding"]
+
+    return Pipeline().eval()
+
+
+@contextlib.contextmanager
+def _quiet_onnxruntime_logs() -> Iterator[None]:
+    """onnxruntime's quantiser logs hundreds of notes through the root logger; they are not ours to show."""
+
+    def not_onnxruntime(record: logging.LogRecord) -> bool:
+        return "onnxruntime" not in record.pathname
+
+    root = logging.getLogger()
+    root.addFilter(not_onnxruntime)
+    try:
+        yield
+    finally:
+        root.removeFilter(not_onnxruntime)
+
+
+def export_model(torch_runtime: TorchRuntime, model_path: Path, folder: Path) -> dict[str, Any]:
+    """Export, quantise and describe the model into `folder` (not yet verified); returns its metadata."""
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    tokenizer = torch_runtime.tokenizer
+    inputs = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names]
+    sample = tokenizer(["a short one", "and a somewhat longer sentence"], padding=True, return_tensors="pt")
+    axes = {name: {0: "batch", 1: "tokens"} for name in inputs}
+    with torch.no_grad(), warnings.catch_warnings(), _quiet_onnxruntime_logs():
+        warnings.simplefilter("ignore")  # the tracer's notes on BERT's shape checks; verified below
+        torch.onnx.export(
+            _pipeline_module(torch_runtime.model, inputs),
+            tuple(sample[name] for name in inputs),
+            str(folder / "model.onnx"),
+            input_names=inputs,
+            output_names=["sentence_embedding"],
+            dynamic_axes={**axes, "sentence_embedding": {0: "batch"}},
+            opset_version=17,
+            dynamo=False,  # the TorchScript exporter: no onnxscript dependency, and it handles BERT-likes
+        )
+        # Per-channel scales: per-tensor int8 moved some passages to cosine 0.89 against torch,
+        # per-channel keeps them above 0.97 (README, Performance) at nearly the same speed.
+        quantize_dynamic(
+            str(folder / "model.onnx"),
+            str(folder / "model-int8.onnx"),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+        )
+    tokenizer.save_pretrained(str(folder))
+    return {
+        "model_path": str(model_path),
+        "inputs": inputs,
+        "dim": torch_runtime.dim,
+        "max_seq_length": torch_runtime.max_seq_length,
+        "pad_token": tokenizer.pad_token,
+        "reference": torch_runtime.encode(list(VERIFY_SENTENCES)).tolist(),
+    }
+
+
+def load_cached(folder: Path, choice: RuntimeChoice) -> OnnxRuntime | None:
+    """The cached export, re-checked against the stored torch vectors; None when absent or unusable."""
+    meta_path = folder / "meta.json"
+    if not meta_path.is_file():
+        return None
+    variant = "onnx-int8" if choice.quantized else "onnx"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        runtime = OnnxRuntime(folder, meta, quantized=choice.quantized, device=choice.device)
+        # The short sentences (not the 256-token one) suffice to catch a damaged file, in milliseconds.
+        verify(runtime, np.asarray(meta["reference"], dtype=np.float32), variant, count=LOAD_CHECKS)
+        return runtime
+    except Exception as exc:  # a truncated, corrupt or foreign file: export it again
+        log.warning("the cached ONNX model in %s is unusable (%s); exporting it again", folder, exc)
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+
+
+def export_and_verify(
+    torch_runtime: TorchRuntime, model_path: Path, folder: Path, choice: RuntimeChoice
+) -> OnnxRuntime:
+    """Export into a scratch folder, verify both variants against torch, then publish it atomically."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".export-", dir=folder.parent))
+    try:
+        meta = export_model(torch_runtime, model_path, scratch)
+        reference = np.asarray(meta["reference"], dtype=np.float32)
+        meta["verified_cosine"] = {}
+        for variant, quantized in (("onnx", False), ("onnx-int8", True)):
+            candidate = OnnxRuntime(scratch, meta, quantized=quantized, device=choice.device)
+            meta["verified_cosine"][variant] = verify(candidate, reference, variant)
+        (scratch / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(scratch, folder)
+    except Exception:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    log.info("exported %s to ONNX in %s (cosine vs torch: %s)", model_path, folder, meta["verified_cosine"])
+    return OnnxRuntime(folder, meta, quantized=choice.quantized, device=choice.device)
+
+
+def _gpu_device_present() -> bool:
+    """Whether this machine shows a GPU driver at all: without one, importing torch (seconds) to ask is waste."""
+    if sys.platform not in ("linux", "darwin") or "torch" in sys.modules:
+        return True  # no cheap probe here (or torch is loaded already): ask torch
+    return any(Path(p).exists() for p in ("/dev/nvidiactl", "/proc/driver/nvidia/version", "/dev/kfd"))
+
+
+def torch_cuda_available() -> bool:
+    if not _gpu_device_present():
+        return False
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # a broken torch install is not a reason to fail here
+        return False
+
+
+def ort_providers() -> list[str]:
+    import onnxruntime
+
+    return list(onnxruntime.get_available_providers())
+
+
+def _torch_device(use_gpu: bool) -> str:
+    return "cuda" if use_gpu and torch_cuda_available() else "cpu"
+
+
+def load_runtime(
+    model_name: str, model_path: str, *, backend: str, cache_dir: Path, use_gpu: bool = True
+) -> TorchRuntime | OnnxRuntime:
+    """The runtime for `backend`: the cached ONNX export when it verifies, else a fresh export, else torch."""
+    if use_gpu:
+        choice = choose_runtime(backend, ort_providers=ort_providers(), torch_cuda=torch_cuda_available())
+    else:
+        choice = choose_runtime(backend, ort_providers=[], torch_cuda=False)
+    if choice.kind == "torch":
+        return TorchRuntime(model_path, choice.device)
+    folder_path = Path(model_path)
+    if not folder_path.is_dir():
+        log.info("%s is not a local folder; ONNX export skipped, using torch", model_name)
+        return TorchRuntime(model_path, _torch_device(use_gpu))
+    try:
+        folder = export_folder(cache_dir, model_name, folder_path)
+        cached = load_cached(folder, choice)
+        if cached is not None:
+            return cached
+    except Exception as exc:
+        log.warning("could not look up the ONNX cache for %s (%s)", model_name, exc)
+        folder = None
+    torch_runtime = TorchRuntime(model_path, "cpu")  # exported from the CPU copy, the exporter's safe case
+    if folder is None:
+        return torch_runtime
+    try:
+        return export_and_verify(torch_runtime, folder_path, folder, choice)
+    except Exception as exc:
+        log.warning(
+            "Could not export the embedding model %s to ONNX in %s (%s); embedding with torch instead.",
+            model_name,
+            folder,
+            exc,
+            exc_info=log.isEnabledFor(logging.DEBUG),
+        )
+        return torch_runtime

@@ -1,0 +1,67 @@
+"""The model's tokenizer through the `tokenizers` library alone, for the ONNX runtime.
+
+Why: `from transformers import AutoTokenizer` imports torch, 2-3 s of every process's start-up
+that the ONNX runtime otherwise never needs. This reads the same `tokenizer.json` (the fast
+tokenizer transformers itself wraps), answers the calls the engine makes with identical ids
+(tested against transformers), and hands any other call or attribute to the full transformers
+tokenizer, loaded on first such use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_OUTPUTS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
+
+
+class FastTokenizer:
+    """Callable like a transformers tokenizer for counting: `tok(text_or_texts, add_special_tokens=False)`."""
+
+    def __init__(self, folder: Path, *, pad_token: str, max_length: int):
+        from tokenizers import Tokenizer
+
+        self.folder = Path(folder)
+        self.pad_token = pad_token
+        self.max_length = max_length
+        self._plain = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
+        self._plain.no_truncation()  # counting sees every token
+        self._plain.no_padding()
+        self._batch = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
+        self._batch.enable_truncation(max_length)  # the model's input length, special tokens included
+        self._batch.enable_padding(pad_id=self._batch.token_to_id(pad_token), pad_token=pad_token)
+        self._full: Any = None
+
+    def __call__(
+        self, text: str | list[str], *, add_special_tokens: bool = True, truncation: bool = False, **other: Any
+    ) -> dict[str, Any]:
+        """Token ids of one text or a list, without truncation or padding, as transformers returns them."""
+        if other or truncation:  # any other form of call: the full tokenizer, which knows them all
+            return self.full()(text, add_special_tokens=add_special_tokens, truncation=truncation, **other)
+        if isinstance(text, str):
+            return {"input_ids": self._plain.encode(text, add_special_tokens=add_special_tokens).ids}
+        encoded = self._plain.encode_batch(list(text), add_special_tokens=add_special_tokens)
+        return {"input_ids": [e.ids for e in encoded]}
+
+    def model_inputs(self, texts: list[str], names: list[str]) -> dict[str, np.ndarray]:
+        """A padded, truncated batch as the model's int64 inputs (what transformers' return_tensors="np" gives)."""
+        encoded = self._batch.encode_batch(list(texts))
+        return {name: np.array([getattr(e, _OUTPUTS[name]) for e in encoded], dtype=np.int64) for name in names}
+
+    def full(self) -> Any:
+        """The transformers tokenizer of the same files (imports transformers and torch: seconds)."""
+        if self._full is None:
+            from transformers import AutoTokenizer
+
+            self._full = AutoTokenizer.from_pretrained(str(self.folder))
+        return self._full
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FastTokenizer:
+        return FastTokenizer(self.folder, pad_token=self.pad_token, max_length=self.max_length)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.full(), name)
