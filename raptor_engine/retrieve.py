@@ -161,13 +161,12 @@ def fill_budget(
     return fill.chosen, fill.used
 
 
-def _fill_reading_lazily(
-    store: Store, hits: list[tuple[int, float]], fill: BudgetFill, batch: int = FETCH_BATCH
-) -> None:
+def _fill_reading_lazily(store: Store, hits: list[tuple[int, float]], fill: BudgetFill) -> None:
     """Offer the hits in score order, reading full rows a batch at a time, and stop reading once no
     remaining candidate fits whole: at 100k nodes reading all 200 candidates' texts cost more than
     the search. (A candidate too big whole could still shrink below the room by dropping held
     sentences; leaving it out costs little, since most of its text is then already there.)"""
+    batch = FETCH_BATCH
     sizes = store.node_tokens([node_id for node_id, _ in hits])
     pending = [(node_id, score) for node_id, score in hits if node_id in sizes]
     for begin in range(0, len(pending), batch):

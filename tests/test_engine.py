@@ -292,9 +292,13 @@ async def test_hnsw_recall_against_exact_search(tmp_path, embedder):
     assert found / total >= 0.99
 
 
-async def test_collapsed_retrieval_reads_full_rows_only_for_the_nodes_it_keeps(railway, monkeypatch):
-    """The budget is decided on token counts; texts are read for the chosen nodes only, same result."""
+async def test_collapsed_retrieval_reads_full_rows_a_batch_at_a_time(railway, monkeypatch):
+    """Full rows are read a batch at a time, best first, and no more once nothing left fits whole:
+    the same context as filling from every candidate, from fewer rows."""
+    from raptor_engine import retrieve
     from raptor_engine.retrieve import CANDIDATES
+
+    monkeypatch.setattr(retrieve, "FETCH_BATCH", 4)
 
     engine, _ = railway
     kb_id = engine.store.kb_id("kb")
@@ -313,4 +317,6 @@ async def test_collapsed_retrieval_reads_full_rows_only_for_the_nodes_it_keeps(r
     monkeypatch.setattr(engine.store, "nodes_by_ids", recording)
     context = engine.retrieve("kb", question, budget=150)
     assert [n.node_id for n in context.nodes] == [n.node_id for n in expected] and context.nodes
-    assert sorted(read) == sorted(n.node_id for n in context.nodes) and len(read) < len(hits)
+    assert {n.node_id for n in context.nodes} <= set(read) and len(read) < len(hits)
+    ranked = [node_id for node_id, _ in hits]
+    assert read == sorted(read, key=ranked.index)  # best candidates first

@@ -148,7 +148,7 @@ async def test_multi_file_add_throttles_edits_and_ends_without_a_progress_line(h
     done_at = next(i for i, v in enumerate(versions) if "✅ **kestrel.md**" in v)
     assert not any("⏳ **kestrel.md**" in v for v in versions[done_at:]), versions[done_at:]
     edits = [c.at for c in h.fake.calls_to("PATCH", rf"^webhooks/\d+/{token}/messages/@original$")]
-    assert len(edits) >= 3
+    assert len(edits) >= 2  # at least one gap to check (a fast machine builds both files in seconds)
     gaps = [later - earlier for earlier, later in zip(edits, edits[1:], strict=False)]
     assert min(gaps) >= 0.8, gaps  # at most one edit a second (1 s apart when sent, less HTTP jitter)
 
