@@ -113,12 +113,16 @@ def test_collapsed_fill_counts_only_new_text_and_skips_a_summary_mostly_held():
     leaf = _stored(1, 0, "Alpha keeps the lamp. Beta trims the wick.", 20)
     mostly_held = _stored(2, 1, "Alpha keeps the lamp. Beta trims the wick. Gamma sings.", 30)
     half_new = _stored(3, 1, "Beta trims the wick. Delta paints the rail every spring.", 28)
-    words = {"Delta paints the rail every spring.": 14}
+    mostly_new = _stored(4, 1, "Beta trims the wick. Delta paints the rail. Epsilon oils the clockwork gears.", 30)
+    kept = "Delta paints the rail. Epsilon oils the clockwork gears."
+    words = {kept: 14, "Delta paints the rail every spring.": 14}
     chosen, used = fill_budget(
-        [(leaf, 0.9), (mostly_held, 0.8), (half_new, 0.7)], 100, lambda text: words.get(text, 99)
+        [(leaf, 0.9), (mostly_held, 0.8), (half_new, 0.75), (mostly_new, 0.7)],
+        100,
+        lambda text: words.get(text, 99),
     )
-    assert [n.node_id for n in chosen] == [1, 3]
-    assert chosen[1].text == "Delta paints the rail every spring." and chosen[1].tokens == 14
+    assert [n.node_id for n in chosen] == [1, 4]  # a summary under 70% new is skipped
+    assert chosen[1].text == kept and chosen[1].tokens == 14
     assert used == 34
 
 
