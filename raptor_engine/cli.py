@@ -380,9 +380,12 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
     if not info.layers:
         click.echo(f"No documents in {kb!r}.")
         return
-    click.echo(f"{kb}: {info.documents} documents, {info.nodes} nodes, {info.tokens:,} tokens")
+    documents = "1 document" if info.documents == 1 else f"{info.documents} documents"
+    click.echo(f"{kb}: {documents}, {info.nodes} nodes, {info.tokens:,} tokens")
     for layer in info.layers:
         label = info.kind_label(layer.kind)
+        if layer.nodes == 1:  # "1 leaf", "1 top summary of the document"
+            label = label.replace("leaves", "leaf").replace("summaries", "summary")
         click.echo(
             f"  L{layer.layer}  {layer.nodes:>6} {label:<30} {layer.tokens:>9,} tokens  (avg {layer.tokens // max(layer.nodes, 1)})"
         )

@@ -37,13 +37,31 @@ class FastTokenizer:
     def __call__(
         self, text: str | list[str], *, add_special_tokens: bool = True, truncation: bool = False, **other: Any
     ) -> dict[str, Any]:
-        """Token ids of one text or a list, without truncation or padding, as transformers returns them."""
+        """Token ids (and, asked for, character offsets) of one text or a list, without truncation or
+        padding, as transformers returns them."""
+        offsets = bool(other.pop("return_offsets_mapping", False))
         if other or truncation:  # any other form of call: the full tokenizer, which knows them all
-            return self.full()(text, add_special_tokens=add_special_tokens, truncation=truncation, **other)
+            return self.full()(
+                text,
+                add_special_tokens=add_special_tokens,
+                truncation=truncation,
+                return_offsets_mapping=offsets,
+                **other,
+            )
         if isinstance(text, str):
-            return {"input_ids": self._plain.encode(text, add_special_tokens=add_special_tokens).ids}
+            one = self._plain.encode(text, add_special_tokens=add_special_tokens)
+            return {"input_ids": one.ids, **({"offset_mapping": list(one.offsets)} if offsets else {})}
         encoded = self._plain.encode_batch(list(text), add_special_tokens=add_special_tokens)
-        return {"input_ids": [e.ids for e in encoded]}
+        out: dict[str, Any] = {"input_ids": [e.ids for e in encoded]}
+        if offsets:
+            out["offset_mapping"] = [list(e.offsets) for e in encoded]
+        return out
+
+    @property
+    def unk_token_id(self) -> int | None:
+        """The id of the unknown token ([UNK]), read from the tokenizer's own model (no transformers)."""
+        unknown = getattr(self._plain.model, "unk_token", None)
+        return self._plain.token_to_id(unknown) if unknown else None
 
     def model_inputs(self, texts: list[str], names: list[str]) -> dict[str, np.ndarray]:
         """A padded, truncated batch as the model's int64 inputs (what transformers' return_tensors="np" gives)."""

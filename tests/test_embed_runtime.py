@@ -167,3 +167,25 @@ def test_onnx_worker_threads_sleep_instead_of_spinning(exported):
     embedder = Embedder(MODEL, backend="onnx-int8", cache_dir=exported.parents[1], use_gpu=False)
     options = embedder.runtime.session.get_session_options()
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+def test_the_fast_tokenizer_gives_unknown_ids_and_offsets_without_transformers():
+    """Counting [UNK] runs needs the unknown id and character offsets: the fast tokenizer gives both
+    itself, identical to transformers', so an ingest never imports transformers (and torch) for them."""
+    from transformers import AutoTokenizer
+
+    from raptor_engine.embed import resolve_model_path
+    from raptor_engine.fast_tokenizer import FastTokenizer
+
+    folder = resolve_model_path("all-MiniLM-L6-v2")
+    fast = FastTokenizer(folder, pad_token="[PAD]", max_length=256)
+    full = AutoTokenizer.from_pretrained(str(folder))
+    texts = ["ACGTACGTACGTTTGACCA sequence", "plain words, 灯塔 and \u2603 too"]
+    mine = fast(texts, add_special_tokens=False, truncation=False, return_offsets_mapping=True)
+    theirs = full(texts, add_special_tokens=False, truncation=False, return_offsets_mapping=True)
+    assert mine["input_ids"] == theirs["input_ids"]
+    assert [[tuple(o) for o in row] for row in mine["offset_mapping"]] == [
+        [tuple(o) for o in row] for row in theirs["offset_mapping"]
+    ]
+    assert fast.unk_token_id == full.unk_token_id is not None
+    assert fast._full is None  # none of it loaded the transformers tokenizer
