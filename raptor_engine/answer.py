@@ -377,8 +377,9 @@ class ExtractiveAnswerer:
         return picked
 
     async def answer(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerDraft:
-        """Quotes carry the document's bracketed numbers neutralised, so only the answerer's [n] are markers."""
-        return await asyncio.to_thread(self._answer_sync, question, neutralise_context(context), history)
+        """`Engine.ask` hands over the context with the document's bracketed numbers already neutralised
+        (`neutralise_context`), so only the [n] written here are markers."""
+        return await asyncio.to_thread(self._answer_sync, question, context, history)
 
     async def condense(self, question: str, history: list[Turn]) -> str:
         """Without a model, a follow-up is rewritten from the last turns (see followup.py)."""
