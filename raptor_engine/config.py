@@ -45,6 +45,7 @@ class Settings:
     # embedding
     embed_model: str = "all-MiniLM-L6-v2"
     embed_batch_size: int = 64
+    embed_batch_tokens: int = 1024
     embed_backend: str = "onnx-int8"  # torch | onnx | onnx-int8 (see embed_runtime.BACKENDS)
     cache_dir: Path = field(default_factory=default_cache_dir)
     # chunking and tree

@@ -66,6 +66,7 @@ class Embedder:
         model_name: str = DEFAULT_MODEL,
         *,
         batch_size: int = 64,
+        batch_tokens: int = 1024,
         backend: str = DEFAULT_BACKEND,
         cache_dir: Path | None = None,
         use_gpu: bool = True,
@@ -87,6 +88,7 @@ class Embedder:
             ) from exc
         self.name = model_name
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         self.backend = self.runtime.label  # what actually runs, e.g. "onnx-int8 (cpu)" or "torch (cuda)"
         self.dim = self.runtime.dim
         # Counting has its own tokenizer copy and lock: a fast tokenizer is not safe to share between
@@ -168,20 +170,59 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        # Sort by length so each batch pads little; restore the order afterwards.
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        step = self.batch_size  # one batch per lock hold, so a question waits at most one batch
-        for begin in range(0, len(texts), step):
-            idx = order[begin : begin + step]
+        lengths = self._input_lengths(texts)
+        # Longest first, so each batch pads little; the order is restored on output.
+        order = np.argsort([-n for n in lengths], kind="stable")
+        done = 0
+        # One batch per lock hold, so a question waits at most one batch.
+        for idx in token_batches(order, lengths, max_texts=self.batch_size, max_tokens=self.batch_tokens):
             with self._lock:
                 vectors = self.runtime.encode([texts[i] for i in idx])
             out[idx] = vectors.astype(np.float32, copy=False)
+            done += len(idx)
             if progress:
-                progress(min(begin + step, len(texts)), len(texts))
+                progress(done, len(texts))
         return out
+
+    def _input_lengths(self, texts: list[str]) -> list[int]:
+        """Each text's length in model tokens as it will be fed: special tokens added, cut at the model's limit.
+
+        Counted untruncated and clipped here: asking the tokenizer to truncate would load the full
+        transformers tokenizer (and torch) on the ONNX runtime.
+        """
+        lengths: list[int] = []
+        limit = self.max_tokens + 2
+        for begin in range(0, len(texts), COUNT_SLICE):
+            with self._count_lock:
+                encoded = self.tokenizer(texts[begin : begin + COUNT_SLICE], add_special_tokens=True)[
+                    "input_ids"
+                ]
+            lengths += [min(len(ids), limit) for ids in encoded]
+        return lengths
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
+
+
+def token_batches(
+    order: np.ndarray, lengths: list[int], *, max_texts: int, max_tokens: int
+) -> list[np.ndarray]:
+    """Consecutive runs of `order` (longest text first) holding at most `max_texts` texts and
+    `max_tokens` padded tokens each (every text padded to the batch's first, longest one); a single
+    text longer than the budget is a batch of its own.
+
+    A budget in tokens, not a fixed count: the attention scores of a batch grow with its length
+    squared, and on a small CPU batches of about a thousand tokens kept them in cache (summaries of
+    ~150 tokens embedded ~1.6x faster than in batches of 64, README Performance).
+    """
+    batches: list[np.ndarray] = []
+    begin = 0
+    while begin < len(order):
+        width = max(1, lengths[order[begin]])
+        size = max(1, min(max_texts, max_tokens // width, len(order) - begin))
+        batches.append(order[begin : begin + size])
+        begin += size
+    return batches
 
 
 def token_floor(text: str) -> int:

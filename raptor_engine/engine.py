@@ -183,6 +183,7 @@ class Engine:
                 self._embedder = Embedder(
                     self.settings.embed_model,
                     batch_size=self.settings.embed_batch_size,
+                    batch_tokens=self.settings.embed_batch_tokens,
                     backend=self.settings.embed_backend,
                     cache_dir=self.settings.cache_dir,
                 )
@@ -285,7 +286,6 @@ class Engine:
         nothing is stored. Builds of one knowledge base run one at a time, in arrival order.
         """
         name = safe_filename(filename)
-        preload_umap()  # the clustering's imports overlap the loading and embedding
         # The size now; the document count only after the duplicate check (same bytes are a no-op).
         self._check_limits(None, name, len(data))
         sha = hashlib.sha256(data).hexdigest()
@@ -441,6 +441,9 @@ class Engine:
         self._check_token_bounds(name, sum(c.tokens for c in chunks), held)
         if progress:
             progress(Progress("chunk", len(chunks), len(chunks)))
+        # The clustering's imports (~2 CPU s) overlap the embedding, which leaves the GIL free; started
+        # with the loading, they competed with chunking for the GIL and made both slower.
+        preload_umap()
         tree = await build_document_tree(
             chunks, embedder=embedder, summarizer=self.summarizer, settings=self.settings, progress=progress
         )

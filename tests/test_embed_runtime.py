@@ -53,7 +53,7 @@ def exported(tmp_path_factory):
     cache = tmp_path_factory.mktemp("cache")
     embedder = Embedder(MODEL, backend="onnx", cache_dir=cache, use_gpu=False)
     assert embedder.backend == "onnx (cpu)"
-    folders = list((cache / "onnx").iterdir())
+    folders = [p for p in (cache / "onnx").iterdir() if p.is_dir()]
     assert len(folders) == 1 and (folders[0] / "meta.json").is_file()
     return folders[0]
 
@@ -189,3 +189,114 @@ def test_the_fast_tokenizer_gives_unknown_ids_and_offsets_without_transformers()
     ]
     assert fast.unk_token_id == full.unk_token_id is not None
     assert fast._full is None  # none of it loaded the transformers tokenizer
+
+
+def test_the_export_fuses_attention_into_single_kernels(exported):
+    """The eager-attention export lets onnxruntime fuse each layer's attention, norms and GELU; the
+    quantised graph then runs quantised attention. A regression to the unfused graph costs ~1.6x on summaries."""
+    import collections
+    import json
+
+    import onnx
+
+    assert json.loads((exported / "meta.json").read_text())["fused"] is True
+    fp32 = collections.Counter(n.op_type for n in onnx.load(str(exported / "model.onnx")).graph.node)
+    int8 = collections.Counter(n.op_type for n in onnx.load(str(exported / "model-int8.onnx")).graph.node)
+    assert fp32["Attention"] == 6 and fp32["SkipLayerNormalization"] == 12 and not fp32["IsNaN"]
+    assert int8["QAttention"] == 6
+    assert not (exported / "exported.onnx").exists()  # the unfused intermediate is not kept
+
+
+def test_the_export_gives_the_torch_model_back_with_its_own_attention():
+    """The export switches attention to its eager form only while tracing: the torch fallback keeps its own."""
+    torch_runtime = rt.TorchRuntime(resolve_model_path(MODEL))
+    config = rt._transformer_config(torch_runtime.model)
+    before = config._attn_implementation
+    assert before != "eager"
+    with rt._eager_attention(torch_runtime.model):
+        assert config._attn_implementation == "eager"
+    assert config._attn_implementation == before
+
+
+def test_encoders_the_optimiser_does_not_know_are_exported_unfused(tmp_path):
+    from types import SimpleNamespace
+
+    target = tmp_path / "model.onnx"
+    assert not rt._fuse_transformer(tmp_path / "exported.onnx", target, SimpleNamespace(model_type="mpnet"))
+    assert not rt._fuse_transformer(tmp_path / "exported.onnx", target, None)
+    assert not target.exists()
+
+
+def test_a_fused_export_that_does_not_verify_is_replaced_by_the_plain_export(tmp_path, caplog, monkeypatch):
+    """Verification guards the fusion: vectors that differ from torch's send the export back to the plain graph."""
+    import json
+
+    original = rt.export_model
+    calls: list[bool] = []
+
+    def fused_goes_wrong(*args, fuse=True, **kwargs):
+        calls.append(fuse)
+        meta = original(*args, fuse=fuse, **kwargs)
+        if fuse:  # as if the fused graph computed other vectors than torch
+            meta["reference"] = np.roll(np.asarray(meta["reference"]), 1, axis=0).tolist()
+        return meta
+
+    monkeypatch.setattr(rt, "export_model", fused_goes_wrong)
+    with caplog.at_level(logging.WARNING, logger="raptor_engine.embed_runtime"):
+        embedder = Embedder(MODEL, backend="onnx-int8", cache_dir=tmp_path, use_gpu=False)
+    assert calls == [True, False]
+    assert embedder.backend == "onnx-int8 (cpu)"
+    assert "fused ONNX export did not verify" in caplog.text
+    (folder,) = [p for p in (tmp_path / "onnx").iterdir() if p.is_dir()]
+    assert json.loads((folder / "meta.json").read_text())["fused"] is False
+
+
+def test_the_weights_digest_is_remembered_until_a_weight_file_changes(tmp_path, monkeypatch):
+    """Hashing ~90 MB of weights on every start cost a quarter second; the memo is keyed by path, size and time."""
+    import hashlib
+    import os
+
+    copy = tmp_path / "model"
+    shutil.copytree(resolve_model_path(MODEL), copy)
+    memo = tmp_path / "digests.json"
+    first = rt.weights_digest(copy, memo)
+    assert memo.is_file() and first == rt.weights_digest(copy)  # the memo holds the real digest
+
+    hashed: list[str] = []
+    real = hashlib.file_digest
+    monkeypatch.setattr(hashlib, "file_digest", lambda f, d: hashed.append(f.name) or real(f, d))
+    assert rt.weights_digest(copy, memo) == first and hashed == []  # remembered: nothing hashed
+
+    weights = copy / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-1] + b"\x01")
+    os.utime(weights, ns=(1, 1))  # a changed file with a new time is hashed again
+    changed = rt.weights_digest(copy, memo)
+    assert changed != first and hashed
+
+    memo.write_text("{not json")  # a damaged memo only costs one more hashing
+    assert rt.weights_digest(copy, memo) == changed
+
+
+def test_batches_are_bounded_in_padded_tokens_and_texts():
+    from raptor_engine.embed import token_batches
+
+    lengths = [12, 250, 40, 40, 39, 100, 7, 7, 7, 7]
+    order = np.argsort([-n for n in lengths], kind="stable")
+    batches = token_batches(order, lengths, max_texts=3, max_tokens=120)
+    assert np.concatenate(batches).tolist() == order.tolist()  # every text once, longest first
+    for batch in batches:
+        padded = len(batch) * lengths[batch[0]]
+        assert len(batch) <= 3 and (padded <= 120 or len(batch) == 1)
+    assert [lengths[b[0]] for b in batches if len(b) == 1][:2] == [250, 100]  # over the budget: alone
+    assert token_batches(order[:0], lengths, max_texts=3, max_tokens=120) == []
+
+
+def test_embedding_keeps_the_input_order_and_never_loads_transformers(tmp_path, exported):
+    """Batches are formed longest first; the vectors come back in the caller's order. Measuring the
+    texts must not load the full transformers tokenizer (and torch) on the ONNX runtime."""
+    embedder = Embedder(MODEL, backend="onnx", cache_dir=exported.parents[1], use_gpu=False)
+    embedder.batch_tokens = 64  # several small batches
+    vectors = embedder.embed(SENTENCES)
+    alone = np.vstack([embedder.embed([s]) for s in SENTENCES])
+    assert rt.cosines(vectors, alone).min() > 0.9999  # fp32: the batch does not change a text's vector
+    assert embedder.tokenizer._full is None and embedder.runtime.tokenizer._full is None
