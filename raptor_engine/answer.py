@@ -20,6 +20,7 @@ import numpy as np
 from .embed import Embedder
 from .followup import Rewrite, names_in, split_standalone, standalone_question, subject_terms
 from .sentences import (
+    THEMATIC,
     NewSentences,
     Sentence,
     content_terms,
@@ -66,12 +67,6 @@ THEME_CENTRALITY = 0.6  # cosine to the mean of the context's sentences
 SUMMARY_BONUS = 0.1  # for the top layer of the context, less for lower ones
 OPENING_BONUS = 0.15  # a document's opening usually says what it is about
 OPENING_CHARS = 1500
-THEMATIC = re.compile(
-    r"\b(?:central|main|key|overall|major)\s+(?:theme|idea|point|message|topic|argument)s?\b"
-    r"|\bthemes?\b|\bsummar(?:y|ies|ise|ize)\b|\bgist\b|\boverview\b|\bin (?:short|brief|a nutshell)\b"
-    r"|\bwhat(?:'s| is| are)\s+(?:this|it|these|the \w+)\s+(?:\w+\s+)?about\b|\bplot\b|\bmoral\b",
-    re.IGNORECASE,
-)
 _NUMBER_WORDS = (
     r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
     r"hundred|thousand|million|dozen|once|twice|half|several|every"

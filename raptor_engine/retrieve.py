@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from .index import KBIndex
-from .sentences import NewSentences, Sentence, sentences_of
+from .sentences import THEMATIC, NewSentences, Sentence, sentences_of
 from .store import Store, StoredNode
 from .types import ContextNode, PageMarks, RetrievedContext
 
@@ -33,6 +33,10 @@ MIN_NEW_SUMMARY_SHARE = 0.7  # a summary less than 70% new is skipped (see _only
 ESTIMATE_SLACK = (
     0.8  # a character-based token estimate is not counted exactly when even 80% of it does not fit
 )
+# A thematic question ('what is this about?') whose best match is weaker than this names nothing in
+# particular: its similarities are noise (on a four-chunk text all fell within +-0.03, and the order of
+# leaves and summaries changed with the embedding runtime), so the summaries are offered first instead.
+OVERVIEW_SIGNAL = 0.15
 FETCH_BATCH = 40  # candidates read in full at a time (about twice what a 2,000-token budget takes)
 SENTENCE_CACHE_NODES = 50_000  # nodes whose sentence split is kept between questions
 
@@ -215,10 +219,37 @@ def collapsed_tree(
     hits = index.search(
         query_vector, k=CANDIDATES, ef=ef, allowed=None if allowed is None else allowed.__contains__
     )
+    if THEMATIC.search(query) and (not hits or hits[0][1] < OVERVIEW_SIGNAL):
+        hits = _summaries_first(store, kb_id, hits, query_vector, allowed)
     fill = BudgetFill(budget, count_tokens)
     _fill_reading_lazily(store, hits, fill)
     chosen, used = fill.chosen, fill.used
     return RetrievedContext(chosen, used, budget, "collapsed", query)
+
+
+def _summaries_first(
+    store: Store, kb_id: int, hits: list[tuple[int, float]], query_vector: np.ndarray, allowed: set[int] | None
+) -> list[tuple[int, float]]:
+    """The candidates for a question about the whole that matches nothing in particular: summaries from
+    the top layer down (the tree's answer to 'what is this about?'), then the search's own hits.
+
+    Each keeps its real cosine as its score; within a layer the closer summary comes first.
+    """
+    layer_of = {
+        node_id: layer
+        for node_id, layer in store.summaries_top_down(kb_id, CANDIDATES)
+        if allowed is None or node_id in allowed
+    }
+    if not layer_of:
+        return hits
+    found, matrix = store.embeddings(kb_id, ids=list(layer_of))
+    scores = matrix @ query_vector.astype(np.float32)
+    ranked = sorted(
+        ((int(i), float(s)) for i, s in zip(found, scores, strict=True)),
+        key=lambda pair: (-layer_of[pair[0]], -pair[1], pair[0]),
+    )
+    first = {node_id for node_id, _ in ranked}
+    return ranked + [(node_id, score) for node_id, score in hits if node_id not in first]
 
 
 def tree_traversal(

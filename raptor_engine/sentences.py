@@ -14,6 +14,16 @@ from dataclasses import dataclass
 
 from .chunk import split_sentences
 
+# Questions about a whole text rather than a detail of it ('what is this about?', 'the main theme').
+THEMATIC = re.compile(
+    r"\b(?:central|main|key|overall|major)\s+(?:theme|idea|point|message|topic|argument)s?\b"
+    r"|\bthemes?\b|\bsummar(?:y|ies|ise|ize)\b|\bgist\b|\boverview\b|\bin (?:short|brief|a nutshell)\b"
+    r"|\bwhat(?:'s| is| are| was| were)\s+(?:this|it|these|that|the \w+)\s+(?:\w+\s+){0,3}about\b"
+    r"|\bwhat (?:does|do|did) (?:this|it|these|the \w+)(?:\s+\w+){0,2}\s+(?:say|talk about|cover|discuss|describe)\s*[?.!]*$"
+    r"|\b(?:describe|outline)\s+(?:this|these|the)\b|\btl;?dr\b|\bplot\b|\bmoral\b",
+    re.IGNORECASE,
+)
+
 ELLIPSIS = "\u2026"
 MIN_PREFIX_WORDS = 4  # a sentence cut short with "…" must keep this many words to count as a copy
 

@@ -337,6 +337,13 @@ class Store:
         ).fetchall()
         return [StoredTop(r[0], r[1], r[2], r[3], np.frombuffer(r[4], dtype=np.float32)) for r in rows]
 
+    def summaries_top_down(self, kb_id: int, limit: int) -> list[tuple[int, int]]:
+        """(id, layer) of up to `limit` summary nodes (layer 1 and above), highest layer first."""
+        rows = self.db.execute(
+            "SELECT id, layer FROM nodes WHERE kb_id = ? AND layer > 0 ORDER BY layer DESC, id LIMIT ?", [kb_id, limit]
+        ).fetchall()
+        return [(int(node_id), int(layer)) for node_id, layer in rows]
+
     def layer_stats(self, kb_id: int) -> list[tuple[int, str, int, int]]:
         """(layer, kind, nodes, tokens) for a knowledge base."""
         return [

@@ -204,6 +204,7 @@ def test_the_export_fuses_attention_into_single_kernels(exported):
     int8 = collections.Counter(n.op_type for n in onnx.load(str(exported / "model-int8.onnx")).graph.node)
     assert fp32["Attention"] == 6 and fp32["SkipLayerNormalization"] == 12 and not fp32["IsNaN"]
     assert int8["QAttention"] == 6
+    assert int8["EmbedLayerNormalization"] == 1 and not int8["QEmbedLayerNormalization"]  # embeddings stay fp32
     assert not (exported / "exported.onnx").exists()  # the unfused intermediate is not kept
 
 

@@ -320,3 +320,46 @@ async def test_collapsed_retrieval_reads_full_rows_a_batch_at_a_time(railway, mo
     assert {n.node_id for n in context.nodes} <= set(read) and len(read) < len(hits)
     ranked = [node_id for node_id, _ in hits]
     assert read == sorted(read, key=ranked.index)  # best candidates first
+
+
+async def test_clustering_imports_start_at_once_for_a_small_upload_and_after_chunking_for_a_large_one(
+    tmp_path, embedder, monkeypatch
+):
+    """UMAP's import holds the GIL for ~2 s: it overlaps the model's loading for a small upload, and the
+    embedding (not the chunking, which it would slow) for a large one."""
+    from raptor_engine import engine as engine_module
+
+    engine = make_engine(tmp_path, embedder)
+    seen: list[str] = []
+    starts: list[list[str]] = []
+    monkeypatch.setattr(engine_module, "preload_umap", lambda: starts.append(list(seen)))
+    await engine.ingest("kb", "railway.md", RAILWAY.encode(), progress=lambda e: seen.append(e.stage))
+    assert starts[0] == []  # before the upload was even read
+    seen.clear()
+    starts.clear()
+    monkeypatch.setattr(engine_module, "EARLY_PRELOAD_BYTES", len(BEEKEEPING.encode()) - 1)
+    await engine.ingest("kb", "bees.md", BEEKEEPING.encode(), progress=lambda e: seen.append(e.stage))
+    assert starts and starts[0][-1] == "chunk" and "embed" not in starts[0]
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What is this whole document about?", "What does this document say?", "Give me an overview.", "tl;dr"],
+)
+async def test_a_question_about_the_whole_that_names_nothing_starts_from_the_top_summaries(railway, question):
+    """Such a question's similarities are noise (all within a few hundredths here), so ranking by them
+    alone gave leaves or summaries by chance; the summaries come first, highest layer first."""
+    engine, _ = railway
+    context = engine.retrieve("kb", question, budget=2000)
+    top = max(layer.layer for layer in engine.tree_info("kb").layers)
+    assert context.nodes[0].layer == top
+    layers = [n.layer for n in context.nodes]
+    assert layers.index(0) > max(i for i, layer in enumerate(layers) if layer > 0)  # leaves only after
+
+
+async def test_a_thematic_question_that_names_something_keeps_similarity_order(railway):
+    engine, _ = railway
+    context = engine.retrieve("kb", "Summarize what the viaduct cost the company", budget=120)
+    assert any("forty thousand" in n.text for n in context.nodes)
+    plain = engine.retrieve("kb", "What did the viaduct cost the company?", budget=120)
+    assert context.nodes[0].score >= 0.15 and plain.nodes[0].layer == 0
