@@ -130,15 +130,16 @@ def _newline_cuts(text: str) -> list[int]:
         prev_line = text[prev_start:i].strip()
         next_end = text.find("\n", i + 1)
         next_line = text[i + 1 : len(text) if next_end < 0 else next_end].strip()
-        if _continues_across_blank(text, i):
-            continue
-        if (
+        boundary = (
             not prev_line
             or not next_line
             or prev_line.endswith(":")
             or _STRUCTURAL_LINE.match(prev_line)
             or _STRUCTURAL_LINE.match(next_line)
-        ):
+        )
+        # Checked only at a would-be boundary: most newlines in wrapped prose are not one, and this
+        # check (a walk over the surrounding blank lines) was a third of splitting such text.
+        if boundary and not _continues_across_blank(text, i):
             cuts.append(i)
     return cuts
 
