@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .sentences import STOPWORDS, content_terms, stem, words
+from .sentences import STOPWORDS, THEMATIC, content_terms, stem, words
 from .types import Turn
 
 CONTEXT_OPEN = " (context: "
@@ -166,6 +166,25 @@ def _continues(tokens: list[str]) -> bool:
 def subject_terms(question: str) -> list[str]:
     """The question's content words that name its subject (not "how long", "tell me more")."""
     return [t for t in content_terms(question) if t not in QUESTION_VOCABULARY]
+
+
+# Words a question about a whole text uses without naming anything in it.
+WHOLE_TEXT_VOCABULARY = frozenset(
+    """whole entire document documents text texts file files book books story stories paper papers article
+    articles report reports chapter chapters essay piece content contents material upload overview
+    overviews summary summaries summarize summarise summarizing summarising summarized summarised gist
+    theme themes main key central overall major general idea ideas point points message messages topic
+    topics subject plot moral argument arguments cover covers covered describe outline brief short
+    nutshell give tl dr tldr""".split()
+)
+
+
+def asks_about_the_whole(question: str) -> bool:
+    """A thematic question that names nothing in particular: 'what is this document about?', 'give me an
+    overview', 'what is the plot of the story?' (not 'summarise the viaduct's cost')."""
+    if not THEMATIC.search(question):
+        return False
+    return not [t for t in subject_terms(question) if t not in WHOLE_TEXT_VOCABULARY]
 
 
 def _points_back(question: str) -> bool:

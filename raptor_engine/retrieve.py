@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from .followup import asks_about_the_whole
 from .index import KBIndex
-from .sentences import THEMATIC, NewSentences, Sentence, sentences_of
+from .sentences import NewSentences, Sentence, sentences_of
 from .store import Store, StoredNode
 from .types import ContextNode, PageMarks, RetrievedContext
 
@@ -33,10 +34,9 @@ MIN_NEW_SUMMARY_SHARE = 0.7  # a summary less than 70% new is skipped (see _only
 ESTIMATE_SLACK = (
     0.8  # a character-based token estimate is not counted exactly when even 80% of it does not fit
 )
-# A thematic question ('what is this about?') whose best match is weaker than this names nothing in
-# particular: its similarities are noise (on a four-chunk text all fell within +-0.03, and the order of
-# leaves and summaries changed with the embedding runtime), so the summaries are offered first instead.
-OVERVIEW_SIGNAL = 0.15
+# A question about the whole that names nothing in it ('what is this document about?') is answered from
+# the summaries first, highest layer first. Its similarities say little: on a four-chunk text they all fell
+# within +-0.03, and the order of leaves and summaries changed with the embedding runtime.
 FETCH_BATCH = 40  # candidates read in full at a time (about twice what a 2,000-token budget takes)
 SENTENCE_CACHE_NODES = 50_000  # nodes whose sentence split is kept between questions
 
@@ -219,7 +219,7 @@ def collapsed_tree(
     hits = index.search(
         query_vector, k=CANDIDATES, ef=ef, allowed=None if allowed is None else allowed.__contains__
     )
-    if THEMATIC.search(query) and (not hits or hits[0][1] < OVERVIEW_SIGNAL):
+    if asks_about_the_whole(query):
         hits = _summaries_first(store, kb_id, hits, query_vector, allowed)
     fill = BudgetFill(budget, count_tokens)
     _fill_reading_lazily(store, hits, fill)

@@ -196,3 +196,38 @@ def test_word_forms_meet_at_one_stem():
     assert len({stem(w) for w in ("move", "moved", "moves", "moving")}) == 1
     assert len({stem(w) for w in ("clean", "cleaned", "cleaning", "cleans")}) == 1
     assert stem("keeper") != stem("keep")  # a light stemmer: different words stay apart
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is this whole document about?",
+        "What is this about?",
+        "Give me an overview.",
+        "What does it cover?",
+        "What is the plot of the story?",
+        "What are the key ideas of the paper?",
+        "Can you summarise it?",
+        "tl;dr",
+    ],
+)
+def test_questions_about_the_whole_that_name_nothing(question):
+    from raptor_engine.followup import asks_about_the_whole
+
+    assert asks_about_the_whole(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Summarize what the viaduct cost",
+        "What is the main theme of the keeper's diary?",
+        "What was the Great Gale about?",
+        "Who kept the light in 1962?",
+        "What does the author say about bees?",
+    ],
+)
+def test_thematic_or_plain_questions_that_name_something_are_not_about_the_whole(question):
+    from raptor_engine.followup import asks_about_the_whole
+
+    assert not asks_about_the_whole(question)
