@@ -181,10 +181,14 @@ WHOLE_TEXT_VOCABULARY = frozenset(
 
 def asks_about_the_whole(question: str) -> bool:
     """A thematic question that names nothing in particular: 'what is this document about?', 'give me an
-    overview', 'what is the plot of the story?' (not 'summarise the viaduct's cost')."""
-    if not THEMATIC.search(question):
+    overview', 'what is the plot of the story?' (not 'summarise the viaduct's cost'). A rewritten
+    follow-up counts when it and the question it leans on name nothing ('tell me more' after 'what is
+    this document about?')."""
+    standalone = split_standalone(question)
+    parts = [standalone.core, standalone.context] if standalone.context else [standalone.core]
+    if not any(THEMATIC.search(part) for part in parts):
         return False
-    return not [t for t in subject_terms(question) if t not in WHOLE_TEXT_VOCABULARY]
+    return not any(t not in WHOLE_TEXT_VOCABULARY for part in parts for t in subject_terms(part))
 
 
 def _points_back(question: str) -> bool:

@@ -209,6 +209,7 @@ def test_word_forms_meet_at_one_stem():
         "What are the key ideas of the paper?",
         "Can you summarise it?",
         "tl;dr",
+        "Tell me more (context: What is this document about?)",  # a follow-up, as rewritten
     ],
 )
 def test_questions_about_the_whole_that_name_nothing(question):
@@ -225,6 +226,8 @@ def test_questions_about_the_whole_that_name_nothing(question):
         "What was the Great Gale about?",
         "Who kept the light in 1962?",
         "What does the author say about bees?",
+        "What is it about? (context: Who was Ambrose Kittow?)",
+        "The main theme? (context: Who was Ambrose Kittow?)",
     ],
 )
 def test_thematic_or_plain_questions_that_name_something_are_not_about_the_whole(question):
