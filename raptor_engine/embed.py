@@ -170,7 +170,8 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        lengths = self._input_lengths(texts)
+        # A single text (a question) is one batch: measuring it first would only tokenize it twice.
+        lengths = self._input_lengths(texts) if len(texts) > 1 else [1]
         # Longest first, so each batch pads little; the order is restored on output.
         order = np.argsort([-n for n in lengths], kind="stable")
         done = 0

@@ -334,11 +334,14 @@ def _onnx_float() -> int:
     return int(onnx.TensorProto.FLOAT)
 
 
+def _encoder(model: Any) -> Any:
+    """The Hugging Face encoder inside a sentence-transformers model, or None for other first modules."""
+    return getattr(model[0] if len(model) else None, "auto_model", None)
+
+
 def _transformer_config(model: Any) -> Any:
     """The Hugging Face config of a sentence-transformers model's encoder, or None for other modules."""
-    first = model[0] if len(model) else None
-    encoder = getattr(first, "auto_model", None)
-    return getattr(encoder, "config", None)
+    return getattr(_encoder(model), "config", None)
 
 
 @contextlib.contextmanager
@@ -349,10 +352,8 @@ def _eager_attention(model: Any) -> Iterator[None]:
     masks, `IsNaN` and `Where` that onnxruntime cannot fuse; the eager form computes the same
     values and fuses into one attention kernel. The torch model is put back as it was afterwards.
     """
-    first = model[0] if len(model) else None
-    encoder = getattr(first, "auto_model", None)
-    before = getattr(getattr(encoder, "config", None), "_attn_implementation", None)
-    switch = getattr(encoder, "set_attn_implementation", None)
+    before = getattr(_transformer_config(model), "_attn_implementation", None)
+    switch = getattr(_encoder(model), "set_attn_implementation", None)
     if switch is None or before in (None, "eager"):
         yield
         return

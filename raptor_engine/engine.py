@@ -37,13 +37,6 @@ from .types import Answer, Answerer, Progress, ProgressCallback, RetrievedContex
 
 log = logging.getLogger(__name__)
 
-# UMAP's imports take ~2 CPU seconds and hold the GIL; they run in a background thread so that the
-# clustering does not wait for them. For a small upload they start with the ingest and overlap the
-# model's loading (a 3k-token text ingests ~1 s sooner from a cold start); for a large one they start
-# once it is chunked, overlapping the embedding (which leaves the GIL free) instead of slowing the
-# chunking (a 100k-token text ingests ~1 s sooner that way).
-EARLY_PRELOAD_BYTES = 256 * 1024
-
 MODES = ("collapsed", "traversal")
 MAX_QUESTION_CHARS = 2000
 MAX_COMMIT_ATTEMPTS = 5
@@ -293,8 +286,6 @@ class Engine:
         nothing is stored. Builds of one knowledge base run one at a time, in arrival order.
         """
         name = safe_filename(filename)
-        if len(data) <= EARLY_PRELOAD_BYTES:
-            preload_umap()  # see EARLY_PRELOAD_BYTES
         # The size now; the document count only after the duplicate check (same bytes are a no-op).
         self._check_limits(None, name, len(data))
         sha = hashlib.sha256(data).hexdigest()
@@ -450,7 +441,10 @@ class Engine:
         self._check_token_bounds(name, sum(c.tokens for c in chunks), held)
         if progress:
             progress(Progress("chunk", len(chunks), len(chunks)))
-        preload_umap()  # a large upload's clustering imports start here (see EARLY_PRELOAD_BYTES)
+        # UMAP's imports (~2 CPU s, holding the GIL) run in a background thread beside the embedding,
+        # which leaves the GIL free; started with the loading, they slowed the chunking (a cold 100k-token
+        # ingest took ~1 s longer), and for a 3k-token text where they start made no measurable difference.
+        preload_umap()
         tree = await build_document_tree(
             chunks, embedder=embedder, summarizer=self.summarizer, settings=self.settings, progress=progress
         )

@@ -322,11 +322,8 @@ async def test_collapsed_retrieval_reads_full_rows_a_batch_at_a_time(railway, mo
     assert read == sorted(read, key=ranked.index)  # best candidates first
 
 
-async def test_clustering_imports_start_at_once_for_a_small_upload_and_after_chunking_for_a_large_one(
-    tmp_path, embedder, monkeypatch
-):
-    """UMAP's import holds the GIL for ~2 s: it overlaps the model's loading for a small upload, and the
-    embedding (not the chunking, which it would slow) for a large one."""
+async def test_clustering_imports_start_after_chunking_beside_the_embedding(tmp_path, embedder, monkeypatch):
+    """UMAP's import holds the GIL for ~2 s: it overlaps the embedding, not the chunking, which it would slow."""
     from raptor_engine import engine as engine_module
 
     engine = make_engine(tmp_path, embedder)
@@ -334,12 +331,7 @@ async def test_clustering_imports_start_at_once_for_a_small_upload_and_after_chu
     starts: list[list[str]] = []
     monkeypatch.setattr(engine_module, "preload_umap", lambda: starts.append(list(seen)))
     await engine.ingest("kb", "railway.md", RAILWAY.encode(), progress=lambda e: seen.append(e.stage))
-    assert starts[0] == []  # before the upload was even read
-    seen.clear()
-    starts.clear()
-    monkeypatch.setattr(engine_module, "EARLY_PRELOAD_BYTES", len(BEEKEEPING.encode()) - 1)
-    await engine.ingest("kb", "bees.md", BEEKEEPING.encode(), progress=lambda e: seen.append(e.stage))
-    assert starts and starts[0][-1] == "chunk" and "embed" not in starts[0]
+    assert len(starts) == 1 and starts[0][-1] == "chunk" and "embed" not in starts[0]
 
 
 @pytest.mark.parametrize(
@@ -359,7 +351,7 @@ async def test_a_question_about_the_whole_that_names_nothing_starts_from_the_top
 
 async def test_a_thematic_question_that_names_something_keeps_similarity_order(railway):
     engine, _ = railway
-    context = engine.retrieve("kb", "Summarize what the viaduct cost the company", budget=120)
-    assert any("forty thousand" in n.text for n in context.nodes)
-    plain = engine.retrieve("kb", "What did the viaduct cost the company?", budget=120)
-    assert context.nodes[0].score >= 0.15 and plain.nodes[0].layer == 0
+    context = engine.retrieve("kb", "Summarize what the viaduct cost the company", budget=2000)
+    scores = [n.score for n in context.nodes]
+    assert scores == sorted(scores, reverse=True)  # similarity order, not summaries first
+    assert any("forty thousand" in n.text for n in context.nodes[:2])
