@@ -19,6 +19,7 @@ import numpy as np
 from .cluster import cluster_nodes
 from .config import Settings
 from .embed import Embedder
+from .sentences import sentence_spans
 from .store import NewNode, StoredTop
 from .summarize import clip_chars, summary_budget
 from .types import Chunk, Clustering, Progress, ProgressCallback, Summarizer, SummaryRequest
@@ -81,7 +82,10 @@ async def embed_leaves(
     def report(done: int, total: int) -> None:
         _notify(progress, Progress("embed", done, total, layer=0))
 
-    vectors = await asyncio.to_thread(embedder.embed, [c.text for c in chunks], report)
+    texts = [c.text for c in chunks]
+    tokens = [c.tokens for c in chunks]
+    vectors = await asyncio.to_thread(embedder.embed, texts, report, token_counts=tokens)
+    sentences = await asyncio.to_thread(sentence_spans, texts, embedder.count_tokens_batch)
     return [
         NewNode(
             key=i,
@@ -95,6 +99,7 @@ async def embed_leaves(
             page=c.page,
             heading=tuple(c.heading),
             page_marks=c.page_marks,
+            sentences=sentences[i],
         )
         for i, c in enumerate(chunks)
     ]
@@ -154,14 +159,21 @@ async def summarize_clusters(
     summaries = await summarizer.summarize_many(requests)
     texts = [clip_chars(s.text, settings.node_max_chars) for s in summaries]
     counts = await asyncio.to_thread(embedder.count_tokens_batch, texts)
-    vectors = await asyncio.to_thread(embedder.embed, texts)
+    vectors = await asyncio.to_thread(embedder.embed, texts, token_counts=counts)
+    sentences = await asyncio.to_thread(sentence_spans, texts, embedder.count_tokens_batch)
     _notify(
         progress, Progress("summarise", len(requests), len(requests), layer=layer, summaries=len(requests))
     )
     nodes = []
     for j, cluster in enumerate(clusters):
         node = NewNode(
-            key=first_key + j, layer=layer, kind=kind, text=texts[j], tokens=counts[j], embedding=vectors[j]
+            key=first_key + j,
+            layer=layer,
+            kind=kind,
+            text=texts[j],
+            tokens=counts[j],
+            embedding=vectors[j],
+            sentences=sentences[j],
         )
         for i in cluster:
             member = members[i]

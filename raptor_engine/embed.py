@@ -17,7 +17,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -165,13 +165,28 @@ class Embedder:
         visible = sum(len(_WHITESPACE.sub("", window)) for window in windows)
         return hidden / visible if visible else 0.0
 
-    def embed(self, texts: list[str], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
-        """Unit-length float32 vectors, one per text, computed in batches (progress after each)."""
+    def embed(
+        self,
+        texts: list[str],
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        token_counts: Sequence[int] | None = None,
+    ) -> np.ndarray:
+        """Unit-length float32 vectors, one per text, computed in batches (progress after each).
+
+        `token_counts` (from `count_tokens_batch`, which a build has already made) size the batches
+        without tokenizing the texts once more only to measure them.
+        """
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         # A single text (a question) is one batch: measuring it first would only tokenize it twice.
-        lengths = self._input_lengths(texts) if len(texts) > 1 else [1]
+        if len(texts) == 1:
+            lengths = [1]
+        elif token_counts is not None and len(token_counts) == len(texts):
+            lengths = [min(int(n) + 2, self.max_tokens + 2) for n in token_counts]  # + [CLS] and [SEP]
+        else:
+            lengths = self._input_lengths(texts)
         # Longest first, so each batch pads little; the order is restored on output.
         order = np.argsort([-n for n in lengths], kind="stable")
         done = 0

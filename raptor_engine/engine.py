@@ -647,7 +647,7 @@ class Engine:
                 ef=self.settings.hnsw_ef,
                 layers=layers,
                 documents=documents,
-                count_tokens=self.embedder.count_tokens,
+                count_tokens_batch=self.embedder.count_tokens_batch,
             )
         else:
             context = tree_traversal(

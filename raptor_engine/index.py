@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, KeysView
 from pathlib import Path
 
 import hnswlib
@@ -24,16 +24,24 @@ EF_CONSTRUCTION = 200
 
 
 class KBIndex:
-    """An in-memory hnswlib index for one knowledge base, kept in step with SQLite."""
+    """An in-memory hnswlib index for one knowledge base, kept in step with SQLite.
 
-    def __init__(self, index: hnswlib.Index | None, version: int, ids: set[int], dim: int):
+    It also holds each node's token count: the collapsed tree decides which candidates can still fit
+    from these, and reading them from SQLite took as long as the search itself at 100k nodes.
+    """
+
+    def __init__(self, index: hnswlib.Index | None, version: int, tokens: dict[int, int], dim: int):
         self.index = index
         self.version = version
-        self.ids = ids
+        self.tokens = tokens
         self.dim = dim
 
+    @property
+    def ids(self) -> KeysView[int]:
+        return self.tokens.keys()
+
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.tokens)
 
     def search(
         self, query: np.ndarray, k: int, ef: int, allowed: Callable[[int], bool] | None = None
@@ -101,17 +109,24 @@ class IndexManager:
             return None
         try:
             meta = json.loads(meta_path.read_text())
-            ids = {int(i) for i in meta["ids"]}
+            ids = [int(i) for i in meta["ids"]]
             dim = int(meta["dim"])
             index = hnswlib.Index(space="cosine", dim=dim)
             index.load_index(str(bin_path), max_elements=max(len(ids), 1))
-            if not ids.issubset(index.get_ids_list()):
+            if not set(ids).issubset(index.get_ids_list()):
                 log.warning("index of kb %s does not match its metadata; rebuilding", kb_id)
                 return None
-            return KBIndex(index, int(meta["version"]), ids, dim)
+            return KBIndex(index, int(meta["version"]), self._tokens_of(kb_id, ids, meta.get("tokens")), dim)
         except Exception:  # any unreadable file means: rebuild from SQLite
             log.warning("index of kb %s is unreadable; rebuilding", kb_id, exc_info=True)
             return None
+
+    def _tokens_of(self, kb_id: int, ids: list[int], saved: object) -> dict[int, int]:
+        """The token counts saved beside the ids, or (a file from before they were saved) from SQLite."""
+        if isinstance(saved, list) and len(saved) == len(ids):
+            return {node_id: int(tokens) for node_id, tokens in zip(ids, saved, strict=True)}
+        counts = self.store.token_counts(kb_id)
+        return {node_id: counts.get(node_id, 0) for node_id in ids}
 
     def _catch_up(self, kb_id: int, current: KBIndex, version: int) -> KBIndex:
         """Add the nodes SQLite has and the index lacks; tombstone the ones SQLite no longer has."""
@@ -132,7 +147,9 @@ class IndexManager:
             if need > index.get_max_elements():
                 index.resize_index(max(need, int(index.get_max_elements() * 1.5)))
             index.add_items(matrix, add_ids, num_threads=1)
-        updated = KBIndex(index, version, (current.ids - removed) | set(added), current.dim)
+        tokens = {node_id: count for node_id, count in current.tokens.items() if node_id not in removed}
+        tokens.update(self.store.node_tokens(added))
+        updated = KBIndex(index, version, tokens, current.dim)
         self._save(kb_id, updated)
         return updated
 
@@ -142,13 +159,14 @@ class IndexManager:
             version = self.store.kb_version(kb_id)
             ids, matrix = self.store.embeddings(kb_id)
             if len(ids) == 0:
-                built = KBIndex(None, version, set(), 0)
+                built = KBIndex(None, version, {}, 0)
             else:
                 dim = int(matrix.shape[1])
                 index = hnswlib.Index(space="cosine", dim=dim)
                 index.init_index(max_elements=len(ids), ef_construction=EF_CONSTRUCTION, M=M, random_seed=1)
                 index.add_items(matrix, ids, num_threads=1)
-                built = KBIndex(index, version, {int(i) for i in ids}, dim)
+                counts = self.store.token_counts(kb_id)
+                built = KBIndex(index, version, {int(i): counts.get(int(i), 0) for i in ids}, dim)
             self._save(kb_id, built)
             self._cache[kb_id] = built
             return built
@@ -165,8 +183,16 @@ class IndexManager:
         built.index.save_index(str(tmp_bin))
         tmp_bin.replace(bin_path)
         tmp_meta = meta_path.with_suffix(".json.tmp")
+        ids = sorted(built.ids)
         tmp_meta.write_text(
-            json.dumps({"version": built.version, "dim": built.dim, "ids": sorted(built.ids)})
+            json.dumps(
+                {
+                    "version": built.version,
+                    "dim": built.dim,
+                    "ids": ids,
+                    "tokens": [built.tokens[i] for i in ids],
+                }
+            )
         )
         tmp_meta.replace(meta_path)
 

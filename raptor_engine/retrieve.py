@@ -23,22 +23,21 @@ import numpy as np
 
 from .followup import asks_about_the_whole
 from .index import KBIndex
-from .sentences import NewSentences, Sentence, sentences_of
+from .sentences import NewSentences, SentenceSpan, decode_spans, sentence_spans, sentences_of
 from .store import Store, StoredNode
 from .types import ContextNode, PageMarks, RetrievedContext
 
-CountTokens = Callable[[str], int]
+CountTokensBatch = Callable[[list[str]], list[int]]
 
 CANDIDATES = 200  # nodes fetched from the index before filling the budget
-MIN_NEW_SUMMARY_SHARE = 0.7  # a summary less than 70% new is skipped (see _only_new; measured in EVALUATION.md)
-ESTIMATE_SLACK = (
-    0.8  # a character-based token estimate is not counted exactly when even 80% of it does not fit
+MIN_NEW_SUMMARY_SHARE = (
+    0.7  # a summary less than 70% new is skipped (see _only_new; measured in EVALUATION.md)
 )
 # A question about the whole that names nothing in it ('what is this document about?') is answered from
 # the summaries first, highest layer first. Its similarities say little: on a four-chunk text they all fell
 # within +-0.03, and the order of leaves and summaries changed with the embedding runtime.
 FETCH_BATCH = 40  # candidates read in full at a time (about twice what a 2,000-token budget takes)
-SENTENCE_CACHE_NODES = 50_000  # nodes whose sentence split is kept between questions
+SENTENCE_CACHE_NODES = 50_000  # nodes stored without their sentences whose split is kept between questions
 
 
 def _context_node(node: StoredNode, score: float) -> ContextNode:
@@ -58,7 +57,7 @@ def _context_node(node: StoredNode, score: float) -> ContextNode:
     )
 
 
-def _joined(text: str, kept: list[Sentence]) -> str:
+def _joined(text: str, kept: list[SentenceSpan]) -> str:
     """The kept sentences in their original wording, a line break kept where one separated them."""
     parts: list[str] = []
     for previous, sentence in zip([None, *kept], kept, strict=False):
@@ -68,7 +67,7 @@ def _joined(text: str, kept: list[Sentence]) -> str:
     return "".join(parts)
 
 
-def _moved_marks(node: ContextNode, kept: list[Sentence]) -> PageMarks:
+def _moved_marks(node: ContextNode, kept: list[SentenceSpan]) -> PageMarks:
     """The node's page marks for the shortened text: each kept sentence keeps the page it was on."""
     marks: list[tuple[int, int]] = []
     offset = 0
@@ -80,41 +79,51 @@ def _moved_marks(node: ContextNode, kept: list[Sentence]) -> PageMarks:
     return tuple(marks)
 
 
+def node_sentences(
+    node: StoredNode, count_tokens_batch: CountTokensBatch | None = None
+) -> tuple[SentenceSpan, ...]:
+    """A node's sentences as stored with it, or split now for a node stored before they were (m004)."""
+    if node.sentences is not None:
+        return decode_spans(node.sentences, node.text)
+    return _split_now(node.id, node.text, node.tokens, count_tokens_batch)
+
+
 @functools.lru_cache(maxsize=SENTENCE_CACHE_NODES)
-def _node_sentences(node_id: int, text: str) -> tuple[Sentence, ...]:
-    """A node's sentences, split once per process (keyed by id and text, so two databases' nodes with
-    one id never mix): splitting every candidate on every question costs more than the search."""
-    return tuple(sentences_of(text))
+def _split_now(
+    node_id: int, text: str, tokens: int, count_tokens_batch: CountTokensBatch | None
+) -> tuple[SentenceSpan, ...]:
+    """Split and count once per process (keyed by id and text, so two databases' nodes with one id never
+    mix). Without a counter each sentence gets its share of the node's tokens by characters."""
+    if count_tokens_batch is not None:
+        return tuple(sentence_spans([text], count_tokens_batch)[0])
+    total = max(1, len(text))
+    return tuple(
+        SentenceSpan(s.start, s.end, max(1, round(tokens * (s.end - s.start) / total)), s.fingerprint, text)
+        for s in sentences_of(text)
+    )
 
 
-def _only_new(node: ContextNode, held: NewSentences) -> tuple[ContextNode | None, list[Sentence]]:
+def _only_new(
+    node: ContextNode, sentences: tuple[SentenceSpan, ...], held: NewSentences
+) -> tuple[ContextNode | None, list[SentenceSpan]]:
     """The node with the sentences the context already holds removed, or None if too little is new;
-    and the sentences it keeps. A shortened node's tokens are estimated from its characters.
+    and the sentences it keeps. A shortened node counts the tokens of the sentences it keeps.
 
     The node keeps its id, layer and citation; only its text and token count shrink. A summary with
     less than MIN_NEW_SUMMARY_SHARE of it new is left out: its score was earned mostly by text
     already held, so it does not vouch for the stray sentences left over. A leaf is kept for any new
     sentence, since what is left of it is the held sentence's own neighbourhood.
     """
-    sentences = _node_sentences(node.node_id, node.text)
     kept = [s for s in sentences if not held.is_copy(s)]
     if not kept:
         return None, []
     if len(kept) == len(sentences):
         return node, kept
     text = _joined(node.text, kept)
-    share = len(text) / max(1, len(node.text))
-    if node.layer > 0 and share < MIN_NEW_SUMMARY_SHARE:
+    if node.layer > 0 and len(text) < MIN_NEW_SUMMARY_SHARE * len(node.text):
         return None, []
-    tokens = max(1, round(node.tokens * share))
+    tokens = max(1, sum(s.tokens for s in kept))
     return dataclasses.replace(node, text=text, tokens=tokens, page_marks=_moved_marks(node, kept)), kept
-
-
-def _counted(node: ContextNode, used: int, budget: int, count_tokens: CountTokens | None) -> ContextNode:
-    """A shortened node with its tokens counted, when it may fit (counting is the fill's main cost)."""
-    if count_tokens is None or used + ESTIMATE_SLACK * node.tokens > budget:
-        return node
-    return dataclasses.replace(node, tokens=count_tokens(node.text))
 
 
 class BudgetFill:
@@ -122,12 +131,15 @@ class BudgetFill:
 
     With `new_text_only`, only new text counts: a node's sentences already in the context (an
     extractive summary copies its children's) are dropped first, and a node with nothing new is left
-    out. A shortened node's tokens are counted by `count_tokens` (estimated from characters without it).
+    out. A shortened node counts its kept sentences' tokens, as stored with the node (for a node stored
+    before they were, counted by `count_tokens_batch`, or estimated from characters without it).
     """
 
-    def __init__(self, budget: int, count_tokens: CountTokens | None = None, *, new_text_only: bool = True):
+    def __init__(
+        self, budget: int, count_tokens_batch: CountTokensBatch | None = None, *, new_text_only: bool = True
+    ):
         self.budget = budget
-        self.count_tokens = count_tokens
+        self.count_tokens_batch = count_tokens_batch
         self.new_text_only = new_text_only
         self.chosen: list[ContextNode] = []
         self.used = 0
@@ -139,11 +151,9 @@ class BudgetFill:
 
     def offer(self, stored: StoredNode, score: float) -> None:
         node: ContextNode | None = _context_node(stored, score)
-        kept: list[Sentence] = []
+        kept: list[SentenceSpan] = []
         if self.new_text_only:
-            node, kept = _only_new(node, self._held)
-            if node is not None and node.text != stored.text:
-                node = _counted(node, self.used, self.budget, self.count_tokens)
+            node, kept = _only_new(node, node_sentences(stored, self.count_tokens_batch), self._held)
         if node is None or node.tokens > self.room:
             return
         self.chosen.append(node)
@@ -154,29 +164,39 @@ class BudgetFill:
 def fill_budget(
     scored: Iterable[tuple[StoredNode, float]],
     budget: int,
-    count_tokens: CountTokens | None = None,
+    count_tokens_batch: CountTokensBatch | None = None,
     *,
     new_text_only: bool = True,
 ) -> tuple[list[ContextNode], int]:
     """Take nodes in the given order while they fit (see `BudgetFill`); the chosen nodes and tokens used."""
-    fill = BudgetFill(budget, count_tokens, new_text_only=new_text_only)
+    fill = BudgetFill(budget, count_tokens_batch, new_text_only=new_text_only)
     for stored, score in scored:
         fill.offer(stored, score)
     return fill.chosen, fill.used
 
 
-def _fill_reading_lazily(store: Store, hits: list[tuple[int, float]], fill: BudgetFill) -> None:
+def _fill_reading_lazily(
+    store: Store, index: KBIndex, hits: list[tuple[int, float]], fill: BudgetFill
+) -> None:
     """Offer the hits in score order, reading full rows a batch at a time, and stop reading once no
     remaining candidate fits whole: at 100k nodes reading all 200 candidates' texts cost more than
     the search. (A candidate too big whole could still shrink below the room by dropping held
-    sentences; leaving it out costs little, since most of its text is then already there.)"""
+    sentences; leaving it out costs little, since most of its text is then already there.)
+
+    Whether a candidate fits whole is read from the token counts the index holds."""
     batch = FETCH_BATCH
-    sizes = store.node_tokens([node_id for node_id, _ in hits])
+    sizes = {node_id: index.tokens[node_id] for node_id, _ in hits if node_id in index.tokens}
+    if len(sizes) < len(hits):  # not in the index (it is kept in step with SQLite, so this is rare)
+        sizes.update(store.node_tokens([node_id for node_id, _ in hits if node_id not in sizes]))
     pending = [(node_id, score) for node_id, score in hits if node_id in sizes]
     for begin in range(0, len(pending), batch):
         if not any(sizes[node_id] <= fill.room for node_id, _ in pending[begin:]):
             return
-        part = [(node_id, score) for node_id, score in pending[begin : begin + batch] if sizes[node_id] <= fill.room]
+        part = [
+            (node_id, score)
+            for node_id, score in pending[begin : begin + batch]
+            if sizes[node_id] <= fill.room
+        ]
         nodes = store.nodes_by_ids([node_id for node_id, _ in part])
         for node_id, score in part:
             if node_id in nodes:
@@ -211,7 +231,7 @@ def collapsed_tree(
     ef: int,
     layers: list[int] | None = None,
     documents: list[str] | None = None,
-    count_tokens: CountTokens | None = None,
+    count_tokens_batch: CountTokensBatch | None = None,
 ) -> RetrievedContext:
     allowed = allowed_ids(store, kb_id, layers, documents)
     if allowed is not None and not allowed:
@@ -221,14 +241,18 @@ def collapsed_tree(
     )
     if asks_about_the_whole(query):
         hits = _summaries_first(store, kb_id, hits, query_vector, allowed)
-    fill = BudgetFill(budget, count_tokens)
-    _fill_reading_lazily(store, hits, fill)
+    fill = BudgetFill(budget, count_tokens_batch)
+    _fill_reading_lazily(store, index, hits, fill)
     chosen, used = fill.chosen, fill.used
     return RetrievedContext(chosen, used, budget, "collapsed", query)
 
 
 def _summaries_first(
-    store: Store, kb_id: int, hits: list[tuple[int, float]], query_vector: np.ndarray, allowed: set[int] | None
+    store: Store,
+    kb_id: int,
+    hits: list[tuple[int, float]],
+    query_vector: np.ndarray,
+    allowed: set[int] | None,
 ) -> list[tuple[int, float]]:
     """The candidates for a question about the whole that matches nothing in particular: summaries from
     the top layer down (the tree's answer to 'what is this about?'), then the search's own hits.

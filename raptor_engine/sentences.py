@@ -8,9 +8,12 @@ sentences of a text a context does not hold yet.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from .chunk import split_sentences
 
@@ -94,6 +97,17 @@ def is_heading(text: str) -> bool:
     return not _END_PUNCTUATION.search(body) and len(body.split()) <= HEADING_MAX_WORDS
 
 
+def fingerprint(key: str) -> int:
+    """A stable 63-bit fingerprint of a sentence key (0 for a sentence without words).
+
+    Stored with each node (see `SentenceSpan`), so that retrieval compares sentences without
+    splitting and normalising every candidate's text again.
+    """
+    if not key:
+        return 0
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big") >> 1
+
+
 @dataclass(frozen=True)
 class Sentence:
     """One sentence of a text: its span there and its comparison key."""
@@ -102,10 +116,66 @@ class Sentence:
     end: int
     text: str
     key: str
+    fingerprint: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fingerprint", fingerprint(self.key))
 
     @property
     def cut_short(self) -> bool:
         return self.text.rstrip().endswith(ELLIPSIS)
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceSpan:
+    """A sentence as stored with its node: its span, its tokens and its key's fingerprint.
+
+    What the collapsed tree's fill needs of a candidate, read instead of recomputed: splitting and
+    counting the candidates of one question took more time than the search. Its text and key are
+    derived from `source` (the node's text) only when asked for.
+    """
+
+    start: int
+    end: int
+    tokens: int
+    fingerprint: int
+    source: str = field(repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.source[self.start : self.end].split())
+
+    @property
+    def key(self) -> str:
+        return sentence_key(self.text)
+
+    @property
+    def cut_short(self) -> bool:
+        return self.source[self.start : self.end].rstrip().endswith(ELLIPSIS)
+
+
+def sentence_spans(
+    texts: Sequence[str], count_tokens_batch: Callable[[list[str]], list[int]]
+) -> list[list[SentenceSpan]]:
+    """Each text's sentences (as `sentences_of` splits them) with their token counts, counted in one batch."""
+    split = [sentences_of(text) for text in texts]
+    counts = iter(count_tokens_batch([s.text for sentences in split for s in sentences]))
+    return [
+        [SentenceSpan(s.start, s.end, next(counts), s.fingerprint, text) for s in sentences]
+        for text, sentences in zip(texts, split, strict=True)
+    ]
+
+
+def encode_spans(spans: Sequence[SentenceSpan]) -> str:
+    """The stored form of a node's sentences: JSON [[start, end, tokens, fingerprint], ...]."""
+    return json.dumps([[s.start, s.end, s.tokens, s.fingerprint] for s in spans], separators=(",", ":"))
+
+
+def decode_spans(stored: str, text: str) -> tuple[SentenceSpan, ...]:
+    """A node's stored sentences, read back against its text."""
+    return tuple(
+        SentenceSpan(start, end, tokens, mark, text) for start, end, tokens, mark in json.loads(stored)
+    )
 
 
 MAX_QUOTED_SPANS = 6  # sentences of one quotation kept together ("...reads: "Lamp out. Sea calm."")
@@ -151,25 +221,50 @@ def sentences_of(text: str) -> list[Sentence]:
     return out
 
 
+class Comparable(Protocol):
+    """What telling copies apart needs of a sentence (a `Sentence` or a stored `SentenceSpan`)."""
+
+    @property
+    def fingerprint(self) -> int: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def cut_short(self) -> bool: ...
+
+
 class NewSentences:
-    """The sentences a context already holds, to keep a second copy of any of them out."""
+    """The sentences a context already holds, to keep a second copy of any of them out.
+
+    Copies are found by key fingerprint; the keys themselves are made only for the rare sentence cut
+    short with an ellipsis, which is compared by its leading words.
+    """
 
     def __init__(self) -> None:
-        self._keys: set[str] = set()
+        self._fingerprints: set[int] = set()
+        self._held: list[Comparable] = []
+        self._keys: list[str] = []  # keys of _held[: len(_keys)], made when first needed
 
-    def is_copy(self, sentence: Sentence) -> bool:
+    def is_copy(self, sentence: Comparable) -> bool:
         """Already held verbatim, or cut short with an ellipsis from a sentence held whole.
 
         A whole sentence is not a copy of a held shortened one: it still adds the words that were cut.
         """
-        if not sentence.key or sentence.key in self._keys:
+        if not sentence.fingerprint or sentence.fingerprint in self._fingerprints:
             return True
-        if sentence.cut_short and len(sentence.key.split()) >= MIN_PREFIX_WORDS:
-            return any(_starts_with(held, sentence.key) for held in self._keys)
+        if sentence.cut_short:
+            key = sentence.key
+            if len(key.split()) >= MIN_PREFIX_WORDS:
+                return any(_starts_with(held, key) for held in self._held_keys())
         return False
 
-    def add(self, sentences: Iterable[Sentence]) -> None:
-        self._keys.update(s.key for s in sentences)
+    def add(self, sentences: Iterable[Comparable]) -> None:
+        for sentence in sentences:
+            self._fingerprints.add(sentence.fingerprint)
+            self._held.append(sentence)
+
+    def _held_keys(self) -> list[str]:
+        self._keys += [s.key for s in self._held[len(self._keys) :]]
+        return self._keys
 
 
 def _starts_with(key: str, prefix: str) -> bool:

@@ -22,6 +22,7 @@ import sqlite_utils
 
 from .db import connect
 from .errors import NotFoundError
+from .sentences import SentenceSpan, encode_spans
 from .store_migrations import store_migrations
 
 
@@ -43,6 +44,7 @@ class NewNode:
     page: int | None = None
     heading: tuple[str, ...] = ()
     page_marks: tuple[tuple[int, int], ...] = ()  # where each page begins in `text` (leaves)
+    sentences: list[SentenceSpan] | None = None  # stored for retrieval (see `sentences.sentence_spans`)
 
 
 @dataclass
@@ -88,6 +90,7 @@ class StoredNode:
     page: int | None
     heading: tuple[str, ...]
     page_marks: tuple[tuple[int, int], ...] = ()
+    sentences: str | None = None  # stored sentence spans, JSON (`sentences.decode_spans`); None if older
 
 
 @dataclass
@@ -245,12 +248,12 @@ class Store:
     def _node_rows(self, where: str, params: list[Any]) -> list[StoredNode]:
         rows = self.db.execute(
             "SELECT n.id, n.kb_id, n.doc_id, d.name, n.layer, n.kind, n.text, n.tokens, n.leaf_count, "
-            'n.start, n."end", n.page, n.heading, n.page_marks FROM nodes n '
+            'n.start, n."end", n.page, n.heading, n.page_marks, n.sentences FROM nodes n '
             f"LEFT JOIN documents d ON d.id = n.doc_id WHERE {where}",
             params,
         ).fetchall()
         return [
-            StoredNode(*r[:12], tuple(json.loads(r[12])), tuple(tuple(m) for m in json.loads(r[13])))
+            StoredNode(*r[:12], tuple(json.loads(r[12])), tuple(tuple(m) for m in json.loads(r[13])), r[14])
             for r in rows
         ]
 
@@ -281,8 +284,14 @@ class Store:
         for begin in range(0, len(ids), 500):
             part = [int(i) for i in ids[begin : begin + 500]]
             marks = ",".join("?" * len(part))
-            out.update(self.db.execute(f"SELECT id, tokens FROM nodes WHERE id IN ({marks})", part).fetchall())
+            out.update(
+                self.db.execute(f"SELECT id, tokens FROM nodes WHERE id IN ({marks})", part).fetchall()
+            )
         return out
+
+    def token_counts(self, kb_id: int) -> dict[int, int]:
+        """Every node's token count in a knowledge base (kept beside its index, see `index.KBIndex`)."""
+        return dict(self.db.execute("SELECT id, tokens FROM nodes WHERE kb_id = ?", [kb_id]).fetchall())
 
     def nodes_of_kb(self, kb_id: int) -> list[StoredNode]:
         return self._node_rows("n.kb_id = ? ORDER BY n.id", [kb_id])
@@ -340,7 +349,8 @@ class Store:
     def summaries_top_down(self, kb_id: int, limit: int) -> list[tuple[int, int]]:
         """(id, layer) of up to `limit` summary nodes (layer 1 and above), highest layer first."""
         rows = self.db.execute(
-            "SELECT id, layer FROM nodes WHERE kb_id = ? AND layer > 0 ORDER BY layer DESC, id LIMIT ?", [kb_id, limit]
+            "SELECT id, layer FROM nodes WHERE kb_id = ? AND layer > 0 ORDER BY layer DESC, id LIMIT ?",
+            [kb_id, limit],
         ).fetchall()
         return [(int(node_id), int(layer)) for node_id, layer in rows]
 
@@ -450,6 +460,7 @@ class Store:
                     "heading": json.dumps(list(node.heading)),
                     "spans": json.dumps(node_spans),
                     "page_marks": json.dumps([list(m) for m in node.page_marks]),
+                    "sentences": None if node.sentences is None else encode_spans(node.sentences),
                 }
             )
             edges += [{"parent_id": node_id, "child_id": ids[c], "kb_id": kb_id} for c in node.children]

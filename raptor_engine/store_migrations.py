@@ -81,6 +81,17 @@ def m003_page_marks(db: sqlite_utils.Database) -> None:
         db.execute("ALTER TABLE nodes ADD COLUMN page_marks TEXT NOT NULL DEFAULT '[]'")
 
 
+@store_migrations
+def m004_sentence_spans(db: sqlite_utils.Database) -> None:
+    """Each node's sentences (spans, token counts, key fingerprints), so retrieval need not split them.
+
+    NULL for nodes stored before this step: retrieval splits those when it meets them.
+    """
+    columns = {row[1] for row in db.execute("PRAGMA table_info(nodes)").fetchall()}
+    if "sentences" not in columns:
+        db.execute("ALTER TABLE nodes ADD COLUMN sentences TEXT")
+
+
 @summary_cache_migrations
 def m001_summary_cache(db: sqlite_utils.Database) -> None:
     """LLM summaries by the sha256 of everything that shapes them (see `llm_cache.summary_cache_key`)."""

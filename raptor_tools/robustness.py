@@ -659,7 +659,7 @@ class MemoEmbedder:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def embed(self, texts: list[str], progress: Any = None) -> Any:
+    def embed(self, texts: list[str], progress: Any = None, *, token_counts: Any = None) -> Any:
         import numpy as np
 
         missing = [t for t in dict.fromkeys(texts) if t not in self._memo]

@@ -322,6 +322,69 @@ async def test_collapsed_retrieval_reads_full_rows_a_batch_at_a_time(railway, mo
     assert read == sorted(read, key=ranked.index)  # best candidates first
 
 
+async def test_every_node_is_stored_with_its_sentences_and_their_tokens(railway):
+    """Retrieval reads each candidate's sentences from SQLite instead of splitting and counting them."""
+    from raptor_engine.sentences import decode_spans, sentences_of
+
+    engine, _ = railway
+    nodes = engine.store.nodes_of_kb(engine.store.kb_id("kb"))
+    assert {n.kind for n in nodes} >= {"leaf", "summary"}
+    for node in nodes:
+        assert node.sentences is not None
+        stored = decode_spans(node.sentences, node.text)
+        split = sentences_of(node.text)
+        assert [(s.start, s.end, s.fingerprint) for s in stored] == [(s.start, s.end, s.fingerprint) for s in split]
+        assert [s.tokens for s in stored] == engine.embedder.count_tokens_batch([s.text for s in split])
+
+
+async def test_nodes_stored_before_sentences_were_retrieve_the_same_context(railway):
+    """A database from before m004 has no stored sentences: retrieval splits and counts them itself."""
+    from raptor_engine import retrieve
+
+    engine, _ = railway
+    questions = ["When did the railway open?", "What happened to the line in the end?", "Who built it?"]
+    stored = [engine.retrieve("kb", q, budget=400) for q in questions]
+    with engine.store.write() as db:
+        db.execute("UPDATE nodes SET sentences = NULL")
+    retrieve._split_now.cache_clear()
+    older = [engine.retrieve("kb", q, budget=400) for q in questions]
+    for a, b in zip(stored, older, strict=True):
+        assert [(n.node_id, n.text, n.tokens) for n in a.nodes] == [(n.node_id, n.text, n.tokens) for n in b.nodes]
+        assert a.tokens_used == b.tokens_used <= 400
+    assert any(n.text != engine.store.nodes_by_ids([n.node_id])[n.node_id].text for c in stored for n in c.nodes)
+
+
+async def test_the_index_holds_token_counts_so_a_question_reads_none_from_sqlite(railway, monkeypatch):
+    """What fits is decided from counts kept with the index (saved beside it, or read once from an older file)."""
+    engine, _ = railway
+    kb_id = engine.store.kb_id("kb")
+    expected = engine.store.token_counts(kb_id)
+    assert engine.indexes.get(kb_id).tokens == expected
+    meta_path = engine.indexes._paths(kb_id)[1]
+    meta = json.loads(meta_path.read_text())
+    assert meta["tokens"] == [expected[i] for i in meta["ids"]]
+    del meta["tokens"]  # an index saved before the counts were
+    meta_path.write_text(json.dumps(meta))
+    engine.indexes._cache.clear()
+    assert engine.indexes.get(kb_id).tokens == expected
+
+    def no_reads(ids):
+        raise AssertionError(f"read token counts of {len(ids)} nodes from SQLite")
+
+    monkeypatch.setattr(engine.store, "node_tokens", no_reads)
+    assert engine.retrieve("kb", "When did the railway open?").nodes
+
+
+async def test_an_added_document_brings_its_token_counts_into_the_index(railway):
+    engine, _ = railway
+    kb_id = engine.store.kb_id("kb")
+    engine.indexes.get(kb_id)
+    await engine.ingest("kb", "bees.md", BEEKEEPING.encode())
+    assert engine.indexes.get(kb_id).tokens == engine.store.token_counts(kb_id)
+    await engine.forget("kb", "bees.md")
+    assert engine.indexes.get(kb_id).tokens == engine.store.token_counts(kb_id)
+
+
 async def test_clustering_imports_start_after_chunking_beside_the_embedding(tmp_path, embedder, monkeypatch):
     """UMAP's import holds the GIL for ~2 s: it overlaps the embedding, not the chunking, which it would slow."""
     from raptor_engine import engine as engine_module
