@@ -35,6 +35,7 @@ from types import ModuleType
 import numpy as np
 
 from .config import default_cache_dir
+from .mixture import Mixture, fit_mixture
 from .types import Clustering
 
 log = logging.getLogger(__name__)
@@ -421,17 +422,14 @@ def _soft_gmm_groups(reduced: np.ndarray, limit: int, threshold: float, seed: in
     return [g for g in groups if g]
 
 
-def _best_mixture_by_bic(reduced: np.ndarray, limit: int, seed: int):
-    from sklearn.mixture import GaussianMixture
-
+def _best_mixture_by_bic(reduced: np.ndarray, limit: int, seed: int) -> Mixture:
     best_model, best_bic, rises, previous = None, math.inf, 0, math.inf
     for components in range(1, limit + 1):
-        model = GaussianMixture(n_components=components, random_state=seed, n_init=1)
         try:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # convergence warnings: the fit is still usable
-                model.fit(reduced)
-            bic = float(model.bic(reduced))
+                warnings.simplefilter("ignore")  # k-means' convergence warnings: the start is still usable
+                model = fit_mixture(reduced, components, seed=seed)
+            bic = model.bic(reduced)
         except (ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
             log.debug("GMM with %d components failed: %s", components, exc)
             break

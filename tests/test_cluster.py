@@ -1,4 +1,4 @@
-"""Clustering: real UMAP and scikit-learn GMM on structured embeddings, plus one run on real model embeddings."""
+"""Clustering: real UMAP and Gaussian mixtures (checked against scikit-learn's) on structured embeddings, plus one run on real model embeddings."""
 
 from __future__ import annotations
 
@@ -277,3 +277,33 @@ def test_an_ingest_can_start_importing_umap_in_the_background():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["True", "umap-preload", "True", "True"]
+
+
+@pytest.mark.parametrize("seed", [0, 224])
+def test_our_mixture_fits_agree_with_sklearns(seed):
+    """The same EM as sklearn's GaussianMixture: iterations, BIC and posteriors agree to rounding, so
+    the BIC scan picks the same component counts and the soft memberships are the same."""
+    import warnings
+
+    from sklearn.mixture import GaussianMixture
+
+    from raptor_engine.mixture import fit_mixture
+
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=3.0, size=(5, 10))
+    data = np.vstack([c + rng.normal(size=(rng.integers(8, 60), 10)) for c in centers])
+    for components in range(1, 9):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = GaussianMixture(n_components=components, random_state=seed, n_init=1).fit(data)
+            ours = fit_mixture(data, components, seed=seed)
+        assert ours.iterations == theirs.n_iter_ and ours.converged == theirs.converged_
+        assert ours.bic(data) == pytest.approx(theirs.bic(data), rel=1e-9)
+        np.testing.assert_allclose(ours.predict_proba(data), theirs.predict_proba(data), atol=1e-8)
+
+
+def test_a_mixture_asks_for_no_more_components_than_rows():
+    from raptor_engine.mixture import fit_mixture
+
+    with pytest.raises(ValueError):
+        fit_mixture(np.zeros((3, 2)), 4, seed=0)
