@@ -30,6 +30,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 COUNT_SLICE = 64  # texts per tokenizer call when counting
+# Token counts remembered by text. A build counts the same sentences several times (chunking, the
+# leaves' stored sentences, the summariser's candidates, the summaries' own sentences: extractive
+# summaries are copies), and tokenizing costs ~2 us a token (1.4 s of a 100k-token ingest).
+COUNT_MEMO_TEXTS = 20_000  # the memo is emptied when it would hold more texts than this (30 MB at most)
+COUNT_MEMO_CHARS = 1_500  # longer texts are counted without being remembered
 # WordPiece turns any "word" it cannot split (over 100 characters, or made of symbols it does not know:
 # a DNA sequence, a base64 blob, a run of emoji) into one [UNK]. Counted as one token, a 5-million-letter
 # word would pass every token budget; an LLM's tokenizer spends about one token per 3 such characters.
@@ -95,6 +100,8 @@ class Embedder:
         # threads, and a question's embedding should not wait for a build's token counting.
         self.tokenizer = copy.deepcopy(self.runtime.tokenizer)
         self._count_lock = threading.Lock()
+        self._counted: dict[str, int] = {}  # see COUNT_MEMO_TEXTS
+        self._memo_lock = threading.Lock()
         # Input length in tokens, without the [CLS]/[SEP] the model adds.
         self.max_tokens = int(self.runtime.max_seq_length) - 2
         self._lock = threading.Lock()
@@ -105,10 +112,21 @@ class Embedder:
 
     def count_tokens_batch(self, texts: list[str]) -> list[int]:
         """Token counts that match the text: an [UNK] counts by its length, and no text counts fewer than
-        one token per MAX_CHARS_PER_TOKEN non-space characters.
-
-        Counted in slices: one tokenizer call holds the GIL, so a huge one would stall the bot's loop.
+        one token per MAX_CHARS_PER_TOKEN non-space characters. Texts counted lately are not tokenized again.
         """
+        with self._memo_lock:
+            known = {t: self._counted[t] for t in texts if t in self._counted}
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        if missing:
+            known.update(zip(missing, self._count_now(missing), strict=True))
+            with self._memo_lock:
+                if len(self._counted) + len(missing) > COUNT_MEMO_TEXTS:
+                    self._counted.clear()  # a simple bound: an LRU's bookkeeping would cost more than it saves
+                self._counted.update((t, known[t]) for t in missing if len(t) <= COUNT_MEMO_CHARS)
+        return [known[t] for t in texts]
+
+    def _count_now(self, texts: list[str]) -> list[int]:
+        """Counted in slices: one tokenizer call holds the GIL, so a huge one would stall the bot's loop."""
         counts: list[int] = []
         for begin in range(0, len(texts), COUNT_SLICE):
             piece = list(texts[begin : begin + COUNT_SLICE])

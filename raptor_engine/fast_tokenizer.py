@@ -17,6 +17,15 @@ import numpy as np
 _OUTPUTS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
 
 
+def _encode_without_offsets(tokenizer: Any, texts: list[str], add_special_tokens: bool) -> list[Any]:
+    """`encode_batch_fast` where this `tokenizers` has it: the same ids without tracking each token's
+    characters, about a third faster (tokenizing is ~10% of an ingest)."""
+    fast = getattr(tokenizer, "encode_batch_fast", None)
+    if fast is None:
+        return tokenizer.encode_batch(texts, add_special_tokens=add_special_tokens)
+    return fast(texts, add_special_tokens=add_special_tokens)
+
+
 class FastTokenizer:
     """Callable like a transformers tokenizer for counting: `tok(text_or_texts, add_special_tokens=False)`."""
 
@@ -51,11 +60,11 @@ class FastTokenizer:
         if isinstance(text, str):
             one = self._plain.encode(text, add_special_tokens=add_special_tokens)
             return {"input_ids": one.ids, **({"offset_mapping": list(one.offsets)} if offsets else {})}
-        encoded = self._plain.encode_batch(list(text), add_special_tokens=add_special_tokens)
-        out: dict[str, Any] = {"input_ids": [e.ids for e in encoded]}
         if offsets:
-            out["offset_mapping"] = [list(e.offsets) for e in encoded]
-        return out
+            encoded = self._plain.encode_batch(list(text), add_special_tokens=add_special_tokens)
+            return {"input_ids": [e.ids for e in encoded], "offset_mapping": [list(e.offsets) for e in encoded]}
+        encoded = _encode_without_offsets(self._plain, list(text), add_special_tokens)
+        return {"input_ids": [e.ids for e in encoded]}
 
     @property
     def unk_token_id(self) -> int | None:
@@ -65,7 +74,7 @@ class FastTokenizer:
 
     def model_inputs(self, texts: list[str], names: list[str]) -> dict[str, np.ndarray]:
         """A padded, truncated batch as the model's int64 inputs (what transformers' return_tensors="np" gives)."""
-        encoded = self._batch.encode_batch(list(texts))
+        encoded = _encode_without_offsets(self._batch, list(texts), True)
         return {name: np.array([getattr(e, _OUTPUTS[name]) for e in encoded], dtype=np.int64) for name in names}
 
     def full(self) -> Any:

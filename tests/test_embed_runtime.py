@@ -301,3 +301,38 @@ def test_embedding_keeps_the_input_order_and_never_loads_transformers(tmp_path, 
     alone = np.vstack([embedder.embed([s]) for s in SENTENCES])
     assert rt.cosines(vectors, alone).min() > 0.9999  # fp32: the batch does not change a text's vector
     assert embedder.tokenizer._full is None and embedder.runtime.tokenizer._full is None
+
+
+def test_given_token_counts_size_the_batches_without_tokenizing_again(tmp_path, exported, monkeypatch):
+    """A build passes the counts it already has; the vectors are the same, and nothing is measured."""
+    embedder = Embedder(MODEL, backend="onnx", cache_dir=exported.parents[1], use_gpu=False)
+    embedder.batch_tokens = 64
+    measured = embedder.embed(SENTENCES)
+    counts = embedder.count_tokens_batch(SENTENCES)
+
+    def no_measuring(texts):
+        raise AssertionError("measured the texts again")
+
+    monkeypatch.setattr(embedder, "_input_lengths", no_measuring)
+    given = embedder.embed(SENTENCES, token_counts=counts)
+    assert rt.cosines(given, measured).min() > 0.9999
+
+
+def test_counts_are_remembered_by_text_and_stay_right(embedder, monkeypatch):
+    """A build counts the same sentences several times; the tokenizer sees each text once."""
+    texts = ["The keeper trimmed the wick.", "A gale blew all night long.", "The keeper trimmed the wick."]
+    first = embedder.count_tokens_batch(texts)
+    assert first[0] == first[2] == embedder._count_now([texts[0]])[0]
+    tokenized: list[str] = []
+    real = embedder._count_now
+
+    def recording(batch):
+        tokenized.extend(batch)
+        return real(batch)
+
+    monkeypatch.setattr(embedder, "_count_now", recording)
+    assert embedder.count_tokens_batch(texts + ["Fog came in at dawn."]) == first + real(["Fog came in at dawn."])
+    assert tokenized == ["Fog came in at dawn."]
+    long = "word " * 400  # longer than the memo keeps: counted each time, and right each time
+    assert embedder.count_tokens_batch([long]) == embedder.count_tokens_batch([long]) == [400]
+    assert tokenized.count(long) == 2
