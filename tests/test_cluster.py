@@ -307,3 +307,30 @@ def test_a_mixture_asks_for_no_more_components_than_rows():
 
     with pytest.raises(ValueError):
         fit_mixture(np.zeros((3, 2)), 4, seed=0)
+
+
+@pytest.mark.parametrize(("rows", "dim", "seed"), [(40, 10, 224), (300, 10, 0), (500, 3, 7), (25, 2, 224)])
+def test_our_kmeans_start_labels_rows_as_sklearns_does(rows, dim, seed):
+    """The mixtures start from k-means labels; the same seed must give sklearn's labels, or the scan's
+    component counts (and the trees) would change with the implementation."""
+    from sklearn.cluster import KMeans
+
+    from raptor_engine.mixture import kmeans_labels
+
+    rng = np.random.default_rng(seed)
+    data = rng.normal(size=(rows, dim)) * rng.uniform(0.1, 3.0, size=dim)
+    data[: rows // 5] += 4.0  # one dense group among the noise
+    for clusters in range(1, 16):
+        expected = KMeans(n_clusters=clusters, n_init=1, random_state=np.random.RandomState(seed)).fit(data).labels_
+        assert np.array_equal(kmeans_labels(data, clusters, seed=seed), expected), clusters
+
+
+def test_an_empty_kmeans_cluster_gets_the_row_farthest_from_its_centre():
+    from raptor_engine.mixture import _relocate_empty
+
+    data = np.array([[0.0], [0.1], [5.0], [0.2]])
+    centres = np.array([[0.1], [9.0]])
+    labels = np.array([0, 0, 0, 0])
+    assert _relocate_empty(data, centres, labels, 2)
+    assert labels.tolist() == [0, 0, 1, 0]
+    assert not _relocate_empty(data, centres, labels, 2)
