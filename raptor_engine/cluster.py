@@ -22,15 +22,18 @@ Differences from the reference code, each for robustness or speed:
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import math
 import os
 import sys
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -112,19 +115,54 @@ def _compile_cache_folder() -> Path:
 def import_umap() -> ModuleType:
     """umap, with every numba function of umap and pynndescent cached on disk.
 
-    umap-learn marks only some of its functions `cache=True`; the layout optimiser and the fuzzy
-    graph's kernels are compiled again by each process's first fit. `enable_caching` gives those
-    functions numba's own on-disk cache (in `use_compile_cache`'s folder); functions that cannot be
-    cached (closures) just keep compiling in memory.
+    umap-learn marks only some of its functions `cache=True`. Those given a type signature compile
+    as they are defined, on every import (~0.3 s of CPU each process), and the layout optimiser and
+    the fuzzy graph's kernels are compiled again by each process's first fit. So numba's decorators
+    add `cache=True` while umap is imported (`_decorators_cache`), and `enable_caching` then reaches
+    any function still uncached; all of it lives in `use_compile_cache`'s folder. Functions that
+    cannot be cached (closures) just keep compiling in memory.
     """
     with _umap_lock:
         if not _umap_module:
             import numba  # imported late: numba and umap are slow to import
-            import umap
 
-            _enable_numba_caching(numba, ("umap", "pynndescent"), _compile_cache_folder())
+            folder = _compile_cache_folder()
+            with _decorators_cache(numba, folder):
+                import umap
+
+            _enable_numba_caching(numba, ("umap", "pynndescent"), folder)
             _umap_module.append(umap)
         return _umap_module[0]
+
+
+@contextlib.contextmanager
+def _decorators_cache(numba: ModuleType, folder: Path) -> Iterator[None]:
+    """While in effect, `numba.njit` and `numba.jit` cache what they compile in `folder`."""
+    originals = numba.njit, numba.jit
+    previous = numba.config.CACHE_DIR
+    numba.config.CACHE_DIR = str(folder)  # read as each function's cache is created
+    numba.njit, numba.jit = _caching(numba.njit), _caching(numba.jit)
+    try:
+        yield
+    finally:
+        numba.njit, numba.jit = originals
+        numba.config.CACHE_DIR = previous
+
+
+def _caching(decorator: Callable[..., Any]) -> Callable[..., Any]:
+    """`decorator` with `cache=True` unless the caller said otherwise; uncached where caching is refused."""
+
+    @functools.wraps(decorator)
+    def with_cache(*args: Any, **kwargs: Any) -> Any:
+        if "cache" in kwargs:
+            return decorator(*args, **kwargs)
+        try:
+            return decorator(*args, cache=True, **kwargs)
+        except Exception as exc:  # e.g. a function numba cannot locate a cache file for
+            log.debug("numba cannot cache a function of umap: %s", exc)
+            return decorator(*args, **kwargs)
+
+    return with_cache
 
 
 def preload_umap() -> None:
