@@ -157,9 +157,15 @@ class SentenceSpan:
 def sentence_spans(
     texts: Sequence[str], count_tokens_batch: Callable[[list[str]], list[int]]
 ) -> list[list[SentenceSpan]]:
-    """Each text's sentences (as `sentences_of` splits them) with their token counts, counted in one batch."""
+    """Each text's sentences (as `sentences_of` splits them) with their token counts, counted in one batch.
+
+    Each sentence is counted as it stands in the text, which is how a shortened node quotes it, and how
+    chunking counted it already (the counts are remembered, see `Embedder.count_tokens_batch`).
+    """
     split = [sentences_of(text) for text in texts]
-    counts = iter(count_tokens_batch([s.text for sentences in split for s in sentences]))
+    counts = iter(
+        count_tokens_batch([text[s.start : s.end] for text, sentences in zip(texts, split, strict=True) for s in sentences])
+    )
     return [
         [SentenceSpan(s.start, s.end, next(counts), s.fingerprint, text) for s in sentences]
         for text, sentences in zip(texts, split, strict=True)
