@@ -302,14 +302,14 @@ _SENTENCE_END = re.compile(r"([.!?])(\s|$)")
 
 
 def numbered_text(text: str, number: int) -> str:
-    """The text with ` (n<number>)` before each sentence's closing mark (or at its end).
+    """The text with ` (n<number>)` before each sentence's closing mark, and at its end if it has none there.
 
     The synthetic nodes reuse 1,000 real texts; numbered, no two nodes share a sentence, as in a real
     knowledge base. Unnumbered, the collapsed tree's fill skipped ~155 of every question's 200
     candidates as copies of each other, which measured something no real knowledge base does.
     """
-    marked, count = _SENTENCE_END.subn(lambda m: f" (n{number}){m.group(1)}{m.group(2)}", text)
-    return marked if count else f"{text} (n{number})"
+    marked = _SENTENCE_END.sub(lambda m: f" (n{number}){m.group(1)}{m.group(2)}", text)
+    return marked if _SENTENCE_END.search(marked.rstrip()[-1:] + " ") else f"{marked} (n{number})"
 
 
 def build_synthetic_kb(
@@ -386,35 +386,40 @@ def recall_against_exact(
     return found / (k * len(queries))
 
 
-def search_and_fill_ms(engine: Any, kb_id: int, queries: np.ndarray, ef: int) -> list[float]:
-    """Milliseconds of retrieval after the question is embedded: hnswlib search, node fetch, budget fill
-    (new text only, counting the shortened nodes' tokens, as `Engine.retrieve` does)."""
-    from raptor_engine.retrieve import CANDIDATES, fill_budget
+def search_and_fill_ms(
+    engine: Any, kb_id: int, questions: list[str], queries: np.ndarray, ef: int
+) -> list[float]:
+    """Milliseconds of retrieval after the question is embedded: the collapsed tree as `Engine.retrieve`
+    runs it (hnswlib search, rows read a batch at a time, new-text-only budget fill) at this ef."""
+    from raptor_engine.retrieve import collapsed_tree
 
     index = engine.indexes.get(kb_id)
     times = []
-    for query in queries:
+    for question, query in zip(questions, queries, strict=True):
         started = time.perf_counter()
-        hits = index.search(query, k=CANDIDATES, ef=ef)
-        nodes = engine.store.nodes_by_ids([node_id for node_id, _ in hits])
-        fill_budget(
-            [(nodes[i], score) for i, score in hits if i in nodes],
-            engine.settings.budget,
-            engine.embedder.count_tokens_batch,
+        collapsed_tree(
+            engine.store,
+            index,
+            kb_id,
+            question,
+            query,
+            budget=engine.settings.budget,
+            ef=ef,
+            count_tokens_batch=engine.embedder.count_tokens_batch,
         )
         times.append((time.perf_counter() - started) * 1000)
     return times
 
 
 def ef_sweep(
-    engine: Any, kb_id: int, queries: np.ndarray, efs: tuple[int, ...], size: int
+    engine: Any, kb_id: int, questions: list[str], queries: np.ndarray, efs: tuple[int, ...], size: int
 ) -> list[dict[str, Any]]:
     """Recall and search cost at several ef values: what the configured ef buys and what more would cost."""
     from raptor_engine.retrieve import CANDIDATES
 
     rows = []
     for ef in efs:
-        times = search_and_fill_ms(engine, kb_id, queries, ef)
+        times = search_and_fill_ms(engine, kb_id, questions, queries, ef)
         row: dict[str, Any] = {"ef": ef, "search_median_ms": round(statistics.median(times), 2)}
         for k in (10, 50, CANDIDATES):
             row[f"recall_at_{k}"] = round(recall_against_exact(engine, kb_id, queries, min(k, size), ef), 4)
@@ -492,10 +497,10 @@ def measure_retrieval(
                     }
                 )
                 results[-1]["search_median_ms"] = round(
-                    statistics.median(search_and_fill_ms(engine, kb_id, query_vectors, settings.hnsw_ef)), 2
+                    statistics.median(search_and_fill_ms(engine, kb_id, questions, query_vectors, settings.hnsw_ef)), 2
                 )
                 if efs:
-                    results[-1]["ef_sweep"] = ef_sweep(engine, kb_id, query_vectors, efs, size)
+                    results[-1]["ef_sweep"] = ef_sweep(engine, kb_id, questions, query_vectors, efs, size)
                 log(json.dumps(results[-1]))
                 engine.delete_kb(f"kb{size}")
         finally:
