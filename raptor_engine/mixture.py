@@ -134,7 +134,9 @@ def kmeans_labels(data: np.ndarray, clusters: int, *, seed: int) -> np.ndarray:
         moved = _relocate_empty(centred, centres, labels, clusters)
         members = np.zeros((clusters, rows))
         members[labels, np.arange(rows)] = 1.0
-        updated = (members @ centred) / members.sum(axis=1)[:, None]
+        sums, sizes = members @ centred, members.sum(axis=1)[:, None]
+        # A cluster that gave its only row to an empty one keeps its (zero) sum as its centre, as in sklearn.
+        updated = np.divide(sums, sizes, out=sums.copy(), where=sizes > 0)
         shift = float(((updated - centres) ** 2).sum())
         centres = updated
         if np.array_equal(labels, previous) and not moved:
