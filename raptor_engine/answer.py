@@ -128,11 +128,39 @@ def describe_documents(
     return f"{len(drawn_from)} documents: {names}" + (f" and {more} more" if more > 0 else "")
 
 
+# A model citing several blocks at once: "[2, 3]", "[2,3]", "[2-4]", "[2; 5]", "[2 and 3]". A document's
+# own groups never get here as ASCII brackets (neutralise_markers), so these are the answerer's.
+MARKER_GROUP = re.compile(r"\[\s*(\d{1,4}(?:\s*(?:[,;&]|and|[-‐‑–—])\s*\d{1,4})+)\s*\]")
+_RANGE = re.compile(r"(\d{1,4})\s*[-‐‑–—]\s*(\d{1,4})")
+MAX_RANGE = 20  # "[2-4]" is three blocks; "[1-900]" cites nothing in particular
+
+
+def split_marker_groups(text: str) -> str:
+    """ "[2, 3]" -> "[2][3]", "[2-4]" -> "[2][3][4]": one marker per block, so each is renumbered and
+    cited like any other. A range backwards or wider than MAX_RANGE blocks is dropped."""
+
+    def expand(match: re.Match[str]) -> str:
+        positions: list[int] = []
+        for part in re.split(r"\s*(?:[,;&]|\band\b)\s*", match.group(1)):
+            span = _RANGE.fullmatch(part.strip())
+            if span:
+                first, last = int(span.group(1)), int(span.group(2))
+                if first <= last <= first + MAX_RANGE:
+                    positions.extend(range(first, last + 1))
+            elif part.strip().isdigit():
+                positions.append(int(part))
+        return "".join(f"[{p}]" for p in dict.fromkeys(positions))
+
+    return MARKER_GROUP.sub(expand, text)
+
+
 def map_citations(text: str, context: list[ContextNode]) -> tuple[str, list[Citation]]:
     """Renumber valid [n] markers (1-based positions in `context`) in order of first use; drop the rest.
 
-    A marker pointing at nothing ([0], [99]) is removed from the text rather than shown to a reader.
+    A marker pointing at nothing ([0], [99]) is removed from the text rather than shown to a reader;
+    a group ("[2, 3]", "[2-4]") counts as its markers.
     """
+    text = split_marker_groups(text)
     renumber: dict[int, int] = {}
     citations: list[Citation] = []
 

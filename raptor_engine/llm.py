@@ -32,7 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 import pydantic
 
-from .answer import neutralise_markers
+from .answer import neutralise_markers, split_marker_groups
 from .config import Settings
 from .errors import BackendError
 from .llm_cache import SummaryCache, summary_cache_key
@@ -426,9 +426,10 @@ def attribute_citations(text: str, context: Sequence[ContextNode]) -> str:
     Small local models often copy block labels into the answer or ignore the instruction to cite.
     Copied labels are removed (the marker stays). An answer with no valid marker gets, after each
     sentence, the marker of the context block it shares the most content words with, when that is
-    at least two words and 40% of the sentence's; sentences that match no block stay unmarked.
+    at least two words and 40% of the sentence's; sentences that match no block stay unmarked. A group
+    such as "[2, 3]" counts as its markers ("[2][3]").
     """
-    text = _ECHOED_LABEL.sub(r"\1", text)
+    text = split_marker_groups(_ECHOED_LABEL.sub(r"\1", text))
     if not context or _has_valid_marker(text, len(context)):
         return text
     block_words = [_content_words(node.text) for node in context]

@@ -473,3 +473,31 @@ def test_the_test_server_also_runs_on_its_own_thread_for_synchronous_callers():
     assert reply.choices[0].message.content == "A. B."
     assert reply.usage is not None and reply.usage.prompt_tokens > 0
     assert server.outcomes() == ["ok"]
+
+
+@pytest.mark.parametrize(
+    ("written", "shown", "cited"),
+    [
+        ("Both searched [2, 3].", "Both searched [1][2].", [42, 9]),
+        ("Both searched [2,3] and [1].", "Both searched [1][2] and [3].", [42, 9, 7]),
+        ("All of it [1-3].", "All of it [1][2][3].", [7, 42, 9]),
+        ("All of it [1\u20133].", "All of it [1][2][3].", [7, 42, 9]),
+        ("Two [3; 1] and [2 and 3].", "Two [1][2] and [3][1].", [9, 7, 42]),
+        ("Out of range [2, 99].", "Out of range [1].", [42]),
+        ("Backwards [3-1], too wide [1-900].", "Backwards, too wide.", []),
+    ],
+)
+def test_a_group_of_markers_cites_each_block(written, shown, cited):
+    """A model citing several blocks at once ("[2, 3]") gets one renumbered marker per block, never the
+    prompt's own numbering left in the text."""
+    context = [*context_nodes(), ContextNode(9, 1, "tale.txt", 0.5, "Another block.", 3, 4)]
+    text, citations = map_citations(written, context)
+    assert text == shown
+    assert [c.node_id for c in citations] == cited
+
+
+def test_a_group_of_markers_counts_as_citing_so_none_are_added():
+    context = context_nodes()
+    assert attribute_citations("Cinderella lost her glass slipper at the ball [1, 2].", context) == (
+        "Cinderella lost her glass slipper at the ball [1][2]."
+    )
