@@ -14,11 +14,12 @@ import discord
 
 from raptor_engine.engine import EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
+from raptor_engine.smalltalk import small_talk_act
 from raptor_engine.types import Answer, Turn
 
 from .kb import home_channel_id, kb_for_channel
 from .permissions import cooldown_text
-from .render import OutMessage, inert, plain_name, render_answer, truncate
+from .render import OutMessage, inert, inert_answer, plain_name, render_answer, truncate
 from .replies import Replier, tell
 from .services import Services
 from .state import ThreadRecord
@@ -49,8 +50,11 @@ def thread_name(question: str) -> str:
     return plain_name(question, THREAD_NAME_LIMIT) or "Follow-up"
 
 
-def question_refusal(services: Services, user_id: int) -> str | None:
-    """Why this user may not ask right now (cooldown, then questions per minute), or None."""
+def question_refusal(services: Services, user_id: int, question: str) -> str | None:
+    """Why this user may not ask right now (cooldown, then questions per minute), or None. A message
+    that is not a question ('thanks!') searches nothing, so it neither waits nor uses up the limits."""
+    if small_talk_act(question) is not None:
+        return None
     wait = services.cooldown.retry_after(user_id)
     if wait:
         return cooldown_text(wait)
@@ -72,8 +76,13 @@ async def ask_engine(
         return None
 
 
-async def prepare(services: Services, kb: str, answer: Answer) -> tuple[list[OutMessage], discord.ui.View]:
-    """Rendered messages and the 'Show context' / 'Show tree' buttons for a stored copy of the context."""
+async def prepare(
+    services: Services, kb: str, answer: Answer
+) -> tuple[list[OutMessage], discord.ui.View | None]:
+    """Rendered messages and the 'Show context' / 'Show tree' buttons for a stored copy of the context;
+    a reply that searched nothing ('thanks!') is its text alone."""
+    if not answer.has_context:
+        return [OutMessage(content=inert_answer(answer.text))], None
     ctx = answer.context
     cited = [c.node_id for c in answer.citations]
     answer_id = await services.state.save_answer(
@@ -86,7 +95,7 @@ async def handle_ask(
     services: Services, interaction: discord.Interaction, question: str, mode: str, private: bool
 ) -> None:
     """/ask: defer, answer with sources, open a thread on a public answer in a text channel."""
-    refusal = question_refusal(services, interaction.user.id)
+    refusal = question_refusal(services, interaction.user.id, question)
     if refusal:
         await tell(interaction, refusal)
         return
@@ -169,7 +178,7 @@ async def handle_follow_up(
         if mentioned:
             await _reply(message, "Ask your follow-up question after mentioning me.")
         return  # without the message-content intent Discord sends no text unless the bot is mentioned
-    refusal = question_refusal(services, message.author.id)
+    refusal = question_refusal(services, message.author.id, question)
     if refusal:
         await _reply(message, refusal)
         return
@@ -204,7 +213,7 @@ async def handle_follow_up(
         kwargs: dict = {"embeds": out.embeds}
         if out.content:
             kwargs["content"] = out.content
-        if last:
+        if last and view is not None:
             kwargs["view"] = view
         if i == 0:
             await message.reply(mention_author=False, **kwargs)

@@ -189,6 +189,8 @@ def _print_answer(answer: Answer) -> None:
     if answer.rewritten:
         click.secho(f"Searched as: {answer.query}", dim=True)
     click.echo(answer.text)
+    if not answer.has_context:
+        return  # a reply to 'thanks!' or 'hello': nothing was searched or cited
     click.echo()
     click.secho("Sources", bold=True)
     for c in answer.citations:

@@ -29,6 +29,7 @@ from .index import IndexManager
 from .load import LoadLimits, safe_filename
 from .parse_worker import ParseStats, WorkerLimits, load_isolated
 from .retrieve import collapsed_tree, tree_traversal
+from .smalltalk import small_talk_reply, strip_small_talk, without_small_talk
 from .stages import StageClock
 from .store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
 from .summarize import ExtractiveSummarizer
@@ -687,9 +688,14 @@ class Engine:
             raise RaptorError("The question is empty.")
         if len(question) > MAX_QUESTION_CHARS:
             raise RaptorError(f"The question is longer than {MAX_QUESTION_CHARS} characters.")
-        history = history or []
+        budget = self.settings.budget if budget is None else budget
+        reply = small_talk_reply(question)
+        if reply is not None:
+            return self._small_talk_answer(kb, question, reply, mode, budget)
+        history = without_small_talk(history or [])
         answerer = self.answerer
-        query = await answerer.condense(question, history) if history else question
+        asked = strip_small_talk(question)
+        query = await answerer.condense(asked, history) if history else asked
         context = await asyncio.to_thread(
             self.retrieve, kb, query, mode=mode, budget=budget, layers=layers, documents=documents
         )
@@ -710,6 +716,15 @@ class Engine:
         )
         await asyncio.to_thread(self._record_question, kb, answer, asked_by)
         return answer
+
+    def _small_talk_answer(self, kb: str, question: str, reply: str, mode: str, budget: int) -> Answer:
+        """The reply to a message that is not a question ('thanks!', 'hello'): nothing searched or cited.
+        A knowledge base with nothing in it says so, as for a question."""
+        kb_id = self.store.kb_id(kb)
+        if kb_id is None or not self.store.has_nodes(kb_id):
+            raise EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet.")
+        context = RetrievedContext(nodes=[], tokens_used=0, budget=budget, mode=mode, query=question)
+        return Answer(question, question, reply, [], context, backend=self.answerer.name)
 
     def _record_question(self, kb: str, answer: Answer, asked_by: str) -> None:
         kb_id = self.store.kb_id(kb)

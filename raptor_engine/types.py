@@ -232,6 +232,11 @@ class Answer:
     completion_tokens: int = 0
 
     @property
+    def has_context(self) -> bool:
+        """Whether the answer stands on retrieved text (not so for a reply to 'thanks!' or 'hello')."""
+        return bool(self.context.nodes)
+
+    @property
     def rewritten(self) -> bool:
         """Whether a follow-up was searched as a different, standalone question."""
         return self.query != self.question

@@ -139,3 +139,18 @@ def test_chat_answers_a_follow_up_as_the_question_it_stands_for(run, files):
     assert "Wren" in result.output.split(searched, 1)[1]
     asked = json.loads(run("ask", "Who led the passengers to safety?", "--kb", "t", "--json").output)
     assert asked["query"] == asked["question"] and asked["rewritten"] is False
+
+
+def test_chat_answers_thanks_with_a_line_and_the_next_follow_up_leans_on_the_question(run, files):
+    railway, _, _ = files
+    assert run("ingest", str(railway), "--kb", "t", "--quiet").exit_code == 0
+    talk = "Tell me about the great flood of 1903.\nthanks!\nWho led the passengers to safety then?\n\n"
+    result = CliRunner().invoke(
+        cli_module.cli, ["--data-dir", str(railway.parent / "data"), "chat", "--kb", "t"], input=talk
+    )
+    assert result.exit_code == 0, result.output
+    reply = result.output.split("You're welcome", 1)[1].split("> ", 1)[0]
+    assert "Sources" not in reply and "Context:" not in reply  # nothing was searched
+    assert "Searched as: Who led the passengers to safety in 1903? (context: Tell me about the great flood" in (
+        result.output
+    )

@@ -5,6 +5,7 @@ what was quoted."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -283,3 +284,25 @@ async def test_a_node_citation_across_a_page_break_names_both_pages(make_harness
     _, replies = await ask(h, "Who repaired the cider press?")
     line = next(ln for ln in sources_of(replies).splitlines() if ln.startswith("**[1]**"))
     assert f"orchard.pdf · pp. {leaf.page}-4" in line, line
+
+
+async def test_thanks_in_a_thread_gets_a_plain_reply_inside_the_cooldown_and_is_not_leaned_on(
+    make_harness, bot_settings
+):
+    """'thanks!' searches nothing: a one-line reply without sources or buttons, never refused by the
+    question cooldown (the /ask just before it started one), and the next follow-up still leans on the
+    last real question."""
+    settings = dataclasses.replace(bot_settings, ask_cooldown_seconds=3600)
+    h = await make_harness(message_content=True, settings=settings)
+    thread = await open_archive_thread(h)
+    h.user_message(thread, "thanks!")
+    reply = await h.fake.wait_for(
+        lambda: next((m for m in h.fake.channel_messages(thread) if "welcome" in m["content"]), None),
+        what="the reply to thanks",
+    )
+    assert reply["content"].startswith("You're welcome") and not reply["embeds"]
+    assert not custom_ids(reply)
+    assert not any("wait" in m["content"].lower() for m in h.fake.channel_messages(thread))
+    history = await h.bot.services.state.history(thread)
+    assert [t.content for t in history][-2:] == ["thanks!", reply["content"]]
+    assert not [m for m in h.fake.channel_messages(thread) if m["embeds"]]

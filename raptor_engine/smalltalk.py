@@ -1,0 +1,160 @@
+"""Messages that are not questions: "thanks!", "ok", "hello", "?", "what can you do?".
+
+In a thread every message reaches the engine as a follow-up. Searched and answered, "thanks!" got
+three unrelated quotes, and became the context the next real follow-up leaned on ("Searched as: Ok
+(context: Thanks!)"). `small_talk_reply` recognises a message made only of greetings, thanks,
+acknowledgements, farewells, requests for help or a bare "what?", and gives the one-sentence reply
+it calls for; the engine answers that without searching, and `without_small_talk` keeps such
+exchanges out of the history a follow-up is rewritten from. `strip_small_talk` takes such words off
+the front of a real question ("ok thanks, and who replaced him?" -> "and who replaced him?").
+
+Only whole messages count: a message with one word of its own is a question. Deterministic, no model.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from enum import Enum
+
+from .types import Turn
+
+
+class Act(Enum):
+    """What a message that is not a question does, in the order a reply is chosen (the last wins)."""
+
+    UNCLEAR = "unclear"
+    ACKNOWLEDGE = "acknowledge"
+    GREET = "greet"
+    HELP = "help"
+    THANK = "thank"
+    FAREWELL = "farewell"
+
+
+REPLIES = {
+    Act.UNCLEAR: "I didn't catch a question there: ask me about something in the documents, "
+    "for example a name, a date or an event, or “what is this about?”.",
+    Act.ACKNOWLEDGE: "Ask me another question about the documents whenever you like.",
+    Act.GREET: "Hello! Ask me anything about the documents here, for example “what is this about?” "
+    "or a question about a name, a date or an event.",
+    Act.HELP: "I answer questions about the documents added here by quoting the passages that answer "
+    "them, each cited [n] with its place in the tree; ask “what is this about?” for an overview or "
+    "ask about a name, a date or an event, and follow-up questions keep the conversation.",
+    Act.THANK: "You're welcome! Ask another question about the documents whenever you like.",
+    Act.FAREWELL: "Goodbye! The documents will be here when you have another question.",
+}
+
+_PHRASES: dict[Act, tuple[str, ...]] = {
+    Act.GREET: (
+        "hi", "hello", "hey", "heya", "hiya", "howdy", "yo", "greetings", "good morning", "good afternoon",
+        "good evening", "morning", "evening", "hi there", "hello there", "hey there", "sup", "whats up",
+        "what's up", "how are you", "how are you doing", "how's it going", "hows it going",
+    ),
+    Act.THANK: (
+        "thanks", "thank you", "thank u", "thankyou", "thx", "thnx", "ty", "tysm", "tyvm", "cheers",
+        "many thanks", "thanks a lot", "thanks so much", "thank you so much", "thank you very much",
+        "thanks very much", "much appreciated", "appreciated", "appreciate it", "i appreciate it",
+        "thanks again", "ta",
+    ),
+    Act.ACKNOWLEDGE: (
+        "ok", "okay", "k", "kk", "okey", "okie", "oki", "cool", "great", "nice", "good", "perfect",
+        "awesome", "excellent", "brilliant", "amazing", "wonderful", "fantastic", "splendid", "lovely",
+        "got it", "gotcha", "i see", "makes sense", "that makes sense", "understood", "noted", "alright",
+        "all right", "fine", "sure", "yes", "yeah", "yep", "yup", "no", "nope", "nah", "lol", "lmao",
+        "haha", "hahaha", "heh", "wow", "interesting", "neat", "good to know", "that helps",
+        "that helped", "helpful", "very helpful", "that's helpful", "thats helpful", "that's great",
+        "thats great", "that's it", "that is all", "that's all", "thats all", "nice one", "good job",
+        "well done", "good bot", "right", "oh", "ah", "aha", "oh ok", "ah ok", "i know", "exactly",
+        "indeed", "true", "agreed", "same", "never mind", "nevermind", "nvm", "no worries", "np",
+    ),
+    Act.FAREWELL: (
+        "bye", "goodbye", "good bye", "bye bye", "see you", "see ya", "cya", "later", "see you later",
+        "good night", "goodnight", "take care", "have a good day", "have a nice day",
+    ),
+    Act.HELP: (
+        "help", "help me", "what can you do", "what do you do", "how do i use you", "how do i use this",
+        "how does this work", "how do you work", "what are you", "who are you", "commands",
+        "what can i ask", "what can i ask you", "what should i ask", "usage", "instructions",
+    ),
+    Act.UNCLEAR: (
+        "what", "huh", "eh", "hmm", "hm", "um", "umm", "uh", "sorry", "pardon", "come again",
+        "what do you mean", "i don't understand", "i dont understand", "test", "testing",
+    ),
+}
+# Words that may ride along without changing what the message does ("thanks bot", "ok so").
+_FILLER = frozenset("bot raptor so well very much really just then again all a lot guys man mate please".split())
+_BY_PHRASE: dict[tuple[str, ...], Act] = {
+    tuple(phrase.split()): act for act, phrases in _PHRASES.items() for phrase in phrases
+}
+_LONGEST = max(len(words) for words in _BY_PHRASE)
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+MAX_SMALL_TALK_CHARS = 80  # longer than this, a message is a question whatever it starts with
+
+
+def _normalised_words(text: str) -> list[str]:
+    """Lower-case words, with curly apostrophes made straight and every symbol and emoji dropped."""
+    text = unicodedata.normalize("NFKC", text).replace("\u2019", "'").lower()
+    return _WORD.findall(text)
+
+
+def _acts(tokens: list[str]) -> list[Act] | None:
+    """The acts a message is made of, or None if any word is not part of a small-talk phrase."""
+    acts: list[Act] = []
+    i = 0
+    while i < len(tokens):
+        for size in range(min(_LONGEST, len(tokens) - i), 0, -1):
+            act = _BY_PHRASE.get(tuple(tokens[i : i + size]))
+            if act is not None:
+                acts.append(act)
+                i += size
+                break
+        else:
+            if tokens[i] not in _FILLER:
+                return None
+            i += 1
+    return acts
+
+
+def small_talk_act(message: str) -> Act | None:
+    """What a message does when it is not a question (None for a question, however short: 'why?')."""
+    message = message.strip()
+    if len(message) > MAX_SMALL_TALK_CHARS:
+        return None
+    tokens = _normalised_words(message)
+    if not tokens:
+        # Only punctuation, emoji or symbols: "?" is a question without words, "👍" an acknowledgement.
+        return Act.UNCLEAR if "?" in message or not message else Act.ACKNOWLEDGE
+    acts = _acts(tokens)
+    if not acts:
+        return None
+    return max(acts, key=lambda act: list(Act).index(act))
+
+
+def small_talk_reply(message: str) -> str | None:
+    """The one-sentence reply to a message that is not a question, or None for a question."""
+    act = small_talk_act(message)
+    return REPLIES[act] if act is not None else None
+
+
+def strip_small_talk(question: str) -> str:
+    """A question without the greetings and thanks in front of it: 'ok thanks, who replaced him?' ->
+    'who replaced him?'. The question itself when nothing precedes it, or when nothing would be left."""
+    parts = re.split(r"(?<=[,;:.!])\s+|\s+[-\u2013\u2014]\s+", question.strip())
+    kept = list(parts)
+    while len(kept) > 1 and small_talk_act(kept[0]) not in (None, Act.UNCLEAR):  # "What, exactly, ..." stays
+        kept.pop(0)
+    return " ".join(kept) if len(kept) < len(parts) else question
+
+
+def without_small_talk(history: list[Turn]) -> list[Turn]:
+    """The conversation without the exchanges that were small talk ('thanks!' and its reply), and each
+    question without the small talk in front of it, so a follow-up leans on the last real question."""
+    kept: list[Turn] = []
+    skipping = False
+    for turn in history:
+        if turn.role == "user":
+            skipping = small_talk_act(turn.content) is not None
+            turn = Turn("user", strip_small_talk(turn.content))
+        if not skipping:
+            kept.append(turn)
+    return kept

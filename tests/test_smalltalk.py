@@ -1,0 +1,135 @@
+"""Messages that are not questions ('thanks!', 'ok', 'hello', '?') get a short reply, search nothing,
+and never become what a follow-up leans on."""
+
+from __future__ import annotations
+
+import pytest
+
+from raptor_engine.config import Settings
+from raptor_engine.engine import EmptyKnowledgeBaseError, Engine
+from raptor_engine.smalltalk import Act, small_talk_act, strip_small_talk, without_small_talk
+from raptor_engine.types import Turn
+
+
+@pytest.mark.parametrize(
+    ("message", "act"),
+    [
+        ("thanks!", Act.THANK),
+        ("Thank you so much!!", Act.THANK),
+        ("ok thanks", Act.THANK),
+        ("great, thank you bot", Act.THANK),
+        ("THX", Act.THANK),
+        ("ok", Act.ACKNOWLEDGE),
+        ("Okay.", Act.ACKNOWLEDGE),
+        ("got it, makes sense", Act.ACKNOWLEDGE),
+        ("that\u2019s helpful", Act.ACKNOWLEDGE),
+        ("lol", Act.ACKNOWLEDGE),
+        ("\U0001f44d", Act.ACKNOWLEDGE),
+        ("\U0001f44d\U0001f3fd \U0001f64f", Act.ACKNOWLEDGE),
+        ("hello", Act.GREET),
+        ("Hi there!", Act.GREET),
+        ("good morning raptor", Act.GREET),
+        ("hey, what can you do?", Act.HELP),
+        ("help", Act.HELP),
+        ("bye", Act.FAREWELL),
+        ("thanks, bye!", Act.FAREWELL),
+        ("?", Act.UNCLEAR),
+        ("??", Act.UNCLEAR),
+        ("what?", Act.UNCLEAR),
+        ("Huh?", Act.UNCLEAR),
+    ],
+)
+def test_messages_that_are_not_questions_are_recognised(message, act):
+    assert small_talk_act(message) is act
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "why?",
+        "really?",
+        "tell me more",
+        "what else?",
+        "and then?",
+        "who?",
+        "when?",
+        "what about the second one?",
+        "thanks, who kept the light?",
+        "ok and who replaced him?",
+        "Hello, what is this document about?",
+        "What happened?",
+        "help me find the date of the fire",
+        "great storm",
+        "Who said thank you?",
+        "ok " * 40,  # longer than a greeting ever is
+    ],
+)
+def test_questions_are_not_small_talk(message):
+    assert small_talk_act(message) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "stripped"),
+    [
+        ("ok thanks, and who replaced him?", "and who replaced him?"),
+        ("Thanks! When did she leave?", "When did she leave?"),
+        ("Great - and why?", "and why?"),
+        ("Hi, what is this about?", "what is this about?"),
+        ("What, exactly, is a fresnel lens?", "What, exactly, is a fresnel lens?"),
+        ("So, what happened next?", "So, what happened next?"),
+        ("thanks!", "thanks!"),
+        ("Who replaced him?", "Who replaced him?"),
+    ],
+)
+def test_small_talk_in_front_of_a_question_is_taken_off(question, stripped):
+    assert strip_small_talk(question) == stripped
+
+
+def test_small_talk_exchanges_leave_the_history_a_follow_up_leans_on():
+    history = [
+        Turn("user", "Who kept the light in 1887?"),
+        Turn("assistant", "From the documents: Ambrose Kittow [1]"),
+        Turn("user", "thanks!"),
+        Turn("assistant", "You're welcome!"),
+        Turn("user", "ok, and when did he retire?"),
+        Turn("assistant", "In 1903 [1]"),
+    ]
+    assert without_small_talk(history) == [
+        history[0],
+        history[1],
+        Turn("user", "and when did he retire?"),
+        history[5],
+    ]
+
+
+ARCHIVE = (
+    "# The Harbour Archive\n\n"
+    "In 1962 the town council appointed Margaret Hale as keeper of the archive. "
+    "She had trained as a librarian in Edinburgh and was the first woman to hold the post. "
+    "Margaret Hale left the archive in 1975, when she married a boat builder and moved to Arran. "
+    "After 1975 the archive was run by a committee of volunteers for ten years. "
+    "In 1985 the council appointed David Orr, who computerised the catalogue.\n"
+)
+
+
+async def test_the_engine_replies_to_small_talk_without_searching_and_follow_ups_skip_it(tmp_path, embedder):
+    engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        with pytest.raises(EmptyKnowledgeBaseError):
+            await engine.ask("kb", "hello")  # an empty knowledge base says so, as for a question
+        await engine.ingest("kb", "archive.md", ARCHIVE.encode())
+        first = await engine.ask("kb", "Who was appointed keeper of the archive in 1962?")
+        history = [Turn("user", first.question), Turn("assistant", first.text)]
+
+        thanks = await engine.ask("kb", "Thanks!", history=history)
+        assert thanks.text.startswith("You're welcome")
+        assert not thanks.has_context and thanks.citations == [] and not thanks.rewritten
+        history += [Turn("user", thanks.question), Turn("assistant", thanks.text)]
+
+        follow_up = await engine.ask("kb", "ok, and when did she leave?", history=history)
+        assert follow_up.has_context and follow_up.citations
+        assert follow_up.query.startswith("When did Margaret Hale leave?")
+        assert "Thanks" not in follow_up.query and "ok" not in follow_up.query.lower().split()
+        assert "Margaret Hale left the archive in 1975" in follow_up.text
+    finally:
+        engine.close()
