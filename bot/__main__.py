@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 
+import aiohttp
 import discord
 
 from raptor_engine.config import Settings
@@ -49,7 +50,8 @@ def configure_logging(level: str) -> None:
 async def run(
     settings: Settings, sync: bool, message_content: bool, *, engine: Engine | None = None, warm: bool = True
 ) -> int:
-    """Run until stopped; 0 after a graceful stop, 2 when Discord refuses the token or the intents."""
+    """Run until stopped; 0 after a graceful stop, 2 when Discord refuses the token or the intents, 3 when
+    Discord cannot be reached at all."""
     bot = RaptorBot(settings, engine=engine, message_content=message_content, sync=sync, warm=warm)
     loop = asyncio.get_running_loop()
     stops: list[asyncio.Task[None]] = []
@@ -72,6 +74,10 @@ async def run(
             "turn it on there (Bot → Privileged Gateway Intents) or unset DISCORD_MESSAGE_CONTENT."
         )
         return 2
+    except (aiohttp.ClientConnectionError, OSError) as error:
+        log.error("Could not reach Discord (%s); check this machine's network connection and start again.", error)
+        log.debug("connection failure", exc_info=True)
+        return 3
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)

@@ -57,3 +57,19 @@ def test_missing_token_is_a_clear_exit(monkeypatch, tmp_path, caplog):
     monkeypatch.setenv("DISCORD_TOKEN", "")
     assert main([]) == 2
     assert "DISCORD_TOKEN is not set" in caplog.text
+
+
+async def test_discord_out_of_reach_is_a_clear_exit(bot_settings, embedder, monkeypatch, caplog):
+    """No traceback when the network is down: one line that says what to check, and exit code 3."""
+    import socket
+
+    import discord
+
+    with socket.socket() as spare:  # a port on this machine that nothing listens on
+        spare.bind(("127.0.0.1", 0))
+        port = spare.getsockname()[1]
+    monkeypatch.setattr(discord.http.Route, "BASE", f"http://127.0.0.1:{port}/api/v10")
+    engine = Engine(bot_settings, embedder=embedder)
+    code = await asyncio.wait_for(run(bot_settings, False, False, engine=engine, warm=False), 60)
+    assert code == 3
+    assert "Could not reach Discord" in caplog.text and "Traceback" not in caplog.text
