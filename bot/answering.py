@@ -94,7 +94,8 @@ async def prepare(
 async def handle_ask(
     services: Services, interaction: discord.Interaction, question: str, mode: str, private: bool
 ) -> None:
-    """/ask: defer, answer with sources, open a thread on a public answer in a text channel."""
+    """/ask: defer, answer with sources, open a thread on a public answer in a text channel (not on a
+    reply to small talk such as 'hello')."""
     refusal = question_refusal(services, interaction.user.id, question)
     if refusal:
         await tell(interaction, refusal)
@@ -127,7 +128,7 @@ async def handle_ask(
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
     if record is not None:
         await services.state.add_turns(record.thread_id, [Turn("user", question), Turn("assistant", answer.text)])
-    elif not private and sent and isinstance(channel, discord.TextChannel):
+    elif not private and sent and answer.has_context and isinstance(channel, discord.TextChannel):
         await open_thread(services, interaction, channel, sent[0], kb, question, answer)
 
 

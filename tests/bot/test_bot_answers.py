@@ -306,3 +306,13 @@ async def test_thanks_in_a_thread_gets_a_plain_reply_inside_the_cooldown_and_is_
     history = await h.bot.services.state.history(thread)
     assert [t.content for t in history][-2:] == ["thanks!", reply["content"]]
     assert not [m for m in h.fake.channel_messages(thread) if m["embeds"]]
+
+
+async def test_hello_with_ask_gets_a_greeting_and_opens_no_thread(harness):
+    h = harness
+    await add_doc(h, "archive.md", ARCHIVE)
+    token = h.ask("hello!")
+    replies = await h.replies_done(token, lambda r: any("Hello" in text_of(m) for m in r), what="a greeting")
+    await h.finished(token)
+    assert not any(m.get("embeds") or custom_ids(m) for m in replies)
+    assert not list(h.bot.get_guild(GUILD).threads)
