@@ -29,7 +29,14 @@ from .index import IndexManager
 from .load import LoadLimits, safe_filename
 from .parse_worker import ParseStats, WorkerLimits, load_isolated
 from .retrieve import collapsed_tree, tree_traversal
-from .smalltalk import small_talk_reply, strip_small_talk, without_small_talk
+from .smalltalk import (
+    Act,
+    documents_reply,
+    small_talk_act,
+    small_talk_reply,
+    strip_small_talk,
+    without_small_talk,
+)
 from .stages import StageClock
 from .store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
 from .summarize import ExtractiveSummarizer
@@ -689,9 +696,9 @@ class Engine:
         if len(question) > MAX_QUESTION_CHARS:
             raise RaptorError(f"The question is longer than {MAX_QUESTION_CHARS} characters.")
         budget = self.settings.budget if budget is None else budget
-        reply = small_talk_reply(question)
-        if reply is not None:
-            return self._small_talk_answer(kb, question, reply, mode, budget)
+        act = small_talk_act(question)
+        if act is not None:
+            return self._small_talk_answer(kb, question, act, mode, budget)
         history = without_small_talk(history or [])
         answerer = self.answerer
         asked = strip_small_talk(question)
@@ -717,12 +724,16 @@ class Engine:
         await asyncio.to_thread(self._record_question, kb, answer, asked_by)
         return answer
 
-    def _small_talk_answer(self, kb: str, question: str, reply: str, mode: str, budget: int) -> Answer:
-        """The reply to a message that is not a question ('thanks!', 'hello'): nothing searched or cited.
-        A knowledge base with nothing in it says so, as for a question."""
+    def _small_talk_answer(self, kb: str, question: str, act: Act, mode: str, budget: int) -> Answer:
+        """The reply to a message that is not a question ('thanks!', 'hello') or that asks which documents
+        there are: nothing searched or cited. A knowledge base with nothing in it says so, as for a question."""
         kb_id = self.store.kb_id(kb)
         if kb_id is None or not self.store.has_nodes(kb_id):
             raise EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet.")
+        if act is Act.DOCUMENTS:
+            reply = documents_reply([document.name for document in self.store.documents(kb_id)])
+        else:
+            reply = small_talk_reply(question) or ""
         context = RetrievedContext(nodes=[], tokens_used=0, budget=budget, mode=mode, query=question)
         return Answer(question, question, reply, [], context, backend=self.answerer.name)
 

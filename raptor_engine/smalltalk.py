@@ -29,6 +29,7 @@ class Act(Enum):
     HELP = "help"
     THANK = "thank"
     FAREWELL = "farewell"
+    DOCUMENTS = "documents"  # "what documents do you have?": answered with the list, not by searching
 
 
 REPLIES = {
@@ -115,11 +116,46 @@ def _acts(tokens: list[str]) -> list[Act] | None:
     return acts
 
 
+# "What documents do you have?", "which files are in this channel?", "how many files are there?",
+# "list the documents": every word one of these, a plural word for the documents among them.
+_COLLECTION = frozenset("documents docs files texts papers uploads sources pdfs materials articles reports".split())
+_ABOUT_THE_COLLECTION = _COLLECTION | frozenset(
+    """what which whats list show name names how many number of do does did you have has got are is there
+    here in on this these the channel server knowledge base kb all been were was added uploaded stored
+    available can could i ask about me tell your my we our currently so far loaded read know a any see
+    please give""".split()
+)
+_ASKS_WHICH = frozenset("what whats which list show name names many number".split())
+
+
+def asks_for_the_documents(tokens: list[str]) -> bool:
+    """A question about which documents there are, not about what is in them ('what are these documents
+    about?' and 'what is this document about?' are questions about their content)."""
+    return (
+        bool(tokens)
+        and all(t in _ABOUT_THE_COLLECTION for t in tokens)
+        and any(t in _COLLECTION for t in tokens)
+        and any(t in _ASKS_WHICH for t in tokens)
+        and ("about" not in tokens or "ask" in tokens)
+        and not _inside_the_documents(tokens)
+    )
+
+
+def _inside_the_documents(tokens: list[str]) -> bool:
+    """'what is in the files?' asks what they say."""
+    return any(
+        t == "in" and any(after in _COLLECTION for after in tokens[i + 1 : i + 3]) for i, t in enumerate(tokens)
+    )
+
+
 def small_talk_act(message: str) -> Act | None:
-    """What a message does when it is not a question (None for a question, however short: 'why?')."""
+    """What a message does when it is not a question about the documents' content (None for such a
+    question, however short: 'why?')."""
     message = message.strip()
     if len(message) > MAX_SMALL_TALK_CHARS:
         return None
+    if asks_for_the_documents(_normalised_words(message.replace("'s", ""))):
+        return Act.DOCUMENTS
     tokens = _normalised_words(message)
     if not tokens:
         # Only punctuation, emoji or symbols: "?" is a question without words, "👍" an acknowledgement.
@@ -131,9 +167,21 @@ def small_talk_act(message: str) -> Act | None:
 
 
 def small_talk_reply(message: str) -> str | None:
-    """The one-sentence reply to a message that is not a question, or None for a question."""
+    """The one-sentence reply to a message that is not a question, or None for a question (and for a
+    question about which documents there are, which the engine answers from its list)."""
     act = small_talk_act(message)
-    return REPLIES[act] if act is not None else None
+    return REPLIES.get(act) if act is not None else None
+
+
+def documents_reply(names: list[str], shown: int = 20) -> str:
+    """The answer to 'what documents do you have?': each document's name, the first `shown` of them."""
+    if not names:
+        return "There are no documents here yet."
+    lines = [f"- {name}" for name in names[:shown]]
+    if len(names) > shown:
+        lines.append(f"- and {len(names) - shown} more")
+    counted = "1 document" if len(names) == 1 else f"{len(names)} documents"
+    return f"I can answer from {counted}:\n" + "\n".join(lines)
 
 
 def strip_small_talk(question: str) -> str:

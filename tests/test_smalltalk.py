@@ -133,3 +133,48 @@ async def test_the_engine_replies_to_small_talk_without_searching_and_follow_ups
         assert "Margaret Hale left the archive in 1975" in follow_up.text
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "What documents do you have?",
+        "which files are in this channel?",
+        "How many files are there?",
+        "list the documents",
+        "What's been uploaded? Which documents?",
+        "what documents can I ask about?",
+        "Which papers were uploaded?",
+        "show me the files",
+    ],
+)
+def test_questions_about_which_documents_there_are(message):
+    assert small_talk_act(message) is Act.DOCUMENTS
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "what are these documents about?",
+        "what is this document about?",
+        "What's in the files?",
+        "What documents did Margaret Hale catalogue?",
+        "which document mentions the fire?",
+        "what are the sources of the river?",
+        "summarise the documents",
+    ],
+)
+def test_questions_about_what_the_documents_say_are_searched(message):
+    assert small_talk_act(message) is None
+
+
+async def test_which_documents_is_answered_from_the_list(tmp_path, embedder):
+    engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        await engine.ingest("kb", "archive.md", ARCHIVE.encode())
+        await engine.ingest("kb", "notes.txt", b"The quay was rebuilt in 1911 after a winter storm broke it.")
+        answer = await engine.ask("kb", "What documents do you have?")
+        assert answer.text.splitlines() == ["I can answer from 2 documents:", "- archive.md", "- notes.txt"]
+        assert not answer.has_context and not answer.citations
+    finally:
+        engine.close()
