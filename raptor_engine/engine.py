@@ -15,7 +15,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .answer import ExtractiveAnswerer, cite_pages, map_citations, neutralise_context
@@ -30,10 +30,12 @@ from .load import LoadLimits, safe_filename
 from .parse_worker import ParseStats, WorkerLimits, load_isolated
 from .retrieve import collapsed_tree, tree_traversal
 from .smalltalk import (
+    NO_EARLIER_ANSWER,
     Act,
     documents_reply,
     small_talk_act,
     small_talk_reply,
+    sources_reply,
     strip_small_talk,
     without_small_talk,
 )
@@ -697,6 +699,10 @@ class Engine:
             raise RaptorError(f"The question is longer than {MAX_QUESTION_CHARS} characters.")
         budget = self.settings.budget if budget is None else budget
         act = small_talk_act(question)
+        if act is Act.SOURCES and history:
+            return await self._sources_answer(
+                kb, question, history, mode, budget, layers, documents, asked_by
+            )
         if act is not None:
             return self._small_talk_answer(kb, question, act, mode, budget)
         history = without_small_talk(history or [])
@@ -732,10 +738,41 @@ class Engine:
             raise EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet.")
         if act is Act.DOCUMENTS:
             reply = documents_reply([document.name for document in self.store.documents(kb_id)])
+        elif act is Act.SOURCES:
+            reply = NO_EARLIER_ANSWER
         else:
             reply = small_talk_reply(question) or ""
         context = RetrievedContext(nodes=[], tokens_used=0, budget=budget, mode=mode, query=question)
         return Answer(question, question, reply, [], context, backend=self.answerer.name)
+
+    async def _sources_answer(
+        self,
+        kb: str,
+        question: str,
+        history: list[Turn],
+        mode: str,
+        budget: int,
+        layers: list[int] | None,
+        documents: list[str] | None,
+        asked_by: str,
+    ) -> Answer:
+        """'Where does it say that?': the last real question is answered again as it was (same tree, same
+        conversation before it, so the same context and quotes), and its citations are spelled out."""
+        real = without_small_talk(history)
+        last = max((i for i, turn in enumerate(real) if turn.role == "user"), default=None)
+        if last is None:
+            return self._small_talk_answer(kb, question, Act.SOURCES, mode, budget)
+        previous = await self.ask(
+            kb,
+            real[last].content,
+            mode=mode,
+            budget=budget,
+            history=real[:last],
+            layers=layers,
+            documents=documents,
+            asked_by=asked_by,
+        )
+        return replace(previous, question=question, text=sources_reply(previous.text, previous.citations))
 
     def _record_question(self, kb: str, answer: Answer, asked_by: str) -> None:
         kb_id = self.store.kb_id(kb)

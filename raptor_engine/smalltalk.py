@@ -17,7 +17,7 @@ import re
 import unicodedata
 from enum import Enum
 
-from .types import Turn
+from .types import Citation, Turn
 
 
 class Act(Enum):
@@ -30,6 +30,7 @@ class Act(Enum):
     THANK = "thank"
     FAREWELL = "farewell"
     DOCUMENTS = "documents"  # "what documents do you have?": answered with the list, not by searching
+    SOURCES = "sources"  # "where does it say that?": where the last answer's quotes come from
 
 
 REPLIES = {
@@ -47,43 +48,193 @@ REPLIES = {
 
 _PHRASES: dict[Act, tuple[str, ...]] = {
     Act.GREET: (
-        "hi", "hello", "hey", "heya", "hiya", "howdy", "yo", "greetings", "good morning", "good afternoon",
-        "good evening", "morning", "evening", "hi there", "hello there", "hey there", "sup", "whats up",
-        "what's up", "how are you", "how are you doing", "how's it going", "hows it going",
+        "hi",
+        "hello",
+        "hey",
+        "heya",
+        "hiya",
+        "howdy",
+        "yo",
+        "greetings",
+        "good morning",
+        "good afternoon",
+        "good evening",
+        "morning",
+        "evening",
+        "hi there",
+        "hello there",
+        "hey there",
+        "sup",
+        "whats up",
+        "what's up",
+        "how are you",
+        "how are you doing",
+        "how's it going",
+        "hows it going",
     ),
     Act.THANK: (
-        "thanks", "thank you", "thank u", "thankyou", "thx", "thnx", "ty", "tysm", "tyvm", "cheers",
-        "many thanks", "thanks a lot", "thanks so much", "thank you so much", "thank you very much",
-        "thanks very much", "much appreciated", "appreciated", "appreciate it", "i appreciate it",
-        "thanks again", "ta",
+        "thanks",
+        "thank you",
+        "thank u",
+        "thankyou",
+        "thx",
+        "thnx",
+        "ty",
+        "tysm",
+        "tyvm",
+        "cheers",
+        "many thanks",
+        "thanks a lot",
+        "thanks so much",
+        "thank you so much",
+        "thank you very much",
+        "thanks very much",
+        "much appreciated",
+        "appreciated",
+        "appreciate it",
+        "i appreciate it",
+        "thanks again",
+        "ta",
     ),
     Act.ACKNOWLEDGE: (
-        "ok", "okay", "k", "kk", "okey", "okie", "oki", "cool", "great", "nice", "good", "perfect",
-        "awesome", "excellent", "brilliant", "amazing", "wonderful", "fantastic", "splendid", "lovely",
-        "got it", "gotcha", "i see", "makes sense", "that makes sense", "understood", "noted", "alright",
-        "all right", "fine", "sure", "yes", "yeah", "yep", "yup", "no", "nope", "nah", "lol", "lmao",
-        "haha", "hahaha", "heh", "wow", "interesting", "neat", "good to know", "that helps",
-        "that helped", "helpful", "very helpful", "that's helpful", "thats helpful", "that's great",
-        "thats great", "that's it", "that is all", "that's all", "thats all", "nice one", "good job",
-        "well done", "good bot", "right", "oh", "ah", "aha", "oh ok", "ah ok", "i know", "exactly",
-        "indeed", "true", "agreed", "same", "never mind", "nevermind", "nvm", "no worries", "np",
+        "ok",
+        "okay",
+        "k",
+        "kk",
+        "okey",
+        "okie",
+        "oki",
+        "cool",
+        "great",
+        "nice",
+        "good",
+        "perfect",
+        "awesome",
+        "excellent",
+        "brilliant",
+        "amazing",
+        "wonderful",
+        "fantastic",
+        "splendid",
+        "lovely",
+        "got it",
+        "gotcha",
+        "i see",
+        "makes sense",
+        "that makes sense",
+        "understood",
+        "noted",
+        "alright",
+        "all right",
+        "fine",
+        "sure",
+        "yes",
+        "yeah",
+        "yep",
+        "yup",
+        "no",
+        "nope",
+        "nah",
+        "lol",
+        "lmao",
+        "haha",
+        "hahaha",
+        "heh",
+        "wow",
+        "interesting",
+        "neat",
+        "good to know",
+        "that helps",
+        "that helped",
+        "helpful",
+        "very helpful",
+        "that's helpful",
+        "thats helpful",
+        "that's great",
+        "thats great",
+        "that's it",
+        "that is all",
+        "that's all",
+        "thats all",
+        "nice one",
+        "good job",
+        "well done",
+        "good bot",
+        "right",
+        "oh",
+        "ah",
+        "aha",
+        "oh ok",
+        "ah ok",
+        "i know",
+        "exactly",
+        "indeed",
+        "true",
+        "agreed",
+        "same",
+        "never mind",
+        "nevermind",
+        "nvm",
+        "no worries",
+        "np",
     ),
     Act.FAREWELL: (
-        "bye", "goodbye", "good bye", "bye bye", "see you", "see ya", "cya", "later", "see you later",
-        "good night", "goodnight", "take care", "have a good day", "have a nice day",
+        "bye",
+        "goodbye",
+        "good bye",
+        "bye bye",
+        "see you",
+        "see ya",
+        "cya",
+        "later",
+        "see you later",
+        "good night",
+        "goodnight",
+        "take care",
+        "have a good day",
+        "have a nice day",
     ),
     Act.HELP: (
-        "help", "help me", "what can you do", "what do you do", "how do i use you", "how do i use this",
-        "how does this work", "how do you work", "what are you", "who are you", "commands",
-        "what can i ask", "what can i ask you", "what should i ask", "usage", "instructions",
+        "help",
+        "help me",
+        "what can you do",
+        "what do you do",
+        "how do i use you",
+        "how do i use this",
+        "how does this work",
+        "how do you work",
+        "what are you",
+        "who are you",
+        "commands",
+        "what can i ask",
+        "what can i ask you",
+        "what should i ask",
+        "usage",
+        "instructions",
     ),
     Act.UNCLEAR: (
-        "what", "huh", "eh", "hmm", "hm", "um", "umm", "uh", "sorry", "pardon", "come again",
-        "what do you mean", "i don't understand", "i dont understand", "test", "testing",
+        "what",
+        "huh",
+        "eh",
+        "hmm",
+        "hm",
+        "um",
+        "umm",
+        "uh",
+        "sorry",
+        "pardon",
+        "come again",
+        "what do you mean",
+        "i don't understand",
+        "i dont understand",
+        "test",
+        "testing",
     ),
 }
 # Words that may ride along without changing what the message does ("thanks bot", "ok so").
-_FILLER = frozenset("bot raptor so well very much really just then again all a lot guys man mate please".split())
+_FILLER = frozenset(
+    "bot raptor so well very much really just then again all a lot guys man mate please".split()
+)
 _BY_PHRASE: dict[tuple[str, ...], Act] = {
     tuple(phrase.split()): act for act, phrases in _PHRASES.items() for phrase in phrases
 }
@@ -118,7 +269,9 @@ def _acts(tokens: list[str]) -> list[Act] | None:
 
 # "What documents do you have?", "which files are in this channel?", "how many files are there?",
 # "list the documents": every word one of these, a plural word for the documents among them.
-_COLLECTION = frozenset("documents docs files texts papers uploads sources pdfs materials articles reports".split())
+_COLLECTION = frozenset(
+    "documents docs files texts papers uploads sources pdfs materials articles reports".split()
+)
 _ABOUT_THE_COLLECTION = _COLLECTION | frozenset(
     """what which whats list show name names how many number of do does did you have has got are is there
     here in on this these the channel server knowledge base kb all been were was added uploaded stored
@@ -144,7 +297,38 @@ def asks_for_the_documents(tokens: list[str]) -> bool:
 def _inside_the_documents(tokens: list[str]) -> bool:
     """'what is in the files?' asks what they say."""
     return any(
-        t == "in" and any(after in _COLLECTION for after in tokens[i + 1 : i + 3]) for i, t in enumerate(tokens)
+        t == "in" and any(after in _COLLECTION for after in tokens[i + 1 : i + 3])
+        for i, t in enumerate(tokens)
+    )
+
+
+# "Where does it say that?", "which page is that on?", "source?", "where did you get that from?": a
+# question about the last answer's sources, not about the documents.
+_SOURCE_NOUNS = frozenset(
+    "source sources page pages citation citations cite reference references section document file quote".split()
+)
+_SOURCE_VERBS = frozenset("say says said from get got find found come comes read".split())
+_POINTERS = frozenset("that this it those these answer".split())
+_ABOUT_THE_ANSWER = (
+    _SOURCE_NOUNS
+    | _SOURCE_VERBS
+    | _POINTERS
+    | frozenset(
+        """what whats which where is was are the your you did does do on in of can could me show give please
+        exactly a its it's what's where's that's i is there for""".split()
+    )
+)
+
+
+def asks_for_the_sources(tokens: list[str]) -> bool:
+    """'Where does it say that?', 'which page?', 'source?' (not 'where?', which asks where something happened)."""
+    return (
+        bool(tokens)
+        and all(t in _ABOUT_THE_ANSWER for t in tokens)
+        and (
+            any(t in _SOURCE_NOUNS for t in tokens)
+            or (any(t in _SOURCE_VERBS for t in tokens) and any(t in _POINTERS for t in tokens))
+        )
     )
 
 
@@ -156,6 +340,8 @@ def small_talk_act(message: str) -> Act | None:
         return None
     if asks_for_the_documents(_normalised_words(message.replace("'s", ""))):
         return Act.DOCUMENTS
+    if asks_for_the_sources(_normalised_words(message)):
+        return Act.SOURCES
     tokens = _normalised_words(message)
     if not tokens:
         # Only punctuation, emoji or symbols: "?" is a question without words, "👍" an acknowledgement.
@@ -206,3 +392,36 @@ def without_small_talk(history: list[Turn]) -> list[Turn]:
         if not skipping:
             kept.append(turn)
     return kept
+
+
+NO_EARLIER_ANSWER = (
+    "Ask me a question first: every answer names the document, page and section of each passage it quotes."
+)
+SOURCES_INTRO = "The last answer quoted:"
+
+
+def sources_reply(text: str, citations: list[Citation]) -> str:
+    """Where each passage of an answer (`text`, with its `citations`) comes from, one line per citation
+    with its [n] and, for a quoting answer, the sentences quoted from it."""
+    if not citations:
+        return "The last answer quoted no passage."
+    quoted: dict[int, list[str]] = {}
+    for quote, marker in _QUOTED.findall(text):
+        quoted.setdefault(int(marker), []).append(f"\u201c{quote}\u201d")
+    lines = [
+        f"- [{c.marker}] {_place(c)}" + (": " + " ".join(quoted[c.marker]) if c.marker in quoted else "")
+        for c in citations
+    ]
+    return SOURCES_INTRO + "\n" + "\n".join(lines)
+
+
+_QUOTED = re.compile(r"\u201c(.+?)\u201d \[(\d+)\]")
+
+
+def _place(citation: Citation) -> str:
+    """'lighthouse.md, p. 3, History > The gale' for a leaf; 'a summary of 10 passages of lighthouse.md'."""
+    document = citation.document or ", ".join(name for name, _ in citation.drawn_from) or "all documents"
+    if citation.layer > 0:
+        return f"a summary of {citation.leaf_count} passages of {document} (layer {citation.layer}, node {citation.node_id})"
+    parts = [document, citation.pages_label or "", " > ".join(citation.heading)]
+    return ", ".join(p for p in parts if p) + f" (node {citation.node_id})"

@@ -178,3 +178,58 @@ async def test_which_documents_is_answered_from_the_list(tmp_path, embedder):
         assert not answer.has_context and not answer.citations
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Where does it say that?",
+        "which page is that on?",
+        "source?",
+        "What's the source?",
+        "where did you get that from?",
+        "Which document is that from?",
+        "cite that please",
+        "sources",
+    ],
+)
+def test_questions_about_the_last_answers_sources(message):
+    assert small_talk_act(message) is Act.SOURCES
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "where?",
+        "where did she go?",
+        "what is the source of the Nile?",
+        "which document mentions the fire?",
+        "what page does the index start on?",
+        "where was it built?",
+    ],
+)
+def test_questions_about_places_and_pages_in_the_documents_are_searched(message):
+    assert small_talk_act(message) is None
+
+
+async def test_where_does_it_say_that_gives_the_last_answers_places_and_quotes(tmp_path, embedder):
+    engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        await engine.ingest("kb", "archive.md", ARCHIVE.encode())
+        alone = await engine.ask("kb", "where does it say that?")
+        assert alone.text.startswith("Ask me a question first") and not alone.has_context
+        first = await engine.ask("kb", "Who was appointed keeper of the archive in 1962?")
+        history = [
+            Turn("user", first.question),
+            Turn("assistant", first.text),
+            Turn("user", "thanks!"),
+            Turn("assistant", "You're welcome!"),
+        ]
+        where = await engine.ask("kb", "Where does it say that?", history=history)
+        assert [c.node_id for c in where.citations] == [c.node_id for c in first.citations]
+        assert where.query == first.query and where.rewritten  # shown as "Searched as: <the question>"
+        lines = where.text.splitlines()
+        assert lines[0] == "The last answer quoted:" and len(lines) == len(first.citations) + 1
+        assert lines[1].startswith("- [1] archive.md") and "Margaret Hale as keeper" in lines[1]
+    finally:
+        engine.close()
