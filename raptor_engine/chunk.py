@@ -136,12 +136,30 @@ def _newline_cuts(text: str) -> list[int]:
             or prev_line.endswith(":")
             or _STRUCTURAL_LINE.match(prev_line)
             or _STRUCTURAL_LINE.match(next_line)
+            or _title_line(prev_line, next_line)
         )
         # Checked only at a would-be boundary: most newlines in wrapped prose are not one, and this
         # check (a walk over the surrounding blank lines) was a third of splitting such text.
         if boundary and not _continues_across_blank(text, i):
             cuts.append(i)
     return cuts
+
+
+TITLE_MAX_CHARS = 80
+TITLE_SHORTER_THAN = 0.6  # a title line is well short of the prose line after it
+
+
+def _title_line(line: str, following: str) -> bool:
+    """A title or heading on a line of its own in extracted text (a PDF's, where nothing marks it):
+    short, no closing punctuation, and followed by a line that starts a sentence and is much longer,
+    or in title case. A wrapped prose line runs nearly to the margin, so it is never this short."""
+    if not following[:1].isupper() or len(line) > TITLE_MAX_CHARS or line[-1:] in ".!?,;:\"'”’)]":
+        return False
+    if len(line) <= TITLE_SHORTER_THAN * len(following):
+        return True
+    words = [w for w in line.split() if w[:1].isalpha()]
+    capitalised = sum(w[:1].isupper() for w in words if len(w) > 3)
+    return len(words) >= 2 and capitalised >= 2 and capitalised == sum(len(w) > 3 for w in words)
 
 
 def _trimmed_spans(text: str, cuts: list[int], base: int = 0) -> list[Span]:

@@ -85,6 +85,28 @@ def test_split_treats_paragraphs_headings_and_list_items_as_boundaries():
     ]
 
 
+def test_split_ends_a_title_line_that_extracted_text_runs_into_the_prose():
+    """A PDF's title comes out as a line of its own with nothing to end it; it is not the first words of
+    the paragraph under it. Wrapped prose lines stay joined, also before a capitalised word."""
+    text = (
+        "The Millbrook Canal Company\n"
+        "The canal was dug between 1794 and 1799 by a company of mill owners led by\n"
+        "Josiah Penrose. It carried coal for almost a century.\n"
+        "Chapter Two: The Railway Arrives\n"
+        "In 1846 the railway reached Millbrook and the traffic fell by half, as\n"
+        "The Times reported.\n"
+        "A short line\nand its lower-case continuation stay one sentence."
+    )
+    assert sentences(text) == [
+        "The Millbrook Canal Company",
+        "The canal was dug between 1794 and 1799 by a company of mill owners led by\nJosiah Penrose.",
+        "It carried coal for almost a century.",
+        "Chapter Two: The Railway Arrives",
+        "In 1846 the railway reached Millbrook and the traffic fell by half, as\nThe Times reported.",
+        "A short line\nand its lower-case continuation stay one sentence.",
+    ]
+
+
 def test_split_joins_a_sentence_broken_by_a_page_break():
     text = "The lamp burned through the night and\n\ninto the morning. Then it went out."
     assert sentences(text) == [
