@@ -63,9 +63,10 @@ def test_rewrites_chain_and_a_pronoun_of_the_other_gender_looks_for_someone_else
         "What did Thomas Reid do? (context: When did Margaret Hale leave?)"
     )
     assert standalone_question("where did she go next?", talk).startswith("Where did Margaret Hale go next?")
+    # a bare "why?" after a "when did ...?" asks the same question with its own wh-word
+    assert standalone_question("why?", talk) == "Why did Margaret Hale leave?"
     talk += [Turn("user", "why?"), Turn("assistant", "\u201cShe married.\u201d [1]")]
-    # after a bare "why?" the subject carried is still the one before it
-    assert standalone_question("and then?", talk).endswith("(context: When did Margaret Hale leave?)")
+    assert standalone_question("and then?", talk).endswith("(context: Why did Margaret Hale leave?)")
 
 
 def test_split_standalone_takes_a_rewrite_apart():
