@@ -282,7 +282,8 @@ def definition_subject(question: str) -> str | None:
     match = DEFINITION_QUESTION.match(question)
     if not match or THEMATIC.search(question):
         return None
-    subject = match.group("subject")
+    # "Agnes Penrose's foreman" is a foreman: what follows the last possessive is what is asked about
+    subject = re.split(r"['\u2019]s\s+", match.group("subject"))[-1]
     return subject if subject_terms(subject) and len(words(subject)) <= 6 else None
 
 
@@ -294,7 +295,7 @@ def _describes(subject: str, sentence: str) -> bool:
         return False
     name = rf"\b(?:{'|'.join(own)})(?:['\u2019]s)?"
     return bool(
-        re.search(rf"{name}\s+(?:\w+\s+)?{_DESCRIBING}\b", sentence, re.I)
+        re.search(rf"{name}\s+(?:[\w'\u2019-]+\s+){{0,5}}?{_DESCRIBING}\b", sentence, re.I)
         or re.search(rf"{name},\s+(?:a|an|the|who|whose|then|aged|\d)", sentence, re.I)
         or re.search(rf"\b{_NAMING}\s+(?:\w+\s+){{0,3}}?{name}\b[^.]*?\bas\b", sentence, re.I)
         or re.search(

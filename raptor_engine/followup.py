@@ -185,7 +185,7 @@ def _what_about(question: str, previous: Rewrite) -> Rewrite | None:
         core = re.sub(rf"\b{re.escape(old)}\b", new_names[0], previous.core, count=1)
         return Rewrite(core, subject=new_names[0])
     if any(not t.isdigit() for t in subject_terms(target)):
-        return Rewrite(question, subject=new_names[0] if new_names else None)
+        return Rewrite(_capitalised(question), subject=new_names[0] if new_names else None)
     return None
 
 
@@ -337,7 +337,7 @@ GENDER = {
 _AUX_WORDS = r"(?:did|does|do|is|was|were|are|has|had|have|will|would|can|could|should)"
 # 'Who replaced him?', 'Who was appointed keeper?': the answer introduces the person asked for. Not
 # 'Who was Ambrose Kittow?' or 'Who does Maskull meet?': that question is about the person it names.
-ASKS_WHO = re.compile(rf"\bwho\s+(?:{_AUX_WORDS}\s+(?![A-Z])|(?!{_AUX_WORDS}\b)[a-z])")
+ASKS_WHO = re.compile(rf"\b(?i:who)\s+(?:{_AUX_WORDS}\s+(?![A-Z])|(?!{_AUX_WORDS}\b)[a-z])")
 
 
 def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str | None:
@@ -354,8 +354,9 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
         _people_in(previous.context),
         answer_names,
     ]
-    if ASKS_WHO.search(previous.core) and answer_names:
-        sources.insert(0, answer_names)
+    introduced = [name for name in answer_names if name not in sources[0]]
+    if ASKS_WHO.search(previous.core) and introduced:
+        sources.insert(0, introduced)
     skip = None
     if pronoun and previous.person and previous.pronoun and GENDER[previous.pronoun] != GENDER[pronoun]:
         skip = previous.person

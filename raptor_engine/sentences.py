@@ -164,7 +164,9 @@ def sentence_spans(
     """
     split = [sentences_of(text) for text in texts]
     counts = iter(
-        count_tokens_batch([text[s.start : s.end] for text, sentences in zip(texts, split, strict=True) for s in sentences])
+        count_tokens_batch(
+            [text[s.start : s.end] for text, sentences in zip(texts, split, strict=True) for s in sentences]
+        )
     )
     return [
         [SentenceSpan(s.start, s.end, next(counts), s.fingerprint, text) for s in sentences]
