@@ -367,9 +367,10 @@ class ExtractiveAnswerer:
     Ranking blends the embedding similarity of each sentence to the question with how many of the
     question's own terms, names and numbers it holds, and whether it holds what the question asks
     for (a year for 'when', a reason for 'why'). A follow-up's carried context counts lightly, and
-    sentences the last answer already quoted are pushed down. Thematic questions ('what is this
-    about?', 'central theme') prefer the sentences closest to the summaries' centre, the higher
-    layers' first. When the best quote shares no term with the question and is not similar to it,
+    sentences the last answer already quoted are pushed down. 'Who/what was X?' prefers sentences
+    that say what X is, 'when did X end/start?' the year of an ending/start. Thematic questions
+    ('what is this about?', 'central theme') prefer the sentences closest to the summaries' centre,
+    the higher layers' first, and get THEME_QUOTES of them in reading order. When the best quote shares no term with the question and is not similar to it,
     the answer says it only found the closest passages.
     """
 

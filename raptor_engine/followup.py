@@ -2,17 +2,23 @@
 
 In a thread people ask "and when did she leave?", "why?", "what about the second one?". Searched
 bare, such a question finds nothing it means. `standalone_question` rewrites it from the last turns:
-- a person pronoun (she, he, her, him, his, they...) becomes the name it points at: the first person
-  named in the previous question, else in the previous answer;
+- a person pronoun (she, he, her, him, his...) becomes the person the conversation is about: the
+  first person named in the previous question, else the subject carried from the questions before
+  it, else its context; a name the previous answer quoted only when that question asked "who ..."
+  ("Who replaced him?") or no question named anyone. A name right after in/at/to/from is a place;
 - "there" becomes the place last named after in/at/to/from; a final "then" becomes the year the
   previous question named, or the year its answer gave first when it asked "when";
+- "what about X?" asks the previous question again about X when both name someone, and is a new
+  question when X names a thing of its own ("what about the last keeper?");
+- a bare "why?"/"when?"/"where?"/"how?" after "did ...?" or "when did ...?" is that question with the
+  new wh-word: "Why did Margaret Hale leave?";
 - whatever is still implied (it, that, an ellipsis such as "why?" or "and in 1975?") is carried by
   appending the previous question as context: "When did Margaret Hale leave? (context: Who was
   appointed keeper of the archive in 1962?)".
-A question with no pronoun or ellipsis that names something the conversation has not mentioned, or
-asks about two or more things none of which it mentioned, is a fresh question and is left as it is,
-so old terms do not pollute its answer. Rewrites chain: the previous
-question is itself first made standalone from the turns before it.
+A question with no pronoun or ellipsis that names something the conversation's questions have not
+mentioned (names quoted in answers do not count), or asks about two or more things none of which
+they mentioned, is a fresh question and is left as it is, so old terms do not pollute its answer.
+Rewrites chain: the previous question is itself first made standalone from the turns before it.
 
 `split_standalone` takes a rewrite apart again, so the extractive answerer can rank sentences by
 the question itself first and the carried context second. Deterministic and cheap (no model).
