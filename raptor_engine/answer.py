@@ -394,7 +394,10 @@ class ExtractiveAnswerer:
             thematic,
             _names_of(history) if follow_up else set(),
         )
-        picked = self._pick(candidates, max(self.quotes, THEME_QUOTES) if thematic else self.quotes)
+        if thematic:
+            picked = self._pick(candidates, max(self.quotes, THEME_QUOTES), spread=True)
+        else:
+            picked = self._pick(candidates, self.quotes)
         if thematic:
             # what a text is about reads best in the text's own order: its opening first
             picked.sort(key=_reading_order)
@@ -446,18 +449,25 @@ class ExtractiveAnswerer:
                 score -= QUOTED_PENALTY if not asks_for_more else ASKED_FOR_MORE_PENALTY
             candidate.score = float(score)
 
-    def _pick(self, candidates: list[_Candidate], quotes: int) -> list[_Candidate]:
-        """The best sentences, no two saying nearly the same; weak ones left out once one is strong."""
+    def _pick(self, candidates: list[_Candidate], quotes: int, spread: bool = False) -> list[_Candidate]:
+        """The best sentences, no two saying nearly the same; weak ones left out once one is strong.
+        With `spread` (a question about the whole), one sentence per context block first, so the
+        quotes cover the text rather than one passage of it."""
         ranked = sorted(candidates, key=lambda c: (-c.score, c.position, c.sentence.start))
         picked: list[_Candidate] = []
-        for candidate in ranked:
-            if picked and candidate.score < RELATIVE_FLOOR * picked[0].score:
-                break
-            if any(_near_duplicate(candidate.terms, other.terms) for other in picked):
-                continue
-            picked.append(candidate)
-            if len(picked) == quotes:
-                break
+        for one_per_block in (True, False) if spread else (False,):
+            for candidate in ranked:
+                if len(picked) == quotes:
+                    break
+                if picked and candidate.score < RELATIVE_FLOOR * picked[0].score:
+                    break
+                if any(c is candidate for c in picked) or (
+                    one_per_block and any(c.position == candidate.position for c in picked)
+                ):
+                    continue
+                if any(_near_duplicate(candidate.terms, other.terms) for other in picked):
+                    continue
+                picked.append(candidate)
         return picked
 
     async def answer(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerDraft:

@@ -361,7 +361,10 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
         answer_names,
     ]
     introduced = [name for name in answer_names if name not in sources[0]]
-    if ASKS_WHO.search(previous.core) and introduced:
+    # "Who replaced him?" / "Who was appointed?": the answer introduced someone new. A who-question
+    # that names someone itself ("Who sat with Rita while she sang?") stays about that person.
+    named_by_pronoun = previous.person is not None or not sources[0]
+    if ASKS_WHO.search(previous.core) and named_by_pronoun and introduced:
         sources.insert(0, introduced)
     skip = None
     if pronoun and previous.person and previous.pronoun and GENDER[previous.pronoun] != GENDER[pronoun]:

@@ -81,8 +81,8 @@ def pronoun_for(question: str, name: str, gender: str) -> str | None:
     """The question with `name` replaced by a pronoun (possessive for "Name's"), or None if it is absent."""
     subject, obj, possessive = PRONOUNS[gender]
     out, found = question, False
-    if re.search(rf"\b{re.escape(name)}['\u2019]s\b", out):
-        out = re.sub(rf"\b{re.escape(name)}['\u2019]s\b", possessive, out)
+    if re.search(rf"\b{re.escape(name)}['\u2019](?:s\b|(?=\s))", out):
+        out = re.sub(rf"\b{re.escape(name)}['\u2019](?:s\b|(?=\s))", possessive, out)
         found = True
     match = re.search(rf"\b{re.escape(name)}\b", out)
     while match:

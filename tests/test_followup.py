@@ -267,11 +267,17 @@ def test_a_pronoun_means_the_person_the_questions_are_about_not_a_name_an_answer
 
 
 def test_after_who_did_something_the_pronoun_is_the_person_the_answer_introduced():
-    talk = [
-        Turn("user", "Who replaced Ambrose Kittow?"),
+    talk = KEEPER_TALK[:2] + [
+        Turn("user", "Who replaced him?"),
         Turn("assistant", "\u201cIn 1903 the Board sent Peter Kittow to replace Ambrose Kittow.\u201d [1]"),
     ]
     assert standalone_question("what did he change?", talk).startswith("What did Peter Kittow change?")
+    # a who-question that names its person itself stays about them
+    talk = [
+        Turn("user", "Who sat in the audience while Rita Wilson was rehearsing?"),
+        Turn("assistant", "\u201cMarty Phillips sat in the back row.\u201d [1]"),
+    ]
+    assert standalone_question("what happened to her?", talk).startswith("What happened to Rita Wilson?")
     # ... but "who does X meet?" is about X, whoever the answer names
     talk = [
         Turn("user", "Who does Maskull meet on the ship?"),
