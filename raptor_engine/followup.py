@@ -388,9 +388,16 @@ def _statements(answer: str) -> str:
 
 
 def _people_in(text: str) -> list[str]:
-    """Names in the text that are not places (a name right after in/at/to/from/near)."""
+    """Names in the text that can be a person: not a place (a name right after in/at/to/from/near),
+    not a thing or a group named with 'the' ('the Margaret Ellen', 'the Tr'en'; 'the Captain' is a
+    title, so a person)."""
     places = _PLACE_BEFORE.findall(text)
-    return [name for name in names_in(text) if not any(place.startswith(name) for place in places)]
+    return [
+        name
+        for name in names_in(text)
+        if not any(place.startswith(name) for place in places)
+        and (name.split()[0].lower() in TITLES or not re.search(rf"\bthe\s+{re.escape(name)}", text))
+    ]
 
 
 _PLACE_BEFORE = re.compile(

@@ -297,6 +297,12 @@ def test_a_name_after_in_or_at_is_a_place_not_a_person():
         Turn("assistant", "\u201cAt New Ridge everyone called Lisbeth Longskirt.\u201d [1]"),
     ]
     assert standalone_question("what was her job?", talk).startswith("What was Lisbeth's job?")
+    # a name with 'the' is a ship, a people, a thing: 'his' is the person beside it
+    talk = [
+        Turn("user", "Why did the Tr'en leave Korvin's door unlocked?"),
+        Turn("assistant", "\u201cThe Tr'en wanted Korvin to escape.\u201d [1]"),
+    ]
+    assert standalone_question("what was his mission?", talk).startswith("What was Korvin's mission?")
 
 
 def test_a_bare_wh_word_asks_the_last_question_again_with_it():
