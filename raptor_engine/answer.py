@@ -431,6 +431,9 @@ class ExtractiveAnswerer:
         top_layer = max(c.node.layer for c in candidates) or 1
         asks_for_more = bool(ASKS_FOR_MORE.search(rewrite.core))
         defined = definition_subject(rewrite.core)
+        possessive = defined is not None and bool(
+            re.search(r"['\u2019]s\s+" + re.escape(defined), rewrite.core)
+        )
         for i, candidate in enumerate(candidates):
             candidate.similarity = float(similarity[i])
             candidate.lexical = _lexical(candidate, weights)
@@ -442,7 +445,7 @@ class ExtractiveAnswerer:
                 score = EMBED_WEIGHT * similarity[i] + LEXICAL_WEIGHT * candidate.lexical
                 if defined is not None:
                     score += DEFINITION_BONUS if _describes(defined, candidate.text) else 0.0
-                else:
+                if defined is None or possessive:  # "Who was Edith's assistant?" still asks for a name
                     score += KIND_BONUS if _answers_kind(rewrite.core, candidate.text) else 0.0
                 score += _event_bonus(rewrite.core, candidate.text)
             if candidate.key in quoted:

@@ -362,9 +362,12 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
     ]
     introduced = [name for name in answer_names if name not in sources[0]]
     # "Who replaced him?" / "Who was appointed?": the answer introduced someone new. A who-question
-    # that names someone itself ("Who sat with Rita while she sang?") stays about that person.
-    named_by_pronoun = previous.person is not None or not sources[0]
-    if ASKS_WHO.search(previous.core) and named_by_pronoun and introduced:
+    # about someone it names further on ("Who sat in the audience while Rita sang?") stays theirs.
+    if (
+        ASKS_WHO.search(previous.core)
+        and introduced
+        and (not sources[0] or _asks_who_did_to(previous.core, sources[0][0]))
+    ):
         sources.insert(0, introduced)
     skip = None
     if pronoun and previous.person and previous.pronoun and GENDER[previous.pronoun] != GENDER[pronoun]:
@@ -379,6 +382,12 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
                 return name
         return candidates[0]
     return None
+
+
+def _asks_who_did_to(question: str, person: str) -> bool:
+    """'Who replaced Ambrose Kittow?', 'Who was married to Hester?': the person is the object of the
+    who-question's own verb, so its answer is someone else."""
+    return bool(re.match(rf"\s*(?i:who)\s+(?:[\w'-]+\s+){{1,3}}?{re.escape(person)}\b", question))
 
 
 def _statements(answer: str) -> str:

@@ -272,7 +272,12 @@ def test_after_who_did_something_the_pronoun_is_the_person_the_answer_introduced
         Turn("assistant", "\u201cIn 1903 the Board sent Peter Kittow to replace Ambrose Kittow.\u201d [1]"),
     ]
     assert standalone_question("what did he change?", talk).startswith("What did Peter Kittow change?")
-    # a who-question that names its person itself stays about them
+    talk = [
+        Turn("user", "Who replaced Ambrose Kittow?"),
+        Turn("assistant", "\u201cIn 1903 the Board sent Peter Kittow to replace Ambrose Kittow.\u201d [1]"),
+    ]
+    assert standalone_question("what did he change?", talk).startswith("What did Peter Kittow change?")
+    # a who-question about someone it names further on stays about them
     talk = [
         Turn("user", "Who sat in the audience while Rita Wilson was rehearsing?"),
         Turn("assistant", "\u201cMarty Phillips sat in the back row.\u201d [1]"),
@@ -335,3 +340,10 @@ def test_only_the_questions_decide_a_topic_switch_not_names_an_answer_quoted():
     # a why-question that names its own subject is not a bare "why?"
     why = "Why do more students tune into Mark's show?"
     assert standalone_question(why, talk) == why
+
+
+def test_irregular_past_forms_meet_their_verb():
+    from raptor_engine.sentences import stem
+
+    assert stem("found") == stem("find") and stem("left") == stem("leave") and stem("built") == stem("build")
+    assert stem("keeper") != stem("kept")
