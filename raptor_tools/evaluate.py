@@ -11,7 +11,11 @@ are not rebuilt), and every question retrieves context three ways under the same
 
 Without an LLM it scores the context itself: ROUGE-1 / ROUGE-L recall of the reference answers
 (the best reference), split into questions whose scope is "global" and the rest, and the share of
-context drawn from each layer. With an LLM configured it also answers from each context (2000
+context drawn from each layer; and the default extractive answer from the collapsed context (its
+quotes' ROUGE-1 recall and token F1, and whether a reference appears in them), and with
+`--followups` conversations derived from the questions (raptor_tools/conversations.py): whether each
+follow-up's rewrite recovers its subject, and its answer against asking the question standalone.
+With an LLM configured it also answers from each context (2000
 tokens, as in the paper) and reports multiple-choice accuracy and token F1.
 """
 
