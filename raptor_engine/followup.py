@@ -4,8 +4,10 @@ In a thread people ask "and when did she leave?", "why?", "what about the second
 bare, such a question finds nothing it means. `standalone_question` rewrites it from the last turns:
 - a person pronoun (she, he, her, him, his...) becomes the person the conversation is about: the
   first person named in the previous question, else the subject carried from the questions before
-  it, else its context; a name the previous answer quoted only when that question asked "who ..."
-  ("Who replaced him?") or no question named anyone. A name right after in/at/to/from is a place;
+  it, else its context; a name the previous answer quoted only when that question asked for someone
+  new ("Who replaced Ambrose Kittow?", "Who was appointed?") and the follow-up does not keep the
+  pronoun the user was using, or when no question named anyone. A name right after in/at/to/from is
+  a place, one written with "the" a thing or a people;
 - "there" becomes the place last named after in/at/to/from; a final "then" becomes the year the
   previous question named, or the year its answer gave first when it asked "when";
 - "what about X?" asks the previous question again about X when both name someone, and is a new
@@ -361,11 +363,15 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
         answer_names,
     ]
     introduced = [name for name in answer_names if name not in sources[0]]
-    # "Who replaced him?" / "Who was appointed?": the answer introduced someone new. A who-question
-    # about someone it names further on ("Who sat in the audience while Rita sang?") stays theirs.
+    # "Who was appointed?" / "Who replaced Ambrose Kittow?": the answer introduced someone new. Not
+    # when the who-question is about someone it names further on ("Who sat in the audience while
+    # Rita sang?"), nor when the user keeps the same pronoun for the person they have been following
+    # ("Who replaced him?" -> "what happened to his wife?": still him).
+    same_pronoun = bool(previous.pronoun and pronoun and GENDER[previous.pronoun] == GENDER[pronoun])
     if (
         ASKS_WHO.search(previous.core)
         and introduced
+        and not same_pronoun
         and (not sources[0] or _asks_who_did_to(previous.core, sources[0][0]))
     ):
         sources.insert(0, introduced)

@@ -267,16 +267,19 @@ def test_a_pronoun_means_the_person_the_questions_are_about_not_a_name_an_answer
 
 
 def test_after_who_did_something_the_pronoun_is_the_person_the_answer_introduced():
-    talk = KEEPER_TALK[:2] + [
-        Turn("user", "Who replaced him?"),
-        Turn("assistant", "\u201cIn 1903 the Board sent Peter Kittow to replace Ambrose Kittow.\u201d [1]"),
-    ]
-    assert standalone_question("what did he change?", talk).startswith("What did Peter Kittow change?")
     talk = [
         Turn("user", "Who replaced Ambrose Kittow?"),
         Turn("assistant", "\u201cIn 1903 the Board sent Peter Kittow to replace Ambrose Kittow.\u201d [1]"),
     ]
     assert standalone_question("what did he change?", talk).startswith("What did Peter Kittow change?")
+    # ... but a user who keeps saying "him" for the person they have been following still means them
+    talk = KEEPER_TALK[:2] + [
+        Turn("user", "Who replaced him?"),
+        Turn("assistant", "\u201cIn 1903 the Board sent Peter Kittow to replace Ambrose Kittow.\u201d [1]"),
+    ]
+    assert standalone_question("what happened to his wife?", talk).startswith(
+        "What happened to Ambrose Kittow's wife?"
+    )
     # a who-question about someone it names further on stays about them
     talk = [
         Turn("user", "Who sat in the audience while Rita Wilson was rehearsing?"),
