@@ -93,6 +93,39 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
         re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+"),
     ),
 )
+# "Who was X?", "What is X?", "Tell me about X": the sentences that say what X is or was.
+DEFINITION_QUESTION = re.compile(
+    r"^\s*(?:(?:who|what)\s+(?:is|was|are|were)|tell me about|describe)\s+(?:the\s+|an?\s+)?"
+    r"(?P<subject>[^?]+?)\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
+DEFINITION_BONUS = 0.12
+_DESCRIBING = r"(?:is|was|are|were|became|had been|has been|served|worked|remained)"
+_NAMING = r"(?:appointed|named|made|hired|engaged|elected|chose|called|known)"
+# "When did the light close?": an end (or a start) is written with its own words and a year.
+ASKS_END = re.compile(
+    r"\b(?:end|ended|close|closed|stop|stopped|finish|finished|shut|retire|retired|leave|left|die|died|"
+    r"quit|abandon|abandoned|automate|automated|over)\b",
+    re.I,
+)
+ENDS = re.compile(
+    r"\b(?:last|final|finally|closed|ended|end|locked|retired|left|died|death|until|converted|automated|"
+    r"stopped|discontinued|abandoned|shut|handed over|no longer)\b",
+    re.I,
+)
+ASKS_START = re.compile(
+    r"\b(?:start|started|begin|began|open|opened|build|built|found|founded|establish|established|create|"
+    r"created|first)\b",
+    re.I,
+)
+STARTS = re.compile(
+    r"\b(?:first|began|begun|built|opened|founded|established|created|lit|started|introduced|installed)\b",
+    re.I,
+)
+EVENT_BONUS = 0.06
+# Ordinals say which one ("the last keeper", "the first lighting"): they count when ranking.
+ORDINALS = frozenset("first second third fourth fifth last next previous final".split())
+THEME_QUOTES = 5  # a thematic question gets a few more sentences, in the document's order
 # What a document writes that looks like a citation marker: [2], [ 2 ], [12], [2, 3], [2-4], [^2], 【2】,
 # in any bracket pair a reader or a model might take for one, with any script's digits.
 DOCUMENT_MARKER = re.compile(
@@ -240,7 +273,7 @@ def _query_weights(
     conversation already gave count less than what the follow-up itself asks about."""
     weights: dict[str, float] = {}
     numbers = set(re.findall(r"\d+", rewrite.core))
-    terms = subject_terms(rewrite.core)
+    terms = subject_terms(rewrite.core) + [t for t in words(rewrite.core) if t in ORDINALS]
     asked = [t for t in terms if t not in conversation_names]
     for term in terms:
         if term in numbers:
@@ -271,6 +304,45 @@ def _answers_kind(question: str, sentence: str) -> bool:
     return False
 
 
+def definition_subject(question: str) -> str | None:
+    """What a 'who was X?' / 'what is X?' / 'tell me about X' question asks to be described (None for
+    other questions, and for 'what is this about?'-style ones)."""
+    match = DEFINITION_QUESTION.match(question)
+    if not match or THEMATIC.search(question):
+        return None
+    # "Agnes Penrose's foreman" is a foreman: what follows the last possessive is what is asked about
+    subject = re.split(r"['\u2019]s\s+", match.group("subject"))[-1]
+    return subject if subject_terms(subject) and len(words(subject)) <= 6 else None
+
+
+def _describes(subject: str, sentence: str) -> bool:
+    """Whether the sentence says what the subject is: 'X was ...', 'X, the son of ...', 'appointed X
+    as ...' (X by any of its own words, so 'Kittow was thirty-four' describes Ambrose Kittow)."""
+    own = [re.escape(w) for w in subject_terms(subject) if len(w) > 2]
+    if not own:
+        return False
+    name = rf"\b(?:{'|'.join(own)})(?:['\u2019]s)?"
+    return bool(
+        re.search(rf"{name}\s+(?:[\w'\u2019-]+\s+){{0,5}}?{_DESCRIBING}\b", sentence, re.I)
+        or re.search(rf"{name},\s+(?:a|an|the|who|whose|then|aged|\d)", sentence, re.I)
+        or re.search(rf"\b{_NAMING}\s+(?:\w+\s+){{0,3}}?{name}\b[^.]*?\bas\b", sentence, re.I)
+        or re.search(
+            rf"\b(?:a|an|the)\s+(?:\w+\s+){{0,3}}(?:named|called)\s+(?:\w+\s+)?{name}", sentence, re.I
+        )
+    )
+
+
+def _event_bonus(question: str, sentence: str) -> float:
+    """'When did X close/end/stop?' wants the year of an ending, 'when did X start/open?' of a start."""
+    if not ANSWER_KINDS[0][0].search(question) or not ANSWER_KINDS[0][1].search(sentence):
+        return 0.0
+    if ASKS_END.search(question) and ENDS.search(sentence):
+        return EVENT_BONUS
+    if ASKS_START.search(question) and STARTS.search(sentence):
+        return EVENT_BONUS
+    return 0.0
+
+
 def _names_of(history: list[Turn]) -> set[str]:
     """Lower-cased words of the proper names in the last exchanges (what a pronoun can stand for)."""
     found: set[str] = set()
@@ -298,6 +370,14 @@ def _in_opening(candidate: _Candidate) -> bool:
     )
 
 
+def _reading_order(candidate: _Candidate) -> tuple[int, int, int]:
+    """Leaves by their place in the document; summaries (no place) after them, higher layers first."""
+    node = candidate.node
+    if node.layer == 0 and node.start is not None:
+        return (0, node.start + candidate.sentence.start, 0)
+    return (1, -node.layer, candidate.position)
+
+
 def _centrality(sentences: np.ndarray) -> np.ndarray:
     """Cosine of each sentence to the mean of all the context's sentences: what the context, and so
     the documents, keep coming back to."""
@@ -315,9 +395,10 @@ class ExtractiveAnswerer:
     Ranking blends the embedding similarity of each sentence to the question with how many of the
     question's own terms, names and numbers it holds, and whether it holds what the question asks
     for (a year for 'when', a reason for 'why'). A follow-up's carried context counts lightly, and
-    sentences the last answer already quoted are pushed down. Thematic questions ('what is this
-    about?', 'central theme') prefer the sentences closest to the summaries' centre, the higher
-    layers' first. When the best quote shares no term with the question and is not similar to it,
+    sentences the last answer already quoted are pushed down. 'Who/what was X?' prefers sentences
+    that say what X is, 'when did X end/start?' the year of an ending/start. Thematic questions
+    ('what is this about?', 'central theme') prefer the sentences closest to the summaries' centre,
+    the higher layers' first, and get THEME_QUOTES of them in reading order. When the best quote shares no term with the question and is not similar to it,
     the answer says it only found the closest passages.
     """
 
@@ -341,7 +422,13 @@ class ExtractiveAnswerer:
             thematic,
             _names_of(history) if follow_up else set(),
         )
-        picked = self._pick(candidates)
+        if thematic:
+            picked = self._pick(candidates, max(self.quotes, THEME_QUOTES), spread=True)
+        else:
+            picked = self._pick(candidates, self.quotes)
+        if thematic:
+            # what a text is about reads best in the text's own order: its opening first
+            picked.sort(key=_reading_order)
         lines = "\n".join(f"- \u201c{c.text}\u201d [{c.position}]" for c in picked)
         weak = (
             not thematic
@@ -371,6 +458,10 @@ class ExtractiveAnswerer:
         centrality = _centrality(sentences) if thematic else None
         top_layer = max(c.node.layer for c in candidates) or 1
         asks_for_more = bool(ASKS_FOR_MORE.search(rewrite.core))
+        defined = definition_subject(rewrite.core)
+        possessive = defined is not None and bool(
+            re.search(r"['\u2019]s\s+" + re.escape(defined), rewrite.core)
+        )
         for i, candidate in enumerate(candidates):
             candidate.similarity = float(similarity[i])
             candidate.lexical = _lexical(candidate, weights)
@@ -380,23 +471,34 @@ class ExtractiveAnswerer:
                 score += OPENING_BONUS if _in_opening(candidate) else 0.0
             else:
                 score = EMBED_WEIGHT * similarity[i] + LEXICAL_WEIGHT * candidate.lexical
-                score += KIND_BONUS if _answers_kind(rewrite.core, candidate.text) else 0.0
+                if defined is not None:
+                    score += DEFINITION_BONUS if _describes(defined, candidate.text) else 0.0
+                if defined is None or possessive:  # "Who was Edith's assistant?" still asks for a name
+                    score += KIND_BONUS if _answers_kind(rewrite.core, candidate.text) else 0.0
+                score += _event_bonus(rewrite.core, candidate.text)
             if candidate.key in quoted:
                 score -= QUOTED_PENALTY if not asks_for_more else ASKED_FOR_MORE_PENALTY
             candidate.score = float(score)
 
-    def _pick(self, candidates: list[_Candidate]) -> list[_Candidate]:
-        """The best sentences, no two saying nearly the same; weak ones left out once one is strong."""
+    def _pick(self, candidates: list[_Candidate], quotes: int, spread: bool = False) -> list[_Candidate]:
+        """The best sentences, no two saying nearly the same; weak ones left out once one is strong.
+        With `spread` (a question about the whole), one sentence per context block first, so the
+        quotes cover the text rather than one passage of it."""
         ranked = sorted(candidates, key=lambda c: (-c.score, c.position, c.sentence.start))
         picked: list[_Candidate] = []
-        for candidate in ranked:
-            if picked and candidate.score < RELATIVE_FLOOR * picked[0].score:
-                break
-            if any(_near_duplicate(candidate.terms, other.terms) for other in picked):
-                continue
-            picked.append(candidate)
-            if len(picked) == self.quotes:
-                break
+        for one_per_block in (True, False) if spread else (False,):
+            for candidate in ranked:
+                if len(picked) == quotes:
+                    break
+                if picked and candidate.score < RELATIVE_FLOOR * picked[0].score:
+                    break
+                if any(c is candidate for c in picked) or (
+                    one_per_block and any(c.position == candidate.position for c in picked)
+                ):
+                    continue
+                if any(_near_duplicate(candidate.terms, other.terms) for other in picked):
+                    continue
+                picked.append(candidate)
         return picked
 
     async def answer(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerDraft:

@@ -2,17 +2,25 @@
 
 In a thread people ask "and when did she leave?", "why?", "what about the second one?". Searched
 bare, such a question finds nothing it means. `standalone_question` rewrites it from the last turns:
-- a person pronoun (she, he, her, him, his, they...) becomes the name it points at: the first person
-  named in the previous question, else in the previous answer;
+- a person pronoun (she, he, her, him, his...) becomes the person the conversation is about: the
+  first person named in the previous question, else the subject carried from the questions before
+  it, else its context; a name the previous answer quoted only when that question asked for someone
+  new ("Who replaced Ambrose Kittow?", "Who was appointed?") and the follow-up does not keep the
+  pronoun the user was using, or when no question named anyone. A name right after in/at/to/from is
+  a place, one written with "the" a thing or a people;
 - "there" becomes the place last named after in/at/to/from; a final "then" becomes the year the
   previous question named, or the year its answer gave first when it asked "when";
+- "what about X?" asks the previous question again about X when both name someone, and is a new
+  question when X names a thing of its own ("what about the last keeper?");
+- a bare "why?"/"when?"/"where?"/"how?" after "did ...?" or "when did ...?" is that question with the
+  new wh-word: "Why did Margaret Hale leave?";
 - whatever is still implied (it, that, an ellipsis such as "why?" or "and in 1975?") is carried by
   appending the previous question as context: "When did Margaret Hale leave? (context: Who was
   appointed keeper of the archive in 1962?)".
-A question with no pronoun or ellipsis that names something the conversation has not mentioned, or
-asks about two or more things none of which it mentioned, is a fresh question and is left as it is,
-so old terms do not pollute its answer. Rewrites chain: the previous
-question is itself first made standalone from the turns before it.
+A question with no pronoun or ellipsis that names something the conversation's questions have not
+mentioned (names quoted in answers do not count), or asks about two or more things none of which
+they mentioned, is a fresh question and is left as it is, so old terms do not pollute its answer.
+Rewrites chain: the previous question is itself first made standalone from the turns before it.
 
 `split_standalone` takes a rewrite apart again, so the extractive answerer can rank sentences by
 the question itself first and the carried context second. Deterministic and cheap (no model).
@@ -80,6 +88,7 @@ class Rewrite:
     context: str = ""
     person: str | None = None
     pronoun: str | None = None
+    subject: str | None = None  # the person the conversation has been asking about, carried along
 
     @property
     def text(self) -> str:
@@ -127,14 +136,70 @@ def _exchanges(history: list[Turn]) -> list[tuple[str, str]]:
 def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str) -> Rewrite:
     question = " ".join(question.split())
     if previous is None:
-        return Rewrite(question)
-    conversation = f"{previous.core}\n{previous.context}\n{previous_answer}"
-    if is_fresh(question, conversation):
-        return Rewrite(question)
-    core, person, pronoun = _resolve(_without_conjunction(question), previous, previous_answer)
+        return Rewrite(question, subject=_first_person(question))
+    # Only the questions decide whether a question is new: answers quote many names in passing.
+    if is_fresh(question, f"{previous.core}\n{previous.context}"):
+        return Rewrite(question, subject=_first_person(question))
+    bare = _without_conjunction(question)
+    swapped = _what_about(bare, previous)
+    if swapped is not None:
+        return swapped
+    asked = _wh_ellipsis(bare, previous)
+    if asked is not None:
+        return Rewrite(asked, subject=previous.subject)
+    core, person, pronoun = _resolve(bare, previous, previous_answer)
     # After a bare "why?" the subject is still the one before it.
     context = previous.core if subject_terms(previous.core) or not previous.context else previous.context
-    return Rewrite(_capitalised(core), _cut(context), person, pronoun)
+    subject = person or _first_person(core) or previous.subject
+    return Rewrite(_capitalised(core), _cut(context), person, pronoun, subject)
+
+
+_WH_ONLY = re.compile(r"^(why|when|where|how|how come)\s*[?.!]*$", re.IGNORECASE)
+_AUX = r"did|does|do|is|was|were|are|has|had|have|will|would|can|could|should"
+_STARTS_WITH_AUX = re.compile(rf"^(?:{_AUX})\b", re.IGNORECASE)
+_STARTS_WITH_WH_AUX = re.compile(rf"^(?:why|when|where|how)\s+(?=(?:{_AUX})\b)", re.IGNORECASE)
+_WHAT_ABOUT = re.compile(r"^(?:what|how)\s+about\s+(.+?)\s*[?.!]*$", re.IGNORECASE)
+
+
+def _wh_ellipsis(question: str, previous: Rewrite) -> str | None:
+    """'Did Kittow get a medal?' then 'why?' -> 'Why did Kittow get a medal?'; 'When did she
+    leave?' then 'where?' -> 'Where did she leave?'. None when the previous question asked 'what' or
+    'who' (its wh-word is an argument: 'why did he do in 1887?' means nothing)."""
+    match = _WH_ONLY.match(question)
+    if not match:
+        return None
+    wh = match.group(1).lower()
+    core = previous.core.rstrip(" ?.!")
+    if _STARTS_WITH_AUX.match(core):
+        return f"{wh.capitalize()} {core[:1].lower()}{core[1:]}?"
+    if _STARTS_WITH_WH_AUX.match(core):
+        return _STARTS_WITH_WH_AUX.sub(f"{wh.capitalize()} ", core) + "?"
+    return None
+
+
+def _what_about(question: str, previous: Rewrite) -> Rewrite | None:
+    """'What about X?' asks the last question again about X when X is a name and the last question
+    named someone ('What did Hester earn?' -> 'What about Elias?' -> 'What did Elias earn?'); it is a
+    new topic when X names something of its own ('what about the last keeper?'). None otherwise
+    ('what about his wife?', 'what about 1975?', 'what about the second one?' lean on the last turn)."""
+    match = _WHAT_ABOUT.match(question)
+    if not match or _points_back(match.group(1)):
+        return None
+    target = match.group(1)
+    new_names = names_in(question)
+    old_names = names_in(previous.core)
+    if new_names and old_names and new_names[0].lower() != old_names[0].lower():
+        old = old_names[0]
+        core = re.sub(rf"\b{re.escape(old)}\b", new_names[0], previous.core, count=1)
+        return Rewrite(core, subject=new_names[0])
+    if any(not t.isdigit() for t in subject_terms(target)):
+        return Rewrite(_capitalised(question), subject=new_names[0] if new_names else None)
+    return None
+
+
+def _first_person(text: str) -> str | None:
+    names = names_in(text)
+    return names[0] if names else None
 
 
 def _without_conjunction(question: str) -> str:
@@ -158,9 +223,17 @@ def is_fresh(question: str, conversation: str) -> bool:
     return len(subject) >= 2 and not subject & {stem(t) for t in mentioned}
 
 
+# A question that opens with these leans on the last turn only when it names nothing itself:
+# "why?", "really?", but not "Why do more students tune into Mark's show?".
+WEAK_CONTINUATIONS = frozenset(("why", "how come", "really"))
+
+
 def _continues(tokens: list[str]) -> bool:
     text = " ".join(tokens)
-    return any(text == c or text.startswith(c + " ") for c in CONTINUATIONS)
+    for c in CONTINUATIONS:
+        if text == c or text.startswith(c + " "):
+            return c not in WEAK_CONTINUATIONS or not subject_terms(text)
+    return False
 
 
 def subject_terms(question: str) -> list[str]:
@@ -269,18 +342,82 @@ GENDER = {
 }
 
 
+_AUX_WORDS = r"(?:did|does|do|is|was|were|are|has|had|have|will|would|can|could|should)"
+# 'Who replaced him?', 'Who was appointed keeper?': the answer introduces the person asked for. Not
+# 'Who was Ambrose Kittow?' or 'Who does Maskull meet?': that question is about the person it names.
+ASKS_WHO = re.compile(rf"\b(?i:who)\s+(?:{_AUX_WORDS}\s+(?![A-Z])|(?!{_AUX_WORDS}\b)[a-z])")
+
+
 def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str | None:
-    """Who 'she'/'he' most likely means: a name with a title or of two or more words, the previous
-    question's before the previous answer's; else the first name at all. Someone the previous
-    question called by the other gender's pronoun is passed over."""
-    candidates = names_in(previous.core) + names_in(previous_answer) + names_in(previous.context)
+    """Who 'she'/'he' most likely means: the person the conversation is about (named in the previous
+    question, else the subject carried from the questions before it, else its carried context), not a
+    name the previous answer quoted in passing; the answer's first person only when the previous
+    question asked 'who' (its answer introduced them) or the questions name nobody. Within one source
+    a name with a title or of two or more words comes first; a name the text puts after in/at/to/from
+    is a place. Someone the previous question called by the other gender's pronoun is passed over."""
+    answer_names = _people_in(_statements(previous_answer))
+    sources = [
+        _people_in(previous.core),
+        [previous.subject] if previous.subject else [],
+        _people_in(previous.context),
+        answer_names,
+    ]
+    introduced = [name for name in answer_names if name not in sources[0]]
+    # "Who was appointed?" / "Who replaced Ambrose Kittow?": the answer introduced someone new. Not
+    # when the who-question is about someone it names further on ("Who sat in the audience while
+    # Rita sang?"), nor when the user keeps the same pronoun for the person they have been following
+    # ("Who replaced him?" -> "what happened to his wife?": still him).
+    same_pronoun = bool(previous.pronoun and pronoun and GENDER[previous.pronoun] == GENDER[pronoun])
+    if (
+        ASKS_WHO.search(previous.core)
+        and introduced
+        and not same_pronoun
+        and (not sources[0] or _asks_who_did_to(previous.core, sources[0][0]))
+    ):
+        sources.insert(0, introduced)
+    skip = None
     if pronoun and previous.person and previous.pronoun and GENDER[previous.pronoun] != GENDER[pronoun]:
-        candidates = [c for c in candidates if c != previous.person]
-    for name in candidates:
-        parts = name.split()
-        if len(parts) >= 2 or parts[0].lower() in TITLES:
-            return name
-    return candidates[0] if candidates else None
+        skip = previous.person
+    for candidates in sources:
+        candidates = [c for c in candidates if c != skip]
+        if not candidates:
+            continue
+        for name in candidates:
+            parts = name.split()
+            if len(parts) >= 2 or parts[0].lower() in TITLES:
+                return name
+        return candidates[0]
+    return None
+
+
+def _asks_who_did_to(question: str, person: str) -> bool:
+    """'Who replaced Ambrose Kittow?', 'Who was married to Hester?': the person is the object of the
+    who-question's own verb, so its answer is someone else."""
+    return bool(re.match(rf"\s*(?i:who)\s+(?:[\w'-]+\s+){{1,3}}?{re.escape(person)}\b", question))
+
+
+def _statements(answer: str) -> str:
+    """An answer's quotes (extractive), else the answer itself; without its [n] markers."""
+    quotes = re.findall(r"\u201c(.+?)\u201d", answer)
+    return re.sub(r"\[\d+\]", "", "\n".join(quotes) if quotes else answer)
+
+
+def _people_in(text: str) -> list[str]:
+    """Names in the text that can be a person: not a place (a name right after in/at/to/from/near),
+    not a thing or a group named with 'the' ('the Margaret Ellen', 'the Tr'en'; 'the Captain' is a
+    title, so a person)."""
+    places = _PLACE_BEFORE.findall(text)
+    return [
+        name
+        for name in names_in(text)
+        if not any(place.startswith(name) for place in places)
+        and (name.split()[0].lower() in TITLES or not re.search(rf"\bthe\s+{re.escape(name)}", text))
+    ]
+
+
+_PLACE_BEFORE = re.compile(
+    r"\b(?:in|at|to|from|near|into)\s+(?:the\s+)?([A-Z][\w'\u2019-]*(?:\s+(?:of\s+)?[A-Z][\w'\u2019-]*)*)"
+)
 
 
 def _place(previous: Rewrite, previous_answer: str) -> str | None:

@@ -56,8 +56,77 @@ def content_terms(text: str) -> list[str]:
     return [t for t in words(text) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
 
 
+# Common irregular verbs, so "what did she find?" meets "she found" (past forms to the base form).
+IRREGULAR = {
+    past: base
+    for base, forms in {
+        "find": "found",
+        "leave": "left",
+        "take": "took taken",
+        "give": "gave given",
+        "go": "went gone",
+        "come": "came",
+        "see": "saw seen",
+        "say": "said",
+        "tell": "told",
+        "make": "made",
+        "build": "built",
+        "buy": "bought",
+        "bring": "brought",
+        "think": "thought",
+        "teach": "taught",
+        "catch": "caught",
+        "fight": "fought",
+        "sell": "sold",
+        "hold": "held",
+        "keep": "kept",
+        "meet": "met",
+        "lose": "lost",
+        "win": "won",
+        "begin": "began begun",
+        "write": "wrote written",
+        "run": "ran",
+        "die": "dead",
+        "fall": "fell fallen",
+        "grow": "grew grown",
+        "know": "knew known",
+        "steal": "stole stolen",
+        "break": "broke broken",
+        "choose": "chose chosen",
+        "speak": "spoke spoken",
+        "drive": "drove driven",
+        "ride": "rode ridden",
+        "rise": "rose risen",
+        "fly": "flew flown",
+        "throw": "threw thrown",
+        "wear": "wore worn",
+        "send": "sent",
+        "spend": "spent",
+        "pay": "paid",
+        "feel": "felt",
+        "sleep": "slept",
+        "flee": "fled",
+        "lead": "led",
+        "hide": "hid hidden",
+        "bear": "bore born",
+        "become": "became",
+        "get": "got gotten",
+        "stand": "stood",
+        "understand": "understood",
+        "sink": "sank sunk",
+        "swim": "swam",
+        "shoot": "shot",
+        "strike": "struck",
+        "forget": "forgot forgotten",
+    }.items()
+    for past in forms.split()
+}
+
+
 def stem(term: str) -> str:
-    """A light suffix strip so 'cleaned', 'cleaning' and 'cleans' meet; not a linguistic stemmer."""
+    """A light suffix strip so 'cleaned', 'cleaning' and 'cleans' meet; not a linguistic stemmer.
+    Common irregular past forms meet their verb ('found' -> 'find')."""
+    term = IRREGULAR.get(term, term)
     for suffix in ("ings", "ing", "edly", "ed", "es", "s"):
         if term.endswith(suffix) and len(term) - len(suffix) >= 3:
             term = term[: -len(suffix)]
@@ -164,7 +233,9 @@ def sentence_spans(
     """
     split = [sentences_of(text) for text in texts]
     counts = iter(
-        count_tokens_batch([text[s.start : s.end] for text, sentences in zip(texts, split, strict=True) for s in sentences])
+        count_tokens_batch(
+            [text[s.start : s.end] for text, sentences in zip(texts, split, strict=True) for s in sentences]
+        )
     )
     return [
         [SentenceSpan(s.start, s.end, next(counts), s.fingerprint, text) for s in sentences]

@@ -11,7 +11,11 @@ are not rebuilt), and every question retrieves context three ways under the same
 
 Without an LLM it scores the context itself: ROUGE-1 / ROUGE-L recall of the reference answers
 (the best reference), split into questions whose scope is "global" and the rest, and the share of
-context drawn from each layer. With an LLM configured it also answers from each context (2000
+context drawn from each layer; and the default extractive answer from the collapsed context (its
+quotes' ROUGE-1 recall and token F1, and whether a reference appears in them), and with
+`--followups` conversations derived from the questions (raptor_tools/conversations.py): whether each
+follow-up's rewrite recovers its subject, and its answer against asking the question standalone.
+With an LLM configured it also answers from each context (2000
 tokens, as in the paper) and reports multiple-choice accuracy and token F1.
 """
 
@@ -31,11 +35,14 @@ from typing import Any
 
 import click
 
+from raptor_engine.answer import QUOTE, ExtractiveAnswerer, map_citations, neutralise_context
 from raptor_engine.config import Settings
 from raptor_engine.embed import Embedder
 from raptor_engine.engine import Engine
 from raptor_engine.errors import RaptorError
-from raptor_engine.types import RetrievedContext
+from raptor_engine.followup import standalone_question
+from raptor_engine.types import RetrievedContext, Turn
+from raptor_tools import conversations as convos
 from raptor_tools import metrics
 
 log = logging.getLogger(__name__)
@@ -239,6 +246,44 @@ def score_context(question: EvalQuestion, context: RetrievedContext) -> dict[str
     }
 
 
+def quoted_text(answer: str) -> str:
+    """What an extractive answer quotes (its quotes joined), or the whole answer if it quotes nothing."""
+    return " ".join(QUOTE.findall(answer)) or answer
+
+
+def contains_answer(reference: str, text: str) -> bool:
+    """Whether the reference, SQuAD-normalised, appears word for word in the text."""
+    ref = " ".join(metrics.answer_tokens(reference))
+    return bool(ref) and f" {ref} " in f" {' '.join(metrics.answer_tokens(text))} "
+
+
+def score_answer(question: EvalQuestion, answer: str) -> dict[str, Any]:
+    """The extractive answer against the references: ROUGE-1 recall and token F1 of its quotes, the
+    recall of its first quote alone, and whether a reference appears in the quotes word for word."""
+    quotes = QUOTE.findall(answer)
+    text = " ".join(quotes) or answer
+    r1 = metrics.best_over(question.answers, metrics.rouge1_recall, text)
+    first = metrics.best_over(question.answers, metrics.rouge1_recall, quotes[0] if quotes else answer)
+    f1 = metrics.max_token_f1(text, question.answers)
+    return {
+        "answer_rouge1_recall": _rounded(r1),
+        "first_quote_rouge1_recall": _rounded(first),
+        "answer_f1": _rounded(f1),
+        "answer_contains": any(contains_answer(ref, text) for ref in question.answers),
+        "answer": answer,
+    }
+
+
+def summarize_answers(scored: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "questions": len(scored),
+        "rouge1_recall": _rounded(metrics.mean(s["answer_rouge1_recall"] for s in scored)),
+        "first_quote_rouge1_recall": _rounded(metrics.mean(s["first_quote_rouge1_recall"] for s in scored)),
+        "f1": _rounded(metrics.mean(s["answer_f1"] for s in scored)),
+        "contains": _rounded(metrics.mean(float(s["answer_contains"]) for s in scored)),
+    }
+
+
 def _shares(counts: dict[str, int]) -> dict[str, float]:
     total = sum(counts.values())
     if not total:
@@ -374,6 +419,7 @@ async def run_eval(
     use_llm: bool = True,
     embedder: Embedder | None = None,
     progress: bool = False,
+    followups: bool = False,
 ) -> dict[str, Any]:
     """Build (or reuse) the trees, retrieve with every method, score; returns the JSON report."""
     eval_set = load_eval_set(directory)
@@ -385,6 +431,11 @@ async def run_eval(
     try:
         trees = await build_trees(engine, [eval_set.documents[d] for d in needed], progress=progress)
         records, contexts = await asyncio.to_thread(_retrieve_all, engine, trees, questions, budget, progress)
+        followed = (
+            await asyncio.to_thread(run_followups, engine, trees, eval_set, questions, records, budget)
+            if followups
+            else None
+        )
         llm_used = use_llm and settings.llm_configured
         if llm_used:
             await _add_llm_scores(settings, questions, records, contexts, progress)
@@ -407,6 +458,14 @@ async def run_eval(
         },
         "trees": trees,
         "methods": {m: summarize_method(records, questions, m) for m in METHODS},
+        "answers": summarize_answers(
+            [
+                r["methods"]["collapsed"]["extractive"]
+                for r in records
+                if "extractive" in r["methods"]["collapsed"]
+            ]
+        ),
+        **({"followups": followed} if followed is not None else {}),
         "per_question": records,
     }
 
@@ -428,6 +487,10 @@ def _retrieve_all(
             context = engine.retrieve(kb, question.question, budget=budget, **options)
             scored[method] = score_context(question, context)
             contexts[(index, method)] = context_text(context)
+            if method == "collapsed" and question.answers:
+                # The default answer: extractive quotes from the collapsed context, as `raptor ask` gives.
+                answer = answer_extractively(engine, question.question, context, [])
+                scored[method]["extractive"] = score_answer(question, answer)
         records.append(
             {
                 "question_id": question.question_id,
@@ -440,6 +503,74 @@ def _retrieve_all(
         bar.update(1)
     bar.close()
     return records, contexts
+
+
+def answer_extractively(engine: Engine, query: str, context: RetrievedContext, history: list[Turn]) -> str:
+    """The default no-model answer to `query` from `context`, with its [n] markers, as `Engine.ask` gives it."""
+    draft = ExtractiveAnswerer(engine.embedder)._answer_sync(
+        query, neutralise_context(context.nodes), history
+    )
+    return map_citations(draft.text, context.nodes)[0]
+
+
+def run_followups(
+    engine: Engine,
+    trees: dict[str, dict[str, Any]],
+    eval_set: EvalSet,
+    questions: list[EvalQuestion],
+    records: list[dict[str, Any]],
+    budget: int,
+) -> dict[str, Any]:
+    """Ask every derived conversation turn by turn (rewrite, collapsed retrieval, extractive answer)
+    and score its last turn against asking the set's question directly."""
+    standalone = {r["question_id"]: r["methods"]["collapsed"].get("extractive") for r in records}
+    by_id = {q.question_id: q for q in questions}
+    per_conversation = []
+    for conversation in convos.build_conversations(questions, eval_set.documents):
+        kb = trees[conversation.doc_id]["kb"]
+        history: list[Turn] = []
+        query, answer = "", ""
+        for turn in conversation.turns:
+            query = standalone_question(turn, history) if history else turn
+            context = engine.retrieve(kb, query, budget=budget)
+            answer = answer_extractively(engine, query, context, history)
+            history += [Turn("user", turn), Turn("assistant", answer)]
+        scored = score_answer(by_id[conversation.question_id], answer)
+        base = standalone.get(conversation.question_id) or {}
+        per_conversation.append(
+            {
+                "kind": conversation.kind,
+                "question_id": conversation.question_id,
+                "turns": list(conversation.turns),
+                "rewrite": query,
+                "standalone": conversation.standalone,
+                "subject_recovered": convos.subject_recovered(conversation, query),
+                "answer_rouge1_recall": scored["answer_rouge1_recall"],
+                "answer_contains": scored["answer_contains"],
+                "standalone_rouge1_recall": base.get("answer_rouge1_recall"),
+                "standalone_contains": base.get("answer_contains"),
+                "answer": answer,
+            }
+        )
+    kinds: dict[str, Any] = {}
+    for kind in (*convos.KINDS, "all"):
+        chosen = [c for c in per_conversation if kind in ("all", c["kind"])]
+        if not chosen:
+            continue
+        kinds[kind] = {
+            "conversations": len(chosen),
+            "subject_recovered": _rounded(metrics.mean(float(c["subject_recovered"]) for c in chosen)),
+            "rouge1_recall": _rounded(metrics.mean(c["answer_rouge1_recall"] for c in chosen)),
+            "standalone_rouge1_recall": _rounded(metrics.mean(c["standalone_rouge1_recall"] for c in chosen)),
+            "contains": _rounded(metrics.mean(float(c["answer_contains"]) for c in chosen)),
+            "standalone_contains": _rounded(
+                metrics.mean(
+                    None if c["standalone_contains"] is None else float(c["standalone_contains"])
+                    for c in chosen
+                )
+            ),
+        }
+    return {"kinds": kinds, "per_conversation": per_conversation}
 
 
 async def _add_llm_scores(
@@ -498,6 +629,34 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"| {summary['tokens_used_mean'] or 0:.0f} | {_layer_mix(summary['layer_token_share'])} "
             f"| {'–' if non_leaf is None else f'{non_leaf * 100:.1f}%'} |"
         )
+    answers = report.get("answers")
+    if answers and answers["questions"]:
+        lines += [
+            "",
+            "Extractive answers (no model) from the collapsed context, against the references:",
+            "",
+            "| questions | R-1 recall of the quotes | R-1 recall, first quote | token F1 | reference in the quotes |",
+            "|---|---|---|---|---|",
+            f"| {answers['questions']} | {_fmt(answers['rouge1_recall'])} "
+            f"| {_fmt(answers['first_quote_rouge1_recall'])} | {_fmt(answers['f1'])} "
+            f"| {_fmt(answers['contains'])} |",
+        ]
+    followed = report.get("followups")
+    if followed:
+        lines += [
+            "",
+            "Follow-ups (conversations derived from the questions; the last turn scored):",
+            "",
+            "| kind | conversations | subject recovered | answer R-1 recall | asked standalone "
+            "| reference in quotes | ... standalone |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for kind, k in followed["kinds"].items():
+            lines.append(
+                f"| {kind} | {k['conversations']} | {_fmt(k['subject_recovered'])} | {_fmt(k['rouge1_recall'])} "
+                f"| {_fmt(k['standalone_rouge1_recall'])} | {_fmt(k['contains'])} "
+                f"| {_fmt(k['standalone_contains'])} |"
+            )
     if any("llm" in summary for summary in report["methods"].values()):
         lines += [
             "",
@@ -532,6 +691,9 @@ def render_markdown(report: dict[str, Any]) -> str:
 @click.option("--budget", type=click.IntRange(min=1), default=2000, show_default=True, help="Context tokens.")
 @click.option("--no-llm", is_flag=True, help="Skip LLM answers even when an LLM is configured.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
+@click.option(
+    "--followups", is_flag=True, help="Also score follow-up conversations derived from the questions."
+)
 @click.pass_context
 def eval_command(
     ctx: click.Context,
@@ -542,6 +704,7 @@ def eval_command(
     budget: int,
     no_llm: bool,
     quiet: bool,
+    followups: bool,
 ) -> None:
     """Compare collapsed tree, tree traversal and leaves-only retrieval on the set in DIRECTORY."""
     base = (ctx.obj or {}).get("settings") if isinstance(ctx.obj, dict) else None
@@ -560,6 +723,7 @@ def eval_command(
                 limit=limit,
                 use_llm=not no_llm,
                 progress=not quiet and sys.stderr.isatty(),
+                followups=followups,
             )
         )
     except RaptorError as exc:

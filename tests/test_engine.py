@@ -333,7 +333,9 @@ async def test_every_node_is_stored_with_its_sentences_and_their_tokens(railway)
         assert node.sentences is not None
         stored = decode_spans(node.sentences, node.text)
         split = sentences_of(node.text)
-        assert [(s.start, s.end, s.fingerprint) for s in stored] == [(s.start, s.end, s.fingerprint) for s in split]
+        assert [(s.start, s.end, s.fingerprint) for s in stored] == [
+            (s.start, s.end, s.fingerprint) for s in split
+        ]
         assert [s.tokens for s in stored] == engine.embedder.count_tokens_batch([s.text for s in split])
 
 
@@ -349,9 +351,13 @@ async def test_nodes_stored_before_sentences_were_retrieve_the_same_context(rail
     retrieve._split_now.cache_clear()
     older = [engine.retrieve("kb", q, budget=400) for q in questions]
     for a, b in zip(stored, older, strict=True):
-        assert [(n.node_id, n.text, n.tokens) for n in a.nodes] == [(n.node_id, n.text, n.tokens) for n in b.nodes]
+        assert [(n.node_id, n.text, n.tokens) for n in a.nodes] == [
+            (n.node_id, n.text, n.tokens) for n in b.nodes
+        ]
         assert a.tokens_used == b.tokens_used <= 400
-    assert any(n.text != engine.store.nodes_by_ids([n.node_id])[n.node_id].text for c in stored for n in c.nodes)
+    assert any(
+        n.text != engine.store.nodes_by_ids([n.node_id])[n.node_id].text for c in stored for n in c.nodes
+    )
 
 
 async def test_the_index_holds_token_counts_so_a_question_reads_none_from_sqlite(railway, monkeypatch):
@@ -418,3 +424,67 @@ async def test_a_thematic_question_that_names_something_keeps_similarity_order(r
     scores = [n.score for n in context.nodes]
     assert scores == sorted(scores, reverse=True)  # similarity order, not summaries first
     assert any("forty thousand" in n.text for n in context.nodes[:2])
+
+
+MILL = """# The Tidewater Mill at Orrin Ford
+
+Orrin Ford is a village on a tidal creek where a water mill ground corn for two hundred years. This
+history follows the millers from the building of the mill in 1790 to the day the last of them shut
+the sluice gate in 1962.
+
+## Agnes Penrose
+
+After the death of her father in 1868, the Millers' Guild appointed Agnes Penrose as head miller of
+Orrin Ford. Agnes Penrose was twenty-six, the eldest daughter of the family, and had kept the mill's
+accounts since she was fourteen. She ran the mill for thirty-one years. Her foreman for most of that
+time was Tobias Quill, a carpenter from the next parish.
+
+In 1871 Agnes Penrose built a second waterwheel on the lower race. She built it because the old wheel
+could not keep up with the harvest when the tide turned at night. The new wheel doubled the mill's
+output. Silas Brand, a merchant from the coast, bought most of the flour that the mill produced.
+
+## The Flood of 1894
+
+The flood of 1894 tore away the lower race and drowned the road to the village. For six weeks the
+mill stood idle while the villagers rebuilt the banks with stone from the old quarry.
+
+## The End of the Mill
+
+The mill closed in 1962, when the last miller, Edwin Penrose, shut the sluice gate for good. The
+building is now a museum, and its wheels turn on summer weekends for visitors.
+"""
+
+
+async def test_a_conversation_keeps_its_subject_and_drops_stale_context(tmp_path, embedder):
+    """A multi-turn conversation as `raptor chat` and the bot hold it: what each follow-up is
+    rewritten to, and what the answers quote first."""
+    engine = make_engine(tmp_path, embedder)
+    try:
+        await engine.ingest("kb", "mill.md", MILL.encode())
+        history: list[Turn] = []
+
+        async def ask(question: str):
+            answer = await engine.ask("kb", question, history=list(history))
+            history.extend([Turn("user", question), Turn("assistant", answer.text)])
+            return answer
+
+        first = await ask("Who was Agnes Penrose?")
+        # the sentences that say what she was come before those that only mention her
+        assert "appointed Agnes Penrose as head miller" in first.text.split("\n")[1] or (
+            "Agnes Penrose was twenty-six" in first.text.split("\n")[1]
+        )
+        built = await ask("What did she build in 1871?")
+        assert built.query.startswith("What did Agnes Penrose build in 1871?")
+        why = await ask("Why?")
+        assert why.query.startswith("Why?") and "Agnes Penrose" in why.query
+        # the pronoun is the person asked about, not a name an answer quoted (Tobias Quill, Silas Brand)
+        foreman = await ask("Who was her foreman?")
+        assert foreman.query.startswith("Who was Agnes Penrose's foreman?")
+        assert "Tobias Quill" in foreman.text
+        flood = await ask("And what about the flood?")
+        assert flood.query == "What about the flood?"  # a new topic: no stale context carried
+        assert "1894" in flood.text
+        closed = await ask("When did the mill close?")
+        assert "1962" in closed.text.split("\n")[1]
+    finally:
+        engine.close()

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from raptor_engine.cli import cli
 from raptor_engine.config import Settings
 from raptor_tools import metrics
-from raptor_tools.evaluate import load_eval_set, run_eval
+from raptor_tools.evaluate import load_eval_set, render_markdown, run_eval
 
 # ---- metrics ------------------------------------------------------------------------------
 
@@ -279,3 +279,65 @@ async def test_llm_scores_from_an_openai_compatible_server(tmp_path, embedder):
         assert llm["f1_questions"] == 2
         assert llm["f1"] == pytest.approx((0.6 + 0.4) / 2, abs=1e-4)
     assert report["settings"]["llm"] == settings.llm_answer_model
+
+
+# ---- extractive answers and follow-up conversations ------------------------------------------
+
+
+def test_answer_scores_read_the_quotes_only():
+    from raptor_tools.evaluate import EvalQuestion, score_answer
+
+    question = EvalQuestion("q", "d", "Who rang the bell?", ("Mira rang the bell",))
+    answer = (
+        "From the documents:\n- \u201cAt noon Mira rang the bell.\u201d [1]\n- \u201cGulls cried.\u201d [2]"
+    )
+    scored = score_answer(question, answer)
+    assert scored["answer_contains"] is True
+    assert scored["answer_rouge1_recall"] == 1.0 and scored["first_quote_rouge1_recall"] == 1.0
+    # only the quotes count, SQuAD-normalised: [at noon mira rang bell gulls cried] (7) against
+    # [mira rang bell] (3): P = 3/7, R = 1, F1 = 0.6
+    assert scored["answer_f1"] == pytest.approx(0.6)
+    missed = score_answer(question, "From the documents:\n- \u201cGulls cried over Mira.\u201d [1]")
+    assert missed["answer_contains"] is False and missed["answer_rouge1_recall"] == pytest.approx(1 / 4)
+
+
+def test_conversations_are_derived_from_the_questions_and_scored_by_their_rewrite():
+    from raptor_tools.conversations import build_conversations, pronoun_for, subject_recovered
+    from raptor_tools.evaluate import EvalDocument, EvalQuestion
+
+    text = "Mark Hunter runs a radio station. He talks to Nora. Nora drives the jeep. She is brave."
+    doc = {"d": EvalDocument("d", "t", text)}
+    qs = [
+        EvalQuestion("q1", "d", "Who is Mark Hunter?", ("a student",)),
+        EvalQuestion("q2", "d", "Why does Mark Hunter run a radio station?", ("to talk",)),
+        EvalQuestion("q3", "d", "What does Nora drive?", ("the jeep",)),
+    ]
+    assert (
+        pronoun_for("What does Mark tell Mark's friends?", "Mark", "he") == "What does he tell his friends?"
+    )
+    made = {(c.kind, c.question_id): c for c in build_conversations(qs, doc)}
+    pronoun = made[("pronoun", "q2")]
+    assert pronoun.turns == ("Who is Mark Hunter?", "Why does he run a radio station?")
+    assert subject_recovered(
+        pronoun, "Why does Mark Hunter run a radio station? (context: Who is Mark Hunter?)"
+    )
+    assert not subject_recovered(pronoun, "Why does Nora run a radio station? (context: Who is Mark Hunter?)")
+    ellipsis = made[("wh_ellipsis", "q2")]
+    assert ellipsis.turns[0] == "Does Mark Hunter run a radio station?"
+    assert ellipsis.turns[1] in ("Why?", "And why?")
+    assert subject_recovered(ellipsis, "Why does Mark Hunter run a radio station?")
+    assert not subject_recovered(ellipsis, "Why? (context: Does Mark Hunter run a radio station?)")
+    switch = made[("topic_switch", "q3")]
+    assert subject_recovered(switch, "What does Nora drive?")
+    assert not subject_recovered(switch, "What does Nora drive? (context: Who is Mark Hunter?)")
+
+
+async def test_eval_reports_answers_and_follow_ups(tmp_path, embedder):
+    set_dir = write_set(tmp_path / "tiny")
+    report = await run_eval(
+        set_dir, Settings(data_dir=tmp_path / "c"), use_llm=False, embedder=embedder, followups=True
+    )
+    assert report["answers"]["questions"] == 3  # o2 has no reference
+    assert 0.0 < report["answers"]["rouge1_recall"] <= 1.0
+    assert "followups" in report and "all" in report["followups"]["kinds"]
+    assert "Extractive answers" in render_markdown(report)

@@ -63,9 +63,10 @@ def test_rewrites_chain_and_a_pronoun_of_the_other_gender_looks_for_someone_else
         "What did Thomas Reid do? (context: When did Margaret Hale leave?)"
     )
     assert standalone_question("where did she go next?", talk).startswith("Where did Margaret Hale go next?")
+    # a bare "why?" after a "when did ...?" asks the same question with its own wh-word
+    assert standalone_question("why?", talk) == "Why did Margaret Hale leave?"
     talk += [Turn("user", "why?"), Turn("assistant", "\u201cShe married.\u201d [1]")]
-    # after a bare "why?" the subject carried is still the one before it
-    assert standalone_question("and then?", talk).endswith("(context: When did Margaret Hale leave?)")
+    assert standalone_question("and then?", talk).endswith("(context: Why did Margaret Hale leave?)")
 
 
 def test_split_standalone_takes_a_rewrite_apart():
@@ -113,7 +114,9 @@ def test_collapsed_fill_counts_only_new_text_and_skips_a_summary_mostly_held():
     leaf = _stored(1, 0, "Alpha keeps the lamp. Beta trims the wick.", 20)
     mostly_held = _stored(2, 1, "Alpha keeps the lamp. Beta trims the wick. Gamma sings.", 30)
     half_new = _stored(3, 1, "Beta trims the wick. Delta paints the rail every spring.", 28)
-    mostly_new = _stored(4, 1, "Beta trims the wick. Delta paints the rail. Epsilon oils the clockwork gears.", 30)
+    mostly_new = _stored(
+        4, 1, "Beta trims the wick. Delta paints the rail. Epsilon oils the clockwork gears.", 30
+    )
     kept = "Delta paints the rail. Epsilon oils the clockwork gears."
     chosen, used = fill_budget(
         [(leaf, 0.9), (mostly_held, 0.8), (half_new, 0.75), (mostly_new, 0.7)],
@@ -154,7 +157,7 @@ def test_a_final_then_is_the_year_answered_to_a_when_question_and_left_alone_whe
 
 def test_a_quotation_of_several_sentences_is_quoted_whole():
     text = (
-        "Morwenna kept the last watch. Her final entry reads: \"Lamp out 4.58. Sea calm. We did not let it "
+        'Morwenna kept the last watch. Her final entry reads: "Lamp out 4.58. Sea calm. We did not let it '
         'go dark." She locked the door. He said "no. Then he left.'
     )
     assert [s.text for s in sentences_of(text)] == [
@@ -171,7 +174,9 @@ def test_a_name_put_in_for_a_pronoun_weighs_less_than_what_the_follow_up_asks():
 
     talk = [
         Turn("user", "Who kept the last manned watch?"),
-        Turn("assistant", "From the documents:\n- \u201cMorwenna Kittow kept the last manned watch.\u201d [1]"),
+        Turn(
+            "assistant", "From the documents:\n- \u201cMorwenna Kittow kept the last manned watch.\u201d [1]"
+        ),
     ]
     text = (
         "Morwenna Kittow kept the last manned watch in 1987. Morwenna Kittow now lights it on feast days. "
@@ -233,3 +238,115 @@ def test_thematic_or_plain_questions_that_name_something_are_not_about_the_whole
     from raptor_engine.followup import asks_about_the_whole
 
     assert not asks_about_the_whole(question)
+
+
+# ---- whom a pronoun means, what a follow-up carries -------------------------------------------
+
+KEEPER_TALK = [
+    Turn("user", "Who was Ambrose Kittow?"),
+    Turn(
+        "assistant",
+        "From the documents:\n- \u201cAfter a keeper named Samuel Treloar was dismissed, the Board appointed "
+        "Ambrose Kittow as principal keeper.\u201d [1]\n- \u201cHis assistant was Walter Dunstan.\u201d [2]",
+    ),
+    Turn("user", "What did he do in 1887?"),
+    Turn("assistant", "From the documents:\n- \u201cSamuel Treloar had left the coast by then.\u201d [1]"),
+]
+
+
+def test_a_pronoun_means_the_person_the_questions_are_about_not_a_name_an_answer_quoted():
+    assert standalone_question("What did he do in 1887?", KEEPER_TALK[:2]).startswith(
+        "What did Ambrose Kittow do in 1887?"
+    )
+    talk = KEEPER_TALK + [Turn("user", "Why?"), Turn("assistant", "\u201cSamuel Treloar failed.\u201d [1]")]
+    # after a bare "why?" (no name of its own) the subject is still the one the questions were about
+    assert standalone_question("Who replaced him?", talk).startswith("Who replaced Ambrose Kittow?")
+    assert standalone_question("what happened to his wife", talk).startswith(
+        "What happened to Ambrose Kittow's wife"
+    )
+
+
+def test_after_who_did_something_the_pronoun_is_the_person_the_answer_introduced():
+    talk = [
+        Turn("user", "Who replaced Ambrose Kittow?"),
+        Turn("assistant", "\u201cIn 1903 the Board sent Peter Kittow to replace Ambrose Kittow.\u201d [1]"),
+    ]
+    assert standalone_question("what did he change?", talk).startswith("What did Peter Kittow change?")
+    # ... but a user who keeps saying "him" for the person they have been following still means them
+    talk = KEEPER_TALK[:2] + [
+        Turn("user", "Who replaced him?"),
+        Turn("assistant", "\u201cIn 1903 the Board sent Peter Kittow to replace Ambrose Kittow.\u201d [1]"),
+    ]
+    assert standalone_question("what happened to his wife?", talk).startswith(
+        "What happened to Ambrose Kittow's wife?"
+    )
+    # a who-question about someone it names further on stays about them
+    talk = [
+        Turn("user", "Who sat in the audience while Rita Wilson was rehearsing?"),
+        Turn("assistant", "\u201cMarty Phillips sat in the back row.\u201d [1]"),
+    ]
+    assert standalone_question("what happened to her?", talk).startswith("What happened to Rita Wilson?")
+    # ... but "who does X meet?" is about X, whoever the answer names
+    talk = [
+        Turn("user", "Who does Maskull meet on the ship?"),
+        Turn("assistant", "\u201cOn the ship Maskull meets Krag.\u201d [1]"),
+    ]
+    assert standalone_question("where is he going?", talk).startswith("Where is Maskull going?")
+
+
+def test_a_name_after_in_or_at_is_a_place_not_a_person():
+    talk = [
+        Turn("user", "Who was appointed to the farm in 1850?"),
+        Turn("assistant", "\u201cIn 1850 Lisbeth Dahl moved to New Ridge.\u201d [1]"),
+    ]
+    assert standalone_question("what was her job?", talk).startswith("What was Lisbeth Dahl's job?")
+    talk = [
+        Turn("user", "What is Lisbeth's nickname?"),
+        Turn("assistant", "\u201cAt New Ridge everyone called Lisbeth Longskirt.\u201d [1]"),
+    ]
+    assert standalone_question("what was her job?", talk).startswith("What was Lisbeth's job?")
+    # a name with 'the' is a ship, a people, a thing: 'his' is the person beside it
+    talk = [
+        Turn("user", "Why did the Tr'en leave Korvin's door unlocked?"),
+        Turn("assistant", "\u201cThe Tr'en wanted Korvin to escape.\u201d [1]"),
+    ]
+    assert standalone_question("what was his mission?", talk).startswith("What was Korvin's mission?")
+
+
+def test_a_bare_wh_word_asks_the_last_question_again_with_it():
+    did = [Turn("user", "Did the Board give Kittow a medal?"), Turn("assistant", "\u201cIt did.\u201d [1]")]
+    assert standalone_question("and why?", did) == "Why did the Board give Kittow a medal?"
+    when = [Turn("user", "When did Hester retire?"), Turn("assistant", "\u201cIn 1874.\u201d [1]")]
+    assert standalone_question("where?", when) == "Where did Hester retire?"
+    # a 'what' question's wh-word is an argument: "why did he do in 1887?" means nothing, so it is carried
+    assert standalone_question("why?", KEEPER_TALK) == "Why? (context: What did Ambrose Kittow do in 1887?)"
+
+
+def test_what_about_re_asks_about_a_new_name_or_starts_a_new_topic():
+    talk = [Turn("user", "What did Hester Marrow earn?"), Turn("assistant", "\u201cForty pounds.\u201d [1]")]
+    assert standalone_question("What about Elias Marrow?", talk) == "What did Elias Marrow earn?"
+    # a topic of its own: nothing stale is carried
+    assert standalone_question("and what about the last keeper?", talk) == "What about the last keeper?"
+    # a pronoun or a bare year still leans on the last turn
+    assert standalone_question("what about her husband?", talk).startswith(
+        "What about Hester Marrow's husband? (context:"
+    )
+    assert standalone_question("what about 1875?", talk).endswith("(context: What did Hester Marrow earn?)")
+
+
+def test_only_the_questions_decide_a_topic_switch_not_names_an_answer_quoted():
+    talk = [
+        Turn("user", "Who does Maskull accept an invitation from?"),
+        Turn("assistant", "\u201cMaskull accepts an invitation from Krag.\u201d [1]"),
+    ]
+    assert standalone_question("Who is Krag an acquaintance of?", talk) == "Who is Krag an acquaintance of?"
+    # a why-question that names its own subject is not a bare "why?"
+    why = "Why do more students tune into Mark's show?"
+    assert standalone_question(why, talk) == why
+
+
+def test_irregular_past_forms_meet_their_verb():
+    from raptor_engine.sentences import stem
+
+    assert stem("found") == stem("find") and stem("left") == stem("leave") and stem("built") == stem("build")
+    assert stem("keeper") != stem("kept")

@@ -1,0 +1,97 @@
+"""What the extractive answerer quotes first for kinds of questions (real embedder, hand-made context)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from raptor_engine.answer import QUOTE, ExtractiveAnswerer, _describes, definition_subject
+from raptor_engine.types import ContextNode
+
+LEAVES = [
+    # (text, start in the document)
+    (
+        "Ambrose Kittow kept the light through the Great Gale. The Board awarded Ambrose Kittow a silver "
+        "medal. Ambrose Kittow carried the oil up the steps every night.",
+        4000,
+    ),
+    (
+        "After Samuel Treloar was dismissed, the Board appointed Ambrose Kittow as principal keeper. "
+        "Kittow was thirty-four, the son of a Halbeck pilot.",
+        3000,
+    ),
+    (
+        "The light was first lit in 1839. The tower was painted white in 1910. "
+        "The last keeper locked the tower door in 1987, when the light was automated.",
+        6000,
+    ),
+    (
+        "Halbeck Cove is a fishing town whose lighthouse was kept by hand for a century and a half. "
+        "The light was only as reliable as the people who tended it.",
+        0,
+    ),
+    ("Wrecks on the ledge drowned many sailors before the tower was built.", 1000),
+    ("The keepers polished the lens every morning with soft leather.", 5000),
+    ("A fog signal was installed in 1923 below the tower.", 5500),
+]
+
+
+def context() -> list[ContextNode]:
+    return [
+        ContextNode(i + 1, 0, "a.md", 0.5, text, 30, 1, start=start, end=start + len(text))
+        for i, (text, start) in enumerate(LEAVES)
+    ]
+
+
+def quotes(embedder, question: str) -> list[str]:
+    draft = ExtractiveAnswerer(embedder)._answer_sync(question, context(), [])
+    return QUOTE.findall(draft.text)
+
+
+def test_who_was_x_quotes_what_x_was_first(embedder):
+    first = quotes(embedder, "Who was Ambrose Kittow?")[0]
+    assert "appointed Ambrose Kittow as principal keeper" in first or "Kittow was thirty-four" in first
+
+
+def test_when_did_it_end_quotes_the_year_of_the_ending(embedder):
+    assert "1987" in quotes(embedder, "When did the light close?")[0]
+    assert "1839" in quotes(embedder, "When did the light start?")[0]
+
+
+def test_a_thematic_question_quotes_more_sentences_in_reading_order_opening_first(embedder):
+    found = quotes(embedder, "Summarize the whole thing")
+    assert len(found) > 3
+    starts = {text: start for text, start in LEAVES}
+    order = [next(start + text.index(q) for text, start in starts.items() if q in text) for q in found]
+    assert order == sorted(order) and order[0] < 1000  # the opening is in it, and first
+
+
+@pytest.mark.parametrize(
+    ("question", "subject"),
+    [
+        ("Who was Ambrose Kittow?", "Ambrose Kittow"),
+        ("What is the Skerrow Ledge?", "Skerrow Ledge"),
+        ("Who was Agnes Penrose's foreman?", "foreman"),
+        ("Tell me about the fog signal", "fog signal"),
+        ("What is this document about?", None),
+        ("What did he do in 1887?", None),
+    ],
+)
+def test_definition_questions_and_their_subject(question, subject):
+    assert definition_subject(question) == subject
+
+
+@pytest.mark.parametrize(
+    ("sentence", "describes"),
+    [
+        ("Kittow was thirty-four, the son of a Halbeck pilot.", True),
+        ("The Board appointed Ambrose Kittow as principal keeper.", True),
+        ("Ambrose Kittow, a pilot's son, took charge in 1885.", True),
+        ("Her foreman for most of that time was Tobias Quill.", False),  # describes a foreman, not Kittow
+        ("The Board awarded Ambrose Kittow a silver medal.", False),
+    ],
+)
+def test_sentences_that_describe_a_subject(sentence, describes):
+    assert _describes("Ambrose Kittow", sentence) is describes
+    assert re.search("foreman", sentence) is None or _describes("foreman", sentence)
