@@ -26,10 +26,12 @@ from .sentences import (
     content_terms,
     is_heading,
     jaccard,
+    labelled_row,
     sentence_key,
     sentences_of,
     stem,
     strip_bullet,
+    table_cells,
     words,
 )
 from .types import AnswerDraft, Citation, ContextNode, Turn
@@ -251,10 +253,18 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
     found: list[_Candidate] = []
     order = sorted(enumerate(context, start=1), key=lambda item: (item[1].layer, item[0]))
     for position, node in order:
+        header: list[str] | None = None  # the first row of the table being read, if any
         for sentence in sentences_of(node.text):
-            text = strip_bullet(sentence.text)
-            if sentence.cut_short or is_heading(sentence.text) or len(words(text)) < MIN_WORDS:
-                continue
+            cells = table_cells(sentence.text)
+            if cells is not None:
+                header, text = _table_row(cells, header)
+                if text is None:
+                    continue
+            else:
+                header = None
+                text = strip_bullet(sentence.text)
+                if sentence.cut_short or is_heading(sentence.text) or len(words(text)) < MIN_WORDS:
+                    continue
             if held.is_copy(sentence):
                 continue
             held.add([sentence])
@@ -262,6 +272,17 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
             found.append(_Candidate(position, node, sentence, text, terms))
     found.sort(key=lambda c: (c.position, c.sentence.start))
     return found[:MAX_SENTENCES]
+
+
+def _table_row(cells: list[str], header: list[str] | None) -> tuple[list[str] | None, str | None]:
+    """A table row's quotable text, labelled by its table's first row ('Item: Ladders; Cost: £320'), and
+    the header for the rows after it. The first row itself, and separator rows, are not quoted."""
+    if header is None:
+        return (cells or None), None
+    if not cells:
+        return header, None
+    text = labelled_row(cells, header)
+    return header, (text if len(words(text)) >= 2 else None)
 
 
 def _query_weights(

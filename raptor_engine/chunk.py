@@ -137,12 +137,23 @@ def _newline_cuts(text: str) -> list[int]:
             or _STRUCTURAL_LINE.match(prev_line)
             or _STRUCTURAL_LINE.match(next_line)
             or _title_line(prev_line, next_line)
+            or is_table_row(prev_line)
+            or is_table_row(next_line)
         )
         # Checked only at a would-be boundary: most newlines in wrapped prose are not one, and this
         # check (a walk over the surrounding blank lines) was a third of splitting such text.
         if boundary and not _continues_across_blank(text, i):
             cuts.append(i)
     return cuts
+
+
+_TABLE_CELL_BREAK = re.compile(r"\s\|\s|^\||\|$")
+
+
+def is_table_row(line: str) -> bool:
+    """A row of a table as the loaders write it ('Ladders | £320', Markdown's '| Books | 3 weeks |'):
+    a line of its own, never part of a sentence."""
+    return bool(_TABLE_CELL_BREAK.search(line.strip()))
 
 
 TITLE_MAX_CHARS = 80

@@ -347,3 +347,27 @@ class NewSentences:
 def _starts_with(key: str, prefix: str) -> bool:
     """Whether `key` begins with the whole words of `prefix`."""
     return key == prefix or key.startswith(prefix + " ")
+
+
+_SEPARATOR_CELL = re.compile(r"^:?-{2,}:?$")
+
+
+def table_cells(line: str) -> list[str] | None:
+    """The cells of a table row ('Ladders | £320' -> ['Ladders', '£320']), or None for a line that is not
+    one; a Markdown separator row ('|---|:--|') has no cells."""
+    body = line.strip()
+    if " | " not in body and not (body.startswith("|") and body.endswith("|") and len(body) > 1):
+        return None
+    cells = [cell.strip() for cell in body.strip("|").split("|")]
+    if len(cells) < 2 or not any(cells):
+        return None
+    return [] if all(_SEPARATOR_CELL.match(cell) for cell in cells if cell) else cells
+
+
+def labelled_row(row: list[str], header: list[str] | None) -> str:
+    """A table row as a reader can take it out of its table: 'Item: Ladders; Cost: £320' under a header
+    of the same width, else its cells joined ('Ladders; £320')."""
+    if header and len(header) == len(row) and header != row:
+        pairs = zip(header, row, strict=True)
+        return "; ".join(f"{name}: {cell}" if name else cell for name, cell in pairs if cell)
+    return "; ".join(cell for cell in row if cell)

@@ -95,3 +95,32 @@ def test_definition_questions_and_their_subject(question, subject):
 def test_sentences_that_describe_a_subject(sentence, describes):
     assert _describes("Ambrose Kittow", sentence) is describes
     assert re.search("foreman", sentence) is None or _describes("foreman", sentence)
+
+
+TABLES = [
+    # a Word table as the loader writes it, then a Markdown table: rows are facts worth quoting
+    "The treasurer reported the spring purchases.\n\nItem | Cost\nLadders | £320\nGrafting knives | £85\n\n"
+    "The society agreed to buy more next year.",
+    "Loans are listed below.\n\n| Item | Loan period | Late fee per day |\n|---|---|---|\n"
+    "| Books | 3 weeks | 20p |\n| DVDs | 1 week | £1 |",
+]
+
+
+def table_quotes(embedder, question: str) -> list[str]:
+    nodes = [ContextNode(i + 1, 0, "t.md", 0.5, text, 40, 1) for i, text in enumerate(TABLES)]
+    return QUOTE.findall(ExtractiveAnswerer(embedder)._answer_sync(question, nodes, []).text)
+
+
+@pytest.mark.parametrize(
+    ("question", "first"),
+    [
+        ("How much did the ladders cost?", "Item: Ladders; Cost: £320"),
+        ("What did the grafting knives cost?", "Item: Grafting knives; Cost: £85"),
+        ("What is the late fee for DVDs?", "Item: DVDs; Loan period: 1 week; Late fee per day: £1"),
+        ("How long can I keep books?", "Item: Books; Loan period: 3 weeks; Late fee per day: 20p"),
+    ],
+)
+def test_a_table_row_is_quoted_with_its_header(embedder, question, first):
+    found = table_quotes(embedder, question)
+    assert found[0] == first
+    assert not any(q.startswith(("Item | ", "| Item", "Item; ")) or "---" in q for q in found)  # never the header

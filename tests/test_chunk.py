@@ -300,3 +300,16 @@ def test_loaded_pdf_chunks_carry_pages(embedder):
         ("The first page talks about oil.", 1),
         ("The second page talks about wicks.", 2),
     ]
+
+
+def test_split_keeps_each_table_row_a_line_of_its_own():
+    text = "Costs were:\nItem | Cost\nLadders | £320\nGrafting knives | £85\nThe total was paid.\n| A | B |\n|---|---|"
+    assert sentences(text) == [
+        "Costs were:",
+        "Item | Cost",
+        "Ladders | £320",
+        "Grafting knives | £85",
+        "The total was paid.",
+        "| A | B |",
+        "|---|---|",
+    ]
