@@ -13,6 +13,7 @@ import itertools
 import logging
 import os
 import re
+import stat
 import warnings
 import zipfile
 import zlib
@@ -136,6 +137,40 @@ def check_upload(filename: str, size: int, max_bytes: int) -> None:
     name = safe_filename(filename)
     _format_for(name)
     _check_size(name, size, max_bytes)
+
+
+def read_local_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """A local file's bytes for `raptor ingest`, read at most `max_bytes` + 1 bytes deep.
+
+    Only regular files (or links to them) are read: a device (/dev/zero), a pipe or a socket has no end
+    or blocks forever. The size is checked before reading and again while reading, so a file that
+    grows, or lies about its size (/proc), cannot be pulled whole into memory.
+    """
+    name = safe_filename(os.fspath(path))
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever before fstat can refuse it.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except IsADirectoryError:
+        raise IngestError(name, "is a folder, not a file.") from None
+    except OSError as exc:
+        raise IngestError(name, f"cannot be opened ({exc.strerror or exc}).") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IngestError(name, "is a folder, not a file.")
+        raise IngestError(name, "is not a regular file (a device, pipe or socket); give a file on disk.")
+    with os.fdopen(fd, "rb", buffering=0) as file:
+        _check_size(name, max(info.st_size, 1), max_bytes)
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while block := file.read(min(_STREAM_BLOCK, max_bytes + 1 - size)):
+            chunks.append(block)
+            size += len(block)
+            if size > max_bytes:
+                raise IngestError(name, f"is larger than the {_megabytes(max_bytes)} limit.")
+    return b"".join(chunks)
 
 
 # ----------------------------------------------------------------------------------------- entry point

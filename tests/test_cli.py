@@ -139,3 +139,17 @@ def test_chat_answers_a_follow_up_as_the_question_it_stands_for(run, files):
     assert "Wren" in result.output.split(searched, 1)[1]
     asked = json.loads(run("ask", "Who led the passengers to safety?", "--kb", "t", "--json").output)
     assert asked["query"] == asked["question"] and asked["rewritten"] is False
+
+
+def test_ingest_of_a_device_or_pipe_is_one_line_and_the_next_file_still_goes_in(run, files, tmp_path):
+    """`raptor ingest /dev/zero` once read until memory ran out; a FIFO waited forever."""
+    import os
+
+    railway, _, _ = files
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    result = run("ingest", "/dev/zero", str(fifo), str(railway), "--kb", "t", "--quiet")
+    assert result.exit_code == 1
+    assert "zero: is not a regular file" in result.output
+    assert "pipe.md: is not a regular file" in result.output
+    assert "railway.md:" in result.output and "Traceback" not in result.output
