@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import stat
+import unicodedata
 import warnings
 import zipfile
 import zlib
@@ -92,9 +93,11 @@ class _Block:
 
 
 def safe_filename(name: str) -> str:
-    """A display name safe to show and store: no directories, '..', control characters; at most 120 chars."""
-    base = (name or "").replace("\\", "/").split("/")[-1]
-    base = "".join(ch for ch in base if ch.isprintable() or ch.isspace())
+    """A display name safe to show and store: NFC, no directories, '..', control or invisible characters; at most
+    120 chars."""
+    # NFC first: "café" composed and decomposed (macOS writes the latter) is one name to show and to forget.
+    base = unicodedata.normalize("NFC", name or "").replace("\\", "/").split("/")[-1]
+    base = strip_invisible("".join(ch for ch in base if ch.isprintable() or ch.isspace()))
     while ".." in base:
         base = base.replace("..", ".")
     base = re.sub(r"\s+", " ", base).strip().lstrip(".").strip()

@@ -343,3 +343,12 @@ def test_hidden_instructions_never_reach_the_store(tmp_path, embedder):
     engine.close()
     assert not any(0xE0000 <= ord(ch) <= 0xE01EF or ch in "\u202e\u2066\u200d" for ch in stored)
     assert "painted white in 1901" in stored
+
+
+def test_a_decomposed_name_is_stored_composed_and_forgotten_by_either_spelling(tmp_path, embedder):
+    engine = Engine(Settings(data_dir=tmp_path), embedder=embedder)
+    asyncio.run(engine.ingest("kb", "cafe\u0301.txt", SAFE_TEXT.encode()))
+    assert [d.name for d in engine.documents("kb")] == ["caf\u00e9.txt"]
+    removed = asyncio.run(engine.forget("kb", "cafe\u0301.txt"))
+    assert removed.name == "caf\u00e9.txt" and engine.documents("kb") == []
+    engine.close()

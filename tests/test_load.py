@@ -395,3 +395,10 @@ def test_a_file_that_reports_no_size_is_still_read_only_to_the_cap():
 
     with pytest.raises(IngestError, match="limit"):
         read_local_file("/proc/self/maps", 16)
+
+
+def test_a_name_is_stored_composed_and_loses_invisible_characters():
+    assert safe_filename("cafe\u0301.txt") == safe_filename("caf\u00e9.txt") == "caf\u00e9.txt"
+    assert safe_filename("re\u200bport\u3164.txt") == "report.txt"
+    with pytest.raises(IngestError, match="no usable file name"):
+        safe_filename("\u3164\u3164\u202e")
