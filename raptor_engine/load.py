@@ -235,6 +235,7 @@ _SUSPICIOUS_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\u
 # the above. Over this share of the visible characters, a document is refused as unreadable.
 _UNREADABLE_CHARS = re.compile("[\ue000-\uf8ff\ufffd\U000f0000-\U0010ffff]")
 UNREADABLE_RATIO = 0.25
+_WHITESPACE = re.compile(r"\s+")
 _HSPACE = re.compile(r"[^\S\n]+")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
@@ -309,8 +310,10 @@ def _is_html_document(data: bytes) -> bool:
 def _check_readable(name: str, text: str, fmt: str) -> None:
     """Refuse text that is mostly private-use or replacement characters: it would be stored, embedded
     and quoted as boxes (a PDF font whose character map is missing or broken, an HTML entity storm)."""
-    visible = len("".join(text.split()))
-    unreadable = len(text) - len(_UNREADABLE_CHARS.sub("", text))
+    unreadable = _UNREADABLE_CHARS.subn("", text)[1]  # one copy of the text, never a list per character
+    if not unreadable:
+        return
+    visible = len(_WHITESPACE.sub("", text))
     if visible and unreadable / visible > UNREADABLE_RATIO:
         log.info("%s: %d of %d visible characters unreadable", name, unreadable, visible)
         if fmt == "pdf":
@@ -767,7 +770,10 @@ _HTML_BLOCKS = {
 _HTML_HEADINGS = {f"h{n}": n for n in range(1, 7)}
 
 
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_HIDDEN_STYLE = re.compile(
+    r"display\s*:\s*none|visibility\s*:\s*hidden|(?:font-size|opacity)\s*:\s*(?:0+(?:\.0*)?|\.0+)\s*(?:px|pt|em|rem|%)?\s*(?:;|!|$)",
+    re.IGNORECASE,
+)
 
 
 def _html_hidden(tag: object) -> bool:
