@@ -37,6 +37,7 @@ from .answer import neutralise_markers
 from .config import Settings
 from .errors import BackendError
 from .llm_cache import SummaryCache, summary_cache_key
+from .load import strip_unsafe
 from .types import AnswerDraft, ContextNode, Summary, SummaryRequest, Turn
 
 log = logging.getLogger(__name__)
@@ -305,6 +306,10 @@ def _completion_from(response: Any) -> Completion:
     choice = choices[0]
     message = getattr(choice, "message", None)
     text = getattr(message, "content", None)
+    if isinstance(text, str):
+        # A model can be talked into writing what no document may hold: terminal escapes, tag characters,
+        # bidirectional overrides. Its text is shown in terminals and on Discord and stored as summaries.
+        text = strip_unsafe(text)
     if not isinstance(text, str) or not text.strip():
         raise _MalformedReply("the reply has no text")
     usage = getattr(response, "usage", None)

@@ -249,6 +249,12 @@ def strip_invisible(text: str) -> str:
     return _COMBINING_FLOOD.sub(r"\1", _INVISIBLE.sub("", text))
 
 
+def strip_unsafe(text: str) -> str:
+    """Control characters (a terminal escape, a C1 CSI), noncharacters and invisible characters removed;
+    line breaks and tabs kept. For text no loader read: what an LLM writes is shown and stored too."""
+    return strip_invisible(_CONTROL_CHARS.sub("", text))
+
+
 def _normalise(text: str) -> str:
     """Collapse runs of spaces, trim lines, keep at most one blank line between paragraphs."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
