@@ -618,13 +618,14 @@ def _check_docx_zip(name: str, data: bytes, limits: LoadLimits) -> None:
 
 def _check_docx_sizes(name: str, infos: list[zipfile.ZipInfo], limits: LoadLimits) -> None:
     """The sizes the archive declares (zipfile enforces them while unpacking, so they cannot lie)."""
+    if len(infos) > DOCX_MAX_ENTRIES:
+        raise IngestError(
+            name,
+            f"is a zip of {len(infos):,} files, more than the {DOCX_MAX_ENTRIES:,} a Word document may hold.",
+        )
     total = sum(info.file_size for info in infos)
     packed = sum(info.compress_size for info in infos)
-    if (
-        len(infos) > DOCX_MAX_ENTRIES
-        or total > DOCX_MAX_UNCOMPRESSED
-        or total > DOCX_MAX_RATIO * max(packed, 1024)
-    ):
+    if total > DOCX_MAX_UNCOMPRESSED or total > DOCX_MAX_RATIO * max(packed, 1024):
         log.warning("%s: refused as zip bomb: %d entries, %d -> %d bytes", name, len(infos), packed, total)
         raise IngestError(name, "unpacks to far more data than its size suggests (a zip bomb?).")
     markup = sum(info.file_size for info in infos if info.filename.endswith(_DOCX_XML_SUFFIXES))

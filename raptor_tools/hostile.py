@@ -334,6 +334,18 @@ def main_part_renamed_docx(runs: int) -> bytes:
     })  # fmt: skip
 
 
+def many_entries_docx(count: int) -> bytes:
+    """A valid .docx padded with `count` empty entries (a 19 MB zip holds 180,000: a huge central directory)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        archive.writestr("[Content_Types].xml", _CONTENT_TYPES)
+        archive.writestr("_rels/.rels", _RELS)
+        archive.writestr("word/document.xml", f"<w:document {_W}><w:body/></w:document>")
+        for number in range(count):
+            archive.writestr(f"customXml/{number}", b"")
+    return buffer.getvalue()
+
+
 def utf16_entity_docx() -> bytes:
     """Entity declarations in a UTF-16 document.xml (lxml reads it; a byte scan for '<!ENTITY' does not)."""
     xml = (
@@ -509,6 +521,8 @@ def hostile_corpus() -> list[HostileFile]:
                     "refused", "does not map to readable characters"),
         HostileFile(".docx: the main part renamed word/main.dat, 300,000 runs", "renamed.docx",
                     lambda: main_part_renamed_docx(300_000), "refused", "paragraphs, runs and table cells"),
+        HostileFile(".docx: 180,000 zip entries (19 MB, a huge central directory)", "entries.docx",
+                    lambda: many_entries_docx(180_000), "refused", "more than the 5,000"),
         HostileFile(".docx: entity declarations in a UTF-16 part", "utf16.docx", utf16_entity_docx, "refused",
                     "entity declarations"),
         HostileFile(".docx: a password-protected (OLE) Word file", "locked.docx", encrypted_office_file, "refused",

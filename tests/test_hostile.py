@@ -45,6 +45,7 @@ from raptor_tools.hostile import (
     letter_run,
     long_words,
     main_part_renamed_docx,
+    many_entries_docx,
     many_pages_pdf,
     many_runs_docx,
     noncharacter_text,
@@ -410,6 +411,7 @@ def test_utf32_is_read_and_noncharacters_are_dropped():
         ("a.pdf", garbled_font_pdf(), "does not map to readable characters"),
         ("a.docx", utf16_entity_docx(), "entity declarations"),
         ("a.html", entity_storm_html(2_000), "cannot be displayed as text"),
+        ("a.docx", many_entries_docx(5_001), "a zip of 5,004 files, more than the 5,000"),
     ],
 )
 def test_a_disguised_or_unreadable_file_says_what_it_is(filename, data, reason):
