@@ -307,6 +307,24 @@ def garbled_font_pdf(repeat: int = 50) -> bytes:
     ])  # fmt: skip
 
 
+def surrogate_font_pdf() -> bytes:
+    """A PDF whose ToUnicode map gives UTF-16 surrogates, lone and paired (pypdf returns them as they are):
+    JSON joined a pair on the way back from the parse worker, so section offsets no longer fit the text."""
+    cmap = (
+        b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /X def 1 begincodespacerange "
+        b"<00> <FF> endcodespacerange 2 beginbfchar <41> <D800> <42> <DC00DC00> endbfchar endcmap end end"
+    )
+    return write_pdf([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        _stream(_text_op(b"ABAB " + VISIBLE.encode())),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 6 0 R >>",
+        _stream(cmap),
+    ])  # fmt: skip
+
+
 def _docx_parts(parts: dict[str, bytes | str]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:

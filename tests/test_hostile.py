@@ -52,6 +52,7 @@ from raptor_tools.hostile import (
     prose_with_long_words,
     run_hostile,
     shared_stream_pdf,
+    surrogate_font_pdf,
     unclosed_tags_html,
     utf16_entity_docx,
     utf32_text,
@@ -421,3 +422,11 @@ def test_a_disguised_or_unreadable_file_says_what_it_is(filename, data, reason):
 def test_the_main_part_is_scanned_whatever_its_name():
     """python-docx follows the package's relationships to any entry; the element cap followed names."""
     assert "paragraphs, runs and table cells" in refusal("a.docx", main_part_renamed_docx(3_000))
+
+
+def test_surrogates_from_a_pdf_font_are_dropped_and_the_worker_reply_still_fits():
+    """pypdf returned lone and paired surrogates; the JSON reply joined the pair, so the sections no longer
+    fitted the text and the upload failed as "the file reader failed on it"."""
+    doc, _ = load_isolated("odd.pdf", surrogate_font_pdf(), WorkerLimits())
+    assert doc.text.endswith(VISIBLE) and not any("\ud800" <= ch <= "\udfff" for ch in doc.text)
+    assert doc.sections[-1].end == len(doc.text)
