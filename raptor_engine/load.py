@@ -704,6 +704,7 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
 
     try:
         document = docx.Document(io.BytesIO(data))
+        hidden_styles = _docx_hidden_styles(document)
         blocks: list[_Block] = []
         path: list[tuple[int, str]] = []
         heading: tuple[str, ...] = ()
@@ -711,12 +712,12 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
             if isinstance(item, Paragraph):
                 style = item.style.name if item.style is not None else ""
                 level = _docx_heading_level(style or "")
-                text = _docx_paragraph_text(item._p)
+                text = _docx_paragraph_text(item._p, hidden_styles)
                 if level is not None and text.strip():
                     heading = _push_heading(path, level, _clean_heading(text))
                 blocks.append(_Block(text, heading=heading))
             elif isinstance(item, Table):
-                blocks.append(_Block(_docx_table_text(item), heading=heading))
+                blocks.append(_Block(_docx_table_text(item, hidden_styles), heading=heading))
     except IngestError:
         raise
     except Exception as exc:
@@ -731,34 +732,75 @@ _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _OFF = {"0", "false", "off"}
 
 
-def _docx_hidden(run: object) -> bool:
-    """A run formatted as hidden text (w:vanish, or w:specVanish): Word does not show or print it."""
+_STYLE_CHAIN = 10  # basedOn links followed when asking whether a style hides its text
+
+
+def _docx_vanish(properties: object | None) -> bool | None:
+    """What run properties (w:rPr) say about hidden text: True, False (explicitly shown) or None."""
+    if properties is None:
+        return None
     for tag in ("vanish", "specVanish"):
-        mark = run.find(f"{_W}rPr/{_W}{tag}")  # type: ignore[attr-defined]
-        if mark is not None and mark.get(f"{_W}val", "true").lower() not in _OFF:
-            return True
-    return False
+        mark = properties.find(f"{_W}{tag}")  # type: ignore[attr-defined]
+        if mark is not None:
+            return mark.get(f"{_W}val", "true").lower() not in _OFF
+    return None
 
 
-def _docx_paragraph_text(p: object) -> str:
-    """A paragraph's text as Word shows it: python-docx's, less runs formatted as hidden text (which could
-    carry instructions to an LLM that no reader of the document sees)."""
-    if not p.xpath(".//w:vanish | .//w:specVanish"):  # type: ignore[attr-defined]
+def _docx_hidden_styles(document: object) -> frozenset[str]:
+    """Ids of the styles whose run properties hide text, directly or through the styles they are based on."""
+    try:
+        root = document.styles.element  # type: ignore[attr-defined]
+    except Exception:  # a broken styles part: python-docx reads the body without it
+        return frozenset()
+    styles = {style.get(f"{_W}styleId"): style for style in root.iterfind(f"{_W}style")}
+    hidden = set()
+    for style_id, style in styles.items():
+        for _ in range(_STYLE_CHAIN):
+            verdict = _docx_vanish(style.find(f"{_W}rPr"))
+            based = style.find(f"{_W}basedOn")
+            if verdict is not None or based is None or based.get(f"{_W}val") not in styles:
+                break
+            style = styles[based.get(f"{_W}val")]
+        if verdict:
+            hidden.add(style_id)
+    return frozenset(hidden)
+
+
+def _docx_paragraph_text(p: object, hidden_styles: frozenset[str] = frozenset()) -> str:
+    """A paragraph's text as Word shows it: python-docx's, less runs formatted as hidden text (w:vanish on
+    the run, or a run or paragraph style that sets it), which could carry instructions to an LLM that no
+    reader of the document sees."""
+    paragraph_style = p.find(f"{_W}pPr/{_W}pStyle")  # type: ignore[attr-defined]
+    paragraph_hidden = paragraph_style is not None and paragraph_style.get(f"{_W}val") in hidden_styles
+    if not paragraph_hidden and not (
+        p.xpath(".//w:vanish | .//w:specVanish")  # type: ignore[attr-defined]
+        or (hidden_styles and any(s.get(f"{_W}val") in hidden_styles for s in p.iter(f"{_W}rStyle")))  # type: ignore[attr-defined]
+    ):
         return p.text  # type: ignore[attr-defined]
     parts = []
     for element in p.xpath("w:r | w:hyperlink"):  # type: ignore[attr-defined]
-        runs = [element] if element.tag == f"{_W}r" else element.xpath("w:r")
-        parts.extend(run.text for run in runs if not _docx_hidden(run))
+        for run in [element] if element.tag == f"{_W}r" else element.xpath("w:r"):
+            properties = run.find(f"{_W}rPr")
+            verdict = _docx_vanish(properties)
+            if verdict is None:
+                run_style = properties.find(f"{_W}rStyle") if properties is not None else None
+                verdict = (
+                    run_style is not None and run_style.get(f"{_W}val") in hidden_styles
+                ) or paragraph_hidden
+            if not verdict:
+                parts.append(run.text)
     return "".join(parts)
 
 
-def _docx_table_text(table: object) -> str:
+def _docx_table_text(table: object, hidden_styles: frozenset[str] = frozenset()) -> str:
     """A table as one line per row, cells separated by ' | ' (merged cells repeated once)."""
     lines = []
     for row in table.rows:  # type: ignore[attr-defined]
         cells: list[str] = []
         for cell in row.cells:
-            text = " ".join(" ".join(_docx_paragraph_text(p._p) for p in cell.paragraphs).split())
+            text = " ".join(
+                " ".join(_docx_paragraph_text(p._p, hidden_styles) for p in cell.paragraphs).split()
+            )
             if text and (not cells or cells[-1] != text):
                 cells.append(text)
         if cells:

@@ -389,6 +389,37 @@ def hidden_runs_docx() -> bytes:
     )
 
 
+def hidden_styles_docx() -> bytes:
+    """Hidden text through styles: a character style based on one that sets w:vanish, and a paragraph
+    style that sets it (Word shows neither); a run that says vanish="0" inside the hidden paragraph shows."""
+    styles = (
+        f'<w:styles {_W}><w:style w:type="character" w:styleId="Quiet"><w:rPr><w:vanish/></w:rPr></w:style>'
+        '<w:style w:type="character" w:styleId="Quieter"><w:basedOn w:val="Quiet"/></w:style>'
+        '<w:style w:type="paragraph" w:styleId="Ghost"><w:rPr><w:vanish/></w:rPr></w:style></w:styles>'
+    )
+    body = (
+        f"<w:document {_W}><w:body><w:p><w:r><w:t>{VISIBLE}</w:t></w:r>"
+        f'<w:r><w:rPr><w:rStyle w:val="Quieter"/></w:rPr><w:t>{HIDDEN_MARK} by style</w:t></w:r></w:p>'
+        f'<w:p><w:pPr><w:pStyle w:val="Ghost"/></w:pPr><w:r><w:t>{HIDDEN_MARK} paragraph</w:t></w:r>'
+        '<w:r><w:rPr><w:vanish w:val="0"/></w:rPr><w:t>Shown anyway.</w:t></w:r></w:p></w:body></w:document>'
+    )
+    styles_type = "application/vnd.openxmlformats-officedocument.wordprocessingml.styles+xml"
+    document_rels = (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+        'styles" Target="styles.xml"/></Relationships>'
+    )
+    return _docx_parts({
+        "[Content_Types].xml": _CONTENT_TYPES.replace(
+            "</Types>", f'<Override PartName="/word/styles.xml" ContentType="{styles_type}"/></Types>'
+        ),
+        "_rels/.rels": _RELS,
+        "word/_rels/document.xml.rels": document_rels,
+        "word/document.xml": body,
+        "word/styles.xml": styles,
+    })  # fmt: skip
+
+
 def encrypted_office_file() -> bytes:
     """The start of an OLE compound file: what Word saves when a .docx is given a password (and old .doc)."""
     return b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(4088)

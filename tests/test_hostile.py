@@ -37,6 +37,7 @@ from raptor_tools.hostile import (
     hidden_html,
     hidden_html_markdown,
     hidden_runs_docx,
+    hidden_styles_docx,
     hostile_corpus,
     hostile_settings,
     html_page_named_markdown,
@@ -380,6 +381,7 @@ def test_a_decomposed_name_is_stored_composed_and_forgotten_by_either_spelling(t
         ("page.md", html_page_named_markdown),
         ("page.txt", html_page_named_markdown),
         ("hidden.docx", hidden_runs_docx),
+        ("styled.docx", hidden_styles_docx),
     ],
 )
 def test_text_a_reader_never_sees_is_not_loaded(filename, make):
@@ -395,6 +397,7 @@ def test_markdown_keeps_html_shown_as_code_and_word_keeps_runs_marked_not_hidden
     assert "<!-- a comment shown as code -->" in load_document("a.md", hidden_html_markdown()).text
     text = load_document("a.docx", hidden_runs_docx()).text
     assert "Still shown." in text and "A visible cell." in text
+    assert "Shown anyway." in load_document("b.docx", hidden_styles_docx()).text
 
 
 def test_utf32_is_read_and_noncharacters_are_dropped():
