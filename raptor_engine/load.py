@@ -380,24 +380,31 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # HTML a Markdown renderer never shows: comments (to the end if unclosed), script-like elements and
 # elements marked hidden. Attribute scans stop at the next "<", so no input makes them quadratic.
 _MD_HIDDEN_HTML = re.compile(
-    r"<!--.*?(?:-->|\Z)"
-    r"|<(script|style|noscript|template|iframe|object|svg|math)\b[^<>]{0,2000}>.*?(?:</\1\s*>|\Z)"
-    r"|<([a-z][a-z0-9]*)\b[^<>]{0,2000}?"
+    # an inline code span shows HTML as code: kept as it is. It starts only where a run of backticks
+    # starts, and takes the run whole (possessive), so a long run is scanned once, not once per backtick.
+    r"(?P<code>(?<!`)(?P<ticks>`++)[^`]*?(?P=ticks))"
+    r"|<!--.*?(?:-->|\Z)"
+    r"|<(?P<drop>script|style|noscript|template|iframe|object|svg|math)\b[^<>]{0,2000}>.*?(?:</(?P=drop)\s*>|\Z)"
+    r"|<(?P<tag>[a-z][a-z0-9]*)\b[^<>]{0,2000}?"
     r"(?:\shidden(?=[\s=/>])|aria-hidden\s*=\s*[\"']?true|display\s*:\s*none|visibility\s*:\s*hidden)"
-    r"[^<>]{0,2000}>.*?(?:</\2\s*>|\Z)",
+    r"[^<>]{0,2000}>.*?(?:</(?P=tag)\s*>|\Z)",
     re.IGNORECASE | re.DOTALL,
 )
 
 
+def _keep_code(match: re.Match[str]) -> str:
+    return match.group(0) if match.group("code") else ""
+
+
 def _without_hidden_html(lines: list[str]) -> list[str]:
-    """Lines with hidden HTML removed outside code fences (a fence may show HTML as code)."""
+    """Lines with hidden HTML removed outside code fences and inline code spans (both show HTML as code)."""
     out: list[str] = []
     prose: list[str] = []
     fence: str | None = None
 
     def flush() -> None:
         if prose:
-            out.extend(_MD_HIDDEN_HTML.sub("", "\n".join(prose)).split("\n"))
+            out.extend(_MD_HIDDEN_HTML.sub(_keep_code, "\n".join(prose)).split("\n"))
             prose.clear()
 
     for line in lines:

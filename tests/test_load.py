@@ -13,7 +13,7 @@ from pypdf import PdfReader, PdfWriter
 from reportlab.pdfgen import canvas
 
 from raptor_engine.errors import IngestError
-from raptor_engine.load import SUPPORTED_EXTENSIONS, check_upload, load_document, safe_filename
+from raptor_engine.load import SUPPORTED_EXTENSIONS, LoadLimits, check_upload, load_document, safe_filename
 from raptor_engine.types import LoadedDocument
 
 
@@ -402,3 +402,16 @@ def test_a_name_is_stored_composed_and_loses_invisible_characters():
     assert safe_filename("re\u200bport\u3164.txt") == "report.txt"
     with pytest.raises(IngestError, match="no usable file name"):
         safe_filename("\u3164\u3164\u202e")
+
+
+def test_markdown_keeps_html_written_as_inline_code_and_drops_the_rest():
+    text = load_document(
+        "a.md", b"Use `<div hidden>`, `<!--` or ``<script>`` to hide things.\n\nSeen. <!-- not seen --> Also seen."
+    ).text
+    assert text == "Use `<div hidden>`, `<!--` or ``<script>`` to hide things.\n\nSeen. Also seen."
+
+
+def test_long_backtick_and_angle_bracket_runs_in_markdown_are_read_in_one_pass():
+    """The inline-code guard once tried every backtick of a run as a span start (quadratic)."""
+    for data in (b"`" * 400_000 + b" end", b"` x" * 100_000, b"<a" * 200_000, (b"<a " + b"x" * 1990) * 100):
+        assert load_document("a.md", b"Some prose. " + data, limits=LoadLimits(max_elements=10**9)).text
