@@ -21,6 +21,7 @@ from .answer import describe_documents
 from .config import Settings
 from .engine import MODES, Engine, IngestResult, TreePicture
 from .errors import RaptorError
+from .load import read_local_file
 from .plugins import load_plugins
 from .types import Answer, Progress, Turn
 
@@ -167,9 +168,8 @@ def ingest(
     for path in files:
         bars = ProgressBars(enabled=not quiet and not as_json and sys.stderr.isatty())
         try:
-            result = asyncio.run(
-                engine.ingest(kb, path.name, path.read_bytes(), added_by=added_by, progress=bars)
-            )
+            data = read_local_file(path, engine.settings.max_file_bytes)
+            result = asyncio.run(engine.ingest(kb, path.name, data, added_by=added_by, progress=bars))
         except RaptorError as exc:
             bars.close()
             click.echo(f"Error: {exc}", err=True)

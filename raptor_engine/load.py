@@ -8,11 +8,14 @@ whose reason is one sentence a Discord user can act on.
 
 from __future__ import annotations
 
+import codecs
 import io
 import itertools
 import logging
 import os
 import re
+import stat
+import unicodedata
 import warnings
 import zipfile
 import zlib
@@ -91,9 +94,11 @@ class _Block:
 
 
 def safe_filename(name: str) -> str:
-    """A display name safe to show and store: no directories, '..', control characters; at most 120 chars."""
-    base = (name or "").replace("\\", "/").split("/")[-1]
-    base = "".join(ch for ch in base if ch.isprintable() or ch.isspace())
+    """A display name safe to show and store: NFC, no directories, '..', control or invisible characters; at most
+    120 chars."""
+    # NFC first: "café" composed and decomposed (macOS writes the latter) is one name to show and to forget.
+    base = unicodedata.normalize("NFC", name or "").replace("\\", "/").split("/")[-1]
+    base = strip_invisible("".join(ch for ch in base if ch.isprintable() or ch.isspace()))
     while ".." in base:
         base = base.replace("..", ".")
     base = re.sub(r"\s+", " ", base).strip().lstrip(".").strip()
@@ -138,6 +143,40 @@ def check_upload(filename: str, size: int, max_bytes: int) -> None:
     _check_size(name, size, max_bytes)
 
 
+def read_local_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """A local file's bytes for `raptor ingest`, read at most `max_bytes` + 1 bytes deep.
+
+    Only regular files (or links to them) are read: a device (/dev/zero), a pipe or a socket has no end
+    or blocks forever. The size is checked before reading and again while reading, so a file that
+    grows, or lies about its size (/proc), cannot be pulled whole into memory.
+    """
+    name = safe_filename(os.fspath(path))
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever before fstat can refuse it.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except IsADirectoryError:
+        raise IngestError(name, "is a folder, not a file.") from None
+    except OSError as exc:
+        raise IngestError(name, f"cannot be opened ({exc.strerror or exc}).") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IngestError(name, "is a folder, not a file.")
+        raise IngestError(name, "is not a regular file (a device, pipe or socket); give a file on disk.")
+    with os.fdopen(fd, "rb", buffering=0) as file:
+        _check_size(name, max(info.st_size, 1), max_bytes)
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while block := file.read(min(_STREAM_BLOCK, max_bytes + 1 - size)):
+            chunks.append(block)
+            size += len(block)
+            if size > max_bytes:
+                raise IngestError(name, f"is larger than the {_megabytes(max_bytes)} limit.")
+    return b"".join(chunks)
+
+
 # ----------------------------------------------------------------------------------------- entry point
 
 
@@ -149,6 +188,9 @@ def load_document(
     fmt = _format_for(name)
     _check_size(name, len(data), max_bytes)
     limits = limits or LoadLimits()
+    if fmt in ("txt", "md") and _is_html_document(data):
+        log.info("%s: an HTML document under a %s name; reading its visible text", name, fmt)
+        fmt = "html"  # its scripts, styles and comments must not become text
     readers = {
         "txt": _read_txt,
         "md": _read_markdown,
@@ -162,13 +204,20 @@ def load_document(
     doc = _assemble(name, blocks, fmt)
     if not doc.text.strip():
         raise IngestError(name, "contains no text.")
+    _check_readable(name, doc.text, fmt)
     log.info("loaded %s: %d chars, %d sections (%s)", name, len(doc.text), len(doc.sections), fmt)
     return doc
 
 
 # ------------------------------------------------------------------------------------ text + assembly
 
-_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\u00ad\ufeff]")
+# Controls, soft hyphens, BOMs, lone surrogates (a str can hold them; SQLite's UTF-8 cannot) and Unicode
+# noncharacters (U+FFFE, U+FDD0.., the last two code points of every plane): never text to a reader.
+_CONTROL_CHARS = re.compile(
+    "[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\u00ad\ufeff\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff"
+    + "".join(f"{chr(plane * 0x10000 + 0xFFFE)}{chr(plane * 0x10000 + 0xFFFF)}" for plane in range(1, 17))
+    + "]"
+)
 # Characters that show nothing but can carry hidden text to a model: Unicode tag characters (an
 # invisible copy of ASCII), bidirectional overrides, embeddings and isolates, zero-width spaces, joiners
 # and marks, invisible operators, variation selectors and Hangul fillers.
@@ -181,6 +230,12 @@ MAX_COMBINING_MARKS = 8
 _COMBINING = "\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 _COMBINING_FLOOD = re.compile(f"([{_COMBINING}]{{{MAX_COMBINING_MARKS}}})[{_COMBINING}]+")
 _SUSPICIOUS_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\ufffd]")
+# What a reader cannot read in extracted text: private-use code points (a PDF font without a usable
+# character map decodes to them), replacement characters (invalid bytes or entities) and leftovers of
+# the above. Over this share of the visible characters, a document is refused as unreadable.
+_UNREADABLE_CHARS = re.compile("[\ue000-\uf8ff\ufffd\U000f0000-\U0010ffff]")
+UNREADABLE_RATIO = 0.25
+_WHITESPACE = re.compile(r"\s+")
 _HSPACE = re.compile(r"[^\S\n]+")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
@@ -192,6 +247,12 @@ def strip_invisible(text: str) -> str:
     cannot reach a summary, an answer or an LLM prompt.
     """
     return _COMBINING_FLOOD.sub(r"\1", _INVISIBLE.sub("", text))
+
+
+def strip_unsafe(text: str) -> str:
+    """Control characters (a terminal escape, a C1 CSI), noncharacters and invisible characters removed;
+    line breaks and tabs kept. For text no loader read: what an LLM writes is shown and stored too."""
+    return strip_invisible(_CONTROL_CHARS.sub("", text))
 
 
 def _normalise(text: str) -> str:
@@ -227,6 +288,51 @@ def _assemble(name: str, blocks: list[_Block], fmt: str) -> LoadedDocument:
     return LoadedDocument(name=name, text=full, sections=sections, format=fmt)
 
 
+# What a file really is, by its first bytes: named when its extension says otherwise.
+_SIGNATURES = (
+    (b"%PDF-", "a PDF file"),
+    (b"PK\x03\x04", "a zip archive"),
+    (
+        b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1",
+        "an encrypted (password-protected) or old-style (.doc) Office file",
+    ),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"{\\rtf", "an RTF document"),
+)
+
+
+def _content_kind(data: bytes) -> str | None:
+    return next((kind for magic, kind in _SIGNATURES if data.startswith(magic)), None)
+
+
+def _is_html_document(data: bytes) -> bool:
+    """A whole HTML page (it starts with a doctype or <html>), whatever its extension says."""
+    head = data[:512].removeprefix(b"\xef\xbb\xbf").lstrip().lower()
+    return head.startswith((b"<!doctype html", b"<html"))
+
+
+def _check_readable(name: str, text: str, fmt: str) -> None:
+    """Refuse text that is mostly private-use or replacement characters: it would be stored, embedded
+    and quoted as boxes (a PDF font whose character map is missing or broken, an HTML entity storm)."""
+    unreadable = _UNREADABLE_CHARS.subn("", text)[1]  # one copy of the text, never a list per character
+    if not unreadable:
+        return
+    visible = len(_WHITESPACE.sub("", text))
+    if visible and unreadable / visible > UNREADABLE_RATIO:
+        log.info("%s: %d of %d visible characters unreadable", name, unreadable, visible)
+        if fmt == "pdf":
+            raise IngestError(
+                name,
+                "has a text layer that does not map to readable characters (a font without a usable "
+                "character map); please export it again or upload a text version.",
+            )
+        raise IngestError(
+            name, "is mostly characters that cannot be displayed as text (private-use or invalid)."
+        )
+
+
 def _looks_binary(sample: bytes) -> bool:
     """Mostly non-printable bytes: a binary file with a text extension rather than text in another encoding."""
     if not sample:
@@ -240,6 +346,8 @@ def _decode_text(name: str, data: bytes) -> str:
     """Decode UTF-8 (with or without BOM) or UTF-16 with a BOM; refuse binary and other encodings."""
     if data.startswith(b"\xef\xbb\xbf"):
         encoding, payload = "utf-8", data[3:]
+    elif data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16: the same first bytes
+        encoding, payload = "utf-32", data
     elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
         encoding, payload = "utf-16", data
     else:
@@ -269,6 +377,56 @@ _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
+# HTML a Markdown renderer never shows: comments (to the end if unclosed), script-like elements and
+# elements marked hidden. Attribute scans stop at the next "<", so no input makes them quadratic.
+_MD_HIDDEN_HTML = re.compile(
+    # an inline code span shows HTML as code: kept as it is. It starts only where a run of backticks
+    # starts, and takes the run whole (possessive), so a long run is scanned once, not once per backtick.
+    r"(?P<code>(?<!`)(?P<ticks>`++)[^`]*?(?P=ticks))"
+    r"|<!--.*?(?:-->|\Z)"
+    r"|<(?P<drop>script|style|noscript|template|iframe|object|svg|math)\b[^<>]{0,2000}>.*?(?:</(?P=drop)\s*>|\Z)"
+    r"|<(?P<tag>[a-z][a-z0-9]*)\b[^<>]{0,2000}?"
+    r"(?:\shidden(?=[\s=/>])|aria-hidden\s*=\s*[\"']?true|display\s*:\s*none|visibility\s*:\s*hidden)"
+    r"[^<>]{0,2000}>.*?(?:</(?P=tag)\s*>|\Z)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _keep_code(match: re.Match[str]) -> str:
+    return match.group(0) if match.group("code") else ""
+
+
+def _without_hidden_html(lines: list[str]) -> list[str]:
+    """Lines with hidden HTML removed outside code fences and inline code spans (both show HTML as code)."""
+    out: list[str] = []
+    prose: list[str] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        if prose:
+            out.extend(_MD_HIDDEN_HTML.sub(_keep_code, "\n".join(prose)).split("\n"))
+            prose.clear()
+
+    for line in lines:
+        fence_match = _FENCE.match(line)
+        if fence is None and fence_match:
+            flush()
+            fence = fence_match.group(1)
+            out.append(line)
+        elif fence is not None:
+            if (
+                fence_match
+                and fence_match.group(1)[0] == fence[0]
+                and len(fence_match.group(1)) >= len(fence)
+            ):
+                fence = None
+            out.append(line)
+        else:
+            prose.append(line)
+    flush()
+    return out
+
+
 def _clean_heading(title: str) -> str:
     title = re.sub(r"[*_`]+", "", strip_invisible(title))
     return re.sub(r"\s+", " ", title).strip()
@@ -286,6 +444,7 @@ def _push_heading(path: list[tuple[int, str]], level: int, title: str) -> tuple[
 def _read_markdown(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Split at `#` (and underlined) headings outside code fences; heading lines stay in the text."""
     lines = _decode_text(name, data).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = _without_hidden_html(lines)
     blocks: list[_Block] = []
     current: list[str] = []
     heading: tuple[str, ...] = ()
@@ -350,6 +509,9 @@ def _pdf_configuration(limits: LoadLimits) -> dict[str, int]:
 def _read_pdf(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """One block per page (1-based page numbers); refuses non-PDFs, encrypted, corrupt, scanned and bomb files."""
     if b"%PDF-" not in data[:1024]:
+        kind = _content_kind(data)
+        if kind:
+            raise IngestError(name, f"is {kind}, not a PDF (the .pdf extension does not match its content).")
         raise IngestError(name, "is not a PDF file (the .pdf extension does not match its content).")
     from pypdf import apply_configuration
 
@@ -437,6 +599,17 @@ def _unlock_pdf(name: str, reader: object, limits: LoadLimits) -> None:
 def _check_docx_zip(name: str, data: bytes, limits: LoadLimits) -> None:
     """Reject non-zips, corrupt zips, non-Word zips and zip/XML bombs before python-docx unpacks anything."""
     if not data.startswith(b"PK\x03\x04"):
+        kind = _content_kind(data)
+        if kind and kind.startswith("an encrypted"):
+            raise IngestError(
+                name,
+                "is an encrypted (password-protected) or old-style (.doc) Word file; please save it as an "
+                "unprotected .docx.",
+            )
+        if kind:
+            raise IngestError(
+                name, f"is {kind}, not a Word document (the .docx extension does not match its content)."
+            )
         raise IngestError(name, "is not a valid .docx file (it is not a zip archive).")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
@@ -452,13 +625,14 @@ def _check_docx_zip(name: str, data: bytes, limits: LoadLimits) -> None:
 
 def _check_docx_sizes(name: str, infos: list[zipfile.ZipInfo], limits: LoadLimits) -> None:
     """The sizes the archive declares (zipfile enforces them while unpacking, so they cannot lie)."""
+    if len(infos) > DOCX_MAX_ENTRIES:
+        raise IngestError(
+            name,
+            f"is a zip of {len(infos):,} files, more than the {DOCX_MAX_ENTRIES:,} a Word document may hold.",
+        )
     total = sum(info.file_size for info in infos)
     packed = sum(info.compress_size for info in infos)
-    if (
-        len(infos) > DOCX_MAX_ENTRIES
-        or total > DOCX_MAX_UNCOMPRESSED
-        or total > DOCX_MAX_RATIO * max(packed, 1024)
-    ):
+    if total > DOCX_MAX_UNCOMPRESSED or total > DOCX_MAX_RATIO * max(packed, 1024):
         log.warning("%s: refused as zip bomb: %d entries, %d -> %d bytes", name, len(infos), packed, total)
         raise IngestError(name, "unpacks to far more data than its size suggests (a zip bomb?).")
     markup = sum(info.file_size for info in infos if info.filename.endswith(_DOCX_XML_SUFFIXES))
@@ -467,17 +641,45 @@ def _check_docx_sizes(name: str, infos: list[zipfile.ZipInfo], limits: LoadLimit
         raise _too_expanded(name, limits)
 
 
+def _xml_decoder(head: bytes) -> codecs.IncrementalDecoder | None | bool:
+    """How to read a zip part as XML from its first bytes: False if it is not XML (an image), None if it
+    is UTF-8 XML, or a UTF-16 decoder (python-docx's parser reads UTF-16 parts; our byte scans must too)."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return codecs.getincrementaldecoder("utf-16")()
+    if head[:2] in (b"<\x00", b"\x00<"):
+        return codecs.getincrementaldecoder("utf-16-le" if head[0:1] == b"<" else "utf-16-be")()
+    stripped = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    return None if not stripped or stripped.startswith(b"<") else False
+
+
 def _scan_docx_xml(
     name: str, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limits: LoadLimits
 ) -> None:
-    """Stream every XML part once: refuse entity declarations (XML bombs) and too many Word elements."""
+    """Stream every XML part once: refuse entity declarations (XML bombs) and too many Word elements.
+
+    A part is XML by its content, not its name: the package's relationships can make any entry the main
+    document (word/main.dat), and python-docx parses whatever they point at."""
     elements = 0
+    markup = 0
     for info in infos:
-        if not info.filename.endswith(_DOCX_XML_SUFFIXES):
-            continue
-        tail = b""
         with archive.open(info) as part:
-            while block := part.read(_STREAM_BLOCK):
+            head = part.read(64)
+            decoder = _xml_decoder(head)
+            if decoder is False:
+                continue
+            markup += info.file_size
+            if markup > limits.max_expanded_bytes:
+                log.warning("%s: more than %d bytes of XML unpacked", name, markup)
+                raise _too_expanded(name, limits)
+            tail = b""
+            pending = head
+            while True:
+                block = pending + part.read(_STREAM_BLOCK)
+                pending = b""
+                if not block:
+                    break
+                if decoder is not None:
+                    block = decoder.decode(block).encode("utf-8", "replace")
                 window = tail + block
                 if any(marker in window for marker in _XML_DECLARATIONS):
                     raise IngestError(
@@ -509,6 +711,7 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
 
     try:
         document = docx.Document(io.BytesIO(data))
+        hidden_styles = _docx_hidden_styles(document)
         blocks: list[_Block] = []
         path: list[tuple[int, str]] = []
         heading: tuple[str, ...] = ()
@@ -516,11 +719,12 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
             if isinstance(item, Paragraph):
                 style = item.style.name if item.style is not None else ""
                 level = _docx_heading_level(style or "")
-                if level is not None and item.text.strip():
-                    heading = _push_heading(path, level, _clean_heading(item.text))
-                blocks.append(_Block(item.text, heading=heading))
+                text = _docx_paragraph_text(item._p, hidden_styles)
+                if level is not None and text.strip():
+                    heading = _push_heading(path, level, _clean_heading(text))
+                blocks.append(_Block(text, heading=heading))
             elif isinstance(item, Table):
-                blocks.append(_Block(_docx_table_text(item), heading=heading))
+                blocks.append(_Block(_docx_table_text(item, hidden_styles), heading=heading))
     except IngestError:
         raise
     except Exception as exc:
@@ -531,13 +735,79 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     return blocks
 
 
-def _docx_table_text(table: object) -> str:
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_OFF = {"0", "false", "off"}
+
+
+_STYLE_CHAIN = 10  # basedOn links followed when asking whether a style hides its text
+
+
+def _docx_vanish(properties: object | None) -> bool | None:
+    """What run properties (w:rPr) say about hidden text: True, False (explicitly shown) or None."""
+    if properties is None:
+        return None
+    for tag in ("vanish", "specVanish"):
+        mark = properties.find(f"{_W}{tag}")  # type: ignore[attr-defined]
+        if mark is not None:
+            return mark.get(f"{_W}val", "true").lower() not in _OFF
+    return None
+
+
+def _docx_hidden_styles(document: object) -> frozenset[str]:
+    """Ids of the styles whose run properties hide text, directly or through the styles they are based on."""
+    try:
+        root = document.styles.element  # type: ignore[attr-defined]
+    except Exception:  # a broken styles part: python-docx reads the body without it
+        return frozenset()
+    styles = {style.get(f"{_W}styleId"): style for style in root.iterfind(f"{_W}style")}
+    hidden = set()
+    for style_id, style in styles.items():
+        for _ in range(_STYLE_CHAIN):
+            verdict = _docx_vanish(style.find(f"{_W}rPr"))
+            based = style.find(f"{_W}basedOn")
+            if verdict is not None or based is None or based.get(f"{_W}val") not in styles:
+                break
+            style = styles[based.get(f"{_W}val")]
+        if verdict:
+            hidden.add(style_id)
+    return frozenset(hidden)
+
+
+def _docx_paragraph_text(p: object, hidden_styles: frozenset[str] = frozenset()) -> str:
+    """A paragraph's text as Word shows it: python-docx's, less runs formatted as hidden text (w:vanish on
+    the run, or a run or paragraph style that sets it), which could carry instructions to an LLM that no
+    reader of the document sees."""
+    paragraph_style = p.find(f"{_W}pPr/{_W}pStyle")  # type: ignore[attr-defined]
+    paragraph_hidden = paragraph_style is not None and paragraph_style.get(f"{_W}val") in hidden_styles
+    if not paragraph_hidden and not (
+        p.xpath(".//w:vanish | .//w:specVanish")  # type: ignore[attr-defined]
+        or (hidden_styles and any(s.get(f"{_W}val") in hidden_styles for s in p.iter(f"{_W}rStyle")))  # type: ignore[attr-defined]
+    ):
+        return p.text  # type: ignore[attr-defined]
+    parts = []
+    for element in p.xpath("w:r | w:hyperlink"):  # type: ignore[attr-defined]
+        for run in [element] if element.tag == f"{_W}r" else element.xpath("w:r"):
+            properties = run.find(f"{_W}rPr")
+            verdict = _docx_vanish(properties)
+            if verdict is None:
+                run_style = properties.find(f"{_W}rStyle") if properties is not None else None
+                verdict = (
+                    run_style is not None and run_style.get(f"{_W}val") in hidden_styles
+                ) or paragraph_hidden
+            if not verdict:
+                parts.append(run.text)
+    return "".join(parts)
+
+
+def _docx_table_text(table: object, hidden_styles: frozenset[str] = frozenset()) -> str:
     """A table as one line per row, cells separated by ' | ' (merged cells repeated once)."""
     lines = []
     for row in table.rows:  # type: ignore[attr-defined]
         cells: list[str] = []
         for cell in row.cells:
-            text = " ".join(cell.text.split())
+            text = " ".join(
+                " ".join(_docx_paragraph_text(p._p, hidden_styles) for p in cell.paragraphs).split()
+            )
             if text and (not cells or cells[-1] != text):
                 cells.append(text)
         if cells:
@@ -554,6 +824,22 @@ _HTML_BLOCKS = {
     "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
 }  # fmt: skip
 _HTML_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+
+
+_HIDDEN_STYLE = re.compile(
+    r"display\s*:\s*none|visibility\s*:\s*hidden|(?:font-size|opacity)\s*:\s*(?:0+(?:\.0*)?|\.0+)\s*(?:px|pt|em|rem|%)?\s*(?:;|!|$)",
+    re.IGNORECASE,
+)
+
+
+def _html_hidden(tag: object) -> bool:
+    """An element a browser does not show (or hides from screen readers): its text could carry
+    instructions to an LLM that no reader of the page ever sees."""
+    attrs = tag.attrs  # type: ignore[attr-defined]
+    if "hidden" in attrs or str(attrs.get("aria-hidden", "")).strip().lower() == "true":
+        return True
+    style = attrs.get("style")
+    return bool(style) and _HIDDEN_STYLE.search(str(style)) is not None
 
 
 class _HtmlWalker:
@@ -590,7 +876,7 @@ class _HtmlWalker:
                 self.end_tag(node[1])
             elif type(node) is NavigableString:
                 self.buffer.append(str(node))
-            elif isinstance(node, Tag) and node.name not in _HTML_DROP:
+            elif isinstance(node, Tag) and node.name not in _HTML_DROP and not _html_hidden(node):
                 self.start_tag(node.name)
                 stack.append(("end", node.name))
                 stack.extend(reversed(node.contents))
@@ -621,6 +907,9 @@ class _HtmlWalker:
 def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Visible text of an HTML page; h1-h6 set the heading path; scripts, styles and templates dropped."""
     text = _decode_text(name, data)
+    unclosed = text.find("<!--", text.rfind("-->") + 1)
+    if unclosed >= 0:  # a browser hides an unclosed comment to the end; html.parser would show it as text
+        text = text[:unclosed]
     if next(itertools.islice(_HTML_TAG.finditer(text), limits.max_elements, None), None) is not None:
         raise IngestError(name, f"has more than {limits.max_elements:,} HTML tags, over the limit.")
     from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning

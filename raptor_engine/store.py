@@ -12,6 +12,7 @@ import json
 import sqlite3
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,9 +223,13 @@ class Store:
         return next((d for d in self.documents(kb_id) if d.sha256 == sha256), None)
 
     def find_document(self, kb_id: int, name_or_sha: str) -> DocumentInfo:
-        """A document by exact name, or by a sha256 prefix of at least 8 characters."""
+        """A document by exact name (or the same name in another Unicode normal form), or by a sha256 prefix
+        of at least 8 characters."""
         docs = self.documents(kb_id)
         by_name = [d for d in docs if d.name == name_or_sha]
+        if not by_name:  # "café" typed composed finds a name stored decomposed (names are NFC since)
+            wanted = unicodedata.normalize("NFC", name_or_sha)
+            by_name = [d for d in docs if unicodedata.normalize("NFC", d.name) == wanted]
         if len(by_name) == 1:
             return by_name[0]
         if len(by_name) > 1:

@@ -154,3 +154,17 @@ def test_chat_answers_thanks_with_a_line_and_the_next_follow_up_leans_on_the_que
     assert "Searched as: Who led the passengers to safety in 1903? (context: Tell me about the great flood" in (
         result.output
     )
+
+
+def test_ingest_of_a_device_or_pipe_is_one_line_and_the_next_file_still_goes_in(run, files, tmp_path):
+    """`raptor ingest /dev/zero` once read until memory ran out; a FIFO waited forever."""
+    import os
+
+    railway, _, _ = files
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    result = run("ingest", "/dev/zero", str(fifo), str(railway), "--kb", "t", "--quiet")
+    assert result.exit_code == 1
+    assert "zero: is not a regular file" in result.output
+    assert "pipe.md: is not a regular file" in result.output
+    assert "railway.md:" in result.output and "Traceback" not in result.output

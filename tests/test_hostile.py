@@ -25,22 +25,38 @@ from raptor_engine.parse_worker import ParseStats, WorkerLimits, load_isolated
 from raptor_engine.summarize import clip_chars
 from raptor_engine.types import LoadedDocument, Section, Summary, SummaryRequest
 from raptor_tools.hostile import (
+    HIDDEN_MARK,
+    VISIBLE,
     aes_pdf,
     deeply_nested_docx,
+    encrypted_office_file,
     entity_bomb_docx,
+    entity_storm_html,
     expanding_docx,
+    garbled_font_pdf,
+    hidden_html,
+    hidden_html_markdown,
+    hidden_runs_docx,
+    hidden_styles_docx,
     hostile_corpus,
     hostile_settings,
+    html_page_named_markdown,
     inflating_stream_pdf,
     invisible_text,
     letter_run,
     long_words,
+    main_part_renamed_docx,
+    many_entries_docx,
     many_pages_pdf,
     many_runs_docx,
+    noncharacter_text,
     prose_with_long_words,
     run_hostile,
     shared_stream_pdf,
+    surrogate_font_pdf,
     unclosed_tags_html,
+    utf16_entity_docx,
+    utf32_text,
     zalgo,
 )
 from raptor_tools.robustness import SAFE_TEXT
@@ -343,3 +359,77 @@ def test_hidden_instructions_never_reach_the_store(tmp_path, embedder):
     engine.close()
     assert not any(0xE0000 <= ord(ch) <= 0xE01EF or ch in "\u202e\u2066\u200d" for ch in stored)
     assert "painted white in 1901" in stored
+
+
+def test_a_decomposed_name_is_stored_composed_and_forgotten_by_either_spelling(tmp_path, embedder):
+    engine = Engine(Settings(data_dir=tmp_path), embedder=embedder)
+    asyncio.run(engine.ingest("kb", "cafe\u0301.txt", SAFE_TEXT.encode()))
+    assert [d.name for d in engine.documents("kb")] == ["caf\u00e9.txt"]
+    removed = asyncio.run(engine.forget("kb", "cafe\u0301.txt"))
+    assert removed.name == "caf\u00e9.txt" and engine.documents("kb") == []
+    engine.close()
+
+
+# --------------------------------------------------------------- disguises and text no reader can see
+
+
+@pytest.mark.parametrize(
+    "filename, make",
+    [
+        ("hidden.html", hidden_html),
+        ("hidden.md", hidden_html_markdown),
+        ("page.md", html_page_named_markdown),
+        ("page.txt", html_page_named_markdown),
+        ("hidden.docx", hidden_runs_docx),
+        ("styled.docx", hidden_styles_docx),
+    ],
+)
+def test_text_a_reader_never_sees_is_not_loaded(filename, make):
+    """Hidden HTML (display:none, hidden, aria-hidden, templates, an unclosed comment), HTML hidden in
+    Markdown, a whole HTML page under a text name, and Word's hidden runs could carry instructions to an
+    LLM that no reader of the document ever sees."""
+    doc = load_document(filename, make())
+    assert HIDDEN_MARK not in doc.text
+    assert VISIBLE in doc.text
+
+
+def test_markdown_keeps_html_shown_as_code_and_word_keeps_runs_marked_not_hidden():
+    assert "<!-- a comment shown as code -->" in load_document("a.md", hidden_html_markdown()).text
+    text = load_document("a.docx", hidden_runs_docx()).text
+    assert "Still shown." in text and "A visible cell." in text
+    assert "Shown anyway." in load_document("b.docx", hidden_styles_docx()).text
+
+
+def test_utf32_is_read_and_noncharacters_are_dropped():
+    assert load_document("a.txt", utf32_text()).text.startswith(VISIBLE)
+    text = load_document("b.txt", noncharacter_text()).text
+    assert VISIBLE in text and not any(ch in text for ch in "\ufffe\uffff\ufdd0\U0010ffff")
+
+
+@pytest.mark.parametrize(
+    "filename, data, reason",
+    [
+        ("a.docx", many_pages_pdf(1), "is a PDF file, not a Word document"),
+        ("a.pdf", hidden_runs_docx(), "is a zip archive, not a PDF"),
+        ("a.docx", encrypted_office_file(), "encrypted (password-protected) or old-style (.doc) Word file"),
+        ("a.pdf", garbled_font_pdf(), "does not map to readable characters"),
+        ("a.docx", utf16_entity_docx(), "entity declarations"),
+        ("a.html", entity_storm_html(2_000), "cannot be displayed as text"),
+        ("a.docx", many_entries_docx(5_001), "a zip of 5,004 files, more than the 5,000"),
+    ],
+)
+def test_a_disguised_or_unreadable_file_says_what_it_is(filename, data, reason):
+    assert reason in refusal(filename, data)
+
+
+def test_the_main_part_is_scanned_whatever_its_name():
+    """python-docx follows the package's relationships to any entry; the element cap followed names."""
+    assert "paragraphs, runs and table cells" in refusal("a.docx", main_part_renamed_docx(3_000))
+
+
+def test_surrogates_from_a_pdf_font_are_dropped_and_the_worker_reply_still_fits():
+    """pypdf returned lone and paired surrogates; the JSON reply joined the pair, so the sections no longer
+    fitted the text and the upload failed as "the file reader failed on it"."""
+    doc, _ = load_isolated("odd.pdf", surrogate_font_pdf(), WorkerLimits())
+    assert doc.text.endswith(VISIBLE) and not any("\ud800" <= ch <= "\udfff" for ch in doc.text)
+    assert doc.sections[-1].end == len(doc.text)

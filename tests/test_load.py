@@ -13,7 +13,7 @@ from pypdf import PdfReader, PdfWriter
 from reportlab.pdfgen import canvas
 
 from raptor_engine.errors import IngestError
-from raptor_engine.load import SUPPORTED_EXTENSIONS, check_upload, load_document, safe_filename
+from raptor_engine.load import SUPPORTED_EXTENSIONS, LoadLimits, check_upload, load_document, safe_filename
 from raptor_engine.types import LoadedDocument
 
 
@@ -344,3 +344,74 @@ def test_fuzz_safe_filename_is_safe_and_stable(raw):
     assert "/" not in name and "\\" not in name and ".." not in name
     assert all(ch.isprintable() or ch == " " for ch in name)
     assert safe_filename(name) == name
+
+
+# ------------------------------------------------------------------------ local files (`raptor ingest`)
+
+
+def test_a_device_is_refused_without_reading_it():
+    from raptor_engine.load import read_local_file
+
+    with pytest.raises(IngestError, match="not a regular file"):
+        read_local_file("/dev/zero", 1024)
+
+
+def test_a_fifo_without_a_writer_is_refused_not_waited_on(tmp_path):
+    import os
+
+    from raptor_engine.load import read_local_file
+
+    fifo = tmp_path / "notes.txt"
+    os.mkfifo(fifo)
+    with pytest.raises(IngestError, match="not a regular file"):
+        read_local_file(fifo, 1024)
+
+
+def test_a_link_to_a_device_is_refused_and_a_link_to_a_file_is_read(tmp_path):
+    from raptor_engine.load import read_local_file
+
+    (tmp_path / "zero.txt").symlink_to("/dev/zero")
+    with pytest.raises(IngestError, match="not a regular file"):
+        read_local_file(tmp_path / "zero.txt", 1024)
+    (tmp_path / "real.txt").write_bytes(b"hello")
+    (tmp_path / "link.txt").symlink_to(tmp_path / "real.txt")
+    assert read_local_file(tmp_path / "link.txt", 1024) == b"hello"
+
+
+def test_a_local_file_is_read_up_to_the_cap_and_no_further(tmp_path):
+    from raptor_engine.load import read_local_file
+
+    (tmp_path / "a.txt").write_bytes(b"x" * 4096)
+    assert read_local_file(tmp_path / "a.txt", 4096) == b"x" * 4096
+    with pytest.raises(IngestError, match="limit"):
+        read_local_file(tmp_path / "a.txt", 4095)
+    with pytest.raises(IngestError, match="folder"):
+        read_local_file(tmp_path, 4095)
+
+
+def test_a_file_that_reports_no_size_is_still_read_only_to_the_cap():
+    """/proc files say 0 bytes and can be any length: the read itself is bounded."""
+    from raptor_engine.load import read_local_file
+
+    with pytest.raises(IngestError, match="limit"):
+        read_local_file("/proc/self/maps", 16)
+
+
+def test_a_name_is_stored_composed_and_loses_invisible_characters():
+    assert safe_filename("cafe\u0301.txt") == safe_filename("caf\u00e9.txt") == "caf\u00e9.txt"
+    assert safe_filename("re\u200bport\u3164.txt") == "report.txt"
+    with pytest.raises(IngestError, match="no usable file name"):
+        safe_filename("\u3164\u3164\u202e")
+
+
+def test_markdown_keeps_html_written_as_inline_code_and_drops_the_rest():
+    text = load_document(
+        "a.md", b"Use `<div hidden>`, `<!--` or ``<script>`` to hide things.\n\nSeen. <!-- not seen --> Also seen."
+    ).text
+    assert text == "Use `<div hidden>`, `<!--` or ``<script>`` to hide things.\n\nSeen. Also seen."
+
+
+def test_long_backtick_and_angle_bracket_runs_in_markdown_are_read_in_one_pass():
+    """The inline-code guard once tried every backtick of a run as a span start (quadratic)."""
+    for data in (b"`" * 400_000 + b" end", b"` x" * 100_000, b"<a" * 200_000, (b"<a " + b"x" * 1990) * 100):
+        assert load_document("a.md", b"Some prose. " + data, limits=LoadLimits(max_elements=10**9)).text

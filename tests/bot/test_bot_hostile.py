@@ -5,7 +5,18 @@ from __future__ import annotations
 
 import asyncio
 
-from raptor_tools.hostile import MB, entity_bomb_docx, inflating_stream_pdf, invisible_text
+from raptor_tools.hostile import (
+    HIDDEN_MARK,
+    MB,
+    VISIBLE,
+    encrypted_office_file,
+    entity_bomb_docx,
+    hidden_html,
+    hidden_runs_docx,
+    inflating_stream_pdf,
+    invisible_text,
+    many_pages_pdf,
+)
 from tests.bot.bot_samples import LIGHTHOUSE
 from tests.bot.conftest import CHAN_A, CHAN_B, text_of
 from tests.bot.test_bot_flows import KB_A, add_doc, ask, sources_of
@@ -30,3 +41,25 @@ async def test_hostile_uploads_get_their_reason_while_another_channel_answers(ha
     assert [d.name for d in h.engine.documents(KB_A)] == ["hidden.txt"]
     stored = " ".join(n.text for n in h.engine.store.nodes_of_kb(h.engine.store.kb_id(KB_A)))
     assert not any(0xE0000 <= ord(ch) <= 0xE007F or ch in "\u202e\u2066" for ch in stored)
+
+
+async def test_disguised_files_and_hidden_text_through_the_bot(harness):
+    """A PDF named .docx and a password-protected Word file each get the sentence that says what they
+    are, under names written as Discord markup (shown inert); text no reader of an HTML page or a Word
+    document sees is not stored."""
+    h = harness
+    disguised = h.fake.add_file("@everyone **[report]** ||x||.docx", many_pages_pdf(1))
+    locked = h.fake.add_file("<@123456789012345678> locked.docx", encrypted_office_file())
+    page = h.fake.add_file("page.html", hidden_html())
+    word = h.fake.add_file("hidden.docx", hidden_runs_docx())
+    token = h.kb_add(disguised, locked, page, word, channel=CHAN_A)
+    replies = await h.replies_done(token, lambda r: "Done" in text_of(r[0]), what="the disguised uploads")
+    content = replies[0]["content"]
+    assert "is a PDF file, not a Word document" in content
+    assert "encrypted (password-protected) or old-style (.doc) Word file" in content
+    assert "\\@everyone \\*\\*\\[report\\]\\*\\* \\|\\|x\\|\\|.docx" in content
+    assert "\\<@123456789012345678\\>" in content
+    assert "Done: 2 of 4 file(s) added." in content
+    assert sorted(d.name for d in h.engine.documents(KB_A)) == ["hidden.docx", "page.html"]
+    stored = " ".join(n.text for n in h.engine.store.nodes_of_kb(h.engine.store.kb_id(KB_A)))
+    assert HIDDEN_MARK not in stored and VISIBLE in stored
