@@ -824,6 +824,7 @@ _HTML_BLOCKS = {
     "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
 }  # fmt: skip
 _HTML_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+_HTML_CELLS = {"td", "th"}
 
 
 _HIDDEN_STYLE = re.compile(
@@ -851,6 +852,8 @@ class _HtmlWalker:
         self.path: list[tuple[int, str]] = []
         self.heading: tuple[str, ...] = ()
         self.heading_depth = 0
+        self.rows: list[list[str]] = []  # the cells of the table rows being read (a stack: tables nest)
+        self.outside: list[list[str]] = []  # the text read before each of those rows began
 
     def flush(self) -> None:
         text = "".join(self.buffer)
@@ -884,7 +887,17 @@ class _HtmlWalker:
         return self.blocks
 
     def start_tag(self, tag: str) -> None:
-        if tag in _HTML_HEADINGS and self.heading_depth == 0:
+        if tag == "tr":
+            if not self.rows:
+                self.flush()
+            self.rows.append([])
+            self.outside.append(self.buffer)  # the text of the cell a nested table sits in
+            self.buffer = []
+        elif tag in _HTML_CELLS and self.rows:
+            self.buffer = []  # only white space stands between cells
+        elif self.rows and (tag in _HTML_BLOCKS or tag in _HTML_HEADINGS):
+            self.buffer.append(" ")  # a paragraph or heading inside a cell stays in the cell
+        elif tag in _HTML_HEADINGS and self.heading_depth == 0:
             self.flush()
             self.heading_depth += 1
         elif tag in _HTML_HEADINGS:
@@ -893,7 +906,14 @@ class _HtmlWalker:
             self.flush()
 
     def end_tag(self, tag: str) -> None:
-        if tag in _HTML_HEADINGS:
+        if tag == "tr" and self.rows:
+            self.end_row()
+        elif tag in _HTML_CELLS and self.rows:
+            self.rows[-1].append(" ".join("".join(self.buffer).split()).replace("|", "/"))
+            self.buffer = []
+        elif self.rows and (tag in _HTML_BLOCKS or tag in _HTML_HEADINGS):
+            self.buffer.append(" ")
+        elif tag in _HTML_HEADINGS:
             if self.heading_depth == 1:
                 self.close_heading(_HTML_HEADINGS[tag])
             else:
@@ -902,6 +922,18 @@ class _HtmlWalker:
             self.flush()
         elif tag in _HTML_BLOCKS:
             self.buffer.append(" ")
+
+
+    def end_row(self) -> None:
+        """A table row becomes one line, its cells separated by ' | ', as Word tables are read."""
+        cells = self.rows.pop()
+        self.buffer = self.outside.pop()
+        if any(cells):
+            line = " | ".join(cells)
+            if self.rows:  # a table inside a cell: its rows are that cell's text
+                self.buffer.append(f" {line} ")
+            else:
+                self.blocks.append(_Block(line, heading=self.heading))
 
 
 def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:

@@ -415,3 +415,21 @@ def test_long_backtick_and_angle_bracket_runs_in_markdown_are_read_in_one_pass()
     """The inline-code guard once tried every backtick of a run as a span start (quadratic)."""
     for data in (b"`" * 400_000 + b" end", b"` x" * 100_000, b"<a" * 200_000, (b"<a " + b"x" * 1990) * 100):
         assert load_document("a.md", b"Some prose. " + data, limits=LoadLimits(max_elements=10**9)).text
+
+
+def test_html_table_rows_are_lines_of_cells_like_word_tables():
+    html = (
+        b"<p>Fees.</p><table><thead><tr><th>Item</th><th>Late fee</th></tr></thead>"
+        b"<tbody><tr><td><p>DVDs</p></td><td>\xc2\xa31</td></tr>"
+        b"<tr><td>Books <b>and</b> maps</td><td>20p|day</td></tr></tbody></table>"
+        b"<table><tr><td>Outer<table><tr><td>a</td><td>b</td></tr></table></td><td>x</td></tr></table><p>After.</p>"
+    )
+    doc = load_document("fees.html", html)
+    assert doc.text.split("\n\n") == [
+        "Fees.",
+        "Item | Late fee",
+        "DVDs | \u00a31",
+        "Books and maps | 20p/day",  # a bar inside a cell cannot make a new cell
+        "Outer a / b | x",  # a table in a cell is that cell's text
+        "After.",
+    ]
