@@ -414,17 +414,18 @@ def _without_hidden_html(lines: list[str]) -> list[str]:
             fence = fence_match.group(1)
             out.append(line)
         elif fence is not None:
-            if (
-                fence_match
-                and fence_match.group(1)[0] == fence[0]
-                and len(fence_match.group(1)) >= len(fence)
-            ):
+            if _closes_fence(fence_match, fence):
                 fence = None
             out.append(line)
         else:
             prose.append(line)
     flush()
     return out
+
+
+def _closes_fence(line_fence: re.Match[str] | None, fence: str) -> bool:
+    """A fence line closes an open code block when it uses the same character, at least as many times."""
+    return line_fence is not None and line_fence.group(1)[0] == fence[0] and len(line_fence.group(1)) >= len(fence)
 
 
 def _clean_heading(title: str) -> str:
@@ -460,11 +461,7 @@ def _read_markdown(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     for line in lines:
         fence_match = _FENCE.match(line)
         if fence is not None:
-            if (
-                fence_match
-                and fence_match.group(1)[0] == fence[0]
-                and len(fence_match.group(1)) >= len(fence)
-            ):
+            if _closes_fence(fence_match, fence):
                 fence = None
             current.append(line)
             continue
