@@ -304,13 +304,15 @@ def _inside_the_documents(tokens: list[str]) -> bool:
 
 # "Where does it say that?", "which page is that on?", "source?", "where did you get that from?": a
 # question about the last answer's sources, not about the documents.
-_SOURCE_NOUNS = frozenset(
-    "source sources page pages citation citations cite reference references section document file quote".split()
-)
+_SOURCE_NOUNS = frozenset("source sources page pages citation citations cite reference references quote".split())
+# "which document is that from?" asks for a source; "what is this document?" asks what the text is.
+_PLACE_NOUNS = frozenset("document file section".split())
 _SOURCE_VERBS = frozenset("say says said from get got find found come comes read".split())
 _POINTERS = frozenset("that this it those these answer".split())
+_ANSWER_POINTERS = frozenset("that it those answer".split())
 _ABOUT_THE_ANSWER = (
     _SOURCE_NOUNS
+    | _PLACE_NOUNS
     | _SOURCE_VERBS
     | _POINTERS
     | frozenset(
@@ -327,6 +329,7 @@ def asks_for_the_sources(tokens: list[str]) -> bool:
         and all(t in _ABOUT_THE_ANSWER for t in tokens)
         and (
             any(t in _SOURCE_NOUNS for t in tokens)
+            or (any(t in _PLACE_NOUNS for t in tokens) and any(t in _ANSWER_POINTERS for t in tokens))
             or (any(t in _SOURCE_VERBS for t in tokens) and any(t in _POINTERS for t in tokens))
         )
     )

@@ -191,6 +191,8 @@ async def test_which_documents_is_answered_from_the_list(tmp_path, embedder):
         "Which document is that from?",
         "cite that please",
         "sources",
+        "which section is that in?",
+        "Which file did that come from?",
     ],
 )
 def test_questions_about_the_last_answers_sources(message):
@@ -206,6 +208,8 @@ def test_questions_about_the_last_answers_sources(message):
         "which document mentions the fire?",
         "what page does the index start on?",
         "where was it built?",
+        "What is this document?",
+        "which section covers the war?",
     ],
 )
 def test_questions_about_places_and_pages_in_the_documents_are_searched(message):
