@@ -14,7 +14,7 @@ import discord
 
 from raptor_engine.engine import EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
-from raptor_engine.smalltalk import small_talk_act
+from raptor_engine.smalltalk import Act, small_talk_act
 from raptor_engine.types import Answer, Turn
 
 from .kb import home_channel_id, kb_for_channel
@@ -52,8 +52,9 @@ def thread_name(question: str) -> str:
 
 def question_refusal(services: Services, user_id: int, question: str) -> str | None:
     """Why this user may not ask right now (cooldown, then questions per minute), or None. A message
-    that is not a question ('thanks!') searches nothing, so it neither waits nor uses up the limits."""
-    if small_talk_act(question) is not None:
+    that is not a question ('thanks!') searches nothing, so it neither waits nor uses up the limits;
+    'where does it say that?' answers the last question again, so it counts like a question."""
+    if small_talk_act(question) not in (None, Act.SOURCES):
         return None
     wait = services.cooldown.retry_after(user_id)
     if wait:

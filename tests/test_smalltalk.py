@@ -237,3 +237,23 @@ async def test_where_does_it_say_that_gives_the_last_answers_places_and_quotes(t
         assert lines[1].startswith("- [1] archive.md") and "Margaret Hale as keeper" in lines[1]
     finally:
         engine.close()
+
+
+def test_only_messages_that_search_nothing_skip_the_question_limits():
+    """The bot exempts small talk from its cooldown; 'source?' re-runs the last question, so it is not."""
+    from types import SimpleNamespace
+
+    from bot.answering import question_refusal
+
+    class Refusing:
+        def retry_after(self, user_id):
+            return 5.0
+
+        def message(self, wait):
+            return "wait"
+
+    services = SimpleNamespace(cooldown=Refusing(), question_limit=Refusing())
+    assert question_refusal(services, 1, "thanks!") is None
+    assert question_refusal(services, 1, "hello") is None
+    assert question_refusal(services, 1, "where does it say that?") is not None
+    assert question_refusal(services, 1, "Who kept the light?") is not None
