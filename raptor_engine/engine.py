@@ -30,11 +30,10 @@ from .load import LoadLimits, safe_filename
 from .parse_worker import ParseStats, WorkerLimits, load_isolated
 from .retrieve import collapsed_tree, tree_traversal
 from .smalltalk import (
-    NO_EARLIER_ANSWER,
+    REPLIES,
     Act,
     documents_reply,
     small_talk_act,
-    small_talk_reply,
     sources_reply,
     strip_small_talk,
     without_small_talk,
@@ -704,7 +703,7 @@ class Engine:
                 kb, question, history, mode, budget, layers, documents, asked_by
             )
         if act is not None:
-            return self._small_talk_answer(kb, question, act, mode, budget)
+            return await asyncio.to_thread(self._small_talk_answer, kb, question, act, mode, budget)
         history = without_small_talk(history or [])
         answerer = self.answerer
         asked = strip_small_talk(question)
@@ -732,16 +731,15 @@ class Engine:
 
     def _small_talk_answer(self, kb: str, question: str, act: Act, mode: str, budget: int) -> Answer:
         """The reply to a message that is not a question ('thanks!', 'hello') or that asks which documents
-        there are: nothing searched or cited. A knowledge base with nothing in it says so, as for a question."""
+        there are: nothing searched or cited. A knowledge base with nothing in it says so, as for a question.
+        Synchronous (SQLite): run it in a thread."""
         kb_id = self.store.kb_id(kb)
         if kb_id is None or not self.store.has_nodes(kb_id):
             raise EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet.")
         if act is Act.DOCUMENTS:
             reply = documents_reply([document.name for document in self.store.documents(kb_id)])
-        elif act is Act.SOURCES:
-            reply = NO_EARLIER_ANSWER
         else:
-            reply = small_talk_reply(question) or ""
+            reply = REPLIES[act]
         context = RetrievedContext(nodes=[], tokens_used=0, budget=budget, mode=mode, query=question)
         return Answer(question, question, reply, [], context, backend=self.answerer.name)
 
@@ -761,7 +759,7 @@ class Engine:
         real = without_small_talk(history)
         last = max((i for i, turn in enumerate(real) if turn.role == "user"), default=None)
         if last is None:
-            return self._small_talk_answer(kb, question, Act.SOURCES, mode, budget)
+            return await asyncio.to_thread(self._small_talk_answer, kb, question, Act.SOURCES, mode, budget)
         previous = await self.ask(
             kb,
             real[last].content,

@@ -2,9 +2,9 @@
 
 In a thread every message reaches the engine as a follow-up. Searched and answered, "thanks!" got
 three unrelated quotes, and became the context the next real follow-up leaned on ("Searched as: Ok
-(context: Thanks!)"). `small_talk_reply` recognises a message made only of greetings, thanks,
-acknowledgements, farewells, requests for help or a bare "what?", and gives the one-sentence reply
-it calls for; the engine answers that without searching, and `without_small_talk` keeps such
+(context: Thanks!)"). `small_talk_act` recognises a message made only of greetings, thanks,
+acknowledgements, farewells, requests for help or a bare "what?"; `REPLIES` holds the one-sentence
+reply each calls for, which the engine gives without searching, and `without_small_talk` keeps such
 exchanges out of the history a follow-up is rewritten from. `strip_small_talk` takes such words off
 the front of a real question ("ok thanks, and who replaced him?" -> "and who replaced him?").
 
@@ -33,7 +33,9 @@ class Act(Enum):
     SOURCES = "sources"  # "where does it say that?": where the last answer's quotes come from
 
 
-REPLIES = {
+REPLIES = {  # DOCUMENTS has none: the engine lists the documents
+    Act.SOURCES: "Ask me a question first: every answer names the document, page and section of each "
+    "passage it quotes.",  # 'where does it say that?' before any answer
     Act.UNCLEAR: "I didn't catch a question there: ask me about something in the documents, "
     "for example a name, a date or an event, or “what is this about?”.",
     Act.ACKNOWLEDGE: "Ask me another question about the documents whenever you like.",
@@ -355,13 +357,6 @@ def small_talk_act(message: str) -> Act | None:
     return max(acts, key=lambda act: list(Act).index(act))
 
 
-def small_talk_reply(message: str) -> str | None:
-    """The one-sentence reply to a message that is not a question, or None for a question (and for a
-    question about which documents there are, which the engine answers from its list)."""
-    act = small_talk_act(message)
-    return REPLIES.get(act) if act is not None else None
-
-
 def documents_reply(names: list[str], shown: int = 20) -> str:
     """The answer to 'what documents do you have?': each document's name, the first `shown` of them."""
     if not names:
@@ -397,9 +392,6 @@ def without_small_talk(history: list[Turn]) -> list[Turn]:
     return kept
 
 
-NO_EARLIER_ANSWER = (
-    "Ask me a question first: every answer names the document, page and section of each passage it quotes."
-)
 SOURCES_INTRO = "The last answer quoted:"
 
 
