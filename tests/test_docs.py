@@ -9,7 +9,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -81,3 +85,112 @@ def test_cli_reference_covers_every_command_and_plugin():
     for name in cli.commands:
         assert f"\n## raptor {name}\n" in reference
     assert "Usage: raptor ask [OPTIONS] QUESTION" in reference
+
+
+# --- links -------------------------------------------------------------------------------------------
+
+FENCE = re.compile(r"^(```|~~~)")
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def _unfenced(text: str) -> list[str]:
+    """The lines outside fenced code blocks."""
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if FENCE.match(line.strip()):
+            fenced = not fenced
+        elif not fenced:
+            lines.append(line)
+    return lines
+
+
+def _prose_lines(text: str) -> list[str]:
+    """The lines outside code blocks, with inline code removed: where links can be."""
+    return [re.sub(r"`[^`]*`", "", line) for line in _unfenced(text)]
+
+
+def github_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a Markdown file's headings (lower case, punctuation dropped, -1 for repeats)."""
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    for line in _unfenced(text):
+        heading = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line.replace("`", ""))
+        if not heading:
+            continue
+        slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
+def _links(path: Path) -> list[str]:
+    return [m.group(1) for line in _prose_lines(path.read_text()) for m in LINK.finditer(line)]
+
+
+def test_the_anchor_rule_matches_github():
+    anchors = github_anchors("# Set-up: two commands\n## raptor ask\n## `raptor ask`\n```\n# not a heading\n```\n")
+    assert anchors == {"set-up-two-commands", "raptor-ask", "raptor-ask-1"}
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_and_anchor_resolves(doc: Path):
+    broken = []
+    for target in _links(doc):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto: — not ours to check offline
+            continue
+        file_part, _, anchor = target.partition("#")
+        linked = (doc.parent / file_part).resolve() if file_part else doc
+        if not linked.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and linked.suffix == ".md" and anchor not in github_anchors(linked.read_text()):
+            broken.append(f"{target}: no heading with that anchor")
+    assert broken == [], f"{doc.name}: broken links"
+
+
+def test_docs_have_links_to_check():
+    assert len(_links(ROOT / "README.md")) >= 8
+
+
+# --- README's commands -------------------------------------------------------------------------------
+
+
+def runnable_blocks(text: str) -> list[str]:
+    """The bash blocks that follow a `<!-- readme-test: run -->` line."""
+    return re.findall(re.escape(RUN_MARK) + r"\s*\n```bash\n(.*?)\n```", text, flags=re.S)
+
+
+def test_readme_marks_its_runnable_blocks():
+    text = (ROOT / "README.md").read_text()
+    assert text.count(RUN_MARK) == len(runnable_blocks(text)) >= 1
+
+
+def test_every_make_target_in_the_readme_exists():
+    targets = set(re.findall(r"^make (\w+)", (ROOT / "README.md").read_text(), flags=re.M))
+    assert {"demo", "test"} <= targets
+    for target in targets:
+        run = subprocess.run(["make", "-n", target, "VENV=/nonexistent"], cwd=ROOT, capture_output=True, text=True)
+        assert run.returncode == 0 and target in (ROOT / "Makefile").read_text(), run.stderr
+
+
+def test_readme_runnable_blocks_run(tmp_path):
+    """Each marked block runs in bash as from the repository root: in tmp_path, holding a copy of the
+    sample documents, so that the data directory and written pictures stay out of the checkout."""
+    shutil.copytree(ROOT / "raptor_tools" / "samples", tmp_path / "raptor_tools" / "samples")
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / "raptor").exists():
+        pytest.skip("the raptor console script is not installed beside this python")
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("OPENAI_BASE_URL", None)
+    for block in runnable_blocks((ROOT / "README.md").read_text()):
+        script = "set -euo pipefail\n" + block.replace("source .venv/bin/activate", "true")
+        run = subprocess.run(
+            [shutil.which("bash") or "bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, f"README block failed:\n{block}\n--- stderr ---\n{run.stderr[-3000:]}"
