@@ -11,8 +11,10 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import textwrap
 from dataclasses import fields
+from pathlib import Path
 
 import click
 
@@ -161,3 +163,37 @@ def bot_help() -> str:
 
 # The files cog regenerates (`make docs`), relative to the repository root; the Makefile lists the same.
 GENERATED = (".env.example", "docs/CLI.md", "docs/CONFIGURATION.md")
+
+
+def suggest_entries(env_example_text: str) -> str:
+    """ENV_DOCS lines for the settings that lack one, their text taken from a hand-written `.env.example`.
+
+    For merging a branch that documented a new setting in `.env.example` only: the comment lines right
+    above `NAME=` become its text, the `# --- Section ---` above it its section.
+    """
+    section, comment, found = "", [], {}
+    for line in env_example_text.splitlines():
+        stripped = line.strip()
+        header = re.match(r"^# -+ (.+?) -+$", stripped)
+        if header:
+            section, comment = header.group(1), []
+        elif stripped.startswith("#"):
+            comment.append(stripped.lstrip("#").strip())
+        elif "=" in stripped:
+            found[stripped.split("=", 1)[0]] = (section, " ".join(c for c in comment if c))
+            comment = []
+        else:
+            comment = []
+    out = []
+    for name in undocumented_settings():
+        section, text = found.get(name, ("", ""))
+        out.append(f"    {name!r}: EnvDoc({section or 'SECTION'!r}, {text or 'TEXT'!r}),")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":  # python -m raptor_tools.docgen suggest OTHER/.env.example
+    import sys
+
+    if len(sys.argv) != 3 or sys.argv[1] != "suggest":
+        sys.exit("usage: python -m raptor_tools.docgen suggest PATH/.env.example")
+    print(suggest_entries(Path(sys.argv[2]).read_text()) or "every setting has an ENV_DOCS entry")

@@ -66,6 +66,15 @@ def test_a_setting_without_doc_text_stops_generation(monkeypatch):
         docgen.env_example()
 
 
+def test_merge_helper_suggests_entries_from_a_hand_written_env_example(monkeypatch):
+    """A branch that documented a new setting in .env.example only: its comment becomes the ENV_DOCS text."""
+    docs = dict(config.ENV_DOCS)
+    del docs["RAPTOR_BUDGET"]
+    monkeypatch.setattr(docgen, "ENV_DOCS", docs)
+    hand_written = "# --- Retrieval ----\n# Context tokens\n# for answers.\nRAPTOR_BUDGET=2000\nRAPTOR_TOP_K=5\n"
+    assert docgen.suggest_entries(hand_written) == "    'RAPTOR_BUDGET': EnvDoc('Retrieval', 'Context tokens for answers.'),"
+
+
 def test_generated_env_example_shows_defaults_and_meanings():
     text = docgen.env_example()
     assert "\nRAPTOR_BUDGET=2000\n" in text
