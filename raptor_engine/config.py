@@ -152,8 +152,9 @@ ENV_VARS: dict[str, str] = {
 class EnvDoc:
     """What one environment variable means: the single source of `.env.example` and docs/CONFIGURATION.md.
 
-    `default` is given only where the value `.env.example` shows is not a `Settings` field's default: a
-    computed default (shown empty), or a variable read outside `Settings` (the bot's, the tooling's).
+    `default` is given only where the value `.env.example` shows is not a `Settings` field's plain default: a
+    field with a default_factory (computed when Settings is made, so it could differ per machine), or a
+    variable read outside `Settings` (the bot's, the tooling's).
     """
 
     section: str
@@ -186,7 +187,9 @@ ENV_SECTIONS: dict[str, str] = {
 # A new setting needs a line here; tests/test_docs.py fails until it has one.
 ENV_DOCS: dict[str, EnvDoc] = {
     "RAPTOR_DATA_DIR": EnvDoc(
-        "Storage", "Where the SQLite database (the source of truth) and the derived hnswlib indices live."
+        "Storage",
+        "Where the SQLite database (the source of truth) and the derived hnswlib indices live.",
+        default="data",
     ),
     "RAPTOR_EMBED_MODEL": EnvDoc(
         "Embedding",

@@ -13,7 +13,7 @@ import io
 import os
 import re
 import textwrap
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from pathlib import Path
 
 import click
@@ -60,6 +60,12 @@ def default_value(name: str, doc: EnvDoc) -> str:
     field_of = {env: field for field, env in ENV_VARS.items()}
     if name not in field_of:
         raise ValueError(f"raptor_engine/config.py: {name} is not a Settings field, so its ENV_DOCS entry needs a default")
+    if Settings.__dataclass_fields__[field_of[name]].default_factory is not MISSING:
+        # computed when Settings is made (a home directory, a CPU count): the docs would differ per machine
+        raise ValueError(
+            f"raptor_engine/config.py: {name}'s default is computed, so its ENV_DOCS entry needs default= "
+            "(the text .env.example shows)"
+        )
     return _format(getattr(Settings(), field_of[name]))
 
 

@@ -66,6 +66,15 @@ def test_a_setting_without_doc_text_stops_generation(monkeypatch):
         docgen.env_example()
 
 
+def test_a_computed_default_must_be_given_as_text(monkeypatch):
+    """A default_factory (a CPU count, a home directory) would make the docs differ per machine."""
+    docs = dict(config.ENV_DOCS)
+    docs["RAPTOR_CACHE_DIR"] = config.EnvDoc("Embedding", "Where the caches live.")
+    monkeypatch.setattr(docgen, "ENV_DOCS", docs)
+    with pytest.raises(ValueError, match="RAPTOR_CACHE_DIR's default is computed"):
+        docgen.env_example()
+
+
 def test_merge_helper_suggests_entries_from_a_hand_written_env_example(monkeypatch):
     """A branch that documented a new setting in .env.example only: its comment becomes the ENV_DOCS text."""
     docs = dict(config.ENV_DOCS)
