@@ -15,7 +15,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-.PHONY: install demo test bench lint
+DOCS := .env.example docs/CLI.md docs/CONFIGURATION.md
+
+.PHONY: install demo test bench lint docs
 install: $(STAMP)
 
 demo: $(STAMP)
@@ -29,6 +31,10 @@ lint: $(STAMP)
 
 test: $(STAMP) lint
 	$(PY) -m pytest -q
+
+# Regenerate what is generated from the code: the CLI reference, the settings table, .env.example
+docs: $(STAMP)
+	$(VENV)/bin/cog -r $(DOCS)
 
 bench: $(STAMP)
 	$(VENV)/bin/raptor bench

@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not settings.discord_token:
         log.error(
-            "DISCORD_TOKEN is not set; put the bot token in .env (see the README, 'Running the Discord bot')."
+            "DISCORD_TOKEN is not set; put the bot token in .env (see docs/BOT.md)."
         )
         return 2
     log.info("settings: %s", settings.redacted())

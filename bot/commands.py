@@ -274,7 +274,7 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
         if enabled and not self.services.message_content:
             text += (
                 " Note: this bot runs without the message-content intent, so Discord does not show it the "
-                "files people post; ask the bot's owner to enable it (see the README), or use `/kb add`."
+                "files people post; ask the bot's owner to enable it (see docs/BOT.md), or use `/kb add`."
             )
         await tell(interaction, text, ephemeral=False)
 

@@ -1,6 +1,6 @@
 """Build a RAPTOR tree in memory: leaves, then layers of summaries until clustering is no longer feasible.
 
-Stop rule (documented in the README): a layer gets a parent layer only while it has more than
+Stop rule (documented in docs/HOW_IT_WORKS.md): a layer gets a parent layer only while it has more than
 `stop_nodes` nodes (default 3) and clustering groups it into fewer clusters than it has nodes;
 otherwise that layer is the document's top. The cross-document layer (`build_kb_layer`) then
 groups every document's top nodes, so a knowledge base always has summaries above its documents.

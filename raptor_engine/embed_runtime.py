@@ -2,7 +2,7 @@
 
 Why ONNX: the same MiniLM graph under onnxruntime gives the same vectors (fp32) faster than torch on
 a CPU, and dynamic int8 quantisation makes it faster still at a small, measured cost in quality
-(README, Performance). sentence-transformers' own `backend="onnx"` needs optimum, whose current
+(docs/PERFORMANCE.md). sentence-transformers' own `backend="onnx"` needs optimum, whose current
 release does not import with transformers 5, so the model is exported here with `torch.onnx.export`
 (the whole sentence-transformers pipeline: transformer, pooling, any dense or normalise modules)
 and run with the model's own tokenizer.
@@ -139,7 +139,7 @@ class OnnxRuntime:
         options.log_severity_level = 3  # onnxruntime's own warnings go to stderr, not our log
         # Idle worker threads sleep instead of spinning: spinning kept a core busy after every call,
         # which made a question's retrieval 20 ms instead of 3 ms on a busy 2-core machine and cost
-        # a quarter more CPU per batch (README, Performance).
+        # a quarter more CPU per batch (docs/PERFORMANCE.md).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if device == "cuda" else None
         path = folder / ("model-int8.onnx" if quantized else "model.onnx")
@@ -303,7 +303,7 @@ def export_model(
         if not fused:
             os.replace(exported, folder / "model.onnx")
         # Per-channel scales: per-tensor int8 moved some passages to cosine 0.89 against torch,
-        # per-channel keeps them above 0.97 (README, Performance) at nearly the same speed. Only the
+        # per-channel keeps them above 0.97 (docs/PERFORMANCE.md) at nearly the same speed. Only the
         # matrix products are quantised: an 8-bit word-embedding table cost QASPER's leaves-only
         # recall 0.9 ROUGE-1 points against torch, the products alone none, at the same speed.
         quantize_dynamic(
@@ -373,7 +373,7 @@ def _fuse_transformer(source: Path, target: Path, config: Any) -> bool:
     """onnxruntime's transformer optimiser: attention, layer norms and GELU become single fused kernels.
 
     On this 2-core CPU the fused int8 graph embeds the summaries ~1.6x and the leaves ~1.1x faster
-    than the unfused one (README, Performance). Only for encoder types the optimiser knows; any
+    than the unfused one (docs/PERFORMANCE.md). Only for encoder types the optimiser knows; any
     failure keeps the plain export, and both are verified against torch afterwards either way.
     """
     model_type = getattr(config, "model_type", None)

@@ -1,7 +1,7 @@
 """Proof that nothing is lost: bad inputs, hostile uploads, killed ingests, load, isolation — with figures.
 
 The same routines serve the tests (which assert on every outcome) and `raptor robustness` (which
-prints the figures for the README). Everything here uses the real engine: a real SQLite file, real
+prints the figures for docs/ROBUSTNESS.md). Everything here uses the real engine: a real SQLite file, real
 hnswlib indices and the real embedding model. Documents are tiny so each check costs seconds.
 
 Crash trials fork ingest processes from one warm "zygote" process that has loaded the model, so a
@@ -900,7 +900,7 @@ def _robustness_command() -> Any:
     @click.option("--trials", default=1000, show_default=True, help="Random isolation retrievals.")
     @click.option("--questions", default=60, show_default=True, help="Questions asked during two ingests.")
     def robustness_command(kills: int, trials: int, questions: int) -> None:
-        """Run the robustness checks with real components and print the figures (for the README)."""
+        """Run the robustness checks with real components and print the figures (docs/ROBUSTNESS.md)."""
         started = time.perf_counter()
         with scratch_dir() as workdir:
             lines, ok = report(kills, trials, questions, workdir)

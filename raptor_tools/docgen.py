@@ -1,0 +1,205 @@
+"""Text generated from the code for the docs, so that the docs cannot drift from it.
+
+cog (https://cog.readthedocs.io) calls these from the markers in docs/CLI.md, docs/CONFIGURATION.md and
+`.env.example`; `make docs` regenerates them and tests/test_docs.py fails when they differ from the code.
+Settings come from `ENV_DOCS` in raptor_engine/config.py, commands from the `raptor` click group (its
+plugins included) and `python -m bot`'s argument parser.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import textwrap
+from dataclasses import MISSING, fields
+from pathlib import Path
+
+import click
+
+from raptor_engine.config import ENV_DOCS, ENV_SECTIONS, ENV_VARS, EnvDoc, Settings
+
+REGENERATE = "make docs"
+WIDTH = 100  # the width of `.env.example`'s comments
+HELP_WIDTH = 80  # help text at click's own widest: what `--help` prints on any terminal of 80 columns or more
+
+
+def undocumented_settings() -> list[str]:
+    """Environment variables of `Settings` fields that have no line in ENV_DOCS."""
+    return sorted(set(ENV_VARS.values()) - set(ENV_DOCS))
+
+
+def unknown_sections() -> list[str]:
+    """Sections named in ENV_DOCS but missing from ENV_SECTIONS."""
+    return sorted({doc.section for doc in ENV_DOCS.values()} - set(ENV_SECTIONS))
+
+
+def _check_documented() -> None:
+    missing, sections = undocumented_settings(), unknown_sections()
+    if missing or sections:
+        raise ValueError(
+            "raptor_engine/config.py: add "
+            + "; ".join(
+                ([f"an ENV_DOCS entry for {', '.join(missing)}"] if missing else [])
+                + ([f"{', '.join(sections)} to ENV_SECTIONS"] if sections else [])
+            )
+        )
+
+
+def _format(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def default_value(name: str, doc: EnvDoc) -> str:
+    """The value `.env.example` shows for a variable: its `Settings` default unless ENV_DOCS says otherwise."""
+    if doc.default is not None:
+        return doc.default
+    field_of = {env: field for field, env in ENV_VARS.items()}
+    if name not in field_of:
+        raise ValueError(f"raptor_engine/config.py: {name} is not a Settings field, so its ENV_DOCS entry needs a default")
+    if Settings.__dataclass_fields__[field_of[name]].default_factory is not MISSING:
+        # computed when Settings is made (a home directory, a CPU count): the docs would differ per machine
+        raise ValueError(
+            f"raptor_engine/config.py: {name}'s default is computed, so its ENV_DOCS entry needs default= "
+            "(the text .env.example shows)"
+        )
+    return _format(getattr(Settings(), field_of[name]))
+
+
+def _by_section() -> dict[str, list[tuple[str, EnvDoc]]]:
+    """Variables grouped by section, sections in ENV_SECTIONS order, variables in Settings field order."""
+    _check_documented()
+    order = {ENV_VARS[f.name]: i for i, f in enumerate(fields(Settings))}
+    grouped: dict[str, list[tuple[str, EnvDoc]]] = {section: [] for section in ENV_SECTIONS}
+    for name, doc in sorted(ENV_DOCS.items(), key=lambda item: order.get(item[0], len(order))):
+        grouped[doc.section].append((name, doc))
+    return {section: items for section, items in grouped.items() if items}
+
+
+def _comment(text: str) -> str:
+    return "\n".join(textwrap.wrap(text, WIDTH - 2, initial_indent="# ", subsequent_indent="# ")) + "\n"
+
+
+def env_example() -> str:
+    """The body of `.env.example`: every variable under its section, with its meaning as a comment."""
+    out = []
+    for section, items in _by_section().items():
+        out.append(f"\n# --- {section} " + "-" * max(3, WIDTH - 8 - len(section)) + "\n")
+        if ENV_SECTIONS[section]:
+            out.append(_comment(ENV_SECTIONS[section]))
+        for name, doc in items:
+            out.append(_comment(doc.text) + f"{name}={default_value(name, doc)}\n")
+    return "".join(out)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def configuration_tables() -> str:
+    """docs/CONFIGURATION.md's tables: per section, every variable, its default and meaning."""
+    out = []
+    for section, items in _by_section().items():
+        out.append(f"\n## {section}\n\n")
+        if ENV_SECTIONS[section]:
+            out.append(ENV_SECTIONS[section] + "\n\n")
+        out.append("| variable | default | meaning |\n|---|---|---|\n")
+        for name, doc in items:
+            value = default_value(name, doc)
+            shown = f"`{value}`" if value else "(empty)"
+            out.append(f"| `{name}` | {shown} | {_cell(doc.text)} |\n")
+    return "".join(out)
+
+
+def _context(command: click.Command, name: str, parent: click.Context | None) -> click.Context:
+    """The context `raptor ... --help` would get, at a fixed width."""
+    settings = {"terminal_width": HELP_WIDTH, "max_content_width": HELP_WIDTH, **command.context_settings}
+    return click.Context(command, info_name=name, parent=parent, **settings)
+
+
+def _commands(group: click.Group, ctx: click.Context) -> list[tuple[str, click.Command, click.Context]]:
+    """Every command under `group`, depth first, sub-groups' commands included, with its context."""
+    found = []
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if command is None or command.hidden:
+            continue
+        sub = _context(command, name, ctx)
+        found.append((sub.command_path, command, sub))
+        if isinstance(command, click.Group):
+            found.extend(_commands(command, sub))
+    return found
+
+
+def _fence(text: str) -> str:
+    return "```text\n" + text.rstrip() + "\n```\n"
+
+
+def cli_reference() -> str:
+    """docs/CLI.md's body: `raptor --help`, then every command's `--help` under a heading of its own."""
+    from raptor_engine.cli import cli
+
+    root = _context(cli, "raptor", None)
+    out = ["\n## raptor\n\n", _fence(cli.get_help(root))]
+    for path, command, ctx in _commands(cli, root):
+        out.append(f"\n## {path}\n\n" + _fence(command.get_help(ctx)))
+    return "".join(out)
+
+
+def bot_help() -> str:
+    """`python -m bot --help`, as its argument parser prints it."""
+    from bot.__main__ import parse_args
+
+    buffer = io.StringIO()
+    previous = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(HELP_WIDTH)  # argparse wraps to $COLUMNS
+    try:
+        with contextlib.redirect_stdout(buffer), contextlib.suppress(SystemExit):
+            parse_args(["--help"])
+    finally:
+        if previous is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = previous
+    return "\n## python -m bot\n\n" + _fence(buffer.getvalue())
+
+
+# The files cog regenerates (`make docs`), relative to the repository root; the Makefile lists the same.
+GENERATED = (".env.example", "docs/CLI.md", "docs/CONFIGURATION.md")
+
+
+def suggest_entries(env_example_text: str) -> str:
+    """ENV_DOCS lines for the settings that lack one, their text taken from a hand-written `.env.example`.
+
+    For merging a branch that documented a new setting in `.env.example` only: the comment lines right
+    above `NAME=` become its text, the `# --- Section ---` above it its section.
+    """
+    section, comment, found = "", [], {}
+    for line in env_example_text.splitlines():
+        stripped = line.strip()
+        header = re.match(r"^# -+ (.+?) -+$", stripped)
+        if header:
+            section, comment = header.group(1), []
+        elif stripped.startswith("#"):
+            comment.append(stripped.lstrip("#").strip())
+        elif "=" in stripped:
+            found[stripped.split("=", 1)[0]] = (section, " ".join(c for c in comment if c))
+            comment = []
+        else:
+            comment = []
+    out = []
+    for name in undocumented_settings():
+        section, text = found.get(name, ("", ""))
+        out.append(f"    {name!r}: EnvDoc({section or 'SECTION'!r}, {text or 'TEXT'!r}),")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":  # python -m raptor_tools.docgen suggest OTHER/.env.example
+    import sys
+
+    if len(sys.argv) != 3 or sys.argv[1] != "suggest":
+        sys.exit("usage: python -m raptor_tools.docgen suggest PATH/.env.example")
+    print(suggest_entries(Path(sys.argv[2]).read_text()) or "every setting has an ENV_DOCS entry")
