@@ -91,6 +91,12 @@ class Settings:
     manager_role: str = ""
     max_concurrent_builds: int = 2
     ask_cooldown_seconds: float = 10.0
+    # sharded gateway: 0 shards = Discord's recommended count, all in this process (see docs/SCALING.md)
+    shard_count: int = 0
+    shards: str = ""  # this process's shard ids, "A-B" or "A" (needs shard_count); empty = all of them
+    # another Discord API / gateway (a REST or gateway proxy shared by the processes); empty = Discord's
+    discord_api_base: str = ""
+    discord_gateway_url: str = ""
 
     @property
     def db_path(self) -> Path:
