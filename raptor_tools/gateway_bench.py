@@ -80,12 +80,48 @@ def parse_all(payloads: list[dict], traced: bool) -> tuple[float, float]:
     return kept, elapsed
 
 
-async def measure(guilds: int, channels: int, roles: int) -> tuple[float, float]:
-    """(bytes of discord.py cache per guild, microseconds to parse one GUILD_CREATE)."""
+def message_create(guild: dict, n: int) -> dict:
+    """A member's MESSAGE_CREATE as a bot without the message-content intent gets it (text hidden)."""
+    return {
+        "id": str(10**18 + n),
+        "channel_id": guild["channels"][n % len(guild["channels"])]["id"],
+        "guild_id": guild["id"],
+        "author": {"id": str(5000 + n % 50), "username": "member", "discriminator": "0", "avatar": None},
+        "member": {"roles": [], "joined_at": "2026-01-01T00:00:00+00:00", "deaf": False, "mute": False},
+        "content": "",
+        "timestamp": "2026-01-01T00:00:00+00:00",
+        "edited_timestamp": None,
+        "tts": False,
+        "mention_everyone": False,
+        "mentions": [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": [],
+        "pinned": False,
+        "type": 0,
+        "flags": 0,
+    }
+
+
+def parse_messages(guild: dict, count: int) -> float:
+    """Seconds for discord.py to parse `count` MESSAGE_CREATEs into one guild's channels."""
+    client = discord.AutoShardedClient(intents=make_intents(False), shard_count=1)
+    state = client._connection
+    state.parse_guild_create(guild)
+    payloads = [message_create(guild, n) for n in range(count)]
+    started = time.perf_counter()
+    for payload in payloads:
+        state.parse_message_create(payload)
+    return time.perf_counter() - started
+
+
+async def measure(guilds: int, channels: int, roles: int, messages: int) -> tuple[float, float, float]:
+    """(bytes of discord.py cache per guild, microseconds to parse one GUILD_CREATE, one MESSAGE_CREATE)."""
     payloads = [guild_create(10_000 + g, channels, roles) for g in range(guilds)]
     _, elapsed = parse_all(payloads, traced=False)
     kept, _ = parse_all(payloads, traced=True)
-    return kept / guilds, elapsed / guilds * 1e6
+    per_message = parse_messages(payloads[0], messages) / messages * 1e6
+    return kept / guilds, elapsed / guilds * 1e6, per_message
 
 
 def identify_seconds(shards: int, max_concurrency: int) -> float:
@@ -99,12 +135,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--channels", type=int, default=30, help="text channels per guild")
     parser.add_argument("--roles", type=int, default=15, help="roles per guild")
     parser.add_argument("--shards", type=int, default=10, help="shards, for the start-up time")
+    parser.add_argument("--messages", type=int, default=20_000, help="MESSAGE_CREATEs to time")
     parser.add_argument("--max-concurrency", type=int, default=1, help="Discord's identify buckets")
     args = parser.parse_args(argv)
-    per_guild, parse_us = asyncio.run(measure(args.guilds, args.channels, args.roles))
+    per_guild, parse_us, message_us = asyncio.run(
+        measure(args.guilds, args.channels, args.roles, args.messages)
+    )
     print(f"guilds {args.guilds:,} of {args.channels} channels and {args.roles} roles")
     print(f"discord.py cache per guild: {per_guild / 1024:.1f} KiB; all guilds {per_guild * args.guilds / 2**20:.1f} MiB")
     print(f"GUILD_CREATE parse per guild: {parse_us:.0f} us; all guilds {parse_us * args.guilds / 1e6:.2f} s")
+    print(f"MESSAGE_CREATE parse: {message_us:.0f} us; 100 messages/s cost {message_us / 100:.1f}% of a core")
     print(
         f"{args.shards} shards, max_concurrency {args.max_concurrency}: the last shard identifies "
         f"{identify_seconds(args.shards, args.max_concurrency):.1f} s after the first"
