@@ -82,6 +82,14 @@ def point_at_endpoints(settings: Settings) -> None:
         log.info("Discord gateway at %s", settings.discord_gateway_url)
 
 
+def last_identify(recorded: str) -> float:
+    """The time a lock file records; 0 (long ago) for an empty or damaged one."""
+    try:
+        return float(recorded.strip() or 0.0)
+    except ValueError:
+        return 0.0
+
+
 def claim_identify_slot(path: Path, interval: float) -> float:
     """Wait (blocking: run in a thread) until the bucket's last IDENTIFY on this machine is `interval`
     seconds old, and record this one; the seconds waited. The lock file holds the last time."""
@@ -91,8 +99,7 @@ def claim_identify_slot(path: Path, interval: float) -> float:
             fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             handle.seek(0)
-            raw = handle.read().strip()
-            wait = max(0.0, float(raw or 0.0) + interval - time.time())
+            wait = min(interval, max(0.0, last_identify(handle.read()) + interval - time.time()))
             time.sleep(wait)
             handle.seek(0)
             handle.truncate()

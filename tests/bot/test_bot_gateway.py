@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from bot.__main__ import main, run
-from bot.gateway import ShardPlan, shard_plan
+from bot.gateway import ShardPlan, claim_identify_slot, shard_plan
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from tests.bot.conftest import GUILD, guild_payload
@@ -54,6 +54,16 @@ def test_python_m_bot_refuses_a_shard_range_outside_the_count(monkeypatch, tmp_p
     monkeypatch.setenv("RAPTOR_SHARD_COUNT", "2")  # the flag below overrides the environment
     assert main(["--shard-count", "3", "--shards", "2-3"]) == 2
     assert "RAPTOR_SHARDS (--shards) 2-3 is not a range within shards 0-2." in caplog.text
+
+
+def test_identify_slot_waits_for_the_last_identify_recorded_in_the_lock_file(tmp_path):
+    lock = tmp_path / "identify" / "bucket-0.lock"
+    assert claim_identify_slot(lock, 0.3) == 0.0  # nobody identified yet
+    assert 0.0 < claim_identify_slot(lock, 0.3) <= 0.3  # the slot just taken must age first
+    lock.write_text("garbage")  # a damaged file is a slot taken long ago, not a crash
+    assert claim_identify_slot(lock, 0.3) == 0.0
+    lock.write_text(str(10**12))  # a time in the future (a clock set back) waits one interval at most
+    assert claim_identify_slot(lock, 0.3) == 0.3
 
 
 async def start_and_stop(fake_api, settings, embedder, shards: int) -> list[str]:
