@@ -28,8 +28,9 @@ START_SECONDS = 300.0  # loading the model and UMAP's compiled code on a busy ma
 
 
 def bot_env(fake_api, data_dir: Path) -> dict[str, str]:
-    """The environment of one bot process: the fake Discord, its own data directory, no cooldown."""
-    env = dict(os.environ)
+    """The environment of one bot process: the fake Discord, its own data directory, no cooldown; none
+    of the developer's own settings (an LLM key would reach the network)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAPTOR_", "OPENAI_", "DISCORD_"))}
     env.update(
         DISCORD_TOKEN="fake-token",
         RAPTOR_DISCORD_API_BASE=fake_api.base,
