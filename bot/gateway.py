@@ -45,8 +45,9 @@ class ShardPlan:
         if self.count is None:
             return "Discord's recommended shard count, all shards in this process"
         ids = self.ids if self.ids is not None else list(range(self.count))
-        span = f"{ids[0]}-{ids[-1]}" if len(ids) > 1 else str(ids[0])
-        return f"shards {span} of {self.count}"
+        if len(ids) == 1:
+            return f"shard {ids[0]} of {self.count}"
+        return f"shards {ids[0]}-{ids[-1]} of {self.count}"
 
 
 def shard_plan(settings: Settings) -> ShardPlan:

@@ -20,16 +20,17 @@ OTHER_CHANNELS = (410, 411, 412)
 
 
 @pytest.mark.parametrize(
-    ("count", "shards", "plan"),
+    ("count", "shards", "plan", "logged"),
     [
-        (0, "", ShardPlan(None, None)),
-        (4, "", ShardPlan(4, None)),
-        (4, "1-2", ShardPlan(4, [1, 2])),
-        (4, "3", ShardPlan(4, [3])),
+        (0, "", ShardPlan(None, None), "Discord's recommended shard count, all shards in this process"),
+        (4, "", ShardPlan(4, None), "shards 0-3 of 4"),
+        (4, "1-2", ShardPlan(4, [1, 2]), "shards 1-2 of 4"),
+        (4, "3", ShardPlan(4, [3]), "shard 3 of 4"),
     ],
 )
-def test_shard_settings_become_discord_py_shard_ids(count, shards, plan):
+def test_shard_settings_become_discord_py_shard_ids(count, shards, plan, logged):
     assert shard_plan(Settings(shard_count=count, shards=shards)) == plan
+    assert plan.describe() == logged
 
 
 @pytest.mark.parametrize(

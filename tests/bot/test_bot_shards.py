@@ -134,7 +134,7 @@ async def test_two_processes_each_serve_only_the_guilds_of_their_shard(fake_api,
     for shard, text in enumerate(logs):
         guild, channels = GUILDS[shard]
         other = GUILDS[1 - shard][1][0]
-        assert f"gateway: shards {shard} of 2" in text
+        assert f"gateway: shard {shard} of 2" in text
         assert f"in {channels[0]} done" in text and f"in {other} done" not in text
         assert "identifying (bucket 0 of 1" in text
         kbs = knowledge_bases(tmp_path / f"data-{shard}", embedder)
