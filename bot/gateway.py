@@ -129,7 +129,7 @@ class IdentifyGate:
         bucket = shard % self.max_concurrency
         path = self.lock_dir / f"{self._key(client)}-bucket-{bucket}.lock"
         lock = self._buckets.setdefault(bucket, asyncio.Lock())
-        async with lock:  # the thread below must not hold the file lock against a sibling shard
+        async with lock:  # shards of one bucket queue here, not as threads blocked on the file lock
             waited = await asyncio.to_thread(claim_identify_slot, path, self.interval)
         log.info(
             "shard %d identifying (bucket %d of %d; waited %.1f s for Discord's one identify per 5 s per bucket)",
