@@ -39,8 +39,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--log-level", default=os.environ.get("RAPTOR_LOG_LEVEL", "INFO"), help="logging level"
     )
-    parser.add_argument("--shard-count", type=int, help="total shards of the bot (RAPTOR_SHARD_COUNT)")
-    parser.add_argument("--shards", help="this process's shards, e.g. 0-3 (RAPTOR_SHARDS)")
+    parser.add_argument(
+        "--shard-count", type=int, metavar="N", help="total shards of the bot (RAPTOR_SHARD_COUNT)"
+    )
+    parser.add_argument("--shards", metavar="A-B", help="this process's shards, e.g. 0-3 (RAPTOR_SHARDS)")
     return parser.parse_args(argv)
 
 
