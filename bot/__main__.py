@@ -1,4 +1,6 @@
-"""`python -m bot [--sync]`: run the Discord bot with settings from the environment and `.env`.
+"""`python -m bot [--sync] [--shard-count N --shards A-B]`: run the Discord bot with settings from the
+environment and `.env`. Without shard options it runs every shard Discord recommends; with them, one
+process per range of shards (docs/SCALING.md).
 
 --sync pushes the slash commands to Discord (instantly to DISCORD_DEV_GUILD when set, else globally);
 without it the commands are not synced, so restarts do not hit Discord's command rate limits.
@@ -22,6 +24,7 @@ from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 
 from .client import RaptorBot
+from .gateway import point_at_endpoints, shard_plan
 
 log = logging.getLogger("bot")
 
@@ -36,6 +39,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--log-level", default=os.environ.get("RAPTOR_LOG_LEVEL", "INFO"), help="logging level"
     )
+    parser.add_argument(
+        "--shard-count", type=int, metavar="N", help="total shards of the bot (RAPTOR_SHARD_COUNT)"
+    )
+    parser.add_argument("--shards", metavar="A-B", help="this process's shards, e.g. 0-3 (RAPTOR_SHARDS)")
     return parser.parse_args(argv)
 
 
@@ -92,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging(args.log_level)
     try:
-        settings = Settings.from_env()
+        settings = Settings.from_env(shard_count=args.shard_count, shards=args.shards)
+        log.info("gateway: %s", shard_plan(settings).describe())
     except ValueError as error:
         log.error("%s", error)
         return 2
@@ -102,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     log.info("settings: %s", settings.redacted())
+    point_at_endpoints(settings)
     return asyncio.run(run(settings, args.sync, env_flag("DISCORD_MESSAGE_CONTENT")))
 
 

@@ -25,6 +25,7 @@ from raptor_engine.ratelimit import QuestionLimiter
 
 from .answering import handle_follow_up
 from .commands import auto_ingest, cogs
+from .gateway import IdentifyGate, shard_plan
 from .jobs import MIN_EDIT_INTERVAL_SECONDS, TOKEN_LIFETIME_SECONDS, BuildJobs
 from .kb import guild_prefix, kb_for_channel, kb_name
 from .permissions import Cooldown
@@ -48,8 +49,10 @@ def make_intents(message_content: bool) -> discord.Intents:
     return intents
 
 
-class RaptorBot(commands.Bot):
-    """A discord.py Bot (for its Cogs; it has no prefix commands) over one raptor_engine.Engine."""
+class RaptorBot(commands.AutoShardedBot):
+    """A discord.py Bot (for its Cogs; it has no prefix commands) over one raptor_engine.Engine.
+
+    Sharded (see gateway.py): Discord's recommended shard count, or the range the settings name."""
 
     def __init__(
         self,
@@ -63,12 +66,16 @@ class RaptorBot(commands.Bot):
         token_lifetime: float = TOKEN_LIFETIME_SECONDS,
         shutdown_grace: float = SHUTDOWN_GRACE_SECONDS,
     ):
+        plan = shard_plan(settings)
         super().__init__(
             command_prefix=(),  # slash commands only: no message is ever parsed as a command
             help_command=None,
             intents=make_intents(message_content),
             allowed_mentions=discord.AllowedMentions.none(),
+            shard_count=plan.count,
+            shard_ids=plan.ids,
         )
+        self.identify_gate = IdentifyGate(settings.cache_dir / "identify")
         self.settings = settings
         self.engine = engine
         self.sync_on_start = sync
@@ -146,8 +153,12 @@ class RaptorBot(commands.Bot):
         name = getattr(command, "qualified_name", "?")
         log.info("/%s by %s in %s done", name, interaction.user.id, interaction.channel_id)
 
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        await self.identify_gate.wait(self, shard_id)
+
     async def on_ready(self) -> None:
-        log.info("connected as %s to %d guild(s)", self.user, len(self.guilds))
+        shards = f"shards {sorted(self.shards)} of {self.shard_count}"
+        log.info("connected as %s to %d guild(s) on %s", self.user, len(self.guilds), shards)
 
     # ------------------------------------------------------------------ errors
 

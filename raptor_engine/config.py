@@ -92,6 +92,12 @@ class Settings:
     manager_role: str = ""
     max_concurrent_builds: int = 2
     ask_cooldown_seconds: float = 10.0
+    # sharded gateway: 0 shards = Discord's recommended count, all in this process (see docs/SCALING.md)
+    shard_count: int = 0
+    shards: str = ""  # this process's shard ids, "A-B" or "A" (needs shard_count); empty = all of them
+    # another Discord API / gateway (a REST or gateway proxy shared by the processes); empty = Discord's
+    discord_api_base: str = ""
+    discord_gateway_url: str = ""
 
     @property
     def db_path(self) -> Path:
@@ -180,6 +186,7 @@ ENV_SECTIONS: dict[str, str] = {
         "server, LM Studio: their /v1 URL likewise."
     ),
     "Discord bot": "",
+    "Sharded gateway": "See docs/SCALING.md.",
     "Tooling": "Read by `raptor bench` and `raptor eval`.",
 }
 
@@ -315,5 +322,27 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Tooling",
         "Where the evaluation sets live; empty looks for ../shared/evaldata beside the checkout.",
         default="",
+    ),
+    "RAPTOR_SHARD_COUNT": EnvDoc(
+        "Sharded gateway",
+        "Total shards of the bot; 0 = Discord's recommended count (GET /gateway/bot), all in this process. Discord "
+        "sends a guild's events to shard (guild_id >> 22) % RAPTOR_SHARD_COUNT. Same as --shard-count.",
+    ),
+    "RAPTOR_SHARDS": EnvDoc(
+        "Sharded gateway",
+        "The shards this process runs: one id (3) or a range (0-3) within 0..RAPTOR_SHARD_COUNT-1; empty = all. Run "
+        "one process per range, each with its own RAPTOR_DATA_DIR. Same as --shards. Shards identify one per 5 s "
+        "per max_concurrency bucket; processes on one machine pace each other through lock files in "
+        "RAPTOR_CACHE_DIR/identify.",
+    ),
+    "RAPTOR_DISCORD_API_BASE": EnvDoc(
+        "Sharded gateway",
+        "Another Discord REST API base (e.g. http://127.0.0.1:8080 for a REST proxy shared by the processes); "
+        "empty = Discord's own.",
+    ),
+    "RAPTOR_DISCORD_GATEWAY_URL": EnvDoc(
+        "Sharded gateway",
+        "A gateway proxy's URL; empty = Discord's. It applies with a shard count set; without one, the URL is the "
+        "one GET /gateway/bot returns (from the API base above).",
     ),
 }

@@ -93,12 +93,12 @@ def member_payload(
     return data
 
 
-def thread_payload(tid: int, parent: int, name: str, owner: int = BOT_ID) -> dict:
+def thread_payload(tid: int, parent: int, name: str, owner: int = BOT_ID, guild: int = GUILD) -> dict:
     return {
         "id": str(tid),
         "type": 11,
         "parent_id": str(parent),
-        "guild_id": str(GUILD),
+        "guild_id": str(guild),
         "name": name,
         "owner_id": str(owner),
         "message_count": 0,
@@ -182,8 +182,9 @@ def message_problems(body: dict, creating: bool) -> list[str]:
     return problems
 
 
-def guild_payload() -> dict:
-    """The test guild as GUILD_CREATE carries it: two text channels, a forum, a manager role."""
+def guild_payload(guild: int = GUILD, channels: tuple[int, int, int] = (CHAN_A, CHAN_B, FORUM)) -> dict:
+    """A test guild as GUILD_CREATE carries it: two text channels, a forum, a manager role."""
+    chan_a, chan_b, forum = channels
     role = {
         "color": 0,
         "hoist": False,
@@ -192,21 +193,21 @@ def guild_payload() -> dict:
         "permissions": MEMBER_PERMISSIONS,
     }
     return {
-        "id": str(GUILD),
+        "id": str(guild),
         "name": "guild",
         "unavailable": False,
         "member_count": 3,
         "roles": [
-            dict(role, id=str(GUILD), name="@everyone", position=0),
+            dict(role, id=str(guild), name="@everyone", position=0),
             dict(role, id=str(MANAGER_ROLE), name="KB Managers", position=1),
         ],
         "emojis": [],
         "members": [],
         "channels": [
-            {"id": str(CHAN_A), "type": 0, "name": "docs-a", "position": 0, "permission_overwrites": []},
-            {"id": str(CHAN_B), "type": 0, "name": "docs-b", "position": 1, "permission_overwrites": []},
+            {"id": str(chan_a), "type": 0, "name": "docs-a", "position": 0, "permission_overwrites": []},
+            {"id": str(chan_b), "type": 0, "name": "docs-b", "position": 1, "permission_overwrites": []},
             {
-                "id": str(FORUM),
+                "id": str(forum),
                 "type": 15,
                 "name": "forum",
                 "position": 2,
@@ -259,9 +260,17 @@ class FakeDiscord:
         self.rejections: list[tuple[str, str, list[str]]] = []
         self.synced: dict[str, list[dict]] = {}
         self.on_thread_created: Any = None
-        self.identify: dict | None = None  # what the bot sent to the gateway
+        self.identify: dict | None = None  # what the bot sent to the gateway (the last IDENTIFY)
         self.gateway_closed: int | None = None  # the close code the bot used
         self.refuse_privileged = False  # close with 4014, as Discord does for intents not enabled
+        # sharding: what GET /gateway/bot recommends, the guilds, one connection per shard
+        self.recommended_shards = 1
+        self.max_concurrency = 1
+        self.guilds: dict[int, dict] = {GUILD: guild_payload()}
+        self.shards: dict[int, tuple[web.WebSocketResponse, itertools.count]] = {}  # shard id -> socket, seq
+        self.shard_count: int | None = None  # as the bots identified
+        self.identifies: list[tuple[float, int]] = []  # (time, shard id) of every IDENTIFY
+        self.identify_too_fast: list[str] = []  # IDENTIFYs Discord would refuse: same bucket within 5 s
 
     # ------------------------------------------------------------------ test-side helpers
 
@@ -318,6 +327,67 @@ class FakeDiscord:
                 raise AssertionError(f"timed out waiting for {what}; last calls: {self.calls[-5:]}")
             await asyncio.sleep(0.02)
 
+    async def replies_done(self, token: str, predicate: Any = None, what: str = "replies") -> list[dict]:
+        """Wait until the interaction's original response is no longer 'thinking' (and `predicate` holds)."""
+
+        def ready() -> Any:
+            info = self.tokens[token]
+            original = self.original(token)
+            if not info.responded:
+                return None
+            if original is not None and original["flags"] & 128:
+                return None
+            replies = self.replies(token)
+            if predicate is not None and not predicate(replies):
+                return None
+            return replies or [{}]
+
+        return await self.wait_for(ready, what=what)
+
+    def interaction(
+        self,
+        itype: int,
+        data: dict,
+        channel: dict,
+        user: int,
+        *,
+        guild: int = GUILD,
+        permissions: str | None = None,
+        roles: list[int] | None = None,
+        app_permissions: str = BOT_PERMISSIONS,
+        message: dict | None = None,
+    ) -> tuple[str, dict]:
+        """An INTERACTION_CREATE payload whose token this fake will answer; (token, payload)."""
+        iid = snowflake()
+        token = f"tok-{iid}"
+        self.tokens[token] = TokenInfo(iid, int(channel["id"]))
+        if message is not None:
+            self.tokens[token].component_message_id = int(message["id"])
+        names = {ALICE: "alice", BOB: "bob", CAROL: "carol"}
+        if permissions is None:
+            permissions = ALL_PERMISSIONS if user == ALICE else MEMBER_PERMISSIONS
+        payload = {
+            "id": str(iid),
+            "application_id": str(APP_ID),
+            "type": itype,
+            "token": token,
+            "version": 1,
+            "guild_id": str(guild),
+            "channel_id": channel["id"],
+            "channel": channel,
+            "member": member_payload(user, names.get(user, f"user{user}"), roles, permissions),
+            "locale": "en-US",
+            "guild_locale": "en-US",
+            "entitlements": [],
+            "authorizing_integration_owners": {},
+            "app_permissions": app_permissions,
+            "attachment_size_limit": ATTACHMENT_LIMIT,
+            "data": data,
+        }
+        if message is not None:
+            payload["message"] = message
+        return token, payload
+
     # ------------------------------------------------------------------ message store
 
     def _store(
@@ -327,7 +397,7 @@ class FakeDiscord:
         message = {
             "id": str(mid),
             "channel_id": str(channel_id),
-            "guild_id": str(GUILD),
+            "guild_id": str(self.guild_of_channel(channel_id)),
             "author": author or user_payload(BOT_ID, "raptor", True),
             "content": body.get("content") or "",
             "timestamp": NOW,
@@ -449,6 +519,8 @@ class FakeDiscord:
 
     async def _route(self, method: str, path: str, body: dict) -> web.Response:
         seg = path.split("/")
+        if path == "gateway/bot":
+            return J(self.gateway_bot())
         if path == "users/@me":
             return J(user_payload(BOT_ID, "raptor", True))
         if path == "oauth2/applications/@me":
@@ -587,18 +659,60 @@ class FakeDiscord:
         if rest and rest[-1] == "threads" and method == "POST":
             if bad := self._invalid(method, "/threads", {"name": body.get("name", "")}, False):
                 return bad
-            thread = thread_payload(snowflake(), channel_id, body["name"])
+            thread = thread_payload(
+                snowflake(), channel_id, body["name"], guild=self.guild_of_channel(channel_id)
+            )
             if self.on_thread_created is not None:
                 self.on_thread_created(dict(thread, newly_created=True))
             return J(thread)
         return error(404, 0, f"fake Discord has no channel route {method} {rest}")
 
+    # ------------------------------------------------------------------ gateway (sharded)
+
+    def guild_of_channel(self, channel_id: int) -> int:
+        for gid, guild in self.guilds.items():
+            if any(int(c["id"]) == channel_id for c in guild["channels"]):
+                return gid
+        return GUILD
+
+    def shard_of(self, guild_id: int) -> int:
+        """Discord's routing: a guild's events go to shard (guild_id >> 22) % shard_count."""
+        return (guild_id >> 22) % (self.shard_count or 1)
+
+    def gateway_bot(self) -> dict:
+        """GET /gateway/bot: the gateway URL, the recommended shard count and the session start limits."""
+        return {
+            "url": self.base.replace("http://", "ws://") + "/gateway/",
+            "shards": self.recommended_shards,
+            "session_start_limit": {
+                "total": 1000,
+                "remaining": 999,
+                "reset_after": 14_400_000,
+                "max_concurrency": self.max_concurrency,
+            },
+        }
+
+    def _check_identify_rate(self, shard_id: int) -> None:
+        """Discord allows one IDENTIFY per 5 s per bucket (shard_id % max_concurrency)."""
+        now = time.monotonic()
+        bucket = shard_id % self.max_concurrency
+        for at, other in self.identifies:
+            if other % self.max_concurrency == bucket and now - at < 5.0:
+                self.identify_too_fast.append(f"shard {shard_id} {now - at:.2f} s after shard {other}")
+        self.identifies.append((now, shard_id))
+
+    async def dispatch(self, guild_id: int, event: str, data: dict) -> None:
+        """Send a gateway event on the connection of the shard that owns the guild, as Discord does."""
+        ws, seq = self.shards[self.shard_of(guild_id)]
+        await ws.send_json({"op": 0, "t": event, "s": next(seq), "d": data})
+
     async def gateway(self, request: web.Request) -> web.WebSocketResponse:
-        """Enough of the gateway for a client to connect, identify, get READY and the guild, and close."""
+        """Enough of the gateway for a shard to connect, identify, get READY and its guilds, and close."""
         ws = web.WebSocketResponse()
         await ws.prepare(request)
         await ws.send_json({"op": 10, "d": {"heartbeat_interval": 45_000}})
-        seq = 0
+        seq = itertools.count(1)
+        shard_id: int | None = None
         async for frame in ws:
             payload = json.loads(frame.data)
             if payload["op"] == 1:
@@ -608,18 +722,26 @@ class FakeDiscord:
                 if self.refuse_privileged and payload["d"]["intents"] & (1 << 15):
                     await ws.close(code=4014, message=b"Disallowed intent(s).")
                     break
+                shard_id, self.shard_count = payload["d"].get("shard") or [0, 1]
+                if shard_id in self.shards:  # Discord closes a second session of one shard
+                    await ws.close(code=4010, message=b"Invalid shard.")
+                    break
+                self._check_identify_rate(shard_id)
+                self.shards[shard_id] = (ws, seq)
+                owned = [g for gid, g in self.guilds.items() if self.shard_of(gid) == shard_id]
                 ready = {
                     "v": 10,
                     "user": user_payload(BOT_ID, "raptor", True),
-                    "guilds": [{"id": str(GUILD), "unavailable": True}],
-                    "session_id": "session",
+                    "guilds": [{"id": g["id"], "unavailable": True} for g in owned],
+                    "session_id": f"session-{shard_id}",
                     "resume_gateway_url": str(request.url),
-                    "shard": [0, 1],
+                    "shard": [shard_id, self.shard_count],
                     "application": {"id": str(APP_ID), "flags": 0},
                 }
-                for event, data in (("READY", ready), ("GUILD_CREATE", guild_payload())):
-                    seq += 1
-                    await ws.send_json({"op": 0, "t": event, "s": seq, "d": data})
+                for event, data in [("READY", ready)] + [("GUILD_CREATE", g) for g in owned]:
+                    await ws.send_json({"op": 0, "t": event, "s": next(seq), "d": data})
+        if shard_id is not None and self.shards.get(shard_id, (None,))[0] is ws:
+            del self.shards[shard_id]
         self.gateway_closed = ws.close_code
         return ws
 
@@ -675,35 +797,16 @@ class Harness:
         app_permissions: str = BOT_PERMISSIONS,
         message: dict | None = None,
     ) -> str:
-        iid = snowflake()
-        token = f"tok-{iid}"
-        self.fake.tokens[token] = TokenInfo(iid, channel_id)
-        if message is not None:
-            self.fake.tokens[token].component_message_id = int(message["id"])
-        names = {ALICE: "alice", BOB: "bob", CAROL: "carol"}
-        if permissions is None:
-            permissions = ALL_PERMISSIONS if user == ALICE else MEMBER_PERMISSIONS
-        channel = self._channel_payload(channel_id)
-        payload = {
-            "id": str(iid),
-            "application_id": str(APP_ID),
-            "type": itype,
-            "token": token,
-            "version": 1,
-            "guild_id": str(GUILD),
-            "channel_id": str(channel_id),
-            "channel": channel,
-            "member": member_payload(user, names.get(user, f"user{user}"), roles, permissions),
-            "locale": "en-US",
-            "guild_locale": "en-US",
-            "entitlements": [],
-            "authorizing_integration_owners": {},
-            "app_permissions": app_permissions,
-            "attachment_size_limit": ATTACHMENT_LIMIT,
-            "data": data,
-        }
-        if message is not None:
-            payload["message"] = message
+        token, payload = self.fake.interaction(
+            itype,
+            data,
+            self._channel_payload(channel_id),
+            user,
+            permissions=permissions,
+            roles=roles,
+            app_permissions=app_permissions,
+            message=message,
+        )
         self.state.parse_interaction_create(payload)
         return token
 
@@ -846,21 +949,7 @@ class Harness:
     # ------------------------------------------------------------------ reading results
 
     async def replies_done(self, token: str, predicate: Any = None, what: str = "replies") -> list[dict]:
-        """Wait until the interaction's original response is no longer 'thinking' (and `predicate` holds)."""
-
-        def ready() -> Any:
-            info = self.fake.tokens[token]
-            original = self.fake.original(token)
-            if not info.responded:
-                return None
-            if original is not None and original["flags"] & 128:
-                return None
-            replies = self.fake.replies(token)
-            if predicate is not None and not predicate(replies):
-                return None
-            return replies or [{}]
-
-        return await self.fake.wait_for(ready, what=what)
+        return await self.fake.replies_done(token, predicate, what)
 
 
 def text_of(message: dict) -> str:
