@@ -101,7 +101,8 @@ def safe_filename(name: str) -> str:
     base = strip_invisible("".join(ch for ch in base if ch.isprintable() or ch.isspace()))
     while ".." in base:
         base = base.replace("..", ".")
-    base = re.sub(r"\s+", " ", base).strip().lstrip(".").strip()
+    # Leading dots and spaces go together: ". .txt" must not leave ".txt" for a second call to strip.
+    base = re.sub(r"^[\s.]+", "", re.sub(r"\s+", " ", base)).strip()
     if not base:
         raise IngestError(_UNNAMED, "has no usable file name.")
     if len(base) > MAX_NAME_CHARS:

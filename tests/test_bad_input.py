@@ -316,6 +316,7 @@ def test_fuzz_chunks_of_paged_and_headed_documents(embedder, blocks, limit):
 
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(raw=st.text(max_size=40), ext=st.sampled_from([".txt", ".pdf", ".exe", ""]))
+@example(raw=". ", ext=".txt")  # leading dots and spaces mixed: stripped in one call, not two
 def test_fuzz_safe_filename_never_escapes_and_is_idempotent(raw, ext):
     try:
         name = safe_filename(raw + ext)
