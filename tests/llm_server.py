@@ -115,6 +115,7 @@ class FakeLLMServer:
     stream_chunk_delay: float = 0.0  # seconds before each streamed piece (a word and its space)
     always_fail: str | None = None  # a FAULTS kind applied to every request while set
     unsupported_params: set[str] = field(default_factory=set)  # answered with 400, as some models do
+    pause_after: int | None = None  # a streamed reply waits after this many pieces until release()
     host: str = "127.0.0.1"
 
     requests: list[RecordedRequest] = field(default_factory=list)
@@ -126,6 +127,7 @@ class FakeLLMServer:
         self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
         self._lock = threading.Lock()
+        self._released = threading.Event()  # a threading.Event: released from any thread or loop
         self.port: int | None = None
 
     # ---- scripting -------------------------------------------------------------------------
@@ -149,6 +151,10 @@ class FakeLLMServer:
     def stream_at(self, tokens_per_second: float) -> None:
         """Stream replies at this many pieces (about a token each) a second; 0 sends them at once."""
         self.stream_chunk_delay = 1 / tokens_per_second if tokens_per_second > 0 else 0.0
+
+    def release(self) -> None:
+        """Let streamed replies paused by `pause_after` go on (see `pause_after`)."""
+        self._released.set()
 
     def outcomes(self) -> list[str]:
         return [r.outcome for r in self.requests]
@@ -368,7 +374,9 @@ class FakeLLMServer:
             return f"data: {json.dumps(chunk)}\n\n".encode()
 
         await response.write(event({"role": "assistant", "content": ""}, None))
-        for piece in pieces:
+        for sent, piece in enumerate(pieces):
+            if sent == self.pause_after:
+                await asyncio.to_thread(self._released.wait, self.hang_seconds)
             if self.stream_chunk_delay:
                 await asyncio.sleep(self.stream_chunk_delay)
             if record.first_token_at is None:
