@@ -293,14 +293,18 @@ class LLMClient:
                     adaptations += 1  # not the server failing: send again at once without the parameter
                     continue
                 sent += raw.retries_taken + 1 if raw is not None else _requests_sent(exc)
-                failure = _classify(exc, self.timeout)
-                if not failure.retryable or sent > self.retries:
-                    log.warning("LLM %s failed for good (%d requests): %r", what, sent, exc)
-                    raise self._give_up(failure, sent, what) from exc
-                delay = self.backoff_delay(sent - 1)
-                log.info("LLM %s got a malformed reply (%s); sending again in %.2f s", what, exc, delay)
-                await asyncio.sleep(delay)
+                await self._pause_or_give_up(exc, sent, what)
 
+    async def _pause_or_give_up(self, exc: BaseException, sent: int, what: str, *, resend: bool = False) -> None:
+        """After `sent` requests failed, the last with `exc`: wait before sending again, or raise
+        `BackendError` when the failure is not ours to retry (`resend` makes it so) or the budget is spent."""
+        failure = _classify(exc, self.timeout)
+        if not (failure.retryable or resend) or sent > self.retries:
+            log.warning("LLM %s failed for good (%d requests): %r", what, sent, exc)
+            raise self._give_up(failure, sent, what) from exc
+        delay = self.backoff_delay(sent - 1)
+        log.info("LLM %s failed (%r); sending again in %.2f s", what, exc, delay)
+        await asyncio.sleep(delay)
 
     # ---- streaming ---------------------------------------------------------------------------
 
@@ -350,15 +354,8 @@ class LLMClient:
                     if self._refuses_streaming(cause):
                         return await self._complete_then_show(messages, model, max_tokens, on_text, what)
                     sent += raw.retries_taken + 1 if raw is not None else _requests_sent(cause)
-                    failure = _classify(cause, self.timeout)
-                    if broken:
-                        failure = _Failure(True, failure.reason)  # nothing shown yet: sending again is safe
-                    if not failure.retryable or sent > self.retries:
-                        log.warning("LLM %s stream failed for good (%d requests): %r", what, sent, cause)
-                        raise self._give_up(failure, sent, what) from cause
-                    delay = self.backoff_delay(sent - 1)
-                    log.info("LLM %s stream failed before any text (%r); again in %.2f s", what, cause, delay)
-                    await asyncio.sleep(delay)
+                    # a stream broken before anything was shown is safe to send again
+                    await self._pause_or_give_up(cause, sent, what, resend=broken)
 
     def stream_params(self, max_tokens: int) -> dict[str, Any]:
         params = self.request_params(max_tokens)
