@@ -65,8 +65,8 @@ class StreamedReply:
 
     @property
     def started(self) -> bool:
-        """Whether any of the answer was shown (a reply that never streamed is sent as before)."""
-        return bool(self.sent) and not self.failed
+        """Whether the answer streamed (shown, or about to be); one that never did is sent as before."""
+        return (self._task is not None or bool(self.sent)) and not self.failed
 
     async def show(self, text: str) -> None:
         """The text so far (the engine's `on_text`): shown by the next edit, never waits for Discord."""

@@ -148,3 +148,30 @@ async def test_markup_and_mentions_in_a_streamed_answer_stay_inert(make_harness,
     for version in h.fake.versions[int(h.fake.original(token)["id"])]:
         assert "**was**" not in version and "@everyone" not in version.replace("\\@everyone", "")
         assert "<@123>" not in version
+
+
+class Sent:
+    """A message as StreamedReply sees one: it can be edited."""
+
+    def __init__(self, log: list, content: str):
+        self.log = log
+        self.content = content
+        log.append(("send", content))
+
+    async def edit(self, **kwargs):
+        self.content = kwargs.get("content") or ""
+        self.log.append(("edit", self.content))
+        return self
+
+
+async def test_an_answer_finished_before_its_first_edit_is_sent_once_without_a_cursor():
+    log: list = []
+
+    async def send(content, embeds, view):
+        return Sent(log, content)
+
+    stream = streaming.StreamedReply(send, send, interval=0)
+    await stream.show("Margaret Hale [1].")  # the whole answer at once (a server that would not stream)
+    sent = await streaming.deliver(stream, [streaming.OutMessage(content="Margaret Hale [1].")], None, None)
+    assert [m.content for m in sent] == ["Margaret Hale [1]."]
+    assert all(CURSOR not in text for _, text in log) and [kind for kind, _ in log] == ["send"]
