@@ -261,3 +261,14 @@ async def test_usage_of_a_streamed_answer_is_counted(server, tmp_path):
 def test_the_test_server_refuses_unknown_faults():
     with pytest.raises(ValueError):
         FakeLLMServer().fail_next("nonsense")
+
+
+async def test_a_streamed_answer_cut_by_the_token_limit_ends_as_the_plain_one(server, tmp_path):
+    server.finish_reason = "length"
+    server.responder = lambda body: "Cinderella lost a slipper [1]. The prince searched the whole"
+    answerer = answerer_for(server, tmp_path)
+    plain = await answerer.answer("q", context_nodes(), [])
+    screen = Screen()
+    streamed = await answerer.answer_stream("q", context_nodes(), [], screen.visible)
+    assert streamed.text == plain.text == "Cinderella lost a slipper [1]."
+    assert screen.shown[-1].endswith("the whole")  # shown as written; the finished text trims it
