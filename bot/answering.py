@@ -15,7 +15,7 @@ import discord
 from raptor_engine.engine import EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
 from raptor_engine.smalltalk import Act, small_talk_act
-from raptor_engine.types import Answer, Turn
+from raptor_engine.types import Answer, TextCallback, Turn
 
 from .kb import home_channel_id, kb_for_channel
 from .permissions import cooldown_text
@@ -23,6 +23,7 @@ from .render import OutMessage, inert, inert_answer, plain_name, render_answer, 
 from .replies import Replier, tell
 from .services import Services
 from .state import ThreadRecord
+from .streaming import StreamedReply, deliver, thread_senders
 from .views import answer_view
 
 log = logging.getLogger(__name__)
@@ -66,12 +67,25 @@ def question_refusal(services: Services, user_id: int, question: str) -> str | N
 
 
 async def ask_engine(
-    services: Services, kb: str, question: str, mode: str, history: list[Turn], asked_by: str
+    services: Services,
+    kb: str,
+    question: str,
+    mode: str,
+    history: list[Turn],
+    asked_by: str,
+    on_text: TextCallback | None = None,
 ) -> Answer | None:
-    """The engine's answer from the last complete tree, or None when the knowledge base is empty."""
+    """The engine's answer from the last complete tree, or None when the knowledge base is empty.
+    `on_text` shows an LLM's answer while it is written (see bot/streaming.py)."""
     try:
         return await services.engine.ask(
-            kb, question, mode=mode, budget=services.settings.budget, history=history, asked_by=asked_by
+            kb,
+            question,
+            mode=mode,
+            budget=services.settings.budget,
+            history=history,
+            asked_by=asked_by,
+            on_text=on_text,
         )
     except (EmptyKnowledgeBaseError, NotFoundError):
         return None
@@ -111,21 +125,24 @@ async def handle_ask(
     record = await services.state.thread(channel.id) if isinstance(channel, discord.Thread) else None
     history = await services.state.history(record.thread_id) if record else []
     question = truncate(question.strip(), MAX_QUESTION_CHARS)
+    stream = StreamedReply(replier.send, replier.send)
     try:
-        answer = await ask_engine(services, kb, question, mode, history, str(interaction.user))
+        answer = await ask_engine(services, kb, question, mode, history, str(interaction.user), stream.show)
     except RaptorError as error:
         log.warning("ask in %s refused: %s", kb, error)
+        await stream.stop()
         await replier.send(f"⚠️ {inert(str(error))}")
         return
     except Exception:
         log.exception("ask in %s failed", kb)
+        await stream.stop()
         await replier.send(f"⚠️ {FAILED}")
         return
     if answer is None:
         await replier.send(empty_text(services, kb))
         return
     messages, view = await prepare(services, kb, answer)
-    sent = await replier.send_all(messages, view)
+    sent = await deliver(stream, messages, view, replier.send_all)
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
     if record is not None:
         await services.state.add_turns(record.thread_id, [Turn("user", question), Turn("assistant", answer.text)])
@@ -195,32 +212,27 @@ async def handle_follow_up(
         return
     question = truncate(question, MAX_QUESTION_CHARS)
     history = await services.state.history(record.thread_id)
+    stream = StreamedReply(*thread_senders(message))
     try:
         async with message.channel.typing():
-            answer = await ask_engine(services, kb, question, "collapsed", history, str(message.author))
+            answer = await ask_engine(
+                services, kb, question, "collapsed", history, str(message.author), stream.show
+            )
     except RaptorError as error:
         log.warning("follow-up in %s refused: %s", kb, error)
+        await stream.stop()
         await _reply(message, f"⚠️ {inert(str(error))}")
         return
     except Exception:
         log.exception("follow-up in %s failed", kb)
+        await stream.stop()
         await _reply(message, f"⚠️ {FAILED}")
         return
     if answer is None:
         await _reply(message, empty_text(services, kb))
         return
     messages, view = await prepare(services, kb, answer)
-    for i, out in enumerate(messages):
-        last = i == len(messages) - 1
-        kwargs: dict = {"embeds": out.embeds}
-        if out.content:
-            kwargs["content"] = out.content
-        if last and view is not None:
-            kwargs["view"] = view
-        if i == 0:
-            await message.reply(mention_author=False, **kwargs)
-        else:
-            await message.channel.send(**kwargs)
+    await deliver(stream, messages, view, stream.send_all)
     await services.state.add_turns(record.thread_id, [Turn("user", question), Turn("assistant", answer.text)])
     log.info("follow-up answered in thread %s (%s)", record.thread_id, kb)
 

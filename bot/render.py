@@ -227,7 +227,8 @@ def group_embeds(embeds: list[discord.Embed]) -> list[list[discord.Embed]]:
 
 def render_answer(answer: Answer) -> list[OutMessage]:
     """The answer's text in ≤2,000-character messages, the sources embeds riding on the last of them."""
-    chunks = split_text(inert_answer(answer.text)) or ["(The answer came back empty.)"]
+    text = inert_answer(answer.text) + (f"\n\n⚠️ {inert(answer.note)}" if answer.note else "")
+    chunks = split_text(text) or ["(The answer came back empty.)"]
     messages = [OutMessage(content=c) for c in chunks]
     groups = group_embeds(sources_embeds(answer))
     messages[-1].embeds = groups[0]

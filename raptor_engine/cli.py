@@ -9,6 +9,7 @@ import asyncio
 import json
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -185,10 +186,51 @@ def ingest(
         sys.exit(1)
 
 
-def _print_answer(answer: Answer) -> None:
-    if answer.rewritten:
+class TerminalAnswer:
+    """An answer printed on a terminal as the model writes it (`Engine.ask`'s `on_text`). When the
+    finished text differs from what was shown (markers the fallback added, a limit-cut tail trimmed),
+    the shown lines are erased and the finished text printed in their place."""
+
+    def __init__(self) -> None:
+        self.printed = ""
+
+    async def show(self, text: str) -> None:
+        click.echo(text[len(self.printed) :], nl=False)
+        sys.stdout.flush()
+        self.printed = text
+
+    def finish(self, text: str) -> None:
+        """End the shown answer with `text`, the finished answer's."""
+        if text != self.printed:
+            click.echo(self._erase(), nl=False)
+            click.echo(text, nl=False)
+        click.echo()
+
+    def _erase(self) -> str:
+        """Back to where the answer began, clearing to the end of the screen (lines wrap at the width)."""
+        columns = max(1, shutil.get_terminal_size().columns)
+        rows = sum(max(1, -(-len(line) // columns)) for line in self.printed.split("\n"))
+        return "\r" + (f"\x1b[{rows - 1}A" if rows > 1 else "") + "\x1b[J"
+
+
+def _terminal_answer(as_json: bool = False) -> TerminalAnswer | None:
+    """Where the answer streams: a terminal, unless JSON was asked for (piped output gets the result)."""
+    return TerminalAnswer() if not as_json and sys.stdout.isatty() else None
+
+
+def _print_answer(answer: Answer, shown: TerminalAnswer | None = None) -> None:
+    """The answer, its sources and context. With `shown`, the text was printed as it was written."""
+    if shown is not None and shown.printed:
+        shown.finish(answer.text)
+    else:
+        shown = None
+        if answer.rewritten:
+            click.secho(f"Searched as: {answer.query}", dim=True)
+        click.echo(answer.text)
+    if answer.note:
+        click.secho(answer.note, fg="yellow")
+    if shown is not None and answer.rewritten:  # known once the answer is done
         click.secho(f"Searched as: {answer.query}", dim=True)
-    click.echo(answer.text)
     if not answer.has_context:
         return  # a reply to 'thanks!' or 'hello': nothing was searched or cited
     click.echo()
@@ -244,6 +286,7 @@ def ask(
     engine = _engine(ctx)
     if tree_png is not None:
         _check_png_target(tree_png)
+    shown = _terminal_answer(as_json)
     try:
         answer = asyncio.run(
             engine.ask(
@@ -254,6 +297,7 @@ def ask(
                 layers=list(layers) or None,
                 documents=list(documents) or None,
                 asked_by="cli",
+                on_text=shown.show if shown is not None else None,
             )
         )
     except RaptorError as exc:
@@ -265,7 +309,7 @@ def ask(
     if as_json:
         _print_json(out)
         return
-    _print_answer(answer)
+    _print_answer(answer, shown)
     if tree_png is not None:
         click.echo(
             f"Tree picture: {tree_png} ({len(picture.highlighted)} context nodes highlighted, "
@@ -306,12 +350,22 @@ def chat(ctx: click.Context, kb: str, mode: str) -> None:
                 return
             if not question.strip():
                 return
+            shown = _terminal_answer()
             try:
-                answer = await engine.ask(kb, question, mode=mode, history=history, asked_by="cli")
+                answer = await engine.ask(
+                    kb,
+                    question,
+                    mode=mode,
+                    history=history,
+                    asked_by="cli",
+                    on_text=shown.show if shown is not None else None,
+                )
             except RaptorError as exc:
+                if shown is not None and shown.printed:
+                    click.echo()
                 click.echo(f"Error: {exc}", err=True)
                 continue
-            _print_answer(answer)
+            _print_answer(answer, shown)
             history.extend([Turn("user", question), Turn("assistant", answer.text)])
 
     asyncio.run(loop())

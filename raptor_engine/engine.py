@@ -42,7 +42,18 @@ from .stages import StageClock
 from .store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
 from .summarize import ExtractiveSummarizer
 from .treeplot import plan_picture, render_png
-from .types import Answer, Answerer, Progress, ProgressCallback, RetrievedContext, Summarizer, Turn
+from .types import (
+    Answer,
+    AnswerDraft,
+    Answerer,
+    ContextNode,
+    Progress,
+    ProgressCallback,
+    RetrievedContext,
+    Summarizer,
+    TextCallback,
+    Turn,
+)
 
 log = logging.getLogger(__name__)
 
@@ -689,8 +700,12 @@ class Engine:
         layers: list[int] | None = None,
         documents: list[str] | None = None,
         asked_by: str = "",
+        on_text: TextCallback | None = None,
     ) -> Answer:
-        """Answer from the last complete tree, with citations; `history` makes it a follow-up."""
+        """Answer from the last complete tree, with citations; `history` makes it a follow-up.
+
+        With `on_text`, an answerer that can stream (an LLM) calls it with the text shown so far while
+        it writes (see `streaming.ShownText`); the returned Answer is the same as without it."""
         question = " ".join(question.split())
         if not question:
             raise RaptorError("The question is empty.")
@@ -713,7 +728,7 @@ class Engine:
         )
         # The standalone question, not the bare follow-up, is what the answer must address; document
         # text reaches the answerer with its own bracketed numbers neutralised.
-        draft = await answerer.answer(query, neutralise_context(context.nodes), history)
+        draft = await self._draft(answerer, query, context.nodes, history, on_text)
         text, citations = map_citations(draft.text, context.nodes)
         cite_pages(citations, context.nodes, draft.pages)
         answer = Answer(
@@ -725,9 +740,27 @@ class Engine:
             backend=answerer.name,
             prompt_tokens=draft.prompt_tokens,
             completion_tokens=draft.completion_tokens,
+            note=draft.note,
         )
         await asyncio.to_thread(self._record_question, kb, answer, asked_by)
         return answer
+
+    @staticmethod
+    async def _draft(
+        answerer: Answerer,
+        query: str,
+        nodes: list[ContextNode],
+        history: list[Turn],
+        on_text: TextCallback | None,
+    ) -> AnswerDraft:
+        """The answerer's draft, streamed through `on_text` when asked for and the answerer can."""
+        stream = getattr(answerer, "answer_stream", None)
+        if on_text is None or stream is None:
+            return await answerer.answer(query, neutralise_context(nodes), history)
+        from .streaming import ShownText  # with the LLM backend, which is imported only when configured
+
+        shown = ShownText(nodes)
+        return await stream(query, neutralise_context(nodes), history, shown.feeding(on_text))
 
     def _small_talk_answer(self, kb: str, question: str, act: Act, mode: str, budget: int) -> Answer:
         """The reply to a message that is not a question ('thanks!', 'hello') or that asks which documents

@@ -32,13 +32,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 import pydantic
+from openai.types.chat import ChatCompletion
 
 from .answer import neutralise_markers, split_marker_groups
 from .config import Settings
 from .errors import BackendError
 from .llm_cache import SummaryCache, summary_cache_key
 from .load import strip_unsafe
-from .types import AnswerDraft, ContextNode, Summary, SummaryRequest, Turn
+from .types import AnswerDraft, ContextNode, StreamCallback, Summary, SummaryRequest, Turn
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,9 @@ class Completion:
     finish_reason: str | None
     prompt_tokens: int
     completion_tokens: int
+    broken: str = ""  # a stream cut off after text was shown: why, in a phrase; the text is what came
+
+STREAM_REFUSED = (400, 405, 415, 422, 501)  # statuses with which a server may refuse `stream`
 
 
 class _MalformedReply(Exception):
@@ -124,7 +128,7 @@ def _server_message(exc: openai.APIStatusError, limit: int = 160) -> str:
 
 
 _UNSUPPORTED = re.compile(r"unsupported|not supported|unrecognized|unknown|not allowed|extra", re.I)
-ADAPTABLE_PARAMS = ("max_tokens", "temperature")
+ADAPTABLE_PARAMS = ("max_tokens", "temperature", "stream_options")
 
 
 def unsupported_param(exc: BaseException) -> str | None:
@@ -289,13 +293,157 @@ class LLMClient:
                     adaptations += 1  # not the server failing: send again at once without the parameter
                     continue
                 sent += raw.retries_taken + 1 if raw is not None else _requests_sent(exc)
-                failure = _classify(exc, self.timeout)
-                if not failure.retryable or sent > self.retries:
-                    log.warning("LLM %s failed for good (%d requests): %r", what, sent, exc)
-                    raise self._give_up(failure, sent, what) from exc
-                delay = self.backoff_delay(sent - 1)
-                log.info("LLM %s got a malformed reply (%s); sending again in %.2f s", what, exc, delay)
-                await asyncio.sleep(delay)
+                await self._pause_or_give_up(exc, sent, what)
+
+    async def _pause_or_give_up(self, exc: BaseException, sent: int, what: str, *, resend: bool = False) -> None:
+        """After `sent` requests failed, the last with `exc`: wait before sending again, or raise
+        `BackendError` when the failure is not ours to retry (`resend` makes it so) or the budget is spent."""
+        failure = _classify(exc, self.timeout)
+        if not (failure.retryable or resend) or sent > self.retries:
+            log.warning("LLM %s failed for good (%d requests): %r", what, sent, exc)
+            raise self._give_up(failure, sent, what) from exc
+        delay = self.backoff_delay(sent - 1)
+        log.info("LLM %s failed (%r); sending again in %.2f s", what, exc, delay)
+        await asyncio.sleep(delay)
+
+    # ---- streaming ---------------------------------------------------------------------------
+
+    async def stream(
+        self,
+        messages: list[dict[str, str]],
+        model: str,
+        max_tokens: int,
+        on_text: StreamCallback,
+        what: str = "answer",
+    ) -> Completion:
+        """One chat completion streamed (`stream=True`): `on_text` gets the text so far as it arrives.
+
+        One retry budget as in `complete`: a stream that breaks or stalls for the timeout before anything
+        was shown is sent again; after text was shown it ends there, its text kept and `broken` set. A
+        server that refuses `stream` (or answers it with a plain body) gets the plain request instead."""
+        if self.streaming_refused:
+            return await self._complete_then_show(messages, model, max_tokens, on_text, what)
+        sent = adaptations = 0
+        async with self.session() as client:
+            while True:
+                raw = None
+                try:
+                    async with self._semaphore():
+                        raw = await client.with_options(
+                            max_retries=self.retries - sent
+                        ).chat.completions.with_raw_response.create(
+                            model=model, messages=messages, stream=True, **self.stream_params(max_tokens)
+                        )
+                        if "json" in raw.headers.get("content-type", ""):  # `stream` ignored: a plain reply
+                            body = json.loads(await raw.http_response.aread())
+                            completion = _completion_from(ChatCompletion.model_validate(body))
+                            await on_text(completion.text)
+                            return completion
+                        return await self._read_stream(raw.parse(), on_text)
+                except asyncio.CancelledError:
+                    raise
+                except _ShownThenBroken as cut:
+                    log.warning("LLM %s stream broke after text was shown: %r", what, cut.__cause__)
+                    return cut.completion
+                except Exception as exc:  # classified below, as in `complete`
+                    broken = isinstance(exc, _BrokenStream)
+                    cause = exc.__cause__ if broken and exc.__cause__ is not None else exc
+                    if adaptations < len(ADAPTABLE_PARAMS) and self._adapted_to(cause):
+                        adaptations += 1
+                        continue
+                    if self._refuses_streaming(cause):
+                        return await self._complete_then_show(messages, model, max_tokens, on_text, what)
+                    sent += raw.retries_taken + 1 if raw is not None else _requests_sent(cause)
+                    # a stream broken before anything was shown is safe to send again
+                    await self._pause_or_give_up(cause, sent, what, resend=broken)
+
+    def stream_params(self, max_tokens: int) -> dict[str, Any]:
+        params = self.request_params(max_tokens)
+        if "stream_options" not in self._dropped:
+            params["stream_options"] = {"include_usage": True}  # the usage comes in a last chunk
+        return params
+
+    @property
+    def streaming_refused(self) -> bool:
+        return "stream" in self._dropped
+
+    def _refuses_streaming(self, exc: BaseException) -> bool:
+        """Whether the server refused `stream` itself; it is not asked to stream again."""
+        if not isinstance(exc, openai.APIStatusError) or exc.status_code not in STREAM_REFUSED:
+            return False
+        log.info("the LLM server refused a streamed request (%s); asking without stream", _server_message(exc))
+        self._dropped.add("stream")
+        return True
+
+    async def _complete_then_show(
+        self, messages: list[dict[str, str]], model: str, max_tokens: int, on_text: StreamCallback, what: str
+    ) -> Completion:
+        completion = await self.complete(messages, model, max_tokens, what)
+        await on_text(completion.text)
+        return completion
+
+    async def _read_stream(self, chunks: Any, on_text: StreamCallback) -> Completion:
+        """The streamed reply's text, passed on as it grows. A stall of the timeout between chunks is
+        a timeout; a failure raises `_ShownThenBroken` once text was shown, `_BrokenStream` before."""
+        parts: list[str] = []
+        finish_reason = None
+        prompt_tokens = completion_tokens = 0
+        shown = False
+        iterator = chunks.__aiter__()
+        while True:
+            try:
+                async with asyncio.timeout(self.timeout):
+                    chunk = await iterator.__anext__()
+            except StopAsyncIteration:
+                break
+            except Exception as exc:  # a dropped connection, a stall, a chunk that is not JSON
+                cause = _stall_as_timeout(exc, chunks)
+                text = strip_unsafe("".join(parts)).strip()
+                if shown and text:
+                    reason = (
+                        f"the model sent nothing for {self.timeout:g} s"
+                        if isinstance(cause, openai.APITimeoutError)
+                        else "the connection to the LLM backend broke"
+                    )
+                    raise _ShownThenBroken(
+                        Completion(text, "broken", prompt_tokens, completion_tokens, broken=reason)
+                    ) from cause
+                raise _BrokenStream() from cause
+            usage = getattr(chunk, "usage", None)
+            if usage is not None:
+                prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+                completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+            for choice in getattr(chunk, "choices", None) or []:
+                if getattr(choice, "index", 0) != 0:
+                    continue
+                piece = getattr(getattr(choice, "delta", None), "content", None)
+                if isinstance(piece, str) and piece:
+                    parts.append(piece)
+                    shown = await on_text(strip_unsafe("".join(parts))) or shown
+                finish_reason = getattr(choice, "finish_reason", None) or finish_reason
+        text = strip_unsafe("".join(parts)).strip()
+        if not text:
+            raise _BrokenStream() from _MalformedReply("the streamed reply has no text")
+        return Completion(text, finish_reason, prompt_tokens, completion_tokens)
+
+
+def _stall_as_timeout(exc: Exception, chunks: Any) -> BaseException:
+    """A stream that sent nothing for the timeout fails as a timed-out request does."""
+    if isinstance(exc, TimeoutError):
+        return openai.APITimeoutError(request=chunks.response.request)
+    return exc
+
+
+class _BrokenStream(Exception):
+    """A stream that failed before any of its text was shown (the cause is chained)."""
+
+
+class _ShownThenBroken(Exception):
+    """A stream that failed after text was shown: what came is kept."""
+
+    def __init__(self, completion: Completion):
+        super().__init__(completion.broken)
+        self.completion = completion
 
 
 def _completion_from(response: Any) -> Completion:
@@ -394,7 +542,18 @@ def format_context(context: Sequence[ContextNode]) -> str:
 # ---- citations a model forgot ---------------------------------------------------------------
 
 _MARKER = re.compile(r"\[(\d{1,4})\]")
-_ECHOED_LABEL = re.compile(r"(\[\d{1,4}\])[ \t]*\(node \d+, layer \d+[^)\n]*\)")
+# What a model copies from the prompt's block labels (`format_context`) into its answer, in the shapes
+# small models give it: "(node 6, layer 2, doc.pdf)", "(node 6, layer:7_…)", "(Node #6; layer=0)",
+# "(node 6)", with or without its closing parenthesis at the end of a line.
+_ECHOED_LABEL = re.compile(
+    r"[ \t]*\(\s*node\s*[#:=]?\s*\d+\s*"
+    r"(?:\)|(?:[,;:]|\s+layer\b)(?:[^()\n]{0,300}?\)|[^()\n]{0,120}(?=\n|$)))",
+    re.I,
+)
+# "[[2]]", "[[2][3]]", "[ [2] ]": a marker in doubled brackets (the model bracketing the "[2]" it saw).
+_DOUBLED_BRACKETS = re.compile(r"\[\s*((?:\[[^\[\]\n]{1,40}\]\s*)+)\]")
+# The context fence line (`context_fence`), copied whole or in part.
+_ECHOED_FENCE = re.compile(r"^[ \t]*=+[ \t]*documents[ \t]+[0-9a-f]{4,16}[ \t]*=*[ \t]*(?:\n|$)", re.I | re.M)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]+")
 _SENTENCE_OR_BREAK = re.compile(r"((?<=[.!?])[ \t]+|\n+)")
 STOPWORDS = frozenset(
@@ -429,6 +588,17 @@ def _mark_sentence(sentence: str, block_words: list[set[str]]) -> str:
     return f"{body[: len(body) - end]} [{best + 1}]{body[len(body) - end :]}"
 
 
+def clean_model_text(text: str) -> str:
+    """What a model wrote, without what it copied from the prompt's scaffolding: block labels
+    ("(node 6, layer 2, doc.pdf)"), doubled brackets around markers ("[[2]]" -> "[2]") and the fence
+    line; marker groups ("[2, 3]") become single markers. Streaming shows text through this too, so
+    what is shown while an answer is written is what it ends as."""
+    text = _ECHOED_FENCE.sub("", text)
+    text = _ECHOED_LABEL.sub("", text)
+    text = _DOUBLED_BRACKETS.sub(lambda m: re.sub(r"\s+", "", m.group(1)), text)
+    return split_marker_groups(text)
+
+
 def attribute_citations(text: str, context: Sequence[ContextNode]) -> str:
     """Tidy what a model wrote about its sources, and supply markers when it gave none.
 
@@ -438,7 +608,7 @@ def attribute_citations(text: str, context: Sequence[ContextNode]) -> str:
     at least two words and 40% of the sentence's; sentences that match no block stay unmarked. A group
     such as "[2, 3]" counts as its markers ("[2][3]").
     """
-    text = split_marker_groups(_ECHOED_LABEL.sub(r"\1", text))
+    text = clean_model_text(text)
     if not context or _has_valid_marker(text, len(context)):
         return text
     block_words = [_content_words(node.text) for node in context]
@@ -589,6 +759,23 @@ def _take_condense_usage() -> tuple[int, int]:
     return usage
 
 
+def _draft_from(completion: Completion, context: list[ContextNode]) -> AnswerDraft:
+    """The answer in a completion: a reply the token limit cut ends on a complete sentence, echoed labels
+    go, and markers are supplied where the model gave none; with the question's token usage."""
+    text = completion.text
+    if completion.finish_reason == "length":
+        text = complete_sentences(text, "length")
+    text = attribute_citations(text, context)
+    condense_prompt, condense_completion = _take_condense_usage()
+    note = f"The answer was cut off because {completion.broken}." if completion.broken else ""
+    return AnswerDraft(
+        text,
+        completion.prompt_tokens + condense_prompt,
+        completion.completion_tokens + condense_completion,
+        note=note,
+    )
+
+
 class OpenAIAnswerer:
     """Answers with [n] citations into the given context, and standalone rewrites of follow-ups."""
 
@@ -610,16 +797,17 @@ class OpenAIAnswerer:
     async def answer(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerDraft:
         messages = answer_messages(question, context, history)
         completion = await self.client.complete(messages, self.model, self.max_tokens, what="answer")
-        text = completion.text
-        if completion.finish_reason == "length":
-            text = complete_sentences(text, "length")
-        text = attribute_citations(text, context)
-        condense_prompt, condense_completion = _take_condense_usage()
-        return AnswerDraft(
-            text,
-            completion.prompt_tokens + condense_prompt,
-            completion.completion_tokens + condense_completion,
-        )
+        return _draft_from(completion, context)
+
+    async def answer_stream(
+        self, question: str, context: list[ContextNode], history: list[Turn], on_text: StreamCallback
+    ) -> AnswerDraft:
+        """`answer`, streamed: `on_text` gets the model's text so far as it is written. The draft is
+        what `answer` gives for the same model output; a stream cut off after text was shown keeps that
+        text, untrimmed, with a one-sentence `note`."""
+        messages = answer_messages(question, context, history)
+        completion = await self.client.stream(messages, self.model, self.max_tokens, on_text, what="answer")
+        return _draft_from(completion, context)
 
     async def condense(self, question: str, history: list[Turn]) -> str:
         """A standalone question for retrieval; with no history the question is already standalone.

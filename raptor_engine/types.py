@@ -5,7 +5,7 @@ Kept free of behaviour so every module, the CLI and the bot can import it withou
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -175,6 +175,14 @@ class AnswerDraft:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     pages: dict[int, tuple[int, int]] = field(default_factory=dict)
+    note: str = ""  # one sentence shown under the text, e.g. why a streamed answer stops short
+
+
+# Called with a streamed answer's text so far; answers whether any of it is visible to the reader yet
+# (a stream broken before anything was shown is sent again, one broken after is kept as it is).
+StreamCallback = Callable[[str], Awaitable[bool]]
+# Called with the whole text of an answer shown so far; each call's text begins with the previous one's.
+TextCallback = Callable[[str], Awaitable[None]]
 
 
 class Answerer(Protocol):
@@ -230,6 +238,7 @@ class Answer:
     backend: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    note: str = ""  # one sentence shown under the text, e.g. why a streamed answer stops short
 
     @property
     def has_context(self) -> bool:
@@ -267,7 +276,7 @@ class Answer:
             },
             "backend": self.backend,
             "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens},
-        }
+        } | ({"note": self.note} if self.note else {})
 
 
 @dataclass

@@ -26,6 +26,10 @@ from typing import Any
 from aiohttp import web
 
 FAULTS = ("429", "500", "503", "401", "hang", "malformed", "empty", "truncated")
+# Faults that only a streamed request (`stream: true`) shows; a plain request is answered normally:
+# "cut_early" breaks the stream before any text, "stall" stops sending half-way (for `hang_seconds`),
+# "no_stream" refuses `stream` with a 400 as some servers do, "plain" ignores it and sends a JSON body.
+STREAM_FAULTS = ("cut_early", "stall", "no_stream", "plain")
 
 Responder = Callable[[dict[str, Any]], str]
 
@@ -41,6 +45,7 @@ class RecordedRequest:
     outcome: str = "pending"  # "ok" or one of FAULTS
     finished_at: float | None = None
     retry_count: int = 0  # the openai client's own count of retries of this request (its retry header)
+    first_token_at: float | None = None  # when a streamed reply sent its first piece of text
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -107,9 +112,10 @@ class FakeLLMServer:
     finish_reason: str = "stop"
     include_usage: bool = True
     hang_seconds: float = 30.0  # how long a "hang" lasts (ended early by stop())
-    stream_chunk_delay: float = 0.0
+    stream_chunk_delay: float = 0.0  # seconds before each streamed piece (a word and its space)
     always_fail: str | None = None  # a FAULTS kind applied to every request while set
     unsupported_params: set[str] = field(default_factory=set)  # answered with 400, as some models do
+    pause_after: int | None = None  # a streamed reply waits after this many pieces until release()
     host: str = "127.0.0.1"
 
     requests: list[RecordedRequest] = field(default_factory=list)
@@ -121,14 +127,15 @@ class FakeLLMServer:
         self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
         self._lock = threading.Lock()
+        self._released = threading.Event()  # a threading.Event: released from any thread or loop
         self.port: int | None = None
 
     # ---- scripting -------------------------------------------------------------------------
 
     def fail_next(self, kind: str, times: int = 1, retry_after: float | None = None) -> None:
         """Make the next `times` requests fail with `kind` (one of FAULTS), then behave normally."""
-        if kind not in FAULTS:
-            raise ValueError(f"unknown fault {kind!r}; expected one of {FAULTS}")
+        if kind not in FAULTS + STREAM_FAULTS:
+            raise ValueError(f"unknown fault {kind!r}; expected one of {FAULTS + STREAM_FAULTS}")
         with self._lock:
             self._faults.extend(_Fault(kind, retry_after) for _ in range(times))
 
@@ -140,6 +147,14 @@ class FakeLLMServer:
             self.in_flight = 0
             self.max_in_flight = 0
         self.always_fail = None
+
+    def stream_at(self, tokens_per_second: float) -> None:
+        """Stream replies at this many pieces (about a token each) a second; 0 sends them at once."""
+        self.stream_chunk_delay = 1 / tokens_per_second if tokens_per_second > 0 else 0.0
+
+    def release(self) -> None:
+        """Let streamed replies paused by `pause_after` go on (see `pause_after`)."""
+        self._released.set()
 
     def outcomes(self) -> list[str]:
         return [r.outcome for r in self.requests]
@@ -247,7 +262,7 @@ class FakeLLMServer:
                 response = await self._fault_response(request, record, fault)
                 if response is not None:
                     return response
-            return await self._reply(request, record, truncate=outcome == "truncated")
+            return await self._reply(request, record, truncate=outcome == "truncated", fault=outcome)
         finally:
             self._finish(record, outcome)
 
@@ -255,6 +270,8 @@ class FakeLLMServer:
         self, request: web.Request, record: RecordedRequest, fault: _Fault
     ) -> web.StreamResponse | None:
         """The response for a scripted fault, or None when the fault shapes the normal reply."""
+        if fault.kind in STREAM_FAULTS:
+            return await self._stream_fault(request, record, fault)
         if fault.kind == "429":
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
             error = {"error": {"message": "Rate limit reached.", "type": "rate_limit_exceeded"}}
@@ -278,18 +295,30 @@ class FakeLLMServer:
             return web.json_response({"id": "chatcmpl-x", "object": "chat.completion", "choices": []})
         return None  # "truncated": the reply starts normally and is cut off
 
+    async def _stream_fault(
+        self, request: web.Request, record: RecordedRequest, fault: _Fault
+    ) -> web.StreamResponse | None:
+        """A streamed request's fault; None (a normal reply) for a plain request or a fault shaping the stream."""
+        if not record.stream or fault.kind in ("cut_early", "stall"):
+            return None
+        if fault.kind == "no_stream":
+            message = "Streaming is not supported by this server."
+            return web.json_response({"error": {"message": message, "param": "stream"}}, status=400)
+        record.stream = False  # "plain": the whole reply as one JSON body, `stream` ignored
+        return await self._reply(request, record, truncate=False)
+
     def _usage(self, body: dict[str, Any], text: str) -> dict[str, int]:
         prompt = sum(len(str(m.get("content", ""))) for m in body.get("messages") or []) // 4 + 1
         completion = len(text) // 4 + 1
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
     async def _reply(
-        self, request: web.Request, record: RecordedRequest, truncate: bool
+        self, request: web.Request, record: RecordedRequest, truncate: bool, fault: str = "ok"
     ) -> web.StreamResponse:
         text = self.responder(record.body)
         model = record.model or "fake-model"
         if record.stream:
-            return await self._stream_reply(request, record, text, model, truncate)
+            return await self._stream_reply(request, record, text, model, truncate, fault)
         if truncate:  # a body cut off mid-way: the connection closes before the JSON ends
             response = web.StreamResponse(headers={"Content-Type": "application/json"})
             response.content_length = 400
@@ -316,15 +345,23 @@ class FakeLLMServer:
         return web.json_response(payload)
 
     async def _stream_reply(
-        self, request: web.Request, record: RecordedRequest, text: str, model: str, truncate: bool
+        self,
+        request: web.Request,
+        record: RecordedRequest,
+        text: str,
+        model: str,
+        truncate: bool,
+        fault: str = "ok",
     ) -> web.StreamResponse:
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
         await response.prepare(request)
         pieces = re.findall(r"\S+\s*", text) or [text]
-        if truncate:
+        if truncate or fault == "stall":
             pieces = pieces[: max(1, len(pieces) // 2)]
+        if fault == "cut_early":
+            pieces = []
 
         def event(delta: dict[str, Any], finish: str | None) -> bytes:
             chunk = {
@@ -337,11 +374,20 @@ class FakeLLMServer:
             return f"data: {json.dumps(chunk)}\n\n".encode()
 
         await response.write(event({"role": "assistant", "content": ""}, None))
-        for piece in pieces:
+        for sent, piece in enumerate(pieces):
+            if sent == self.pause_after:
+                await asyncio.to_thread(self._released.wait, self.hang_seconds)
             if self.stream_chunk_delay:
                 await asyncio.sleep(self.stream_chunk_delay)
+            if record.first_token_at is None:
+                record.first_token_at = time.monotonic()
             await response.write(event({"content": piece}, None))
-        if truncate:
+        if fault == "stall":  # stops sending without closing, until `hang_seconds` pass or the server stops
+            assert self._stopping is not None
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.hang_seconds)
+            truncate = True
+        if truncate or fault == "cut_early":
             if request.transport is not None:
                 request.transport.close()
             return response
