@@ -39,7 +39,9 @@ AUTOCOMPLETE_LIMIT = 25
 
 async def manager_check(services: Services, interaction: discord.Interaction) -> bool:
     """True when the user may change this channel's knowledge base; otherwise refuses and says why."""
-    guild_role_id = await services.state.manager_role_id(interaction.guild_id) if interaction.guild_id else None
+    guild_role_id = (
+        await services.state.manager_role_id(interaction.guild_id) if interaction.guild_id else None
+    )
     if can_manage(interaction.permissions, interaction.user, services.settings.manager_role, guild_role_id):
         return True
     guild_role = interaction.guild.get_role(guild_role_id) if interaction.guild and guild_role_id else None
@@ -223,7 +225,10 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
         async def confirmed(click: discord.Interaction) -> None:
             await run_change(
                 self.services,
-                click, f"Cleared: {len(docs)} document(s) removed.", self.services.engine.clear, kb
+                click,
+                f"Cleared: {len(docs)} document(s) removed.",
+                self.services.engine.clear,
+                kb,
             )
 
         view = ConfirmView(interaction.user.id, confirmed, "Clearing the knowledge base")
@@ -423,11 +428,9 @@ async def status_lines(services: Services, kb: str) -> list[str]:
         f"**Auto-ingest here**: {'on' if await services.autoingest_enabled(kb) else 'off'}"
         + ("" if services.message_content else " (message-content intent off: uploads are not seen)"),
     ]
-    database, indices = await asyncio.to_thread(
-        storage_sizes, services.settings.db_path, services.settings.index_dir
-    )
+    database, indices = await asyncio.to_thread(storage_sizes, *services.engine.spaces.files_of(kb))
     lines.append(
-        f"**Storage (all channels)**: database {human_size(database)} (with its write-ahead log), "
+        f"**Storage (this server)**: database {human_size(database)} (with its write-ahead log), "
         f"search indices {human_size(indices)}"
     )
     return lines

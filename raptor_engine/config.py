@@ -42,6 +42,11 @@ def default_cache_dir() -> Path:
 class Settings:
     # storage
     data_dir: Path = field(default_factory=lambda: Path("data"))
+    # knowledge bases whose name matches live in the space (data/guilds/<group 1>/) the first group
+    # names; empty keeps everything in data/raptor.db (see spaces.py)
+    space_pattern: str = r"^guild-(\d+)-"
+    # open spaces' SQLite connections and loaded indices, least recently used first; 0: no budget
+    index_memory_mb: int = 512
     # embedding
     embed_model: str = "all-MiniLM-L6-v2"
     embed_batch_size: int = 64
