@@ -60,6 +60,7 @@ class MemoryBudget:
         self.used = 0
         self.peak = 0
         self.evictions = 0
+        self.admitted = 0  # entries opened or loaded (not re-sized): the benchmark's cold questions
 
     def admit(
         self,
@@ -73,6 +74,8 @@ class MemoryBudget:
             old = self._entries.pop(key, None)
             if old is not None:
                 self.used -= old[0]
+            else:
+                self.admitted += 1
             self._entries[key] = (size, evict, pinned)
             self.used += size
             self.peak = max(self.peak, self.used)
@@ -107,6 +110,10 @@ class MemoryBudget:
             entry = self._entries.pop(key, None)
             if entry is not None:
                 self.used -= entry[0]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
 
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:
