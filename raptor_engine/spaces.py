@@ -368,3 +368,74 @@ def _move_index_files(source: IndexManager, target: IndexManager, kb_id: int) ->
     for path in source.file_paths(kb_id):
         if path.exists():
             path.replace(target.dir / path.name)
+
+
+# -- moving a space between data directories -------------------------------------------------------
+
+ARCHIVE_MANIFEST = "space.json"
+
+
+def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, object]:
+    """Write space `name` to a tar archive: a `VACUUM INTO` snapshot of its database (consistent while
+    others write), its index files (derived: a stale one is caught up on first use) and a manifest.
+
+    The space keeps working meanwhile; the archive is written beside `archive` and renamed into place.
+    """
+    import json
+    import tarfile
+    import tempfile
+
+    with spaces.pinned(name, create=False) as space:
+        kbs = space.store.kb_names()
+        with tempfile.TemporaryDirectory(prefix=".export-", dir=archive.parent) as scratch:
+            snapshot = Path(scratch) / DB_NAME
+            space.store.db.conn.execute("VACUUM INTO ?", [str(snapshot)])
+            manifest = {"space": name, "knowledge_bases": kbs}
+            (Path(scratch) / ARCHIVE_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+            partial = Path(scratch) / "archive.tar"
+            with tarfile.open(partial, "w") as tar:
+                tar.add(Path(scratch) / ARCHIVE_MANIFEST, ARCHIVE_MANIFEST)
+                tar.add(snapshot, DB_NAME)
+                index_dir = space.dir / INDEX_DIR
+                for path in sorted(index_dir.glob("kb-*")) if index_dir.is_dir() else []:
+                    if not path.name.endswith(".tmp"):
+                        tar.add(path, f"{INDEX_DIR}/{path.name}")
+            partial.replace(archive)
+    return manifest
+
+
+def import_space(spaces: Spaces, archive: Path) -> dict[str, object]:
+    """Unpack an archive made by `export_space` into this data directory as its space, which must not
+    exist yet; it appears all at once (unpacked aside, checked, then renamed into place)."""
+    import json
+    import sqlite3
+    import tarfile
+
+    try:
+        with tarfile.open(archive, "r") as tar:
+            manifest = json.loads(tar.extractfile(ARCHIVE_MANIFEST).read())  # type: ignore[union-attr]
+            name = check_space_name(str(manifest["space"]))
+            target = space_dir(spaces.settings, name)
+            if target.exists():
+                raise RaptorError(f"This data directory already has a store for {name}; delete it first.")
+            staging = target.with_name(f".importing-{name}-{uuid.uuid4().hex}")
+            staging.mkdir(parents=True)
+            try:
+                tar.extractall(staging, filter="data")
+                if not (staging / DB_NAME).is_file():
+                    raise RaptorError(f"{archive.name} is damaged: it holds no database.")
+                check = sqlite3.connect(staging / DB_NAME)
+                try:
+                    problems = [row[0] for row in check.execute("PRAGMA integrity_check")] != ["ok"]
+                    names = sorted(row[0] for row in check.execute("SELECT name FROM kbs"))
+                finally:
+                    check.close()
+                if problems or names != sorted(manifest["knowledge_bases"]):
+                    raise RaptorError(f"{archive.name} is damaged: its database does not match its manifest.")
+                staging.rename(target)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+    except (tarfile.TarError, KeyError, ValueError, OSError, sqlite3.Error) as exc:
+        raise RaptorError(f"{archive.name} is not a store exported by `raptor guilds export`.") from exc
+    return manifest
