@@ -21,6 +21,7 @@ import contextlib
 import logging
 import re
 import shutil
+import sqlite3
 import threading
 import uuid
 from collections import OrderedDict
@@ -153,7 +154,10 @@ class Spaces:
         self.pattern = re.compile(settings.space_pattern) if settings.space_pattern else None
         self.budget = MemoryBudget(settings.index_memory_mb * 1024 * 1024)
         root_store = Store(settings.db_path)
-        self.root = Space(None, settings.data_dir, root_store, IndexManager(root_store, settings.index_dir))
+        root_indexes = IndexManager(root_store, settings.index_dir, budget=self.budget, owner="")
+        self.root = Space(
+            None, settings.data_dir, root_store, root_indexes
+        )  # never closed, its indices may be
         self._open: dict[str, Space] = {}
         self._lock = threading.Lock()
         self._unpinned = threading.Condition(self._lock)  # a space's pins went down (delete waits on it)
@@ -311,16 +315,33 @@ def migrate_to_spaces(spaces: Spaces) -> list[str]:
     """
     root = spaces.root.store
     moving = [(name, space) for name in root.kb_names() if (space := spaces.space_of(name)) is not None]
+    if moving:
+        with root.write() as db:  # until the VACUUM has run, deleted rows may linger in free pages
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('vacuum_pending', '1')")
     for number, (kb, name) in enumerate(moving, 1):
-        kb_id = root.require_kb(kb)
+        kb_id = root.kb_id(kb)
+        if kb_id is None:
+            continue  # another process opening the directory at the same time moved it
         with spaces.pinned(name) as space:
             copy_kb(root.path, space.store, kb_id, kb)
             _move_index_files(spaces.root.indexes, space.indexes, kb_id)
         root.delete_kb(kb_id)
         log.info("moved knowledge base %s into space %s (%d of %d)", kb, name, number, len(moving))
-    if moving:
-        root.db.conn.execute("VACUUM")
+    if root.db.execute("SELECT 1 FROM meta WHERE key = 'vacuum_pending'").fetchone():
+        _vacuum(root)
     return [kb for kb, _ in moving]
+
+
+def _vacuum(root: Store) -> None:
+    """Rewrite the root file without the moved rows' pages, then empty the write-ahead log of them."""
+    try:
+        root.db.conn.execute("VACUUM")
+        root.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.OperationalError:  # another process holds it: the next open tries again
+        log.warning("could not vacuum %s now; the next start will", root.path, exc_info=True)
+        return
+    with root.write() as db:
+        db.execute("DELETE FROM meta WHERE key = 'vacuum_pending'")
 
 
 def copy_kb(source: Path, target: Store, kb_id: int, kb: str) -> bool:
@@ -408,7 +429,6 @@ def import_space(spaces: Spaces, archive: Path) -> dict[str, object]:
     """Unpack an archive made by `export_space` into this data directory as its space, which must not
     exist yet; it appears all at once (unpacked aside, checked, then renamed into place)."""
     import json
-    import sqlite3
     import tarfile
 
     try:
