@@ -75,9 +75,7 @@ async def run(
         )
         return 2
     except (aiohttp.ClientConnectionError, OSError) as error:
-        log.error(
-            "Could not reach Discord (%s); check this machine's network connection and start again.", error
-        )
+        log.error("Could not reach Discord (%s); check this machine's network connection and start again.", error)
         log.debug("connection failure", exc_info=True)
         return 3
     finally:

@@ -128,9 +128,7 @@ async def handle_ask(
     sent = await replier.send_all(messages, view)
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
     if record is not None:
-        await services.state.add_turns(
-            record.thread_id, [Turn("user", question), Turn("assistant", answer.text)]
-        )
+        await services.state.add_turns(record.thread_id, [Turn("user", question), Turn("assistant", answer.text)])
     elif not private and sent and answer.has_context and isinstance(channel, discord.TextChannel):
         await open_thread(services, interaction, channel, sent[0], kb, question, answer)
 

@@ -39,9 +39,7 @@ AUTOCOMPLETE_LIMIT = 25
 
 async def manager_check(services: Services, interaction: discord.Interaction) -> bool:
     """True when the user may change this channel's knowledge base; otherwise refuses and says why."""
-    guild_role_id = (
-        await services.state.manager_role_id(interaction.guild_id) if interaction.guild_id else None
-    )
+    guild_role_id = await services.state.manager_role_id(interaction.guild_id) if interaction.guild_id else None
     if can_manage(interaction.permissions, interaction.user, services.settings.manager_role, guild_role_id):
         return True
     guild_role = interaction.guild.get_role(guild_role_id) if interaction.guild and guild_role_id else None
@@ -225,10 +223,7 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
         async def confirmed(click: discord.Interaction) -> None:
             await run_change(
                 self.services,
-                click,
-                f"Cleared: {len(docs)} document(s) removed.",
-                self.services.engine.clear,
-                kb,
+                click, f"Cleared: {len(docs)} document(s) removed.", self.services.engine.clear, kb
             )
 
         view = ConfirmView(interaction.user.id, confirmed, "Clearing the knowledge base")

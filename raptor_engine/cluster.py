@@ -465,9 +465,7 @@ def _best_mixture_by_bic(reduced: np.ndarray, limit: int, seed: int) -> Mixture:
     for components in range(1, limit + 1):
         try:
             with warnings.catch_warnings():
-                warnings.simplefilter(
-                    "ignore"
-                )  # numpy's warnings on a degenerate fit: its BIC or error decides
+                warnings.simplefilter("ignore")  # numpy's warnings on a degenerate fit: its BIC or error decides
                 model = fit_mixture(reduced, components, seed=seed)
             bic = model.bic(reduced)
         except (ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:

@@ -44,12 +44,7 @@ class FastTokenizer:
         self._full: Any = None
 
     def __call__(
-        self,
-        text: str | list[str],
-        *,
-        add_special_tokens: bool = True,
-        truncation: bool = False,
-        **other: Any,
+        self, text: str | list[str], *, add_special_tokens: bool = True, truncation: bool = False, **other: Any
     ) -> dict[str, Any]:
         """Token ids (and, asked for, character offsets) of one text or a list, without truncation or
         padding, as transformers returns them."""
@@ -67,10 +62,7 @@ class FastTokenizer:
             return {"input_ids": one.ids, **({"offset_mapping": list(one.offsets)} if offsets else {})}
         if offsets:
             encoded = self._plain.encode_batch(list(text), add_special_tokens=add_special_tokens)
-            return {
-                "input_ids": [e.ids for e in encoded],
-                "offset_mapping": [list(e.offsets) for e in encoded],
-            }
+            return {"input_ids": [e.ids for e in encoded], "offset_mapping": [list(e.offsets) for e in encoded]}
         encoded = _encode_without_offsets(self._plain, list(text), add_special_tokens)
         return {"input_ids": [e.ids for e in encoded]}
 
@@ -83,9 +75,7 @@ class FastTokenizer:
     def model_inputs(self, texts: list[str], names: list[str]) -> dict[str, np.ndarray]:
         """A padded, truncated batch as the model's int64 inputs (what transformers' return_tensors="np" gives)."""
         encoded = _encode_without_offsets(self._batch, list(texts), True)
-        return {
-            name: np.array([getattr(e, _OUTPUTS[name]) for e in encoded], dtype=np.int64) for name in names
-        }
+        return {name: np.array([getattr(e, _OUTPUTS[name]) for e in encoded], dtype=np.int64) for name in names}
 
     def full(self) -> Any:
         """The transformers tokenizer of the same files (imports transformers and torch: seconds)."""

@@ -106,12 +106,7 @@ class _MalformedReply(Exception):
     """The server answered 200 but not with a usable chat completion."""
 
 
-MALFORMED = (
-    _MalformedReply,
-    json.JSONDecodeError,
-    pydantic.ValidationError,
-    openai.APIResponseValidationError,
-)
+MALFORMED = (_MalformedReply, json.JSONDecodeError, pydantic.ValidationError, openai.APIResponseValidationError)
 
 
 @dataclass
@@ -224,10 +219,7 @@ class LLMClient:
     async def session(self) -> AsyncIterator[openai.AsyncOpenAI]:
         """An `openai` client with its retries on, closed when the operation ends."""
         client = openai.AsyncOpenAI(
-            api_key=self.api_key,
-            base_url=self.base_url or None,
-            timeout=self.timeout,
-            max_retries=self.retries,
+            api_key=self.api_key, base_url=self.base_url or None, timeout=self.timeout, max_retries=self.retries
         )
         try:
             yield client

@@ -425,11 +425,7 @@ def _without_hidden_html(lines: list[str]) -> list[str]:
 
 def _closes_fence(line_fence: re.Match[str] | None, fence: str) -> bool:
     """A fence line closes an open code block when it uses the same character, at least as many times."""
-    return (
-        line_fence is not None
-        and line_fence.group(1)[0] == fence[0]
-        and len(line_fence.group(1)) >= len(fence)
-    )
+    return line_fence is not None and line_fence.group(1)[0] == fence[0] and len(line_fence.group(1)) >= len(fence)
 
 
 def _clean_heading(title: str) -> str:
@@ -923,6 +919,7 @@ class _HtmlWalker:
             self.flush()
         elif tag in _HTML_BLOCKS:
             self.buffer.append(" ")
+
 
     def end_row(self) -> None:
         """A table row becomes one line, its cells separated by ' | ', as Word tables are read."""

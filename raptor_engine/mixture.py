@@ -85,9 +85,7 @@ def _maximise(data: np.ndarray, responsibilities: np.ndarray) -> tuple[np.ndarra
     counts = responsibilities.sum(axis=0) + 10 * np.finfo(responsibilities.dtype).eps
     means = responsibilities.T @ data / counts[:, None]
     centred = data[None, :, :] - means[:, None, :]  # (k, n, d)
-    covariances = (
-        (centred * responsibilities.T[:, :, None]).transpose(0, 2, 1) @ centred / counts[:, None, None]
-    )
+    covariances = (centred * responsibilities.T[:, :, None]).transpose(0, 2, 1) @ centred / counts[:, None, None]
     dim = data.shape[1]
     covariances[:, np.arange(dim), np.arange(dim)] += REG_COVAR
     lower = np.linalg.cholesky(covariances)

@@ -306,9 +306,7 @@ def _inside_the_documents(tokens: list[str]) -> bool:
 
 # "Where does it say that?", "which page is that on?", "source?", "where did you get that from?": a
 # question about the last answer's sources, not about the documents.
-_SOURCE_NOUNS = frozenset(
-    "source sources page pages citation citations cite reference references quote".split()
-)
+_SOURCE_NOUNS = frozenset("source sources page pages citation citations cite reference references quote".split())
 # "which document is that from?" asks for a source; "what is this document?" asks what the text is.
 _PLACE_NOUNS = frozenset("document file section".split())
 _SOURCE_VERBS = frozenset("say says said from get got find found come comes read".split())

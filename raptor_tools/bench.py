@@ -497,10 +497,7 @@ def measure_retrieval(
                     }
                 )
                 results[-1]["search_median_ms"] = round(
-                    statistics.median(
-                        search_and_fill_ms(engine, kb_id, questions, query_vectors, settings.hnsw_ef)
-                    ),
-                    2,
+                    statistics.median(search_and_fill_ms(engine, kb_id, questions, query_vectors, settings.hnsw_ef)), 2
                 )
                 if efs:
                     results[-1]["ef_sweep"] = ef_sweep(engine, kb_id, questions, query_vectors, efs, size)
@@ -522,9 +519,7 @@ def llm_concurrency() -> dict[str, Any] | None:
     try:
         figures = run_llm_concurrency_benchmark()
     except ModuleNotFoundError as exc:
-        click.echo(
-            f"LLM concurrency: needs the repository's tests/ (a checkout), not found ({exc.name}); skipped."
-        )
+        click.echo(f"LLM concurrency: needs the repository's tests/ (a checkout), not found ({exc.name}); skipped.")
         return None
     layers = figures.get("layers", [])
     return {
@@ -683,8 +678,7 @@ def _sizes(value: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
     "--quick", is_flag=True, help="A short run: 10k and 25k tokens, 1k and 10k nodes, 50 questions."
 )
 @click.option(
-    "--cold-sizes",
-    help="Document sizes for the cold-start comparison with the floor, e.g. 3k,100k (the default).",
+    "--cold-sizes", help="Document sizes for the cold-start comparison with the floor, e.g. 3k,100k (the default)."
 )
 @click.option("--skip-cold", is_flag=True, help="Leave out the cold-start comparison.")
 @click.option("--skip-ingest", is_flag=True, help="Only the retrieval figures (no cold start either).")
@@ -786,9 +780,7 @@ def bench_command(
             k: at_target[k] for k in ("tokens", "ingest_seconds", "embed_seconds", "ratio", "cpu_ratio")
         }
     if not (skip_cold or skip_ingest):
-        report["cold"] = cold_start(
-            _sizes(cold_sizes, QUICK_COLD_SIZES if quick else COLD_SIZES), source, say
-        )
+        report["cold"] = cold_start(_sizes(cold_sizes, QUICK_COLD_SIZES if quick else COLD_SIZES), source, say)
         save()
     if not skip_retrieval:
         efs = _sizes(ef_sweep, ()) if ef_sweep else ()

@@ -91,9 +91,7 @@ def prepare_caches(scratch: Path) -> float:
     return wall
 
 
-def measure_cold(
-    tokens: int, *, embedder: Any, source: str = "auto", chunk_tokens: int = 100
-) -> dict[str, Any]:
+def measure_cold(tokens: int, *, embedder: Any, source: str = "auto", chunk_tokens: int = 100) -> dict[str, Any]:
     """Floor, cold `raptor ingest` and warm ingest on one text of about `tokens` tokens."""
     with tempfile.TemporaryDirectory(prefix="raptor-bench-cold-") as folder:
         scratch = Path(folder)

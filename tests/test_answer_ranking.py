@@ -123,6 +123,4 @@ def table_quotes(embedder, question: str) -> list[str]:
 def test_a_table_row_is_quoted_with_its_header(embedder, question, first):
     found = table_quotes(embedder, question)
     assert found[0] == first
-    assert not any(
-        q.startswith(("Item | ", "| Item", "Item; ")) or "---" in q for q in found
-    )  # never the header
+    assert not any(q.startswith(("Item | ", "| Item", "Item; ")) or "---" in q for q in found)  # never the header

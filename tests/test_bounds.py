@@ -125,9 +125,7 @@ async def test_tokens_per_document_bound_one_ingest(make_engine, embedder):
     engine = make_engine(max_document_tokens=300)
     await engine.ingest("kb", DOCS[0][0], DOCS[0][1].encode())
     before = fingerprint(engine)
-    blob = (
-        "Blob follows. " + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODkw" * 400
-    )  # base64: no sentences, many tokens
+    blob = "Blob follows. " + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODkw" * 400  # base64: no sentences, many tokens
     sections = "".join(f"# Part {i}\nword {i}.\n\n" for i in range(400))
     for name, text in (("blob.txt", blob), ("parts.md", sections)):
         with pytest.raises(LimitError) as refused:

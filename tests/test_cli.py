@@ -151,9 +151,8 @@ def test_chat_answers_thanks_with_a_line_and_the_next_follow_up_leans_on_the_que
     assert result.exit_code == 0, result.output
     reply = result.output.split("You're welcome", 1)[1].split("> ", 1)[0]
     assert "Sources" not in reply and "Context:" not in reply  # nothing was searched
-    assert (
-        "Searched as: Who led the passengers to safety in 1903? (context: Tell me about the great flood"
-        in (result.output)
+    assert "Searched as: Who led the passengers to safety in 1903? (context: Tell me about the great flood" in (
+        result.output
     )
 
 

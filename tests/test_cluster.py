@@ -322,9 +322,7 @@ def test_our_kmeans_start_labels_rows_as_sklearns_does(rows, dim, seed):
     data = rng.normal(size=(rows, dim)) * rng.uniform(0.1, 3.0, size=dim)
     data[: rows // 5] += 4.0  # one dense group among the noise
     for clusters in range(1, 16):
-        expected = (
-            KMeans(n_clusters=clusters, n_init=1, random_state=np.random.RandomState(seed)).fit(data).labels_
-        )
+        expected = KMeans(n_clusters=clusters, n_init=1, random_state=np.random.RandomState(seed)).fit(data).labels_
         assert np.array_equal(kmeans_labels(data, clusters, seed=seed), expected), clusters
 
 

@@ -32,9 +32,7 @@ def test_gpu_selection_prefers_onnxruntime_cuda_then_torch_cuda_then_the_cpu_bac
         assert rt.choose_runtime(backend, ort_providers=cpu, torch_cuda=True) == rt.RuntimeChoice(
             "torch", device="cuda"
         )
-    assert rt.choose_runtime("torch", ort_providers=cuda, torch_cuda=True) == rt.RuntimeChoice(
-        "torch", device="cuda"
-    )
+    assert rt.choose_runtime("torch", ort_providers=cuda, torch_cuda=True) == rt.RuntimeChoice("torch", device="cuda")
     assert rt.choose_runtime("torch", ort_providers=cuda, torch_cuda=False) == rt.RuntimeChoice("torch")
     assert rt.choose_runtime("onnx", ort_providers=cpu, torch_cuda=False) == rt.RuntimeChoice("onnx")
     assert rt.choose_runtime("onnx-int8", ort_providers=cpu, torch_cuda=False) == rt.RuntimeChoice(
@@ -82,9 +80,7 @@ def test_the_cache_is_keyed_by_model_weights_and_runtime_versions(exported, tmp_
     import torch
 
     name = exported.name
-    assert (
-        name.startswith(MODEL) and torch.__version__.split("+")[0] in name and onnxruntime.__version__ in name
-    )
+    assert name.startswith(MODEL) and torch.__version__.split("+")[0] in name and onnxruntime.__version__ in name
     copy = tmp_path / "model"
     shutil.copytree(resolve_model_path(MODEL), copy)
     assert rt.export_folder(tmp_path, MODEL, copy).name == name
@@ -102,9 +98,7 @@ def test_a_corrupt_cached_model_is_exported_again(exported, tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="raptor_engine.embed_runtime"):
         embedder = Embedder(MODEL, backend="onnx", cache_dir=cache, use_gpu=False)
     assert embedder.backend == "onnx (cpu)"
-    assert any(
-        "is unusable" in r.getMessage() and "exporting it again" in r.getMessage() for r in caplog.records
-    )
+    assert any("is unusable" in r.getMessage() and "exporting it again" in r.getMessage() for r in caplog.records)
     assert model.stat().st_size == (exported / "model.onnx").stat().st_size  # a whole model again
 
 
@@ -152,13 +146,7 @@ def test_the_torch_free_tokenizer_gives_transformers_ids(exported):
     meta = json.loads((exported / "meta.json").read_text())
     fast = FastTokenizer(exported, pad_token=meta["pad_token"], max_length=meta["max_seq_length"])
     reference = AutoTokenizer.from_pretrained(resolve_model_path(MODEL))
-    texts = [
-        *SENTENCES,
-        "",
-        "   ",
-        "naïve café — “quotes” ‘and’ emoji 🌊 tabs\tand\nlines",
-        "ａｂｃ 中文 عربى",
-    ]
+    texts = [*SENTENCES, "", "   ", "naïve café — “quotes” ‘and’ emoji 🌊 tabs\tand\nlines", "ａｂｃ 中文 عربى"]
     for special in (False, True):
         expected = reference(texts, add_special_tokens=special, truncation=False)["input_ids"]
         assert fast(texts, add_special_tokens=special, truncation=False)["input_ids"] == expected
@@ -216,9 +204,7 @@ def test_the_export_fuses_attention_into_single_kernels(exported):
     int8 = collections.Counter(n.op_type for n in onnx.load(str(exported / "model-int8.onnx")).graph.node)
     assert fp32["Attention"] == 6 and fp32["SkipLayerNormalization"] == 12 and not fp32["IsNaN"]
     assert int8["QAttention"] == 6
-    assert (
-        int8["EmbedLayerNormalization"] == 1 and not int8["QEmbedLayerNormalization"]
-    )  # embeddings stay fp32
+    assert int8["EmbedLayerNormalization"] == 1 and not int8["QEmbedLayerNormalization"]  # embeddings stay fp32
     assert not (exported / "exported.onnx").exists()  # the unfused intermediate is not kept
 
 
@@ -345,9 +331,7 @@ def test_counts_are_remembered_by_text_and_stay_right(embedder, monkeypatch):
         return real(batch)
 
     monkeypatch.setattr(embedder, "_count_now", recording)
-    assert embedder.count_tokens_batch(texts + ["Fog came in at dawn."]) == first + real(
-        ["Fog came in at dawn."]
-    )
+    assert embedder.count_tokens_batch(texts + ["Fog came in at dawn."]) == first + real(["Fog came in at dawn."])
     assert tokenized == ["Fog came in at dawn."]
     long = "word " * 400  # longer than the memo keeps: counted each time, and right each time
     assert embedder.count_tokens_batch([long]) == embedder.count_tokens_batch([long]) == [400]

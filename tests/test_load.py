@@ -406,8 +406,7 @@ def test_a_name_is_stored_composed_and_loses_invisible_characters():
 
 def test_markdown_keeps_html_written_as_inline_code_and_drops_the_rest():
     text = load_document(
-        "a.md",
-        b"Use `<div hidden>`, `<!--` or ``<script>`` to hide things.\n\nSeen. <!-- not seen --> Also seen.",
+        "a.md", b"Use `<div hidden>`, `<!--` or ``<script>`` to hide things.\n\nSeen. <!-- not seen --> Also seen."
     ).text
     assert text == "Use `<div hidden>`, `<!--` or ``<script>`` to hide things.\n\nSeen. Also seen."
 

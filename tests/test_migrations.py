@@ -70,9 +70,7 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
             assert after[table][: len(before[table])] == before[table]
         elif table == "nodes":  # m003 and m004 added columns at the end: the old columns are unchanged
             assert [row[: len(before[table][0])] for row in after[table]] == before[table]
-            assert {row[-2:] for row in after[table]} == {
-                ("[]", None)
-            }  # no page marks; sentences split when read
+            assert {row[-2:] for row in after[table]} == {("[]", None)}  # no page marks; sentences split when read
         else:
             assert after[table] == before[table], table
     assert after["summary_cache"] == before["summary_cache"]

@@ -130,7 +130,7 @@ def test_the_wheel_runs_bench_and_eval_from_outside_the_checkout(tmp_path):
             "--quick",
             "--sizes",
             "1k",
-            "--source",
+                        "--source",
             "generated",
             "--skip-retrieval",
             "--out",
