@@ -63,7 +63,10 @@ class ProgressBars:
 
 def _engine(ctx: click.Context) -> Engine:
     if ctx.obj.get("engine") is None:
-        ctx.obj["engine"] = Engine(ctx.obj["settings"])
+        try:
+            ctx.obj["engine"] = Engine(ctx.obj["settings"])
+        except RaptorError as exc:  # a setting it cannot work with (RAPTOR_SPACE_PATTERN)
+            _fail(exc)
     return ctx.obj["engine"]
 
 

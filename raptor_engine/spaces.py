@@ -132,6 +132,19 @@ class Space:
     pins: int = 0
 
 
+def _space_pattern(text: str) -> re.Pattern[str] | None:
+    """RAPTOR_SPACE_PATTERN compiled, or one sentence saying why it cannot be used."""
+    if not text:
+        return None
+    try:
+        pattern = re.compile(text)
+    except re.error as exc:
+        raise RaptorError(f"RAPTOR_SPACE_PATTERN is not a regular expression: {exc}.") from None
+    if pattern.groups < 1:
+        raise RaptorError("RAPTOR_SPACE_PATTERN needs a group, (...), that names the space.")
+    return pattern
+
+
 def space_dir(settings: Settings, name: str) -> Path:
     return settings.data_dir / SPACES_DIR / name
 
@@ -151,7 +164,7 @@ class Spaces:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.pattern = re.compile(settings.space_pattern) if settings.space_pattern else None
+        self.pattern = _space_pattern(settings.space_pattern)
         self.budget = MemoryBudget(settings.index_memory_mb * 1024 * 1024)
         root_store = Store(settings.db_path)
         root_indexes = IndexManager(root_store, settings.index_dir, budget=self.budget, owner="")

@@ -205,3 +205,13 @@ def test_new_knowledge_bases_go_to_their_space_and_the_cli_names_stay_in_the_roo
         assert engine.store.path == tmp_path / "data" / "raptor.db"
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize(
+    ("pattern", "says"), [("^guild-(\\d+", "not a regular expression"), ("^guild-\\d+-", "needs a group")]
+)
+def test_a_space_pattern_that_cannot_name_spaces_is_refused_in_one_sentence(tmp_path, pattern, says):
+    from raptor_engine.errors import RaptorError
+
+    with pytest.raises(RaptorError, match=says):
+        Engine(Settings(data_dir=tmp_path / "data", space_pattern=pattern))
