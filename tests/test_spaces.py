@@ -215,3 +215,19 @@ def test_a_space_pattern_that_cannot_name_spaces_is_refused_in_one_sentence(tmp_
 
     with pytest.raises(RaptorError, match=says):
         Engine(Settings(data_dir=tmp_path / "data", space_pattern=pattern))
+
+
+def test_two_processes_opening_an_old_directory_at_once_move_it_once(old_layout, tmp_path, embedder):
+    source, rows, answers = old_layout
+    data = _copy(source, tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    opener = "import sys; from pathlib import Path; from raptor_engine import Engine, Settings; "
+    opener += "Engine(Settings(data_dir=Path(sys.argv[1]))).close()"
+    both = [
+        subprocess.Popen([sys.executable, "-c", opener, str(data)], env=env, stderr=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    for process in both:
+        _, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err.decode()[-2000:]
+    _check_moved(data, rows, answers, embedder)
