@@ -168,9 +168,8 @@ class Spaces:
         self.budget = MemoryBudget(settings.index_memory_mb * 1024 * 1024)
         root_store = Store(settings.db_path)
         root_indexes = IndexManager(root_store, settings.index_dir, budget=self.budget, owner="")
-        self.root = Space(
-            None, settings.data_dir, root_store, root_indexes
-        )  # never closed, its indices may be
+        # The root store is never closed by the budget; its indices are counted and may be.
+        self.root = Space(None, settings.data_dir, root_store, root_indexes)
         self._open: dict[str, Space] = {}
         self._lock = threading.Lock()
         self._unpinned = threading.Condition(self._lock)  # a space's pins went down (delete waits on it)
