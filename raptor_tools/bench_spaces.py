@@ -128,9 +128,18 @@ def zipf_choices(plan: ManyKbsPlan) -> list[str]:
 
 
 def _rss_bytes() -> int:
-    import psutil
+    """This process's resident memory now (Linux's /proc; elsewhere its peak so far, an upper bound)."""
+    import os
 
-    return int(psutil.Process().memory_info().rss)
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return _peak_rss_bytes()
+
+
+def _peak_rss_bytes() -> int:
+    """This process's peak resident memory (ru_maxrss is in bytes on macOS, KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
 
 
 def ask_questions(plan: ManyKbsPlan, data_dir: Path, memory_mb: int) -> dict[str, Any]:
@@ -150,7 +159,7 @@ def ask_questions(plan: ManyKbsPlan, data_dir: Path, memory_mb: int) -> dict[str
             latencies.append(elapsed)
             if budget.admitted > opened_before:  # its store or its index was (re)opened from disk
                 cold.append(elapsed)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        peak = _peak_rss_bytes()
         return {
             "memory_mb": memory_mb,
             "questions": len(choices),
