@@ -219,8 +219,9 @@ class RaptorBot(commands.AutoShardedBot):
         services = self.services
         if services is None:
             return
+        space = services.engine.space_of(kb_name(guild.id, 0))  # the guild's own store, if it has one
         try:
-            names = await services.call(services.engine.knowledge_bases)
+            names = await services.call(services.engine.knowledge_bases, space)
         except Exception:
             log.exception("listing knowledge bases after leaving guild %s failed", guild.id)
             return
@@ -232,6 +233,12 @@ class RaptorBot(commands.AutoShardedBot):
             await services.state.delete_guild(guild.id)
         except Exception:
             log.exception("forgetting guild %s settings failed", guild.id)
+        if space is not None:
+            try:
+                if await services.call(services.engine.delete_space, space):
+                    log.info("deleted the store of guild %s (space %s)", guild.id, space)
+            except Exception:
+                log.exception("deleting the store of guild %s failed", guild.id)
 
     async def drop_kb(self, kb: str, why: str) -> None:
         """Delete a channel's knowledge base and what the bot kept about it (the bot's copies first)."""

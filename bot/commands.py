@@ -423,11 +423,9 @@ async def status_lines(services: Services, kb: str) -> list[str]:
         f"**Auto-ingest here**: {'on' if await services.autoingest_enabled(kb) else 'off'}"
         + ("" if services.message_content else " (message-content intent off: uploads are not seen)"),
     ]
-    database, indices = await asyncio.to_thread(
-        storage_sizes, services.settings.db_path, services.settings.index_dir
-    )
+    database, indices = await asyncio.to_thread(storage_sizes, *services.engine.spaces.files_of(kb))
     lines.append(
-        f"**Storage (all channels)**: database {human_size(database)} (with its write-ahead log), "
+        f"**Storage (this server)**: database {human_size(database)} (with its write-ahead log), "
         f"search indices {human_size(indices)}"
     )
     return lines

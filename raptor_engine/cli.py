@@ -24,6 +24,7 @@ from .engine import MODES, Engine, IngestResult, TreePicture
 from .errors import RaptorError
 from .load import read_local_file
 from .plugins import load_plugins
+from .spaces import export_space, import_space, space_dir
 from .types import Answer, Progress, Turn
 
 log = logging.getLogger("raptor_engine")
@@ -63,7 +64,10 @@ class ProgressBars:
 
 def _engine(ctx: click.Context) -> Engine:
     if ctx.obj.get("engine") is None:
-        ctx.obj["engine"] = Engine(ctx.obj["settings"])
+        try:
+            ctx.obj["engine"] = Engine(ctx.obj["settings"])
+        except RaptorError as exc:  # a setting it cannot work with (RAPTOR_SPACE_PATTERN)
+            _fail(exc)
     return ctx.obj["engine"]
 
 
@@ -466,6 +470,71 @@ def doctor(ctx: click.Context, no_repair: bool, as_json: bool) -> None:
         click.echo("healthy" if not report.problems else "repaired")
     else:
         sys.exit(1)
+
+
+@cli.group()
+def guilds() -> None:
+    """A Discord server's own store (data/guilds/<id>/): list, move between data directories, delete."""
+
+
+@guilds.command("list")
+@output_options
+@click.pass_context
+def guilds_list(ctx: click.Context, as_json: bool) -> None:
+    """The servers with a store here, their knowledge bases and size on disk."""
+    engine = _engine(ctx)
+    rows = []
+    for name in engine.spaces.names():
+        directory = space_dir(engine.settings, name)
+        size = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+        rows.append({"guild": name, "knowledge_bases": engine.knowledge_bases(name), "bytes": size})
+    if as_json:
+        _print_json(rows)
+        return
+    for row in rows:
+        click.echo(
+            f"{row['guild']}: {len(row['knowledge_bases'])} knowledge base(s), {row['bytes'] / 1e6:,.1f} MB"
+        )
+
+
+@guilds.command("export")
+@click.argument("guild")
+@click.argument("archive", type=click.Path(dir_okay=False, writable=True, path_type=Path))
+@click.pass_context
+def guilds_export(ctx: click.Context, guild: str, archive: Path) -> None:
+    """Write GUILD's store to ARCHIVE (.tar): a consistent snapshot, taken while the bot runs."""
+    try:
+        manifest = export_space(_engine(ctx).spaces, guild, archive)
+    except RaptorError as exc:
+        _fail(exc)
+    click.echo(f"{guild}: {len(manifest['knowledge_bases'])} knowledge base(s) written to {archive}")
+
+
+@guilds.command("import")
+@click.argument("archive", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.pass_context
+def guilds_import(ctx: click.Context, archive: Path) -> None:
+    """Add the store in ARCHIVE (from `raptor guilds export`) to this data directory."""
+    try:
+        manifest = import_space(_engine(ctx).spaces, archive)
+    except RaptorError as exc:
+        _fail(exc)
+    click.echo(f"{manifest['space']}: {len(manifest['knowledge_bases'])} knowledge base(s) imported")
+
+
+@guilds.command("delete")
+@click.argument("guild")
+@click.option("--yes", is_flag=True, required=True, help="Confirm: the store cannot be recovered.")
+@click.pass_context
+def guilds_delete(ctx: click.Context, guild: str, yes: bool) -> None:
+    """Delete GUILD's store from this data directory (after it was imported elsewhere)."""
+    try:
+        deleted = _engine(ctx).delete_space(guild)
+    except RaptorError as exc:
+        _fail(exc)
+    if not deleted:
+        _fail(RaptorError(f"There is no store for {guild} in this data directory."))
+    click.echo(f"{guild}: deleted")
 
 
 load_plugins(cli)  # raptor bench / eval / robustness come from raptor_tools this way

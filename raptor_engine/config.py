@@ -43,6 +43,11 @@ def default_cache_dir() -> Path:
 class Settings:
     # storage
     data_dir: Path = field(default_factory=lambda: Path("data"))
+    # knowledge bases whose name matches live in the space (data/guilds/<group 1>/) the first group
+    # names; empty keeps everything in data/raptor.db (see spaces.py)
+    space_pattern: str = r"^guild-(\d+)-"
+    # open spaces' SQLite connections and loaded indices, least recently used first; 0: no budget
+    index_memory_mb: int = 512
     # embedding
     embed_model: str = "all-MiniLM-L6-v2"
     embed_batch_size: int = 64
@@ -344,5 +349,16 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Sharded gateway",
         "A gateway proxy's URL; empty = Discord's. It applies with a shard count set; without one, the URL is the "
         "one GET /gateway/bot returns (from the API base above).",
+    ),
+    "RAPTOR_SPACE_PATTERN": EnvDoc(
+        "Storage",
+        "Knowledge bases whose name matches this pattern live in their own store, data/guilds/<group 1>/ (the "
+        "bot's guild-<id>-channel-<id> names: one directory per Discord server); others stay in the data "
+        "dir's own raptor.db. See docs/SCALING.md.",
+    ),
+    "RAPTOR_INDEX_MEMORY_MB": EnvDoc(
+        "Storage",
+        "Memory for open stores' SQLite connections and loaded hnswlib indices, least recently used first; past "
+        "it the oldest are closed and reloaded from disk on demand. 0 means no budget.",
     ),
 }

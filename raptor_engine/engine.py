@@ -8,13 +8,15 @@ builds per knowledge base while questions go on being answered from the last com
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import functools
 import hashlib
 import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,7 +26,7 @@ from .chunk import chunk_document
 from .cluster import preload_umap, use_compile_cache
 from .config import Settings
 from .embed import Embedder, token_floor
-from .errors import IngestError, LimitError, RaptorError
+from .errors import IngestError, LimitError, NotFoundError, RaptorError
 from .index import IndexManager
 from .load import LoadLimits, safe_filename
 from .parse_worker import ParseStats, WorkerLimits, load_isolated
@@ -38,6 +40,7 @@ from .smalltalk import (
     strip_small_talk,
     without_small_talk,
 )
+from .spaces import Space, Spaces, migrate_to_spaces
 from .stages import StageClock
 from .store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
 from .summarize import ExtractiveSummarizer
@@ -63,6 +66,32 @@ MAX_COMMIT_ATTEMPTS = 5
 # Refuse a document when more than this share of its text is [UNK] to the model: its chunks would all
 # embed alike (a DNA sequence, a flood of emoji), so it could not be searched, and it would cost minutes.
 MAX_UNKNOWN_SHARE = 0.5  # redo the cross-document layer at most this often when other processes write
+
+
+# The space the current Engine call works in (see `_in_space`); copied into threads by asyncio.to_thread.
+_current_space: contextvars.ContextVar[tuple[Spaces, Space] | None] = contextvars.ContextVar(
+    "raptor_space", default=None
+)
+
+
+def _in_space(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run an Engine method whose first argument is a knowledge base name against that knowledge base's
+    space: inside it (and in the threads it starts) `self.store` and `self.indexes` are that space's."""
+    if asyncio.iscoroutinefunction(method):
+
+        @functools.wraps(method)
+        async def run_async(self: Engine, kb: str, *args: Any, **kwargs: Any) -> Any:
+            with self.in_space(kb):
+                return await method(self, kb, *args, **kwargs)
+
+        return run_async
+
+    @functools.wraps(method)
+    def run(self: Engine, kb: str, *args: Any, **kwargs: Any) -> Any:
+        with self.in_space(kb):
+            return method(self, kb, *args, **kwargs)
+
+    return run
 
 
 class EmptyKnowledgeBaseError(RaptorError):
@@ -184,8 +213,8 @@ class Engine:
     ):
         self.settings = settings or Settings.from_env()
         use_compile_cache(self.settings.cache_dir / "numba")
-        self.store = Store(self.settings.db_path)
-        self.indexes = IndexManager(self.store, self.settings.index_dir)
+        self.spaces = Spaces(self.settings)
+        migrate_to_spaces(self.spaces)
         self._embedder = embedder
         self._summarizer = summarizer
         self._answerer = answerer
@@ -193,6 +222,44 @@ class Engine:
         self._locks: dict[str, asyncio.Lock] = {}
         self._waiting: dict[str, int] = defaultdict(int)
         self.last_parse: ParseStats | None = None  # what reading the latest upload cost (logs, robustness)
+
+    # -- spaces: which store and indices a call works on ------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        """The store of the space the current call works in (the root store outside any call)."""
+        return self._space().store
+
+    @property
+    def indexes(self) -> IndexManager:
+        return self._space().indexes
+
+    def _space(self) -> Space:
+        current = _current_space.get()
+        return current[1] if current is not None and current[0] is self.spaces else self.spaces.root
+
+    @contextlib.contextmanager
+    def in_space(self, kb: str) -> Iterator[Space]:
+        """Work in `kb`'s space (pinned open) until the block ends: `engine.store` and `engine.indexes`
+        are that space's inside it (what tools and tests that read a store directly use)."""
+        with self.spaces.using(kb) as space, self._working_in(space):
+            yield space
+
+    @contextlib.contextmanager
+    def _working_in(self, space: Space) -> Iterator[None]:
+        token = _current_space.set((self.spaces, space))
+        try:
+            yield
+        finally:
+            _current_space.reset(token)
+
+    def space_of(self, kb: str) -> str | None:
+        """The space knowledge base `kb` lives in (None: the data directory's root store)."""
+        return self.spaces.space_of(kb)
+
+    def delete_space(self, name: str) -> bool:
+        """Delete a whole space, its knowledge bases and indices (the bot: removed from a server)."""
+        return self.spaces.delete(name)
 
     # -- components, created on first use so listing documents never loads a model ------------
 
@@ -250,7 +317,7 @@ class Engine:
         warm_up()
 
     def close(self) -> None:
-        self.store.close()
+        self.spaces.close()
 
     # -- building -----------------------------------------------------------------------------
 
@@ -291,6 +358,7 @@ class Engine:
                 f"This knowledge base already holds {s.max_documents} documents, the most allowed."
             )
 
+    @_in_space
     async def ingest(
         self,
         kb: str,
@@ -526,6 +594,7 @@ class Engine:
         except Exception:
             log.warning("could not record the failed build of %s", name, exc_info=True)
 
+    @_in_space
     async def forget(self, kb: str, document: str) -> DocumentInfo:
         """Remove a document's nodes, then rebuild the cross-document layer and update the index."""
         kb_id = self.store.require_kb(kb)
@@ -564,6 +633,7 @@ class Engine:
         finally:
             self._waiting[kb] -= 1
 
+    @_in_space
     async def clear(self, kb: str) -> int:
         """Remove every document of a knowledge base; returns how many there were."""
         kb_id = self.store.kb_id(kb)
@@ -574,6 +644,7 @@ class Engine:
             await asyncio.to_thread(self.delete_kb, kb)
             return count
 
+    @_in_space
     def delete_kb(self, kb: str) -> bool:
         """Drop a knowledge base and its index entirely (the bot: channel deleted, server left)."""
         kb_id = self.store.kb_id(kb)
@@ -585,13 +656,29 @@ class Engine:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def knowledge_bases(self) -> list[str]:
-        return self.store.kb_names()
+    def knowledge_bases(self, space: str | None = None) -> list[str]:
+        """Every knowledge base, the root space's and every other space's, sorted; or one space's."""
+        if space is not None:
+            return self._space_kb_names(space)
+        names = self.spaces.root.store.kb_names()
+        for name in self.spaces.names():
+            names += self._space_kb_names(name)
+        return sorted(names)
 
+    def _space_kb_names(self, name: str) -> list[str]:
+        """A space's knowledge bases; none if it has no store (never made, or deleted meanwhile)."""
+        try:
+            with self.spaces.pinned(name, create=False) as space:
+                return space.store.kb_names()
+        except NotFoundError:
+            return []
+
+    @_in_space
     def documents(self, kb: str) -> list[DocumentInfo]:
         kb_id = self.store.kb_id(kb)
         return [] if kb_id is None else self.store.documents(kb_id)
 
+    @_in_space
     def tree_info(self, kb: str) -> TreeInfo:
         kb_id = self.store.kb_id(kb)
         if kb_id is None:
@@ -599,6 +686,7 @@ class Engine:
         layers = [LayerInfo(*row) for row in self.store.layer_stats(kb_id)]
         return TreeInfo(kb, len(self.store.documents(kb_id)), layers)
 
+    @_in_space
     def tree_picture(
         self,
         kb: str,
@@ -628,14 +716,17 @@ class Engine:
             binned=plan.binned,
         )
 
+    @_in_space
     def builds(self, kb: str, limit: int = 20) -> list[dict[str, Any]]:
         kb_id = self.store.kb_id(kb)
         return [] if kb_id is None else self.store.builds(kb_id, limit)
 
+    @_in_space
     def usage(self, kb: str) -> dict[str, int]:
         kb_id = self.store.kb_id(kb)
         return {} if kb_id is None else self.store.usage(kb_id)
 
+    @_in_space
     def retrieve(
         self,
         kb: str,
@@ -689,6 +780,7 @@ class Engine:
             if node.document is None:
                 node.drawn_from = tuple(self.store.documents_under(node.node_id))
 
+    @_in_space
     async def ask(
         self,
         kb: str,
@@ -825,7 +917,16 @@ class Engine:
     # -- health -------------------------------------------------------------------------------
 
     def doctor(self, repair: bool = True) -> DoctorReport:
-        """Check SQLite and every index; rebuild what is derived (indices) from SQLite when asked."""
+        """Check SQLite and every index of every space; rebuild what is derived (indices) when asked."""
+        report = self._doctor_space(repair)
+        for name in self.spaces.names():
+            with self.spaces.pinned(name) as space, self._working_in(space):
+                found = self._doctor_space(repair)
+            report.problems += [f"space {name}: {problem}" for problem in found.problems]
+            report.repaired += [f"space {name}: {problem}" for problem in found.repaired]
+        return report
+
+    def _doctor_space(self, repair: bool) -> DoctorReport:
         problems = list(self.store.integrity_problems())
         repaired: list[str] = []
         for kb in self.store.kb_names():

@@ -11,16 +11,26 @@ import logging
 import threading
 from collections.abc import Callable, KeysView
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import hnswlib
 import numpy as np
 
 from .store import Store
 
+if TYPE_CHECKING:
+    from .spaces import MemoryBudget
+
 log = logging.getLogger(__name__)
 
 M = 16
 EF_CONSTRUCTION = 200
+# What a loaded index holds beyond its vectors and level-0 links, measured (RSS) with hnswlib 0.8: a
+# fixed 2.66 MiB per index (its 65,536 label-operation mutexes), and per element its label, lock and
+# upper levels; plus each entry of the token-count dict (a Python dict of int -> int).
+HNSW_INDEX_OVERHEAD = 2720 * 1024
+HNSW_ELEMENT_OVERHEAD = 64
+TOKEN_ENTRY_BYTES = 100
 
 
 class KBIndex:
@@ -35,6 +45,15 @@ class KBIndex:
         self.version = version
         self.tokens = tokens
         self.dim = dim
+
+    @property
+    def nbytes(self) -> int:
+        """About what this index holds in memory: hnswlib's vectors and links, and the token counts."""
+        if self.index is None:
+            return len(self.tokens) * TOKEN_ENTRY_BYTES
+        per_element = self.dim * 4 + (2 * M + 1) * 4 + HNSW_ELEMENT_OVERHEAD
+        elements = self.index.get_max_elements() * per_element
+        return HNSW_INDEX_OVERHEAD + elements + len(self.tokens) * TOKEN_ENTRY_BYTES
 
     @property
     def ids(self) -> KeysView[int]:
@@ -80,27 +99,72 @@ class IndexManager:
     mismatched file is rebuilt from SQLite.
     """
 
-    def __init__(self, store: Store, index_dir: str | Path):
+    def __init__(
+        self, store: Store, index_dir: str | Path, *, budget: MemoryBudget | None = None, owner: str = ""
+    ):
         self.store = store
         self.dir = Path(index_dir)
         self._cache: dict[int, KBIndex] = {}
-        self._lock = threading.RLock()
+        self._cache_lock = threading.Lock()  # held only to read or change `_cache`, never while loading
+        self._kb_locks: dict[int, threading.RLock] = {}
+        self.budget = budget
+        self.owner = owner
+
+    def _lock(self, kb_id: int) -> threading.RLock:
+        """One lock per knowledge base: a load or rebuild makes no other knowledge base's question wait."""
+        with self._cache_lock:
+            return self._kb_locks.setdefault(kb_id, threading.RLock())
+
+    def _remember(self, kb_id: int, built: KBIndex) -> None:
+        """Cache `built` and count its bytes in the budget (which may evict older indices)."""
+        with self._cache_lock:
+            self._cache[kb_id] = built
+        if self.budget is not None:
+            self.budget.admit(("index", self.owner, kb_id), built.nbytes, lambda: self._evict(kb_id, built))
+
+    def _evict(self, kb_id: int, built: KBIndex) -> None:
+        with self._cache_lock:
+            if self._cache.get(kb_id) is built:
+                del self._cache[kb_id]
+
+    def cached(self) -> int:
+        """How many indices are in memory."""
+        with self._cache_lock:
+            return len(self._cache)
+
+    def drop_all_cached(self) -> None:
+        """Forget every loaded index (its space is being closed); files stay."""
+        with self._cache_lock:
+            ids = list(self._cache)
+            self._cache.clear()
+        if self.budget is not None:
+            for kb_id in ids:
+                self.budget.forget(("index", self.owner, kb_id))
+
+    def file_paths(self, kb_id: int) -> tuple[Path, Path]:
+        """The saved index and its metadata."""
+        return self._paths(kb_id)
 
     def _paths(self, kb_id: int) -> tuple[Path, Path]:
         return self.dir / f"kb-{kb_id}.hnsw", self.dir / f"kb-{kb_id}.json"
 
     def get(self, kb_id: int) -> KBIndex:
         """The index for a knowledge base at the store's current version."""
-        with self._lock:
+        with self._lock(kb_id):
             version = self.store.kb_version(kb_id)
-            current = self._cache.get(kb_id)
+            with self._cache_lock:
+                current = self._cache.get(kb_id)
+            if current is not None and current.index is not None and current.version == version:
+                if self.budget is not None:
+                    self.budget.touch(("index", self.owner, kb_id))
+                return current
             if current is None or current.index is None:
                 current = self._load(kb_id)
             if current is None:
                 return self.rebuild(kb_id)
             if current.version != version:
                 current = self._catch_up(kb_id, current, version)
-            self._cache[kb_id] = current
+            self._remember(kb_id, current)
             return current
 
     def _load(self, kb_id: int) -> KBIndex | None:
@@ -155,7 +219,7 @@ class IndexManager:
 
     def rebuild(self, kb_id: int) -> KBIndex:
         """Build the index from SQLite, the source of truth, and save it."""
-        with self._lock:
+        with self._lock(kb_id):
             version = self.store.kb_version(kb_id)
             ids, matrix = self.store.embeddings(kb_id)
             if len(ids) == 0:
@@ -168,7 +232,7 @@ class IndexManager:
                 counts = self.store.token_counts(kb_id)
                 built = KBIndex(index, version, {int(i): counts.get(int(i), 0) for i in ids}, dim)
             self._save(kb_id, built)
-            self._cache[kb_id] = built
+            self._remember(kb_id, built)
             return built
 
     def _save(self, kb_id: int, built: KBIndex) -> None:
@@ -197,8 +261,11 @@ class IndexManager:
         tmp_meta.replace(meta_path)
 
     def drop(self, kb_id: int) -> None:
-        with self._lock:
-            self._cache.pop(kb_id, None)
+        with self._lock(kb_id):
+            with self._cache_lock:
+                self._cache.pop(kb_id, None)
+            if self.budget is not None:
+                self.budget.forget(("index", self.owner, kb_id))
             for path in self._paths(kb_id):
                 path.unlink(missing_ok=True)
 

@@ -702,6 +702,33 @@ def _sizes(value: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
 @click.option(
     "--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures as JSON."
 )
+@click.option(
+    "--many-kbs",
+    is_flag=True,
+    help="Instead: many knowledge bases in many servers' stores, memory under RAPTOR_INDEX_MEMORY_MB "
+    "(sized by --kbs --guilds --nodes --questions --memory-mb).",
+)
+@click.option(
+    "--kbs", type=click.IntRange(min=1), default=2000, show_default=True, help="--many-kbs: knowledge bases."
+)
+@click.option(
+    "--guilds", type=click.IntRange(min=1), default=500, show_default=True, help="--many-kbs: servers."
+)
+@click.option(
+    "--nodes", default="200-2000", show_default=True, help="--many-kbs: nodes per knowledge base, A-B."
+)
+@click.option(
+    "--questions", type=click.IntRange(min=1), default=5000, show_default=True, help="--many-kbs: questions."
+)
+@click.option(
+    "--memory-mb", type=click.IntRange(min=1), help="--many-kbs: the budget (default RAPTOR_INDEX_MEMORY_MB)."
+)
+@click.option(
+    "--data-dir",
+    "scratch_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="--many-kbs: where to write (default a temporary folder, removed after).",
+)
 def bench_command(
     sizes: str | None,
     kb_sizes: str | None,
@@ -716,8 +743,20 @@ def bench_command(
     ef_sweep: str | None,
     bot_lag: bool,
     out: Path | None,
+    many_kbs: bool,
+    kbs: int,
+    guilds: int,
+    nodes: str,
+    questions: int,
+    memory_mb: int | None,
+    scratch_dir: Path | None,
 ) -> None:
     """Measure ingest time, memory, loop lag, retrieval latency and index recall on this machine."""
+    if many_kbs:
+        from .bench_spaces import run_many_kbs_command
+
+        run_many_kbs_command(kbs, guilds, nodes, questions, memory_mb, scratch_dir, out)
+        return
     allow_long_documents()
     doc_sizes = _sizes(sizes, QUICK_SIZES if quick else DEFAULT_SIZES)
     kb = _sizes(kb_sizes, QUICK_KB_SIZES if quick else DEFAULT_KB_SIZES)

@@ -724,10 +724,11 @@ def run_isolation(
     for _ in range(trials):
         label = rng.choice(labels)
         kb = kb_of(label)
-        kb_id = engine.store.kb_id(kb)
         args = random_retrieval_args(rng, kb, docs)
-        context = engine.retrieve(kb, rng.choice(pool), **args)
-        owners = engine.store.nodes_by_ids([n.node_id for n in context.nodes])
+        with engine.in_space(kb):  # the store of the knowledge base's space (its server's, for the bot)
+            kb_id = engine.store.kb_id(kb)
+            context = engine.retrieve(kb, rng.choice(pool), **args)
+            owners = engine.store.nodes_by_ids([n.node_id for n in context.nodes])
         for node in context.nodes:
             figures.nodes_checked += 1
             stored = owners.get(node.node_id)

@@ -104,12 +104,15 @@ from tests.bot.conftest import bot_settings, fake_api, make_harness  # noqa: E40
 async def test_the_bot_repairs_a_damaged_index_when_it_starts(make_harness, bot_settings, embedder):  # noqa: F811
     engine = Engine(bot_settings, embedder=embedder)
     await engine.ingest("guild-1-channel-2", "box.txt", CRASH_BASE[1].encode())
-    kb_id = engine.store.kb_id("guild-1-channel-2")
+    with engine.in_space("guild-1-channel-2"):  # the server's own store and indices
+        kb_id = engine.store.kb_id("guild-1-channel-2")
+        index_file = engine.indexes.dir / f"kb-{kb_id}.hnsw"
     engine.close()
-    index_file = bot_settings.index_dir / f"kb-{kb_id}.hnsw"
+    assert index_file.exists()
     index_file.write_bytes(b"garbage left by a crash")
     h = await make_harness()  # logging in runs setup_hook, where the doctor belongs
-    assert h.engine.indexes.check(kb_id) == []  # the file on disk was rebuilt from SQLite at start-up
+    with h.engine.in_space("guild-1-channel-2"):
+        assert h.engine.indexes.check(kb_id) == []  # the file on disk was rebuilt from SQLite at start-up
 
 
 def test_raptor_doctor_reports_then_repairs_what_a_crash_can_leave(tmp_path, embedder, monkeypatch):

@@ -73,8 +73,11 @@ def test_every_knowledge_base_holds_its_own_copy_of_the_shared_document(built):
         assert "shared.txt" in [d.name for d in built.documents(kb)]
     node_owners = {}
     for kb in kbs:
-        for node in built.store.nodes_of_kb(built.store.kb_id(kb)):
-            assert node_owners.setdefault(node.id, kb) == kb
+        with built.in_space(kb):
+            nodes = built.store.nodes_of_kb(built.store.require_kb(kb))
+        assert nodes
+        for node in nodes:
+            assert node_owners.setdefault((built.spaces.space_of(kb), node.id), kb) == kb
 
 
 def test_engine_retrieval_never_crosses_knowledge_bases(built):

@@ -236,8 +236,9 @@ ORCHARD_PAGES = [
 
 
 def leaf_holding(engine, kb: str, words: str):
-    kb_id = engine.store.kb_id(kb)
-    return next(n for n in engine.store.nodes_of_kb(kb_id) if n.layer == 0 and words in n.text)
+    with engine.in_space(kb):  # the server's own store
+        nodes = engine.store.nodes_of_kb(engine.store.require_kb(kb))
+    return next(n for n in nodes if n.layer == 0 and words in n.text)
 
 
 async def add_orchard_pdf(h):

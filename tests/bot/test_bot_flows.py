@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -434,7 +435,7 @@ async def test_auto_ingest_without_the_intent_says_what_degrades(harness):
     assert "without the message-content intent" in on["content"]
 
 
-async def test_channel_delete_and_guild_leave_drop_the_knowledge_bases(harness):
+async def test_channel_delete_and_guild_leave_drop_the_knowledge_bases(harness, bot_settings):
     h = harness
     await add_doc(h, "kestrel.md", LIGHTHOUSE, channel=CHAN_A)
     await add_doc(h, "bread.txt", SOURDOUGH, channel=CHAN_B)
@@ -448,6 +449,10 @@ async def test_channel_delete_and_guild_leave_drop_the_knowledge_bases(harness):
     assert await h.bot.services.state.count("bot_threads") == 0
     h.state.parse_guild_delete({"id": str(GUILD)})
     await h.fake.wait_for(lambda: not h.engine.knowledge_bases(), what="guild KB deletion")
+    await h.fake.wait_for(
+        lambda: not (Path(bot_settings.data_dir) / "guilds" / str(GUILD)).exists(),
+        what="guild store deletion",
+    )
 
 
 async def test_sync_sends_every_command_to_the_development_guild(make_harness, bot_settings):
@@ -519,7 +524,7 @@ async def test_shutdown_lets_a_running_build_finish_and_refuses_new_ones(
     await asyncio.wait_for(stopping, 120)
     assert h.bot.is_closed()
     assert "✅ **kestrel.md** added" in h.fake.original(first)["content"]
-    with sqlite3.connect(bot_settings.db_path) as conn:
+    with sqlite3.connect(h.engine.spaces.files_of(KB_A)[0]) as conn:  # the server's own store
         assert conn.execute("select name from documents").fetchall() == [("kestrel.md",)]
 
 

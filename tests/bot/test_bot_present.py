@@ -157,11 +157,12 @@ async def test_status_counts_the_write_ahead_log_and_the_indices(harness, bot_se
     h = harness
     await add_doc(h, "kestrel.md", LIGHTHOUSE)
     status = text_of((await h.replies_done(h.slash("kb", sub="status", user=BOB)))[0])
-    db = Path(bot_settings.db_path)
+    db, index_dir = h.engine.spaces.files_of(KB_A)  # the server's own store
+    assert db == Path(bot_settings.data_dir) / "guilds" / str(GUILD) / "raptor.db"
     wal = Path(f"{db}-wal")
     assert wal.exists() and wal.stat().st_size > 0  # recent writes are still in the WAL
     database = sum(p.stat().st_size for p in (db, wal, Path(f"{db}-shm")) if p.exists())
-    indices = sum(p.stat().st_size for p in Path(bot_settings.index_dir).rglob("*") if p.is_file())
+    indices = sum(p.stat().st_size for p in index_dir.rglob("*") if p.is_file())
     assert indices > 0
     assert f"database {human_size(database)} (with its write-ahead log)" in status, status
     assert f"search indices {human_size(indices)}" in status

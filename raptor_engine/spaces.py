@@ -1,0 +1,473 @@
+"""Spaces: a data directory split into partitions, each with its own SQLite file and indices.
+
+A *space* is a directory holding one `raptor.db` and one `indices/` folder. The root space is the
+data directory itself (what the CLI's knowledge bases use, and where state shared by every space
+lives: the summary cache). Every other space is `<data_dir>/guilds/<name>/` (the folder's name is the bot's, which
+is the only user of spaces today), named by
+`Settings.space_pattern`: a knowledge base whose name matches the pattern lives in the space named by
+the pattern's first group. The default pattern, `^guild-(\\d+)-`, puts the bot's knowledge bases
+(`guild-<guild id>-channel-<channel id>`) into `data/guilds/<guild id>/`, so one Discord server's data
+is one directory: removing the bot from it deletes that directory, and moving it is copying it. The
+engine knows nothing of Discord; the pattern is the whole contract.
+
+Open spaces (their SQLite connections) and loaded indices live in one `MemoryBudget`, a least
+recently used list with a byte budget (`RAPTOR_INDEX_MEMORY_MB`): past it the oldest are closed, and
+reopened from disk the next time they are needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import shutil
+import sqlite3
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import Settings
+from .errors import NotFoundError, RaptorError
+from .index import IndexManager
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+SPACES_DIR = "guilds"
+DB_NAME = "raptor.db"
+INDEX_DIR = "indices"
+# What one open SQLite connection may hold: its page cache (SQLite's default cache_size, 2,000 KiB).
+CONNECTION_BYTES = 2000 * 1024
+_SPACE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class MemoryBudget:
+    """Entries with a size in bytes, least recently used first; admitting one past the budget evicts
+    the oldest entries that are not pinned (their `evict` callback closes or drops them).
+
+    `limit_bytes` 0 means no budget: nothing is evicted (the comparison run of the benchmark).
+    Callbacks run outside the budget's lock, so an eviction never waits on a load elsewhere.
+    """
+
+    def __init__(self, limit_bytes: int):
+        self.limit = limit_bytes
+        self._entries: OrderedDict[Hashable, tuple[int, Callable[[], None], Callable[[], bool]]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+        self.used = 0
+        self.peak = 0
+        self.evictions = 0
+        self.admitted = 0  # entries opened or loaded (not re-sized): the benchmark's cold questions
+
+    def admit(
+        self,
+        key: Hashable,
+        size: int,
+        evict: Callable[[], None],
+        pinned: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Record (or re-size) `key` as the most recently used entry, then evict down to the budget."""
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self.used -= old[0]
+            else:
+                self.admitted += 1
+            self._entries[key] = (size, evict, pinned)
+            self.used += size
+            self.peak = max(self.peak, self.used)
+            victims = self._victims(keep=key)
+        for evict_one in victims:
+            evict_one()
+
+    def _victims(self, keep: Hashable) -> list[Callable[[], None]]:
+        if not self.limit or self.used <= self.limit:
+            return []
+        victims = []
+        for key in list(self._entries):
+            if self.used <= self.limit:
+                break
+            size, evict, pinned = self._entries[key]
+            if key == keep or pinned():
+                continue
+            del self._entries[key]
+            self.used -= size
+            self.evictions += 1
+            victims.append(evict)
+        return victims
+
+    def touch(self, key: Hashable) -> None:
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+
+    def forget(self, key: Hashable) -> None:
+        """Stop counting `key` (it was closed or deleted by its owner)."""
+        with self._lock:
+            entry = self._entries.pop(key, None)
+            if entry is not None:
+                self.used -= entry[0]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._entries
+
+
+@dataclass
+class Space:
+    """One partition: its directory, its store and its indices. `name` is None for the root space."""
+
+    name: str | None
+    dir: Path
+    store: Store
+    indexes: IndexManager
+    pins: int = 0
+
+
+def _space_pattern(text: str) -> re.Pattern[str] | None:
+    """RAPTOR_SPACE_PATTERN compiled, or one sentence saying why it cannot be used."""
+    if not text:
+        return None
+    try:
+        pattern = re.compile(text)
+    except re.error as exc:
+        raise RaptorError(f"RAPTOR_SPACE_PATTERN is not a regular expression: {exc}.") from None
+    if pattern.groups < 1:
+        raise RaptorError("RAPTOR_SPACE_PATTERN needs a group, (...), that names the space.")
+    return pattern
+
+
+def space_dir(settings: Settings, name: str) -> Path:
+    return settings.data_dir / SPACES_DIR / name
+
+
+def check_space_name(name: str) -> str:
+    if not _SPACE_NAME.match(name):
+        raise RaptorError(f"{name!r} is not a space name (letters, digits, '-' and '_', at most 64).")
+    return name
+
+
+class Spaces:
+    """The root space and the spaces opened so far, under one memory budget.
+
+    `space_of(kb)` says which space a knowledge base name belongs to; `using(kb)` opens that space (if
+    needed) and pins it, so it is not closed while a call works in it.
+    """
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.pattern = _space_pattern(settings.space_pattern)
+        self.budget = MemoryBudget(settings.index_memory_mb * 1024 * 1024)
+        root_store = Store(settings.db_path)
+        root_indexes = IndexManager(root_store, settings.index_dir, budget=self.budget, owner="")
+        # The root store is never closed by the budget; its indices are counted and may be.
+        self.root = Space(None, settings.data_dir, root_store, root_indexes)
+        self._open: dict[str, Space] = {}
+        self._lock = threading.Lock()
+        self._unpinned = threading.Condition(self._lock)  # a space's pins went down (delete waits on it)
+        self._opening: dict[str, threading.Lock] = {}
+        self._deleting: set[str] = set()
+
+    # -- which space ----------------------------------------------------------------------------
+
+    def space_of(self, kb: str) -> str | None:
+        """The space a knowledge base lives in (None: the root), from `Settings.space_pattern`."""
+        if self.pattern is None:
+            return None
+        match = self.pattern.match(kb)
+        return check_space_name(match.group(1)) if match else None
+
+    def files_of(self, kb: str) -> tuple[Path, Path]:
+        """The SQLite file and the index folder knowledge base `kb` is kept in (whether they exist or not)."""
+        name = self.space_of(kb)
+        directory = self.settings.data_dir if name is None else space_dir(self.settings, name)
+        return directory / DB_NAME, directory / INDEX_DIR
+
+    def names(self) -> list[str]:
+        """Every space on disk (those with a database), sorted."""
+        base = self.settings.data_dir / SPACES_DIR
+        if not base.is_dir():
+            return []
+        return sorted(p.name for p in base.iterdir() if (p / DB_NAME).exists() and _SPACE_NAME.match(p.name))
+
+    # -- opening and closing --------------------------------------------------------------------
+
+    def _acquire(self, name: str, create: bool) -> Space:
+        """Open (if needed) and pin the space `name`; NotFoundError if it is being deleted, or if it has
+        no database and `create` is False."""
+        directory = space_dir(self.settings, check_space_name(name))
+        with self._lock:
+            opening = self._opening.setdefault(name, threading.Lock())
+        with opening:  # one thread opens a space; others wait for that one space only
+            with self._lock:
+                space = self._open.get(name)
+                if name in self._deleting:
+                    raise NotFoundError(f"The space {name!r} is being deleted.")
+                if space is not None:
+                    space.pins += 1
+            if space is None:
+                if not create and not (directory / DB_NAME).exists():
+                    raise NotFoundError(f"There is no space named {name!r}.")
+                store = Store(directory / DB_NAME)
+                indexes = IndexManager(store, directory / INDEX_DIR, budget=self.budget, owner=name)
+                space = Space(name, directory, store, indexes, pins=1)
+                with self._lock:
+                    self._open[name] = space
+        self._account(space)
+        return space
+
+    def _release(self, space: Space) -> None:
+        with self._unpinned:
+            space.pins -= 1
+            self._unpinned.notify_all()
+
+    def _account(self, space: Space) -> None:
+        size = max(len(space.store._connections), 1) * CONNECTION_BYTES
+        self.budget.admit(("space", space.name), size, lambda: self._close(space), lambda: space.pins > 0)
+
+    def _close(self, space: Space) -> None:
+        """Evicted: close its connections and drop its indices (all reopened from disk on demand)."""
+        with self._lock:
+            if space.pins > 0 or self._open.get(space.name) is not space:
+                return  # pinned again since it was chosen: it stays open (and is counted at next use)
+            del self._open[space.name]
+        space.indexes.drop_all_cached()
+        space.store.close()
+
+    @contextlib.contextmanager
+    def using(self, kb: str) -> Iterator[Space]:
+        """The space of knowledge base `kb`, pinned open for the duration."""
+        with self.pinned(self.space_of(kb)) as space:
+            yield space
+
+    @contextlib.contextmanager
+    def pinned(self, name: str | None, *, create: bool = True) -> Iterator[Space]:
+        """The space `name` (None: the root), open and not closed by the budget until the block ends.
+
+        Created if new, unless `create` is False: then a space with no database raises NotFoundError.
+        """
+        if name is None:
+            yield self.root
+            return
+        space = self._acquire(name, create)
+        try:
+            yield space
+        finally:
+            self._release(space)
+
+    def open_count(self) -> int:
+        with self._lock:
+            return len(self._open)
+
+    def delete(self, name: str) -> bool:
+        """Remove a space and everything in it (its directory); False if there was none.
+
+        New calls into it are refused from the start, and calls already in it are waited for.
+        """
+        directory = space_dir(self.settings, check_space_name(name))
+        with self._lock:
+            self._deleting.add(name)
+            opening = self._opening.setdefault(name, threading.Lock())
+        try:
+            with opening:
+                pass  # a load that began before is finished (and pinned, if it succeeded)
+            with self._unpinned:
+                space = self._open.get(name)
+                while space is not None and space.pins > 0:
+                    self._unpinned.wait()
+                self._open.pop(name, None)
+            if space is not None:
+                self.budget.forget(("space", name))
+                space.indexes.drop_all_cached()
+                space.store.close()
+            if not directory.exists():
+                return False
+            # Renamed first (one atomic step), so nothing finds it half deleted; '.' marks it as no space.
+            doomed = directory.with_name(f".deleting-{name}-{uuid.uuid4().hex}")
+            directory.rename(doomed)
+            shutil.rmtree(doomed)
+            return True
+        finally:
+            with self._lock:
+                self._deleting.discard(name)
+
+    def close(self) -> None:
+        with self._lock:
+            spaces = list(self._open.values())
+            self._open.clear()
+        for space in spaces:
+            space.indexes.drop_all_cached()
+            space.store.close()
+        self.root.store.close()
+
+
+# -- moving a single-file data directory into spaces -----------------------------------------------
+
+# The store's tables that belong to one knowledge base, parents first (foreign keys point backwards).
+KB_TABLES = ("kbs", "documents", "nodes", "edges", "builds", "questions")
+
+
+def migrate_to_spaces(spaces: Spaces) -> list[str]:
+    """Move every knowledge base of the root store that belongs to another space into that space.
+
+    What a data directory written before spaces needs (one `raptor.db` holding every server); run each
+    time an Engine opens a data directory, so the bot or any `raptor` command finishes it. Each
+    knowledge base moves in three steps, each safe to repeat after a kill: its rows are copied to the
+    space's file in one transaction (a copy already there is kept), its index files are moved, then its
+    rows are deleted from the root in one transaction. Nothing is lost and, once done, nothing is left
+    twice: the root file is vacuumed so the deleted rows' pages are gone too. Returns the names moved.
+    """
+    root = spaces.root.store
+    moving = [(name, space) for name in root.kb_names() if (space := spaces.space_of(name)) is not None]
+    if moving:
+        with root.write() as db:  # until the VACUUM has run, deleted rows may linger in free pages
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('vacuum_pending', '1')")
+    for number, (kb, name) in enumerate(moving, 1):
+        kb_id = root.kb_id(kb)
+        if kb_id is None:
+            continue  # another process opening the directory at the same time moved it
+        with spaces.pinned(name) as space:
+            copy_kb(root.path, space.store, kb_id, kb)
+            _move_index_files(spaces.root.indexes, space.indexes, kb_id)
+        root.delete_kb(kb_id)
+        log.info("moved knowledge base %s into space %s (%d of %d)", kb, name, number, len(moving))
+    if root.db.execute("SELECT 1 FROM meta WHERE key = 'vacuum_pending'").fetchone():
+        _vacuum(root)
+    return [kb for kb, _ in moving]
+
+
+def _vacuum(root: Store) -> None:
+    """Rewrite the root file without the moved rows' pages, then empty the write-ahead log of them."""
+    try:
+        root.db.conn.execute("VACUUM")
+        root.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.OperationalError:  # another process holds it: the next open tries again
+        log.warning("could not vacuum %s now; the next start will", root.path, exc_info=True)
+        return
+    with root.write() as db:
+        db.execute("DELETE FROM meta WHERE key = 'vacuum_pending'")
+
+
+def copy_kb(source: Path, target: Store, kb_id: int, kb: str) -> bool:
+    """Copy one knowledge base's rows, ids kept, from the SQLite file `source` into `target`, in one
+    transaction; False if `target` already holds it (an earlier, interrupted run copied it)."""
+    db = target.db
+    with target._write_lock:
+        db.conn.execute("ATTACH DATABASE ? AS source", [str(source)])
+        try:
+            with target.write():
+                if db.execute("SELECT 1 FROM kbs WHERE id = ? AND name = ?", [kb_id, kb]).fetchone():
+                    return False
+                for table in KB_TABLES:
+                    _copy_rows(db, table, "id" if table == "kbs" else "kb_id", kb_id)
+                _advance_node_ids(db)
+            return True
+        finally:
+            db.conn.execute("DETACH DATABASE source")
+
+
+def _copy_rows(db: object, table: str, key: str, kb_id: int) -> None:
+    """INSERT the rows of `source.table` whose `key` is `kb_id`, by the columns both files have."""
+    conn = db.conn  # type: ignore[attr-defined]
+    ours = [row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")]
+    theirs = {row[1] for row in conn.execute(f"PRAGMA source.table_info({table})")}
+    columns = ", ".join(f'"{c}"' for c in ours if c in theirs)
+    conn.execute(
+        f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM source.{table} WHERE {key} = ?", [kb_id]
+    )
+
+
+def _advance_node_ids(db: object) -> None:
+    """Node ids are never reused in a file (index labels): start new ones past every copied one."""
+    conn = db.conn  # type: ignore[attr-defined]
+    highest = conn.execute("SELECT COALESCE(MAX(id), 0) FROM main.nodes").fetchone()[0]
+    conn.execute(
+        "UPDATE main.meta SET value = MAX(CAST(value AS INTEGER), ?) WHERE key = 'next_node_id'",
+        [int(highest) + 1],
+    )
+
+
+def _move_index_files(source: IndexManager, target: IndexManager, kb_id: int) -> None:
+    """The saved index travels with its rows (ids are kept); a missing one is rebuilt on first use."""
+    target.dir.mkdir(parents=True, exist_ok=True)
+    for path in source.file_paths(kb_id):
+        if path.exists():
+            path.replace(target.dir / path.name)
+
+
+# -- moving a space between data directories -------------------------------------------------------
+
+ARCHIVE_MANIFEST = "space.json"
+
+
+def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, object]:
+    """Write space `name` to a tar archive: a `VACUUM INTO` snapshot of its database (consistent while
+    others write), its index files (derived: a stale one is caught up on first use) and a manifest.
+
+    The space keeps working meanwhile; the archive is written beside `archive` and renamed into place.
+    """
+    import json
+    import tarfile
+    import tempfile
+
+    with spaces.pinned(name, create=False) as space:
+        kbs = space.store.kb_names()
+        with tempfile.TemporaryDirectory(prefix=".export-", dir=archive.parent) as scratch:
+            snapshot = Path(scratch) / DB_NAME
+            space.store.db.conn.execute("VACUUM INTO ?", [str(snapshot)])
+            manifest = {"space": name, "knowledge_bases": kbs}
+            (Path(scratch) / ARCHIVE_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+            partial = Path(scratch) / "archive.tar"
+            with tarfile.open(partial, "w") as tar:
+                tar.add(Path(scratch) / ARCHIVE_MANIFEST, ARCHIVE_MANIFEST)
+                tar.add(snapshot, DB_NAME)
+                index_dir = space.dir / INDEX_DIR
+                for path in sorted(index_dir.glob("kb-*")) if index_dir.is_dir() else []:
+                    if not path.name.endswith(".tmp"):
+                        tar.add(path, f"{INDEX_DIR}/{path.name}")
+            partial.replace(archive)
+    return manifest
+
+
+def import_space(spaces: Spaces, archive: Path) -> dict[str, object]:
+    """Unpack an archive made by `export_space` into this data directory as its space, which must not
+    exist yet; it appears all at once (unpacked aside, checked, then renamed into place)."""
+    import json
+    import tarfile
+
+    try:
+        with tarfile.open(archive, "r") as tar:
+            manifest = json.loads(tar.extractfile(ARCHIVE_MANIFEST).read())  # type: ignore[union-attr]
+            name = check_space_name(str(manifest["space"]))
+            target = space_dir(spaces.settings, name)
+            if target.exists():
+                raise RaptorError(f"This data directory already has a store for {name}; delete it first.")
+            staging = target.with_name(f".importing-{name}-{uuid.uuid4().hex}")
+            staging.mkdir(parents=True)
+            try:
+                tar.extractall(staging, filter="data")
+                if not (staging / DB_NAME).is_file():
+                    raise RaptorError(f"{archive.name} is damaged: it holds no database.")
+                check = sqlite3.connect(staging / DB_NAME)
+                try:
+                    problems = [row[0] for row in check.execute("PRAGMA integrity_check")] != ["ok"]
+                    names = sorted(row[0] for row in check.execute("SELECT name FROM kbs"))
+                finally:
+                    check.close()
+                if problems or names != sorted(manifest["knowledge_bases"]):
+                    raise RaptorError(f"{archive.name} is damaged: its database does not match its manifest.")
+                staging.rename(target)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+    except (tarfile.TarError, KeyError, ValueError, OSError, sqlite3.Error) as exc:
+        raise RaptorError(f"{archive.name} is not a store exported by `raptor guilds export`.") from exc
+    return manifest

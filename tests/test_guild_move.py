@@ -1,0 +1,104 @@
+"""Moving a server's store between two data directories with `raptor guilds export` / `import`.
+
+The moved server answers the same questions with the same text and citations; the other servers of
+either directory are untouched; an archive is refused when it would overwrite a store or is damaged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tarfile
+
+import pytest
+from click.testing import CliRunner
+
+from raptor_engine import Engine, Settings
+from tests.sample_texts import BEEKEEPING, RAILWAY
+
+MOVED, STAYS = "guild-42-channel-1", "guild-7-channel-1"
+QUESTIONS = ["When did the railway open?", "How do bees make honey?", "Who built the line?"]
+
+
+def _answers(engine: Engine, kb: str) -> list[dict]:
+    async def ask_all() -> list[dict]:
+        out = []
+        for question in QUESTIONS:
+            answer = await engine.ask(kb, question)
+            out.append({"text": answer.text, "citations": [c.to_dict() for c in answer.citations]})
+        return out
+
+    return asyncio.run(ask_all())
+
+
+def _raptor(*args: str) -> str:
+    from raptor_engine.cli import cli
+
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture
+def two_directories(tmp_path, embedder):
+    source, target = tmp_path / "a", tmp_path / "b"
+    engine = Engine(Settings(data_dir=source), embedder=embedder)
+    asyncio.run(engine.ingest(MOVED, "railway.txt", RAILWAY.encode()))
+    asyncio.run(engine.ingest(MOVED, "bees.md", BEEKEEPING.encode()))
+    asyncio.run(engine.ingest(STAYS, "bees.md", BEEKEEPING.encode()))
+    before = _answers(engine, MOVED)
+    engine.close()
+    other = Engine(Settings(data_dir=target), embedder=embedder)
+    asyncio.run(other.ingest("guild-9-channel-3", "railway.txt", RAILWAY.encode()))
+    other.close()
+    return source, target, before
+
+
+def test_a_moved_server_answers_the_same_questions_with_the_same_citations(
+    two_directories, tmp_path, embedder
+):
+    source, target, before = two_directories
+    archive = tmp_path / "guild-42.tar"
+    assert "1 knowledge base(s) written" in _raptor(
+        "--data-dir", str(source), "guilds", "export", "42", str(archive)
+    )
+    assert "42: 1 knowledge base(s) imported" in _raptor(
+        "--data-dir", str(target), "guilds", "import", str(archive)
+    )
+    _raptor("--data-dir", str(source), "guilds", "delete", "42", "--yes")
+    assert not (source / "guilds" / "42").exists() and (source / "guilds" / "7").exists()
+    listed = json.loads(_raptor("--data-dir", str(target), "guilds", "list", "--json"))
+    assert [(row["guild"], row["knowledge_bases"]) for row in listed] == [
+        ("42", [MOVED]),
+        ("9", ["guild-9-channel-3"]),
+    ]
+    engine = Engine(Settings(data_dir=target), embedder=embedder)
+    try:
+        assert _answers(engine, MOVED) == before
+        assert [d.name for d in engine.documents(MOVED)] == ["railway.txt", "bees.md"]
+        assert engine.doctor(repair=False).problems == []
+    finally:
+        engine.close()
+
+
+def test_an_import_never_overwrites_a_store_and_refuses_a_damaged_archive(two_directories, tmp_path):
+    from raptor_engine.cli import cli
+
+    source, target, _ = two_directories
+    archive = tmp_path / "guild-42.tar"
+    _raptor("--data-dir", str(source), "guilds", "export", "42", str(archive))
+    again = CliRunner().invoke(cli, ["--data-dir", str(source), "guilds", "import", str(archive)])
+    assert again.exit_code != 0 and "already has a store for 42" in again.output
+    damaged = tmp_path / "damaged.tar"
+    with tarfile.open(archive) as tar, tarfile.open(damaged, "w") as out:
+        for member in tar.getmembers():
+            if member.name != "raptor.db":
+                out.addfile(member, tar.extractfile(member))
+    refused = CliRunner().invoke(cli, ["--data-dir", str(target), "guilds", "import", str(damaged)])
+    assert refused.exit_code != 0 and "damaged.tar" in refused.output
+    assert not (target / "guilds" / "42").exists()
+    assert [p.name for p in (target / "guilds").iterdir()] == ["9"]  # nothing half-unpacked left
+    missing = CliRunner().invoke(
+        cli, ["--data-dir", str(target), "guilds", "export", "42", str(tmp_path / "x.tar")]
+    )
+    assert missing.exit_code != 0 and "no space named '42'" in missing.output

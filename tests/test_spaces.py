@@ -1,0 +1,233 @@
+"""A store per space (per Discord server): the move of a one-file data directory into spaces, and routing.
+
+The old layout is written by the Engine with `space_pattern=""`, which keeps every knowledge base in
+`data/raptor.db` exactly as the release before spaces did (same Store, same schema). Opening the
+directory with the default pattern then moves each server's rows to `data/guilds/<id>/raptor.db`;
+the test compares every row of every table, the answers, and checks that the root file keeps no copy.
+A process killed with SIGKILL in the middle of the move (mid-copy, and between copy and delete) is
+restarted and must finish it with the same result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from raptor_engine import Engine, Settings
+from raptor_engine.spaces import KB_TABLES
+from tests.sample_texts import BEEKEEPING, RAILWAY
+
+ROOT_ONLY = "notes"
+GUILD_KBS = {"guild-111-channel-1": "111", "guild-111-channel-2": "111", "guild-222-channel-9": "222"}
+QUESTIONS = ["When did the railway open?", "How do bees make honey?"]
+MARKER = "Quillfeather marshes"  # a sentence only guild 222 holds: its bytes must leave the root file
+
+
+def _documents(kb: str) -> list[tuple[str, bytes]]:
+    docs = [("railway.txt", RAILWAY.encode()), ("bees.md", BEEKEEPING.encode())]
+    if kb == "guild-222-channel-9":
+        docs.append(("marsh.txt", f"The {MARKER} flood each spring. Herons nest there in March.".encode()))
+    return docs
+
+
+def _rows(db_path: Path, kb: str) -> dict[str, list[tuple]]:
+    """Every row of every store table that belongs to `kb`, in id order (ids are kept by the move)."""
+    conn = sqlite3.connect(db_path)
+    try:
+        found = conn.execute("SELECT id FROM kbs WHERE name = ?", [kb]).fetchone()
+        if found is None:
+            return {}
+        out = {}
+        for table in KB_TABLES:
+            key = "id" if table == "kbs" else "kb_id"
+            out[table] = conn.execute(
+                f"SELECT * FROM {table} WHERE {key} = ? ORDER BY 1, 2", [found[0]]
+            ).fetchall()
+        return out
+    finally:
+        conn.close()
+
+
+def _retrieved(engine: Engine, kb: str) -> list[list[tuple[int, str]]]:
+    return [[(n.node_id, n.text) for n in engine.retrieve(kb, q).nodes] for q in QUESTIONS]
+
+
+@pytest.fixture(scope="module")
+def old_layout(tmp_path_factory, embedder):
+    """A data directory as the release before spaces wrote it, and what it held (rows and answers)."""
+    data = tmp_path_factory.mktemp("old") / "data"
+    engine = Engine(Settings(data_dir=data, space_pattern=""), embedder=embedder)
+
+    async def build() -> None:
+        for kb in [ROOT_ONLY, *GUILD_KBS]:
+            for name, body in _documents(kb):
+                await engine.ingest(kb, name, body, added_by="tester")
+            await engine.ask(kb, QUESTIONS[0], asked_by="tester")
+
+    asyncio.run(build())
+    rows = {kb: _rows(data / "raptor.db", kb) for kb in [ROOT_ONLY, *GUILD_KBS]}
+    answers = {kb: _retrieved(engine, kb) for kb in [ROOT_ONLY, *GUILD_KBS]}
+    engine.close()
+    assert not (data / "guilds").exists()
+    assert all(rows[kb]["questions"] and rows[kb]["builds"] and rows[kb]["edges"] for kb in rows)
+    return data, rows, answers
+
+
+def _copy(source: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    target = tmp_path / "data"
+    shutil.copytree(source, target)
+    return target
+
+
+def _check_moved(data: Path, rows: dict, answers: dict, embedder) -> None:
+    """Each server's rows are in its own file, identical, and nowhere else; answers are unchanged."""
+    for kb, guild in GUILD_KBS.items():
+        assert _rows(data / "guilds" / guild / "raptor.db", kb) == rows[kb]
+        assert _rows(data / "raptor.db", kb) == {}
+        assert (data / "guilds" / guild / "indices" / f"kb-{rows[kb]['kbs'][0][0]}.hnsw").exists()
+    assert _rows(data / "raptor.db", ROOT_ONLY) == rows[ROOT_ONLY]
+    assert MARKER.encode() not in (data / "raptor.db").read_bytes()
+    assert (
+        not Path(f"{data / 'raptor.db'}-wal").exists()
+        or MARKER.encode() not in Path(f"{data / 'raptor.db'}-wal").read_bytes()
+    )
+    engine = Engine(Settings(data_dir=data), embedder=embedder)
+    try:
+        assert engine.knowledge_bases() == sorted([ROOT_ONLY, *GUILD_KBS])
+        for kb in answers:
+            assert _retrieved(engine, kb) == answers[kb]
+        assert engine.doctor(repair=False).problems == []
+    finally:
+        engine.close()
+
+
+def test_opening_an_old_data_directory_moves_each_server_into_its_own_store(old_layout, tmp_path, embedder):
+    source, rows, answers = old_layout
+    data = _copy(source, tmp_path)
+    engine = Engine(Settings(data_dir=data), embedder=embedder)
+    engine.close()
+    _check_moved(data, rows, answers, embedder)
+
+
+KILLER = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    import raptor_engine.spaces as spaces
+    from raptor_engine import Engine, Settings
+
+    point, data = sys.argv[1], Path(sys.argv[2])
+    calls = {"n": 0}
+
+    def die_on_second(original):
+        def wrapped(*args, **kwargs):
+            if point == "mid-copy" and original is spaces._copy_rows and args[1] != "nodes":
+                return original(*args, **kwargs)
+            calls["n"] += 1
+            if calls["n"] == 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return original(*args, **kwargs)
+        return wrapped
+
+    if point == "mid-copy":  # inside the copy transaction of the second knowledge base
+        spaces._copy_rows = die_on_second(spaces._copy_rows)
+    elif point == "before-vacuum":  # every row moved, the root file not yet rewritten
+        spaces._vacuum = lambda root: os.kill(os.getpid(), signal.SIGKILL)
+    else:  # the second knowledge base copied and committed, not yet deleted from the root
+        spaces._move_index_files = die_on_second(spaces._move_index_files)
+    Engine(Settings(data_dir=data)).close()
+    """
+)
+
+
+@pytest.mark.parametrize("point", ["mid-copy", "after-copy", "before-vacuum"])
+def test_a_move_killed_midway_is_finished_by_the_next_open(old_layout, tmp_path, embedder, point):
+    source, rows, answers = old_layout
+    data = _copy(source, tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    killed = subprocess.run([sys.executable, "-c", KILLER, point, str(data)], env=env, capture_output=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
+    halfway = [kb for kb in GUILD_KBS if _rows(data / "raptor.db", kb)]
+    if point == "before-vacuum":  # the rows are gone from the tables; the file is still to be rewritten
+        assert not halfway and _vacuum_pending(data)
+    else:
+        assert halfway, "the kill came after the move had finished"
+    engine = Engine(Settings(data_dir=data), embedder=embedder)  # the next open finishes the move
+    engine.close()
+    assert not _vacuum_pending(data)
+    _check_moved(data, rows, answers, embedder)
+
+
+def _vacuum_pending(data: Path) -> bool:
+    """Whether the root file still waits for the VACUUM that drops the moved rows' pages (SQLite builds
+    without secure_delete leave deleted rows' bytes in free pages until then)."""
+    conn = sqlite3.connect(data / "raptor.db")
+    try:
+        return conn.execute("SELECT 1 FROM meta WHERE key = 'vacuum_pending'").fetchone() is not None
+    finally:
+        conn.close()
+
+
+def test_a_server_is_one_directory_and_deleting_it_keeps_the_others(old_layout, tmp_path, embedder):
+    source, rows, answers = old_layout
+    data = _copy(source, tmp_path)
+    engine = Engine(Settings(data_dir=data), embedder=embedder)
+    try:
+        assert engine.delete_space("111") is True
+        assert not (data / "guilds" / "111").exists()
+        assert engine.knowledge_bases() == sorted([ROOT_ONLY, "guild-222-channel-9"])
+        assert _retrieved(engine, "guild-222-channel-9") == answers["guild-222-channel-9"]
+        assert engine.delete_space("111") is False
+    finally:
+        engine.close()
+
+
+def test_new_knowledge_bases_go_to_their_space_and_the_cli_names_stay_in_the_root(tmp_path, embedder):
+    engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        asyncio.run(engine.ingest("guild-5-channel-6", "marsh.txt", f"The {MARKER} flood.".encode()))
+        asyncio.run(engine.ingest("plain", "marsh.txt", b"Herons nest in March."))
+        assert _rows(tmp_path / "data" / "guilds" / "5" / "raptor.db", "guild-5-channel-6")["nodes"]
+        assert _rows(tmp_path / "data" / "raptor.db", "plain")["nodes"]
+        assert _rows(tmp_path / "data" / "raptor.db", "guild-5-channel-6") == {}
+        with engine.in_space("guild-5-channel-6"):
+            assert engine.store.path == tmp_path / "data" / "guilds" / "5" / "raptor.db"
+        assert engine.store.path == tmp_path / "data" / "raptor.db"
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize(
+    ("pattern", "says"), [("^guild-(\\d+", "not a regular expression"), ("^guild-\\d+-", "needs a group")]
+)
+def test_a_space_pattern_that_cannot_name_spaces_is_refused_in_one_sentence(tmp_path, pattern, says):
+    from raptor_engine.errors import RaptorError
+
+    with pytest.raises(RaptorError, match=says):
+        Engine(Settings(data_dir=tmp_path / "data", space_pattern=pattern))
+
+
+def test_two_processes_opening_an_old_directory_at_once_move_it_once(old_layout, tmp_path, embedder):
+    source, rows, answers = old_layout
+    data = _copy(source, tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    opener = "import sys; from pathlib import Path; from raptor_engine import Engine, Settings; "
+    opener += "Engine(Settings(data_dir=Path(sys.argv[1]))).close()"
+    both = [
+        subprocess.Popen([sys.executable, "-c", opener, str(data)], env=env, stderr=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    for process in both:
+        _, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err.decode()[-2000:]
+    _check_moved(data, rows, answers, embedder)
