@@ -91,6 +91,12 @@ class Settings:
     manager_role: str = ""
     max_concurrent_builds: int = 2
     ask_cooldown_seconds: float = 10.0
+    # builds on Dask (raptor_engine/workers.py, docs/SCALING.md): the bot's embedded LocalCluster has this
+    # many single-threaded process workers (0: build in the bot's own process), unless dask_scheduler
+    # names an existing cluster (tcp://host:8786); build_worker_memory_mb is each worker's nanny limit
+    build_workers: int = 1
+    dask_scheduler: str = ""
+    build_worker_memory_mb: int = 2048
 
     @property
     def db_path(self) -> Path:
