@@ -238,4 +238,4 @@ async def _resume_one(services: Services, upload: Upload, channel_for: Callable[
         added = await _build_one(
             services, upload.kb, upload.filename, fetch, 0, upload.added_by, batch, resumed=upload.id
         )
-        await batch.finish("Done." if added else "Done: see the line above.")
+        await batch.finish("Done (the bot restarted while this file was being added, so it was built again).")
