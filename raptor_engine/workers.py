@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import logging
 import os
 import sys
@@ -154,6 +155,13 @@ def build_on_worker(
 # ------------------------------------------------------------------------------------------ bot side
 
 
+def _cancel(future: Any) -> None:
+    """Cancel a task from the event loop (an asynchronous client's cancel is a coroutine to schedule)."""
+    result = future.cancel()
+    if inspect.isawaitable(result):
+        asyncio.ensure_future(result)
+
+
 def task_settings(settings: Settings) -> Settings:
     """What travels with a task: everything a build reads, never the Discord token."""
     return dataclasses.replace(settings, discord_token="")
@@ -168,6 +176,8 @@ class BuildCluster:
         self.client: Any = None
         self.local: Any = None  # the embedded LocalCluster, when this process started one
         self._progress: dict[str, ProgressCallback] = {}
+        self._futures: dict[str, Any] = {}
+        self._stopped: dict[str, BaseException] = {}  # a progress callback's exception, by build
         self._connecting = asyncio.Lock()
 
     @property
@@ -226,9 +236,19 @@ class BuildCluster:
 
     def _on_progress(self, event: tuple[float, dict[str, Any]]) -> None:
         _, msg = event  # Dask adds the worker's address to the message
-        callback = self._progress.get(msg.get("id", ""))
-        if callback is not None:
+        build_id = msg.get("id", "")
+        callback = self._progress.get(build_id)
+        if callback is None:
+            return
+        try:
             callback(Progress(**{f: msg[f] for f in PROGRESS_FIELDS if f in msg}))
+        except RaptorError as error:  # the engine stops the build (a deadline, a limit): cancel the task
+            self._stopped[build_id] = error
+            future = self._futures.get(build_id)
+            if future is not None:
+                _cancel(future)
+        except Exception:  # a broken progress display must never break a build (as build._notify)
+            log.warning("progress callback failed", exc_info=True)
 
     def _cached_summaries(self, settings: Settings) -> dict[str, CachedSummary]:
         if not settings.llm_configured:
@@ -256,6 +276,7 @@ class BuildCluster:
             build_on_worker, build_id, name, data, task_settings(settings), held, cached,
             key=f"raptor-build-{build_id}", pure=False,
         )  # fmt: skip
+        self._futures[build_id] = future
         try:
             built, added = await future
         except KilledWorker:
@@ -265,14 +286,18 @@ class BuildCluster:
                 "than a worker has), so it was given up."
             ) from None
         except (OSError, FutureCancelledError) as error:
+            if build_id in self._stopped:
+                raise self._stopped[build_id] from None
             log.warning("lost the Dask cluster while building %s: %s", name, error)
             raise ClusterUnreachableError(
                 f"The build workers were lost while building {name}; nothing was stored, try again later."
             ) from None
         finally:
             self._progress.pop(build_id, None)
+            self._futures.pop(build_id, None)
+            self._stopped.pop(build_id, None)
             if not future.done():
-                future.cancel()
+                _cancel(future)
         if added:
             await asyncio.to_thread(self._store_summaries, settings, added)
         return built

@@ -22,7 +22,7 @@ import pytest
 
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
-from raptor_engine.errors import RaptorError
+from raptor_engine.errors import LimitError, RaptorError
 from raptor_engine.workers import BuildCluster, ClusterUnreachableError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,6 +150,27 @@ async def test_an_upload_that_kills_every_worker_gets_one_sentence_and_the_clust
         await cluster.client.wait_for_workers(1, timeout=120)
         result = await asyncio.wait_for(engine.ingest("kb", "second.md", b"# Bees\n\n" + b"Bees make honey. " * 50), 300)
         assert result.status == "added"
+    finally:
+        await cluster.close()
+        engine.close()
+
+
+async def test_a_build_the_engine_stops_from_its_progress_reports_is_cancelled_on_the_worker(dask_cluster, tmp_path):
+    """What a whole-build deadline checked at progress points does: it holds for builds on workers too."""
+    engine = Engine(Settings(data_dir=tmp_path / "data"))
+    cluster = await _connected(engine, dask_cluster)
+
+    def deadline(event):
+        if event.stage == "embed":
+            raise LimitError("long.md took longer than the build deadline.")
+
+    try:
+        with pytest.raises(LimitError, match="build deadline"):
+            await asyncio.wait_for(engine.ingest("kb", "long.md", long_document(), progress=deadline), 300)
+        assert engine.documents("kb") == []
+        await asyncio.sleep(0.5)
+        processing = await cluster.client.processing()
+        assert not any(keys for keys in processing.values()), processing  # the task is gone from the cluster
     finally:
         await cluster.close()
         engine.close()
