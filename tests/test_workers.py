@@ -19,11 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
+from distributed import Client
 
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.errors import LimitError, RaptorError
-from raptor_engine.workers import BuildCluster, ClusterUnreachableError
+from raptor_engine.workers import PROGRESS_TOPIC, BuildCluster, ClusterUnreachableError
 
 ROOT = Path(__file__).resolve().parent.parent
 LIGHTHOUSE = (ROOT / "raptor_tools" / "samples" / "lighthouse_keepers.md").read_text()
@@ -200,4 +201,27 @@ async def test_an_unreachable_scheduler_refuses_uploads_in_one_sentence_and_ques
         assert "Kittow" in answer.text
     finally:
         await engine.cluster.close()
+        engine.close()
+
+
+def test_raptor_ingest_builds_on_the_cluster_given_by_scheduler(dask_cluster, tmp_path):
+    doc = tmp_path / "lighthouse.md"
+    doc.write_text(LIGHTHOUSE)
+    data_dir = tmp_path / "data"
+    with Client(dask_cluster, timeout=30) as client:
+        seen = {msg["id"] for _, msg in client.get_events(PROGRESS_TOPIC)}
+    done = subprocess.run(
+        [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(data_dir), "ingest", str(doc), "--kb", "kb",
+         "--scheduler", dask_cluster, "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)[0]["status"] == "added"
+    with Client(dask_cluster, timeout=30) as client:  # the build's progress went through the scheduler
+        stages = [msg["stage"] for _, msg in client.get_events(PROGRESS_TOPIC) if msg["id"] not in seen]
+    assert {"load", "embed", "cluster"} <= set(stages)
+    engine = Engine(Settings(data_dir=data_dir))
+    try:
+        assert [d.name for d in engine.documents("kb")] == ["lighthouse.md"]
+    finally:
         engine.close()
