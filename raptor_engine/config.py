@@ -97,6 +97,7 @@ class Settings:
     build_workers: int = 1
     dask_scheduler: str = ""
     build_worker_memory_mb: int = 2048
+    build_worker_nice: int = 10  # workers' CPU priority (Unix niceness): below the bot's questions
 
     @property
     def db_path(self) -> Path:

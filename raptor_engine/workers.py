@@ -74,6 +74,24 @@ def worker_embedder(settings: Settings) -> Embedder:
         return _embedders[key]
 
 
+def lower_priority(nice: int) -> None:
+    """Run every thread of this worker process at niceness `nice` (Linux keeps it per thread, and
+    onnxruntime's threads exist before any task): on the bot's machine the bot's own threads, which
+    answer questions, then win the CPU over builds. Threads and the parse child started later inherit it."""
+    if nice <= 0 or not hasattr(os, "setpriority"):
+        return
+    try:
+        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]
+    for tid in threads:
+        try:
+            if os.getpriority(os.PRIO_PROCESS, tid) < nice:
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
+        except OSError:  # a thread that ended meanwhile
+            pass
+
+
 class EmbedderPreload(WorkerPlugin):
     """Dask worker plugin: load the model and UMAP's numba code when a worker joins, off its event loop."""
 
@@ -88,6 +106,7 @@ class EmbedderPreload(WorkerPlugin):
         started = time.perf_counter()
         await asyncio.to_thread(worker_embedder, self.settings)
         await asyncio.to_thread(warm_up)
+        lower_priority(self.settings.build_worker_nice)
         log.info("worker %s: embedding model loaded in %.1f s", worker.address, time.perf_counter() - started)
 
     def teardown(self, worker: Any) -> None:
@@ -132,6 +151,7 @@ def build_on_worker(
     from distributed import get_worker
 
     worker = get_worker()
+    lower_priority(settings.build_worker_nice)
 
     def report(event: Progress) -> None:
         worker.log_event(PROGRESS_TOPIC, {"id": build_id, **dataclasses.asdict(event)})

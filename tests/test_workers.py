@@ -113,6 +113,7 @@ async def test_a_worker_killed_mid_build_loses_nothing_and_the_next_upload_still
         busy = [worker for worker, keys in processing.items() if any("raptor-build" in str(k) for k in keys)]
         assert len(busy) == 1, processing
         pids = await client.run(os.getpid, workers=busy)
+        assert os.getpriority(os.PRIO_PROCESS, pids[busy[0]]) == engine.settings.build_worker_nice  # below the bot
         os.kill(pids[busy[0]], signal.SIGKILL)
         result = await asyncio.wait_for(build, 300)
         assert result.status == "added"

@@ -45,10 +45,10 @@ async def _ask_meanwhile(engine: Any, stop: asyncio.Event, latencies: list[float
             pass
 
 
-async def _engine(scratch: str, workers: int) -> Any:
+async def _engine(scratch: str, workers: int, **settings: Any) -> Any:
     from raptor_engine.engine import Engine
 
-    engine = Engine(Settings(data_dir=Path(scratch), build_workers=workers))
+    engine = Engine(Settings(data_dir=Path(scratch), build_workers=workers, **settings))
     await asyncio.to_thread(engine.warm)
     if workers:
         from raptor_engine.workers import BuildCluster
@@ -63,10 +63,10 @@ async def _close(engine: Any) -> None:
     engine.close()
 
 
-async def throughput(workers: int, uploads: int, tokens: int) -> dict[str, Any]:
+async def throughput(workers: int, uploads: int, tokens: int, **settings: Any) -> dict[str, Any]:
     """`uploads` documents of ~`tokens` into as many knowledge bases at once; questions asked meanwhile."""
     with tempfile.TemporaryDirectory() as scratch:
-        engine = await _engine(scratch, workers)
+        engine = await _engine(scratch, workers, **settings)
         await engine.ingest("small", "lighthouse_keepers.md", samples.sample().read_bytes())
         data = topic_document(tokens).encode()
         stop, latencies = asyncio.Event(), []
