@@ -235,7 +235,7 @@ async def _resume_one(services: Services, upload: Upload, channel_for: Callable[
         async def fetch() -> bytes:
             return upload.data
 
-        added = await _build_one(
+        await _build_one(
             services, upload.kb, upload.filename, fetch, 0, upload.added_by, batch, resumed=upload.id
         )
         await batch.finish("Done (the bot restarted while this file was being added, so it was built again).")
