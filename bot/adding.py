@@ -6,7 +6,9 @@ queued, downloaded once and handed to the engine, while one status message shows
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +21,7 @@ from raptor_engine.types import Progress
 from .jobs import StatusMessage, ThrottledEditor, display_name, download
 from .render import inert
 from .services import Services
+from .uploads import Upload
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +81,7 @@ class BatchStatus:
         self.refused = refused
         self.concluded: set[int] = set()
         self.editor = ThrottledEditor(status.show, interval=interval)
+        self.origin = origin_of(status)
 
     def render(self) -> str:
         return "\n".join([self.header, *(line.text for line in self.lines), *self.refused])
@@ -142,6 +146,14 @@ async def add_files(
         return added
 
 
+def origin_of(status: StatusMessage) -> tuple[int | None, int | None]:
+    """(channel id, requester id) of a request: where a restarted bot reports a build it resumes."""
+    requester = status.requester_id
+    if requester is None and status.reply_to is not None:
+        requester = status.reply_to.author.id
+    return getattr(status.channel, "id", None), requester
+
+
 async def _add_one(
     services: Services, kb: str, attachment: discord.Attachment, index: int, added_by: str, batch: BatchStatus
 ) -> bool:
@@ -152,30 +164,78 @@ async def _add_one(
         batch.set(index, f"⏳ **{name}**: downloading {attachment.size / 1024:.0f} KB")
         return await download(services.cdn, attachment, services.settings.max_file_bytes)
 
+    return await _build_one(services, kb, attachment.filename, fetch, index, added_by, batch, origin=batch.origin)
+
+
+async def _build_one(
+    services: Services,
+    kb: str,
+    filename: str,
+    fetch: Callable[[], Awaitable[bytes]],
+    index: int,
+    added_by: str,
+    batch: BatchStatus,
+    **job: Any,
+) -> bool:
+    """Queue and ingest one file through the build jobs, writing its outcome on its line."""
+    name = display_name(filename)
     try:
         result = await services.jobs.run(
             kb,
-            attachment.filename,
+            filename,
             fetch,
             added_by,
             batch.progress(index),
             lambda text: batch.set(index, f"⏳ **{name}**: {text}"),
+            **job,
         )
     except RaptorError as error:
-        log.info("adding %s to %s failed: %s", attachment.filename, kb, error)
+        log.info("adding %s to %s failed: %s", filename, kb, error)
         if isinstance(error, IngestError):
             batch.conclude(index, f"❌ **{name}** {inert(error.reason)} Nothing was stored.")
         else:
             batch.conclude(index, f"❌ **{name}** was not added: {inert(str(error))} Nothing was stored.")
         return False
     except Exception:
-        log.exception("adding %s to %s failed unexpectedly", attachment.filename, kb)
+        log.exception("adding %s to %s failed unexpectedly", filename, kb)
         batch.conclude(
             index, f"❌ **{name}** was not added: an unexpected error (logged). Nothing was stored."
         )
         return False
-    log.info(
-        "added %s to %s: %s (%s)", attachment.filename, kb, result.status, "; ".join(map(str, result.notes))
-    )
-    batch.conclude(index, result_line(attachment.filename, result))
+    log.info("added %s to %s: %s (%s)", filename, kb, result.status, "; ".join(map(str, result.notes)))
+    batch.conclude(index, result_line(filename, result))
     return result.status == "added"
+
+
+async def resume_uploads(services: Services, channel_for: Callable[[int], Any]) -> int:
+    """Build again each upload a previous run accepted and did not finish, in its channel, telling its
+    requester; returns how many were resumed. `channel_for` maps a channel id to a messageable."""
+    uploads = services.jobs.uploads
+    if uploads is None:
+        return 0
+    pending = await asyncio.to_thread(uploads.unfinished)
+    await asyncio.gather(*(_resume_one(services, upload, channel_for) for upload in pending))
+    return len(pending)
+
+
+async def _resume_one(services: Services, upload: Upload, channel_for: Callable[[int], Any]) -> None:
+    log.info("resuming the build of %s in %s (upload %d was %s)", upload.filename, upload.kb, upload.id, upload.status)
+    channel = channel_for(upload.channel_id) if upload.channel_id is not None else None
+    status = StatusMessage(channel, requester_id=upload.requester_id, token_lifetime=services.token_lifetime)
+    async with services.jobs.track():
+        batch = BatchStatus(
+            status,
+            "The bot restarted while this file was being added; adding it again…",
+            [upload.filename],
+            [],
+            services.status_interval,
+        )
+        batch.show()
+
+        async def fetch() -> bytes:
+            return upload.data
+
+        await _build_one(
+            services, upload.kb, upload.filename, fetch, 0, upload.added_by, batch, resumed=upload.id
+        )
+        await batch.finish("Done (the bot restarted while this file was being added, so it was built again).")

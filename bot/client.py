@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import aiohttp
 import discord
@@ -23,6 +24,7 @@ from raptor_engine.engine import Engine
 from raptor_engine.errors import NotFoundError, RaptorError
 from raptor_engine.ratelimit import QuestionLimiter
 
+from .adding import resume_uploads
 from .answering import handle_follow_up
 from .commands import auto_ingest, cogs
 from .gateway import IdentifyGate, shard_plan
@@ -34,6 +36,7 @@ from .render import inert
 from .replies import tell
 from .services import Services
 from .state import BotState
+from .uploads import UploadLog
 from .views import ContextPageButton, ShowContextButton
 
 log = logging.getLogger(__name__)
@@ -86,6 +89,8 @@ class RaptorBot(commands.AutoShardedBot):
         self.tree.on_error = self.report_command_error  # type: ignore[method-assign]
         self._shutdown_started = False
         self.services: Services | None = None
+        self._own_cluster: Any = None  # the Dask cluster this bot started (closed with it)
+        self._resuming: asyncio.Task[int] | None = None
 
     # ------------------------------------------------------------------ start-up
 
@@ -96,11 +101,13 @@ class RaptorBot(commands.AutoShardedBot):
             log.info("warming the engine (embedding model, clustering code)…")
             await asyncio.to_thread(engine.warm)
         await asyncio.to_thread(self.check_store, engine)
+        await self.start_build_cluster(engine)
+        uploads = await asyncio.to_thread(UploadLog, self.settings.data_dir / "uploads.db")
         self.services = Services(
             settings=self.settings,
             engine=engine,
             state=await asyncio.to_thread(BotState, self.settings.db_path),
-            jobs=BuildJobs(engine, self.settings.max_concurrent_builds),
+            jobs=BuildJobs(engine, self.settings.max_concurrent_builds, uploads=uploads),
             cdn=aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)),
             cooldown=Cooldown(self.settings.ask_cooldown_seconds),
             question_limit=QuestionLimiter(self.settings.questions_per_minute),
@@ -119,6 +126,18 @@ class RaptorBot(commands.AutoShardedBot):
         if self.sync_on_start:
             await self.sync_commands()
         log.info("ready to connect; backend %s", engine.backend_name)
+        self._resuming = asyncio.get_running_loop().create_task(
+            resume_uploads(self.services, self.get_partial_messageable)
+        )
+
+    async def start_build_cluster(self, engine: Engine) -> None:
+        """Builds run on Dask workers: the scheduler named by RAPTOR_DASK_SCHEDULER, else an embedded
+        LocalCluster of RAPTOR_BUILD_WORKERS workers (0: in this process). An engine given one keeps it."""
+        if engine.cluster is not None or not (self.settings.dask_scheduler or self.settings.build_workers > 0):
+            return
+        from raptor_engine.workers import BuildCluster
+
+        engine.cluster = self._own_cluster = await BuildCluster.start(self.settings)
 
     @staticmethod
     def check_store(engine: Engine) -> None:
@@ -282,11 +301,18 @@ class RaptorBot(commands.AutoShardedBot):
 
     async def close(self) -> None:
         self._shutdown_started = True
+        if self._resuming is not None and not self._resuming.done():
+            self._resuming.cancel()  # its uploads stay recorded as unfinished: the next start resumes them
         await super().close()
         if self.services is not None:
             if not self.services.cdn.closed:
                 await self.services.cdn.close()
             self.services.state.close()
+            if self.services.jobs.uploads is not None:
+                self.services.jobs.uploads.close()
+        if self._own_cluster is not None:
+            await self._own_cluster.close()
+            self._own_cluster = None
         if self.engine is not None:
             try:
                 await asyncio.to_thread(self.engine.close)

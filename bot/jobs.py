@@ -24,6 +24,7 @@ from raptor_engine.errors import IngestError, RaptorError
 from raptor_engine.types import Progress
 
 from .render import CONTENT_LIMIT, inert, truncate
+from .uploads import UploadLog
 
 log = logging.getLogger(__name__)
 
@@ -211,8 +212,15 @@ class QueueState:
 class BuildJobs:
     """Runs ingests: one at a time per channel (queued), at most `max_concurrent` across the bot."""
 
-    def __init__(self, engine: Any, max_concurrent: int, max_waiting: int = MAX_WAITING_PER_CHANNEL):
+    def __init__(
+        self,
+        engine: Any,
+        max_concurrent: int,
+        max_waiting: int = MAX_WAITING_PER_CHANNEL,
+        uploads: UploadLog | None = None,
+    ):
         self.engine = engine
+        self.uploads = uploads  # the durable record of each upload (bot/uploads.py); None keeps none
         self.max_concurrent = max(1, max_concurrent)
         self.max_waiting = max_waiting
         self._slots = asyncio.Semaphore(self.max_concurrent)
@@ -266,8 +274,13 @@ class BuildJobs:
         added_by: str,
         progress: Callable[[Progress], None],
         on_wait: Callable[[str], None],
+        origin: tuple[int | None, int | None] = (None, None),
+        resumed: int | None = None,
     ) -> Any:
-        """Queue, then download and ingest one file; returns the engine's IngestResult or raises."""
+        """Queue, then download and ingest one file; returns the engine's IngestResult or raises.
+
+        `origin` (channel id, requester id) is recorded with the bytes so a restarted bot can build the
+        file again and tell its requester; `resumed` is the record of an upload being built again."""
         lock = self._locks.setdefault(kb, asyncio.Lock())
         self._waiting[kb] += 1
         self._idle.clear()
@@ -290,9 +303,10 @@ class BuildJobs:
                     self._running[kb] = filename
                     try:
                         data = await fetch()
+                        record = resumed or await self._record(kb, filename, data, added_by, origin)
                         loop = asyncio.get_running_loop()
-                        return await self.engine.ingest(
-                            kb, filename, data, added_by=added_by, progress=thread_safe(loop, progress)
+                        return await self._ingest(
+                            record, kb, filename, data, added_by, thread_safe(loop, progress)
                         )
                     finally:
                         self._running.pop(kb, None)
@@ -303,6 +317,37 @@ class BuildJobs:
                 del self._waiting[kb]
             if self._busy() == 0:
                 self._idle.set()
+
+    async def _record(
+        self, kb: str, filename: str, data: bytes, added_by: str, origin: tuple[int | None, int | None]
+    ) -> int | None:
+        if self.uploads is None:
+            return None
+        return await asyncio.to_thread(self.uploads.accept, kb, filename, data, added_by, *origin)
+
+    async def _mark(self, record: int | None, status: str, error: str = "") -> None:
+        if self.uploads is not None and record is not None:
+            await asyncio.to_thread(self.uploads.mark, record, status, error)
+
+    async def _ingest(
+        self,
+        record: int | None,
+        kb: str,
+        filename: str,
+        data: bytes,
+        added_by: str,
+        progress: Callable[[Progress], None],
+    ) -> Any:
+        """The engine's ingest, with the upload's record moved to running, then done or failed. A build
+        cut short by the bot stopping stays running, so the next start builds it again."""
+        await self._mark(record, "running")
+        try:
+            result = await self.engine.ingest(kb, filename, data, added_by=added_by, progress=progress)
+        except Exception as error:
+            await self._mark(record, "failed", str(error))
+            raise
+        await self._mark(record, "done")
+        return result
 
     async def drain(self, timeout: float | None) -> bool:
         """Refuse new work and wait for running builds to finish; True when all did within `timeout`."""

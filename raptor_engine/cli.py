@@ -163,31 +163,78 @@ def _print_ingest(result: IngestResult) -> None:
 @click.option("--as", "added_by", default="cli", show_default=True, help="Who added the files.")
 @output_options
 @click.option("--quiet", is_flag=True, help="No progress bars.")
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    default=None,
+    help="Build on the Dask cluster at ADDRESS (tcp://host:8786) instead of in this process.",
+)
 @click.pass_context
 def ingest(
-    ctx: click.Context, files: tuple[Path, ...], kb: str, added_by: str, as_json: bool, quiet: bool
+    ctx: click.Context,
+    files: tuple[Path, ...],
+    kb: str,
+    added_by: str,
+    as_json: bool,
+    quiet: bool,
+    scheduler: str | None,
 ) -> None:
     """Add FILES (.txt .md .pdf .docx .html) to a knowledge base."""
     engine = _engine(ctx)
-    results, failures = [], 0
-    for path in files:
-        bars = ProgressBars(enabled=not quiet and not as_json and sys.stderr.isatty())
-        try:
-            data = read_local_file(path, engine.settings.max_file_bytes)
-            result = asyncio.run(engine.ingest(kb, path.name, data, added_by=added_by, progress=bars))
-        except RaptorError as exc:
-            bars.close()
-            click.echo(f"Error: {exc}", err=True)
-            failures += 1
-            continue
-        bars.close()
-        results.append(result)
-        if not as_json:
-            _print_ingest(result)
+    results, failures = asyncio.run(_ingest_files(engine, files, kb, added_by, as_json, quiet, scheduler))
     if as_json:
         _print_json([r.to_dict() for r in results])
     if failures:
         sys.exit(1)
+
+
+async def _ingest_files(
+    engine: Engine,
+    files: tuple[Path, ...],
+    kb: str,
+    added_by: str,
+    as_json: bool,
+    quiet: bool,
+    scheduler: str | None,
+) -> tuple[list[IngestResult], int]:
+    """Ingest one file after another (on the cluster at `scheduler` when given); (results, failures)."""
+    if scheduler:
+        from .workers import BuildCluster
+
+        engine.cluster = BuildCluster(engine.settings, scheduler)
+    results, failures = [], 0
+    try:
+        for path in files:
+            bars = ProgressBars(enabled=not quiet and not as_json and sys.stderr.isatty())
+            try:
+                data = read_local_file(path, engine.settings.max_file_bytes)
+                result = await engine.ingest(kb, path.name, data, added_by=added_by, progress=bars)
+            except RaptorError as exc:
+                bars.close()
+                click.echo(f"Error: {exc}", err=True)
+                failures += 1
+                continue
+            bars.close()
+            results.append(result)
+            if not as_json:
+                _print_ingest(result)
+    finally:
+        if engine.cluster is not None:
+            await engine.cluster.close()
+            engine.cluster = None
+    return results, failures
+
+
+@cli.command()
+@click.argument("address")
+@click.option("--name", default=None, help="The worker's name in the cluster (default: Dask's).")
+@click.pass_context
+def worker(ctx: click.Context, address: str, name: str | None) -> None:
+    """Start a build worker for the Dask scheduler at ADDRESS (`dask worker` with the project's shape:
+    one process, one thread, RAPTOR_BUILD_WORKER_MEMORY_MB; the bot loads the model into it)."""
+    from .workers import exec_worker
+
+    exec_worker(address, ctx.obj["settings"], name)
 
 
 class TerminalAnswer:

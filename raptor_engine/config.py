@@ -103,6 +103,13 @@ class Settings:
     # another Discord API / gateway (a REST or gateway proxy shared by the processes); empty = Discord's
     discord_api_base: str = ""
     discord_gateway_url: str = ""
+    # builds on Dask (raptor_engine/workers.py, docs/SCALING.md): the bot's embedded LocalCluster has this
+    # many single-threaded process workers (0: build in the bot's own process), unless dask_scheduler
+    # names an existing cluster (tcp://host:8786); build_worker_memory_mb is each worker's nanny limit
+    build_workers: int = 1
+    dask_scheduler: str = ""
+    build_worker_memory_mb: int = 2048
+    build_worker_nice: int = 10  # workers' CPU priority (Unix niceness): below the bot's questions
 
     @property
     def db_path(self) -> Path:
@@ -192,6 +199,7 @@ ENV_SECTIONS: dict[str, str] = {
     ),
     "Discord bot": "",
     "Sharded gateway": "See docs/SCALING.md.",
+    "Builds on Dask workers": "See docs/SCALING.md.",
     "Tooling": "Read by `raptor bench` and `raptor eval`.",
 }
 
@@ -360,5 +368,25 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Storage",
         "Memory for open stores' SQLite connections and loaded hnswlib indices, least recently used first; past "
         "it the oldest are closed and reloaded from disk on demand. 0 means no budget.",
+    ),
+    "RAPTOR_BUILD_WORKERS": EnvDoc(
+        "Builds on Dask workers",
+        "Process workers of the bot's embedded Dask LocalCluster (each single-threaded, the embedding model "
+        "loaded once per worker); 0 builds in the bot's own process. Ignored when RAPTOR_DASK_SCHEDULER is set.",
+    ),
+    "RAPTOR_DASK_SCHEDULER": EnvDoc(
+        "Builds on Dask workers",
+        "An existing Dask scheduler (tcp://host:8786, started with `dask scheduler`; add workers with "
+        "`raptor worker tcp://host:8786`); empty starts the embedded LocalCluster.",
+    ),
+    "RAPTOR_BUILD_WORKER_MEMORY_MB": EnvDoc(
+        "Builds on Dask workers",
+        "Each embedded worker's memory limit in MB (Dask's nanny restarts a worker past it); backs up the parse "
+        "child's RAPTOR_PARSE_MEMORY_MB.",
+    ),
+    "RAPTOR_BUILD_WORKER_NICE": EnvDoc(
+        "Builds on Dask workers",
+        "Build workers' CPU priority (Unix niceness, 0-19): on a machine shared with the bot, questions win the "
+        "CPU.",
     ),
 }

@@ -18,18 +18,18 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .answer import ExtractiveAnswerer, cite_pages, map_citations, neutralise_context
-from .build import BuiltTree, Summarized, build_document_tree, build_kb_layer
-from .chunk import chunk_document
-from .cluster import preload_umap, use_compile_cache
+from .build import BuiltTree, Summarized, build_kb_layer
+from .cluster import use_compile_cache
 from .config import Settings
-from .embed import Embedder, token_floor
+from .docbuild import build_document, parse_limits
+from .embed import Embedder
 from .errors import IngestError, LimitError, NotFoundError, RaptorError
 from .index import IndexManager
-from .load import LoadLimits, safe_filename
-from .parse_worker import ParseStats, WorkerLimits, load_isolated
+from .load import safe_filename
+from .parse_worker import ParseStats, WorkerLimits
 from .retrieve import collapsed_tree, tree_traversal
 from .smalltalk import (
     REPLIES,
@@ -58,14 +58,14 @@ from .types import (
     Turn,
 )
 
+if TYPE_CHECKING:
+    from .workers import BuildCluster
+
 log = logging.getLogger(__name__)
 
 MODES = ("collapsed", "traversal")
 MAX_QUESTION_CHARS = 2000
 MAX_COMMIT_ATTEMPTS = 5
-# Refuse a document when more than this share of its text is [UNK] to the model: its chunks would all
-# embed alike (a DNA sequence, a flood of emoji), so it could not be searched, and it would cost minutes.
-MAX_UNKNOWN_SHARE = 0.5  # redo the cross-document layer at most this often when other processes write
 
 
 # The space the current Engine call works in (see `_in_space`); copied into threads by asyncio.to_thread.
@@ -222,6 +222,7 @@ class Engine:
         self._locks: dict[str, asyncio.Lock] = {}
         self._waiting: dict[str, int] = defaultdict(int)
         self.last_parse: ParseStats | None = None  # what reading the latest upload cost (logs, robustness)
+        self.cluster: BuildCluster | None = None  # set by the bot (or `ingest --scheduler`): builds on Dask
 
     # -- spaces: which store and indices a call works on ------------------------------------------
 
@@ -334,18 +335,7 @@ class Engine:
 
     def worker_limits(self) -> WorkerLimits:
         """The bounds on reading one upload: the worker process's and the loader's (all from Settings)."""
-        s = self.settings
-        return WorkerLimits(
-            timeout_s=s.parse_timeout,
-            memory_mb=s.parse_memory_mb,
-            max_bytes=s.max_file_bytes,
-            load=LoadLimits(
-                max_expanded_bytes=s.max_expanded_mb * 1024 * 1024,
-                max_pages=s.max_pages,
-                max_elements=s.max_elements,
-                max_text_chars=s.max_text_chars,
-            ),
-        )
+        return parse_limits(self.settings)
 
     def _check_limits(self, kb_id: int | None, name: str, size: int) -> None:
         s = self.settings
@@ -500,56 +490,22 @@ class Engine:
     async def _build_tree(
         self, name: str, data: bytes, kb_id: int | None, progress: ProgressCallback | None
     ) -> tuple[BuiltTree, list, str]:
-        if progress:
-            progress(Progress("load", 0, 1, message=name))
-        stats = self.last_parse = ParseStats()
-        doc, _ = await asyncio.to_thread(load_isolated, name, data, self.worker_limits(), stats)
-        log.info("read %s in %.2f s (worker peak %.0f MB)", name, stats.seconds, stats.peak_rss_mb)
+        """The document's own tree, built on the Dask cluster when one is attached, else here."""
         held = self.store.kb_tokens(kb_id) if kb_id is not None else 0
-        # Every text counts at least one token per few characters: refuse before chunking what cannot fit.
-        self._check_token_bounds(name, token_floor(doc.text), held, at_least=True)
-        embedder = self.embedder
-        if await asyncio.to_thread(embedder.unknown_share, doc.text) > MAX_UNKNOWN_SHARE:
-            raise IngestError(
+        if self.cluster is not None:
+            built = await self.cluster.build(name, data, self.settings, held, progress)
+        else:
+            built = await build_document(
                 name,
-                "is mostly strings the embedding model cannot read (long runs of letters, digits or symbols), "
-                "so it could not be searched.",
+                data,
+                settings=self.settings,
+                held=held,
+                embedder=self.embedder,
+                summarizer=self.summarizer,
+                progress=progress,
             )
-        chunks = await asyncio.to_thread(
-            chunk_document,
-            doc,
-            embedder.count_tokens,
-            max_tokens=self.settings.chunk_tokens,
-            hard_limit=embedder.max_tokens,
-            count_tokens_batch=embedder.count_tokens_batch,
-            max_chars=self.settings.node_max_chars,
-        )
-        if not chunks:
-            raise IngestError(name, "has no text to index")
-        self._check_token_bounds(name, sum(c.tokens for c in chunks), held)
-        if progress:
-            progress(Progress("chunk", len(chunks), len(chunks)))
-        # UMAP's imports (~2 CPU s, holding the GIL) run in a background thread beside the embedding,
-        # which leaves the GIL free; started with the loading, they slowed the chunking (a cold 100k-token
-        # ingest took ~1 s longer), and for a 3k-token text where they start made no measurable difference.
-        preload_umap()
-        tree = await build_document_tree(
-            chunks, embedder=embedder, summarizer=self.summarizer, settings=self.settings, progress=progress
-        )
-        return tree, chunks, doc.format
-
-    def _check_token_bounds(self, name: str, tokens: int, held: int, *, at_least: bool = False) -> None:
-        """One document's tokens bound how long its ingest runs; the knowledge base's bound its size."""
-        if tokens > self.settings.max_document_tokens:
-            raise LimitError(
-                f"{name} has {'at least ' if at_least else ''}{tokens:,} tokens, over the limit of "
-                f"{self.settings.max_document_tokens:,} for one document; split it into smaller files."
-            )
-        if held + tokens > self.settings.max_kb_tokens:
-            raise LimitError(
-                f"{name} has {'at least ' if at_least else ''}{tokens:,} tokens; with the {held:,} already stored "
-                f"that passes this knowledge base's limit of {self.settings.max_kb_tokens:,}."
-            )
+        self.last_parse = built.parse
+        return built.tree, built.chunks, built.format
 
     async def _kb_layer(
         self,

@@ -91,6 +91,21 @@ class SummaryCache:
         except sqlite3.Error as exc:
             log.warning("summary cache write failed (%s); the summary is used but not cached", exc)
 
+    def for_model(self, model: str) -> dict[str, CachedSummary]:
+        """Every cached summary of `model`: what a build on a remote worker may reuse (workers.MemoryCache)."""
+        try:
+            conn = self._connect()
+            try:
+                rows = conn.execute(
+                    f"SELECT key, text, prompt_tokens, completion_tokens FROM {TABLE} WHERE model = ?", (model,)
+                ).fetchall()
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            log.warning("summary cache read failed (%s); the remote build asks the model instead", exc)
+            return {}
+        return {row[0]: CachedSummary(row[1], int(row[2] or 0), int(row[3] or 0)) for row in rows}
+
     def count(self) -> int:
         conn = self._connect()
         try:

@@ -700,6 +700,13 @@ def _sizes(value: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
     help="Also run the bot's loop-lag benchmark (benchmarks/loop_lag.py, ~100k tokens).",
 )
 @click.option(
+    "--workers",
+    "on_workers",
+    is_flag=True,
+    help="Only the Dask worker figures (benchmarks/workers.py: loop lag, 8-upload throughput on 1 and 2 "
+    "workers, question latency meanwhile, time to first answer).",
+)
+@click.option(
     "--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures as JSON."
 )
 @click.option(
@@ -742,6 +749,7 @@ def bench_command(
     source: str,
     ef_sweep: str | None,
     bot_lag: bool,
+    on_workers: bool,
     out: Path | None,
     many_kbs: bool,
     kbs: int,
@@ -758,6 +766,15 @@ def bench_command(
         run_many_kbs_command(kbs, guilds, nodes, questions, memory_mb, scratch_dir, out)
         return
     allow_long_documents()
+    if on_workers:
+        from .benchmarks.workers import measure as workers_measure
+
+        click.echo(machine())
+        figures = workers_measure(say=click.echo)
+        if out:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps({"machine": machine(), "workers": figures}, indent=2, default=str) + "\n")
+        return
     doc_sizes = _sizes(sizes, QUICK_SIZES if quick else DEFAULT_SIZES)
     kb = _sizes(kb_sizes, QUICK_KB_SIZES if quick else DEFAULT_KB_SIZES)
     queries = min(queries, 50) if quick else queries

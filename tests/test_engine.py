@@ -393,12 +393,12 @@ async def test_an_added_document_brings_its_token_counts_into_the_index(railway)
 
 async def test_clustering_imports_start_after_chunking_beside_the_embedding(tmp_path, embedder, monkeypatch):
     """UMAP's import holds the GIL for ~2 s: it overlaps the embedding, not the chunking, which it would slow."""
-    from raptor_engine import engine as engine_module
+    from raptor_engine import docbuild
 
     engine = make_engine(tmp_path, embedder)
     seen: list[str] = []
     starts: list[list[str]] = []
-    monkeypatch.setattr(engine_module, "preload_umap", lambda: starts.append(list(seen)))
+    monkeypatch.setattr(docbuild, "preload_umap", lambda: starts.append(list(seen)))
     await engine.ingest("kb", "railway.md", RAILWAY.encode(), progress=lambda e: seen.append(e.stage))
     assert len(starts) == 1 and starts[0][-1] == "chunk" and "embed" not in starts[0]
 

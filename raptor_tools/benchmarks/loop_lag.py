@@ -80,13 +80,19 @@ async def ask_meanwhile(engine: object, kb: str, stop: asyncio.Event, latencies:
             pass
 
 
-async def measure(tokens: int) -> dict[str, object]:
+async def measure(tokens: int, workers: int = 0) -> dict[str, object]:
+    """`workers` > 0 builds on an embedded Dask LocalCluster of that many process workers, as the bot does
+    by default (raptor_engine/workers.py); 0 builds in this process."""
     from bot.jobs import BuildJobs, ThrottledEditor
     from raptor_engine.engine import Engine
 
     with tempfile.TemporaryDirectory() as scratch:
-        engine = Engine(Settings(data_dir=Path(scratch)))
+        engine = Engine(Settings(data_dir=Path(scratch), build_workers=workers))
         await asyncio.to_thread(engine.warm)  # model load and numba compilation are not measured
+        if workers:
+            from raptor_engine.workers import BuildCluster
+
+            engine.cluster = await BuildCluster.start(engine.settings)  # workers load the model on joining
         sample = samples.sample().read_bytes()
         await engine.ingest("small", "lighthouse_keepers.md", sample, added_by="bench")
         data = topic_document(tokens).encode()
@@ -120,6 +126,8 @@ async def measure(tokens: int) -> dict[str, object]:
         stop_asking.set()
         sampler.stop()
         await asyncio.gather(sampling, asking)
+        if engine.cluster is not None:
+            await engine.cluster.close()
         engine.close()
         return {
             "document_tokens": result.document.tokens,
@@ -131,6 +139,7 @@ async def measure(tokens: int) -> dict[str, object]:
             "worst_ms": max(sampler.lags) * 1000,
             "p99_ms": sampler.percentile(0.99) * 1000,
             "p50_ms": statistics.median(sampler.lags) * 1000,
+            "workers": workers,
             "progress_edits": len(edits),
             "questions_answered": len(latencies),
             "question_worst_s": max(latencies) if latencies else float("nan"),

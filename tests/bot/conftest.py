@@ -976,6 +976,7 @@ def bot_settings(tmp_path):
         ask_cooldown_seconds=0,
         max_file_bytes=100_000,
         max_concurrent_builds=2,
+        build_workers=0,  # builds in the test's process; tests/bot/test_bot_workers.py uses a LocalCluster
     )
 
 

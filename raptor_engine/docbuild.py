@@ -1,0 +1,116 @@
+"""One document's tree as a pure function: bytes + settings -> nodes, embeddings, edges, chunks.
+
+Nothing here reads or writes the store, so the same function runs in the engine's process (the CLI's
+default) or on a Dask worker (raptor_engine.workers) that shares no disk with the bot. The engine adds
+the cross-document layer and commits the result in one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from .build import BuiltTree, build_document_tree
+from .chunk import chunk_document
+from .cluster import preload_umap
+from .config import Settings
+from .embed import Embedder, token_floor
+from .errors import IngestError, LimitError
+from .load import LoadLimits
+from .parse_worker import ParseStats, WorkerLimits, load_isolated
+from .types import Chunk, Progress, ProgressCallback, Summarizer
+
+log = logging.getLogger(__name__)
+
+# Refuse a document when more than this share of its text is [UNK] to the model: its chunks would all
+# embed alike (a DNA sequence, a flood of emoji), so it could not be searched, and it would cost minutes.
+MAX_UNKNOWN_SHARE = 0.5
+
+
+@dataclass
+class DocumentTree:
+    """What building one document produced: everything the engine needs to store it."""
+
+    tree: BuiltTree
+    chunks: list[Chunk]
+    format: str
+    parse: ParseStats = field(default_factory=ParseStats)
+
+
+def parse_limits(settings: Settings) -> WorkerLimits:
+    """The bounds on reading one upload: the parse child's and the loader's (all from Settings)."""
+    return WorkerLimits(
+        timeout_s=settings.parse_timeout,
+        memory_mb=settings.parse_memory_mb,
+        max_bytes=settings.max_file_bytes,
+        load=LoadLimits(
+            max_expanded_bytes=settings.max_expanded_mb * 1024 * 1024,
+            max_pages=settings.max_pages,
+            max_elements=settings.max_elements,
+            max_text_chars=settings.max_text_chars,
+        ),
+    )
+
+
+def check_token_bounds(settings: Settings, name: str, tokens: int, held: int, *, at_least: bool = False) -> None:
+    """One document's tokens bound how long its ingest runs; the knowledge base's bound its size."""
+    if tokens > settings.max_document_tokens:
+        raise LimitError(
+            f"{name} has {'at least ' if at_least else ''}{tokens:,} tokens, over the limit of "
+            f"{settings.max_document_tokens:,} for one document; split it into smaller files."
+        )
+    if held + tokens > settings.max_kb_tokens:
+        raise LimitError(
+            f"{name} has {'at least ' if at_least else ''}{tokens:,} tokens; with the {held:,} already stored "
+            f"that passes this knowledge base's limit of {settings.max_kb_tokens:,}."
+        )
+
+
+async def build_document(
+    name: str,
+    data: bytes,
+    *,
+    settings: Settings,
+    held: int,
+    embedder: Embedder,
+    summarizer: Summarizer,
+    progress: ProgressCallback | None = None,
+) -> DocumentTree:
+    """Read (in the parse child), chunk, embed, cluster and summarise one upload; `held` is how many
+    tokens its knowledge base already stores (the bound on its size)."""
+    if progress:
+        progress(Progress("load", 0, 1, message=name))
+    stats = ParseStats()
+    doc, _ = await asyncio.to_thread(load_isolated, name, data, parse_limits(settings), stats)
+    log.info("read %s in %.2f s (parse child peak %.0f MB)", name, stats.seconds, stats.peak_rss_mb)
+    # Every text counts at least one token per few characters: refuse before chunking what cannot fit.
+    check_token_bounds(settings, name, token_floor(doc.text), held, at_least=True)
+    if await asyncio.to_thread(embedder.unknown_share, doc.text) > MAX_UNKNOWN_SHARE:
+        raise IngestError(
+            name,
+            "is mostly strings the embedding model cannot read (long runs of letters, digits or symbols), "
+            "so it could not be searched.",
+        )
+    chunks = await asyncio.to_thread(
+        chunk_document,
+        doc,
+        embedder.count_tokens,
+        max_tokens=settings.chunk_tokens,
+        hard_limit=embedder.max_tokens,
+        count_tokens_batch=embedder.count_tokens_batch,
+        max_chars=settings.node_max_chars,
+    )
+    if not chunks:
+        raise IngestError(name, "has no text to index")
+    check_token_bounds(settings, name, sum(c.tokens for c in chunks), held)
+    if progress:
+        progress(Progress("chunk", len(chunks), len(chunks)))
+    # UMAP's imports (~2 CPU s, holding the GIL) run in a background thread beside the embedding,
+    # which leaves the GIL free; started with the loading, they slowed the chunking (a cold 100k-token
+    # ingest took ~1 s longer), and for a 3k-token text where they start made no measurable difference.
+    preload_umap()
+    tree = await build_document_tree(
+        chunks, embedder=embedder, summarizer=summarizer, settings=settings, progress=progress
+    )
+    return DocumentTree(tree, chunks, doc.format, stats)

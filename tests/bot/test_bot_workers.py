@@ -1,0 +1,93 @@
+"""The bot's uploads built on Dask workers, through the real upload flow against the fake Discord.
+
+One embedded LocalCluster started by the bot itself (the default of `python -m bot`), and one shared
+single-worker cluster for the module that the bot reaches as an existing scheduler (RAPTOR_DASK_SCHEDULER).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bot.kb import kb_name
+from bot.uploads import UploadLog
+from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
+from tests.bot.conftest import ALICE, CHAN_A, GUILD, text_of
+
+KB_A = kb_name(GUILD, CHAN_A)
+
+
+@pytest.fixture(scope="module")
+def scheduler_address():
+    """One process worker for the module's tests (started once: a worker loads the model)."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+async def test_default_bot_builds_on_its_embedded_cluster(
+    make_harness, bot_settings
+):
+    settings = dataclasses.replace(bot_settings, build_workers=1)
+    h = await make_harness(settings=settings)
+    assert h.engine.cluster is not None and h.engine.cluster.local is not None  # the bot started it
+    attachment = h.fake.add_file("kestrel.md", LIGHTHOUSE.encode())
+    token = h.kb_add(attachment)
+    replies = await h.replies_done(token, lambda r: "Done" in text_of(r[0]), what="the build")
+    assert "✅ **kestrel.md** added:" in replies[0]["content"]
+    assert [d.name for d in h.engine.documents(KB_A)] == ["kestrel.md"]
+    uploads = h.bot.services.jobs.uploads
+    assert uploads.unfinished() == []
+    assert uploads.status(1) == "done"
+    await h.bot.close()
+    assert h.engine.cluster.client is None and h.engine.cluster.local is None  # closed with the bot
+
+
+async def test_restarted_bot_builds_an_unfinished_upload_again_and_tells_its_requester(
+    make_harness, bot_settings, scheduler_address
+):
+    settings = dataclasses.replace(bot_settings, dask_scheduler=scheduler_address)
+    # What a bot killed mid-build leaves behind: the upload recorded as running, nothing stored.
+    log = UploadLog(settings.data_dir / "uploads.db")
+    upload_id = log.accept(KB_A, "bread.txt", SOURDOUGH.encode(), "alice", CHAN_A, ALICE)
+    log.mark(upload_id, "running")
+    log.close()
+    h = await make_harness(settings=settings)
+
+    def final_message():
+        return next(
+            (m for m in h.fake.channel_messages(CHAN_A) if "Done" in m["content"] and "bread.txt" in m["content"]),
+            None,
+        )
+
+    message = await h.fake.wait_for(final_message, timeout=240, what="the resumed build")
+    assert message["content"].startswith(f"<@{ALICE}> Done (the bot restarted while this file was being added")
+    shown = h.fake.versions[int(message["id"])]
+    assert shown[0].startswith(f"<@{ALICE}> The bot restarted while this file was being added; adding it again")
+    assert "✅ **bread.txt** added" in message["content"]
+    assert [d.name for d in h.engine.documents(KB_A)] == ["bread.txt"]
+    assert h.bot.services.jobs.uploads.status(upload_id) == "done"
+
+
+async def test_a_resumed_upload_that_had_been_committed_is_not_added_twice(
+    make_harness, bot_settings, scheduler_address
+):
+    settings = dataclasses.replace(bot_settings, dask_scheduler=scheduler_address)
+    h = await make_harness(settings=settings)
+    await h.engine.ingest(KB_A, "bread.txt", SOURDOUGH.encode(), added_by="alice")
+    await h.bot.close()
+    # The bot died after the commit but before marking the upload done.
+    log = UploadLog(settings.data_dir / "uploads.db")
+    upload_id = log.accept(KB_A, "bread.txt", SOURDOUGH.encode(), "alice", CHAN_A, ALICE)
+    log.mark(upload_id, "running")
+    log.close()
+    h2 = await make_harness(settings=settings)
+    await h2.fake.wait_for(
+        lambda: any("already in this knowledge base" in m["content"] for m in h2.fake.channel_messages(CHAN_A)),
+        timeout=240,
+        what="the resumed upload's outcome",
+    )
+    assert [d.name for d in h2.engine.documents(KB_A)] == ["bread.txt"]
+    assert h2.bot.services.jobs.uploads.unfinished() == []

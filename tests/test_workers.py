@@ -1,0 +1,228 @@
+"""Builds on a real multi-process Dask cluster: `dask scheduler` and two `raptor worker` processes on
+127.0.0.1 (random ports), driven through the engine as the bot drives it.
+
+The faults are real: a worker SIGKILLed mid-build, an upload that kills every worker it touches
+(tests/worker_faults.py makes `poison*` files do that, as a native parser crash would), a scheduler
+that is not there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from distributed import Client
+
+from raptor_engine.config import Settings
+from raptor_engine.engine import Engine
+from raptor_engine.errors import LimitError, RaptorError
+from raptor_engine.workers import PROGRESS_TOPIC, BuildCluster, ClusterUnreachableError
+
+ROOT = Path(__file__).resolve().parent.parent
+LIGHTHOUSE = (ROOT / "raptor_tools" / "samples" / "lighthouse_keepers.md").read_text()
+
+
+def long_document(copies: int = 4) -> bytes:
+    """~16k tokens: long enough to be killed in the middle of."""
+    return "\n\n".join(f"# Part {i}\n\n{LIGHTHOUSE}" for i in range(copies)).encode()
+
+
+def _wait_for_file(path: Path, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.stat().st_size:
+            try:
+                return json.loads(path.read_text())
+            except json.JSONDecodeError:
+                pass
+        time.sleep(0.1)
+    raise AssertionError(f"the scheduler did not write {path} in {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory):
+    """`dask scheduler` + two `raptor worker` processes; yields the scheduler's address."""
+    tmp = tmp_path_factory.mktemp("dask")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1",  # a poisoned upload gives up after 2 deaths
+        "DASK_DISTRIBUTED__WORKER__PRELOAD": '["tests.worker_faults"]',
+        "RAPTOR_BUILD_WORKER_MEMORY_MB": "3000",
+    }
+    scheduler_file = tmp / "scheduler.json"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+             "--no-dashboard", "--scheduler-file", str(scheduler_file)],
+            env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(tmp / "scheduler.log", "w"),
+        )
+    ]  # fmt: skip
+    try:
+        address = _wait_for_file(scheduler_file, 60)["address"]
+        for i in range(2):
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "raptor_engine.cli", "worker", address, "--name", f"w{i}"],
+                    env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(tmp / f"worker{i}.log", "w"),
+                )
+            )  # fmt: skip
+        yield address
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in reversed(procs):
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+async def _connected(engine: Engine, address: str, workers: int = 2) -> BuildCluster:
+    cluster = BuildCluster(engine.settings, address)
+    client = await cluster.connect()
+    await client.wait_for_workers(workers, timeout=120)
+    engine.cluster = cluster
+    return cluster
+
+
+async def test_a_worker_killed_mid_build_loses_nothing_and_the_next_upload_still_builds(dask_cluster, tmp_path):
+    engine = Engine(Settings(data_dir=tmp_path / "data"))
+    cluster = await _connected(engine, dask_cluster)
+    events = []
+    embedding = asyncio.Event()
+
+    def progress(event):
+        events.append(event)
+        if event.stage == "embed":
+            embedding.set()
+
+    try:
+        build = asyncio.create_task(engine.ingest("kb", "long.md", long_document(), progress=progress))
+        await asyncio.wait_for(embedding.wait(), 120)
+        client = cluster.client
+        processing = await client.processing()
+        busy = [worker for worker, keys in processing.items() if any("raptor-build" in str(k) for k in keys)]
+        assert len(busy) == 1, processing
+        pids = await client.run(os.getpid, workers=busy)
+        assert os.getpriority(os.PRIO_PROCESS, pids[busy[0]]) == engine.settings.build_worker_nice  # below the bot
+        os.kill(pids[busy[0]], signal.SIGKILL)
+        result = await asyncio.wait_for(build, 300)
+        assert result.status == "added"
+        assert [d.name for d in engine.documents("kb")] == ["long.md"]
+        # the build started again: 'load' reported twice, and stages came from the workers
+        assert [e.stage for e in events].count("load") == 2
+        assert {"embed", "cluster", "done"} <= {e.stage for e in events}
+        answer = await engine.ask("kb", "Who kept the light in 1887?")
+        assert "Kittow" in answer.text
+        # the same bytes again: nothing added twice
+        again = await engine.ingest("kb", "long-again.md", long_document())
+        assert again.status == "duplicate"
+        assert len(engine.documents("kb")) == 1
+    finally:
+        await cluster.close()
+        engine.close()
+
+
+async def test_an_upload_that_kills_every_worker_gets_one_sentence_and_the_cluster_keeps_building(
+    dask_cluster, tmp_path
+):
+    engine = Engine(Settings(data_dir=tmp_path / "data"))
+    await engine.ingest("kb", "first.md", LIGHTHOUSE.encode())  # in this process, before the cluster
+    before = [(d.name, d.sha256) for d in engine.documents("kb")]
+    cluster = await _connected(engine, dask_cluster)
+    try:
+        with pytest.raises(RaptorError) as caught:
+            await asyncio.wait_for(engine.ingest("kb", "poison.md", b"# Poison\n\nThis kills workers."), 300)
+        message = str(caught.value)
+        assert message == (
+            "Building poison.md stopped the build worker each time it was tried (it may need more memory than "
+            "a worker has), so it was given up."
+        )
+        assert [(d.name, d.sha256) for d in engine.documents("kb")] == before
+        # the nannies restarted the workers: the cluster builds the next upload
+        await cluster.client.wait_for_workers(1, timeout=120)
+        result = await asyncio.wait_for(engine.ingest("kb", "second.md", b"# Bees\n\n" + b"Bees make honey. " * 50), 300)
+        assert result.status == "added"
+    finally:
+        await cluster.close()
+        engine.close()
+
+
+async def test_a_build_the_engine_stops_from_its_progress_reports_is_cancelled_on_the_worker(dask_cluster, tmp_path):
+    """What a whole-build deadline checked at progress points does: it holds for builds on workers too."""
+    engine = Engine(Settings(data_dir=tmp_path / "data"))
+    cluster = await _connected(engine, dask_cluster)
+
+    def deadline(event):
+        if event.stage == "embed":
+            raise LimitError("long.md took longer than the build deadline.")
+
+    try:
+        with pytest.raises(LimitError, match="build deadline"):
+            await asyncio.wait_for(engine.ingest("kb", "long.md", long_document(), progress=deadline), 300)
+        assert engine.documents("kb") == []
+        await asyncio.sleep(0.5)
+        processing = await cluster.client.processing()
+        assert not any(keys for keys in processing.values()), processing  # the task is gone from the cluster
+    finally:
+        await cluster.close()
+        engine.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def test_an_unreachable_scheduler_refuses_uploads_in_one_sentence_and_questions_go_on(tmp_path):
+    engine = Engine(Settings(data_dir=tmp_path / "data"))
+    await engine.ingest("kb", "first.md", LIGHTHOUSE.encode())
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    engine.cluster = await BuildCluster.start(engine.settings, address)  # logs, does not raise
+    try:
+        started = time.monotonic()
+        with pytest.raises(ClusterUnreachableError) as caught:
+            await engine.ingest("kb", "second.md", b"# Bees\n\nBees make honey.")
+        assert time.monotonic() - started < 30
+        assert str(caught.value) == (
+            f"The build workers (Dask scheduler {address}) cannot be reached; the file was not added, try again later."
+        )
+        assert [d.name for d in engine.documents("kb")] == ["first.md"]
+        answer = await engine.ask("kb", "Who kept the light in 1887?")
+        assert "Kittow" in answer.text
+    finally:
+        await engine.cluster.close()
+        engine.close()
+
+
+def test_raptor_ingest_builds_on_the_cluster_given_by_scheduler(dask_cluster, tmp_path):
+    doc = tmp_path / "lighthouse.md"
+    doc.write_text(LIGHTHOUSE)
+    data_dir = tmp_path / "data"
+    with Client(dask_cluster, timeout=30) as client:
+        seen = {msg["id"] for _, msg in client.get_events(PROGRESS_TOPIC)}
+    done = subprocess.run(
+        [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(data_dir), "ingest", str(doc), "--kb", "kb",
+         "--scheduler", dask_cluster, "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)[0]["status"] == "added"
+    with Client(dask_cluster, timeout=30) as client:  # the build's progress went through the scheduler
+        stages = [msg["stage"] for _, msg in client.get_events(PROGRESS_TOPIC) if msg["id"] not in seen]
+    assert {"load", "embed", "cluster"} <= set(stages)
+    engine = Engine(Settings(data_dir=data_dir))
+    try:
+        assert [d.name for d in engine.documents("kb")] == ["lighthouse.md"]
+    finally:
+        engine.close()

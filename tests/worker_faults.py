@@ -1,0 +1,24 @@
+"""A Dask worker preload for tests/test_workers.py: an upload named `poison*` kills the worker process
+that reads it, as a parser crash in native code or a memory blow-up past the nanny's limit would.
+
+Loaded only by the test's workers (DASK_DISTRIBUTED__WORKER__PRELOAD); nothing in the project imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from raptor_engine import docbuild
+
+_load_isolated = docbuild.load_isolated
+
+
+def _load_or_die(filename, data, limits, stats=None):
+    if filename.startswith("poison"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _load_isolated(filename, data, limits, stats)
+
+
+def dask_setup(worker) -> None:
+    docbuild.load_isolated = _load_or_die
