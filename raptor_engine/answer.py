@@ -354,13 +354,16 @@ def _describes(subject: str, sentence: str) -> bool:
 
 
 def _event_bonus(question: str, sentence: str) -> float:
-    """'When did X close/end/stop?' wants the year of an ending, 'when did X start/open?' of a start."""
+    """'When did X close/end/stop?' wants the year of an ending, 'when did X start/open?' of a start.
+    A year of the other event ('first lit in 1839' for 'when did it close?') is the wrong year: it
+    loses as much, or its closeness in wording ('light' and 'lit') could outrank the right one."""
     if not ANSWER_KINDS[0][0].search(question) or not ANSWER_KINDS[0][1].search(sentence):
         return 0.0
-    if ASKS_END.search(question) and ENDS.search(sentence):
+    asks_end, asks_start = bool(ASKS_END.search(question)), bool(ASKS_START.search(question))
+    if (asks_end and ENDS.search(sentence)) or (asks_start and STARTS.search(sentence)):
         return EVENT_BONUS
-    if ASKS_START.search(question) and STARTS.search(sentence):
-        return EVENT_BONUS
+    if asks_end != asks_start and (STARTS if asks_end else ENDS).search(sentence):
+        return -EVENT_BONUS
     return 0.0
 
 

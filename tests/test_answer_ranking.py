@@ -6,7 +6,14 @@ import re
 
 import pytest
 
-from raptor_engine.answer import QUOTE, ExtractiveAnswerer, _describes, definition_subject
+from raptor_engine.answer import (
+    EVENT_BONUS,
+    QUOTE,
+    ExtractiveAnswerer,
+    _describes,
+    _event_bonus,
+    definition_subject,
+)
 from raptor_engine.types import ContextNode
 
 LEAVES = [
@@ -57,6 +64,21 @@ def test_who_was_x_quotes_what_x_was_first(embedder):
 def test_when_did_it_end_quotes_the_year_of_the_ending(embedder):
     assert "1987" in quotes(embedder, "When did the light close?")[0]
     assert "1839" in quotes(embedder, "When did the light start?")[0]
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "bonus"),
+    [
+        ("When did the light close?", "The last keeper locked the tower door in 1987.", EVENT_BONUS),
+        ("When did the light close?", "The light was first lit in 1839.", -EVENT_BONUS),  # a start's year
+        ("When did the light start?", "The light was first lit in 1839.", EVENT_BONUS),
+        ("When did the light start?", "The last keeper locked the tower door in 1987.", -EVENT_BONUS),
+        ("When did the light close?", "The tower was painted white in 1910.", 0.0),  # neither event
+        ("When did the light close?", "The light was first lit long ago.", 0.0),  # no year
+    ],
+)
+def test_a_when_question_prefers_the_year_of_its_event_over_the_other_one(question, sentence, bonus):
+    assert _event_bonus(question, sentence) == bonus
 
 
 def test_a_thematic_question_quotes_more_sentences_in_reading_order_opening_first(embedder):
@@ -123,4 +145,6 @@ def table_quotes(embedder, question: str) -> list[str]:
 def test_a_table_row_is_quoted_with_its_header(embedder, question, first):
     found = table_quotes(embedder, question)
     assert found[0] == first
-    assert not any(q.startswith(("Item | ", "| Item", "Item; ")) or "---" in q for q in found)  # never the header
+    assert not any(
+        q.startswith(("Item | ", "| Item", "Item; ")) or "---" in q for q in found
+    )  # never the header

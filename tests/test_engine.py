@@ -346,6 +346,8 @@ async def test_nodes_stored_before_sentences_were_retrieve_the_same_context(rail
     engine, _ = railway
     questions = ["When did the railway open?", "What happened to the line in the end?", "Who built it?"]
     stored = [engine.retrieve("kb", q, budget=400) for q in questions]
+    pairs = children_of_summaries(engine)
+    shortened = [fill_child_after_summary(engine, summary, child) for summary, child in pairs]
     with engine.store.write() as db:
         db.execute("UPDATE nodes SET sentences = NULL")
     retrieve._split_now.cache_clear()
@@ -355,9 +357,30 @@ async def test_nodes_stored_before_sentences_were_retrieve_the_same_context(rail
             (n.node_id, n.text, n.tokens) for n in b.nodes
         ]
         assert a.tokens_used == b.tokens_used <= 400
-    assert any(
-        n.text != engine.store.nodes_by_ids([n.node_id])[n.node_id].text for c in stored for n in c.nodes
+    # Whether the questions meet a shortened node depends on the tree the build made (UMAP's numerics
+    # differ by CPU), so shortening is checked on each child offered after its summary, which copied
+    # some of its sentences: split now from the text, each comes out as it did from stored sentences.
+    assert any(kept and kept[0] != child.text for (_, child), kept in zip(pairs, shortened, strict=True))
+    assert shortened == [fill_child_after_summary(engine, summary, child) for summary, child in pairs]
+
+
+def children_of_summaries(engine: Engine) -> list[tuple[StoredNode, StoredNode]]:
+    """Each summary with each of its children, whose sentences an extractive summary copies."""
+    nodes = {n.id: n for n in engine.store.nodes_of_kb(engine.store.kb_id("kb"))}
+    children = engine.store.children([n.id for n in nodes.values() if n.layer > 0])
+    return [(nodes[parent], nodes[child]) for parent, ids in children.items() for child in ids]
+
+
+def fill_child_after_summary(
+    engine: Engine, summary: StoredNode, child: StoredNode
+) -> tuple[str, int] | None:
+    """The child's text and tokens in a context that already holds its summary (None if left out),
+    the sentences read as the store has them now."""
+    nodes = engine.store.nodes_by_ids([summary.id, child.id])
+    chosen, _ = fill_budget(
+        [(nodes[summary.id], 1.0), (nodes[child.id], 0.5)], 10_000, engine.embedder.count_tokens_batch
     )
+    return next(((n.text, n.tokens) for n in chosen if n.node_id == child.id), None)
 
 
 async def test_the_index_holds_token_counts_so_a_question_reads_none_from_sqlite(railway, monkeypatch):
