@@ -25,6 +25,7 @@ from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.errors import LimitError, RaptorError
 from raptor_engine.workers import PROGRESS_TOPIC, BuildCluster, ClusterUnreachableError
+from tests.dask_processes import dask_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 LIGHTHOUSE = (ROOT / "raptor_tools" / "samples" / "lighthouse_keepers.md").read_text()
@@ -35,55 +36,16 @@ def long_document(copies: int = 4) -> bytes:
     return "\n\n".join(f"# Part {i}\n\n{LIGHTHOUSE}" for i in range(copies)).encode()
 
 
-def _wait_for_file(path: Path, timeout: float) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.stat().st_size:
-            try:
-                return json.loads(path.read_text())
-            except json.JSONDecodeError:
-                pass
-        time.sleep(0.1)
-    raise AssertionError(f"the scheduler did not write {path} in {timeout} s")
-
-
 @pytest.fixture(scope="module")
 def dask_cluster(tmp_path_factory):
     """`dask scheduler` + two `raptor worker` processes; yields the scheduler's address."""
-    tmp = tmp_path_factory.mktemp("dask")
     env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
         "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1",  # a poisoned upload gives up after 2 deaths
         "DASK_DISTRIBUTED__WORKER__PRELOAD": '["tests.worker_faults"]',
         "RAPTOR_BUILD_WORKER_MEMORY_MB": "3000",
     }
-    scheduler_file = tmp / "scheduler.json"
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-             "--no-dashboard", "--scheduler-file", str(scheduler_file)],
-            env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(tmp / "scheduler.log", "w"),
-        )
-    ]  # fmt: skip
-    try:
-        address = _wait_for_file(scheduler_file, 60)["address"]
-        for i in range(2):
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "raptor_engine.cli", "worker", address, "--name", f"w{i}"],
-                    env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(tmp / f"worker{i}.log", "w"),
-                )
-            )  # fmt: skip
+    with dask_processes(tmp_path_factory.mktemp("dask"), workers=2, env=env) as address:
         yield address
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in reversed(procs):
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 async def _connected(engine: Engine, address: str, workers: int = 2) -> BuildCluster:

@@ -2,8 +2,9 @@
 
 The fake serves GET /gateway/bot and one gateway connection per shard, and delivers each guild's events
 on the connection of the shard that owns it ((guild_id >> 22) % 2), as Discord does. Each process has its
-own data directory; each guild uploads a document and asks a question, and must be answered by its own
-process from its own document only. Both processes start at once in one identify bucket, so one of them
+own data directory, and both build through one shared Dask scheduler (`dask scheduler` and a
+`raptor worker`, separate processes); each guild uploads a document and asks a question, and must be
+answered by its own process from its own document only. Both processes start at once in one identify bucket, so one of them
 must wait out Discord's 5 s between IDENTIFYs (the lock file in the shared cache dir).
 """
 
@@ -15,11 +16,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from distributed import Client
+
 from bot.kb import kb_name
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
+from raptor_engine.workers import PROGRESS_TOPIC
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
 from tests.bot.conftest import ALICE, guild_payload, snowflake, text_of
+from tests.dask_processes import dask_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 # (guild id, its channels): guild >> 22 is 8 (shard 0 of 2) and 9 (shard 1 of 2)
@@ -27,7 +33,7 @@ GUILDS = {0: ((8 << 22) + 5, (510, 511, 512)), 1: ((9 << 22) + 5, (520, 521, 522
 START_SECONDS = 300.0  # loading the model and UMAP's compiled code on a busy machine
 
 
-def bot_env(fake_api, data_dir: Path) -> dict[str, str]:
+def bot_env(fake_api, data_dir: Path, scheduler: str) -> dict[str, str]:
     """The environment of one bot process: the fake Discord, its own data directory, no cooldown; none
     of the developer's own settings (an LLM key would reach the network)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAPTOR_", "OPENAI_", "DISCORD_"))}
@@ -38,18 +44,19 @@ def bot_env(fake_api, data_dir: Path) -> dict[str, str]:
         RAPTOR_DATA_DIR=str(data_dir),
         RAPTOR_ASK_COOLDOWN_SECONDS="0",
         RAPTOR_SHARD_COUNT="2",
+        RAPTOR_DASK_SCHEDULER=scheduler,
         HF_HUB_OFFLINE="1",
         PYTHONPATH=str(ROOT),
     )
     return env
 
 
-def start_bot(fake_api, shard: int, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+def start_bot(fake_api, shard: int, tmp_path: Path, scheduler: str) -> tuple[subprocess.Popen, Path]:
     log = tmp_path / f"bot-{shard}.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "bot", "--shards", str(shard)],
         cwd=tmp_path,  # no .env of the checkout is read
-        env=bot_env(fake_api, tmp_path / f"data-{shard}"),
+        env=bot_env(fake_api, tmp_path / f"data-{shard}", scheduler),
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
     )
@@ -99,10 +106,26 @@ def knowledge_bases(data_dir: Path, embedder) -> list[str]:
         engine.close()
 
 
-async def test_two_processes_each_serve_only_the_guilds_of_their_shard(fake_api, tmp_path, embedder):
+async def built_on(scheduler: str) -> set[str]:
+    """The documents whose builds reported progress through the scheduler (the workers' Dask events)."""
+    async with Client(scheduler, asynchronous=True) as client:
+        events = await client.get_events(PROGRESS_TOPIC)
+    return {msg.get("message", "") for _, msg in events if msg.get("stage") == "load"}
+
+
+@pytest.fixture
+def scheduler(tmp_path):
+    """One Dask scheduler and one build worker, shared by both bot processes."""
+    dask_dir = tmp_path / "dask"
+    dask_dir.mkdir()
+    with dask_processes(dask_dir, workers=1) as address:
+        yield address
+
+
+async def test_two_processes_each_serve_only_the_guilds_of_their_shard(fake_api, tmp_path, embedder, scheduler):
     for guild, channels in GUILDS.values():
         fake_api.guilds[guild] = guild_payload(guild, channels)
-    bots = [start_bot(fake_api, shard, tmp_path) for shard in (0, 1)]
+    bots = [start_bot(fake_api, shard, tmp_path, scheduler) for shard in (0, 1)]
     try:
         for process, log in bots:
             await fake_api.wait_for(
@@ -122,6 +145,7 @@ async def test_two_processes_each_serve_only_the_guilds_of_their_shard(fake_api,
         assert "bread.md" in bread and "kestrel.md" not in bread
         across = await ask(fake_api, 1, "How is the lens of the lighthouse cleaned?")
         assert "kestrel.md" not in across  # guild 1's process knows nothing of guild 0's documents
+        assert {"kestrel.md", "bread.md"} <= await built_on(scheduler)  # both built on the shared cluster
     finally:
         for process, _ in bots:
             if process.poll() is None:
@@ -137,5 +161,6 @@ async def test_two_processes_each_serve_only_the_guilds_of_their_shard(fake_api,
         assert f"gateway: shard {shard} of 2" in text
         assert f"in {channels[0]} done" in text and f"in {other} done" not in text
         assert "identifying (bucket 0 of 1" in text
+        assert f"builds run on {scheduler}" in text
         kbs = knowledge_bases(tmp_path / f"data-{shard}", embedder)
         assert kbs == [kb_name(guild, channels[0])]

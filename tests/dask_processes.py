@@ -1,0 +1,59 @@
+"""A real multi-process Dask cluster for tests: `dask scheduler` and `raptor worker` processes on
+127.0.0.1 with random ports, as an operator would start them (docs/SCALING.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _wait_for_file(path: Path, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.stat().st_size:
+            try:
+                return json.loads(path.read_text())
+            except json.JSONDecodeError:
+                pass
+        time.sleep(0.1)
+    raise AssertionError(f"the scheduler did not write {path} in {timeout} s")
+
+
+@contextlib.contextmanager
+def dask_processes(tmp: Path, workers: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start a scheduler and `workers` raptor workers; yield the scheduler's address; stop them all."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    scheduler_file = tmp / "scheduler.json"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+             "--no-dashboard", "--scheduler-file", str(scheduler_file)],
+            env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(tmp / "scheduler.log", "w"),
+        )
+    ]  # fmt: skip
+    try:
+        address = _wait_for_file(scheduler_file, 60)["address"]
+        for i in range(workers):
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "raptor_engine.cli", "worker", address, "--name", f"w{i}"],
+                    env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(tmp / f"worker{i}.log", "w"),
+                )
+            )  # fmt: skip
+        yield address
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in reversed(procs):
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
