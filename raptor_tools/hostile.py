@@ -476,6 +476,112 @@ def entity_storm_html(count: int) -> bytes:
     ).encode()
 
 
+# --------------------------------------------------------- issue 22: text made mostly of punctuation
+
+# Each run once cost quadratic time after the parse worker (a terminator run glued to a word was retried
+# from each of its characters); each shape puts it where another stage meets it.
+PUNCTUATION_RUNS = {
+    "dots": ".",
+    "?!": "?!",
+    "ellipses": "\u2026",
+    "dashes": "-",
+    "equals": "=",
+    "underscores": "_",
+    "middle dots": "\u00b7",
+    "ideographic stops": "\u3002",
+    "mixed": ".?!\u2026-=_\u00b7\u3002",
+}
+FLOOD_SHAPES = (
+    "run",  # the run alone, one line
+    "run then a sentence",  # "....... This is one sentence."
+    "run glued to words",  # "....word....word": a terminator run that no whitespace follows
+    "words between runs",  # "word ..... word ....."
+    "lines of runs",  # the run in lines of 60 characters
+    "one-character lines",  # ".\n.\n.\n"
+    "dot leaders",  # a table of contents: "Chapter 3 ........ 12"
+)
+FLOOD_FORMATS = ("txt", "md", "html", "docx", "pdf")
+SENTENCE = "This is one sentence."
+
+
+def _repeat(unit: str, size: int) -> str:
+    """`unit` repeated to `size` characters (at least once)."""
+    return (unit * (size // max(len(unit), 1) + 1))[: max(size, len(unit))]
+
+
+def punctuation_text(run: str, shape: str, size: int) -> str:
+    """About `size` characters of `run` in one of FLOOD_SHAPES."""
+    if shape == "run":
+        return _repeat(run, size)
+    if shape == "run then a sentence":
+        return _repeat(run, size - len(SENTENCE) - 1) + " " + SENTENCE
+    if shape == "run glued to words":
+        return _repeat(_repeat(run, 40) + "word", size)
+    if shape == "words between runs":
+        return _repeat("word " + _repeat(run, 20) + " ", size)
+    if shape == "lines of runs":
+        return _repeat(_repeat(run, 60) + "\n", size)
+    if shape == "one-character lines":
+        return "\n".join(_repeat(run, size // 2))
+    if shape == "dot leaders":
+        count = max(1, size // 72)
+        return "\n".join(f"Chapter {n} " + _repeat(run, 60) + f" {n + 1}" for n in range(count))
+    raise ValueError(f"unknown shape {shape!r}")
+
+
+def _escape_xml(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _pdf_literal(line: str) -> bytes:
+    """A PDF string in WinAnsiEncoding ('\u2026' and '\u00b7' exist there; '\u3002' does not and becomes '.')."""
+    raw = "".join(ch if ch.encode("cp1252", "ignore") else "." for ch in line).encode("cp1252")
+    return b"(" + raw.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)") + b")"
+
+
+def lines_pdf(lines: list[str], per_page: int = 50) -> bytes:
+    """A PDF showing `lines`, `per_page` to a page, in Helvetica with WinAnsiEncoding."""
+    pages = [lines[i : i + per_page] for i in range(0, len(lines), per_page)] or [[""]]
+    count = len(pages)
+    font = 3 + count
+    kids = " ".join(f"{3 + i} 0 R" for i in range(count))
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", f"<< /Type /Pages /Kids [{kids}] /Count {count} >>".encode()]
+    objects += [
+        f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 {font} 0 R >> >> "
+        f"/Contents {font + 1 + i} 0 R >>".encode()
+        for i in range(count)
+    ]
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    for page in pages:
+        shown = b" ".join(_pdf_literal(line) + b" '" for line in page)
+        objects.append(_stream(b"BT /F1 10 Tf 12 TL 72 760 Td " + shown + b" ET"))
+    return write_pdf(objects)
+
+
+def text_as(text: str, fmt: str) -> bytes:
+    """`text` as a file of format `fmt` (one of FLOOD_FORMATS): each line a paragraph, a line, or a Word
+    paragraph; in a PDF, lines longer than 2,000 characters are broken (a page line is never that long)."""
+    lines = text.split("\n")
+    if fmt in ("txt", "md"):
+        return text.encode()
+    if fmt == "html":
+        body = "".join(f"<p>{_escape_xml(line)}</p>" for line in lines)
+        return f"<html><body>{body}</body></html>".encode()
+    if fmt == "docx":
+        paragraphs = "".join(
+            f'<w:p><w:r><w:t xml:space="preserve">{_escape_xml(line)}</w:t></w:r></w:p>' for line in lines
+        )
+        return docx_from_body(paragraphs.encode())
+    if fmt == "pdf":
+        return lines_pdf([line[i : i + 2000] for line in lines for i in range(0, max(len(line), 1), 2000)])
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def punctuation_file(run: str, shape: str, size: int, fmt: str) -> tuple[str, bytes]:
+    """A file name and its bytes: about `size` characters of `run` in `shape`, as format `fmt`."""
+    return f"flood.{fmt}", text_as(punctuation_text(run, shape, size), fmt)
+
+
 # ---------------------------------------------------------------------------------------------- the run
 
 
