@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .budget import CHECK_EVERY, checked, checkpoint
 from .types import Chunk, LoadedDocument, Section
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ def _period_ends_sentence(text: str, term_start: int, next_char: str) -> bool:
 
 def _terminator_cuts(text: str) -> list[int]:
     cuts = []
-    for match in _TERMINATOR.finditer(text):
+    for match in checked(_TERMINATOR.finditer(text)):
         rest = match.end()
         while rest < len(text) and text[rest].isspace():
             rest += 1
@@ -132,7 +133,7 @@ def _newline_cuts(text: str) -> list[int]:
     """Blank lines always end a sentence; a single newline does before or after structural lines."""
     cuts = []
     run = (0, 0, False)  # the last whitespace run examined by _blank_run
-    for match in _NEWLINE.finditer(text):
+    for match in checked(_NEWLINE.finditer(text)):
         i = match.start()
         prev_start = text.rfind("\n", 0, i) + 1
         prev_line = text[prev_start:i].strip()
@@ -222,9 +223,13 @@ class _Counter:
         self.overhead = count_tokens("")
 
     def many(self, texts: list[str]) -> list[int]:
-        if self.batch is not None:
-            return [int(n) for n in self.batch(texts)] if texts else []
-        return [self.one(t) for t in texts]
+        """Counts in slices of CHECK_EVERY texts, with a build checkpoint before each."""
+        counts: list[int] = []
+        for begin in range(0, len(texts), CHECK_EVERY):
+            checkpoint()
+            piece = texts[begin : begin + CHECK_EVERY]
+            counts += [int(n) for n in self.batch(piece)] if self.batch is not None else map(self.one, piece)
+        return counts
 
     def content(self, texts: list[str]) -> list[int]:
         """Token counts without the fixed per-call overhead, so counts of neighbouring pieces add up."""
@@ -436,7 +441,9 @@ def chunk_document(
 
     items: list[_Item] = []
     for (_, _, heading), spans in zip(runs, run_sentences, strict=True):
-        fitted = [piece for span in spans for piece in _fit(doc.text, span, next(counts), limits, counter)]
+        fitted = [
+            piece for span in checked(spans) for piece in _fit(doc.text, span, next(counts), limits, counter)
+        ]
         if fitted:
             section = (fitted[-1][0][1], sum(count for _, count in fitted))
             items += [

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .answer import ExtractiveAnswerer, cite_pages, map_citations, neutralise_context
+from .budget import BuildBudget, current_budget
 from .build import BuiltTree, Summarized, build_document_tree, build_kb_layer
 from .chunk import chunk_document
 from .cluster import preload_umap, use_compile_cache
@@ -49,6 +50,7 @@ log = logging.getLogger(__name__)
 MODES = ("collapsed", "traversal")
 MAX_QUESTION_CHARS = 2000
 MAX_COMMIT_ATTEMPTS = 5
+PARSE_GRACE_S = 1.0  # the parse worker outlives a build stopped at its deadline by at most this
 # Refuse a document when more than this share of its text is [UNK] to the model: its chunks would all
 # embed alike (a DNA sequence, a flood of emoji), so it could not be searched, and it would cost minutes.
 MAX_UNKNOWN_SHARE = 0.5  # redo the cross-document layer at most this often when other processes write
@@ -269,6 +271,10 @@ class Engine:
             ),
         )
 
+    def build_budget(self, name: str) -> BuildBudget:
+        """The deadline and memory ceiling of one upload's build, from Settings; the deadline runs from now."""
+        return BuildBudget(name, seconds=self.settings.build_timeout, memory_mb=self.settings.build_memory_mb)
+
     def _check_limits(self, kb_id: int | None, name: str, size: int) -> None:
         s = self.settings
         if size > s.max_file_bytes:
@@ -326,10 +332,12 @@ class Engine:
             if existing is not None:
                 return IngestResult("duplicate", existing)
         self._check_limits(kb_id, name, len(data))
+        budget = self.build_budget(name)
         try:
-            tree, chunks, fmt = await self._build_tree(name, data, kb_id, progress)
-            seen_version = self._version_of(kb_id)
-            kb_layer = await self._kb_layer(kb_id, tree, progress)
+            with budget.active():
+                tree, chunks, fmt = await budget.bound(self._build_tree(name, data, kb_id, progress))
+                seen_version = self._version_of(kb_id)
+                kb_layer = await budget.bound(self._kb_layer(kb_id, tree, progress))
         except (IngestError, LimitError):
             raise  # the upload itself was refused: leave the store byte-for-byte as it was
         except RaptorError as exc:
@@ -424,7 +432,7 @@ class Engine:
         if progress:
             progress(Progress("load", 0, 1, message=name))
         stats = self.last_parse = ParseStats()
-        doc, _ = await asyncio.to_thread(load_isolated, name, data, self.worker_limits(), stats)
+        doc, _ = await asyncio.to_thread(load_isolated, name, data, self._parse_limits(), stats)
         log.info("read %s in %.2f s (worker peak %.0f MB)", name, stats.seconds, stats.peak_rss_mb)
         held = self.store.kb_tokens(kb_id) if kb_id is not None else 0
         # Every text counts at least one token per few characters: refuse before chunking what cannot fit.
@@ -458,6 +466,15 @@ class Engine:
             chunks, embedder=embedder, summarizer=self.summarizer, settings=self.settings, progress=progress
         )
         return tree, chunks, doc.format
+
+    def _parse_limits(self) -> WorkerLimits:
+        """The parse worker's limits, its deadline no later than just after the build's: the build's own
+        sentence reaches the user first, and the worker does not outlive the build by more than a second."""
+        limits = self.worker_limits()
+        budget = current_budget()
+        if budget is None or budget.remaining() + PARSE_GRACE_S >= limits.timeout_s:
+            return limits
+        return replace(limits, timeout_s=max(budget.remaining(), 0.0) + PARSE_GRACE_S)
 
     def _check_token_bounds(self, name: str, tokens: int, held: int, *, at_least: bool = False) -> None:
         """One document's tokens bound how long its ingest runs; the knowledge base's bound its size."""
