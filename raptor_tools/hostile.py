@@ -389,12 +389,16 @@ def _document_xml(runs: int, prefix: str = "w") -> str:
 
 
 def docx_with_main_part(document: bytes) -> bytes:
-    return _docx_parts({"[Content_Types].xml": _CONTENT_TYPES, "_rels/.rels": _RELS, "word/document.xml": document})
+    return _docx_parts(
+        {"[Content_Types].xml": _CONTENT_TYPES, "_rels/.rels": _RELS, "word/document.xml": document}
+    )
 
 
 def prefixed_runs_docx(runs: int, prefix: str) -> bytes:
     """`runs` runs under another namespace prefix than Word's 'w:' (or a default namespace, prefix '')."""
-    return docx_with_main_part(('<?xml version="1.0" encoding="UTF-8"?>' + _document_xml(runs, prefix)).encode())
+    return docx_with_main_part(
+        ('<?xml version="1.0" encoding="UTF-8"?>' + _document_xml(runs, prefix)).encode()
+    )
 
 
 def _strict_utf7(text: str) -> bytes:
@@ -615,7 +619,10 @@ def lines_pdf(lines: list[str], per_page: int = 50) -> bytes:
     count = len(pages)
     font = 3 + count
     kids = " ".join(f"{3 + i} 0 R" for i in range(count))
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", f"<< /Type /Pages /Kids [{kids}] /Count {count} >>".encode()]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {count} >>".encode(),
+    ]
     objects += [
         f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 {font} 0 R >> >> "
         f"/Contents {font + 1 + i} 0 R >>".encode()
@@ -905,3 +912,106 @@ def run_hostile_report(workdir: Path, embedder: Any) -> tuple[list[str], bool]:
         f"  the parse worker adds {start_ms:.0f} ms to an upload (median of a one-line .txt, start to answer)",
     )
     return lines, ok
+
+
+# ------------------------------------------------------------------- issue 22: upload time by size
+
+SCALING_CLASSES = ("dots", "?!", "dot leaders", "one-character lines", "prose")
+SCALING_SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
+
+
+def scaling_text(kind: str, size: int) -> str:
+    """About `size` bytes of one class of SCALING_CLASSES as UTF-8 text: a run of dots ending in a sentence,
+    '?!' repeated, table-of-contents lines with dot leaders, '.' lines, or varied ordinary prose."""
+    if kind == "prose":
+        from itertools import takewhile
+
+        from .bench import generated_paragraphs
+
+        total = 0
+
+        def room(paragraph: str) -> bool:
+            nonlocal total
+            total += len(paragraph) + 2
+            return total <= size
+
+        return "\n\n".join(takewhile(room, generated_paragraphs()))
+    run, shape = {
+        "dots": (".", "run then a sentence"),
+        "?!": ("?!", "run"),
+        "dot leaders": (".", "dot leaders"),
+        "one-character lines": (".", "one-character lines"),
+    }[kind]
+    return punctuation_text(run, shape, size)
+
+
+@dataclass
+class ColdIngest:
+    """One cold `raptor ingest` process: how it ended, its wall time and its peak resident memory."""
+
+    kind: str
+    size: int
+    seconds: float
+    peak_mb: float  # the ingest process's, or its parse worker's if higher (wait4's ru_maxrss)
+    ended: str  # "ingested" | "refused" | "failed"
+    message: str
+
+
+def cold_ingest(path: Path, data_dir: Path, timeout: float = 300.0) -> tuple[float, float, int, str]:
+    """`raptor ingest PATH` in a fresh process with its own data directory: (seconds, peak MB, exit code, output)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    env = {
+        **os.environ,
+        "RAPTOR_DATA_DIR": str(data_dir),
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    command = [sys.executable, "-m", "raptor_engine.cli", "ingest", "--kb", "scaling", "--quiet", str(path)]
+    with tempfile.TemporaryFile() as out:
+        started = time.perf_counter()
+        child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        deadline = started + timeout
+        while (waited := os.wait4(child.pid, os.WNOHANG))[0] == 0:
+            if time.perf_counter() > deadline:
+                child.kill()
+            time.sleep(0.02)
+        seconds = time.perf_counter() - started
+        child.returncode = os.waitstatus_to_exitcode(waited[1])
+        out.seek(0)
+        output = out.read().decode("utf-8", "replace")
+    return seconds, waited[2].ru_maxrss / 1024, child.returncode, output
+
+
+def run_scaling(
+    workdir: Path,
+    kinds: tuple[str, ...] = SCALING_CLASSES,
+    sizes: tuple[int, ...] = SCALING_SIZES,
+    say: Any = print,
+) -> list[ColdIngest]:
+    """Each class at each size through a cold `raptor ingest` (default settings), one after another."""
+    rows = []
+    for kind in kinds:
+        for size in sizes:
+            path = workdir / f"{kind.replace(' ', '-').replace('?!', 'qe')}-{size}.txt"
+            path.write_text(scaling_text(kind, size), encoding="utf-8")
+            seconds, peak, code, output = cold_ingest(path, workdir / f"data-{path.stem}")
+            error = next((line for line in output.splitlines() if line.startswith("Error: ")), "")
+            ended = "ingested" if code == 0 else "refused" if error else "failed"
+            lines = output.strip().splitlines()
+            message = error.removeprefix("Error: ") if error else (lines[-1] if lines else "")
+            rows.append(ColdIngest(kind, path.stat().st_size, seconds, peak, ended, message))
+            say(scaling_line(rows[-1]))
+    return rows
+
+
+def scaling_line(row: ColdIngest) -> str:
+    return (
+        f"| {row.kind} | {row.size / 1000:,.0f} kB | {row.seconds:.1f} s | {row.peak_mb:,.0f} MB | {row.ended}: "
+        f"{row.message[:140]} |"
+    )
+
+
+SCALING_HEADER = "| class | file | cold `raptor ingest` | peak RSS | ending |\n|---|---|---|---|---|"

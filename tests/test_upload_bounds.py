@@ -24,8 +24,10 @@ from raptor_tools.hostile import (
     FLOOD_FORMATS,
     FLOOD_SHAPES,
     PUNCTUATION_RUNS,
+    SCALING_CLASSES,
     punctuation_file,
     punctuation_text,
+    scaling_text,
 )
 from raptor_tools.robustness import SAFE_TEXT, fingerprint
 
@@ -196,3 +198,10 @@ def test_a_flood_over_the_token_bound_is_refused_with_the_store_unchanged(tmp_pa
     assert "over the limit of 2,000 for one document" in str(caught.value)
     assert fingerprint(engine) == before
     engine.close()
+
+
+@pytest.mark.parametrize("kind", SCALING_CLASSES)
+def test_the_scaling_table_texts_have_the_size_asked_for(kind):
+    text = scaling_text(kind, 20_000)
+    assert 17_000 <= len(text.encode()) <= 23_000  # about the size: whole lines and paragraphs
+    assert text.strip()
