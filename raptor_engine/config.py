@@ -79,7 +79,7 @@ class Settings:
     node_max_chars: int = 2000
     # one upload's whole build, parse through summaries (budget.py): a deadline and the most memory it
     # may add to its process; 0 turns either off
-    build_timeout: float = 75.0
+    build_timeout: float = 60.0
     build_memory_mb: int = 2048
     # LLM backend (OpenAI-compatible); empty key and base URL mean the extractive default
     llm_api_key: str = field(default="", repr=False)  # a secret: never in repr() or logs

@@ -98,7 +98,7 @@ def test_the_watchdog_trips_when_the_process_grows_past_the_ceiling():
 
 
 def test_the_bounds_are_settings():
-    assert (Settings().build_timeout, Settings().build_memory_mb) == (75.0, 2048)
+    assert (Settings().build_timeout, Settings().build_memory_mb) == (60.0, 2048)
 
 
 def test_the_bounds_come_from_the_environment(monkeypatch):
