@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .budget import CHECK_EVERY, checked, checkpoint
 from .types import Chunk, LoadedDocument, Section
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,11 @@ _BEFORE_NUMBERS = {
     "ed",
 }
 
-_TERMINATOR = re.compile(r"(?:[.!?\u2026]+)[\"'\u201d\u2019\u00bb)\]]*(?=\s|$)")
+# A run of terminators and closers, matched only from its first character and never backtracked (possessive
+# quantifiers): a run followed by a letter ("....Word", "?!?!x") fails once, in time linear in the run,
+# instead of being retried from each of its characters (quadratic: 20,000 dots took 10 s). No shorter
+# match could succeed anyway: inside a run the next character is never whitespace.
+_TERMINATOR = re.compile(r"(?<![.!?\u2026])[.!?\u2026]++[\"'\u201d\u2019\u00bb)\]]*+(?=\s|$)")
 _NEWLINE = re.compile(r"\n")
 _STRUCTURAL_LINE = re.compile(r"(?:#{1,6}\s|[-*+\u2022]\s|\d{1,3}[.)]\s|>|\||={3,}|-{3,}|```|~~~)")
 _CLAUSE_BREAK = re.compile(r"[;:,](?=\s)|\s[\u2014\u2013-]{1,2}(?=\s)|\u2014")
@@ -87,7 +92,7 @@ def _period_ends_sentence(text: str, term_start: int, next_char: str) -> bool:
 
 def _terminator_cuts(text: str) -> list[int]:
     cuts = []
-    for match in _TERMINATOR.finditer(text):
+    for match in checked(_TERMINATOR.finditer(text)):
         rest = match.end()
         while rest < len(text) and text[rest].isspace():
             rest += 1
@@ -103,8 +108,10 @@ def _terminator_cuts(text: str) -> list[int]:
     return cuts
 
 
-def _continues_across_blank(text: str, i: int) -> bool:
-    """A line break inside a sentence (a PDF page break): no end punctuation before, lower case after."""
+def _blank_run(text: str, i: int) -> tuple[int, int, bool]:
+    """The whitespace run around the newline at i, as (start, end, continues): whether a sentence goes on
+    across it (a PDF page break: no end punctuation before, lower case after). Every newline of one run
+    shares the answer, so the caller asks once per run (asking per newline was quadratic in the run)."""
     before = i
     while before > 0 and text[before - 1].isspace():
         before -= 1
@@ -112,19 +119,21 @@ def _continues_across_blank(text: str, i: int) -> bool:
     while after < len(text) and text[after].isspace():
         after += 1
     if before == 0 or after >= len(text):
-        return False
+        return before, after, False
     last_line = text[text.rfind("\n", 0, before) + 1 : before].strip()
-    return (
+    continues = (
         text[after].islower()
         and text[before - 1] not in ".!?:;\u2026\"'\u201d\u2019)]"
         and not _STRUCTURAL_LINE.match(last_line)
     )
+    return before, after, continues
 
 
 def _newline_cuts(text: str) -> list[int]:
     """Blank lines always end a sentence; a single newline does before or after structural lines."""
     cuts = []
-    for match in _NEWLINE.finditer(text):
+    run = (0, 0, False)  # the last whitespace run examined by _blank_run
+    for match in checked(_NEWLINE.finditer(text)):
         i = match.start()
         prev_start = text.rfind("\n", 0, i) + 1
         prev_line = text[prev_start:i].strip()
@@ -142,8 +151,11 @@ def _newline_cuts(text: str) -> list[int]:
         )
         # Checked only at a would-be boundary: most newlines in wrapped prose are not one, and this
         # check (a walk over the surrounding blank lines) was a third of splitting such text.
-        if boundary and not _continues_across_blank(text, i):
-            cuts.append(i)
+        if boundary:
+            if not run[0] <= i < run[1]:
+                run = _blank_run(text, i)
+            if not run[2]:
+                cuts.append(i)
     return cuts
 
 
@@ -211,9 +223,13 @@ class _Counter:
         self.overhead = count_tokens("")
 
     def many(self, texts: list[str]) -> list[int]:
-        if self.batch is not None:
-            return [int(n) for n in self.batch(texts)] if texts else []
-        return [self.one(t) for t in texts]
+        """Counts in slices of CHECK_EVERY texts, with a build checkpoint before each."""
+        counts: list[int] = []
+        for begin in range(0, len(texts), CHECK_EVERY):
+            checkpoint()
+            piece = texts[begin : begin + CHECK_EVERY]
+            counts += [int(n) for n in self.batch(piece)] if self.batch is not None else map(self.one, piece)
+        return counts
 
     def content(self, texts: list[str]) -> list[int]:
         """Token counts without the fixed per-call overhead, so counts of neighbouring pieces add up."""
@@ -425,7 +441,9 @@ def chunk_document(
 
     items: list[_Item] = []
     for (_, _, heading), spans in zip(runs, run_sentences, strict=True):
-        fitted = [piece for span in spans for piece in _fit(doc.text, span, next(counts), limits, counter)]
+        fitted = [
+            piece for span in checked(spans) for piece in _fit(doc.text, span, next(counts), limits, counter)
+        ]
         if fitted:
             section = (fitted[-1][0][1], sum(count for _, count in fitted))
             items += [

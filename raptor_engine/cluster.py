@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from .budget import checkpoint
 from .config import default_cache_dir
 from .mixture import Mixture, fit_mixture
 from .types import Clustering
@@ -356,6 +357,7 @@ class _ClusterJob:
         Duplicate embeddings (repeated chunks) are clustered once and share their groups: UMAP
         scatters exact duplicates arbitrarily, which would split them for no reason.
         """
+        checkpoint()  # one per UMAP + mixture fit (budget.py)
         unique, inverse = _unique_rows(data)
         distinct = len(unique)
         if distinct < MIN_NODES_TO_CLUSTER:
@@ -463,6 +465,7 @@ def _soft_gmm_groups(reduced: np.ndarray, limit: int, threshold: float, seed: in
 def _best_mixture_by_bic(reduced: np.ndarray, limit: int, seed: int) -> Mixture:
     best_model, best_bic, rises, previous = None, math.inf, 0, math.inf
     for components in range(1, limit + 1):
+        checkpoint()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # numpy's warnings on a degenerate fit: its BIC or error decides

@@ -83,6 +83,12 @@ class Settings:
     max_elements: int = 200_000
     max_text_chars: int = 10_000_000
     node_max_chars: int = 2000
+    # one upload's whole build, parse through summaries (budget.py): a deadline and the most memory it
+    # may add to its process; 0 turns either off
+    build_timeout: float = 60.0
+    build_memory_mb: int = 2048
+    # the deadline instead when summaries come from an LLM: its round trips, not this machine, take the time
+    llm_build_timeout: float = 900.0
     # LLM backend (OpenAI-compatible); empty key and base URL mean the extractive default
     llm_api_key: str = field(default="", repr=False)  # a secret: never in repr() or logs
     llm_base_url: str = ""
@@ -388,5 +394,25 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Builds on Dask workers",
         "Build workers' CPU priority (Unix niceness, 0-19): on a machine shared with the bot, questions win the "
         "CPU.",
+    ),
+    "RAPTOR_BUILD_TIMEOUT": EnvDoc(
+        "Hostile uploads",
+        "One upload's whole build (reading, chunking, embedding, clustering, summaries) stops past this many "
+        "seconds (\"... building it took longer than the 60 s allowed for one upload\"); nothing is stored. The "
+        "build checks it at fine grain (every embedding batch, clustering fit and summary; every few thousand "
+        "sentences), wherever it runs, in this process or on a Dask worker. 0 turns it off (`raptor bench` "
+        "does, for its long texts). 60 s: the longest document RAPTOR_MAX_DOCUMENT_TOKENS lets through builds "
+        "in about 45 s on a quiet 2-core machine, and the rest of 90 s covers start-up, storing and a loaded "
+        "machine (docs/ROBUSTNESS.md).",
+    ),
+    "RAPTOR_LLM_BUILD_TIMEOUT": EnvDoc(
+        "Hostile uploads",
+        "The build deadline instead of RAPTOR_BUILD_TIMEOUT when summaries come from an LLM (a layer of "
+        "summaries is a few round trips to the model, each up to RAPTOR_LLM_TIMEOUT); 0 turns it off.",
+    ),
+    "RAPTOR_BUILD_MEMORY_MB": EnvDoc(
+        "Hostile uploads",
+        "The most memory one build may add to its process (\"... needed more than the 2,048 MB of memory ...\"), "
+        "measured every 50 ms while it runs; nothing is stored. 0 turns it off.",
     ),
 }

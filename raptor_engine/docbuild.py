@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from .budget import current_budget
 from .build import BuiltTree, build_document_tree
 from .chunk import chunk_document
 from .cluster import preload_umap
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 # Refuse a document when more than this share of its text is [UNK] to the model: its chunks would all
 # embed alike (a DNA sequence, a flood of emoji), so it could not be searched, and it would cost minutes.
 MAX_UNKNOWN_SHARE = 0.5
+PARSE_GRACE_S = 1.0  # the parse child outlives a build stopped at its deadline by at most this
 
 
 @dataclass
@@ -51,6 +53,16 @@ def parse_limits(settings: Settings) -> WorkerLimits:
             max_text_chars=settings.max_text_chars,
         ),
     )
+
+
+def budgeted_parse_limits(settings: Settings) -> WorkerLimits:
+    """The parse child's limits, its deadline no later than just after the build's (budget.py): the build's
+    own sentence reaches the user first, and the child does not outlive the build by more than a second."""
+    limits = parse_limits(settings)
+    budget = current_budget()
+    if budget is None or budget.remaining() + PARSE_GRACE_S >= limits.timeout_s:
+        return limits
+    return replace(limits, timeout_s=max(budget.remaining(), 0.0) + PARSE_GRACE_S)
 
 
 def check_token_bounds(settings: Settings, name: str, tokens: int, held: int, *, at_least: bool = False) -> None:
@@ -82,7 +94,7 @@ async def build_document(
     if progress:
         progress(Progress("load", 0, 1, message=name))
     stats = ParseStats()
-    doc, _ = await asyncio.to_thread(load_isolated, name, data, parse_limits(settings), stats)
+    doc, _ = await asyncio.to_thread(load_isolated, name, data, budgeted_parse_limits(settings), stats)
     log.info("read %s in %.2f s (parse child peak %.0f MB)", name, stats.seconds, stats.peak_rss_mb)
     # Every text counts at least one token per few characters: refuse before chunking what cannot fit.
     check_token_bounds(settings, name, token_floor(doc.text), held, at_least=True)

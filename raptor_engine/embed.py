@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .budget import checkpoint
 from .config import default_cache_dir
 from .embed_runtime import BACKENDS, DEFAULT_BACKEND, load_runtime
 from .errors import RaptorError
@@ -129,6 +130,7 @@ class Embedder:
         """Counted in slices: one tokenizer call holds the GIL, so a huge one would stall the bot's loop."""
         counts: list[int] = []
         for begin in range(0, len(texts), COUNT_SLICE):
+            checkpoint()  # a no-op outside a build (budget.py)
             piece = list(texts[begin : begin + COUNT_SLICE])
             with self._count_lock:
                 encoded = self.tokenizer(piece, add_special_tokens=False, truncation=False)["input_ids"]
@@ -210,6 +212,7 @@ class Embedder:
         done = 0
         # One batch per lock hold, so a question waits at most one batch.
         for idx in token_batches(order, lengths, max_texts=self.batch_size, max_tokens=self.batch_tokens):
+            checkpoint()
             with self._lock:
                 vectors = self.runtime.encode([texts[i] for i in idx])
             out[idx] = vectors.astype(np.float32, copy=False)
@@ -227,6 +230,7 @@ class Embedder:
         lengths: list[int] = []
         limit = self.max_tokens + 2
         for begin in range(0, len(texts), COUNT_SLICE):
+            checkpoint()
             with self._count_lock:
                 encoded = self.tokenizer(texts[begin : begin + COUNT_SLICE], add_special_tokens=True)[
                     "input_ids"

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .answer import ExtractiveAnswerer, cite_pages, map_citations, neutralise_context
+from .budget import BuildBudget, current_budget
 from .build import BuiltTree, Summarized, build_kb_layer
 from .cluster import use_compile_cache
 from .config import Settings
@@ -337,6 +338,13 @@ class Engine:
         """The bounds on reading one upload: the worker process's and the loader's (all from Settings)."""
         return parse_limits(self.settings)
 
+    def build_budget(self, name: str) -> BuildBudget:
+        """The deadline and memory ceiling of one upload's build, from Settings; the deadline runs from now.
+        Summaries from an LLM take round trips to it, so such builds get RAPTOR_LLM_BUILD_TIMEOUT."""
+        s = self.settings
+        seconds = s.llm_build_timeout if s.llm_configured else s.build_timeout
+        return BuildBudget(name, seconds=seconds, memory_mb=s.build_memory_mb)
+
     def _check_limits(self, kb_id: int | None, name: str, size: int) -> None:
         s = self.settings
         if size > s.max_file_bytes:
@@ -395,10 +403,12 @@ class Engine:
             if existing is not None:
                 return IngestResult("duplicate", existing)
         self._check_limits(kb_id, name, len(data))
+        budget = self.build_budget(name)
         try:
-            tree, chunks, fmt = await self._build_tree(name, data, kb_id, progress)
-            seen_version = self._version_of(kb_id)
-            kb_layer = await self._kb_layer(kb_id, tree, progress)
+            with budget.active():
+                tree, chunks, fmt = await budget.bound(self._build_tree(name, data, kb_id, progress))
+                seen_version = self._version_of(kb_id)
+                kb_layer = await budget.bound(self._kb_layer(kb_id, tree, progress))
         except (IngestError, LimitError):
             raise  # the upload itself was refused: leave the store byte-for-byte as it was
         except RaptorError as exc:
@@ -493,7 +503,7 @@ class Engine:
         """The document's own tree, built on the Dask cluster when one is attached, else here."""
         held = self.store.kb_tokens(kb_id) if kb_id is not None else 0
         if self.cluster is not None:
-            built = await self.cluster.build(name, data, self.settings, held, progress)
+            built = await self.cluster.build(name, data, self.settings, held, progress, current_budget())
         else:
             built = await build_document(
                 name,

@@ -35,6 +35,7 @@ import pydantic
 from openai.types.chat import ChatCompletion
 
 from .answer import neutralise_markers, split_marker_groups
+from .budget import checkpoint
 from .config import Settings
 from .errors import BackendError
 from .llm_cache import SummaryCache, summary_cache_key
@@ -723,6 +724,7 @@ class OpenAISummarizer:
         return SUMMARY_USER.format(context="\n\n".join(texts))
 
     async def _summarize(self, request: SummaryRequest, client: openai.AsyncOpenAI) -> Summary:
+        checkpoint()  # one per summary (budget.py)
         prompt = self.prompt_for(request)
         key = summary_cache_key(self.model, PROMPT_VERSION, prompt, request.max_tokens)
         if self.cache is not None:

@@ -43,8 +43,23 @@ DOCX_MAX_RATIO = 100.0
 DOCX_MAX_ENTRIES = 5000
 # Parts of a .docx that python-docx parses as XML (their unpacked size and elements are capped).
 _DOCX_XML_SUFFIXES = (".xml", ".rels")
-# Word paragraphs, runs, tables and cells: what python-docx turns into Python objects one by one.
-_DOCX_ELEMENT = re.compile(rb"<w:(?:p|r|tbl|tr|tc)[\s>/]")
+# Word paragraphs, runs, tables and cells: what python-docx turns into Python objects one by one. Any
+# namespace prefix (or none: a default namespace) names them; "w:" is only Word's habit.
+_DOCX_ELEMENT = re.compile(rb"<(?:[^\s<>/:!?=\"']++:)?(?:p|r|tbl|tr|tc)[\s>/]")
+# The encoding an XML declaration names ('<?xml version="1.0" encoding="UTF-7"?>').
+_XML_ENCODING = re.compile(rb"<\?xml[^>]{0,200}?\sencoding\s*=\s*[\"']([A-Za-z0-9._:\-]{1,40})[\"']")
+# Byte-order marks, then the first character '<' without one, as the XML spec's appendix F detects them.
+_XML_BYTE_ORDERS = (
+    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xff\xfe\x00\x00", "utf-32"),
+    (b"\xfe\xff", "utf-16"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\x00\x00\x00<", "utf-32-be"),
+    (b"<\x00\x00\x00", "utf-32-le"),
+    (b"\x00<", "utf-16-be"),
+    (b"<\x00", "utf-16-le"),
+)
+_XML_HEAD = 256  # bytes read first from a .docx part to tell its encoding
 _XML_DECLARATIONS = (b"<!DOCTYPE", b"<!ENTITY")
 _STREAM_BLOCK = 1 << 20  # bytes unpacked at a time when scanning a .docx part
 # HTML start tags: what BeautifulSoup turns into Python objects (about 1 kB each).
@@ -639,15 +654,27 @@ def _check_docx_sizes(name: str, infos: list[zipfile.ZipInfo], limits: LoadLimit
         raise _too_expanded(name, limits)
 
 
-def _xml_decoder(head: bytes) -> codecs.IncrementalDecoder | None | bool:
+def _xml_decoder(name: str, head: bytes) -> codecs.IncrementalDecoder | None | bool:
     """How to read a zip part as XML from its first bytes: False if it is not XML (an image), None if it
-    is UTF-8 XML, or a UTF-16 decoder (python-docx's parser reads UTF-16 parts; our byte scans must too)."""
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return codecs.getincrementaldecoder("utf-16")()
-    if head[:2] in (b"<\x00", b"\x00<"):
-        return codecs.getincrementaldecoder("utf-16-le" if head[0:1] == b"<" else "utf-16-be")()
+    is UTF-8 XML, else a decoder for the encoding lxml would read it in (UTF-16, UTF-32, or what its
+    declaration names: UTF-7, Latin-1...), so that the byte scans see what python-docx's parser sees."""
+    for mark, encoding in _XML_BYTE_ORDERS:
+        if head.startswith(mark):
+            return codecs.getincrementaldecoder(encoding)()
     stripped = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-    return None if not stripped or stripped.startswith(b"<") else False
+    if stripped and not stripped.startswith(b"<"):
+        return False
+    declared = _XML_ENCODING.match(stripped)
+    if declared is None:
+        return None
+    encoding = declared.group(1).decode("ascii")
+    try:
+        info = codecs.lookup(encoding)
+    except LookupError:
+        raise IngestError(
+            name, f"has a part in a text encoding Word never writes ({encoding}); save it again from Word."
+        ) from None
+    return None if info.name == "utf-8" else info.incrementaldecoder()
 
 
 def _scan_docx_xml(
@@ -661,8 +688,8 @@ def _scan_docx_xml(
     markup = 0
     for info in infos:
         with archive.open(info) as part:
-            head = part.read(64)
-            decoder = _xml_decoder(head)
+            head = part.read(_XML_HEAD)
+            decoder = _xml_decoder(name, head)
             if decoder is False:
                 continue
             markup += info.file_size
@@ -729,6 +756,10 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         log.info("%s: python-docx failed: %r", name, exc)
         if "depth" in str(exc).lower():  # lxml's own nesting guard ("Excessive depth in document")
             raise IngestError(name, "is nested too deeply to read.") from None
+        if "Resource limit exceeded" in str(exc):  # libxml2's 10 MB cap on one text node or attribute
+            raise IngestError(
+                name, "has a single piece of text over 10 MB (one run or value), longer than can be read."
+            ) from None
         raise IngestError(name, "could not be read as a Word document (corrupt .docx?).") from None
     return blocks
 

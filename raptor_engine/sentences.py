@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from .budget import checked
 from .chunk import split_sentences
 
 # Questions about a whole text rather than a detail of it ('what is this about?', 'the main theme').
@@ -231,7 +232,7 @@ def sentence_spans(
     Each sentence is counted as it stands in the text, which is how a shortened node quotes it, and how
     chunking counted it already (the counts are remembered, see `Embedder.count_tokens_batch`).
     """
-    split = [sentences_of(text) for text in texts]
+    split = [sentences_of(text) for text in checked(texts, every=64)]
     counts = iter(
         count_tokens_batch(
             [text[s.start : s.end] for text, sentences in zip(texts, split, strict=True) for s in sentences]

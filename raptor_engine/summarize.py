@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .budget import checked
 from .chunk import split_sentences
 from .sentences import content_terms, is_heading, jaccard
 from .types import Summary, SummaryRequest
@@ -75,8 +76,9 @@ class ExtractiveSummarizer:
 
     def summarize_all(self, requests: list[SummaryRequest]) -> list[Summary]:
         """Summaries of a whole layer; token counting is batched across it (one tokenizer call each way)."""
-        clusters = [_sentences(r.texts) for r in requests]
-        for sentences, request in zip(clusters, requests, strict=True):
+        # A build checkpoint (budget.py) before each cluster of every pass.
+        clusters = [_sentences(r.texts) for r in checked(requests, every=1)]
+        for sentences, request in checked(zip(clusters, requests, strict=True), every=1):
             if sentences:
                 _score(sentences, _child_centrality(request.embeddings, len(request.texts)))
         ranked = [_ranked(sentences) for sentences in clusters]
@@ -87,11 +89,13 @@ class ExtractiveSummarizer:
         ]
         for sentence, tokens in zip(candidates, self._counts([s.text for s in candidates]), strict=True):
             sentence.tokens = tokens
-        chosen = [self._select(order, r.max_tokens) for order, r in zip(ranked, requests, strict=True)]
+        chosen = [
+            self._select(order, r.max_tokens) for order, r in checked(zip(ranked, requests, strict=True), every=1)
+        ]
         # Sentence counts add up for WordPiece tokenizers; verify the joined texts for any other kind.
         joined = self._counts([_join(c) for c in chosen])
         summaries = []
-        for sentences, picked, tokens, request in zip(clusters, chosen, joined, requests, strict=True):
+        for sentences, picked, tokens, request in checked(zip(clusters, chosen, joined, requests, strict=True), every=1):
             summaries.append(Summary(text=self._finish(sentences, picked, tokens, request.max_tokens)))
         return summaries
 

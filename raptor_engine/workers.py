@@ -17,6 +17,7 @@ task, the document's tree comes back, and the engine commits it. The pieces here
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import logging
@@ -29,6 +30,7 @@ from typing import Any
 
 from distributed import WorkerPlugin
 
+from .budget import BuildBudget
 from .config import Settings
 from .docbuild import DocumentTree, build_document
 from .embed import Embedder
@@ -145,9 +147,16 @@ def worker_summarizer(settings: Settings, embedder: Embedder, cache: MemoryCache
 
 
 def build_on_worker(
-    build_id: str, name: str, data: bytes, settings: Settings, held: int, cached: dict[str, CachedSummary]
+    build_id: str,
+    name: str,
+    data: bytes,
+    settings: Settings,
+    held: int,
+    cached: dict[str, CachedSummary],
+    budget: BuildBudget | None = None,
 ) -> tuple[DocumentTree, dict[str, CachedSummary]]:
-    """The Dask task: the document's tree and the summaries it added to the cache."""
+    """The Dask task: the document's tree and the summaries it added to the cache. `budget` (the engine's
+    deadline and memory ceiling, pickled with its wall-clock deadline) is checked here as in-process."""
     from distributed import get_worker
 
     worker = get_worker()
@@ -158,18 +167,30 @@ def build_on_worker(
 
     embedder = worker_embedder(settings)
     cache = MemoryCache(cached)
-    built = asyncio.run(
-        build_document(
-            name,
-            data,
-            settings=settings,
-            held=held,
-            embedder=embedder,
-            summarizer=worker_summarizer(settings, embedder, cache),
-            progress=report,
-        )
-    )
+    with budget.active() if budget is not None else contextlib.nullcontext():
+        built = asyncio.run(_build(name, data, settings, held, embedder, cache, report))
     return built, cache.added
+
+
+async def _build(
+    name: str,
+    data: bytes,
+    settings: Settings,
+    held: int,
+    embedder: Embedder,
+    cache: MemoryCache,
+    report: ProgressCallback,
+) -> DocumentTree:
+    """The build itself, in the task's own event loop (so the budget's context reaches its threads)."""
+    return await build_document(
+        name,
+        data,
+        settings=settings,
+        held=held,
+        embedder=embedder,
+        summarizer=worker_summarizer(settings, embedder, cache),
+        progress=report,
+    )
 
 
 # ------------------------------------------------------------------------------------------ bot side
@@ -281,7 +302,13 @@ class BuildCluster:
             cache.put(key, settings.llm_summary_model, summary.text, summary.prompt_tokens, summary.completion_tokens)
 
     async def build(
-        self, name: str, data: bytes, settings: Settings, held: int, progress: ProgressCallback | None
+        self,
+        name: str,
+        data: bytes,
+        settings: Settings,
+        held: int,
+        progress: ProgressCallback | None,
+        budget: BuildBudget | None = None,
     ) -> DocumentTree:
         """Build one document on a worker; RaptorError (one sentence) when the cluster cannot."""
         from distributed import KilledWorker
@@ -293,7 +320,7 @@ class BuildCluster:
             self._progress[build_id] = progress
         cached = await asyncio.to_thread(self._cached_summaries, settings)
         future = client.submit(
-            build_on_worker, build_id, name, data, task_settings(settings), held, cached,
+            build_on_worker, build_id, name, data, task_settings(settings), held, cached, budget,
             key=f"raptor-build-{build_id}", pure=False,
         )  # fmt: skip
         self._futures[build_id] = future

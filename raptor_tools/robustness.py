@@ -900,9 +900,23 @@ def _robustness_command() -> Any:
     @click.option("--kills", default=20, show_default=True, help="SIGKILLs of ingest processes to survive.")
     @click.option("--trials", default=1000, show_default=True, help="Random isolation retrievals.")
     @click.option("--questions", default=60, show_default=True, help="Questions asked during two ingests.")
-    def robustness_command(kills: int, trials: int, questions: int) -> None:
+    @click.option(
+        "--upload-table",
+        is_flag=True,
+        help="Only time cold `raptor ingest` of punctuation floods and prose, 10 kB to 10 MB (docs/ROBUSTNESS.md).",
+    )
+    def robustness_command(kills: int, trials: int, questions: int, upload_table: bool) -> None:
         """Run the robustness checks with real components and print the figures (docs/ROBUSTNESS.md)."""
         started = time.perf_counter()
+        if upload_table:
+            from .hostile import SCALING_HEADER, run_scaling
+
+            click.echo(f"load average {os.getloadavg()[0]:.1f}\n{SCALING_HEADER}")
+            with scratch_dir() as workdir:
+                rows = run_scaling(workdir, say=click.echo)
+            slowest = max(row.seconds for row in rows)
+            click.echo(f"Slowest: {slowest:.1f} s; load average {os.getloadavg()[0]:.1f}")
+            sys.exit(0 if slowest <= 90 and all(row.ended != "failed" for row in rows) else 1)
         with scratch_dir() as workdir:
             lines, ok = report(kills, trials, questions, workdir)
         for line in lines:

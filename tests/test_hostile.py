@@ -25,10 +25,13 @@ from raptor_engine.parse_worker import ParseStats, WorkerLimits, load_isolated
 from raptor_engine.summarize import clip_chars
 from raptor_engine.types import LoadedDocument, Section, Summary, SummaryRequest
 from raptor_tools.hostile import (
+    DOCX_ENCODINGS,
     HIDDEN_MARK,
     VISIBLE,
     aes_pdf,
     deeply_nested_docx,
+    docx_with_main_part,
+    encoded_runs_docx,
     encrypted_office_file,
     entity_bomb_docx,
     entity_storm_html,
@@ -41,6 +44,7 @@ from raptor_tools.hostile import (
     hostile_corpus,
     hostile_settings,
     html_page_named_markdown,
+    huge_header_run_docx,
     inflating_stream_pdf,
     invisible_text,
     letter_run,
@@ -50,6 +54,7 @@ from raptor_tools.hostile import (
     many_pages_pdf,
     many_runs_docx,
     noncharacter_text,
+    prefixed_runs_docx,
     prose_with_long_words,
     run_hostile,
     shared_stream_pdf,
@@ -420,6 +425,31 @@ def test_utf32_is_read_and_noncharacters_are_dropped():
 )
 def test_a_disguised_or_unreadable_file_says_what_it_is(filename, data, reason):
     assert reason in refusal(filename, data)
+
+
+@pytest.mark.parametrize("prefix", ["x", "", "wordml", "\u00e9"])
+def test_word_elements_are_counted_under_any_namespace_prefix(prefix):
+    assert "paragraphs, runs and table cells" in refusal("a.docx", prefixed_runs_docx(3_000, prefix))
+    assert load_document("b.docx", prefixed_runs_docx(50, prefix), limits=SMALL).text.startswith("word0 word1")
+
+
+@pytest.mark.parametrize("encoding", DOCX_ENCODINGS)
+def test_word_elements_are_counted_in_every_encoding_lxml_reads(encoding):
+    assert "paragraphs, runs and table cells" in refusal("a.docx", encoded_runs_docx(3_000, encoding))
+    assert load_document("b.docx", encoded_runs_docx(50, encoding), limits=SMALL).text.startswith("word0 word1")
+
+
+def test_a_part_in_an_encoding_no_codec_knows_is_refused_by_name():
+    data = docx_with_main_part(b'<?xml version="1.0" encoding="x-martian"?><w:document/>')
+    assert refusal("a.docx", data) == (
+        "has a part in a text encoding Word never writes (x-martian); save it again from Word."
+    )
+
+
+def test_a_run_past_the_xml_parser_limit_is_refused_as_such_not_as_corrupt():
+    assert refusal("h.docx", huge_header_run_docx(10_500_000), LoadLimits()) == (
+        "has a single piece of text over 10 MB (one run or value), longer than can be read."
+    )
 
 
 def test_the_main_part_is_scanned_whatever_its_name():

@@ -21,10 +21,17 @@ from pathlib import Path
 import pytest
 from distributed import Client
 
+from raptor_engine.budget import BuildBudget, BuildLimitError
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.errors import LimitError, RaptorError
-from raptor_engine.workers import PROGRESS_TOPIC, BuildCluster, ClusterUnreachableError
+from raptor_engine.workers import (
+    PROGRESS_TOPIC,
+    BuildCluster,
+    ClusterUnreachableError,
+    build_on_worker,
+    task_settings,
+)
 from tests.dask_processes import dask_processes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,6 +145,22 @@ async def test_a_build_the_engine_stops_from_its_progress_reports_is_cancelled_o
     finally:
         await cluster.close()
         engine.close()
+
+
+async def test_the_build_budget_travels_with_the_task_and_is_checked_on_the_worker(dask_cluster, tmp_path):
+    """The engine's deadline goes to the worker pickled (a wall-clock deadline) and the worker's build
+    checks it itself: a task given an expired budget ends with the deadline's sentence, not a tree."""
+    settings = Settings(data_dir=tmp_path / "data")
+    budget = BuildBudget("long.md", seconds=0.001, memory_mb=0)
+    await asyncio.sleep(0.01)
+    async with Client(dask_cluster, asynchronous=True) as client:
+        future = client.submit(
+            build_on_worker, "budget-test", "long.md", long_document(), task_settings(settings), 0, {}, budget,
+            pure=False,
+        )  # fmt: skip
+        with pytest.raises(BuildLimitError) as stopped:
+            await future
+    assert str(stopped.value) == budget.deadline_sentence()
 
 
 def _free_port() -> int:
