@@ -529,7 +529,7 @@ class ExtractiveAnswerer:
 
     async def condense(self, question: str, history: list[Turn]) -> str:
         """Without a model, a follow-up is rewritten from the last turns (see followup.py)."""
-        return standalone_question(question, history)
+        return await asyncio.to_thread(standalone_question, question, history)
 
 
 def _near_duplicate(a: set[str], b: set[str]) -> bool:

@@ -69,6 +69,7 @@ class Settings:
     # one upload's tokens: what bounds an ingest's time (about 0.4-0.8 CPU s per 1,000 tokens here)
     max_document_tokens: int = 150_000
     questions_per_minute: int = 6
+    question_timeout: float = 120.0  # seconds before a question is given up (one sentence says so)
     # hostile uploads: the parse runs in a worker process with these limits (see parse_worker.py)
     parse_timeout: float = 30.0
     parse_memory_mb: int = 1024

@@ -58,6 +58,10 @@ class EmptyKnowledgeBaseError(RaptorError):
     """Asked a question of a knowledge base with no documents."""
 
 
+class QuestionTimeoutError(RaptorError):
+    """A question was not answered within RAPTOR_QUESTION_TIMEOUT seconds."""
+
+
 @dataclass
 class IngestResult:
     status: str  # "added" | "duplicate"
@@ -152,6 +156,12 @@ def _placeholder_top(node: NewNode) -> StoredTop:
     return StoredTop(
         id=-(node.key + 1), layer=node.layer, text=node.text, tokens=node.tokens, embedding=node.embedding
     )
+
+
+def _conversation(question: str, history: list[Turn]) -> tuple[str, list[Turn]]:
+    """The question without small talk in front of it, and the history without small-talk exchanges
+    (a scan of every turn: the engine runs it in a thread)."""
+    return strip_small_talk(question), without_small_talk(history)
 
 
 def _resolve_placeholders(kb_nodes: list[NewNode], ids: dict[int, int]) -> list[NewNode]:
@@ -690,7 +700,34 @@ class Engine:
         documents: list[str] | None = None,
         asked_by: str = "",
     ) -> Answer:
-        """Answer from the last complete tree, with citations; `history` makes it a follow-up."""
+        """Answer from the last complete tree, with citations; `history` makes it a follow-up.
+
+        Every step runs off the caller's event loop, and past `settings.question_timeout` seconds the
+        question is given up with a one-sentence QuestionTimeoutError."""
+        deadline = asyncio.timeout(self.settings.question_timeout)
+        try:
+            async with deadline:
+                return await self._ask(kb, question, mode, budget, history, layers, documents, asked_by)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            log.warning("a question in %s ran past %.0f s and was given up", kb, self.settings.question_timeout)
+            raise QuestionTimeoutError(
+                f"Answering took longer than {self.settings.question_timeout:g} seconds, so it was stopped; "
+                "try again, or ask a shorter question."
+            ) from None
+
+    async def _ask(
+        self,
+        kb: str,
+        question: str,
+        mode: str,
+        budget: int | None,
+        history: list[Turn] | None,
+        layers: list[int] | None,
+        documents: list[str] | None,
+        asked_by: str,
+    ) -> Answer:
         question = " ".join(question.split())
         if not question:
             raise RaptorError("The question is empty.")
@@ -704,9 +741,8 @@ class Engine:
             )
         if act is not None:
             return await asyncio.to_thread(self._small_talk_answer, kb, question, act, mode, budget)
-        history = without_small_talk(history or [])
+        asked, history = await asyncio.to_thread(_conversation, question, history or [])
         answerer = self.answerer
-        asked = strip_small_talk(question)
         query = await answerer.condense(asked, history) if history else asked
         context = await asyncio.to_thread(
             self.retrieve, kb, query, mode=mode, budget=budget, layers=layers, documents=documents
@@ -756,7 +792,7 @@ class Engine:
     ) -> Answer:
         """'Where does it say that?': the last real question is answered again as it was (same tree, same
         conversation before it, so the same context and quotes), and its citations are spelled out."""
-        real = without_small_talk(history)
+        real = await asyncio.to_thread(without_small_talk, history)
         last = max((i for i, turn in enumerate(real) if turn.role == "user"), default=None)
         if last is None:
             return await asyncio.to_thread(self._small_talk_answer, kb, question, Act.SOURCES, mode, budget)
