@@ -70,6 +70,7 @@ class Settings:
     max_document_tokens: int = 150_000
     questions_per_minute: int = 6
     question_timeout: float = 120.0  # seconds before a question is given up (one sentence says so)
+    writer_wait: float = 600.0  # seconds an upload waits for other processes' commits to the same base
     # hostile uploads: the parse runs in a worker process with these limits (see parse_worker.py)
     parse_timeout: float = 30.0
     parse_memory_mb: int = 1024

@@ -43,6 +43,7 @@ from .store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
 from .summarize import ExtractiveSummarizer
 from .treeplot import plan_picture, render_png
 from .types import Answer, Answerer, Progress, ProgressCallback, RetrievedContext, Summarizer, Turn
+from .writers import WriterGate
 
 log = logging.getLogger(__name__)
 
@@ -256,6 +257,10 @@ class Engine:
     def _lock(self, kb: str) -> asyncio.Lock:
         return self._locks.setdefault(kb, asyncio.Lock())
 
+    def _writer_gate(self, kb: str) -> WriterGate:
+        """The cross-process turn to recompute this knowledge base's top layer and commit (writers.py)."""
+        return WriterGate(self.settings.data_dir / "locks", kb, self.settings.writer_wait)
+
     def _version_of(self, kb_id: int | None) -> int:
         """The knowledge base's version now (0 for one not created yet), to detect other writers."""
         return 0 if kb_id is None else self.store.kb_version(kb_id)
@@ -317,8 +322,8 @@ class Engine:
 
         self._waiting[kb] += 1
         try:
-            async with self._lock(kb):
-                result = await self._ingest_locked(kb, name, data, sha, added_by, report)
+            async with self._lock(kb), self._writer_gate(kb) as gate:
+                result = await self._ingest_locked(kb, name, data, sha, added_by, report, gate)
         finally:
             self._waiting[kb] -= 1
         if clock.marks:
@@ -326,7 +331,14 @@ class Engine:
         return result
 
     async def _ingest_locked(
-        self, kb: str, name: str, data: bytes, sha: str, added_by: str, progress: ProgressCallback | None
+        self,
+        kb: str,
+        name: str,
+        data: bytes,
+        sha: str,
+        added_by: str,
+        progress: ProgressCallback | None,
+        gate: WriterGate,
     ) -> IngestResult:
         started = time.perf_counter()
         started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -338,6 +350,11 @@ class Engine:
         self._check_limits(kb_id, name, len(data))
         try:
             tree, chunks, fmt = await self._build_tree(name, data, kb_id, progress)
+            await gate.enter()  # other processes' writers of this knowledge base wait from here to the commit
+            kb_id = self.store.kb_id(kb)
+            stored = self.store.document_by_sha(kb_id, sha) if kb_id is not None else None
+            if stored is not None:  # another process stored the same bytes meanwhile
+                return IngestResult("duplicate", stored)
             seen_version = self._version_of(kb_id)
             kb_layer = await self._kb_layer(kb_id, tree, progress)
         except (IngestError, LimitError):
@@ -406,6 +423,7 @@ class Engine:
                 kb_nodes = kb_layer.nodes if kb_layer else []
         else:
             raise RaptorError(f"{name} was not stored: the knowledge base kept changing under it; try again.")
+        gate.leave()
         if progress:
             progress(Progress("index", 0, len(tree.nodes)))
         await asyncio.to_thread(self.indexes.get, kb_id)
@@ -530,7 +548,8 @@ class Engine:
         kb_id = self.store.require_kb(kb)
         self._waiting[kb] += 1
         try:
-            async with self._lock(kb):
+            async with self._lock(kb), self._writer_gate(kb) as gate:
+                await gate.enter()
                 doc = self.store.find_document(kb_id, document)
                 started = time.perf_counter()
                 seen_version = self._version_of(kb_id)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .sentences import STOPWORDS, THEMATIC, content_terms, stem, words
 from .types import Turn
@@ -125,9 +125,15 @@ def rewrite(question: str, history: list[Turn]) -> Rewrite:
     previous: Rewrite | None = None
     previous_answer = ""
     for asked, answered in exchanges:
-        previous = _rewrite_one(asked, previous, previous_answer)
+        previous = _bounded(_rewrite_one(asked, previous, previous_answer))
         previous_answer = answered
-    return _rewrite_one(question, previous, previous_answer)
+    return _bounded(_rewrite_one(question, previous, previous_answer))
+
+
+def _bounded(rewrite: Rewrite) -> Rewrite:
+    """A rewrite no longer than a question may be (one that puts a long name for every pronoun of a long
+    question would otherwise grow with each)."""
+    return replace(rewrite, core=_cut(rewrite.core, MAX_TURN_CHARS))
 
 
 def _exchanges(history: list[Turn]) -> list[tuple[str, str]]:
@@ -161,7 +167,7 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str) 
     # After a bare "why?" the subject is still the one before it.
     context = previous.core if subject_terms(previous.core) or not previous.context else previous.context
     subject = person or _first_person(core) or previous.subject
-    return Rewrite(_capitalised(_cut(core, MAX_TURN_CHARS)), _cut(context), person, pronoun, subject)
+    return Rewrite(_capitalised(core), _cut(context), person, pronoun, subject)
 
 
 _WH_ONLY = re.compile(r"^(why|when|where|how|how come)\s*[?.!]*$", re.IGNORECASE)
@@ -588,7 +594,6 @@ def _capitalised(text: str) -> str:
 
 
 def _cut(text: str, limit: int = MAX_CONTEXT_CHARS) -> str:
-    """The text within `limit` characters (a rewrite that names a long name for every pronoun of a
-    long question stays as long as a question may be)."""
+    """The text within `limit` characters, an ellipsis marking a cut."""
     text = text.strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"

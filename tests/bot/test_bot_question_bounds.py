@@ -4,28 +4,11 @@ is answered while it runs, and a question past RAPTOR_QUESTION_TIMEOUT gets one 
 from __future__ import annotations
 
 import dataclasses
-import threading
 
-import raptor_engine.engine as engine_module
 from tests.bot.bot_samples import LIGHTHOUSE
 from tests.bot.conftest import CHAN_A, CHAN_B, text_of
 from tests.bot.test_bot_flows import add_doc, ask
-
-
-def gate_the_question(monkeypatch) -> tuple[threading.Event, list[bool]]:
-    """Hold every question inside the engine's first step until the returned event is set; each
-    question records whether it was let through (False: it gave up waiting, as it would if it ran on
-    the loop that must set the event)."""
-    released = threading.Event()
-    outcomes: list[bool] = []
-    original = engine_module._conversation
-
-    def gated(question, history):
-        outcomes.append(released.wait(timeout=30))
-        return original(question, history)
-
-    monkeypatch.setattr(engine_module, "_conversation", gated)
-    return released, outcomes
+from tests.test_question_bounds import gate_the_question
 
 
 async def test_a_question_being_answered_does_not_hold_up_another_channels_command(harness, monkeypatch):
