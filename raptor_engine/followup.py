@@ -453,14 +453,25 @@ def _asks_who_did_to(question: str, person: str) -> bool:
     return bool(re.match(rf"\s*(?i:who)\s+(?:[\w'-]+\s+){{1,3}}?{re.escape(person)}\b", question))
 
 
-# A quote in an answer. Its text holds no other opening quote mark, so a line of unclosed ones is
-# read once rather than once per mark.
-_QUOTED = re.compile("\u201c([^\u201c\u201d\n]+)\u201d")
+def quotes_in(text: str) -> list[str]:
+    """What an answer quotes: the text from each \u201c to the next \u201d on its line (at least one
+    character), as the regex \u201c(.+?)\u201d finds it, but in one pass: a line of opening marks that
+    never close is read once, not once per mark."""
+    found: list[str] = []
+    for line in text.split("\n"):
+        start = line.find("\u201c")
+        while start != -1:
+            end = line.find("\u201d", start + 2)
+            if end == -1:
+                break  # no later opening mark on this line can close either
+            found.append(line[start + 1 : end])
+            start = line.find("\u201c", end + 1)
+    return found
 
 
 def _statements(answer: str) -> str:
     """An answer's quotes (extractive), else the answer itself; without its [n] markers."""
-    quotes = _QUOTED.findall(answer)
+    quotes = quotes_in(answer)
     return re.sub(r"\[\d+\]", "", "\n".join(quotes) if quotes else answer)
 
 
@@ -529,9 +540,9 @@ def _year(previous: Rewrite, previous_answer: str) -> str | None:
 
 def _first_statement(answer: str) -> str:
     """An answer's first quote (extractive) or first sentence (prose): its best-ranked statement."""
-    quote = _QUOTED.search(answer)
-    if quote:
-        return quote.group(1)
+    quotes = quotes_in(answer)
+    if quotes:
+        return quotes[0]
     return re.split(r"(?<=[.!?])\s", answer.strip(), maxsplit=1)[0]
 
 
