@@ -721,7 +721,7 @@ class Engine:
     ) -> Answer:
         """Answer from the last complete tree, with citations; `history` makes it a follow-up.
 
-        Every step runs off the caller's event loop, and past `settings.question_timeout` seconds the
+        Every step that can take time runs off the caller's event loop, and past `settings.question_timeout` seconds the
         question is given up with a one-sentence QuestionTimeoutError."""
         deadline = asyncio.timeout(self.settings.question_timeout)
         try:

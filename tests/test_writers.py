@@ -6,7 +6,6 @@ import asyncio
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from raptor_engine import Engine, Settings
 from raptor_engine.errors import RaptorError
@@ -100,7 +99,3 @@ async def test_a_writer_waits_for_the_gate_and_gives_up_with_one_sentence(tmp_pa
     async with waiter:
         await asyncio.wait_for(waiter.enter(), 5)
 
-
-def test_the_gate_lives_under_the_data_directory(tmp_path):
-    WriterGate(Path(tmp_path) / "locks", "kb", 1)
-    assert (tmp_path / "locks").is_dir()
