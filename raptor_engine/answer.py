@@ -18,7 +18,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .embed import Embedder
-from .followup import Rewrite, names_in, split_standalone, standalone_question, subject_terms
+from .followup import (
+    MAX_TURN_CHARS,
+    Rewrite,
+    names_in,
+    quotes_in,
+    split_standalone,
+    standalone_question,
+    subject_terms,
+)
 from .sentences import (
     THEMATIC,
     NewSentences,
@@ -367,11 +375,16 @@ def _event_bonus(question: str, sentence: str) -> float:
     return 0.0
 
 
+# An earlier answer is read this far for its quotes and names: a few of the longest quotes, so whatever
+# the history holds (the engine API takes any), ranking reads a bounded amount of it.
+MAX_PREVIOUS_ANSWER_CHARS = 4 * MAX_TURN_CHARS
+
+
 def _names_of(history: list[Turn]) -> set[str]:
     """Lower-cased words of the proper names in the last exchanges (what a pronoun can stand for)."""
     found: set[str] = set()
     for turn in history[-2 * PREVIOUS_ANSWERS :]:
-        for name in names_in(MARKER.sub("", turn.content)):
+        for name in names_in(MARKER.sub("", turn.content[:MAX_PREVIOUS_ANSWER_CHARS])):
             found.update(word.lower() for word in name.split())
     return found
 
@@ -379,9 +392,9 @@ def _names_of(history: list[Turn]) -> set[str]:
 def _quoted_before(history: list[Turn]) -> set[str]:
     """Keys of the sentences the last answers gave, so a follow-up brings something new."""
     keys: set[str] = set()
-    answers = [t.content for t in history if t.role == "assistant"][-PREVIOUS_ANSWERS:]
+    answers = [t.content[:MAX_PREVIOUS_ANSWER_CHARS] for t in history if t.role == "assistant"][-PREVIOUS_ANSWERS:]
     for answer in answers:
-        quotes = QUOTE.findall(answer) or [s.text for s in sentences_of(MARKER.sub("", answer))]
+        quotes = quotes_in(answer) or [s.text for s in sentences_of(MARKER.sub("", answer))]
         keys.update(sentence_key(q) for q in quotes)
     return keys
 
@@ -532,7 +545,7 @@ class ExtractiveAnswerer:
 
     async def condense(self, question: str, history: list[Turn]) -> str:
         """Without a model, a follow-up is rewritten from the last turns (see followup.py)."""
-        return standalone_question(question, history)
+        return await asyncio.to_thread(standalone_question, question, history)
 
 
 def _near_duplicate(a: set[str], b: set[str]) -> bool:

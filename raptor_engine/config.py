@@ -75,6 +75,8 @@ class Settings:
     # one upload's tokens: what bounds an ingest's time (about 0.4-0.8 CPU s per 1,000 tokens here)
     max_document_tokens: int = 150_000
     questions_per_minute: int = 6
+    question_timeout: float = 120.0  # seconds before a question is given up (one sentence says so)
+    writer_wait: float = 600.0  # seconds an upload waits for other processes' commits to the same base
     # hostile uploads: the parse runs in a worker process with these limits (see parse_worker.py)
     parse_timeout: float = 30.0
     parse_memory_mb: int = 1024
@@ -414,5 +416,16 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Hostile uploads",
         "The most memory one build may add to its process (\"... needed more than the 2,048 MB of memory ...\"), "
         "measured every 50 ms while it runs; nothing is stored. 0 turns it off.",
+    ),
+    "RAPTOR_QUESTION_TIMEOUT": EnvDoc(
+        "Bounds",
+        "Seconds a question (follow-up rewrite, search and answer, LLM calls included) may take before it is "
+        "given up and the asker told so in one sentence.",
+    ),
+    "RAPTOR_WRITER_WAIT": EnvDoc(
+        "Bounds",
+        "Several processes (CLI ingests, a bot) may write one data directory: each upload's cross-document layer "
+        "and commit take turns per knowledge base, and an upload waits at most this many seconds for its turn "
+        "(\"... was not stored: other uploads kept this knowledge base busy\").",
     ),
 }

@@ -58,6 +58,7 @@ from .types import (
     TextCallback,
     Turn,
 )
+from .writers import WriterGate
 
 if TYPE_CHECKING:
     from .workers import BuildCluster
@@ -97,6 +98,10 @@ def _in_space(method: Callable[..., Any]) -> Callable[..., Any]:
 
 class EmptyKnowledgeBaseError(RaptorError):
     """Asked a question of a knowledge base with no documents."""
+
+
+class QuestionTimeoutError(RaptorError):
+    """A question was not answered within RAPTOR_QUESTION_TIMEOUT seconds."""
 
 
 @dataclass
@@ -193,6 +198,12 @@ def _placeholder_top(node: NewNode) -> StoredTop:
     return StoredTop(
         id=-(node.key + 1), layer=node.layer, text=node.text, tokens=node.tokens, embedding=node.embedding
     )
+
+
+def _conversation(question: str, history: list[Turn]) -> tuple[str, list[Turn]]:
+    """The question without small talk in front of it, and the history without small-talk exchanges
+    (a scan of every turn: the engine runs it in a thread)."""
+    return strip_small_talk(question), without_small_talk(history)
 
 
 def _resolve_placeholders(kb_nodes: list[NewNode], ids: dict[int, int]) -> list[NewNode]:
@@ -326,6 +337,10 @@ class Engine:
     def _lock(self, kb: str) -> asyncio.Lock:
         return self._locks.setdefault(kb, asyncio.Lock())
 
+    def _writer_gate(self, kb: str) -> WriterGate:
+        """The cross-process turn to recompute this knowledge base's top layer and commit (writers.py)."""
+        return WriterGate(self.settings.data_dir / "locks", kb, self.settings.writer_wait)
+
     def _version_of(self, kb_id: int | None) -> int:
         """The knowledge base's version now (0 for one not created yet), to detect other writers."""
         return 0 if kb_id is None else self.store.kb_version(kb_id)
@@ -384,8 +399,8 @@ class Engine:
 
         self._waiting[kb] += 1
         try:
-            async with self._lock(kb):
-                result = await self._ingest_locked(kb, name, data, sha, added_by, report)
+            async with self._lock(kb), self._writer_gate(kb) as gate:
+                result = await self._ingest_locked(kb, name, data, sha, added_by, report, gate)
         finally:
             self._waiting[kb] -= 1
         if clock.marks:
@@ -393,7 +408,14 @@ class Engine:
         return result
 
     async def _ingest_locked(
-        self, kb: str, name: str, data: bytes, sha: str, added_by: str, progress: ProgressCallback | None
+        self,
+        kb: str,
+        name: str,
+        data: bytes,
+        sha: str,
+        added_by: str,
+        progress: ProgressCallback | None,
+        gate: WriterGate,
     ) -> IngestResult:
         started = time.perf_counter()
         started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -407,8 +429,15 @@ class Engine:
         try:
             with budget.active():
                 tree, chunks, fmt = await budget.bound(self._build_tree(name, data, kb_id, progress))
-                seen_version = self._version_of(kb_id)
-                kb_layer = await budget.bound(self._kb_layer(kb_id, tree, progress))
+            # Other processes' writers of this knowledge base wait from here to the commit (writers.py); the
+            # wait is RAPTOR_WRITER_WAIT's, not the build's deadline, and the cross-document layer is cheap.
+            await gate.enter()
+            kb_id = self.store.kb_id(kb)
+            stored = self.store.document_by_sha(kb_id, sha) if kb_id is not None else None
+            if stored is not None:  # another process stored the same bytes meanwhile
+                return IngestResult("duplicate", stored)
+            seen_version = self._version_of(kb_id)
+            kb_layer = await self._kb_layer(kb_id, tree, progress)
         except (IngestError, LimitError):
             raise  # the upload itself was refused: leave the store byte-for-byte as it was
         except RaptorError as exc:
@@ -475,6 +504,7 @@ class Engine:
                 kb_nodes = kb_layer.nodes if kb_layer else []
         else:
             raise RaptorError(f"{name} was not stored: the knowledge base kept changing under it; try again.")
+        gate.leave()
         if progress:
             progress(Progress("index", 0, len(tree.nodes)))
         await asyncio.to_thread(self.indexes.get, kb_id)
@@ -566,7 +596,8 @@ class Engine:
         kb_id = self.store.require_kb(kb)
         self._waiting[kb] += 1
         try:
-            async with self._lock(kb):
+            async with self._lock(kb), self._writer_gate(kb) as gate:
+                await gate.enter()
                 doc = self.store.find_document(kb_id, document)
                 started = time.perf_counter()
                 seen_version = self._version_of(kb_id)
@@ -763,7 +794,37 @@ class Engine:
         """Answer from the last complete tree, with citations; `history` makes it a follow-up.
 
         With `on_text`, an answerer that can stream (an LLM) calls it with the text shown so far while
-        it writes (see `streaming.ShownText`); the returned Answer is the same as without it."""
+        it writes (see `streaming.ShownText`); the returned Answer is the same as without it.
+
+        Every step that can take time runs off the caller's event loop, and past `settings.question_timeout` seconds the
+        question is given up with a one-sentence QuestionTimeoutError."""
+        deadline = asyncio.timeout(self.settings.question_timeout)
+        try:
+            async with deadline:
+                return await self._ask(
+                    kb, question, mode, budget, history, layers, documents, asked_by, on_text
+                )
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            log.warning("a question in %s ran past %.0f s and was given up", kb, self.settings.question_timeout)
+            raise QuestionTimeoutError(
+                f"Answering took longer than {self.settings.question_timeout:g} seconds, so it was stopped; "
+                "try again, or ask a shorter question."
+            ) from None
+
+    async def _ask(
+        self,
+        kb: str,
+        question: str,
+        mode: str,
+        budget: int | None,
+        history: list[Turn] | None,
+        layers: list[int] | None,
+        documents: list[str] | None,
+        asked_by: str,
+        on_text: TextCallback | None,
+    ) -> Answer:
         question = " ".join(question.split())
         if not question:
             raise RaptorError("The question is empty.")
@@ -777,9 +838,8 @@ class Engine:
             )
         if act is not None:
             return await asyncio.to_thread(self._small_talk_answer, kb, question, act, mode, budget)
-        history = without_small_talk(history or [])
+        asked, history = await asyncio.to_thread(_conversation, question, history or [])
         answerer = self.answerer
-        asked = strip_small_talk(question)
         query = await answerer.condense(asked, history) if history else asked
         context = await asyncio.to_thread(
             self.retrieve, kb, query, mode=mode, budget=budget, layers=layers, documents=documents
@@ -847,7 +907,7 @@ class Engine:
     ) -> Answer:
         """'Where does it say that?': the last real question is answered again as it was (same tree, same
         conversation before it, so the same context and quotes), and its citations are spelled out."""
-        real = without_small_talk(history)
+        real = await asyncio.to_thread(without_small_talk, history)
         last = max((i for i, turn in enumerate(real) if turn.role == "user"), default=None)
         if last is None:
             return await asyncio.to_thread(self._small_talk_answer, kb, question, Act.SOURCES, mode, budget)

@@ -28,8 +28,9 @@ the question itself first and the carried context second. Deterministic and chea
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .sentences import STOPWORDS, THEMATIC, content_terms, stem, words
 from .types import Turn
@@ -38,6 +39,14 @@ CONTEXT_OPEN = " (context: "
 CONTEXT_CLOSE = ")"
 TURNS_CONSIDERED = 6  # the last user questions looked at when chaining rewrites
 MAX_CONTEXT_CHARS = 200
+# What bounds a rewrite's cost whatever the history holds: it reads the first MAX_TURN_CHARS characters
+# of each of the last TURNS_CONSIDERED questions and answers (the engine's question limit; an answer
+# names the people and places a follow-up points back to in its first quotes), and a name is at most
+# MAX_NAME_WORDS words of at most MAX_NAME_WORD_CHARS characters.
+MAX_TURN_CHARS = 2000
+MAX_NAME_WORDS = 6
+MAX_NAME_WORD_CHARS = 40
+MAX_NAME_CHARS = MAX_NAME_WORDS * (MAX_NAME_WORD_CHARS + 1)
 
 PERSON_PRONOUNS = frozenset("he she him her his hers they them their theirs himself herself".split())
 OTHER_ANAPHORA = frozenset("it its itself there then that this these those former latter same".split())
@@ -111,13 +120,20 @@ def standalone_question(question: str, history: list[Turn]) -> str:
 
 def rewrite(question: str, history: list[Turn]) -> Rewrite:
     """Rewrite each of the last questions against the ones before it, then this one against them."""
-    exchanges = _exchanges(history)[-TURNS_CONSIDERED:]
+    exchanges = _exchanges(history[-4 * TURNS_CONSIDERED :])[-TURNS_CONSIDERED:]
+    question = question[:MAX_TURN_CHARS]
     previous: Rewrite | None = None
     previous_answer = ""
     for asked, answered in exchanges:
-        previous = _rewrite_one(asked, previous, previous_answer)
+        previous = _bounded(_rewrite_one(asked, previous, previous_answer))
         previous_answer = answered
-    return _rewrite_one(question, previous, previous_answer)
+    return _bounded(_rewrite_one(question, previous, previous_answer))
+
+
+def _bounded(rewrite: Rewrite) -> Rewrite:
+    """A rewrite no longer than a question may be (one that puts a long name for every pronoun of a long
+    question would otherwise grow with each)."""
+    return replace(rewrite, core=_cut(rewrite.core, MAX_TURN_CHARS))
 
 
 def _exchanges(history: list[Turn]) -> list[tuple[str, str]]:
@@ -127,9 +143,9 @@ def _exchanges(history: list[Turn]) -> list[tuple[str, str]]:
         if not turn.content.strip():
             continue
         if turn.role == "user":
-            pairs.append((turn.content.strip(), ""))
+            pairs.append((turn.content[:MAX_TURN_CHARS].strip(), ""))
         elif turn.role == "assistant" and pairs and not pairs[-1][1]:
-            pairs[-1] = (pairs[-1][0], turn.content)
+            pairs[-1] = (pairs[-1][0], turn.content[:MAX_TURN_CHARS])
     return pairs
 
 
@@ -289,44 +305,85 @@ def names_in(text: str) -> list[str]:
 
     A run never starts with a common word ('The', 'Who', 'In'), and a one-word name counts only if
     it is capitalised somewhere mid-sentence, where capitals mean a name rather than a sentence start.
+    One pass over the text: a word over MAX_NAME_WORD_CHARS characters is no name, and a run is cut
+    after MAX_NAME_WORDS words, so a flood of capitals costs no more than ordinary prose.
     """
-    names: list[str] = []
+    return [name.text for name in _scan_names(text)]
+
+
+@dataclass(frozen=True)
+class _Name:
+    text: str
+    after_the: bool  # written right after a lower-case 'the' ('the Margaret Ellen'): a thing or a people
+
+
+@functools.lru_cache(maxsize=64)
+def _scan_names(text: str) -> tuple[_Name, ...]:
+    """`names_in`'s names, each with what the word before it says about it; linear in the text, and
+    remembered, as one rewrite reads each question and answer several times."""
+    found: list[_Name] = []
     run: list[str] = []
+    mid_sentence: set[str] = set()  # words capitalised where a capital means a name
+    run_after_the = False
+    previous = ""  # the token before the current one
 
     def close() -> None:
         while run and run[-1].lower() in NAME_JOINERS:
             run.pop()
         if run:
-            names.append(" ".join(run))
+            found.append(_Name(" ".join(run), run_after_the))
         run.clear()
 
     for match in _TOKEN.finditer(text):
         tok = match.group(0)
-        if tok[:1].isupper() and tok[0].isalpha():
-            word = re.sub(r"['\u2019]s$", "", tok).rstrip(".'\u2019")
+        if tok[:1].isupper() and tok[0].isalpha() and len(tok) <= MAX_NAME_WORD_CHARS:
+            word = _POSSESSIVE.sub("", tok).rstrip(".'\u2019")
+            if _mid_sentence(text, match.start()):
+                mid_sentence.add(word)
             if not run and (word.lower() in STOPWORDS or word.lower() in QUESTION_VOCABULARY):
+                previous = tok
                 continue
+            if len(run) == MAX_NAME_WORDS:
+                close()
+            if not run:
+                run_after_the = previous == "the"
             run.append(word)
             if tok.endswith(".") and word.lower() not in TITLES:
                 close()  # "Watson." ends the sentence (and the name); "Dr." does not
-        elif run and tok.lower() in NAME_JOINERS:
+        elif run and tok.lower() in NAME_JOINERS and len(run) < MAX_NAME_WORDS:
             run.append(tok)
         else:
             close()
+        previous = tok
     close()
-    return _real_names(names, text)
+    return tuple(_real_names(found, mid_sentence))
 
 
-def _real_names(names: list[str], text: str) -> list[str]:
-    """Drop a lone sentence-initial word that is never capitalised mid-sentence, keep first occurrences."""
+_POSSESSIVE = re.compile(r"['\u2019]s$")
+_SENTENCE_OPENERS = frozenset(".!?\u201c\"'(:\n")
+
+
+def _mid_sentence(text: str, start: int) -> bool:
+    """Whether the word at `start` follows white space after a character that does not open a
+    sentence (so its capital marks a name). Looks back over that white space only: linear in all."""
+    i = start - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    return i < start - 1 and i >= 0 and text[i] not in _SENTENCE_OPENERS
+
+
+def _real_names(names: list[_Name], mid_sentence: set[str]) -> list[_Name]:
+    """Drop a lone sentence-initial word that is never capitalised mid-sentence, keep first occurrences
+    (each marked as written after 'the' when any of its occurrences was)."""
+    after_the = {name.text for name in names if name.after_the}
     seen: set[str] = set()
     out = []
     for name in names:
-        if " " not in name and not re.search(rf"[^\s.!?\u201c\"'(:\n]\s+{re.escape(name)}\b", text):
+        if " " not in name.text and name.text not in mid_sentence:
             continue
-        if name.lower() not in seen:
-            seen.add(name.lower())
-            out.append(name)
+        if name.text.lower() not in seen:
+            seen.add(name.text.lower())
+            out.append(_Name(name.text, name.text in after_the))
     return out
 
 
@@ -396,9 +453,25 @@ def _asks_who_did_to(question: str, person: str) -> bool:
     return bool(re.match(rf"\s*(?i:who)\s+(?:[\w'-]+\s+){{1,3}}?{re.escape(person)}\b", question))
 
 
+def quotes_in(text: str) -> list[str]:
+    """What an answer quotes: the text from each \u201c to the next \u201d on its line (at least one
+    character), as the regex \u201c(.+?)\u201d finds it, but in one pass: a line of opening marks that
+    never close is read once, not once per mark."""
+    found: list[str] = []
+    for line in text.split("\n"):
+        start = line.find("\u201c")
+        while start != -1:
+            end = line.find("\u201d", start + 2)
+            if end == -1:
+                break  # no later opening mark on this line can close either
+            found.append(line[start + 1 : end])
+            start = line.find("\u201c", end + 1)
+    return found
+
+
 def _statements(answer: str) -> str:
     """An answer's quotes (extractive), else the answer itself; without its [n] markers."""
-    quotes = re.findall(r"\u201c(.+?)\u201d", answer)
+    quotes = quotes_in(answer)
     return re.sub(r"\[\d+\]", "", "\n".join(quotes) if quotes else answer)
 
 
@@ -406,13 +479,28 @@ def _people_in(text: str) -> list[str]:
     """Names in the text that can be a person: not a place (a name right after in/at/to/from/near),
     not a thing or a group named with 'the' ('the Margaret Ellen', 'the Tr'en'; 'the Captain' is a
     title, so a person)."""
-    places = _PLACE_BEFORE.findall(text)
+    places = {prefix for place in _PLACE_BEFORE.findall(text) for prefix in _name_prefixes(place)}
     return [
-        name
-        for name in names_in(text)
-        if not any(place.startswith(name) for place in places)
-        and (name.split()[0].lower() in TITLES or not re.search(rf"\bthe\s+{re.escape(name)}", text))
+        name.text
+        for name in _scan_names(text)
+        if name.text not in places and (name.text.split()[0].lower() in TITLES or not name.after_the)
     ]
+
+
+def _name_prefixes(following: str) -> list[str]:
+    """The ways a name can open `following`: its first one to MAX_NAME_WORDS words, the last word also
+    without its trailing punctuation or possessive ('Halifax's' names Halifax)."""
+    tokens = following.split(maxsplit=MAX_NAME_WORDS)[:MAX_NAME_WORDS]
+    prefixes = []
+    for i in range(1, len(tokens) + 1):
+        head, last = " ".join(tokens[: i - 1]), _TRAILING_NON_WORD.sub("", tokens[i - 1])
+        for word in {tokens[i - 1], last, _POSSESSIVE.sub("", last)}:
+            if word:
+                prefixes.append(f"{head} {word}" if head else word)
+    return prefixes
+
+
+_TRAILING_NON_WORD = re.compile(r"\W+$")
 
 
 _PLACE_BEFORE = re.compile(
@@ -423,12 +511,18 @@ _PLACE_BEFORE = re.compile(
 def _place(previous: Rewrite, previous_answer: str) -> str | None:
     """The place last named after in/at/to/from, as 'in Halifax' (with its own preposition)."""
     for text in (previous.core, previous_answer, previous.context):
-        names = names_in(text)
-        for name in names:
-            match = re.search(rf"\b({'|'.join(PLACE_PREPOSITIONS)})\s+(?:the\s+)?{re.escape(name)}\b", text)
-            if match:
-                return f"{match.group(1)} {name}"
+        after: dict[str, str] = {}  # what follows a preposition -> its first preposition
+        for match in _PREPOSITION.finditer(text):
+            following = text[match.end() : match.end() + MAX_NAME_CHARS]
+            for prefix in _name_prefixes(following):
+                after.setdefault(prefix, match.group(1))
+        for name in names_in(text):
+            if name in after:
+                return f"{after[name]} {name}"
     return None
+
+
+_PREPOSITION = re.compile(rf"\b({'|'.join(PLACE_PREPOSITIONS)})\s+(?:the\s+)?")
 
 
 def _year(previous: Rewrite, previous_answer: str) -> str | None:
@@ -446,9 +540,9 @@ def _year(previous: Rewrite, previous_answer: str) -> str | None:
 
 def _first_statement(answer: str) -> str:
     """An answer's first quote (extractive) or first sentence (prose): its best-ranked statement."""
-    quote = re.search(r"\u201c(.+?)\u201d", answer)
-    if quote:
-        return quote.group(1)
+    quotes = quotes_in(answer)
+    if quotes:
+        return quotes[0]
     return re.split(r"(?<=[.!?])\s", answer.strip(), maxsplit=1)[0]
 
 
@@ -461,11 +555,13 @@ def _resolve(question: str, previous: Rewrite, previous_answer: str) -> tuple[st
     place = _place(previous, previous_answer)
     year = _year(previous, previous_answer)
     tokens = re.split(r"(\s+)", question)
+    plain = [_NON_WORD.sub("", token).lower() for token in tokens]
+    befores, followings = _neighbours(plain)
     out: list[str] = []
     for i, token in enumerate(tokens):
-        word = re.sub(r"\W", "", token).lower()
+        word = plain[i]
         tail = token[len(token.rstrip("?!.,;:")) :]
-        following, before = _next_word(tokens, i), _previous_word(tokens, i)
+        following, before = followings[i], befores[i]
         if person and word in ("she", "he", "him", "himself", "herself"):
             out.append(person + tail)
         elif person and word in ("his", "hers"):
@@ -487,26 +583,28 @@ def _existential(before: str, following: str) -> bool:
     return following in EXISTENTIAL_AFTER_THERE or before in EXISTENTIAL_AFTER_THERE
 
 
-def _previous_word(tokens: list[str], i: int) -> str:
-    for token in reversed(tokens[:i]):
-        word = re.sub(r"\W", "", token).lower()
-        if word:
-            return word
-    return ""
+_NON_WORD = re.compile(r"\W")
 
 
-def _next_word(tokens: list[str], i: int) -> str:
-    for token in tokens[i + 1 :]:
-        word = re.sub(r"\W", "", token).lower()
-        if word:
-            return word
-    return ""
+def _neighbours(plain: list[str]) -> tuple[list[str], list[str]]:
+    """For each token, the nearest word before it and after it ('' at either end), skipping tokens that
+    hold no word ('?', white space): two passes, so a flood of question marks costs no more than words."""
+    befores, last = [], ""
+    for word in plain:
+        befores.append(last)
+        last = word or last
+    followings, last = [""] * len(plain), ""
+    for i in range(len(plain) - 1, -1, -1):
+        followings[i] = last
+        last = plain[i] or last
+    return befores, followings
 
 
 def _capitalised(text: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
-def _cut(text: str) -> str:
+def _cut(text: str, limit: int = MAX_CONTEXT_CHARS) -> str:
+    """The text within `limit` characters, an ellipsis marking a cut."""
     text = text.strip()
-    return text if len(text) <= MAX_CONTEXT_CHARS else text[: MAX_CONTEXT_CHARS - 1].rstrip() + "\u2026"
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
