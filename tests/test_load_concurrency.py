@@ -80,29 +80,50 @@ async def test_questions_during_a_build_see_only_complete_trees(tmp_path, embedd
 
 
 async def test_two_engines_on_one_data_dir_keep_the_cross_document_layer_whole(tmp_path, embedder):
-    """Two writers (two engines, as two processes would be) adding to one knowledge base at once:
-    the one that commits second must not drop the first one's document from the cross-document layer."""
+    """Two writers (two engines, as two processes would be) adding to one knowledge base at once: the
+    second waits for its turn (writers.py) while the first builds the cross-document layer, then both
+    land and the layer covers every document."""
     settings = crash_settings(tmp_path / "data")
     first = Engine(settings, embedder=embedder)
     second = Engine(settings, embedder=embedder)
     read_tops = asyncio.Event()
-    committed = asyncio.Event()
+    release = asyncio.Event()
+    second_waits = asyncio.Event()
 
     class WaitsForTheOther(ExtractiveSummarizer):
         async def summarize_many(self, requests):
             read_tops.set()
-            await committed.wait()  # the other writer commits after these tops were read
+            await release.wait()  # the first writer holds its turn while the second arrives
             return await super().summarize_many(requests)
+
+    make_gate = second._writer_gate
+
+    def watched_gate(kb):
+        gate = make_gate(kb)
+        enter = gate.enter
+
+        async def announced_enter():
+            second_waits.set()
+            await enter()
+
+        gate.enter = announced_enter
+        return gate
 
     try:
         await seed_crash(first)
         first._summarizer = WaitsForTheOther(embedder.count_tokens)
+        second._writer_gate = watched_gate
         (name_a, text_a), (name_b, text_b) = CRASH_DOCUMENTS
         slow = asyncio.create_task(first.ingest("crash", name_a, text_a.encode()))
         await asyncio.wait_for(read_tops.wait(), 60)
-        await second.ingest("crash", name_b, text_b.encode())
-        committed.set()
+        other = asyncio.create_task(second.ingest("crash", name_b, text_b.encode()))
+        await asyncio.wait_for(second_waits.wait(), 120)
+        await asyncio.sleep(0.5)
+        assert not other.done()  # its turn comes after the first writer's commit
+        assert name_b not in [d.name for d in second.documents("crash")]
+        release.set()
         await slow
+        await other
         for engine in (first, second):
             assert sorted(d.name for d in engine.documents("crash")) == sorted(
                 [CRASH_BASE[0], name_a, name_b]
@@ -110,7 +131,7 @@ async def test_two_engines_on_one_data_dir_keep_the_cross_document_layer_whole(t
             assert check_after_crash(engine) == []
             assert engine.doctor(repair=True).healthy
     finally:
-        committed.set()
+        release.set()
         first.close()
         second.close()
 
