@@ -122,8 +122,12 @@ async def handle_ask(
         await replier.send(NO_KB)
         return
     channel = interaction.channel
-    record = await services.state.thread(channel.id) if isinstance(channel, discord.Thread) else None
-    history = await services.state.history(record.thread_id) if record else []
+    record = (
+        await services.state.thread(channel.guild.id, channel.id)
+        if isinstance(channel, discord.Thread)
+        else None
+    )
+    history = await services.state.history(record.guild_id, record.thread_id) if record else []
     question = truncate(question.strip(), MAX_QUESTION_CHARS)
     stream = StreamedReply(replier.send, replier.send)
     try:
@@ -145,7 +149,9 @@ async def handle_ask(
     sent = await deliver(stream, messages, view, replier.send_all)
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
     if record is not None:
-        await services.state.add_turns(record.thread_id, [Turn("user", question), Turn("assistant", answer.text)])
+        await services.state.add_turns(
+            record.guild_id, record.thread_id, [Turn("user", question), Turn("assistant", answer.text)]
+        )
     elif not private and sent and answer.has_context and isinstance(channel, discord.TextChannel):
         await open_thread(services, interaction, channel, sent[0], kb, question, answer)
 
@@ -178,7 +184,9 @@ async def open_thread(
         return
     record = ThreadRecord(thread.id, kb, channel.guild.id, channel.id)
     await services.state.add_thread(record, opened_by=str(interaction.user))
-    await services.state.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
+    await services.state.add_turns(
+        record.guild_id, thread.id, [Turn("user", question), Turn("assistant", answer.text)]
+    )
 
 
 def follow_up_text(message: discord.Message, bot_id: int) -> str:
@@ -211,7 +219,7 @@ async def handle_follow_up(
         )
         return
     question = truncate(question, MAX_QUESTION_CHARS)
-    history = await services.state.history(record.thread_id)
+    history = await services.state.history(record.guild_id, record.thread_id)
     stream = StreamedReply(*thread_senders(message))
     try:
         async with message.channel.typing():
@@ -233,7 +241,9 @@ async def handle_follow_up(
         return
     messages, view = await prepare(services, kb, answer)
     await deliver(stream, messages, view, stream.send_all)
-    await services.state.add_turns(record.thread_id, [Turn("user", question), Turn("assistant", answer.text)])
+    await services.state.add_turns(
+        record.guild_id, record.thread_id, [Turn("user", question), Turn("assistant", answer.text)]
+    )
     log.info("follow-up answered in thread %s (%s)", record.thread_id, kb)
 
 

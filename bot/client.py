@@ -106,7 +106,7 @@ class RaptorBot(commands.AutoShardedBot):
         self.services = Services(
             settings=self.settings,
             engine=engine,
-            state=await asyncio.to_thread(BotState, self.settings.db_path),
+            state=BotState(engine.spaces),
             jobs=BuildJobs(engine, self.settings.max_concurrent_builds, uploads=uploads),
             cdn=aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)),
             cooldown=Cooldown(self.settings.ask_cooldown_seconds),
@@ -214,7 +214,7 @@ class RaptorBot(commands.AutoShardedBot):
             return
         channel = message.channel
         if isinstance(channel, discord.Thread) and self.user is not None and channel.owner_id == self.user.id:
-            record = await services.state.thread(channel.id)
+            record = await services.state.thread(channel.guild.id, channel.id)
             if record is not None:
                 await handle_follow_up(services, self.user, message, record)
                 return
@@ -230,7 +230,7 @@ class RaptorBot(commands.AutoShardedBot):
         if self.services is None:
             return
         try:
-            await self.services.state.forget_thread(payload.thread_id)
+            await self.services.state.forget_thread(payload.guild_id, payload.thread_id)
         except Exception:
             log.exception("forgetting deleted thread %s failed", payload.thread_id)
 

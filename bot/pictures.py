@@ -90,7 +90,7 @@ def highlight_text(picture: TreePicture) -> str:
 async def show_answer_tree(interaction: discord.Interaction, answer_id: int) -> None:
     """The Show tree click: the stored answer's context highlighted in this channel's tree, privately."""
     services = services_of(interaction.client)
-    stored = await services.state.answer(answer_id)
+    stored = await services.state.answer(interaction.guild_id, answer_id)
     here = kb_for_channel(interaction.guild_id, interaction.channel)
     if stored is None or stored.kb != here:
         log.info("tree for answer %s refused in %s (answer kb %s)", answer_id, here, stored and stored.kb)

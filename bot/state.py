@@ -1,28 +1,34 @@
-"""The bot's own small tables in the engine's SQLite file (never the engine's tables).
+"""The bot's own small tables, kept in each server's store file beside its knowledge bases.
 
 Kept here so per-channel settings, the threads the bot opened with their question/answer turns, and
-the context behind each answer survive restarts. Every call runs in a worker thread: the engine may
-hold SQLite's single write lock during a build, and waiting for it must not stall the event loop.
+the context behind each answer survive restarts. Every row belongs to one Discord server (guild) and
+lives in that server's space, `data/guilds/<guild id>/raptor.db` (the engine's `Spaces`, named by
+`RAPTOR_SPACE_PATTERN`): leaving a server deletes one directory, and `raptor guilds export` carries
+the server's settings and threads with its documents. With the pattern empty every row is in the
+root file. Every call runs in a worker thread with its space pinned open: the engine may hold
+SQLite's single write lock during a build, and waiting for it must not stall the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
-from raptor_engine.db import connect
+from raptor_engine.errors import NotFoundError
 from raptor_engine.migrations import Migrations
+from raptor_engine.spaces import Spaces
+from raptor_engine.store import Store
 from raptor_engine.types import ContextNode, Turn
 
-BUSY_TIMEOUT_MS = 30_000
+from .kb import guild_prefix, kb_name
+
 MAX_HISTORY_TURNS = 12
 MAX_ANSWERS_PER_KB = 1000  # a channel keeps the context of its answers among the last 1,000 given
 
@@ -87,118 +93,143 @@ def m001_bot_tables(db: sqlite_utils.Database) -> None:
 
 
 class BotState:
-    """Async facade over the bot_* tables; one connection guarded by a lock, used from worker threads."""
+    """Async facade over the bot_* tables of every server's store file.
 
-    def __init__(self, db_path: Path):
-        self._db = connect(db_path, busy_timeout_ms=BUSY_TIMEOUT_MS)
-        self._lock = threading.Lock()
+    Each call names its server (a knowledge base name carries it; thread and answer calls take the
+    guild id), runs in a worker thread, and works on that server's space pinned open through the
+    engine's `Spaces`, so its connections count in the memory budget and it is not closed meanwhile.
+    Reads of a server with no store answer as if empty (and create nothing); writes create it.
+    """
+
+    def __init__(self, spaces: Spaces):
+        self._spaces = spaces
+        self._migrated: weakref.WeakSet[Store] = weakref.WeakSet()  # open stores whose bot tables are ready
         self._closed = False
-        bot_migrations.apply(self._db)
 
-    async def _run(self, fn: Any, *args: Any) -> Any:
-        def locked() -> Any:
-            with self._lock:
-                if self._closed:
-                    raise RuntimeError("bot state is closed")
-                return fn(*args)
+    def space_of_guild(self, guild_id: int) -> str | None:
+        """The space a server's rows live in (None: the root file, when spaces are off)."""
+        return self._spaces.space_of(kb_name(guild_id, 0))
 
-        return await asyncio.to_thread(locked)
+    async def _run(
+        self, space: str | None, fn: Callable[[Store], Any], *, create: bool, empty: Any = None
+    ) -> Any:
+        """`fn(store)` in a worker thread on the space's store; `empty` when there is none and `create`
+        is False (a read, a deletion, or a server being deleted)."""
+
+        def pinned() -> Any:
+            if self._closed:
+                raise RuntimeError("bot state is closed")
+            try:
+                with self._spaces.pinned(space, create=create) as opened:
+                    self._ensure_tables(opened.store)
+                    return fn(opened.store)
+            except NotFoundError:
+                if create:
+                    raise
+                return empty
+
+        return await asyncio.to_thread(pinned)
+
+    def _ensure_tables(self, store: Store) -> None:
+        """Bring a store file's bot tables up to date, once per opened store."""
+        if store in self._migrated:
+            return
+        with store._write_lock:
+            if store not in self._migrated:
+                bot_migrations.apply(store.db)
+                self._migrated.add(store)
+
+    async def _read(self, space: str | None, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        return await self._run(
+            space, lambda store: list(store.db.query(sql, list(params))), create=False, empty=[]
+        )
+
+    async def _write(
+        self, space: str | None, statements: list[tuple[str, Sequence[Any]]], *, create: bool = True
+    ) -> None:
+        """Run the statements in one transaction of the space's store (made if new, when `create`)."""
+
+        def write(store: Store) -> None:
+            with store.write() as db:
+                for sql, params in statements:
+                    db.execute(sql, list(params))
+
+        await self._run(space, write, create=create)
 
     # ------------------------------------------------------------------ channel and guild settings
 
     async def autoingest_enabled(self, kb: str) -> bool:
-        def read() -> bool:
-            rows = list(self._db.query("select autoingest from bot_channel_settings where kb = ?", [kb]))
-            return bool(rows and rows[0]["autoingest"])
-
-        return await self._run(read)
+        rows = await self._read(
+            self._spaces.space_of(kb), "select autoingest from bot_channel_settings where kb = ?", [kb]
+        )
+        return bool(rows and rows[0]["autoingest"])
 
     async def set_autoingest(self, kb: str, guild_id: int, channel_id: int, enabled: bool, by: str) -> None:
-        row = {
-            "kb": kb,
-            "guild_id": guild_id,
-            "channel_id": channel_id,
-            "autoingest": int(enabled),
-            "updated_by": by,
-            "updated_at": _now(),
-        }
-        await self._run(lambda: self._db["bot_channel_settings"].upsert(row, pk="kb"))
+        sql = """INSERT OR REPLACE INTO bot_channel_settings
+                 (kb, guild_id, channel_id, autoingest, updated_by, updated_at) VALUES (?, ?, ?, ?, ?, ?)"""
+        await self._write(
+            self._spaces.space_of(kb), [(sql, [kb, guild_id, channel_id, int(enabled), by, _now()])]
+        )
 
     async def manager_role_id(self, guild_id: int) -> int | None:
-        def read() -> int | None:
-            rows = list(
-                self._db.query(
-                    "select manager_role_id from bot_guild_settings where guild_id = ?", [guild_id]
-                )
-            )
-            return rows[0]["manager_role_id"] if rows else None
-
-        return await self._run(read)
+        rows = await self._read(
+            self.space_of_guild(guild_id),
+            "select manager_role_id from bot_guild_settings where guild_id = ?",
+            [guild_id],
+        )
+        return rows[0]["manager_role_id"] if rows else None
 
     async def set_manager_role(self, guild_id: int, role_id: int | None, by: str) -> None:
-        def write() -> None:
-            if role_id is None:
-                self._db.execute("delete from bot_guild_settings where guild_id = ?", [guild_id])
-                self._db.conn.commit()
-                return
-            self._db["bot_guild_settings"].upsert(
-                {"guild_id": guild_id, "manager_role_id": role_id, "updated_by": by, "updated_at": _now()},
-                pk="guild_id",
+        if role_id is None:
+            statement = ("delete from bot_guild_settings where guild_id = ?", [guild_id])
+        else:
+            statement = (
+                """INSERT OR REPLACE INTO bot_guild_settings (guild_id, manager_role_id, updated_by, updated_at)
+                   VALUES (?, ?, ?, ?)""",
+                [guild_id, role_id, by, _now()],
             )
-
-        await self._run(write)
+        await self._write(self.space_of_guild(guild_id), [statement])
 
     # ------------------------------------------------------------------ threads and turns
 
     async def add_thread(self, record: ThreadRecord, opened_by: str) -> None:
-        row = {
-            "thread_id": record.thread_id,
-            "kb": record.kb,
-            "guild_id": record.guild_id,
-            "channel_id": record.channel_id,
-            "opened_by": opened_by,
-            "created_at": _now(),
-        }
-        await self._run(lambda: self._db["bot_threads"].upsert(row, pk="thread_id"))
+        sql = """INSERT OR REPLACE INTO bot_threads (thread_id, kb, guild_id, channel_id, opened_by, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?)"""
+        params = [record.thread_id, record.kb, record.guild_id, record.channel_id, opened_by, _now()]
+        await self._write(self._spaces.space_of(record.kb), [(sql, params)])
 
-    async def thread(self, thread_id: int) -> ThreadRecord | None:
-        def read() -> ThreadRecord | None:
-            rows = list(self._db.query("select * from bot_threads where thread_id = ?", [thread_id]))
-            if not rows:
-                return None
-            r = rows[0]
-            return ThreadRecord(r["thread_id"], r["kb"], r["guild_id"], r["channel_id"])
+    async def thread(self, guild_id: int, thread_id: int) -> ThreadRecord | None:
+        rows = await self._read(
+            self.space_of_guild(guild_id), "select * from bot_threads where thread_id = ?", [thread_id]
+        )
+        if not rows:
+            return None
+        r = rows[0]
+        return ThreadRecord(r["thread_id"], r["kb"], r["guild_id"], r["channel_id"])
 
-        return await self._run(read)
+    async def add_turns(self, guild_id: int, thread_id: int, turns: list[Turn]) -> None:
+        sql = "INSERT INTO bot_turns (thread_id, role, content, created_at) VALUES (?, ?, ?, ?)"
+        await self._write(
+            self.space_of_guild(guild_id), [(sql, [thread_id, t.role, t.content, _now()]) for t in turns]
+        )
 
-    async def add_turns(self, thread_id: int, turns: list[Turn]) -> None:
-        rows = [
-            {"thread_id": thread_id, "role": t.role, "content": t.content, "created_at": _now()}
-            for t in turns
-        ]
-        await self._run(lambda: self._db["bot_turns"].insert_all(rows))
-
-    async def history(self, thread_id: int, limit: int = MAX_HISTORY_TURNS) -> list[Turn]:
+    async def history(self, guild_id: int, thread_id: int, limit: int = MAX_HISTORY_TURNS) -> list[Turn]:
         """The thread's most recent turns, oldest first (bounded so prompts stay small)."""
+        rows = await self._read(
+            self.space_of_guild(guild_id),
+            "select role, content from bot_turns where thread_id = ? order by id desc limit ?",
+            [thread_id, limit],
+        )
+        return [Turn(r["role"], r["content"]) for r in reversed(rows)]
 
-        def read() -> list[Turn]:
-            rows = list(
-                self._db.query(
-                    "select role, content from bot_turns where thread_id = ? order by id desc limit ?",
-                    [thread_id, limit],
-                )
-            )
-            return [Turn(r["role"], r["content"]) for r in reversed(rows)]
-
-        return await self._run(read)
-
-    async def forget_thread(self, thread_id: int) -> None:
-        def write() -> None:
-            with self._db.conn:
-                self._db.execute("delete from bot_turns where thread_id = ?", [thread_id])
-                self._db.execute("delete from bot_threads where thread_id = ?", [thread_id])
-
-        await self._run(write)
+    async def forget_thread(self, guild_id: int, thread_id: int) -> None:
+        await self._write(
+            self.space_of_guild(guild_id),
+            [
+                ("delete from bot_turns where thread_id = ?", [thread_id]),
+                ("delete from bot_threads where thread_id = ?", [thread_id]),
+            ],
+        )
 
     # ------------------------------------------------------------------ answers (for 'Show context')
 
@@ -235,94 +266,111 @@ class BotState:
             }
         )
 
-        def write() -> int:
-            table = self._db["bot_answers"]
-            table.insert({"kb": kb, "question": question, "context_json": payload, "created_at": _now()})
-            answer_id = int(table.last_pk)
-            with self._db.conn:  # keep the newest answers' context only; older buttons say it is gone
-                self._db.execute(
+        def write(store: Store) -> int:
+            with store.write() as db:  # keep the newest answers' context only; older buttons say it is gone
+                cursor = db.execute(
+                    "INSERT INTO bot_answers (kb, question, context_json, created_at) VALUES (?, ?, ?, ?)",
+                    [kb, question, payload, _now()],
+                )
+                answer_id = int(cursor.lastrowid or 0)
+                db.execute(
                     "delete from bot_answers where kb = ? and id <= ?", [kb, answer_id - MAX_ANSWERS_PER_KB]
                 )
             return answer_id
 
-        return await self._run(write)
+        return await self._run(self._spaces.space_of(kb), write, create=True)
 
-    async def answer(self, answer_id: int) -> StoredAnswer | None:
-        def read() -> StoredAnswer | None:
-            rows = list(self._db.query("select * from bot_answers where id = ?", [answer_id]))
-            if not rows:
-                return None
-            data = json.loads(rows[0]["context_json"])
-            nodes = [
-                ContextNode(
-                    node_id=n["node_id"],
-                    layer=n["layer"],
-                    document=n["document"],
-                    score=n["score"],
-                    text=n["text"],
-                    tokens=n["tokens"],
-                    leaf_count=n["leaf_count"],
-                    page=n["page"],
-                    heading=tuple(n["heading"]),
-                    drawn_from=tuple((name, leaves) for name, leaves in n.get("drawn_from", [])),
-                    page_marks=tuple(tuple(m) for m in n.get("page_marks", ())),
-                )
-                for n in data["nodes"]
-            ]
-            return StoredAnswer(
-                answer_id,
-                rows[0]["kb"],
-                rows[0]["question"],
-                nodes,
-                data["tokens_used"],
-                data["budget"],
-                data.get("cited", []),  # answers saved before 'Show tree' carry no citations
+    async def answer(self, guild_id: int | None, answer_id: int) -> StoredAnswer | None:
+        if guild_id is None:  # answers are kept per server; a DM has none
+            return None
+        rows = await self._read(
+            self.space_of_guild(guild_id), "select * from bot_answers where id = ?", [answer_id]
+        )
+        if not rows:
+            return None
+        data = json.loads(rows[0]["context_json"])
+        nodes = [
+            ContextNode(
+                node_id=n["node_id"],
+                layer=n["layer"],
+                document=n["document"],
+                score=n["score"],
+                text=n["text"],
+                tokens=n["tokens"],
+                leaf_count=n["leaf_count"],
+                page=n["page"],
+                heading=tuple(n["heading"]),
+                drawn_from=tuple((name, leaves) for name, leaves in n.get("drawn_from", [])),
+                page_marks=tuple(tuple(m) for m in n.get("page_marks", ())),
             )
-
-        return await self._run(read)
+            for n in data["nodes"]
+        ]
+        return StoredAnswer(
+            answer_id,
+            rows[0]["kb"],
+            rows[0]["question"],
+            nodes,
+            data["tokens_used"],
+            data["budget"],
+            data.get("cited", []),  # answers saved before 'Show tree' carry no citations
+        )
 
     # ------------------------------------------------------------------ deletion
 
     async def delete_kb(self, kb: str) -> None:
         """Drop everything the bot kept about one channel's knowledge base (channel deleted, guild left)."""
-
-        def write() -> None:
-            with self._db.conn:
-                self._db.execute(
+        await self._write(
+            self._spaces.space_of(kb),
+            [
+                (
                     "delete from bot_turns where thread_id in (select thread_id from bot_threads where kb = ?)",
                     [kb],
-                )
-                self._db.execute("delete from bot_threads where kb = ?", [kb])
-                self._db.execute("delete from bot_answers where kb = ?", [kb])
-                self._db.execute("delete from bot_channel_settings where kb = ?", [kb])
-
-        await self._run(write)
-
-    async def delete_guild(self, guild_id: int) -> None:
-        await self._run(
-            lambda: (
-                self._db.execute("delete from bot_guild_settings where guild_id = ?", [guild_id]),
-                self._db.conn.commit(),
-            )
+                ),
+                ("delete from bot_threads where kb = ?", [kb]),
+                ("delete from bot_answers where kb = ?", [kb]),
+                ("delete from bot_channel_settings where kb = ?", [kb]),
+            ],
+            create=False,  # a server with no store has nothing to delete (and gets no store for it)
         )
 
-    async def count(self, table: str, **where: Any) -> int:
-        """Rows in one bot_* table matching `where` (used by /kb status and by tests)."""
+    async def delete_guild(self, guild_id: int) -> None:
+        """Drop every row of one server: its settings, every channel's settings, threads and answers.
+
+        With spaces this empties the server's file, which `Engine.delete_space` then removes whole;
+        with the pattern empty it is what removes the server from the root file.
+        """
+        prefix = guild_prefix(guild_id) + "%"  # digits and '-' only: nothing LIKE would read as a wildcard
+        await self._write(
+            self.space_of_guild(guild_id),
+            [
+                (
+                    """delete from bot_turns where thread_id in
+                       (select thread_id from bot_threads where guild_id = ? or kb like ?)""",
+                    [guild_id, prefix],
+                ),
+                ("delete from bot_threads where guild_id = ? or kb like ?", [guild_id, prefix]),
+                ("delete from bot_answers where kb like ?", [prefix]),
+                (
+                    "delete from bot_channel_settings where guild_id = ? or kb like ?",
+                    [guild_id, prefix],
+                ),
+                ("delete from bot_guild_settings where guild_id = ?", [guild_id]),
+            ],
+            create=False,
+        )
+
+    async def count(self, table: str, *, guild_id: int, **where: Any) -> int:
+        """Rows in one bot_* table of one server matching `where` (used by /kb status and by tests)."""
         if not table.startswith("bot_"):
             raise ValueError("only the bot's own tables")
         clause = " and ".join(f"{k} = ?" for k in where) or "1"
-
-        def read() -> int:
-            return int(
-                next(
-                    self._db.query(f"select count(*) as n from {table} where {clause}", list(where.values()))
-                )["n"]
-            )
-
-        return await self._run(read)
+        rows = await self._read(
+            self.space_of_guild(guild_id),
+            f"select count(*) as n from {table} where {clause}",
+            list(where.values()),
+        )
+        return int(rows[0]["n"]) if rows else 0
 
     def close(self) -> None:
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._db.conn.close()
+        """Refuse further calls; the connections are the engine's spaces' and close with the engine."""
+        self._closed = True

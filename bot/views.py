@@ -27,7 +27,7 @@ GONE = "That context is no longer available (the answer was removed or belongs t
 
 
 async def _show_page(interaction: discord.Interaction, answer_id: int, page: int, *, edit: bool) -> None:
-    stored = await services_of(interaction.client).state.answer(answer_id)
+    stored = await services_of(interaction.client).state.answer(interaction.guild_id, answer_id)
     here = kb_for_channel(interaction.guild_id, interaction.channel)
     if stored is None or stored.kb != here:
         log.info("context %s refused in %s (answer kb %s)", answer_id, here, stored and stored.kb)

@@ -322,12 +322,14 @@ def migrate_to_spaces(spaces: Spaces) -> list[str]:
     time an Engine opens a data directory, so the bot or any `raptor` command finishes it. Each
     knowledge base moves in three steps, each safe to repeat after a kill: its rows are copied to the
     space's file in one transaction (a copy already there is kept), its index files are moved, then its
-    rows are deleted from the root in one transaction. Nothing is lost and, once done, nothing is left
-    twice: the root file is vacuumed so the deleted rows' pages are gone too. Returns the names moved.
+    rows are deleted from the root in one transaction. Then the bot's rows (`FOLLOWER_TABLES`: settings,
+    threads and their turns, saved answers) move the same way, space by space. Nothing is lost and,
+    once done, nothing is left twice: the root file is vacuumed so the deleted rows' pages are gone
+    too. Returns the knowledge bases moved.
     """
     root = spaces.root.store
     moving = [(name, space) for name in root.kb_names() if (space := spaces.space_of(name)) is not None]
-    if moving:
+    if moving or _follower_spaces(spaces):
         with root.write() as db:  # until the VACUUM has run, deleted rows may linger in free pages
             db.execute("INSERT OR REPLACE INTO meta VALUES ('vacuum_pending', '1')")
     for number, (kb, name) in enumerate(moving, 1):
@@ -339,9 +341,125 @@ def migrate_to_spaces(spaces: Spaces) -> list[str]:
             _move_index_files(spaces.root.indexes, space.indexes, kb_id)
         root.delete_kb(kb_id)
         log.info("moved knowledge base %s into space %s (%d of %d)", kb, name, number, len(moving))
+    move_follower_rows(spaces)
     if root.db.execute("SELECT 1 FROM meta WHERE key = 'vacuum_pending'").fetchone():
         _vacuum(root)
     return [kb for kb, _ in moving]
+
+
+# Tables another owner keeps in a store file, whose rows follow a knowledge base into its space: each
+# with the SQL (over the row, aliased `r`, its schema written `{s}`) of the name the space pattern is
+# matched against, as a knowledge base's name is. They are the bot's (bot/state.py, migration set
+# "bot"); named here because whichever program opens an old data directory first must move them.
+FOLLOWER_OWNER = "bot"
+FOLLOWER_TABLES = (
+    ("bot_channel_settings", "r.kb"),
+    ("bot_threads", "r.kb"),
+    ("bot_turns", "(SELECT t.kb FROM {s}bot_threads t WHERE t.thread_id = r.thread_id)"),
+    ("bot_answers", "r.kb"),
+    ("bot_guild_settings", "'guild-' || r.guild_id || '-'"),  # the bot's names: guild-<id>-channel-<id>
+)
+
+
+def _follower_tables(conn: sqlite3.Connection, schema: str) -> list[tuple[str, str]]:
+    """The follower tables that exist in `schema` of `conn` (an old root may have none of them)."""
+    present = {
+        row[0] for row in conn.execute(f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")
+    }
+    return [(table, expr) for table, expr in FOLLOWER_TABLES if table in present]
+
+
+def _with_space_function(spaces: Spaces, conn: sqlite3.Connection) -> sqlite3.Connection:
+    """Give `conn` the SQL function raptor_space(name): the space a row's name belongs to, or NULL."""
+
+    def space_of(name: str | None) -> str | None:
+        try:
+            return spaces.space_of(name) if name else None
+        except RaptorError:
+            return None  # not a valid space name: the row stays in the root
+
+    conn.create_function("raptor_space", 1, space_of, deterministic=True)
+    return conn
+
+
+def _follower_spaces(spaces: Spaces) -> list[str]:
+    """The spaces that root rows of follower tables belong to."""
+    conn = _with_space_function(spaces, spaces.root.store.db.conn)
+    found: set[str] = set()
+    for table, expr in _follower_tables(conn, "main"):
+        sql = f"SELECT DISTINCT raptor_space({expr.format(s='main.')}) FROM main.{table} r"
+        found.update(row[0] for row in conn.execute(sql) if row[0] is not None)
+    return sorted(found)
+
+
+def move_follower_rows(spaces: Spaces) -> list[str]:
+    """Move the root's follower rows into their spaces, space by space: copied in one transaction
+    (a row already there, by primary key, is kept), then deleted from the root in one transaction;
+    both safe to repeat after a kill. Returns the spaces that received rows."""
+    names = _follower_spaces(spaces)
+    root = spaces.root.store
+    for name in names:
+        with spaces.pinned(name) as space:
+            copy_follower_rows(spaces, root.path, space.store, name)
+        with root.write() as db:
+            conn = _with_space_function(spaces, db.conn)
+            for table, expr in reversed(_follower_tables(conn, "main")):  # turns before their threads
+                where = f"raptor_space({expr.format(s='main.')}) = ?"
+                conn.execute(
+                    f"DELETE FROM main.{table} WHERE rowid IN (SELECT r.rowid FROM main.{table} r WHERE {where})",
+                    [name],
+                )
+        log.info("moved the %s rows of space %s out of the root store", FOLLOWER_OWNER, name)
+    return names
+
+
+def copy_follower_rows(spaces: Spaces, source: Path, target: Store, name: str) -> None:
+    """Copy the follower rows of space `name` from the SQLite file `source` into `target`, in one
+    transaction, creating their tables (as the source has them, with the owner's migration records)
+    where `target` has none yet."""
+    db = target.db
+    conn = _with_space_function(spaces, db.conn)
+    with target._write_lock:
+        conn.execute("ATTACH DATABASE ? AS source", [str(source)])
+        try:
+            with target.write():
+                tables = _follower_tables(conn, "source")
+                ours = {table for table, _ in _follower_tables(conn, "main")}
+                for table, _ in tables:
+                    if table not in ours:
+                        _create_like_source(conn, table)
+                if not ours:
+                    conn.execute(
+                        "INSERT INTO main._migrations (migration_set, name, applied_at) SELECT migration_set,"
+                        " name, applied_at FROM source._migrations WHERE migration_set = ?",
+                        [FOLLOWER_OWNER],
+                    )
+                for table, expr in tables:
+                    columns = _shared_columns(conn, table)
+                    conn.execute(
+                        f"INSERT OR IGNORE INTO main.{table} ({columns}) SELECT {columns} FROM source.{table} r"
+                        f" WHERE raptor_space({expr.format(s='source.')}) = ?",
+                        [name],
+                    )
+        finally:
+            conn.execute("DETACH DATABASE source")
+
+
+def _create_like_source(conn: sqlite3.Connection, table: str) -> None:
+    """Create `table` and its indices in main with the source's own statements."""
+    rows = conn.execute(
+        "SELECT sql FROM source.sqlite_master WHERE tbl_name = ? AND sql IS NOT NULL ORDER BY type = 'index'",
+        [table],
+    ).fetchall()
+    for (sql,) in rows:
+        conn.execute(sql)
+
+
+def _shared_columns(conn: sqlite3.Connection, table: str) -> str:
+    """The quoted columns of `table` that both main and the attached source have, in main's order."""
+    ours = [row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")]
+    theirs = {row[1] for row in conn.execute(f"PRAGMA source.table_info({table})")}
+    return ", ".join(f'"{c}"' for c in ours if c in theirs)
 
 
 def _vacuum(root: Store) -> None:
@@ -377,9 +495,7 @@ def copy_kb(source: Path, target: Store, kb_id: int, kb: str) -> bool:
 def _copy_rows(db: object, table: str, key: str, kb_id: int) -> None:
     """INSERT the rows of `source.table` whose `key` is `kb_id`, by the columns both files have."""
     conn = db.conn  # type: ignore[attr-defined]
-    ours = [row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")]
-    theirs = {row[1] for row in conn.execute(f"PRAGMA source.table_info({table})")}
-    columns = ", ".join(f'"{c}"' for c in ours if c in theirs)
+    columns = _shared_columns(conn, table)
     conn.execute(
         f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM source.{table} WHERE {key} = ?", [kb_id]
     )

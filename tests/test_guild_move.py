@@ -1,6 +1,7 @@
 """Moving a server's store between two data directories with `raptor guilds export` / `import`.
 
-The moved server answers the same questions with the same text and citations; the other servers of
+The moved server answers the same questions with the same text and citations, and keeps the bot's
+settings, threads with their turns and saved answers (kept in the server's store); the other servers of
 either directory are untouched; an archive is refused when it would overwrite a store or is damaged.
 """
 
@@ -13,7 +14,9 @@ import tarfile
 import pytest
 from click.testing import CliRunner
 
+from bot.state import BotState, ThreadRecord
 from raptor_engine import Engine, Settings
+from raptor_engine.types import Turn
 from tests.sample_texts import BEEKEEPING, RAILWAY
 
 MOVED, STAYS = "guild-42-channel-1", "guild-7-channel-1"
@@ -29,6 +32,38 @@ def _answers(engine: Engine, kb: str) -> list[dict]:
         return out
 
     return asyncio.run(ask_all())
+
+
+async def _write_bot_state(state: BotState) -> int:
+    """What the bot keeps for the moved server: settings, a thread with turns, an answer's context."""
+    await state.set_autoingest(MOVED, 42, 1, True, "alice")
+    await state.set_manager_role(42, 4242, "alice")
+    await state.add_thread(ThreadRecord(555, MOVED, 42, 1), opened_by="alice")
+    await state.add_turns(
+        42, 555, [Turn("user", "When did the railway open?"), Turn("assistant", "In 1840.")]
+    )
+    await state.set_autoingest(STAYS, 7, 1, True, "bob")
+    return await state.save_answer(MOVED, "When did the railway open?", [], 0, 2000)
+
+
+async def _read_bot_state(state: BotState, answer_id: int) -> tuple:
+    stored = await state.answer(42, answer_id)
+    return (
+        await state.autoingest_enabled(MOVED),
+        await state.manager_role_id(42),
+        await state.thread(42, 555),
+        await state.history(42, 555),
+        stored and stored.question,
+    )
+
+
+BOT_STATE = (
+    True,
+    4242,
+    ThreadRecord(555, MOVED, 42, 1),
+    [Turn("user", "When did the railway open?"), Turn("assistant", "In 1840.")],
+    "When did the railway open?",
+)
 
 
 def _raptor(*args: str) -> str:
@@ -47,17 +82,18 @@ def two_directories(tmp_path, embedder):
     asyncio.run(engine.ingest(MOVED, "bees.md", BEEKEEPING.encode()))
     asyncio.run(engine.ingest(STAYS, "bees.md", BEEKEEPING.encode()))
     before = _answers(engine, MOVED)
+    before_bot = asyncio.run(_write_bot_state(BotState(engine.spaces)))
     engine.close()
     other = Engine(Settings(data_dir=target), embedder=embedder)
     asyncio.run(other.ingest("guild-9-channel-3", "railway.txt", RAILWAY.encode()))
     other.close()
-    return source, target, before
+    return source, target, (before, before_bot)
 
 
 def test_a_moved_server_answers_the_same_questions_with_the_same_citations(
     two_directories, tmp_path, embedder
 ):
-    source, target, before = two_directories
+    source, target, (before, answer_id) = two_directories
     archive = tmp_path / "guild-42.tar"
     assert "1 knowledge base(s) written" in _raptor(
         "--data-dir", str(source), "guilds", "export", "42", str(archive)
@@ -77,8 +113,18 @@ def test_a_moved_server_answers_the_same_questions_with_the_same_citations(
         assert _answers(engine, MOVED) == before
         assert [d.name for d in engine.documents(MOVED)] == ["railway.txt", "bees.md"]
         assert engine.doctor(repair=False).problems == []
+        state = BotState(engine.spaces)
+        assert asyncio.run(_read_bot_state(state, answer_id)) == BOT_STATE
+        assert not asyncio.run(state.autoingest_enabled(STAYS))  # the server that stayed kept its own
     finally:
         engine.close()
+    left = Engine(Settings(data_dir=source), embedder=embedder)
+    try:  # the source no longer has the moved server's bot rows; the other server's are untouched
+        state = BotState(left.spaces)
+        assert asyncio.run(_read_bot_state(state, answer_id)) == (False, None, None, [], None)
+        assert asyncio.run(state.autoingest_enabled(STAYS))
+    finally:
+        left.close()
 
 
 def test_an_import_never_overwrites_a_store_and_refuses_a_damaged_archive(two_directories, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sqlite3
 from pathlib import Path
@@ -13,6 +14,7 @@ from raptor_engine import Engine, Settings
 from raptor_engine.db import connect
 from raptor_engine.llm_cache import SummaryCache
 from raptor_engine.migrations import Migrations
+from raptor_engine.spaces import Spaces
 from raptor_engine.store import Store
 from raptor_engine.store_migrations import store_migrations, summary_cache_migrations
 
@@ -56,7 +58,7 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
         assert [d.name for d in engine.documents("old")] == ["saltmere.md"]
         answer = await engine.ask("old", "Who kept the light in 1887?")
         assert "Mara Quill" in " ".join(n.text for n in answer.context.nodes)
-        state = BotState(db_path)
+        state = BotState(engine.spaces)  # "old" is no server's name: its setting is in the root file
         assert await state.autoingest_enabled("old")
         state.close()
         cache = SummaryCache(db_path)
@@ -70,7 +72,9 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
             assert after[table][: len(before[table])] == before[table]
         elif table == "nodes":  # m003 and m004 added columns at the end: the old columns are unchanged
             assert [row[: len(before[table][0])] for row in after[table]] == before[table]
-            assert {row[-2:] for row in after[table]} == {("[]", None)}  # no page marks; sentences split when read
+            assert {row[-2:] for row in after[table]} == {
+                ("[]", None)
+            }  # no page marks; sentences split when read
         else:
             assert after[table] == before[table], table
     assert after["summary_cache"] == before["summary_cache"]
@@ -97,8 +101,11 @@ def test_a_new_database_gets_the_same_tables_as_a_migrated_old_one(tmp_path, old
             conn.close()
 
     for db_path in (tmp_path / "new" / "raptor.db", old_data / "raptor.db"):
-        Store(db_path).close()
-        BotState(db_path).close()
+        spaces = Spaces(Settings(data_dir=db_path.parent))
+        asyncio.run(
+            BotState(spaces).autoingest_enabled("old")
+        )  # a first call brings the bot tables up to date
+        spaces.close()
         SummaryCache(db_path).count()
     assert columns(tmp_path / "new" / "raptor.db") == columns(old_data / "raptor.db")
 
@@ -161,10 +168,9 @@ def test_a_step_name_is_registered_once():
 
 def test_every_owner_of_the_file_connects_with_the_same_pragmas(tmp_path):
     db_path = tmp_path / "raptor.db"
-    store = Store(db_path)
-    state = BotState(db_path)
+    store = Store(db_path)  # the bot's tables use the store's connections (bot/state.py)
     cache = SummaryCache(db_path)
-    conns = [store.db.conn, state._db.conn, cache._connect()]
+    conns = [store.db.conn, cache._connect()]
     try:
         for conn in conns:
             assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -172,8 +178,7 @@ def test_every_owner_of_the_file_connects_with_the_same_pragmas(tmp_path):
             assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
             assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 10_000
     finally:
-        conns[2].close()
-        state.close()
+        conns[1].close()
         store.close()
 
 

@@ -4,8 +4,10 @@ The old layout is written by the Engine with `space_pattern=""`, which keeps eve
 `data/raptor.db` exactly as the release before spaces did (same Store, same schema). Opening the
 directory with the default pattern then moves each server's rows to `data/guilds/<id>/raptor.db`;
 the test compares every row of every table, the answers, and checks that the root file keeps no copy.
-A process killed with SIGKILL in the middle of the move (mid-copy, and between copy and delete) is
-restarted and must finish it with the same result.
+The bot's own rows (settings, threads and their turns, saved answers), written by `BotState` into the
+same one file, move with their server. A process killed with SIGKILL in the middle of the move (mid-copy,
+and between copy and delete, of knowledge bases and of the bot's rows) is restarted and must finish it
+with the same result.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.state import BotState, ThreadRecord
 from raptor_engine import Engine, Settings
-from raptor_engine.spaces import KB_TABLES
+from raptor_engine.spaces import FOLLOWER_TABLES, KB_TABLES
+from raptor_engine.types import Turn
 from tests.sample_texts import BEEKEEPING, RAILWAY
 
 ROOT_ONLY = "notes"
@@ -56,6 +60,36 @@ def _rows(db_path: Path, kb: str) -> dict[str, list[tuple]]:
         conn.close()
 
 
+def _bot_rows(db_path: Path) -> dict[str, list[tuple]]:
+    """Every row of every bot table in one file, sorted (a table the file lacks has none)."""
+    conn = sqlite3.connect(db_path)
+    try:
+        present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return {
+            table: sorted(conn.execute(f"SELECT * FROM {table}").fetchall()) if table in present else []
+            for table, _ in FOLLOWER_TABLES
+        }
+    finally:
+        conn.close()
+
+
+async def _write_bot_rows(state: BotState) -> None:
+    """Settings, a thread with turns and a saved answer per server, and a setting of the CLI's `notes`."""
+    for kb in GUILD_KBS:
+        guild, channel = (int(part) for part in kb.split("-")[1::2])
+        thread = guild * 10 + channel
+        await state.set_autoingest(kb, guild, channel, True, "tester")
+        await state.add_thread(ThreadRecord(thread, kb, guild, channel), opened_by="tester")
+        turns = [
+            Turn("user", f"question in {kb}"),
+            Turn("assistant", f"about the {MARKER}" if guild == 222 else "ok"),
+        ]
+        await state.add_turns(guild, thread, turns)
+        await state.save_answer(kb, f"question in {kb}", [], 0, 2000)
+        await state.set_manager_role(guild, guild + 1, "tester")
+    await state.set_autoingest(ROOT_ONLY, 0, 0, True, "tester")
+
+
 def _retrieved(engine: Engine, kb: str) -> list[list[tuple[int, str]]]:
     return [[(n.node_id, n.text) for n in engine.retrieve(kb, q).nodes] for q in QUESTIONS]
 
@@ -71,13 +105,16 @@ def old_layout(tmp_path_factory, embedder):
             for name, body in _documents(kb):
                 await engine.ingest(kb, name, body, added_by="tester")
             await engine.ask(kb, QUESTIONS[0], asked_by="tester")
+        await _write_bot_rows(BotState(engine.spaces))  # the pattern is empty: into the one root file
 
     asyncio.run(build())
     rows = {kb: _rows(data / "raptor.db", kb) for kb in [ROOT_ONLY, *GUILD_KBS]}
+    rows["bot"] = _bot_rows(data / "raptor.db")
     answers = {kb: _retrieved(engine, kb) for kb in [ROOT_ONLY, *GUILD_KBS]}
     engine.close()
     assert not (data / "guilds").exists()
-    assert all(rows[kb]["questions"] and rows[kb]["builds"] and rows[kb]["edges"] for kb in rows)
+    assert all(rows[kb]["questions"] and rows[kb]["builds"] and rows[kb]["edges"] for kb in GUILD_KBS)
+    assert all(rows["bot"][table] for table, _ in FOLLOWER_TABLES)
     return data, rows, answers
 
 
@@ -101,14 +138,41 @@ def _check_moved(data: Path, rows: dict, answers: dict, embedder) -> None:
         not Path(f"{data / 'raptor.db'}-wal").exists()
         or MARKER.encode() not in Path(f"{data / 'raptor.db'}-wal").read_bytes()
     )
+    _check_bot_rows_moved(data, rows["bot"])
     engine = Engine(Settings(data_dir=data), embedder=embedder)
     try:
         assert engine.knowledge_bases() == sorted([ROOT_ONLY, *GUILD_KBS])
         for kb in answers:
             assert _retrieved(engine, kb) == answers[kb]
         assert engine.doctor(repair=False).problems == []
+        state = BotState(engine.spaces)
+        history = asyncio.run(state.history(222, 2229))
+        assert history == [
+            Turn("user", "question in guild-222-channel-9"),
+            Turn("assistant", f"about the {MARKER}"),
+        ]
+        assert asyncio.run(state.manager_role_id(111)) == 112
+        assert asyncio.run(state.autoingest_enabled("guild-111-channel-2"))
+        assert asyncio.run(state.autoingest_enabled(ROOT_ONLY))
     finally:
         engine.close()
+
+
+def _check_bot_rows_moved(data: Path, before: dict[str, list[tuple]]) -> None:
+    """Each bot row is in its server's file once (the CLI's `notes` setting stays in the root): none lost,
+    none twice."""
+    files = {guild: _bot_rows(data / "guilds" / guild / "raptor.db") for guild in set(GUILD_KBS.values())}
+    root = _bot_rows(data / "raptor.db")
+    for table, _ in FOLLOWER_TABLES:
+        assert sorted(root[table] + [row for f in files.values() for row in f[table]]) == before[table], table
+    assert root["bot_channel_settings"] == [r for r in before["bot_channel_settings"] if r[0] == ROOT_ONLY]
+    assert all(not root[table] for table in ("bot_threads", "bot_turns", "bot_answers", "bot_guild_settings"))
+    for guild, held in files.items():
+        assert {r[1] for r in held["bot_threads"]} | {r[1] for r in held["bot_answers"]} <= {
+            kb for kb, g in GUILD_KBS.items() if g == guild
+        }
+        assert [r[0] for r in held["bot_guild_settings"]] == [int(guild)]
+        assert {r[1] for r in held["bot_turns"]} == {r[0] for r in held["bot_threads"]}
 
 
 def test_opening_an_old_data_directory_moves_each_server_into_its_own_store(old_layout, tmp_path, embedder):
@@ -141,6 +205,22 @@ KILLER = textwrap.dedent(
 
     if point == "mid-copy":  # inside the copy transaction of the second knowledge base
         spaces._copy_rows = die_on_second(spaces._copy_rows)
+    elif point == "mid-bot-copy":  # inside the copy transaction of the second server's bot rows
+        original = spaces._shared_columns
+        def die_in_second_turns(conn, table):
+            calls["n"] += table == "bot_turns"
+            if calls["n"] == 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return original(conn, table)
+        spaces._shared_columns = die_in_second_turns
+    elif point == "after-bot-copy":  # the second server's bot rows copied, not yet deleted from the root
+        copy = spaces.copy_follower_rows
+        def die_after_second(*args):
+            copy(*args)
+            calls["n"] += 1
+            if calls["n"] == 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+        spaces.copy_follower_rows = die_after_second
     elif point == "before-vacuum":  # every row moved, the root file not yet rewritten
         spaces._vacuum = lambda root: os.kill(os.getpid(), signal.SIGKILL)
     else:  # the second knowledge base copied and committed, not yet deleted from the root
@@ -150,7 +230,9 @@ KILLER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("point", ["mid-copy", "after-copy", "before-vacuum"])
+@pytest.mark.parametrize(
+    "point", ["mid-copy", "after-copy", "mid-bot-copy", "after-bot-copy", "before-vacuum"]
+)
 def test_a_move_killed_midway_is_finished_by_the_next_open(old_layout, tmp_path, embedder, point):
     source, rows, answers = old_layout
     data = _copy(source, tmp_path)
@@ -158,7 +240,14 @@ def test_a_move_killed_midway_is_finished_by_the_next_open(old_layout, tmp_path,
     killed = subprocess.run([sys.executable, "-c", KILLER, point, str(data)], env=env, capture_output=True)
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
     halfway = [kb for kb in GUILD_KBS if _rows(data / "raptor.db", kb)]
-    if point == "before-vacuum":  # the rows are gone from the tables; the file is still to be rewritten
+    if point.endswith("bot-copy"):  # every knowledge base moved; some server's bot rows still in the root
+        halfway = [
+            t
+            for t, rows_left in _bot_rows(data / "raptor.db").items()
+            if t != "bot_channel_settings" and rows_left
+        ]
+        assert halfway and _vacuum_pending(data)
+    elif point == "before-vacuum":  # the rows are gone from the tables; the file is still to be rewritten
         assert not halfway and _vacuum_pending(data)
     else:
         assert halfway, "the kill came after the move had finished"

@@ -205,7 +205,7 @@ async def test_context_holds_each_sentence_once_and_counts_only_new_text(make_ha
     await add_doc(h, "bicycle.md", BICYCLE)
     _, replies = await ask(h, "What happened to the archive and its keepers over the years?")
     answer_id = int(next(i for i in custom_ids(replies[-1]) if i.startswith("raptor:ctx:")).split(":")[2])
-    stored = await h.bot.services.state.answer(answer_id)
+    stored = await h.bot.services.state.answer(GUILD, answer_id)
     keys = [key(node.text[a:b]) for node in stored.nodes for a, b in split_sentences(node.text)]
     assert len(keys) == len(set(keys)), "a sentence reached the context twice"
     assert stored.tokens_used <= 400
@@ -304,7 +304,7 @@ async def test_thanks_in_a_thread_gets_a_plain_reply_inside_the_cooldown_and_is_
     assert reply["content"].startswith("You're welcome") and not reply["embeds"]
     assert not custom_ids(reply)
     assert not any("wait" in m["content"].lower() for m in h.fake.channel_messages(thread))
-    history = await h.bot.services.state.history(thread)
+    history = await h.bot.services.state.history(GUILD, thread)
     assert [t.content for t in history][-2:] == ["thanks!", reply["content"]]
     assert not [m for m in h.fake.channel_messages(thread) if m["embeds"]]
 

@@ -52,7 +52,7 @@ async def ask(h, question: str, channel: int = CHAN_A, **kwargs) -> tuple[str, l
 
 
 async def _turns(h, thread_id: int, count: int) -> list | None:
-    history = await h.bot.services.state.history(thread_id)
+    history = await h.bot.services.state.history(GUILD, thread_id)
     return history if len(history) >= count else None
 
 
@@ -347,7 +347,7 @@ async def test_rate_limits_are_waited_out_and_missing_thread_permission_is_expla
         lambda: [m for m in h.fake.followups(token) if "Create Public Threads" in m["content"]]
     )
     assert note[0]["flags"] & 64
-    assert await h.bot.services.state.count("bot_threads") == 0
+    assert await h.bot.services.state.count("bot_threads", guild_id=GUILD) == 0
 
 
 async def test_ask_cooldown_per_user(make_harness, bot_settings):
@@ -445,14 +445,25 @@ async def test_channel_delete_and_guild_leave_drop_the_knowledge_bases(harness, 
     )
     await h.fake.wait_for(lambda: KB_A not in h.engine.knowledge_bases(), what="channel KB deletion")
     assert KB_B in h.engine.knowledge_bases()
-    assert await h.bot.services.state.count("bot_answers", kb=KB_A) == 0  # the bot's copies went too
-    assert await h.bot.services.state.count("bot_threads") == 0
+    assert (
+        await h.bot.services.state.count("bot_answers", guild_id=GUILD, kb=KB_A) == 0
+    )  # the bot's copies went too
+    assert await h.bot.services.state.count("bot_threads", guild_id=GUILD) == 0
     h.state.parse_guild_delete({"id": str(GUILD)})
     await h.fake.wait_for(lambda: not h.engine.knowledge_bases(), what="guild KB deletion")
     await h.fake.wait_for(
         lambda: not (Path(bot_settings.data_dir) / "guilds" / str(GUILD)).exists(),
         what="guild store deletion",
     )
+    root = sqlite3.connect(Path(bot_settings.data_dir) / "raptor.db")
+    try:  # the server's settings, threads and answers were in its directory: the root file keeps none
+        tables = [
+            r[0]
+            for r in root.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'bot%'")
+        ]
+        assert all(root.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == 0 for t in tables)
+    finally:
+        root.close()
 
 
 async def test_sync_sends_every_command_to_the_development_guild(make_harness, bot_settings):
@@ -536,7 +547,7 @@ async def test_ask_inside_a_bot_thread_continues_its_conversation(harness):
     _, replies = await ask(h, "And in fog?", channel=thread.id)
     assert "kestrel.md" in sources_of(replies)
     assert len(h.fake.calls_to("POST", r"/threads$")) == 1  # no thread inside the thread
-    assert [t.content for t in await h.bot.services.state.history(thread.id)][::2] == [
+    assert [t.content for t in await h.bot.services.state.history(GUILD, thread.id)][::2] == [
         "What signal does the light show?",
         "And in fog?",
     ]
