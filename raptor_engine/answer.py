@@ -50,7 +50,8 @@ MARKER = re.compile(r"\[(\d{1,4})\]")
 QUOTE = re.compile(r"\u201c(.+?)\u201d")
 QUOTES = 3  # sentences the extractive answer quotes
 MAX_SENTENCES = 200  # sentences of context considered, best nodes first
-MIN_WORDS = 4  # shorter sentences ("Yes.", "See below.") answer nothing on their own
+MIN_WORDS = 4  # shorter sentences ("Yes.", "See below.") answer nothing on their own...
+SHORT_MIN_WORDS, SHORT_MIN_TERMS = 3, 2  # ...unless two of three carry content ("The lamp failed.")
 NOTHING_FOUND = "The documents hold nothing that answers this question."
 FOUND = "From the documents:"
 WEAK_MATCH = "Nothing in the documents clearly answers this; the closest passages are:"
@@ -273,7 +274,7 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
             else:
                 header = None
                 text = strip_bullet(sentence.text)
-                if sentence.cut_short or is_heading(sentence.text) or len(words(text)) < MIN_WORDS:
+                if sentence.cut_short or is_heading(sentence.text) or not _says_something(text):
                     continue
             if held.is_copy(sentence):
                 continue
@@ -282,6 +283,17 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
             found.append(_Candidate(position, node, sentence, text, terms))
     found.sort(key=lambda c: (c.position, c.sentence.start))
     return found[:MAX_SENTENCES]
+
+
+def _says_something(text: str) -> bool:
+    """Long enough to answer on its own: MIN_WORDS words, or three of which two are content words with
+    letters (a terse log line: "Mill7 ground oats.", "The lamp failed."), not "See below.", "It was
+    there." or "Thank you all."."""
+    count = len(words(text))
+    if count >= MIN_WORDS:
+        return True
+    lettered = [term for term in content_terms(text) if any(ch.isalpha() for ch in term)]
+    return count >= SHORT_MIN_WORDS and len(lettered) >= SHORT_MIN_TERMS
 
 
 def _table_row(cells: list[str], header: list[str] | None) -> tuple[list[str] | None, str | None]:

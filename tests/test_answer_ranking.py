@@ -148,3 +148,23 @@ def test_a_table_row_is_quoted_with_its_header(embedder, question, first):
     assert not any(
         q.startswith(("Item | ", "| Item", "Item; ")) or "---" in q for q in found
     )  # never the header
+
+
+@pytest.mark.parametrize(
+    ("sentence", "quotable"),
+    [
+        ("Mill7 ground oats.", True),  # a terse log line: three words, all content
+        ("The lamp failed.", True),
+        ("Keeper Hale drowned.", True),
+        ("See below.", False),
+        ("It was there.", False),
+        ("Thank you all.", False),
+    ],
+)
+def test_three_word_sentences_are_quoted_when_they_carry_content(embedder, sentence, quotable):
+    """A log of terse entries drowned in punctuation got 'nothing answers' because 3-word sentences
+    were never candidates; short filler must still never be quoted."""
+    text = ("..... ?!?! ----- " * 20) + sentence + (" ..... ?!?!" * 20)
+    node = ContextNode(1, 0, "log.txt", 0.5, text, 60, 1, start=0, end=len(text))
+    draft = ExtractiveAnswerer(embedder)._answer_sync("What happened at the mill and the lamp?", [node], [])
+    assert (sentence in draft.text) is quotable
