@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, KeysView
+from collections.abc import Callable, Iterable, Iterator, KeysView, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,10 +27,80 @@ M = 16
 EF_CONSTRUCTION = 200
 # What a loaded index holds beyond its vectors and level-0 links, measured (RSS) with hnswlib 0.8: a
 # fixed 2.66 MiB per index (its 65,536 label-operation mutexes), and per element its label, lock and
-# upper levels; plus each entry of the token-count dict (a Python dict of int -> int).
+# upper levels; plus each entry of the token-count table (an int64 id and an int32 count).
 HNSW_INDEX_OVERHEAD = 2720 * 1024
 HNSW_ELEMENT_OVERHEAD = 64
-TOKEN_ENTRY_BYTES = 100
+TOKEN_ENTRY_BYTES = 12
+
+
+def _int_array(values: Iterable[int], dtype: type[np.integer]) -> np.ndarray:
+    if isinstance(values, np.ndarray):
+        return values.astype(dtype, copy=False)
+    return np.fromiter(values, dtype=dtype)
+
+
+class NodeTokens(Mapping[int, int]):
+    """Node id -> token count, as two sorted numpy arrays rather than a dict.
+
+    An index keeps one of these for as long as it is loaded. A dict of 2,000 Python ints costs ~100
+    bytes an entry scattered over the interpreter's small-object arenas, which stay mapped after the
+    index is evicted when any other object shares them; two arrays are 12 bytes an entry in two
+    blocks that go back to the allocator whole (see `spaces.release_freed_memory`).
+    """
+
+    def __init__(self, ids: Iterable[int] = (), counts: Iterable[int] = ()):
+        ids_array = _int_array(ids, np.int64)
+        counts_array = _int_array(counts, np.int32)
+        if len(counts_array) != len(ids_array):
+            raise ValueError(f"{len(ids_array)} node ids but {len(counts_array)} token counts")
+        order = np.argsort(ids_array, kind="stable")
+        self._ids = ids_array[order]
+        self._counts = counts_array[order]
+
+    @classmethod
+    def from_pairs(cls, pairs: Mapping[int, int]) -> NodeTokens:
+        return cls(pairs.keys(), pairs.values())
+
+    def _position(self, node_id: object) -> int:
+        if not isinstance(node_id, (int, np.integer)) or not len(self._ids):
+            return -1
+        at = int(np.searchsorted(self._ids, node_id))
+        return at if at < len(self._ids) and self._ids[at] == node_id else -1
+
+    def __getitem__(self, node_id: int) -> int:
+        at = self._position(node_id)
+        if at < 0:
+            raise KeyError(node_id)
+        return int(self._counts[at])
+
+    def __contains__(self, node_id: object) -> bool:
+        return self._position(node_id) >= 0
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids.tolist())
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def counts_of(self, node_ids: list[int]) -> dict[int, int]:
+        """The counts of those of `node_ids` held here (one vectorised lookup for a search's hits)."""
+        if not node_ids or not len(self._ids):
+            return {}
+        wanted = np.asarray(node_ids, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self._ids, wanted), len(self._ids) - 1)
+        found = self._ids[at] == wanted
+        return dict(zip(wanted[found].tolist(), self._counts[at[found]].tolist(), strict=True))
+
+    def without(self, removed: Iterable[int]) -> NodeTokens:
+        """A copy without the ids in `removed`."""
+        keep = ~np.isin(self._ids, np.fromiter(removed, dtype=np.int64))
+        return NodeTokens(self._ids[keep], self._counts[keep])
+
+    def with_counts(self, added: Mapping[int, int]) -> NodeTokens:
+        """A copy with `added` (id -> count) set, replacing counts of ids already held."""
+        merged = dict(zip(self._ids.tolist(), self._counts.tolist(), strict=True))
+        merged.update(added)
+        return NodeTokens.from_pairs(merged)
 
 
 class KBIndex:
@@ -40,10 +110,10 @@ class KBIndex:
     from these, and reading them from SQLite took as long as the search itself at 100k nodes.
     """
 
-    def __init__(self, index: hnswlib.Index | None, version: int, tokens: dict[int, int], dim: int):
+    def __init__(self, index: hnswlib.Index | None, version: int, tokens: Mapping[int, int], dim: int):
         self.index = index
         self.version = version
-        self.tokens = tokens
+        self.tokens = tokens if isinstance(tokens, NodeTokens) else NodeTokens.from_pairs(tokens)
         self.dim = dim
 
     @property
@@ -185,12 +255,12 @@ class IndexManager:
             log.warning("index of kb %s is unreadable; rebuilding", kb_id, exc_info=True)
             return None
 
-    def _tokens_of(self, kb_id: int, ids: list[int], saved: object) -> dict[int, int]:
+    def _tokens_of(self, kb_id: int, ids: list[int], saved: object) -> NodeTokens:
         """The token counts saved beside the ids, or (a file from before they were saved) from SQLite."""
         if isinstance(saved, list) and len(saved) == len(ids):
-            return {node_id: int(tokens) for node_id, tokens in zip(ids, saved, strict=True)}
+            return NodeTokens(ids, (int(tokens) for tokens in saved))
         counts = self.store.token_counts(kb_id)
-        return {node_id: counts.get(node_id, 0) for node_id in ids}
+        return NodeTokens(ids, (counts.get(node_id, 0) for node_id in ids))
 
     def _catch_up(self, kb_id: int, current: KBIndex, version: int) -> KBIndex:
         """Add the nodes SQLite has and the index lacks; tombstone the ones SQLite no longer has."""
@@ -211,8 +281,7 @@ class IndexManager:
             if need > index.get_max_elements():
                 index.resize_index(max(need, int(index.get_max_elements() * 1.5)))
             index.add_items(matrix, add_ids, num_threads=1)
-        tokens = {node_id: count for node_id, count in current.tokens.items() if node_id not in removed}
-        tokens.update(self.store.node_tokens(added))
+        tokens = current.tokens.without(removed).with_counts(self.store.node_tokens(added))
         updated = KBIndex(index, version, tokens, current.dim)
         self._save(kb_id, updated)
         return updated
@@ -230,7 +299,9 @@ class IndexManager:
                 index.init_index(max_elements=len(ids), ef_construction=EF_CONSTRUCTION, M=M, random_seed=1)
                 index.add_items(matrix, ids, num_threads=1)
                 counts = self.store.token_counts(kb_id)
-                built = KBIndex(index, version, {int(i): counts.get(int(i), 0) for i in ids}, dim)
+                built = KBIndex(
+                    index, version, NodeTokens.from_pairs({int(i): counts.get(int(i), 0) for i in ids}), dim
+                )
             self._save(kb_id, built)
             self._remember(kb_id, built)
             return built

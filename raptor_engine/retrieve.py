@@ -185,7 +185,7 @@ def _fill_reading_lazily(
 
     Whether a candidate fits whole is read from the token counts the index holds."""
     batch = FETCH_BATCH
-    sizes = {node_id: index.tokens[node_id] for node_id, _ in hits if node_id in index.tokens}
+    sizes = index.tokens.counts_of([node_id for node_id, _ in hits])
     if len(sizes) < len(hits):  # not in the index (it is kept in step with SQLite, so this is rare)
         sizes.update(store.node_tokens([node_id for node_id, _ in hits if node_id not in sizes]))
     pending = [(node_id, score) for node_id, score in hits if node_id in sizes]

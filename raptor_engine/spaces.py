@@ -18,6 +18,9 @@ reopened from disk the next time they are needed.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
+import functools
 import logging
 import re
 import shutil
@@ -42,6 +45,29 @@ INDEX_DIR = "indices"
 # What one open SQLite connection may hold: its page cache (SQLite's default cache_size, 2,000 KiB).
 CONNECTION_BYTES = 2000 * 1024
 _SPACE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's `malloc_trim`, or None where the C library has none (musl, macOS, Windows)."""
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        return None
+
+
+def release_freed_memory() -> None:
+    """Hand the memory of evicted indices back to the operating system.
+
+    glibc keeps freed blocks of the heap for reuse rather than unmapping them; after thousands of
+    loads and evictions of indices of different sizes the process held the budget plus ~40%
+    (`raptor bench --many-kbs`). `malloc_trim` returns every free page; it costs well under a
+    millisecond, against the milliseconds of the load that caused the eviction.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 class MemoryBudget:
@@ -83,6 +109,8 @@ class MemoryBudget:
             victims = self._victims(keep=key)
         for evict_one in victims:
             evict_one()
+        if victims:
+            release_freed_memory()
 
     def _victims(self, keep: Hashable) -> list[Callable[[], None]]:
         if not self.limit or self.used <= self.limit:

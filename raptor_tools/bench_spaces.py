@@ -81,8 +81,10 @@ def _engine(data_dir: Path, memory_mb: int) -> Any:
 
 def write_kbs(plan: ManyKbsPlan, data_dir: Path) -> dict[str, Any]:
     """Write every knowledge base straight into its space's store, and save its index."""
+    from raptor_engine.sentences import sentence_spans
     from raptor_engine.store import NewNode
 
+    counter = StandInEmbedder().count_tokens_batch
     rng = np.random.default_rng(plan.seed)
     engine = _engine(data_dir, plan.memory_mb)
     started, nodes_written = time.perf_counter(), 0
@@ -93,10 +95,13 @@ def write_kbs(plan: ManyKbsPlan, data_dir: Path) -> dict[str, Any]:
                 if engine.store.kb_id(kb) is not None:
                     continue  # written by an earlier run into the same --data-dir
             vectors = _unit(plan.seed * 1_000_003 + number, size)
-            nodes = []
-            for i in range(size):
-                text = " ".join(rng.choice(WORDS, 12)) + f" (kb {number} leaf {i})."
-                nodes.append(NewNode(i, 0, "leaf", text, 15, vectors[i], start=0, end=len(text)))
+            texts = [" ".join(rng.choice(WORDS, 12)) + f" (kb {number} leaf {i})." for i in range(size)]
+            # Each leaf's sentences are stored with it, as a build stores them (retrieval reads them).
+            spans = sentence_spans(texts, counter)
+            nodes = [
+                NewNode(i, 0, "leaf", text, 15, vectors[i], start=0, end=len(text), sentences=spans[i])
+                for i, text in enumerate(texts)
+            ]
             document = {
                 "name": "notes.txt",
                 "sha256": hashlib.sha256(kb.encode()).hexdigest(),
@@ -138,7 +143,17 @@ def _rss_bytes() -> int:
 
 
 def _peak_rss_bytes() -> int:
-    """This process's peak resident memory (ru_maxrss is in bytes on macOS, KiB on Linux)."""
+    """This process's peak resident memory: Linux's VmHWM, else ru_maxrss (bytes on macOS, KiB elsewhere).
+
+    VmHWM first because ru_maxrss survives exec: a child started by a parent holding 700 MB reports
+    at least 700 MB there, whatever it used itself.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
 
 
