@@ -226,19 +226,25 @@ def many_kbs(plan: ManyKbsPlan, data_dir: Path, log: Any = print) -> dict[str, A
 
 
 def render_many_kbs(report: dict[str, Any]) -> str:
+    """The table: per run, the fixed base, the peak, and how far the peak is under budget + base."""
     plan, written = report["plan"], report["written"]
     lines = [
         f"{plan['kbs']:,} knowledge bases in {plan['guilds']:,} spaces, {written['nodes']:,} nodes "
         f"({report['disk_mb']:,.0f} MB on disk); {plan['questions']:,} questions, Zipf s={plan['zipf']}",
-        "budget      base RSS   peak RSS   peak-base  counted  evictions  cold  p50 ms  p99 ms  cold p99",
+        "budget      base RSS   peak RSS   budget+base  margin   counted  evictions  cold  p50 ms  p99 ms  cold p99",
     ]
     for run in report["runs"]:
         label = f"{run['memory_mb']} MB" if run["memory_mb"] else "none"
+        allowed = f"{run['memory_mb'] + run['base_rss_mb']:7.0f} MB" if run["memory_mb"] else "      -   "
+        margin = (
+            f"{run['memory_mb'] + run['base_rss_mb'] - run['peak_rss_mb']:+5.0f} MB"
+            if run["memory_mb"]
+            else "     -  "
+        )
         lines.append(
-            f"{label:<10}  {run['base_rss_mb']:7.0f} MB {run['peak_rss_mb']:7.0f} MB "
-            f"{run['peak_rss_mb'] - run['base_rss_mb']:7.0f} MB {run['peak_counted_mb']:6.0f} MB "
-            f"{run['evictions']:9,} {run['cold_questions']:5,} {run['p50_ms']:7.1f} {run['p99_ms']:7.1f} "
-            f"{run['cold_p99_ms']:8.1f}"
+            f"{label:<10}  {run['base_rss_mb']:7.0f} MB {run['peak_rss_mb']:7.0f} MB   {allowed} {margin} "
+            f"{run['peak_counted_mb']:6.0f} MB {run['evictions']:9,} {run['cold_questions']:5,} "
+            f"{run['p50_ms']:7.1f} {run['p99_ms']:7.1f} {run['cold_p99_ms']:8.1f}"
         )
     return "\n".join(lines)
 
