@@ -17,12 +17,17 @@ then, less its resident memory when the build began): the model and the indices 
 the upload's doing. Builds running at once in one process share that measure.
 
 A budget is picklable (name, limits and the wall-clock deadline), so a build sent to another process
-keeps the deadline it was given; it activates it there with `active()`.
+keeps its limits; it activates it there with `active()`. A build queued on a Dask cluster behind
+others has not started: the engine's side `hold()`s its clock when it submits the task, the worker
+calls `restart()` when the task begins, and the engine's side restarts its copy when the first
+progress of that build arrives (`bound()` reads the deadline again every second). The deadline bounds
+a build's work, not its wait for a worker.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import os
@@ -38,6 +43,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+POLL_S = 1.0  # how often `bound()` reads the deadline again (a held or restarted clock moves it)
 WATCH_INTERVAL_S = 0.05  # how often the memory watchdog reads the process's resident memory
 CHECK_EVERY = 4096  # items of a long loop (sentences, texts) between two checkpoints
 
@@ -109,16 +115,36 @@ class BuildBudget:
         if self.tripped is not None:
             raise BuildLimitError(self.tripped)
 
+    def hold(self) -> None:
+        """Stop the clock until `restart()`: the build has not begun (it waits for a worker)."""
+        if self.seconds > 0 and self.tripped is None:
+            self.deadline = None
+
+    def restart(self) -> None:
+        """Start the deadline again from now: the build begins only now (it waited for a worker)."""
+        if self.seconds > 0 and self.tripped is None:
+            self.deadline = time.time() + self.seconds
+
     async def bound(self, step: Awaitable[T]) -> T:
-        """Await `step`, but no later than the deadline (then it is cancelled and the sentence raised)."""
+        """Await `step`, but no later than the deadline, read again every POLL_S (`hold()` and
+        `restart()` move it); past it, `step` is cancelled and the sentence raised."""
         self.check()
-        if self.deadline is None:
+        if self.seconds <= 0:
             return await step
+        task = asyncio.ensure_future(step)
         try:
-            return await asyncio.wait_for(step, max(self.remaining(), 0.0))
-        except TimeoutError:
+            while not task.done() and self.remaining() > 0:
+                await asyncio.wait({task}, timeout=min(self.remaining(), POLL_S))
+        finally:
+            expired = not task.done()
+            if expired:  # past the deadline, or the caller was cancelled: stop the step either way
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        if expired:
             self.tripped = self.tripped or self.deadline_sentence()
-            raise BuildLimitError(self.tripped) from None
+            raise BuildLimitError(self.tripped)
+        return task.result()
 
     # -- activation and the memory watchdog ---------------------------------------------------------
 

@@ -76,6 +76,7 @@ class Embedder:
         backend: str = DEFAULT_BACKEND,
         cache_dir: Path | None = None,
         use_gpu: bool = True,
+        threads: int = 0,
     ):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -84,7 +85,12 @@ class Embedder:
         path = resolve_model_path(model_name)
         try:
             self.runtime = load_runtime(
-                model_name, path, backend=backend, cache_dir=cache_dir or default_cache_dir(), use_gpu=use_gpu
+                model_name,
+                path,
+                backend=backend,
+                cache_dir=cache_dir or default_cache_dir(),
+                use_gpu=use_gpu,
+                threads=threads,
             )
         except Exception as exc:  # the library raises many kinds; the user needs one sentence
             log.exception("could not load embedding model %s from %s", model_name, path)

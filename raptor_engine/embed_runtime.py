@@ -17,6 +17,7 @@ that says why.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -70,6 +71,7 @@ class RuntimeChoice:
     kind: str
     quantized: bool = False
     device: str = "cpu"  # torch device, or "cuda" when onnxruntime's CUDA provider runs the graph
+    threads: int = 0  # CPU threads for one batch; 0: the runtime's default (a thread per core)
 
 
 def choose_runtime(backend: str, *, ort_providers: list[str], torch_cuda: bool) -> RuntimeChoice:
@@ -96,8 +98,12 @@ def choose_runtime(backend: str, *, ort_providers: list[str], torch_cuda: bool) 
 class TorchRuntime:
     """sentence-transformers on torch: the reference, and the fallback."""
 
-    def __init__(self, model_path: str, device: str = "cpu"):
+    def __init__(self, model_path: str, device: str = "cpu", threads: int = 0):
+        import torch
         from sentence_transformers import SentenceTransformer
+
+        if threads:
+            torch.set_num_threads(threads)  # per process: a Dask worker runs nothing else
 
         self.model = SentenceTransformer(model_path, device=device)
         self.label = f"torch ({device})"
@@ -131,10 +137,15 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 class OnnxRuntime:
     """An exported model under onnxruntime, fed by the model's own tokenizer."""
 
-    def __init__(self, folder: Path, meta: dict[str, Any], *, quantized: bool, device: str = "cpu"):
+    def __init__(
+        self, folder: Path, meta: dict[str, Any], *, quantized: bool, device: str = "cpu", threads: int = 0
+    ):
         import onnxruntime as ort
 
         options = ort.SessionOptions()
+        if threads:  # a build worker: one core each, so two workers on two cores do not fight
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # onnxruntime's own warnings go to stderr, not our log
         # Idle worker threads sleep instead of spinning: spinning kept a core busy after every call,
@@ -409,7 +420,9 @@ def load_cached(folder: Path, choice: RuntimeChoice) -> OnnxRuntime | None:
     variant = "onnx-int8" if choice.quantized else "onnx"
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        runtime = OnnxRuntime(folder, meta, quantized=choice.quantized, device=choice.device)
+        runtime = OnnxRuntime(
+            folder, meta, quantized=choice.quantized, device=choice.device, threads=choice.threads
+        )
         # The short sentences (not the 256-token one) suffice to catch a damaged file, in milliseconds.
         verify(runtime, np.asarray(meta["reference"], dtype=np.float32), variant, count=LOAD_CHECKS)
         return runtime
@@ -434,7 +447,7 @@ def export_and_verify(
         log.warning("the fused ONNX export did not verify (%s); exporting without fusion", exc)
         meta = _export_verified(torch_runtime, model_path, folder, choice, fuse=False)
     log.info("exported %s to ONNX in %s (cosine vs torch: %s)", model_path, folder, meta["verified_cosine"])
-    return OnnxRuntime(folder, meta, quantized=choice.quantized, device=choice.device)
+    return OnnxRuntime(folder, meta, quantized=choice.quantized, device=choice.device, threads=choice.threads)
 
 
 def _export_verified(
@@ -487,19 +500,27 @@ def _torch_device(use_gpu: bool) -> str:
 
 
 def load_runtime(
-    model_name: str, model_path: str, *, backend: str, cache_dir: Path, use_gpu: bool = True
+    model_name: str,
+    model_path: str,
+    *,
+    backend: str,
+    cache_dir: Path,
+    use_gpu: bool = True,
+    threads: int = 0,
 ) -> TorchRuntime | OnnxRuntime:
-    """The runtime for `backend`: the cached ONNX export when it verifies, else a fresh export, else torch."""
+    """The runtime for `backend`: the cached ONNX export when it verifies, else a fresh export, else torch.
+    `threads` caps the CPU threads of one batch (0: one per core)."""
     if use_gpu:
         choice = choose_runtime(backend, ort_providers=ort_providers(), torch_cuda=torch_cuda_available())
     else:
         choice = choose_runtime(backend, ort_providers=[], torch_cuda=False)
+    choice = dataclasses.replace(choice, threads=threads)
     if choice.kind == "torch":
-        return TorchRuntime(model_path, choice.device)
+        return TorchRuntime(model_path, choice.device, threads)
     folder_path = Path(model_path)
     if not folder_path.is_dir():
         log.info("%s is not a local folder; ONNX export skipped, using torch", model_name)
-        return TorchRuntime(model_path, _torch_device(use_gpu))
+        return TorchRuntime(model_path, _torch_device(use_gpu), threads)
     try:
         folder = export_folder(cache_dir, model_name, folder_path)
         cached = load_cached(folder, choice)
@@ -508,7 +529,8 @@ def load_runtime(
     except Exception as exc:
         log.warning("could not look up the ONNX cache for %s (%s)", model_name, exc)
         folder = None
-    torch_runtime = TorchRuntime(model_path, "cpu")  # exported from the CPU copy, the exporter's safe case
+    # exported from the CPU copy, the exporter's safe case
+    torch_runtime = TorchRuntime(model_path, "cpu", threads)
     if folder is None:
         return torch_runtime
     try:

@@ -22,6 +22,7 @@ import dataclasses
 import inspect
 import logging
 import os
+import pickle
 import sys
 import threading
 import time
@@ -43,6 +44,19 @@ log = logging.getLogger(__name__)
 PROGRESS_TOPIC = "raptor-build-progress"
 PROGRESS_FIELDS = tuple(f.name for f in dataclasses.fields(Progress))
 CONNECT_TIMEOUT_S = 5.0
+# A build worker is single-threaded all through (Dask runs one task at a time on it; onnxruntime, numba
+# and BLAS get one thread each), so N workers use N cores: left to their defaults each would spread over
+# every core, and two workers on two cores ran 1.13x one instead of nearly 2x (docs/SCALING.md).
+WORKER_THREADS = 1
+# A result comes back as pickles of this many nodes or chunks each (see `pack_result`).
+SLICE_ITEMS = 64
+# Read when numba (UMAP) and BLAS load in the worker process; Dask's nanny already sets the BLAS ones.
+WORKER_ENV = {
+    "NUMBA_NUM_THREADS": str(WORKER_THREADS),
+    "OMP_NUM_THREADS": str(WORKER_THREADS),
+    "OPENBLAS_NUM_THREADS": str(WORKER_THREADS),
+    "MKL_NUM_THREADS": str(WORKER_THREADS),
+}
 _embedders: dict[tuple[str, str], Embedder] = {}  # one per worker process, by (model, backend)
 _embedders_lock = threading.Lock()
 
@@ -72,6 +86,7 @@ def worker_embedder(settings: Settings) -> Embedder:
                 batch_tokens=settings.embed_batch_tokens,
                 backend=settings.embed_backend,
                 cache_dir=cache_dir,
+                threads=WORKER_THREADS,
             )
         return _embedders[key]
 
@@ -154,8 +169,8 @@ def build_on_worker(
     held: int,
     cached: dict[str, CachedSummary],
     budget: BuildBudget | None = None,
-) -> tuple[DocumentTree, dict[str, CachedSummary]]:
-    """The Dask task: the document's tree and the summaries it added to the cache. `budget` (the engine's
+) -> list[bytes]:
+    """The Dask task: the document's tree and the summaries it added to the cache (`pack_result`). `budget` (the engine's
     deadline and memory ceiling, pickled with its wall-clock deadline) is checked here as in-process."""
     from distributed import get_worker
 
@@ -167,9 +182,37 @@ def build_on_worker(
 
     embedder = worker_embedder(settings)
     cache = MemoryCache(cached)
+    if budget is not None:
+        budget.restart()  # its time runs from here, not from the upload: it may have waited for a worker
     with budget.active() if budget is not None else contextlib.nullcontext():
         built = asyncio.run(_build(name, data, settings, held, embedder, cache, report))
-    return built, cache.added
+    return pack_result(built, cache.added)
+
+
+def pack_result(built: DocumentTree, added: dict[str, CachedSummary]) -> list[bytes]:
+    """The build's result as small pickles: its frame, then its nodes and chunks SLICE_ITEMS at a time.
+
+    Dask unpickles a result on the receiving event loop, and one `pickle.loads` never lets go of the
+    GIL: a 100k-token tree (1,250 nodes, 1,050 chunks) held the bot's loop for 50-200 ms in one piece.
+    Bytes cost Dask nothing to receive; `unpack_result` then loads the pieces in a thread, and the loop
+    runs between any two of them."""
+    nodes, chunks = built.tree.nodes, built.chunks
+    frame = dataclasses.replace(built, tree=dataclasses.replace(built.tree, nodes=[]), chunks=[])
+    parts = [pickle.dumps((frame, added, len(nodes)), protocol=pickle.HIGHEST_PROTOCOL)]
+    items: list[Any] = [*nodes, *chunks]
+    for start in range(0, len(items), SLICE_ITEMS):
+        parts.append(pickle.dumps(items[start : start + SLICE_ITEMS], protocol=pickle.HIGHEST_PROTOCOL))
+    return parts
+
+
+def unpack_result(parts: list[bytes]) -> tuple[DocumentTree, dict[str, CachedSummary]]:
+    """`pack_result` undone (in a thread: the pieces together take tens of milliseconds)."""
+    frame, added, node_count = pickle.loads(parts[0])
+    items: list[Any] = []
+    for part in parts[1:]:
+        items.extend(pickle.loads(part))
+    tree = dataclasses.replace(frame.tree, nodes=items[:node_count])
+    return dataclasses.replace(frame, tree=tree, chunks=items[node_count:]), added
 
 
 async def _build(
@@ -218,6 +261,7 @@ class BuildCluster:
         self.local: Any = None  # the embedded LocalCluster, when this process started one
         self._progress: dict[str, ProgressCallback] = {}
         self._futures: dict[str, Any] = {}
+        self._waiting: dict[str, BuildBudget] = {}  # budgets of builds not started on a worker yet
         self._stopped: dict[str, BaseException] = {}  # a progress callback's exception, by build
         self._connecting = asyncio.Lock()
 
@@ -273,11 +317,15 @@ class BuildCluster:
             asynchronous=True,
             dashboard_address=None,
             memory_limit=f"{self.settings.build_worker_memory_mb}MB",
+            env=WORKER_ENV,
         )
 
     def _on_progress(self, event: tuple[float, dict[str, Any]]) -> None:
         _, msg = event  # Dask adds the worker's address to the message
         build_id = msg.get("id", "")
+        waited = self._waiting.pop(build_id, None)
+        if waited is not None:  # its first progress: the worker began it, and its deadline with it
+            waited.restart()
         callback = self._progress.get(build_id)
         if callback is None:
             return
@@ -299,7 +347,13 @@ class BuildCluster:
     def _store_summaries(self, settings: Settings, added: dict[str, CachedSummary]) -> None:
         cache = SummaryCache(settings.db_path)
         for key, summary in added.items():
-            cache.put(key, settings.llm_summary_model, summary.text, summary.prompt_tokens, summary.completion_tokens)
+            cache.put(
+                key,
+                settings.llm_summary_model,
+                summary.text,
+                summary.prompt_tokens,
+                summary.completion_tokens,
+            )
 
     async def build(
         self,
@@ -318,6 +372,9 @@ class BuildCluster:
         build_id = uuid.uuid4().hex
         if progress is not None:
             self._progress[build_id] = progress
+        if budget is not None:  # its clock stops until a worker begins the build (budget.py)
+            budget.hold()
+            self._waiting[build_id] = budget
         cached = await asyncio.to_thread(self._cached_summaries, settings)
         future = client.submit(
             build_on_worker, build_id, name, data, task_settings(settings), held, cached, budget,
@@ -325,7 +382,7 @@ class BuildCluster:
         )  # fmt: skip
         self._futures[build_id] = future
         try:
-            built, added = await future
+            built, added = await asyncio.to_thread(unpack_result, await future)
         except KilledWorker:
             log.error("the build of %s killed every worker it ran on", name)
             raise RaptorError(
@@ -341,6 +398,7 @@ class BuildCluster:
             ) from None
         finally:
             self._progress.pop(build_id, None)
+            self._waiting.pop(build_id, None)
             self._futures.pop(build_id, None)
             self._stopped.pop(build_id, None)
             if not future.done():
@@ -379,4 +437,5 @@ def exec_worker(address: str, settings: Settings, name: str | None = None) -> No
     """Replace this process with the Dask worker (so signals reach it directly)."""
     command = worker_command(address, settings, name)
     log.info("starting: %s", " ".join(command))
+    os.environ.update(WORKER_ENV)  # inherited by the nanny's worker process
     os.execv(command[0], command)

@@ -69,6 +69,50 @@ def test_bound_ends_an_await_at_the_deadline():
         asyncio.run(build())
 
 
+def test_bound_follows_a_deadline_restarted_while_it_waits():
+    """A build queued for a worker restarts its deadline when it begins; the await bounded by the old
+    one must not end at the old deadline."""
+    restarted = BuildBudget("q.txt", seconds=1.0, memory_mb=0)
+    untouched = BuildBudget("q.txt", seconds=1.0, memory_mb=0)
+
+    async def build(budget: BuildBudget, restart: bool) -> str:
+        async def restart_later() -> None:
+            await asyncio.sleep(0.7)
+            if restart:
+                budget.restart()
+
+        async def work() -> str:
+            await asyncio.sleep(1.3)
+            return "built"
+
+        mover = asyncio.create_task(restart_later())
+        try:
+            return await budget.bound(work())
+        finally:
+            await mover
+
+    assert asyncio.run(build(restarted, True)) == "built"
+    with pytest.raises(BuildLimitError):
+        asyncio.run(build(untouched, False))
+
+
+def test_a_held_clock_does_not_run_until_restarted():
+    """Queued on a cluster, a build waits for a worker as long as it must: its clock is held."""
+    budget = BuildBudget("held.txt", seconds=0.5, memory_mb=0)
+
+    async def wait_then_work() -> str:
+        budget.hold()
+        await asyncio.sleep(1.2)  # the wait for a worker: past the 0.5 s, not charged
+        budget.restart()
+        await asyncio.sleep(0.1)
+        return "built"
+
+    assert asyncio.run(budget.bound(wait_then_work())) == "built"
+    budget.restart()
+    with pytest.raises(BuildLimitError):
+        asyncio.run(budget.bound(asyncio.sleep(5)))  # once restarted it bounds again
+
+
 def test_a_budget_sent_to_another_process_keeps_its_deadline():
     budget = BuildBudget("c.txt", seconds=60, memory_mb=512)
     copy = pickle.loads(pickle.dumps(budget))

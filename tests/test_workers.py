@@ -30,9 +30,12 @@ from raptor_engine.workers import (
     BuildCluster,
     ClusterUnreachableError,
     build_on_worker,
+    pack_result,
     task_settings,
+    unpack_result,
 )
 from tests.dask_processes import dask_processes
+from tests.worker_faults import threads_on_worker
 
 ROOT = Path(__file__).resolve().parent.parent
 LIGHTHOUSE = (ROOT / "raptor_tools" / "samples" / "lighthouse_keepers.md").read_text()
@@ -161,6 +164,67 @@ async def test_the_build_budget_travels_with_the_task_and_is_checked_on_the_work
         with pytest.raises(BuildLimitError) as stopped:
             await future
     assert str(stopped.value) == budget.deadline_sentence()
+
+
+async def test_a_builds_deadline_runs_from_when_a_worker_starts_it_not_from_the_upload(dask_cluster, tmp_path):
+    """Uploads queue on the cluster behind each other: a budget whose time ran out while its task waited
+    for a worker (here, set in the past) gets its full time again when the task starts, and builds."""
+    settings = Settings(data_dir=tmp_path / "data")
+    budget = BuildBudget("short.md", seconds=600, memory_mb=0)
+    budget.deadline = time.time() - 1  # as if it had waited ten minutes in the queue
+    async with Client(dask_cluster, asynchronous=True) as client:
+        future = client.submit(
+            build_on_worker, "queued-test", "short.md", long_document(1), task_settings(settings), 0, {}, budget,
+            pure=False,
+        )  # fmt: skip
+        built, _ = unpack_result(await future)
+    assert built.tree.nodes
+
+
+def test_the_engines_copy_of_a_budget_restarts_with_the_first_progress_of_its_build(tmp_path):
+    """The engine awaits the build under `budget.bound`: the first progress from the worker says the build
+    began, and moves the engine's deadline with the worker's (a build queued behind others is not cut)."""
+    cluster = BuildCluster(Settings(data_dir=tmp_path / "data"))
+    budget = BuildBudget("queued.md", seconds=60, memory_mb=0)
+    budget.deadline = time.time() - 1
+    cluster._waiting["b1"] = budget
+    cluster._on_progress((time.time(), {"id": "b1", "stage": "load", "done": 0, "total": 1}))
+    assert budget.remaining() > 55 and "b1" not in cluster._waiting
+    cluster._on_progress((time.time(), {"id": "b1", "stage": "chunk", "done": 1, "total": 1}))
+    assert budget.remaining() <= 60  # restarted once, by the first progress only
+
+
+async def test_a_raptor_worker_is_single_threaded_so_n_workers_use_n_cores(dask_cluster, tmp_path):
+    """Left to their defaults onnxruntime and numba take every core: two workers on two cores then ran
+    1.13x one. A `raptor worker` (and the embedded cluster, which shares WORKER_ENV) gives each one."""
+    settings = task_settings(Settings(data_dir=tmp_path / "data"))
+    async with Client(dask_cluster, asynchronous=True) as client:
+        threads = await client.submit(threads_on_worker, settings, pure=False)
+    assert threads["numba"] == 1
+    assert threads["onnx"] in (1, -1)  # -1: the torch backend, capped by torch.set_num_threads instead
+
+
+def test_a_result_travels_as_small_pickles_and_comes_back_whole(tmp_path, embedder):
+    """One pickle of a 100k-token tree held the bot's event loop for 50-200 ms while Dask unpickled it;
+    the packed result is many small pieces, and unpacking them gives back the same tree."""
+    from raptor_engine.docbuild import build_document
+    from raptor_engine.summarize import ExtractiveSummarizer
+    from raptor_engine.workers import SLICE_ITEMS
+
+    settings = Settings(data_dir=tmp_path / "data")
+    summarizer = ExtractiveSummarizer(embedder.count_tokens, count_tokens_batch=embedder.count_tokens_batch)
+    built = asyncio.run(
+        build_document("long.md", long_document(2), settings=settings, held=0, embedder=embedder, summarizer=summarizer)
+    )
+    parts = pack_result(built, {"k": "cached"})
+    assert len(parts) == 1 + -(-(len(built.tree.nodes) + len(built.chunks)) // SLICE_ITEMS)
+    back, added = unpack_result(parts)
+    assert added == {"k": "cached"} and back.format == built.format and back.tree.layers == built.tree.layers
+    assert [(n.key, n.layer, n.text, n.children) for n in back.tree.nodes] == [
+        (n.key, n.layer, n.text, n.children) for n in built.tree.nodes
+    ]
+    assert all((a.embedding == b.embedding).all() for a, b in zip(back.tree.nodes, built.tree.nodes, strict=True))
+    assert [c.text for c in back.chunks] == [c.text for c in built.chunks]
 
 
 def _free_port() -> int:

@@ -1,5 +1,6 @@
 """A Dask worker preload for tests/test_workers.py: an upload named `poison*` kills the worker process
-that reads it, as a parser crash in native code or a memory blow-up past the nanny's limit would.
+that reads it, as a parser crash in native code or a memory blow-up past the nanny's limit would; and
+`threads_on_worker`, a task the test sends (workers import it from here, not from the test module).
 
 Loaded only by the test's workers (DASK_DISTRIBUTED__WORKER__PRELOAD); nothing in the project imports it.
 """
@@ -22,3 +23,15 @@ def _load_or_die(filename, data, limits, stats=None):
 
 def dask_setup(worker) -> None:
     docbuild.load_isolated = _load_or_die
+
+
+def threads_on_worker(settings):
+    """Run on a worker: how many threads its embedding runtime and numba (UMAP) may use."""
+    import numba
+
+    from raptor_engine.workers import worker_embedder
+
+    runtime = worker_embedder(settings).runtime
+    session = getattr(runtime, "session", None)
+    onnx = session.get_session_options().intra_op_num_threads if session is not None else -1
+    return {"onnx": onnx, "numba": numba.config.NUMBA_NUM_THREADS}
