@@ -18,14 +18,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psutil
+import psutil  # a dependency of distributed
 
 from bot.kb import kb_name
 from bot.uploads import Source, UploadLog
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
-from tests.bot.conftest import ALICE, CHAN_A, GUILD, snowflake, text_of
+from tests.bot.conftest import ALICE, BOB, CHAN_A, GUILD, snowflake, text_of
 from tests.bot.test_bot_flows import GatedSummarizer
 from tests.bot.test_bot_shards import START_SECONDS, bot_env
 
@@ -103,30 +103,36 @@ def test_an_uploads_file_of_the_previous_release_opens_and_keeps_its_unfinished_
 
 
 async def test_files_are_recorded_when_accepted_and_downloaded_only_when_their_turn_comes(make_harness, embedder):
+    """Both ways files arrive: /kb add (two files in one request) and a message auto-ingested."""
     summarizer = GatedSummarizer(embedder.count_tokens)
-    h = await make_harness(summarizer=summarizer)
+    h = await make_harness(message_content=True, summarizer=summarizer)
+    autoingest = [{"name": "enabled", "type": 5, "value": True}]
+    assert "**on**" in (await h.replies_done(h.slash("kb", autoingest, sub="autoingest")))[0]["content"]
     kestrel = h.fake.add_file("kestrel.md", LIGHTHOUSE.encode())
     bread = h.fake.add_file("bread.txt", SOURDOUGH.encode())
     notes = h.fake.add_file("notes.md", b"# Notes\n\nThe lamp room is swept every morning before the log is written.")
     first = h.kb_add(kestrel, bread)  # two files in one request: the second waits for the first
     await asyncio.wait_for(summarizer.entered.wait(), 120)
-    second = h.kb_add(notes)  # another request in the same channel: it waits for the channel's queue
+    h.user_message(CHAN_A, "the notes", attachments=[notes], user=BOB)  # waits for the channel's queue
     uploads = h.bot.services.jobs.uploads
     await h.fake.wait_for(lambda: len(uploads.unfinished()) == 3, what="three recorded uploads")
     running, *waiting = uploads.unfinished()
     assert (running.filename, running.status, running.sha256) == ("kestrel.md", "running", sha256(LIGHTHOUSE))
-    for upload, attachment in zip(waiting, (bread, notes), strict=True):
+    for upload, attachment, requester in zip(waiting, (bread, notes), (ALICE, BOB), strict=True):
         assert (upload.filename, upload.status, upload.data, upload.sha256) == (
             attachment["filename"], "waiting", None, "",
         )  # fmt: skip
         assert (upload.url, upload.size) == (attachment["url"], attachment["size"])
-        assert (upload.kb, upload.channel_id, upload.requester_id) == (KB_A, CHAN_A, ALICE)
+        assert (upload.kb, upload.channel_id, upload.requester_id) == (KB_A, CHAN_A, requester)
     assert h.fake.cdn_hits == [cdn_key(kestrel)]  # the waiting ones are not downloaded yet
     summarizer.gate.set()
-    for token in (first, second):
-        await h.replies_done(token, lambda r: "Done" in text_of(r[0]), what="the builds")
+    await h.replies_done(first, lambda r: "Done" in text_of(r[0]), what="the slash command's builds")
+    await h.fake.wait_for(
+        lambda: any("✅ **notes.md** added" in m["content"] for m in h.fake.channel_messages(CHAN_A)),
+        what="the auto-ingested build",
+    )
     assert sorted(d.name for d in h.engine.documents(KB_A)) == ["bread.txt", "kestrel.md", "notes.md"]
-    assert uploads.unfinished() == []
+    await h.fake.wait_for(lambda: uploads.unfinished() == [], what="every upload to be marked")
     assert [uploads.status(u.id) for u in (running, *waiting)] == ["done", "done", "done"]
 
 
