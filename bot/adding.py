@@ -1,7 +1,8 @@
 """Adding files from /kb add, the 'Add to knowledge base' message command and auto-ingest.
 
 Each attachment is checked by name and size before anything is downloaded; accepted ones are then
-queued, downloaded once and handed to the engine, while one status message shows every file's line.
+recorded (bot/uploads.py: a bot killed before building them fetches them again on restart), queued,
+downloaded once and handed to the engine, while one status message shows every file's line.
 """
 
 from __future__ import annotations
@@ -18,12 +19,16 @@ from raptor_engine.errors import IngestError, RaptorError
 from raptor_engine.load import SUPPORTED_EXTENSIONS, check_upload
 from raptor_engine.types import Progress
 
-from .jobs import StatusMessage, ThrottledEditor, display_name, download
+from .jobs import ShuttingDown, StatusMessage, ThrottledEditor, display_name, download
 from .render import inert
 from .services import Services
-from .uploads import Upload
+from .uploads import Source, Upload
 
 log = logging.getLogger(__name__)
+
+RESUMING = "The bot restarted while this file was being added; adding it again…"
+RESUMED = "Done (the bot restarted while this file was being added, so it was built again)."
+RESUMED_NOT_ADDED = "Done (the bot restarted while this file was being added, so it was tried again)."
 
 
 @dataclass
@@ -134,9 +139,11 @@ async def add_files(
             services.status_interval,
         )
         batch.show()
+        sources = [Source(a.filename, a.url, a.size) for a in attachments]
+        records = await services.jobs.accept(kb, sources, added_by, batch.origin)
         added = 0
-        for index, attachment in enumerate(attachments):
-            added += await _add_one(services, kb, attachment, index, added_by, batch)
+        for index, (attachment, record) in enumerate(zip(attachments, records, strict=True)):
+            added += await _add_one(services, kb, attachment, index, added_by, batch, record)
         header = (
             "Done."
             if added == len(attachments)
@@ -155,16 +162,30 @@ def origin_of(status: StatusMessage) -> tuple[int | None, int | None]:
 
 
 async def _add_one(
-    services: Services, kb: str, attachment: discord.Attachment, index: int, added_by: str, batch: BatchStatus
+    services: Services,
+    kb: str,
+    attachment: discord.Attachment,
+    index: int,
+    added_by: str,
+    batch: BatchStatus,
+    record: int | None,
 ) -> bool:
     """Download and ingest one attachment, writing its outcome on its line; True when it was added."""
-    name = display_name(attachment.filename)
+    fetch = fetcher(services, batch, index, Source(attachment.filename, attachment.url, attachment.size))
+    return await _build_one(services, kb, attachment.filename, fetch, index, added_by, batch, record=record)
+
+
+def fetcher(
+    services: Services, batch: BatchStatus, index: int, source: Source
+) -> Callable[[], Awaitable[bytes]]:
+    """Downloads `source` when its turn comes, showing that on the file's line."""
+    name = display_name(source.filename)
 
     async def fetch() -> bytes:
-        batch.set(index, f"⏳ **{name}**: downloading {attachment.size / 1024:.0f} KB")
-        return await download(services.cdn, attachment, services.settings.max_file_bytes)
+        batch.set(index, f"⏳ **{name}**: downloading {source.size / 1024:.0f} KB")
+        return await download(services.cdn, source.url, source.filename, services.settings.max_file_bytes)
 
-    return await _build_one(services, kb, attachment.filename, fetch, index, added_by, batch, origin=batch.origin)
+    return fetch
 
 
 async def _build_one(
@@ -191,10 +212,7 @@ async def _build_one(
         )
     except RaptorError as error:
         log.info("adding %s to %s failed: %s", filename, kb, error)
-        if isinstance(error, IngestError):
-            batch.conclude(index, f"❌ **{name}** {inert(error.reason)} Nothing was stored.")
-        else:
-            batch.conclude(index, f"❌ **{name}** was not added: {inert(str(error))} Nothing was stored.")
+        batch.conclude(index, failure_line(name, error))
         return False
     except Exception:
         log.exception("adding %s to %s failed unexpectedly", filename, kb)
@@ -205,6 +223,15 @@ async def _build_one(
     log.info("added %s to %s: %s (%s)", filename, kb, result.status, "; ".join(map(str, result.notes)))
     batch.conclude(index, result_line(filename, result))
     return result.status == "added"
+
+
+def failure_line(name: str, error: RaptorError) -> str:
+    """A file's line when it was not added; one kept for the bot's next start says so instead."""
+    if isinstance(error, ShuttingDown) and error.kept:
+        return f"⏸️ **{name}** {inert(str(error))}"
+    if isinstance(error, IngestError):
+        return f"❌ **{name}** {inert(error.reason)} Nothing was stored."
+    return f"❌ **{name}** was not added: {inert(str(error))} Nothing was stored."
 
 
 async def resume_uploads(services: Services, channel_for: Callable[[int], Any]) -> int:
@@ -219,23 +246,35 @@ async def resume_uploads(services: Services, channel_for: Callable[[int], Any]) 
 
 
 async def _resume_one(services: Services, upload: Upload, channel_for: Callable[[int], Any]) -> None:
+    """Build one unfinished upload again in its channel, naming its requester; one that was still
+    waiting is downloaded again first (its link may have expired: the requester is asked to post it)."""
     log.info("resuming the build of %s in %s (upload %d was %s)", upload.filename, upload.kb, upload.id, upload.status)
     channel = channel_for(upload.channel_id) if upload.channel_id is not None else None
     status = StatusMessage(channel, requester_id=upload.requester_id, token_lifetime=services.token_lifetime)
     async with services.jobs.track():
-        batch = BatchStatus(
-            status,
-            "The bot restarted while this file was being added; adding it again…",
-            [upload.filename],
-            [],
-            services.status_interval,
-        )
+        batch = BatchStatus(status, RESUMING, [upload.filename], [], services.status_interval)
         batch.show()
-
-        async def fetch() -> bytes:
-            return upload.data
-
-        await _build_one(
-            services, upload.kb, upload.filename, fetch, 0, upload.added_by, batch, resumed=upload.id
+        added = await _build_one(
+            services,
+            upload.kb,
+            upload.filename,
+            resumed_fetch(services, batch, upload),
+            0,
+            upload.added_by,
+            batch,
+            record=upload.id,
+            downloaded=upload.data is not None,
         )
-        await batch.finish("Done (the bot restarted while this file was being added, so it was built again).")
+        await batch.finish(RESUMED if added else RESUMED_NOT_ADDED)
+
+
+def resumed_fetch(services: Services, batch: BatchStatus, upload: Upload) -> Callable[[], Awaitable[bytes]]:
+    """The bytes the record kept, or a fresh download from the upload's link when it had none yet."""
+    kept = upload.data
+    if kept is None:
+        return fetcher(services, batch, 0, Source(upload.filename, upload.url, upload.size))
+
+    async def fetch() -> bytes:
+        return kept
+
+    return fetch

@@ -24,7 +24,7 @@ from raptor_engine.errors import IngestError, RaptorError
 from raptor_engine.types import Progress
 
 from .render import CONTENT_LIMIT, inert, truncate
-from .uploads import UploadLog
+from .uploads import Source, UploadLog
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,15 @@ MIN_EDIT_INTERVAL_SECONDS = 1.0
 
 
 class ShuttingDown(RaptorError):
-    """The bot is stopping; the file was not added."""
+    """The bot is stopping before the file's turn. A `kept` file is on record: the next start adds it."""
+
+    def __init__(self, kept: bool):
+        super().__init__(
+            "waits: the bot is restarting and adds it when it is back."
+            if kept
+            else "The bot restarted before this file's turn; please add it again."
+        )
+        self.kept = kept
 
 
 def is_expired_token_error(error: BaseException) -> bool:
@@ -266,6 +274,21 @@ class BuildJobs:
             if self._busy() == 0:
                 self._idle.set()
 
+    async def accept(
+        self, kb: str, sources: list[Source], added_by: str, origin: tuple[int | None, int | None]
+    ) -> list[int | None]:
+        """Record accepted files as waiting before they wait for their turn, so a bot killed meanwhile
+        fetches them again on restart; one id per file (None: no record kept).
+
+        A log that cannot be written does not refuse the files: they are built without a record."""
+        if self.uploads is None:
+            return [None] * len(sources)
+        try:
+            return list(await asyncio.to_thread(self.uploads.accept, kb, sources, added_by, *origin))
+        except Exception:
+            log.exception("could not record %d upload(s) for %s; building them unrecorded", len(sources), kb)
+            return [None] * len(sources)
+
     async def run(
         self,
         kb: str,
@@ -274,13 +297,14 @@ class BuildJobs:
         added_by: str,
         progress: Callable[[Progress], None],
         on_wait: Callable[[str], None],
-        origin: tuple[int | None, int | None] = (None, None),
-        resumed: int | None = None,
+        record: int | None = None,
+        downloaded: bool = False,
     ) -> Any:
         """Queue, then download and ingest one file; returns the engine's IngestResult or raises.
 
-        `origin` (channel id, requester id) is recorded with the bytes so a restarted bot can build the
-        file again and tell its requester; `resumed` is the record of an upload being built again."""
+        `record` is the upload's row in the log (from `accept`, or a resumed one); `downloaded` says the
+        row already holds the bytes, else they are stored there once fetched. A failed download marks it
+        failed; a bot stopping before its turn leaves it waiting for the next start."""
         lock = self._locks.setdefault(kb, asyncio.Lock())
         self._waiting[kb] += 1
         self._idle.clear()
@@ -297,13 +321,14 @@ class BuildJobs:
                     )
                 async with self._slots:
                     if self.closing:
-                        raise ShuttingDown("The bot restarted before this file's turn; please add it again.")
+                        raise ShuttingDown(kept=record is not None)
                     self._waiting[kb] -= 1
                     started = True
                     self._running[kb] = filename
                     try:
-                        data = await fetch()
-                        record = resumed or await self._record(kb, filename, data, added_by, origin)
+                        data = await self._fetch(record, fetch)
+                        if not downloaded:
+                            await self._store(record, data)
                         loop = asyncio.get_running_loop()
                         return await self._ingest(
                             record, kb, filename, data, added_by, thread_safe(loop, progress)
@@ -318,12 +343,17 @@ class BuildJobs:
             if self._busy() == 0:
                 self._idle.set()
 
-    async def _record(
-        self, kb: str, filename: str, data: bytes, added_by: str, origin: tuple[int | None, int | None]
-    ) -> int | None:
-        if self.uploads is None:
-            return None
-        return await asyncio.to_thread(self.uploads.accept, kb, filename, data, added_by, *origin)
+    async def _fetch(self, record: int | None, fetch: Callable[[], Awaitable[bytes]]) -> bytes:
+        """The file's bytes; a download that fails marks its record failed (the user is told why)."""
+        try:
+            return await fetch()
+        except Exception as error:
+            await self._mark(record, "failed", str(error))
+            raise
+
+    async def _store(self, record: int | None, data: bytes) -> None:
+        if self.uploads is not None and record is not None:
+            await asyncio.to_thread(self.uploads.downloaded, record, data)
 
     async def _mark(self, record: int | None, status: str, error: str = "") -> None:
         if self.uploads is not None and record is not None:
@@ -362,11 +392,11 @@ class BuildJobs:
 # ---------------------------------------------------------------------------------------------- download
 
 
-async def download(session: aiohttp.ClientSession, attachment: discord.Attachment, max_bytes: int) -> bytes:
-    """The attachment's bytes, read once; stops reading past `max_bytes` (the metadata may lie)."""
-    name = attachment.filename
+async def download(session: aiohttp.ClientSession, url: str, name: str, max_bytes: int) -> bytes:
+    """An attachment's bytes from Discord's CDN, read once; stops reading past `max_bytes` (the
+    declared size may lie). Also fetches a resumed upload again, whose link may have expired."""
     try:
-        async with session.get(attachment.url) as response:
+        async with session.get(url) as response:
             if response.status != 200:
                 raise IngestError(
                     name, f"could not be downloaded from Discord (HTTP {response.status}); post it again."

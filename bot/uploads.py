@@ -1,13 +1,17 @@
-"""The record of each accepted upload, so a bot killed mid-build builds the file again on restart.
+"""The record of each accepted upload, so a bot stopped before an upload was built builds it on restart.
 
-A row per upload: its knowledge base, file name, sha256, bytes (kept only until the build ends), who
-asked and in which channel, and its state: queued (downloaded, waiting for its build) -> running -> done
-or failed. On start the bot resubmits every queued or running upload and tells its requester in the
-channel. Adding is idempotent by (knowledge base, sha256) in the engine, so an upload whose build had
-committed before the bot died is reported as already added, never stored twice.
+A row per upload: its knowledge base, file name, who asked and in which channel, where Discord serves it
+(url and declared size), and its state. An upload is recorded `waiting` as soon as it is accepted, before
+it waits for its channel's queue and a build slot, with no bytes yet; once downloaded it keeps its bytes
+and sha256 and is `queued`, then `running`, then `done` or `failed` (the bytes are dropped then). On start
+the bot builds every unfinished upload again and tells its requester in the channel: a `waiting` one is
+downloaded again from its url first, and one whose link no longer works is marked failed and its requester
+asked to post the file again. Adding is idempotent by (knowledge base, sha256) in the engine, so an upload
+whose build had committed before the bot died is reported as already added, never stored twice.
 
 It lives in its own SQLite file beside the store (data_dir/uploads.db): its rows are the bot's work
-queue, not knowledge-base content, and a store split per guild need not carry them.
+queue, not knowledge-base content, and a store split per guild need not carry them. A file written by an
+earlier release (without url and size) gains those columns when opened.
 """
 
 from __future__ import annotations
@@ -20,7 +24,18 @@ from pathlib import Path
 
 from raptor_engine.db import connect
 
-UNFINISHED = ("queued", "running")
+UNFINISHED = ("waiting", "queued", "running")
+# Columns added after the first release, with the value old rows get (ALTER TABLE ... ADD COLUMN).
+ADDED_COLUMNS = {"url": "TEXT NOT NULL DEFAULT ''", "size": "INTEGER NOT NULL DEFAULT 0"}
+
+
+@dataclass(frozen=True)
+class Source:
+    """An accepted attachment before download: what fetching it again needs."""
+
+    filename: str
+    url: str
+    size: int  # as Discord declared it; the download itself is bounded by the size limit
 
 
 @dataclass
@@ -28,12 +43,14 @@ class Upload:
     id: int
     kb: str
     filename: str
-    sha256: str
-    data: bytes
+    sha256: str  # '' until downloaded
+    data: bytes | None  # None until downloaded, and again once finished
     added_by: str
     channel_id: int | None
     requester_id: int | None
     status: str
+    url: str
+    size: int
 
 
 class UploadLog:
@@ -47,22 +64,58 @@ class UploadLog:
                 id INTEGER PRIMARY KEY, kb TEXT NOT NULL, filename TEXT NOT NULL, sha256 TEXT NOT NULL,
                 data BLOB, added_by TEXT NOT NULL, channel_id INTEGER, requester_id INTEGER,
                 status TEXT NOT NULL, error TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL,
-                updated_at REAL NOT NULL)"""
+                updated_at REAL NOT NULL, url TEXT NOT NULL DEFAULT '', size INTEGER NOT NULL DEFAULT 0)"""
         )
+        self._add_missing_columns()
         self.db.execute("CREATE INDEX IF NOT EXISTS uploads_status ON uploads (status)")
 
+    def _add_missing_columns(self) -> None:
+        """Bring a file of an earlier release up to date; in one transaction, so two processes opening it
+        at once do not both add a column."""
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            have = {row[1] for row in conn.execute("PRAGMA table_info(uploads)")}
+            for name, declaration in ADDED_COLUMNS.items():
+                if name not in have:
+                    conn.execute(f"ALTER TABLE uploads ADD COLUMN {name} {declaration}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
     def accept(
-        self, kb: str, filename: str, data: bytes, added_by: str, channel_id: int | None, requester_id: int | None
-    ) -> int:
-        """Record a downloaded upload as queued; returns its id."""
+        self, kb: str, sources: list[Source], added_by: str, channel_id: int | None, requester_id: int | None
+    ) -> list[int]:
+        """Record accepted attachments as waiting (all or none); returns their ids in order."""
         now = time.time()
+        ids = []
         with self._lock:
-            cursor = self.db.execute(
-                "INSERT INTO uploads (kb, filename, sha256, data, added_by, channel_id, requester_id, status, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
-                [kb, filename, hashlib.sha256(data).hexdigest(), data, added_by, channel_id, requester_id, now, now],
+            conn = self.db.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for source in sources:
+                    row = [kb, source.filename, added_by, channel_id, requester_id]
+                    cursor = conn.execute(
+                        "INSERT INTO uploads (kb, filename, sha256, data, added_by, channel_id, "
+                        "requester_id, status, created_at, updated_at, url, size) "
+                        "VALUES (?, ?, '', NULL, ?, ?, ?, 'waiting', ?, ?, ?, ?)",
+                        [*row, now, now, source.url, source.size],
+                    )
+                    ids.append(int(cursor.lastrowid or 0))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return ids
+
+    def downloaded(self, upload_id: int, data: bytes) -> None:
+        """Keep a waiting upload's bytes: from now on a restart builds it without downloading again."""
+        with self._lock:
+            self.db.execute(
+                "UPDATE uploads SET data = ?, sha256 = ?, status = 'queued', updated_at = ? WHERE id = ?",
+                [data, hashlib.sha256(data).hexdigest(), time.time(), upload_id],
             )
-            return int(cursor.lastrowid)
 
     def mark(self, upload_id: int, status: str, error: str = "") -> None:
         """Move an upload to `status`; a finished one drops its bytes (nothing will need them again)."""
@@ -79,8 +132,8 @@ class UploadLog:
         """Uploads a previous run of the bot accepted and did not finish, oldest first."""
         with self._lock:
             rows = self.db.execute(
-                "SELECT id, kb, filename, sha256, data, added_by, channel_id, requester_id, status FROM uploads "
-                "WHERE status IN (?, ?) ORDER BY id",
+                "SELECT id, kb, filename, sha256, data, added_by, channel_id, requester_id, status, url, "
+                "size FROM uploads WHERE status IN (?, ?, ?) ORDER BY id",
                 list(UNFINISHED),
             ).fetchall()
         return [Upload(*row) for row in rows]

@@ -11,11 +11,24 @@ import dataclasses
 import pytest
 
 from bot.kb import kb_name
-from bot.uploads import UploadLog
+from bot.uploads import Source, UploadLog
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
 from tests.bot.conftest import ALICE, CHAN_A, GUILD, text_of
 
 KB_A = kb_name(GUILD, CHAN_A)
+
+
+def recorded_as_running(settings, filename: str, data: bytes) -> int:
+    """What a bot killed mid-build leaves behind: the upload recorded as running with its bytes."""
+    log = UploadLog(settings.data_dir / "uploads.db")
+    try:
+        source = Source(filename, "http://cdn.invalid/gone", len(data))  # never fetched: the bytes are kept
+        [upload_id] = log.accept(KB_A, [source], "alice", CHAN_A, ALICE)
+        log.downloaded(upload_id, data)
+        log.mark(upload_id, "running")
+    finally:
+        log.close()
+    return upload_id
 
 
 @pytest.fixture(scope="module")
@@ -49,11 +62,7 @@ async def test_restarted_bot_builds_an_unfinished_upload_again_and_tells_its_req
     make_harness, bot_settings, scheduler_address
 ):
     settings = dataclasses.replace(bot_settings, dask_scheduler=scheduler_address)
-    # What a bot killed mid-build leaves behind: the upload recorded as running, nothing stored.
-    log = UploadLog(settings.data_dir / "uploads.db")
-    upload_id = log.accept(KB_A, "bread.txt", SOURDOUGH.encode(), "alice", CHAN_A, ALICE)
-    log.mark(upload_id, "running")
-    log.close()
+    upload_id = recorded_as_running(settings, "bread.txt", SOURDOUGH.encode())
     h = await make_harness(settings=settings)
 
     def final_message():
@@ -79,10 +88,7 @@ async def test_a_resumed_upload_that_had_been_committed_is_not_added_twice(
     await h.engine.ingest(KB_A, "bread.txt", SOURDOUGH.encode(), added_by="alice")
     await h.bot.close()
     # The bot died after the commit but before marking the upload done.
-    log = UploadLog(settings.data_dir / "uploads.db")
-    upload_id = log.accept(KB_A, "bread.txt", SOURDOUGH.encode(), "alice", CHAN_A, ALICE)
-    log.mark(upload_id, "running")
-    log.close()
+    recorded_as_running(settings, "bread.txt", SOURDOUGH.encode())
     h2 = await make_harness(settings=settings)
     await h2.fake.wait_for(
         lambda: any("already in this knowledge base" in m["content"] for m in h2.fake.channel_messages(CHAN_A)),
