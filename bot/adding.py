@@ -15,6 +15,7 @@ from typing import Any
 
 import discord
 
+from raptor_engine.budget import BuildLimitError
 from raptor_engine.errors import IngestError, RaptorError
 from raptor_engine.load import SUPPORTED_EXTENSIONS, check_upload
 from raptor_engine.types import Progress
@@ -231,6 +232,8 @@ def failure_line(name: str, error: RaptorError) -> str:
         return f"⏸️ **{name}** {inert(str(error))}"
     if isinstance(error, IngestError):
         return f"❌ **{name}** {inert(error.reason)} Nothing was stored."
+    if isinstance(error, BuildLimitError):  # its sentence names the file too: say it once
+        return f"❌ **{name}** was not added: {inert(error.reason)} Nothing was stored."
     return f"❌ **{name}** was not added: {inert(str(error))} Nothing was stored."
 
 

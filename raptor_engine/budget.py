@@ -50,8 +50,17 @@ CHECK_EVERY = 4096  # items of a long loop (sentences, texts) between two checkp
 _ACTIVE: contextvars.ContextVar[BuildBudget | None] = contextvars.ContextVar("raptor_build_budget", default=None)
 
 
+NOT_ADDED = " was not added: "  # between the file's name and the reason, in both sentences
+
+
 class BuildLimitError(LimitError):
     """A build passed its deadline or its memory ceiling; nothing of it was stored."""
+
+    @property
+    def reason(self) -> str:
+        """The sentence without the file's name in front ("building it took longer than..."), for a
+        line that names the file already."""
+        return str(self).partition(NOT_ADDED)[2] or str(self)
 
 
 def current_rss_mb() -> float | None:
@@ -91,13 +100,13 @@ class BuildBudget:
 
     def deadline_sentence(self) -> str:
         return (
-            f"{self.name} was not added: building it took longer than the {self.seconds:g} s allowed for "
+            f"{self.name}{NOT_ADDED}building it took longer than the {self.seconds:g} s allowed for "
             "one upload; split it into smaller files."
         )
 
     def memory_sentence(self) -> str:
         return (
-            f"{self.name} was not added: building it needed more than the {self.memory_mb:,} MB of memory "
+            f"{self.name}{NOT_ADDED}building it needed more than the {self.memory_mb:,} MB of memory "
             "allowed for one upload; split it into smaller files."
         )
 

@@ -91,3 +91,49 @@ async def test_throttled_editor_shows_at_most_once_per_interval_and_the_latest_t
     assert shown[-1] == (2.0, "done")
     times = [t for t, _ in shown]
     assert all(b - a >= 1.0 for a, b in zip(times, times[1:], strict=False))
+
+
+def test_a_file_stopped_by_its_build_limit_is_named_once_on_its_line():
+    """The budget's sentence names the file; the line names it too: 'x was not added: x was not added'."""
+    import pickle
+
+    from bot.adding import failure_line
+    from raptor_engine.budget import BuildBudget, BuildLimitError
+
+    budget = BuildBudget("kestrel.md", seconds=60, memory_mb=512)
+    for sentence in (budget.deadline_sentence(), budget.memory_sentence()):
+        error = pickle.loads(pickle.dumps(BuildLimitError(sentence)))  # as it comes back from a worker
+        line = failure_line("kestrel.md", error)
+        assert line.count("was not added") == 1 and line.count("kestrel.md") == 1, line
+        assert error.reason in line and str(error) == sentence
+
+
+async def test_a_download_that_runs_past_the_sessions_timeout_asks_to_post_the_file_again():
+    """aiohttp's total timeout raises TimeoutError, not ClientError: it must still be one sentence."""
+    import aiohttp
+    import pytest
+    from aiohttp import web
+
+    from bot.jobs import download
+    from raptor_engine.errors import IngestError
+
+    async def stall(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(b"partial")
+        await asyncio.sleep(5)
+        return response
+
+    app = web.Application()
+    app.router.add_get("/file", stall)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=0.5)) as session:
+            with pytest.raises(IngestError, match="could not be downloaded from Discord; post it again"):
+                await download(session, f"http://127.0.0.1:{port}/file", "slow.md", 10**6)
+    finally:
+        await runner.cleanup()
