@@ -16,13 +16,16 @@ earlier release (without url and size) gains those columns when opened.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from raptor_engine.db import connect
+from raptor_engine.errors import RaptorError
 
 UNFINISHED = ("waiting", "queued", "running")
 # Columns added after the first release, with the value old rows get (ALTER TABLE ... ADD COLUMN).
@@ -58,7 +61,8 @@ class UploadLog:
 
     def __init__(self, path: str | Path):
         self.db = connect(path, autocommit=True)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one statement at a time on the shared connection, and none after close
+        self._closed = False
         self.db.execute(
             """CREATE TABLE IF NOT EXISTS uploads (
                 id INTEGER PRIMARY KEY, kb TEXT NOT NULL, filename TEXT NOT NULL, sha256 TEXT NOT NULL,
@@ -90,7 +94,7 @@ class UploadLog:
         """Record accepted attachments as waiting (all or none); returns their ids in order."""
         now = time.time()
         ids = []
-        with self._lock:
+        with self._using():
             conn = self.db.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -111,7 +115,7 @@ class UploadLog:
 
     def downloaded(self, upload_id: int, data: bytes) -> None:
         """Keep a waiting upload's bytes: from now on a restart builds it without downloading again."""
-        with self._lock:
+        with self._using():
             self.db.execute(
                 "UPDATE uploads SET data = ?, sha256 = ?, status = 'queued', updated_at = ? WHERE id = ?",
                 [data, hashlib.sha256(data).hexdigest(), time.time(), upload_id],
@@ -120,7 +124,7 @@ class UploadLog:
     def mark(self, upload_id: int, status: str, error: str = "") -> None:
         """Move an upload to `status`; a finished one drops its bytes (nothing will need them again)."""
         keep = status in UNFINISHED
-        with self._lock:
+        with self._using():
             self.db.execute(
                 "UPDATE uploads SET status = ?, error = ?, updated_at = ?"
                 + ("" if keep else ", data = NULL")
@@ -130,7 +134,7 @@ class UploadLog:
 
     def unfinished(self) -> list[Upload]:
         """Uploads a previous run of the bot accepted and did not finish, oldest first."""
-        with self._lock:
+        with self._using():
             rows = self.db.execute(
                 "SELECT id, kb, filename, sha256, data, added_by, channel_id, requester_id, status, url, "
                 "size FROM uploads WHERE status IN (?, ?, ?) ORDER BY id",
@@ -139,9 +143,20 @@ class UploadLog:
         return [Upload(*row) for row in rows]
 
     def status(self, upload_id: int) -> str | None:
-        with self._lock:
+        with self._using():
             row = self.db.execute("SELECT status FROM uploads WHERE id = ?", [upload_id]).fetchone()
         return row[0] if row else None
 
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[None]:
+        """The connection, alone; RaptorError once closed (a call still in a thread when the bot stops)."""
+        with self._lock:
+            if self._closed:
+                raise RaptorError("The upload records are closed: the bot is stopping.")
+            yield
+
     def close(self) -> None:
-        self.db.conn.close()
+        """Close once no statement runs: closing the connection under a running one crashed the process."""
+        with self._lock:
+            self._closed = True
+            self.db.conn.close()

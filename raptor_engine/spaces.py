@@ -26,6 +26,7 @@ import re
 import shutil
 import sqlite3
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
@@ -44,6 +45,7 @@ DB_NAME = "raptor.db"
 INDEX_DIR = "indices"
 # What one open SQLite connection may hold: its page cache (SQLite's default cache_size, 2,000 KiB).
 CONNECTION_BYTES = 2000 * 1024
+CLOSE_WAIT_S = 10.0  # how long closing waits for calls still working in a space
 _SPACE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -327,8 +329,17 @@ class Spaces:
             with self._lock:
                 self._deleting.discard(name)
 
-    def close(self) -> None:
-        with self._lock:
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
+        """Close every space, once the calls working in them are done (up to `wait_s`): closing a
+        connection under a statement another thread is running can crash the process."""
+        deadline = time.monotonic() + wait_s
+        with self._unpinned:
+            while any(space.pins > 0 for space in self._open.values()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    log.warning("closing spaces while calls still work in them")
+                    break
+                self._unpinned.wait(left)
             spaces = list(self._open.values())
             self._open.clear()
         for space in spaces:

@@ -320,3 +320,33 @@ def test_two_processes_opening_an_old_directory_at_once_move_it_once(old_layout,
         _, err = process.communicate(timeout=300)
         assert process.returncode == 0, err.decode()[-2000:]
     _check_moved(data, rows, answers, embedder)
+
+
+def test_closing_waits_for_calls_still_working_in_a_space(tmp_path):
+    """Closing a store's connections under a running statement can crash the process: a bot stopping
+    while a question's thread still reads its server's store. Close waits for the space's pins."""
+    import threading
+
+    from raptor_engine.config import Settings
+    from raptor_engine.spaces import Spaces
+
+    spaces = Spaces(Settings(data_dir=tmp_path / "data"))
+    entered, leave = threading.Event(), threading.Event()
+
+    def call() -> None:
+        with spaces.pinned("42") as space:
+            entered.set()
+            leave.wait(10)
+            space.store.kb_names()  # still usable: not closed under it
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    assert entered.wait(10)
+    closer = threading.Thread(target=spaces.close)
+    closer.start()
+    closer.join(0.3)
+    assert closer.is_alive()
+    leave.set()
+    worker.join(10)
+    closer.join(10)
+    assert not closer.is_alive() and spaces.open_count() == 0

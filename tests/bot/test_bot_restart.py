@@ -298,3 +298,25 @@ async def test_a_bot_killed_mid_build_builds_its_uploads_on_restart_and_tells_th
         assert sorted(d.name for d in engine.documents(KB_A)) == ["bread.txt", "kestrel.md", "long.md"]
     finally:
         engine.close()
+
+
+def test_closing_the_upload_records_waits_for_a_running_statement_and_then_refuses_calls(tmp_path):
+    """The bot closed uploads.db while a cancelled start-up task's thread was reading it: a segfault.
+    Closing now waits for the statement in flight, and a call after it gets a RaptorError."""
+    import threading
+
+    import pytest
+
+    from raptor_engine.errors import RaptorError
+
+    uploads = UploadLog(tmp_path / "uploads.db")
+    uploads._lock.acquire()  # a statement running in another thread
+    closer = threading.Thread(target=uploads.close)
+    closer.start()
+    closer.join(0.3)
+    assert closer.is_alive()  # it waits for the statement
+    uploads._lock.release()
+    closer.join(5)
+    assert not closer.is_alive()
+    with pytest.raises(RaptorError, match="closed"):
+        uploads.unfinished()
