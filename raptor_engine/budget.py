@@ -137,7 +137,12 @@ class BuildBudget:
     async def bound(self, step: Awaitable[T]) -> T:
         """Await `step`, but no later than the deadline, read again every POLL_S (`hold()` and
         `restart()` move it); past it, `step` is cancelled and the sentence raised."""
-        self.check()
+        try:
+            self.check()
+        except BuildLimitError:
+            if asyncio.iscoroutine(step):
+                step.close()  # never started: say so to the interpreter rather than warn
+            raise
         if self.seconds <= 0:
             return await step
         task = asyncio.ensure_future(step)
