@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from raptor_engine.db import connect
+from raptor_engine.db import connect, immediate
 from raptor_engine.errors import RaptorError
 
 UNFINISHED = ("waiting", "queued", "running")
@@ -76,17 +76,11 @@ class UploadLog:
     def _add_missing_columns(self) -> None:
         """Bring a file of an earlier release up to date; in one transaction, so two processes opening it
         at once do not both add a column."""
-        conn = self.db.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(self.db.conn) as conn:
             have = {row[1] for row in conn.execute("PRAGMA table_info(uploads)")}
             for name, declaration in ADDED_COLUMNS.items():
                 if name not in have:
                     conn.execute(f"ALTER TABLE uploads ADD COLUMN {name} {declaration}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     def accept(
         self, kb: str, sources: list[Source], added_by: str, channel_id: int | None, requester_id: int | None
@@ -94,23 +88,16 @@ class UploadLog:
         """Record accepted attachments as waiting (all or none); returns their ids in order."""
         now = time.time()
         ids = []
-        with self._using():
-            conn = self.db.conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for source in sources:
-                    row = [kb, source.filename, added_by, channel_id, requester_id]
-                    cursor = conn.execute(
-                        "INSERT INTO uploads (kb, filename, sha256, data, added_by, channel_id, "
-                        "requester_id, status, created_at, updated_at, url, size) "
-                        "VALUES (?, ?, '', NULL, ?, ?, ?, 'waiting', ?, ?, ?, ?)",
-                        [*row, now, now, source.url, source.size],
-                    )
-                    ids.append(int(cursor.lastrowid or 0))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self._using(), immediate(self.db.conn) as conn:
+            for source in sources:
+                row = [kb, source.filename, added_by, channel_id, requester_id]
+                cursor = conn.execute(
+                    "INSERT INTO uploads (kb, filename, sha256, data, added_by, channel_id, "
+                    "requester_id, status, created_at, updated_at, url, size) "
+                    "VALUES (?, ?, '', NULL, ?, ?, ?, 'waiting', ?, ?, ?, ?)",
+                    [*row, now, now, source.url, source.size],
+                )
+                ids.append(int(cursor.lastrowid or 0))
         return ids
 
     def downloaded(self, upload_id: int, data: bytes) -> None:

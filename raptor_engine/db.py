@@ -7,7 +7,9 @@ writer writes), a busy timeout (another process's write waits instead of failing
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import sqlite_utils
@@ -36,3 +38,17 @@ def connect(
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
     return sqlite_utils.Database(conn, execute_plugins=False)
+
+
+@contextlib.contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One transaction that takes SQLite's write lock up front (BEGIN IMMEDIATE): committed when the
+    block ends, rolled back when it raises, so no half of it is ever visible."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

@@ -18,6 +18,8 @@ from collections.abc import Callable
 
 import sqlite_utils
 
+from .db import immediate
+
 log = logging.getLogger(__name__)
 
 TABLE = "_migrations"
@@ -54,9 +56,7 @@ class Migrations:
 
     def apply(self, db: sqlite_utils.Database) -> list[str]:
         """Run the steps `db` has not run yet, all or none, and return their names."""
-        conn = db.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(db.conn):
             _create_table(db)
             done = set(self.applied(db))
             ran = []
@@ -69,11 +69,6 @@ class Migrations:
                     [self.owner, name, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())],
                 )
                 ran.append(name)
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
         if ran:
             log.info("%s: applied migrations %s", self.owner, ", ".join(ran))
         return ran

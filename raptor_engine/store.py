@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
-from .db import connect
+from .db import connect, immediate
 from .errors import NotFoundError
 from .sentences import SentenceSpan, encode_spans
 from .store_migrations import store_migrations
@@ -150,17 +150,8 @@ class Store:
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite_utils.Database]:
         """One writer at a time in this process; BEGIN IMMEDIATE takes SQLite's write lock up front."""
-        with self._write_lock:
-            db = self.db
-            db.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                if db.conn.in_transaction:
-                    db.conn.execute("ROLLBACK")
-                raise
-            else:
-                db.conn.execute("COMMIT")
+        with self._write_lock, immediate(self.db.conn):
+            yield self.db
 
     def close(self) -> None:
         with self._connections_lock:

@@ -190,8 +190,10 @@ def test_the_engines_copy_of_a_budget_restarts_with_the_first_progress_of_its_bu
     cluster._waiting["b1"] = budget
     cluster._on_progress((time.time(), {"id": "b1", "stage": "load", "done": 0, "total": 1}))
     assert budget.remaining() > 55 and "b1" not in cluster._waiting
+    started = budget.deadline
+    time.sleep(0.01)
     cluster._on_progress((time.time(), {"id": "b1", "stage": "chunk", "done": 1, "total": 1}))
-    assert budget.remaining() <= 60  # restarted once, by the first progress only
+    assert budget.deadline == started  # restarted once, by the first progress only
 
 
 async def test_a_raptor_worker_is_single_threaded_so_n_workers_use_n_cores(dask_cluster, tmp_path):
@@ -200,8 +202,7 @@ async def test_a_raptor_worker_is_single_threaded_so_n_workers_use_n_cores(dask_
     settings = task_settings(Settings(data_dir=tmp_path / "data"))
     async with Client(dask_cluster, asynchronous=True) as client:
         threads = await client.submit(threads_on_worker, settings, pure=False)
-    assert threads["numba"] == 1
-    assert threads["onnx"] in (1, -1)  # -1: the torch backend, capped by torch.set_num_threads instead
+    assert threads == {"embedding": 1, "numba": 1}
 
 
 def test_a_result_travels_as_small_pickles_and_comes_back_whole(tmp_path, embedder):

@@ -33,5 +33,10 @@ def threads_on_worker(settings):
 
     runtime = worker_embedder(settings).runtime
     session = getattr(runtime, "session", None)
-    onnx = session.get_session_options().intra_op_num_threads if session is not None else -1
-    return {"onnx": onnx, "numba": numba.config.NUMBA_NUM_THREADS}
+    if session is not None:
+        embedding = session.get_session_options().intra_op_num_threads
+    else:  # the torch backend
+        import torch
+
+        embedding = torch.get_num_threads()
+    return {"embedding": embedding, "numba": numba.config.NUMBA_NUM_THREADS}
