@@ -15,9 +15,9 @@ from typing import Any
 
 import discord
 
-from raptor_engine.budget import BuildLimitError
 from raptor_engine.errors import IngestError, RaptorError
-from raptor_engine.load import SUPPORTED_EXTENSIONS, check_upload
+from raptor_engine.ingest.budget import BuildLimitError
+from raptor_engine.ingest.load import SUPPORTED_EXTENSIONS, check_upload
 from raptor_engine.types import Progress
 
 from .jobs import ShuttingDown, StatusMessage, ThrottledEditor, display_name, download

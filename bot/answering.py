@@ -14,7 +14,7 @@ import discord
 
 from raptor_engine.engine import EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
-from raptor_engine.smalltalk import Act, small_talk_act
+from raptor_engine.query.smalltalk import Act, small_talk_act
 from raptor_engine.types import Answer, TextCallback, Turn
 
 from .kb import home_channel_id, kb_for_channel

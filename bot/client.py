@@ -22,7 +22,7 @@ from discord.ext import commands
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.errors import NotFoundError, RaptorError
-from raptor_engine.ratelimit import QuestionLimiter
+from raptor_engine.query.ratelimit import QuestionLimiter
 
 from .adding import resume_uploads
 from .answering import handle_follow_up

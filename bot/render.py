@@ -18,7 +18,7 @@ from typing import Any
 
 import discord
 
-from raptor_engine.answer import MARKER, describe_documents, neutralise_markers
+from raptor_engine.query.answer import MARKER, describe_documents, neutralise_markers
 from raptor_engine.types import Answer, Citation, ContextNode, pages_label
 
 CONTENT_LIMIT = 2000

@@ -19,8 +19,8 @@ import discord
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.errors import NotFoundError
-from raptor_engine.ratelimit import QuestionLimiter
-from raptor_engine.store import DocumentInfo
+from raptor_engine.query.ratelimit import QuestionLimiter
+from raptor_engine.storage.store import DocumentInfo
 
 from .jobs import MIN_EDIT_INTERVAL_SECONDS, TOKEN_LIFETIME_SECONDS, BuildJobs
 from .permissions import Cooldown

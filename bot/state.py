@@ -22,9 +22,9 @@ from typing import Any
 import sqlite_utils
 
 from raptor_engine.errors import NotFoundError
-from raptor_engine.migrations import Migrations
-from raptor_engine.spaces import Spaces
-from raptor_engine.store import Store
+from raptor_engine.storage.migrations import Migrations
+from raptor_engine.storage.spaces import Spaces
+from raptor_engine.storage.store import Store
 from raptor_engine.types import ContextNode, Turn
 
 from .kb import guild_prefix, kb_name

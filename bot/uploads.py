@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from raptor_engine.db import connect, immediate
 from raptor_engine.errors import RaptorError
+from raptor_engine.storage.db import connect, immediate
 
 UNFINISHED = ("waiting", "queued", "running")
 # Columns added after the first release, with the value old rows get (ALTER TABLE ... ADD COLUMN).

@@ -18,13 +18,13 @@ from typing import Any, TypeVar
 import click
 
 from . import __version__
-from .answer import describe_documents
 from .config import Settings
 from .engine import MODES, Engine, IngestResult, TreePicture
 from .errors import RaptorError
-from .load import read_local_file
+from .ingest.load import read_local_file
 from .plugins import load_plugins
-from .spaces import export_space, import_space, space_dir
+from .query.answer import describe_documents
+from .storage.spaces import export_space, import_space, space_dir
 from .types import Answer, Progress, Turn
 
 log = logging.getLogger("raptor_engine")

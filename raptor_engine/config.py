@@ -283,7 +283,7 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "is refused with a sentence saying so; split it, or raise this if you accept longer builds.",
     ),
     "RAPTOR_QUESTIONS_PER_MINUTE": EnvDoc(
-        "Bounds", "Questions one user may ask per minute (a sliding window, raptor_engine/ratelimit.py)."
+        "Bounds", "Questions one user may ask per minute (a sliding window, raptor_engine/query/ratelimit.py)."
     ),
     "RAPTOR_PARSE_TIMEOUT": EnvDoc(
         "Hostile uploads",

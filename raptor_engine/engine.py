@@ -20,19 +20,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .answer import ExtractiveAnswerer, cite_pages, map_citations, neutralise_context
-from .budget import BuildBudget, current_budget
-from .build import BuiltTree, Summarized, build_kb_layer
-from .cluster import use_compile_cache
 from .config import Settings
-from .docbuild import build_document, parse_limits
-from .embed import Embedder
 from .errors import IngestError, LimitError, NotFoundError, RaptorError
-from .index import IndexManager
-from .load import safe_filename
-from .parse_worker import ParseStats, WorkerLimits
-from .retrieve import collapsed_tree, tree_traversal
-from .smalltalk import (
+from .ingest.budget import BuildBudget, current_budget
+from .ingest.load import safe_filename
+from .ingest.parse_worker import ParseStats, WorkerLimits
+from .query.answer import ExtractiveAnswerer, cite_pages, map_citations, neutralise_context
+from .query.retrieve import collapsed_tree, tree_traversal
+from .query.smalltalk import (
     REPLIES,
     Act,
     documents_reply,
@@ -41,11 +36,17 @@ from .smalltalk import (
     strip_small_talk,
     without_small_talk,
 )
-from .spaces import Space, Spaces, migrate_to_spaces
-from .stages import StageClock
-from .store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
-from .summarize import ExtractiveSummarizer
-from .treeplot import plan_picture, render_png
+from .storage.index import IndexManager
+from .storage.spaces import Space, Spaces, migrate_to_spaces
+from .storage.store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
+from .storage.writers import WriterGate
+from .tree.build import BuiltTree, Summarized, build_kb_layer
+from .tree.cluster import use_compile_cache
+from .tree.docbuild import build_document, parse_limits
+from .tree.embed import Embedder
+from .tree.stages import StageClock
+from .tree.summarize import ExtractiveSummarizer
+from .tree.treeplot import plan_picture, render_png
 from .types import (
     Answer,
     AnswerDraft,
@@ -58,7 +59,6 @@ from .types import (
     TextCallback,
     Turn,
 )
-from .writers import WriterGate
 
 if TYPE_CHECKING:
     from .workers import BuildCluster
@@ -324,7 +324,7 @@ class Engine:
 
     def warm(self) -> None:
         """Load the model and UMAP's numba code now, off any hot path (compiled once per machine, then cached)."""
-        from .cluster import warm_up
+        from .tree.cluster import warm_up
 
         _ = self.embedder
         warm_up()

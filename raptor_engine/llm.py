@@ -34,12 +34,12 @@ import openai
 import pydantic
 from openai.types.chat import ChatCompletion
 
-from .answer import neutralise_markers, split_marker_groups
-from .budget import checkpoint
 from .config import Settings
 from .errors import BackendError
-from .llm_cache import SummaryCache, summary_cache_key
-from .load import strip_unsafe
+from .ingest.budget import checkpoint
+from .ingest.load import strip_unsafe
+from .query.answer import neutralise_markers, split_marker_groups
+from .storage.llm_cache import SummaryCache, summary_cache_key
 from .types import AnswerDraft, ContextNode, StreamCallback, Summary, SummaryRequest, Turn
 
 log = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .answer import map_citations
 from .llm import clean_model_text
+from .query.answer import map_citations
 from .types import ContextNode, StreamCallback, TextCallback
 
 HOLD_WINDOW = 320  # how far back an unfinished construct is looked for

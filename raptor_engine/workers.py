@@ -31,12 +31,12 @@ from typing import Any
 
 from distributed import WorkerPlugin
 
-from .budget import BuildBudget
 from .config import Settings
-from .docbuild import DocumentTree, build_document
-from .embed import Embedder
 from .errors import RaptorError
-from .llm_cache import CachedSummary, SummaryCache
+from .ingest.budget import BuildBudget
+from .storage.llm_cache import CachedSummary, SummaryCache
+from .tree.docbuild import DocumentTree, build_document
+from .tree.embed import Embedder
 from .types import Progress, ProgressCallback, Summarizer
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def worker_embedder(settings: Settings) -> Embedder:
     key = (settings.embed_model, settings.embed_backend)
     with _embedders_lock:
         if key not in _embedders:
-            from .cluster import use_compile_cache
+            from .tree.cluster import use_compile_cache
 
             cache_dir = Settings.from_env().cache_dir
             use_compile_cache(cache_dir / "numba")
@@ -118,7 +118,7 @@ class EmbedderPreload(WorkerPlugin):
         self.settings = settings
 
     async def setup(self, worker: Any) -> None:
-        from .cluster import warm_up
+        from .tree.cluster import warm_up
 
         started = time.perf_counter()
         await asyncio.to_thread(worker_embedder, self.settings)
@@ -152,7 +152,7 @@ def worker_summarizer(settings: Settings, embedder: Embedder, cache: MemoryCache
         summarizer = OpenAISummarizer(settings, count_tokens=embedder.count_tokens)
         summarizer.cache = cache  # type: ignore[assignment]
         return summarizer
-    from .summarize import ExtractiveSummarizer
+    from .tree.summarize import ExtractiveSummarizer
 
     return ExtractiveSummarizer(
         embedder.count_tokens,

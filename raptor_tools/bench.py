@@ -40,7 +40,7 @@ import click
 import numpy as np
 
 from raptor_engine.config import Settings
-from raptor_engine.stages import StageClock
+from raptor_engine.tree.stages import StageClock
 
 from .samples import sample
 
@@ -191,9 +191,9 @@ def measure_ingest(
     tokens: int, data_dir: Path, *, embedder: Any = None, source: str = "auto", text: str | None = None
 ) -> dict[str, Any]:
     """Ingest a document of about `tokens` tokens (or `text`) and embed its chunks alone, after warming up."""
-    from raptor_engine.chunk import chunk_document
     from raptor_engine.engine import Engine
-    from raptor_engine.load import load_document
+    from raptor_engine.ingest.chunk import chunk_document
+    from raptor_engine.ingest.load import load_document
 
     settings = Settings.from_env(data_dir=data_dir, llm_api_key="", llm_base_url="")
     engine = Engine(settings, embedder=embedder)
@@ -269,8 +269,8 @@ def base_material(
     embedder: Any, count: int, *, source: str = "auto"
 ) -> tuple[list[str], list[int], np.ndarray]:
     """`count` real chunk texts with their token counts and embeddings: the seed of synthetic nodes."""
-    from raptor_engine.chunk import chunk_document
-    from raptor_engine.load import load_document
+    from raptor_engine.ingest.chunk import chunk_document
+    from raptor_engine.ingest.load import load_document
 
     text = bench_text(count * 100, embedder.count_tokens_batch, source=source)
     doc = load_document("base.txt", text.encode("utf-8"))
@@ -319,8 +319,8 @@ def build_synthetic_kb(
 ) -> tuple[int, float]:
     """Store `size` leaf nodes (each with a distinct text, counted and split as a build would) through
     the store's normal commit, then build the index; (kb_id, seconds of the index build)."""
-    from raptor_engine.sentences import sentence_spans
-    from raptor_engine.store import NewNode
+    from raptor_engine.ingest.sentences import sentence_spans
+    from raptor_engine.storage.store import NewNode
 
     texts, _, base = material
     vectors, rows = synthetic_vectors(base, size, np.random.default_rng(seed))
@@ -393,7 +393,7 @@ def search_and_fill_ms(
 ) -> list[float]:
     """Milliseconds of retrieval after the question is embedded: the collapsed tree as `Engine.retrieve`
     runs it (hnswlib search, rows read a batch at a time, new-text-only budget fill) at this ef."""
-    from raptor_engine.retrieve import collapsed_tree
+    from raptor_engine.query.retrieve import collapsed_tree
 
     index = engine.indexes.get(kb_id)
     times = []
@@ -417,7 +417,7 @@ def ef_sweep(
     engine: Any, kb_id: int, questions: list[str], queries: np.ndarray, efs: tuple[int, ...], size: int
 ) -> list[dict[str, Any]]:
     """Recall and search cost at several ef values: what the configured ef buys and what more would cost."""
-    from raptor_engine.retrieve import CANDIDATES
+    from raptor_engine.query.retrieve import CANDIDATES
 
     rows = []
     for ef in efs:
@@ -442,7 +442,7 @@ def measure_retrieval(
     """Latency of `engine.retrieve` and hnswlib recall on knowledge bases of each size (and at other
     ef values when `efs` is given)."""
     from raptor_engine.engine import Engine
-    from raptor_engine.retrieve import CANDIDATES
+    from raptor_engine.query.retrieve import CANDIDATES
 
     results = []
     with tempfile.TemporaryDirectory(prefix="raptor-bench-kb-") as scratch:
@@ -549,7 +549,7 @@ def bot_loop_lag(tokens: int = RATIO_SIZE) -> dict[str, Any] | None:
 
 def cold_start(sizes: tuple[int, ...], source: str, say: Callable[[str], None]) -> list[dict[str, Any]]:
     """The cold-start comparison (bench_cold) at each size, with one embedder for chunking the texts."""
-    from raptor_engine.embed import Embedder
+    from raptor_engine.tree.embed import Embedder
 
     from .bench_cold import measure_cold
 

@@ -62,8 +62,8 @@ def run_timed(command: list[str], *, timeout: float = 3600) -> tuple[float, floa
 
 def chunk_texts(text: str, embedder: Any, chunk_tokens: int) -> list[str]:
     """The chunks `raptor ingest` will embed, so the floor embeds exactly the same texts."""
-    from raptor_engine.chunk import chunk_document
-    from raptor_engine.load import load_document
+    from raptor_engine.ingest.chunk import chunk_document
+    from raptor_engine.ingest.load import load_document
 
     doc = load_document("bench.txt", text.encode("utf-8"))
     chunks = chunk_document(
@@ -161,7 +161,7 @@ def _floor_main(chunks_file: str) -> None:
     """The floor process: `python -m raptor_tools.bench_cold CHUNKS_JSON` (torch fp32, nothing else)."""
     from sentence_transformers import SentenceTransformer
 
-    from raptor_engine.embed import DEFAULT_MODEL, resolve_model_path
+    from raptor_engine.tree.embed import DEFAULT_MODEL, resolve_model_path
 
     texts = json.loads(Path(chunks_file).read_text(encoding="utf-8"))
     model = SentenceTransformer(resolve_model_path(os.environ.get("RAPTOR_EMBED_MODEL") or DEFAULT_MODEL))

@@ -26,8 +26,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from raptor_engine.followup import _points_back, names_in, split_standalone, subject_terms
-from raptor_engine.sentences import stem, words
+from raptor_engine.ingest.sentences import stem, words
+from raptor_engine.query.followup import _points_back, names_in, split_standalone, subject_terms
 
 KINDS = ("pronoun", "pronoun_chain", "what_about", "wh_ellipsis", "topic_switch")
 PER_KIND_PER_DOCUMENT = 6

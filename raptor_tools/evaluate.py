@@ -35,12 +35,12 @@ from typing import Any
 
 import click
 
-from raptor_engine.answer import QUOTE, ExtractiveAnswerer, map_citations, neutralise_context
 from raptor_engine.config import Settings
-from raptor_engine.embed import Embedder
 from raptor_engine.engine import Engine
 from raptor_engine.errors import RaptorError
-from raptor_engine.followup import standalone_question
+from raptor_engine.query.answer import QUOTE, ExtractiveAnswerer, map_citations, neutralise_context
+from raptor_engine.query.followup import standalone_question
+from raptor_engine.tree.embed import Embedder
 from raptor_engine.types import RetrievedContext, Turn
 from raptor_tools import conversations as convos
 from raptor_tools import metrics

@@ -25,7 +25,7 @@ from typing import Any
 
 from raptor_engine.config import Settings
 from raptor_engine.errors import IngestError, LimitError
-from raptor_engine.load import check_upload
+from raptor_engine.ingest.load import check_upload
 
 MB = 1024 * 1024
 
@@ -884,7 +884,7 @@ def hostile_lines(
 
 def worker_start_ms(limits: Any, samples: int = 9) -> float:
     """Median wall time of reading a one-line .txt in the parse worker: what isolation adds to every upload."""
-    from raptor_engine.parse_worker import load_isolated
+    from raptor_engine.ingest.parse_worker import load_isolated
 
     times = []
     for _ in range(samples):

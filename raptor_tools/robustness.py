@@ -31,7 +31,7 @@ from typing import Any
 
 from raptor_engine.config import Settings
 from raptor_engine.errors import IngestError, LimitError
-from raptor_engine.load import check_upload
+from raptor_engine.ingest.load import check_upload
 
 from .hostile import write_pdf
 
@@ -307,8 +307,8 @@ PLANTED_FAULTS = {
 
 def _plant_self_kill(fault: str, log: Any) -> None:
     """Make this child SIGKILL itself at an exact point, which random timing rarely hits."""
-    from raptor_engine.index import IndexManager
-    from raptor_engine.store import Store
+    from raptor_engine.storage.index import IndexManager
+    from raptor_engine.storage.store import Store
 
     def die(*_args: Any, **_kwargs: Any) -> None:
         log.write(PLANTED_FAULTS[fault] + "\n")
@@ -351,7 +351,7 @@ def crash_zygote() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from raptor_engine.embed import Embedder
+    from raptor_engine.tree.embed import Embedder
 
     embedder = Embedder(crash_settings(Path(".")).embed_model)
     print("ready", flush=True)
@@ -821,8 +821,8 @@ def _short(text: str, limit: int = 110) -> str:
 
 def report(kills: int, isolation_trials: int, questions: int, workdir: Path) -> tuple[list[str], bool]:
     """Run every check with real components and return printable lines and whether all passed."""
-    from raptor_engine.embed import Embedder
     from raptor_engine.engine import Engine
+    from raptor_engine.tree.embed import Embedder
 
     from .hostile import run_hostile_report
 

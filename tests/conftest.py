@@ -12,7 +12,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 @pytest.fixture(scope="session")
 def embedder():
-    from raptor_engine.embed import Embedder
+    from raptor_engine.tree.embed import Embedder
 
     return Embedder()
 

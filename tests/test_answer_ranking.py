@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from raptor_engine.answer import (
+from raptor_engine.query.answer import (
     EVENT_BONUS,
     QUOTE,
     ExtractiveAnswerer,

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 import tests.test_chunk as chunk_tests
 from raptor_engine import Engine
-from raptor_engine.chunk import chunk_document
 from raptor_engine.errors import IngestError
-from raptor_engine.load import load_document, safe_filename
+from raptor_engine.ingest.chunk import chunk_document
+from raptor_engine.ingest.load import load_document, safe_filename
 from raptor_engine.types import LoadedDocument, Section
 from raptor_tools.robustness import (
     bad_input_corpus,

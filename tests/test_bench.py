@@ -122,7 +122,7 @@ def test_cold_start_compares_a_real_raptor_ingest_process_with_the_floor(embedde
 def test_synthetic_copies_of_a_text_share_no_sentence():
     """The retrieval bench reuses 1,000 real texts for 100k nodes; numbered, no two nodes share a
     sentence, so the fill never skips candidates as copies (which no real knowledge base does)."""
-    from raptor_engine.sentences import sentences_of
+    from raptor_engine.ingest.sentences import sentences_of
 
     text = "The keeper lit the lamp. Was it late?\nYes! Heading without a stop"
     first, second = bench.numbered_text(text, 1), bench.numbered_text(text, 2)

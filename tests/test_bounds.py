@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from raptor_engine import Engine, IngestError, LimitError, Settings
-from raptor_engine.load import check_upload
-from raptor_engine.ratelimit import QuestionLimiter
+from raptor_engine.ingest.load import check_upload
+from raptor_engine.query.ratelimit import QuestionLimiter
 from raptor_tools.robustness import fingerprint
 from tests.bot.conftest import (  # noqa: F401  (fixtures for the bot-level check)
     ALICE,
@@ -186,7 +186,7 @@ def test_refused_questions_do_not_count():
 
 def test_zero_means_no_question_limit_and_memory_stays_bounded(monkeypatch):
     assert all(QuestionLimiter(0).retry_after("u") == 0.0 for _ in range(100))
-    import raptor_engine.ratelimit as ratelimit
+    import raptor_engine.query.ratelimit as ratelimit
 
     monkeypatch.setattr(ratelimit, "MAX_TRACKED_USERS", 50)
     clock = Clock()

@@ -13,10 +13,10 @@ import time
 import pytest
 
 from raptor_engine import Engine, Settings
-from raptor_engine import budget as budget_module
-from raptor_engine.budget import BuildBudget, BuildLimitError, checked, checkpoint, current_budget
 from raptor_engine.errors import LimitError
-from raptor_engine.summarize import ExtractiveSummarizer
+from raptor_engine.ingest import budget as budget_module
+from raptor_engine.ingest.budget import BuildBudget, BuildLimitError, checked, checkpoint, current_budget
+from raptor_engine.tree.summarize import ExtractiveSummarizer
 from raptor_engine.types import Summary, SummaryRequest
 from raptor_tools.hostile import unclosed_tags_html
 from raptor_tools.robustness import SAFE_TEXT, fingerprint

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reportlab.pdfgen import canvas
 
-from raptor_engine.chunk import chunk_document, split_sentences
 from raptor_engine.errors import IngestError
-from raptor_engine.load import load_document
+from raptor_engine.ingest.chunk import chunk_document, split_sentences
+from raptor_engine.ingest.load import load_document
 from raptor_engine.types import Chunk, LoadedDocument, Section
 
 SAMPLE = Path(__file__).resolve().parents[1] / "raptor_tools" / "samples" / "lighthouse_keepers.md"

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from raptor_engine import Engine, Settings
-from raptor_engine.answer import neutralise_markers
 from raptor_engine.llm import OpenAIAnswerer, format_context
+from raptor_engine.query.answer import neutralise_markers
 from raptor_engine.types import ContextNode
 from tests.llm_server import FakeLLMServer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from raptor_engine.cluster import _soft_gmm_groups, cluster_nodes, contiguous_groups
+from raptor_engine.tree.cluster import _soft_gmm_groups, cluster_nodes, contiguous_groups
 
 
 def _blobs(sizes: list[int], dim: int = 32, spread: float = 0.05, seed: int = 0) -> np.ndarray:
@@ -246,7 +246,7 @@ def test_large_layers_get_their_neighbour_graph_from_hnswlib(monkeypatch):
     neighbours match exact search."""
     import umap.umap_
 
-    from raptor_engine import cluster
+    from raptor_engine.tree import cluster
 
     rng = np.random.default_rng(3)
     data = rng.normal(size=(cluster._UMAP_SMALL_DATA + 50, 12))
@@ -288,7 +288,7 @@ def test_our_mixture_fits_agree_with_sklearns(seed):
 
     from sklearn.mixture import GaussianMixture
 
-    from raptor_engine.mixture import fit_mixture
+    from raptor_engine.tree.mixture import fit_mixture
 
     rng = np.random.default_rng(seed)
     centers = rng.normal(scale=3.0, size=(5, 10))
@@ -304,7 +304,7 @@ def test_our_mixture_fits_agree_with_sklearns(seed):
 
 
 def test_a_mixture_asks_for_no_more_components_than_rows():
-    from raptor_engine.mixture import fit_mixture
+    from raptor_engine.tree.mixture import fit_mixture
 
     with pytest.raises(ValueError):
         fit_mixture(np.zeros((3, 2)), 4, seed=0)
@@ -316,7 +316,7 @@ def test_our_kmeans_start_labels_rows_as_sklearns_does(rows, dim, seed):
     component counts (and the trees) would change with the implementation."""
     from sklearn.cluster import KMeans
 
-    from raptor_engine.mixture import kmeans_labels
+    from raptor_engine.tree.mixture import kmeans_labels
 
     rng = np.random.default_rng(seed)
     data = rng.normal(size=(rows, dim)) * rng.uniform(0.1, 3.0, size=dim)
@@ -327,7 +327,7 @@ def test_our_kmeans_start_labels_rows_as_sklearns_does(rows, dim, seed):
 
 
 def test_an_empty_kmeans_cluster_gets_the_row_farthest_from_its_centre():
-    from raptor_engine.mixture import _relocate_empty
+    from raptor_engine.tree.mixture import _relocate_empty
 
     data = np.array([[0.0], [0.1], [5.0], [0.2]])
     centres = np.array([[0.1], [9.0]])

@@ -8,9 +8,9 @@ import shutil
 import numpy as np
 import pytest
 
-from raptor_engine import embed_runtime as rt
-from raptor_engine.embed import Embedder, resolve_model_path
 from raptor_engine.errors import RaptorError
+from raptor_engine.tree import embed_runtime as rt
+from raptor_engine.tree.embed import Embedder, resolve_model_path
 
 SENTENCES = [
     "The keeper trimmed the wick before the storm reached the headland.",
@@ -95,7 +95,7 @@ def test_a_corrupt_cached_model_is_exported_again(exported, tmp_path, caplog):
     folder = cache / "onnx" / exported.name
     model = folder / "model.onnx"
     model.write_bytes(model.read_bytes()[: model.stat().st_size // 2])  # truncated on disk
-    with caplog.at_level(logging.WARNING, logger="raptor_engine.embed_runtime"):
+    with caplog.at_level(logging.WARNING, logger="raptor_engine.tree.embed_runtime"):
         embedder = Embedder(MODEL, backend="onnx", cache_dir=cache, use_gpu=False)
     assert embedder.backend == "onnx (cpu)"
     assert any("is unusable" in r.getMessage() and "exporting it again" in r.getMessage() for r in caplog.records)
@@ -114,7 +114,7 @@ def test_a_cached_model_giving_wrong_vectors_is_not_used(exported, tmp_path, cap
     meta_path.write_text(json.dumps(meta))
     folder = cache / "onnx" / exported.name
     choice = rt.RuntimeChoice("onnx")
-    with caplog.at_level(logging.WARNING, logger="raptor_engine.embed_runtime"):
+    with caplog.at_level(logging.WARNING, logger="raptor_engine.tree.embed_runtime"):
         assert rt.load_cached(folder, choice) is None
     assert "differ from torch" in caplog.text and not folder.exists()
 
@@ -124,7 +124,7 @@ def test_a_failed_export_falls_back_to_torch_with_a_clear_warning(tmp_path, capl
         raise RuntimeError("exporter exploded")
 
     monkeypatch.setattr(rt, "export_model", broken_export)
-    with caplog.at_level(logging.WARNING, logger="raptor_engine.embed_runtime"):
+    with caplog.at_level(logging.WARNING, logger="raptor_engine.tree.embed_runtime"):
         embedder = Embedder(MODEL, backend="onnx-int8", cache_dir=tmp_path, use_gpu=False)
     assert embedder.backend == "torch (cpu)"
     assert embedder.embed(["still works"]).shape == (1, 384)
@@ -141,7 +141,7 @@ def test_the_torch_free_tokenizer_gives_transformers_ids(exported):
 
     from transformers import AutoTokenizer
 
-    from raptor_engine.fast_tokenizer import FastTokenizer
+    from raptor_engine.tree.fast_tokenizer import FastTokenizer
 
     meta = json.loads((exported / "meta.json").read_text())
     fast = FastTokenizer(exported, pad_token=meta["pad_token"], max_length=meta["max_seq_length"])
@@ -174,8 +174,8 @@ def test_the_fast_tokenizer_gives_unknown_ids_and_offsets_without_transformers()
     itself, identical to transformers', so an ingest never imports transformers (and torch) for them."""
     from transformers import AutoTokenizer
 
-    from raptor_engine.embed import resolve_model_path
-    from raptor_engine.fast_tokenizer import FastTokenizer
+    from raptor_engine.tree.embed import resolve_model_path
+    from raptor_engine.tree.fast_tokenizer import FastTokenizer
 
     folder = resolve_model_path("all-MiniLM-L6-v2")
     fast = FastTokenizer(folder, pad_token="[PAD]", max_length=256)
@@ -243,7 +243,7 @@ def test_a_fused_export_that_does_not_verify_is_replaced_by_the_plain_export(tmp
         return meta
 
     monkeypatch.setattr(rt, "export_model", fused_goes_wrong)
-    with caplog.at_level(logging.WARNING, logger="raptor_engine.embed_runtime"):
+    with caplog.at_level(logging.WARNING, logger="raptor_engine.tree.embed_runtime"):
         embedder = Embedder(MODEL, backend="onnx-int8", cache_dir=tmp_path, use_gpu=False)
     assert calls == [True, False]
     assert embedder.backend == "onnx-int8 (cpu)"
@@ -279,7 +279,7 @@ def test_the_weights_digest_is_remembered_until_a_weight_file_changes(tmp_path, 
 
 
 def test_batches_are_bounded_in_padded_tokens_and_texts():
-    from raptor_engine.embed import token_batches
+    from raptor_engine.tree.embed import token_batches
 
     lengths = [12, 250, 40, 40, 39, 100, 7, 7, 7, 7]
     order = np.argsort([-n for n in lengths], kind="stable")

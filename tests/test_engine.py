@@ -11,9 +11,9 @@ import pytest
 
 from raptor_engine import Engine, IngestError, NotFoundError, RaptorError, Settings, Turn
 from raptor_engine.engine import EmptyKnowledgeBaseError
-from raptor_engine.retrieve import fill_budget
-from raptor_engine.store import StoredNode
-from raptor_engine.summarize import ExtractiveSummarizer
+from raptor_engine.query.retrieve import fill_budget
+from raptor_engine.storage.store import StoredNode
+from raptor_engine.tree.summarize import ExtractiveSummarizer
 from tests.sample_texts import BEEKEEPING, RAILWAY
 
 
@@ -260,7 +260,7 @@ def test_budget_skips_a_node_that_does_not_fit_instead_of_stopping():
 
 async def test_hnsw_recall_against_exact_search(tmp_path, embedder):
     """ef at its default gives recall >= 0.99 against brute force on 3,000 stored nodes."""
-    from raptor_engine.store import NewNode
+    from raptor_engine.storage.store import NewNode
 
     engine = make_engine(tmp_path, embedder)
     rng = np.random.default_rng(7)
@@ -295,8 +295,8 @@ async def test_hnsw_recall_against_exact_search(tmp_path, embedder):
 async def test_collapsed_retrieval_reads_full_rows_a_batch_at_a_time(railway, monkeypatch):
     """Full rows are read a batch at a time, best first, and no more once nothing left fits whole:
     the same context as filling from every candidate, from fewer rows."""
-    from raptor_engine import retrieve
-    from raptor_engine.retrieve import CANDIDATES
+    from raptor_engine.query import retrieve
+    from raptor_engine.query.retrieve import CANDIDATES
 
     monkeypatch.setattr(retrieve, "FETCH_BATCH", 4)
 
@@ -324,7 +324,7 @@ async def test_collapsed_retrieval_reads_full_rows_a_batch_at_a_time(railway, mo
 
 async def test_every_node_is_stored_with_its_sentences_and_their_tokens(railway):
     """Retrieval reads each candidate's sentences from SQLite instead of splitting and counting them."""
-    from raptor_engine.sentences import decode_spans, sentences_of
+    from raptor_engine.ingest.sentences import decode_spans, sentences_of
 
     engine, _ = railway
     nodes = engine.store.nodes_of_kb(engine.store.kb_id("kb"))
@@ -341,7 +341,7 @@ async def test_every_node_is_stored_with_its_sentences_and_their_tokens(railway)
 
 async def test_nodes_stored_before_sentences_were_retrieve_the_same_context(railway):
     """A database from before m004 has no stored sentences: retrieval splits and counts them itself."""
-    from raptor_engine import retrieve
+    from raptor_engine.query import retrieve
 
     engine, _ = railway
     questions = ["When did the railway open?", "What happened to the line in the end?", "Who built it?"]
@@ -416,7 +416,7 @@ async def test_an_added_document_brings_its_token_counts_into_the_index(railway)
 
 async def test_clustering_imports_start_after_chunking_beside_the_embedding(tmp_path, embedder, monkeypatch):
     """UMAP's import holds the GIL for ~2 s: it overlaps the embedding, not the chunking, which it would slow."""
-    from raptor_engine import docbuild
+    from raptor_engine.tree import docbuild
 
     engine = make_engine(tmp_path, embedder)
     seen: list[str] = []

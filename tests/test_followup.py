@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from raptor_engine.followup import names_in, split_standalone, standalone_question
+from raptor_engine.ingest.sentences import NewSentences, is_heading, sentences_of
 from raptor_engine.llm import format_context
-from raptor_engine.retrieve import fill_budget
-from raptor_engine.sentences import NewSentences, is_heading, sentences_of
-from raptor_engine.store import StoredNode
+from raptor_engine.query.followup import names_in, split_standalone, standalone_question
+from raptor_engine.query.retrieve import fill_budget
+from raptor_engine.storage.store import StoredNode
 from raptor_engine.types import Citation, ContextNode, Turn, page_range
 
 ARCHIVE_TALK = [
@@ -170,7 +170,7 @@ def test_a_quotation_of_several_sentences_is_quoted_whole():
 
 
 def test_a_name_put_in_for_a_pronoun_weighs_less_than_what_the_follow_up_asks():
-    from raptor_engine.answer import _candidates, _names_of, _query_weights
+    from raptor_engine.query.answer import _candidates, _names_of, _query_weights
 
     talk = [
         Turn("user", "Who kept the last manned watch?"),
@@ -195,7 +195,7 @@ def test_a_name_put_in_for_a_pronoun_weighs_less_than_what_the_follow_up_asks():
 
 
 def test_word_forms_meet_at_one_stem():
-    from raptor_engine.sentences import stem
+    from raptor_engine.ingest.sentences import stem
 
     assert len({stem(w) for w in ("move", "moved", "moves", "moving")}) == 1
     assert len({stem(w) for w in ("clean", "cleaned", "cleaning", "cleans")}) == 1
@@ -217,7 +217,7 @@ def test_word_forms_meet_at_one_stem():
     ],
 )
 def test_questions_about_the_whole_that_name_nothing(question):
-    from raptor_engine.followup import asks_about_the_whole
+    from raptor_engine.query.followup import asks_about_the_whole
 
     assert asks_about_the_whole(question)
 
@@ -235,7 +235,7 @@ def test_questions_about_the_whole_that_name_nothing(question):
     ],
 )
 def test_thematic_or_plain_questions_that_name_something_are_not_about_the_whole(question):
-    from raptor_engine.followup import asks_about_the_whole
+    from raptor_engine.query.followup import asks_about_the_whole
 
     assert not asks_about_the_whole(question)
 
@@ -346,7 +346,7 @@ def test_only_the_questions_decide_a_topic_switch_not_names_an_answer_quoted():
 
 
 def test_irregular_past_forms_meet_their_verb():
-    from raptor_engine.sentences import stem
+    from raptor_engine.ingest.sentences import stem
 
     assert stem("found") == stem("find") and stem("left") == stem("leave") and stem("built") == stem("build")
     assert stem("keeper") != stem("kept")

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from raptor_engine import Engine, Settings
-from raptor_engine.chunk import chunk_document
-from raptor_engine.embed import MAX_CHARS_PER_TOKEN
 from raptor_engine.errors import IngestError, LimitError
-from raptor_engine.load import LoadLimits, load_document, strip_invisible
-from raptor_engine.parse_worker import ParseStats, WorkerLimits, load_isolated
-from raptor_engine.summarize import clip_chars
+from raptor_engine.ingest.chunk import chunk_document
+from raptor_engine.ingest.load import LoadLimits, load_document, strip_invisible
+from raptor_engine.ingest.parse_worker import ParseStats, WorkerLimits, load_isolated
+from raptor_engine.tree.embed import MAX_CHARS_PER_TOKEN
+from raptor_engine.tree.summarize import clip_chars
 from raptor_engine.types import LoadedDocument, Section, Summary, SummaryRequest
 from raptor_tools.hostile import (
     DOCX_ENCODINGS,
@@ -203,7 +203,7 @@ def test_a_parse_past_the_memory_limit_is_stopped_with_a_clear_sentence():
 
 
 def test_a_reply_that_is_not_a_document_is_refused_not_trusted():
-    from raptor_engine.parse_worker import _result
+    from raptor_engine.ingest.parse_worker import _result
 
     bent = {"document": {"name": "x.txt", "text": "abc", "format": "txt", "sections": [[0, 99, None, []]]}}
     with pytest.raises(IngestError) as caught:
@@ -212,7 +212,7 @@ def test_a_reply_that_is_not_a_document_is_refused_not_trusted():
 
 
 def test_the_worker_gets_no_secrets_from_the_environment(monkeypatch):
-    from raptor_engine.parse_worker import _child_environment
+    from raptor_engine.ingest.parse_worker import _child_environment
 
     monkeypatch.setenv("DISCORD_TOKEN", "secret-token")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
@@ -222,7 +222,7 @@ def test_the_worker_gets_no_secrets_from_the_environment(monkeypatch):
 
 
 def test_the_worker_imports_the_loader_without_torch_or_numpy():
-    code = "import sys, raptor_engine.parse_worker; print('torch' in sys.modules, 'numpy' in sys.modules)"
+    code = "import sys, raptor_engine.ingest.parse_worker; print('torch' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 

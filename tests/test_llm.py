@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raptor_engine.answer import map_citations
 from raptor_engine.config import Settings
 from raptor_engine.errors import BackendError
 from raptor_engine.llm import (
@@ -23,6 +22,7 @@ from raptor_engine.llm import (
     fit_to_budget,
     make_backends,
 )
+from raptor_engine.query.answer import map_citations
 from raptor_engine.types import ContextNode, SummaryRequest, Turn
 from tests.llm_server import FakeLLMServer
 

@@ -13,7 +13,13 @@ from pypdf import PdfReader, PdfWriter
 from reportlab.pdfgen import canvas
 
 from raptor_engine.errors import IngestError
-from raptor_engine.load import SUPPORTED_EXTENSIONS, LoadLimits, check_upload, load_document, safe_filename
+from raptor_engine.ingest.load import (
+    SUPPORTED_EXTENSIONS,
+    LoadLimits,
+    check_upload,
+    load_document,
+    safe_filename,
+)
 from raptor_engine.types import LoadedDocument
 
 
@@ -350,7 +356,7 @@ def test_fuzz_safe_filename_is_safe_and_stable(raw):
 
 
 def test_a_device_is_refused_without_reading_it():
-    from raptor_engine.load import read_local_file
+    from raptor_engine.ingest.load import read_local_file
 
     with pytest.raises(IngestError, match="not a regular file"):
         read_local_file("/dev/zero", 1024)
@@ -359,7 +365,7 @@ def test_a_device_is_refused_without_reading_it():
 def test_a_fifo_without_a_writer_is_refused_not_waited_on(tmp_path):
     import os
 
-    from raptor_engine.load import read_local_file
+    from raptor_engine.ingest.load import read_local_file
 
     fifo = tmp_path / "notes.txt"
     os.mkfifo(fifo)
@@ -368,7 +374,7 @@ def test_a_fifo_without_a_writer_is_refused_not_waited_on(tmp_path):
 
 
 def test_a_link_to_a_device_is_refused_and_a_link_to_a_file_is_read(tmp_path):
-    from raptor_engine.load import read_local_file
+    from raptor_engine.ingest.load import read_local_file
 
     (tmp_path / "zero.txt").symlink_to("/dev/zero")
     with pytest.raises(IngestError, match="not a regular file"):
@@ -379,7 +385,7 @@ def test_a_link_to_a_device_is_refused_and_a_link_to_a_file_is_read(tmp_path):
 
 
 def test_a_local_file_is_read_up_to_the_cap_and_no_further(tmp_path):
-    from raptor_engine.load import read_local_file
+    from raptor_engine.ingest.load import read_local_file
 
     (tmp_path / "a.txt").write_bytes(b"x" * 4096)
     assert read_local_file(tmp_path / "a.txt", 4096) == b"x" * 4096
@@ -391,7 +397,7 @@ def test_a_local_file_is_read_up_to_the_cap_and_no_further(tmp_path):
 
 def test_a_file_that_reports_no_size_is_still_read_only_to_the_cap():
     """/proc files say 0 bytes and can be any length: the read itself is bounded."""
-    from raptor_engine.load import read_local_file
+    from raptor_engine.ingest.load import read_local_file
 
     with pytest.raises(IngestError, match="limit"):
         read_local_file("/proc/self/maps", 16)

@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from raptor_engine import Engine, Settings
-from raptor_engine.summarize import ExtractiveSummarizer
+from raptor_engine.tree.summarize import ExtractiveSummarizer
 from raptor_tools.robustness import (
     CRASH_BASE,
     CRASH_DOCUMENTS,

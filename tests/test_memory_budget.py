@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from raptor_engine import spaces
 from raptor_engine.cli import cli
-from raptor_engine.index import NodeTokens
-from raptor_engine.spaces import MemoryBudget
+from raptor_engine.storage import spaces
+from raptor_engine.storage.index import NodeTokens
+from raptor_engine.storage.spaces import MemoryBudget
 from raptor_tools.bench_spaces import ManyKbsPlan, _engine, write_kbs, zipf_choices
 
 PLAN = ManyKbsPlan(kbs=8, guilds=3, min_nodes=30, max_nodes=60, questions=60, memory_mb=1)
@@ -109,7 +109,7 @@ def test_questions_under_a_tiny_budget_reload_from_disk_and_answer_the_same(writ
 def test_a_question_never_waits_for_another_knowledge_bases_load(written, monkeypatch):
     """Loading one knowledge base's index (held here on an event) blocks neither a question to another
     knowledge base of the same server nor one of another server."""
-    from raptor_engine.index import IndexManager
+    from raptor_engine.storage.index import IndexManager
 
     engine = _engine(written, 0)
     names = PLAN.kb_names()

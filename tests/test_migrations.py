@@ -11,12 +11,12 @@ import pytest
 
 from bot.state import BotState, bot_migrations
 from raptor_engine import Engine, Settings
-from raptor_engine.db import connect
-from raptor_engine.llm_cache import SummaryCache
-from raptor_engine.migrations import Migrations
-from raptor_engine.spaces import Spaces
-from raptor_engine.store import Store
-from raptor_engine.store_migrations import store_migrations, summary_cache_migrations
+from raptor_engine.storage.db import connect
+from raptor_engine.storage.llm_cache import SummaryCache
+from raptor_engine.storage.migrations import Migrations
+from raptor_engine.storage.spaces import Spaces
+from raptor_engine.storage.store import Store
+from raptor_engine.storage.store_migrations import store_migrations, summary_cache_migrations
 
 OLD_DB = Path(__file__).parent / "data" / "pre_migrations.db"  # made by tests/data/make_pre_migrations_db.py
 

@@ -13,10 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import raptor_engine.answer as answer_module
 import raptor_engine.engine as engine_module
+import raptor_engine.query.answer as answer_module
 from raptor_engine.engine import MAX_QUESTION_CHARS, QuestionTimeoutError
-from raptor_engine.followup import (
+from raptor_engine.ingest.sentences import words
+from raptor_engine.query.followup import (
     CONTEXT_CLOSE,
     CONTEXT_OPEN,
     GENDER,
@@ -26,7 +27,6 @@ from raptor_engine.followup import (
     split_standalone,
     standalone_question,
 )
-from raptor_engine.sentences import words
 from raptor_engine.types import Turn
 from tests.sample_texts import RAILWAY
 from tests.test_engine import make_engine

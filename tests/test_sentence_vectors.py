@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raptor_engine.answer import ExtractiveAnswerer, SentenceVectors
+from raptor_engine.query.answer import ExtractiveAnswerer, SentenceVectors
 
 
 class CountingEmbedder:

@@ -7,7 +7,7 @@ import pytest
 
 from raptor_engine.config import Settings
 from raptor_engine.engine import EmptyKnowledgeBaseError, Engine
-from raptor_engine.smalltalk import Act, small_talk_act, strip_small_talk, without_small_talk
+from raptor_engine.query.smalltalk import Act, small_talk_act, strip_small_talk, without_small_talk
 from raptor_engine.types import Turn
 
 

@@ -25,7 +25,7 @@ import pytest
 
 from bot.state import BotState, ThreadRecord
 from raptor_engine import Engine, Settings
-from raptor_engine.spaces import FOLLOWER_TABLES, KB_TABLES
+from raptor_engine.storage.spaces import FOLLOWER_TABLES, KB_TABLES
 from raptor_engine.types import Turn
 from tests.sample_texts import BEEKEEPING, RAILWAY
 
@@ -187,7 +187,7 @@ KILLER = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    import raptor_engine.spaces as spaces
+    import raptor_engine.storage.spaces as spaces
     from raptor_engine import Engine, Settings
 
     point, data = sys.argv[1], Path(sys.argv[2])
@@ -328,7 +328,7 @@ def test_closing_waits_for_calls_still_working_in_a_space(tmp_path):
     import threading
 
     from raptor_engine.config import Settings
-    from raptor_engine.spaces import Spaces
+    from raptor_engine.storage.spaces import Spaces
 
     spaces = Spaces(Settings(data_dir=tmp_path / "data"))
     entered, leave = threading.Event(), threading.Event()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from raptor_engine.chunk import split_sentences
-from raptor_engine.summarize import ExtractiveSummarizer, summary_budget
+from raptor_engine.ingest.chunk import split_sentences
+from raptor_engine.tree.summarize import ExtractiveSummarizer, summary_budget
 from raptor_engine.types import SummaryRequest
 
 ASTRONOMY = [

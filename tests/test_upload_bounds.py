@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from raptor_engine import Engine, Settings
-from raptor_engine.chunk import _TERMINATOR, chunk_document, split_sentences
 from raptor_engine.errors import IngestError, LimitError
-from raptor_engine.load import load_document
+from raptor_engine.ingest.chunk import _TERMINATOR, chunk_document, split_sentences
+from raptor_engine.ingest.load import load_document
 from raptor_engine.types import LoadedDocument, Section
 from raptor_tools.hostile import (
     FLOOD_FORMATS,

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from distributed import Client
 
-from raptor_engine.budget import BuildBudget, BuildLimitError
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.errors import LimitError, RaptorError
+from raptor_engine.ingest.budget import BuildBudget, BuildLimitError
 from raptor_engine.workers import (
     PROGRESS_TOPIC,
     BuildCluster,
@@ -208,8 +208,8 @@ async def test_a_raptor_worker_is_single_threaded_so_n_workers_use_n_cores(dask_
 def test_a_result_travels_as_small_pickles_and_comes_back_whole(tmp_path, embedder):
     """One pickle of a 100k-token tree held the bot's event loop for 50-200 ms while Dask unpickled it;
     the packed result is many small pieces, and unpacking them gives back the same tree."""
-    from raptor_engine.docbuild import build_document
-    from raptor_engine.summarize import ExtractiveSummarizer
+    from raptor_engine.tree.docbuild import build_document
+    from raptor_engine.tree.summarize import ExtractiveSummarizer
     from raptor_engine.workers import SLICE_ITEMS
 
     settings = Settings(data_dir=tmp_path / "data")

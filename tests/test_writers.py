@@ -1,4 +1,4 @@
-"""Issue 22: several processes writing one data directory all land (raptor_engine/writers.py)."""
+"""Issue 22: several processes writing one data directory all land (raptor_engine/storage/writers.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 from raptor_engine import Engine, Settings
 from raptor_engine.errors import RaptorError
-from raptor_engine.writers import WriterGate
+from raptor_engine.storage.writers import WriterGate
 
 TOPICS = [
     ("lighthouse", "The keeper trimmed the wick of the lamp every evening before the fog came in."),

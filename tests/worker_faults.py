@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 
-from raptor_engine import docbuild
+from raptor_engine.tree import docbuild
 
 _load_isolated = docbuild.load_isolated
 

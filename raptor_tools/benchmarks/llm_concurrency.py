@@ -116,9 +116,9 @@ async def measure(
     tokens: int = 25_000, concurrency: int = 8, delay: float = 1.0, data_dir: Path | None = None
 ) -> dict[str, object]:
     """Build the document once through the engine against a fresh server and a fresh cache."""
-    from raptor_engine.embed import Embedder
     from raptor_engine.engine import Engine
     from raptor_engine.llm import OpenAISummarizer
+    from raptor_engine.tree.embed import Embedder
     from tests.llm_server import FakeLLMServer
 
     with tempfile.TemporaryDirectory() as scratch:

@@ -145,7 +145,7 @@ async def measure(repeat: int) -> list[dict[str, object]]:
 
 def rewrite_seconds(question: str, history: list[Turn]) -> float:
     """The no-LLM follow-up rewrite alone (what once ran on the loop), timed once."""
-    from raptor_engine.followup import standalone_question
+    from raptor_engine.query.followup import standalone_question
 
     started = time.perf_counter()
     standalone_question(question, history)
@@ -165,8 +165,8 @@ def distinct_names(chars: int) -> str:
 
 def rewrite_scaling() -> None:
     """The rewrite alone on the inputs that were superlinear, and its passes on inputs past the cap."""
-    from raptor_engine import followup
-    from raptor_engine.followup import Rewrite, _resolve, names_in, standalone_question
+    from raptor_engine.query import followup
+    from raptor_engine.query.followup import Rewrite, _resolve, names_in, standalone_question
 
     def timed(fn, *args) -> float:  # type: ignore[no-untyped-def]
         # names are remembered per text; forget them so each run pays (older code had no such cache)

@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rate", type=float, default=20.0, help="pieces (about tokens) a second")
     args = parser.parse_args(argv)
-    from raptor_engine.embed import Embedder
+    from raptor_engine.tree.embed import Embedder
 
     embedder = Embedder()
     embedder.embed(["warm up"])

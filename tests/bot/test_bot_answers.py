@@ -11,7 +11,7 @@ import re
 import pytest
 
 from bot.kb import kb_name
-from raptor_engine.chunk import split_sentences
+from raptor_engine.ingest.chunk import split_sentences
 from raptor_engine.llm import OpenAIAnswerer
 from raptor_engine.types import AnswerDraft
 from tests.bot.conftest import CHAN_A, GUILD, custom_ids, text_of

@@ -12,7 +12,7 @@ import pytest
 
 from bot.kb import kb_name
 from raptor_engine.errors import BackendError
-from raptor_engine.summarize import ExtractiveSummarizer
+from raptor_engine.tree.summarize import ExtractiveSummarizer
 from raptor_engine.types import AnswerDraft
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
 from tests.bot.conftest import (

@@ -9,7 +9,7 @@ from pathlib import Path
 from bot import state as state_module
 from bot.state import BotState, ThreadRecord
 from raptor_engine import Settings
-from raptor_engine.spaces import Spaces
+from raptor_engine.storage.spaces import Spaces
 from raptor_engine.types import ContextNode, Turn
 
 KB = "guild-1-channel-2"

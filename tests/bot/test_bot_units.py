@@ -98,7 +98,7 @@ def test_a_file_stopped_by_its_build_limit_is_named_once_on_its_line():
     import pickle
 
     from bot.adding import failure_line
-    from raptor_engine.budget import BuildBudget, BuildLimitError
+    from raptor_engine.ingest.budget import BuildBudget, BuildLimitError
 
     budget = BuildBudget("kestrel.md", seconds=60, memory_mb=512)
     for sentence in (budget.deadline_sentence(), budget.memory_sentence()):

@@ -10,7 +10,7 @@ from sample_texts import BEEKEEPING  # noqa: E402
 
 from bot.state import BotState
 from raptor_engine import Engine, Settings
-from raptor_engine.llm_cache import SummaryCache
+from raptor_engine.storage.llm_cache import SummaryCache
 
 data = Path(sys.argv[1])
 engine = Engine(Settings.from_env(data_dir=data))

@@ -33,8 +33,8 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Settings
-from .errors import NotFoundError, RaptorError
+from ..config import Settings
+from ..errors import NotFoundError, RaptorError
 from .index import IndexManager
 from .store import Store
 

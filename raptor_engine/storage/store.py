@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
+from ..errors import NotFoundError
+from ..ingest.sentences import SentenceSpan, encode_spans
 from .db import connect, immediate
-from .errors import NotFoundError
-from .sentences import SentenceSpan, encode_spans
 from .store_migrations import store_migrations
 
 

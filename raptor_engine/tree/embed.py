@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .budget import checkpoint
-from .config import default_cache_dir
+from ..config import default_cache_dir
+from ..errors import RaptorError
+from ..ingest.budget import checkpoint
 from .embed_runtime import BACKENDS, DEFAULT_BACKEND, load_runtime
-from .errors import RaptorError
 
 log = logging.getLogger(__name__)
 

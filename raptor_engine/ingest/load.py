@@ -21,8 +21,8 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 
-from .errors import IngestError
-from .types import LoadedDocument, Section
+from ..errors import IngestError
+from ..types import LoadedDocument, Section
 
 log = logging.getLogger(__name__)
 

@@ -19,17 +19,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .embed import Embedder
-from .followup import (
-    MAX_TURN_CHARS,
-    Rewrite,
-    names_in,
-    quotes_in,
-    split_standalone,
-    standalone_question,
-    subject_terms,
-)
-from .sentences import (
+from ..ingest.sentences import (
     THEMATIC,
     NewSentences,
     Sentence,
@@ -44,7 +34,17 @@ from .sentences import (
     table_cells,
     words,
 )
-from .types import AnswerDraft, Citation, ContextNode, Turn
+from ..tree.embed import Embedder
+from ..types import AnswerDraft, Citation, ContextNode, Turn
+from .followup import (
+    MAX_TURN_CHARS,
+    Rewrite,
+    names_in,
+    quotes_in,
+    split_standalone,
+    standalone_question,
+    subject_terms,
+)
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
 QUOTE = re.compile(r"\u201c(.+?)\u201d")

@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from ..config import Settings
+from ..ingest.sentences import sentence_spans
+from ..storage.store import NewNode, StoredTop
+from ..types import Chunk, Clustering, Progress, ProgressCallback, Summarizer, SummaryRequest
 from .cluster import cluster_nodes
-from .config import Settings
 from .embed import Embedder
-from .sentences import sentence_spans
-from .store import NewNode, StoredTop
 from .summarize import clip_chars, summary_budget
-from .types import Chunk, Clustering, Progress, ProgressCallback, Summarizer, SummaryRequest
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from .errors import LimitError
+from ..errors import LimitError
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import re
 import unicodedata
 from enum import Enum
 
-from .types import Citation, Turn
+from ..types import Citation, Turn
 
 
 class Act(Enum):

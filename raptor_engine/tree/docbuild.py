@@ -11,16 +11,16 @@ import asyncio
 import logging
 from dataclasses import dataclass, field, replace
 
-from .budget import current_budget
+from ..config import Settings
+from ..errors import IngestError, LimitError
+from ..ingest.budget import current_budget
+from ..ingest.chunk import chunk_document
+from ..ingest.load import LoadLimits
+from ..ingest.parse_worker import ParseStats, WorkerLimits, load_isolated
+from ..types import Chunk, Progress, ProgressCallback, Summarizer
 from .build import BuiltTree, build_document_tree
-from .chunk import chunk_document
 from .cluster import preload_umap
-from .config import Settings
 from .embed import Embedder, token_floor
-from .errors import IngestError, LimitError
-from .load import LoadLimits
-from .parse_worker import ParseStats, WorkerLimits, load_isolated
-from .types import Chunk, Progress, ProgressCallback, Summarizer
 
 log = logging.getLogger(__name__)
 

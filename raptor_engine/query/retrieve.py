@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from ..ingest.sentences import NewSentences, SentenceSpan, decode_spans, sentence_spans, sentences_of
+from ..storage.index import KBIndex
+from ..storage.store import Store, StoredNode
+from ..types import ContextNode, PageMarks, RetrievedContext
 from .followup import asks_about_the_whole
-from .index import KBIndex
-from .sentences import NewSentences, SentenceSpan, decode_spans, sentence_spans, sentences_of
-from .store import Store, StoredNode
-from .types import ContextNode, PageMarks, RetrievedContext
 
 CountTokensBatch = Callable[[list[str]], list[int]]
 

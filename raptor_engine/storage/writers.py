@@ -18,7 +18,7 @@ from types import TracebackType
 
 import filelock
 
-from .errors import RaptorError
+from ..errors import RaptorError
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .budget import checked
-from .chunk import split_sentences
-from .sentences import content_terms, is_heading, jaccard
-from .types import Summary, SummaryRequest
+from ..ingest.budget import checked
+from ..ingest.chunk import split_sentences
+from ..ingest.sentences import content_terms, is_heading, jaccard
+from ..types import Summary, SummaryRequest
 
 CountTokens = Callable[[str], int]
 CountTokensBatch = Callable[[list[str]], list[int]]

@@ -37,10 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from .budget import checkpoint
-from .config import default_cache_dir
+from ..config import default_cache_dir
+from ..ingest.budget import checkpoint
+from ..types import Clustering
 from .mixture import Mixture, fit_mixture
-from .types import Clustering
 
 log = logging.getLogger(__name__)
 

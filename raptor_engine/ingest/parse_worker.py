@@ -2,7 +2,7 @@
 
 Why a process and not a thread: a parser stuck in C code (zlib, lxml, pypdf's content-stream loop) cannot
 be interrupted from Python, and one that allocates without bound takes the whole bot down with it. The
-child (`python -m raptor_engine.parse_worker`) imports only the loader, never torch, so it starts in
+child (`python -m raptor_engine.ingest.parse_worker`) imports only the loader, never torch, so it starts in
 about a tenth of a second; it sets RLIMIT_AS (memory) and RLIMIT_CPU (a backstop) on itself before it
 touches the file, and the parent kills it at the wall-clock deadline. Caps inside the loader
 (`LoadLimits`) give the specific sentence for the common bombs; the process limits are the guarantee for
@@ -27,9 +27,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .errors import IngestError
+from ..errors import IngestError
+from ..types import LoadedDocument, Section
 from .load import LoadLimits, load_document, safe_filename
-from .types import LoadedDocument, Section
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def load_isolated(
     stats = stats if stats is not None else ParseStats()
     started = time.perf_counter()
     child = subprocess.Popen(
-        [sys.executable, "-m", "raptor_engine.parse_worker"],
+        [sys.executable, "-m", "raptor_engine.ingest.parse_worker"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -104,7 +104,7 @@ def _child_environment() -> dict[str, str]:
     """A minimal environment: no tokens or API keys for code that reads hostile bytes, and this very
     package first on the path, so the child runs the same loader as the parent wherever it was started."""
     env = {name: os.environ[name] for name in _PASSED_ON if name in os.environ}
-    package_root = str(Path(__file__).resolve().parent.parent)
+    package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
     env.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2"})
     return env

@@ -19,8 +19,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..types import Chunk, LoadedDocument, Section
 from .budget import CHECK_EVERY, checked, checkpoint
-from .types import Chunk, LoadedDocument, Section
 
 log = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ import functools
 import re
 from dataclasses import dataclass, replace
 
-from .sentences import STOPWORDS, THEMATIC, content_terms, stem, words
-from .types import Turn
+from ..ingest.sentences import STOPWORDS, THEMATIC, content_terms, stem, words
+from ..types import Turn
 
 CONTEXT_OPEN = " (context: "
 CONTEXT_CLOSE = ")"

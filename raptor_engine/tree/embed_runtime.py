@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import Settings
+from ..config import Settings
 from .fast_tokenizer import FastTokenizer
 
 log = logging.getLogger(__name__)
