@@ -27,6 +27,8 @@ from raptor_engine.config import Settings
 from raptor_engine.errors import IngestError, LimitError
 from raptor_engine.ingest.load import check_upload
 
+from .fingerprint import SAFE_TEXT, fingerprint
+
 MB = 1024 * 1024
 
 # ------------------------------------------------------------------------------------------------ PDF
@@ -234,7 +236,6 @@ def long_words(count: int, length: int = 120) -> bytes:
 
 def prose_with_long_words(paragraphs: int) -> bytes:
     """Ordinary sentences with one 120-letter 'word' per paragraph (a chemical name, a hash)."""
-    from .robustness import SAFE_TEXT
 
     words = long_words(paragraphs).decode().split()
     return "\n\n".join(f"{SAFE_TEXT} Sample {word} was logged. {SAFE_TEXT}" for word in words).encode()
@@ -818,7 +819,6 @@ def current_rss_mb() -> float:
 
 async def try_hostile(engine: Any, kb: str, item: HostileFile) -> HostileOutcome:
     """One hostile file through the bot's path, timed, with both processes' peak memory and the store compared."""
-    from .robustness import fingerprint
 
     data = item.make()
     before = fingerprint(engine)
@@ -855,7 +855,6 @@ async def try_hostile(engine: Any, kb: str, item: HostileFile) -> HostileOutcome
 
 async def run_hostile(engine: Any, items: list[HostileFile] | None = None) -> list[HostileOutcome]:
     """Every hostile file into its own knowledge base that already answers, one after another."""
-    from .robustness import SAFE_TEXT
 
     outcomes = []
     for number, item in enumerate(items if items is not None else hostile_corpus()):

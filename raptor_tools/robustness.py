@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import io
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -33,6 +31,7 @@ from raptor_engine.config import Settings
 from raptor_engine.errors import IngestError, LimitError
 from raptor_engine.ingest.load import check_upload
 
+from .fingerprint import SAFE_TEXT, checkpoint, fingerprint
 from .hostile import write_pdf
 
 # ------------------------------------------------------------------------------------ bad-input corpus
@@ -146,12 +145,6 @@ def nested_html(depth: int) -> bytes:
     return f"<html><head><title>t</title></head><body>{body}</body></html>".encode()
 
 
-SAFE_TEXT = (
-    "The harbour wall was rebuilt in 1898 after the winter storms. "
-    "Fishermen paid for the new stones with a tax on every barrel of herring."
-)
-
-
 def bad_input_corpus() -> list[BadInput]:
     """At least 30 uploads that have hurt real document bots, each with the ending it must have."""
     pdf_ok = minimal_pdf(["The lighthouse keeper logged the storm of 1887.", "A second page about fog."])
@@ -210,32 +203,6 @@ def bad_input_corpus() -> list[BadInput]:
                  "The \u200bchapel \u202ebell\u202c was cast in 1840.\u00ad".encode(), "ingested"),
         BadInput("the same bytes again (duplicate)", "again.txt", SAFE_TEXT.encode(), "duplicate"),
     ]  # fmt: skip
-
-
-def checkpoint(store_db: sqlite3.Connection) -> None:
-    """Fold the WAL into the main file, so the main file's bytes are the whole database."""
-    busy, _, _ = store_db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    if busy:
-        raise RuntimeError("the WAL checkpoint was blocked by a reader")
-
-
-@dataclass(frozen=True)
-class StoreFingerprint:
-    """The database file's bytes (after a checkpoint) and every derived file under the data directory."""
-
-    db_sha256: str
-    files: tuple[tuple[str, str], ...]
-
-
-def fingerprint(engine: Any) -> StoreFingerprint:
-    checkpoint(engine.store.db.conn)
-    data_dir = Path(engine.settings.data_dir)
-    db_sha = hashlib.sha256(engine.settings.db_path.read_bytes()).hexdigest()
-    files = []
-    for path in sorted(data_dir.rglob("*")):
-        if path.is_file() and path.name not in {"raptor.db", "raptor.db-wal", "raptor.db-shm"}:
-            files.append((str(path.relative_to(data_dir)), hashlib.sha256(path.read_bytes()).hexdigest()))
-    return StoreFingerprint(db_sha, tuple(files))
 
 
 async def try_upload(engine: Any, kb: str, item: BadInput) -> InputOutcome:

@@ -24,10 +24,10 @@ from raptor_engine.errors import IngestError
 from raptor_engine.ingest.chunk import chunk_document
 from raptor_engine.ingest.load import load_document, safe_filename
 from raptor_engine.types import LoadedDocument, Section
+from raptor_tools.fingerprint import fingerprint
 from raptor_tools.robustness import (
     bad_input_corpus,
     corpus_settings,
-    fingerprint,
     minimal_pdf,
     run_bad_inputs,
     small_docx,

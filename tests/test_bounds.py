@@ -9,7 +9,7 @@ import pytest
 from raptor_engine import Engine, IngestError, LimitError, Settings
 from raptor_engine.ingest.load import check_upload
 from raptor_engine.query.ratelimit import QuestionLimiter
-from raptor_tools.robustness import fingerprint
+from raptor_tools.fingerprint import fingerprint
 from tests.bot.conftest import (  # noqa: F401  (fixtures for the bot-level check)
     ALICE,
     BOB,

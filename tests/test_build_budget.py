@@ -18,8 +18,8 @@ from raptor_engine.ingest import budget as budget_module
 from raptor_engine.ingest.budget import BuildBudget, BuildLimitError, checked, checkpoint, current_budget
 from raptor_engine.tree.summarize import ExtractiveSummarizer
 from raptor_engine.types import Summary, SummaryRequest
+from raptor_tools.fingerprint import SAFE_TEXT, fingerprint
 from raptor_tools.hostile import unclosed_tags_html
-from raptor_tools.robustness import SAFE_TEXT, fingerprint
 
 MB = 1024 * 1024
 LONGER_TEXT = " ".join(f"Entry {n}. {SAFE_TEXT}" for n in range(12))  # enough leaves to summarise

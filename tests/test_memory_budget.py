@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from raptor_engine.cli import cli
-from raptor_engine.storage import spaces
+from raptor_engine.storage import memory
 from raptor_engine.storage.index import NodeTokens
-from raptor_engine.storage.spaces import MemoryBudget
+from raptor_engine.storage.memory import MemoryBudget
 from raptor_tools.bench_spaces import ManyKbsPlan, _engine, write_kbs, zipf_choices
 
 PLAN = ManyKbsPlan(kbs=8, guilds=3, min_nodes=30, max_nodes=60, questions=60, memory_mb=1)
@@ -52,8 +52,8 @@ def test_the_budget_evicts_the_least_recently_used_and_never_a_pinned_entry():
 def test_evictions_hand_freed_memory_back_to_the_system(monkeypatch):
     """glibc keeps freed heap blocks; without a trim after evictions the process grew ~40% past the budget."""
     trims: list[int] = []
-    original = spaces.release_freed_memory
-    monkeypatch.setattr(spaces, "release_freed_memory", lambda: trims.append(1))
+    original = memory.release_freed_memory
+    monkeypatch.setattr(memory, "release_freed_memory", lambda: trims.append(1))
     budget = MemoryBudget(100)
     budget.admit("a", 60, lambda: None)
     budget.admit("b", 30, lambda: None)
@@ -62,7 +62,7 @@ def test_evictions_hand_freed_memory_back_to_the_system(monkeypatch):
     assert trims == [1]
     original()  # the real one runs wherever the C library has malloc_trim, and is a no-op elsewhere
     if sys.platform.startswith("linux"):
-        assert spaces._malloc_trim() is not None  # glibc, as on this project's CI
+        assert memory._malloc_trim() is not None  # glibc, as on this project's CI
 
 
 def test_node_tokens_is_a_compact_mapping_of_node_ids_to_token_counts():

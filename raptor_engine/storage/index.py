@@ -19,7 +19,7 @@ import numpy as np
 from .store import Store
 
 if TYPE_CHECKING:
-    from .spaces import MemoryBudget
+    from .memory import MemoryBudget
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class NodeTokens(Mapping[int, int]):
     An index keeps one of these for as long as it is loaded. A dict of 2,000 Python ints costs ~100
     bytes an entry scattered over the interpreter's small-object arenas, which stay mapped after the
     index is evicted when any other object shares them; two arrays are 12 bytes an entry in two
-    blocks that go back to the allocator whole (see `spaces.release_freed_memory`).
+    blocks that go back to the allocator whole (see `memory.release_freed_memory`).
     """
 
     def __init__(self, ids: Iterable[int] = (), counts: Iterable[int] = ()):
