@@ -207,7 +207,7 @@ def test_real_embeddings_separate_topics(embedder):
 _CHILD = """
 import json, sys
 from pathlib import Path
-from raptor_engine import cluster
+from raptor_engine.tree import cluster
 cluster.use_compile_cache(Path(sys.argv[1]))
 umap = cluster.import_umap()
 cluster.warm_up()
@@ -271,7 +271,7 @@ def test_an_ingest_can_start_importing_umap_in_the_background():
     import sys
 
     code = (
-        "import sys; from raptor_engine import cluster; cluster.preload_umap(); "
+        "import sys; from raptor_engine.tree import cluster; cluster.preload_umap(); "
         "thread = cluster._preload[0]; print(thread.daemon, thread.name); thread.join(); "
         "print('umap' in sys.modules, cluster.import_umap() is sys.modules['umap'])"
     )
