@@ -1,6 +1,7 @@
 # Two set-up commands, each creating the environment on first use:
 #   make demo   ingest the sample document and answer questions (no key, no Discord)
-#   make test   lint and run the test suite
+#   make test   lint and run the test suite (on several workers: pytest-xdist)
+# and for the inner loop, `make test-fast`: the suite without its end-to-end `slow` tests
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -17,7 +18,11 @@ $(STAMP): pyproject.toml
 
 DOCS := .env.example docs/CLI.md docs/CONFIGURATION.md
 
-.PHONY: install demo test bench lint docs
+# Workers for the suite: most tests wait on subprocesses, sockets and SQLite, so more workers than
+# cores keeps both cores busy; override with `make test WORKERS=1`.
+WORKERS ?= 4
+
+.PHONY: install demo test test-fast bench lint docs
 install: $(STAMP)
 
 demo: $(STAMP)
@@ -30,7 +35,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check raptor_engine raptor_tools bot tests
 
 test: $(STAMP) lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(WORKERS) --dist loadfile
+
+test-fast: $(STAMP) lint
+	$(PY) -m pytest -q -n $(WORKERS) --dist loadfile -m "not slow and not e2e and not wheel"
 
 # Regenerate what is generated from the code: the CLI reference, the settings table, .env.example
 docs: $(STAMP)

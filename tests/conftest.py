@@ -1,8 +1,15 @@
-"""Shared fixtures: one real embedder per test session (loading it costs seconds)."""
+"""Shared fixtures (one real embedder per test process: loading it costs seconds) and the suite's order.
+
+`make test` runs the suite on several pytest-xdist workers, a file per worker at a time (module fixtures
+build their knowledge bases once). The end-to-end files below (real processes, real builds, kills and
+restarts) are marked `slow`: `make test-fast` leaves them out, and `make test` starts them first, so the
+longest files do not begin last and hold the whole run up.
+"""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -27,3 +34,47 @@ def pytest_configure(config):
         from raptor_tools.commands import register_commands
 
         register_commands(cli)
+
+
+# Files whose tests drive real processes end to end (builds, kills, restarts, clusters, wheels).
+SLOW_FILES = {
+    "test_crash.py",
+    "test_bench.py",
+    "test_wheel.py",
+    "test_workers.py",
+    "test_writers.py",
+    "test_load_concurrency.py",
+    "test_embed_runtime.py",
+    "test_bad_input.py",
+    "test_hostile.py",
+    "test_upload_bounds.py",
+    "test_llm_faults.py",
+    "test_isolation.py",
+    "test_bot_restart.py",
+    "test_bot_workers.py",
+    "test_bot_shards.py",
+}
+# Single slow tests in otherwise quick files.
+SLOW_TESTS = {
+    "test_readme_runnable_blocks_run",
+    "test_large_layers_get_their_neighbour_graph_from_hnswlib",
+    "test_a_second_process_loads_umaps_compiled_code_instead_of_compiling",
+    "test_an_ingest_can_start_importing_umap_in_the_background",
+    "test_twenty_thousand_leaves_are_binned_and_stay_small",
+    "test_bench_many_kbs_prints_both_runs",
+    "test_bench_prints_cache_and_parse_cost_per_guild",
+}
+
+
+def is_slow(item: pytest.Item) -> bool:
+    return Path(str(item.fspath)).name in SLOW_FILES or item.originalname in SLOW_TESTS
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the end-to-end tests `slow`, and order slow files first (a stable sort keeps each file's
+    own order), so the workers start the long files while the quick ones fill the gaps."""
+    for item in items:
+        if is_slow(item):
+            item.add_marker(pytest.mark.slow)
+    slow_files = {str(item.fspath) for item in items if is_slow(item)}
+    items.sort(key=lambda item: str(item.fspath) not in slow_files)
