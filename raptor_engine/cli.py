@@ -243,6 +243,9 @@ async def _ingest_files(
         from .workers import BuildCluster
 
         engine.cluster = BuildCluster(engine.settings, scheduler)
+    else:  # the model (exported to ONNX on a machine's first run) and UMAP's compiled code are the
+        # process's start-up, not the first file's build: its deadline must not pay for them
+        await asyncio.to_thread(engine.warm)
     results, failures = [], 0
     try:
         for path in files:
@@ -545,7 +548,7 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
         if layer.nodes == 1:  # "1 leaf", "1 top summary of the knowledge base"
             label = label.replace("leaves", "leaf").replace("summaries", "summary")
         click.echo(
-            f"  L{layer.layer}  {layer.nodes:>6} {label:<30} {layer.tokens:>9,} tokens  (avg {layer.tokens // max(layer.nodes, 1)})"
+            f"  L{layer.layer}  {layer.nodes:>6} {label:<34} {layer.tokens:>9,} tokens  (avg {layer.tokens // max(layer.nodes, 1)})"
         )
     if picture is not None:
         grouped = "; crowded layers drawn as groups" if picture.binned else ""

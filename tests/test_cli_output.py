@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import raptor_engine.cli as cli_module
+from raptor_engine.engine import Engine
 from tests.test_cli import files, run  # noqa: F401  (fixtures)
 
 
@@ -89,3 +90,26 @@ def test_chat_json_prints_one_object_per_turn(run, files):  # noqa: F811
     )
     assert "Wren" in second["answer"] and second["citations"]
     assert {"tokens_used", "budget", "nodes"} <= second["context"].keys()
+
+
+def test_ingest_loads_the_model_before_any_build_deadline_starts(run, files, monkeypatch):  # noqa: F811
+    """A machine's first `raptor ingest` exports the model to ONNX and compiles UMAP's code: minutes on a
+    slow machine, which must not count against the first file's RAPTOR_BUILD_TIMEOUT."""
+    from raptor_engine.ingest.budget import current_budget
+
+    warmed, ingested = [], []
+    original_warm, original_ingest = Engine.warm, Engine.ingest
+
+    def warm(self):
+        warmed.append((current_budget(), len(ingested)))
+        original_warm(self)
+
+    async def ingest(self, *args, **kwargs):
+        ingested.append(args[1])
+        return await original_ingest(self, *args, **kwargs)
+
+    monkeypatch.setattr(Engine, "warm", warm)
+    monkeypatch.setattr(Engine, "ingest", ingest)
+    railway, bees, _ = files
+    assert run("ingest", str(railway), str(bees), "--kb", "t", "--quiet").exit_code == 0
+    assert warmed == [(None, 0)] and ingested == ["railway.md", "bees.md"]
