@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 
 DOCS := .env.example docs/CLI.md docs/CONFIGURATION.md
 
-.PHONY: install demo test bench lint docs
+.PHONY: install demo test bench lint docs picture
 install: $(STAMP)
 
 # The knowledge base `demo` in the default data directory (./data), so that `raptor ask ... --kb demo`
@@ -39,9 +39,21 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	$(PY) -m pytest -q
 
-# Regenerate what is generated from the code: the CLI reference, the settings table, .env.example
+# Regenerate what is generated from the code: the CLI reference, the settings table, .env.example, and
+# README.md's demo output (by running the demo's commands in a new data directory: about a minute)
 docs: $(STAMP)
-	$(VENV)/bin/cog -r $(DOCS)
+	$(VENV)/bin/cog -r $(DOCS) README.md
 
 bench: $(STAMP)
 	$(VENV)/bin/raptor bench
+
+# docs/tree.png, the picture in README.md and docs/HOW_IT_WORKS.md: the sample and two small documents in
+# one knowledge base, with the context of a question highlighted (64 colours, to keep the repository small)
+PICTURE_DATA := $(or $(TMPDIR),/tmp)/raptor-picture
+picture: $(STAMP)
+	rm -rf $(PICTURE_DATA)
+	$(VENV)/bin/raptor --data-dir $(PICTURE_DATA) ingest --kb demo --quiet raptor_tools/samples/lighthouse_keepers.md \
+	  raptor_tools/samples/railway.md raptor_tools/samples/bees.md
+	$(VENV)/bin/raptor --data-dir $(PICTURE_DATA) ask "Who kept the light in 1887?" --kb demo --tree-png docs/tree.png
+	$(PY) -c "from PIL import Image; Image.open('docs/tree.png').quantize(64).save('docs/tree.png', optimize=True)"
+	rm -rf $(PICTURE_DATA)
