@@ -115,19 +115,60 @@ def _print_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OneLineUsageError(click.ClickException):
+    """A usage error shown as every other error is: one line on stderr (exit code 2, as click's)."""
+
+    exit_code = 2
+
+
+def _one_line(exc: click.UsageError) -> OneLineUsageError:
+    """Click's usage error (usage text, a hint, then the error: three lines) as one sentence that
+    says where the command's help is."""
+    message = " ".join(exc.format_message().split())
+    if exc.ctx is not None:
+        message += f" See '{exc.ctx.command_path} --help'."
+    return OneLineUsageError(message)
+
+
+# A group called with no arguments raises this (click 8.2 on) to print its help: not an error to shorten
+_HELP_REQUESTS = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+class RaptorGroup(click.Group):
+    """The `raptor` group: usage errors of it and of every command under it are one line."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except _HELP_REQUESTS:
+            raise  # `raptor` alone prints its help
+        except click.UsageError as exc:
+            raise _one_line(exc) from exc
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _HELP_REQUESTS:
+            raise  # `raptor guilds` alone prints its help
+        except click.UsageError as exc:  # a command's arguments: a missing option, a file that is not there
+            raise _one_line(exc) from exc
+
+
+@click.group(cls=RaptorGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="raptor", message="%(prog)s %(version)s")
 @click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Where the database and indices live (RAPTOR_DATA_DIR, default ./data).",
 )
-@click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug).")
+@click.option(
+    "-v", "--verbose", count=True, help="Log the detail on stderr (-v warnings and info, -vv debug)."
+)
 @click.pass_context
 def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
     """Build RAPTOR trees from documents and answer questions about them, with citations."""
-    logging.basicConfig(
-        level=[logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)],
+    logging.basicConfig(  # without -v nothing is logged: the error line says what the user needs
+        level=[logging.CRITICAL, logging.INFO, logging.DEBUG][min(verbose, 2)],
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
@@ -202,6 +243,9 @@ async def _ingest_files(
         from .workers import BuildCluster
 
         engine.cluster = BuildCluster(engine.settings, scheduler)
+    else:  # the model (exported to ONNX on a machine's first run) and UMAP's compiled code are the
+        # process's start-up, not the first file's build: its deadline must not pay for them
+        await asyncio.to_thread(engine.warm)
     results, failures = [], 0
     try:
         for path in files:
@@ -386,22 +430,29 @@ def _answer_picture(engine: Engine, kb: str, answer: Answer, path: Path) -> Tree
 @cli.command()
 @kb_option
 @click.option("--mode", type=click.Choice(MODES), default="collapsed", show_default=True)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print each answer as one JSON object on its own line (no prompt).",
+)
 @click.pass_context
-def chat(ctx: click.Context, kb: str, mode: str) -> None:
+def chat(ctx: click.Context, kb: str, mode: str, as_json: bool) -> None:
     """Ask questions with follow-ups: each question is answered with the conversation so far."""
     engine = _engine(ctx)
-    click.echo(f"Backend: {engine.backend_name}. Empty line or Ctrl-D to stop.")
+    if not as_json:
+        click.echo(f"Backend: {engine.backend_name}. Empty line or Ctrl-D to stop.")
     history: list[Turn] = []
 
     async def loop() -> None:
         while True:
             try:
-                question = await asyncio.to_thread(input, "> ")
+                question = await asyncio.to_thread(input, "" if as_json else "> ")
             except EOFError:
                 return
             if not question.strip():
                 return
-            shown = _terminal_answer()
+            shown = _terminal_answer(as_json)
             try:
                 answer = await engine.ask(
                     kb,
@@ -416,7 +467,10 @@ def chat(ctx: click.Context, kb: str, mode: str) -> None:
                     click.echo()
                 click.echo(f"Error: {exc}", err=True)
                 continue
-            _print_answer(answer, shown)
+            if as_json:  # JSON Lines: a program reads one answer per line as it comes
+                click.echo(json.dumps(answer.to_dict(), ensure_ascii=False))
+            else:
+                _print_answer(answer, shown)
             history.extend([Turn("user", question), Turn("assistant", answer.text)])
 
     asyncio.run(loop())
@@ -491,10 +545,10 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
     click.echo(f"{kb}: {documents}, {info.nodes} nodes, {info.tokens:,} tokens")
     for layer in info.layers:
         label = info.kind_label(layer.kind)
-        if layer.nodes == 1:  # "1 leaf", "1 top summary of the document"
+        if layer.nodes == 1:  # "1 leaf", "1 top summary of the knowledge base"
             label = label.replace("leaves", "leaf").replace("summaries", "summary")
         click.echo(
-            f"  L{layer.layer}  {layer.nodes:>6} {label:<30} {layer.tokens:>9,} tokens  (avg {layer.tokens // max(layer.nodes, 1)})"
+            f"  L{layer.layer}  {layer.nodes:>6} {label:<34} {layer.tokens:>9,} tokens  (avg {layer.tokens // max(layer.nodes, 1)})"
         )
     if picture is not None:
         grouped = "; crowded layers drawn as groups" if picture.binned else ""

@@ -142,10 +142,10 @@ class TreeInfo:
         return sum(layer.nodes for layer in self.layers)
 
     def kind_label(self, kind: str) -> str:
-        """What a layer's nodes are, in words; over a single document the top layer combines nothing
-        across documents, so it is not called cross-document."""
+        """What a layer's nodes are, in words. The knowledge base's own layer (over every document's top
+        nodes) combines nothing across documents while there is one, so it is then its top."""
         if kind == "kb":
-            return "cross-document summaries" if self.documents > 1 else "top summaries of the document"
+            return "cross-document summaries" if self.documents > 1 else "top summaries of the knowledge base"
         return {"leaf": "leaves", "summary": "summaries"}.get(kind, "nodes")
 
     @property

@@ -2,6 +2,7 @@
 
 cog (https://cog.readthedocs.io) calls these from the markers in docs/CLI.md, docs/CONFIGURATION.md and
 `.env.example`; `make docs` regenerates them and tests/test_docs.py fails when they differ from the code.
+README.md's demo output is generated the same way, from a run of the Makefile's demo commands.
 Settings come from `ENV_DOCS` in raptor_engine/config.py, commands from the `raptor` click group (its
 plugins included) and `python -m bot`'s argument parser.
 """
@@ -169,6 +170,62 @@ def bot_help() -> str:
 
 # The files cog regenerates (`make docs`), relative to the repository root; the Makefile lists the same.
 GENERATED = (".env.example", "docs/CLI.md", "docs/CONFIGURATION.md")
+
+# -- what `make demo` prints, shown in README.md ------------------------------------------------------
+# `make docs` regenerates README.md's demo block by running the demo's commands; the block holds timings
+# and floating-point scores, so it is checked against a fresh run by tests/test_docs.py (the seconds
+# aside, scores to within a rounding step) rather than by cog's exact comparison.
+DEMO_DOC = "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+_DEMO_COMMAND = re.compile(r"^\t\$\(VENV\)/bin/raptor (.+)$")
+
+
+def demo_commands(makefile: Path = ROOT / "Makefile") -> list[str]:
+    """The `raptor` command lines of the Makefile's demo target, in order, as make echoes them."""
+    lines = makefile.read_text().split("\ndemo:", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    commands = [m.group(1) for m in map(_DEMO_COMMAND.match, lines) if m]
+    if not commands:
+        raise ValueError("the Makefile's demo target runs no `$(VENV)/bin/raptor` command")
+    return commands
+
+
+def _demo_env() -> dict[str, str]:
+    """The environment of a newcomer's first `make demo`: no LLM, no settings of ours but the cache's."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+        and (not name.startswith("RAPTOR_") or name == "RAPTOR_CACHE_DIR")
+    }
+    return {**env, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def demo_transcript() -> str:
+    """What `make demo` prints once the environment is installed: each command as make echoes it, then
+    its output. Run in a new data directory, away from the checkout (and any `.env` in it)."""
+    import shlex
+    import subprocess
+    import sys
+    import tempfile
+
+    out = []
+    with tempfile.TemporaryDirectory(prefix="raptor-demo-") as scratch:
+        for line in demo_commands():
+            args = shlex.split(line)
+            local = [str(ROOT / a) if (ROOT / a).is_file() else a for a in args]
+            run = subprocess.run(
+                [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(Path(scratch) / "data"), *local],
+                cwd=scratch, env=_demo_env(), capture_output=True, text=True, timeout=600,
+            )  # fmt: skip
+            if run.returncode != 0:
+                raise RuntimeError(f"raptor {line} failed:\n{run.stderr[-2000:]}")
+            out.append(f".venv/bin/raptor {line}\n{run.stdout}")
+    return "".join(out)
+
+
+def demo_block() -> str:
+    """README.md's demo block: `make demo`'s output, fenced."""
+    return _fence(demo_transcript())
 
 
 def suggest_entries(env_example_text: str) -> str:

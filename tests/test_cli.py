@@ -68,7 +68,7 @@ def test_ingest_ask_docs_tree_forget(run, files):
     assert "railway.md" not in run("docs", "--kb", "t").output
     alone = run("tree", "--kb", "t").output  # one document left: singular words, no cross-document layer
     assert "t: 1 document," in alone and "cross-document" not in alone
-    assert "1 top summary of the document" in alone or "1 leaf " in alone
+    assert "1 top summary of the knowledge base" in alone or "1 leaf " in alone
 
     assert run("doctor").output.strip() == "healthy"
 
