@@ -152,7 +152,9 @@ async def test_a_build_the_engine_stops_from_its_progress_reports_is_cancelled_o
 
 async def test_the_build_budget_travels_with_the_task_and_is_checked_on_the_worker(dask_cluster, tmp_path):
     """The engine's deadline goes to the worker pickled (a wall-clock deadline) and the worker's build
-    checks it itself: a task given an expired budget ends with the deadline's sentence, not a tree."""
+    checks it itself: a task given an expired budget ends with the deadline's sentence, not a tree. On a
+    slow machine the parse child, its deadline cut by the budget, is killed first: that gives the same
+    sentence (docbuild.read_upload), so the outcome does not depend on the machine's speed."""
     settings = Settings(data_dir=tmp_path / "data")
     budget = BuildBudget("long.md", seconds=0.001, memory_mb=0)
     await asyncio.sleep(0.01)

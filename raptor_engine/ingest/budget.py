@@ -124,6 +124,12 @@ class BuildBudget:
         if self.tripped is not None:
             raise BuildLimitError(self.tripped)
 
+    def expire(self) -> BuildLimitError:
+        """The deadline's error, the budget tripped by it: a step whose own time limit this budget cut
+        short (the parse child's) failed at the deadline, so the user gets the budget's sentence."""
+        self.tripped = self.tripped or self.deadline_sentence()
+        return BuildLimitError(self.tripped)
+
     def hold(self) -> None:
         """Stop the clock until `restart()`: the build has not begun (it waits for a worker)."""
         if self.seconds > 0 and self.tripped is None:
