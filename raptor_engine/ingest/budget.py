@@ -135,10 +135,12 @@ class BuildBudget:
         if self.seconds > 0 and self.tripped is None:
             self.deadline = None
 
-    def restart(self) -> None:
-        """Start the deadline again from now: the build begins only now (it waited for a worker)."""
+    def restart(self, grace: float = 0.0) -> None:
+        """Start the deadline again from now: the build begins only now (it waited for a worker). `grace`
+        moves it later still: the engine's copy of a build running elsewhere, which checks the deadline
+        itself and says so, gives it that long to, before saying it instead."""
         if self.seconds > 0 and self.tripped is None:
-            self.deadline = time.time() + self.seconds
+            self.deadline = time.time() + self.seconds + grace
 
     async def bound(self, step: Awaitable[T]) -> T:
         """Await `step`, but no later than the deadline, read again every POLL_S (`hold()` and
