@@ -395,8 +395,9 @@ ENV_DOCS: dict[str, EnvDoc] = {
     ),
     "RAPTOR_DASK_SCHEDULER": EnvDoc(
         "Builds on Dask workers",
-        "An existing Dask scheduler (tcp://host:8786, started with `dask scheduler`; add workers with "
-        "`raptor worker tcp://host:8786`); empty starts the embedded LocalCluster.",
+        "An existing Dask scheduler (tls://host:8786 with the RAPTOR_DASK_TLS_* files, or tcp://127.0.0.1:8786 on "
+        "this machine; started with `dask scheduler`; add workers with `raptor worker ADDRESS`); empty starts "
+        "the embedded LocalCluster.",
     ),
     "RAPTOR_BUILD_WORKER_MEMORY_MB": EnvDoc(
         "Builds on Dask workers",

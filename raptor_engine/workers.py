@@ -691,15 +691,19 @@ def worker_command(
     declares the project's version, listens only on `listen`, or `host`, or the interface that reaches the
     scheduler, serves no HTTP, and speaks TLS with the RAPTOR_DASK_TLS_* files to a tls:// scheduler.
     ClusterSettingsError (one sentence) where the address and the settings do not go together."""
+    import dask
+
     security = cluster_security(settings, address)
     command = [
         sys.executable, "-m", "distributed.cli.dask_worker", address,
         "--nworkers", "1", "--nthreads", "1",
         "--memory-limit", f"{settings.build_worker_memory_mb}MB",
         "--resources", f"{version_resource()}=1",
-        "--preload", __name__,
         "--no-dashboard",
     ]  # fmt: skip
+    # --preload replaces Dask's configured preloads (distributed.worker.preload): pass those on too
+    for module in [*dask.config.get("distributed.worker.preload", []), __name__]:
+        command += ["--preload", module]
     if listen:
         command += ["--listen-address", listen]
         http_host = address_host(listen)
