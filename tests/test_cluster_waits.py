@@ -42,10 +42,6 @@ def empty_scheduler(tmp_path_factory):
         yield address
 
 
-def tasks_held(dask_scheduler) -> int:
-    return len(dask_scheduler.tasks)
-
-
 async def until(ask, expected, tries: int = 600) -> None:
     """Wait (0.1 s a try) until `ask()` gives `expected`; a message in flight may need a moment."""
     for _ in range(tries):
@@ -70,7 +66,8 @@ async def test_a_scheduler_with_no_worker_gives_the_upload_up_within_the_wait_an
         assert "split it into smaller files" not in str(caught.value)  # it did not run out of time
         assert engine.knowledge_bases() == []
         async with Client(empty_scheduler, asynchronous=True) as client:  # the task is gone from the scheduler
-            await until(lambda: client.run_on_scheduler(tasks_held), 0)
+            # a lambda travels by value: the scheduler cannot import this test module
+            await until(lambda: client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)), 0)
     finally:
         await engine.cluster.close()
         engine.close()
