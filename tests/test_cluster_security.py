@@ -153,10 +153,11 @@ async def test_the_embedded_dashboard_is_served_on_loopback_only_when_a_port_is_
 # ------------------------------------------------------------------------------------------ raptor worker
 
 
-def test_a_raptor_worker_for_a_loopback_scheduler_listens_on_loopback_only(tmp_path):
+def test_a_raptor_worker_for_a_loopback_scheduler_listens_on_loopback_only_and_holds_no_secret(tmp_path):
     from tests.dask_processes import dask_processes
 
-    with dask_processes(tmp_path, workers=1) as address:
+    secrets = dict.fromkeys(SECRET_ENV, CANARY)  # as a `.env` beside the worker would put them there
+    with dask_processes(tmp_path, workers=1, env=secrets) as address:
         from distributed import Client
 
         with Client(address, timeout=60) as client:
@@ -167,6 +168,8 @@ def test_a_raptor_worker_for_a_loopback_scheduler_listens_on_loopback_only(tmp_p
         sockets = listening([nanny, worker])
         assert len(sockets) == 2, sockets  # the nanny's and the worker's Dask ports; no HTTP
         assert {address for address, _ in sockets} == {"127.0.0.1"}, sockets
+        for process in (nanny, worker):
+            assert CANARY.encode() not in Path(f"/proc/{process.pid}/environ").read_bytes()
 
 
 def test_raptor_worker_listens_where_host_says_and_declares_its_version(tmp_path):
