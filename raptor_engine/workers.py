@@ -386,7 +386,7 @@ class BuildCluster:
         self.local: Any = None  # the embedded LocalCluster, when this process started one
         self._progress: dict[str, ProgressCallback] = {}
         self._futures: dict[str, Any] = {}
-        self._waiting: dict[str, BuildBudget] = {}  # budgets of builds not started on a worker yet
+        self._budgets: dict[str, BuildBudget] = {}  # the engine's copy of each build's budget
         self._stopped: dict[str, BaseException] = {}  # a progress callback's exception, by build
         self._connecting = asyncio.Lock()
 
@@ -477,10 +477,11 @@ class BuildCluster:
     def _on_progress(self, event: tuple[float, dict[str, Any]]) -> None:
         _, msg = event  # Dask adds the worker's address to the message
         build_id = msg.get("id", "")
-        waited = self._waiting.pop(build_id, None)
-        if waited is not None:  # its first progress: the worker began it, and its deadline with it; the
-            # worker stops itself at that deadline, and a worker that stops answering is the watch's to tell
-            waited.restart(grace=self.settings.build_worker_wait)
+        budget = self._budgets.get(build_id)
+        if budget is not None and msg.get("stage") == "load":  # a worker began it (again, after a lost
+            # worker), and its deadline with it; the worker stops itself at that deadline, and a worker that
+            # stops answering is the watch's to tell, so this copy gives both that much longer
+            budget.restart(grace=self.settings.build_worker_wait)
         callback = self._progress.get(build_id)
         if callback is None:
             return
@@ -529,7 +530,7 @@ class BuildCluster:
             self._progress[build_id] = progress
         if budget is not None:  # its clock stops until a worker begins the build (budget.py)
             budget.hold()
-            self._waiting[build_id] = budget
+            self._budgets[build_id] = budget
         cached = await asyncio.to_thread(self._cached_summaries, settings)
         future = client.submit(
             build_on_worker, build_id, name, data, task_settings(settings), held, cached, budget,
@@ -553,7 +554,7 @@ class BuildCluster:
             ) from None
         finally:
             self._progress.pop(build_id, None)
-            self._waiting.pop(build_id, None)
+            self._budgets.pop(build_id, None)
             self._futures.pop(build_id, None)
             self._stopped.pop(build_id, None)
             if not future.done():

@@ -19,8 +19,8 @@ the upload's doing. Builds running at once in one process share that measure.
 A budget is picklable (name, limits and the wall-clock deadline), so a build sent to another process
 keeps its limits; it activates it there with `active()`. A build queued on a Dask cluster behind
 others has not started: the engine's side `hold()`s its clock when it submits the task, the worker
-calls `restart()` when the task begins, and the engine's side restarts its copy when the first
-progress of that build arrives (`bound()` reads the deadline again every second). The deadline bounds
+calls `restart()` when the task begins, and the engine's side restarts its copy when the build's
+first stage is reported (each time a worker begins it) (`bound()` reads the deadline again every second). The deadline bounds
 a build's work, not its wait for a worker.
 """
 
