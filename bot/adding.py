@@ -271,8 +271,25 @@ async def _resume_one(services: Services, upload: Upload, channel_for: Callable[
         await batch.finish(RESUMED if added else RESUMED_NOT_ADDED)
 
 
+def given_up(upload: Upload) -> Callable[[], Awaitable[bytes]]:
+    """A fetch that fails with the sentence for an upload started too often: the record is marked failed
+    (as for a failed download) and the requester reads why."""
+
+    async def fetch() -> bytes:
+        log.warning("giving up %s in %s: its build was started %d times", upload.filename, upload.kb, upload.attempts)
+        raise RaptorError(
+            f"Its build was started {upload.attempts} times and never finished, so it was given up; post the "
+            "file again."
+        )
+
+    return fetch
+
+
 def resumed_fetch(services: Services, batch: BatchStatus, upload: Upload) -> Callable[[], Awaitable[bytes]]:
-    """The bytes the record kept, or a fresh download from the upload's link when it had none yet."""
+    """The bytes the record kept, or a fresh download from the upload's link when it had none yet; for an
+    upload whose build was started RAPTOR_BUILD_ATTEMPTS times already, the sentence that gives it up."""
+    if upload.attempts >= services.settings.build_attempts:
+        return given_up(upload)
     kept = upload.data
     if kept is None:
         return fetcher(services, batch, 0, Source(upload.filename, upload.url, upload.size))

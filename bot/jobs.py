@@ -370,7 +370,8 @@ class BuildJobs:
     ) -> Any:
         """The engine's ingest, with the upload's record moved to running, then done or failed. A build
         cut short by the bot stopping stays running, so the next start builds it again."""
-        await self._mark(record, "running")
+        if self.uploads is not None and record is not None:
+            await asyncio.to_thread(self.uploads.begin, record)
         try:
             result = await self.engine.ingest(kb, filename, data, added_by=added_by, progress=progress)
         except Exception as error:

@@ -3,10 +3,12 @@
 A row per upload: its knowledge base, file name, who asked and in which channel, where Discord serves it
 (url and declared size), and its state. An upload is recorded `waiting` as soon as it is accepted, before
 it waits for its channel's queue and a build slot, with no bytes yet; once downloaded it keeps its bytes
-and sha256 and is `queued`, then `running`, then `done` or `failed` (the bytes are dropped then). On start
+and sha256 and is `queued`, then `running` (each start counted), then `done` or `failed` (the bytes are
+dropped then). On start
 the bot builds every unfinished upload again and tells its requester in the channel: a `waiting` one is
 downloaded again from its url first, and one whose link no longer works is marked failed and its requester
-asked to post the file again. Adding is idempotent by (knowledge base, sha256) in the engine, so an upload
+asked to post the file again; one started RAPTOR_BUILD_ATTEMPTS times already is marked failed and its
+requester told so, instead of starting it once more. Adding is idempotent by (knowledge base, sha256) in the engine, so an upload
 whose build had committed before the bot died is reported as already added, never stored twice.
 
 It lives in its own SQLite file beside the store (data_dir/uploads.db): its rows are the bot's work
@@ -29,7 +31,11 @@ from raptor_engine.storage.db import connect, immediate
 
 UNFINISHED = ("waiting", "queued", "running")
 # Columns added after the first release, with the value old rows get (ALTER TABLE ... ADD COLUMN).
-ADDED_COLUMNS = {"url": "TEXT NOT NULL DEFAULT ''", "size": "INTEGER NOT NULL DEFAULT 0"}
+ADDED_COLUMNS = {
+    "url": "TEXT NOT NULL DEFAULT ''",
+    "size": "INTEGER NOT NULL DEFAULT 0",
+    "attempts": "INTEGER NOT NULL DEFAULT 0",  # times its build was started (`begin`)
+}
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ class Upload:
     status: str
     url: str
     size: int
+    attempts: int = 0  # times its build was started, by this run and the ones before
 
 
 class UploadLog:
@@ -119,12 +126,21 @@ class UploadLog:
                 [status, error, time.time(), upload_id],
             )
 
+    def begin(self, upload_id: int) -> None:
+        """Mark an upload running and count the start: a build that never finishes (each start stopped the
+        bot, or lost its workers) is given up after RAPTOR_BUILD_ATTEMPTS starts, not resumed forever."""
+        with self._using():
+            self.db.execute(
+                "UPDATE uploads SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE id = ?",
+                [time.time(), upload_id],
+            )
+
     def unfinished(self) -> list[Upload]:
         """Uploads a previous run of the bot accepted and did not finish, oldest first."""
         with self._using():
             rows = self.db.execute(
                 "SELECT id, kb, filename, sha256, data, added_by, channel_id, requester_id, status, url, "
-                "size FROM uploads WHERE status IN (?, ?, ?) ORDER BY id",
+                "size, attempts FROM uploads WHERE status IN (?, ?, ?) ORDER BY id",
                 list(UNFINISHED),
             ).fetchall()
         return [Upload(*row) for row in rows]

@@ -208,7 +208,7 @@ def _print_ingest(result: IngestResult) -> None:
     "--scheduler",
     metavar="ADDRESS",
     default=None,
-    help="Build on the Dask cluster at ADDRESS (tcp://host:8786) instead of in this process.",
+    help="Build on the Dask cluster at ADDRESS (tls://host:8786 with RAPTOR_DASK_TLS_*) instead of in this process.",
 )
 @click.pass_context
 def ingest(
@@ -221,6 +221,13 @@ def ingest(
     scheduler: str | None,
 ) -> None:
     """Add FILES (.txt .md .pdf .docx .html) to a knowledge base."""
+    if scheduler:
+        from .workers import cluster_security
+
+        try:
+            cluster_security(ctx.obj["settings"], scheduler)
+        except RaptorError as exc:
+            _fail(exc)
     engine = _engine(ctx)
     results, failures = asyncio.run(_ingest_files(engine, files, kb, added_by, as_json, quiet, scheduler))
     if as_json:
@@ -272,13 +279,27 @@ async def _ingest_files(
 @cli.command()
 @click.argument("address")
 @click.option("--name", default=None, help="The worker's name in the cluster (default: Dask's).")
+@click.option(
+    "--host",
+    default=None,
+    help="Listen on this interface (default: the one that reaches the scheduler; 127.0.0.1 for a local one).",
+)
+@click.option(
+    "--listen", default=None, metavar="ADDRESS", help="Listen at this address (tls://HOST:PORT) instead of --host."
+)
 @click.pass_context
-def worker(ctx: click.Context, address: str, name: str | None) -> None:
+def worker(ctx: click.Context, address: str, name: str | None, host: str | None, listen: str | None) -> None:
     """Start a build worker for the Dask scheduler at ADDRESS (`dask worker` with the project's shape:
-    one process, one thread, RAPTOR_BUILD_WORKER_MEMORY_MB; the bot loads the model into it)."""
+    one process, one thread, RAPTOR_BUILD_WORKER_MEMORY_MB; the bot loads the model into it). A tls://
+    ADDRESS uses the RAPTOR_DASK_TLS_* files; see docs/SCALING.md."""
     from .workers import exec_worker
 
-    exec_worker(address, ctx.obj["settings"], name)
+    if host and listen:
+        _fail(RaptorError("Give --host or --listen, not both."))
+    try:
+        exec_worker(address, ctx.obj["settings"], name, host, listen)
+    except RaptorError as exc:
+        _fail(exc)
 
 
 class TerminalAnswer:

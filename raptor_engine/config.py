@@ -118,6 +118,17 @@ class Settings:
     dask_scheduler: str = ""
     build_worker_memory_mb: int = 2048
     build_worker_nice: int = 10  # workers' CPU priority (Unix niceness): below the bot's questions
+    # who may reach the cluster (docs/SCALING.md "Who can reach the build cluster"): Dask's mutual TLS across
+    # machines (PEM file paths), a plain tcp:// scheduler off this machine only when dask_insecure is 1, the
+    # embedded scheduler's dashboard on 127.0.0.1 only when a port is given
+    dask_tls_ca_file: str = ""
+    dask_tls_cert: str = ""
+    dask_tls_key: str = ""
+    dask_insecure: int = 0
+    dask_dashboard_port: int = 0
+    # the longest an upload waits with no build worker connected, its worker or the scheduler not answering
+    build_worker_wait: float = 60.0
+    build_attempts: int = 3  # times the bot starts one upload's build (restarts included) before giving up
 
     @property
     def db_path(self) -> Path:
@@ -384,8 +395,9 @@ ENV_DOCS: dict[str, EnvDoc] = {
     ),
     "RAPTOR_DASK_SCHEDULER": EnvDoc(
         "Builds on Dask workers",
-        "An existing Dask scheduler (tcp://host:8786, started with `dask scheduler`; add workers with "
-        "`raptor worker tcp://host:8786`); empty starts the embedded LocalCluster.",
+        "An existing Dask scheduler (tls://host:8786 with the RAPTOR_DASK_TLS_* files, or tcp://127.0.0.1:8786 on "
+        "this machine; started with `dask scheduler`; add workers with `raptor worker ADDRESS`); empty starts "
+        "the embedded LocalCluster.",
     ),
     "RAPTOR_BUILD_WORKER_MEMORY_MB": EnvDoc(
         "Builds on Dask workers",
@@ -396,6 +408,38 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Builds on Dask workers",
         "Build workers' CPU priority (Unix niceness, 0-19): on a machine shared with the bot, questions win the "
         "CPU.",
+    ),
+    "RAPTOR_DASK_TLS_CA_FILE": EnvDoc(
+        "Builds on Dask workers",
+        "The certificate authority (PEM file) of the cluster's TLS, for a tls:// RAPTOR_DASK_SCHEDULER (the bot, "
+        "`raptor ingest --scheduler`) and `raptor worker`: each side accepts only peers whose certificate it "
+        "signed. Give all three RAPTOR_DASK_TLS_* or none.",
+    ),
+    "RAPTOR_DASK_TLS_CERT": EnvDoc(
+        "Builds on Dask workers", "This process's certificate (PEM file), signed by RAPTOR_DASK_TLS_CA_FILE."
+    ),
+    "RAPTOR_DASK_TLS_KEY": EnvDoc(
+        "Builds on Dask workers", "The private key (PEM file) of RAPTOR_DASK_TLS_CERT; readable by this user only."
+    ),
+    "RAPTOR_DASK_INSECURE": EnvDoc(
+        "Builds on Dask workers",
+        "1 allows a plain tcp:// scheduler that is not on this machine (anyone who reaches its port can run code "
+        "on the workers and read the uploads and the LLM key); 0 refuses it in one sentence.",
+    ),
+    "RAPTOR_DASK_DASHBOARD_PORT": EnvDoc(
+        "Builds on Dask workers",
+        "Serve the embedded cluster's Dask dashboard on 127.0.0.1 at this port (its scheduler runs inside the "
+        "bot); 0 serves no dashboard and no HTTP endpoint at all.",
+    ),
+    "RAPTOR_BUILD_WORKER_WAIT": EnvDoc(
+        "Builds on Dask workers",
+        "Seconds an upload waits while no build worker is connected, the worker running it stops answering or "
+        "the scheduler does not answer; then it is given up with a sentence saying which.",
+    ),
+    "RAPTOR_BUILD_ATTEMPTS": EnvDoc(
+        "Builds on Dask workers",
+        "Times the bot starts one upload's build, counting the starts after a restart; an upload that was "
+        "started this many times and never finished is given up, and its requester told.",
     ),
     "RAPTOR_BUILD_TIMEOUT": EnvDoc(
         "Hostile uploads",

@@ -12,6 +12,13 @@ task, the document's tree comes back, and the engine commits it. The pieces here
 - `build_on_worker`: the task. Progress goes back as Dask events on PROGRESS_TOPIC.
 - `MemoryCache`: the LLM summary cache a remote build sees: the bot's cached summaries of the summary
   model go with the task, the new ones come back and the bot stores them (docs/SCALING.md).
+
+Who can reach the cluster (docs/SCALING.md, "Who can reach the build cluster"): the embedded cluster speaks
+Dask's mutual TLS with a key pair made in memory for it, listens on 127.0.0.1 only, serves no HTTP unless
+RAPTOR_DASK_DASHBOARD_PORT asks, and its workers inherit none of the bot's secrets. An existing scheduler is
+reached with the RAPTOR_DASK_TLS_* certificates (`cluster_security`), or over plain tcp:// on loopback (or
+with RAPTOR_DASK_INSECURE=1). Workers declare the project's version as a Dask resource and builds ask for
+it, so a worker of another version never runs one.
 """
 
 from __future__ import annotations
@@ -20,18 +27,22 @@ import asyncio
 import contextlib
 import dataclasses
 import inspect
+import ipaddress
 import logging
 import os
 import pickle
+import socket
 import sys
 import threading
 import time
 import uuid
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 from distributed import WorkerPlugin
 
-from .config import Settings
+from . import __version__
+from .config import ENV_VARS, Settings, default_cache_dir
 from .errors import RaptorError
 from .ingest.budget import BuildBudget
 from .storage.llm_cache import CachedSummary, SummaryCache
@@ -44,6 +55,12 @@ log = logging.getLogger(__name__)
 PROGRESS_TOPIC = "raptor-build-progress"
 PROGRESS_FIELDS = tuple(f.name for f in dataclasses.fields(Progress))
 CONNECT_TIMEOUT_S = 5.0
+WATCH_S = 1.0  # how often a build waiting on the cluster asks the scheduler how things stand
+CLOSE_TIMEOUT_S = 10.0  # the most closing the client waits for a scheduler that does not answer
+# A worker of this project declares its version as a Dask resource, and builds require it.
+VERSION_RESOURCE_PREFIX = "raptor-"
+# The variables of the secrets the bot reads into Settings: no worker process may inherit them.
+SECRET_ENV = (ENV_VARS["discord_token"], ENV_VARS["llm_api_key"])
 # A build worker is single-threaded all through (Dask runs one task at a time on it; onnxruntime, numba
 # and BLAS get one thread each), so N workers use N cores: left to their defaults each would spread over
 # every core, and two workers on two cores ran 1.13x one instead of nearly 2x (docs/SCALING.md).
@@ -65,6 +82,107 @@ class ClusterUnreachableError(RaptorError):
     """The Dask scheduler named by RAPTOR_DASK_SCHEDULER (or --scheduler) does not answer."""
 
 
+class ClusterSettingsError(ClusterUnreachableError):
+    """The scheduler's address and the TLS settings do not go together; the sentence says what to set."""
+
+
+class NoWorkerError(ClusterUnreachableError):
+    """A build cannot go on: no worker (of this version) to run it, or its worker stopped answering."""
+
+
+# ------------------------------------------------------------------------------------------ who may connect
+
+
+def version_resource(version: str = __version__) -> str:
+    """The Dask resource a worker of `version` declares and a build of this version requires."""
+    return f"{VERSION_RESOURCE_PREFIX}{version}"
+
+
+def address_host(address: str) -> str:
+    """The host part of a Dask address (tcp://h:p, tls://[::1]:p, h:p)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    _, location = parse_address(address if "://" in address else f"tcp://{address}")
+    host, _ = parse_host_port(location)
+    return host
+
+
+def is_loopback(address: str) -> bool:
+    """Whether every address the scheduler's host names is this machine's loopback."""
+    host = address_host(address)
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+
+
+def tls_paths(settings: Settings) -> dict[str, str]:
+    """The RAPTOR_DASK_TLS_* settings that are set, by variable."""
+    values = {
+        ENV_VARS["dask_tls_ca_file"]: settings.dask_tls_ca_file,
+        ENV_VARS["dask_tls_cert"]: settings.dask_tls_cert,
+        ENV_VARS["dask_tls_key"]: settings.dask_tls_key,
+    }
+    return {name: value for name, value in values.items() if value}
+
+
+def cluster_security(settings: Settings, address: str) -> Any:
+    """The `distributed.security.Security` to reach the scheduler at `address` with (None: plain tcp://),
+    or ClusterSettingsError, one sentence, where the address and the settings do not go together: a
+    tls:// scheduler needs the three RAPTOR_DASK_TLS_* files; a plain one off this machine would let anyone
+    who reaches its port run code on the workers, so it needs RAPTOR_DASK_INSECURE=1."""
+    from distributed.security import Security
+
+    given = tls_paths(settings)
+    names = (ENV_VARS["dask_tls_ca_file"], ENV_VARS["dask_tls_cert"], ENV_VARS["dask_tls_key"])
+    if address.startswith("tls://"):
+        missing = [name for name in names if name not in given]
+        if missing:
+            raise ClusterSettingsError(
+                f"The Dask scheduler {address} uses TLS but {', '.join(missing)} "
+                f"{'is' if len(missing) == 1 else 'are'} not set; set them to this cluster's CA, certificate "
+                "and key files (docs/SCALING.md)."
+            )
+        unreadable = [f"{name}={given[name]}" for name in names if not os.access(given[name], os.R_OK)]
+        if unreadable:
+            raise ClusterSettingsError(f"Cannot read the TLS file {', '.join(unreadable)}; check the path.")
+        ca, cert, key = (given[name] for name in names)
+        return Security(
+            require_encryption=True, tls_ca_file=ca,
+            tls_client_cert=cert, tls_client_key=key, tls_worker_cert=cert, tls_worker_key=key,
+        )  # fmt: skip
+    if given:
+        raise ClusterSettingsError(
+            f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} set but the Dask scheduler {address} is not "
+            "a tls:// address; write it as tls://HOST:PORT."
+        )
+    if not settings.dask_insecure and not is_loopback(address):
+        raise ClusterSettingsError(
+            f"The Dask scheduler {address} is plain tcp:// on another machine, where anyone who reaches its port "
+            "could run code on the workers and read the uploads; use tls:// with the RAPTOR_DASK_TLS_* settings, "
+            "or set RAPTOR_DASK_INSECURE=1 on a network you trust."
+        )
+    return None
+
+
+def withhold_secrets() -> None:
+    """Take the bot's secrets out of this process's environment: its Settings hold them already, and a
+    worker process spawned from here (the embedded cluster's, now or when a nanny restarts one) copies
+    the environment. The LLM key a build needs travels with each task."""
+    for name in SECRET_ENV:
+        os.environ.pop(name, None)
+
+
+def dask_setup(worker: Any) -> None:
+    """Dask preload of every build worker (the embedded cluster's and `raptor worker`'s): close the HTTP
+    server Dask starts on each worker (its routes are emptied too), so a worker listens only for Dask's
+    own (TLS, where configured) connections."""
+    server = getattr(worker, "http_server", None)
+    if server is not None:
+        server.stop()
+
+
 # ------------------------------------------------------------------------------------------ worker side
 
 
@@ -78,7 +196,7 @@ def worker_embedder(settings: Settings) -> Embedder:
         if key not in _embedders:
             from .tree.cluster import use_compile_cache
 
-            cache_dir = Settings.from_env().cache_dir
+            cache_dir = worker_cache_dir()
             use_compile_cache(cache_dir / "numba")
             _embedders[key] = Embedder(
                 settings.embed_model,
@@ -89,6 +207,13 @@ def worker_embedder(settings: Settings) -> Embedder:
                 threads=WORKER_THREADS,
             )
         return _embedders[key]
+
+
+def worker_cache_dir() -> Path:
+    """RAPTOR_CACHE_DIR of the worker's own environment, else the default; never a `.env` file, which
+    would put the variables in it (a Discord token among them) into the worker's environment."""
+    configured = os.environ.get(ENV_VARS["cache_dir"], "").strip()
+    return Path(configured) if configured else default_cache_dir()
 
 
 def lower_priority(nice: int) -> None:
@@ -261,7 +386,7 @@ class BuildCluster:
         self.local: Any = None  # the embedded LocalCluster, when this process started one
         self._progress: dict[str, ProgressCallback] = {}
         self._futures: dict[str, Any] = {}
-        self._waiting: dict[str, BuildBudget] = {}  # budgets of builds not started on a worker yet
+        self._budgets: dict[str, BuildBudget] = {}  # the engine's copy of each build's budget
         self._stopped: dict[str, BaseException] = {}  # a progress callback's exception, by build
         self._connecting = asyncio.Lock()
 
@@ -273,8 +398,8 @@ class BuildCluster:
     async def start(cls, settings: Settings, address: str | None = None) -> BuildCluster:
         """Connect to `address` (or RAPTOR_DASK_SCHEDULER), else start the embedded LocalCluster.
 
-        An unreachable scheduler is not fatal: the bot keeps answering questions, each upload gets a
-        sentence, and the next upload tries to connect again."""
+        An unreachable scheduler, or settings that cannot reach it, are not fatal: the bot keeps answering
+        questions, each upload gets the sentence, and the next upload tries to connect again."""
         cluster = cls(settings, address if address is not None else settings.dask_scheduler)
         try:
             await cluster.connect()
@@ -289,43 +414,74 @@ class BuildCluster:
                 return self.client
             from distributed import Client
 
+            security = cluster_security(self.settings, self.address) if self.address else None
             if not self.address:
                 self.local = await self._start_local()
+                security = self.local.security
             target = self.local if self.local is not None else self.address
             try:
-                client = await Client(target, asynchronous=True, timeout=CONNECT_TIMEOUT_S)
+                client = await Client(target, asynchronous=True, timeout=CONNECT_TIMEOUT_S, security=security)
             except (OSError, TimeoutError) as error:
                 log.warning("cannot reach the Dask scheduler at %s: %s", self.address, error)
-                raise ClusterUnreachableError(
-                    f"The build workers (Dask scheduler {self.address}) cannot be reached; the file was not "
-                    "added, try again later."
-                ) from None
-            await client.register_plugin(EmbedderPreload(task_settings(self.settings)))
+                raise self._unreachable() from None
+            try:
+                await asyncio.wait_for(
+                    client.register_plugin(EmbedderPreload(task_settings(self.settings))),
+                    max(self.settings.build_worker_wait, CONNECT_TIMEOUT_S),
+                )
+            except (OSError, TimeoutError) as error:  # it accepted the connection, then stopped answering
+                log.warning("the Dask scheduler at %s stopped answering: %s", self.address, error)
+                await self._close_client(client)
+                raise self._unreachable() from None
             client.subscribe_topic(PROGRESS_TOPIC, self._on_progress)
             self.client = client
-            log.info("builds run on %s (dashboard %s)", self.where, client.dashboard_link)
+            log.info("builds run on %s (dashboard %s)", self.where, client.dashboard_link or "none")
             return client
 
-    async def _start_local(self) -> Any:
-        from distributed import LocalCluster
-
-        workers = max(1, self.settings.build_workers)
-        return await LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            asynchronous=True,
-            dashboard_address=None,
-            memory_limit=f"{self.settings.build_worker_memory_mb}MB",
-            env=WORKER_ENV,
+    def _unreachable(self) -> ClusterUnreachableError:
+        return ClusterUnreachableError(
+            f"The build workers (Dask scheduler {self.address}) cannot be reached; the file was not "
+            "added, try again later."
         )
+
+    async def _start_local(self) -> Any:
+        """The embedded cluster: mutual TLS with a key pair that exists only in this process's memory (the
+        workers get it through the nanny's pipe), on 127.0.0.1, without HTTP unless the dashboard is asked
+        for, and without the bot's secrets in the workers' environment."""
+        import dask
+        from distributed import LocalCluster
+        from distributed.security import Security
+
+        withhold_secrets()
+        dashboard = self.settings.dask_dashboard_port
+        http = {} if dashboard else {"distributed.scheduler.http.routes": []}
+        with dask.config.set({**http, "distributed.worker.http.routes": []}):
+            cluster = await LocalCluster(
+                n_workers=max(1, self.settings.build_workers),
+                threads_per_worker=1,
+                processes=True,
+                asynchronous=True,
+                host="127.0.0.1",
+                protocol="tls://",
+                security=Security.temporary(),
+                dashboard_address=f"127.0.0.1:{dashboard}" if dashboard else None,
+                memory_limit=f"{self.settings.build_worker_memory_mb}MB",
+                env=WORKER_ENV,
+                resources={version_resource(): 1},
+                preload=[__name__],
+            )
+        if not dashboard:
+            cluster.scheduler.http_server.stop()  # Dask starts one even without a dashboard
+        return cluster
 
     def _on_progress(self, event: tuple[float, dict[str, Any]]) -> None:
         _, msg = event  # Dask adds the worker's address to the message
         build_id = msg.get("id", "")
-        waited = self._waiting.pop(build_id, None)
-        if waited is not None:  # its first progress: the worker began it, and its deadline with it
-            waited.restart()
+        budget = self._budgets.get(build_id)
+        if budget is not None and msg.get("stage") == "load":  # a worker began it (again, after a lost
+            # worker), and its deadline with it; the worker stops itself at that deadline, and a worker that
+            # stops answering is the watch's to tell, so this copy gives both that much longer
+            budget.restart(grace=self.settings.build_worker_wait)
         callback = self._progress.get(build_id)
         if callback is None:
             return
@@ -374,15 +530,15 @@ class BuildCluster:
             self._progress[build_id] = progress
         if budget is not None:  # its clock stops until a worker begins the build (budget.py)
             budget.hold()
-            self._waiting[build_id] = budget
+            self._budgets[build_id] = budget
         cached = await asyncio.to_thread(self._cached_summaries, settings)
         future = client.submit(
             build_on_worker, build_id, name, data, task_settings(settings), held, cached, budget,
-            key=f"raptor-build-{build_id}", pure=False,
+            key=f"raptor-build-{build_id}", pure=False, resources={version_resource(): 1},
         )  # fmt: skip
         self._futures[build_id] = future
         try:
-            built, added = await asyncio.to_thread(unpack_result, await future)
+            built, added = await asyncio.to_thread(unpack_result, await self._watched(client, future))
         except KilledWorker:
             log.error("the build of %s killed every worker it ran on", name)
             raise RaptorError(
@@ -398,7 +554,7 @@ class BuildCluster:
             ) from None
         finally:
             self._progress.pop(build_id, None)
-            self._waiting.pop(build_id, None)
+            self._budgets.pop(build_id, None)
             self._futures.pop(build_id, None)
             self._stopped.pop(build_id, None)
             if not future.done():
@@ -407,35 +563,178 @@ class BuildCluster:
             await asyncio.to_thread(self._store_summaries, settings, added)
         return built
 
+    async def _watched(self, client: Any, future: Any) -> Any:
+        """The task's result; or, while it waits, the sentence that says why it cannot go on (`_watch`)."""
+        result = asyncio.ensure_future(_result_of(future))
+        watch = asyncio.ensure_future(self._watch(client, future.key))
+        try:
+            await asyncio.wait({result, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (result, watch):
+                task.cancel()
+        if not result.cancelled() and result.done():
+            return result.result()
+        return watch.result()  # raises: _watch never returns
+
+    async def _watch(self, client: Any, key: str) -> NoReturn:
+        """Raise, once the build cannot run, the sentence that says why: no worker of this version is
+        connected (at once when the connected ones are of another version, after RAPTOR_BUILD_WORKER_WAIT
+        when there are none), the worker running it stopped answering, or the scheduler does not answer,
+        each for RAPTOR_BUILD_WORKER_WAIT. A build queued behind others on live workers waits on."""
+        wait = self.settings.build_worker_wait
+        answered = time.monotonic()
+        alone_since: float | None = None  # when the scheduler last had a worker that could run it
+        running_on, heard = "", time.monotonic()  # the worker running it, when its heartbeat last moved
+        last_seen: float | None = None
+        while True:
+            try:
+                identity, processing = await asyncio.wait_for(
+                    asyncio.gather(client.scheduler.identity(), client.scheduler.processing()),
+                    max(wait - (time.monotonic() - answered), WATCH_S),
+                )
+            except (OSError, TimeoutError) as error:
+                if time.monotonic() - answered >= wait:
+                    log.warning("the Dask scheduler at %s does not answer: %s", self.where, error)
+                    raise ClusterUnreachableError(
+                        f"The Dask scheduler at {self.where} stopped answering for {wait:g} s; the file was not "
+                        "added, try again later."
+                    ) from None
+                await asyncio.sleep(WATCH_S)
+                continue
+            answered = now = time.monotonic()
+            workers = identity.get("workers", {})
+            if not any(version_resource() in (w.get("resources") or {}) for w in workers.values()):
+                check_versions(workers)
+                alone_since = alone_since or now
+                if now - alone_since >= wait:
+                    raise NoWorkerError(
+                        f"No build worker has been connected to {self.where} for {wait:g} s; the file was not "
+                        "added, try again later."
+                    )
+            else:
+                alone_since = None
+            worker = next((w for w, keys in processing.items() if key in keys), "")
+            seen = (workers.get(worker) or {}).get("last_seen")
+            if worker != running_on or seen != last_seen:
+                running_on, last_seen, heard = worker, seen, now
+            elif worker and now - heard >= wait:
+                raise NoWorkerError(
+                    f"The build worker running it ({worker}) stopped answering for {wait:g} s; the file was not "
+                    "added, try again later."
+                )
+            await asyncio.sleep(WATCH_S)
+
     async def close(self) -> None:
         if self.client is not None:
-            await self.client.close()
+            await self._close_client(self.client)
             self.client = None
         if self.local is not None:
             await self.local.close()
             self.local = None
 
+    @staticmethod
+    async def _close_client(client: Any) -> None:
+        """Close the client; a scheduler that does not answer holds it for CLOSE_TIMEOUT_S at most."""
+        try:
+            await asyncio.wait_for(client.close(), CLOSE_TIMEOUT_S)
+        except (OSError, TimeoutError):
+            log.warning("the Dask scheduler did not answer while the client closed")
+
+
+async def _result_of(future: Any) -> Any:
+    return await future
+
+
+def worker_versions(workers: dict[str, Any]) -> list[str]:
+    """The project's versions the scheduler's workers declare (their raptor-VERSION resources)."""
+    versions = {
+        name[len(VERSION_RESOURCE_PREFIX) :]
+        for info in workers.values()
+        for name in (info.get("resources") or {})
+        if name.startswith(VERSION_RESOURCE_PREFIX)
+    }
+    return sorted(versions)
+
+
+def check_versions(workers: dict[str, Any]) -> None:
+    """Refuse a build, before it runs, where the connected workers are all of another version."""
+    theirs = [v for v in worker_versions(workers) if v != __version__]
+    if theirs:
+        raise NoWorkerError(
+            f"The build workers run raptor {' and '.join(theirs)} but this is raptor {__version__}, so the file "
+            "was not added; install the same version on both."
+        )
+
 
 # ------------------------------------------------------------------------------------------ raptor worker
 
 
-def worker_command(address: str, settings: Settings, name: str | None = None) -> list[str]:
+def listen_host(address: str) -> str:
+    """The address of this machine's interface that reaches the scheduler at `address` (127.0.0.1 for a
+    scheduler on loopback): a worker listens there only, not on every interface."""
+    from distributed.utils import get_ip
+
+    host = address_host(address)
+    try:
+        target = socket.getaddrinfo(host, None)[0][4][0]
+    except (OSError, IndexError):
+        target = host
+    if ipaddress.ip_address(target.split("%")[0]).is_loopback:
+        return target
+    return get_ip(target)
+
+
+def worker_command(
+    address: str, settings: Settings, name: str | None = None, host: str | None = None, listen: str | None = None
+) -> list[str]:
     """`dask worker` with the project's shape: one single-threaded process worker, with a nanny whose
-    memory limit backs up the parse child's (the model is loaded by the plugin the bot registers)."""
+    memory limit backs up the parse child's (the model is loaded by the plugin the bot registers); it
+    declares the project's version, listens only on `listen`, or `host`, or the interface that reaches the
+    scheduler, serves no HTTP, and speaks TLS with the RAPTOR_DASK_TLS_* files to a tls:// scheduler.
+    ClusterSettingsError (one sentence) where the address and the settings do not go together."""
+    import dask
+
+    security = cluster_security(settings, address)
     command = [
         sys.executable, "-m", "distributed.cli.dask_worker", address,
         "--nworkers", "1", "--nthreads", "1",
         "--memory-limit", f"{settings.build_worker_memory_mb}MB",
+        "--resources", f"{version_resource()}=1",
         "--no-dashboard",
     ]  # fmt: skip
+    # --preload replaces Dask's configured preloads (distributed.worker.preload): pass those on too
+    for module in [*dask.config.get("distributed.worker.preload", []), __name__]:
+        command += ["--preload", module]
+    if listen:
+        command += ["--listen-address", listen]
+        http_host = address_host(listen)
+    else:
+        http_host = host or listen_host(address)
+        command += ["--host", http_host]
+    command += ["--dashboard-address", f"[{http_host}]:0" if ":" in http_host else f"{http_host}:0"]
+    if security is not None:
+        command += [
+            "--tls-ca-file", security.tls_ca_file, "--tls-cert", security.tls_worker_cert,
+            "--tls-key", security.tls_worker_key,
+        ]  # fmt: skip
     if name:
         command += ["--name", name]
     return command
 
 
-def exec_worker(address: str, settings: Settings, name: str | None = None) -> None:
+def worker_environment() -> dict[str, str]:
+    """`raptor worker`'s environment: this one without the bot's secrets (a `.env` may have put them
+    there), with one thread per library and no HTTP routes on the worker."""
+    env = {name: value for name, value in os.environ.items() if name not in SECRET_ENV}
+    env.update(WORKER_ENV)
+    env["DASK_DISTRIBUTED__WORKER__HTTP__ROUTES"] = "[]"
+    return env
+
+
+def exec_worker(
+    address: str, settings: Settings, name: str | None = None, host: str | None = None, listen: str | None = None
+) -> None:
     """Replace this process with the Dask worker (so signals reach it directly)."""
-    command = worker_command(address, settings, name)
+    command = worker_command(address, settings, name, host, listen)
     log.info("starting: %s", " ".join(command))
-    os.environ.update(WORKER_ENV)  # inherited by the nanny's worker process
-    os.execv(command[0], command)
+    os.execve(command[0], command, worker_environment())

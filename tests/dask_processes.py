@@ -28,14 +28,17 @@ def _wait_for_file(path: Path, timeout: float) -> dict:
 
 
 @contextlib.contextmanager
-def dask_processes(tmp: Path, workers: int, env: dict[str, str] | None = None) -> Iterator[str]:
-    """Start a scheduler and `workers` raptor workers; yield the scheduler's address; stop them all."""
+def dask_processes(
+    tmp: Path, workers: int, env: dict[str, str] | None = None, scheduler_args: tuple[str, ...] = ()
+) -> Iterator[str]:
+    """Start a scheduler (with `scheduler_args`, e.g. its TLS files) and `workers` raptor workers; yield the
+    scheduler's address; stop them all."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     scheduler_file = tmp / "scheduler.json"
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-             "--no-dashboard", "--scheduler-file", str(scheduler_file)],
+             "--no-dashboard", "--scheduler-file", str(scheduler_file), *scheduler_args],
             env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(tmp / "scheduler.log", "w"),
         )
     ]  # fmt: skip
@@ -57,3 +60,14 @@ def dask_processes(tmp: Path, workers: int, env: dict[str, str] | None = None) -
                 proc.wait(20)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def listening_pid(address: str) -> int:
+    """The process listening at `address` (tcp://127.0.0.1:PORT): to stop a scheduler or worker."""
+    import psutil
+
+    port = int(address.rsplit(":", 1)[1])
+    for connection in psutil.net_connections(kind="inet"):
+        if connection.status == psutil.CONN_LISTEN and connection.laddr.port == port and connection.pid:
+            return connection.pid
+    raise AssertionError(f"nothing listens at {address}")

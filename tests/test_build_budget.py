@@ -243,3 +243,26 @@ def test_a_parse_cut_short_by_the_build_deadline_says_the_build_took_too_long(en
     engine.settings.max_elements = 10**9  # the parse itself would run to its own 30 s
     engine.settings.build_timeout = 2.0
     assert refused(engine, "tags.html", unclosed_tags_html(15 * MB)) == deadline_sentence("tags.html", 2.0)
+
+
+def test_a_parse_cut_short_by_the_budget_on_a_worker_says_the_build_took_too_long(tmp_path, embedder):
+    """On a Dask worker no `bound` ends the build at its deadline: the parse child, whose own deadline the
+    budget cut to its remaining time, is killed first. The user gets the budget's sentence, not the parse's
+    ("took longer than 1.5 s to read"), however fast the machine: a parse that finished in time would
+    have met the deadline at the next checkpoint instead."""
+    from raptor_engine.tree.docbuild import build_document
+
+    settings = Settings(data_dir=tmp_path, max_elements=10**9)  # the parse itself would run to its own 30 s
+    summarizer = ExtractiveSummarizer(embedder.count_tokens, count_tokens_batch=embedder.count_tokens_batch)
+    budget = BuildBudget("tags.html", seconds=0.5, memory_mb=0)
+
+    async def on_a_worker() -> None:
+        with budget.active():
+            await build_document(
+                "tags.html", unclosed_tags_html(15 * MB), settings=settings, held=0, embedder=embedder,
+                summarizer=summarizer,
+            )  # fmt: skip
+
+    with pytest.raises(BuildLimitError) as caught:
+        asyncio.run(on_a_worker())
+    assert str(caught.value) == deadline_sentence("tags.html", 0.5)

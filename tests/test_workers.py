@@ -152,7 +152,9 @@ async def test_a_build_the_engine_stops_from_its_progress_reports_is_cancelled_o
 
 async def test_the_build_budget_travels_with_the_task_and_is_checked_on_the_worker(dask_cluster, tmp_path):
     """The engine's deadline goes to the worker pickled (a wall-clock deadline) and the worker's build
-    checks it itself: a task given an expired budget ends with the deadline's sentence, not a tree."""
+    checks it itself: a task given an expired budget ends with the deadline's sentence, not a tree. On a
+    slow machine the parse child, its deadline cut by the budget, is killed first: that gives the same
+    sentence (docbuild.read_upload), so the outcome does not depend on the machine's speed."""
     settings = Settings(data_dir=tmp_path / "data")
     budget = BuildBudget("long.md", seconds=0.001, memory_mb=0)
     await asyncio.sleep(0.01)
@@ -181,19 +183,24 @@ async def test_a_builds_deadline_runs_from_when_a_worker_starts_it_not_from_the_
     assert built.tree.nodes
 
 
-def test_the_engines_copy_of_a_budget_restarts_with_the_first_progress_of_its_build(tmp_path):
-    """The engine awaits the build under `budget.bound`: the first progress from the worker says the build
-    began, and moves the engine's deadline with the worker's (a build queued behind others is not cut)."""
-    cluster = BuildCluster(Settings(data_dir=tmp_path / "data"))
+def test_the_engines_copy_of_a_budget_restarts_each_time_a_worker_begins_its_build(tmp_path):
+    """The engine awaits the build under `budget.bound`: the build's first progress ('load') says a worker
+    began it, and moves the engine's deadline with the worker's (a build queued behind others is not cut),
+    plus RAPTOR_BUILD_WORKER_WAIT, in which a worker that stopped answering is told apart from one that ran
+    out of time. A worker lost mid-build has the task begin again elsewhere: its 'load' restarts it again."""
+    settings = Settings(data_dir=tmp_path / "data", build_worker_wait=30)
+    cluster = BuildCluster(settings)
     budget = BuildBudget("queued.md", seconds=60, memory_mb=0)
     budget.deadline = time.time() - 1
-    cluster._waiting["b1"] = budget
+    cluster._budgets["b1"] = budget
     cluster._on_progress((time.time(), {"id": "b1", "stage": "load", "done": 0, "total": 1}))
-    assert budget.remaining() > 55 and "b1" not in cluster._waiting
+    assert 85 < budget.remaining() <= 90
     started = budget.deadline
     time.sleep(0.01)
     cluster._on_progress((time.time(), {"id": "b1", "stage": "chunk", "done": 1, "total": 1}))
-    assert budget.deadline == started  # restarted once, by the first progress only
+    assert budget.deadline == started  # later stages leave it alone
+    cluster._on_progress((time.time(), {"id": "b1", "stage": "load", "done": 0, "total": 1}))
+    assert budget.deadline > started  # begun again on another worker
 
 
 async def test_a_raptor_worker_is_single_threaded_so_n_workers_use_n_cores(dask_cluster, tmp_path):

@@ -19,8 +19,8 @@ the upload's doing. Builds running at once in one process share that measure.
 A budget is picklable (name, limits and the wall-clock deadline), so a build sent to another process
 keeps its limits; it activates it there with `active()`. A build queued on a Dask cluster behind
 others has not started: the engine's side `hold()`s its clock when it submits the task, the worker
-calls `restart()` when the task begins, and the engine's side restarts its copy when the first
-progress of that build arrives (`bound()` reads the deadline again every second). The deadline bounds
+calls `restart()` when the task begins, and the engine's side restarts its copy when the build's
+first stage is reported (each time a worker begins it) (`bound()` reads the deadline again every second). The deadline bounds
 a build's work, not its wait for a worker.
 """
 
@@ -124,15 +124,23 @@ class BuildBudget:
         if self.tripped is not None:
             raise BuildLimitError(self.tripped)
 
+    def expire(self) -> BuildLimitError:
+        """The deadline's error, the budget tripped by it: a step whose own time limit this budget cut
+        short (the parse child's) failed at the deadline, so the user gets the budget's sentence."""
+        self.tripped = self.tripped or self.deadline_sentence()
+        return BuildLimitError(self.tripped)
+
     def hold(self) -> None:
         """Stop the clock until `restart()`: the build has not begun (it waits for a worker)."""
         if self.seconds > 0 and self.tripped is None:
             self.deadline = None
 
-    def restart(self) -> None:
-        """Start the deadline again from now: the build begins only now (it waited for a worker)."""
+    def restart(self, grace: float = 0.0) -> None:
+        """Start the deadline again from now: the build begins only now (it waited for a worker). `grace`
+        moves it later still: the engine's copy of a build running elsewhere, which checks the deadline
+        itself and says so, gives it that long to, before saying it instead."""
         if self.seconds > 0 and self.tripped is None:
-            self.deadline = time.time() + self.seconds
+            self.deadline = time.time() + self.seconds + grace
 
     async def bound(self, step: Awaitable[T]) -> T:
         """Await `step`, but no later than the deadline, read again every POLL_S (`hold()` and

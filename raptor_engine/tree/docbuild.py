@@ -17,7 +17,7 @@ from ..ingest.budget import current_budget
 from ..ingest.chunk import chunk_document
 from ..ingest.load import LoadLimits
 from ..ingest.parse_worker import ParseStats, WorkerLimits, load_isolated
-from ..types import Chunk, Progress, ProgressCallback, Summarizer
+from ..types import Chunk, LoadedDocument, Progress, ProgressCallback, Summarizer
 from .build import BuiltTree, build_document_tree
 from .cluster import preload_umap
 from .embed import Embedder, token_floor
@@ -65,6 +65,21 @@ def budgeted_parse_limits(settings: Settings) -> WorkerLimits:
     return replace(limits, timeout_s=max(budget.remaining(), 0.0) + PARSE_GRACE_S)
 
 
+async def read_upload(name: str, data: bytes, settings: Settings, stats: ParseStats) -> LoadedDocument:
+    """The upload read in the parse child. A parse killed at a deadline the build's budget set (shorter
+    than RAPTOR_PARSE_TIMEOUT) is the build running out of time, and says so with the budget's sentence:
+    where no `budget.bound` ends the build first (on a Dask worker), that kill is what stops it."""
+    limits = budgeted_parse_limits(settings)
+    try:
+        doc, _ = await asyncio.to_thread(load_isolated, name, data, limits, stats)
+    except IngestError:
+        budget = current_budget()
+        if stats.outcome == "timeout" and budget is not None and limits.timeout_s < settings.parse_timeout:
+            raise budget.expire() from None
+        raise
+    return doc
+
+
 def check_token_bounds(settings: Settings, name: str, tokens: int, held: int, *, at_least: bool = False) -> None:
     """One document's tokens bound how long its ingest runs; the knowledge base's bound its size."""
     if tokens > settings.max_document_tokens:
@@ -94,7 +109,7 @@ async def build_document(
     if progress:
         progress(Progress("load", 0, 1, message=name))
     stats = ParseStats()
-    doc, _ = await asyncio.to_thread(load_isolated, name, data, budgeted_parse_limits(settings), stats)
+    doc = await read_upload(name, data, settings, stats)
     log.info("read %s in %.2f s (parse child peak %.0f MB)", name, stats.seconds, stats.peak_rss_mb)
     # Every text counts at least one token per few characters: refuse before chunking what cannot fit.
     check_token_bounds(settings, name, token_floor(doc.text), held, at_least=True)

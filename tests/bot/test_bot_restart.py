@@ -96,7 +96,7 @@ def test_an_uploads_file_of_the_previous_release_opens_and_keeps_its_unfinished_
     conn = sqlite3.connect(path)
     try:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(uploads)")]
-        assert columns[-2:] == ["url", "size"] and len(columns) == len(set(columns))
+        assert columns[-3:] == ["url", "size", "attempts"] and len(columns) == len(set(columns))
         assert conn.execute("SELECT data FROM uploads WHERE id = ?", [old.id]).fetchone() == (None,)
     finally:
         conn.close()
@@ -182,6 +182,34 @@ async def test_a_waiting_upload_is_downloaded_again_and_one_whose_link_expired_i
     assert [d.name for d in h.engine.documents(KB_A)] == ["bread.txt"]
     uploads = h.bot.services.jobs.uploads
     assert (uploads.status(gone), uploads.status(kept)) == ("failed", "done")
+
+
+async def test_an_upload_started_as_often_as_allowed_is_given_up_and_its_requester_told(make_harness, bot_settings):
+    """A build that never finishes (each start stopped the bot, or lost its workers) is not resumed forever:
+    each start is counted, and one started RAPTOR_BUILD_ATTEMPTS times is marked failed with a sentence."""
+    log = UploadLog(bot_settings.data_dir / "uploads.db")
+    try:
+        [stuck] = log.accept(KB_A, [Source("bread.txt", "http://cdn.invalid/bread", 10)], "alice", CHAN_A, ALICE)
+        log.downloaded(stuck, SOURDOUGH.encode())
+        for _ in range(bot_settings.build_attempts):
+            log.begin(stuck)
+        [kept] = log.accept(KB_A, [Source("notes.md", "http://cdn.invalid/notes", 10)], "alice", CHAN_A, ALICE)
+        log.downloaded(kept, b"# Notes\n\nThe lamp room is swept every morning before the log is written.")
+        log.begin(kept)  # started once before: built again
+        assert [u.attempts for u in log.unfinished()] == [bot_settings.build_attempts, 1]
+    finally:
+        log.close()
+    h = await make_harness()
+    given_up = await h.fake.wait_for(lambda: resumed_message(h.fake, "bread.txt"), 240, "the given-up upload")
+    assert given_up["content"] == (
+        f"{RETRIED}\n❌ **bread.txt** was not added: Its build was started {bot_settings.build_attempts} times and "
+        "never finished, so it was given up; post the file again. Nothing was stored."
+    )
+    built = await h.fake.wait_for(lambda: resumed_message(h.fake, "notes.md"), 240, "the resumed upload")
+    assert "✅ **notes.md** added" in built["content"]
+    uploads = h.bot.services.jobs.uploads
+    assert (uploads.status(stuck), uploads.status(kept)) == ("failed", "done")
+    assert [d.name for d in h.engine.documents(KB_A)] == ["notes.md"]
 
 
 # ---------------------------------------------------------------------------------------------- real processes

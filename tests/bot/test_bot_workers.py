@@ -33,10 +33,15 @@ def recorded_as_running(settings, filename: str, data: bytes) -> int:
 
 @pytest.fixture(scope="module")
 def scheduler_address():
-    """One process worker for the module's tests (started once: a worker loads the model)."""
+    """One process worker for the module's tests (started once: a worker loads the model); it declares the
+    project's version, as `raptor worker` does, so builds run on it."""
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    from raptor_engine.workers import version_resource
+
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, resources={version_resource(): 1}
+    ) as cluster:
         yield cluster.scheduler_address
 
 
