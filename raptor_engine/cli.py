@@ -24,7 +24,8 @@ from .errors import RaptorError
 from .ingest.load import read_local_file
 from .plugins import load_plugins
 from .query.answer import describe_documents
-from .storage.spaces import export_space, import_space, space_dir
+from .storage.archive import export_space, import_space
+from .storage.spaces import space_dir
 from .types import Answer, Progress, Turn
 
 log = logging.getLogger("raptor_engine")

@@ -24,6 +24,7 @@ import sqlite_utils
 from ..errors import NotFoundError
 from ..ingest.sentences import SentenceSpan, encode_spans
 from .db import connect, immediate
+from .schema import schema_problems
 from .store_migrations import store_migrations
 
 
@@ -616,6 +617,7 @@ class Store:
         result = [r[0] for r in self.db.execute("PRAGMA integrity_check").fetchall()]
         if result != ["ok"]:
             problems += [f"integrity_check: {r}" for r in result]
+        problems += [f"schema: {problem}" for problem in schema_problems(self.db.conn)]
         checks = {
             "edges pointing at missing nodes": "SELECT COUNT(*) FROM edges WHERE parent_id NOT IN (SELECT id FROM nodes) "
             "OR child_id NOT IN (SELECT id FROM nodes)",
