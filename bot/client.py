@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from typing import Any
 
 import aiohttp
@@ -21,7 +22,7 @@ from discord.ext import commands
 
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
-from raptor_engine.errors import NotFoundError, RaptorError
+from raptor_engine.errors import NotFoundError, RaptorError, StorageError, storage_failure
 from raptor_engine.query.ratelimit import QuestionLimiter
 
 from .adding import resume_uploads
@@ -50,6 +51,18 @@ def make_intents(message_content: bool) -> discord.Intents:
     intents.members = False
     intents.presences = False
     return intents
+
+
+def open_uploads(settings: Settings) -> UploadLog:
+    """The upload records (data_dir/uploads.db), or StorageError in one sentence when the data
+    directory cannot hold them (read-only, full, not permitted)."""
+    try:
+        return UploadLog(settings.data_dir / "uploads.db")
+    except (sqlite3.Error, OSError) as error:
+        sentence = storage_failure(error, str(settings.data_dir))
+        if sentence is None:
+            raise
+        raise StorageError(sentence) from error
 
 
 class RaptorBot(commands.AutoShardedBot):
@@ -102,7 +115,7 @@ class RaptorBot(commands.AutoShardedBot):
             await asyncio.to_thread(engine.warm)
         await asyncio.to_thread(self.check_store, engine)
         await self.start_build_cluster(engine)
-        uploads = await asyncio.to_thread(UploadLog, self.settings.data_dir / "uploads.db")
+        uploads = await asyncio.to_thread(open_uploads, self.settings)
         self.services = Services(
             settings=self.settings,
             engine=engine,

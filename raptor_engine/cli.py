@@ -20,7 +20,7 @@ import click
 from . import __version__
 from .config import Settings
 from .engine import MODES, Engine, IngestResult, TreePicture
-from .errors import RaptorError
+from .errors import RaptorError, storage_failure
 from .ingest.load import read_local_file
 from .plugins import load_plugins
 from .query.answer import describe_documents
@@ -61,6 +61,62 @@ class ProgressBars:
             self.bar.close()
             self.bar = None
             self.key = None
+
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class OneLineFormatter(logging.Formatter):
+    """Log records without their tracebacks: without -v a failure is its sentence, not a stack."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        plain = logging.makeLogRecord(record.__dict__)
+        plain.exc_info, plain.exc_text, plain.stack_info = None, None, None
+        return super().format(plain)
+
+
+def one_line_logs(verbose: int) -> None:
+    """Without -v, every handler already set up (ours, and Dask's own, which do not propagate to the
+    root) prints records without tracebacks; call again after importing distributed."""
+    if verbose:
+        return
+    loggers = [
+        logging.getLogger(),
+        *(logging.getLogger(name) for name in list(logging.root.manager.loggerDict)),
+    ]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", []):
+            if not isinstance(handler.formatter, OneLineFormatter):
+                handler.setFormatter(OneLineFormatter(LOG_FORMAT))
+
+
+def one_line(error: BaseException) -> str:
+    """What the user reads for a failure no command turned into a sentence (the traceback goes to -v)."""
+    if isinstance(error, RaptorError):
+        return str(error)
+    sentence = storage_failure(error)
+    if sentence is not None:
+        return sentence
+    if isinstance(error, OSError) and error.strerror:
+        return f"{error.strerror}: {error.filename}." if error.filename else f"{error.strerror}."
+    detail = (str(error).strip().splitlines() or [""])[0]
+    return (
+        f"Unexpected {type(error).__name__}{': ' + detail if detail else ''} (run with -v for the details)."
+    )
+
+
+class RaptorGroup(click.Group):
+    """The `raptor` group: any failure a command did not turn into a sentence becomes one line on
+    stderr and exit status 1; its traceback is logged, which shows with -v."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as error:
+            log.info("the command failed", exc_info=error)
+            raise click.ClickException(one_line(error)) from error
 
 
 def _engine(ctx: click.Context) -> Engine:
@@ -116,7 +172,7 @@ def _print_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=RaptorGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="raptor", message="%(prog)s %(version)s")
 @click.option(
     "--data-dir",
@@ -129,14 +185,15 @@ def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
     """Build RAPTOR trees from documents and answer questions about them, with citations."""
     logging.basicConfig(
         level=[logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)],
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format=LOG_FORMAT,
         stream=sys.stderr,
     )
+    one_line_logs(verbose)
     try:
         settings = Settings.from_env(data_dir=data_dir)
     except ValueError as exc:
         _fail(exc)
-    ctx.obj = {"settings": settings, "engine": None}
+    ctx.obj = {"settings": settings, "engine": None, "verbose": verbose}
     ctx.call_on_close(lambda: ctx.obj["engine"] and ctx.obj["engine"].close())
 
 
@@ -202,6 +259,7 @@ async def _ingest_files(
     if scheduler:
         from .workers import BuildCluster
 
+        one_line_logs(click.get_current_context().obj["verbose"])  # Dask's handlers, made on import
         engine.cluster = BuildCluster(engine.settings, scheduler)
     results, failures = [], 0
     try:

@@ -13,6 +13,7 @@ import contextvars
 import functools
 import hashlib
 import logging
+import sqlite3
 import threading
 import time
 from collections import defaultdict
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .errors import IngestError, LimitError, NotFoundError, RaptorError
+from .errors import IngestError, LimitError, NotFoundError, RaptorError, StorageError, storage_failure
 from .ingest.budget import BuildBudget, current_budget
 from .ingest.load import safe_filename
 from .ingest.parse_worker import ParseStats, WorkerLimits
@@ -212,6 +213,21 @@ def _resolve_placeholders(kb_nodes: list[NewNode], ids: dict[int, int]) -> list[
     return kb_nodes
 
 
+def _open_spaces(settings: Settings) -> Spaces:
+    """The data directory's spaces (an old layout moved into them), or StorageError in one sentence
+    when the directory cannot be opened or written (read-only, full, not permitted)."""
+    try:
+        spaces = Spaces(settings)
+        migrate_to_spaces(spaces)
+    except (sqlite3.Error, OSError) as error:
+        sentence = storage_failure(error, str(settings.data_dir))
+        if sentence is None:
+            raise
+        log.debug("opening %s failed", settings.data_dir, exc_info=True)
+        raise StorageError(sentence) from error
+    return spaces
+
+
 class Engine:
     """One engine per data directory; share it between the CLI's or the bot's tasks."""
 
@@ -225,8 +241,7 @@ class Engine:
     ):
         self.settings = settings or Settings.from_env()
         use_compile_cache(self.settings.cache_dir / "numba")
-        self.spaces = Spaces(self.settings)
-        migrate_to_spaces(self.spaces)
+        self.spaces = _open_spaces(self.settings)
         self._embedder = embedder
         self._summarizer = summarizer
         self._answerer = answerer

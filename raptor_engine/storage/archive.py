@@ -253,7 +253,9 @@ def _check_database(spaces: Spaces, path: Path, manifest: dict[str, Any], archiv
                 raise ArchiveRefused(archive, "its database has rows that point at rows it does not have")
             names = sorted(row[0] for row in conn.execute("SELECT name FROM kbs"))
             if names != sorted(manifest["knowledge_bases"]):
-                raise ArchiveRefused(archive, "its database does not hold the knowledge bases its manifest names")
+                raise ArchiveRefused(
+                    archive, "its database does not hold the knowledge bases its manifest names"
+                )
             _check_one_guild(spaces, conn, manifest["space"], archive)
         finally:
             conn.close()
@@ -272,7 +274,9 @@ def _check_one_guild(spaces: Spaces, conn: sqlite3.Connection, name: str, archiv
     others = sorted(str(owner) for owner in owners if owner != name)
     if others:
         held = "no guild" if others == ["None"] else f"guild {others[0]}"
-        raise ArchiveRefused(archive, f"its manifest names guild {name} but its database holds data of {held}")
+        raise ArchiveRefused(
+            archive, f"its manifest names guild {name} but its database holds data of {held}"
+        )
 
 
 def _build_indices(staging: Path, archive: Path) -> None:

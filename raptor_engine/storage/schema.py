@@ -40,7 +40,9 @@ def _normalise(sql: str) -> str:
 def schema_objects(conn: sqlite3.Connection, schema: str = "main") -> Objects:
     """Every object of `schema` that a statement made (SQLite's automatic indices follow their tables)."""
     found: Objects = {}
-    for kind, name, table, sql in conn.execute(f"SELECT type, name, tbl_name, sql FROM {schema}.sqlite_master"):
+    for kind, name, table, sql in conn.execute(
+        f"SELECT type, name, tbl_name, sql FROM {schema}.sqlite_master"
+    ):
         if sql is None and kind == "index" and str(name).startswith("sqlite_autoindex_"):
             continue
         if kind == "table" and name in SQLITE_TABLES:
