@@ -160,6 +160,7 @@ class Space:
     store: Store
     indexes: IndexManager
     pins: int = 0
+    retired: bool = False  # its file was deleted or replaced: closed once the calls in it are done
 
 
 def _space_pattern(text: str) -> re.Pattern[str] | None:
@@ -241,6 +242,9 @@ class Spaces:
                 space = self._open.get(name)
                 if name in self._deleting:
                     raise NotFoundError(f"The space {name!r} is being deleted.")
+                if space is not None and space.store.replaced():
+                    self._retire(space)
+                    space = None
                 if space is not None:
                     space.pins += 1
             if space is None:
@@ -254,10 +258,27 @@ class Spaces:
         self._account(space)
         return space
 
+    def _retire(self, space: Space) -> None:
+        """A space whose directory was deleted or replaced while open (call under the lock): new calls
+        open the path afresh; this one is closed once no call works in it."""
+        log.warning("the store of space %s was deleted or replaced while open; reopening it", space.name)
+        del self._open[space.name]
+        space.retired = True
+        self.budget.forget(("space", space.name))
+        if space.pins == 0:
+            self._close_files(space)
+
+    @staticmethod
+    def _close_files(space: Space) -> None:
+        space.indexes.drop_all_cached()
+        space.store.close()
+
     def _release(self, space: Space) -> None:
         with self._unpinned:
             space.pins -= 1
             self._unpinned.notify_all()
+            if space.retired and space.pins == 0:
+                self._close_files(space)
 
     def _account(self, space: Space) -> None:
         size = max(len(space.store._connections), 1) * CONNECTION_BYTES

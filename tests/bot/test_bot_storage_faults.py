@@ -35,3 +35,51 @@ async def test_a_read_only_data_directory_stops_the_bot_with_one_line(fake_api, 
     assert len(errors) == 1 and errors[0].endswith(
         f"ERROR bot: The data directory {view} is read-only, or this user may not write it."
     ), output[-3000:]
+
+
+async def test_a_server_directory_deleted_while_the_bot_runs_loses_nothing_silently(make_harness, embedder):
+    """The guild's directory removed mid-build: the file is refused in one sentence (nothing reported
+    added that is not stored). Removed while idle: the next question does not answer from the deleted
+    store, and the next upload lands in a new store that is still there after the bot stops."""
+    import asyncio
+    import shutil
+
+    from bot.kb import kb_name
+    from raptor_engine.config import Settings
+    from raptor_engine.engine import Engine
+    from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
+    from tests.bot.conftest import CHAN_A, GUILD, text_of
+    from tests.bot.test_bot_flows import GatedSummarizer
+
+    summarizer = GatedSummarizer(embedder.count_tokens)
+    h = await make_harness(summarizer=summarizer)
+    guild_dir = h.bot.settings.data_dir / "guilds" / str(GUILD)
+    uploads = h.bot.services.jobs.uploads
+
+    building = h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode()))
+    await asyncio.wait_for(summarizer.entered.wait(), 120)
+    assert (guild_dir / "raptor.db").exists()
+    shutil.rmtree(guild_dir)
+    summarizer.gate.set()
+    [status] = await h.replies_done(building, lambda r: text_of(r[0]).startswith("Done"))
+    assert "❌ **kestrel.md** was not added: The store in " in status["content"], status["content"]
+    assert "was deleted or replaced while in use, so nothing was written; try again." in status["content"]
+    assert "✅" not in status["content"]
+    assert uploads.status(1) == "failed"
+
+    added = h.kb_add(h.fake.add_file("bread.txt", SOURDOUGH.encode()))
+    [status] = await h.replies_done(added, lambda r: text_of(r[0]).startswith("Done"))
+    assert "✅ **bread.txt** added" in status["content"], status["content"]
+    shutil.rmtree(guild_dir)  # while nothing works in it
+    [reply] = await h.replies_done(h.ask("How long does the dough rise?"))
+    assert "has no documents yet" in text_of(reply), text_of(reply)  # not an answer from the deleted file
+    again = h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode()))
+    [status] = await h.replies_done(again, lambda r: text_of(r[0]).startswith("Done"))
+    assert "✅ **kestrel.md** added" in status["content"], status["content"]
+    await h.bot.close()
+
+    engine = Engine(Settings(data_dir=h.bot.settings.data_dir), embedder=embedder)
+    try:  # what the bot said it added after the deletion is on disk
+        assert [d.name for d in engine.documents(kb_name(GUILD, CHAN_A))] == ["kestrel.md"]
+    finally:
+        engine.close()
