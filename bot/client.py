@@ -22,7 +22,7 @@ from discord.ext import commands
 
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
-from raptor_engine.errors import NotFoundError, RaptorError, StorageError, storage_failure
+from raptor_engine.errors import NotFoundError, RaptorError, storage_error
 from raptor_engine.query.ratelimit import QuestionLimiter
 
 from .adding import resume_uploads
@@ -59,10 +59,10 @@ def open_uploads(settings: Settings) -> UploadLog:
     try:
         return UploadLog(settings.data_dir / "uploads.db")
     except (sqlite3.Error, OSError) as error:
-        sentence = storage_failure(error, str(settings.data_dir))
-        if sentence is None:
+        failure = storage_error(error, str(settings.data_dir))
+        if failure is None:
             raise
-        raise StorageError(sentence) from error
+        raise failure from error
 
 
 class RaptorBot(commands.AutoShardedBot):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .errors import IngestError, LimitError, NotFoundError, RaptorError, StorageError, storage_failure
+from .errors import IngestError, LimitError, NotFoundError, RaptorError, storage_error
 from .ingest.budget import BuildBudget, current_budget
 from .ingest.load import safe_filename
 from .ingest.parse_worker import ParseStats, WorkerLimits
@@ -220,11 +220,11 @@ def _open_spaces(settings: Settings) -> Spaces:
         spaces = Spaces(settings)
         migrate_to_spaces(spaces)
     except (sqlite3.Error, OSError) as error:
-        sentence = storage_failure(error, str(settings.data_dir))
-        if sentence is None:
+        failure = storage_error(error, str(settings.data_dir))
+        if failure is None:
             raise
         log.debug("opening %s failed", settings.data_dir, exc_info=True)
-        raise StorageError(sentence) from error
+        raise failure from error
     return spaces
 
 
@@ -461,7 +461,10 @@ class Engine:
         except Exception as exc:
             log.exception("building %s failed", name)
             self._record_failure(kb_id, name, started, started_at, exc)
-            raise RaptorError(f"Building the tree for {name} failed: {type(exc).__name__}.") from exc
+            failure = storage_error(exc) or RaptorError(
+                f"Building the tree for {name} failed: {type(exc).__name__}."
+            )
+            raise failure from exc
         notes = [tree.stop_reason] + [n for layer in tree.layers for n in layer.notes]
         if kb_layer:
             notes += kb_layer.notes
@@ -504,6 +507,11 @@ class Engine:
                     seen_version,
                 )
                 break
+            except (sqlite3.Error, OSError) as exc:  # a full or read-only disk: said in one sentence
+                failure = storage_error(exc)
+                if failure is None:
+                    raise
+                raise failure from exc
             except StaleTreeError:
                 # Another process wrote this knowledge base after its tops were read: the
                 # cross-document layer would drop its document, so redo that (cheap) layer.

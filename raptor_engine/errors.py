@@ -58,3 +58,9 @@ def storage_failure(error: BaseException, where: str = "") -> str | None:
         if error.errno in (errno.EACCES, errno.EPERM):
             return f"{directory} may not be written by this user{path}."
     return None
+
+
+def storage_error(error: BaseException, where: str = "") -> StorageError | None:
+    """`error` as a StorageError with its one sentence, when it is a failure of the data directory."""
+    sentence = storage_failure(error, where)
+    return StorageError(sentence) if sentence is not None else None

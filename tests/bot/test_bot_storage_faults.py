@@ -83,3 +83,34 @@ async def test_a_server_directory_deleted_while_the_bot_runs_loses_nothing_silen
         assert [d.name for d in engine.documents(kb_name(GUILD, CHAN_A))] == ["kestrel.md"]
     finally:
         engine.close()
+
+
+async def test_a_full_disk_records_what_the_requester_was_told(make_harness, bot_settings, tmp_path):
+    """The data directory on a small tmpfs, filled after the bot started: the upload is accepted (a
+    small row) but its bytes do not fit. The requester is told it was not added, and the record says
+    so (failed, with that reason), so the next start does not add it after all."""
+    from bot.uploads import UploadLog
+    from tests.bot.conftest import text_of
+    from tests.storage_faults import fill, small_disk
+
+    with small_disk(tmp_path / "disk", 16) as disk:
+        bot_settings.data_dir = disk / "data"
+        h = await make_harness(settings=bot_settings)
+        uploads = h.bot.services.jobs.uploads
+        assert uploads.reserve.stat().st_size == 1024 * 1024
+        text = "".join(f"Line {i} of the lamp keeper's long log, written every evening.\n" for i in range(1400))
+        assert 80_000 < len(text) < bot_settings.max_file_bytes
+        attachment = h.fake.add_file("log.txt", text.encode())
+        fill(disk, leave_bytes=48 * 1024)
+        token = h.kb_add(attachment)
+        [status] = await h.replies_done(token, lambda r: text_of(r[0]).startswith("Done"))
+        told = "The data directory is on a full disk."
+        assert f"❌ **log.txt** was not added: {told} Nothing was stored." in status["content"], status["content"]
+        await h.bot.close()
+        log = UploadLog(bot_settings.data_dir / "uploads.db")
+        try:
+            assert log.unfinished() == []  # what the next start would build: nothing
+            row = log.db.execute("SELECT filename, status, error, data FROM uploads").fetchall()
+            assert row == [("log.txt", "failed", told, None)]
+        finally:
+            log.close()
