@@ -43,6 +43,7 @@ from .views import ContextPageButton, ShowContextButton
 log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_SECONDS = 300.0
+ANSWER_STOPPED = "The bot is restarting, so this answer stops here; ask again in a minute."
 
 
 def make_intents(message_content: bool) -> discord.Intents:
@@ -301,6 +302,7 @@ class RaptorBot(commands.AutoShardedBot):
             return
         self._shutdown_started = True
         if self.services is not None:
+            self.services.engine.stop_answers(ANSWER_STOPPED)  # each streamed answer ends with why
             queue = self.services.jobs.state()
             if queue.running or queue.waiting:
                 log.info("waiting for %d running build(s) to finish before stopping", len(queue.running))

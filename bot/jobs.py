@@ -271,7 +271,8 @@ class BuildJobs:
 
     @contextlib.asynccontextmanager
     async def track(self) -> AsyncIterator[None]:
-        """Mark a whole add request (its builds and final status edit) as in flight for `drain`."""
+        """Mark a whole request as in flight for `drain`: an add (its builds and final status edit), or
+        an answer (a stopping bot ends it early, `Engine.stop_answers`, and waits for its last edit)."""
         self._requests += 1
         self._idle.clear()
         try:
