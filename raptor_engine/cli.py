@@ -67,10 +67,12 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 class OneLineFormatter(logging.Formatter):
-    """Log records without their tracebacks: without -v a failure is its sentence, not a stack."""
+    """Log records as one line each, without their tracebacks: without -v a failure is its sentence,
+    not a stack (Python's warnings, logged too, lose the source line printed under them)."""
 
     def format(self, record: logging.LogRecord) -> str:
         plain = logging.makeLogRecord(record.__dict__)
+        plain.msg, plain.args = (record.getMessage().strip().splitlines() or [""])[0], None
         plain.exc_info, plain.exc_text, plain.stack_info = None, None, None
         return super().format(plain)
 
@@ -80,6 +82,7 @@ def one_line_logs(verbose: int) -> None:
     root) prints records without tracebacks; call again after importing distributed."""
     if verbose:
         return
+    logging.captureWarnings(True)
     loggers = [
         logging.getLogger(),
         *(logging.getLogger(name) for name in list(logging.root.manager.loggerDict)),

@@ -126,3 +126,19 @@ def test_three_doctors_at_once_each_write_their_own_temporary_files(data, tmp_pa
         assert "Traceback" not in err and out.strip().splitlines()[-1] in ("repaired", "healthy"), out + err
     assert sorted(p.name for p in indices.iterdir()) == ["kb-1.hnsw", "kb-1.hnsw.tmp", "kb-1.json", "kb-1.json.tmp"]
     assert raptor(copy, "doctor", "--no-repair").stdout.strip() == "healthy"
+
+
+def test_without_v_a_log_record_is_one_line_without_its_traceback():
+    """What Dask's and Python's warnings print through the CLI's handlers: the first line only."""
+    from raptor_engine.cli import LOG_FORMAT, OneLineFormatter
+
+    try:
+        raise RuntimeError("worker lost")
+    except RuntimeError:
+        record = logging.LogRecord(
+            "distributed.client", logging.ERROR, __file__, 1, "%s: coroutine never awaited\n  self.close()",
+            ("client.py:1710",), sys.exc_info(),
+        )
+    shown = OneLineFormatter(LOG_FORMAT).format(record)
+    assert shown.endswith("ERROR distributed.client: client.py:1710: coroutine never awaited"), shown
+    assert "\n" not in shown and record.exc_info is not None  # the record itself is left whole for -v
