@@ -22,6 +22,7 @@ import discord
 
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
+from raptor_engine.errors import RaptorError
 
 from .client import RaptorBot
 from .gateway import point_at_endpoints, shard_plan
@@ -57,8 +58,8 @@ def configure_logging(level: str) -> None:
 async def run(
     settings: Settings, sync: bool, message_content: bool, *, engine: Engine | None = None, warm: bool = True
 ) -> int:
-    """Run until stopped; 0 after a graceful stop, 2 when Discord refuses the token or the intents, 3 when
-    Discord cannot be reached at all."""
+    """Run until stopped; 0 after a graceful stop, 2 when Discord refuses the token or the intents or the
+    data directory cannot be opened (read-only, full), 3 when Discord cannot be reached at all."""
     bot = RaptorBot(settings, engine=engine, message_content=message_content, sync=sync, warm=warm)
     loop = asyncio.get_running_loop()
     stops: list[asyncio.Task[None]] = []
@@ -72,6 +73,9 @@ async def run(
     try:
         async with bot:
             await bot.start(settings.discord_token)
+    except RaptorError as error:  # the data directory cannot be opened (read-only, full): one line
+        log.error("%s", error)
+        return 2
     except discord.LoginFailure:
         log.error("Discord rejected DISCORD_TOKEN; copy the bot token again from the developer portal.")
         return 2

@@ -110,7 +110,14 @@ async def handle_ask(
     services: Services, interaction: discord.Interaction, question: str, mode: str, private: bool
 ) -> None:
     """/ask: defer, answer with sources, open a thread on a public answer in a text channel (not on a
-    reply to small talk such as 'hello')."""
+    reply to small talk such as 'hello'). A stopping bot waits for it (`BuildJobs.track`)."""
+    async with services.jobs.track():
+        await _ask(services, interaction, question, mode, private)
+
+
+async def _ask(
+    services: Services, interaction: discord.Interaction, question: str, mode: str, private: bool
+) -> None:
     refusal = question_refusal(services, interaction.user.id, question)
     if refusal:
         await tell(interaction, refusal)
@@ -198,7 +205,15 @@ def follow_up_text(message: discord.Message, bot_id: int) -> str:
 async def handle_follow_up(
     services: Services, me: discord.abc.User, message: discord.Message, record: ThreadRecord
 ) -> None:
-    """A message in a thread the bot (`me`) opened: answer with the thread's turns and the parent's tree."""
+    """A message in a thread the bot (`me`) opened: answer with the thread's turns and the parent's tree.
+    A stopping bot waits for it (`BuildJobs.track`)."""
+    async with services.jobs.track():
+        await _follow_up(services, me, message, record)
+
+
+async def _follow_up(
+    services: Services, me: discord.abc.User, message: discord.Message, record: ThreadRecord
+) -> None:
     mentioned = me in message.mentions
     question = follow_up_text(message, me.id)
     if not question:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from typing import Any
 
 import aiohttp
@@ -21,7 +22,7 @@ from discord.ext import commands
 
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
-from raptor_engine.errors import NotFoundError, RaptorError
+from raptor_engine.errors import NotFoundError, RaptorError, storage_error
 from raptor_engine.query.ratelimit import QuestionLimiter
 
 from .adding import resume_uploads
@@ -42,6 +43,7 @@ from .views import ContextPageButton, ShowContextButton
 log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_SECONDS = 300.0
+ANSWER_STOPPED = "The bot is restarting, so this answer stops here; ask again in a minute."
 
 
 def make_intents(message_content: bool) -> discord.Intents:
@@ -50,6 +52,18 @@ def make_intents(message_content: bool) -> discord.Intents:
     intents.members = False
     intents.presences = False
     return intents
+
+
+def open_uploads(settings: Settings) -> UploadLog:
+    """The upload records (data_dir/uploads.db), or StorageError in one sentence when the data
+    directory cannot hold them (read-only, full, not permitted)."""
+    try:
+        return UploadLog(settings.data_dir / "uploads.db")
+    except (sqlite3.Error, OSError) as error:
+        failure = storage_error(error, str(settings.data_dir))
+        if failure is None:
+            raise
+        raise failure from error
 
 
 class RaptorBot(commands.AutoShardedBot):
@@ -102,7 +116,7 @@ class RaptorBot(commands.AutoShardedBot):
             await asyncio.to_thread(engine.warm)
         await asyncio.to_thread(self.check_store, engine)
         await self.start_build_cluster(engine)
-        uploads = await asyncio.to_thread(UploadLog, self.settings.data_dir / "uploads.db")
+        uploads = await asyncio.to_thread(open_uploads, self.settings)
         self.services = Services(
             settings=self.settings,
             engine=engine,
@@ -288,6 +302,7 @@ class RaptorBot(commands.AutoShardedBot):
             return
         self._shutdown_started = True
         if self.services is not None:
+            self.services.engine.stop_answers(ANSWER_STOPPED)  # each streamed answer ends with why
             queue = self.services.jobs.state()
             if queue.running or queue.waiting:
                 log.info("waiting for %d running build(s) to finish before stopping", len(queue.running))

@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 import discord
 
-from raptor_engine.errors import IngestError, RaptorError
+from raptor_engine.errors import IngestError, RaptorError, storage_error
 from raptor_engine.types import Progress
 
 from .render import CONTENT_LIMIT, inert, truncate
@@ -44,6 +44,13 @@ class ShuttingDown(RaptorError):
             else "The bot restarted before this file's turn; please add it again."
         )
         self.kept = kept
+
+
+def as_told(error: Exception) -> Exception:
+    """The error as its requester is told it: a full or read-only disk becomes its one sentence."""
+    if isinstance(error, RaptorError):
+        return error
+    return storage_error(error) or error
 
 
 def is_expired_token_error(error: BaseException) -> bool:
@@ -264,7 +271,8 @@ class BuildJobs:
 
     @contextlib.asynccontextmanager
     async def track(self) -> AsyncIterator[None]:
-        """Mark a whole add request (its builds and final status edit) as in flight for `drain`."""
+        """Mark a whole request as in flight for `drain`: an add (its builds and final status edit), or
+        an answer (a stopping bot ends it early, `Engine.stop_answers`, and waits for its last edit)."""
         self._requests += 1
         self._idle.clear()
         try:
@@ -303,8 +311,9 @@ class BuildJobs:
         """Queue, then download and ingest one file; returns the engine's IngestResult or raises.
 
         `record` is the upload's row in the log (from `accept`, or a resumed one); `downloaded` says the
-        row already holds the bytes, else they are stored there once fetched. A failed download marks it
-        failed; a bot stopping before its turn leaves it waiting for the next start."""
+        row already holds the bytes, else they are stored there once fetched. Any failure (download,
+        storing the bytes on a full disk, the build) records it failed with the reason its requester is
+        told; a bot stopping before its turn leaves it waiting for the next start."""
         lock = self._locks.setdefault(kb, asyncio.Lock())
         self._waiting[kb] += 1
         self._idle.clear()
@@ -326,13 +335,19 @@ class BuildJobs:
                     started = True
                     self._running[kb] = filename
                     try:
-                        data = await self._fetch(record, fetch)
+                        data = await fetch()
                         if not downloaded:
                             await self._store(record, data)
                         loop = asyncio.get_running_loop()
                         return await self._ingest(
                             record, kb, filename, data, added_by, thread_safe(loop, progress)
                         )
+                    except Exception as error:
+                        told = as_told(error)
+                        await self._record_outcome(record, "failed", str(told))
+                        if told is error:
+                            raise
+                        raise told from error
                     finally:
                         self._running.pop(kb, None)
         finally:
@@ -343,14 +358,6 @@ class BuildJobs:
             if self._busy() == 0:
                 self._idle.set()
 
-    async def _fetch(self, record: int | None, fetch: Callable[[], Awaitable[bytes]]) -> bytes:
-        """The file's bytes; a download that fails marks its record failed (the user is told why)."""
-        try:
-            return await fetch()
-        except Exception as error:
-            await self._mark(record, "failed", str(error))
-            raise
-
     async def _store(self, record: int | None, data: bytes) -> None:
         if self.uploads is not None and record is not None:
             await asyncio.to_thread(self.uploads.downloaded, record, data)
@@ -358,6 +365,15 @@ class BuildJobs:
     async def _mark(self, record: int | None, status: str, error: str = "") -> None:
         if self.uploads is not None and record is not None:
             await asyncio.to_thread(self.uploads.mark, record, status, error)
+
+    async def _record_outcome(self, record: int | None, status: str, told: str = "") -> None:
+        """Record what the requester is told (done, or failed with the reason): a record left
+        unfinished would be built at the next start after all. A record that cannot be written (the
+        disk full even after the log's reserve) is logged: the outcome stands."""
+        try:
+            await self._mark(record, status, told)
+        except Exception:
+            log.exception("could not record upload %s as %s (%s)", record, status, told)
 
     async def _ingest(
         self,
@@ -368,16 +384,13 @@ class BuildJobs:
         added_by: str,
         progress: Callable[[Progress], None],
     ) -> Any:
-        """The engine's ingest, with the upload's record moved to running, then done or failed. A build
-        cut short by the bot stopping stays running, so the next start builds it again."""
+        """The engine's ingest, with the upload's record moved to running (its starts counted), then done
+        (`run` records a failure). A build cut short by the bot stopping stays running, so the next start
+        builds it again."""
         if self.uploads is not None and record is not None:
             await asyncio.to_thread(self.uploads.begin, record)
-        try:
-            result = await self.engine.ingest(kb, filename, data, added_by=added_by, progress=progress)
-        except Exception as error:
-            await self._mark(record, "failed", str(error))
-            raise
-        await self._mark(record, "done")
+        result = await self.engine.ingest(kb, filename, data, added_by=added_by, progress=progress)
+        await self._record_outcome(record, "done")
         return result
 
     async def drain(self, timeout: float | None) -> bool:

@@ -19,12 +19,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import sqlite_utils
-
 from raptor_engine.errors import NotFoundError
-from raptor_engine.storage.migrations import Migrations
 from raptor_engine.storage.spaces import Spaces
 from raptor_engine.storage.store import Store
+from raptor_engine.storage.store_migrations import bot_migrations
 from raptor_engine.types import ContextNode, Turn
 
 from .kb import guild_prefix, kb_name
@@ -58,38 +56,6 @@ class StoredAnswer:
     tokens_used: int
     budget: int
     cited: list[int] = field(default_factory=list)  # node ids the answer's [n] markers point at
-
-
-bot_migrations = Migrations("bot")
-
-
-@bot_migrations
-def m001_bot_tables(db: sqlite_utils.Database) -> None:
-    """The tables as the first releases created them (IF NOT EXISTS: a database made then is left as is)."""
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS bot_channel_settings (
-            kb TEXT PRIMARY KEY, guild_id INTEGER, channel_id INTEGER, autoingest INTEGER,
-            updated_by TEXT, updated_at TEXT)"""
-    )
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS bot_guild_settings (
-            guild_id INTEGER PRIMARY KEY, manager_role_id INTEGER, updated_by TEXT, updated_at TEXT)"""
-    )
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS bot_threads (
-            thread_id INTEGER PRIMARY KEY, kb TEXT, guild_id INTEGER, channel_id INTEGER,
-            opened_by TEXT, created_at TEXT)"""
-    )
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS bot_turns (
-            id INTEGER PRIMARY KEY, thread_id INTEGER, role TEXT, content TEXT, created_at TEXT)"""
-    )
-    db.execute("CREATE INDEX IF NOT EXISTS idx_bot_turns_thread_id ON bot_turns (thread_id)")
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS bot_answers (
-            id INTEGER PRIMARY KEY, kb TEXT, question TEXT, context_json TEXT, created_at TEXT)"""
-    )
-    db.execute("CREATE INDEX IF NOT EXISTS idx_bot_answers_kb ON bot_answers (kb)")
 
 
 class BotState:

@@ -14,12 +14,20 @@ whose build had committed before the bot died is reported as already added, neve
 It lives in its own SQLite file beside the store (data_dir/uploads.db): its rows are the bot's work
 queue, not knowledge-base content, and a store split per guild need not carry them. A file written by an
 earlier release (without url and size) gains those columns when opened.
+
+A full disk must not leave a row `waiting` after its requester was told the file was not added (the
+next start would add it after all): beside the file lies a reserve (`uploads.db.reserve`, 1 MiB of
+zeros) that a state change failing for lack of space deletes, to write the state in the room it
+frees; the next start makes the reserve again when there is room.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
+import os
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -29,7 +37,10 @@ from pathlib import Path
 from raptor_engine.errors import RaptorError
 from raptor_engine.storage.db import connect, immediate
 
+log = logging.getLogger(__name__)
+
 UNFINISHED = ("waiting", "queued", "running")
+RESERVE_BYTES = 1024 * 1024
 # Columns added after the first release, with the value old rows get (ALTER TABLE ... ADD COLUMN).
 ADDED_COLUMNS = {
     "url": "TEXT NOT NULL DEFAULT ''",
@@ -68,6 +79,8 @@ class UploadLog:
 
     def __init__(self, path: str | Path):
         self.db = connect(path, autocommit=True)
+        self.reserve = Path(f"{path}.reserve")
+        self._make_reserve()
         self._lock = threading.Lock()  # one statement at a time on the shared connection, and none after close
         self._closed = False
         self.db.execute(
@@ -116,15 +129,39 @@ class UploadLog:
             )
 
     def mark(self, upload_id: int, status: str, error: str = "") -> None:
-        """Move an upload to `status`; a finished one drops its bytes (nothing will need them again)."""
+        """Move an upload to `status` (`error`: the reason its requester was told); a finished one drops
+        its bytes (nothing will need them again). On a full disk the reserve makes room for it."""
         keep = status in UNFINISHED
+        sql = "UPDATE uploads SET status = ?, error = ?, updated_at = ?" + ("" if keep else ", data = NULL")
         with self._using():
-            self.db.execute(
-                "UPDATE uploads SET status = ?, error = ?, updated_at = ?"
-                + ("" if keep else ", data = NULL")
-                + " WHERE id = ?",
-                [status, error, time.time(), upload_id],
-            )
+            try:
+                self.db.execute(sql + " WHERE id = ?", [status, error, time.time(), upload_id])
+            except sqlite3.OperationalError as failure:
+                if "full" not in str(failure) or not self._release_reserve():
+                    raise
+                self.db.execute(sql + " WHERE id = ?", [status, error, time.time(), upload_id])
+
+    def _make_reserve(self) -> None:
+        """Write the reserve if it is missing (best effort: on a full disk the next start tries again)."""
+        if self.reserve.exists():
+            return
+        try:
+            with self.reserve.open("wb") as out:
+                out.write(bytes(RESERVE_BYTES))
+                out.flush()
+                os.fsync(out.fileno())
+        except OSError as failure:
+            self.reserve.unlink(missing_ok=True)
+            log.warning("could not write the upload records' reserve %s: %s", self.reserve, failure)
+
+    def _release_reserve(self) -> bool:
+        """Delete the reserve to free its room; False when there was none."""
+        try:
+            self.reserve.unlink()
+        except FileNotFoundError:
+            return False
+        log.warning("the disk is full: released the upload records' reserve to record an outcome")
+        return True
 
     def begin(self, upload_id: int) -> None:
         """Mark an upload running and count the start: a build that never finishes (each start stopped the

@@ -20,11 +20,12 @@ import click
 from . import __version__
 from .config import Settings
 from .engine import MODES, Engine, IngestResult, TreePicture
-from .errors import RaptorError
+from .errors import RaptorError, storage_failure
 from .ingest.load import read_local_file
 from .plugins import load_plugins
 from .query.answer import describe_documents
-from .storage.spaces import export_space, import_space, space_dir
+from .storage.archive import export_space, import_space
+from .storage.spaces import space_dir
 from .types import Answer, Progress, Turn
 
 log = logging.getLogger("raptor_engine")
@@ -60,6 +61,51 @@ class ProgressBars:
             self.bar.close()
             self.bar = None
             self.key = None
+
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class OneLineFormatter(logging.Formatter):
+    """Log records as one line each, without their tracebacks: without -v a failure is its sentence,
+    not a stack (Python's warnings, logged too, lose the source line printed under them)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        plain = logging.makeLogRecord(record.__dict__)
+        plain.msg, plain.args = (record.getMessage().strip().splitlines() or [""])[0], None
+        plain.exc_info, plain.exc_text, plain.stack_info = None, None, None
+        return super().format(plain)
+
+
+def one_line_logs(verbose: int) -> None:
+    """Without -v, every handler already set up (ours, and Dask's own, which do not propagate to the
+    root) prints records without tracebacks; call again after importing distributed."""
+    if verbose:
+        return
+    logging.captureWarnings(True)
+    loggers = [
+        logging.getLogger(),
+        *(logging.getLogger(name) for name in list(logging.root.manager.loggerDict)),
+    ]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", []):
+            if not isinstance(handler.formatter, OneLineFormatter):
+                handler.setFormatter(OneLineFormatter(LOG_FORMAT))
+
+
+def one_line(error: BaseException) -> str:
+    """What the user reads for a failure no command turned into a sentence (the traceback goes to -v)."""
+    if isinstance(error, RaptorError):
+        return str(error)
+    sentence = storage_failure(error)
+    if sentence is not None:
+        return sentence
+    if isinstance(error, OSError) and error.strerror:
+        return f"{error.strerror}: {error.filename}." if error.filename else f"{error.strerror}."
+    detail = (str(error).strip().splitlines() or [""])[0]
+    return (
+        f"Unexpected {type(error).__name__}{': ' + detail if detail else ''} (run with -v for the details)."
+    )
 
 
 def _engine(ctx: click.Context) -> Engine:
@@ -135,7 +181,8 @@ _HELP_REQUESTS = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 class RaptorGroup(click.Group):
-    """The `raptor` group: usage errors of it and of every command under it are one line."""
+    """The `raptor` group: usage errors of it and of every command under it are one line, and so is any
+    failure a command did not turn into a sentence (exit status 1; its traceback is logged, shown with -v)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
@@ -152,6 +199,11 @@ class RaptorGroup(click.Group):
             raise  # `raptor guilds` alone prints its help
         except click.UsageError as exc:  # a command's arguments: a missing option, a file that is not there
             raise _one_line(exc) from exc
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as error:
+            log.info("the command failed", exc_info=error)
+            raise click.ClickException(one_line(error)) from error
 
 
 @click.group(cls=RaptorGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -169,14 +221,15 @@ def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
     """Build RAPTOR trees from documents and answer questions about them, with citations."""
     logging.basicConfig(  # without -v nothing is logged: the error line says what the user needs
         level=[logging.CRITICAL, logging.INFO, logging.DEBUG][min(verbose, 2)],
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format=LOG_FORMAT,
         stream=sys.stderr,
     )
+    one_line_logs(verbose)
     try:
         settings = Settings.from_env(data_dir=data_dir)
     except ValueError as exc:
         _fail(exc)
-    ctx.obj = {"settings": settings, "engine": None}
+    ctx.obj = {"settings": settings, "engine": None, "verbose": verbose}
     ctx.call_on_close(lambda: ctx.obj["engine"] and ctx.obj["engine"].close())
 
 
@@ -249,6 +302,7 @@ async def _ingest_files(
     if scheduler:
         from .workers import BuildCluster
 
+        one_line_logs(click.get_current_context().obj["verbose"])  # Dask's handlers, made on import
         engine.cluster = BuildCluster(engine.settings, scheduler)
     else:  # the model (exported to ONNX on a machine's first run) and UMAP's compiled code are the
         # process's start-up, not the first file's build: its deadline must not pay for them

@@ -13,15 +13,16 @@ import contextvars
 import functools
 import hashlib
 import logging
+import sqlite3
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .errors import IngestError, LimitError, NotFoundError, RaptorError
+from .errors import IngestError, LimitError, NotFoundError, RaptorError, storage_error
 from .ingest.budget import BuildBudget, current_budget
 from .ingest.load import safe_filename
 from .ingest.parse_worker import ParseStats, WorkerLimits
@@ -212,6 +213,21 @@ def _resolve_placeholders(kb_nodes: list[NewNode], ids: dict[int, int]) -> list[
     return kb_nodes
 
 
+def _open_spaces(settings: Settings) -> Spaces:
+    """The data directory's spaces (an old layout moved into them), or StorageError in one sentence
+    when the directory cannot be opened or written (read-only, full, not permitted)."""
+    try:
+        spaces = Spaces(settings)
+        migrate_to_spaces(spaces)
+    except (sqlite3.Error, OSError) as error:
+        failure = storage_error(error, str(settings.data_dir))
+        if failure is None:
+            raise
+        log.debug("opening %s failed", settings.data_dir, exc_info=True)
+        raise failure from error
+    return spaces
+
+
 class Engine:
     """One engine per data directory; share it between the CLI's or the bot's tasks."""
 
@@ -225,8 +241,7 @@ class Engine:
     ):
         self.settings = settings or Settings.from_env()
         use_compile_cache(self.settings.cache_dir / "numba")
-        self.spaces = Spaces(self.settings)
-        migrate_to_spaces(self.spaces)
+        self.spaces = _open_spaces(self.settings)
         self._embedder = embedder
         self._summarizer = summarizer
         self._answerer = answerer
@@ -235,6 +250,9 @@ class Engine:
         self._waiting: dict[str, int] = defaultdict(int)
         self.last_parse: ParseStats | None = None  # what reading the latest upload cost (logs, robustness)
         self.cluster: BuildCluster | None = None  # set by the bot (or `ingest --scheduler`): builds on Dask
+        self._stops_lock = threading.Lock()
+        self._stop_reason: str | None = None  # set by `stop_answers`
+        self._answer_stops: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
 
     # -- spaces: which store and indices a call works on ------------------------------------------
 
@@ -446,7 +464,10 @@ class Engine:
         except Exception as exc:
             log.exception("building %s failed", name)
             self._record_failure(kb_id, name, started, started_at, exc)
-            raise RaptorError(f"Building the tree for {name} failed: {type(exc).__name__}.") from exc
+            failure = storage_error(exc) or RaptorError(
+                f"Building the tree for {name} failed: {type(exc).__name__}."
+            )
+            raise failure from exc
         notes = [tree.stop_reason] + [n for layer in tree.layers for n in layer.notes]
         if kb_layer:
             notes += kb_layer.notes
@@ -489,6 +510,11 @@ class Engine:
                     seen_version,
                 )
                 break
+            except (sqlite3.Error, OSError) as exc:  # a full or read-only disk: said in one sentence
+                failure = storage_error(exc)
+                if failure is None:
+                    raise
+                raise failure from exc
             except StaleTreeError:
                 # Another process wrote this knowledge base after its tops were read: the
                 # cross-document layer would drop its document, so redo that (cheap) layer.
@@ -863,22 +889,77 @@ class Engine:
         await asyncio.to_thread(self._record_question, kb, answer, asked_by)
         return answer
 
-    @staticmethod
     async def _draft(
+        self,
         answerer: Answerer,
         query: str,
         nodes: list[ContextNode],
         history: list[Turn],
         on_text: TextCallback | None,
     ) -> AnswerDraft:
-        """The answerer's draft, streamed through `on_text` when asked for and the answerer can."""
+        """The answerer's draft, streamed through `on_text` when asked for and the answerer can. A
+        streamed draft ends early, with what was written so far, when `stop_answers` is called."""
         stream = getattr(answerer, "answer_stream", None)
         if on_text is None or stream is None:
             return await answerer.answer(query, neutralise_context(nodes), history)
         from .streaming import ShownText  # with the LLM backend, which is imported only when configured
 
-        shown = ShownText(nodes)
-        return await stream(query, neutralise_context(nodes), history, shown.feeding(on_text))
+        context = neutralise_context(nodes)
+        feed = ShownText(nodes).feeding(on_text)
+        written = [""]
+
+        async def take(text: str) -> bool:
+            written[0] = text
+            return await feed(text)
+
+        return await self._unless_stopped(
+            stream(query, context, history, take), lambda: self._stopped_draft(written[0], context)
+        )
+
+    def stop_answers(self, reason: str) -> None:
+        """End every answer being streamed now, and any begun later, with the text written so far, its
+        citations and `reason` as its note (a bot stopping says why instead of leaving a reply cut
+        off mid-sentence). Thread-safe."""
+        with self._stops_lock:
+            self._stop_reason = reason
+            stops = list(self._answer_stops)
+        for loop, stop in stops:
+            with contextlib.suppress(RuntimeError):  # that loop is closed: nothing waits on it
+                loop.call_soon_threadsafe(stop.set)
+
+    async def _unless_stopped(
+        self, writing: Awaitable[AnswerDraft], stopped: Callable[[], AnswerDraft]
+    ) -> AnswerDraft:
+        """`writing`'s draft, or `stopped()` once `stop_answers` is called (the writing is cancelled)."""
+        stop = asyncio.Event()
+        entry = (asyncio.get_running_loop(), stop)
+        with self._stops_lock:
+            self._answer_stops.add(entry)
+            if self._stop_reason is not None:
+                stop.set()
+        task = asyncio.ensure_future(writing)
+        waiter = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            task.cancel()
+            raise
+        finally:
+            waiter.cancel()
+            with self._stops_lock:
+                self._answer_stops.discard(entry)
+        if task.done():
+            return task.result()
+        task.cancel()
+        await asyncio.wait({task})
+        return stopped()
+
+    def _stopped_draft(self, written: str, context: list[ContextNode]) -> AnswerDraft:
+        """The draft of an answer stopped early: its complete text so far, cited as a finished one is."""
+        from .llm import attribute_citations
+        from .streaming import settled
+
+        return AnswerDraft(attribute_citations(settled(written), context), note=self._stop_reason or "")
 
     def _small_talk_answer(self, kb: str, question: str, act: Act, mode: str, budget: int) -> Answer:
         """The reply to a message that is not a question ('thanks!', 'hello') or that asks which documents

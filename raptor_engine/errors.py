@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import sqlite3
+
 
 class RaptorError(Exception):
     """Base class: anything the engine refuses or cannot do, said in one sentence."""
@@ -26,3 +29,38 @@ class NotFoundError(RaptorError):
 
 class BackendError(RaptorError):
     """An LLM backend failed after its retries; the previous tree is untouched."""
+
+
+class StorageError(RaptorError):
+    """The data directory itself failed (full, read-only, not permitted); nothing was stored."""
+
+
+def storage_failure(error: BaseException, where: str = "") -> str | None:
+    """One sentence for a failure of the disk or file system under the data directory (`where` names
+    it), or None for any other error.
+
+    SQLite reports these without a path ("database or disk is full", "attempt to write a readonly
+    database", "unable to open database file"); the OS with one (ENOSPC, EROFS, EACCES)."""
+    directory = f"The data directory {where}".rstrip() if where else "The data directory"
+    if isinstance(error, sqlite3.Error):
+        text = str(error).lower()
+        if "disk is full" in text:
+            return f"{directory} is on a full disk."
+        if "readonly" in text or "unable to open database file" in text:
+            return f"{directory} is read-only, or this user may not write it."
+        return None
+    if isinstance(error, OSError):
+        path = f" ({error.filename})" if error.filename else ""
+        if error.errno == errno.ENOSPC:
+            return f"{directory} is on a full disk{path}."
+        if error.errno == errno.EROFS:
+            return f"{directory} is on a read-only file system{path}."
+        if error.errno in (errno.EACCES, errno.EPERM):
+            return f"{directory} may not be written by this user{path}."
+    return None
+
+
+def storage_error(error: BaseException, where: str = "") -> StorageError | None:
+    """`error` as a StorageError with its one sentence, when it is a failure of the data directory."""
+    sentence = storage_failure(error, where)
+    return StorageError(sentence) if sentence is not None else None

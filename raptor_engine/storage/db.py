@@ -2,7 +2,9 @@
 
 Every connection gets the same pragmas, so no caller can forget one: WAL (readers go on while one
 writer writes), a busy timeout (another process's write waits instead of failing), synchronous=NORMAL
-(safe with WAL) and foreign keys (the store's ON DELETE CASCADE relies on them).
+(safe with WAL), foreign keys (the store's ON DELETE CASCADE relies on them), and `trusted_schema=OFF`:
+expressions in a file's schema (a view, a trigger, a CHECK) may call only side-effect-free functions,
+since a file may have come from elsewhere (`schema.py` checks the rest).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def connect(
         check_same_thread=False,
         isolation_level=None if autocommit else "",
     )
+    conn.execute("PRAGMA trusted_schema=OFF")
     conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")

@@ -6,9 +6,12 @@ stale or unreadable is rebuilt from SQLite. Labels are node ids (which never rep
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, KeysView, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +34,18 @@ EF_CONSTRUCTION = 200
 HNSW_INDEX_OVERHEAD = 2720 * 1024
 HNSW_ELEMENT_OVERHEAD = 64
 TOKEN_ENTRY_BYTES = 12
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[Path]:
+    """A temporary path beside `path`, unique to this writer, renamed onto `path` when the block ends
+    (removed if it raises). Its name starts with '.' and ends '.tmp': no reader mistakes it for an index."""
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _int_array(values: Iterable[int], dtype: type[np.integer]) -> np.ndarray:
@@ -307,29 +322,25 @@ class IndexManager:
             return built
 
     def _save(self, kb_id: int, built: KBIndex) -> None:
-        """Write the index, then its metadata, each atomically (temp file + rename)."""
+        """Write the index, then its metadata, each atomically (a temporary file of this writer's own,
+        then a rename): other processes (three `raptor doctor` at once, the bot) may save the same one."""
         self.dir.mkdir(parents=True, exist_ok=True)
         bin_path, meta_path = self._paths(kb_id)
         if built.index is None:
             bin_path.unlink(missing_ok=True)
             meta_path.unlink(missing_ok=True)
             return
-        tmp_bin = bin_path.with_suffix(".hnsw.tmp")
-        built.index.save_index(str(tmp_bin))
-        tmp_bin.replace(bin_path)
-        tmp_meta = meta_path.with_suffix(".json.tmp")
         ids = sorted(built.ids)
-        tmp_meta.write_text(
-            json.dumps(
-                {
-                    "version": built.version,
-                    "dim": built.dim,
-                    "ids": ids,
-                    "tokens": [built.tokens[i] for i in ids],
-                }
-            )
-        )
-        tmp_meta.replace(meta_path)
+        meta = {
+            "version": built.version,
+            "dim": built.dim,
+            "ids": ids,
+            "tokens": [built.tokens[i] for i in ids],
+        }
+        with writing(bin_path) as tmp_bin:
+            built.index.save_index(str(tmp_bin))
+        with writing(meta_path) as tmp_meta:
+            tmp_meta.write_text(json.dumps(meta))
 
     def drop(self, kb_id: int) -> None:
         with self._lock(kb_id):

@@ -54,14 +54,18 @@ class Migrations:
         ).fetchall()
         return [row[0] for row in rows]
 
-    def apply(self, db: sqlite_utils.Database) -> list[str]:
-        """Run the steps `db` has not run yet, all or none, and return their names."""
+    def apply(self, db: sqlite_utils.Database, *, only: list[str] | None = None) -> list[str]:
+        """Run the steps `db` has not run yet, all or none, and return their names.
+
+        `only` limits them to the named steps: what `schema.expected_schema` replays to know the
+        schema a file that recorded those steps must have.
+        """
         with immediate(db.conn):
             _create_table(db)
             done = set(self.applied(db))
             ran = []
             for name, step in self._steps:
-                if name in done:
+                if name in done or (only is not None and name not in only):
                     continue
                 step(db)
                 db.execute(

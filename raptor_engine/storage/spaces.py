@@ -55,6 +55,7 @@ class Space:
     store: Store
     indexes: IndexManager
     pins: int = 0
+    retired: bool = False  # its file was deleted or replaced: closed once the calls in it are done
 
 
 def _space_pattern(text: str) -> re.Pattern[str] | None:
@@ -136,6 +137,9 @@ class Spaces:
                 space = self._open.get(name)
                 if name in self._deleting:
                     raise NotFoundError(f"The space {name!r} is being deleted.")
+                if space is not None and space.store.replaced():
+                    self._retire(space)
+                    space = None
                 if space is not None:
                     space.pins += 1
             if space is None:
@@ -149,10 +153,27 @@ class Spaces:
         self._account(space)
         return space
 
+    def _retire(self, space: Space) -> None:
+        """A space whose directory was deleted or replaced while open (call under the lock): new calls
+        open the path afresh; this one is closed once no call works in it."""
+        log.warning("the store of space %s was deleted or replaced while open; reopening it", space.name)
+        del self._open[space.name]
+        space.retired = True
+        self.budget.forget(("space", space.name))
+        if space.pins == 0:
+            self._close_files(space)
+
+    @staticmethod
+    def _close_files(space: Space) -> None:
+        space.indexes.drop_all_cached()
+        space.store.close()
+
     def _release(self, space: Space) -> None:
         with self._unpinned:
             space.pins -= 1
             self._unpinned.notify_all()
+            if space.retired and space.pins == 0:
+                self._close_files(space)
 
     def _account(self, space: Space) -> None:
         size = max(len(space.store._connections), 1) * CONNECTION_BYTES
@@ -451,73 +472,3 @@ def _move_index_files(source: IndexManager, target: IndexManager, kb_id: int) ->
     for path in source.file_paths(kb_id):
         if path.exists():
             path.replace(target.dir / path.name)
-
-
-# -- moving a space between data directories -------------------------------------------------------
-
-ARCHIVE_MANIFEST = "space.json"
-
-
-def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, object]:
-    """Write space `name` to a tar archive: a `VACUUM INTO` snapshot of its database (consistent while
-    others write), its index files (derived: a stale one is caught up on first use) and a manifest.
-
-    The space keeps working meanwhile; the archive is written beside `archive` and renamed into place.
-    """
-    import json
-    import tarfile
-    import tempfile
-
-    with spaces.pinned(name, create=False) as space:
-        kbs = space.store.kb_names()
-        with tempfile.TemporaryDirectory(prefix=".export-", dir=archive.parent) as scratch:
-            snapshot = Path(scratch) / DB_NAME
-            space.store.db.conn.execute("VACUUM INTO ?", [str(snapshot)])
-            manifest = {"space": name, "knowledge_bases": kbs}
-            (Path(scratch) / ARCHIVE_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-            partial = Path(scratch) / "archive.tar"
-            with tarfile.open(partial, "w") as tar:
-                tar.add(Path(scratch) / ARCHIVE_MANIFEST, ARCHIVE_MANIFEST)
-                tar.add(snapshot, DB_NAME)
-                index_dir = space.dir / INDEX_DIR
-                for path in sorted(index_dir.glob("kb-*")) if index_dir.is_dir() else []:
-                    if not path.name.endswith(".tmp"):
-                        tar.add(path, f"{INDEX_DIR}/{path.name}")
-            partial.replace(archive)
-    return manifest
-
-
-def import_space(spaces: Spaces, archive: Path) -> dict[str, object]:
-    """Unpack an archive made by `export_space` into this data directory as its space, which must not
-    exist yet; it appears all at once (unpacked aside, checked, then renamed into place)."""
-    import json
-    import tarfile
-
-    try:
-        with tarfile.open(archive, "r") as tar:
-            manifest = json.loads(tar.extractfile(ARCHIVE_MANIFEST).read())  # type: ignore[union-attr]
-            name = check_space_name(str(manifest["space"]))
-            target = space_dir(spaces.settings, name)
-            if target.exists():
-                raise RaptorError(f"This data directory already has a store for {name}; delete it first.")
-            staging = target.with_name(f".importing-{name}-{uuid.uuid4().hex}")
-            staging.mkdir(parents=True)
-            try:
-                tar.extractall(staging, filter="data")
-                if not (staging / DB_NAME).is_file():
-                    raise RaptorError(f"{archive.name} is damaged: it holds no database.")
-                check = sqlite3.connect(staging / DB_NAME)
-                try:
-                    problems = [row[0] for row in check.execute("PRAGMA integrity_check")] != ["ok"]
-                    names = sorted(row[0] for row in check.execute("SELECT name FROM kbs"))
-                finally:
-                    check.close()
-                if problems or names != sorted(manifest["knowledge_bases"]):
-                    raise RaptorError(f"{archive.name} is damaged: its database does not match its manifest.")
-                staging.rename(target)
-            except BaseException:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise
-    except (tarfile.TarError, KeyError, ValueError, OSError, sqlite3.Error) as exc:
-        raise RaptorError(f"{archive.name} is not a store exported by `raptor guilds export`.") from exc
-    return manifest

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -21,9 +22,10 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
-from ..errors import NotFoundError
+from ..errors import NotFoundError, RaptorError
 from ..ingest.sentences import SentenceSpan, encode_spans
 from .db import connect, immediate
+from .schema import schema_problems
 from .store_migrations import store_migrations
 
 
@@ -103,6 +105,10 @@ class TreeShape:
     edges: list[tuple[int, int]]
 
 
+class StoreReplacedError(RaptorError):
+    """The store's file was deleted or replaced under it (its directory removed while in use)."""
+
+
 class StaleTreeError(Exception):
     """Another writer (another process) changed the knowledge base after its tops were read."""
 
@@ -134,6 +140,7 @@ class Store:
         self._connections_lock = threading.Lock()
         self._write_lock = threading.RLock()
         self._ensure_schema()
+        self._identity = self._file_identity()
 
     # -- connections and transactions -------------------------------------------------------
 
@@ -141,17 +148,45 @@ class Store:
     def db(self) -> sqlite_utils.Database:
         db = getattr(self._local, "db", None)
         if db is None:
+            if getattr(self, "_identity", None) is not None:  # not a new file being created
+                self._check_not_replaced()  # a thread's first connection must not create a new file
             db = connect(self.path)
             self._local.db = db
             with self._connections_lock:
                 self._connections.append(db.conn)
         return db
 
+    def _file_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the file at `path` now; None when there is none."""
+        try:
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return found.st_dev, found.st_ino
+
+    def replaced(self) -> bool:
+        """Whether the file at `path` is no longer the one this store opened (deleted, or replaced).
+
+        An open connection keeps writing to a deleted file: every commit would succeed and vanish when
+        the store closes. `Spaces` reopens a replaced space; a write refuses (`write`)."""
+        return self._file_identity() != self._identity
+
+    def _check_not_replaced(self) -> None:
+        if self.replaced():
+            raise StoreReplacedError(
+                f"The store in {self.path.parent} was deleted or replaced while in use, so nothing was "
+                "written; try again."
+            )
+
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite_utils.Database]:
-        """One writer at a time in this process; BEGIN IMMEDIATE takes SQLite's write lock up front."""
+        """One writer at a time in this process; BEGIN IMMEDIATE takes SQLite's write lock up front.
+
+        Before committing, the file is checked to be still the one opened: a write into a deleted
+        store is rolled back and refused in one sentence instead of vanishing."""
         with self._write_lock, immediate(self.db.conn):
             yield self.db
+            self._check_not_replaced()
 
     def close(self) -> None:
         with self._connections_lock:
@@ -616,6 +651,7 @@ class Store:
         result = [r[0] for r in self.db.execute("PRAGMA integrity_check").fetchall()]
         if result != ["ok"]:
             problems += [f"integrity_check: {r}" for r in result]
+        problems += [f"schema: {problem}" for problem in schema_problems(self.db.conn)]
         checks = {
             "edges pointing at missing nodes": "SELECT COUNT(*) FROM edges WHERE parent_id NOT IN (SELECT id FROM nodes) "
             "OR child_id NOT IN (SELECT id FROM nodes)",

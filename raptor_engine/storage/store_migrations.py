@@ -1,4 +1,9 @@
-"""The engine's schema, as named migrations (see `migrations.py`): the store's tables and the summary cache.
+"""Every schema a store file may hold, as named migrations (see `migrations.py`): the store's tables,
+the summary cache, and the bot's tables.
+
+The bot's set is defined here, not in `bot/`, because a server's store file carries the bot's rows:
+`raptor guilds import` and `raptor doctor` check a file's schema against these sets without the bot
+(see `schema.py`). The bot applies it; nothing else writes those tables.
 
 Never edit a step that has shipped: databases already ran it. Change the schema by appending a step.
 """
@@ -11,6 +16,7 @@ from .migrations import Migrations
 
 store_migrations = Migrations("store")
 summary_cache_migrations = Migrations("summary_cache")
+bot_migrations = Migrations("bot")  # the bot's own tables (bot/state.py): settings, threads, answers
 
 
 @store_migrations
@@ -100,3 +106,32 @@ def m001_summary_cache(db: sqlite_utils.Database) -> None:
             "key" TEXT PRIMARY KEY, model TEXT, text TEXT, prompt_tokens INTEGER,
             completion_tokens INTEGER, created_at REAL)"""
     )
+
+
+@bot_migrations
+def m001_bot_tables(db: sqlite_utils.Database) -> None:
+    """The tables as the first releases created them (IF NOT EXISTS: a database made then is left as is)."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_channel_settings (
+            kb TEXT PRIMARY KEY, guild_id INTEGER, channel_id INTEGER, autoingest INTEGER,
+            updated_by TEXT, updated_at TEXT)"""
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_guild_settings (
+            guild_id INTEGER PRIMARY KEY, manager_role_id INTEGER, updated_by TEXT, updated_at TEXT)"""
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_threads (
+            thread_id INTEGER PRIMARY KEY, kb TEXT, guild_id INTEGER, channel_id INTEGER,
+            opened_by TEXT, created_at TEXT)"""
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_turns (
+            id INTEGER PRIMARY KEY, thread_id INTEGER, role TEXT, content TEXT, created_at TEXT)"""
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS idx_bot_turns_thread_id ON bot_turns (thread_id)")
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_answers (
+            id INTEGER PRIMARY KEY, kb TEXT, question TEXT, context_json TEXT, created_at TEXT)"""
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS idx_bot_answers_kb ON bot_answers (kb)")

@@ -227,11 +227,13 @@ def upload_states(data_dir: Path) -> dict[str, str]:
         conn.close()
 
 
-def start_bot(fake_api, data_dir: Path, log: Path) -> subprocess.Popen:
-    """`python -m bot` with its default embedded LocalCluster (one process worker)."""
+def start_bot(fake_api, data_dir: Path, log: Path, extra: dict[str, str] | None = None) -> subprocess.Popen:
+    """`python -m bot` with its default embedded LocalCluster (one process worker), `extra` its
+    further settings."""
     env = bot_env(fake_api, data_dir, "")
     for key in ("RAPTOR_SHARD_COUNT", "RAPTOR_DASK_SCHEDULER"):
         del env[key]
+    env.update(extra or {})
     return subprocess.Popen(
         [sys.executable, "-m", "bot"], cwd=log.parent, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT
     )

@@ -1,0 +1,300 @@
+"""Moving a space between data directories: `raptor guilds export` writes an archive, `raptor guilds
+import` adds one, and accepts only what export writes.
+
+An archive is a tar of two members: `space.json`, the manifest (format, the space's name, its
+knowledge bases, the database's size and sha256), and `raptor.db`, a `VACUUM INTO` snapshot. Indices
+are not carried: they are derived, and import builds them from the imported rows.
+
+An archive is untrusted input (it may come from anyone), so import checks, before anything appears:
+- its members: exactly those two, plain files (no link, device or sparse file, no other path);
+- sizes: the manifest at most `MAX_MANIFEST_BYTES`; the database as large as the manifest says, at
+  most `MAX_EXPANSION` times the archive's own size (export writes it uncompressed, so a small
+  compressed archive cannot unpack a large file), with room for it on disk; at most that many bytes
+  are ever written, and the sha256 must match;
+- the database: `PRAGMA integrity_check` and `foreign_key_check`, a schema equal to the project's
+  (`schema.py`: no trigger, view, extra table, column or index), the knowledge bases the manifest
+  names, no row of another guild than the manifest's, and the store's own invariants.
+It all happens in a folder beside the target, renamed into place at the end; a refusal removes that
+folder (and `guilds/` if the import made it), so the data directory is left byte for byte as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import json
+import lzma
+import re
+import shutil
+import sqlite3
+import tarfile
+import tempfile
+import uuid
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import RaptorError
+from .index import IndexManager
+from .schema import schema_problems
+from .spaces import (
+    DB_NAME,
+    INDEX_DIR,
+    Spaces,
+    _advance_node_ids,
+    _follower_tables,
+    _with_space_function,
+    check_space_name,
+    space_dir,
+)
+from .store import Store
+
+ARCHIVE_MANIFEST = "space.json"
+ARCHIVE_FORMAT = 2
+MEMBERS = (ARCHIVE_MANIFEST, DB_NAME)
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024  # a manifest lists knowledge base names: 4 MiB is ~40,000 of them
+MAX_EXPANSION = 10  # a database at most 10x its archive (export's is 1x; gzip of SQLite pages ~2-4x)
+DISK_FACTOR = 2  # the database, then its indices and journal: twice its size must be free
+COPY_CHUNK = 1024 * 1024
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class ArchiveRefused(RaptorError):
+    """An archive that is not what `raptor guilds export` writes; nothing was changed."""
+
+    def __init__(self, archive: Path, reason: str):
+        super().__init__(f"{archive.name} is not a store exported by `raptor guilds export`: {reason}.")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as source:
+        while block := source.read(COPY_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _open_untrusted(path: Path) -> sqlite3.Connection:
+    """A plain connection to a file that may be hostile: its schema's expressions stay harmless."""
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn.execute("PRAGMA trusted_schema=OFF")
+    return conn
+
+
+def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, Any]:
+    """Write space `name` to a tar archive: a `VACUUM INTO` snapshot of its database (consistent while
+    others write) and its manifest. Written beside `archive` and renamed into place."""
+    with tempfile.TemporaryDirectory(prefix=".export-", dir=archive.parent) as scratch:
+        snapshot = Path(scratch) / DB_NAME
+        with spaces.pinned(name, create=False) as space:
+            space.store.db.conn.execute("VACUUM INTO ?", [str(snapshot)])
+        conn = _open_untrusted(snapshot)
+        try:  # the names of the snapshot itself, not of the live file a moment before
+            kbs = [row[0] for row in conn.execute("SELECT name FROM kbs ORDER BY name")]
+        finally:
+            conn.close()
+        manifest = {
+            "format": ARCHIVE_FORMAT,
+            "space": name,
+            "knowledge_bases": kbs,
+            "database": {"bytes": snapshot.stat().st_size, "sha256": _sha256(snapshot)},
+        }
+        (Path(scratch) / ARCHIVE_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        partial = Path(scratch) / "archive.tar"
+        with tarfile.open(partial, "w") as tar:
+            tar.add(Path(scratch) / ARCHIVE_MANIFEST, ARCHIVE_MANIFEST)
+            tar.add(snapshot, DB_NAME)
+        partial.replace(archive)
+    return manifest
+
+
+def import_space(spaces: Spaces, archive: Path) -> dict[str, Any]:
+    """Add the space in `archive` (made by `export_space`) to this data directory, which must not have
+    it yet; checked as the module says, its indices built, then renamed into place all at once."""
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            members = _members(tar, archive)
+            manifest = _read_manifest(tar, members[ARCHIVE_MANIFEST], archive)
+            name = manifest["space"]
+            target = space_dir(spaces.settings, name)
+            if target.exists():
+                raise RaptorError(f"This data directory already has a store for {name}; delete it first.")
+            _check_size(members[DB_NAME], manifest, archive, spaces.settings.data_dir)
+            with _staging(target) as staging:
+                _copy_database(tar, members[DB_NAME], staging / DB_NAME, manifest, archive)
+                _check_database(spaces, staging / DB_NAME, manifest, archive)
+                _build_indices(staging, archive)
+                staging.rename(target)
+    except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile) as exc:
+        raise ArchiveRefused(archive, "it is not a readable tar archive") from exc
+    except OSError as exc:
+        raise RaptorError(f"Cannot import {archive.name}: {exc.strerror or exc}.") from exc
+    return manifest
+
+
+def _members(tar: tarfile.TarFile, archive: Path) -> dict[str, tarfile.TarInfo]:
+    """The archive's two members, refusing at the first header that export never writes."""
+    found: dict[str, tarfile.TarInfo] = {}
+    for member in tar:
+        if member.name not in MEMBERS:
+            raise ArchiveRefused(archive, f"it holds {member.name!r}, which an export never writes")
+        if member.name in found:
+            raise ArchiveRefused(archive, f"it holds {member.name} twice")
+        if member.type not in (tarfile.REGTYPE, tarfile.AREGTYPE) or member.sparse is not None:
+            raise ArchiveRefused(archive, f"its {member.name} is not a plain file")
+        found[member.name] = member
+    for name in MEMBERS:
+        if name not in found:
+            raise ArchiveRefused(archive, f"it has no {name}")
+    return found
+
+
+def _read_manifest(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path) -> dict[str, Any]:
+    if member.size > MAX_MANIFEST_BYTES:
+        raise ArchiveRefused(archive, f"its manifest is larger than {MAX_MANIFEST_BYTES:,} bytes")
+    source = tar.extractfile(member)
+    assert source is not None  # a plain file (checked)
+    try:
+        manifest = json.loads(source.read(MAX_MANIFEST_BYTES))
+    except ValueError:
+        raise ArchiveRefused(archive, "its manifest is not JSON") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != ARCHIVE_FORMAT:
+        raise ArchiveRefused(archive, "its manifest is not one this version writes; export it again")
+    database, kbs = manifest.get("database"), manifest.get("knowledge_bases")
+    valid = (
+        isinstance(manifest.get("space"), str)
+        and isinstance(kbs, list)
+        and all(isinstance(kb, str) for kb in kbs)
+        and isinstance(database, dict)
+        and isinstance(database.get("bytes"), int)
+        and database["bytes"] >= 0
+        and isinstance(database.get("sha256"), str)
+        and _SHA256.match(database["sha256"])
+    )
+    if not valid:
+        raise ArchiveRefused(archive, "its manifest lacks the fields an export writes")
+    try:
+        check_space_name(manifest["space"])
+    except RaptorError:
+        raise ArchiveRefused(archive, f"its manifest names no valid guild ({manifest['space']!r})") from None
+    return manifest
+
+
+def _check_size(member: tarfile.TarInfo, manifest: dict[str, Any], archive: Path, data_dir: Path) -> None:
+    """The database is the size the manifest says, no larger than its archive can hold, and fits."""
+    declared = int(manifest["database"]["bytes"])
+    if member.size != declared:
+        raise ArchiveRefused(
+            archive, f"its database is {member.size:,} bytes where its manifest says {declared:,}"
+        )
+    archive_bytes = archive.stat().st_size
+    if declared > MAX_EXPANSION * max(archive_bytes, 1):
+        raise ArchiveRefused(
+            archive,
+            f"it would unpack a {declared:,}-byte database from {archive_bytes:,} bytes, "
+            f"more than {MAX_EXPANSION} times what an export's archive holds",
+        )
+    free = shutil.disk_usage(data_dir).free
+    if declared * DISK_FACTOR > free:
+        raise RaptorError(
+            f"Cannot import {archive.name}: it needs {declared * DISK_FACTOR / 1e6:,.0f} MB and the disk "
+            f"of {data_dir} has {free / 1e6:,.0f} MB free."
+        )
+
+
+@contextlib.contextmanager
+def _staging(target: Path) -> Iterator[Path]:
+    """A folder beside `target` to unpack into; removed, with `guilds/` if this made it, unless the
+    block renamed it into place."""
+    made_parent = not target.parent.exists()
+    staging = target.with_name(f".importing-{target.name}-{uuid.uuid4().hex}")
+    staging.mkdir(parents=True)
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        if made_parent:
+            with contextlib.suppress(OSError):
+                target.parent.rmdir()
+        raise
+
+
+def _copy_database(
+    tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path, manifest: dict[str, Any], archive: Path
+) -> None:
+    """Copy the database member, never more bytes than the manifest declares, and check its sha256."""
+    declared = int(manifest["database"]["bytes"])
+    source = tar.extractfile(member)
+    assert source is not None
+    digest, written = hashlib.sha256(), 0
+    with path.open("xb") as out:
+        while block := source.read(min(COPY_CHUNK, declared - written + 1)):
+            written += len(block)
+            if written > declared:
+                raise ArchiveRefused(archive, "its database is larger than its manifest says")
+            digest.update(block)
+            out.write(block)
+    if written != declared or digest.hexdigest() != manifest["database"]["sha256"]:
+        raise ArchiveRefused(archive, "its database is not the one its manifest describes")
+
+
+def _check_database(spaces: Spaces, path: Path, manifest: dict[str, Any], archive: Path) -> None:
+    """SQLite's checks, the project's schema, the manifest's knowledge bases, one guild's rows only."""
+    try:
+        conn = _open_untrusted(path)
+        try:
+            if [row[0] for row in conn.execute("PRAGMA integrity_check")] != ["ok"]:
+                raise ArchiveRefused(archive, "its database is damaged")
+            if problems := schema_problems(conn):
+                raise ArchiveRefused(archive, f"its database has {problems[0]}")
+            if conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
+                raise ArchiveRefused(archive, "its database has rows that point at rows it does not have")
+            names = sorted(row[0] for row in conn.execute("SELECT name FROM kbs"))
+            if names != sorted(manifest["knowledge_bases"]):
+                raise ArchiveRefused(
+                    archive, "its database does not hold the knowledge bases its manifest names"
+                )
+            _check_one_guild(spaces, conn, manifest["space"], archive)
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise ArchiveRefused(archive, "its database is damaged") from exc
+
+
+def _check_one_guild(spaces: Spaces, conn: sqlite3.Connection, name: str, archive: Path) -> None:
+    """Every knowledge base, and every bot row that names a guild, belongs to the manifest's guild: a
+    manifest naming another guild would file the rows where nothing reaches them."""
+    conn = _with_space_function(spaces, conn)
+    owners = {row[0] for row in conn.execute("SELECT DISTINCT raptor_space(name) FROM main.kbs")}
+    for table, expr in _follower_tables(conn, "main"):
+        sql = f"SELECT DISTINCT raptor_space({expr.format(s='main.')}) FROM main.{table} r"
+        owners.update(row[0] for row in conn.execute(sql) if row[0] is not None)
+    others = sorted(str(owner) for owner in owners if owner != name)
+    if others:
+        held = "no guild" if others == ["None"] else f"guild {others[0]}"
+        raise ArchiveRefused(
+            archive, f"its manifest names guild {name} but its database holds data of {held}"
+        )
+
+
+def _build_indices(staging: Path, archive: Path) -> None:
+    """Open the unpacked file as a store (pending migrations run), check the store's invariants, and
+    build every knowledge base's index from its rows: indices are never taken from an archive."""
+    try:
+        store = Store(staging / DB_NAME)
+    except sqlite3.Error as exc:
+        raise ArchiveRefused(archive, "its database is damaged") from exc
+    try:
+        if problems := store.integrity_problems():
+            raise ArchiveRefused(archive, f"its database is inconsistent ({problems[0]})")
+        with store.write() as db:
+            _advance_node_ids(db)  # new node ids start past every stored one, whatever its meta says
+        indexes = IndexManager(store, staging / INDEX_DIR)
+        for kb in store.kb_names():
+            indexes.rebuild(store.require_kb(kb))
+    except (ValueError, RuntimeError, sqlite3.Error) as exc:
+        raise ArchiveRefused(archive, "its database holds vectors that cannot be indexed") from exc
+    finally:
+        store.close()

@@ -1,0 +1,116 @@
+"""The data directory failing under the bot: read-only at start, a full disk, a server's directory
+deleted while the bot runs. Each is said in one sentence, and what the user is told is what is kept.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.bot.test_bot_shards import bot_env
+from tests.storage_faults import read_only_view
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def test_a_read_only_data_directory_stops_the_bot_with_one_line(fake_api, tmp_path):
+    """A real `python -m bot` on a read-only data directory (a read-only bind mount, which stops root
+    too): exit status 2 and one line saying so, no traceback."""
+    data = tmp_path / "data"
+    data.mkdir()
+    with read_only_view(data, tmp_path / "ro") as view:
+        env = bot_env(fake_api, view, "")
+        for key in ("RAPTOR_SHARD_COUNT", "RAPTOR_DASK_SCHEDULER"):
+            del env[key]
+        env["RAPTOR_BUILD_WORKERS"] = "0"
+        bot = subprocess.Popen(
+            [sys.executable, "-m", "bot"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        await fake_api.wait_for(lambda: bot.poll() is not None, 300, "the bot to stop")
+        output = bot.stdout.read().decode()
+    assert bot.returncode == 2, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    errors = [line for line in output.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and errors[0].endswith(
+        f"ERROR bot: The data directory {view} is read-only, or this user may not write it."
+    ), output[-3000:]
+
+
+async def test_a_server_directory_deleted_while_the_bot_runs_loses_nothing_silently(make_harness, embedder):
+    """The guild's directory removed mid-build: the file is refused in one sentence (nothing reported
+    added that is not stored). Removed while idle: the next question does not answer from the deleted
+    store, and the next upload lands in a new store that is still there after the bot stops."""
+    import asyncio
+    import shutil
+
+    from bot.kb import kb_name
+    from raptor_engine.config import Settings
+    from raptor_engine.engine import Engine
+    from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
+    from tests.bot.conftest import CHAN_A, GUILD, text_of
+    from tests.bot.test_bot_flows import GatedSummarizer
+
+    summarizer = GatedSummarizer(embedder.count_tokens)
+    h = await make_harness(summarizer=summarizer)
+    guild_dir = h.bot.settings.data_dir / "guilds" / str(GUILD)
+    uploads = h.bot.services.jobs.uploads
+
+    building = h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode()))
+    await asyncio.wait_for(summarizer.entered.wait(), 120)
+    assert (guild_dir / "raptor.db").exists()
+    shutil.rmtree(guild_dir)
+    summarizer.gate.set()
+    [status] = await h.replies_done(building, lambda r: text_of(r[0]).startswith("Done"))
+    assert "❌ **kestrel.md** was not added: The store in " in status["content"], status["content"]
+    assert "was deleted or replaced while in use, so nothing was written; try again." in status["content"]
+    assert "✅" not in status["content"]
+    assert uploads.status(1) == "failed"
+
+    added = h.kb_add(h.fake.add_file("bread.txt", SOURDOUGH.encode()))
+    [status] = await h.replies_done(added, lambda r: text_of(r[0]).startswith("Done"))
+    assert "✅ **bread.txt** added" in status["content"], status["content"]
+    shutil.rmtree(guild_dir)  # while nothing works in it
+    [reply] = await h.replies_done(h.ask("How long does the dough rise?"))
+    assert "has no documents yet" in text_of(reply), text_of(reply)  # not an answer from the deleted file
+    again = h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode()))
+    [status] = await h.replies_done(again, lambda r: text_of(r[0]).startswith("Done"))
+    assert "✅ **kestrel.md** added" in status["content"], status["content"]
+    await h.bot.close()
+
+    engine = Engine(Settings(data_dir=h.bot.settings.data_dir), embedder=embedder)
+    try:  # what the bot said it added after the deletion is on disk
+        assert [d.name for d in engine.documents(kb_name(GUILD, CHAN_A))] == ["kestrel.md"]
+    finally:
+        engine.close()
+
+
+async def test_a_full_disk_records_what_the_requester_was_told(make_harness, bot_settings, tmp_path):
+    """The data directory on a small tmpfs, filled after the bot started: the upload is accepted (a
+    small row) but its bytes do not fit. The requester is told it was not added, and the record says
+    so (failed, with that reason), so the next start does not add it after all."""
+    from bot.uploads import UploadLog
+    from tests.bot.conftest import text_of
+    from tests.storage_faults import fill, small_disk
+
+    with small_disk(tmp_path / "disk", 16) as disk:
+        bot_settings.data_dir = disk / "data"
+        h = await make_harness(settings=bot_settings)
+        uploads = h.bot.services.jobs.uploads
+        assert uploads.reserve.stat().st_size == 1024 * 1024
+        text = "".join(f"Line {i} of the lamp keeper's long log, written every evening.\n" for i in range(1400))
+        assert 80_000 < len(text) < bot_settings.max_file_bytes
+        attachment = h.fake.add_file("log.txt", text.encode())
+        fill(disk, leave_bytes=48 * 1024)
+        token = h.kb_add(attachment)
+        [status] = await h.replies_done(token, lambda r: text_of(r[0]).startswith("Done"))
+        told = "The data directory is on a full disk."
+        assert f"❌ **log.txt** was not added: {told} Nothing was stored." in status["content"], status["content"]
+        await h.bot.close()
+        log = UploadLog(bot_settings.data_dir / "uploads.db")
+        try:
+            assert log.unfinished() == []  # what the next start would build: nothing
+            row = log.db.execute("SELECT filename, status, error, data FROM uploads").fetchall()
+            assert row == [("log.txt", "failed", told, None)]
+        finally:
+            log.close()

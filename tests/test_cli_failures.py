@@ -1,0 +1,144 @@
+"""A failing `raptor` command says why in one line on stderr (exit 1); the traceback only with -v.
+
+Real `raptor` processes: a read-only data directory (a read-only bind mount, which stops root too), an
+unreadable index (the engine logs a warning with its traceback), an archive path whose folder does
+not exist (an OSError no command catches); and, in-process, an unexpected exception from the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from raptor_engine import Engine, Settings
+from tests.sample_texts import RAILWAY
+from tests.storage_faults import read_only_view
+
+ROOT = Path(__file__).resolve().parents[1]
+KB = "notes"
+
+
+def raptor(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(data), *args],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+    )
+
+
+def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, done.stderr
+    return errors[0]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory, embedder) -> Path:
+    folder = tmp_path_factory.mktemp("cli") / "data"
+    engine = Engine(Settings(data_dir=folder), embedder=embedder)
+    asyncio.run(engine.ingest(KB, "railway.txt", RAILWAY.encode()))
+    engine.close()
+    return folder
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("ask", "When did the railway open?", "--kb", KB), ("doctor",), ("docs", "--kb", KB), ("guilds", "list")],
+    ids=["ask", "doctor", "docs", "guilds list"],
+)
+def test_a_read_only_data_directory_is_one_line(data, tmp_path, command):
+    with read_only_view(data, tmp_path / "ro") as view:
+        done = raptor(view, *command)
+    line = one_error_line(done)
+    assert line == f"Error: The data directory {view} is read-only, or this user may not write it.", line
+    assert done.stderr.strip() == line
+
+
+def test_an_engine_warning_is_one_line_and_its_traceback_shows_with_v(data, tmp_path):
+    """An unreadable index is rebuilt with a warning; its traceback is for -v."""
+    import shutil
+
+    copy = tmp_path / "data"
+    shutil.copytree(data, copy)
+    (copy / "indices" / "kb-1.json").write_text("{not json")
+    quiet = raptor(copy, "doctor", "--no-repair")
+    assert "Traceback" not in quiet.stderr and "index of kb 1 is unreadable" in quiet.stderr, quiet.stderr
+    assert len(quiet.stderr.strip().splitlines()) == 1
+    verbose = raptor(copy, "-v", "doctor", "--no-repair")
+    assert "Traceback" in verbose.stderr and "JSONDecodeError" in verbose.stderr
+
+
+def test_an_os_error_no_command_catches_is_one_line(data, tmp_path):
+    done = raptor(data, "guilds", "export", "42", str(tmp_path / "missing" / "guild.tar"))
+    line = one_error_line(done)
+    assert line.startswith("Error: No such file or directory: ") and str(tmp_path / "missing") in line, line
+
+
+def test_an_unexpected_exception_is_one_line_and_its_traceback_is_logged(data, monkeypatch, caplog):
+    from raptor_engine.cli import cli
+
+    def broken(self, kb):
+        raise RuntimeError("the store gave back something odd\nsecond line")
+
+    monkeypatch.setattr(Engine, "documents", broken)
+    caplog.set_level(logging.INFO, logger="raptor_engine")
+    result = CliRunner().invoke(cli, ["--data-dir", str(data), "docs", "--kb", KB])
+    assert result.exit_code == 1
+    assert result.output == (
+        "Error: Unexpected RuntimeError: the store gave back something odd (run with -v for the details).\n"
+    )
+    assert any(record.exc_info and record.exc_info[0] is RuntimeError for record in caplog.records)
+
+
+def test_three_doctors_at_once_each_write_their_own_temporary_files(data, tmp_path):
+    """Every writer of an index saves through a temporary file of its own: a fixed name (`kb-1.hnsw.tmp`,
+    here made a folder so any writer using it fails) is never used, and three real `raptor doctor`
+    rebuilding the same missing index at once all succeed and leave no temporary file."""
+    import shutil
+
+    copy = tmp_path / "data"
+    shutil.copytree(data, copy)
+    indices = copy / "indices"
+    for path in indices.iterdir():
+        path.unlink()
+    (indices / "kb-1.hnsw.tmp").mkdir()
+    (indices / "kb-1.json.tmp").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    doctors = [
+        subprocess.Popen(
+            [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(copy), "doctor"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+        )
+        for _ in range(3)
+    ]
+    outputs = [doctor.communicate(timeout=300) for doctor in doctors]
+    for doctor, (out, err) in zip(doctors, outputs, strict=True):
+        assert doctor.returncode == 0, out + err
+        assert "Traceback" not in err and out.strip().splitlines()[-1] in ("repaired", "healthy"), out + err
+    assert sorted(p.name for p in indices.iterdir()) == ["kb-1.hnsw", "kb-1.hnsw.tmp", "kb-1.json", "kb-1.json.tmp"]
+    assert raptor(copy, "doctor", "--no-repair").stdout.strip() == "healthy"
+
+
+def test_without_v_a_log_record_is_one_line_without_its_traceback():
+    """What Dask's and Python's warnings print through the CLI's handlers: the first line only."""
+    from raptor_engine.cli import LOG_FORMAT, OneLineFormatter
+
+    try:
+        raise RuntimeError("worker lost")
+    except RuntimeError:
+        record = logging.LogRecord(
+            "distributed.client", logging.ERROR, __file__, 1, "%s: coroutine never awaited\n  self.close()",
+            ("client.py:1710",), sys.exc_info(),
+        )
+    shown = OneLineFormatter(LOG_FORMAT).format(record)
+    assert shown.endswith("ERROR distributed.client: client.py:1710: coroutine never awaited"), shown
+    assert "\n" not in shown and record.exc_info is not None  # the record itself is left whole for -v

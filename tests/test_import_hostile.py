@@ -1,0 +1,293 @@
+"""`raptor guilds import` accepts only what `raptor guilds export` writes.
+
+Each hostile archive below is the real export of a guild with one thing changed (the manifest's size
+and sha256 recomputed, so only that one thing is wrong); the real `raptor` CLI refuses it in one
+sentence and the target data directory is byte for byte as it was (a hash of the whole tree). A
+store that gains a trigger after import is reported by `raptor doctor`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from raptor_engine import Engine, Settings
+from raptor_engine.storage.archive import ARCHIVE_MANIFEST
+from raptor_engine.storage.db import connect
+from tests.sample_texts import BEEKEEPING, RAILWAY
+
+ROOT = Path(__file__).resolve().parents[1]
+GUILD, KB = "42", "guild-42-channel-1"
+BIG = 300 * 1024 * 1024
+
+
+def raptor(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI in its own process."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(data), *args],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+    )
+
+
+def tree_hash(root: Path) -> str:
+    """Every path under `root` with its kind and, for files, its bytes."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        digest.update(str(path.relative_to(root)).encode())
+        if path.is_symlink():
+            digest.update(b"link" + os.readlink(path).encode())
+        elif path.is_file():
+            digest.update(b"file" + hashlib.sha256(path.read_bytes()).digest())
+        else:
+            digest.update(b"dir")
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, embedder) -> Path:
+    """The real export of guild 42 (two documents, a bot setting row of its own)."""
+    folder = tmp_path_factory.mktemp("export")
+    engine = Engine(Settings(data_dir=folder / "source"), embedder=embedder)
+    asyncio.run(engine.ingest(KB, "railway.txt", RAILWAY.encode()))
+    asyncio.run(engine.ingest(KB, "bees.md", BEEKEEPING.encode()))
+    engine.close()
+    archive = folder / "guild-42.tar"
+    done = raptor(folder / "source", "guilds", "export", GUILD, str(archive))
+    assert done.returncode == 0, done.stderr
+    return archive
+
+
+@pytest.fixture
+def target(tmp_path, embedder) -> Path:
+    """A data directory with another guild's store, as a running bot would have it."""
+    data = tmp_path / "target"
+    engine = Engine(Settings(data_dir=data), embedder=embedder)
+    asyncio.run(engine.ingest("guild-9-channel-3", "railway.txt", RAILWAY.encode()))
+    engine.close()
+    return data
+
+
+def _parts(archive: Path) -> tuple[dict, bytes]:
+    with tarfile.open(archive) as tar:
+        manifest = json.loads(tar.extractfile(ARCHIVE_MANIFEST).read())
+        return manifest, tar.extractfile("raptor.db").read()
+
+
+def _member(name: str, data: bytes) -> tuple[tarfile.TarInfo, io.BytesIO]:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    return info, io.BytesIO(data)
+
+
+class Zeros(io.RawIOBase):
+    """`size` zero bytes, read in blocks, never held whole."""
+
+    def __init__(self, size: int):
+        self.left = size
+
+    def readinto(self, buffer) -> int:
+        count = min(len(buffer), self.left)
+        buffer[:count] = bytes(count)
+        self.left -= count
+        return count
+
+    def readable(self) -> bool:
+        return True
+
+
+def rewrite(
+    good: Path,
+    out: Path,
+    *,
+    db_edit: Callable[[sqlite3.Connection], None] | None = None,
+    db_bytes: Callable[[bytes], bytes] | None = None,
+    manifest_edit: Callable[[dict], None] | None = None,
+    members: list[tuple[tarfile.TarInfo, object]] = (),
+    mode: str = "w",
+) -> Path:
+    """The good archive with its database or manifest changed (size and sha256 kept true to the new
+    database) and `members` added after the two of an export."""
+    manifest, data = _parts(good)
+    if db_edit is not None:
+        path = out.with_suffix(".db")
+        path.write_bytes(data)
+        conn = sqlite3.connect(path, isolation_level=None)
+        db_edit(conn)
+        conn.close()
+        data = path.read_bytes()
+    if db_bytes is not None:
+        data = db_bytes(data)
+    manifest["database"] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    if manifest_edit is not None:
+        manifest_edit(manifest)
+    with tarfile.open(out, mode, **({"compresslevel": 1} if mode == "w:gz" else {})) as tar:
+        tar.addfile(*_member(ARCHIVE_MANIFEST, json.dumps(manifest).encode()))
+        if not any(info.name == "raptor.db" for info, _ in members):
+            tar.addfile(*_member("raptor.db", data))
+        for info, source in members:
+            tar.addfile(info, source)
+    return out
+
+
+def _link(name: str, kind: bytes, linkname: str = "") -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, linkname
+    return info, None
+
+
+def _zeros(name: str, size: int) -> tuple[tarfile.TarInfo, Zeros]:
+    info = tarfile.TarInfo(name)
+    info.size = size
+    return info, Zeros(size)
+
+
+def _corrupt(data: bytes) -> bytes:
+    """Garbage over every page after the first: the header and schema read, the b-trees do not."""
+    page = int.from_bytes(data[16:18], "big")
+    return data[:page] + bytes((i * 37) % 251 for i in range(len(data) - page))
+
+
+def _give_space(name: str) -> Callable[[dict], None]:
+    return lambda manifest: manifest.update(space=name)
+
+
+def _declare_big(manifest: dict) -> None:
+    manifest["database"]["bytes"] = BIG
+
+
+HOSTILE = {
+    "trigger": (
+        dict(db_edit=lambda c: c.execute(
+            "CREATE TRIGGER wipe AFTER INSERT ON questions BEGIN DELETE FROM nodes; END")),
+        "its database has a trigger 'wipe' on questions that is not the project's",
+    ),
+    "view": (
+        dict(db_edit=lambda c: c.execute("CREATE VIEW leak AS SELECT * FROM nodes")),
+        "its database has a view 'leak' that is not the project's",
+    ),
+    "extra table": (
+        dict(db_edit=lambda c: c.execute("CREATE TABLE loot (x)")),
+        "its database has a table 'loot' that is not the project's",
+    ),
+    "extra column": (
+        dict(db_edit=lambda c: c.execute("ALTER TABLE questions ADD COLUMN extra TEXT")),
+        "its database has a table 'questions' that differs from the project's",
+    ),
+    "check constraint": (
+        dict(db_edit=lambda c: c.executescript(
+            "PRAGMA writable_schema=ON; UPDATE sqlite_master SET sql = replace(sql, "
+            "'nodes INTEGER NOT NULL)', 'nodes INTEGER NOT NULL CHECK (0))') WHERE name = 'questions';")),
+        "its database has a table 'questions' that differs from the project's",
+    ),
+    "mismatched guild": (
+        dict(manifest_edit=_give_space("999")),
+        "its manifest names guild 999 but its database holds data of guild 42",
+    ),
+    "oversize member": (
+        dict(db_bytes=lambda data: data + bytes(4096), manifest_edit=lambda m: m["database"].update(
+            bytes=m["database"]["bytes"] - 4096)),
+        "its database is",  # "... N bytes where its manifest says M"
+    ),
+    "300 MB index member in a small .tar.gz": (
+        dict(members=[_zeros("indices/kb-1.hnsw", BIG)], mode="w:gz"),
+        "it holds 'indices/kb-1.hnsw', which an export never writes",
+    ),
+    "300 MB database declared in a small .tar.gz": (
+        dict(manifest_edit=_declare_big, members=[_zeros("raptor.db", BIG)], mode="w:gz"),
+        f"it would unpack a {BIG:,}-byte database",
+    ),
+    "absolute path": (
+        dict(members=[_member("/tmp/raptor-owned", b"x")]),
+        "it holds '/tmp/raptor-owned', which an export never writes",
+    ),
+    "dot-dot path": (
+        dict(members=[_member("../../raptor-owned", b"x")]),
+        "it holds '../../raptor-owned', which an export never writes",
+    ),
+    "symlink member": (
+        dict(members=[_link("raptor.db", tarfile.SYMTYPE, "/etc/passwd")]),
+        "its raptor.db is not a plain file",
+    ),
+    "corrupt database": (
+        dict(db_bytes=_corrupt),
+        "its database is damaged",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE), ids=list(HOSTILE))
+def test_a_hostile_archive_is_refused_in_one_sentence_and_changes_nothing(exported, target, tmp_path, case):
+    options, says = HOSTILE[case]
+    archive = rewrite(exported, tmp_path / f"hostile{'.tar.gz' if options.get('mode') == 'w:gz' else '.tar'}",
+                      **options)
+    assert archive.stat().st_size < 2 * 1024 * 1024  # the 300 MB cases are small archives
+    before = tree_hash(target)
+    done = raptor(target, "guilds", "import", str(archive))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {archive.name} is not a store exported"), done.stderr
+    assert says in lines[0] and lines[0].endswith(".")
+    assert tree_hash(target) == before
+    assert not Path("/tmp/raptor-owned").exists()
+
+
+def test_a_link_or_device_in_place_of_a_member_is_refused(exported, target, tmp_path):
+    """The members themselves must be plain files: a symlink, hard link or device named raptor.db."""
+    manifest, _ = _parts(exported)
+    before = tree_hash(target)
+    for kind in (tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.CHRTYPE, tarfile.FIFOTYPE):
+        archive = tmp_path / f"link-{kind.decode()}.tar"
+        with tarfile.open(archive, "w") as tar:
+            tar.addfile(*_member(ARCHIVE_MANIFEST, json.dumps(manifest).encode()))
+            tar.addfile(*_link("raptor.db", kind, "/etc/passwd"))
+        done = raptor(target, "guilds", "import", str(archive))
+        assert done.returncode == 1 and "its raptor.db is not a plain file." in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert tree_hash(target) == before
+
+
+def test_an_export_is_imported_with_its_indices_built_here(exported, target):
+    """The archive carries the manifest and the database only; import builds the indices from the rows."""
+    with tarfile.open(exported) as tar:
+        assert tar.getnames() == [ARCHIVE_MANIFEST, "raptor.db"]
+    done = raptor(target, "guilds", "import", str(exported))
+    assert done.returncode == 0 and done.stdout.strip() == "42: 1 knowledge base(s) imported", done.stderr
+    indices = sorted(p.name for p in (target / "guilds" / GUILD / "indices").iterdir())
+    assert indices == ["kb-1.hnsw", "kb-1.json"]
+    assert not [p for p in (target / "guilds").iterdir() if p.name.startswith(".")]
+    healthy = raptor(target, "doctor", "--no-repair")
+    assert healthy.returncode == 0 and healthy.stdout.strip() == "healthy", healthy.stdout + healthy.stderr
+
+
+def test_doctor_finds_a_foreign_schema_object(exported, target):
+    assert raptor(target, "guilds", "import", str(exported)).returncode == 0
+    conn = sqlite3.connect(target / "guilds" / GUILD / "raptor.db")
+    conn.execute("CREATE TRIGGER wipe AFTER INSERT ON questions BEGIN DELETE FROM nodes; END")
+    conn.commit()
+    conn.close()
+    report = raptor(target, "doctor", "--no-repair")
+    assert report.returncode == 1
+    assert "space 42: schema: a trigger 'wipe' on questions that is not the project's" in report.stdout
+
+
+def test_every_connection_distrusts_the_schema(tmp_path):
+    """trusted_schema=OFF: a view may not call a function that is not innocuous."""
+    db = connect(tmp_path / "x.db")
+    assert db.execute("PRAGMA trusted_schema").fetchone()[0] == 0
+    db.conn.create_function("side_effect", 0, lambda: 1)
+    db.execute("CREATE VIEW v AS SELECT side_effect() AS x")
+    with pytest.raises(sqlite3.OperationalError, match="unsafe use of side_effect"):
+        db.execute("SELECT * FROM v").fetchall()
