@@ -86,6 +86,7 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
         ("store", "m002_drop_schema_version"),
         ("store", "m003_page_marks"),
         ("store", "m004_sentence_spans"),
+        ("store", "m005_chat_messages"),
         ("bot", "m001_bot_tables"),
         ("summary_cache", "m001_summary_cache"),
     ]
