@@ -144,6 +144,7 @@ class MessagesResult:
     unchanged: int = 0  # messages given that were stored as they are, or had no text
     documents: list[str] = field(default_factory=list)  # the message documents written
     removed_documents: int = 0  # message documents left empty, so dropped
+    removed_nodes: list[int] = field(default_factory=list)  # nodes that went (their text may have quoted it)
     nodes: int = 0
     seconds: float = 0.0
 
@@ -779,7 +780,10 @@ class Engine:
 
     def _plan_additions(self, kb_id: int | None, place: MessagePlace, changed: list[ChatMessage]) -> list[PartPlan]:
         """Which message documents to write (store reads and token counts: run it in a thread)."""
-        keys = {place.group_key(m) for m in changed}
+        homes = self.store.message_homes(kb_id, [m.message_id for m in changed]) if kb_id is not None else {}
+        stored_keys = self.store.group_keys({doc_id for doc_id, _ in homes.values()}) if kb_id is not None else {}
+        edited_keys = {message_id: stored_keys[doc_id] for message_id, (doc_id, _) in homes.items()}
+        keys = {edited_keys.get(m.message_id) or place.group_key(m) for m in changed}
         stored_parts = self.store.message_parts(kb_id, keys) if kb_id is not None else {}
         stored = {
             key: [PartPlan(p.group_key, p.group_name, p.part, p.messages, p.doc_id) for p in parts]
@@ -790,7 +794,7 @@ class Engine:
         ids = list(every)
         counts = self.embedder.count_tokens_batch([every[i].text for i in ids])
         tokens = dict(zip(ids, counts, strict=True))
-        return plan_additions(place, changed, stored, tokens, self.settings.message_group_tokens)
+        return plan_additions(place, changed, stored, tokens, self.settings.message_group_tokens, edited_keys)
 
     def _plan_removals(
         self, kb_id: int, removed: set[int], doc_ids: set[int]
@@ -852,7 +856,7 @@ class Engine:
             "completion_tokens": kb_layer.completion_tokens if kb_layer else 0,
         }
         try:
-            kb_id, _ = await asyncio.to_thread(
+            kb_id, result.removed_nodes = await asyncio.to_thread(
                 self.store.commit_message_documents,
                 kb,
                 replaced,

@@ -76,6 +76,7 @@ async def test_a_deleted_message_leaves_the_store_the_index_and_answers(channel)
         gate_leaves = [n.id for n in engine.store.nodes_of_kb(kb_id) if GATE in n.text and n.layer == 0]
     result = await engine.remove_messages("kb", [10_005, 999_999])
     assert result.removed == 1 and len(result.documents) == 1
+    assert set(gate_leaves) <= set(result.removed_nodes)
     assert GATE not in every_text(engine, "kb") and "4417" not in every_text(engine, "kb")
     after = {d.name: d.id for d in engine.documents("kb")}
     rebuilt = [name for name in before if before[name] != after.get(name)]
@@ -102,6 +103,10 @@ async def test_an_emptied_document_is_dropped_and_an_edit_replaces_the_text(tmp_
         assert (result.added, result.edited, result.documents) == (0, 1, ["Where do we meet?"])
         text = every_text(engine, "kb")
         assert "ferry terminal instead" in text and "old mill number 1" not in text
+        # an edit seen from elsewhere (a reconcile reads a thread as a plain channel) stays in its document
+        again = replace(post[2], text="We meet on the quay at noon.")
+        result = await engine.add_messages("kb", MessagePlace(777, "777"), [again])
+        assert result.documents == ["Where do we meet?"] and "777" not in str(engine.documents("kb"))
         removed = await engine.remove_messages("kb", engine.message_ids("kb", channel_id=777))
         assert removed.removed == 3 and removed.removed_documents == 1
         assert "Where do we meet?" not in [d.name for d in engine.documents("kb")]

@@ -162,16 +162,20 @@ def plan_additions(
     stored: dict[str, list[PartPlan]],
     tokens: dict[int, int],
     group_tokens: int,
+    stored_keys: dict[int, str] | None = None,
 ) -> list[PartPlan]:
     """The documents to (re)write so `messages` (new, or edited versions of stored ones) are in the tree.
 
-    `stored` holds each group's stored parts (their messages and document ids). An edited message stays
+    `stored` holds each group's stored parts (their messages and document ids), `stored_keys` the group
+    of each edited message (wherever it was posted from, it is edited where it is). An edited message stays
     in its part; a new one joins the last part that starts at or before it (messages arrive in order, so
     usually the newest); a part that grows past `group_tokens` is split, the overflow becoming new parts.
     Only touched parts are rewritten."""
     by_group: dict[str, list[ChatMessage]] = {}
+    stored_keys = stored_keys or {}
     for message in messages:
-        by_group.setdefault(place.group_key(message), []).append(message)
+        key = stored_keys.get(message.message_id) or place.group_key(message)
+        by_group.setdefault(key, []).append(message)
     plans: list[PartPlan] = []
     for key, new in by_group.items():
         parts = [PartPlan(p.group_key, p.group_name, p.part, list(p.messages), p.old_doc_id) for p in stored.get(key, [])]

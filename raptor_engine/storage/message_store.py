@@ -83,6 +83,17 @@ class MessageStoreMixin:
                 out[key] = parts
         return out
 
+    def group_keys(self, doc_ids: Iterable[int]) -> dict[int, str]:
+        """document id -> its message group, for the given message documents."""
+        out: dict[int, str] = {}
+        for part in _chunked(sorted(set(doc_ids))):
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT doc_id, group_key FROM message_documents WHERE doc_id IN ({marks})", part
+            ).fetchall()
+            out.update((int(doc_id), key) for doc_id, key in rows)
+        return out
+
     def message_part(self, doc_id: int) -> MessagePart | None:
         row = self.db.execute(
             "SELECT doc_id, group_key, group_name, part FROM message_documents WHERE doc_id = ?", [doc_id]
@@ -181,31 +192,35 @@ class MessageStoreMixin:
     ) -> tuple[int, list[int]]:
         """Remove documents `removed`, store `written` and the new cross-document layer, all or nothing.
 
-        Returns (kb_id, the new documents' ids in the order written)."""
+        Returns (kb_id, the ids of the nodes that went: the removed documents' and the old cross-document
+        layer's, whose text may have quoted a removed message)."""
         from .store import _check_version
 
         with self.write() as db:  # type: ignore[attr-defined]
             db.execute("INSERT OR IGNORE INTO kbs (name, created_at) VALUES (?, ?)", [kb_name, _now()])
             kb_id = int(db.execute("SELECT id FROM kbs WHERE name = ?", [kb_name]).fetchone()[0])
             _check_version(db, kb_id, expected_version)
+            gone = [
+                int(r[0])
+                for r in db.execute("SELECT id FROM nodes WHERE kb_id = ? AND kind = 'kb'", [kb_id]).fetchall()
+            ]
             for doc_id in removed:
+                gone += [int(r[0]) for r in db.execute("SELECT id FROM nodes WHERE doc_id = ?", [doc_id]).fetchall()]
                 db.execute("DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE doc_id = ?)", [doc_id])
                 db.execute("DELETE FROM nodes WHERE doc_id = ?", [doc_id])
                 db.execute("DELETE FROM documents WHERE id = ?", [doc_id])
             ids: dict[int, int] = {}
-            doc_ids = []
             for item in written:
-                doc_id, item_ids = self._insert_message_document(db, kb_id, item)
-                ids.update(item_ids)
-                doc_ids.append(doc_id)
+                ids.update(self._insert_message_document(db, kb_id, item))
             self._replace_kb_layer(db, kb_id, kb_nodes_for(ids))  # type: ignore[attr-defined]
             self._record_build(db, kb_id, build)  # type: ignore[attr-defined]
             db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", [kb_id])
-        return kb_id, doc_ids
+        return kb_id, gone
 
     def _insert_message_document(
         self, db: sqlite_utils.Database, kb_id: int, item: MessageDocumentWrite
-    ) -> tuple[int, dict[int, int]]:
+    ) -> dict[int, int]:
+        """One message document's rows; returns its nodes' key -> id."""
         doc_id = self._insert_document(db, kb_id, item.document, len(item.nodes))  # type: ignore[attr-defined]
         ids = self._insert_nodes(db, kb_id, doc_id, item.nodes)  # type: ignore[attr-defined]
         db.execute(
@@ -224,4 +239,4 @@ class MessageStoreMixin:
             "INSERT INTO leaf_messages (node_id, message_id) VALUES (?, ?)",
             [[ids[key], message_id] for key, message_id in item.leaf_messages.items()],
         )
-        return doc_id, ids
+        return ids
