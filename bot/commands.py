@@ -516,6 +516,13 @@ async def _edit_or_tell(interaction: discord.Interaction, text: str) -> None:
         await tell(interaction, text)
 
 
+async def message_line(services: Services, kb: str) -> str:
+    """/kb status: how many messages this channel's knowledge base holds, and whether it syncs."""
+    held = len(await services.call(services.engine.message_ids, kb))
+    synced = services.sync is not None and await services.sync.sync_enabled(kb)
+    return f"**Messages here**: {held:,} held · sync {'on' if synced else 'off'}"
+
+
 def storage_sizes(db_path: Path, index_dir: Path) -> tuple[int, int]:
     """Bytes on disk of the SQLite database (its file, -wal and -shm: recent writes live in the WAL
     until a checkpoint) and of the hnswlib index files; what is missing counts as 0."""
@@ -546,6 +553,7 @@ async def status_lines(services: Services, kb: str) -> list[str]:
         f"{sum(queue.waiting.values())} file(s) waiting",
         f"**Auto-ingest here**: {'on' if await services.autoingest_enabled(kb) else 'off'}"
         + ("" if services.message_content else " (message-content intent off: uploads are not seen)"),
+        await message_line(services, kb),
     ]
     database, indices = await asyncio.to_thread(storage_sizes, *services.engine.spaces.files_of(kb))
     lines.append(

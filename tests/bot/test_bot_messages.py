@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from bot.kb import kb_name
 from bot.messages import MAX_IMPORT, NEEDS_CONTENT
+from bot.state import MessageImport
 from tests.bot.conftest import ALICE, BOB, CAROL, CHAN_A, CHAN_B, FORUM, GUILD, text_of
 from tests.bot.test_bot_flows import ask, sources_of
 from tests.message_samples import TOPICS
@@ -212,3 +213,27 @@ async def test_an_import_of_ten_thousand_messages_pages_through_history_with_pro
     progress = [v for v in h.fake.versions[int(replies[0]["id"])] if "messages read" in v]
     assert len(progress) >= 2  # the count went up while it read
     assert len(h.engine.message_ids(kb_name(GUILD, CHAN_A))) == MAX_IMPORT
+
+
+async def test_an_import_the_bot_did_not_finish_carries_on_after_a_restart(make_harness, bot_settings):
+    h = await make_harness(message_content=True)
+    history = chatter(h, CHAN_B, 30)
+    # a previous run read the first ten messages, stored them and recorded how far it got, then died
+    record = MessageImport(0, KB_A, GUILD, CHAN_B, CHAN_A, ALICE, "alice", 20, int(history[9]["id"]), "running")
+    record.id = await h.bot.services.state.start_import(record)
+    await h.bot.close()
+    again = await make_harness(message_content=True, settings=bot_settings)
+    await again.bot._reconciling
+    assert again.engine.message_ids(KB_A) == [int(m["id"]) for m in history[10:]]
+    assert await again.bot.services.state.unfinished_imports(GUILD) == []
+    done = [m for m in again.fake.channel_messages(CHAN_A) if m["content"].startswith(f"<@{ALICE}> Done")]
+    assert done and "20 messages read, 20 added" in done[-1]["content"]
+
+
+async def test_status_counts_the_messages_held_and_says_whether_the_channel_syncs(make_harness):
+    h = await make_harness(message_content=True)
+    chatter(h, CHAN_A, 5)
+    await imported(h, h.add_messages())
+    token = h.slash("kb", sub="status")
+    replies = await h.replies_done(token, lambda r: "Messages here" in text_of(r[0]))
+    assert "**Messages here**: 5 held · sync off" in text_of(replies[0])
