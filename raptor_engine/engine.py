@@ -713,7 +713,7 @@ class Engine:
             async with self._lock(kb), self._writer_gate(kb) as gate:
                 await gate.enter()
                 kb_id = self.store.kb_id(kb)
-                homes = self.store.message_homes(kb_id, [m.message_id for m in cleaned]) if kb_id else {}
+                homes = await asyncio.to_thread(self._homes, kb_id, [m.message_id for m in cleaned])
                 changed = [m for m in cleaned if homes.get(m.message_id, (0, None))[1] != m.text]
                 result = MessagesResult(
                     added=sum(1 for m in changed if m.message_id not in homes),
@@ -722,7 +722,7 @@ class Engine:
                 )
                 if not changed:
                     return result
-                self._check_message_quota(kb_id, result.added)
+                await asyncio.to_thread(self._check_message_quota, kb_id, result.added)
                 plans = await asyncio.to_thread(self._plan_additions, kb_id, place, changed)
                 await self._rewrite_messages(kb, kb_id, plans, [], added_by, progress, result)
         finally:
@@ -746,10 +746,11 @@ class Engine:
                 if kb_id is None or not wanted:
                     return MessagesResult()
                 await gate.enter()
-                homes = self.store.message_homes(kb_id, wanted)
+                homes = await asyncio.to_thread(self._homes, kb_id, wanted)
                 if not homes:
                     return MessagesResult()
-                plans, emptied = self._plan_removals(kb_id, set(homes), {doc for doc, _ in homes.values()})
+                docs = {doc for doc, _ in homes.values()}
+                plans, emptied = await asyncio.to_thread(self._plan_removals, kb_id, set(homes), docs)
                 result = MessagesResult(removed=len(homes), removed_documents=len(emptied))
                 await self._rewrite_messages(kb, kb_id, plans, emptied, "", None, result)
         finally:
@@ -768,6 +769,15 @@ class Engine:
         """The channels and threads whose messages a knowledge base holds."""
         kb_id = self.store.kb_id(kb)
         return [] if kb_id is None else self.store.message_channels(kb_id)
+
+    def _homes(self, kb_id: int | None, message_ids: Iterable[int]) -> dict[int, tuple[int, str]]:
+        return {} if kb_id is None else self.store.message_homes(kb_id, message_ids)
+
+    def _tokens_kept(self, kb_id: int | None, replaced: list[int]) -> int:
+        """The knowledge base's tokens without the documents about to be replaced (what bounds the new)."""
+        if kb_id is None:
+            return 0
+        return self.store.kb_tokens(kb_id) - sum(self.store.document_tokens(doc_id) for doc_id in replaced)
 
     def _check_message_quota(self, kb_id: int | None, adding: int) -> None:
         held = self.store.message_count(kb_id) if kb_id is not None else 0
@@ -830,7 +840,7 @@ class Engine:
         budget = self.build_budget(label)
         with budget.active():
             writes = await budget.bound(self._build_message_parts(kb_id, plans, replaced, added_by, progress))
-            tops = self.store.tops_except(kb_id, set(replaced)) if kb_id is not None else []
+            tops = await asyncio.to_thread(self.store.tops_except, kb_id, set(replaced)) if kb_id is not None else []
             for write in writes:
                 top_layer = write.document["layers"] - 1
                 tops += [_placeholder_top(n) for n in write.nodes if n.layer == top_layer]
@@ -886,8 +896,7 @@ class Engine:
         progress: ProgressCallback | None,
     ) -> list[MessageDocumentWrite]:
         """Each planned message document's own tree, in this process (its keys distinct across the lot)."""
-        held = self.store.kb_tokens(kb_id) if kb_id is not None else 0
-        held -= sum(self.store.document_tokens(doc_id) for doc_id in replaced)
+        held = await asyncio.to_thread(self._tokens_kept, kb_id, replaced)
         writes: list[MessageDocumentWrite] = []
         base = 0
         embedder = self.embedder
