@@ -161,3 +161,21 @@ def test_parts_are_packed_in_order_within_the_bound():
     assert [m.message_id for p in parts for m in p] == sorted(m.message_id for m in messages)
     assert part_name("#general 2026-03-01", 1) == "#general 2026-03-01"
     assert part_name("#general 2026-03-01", 3) == "#general 2026-03-01 (part 3)"
+
+
+async def test_message_rows_follow_their_knowledge_base_into_its_space(tmp_path, embedder):
+    kb = "guild-5-channel-6"
+    engine = make_engine(tmp_path, embedder, space_pattern="")  # every server in the one root file
+    await engine.add_messages(kb, CHANNEL, history(8))
+    engine.close()
+    engine = make_engine(tmp_path, embedder)  # spaces on: the knowledge base moves to guilds/5/
+    try:
+        assert engine.space_of(kb) == "5"
+        assert engine.message_ids(kb) == [10_000 + i for i in range(8)]
+        answer = await engine.ask(kb, "What is the gate code for the boathouse?")
+        leaf = next(n for n in answer.context.nodes if "4417" in n.text)
+        assert leaf.message is not None and leaf.message.author == "bob"
+        with engine.in_space(kb):
+            assert not engine.store.integrity_problems()
+    finally:
+        engine.close()

@@ -236,7 +236,7 @@ class MessageStoreMixin:
             ],
         )
         db.conn.executemany(
-            "INSERT INTO leaf_messages (node_id, message_id) VALUES (?, ?)",
-            [[ids[key], message_id] for key, message_id in item.leaf_messages.items()],
+            "INSERT INTO leaf_messages (node_id, kb_id, message_id) VALUES (?, ?, ?)",
+            [[ids[key], kb_id, message_id] for key, message_id in item.leaf_messages.items()],
         )
         return ids

@@ -119,7 +119,7 @@ def m005_chat_messages(db: sqlite_utils.Database) -> None:
     db.execute(
         """CREATE TABLE IF NOT EXISTS leaf_messages (
             node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
-            message_id INTEGER NOT NULL)"""
+            kb_id INTEGER NOT NULL REFERENCES kbs(id) ON DELETE CASCADE, message_id INTEGER NOT NULL)"""
     )
 
 
