@@ -306,6 +306,9 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
         if source is None:
             await tell(interaction, "The bot cannot see that channel.")
             return
+        if not (hasattr(source, "history") or isinstance(source, discord.ForumChannel)):
+            await tell(interaction, "That channel has no messages to add; pick a text channel, thread or forum.")
+            return
         if self.services.jobs.closing:
             await tell(interaction, "The bot is restarting; please try again in a minute.")
             return
