@@ -31,12 +31,14 @@ from .commands import auto_ingest, cogs
 from .gateway import IdentifyGate, shard_plan
 from .jobs import MIN_EDIT_INTERVAL_SECONDS, TOKEN_LIFETIME_SECONDS, BuildJobs
 from .kb import guild_prefix, kb_for_channel, kb_name
+from .messages import resume_imports
 from .permissions import Cooldown
 from .pictures import ShowTreeButton
 from .render import inert
 from .replies import tell
 from .services import Services
 from .state import BotState
+from .sync import MessageSync
 from .uploads import UploadLog
 from .views import ContextPageButton, ShowContextButton
 
@@ -105,6 +107,7 @@ class RaptorBot(commands.AutoShardedBot):
         self.services: Services | None = None
         self._own_cluster: Any = None  # the Dask cluster this bot started (closed with it)
         self._resuming: asyncio.Task[int] | None = None
+        self._reconciling: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ start-up
 
@@ -129,6 +132,7 @@ class RaptorBot(commands.AutoShardedBot):
             token_lifetime=self.token_lifetime,
             status_interval=self.status_interval,
         )
+        self.services.sync = MessageSync(self.services)
         for cog in cogs(self.services, self.tree):
             await self.add_cog(cog)
         self.add_dynamic_items(ShowContextButton, ContextPageButton, ShowTreeButton)
@@ -143,6 +147,26 @@ class RaptorBot(commands.AutoShardedBot):
         self._resuming = asyncio.get_running_loop().create_task(
             resume_uploads(self.services, self.get_partial_messageable)
         )
+        self._reconciling = asyncio.get_running_loop().create_task(self.catch_up_messages())
+
+    async def catch_up_messages(self) -> None:
+        """What changed while the bot was down: deletions and edits (and, synced, new messages) first,
+        then the history imports a previous run did not finish."""
+        services = self.services
+        if services is None or services.sync is None:
+            return
+        try:
+            channels = await services.sync.reconcile(self.channel_to_read)
+            log.info("reconciled the messages of %d channel(s)", channels)
+            resumed = await resume_imports(services, self)
+            if resumed:
+                log.info("resumed %d history import(s)", resumed)
+        except Exception:
+            log.exception("reconciling messages at start failed")
+
+    def channel_to_read(self, guild_id: int, channel_id: int) -> Any:
+        """A channel's cached object (with its name), or a partial one that can still read its history."""
+        return self.get_channel(channel_id) or self.get_partial_messageable(channel_id, guild_id=guild_id)
 
     async def start_build_cluster(self, engine: Engine) -> None:
         """Builds run on Dask workers: the scheduler named by RAPTOR_DASK_SCHEDULER, else an embedded
@@ -236,9 +260,40 @@ class RaptorBot(commands.AutoShardedBot):
             kb = kb_for_channel(message.guild.id if message.guild else None, channel)
             if kb is not None and await services.autoingest_enabled(kb):
                 await auto_ingest(services, message, kb)
+        if services.sync is not None:
+            await services.sync.message_created(message)
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        if self.services is not None and self.services.sync is not None:
+            await self._guarded(self.services.sync.message_edited(payload), f"edit of {payload.message_id}")
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        if self.services is not None and self.services.sync is not None:
+            deleted = self.services.sync.messages_deleted(
+                payload.guild_id, payload.channel_id, {payload.message_id}
+            )
+            await self._guarded(deleted, f"deletion of {payload.message_id}")
+
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        if self.services is not None and self.services.sync is not None:
+            deleted = self.services.sync.messages_deleted(
+                payload.guild_id, payload.channel_id, payload.message_ids
+            )
+            await self._guarded(deleted, f"bulk deletion in {payload.channel_id}")
+
+    async def _guarded(self, work: Any, what: str) -> None:
+        """A message event's handling: a failure is logged, never raised into discord.py's dispatch."""
+        try:
+            await work
+        except Exception:
+            log.exception("handling the %s failed", what)
 
     async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
         await self.drop_kb(kb_name(channel.guild.id, channel.id), f"channel {channel.id} deleted")
+        if self.services is not None and self.services.sync is not None:
+            await self._guarded(
+                self.services.sync.channel_deleted(channel.guild.id, channel.id), "channel deletion"
+            )
 
     async def on_raw_thread_delete(self, payload: discord.RawThreadDeleteEvent) -> None:
         if self.services is None:
@@ -247,6 +302,10 @@ class RaptorBot(commands.AutoShardedBot):
             await self.services.state.forget_thread(payload.guild_id, payload.thread_id)
         except Exception:
             log.exception("forgetting deleted thread %s failed", payload.thread_id)
+        if self.services.sync is not None:
+            await self._guarded(
+                self.services.sync.channel_deleted(payload.guild_id, payload.thread_id), "thread deletion"
+            )
 
     async def on_guild_remove(self, guild: discord.Guild) -> None:
         services = self.services
@@ -291,6 +350,8 @@ class RaptorBot(commands.AutoShardedBot):
         except Exception:
             log.exception("deleting knowledge base %s failed (%s)", kb, why)
         services.forget_autoingest(kb)
+        if services.sync is not None:
+            services.sync.forget_kb(kb)
 
     # ------------------------------------------------------------------ shutdown
 
@@ -307,6 +368,8 @@ class RaptorBot(commands.AutoShardedBot):
             if queue.running or queue.waiting:
                 log.info("waiting for %d running build(s) to finish before stopping", len(queue.running))
             finished = await self.services.jobs.drain(self.shutdown_grace)
+            if self.services.sync is not None:
+                finished = await self.services.sync.settled(self.shutdown_grace) and finished
             if not finished:
                 log.warning(
                     "builds still running after %.0f s; stopping anyway (they store nothing)",
@@ -318,6 +381,10 @@ class RaptorBot(commands.AutoShardedBot):
         self._shutdown_started = True
         if self._resuming is not None and not self._resuming.done():
             self._resuming.cancel()  # its uploads stay recorded as unfinished: the next start resumes them
+        if self._reconciling is not None and not self._reconciling.done():
+            self._reconciling.cancel()  # imports stay recorded; the next start reconciles again
+        if self.services is not None and self.services.sync is not None:
+            self.services.sync.close()
         await super().close()
         if self.services is not None:
             if not self.services.cdn.closed:

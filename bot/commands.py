@@ -25,11 +25,13 @@ from .adding import add_files, is_supported, screen
 from .answering import EMPTY_KB, NO_KB, handle_ask
 from .jobs import StatusMessage
 from .kb import kb_for_channel, parse_kb_name
+from .messages import MAX_IMPORT, NEEDS_CONTENT, add_one_message, parse_after, run_import
 from .permissions import can_manage, refusal_text
 from .pictures import TREE_FILE, tree_attachment
 from .render import embeds_from_lines, human_size, human_time, inert, truncate
 from .replies import Replier, tell
 from .services import Services
+from .state import MessageImport
 from .views import ConfirmView
 
 log = logging.getLogger(__name__)
@@ -279,6 +281,101 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
         await tell(interaction, text, ephemeral=False)
 
     @app_commands.command(
+        name="add-messages",
+        description="Add a channel's, thread's or forum's messages to this channel's knowledge base",
+    )
+    @app_commands.describe(
+        channel="Where to read (default: here); a forum adds every post",
+        limit=f"How many messages to read, oldest first (at most {MAX_IMPORT:,})",
+        after="Only messages after this one (a message link or id)",
+    )
+    async def add_messages(
+        self,
+        interaction: discord.Interaction,
+        channel: app_commands.AppCommandChannel | app_commands.AppCommandThread | None = None,
+        limit: app_commands.Range[int, 1, MAX_IMPORT] = 1000,
+        after: str | None = None,
+    ) -> None:
+        kb = await channel_kb(interaction)
+        if kb is None or not await manager_check(self.services, interaction):
+            return
+        if not self.services.message_content:
+            await tell(interaction, NEEDS_CONTENT)
+            return
+        source = await resolve_channel(interaction, channel)
+        if source is None:
+            await tell(interaction, "The bot cannot see that channel.")
+            return
+        if not (hasattr(source, "history") or isinstance(source, discord.ForumChannel)):
+            await tell(interaction, "That channel has no messages to add; pick a text channel, thread or forum.")
+            return
+        if self.services.jobs.closing:
+            await tell(interaction, "The bot is restarting; please try again in a minute.")
+            return
+        after_id = parse_after(after)
+        replier = Replier(interaction, token_lifetime=self.services.token_lifetime)
+        await replier.defer()
+        status = StatusMessage(
+            interaction.channel,  # type: ignore[arg-type]
+            interaction=None if replier.expired else interaction,
+            requester_id=interaction.user.id,
+            token_lifetime=self.services.token_lifetime,
+        )
+        guild_id = interaction.guild_id or 0
+        record = MessageImport(
+            0,
+            kb,
+            guild_id,
+            source.id,
+            interaction.channel_id,
+            interaction.user.id,
+            str(interaction.user),
+            limit,
+            after_id,
+            "running",
+        )
+        record.id = await self.services.state.start_import(record)
+        await run_import(self.services, record, source, status, str(interaction.user))
+
+    @app_commands.command(
+        name="sync", description="Keep this channel's messages in its knowledge base as they change"
+    )
+    @app_commands.describe(enabled="Add new messages and edits of this channel and its threads automatically")
+    async def sync(self, interaction: discord.Interaction, enabled: bool) -> None:
+        kb = await channel_kb(interaction)
+        if kb is None or not await manager_check(self.services, interaction):
+            return
+        if enabled and not self.services.message_content:
+            await tell(interaction, NEEDS_CONTENT)
+            return
+        guild_id, channel_id = parse_kb_name(kb) or (0, 0)
+        await self.services.state.set_sync(kb, guild_id, channel_id, enabled, str(interaction.user))
+        if self.services.sync is not None:
+            self.services.sync.sync_changed(kb)
+        text = (
+            "Sync is now **on**: new messages and edits in this channel and its threads join its knowledge base."
+            if enabled
+            else "Sync is now **off**: new messages are no longer added (deleted messages still leave it)."
+        )
+        await tell(interaction, text, ephemeral=False)
+
+    @app_commands.command(
+        name="forget-me",
+        description="Remove your messages from this server's knowledge bases and never add them again",
+    )
+    async def forget_me(self, interaction: discord.Interaction) -> None:
+        if self.services.sync is None or interaction.guild_id is None:
+            await tell(interaction, "This command works in server channels only.")
+            return
+        replier = Replier(interaction, ephemeral=True, token_lifetime=self.services.token_lifetime)
+        await replier.defer()
+        removed = await self.services.sync.forget_member(interaction.guild_id, interaction.user.id)
+        await replier.send(
+            f"Done: {removed:,} of your messages were removed from this server's knowledge bases, and your "
+            "messages will not be added again."
+        )
+
+    @app_commands.command(
         name="managers", description="Choose a role that may add and remove documents (server managers)"
     )
     @app_commands.describe(role="The role; leave empty to go back to Manage Messages only")
@@ -304,6 +401,22 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
                 "Only members with Manage Messages may manage knowledge bases now.",
                 ephemeral=False,
             )
+
+
+async def resolve_channel(
+    interaction: discord.Interaction,
+    option: app_commands.AppCommandChannel | app_commands.AppCommandThread | None,
+) -> Any:
+    """The channel a command names (or the one it runs in), as a full channel object; None if unseen."""
+    if option is None:
+        return interaction.channel
+    found = interaction.guild.get_channel_or_thread(option.id) if interaction.guild else None
+    if found is not None:
+        return found
+    try:
+        return await option.fetch()
+    except discord.HTTPException:
+        return None
 
 
 def tree_lines(info: TreeInfo) -> list[str]:
@@ -356,7 +469,21 @@ class AddFromMessageCog(commands.Cog):
 
     @app_commands.guild_only()
     async def add_from_message(self, interaction: discord.Interaction, message: discord.Message) -> None:
-        await start_adding(self.services, interaction, list(message.attachments))
+        if message.attachments:
+            await start_adding(self.services, interaction, list(message.attachments))
+            return
+        kb = await channel_kb(interaction)
+        if kb is None or not await manager_check(self.services, interaction):
+            return
+        replier = Replier(interaction, ephemeral=True, token_lifetime=self.services.token_lifetime)
+        await replier.defer()
+        try:
+            line = await add_one_message(
+                self.services, kb, interaction.guild_id or 0, message, str(interaction.user)
+            )
+        except RaptorError as error:
+            line = f"⚠️ {inert(str(error))}"
+        await replier.send(line)
 
 
 def cogs(services: Services, tree: app_commands.CommandTree[Any]) -> list[commands.Cog]:
@@ -392,6 +519,13 @@ async def _edit_or_tell(interaction: discord.Interaction, text: str) -> None:
         await tell(interaction, text)
 
 
+async def message_line(services: Services, kb: str) -> str:
+    """/kb status: how many messages this channel's knowledge base holds, and whether it syncs."""
+    held = len(await services.call(services.engine.message_ids, kb))
+    synced = services.sync is not None and await services.sync.sync_enabled(kb)
+    return f"**Messages here**: {held:,} held · sync {'on' if synced else 'off'}"
+
+
 def storage_sizes(db_path: Path, index_dir: Path) -> tuple[int, int]:
     """Bytes on disk of the SQLite database (its file, -wal and -shm: recent writes live in the WAL
     until a checkpoint) and of the hnswlib index files; what is missing counts as 0."""
@@ -422,6 +556,7 @@ async def status_lines(services: Services, kb: str) -> list[str]:
         f"{sum(queue.waiting.values())} file(s) waiting",
         f"**Auto-ingest here**: {'on' if await services.autoingest_enabled(kb) else 'off'}"
         + ("" if services.message_content else " (message-content intent off: uploads are not seen)"),
+        await message_line(services, kb),
     ]
     database, indices = await asyncio.to_thread(storage_sizes, *services.engine.spaces.files_of(kb))
     lines.append(

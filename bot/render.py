@@ -19,7 +19,7 @@ from typing import Any
 import discord
 
 from raptor_engine.query.answer import MARKER, describe_documents, neutralise_markers
-from raptor_engine.types import Answer, Citation, ContextNode, pages_label
+from raptor_engine.types import Answer, Citation, ContextNode, MessageRef, pages_label
 
 CONTENT_LIMIT = 2000
 DESCRIPTION_LIMIT = 4096
@@ -156,6 +156,15 @@ def _document_name(name: str) -> str:
     return inert(truncate(name, 100))
 
 
+_JUMP_LINK = re.compile(r"^https://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/channels/\d+/\d+/\d+$")
+
+
+def message_label(message: MessageRef, *, link: bool = True) -> str:
+    """'message by NAME, DATE', linked to the message (a Discord jump link only; the name inert)."""
+    label = f"message by {inert(truncate(message.author, 80))}, {human_time(message.created_at)}"
+    return f"[{label}]({message.url})" if link and _JUMP_LINK.match(message.url) else label
+
+
 def _where(
     document: str | None,
     pages: tuple[int | None, int | None],
@@ -163,11 +172,16 @@ def _where(
     layer: int,
     leaf_count: int,
     drawn_from: tuple[tuple[str, int], ...] = (),
+    message: MessageRef | None = None,
+    link: bool = True,
 ) -> str:
     """The document (or, for a cross-document summary, the documents it draws on, most leaves first)
-    and, for a leaf, its page(s) or section; for a summary, how many leaves it covers."""
+    and, for a leaf, its page(s) or section, or the message it holds (`link`: linked to it); for a
+    summary, how many leaves it covers."""
     parts = [_document_name(document) if document else describe_documents(drawn_from, name=_document_name)]
-    if layer == 0:
+    if layer == 0 and message is not None:
+        parts.append(message_label(message, link=link))
+    elif layer == 0:
         label = pages_label(*pages)
         if label is not None:
             parts.append(label)
@@ -178,9 +192,19 @@ def _where(
     return " · ".join(parts)
 
 
+CITATION_CHARS = 400
+
+
 def citation_line(c: Citation) -> str:
-    where = _where(c.document, (c.page, c.page_end), c.heading, c.layer, c.leaf_count, c.drawn_from)
-    return truncate(f"**[{c.marker}]** {layer_label(c.layer)} · node {c.node_id} · {where}", 400)
+    """One cited node; a message's link is left out rather than cut when the line would be too long."""
+    for link in (True, False):
+        where = _where(
+            c.document, (c.page, c.page_end), c.heading, c.layer, c.leaf_count, c.drawn_from, c.message, link
+        )
+        line = f"**[{c.marker}]** {layer_label(c.layer)} · node {c.node_id} · {where}"
+        if len(line) <= CITATION_CHARS:
+            break
+    return truncate(line, CITATION_CHARS)
 
 
 SEARCHED_CHARS = 400  # the rewritten question shown in the footer, at most
@@ -240,20 +264,23 @@ def render_answer(answer: Answer) -> list[OutMessage]:
 
 
 def _node_block(position: int, node: ContextNode) -> str:
-    where = _where(
-        node.document,
-        node.pages() or (node.page, None),
-        node.heading,
-        node.layer,
-        node.leaf_count,
-        node.drawn_from,
-    )
-    header = (
-        f"**[{position}]** {layer_label(node.layer)} · node {node.node_id} · {where} · {node.tokens} tokens"
-    )
+    for link in (True, False):  # a message's link is left out rather than cut
+        where = _where(
+            node.document,
+            node.pages() or (node.page, None),
+            node.heading,
+            node.layer,
+            node.leaf_count,
+            node.drawn_from,
+            node.message,
+            link,
+        )
+        header = f"**[{position}]** {layer_label(node.layer)} · node {node.node_id} · {where} · {node.tokens} tokens"
+        if len(header) <= CITATION_CHARS:
+            break
     body = inert(truncate(reflow(neutralise_markers(node.text)), CONTEXT_NODE_CHARS))
     quoted = "\n".join("> " + line if line else ">" for line in body.splitlines())
-    return f"{truncate(header, 400)}\n{quoted}"
+    return f"{truncate(header, CITATION_CHARS)}\n{quoted}"
 
 
 _LIST_LINE = re.compile(r"^(?:[-*•◦▪‣–]\s|\(?\d{1,3}[.)]\s|\(?[a-zA-Z][.)]\s)")

@@ -41,6 +41,9 @@ class Services:
     message_content: bool  # whether Discord shows the bot messages' text and files (the intent)
     token_lifetime: float = TOKEN_LIFETIME_SECONDS
     status_interval: float = MIN_EDIT_INTERVAL_SECONDS
+    # bot.sync.MessageSync (message deletions, edits, sync; set in setup_hook): typed Any, as that module
+    # imports this one
+    sync: Any = None
     _autoingest: dict[str, bool] = field(default_factory=dict)
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:

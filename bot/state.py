@@ -23,7 +23,7 @@ from raptor_engine.errors import NotFoundError
 from raptor_engine.storage.spaces import Spaces
 from raptor_engine.storage.store import Store
 from raptor_engine.storage.store_migrations import bot_migrations
-from raptor_engine.types import ContextNode, Turn
+from raptor_engine.types import ContextNode, MessageRef, Turn
 
 from .kb import guild_prefix, kb_name
 
@@ -56,6 +56,22 @@ class StoredAnswer:
     tokens_used: int
     budget: int
     cited: list[int] = field(default_factory=list)  # node ids the answer's [n] markers point at
+
+
+@dataclass
+class MessageImport:
+    """A history import (/kb add-messages) on record: where it reads, how far it got, who asked."""
+
+    id: int
+    kb: str
+    guild_id: int
+    source_id: int  # the channel, thread or forum read
+    status_channel_id: int | None
+    requester_id: int | None
+    added_by: str
+    remaining: int | None  # messages still to read (None: no limit)
+    after_id: int | None  # the last message read: a resumed import starts after it
+    status: str  # "running" | "done" | "failed"
 
 
 class BotState:
@@ -156,6 +172,112 @@ class BotState:
             )
         await self._write(self.space_of_guild(guild_id), [statement])
 
+    # ------------------------------------------------------------------ chat messages (bot/sync.py)
+
+    async def sync_enabled(self, kb: str) -> bool:
+        rows = await self._read(
+            self._spaces.space_of(kb), "select enabled from bot_message_sync where kb = ?", [kb]
+        )
+        return bool(rows and rows[0]["enabled"])
+
+    async def set_sync(self, kb: str, guild_id: int, channel_id: int, enabled: bool, by: str) -> None:
+        sql = """INSERT OR REPLACE INTO bot_message_sync (kb, guild_id, channel_id, enabled, updated_by, updated_at)
+                 VALUES (?, ?, ?, ?, ?, ?)"""
+        await self._write(
+            self._spaces.space_of(kb), [(sql, [kb, guild_id, channel_id, int(enabled), by, _now()])]
+        )
+
+    async def forget_me(self, guild_id: int, user_id: int) -> None:
+        """Record a member's opt-out: their messages are not added to this server's knowledge bases again."""
+        sql = "INSERT OR IGNORE INTO bot_forget_me (guild_id, user_id, created_at) VALUES (?, ?, ?)"
+        await self._write(self.space_of_guild(guild_id), [(sql, [guild_id, user_id, _now()])])
+
+    async def forgotten(self, guild_id: int) -> set[int]:
+        """The members of a server who asked to be forgotten."""
+        rows = await self._read(
+            self.space_of_guild(guild_id), "select user_id from bot_forget_me where guild_id = ?", [guild_id]
+        )
+        return {int(r["user_id"]) for r in rows}
+
+    async def start_import(self, record: MessageImport) -> int:
+        """Record a history import before it reads anything; returns its id."""
+
+        def write(store: Store) -> int:
+            with store.write() as db:
+                cursor = db.execute(
+                    """INSERT INTO bot_message_imports (kb, guild_id, source_id, status_channel_id, requester_id,
+                       added_by, remaining, after_id, status, created_at, updated_at)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)""",
+                    [
+                        record.kb,
+                        record.guild_id,
+                        record.source_id,
+                        record.status_channel_id,
+                        record.requester_id,
+                        record.added_by,
+                        record.remaining,
+                        record.after_id,
+                        _now(),
+                        _now(),
+                    ],
+                )
+                return int(cursor.lastrowid or 0)
+
+        return await self._run(self._spaces.space_of(record.kb), write, create=True)
+
+    async def import_progress(self, record: MessageImport) -> None:
+        """How far an import got (stored after each batch is in the tree), or its end."""
+        sql = "UPDATE bot_message_imports SET remaining = ?, after_id = ?, status = ?, updated_at = ? WHERE id = ?"
+        params = [record.remaining, record.after_id, record.status, _now(), record.id]
+        await self._write(self._spaces.space_of(record.kb), [(sql, params)], create=False)
+
+    async def unfinished_imports(self, guild_id: int) -> list[MessageImport]:
+        rows = await self._read(
+            self.space_of_guild(guild_id),
+            "select * from bot_message_imports where guild_id = ? and status = 'running' order by id",
+            [guild_id],
+        )
+        return [
+            MessageImport(
+                r["id"],
+                r["kb"],
+                r["guild_id"],
+                r["source_id"],
+                r["status_channel_id"],
+                r["requester_id"],
+                r["added_by"],
+                r["remaining"],
+                r["after_id"],
+                r["status"],
+            )
+            for r in rows
+        ]
+
+    async def redact_nodes(self, kb: str, node_ids: set[int], note: str) -> int:
+        """Replace the text of the given nodes in this channel's saved answers ('Show context') with `note`:
+        a deleted message's text must not outlive it there. Returns how many answers changed."""
+        if not node_ids:
+            return 0
+
+        def redact(store: Store) -> int:
+            changed = 0
+            with store.write() as db:
+                rows = db.execute("select id, context_json from bot_answers where kb = ?", [kb]).fetchall()
+                for answer_id, payload in rows:
+                    data = json.loads(payload)
+                    hit = [n for n in data["nodes"] if n["node_id"] in node_ids]
+                    for node in hit:
+                        node.update(text=note, heading=[], drawn_from=[], page_marks=[], message=None)
+                    if hit:
+                        db.execute(
+                            "update bot_answers set context_json = ? where id = ?",
+                            [json.dumps(data), answer_id],
+                        )
+                        changed += 1
+            return changed
+
+        return await self._run(self._spaces.space_of(kb), redact, create=False, empty=0)
+
     # ------------------------------------------------------------------ threads and turns
 
     async def add_thread(self, record: ThreadRecord, opened_by: str) -> None:
@@ -226,6 +348,7 @@ class BotState:
                         "heading": list(n.heading),
                         "drawn_from": [list(d) for d in n.drawn_from],
                         "page_marks": [list(m) for m in n.page_marks],
+                        "message": n.message.to_dict() if n.message else None,
                     }
                     for n in nodes
                 ],
@@ -268,6 +391,7 @@ class BotState:
                 heading=tuple(n["heading"]),
                 drawn_from=tuple((name, leaves) for name, leaves in n.get("drawn_from", [])),
                 page_marks=tuple(tuple(m) for m in n.get("page_marks", ())),
+                message=MessageRef(**n["message"]) if n.get("message") else None,
             )
             for n in data["nodes"]
         ]
@@ -295,6 +419,8 @@ class BotState:
                 ("delete from bot_threads where kb = ?", [kb]),
                 ("delete from bot_answers where kb = ?", [kb]),
                 ("delete from bot_channel_settings where kb = ?", [kb]),
+                ("delete from bot_message_sync where kb = ?", [kb]),
+                ("delete from bot_message_imports where kb = ?", [kb]),
             ],
             create=False,  # a server with no store has nothing to delete (and gets no store for it)
         )
@@ -321,6 +447,9 @@ class BotState:
                     [guild_id, prefix],
                 ),
                 ("delete from bot_guild_settings where guild_id = ?", [guild_id]),
+                ("delete from bot_message_sync where guild_id = ? or kb like ?", [guild_id, prefix]),
+                ("delete from bot_message_imports where guild_id = ? or kb like ?", [guild_id, prefix]),
+                ("delete from bot_forget_me where guild_id = ?", [guild_id]),
             ],
             create=False,
         )

@@ -72,6 +72,10 @@ class Settings:
     max_file_bytes: int = 20 * 1024 * 1024
     max_documents: int = 200
     max_kb_tokens: int = 2_000_000
+    # chat messages as documents (ingest/messages.py): a day of a channel, or a thread, is split into
+    # documents of at most this many tokens; a knowledge base holds at most max_kb_messages messages
+    message_group_tokens: int = 2000
+    max_kb_messages: int = 100_000
     # one upload's tokens: what bounds an ingest's time (about 0.4-0.8 CPU s per 1,000 tokens here)
     max_document_tokens: int = 150_000
     questions_per_minute: int = 6
@@ -287,6 +291,12 @@ ENV_DOCS: dict[str, EnvDoc] = {
     "RAPTOR_MAX_FILE_BYTES": EnvDoc("Bounds", "The largest upload, in bytes (20 MB)."),
     "RAPTOR_MAX_DOCUMENTS": EnvDoc("Bounds", "The most documents one knowledge base holds."),
     "RAPTOR_MAX_KB_TOKENS": EnvDoc("Bounds", "The most tokens of text one knowledge base holds."),
+    "RAPTOR_MESSAGE_GROUP_TOKENS": EnvDoc(
+        "Bounds",
+        "Chat messages become documents of a channel's day or a thread, split into parts of at most this many "
+        "tokens: a new, edited or deleted message rebuilds one such part and the cross-document layer.",
+    ),
+    "RAPTOR_MAX_KB_MESSAGES": EnvDoc("Bounds", "The most chat messages one knowledge base holds."),
     "RAPTOR_MAX_DOCUMENT_TOKENS": EnvDoc(
         "Bounds",
         "Tokens in one uploaded document: bounds how long one ingest runs (about 0.4-0.8 CPU seconds per "

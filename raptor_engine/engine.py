@@ -25,6 +25,16 @@ from .config import Settings
 from .errors import IngestError, LimitError, NotFoundError, RaptorError, storage_error
 from .ingest.budget import BuildBudget, current_budget
 from .ingest.load import safe_filename
+from .ingest.messages import (
+    MESSAGE_FORMAT,
+    ChatMessage,
+    MessagePlace,
+    PartPlan,
+    clean_text,
+    message_chunks,
+    messages_sha,
+    plan_additions,
+)
 from .ingest.parse_worker import ParseStats, WorkerLimits
 from .query.answer import ExtractiveAnswerer, cite_pages, map_citations, neutralise_context
 from .query.retrieve import collapsed_tree, tree_traversal
@@ -38,12 +48,13 @@ from .query.smalltalk import (
     without_small_talk,
 )
 from .storage.index import IndexManager
+from .storage.message_store import MessageDocumentWrite
 from .storage.spaces import Space, Spaces, migrate_to_spaces
 from .storage.store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
 from .storage.writers import WriterGate
-from .tree.build import BuiltTree, Summarized, build_kb_layer
+from .tree.build import BuiltTree, Summarized, build_document_tree, build_kb_layer
 from .tree.cluster import use_compile_cache
-from .tree.docbuild import build_document, parse_limits
+from .tree.docbuild import build_document, check_token_bounds, parse_limits
 from .tree.embed import Embedder
 from .tree.stages import StageClock
 from .tree.summarize import ExtractiveSummarizer
@@ -122,6 +133,32 @@ class IngestResult:
         out = dict(self.__dict__)
         out["document"] = self.document.to_dict()
         return out
+
+
+@dataclass
+class MessagesResult:
+    """What adding or removing chat messages changed (`Engine.add_messages`, `Engine.remove_messages`)."""
+
+    added: int = 0  # messages new to the knowledge base
+    edited: int = 0  # stored messages whose text changed
+    removed: int = 0  # messages taken out
+    unchanged: int = 0  # messages given that were stored as they are, or had no text
+    documents: list[str] = field(default_factory=list)  # the message documents written
+    removed_documents: int = 0  # message documents left empty, so dropped
+    removed_nodes: list[int] = field(default_factory=list)  # nodes that went (their text may have quoted it)
+    nodes: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _offset_keys(nodes: list[NewNode], base: int) -> list[NewNode]:
+    """A tree's node keys moved by `base`, so several trees committed at once have distinct keys."""
+    for node in nodes:
+        node.key += base
+        node.children = [child + base for child in node.children]
+    return nodes
 
 
 @dataclass
@@ -677,6 +714,254 @@ class Engine:
         self.indexes.drop(kb_id)
         return True
 
+    # -- chat messages as documents (ingest/messages.py) -------------------------------------
+
+    @_in_space
+    async def add_messages(
+        self,
+        kb: str,
+        place: MessagePlace,
+        messages: list[ChatMessage],
+        *,
+        added_by: str = "",
+        progress: ProgressCallback | None = None,
+    ) -> MessagesResult:
+        """Add messages posted in `place`, or replace the text of stored ones that were edited.
+
+        Only the documents (a day of the channel, or the thread, in parts) that gain or change a message are
+        rebuilt, then the cross-document layer; all in one transaction. A message already stored with the
+        same text, or with no text, changes nothing. Raises LimitError past the knowledge base's bounds."""
+        cleaned = [replace(m, text=clean_text(m.text)) for m in messages]
+        cleaned = [m for m in cleaned if m.text]
+        started = time.perf_counter()
+        self._waiting[kb] += 1
+        try:
+            async with self._lock(kb), self._writer_gate(kb) as gate:
+                await gate.enter()
+                kb_id = self.store.kb_id(kb)
+                homes = await asyncio.to_thread(self._homes, kb_id, [m.message_id for m in cleaned])
+                changed = [m for m in cleaned if homes.get(m.message_id, (0, None))[1] != m.text]
+                result = MessagesResult(
+                    added=sum(1 for m in changed if m.message_id not in homes),
+                    edited=sum(1 for m in changed if m.message_id in homes),
+                    unchanged=len(messages) - len(changed),
+                )
+                if not changed:
+                    return result
+                await asyncio.to_thread(self._check_message_quota, kb_id, result.added)
+                plans = await asyncio.to_thread(self._plan_additions, kb_id, place, changed)
+                await self._rewrite_messages(kb, kb_id, plans, [], added_by, progress, result)
+        finally:
+            self._waiting[kb] -= 1
+        result.seconds = time.perf_counter() - started
+        return result
+
+    @_in_space
+    async def remove_messages(self, kb: str, message_ids: Iterable[int]) -> MessagesResult:
+        """Take messages out of the knowledge base (deleted in Discord, or their author opted out).
+
+        Each document that held one is rebuilt without it (or dropped when nothing is left), then the
+        cross-document layer, in one transaction: once this returns the text is in no node, summary or
+        index entry. Ids the knowledge base does not hold are ignored."""
+        started = time.perf_counter()
+        wanted = {int(i) for i in message_ids}
+        self._waiting[kb] += 1
+        try:
+            async with self._lock(kb), self._writer_gate(kb) as gate:
+                kb_id = self.store.kb_id(kb)
+                if kb_id is None or not wanted:
+                    return MessagesResult()
+                await gate.enter()
+                homes = await asyncio.to_thread(self._homes, kb_id, wanted)
+                if not homes:
+                    return MessagesResult()
+                docs = {doc for doc, _ in homes.values()}
+                plans, emptied = await asyncio.to_thread(self._plan_removals, kb_id, set(homes), docs)
+                result = MessagesResult(removed=len(homes), removed_documents=len(emptied))
+                await self._rewrite_messages(kb, kb_id, plans, emptied, "", None, result)
+        finally:
+            self._waiting[kb] -= 1
+        result.seconds = time.perf_counter() - started
+        return result
+
+    @_in_space
+    def message_ids(self, kb: str, *, channel_id: int | None = None, author_id: int | None = None) -> list[int]:
+        """Ids of the messages a knowledge base holds: all, one channel's (or thread's), or one author's."""
+        kb_id = self.store.kb_id(kb)
+        return [] if kb_id is None else self.store.message_ids(kb_id, channel_id=channel_id, author_id=author_id)
+
+    @_in_space
+    def message_channels(self, kb: str) -> list[int]:
+        """The channels and threads whose messages a knowledge base holds."""
+        kb_id = self.store.kb_id(kb)
+        return [] if kb_id is None else self.store.message_channels(kb_id)
+
+    def _homes(self, kb_id: int | None, message_ids: Iterable[int]) -> dict[int, tuple[int, str]]:
+        return {} if kb_id is None else self.store.message_homes(kb_id, message_ids)
+
+    def _tokens_kept(self, kb_id: int | None, replaced: list[int]) -> int:
+        """The knowledge base's tokens without the documents about to be replaced (what bounds the new)."""
+        if kb_id is None:
+            return 0
+        return self.store.kb_tokens(kb_id) - sum(self.store.document_tokens(doc_id) for doc_id in replaced)
+
+    def _check_message_quota(self, kb_id: int | None, adding: int) -> None:
+        held = self.store.message_count(kb_id) if kb_id is not None else 0
+        limit = self.settings.max_kb_messages
+        if held + adding > limit:
+            raise LimitError(
+                f"Adding {adding:,} messages to the {held:,} stored would pass this knowledge base's limit of "
+                f"{limit:,} messages."
+            )
+
+    def _plan_additions(self, kb_id: int | None, place: MessagePlace, changed: list[ChatMessage]) -> list[PartPlan]:
+        """Which message documents to write (store reads and token counts: run it in a thread)."""
+        homes = self.store.message_homes(kb_id, [m.message_id for m in changed]) if kb_id is not None else {}
+        stored_keys = self.store.group_keys({doc_id for doc_id, _ in homes.values()}) if kb_id is not None else {}
+        edited_keys = {message_id: stored_keys[doc_id] for message_id, (doc_id, _) in homes.items()}
+        keys = {edited_keys.get(m.message_id) or place.group_key(m) for m in changed}
+        stored_parts = self.store.message_parts(kb_id, keys) if kb_id is not None else {}
+        stored = {
+            key: [PartPlan(p.group_key, p.group_name, p.part, p.messages, p.doc_id) for p in parts]
+            for key, parts in stored_parts.items()
+        }
+        every = {m.message_id: m for parts in stored.values() for p in parts for m in p.messages}
+        every.update({m.message_id: m for m in changed})
+        ids = list(every)
+        counts = self.embedder.count_tokens_batch([every[i].text for i in ids])
+        tokens = dict(zip(ids, counts, strict=True))
+        return plan_additions(place, changed, stored, tokens, self.settings.message_group_tokens, edited_keys)
+
+    def _plan_removals(
+        self, kb_id: int, removed: set[int], doc_ids: set[int]
+    ) -> tuple[list[PartPlan], list[int]]:
+        """The documents to rebuild without the removed messages, and those left empty (to drop)."""
+        plans, emptied = [], []
+        for doc_id in sorted(doc_ids):
+            part = self.store.message_part(doc_id)
+            if part is None:
+                continue
+            remaining = [m for m in part.messages if m.message_id not in removed]
+            if remaining:
+                plans.append(PartPlan(part.group_key, part.group_name, part.part, remaining, doc_id))
+            else:
+                emptied.append(doc_id)
+        return plans, emptied
+
+    async def _rewrite_messages(
+        self,
+        kb: str,
+        kb_id: int | None,
+        plans: list[PartPlan],
+        emptied: list[int],
+        added_by: str,
+        progress: ProgressCallback | None,
+        result: MessagesResult,
+    ) -> None:
+        """Build the planned message documents, the cross-document layer over them, and commit both with
+        the removal of the documents they replace (the caller holds the knowledge base's writer turn)."""
+        started = time.perf_counter()
+        label = plans[0].name if plans else "messages"
+        replaced = [p.old_doc_id for p in plans if p.old_doc_id is not None] + emptied
+        budget = self.build_budget(label)
+        with budget.active():
+            writes = await budget.bound(self._build_message_parts(kb_id, plans, replaced, added_by, progress))
+            tops = await asyncio.to_thread(self.store.tops_except, kb_id, set(replaced)) if kb_id is not None else []
+            for write in writes:
+                top_layer = write.document["layers"] - 1
+                tops += [_placeholder_top(n) for n in write.nodes if n.layer == top_layer]
+            kb_layer = await budget.bound(
+                build_kb_layer(
+                    tops,
+                    first_key=sum(len(w.nodes) for w in writes),
+                    embedder=self.embedder,
+                    summarizer=self.summarizer,
+                    settings=self.settings,
+                    progress=progress,
+                )
+            )
+        kb_nodes = kb_layer.nodes if kb_layer else []
+        build = {
+            "document": label,
+            "action": "messages",
+            "seconds": time.perf_counter() - started,
+            "embedder": self.embedder.name,
+            "summarizer": self.summarizer.name,
+            "notes": [f"{len(writes)} message document(s) written, {len(emptied)} dropped"],
+            "prompt_tokens": kb_layer.prompt_tokens if kb_layer else 0,
+            "completion_tokens": kb_layer.completion_tokens if kb_layer else 0,
+        }
+        try:
+            kb_id, result.removed_nodes = await asyncio.to_thread(
+                self.store.commit_message_documents,
+                kb,
+                replaced,
+                writes,
+                functools.partial(_resolve_placeholders, kb_nodes),
+                build,
+                self._version_of(kb_id),
+            )
+        except StaleTreeError:
+            raise RaptorError("The messages were not stored: the knowledge base changed meanwhile; try again.") from None
+        if progress:
+            progress(Progress("index", 0, 0))
+        await asyncio.to_thread(self.indexes.get, kb_id)
+        result.documents = [w.document["name"] for w in writes]
+        result.nodes = sum(len(w.nodes) for w in writes)
+        log.info(
+            "messages in %s: %d added, %d edited, %d removed; %d document(s) rebuilt, %d dropped in %.1fs",
+            kb, result.added, result.edited, result.removed, len(writes), len(emptied), time.perf_counter() - started,
+        )
+
+    async def _build_message_parts(
+        self,
+        kb_id: int | None,
+        plans: list[PartPlan],
+        replaced: list[int],
+        added_by: str,
+        progress: ProgressCallback | None,
+    ) -> list[MessageDocumentWrite]:
+        """Each planned message document's own tree, in this process (its keys distinct across the lot)."""
+        held = await asyncio.to_thread(self._tokens_kept, kb_id, replaced)
+        writes: list[MessageDocumentWrite] = []
+        base = 0
+        embedder = self.embedder
+        for plan in plans:
+            chunks, owners = await asyncio.to_thread(
+                message_chunks,
+                plan.messages,
+                embedder.count_tokens,
+                embedder.count_tokens_batch,
+                max_tokens=self.settings.chunk_tokens,
+                hard_limit=embedder.max_tokens,
+                max_chars=self.settings.node_max_chars,
+            )
+            tokens = sum(c.tokens for c in chunks)
+            check_token_bounds(self.settings, plan.name, tokens, held)
+            tree = await build_document_tree(
+                chunks, embedder=embedder, summarizer=self.summarizer, settings=self.settings, progress=progress
+            )
+            document = {
+                "name": plan.name,
+                "sha256": messages_sha(plan.messages),
+                "size": sum(len(m.text.encode()) for m in plan.messages),
+                "format": MESSAGE_FORMAT,
+                "added_by": added_by,
+                "chunks": len(chunks),
+                "layers": tree.height,
+                "tokens": tokens,
+            }
+            nodes = _offset_keys(tree.nodes, base)
+            leaf_messages = {base + i: owner for i, owner in enumerate(owners)}
+            writes.append(
+                MessageDocumentWrite(
+                    document, nodes, leaf_messages, plan.messages, plan.group_key, plan.group_name, plan.part
+                )
+            )
+            base += len(nodes)
+            held += tokens
+        return writes
+
     # -- reading ------------------------------------------------------------------------------
 
     def knowledge_bases(self, space: str | None = None) -> list[str]:
@@ -802,6 +1087,9 @@ class Engine:
         for node in context.nodes:
             if node.document is None:
                 node.drawn_from = tuple(self.store.documents_under(node.node_id))
+        refs = self.store.message_refs([n.node_id for n in context.nodes if n.layer == 0])
+        for node in context.nodes:
+            node.message = refs.get(node.node_id)
 
     @_in_space
     async def ask(

@@ -121,6 +121,19 @@ class Turn:
     content: str
 
 
+@dataclass(frozen=True)
+class MessageRef:
+    """Where a leaf of a chat-message document comes from: the message, who wrote it, when, its link."""
+
+    message_id: int
+    author: str
+    created_at: str  # ISO 8601, UTC
+    url: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
 @dataclass
 class ContextNode:
     """A node chosen for the answer's context."""
@@ -139,6 +152,7 @@ class ContextNode:
     # a cross-document summary's documents with the leaves it covers in each, most leaves first
     drawn_from: tuple[tuple[str, int], ...] = ()
     page_marks: PageMarks = ()  # where each page begins in `text` (leaves of paged documents)
+    message: MessageRef | None = None  # a leaf of a chat-message document: the message it holds
 
     def pages(self, start: int = 0, end: int | None = None) -> tuple[int, int] | None:
         """First and last page of text[start:end] (all of it by default); None without pages."""
@@ -207,6 +221,7 @@ class Citation:
     heading: tuple[str, ...] = ()
     drawn_from: tuple[tuple[str, int], ...] = ()  # for a cross-document summary: (document, leaves)
     page_end: int | None = None  # the last page when the cited text crosses a page break
+    message: MessageRef | None = None  # a leaf of a chat-message document: the message it holds
 
     @property
     def pages_label(self) -> str | None:
@@ -225,7 +240,7 @@ class Citation:
             "page_end": self.page_end if self.page_end is not None else self.page,
             "section": " > ".join(self.heading) or None,
             "documents": [{"name": name, "leaves": leaves} for name, leaves in self.drawn_from] or None,
-        }
+        } | ({"message": self.message.to_dict()} if self.message else {})
 
 
 @dataclass

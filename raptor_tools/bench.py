@@ -718,6 +718,12 @@ def _sizes(value: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
     "(sized by --kbs --guilds --nodes --questions --memory-mb).",
 )
 @click.option(
+    "--messages",
+    type=click.IntRange(min=10),
+    help="Instead: import this many chat messages as message documents (tokens/s, peak RSS), then time a "
+    "deletion until its text is gone and a new message until it is answered (bench_messages.py).",
+)
+@click.option(
     "--kbs", type=click.IntRange(min=1), default=2000, show_default=True, help="--many-kbs: knowledge bases."
 )
 @click.option(
@@ -754,6 +760,7 @@ def bench_command(
     on_workers: bool,
     out: Path | None,
     many_kbs: bool,
+    messages: int | None,
     kbs: int,
     guilds: int,
     nodes: str,
@@ -766,6 +773,17 @@ def bench_command(
         from .bench_spaces import run_many_kbs_command
 
         run_many_kbs_command(kbs, guilds, nodes, questions, memory_mb, scratch_dir, out)
+        return
+    if messages:
+        from .bench_messages import render as render_messages
+        from .bench_messages import run as run_messages
+
+        click.echo(machine())
+        figures = run_messages(messages)
+        click.echo(render_messages(figures))
+        if out:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps({"machine": machine(), "messages": figures}, indent=2) + "\n")
         return
     allow_long_documents()
     if on_workers:

@@ -130,3 +130,14 @@ def test_synthetic_copies_of_a_text_share_no_sentence():
     assert not {s.key for s in sentences_of(first)} & {s.key for s in sentences_of(second)}
     assert bench.numbered_text("Ends here.", 4) == "Ends here (n4)."
     assert bench.numbered_text("No stop at all", 7) == "No stop at all (n7)"
+
+
+def test_bench_messages_imports_deletes_and_answers(tmp_path):
+    out = tmp_path / "messages.json"
+    result = CliRunner().invoke(cli, ["bench", "--messages", "60", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(out.read_text())["messages"]
+    assert figures["messages"] == 60 and figures["documents"] >= 1 and figures["tokens"] > 600
+    assert figures["deleted_text_gone"] and figures["new_message_answered"]
+    assert "Deletion to text gone (store and index)" in result.stdout
+    assert "New message to answered from it" in result.stdout

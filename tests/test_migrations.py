@@ -86,7 +86,9 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
         ("store", "m002_drop_schema_version"),
         ("store", "m003_page_marks"),
         ("store", "m004_sentence_spans"),
+        ("store", "m005_chat_messages"),
         ("bot", "m001_bot_tables"),
+        ("bot", "m002_message_sync"),
         ("summary_cache", "m001_summary_cache"),
     ]
 
@@ -184,5 +186,5 @@ def test_every_owner_of_the_file_connects_with_the_same_pragmas(tmp_path):
 
 def test_the_sets_are_named_for_their_owners():
     assert store_migrations.names()[0] == "m001_initial"
-    assert bot_migrations.names() == ["m001_bot_tables"]
+    assert bot_migrations.names() == ["m001_bot_tables", "m002_message_sync"]
     assert summary_cache_migrations.names() == ["m001_summary_cache"]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.state import BotState, ThreadRecord
+from bot.state import BotState, MessageImport, ThreadRecord
 from raptor_engine import Engine, Settings
 from raptor_engine.storage.spaces import FOLLOWER_TABLES, KB_TABLES
 from raptor_engine.types import Turn
@@ -87,6 +87,9 @@ async def _write_bot_rows(state: BotState) -> None:
         await state.add_turns(guild, thread, turns)
         await state.save_answer(kb, f"question in {kb}", [], 0, 2000)
         await state.set_manager_role(guild, guild + 1, "tester")
+        await state.set_sync(kb, guild, channel, True, "tester")
+        await state.forget_me(guild, guild + 2)
+        await state.start_import(MessageImport(0, kb, guild, channel, channel, 1, "tester", 10, None, "running"))
     await state.set_autoingest(ROOT_ONLY, 0, 0, True, "tester")
 
 

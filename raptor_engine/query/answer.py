@@ -228,6 +228,7 @@ def map_citations(text: str, context: list[ContextNode]) -> tuple[str, list[Cita
                     page=node.page,
                     heading=node.heading,
                     drawn_from=node.drawn_from,
+                    message=node.message,
                 )
             )
         return f"[{renumber[position]}]"

@@ -267,7 +267,9 @@ class Spaces:
 # -- moving a single-file data directory into spaces -----------------------------------------------
 
 # The store's tables that belong to one knowledge base, parents first (foreign keys point backwards).
-KB_TABLES = ("kbs", "documents", "nodes", "edges", "builds", "questions")
+KB_TABLES = (
+    "kbs", "documents", "nodes", "edges", "builds", "questions", "message_documents", "messages", "leaf_messages"
+)
 
 
 def migrate_to_spaces(spaces: Spaces) -> list[str]:
@@ -313,6 +315,9 @@ FOLLOWER_TABLES = (
     ("bot_turns", "(SELECT t.kb FROM {s}bot_threads t WHERE t.thread_id = r.thread_id)"),
     ("bot_answers", "r.kb"),
     ("bot_guild_settings", "'guild-' || r.guild_id || '-'"),  # the bot's names: guild-<id>-channel-<id>
+    ("bot_message_sync", "r.kb"),
+    ("bot_message_imports", "r.kb"),
+    ("bot_forget_me", "'guild-' || r.guild_id || '-'"),
 )
 
 

@@ -25,6 +25,7 @@ import sqlite_utils
 from ..errors import NotFoundError, RaptorError
 from ..ingest.sentences import SentenceSpan, encode_spans
 from .db import connect, immediate
+from .message_store import MessageStoreMixin
 from .schema import schema_problems
 from .store_migrations import store_migrations
 
@@ -129,8 +130,9 @@ def _blob(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
-class Store:
-    """All reads and writes of the database. Safe to share between threads."""
+class Store(MessageStoreMixin):
+    """All reads and writes of the database. Safe to share between threads (chat-message documents'
+    tables: message_store.py)."""
 
     def __init__(self, db_path: str | Path):
         self.path = Path(db_path)
@@ -519,6 +521,29 @@ class Store:
         if kb_nodes:
             self._insert_nodes(db, kb_id, None, kb_nodes)
 
+    def _insert_document(
+        self, db: sqlite_utils.Database, kb_id: int, document: dict[str, Any], node_count: int
+    ) -> int:
+        """A documents row (its nodes follow in the same transaction); returns its id."""
+        cursor = db.execute(
+            "INSERT INTO documents (kb_id, name, sha256, size, format, added_by, added_at, chunks, layers, "
+            "nodes, tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                kb_id,
+                document["name"],
+                document["sha256"],
+                document["size"],
+                document["format"],
+                document.get("added_by", ""),
+                _now(),
+                document["chunks"],
+                document["layers"],
+                node_count,
+                document["tokens"],
+            ],
+        )
+        return int(cursor.lastrowid)
+
     def commit_document(
         self,
         kb_name: str,
@@ -539,24 +564,7 @@ class Store:
             db.execute("INSERT OR IGNORE INTO kbs (name, created_at) VALUES (?, ?)", [kb_name, _now()])
             kb_id = int(db.execute("SELECT id FROM kbs WHERE name = ?", [kb_name]).fetchone()[0])
             _check_version(db, kb_id, expected_version)  # a new knowledge base is at version 0
-            cursor = db.execute(
-                "INSERT INTO documents (kb_id, name, sha256, size, format, added_by, added_at, chunks, layers, "
-                "nodes, tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    kb_id,
-                    document["name"],
-                    document["sha256"],
-                    document["size"],
-                    document["format"],
-                    document.get("added_by", ""),
-                    _now(),
-                    document["chunks"],
-                    document["layers"],
-                    len(nodes),
-                    document["tokens"],
-                ],
-            )
-            doc_id = int(cursor.lastrowid)
+            doc_id = self._insert_document(db, kb_id, document, len(nodes))
             ids = self._insert_nodes(db, kb_id, doc_id, nodes)
             self._replace_kb_layer(db, kb_id, kb_nodes_for(ids))
             self._record_build(db, kb_id, build)

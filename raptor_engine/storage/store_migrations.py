@@ -98,6 +98,37 @@ def m004_sentence_spans(db: sqlite_utils.Database) -> None:
         db.execute("ALTER TABLE nodes ADD COLUMN sentences TEXT")
 
 
+@store_migrations
+def m005_chat_messages(db: sqlite_utils.Database) -> None:
+    """Chat messages as documents (ingest/messages.py): each message's text and origin, which document
+    (group and part) holds it, and which message each leaf holds, so an answer cites "message by NAME,
+    DATE" and a deleted message's document can be rebuilt without it. Rows go with their document or
+    node (ON DELETE CASCADE)."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS message_documents (
+            doc_id INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+            kb_id INTEGER NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+            group_key TEXT NOT NULL, group_name TEXT NOT NULL, part INTEGER NOT NULL)"""
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS message_documents_group ON message_documents(kb_id, group_key)")
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS messages (
+            kb_id INTEGER NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+            doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            message_id INTEGER NOT NULL, channel_id INTEGER NOT NULL, author_id INTEGER NOT NULL,
+            author TEXT NOT NULL, created_at TEXT NOT NULL, url TEXT NOT NULL, text TEXT NOT NULL,
+            PRIMARY KEY (kb_id, message_id))"""
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS messages_doc ON messages(doc_id)")
+    db.execute("CREATE INDEX IF NOT EXISTS messages_author ON messages(author_id)")
+    db.execute("CREATE INDEX IF NOT EXISTS messages_channel ON messages(kb_id, channel_id)")
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS leaf_messages (
+            node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+            kb_id INTEGER NOT NULL REFERENCES kbs(id) ON DELETE CASCADE, message_id INTEGER NOT NULL)"""
+    )
+
+
 @summary_cache_migrations
 def m001_summary_cache(db: sqlite_utils.Database) -> None:
     """LLM summaries by the sha256 of everything that shapes them (see `llm_cache.summary_cache_key`)."""
@@ -135,3 +166,26 @@ def m001_bot_tables(db: sqlite_utils.Database) -> None:
             id INTEGER PRIMARY KEY, kb TEXT, question TEXT, context_json TEXT, created_at TEXT)"""
     )
     db.execute("CREATE INDEX IF NOT EXISTS idx_bot_answers_kb ON bot_answers (kb)")
+
+
+@bot_migrations
+def m002_message_sync(db: sqlite_utils.Database) -> None:
+    """Chat messages as documents (bot/messages.py, bot/sync.py): which channels sync their messages into
+    their knowledge base, which members asked to be forgotten, and each history import until it is done
+    (a restarted bot carries on from the last message it stored)."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_message_sync (
+            kb TEXT PRIMARY KEY, guild_id INTEGER, channel_id INTEGER, enabled INTEGER,
+            updated_by TEXT, updated_at TEXT)"""
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_forget_me (
+            guild_id INTEGER NOT NULL, user_id INTEGER NOT NULL, created_at TEXT,
+            PRIMARY KEY (guild_id, user_id))"""
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_message_imports (
+            id INTEGER PRIMARY KEY, kb TEXT NOT NULL, guild_id INTEGER NOT NULL, source_id INTEGER NOT NULL,
+            status_channel_id INTEGER, requester_id INTEGER, added_by TEXT NOT NULL, remaining INTEGER,
+            after_id INTEGER, status TEXT NOT NULL, created_at TEXT, updated_at TEXT)"""
+    )

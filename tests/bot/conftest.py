@@ -271,6 +271,8 @@ class FakeDiscord:
         self.shard_count: int | None = None  # as the bots identified
         self.identifies: list[tuple[float, int]] = []  # (time, shard id) of every IDENTIFY
         self.identify_too_fast: list[str] = []  # IDENTIFYs Discord would refuse: same bucket within 5 s
+        self.deleted_channels: set[int] = set()  # channels and threads that answer 404 Unknown Channel
+        self.archived_threads: dict[int, list[dict]] = {}  # forum id -> its archived posts (threads)
 
     # ------------------------------------------------------------------ test-side helpers
 
@@ -455,7 +457,7 @@ class FakeDiscord:
         response = (
             self._injected(request.method, path)
             or self._too_large(uploads)
-            or await self._route(request.method, path, body)
+            or await self._route(request.method, path, body, request.query)
         )
         self.calls.append(Call(request.method, path, body, response.status))
         return response
@@ -517,7 +519,7 @@ class FakeDiscord:
             return error(400, 50035, "Invalid Form Body: " + "; ".join(problems))
         return None
 
-    async def _route(self, method: str, path: str, body: dict) -> web.Response:
+    async def _route(self, method: str, path: str, body: dict, query: Any = None) -> web.Response:
         seg = path.split("/")
         if path == "gateway/bot":
             return J(self.gateway_bot())
@@ -556,7 +558,7 @@ class FakeDiscord:
         if seg[0] == "webhooks":
             return self._webhook(method, seg[2], seg[3:], body)
         if seg[0] == "channels":
-            return self._channel(method, int(seg[1]), seg[2:], body)
+            return self._channel(method, int(seg[1]), seg[2:], body, query)
         return error(404, 0, f"fake Discord has no route {method} {path}")
 
     def _interaction_callback(self, iid: str, token: str, body: dict) -> web.Response:
@@ -633,9 +635,80 @@ class FakeDiscord:
                 return web.Response(status=204)
         return error(404, 0, f"fake Discord has no webhook route {method} {rest}")
 
-    def _channel(self, method: str, channel_id: int, rest: list[str], body: dict) -> web.Response:
+    # ------------------------------------------------------------------ channel history (members' messages)
+
+    def post(
+        self,
+        channel_id: int,
+        content: str,
+        *,
+        user: int = ALICE,
+        name: str | None = None,
+        when: datetime | None = None,
+        bot: bool = False,
+        pinned: bool = False,
+        attachments: list[dict] | None = None,
+        mtype: int = 0,
+        guild: int = GUILD,
+    ) -> dict:
+        """A member's message already in a channel's history (no gateway event: see Harness.say)."""
+        moment = when or datetime.now(UTC)
+        mid = discord.utils.time_snowflake(moment) + next(_counter) % 4096
+        names = {ALICE: "alice", BOB: "bob", CAROL: "carol"}
+        message = {
+            "id": str(mid),
+            "channel_id": str(channel_id),
+            "guild_id": str(guild),
+            "author": user_payload(user, name or names.get(user, f"user{user}"), bot),
+            "member": {"roles": [], "joined_at": NOW, "deaf": False, "mute": False, "flags": 0},
+            "content": content,
+            "timestamp": moment.isoformat(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": attachments or [],
+            "embeds": [],
+            "components": [],
+            "pinned": pinned,
+            "type": mtype,
+            "flags": 0,
+        }
+        self.messages[mid] = message
+        self.versions[mid] = [content]
+        return message
+
+    def history(self, channel_id: int, query: Any) -> list[dict]:
+        """GET /channels/{id}/messages as Discord answers it: at most `limit` (100) messages, newest first;
+        with `after`, the ones right after it; with `before`, the ones right before it."""
+        limit = min(int(query.get("limit", 50)), 100)
+        ordered = sorted(self.channel_messages(channel_id), key=lambda m: int(m["id"]))
+        if "after" in query:
+            return list(reversed([m for m in ordered if int(m["id"]) > int(query["after"])][:limit]))
+        if "before" in query:
+            ordered = [m for m in ordered if int(m["id"]) < int(query["before"])]
+        return list(reversed(ordered[-limit:]))
+
+    def pins(self, channel_id: int) -> dict:
+        pinned = [m for m in self.channel_messages(channel_id) if m.get("pinned")]
+        items = [{"pinned_at": NOW, "message": m} for m in sorted(pinned, key=lambda m: -int(m["id"]))]
+        return {"items": items, "has_more": False}
+
+    def _channel(
+        self, method: str, channel_id: int, rest: list[str], body: dict, query: Any = None
+    ) -> web.Response:
         if rest == ["typing"]:
             return web.Response(status=204)
+        if channel_id in self.deleted_channels:
+            return error(404, 10003, "Unknown Channel")
+        if rest == ["messages"] and method == "GET":
+            return J(self.history(channel_id, query or {}))
+        if rest == ["messages", "pins"] and method == "GET":
+            return J(self.pins(channel_id))
+        if rest == ["threads", "archived", "public"] and method == "GET":
+            threads = self.archived_threads.get(channel_id, [])
+            return J({"threads": threads, "members": [], "has_more": False})
         if rest == ["messages"] and method == "POST":
             if bad := self._invalid(method, "channel", body, True):
                 return bad
@@ -865,6 +938,39 @@ class Harness:
             options.append({"name": "mode", "type": 3, "value": mode})
         return self.slash("ask", options, channel=channel, user=user, **kwargs)
 
+    def add_messages(
+        self,
+        source: int | None = None,
+        *,
+        limit: int | None = None,
+        after: str | None = None,
+        channel: int = CHAN_A,
+        user: int = ALICE,
+        **kwargs: Any,
+    ) -> str:
+        """/kb add-messages [channel] [limit] [after], the channel option resolved as Discord sends it."""
+        options: list[dict] = []
+        resolved: dict = {}
+        if source is not None:
+            ctype = 15 if source == FORUM else 0
+            options.append({"name": "channel", "type": 7, "value": str(source)})
+            resolved["channels"] = {
+                str(source): {"id": str(source), "type": ctype, "name": "src", "permissions": "0"}
+            }
+        if limit is not None:
+            options.append({"name": "limit", "type": 4, "value": limit})
+        if after is not None:
+            options.append({"name": "after", "type": 3, "value": after})
+        data: dict = {
+            "id": str(snowflake()),
+            "name": "kb",
+            "type": 1,
+            "options": [{"name": "add-messages", "type": 1, "options": options}],
+        }
+        if resolved:
+            data["resolved"] = resolved
+        return self._interaction(2, data, channel, user, **kwargs)
+
     def context_menu(self, message: dict, *, channel: int = CHAN_A, user: int = ALICE, **kwargs: Any) -> str:
         data = {
             "id": str(snowflake()),
@@ -945,6 +1051,65 @@ class Harness:
             "flags": 0,
             "components": [],
         }
+
+    # ------------------------------------------------------------------ channel history and its events
+
+    def say(self, channel_id: int, content: str, **kwargs: Any) -> dict:
+        """A member posts a message: it joins the history and MESSAGE_CREATE reaches the bot."""
+        message = self.fake.post(channel_id, content, **kwargs)
+        payload = dict(message)
+        if not self.bot.intents.message_content:
+            payload["content"] = ""
+        self.state.parse_message_create(payload)
+        return message
+
+    def edit(self, message: dict, content: str) -> None:
+        """A member edits a message: MESSAGE_UPDATE (the full message, as Discord sends it now)."""
+        message["content"] = content
+        message["edited_timestamp"] = datetime.now(UTC).isoformat()
+        self.fake.versions[int(message["id"])].append(content)
+        self.state.parse_message_update(dict(message))
+
+    def delete(self, *messages: dict, dispatch: bool = True) -> None:
+        """Members delete messages: one MESSAGE_DELETE, or MESSAGE_DELETE_BULK for several. With
+        `dispatch` False the bot is not told (it was down)."""
+        for message in messages:
+            del self.fake.messages[int(message["id"])]
+        if not dispatch:
+            return
+        channel_id, ids = messages[0]["channel_id"], [m["id"] for m in messages]
+        if len(ids) == 1:
+            self.state.parse_message_delete({"id": ids[0], "channel_id": channel_id, "guild_id": str(GUILD)})
+        else:
+            self.state.parse_message_delete_bulk(
+                {"ids": ids, "channel_id": channel_id, "guild_id": str(GUILD)}
+            )
+
+    def open_thread(self, parent: int, name: str, *, owner: int = ALICE, archived: bool = False) -> int:
+        """A thread (a forum post when `parent` is the forum) the bot knows: active ones are cached, as
+        GUILD_CREATE and THREAD_CREATE deliver them; archived ones are listed by the archive route."""
+        tid = snowflake()
+        payload = thread_payload(tid, parent, name, owner=owner)
+        if archived:
+            payload["thread_metadata"]["archived"] = True
+            self.fake.archived_threads.setdefault(parent, []).append(payload)
+        else:
+            self.state.parse_thread_create(dict(payload, newly_created=True))
+        return tid
+
+    def delete_thread(self, thread_id: int, parent: int, *, dispatch: bool = True) -> None:
+        self.fake.deleted_channels.add(thread_id)
+        if dispatch:
+            self.state.parse_thread_delete(
+                {"id": str(thread_id), "guild_id": str(GUILD), "parent_id": str(parent), "type": 11}
+            )
+
+    def delete_channel(self, channel_id: int, *, dispatch: bool = True) -> None:
+        self.fake.deleted_channels.add(channel_id)
+        if dispatch:
+            self.state.parse_channel_delete(
+                {"id": str(channel_id), "guild_id": str(GUILD), "type": 0, "name": "gone", "position": 0}
+            )
 
     # ------------------------------------------------------------------ reading results
 

@@ -54,7 +54,8 @@ async def test_setup_loads_the_commands_as_cogs_sharing_one_services_object(harn
     kb = commands["kb"]
     assert isinstance(kb, app_commands.Group) and kb.guild_only
     assert {c.name for c in kb.commands} == {
-        "add", "list", "remove", "clear", "tree", "status", "autoingest", "managers"
+        "add", "list", "remove", "clear", "tree", "status", "autoingest", "managers", "add-messages", "sync",
+        "forget-me",
     }
     assert commands["ask"].guild_only and commands["Add to knowledge base"].guild_only
 

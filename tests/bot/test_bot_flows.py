@@ -474,9 +474,16 @@ async def test_sync_sends_every_command_to_the_development_guild(make_harness, b
     assert set(commands) == {"ask", "kb", "Add to knowledge base"}
     assert commands["Add to knowledge base"]["type"] == 3
     subs = {o["name"] for o in commands["kb"]["options"]}
-    assert subs == {"add", "list", "remove", "clear", "tree", "status", "autoingest", "managers"}
+    assert subs == {
+        "add", "list", "remove", "clear", "tree", "status", "autoingest", "managers", "add-messages", "sync",
+        "forget-me",
+    }
     add = next(o for o in commands["kb"]["options"] if o["name"] == "add")
     assert [o["type"] for o in add["options"]] == [11, 11, 11, 11, 11]
+    history = next(o for o in commands["kb"]["options"] if o["name"] == "add-messages")
+    assert [(o["name"], o["type"]) for o in history["options"]] == [("channel", 7), ("limit", 4), ("after", 3)]
+    limit = history["options"][1]
+    assert (limit["min_value"], limit["max_value"]) == (1, 10_000)
     assert "global" not in h.fake.synced
 
 

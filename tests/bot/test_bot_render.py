@@ -17,7 +17,7 @@ from bot.render import (
     sources_embeds,
     split_text,
 )
-from raptor_engine.types import Answer, Citation, ContextNode, RetrievedContext
+from raptor_engine.types import Answer, Citation, ContextNode, MessageRef, RetrievedContext
 
 
 def make_answer(text: str, citations: int = 3, heading_len: int = 10) -> Answer:
@@ -138,3 +138,27 @@ def test_context_pages_number_nodes_like_the_markers_and_fit():
     assert [int(n) for n in re.findall(r"\*\*\[(\d+)\]\*\*", text)] == list(range(1, 13))
     assert all(len(p.description) <= 4096 and len(p) <= 6000 for p in pages)
     assert pages[-1].footer.text.startswith(f"Page {len(pages)}/{len(pages)} · 12 nodes")
+
+
+def test_a_message_leaf_is_cited_as_message_by_name_date_with_its_jump_link_and_an_inert_name():
+    link = "https://discord.com/channels/300/400/1234"
+    message = MessageRef(1234, "**bob** <@1>", "2026-03-01T18:00:00Z", link)
+    node = ContextNode(11, 0, "#general 2026-03-01", 0.7, "The gate code is 4417.", 8, 1, message=message)
+    cite = Citation(marker=1, node_id=11, layer=0, document="#general 2026-03-01", score=0.7, leaf_count=1, message=message)
+    answer = Answer("q", "q", "It is 4417 [1].", [cite], RetrievedContext([node], 8, 2000, "collapsed", "q"), "x")
+    label = r"[message by \*\*bob\*\* \<@1\>, 2026-03-01 18:00 UTC](" + link + ")"
+    assert label in sources_embeds(answer)[0].description
+    assert label in context_pages("q", [node], 8, 2000)[0].description  # Show context shows it too
+    forged = MessageRef(1, "eve", "2026-03-01T18:00:00Z", "https://evil.example/channels/1/2/3")
+    cite.message = forged
+    assert "message by eve, 2026-03-01 18:00 UTC" in sources_embeds(answer)[0].description
+    assert "evil.example" not in sources_embeds(answer)[0].description  # only Discord's jump links are linked
+
+
+def test_a_long_citation_drops_the_link_rather_than_cutting_it():
+    message = MessageRef(1, "<" * 80, "2026-03-01T18:00:00Z", "https://discord.com/channels/300/400/1")
+    cite = Citation(marker=1, node_id=11, layer=0, document="[" * 100, score=0.7, leaf_count=1, message=message)
+    node = ContextNode(11, 0, "[" * 100, 0.7, "text", 1, 1, message=message)
+    answer = Answer("q", "q", "x [1]", [cite], RetrievedContext([node], 1, 2000, "collapsed", "q"), "x")
+    line = sources_embeds(answer)[0].description
+    assert "message by" in line and "](https://discord.com" not in line and len(line) <= 400

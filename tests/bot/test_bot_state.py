@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from bot import state as state_module
-from bot.state import BotState, ThreadRecord
+from bot.state import BotState, MessageImport, ThreadRecord
 from raptor_engine import Settings
 from raptor_engine.storage.spaces import Spaces
 from raptor_engine.types import ContextNode, Turn
@@ -116,6 +116,9 @@ async def fill_guild(state: BotState, guild: int) -> None:
     await state.add_thread(ThreadRecord(guild * 10, kb, guild, guild + 1), opened_by="a")
     await state.add_turns(guild, guild * 10, [Turn("user", f"q{guild}"), Turn("assistant", f"a{guild}")])
     await state.save_answer(kb, f"q{guild}", [node(guild)], 3, 10)
+    await state.set_sync(kb, guild, guild + 1, True, "a")
+    await state.forget_me(guild, 900 + guild)
+    await state.start_import(MessageImport(0, kb, guild, guild + 1, guild + 1, 1, "a", 100, None, "running"))
 
 
 async def test_each_server_keeps_its_rows_in_its_own_file_and_leaving_one_deletes_its_directory(tmp_path):
@@ -128,6 +131,9 @@ async def test_each_server_keeps_its_rows_in_its_own_file_and_leaving_one_delete
         "bot_threads": 1,
         "bot_turns": 2,
         "bot_answers": 1,
+        "bot_message_sync": 1,
+        "bot_forget_me": 1,
+        "bot_message_imports": 1,
     }
     for guild in (7, 8):
         assert bot_rows(tmp_path / "guilds" / str(guild) / "raptor.db") == every_table
@@ -159,6 +165,9 @@ async def test_without_spaces_leaving_a_server_removes_its_rows_from_the_one_fil
         "bot_threads": 1,
         "bot_turns": 2,
         "bot_answers": 1,
+        "bot_message_sync": 1,
+        "bot_forget_me": 1,
+        "bot_message_imports": 1,
     }
     assert await state.manager_role_id(8) == 508 and await state.history(8, 80)
     spaces.close()

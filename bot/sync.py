@@ -1,0 +1,298 @@
+"""Messages that change after they were added: sync, deletions, forget-me, and the reconcile at start.
+
+Deletions are always honoured, synced or not: a message deleted in Discord (one, a bulk delete, its thread
+or channel deleted) leaves every knowledge base of its server that holds it, and so does every message
+of a member who runs /kb forget-me (recorded, so they are not added again). An edit replaces the stored
+text wherever the message is held. With `/kb sync enabled`, new messages in the channel (and its threads)
+are added too. Events are queued per knowledge base and applied by one task each, straight away: a
+deletion is gone from the store and the index once its task has rebuilt the message's small document
+(seconds), and a saved answer's 'Show context' no longer shows the nodes that went.
+
+What happened while the bot was down is reconciled when it starts: for each channel whose messages a
+knowledge base holds, the history since its oldest stored message is read again; a message no longer
+there is removed (a deleted channel or thread removes all of its), an edited one replaced, and in a
+synced channel new ones are added.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import discord
+
+from raptor_engine.ingest.messages import ChatMessage, MessagePlace
+
+from .kb import guild_prefix, kb_for_channel, parse_kb_name
+from .messages import chat_message, place_of
+from .services import Services
+
+log = logging.getLogger(__name__)
+
+REDACTED = "(This text came from a message that was deleted or whose author asked to be forgotten.)"
+
+
+@dataclass
+class KbQueue:
+    """What waits to be applied to one knowledge base; coalesced, so a burst costs one rebuild."""
+
+    deletes: set[int] = field(default_factory=set)
+    channels: set[int] = field(default_factory=set)  # deleted channels or threads: all their messages go
+    upserts: dict[int, tuple[MessagePlace, ChatMessage, bool]] = field(
+        default_factory=dict
+    )  # id -> (.., new ok)
+    task: asyncio.Task[None] | None = None
+
+    def empty(self) -> bool:
+        return not (self.deletes or self.channels or self.upserts)
+
+
+class MessageSync:
+    """Routes message events to the knowledge bases that hold (or, synced, should hold) the messages."""
+
+    def __init__(self, services: Services):
+        self.services = services
+        self.engine = services.engine
+        self._sources: dict[
+            int, set[str]
+        ] = {}  # channel or thread id -> knowledge bases holding its messages
+        self._loaded: set[int] = set()  # guilds whose sources were read from the store
+        self._sync: dict[str, bool] = {}
+        self._queues: dict[str, KbQueue] = {}
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    # ------------------------------------------------------------------ where messages are held
+
+    async def holders(self, guild_id: int, channel_id: int) -> set[str]:
+        """The knowledge bases of this server that hold messages of this channel or thread."""
+        if guild_id not in self._loaded:
+            await self._load_guild(guild_id)
+        return set(self._sources.get(channel_id, ()))
+
+    async def _load_guild(self, guild_id: int) -> None:
+        space = self.services.state.space_of_guild(guild_id)
+        names = await self.services.call(self.engine.knowledge_bases, space)
+        for kb in names:
+            if kb.startswith(guild_prefix(guild_id)):
+                for channel_id in await self.services.call(self.engine.message_channels, kb):
+                    self._sources.setdefault(channel_id, set()).add(kb)
+        self._loaded.add(guild_id)
+
+    def note_source(self, kb: str, channel_id: int) -> None:
+        """`kb` now holds messages of `channel_id` (after an import or an added message)."""
+        self._sources.setdefault(channel_id, set()).add(kb)
+
+    def forget_kb(self, kb: str) -> None:
+        for kbs in self._sources.values():
+            kbs.discard(kb)
+        self._sync.pop(kb, None)
+
+    async def sync_enabled(self, kb: str) -> bool:
+        if kb not in self._sync:
+            self._sync[kb] = await self.services.state.sync_enabled(kb)
+        return self._sync[kb]
+
+    def sync_changed(self, kb: str) -> None:
+        self._sync.pop(kb, None)
+
+    # ------------------------------------------------------------------ gateway events
+
+    async def message_created(self, message: discord.Message) -> None:
+        """A new message: added when its channel syncs (and the bot can read what people write)."""
+        if message.guild is None or not self.services.message_content:
+            return
+        kb = kb_for_channel(message.guild.id, message.channel)
+        if kb is None or not await self.sync_enabled(kb):
+            return
+        chat = chat_message(message, await self.services.state.forgotten(message.guild.id))
+        if chat is not None:
+            self._queue(kb).upserts[chat.message_id] = (place_of(message.channel), chat, True)
+            self._start(kb)
+
+    async def message_edited(self, payload: discord.RawMessageUpdateEvent) -> None:
+        """An edit replaces the text wherever the message is held; one left with no text is removed."""
+        if payload.guild_id is None or not self.services.message_content:
+            return
+        message = payload.message
+        chat = chat_message(message, await self.services.state.forgotten(payload.guild_id))
+        synced = kb_for_channel(payload.guild_id, message.channel)
+        kbs = await self.holders(payload.guild_id, payload.channel_id)
+        if synced is not None and await self.sync_enabled(synced):
+            kbs.add(synced)
+        for kb in kbs:
+            queue = self._queue(kb)
+            if chat is None:
+                queue.deletes.add(payload.message_id)
+            else:
+                queue.upserts[chat.message_id] = (place_of(message.channel), chat, kb == synced)
+            self._start(kb)
+
+    async def messages_deleted(self, guild_id: int | None, channel_id: int, message_ids: set[int]) -> None:
+        if guild_id is None:
+            return
+        for kb in await self.holders(guild_id, channel_id):
+            queue = self._queue(kb)
+            queue.deletes |= message_ids
+            for message_id in message_ids:
+                queue.upserts.pop(message_id, None)
+            self._start(kb)
+
+    async def channel_deleted(self, guild_id: int | None, channel_id: int) -> None:
+        """A channel or thread was deleted: its messages leave every knowledge base that holds them."""
+        if guild_id is None:
+            return
+        for kb in await self.holders(guild_id, channel_id):
+            self._queue(kb).channels.add(channel_id)
+            self._start(kb)
+        self._sources.pop(channel_id, None)
+
+    # ------------------------------------------------------------------ forget-me
+
+    async def forget_member(self, guild_id: int, user_id: int) -> int:
+        """Record the opt-out, then take the member's messages out of every knowledge base of the server;
+        returns how many messages went."""
+        await self.services.state.forget_me(guild_id, user_id)
+        space = self.services.state.space_of_guild(guild_id)
+        removed = 0
+        for kb in await self.services.call(self.engine.knowledge_bases, space):
+            if not kb.startswith(guild_prefix(guild_id)):
+                continue
+            ids = await asyncio.to_thread(self.engine.message_ids, kb, author_id=user_id)
+            if ids:
+                removed += await self._remove(kb, ids)
+        return removed
+
+    # ------------------------------------------------------------------ applying
+
+    def _queue(self, kb: str) -> KbQueue:
+        return self._queues.setdefault(kb, KbQueue())
+
+    def _start(self, kb: str) -> None:
+        queue = self._queues[kb]
+        self._idle.clear()
+        if queue.task is None or queue.task.done():
+            queue.task = asyncio.get_running_loop().create_task(self._drain(kb))
+
+    async def _drain(self, kb: str) -> None:
+        """Apply what waits for `kb` until nothing does; deletions first."""
+        queue = self._queues[kb]
+        while not queue.empty():
+            deletes, channels, upserts = queue.deletes, queue.channels, queue.upserts
+            queue.deletes, queue.channels, queue.upserts = set(), set(), {}
+            try:
+                await self._apply(kb, deletes, channels, upserts)
+            except Exception:
+                log.exception("applying message changes to %s failed; the next start reconciles them", kb)
+        if all(
+            q.empty() and (q.task is None or q.task.done() or q.task is asyncio.current_task())
+            for q in self._queues.values()
+        ):
+            self._idle.set()
+
+    async def _apply(
+        self,
+        kb: str,
+        deletes: set[int],
+        channels: set[int],
+        upserts: dict[int, tuple[MessagePlace, ChatMessage, bool]],
+    ) -> None:
+        for channel_id in channels:
+            deletes |= set(await asyncio.to_thread(self.engine.message_ids, kb, channel_id=channel_id))
+        if deletes:
+            await self._remove(kb, deletes)
+        if not upserts:
+            return
+        held = set(await asyncio.to_thread(self.engine.message_ids, kb))
+        by_place: dict[MessagePlace, list[ChatMessage]] = {}
+        for message_id, (place, chat, may_add) in upserts.items():
+            if may_add or message_id in held:
+                by_place.setdefault(place, []).append(chat)
+        for place, chats in by_place.items():
+            self.note_source(kb, place.channel_id)  # before: a deletion arriving meanwhile must find it
+            await self.engine.add_messages(kb, place, chats, added_by="sync")
+
+    async def _remove(self, kb: str, message_ids: set[int] | list[int]) -> int:
+        """Remove messages from `kb`, and their nodes' text from its saved answers."""
+        result = await self.engine.remove_messages(kb, message_ids)
+        if result.removed_nodes:
+            await self.services.state.redact_nodes(kb, set(result.removed_nodes), REDACTED)
+        if result.removed:
+            log.info("removed %d message(s) from %s in %.1f s", result.removed, kb, result.seconds)
+        return result.removed
+
+    async def settled(self, timeout: float | None = None) -> bool:
+        """Wait until every queued change is applied (tests, and a graceful stop)."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    def close(self) -> None:
+        for queue in self._queues.values():
+            if queue.task is not None and not queue.task.done():
+                queue.task.cancel()
+
+    # ------------------------------------------------------------------ reconcile at start
+
+    async def reconcile(self, channel_for: Callable[[int, int], Any]) -> int:
+        """Apply what changed while the bot was down to every knowledge base holding messages; returns how
+        many channels were read. `channel_for(guild_id, channel_id)` gives a channel to read the history of."""
+        kbs = await self.services.call(self.engine.knowledge_bases)
+        read = 0
+        for kb in kbs:
+            ids = parse_kb_name(kb)
+            if ids is None:
+                continue
+            for channel_id in await self.services.call(self.engine.message_channels, kb):
+                self.note_source(kb, channel_id)
+                try:
+                    await self._reconcile_channel(kb, ids[0], channel_for(ids[0], channel_id))
+                    read += 1
+                except Exception:
+                    log.exception("reconciling the messages of %s in %s failed", channel_id, kb)
+        return read
+
+    async def _reconcile_channel(self, kb: str, guild_id: int, channel: Any) -> None:
+        stored = set(await asyncio.to_thread(self.engine.message_ids, kb, channel_id=channel.id))
+        if not stored:
+            return
+        present: dict[int, discord.Message] = {}
+        try:
+            history = channel.history(limit=None, after=discord.Object(min(stored) - 1), oldest_first=True)
+            async for message in history:
+                present[message.id] = message
+        except discord.NotFound:  # the channel or thread is gone: so are its messages
+            log.info("channel %s of %s was deleted while the bot was down", channel.id, kb)
+            await self._remove(kb, stored)
+            return
+        except discord.Forbidden:
+            log.warning(
+                "cannot read channel %s any more; its messages in %s were left as they are", channel.id, kb
+            )
+            return
+        forgotten = await self.services.state.forgotten(guild_id)
+        gone = {i for i in stored if i not in present}
+        chats: list[ChatMessage] = []
+        synced = await self.sync_enabled(kb) and kb_for_channel(guild_id, channel) == kb
+        for message_id, message in present.items():
+            if message_id not in stored and not synced:
+                continue
+            chat = chat_message(message, forgotten)
+            if chat is None and message_id in stored and self._sees_content(message):
+                gone.add(message_id)  # its text was removed, or its author opted out
+            elif chat is not None:
+                chats.append(chat)
+        if gone:
+            log.info("%d message(s) of channel %s were deleted while the bot was down", len(gone), channel.id)
+            await self._remove(kb, gone)
+        if chats and self.services.message_content:
+            await self.engine.add_messages(kb, place_of(channel), chats, added_by="sync")
+
+    def _sees_content(self, message: discord.Message) -> bool:
+        """Whether an empty text means the message has none (not that Discord hid it: no intent)."""
+        return self.services.message_content or message.author.bot

@@ -1,0 +1,239 @@
+"""The channel's own messages in its knowledge base, end to end: /kb add-messages over the fake API's
+paged history (pins, forum posts), answers citing a message with its jump link, deletions (one, bulk, a
+thread, a channel, a restart that missed one), edits, sync and forget-me (bot/messages.py, bot/sync.py)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from bot.kb import kb_name
+from bot.messages import MAX_IMPORT, NEEDS_CONTENT
+from bot.state import MessageImport
+from tests.bot.conftest import ALICE, BOB, CAROL, CHAN_A, CHAN_B, FORUM, GUILD, text_of
+from tests.bot.test_bot_flows import ask, sources_of
+from tests.message_samples import TOPICS
+
+KB_A = kb_name(GUILD, CHAN_A)
+GATE = "The gate code for the boathouse is 4417, and the key hangs behind the red door."
+DINNER = "Our treasurer moved the annual dinner to the Crown Inn on the ninth of March."
+START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def chatter(h, channel: int, count: int, *, start: datetime = START, step: float = 7.0) -> list[dict]:
+    """`count` members' messages on rotating topics, `step` minutes apart."""
+    users = [ALICE, BOB, CAROL]
+    return [
+        h.fake.post(
+            channel,
+            f"Note {i}: {TOPICS[i % len(TOPICS)]}, says message {i}.",
+            user=users[i % 3],
+            when=start + timedelta(minutes=step * i),
+        )
+        for i in range(count)
+    ]
+
+
+async def imported(h, token: str, timeout: float = 90.0) -> list[dict]:
+    """The import's final message, once it says Done (or why it stopped)."""
+    replies = await h.fake.wait_for(
+        lambda: (r := h.fake.replies(token)) and ("Done" in text_of(r[0]) or "❌" in text_of(r[0])) and r,
+        timeout=timeout,
+        what="import",
+    )
+    await h.finished(token)
+    return replies
+
+
+def stored_text(h, kb: str = KB_A) -> str:
+    """Every text the store keeps for the knowledge base: nodes of all layers and the messages table."""
+    with h.engine.in_space(kb):
+        store = h.engine.store
+        kb_id = store.kb_id(kb)
+        if kb_id is None:
+            return ""
+        rows = store.db.execute("SELECT text FROM messages WHERE kb_id = ?", [kb_id]).fetchall()
+        return " ".join(n.text for n in store.nodes_of_kb(kb_id)) + " ".join(r[0] for r in rows)
+
+
+def held(h, message: dict, kb: str = KB_A) -> bool:
+    return int(message["id"]) in h.engine.message_ids(kb)
+
+
+async def test_an_import_reads_history_skips_bots_and_system_messages_and_answers_cite_the_message(
+    make_harness,
+):
+    h = await make_harness(message_content=True)
+    history = chatter(h, CHAN_B, 40)
+    gate = h.fake.post(CHAN_B, GATE, user=BOB, when=START + timedelta(hours=9))
+    bot = h.fake.post(
+        CHAN_B, "I am a bot: ignore me", user=555, bot=True, when=START + timedelta(hours=9, minutes=1)
+    )
+    joined = h.fake.post(CHAN_B, "", user=CAROL, mtype=7, when=START + timedelta(hours=9, minutes=2))
+    rules = h.fake.post(
+        CHAN_B, "Rule one: be kind.", user=ALICE, pinned=True, when=START + timedelta(hours=10)
+    )
+    token = h.add_messages(CHAN_B, limit=43)  # stops before the pinned message, which joins all the same
+    replies = await imported(h, token)
+    final = replies[0]["content"]
+    assert "Done" in final and "43 messages read, 42 added, 2 skipped" in final
+    versions = h.fake.versions[int(replies[0]["id"])]
+    assert any("reading" in v or "messages read" in v for v in versions[:-1])  # progress came first
+    ids = set(h.engine.message_ids(KB_A))
+    assert {int(m["id"]) for m in history + [gate, rules]} == ids
+    assert int(bot["id"]) not in ids and int(joined["id"]) not in ids
+    assert [d.name for d in h.engine.documents(KB_A)] == ["#docs-b 2026-03-01"]
+    _, answer = await ask(h, "What is the gate code for the boathouse?")
+    sources = sources_of(answer)
+    link = f"https://discord.com/channels/{GUILD}/{CHAN_B}/{gate['id']}"
+    assert f"[message by bob, 2026-03-01 18:00 UTC]({link})" in sources
+    assert "4417" in answer[0]["content"]
+
+
+async def test_a_deleted_message_leaves_the_store_the_index_and_later_answers(make_harness):
+    h = await make_harness(message_content=True)
+    chatter(h, CHAN_A, 30)
+    gate = h.fake.post(CHAN_A, GATE, user=BOB, when=START + timedelta(hours=5))
+    await imported(h, h.add_messages())
+    with h.engine.in_space(KB_A):
+        kb_id = h.engine.store.kb_id(KB_A)
+        leaves = {n.id for n in h.engine.store.nodes_of_kb(kb_id) if "4417" in n.text}
+    _, answer = await ask(h, "What is the gate code for the boathouse?")
+    assert "4417" in text_of(answer[0])
+    h.delete(gate)
+    await h.fake.wait_for(lambda: not held(h, gate), what="the deletion to be applied")
+    await h.bot.services.sync.settled()
+    assert "4417" not in stored_text(h)
+    with h.engine.in_space(KB_A):
+        assert not leaves & h.engine.indexes.get(kb_id).ids
+    _, again = await ask(h, "What is the gate code for the boathouse?")
+    assert "4417" not in text_of(again[0]) and str(gate["id"]) not in sources_of(again)
+    # the earlier answer's 'Show context' no longer shows the deleted text
+    with h.engine.in_space(KB_A):
+        saved = h.engine.store.db.execute("SELECT context_json FROM bot_answers").fetchall()
+    assert len(saved) == 2 and all("4417" not in row[0] for row in saved)
+
+
+async def test_bulk_deletes_edits_and_new_messages_of_a_synced_channel(make_harness):
+    h = await make_harness(message_content=True)
+    token = h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="sync")
+    assert "Sync is now **on**" in (await h.replies_done(token))[0]["content"]
+    first = h.say(CHAN_A, GATE, user=BOB)
+    second = h.say(CHAN_A, DINNER, user=CAROL)
+    third = h.say(CHAN_A, "The ferry timetable changes in April.", user=ALICE)
+    await h.fake.wait_for(lambda: all(held(h, m) for m in (first, second, third)), what="synced messages")
+    h.edit(third, "The ferry timetable changes in May, not April.")
+    await h.fake.wait_for(lambda: "changes in May" in stored_text(h), what="the edit")
+    assert "changes in April." not in stored_text(h)
+    h.delete(first, second)
+    await h.fake.wait_for(lambda: not held(h, first) and not held(h, second), what="the bulk delete")
+    await h.bot.services.sync.settled()
+    text = stored_text(h)
+    assert "4417" not in text and "Crown Inn" not in text and "changes in May" in text
+    thread = h.open_thread(CHAN_A, "Ferry questions")
+    reply = h.say(thread, "Bikes ride the ferry for free.", user=BOB)
+    await h.fake.wait_for(lambda: held(h, reply), what="a thread message")
+    assert "Ferry questions" in [d.name for d in h.engine.documents(KB_A)]
+    h.delete_thread(thread, CHAN_A)
+    await h.fake.wait_for(lambda: not held(h, reply), what="the thread deletion")
+
+
+async def test_forum_posts_become_documents_and_a_deleted_channel_takes_its_messages(make_harness):
+    h = await make_harness(message_content=True)
+    active = h.open_thread(FORUM, "How do I join the choir?")
+    archived = h.open_thread(FORUM, "Lost keys at the boathouse", archived=True)
+    h.fake.post(active, "Come to the chapel on Tuesday at seven.", user=BOB, when=START)
+    h.fake.post(archived, GATE, user=CAROL, when=START)
+    await imported(h, h.add_messages(FORUM))
+    assert {d.name for d in h.engine.documents(KB_A)} == {
+        "How do I join the choir?",
+        "Lost keys at the boathouse",
+    }
+    other = h.fake.post(CHAN_B, DINNER, user=ALICE, when=START)
+    await imported(h, h.add_messages(CHAN_B))
+    assert held(h, other)
+    h.delete_channel(CHAN_B)
+    await h.fake.wait_for(lambda: not held(h, other), what="the channel's messages to go")
+    assert len(h.engine.message_ids(KB_A)) == 2
+
+
+async def test_forget_me_removes_a_members_messages_and_keeps_them_out(make_harness):
+    h = await make_harness(message_content=True)
+    chatter(h, CHAN_A, 12)
+    await imported(h, h.add_messages())
+    bobs = h.engine.message_ids(KB_A, author_id=BOB)
+    assert len(bobs) == 4
+    token = h.slash("kb", sub="forget-me", user=BOB)
+    replies = await h.replies_done(token, lambda r: "Done" in text_of(r[0]))
+    assert "4 of your messages were removed" in replies[0]["content"] and replies[0]["flags"] & 64
+    assert h.engine.message_ids(KB_A, author_id=BOB) == []
+    h.fake.post(CHAN_A, "Bob again: the ferry is late.", user=BOB, when=START + timedelta(days=1))
+    await imported(h, h.add_messages())  # a new import leaves the opted-out member out
+    assert h.engine.message_ids(KB_A, author_id=BOB) == []
+    assert "ferry is late" not in stored_text(h)
+
+
+async def test_a_restart_applies_a_deletion_made_while_the_bot_was_down(make_harness, bot_settings):
+    h = await make_harness(message_content=True)
+    chatter(h, CHAN_A, 10)
+    gate = h.fake.post(CHAN_A, GATE, user=BOB, when=START + timedelta(hours=3))
+    edited = h.fake.post(CHAN_A, "The ferry leaves at six.", user=ALICE, when=START + timedelta(hours=4))
+    await imported(h, h.add_messages())
+    assert held(h, gate)
+    await h.bot.close()
+    h.delete(gate, dispatch=False)  # deleted while the bot was down: it never sees the event
+    h.fake.messages[int(edited["id"])]["content"] = "The ferry leaves at eight."
+    again = await make_harness(message_content=True, settings=bot_settings)
+    await again.bot._reconciling
+    assert not held(again, gate) and held(again, edited)
+    text = stored_text(again)
+    assert "4417" not in text and "leaves at eight" in text and "leaves at six" not in text
+
+
+async def test_the_message_menu_adds_a_message_without_a_file_and_the_intent_is_needed(make_harness):
+    h = await make_harness()
+    message = h.full_message(CHAN_A, DINNER, [])
+    token = h.context_menu(message)
+    replies = await h.replies_done(token, lambda r: "Added" in text_of(r[0]))
+    assert "✅ Added the message by alice to **\\#docs-a " in replies[0]["content"]  # the name inert
+    assert h.engine.message_ids(KB_A) == [int(message["id"])]
+    token = h.add_messages()
+    assert (await h.replies_done(token))[0]["content"] == NEEDS_CONTENT
+    token = h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="sync")
+    assert (await h.replies_done(token))[0]["content"] == NEEDS_CONTENT
+
+
+async def test_an_import_of_ten_thousand_messages_pages_through_history_with_progress(make_harness):
+    h = await make_harness(message_content=True)
+    chatter(h, CHAN_B, MAX_IMPORT, step=0.5)
+    token = h.add_messages(CHAN_B, limit=MAX_IMPORT)
+    replies = await imported(h, token, timeout=1800)  # a guard against a hang, not a speed goal (raptor bench)
+    assert f"{MAX_IMPORT:,} messages read, {MAX_IMPORT:,} added" in replies[0]["content"]
+    pages = h.fake.calls_to("GET", rf"^channels/{CHAN_B}/messages$")
+    assert len(pages) >= MAX_IMPORT // 100
+    progress = [v for v in h.fake.versions[int(replies[0]["id"])] if "messages read" in v]
+    assert len(progress) >= 2  # the count went up while it read
+    assert len(h.engine.message_ids(kb_name(GUILD, CHAN_A))) == MAX_IMPORT
+
+
+async def test_an_import_the_bot_did_not_finish_carries_on_after_a_restart(make_harness, bot_settings):
+    h = await make_harness(message_content=True)
+    history = chatter(h, CHAN_B, 30)
+    # a previous run read the first ten messages, stored them and recorded how far it got, then died
+    record = MessageImport(0, KB_A, GUILD, CHAN_B, CHAN_A, ALICE, "alice", 20, int(history[9]["id"]), "running")
+    record.id = await h.bot.services.state.start_import(record)
+    await h.bot.close()
+    again = await make_harness(message_content=True, settings=bot_settings)
+    await again.bot._reconciling
+    assert again.engine.message_ids(KB_A) == [int(m["id"]) for m in history[10:]]
+    assert await again.bot.services.state.unfinished_imports(GUILD) == []
+    done = [m for m in again.fake.channel_messages(CHAN_A) if m["content"].startswith(f"<@{ALICE}> Done")]
+    assert done and "20 messages read, 20 added" in done[-1]["content"]
+
+
+async def test_status_counts_the_messages_held_and_says_whether_the_channel_syncs(make_harness):
+    h = await make_harness(message_content=True)
+    chatter(h, CHAN_A, 5)
+    await imported(h, h.add_messages())
+    token = h.slash("kb", sub="status")
+    replies = await h.replies_done(token, lambda r: "Messages here" in text_of(r[0]))
+    assert "**Messages here**: 5 held · sync off" in text_of(replies[0])
