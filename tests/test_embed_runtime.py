@@ -336,3 +336,22 @@ def test_counts_are_remembered_by_text_and_stay_right(embedder, monkeypatch):
     long = "word " * 400  # longer than the memo keeps: counted each time, and right each time
     assert embedder.count_tokens_batch([long]) == embedder.count_tokens_batch([long]) == [400]
     assert tokenized.count(long) == 2
+
+
+def test_a_model_saved_in_fp16_runs_on_the_cpu_runtimes_in_fp32(tmp_path, torch_vectors):
+    """Weights saved in half precision (common for newer models) load as fp32 on a CPU: the ONNX export and
+    its int8 quantisation succeed (an fp16 graph made DynamicQuantizeLinear reject its input), so the fast
+    runtime is chosen, and the vectors are the fp32 model's."""
+    from sentence_transformers import SentenceTransformer
+
+    folder = tmp_path / "minilm-fp16"
+    SentenceTransformer(resolve_model_path(MODEL), device="cpu").half().save(str(folder))
+    assert "float16" in (folder / "config.json").read_text()
+    for backend in ("onnx-int8", "onnx"):
+        embedder = Embedder(str(folder), backend=backend, cache_dir=tmp_path / "cache", use_gpu=False)
+        assert embedder.backend == f"{backend} (cpu)"
+        similarity = rt.cosines(embedder.embed(SENTENCES), torch_vectors)
+        assert similarity.min() >= (0.95 if backend == "onnx-int8" else 0.999)
+    reference = rt.TorchRuntime(str(folder), "cpu")
+    assert {p.dtype.is_floating_point and str(p.dtype) for p in reference.model.parameters()} == {"torch.float32"}
+    assert rt.cosines(reference.encode(SENTENCES), torch_vectors).min() >= 0.999

@@ -105,7 +105,12 @@ class TorchRuntime:
         if threads:
             torch.set_num_threads(threads)  # per process: a Dask worker runs nothing else
 
-        self.model = SentenceTransformer(model_path, device=device)
+        # A CPU computes in fp32: a folder saved in fp16 (common for newer models) would otherwise run
+        # half-precision kernels that CPUs lack (slow) and export a graph int8 quantisation rejects.
+        kwargs = {"model_kwargs": {"dtype": torch.float32}} if device == "cpu" else {}
+        self.model = SentenceTransformer(model_path, device=device, **kwargs)
+        if device == "cpu":
+            self.model.float()  # modules the encoder's loader does not cover (a Dense head) too
         self.label = f"torch ({device})"
         get_dim = (
             getattr(self.model, "get_embedding_dimension", None)
