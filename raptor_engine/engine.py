@@ -286,6 +286,8 @@ class Engine:
                     batch_tokens=self.settings.embed_batch_tokens,
                     backend=self.settings.embed_backend,
                     cache_dir=self.settings.cache_dir,
+                    gpu_batch_tokens=self.settings.embed_gpu_batch_tokens,
+                    tokenize_threads=self.settings.embed_tokenize_threads,
                 )
             return self._embedder
 
