@@ -53,6 +53,8 @@ class Settings:
     embed_batch_size: int = 64
     embed_batch_tokens: int = 1024
     embed_backend: str = "onnx-int8"  # torch | onnx | onnx-int8 (see embed_runtime.BACKENDS)
+    embed_gpu_batch_tokens: int = 65536  # a GPU's batches (the two above are a CPU's)
+    embed_tokenize_threads: int = 0  # 0: one per core (at most 8) beside a GPU, none on a CPU
     cache_dir: Path = field(default_factory=default_cache_dir)
     # chunking and tree
     chunk_tokens: int = 100
@@ -245,6 +247,16 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Embedding",
         "The most padded tokens in one embedding batch (each text padded to the batch's longest, longest "
         "texts first): ~1,000-token batches keep attention in cache on a small CPU.",
+    ),
+    "RAPTOR_EMBED_GPU_BATCH_TOKENS": EnvDoc(
+        "Embedding",
+        "The most padded tokens in one embedding batch when the model runs on a GPU (then batches hold up "
+        "to this divided by 16 texts); RAPTOR_EMBED_BATCH_SIZE and RAPTOR_EMBED_BATCH_TOKENS size a CPU's.",
+    ),
+    "RAPTOR_EMBED_TOKENIZE_THREADS": EnvDoc(
+        "Embedding",
+        "Threads that tokenize the next embedding batches while the model runs the current one; 0 means one "
+        "per core (at most 8) when the model runs on a GPU and none on a CPU, whose cores run the model.",
     ),
     "RAPTOR_EMBED_BACKEND": EnvDoc(
         "Embedding",

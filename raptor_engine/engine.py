@@ -231,6 +231,12 @@ def _human_size(size: int) -> str:
     return f"{size / 1e6:,.1f} MB"
 
 
+def _observed(task: asyncio.Future[Any]) -> None:
+    """Retrieve a background task's failure, so one the build never awaited is not reported as lost."""
+    if not task.cancelled():
+        task.exception()
+
+
 def _placeholder_top(node: NewNode) -> StoredTop:
     """A top node of the document being stored, named by a negative id until it has a real one."""
     return StoredTop(
@@ -341,6 +347,8 @@ class Engine:
                     batch_tokens=self.settings.embed_batch_tokens,
                     backend=self.settings.embed_backend,
                     cache_dir=self.settings.cache_dir,
+                    gpu_batch_tokens=self.settings.embed_gpu_batch_tokens,
+                    tokenize_threads=self.settings.embed_tokenize_threads,
                 )
             return self._embedder
 
@@ -598,17 +606,27 @@ class Engine:
         if self.cluster is not None:
             built = await self.cluster.build(name, data, self.settings, held, progress, current_budget())
         else:
+            # The model loads (in a new process: a second or more) while the parse child reads the upload.
+            embedder = asyncio.ensure_future(asyncio.to_thread(lambda: self.embedder))
+            summarizer = asyncio.ensure_future(self._summarizer_once_loaded(embedder))
+            for task in (embedder, summarizer):
+                task.add_done_callback(_observed)
             built = await build_document(
                 name,
                 data,
                 settings=self.settings,
                 held=held,
-                embedder=self.embedder,
-                summarizer=self.summarizer,
+                embedder=embedder,
+                summarizer=summarizer,
                 progress=progress,
             )
         self.last_parse = built.parse
         return built.tree, built.chunks, built.format
+
+    async def _summarizer_once_loaded(self, embedder: asyncio.Future[Embedder]) -> Summarizer:
+        """The summariser, made on the event loop once the embedder it counts tokens with has loaded."""
+        await embedder
+        return self.summarizer
 
     async def _kb_layer(
         self,

@@ -205,6 +205,8 @@ def worker_embedder(settings: Settings) -> Embedder:
                 backend=settings.embed_backend,
                 cache_dir=cache_dir,
                 threads=WORKER_THREADS,
+                gpu_batch_tokens=settings.embed_gpu_batch_tokens,
+                tokenize_threads=settings.embed_tokenize_threads,
             )
         return _embedders[key]
 

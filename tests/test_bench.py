@@ -141,3 +141,17 @@ def test_bench_messages_imports_deletes_and_answers(tmp_path):
     assert figures["deleted_text_gone"] and figures["new_message_answered"]
     assert "Deletion to text gone (store and index)" in result.stdout
     assert "New message to answered from it" in result.stdout
+
+
+def test_the_device_embedding_benchmark_reports_both_batchings_and_their_vectors():
+    """`python -m raptor_tools.benchmarks.gpu_embed` on this machine's device (a GPU when present)."""
+    from raptor_engine.tree.embed import default_tokenize_threads
+    from raptor_tools.benchmarks import gpu_embed
+
+    figures = gpu_embed.main(["--chunks", "40", "--repeat", "1", "--backend", "onnx-int8"])
+    assert figures["chunks"] == 40 and 50 <= figures["tokens_per_chunk"] <= 110
+    assert figures["cpu_batches"]["chunks_per_s"] > 0 and figures["device_batches"]["chunks_per_s"] > 0
+    assert figures["cosine_vs_cpu_torch_fp32_min"]["cpu_batches"] > 0.95  # int8 against torch fp32
+    assert figures["device_batches"]["tokenize_threads"] == (
+        default_tokenize_threads() if figures["runtime"].endswith("(cuda)") else 0
+    )

@@ -336,3 +336,110 @@ def test_counts_are_remembered_by_text_and_stay_right(embedder, monkeypatch):
     long = "word " * 400  # longer than the memo keeps: counted each time, and right each time
     assert embedder.count_tokens_batch([long]) == embedder.count_tokens_batch([long]) == [400]
     assert tokenized.count(long) == 2
+
+
+def test_a_model_saved_in_fp16_runs_on_the_cpu_runtimes_in_fp32(tmp_path, torch_vectors):
+    """Weights saved in half precision (common for newer models) load as fp32 on a CPU: the ONNX export and
+    its int8 quantisation succeed (an fp16 graph made DynamicQuantizeLinear reject its input), so the fast
+    runtime is chosen, and the vectors are the fp32 model's."""
+    from sentence_transformers import SentenceTransformer
+
+    folder = tmp_path / "minilm-fp16"
+    SentenceTransformer(resolve_model_path(MODEL), device="cpu").half().save(str(folder))
+    assert "float16" in (folder / "config.json").read_text()
+    for backend in ("onnx-int8", "onnx"):
+        embedder = Embedder(str(folder), backend=backend, cache_dir=tmp_path / "cache", use_gpu=False)
+        assert embedder.backend == f"{backend} (cpu)"
+        similarity = rt.cosines(embedder.embed(SENTENCES), torch_vectors)
+        assert similarity.min() >= (0.95 if backend == "onnx-int8" else 0.999)
+    reference = rt.TorchRuntime(str(folder), "cpu")
+    assert {p.dtype.is_floating_point and str(p.dtype) for p in reference.model.parameters()} == {"torch.float32"}
+    assert rt.cosines(reference.encode(SENTENCES), torch_vectors).min() >= 0.999
+
+
+def _chunks(count: int) -> list[str]:
+    """Texts of varied length (a few tokens to past the model's limit), so batches differ in width."""
+    words = "the keeper trimmed the wick while gulls rose over grey water and the tide came in".split()
+    return [" ".join(words[(i * 7) % len(words) :] + words * (i % 23)) for i in range(count)]
+
+
+def test_pipelined_embedding_tokenizes_ahead_on_threads_and_gives_the_same_vectors(exported, monkeypatch):
+    """The GPU path on a CPU: worker threads measure and tokenize the batches, the next ones while the
+    model runs the current one, and the vectors (fp32) are the ones the plain loop gives, in order."""
+    import threading
+
+    texts = _chunks(120)
+    plain = Embedder(MODEL, backend="onnx", cache_dir=exported.parents[1], use_gpu=False)
+    assert plain.tokenize_threads == 0 and not plain._pipelined()  # a CPU's cores run the model
+    plain.batch_tokens = 512
+    expected = plain.embed(texts)
+
+    piped = Embedder(MODEL, backend="onnx", cache_dir=exported.parents[1], use_gpu=False, tokenize_threads=3)
+    piped.batch_tokens = 512
+    runtime = piped.runtime
+    prepared_on: list[str] = []
+    second_prepared = threading.Event()
+    real_prepare, real_run = runtime.prepare, runtime.run
+
+    def prepare(batch: list[str]) -> dict:
+        feeds = real_prepare(batch)
+        prepared_on.append(threading.current_thread().name)
+        if len(prepared_on) >= 2:
+            second_prepared.set()
+        return feeds
+
+    def run(feeds: dict) -> np.ndarray:
+        # The model's first batch starts only once a later batch is tokenized already: it was done ahead.
+        assert second_prepared.wait(60), "the next batch was not tokenized while the model ran"
+        return real_run(feeds)
+
+    monkeypatch.setattr(runtime, "prepare", prepare)
+    monkeypatch.setattr(runtime, "run", run)
+    assert piped._parallel_lengths(texts) == plain._input_lengths(texts)
+    vectors = piped.embed(texts)
+    batches = len(prepared_on)
+    assert batches > 5 and all(name.startswith("raptor-tokenize") for name in prepared_on)
+    assert rt.cosines(vectors, expected).min() > 0.99999
+
+
+def test_the_gpu_forward_pass_matches_sentence_transformers_on_the_cpu():
+    """The torch runtime's `prepare` + `run` (the GPU path: its own threads' tokenizer, the model's forward
+    pass) gives sentence-transformers' `encode` vectors; here on the CPU, on CUDA in the test below."""
+    torch_runtime = rt.TorchRuntime(resolve_model_path(MODEL), "cpu")
+    assert torch_runtime.batches is not None
+    texts = [*SENTENCES, *_chunks(40)]
+    reference = torch_runtime.encode(texts)
+    assert rt.cosines(torch_runtime.run(torch_runtime.prepare(texts)), reference).min() > 0.99999
+
+
+def test_a_gpu_runtime_gets_device_sized_batches_and_tokenizing_threads(exported, monkeypatch):
+    """What the embedder decides from the runtime's device, checked with the CPU runtime labelled as a GPU."""
+    from raptor_engine.tree import embed as embed_module
+
+    real_load = embed_module.load_runtime
+
+    def as_if_on_a_gpu(*args, **kwargs):
+        runtime = real_load(*args, **kwargs)
+        runtime.device = "cuda"
+        return runtime
+
+    monkeypatch.setattr(embed_module, "load_runtime", as_if_on_a_gpu)
+    embedder = Embedder(
+        MODEL, backend="onnx", cache_dir=exported.parents[1], use_gpu=False, gpu_batch_tokens=4096
+    )
+    assert embedder.on_gpu and embedder.batch_tokens == 4096 and embedder.batch_size == 4096 // 16
+    assert embedder.tokenize_threads == embed_module.default_tokenize_threads() >= 1
+    assert embedder._pipelined()
+    texts = _chunks(60)
+    assert embedder.embed(texts).shape == (60, 384)
+
+
+@pytest.mark.skipif(not rt.torch_cuda_available(), reason="needs a CUDA GPU (the GPU path runs on the CPU above)")
+def test_on_a_cuda_gpu_vectors_equal_the_cpus_with_device_sized_batches():
+    """On a GPU: big batches tokenized on threads ahead of the device, vectors equal to the CPU's."""
+    gpu = Embedder(MODEL, backend="torch", use_gpu=True)
+    assert gpu.on_gpu and gpu.backend == "torch (cuda)" and gpu._pipelined()
+    assert gpu.batch_tokens == 65_536
+    cpu = Embedder(MODEL, backend="torch", use_gpu=False)
+    texts = [*SENTENCES, *_chunks(2000)]
+    assert rt.cosines(gpu.embed(texts), cpu.embed(texts)).min() >= 0.99999

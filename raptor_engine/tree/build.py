@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..config import Settings
-from ..ingest.sentences import sentence_spans
+from ..ingest.sentences import SentenceSpan, sentence_spans
 from ..storage.store import NewNode, StoredTop
 from ..types import Chunk, Clustering, Progress, ProgressCallback, Summarizer, SummaryRequest
 from .cluster import cluster_nodes
@@ -74,6 +75,23 @@ def _notify(progress: ProgressCallback | None, event: Progress) -> None:
             log.warning("progress callback failed", exc_info=True)
 
 
+async def _embed_beside_sentences(
+    embedder: Embedder,
+    texts: list[str],
+    counts: list[int],
+    report: Callable[[int, int], None] | None = None,
+) -> tuple[np.ndarray, list[list[SentenceSpan]]]:
+    """The texts' vectors and their stored sentences, computed at the same time on two threads.
+
+    The model runs in onnxruntime without the GIL and does not keep both cores busy; splitting and
+    counting the sentences (Python) uses the rest instead of waiting for the vectors.
+    """
+    return await asyncio.gather(
+        asyncio.to_thread(embedder.embed, texts, report, token_counts=counts),
+        asyncio.to_thread(sentence_spans, texts, embedder.count_tokens_batch),
+    )
+
+
 async def embed_leaves(
     chunks: list[Chunk], embedder: Embedder, progress: ProgressCallback | None = None
 ) -> list[NewNode]:
@@ -84,8 +102,7 @@ async def embed_leaves(
 
     texts = [c.text for c in chunks]
     tokens = [c.tokens for c in chunks]
-    vectors = await asyncio.to_thread(embedder.embed, texts, report, token_counts=tokens)
-    sentences = await asyncio.to_thread(sentence_spans, texts, embedder.count_tokens_batch)
+    vectors, sentences = await _embed_beside_sentences(embedder, texts, tokens, report)
     return [
         NewNode(
             key=i,
@@ -159,8 +176,7 @@ async def summarize_clusters(
     summaries = await summarizer.summarize_many(requests)
     texts = [clip_chars(s.text, settings.node_max_chars) for s in summaries]
     counts = await asyncio.to_thread(embedder.count_tokens_batch, texts)
-    vectors = await asyncio.to_thread(embedder.embed, texts, token_counts=counts)
-    sentences = await asyncio.to_thread(sentence_spans, texts, embedder.count_tokens_batch)
+    vectors, sentences = await _embed_beside_sentences(embedder, texts, counts)
     _notify(
         progress, Progress("summarise", len(requests), len(requests), layer=layer, summaries=len(requests))
     )

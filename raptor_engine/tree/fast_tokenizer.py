@@ -9,6 +9,7 @@ tokenizer, loaded on first such use.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,9 @@ class FastTokenizer:
         self._plain = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
         self._plain.no_truncation()  # counting sees every token
         self._plain.no_padding()
-        self._batch = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
-        self._batch.enable_truncation(max_length)  # the model's input length, special tokens included
-        self._batch.enable_padding(pad_id=self._batch.token_to_id(pad_token), pad_token=pad_token)
+        self.batches = BatchTokenizer.from_file(
+            self.folder / "tokenizer.json", pad_token=pad_token, max_length=max_length
+        )
         self._full: Any = None
 
     def __call__(
@@ -74,8 +75,7 @@ class FastTokenizer:
 
     def model_inputs(self, texts: list[str], names: list[str]) -> dict[str, np.ndarray]:
         """A padded, truncated batch as the model's int64 inputs (what transformers' return_tensors="np" gives)."""
-        encoded = _encode_without_offsets(self._batch, list(texts), True)
-        return {name: np.array([getattr(e, _OUTPUTS[name]) for e in encoded], dtype=np.int64) for name in names}
+        return self.batches.model_inputs(texts, names)
 
     def full(self) -> Any:
         """The transformers tokenizer of the same files (imports transformers and torch: seconds)."""
@@ -92,3 +92,45 @@ class FastTokenizer:
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self.full(), name)
+
+
+class BatchTokenizer:
+    """Padded, truncated model inputs and input lengths, callable from several threads at once.
+
+    Why: on a GPU the Python side's tokenizing, not the device, bounds embedding (docs/PERFORMANCE.md).
+    `tokenizers` encodes a batch in Rust with the GIL released, so threads tokenize in parallel; each
+    thread gets its own copy of the tokenizer, so no call ever waits on another thread's.
+    """
+
+    def __init__(self, spec: str, *, pad_token: str, max_length: int):
+        self.spec = spec  # the tokenizer's JSON (tokenizer.json)
+        self.pad_token = pad_token
+        self.max_length = max_length  # the model's input length, special tokens included
+        self._local = threading.local()
+
+    @classmethod
+    def from_file(cls, path: Path, *, pad_token: str, max_length: int) -> BatchTokenizer:
+        return cls(Path(path).read_text(encoding="utf-8"), pad_token=pad_token, max_length=max_length)
+
+    def _mine(self) -> tuple[Any, Any]:
+        """This thread's (padding, non-padding) tokenizers, both truncating at the model's length."""
+        pair = getattr(self._local, "pair", None)
+        if pair is None:
+            from tokenizers import Tokenizer
+
+            padded, plain = Tokenizer.from_str(self.spec), Tokenizer.from_str(self.spec)
+            for tokenizer in (padded, plain):
+                tokenizer.enable_truncation(self.max_length)
+            padded.enable_padding(pad_id=padded.token_to_id(self.pad_token), pad_token=self.pad_token)
+            plain.no_padding()
+            pair = self._local.pair = (padded, plain)
+        return pair
+
+    def model_inputs(self, texts: list[str], names: list[str]) -> dict[str, np.ndarray]:
+        """One batch as the model's int64 inputs, padded to its longest text."""
+        encoded = _encode_without_offsets(self._mine()[0], list(texts), True)
+        return {name: np.array([getattr(e, _OUTPUTS[name]) for e in encoded], dtype=np.int64) for name in names}
+
+    def lengths(self, texts: list[str]) -> list[int]:
+        """Each text's length as the model is fed it: special tokens added, cut at the model's limit."""
+        return [len(e) for e in _encode_without_offsets(self._mine()[1], list(texts), True)]
