@@ -12,6 +12,7 @@ a timestamp, a custom emoji or a clickable URL.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import discord
 
 from raptor_engine.query.answer import MARKER, describe_documents, neutralise_markers
+from raptor_engine.query.support import MATCHED, describe_support
 from raptor_engine.types import Answer, Citation, ContextNode, pages_label
 
 CONTENT_LIMIT = 2000
@@ -179,8 +181,25 @@ def _where(
 
 
 def citation_line(c: Citation) -> str:
+    """One source: its marker, layer, node and place; "matched" when the support check, not the model,
+    found that the node says the sentence."""
     where = _where(c.document, (c.page, c.page_end), c.heading, c.layer, c.leaf_count, c.drawn_from)
-    return truncate(f"**[{c.marker}]** {layer_label(c.layer)} · node {c.node_id} · {where}", 400)
+    matched = " · *matched*" if c.kind == MATCHED else ""
+    return (
+        truncate(f"**[{c.marker}]** {layer_label(c.layer)} · node {c.node_id} · {where}", 400 - len(matched))
+        + matched
+    )
+
+
+WRONG_SENTENCE_CHARS = 200
+
+
+def wrong_citation_lines(answer: Answer) -> list[str]:
+    """A line for each marker the model put on a sentence its node does not say."""
+    return [
+        f"**[{w.marker}]** does not support “{inert(truncate(w.sentence, WRONG_SENTENCE_CHARS))}”"
+        for w in answer.wrong_citations
+    ]
 
 
 SEARCHED_CHARS = 400  # the rewritten question shown in the footer, at most
@@ -196,12 +215,16 @@ def context_footer(answer: Answer) -> str:
     )
     if answer.rewritten:
         text = f"Searched as: {truncate(answer.query, SEARCHED_CHARS)}\n{text}"
+    checked = describe_support(len(answer.unsupported), len(answer.wrong_citations))
+    if checked:
+        text = f"{checked}\n{text}"
     return truncate(text, FOOTER_LIMIT)
 
 
 def sources_embeds(answer: Answer) -> list[discord.Embed]:
     """The sources embed(s): one line per cited node, split over several embeds when long."""
     lines = [citation_line(c) for c in answer.citations] or ["The answer cites no passage."]
+    lines += wrong_citation_lines(answer)
     descriptions = split_text("\n".join(lines), DESCRIPTION_LIMIT)
     embeds = []
     for i, description in enumerate(descriptions):
@@ -239,7 +262,7 @@ def render_answer(answer: Answer) -> list[OutMessage]:
 # ---------------------------------------------------------------------------------------------- context pages
 
 
-def _node_block(position: int, node: ContextNode) -> str:
+def _node_block(position: int, node: ContextNode, use: str = "") -> str:
     where = _where(
         node.document,
         node.pages() or (node.page, None),
@@ -250,6 +273,7 @@ def _node_block(position: int, node: ContextNode) -> str:
     )
     header = (
         f"**[{position}]** {layer_label(node.layer)} · node {node.node_id} · {where} · {node.tokens} tokens"
+        + (f" · **{use}**" if use else "")
     )
     body = inert(truncate(reflow(neutralise_markers(node.text)), CONTEXT_NODE_CHARS))
     quoted = "\n".join("> " + line if line else ">" for line in body.splitlines())
@@ -292,11 +316,22 @@ def _join_lines(raw_lines: list[str]) -> str:
     return "".join(out)
 
 
+def node_uses(cited: Sequence[int], matched: Sequence[int]) -> dict[int, str]:
+    """Node id -> how the answer cites it: "cited", or "matched" where the support check found it."""
+    return {node_id: "cited" for node_id in cited} | {node_id: MATCHED for node_id in matched}
+
+
 def context_pages(
-    question: str, nodes: list[ContextNode], tokens_used: int, budget: int
+    question: str,
+    nodes: list[ContextNode],
+    tokens_used: int,
+    budget: int,
+    uses: Mapping[int, str] | None = None,
 ) -> list[discord.Embed]:
-    """The retrieved nodes' text as pages (one embed each), numbered as the answer's [n] markers are."""
-    blocks = [_node_block(i, node) for i, node in enumerate(nodes, start=1)]
+    """The retrieved nodes' text as pages (one embed each), in the context's order; the nodes the answer
+    cites say so (`uses`, from `node_uses`)."""
+    uses = uses or {}
+    blocks = [_node_block(i, node, uses.get(node.node_id, "")) for i, node in enumerate(nodes, start=1)]
     pages: list[list[str]] = [[]]
     size = 0
     for block in blocks:
