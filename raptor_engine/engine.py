@@ -981,7 +981,9 @@ class Engine:
             documents=documents,
             asked_by=asked_by,
         )
-        return replace(previous, question=question, text=sources_reply(previous.text, previous.citations))
+        text = sources_reply(previous.text, previous.citations)
+        # the list of places holds none of the answer's sentences: nothing in it to count as unfound
+        return replace(previous, question=question, text=text, unsupported=[], wrong_citations=[])
 
     def _record_question(self, kb: str, answer: Answer, asked_by: str) -> None:
         kb_id = self.store.kb_id(kb)

@@ -27,6 +27,7 @@ from raptor_engine.query.support import (
     describe_support,
     states_something,
 )
+from raptor_engine.types import Turn
 from tests.llm_server import FakeLLMServer
 from tests.sample_texts import RAILWAY
 from tests.test_answer_ranking import context
@@ -224,6 +225,18 @@ async def test_small_talk_and_the_list_of_documents_are_not_checked(railway_engi
     engine, server = railway_engine
     answer = await engine.ask("t", message)
     assert not answer.checked and answer.unsupported == [] and UNSUPPORTED_MARK not in answer.text
+
+
+async def test_where_does_it_say_that_lists_the_places_without_counting_the_last_answers_unfound_sentence(
+    railway_engine,
+):
+    engine, server = railway_engine
+    server.responder = answering(f"{FROM_THE_DOCUMENT} {MADE_UP}")
+    first = await engine.ask("t", "What happened in the flood?")
+    history = [Turn("user", "What happened in the flood?"), Turn("assistant", first.text)]
+    places = await engine.ask("t", "where does it say that?", history=history)
+    assert first.unsupported and places.unsupported == [] and places.wrong_citations == []
+    assert [c.node_id for c in places.citations] == [c.node_id for c in first.citations]
 
 
 async def test_the_extractive_answer_is_not_checked(tmp_path, embedder):

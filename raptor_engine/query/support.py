@@ -35,7 +35,7 @@ from .answer import MARKER, SentenceVectors
 
 # Chosen by `python -m raptor_tools.support_threshold` on ../shared/evaldata (docs/HOW_IT_WORKS.md has the table).
 EMBED_SHARE = 0.25  # weight of the embedding cosine; the rest is the lexical share
-SUPPORT_THRESHOLD = 0.55
+SUPPORT_THRESHOLD = 0.525
 UNSUPPORTED_MARK = "[?]"  # after a sentence nothing in the context supports; never a citation marker
 MIN_CLAIM_WORDS = 3
 MIN_CLAIM_TERMS = 2
