@@ -148,6 +148,15 @@ def test_sentences_embedded_while_streaming_are_not_embedded_again(embedder):
     assert counting.embedded[before:] == [INVENTED]
 
 
+async def test_while_streaming_finished_sentences_are_embedded_and_the_one_still_written_is_not(index):
+    index.ahead(f"{COPIED} [3] {PARAPHRASED} The keeper kept thr")
+    assert index._ahead is not None
+    await index._ahead
+    cached = index.vectors._vectors
+    assert claim_text(COPIED) in cached and claim_text(PARAPHRASED) in cached
+    assert not any(text.startswith("The keeper kept") for text in cached)
+
+
 # ---- through the engine and the CLI, with an OpenAI-protocol test server --------------------------
 
 FROM_THE_DOCUMENT = (
