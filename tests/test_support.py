@@ -155,6 +155,9 @@ async def test_while_streaming_finished_sentences_are_embedded_and_the_one_still
     cached = index.vectors._vectors
     assert claim_text(COPIED) in cached and claim_text(PARAPHRASED) in cached
     assert not any(text.startswith("The keeper kept") for text in cached)
+    index.ahead(f"{COPIED} [3] {PARAPHRASED} {INVENTED} More")  # only the newly finished one goes
+    assert index._ahead is not None
+    assert (await index._ahead).shape[0] == 1 and INVENTED in cached
 
 
 # ---- through the engine and the CLI, with an OpenAI-protocol test server --------------------------

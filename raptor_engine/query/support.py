@@ -120,6 +120,7 @@ class SupportIndex:
         self._matrix: np.ndarray | None = None
         self._positions = np.array([s.position for s in self.sentences], dtype=np.int64)
         self._ahead: asyncio.Future[np.ndarray] | None = None
+        self._finished = 0  # sentences of the streamed text already sent to be embedded
 
     def prepare(self) -> None:
         """Embed the context's sentences (cached ones are reused). Synchronous: run it in a thread."""
@@ -132,8 +133,9 @@ class SupportIndex:
         if self._ahead is not None and not self._ahead.done():
             return
         finished = sentences_of(text_so_far)[:-1]  # the last one may still grow
-        claims = [claim_text(s.text) for s in finished]
+        claims = [claim_text(s.text) for s in finished[self._finished :]]
         claims = [compared(c) for c in claims if states_something(c)]
+        self._finished = max(self._finished, len(finished))
         if claims:
             self._ahead = asyncio.ensure_future(asyncio.to_thread(self.vectors, claims))
             self._ahead.add_done_callback(_quietly)
