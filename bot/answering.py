@@ -15,6 +15,7 @@ import discord
 from raptor_engine.engine import EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
 from raptor_engine.query.smalltalk import Act, small_talk_act
+from raptor_engine.query.support import MATCHED
 from raptor_engine.types import Answer, TextCallback, Turn
 
 from .kb import home_channel_id, kb_for_channel
@@ -100,8 +101,9 @@ async def prepare(
         return [OutMessage(content=inert_answer(answer.text))], None
     ctx = answer.context
     cited = [c.node_id for c in answer.citations]
+    matched = [c.node_id for c in answer.citations if c.kind == MATCHED]
     answer_id = await services.state.save_answer(
-        kb, answer.question, ctx.nodes, ctx.tokens_used, ctx.budget, cited=cited
+        kb, answer.question, ctx.nodes, ctx.tokens_used, ctx.budget, cited=cited, matched=matched
     )
     return render_answer(answer), answer_view(answer_id)
 

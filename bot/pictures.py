@@ -14,6 +14,7 @@ import asyncio
 import functools
 import logging
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import discord
@@ -74,12 +75,15 @@ async def tree_attachment(
     return ([], refusal) if refusal else ([(TREE_FILE, picture.png)], None)
 
 
-def highlight_text(picture: TreePicture) -> str:
-    """What the private picture shows: how many of the answer's nodes, how many cited, any gone."""
+def highlight_text(picture: TreePicture, matched: Sequence[int] = ()) -> str:
+    """What the private picture shows: how many of the answer's nodes, how many cited (and of those, how
+    many the support check matched rather than the model cited), any gone."""
     used, gone = len(picture.highlighted), len(picture.missing)
+    found = len(set(matched) & set(picture.cited))
+    of_them = f", {found} of them matched by the check" if found else ""
     text = (
         f"The tree with the {used} node{'s' if used != 1 else ''} this answer drew on highlighted "
-        f"({len(picture.cited)} cited, drawn as stars) and their paths to the top."
+        f"({len(picture.cited)} cited{of_them}, drawn as stars) and their paths to the top."
     )
     if gone:
         verb = "are" if gone != 1 else "is"
@@ -118,7 +122,7 @@ async def show_answer_tree(interaction: discord.Interaction, answer_id: int) -> 
     if refusal:
         await replier.send(refusal)
         return
-    await replier.send(highlight_text(picture), attachments=[(TREE_FILE, picture.png)])
+    await replier.send(highlight_text(picture, stored.matched), attachments=[(TREE_FILE, picture.png)])
     log.info("sent the tree of answer %s (%d nodes highlighted)", answer_id, len(picture.highlighted))
 
 

@@ -12,6 +12,7 @@ a timestamp, a custom emoji or a clickable URL.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import discord
 
 from raptor_engine.query.answer import MARKER, describe_documents, neutralise_markers
+from raptor_engine.query.support import MATCHED, describe_support
 from raptor_engine.types import Answer, Citation, ContextNode, MessageRef, pages_label
 
 CONTENT_LIMIT = 2000
@@ -196,15 +198,29 @@ CITATION_CHARS = 400
 
 
 def citation_line(c: Citation) -> str:
-    """One cited node; a message's link is left out rather than cut when the line would be too long."""
+    """One source: its marker, layer, node and place; "matched" when the support check, not the model,
+    found that the node says the sentence. A message's link is left out rather than cut when the line
+    would be too long."""
+    matched = " · *matched*" if c.kind == MATCHED else ""
     for link in (True, False):
         where = _where(
             c.document, (c.page, c.page_end), c.heading, c.layer, c.leaf_count, c.drawn_from, c.message, link
         )
         line = f"**[{c.marker}]** {layer_label(c.layer)} · node {c.node_id} · {where}"
-        if len(line) <= CITATION_CHARS:
+        if len(line) + len(matched) <= CITATION_CHARS:
             break
-    return truncate(line, CITATION_CHARS)
+    return truncate(line, CITATION_CHARS - len(matched)) + matched
+
+
+WRONG_SENTENCE_CHARS = 200
+
+
+def wrong_citation_lines(answer: Answer) -> list[str]:
+    """A line for each marker the model put on a sentence its node does not say."""
+    return [
+        f"**[{w.marker}]** does not support “{inert(truncate(w.sentence, WRONG_SENTENCE_CHARS))}”"
+        for w in answer.wrong_citations
+    ]
 
 
 SEARCHED_CHARS = 400  # the rewritten question shown in the footer, at most
@@ -220,12 +236,16 @@ def context_footer(answer: Answer) -> str:
     )
     if answer.rewritten:
         text = f"Searched as: {truncate(answer.query, SEARCHED_CHARS)}\n{text}"
+    checked = describe_support(len(answer.unsupported), len(answer.wrong_citations))
+    if checked:
+        text = f"{checked}\n{text}"
     return truncate(text, FOOTER_LIMIT)
 
 
 def sources_embeds(answer: Answer) -> list[discord.Embed]:
     """The sources embed(s): one line per cited node, split over several embeds when long."""
     lines = [citation_line(c) for c in answer.citations] or ["The answer cites no passage."]
+    lines += wrong_citation_lines(answer)
     descriptions = split_text("\n".join(lines), DESCRIPTION_LIMIT)
     embeds = []
     for i, description in enumerate(descriptions):
@@ -263,7 +283,8 @@ def render_answer(answer: Answer) -> list[OutMessage]:
 # ---------------------------------------------------------------------------------------------- context pages
 
 
-def _node_block(position: int, node: ContextNode) -> str:
+def _node_block(position: int, node: ContextNode, use: str = "") -> str:
+    used = f" · **{use}**" if use else ""
     for link in (True, False):  # a message's link is left out rather than cut
         where = _where(
             node.document,
@@ -275,7 +296,10 @@ def _node_block(position: int, node: ContextNode) -> str:
             node.message,
             link,
         )
-        header = f"**[{position}]** {layer_label(node.layer)} · node {node.node_id} · {where} · {node.tokens} tokens"
+        header = (
+            f"**[{position}]** {layer_label(node.layer)} · node {node.node_id} · {where} · {node.tokens} tokens"
+            + used
+        )
         if len(header) <= CITATION_CHARS:
             break
     body = inert(truncate(reflow(neutralise_markers(node.text)), CONTEXT_NODE_CHARS))
@@ -319,11 +343,22 @@ def _join_lines(raw_lines: list[str]) -> str:
     return "".join(out)
 
 
+def node_uses(cited: Sequence[int], matched: Sequence[int]) -> dict[int, str]:
+    """Node id -> how the answer cites it: "cited", or "matched" where the support check found it."""
+    return {node_id: "cited" for node_id in cited} | {node_id: MATCHED for node_id in matched}
+
+
 def context_pages(
-    question: str, nodes: list[ContextNode], tokens_used: int, budget: int
+    question: str,
+    nodes: list[ContextNode],
+    tokens_used: int,
+    budget: int,
+    uses: Mapping[int, str] | None = None,
 ) -> list[discord.Embed]:
-    """The retrieved nodes' text as pages (one embed each), numbered as the answer's [n] markers are."""
-    blocks = [_node_block(i, node) for i, node in enumerate(nodes, start=1)]
+    """The retrieved nodes' text as pages (one embed each), in the context's order; the nodes the answer
+    cites say so (`uses`, from `node_uses`)."""
+    uses = uses or {}
+    blocks = [_node_block(i, node, uses.get(node.node_id, "")) for i, node in enumerate(nodes, start=1)]
     pages: list[list[str]] = [[]]
     size = 0
     for block in blocks:

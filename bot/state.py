@@ -56,6 +56,7 @@ class StoredAnswer:
     tokens_used: int
     budget: int
     cited: list[int] = field(default_factory=list)  # node ids the answer's [n] markers point at
+    matched: list[int] = field(default_factory=list)  # those of them the support check found, not the model
 
 
 @dataclass
@@ -329,12 +330,14 @@ class BotState:
         tokens_used: int,
         budget: int,
         cited: Sequence[int] = (),
+        matched: Sequence[int] = (),
     ) -> int:
         payload = json.dumps(
             {
                 "tokens_used": tokens_used,
                 "budget": budget,
                 "cited": [int(i) for i in cited],
+                "matched": [int(i) for i in matched],
                 "nodes": [
                     {
                         "node_id": n.node_id,
@@ -403,6 +406,7 @@ class BotState:
             data["tokens_used"],
             data["budget"],
             data.get("cited", []),  # answers saved before 'Show tree' carry no citations
+            data.get("matched", []),  # nor, before the support check, matched ones
         )
 
     # ------------------------------------------------------------------ deletion

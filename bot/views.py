@@ -17,7 +17,7 @@ import discord
 
 from .kb import kb_for_channel
 from .pictures import ShowTreeButton
-from .render import context_pages
+from .render import context_pages, node_uses
 from .services import services_of
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,8 @@ async def _show_page(interaction: discord.Interaction, answer_id: int, page: int
         log.info("context %s refused in %s (answer kb %s)", answer_id, here, stored and stored.kb)
         await interaction.response.send_message(GONE, ephemeral=True)
         return
-    pages = context_pages(stored.question, stored.nodes, stored.tokens_used, stored.budget)
+    uses = node_uses(stored.cited, stored.matched)
+    pages = context_pages(stored.question, stored.nodes, stored.tokens_used, stored.budget, uses)
     page = max(0, min(page, len(pages) - 1))
     view = pager_view(answer_id, page, len(pages))
     if edit:

@@ -24,6 +24,7 @@ from .errors import RaptorError, storage_failure
 from .ingest.load import read_local_file
 from .plugins import load_plugins
 from .query.answer import describe_documents
+from .query.support import MATCHED, describe_support
 from .storage.archive import export_space, import_space
 from .storage.spaces import space_dir
 from .types import Answer, Progress, Turn
@@ -399,6 +400,9 @@ def _print_answer(answer: Answer, shown: TerminalAnswer | None = None) -> None:
         click.echo(answer.text)
     if answer.note:
         click.secho(answer.note, fg="yellow")
+    checked = describe_support(len(answer.unsupported), len(answer.wrong_citations))
+    if checked:
+        click.secho(checked, fg="yellow")
     if shown is not None and answer.rewritten:  # known once the answer is done
         click.secho(f"Searched as: {answer.query}", dim=True)
     if not answer.has_context:
@@ -417,7 +421,10 @@ def _print_answer(answer: Answer, shown: TerminalAnswer | None = None) -> None:
             f"  [{c.marker}] L{c.layer} node {c.node_id} · {doc}"
             + (f" · {', '.join(where)}" if where else "")
             + f" · score {c.score:.3f}"
+            + (f" · {MATCHED}" if c.kind == MATCHED else "")
         )
+    for wrong in answer.wrong_citations:
+        click.echo(f"  [{wrong.marker}] does not support: {wrong.sentence}")
     ctx = answer.context
     layers = ", ".join(f"L{k}: {v}" for k, v in ctx.nodes_per_layer().items())
     click.echo(

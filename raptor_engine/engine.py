@@ -36,7 +36,7 @@ from .ingest.messages import (
     plan_additions,
 )
 from .ingest.parse_worker import ParseStats, WorkerLimits
-from .query.answer import ExtractiveAnswerer, cite_pages, map_citations, neutralise_context
+from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
 from .query.retrieve import collapsed_tree, tree_traversal
 from .query.smalltalk import (
     REPLIES,
@@ -47,6 +47,7 @@ from .query.smalltalk import (
     strip_small_talk,
     without_small_talk,
 )
+from .query.support import SupportCheck, SupportIndex, check_answer, label_citations
 from .storage.index import IndexManager
 from .storage.message_store import MessageDocumentWrite
 from .storage.spaces import Space, Spaces, migrate_to_spaces
@@ -250,6 +251,19 @@ def _conversation(question: str, history: list[Turn]) -> tuple[str, list[Turn]]:
     return strip_small_talk(question), without_small_talk(history)
 
 
+def _add_support(answer: Answer, check: SupportCheck) -> None:
+    """What the support check found, on the answer: matched citations, unsupported sentences, wrong markers."""
+    answer.checked = True
+    answer.unsupported = check.unsupported
+    answer.wrong_citations = label_citations(check, answer.citations, answer.context.nodes)
+
+
+def _ignore_outcome(future: asyncio.Future[Any]) -> None:
+    """A background step whose result is no longer wanted: its error, if any, is not raised again."""
+    if not future.cancelled():
+        future.exception()
+
+
 def _resolve_placeholders(kb_nodes: list[NewNode], ids: dict[int, int]) -> list[NewNode]:
     for node in kb_nodes:
         node.stored_children = [ids[-c - 1] if c < 0 else c for c in node.stored_children]
@@ -288,6 +302,7 @@ class Engine:
         self._embedder = embedder
         self._summarizer = summarizer
         self._answerer = answerer
+        self._support_vectors: SentenceVectors | None = None
         self._model_lock = threading.Lock()
         self._locks: dict[str, asyncio.Lock] = {}
         self._waiting: dict[str, int] = defaultdict(int)
@@ -378,6 +393,16 @@ class Engine:
             _, llm_answerer = self._llm_backends()
             self._answerer = llm_answerer or ExtractiveAnswerer(self.embedder)
         return self._answerer
+
+    def support_index(self, answerer: Answerer, nodes: list[ContextNode]) -> SupportIndex | None:
+        """What a written answer is checked against (query/support.py); None for an answerer that quotes."""
+        if not getattr(answerer, "writes_prose", False) or not nodes:
+            return None
+        embedder = self.embedder
+        with self._model_lock:
+            if self._support_vectors is None:
+                self._support_vectors = SentenceVectors(embedder)
+        return SupportIndex(nodes, self._support_vectors)
 
     @property
     def backend_name(self) -> str:
@@ -1178,8 +1203,10 @@ class Engine:
         )
         # The standalone question, not the bare follow-up, is what the answer must address; document
         # text reaches the answerer with its own bracketed numbers neutralised.
-        draft = await self._draft(answerer, query, context.nodes, history, on_text)
-        text, citations = map_citations(draft.text, context.nodes)
+        support = await asyncio.to_thread(self.support_index, answerer, context.nodes)
+        draft = await self._draft(answerer, query, context.nodes, history, on_text, support)
+        check = await asyncio.to_thread(check_answer, draft.text, support) if support is not None else None
+        text, citations = map_citations(check.text if check is not None else draft.text, context.nodes)
         cite_pages(citations, context.nodes, draft.pages)
         answer = Answer(
             question=question,
@@ -1192,6 +1219,8 @@ class Engine:
             completion_tokens=draft.completion_tokens,
             note=draft.note,
         )
+        if check is not None:
+            _add_support(answer, check)
         await asyncio.to_thread(self._record_question, kb, answer, asked_by)
         return answer
 
@@ -1202,6 +1231,31 @@ class Engine:
         nodes: list[ContextNode],
         history: list[Turn],
         on_text: TextCallback | None,
+        support: SupportIndex | None = None,
+    ) -> AnswerDraft:
+        """The answerer's draft, streamed through `on_text` when asked for and the answerer can. While
+        the model writes, `support` embeds the context's sentences, and each finished sentence as it
+        streams, so checking the answer afterwards costs little."""
+        preparing = asyncio.ensure_future(asyncio.to_thread(support.prepare)) if support is not None else None
+        try:
+            draft = await self._write(answerer, query, nodes, history, on_text, support)
+        except BaseException:
+            if preparing is not None:
+                preparing.cancel()
+                preparing.add_done_callback(_ignore_outcome)
+            raise
+        if preparing is not None:
+            await preparing
+        return draft
+
+    async def _write(
+        self,
+        answerer: Answerer,
+        query: str,
+        nodes: list[ContextNode],
+        history: list[Turn],
+        on_text: TextCallback | None,
+        support: SupportIndex | None,
     ) -> AnswerDraft:
         """The answerer's draft, streamed through `on_text` when asked for and the answerer can. A
         streamed draft ends early, with what was written so far, when `stop_answers` is called."""
@@ -1211,7 +1265,14 @@ class Engine:
         from .streaming import ShownText  # with the LLM backend, which is imported only when configured
 
         context = neutralise_context(nodes)
-        feed = ShownText(nodes).feeding(on_text)
+        show = on_text
+        if support is not None:
+
+            async def show(text: str) -> None:
+                await on_text(text)
+                support.ahead(text)  # embed each finished sentence while the model writes the next
+
+        feed = ShownText(nodes).feeding(show)
         written = [""]
 
         async def take(text: str) -> bool:
@@ -1219,7 +1280,7 @@ class Engine:
             return await feed(text)
 
         return await self._unless_stopped(
-            stream(query, context, history, take), lambda: self._stopped_draft(written[0], context)
+            stream(query, context, history, take), lambda: self._stopped_draft(written[0])
         )
 
     def stop_answers(self, reason: str) -> None:
@@ -1260,12 +1321,12 @@ class Engine:
         await asyncio.wait({task})
         return stopped()
 
-    def _stopped_draft(self, written: str, context: list[ContextNode]) -> AnswerDraft:
-        """The draft of an answer stopped early: its complete text so far, cited as a finished one is."""
-        from .llm import attribute_citations
+    def _stopped_draft(self, written: str) -> AnswerDraft:
+        """The draft of an answer stopped early: its complete sentences so far, checked and cited by the
+        support check as a finished answer is."""
         from .streaming import settled
 
-        return AnswerDraft(attribute_citations(settled(written), context), note=self._stop_reason or "")
+        return AnswerDraft(settled(written), note=self._stop_reason or "")
 
     def _small_talk_answer(self, kb: str, question: str, act: Act, mode: str, budget: int) -> Answer:
         """The reply to a message that is not a question ('thanks!', 'hello') or that asks which documents
@@ -1308,7 +1369,9 @@ class Engine:
             documents=documents,
             asked_by=asked_by,
         )
-        return replace(previous, question=question, text=sources_reply(previous.text, previous.citations))
+        text = sources_reply(previous.text, previous.citations)
+        # the list of places holds none of the answer's sentences: nothing in it to count as unfound
+        return replace(previous, question=question, text=text, unsupported=[], wrong_citations=[])
 
     def _record_question(self, kb: str, answer: Answer, asked_by: str) -> None:
         kb_id = self.store.kb_id(kb)

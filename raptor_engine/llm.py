@@ -9,7 +9,8 @@ never becomes summary or answer text.
 `OpenAISummarizer` uses the RAPTOR paper's prompt, runs a layer's clusters concurrently, bounds each
 cluster's input, ends every summary on a complete sentence and caches summaries in SQLite.
 `OpenAIAnswerer` numbers the context blocks, asks for [n] citations, takes the conversation history and
-condenses follow-ups into standalone questions.
+condenses follow-ups into standalone questions; the engine checks what it writes against the context
+(query/support.py), whatever the model cited.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from .errors import BackendError
 from .ingest.budget import checkpoint
 from .ingest.load import strip_unsafe
 from .query.answer import neutralise_markers, split_marker_groups
+from .query.support import UNSUPPORTED_MARK
 from .storage.llm_cache import SummaryCache, summary_cache_key
 from .types import AnswerDraft, ContextNode, StreamCallback, Summary, SummaryRequest, Turn
 
@@ -540,9 +542,8 @@ def format_context(context: Sequence[ContextNode]) -> str:
     return "\n\n".join(blocks)
 
 
-# ---- citations a model forgot ---------------------------------------------------------------
+# ---- what a model copied from the prompt -----------------------------------------------------
 
-_MARKER = re.compile(r"\[(\d{1,4})\]")
 # What a model copies from the prompt's block labels (`format_context`) into its answer, in the shapes
 # small models give it: "(node 6, layer 2, doc.pdf)", "(node 6, layer:7_…)", "(Node #6; layer=0)",
 # "(node 6)", with or without its closing parenthesis at the end of a line.
@@ -555,38 +556,6 @@ _ECHOED_LABEL = re.compile(
 _DOUBLED_BRACKETS = re.compile(r"\[\s*((?:\[[^\[\]\n]{1,40}\]\s*)+)\]")
 # The context fence line (`context_fence`), copied whole or in part.
 _ECHOED_FENCE = re.compile(r"^[ \t]*=+[ \t]*documents[ \t]+[0-9a-f]{4,16}[ \t]*=*[ \t]*(?:\n|$)", re.I | re.M)
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]+")
-_SENTENCE_OR_BREAK = re.compile(r"((?<=[.!?])[ \t]+|\n+)")
-STOPWORDS = frozenset(
-    "the and but for with from that this these those was were are been being has have had not "
-    "its his her their they them she him you your our who whom whose which what when where why how "
-    "than then there here into onto over under after before about also only very more most such "
-    "each every some any all one can could would should will shall may might must did does".split()
-)
-MIN_SHARED_WORDS = 2
-MIN_SHARED_FRACTION = 0.4
-
-
-def _content_words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text) if len(w) > 2 and w.lower() not in STOPWORDS}
-
-
-def _has_valid_marker(text: str, blocks: int) -> bool:
-    return any(1 <= int(m.group(1)) <= blocks for m in _MARKER.finditer(text))
-
-
-def _mark_sentence(sentence: str, block_words: list[set[str]]) -> str:
-    """Append the marker of the block this sentence shares most content words with, if enough."""
-    words = _content_words(sentence)
-    if len(words) < MIN_SHARED_WORDS:
-        return sentence
-    shared = [len(words & block) for block in block_words]
-    best = max(range(len(shared)), key=lambda i: (shared[i], -i))  # ties go to the better-ranked block
-    if shared[best] < MIN_SHARED_WORDS or shared[best] < MIN_SHARED_FRACTION * len(words):
-        return sentence
-    body = sentence.rstrip()
-    end = len(body) - len(body.rstrip(".!?"))
-    return f"{body[: len(body) - end]} [{best + 1}]{body[len(body) - end :]}"
 
 
 def clean_model_text(text: str) -> str:
@@ -600,29 +569,12 @@ def clean_model_text(text: str) -> str:
     return split_marker_groups(text)
 
 
-def attribute_citations(text: str, context: Sequence[ContextNode]) -> str:
-    """Tidy what a model wrote about its sources, and supply markers when it gave none.
-
-    Small local models often copy block labels into the answer or ignore the instruction to cite.
-    Copied labels are removed (the marker stays). An answer with no valid marker gets, after each
-    sentence, the marker of the context block it shares the most content words with, when that is
-    at least two words and 40% of the sentence's; sentences that match no block stay unmarked. A group
-    such as "[2, 3]" counts as its markers ("[2][3]").
-    """
-    text = clean_model_text(text)
-    if not context or _has_valid_marker(text, len(context)):
-        return text
-    block_words = [_content_words(node.text) for node in context]
-    parts = _SENTENCE_OR_BREAK.split(text)
-    return "".join(part if i % 2 else _mark_sentence(part, block_words) for i, part in enumerate(parts))
-
-
-_OLD_MARKER = re.compile(r"[ \t]*\[\d{1,4}\]")
+_OLD_MARKER = re.compile(r"[ \t]*(?:\[\d{1,4}\]|" + re.escape(UNSUPPORTED_MARK) + ")")
 
 
 def _recent_history(history: Sequence[Turn]) -> list[Turn]:
-    """The last turns, shortened. Earlier answers lose their [n] markers: those numbered another
-    context, and left in they invite the model to cite blocks that are not the ones it now sees."""
+    """The last turns, shortened. Earlier answers lose their [n] markers and [?] marks: those numbered
+    another context, and left in they invite the model to cite blocks that are not the ones it now sees."""
     recent = [t for t in history if t.role in ("user", "assistant") and t.content.strip()]
     turns = []
     for turn in recent[-HISTORY_TURNS:]:
@@ -761,13 +713,13 @@ def _take_condense_usage() -> tuple[int, int]:
     return usage
 
 
-def _draft_from(completion: Completion, context: list[ContextNode]) -> AnswerDraft:
-    """The answer in a completion: a reply the token limit cut ends on a complete sentence, echoed labels
-    go, and markers are supplied where the model gave none; with the question's token usage."""
+def _draft_from(completion: Completion) -> AnswerDraft:
+    """The answer in a completion: a reply the token limit cut ends on a complete sentence and echoed
+    labels go (the engine then checks its sentences against the context); with the question's token usage."""
     text = completion.text
     if completion.finish_reason == "length":
         text = complete_sentences(text, "length")
-    text = attribute_citations(text, context)
+    text = clean_model_text(text)
     condense_prompt, condense_completion = _take_condense_usage()
     note = f"The answer was cut off because {completion.broken}." if completion.broken else ""
     return AnswerDraft(
@@ -780,6 +732,8 @@ def _draft_from(completion: Completion, context: list[ContextNode]) -> AnswerDra
 
 class OpenAIAnswerer:
     """Answers with [n] citations into the given context, and standalone rewrites of follow-ups."""
+
+    writes_prose = True  # the engine checks each sentence against the context (query/support.py)
 
     def __init__(
         self,
@@ -799,7 +753,7 @@ class OpenAIAnswerer:
     async def answer(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerDraft:
         messages = answer_messages(question, context, history)
         completion = await self.client.complete(messages, self.model, self.max_tokens, what="answer")
-        return _draft_from(completion, context)
+        return _draft_from(completion)
 
     async def answer_stream(
         self, question: str, context: list[ContextNode], history: list[Turn], on_text: StreamCallback
@@ -809,7 +763,7 @@ class OpenAIAnswerer:
         text, untrimmed, with a one-sentence `note`."""
         messages = answer_messages(question, context, history)
         completion = await self.client.stream(messages, self.model, self.max_tokens, on_text, what="answer")
-        return _draft_from(completion, context)
+        return _draft_from(completion)
 
     async def condense(self, question: str, history: list[Turn]) -> str:
         """A standalone question for retrieval; with no history the question is already standalone.

@@ -200,6 +200,10 @@ TextCallback = Callable[[str], Awaitable[None]]
 
 
 class Answerer(Protocol):
+    """Writes an answer from the context. One whose text is its own words (a model) sets a class
+    attribute `writes_prose = True`: the engine then checks each sentence against the context
+    (query/support.py); one that quotes the context does not need it."""
+
     name: str
 
     async def answer(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerDraft: ...
@@ -222,6 +226,9 @@ class Citation:
     drawn_from: tuple[tuple[str, int], ...] = ()  # for a cross-document summary: (document, leaves)
     page_end: int | None = None  # the last page when the cited text crosses a page break
     message: MessageRef | None = None  # a leaf of a chat-message document: the message it holds
+    # "cited": the answerer gave this marker; "matched": the support check found the node supports a
+    # sentence the answerer left uncited (query/support.py)
+    kind: str = "cited"
 
     @property
     def pages_label(self) -> str | None:
@@ -240,7 +247,16 @@ class Citation:
             "page_end": self.page_end if self.page_end is not None else self.page,
             "section": " > ".join(self.heading) or None,
             "documents": [{"name": name, "leaves": leaves} for name, leaves in self.drawn_from] or None,
+            "kind": self.kind,
         } | ({"message": self.message.to_dict()} if self.message else {})
+
+
+@dataclass(frozen=True)
+class WrongCitation:
+    """A marker the answerer gave to a sentence its node does not support."""
+
+    marker: int  # the [n] in the answer text
+    sentence: str
 
 
 @dataclass
@@ -254,6 +270,10 @@ class Answer:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     note: str = ""  # one sentence shown under the text, e.g. why a streamed answer stops short
+    # What the support check (query/support.py) found in a written answer; an answer of quotes is not checked.
+    checked: bool = False
+    unsupported: list[str] = field(default_factory=list)  # sentences nothing in the context supports
+    wrong_citations: list[WrongCitation] = field(default_factory=list)
 
     @property
     def has_context(self) -> bool:
@@ -291,6 +311,11 @@ class Answer:
             },
             "backend": self.backend,
             "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens},
+            "support": {
+                "checked": self.checked,
+                "unsupported": list(self.unsupported),
+                "wrong_citations": [{"marker": w.marker, "sentence": w.sentence} for w in self.wrong_citations],
+            },
         } | ({"note": self.note} if self.note else {})
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import sys
 import threading
@@ -19,15 +20,34 @@ from raptor_engine.engine import Engine
 from tests.llm_server import FakeLLMServer
 from tests.sample_texts import RAILWAY
 
-ANSWER = "The flood of 1903 closed the line for a month [1]. Passengers were led to safety [2]."
+ANSWER = (
+    "The flood of 1903 closed the line for seven weeks [1]. "
+    "Passengers grew fewer every year once lorries took the slate traffic in the 1950s [2]."
+)
 HALF = "The flood of 1903 closed the line"
+
+
+def block_holding(prompt: str, phrase: str) -> str:
+    """The number the prompt gives the context block that holds `phrase`."""
+    blocks = re.split(r"\n(?=\[\d+\] \()", prompt)
+    return next(block[1 : block.index("]")] for block in blocks if block.startswith("[") and phrase in block)
+
+
+def answer_citing_the_right_blocks(body: dict) -> str:
+    """ANSWER as a model that cites the blocks holding what it says would write it (numbered as the
+    prompt numbers them: the answer renumbers them [1] and [2]), so the support check leaves it as is."""
+    prompt = str(body["messages"][-1]["content"])
+    if "numbered context blocks" not in str(body):
+        return "A summary."
+    flood, decline = block_holding(prompt, "seven weeks"), block_holding(prompt, "1950s")
+    return re.sub(r"\[([12])\]", lambda m: f"[{flood if m.group(1) == '1' else decline}]", ANSWER)
 
 
 @pytest.fixture
 def llm(monkeypatch, tmp_path, embedder):
     """A test LLM server on its own thread, the CLI pointed at it, and a knowledge base built with it."""
     server = FakeLLMServer()
-    server.responder = lambda body: ANSWER if "numbered context blocks" in str(body) else "A summary."
+    server.responder = answer_citing_the_right_blocks
     with server.running_in_thread():
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -93,7 +113,7 @@ def test_ask_on_a_terminal_prints_the_answer_while_it_is_written(llm, monkeypatc
     assert "Sources" not in shown and "Passengers" not in shown  # the model has not finished
     server.release()
     out = terminal.finish()
-    assert out.count(HALF) == 1 and "closed the line for a month [1]. Passengers were led to safety [2]." in out
+    assert out.count(HALF) == 1 and "closed the line for seven weeks [1]. Passengers grew fewer" in out
     assert "Sources" in out.split("[2].", 1)[1]
     assert [r.stream for r in server.requests] == [True]
 
@@ -115,7 +135,7 @@ def test_a_stream_cut_off_on_a_terminal_keeps_the_text_and_says_so(llm, monkeypa
     server.fail_next("truncated")
     terminal = Terminal(monkeypatch, [*data, "ask", "What happened in the flood of 1903?", "--kb", "t"])
     out = terminal.finish()
-    assert HALF in out and "Passengers" not in out
+    assert HALF in out and "slate traffic" not in out
     assert "The answer was cut off because the connection to the LLM backend broke." in out
 
 
@@ -130,11 +150,11 @@ def test_chat_on_a_terminal_streams_each_answer(llm, monkeypatch):
 
 def test_the_finished_text_replaces_what_was_shown_when_it_differs(llm, monkeypatch):
     server, data = llm
-    unmarked = "The flood of 1903 closed the line for a month."
+    unmarked = "The flood of 1903 closed the line for seven weeks."
     server.responder = lambda body: unmarked if "numbered context blocks" in str(body) else "A summary."
     terminal = Terminal(monkeypatch, [*data, "ask", "What happened in the flood of 1903?", "--kb", "t"])
     out = terminal.finish()
     piped = CliRunner().invoke(cli_module.cli, [*data, "ask", "What happened in the flood of 1903?", "--kb", "t"])
     finished = piped.output.split("\n")[0]
-    assert finished != unmarked and finished.startswith(unmarked[:-1])  # the fallback added a marker
+    assert finished != unmarked and finished.startswith(unmarked[:-1])  # the support check added a marker
     assert out.rsplit("\x1b[J", 1)[1].startswith(finished + "\n")

@@ -16,7 +16,7 @@ from raptor_engine.llm import (
     SUMMARY_USER,
     OpenAIAnswerer,
     OpenAISummarizer,
-    attribute_citations,
+    clean_model_text,
     complete_sentences,
     estimate_tokens,
     fit_to_budget,
@@ -337,24 +337,16 @@ async def test_citations_map_to_nodes_and_markers_pointing_at_nothing_are_droppe
     assert citations[1].page == 2
 
 
-async def test_an_answer_without_markers_gets_them_from_the_blocks_it_repeats(server, tmp_path):
+async def test_the_draft_is_the_models_text_cleaned_with_no_markers_added(server, tmp_path):
+    """Markers for uncited sentences come from the engine's support check (tests/test_support.py), which
+    needs the embedder; the answerer only removes what the model copied from the prompt."""
     server.responder = lambda body: (
-        "Cinderella lost her glass slipper at the ball. The weather was fine.\nThe prince searched the kingdom."
+        "[2] (node 42, layer 2, knowledge-base summary) The prince searched.\nCinderella lost her slipper."
     )
-    draft = await answerer_for(server, tmp_path).answer("What happened?", context_nodes(), [])
-    assert draft.text == (
-        "Cinderella lost her glass slipper at the ball [1]. The weather was fine.\nThe prince searched the kingdom [2]."
-    )
-
-
-def test_attribution_leaves_cited_answers_alone_and_strips_copied_labels():
-    context = context_nodes()
-    cited = "The prince searched the kingdom [1]."  # a wrong but valid citation is the model's to make
-    assert attribute_citations(cited, context) == cited
-    echoed = "[2] (node 42, layer 2, knowledge-base summary) The prince searched."
-    assert attribute_citations(echoed, context) == "[2] The prince searched."
-    assert attribute_citations("Nothing in common here.", context) == "Nothing in common here."
-    assert attribute_citations("A slipper was lost.", []) == "A slipper was lost."
+    answerer = answerer_for(server, tmp_path)
+    draft = await answerer.answer("What happened?", context_nodes(), [])
+    assert draft.text == "[2] The prince searched.\nCinderella lost her slipper."
+    assert answerer.writes_prose is True
 
 
 async def test_the_history_goes_into_the_answer_prompt_as_prior_messages(server, tmp_path):
@@ -496,9 +488,8 @@ def test_a_group_of_markers_cites_each_block(written, shown, cited):
     assert [c.node_id for c in citations] == cited
 
 
-def test_a_group_of_markers_counts_as_citing_so_none_are_added():
-    context = context_nodes()
-    assert attribute_citations("Cinderella lost her glass slipper at the ball [1, 2].", context) == (
+def test_a_group_of_markers_becomes_one_marker_per_block():
+    assert clean_model_text("Cinderella lost her glass slipper at the ball [1, 2].") == (
         "Cinderella lost her glass slipper at the ball [1][2]."
     )
 

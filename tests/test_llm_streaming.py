@@ -142,6 +142,12 @@ MODEL_OUTPUTS = [
 ]
 
 
+CHECKED = {  # what the support check adds to the two outputs that leave a sentence uncited
+    MODEL_OUTPUTS[2]: "The signal box at Dunmore was built of red brick in 1894 [1]. Nothing else is known.",
+    MODEL_OUTPUTS[3]: "Red brick [1], says the context. The last signalman retired in 1967 [1].",
+}
+
+
 async def test_a_streamed_answer_is_the_answer_the_plain_call_gives(server, tmp_path, embedder):
     engine = llm_engine(server, tmp_path / "data", embedder)
     try:
@@ -155,8 +161,8 @@ async def test_a_streamed_answer_is_the_answer_the_plain_call_gives(server, tmp_
             assert [c.to_dict() for c in streamed.citations] == [c.to_dict() for c in plain.citations]
             assert len(screen.shown) > 3, "the answer was not shown as it was written"
             assert all(b.startswith(a) for a, b in zip(screen.shown, screen.shown[1:], strict=False))
-            if re.search(r"\[\d\]", written):
-                assert screen.shown[-1] == plain.text  # nothing added at the end: shown as it ends
+            # shown as it ends, unless the support check adds markers to sentences left uncited
+            assert plain.text == CHECKED.get(written, screen.shown[-1])
             assert [r.stream for r in server.requests[-2:]] == [False, True]
     finally:
         engine.close()

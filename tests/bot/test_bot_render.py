@@ -13,11 +13,12 @@ from bot.render import (
     EMBEDS_TOTAL_LIMIT,
     context_pages,
     group_embeds,
+    node_uses,
     render_answer,
     sources_embeds,
     split_text,
 )
-from raptor_engine.types import Answer, Citation, ContextNode, MessageRef, RetrievedContext
+from raptor_engine.types import Answer, Citation, ContextNode, MessageRef, RetrievedContext, WrongCitation
 
 
 def make_answer(text: str, citations: int = 3, heading_len: int = 10) -> Answer:
@@ -162,3 +163,23 @@ def test_a_long_citation_drops_the_link_rather_than_cutting_it():
     answer = Answer("q", "q", "x [1]", [cite], RetrievedContext([node], 1, 2000, "collapsed", "q"), "x")
     line = sources_embeds(answer)[0].description
     assert "message by" in line and "](https://discord.com" not in line and len(line) <= 400
+
+
+def test_sources_say_which_citations_were_matched_and_which_markers_do_not_support_their_sentence():
+    answer = make_answer("Answer [1] [2] [?].", citations=2)
+    answer.citations[1].kind = "matched"
+    answer.checked = True
+    answer.unsupported = ["Made up."]
+    answer.wrong_citations = [WrongCitation(1, "The *lamp* was blue.")]
+    [embed] = sources_embeds(answer)
+    lines = embed.description.splitlines()
+    assert not lines[0].endswith("*matched*") and lines[1].endswith(" · *matched*")
+    assert lines[2] == "**[1]** does not support “The \\*lamp\\* was blue.”"  # the model's words, inert
+    assert embed.footer.text.startswith(
+        "1 sentence not found in the documents (marked [?]); 1 citation does not support its sentence.\nContext:"
+    )
+    pages = context_pages(answer.question, answer.context.nodes, 160, 2000, node_uses([10, 11], [11]))
+    blocks = pages[0].description.split("\n\n")
+    assert blocks[0].splitlines()[0].endswith("· **cited**") and blocks[1].splitlines()[0].endswith(
+        "· **matched**"
+    )

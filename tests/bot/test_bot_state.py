@@ -55,7 +55,7 @@ async def test_threads_turns_settings_and_answers_survive_a_restart(tmp_path):
     await first.add_turns(1, 55, [Turn("user", "q1"), Turn("assistant", "a1")])
     await first.set_autoingest(KB, 1, 2, True, "alice")
     await first.set_manager_role(1, 77, "alice")
-    answer_id = await first.save_answer(KB, "q1", [node(1), node(2)], 6, 2000)
+    answer_id = await first.save_answer(KB, "q1", [node(1), node(2)], 6, 2000, cited=[1, 2], matched=[2])
     first.close()
     spaces.close()
 
@@ -67,6 +67,7 @@ async def test_threads_turns_settings_and_answers_survive_a_restart(tmp_path):
     assert await again.manager_role_id(1) == 77
     stored = await again.answer(1, answer_id)
     assert stored is not None and stored.nodes == [node(1), node(2)] and stored.budget == 2000
+    assert (stored.cited, stored.matched) == ([1, 2], [2])
     assert await again.answer(None, answer_id) is None  # no server, no answers
     await again.set_manager_role(1, None, "alice")
     assert await again.manager_role_id(1) is None

@@ -32,7 +32,9 @@ ANSWER = (
 
 def long_answer() -> str:
     """About 3,300 characters: two messages' worth, markers all through it."""
-    sentences = [f"Sentence {i} tells of the archive's keepers and their many duties [{1 + i % 2}]." for i in range(48)]
+    sentences = [
+        f"Sentence {i} tells of the archive's keepers and their many duties [{1 + i % 2}]." for i in range(48)
+    ]
     return " ".join(sentences)
 
 
@@ -175,3 +177,32 @@ async def test_an_answer_finished_before_its_first_edit_is_sent_once_without_a_c
     sent = await streaming.deliver(stream, [streaming.OutMessage(content="Margaret Hale [1].")], None, None)
     assert [m.content for m in sent] == ["Margaret Hale [1]."]
     assert all(CURSOR not in text for _, text in log) and [kind for kind, _ in log] == ["send"]
+
+
+UNCITED = (
+    "In 1962 the town council appointed Margaret Hale as keeper of the archive. "
+    "The archive was later moved to a lighthouse on the moon."
+)
+
+
+async def test_an_answer_the_model_left_uncited_shows_matched_sources_and_its_unfound_sentence(
+    make_harness, llm, tmp_path
+):
+    """The sources embed says which citations the support check matched and counts the sentence nothing
+    supports; Show context marks the matched node; Show tree counts it among the stars."""
+    h = await streaming_bot(make_harness, llm, tmp_path)
+    llm.responder = lambda body: UNCITED if "numbered context blocks" in str(body) else "Summary."
+    _, replies = await ask(h, QUESTION)
+    answer = replies[-1]
+    shown = text_of(answer)
+    assert "moon \\[?\\]." in answer["content"]  # the inert mark, escaped as all answer text is
+    assert "**[1]**" in shown and "*matched*" in shown
+    assert "1 sentence not found in the documents (marked [?])" in answer["embeds"][-1]["footer"]["text"]
+
+    context = next(i for i in custom_ids(answer) if i.startswith("raptor:ctx:"))
+    page = (await h.replies_done(h.click(answer, context)))[0]
+    assert page["embeds"][0]["description"].count("· **matched**") == 1
+
+    tree = next(i for i in custom_ids(answer) if i.startswith("raptor:tree:"))
+    reply = (await h.replies_done(h.click(answer, tree)))[0]
+    assert "(1 cited, 1 of them matched by the check, drawn as stars)" in reply["content"]
