@@ -224,13 +224,8 @@ class ReusingEmbedder:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._embedder, name)
 
-    def embed(
-        self,
-        texts: list[str],
-        progress: Callable[[int, int], None] | None = None,
-        *,
-        token_counts: Sequence[int] | None = None,
-    ) -> np.ndarray:
+    def embed(self, texts: list[str], progress: Any = None, *, token_counts: Sequence[int] | None = None) -> np.ndarray:
+        """The wrapped embedder's `embed`, for the texts without a stored vector only."""
         fresh = [i for i, text in enumerate(texts) if text not in self._known]
         counts = [token_counts[i] for i in fresh] if token_counts is not None else None
         vectors = self._embedder.embed([texts[i] for i in fresh], progress, token_counts=counts)
