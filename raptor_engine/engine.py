@@ -30,6 +30,7 @@ from .ingest.messages import (
     ChatMessage,
     MessagePlace,
     PartPlan,
+    ReusingEmbedder,
     clean_text,
     message_chunks,
     messages_sha,
@@ -968,7 +969,8 @@ class Engine:
         held = await asyncio.to_thread(self._tokens_kept, kb_id, replaced)
         writes: list[MessageDocumentWrite] = []
         base = 0
-        embedder = self.embedder
+        known = await asyncio.to_thread(self.store.leaf_vectors, replaced) if replaced else {}
+        embedder = ReusingEmbedder(self.embedder, known) if known else self.embedder
         for plan in plans:
             chunks, owners = await asyncio.to_thread(
                 message_chunks,

@@ -179,3 +179,21 @@ async def test_message_rows_follow_their_knowledge_base_into_its_space(tmp_path,
             assert not engine.store.integrity_problems()
     finally:
         engine.close()
+
+
+async def test_a_rebuild_embeds_only_the_texts_it_has_no_vector_for(channel, monkeypatch):
+    engine, _ = channel
+    embedded: list[str] = []
+    real = engine.embedder.embed
+
+    def spy(texts, *args, **kwargs):
+        embedded.extend(texts)
+        return real(texts, *args, **kwargs)
+
+    monkeypatch.setattr(engine.embedder, "embed", spy)
+    edited = message(7, "Note 7: the ferry now leaves from the south pier.")
+    result = await engine.add_messages("kb", CHANNEL, [edited])
+    assert result.edited == 1
+    kept = [m.text for m in history(60) if m.message_id in engine.message_ids("kb") and m.message_id != 10_007]
+    assert edited.text in embedded
+    assert not set(kept) & set(embedded)  # the document's other leaves kept their stored vectors

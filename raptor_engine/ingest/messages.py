@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from ..types import Chunk, LoadedDocument, MessageRef, Section
 from .chunk import chunk_document
@@ -207,3 +210,34 @@ def _place_in_parts(parts: list[PartPlan], message: ChatMessage) -> int:
     index = max((i for i, start in enumerate(starts) if start <= message.message_id), default=0)
     parts[index].messages.append(message)
     return index
+
+
+class ReusingEmbedder:
+    """An embedder that gives the stored vector of a text it was handed (a leaf of the document being
+    rebuilt) instead of embedding it again, and embeds only the rest: a message added to, edited in or
+    deleted from a document re-embeds only what is new. Everything else is the wrapped embedder's."""
+
+    def __init__(self, embedder: Any, known: dict[str, np.ndarray]):
+        self._embedder = embedder
+        self._known = known
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedder, name)
+
+    def embed(self, texts: list[str], progress: Any = None, *, token_counts: Sequence[int] | None = None) -> np.ndarray:
+        """The wrapped embedder's `embed`, for the texts without a stored vector only."""
+        fresh = [i for i, text in enumerate(texts) if text not in self._known]
+        counts = [token_counts[i] for i in fresh] if token_counts is not None else None
+        vectors = self._embedder.embed([texts[i] for i in fresh], progress, token_counts=counts)
+        out = np.empty((len(texts), vectors.shape[1] if len(fresh) else self._dim()), dtype=np.float32)
+        for row, i in enumerate(fresh):
+            out[i] = vectors[row]
+        for i, text in enumerate(texts):
+            if text in self._known:
+                out[i] = self._known[text]
+        if progress and not fresh:
+            progress(len(texts), len(texts))
+        return out
+
+    def _dim(self) -> int:
+        return len(next(iter(self._known.values())))

@@ -164,6 +164,17 @@ class MessageStoreMixin:
                 out[int(node_id)] = MessageRef(int(message_id), author, created_at, url)
         return out
 
+    def leaf_vectors(self, doc_ids: Iterable[int]) -> dict[str, np.ndarray]:
+        """Text -> stored vector of the given documents' leaves (what a rebuild of them can reuse)."""
+        out: dict[str, np.ndarray] = {}
+        for part in _chunked(sorted(set(doc_ids))):
+            marks = ",".join("?" * len(part))
+            for text, blob in self.db.execute(
+                f"SELECT text, embedding FROM nodes WHERE layer = 0 AND doc_id IN ({marks})", part
+            ).fetchall():
+                out[text] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
     def tops_except(self, kb_id: int, exclude: set[int]) -> list[StoredTop]:
         """The documents' top nodes (what the cross-document layer groups), leaving out some documents."""
         from .store import StoredTop
