@@ -20,7 +20,7 @@ from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.errors import NotFoundError
 from raptor_engine.query.ratelimit import QuestionLimiter
-from raptor_engine.storage.store import DocumentInfo
+from raptor_engine.storage.records import DocumentInfo
 
 from .jobs import MIN_EDIT_INTERVAL_SECONDS, TOKEN_LIFETIME_SECONDS, BuildJobs
 from .permissions import Cooldown

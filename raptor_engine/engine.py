@@ -51,8 +51,9 @@ from .query.smalltalk import (
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations
 from .storage.index import IndexManager
 from .storage.message_store import MessageDocumentWrite
+from .storage.records import DocumentInfo, NewNode, StaleTreeError, StoredTop
 from .storage.spaces import Space, Spaces, migrate_to_spaces
-from .storage.store import DocumentInfo, NewNode, StaleTreeError, Store, StoredTop
+from .storage.store import Store
 from .storage.writers import WriterGate
 from .tree.build import BuiltTree, Summarized, build_document_tree, build_kb_layer
 from .tree.cluster import use_compile_cache

@@ -320,7 +320,7 @@ def build_synthetic_kb(
     """Store `size` leaf nodes (each with a distinct text, counted and split as a build would) through
     the store's normal commit, then build the index; (kb_id, seconds of the index build)."""
     from raptor_engine.ingest.sentences import sentence_spans
-    from raptor_engine.storage.store import NewNode
+    from raptor_engine.storage.records import NewNode
 
     texts, _, base = material
     vectors, rows = synthetic_vectors(base, size, np.random.default_rng(seed))

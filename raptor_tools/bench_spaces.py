@@ -82,7 +82,7 @@ def _engine(data_dir: Path, memory_mb: int) -> Any:
 def write_kbs(plan: ManyKbsPlan, data_dir: Path) -> dict[str, Any]:
     """Write every knowledge base straight into its space's store, and save its index."""
     from raptor_engine.ingest.sentences import sentence_spans
-    from raptor_engine.storage.store import NewNode
+    from raptor_engine.storage.records import NewNode
 
     counter = StandInEmbedder().count_tokens_batch
     rng = np.random.default_rng(plan.seed)

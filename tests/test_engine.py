@@ -12,7 +12,7 @@ import pytest
 from raptor_engine import Engine, IngestError, NotFoundError, RaptorError, Settings, Turn
 from raptor_engine.engine import EmptyKnowledgeBaseError
 from raptor_engine.query.retrieve import fill_budget
-from raptor_engine.storage.store import StoredNode
+from raptor_engine.storage.records import StoredNode
 from raptor_engine.tree.summarize import ExtractiveSummarizer
 from tests.sample_texts import BEEKEEPING, RAILWAY
 
@@ -260,7 +260,7 @@ def test_budget_skips_a_node_that_does_not_fit_instead_of_stopping():
 
 async def test_hnsw_recall_against_exact_search(tmp_path, embedder):
     """ef at its default gives recall >= 0.99 against brute force on 3,000 stored nodes."""
-    from raptor_engine.storage.store import NewNode
+    from raptor_engine.storage.records import NewNode
 
     engine = make_engine(tmp_path, embedder)
     rng = np.random.default_rng(7)

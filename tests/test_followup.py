@@ -8,7 +8,7 @@ from raptor_engine.ingest.sentences import NewSentences, is_heading, sentences_o
 from raptor_engine.llm import format_context
 from raptor_engine.query.followup import names_in, split_standalone, standalone_question
 from raptor_engine.query.retrieve import fill_budget
-from raptor_engine.storage.store import StoredNode
+from raptor_engine.storage.records import StoredNode
 from raptor_engine.types import Citation, ContextNode, Turn, page_range
 
 ARCHIVE_TALK = [

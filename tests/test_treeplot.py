@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import raptor_engine.cli as cli_module
 from raptor_engine.config import Settings
 from raptor_engine.engine import EmptyKnowledgeBaseError, Engine
-from raptor_engine.storage.store import TreeShape
+from raptor_engine.storage.records import TreeShape
 from raptor_engine.tree.treeplot import DPI, FIG_SIZE, MAX_COLUMNS, Columns, plan_picture
 from raptor_tools.benchmarks.tree_picture import store_synthetic_tree
 from tests.sample_texts import BEEKEEPING, RAILWAY

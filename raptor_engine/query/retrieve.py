@@ -23,7 +23,8 @@ import numpy as np
 
 from ..ingest.sentences import NewSentences, SentenceSpan, decode_spans, sentence_spans, sentences_of
 from ..storage.index import KBIndex
-from ..storage.store import Store, StoredNode
+from ..storage.records import StoredNode
+from ..storage.store import Store
 from ..types import ContextNode, PageMarks, RetrievedContext
 from .followup import asks_about_the_whole
 

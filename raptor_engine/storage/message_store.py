@@ -22,7 +22,7 @@ from ..ingest.messages import ChatMessage
 from ..types import MessageRef
 
 if TYPE_CHECKING:
-    from .store import NewNode, StoredTop
+    from .records import NewNode, StoredTop
 
 
 @dataclass
@@ -177,7 +177,7 @@ class MessageStoreMixin:
 
     def tops_except(self, kb_id: int, exclude: set[int]) -> list[StoredTop]:
         """The documents' top nodes (what the cross-document layer groups), leaving out some documents."""
-        from .store import StoredTop
+        from .records import StoredTop
 
         rows = self.db.execute(
             "SELECT n.id, n.layer, n.text, n.tokens, n.embedding, d.id FROM nodes n JOIN documents d "
@@ -205,7 +205,7 @@ class MessageStoreMixin:
 
         Returns (kb_id, the ids of the nodes that went: the removed documents' and the old cross-document
         layer's, whose text may have quoted a removed message)."""
-        from .store import _check_version
+        from .records import _check_version
 
         with self.write() as db:  # type: ignore[attr-defined]
             db.execute("INSERT OR IGNORE INTO kbs (name, created_at) VALUES (?, ?)", [kb_name, _now()])

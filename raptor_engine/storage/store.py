@@ -12,122 +12,31 @@ import json
 import os
 import sqlite3
 import threading
-import time
 import unicodedata
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sqlite_utils
 
-from ..errors import NotFoundError, RaptorError
-from ..ingest.sentences import SentenceSpan, encode_spans
+from ..errors import NotFoundError
+from ..ingest.sentences import encode_spans
 from .db import connect, immediate
 from .message_store import MessageStoreMixin
+from .records import (
+    DocumentInfo,
+    NewNode,
+    StoredNode,
+    StoredTop,
+    StoreReplacedError,
+    TreeShape,
+    _blob,
+    _check_version,
+    _now,
+)
 from .schema import schema_problems
 from .store_migrations import store_migrations
-
-
-@dataclass
-class NewNode:
-    """A node built in memory, not yet stored. `children` refer to other NewNodes by `key`,
-    or to stored nodes by id through `stored_children`."""
-
-    key: int
-    layer: int
-    kind: str  # "leaf" | "summary" | "kb"
-    text: str
-    tokens: int
-    embedding: np.ndarray
-    children: list[int] = field(default_factory=list)
-    stored_children: list[int] = field(default_factory=list)
-    start: int | None = None
-    end: int | None = None
-    page: int | None = None
-    heading: tuple[str, ...] = ()
-    page_marks: tuple[tuple[int, int], ...] = ()  # where each page begins in `text` (leaves)
-    sentences: list[SentenceSpan] | None = None  # stored for retrieval (see `sentences.sentence_spans`)
-
-
-@dataclass
-class DocumentInfo:
-    id: int
-    name: str
-    sha256: str
-    size: int
-    format: str
-    added_by: str
-    added_at: str
-    chunks: int
-    layers: int
-    nodes: int
-    tokens: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class StoredTop:
-    id: int
-    layer: int
-    text: str
-    tokens: int
-    embedding: np.ndarray
-
-
-@dataclass
-class StoredNode:
-    id: int
-    kb_id: int
-    doc_id: int | None
-    document: str | None
-    layer: int
-    kind: str
-    text: str
-    tokens: int
-    leaf_count: int
-    start: int | None
-    end: int | None
-    page: int | None
-    heading: tuple[str, ...]
-    page_marks: tuple[tuple[int, int], ...] = ()
-    sentences: str | None = None  # stored sentence spans, JSON (`sentences.decode_spans`); None if older
-
-
-@dataclass
-class TreeShape:
-    """A tree's structure only: (doc id, name) in document order, (id, doc id, layer, kind), (parent, child)."""
-
-    documents: list[tuple[int, str]]
-    nodes: list[tuple[int, int | None, int, str]]
-    edges: list[tuple[int, int]]
-
-
-class StoreReplacedError(RaptorError):
-    """The store's file was deleted or replaced under it (its directory removed while in use)."""
-
-
-class StaleTreeError(Exception):
-    """Another writer (another process) changed the knowledge base after its tops were read."""
-
-
-def _check_version(db: sqlite_utils.Database, kb_id: int, expected: int | None) -> None:
-    if expected is None:
-        return
-    row = db.execute("SELECT version FROM kbs WHERE id = ?", [kb_id]).fetchone()
-    if row is None or int(row[0]) != expected:
-        raise StaleTreeError(f"knowledge base {kb_id} is at version {row and row[0]}, expected {expected}")
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _blob(vector: np.ndarray) -> bytes:
-    return np.asarray(vector, dtype=np.float32).tobytes()
 
 
 class Store(MessageStoreMixin):

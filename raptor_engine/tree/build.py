@@ -19,7 +19,7 @@ import numpy as np
 
 from ..config import Settings
 from ..ingest.sentences import SentenceSpan, sentence_spans
-from ..storage.store import NewNode, StoredTop
+from ..storage.records import NewNode, StoredTop
 from ..types import Chunk, Clustering, Progress, ProgressCallback, Summarizer, SummaryRequest
 from .cluster import cluster_nodes
 from .embed import Embedder

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..storage.store import TreeShape
+from ..storage.records import TreeShape
 
 MAX_COLUMNS = 200  # a row with up to this many nodes draws each one (~8 px apart across the plot)
 BIN_COLUMNS = 100  # a more crowded row becomes about this many groups (~17 px: room for a count label)

@@ -25,7 +25,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from raptor_engine.config import Settings  # noqa: E402
 from raptor_engine.engine import Engine  # noqa: E402
-from raptor_engine.storage.store import NewNode, Store  # noqa: E402
+from raptor_engine.storage.records import NewNode
+from raptor_engine.storage.store import Store  # noqa: E402
 
 STOP_NODES = 3
 TWO_PARENTS = 0.15  # share of nodes soft clustering puts in a second cluster
