@@ -4,7 +4,7 @@ The floor is a fresh process that only loads the embedding model with torch fp32
 (sentence-transformers) and batch-embeds the document's chunks: what any RAPTOR implementation on
 that model pays before it has done anything else. Against it run, on the same text and in the same
 run: a fresh `raptor ingest` process (the real command, in a new data directory; its stages come
-from `raptor ingest --json`), and the warm ingest of `bench.measure_ingest` (model loaded, UMAP
+from `raptor ingest --json`), and the warm ingest of `bench_ingest.measure_ingest` (model loaded, UMAP
 loaded, in a process of its own). Wall and CPU seconds are both reported: the project machine is
 shared, and CPU time moves less with other people's load.
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import click
 
-from .bench import ROOT, CountBatch, bench_text, evaldata_dir, ingest_in_child
+from .bench_ingest import ROOT, CountBatch, bench_text, evaldata_dir, ingest_in_child
 
 TARGETS = {3_000: 1.5, 100_000: 0.8}  # cold ingest / floor, issue 12
 CLI = "from raptor_engine.cli import main; main()"

@@ -22,7 +22,7 @@ from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.ingest.messages import ChatMessage, MessagePlace
 
-from .bench import generated_paragraphs
+from .bench_ingest import generated_paragraphs
 
 BATCH = 500  # what bot/messages.py puts in the tree at a time
 AUTHORS = [(100, "alice"), (101, "bob"), (102, "carol"), (103, "dave")]

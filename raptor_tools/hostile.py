@@ -925,7 +925,7 @@ def scaling_text(kind: str, size: int) -> str:
     if kind == "prose":
         from itertools import takewhile
 
-        from .bench import generated_paragraphs
+        from .bench_ingest import generated_paragraphs
 
         total = 0
 

@@ -12,21 +12,21 @@ from click.testing import CliRunner
 
 from raptor_engine.cli import cli
 from raptor_engine.config import Settings
-from raptor_tools import bench
+from raptor_tools import bench, bench_ingest
 
 
 def test_generated_text_reaches_the_size_with_varied_copies(embedder):
-    text = bench.bench_text(1500, embedder.count_tokens_batch, source="generated")
+    text = bench_ingest.bench_text(1500, embedder.count_tokens_batch, source="generated")
     paragraphs = text.split("\n\n")
     tokens = embedder.count_tokens_batch(paragraphs)
     assert (
         sum(tokens) >= 1500 and sum(tokens) - tokens[-1] < 1500
     )  # stops at the first paragraph past the size
-    sample = bench.sample().read_text(encoding="utf-8")
-    first, second = bench._varied_copy(sample, 1), bench._varied_copy(sample, 2)
+    sample = bench_ingest.sample().read_text(encoding="utf-8")
+    first, second = bench_ingest._varied_copy(sample, 1), bench_ingest._varied_copy(sample, 2)
     assert first != second and first != sample
     assert re.findall(r"\d+", first) != re.findall(r"\d+", sample)  # numbers vary per copy
-    assert bench._varied_copy(sample, 1) == first  # and deterministically
+    assert bench_ingest._varied_copy(sample, 1) == first  # and deterministically
 
 
 def test_size_lists_and_percentiles():
@@ -49,7 +49,7 @@ def test_synthetic_vectors_stay_near_their_real_seed():
 
 
 def test_ingest_measure_on_a_tiny_document(tmp_path, embedder):
-    figures = bench.measure_ingest(1200, tmp_path / "data", embedder=embedder, source="generated")
+    figures = bench_ingest.measure_ingest(1200, tmp_path / "data", embedder=embedder, source="generated")
     assert figures["tokens"] >= 1200 and figures["chunks"] >= 10
     assert figures["nodes"] > figures["chunks"] and figures["layers"]["0"] == figures["chunks"]
     assert figures["ingest_seconds"] > 0 and figures["embed_seconds"] > 0

@@ -33,8 +33,8 @@ CPU_BATCH_TOKENS = 1024  # the CPU's batches: what a GPU worker used before batc
 
 def chunk_texts(count: int, embedder: Embedder) -> list[str]:
     """`count` chunks of ~CHUNK_TOKENS tokens, as an ingest cuts them (repeating the text as needed)."""
-    from raptor_tools.bench import bench_text
     from raptor_tools.bench_cold import chunk_texts as ingest_chunks
+    from raptor_tools.bench_ingest import bench_text
 
     texts = ingest_chunks(
         bench_text(min(count, 5_000) * CHUNK_TOKENS, embedder.count_tokens_batch), embedder, CHUNK_TOKENS
