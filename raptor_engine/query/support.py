@@ -34,8 +34,8 @@ from ..types import Citation, ContextNode, WrongCitation
 from .answer import MARKER, SentenceVectors
 
 # Chosen by `python -m raptor_tools.support_threshold` on ../shared/evaldata (docs/HOW_IT_WORKS.md has the table).
-EMBED_SHARE = 0.25  # weight of the embedding cosine; the rest is the lexical share
-SUPPORT_THRESHOLD = 0.525
+EMBED_SHARE = 0.4  # weight of the embedding cosine; the rest is the lexical share
+SUPPORT_THRESHOLD = 0.575
 UNSUPPORTED_MARK = "[?]"  # after a sentence nothing in the context supports; never a citation marker
 MIN_CLAIM_WORDS = 3
 MIN_CLAIM_TERMS = 2
@@ -46,9 +46,9 @@ _LEADING_MARKERS = re.compile(r"(?:\s*\[\d{1,4}\])+")  # used with match(text, p
 _TRAILING = re.compile(r"(?:\s*\[\d{1,4}\])*\s*[.!?…]*[\"'”’»)\]]*\s*$")
 # A sentence that says the context lacks the answer states nothing to check.
 _NO_ANSWER = re.compile(
-    r"\b(?:not|no|nothing|n't|neither|nor|unable|cannot)\b.{0,80}\b(?:context|documents?|texts?|passages?|"
-    r"blocks?|sources?|information|mention(?:ed|s)?|provided|given|stated|specified)\b"
-    r"|\b(?:context|documents?|texts?|passages?|blocks?|sources?)\b.{0,60}\b(?:not|no|nothing|n't)\b"
+    r"(?:\b(?:not|no|nothing|neither|nor|unable|cannot)\b|n[’']t\b).{0,80}\b(?:context|documents?|texts?|"
+    r"passages?|blocks?|sources?|information|mention(?:ed|s)?|provided|given|stated|specified)\b"
+    r"|\b(?:context|documents?|texts?|passages?|blocks?|sources?)\b.{0,60}(?:\b(?:not|no|nothing)\b|n[’']t\b)"
     r"|\bI (?:do not|don't|cannot|can't) (?:know|tell|say|find)\b"
     r"|\b(?:nothing|no)\s+(?:else|more|further|other)\b|\bunknown\b"
     r"|\b(?:is|are|was|were)\s+(?:not|n't)\s+(?:known|given|stated|mentioned|specified|said|clear)\b",
