@@ -118,11 +118,13 @@ class MessageSync:
         if payload.guild_id is None or not self.services.message_content:
             return
         message = payload.message
-        chat = chat_message(message, await self.services.state.forgotten(payload.guild_id))
         synced = kb_for_channel(payload.guild_id, message.channel)
         kbs = await self.holders(payload.guild_id, payload.channel_id)
         if synced is not None and await self.sync_enabled(synced):
             kbs.add(synced)
+        if not kbs:  # most edits: a channel no knowledge base reads
+            return
+        chat = chat_message(message, await self.services.state.forgotten(payload.guild_id))
         for kb in kbs:
             queue = self._queue(kb)
             if chat is None:

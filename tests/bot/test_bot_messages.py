@@ -209,7 +209,9 @@ async def test_an_import_of_ten_thousand_messages_pages_through_history_with_pro
     h = await make_harness(message_content=True)
     chatter(h, CHAN_B, MAX_IMPORT, step=0.5)
     token = h.add_messages(CHAN_B, limit=MAX_IMPORT)
-    replies = await imported(h, token, timeout=1800)  # a guard against a hang, not a speed goal (raptor bench)
+    replies = await imported(
+        h, token, timeout=1800
+    )  # a guard against a hang, not a speed goal (raptor bench)
     assert f"{MAX_IMPORT:,} messages read, {MAX_IMPORT:,} added" in replies[0]["content"]
     pages = h.fake.calls_to("GET", rf"^channels/{CHAN_B}/messages$")
     assert len(pages) >= MAX_IMPORT // 100
@@ -222,7 +224,9 @@ async def test_an_import_the_bot_did_not_finish_carries_on_after_a_restart(make_
     h = await make_harness(message_content=True)
     history = chatter(h, CHAN_B, 30)
     # a previous run read the first ten messages, stored them and recorded how far it got, then died
-    record = MessageImport(0, KB_A, GUILD, CHAN_B, CHAN_A, ALICE, "alice", 20, int(history[9]["id"]), "running")
+    record = MessageImport(
+        0, KB_A, GUILD, CHAN_B, CHAN_A, ALICE, "alice", 20, int(history[9]["id"]), "running"
+    )
     record.id = await h.bot.services.state.start_import(record)
     await h.bot.close()
     again = await make_harness(message_content=True, settings=bot_settings)
@@ -268,7 +272,9 @@ async def test_deletions_are_handled_on_every_shard(fake_api, bot_settings, embe
     bot = RaptorBot(bot_settings, engine=engine, warm=False)
     running = asyncio.create_task(bot.start("fake-token"))
     try:
-        await fake_api.wait_for(lambda: bot.get_guild(GUILD) and bot.get_guild(OTHER_GUILD), what="both shards")
+        await fake_api.wait_for(
+            lambda: bot.get_guild(GUILD) and bot.get_guild(OTHER_GUILD), what="both shards"
+        )
         await bot._reconciling
         assert {bot.get_guild(GUILD).shard_id, bot.get_guild(OTHER_GUILD).shard_id} == {0, 1}
         assert all(len(engine.message_ids(kb)) == 6 for kb, _, _ in held.values())
@@ -276,7 +282,9 @@ async def test_deletions_are_handled_on_every_shard(fake_api, bot_settings, embe
             data = {"id": str(deleted), "channel_id": str(channel), "guild_id": str(guild)}
             await fake_api.dispatch(guild, "MESSAGE_DELETE", data)
         for kb, _, deleted in held.values():
-            await fake_api.wait_for(lambda kb=kb, d=deleted: d not in engine.message_ids(kb), what=f"deletion in {kb}")
+            await fake_api.wait_for(
+                lambda kb=kb, d=deleted: d not in engine.message_ids(kb), what=f"deletion in {kb}"
+            )
             assert len(engine.message_ids(kb)) == 5
     finally:
         await bot.close()
