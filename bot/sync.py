@@ -9,9 +9,9 @@ deletion is gone from the store and the index once its task has rebuilt the mess
 (seconds), and a saved answer's 'Show context' no longer shows the nodes that went.
 
 What happened while the bot was down is reconciled when it starts: for each channel whose messages a
-knowledge base holds, the history since its oldest stored message is read again; a message no longer
-there is removed (a deleted channel or thread removes all of its), an edited one replaced, and in a
-synced channel new ones are added.
+knowledge base holds, the history from its oldest stored message to its newest (to now, when synced) is
+read again; a message no longer there is removed (a deleted channel or thread removes all of its), an
+edited one replaced, and in a synced channel new ones are added.
 """
 
 from __future__ import annotations
@@ -118,11 +118,13 @@ class MessageSync:
         if payload.guild_id is None or not self.services.message_content:
             return
         message = payload.message
-        chat = chat_message(message, await self.services.state.forgotten(payload.guild_id))
         synced = kb_for_channel(payload.guild_id, message.channel)
         kbs = await self.holders(payload.guild_id, payload.channel_id)
         if synced is not None and await self.sync_enabled(synced):
             kbs.add(synced)
+        if not kbs:  # most edits: a channel no knowledge base reads
+            return
+        chat = chat_message(message, await self.services.state.forgotten(payload.guild_id))
         for kb in kbs:
             queue = self._queue(kb)
             if chat is None:
@@ -261,10 +263,14 @@ class MessageSync:
         stored = set(await asyncio.to_thread(self.engine.message_ids, kb, channel_id=channel.id))
         if not stored:
             return
+        synced = await self.sync_enabled(kb) and kb_for_channel(guild_id, channel) == kb
+        newest = max(stored)
         present: dict[int, discord.Message] = {}
         try:
             history = channel.history(limit=None, after=discord.Object(min(stored) - 1), oldest_first=True)
             async for message in history:
+                if message.id > newest and not synced:
+                    break  # past what this knowledge base holds: nothing there to check
                 present[message.id] = message
         except discord.NotFound:  # the channel or thread is gone: so are its messages
             log.info("channel %s of %s was deleted while the bot was down", channel.id, kb)
@@ -278,7 +284,6 @@ class MessageSync:
         forgotten = await self.services.state.forgotten(guild_id)
         gone = {i for i in stored if i not in present}
         chats: list[ChatMessage] = []
-        synced = await self.sync_enabled(kb) and kb_for_channel(guild_id, channel) == kb
         for message_id, message in present.items():
             if message_id not in stored and not synced:
                 continue

@@ -830,10 +830,14 @@ class Engine:
         return result
 
     @_in_space
-    def message_ids(self, kb: str, *, channel_id: int | None = None, author_id: int | None = None) -> list[int]:
+    def message_ids(
+        self, kb: str, *, channel_id: int | None = None, author_id: int | None = None
+    ) -> list[int]:
         """Ids of the messages a knowledge base holds: all, one channel's (or thread's), or one author's."""
         kb_id = self.store.kb_id(kb)
-        return [] if kb_id is None else self.store.message_ids(kb_id, channel_id=channel_id, author_id=author_id)
+        return (
+            [] if kb_id is None else self.store.message_ids(kb_id, channel_id=channel_id, author_id=author_id)
+        )
 
     @_in_space
     def message_channels(self, kb: str) -> list[int]:
@@ -859,10 +863,14 @@ class Engine:
                 f"{limit:,} messages."
             )
 
-    def _plan_additions(self, kb_id: int | None, place: MessagePlace, changed: list[ChatMessage]) -> list[PartPlan]:
+    def _plan_additions(
+        self, kb_id: int | None, place: MessagePlace, changed: list[ChatMessage]
+    ) -> list[PartPlan]:
         """Which message documents to write (store reads and token counts: run it in a thread)."""
         homes = self.store.message_homes(kb_id, [m.message_id for m in changed]) if kb_id is not None else {}
-        stored_keys = self.store.group_keys({doc_id for doc_id, _ in homes.values()}) if kb_id is not None else {}
+        stored_keys = (
+            self.store.group_keys({doc_id for doc_id, _ in homes.values()}) if kb_id is not None else {}
+        )
         edited_keys = {message_id: stored_keys[doc_id] for message_id, (doc_id, _) in homes.items()}
         keys = {edited_keys.get(m.message_id) or place.group_key(m) for m in changed}
         stored_parts = self.store.message_parts(kb_id, keys) if kb_id is not None else {}
@@ -911,7 +919,11 @@ class Engine:
         budget = self.build_budget(label)
         with budget.active():
             writes = await budget.bound(self._build_message_parts(kb_id, plans, replaced, added_by, progress))
-            tops = await asyncio.to_thread(self.store.tops_except, kb_id, set(replaced)) if kb_id is not None else []
+            tops = (
+                await asyncio.to_thread(self.store.tops_except, kb_id, set(replaced))
+                if kb_id is not None
+                else []
+            )
             for write in writes:
                 top_layer = write.document["layers"] - 1
                 tops += [_placeholder_top(n) for n in write.nodes if n.layer == top_layer]
@@ -947,7 +959,9 @@ class Engine:
                 self._version_of(kb_id),
             )
         except StaleTreeError:
-            raise RaptorError("The messages were not stored: the knowledge base changed meanwhile; try again.") from None
+            raise RaptorError(
+                "The messages were not stored: the knowledge base changed meanwhile; try again."
+            ) from None
         if progress:
             progress(Progress("index", 0, 0))
         await asyncio.to_thread(self.indexes.get, kb_id)
@@ -955,7 +969,13 @@ class Engine:
         result.nodes = sum(len(w.nodes) for w in writes)
         log.info(
             "messages in %s: %d added, %d edited, %d removed; %d document(s) rebuilt, %d dropped in %.1fs",
-            kb, result.added, result.edited, result.removed, len(writes), len(emptied), time.perf_counter() - started,
+            kb,
+            result.added,
+            result.edited,
+            result.removed,
+            len(writes),
+            len(emptied),
+            time.perf_counter() - started,
         )
 
     async def _build_message_parts(
@@ -985,7 +1005,11 @@ class Engine:
             tokens = sum(c.tokens for c in chunks)
             check_token_bounds(self.settings, plan.name, tokens, held)
             tree = await build_document_tree(
-                chunks, embedder=embedder, summarizer=self.summarizer, settings=self.settings, progress=progress
+                chunks,
+                embedder=embedder,
+                summarizer=self.summarizer,
+                settings=self.settings,
+                progress=progress,
             )
             document = {
                 "name": plan.name,

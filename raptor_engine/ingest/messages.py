@@ -181,7 +181,10 @@ def plan_additions(
         by_group.setdefault(key, []).append(message)
     plans: list[PartPlan] = []
     for key, new in by_group.items():
-        parts = [PartPlan(p.group_key, p.group_name, p.part, list(p.messages), p.old_doc_id) for p in stored.get(key, [])]
+        parts = [
+            PartPlan(p.group_key, p.group_name, p.part, list(p.messages), p.old_doc_id)
+            for p in stored.get(key, [])
+        ]
         if not parts:
             name = place.group_name(min(new, key=_order))
             packed = pack_parts(new, tokens, group_tokens)
@@ -224,7 +227,9 @@ class ReusingEmbedder:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._embedder, name)
 
-    def embed(self, texts: list[str], progress: Any = None, *, token_counts: Sequence[int] | None = None) -> np.ndarray:
+    def embed(
+        self, texts: list[str], progress: Any = None, *, token_counts: Sequence[int] | None = None
+    ) -> np.ndarray:
         """The wrapped embedder's `embed`, for the texts without a stored vector only."""
         fresh = [i for i, text in enumerate(texts) if text not in self._known]
         counts = [token_counts[i] for i in fresh] if token_counts is not None else None

@@ -122,7 +122,9 @@ class MessageStoreMixin:
                 out[int(message_id)] = (int(doc_id), text)
         return out
 
-    def message_ids(self, kb_id: int, *, channel_id: int | None = None, author_id: int | None = None) -> list[int]:
+    def message_ids(
+        self, kb_id: int, *, channel_id: int | None = None, author_id: int | None = None
+    ) -> list[int]:
         """Ids of the stored messages of one channel (or thread), or of one author, or all, in order."""
         where, params = ["kb_id = ?"], [kb_id]
         if channel_id is not None:
@@ -213,11 +215,18 @@ class MessageStoreMixin:
             _check_version(db, kb_id, expected_version)
             gone = [
                 int(r[0])
-                for r in db.execute("SELECT id FROM nodes WHERE kb_id = ? AND kind = 'kb'", [kb_id]).fetchall()
+                for r in db.execute(
+                    "SELECT id FROM nodes WHERE kb_id = ? AND kind = 'kb'", [kb_id]
+                ).fetchall()
             ]
             for doc_id in removed:
-                gone += [int(r[0]) for r in db.execute("SELECT id FROM nodes WHERE doc_id = ?", [doc_id]).fetchall()]
-                db.execute("DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE doc_id = ?)", [doc_id])
+                gone += [
+                    int(r[0])
+                    for r in db.execute("SELECT id FROM nodes WHERE doc_id = ?", [doc_id]).fetchall()
+                ]
+                db.execute(
+                    "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE doc_id = ?)", [doc_id]
+                )
                 db.execute("DELETE FROM nodes WHERE doc_id = ?", [doc_id])
                 db.execute("DELETE FROM documents WHERE id = ?", [doc_id])
             ids: dict[int, int] = {}
@@ -242,7 +251,17 @@ class MessageStoreMixin:
             "INSERT INTO messages (kb_id, doc_id, message_id, channel_id, author_id, author, created_at, url, "
             "text) VALUES (?,?,?,?,?,?,?,?,?)",
             [
-                [kb_id, doc_id, m.message_id, m.channel_id, m.author_id, m.author, m.created_at, m.url, m.text]
+                [
+                    kb_id,
+                    doc_id,
+                    m.message_id,
+                    m.channel_id,
+                    m.author_id,
+                    m.author,
+                    m.created_at,
+                    m.url,
+                    m.text,
+                ]
                 for m in item.messages
             ],
         )

@@ -4,12 +4,13 @@ thread, a channel, a restart that missed one), edits, sync and forget-me (bot/me
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 from bot.kb import kb_name
 from bot.messages import MAX_IMPORT, NEEDS_CONTENT
 from bot.state import MessageImport
-from tests.bot.conftest import ALICE, BOB, CAROL, CHAN_A, CHAN_B, FORUM, GUILD, text_of
+from tests.bot.conftest import ALICE, BOB, CAROL, CHAN_A, CHAN_B, FORUM, GUILD, guild_payload, text_of
 from tests.bot.test_bot_flows import ask, sources_of
 from tests.message_samples import TOPICS
 
@@ -179,12 +180,14 @@ async def test_a_restart_applies_a_deletion_made_while_the_bot_was_down(make_har
     edited = h.fake.post(CHAN_A, "The ferry leaves at six.", user=ALICE, when=START + timedelta(hours=4))
     await imported(h, h.add_messages())
     assert held(h, gate)
+    await h.bot.services.state.set_sync(KB_A, GUILD, CHAN_A, True, "alice")
     await h.bot.close()
     h.delete(gate, dispatch=False)  # deleted while the bot was down: it never sees the event
     h.fake.messages[int(edited["id"])]["content"] = "The ferry leaves at eight."
+    new = h.fake.post(CHAN_A, DINNER, user=CAROL, when=START + timedelta(hours=5))  # synced: added
     again = await make_harness(message_content=True, settings=bot_settings)
     await again.bot._reconciling
-    assert not held(again, gate) and held(again, edited)
+    assert not held(again, gate) and held(again, edited) and held(again, new)
     text = stored_text(again)
     assert "4417" not in text and "leaves at eight" in text and "leaves at six" not in text
 
@@ -206,7 +209,9 @@ async def test_an_import_of_ten_thousand_messages_pages_through_history_with_pro
     h = await make_harness(message_content=True)
     chatter(h, CHAN_B, MAX_IMPORT, step=0.5)
     token = h.add_messages(CHAN_B, limit=MAX_IMPORT)
-    replies = await imported(h, token, timeout=1800)  # a guard against a hang, not a speed goal (raptor bench)
+    replies = await imported(
+        h, token, timeout=1800
+    )  # a guard against a hang, not a speed goal (raptor bench)
     assert f"{MAX_IMPORT:,} messages read, {MAX_IMPORT:,} added" in replies[0]["content"]
     pages = h.fake.calls_to("GET", rf"^channels/{CHAN_B}/messages$")
     assert len(pages) >= MAX_IMPORT // 100
@@ -219,7 +224,9 @@ async def test_an_import_the_bot_did_not_finish_carries_on_after_a_restart(make_
     h = await make_harness(message_content=True)
     history = chatter(h, CHAN_B, 30)
     # a previous run read the first ten messages, stored them and recorded how far it got, then died
-    record = MessageImport(0, KB_A, GUILD, CHAN_B, CHAN_A, ALICE, "alice", 20, int(history[9]["id"]), "running")
+    record = MessageImport(
+        0, KB_A, GUILD, CHAN_B, CHAN_A, ALICE, "alice", 20, int(history[9]["id"]), "running"
+    )
     record.id = await h.bot.services.state.start_import(record)
     await h.bot.close()
     again = await make_harness(message_content=True, settings=bot_settings)
@@ -237,3 +244,48 @@ async def test_status_counts_the_messages_held_and_says_whether_the_channel_sync
     token = h.slash("kb", sub="status")
     replies = await h.replies_done(token, lambda r: "Messages here" in text_of(r[0]))
     assert "**Messages here**: 5 held · sync off" in text_of(replies[0])
+
+
+async def test_deletions_are_handled_on_every_shard(fake_api, bot_settings, embedder):
+    """Two shards over the fake gateway: each guild's MESSAGE_DELETE arrives on its own shard's
+    connection, and both take the message out of that guild's knowledge base."""
+    from bot.client import RaptorBot
+    from raptor_engine.engine import Engine
+    from raptor_engine.ingest.messages import MessagePlace
+    from tests.bot.test_bot_gateway import OTHER_CHANNELS, OTHER_GUILD
+    from tests.message_samples import history
+
+    bot_settings.shard_count = 2
+    fake_api.max_concurrency = 2
+    fake_api.guilds[OTHER_GUILD] = guild_payload(OTHER_GUILD, OTHER_CHANNELS)
+    engine = Engine(bot_settings, embedder=embedder)
+    held = {}
+    for base, guild, channel in ((10_000, GUILD, CHAN_A), (20_000, OTHER_GUILD, OTHER_CHANNELS[0])):
+        kb = kb_name(guild, channel)
+        messages = history(6, channel=channel, guild=guild, base_id=base)
+        for chat in messages:  # in the channel's history too, or the reconcile at start would remove them
+            posted = fake_api.post(channel, chat.text, guild=guild)
+            del fake_api.messages[int(posted["id"])]
+            fake_api.messages[chat.message_id] = dict(posted, id=str(chat.message_id))
+        await engine.add_messages(kb, MessagePlace(channel, "docs-a"), messages)
+        held[guild] = (kb, channel, base + 5)
+    bot = RaptorBot(bot_settings, engine=engine, warm=False)
+    running = asyncio.create_task(bot.start("fake-token"))
+    try:
+        await fake_api.wait_for(
+            lambda: bot.get_guild(GUILD) and bot.get_guild(OTHER_GUILD), what="both shards"
+        )
+        await bot._reconciling
+        assert {bot.get_guild(GUILD).shard_id, bot.get_guild(OTHER_GUILD).shard_id} == {0, 1}
+        assert all(len(engine.message_ids(kb)) == 6 for kb, _, _ in held.values())
+        for guild, (_, channel, deleted) in held.items():
+            data = {"id": str(deleted), "channel_id": str(channel), "guild_id": str(guild)}
+            await fake_api.dispatch(guild, "MESSAGE_DELETE", data)
+        for kb, _, deleted in held.values():
+            await fake_api.wait_for(
+                lambda kb=kb, d=deleted: d not in engine.message_ids(kb), what=f"deletion in {kb}"
+            )
+            assert len(engine.message_ids(kb)) == 5
+    finally:
+        await bot.close()
+        await asyncio.wait_for(running, 60)
