@@ -12,6 +12,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.unhurried import patient
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -43,7 +45,7 @@ def dask_processes(
         )
     ]  # fmt: skip
     try:
-        address = _wait_for_file(scheduler_file, 60)["address"]
+        address = _wait_for_file(scheduler_file, patient(60))["address"]
         for i in range(workers):
             procs.append(
                 subprocess.Popen(

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
+from tests.unhurried import unhurried_settings
 
 pytestmark = pytest.mark.e2e
 
@@ -121,7 +121,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 async def test_a_real_local_model_builds_a_tree_and_answers_with_citations(llama_server, tmp_path, embedder):
-    settings = Settings(
+    settings = unhurried_settings(
         data_dir=tmp_path,
         llm_base_url=llama_server,
         llm_summary_model=MODEL_ALIAS,
