@@ -73,3 +73,13 @@ def listening_pid(address: str) -> int:
         if connection.status == psutil.CONN_LISTEN and connection.laddr.port == port and connection.pid:
             return connection.pid
     raise AssertionError(f"nothing listens at {address}")
+
+
+def finished_builds(dask_scheduler) -> list[str]:
+    """The build tasks the scheduler saw finish (reach 'memory'), from its transition log: run it there with
+    `client.run_on_scheduler` (the scheduler imports it from this module)."""
+    return [
+        str(key)
+        for key, _start, finish, *_ in dask_scheduler.transition_log
+        if "raptor-build" in str(key) and finish == "memory"
+    ]

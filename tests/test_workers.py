@@ -34,7 +34,7 @@ from raptor_engine.workers import (
     task_settings,
     unpack_result,
 )
-from tests.dask_processes import dask_processes
+from tests.dask_processes import dask_processes, finished_builds
 from tests.unhurried import patient, unhurried_settings
 from tests.worker_faults import threads_on_worker
 
@@ -77,11 +77,6 @@ async def _until_idle(client: Client, seconds: float = 60) -> dict:
         await asyncio.sleep(0.1)
         processing = await client.processing()
     return processing
-
-
-def _finished_builds(dask_scheduler) -> list[str]:
-    """The build tasks the scheduler saw finish (reach 'memory'), from its transition log."""
-    return [str(key) for key, _, finish, *_ in dask_scheduler.transition_log if "raptor-build" in str(key) and finish == "memory"]
 
 
 async def test_a_worker_killed_mid_build_loses_nothing_and_the_next_upload_still_builds(dask_cluster, tmp_path):
@@ -157,13 +152,13 @@ async def test_a_build_the_engine_stops_from_its_progress_reports_is_cancelled_o
             raise LimitError("long.md took longer than the build deadline.")
 
     try:
-        finished_before = await cluster.client.run_on_scheduler(_finished_builds)
+        finished_before = await cluster.client.run_on_scheduler(finished_builds)
         with pytest.raises(LimitError, match="build deadline"):
             await asyncio.wait_for(engine.ingest("kb", "long.md", long_document(), progress=deadline), patient(300))
         assert engine.documents("kb") == []
         processing = await _until_idle(cluster.client)
         assert not any(keys for keys in processing.values()), processing  # the task is gone from the cluster
-        finished = await cluster.client.run_on_scheduler(_finished_builds)
+        finished = await cluster.client.run_on_scheduler(finished_builds)
         assert set(finished) <= set(finished_before)  # cancelled: it never ran to its result
     finally:
         await cluster.close()
