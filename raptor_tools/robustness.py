@@ -437,6 +437,7 @@ class CrashTrial:
     stage: str
     documents_after_kill: list[str]
     problems: list[str] = field(default_factory=list)
+    ran_s: float = 0.0  # how long the child ran, start to end
 
 
 def check_after_crash(engine: Any) -> list[str]:
@@ -524,7 +525,9 @@ def run_crash_trials(
     the index update); they do not count towards `kills`.
 
     Returns the trials (kills and the runs that finished before their kill time) and the
-    measured length of one ingest. Each trial starts from a copy of a data directory that
+    length of one ingest the kills are spread over: measured once, then shortened to any child
+    that finished sooner (the machine got less busy), so that enough kills land mid-ingest on a
+    machine whose speed changes. Each trial starts from a copy of a data directory that
     already holds one document, so a kill can also be checked for harming the previous tree.
     """
     from raptor_engine.engine import Engine
@@ -549,6 +552,8 @@ def run_crash_trials(
                 zygote, workdir, template, embedder, len(trials), rng.uniform(0, duration)
             )
             trials.append(trial)
+            if trial.ended == "finished":  # the machine is faster now than when measured (less busy):
+                duration = min(duration, trial.ran_s)  # spread the next kills over an ingest's length now
             if on_trial:
                 on_trial(trial)
     finally:
@@ -571,12 +576,14 @@ def _one_crash_trial(
     data_dir = workdir / f"trial-{number}"
     stages = workdir / f"trial-{number}.stages"
     copy_tree(template, data_dir)
+    started = time.perf_counter()
     pid = zygote.start_ingest(data_dir, stages, fault)
     if not fault:
         time.sleep(delay)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     how, code = zygote.wait()
+    ran_s = time.perf_counter() - started
     killed = how == "signal" and code == signal.SIGKILL
     if how == "exit" and code != 0:
         raise RuntimeError(f"crash trial {number}: the ingest child failed on its own (exit {code})")
@@ -588,6 +595,7 @@ def _one_crash_trial(
             "killed" if killed else "finished",
             last_stage(stages) if killed else "finished",
             sorted(d.name for d in engine.documents("crash")),
+            ran_s=ran_s,
         )
         trial.problems = check_after_crash(engine)
         trial.problems += repair_and_finish(engine)

@@ -13,8 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.unhurried import UNHURRIED_ENV
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# the bots, CLI runs and workers the tests start (and Settings.from_env here) have no deadline a test does
+# not set itself: tests/unhurried.py says why
+for _name, _value in UNHURRIED_ENV.items():
+    os.environ.setdefault(_name, _value)
 
 
 @pytest.fixture(scope="session")

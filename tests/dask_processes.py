@@ -12,6 +12,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.unhurried import patient
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -43,7 +45,7 @@ def dask_processes(
         )
     ]  # fmt: skip
     try:
-        address = _wait_for_file(scheduler_file, 60)["address"]
+        address = _wait_for_file(scheduler_file, patient(60))["address"]
         for i in range(workers):
             procs.append(
                 subprocess.Popen(
@@ -71,3 +73,13 @@ def listening_pid(address: str) -> int:
         if connection.status == psutil.CONN_LISTEN and connection.laddr.port == port and connection.pid:
             return connection.pid
     raise AssertionError(f"nothing listens at {address}")
+
+
+def finished_builds(dask_scheduler) -> list[str]:
+    """The build tasks the scheduler saw finish (reach 'memory'), from its transition log: run it there with
+    `client.run_on_scheduler` (the scheduler imports it from this module)."""
+    return [
+        str(key)
+        for key, _start, finish, *_ in dask_scheduler.transition_log
+        if "raptor-build" in str(key) and finish == "memory"
+    ]

@@ -32,6 +32,7 @@ from raptor_tools.robustness import (
     run_bad_inputs,
     small_docx,
 )
+from tests.unhurried import unhurried
 
 UNREADABLE = "is mostly characters that cannot be displayed as text (private-use or invalid)."
 
@@ -62,7 +63,7 @@ ISSUE_CASES = [
 @pytest.fixture(scope="module")
 def corpus_run(tmp_path_factory, embedder):
     data_dir = tmp_path_factory.mktemp("corpus")
-    engine = Engine(corpus_settings(data_dir), embedder=embedder)
+    engine = Engine(unhurried(corpus_settings(data_dir)), embedder=embedder)
     outcomes = asyncio.run(run_bad_inputs(engine))
     yield engine, {o.case: o for o in outcomes}
     engine.close()

@@ -18,6 +18,7 @@ from tests.bot.conftest import (  # noqa: F401  (fixtures for the bot-level chec
     make_harness,
     text_of,
 )
+from tests.unhurried import unhurried_settings
 
 DOCS = [
     ("a.txt", "The signal box at Kelby was built of red brick in 1889."),
@@ -35,7 +36,7 @@ def make_engine(tmp_path, embedder):
     made: list[Engine] = []
 
     def make(**bounds: object) -> Engine:
-        engine = Engine(Settings(data_dir=tmp_path / "data", **bounds), embedder=embedder)  # type: ignore[arg-type]
+        engine = Engine(unhurried_settings(data_dir=tmp_path / "data", **bounds), embedder=embedder)  # type: ignore[arg-type]
         made.append(engine)
         return engine
 

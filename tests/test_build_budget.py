@@ -20,6 +20,7 @@ from raptor_engine.tree.summarize import ExtractiveSummarizer
 from raptor_engine.types import Summary, SummaryRequest
 from raptor_tools.fingerprint import SAFE_TEXT, fingerprint
 from raptor_tools.hostile import unclosed_tags_html
+from tests.unhurried import unhurried_settings
 
 MB = 1024 * 1024
 LONGER_TEXT = " ".join(f"Entry {n}. {SAFE_TEXT}" for n in range(12))  # enough leaves to summarise
@@ -169,7 +170,7 @@ def test_a_build_whose_summaries_come_from_an_llm_gets_the_llm_deadline(tmp_path
 
 @pytest.fixture
 def engine(tmp_path, embedder):
-    engine = Engine(Settings(data_dir=tmp_path), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path), embedder=embedder)
     asyncio.run(engine.ingest("kb", "base.txt", SAFE_TEXT.encode()))
     yield engine
     engine.close()
@@ -216,7 +217,7 @@ class CheckingSummarizer:
 
 def test_a_build_past_its_deadline_stops_in_its_thread_too(tmp_path, embedder):
     summarizer = CheckingSummarizer(embedder)
-    engine = Engine(Settings(data_dir=tmp_path), embedder=embedder, summarizer=summarizer)
+    engine = Engine(unhurried_settings(data_dir=tmp_path), embedder=embedder, summarizer=summarizer)
     asyncio.run(engine.ingest("kb", "base.txt", SAFE_TEXT.encode()))
     engine.settings.build_timeout = 3.0
     summarizer.stopped.clear()
@@ -227,7 +228,7 @@ def test_a_build_past_its_deadline_stops_in_its_thread_too(tmp_path, embedder):
 
 def test_a_build_past_its_memory_ceiling_stops_with_its_sentence(tmp_path, embedder, monkeypatch):
     summarizer = CheckingSummarizer(embedder)
-    engine = Engine(Settings(data_dir=tmp_path), embedder=embedder, summarizer=summarizer)
+    engine = Engine(unhurried_settings(data_dir=tmp_path), embedder=embedder, summarizer=summarizer)
     asyncio.run(engine.ingest("kb", "base.txt", SAFE_TEXT.encode()))
     readings = iter([500.0])  # the build starts at 500 MB, then its process holds 5 GB
     monkeypatch.setattr(budget_module, "current_rss_mb", lambda: next(readings, 5000.0))

@@ -12,6 +12,7 @@ from raptor_engine.llm import OpenAIAnswerer, format_context
 from raptor_engine.query.answer import neutralise_markers
 from raptor_engine.types import ContextNode
 from tests.llm_server import FakeLLMServer
+from tests.unhurried import unhurried_settings
 
 ASCII_MARKER = re.compile(r"\[(\d+)\]")
 
@@ -76,7 +77,7 @@ def test_document_numbers_are_shown_but_never_marker_shaped(raw, shown):
 
 
 async def test_the_extractive_answer_never_turns_a_documents_numbers_into_markers(tmp_path, embedder):
-    engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
     try:
         await engine.ingest("kb", "bridge.md", bridge_document().encode())
         for question in (
@@ -118,7 +119,7 @@ async def test_an_llm_copying_a_reference_list_cannot_forge_citations(tmp_path, 
             llm_answer_model="answer-model",
         )
         answerer = OpenAIAnswerer(llm, backoff_base=0.001)
-        engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder, answerer=answerer)
+        engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder, answerer=answerer)
         try:
             await engine.ingest("kb", "bridge.md", bridge_document().encode())
             answer = await engine.ask("kb", "Who designed the spans of the bridge?")

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from raptor_engine import Engine, Settings
+from raptor_engine import Engine
 from tests.sample_texts import RAILWAY
 from tests.storage_faults import read_only_view
+from tests.unhurried import unhurried_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 KB = "notes"
@@ -44,7 +45,7 @@ def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
 @pytest.fixture(scope="module")
 def data(tmp_path_factory, embedder) -> Path:
     folder = tmp_path_factory.mktemp("cli") / "data"
-    engine = Engine(Settings(data_dir=folder), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=folder), embedder=embedder)
     asyncio.run(engine.ingest(KB, "railway.txt", RAILWAY.encode()))
     engine.close()
     return folder

@@ -20,12 +20,12 @@ import pytest
 from distributed import Client
 
 from raptor_engine import __version__
-from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.workers import PROGRESS_TOPIC, BuildCluster, ClusterUnreachableError, NoWorkerError
 from tests.dask_processes import ROOT, dask_processes, listening_pid
 from tests.test_cluster_security import intrude, successes
 from tests.test_workers import LIGHTHOUSE, long_document
+from tests.unhurried import unhurried_settings
 
 SHORT = b"# Bees\n\n" + b"Bees make honey from the nectar of flowers. " * 30
 OTHER_VERSION = "0.0.9"
@@ -52,7 +52,7 @@ async def until(ask, expected, tries: int = 600) -> None:
 
 
 def engine_on(address: str, data_dir: Path, **settings) -> Engine:
-    engine = Engine(Settings(data_dir=data_dir, **settings))
+    engine = Engine(unhurried_settings(data_dir=data_dir, **settings))
     engine.cluster = BuildCluster(engine.settings, address)
     return engine
 

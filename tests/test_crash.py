@@ -29,6 +29,7 @@ from raptor_tools.robustness import (
     run_crash_trials,
     seed_crash_template,
 )
+from tests.unhurried import unhurried
 
 KILLS = int(os.environ.get("RAPTOR_CRASH_KILLS", "20"))
 
@@ -80,7 +81,7 @@ def test_no_kill_left_a_partial_document_or_lost_the_previous_one(trials):
 
 def test_the_checks_catch_a_half_written_document(tmp_path, embedder):
     """The post-crash checks can fail: delete a stored document's nodes behind the engine's back."""
-    engine = Engine(crash_settings(tmp_path / "data"), embedder=embedder)
+    engine = Engine(unhurried(crash_settings(tmp_path / "data")), embedder=embedder)
     try:
         seed_crash_template(engine)
         assert check_after_crash(engine) == []
@@ -123,7 +124,7 @@ def test_raptor_doctor_reports_then_repairs_what_a_crash_can_leave(tmp_path, emb
 
     from raptor_engine.cli import cli
 
-    engine = Engine(crash_settings(tmp_path / "data"), embedder=embedder)
+    engine = Engine(unhurried(crash_settings(tmp_path / "data")), embedder=embedder)
     seed_crash_template(engine)
     asyncio.run(engine.ingest("other", "tide.txt", CRASH_DOCUMENTS[0][1].encode()))
     crash_id, other_id = engine.store.kb_id("crash"), engine.store.kb_id("other")

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from raptor_engine.cli import cli
-from raptor_engine.config import Settings
 from raptor_tools import metrics
 from raptor_tools.evaluate import load_eval_set, render_markdown, run_eval
+from tests.unhurried import unhurried_settings
 
 # ---- metrics ------------------------------------------------------------------------------
 
@@ -240,10 +240,10 @@ def test_eval_metrics_match_hand_computed_values(cli_run):
 
 async def test_eval_rerun_reuses_trees_and_is_deterministic(cli_run, embedder):
     root, set_dir, _, report = cli_run
-    settings = Settings(data_dir=root / "cache")
+    settings = unhurried_settings(data_dir=root / "cache")
     again = await run_eval(set_dir, settings, use_llm=False, embedder=embedder)
     assert json.loads(json.dumps(again)) == report
-    fresh = await run_eval(set_dir, Settings(data_dir=root / "fresh"), use_llm=False, embedder=embedder)
+    fresh = await run_eval(set_dir, unhurried_settings(data_dir=root / "fresh"), use_llm=False, embedder=embedder)
     assert json.loads(json.dumps(fresh)) == report  # the same trees are built from scratch
     limited = await run_eval(set_dir, settings, budget=60, limit=2, use_llm=False, embedder=embedder)
     assert limited["questions"] == 2 and set(limited["trees"]) == {"harbour"}
@@ -265,7 +265,7 @@ async def test_llm_scores_from_an_openai_compatible_server(tmp_path, embedder):
 
     set_dir = write_set(tmp_path / "tiny")
     async with FakeLLMServer(responder=responder) as server:
-        settings = Settings(data_dir=tmp_path / "cache", llm_base_url=server.base_url, llm_api_key="test")
+        settings = unhurried_settings(data_dir=tmp_path / "cache", llm_base_url=server.base_url, llm_api_key="test")
         report = await run_eval(set_dir, settings, embedder=embedder)
         answer_requests = [r for r in server.requests if "Context:" in r.text()]
     assert len(answer_requests) == 3 * 3  # h1, h2, o1 (o2 has nothing to grade against), three methods each
@@ -335,7 +335,7 @@ def test_conversations_are_derived_from_the_questions_and_scored_by_their_rewrit
 async def test_eval_reports_answers_and_follow_ups(tmp_path, embedder):
     set_dir = write_set(tmp_path / "tiny")
     report = await run_eval(
-        set_dir, Settings(data_dir=tmp_path / "c"), use_llm=False, embedder=embedder, followups=True
+        set_dir, unhurried_settings(data_dir=tmp_path / "c"), use_llm=False, embedder=embedder, followups=True
     )
     assert report["answers"]["questions"] == 3  # o2 has no reference
     assert 0.0 < report["answers"]["rouge1_recall"] <= 1.0

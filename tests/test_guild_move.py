@@ -15,9 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from bot.state import BotState, ThreadRecord
-from raptor_engine import Engine, Settings
+from raptor_engine import Engine
 from raptor_engine.types import Turn
 from tests.sample_texts import BEEKEEPING, RAILWAY
+from tests.unhurried import unhurried_settings
 
 MOVED, STAYS = "guild-42-channel-1", "guild-7-channel-1"
 QUESTIONS = ["When did the railway open?", "How do bees make honey?", "Who built the line?"]
@@ -77,14 +78,14 @@ def _raptor(*args: str) -> str:
 @pytest.fixture
 def two_directories(tmp_path, embedder):
     source, target = tmp_path / "a", tmp_path / "b"
-    engine = Engine(Settings(data_dir=source), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=source), embedder=embedder)
     asyncio.run(engine.ingest(MOVED, "railway.txt", RAILWAY.encode()))
     asyncio.run(engine.ingest(MOVED, "bees.md", BEEKEEPING.encode()))
     asyncio.run(engine.ingest(STAYS, "bees.md", BEEKEEPING.encode()))
     before = _answers(engine, MOVED)
     before_bot = asyncio.run(_write_bot_state(BotState(engine.spaces)))
     engine.close()
-    other = Engine(Settings(data_dir=target), embedder=embedder)
+    other = Engine(unhurried_settings(data_dir=target), embedder=embedder)
     asyncio.run(other.ingest("guild-9-channel-3", "railway.txt", RAILWAY.encode()))
     other.close()
     return source, target, (before, before_bot)
@@ -108,7 +109,7 @@ def test_a_moved_server_answers_the_same_questions_with_the_same_citations(
         ("42", [MOVED]),
         ("9", ["guild-9-channel-3"]),
     ]
-    engine = Engine(Settings(data_dir=target), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=target), embedder=embedder)
     try:
         assert _answers(engine, MOVED) == before
         assert [d.name for d in engine.documents(MOVED)] == ["railway.txt", "bees.md"]
@@ -118,7 +119,7 @@ def test_a_moved_server_answers_the_same_questions_with_the_same_citations(
         assert not asyncio.run(state.autoingest_enabled(STAYS))  # the server that stayed kept its own
     finally:
         engine.close()
-    left = Engine(Settings(data_dir=source), embedder=embedder)
+    left = Engine(unhurried_settings(data_dir=source), embedder=embedder)
     try:  # the source no longer has the moved server's bot rows; the other server's are untouched
         state = BotState(left.spaces)
         assert asyncio.run(_read_bot_state(state, answer_id)) == (False, None, None, [], None)

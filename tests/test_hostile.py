@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from raptor_engine import Engine, Settings
+from raptor_engine import Engine
 from raptor_engine.errors import IngestError, LimitError
 from raptor_engine.ingest.chunk import chunk_document
 from raptor_engine.ingest.load import LoadLimits, load_document, strip_invisible
 from raptor_engine.ingest.parse_worker import ParseStats, WorkerLimits, load_isolated
+from raptor_engine.tree import docbuild
 from raptor_engine.tree.embed import MAX_CHARS_PER_TOKEN
 from raptor_engine.tree.summarize import clip_chars
 from raptor_engine.types import LoadedDocument, Section, Summary, SummaryRequest
@@ -65,6 +66,7 @@ from raptor_tools.hostile import (
     zalgo,
 )
 from raptor_tools.robustness import SAFE_TEXT
+from tests.unhurried import unhurried, unhurried_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 1024 * 1024
@@ -183,19 +185,30 @@ def test_the_worker_reads_what_the_loader_reads():
     assert stats.outcome == "read" and stats.peak_rss_mb > 0
 
 
-def test_a_parse_past_the_deadline_is_killed_with_a_clear_sentence():
+def test_a_parse_past_the_deadline_is_killed_with_a_clear_sentence(monkeypatch):
+    children: list[subprocess.Popen] = []
+    start_child = subprocess.Popen
+
+    def recorded(*args, **kwargs):
+        children.append(start_child(*args, **kwargs))
+        return children[-1]
+
+    monkeypatch.setattr(subprocess, "Popen", recorded)
     stats = ParseStats()
     limits = WorkerLimits(timeout_s=0.5, load=LoadLimits(max_elements=10**9))
-    started = time.perf_counter()
     with pytest.raises(IngestError) as caught:
         load_isolated("tags.html", unclosed_tags_html(4 * MB), limits, stats)
     assert str(caught.value) == "tags.html: took longer than 0.5 s to read."
-    assert time.perf_counter() - started < 5 and stats.outcome == "timeout"
+    assert stats.outcome == "timeout"
+    assert [child.returncode for child in children] == [-signal.SIGKILL]  # killed at the deadline, not waited for
 
 
 def test_a_parse_past_the_memory_limit_is_stopped_with_a_clear_sentence():
     stats = ParseStats()
-    limits = WorkerLimits(memory_mb=200, load=LoadLimits(max_elements=10**9, max_text_chars=10**9))
+    # the time limit far off, so that however busy the machine, the memory limit is what stops the child
+    limits = WorkerLimits(
+        timeout_s=600, memory_mb=200, load=LoadLimits(max_elements=10**9, max_text_chars=10**9)
+    )
     with pytest.raises(IngestError) as caught:
         load_isolated("big.txt", ("lighthouse " * 8 * MB).encode(), limits, stats)
     assert str(caught.value) == "big.txt: needs more than 200 MB of memory to read."
@@ -278,7 +291,7 @@ class RamblingSummarizer:
 
 
 def test_no_stored_node_exceeds_the_character_limit(tmp_path, embedder):
-    settings = Settings(data_dir=tmp_path, node_max_chars=300)
+    settings = unhurried_settings(data_dir=tmp_path, node_max_chars=300)
     engine = Engine(settings, embedder=embedder, summarizer=RamblingSummarizer())
     text = SAFE_TEXT + " " + letter_run(2_000).decode() + " " + " ".join([SAFE_TEXT] * 30)
     result = asyncio.run(engine.ingest("kb", "dna.txt", text.encode()))
@@ -290,7 +303,7 @@ def test_no_stored_node_exceeds_the_character_limit(tmp_path, embedder):
 
 
 def test_a_parse_past_its_deadline_stores_nothing_while_other_kbs_answer(tmp_path, embedder):
-    settings = Settings(data_dir=tmp_path, parse_timeout=5.0, max_elements=10**9)
+    settings = unhurried_settings(data_dir=tmp_path, parse_timeout=5.0, max_elements=10**9)
     engine = Engine(settings, embedder=embedder)
     asyncio.run(engine.ingest("other", "base.txt", SAFE_TEXT.encode()))
     nodes = engine.store.db.conn.execute("SELECT id, text FROM nodes ORDER BY id").fetchall()
@@ -311,22 +324,31 @@ def test_a_parse_past_its_deadline_stores_nothing_while_other_kbs_answer(tmp_pat
     engine.close()
 
 
-def test_text_far_over_the_token_bound_is_refused_before_chunking(tmp_path, embedder):
-    engine = Engine(Settings(data_dir=tmp_path, max_kb_tokens=10_000), embedder=embedder)
-    started = time.perf_counter()
+def never_chunked(monkeypatch) -> None:
+    """Fail the ingest if it reaches the chunker (the costly step a quick refusal must come before): a check
+    of the order of the steps, which holds on a machine of any speed."""
+
+    def chunked(*_args, **_kwargs):
+        raise AssertionError("the upload was chunked before it was refused")
+
+    monkeypatch.setattr(docbuild, "chunk_document", chunked)
+
+
+def test_text_far_over_the_token_bound_is_refused_before_chunking(tmp_path, embedder, monkeypatch):
+    engine = Engine(unhurried_settings(data_dir=tmp_path, max_kb_tokens=10_000), embedder=embedder)
+    never_chunked(monkeypatch)
     with pytest.raises(LimitError) as caught:
         asyncio.run(engine.ingest("kb", "dna.txt", letter_run(3 * MB)))
     assert "has at least 524,288 tokens" in str(caught.value)
-    assert time.perf_counter() - started < 30
     engine.close()
 
 
-def test_text_the_model_cannot_read_is_refused_quickly(tmp_path, embedder):
-    engine = Engine(Settings(data_dir=tmp_path), embedder=embedder)  # default bounds: 300k letters fit them
-    started = time.perf_counter()
+def test_text_the_model_cannot_read_is_refused_quickly(tmp_path, embedder, monkeypatch):
+    engine = Engine(unhurried_settings(data_dir=tmp_path), embedder=embedder)  # default bounds: 300k letters fit them
+    never_chunked(monkeypatch)  # quickly: before chunking
     with pytest.raises(IngestError) as caught:
         asyncio.run(engine.ingest("kb", "dna.txt", letter_run(300_000)))
-    assert "cannot read" in str(caught.value) and time.perf_counter() - started < 20
+    assert "cannot read" in str(caught.value)
     engine.close()
 
 
@@ -342,7 +364,8 @@ QUICK = [item for item in hostile_corpus() if item.expect == "refused" and item.
 
 @pytest.fixture(scope="module")
 def hostile_run(tmp_path_factory, embedder):
-    engine = Engine(hostile_settings(tmp_path_factory.mktemp("hostile")), embedder=embedder)
+    # no parse or build deadline: each file must end in its own cap's sentence, on any machine
+    engine = Engine(unhurried(hostile_settings(tmp_path_factory.mktemp("hostile"))), embedder=embedder)
     outcomes = asyncio.run(run_hostile(engine, QUICK))
     yield engine, dict(zip([item.case for item in QUICK], outcomes, strict=True))
     engine.close()
@@ -354,11 +377,11 @@ def test_each_hostile_class_ends_in_its_sentence_with_the_store_unchanged(hostil
     outcome = outcomes[item.case]
     assert outcome.as_expected(item, engine.settings), outcome
     assert outcome.message.endswith(".") and "\n" not in outcome.message
-    assert outcome.seconds < 90 and outcome.worker_peak_mb < 2048
+    assert outcome.worker_peak_mb < 2048  # the time it took is the robustness report's figure, not a test's
 
 
 def test_hidden_instructions_never_reach_the_store(tmp_path, embedder):
-    engine = Engine(Settings(data_dir=tmp_path), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path), embedder=embedder)
     asyncio.run(engine.ingest("kb", "hidden.txt", invisible_text()))
     stored = " ".join(row[0] for row in engine.store.db.conn.execute("SELECT text FROM nodes"))
     engine.close()
@@ -367,7 +390,7 @@ def test_hidden_instructions_never_reach_the_store(tmp_path, embedder):
 
 
 def test_a_decomposed_name_is_stored_composed_and_forgotten_by_either_spelling(tmp_path, embedder):
-    engine = Engine(Settings(data_dir=tmp_path), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path), embedder=embedder)
     asyncio.run(engine.ingest("kb", "cafe\u0301.txt", SAFE_TEXT.encode()))
     assert [d.name for d in engine.documents("kb")] == ["caf\u00e9.txt"]
     removed = asyncio.run(engine.forget("kb", "cafe\u0301.txt"))

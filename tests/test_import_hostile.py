@@ -22,10 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from raptor_engine import Engine, Settings
+from raptor_engine import Engine
 from raptor_engine.storage.archive import ARCHIVE_MANIFEST
 from raptor_engine.storage.db import connect
 from tests.sample_texts import BEEKEEPING, RAILWAY
+from tests.unhurried import unhurried_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 GUILD, KB = "42", "guild-42-channel-1"
@@ -59,7 +60,7 @@ def tree_hash(root: Path) -> str:
 def exported(tmp_path_factory, embedder) -> Path:
     """The real export of guild 42 (two documents, a bot setting row of its own)."""
     folder = tmp_path_factory.mktemp("export")
-    engine = Engine(Settings(data_dir=folder / "source"), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=folder / "source"), embedder=embedder)
     asyncio.run(engine.ingest(KB, "railway.txt", RAILWAY.encode()))
     asyncio.run(engine.ingest(KB, "bees.md", BEEKEEPING.encode()))
     engine.close()
@@ -73,7 +74,7 @@ def exported(tmp_path_factory, embedder) -> Path:
 def target(tmp_path, embedder) -> Path:
     """A data directory with another guild's store, as a running bot would have it."""
     data = tmp_path / "target"
-    engine = Engine(Settings(data_dir=data), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
     asyncio.run(engine.ingest("guild-9-channel-3", "railway.txt", RAILWAY.encode()))
     engine.close()
     return data

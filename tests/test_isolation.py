@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.kb import kb_for_channel, kb_name, parse_kb_name
-from raptor_engine import Engine, Settings
+from raptor_engine import Engine
 from raptor_tools.robustness import (
     ISOLATION_TOPICS,
     MemoEmbedder,
@@ -27,6 +27,7 @@ from raptor_tools.robustness import (
     isolation_documents,
     run_isolation,
 )
+from tests.unhurried import unhurried_settings
 
 TRIALS = 1000
 GUILDS = {"alpha": 111, "beta": 111, "gamma": 222, "delta": 222}  # two guilds, two channels each
@@ -59,7 +60,7 @@ def bot_kb(label: str) -> str:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, embedder):
     """Knowledge bases named directly (engine) and by the bot's mapping, in one data directory."""
-    engine = Engine(Settings(data_dir=tmp_path_factory.mktemp("isolation")), embedder=MemoEmbedder(embedder))
+    engine = Engine(unhurried_settings(data_dir=tmp_path_factory.mktemp("isolation")), embedder=MemoEmbedder(embedder))
     asyncio.run(build_isolation_kbs(engine))
     asyncio.run(build_isolation_kbs(engine, kb_of=bot_kb))
     yield engine

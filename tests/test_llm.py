@@ -25,6 +25,7 @@ from raptor_engine.llm import (
 from raptor_engine.query.answer import map_citations
 from raptor_engine.types import ContextNode, SummaryRequest, Turn
 from tests.llm_server import FakeLLMServer
+from tests.unhurried import unhurried_settings
 
 FAST_BACKOFF = 0.001  # retries in tests wait milliseconds, unless the server asks for more
 
@@ -43,11 +44,11 @@ def llm_settings(server: FakeLLMServer, tmp_path: Path, **overrides: object) -> 
         "llm_summary_model": "summary-model",
         "llm_answer_model": "answer-model",
         "llm_concurrency": 8,
-        "llm_timeout": 5.0,
+        "llm_timeout": 60.0,  # the default: a test of the timeout sets its own; a busy machine is no hang
         "llm_max_retries": 3,
     }
     values.update(overrides)
-    return Settings(**values)  # type: ignore[arg-type]
+    return unhurried_settings(**values)  # type: ignore[arg-type]
 
 
 def summarizer_for(server: FakeLLMServer, tmp_path: Path, **overrides: object) -> OpenAISummarizer:

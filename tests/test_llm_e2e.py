@@ -31,10 +31,10 @@ from pathlib import Path
 
 import pytest
 
-from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.query.support import CITED, MATCHED, UNSUPPORTED_MARK
 from raptor_engine.types import Answer
+from tests.unhurried import unhurried_settings
 
 pytestmark = pytest.mark.e2e
 
@@ -159,7 +159,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 async def test_a_real_local_model_builds_a_tree_and_every_answer_is_cited_or_flagged(
     llama_server, tmp_path, embedder
 ):
-    settings = Settings(
+    settings = unhurried_settings(
         data_dir=tmp_path,
         llm_base_url=llama_server,
         llm_summary_model=MODEL_ALIAS,

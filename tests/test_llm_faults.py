@@ -28,6 +28,7 @@ from tests.bot.conftest import (  # noqa: F401  (fixtures for the bot-level chec
     text_of,
 )
 from tests.llm_server import FakeLLMServer
+from tests.unhurried import unhurried_settings
 
 FAST_BACKOFF = 0.001
 SECRET = "sk-test-FAULTS-secret-0000"
@@ -49,11 +50,11 @@ def llm_settings(server: FakeLLMServer, data_dir: Path, **overrides: object) -> 
         "llm_summary_model": "summary-model",
         "llm_answer_model": "answer-model",
         "llm_concurrency": 4,
-        "llm_timeout": 5.0,
+        "llm_timeout": 60.0,  # the default: a test of the timeout sets its own; a busy machine is no hang
         "llm_max_retries": 2,
     }
     values.update(overrides)
-    return Settings(**values)  # type: ignore[arg-type]
+    return unhurried_settings(**values)  # type: ignore[arg-type]
 
 
 def llm_engine(server: FakeLLMServer, data_dir: Path, embedder, **overrides: object) -> Engine:
@@ -239,7 +240,10 @@ async def test_a_question_the_backend_cannot_answer_fails_clearly_and_records_no
 async def test_the_bot_tells_the_user_what_the_backend_did(server, make_harness, bot_settings, embedder):  # noqa: F811
     from tests.bot.test_bot_flows import add_doc, ask
 
-    settings = llm_settings(server, bot_settings.data_dir, ask_cooldown_seconds=0, llm_max_retries=1)
+    settings = llm_settings(
+        server, bot_settings.data_dir, ask_cooldown_seconds=0, llm_max_retries=1,
+        build_workers=bot_settings.build_workers,  # in this process: the backend's faults are the subject, not a cluster
+    )  # fmt: skip
     summarizer = OpenAISummarizer(
         settings, db_path=settings.db_path, count_tokens=embedder.count_tokens, backoff_base=FAST_BACKOFF
     )

@@ -15,6 +15,7 @@ from raptor_engine.streaming import ShownText, settled
 from tests.llm_server import FakeLLMServer
 from tests.test_llm import answerer_for, context_nodes
 from tests.test_llm_faults import llm_engine
+from tests.unhurried import unhurried_settings
 
 BASE = (
     "The signal box at Dunmore was built of red brick in 1894. It controlled the junction with the "
@@ -169,10 +170,9 @@ async def test_a_streamed_answer_is_the_answer_the_plain_call_gives(server, tmp_
 
 
 async def test_the_extractive_answerer_has_nothing_to_stream(tmp_path, embedder):
-    from raptor_engine.config import Settings
     from raptor_engine.engine import Engine
 
-    engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
     try:
         await engine.ingest("kb", "base.txt", BASE.encode())
         screen = Screen()

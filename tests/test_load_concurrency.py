@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from raptor_engine import Engine, Settings
+from raptor_engine import Engine
 from raptor_engine.tree.summarize import ExtractiveSummarizer
 from raptor_tools.robustness import (
     CRASH_BASE,
@@ -21,12 +21,13 @@ from raptor_tools.robustness import (
     run_load,
     seed_crash,
 )
+from tests.unhurried import unhurried, unhurried_settings
 
 QUESTIONS = 60
 
 
 async def test_many_questions_while_two_ingests_run_in_the_same_knowledge_base(tmp_path, embedder):
-    engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
     try:
         figures = await run_load(engine, "load", QUESTIONS)
         assert figures.errors == []
@@ -47,7 +48,7 @@ async def test_many_questions_while_two_ingests_run_in_the_same_knowledge_base(t
 
 async def test_questions_during_a_build_see_only_complete_trees(tmp_path, embedder):
     """While a build is paused mid-summary, questions are answered from the previous tree."""
-    engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
     release = asyncio.Event()
     entered = asyncio.Event()
 
@@ -83,7 +84,7 @@ async def test_two_engines_on_one_data_dir_keep_the_cross_document_layer_whole(t
     """Two writers (two engines, as two processes would be) adding to one knowledge base at once: the
     second waits for its turn (writers.py) while the first builds the cross-document layer, then both
     land and the layer covers every document."""
-    settings = crash_settings(tmp_path / "data")
+    settings = unhurried(crash_settings(tmp_path / "data"))
     first = Engine(settings, embedder=embedder)
     second = Engine(settings, embedder=embedder)
     read_tops = asyncio.Event()
@@ -146,7 +147,7 @@ def zygote():
 async def test_two_processes_write_one_data_dir_while_questions_are_answered(tmp_path, embedder, zygote):
     """A forked ingest process and this process write the same SQLite file at the same time."""
     data_dir = tmp_path / "data"
-    engine = Engine(crash_settings(data_dir), embedder=embedder)
+    engine = Engine(unhurried(crash_settings(data_dir)), embedder=embedder)
     try:
         await seed_crash(engine)  # "crash" (written by the other process) already answers
         zygote.start_ingest(data_dir, tmp_path / "stages")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from raptor_engine.config import Settings
 from raptor_engine.engine import EmptyKnowledgeBaseError, Engine
 from raptor_engine.query.smalltalk import Act, small_talk_act, strip_small_talk, without_small_talk
 from raptor_engine.types import Turn
+from tests.unhurried import unhurried_settings
 
 
 @pytest.mark.parametrize(
@@ -113,7 +113,7 @@ ARCHIVE = (
 
 
 async def test_the_engine_replies_to_small_talk_without_searching_and_follow_ups_skip_it(tmp_path, embedder):
-    engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
     try:
         with pytest.raises(EmptyKnowledgeBaseError):
             await engine.ask("kb", "hello")  # an empty knowledge base says so, as for a question
@@ -169,7 +169,7 @@ def test_questions_about_what_the_documents_say_are_searched(message):
 
 
 async def test_which_documents_is_answered_from_the_list(tmp_path, embedder):
-    engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
     try:
         await engine.ingest("kb", "archive.md", ARCHIVE.encode())
         await engine.ingest("kb", "notes.txt", b"The quay was rebuilt in 1911 after a winter storm broke it.")
@@ -217,7 +217,7 @@ def test_questions_about_places_and_pages_in_the_documents_are_searched(message)
 
 
 async def test_where_does_it_say_that_gives_the_last_answers_places_and_quotes(tmp_path, embedder):
-    engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
     try:
         await engine.ingest("kb", "archive.md", ARCHIVE.encode())
         alone = await engine.ask("kb", "where does it say that?")

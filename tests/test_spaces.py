@@ -28,6 +28,7 @@ from raptor_engine import Engine, Settings
 from raptor_engine.storage.spaces import FOLLOWER_TABLES, KB_TABLES
 from raptor_engine.types import Turn
 from tests.sample_texts import BEEKEEPING, RAILWAY
+from tests.unhurried import unhurried_settings
 
 ROOT_ONLY = "notes"
 GUILD_KBS = {"guild-111-channel-1": "111", "guild-111-channel-2": "111", "guild-222-channel-9": "222"}
@@ -101,7 +102,7 @@ def _retrieved(engine: Engine, kb: str) -> list[list[tuple[int, str]]]:
 def old_layout(tmp_path_factory, embedder):
     """A data directory as the release before spaces wrote it, and what it held (rows and answers)."""
     data = tmp_path_factory.mktemp("old") / "data"
-    engine = Engine(Settings(data_dir=data, space_pattern=""), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=data, space_pattern=""), embedder=embedder)
 
     async def build() -> None:
         for kb in [ROOT_ONLY, *GUILD_KBS]:
@@ -142,7 +143,7 @@ def _check_moved(data: Path, rows: dict, answers: dict, embedder) -> None:
         or MARKER.encode() not in Path(f"{data / 'raptor.db'}-wal").read_bytes()
     )
     _check_bot_rows_moved(data, rows["bot"])
-    engine = Engine(Settings(data_dir=data), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
     try:
         assert engine.knowledge_bases() == sorted([ROOT_ONLY, *GUILD_KBS])
         for kb in answers:
@@ -181,7 +182,7 @@ def _check_bot_rows_moved(data: Path, before: dict[str, list[tuple]]) -> None:
 def test_opening_an_old_data_directory_moves_each_server_into_its_own_store(old_layout, tmp_path, embedder):
     source, rows, answers = old_layout
     data = _copy(source, tmp_path)
-    engine = Engine(Settings(data_dir=data), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
     engine.close()
     _check_moved(data, rows, answers, embedder)
 
@@ -254,7 +255,7 @@ def test_a_move_killed_midway_is_finished_by_the_next_open(old_layout, tmp_path,
         assert not halfway and _vacuum_pending(data)
     else:
         assert halfway, "the kill came after the move had finished"
-    engine = Engine(Settings(data_dir=data), embedder=embedder)  # the next open finishes the move
+    engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)  # the next open finishes the move
     engine.close()
     assert not _vacuum_pending(data)
     _check_moved(data, rows, answers, embedder)
@@ -273,7 +274,7 @@ def _vacuum_pending(data: Path) -> bool:
 def test_a_server_is_one_directory_and_deleting_it_keeps_the_others(old_layout, tmp_path, embedder):
     source, rows, answers = old_layout
     data = _copy(source, tmp_path)
-    engine = Engine(Settings(data_dir=data), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
     try:
         assert engine.delete_space("111") is True
         assert not (data / "guilds" / "111").exists()
@@ -285,7 +286,7 @@ def test_a_server_is_one_directory_and_deleting_it_keeps_the_others(old_layout, 
 
 
 def test_new_knowledge_bases_go_to_their_space_and_the_cli_names_stay_in_the_root(tmp_path, embedder):
-    engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
     try:
         asyncio.run(engine.ingest("guild-5-channel-6", "marsh.txt", f"The {MARKER} flood.".encode()))
         asyncio.run(engine.ingest("plain", "marsh.txt", b"Herons nest in March."))

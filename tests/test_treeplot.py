@@ -11,12 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 import raptor_engine.cli as cli_module
-from raptor_engine.config import Settings
 from raptor_engine.engine import EmptyKnowledgeBaseError, Engine
 from raptor_engine.storage.records import TreeShape
 from raptor_engine.tree.treeplot import DPI, FIG_SIZE, MAX_COLUMNS, Columns, plan_picture
 from raptor_tools.benchmarks.tree_picture import store_synthetic_tree
 from tests.sample_texts import BEEKEEPING, RAILWAY
+from tests.unhurried import unhurried_settings
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 DISCORD_ATTACHMENT_LIMIT = 8 * 1024 * 1024
@@ -90,7 +90,7 @@ def test_crowded_rows_are_binned_per_document_with_counts_and_aggregated_edges()
 
 
 def make_engine(tmp_path: Path, embedder) -> Engine:
-    return Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    return Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
 
 
 async def test_one_node_tree_gets_a_picture(tmp_path, embedder):

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from raptor_engine import Engine, Settings
+from raptor_engine import Engine
 from raptor_engine.errors import IngestError, LimitError
 from raptor_engine.ingest.chunk import _TERMINATOR, chunk_document, split_sentences
 from raptor_engine.ingest.load import load_document
@@ -30,6 +30,7 @@ from raptor_tools.hostile import (
     scaling_text,
 )
 from raptor_tools.robustness import SAFE_TEXT, fingerprint
+from tests.unhurried import unhurried_settings
 
 MAX_CHARS = 400
 
@@ -159,7 +160,7 @@ FORMAT_CASES = [
 @pytest.fixture(scope="module")
 def flood_engine(tmp_path_factory, embedder):
     engine = Engine(
-        Settings(data_dir=tmp_path_factory.mktemp("floods"), node_max_chars=MAX_CHARS), embedder=embedder
+        unhurried_settings(data_dir=tmp_path_factory.mktemp("floods"), node_max_chars=MAX_CHARS), embedder=embedder
     )
     asyncio.run(engine.ingest("kb", "base.txt", SAFE_TEXT.encode()))
     yield engine
@@ -189,7 +190,7 @@ def test_each_format_ingests_a_flood_in_sane_chunks_or_refuses_it(flood_engine, 
 
 @pytest.mark.parametrize("fmt", FLOOD_FORMATS)
 def test_a_flood_over_the_token_bound_is_refused_with_the_store_unchanged(tmp_path, embedder, fmt):
-    engine = Engine(Settings(data_dir=tmp_path, max_document_tokens=2_000), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path, max_document_tokens=2_000), embedder=embedder)
     asyncio.run(engine.ingest("kb", "base.txt", SAFE_TEXT.encode()))
     before = fingerprint(engine)
     filename, data = punctuation_file("?!", "run glued to words", 12_000, fmt)

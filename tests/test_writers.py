@@ -7,9 +7,10 @@ import os
 import subprocess
 import sys
 
-from raptor_engine import Engine, Settings
+from raptor_engine import Engine
 from raptor_engine.errors import RaptorError
 from raptor_engine.storage.writers import WriterGate
+from tests.unhurried import unhurried_settings
 
 TOPICS = [
     ("lighthouse", "The keeper trimmed the wick of the lamp every evening before the fog came in."),
@@ -63,7 +64,7 @@ def test_ten_ingest_processes_into_one_data_directory_all_land(tmp_path):
     doctor = subprocess.run([*raptor, "doctor"], env=env, text=True, capture_output=True, timeout=300)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
 
-    engine = Engine(Settings(data_dir=data))
+    engine = Engine(unhurried_settings(data_dir=data))
     try:
         stored = sorted(d.name for d in engine.documents("shared"))
         assert stored == sorted(f.name for f in files)

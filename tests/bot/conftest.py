@@ -28,6 +28,7 @@ import yarl
 from aiohttp import web
 
 from raptor_engine.config import Settings
+from tests.unhurried import patience, unhurried_settings
 
 APP_ID = 901
 BOT_ID = 900
@@ -316,16 +317,18 @@ class FakeDiscord:
         return [c for c in self.calls if c.method == method and rx.search(c.path)]
 
     async def wait_for(self, predicate: Any, timeout: float = 90.0, what: str = "condition") -> Any:
-        """Poll until `predicate()` (plain or async) is truthy; fail the test with `what` after `timeout` seconds."""
+        """Poll until `predicate()` (plain or async) is truthy; fail the test with `what` after `timeout`
+        seconds of an idle machine: a guard against a hang, so on a busy one it waits `patience()` times
+        longer (read again at each poll)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        started = loop.time()
         while True:
             value = predicate()
             if inspect.isawaitable(value):
                 value = await value
             if value:
                 return value
-            if loop.time() > deadline:
+            if loop.time() - started > timeout * patience():
                 raise AssertionError(f"timed out waiting for {what}; last calls: {self.calls[-5:]}")
             await asyncio.sleep(0.02)
 
@@ -1136,7 +1139,7 @@ def custom_ids(message: dict) -> list[str]:
 
 @pytest.fixture
 def bot_settings(tmp_path):
-    return Settings(
+    return unhurried_settings(
         data_dir=tmp_path / "data",
         ask_cooldown_seconds=0,
         max_file_bytes=100_000,

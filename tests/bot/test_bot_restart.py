@@ -22,12 +22,12 @@ import psutil  # a dependency of distributed
 
 from bot.kb import kb_name
 from bot.uploads import Source, UploadLog
-from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
 from tests.bot.conftest import ALICE, BOB, CHAN_A, GUILD, snowflake, text_of
 from tests.bot.test_bot_flows import GatedSummarizer
 from tests.bot.test_bot_shards import START_SECONDS, bot_env
+from tests.unhurried import unhurried_settings
 
 KB_A = kb_name(GUILD, CHAN_A)
 ROOT = Path(__file__).resolve().parents[2]
@@ -323,7 +323,7 @@ async def test_a_bot_killed_mid_build_builds_its_uploads_on_restart_and_tells_th
     assert upload_states(data_dir) == {"long.md": "done", "kestrel.md": "done", "bread.txt": "done"}
     # the waiting files were downloaded only once, by the restarted bot; the killed build kept its bytes
     assert [fake_api.cdn_hits.count(cdn_key(a)) for a in (long_md, kestrel, bread)] == [1, 1, 1]
-    engine = Engine(Settings(data_dir=data_dir), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=data_dir), embedder=embedder)
     try:
         assert sorted(d.name for d in engine.documents(KB_A)) == ["bread.txt", "kestrel.md", "long.md"]
     finally:

@@ -20,12 +20,12 @@ import pytest
 from distributed import Client
 
 from bot.kb import kb_name
-from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.workers import PROGRESS_TOPIC
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
 from tests.bot.conftest import ALICE, guild_payload, snowflake, text_of
 from tests.dask_processes import dask_processes
+from tests.unhurried import UNHURRIED_ENV, unhurried_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 # (guild id, its channels): guild >> 22 is 8 (shard 0 of 2) and 9 (shard 1 of 2)
@@ -48,6 +48,7 @@ def bot_env(fake_api, data_dir: Path, scheduler: str) -> dict[str, str]:
         HF_HUB_OFFLINE="1",
         PYTHONPATH=str(ROOT),
     )
+    env.update(UNHURRIED_ENV)  # no deadline the test does not set itself (tests/unhurried.py)
     return env
 
 
@@ -99,7 +100,7 @@ async def ask(fake_api, shard: int, question: str) -> str:
 
 
 def knowledge_bases(data_dir: Path, embedder) -> list[str]:
-    engine = Engine(Settings(data_dir=data_dir), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=data_dir), embedder=embedder)
     try:
         return engine.knowledge_bases()
     finally:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tests.bot.test_bot_shards import bot_env
 from tests.storage_faults import read_only_view
+from tests.unhurried import unhurried_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +46,6 @@ async def test_a_server_directory_deleted_while_the_bot_runs_loses_nothing_silen
     import shutil
 
     from bot.kb import kb_name
-    from raptor_engine.config import Settings
     from raptor_engine.engine import Engine
     from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
     from tests.bot.conftest import CHAN_A, GUILD, text_of
@@ -78,7 +78,7 @@ async def test_a_server_directory_deleted_while_the_bot_runs_loses_nothing_silen
     assert "✅ **kestrel.md** added" in status["content"], status["content"]
     await h.bot.close()
 
-    engine = Engine(Settings(data_dir=h.bot.settings.data_dir), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=h.bot.settings.data_dir), embedder=embedder)
     try:  # what the bot said it added after the deletion is on disk
         assert [d.name for d in engine.documents(kb_name(GUILD, CHAN_A))] == ["kestrel.md"]
     finally:
