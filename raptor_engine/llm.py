@@ -713,13 +713,18 @@ def _take_condense_usage() -> tuple[int, int]:
     return usage
 
 
+# A marker the reply ends inside ("[1", "[2, 3"): a model that stopped, or a stream broken, mid-marker.
+# Left in, it is shown as written and its number makes the sentence unsupported (query/support.py).
+_UNCLOSED_MARKER_END = re.compile(r"\s*\[[\d\s,;&\-‐‑–—]*$")
+
+
 def _draft_from(completion: Completion) -> AnswerDraft:
     """The answer in a completion: a reply the token limit cut ends on a complete sentence and echoed
     labels go (the engine then checks its sentences against the context); with the question's token usage."""
     text = completion.text
     if completion.finish_reason == "length":
         text = complete_sentences(text, "length")
-    text = clean_model_text(text)
+    text = _UNCLOSED_MARKER_END.sub("", clean_model_text(text))
     condense_prompt, condense_completion = _take_condense_usage()
     note = f"The answer was cut off because {completion.broken}." if completion.broken else ""
     return AnswerDraft(

@@ -9,6 +9,7 @@ store that gains a trigger after import is reported by `raptor doctor`.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
 import io
 import json
@@ -134,7 +135,8 @@ def rewrite(
     if manifest_edit is not None:
         manifest_edit(manifest)
     with tarfile.open(out, mode, **({"compresslevel": 1} if mode == "w:gz" else {})) as tar:
-        tar.addfile(*_member(ARCHIVE_MANIFEST, json.dumps(manifest).encode()))
+        if not any(info.name == ARCHIVE_MANIFEST for info, _ in members):
+            tar.addfile(*_member(ARCHIVE_MANIFEST, json.dumps(manifest).encode()))
         if not any(info.name == "raptor.db" for info, _ in members):
             tar.addfile(*_member("raptor.db", data))
         for info, source in members:
@@ -209,6 +211,14 @@ HOSTILE = {
         dict(manifest_edit=_declare_big, members=[_zeros("raptor.db", BIG)], mode="w:gz"),
         f"it would unpack a {BIG:,}-byte database",
     ),
+    "manifest nested too deep for a JSON parser": (
+        dict(members=[_member(ARCHIVE_MANIFEST, b"[" * 200_000)]),
+        "its manifest is not JSON",
+    ),
+    "guild name with a trailing newline": (
+        dict(manifest_edit=_give_space(GUILD + "\n")),
+        "its manifest names no valid guild",
+    ),
     "absolute path": (
         dict(members=[_member("/tmp/raptor-owned", b"x")]),
         "it holds '/tmp/raptor-owned', which an export never writes",
@@ -257,6 +267,20 @@ def test_a_link_or_device_in_place_of_a_member_is_refused(exported, target, tmp_
         done = raptor(target, "guilds", "import", str(archive))
         assert done.returncode == 1 and "its raptor.db is not a plain file." in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+    assert tree_hash(target) == before
+
+
+def test_a_member_too_large_for_its_archive_is_refused_at_its_header(target, tmp_path):
+    """A bomb is refused before its data is read: the header of a 300 MB raptor.db in a small archive
+    whose data stops short (reading on to the next header would decompress all of a real bomb)."""
+    header = _zeros("raptor.db", BIG)[0].tobuf(format=tarfile.PAX_FORMAT)
+    archive = tmp_path / "bomb.tar.gz"
+    with gzip.open(archive, "wb", compresslevel=1) as out:
+        out.write(header + bytes(1024 * 1024))
+    before = tree_hash(target)
+    done = raptor(target, "guilds", "import", str(archive))
+    assert done.returncode == 1 and f"it would unpack a {BIG:,}-byte database" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
     assert tree_hash(target) == before
 
 

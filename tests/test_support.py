@@ -220,6 +220,18 @@ async def test_a_model_citation_of_a_block_that_does_not_say_it_is_reported(rail
     assert CITED in {c.kind for c in answer.citations} or MATCHED in {c.kind for c in answer.citations}
 
 
+@pytest.mark.parametrize("tail", [" [1", " [2, 3", " ["])
+async def test_an_answer_that_ends_inside_a_marker_is_checked_without_it(railway_engine, tail):
+    """A reply cut mid-marker (a model's stop, a stream broken after text) drops the unclosed marker:
+    left in, "[1" showed in the answer and its number made a copied sentence unsupported."""
+    engine, server = railway_engine
+    flood = "In October 1903 the river Merrow rose eight feet in a single night"
+    server.responder = answering(flood + tail)
+    answer = await engine.ask("t", "What happened in the flood?")
+    assert answer.unsupported == [] and answer.citations, answer.text
+    assert answer.text.startswith(flood) and tail.strip() not in answer.text.replace("[1]", "")
+
+
 async def test_streaming_gives_the_same_checked_answer(railway_engine):
     engine, server = railway_engine
     server.responder = answering(f"{FROM_THE_DOCUMENT} {MADE_UP}")

@@ -137,6 +137,7 @@ def import_space(spaces: Spaces, archive: Path) -> dict[str, Any]:
 def _members(tar: tarfile.TarFile, archive: Path) -> dict[str, tarfile.TarInfo]:
     """The archive's two members, refusing at the first header that export never writes."""
     found: dict[str, tarfile.TarInfo] = {}
+    archive_bytes = archive.stat().st_size
     for member in tar:
         if member.name not in MEMBERS:
             raise ArchiveRefused(archive, f"it holds {member.name!r}, which an export never writes")
@@ -144,6 +145,7 @@ def _members(tar: tarfile.TarFile, archive: Path) -> dict[str, tarfile.TarInfo]:
             raise ArchiveRefused(archive, f"it holds {member.name} twice")
         if member.type not in (tarfile.REGTYPE, tarfile.AREGTYPE) or member.sparse is not None:
             raise ArchiveRefused(archive, f"its {member.name} is not a plain file")
+        _check_member_size(member, archive, archive_bytes)
         found[member.name] = member
     for name in MEMBERS:
         if name not in found:
@@ -151,14 +153,26 @@ def _members(tar: tarfile.TarFile, archive: Path) -> dict[str, tarfile.TarInfo]:
     return found
 
 
-def _read_manifest(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path) -> dict[str, Any]:
-    if member.size > MAX_MANIFEST_BYTES:
+def _check_member_size(member: tarfile.TarInfo, archive: Path, archive_bytes: int) -> None:
+    """Refuse a member too large for its archive at its header: reading on to the next header would
+    decompress all of it (a small compressed archive can hold gigabytes of zeros)."""
+    if member.name == ARCHIVE_MANIFEST and member.size > MAX_MANIFEST_BYTES:
         raise ArchiveRefused(archive, f"its manifest is larger than {MAX_MANIFEST_BYTES:,} bytes")
+    if member.size > MAX_EXPANSION * max(archive_bytes, 1):
+        what = "database" if member.name == DB_NAME else "manifest"
+        raise ArchiveRefused(
+            archive,
+            f"it would unpack a {member.size:,}-byte {what} from {archive_bytes:,} bytes, "
+            f"more than {MAX_EXPANSION} times what an export's archive holds",
+        )
+
+
+def _read_manifest(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path) -> dict[str, Any]:
     source = tar.extractfile(member)
     assert source is not None  # a plain file (checked)
     try:
         manifest = json.loads(source.read(MAX_MANIFEST_BYTES))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
         raise ArchiveRefused(archive, "its manifest is not JSON") from None
     if not isinstance(manifest, dict) or manifest.get("format") != ARCHIVE_FORMAT:
         raise ArchiveRefused(archive, "its manifest is not one this version writes; export it again")
@@ -183,18 +197,12 @@ def _read_manifest(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path)
 
 
 def _check_size(member: tarfile.TarInfo, manifest: dict[str, Any], archive: Path, data_dir: Path) -> None:
-    """The database is the size the manifest says, no larger than its archive can hold, and fits."""
+    """The database is the size the manifest says (its size against the archive's is checked at its
+    header, `_check_member_size`), and fits on the disk."""
     declared = int(manifest["database"]["bytes"])
     if member.size != declared:
         raise ArchiveRefused(
             archive, f"its database is {member.size:,} bytes where its manifest says {declared:,}"
-        )
-    archive_bytes = archive.stat().st_size
-    if declared > MAX_EXPANSION * max(archive_bytes, 1):
-        raise ArchiveRefused(
-            archive,
-            f"it would unpack a {declared:,}-byte database from {archive_bytes:,} bytes, "
-            f"more than {MAX_EXPANSION} times what an export's archive holds",
         )
     free = shutil.disk_usage(data_dir).free
     if declared * DISK_FACTOR > free:

@@ -43,7 +43,7 @@ INDEX_DIR = "indices"
 # What one open SQLite connection may hold: its page cache (SQLite's default cache_size, 2,000 KiB).
 CONNECTION_BYTES = 2000 * 1024
 CLOSE_WAIT_S = 10.0  # how long closing waits for calls still working in a space
-_SPACE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_SPACE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # whole names only (fullmatch: no trailing newline)
 
 
 @dataclass
@@ -76,7 +76,7 @@ def space_dir(settings: Settings, name: str) -> Path:
 
 
 def check_space_name(name: str) -> str:
-    if not _SPACE_NAME.match(name):
+    if not _SPACE_NAME.fullmatch(name):
         raise RaptorError(f"{name!r} is not a space name (letters, digits, '-' and '_', at most 64).")
     return name
 
@@ -122,7 +122,7 @@ class Spaces:
         base = self.settings.data_dir / SPACES_DIR
         if not base.is_dir():
             return []
-        return sorted(p.name for p in base.iterdir() if (p / DB_NAME).exists() and _SPACE_NAME.match(p.name))
+        return sorted(p.name for p in base.iterdir() if (p / DB_NAME).exists() and _SPACE_NAME.fullmatch(p.name))
 
     # -- opening and closing --------------------------------------------------------------------
 
