@@ -111,7 +111,8 @@ def m002_message_sync(db: sqlite_utils.Database) -> None:
         """CREATE TABLE IF NOT EXISTS bot_message_imports (
             id INTEGER PRIMARY KEY, kb TEXT NOT NULL, guild_id INTEGER NOT NULL, source_id INTEGER NOT NULL,
             status_channel_id INTEGER, requester_id INTEGER, added_by TEXT NOT NULL, remaining INTEGER,
-            after_id INTEGER, status TEXT NOT NULL, created_at TEXT, updated_at TEXT)"""
+            after_id INTEGER, status TEXT NOT NULL, created_at TEXT, updated_at TEXT,
+            run_id TEXT NOT NULL DEFAULT '')"""
     )
 
 
@@ -129,6 +130,7 @@ class MessageImport:
     remaining: int | None  # messages still to read (None: no limit)
     after_id: int | None  # the last message read: a resumed import starts after it
     status: str  # "running" | "done" | "failed"
+    run_id: str = ""  # the run of the bot that started it (Services.run_id)
 
 
 class BotState:
@@ -263,8 +265,8 @@ class BotState:
             with store.write() as db:
                 cursor = db.execute(
                     """INSERT INTO bot_message_imports (kb, guild_id, source_id, status_channel_id, requester_id,
-                       added_by, remaining, after_id, status, created_at, updated_at)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)""",
+                       added_by, remaining, after_id, status, created_at, updated_at, run_id)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)""",
                     [
                         record.kb,
                         record.guild_id,
@@ -276,6 +278,7 @@ class BotState:
                         record.after_id,
                         _now(),
                         _now(),
+                        record.run_id,
                     ],
                 )
                 return int(cursor.lastrowid or 0)
@@ -306,6 +309,7 @@ class BotState:
                 r["remaining"],
                 r["after_id"],
                 r["status"],
+                r["run_id"],
             )
             for r in rows
         ]
