@@ -333,6 +333,7 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
             limit,
             after_id,
             "running",
+            self.services.run_id,
         )
         record.id = await self.services.state.start_import(record)
         await run_import(self.services, record, source, status, str(interaction.user))

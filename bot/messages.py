@@ -274,6 +274,8 @@ async def resume_imports(services: Services, client: discord.Client) -> int:
     resumed = 0
     for guild_id in sorted(guilds):
         for record in await services.state.unfinished_imports(guild_id):
+            if record.run_id == services.run_id:  # started by a command of this run meanwhile
+                continue
             channel = client.get_channel(record.source_id)
             if channel is None:
                 try:

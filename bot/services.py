@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,8 @@ class Services:
     # bot.sync.MessageSync (message deletions, edits, sync; set in setup_hook): typed Any, as that module
     # imports this one
     sync: Any = None
+    # this run of the bot, written on the history imports it starts: the resume at start skips its own
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     _autoingest: dict[str, bool] = field(default_factory=dict)
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:

@@ -73,6 +73,7 @@ class MessageImport:
     remaining: int | None  # messages still to read (None: no limit)
     after_id: int | None  # the last message read: a resumed import starts after it
     status: str  # "running" | "done" | "failed"
+    run_id: str = ""  # the run of the bot that started it (Services.run_id)
 
 
 class BotState:
@@ -207,8 +208,8 @@ class BotState:
             with store.write() as db:
                 cursor = db.execute(
                     """INSERT INTO bot_message_imports (kb, guild_id, source_id, status_channel_id, requester_id,
-                       added_by, remaining, after_id, status, created_at, updated_at)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)""",
+                       added_by, remaining, after_id, status, created_at, updated_at, run_id)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)""",
                     [
                         record.kb,
                         record.guild_id,
@@ -220,6 +221,7 @@ class BotState:
                         record.after_id,
                         _now(),
                         _now(),
+                        record.run_id,
                     ],
                 )
                 return int(cursor.lastrowid or 0)
@@ -250,6 +252,7 @@ class BotState:
                 r["remaining"],
                 r["after_id"],
                 r["status"],
+                r["run_id"],
             )
             for r in rows
         ]

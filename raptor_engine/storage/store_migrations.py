@@ -187,5 +187,6 @@ def m002_message_sync(db: sqlite_utils.Database) -> None:
         """CREATE TABLE IF NOT EXISTS bot_message_imports (
             id INTEGER PRIMARY KEY, kb TEXT NOT NULL, guild_id INTEGER NOT NULL, source_id INTEGER NOT NULL,
             status_channel_id INTEGER, requester_id INTEGER, added_by TEXT NOT NULL, remaining INTEGER,
-            after_id INTEGER, status TEXT NOT NULL, created_at TEXT, updated_at TEXT)"""
+            after_id INTEGER, status TEXT NOT NULL, created_at TEXT, updated_at TEXT,
+            run_id TEXT NOT NULL DEFAULT '')"""
     )

@@ -8,7 +8,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from bot.kb import kb_name
-from bot.messages import MAX_IMPORT, NEEDS_CONTENT
+from bot.messages import MAX_IMPORT, NEEDS_CONTENT, resume_imports
 from bot.state import MessageImport
 from tests.bot.conftest import ALICE, BOB, CAROL, CHAN_A, CHAN_B, FORUM, GUILD, guild_payload, text_of
 from tests.bot.test_bot_flows import ask, sources_of
@@ -289,3 +289,18 @@ async def test_deletions_are_handled_on_every_shard(fake_api, bot_settings, embe
     finally:
         await bot.close()
         await asyncio.wait_for(running, 60)
+
+
+async def test_the_resume_at_start_leaves_an_import_of_this_run_alone(make_harness):
+    h = await make_harness(message_content=True)
+    await h.bot._reconciling
+    history = chatter(h, CHAN_B, 5)
+    services = h.bot.services
+    mine = MessageImport(0, KB_A, GUILD, CHAN_B, CHAN_A, ALICE, "alice", 5, None, "running", services.run_id)
+    mine.id = await services.state.start_import(mine)  # a command of this run, between its record and reading
+    assert await resume_imports(services, h.bot) == 0
+    assert h.engine.message_ids(KB_A) == []
+    earlier = MessageImport(0, KB_A, GUILD, CHAN_B, CHAN_A, ALICE, "alice", 5, None, "running", "an-earlier-run")
+    earlier.id = await services.state.start_import(earlier)
+    assert await resume_imports(services, h.bot) == 1
+    assert h.engine.message_ids(KB_A) == [int(m["id"]) for m in history]
