@@ -59,6 +59,14 @@ SLOW_FILES = {
     "test_bot_restart.py",
     "test_bot_workers.py",
     "test_bot_shards.py",
+    "test_bot_messages.py",
+    "test_bot_cluster_waits.py",
+    "test_bot_storage_faults.py",
+    "test_bot_stop_streaming.py",
+    "test_cluster_security.py",
+    "test_cluster_waits.py",
+    "test_cli_failures.py",
+    "test_import_hostile.py",
 }
 # Single slow tests in otherwise quick files.
 SLOW_TESTS = {
