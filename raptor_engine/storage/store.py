@@ -24,7 +24,13 @@ import sqlite_utils
 from ..errors import NotFoundError
 from ..ingest.sentences import SentenceSpan, encode_spans
 from .db import connect, immediate
-from .store_migrations import store_migrations
+from .store_migrations import (
+    TEXT_INDEX,
+    TEXT_INDEX_TABLE,
+    TEXT_INDEX_TRIGGER_NAMES,
+    TEXT_INDEX_TRIGGERS,
+    store_migrations,
+)
 
 
 @dataclass
@@ -607,6 +613,47 @@ class Store:
             "question_prompt_tokens": q[1],
             "question_completion_tokens": q[2],
         }
+
+    # -- the full-text index -------------------------------------------------------------------
+
+    def text_search(self, kb_id: int, phrases: list[str], limit: int) -> list[tuple[int, float]]:
+        """Nodes of a knowledge base holding any of the phrases, best BM25 first: (id, score), the score
+        positive and larger for a better match. Each phrase is matched as written (quoted for FTS5), so
+        'E-4012' matches the tokens 'e 4012' in that order and no phrase is read as FTS5 syntax."""
+        quoted = [f'"{p.replace(chr(34), chr(34) * 2)}"' for p in phrases if any(ch.isalnum() for ch in p)]
+        if not quoted or limit <= 0:
+            return []
+        rows = self.db.execute(
+            f"SELECT n.id, -bm25({TEXT_INDEX}) FROM {TEXT_INDEX} JOIN nodes n ON n.id = {TEXT_INDEX}.rowid "
+            f"WHERE {TEXT_INDEX} MATCH ? AND n.kb_id = ? ORDER BY bm25({TEXT_INDEX}) LIMIT ?",
+            [" OR ".join(quoted), kb_id, limit],
+        ).fetchall()
+        return [(int(node_id), float(score)) for node_id, score in rows]
+
+    def text_index_problems(self) -> list[str]:
+        """What is wrong with the full-text index: missing, a trigger missing, or out of step with the nodes."""
+        names = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master").fetchall()}
+        if TEXT_INDEX not in names:
+            return ["the full-text index is missing"]
+        missing = [t for t in TEXT_INDEX_TRIGGER_NAMES if t not in names]
+        if missing:
+            return [f"the full-text index lacks its trigger {', '.join(missing)}"]
+        try:
+            self.db.execute(f"INSERT INTO {TEXT_INDEX}({TEXT_INDEX}, rank) VALUES ('integrity-check', 1)")
+        except sqlite3.DatabaseError as exc:
+            return [f"the full-text index is out of step with the nodes ({exc})"]
+        return []
+
+    def rebuild_text_index(self) -> None:
+        """Recreate the full-text index and its triggers from the nodes (SQLite's text is the truth)."""
+        with self.write() as db:
+            for trigger in TEXT_INDEX_TRIGGER_NAMES:
+                db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+            db.execute(f"DROP TABLE IF EXISTS {TEXT_INDEX}")
+            db.execute(TEXT_INDEX_TABLE)
+            for statement in TEXT_INDEX_TRIGGERS:
+                db.execute(statement)
+            db.execute(f"INSERT INTO {TEXT_INDEX}({TEXT_INDEX}) VALUES ('rebuild')")
 
     # -- checks -------------------------------------------------------------------------------
 

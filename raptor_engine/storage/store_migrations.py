@@ -12,6 +12,23 @@ from .migrations import Migrations
 store_migrations = Migrations("store")
 summary_cache_migrations = Migrations("summary_cache")
 
+TEXT_INDEX = "nodes_fts"
+TEXT_INDEX_TABLE = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS {TEXT_INDEX} USING fts5("
+    "text, content='nodes', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')"
+)
+TEXT_INDEX_TRIGGER_NAMES = ("nodes_fts_insert", "nodes_fts_delete", "nodes_fts_update")
+# The text index follows every insert, delete (cascades included) and text change of a node.
+TEXT_INDEX_TRIGGERS = (
+    f"""CREATE TRIGGER IF NOT EXISTS nodes_fts_insert AFTER INSERT ON nodes BEGIN
+        INSERT INTO {TEXT_INDEX}(rowid, text) VALUES (new.id, new.text); END""",
+    f"""CREATE TRIGGER IF NOT EXISTS nodes_fts_delete AFTER DELETE ON nodes BEGIN
+        INSERT INTO {TEXT_INDEX}({TEXT_INDEX}, rowid, text) VALUES ('delete', old.id, old.text); END""",
+    f"""CREATE TRIGGER IF NOT EXISTS nodes_fts_update AFTER UPDATE OF text ON nodes BEGIN
+        INSERT INTO {TEXT_INDEX}({TEXT_INDEX}, rowid, text) VALUES ('delete', old.id, old.text);
+        INSERT INTO {TEXT_INDEX}(rowid, text) VALUES (new.id, new.text); END""",
+)
+
 
 @store_migrations
 def m001_initial(db: sqlite_utils.Database) -> None:
@@ -90,6 +107,17 @@ def m004_sentence_spans(db: sqlite_utils.Database) -> None:
     columns = {row[1] for row in db.execute("PRAGMA table_info(nodes)").fetchall()}
     if "sentences" not in columns:
         db.execute("ALTER TABLE nodes ADD COLUMN sentences TEXT")
+
+
+@store_migrations
+def m005_text_index(db: sqlite_utils.Database) -> None:
+    """A full-text (FTS5, BM25) index over every node's text, so a question naming a rare term (a code,
+    a part number, a surname) finds the nodes that hold it. Triggers keep it in the nodes' own
+    transactions; it is derived, so `raptor doctor` rebuilds it (`Store.rebuild_text_index`)."""
+    db.execute(TEXT_INDEX_TABLE)
+    for statement in TEXT_INDEX_TRIGGERS:
+        db.execute(statement)
+    db.execute(f"INSERT INTO {TEXT_INDEX}({TEXT_INDEX}) VALUES ('rebuild')")
 
 
 @summary_cache_migrations
