@@ -54,10 +54,14 @@ def text_index_problems(conn: Any) -> list[str]:
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master").fetchall()}
     if TEXT_INDEX not in names:
         return ["the full-text index is missing"]
+    opened = not conn.in_transaction  # the check is an INSERT: Python's sqlite3 begins a transaction for it
     try:
         conn.execute(f"INSERT INTO {TEXT_INDEX}({TEXT_INDEX}, rank) VALUES ('integrity-check', 1)")
     except sqlite3.DatabaseError as exc:
         return [f"the full-text index is out of step with the nodes ({exc})"]
+    finally:
+        if opened and conn.in_transaction:
+            conn.execute("ROLLBACK")  # it wrote nothing
     return []
 
 
