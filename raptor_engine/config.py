@@ -70,6 +70,7 @@ class Settings:
     budget: int = 2000
     top_k: int = 5
     hnsw_ef: int = 800
+    ranking: str = "hybrid"  # hybrid | learned | vector (see query/retrieve.py, RANKINGS)
     # bounds
     max_file_bytes: int = 20 * 1024 * 1024
     max_documents: int = 200
@@ -299,6 +300,15 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Retrieval",
         "hnswlib search breadth: 800 keeps recall@50 against exact search >= 0.99 up to 100k nodes (0.92 "
         "at 200) for ~3 ms more per question; see docs/PERFORMANCE.md.",
+    ),
+    "RAPTOR_RANKING": EnvDoc(
+        "Retrieval",
+        "`hybrid`: the collapsed tree's candidates are the vector search and the full-text (BM25) search "
+        "fused by reciprocal rank, a node naming a rare word of the question (a code, a surname) first; "
+        "the extractive answer's quotes are ordered by the shipped learned ranker "
+        "(raptor_engine/query/ranker.json). `learned`: as hybrid, and the ranker's node model orders the "
+        "candidates (it measured worse than the fused order; docs/EVALUATION.md). `vector`: the vector "
+        "search alone and the hand-weighted quotes.",
     ),
     "RAPTOR_MAX_FILE_BYTES": EnvDoc("Bounds", "The largest upload, in bytes (20 MB)."),
     "RAPTOR_MAX_DOCUMENTS": EnvDoc("Bounds", "The most documents one knowledge base holds."),

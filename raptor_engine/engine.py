@@ -38,7 +38,8 @@ from .ingest.messages import (
 )
 from .ingest.parse_worker import ParseStats, WorkerLimits
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
-from .query.retrieve import collapsed_tree, tree_traversal
+from .query.ranker import ranker_for
+from .query.retrieve import RANKINGS, collapsed_tree, tree_traversal
 from .query.smalltalk import (
     REPLIES,
     Act,
@@ -393,7 +394,9 @@ class Engine:
     def answerer(self) -> Answerer:
         if self._answerer is None:
             _, llm_answerer = self._llm_backends()
-            self._answerer = llm_answerer or ExtractiveAnswerer(self.embedder)
+            self._answerer = llm_answerer or ExtractiveAnswerer(
+                self.embedder, ranker=ranker_for(self.settings.ranking)
+            )
         return self._answerer
 
     def support_index(self, answerer: Answerer, nodes: list[ContextNode]) -> SupportIndex | None:
@@ -1121,6 +1124,8 @@ class Engine:
         budget = self.settings.budget if budget is None else budget
         if budget <= 0:
             raise RaptorError("The token budget must be a positive number.")
+        if self.settings.ranking not in RANKINGS:
+            raise RaptorError(f"RAPTOR_RANKING must be one of {', '.join(RANKINGS)}, not {self.settings.ranking!r}.")
         kb_id = self.store.kb_id(kb)
         if kb_id is None or not self.store.has_nodes(kb_id):
             raise EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet.")
@@ -1137,6 +1142,7 @@ class Engine:
                 layers=layers,
                 documents=documents,
                 count_tokens_batch=self.embedder.count_tokens_batch,
+                ranking=self.settings.ranking,
             )
         else:
             context = tree_traversal(
@@ -1432,6 +1438,12 @@ class Engine:
     def _doctor_space(self, repair: bool) -> DoctorReport:
         problems = list(self.store.integrity_problems())
         repaired: list[str] = []
+        text_index = self.store.text_index_problems()
+        problems += text_index
+        if repair:  # derived from the nodes: always rebuilt, so a silently stale index is fixed too
+            self.store.rebuild_text_index()
+            if text_index and not self.store.text_index_problems():
+                repaired += text_index
         for kb in self.store.kb_names():
             kb_id = self.store.kb_id(kb)
             if kb_id is None:

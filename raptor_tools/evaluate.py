@@ -40,10 +40,12 @@ from raptor_engine.engine import Engine
 from raptor_engine.errors import RaptorError
 from raptor_engine.query.answer import QUOTE, ExtractiveAnswerer, map_citations, neutralise_context
 from raptor_engine.query.followup import standalone_question
+from raptor_engine.query.ranker import ranker_for
 from raptor_engine.tree.embed import Embedder
 from raptor_engine.types import RetrievedContext, Turn
 from raptor_tools import conversations as convos
 from raptor_tools import metrics
+from raptor_tools.eval_compare import compare_reports, render_comparison
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +158,17 @@ def load_eval_set(directory: Path) -> EvalSet:
             )
         )
     return EvalSet(directory.resolve().name, documents, questions)
+
+
+SPLITS = ("all", "train", "heldout")
+HELD_OUT_EVERY = 3  # about one document in three is held out from the ranker's training
+
+
+def split_of(set_name: str, doc_id: str) -> str:
+    """'heldout' or 'train' for a document, fixed by a hash of the set's and the document's names (not
+    by file order, so adding a document moves no other one): the ranker is fitted on 'train' only."""
+    digest = hashlib.sha256(f"{set_name}/{doc_id}".encode()).digest()
+    return "heldout" if int.from_bytes(digest[:8], "big") % HELD_OUT_EVERY == 0 else "train"
 
 
 # ---- trees ---------------------------------------------------------------------------------
@@ -405,9 +418,11 @@ async def answer_all(
 # ---- the run -------------------------------------------------------------------------------
 
 
-def select_questions(eval_set: EvalSet, limit: int | None) -> list[EvalQuestion]:
-    """The first `limit` questions in file order (all when None): quick runs stay comparable."""
-    return eval_set.questions[:limit] if limit else list(eval_set.questions)
+def select_questions(eval_set: EvalSet, limit: int | None, split: str = "all") -> list[EvalQuestion]:
+    """The first `limit` questions in file order (all when None) of the split's documents: quick runs
+    stay comparable."""
+    chosen = [q for q in eval_set.questions if split == "all" or split_of(eval_set.name, q.doc_id) == split]
+    return chosen[:limit] if limit else chosen
 
 
 async def run_eval(
@@ -420,10 +435,11 @@ async def run_eval(
     embedder: Embedder | None = None,
     progress: bool = False,
     followups: bool = False,
+    split: str = "all",
 ) -> dict[str, Any]:
     """Build (or reuse) the trees, retrieve with every method, score; returns the JSON report."""
     eval_set = load_eval_set(directory)
-    questions = select_questions(eval_set, limit)
+    questions = select_questions(eval_set, limit, split)
     if not questions:
         raise RaptorError(f"The set {eval_set.name!r} has no questions.")
     needed = list(dict.fromkeys(q.doc_id for q in questions))
@@ -454,6 +470,8 @@ async def run_eval(
             "top_k": settings.top_k,
             "hnsw_ef": settings.hnsw_ef,
             "limit": limit,
+            "split": split,
+            "ranking": settings.ranking,
             "llm": settings.llm_answer_model if llm_used else None,
         },
         "trees": trees,
@@ -507,7 +525,8 @@ def _retrieve_all(
 
 def answer_extractively(engine: Engine, query: str, context: RetrievedContext, history: list[Turn]) -> str:
     """The default no-model answer to `query` from `context`, with its [n] markers, as `Engine.ask` gives it."""
-    draft = ExtractiveAnswerer(engine.embedder)._answer_sync(
+    answerer = ExtractiveAnswerer(engine.embedder, ranker=ranker_for(engine.settings.ranking))
+    draft = answerer._answer_sync(
         query, neutralise_context(context.nodes), history
     )
     return map_citations(draft.text, context.nodes)[0]
@@ -678,6 +697,17 @@ def render_markdown(report: dict[str, Any]) -> str:
 # ---- command line --------------------------------------------------------------------------
 
 
+def _read_report(path: Path) -> dict[str, Any]:
+    """An earlier run's JSON report, or one sentence saying why it cannot be compared with."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise click.ClickException(f"{path} is not a report written by raptor eval --out ({exc}).") from exc
+    if not isinstance(report, dict) or not isinstance(report.get("per_question"), list):
+        raise click.ClickException(f"{path} is not a report written by raptor eval --out (no per_question).")
+    return report
+
+
 @click.command("eval")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
@@ -694,6 +724,19 @@ def render_markdown(report: dict[str, Any]) -> str:
 @click.option(
     "--followups", is_flag=True, help="Also score follow-up conversations derived from the questions."
 )
+@click.option(
+    "--split",
+    type=click.Choice(SPLITS),
+    default="all",
+    show_default=True,
+    help="Only the documents of this split (by a hash of the document's id; the ranker trains on 'train').",
+)
+@click.option(
+    "--compare",
+    "compare_with",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="An earlier run's --out JSON: each score's paired difference with a 95% confidence interval.",
+)
 @click.pass_context
 def eval_command(
     ctx: click.Context,
@@ -705,6 +748,8 @@ def eval_command(
     no_llm: bool,
     quiet: bool,
     followups: bool,
+    split: str,
+    compare_with: Path | None,
 ) -> None:
     """Compare collapsed tree, tree traversal and leaves-only retrieval on the set in DIRECTORY."""
     base = (ctx.obj or {}).get("settings") if isinstance(ctx.obj, dict) else None
@@ -712,6 +757,7 @@ def eval_command(
         settings = base or Settings.from_env()
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
+    earlier = _read_report(compare_with) if compare_with else None
     name = directory.resolve().name
     settings = dataclasses.replace(settings, data_dir=cache_dir or Path(".eval-cache") / name)
     try:
@@ -724,11 +770,15 @@ def eval_command(
                 use_llm=not no_llm,
                 progress=not quiet and sys.stderr.isatty(),
                 followups=followups,
+                split=split,
             )
         )
     except RaptorError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(render_markdown(report))
+    if earlier is not None and compare_with is not None:
+        report["compare"] = {"with": str(compare_with), "scores": compare_reports(earlier, report)}
+        click.echo("\n" + render_comparison(report["compare"]["scores"], compare_with.name))
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -294,13 +294,15 @@ async def test_hnsw_recall_against_exact_search(tmp_path, embedder):
 
 async def test_collapsed_retrieval_reads_full_rows_a_batch_at_a_time(railway, monkeypatch):
     """Full rows are read a batch at a time, best first, and no more once nothing left fits whole:
-    the same context as filling from every candidate, from fewer rows."""
+    the same context as filling from every candidate, from fewer rows. (The vector ranking: the
+    learned one reads its first RERANK candidates up front, to rank them.)"""
     from raptor_engine.query import retrieve
     from raptor_engine.query.retrieve import CANDIDATES
 
     monkeypatch.setattr(retrieve, "FETCH_BATCH", 4)
 
     engine, _ = railway
+    monkeypatch.setattr(engine.settings, "ranking", "vector")
     kb_id = engine.store.kb_id("kb")
     question = "When did the railway open?"
     vector = engine.embedder.embed([question])[0]
@@ -441,9 +443,12 @@ async def test_a_question_about_the_whole_that_names_nothing_starts_from_the_top
     assert layers.index(0) > max(i for i, layer in enumerate(layers) if layer > 0)  # leaves only after
 
 
-async def test_a_thematic_question_that_names_something_keeps_similarity_order(railway):
+async def test_a_thematic_question_that_names_something_keeps_similarity_order(railway, monkeypatch):
     engine, _ = railway
-    context = engine.retrieve("kb", "Summarize what the viaduct cost the company", budget=2000)
+    question = "Summarize what the viaduct cost the company"
+    assert any("forty thousand" in n.text for n in engine.retrieve("kb", question, budget=2000).nodes[:2])
+    monkeypatch.setattr(engine.settings, "ranking", "vector")
+    context = engine.retrieve("kb", question, budget=2000)
     scores = [n.score for n in context.nodes]
     assert scores == sorted(scores, reverse=True)  # similarity order, not summaries first
     assert any("forty thousand" in n.text for n in context.nodes[:2])

@@ -7,6 +7,7 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -341,3 +342,72 @@ async def test_eval_reports_answers_and_follow_ups(tmp_path, embedder):
     assert 0.0 < report["answers"]["rouge1_recall"] <= 1.0
     assert "followups" in report and "all" in report["followups"]["kinds"]
     assert "Extractive answers" in render_markdown(report)
+
+
+# ---- comparing runs --------------------------------------------------------------------------
+
+
+def _report(scores: dict[str, tuple[float, bool, float]]) -> dict:
+    """A report with per-question answer R-1, reference-in-quotes and collapsed context recall."""
+    return {
+        "per_question": [
+            {
+                "question_id": qid,
+                "methods": {
+                    "collapsed": {
+                        "rouge1_recall": context,
+                        "extractive": {"answer_rouge1_recall": r1, "answer_contains": contains},
+                    }
+                },
+            }
+            for qid, (r1, contains, context) in scores.items()
+        ]
+    }
+
+
+def test_compare_pairs_questions_and_gives_a_bootstrap_interval():
+    from raptor_tools.eval_compare import bootstrap_interval, compare_reports, render_comparison
+
+    old = _report({f"q{i}": (0.2, False, 0.5) for i in range(20)} | {"only-old": (1.0, True, 1.0)})
+    new = _report({f"q{i}": (0.2 + (0.1 if i % 2 else 0.0), i < 5, 0.5) for i in range(20)})
+    rows = {row["score"]: row for row in compare_reports(old, new)}
+    answer = rows["answer R-1 recall"]
+    assert answer["questions"] == 20  # "only-old" is in one run only
+    assert answer["old"] == 0.2 and answer["new"] == 0.25 and answer["difference"] == 0.05
+    low, high = answer["ci95"]
+    assert 0 < low < 0.05 < high <= 0.1  # every resample gains: the interval excludes 0
+    assert rows["reference in the quotes"]["difference"] == 0.25
+    context = rows["context R-1 recall, collapsed"]
+    assert context["difference"] == 0.0 and context["ci95"] == [0.0, 0.0]
+    assert "first-quote R-1 recall" not in rows  # no run has it
+    assert bootstrap_interval(np.array([0.1, -0.1] * 10))[0] < 0 < bootstrap_interval(np.array([0.1, -0.1] * 10))[1]
+    table = render_comparison(compare_reports(old, new), "old.json")
+    assert "| answer R-1 recall | 20 | 0.200 | 0.250 | +0.050 |" in table
+    assert render_comparison([], "x.json").startswith("Nothing to compare")
+
+
+def test_eval_compare_prints_the_paired_differences(cli_run, tmp_path):
+    _, set_dir, _, report = cli_run
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(report))
+    result, again = _run_cli(set_dir, cli_run[0] / "cache", tmp_path / "new.json", "--compare", str(old))
+    assert "Against old.json" in result.stdout
+    assert "| answer R-1 recall | 3 |" in result.stdout and "| +0.000 | [+0.000, +0.000] |" in result.stdout
+    assert again["compare"]["with"] == str(old)
+    broken = tmp_path / "broken.json"
+    broken.write_text("{}")
+    refused = CliRunner().invoke(cli, ["eval", str(set_dir), "--no-llm", "--quiet", "--compare", str(broken)])
+    assert refused.exit_code != 0 and "not a report written by raptor eval" in refused.output
+
+
+def test_the_split_is_by_document_and_fixed(tmp_path):
+    from raptor_tools.evaluate import select_questions, split_of
+
+    assert split_of("qasper", "doc-1") == split_of("qasper", "doc-1")
+    splits = {split_of("s", f"d{i}") for i in range(30)}
+    assert splits == {"train", "heldout"}
+    eval_set = load_eval_set(write_set(tmp_path / "tiny"))
+    held = select_questions(eval_set, None, "heldout")
+    trained = select_questions(eval_set, None, "train")
+    assert len(held) + len(trained) == len(eval_set.questions)
+    assert all(split_of("tiny", q.doc_id) == "heldout" for q in held)

@@ -58,6 +58,8 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
         assert [d.name for d in engine.documents("old")] == ["saltmere.md"]
         answer = await engine.ask("old", "Who kept the light in 1887?")
         assert "Mara Quill" in " ".join(n.text for n in answer.context.nodes)
+        # m005 indexed the nodes the old file already held
+        assert engine.store.text_search(engine.store.kb_id("old"), ["Quill"], 5)
         state = BotState(engine.spaces)  # "old" is no server's name: its setting is in the root file
         assert await state.autoingest_enabled("old")
         state.close()
@@ -87,6 +89,7 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
         ("store", "m003_page_marks"),
         ("store", "m004_sentence_spans"),
         ("store", "m005_chat_messages"),
+        ("store", "m006_text_index"),
         ("bot", "m001_bot_tables"),
         ("bot", "m002_message_sync"),
         ("summary_cache", "m001_summary_cache"),

@@ -45,6 +45,7 @@ from .followup import (
     standalone_question,
     subject_terms,
 )
+from .ranker import SENTENCE_FEATURES, Ranker
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
 QUOTE = re.compile(r"\u201c(.+?)\u201d")
@@ -475,6 +476,120 @@ class SentenceVectors:
         return np.stack([known[t] for t in texts])
 
 
+BM25_K1, BM25_B = 1.2, 0.75
+
+
+def bm25_scores(query: set[str], documents: list[set[str]], lengths: list[int]) -> np.ndarray:
+    """BM25 of each document (a set of stemmed terms) for the query's terms, the documents themselves
+    the collection; over the best document's score, so a question's scores lie in [0, 1]."""
+    count = len(documents)
+    if not count or not query:
+        return np.zeros(count)
+    average = max(1.0, sum(lengths) / count)
+    scores = np.zeros(count)
+    for term in query:
+        held = [term in terms for terms in documents]
+        frequency = sum(held)
+        if not frequency:
+            continue
+        idf = math.log(1.0 + (count - frequency + 0.5) / (frequency + 0.5))
+        for i, has in enumerate(held):
+            if has:
+                norm = 1.0 - BM25_B + BM25_B * lengths[i] / average
+                scores[i] += idf * (BM25_K1 + 1) / (1.0 + BM25_K1 * norm)
+    best = scores.max()
+    return scores / best if best > 0 else scores
+
+
+def proximity(query: set[str], sentence: str) -> float:
+    """How close together the question's terms stand in the sentence: distinct terms held over the
+    span of words from the first to the last (0 when fewer than two are held)."""
+    positions: dict[str, int] = {}
+    first = last = -1
+    for i, word in enumerate(words(sentence)):
+        term = stem(word)
+        if term in query:
+            positions.setdefault(term, i)
+            first = i if first < 0 else first
+            last = i
+    return len(positions) / (last - first + 1) if len(positions) >= 2 else 0.0
+
+
+def _neighbour_similarity(candidates: list[_Candidate], similarity: np.ndarray) -> np.ndarray:
+    """Mean cosine of the quotable sentences just before and after each one in the same node (its
+    own cosine when it stands alone): an answer's neighbours usually speak of the same thing."""
+    out = np.array(similarity, dtype=np.float64)
+    for i, candidate in enumerate(candidates):
+        around = [
+            similarity[j]
+            for j in (i - 1, i + 1)
+            if 0 <= j < len(candidates) and candidates[j].position == candidate.position
+        ]
+        if around:
+            out[i] = float(np.mean(around))
+    return out
+
+
+def sentence_features(
+    question: str,
+    candidates: list[_Candidate],
+    similarity: np.ndarray,
+    sentences: np.ndarray,
+    weights: dict[str, float],
+) -> np.ndarray:
+    """The sentence model's rows, one per candidate (names and meaning: ranker.SENTENCE_FEATURES).
+    `candidates` are in context order (block, then place in the block), `similarity` their cosines to
+    the question, `sentences` their unit vectors, `weights` the question's weighted terms."""
+    count = len(candidates)
+    terms = set(weights)
+    order = np.argsort(-similarity, kind="stable")
+    similarity_rank = np.empty(count)
+    similarity_rank[order] = np.arange(count) / max(1, count - 1)
+    blocks = max(c.position for c in candidates)
+    block_terms: dict[int, set[str]] = {}
+    for candidate in candidates:
+        block_terms.setdefault(candidate.position, set()).update(candidate.terms)
+    positions = sorted(block_terms)
+    node_bm25 = dict(
+        zip(
+            positions,
+            bm25_scores(terms, [block_terms[p] for p in positions], [len(block_terms[p]) for p in positions]),
+            strict=True,
+        )
+    )
+    bm25 = bm25_scores(terms, [c.terms for c in candidates], [len(c.terms) for c in candidates])
+    neighbours = _neighbour_similarity(candidates, similarity)
+    centrality = _centrality(sentences) if count else np.zeros(0)
+    defined = definition_subject(question)
+    kinds = [bool(asks.search(question)) for asks, _ in ANSWER_KINDS]
+    rows = np.zeros((count, len(SENTENCE_FEATURES)))
+    for i, c in enumerate(candidates):
+        heading_terms = {stem(t) for h in c.node.heading for t in content_terms(h)}
+        event = _event_bonus(question, c.text) / EVENT_BONUS
+        rows[i] = [
+            similarity[i],
+            similarity[i] - similarity[order[0]],
+            similarity_rank[i],
+            c.node.score,
+            (c.position - 1) / max(1, blocks - 1),
+            c.node.layer,
+            c.lexical,
+            bm25[i],
+            node_bm25[c.position],
+            proximity(terms, c.text),
+            *(float(asked and bool(holds.search(c.text))) for asked, (_, holds) in zip(kinds, ANSWER_KINDS, strict=True)),
+            float(defined is not None and _describes(defined, c.text)),
+            event,
+            math.log1p(len(words(c.text))),
+            c.sentence.start / max(1, len(c.node.text)),
+            float(_in_opening(c)),
+            neighbours[i],
+            centrality[i],
+            len(terms & heading_terms) / len(terms) if terms else 0.0,
+        ]
+    return rows
+
+
 class ExtractiveAnswerer:
     """Quotes the context sentences that best answer the question, each with its block's [n].
 
@@ -490,9 +605,14 @@ class ExtractiveAnswerer:
 
     name = "extractive"
 
-    def __init__(self, embedder: Embedder, quotes: int = QUOTES):
+    def __init__(self, embedder: Embedder, quotes: int = QUOTES, ranker: Ranker | None = None):
+        """With a `ranker` (the shipped one: `load_ranker()`), its sentence model orders the quotes of
+        a standalone question that is not about the whole (it was fitted on such questions); a
+        follow-up, a question about the whole, or any question without a ranker is ranked by the hand
+        weights below."""
         self.embedder = embedder
         self.quotes = quotes
+        self.ranker = ranker
         self.sentence_vectors = SentenceVectors(embedder)
 
     def _answer_sync(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerDraft:
@@ -525,14 +645,11 @@ class ExtractiveAnswerer:
         )
         return AnswerDraft(f"{WEAK_MATCH if weak else FOUND}\n{lines}", pages=_quoted_pages(picked))
 
-    def _score(
-        self,
-        rewrite: Rewrite,
-        candidates: list[_Candidate],
-        quoted: set[str],
-        thematic: bool,
-        conversation_names: set[str],
-    ) -> None:
+    def _similarities(
+        self, rewrite: Rewrite, candidates: list[_Candidate], conversation_names: set[str]
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+        """Each candidate's cosine to the question (a follow-up's carried context blended in), the
+        candidates' unit vectors and the question's weighted terms; sets `similarity` and `lexical`."""
         queries = self.embedder.embed([rewrite.core, rewrite.context or rewrite.core])
         vectors = np.concatenate([queries, self.sentence_vectors([c.text for c in candidates])])
         weights = _query_weights(rewrite, candidates, conversation_names)
@@ -541,7 +658,35 @@ class ExtractiveAnswerer:
         query = _unit(core_share * vectors[0] + (1 - core_share) * vectors[1])
         sentences = vectors[2:]
         similarity = sentences @ query
+        for i, candidate in enumerate(candidates):
+            candidate.similarity = float(similarity[i])
+            candidate.lexical = _lexical(candidate, weights)
+        return similarity, sentences, weights
+
+    def feature_rows(self, question: str, context: list[ContextNode]) -> tuple[list[str], np.ndarray]:
+        """The quotable sentences of a context and their sentence-model rows, as ranking sees them for a
+        question without history (what `raptor train-ranker` fits the model on)."""
+        candidates = _candidates(context)
+        if not candidates:
+            return [], np.zeros((0, len(SENTENCE_FEATURES)))
+        rewrite = split_standalone(question)
+        similarity, sentences, weights = self._similarities(rewrite, candidates, set())
+        return [c.text for c in candidates], sentence_features(rewrite.core, candidates, similarity, sentences, weights)
+
+    def _score(
+        self,
+        rewrite: Rewrite,
+        candidates: list[_Candidate],
+        quoted: set[str],
+        thematic: bool,
+        conversation_names: set[str],
+    ) -> None:
+        similarity, sentences, weights = self._similarities(rewrite, candidates, conversation_names)
         centrality = _centrality(sentences) if thematic else None
+        learned = None
+        if self.ranker is not None and not thematic and not rewrite.context:
+            features = sentence_features(rewrite.core, candidates, similarity, sentences, weights)
+            learned = self.ranker.sentence_scores(features)
         top_layer = max(c.node.layer for c in candidates) or 1
         asks_for_more = bool(ASKS_FOR_MORE.search(rewrite.core))
         defined = definition_subject(rewrite.core)
@@ -549,9 +694,9 @@ class ExtractiveAnswerer:
             re.search(r"['\u2019]s\s+" + re.escape(defined), rewrite.core)
         )
         for i, candidate in enumerate(candidates):
-            candidate.similarity = float(similarity[i])
-            candidate.lexical = _lexical(candidate, weights)
-            if centrality is not None:
+            if learned is not None:
+                score = learned[i]
+            elif centrality is not None:
                 score = THEME_SIMILARITY * similarity[i] + THEME_CENTRALITY * centrality[i]
                 score += SUMMARY_BONUS * candidate.node.layer / top_layer
                 score += OPENING_BONUS if _in_opening(candidate) else 0.0

@@ -9,6 +9,14 @@ The collapsed tree fills the budget with new text only: a node's sentences that 
 holds (an extractive summary is made of its children's sentences) are dropped and not counted, so
 the budget buys distinct text; the node stays cited for what it adds.
 
+Hybrid candidates (`ranking` "hybrid", the default, or "learned"): the vector search's candidates are
+fused with a full-text (SQLite FTS5, BM25) search over every node by reciprocal rank fusion, and the
+nodes holding a distinctive word of the question that few nodes hold (a code like E-4012, a part
+number, a surname) come first, so such a question finds the node that names it even when the
+embedding does not. With "learned", the first RERANK candidates are then ordered by the shipped
+ranker's node model (ranker.py); it measured worse than the fused order (docs/EVALUATION.md), so it
+is not the default.
+
 Tree traversal: the top-k nodes among the roots, then the top-k among their children, down to
 the leaves; the selected nodes fill the budget top-down.
 """
@@ -17,16 +25,27 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..ingest.sentences import NewSentences, SentenceSpan, decode_spans, sentence_spans, sentences_of
+from ..ingest.sentences import (
+    STOPWORDS,
+    NewSentences,
+    SentenceSpan,
+    content_terms,
+    decode_spans,
+    sentence_spans,
+    sentences_of,
+    stem,
+)
 from ..storage.index import KBIndex
 from ..storage.records import StoredNode
 from ..storage.store import Store
 from ..types import ContextNode, PageMarks, RetrievedContext
 from .followup import asks_about_the_whole
+from .ranker import NodeCandidate, load_ranker, node_features
 
 CountTokensBatch = Callable[[list[str]], list[int]]
 
@@ -39,6 +58,15 @@ MIN_NEW_SUMMARY_SHARE = (
 # within +-0.03, and the order of leaves and summaries changed with the embedding runtime.
 FETCH_BATCH = 40  # candidates read in full at a time (about twice what a 2,000-token budget takes)
 SENTENCE_CACHE_NODES = 50_000  # nodes stored without their sentences whose split is kept between questions
+RANKINGS = ("hybrid", "learned", "vector")
+TEXT_CANDIDATES = 50  # nodes fetched from the full-text index
+RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009)
+RERANK = 60  # candidates the learned ranker orders (their texts are read); the rest follow in fused order
+# A code, part number or reference: letters and digits joined by - / . _ ("E-4012", "7731-B", "v2.3")
+CODE = re.compile(r"[A-Za-z0-9]+(?:[-/._][A-Za-z0-9]+)+")
+DISTINCTIVE = re.compile(r"[A-Za-z0-9]+(?:[-/._][A-Za-z0-9]+)+|\b[A-Za-z]*\d[A-Za-z0-9]*\b|\b[A-Z][a-z]{2,}\b")
+MAX_DISTINCTIVE = 4  # distinctive words looked up per question (one small text search each)
+RARE_NODES = 3  # a distinctive word held by at most this many nodes puts them first
 
 
 def _context_node(node: StoredNode, score: float) -> ContextNode:
@@ -177,15 +205,21 @@ def fill_budget(
 
 
 def _fill_reading_lazily(
-    store: Store, index: KBIndex, hits: list[tuple[int, float]], fill: BudgetFill
+    store: Store,
+    index: KBIndex,
+    hits: list[tuple[int, float]],
+    fill: BudgetFill,
+    known: dict[int, StoredNode] | None = None,
 ) -> None:
     """Offer the hits in score order, reading full rows a batch at a time, and stop reading once no
     remaining candidate fits whole: at 100k nodes reading all 200 candidates' texts cost more than
     the search. (A candidate too big whole could still shrink below the room by dropping held
     sentences; leaving it out costs little, since most of its text is then already there.)
 
-    Whether a candidate fits whole is read from the token counts the index holds."""
+    Whether a candidate fits whole is read from the token counts the index holds; `known` nodes (read
+    already, by the ranker) are not read again."""
     batch = FETCH_BATCH
+    known = known or {}
     sizes = index.tokens.counts_of([node_id for node_id, _ in hits])
     if len(sizes) < len(hits):  # not in the index (it is kept in step with SQLite, so this is rare)
         sizes.update(store.node_tokens([node_id for node_id, _ in hits if node_id not in sizes]))
@@ -198,7 +232,8 @@ def _fill_reading_lazily(
             for node_id, score in pending[begin : begin + batch]
             if sizes[node_id] <= fill.room
         ]
-        nodes = store.nodes_by_ids([node_id for node_id, _ in part])
+        nodes = {node_id: known[node_id] for node_id, _ in part if node_id in known}
+        nodes.update(store.nodes_by_ids([node_id for node_id, _ in part if node_id not in known]))
         for node_id, score in part:
             if node_id in nodes:
                 fill.offer(nodes[node_id], score)
@@ -233,19 +268,128 @@ def collapsed_tree(
     layers: list[int] | None = None,
     documents: list[str] | None = None,
     count_tokens_batch: CountTokensBatch | None = None,
+    ranking: str = "learned",
 ) -> RetrievedContext:
     allowed = allowed_ids(store, kb_id, layers, documents)
     if allowed is not None and not allowed:
         return RetrievedContext([], 0, budget, "collapsed", query)
-    hits = index.search(
-        query_vector, k=CANDIDATES, ef=ef, allowed=None if allowed is None else allowed.__contains__
-    )
+    hits, known = ranked_hits(store, index, kb_id, query, query_vector, ef=ef, allowed=allowed, ranking=ranking)
     if asks_about_the_whole(query):
         hits = _summaries_first(store, kb_id, hits, query_vector, allowed)
     fill = BudgetFill(budget, count_tokens_batch)
-    _fill_reading_lazily(store, index, hits, fill)
+    _fill_reading_lazily(store, index, hits, fill, known)
     chosen, used = fill.chosen, fill.used
     return RetrievedContext(chosen, used, budget, "collapsed", query)
+
+
+def ranked_hits(
+    store: Store,
+    index: KBIndex,
+    kb_id: int,
+    query: str,
+    query_vector: np.ndarray,
+    *,
+    ef: int,
+    allowed: set[int] | None,
+    ranking: str,
+) -> tuple[list[tuple[int, float]], dict[int, StoredNode]]:
+    """The candidates in the order that fills the budget, each with its cosine (what a citation shows),
+    and the nodes already read on the way (the ranker reads its candidates' texts)."""
+    if ranking not in RANKINGS:
+        raise ValueError(f"unknown ranking {ranking!r}; use one of {', '.join(RANKINGS)}")
+    hits = index.search(
+        query_vector, k=CANDIDATES, ef=ef, allowed=None if allowed is None else allowed.__contains__
+    )
+    if ranking == "vector":
+        return hits, {}
+    pinned = rare_term_nodes(store, kb_id, query, allowed)
+    candidates = fused_candidates(store, kb_id, query, query_vector, hits, allowed, pinned)
+    known: dict[int, StoredNode] = {}
+    if ranking == "learned":
+        known = read_candidates(store, candidates[:RERANK])
+        head = [c for c in candidates[:RERANK] if c.node_id in known]
+        scores = load_ranker().node_scores(node_features(query, query_terms(query), head))
+        order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
+        candidates = [head[i] for i in order] + candidates[RERANK:]
+    first = set(pinned)
+    candidates = [c for c in candidates if c.node_id in first] + [c for c in candidates if c.node_id not in first]
+    return [(c.node_id, c.cosine) for c in candidates], known
+
+
+def distinctive_phrases(query: str) -> list[str]:
+    """The question's words that name one thing: codes ('E-4012'), words with a digit ('1887', 'B12')
+    and capitalised words after its first ('Okonkwo' in 'What did Okonkwo sign?')."""
+    found = [m.group(0) for m in DISTINCTIVE.finditer(query) if m.start() > 0 or CODE.fullmatch(m.group(0))]
+    return list(dict.fromkeys(p for p in found if p.lower() not in STOPWORDS))[:MAX_DISTINCTIVE]
+
+
+def rare_term_nodes(store: Store, kb_id: int, query: str, allowed: set[int] | None) -> list[int]:
+    """Nodes holding a distinctive word of the question that at most RARE_NODES nodes of the knowledge
+    base hold: a question naming a part number or a surname wants the node that names it first,
+    whatever the embedding or the ranker (fitted on questions that rarely name one) make of it."""
+    found: list[int] = []
+    for phrase in distinctive_phrases(query):
+        hits = store.text_search(kb_id, [phrase], RARE_NODES + 1)
+        if len(hits) <= RARE_NODES:
+            found += [node_id for node_id, _ in hits if allowed is None or node_id in allowed]
+    return list(dict.fromkeys(found))
+
+
+def text_phrases(query: str) -> list[str]:
+    """What the full-text search looks for: each code whole ('E-4012', '7731-B'), then the question's
+    other content words."""
+    codes = CODE.findall(query)
+    inside = {word for code in codes for word in content_terms(code)}
+    return list(dict.fromkeys([*codes, *(t for t in content_terms(query) if t not in inside)]))
+
+
+def query_terms(query: str) -> set[str]:
+    return {stem(t) for t in content_terms(query)}
+
+
+def _fusion_score(candidate: NodeCandidate) -> float:
+    """Reciprocal rank fusion: each search adds 1 / (RRF_K + rank), so either alone can bring a node up."""
+    ranks = (candidate.vector_rank, candidate.text_rank)
+    return sum(1.0 / (RRF_K + rank + 1) for rank in ranks if rank is not None)
+
+
+def fused_candidates(
+    store: Store,
+    kb_id: int,
+    query: str,
+    query_vector: np.ndarray,
+    hits: list[tuple[int, float]],
+    allowed: set[int] | None,
+    pinned: Sequence[int] = (),
+) -> list[NodeCandidate]:
+    """The vector hits and the full-text hits (and `pinned` nodes, were neither search to find them) in
+    one list, best fused rank first. A node the vector search did not find gets its cosine from its
+    stored embedding, so every candidate shows a real score."""
+    candidates = {node_id: NodeCandidate(node_id, score, vector_rank=rank) for rank, (node_id, score) in enumerate(hits)}
+    for node_id in pinned:
+        candidates.setdefault(node_id, NodeCandidate(node_id, float("nan")))
+    text_hits = store.text_search(kb_id, text_phrases(query), TEXT_CANDIDATES)
+    for rank, (node_id, score) in enumerate(hit for hit in text_hits if allowed is None or hit[0] in allowed):
+        candidate = candidates.setdefault(node_id, NodeCandidate(node_id, float("nan")))
+        candidate.text_score, candidate.text_rank = score, rank
+    missing = [node_id for node_id, c in candidates.items() if c.vector_rank is None]
+    if missing:
+        found, matrix = store.embeddings(kb_id, ids=missing)
+        for node_id, cosine in zip(found, matrix @ query_vector.astype(np.float32), strict=True):
+            candidates[int(node_id)].cosine = float(cosine)
+    present = [c for c in candidates.values() if c.cosine == c.cosine]  # NaN: no embedding stored
+    return sorted(present, key=lambda c: (-_fusion_score(c), c.node_id))
+
+
+def read_candidates(store: Store, candidates: list[NodeCandidate]) -> dict[int, StoredNode]:
+    """Read the candidates' rows and give each its layer, size, text and terms (for the ranker)."""
+    nodes = store.nodes_by_ids([c.node_id for c in candidates])
+    for candidate in candidates:
+        node = nodes.get(candidate.node_id)
+        if node is not None:
+            candidate.layer, candidate.tokens, candidate.text = node.layer, node.tokens, node.text
+            candidate.terms = frozenset(query_terms(node.text))
+    return nodes
 
 
 def _summaries_first(

@@ -299,6 +299,7 @@ def _build_indices(staging: Path, archive: Path) -> None:
             raise ArchiveRefused(archive, f"its database is inconsistent ({problems[0]})")
         with store.write() as db:
             _advance_node_ids(db)  # new node ids start past every stored one, whatever its meta says
+        store.rebuild_text_index()  # the full-text index too is built from the rows, never taken as is
         indexes = IndexManager(store, staging / INDEX_DIR)
         for kb in store.kb_names():
             indexes.rebuild(store.require_kb(kb))

@@ -20,6 +20,7 @@ import sqlite_utils
 
 from ..ingest.messages import ChatMessage
 from ..types import MessageRef
+from .text_index import unindex_nodes
 
 if TYPE_CHECKING:
     from .records import NewNode, StoredTop
@@ -227,6 +228,7 @@ class MessageStoreMixin:
                 db.execute(
                     "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE doc_id = ?)", [doc_id]
                 )
+                unindex_nodes(db, "doc_id = ?", [doc_id])
                 db.execute("DELETE FROM nodes WHERE doc_id = ?", [doc_id])
                 db.execute("DELETE FROM documents WHERE id = ?", [doc_id])
             ids: dict[int, int] = {}

@@ -34,6 +34,7 @@ from ..errors import NotFoundError, RaptorError
 from .index import IndexManager
 from .memory import MemoryBudget
 from .store import Store
+from .text_index import index_nodes
 
 log = logging.getLogger(__name__)
 
@@ -446,6 +447,7 @@ def copy_kb(source: Path, target: Store, kb_id: int, kb: str) -> bool:
                     return False
                 for table in KB_TABLES:
                     _copy_rows(db, table, "id" if table == "kbs" else "kb_id", kb_id)
+                index_nodes(db, "kb_id = ?", [kb_id])  # the copied nodes' text, in the target's index
                 _advance_node_ids(db)
             return True
         finally:

@@ -37,6 +37,13 @@ from .records import (
 )
 from .schema import schema_problems
 from .store_migrations import store_migrations
+from .text_index import (
+    TEXT_INDEX,
+    index_node_ids,
+    rebuild_text_index,
+    text_index_problems,
+    unindex_nodes,
+)
 
 
 class Store(MessageStoreMixin):
@@ -140,6 +147,7 @@ class Store(MessageStoreMixin):
     def delete_kb(self, kb_id: int) -> None:
         with self.write() as db:
             db.execute("DELETE FROM edges WHERE kb_id = ?", [kb_id])
+            unindex_nodes(db, "kb_id = ?", [kb_id])
             db.execute("DELETE FROM nodes WHERE kb_id = ?", [kb_id])
             db.execute("DELETE FROM documents WHERE kb_id = ?", [kb_id])
             db.execute("DELETE FROM builds WHERE kb_id = ?", [kb_id])
@@ -408,6 +416,7 @@ class Store(MessageStoreMixin):
             edges += [{"parent_id": node_id, "child_id": ids[c], "kb_id": kb_id} for c in node.children]
             edges += [{"parent_id": node_id, "child_id": c, "kb_id": kb_id} for c in node.stored_children]
         db["nodes"].insert_all(rows, batch_size=200)
+        index_node_ids(db, [row["id"] for row in rows])
         if edges:
             db["edges"].insert_all(edges, batch_size=500)
         return ids
@@ -426,6 +435,7 @@ class Store(MessageStoreMixin):
             "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE kb_id = ? AND kind = 'kb')",
             [kb_id],
         )
+        unindex_nodes(db, "kb_id = ? AND kind = 'kb'", [kb_id])
         db.execute("DELETE FROM nodes WHERE kb_id = ? AND kind = 'kb'", [kb_id])
         if kb_nodes:
             self._insert_nodes(db, kb_id, None, kb_nodes)
@@ -494,10 +504,12 @@ class Store(MessageStoreMixin):
                 "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE kb_id = ? AND kind = 'kb')",
                 [kb_id],
             )
+            unindex_nodes(db, "kb_id = ? AND kind = 'kb'", [kb_id])
             db.execute("DELETE FROM nodes WHERE kb_id = ? AND kind = 'kb'", [kb_id])
             db.execute(
                 "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE doc_id = ?)", [doc_id]
             )
+            unindex_nodes(db, "doc_id = ?", [doc_id])
             db.execute("DELETE FROM nodes WHERE doc_id = ?", [doc_id])
             db.execute("DELETE FROM documents WHERE id = ?", [doc_id])
             if kb_nodes:
@@ -559,6 +571,31 @@ class Store(MessageStoreMixin):
             "question_prompt_tokens": q[1],
             "question_completion_tokens": q[2],
         }
+
+    # -- the full-text index -------------------------------------------------------------------
+
+    def text_search(self, kb_id: int, phrases: list[str], limit: int) -> list[tuple[int, float]]:
+        """Nodes of a knowledge base holding any of the phrases, best BM25 first: (id, score), the score
+        positive and larger for a better match. Each phrase is matched as written (quoted for FTS5), so
+        'E-4012' matches the tokens 'e 4012' in that order and no phrase is read as FTS5 syntax."""
+        quoted = [f'"{p.replace(chr(34), chr(34) * 2)}"' for p in phrases if any(ch.isalnum() for ch in p)]
+        if not quoted or limit <= 0:
+            return []
+        rows = self.db.execute(
+            f"SELECT n.id, -bm25({TEXT_INDEX}) FROM {TEXT_INDEX} JOIN nodes n ON n.id = {TEXT_INDEX}.rowid "
+            f"WHERE {TEXT_INDEX} MATCH ? AND n.kb_id = ? ORDER BY bm25({TEXT_INDEX}) LIMIT ?",
+            [" OR ".join(quoted), kb_id, limit],
+        ).fetchall()
+        return [(int(node_id), float(score)) for node_id, score in rows]
+
+    def text_index_problems(self) -> list[str]:
+        """What is wrong with the full-text index: missing, or out of step with the nodes."""
+        return text_index_problems(self.db.conn)
+
+    def rebuild_text_index(self) -> None:
+        """Recreate the full-text index from the nodes (SQLite's text is the truth)."""
+        with self.write() as db:
+            rebuild_text_index(db)
 
     # -- checks -------------------------------------------------------------------------------
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import sqlite_utils
 
 from .migrations import Migrations
+from .text_index import create_text_index
 
 store_migrations = Migrations("store")
 summary_cache_migrations = Migrations("summary_cache")
 bot_migrations = Migrations("bot")  # the bot's own tables (bot/state.py): settings, threads, answers
-
 
 @store_migrations
 def m001_initial(db: sqlite_utils.Database) -> None:
@@ -127,6 +127,14 @@ def m005_chat_messages(db: sqlite_utils.Database) -> None:
             node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
             kb_id INTEGER NOT NULL REFERENCES kbs(id) ON DELETE CASCADE, message_id INTEGER NOT NULL)"""
     )
+
+
+@store_migrations
+def m006_text_index(db: sqlite_utils.Database) -> None:
+    """A full-text (FTS5, BM25) index over every node's text, so a question naming a rare term (a code,
+    a part number, a surname) finds the nodes that hold it (text_index.py: the store keeps it in the
+    nodes' own transactions; it is derived, so `raptor doctor` rebuilds it)."""
+    create_text_index(db)
 
 
 @summary_cache_migrations
