@@ -154,9 +154,9 @@ async def test_a_question_naming_a_rare_code_finds_its_node(tmp_path, embedder):
     assert await _found("learned", tmp_path, embedder) == len(CODES)
 
 
-async def test_an_llm_reads_the_context_in_the_rankers_order(tmp_path, embedder):
-    """With an LLM configured, the blocks of its prompt are the collapsed context in the learned order,
-    and the rare code's node is among them."""
+async def test_an_llm_reads_the_context_in_the_retrieval_order(tmp_path, embedder):
+    """With an LLM configured, the blocks of its prompt are the collapsed context in the order the
+    hybrid ranking gave it, and the rare code's node is among them."""
     from tests.llm_server import FakeLLMServer
 
     async with FakeLLMServer() as server:

@@ -476,6 +476,21 @@ class SentenceVectors:
         return np.stack([known[t] for t in texts])
 
 
+def hand_score(question: str, candidate: _Candidate) -> float:
+    """The hand-weighted score of a sentence for a question that is not about the whole: similarity
+    and the question's terms, plus what the question asks for (a description for 'who/what is X?',
+    a year, a number, a reason or a name, the year of the right event). Set `similarity` and
+    `lexical` first."""
+    defined = definition_subject(question)
+    possessive = defined is not None and bool(re.search(r"['\u2019]s\s+" + re.escape(defined), question))
+    score = EMBED_WEIGHT * candidate.similarity + LEXICAL_WEIGHT * candidate.lexical
+    if defined is not None:
+        score += DEFINITION_BONUS if _describes(defined, candidate.text) else 0.0
+    if defined is None or possessive:  # "Who was Edith's assistant?" still asks for a name
+        score += KIND_BONUS if _answers_kind(question, candidate.text) else 0.0
+    return score + _event_bonus(question, candidate.text)
+
+
 BM25_K1, BM25_B = 1.2, 0.75
 
 
@@ -586,6 +601,7 @@ def sentence_features(
             neighbours[i],
             centrality[i],
             len(terms & heading_terms) / len(terms) if terms else 0.0,
+            hand_score(question, c),
         ]
     return rows
 
@@ -689,10 +705,6 @@ class ExtractiveAnswerer:
             learned = self.ranker.sentence_scores(features)
         top_layer = max(c.node.layer for c in candidates) or 1
         asks_for_more = bool(ASKS_FOR_MORE.search(rewrite.core))
-        defined = definition_subject(rewrite.core)
-        possessive = defined is not None and bool(
-            re.search(r"['\u2019]s\s+" + re.escape(defined), rewrite.core)
-        )
         for i, candidate in enumerate(candidates):
             if learned is not None:
                 score = learned[i]
@@ -701,12 +713,7 @@ class ExtractiveAnswerer:
                 score += SUMMARY_BONUS * candidate.node.layer / top_layer
                 score += OPENING_BONUS if _in_opening(candidate) else 0.0
             else:
-                score = EMBED_WEIGHT * similarity[i] + LEXICAL_WEIGHT * candidate.lexical
-                if defined is not None:
-                    score += DEFINITION_BONUS if _describes(defined, candidate.text) else 0.0
-                if defined is None or possessive:  # "Who was Edith's assistant?" still asks for a name
-                    score += KIND_BONUS if _answers_kind(rewrite.core, candidate.text) else 0.0
-                score += _event_bonus(rewrite.core, candidate.text)
+                score = hand_score(rewrite.core, candidate)
             if candidate.key in quoted:
                 score -= QUOTED_PENALTY if not asks_for_more else ASKED_FOR_MORE_PENALTY
             candidate.score = float(score)

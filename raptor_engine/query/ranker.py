@@ -51,6 +51,7 @@ SENTENCE_FEATURES = (
     "neighbours",  # mean cosine of the sentences before and after it in its node
     "centrality",  # cosine to the mean of all candidate sentences
     "heading",  # share of the question's terms in its node's headings
+    "hand",  # the hand-weighted score (answer.hand_score): the model learns where it is wrong
 )
 
 # What the node model reads (computed by node_features).
