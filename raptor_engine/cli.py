@@ -75,7 +75,9 @@ class OneLineFormatter(logging.Formatter):
         plain = logging.makeLogRecord(record.__dict__)
         plain.msg, plain.args = (record.getMessage().strip().splitlines() or [""])[0], None
         plain.exc_info, plain.exc_text, plain.stack_info = None, None, None
-        return super().format(plain)
+        line = super().format(plain)
+        record.message = plain.message  # as Formatter.format leaves it on the record it formats
+        return line
 
 
 def one_line_logs(verbose: int) -> None:
