@@ -263,10 +263,10 @@ CRASH_DOCUMENTS = [
 
 
 def crash_settings(data_dir: Path) -> Settings:
-    """Crashes and concurrent writers are what these runs test, not the build's deadline: with the
-    default 60 s, a machine busy enough (both cores taken by other work) stopped a child's build
-    and the run failed for a reason it does not check."""
-    return Settings(data_dir=data_dir, build_timeout=0.0)
+    """Crashes and concurrent writers are what these runs test, not the build's or the parse's deadline:
+    with the default 60 s, a machine busy enough (both cores taken by other work) stopped a child's build
+    and the run failed for a reason it does not check. The parse's deadline cannot be off: ten minutes."""
+    return Settings(data_dir=data_dir, build_timeout=0.0, parse_timeout=600.0)
 
 
 PLANTED_FAULTS = {

@@ -18,9 +18,8 @@ from tests.unhurried import UNHURRIED_ENV
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # the bots, CLI runs and workers the tests start (and Settings.from_env here) have no deadline a test does
-# not set itself: tests/unhurried.py says why
-for _name, _value in UNHURRIED_ENV.items():
-    os.environ.setdefault(_name, _value)
+# not set itself, whatever the developer's own environment says: tests/unhurried.py says why
+os.environ.update(UNHURRIED_ENV)
 
 
 @pytest.fixture(scope="session")
