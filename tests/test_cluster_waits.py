@@ -234,6 +234,14 @@ async def test_a_tls_cluster_set_up_as_documented_builds_and_lets_no_one_else_in
             engine.close()
 
 
+def cli(tmp_path: Path, env: dict[str, str], command: list[str]) -> subprocess.CompletedProcess[str]:
+    """The real CLI in its own process, with the data directory under `tmp_path`."""
+    return subprocess.run(
+        [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(tmp_path / "data"), *command],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
 def test_a_tls_scheduler_without_the_tls_settings_is_one_line_in_the_cli(tmp_path):
     doc = tmp_path / "bees.md"
     doc.write_bytes(SHORT)
@@ -246,10 +254,7 @@ def test_a_tls_scheduler_without_the_tls_settings_is_one_line_in_the_cli(tmp_pat
     )
     for command in (["ingest", str(doc), "--kb", "kb", "--scheduler", "tls://127.0.0.1:8786"],
                     ["worker", "tls://127.0.0.1:8786"]):  # fmt: skip
-        done = subprocess.run(
-            [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(tmp_path / "data"), *command],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        done = cli(tmp_path, env, command)
         assert done.returncode == 1, done.stderr
         assert done.stderr.strip().splitlines() == [expected], done.stderr
     insecure = subprocess.run(
@@ -268,10 +273,7 @@ def test_an_address_that_is_no_dask_scheduler_address_is_one_sentence_in_the_cli
     env["PYTHONPATH"] = str(ROOT)
     expected = f"Error: {address!r} is not a Dask scheduler address; write it as tls://HOST:PORT or tcp://HOST:PORT."
     for command in (["ingest", str(doc), "--kb", "kb", "--scheduler", address], ["worker", address]):
-        done = subprocess.run(
-            [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(tmp_path / "data"), *command],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        done = cli(tmp_path, env, command)
         assert done.returncode == 1, done.stderr
         assert done.stderr.strip().splitlines() == [expected], done.stderr
 
@@ -310,10 +312,7 @@ def test_tls_files_that_cannot_be_used_are_one_sentence_for_ingest_and_worker(tm
                RAPTOR_DASK_TLS_KEY=files["key"])  # fmt: skip
     for command in (["ingest", str(doc), "--kb", "kb", "--scheduler", "tls://127.0.0.1:8786"],
                     ["worker", "tls://127.0.0.1:8786"]):  # fmt: skip
-        done = subprocess.run(
-            [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(tmp_path / "data"), *command],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        done = cli(tmp_path, env, command)
         assert done.returncode == 1, done.stderr
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and "cannot be used" in lines[0], done.stderr
