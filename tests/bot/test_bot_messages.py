@@ -237,3 +237,19 @@ async def test_status_counts_the_messages_held_and_says_whether_the_channel_sync
     token = h.slash("kb", sub="status")
     replies = await h.replies_done(token, lambda r: "Messages here" in text_of(r[0]))
     assert "**Messages here**: 5 held · sync off" in text_of(replies[0])
+
+
+async def test_an_edit_that_arrives_after_its_deletion_does_not_bring_the_message_back(make_harness):
+    """Gateway events of one message may come out of order (an embed's update after the delete): the
+    deleted text stays gone in a synced channel, where an edit of an unheld message would add it."""
+    h = await make_harness(message_content=True)
+    token = h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="sync")
+    assert "Sync is now **on**" in (await h.replies_done(token))[0]["content"]
+    gate = h.say(CHAN_A, GATE, user=BOB)
+    await h.fake.wait_for(lambda: held(h, gate), what="the synced message")
+    h.delete(gate)
+    h.edit(gate, GATE + " (edited)")
+    later = h.say(CHAN_A, DINNER, user=ALICE)  # events are handled in order: this one comes after the edit
+    await h.fake.wait_for(lambda: held(h, later), what="a later message")
+    await h.bot.services.sync.settled()
+    assert not held(h, gate) and "4417" not in stored_text(h)
