@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,7 @@ from .services import Services
 
 log = logging.getLogger(__name__)
 
+DELETED_REMEMBERED = 10_000  # ids of deleted messages kept, so a late edit event cannot add one back
 REDACTED = "(This text came from a message that was deleted or whose author asked to be forgotten.)"
 
 
@@ -62,6 +64,7 @@ class MessageSync:
         self._loaded: set[int] = set()  # guilds whose sources were read from the store
         self._sync: dict[str, bool] = {}
         self._queues: dict[str, KbQueue] = {}
+        self._deleted: OrderedDict[int, None] = OrderedDict()  # the last DELETED_REMEMBERED deleted ids
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -109,14 +112,14 @@ class MessageSync:
         if kb is None or not await self.sync_enabled(kb):
             return
         chat = chat_message(message, await self.services.state.forgotten(message.guild.id))
-        if chat is not None:
+        if chat is not None and chat.message_id not in self._deleted:
             self._queue(kb).upserts[chat.message_id] = (place_of(message.channel), chat, True)
             self._start(kb)
 
     async def message_edited(self, payload: discord.RawMessageUpdateEvent) -> None:
         """An edit replaces the text wherever the message is held; one left with no text is removed."""
-        if payload.guild_id is None or not self.services.message_content:
-            return
+        if payload.guild_id is None or not self.services.message_content or payload.message_id in self._deleted:
+            return  # an edit event that came after the message's deletion must not add it back
         message = payload.message
         synced = kb_for_channel(payload.guild_id, message.channel)
         kbs = await self.holders(payload.guild_id, payload.channel_id)
@@ -136,12 +139,20 @@ class MessageSync:
     async def messages_deleted(self, guild_id: int | None, channel_id: int, message_ids: set[int]) -> None:
         if guild_id is None:
             return
+        self._remember_deleted(message_ids)
         for kb in await self.holders(guild_id, channel_id):
             queue = self._queue(kb)
             queue.deletes |= message_ids
             for message_id in message_ids:
                 queue.upserts.pop(message_id, None)
             self._start(kb)
+
+    def _remember_deleted(self, message_ids: set[int]) -> None:
+        for message_id in message_ids:
+            self._deleted[message_id] = None
+            self._deleted.move_to_end(message_id)
+        while len(self._deleted) > DELETED_REMEMBERED:
+            self._deleted.popitem(last=False)
 
     async def channel_deleted(self, guild_id: int | None, channel_id: int) -> None:
         """A channel or thread was deleted: its messages leave every knowledge base that holds them."""

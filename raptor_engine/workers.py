@@ -32,6 +32,7 @@ import logging
 import os
 import pickle
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -117,6 +118,22 @@ def is_loopback(address: str) -> bool:
     return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
 
 
+def check_address(address: str) -> None:
+    """ClusterSettingsError, one sentence, for what Dask cannot reach a scheduler at (no port, a port
+    that is no number, a scheme other than tcp:// and tls://)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address if "://" in address else f"tcp://{address}")
+        _, port = parse_host_port(location)
+    except ValueError:
+        scheme, port = "", None
+    if scheme not in ("tcp", "tls") or not port:
+        raise ClusterSettingsError(
+            f"{address!r} is not a Dask scheduler address; write it as tls://HOST:PORT or tcp://HOST:PORT."
+        )
+
+
 def tls_paths(settings: Settings) -> dict[str, str]:
     """The RAPTOR_DASK_TLS_* settings that are set, by variable."""
     values = {
@@ -127,6 +144,20 @@ def tls_paths(settings: Settings) -> dict[str, str]:
     return {name: value for name, value in values.items() if value}
 
 
+def _check_tls_files(ca: str, cert: str, key: str) -> None:
+    """ClusterSettingsError, one sentence, for TLS files Dask would fail on at its first connection (a file
+    that is no PEM certificate, a key of another certificate, an encrypted key)."""
+    try:
+        context = ssl.create_default_context(cafile=ca)
+        context.load_cert_chain(cert, key, password="")  # no prompt: an encrypted key is refused
+    except (ssl.SSLError, ValueError) as error:
+        reason = getattr(error, "reason", None) or str(error)
+        raise ClusterSettingsError(
+            f"The TLS files RAPTOR_DASK_TLS_CA_FILE={ca}, RAPTOR_DASK_TLS_CERT={cert} and RAPTOR_DASK_TLS_KEY={key} "
+            f"cannot be used ({reason}); check that they are PEM files and the key is the certificate's."
+        ) from None
+
+
 def cluster_security(settings: Settings, address: str) -> Any:
     """The `distributed.security.Security` to reach the scheduler at `address` with (None: plain tcp://),
     or ClusterSettingsError, one sentence, where the address and the settings do not go together: a
@@ -134,6 +165,7 @@ def cluster_security(settings: Settings, address: str) -> Any:
     who reaches its port run code on the workers, so it needs RAPTOR_DASK_INSECURE=1."""
     from distributed.security import Security
 
+    check_address(address)
     given = tls_paths(settings)
     names = (ENV_VARS["dask_tls_ca_file"], ENV_VARS["dask_tls_cert"], ENV_VARS["dask_tls_key"])
     if address.startswith("tls://"):
@@ -148,6 +180,7 @@ def cluster_security(settings: Settings, address: str) -> Any:
         if unreadable:
             raise ClusterSettingsError(f"Cannot read the TLS file {', '.join(unreadable)}; check the path.")
         ca, cert, key = (given[name] for name in names)
+        _check_tls_files(ca, cert, key)
         return Security(
             require_encryption=True, tls_ca_file=ca,
             tls_client_cert=cert, tls_client_key=key, tls_worker_cert=cert, tls_worker_key=key,
@@ -421,10 +454,14 @@ class BuildCluster:
                 self.local = await self._start_local()
                 security = self.local.security
             target = self.local if self.local is not None else self.address
-            try:
-                client = await Client(target, asynchronous=True, timeout=CONNECT_TIMEOUT_S, security=security)
+            client = None
+            try:  # bounded here too: Client's own timeout does not end the wait on a port that is not Dask's
+                client = Client(target, asynchronous=True, timeout=CONNECT_TIMEOUT_S, security=security)
+                await asyncio.wait_for(client, 2 * CONNECT_TIMEOUT_S)
             except (OSError, TimeoutError) as error:
                 log.warning("cannot reach the Dask scheduler at %s: %s", self.address, error)
+                if client is not None:
+                    await self._close_client(client)
                 raise self._unreachable() from None
             try:
                 await asyncio.wait_for(

@@ -12,6 +12,7 @@ import datetime
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -233,6 +234,14 @@ async def test_a_tls_cluster_set_up_as_documented_builds_and_lets_no_one_else_in
             engine.close()
 
 
+def cli(tmp_path: Path, env: dict[str, str], command: list[str]) -> subprocess.CompletedProcess[str]:
+    """The real CLI in its own process, with the data directory under `tmp_path`."""
+    return subprocess.run(
+        [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(tmp_path / "data"), *command],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
 def test_a_tls_scheduler_without_the_tls_settings_is_one_line_in_the_cli(tmp_path):
     doc = tmp_path / "bees.md"
     doc.write_bytes(SHORT)
@@ -245,10 +254,7 @@ def test_a_tls_scheduler_without_the_tls_settings_is_one_line_in_the_cli(tmp_pat
     )
     for command in (["ingest", str(doc), "--kb", "kb", "--scheduler", "tls://127.0.0.1:8786"],
                     ["worker", "tls://127.0.0.1:8786"]):  # fmt: skip
-        done = subprocess.run(
-            [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(tmp_path / "data"), *command],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        done = cli(tmp_path, env, command)
         assert done.returncode == 1, done.stderr
         assert done.stderr.strip().splitlines() == [expected], done.stderr
     insecure = subprocess.run(
@@ -257,3 +263,56 @@ def test_a_tls_scheduler_without_the_tls_settings_is_one_line_in_the_cli(tmp_pat
     )  # fmt: skip
     assert insecure.returncode == 1 and len(insecure.stderr.strip().splitlines()) == 1, insecure.stderr
     assert "RAPTOR_DASK_INSECURE=1" in insecure.stderr
+
+
+@pytest.mark.parametrize("address", ["notanaddress", "http://127.0.0.1:8786", "tcp://127.0.0.1:port"])
+def test_an_address_that_is_no_dask_scheduler_address_is_one_sentence_in_the_cli(tmp_path, address):
+    doc = tmp_path / "bees.md"
+    doc.write_bytes(SHORT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAPTOR_DASK_")}
+    env["PYTHONPATH"] = str(ROOT)
+    expected = f"Error: {address!r} is not a Dask scheduler address; write it as tls://HOST:PORT or tcp://HOST:PORT."
+    for command in (["ingest", str(doc), "--kb", "kb", "--scheduler", address], ["worker", address]):
+        done = cli(tmp_path, env, command)
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.strip().splitlines() == [expected], done.stderr
+
+
+async def test_a_port_that_never_speaks_dask_is_unreachable_not_a_build_out_of_time(tmp_path):
+    """A listening port whose server never answers Dask's handshake (another service, a wrong port): the
+    connection's wait is bounded, and the user is told the workers cannot be reached, not that the file
+    took too long to build."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections complete in the kernel and are never accepted or answered
+        address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        engine = engine_on(address, tmp_path / "data")  # the default wait for a worker: the build's own deadline
+        try:
+            with pytest.raises(ClusterUnreachableError) as caught:
+                await engine.ingest("kb", "bees.md", SHORT)
+            assert "cannot be reached" in str(caught.value) and "smaller files" not in str(caught.value)
+        finally:
+            await engine.cluster.close()
+            engine.close()
+
+
+@pytest.mark.parametrize("fault", ["not a certificate", "the key of another certificate"])
+def test_tls_files_that_cannot_be_used_are_one_sentence_for_ingest_and_worker(tmp_path, fault):
+    files = write_certificates(tmp_path)
+    if fault == "not a certificate":
+        Path(files["ca"]).write_text("garbage\n")
+    else:
+        (tmp_path / "other").mkdir()
+        other = write_certificates(tmp_path / "other")
+        files["key"] = other["key"]
+    doc = tmp_path / "bees.md"
+    doc.write_bytes(SHORT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAPTOR_DASK_")}
+    env.update(PYTHONPATH=str(ROOT), RAPTOR_DASK_TLS_CA_FILE=files["ca"], RAPTOR_DASK_TLS_CERT=files["cert"],
+               RAPTOR_DASK_TLS_KEY=files["key"])  # fmt: skip
+    for command in (["ingest", str(doc), "--kb", "kb", "--scheduler", "tls://127.0.0.1:8786"],
+                    ["worker", "tls://127.0.0.1:8786"]):  # fmt: skip
+        done = cli(tmp_path, env, command)
+        assert done.returncode == 1, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and "cannot be used" in lines[0], done.stderr

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +85,19 @@ async def test_a_bot_given_a_tls_scheduler_without_tls_settings_starts_and_says_
     replies = await h.replies_done(token, lambda r: "Done" in text_of(r[0]), what="the upload's outcome")
     assert f"❌ **kestrel.md** was not added: {inert(sentence)} Nothing was stored." in replies[0]["content"]
     assert h.engine.knowledge_bases() == []
+
+
+async def test_a_bot_whose_scheduler_port_never_speaks_dask_starts_and_says_the_workers_cannot_be_reached(
+    make_harness, bot_settings
+):
+    """A scheduler address whose port never answers Dask's handshake (another service, a wrong port): the
+    bot starts all the same (its start waited forever) and an upload says the workers cannot be reached."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections complete in the kernel and are never accepted or answered
+        address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        h = await make_harness(settings=dataclasses.replace(bot_settings, dask_scheduler=address))
+        token = h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode()))
+        replies = await h.replies_done(token, lambda r: "Done" in text_of(r[0]), what="the upload's outcome")
+        assert inert(f"The build workers (Dask scheduler {address}) cannot be reached") in replies[0]["content"]
+        assert h.engine.knowledge_bases() == []

@@ -304,3 +304,19 @@ async def test_the_resume_at_start_leaves_an_import_of_this_run_alone(make_harne
     earlier.id = await services.state.start_import(earlier)
     assert await resume_imports(services, h.bot) == 1
     assert h.engine.message_ids(KB_A) == [int(m["id"]) for m in history]
+
+
+async def test_an_edit_that_arrives_after_its_deletion_does_not_bring_the_message_back(make_harness):
+    """Gateway events of one message may come out of order (an embed's update after the delete): the
+    deleted text stays gone in a synced channel, where an edit of an unheld message would add it."""
+    h = await make_harness(message_content=True)
+    token = h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="sync")
+    assert "Sync is now **on**" in (await h.replies_done(token))[0]["content"]
+    gate = h.say(CHAN_A, GATE, user=BOB)
+    await h.fake.wait_for(lambda: held(h, gate), what="the synced message")
+    h.delete(gate)
+    h.edit(gate, GATE + " (edited)")
+    later = h.say(CHAN_A, DINNER, user=ALICE)  # events are handled in order: this one comes after the edit
+    await h.fake.wait_for(lambda: held(h, later), what="a later message")
+    await h.bot.services.sync.settled()
+    assert not held(h, gate) and "4417" not in stored_text(h)
