@@ -26,6 +26,10 @@ DOCS := .env.example docs/CLI.md docs/CONFIGURATION.md
 # Workers for the suite: most tests wait on subprocesses, sockets and SQLite, so more workers than
 # cores keeps both cores busy; override with `make test WORKERS=1`.
 WORKERS ?= 4
+# The suite starts hundreds of Python processes (workers, CLI runs, bots, parse children): let them
+# write and reuse bytecode, and pytest its rewritten test modules, even where the environment says not to
+# (PYTHONDONTWRITEBYTECODE): each process then compiles nothing already compiled.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(WORKERS) --dist loadfile
 
 .PHONY: install demo test test-fast bench lint docs picture
 install: $(STAMP)
@@ -42,10 +46,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check raptor_engine raptor_tools bot tests
 
 test: $(STAMP) lint
-	$(PY) -m pytest -q -n $(WORKERS) --dist loadfile
+	$(PYTEST)
 
 test-fast: $(STAMP) lint
-	$(PY) -m pytest -q -n $(WORKERS) --dist loadfile -m "not slow and not e2e and not wheel"
+	$(PYTEST) -m "not slow and not e2e and not wheel"
 
 # Regenerate what is generated from the code: the CLI reference, the settings table, .env.example, and
 # README.md's demo output (by running the demo's commands in a new data directory: about a minute)

@@ -9,6 +9,9 @@ longest files do not begin last and hold the whole run up.
 from __future__ import annotations
 
 import os
+import resource
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -77,6 +80,66 @@ SLOW_TESTS = {
     "test_bench_many_kbs_prints_both_runs",
     "test_bench_prints_cache_and_parse_cost_per_guild",
 }
+
+
+# Threads an ingest starts that import modules in the background (umap, numba) and so add loggers.
+BACKGROUND_IMPORTS = ("umap-preload",)
+
+
+def wait_for_background_imports(timeout: float = 600.0) -> None:
+    """Let an import an ingest started in the background finish before pytest's next test phase.
+
+    pytest's log capture walks `logging`'s logger dictionary at the start of every phase without the
+    logging lock; a thread importing umap/numba meanwhile adds loggers to it, and the next test then
+    fails before it runs ("dictionary changed size during iteration") on a loaded machine."""
+    for thread in threading.enumerate():
+        if thread.name in BACKGROUND_IMPORTS and thread is not threading.current_thread():
+            thread.join(timeout)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    try:
+        return (yield)
+    finally:
+        wait_for_background_imports()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    try:
+        return (yield)
+    finally:
+        wait_for_background_imports()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    try:
+        return (yield)
+    finally:
+        wait_for_background_imports()
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With RAPTOR_TEST_CPU_LOG=FILE, append each test's wall and CPU seconds (its process and the child
+    processes it waited for) to FILE as tab-separated lines: what to cut to keep `make test` short."""
+    log_file = os.environ.get("RAPTOR_TEST_CPU_LOG")
+    if not log_file:
+        return (yield)
+    wall, cpu = time.perf_counter(), _cpu_seconds()
+    try:
+        return (yield)
+    finally:
+        line = f"{_cpu_seconds() - cpu:.2f}\t{time.perf_counter() - wall:.2f}\t{item.nodeid}\n"
+        with open(log_file, "a") as out:
+            out.write(line)
 
 
 def is_slow(item: pytest.Item) -> bool:

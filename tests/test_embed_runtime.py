@@ -59,6 +59,42 @@ def exported(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """A two-layer BERT with random weights and the real model's tokenizer, saved as a sentence-transformers
+    folder: for the tests of exporting, caching and precision, where the weights' values do not matter and
+    each export of the real model costs seconds of CPU."""
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    folder = tmp_path_factory.mktemp("tiny")
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(MODEL))
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=512,
+    )
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(folder / "bert")
+    tokenizer.save_pretrained(folder / "bert")
+    modules = [models.Transformer(str(folder / "bert"), max_seq_length=256), models.Pooling(64), models.Normalize()]
+    SentenceTransformer(modules=modules, device="cpu").save(str(folder / "model"))
+    return folder / "model"
+
+
+@pytest.fixture(scope="module")
+def tiny_exported(tiny_model, tmp_path_factory):
+    """The tiny model's ONNX export: the folder it was published in."""
+    cache = tmp_path_factory.mktemp("tiny-cache")
+    assert Embedder(str(tiny_model), backend="onnx", cache_dir=cache, use_gpu=False).backend == "onnx (cpu)"
+    [folder] = [p for p in (cache / "onnx").iterdir() if p.is_dir()]
+    return folder
+
+
+@pytest.fixture(scope="module")
 def torch_vectors():
     return Embedder(MODEL, backend="torch", use_gpu=False).embed(SENTENCES)
 
@@ -89,17 +125,17 @@ def test_the_cache_is_keyed_by_model_weights_and_runtime_versions(exported, tmp_
     assert rt.export_folder(tmp_path, MODEL, copy).name != name
 
 
-def test_a_corrupt_cached_model_is_exported_again(exported, tmp_path, caplog):
+def test_a_corrupt_cached_model_is_exported_again(tiny_model, tiny_exported, tmp_path, caplog):
     cache = tmp_path / "cache"
-    shutil.copytree(exported.parent, cache / "onnx")
-    folder = cache / "onnx" / exported.name
+    shutil.copytree(tiny_exported.parent, cache / "onnx")
+    folder = cache / "onnx" / tiny_exported.name
     model = folder / "model.onnx"
     model.write_bytes(model.read_bytes()[: model.stat().st_size // 2])  # truncated on disk
     with caplog.at_level(logging.WARNING, logger="raptor_engine.tree.embed_runtime"):
-        embedder = Embedder(MODEL, backend="onnx", cache_dir=cache, use_gpu=False)
+        embedder = Embedder(str(tiny_model), backend="onnx", cache_dir=cache, use_gpu=False)
     assert embedder.backend == "onnx (cpu)"
     assert any("is unusable" in r.getMessage() and "exporting it again" in r.getMessage() for r in caplog.records)
-    assert model.stat().st_size == (exported / "model.onnx").stat().st_size  # a whole model again
+    assert model.stat().st_size == (tiny_exported / "model.onnx").stat().st_size  # a whole model again
 
 
 def test_a_cached_model_giving_wrong_vectors_is_not_used(exported, tmp_path, caplog):
@@ -228,7 +264,7 @@ def test_encoders_the_optimiser_does_not_know_are_exported_unfused(tmp_path):
     assert not target.exists()
 
 
-def test_a_fused_export_that_does_not_verify_is_replaced_by_the_plain_export(tmp_path, caplog, monkeypatch):
+def test_a_fused_export_that_does_not_verify_is_replaced_by_the_plain_export(tiny_model, tmp_path, caplog, monkeypatch):
     """Verification guards the fusion: vectors that differ from torch's send the export back to the plain graph."""
     import json
 
@@ -244,7 +280,7 @@ def test_a_fused_export_that_does_not_verify_is_replaced_by_the_plain_export(tmp
 
     monkeypatch.setattr(rt, "export_model", fused_goes_wrong)
     with caplog.at_level(logging.WARNING, logger="raptor_engine.tree.embed_runtime"):
-        embedder = Embedder(MODEL, backend="onnx-int8", cache_dir=tmp_path, use_gpu=False)
+        embedder = Embedder(str(tiny_model), backend="onnx-int8", cache_dir=tmp_path, use_gpu=False)
     assert calls == [True, False]
     assert embedder.backend == "onnx-int8 (cpu)"
     assert "fused ONNX export did not verify" in caplog.text
@@ -338,23 +374,24 @@ def test_counts_are_remembered_by_text_and_stay_right(embedder, monkeypatch):
     assert tokenized.count(long) == 2
 
 
-def test_a_model_saved_in_fp16_runs_on_the_cpu_runtimes_in_fp32(tmp_path, torch_vectors):
+def test_a_model_saved_in_fp16_runs_on_the_cpu_runtimes_in_fp32(tiny_model, tmp_path):
     """Weights saved in half precision (common for newer models) load as fp32 on a CPU: the ONNX export and
     its int8 quantisation succeed (an fp16 graph made DynamicQuantizeLinear reject its input), so the fast
     runtime is chosen, and the vectors are the fp32 model's."""
     from sentence_transformers import SentenceTransformer
 
-    folder = tmp_path / "minilm-fp16"
-    SentenceTransformer(resolve_model_path(MODEL), device="cpu").half().save(str(folder))
+    fp32_vectors = rt.TorchRuntime(str(tiny_model), "cpu").encode(SENTENCES)
+    folder = tmp_path / "fp16"
+    SentenceTransformer(str(tiny_model), device="cpu").half().save(str(folder))
     assert "float16" in (folder / "config.json").read_text()
     for backend in ("onnx-int8", "onnx"):
         embedder = Embedder(str(folder), backend=backend, cache_dir=tmp_path / "cache", use_gpu=False)
         assert embedder.backend == f"{backend} (cpu)"
-        similarity = rt.cosines(embedder.embed(SENTENCES), torch_vectors)
+        similarity = rt.cosines(embedder.embed(SENTENCES), fp32_vectors)
         assert similarity.min() >= (0.95 if backend == "onnx-int8" else 0.999)
     reference = rt.TorchRuntime(str(folder), "cpu")
     assert {p.dtype.is_floating_point and str(p.dtype) for p in reference.model.parameters()} == {"torch.float32"}
-    assert rt.cosines(reference.encode(SENTENCES), torch_vectors).min() >= 0.999
+    assert rt.cosines(reference.encode(SENTENCES), fp32_vectors).min() >= 0.999
 
 
 def _chunks(count: int) -> list[str]:

@@ -8,7 +8,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from bot.kb import kb_name
-from bot.messages import MAX_IMPORT, NEEDS_CONTENT, resume_imports
+from bot.messages import IMPORT_BATCH, MAX_IMPORT, NEEDS_CONTENT, resume_imports
 from bot.state import MessageImport
 from tests.bot.conftest import ALICE, BOB, CAROL, CHAN_A, CHAN_B, FORUM, GUILD, guild_payload, text_of
 from tests.bot.test_bot_flows import ask, sources_of
@@ -205,19 +205,24 @@ async def test_the_message_menu_adds_a_message_without_a_file_and_the_intent_is_
     assert (await h.replies_done(token))[0]["content"] == NEEDS_CONTENT
 
 
-async def test_an_import_of_ten_thousand_messages_pages_through_history_with_progress(make_harness):
+async def test_a_long_import_pages_through_history_batch_by_batch_with_progress(make_harness):
+    """Four batches of history (twenty pages): every page is read and stored and each batch shows its
+    count. The command's most, 10,000 messages, is measured by `raptor bench --messages 10000`."""
     h = await make_harness(message_content=True)
-    chatter(h, CHAN_B, MAX_IMPORT, step=0.5)
+    h.bot.services.status_interval = 0.0  # every batch's count is shown, however fast the machine
+    count = 4 * IMPORT_BATCH
+    chatter(h, CHAN_B, count, step=0.5)
     token = h.add_messages(CHAN_B, limit=MAX_IMPORT)
     replies = await imported(
         h, token, timeout=1800
     )  # a guard against a hang, not a speed goal (raptor bench)
-    assert f"{MAX_IMPORT:,} messages read, {MAX_IMPORT:,} added" in replies[0]["content"]
+    assert f"{count:,} messages read, {count:,} added" in replies[0]["content"]
     pages = h.fake.calls_to("GET", rf"^channels/{CHAN_B}/messages$")
-    assert len(pages) >= MAX_IMPORT // 100
+    assert len(pages) >= count // 100
     progress = [v for v in h.fake.versions[int(replies[0]["id"])] if "messages read" in v]
+    assert [line for line in progress if f"⏳ {IMPORT_BATCH:,} messages read" in line]  # the first batch's count
     assert len(progress) >= 2  # the count went up while it read
-    assert len(h.engine.message_ids(kb_name(GUILD, CHAN_A))) == MAX_IMPORT
+    assert len(h.engine.message_ids(kb_name(GUILD, CHAN_A))) == count
 
 
 async def test_an_import_the_bot_did_not_finish_carries_on_after_a_restart(make_harness, bot_settings):
