@@ -60,6 +60,7 @@ class Settings:
     chunk_tokens: int = 100
     summary_max_tokens: int = 200
     summary_ratio: float = 0.28
+    summary_vectors: str = "pooled"  # pooled | model (see tree/summarize.py, pooled_vector)
     cluster_input_budget: int = 3500
     cluster_threshold: float = 0.1
     cluster_dim: int = 10
@@ -277,6 +278,12 @@ ENV_DOCS: dict[str, EnvDoc] = {
     "RAPTOR_SUMMARY_MAX_TOKENS": EnvDoc("Tree building (RAPTOR)", "The longest summary, in tokens."),
     "RAPTOR_SUMMARY_RATIO": EnvDoc(
         "Tree building (RAPTOR)", "Summary length as a ratio of its children's tokens (the paper's ~0.28)."
+    ),
+    "RAPTOR_SUMMARY_VECTORS": EnvDoc(
+        "Tree building (RAPTOR)",
+        "`pooled`: an extractive summary's vector is its children's vectors weighted by the tokens it "
+        "copied from each (no model run; docs/PERFORMANCE.md gives its cost and quality). `model`: every "
+        "summary is embedded by the model. Summaries written by an LLM are always embedded by the model.",
     ),
     "RAPTOR_CLUSTER_INPUT_BUDGET": EnvDoc(
         "Tree building (RAPTOR)",

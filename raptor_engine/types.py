@@ -102,6 +102,9 @@ class Summary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    # An extractive summary's provenance: tokens copied from each child, by the child's position in the
+    # request. Empty for new text (an LLM's), which only the model can embed.
+    copied: dict[int, int] = field(default_factory=dict)
 
 
 class Summarizer(Protocol):

@@ -335,3 +335,56 @@ def test_an_empty_kmeans_cluster_gets_the_row_farthest_from_its_centre():
     assert _relocate_empty(data, centres, labels, 2)
     assert labels.tolist() == [0, 0, 1, 0]
     assert not _relocate_empty(data, centres, labels, 2)
+
+
+# ---- small clusters: a steady spectral start, fewer layout epochs -----------------------------------
+
+
+def test_tiny_layers_cluster_the_same_from_call_to_call():
+    """ARPACK's restarts (umap's spectral start) draw from a seed kept between calls: on these tiny inputs
+    the same call gave different clusters in one process until small graphs were decomposed densely."""
+    rng = np.random.default_rng(0)
+    for count in (5, 6, 7, 15):
+        for _ in range(3):
+            data = rng.normal(size=(count, 384))
+            data /= np.linalg.norm(data, axis=1, keepdims=True)
+            results = {str(cluster_nodes(data, [100] * count).clusters) for _ in range(6)}
+            assert len(results) == 1, (count, results)
+
+
+def test_the_dense_spectral_start_spans_the_same_eigenvectors_as_umaps():
+    import scipy.sparse
+
+    from raptor_engine.tree import cluster
+
+    umap = cluster.import_umap()
+    original = umap.umap_.spectral_layout.__wrapped__
+    rng = np.random.default_rng(4)
+    weights = np.triu(rng.uniform(0.1, 1.0, size=(40, 40)) * (rng.uniform(size=(40, 40)) < 0.3), 1)
+    weights[np.arange(39), np.arange(1, 40)] = 1.0  # a path through every node: one connected graph
+    graph = scipy.sparse.coo_matrix(weights + weights.T)
+    dense = cluster.dense_spectral_layout(graph, 3)
+    arpack = original(None, graph, 3, np.random.RandomState(0))
+    assert dense.shape == arpack.shape == (40, 3)
+    # the same eigenvectors up to sign: each ARPACK vector lies in the dense ones' span
+    projection = dense @ (dense.T @ arpack)
+    assert np.allclose(np.abs(np.sum(dense * arpack, axis=0)), 1.0, atol=1e-3)
+    assert np.allclose(projection, arpack, atol=1e-3)
+
+
+def test_small_clusters_get_fewer_layout_epochs(monkeypatch):
+    from raptor_engine.tree import cluster
+
+    umap = cluster.import_umap()
+    epochs: list[tuple[int, int]] = []
+
+    class Recording(umap.UMAP):
+        def fit_transform(self, data, *args, **kwargs):
+            epochs.append((len(data), self.n_epochs))
+            return super().fit_transform(data, *args, **kwargs)
+
+    monkeypatch.setattr(umap, "UMAP", Recording)
+    cluster._umap_reduce(_blobs([15, 15]), n_neighbors=10, n_components=5, seed=1)
+    cluster._umap_reduce(_blobs([150, 150], dim=16), n_neighbors=10, n_components=5, seed=1)
+    assert epochs == [(30, cluster._SMALL_LAYOUT_EPOCHS), (300, cluster._UMAP_EPOCHS)]
+    assert cluster._SMALL_LAYOUT_EPOCHS < cluster._UMAP_EPOCHS

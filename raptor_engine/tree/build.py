@@ -18,14 +18,17 @@ from typing import Any
 import numpy as np
 
 from ..config import Settings
+from ..errors import RaptorError
 from ..ingest.sentences import SentenceSpan, sentence_spans
 from ..storage.records import NewNode, StoredTop
 from ..types import Chunk, Clustering, Progress, ProgressCallback, Summarizer, SummaryRequest
 from .cluster import cluster_nodes
 from .embed import Embedder
-from .summarize import clip_chars, summary_budget
+from .summarize import clip_chars, pooled_vector, summary_budget
 
 log = logging.getLogger(__name__)
+
+SUMMARY_VECTORS = ("pooled", "model")  # RAPTOR_SUMMARY_VECTORS: see `_summary_vectors`
 
 
 @dataclass
@@ -80,16 +83,36 @@ async def _embed_beside_sentences(
     texts: list[str],
     counts: list[int],
     report: Callable[[int, int], None] | None = None,
+    *,
+    sentences_of: list[str] | None = None,
 ) -> tuple[np.ndarray, list[list[SentenceSpan]]]:
-    """The texts' vectors and their stored sentences, computed at the same time on two threads.
+    """The texts' vectors and the stored sentences of `sentences_of` (default: the same texts), computed
+    at the same time on two threads.
 
     The model runs in onnxruntime without the GIL and does not keep both cores busy; splitting and
     counting the sentences (Python) uses the rest instead of waiting for the vectors.
     """
     return await asyncio.gather(
         asyncio.to_thread(embedder.embed, texts, report, token_counts=counts),
-        asyncio.to_thread(sentence_spans, texts, embedder.count_tokens_batch),
+        asyncio.to_thread(sentence_spans, texts if sentences_of is None else sentences_of, embedder.count_tokens_batch),
     )
+
+
+async def _summary_vectors(
+    embedder: Embedder, texts: list[str], counts: list[int], pooled: list[np.ndarray | None]
+) -> tuple[np.ndarray, list[list[SentenceSpan]]]:
+    """The summaries' vectors (pooled where given, the model's for the rest) and their stored sentences."""
+    missing = [j for j, vector in enumerate(pooled) if vector is None]
+    embedded, sentences = await _embed_beside_sentences(
+        embedder, [texts[j] for j in missing], [counts[j] for j in missing], sentences_of=texts
+    )
+    vectors = np.empty((len(texts), embedder.dim), dtype=np.float32)
+    for j, vector in enumerate(pooled):
+        if vector is not None:
+            vectors[j] = vector
+    vectors[missing] = embedded
+    log.debug("summary vectors: %d pooled from their children, %d embedded", len(texts) - len(missing), len(missing))
+    return vectors, sentences
 
 
 async def embed_leaves(
@@ -161,6 +184,10 @@ async def summarize_clusters(
     Returns the nodes and the prompt and completion tokens spent. Members that are stored nodes
     (`StoredTop`) become `stored_children`; members built in this run become `children`.
     """
+    if settings.summary_vectors not in SUMMARY_VECTORS:
+        raise RaptorError(
+            f"RAPTOR_SUMMARY_VECTORS must be one of {', '.join(SUMMARY_VECTORS)}, not {settings.summary_vectors!r}."
+        )
     max_tokens = min(settings.summary_max_tokens, embedder.max_tokens)
     requests = [
         SummaryRequest(
@@ -176,7 +203,11 @@ async def summarize_clusters(
     summaries = await summarizer.summarize_many(requests)
     texts = [clip_chars(s.text, settings.node_max_chars) for s in summaries]
     counts = await asyncio.to_thread(embedder.count_tokens_batch, texts)
-    vectors, sentences = await _embed_beside_sentences(embedder, texts, counts)
+    pooled = [
+        pooled_vector(s.copied, r.embeddings) if settings.summary_vectors == "pooled" and s.text == text else None
+        for s, r, text in zip(summaries, requests, texts, strict=True)
+    ]
+    vectors, sentences = await _summary_vectors(embedder, texts, counts, pooled)
     _notify(
         progress, Progress("summarise", len(requests), len(requests), layer=layer, summaries=len(requests))
     )

@@ -17,7 +17,9 @@ Differences from the reference code, each for robustness or speed:
 - duplicate embeddings (repeated chunks) are clustered once and share their clusters; with fewer
   than 4 distinct embeddings the nodes are grouped by embedding (method "distinct");
 - tiny or degenerate layers (N <= 3, identical embeddings, a failed or non-finite fit) fall back to
-  one cluster or to contiguous groups, and say so in `Clustering.method` and `Clustering.notes`.
+  one cluster or to contiguous groups, and say so in `Clustering.method` and `Clustering.notes`;
+- a small cluster's UMAP (under `_SMALL_LAYOUT_NODES` points) starts from a dense eigendecomposition,
+  which gives the same start every call, and runs `_SMALL_LAYOUT_EPOCHS` layout epochs.
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ BIC_PATIENCE = 3  # stop the BIC scan after this many consecutive rises
 MAX_RECLUSTER_DEPTH = 12  # a second guard on top of "strictly smaller": contiguous beyond this
 _IDENTICAL_TOLERANCE = 1e-5  # embeddings closer than this per component count as identical
 _UMAP_EPOCHS = 200  # umap-learn's own choice for large data; its 500 for small data doubles the cost
+# A local cluster's UMAP (tens of nodes) starts from its spectral layout, which already separates what the
+# mixture will find; its layout epochs were most of its cost. 50 epochs below this many distinct nodes
+# kept retrieval quality (docs/PERFORMANCE.md, "Profile of a 100k-token ingest").
+_SMALL_LAYOUT_NODES = 200
+_SMALL_LAYOUT_EPOCHS = 50
 _UMAP_SMALL_DATA = 4096  # umap-learn computes exact all-pairs distances below this many points
 
 
@@ -132,6 +139,7 @@ def import_umap() -> ModuleType:
                 import umap
 
             _enable_numba_caching(numba, ("umap", "pynndescent"), folder)
+            umap.umap_.spectral_layout = _steady_spectral_layout(umap.umap_.spectral_layout)
             _umap_module.append(umap)
         return _umap_module[0]
 
@@ -414,7 +422,7 @@ def _umap_reduce(data: np.ndarray, *, n_neighbors: int, n_components: int, seed:
         n_neighbors=n_neighbors,
         n_components=n_components,
         metric="precomputed" if precompute else "cosine",
-        n_epochs=_UMAP_EPOCHS,
+        n_epochs=layout_epochs(len(data)),
         random_state=seed,
         n_jobs=1,  # random_state forces one thread anyway; saying so silences the warning
         precomputed_knn=(None, None, None) if precompute else _hnsw_knn(data, n_neighbors, seed),
@@ -426,6 +434,41 @@ def _umap_reduce(data: np.ndarray, *, n_neighbors: int, n_components: int, seed:
             return np.asarray(reducer.fit_transform(inputs), dtype=np.float64)
     except (ValueError, TypeError, np.linalg.LinAlgError) as exc:
         raise _ClusteringFailed(f"UMAP: {exc}") from exc
+
+
+def _steady_spectral_layout(original: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """umap's spectral start, computed densely (`dense_spectral_layout`) for a small graph.
+
+    umap finds the eigenvectors with ARPACK, whose restarts draw from a seed ARPACK keeps between
+    calls: on a tiny graph with close eigenvalues the same input gave a different start, and so
+    different clusters, from call to call in one process. A small graph's dense eigendecomposition
+    costs about as little and gives the same vectors every time.
+    """
+
+    @functools.wraps(original)
+    def layout(data: Any, graph: Any, dim: int, random_state: Any, **kwargs: Any) -> np.ndarray:
+        if graph.shape[0] >= _SMALL_LAYOUT_NODES:
+            return original(data, graph, dim, random_state, **kwargs)
+        return dense_spectral_layout(graph, dim)
+
+    return layout
+
+
+def dense_spectral_layout(graph: Any, dim: int) -> np.ndarray:
+    """The eigenvectors of the graph's normalised Laplacian for its 2nd to (dim+1)th smallest eigenvalues
+    (umap's spectral start), by LAPACK's dense solver."""
+    adjacency = np.asarray(graph.toarray() if hasattr(graph, "toarray") else graph, dtype=np.float64)
+    adjacency = (adjacency + adjacency.T) / 2
+    scale = 1.0 / np.sqrt(np.maximum(adjacency.sum(axis=0), 1e-12))
+    laplacian = np.eye(len(adjacency)) - scale[:, None] * adjacency * scale[None, :]
+    values, vectors = np.linalg.eigh(laplacian)
+    return vectors[:, np.argsort(values, kind="stable")[1 : dim + 1]]
+
+
+def layout_epochs(count: int) -> int:
+    """UMAP's layout epochs for `count` distinct points: fewer for a small cluster, whose layout converges
+    from its spectral start in few steps and whose per-epoch cost dominated its fit."""
+    return _SMALL_LAYOUT_EPOCHS if count < _SMALL_LAYOUT_NODES else _UMAP_EPOCHS
 
 
 def _hnsw_knn(data: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -96,23 +96,25 @@ class ExtractiveSummarizer:
         joined = self._counts([_join(c) for c in chosen])
         summaries = []
         for sentences, picked, tokens, request in checked(zip(clusters, chosen, joined, requests, strict=True), every=1):
-            summaries.append(Summary(text=self._finish(sentences, picked, tokens, request.max_tokens)))
+            summaries.append(self._finish(sentences, picked, tokens, request.max_tokens))
         return summaries
 
     def _finish(
         self, sentences: list[_Sentence], picked: list[_Sentence], tokens: int, max_tokens: int
-    ) -> str:
-        """The summary text: the picked sentences if they fit, else fewer, else the best one cut short."""
+    ) -> Summary:
+        """The summary: the picked sentences if they fit, else fewer, else the best one cut short; with
+        the tokens it copied from each child."""
         if not sentences:
-            return ""
+            return Summary(text="")
         picked = list(picked)
         while len(picked) > 1 and tokens > max_tokens:
             picked.remove(min(picked, key=lambda s: (s.score, -s.child, -s.position)))
             tokens = self.count_tokens(_join(picked))
         if picked and tokens <= max_tokens:
-            return _join(picked)
+            return Summary(text=_join(picked), copied=_copied_tokens(picked))
         best = min(sentences, key=lambda s: (-s.score, s.child, s.position))
-        return self._truncate(best.text, max_tokens)
+        text = self._truncate(best.text, max_tokens)
+        return Summary(text=text, copied={best.child: max(1, self.count_tokens(text))})
 
     def _select(self, ranked: list[_Sentence], max_tokens: int) -> list[_Sentence]:
         """Greedy by score within the budget, skipping redundant sentences; returned in source order."""
@@ -169,6 +171,34 @@ def clip_chars(text: str, max_chars: int) -> str:
     cut = text.rfind(" ", 0, room + 1)
     head = text[: cut if cut > room // 2 else room].rstrip()
     return head + ELLIPSIS
+
+
+def _copied_tokens(picked: list[_Sentence]) -> dict[int, int]:
+    """Tokens each child gave to the summary (every picked sentence is counted by `_select`)."""
+    copied: dict[int, int] = {}
+    for sentence in picked:
+        copied[sentence.child] = copied.get(sentence.child, 0) + max(1, sentence.tokens)
+    return copied
+
+
+def pooled_vector(copied: dict[int, int], child_vectors: np.ndarray) -> np.ndarray | None:
+    """A copied summary's vector without the model: its children's vectors weighted by the tokens each
+    gave, at unit length.
+
+    The model's vector is the mean of the text's token states; an extractive summary's tokens are
+    its children's, so the children's vectors, weighted by how much of the summary each one wrote,
+    stand in for them (tests/test_summary_vectors.py measures how close that lands). None when
+    there is nothing to pool (no copied child, or vectors that cancel out): the model embeds it then.
+    """
+    if not copied:
+        return None
+    positions = sorted(copied)
+    weights = np.array([copied[p] for p in positions], dtype=np.float64)
+    vector = weights @ np.asarray(child_vectors, dtype=np.float64)[positions]
+    norm = float(np.linalg.norm(vector))
+    if not math.isfinite(norm) or norm < 1e-6:
+        return None
+    return (vector / norm).astype(np.float32)
 
 
 def _join(sentences: list[_Sentence]) -> str:
