@@ -149,3 +149,16 @@ def test_an_import_never_overwrites_a_store_and_refuses_a_damaged_archive(two_di
         cli, ["--data-dir", str(target), "guilds", "export", "42", str(tmp_path / "x.tar")]
     )
     assert missing.exit_code != 0 and "no space named '42'" in missing.output
+
+
+def test_an_export_into_a_missing_folder_names_that_folder(two_directories, tmp_path):
+    from raptor_engine.cli import cli
+
+    source, _, _ = two_directories
+    archive = tmp_path / "nowhere" / "guild-42.tar"
+    done = CliRunner().invoke(cli, ["--data-dir", str(source), "guilds", "export", "42", str(archive)])
+    assert done.exit_code == 1
+    assert done.output == (
+        f"Error: Cannot write the archive to {archive}: the folder {tmp_path / 'nowhere'} does not exist.\n"
+    )
+    assert not (tmp_path / "nowhere").exists()

@@ -86,6 +86,8 @@ def _open_untrusted(path: Path) -> sqlite3.Connection:
 def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, Any]:
     """Write space `name` to a tar archive: a `VACUUM INTO` snapshot of its database (consistent while
     others write) and its manifest. Written beside `archive` and renamed into place."""
+    if not archive.parent.is_dir():
+        raise RaptorError(f"Cannot write the archive to {archive}: the folder {archive.parent} does not exist.")
     with tempfile.TemporaryDirectory(prefix=".export-", dir=archive.parent) as scratch:
         snapshot = Path(scratch) / DB_NAME
         with spaces.pinned(name, create=False) as space:
