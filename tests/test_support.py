@@ -25,6 +25,7 @@ from raptor_engine.query.support import (
     check_answer,
     claim_text,
     describe_support,
+    spelled_numbers,
     states_something,
 )
 from raptor_engine.types import Turn
@@ -76,6 +77,31 @@ def test_a_number_the_context_does_not_hold_makes_a_copied_sentence_unsupported(
     """Paraphrases keep numbers; a changed year is a different claim, however similar the words."""
     check = check_answer("The tower was painted white in 1911. The tower was painted white in 1910.", index)
     assert kinds(check) == [(UNSUPPORTED, None), (MATCHED, 3)]
+
+
+def test_a_number_in_digits_is_held_by_a_source_that_spells_it_out(index):
+    """Block 2 says "thirty-four": a model that writes 34 states the same number; 35 does not."""
+    check = check_answer("Kittow, the son of a Halbeck pilot, was 34. Kittow, the son of a Halbeck pilot, was 35.", index)
+    assert kinds(check) == [(MATCHED, 2), (UNSUPPORTED, None)]
+
+
+@pytest.mark.parametrize(
+    ("text", "numbers"),
+    [
+        ("fifty keepers", {"50"}),
+        ("Forty-Two years", {"42"}),
+        ("three hundred and ten", {"310"}),
+        ("twenty-five thousand three hundred", {"25300"}),
+        ("two thousand and five", {"2005"}),
+        ("it was fifty and sixty", {"50", "60"}),  # "and" joins a number only after hundred or thousand
+        ("seven, eight", {"7", "8"}),
+        ("nineteen eighty-four", {"19", "84"}),
+        ("a hundred and then some", set()),
+        ("the twentieth", set()),
+    ],
+)
+def test_spelled_numbers_are_read_as_digits(text, numbers):
+    assert spelled_numbers(text) == numbers
 
 
 def test_a_marker_opening_the_next_sentence_belongs_to_the_one_before(index):

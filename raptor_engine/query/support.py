@@ -13,7 +13,7 @@ sentence no block holds. So every sentence of a written answer is checked agains
 - what states nothing (a question back, a lead-in ending in ":", "the documents do not say") is exempt.
 
 A node supports a sentence when one of its sentences scores at least `SUPPORT_THRESHOLD` and the node
-holds every number the sentence states. The score blends the two signals the extractive answerer ranks
+holds every number the sentence states (in digits or spelled out: `spelled_numbers`). The score blends the two signals the extractive answerer ranks
 with: the cosine of the sentences' embeddings (the embedder that built the tree; vectors are cached, as
 the answerer's are) and the share of the answer sentence's content terms (stemmed) the context sentence
 holds. The weight and threshold were chosen on data by `python -m raptor_tools.support_threshold`
@@ -69,6 +69,81 @@ def numbers_in(text: str) -> set[str]:
     return {re.sub(r"[.,]", "", n) for n in _NUMBER.findall(text)}
 
 
+_SMALL = {
+    word: value
+    for value, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen".split()
+    )
+}
+_TENS = {word: 10 * n for n, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
+_SCALES = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
+_WORD_OR_MARK = re.compile(r"[a-z]+|[^\sa-z]", re.IGNORECASE)
+# which kind of number word may follow which: "forty two", "three hundred and ten", "twelve thousand five"
+_FOLLOWS = {
+    "unit": {None, "tens", "hundred", "scale"},
+    "teen": {None, "hundred", "scale"},
+    "tens": {None, "hundred", "scale"},
+    "hundred": {"unit", "teen"},
+    "scale": {"unit", "teen", "tens", "hundred"},
+}
+
+
+def _kind(word: str) -> str | None:
+    if word in _TENS:
+        return "tens"
+    if word in _SMALL:
+        return "unit" if _SMALL[word] < 10 else "teen"
+    return "hundred" if word == "hundred" else "scale" if word in _SCALES else None
+
+
+class _SpelledNumber:
+    """One number being read word by word."""
+
+    def __init__(self) -> None:
+        self.total, self.part, self.last = 0, 0, None
+
+    def takes(self, kind: str) -> bool:
+        return self.last in _FOLLOWS[kind]
+
+    def add(self, word: str, kind: str) -> None:
+        if kind == "hundred":
+            self.part *= 100
+        elif kind == "scale":
+            self.total, self.part = self.total + self.part * _SCALES[word], 0
+        else:
+            self.part += _SMALL.get(word, 0) + _TENS.get(word, 0)
+        self.last = kind
+
+    def value(self) -> str | None:
+        return None if self.last is None else str(self.total + self.part)
+
+
+def spelled_numbers(text: str) -> set[str]:
+    """The numbers a text spells out ("fifty" 50, "forty-two" 42, "three hundred and ten" 310, "twelve
+    thousand" 12000), as `numbers_in` writes them: a claim that says "50" is held by a source saying
+    "fifty". Read from the sources only, so a claim's "one of them" never demands a 1."""
+    found: set[str] = set()
+    number = _SpelledNumber()
+    tokens = [t.lower() for t in _WORD_OR_MARK.findall(text.replace("-", " "))]
+    for position, token in enumerate(tokens):
+        kind = _kind(token)
+        if kind is not None and number.takes(kind):
+            number.add(token, kind)
+            continue
+        following = tokens[position + 1] if position + 1 < len(tokens) else ""
+        if token == "and" and number.last in ("hundred", "scale") and _kind(following) in ("unit", "teen", "tens"):
+            continue  # "three hundred and ten"
+        if (value := number.value()) is not None:
+            found.add(value)
+        number = _SpelledNumber()
+        if kind is not None and number.takes(kind):
+            number.add(token, kind)
+    if (value := number.value()) is not None:
+        found.add(value)
+    return found
+
+
 def terms_of(text: str) -> frozenset[str]:
     """Stemmed content terms: what the lexical share counts."""
     return frozenset(stem(t) for t in content_terms(text))
@@ -116,7 +191,7 @@ class SupportIndex:
             for sentence in sentences_of(node.text)
             if words(sentence.text)
         ]
-        self.numbers = [numbers_in(node.text) for node in context]
+        self.numbers = [numbers_in(node.text) | spelled_numbers(node.text) for node in context]
         self._matrix: np.ndarray | None = None
         self._positions = np.array([s.position for s in self.sentences], dtype=np.int64)
         self._ahead: asyncio.Future[np.ndarray] | None = None
