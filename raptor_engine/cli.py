@@ -10,11 +10,10 @@ import json
 import logging
 import os
 import shutil
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -184,14 +183,6 @@ def _one_line(exc: click.UsageError) -> OneLineUsageError:
 _HELP_REQUESTS = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
-def _reader_went_away() -> NoReturn:
-    """The output's reader closed the pipe (`raptor ask ... | head -3`): stop quietly, as a tool killed by
-    SIGPIPE does (status 141), instead of an error line about the pipe."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush of stdout must not fail again
-    sys.exit(128 + signal.SIGPIPE)
-
-
 class RaptorGroup(click.Group):
     """The `raptor` group: usage errors of it and of every command under it are one line, and so is any
     failure a command did not turn into a sentence (exit status 1; its traceback is logged, shown with -v)."""
@@ -213,8 +204,6 @@ class RaptorGroup(click.Group):
             raise _one_line(exc) from exc
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
-        except BrokenPipeError:
-            _reader_went_away()
         except Exception as error:
             log.info("the command failed", exc_info=error)
             raise click.ClickException(one_line(error)) from error

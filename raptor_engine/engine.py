@@ -1107,26 +1107,6 @@ class Engine:
         kb_id = self.store.kb_id(kb)
         return {} if kb_id is None else self.store.usage(kb_id)
 
-    def _checked_filters(
-        self, kb_id: int, layers: list[int] | None, documents: list[str] | None
-    ) -> tuple[list[int] | None, list[str] | None]:
-        """The layer and document filters of a question, each naming something the tree holds.
-
-        A filter naming nothing (a mistyped file name, a layer above the top) would otherwise search an
-        empty set and answer "nothing answers this question", which reads as a verdict on the documents.
-        Documents are found as `raptor forget` finds them (exact name, Unicode form, sha256 prefix)."""
-        if documents:
-            documents = list(dict.fromkeys(self.store.find_document(kb_id, name).name for name in documents))
-        if layers:
-            held = sorted({layer for layer, *_ in self.store.layer_stats(kb_id)})
-            missing = sorted(set(layers) - set(held))
-            if missing:
-                raise NotFoundError(
-                    f"This knowledge base has no layer {', '.join(map(str, missing))}: its layers are "
-                    f"{held[0]} to {held[-1]}."
-                )
-        return layers, documents
-
     @_in_space
     def retrieve(
         self,
@@ -1149,7 +1129,6 @@ class Engine:
         kb_id = self.store.kb_id(kb)
         if kb_id is None or not self.store.has_nodes(kb_id):
             raise EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet.")
-        layers, documents = self._checked_filters(kb_id, layers, documents)
         vector = self.embedder.embed([query])[0]
         if mode == "collapsed":
             context = collapsed_tree(
