@@ -104,7 +104,8 @@ def one_line(error: BaseException) -> str:
     if sentence is not None:
         return sentence
     if isinstance(error, OSError) and error.strerror:
-        return f"{error.strerror}: {error.filename}." if error.filename else f"{error.strerror}."
+        path = error.filename2 or error.filename  # of a rename, the destination: the path the user named
+        return f"{error.strerror}: {path}." if path else f"{error.strerror}."
     detail = (str(error).strip().splitlines() or [""])[0]
     return (
         f"Unexpected {type(error).__name__}{': ' + detail if detail else ''} (run with -v for the details)."

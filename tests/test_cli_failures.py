@@ -80,11 +80,32 @@ def test_an_engine_warning_is_logged_only_with_v_and_with_its_traceback(data, tm
     assert "Traceback" in verbose.stderr and "JSONDecodeError" in verbose.stderr
 
 
-def test_an_os_error_no_command_catches_is_one_line(data, tmp_path):
-    done = raptor(data, "guilds", "export", "42", str(tmp_path / "missing" / "guild.tar"))
+def test_an_os_error_no_command_catches_is_one_line(data, tmp_path, embedder):
+    """An archive name longer than the file system allows: the export's own OSError, which no command
+    turns into a sentence of its own, names the path the user gave."""
+    engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
+    try:  # a server's store to export (the module's knowledge base is in the default store)
+        asyncio.run(engine.ingest("guild-42-channel-7", "railway.txt", RAILWAY.encode()))
+    finally:
+        engine.close()
+    archive = tmp_path / ("g" * 300 + ".tar")
+    done = raptor(data, "guilds", "export", "42", str(archive))
     line = one_error_line(done)
-    assert line.startswith("Error: No such file or directory: ") and str(tmp_path / "missing") in line, line
+    assert line == f"Error: File name too long: {archive}.", line
 
+
+@pytest.mark.parametrize("where", ["missing", "read-only"])
+def test_an_export_where_it_cannot_be_written_names_that_folder(data, tmp_path, where):
+    (tmp_path / "out").mkdir()
+    if where == "missing":
+        done = raptor(data, "guilds", "export", "42", str(tmp_path / "missing" / "guild.tar"))
+        expected = f"{tmp_path / 'missing'} does not exist."
+    else:
+        with read_only_view(tmp_path / "out", tmp_path / "ro") as view:
+            done = raptor(data, "guilds", "export", "42", str(view / "guild.tar"))
+        expected = f"{view} is read-only for this user."
+    archive = tmp_path / ("missing" if where == "missing" else "ro") / "guild.tar"
+    assert one_error_line(done) == f"Error: Cannot write the archive to {archive}: {expected}"
 
 def test_an_unexpected_exception_is_one_line_and_its_traceback_is_logged(data, monkeypatch, caplog):
     from raptor_engine.cli import cli

@@ -158,7 +158,5 @@ def test_an_export_into_a_missing_folder_names_that_folder(two_directories, tmp_
     archive = tmp_path / "nowhere" / "guild-42.tar"
     done = CliRunner().invoke(cli, ["--data-dir", str(source), "guilds", "export", "42", str(archive)])
     assert done.exit_code == 1
-    assert done.output == (
-        f"Error: Cannot write the archive to {archive}: the folder {tmp_path / 'nowhere'} does not exist.\n"
-    )
+    assert done.output == f"Error: Cannot write the archive to {archive}: {tmp_path / 'nowhere'} does not exist.\n"
     assert not (tmp_path / "nowhere").exists()

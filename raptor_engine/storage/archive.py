@@ -25,6 +25,7 @@ import gzip
 import hashlib
 import json
 import lzma
+import os
 import re
 import shutil
 import sqlite3
@@ -87,7 +88,10 @@ def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, Any]:
     """Write space `name` to a tar archive: a `VACUUM INTO` snapshot of its database (consistent while
     others write) and its manifest. Written beside `archive` and renamed into place."""
     if not archive.parent.is_dir():
-        raise RaptorError(f"Cannot write the archive to {archive}: the folder {archive.parent} does not exist.")
+        what = "is not a folder" if archive.parent.exists() else "does not exist"
+        raise RaptorError(f"Cannot write the archive to {archive}: {archive.parent} {what}.")
+    if not os.access(archive.parent, os.W_OK):  # a read-only mount refuses even root
+        raise RaptorError(f"Cannot write the archive to {archive}: {archive.parent} is read-only for this user.")
     with tempfile.TemporaryDirectory(prefix=".export-", dir=archive.parent) as scratch:
         snapshot = Path(scratch) / DB_NAME
         with spaces.pinned(name, create=False) as space:
