@@ -24,6 +24,7 @@ from tests.unhurried import unhurried_settings
         ("got it, makes sense", Act.ACKNOWLEDGE),
         ("that\u2019s helpful", Act.ACKNOWLEDGE),
         ("lol", Act.ACKNOWLEDGE),
+        ("\uff1f", Act.UNCLEAR),  # the full-width question mark of Chinese and Japanese
         ("\U0001f44d", Act.ACKNOWLEDGE),
         ("\U0001f44d\U0001f3fd \U0001f64f", Act.ACKNOWLEDGE),
         ("hello", Act.GREET),
@@ -62,6 +63,14 @@ def test_messages_that_are_not_questions_are_recognised(message, act):
         "great storm",
         "Who said thank you?",
         "ok " * 40,  # longer than a greeting ever is
+        # questions in other scripts: words, even with no ASCII letter or no '?' among them
+        "灯塔是什么时候建的？",
+        "ما هو المنارة",
+        "Кто зажёг маяк?",
+        "Τι είναι ο φάρος;",
+        "灯台はいつ建てられましたか",
+        "Wer war Kittow?",
+        "¿Quién encendió la luz?",
     ],
 )
 def test_questions_are_not_small_talk(message):

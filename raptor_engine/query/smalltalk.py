@@ -241,7 +241,8 @@ _BY_PHRASE: dict[tuple[str, ...], Act] = {
     tuple(phrase.split()): act for act, phrases in _PHRASES.items() for phrase in phrases
 }
 _LONGEST = max(len(words) for words in _BY_PHRASE)
-_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+# Letters of any script: a question in Chinese, Arabic or Russian is made of words, not of symbols.
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 MAX_SMALL_TALK_CHARS = 80  # longer than this, a message is a question whatever it starts with
 
 
@@ -350,7 +351,8 @@ def small_talk_act(message: str) -> Act | None:
     tokens = _normalised_words(message)
     if not tokens:
         # Only punctuation, emoji or symbols: "?" is a question without words, "👍" an acknowledgement.
-        return Act.UNCLEAR if "?" in message or not message else Act.ACKNOWLEDGE
+        asks = "?" in unicodedata.normalize("NFKC", message)  # the full-width '？' too
+        return Act.UNCLEAR if asks or not message else Act.ACKNOWLEDGE
     acts = _acts(tokens)
     if not acts:
         return None
