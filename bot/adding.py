@@ -63,7 +63,10 @@ def is_supported(filename: str) -> bool:
 def result_line(name: str, result: Any) -> str:
     shown = display_name(name)
     if getattr(result, "status", "added") == "duplicate":
-        return f"↩️ **{shown}** is already in this knowledge base (same content); nothing changed."
+        stored = result.document.name
+        # a renamed copy: the name /kb list shows it under
+        known = "" if stored == name else f" as **{display_name(stored)}**"
+        return f"↩️ **{shown}** is already in this knowledge base{known} (same content); nothing changed."
     seconds = getattr(result, "seconds", 0.0) or 0.0
     line = (
         f"✅ **{shown}** added: {result.chunks} chunks, {result.layers} layers, "

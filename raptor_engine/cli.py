@@ -236,10 +236,13 @@ def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
     ctx.call_on_close(lambda: ctx.obj["engine"] and ctx.obj["engine"].close())
 
 
-def _print_ingest(result: IngestResult) -> None:
+def _print_ingest(name: str, result: IngestResult) -> None:
+    """One line for the file called `name` here; a duplicate names the stored copy when it is called
+    otherwise (a renamed file), so the user can find it in `raptor docs`."""
     doc = result.document
     if result.status == "duplicate":
-        click.echo(f"{doc.name}: already in the knowledge base (same bytes), nothing to do.")
+        stored = "" if doc.name == name else f" as {doc.name}"
+        click.echo(f"{name}: already in the knowledge base{stored} (same bytes), nothing to do.")
         return
     click.echo(
         f"{doc.name}: {result.chunks} chunks, {result.layers} layers, {result.nodes} nodes, "
@@ -325,7 +328,7 @@ async def _ingest_files(
             bars.close()
             results.append(result)
             if not as_json:
-                _print_ingest(result)
+                _print_ingest(path.name, result)
     finally:
         if engine.cluster is not None:
             await engine.cluster.close()

@@ -85,6 +85,19 @@ async def test_add_file_by_slash_command_defers_shows_progress_and_completes(har
     assert h.fake.cdn_hits == [attachment["url"].rsplit("/", 1)[1]]  # the bytes were read once
 
 
+async def test_a_renamed_copy_is_named_with_the_document_it_repeats(harness):
+    h = harness
+    await add_doc(h, "kestrel.md", LIGHTHOUSE)
+    replies = await add_doc(h, "kestrel (1).md", LIGHTHOUSE)  # the same bytes under another name
+    assert (
+        "↩️ **kestrel (1).md** is already in this knowledge base as **kestrel.md** (same content)"
+        in replies[0]["content"]
+    )
+    again = await add_doc(h, "kestrel.md", LIGHTHOUSE)
+    assert "↩️ **kestrel.md** is already in this knowledge base (same content)" in again[0]["content"]
+    assert [d.name for d in h.engine.documents(KB_A)] == ["kestrel.md"]
+
+
 async def test_add_from_message_context_menu(harness):
     h = harness
     attachment = h.fake.add_file("bread.txt", SOURDOUGH.encode())
