@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -183,6 +184,17 @@ def _one_line(exc: click.UsageError) -> OneLineUsageError:
 _HELP_REQUESTS = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
+SIGPIPE_STATUS = 128 + signal.SIGPIPE  # what a shell reports for a command whose pipe's reader stopped
+
+
+def _drop_the_closed_pipe() -> None:
+    """Point stdout at /dev/null, so the text still buffered for a reader that closed the pipe is not
+    another BrokenPipeError when Python flushes it at exit (the recipe of Python's `signal` docs)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 class RaptorGroup(click.Group):
     """The `raptor` group: usage errors of it and of every command under it are one line, and so is any
     failure a command did not turn into a sentence (exit status 1; its traceback is logged, shown with -v)."""
@@ -204,6 +216,9 @@ class RaptorGroup(click.Group):
             raise _one_line(exc) from exc
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:  # `raptor docs | head -1`: the reader has what it wanted
+            _drop_the_closed_pipe()
+            raise click.exceptions.Exit(SIGPIPE_STATUS) from None
         except Exception as error:
             log.info("the command failed", exc_info=error)
             raise click.ClickException(one_line(error)) from error
