@@ -402,6 +402,30 @@ async def test_remove_with_autocomplete_and_confirm(harness):
     assert h.fake.tokens[click].responded
 
 
+async def test_a_new_version_under_the_same_name_can_be_removed_on_its_own(harness):
+    """A file posted again with new content is a second document of that name: autocomplete offers each,
+    told apart by when it was added, and removing one leaves the other."""
+    h = harness
+    await add_doc(h, "notes.md", LIGHTHOUSE)
+    await add_doc(h, "notes.md", SOURDOUGH)
+    old, new = h.engine.documents(KB_A)
+    token = h.autocomplete("remove", "document", "notes")
+    await h.fake.wait_for(lambda: h.fake.tokens[token].autocomplete is not None)
+    choices = h.fake.tokens[token].autocomplete
+    assert [c["value"] for c in choices] == [old.sha256[:16], new.sha256[:16]]
+    assert all(c["name"].startswith("notes.md · added ") for c in choices) and choices[0]["name"] != choices[1]["name"]
+
+    token = h.slash("kb", [{"name": "document", "type": 3, "value": "notes.md"}], sub="remove")
+    assert "Several documents are named 'notes.md'" in (await h.replies_done(token))[0]["content"]
+
+    token = h.slash("kb", [{"name": "document", "type": 3, "value": choices[0]["value"]}], sub="remove")
+    prompt = (await h.replies_done(token))[0]
+    assert "Remove **notes.md** (added " in prompt["content"]
+    h.click(prompt, "raptor:confirm")
+    await h.fake.wait_for(lambda: "Removed" in h.fake.messages[int(prompt["id"])]["content"], what="removal")
+    assert [d.sha256 for d in h.engine.documents(KB_A)] == [new.sha256]
+
+
 async def test_list_tree_status_and_clear(harness):
     h = harness
     await add_doc(h, "kestrel.md", LIGHTHOUSE)
