@@ -459,7 +459,9 @@ def _print_answer(answer: Answer, shown: TerminalAnswer | None = None) -> None:
 @click.option(
     "--budget", type=click.IntRange(min=1), default=None, help="Context token budget (default 2000)."
 )
-@click.option("--layer", "layers", type=int, multiple=True, help="Only nodes of this layer (repeatable).")
+@click.option(
+    "--layer", "layers", type=click.IntRange(min=0), multiple=True, help="Only nodes of this layer (repeatable)."
+)
 @click.option("--document", "documents", multiple=True, help="Only nodes of this document (repeatable).")
 @output_options
 @click.option(

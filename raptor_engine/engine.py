@@ -1129,6 +1129,8 @@ class Engine:
         kb_id = self.store.kb_id(kb)
         if kb_id is None or not self.store.has_nodes(kb_id):
             raise EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet.")
+        self._check_layers(kb_id, layers)
+        documents = self._document_names(kb_id, documents)
         vector = self.embedder.embed([query])[0]
         if mode == "collapsed":
             context = collapsed_tree(
@@ -1157,6 +1159,26 @@ class Engine:
             )
         self._name_sources(context)
         return context
+
+    def _check_layers(self, kb_id: int, layers: list[int] | None) -> None:
+        """Refuse a layer filter naming a layer the tree does not have: a wrong filter, not a question
+        the documents cannot answer."""
+        if not layers:
+            return
+        top = max(row[0] for row in self.store.layer_stats(kb_id))
+        missing = sorted({layer for layer in layers if not 0 <= layer <= top})
+        if missing:
+            raise NotFoundError(
+                f"This knowledge base's layers are 0 to {top}; there is no layer {', '.join(map(str, missing))}."
+            )
+
+    def _document_names(self, kb_id: int, documents: list[str] | None) -> list[str] | None:
+        """The stored names a document filter means: each given as a name (in any Unicode normal form) or
+        a sha256 prefix, as `forget` takes them; NotFoundError for one that names no document."""
+        if not documents:
+            return documents
+        names = {doc.name for doc in self.store.documents(kb_id)}
+        return [name if name in names else self.store.find_document(kb_id, name).name for name in documents]
 
     def _name_sources(self, context: RetrievedContext) -> None:
         """Cross-document summaries belong to no one document: record the documents they draw on."""

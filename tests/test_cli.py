@@ -174,3 +174,24 @@ def test_ingest_of_a_device_or_pipe_is_one_line_and_the_next_file_still_goes_in(
     assert "zero: is not a regular file" in result.output
     assert "pipe.md: is not a regular file" in result.output
     assert "railway.md:" in result.output and "Traceback" not in result.output
+
+
+def test_ask_filters_that_match_nothing_in_the_tree_are_refused_in_one_sentence(run, files):
+    """A mistyped --document or a --layer above the top is a wrong filter, not 'nothing answers this'."""
+    railway, bees, _ = files
+    assert run("ingest", str(railway), str(bees), "--kb", "t", "--quiet").exit_code == 0
+    top = max(layer["layer"] for layer in json.loads(run("tree", "--kb", "t", "--json").output)["layers"])
+
+    typo = run("ask", "Who surveyed the railway?", "--kb", "t", "--document", "railways.md")
+    assert typo.exit_code == 1
+    assert typo.output == "Error: No document named 'railways.md' in this knowledge base.\n"
+    above = run("ask", "Who surveyed the railway?", "--kb", "t", "--layer", "0", "--layer", str(top + 1))
+    assert above.exit_code == 1
+    assert above.output == f"Error: This knowledge base's layers are 0 to {top}; there is no layer {top + 1}.\n"
+    negative = run("ask", "Who surveyed the railway?", "--kb", "t", "--layer", "-1")
+    assert negative.exit_code == 2 and "-1" in negative.output
+
+    sha = json.loads(run("docs", "--kb", "t", "--json").output)[0]["sha256"]
+    for name in ("railway.md", sha[:12]):  # a name, or a sha256 prefix as `raptor forget` takes
+        found = json.loads(run("ask", "Who surveyed the railway?", "--kb", "t", "--document", name, "--json").output)
+        assert {c["document"] for c in found["citations"]} == {"railway.md"}
