@@ -71,6 +71,11 @@ def test_messages_that_are_not_questions_are_recognised(message, act):
         "灯台はいつ建てられましたか",
         "Wer war Kittow?",
         "¿Quién encendió la luz?",
+        # a number or a date alone looks for where the documents give it
+        "1887",
+        "1887?",
+        "12.5%",
+        "2020-03-01",
     ],
 )
 def test_questions_are_not_small_talk(message):

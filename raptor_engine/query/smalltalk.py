@@ -349,6 +349,8 @@ def small_talk_act(message: str) -> Act | None:
     if asks_for_the_sources(_normalised_words(message)):
         return Act.SOURCES
     tokens = _normalised_words(message)
+    if not tokens and any(ch.isdigit() for ch in message):
+        return None  # "1887", "12.5%": a number alone looks for where the documents give it
     if not tokens:
         # Only punctuation, emoji or symbols: "?" is a question without words, "👍" an acknowledgement.
         asks = "?" in unicodedata.normalize("NFKC", message)  # the full-width '？' too
