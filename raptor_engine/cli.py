@@ -544,6 +544,8 @@ def _answer_picture(engine: Engine, kb: str, answer: Answer, path: Path) -> Tree
 def chat(ctx: click.Context, kb: str, mode: str, as_json: bool) -> None:
     """Ask questions with follow-ups: each question is answered with the conversation so far."""
     engine = _engine(ctx)
+    if not engine.documents(kb):  # a mistyped --kb: say so once, not after every question
+        _fail(RaptorError(f"The knowledge base {kb!r} has no documents yet; add one with: raptor ingest FILE --kb {kb}"))
     if not as_json:
         click.echo(f"Backend: {engine.backend_name}. Empty line or Ctrl-D to stop.")
     history: list[Turn] = []

@@ -195,3 +195,18 @@ def test_ask_filters_that_match_nothing_in_the_tree_are_refused_in_one_sentence(
     for name in ("railway.md", sha[:12]):  # a name, or a sha256 prefix as `raptor forget` takes
         found = json.loads(run("ask", "Who surveyed the railway?", "--kb", "t", "--document", name, "--json").output)
         assert {c["document"] for c in found["citations"]} == {"railway.md"}
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_chat_with_a_knowledge_base_that_has_no_documents_stops_at_once(run, tmp_path, as_json):
+    """A mistyped --kb is one sentence and exit 1 before the first prompt, as for `raptor ask`, not an
+    error after every question of a conversation that cannot be had."""
+    result = CliRunner().invoke(
+        cli_module.cli,
+        ["--data-dir", str(tmp_path / "data"), "chat", "--kb", "nope", *(["--json"] if as_json else [])],
+        input="Who surveyed the railway?\nwhy?\n\n",
+    )
+    assert result.exit_code == 1
+    assert result.output == (
+        "Error: The knowledge base 'nope' has no documents yet; add one with: raptor ingest FILE --kb nope\n"
+    )
