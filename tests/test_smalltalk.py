@@ -145,6 +145,9 @@ async def test_the_engine_replies_to_small_talk_without_searching_and_follow_ups
         assert follow_up.query.startswith("When did Margaret Hale leave?")
         assert "Thanks" not in follow_up.query and "ok" not in follow_up.query.lower().split()
         assert "Margaret Hale left the archive in 1975" in follow_up.text
+        for question in ("Кто хранитель архива?", "档案馆的管理员是谁？", "1985"):  # searched, however written
+            asked = await engine.ask("kb", question)
+            assert asked.has_context and asked.citations, question
     finally:
         engine.close()
 
