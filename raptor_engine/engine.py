@@ -39,7 +39,7 @@ from .ingest.messages import (
 from .ingest.parse_worker import ParseStats, WorkerLimits
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
 from .query.ranker import ranker_for
-from .query.retrieve import RANKINGS, collapsed_tree, tree_traversal
+from .query.retrieve import RANKINGS, allowed_ids, collapsed_tree, tree_traversal
 from .query.smalltalk import (
     REPLIES,
     Act,
@@ -1129,8 +1129,6 @@ class Engine:
         kb_id = self.store.kb_id(kb)
         if kb_id is None or not self.store.has_nodes(kb_id):
             raise EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet.")
-        self._check_layers(kb_id, layers)
-        documents = self._document_names(kb_id, documents)
         vector = self.embedder.embed([query])[0]
         if mode == "collapsed":
             context = collapsed_tree(
@@ -1159,6 +1157,37 @@ class Engine:
             )
         self._name_sources(context)
         return context
+
+    def _question_context(
+        self, kb: str, query: str, mode: str, budget: int, layers: list[int] | None, documents: list[str] | None
+    ) -> RetrievedContext:
+        """`retrieve` for a person's question: a filter that names nothing in the tree (a mistyped
+        document, a layer above the top) and a context left empty by the budget or the filters are one
+        sentence each, not an answer saying that the documents hold nothing."""
+        kb_id = self.store.kb_id(kb)
+        if kb_id is not None and self.store.has_nodes(kb_id):
+            self._check_layers(kb_id, layers)
+            documents = self._document_names(kb_id, documents)
+        context = self.retrieve(kb, query, mode=mode, budget=budget, layers=layers, documents=documents)
+        if not context.nodes and kb_id is not None:
+            self._explain_empty_context(kb_id, budget, layers, documents)
+        return context
+
+    def _explain_empty_context(
+        self, kb_id: int, budget: int, layers: list[int] | None, documents: list[str] | None
+    ) -> None:
+        """A context left empty by the filters or the budget, not by the documents, in one sentence."""
+        sizes = self.store.token_counts(kb_id)
+        allowed = allowed_ids(self.store, kb_id, layers, documents)
+        candidates = [sizes[i] for i in allowed if i in sizes] if allowed is not None else list(sizes.values())
+        if not candidates:
+            shown = ", ".join(map(str, sorted(set(layers or []))))
+            raise NotFoundError(f"The chosen documents have no nodes in layer {shown}.")
+        if budget < min(candidates):
+            raise LimitError(
+                f"No passage fits in a context budget of {budget:,} token{'s' if budget != 1 else ''}; "
+                "use a larger budget."
+            )
 
     def _check_layers(self, kb_id: int, layers: list[int] | None) -> None:
         """Refuse a layer filter naming a layer the tree does not have: a wrong filter, not a question
@@ -1253,9 +1282,7 @@ class Engine:
         asked, history = await asyncio.to_thread(_conversation, question, history or [])
         answerer = self.answerer
         query = await answerer.condense(asked, history) if history else asked
-        context = await asyncio.to_thread(
-            self.retrieve, kb, query, mode=mode, budget=budget, layers=layers, documents=documents
-        )
+        context = await asyncio.to_thread(self._question_context, kb, query, mode, budget, layers, documents)
         # The standalone question, not the bare follow-up, is what the answer must address; document
         # text reaches the answerer with its own bracketed numbers neutralised.
         support = await asyncio.to_thread(self.support_index, answerer, context.nodes)

@@ -210,3 +210,20 @@ def test_chat_with_a_knowledge_base_that_has_no_documents_stops_at_once(run, tmp
     assert result.output == (
         "Error: The knowledge base 'nope' has no documents yet; add one with: raptor ingest FILE --kb nope\n"
     )
+
+
+def test_a_budget_that_holds_no_passage_or_filters_that_exclude_each_other_say_so(run, files):
+    """'The documents hold nothing that answers this question' would blame the documents for a context
+    that was empty because of the budget or the filters."""
+    railway, bees, _ = files
+    added = run("ingest", str(railway), str(bees), "--kb", "t", "--quiet")
+    assert added.exit_code == 0, added.output
+    for mode in ("collapsed", "traversal"):
+        tiny = run("ask", "Who surveyed the railway?", "--kb", "t", "--budget", "1", "--mode", mode)
+        assert tiny.exit_code == 1
+        assert tiny.output == "Error: No passage fits in a context budget of 1 token; use a larger budget.\n"
+    tree = json.loads(run("tree", "--kb", "t", "--json").output)
+    top = max(layer["layer"] for layer in tree["layers"])  # the cross-document layer: no one document's
+    apart = run("ask", "Who surveyed the railway?", "--kb", "t", "--document", "railway.md", "--layer", str(top))
+    assert apart.exit_code == 1
+    assert apart.output == f"Error: The chosen documents have no nodes in layer {top}.\n"

@@ -114,10 +114,11 @@ async def test_traversal_mode_and_filters(railway):
     assert leaves_only.nodes and {n.layer for n in leaves_only.nodes} == {0}
     by_doc = engine.retrieve("kb", "When did the last train run?", documents=["railway.md"])
     assert by_doc.nodes and {n.document for n in by_doc.nodes} == {"railway.md"}
+    assert engine.retrieve("kb", "trains", documents=["nope.md"]).nodes == []
     with pytest.raises(NotFoundError, match="No document named 'nope.md'"):  # a typo, not 'nothing answers'
-        engine.retrieve("kb", "trains", documents=["nope.md"])
+        await engine.ask("kb", "trains", documents=["nope.md"])
     with pytest.raises(NotFoundError, match="there is no layer 40"):
-        engine.retrieve("kb", "trains", layers=[0, 40])
+        await engine.ask("kb", "trains", layers=[0, 40])
     with pytest.raises(RaptorError):
         engine.retrieve("kb", "x", mode="sideways")
 
