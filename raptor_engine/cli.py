@@ -27,6 +27,7 @@ from .plugins import load_plugins
 from .query.answer import describe_documents
 from .query.support import MATCHED, describe_support
 from .storage.archive import export_space, import_space
+from .storage.records import DocumentInfo
 from .storage.spaces import space_dir
 from .types import Answer, Progress, Turn
 
@@ -310,6 +311,16 @@ def ingest(
         sys.exit(1)
 
 
+def _print_namesakes(earlier: list[DocumentInfo], kb: str) -> None:
+    """Under a file added beside documents of its name: each earlier one, and how to remove it."""
+    for doc in earlier:
+        sha = doc.sha256[:12]
+        click.echo(
+            f"  An earlier {doc.name} (sha256 {sha}, added {doc.added_at}) is still in the knowledge base; "
+            f"raptor forget {sha} --kb {kb} removes it."
+        )
+
+
 async def _ingest_files(
     engine: Engine,
     files: tuple[Path, ...],
@@ -344,6 +355,8 @@ async def _ingest_files(
             results.append(result)
             if not as_json:
                 _print_ingest(path.name, result)
+                if result.status == "added":
+                    _print_namesakes(engine.namesakes(kb, result.document), kb)
     finally:
         if engine.cluster is not None:
             await engine.cluster.close()

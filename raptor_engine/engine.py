@@ -1060,6 +1060,12 @@ class Engine:
         return [] if kb_id is None else self.store.documents(kb_id)
 
     @_in_space
+    def namesakes(self, kb: str, document: DocumentInfo) -> list[DocumentInfo]:
+        """The knowledge base's other documents of `document`'s name: a file added again with new content
+        is a document of its own, so the earlier version still answers, cited under the same name."""
+        return [d for d in self.documents(kb) if d.name == document.name and d.id != document.id]
+
+    @_in_space
     def tree_info(self, kb: str) -> TreeInfo:
         kb_id = self.store.kb_id(kb)
         if kb_id is None:

@@ -227,3 +227,22 @@ def test_a_budget_that_holds_no_passage_or_filters_that_exclude_each_other_say_s
     apart = run("ask", "Who surveyed the railway?", "--kb", "t", "--document", "railway.md", "--layer", str(top))
     assert apart.exit_code == 1
     assert apart.output == f"Error: The chosen documents have no nodes in layer {top}.\n"
+
+
+def test_a_new_version_under_a_stored_name_says_the_earlier_one_is_still_there(run, files):
+    """Both versions answer, cited under one name: the line says so and how to remove the earlier one."""
+    railway, _, _ = files
+    assert run("ingest", str(railway), "--kb", "t", "--quiet").exit_code == 0
+    earlier = json.loads(run("docs", "--kb", "t", "--json").output)[0]
+    newer = railway.parent / "v2" / "railway.md"
+    newer.parent.mkdir()
+    newer.write_text("The railway was surveyed again in 1990 by Ada Moss. The new line opened in 1994.\n")
+    added = run("ingest", str(newer), "--kb", "t", "--quiet")
+    assert added.exit_code == 0
+    lines = added.output.splitlines()
+    assert lines[0].startswith("railway.md: 1 chunks,") and len(lines) == 2
+    assert lines[1] == (
+        f"  An earlier railway.md (sha256 {earlier['sha256'][:12]}, added {earlier['added_at']}) is still in the "
+        f"knowledge base; raptor forget {earlier['sha256'][:12]} --kb t removes it."
+    )
+    assert len(run("ingest", str(newer), "--kb", "t", "--quiet").output.splitlines()) == 1  # a duplicate: no note

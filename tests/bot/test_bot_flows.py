@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.kb import kb_name
+from bot.render import human_time
 from raptor_engine.errors import BackendError
 from raptor_engine.tree.summarize import ExtractiveSummarizer
 from raptor_engine.types import AnswerDraft
@@ -406,9 +407,14 @@ async def test_a_new_version_under_the_same_name_can_be_removed_on_its_own(harne
     """A file posted again with new content is a second document of that name: autocomplete offers each,
     told apart by when it was added, and removing one leaves the other."""
     h = harness
-    await add_doc(h, "notes.md", LIGHTHOUSE)
-    await add_doc(h, "notes.md", SOURDOUGH)
+    first = await add_doc(h, "notes.md", LIGHTHOUSE)
+    assert "earlier" not in first[0]["content"]
+    second = await add_doc(h, "notes.md", SOURDOUGH)
     old, new = h.engine.documents(KB_A)
+    assert (
+        f"An earlier **notes.md** (added {human_time(old.added_at)}) is still here too: "
+        "/kb remove it if this one replaces it."
+    ) in second[0]["content"]
     token = h.autocomplete("remove", "document", "notes")
     await h.fake.wait_for(lambda: h.fake.tokens[token].autocomplete is not None)
     choices = h.fake.tokens[token].autocomplete
