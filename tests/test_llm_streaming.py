@@ -138,14 +138,18 @@ def test_what_may_still_change_is_held_back(written, shown):
     assert settled(written) == shown
 
 
-def test_shown_text_renumbers_drops_pointless_markers_and_only_grows():
+def shown_as_it_grows(written: str) -> list[str]:
+    """What ShownText shows while `written` arrives a character at a time: each text the one before it
+    and more."""
     screen = ShownText(context_nodes())
-    written = "Cinderella lost (node 7, layer 0, glass.txt) a slipper [2] at the ball [9] [1]. The end [[2]]."
-    seen = []
-    for end in range(1, len(written) + 1):
-        if screen.update(written[:end]):
-            seen.append(screen.text)
+    seen = [screen.text for end in range(1, len(written) + 1) if screen.update(written[:end])]
     assert all(later.startswith(earlier) for earlier, later in zip(seen, seen[1:], strict=False))
+    return seen
+
+
+def test_shown_text_renumbers_drops_pointless_markers_and_only_grows():
+    written = "Cinderella lost (node 7, layer 0, glass.txt) a slipper [2] at the ball [9] [1]. The end [[2]]."
+    seen = shown_as_it_grows(written)
     assert seen[-1] == "Cinderella lost a slipper [1] at the ball [2]. The end [1]."
     for text in seen:
         assert "(node" not in text and "[9]" not in text
@@ -153,13 +157,7 @@ def test_shown_text_renumbers_drops_pointless_markers_and_only_grows():
 
 
 def test_markers_in_other_models_styles_stream_as_the_markers_they_become():
-    screen = ShownText(context_nodes())
-    written = "Cinderella lost a slipper 【2†source】 at the ball [Source 1]. The end [^2]."
-    seen = []
-    for end in range(1, len(written) + 1):
-        if screen.update(written[:end]):
-            seen.append(screen.text)
-    assert all(later.startswith(earlier) for earlier, later in zip(seen, seen[1:], strict=False))
+    seen = shown_as_it_grows("Cinderella lost a slipper 【2†source】 at the ball [Source 1]. The end [^2].")
     assert seen[-1] == "Cinderella lost a slipper [1] at the ball [2]. The end [1]."  # shown as it grew
 
 
