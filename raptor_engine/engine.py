@@ -42,8 +42,10 @@ from .query.ranker import ranker_for
 from .query.retrieve import RANKINGS, allowed_ids, collapsed_tree, tree_traversal
 from .query.smalltalk import (
     REPLIES,
+    SOURCES_CHANGED,
     Act,
     documents_reply,
+    same_answer,
     small_talk_act,
     sources_reply,
     strip_small_talk,
@@ -1442,7 +1444,9 @@ class Engine:
         asked_by: str,
     ) -> Answer:
         """'Where does it say that?': the last real question is answered again as it was (same tree, same
-        conversation before it, so the same context and quotes), and its citations are spelled out."""
+        conversation before it, so the same context and quotes), and its citations are spelled out. When
+        the answer given again is not the one the conversation holds (the tree changed since), its
+        citations would point at other passages: the reply says the answer cannot be traced instead."""
         real = await asyncio.to_thread(without_small_talk, history)
         last = max((i for i, turn in enumerate(real) if turn.role == "user"), default=None)
         if last is None:
@@ -1457,6 +1461,10 @@ class Engine:
             documents=documents,
             asked_by=asked_by,
         )
+        said = next((turn.content for turn in real[last + 1 :] if turn.role == "assistant"), None)
+        if said is not None and not same_answer(said, previous.text):
+            context = RetrievedContext(nodes=[], tokens_used=0, budget=budget, mode=mode, query=question)
+            return Answer(question, question, SOURCES_CHANGED, [], context, backend=previous.backend)
         text = sources_reply(previous.text, previous.citations)
         # the list of places holds none of the answer's sentences: nothing in it to count as unfound
         return replace(previous, question=question, text=text, unsupported=[], wrong_citations=[])

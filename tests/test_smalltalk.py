@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 
 from raptor_engine.engine import EmptyKnowledgeBaseError, Engine
-from raptor_engine.query.smalltalk import Act, small_talk_act, strip_small_talk, without_small_talk
+from raptor_engine.query.smalltalk import (
+    SOURCES_CHANGED,
+    Act,
+    small_talk_act,
+    strip_small_talk,
+    without_small_talk,
+)
 from raptor_engine.types import Turn
 from tests.unhurried import unhurried_settings
 
@@ -231,6 +237,23 @@ def test_questions_about_the_last_answers_sources(message):
 )
 def test_questions_about_places_and_pages_in_the_documents_are_searched(message):
     assert small_talk_act(message) is None
+
+
+async def test_where_does_it_say_that_after_the_quoted_document_left_points_nowhere_else(tmp_path, embedder):
+    """The last question answered again over a changed tree quotes other passages: those are not where
+    the answer in the conversation came from, so the reply says it cannot trace it."""
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        await engine.ingest("kb", "archive.md", ARCHIVE.encode())
+        await engine.ingest("kb", "herons.md", b"# Herons\n\nThe herons nest at Tregantle. They were counted in 2001.\n")
+        first = await engine.ask("kb", "Who was appointed keeper of the archive in 1962?")
+        assert {c.document for c in first.citations} == {"archive.md"}
+        history = [Turn("user", first.question), Turn("assistant", first.text)]
+        await engine.forget("kb", "archive.md")
+        places = await engine.ask("kb", "where does it say that?", history=history)
+        assert places.text == SOURCES_CHANGED and places.citations == [] and not places.has_context
+    finally:
+        engine.close()
 
 
 async def test_where_does_it_say_that_gives_the_last_answers_places_and_quotes(tmp_path, embedder):

@@ -397,6 +397,17 @@ def without_small_talk(history: list[Turn]) -> list[Turn]:
 
 
 SOURCES_INTRO = "The last answer quoted:"
+# 'Where does it say that?' when the last question, answered again, no longer gives the answer the
+# conversation holds (a document added or removed since, or a model that now writes it otherwise).
+SOURCES_CHANGED = (
+    "That answer can no longer be traced to its passages: the documents have changed since, or the "
+    "answer would now be written differently; ask the question again for an answer with its sources."
+)
+
+
+def same_answer(said: str, again: str) -> bool:
+    """Whether an answer given again is the one the conversation holds (whitespace aside)."""
+    return " ".join(said.split()) == " ".join(again.split())
 
 
 def sources_reply(text: str, citations: list[Citation]) -> str:
