@@ -21,7 +21,7 @@ from raptor_engine.ingest.load import SUPPORTED_EXTENSIONS, check_upload
 from raptor_engine.types import Progress
 
 from .jobs import ShuttingDown, StatusMessage, ThrottledEditor, display_name, download
-from .render import inert
+from .render import human_time, inert
 from .services import Services
 from .uploads import Source, Upload
 
@@ -63,13 +63,24 @@ def is_supported(filename: str) -> bool:
 def result_line(name: str, result: Any) -> str:
     shown = display_name(name)
     if getattr(result, "status", "added") == "duplicate":
-        return f"↩️ **{shown}** is already in this knowledge base (same content); nothing changed."
+        stored = result.document.name
+        # a renamed copy: the name /kb list shows it under
+        known = "" if stored == name else f" as **{display_name(stored)}**"
+        return f"↩️ **{shown}** is already in this knowledge base{known} (same content); nothing changed."
     seconds = getattr(result, "seconds", 0.0) or 0.0
     line = (
         f"✅ **{shown}** added: {result.chunks} chunks, {result.layers} layers, "
         f"{result.nodes} nodes in {seconds:.1f} s."
     )
     return line
+
+
+def namesake_note(earlier: Any) -> str:
+    """After a file added beside a document of its name (an earlier version): both answer, so say so."""
+    return (
+        f" An earlier **{display_name(earlier.name)}** (added {human_time(earlier.added_at)}) is still here too: "
+        "/kb remove it if this one replaces it."
+    )
 
 
 class BatchStatus:
@@ -222,7 +233,10 @@ async def _build_one(
         )
         return False
     log.info("added %s to %s: %s (%s)", filename, kb, result.status, "; ".join(map(str, result.notes)))
-    batch.conclude(index, result_line(filename, result))
+    line = result_line(filename, result)
+    if result.status == "added":
+        line += "".join(namesake_note(doc) for doc in await services.call(services.engine.namesakes, kb, result.document))
+    batch.conclude(index, line)
     return result.status == "added"
 
 

@@ -105,6 +105,41 @@ async def auto_ingest(services: Services, message: discord.Message, kb: str) -> 
     await add_files(services, kb, accepted, refused, str(message.author), status)
 
 
+SHA_CHOICE = 16  # a shared name's autocomplete value: the document's sha256, its first 16 hex digits
+
+
+def pick_document(docs: list[Any], value: str) -> Any | str:
+    """The document `/kb remove` was given: by its name when no other document has it, else by the sha256
+    prefix its autocomplete choice carries; a sentence for the user when there is no single one."""
+    named = [d for d in docs if d.name == value]
+    if len(named) == 1:
+        return named[0]
+    shown = inert(truncate(value, 100))
+    if named:
+        return (
+            f"Several documents are named '{shown}'; pick the one to remove from the list, where each shows "
+            "when it was added."
+        )
+    if len(value) >= 8:
+        by_sha = [d for d in docs if d.sha256.startswith(value.lower())]
+        if len(by_sha) == 1:
+            return by_sha[0]
+    return f"There is no document named '{shown}' in this channel's knowledge base; pick one from the list."
+
+
+def shared_name(doc: Any, docs: list[Any]) -> bool:
+    return sum(d.name == doc.name for d in docs) > 1
+
+
+def removal_choice(doc: Any, docs: list[Any]) -> app_commands.Choice[str] | None:
+    """An autocomplete choice: the name; for a name several documents share (a file posted again with
+    new content), the name with when it was added, its size and sha256, and the sha256 as the value."""
+    if not shared_name(doc, docs):
+        return app_commands.Choice(name=doc.name, value=doc.name) if len(doc.name) <= 100 else None
+    label = f" · added {human_time(doc.added_at)} · {human_size(doc.size)} · {doc.sha256[:8]}"
+    return app_commands.Choice(name=truncate(doc.name, 100 - len(label)) + label, value=doc.sha256[:SHA_CHOICE])
+
+
 def document_line(doc: object) -> str:
     name = inert(truncate(str(getattr(doc, "name", "?")), 100))
     added_by = inert(truncate(str(getattr(doc, "added_by", "?")), 100))
@@ -168,27 +203,27 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
         kb = await channel_kb(interaction)
         if kb is None or not await manager_check(self.services, interaction):
             return
-        names = [getattr(d, "name", "") for d in await self.services.documents(kb)]
-        if document not in names:
-            await tell(
-                interaction,
-                f"There is no document named '{inert(truncate(document, 100))}' in this channel's knowledge base; pick one from the list.",
-            )
+        docs = await self.services.documents(kb)
+        doc = pick_document(docs, document)
+        if isinstance(doc, str):
+            await tell(interaction, doc)
             return
+        name = inert(truncate(doc.name, 120))
+        which = f"**{name}** (added {human_time(doc.added_at)})" if shared_name(doc, docs) else f"**{name}**"
 
         async def confirmed(click: discord.Interaction) -> None:
             await run_change(
                 self.services,
                 click,
-                f"Removed **{inert(truncate(document, 120))}**.",
+                f"Removed {which}.",
                 self.services.engine.forget,
                 kb,
-                document,
+                doc.sha256,  # the one picked, whatever other documents share its name
             )
 
-        view = ConfirmView(interaction.user.id, confirmed, f"Removing {inert(truncate(document, 120))}")
+        view = ConfirmView(interaction.user.id, confirmed, f"Removing {name}")
         await interaction.response.send_message(
-            f"Remove **{inert(truncate(document, 120))}** and its summaries from this channel's knowledge base?",
+            f"Remove {which} and its summaries from this channel's knowledge base?",
             view=view,
             ephemeral=True,
         )
@@ -206,9 +241,8 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
             log.exception("autocomplete for %s failed", kb)
             return []
         needle = current.lower()
-        names = [getattr(d, "name", "") for d in docs]
-        matches = [n for n in names if needle in n.lower()][:AUTOCOMPLETE_LIMIT]
-        return [app_commands.Choice(name=truncate(n, 100), value=n) for n in matches if len(n) <= 100]
+        choices = [removal_choice(d, docs) for d in docs if needle in d.name.lower()]
+        return [choice for choice in choices if choice is not None][:AUTOCOMPLETE_LIMIT]
 
     @app_commands.command(
         name="clear", description="Remove every document from this channel's knowledge base"

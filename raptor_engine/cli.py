@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,7 @@ from .plugins import load_plugins
 from .query.answer import describe_documents
 from .query.support import MATCHED, describe_support
 from .storage.archive import export_space, import_space
+from .storage.records import DocumentInfo
 from .storage.spaces import space_dir
 from .types import Answer, Progress, Turn
 
@@ -184,6 +186,17 @@ def _one_line(exc: click.UsageError) -> OneLineUsageError:
 _HELP_REQUESTS = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
+SIGPIPE_STATUS = 128 + signal.SIGPIPE  # what a shell reports for a command whose pipe's reader stopped
+
+
+def _drop_the_closed_pipe() -> None:
+    """Point stdout at /dev/null, so the text still buffered for a reader that closed the pipe is not
+    another BrokenPipeError when Python flushes it at exit (the recipe of Python's `signal` docs)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 class RaptorGroup(click.Group):
     """The `raptor` group: usage errors of it and of every command under it are one line, and so is any
     failure a command did not turn into a sentence (exit status 1; its traceback is logged, shown with -v)."""
@@ -205,6 +218,9 @@ class RaptorGroup(click.Group):
             raise _one_line(exc) from exc
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:  # `raptor docs | head -1`: the reader has what it wanted
+            _drop_the_closed_pipe()
+            raise click.exceptions.Exit(SIGPIPE_STATUS) from None
         except Exception as error:
             log.info("the command failed", exc_info=error)
             raise click.ClickException(one_line(error)) from error
@@ -237,10 +253,13 @@ def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
     ctx.call_on_close(lambda: ctx.obj["engine"] and ctx.obj["engine"].close())
 
 
-def _print_ingest(result: IngestResult) -> None:
+def _print_ingest(name: str, result: IngestResult) -> None:
+    """One line for the file called `name` here; a duplicate names the stored copy when it is called
+    otherwise (a renamed file), so the user can find it in `raptor docs`."""
     doc = result.document
     if result.status == "duplicate":
-        click.echo(f"{doc.name}: already in the knowledge base (same bytes), nothing to do.")
+        stored = "" if doc.name == name else f" as {doc.name}"
+        click.echo(f"{name}: already in the knowledge base{stored} (same bytes), nothing to do.")
         return
     click.echo(
         f"{doc.name}: {result.chunks} chunks, {result.layers} layers, {result.nodes} nodes, "
@@ -293,6 +312,16 @@ def ingest(
         sys.exit(1)
 
 
+def _print_namesakes(earlier: list[DocumentInfo], kb: str) -> None:
+    """Under a file added beside documents of its name: each earlier one, and how to remove it."""
+    for doc in earlier:
+        sha = doc.sha256[:12]
+        click.echo(
+            f"  An earlier {doc.name} (sha256 {sha}, added {doc.added_at}) is still in the knowledge base; "
+            f"raptor forget {sha} --kb {kb} removes it."
+        )
+
+
 async def _ingest_files(
     engine: Engine,
     files: tuple[Path, ...],
@@ -326,7 +355,9 @@ async def _ingest_files(
             bars.close()
             results.append(result)
             if not as_json:
-                _print_ingest(result)
+                _print_ingest(path.name, result)
+                if result.status == "added":
+                    _print_namesakes(engine.namesakes(kb, result.document), kb)
     finally:
         if engine.cluster is not None:
             await engine.cluster.close()
@@ -442,7 +473,9 @@ def _print_answer(answer: Answer, shown: TerminalAnswer | None = None) -> None:
 @click.option(
     "--budget", type=click.IntRange(min=1), default=None, help="Context token budget (default 2000)."
 )
-@click.option("--layer", "layers", type=int, multiple=True, help="Only nodes of this layer (repeatable).")
+@click.option(
+    "--layer", "layers", type=click.IntRange(min=0), multiple=True, help="Only nodes of this layer (repeatable)."
+)
 @click.option("--document", "documents", multiple=True, help="Only nodes of this document (repeatable).")
 @output_options
 @click.option(
@@ -525,6 +558,8 @@ def _answer_picture(engine: Engine, kb: str, answer: Answer, path: Path) -> Tree
 def chat(ctx: click.Context, kb: str, mode: str, as_json: bool) -> None:
     """Ask questions with follow-ups: each question is answered with the conversation so far."""
     engine = _engine(ctx)
+    if not engine.documents(kb):  # a mistyped --kb: say so once, not after every question
+        _fail(RaptorError(f"The knowledge base {kb!r} has no documents yet; add one with: raptor ingest FILE --kb {kb}"))
     if not as_json:
         click.echo(f"Backend: {engine.backend_name}. Empty line or Ctrl-D to stop.")
     history: list[Turn] = []

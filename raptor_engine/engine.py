@@ -39,11 +39,13 @@ from .ingest.messages import (
 from .ingest.parse_worker import ParseStats, WorkerLimits
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
 from .query.ranker import ranker_for
-from .query.retrieve import RANKINGS, collapsed_tree, tree_traversal
+from .query.retrieve import RANKINGS, allowed_ids, collapsed_tree, tree_traversal
 from .query.smalltalk import (
     REPLIES,
+    SOURCES_CHANGED,
     Act,
     documents_reply,
+    same_answer,
     small_talk_act,
     sources_reply,
     strip_small_talk,
@@ -1060,6 +1062,12 @@ class Engine:
         return [] if kb_id is None else self.store.documents(kb_id)
 
     @_in_space
+    def namesakes(self, kb: str, document: DocumentInfo) -> list[DocumentInfo]:
+        """The knowledge base's other documents of `document`'s name: a file added again with new content
+        is a document of its own, so the earlier version still answers, cited under the same name."""
+        return [d for d in self.documents(kb) if d.name == document.name and d.id != document.id]
+
+    @_in_space
     def tree_info(self, kb: str) -> TreeInfo:
         kb_id = self.store.kb_id(kb)
         if kb_id is None:
@@ -1158,6 +1166,57 @@ class Engine:
         self._name_sources(context)
         return context
 
+    def _question_context(
+        self, kb: str, query: str, mode: str, budget: int, layers: list[int] | None, documents: list[str] | None
+    ) -> RetrievedContext:
+        """`retrieve` for a person's question: a filter that names nothing in the tree (a mistyped
+        document, a layer above the top) and a context left empty by the budget or the filters are one
+        sentence each, not an answer saying that the documents hold nothing."""
+        kb_id = self.store.kb_id(kb)
+        if kb_id is not None and self.store.has_nodes(kb_id):
+            self._check_layers(kb_id, layers)
+            documents = self._document_names(kb_id, documents)
+        context = self.retrieve(kb, query, mode=mode, budget=budget, layers=layers, documents=documents)
+        if not context.nodes and kb_id is not None:
+            self._explain_empty_context(kb_id, budget, layers, documents)
+        return context
+
+    def _explain_empty_context(
+        self, kb_id: int, budget: int, layers: list[int] | None, documents: list[str] | None
+    ) -> None:
+        """A context left empty by the filters or the budget, not by the documents, in one sentence."""
+        sizes = self.store.token_counts(kb_id)
+        allowed = allowed_ids(self.store, kb_id, layers, documents)
+        candidates = [sizes[i] for i in allowed if i in sizes] if allowed is not None else list(sizes.values())
+        if not candidates:
+            shown = ", ".join(map(str, sorted(set(layers or []))))
+            raise NotFoundError(f"The chosen documents have no nodes in layer {shown}.")
+        if budget < min(candidates):
+            raise LimitError(
+                f"No passage fits in a context budget of {budget:,} token{'s' if budget != 1 else ''}; "
+                "use a larger budget."
+            )
+
+    def _check_layers(self, kb_id: int, layers: list[int] | None) -> None:
+        """Refuse a layer filter naming a layer the tree does not have: a wrong filter, not a question
+        the documents cannot answer."""
+        if not layers:
+            return
+        top = max(row[0] for row in self.store.layer_stats(kb_id))
+        missing = sorted({layer for layer in layers if not 0 <= layer <= top})
+        if missing:
+            raise NotFoundError(
+                f"This knowledge base's layers are 0 to {top}; there is no layer {', '.join(map(str, missing))}."
+            )
+
+    def _document_names(self, kb_id: int, documents: list[str] | None) -> list[str] | None:
+        """The stored names a document filter means: each given as a name (in any Unicode normal form) or
+        a sha256 prefix, as `forget` takes them; NotFoundError for one that names no document."""
+        if not documents:
+            return documents
+        names = {doc.name for doc in self.store.documents(kb_id)}
+        return [name if name in names else self.store.find_document(kb_id, name).name for name in documents]
+
     def _name_sources(self, context: RetrievedContext) -> None:
         """Cross-document summaries belong to no one document: record the documents they draw on."""
         for node in context.nodes:
@@ -1231,9 +1290,7 @@ class Engine:
         asked, history = await asyncio.to_thread(_conversation, question, history or [])
         answerer = self.answerer
         query = await answerer.condense(asked, history) if history else asked
-        context = await asyncio.to_thread(
-            self.retrieve, kb, query, mode=mode, budget=budget, layers=layers, documents=documents
-        )
+        context = await asyncio.to_thread(self._question_context, kb, query, mode, budget, layers, documents)
         # The standalone question, not the bare follow-up, is what the answer must address; document
         # text reaches the answerer with its own bracketed numbers neutralised.
         support = await asyncio.to_thread(self.support_index, answerer, context.nodes)
@@ -1387,7 +1444,9 @@ class Engine:
         asked_by: str,
     ) -> Answer:
         """'Where does it say that?': the last real question is answered again as it was (same tree, same
-        conversation before it, so the same context and quotes), and its citations are spelled out."""
+        conversation before it, so the same context and quotes), and its citations are spelled out. When
+        the answer given again is not the one the conversation holds (the tree changed since), its
+        citations would point at other passages: the reply says the answer cannot be traced instead."""
         real = await asyncio.to_thread(without_small_talk, history)
         last = max((i for i, turn in enumerate(real) if turn.role == "user"), default=None)
         if last is None:
@@ -1402,6 +1461,10 @@ class Engine:
             documents=documents,
             asked_by=asked_by,
         )
+        said = next((turn.content for turn in real[last + 1 :] if turn.role == "assistant"), None)
+        if said is not None and not same_answer(said, previous.text):
+            context = RetrievedContext(nodes=[], tokens_used=0, budget=budget, mode=mode, query=question)
+            return Answer(question, question, SOURCES_CHANGED, [], context, backend=previous.backend)
         text = sources_reply(previous.text, previous.citations)
         # the list of places holds none of the answer's sentences: nothing in it to count as unfound
         return replace(previous, question=question, text=text, unsupported=[], wrong_citations=[])

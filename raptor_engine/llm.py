@@ -554,6 +554,14 @@ _ECHOED_LABEL = re.compile(
 )
 # "[[2]]", "[[2][3]]", "[ [2] ]": a marker in doubled brackets (the model bracketing the "[2]" it saw).
 _DOUBLED_BRACKETS = re.compile(r"\[\s*((?:\[[^\[\]\n]{1,40}\]\s*)+)\]")
+# A block cited in another model's style: "【2】" (Qwen, DeepSeek), "【4:0†source】" (OpenAI's file
+# search), "[^2]", "[Source 2]", "[source: 2]", "[Block 2]", "[Context 2]", "[Passage #2]". A document's
+# own markers never reach a model in these shapes (`neutralise_markers` gives them full-width brackets).
+_OTHER_MARKER = re.compile(
+    r"【\s*(\d{1,4})(?:\s*:\s*\d+)?\s*(?:†[^【】\n]{0,80})?】"
+    r"|\[\s*(?:\^|(?:source|block|context|passage)\s*[:#]?)\s*(\d{1,4})\s*\]",
+    re.I,
+)
 # The context fence line (`context_fence`), copied whole or in part.
 _ECHOED_FENCE = re.compile(r"^[ \t]*=+[ \t]*documents[ \t]+[0-9a-f]{4,16}[ \t]*=*[ \t]*(?:\n|$)", re.I | re.M)
 
@@ -561,11 +569,13 @@ _ECHOED_FENCE = re.compile(r"^[ \t]*=+[ \t]*documents[ \t]+[0-9a-f]{4,16}[ \t]*=
 def clean_model_text(text: str) -> str:
     """What a model wrote, without what it copied from the prompt's scaffolding: block labels
     ("(node 6, layer 2, doc.pdf)"), doubled brackets around markers ("[[2]]" -> "[2]") and the fence
-    line; marker groups ("[2, 3]") become single markers. Streaming shows text through this too, so
+    line; marker groups ("[2, 3]") become single markers, and markers in other models' styles
+    ("【2】", "[^2]", "[Source 2]") the [2] they mean. Streaming shows text through this too, so
     what is shown while an answer is written is what it ends as."""
     text = _ECHOED_FENCE.sub("", text)
     text = _ECHOED_LABEL.sub("", text)
     text = _DOUBLED_BRACKETS.sub(lambda m: re.sub(r"\s+", "", m.group(1)), text)
+    text = _OTHER_MARKER.sub(lambda m: f"[{m.group(1) or m.group(2)}]", text)
     return split_marker_groups(text)
 
 

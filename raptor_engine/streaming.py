@@ -4,8 +4,8 @@ A model's text arrives a few characters at a time. Shown as it comes, a reader w
 "[12]", "(node 6, lay" before the echoed label is removed, and markers numbered as the model numbered
 the context rather than as the answer will cite them. `ShownText` shows the text through the same
 cleaning and renumbering the finished answer gets (`clean_model_text`, `map_citations`), and holds
-back a trailing construct that may still change: an unclosed marker, an unclosed "(node …" label, a
-partial fence line. What it shows only ever grows, so a terminal can print it as it comes; when the
+back a trailing construct that may still change: an unclosed marker (in any style `clean_model_text`
+reads), an unclosed "(node …" label, a partial fence line. What it shows only ever grows, so a terminal can print it as it comes; when the
 answer is finished its text (with any markers the fallback adds) replaces what was shown.
 """
 
@@ -21,6 +21,8 @@ from .types import ContextNode, StreamCallback, TextCallback
 HOLD_WINDOW = 320  # how far back an unfinished construct is looked for
 # A tail made only of what markers are written with: "[", "[1", "[[2]", "[2, 3", "[2] and".
 _MARKER_TAIL = re.compile(r"\[[\[\]\s\d,;&\-‐‑–—and]*$")
+# The start of a marker in another model's style (`llm._OTHER_MARKER`): "【1†sou", "[^", "[Sour", "[source: 2".
+_OTHER_MARKER_TAIL = re.compile(r"【[^】\n]{0,90}$|\[\s*\^?\s*[A-Za-z]{0,8}\s*[:#]?\s*\d{0,4}\s*$")
 _LABEL_START = re.compile(r"\(\s*node\b", re.I)
 _FENCE_LINE = re.compile(r"(?:^|\n)[ \t]*=[^\n]{0,80}$")
 
@@ -43,6 +45,9 @@ def settled(text: str) -> str:
     marker = _MARKER_TAIL.search(text, max(0, window))
     if marker is not None:
         cuts.append(marker.start())
+    other = _OTHER_MARKER_TAIL.search(text, max(0, window))
+    if other is not None:
+        cuts.append(other.start())
     label = _open_label_at(text)
     if label is not None:
         cuts.append(label)

@@ -313,3 +313,11 @@ def test_split_keeps_each_table_row_a_line_of_its_own():
         "| A | B |",
         "|---|---|",
     ]
+
+
+def test_a_table_row_before_a_blank_line_is_not_continued_by_a_lower_case_line():
+    """A blank line before a lower-case line is a page break inside a sentence (a PDF's), except after a
+    table row: 'Ann | Keeper' then 'code here' (an HTML table, then a <pre>) are two lines, not one."""
+    assert sentences("Name | Role\n\nAnn | Keeper\n\ncode here") == ["Name | Role", "Ann | Keeper", "code here"]
+    assert sentences("The keeper was\n\nann | keeper") == ["The keeper was", "ann | keeper"]
+    assert sentences("The lamp was\n\nlit at dusk.") == ["The lamp was\n\nlit at dusk."]  # a page break

@@ -43,7 +43,13 @@ def test_ingest_ask_docs_tree_forget(run, files):
     assert "railway.md:" in result.output and "bees.md:" in result.output
 
     again = run("ingest", str(railway), "--kb", "t", "--quiet")
-    assert "already in the knowledge base" in again.output
+    assert again.output == "railway.md: already in the knowledge base (same bytes), nothing to do.\n"
+    renamed = railway.with_name("railway copy.md")
+    renamed.write_bytes(railway.read_bytes())
+    copy = run("ingest", str(renamed), "--kb", "t", "--quiet")  # the name given, and the one to look for
+    assert copy.output == (
+        "railway copy.md: already in the knowledge base as railway.md (same bytes), nothing to do.\n"
+    )
 
     asked = run("ask", "Who surveyed the railway?", "--kb", "t", "--json")
     assert asked.exit_code == 0
@@ -168,3 +174,75 @@ def test_ingest_of_a_device_or_pipe_is_one_line_and_the_next_file_still_goes_in(
     assert "zero: is not a regular file" in result.output
     assert "pipe.md: is not a regular file" in result.output
     assert "railway.md:" in result.output and "Traceback" not in result.output
+
+
+def test_ask_filters_that_match_nothing_in_the_tree_are_refused_in_one_sentence(run, files):
+    """A mistyped --document or a --layer above the top is a wrong filter, not 'nothing answers this'."""
+    railway, bees, _ = files
+    assert run("ingest", str(railway), str(bees), "--kb", "t", "--quiet").exit_code == 0
+    top = max(layer["layer"] for layer in json.loads(run("tree", "--kb", "t", "--json").output)["layers"])
+
+    typo = run("ask", "Who surveyed the railway?", "--kb", "t", "--document", "railways.md")
+    assert typo.exit_code == 1
+    assert typo.output == "Error: No document named 'railways.md' in this knowledge base.\n"
+    above = run("ask", "Who surveyed the railway?", "--kb", "t", "--layer", "0", "--layer", str(top + 1))
+    assert above.exit_code == 1
+    assert above.output == f"Error: This knowledge base's layers are 0 to {top}; there is no layer {top + 1}.\n"
+    negative = run("ask", "Who surveyed the railway?", "--kb", "t", "--layer", "-1")
+    assert negative.exit_code == 2 and "-1" in negative.output
+
+    sha = json.loads(run("docs", "--kb", "t", "--json").output)[0]["sha256"]
+    for name in ("railway.md", sha[:12]):  # a name, or a sha256 prefix as `raptor forget` takes
+        found = json.loads(run("ask", "Who surveyed the railway?", "--kb", "t", "--document", name, "--json").output)
+        assert {c["document"] for c in found["citations"]} == {"railway.md"}
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_chat_with_a_knowledge_base_that_has_no_documents_stops_at_once(run, tmp_path, as_json):
+    """A mistyped --kb is one sentence and exit 1 before the first prompt, as for `raptor ask`, not an
+    error after every question of a conversation that cannot be had."""
+    result = CliRunner().invoke(
+        cli_module.cli,
+        ["--data-dir", str(tmp_path / "data"), "chat", "--kb", "nope", *(["--json"] if as_json else [])],
+        input="Who surveyed the railway?\nwhy?\n\n",
+    )
+    assert result.exit_code == 1
+    assert result.output == (
+        "Error: The knowledge base 'nope' has no documents yet; add one with: raptor ingest FILE --kb nope\n"
+    )
+
+
+def test_a_budget_that_holds_no_passage_or_filters_that_exclude_each_other_say_so(run, files):
+    """'The documents hold nothing that answers this question' would blame the documents for a context
+    that was empty because of the budget or the filters."""
+    railway, bees, _ = files
+    added = run("ingest", str(railway), str(bees), "--kb", "t", "--quiet")
+    assert added.exit_code == 0, added.output
+    for mode in ("collapsed", "traversal"):
+        tiny = run("ask", "Who surveyed the railway?", "--kb", "t", "--budget", "1", "--mode", mode)
+        assert tiny.exit_code == 1
+        assert tiny.output == "Error: No passage fits in a context budget of 1 token; use a larger budget.\n"
+    tree = json.loads(run("tree", "--kb", "t", "--json").output)
+    top = max(layer["layer"] for layer in tree["layers"])  # the cross-document layer: no one document's
+    apart = run("ask", "Who surveyed the railway?", "--kb", "t", "--document", "railway.md", "--layer", str(top))
+    assert apart.exit_code == 1
+    assert apart.output == f"Error: The chosen documents have no nodes in layer {top}.\n"
+
+
+def test_a_new_version_under_a_stored_name_says_the_earlier_one_is_still_there(run, files):
+    """Both versions answer, cited under one name: the line says so and how to remove the earlier one."""
+    railway, _, _ = files
+    assert run("ingest", str(railway), "--kb", "t", "--quiet").exit_code == 0
+    earlier = json.loads(run("docs", "--kb", "t", "--json").output)[0]
+    newer = railway.parent / "v2" / "railway.md"
+    newer.parent.mkdir()
+    newer.write_text("The railway was surveyed again in 1990 by Ada Moss. The new line opened in 1994.\n")
+    added = run("ingest", str(newer), "--kb", "t", "--quiet")
+    assert added.exit_code == 0
+    lines = added.output.splitlines()
+    assert lines[0].startswith("railway.md: 1 chunks,") and len(lines) == 2
+    assert lines[1] == (
+        f"  An earlier railway.md (sha256 {earlier['sha256'][:12]}, added {earlier['added_at']}) is still in the "
+        f"knowledge base; raptor forget {earlier['sha256'][:12]} --kb t removes it."
+    )
+    assert len(run("ingest", str(newer), "--kb", "t", "--quiet").output.splitlines()) == 1  # a duplicate: no note

@@ -166,3 +166,22 @@ def test_without_v_a_log_record_is_one_line_without_its_traceback():
     shown = OneLineFormatter(LOG_FORMAT).format(record)
     assert shown.endswith("ERROR distributed.client: client.py:1710: coroutine never awaited"), shown
     assert "\n" not in shown and record.exc_info is not None  # the record itself is left whole for -v
+
+
+@pytest.mark.parametrize(
+    "command", [("docs", "--kb", KB), ("ask", "When did the railway open?", "--kb", KB, "--json")], ids=["docs", "ask"]
+)
+def test_a_reader_that_stops_reading_ends_the_command_quietly(data, command):
+    """`raptor docs | head -1` and the like: a pipe its reader closed is not an error to report."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(data), *command],
+            stdout=write, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, timeout=300,
+        )
+    finally:
+        os.close(write)
+    assert done.stderr == ""  # no 'Error: Broken pipe.', no 'Exception ignored' at exit
+    assert done.returncode == 141  # what a shell reports for a command its pipe's reader stopped (128 + SIGPIPE)

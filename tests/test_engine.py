@@ -115,6 +115,10 @@ async def test_traversal_mode_and_filters(railway):
     by_doc = engine.retrieve("kb", "When did the last train run?", documents=["railway.md"])
     assert by_doc.nodes and {n.document for n in by_doc.nodes} == {"railway.md"}
     assert engine.retrieve("kb", "trains", documents=["nope.md"]).nodes == []
+    with pytest.raises(NotFoundError, match="No document named 'nope.md'"):  # a typo, not 'nothing answers'
+        await engine.ask("kb", "trains", documents=["nope.md"])
+    with pytest.raises(NotFoundError, match="there is no layer 40"):
+        await engine.ask("kb", "trains", layers=[0, 40])
     with pytest.raises(RaptorError):
         engine.retrieve("kb", "x", mode="sideways")
 

@@ -350,3 +350,29 @@ def test_irregular_past_forms_meet_their_verb():
 
     assert stem("found") == stem("find") and stem("left") == stem("leave") and stem("built") == stem("build")
     assert stem("keeper") != stem("kept")
+
+
+@pytest.mark.parametrize(
+    "request_about_the_answer",
+    [
+        "summarise that",
+        "summarize it",
+        "can you summarise that?",
+        "describe it",
+        "expand on that",
+        "clarify that",
+        "rephrase that",
+        "simplify that",
+        "give me a summary",
+        "continue",
+    ],
+)
+def test_a_request_about_the_last_answer_leaves_the_topic_to_the_question_before_it(request_about_the_answer):
+    """'summarise that' names no subject: the follow-up after it leans on the question it was about, not
+    on 'Summarise that' ('Why? (context: Summarise that)' searched for nothing)."""
+    talk = ARCHIVE_TALK + [
+        Turn("user", request_about_the_answer),
+        Turn("assistant", "\u201cIn 1962 the town council appointed Margaret Hale.\u201d [1]"),
+    ]
+    assert standalone_question("why?", talk) == "Why?" + CONTEXT
+    assert standalone_question("and when did she leave?", talk) == "When did Margaret Hale leave?" + CONTEXT

@@ -65,6 +65,15 @@ class Screen:
         ("It was red [[1][2]].", "It was red [1][2]."),
         ("=====  documents 0123456789abcdef =====\nIt was red [1].", "It was red [1]."),
         ("It was red [1, 2].", "It was red [1][2]."),
+        # the marker styles other models write for a block: lenticular brackets (Qwen, DeepSeek), with a
+        # source tag after a dagger (OpenAI's file search), a footnote caret, a word before the number
+        ("It was red 【1】.", "It was red [1]."),
+        ("It was red【1】【2】.", "It was red[1][2]."),
+        ("It was red 【1†source】.", "It was red [1]."),
+        ("It was red 【4:0†glass.txt】.", "It was red [4]."),
+        ("It was red [^2].", "It was red [2]."),
+        ("It was red [Source 2] and blue [source: 3].", "It was red [2] and blue [3]."),
+        ("It was red [Block 2][Context 3][Passage #4].", "It was red [2][3][4]."),
     ],
 )
 def test_echoed_block_labels_and_doubled_brackets_are_removed(written, cleaned):
@@ -79,6 +88,8 @@ def test_echoed_block_labels_and_doubled_brackets_are_removed(written, cleaned):
         "A list [a] and (b) stays [1].",
         "Lymph node 6 was enlarged (layer 2 of tissue) [1].",
         "The note (see node 7 below) stays [1].",
+        "The document's own ［2］ and ［^3］ stay as the context gave them [1].",
+        "See [Appendix 2] and [Figure 3] [1].",
     ],
 )
 def test_text_that_only_resembles_a_label_is_kept(text):
@@ -115,24 +126,39 @@ async def test_the_answer_loses_echoed_labels_streamed_or_not(server, tmp_path):
         ("It was red (node 7, lay", "It was red "),
         ("It was red (nice", "It was red (nice"),
         ("It was red.\n===== docu", "It was red."),
+        ("It was red 【", "It was red "),
+        ("It was red 【1†sou", "It was red "),
+        ("It was red [^", "It was red "),
+        ("It was red [Sour", "It was red "),
+        ("It was red [source: 2", "It was red "),
+        ("It was red [Appendix 2] b", "It was red [Appendix 2] b"),
     ],
 )
 def test_what_may_still_change_is_held_back(written, shown):
     assert settled(written) == shown
 
 
-def test_shown_text_renumbers_drops_pointless_markers_and_only_grows():
+def shown_as_it_grows(written: str) -> list[str]:
+    """What ShownText shows while `written` arrives a character at a time: each text the one before it
+    and more."""
     screen = ShownText(context_nodes())
-    written = "Cinderella lost (node 7, layer 0, glass.txt) a slipper [2] at the ball [9] [1]. The end [[2]]."
-    seen = []
-    for end in range(1, len(written) + 1):
-        if screen.update(written[:end]):
-            seen.append(screen.text)
+    seen = [screen.text for end in range(1, len(written) + 1) if screen.update(written[:end])]
     assert all(later.startswith(earlier) for earlier, later in zip(seen, seen[1:], strict=False))
+    return seen
+
+
+def test_shown_text_renumbers_drops_pointless_markers_and_only_grows():
+    written = "Cinderella lost (node 7, layer 0, glass.txt) a slipper [2] at the ball [9] [1]. The end [[2]]."
+    seen = shown_as_it_grows(written)
     assert seen[-1] == "Cinderella lost a slipper [1] at the ball [2]. The end [1]."
     for text in seen:
         assert "(node" not in text and "[9]" not in text
         assert not re.search(r"\[[^\]]*$", text), text  # never a marker cut short
+
+
+def test_markers_in_other_models_styles_stream_as_the_markers_they_become():
+    seen = shown_as_it_grows("Cinderella lost a slipper 【2†source】 at the ball [Source 1]. The end [^2].")
+    assert seen[-1] == "Cinderella lost a slipper [1] at the ball [2]. The end [1]."  # shown as it grew
 
 
 MODEL_OUTPUTS = [

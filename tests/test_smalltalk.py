@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 
 from raptor_engine.engine import EmptyKnowledgeBaseError, Engine
-from raptor_engine.query.smalltalk import Act, small_talk_act, strip_small_talk, without_small_talk
+from raptor_engine.query.smalltalk import (
+    SOURCES_CHANGED,
+    Act,
+    small_talk_act,
+    strip_small_talk,
+    without_small_talk,
+)
 from raptor_engine.types import Turn
 from tests.unhurried import unhurried_settings
 
@@ -24,6 +30,7 @@ from tests.unhurried import unhurried_settings
         ("got it, makes sense", Act.ACKNOWLEDGE),
         ("that\u2019s helpful", Act.ACKNOWLEDGE),
         ("lol", Act.ACKNOWLEDGE),
+        ("\uff1f", Act.UNCLEAR),  # the full-width question mark of Chinese and Japanese
         ("\U0001f44d", Act.ACKNOWLEDGE),
         ("\U0001f44d\U0001f3fd \U0001f64f", Act.ACKNOWLEDGE),
         ("hello", Act.GREET),
@@ -62,6 +69,19 @@ def test_messages_that_are_not_questions_are_recognised(message, act):
         "great storm",
         "Who said thank you?",
         "ok " * 40,  # longer than a greeting ever is
+        # questions in other scripts: words, even with no ASCII letter or no '?' among them
+        "灯塔是什么时候建的？",
+        "ما هو المنارة",
+        "Кто зажёг маяк?",
+        "Τι είναι ο φάρος;",
+        "灯台はいつ建てられましたか",
+        "Wer war Kittow?",
+        "¿Quién encendió la luz?",
+        # a number or a date alone looks for where the documents give it
+        "1887",
+        "1887?",
+        "12.5%",
+        "2020-03-01",
     ],
 )
 def test_questions_are_not_small_talk(message):
@@ -131,6 +151,9 @@ async def test_the_engine_replies_to_small_talk_without_searching_and_follow_ups
         assert follow_up.query.startswith("When did Margaret Hale leave?")
         assert "Thanks" not in follow_up.query and "ok" not in follow_up.query.lower().split()
         assert "Margaret Hale left the archive in 1975" in follow_up.text
+        for question in ("Кто хранитель архива?", "档案馆的管理员是谁？", "1985"):  # searched, however written
+            asked = await engine.ask("kb", question)
+            assert asked.has_context and asked.citations, question
     finally:
         engine.close()
 
@@ -214,6 +237,23 @@ def test_questions_about_the_last_answers_sources(message):
 )
 def test_questions_about_places_and_pages_in_the_documents_are_searched(message):
     assert small_talk_act(message) is None
+
+
+async def test_where_does_it_say_that_after_the_quoted_document_left_points_nowhere_else(tmp_path, embedder):
+    """The last question answered again over a changed tree quotes other passages: those are not where
+    the answer in the conversation came from, so the reply says it cannot trace it."""
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        await engine.ingest("kb", "archive.md", ARCHIVE.encode())
+        await engine.ingest("kb", "herons.md", b"# Herons\n\nThe herons nest at Tregantle. They were counted in 2001.\n")
+        first = await engine.ask("kb", "Who was appointed keeper of the archive in 1962?")
+        assert {c.document for c in first.citations} == {"archive.md"}
+        history = [Turn("user", first.question), Turn("assistant", first.text)]
+        await engine.forget("kb", "archive.md")
+        places = await engine.ask("kb", "where does it say that?", history=history)
+        assert places.text == SOURCES_CHANGED and places.citations == [] and not places.has_context
+    finally:
+        engine.close()
 
 
 async def test_where_does_it_say_that_gives_the_last_answers_places_and_quotes(tmp_path, embedder):

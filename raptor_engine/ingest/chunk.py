@@ -121,10 +121,14 @@ def _blank_run(text: str, i: int) -> tuple[int, int, bool]:
     if before == 0 or after >= len(text):
         return before, after, False
     last_line = text[text.rfind("\n", 0, before) + 1 : before].strip()
+    next_end = text.find("\n", after)
+    next_line = text[after : len(text) if next_end < 0 else next_end]
     continues = (
         text[after].islower()
         and text[before - 1] not in ".!?:;\u2026\"'\u201d\u2019)]"
         and not _STRUCTURAL_LINE.match(last_line)
+        and not is_table_row(last_line)  # a row is a line of its own, whatever follows it
+        and not is_table_row(next_line)
     )
     return before, after, continues
 

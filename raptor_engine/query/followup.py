@@ -71,7 +71,9 @@ CONTINUATIONS = (
 QUESTION_VOCABULARY = frozenset(
     """tell more else about long many much often one ones first second third fourth last next previous
     other another happen happened happens happening mean means meant explain elaborate detail details
-    exactly please again kind sort thing things way ways reason reasons know say said go went""".split()
+    exactly please again kind sort thing things way ways reason reasons know say said go went
+    summarise summarize summary recap tldr describe expand clarify repeat rephrase simplify continue
+    give""".split()  # the last two lines: requests about the last answer ('summarise that', 'expand on it')
 )
 TITLES = frozenset(
     """mr mrs ms miss dr prof sir lady lord king queen prince princess captain capt general colonel
@@ -186,6 +188,8 @@ def _wh_ellipsis(question: str, previous: Rewrite) -> str | None:
         return None
     wh = match.group(1).lower()
     core = previous.core.rstrip(" ?.!")
+    if not subject_terms(core):  # 'can you summarise that?' asked for nothing a 'why' could ask again
+        return None
     if _STARTS_WITH_AUX.match(core):
         return f"{wh.capitalize()} {core[:1].lower()}{core[1:]}?"
     if _STARTS_WITH_WH_AUX.match(core):

@@ -241,7 +241,8 @@ _BY_PHRASE: dict[tuple[str, ...], Act] = {
     tuple(phrase.split()): act for act, phrases in _PHRASES.items() for phrase in phrases
 }
 _LONGEST = max(len(words) for words in _BY_PHRASE)
-_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+# Letters of any script: a question in Chinese, Arabic or Russian is made of words, not of symbols.
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 MAX_SMALL_TALK_CHARS = 80  # longer than this, a message is a question whatever it starts with
 
 
@@ -348,9 +349,12 @@ def small_talk_act(message: str) -> Act | None:
     if asks_for_the_sources(_normalised_words(message)):
         return Act.SOURCES
     tokens = _normalised_words(message)
+    if not tokens and any(ch.isdigit() for ch in message):
+        return None  # "1887", "12.5%": a number alone looks for where the documents give it
     if not tokens:
         # Only punctuation, emoji or symbols: "?" is a question without words, "👍" an acknowledgement.
-        return Act.UNCLEAR if "?" in message or not message else Act.ACKNOWLEDGE
+        asks = "?" in unicodedata.normalize("NFKC", message)  # the full-width '？' too
+        return Act.UNCLEAR if asks or not message else Act.ACKNOWLEDGE
     acts = _acts(tokens)
     if not acts:
         return None
@@ -393,6 +397,17 @@ def without_small_talk(history: list[Turn]) -> list[Turn]:
 
 
 SOURCES_INTRO = "The last answer quoted:"
+# 'Where does it say that?' when the last question, answered again, no longer gives the answer the
+# conversation holds (a document added or removed since, or a model that now writes it otherwise).
+SOURCES_CHANGED = (
+    "That answer can no longer be traced to its passages: the documents have changed since, or the "
+    "answer would now be written differently; ask the question again for an answer with its sources."
+)
+
+
+def same_answer(said: str, again: str) -> bool:
+    """Whether an answer given again is the one the conversation holds (whitespace aside)."""
+    return " ".join(said.split()) == " ".join(again.split())
 
 
 def sources_reply(text: str, citations: list[Citation]) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.kb import kb_name
+from bot.render import human_time
 from raptor_engine.errors import BackendError
 from raptor_engine.tree.summarize import ExtractiveSummarizer
 from raptor_engine.types import AnswerDraft
@@ -83,6 +84,19 @@ async def test_add_file_by_slash_command_defers_shows_progress_and_completes(har
     docs = h.engine.documents(KB_A)
     assert [(d.name, d.added_by) for d in docs] == [("kestrel.md", "alice")]
     assert h.fake.cdn_hits == [attachment["url"].rsplit("/", 1)[1]]  # the bytes were read once
+
+
+async def test_a_renamed_copy_is_named_with_the_document_it_repeats(harness):
+    h = harness
+    await add_doc(h, "kestrel.md", LIGHTHOUSE)
+    replies = await add_doc(h, "kestrel (1).md", LIGHTHOUSE)  # the same bytes under another name
+    assert (
+        "↩️ **kestrel (1).md** is already in this knowledge base as **kestrel.md** (same content)"
+        in replies[0]["content"]
+    )
+    again = await add_doc(h, "kestrel.md", LIGHTHOUSE)
+    assert "↩️ **kestrel.md** is already in this knowledge base (same content)" in again[0]["content"]
+    assert [d.name for d in h.engine.documents(KB_A)] == ["kestrel.md"]
 
 
 async def test_add_from_message_context_menu(harness):
@@ -387,6 +401,35 @@ async def test_remove_with_autocomplete_and_confirm(harness):
     await h.fake.wait_for(lambda: "Removed" in h.fake.messages[int(prompt["id"])]["content"], what="removal")
     assert [d.name for d in h.engine.documents(KB_A)] == ["bread.txt"]
     assert h.fake.tokens[click].responded
+
+
+async def test_a_new_version_under_the_same_name_can_be_removed_on_its_own(harness):
+    """A file posted again with new content is a second document of that name: autocomplete offers each,
+    told apart by when it was added, and removing one leaves the other."""
+    h = harness
+    first = await add_doc(h, "notes.md", LIGHTHOUSE)
+    assert "earlier" not in first[0]["content"]
+    second = await add_doc(h, "notes.md", SOURDOUGH)
+    old, new = h.engine.documents(KB_A)
+    assert (
+        f"An earlier **notes.md** (added {human_time(old.added_at)}) is still here too: "
+        "/kb remove it if this one replaces it."
+    ) in second[0]["content"]
+    token = h.autocomplete("remove", "document", "notes")
+    await h.fake.wait_for(lambda: h.fake.tokens[token].autocomplete is not None)
+    choices = h.fake.tokens[token].autocomplete
+    assert [c["value"] for c in choices] == [old.sha256[:16], new.sha256[:16]]
+    assert all(c["name"].startswith("notes.md · added ") for c in choices) and choices[0]["name"] != choices[1]["name"]
+
+    token = h.slash("kb", [{"name": "document", "type": 3, "value": "notes.md"}], sub="remove")
+    assert "Several documents are named 'notes.md'" in (await h.replies_done(token))[0]["content"]
+
+    token = h.slash("kb", [{"name": "document", "type": 3, "value": choices[0]["value"]}], sub="remove")
+    prompt = (await h.replies_done(token))[0]
+    assert "Remove **notes.md** (added " in prompt["content"]
+    h.click(prompt, "raptor:confirm")
+    await h.fake.wait_for(lambda: "Removed" in h.fake.messages[int(prompt["id"])]["content"], what="removal")
+    assert [d.sha256 for d in h.engine.documents(KB_A)] == [new.sha256]
 
 
 async def test_list_tree_status_and_clear(harness):
