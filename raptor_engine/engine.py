@@ -39,7 +39,7 @@ from .ingest.messages import (
 from .ingest.parse_worker import ParseStats, WorkerLimits
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
 from .query.ranker import ranker_for
-from .query.retrieve import RANKINGS, collapsed_tree, quote_pool, tree_traversal
+from .query.retrieve import RANKINGS, collapsed_tree, tree_traversal
 from .query.smalltalk import (
     REPLIES,
     Act,
@@ -252,16 +252,6 @@ def _conversation(question: str, history: list[Turn]) -> tuple[str, list[Turn]]:
     """The question without small talk in front of it, and the history without small-talk exchanges
     (a scan of every turn: the engine runs it in a thread)."""
     return strip_small_talk(question), without_small_talk(history)
-
-
-def _add_quoted_pool(context: RetrievedContext, pool: list[ContextNode], added: list[int]) -> None:
-    """Append the pool leaves an answer quotes to its context, in the order the draft numbered them
-    (after the context's own blocks), so their markers cite them and the context shown lists them."""
-    by_id = {node.node_id: node for node in pool}
-    for node_id in added:
-        node = by_id[node_id]
-        context.nodes.append(node)
-        context.tokens_used += node.tokens
 
 
 def _add_support(answer: Answer, check: SupportCheck) -> None:
@@ -1168,26 +1158,6 @@ class Engine:
         self._name_sources(context)
         return context
 
-    @_in_space
-    def quote_pool(
-        self,
-        kb: str,
-        query: str,
-        context: RetrievedContext,
-        *,
-        layers: list[int] | None = None,
-        documents: list[str] | None = None,
-    ) -> list[ContextNode]:
-        """Leaves outside a collapsed context that a quoting answerer may quote too (retrieve.quote_pool);
-        none for a traversal's context, or an empty knowledge base."""
-        kb_id = self.store.kb_id(kb)
-        if context.mode != "collapsed" or kb_id is None or not context.nodes:
-            return []
-        vector = self.embedder.embed([query])[0]
-        pool = quote_pool(self.store, kb_id, query, vector, context, layers=layers, documents=documents)
-        self._name_sources(RetrievedContext(pool, 0, 0, context.mode, query))
-        return pool
-
     def _name_sources(self, context: RetrievedContext) -> None:
         """Cross-document summaries belong to no one document: record the documents they draw on."""
         for node in context.nodes:
@@ -1267,13 +1237,7 @@ class Engine:
         # The standalone question, not the bare follow-up, is what the answer must address; document
         # text reaches the answerer with its own bracketed numbers neutralised.
         support = await asyncio.to_thread(self.support_index, answerer, context.nodes)
-        pool = (
-            await asyncio.to_thread(self.quote_pool, kb, query, context, layers=layers, documents=documents)
-            if getattr(answerer, "quotes_pool", False)
-            else []
-        )
-        draft = await self._draft(answerer, query, context.nodes, history, on_text, support, pool)
-        _add_quoted_pool(context, pool, draft.added)
+        draft = await self._draft(answerer, query, context.nodes, history, on_text, support)
         check = await asyncio.to_thread(check_answer, draft.text, support) if support is not None else None
         text, citations = map_citations(check.text if check is not None else draft.text, context.nodes)
         cite_pages(citations, context.nodes, draft.pages)
@@ -1301,17 +1265,13 @@ class Engine:
         history: list[Turn],
         on_text: TextCallback | None,
         support: SupportIndex | None = None,
-        pool: list[ContextNode] | None = None,
     ) -> AnswerDraft:
         """The answerer's draft, streamed through `on_text` when asked for and the answerer can. While
         the model writes, `support` embeds the context's sentences, and each finished sentence as it
-        streams, so checking the answer afterwards costs little. A quoting answerer gets the `pool`."""
+        streams, so checking the answer afterwards costs little."""
         preparing = asyncio.ensure_future(asyncio.to_thread(support.prepare)) if support is not None else None
         try:
-            if pool:
-                draft = await answerer.answer(query, neutralise_context(nodes), history, pool=neutralise_context(pool))
-            else:
-                draft = await self._write(answerer, query, nodes, history, on_text, support)
+            draft = await self._write(answerer, query, nodes, history, on_text, support)
         except BaseException:
             if preparing is not None:
                 preparing.cancel()

@@ -190,9 +190,6 @@ class AnswerDraft:
     completion_tokens: int = 0
     pages: dict[int, tuple[int, int]] = field(default_factory=dict)
     note: str = ""  # one sentence shown under the text, e.g. why a streamed answer stops short
-    # ids of nodes outside the context that the text quotes, marked [len(context) + 1], ... in this
-    # order (an extractive answer's quote pool): the caller adds them to the context it cites
-    added: list[int] = field(default_factory=list)
 
 
 # Called with a streamed answer's text so far; answers whether any of it is visible to the reader yet

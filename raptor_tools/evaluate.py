@@ -507,7 +507,7 @@ def _retrieve_all(
             contexts[(index, method)] = context_text(context)
             if method == "collapsed" and question.answers:
                 # The default answer: extractive quotes from the collapsed context, as `raptor ask` gives.
-                answer = answer_extractively(engine, kb, question.question, context, [])
+                answer = answer_extractively(engine, question.question, context, [])
                 scored[method]["extractive"] = score_answer(question, answer)
         records.append(
             {
@@ -523,16 +523,13 @@ def _retrieve_all(
     return records, contexts
 
 
-def answer_extractively(
-    engine: Engine, kb: str, query: str, context: RetrievedContext, history: list[Turn]
-) -> str:
-    """The default no-model answer to `query` from `context` and its quote pool, with its [n] markers,
-    as `Engine.ask` gives it."""
+def answer_extractively(engine: Engine, query: str, context: RetrievedContext, history: list[Turn]) -> str:
+    """The default no-model answer to `query` from `context`, with its [n] markers, as `Engine.ask` gives it."""
     answerer = ExtractiveAnswerer(engine.embedder, ranker=ranker_for(engine.settings.ranking))
-    pool = engine.quote_pool(kb, query, context)
-    draft = answerer._answer_sync(query, neutralise_context(context.nodes), history, neutralise_context(pool))
-    by_id = {node.node_id: node for node in pool}
-    return map_citations(draft.text, context.nodes + [by_id[i] for i in draft.added])[0]
+    draft = answerer._answer_sync(
+        query, neutralise_context(context.nodes), history
+    )
+    return map_citations(draft.text, context.nodes)[0]
 
 
 def run_followups(
@@ -555,7 +552,7 @@ def run_followups(
         for turn in conversation.turns:
             query = standalone_question(turn, history) if history else turn
             context = engine.retrieve(kb, query, budget=budget)
-            answer = answer_extractively(engine, kb, query, context, history)
+            answer = answer_extractively(engine, query, context, history)
             history += [Turn("user", turn), Turn("assistant", answer)]
         scored = score_answer(by_id[conversation.question_id], answer)
         base = standalone.get(conversation.question_id) or {}

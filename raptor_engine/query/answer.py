@@ -14,7 +14,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -51,7 +51,6 @@ MARKER = re.compile(r"\[(\d{1,4})\]")
 QUOTE = re.compile(r"\u201c(.+?)\u201d")
 QUOTES = 3  # sentences the extractive answer quotes
 MAX_SENTENCES = 200  # sentences of context considered, best nodes first
-POOL_SENTENCES = 16  # sentences of leaves outside the context (the quote pool) considered, best BM25 first
 MIN_WORDS = 4  # shorter sentences ("Yes.", "See below.") answer nothing on their own...
 SHORT_MIN_WORDS, SHORT_MIN_TERMS = 3, 2  # ...unless two of three carry content ("The lamp failed.")
 NOTHING_FOUND = "The documents hold nothing that answers this question."
@@ -286,38 +285,6 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
             found.append(_Candidate(position, node, sentence, text, terms))
     found.sort(key=lambda c: (c.position, c.sentence.start))
     return found[:MAX_SENTENCES]
-
-
-def pool_candidates(
-    held: list[_Candidate], pool: Sequence[ContextNode], shown: int, question: str
-) -> list[_Candidate]:
-    """Quotable sentences of the pool's leaves that the context's candidates (`held`) do not already
-    say, numbered after the `shown` context blocks: only the POOL_SENTENCES that BM25 ranks highest for
-    the question's terms, none without one of them, since embedding every pool sentence would cost
-    more than the rest of the answer."""
-    keys = {c.key for c in held}
-    found = [c for c in _candidates(list(pool)) if c.key not in keys]
-    asked = question_terms(question)
-    scores = bm25_scores(asked, [c.terms for c in found], [len(c.terms) for c in found])
-    best = sorted((i for i in range(len(found)) if scores[i] > 0), key=lambda i: (-scores[i], i))
-    kept = [found[i] for i in sorted(best[:POOL_SENTENCES])]
-    for candidate in kept:
-        candidate.position += shown
-    return kept
-
-
-def _number_pool_quotes(picked: list[_Candidate], shown: int) -> list[int]:
-    """Give the quotes from pool leaves the numbers after the `shown` context blocks, in the order they
-    are quoted; the ids of those leaves, in that order (what the caller adds to the context)."""
-    added: list[int] = []
-    numbers: dict[int, int] = {}
-    for candidate in picked:
-        if candidate.position > shown:
-            if candidate.position not in numbers:
-                numbers[candidate.position] = shown + len(added) + 1
-                added.append(candidate.node.node_id)
-            candidate.position = numbers[candidate.position]
-    return added
 
 
 def _says_something(text: str) -> bool:
@@ -653,7 +620,6 @@ class ExtractiveAnswerer:
     """
 
     name = "extractive"
-    quotes_pool = True  # Engine.ask offers it leaves outside the context to quote (retrieve.quote_pool)
 
     def __init__(self, embedder: Embedder, quotes: int = QUOTES, ranker: Ranker | None = None):
         """With a `ranker` (the shipped one: `load_ranker()`), its sentence model orders the quotes of
@@ -665,20 +631,13 @@ class ExtractiveAnswerer:
         self.ranker = ranker
         self.sentence_vectors = SentenceVectors(embedder)
 
-    def _answer_sync(
-        self, question: str, context: list[ContextNode], history: list[Turn], pool: Sequence[ContextNode] = ()
-    ) -> AnswerDraft:
-        """The quotes; `pool` holds leaves outside the context whose sentences may be quoted too (not
-        for a question about the whole): a quoted one is numbered after the context and named in the
-        draft's `added`, for the caller to add to the context it cites."""
+    def _answer_sync(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerDraft:
         candidates = _candidates(context)
         if not candidates:
             return AnswerDraft(NOTHING_FOUND)
         rewrite = split_standalone(question)
         thematic = bool(THEMATIC.search(rewrite.core))
         follow_up = bool(rewrite.context)
-        if pool and not thematic:
-            candidates += pool_candidates(candidates, pool, len(context), rewrite.core)
         self._score(
             rewrite,
             candidates,
@@ -702,7 +661,6 @@ class ExtractiveAnswerer:
         if thematic:
             # what a text is about reads best in the text's own order: its opening first
             picked.sort(key=_reading_order)
-        added = _number_pool_quotes(picked, len(context))
         lines = "\n".join(f"- \u201c{c.text}\u201d [{c.position}]" for c in picked)
         weak = (
             not thematic
@@ -710,7 +668,7 @@ class ExtractiveAnswerer:
             and picked[0].lexical == 0
             and picked[0].similarity < WEAK_SIMILARITY
         )
-        return AnswerDraft(f"{WEAK_MATCH if weak else FOUND}\n{lines}", pages=_quoted_pages(picked), added=added)
+        return AnswerDraft(f"{WEAK_MATCH if weak else FOUND}\n{lines}", pages=_quoted_pages(picked))
 
     def _similarities(
         self, rewrite: Rewrite, candidates: list[_Candidate], conversation_names: set[str]
@@ -790,12 +748,10 @@ class ExtractiveAnswerer:
                 picked.append(candidate)
         return picked
 
-    async def answer(
-        self, question: str, context: list[ContextNode], history: list[Turn], pool: Sequence[ContextNode] = ()
-    ) -> AnswerDraft:
-        """`Engine.ask` hands over the context (and the quote pool) with the document's bracketed numbers
-        already neutralised (`neutralise_context`), so only the [n] written here are markers."""
-        return await asyncio.to_thread(self._answer_sync, question, context, history, pool)
+    async def answer(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerDraft:
+        """`Engine.ask` hands over the context with the document's bracketed numbers already neutralised
+        (`neutralise_context`), so only the [n] written here are markers."""
+        return await asyncio.to_thread(self._answer_sync, question, context, history)
 
     async def condense(self, question: str, history: list[Turn]) -> str:
         """Without a model, a follow-up is rewritten from the last turns (see followup.py)."""

@@ -282,63 +282,6 @@ def collapsed_tree(
     return RetrievedContext(chosen, used, budget, "collapsed", query)
 
 
-# Leaves outside the context that the extractive answer may quote from: those beneath the context's best
-# summaries (a summary keeps only some of its leaves' sentences) and those the full-text index ranks
-# highest for the question. The answerer keeps few of their sentences (answer.POOL_SENTENCES).
-POOL_SUMMARIES = 3  # the context's best summaries whose leaves are offered
-POOL_TEXT_LEAVES = 6  # leaves the full-text index ranks highest for the question
-POOL_MAX_LEAVES = 24  # leaves offered in all
-
-
-def quote_pool(
-    store: Store,
-    kb_id: int,
-    query: str,
-    query_vector: np.ndarray,
-    context: RetrievedContext,
-    *,
-    layers: list[int] | None = None,
-    documents: list[str] | None = None,
-) -> list[ContextNode]:
-    """Leaves the context does not show whose sentences the extractive answer may also quote, each with
-    its cosine to the question as its score: the full-text index's best leaves for the question first,
-    then the leaves beneath the context's best summaries. None when the question's filter leaves out
-    the leaves' layer."""
-    if layers and 0 not in layers:
-        return []
-    allowed = allowed_ids(store, kb_id, None, documents)
-    shown = {node.node_id for node in context.nodes}
-    text_hits = [node_id for node_id, _ in store.text_search(kb_id, text_phrases(query), 4 * POOL_TEXT_LEAVES)]
-    summaries = [node.node_id for node in context.nodes if node.layer > 0][:POOL_SUMMARIES]
-    wanted = [
-        node_id
-        for node_id in dict.fromkeys(text_hits + _leaves_beneath(store, summaries))
-        if node_id not in shown and (allowed is None or node_id in allowed)
-    ][: 4 * POOL_MAX_LEAVES]
-    nodes = {node_id: node for node_id, node in store.nodes_by_ids(wanted).items() if node.layer == 0}
-    by_text = set(text_hits)
-    from_text = [node_id for node_id in wanted if node_id in nodes and node_id in by_text][:POOL_TEXT_LEAVES]
-    chosen = from_text + [node_id for node_id in wanted if node_id in nodes and node_id not in from_text]
-    chosen = chosen[:POOL_MAX_LEAVES]
-    if not chosen:
-        return []
-    found, matrix = store.embeddings(kb_id, ids=chosen)
-    cosine = dict(zip((int(i) for i in found), matrix @ query_vector.astype(np.float32), strict=True))
-    return [_context_node(nodes[i], float(cosine.get(i, 0.0))) for i in chosen]
-
-
-def _leaves_beneath(store: Store, summaries: list[int]) -> list[int]:
-    """The nodes under the summaries down to the leaves, each summary's in order (the caller keeps the
-    leaves: a layer-2 summary's children are summaries)."""
-    found: list[int] = []
-    level = summaries
-    while level:
-        children = store.children(level)
-        level = [child for parent in level for child in children[parent]]
-        found += level
-    return found
-
-
 def ranked_hits(
     store: Store,
     index: KBIndex,
