@@ -74,6 +74,7 @@ ASKED_FOR_MORE_PENALTY = 1.0  # ... when the follow-up asks for something else (
 ASKS_FOR_MORE = re.compile(r"\b(?:else|more|other|others|another|besides|apart from|next)\b", re.IGNORECASE)
 PREVIOUS_ANSWERS = 2
 RELATIVE_FLOOR = 0.5  # a quote scoring under half the best one is left out
+FRAGMENT_WORDS = 12  # a quote shorter than this ("'Naturally,' Korvin said.") is read with the next sentence
 NEAR_DUPLICATE = 0.7  # term overlap (Jaccard) at which two sentences say the same
 CONTAINED = 0.9  # share of the shorter sentence's terms found in the other
 THEME_SIMILARITY = 0.15  # a thematic question's words ("document", "about") say little
@@ -661,6 +662,7 @@ class ExtractiveAnswerer:
         if thematic:
             # what a text is about reads best in the text's own order: its opening first
             picked.sort(key=_reading_order)
+        picked = [_with_next_sentence(c, picked) for c in picked]
         lines = "\n".join(f"- \u201c{c.text}\u201d [{c.position}]" for c in picked)
         weak = (
             not thematic
@@ -792,6 +794,26 @@ def pick_quotes(
         picked.append(best)
         covered |= terms[best] & asked
     return picked
+
+
+def _with_next_sentence(candidate: _Candidate, picked: list[_Candidate]) -> _Candidate:
+    """A quote of under FRAGMENT_WORDS words says little alone (a line of dialogue, a bare claim): it
+    is quoted with the sentence after it in the same paragraph of its node, unless that sentence is a
+    quote already, a heading, cut short, or there is none."""
+    if len(words(candidate.text)) >= FRAGMENT_WORDS or table_cells(candidate.sentence.text) is not None:
+        return candidate
+    text = candidate.node.text
+    following = [s for s in sentences_of(text) if s.start >= candidate.sentence.end]
+    if not following:
+        return candidate
+    after = following[0]
+    if "\n\n" in text[candidate.sentence.end : after.start] or after.cut_short or is_heading(after.text):
+        return candidate
+    if any(sentence_key(strip_bullet(after.text)) == other.key for other in picked):
+        return candidate
+    joined_text = f"{candidate.text} {after.text}"
+    joined = Sentence(candidate.sentence.start, after.end, joined_text, sentence_key(joined_text))
+    return replace(candidate, sentence=joined, text=joined.text)
 
 
 def _near_duplicate(a: set[str], b: set[str]) -> bool:
