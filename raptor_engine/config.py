@@ -313,7 +313,7 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "`hybrid`: the collapsed tree's candidates are the vector search and the full-text (BM25) search "
         "fused by reciprocal rank, a node naming a rare word of the question (a code, a surname) first; "
         "the extractive answer's quotes are ordered by the shipped learned ranker "
-        "(raptor_engine/query/ranker.json). `learned`: as hybrid, and the ranker's node model orders the "
+        "(raptor_engine/query/ranker.json) blended with the hand weights. `learned`: as hybrid, and the ranker's node model orders the "
         "candidates (it measured worse than the fused order; docs/EVALUATION.md). `vector`: the vector "
         "search alone and the hand-weighted quotes.",
     ),

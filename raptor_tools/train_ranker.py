@@ -10,9 +10,11 @@ For every question of a training document with a reference answer:
   budget (the hybrid order, so the rows do not depend on the node model being fitted), labelled the
   same way by each sentence.
 
-Both are gradient-boosted regression trees (HistGradientBoostingRegressor, fixed seed, fixed
-hyper-parameters), exported to plain JSON. The split is by document (evaluate.split_of), so no
-held-out document is seen in training. `--ablation` refits the sentence model without each feature in
+Each model is chosen among a ridge regression and two sizes of gradient-boosted regression trees
+(HistGradientBoostingRegressor, fixed seed, fixed hyper-parameters) by cross-validation grouped by
+document, and exported to plain JSON. The answer's blend of the sentence model with the hand score
+(ranker.Blend) is then chosen on the same folds' out-of-fold scores (`choose_blend`). The split is by
+document (evaluate.split_of), so no held-out document is seen in training. `--ablation` refits the sentence model without each feature in
 turn and prints what the held-out quotes lose; the figures are in docs/EVALUATION.md.
 """
 
@@ -22,6 +24,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,12 +37,15 @@ from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.errors import RaptorError
 from raptor_engine.ingest.sentences import content_terms
-from raptor_engine.query.answer import ExtractiveAnswerer
+from raptor_engine.query.answer import ExtractiveAnswerer, pick_quotes, question_terms
 from raptor_engine.query.ranker import (
     FORMAT,
+    HAND,
     MODEL_PATH,
     NODE_FEATURES,
     SENTENCE_FEATURES,
+    asks_short_fact,
+    blended,
     model_from_json,
     node_features,
     ranker_from_json,
@@ -355,6 +361,110 @@ def budget_recall(rows: Rows, scores: list[np.ndarray], budget: int = NODE_BUDGE
     return float(np.mean(found)) if found else 0.0
 
 
+# The blend of the sentence model with the hand score, and the quotes' repeat penalty, are chosen
+# together on the training documents' out-of-fold scores (ranker.Blend).
+BLEND_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
+REPEAT_PENALTIES = (0.0, 0.1, 0.2)
+
+
+def text_terms(rows: Rows) -> list[list[set[str]]]:
+    """Each question's texts' stemmed content terms (what pick_quotes compares), computed once."""
+    return [[question_terms(text) for text in texts] for texts in rows.texts]
+
+
+def quote_results(
+    rows: Rows, scores: list[np.ndarray], repeat_penalty: float, terms: list[list[set[str]]] | None = None
+) -> dict[str, np.ndarray]:
+    """Per set, one row per question: the ROUGE-1 recall of the best reference by the quotes the
+    answer would pick (answer.pick_quotes), and 1 when a reference is in them word for word."""
+    found: dict[str, list[tuple[float, float]]] = {}
+    terms = terms if terms is not None else text_terms(rows)
+    for question, set_name, texts, score, held_terms in zip(
+        rows.questions, rows.sets, rows.texts, scores, terms, strict=True
+    ):
+        asked = question_terms(question.question)
+        picked = pick_quotes(score.tolist(), held_terms, TOP, asked, repeat_penalty)
+        joined = " ".join(texts[i] for i in picked)
+        recall = metrics.best_over(question.answers, metrics.rouge1_recall, joined) or 0.0
+        held = float(any(contains_answer(reference, joined) for reference in question.answers))
+        found.setdefault(set_name, []).append((recall, held))
+    return {name: np.asarray(pairs, dtype=np.float64) for name, pairs in sorted(found.items())}
+
+
+def quote_scores_by_set(
+    rows: Rows, scores: list[np.ndarray], repeat_penalty: float, terms: list[list[set[str]]] | None = None
+) -> dict[str, tuple[float, float]]:
+    """Per set: the mean of `quote_results` (recall, share of questions whose reference is held)."""
+    results = quote_results(rows, scores, repeat_penalty, terms)
+    return {name: tuple(pairs.mean(axis=0).round(4).tolist()) for name, pairs in results.items()}
+
+
+def standard_error(results: dict[str, np.ndarray]) -> float:
+    """The standard error of the mean over sets of each set's mean recall."""
+    variance = sum(pairs[:, 0].var(ddof=1) / len(pairs) for pairs in results.values() if len(pairs) > 1)
+    return float(math.sqrt(variance)) / max(1, len(results))
+
+
+NO_WORSE = 0.01  # how far under the hand weights a set's recall or reference-held share may fall
+
+
+def quote_objective(by_set: dict[str, tuple[float, float]], hand: dict[str, tuple[float, float]]) -> float:
+    """What the blend maximises: the mean over the sets (each kind of question counts once) of the
+    quotes' recall of the reference; -inf when any set's recall or share of questions whose reference
+    the quotes hold word for word falls under the hand weights' (the goal is no kind worse)."""
+    for name, (recall, held) in by_set.items():
+        if recall < hand[name][0] - NO_WORSE or held < hand[name][1] - NO_WORSE:
+            return -math.inf
+    return float(np.mean([recall for recall, _ in by_set.values()]))
+
+
+def out_of_fold(kind: str, rows: Rows, names: tuple[str, ...]) -> list[np.ndarray]:
+    """Each training question's scores by a model fitted on the other folds' documents."""
+    from sklearn.model_selection import GroupKFold
+
+    groups = [f"{s}/{q.doc_id}" for s, q in zip(rows.sets, rows.questions, strict=True)]
+    found: list[np.ndarray] = [np.zeros(0)] * len(rows.questions)
+    for fit_on, judge_on in GroupKFold(n_splits=FOLDS).split(groups, groups=groups):
+        model = fit_model(kind, *subset(rows, list(fit_on)).matrix(), names)
+        judged = subset(rows, list(judge_on))
+        for i, scores in zip(judge_on, predictions(model, judged, names), strict=True):
+            found[i] = scores
+    return found
+
+
+def choose_blend(rows: Rows, learned: list[np.ndarray]) -> tuple[dict[str, float], dict[str, float | None]]:
+    """The blend (ranker.Blend: the model's weight for short-fact questions and for the others, and
+    the repeat penalty) by `quote_objective` on out-of-fold scores, and every blend's objective (None:
+    some set fell under the hand weights). The rows are few (a few dozen questions a set), so the
+    one-standard-error rule chooses: of the blends within one standard error of the best, the one
+    nearest the hand weights (smallest short-fact weight, then other weight, then penalty). The hand
+    weights alone (0/0/0) are among the blends tried, so one always qualifies."""
+    hand = [f[:, HAND] for f in rows.features]
+    short = [asks_short_fact(q.question) for q in rows.questions]
+    terms = text_terms(rows)
+    by_hand = quote_scores_by_set(rows, hand, 0.0, terms)
+    tried: dict[tuple[float, float, float], float] = {}
+    errors: dict[tuple[float, float, float], float] = {}
+    for short_weight in BLEND_WEIGHTS:
+        for other_weight in BLEND_WEIGHTS:
+            scores = [
+                blended(model, own, short_weight if is_short else other_weight)
+                for model, own, is_short in zip(learned, hand, short, strict=True)
+            ]
+            for penalty in REPEAT_PENALTIES:
+                results = quote_results(rows, scores, penalty, terms)
+                by_set = {name: tuple(pairs.mean(axis=0)) for name, pairs in results.items()}
+                key = (short_weight, other_weight, penalty)
+                tried[key], errors[key] = quote_objective(by_set, by_hand), standard_error(results)
+    best = max(tried, key=lambda key: tried[key])
+    near = [key for key in tried if tried[key] >= tried[best] - errors[best]]
+    chosen = min(near)
+    return dict(zip(("short_fact", "other", "repeat_penalty"), chosen, strict=True)), {
+        "/".join(map(str, key)): round(value, 4) if math.isfinite(value) else None
+        for key, value in tried.items()
+    }
+
+
 def subset(rows: Rows, keep: list[int]) -> Rows:
     out = Rows()
     for key in ("features", "labels", "texts", "questions", "sets"):
@@ -399,8 +509,16 @@ def train(
     (train_nodes, train_sentences), (held_nodes, held_sentences) = splits["train"], splits["heldout"]
     sentence_kind, sentence_cv = choose(train_sentences, SENTENCE_FEATURES, top_recall)
     node_kind, node_cv = choose(train_nodes, NODE_FEATURES, budget_recall)
+    blend, blends_tried = choose_blend(
+        train_sentences, out_of_fold(sentence_kind, train_sentences, SENTENCE_FEATURES)
+    )
     sentence_model = fit_model(sentence_kind, *train_sentences.matrix(), SENTENCE_FEATURES)
     node_model = fit_model(node_kind, *train_nodes.matrix(), NODE_FEATURES)
+    loaded = ranker_from_json(
+        {"format": FORMAT, "sentence": sentence_model, "node": node_model, "blend": blend}
+    )
+    held_learned = predictions(sentence_model, held_sentences, SENTENCE_FEATURES)
+    held_hand = [f[:, HAND] for f in held_sentences.features]
     fused = [-np.arange(len(f), dtype=float) for f in held_nodes.features]
     report: dict[str, Any] = {
         "train_questions": len(train_sentences.questions),
@@ -415,10 +533,21 @@ def train(
                 budget_recall(train_nodes, [-np.arange(len(f), dtype=float) for f in train_nodes.features]), 4
             ),
         },
-        "heldout_top3_recall": {
-            "learned": round(
-                top_recall(held_sentences, predictions(sentence_model, held_sentences, SENTENCE_FEATURES)), 4
+        "blend": {"chosen": blend, "cross_validated_objective": blends_tried},
+        "heldout_quotes_recall_and_reference_held": {
+            "hand": quote_scores_by_set(held_sentences, held_hand, 0.0),
+            "learned": quote_scores_by_set(held_sentences, held_learned, 0.0),
+            "blend": quote_scores_by_set(
+                held_sentences,
+                [
+                    blended(m, h, loaded.blend.weight(q.question))
+                    for m, h, q in zip(held_learned, held_hand, held_sentences.questions, strict=True)
+                ],
+                blend["repeat_penalty"],
             ),
+        },
+        "heldout_top3_recall": {
+            "learned": round(top_recall(held_sentences, held_learned), 4),
             "cosine": round(top_recall(held_sentences, [f[:, 0] for f in held_sentences.features]), 4),
         },
         f"heldout_budget{NODE_BUDGET}_recall": {
@@ -446,6 +575,7 @@ def train(
         },
         "sentence": sentence_model,
         "node": node_model,
+        "blend": blend,
     }
     ranker_from_json(ranker)  # what is written must load
     return ranker, report

@@ -74,6 +74,7 @@ ASKED_FOR_MORE_PENALTY = 1.0  # ... when the follow-up asks for something else (
 ASKS_FOR_MORE = re.compile(r"\b(?:else|more|other|others|another|besides|apart from|next)\b", re.IGNORECASE)
 PREVIOUS_ANSWERS = 2
 RELATIVE_FLOOR = 0.5  # a quote scoring under half the best one is left out
+FRAGMENT_WORDS = 12  # a quote shorter than this ("'Naturally,' Korvin said.") is read with the next sentence
 NEAR_DUPLICATE = 0.7  # term overlap (Jaccard) at which two sentences say the same
 CONTAINED = 0.9  # share of the shorter sentence's terms found in the other
 THEME_SIMILARITY = 0.15  # a thematic question's words ("document", "about") say little
@@ -646,12 +647,22 @@ class ExtractiveAnswerer:
             _names_of(history) if follow_up else set(),
         )
         if thematic:
-            picked = self._pick(candidates, max(self.quotes, THEME_QUOTES), spread=True)
+            picked = self._pick_spread(candidates, max(self.quotes, THEME_QUOTES))
         else:
-            picked = self._pick(candidates, self.quotes)
+            # the repeat penalty was chosen with the blend: only where the model orders the quotes
+            penalty = self.ranker.blend.repeat_penalty if self.ranker is not None and not follow_up else 0.0
+            order = pick_quotes(
+                [c.score for c in candidates],
+                [c.terms for c in candidates],
+                self.quotes,
+                question_terms(rewrite.core),
+                penalty,
+            )
+            picked = [candidates[i] for i in order]
         if thematic:
             # what a text is about reads best in the text's own order: its opening first
             picked.sort(key=_reading_order)
+        picked = [_with_next_sentence(c, picked) for c in picked]
         lines = "\n".join(f"- \u201c{c.text}\u201d [{c.position}]" for c in picked)
         weak = (
             not thematic
@@ -702,7 +713,7 @@ class ExtractiveAnswerer:
         learned = None
         if self.ranker is not None and not thematic and not rewrite.context:
             features = sentence_features(rewrite.core, candidates, similarity, sentences, weights)
-            learned = self.ranker.sentence_scores(features)
+            learned = self.ranker.quote_scores(rewrite.core, features)
         top_layer = max(c.node.layer for c in candidates) or 1
         asks_for_more = bool(ASKS_FOR_MORE.search(rewrite.core))
         for i, candidate in enumerate(candidates):
@@ -718,13 +729,13 @@ class ExtractiveAnswerer:
                 score -= QUOTED_PENALTY if not asks_for_more else ASKED_FOR_MORE_PENALTY
             candidate.score = float(score)
 
-    def _pick(self, candidates: list[_Candidate], quotes: int, spread: bool = False) -> list[_Candidate]:
-        """The best sentences, no two saying nearly the same; weak ones left out once one is strong.
-        With `spread` (a question about the whole), one sentence per context block first, so the
-        quotes cover the text rather than one passage of it."""
+    def _pick_spread(self, candidates: list[_Candidate], quotes: int) -> list[_Candidate]:
+        """A question about the whole: the best sentences, one per context block first, so the quotes
+        cover the text rather than one passage of it; no two saying nearly the same, weak ones left
+        out once one is strong."""
         ranked = sorted(candidates, key=lambda c: (-c.score, c.position, c.sentence.start))
         picked: list[_Candidate] = []
-        for one_per_block in (True, False) if spread else (False,):
+        for one_per_block in (True, False):
             for candidate in ranked:
                 if len(picked) == quotes:
                     break
@@ -747,6 +758,62 @@ class ExtractiveAnswerer:
     async def condense(self, question: str, history: list[Turn]) -> str:
         """Without a model, a follow-up is rewritten from the last turns (see followup.py)."""
         return await asyncio.to_thread(standalone_question, question, history)
+
+
+def question_terms(question: str) -> set[str]:
+    """The question's stemmed content terms, as a candidate's `terms` are written."""
+    return {stem(t) for t in content_terms(question)}
+
+
+def pick_quotes(
+    scores: list[float],
+    terms: list[set[str]],
+    quotes: int,
+    asked: set[str],
+    repeat_penalty: float = 0.0,
+) -> list[int]:
+    """Indices of the sentences to quote, best first (candidates are in context order, so a tie goes
+    to the earlier one). Greedy: each next quote is the best by its score less `repeat_penalty` times
+    the share of the question's terms (`asked`) it holds that the quotes before it already hold, so
+    three quotes answer different parts of the question rather than repeat one; never a near
+    duplicate of a quote already taken; and none once a score falls under RELATIVE_FLOOR times the
+    first quote's."""
+    picked: list[int] = []
+    covered: set[str] = set()
+    while len(picked) < quotes:
+        best, best_value = -1, -math.inf
+        for i, score in enumerate(scores):
+            if i in picked or any(_near_duplicate(terms[i], terms[j]) for j in picked):
+                continue
+            repeated = len(terms[i] & asked & covered) / len(asked) if asked else 0.0
+            value = score - repeat_penalty * repeated
+            if value > best_value:
+                best, best_value = i, value
+        if best < 0 or (picked and scores[best] < RELATIVE_FLOOR * scores[picked[0]]):
+            break
+        picked.append(best)
+        covered |= terms[best] & asked
+    return picked
+
+
+def _with_next_sentence(candidate: _Candidate, picked: list[_Candidate]) -> _Candidate:
+    """A quote of under FRAGMENT_WORDS words says little alone (a line of dialogue, a bare claim): it
+    is quoted with the sentence after it in the same paragraph of its node, unless that sentence is a
+    quote already, a heading, cut short, or there is none."""
+    if len(words(candidate.text)) >= FRAGMENT_WORDS or table_cells(candidate.sentence.text) is not None:
+        return candidate
+    text = candidate.node.text
+    following = [s for s in sentences_of(text) if s.start >= candidate.sentence.end]
+    if not following:
+        return candidate
+    after = following[0]
+    if "\n\n" in text[candidate.sentence.end : after.start] or after.cut_short or is_heading(after.text):
+        return candidate
+    if any(sentence_key(strip_bullet(after.text)) == other.key for other in picked):
+        return candidate
+    joined_text = f"{candidate.text} {after.text}"
+    joined = Sentence(candidate.sentence.start, after.end, joined_text, sentence_key(joined_text))
+    return replace(candidate, sentence=joined, text=joined.text)
 
 
 def _near_duplicate(a: set[str], b: set[str]) -> bool:

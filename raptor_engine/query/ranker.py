@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 MODEL_PATH = Path(__file__).with_name("ranker.json")
-FORMAT = 1
+FORMAT = 2
 
 # What the sentence model reads, in this order (computed by answer.sentence_features).
 SENTENCE_FEATURES = (
@@ -170,15 +170,68 @@ def model_from_json(data: dict[str, Any], expected: tuple[str, ...], name: str) 
     raise RankerError(f"the {name} ranker has an unknown kind {data.get('kind')!r}")
 
 
+# A question after a short fact ("Which datasets are used?", "How many annotators?", "Do they report
+# results on English?"), not a description, a reason or a whole story ("Why ...", "Describe ...",
+# "What happens to X?"): its reference is often a few words, which the hand score finds more often.
+SHORT_FACT = re.compile(
+    r"^\s*(?:what|which|how (?:many|much|big|large|long|old)|who|whom|when|where|do|does|did|is|are|was|"
+    r"were|can|has|have)\b(?!.*\b(?:why|describe|happens?|happened|relationship|significance|feel|"
+    r"think|mean|plot|story)\b)",
+    re.IGNORECASE,
+)
+
+
+def asks_short_fact(question: str) -> bool:
+    """Whether the question asks for a short fact (SHORT_FACT) rather than a description or reason."""
+    return bool(SHORT_FACT.search(question))
+
+
+@dataclass(frozen=True)
+class Blend:
+    """How the extractive answer uses the sentence model, chosen with it by cross-validation on the
+    training documents (`raptor train-ranker`). A quote's score is a weight times the model's score
+    plus the rest times the hand score: the model alone prefers the long sentences that share many
+    words with a long reference, the hand score more often the sentence holding a short answer's
+    exact words, so a question after a short fact (`asks_short_fact`) has its own weight,
+    `short_fact`, and every other question `other`. A second or third quote loses `repeat_penalty`
+    times the share of the question's terms it holds that the quotes before it already held, so
+    three quotes answer different parts of the question."""
+
+    short_fact: float
+    other: float
+    repeat_penalty: float
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Blend:
+        short, other, penalty = float(data["short_fact"]), float(data["other"]), float(data["repeat_penalty"])
+        if not (0.0 <= short <= 1.0 and 0.0 <= other <= 1.0 and penalty >= 0.0):
+            raise RankerError(f"the ranker's blend {data!r} is out of range")
+        return cls(short, other, penalty)
+
+    def weight(self, question: str) -> float:
+        """The model's share of a quote's score for this question."""
+        return self.short_fact if asks_short_fact(question) else self.other
+
+
+HAND = SENTENCE_FEATURES.index("hand")
+
+
 @dataclass(frozen=True)
 class Ranker:
-    """The sentence and node models of one ranker file."""
+    """The sentence and node models of one ranker file, and how the answer blends the sentence model."""
 
     sentence: Model
     node: Model
+    blend: Blend
 
     def sentence_scores(self, features: np.ndarray) -> np.ndarray:
+        """The sentence model's own scores (what it was fitted to predict)."""
         return self.sentence.predict(features)
+
+    def quote_scores(self, question: str, features: np.ndarray) -> np.ndarray:
+        """What orders the quotes: the model's scores blended with the hand score (a column of the
+        rows) by the question's weight."""
+        return blended(self.sentence_scores(features), features[:, HAND], self.blend.weight(question))
 
     def node_scores(self, features: np.ndarray) -> np.ndarray:
         return self.node.predict(features)
@@ -187,10 +240,19 @@ class Ranker:
 def ranker_from_json(data: dict[str, Any]) -> Ranker:
     if data.get("format") != FORMAT:
         raise RankerError(f"the ranker file has format {data.get('format')!r}; this code reads {FORMAT}")
+    if not isinstance(data.get("blend"), dict):
+        raise RankerError("the ranker file has no blend; retrain it (raptor train-ranker)")
     return Ranker(
         model_from_json(data["sentence"], SENTENCE_FEATURES, "sentence"),
         model_from_json(data["node"], NODE_FEATURES, "node"),
+        Blend.from_json(data["blend"]),
     )
+
+
+def blended(learned: np.ndarray, hand: np.ndarray, weight: float) -> np.ndarray:
+    """A convex mix of the model's and the hand weights' scores (both lie on about [0, 1])."""
+    model, own = np.asarray(learned, dtype=np.float64), np.asarray(hand, dtype=np.float64)
+    return weight * model + (1.0 - weight) * own
 
 
 @functools.lru_cache(maxsize=4)
