@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from reportlab.pdfgen import canvas
 
 from raptor_engine.errors import IngestError
+from raptor_engine.ingest import chunk as chunk_module
 from raptor_engine.ingest.chunk import chunk_document, split_sentences
 from raptor_engine.ingest.load import load_document
 from raptor_engine.types import Chunk, LoadedDocument, Section
@@ -122,6 +123,17 @@ def test_split_spans_are_trimmed_and_skip_blank_text():
 
 
 # ----------------------------------------------------------------------------------------------- chunking
+
+
+def test_split_is_remembered_by_text_and_each_call_gets_its_own_list():
+    # A node is split for its stored sentences and again for its layer's summary: the second is a lookup.
+    text = "A first sentence here. A second one follows.\n\n## Heading\nAnd a third."
+    first = split_sentences(text)
+    hits = chunk_module._remembered_spans.cache_info().hits
+    first.append((0, 1))  # a caller's list is its own: changing it changes nothing remembered
+    again = split_sentences(text)
+    assert chunk_module._remembered_spans.cache_info().hits == hits + 1
+    assert again == first[:-1] == [(0, 22), (23, 44), (46, 56), (57, 69)]
 
 
 def test_sample_document_chunks_within_limit_with_sentences_intact(embedder):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+
 import numpy as np
 import pytest
 
 from raptor_engine.ingest.chunk import split_sentences
+from raptor_engine.tree import summarize
 from raptor_engine.tree.summarize import ExtractiveSummarizer, summary_budget
 from raptor_engine.types import SummaryRequest
 
@@ -103,6 +107,43 @@ async def test_child_embeddings_break_lexical_ties():
     summarizer = ExtractiveSummarizer(lambda t: len(t.split()))
     (summary,) = await summarizer.summarize_many([request])
     assert summary.text == "Alpha beta gamma epsilon."
+
+
+def _tf_idf_cosines(term_lists: list[list[str]]) -> list[float]:
+    """Each list's TF-IDF cosine to the centroid, one dictionary per list (the definition, written out)."""
+    total = len(term_lists)
+    df = Counter(t for terms in term_lists for t in set(terms))
+    idf = {t: math.log((1 + total) / (1 + n)) + 1.0 for t, n in df.items()}
+    centroid = {t: n * idf[t] for t, n in Counter(t for terms in term_lists for t in terms).items()}
+    centroid_norm = math.sqrt(sum(w * w for w in centroid.values()))
+    out = []
+    for terms in term_lists:
+        weights = {t: n * idf[t] for t, n in Counter(terms).items()}
+        norm = math.sqrt(sum(w * w for w in weights.values()))
+        out.append(sum(w * centroid[t] for t, w in weights.items()) / (norm * centroid_norm) if norm else 0.0)
+    return out
+
+
+def test_centroid_similarity_is_the_tf_idf_cosine_to_the_centroid():
+    term_lists = [
+        ["planet", "rings", "ice", "planet"],
+        ["planet", "moons", "storm"],
+        [],
+        ["grandmother", "pie", "cinnamon", "sunday"],
+        ["ice", "giant", "planet", "winds", "ice"],
+    ]
+    assert summarize._centroid_similarity(term_lists) == pytest.approx(_tf_idf_cosines(term_lists), abs=1e-12)
+    assert list(summarize._centroid_similarity([[], []])) == [0.0, 0.0]
+
+
+def test_scores_equal_but_for_rounding_rank_in_source_order(monkeypatch):
+    # Summing the same terms in another order can move a score in its last bit; such sentences tie.
+    sentences = summarize._sentences(["Delicious, said Retief. My apologies, said Retief."])
+    noisy = np.array([0.5156033162685154, 0.5156033162685155])
+    monkeypatch.setattr(summarize, "_centroid_similarity", lambda _: noisy)
+    summarize._score(sentences, np.ones(1))
+    assert sentences[0].score == sentences[1].score
+    assert [s.position for s in summarize._ranked(sentences)] == [0, 1]
 
 
 def test_summary_budget_is_a_clamped_ratio():

@@ -51,7 +51,9 @@ LOCAL_NEIGHBORS = 10  # the reference code's local UMAP n_neighbors
 BIC_PATIENCE = 3  # stop the BIC scan after this many consecutive rises
 MAX_RECLUSTER_DEPTH = 12  # a second guard on top of "strictly smaller": contiguous beyond this
 _IDENTICAL_TOLERANCE = 1e-5  # embeddings closer than this per component count as identical
-_UMAP_EPOCHS = 200  # umap-learn's own choice for large data; its 500 for small data doubles the cost
+# umap-learn runs 200 epochs for large data (500 for small); a layer's layout from its spectral start
+# settles well before that, and 100 kept retrieval quality (docs/PERFORMANCE.md, issue 31).
+_UMAP_EPOCHS = 100
 # A local cluster's UMAP (tens of nodes) starts from its spectral layout, which already separates what the
 # mixture will find; its layout epochs were most of its cost. 50 epochs below this many distinct nodes
 # kept retrieval quality (docs/PERFORMANCE.md, "Profile of a 100k-token ingest").
