@@ -73,6 +73,7 @@ SLOW_FILES = {
 # Single slow tests in otherwise quick files.
 SLOW_TESTS = {
     "test_readme_runnable_blocks_run",
+    "test_readme_shows_what_make_demo_prints",
     "test_large_layers_get_their_neighbour_graph_from_hnswlib",
     "test_a_second_process_loads_umaps_compiled_code_instead_of_compiling",
     "test_an_ingest_can_start_importing_umap_in_the_background",
