@@ -98,28 +98,27 @@ def wait_for_background_imports(timeout: float = 600.0) -> None:
             thread.join(timeout)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item):
+def _phase_then_wait():
+    """The body of a test phase's hook wrapper: the phase, then `wait_for_background_imports`."""
     try:
         return (yield)
     finally:
         wait_for_background_imports()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _phase_then_wait())
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    try:
-        return (yield)
-    finally:
-        wait_for_background_imports()
+    return (yield from _phase_then_wait())
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
-    try:
-        return (yield)
-    finally:
-        wait_for_background_imports()
+    return (yield from _phase_then_wait())
 
 
 def _cpu_seconds() -> float:
