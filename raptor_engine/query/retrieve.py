@@ -59,14 +59,27 @@ MIN_NEW_SUMMARY_SHARE = (
 FETCH_BATCH = 40  # candidates read in full at a time (about twice what a 2,000-token budget takes)
 SENTENCE_CACHE_NODES = 50_000  # nodes stored without their sentences whose split is kept between questions
 RANKINGS = ("hybrid", "learned", "vector")
-TEXT_CANDIDATES = 50  # nodes fetched from the full-text index
-RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009)
 RERANK = 60  # candidates the learned ranker orders (their texts are read); the rest follow in fused order
 # A code, part number or reference: letters and digits joined by - / . _ ("E-4012", "7731-B", "v2.3")
 CODE = re.compile(r"[A-Za-z0-9]+(?:[-/._][A-Za-z0-9]+)+")
 DISTINCTIVE = re.compile(r"[A-Za-z0-9]+(?:[-/._][A-Za-z0-9]+)+|\b[A-Za-z]*\d[A-Za-z0-9]*\b|\b[A-Z][a-z]{2,}\b")
 MAX_DISTINCTIVE = 4  # distinctive words looked up per question (one small text search each)
 RARE_NODES = 3  # a distinctive word held by at most this many nodes puts them first
+
+
+@dataclasses.dataclass(frozen=True)
+class Fusion:
+    """How the hybrid order is made from the two searches. The defaults are the engine's; the others
+    measured no better on the evaluation sets' training split (docs/EVALUATION.md, "Small budgets"),
+    and `raptor_tools.benchmarks.context_orders` measures them side by side."""
+
+    rrf_k: int = 60  # reciprocal rank fusion's constant (Cormack et al. 2009)
+    text_weight: float = 1.0  # the full-text rank's share against the vector rank's 1
+    text_candidates: int = 50  # nodes fetched from the full-text index
+    rare_first: bool = True  # nodes naming a rare distinctive word of the question come first
+
+
+FUSION = Fusion()
 
 
 def _context_node(node: StoredNode, score: float) -> ContextNode:
@@ -269,11 +282,14 @@ def collapsed_tree(
     documents: list[str] | None = None,
     count_tokens_batch: CountTokensBatch | None = None,
     ranking: str = "learned",
+    fusion: Fusion = FUSION,
 ) -> RetrievedContext:
     allowed = allowed_ids(store, kb_id, layers, documents)
     if allowed is not None and not allowed:
         return RetrievedContext([], 0, budget, "collapsed", query)
-    hits, known = ranked_hits(store, index, kb_id, query, query_vector, ef=ef, allowed=allowed, ranking=ranking)
+    hits, known = ranked_hits(
+        store, index, kb_id, query, query_vector, ef=ef, allowed=allowed, ranking=ranking, fusion=fusion
+    )
     if asks_about_the_whole(query):
         hits = _summaries_first(store, kb_id, hits, query_vector, allowed)
     fill = BudgetFill(budget, count_tokens_batch)
@@ -292,6 +308,7 @@ def ranked_hits(
     ef: int,
     allowed: set[int] | None,
     ranking: str,
+    fusion: Fusion = FUSION,
 ) -> tuple[list[tuple[int, float]], dict[int, StoredNode]]:
     """The candidates in the order that fills the budget, each with its cosine (what a citation shows),
     and the nodes already read on the way (the ranker reads its candidates' texts)."""
@@ -302,8 +319,8 @@ def ranked_hits(
     )
     if ranking == "vector":
         return hits, {}
-    pinned = rare_term_nodes(store, kb_id, query, allowed)
-    candidates = fused_candidates(store, kb_id, query, query_vector, hits, allowed, pinned)
+    pinned = rare_term_nodes(store, kb_id, query, allowed) if fusion.rare_first else []
+    candidates = fused_candidates(store, kb_id, query, query_vector, hits, allowed, pinned, fusion)
     known: dict[int, StoredNode] = {}
     if ranking == "learned":
         known = read_candidates(store, candidates[:RERANK])
@@ -347,10 +364,15 @@ def query_terms(query: str) -> set[str]:
     return {stem(t) for t in content_terms(query)}
 
 
-def _fusion_score(candidate: NodeCandidate) -> float:
-    """Reciprocal rank fusion: each search adds 1 / (RRF_K + rank), so either alone can bring a node up."""
-    ranks = (candidate.vector_rank, candidate.text_rank)
-    return sum(1.0 / (RRF_K + rank + 1) for rank in ranks if rank is not None)
+def fusion_score(candidate: NodeCandidate, fusion: Fusion = FUSION) -> float:
+    """Reciprocal rank fusion: each search adds weight / (rrf_k + rank), so either alone can bring a
+    node up (the vector search's weight is 1)."""
+    score = 0.0
+    if candidate.vector_rank is not None:
+        score += 1.0 / (fusion.rrf_k + candidate.vector_rank + 1)
+    if candidate.text_rank is not None:
+        score += fusion.text_weight / (fusion.rrf_k + candidate.text_rank + 1)
+    return score
 
 
 def fused_candidates(
@@ -361,6 +383,7 @@ def fused_candidates(
     hits: list[tuple[int, float]],
     allowed: set[int] | None,
     pinned: Sequence[int] = (),
+    fusion: Fusion = FUSION,
 ) -> list[NodeCandidate]:
     """The vector hits and the full-text hits (and `pinned` nodes, were neither search to find them) in
     one list, best fused rank first. A node the vector search did not find gets its cosine from its
@@ -368,7 +391,7 @@ def fused_candidates(
     candidates = {node_id: NodeCandidate(node_id, score, vector_rank=rank) for rank, (node_id, score) in enumerate(hits)}
     for node_id in pinned:
         candidates.setdefault(node_id, NodeCandidate(node_id, float("nan")))
-    text_hits = store.text_search(kb_id, text_phrases(query), TEXT_CANDIDATES)
+    text_hits = store.text_search(kb_id, text_phrases(query), fusion.text_candidates)
     for rank, (node_id, score) in enumerate(hit for hit in text_hits if allowed is None or hit[0] in allowed):
         candidate = candidates.setdefault(node_id, NodeCandidate(node_id, float("nan")))
         candidate.text_score, candidate.text_rank = score, rank
@@ -378,7 +401,7 @@ def fused_candidates(
         for node_id, cosine in zip(found, matrix @ query_vector.astype(np.float32), strict=True):
             candidates[int(node_id)].cosine = float(cosine)
     present = [c for c in candidates.values() if c.cosine == c.cosine]  # NaN: no embedding stored
-    return sorted(present, key=lambda c: (-_fusion_score(c), c.node_id))
+    return sorted(present, key=lambda c: (-fusion_score(c, fusion), c.node_id))
 
 
 def read_candidates(store: Store, candidates: list[NodeCandidate]) -> dict[int, StoredNode]:

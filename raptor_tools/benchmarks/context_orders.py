@@ -1,0 +1,159 @@
+"""Context recall at a small budget for other orders of the context nodes, training and held-out split
+side by side.
+
+Every question with a reference, of every document of the evaluation sets, gets its collapsed and
+leaves-only context at the budget in each order of `ORDERS`, scored as `raptor eval` scores a context
+(ROUGE-1 recall of the best reference). Printed per split: each set's collapsed (leaves only) recall,
+the mean over the sets, and the mean difference against the engine's order with its paired standard
+error. An order is worth adopting only if it wins on the training split by more than its error; the
+held-out split then says whether the win carries over. The trees are the ones `raptor eval` caches
+(<cache>/<set>), built if missing.
+
+Run: `python -m raptor_tools.benchmarks.context_orders ../shared/evaldata [--budget 500] [--cache DIR]
+[--heldout-cache DIR]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import math
+import sys
+from pathlib import Path
+from statistics import fmean, variance
+
+_ROOT = Path(__file__).resolve().parents[2]  # the checkout, for `python -m` from anywhere
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+from raptor_engine.config import Settings  # noqa: E402
+from raptor_engine.engine import Engine  # noqa: E402
+from raptor_engine.query.retrieve import Fusion, collapsed_tree  # noqa: E402
+from raptor_engine.tree.embed import Embedder  # noqa: E402
+from raptor_tools.evaluate import EvalSet, build_trees, load_eval_set, split_of  # noqa: E402
+from raptor_tools.metrics import best_over, rouge1_recall  # noqa: E402
+
+SETS = ("qasper", "quality", "squality", "narrativeqa_summaries")
+SPLITS = ("train", "heldout")
+METHODS = {"collapsed": None, "leaves": [0]}  # the layers each method may take
+ENGINE_ORDER = "hybrid (the engine)"
+ORDERS: dict[str, tuple[str, Fusion]] = {
+    ENGINE_ORDER: ("hybrid", Fusion()),
+    "vector": ("vector", Fusion()),
+    "vector, rare-term nodes first": ("hybrid", Fusion(text_weight=0.0)),
+    "hybrid, no rare-term nodes first": ("hybrid", Fusion(rare_first=False)),
+    "hybrid, text weight 0.5": ("hybrid", Fusion(text_weight=0.5)),
+    "hybrid, RRF k 20": ("hybrid", Fusion(rrf_k=20)),
+    "hybrid, RRF k 2": ("hybrid", Fusion(rrf_k=2)),
+    "hybrid, 10 text hits": ("hybrid", Fusion(text_candidates=10)),
+    "learned node model": ("learned", Fusion()),
+}
+
+Recalls = dict[str, list[float]]  # per method, one recall per question
+
+
+async def set_recalls(
+    eval_set: EvalSet, split: str, data_dir: Path, budget: int, embedder: Embedder | None = None
+) -> dict[str, Recalls]:
+    """Each order's recalls on one set's split, the questions in file order (so orders pair up)."""
+    questions = [q for q in eval_set.questions if q.answers and split_of(eval_set.name, q.doc_id) == split]
+    found: dict[str, Recalls] = {order: {method: [] for method in METHODS} for order in ORDERS}
+    if not questions:
+        return found
+    engine = Engine(dataclasses.replace(Settings.from_env(), data_dir=data_dir), embedder=embedder)
+    try:
+        needed = list(dict.fromkeys(q.doc_id for q in questions))
+        trees = await build_trees(engine, [eval_set.documents[d] for d in needed], progress=False)
+        for question in questions:
+            kb_id = engine.store.require_kb(trees[question.doc_id]["kb"])
+            vector = engine.embedder.embed([question.question])[0]
+            for order, (ranking, fusion) in ORDERS.items():
+                for method, layers in METHODS.items():
+                    context = collapsed_tree(
+                        engine.store,
+                        engine.indexes.get(kb_id),
+                        kb_id,
+                        question.question,
+                        vector,
+                        budget=budget,
+                        ef=engine.settings.hnsw_ef,
+                        layers=layers,
+                        count_tokens_batch=engine.embedder.count_tokens_batch,
+                        ranking=ranking,
+                        fusion=fusion,
+                    )
+                    text = "\n\n".join(node.text for node in context.nodes)
+                    found[order][method].append(best_over(question.answers, rouge1_recall, text) or 0.0)
+    finally:
+        engine.close()
+    return found
+
+
+def paired_difference(new: list[float], old: list[float]) -> tuple[float, float]:
+    """Mean of new - old over paired questions, and its standard error."""
+    diffs = [a - b for a, b in zip(new, old, strict=True)]
+    if len(diffs) < 2:
+        return (diffs[0] if diffs else 0.0), 0.0
+    return fmean(diffs), math.sqrt(variance(diffs) / len(diffs))
+
+
+def split_table(results: dict[str, dict[str, Recalls]]) -> list[str]:
+    """A markdown table, one row per order: per set collapsed (leaves only), the mean over the sets,
+    and the difference of that mean against the engine's order ± its standard error (the sets'
+    questions are independent). Sets without questions in the split are left out."""
+    sets = [name for name, orders in results.items() if orders[ENGINE_ORDER]["collapsed"]]
+    if not sets:
+        return []
+    lines = [
+        "| order | " + " | ".join(sets) + " | mean | against the engine, points |",
+        "|---|" + "---|" * (len(sets) + 2),
+    ]
+    for order in ORDERS:
+        cells, means, diffs, variances = [], [], [], []
+        for name in sets:
+            recalls = results[name][order]
+            cells.append(f"{fmean(recalls['collapsed']):.3f} ({fmean(recalls['leaves']):.3f})")
+            means.append(fmean(recalls["collapsed"]))
+            diff, error = paired_difference(recalls["collapsed"], results[name][ENGINE_ORDER]["collapsed"])
+            diffs.append(diff)
+            variances.append(error**2)
+        error = math.sqrt(sum(variances)) / len(sets)
+        lines.append(
+            f"| {order} | "
+            + " | ".join(cells)
+            + f" | {fmean(means):.3f} | {100 * fmean(diffs):+.1f} ± {100 * error:.1f} |"
+        )
+    return lines
+
+
+async def measure(
+    evaldata: Path, caches: dict[str, Path], budget: int, sets: tuple[str, ...] = SETS
+) -> dict[str, dict[str, dict[str, Recalls]]]:
+    """Recalls per split, set and order."""
+    results: dict[str, dict[str, dict[str, Recalls]]] = {split: {} for split in SPLITS}
+    for name in sets:
+        eval_set = load_eval_set(evaldata / name)
+        for split in SPLITS:
+            results[split][name] = await set_recalls(eval_set, split, caches[split] / name, budget)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("evaldata", type=Path)
+    parser.add_argument("--budget", type=int, default=500)
+    parser.add_argument("--cache", type=Path, default=Path(".eval-cache"), help="trees: <cache>/<set>")
+    parser.add_argument("--heldout-cache", type=Path, help="the held-out split's trees, if not in --cache")
+    parser.add_argument("--sets", default=",".join(SETS))
+    args = parser.parse_args()
+    caches = {"train": args.cache, "heldout": args.heldout_cache or args.cache}
+    sets = tuple(args.sets.split(","))
+    results = asyncio.run(measure(args.evaldata, caches, args.budget, sets))
+    for split, per_set in results.items():
+        print(f"\n{split} split, budget {args.budget}: collapsed (leaves only)\n")
+        print("\n".join(split_table(per_set)))
+
+
+if __name__ == "__main__":
+    main()

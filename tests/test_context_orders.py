@@ -1,0 +1,109 @@
+"""The hybrid order's knobs (`retrieve.Fusion`) and the benchmark that compares orders of the context
+at a small budget on the evaluation splits (docs/EVALUATION.md, "Small budgets")."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from raptor_engine import Engine, Settings
+from raptor_engine.query.ranker import NodeCandidate
+from raptor_engine.query.retrieve import FUSION, Fusion, collapsed_tree, fusion_score
+from raptor_tools.benchmarks.context_orders import (
+    ENGINE_ORDER,
+    METHODS,
+    ORDERS,
+    SPLITS,
+    paired_difference,
+    set_recalls,
+    split_table,
+)
+from raptor_tools.evaluate import build_trees, load_eval_set, score_context, split_of
+from tests.test_eval import write_set
+from tests.test_text_index import CODES, _fault_log
+
+
+def test_the_fusion_weighs_each_search_by_its_rank():
+    vector_first = NodeCandidate(1, 0.9, vector_rank=0)
+    both_middling = NodeCandidate(2, 0.5, vector_rank=9, text_rank=4)
+    text_first = NodeCandidate(3, 0.1, text_rank=0)
+    assert FUSION == Fusion()
+    # k = 60: found by both searches at middling ranks beats the vector search's first
+    assert fusion_score(both_middling) > fusion_score(vector_first)
+    # a small k lets one first place count more than two middling ones
+    assert fusion_score(vector_first, Fusion(rrf_k=2)) > fusion_score(both_middling, Fusion(rrf_k=2))
+    # the text weight scales the full-text rank's share only
+    assert fusion_score(text_first, Fusion(text_weight=0.0)) == 0.0
+    assert fusion_score(both_middling, Fusion(text_weight=0.0)) == fusion_score(
+        NodeCandidate(2, 0.5, vector_rank=9)
+    )
+    assert fusion_score(text_first, Fusion(text_weight=0.5)) == pytest.approx(fusion_score(text_first) / 2)
+
+
+async def test_rare_term_nodes_come_first_whatever_the_fusion(tmp_path, embedder):
+    """With the full-text rank weighted 0 the fused order is the vector order, which misses some fault
+    codes at this budget; putting the nodes that name a rare word of the question first finds them all."""
+    engine = Engine(Settings(data_dir=tmp_path, ranking="hybrid"), embedder=embedder)
+    try:
+        await engine.ingest("kb", "faults.txt", _fault_log().encode(), added_by="t")
+        kb_id = engine.store.require_kb("kb")
+
+        def found(fusion: Fusion) -> int:
+            hits = 0
+            for code in CODES:
+                question = f"What happened with fault {code}?"
+                context = collapsed_tree(
+                    engine.store,
+                    engine.indexes.get(kb_id),
+                    kb_id,
+                    question,
+                    engine.embedder.embed([question])[0],
+                    budget=150,
+                    ef=engine.settings.hnsw_ef,
+                    ranking="hybrid",
+                    fusion=fusion,
+                )
+                hits += any(code in node.text for node in context.nodes)
+            return hits
+
+        assert found(Fusion(text_weight=0.0, rare_first=False)) < len(CODES)
+        assert found(Fusion(text_weight=0.0)) == len(CODES)
+        assert found(FUSION) == len(CODES)
+    finally:
+        engine.close()
+
+
+def test_paired_difference_and_its_standard_error():
+    assert paired_difference([0.5, 0.7, 0.9], [0.5, 0.5, 0.5]) == pytest.approx((0.2, 0.2 / 3**0.5))
+    assert paired_difference([0.4], [0.1]) == pytest.approx((0.3, 0.0))
+    assert paired_difference([], []) == (0.0, 0.0)
+
+
+async def test_the_benchmark_scores_each_order_as_raptor_eval_does(tmp_path: Path, embedder):
+    eval_set = load_eval_set(write_set(tmp_path / "tiny"))
+    data_dir = tmp_path / "data"
+    scored = 0
+    for split in SPLITS:
+        found = await set_recalls(eval_set, split, data_dir, 300, embedder)
+        questions = [q for q in eval_set.questions if q.answers and split_of("tiny", q.doc_id) == split]
+        assert set(found) == set(ORDERS)
+        assert all(len(recalls[method]) == len(questions) for recalls in found.values() for method in METHODS)
+        assert all(0.0 <= r <= 1.0 for recalls in found.values() for rs in recalls.values() for r in rs)
+        if not questions:
+            assert split_table({"tiny": found}) == []
+            continue
+        engine = Engine(dataclasses.replace(Settings.from_env(), data_dir=data_dir), embedder=embedder)
+        try:
+            trees = await build_trees(engine, list(eval_set.documents.values()), progress=False)
+            for question, recall in zip(questions, found[ENGINE_ORDER]["collapsed"], strict=True):
+                context = engine.retrieve(trees[question.doc_id]["kb"], question.question, budget=300)
+                assert recall == pytest.approx(score_context(question, context)["rouge1_recall"], abs=1e-3)
+                scored += 1
+        finally:
+            engine.close()
+        table = split_table({"tiny": found})
+        assert len(table) == 2 + len(ORDERS)
+        assert table[2].startswith(f"| {ENGINE_ORDER} |") and table[2].endswith("| +0.0 ± 0.0 |")
+    assert scored == sum(bool(q.answers) for q in eval_set.questions)
