@@ -400,18 +400,23 @@ def _chunks(count: int) -> list[str]:
     return [" ".join(words[(i * 7) % len(words) :] + words * (i % 23)) for i in range(count)]
 
 
-def test_pipelined_embedding_tokenizes_ahead_on_threads_and_gives_the_same_vectors(exported, monkeypatch):
+def test_pipelined_embedding_tokenizes_ahead_on_threads_and_gives_the_same_vectors(
+    tiny_model, tiny_exported, monkeypatch
+):
     """The GPU path on a CPU: worker threads measure and tokenize the batches, the next ones while the
-    model runs the current one, and the vectors (fp32) are the ones the plain loop gives, in order."""
+    model runs the current one, and the vectors (fp32) are the ones the plain loop gives, in order
+    (on the tiny model: the pipeline is the embedder's, whatever the weights)."""
     import threading
 
     texts = _chunks(120)
-    plain = Embedder(MODEL, backend="onnx", cache_dir=exported.parents[1], use_gpu=False)
+    plain = Embedder(str(tiny_model), backend="onnx", cache_dir=tiny_exported.parents[1], use_gpu=False)
     assert plain.tokenize_threads == 0 and not plain._pipelined()  # a CPU's cores run the model
     plain.batch_tokens = 512
     expected = plain.embed(texts)
 
-    piped = Embedder(MODEL, backend="onnx", cache_dir=exported.parents[1], use_gpu=False, tokenize_threads=3)
+    piped = Embedder(
+        str(tiny_model), backend="onnx", cache_dir=tiny_exported.parents[1], use_gpu=False, tokenize_threads=3
+    )
     piped.batch_tokens = 512
     runtime = piped.runtime
     prepared_on: list[str] = []
@@ -439,17 +444,18 @@ def test_pipelined_embedding_tokenizes_ahead_on_threads_and_gives_the_same_vecto
     assert rt.cosines(vectors, expected).min() > 0.99999
 
 
-def test_the_gpu_forward_pass_matches_sentence_transformers_on_the_cpu():
+def test_the_gpu_forward_pass_matches_sentence_transformers_on_the_cpu(tiny_model):
     """The torch runtime's `prepare` + `run` (the GPU path: its own threads' tokenizer, the model's forward
-    pass) gives sentence-transformers' `encode` vectors; here on the CPU, on CUDA in the test below."""
-    torch_runtime = rt.TorchRuntime(resolve_model_path(MODEL), "cpu")
+    pass) gives sentence-transformers' `encode` vectors; here on the CPU with the tiny model, on CUDA with
+    the real one in the test below."""
+    torch_runtime = rt.TorchRuntime(str(tiny_model), "cpu")
     assert torch_runtime.batches is not None
     texts = [*SENTENCES, *_chunks(40)]
     reference = torch_runtime.encode(texts)
     assert rt.cosines(torch_runtime.run(torch_runtime.prepare(texts)), reference).min() > 0.99999
 
 
-def test_a_gpu_runtime_gets_device_sized_batches_and_tokenizing_threads(exported, monkeypatch):
+def test_a_gpu_runtime_gets_device_sized_batches_and_tokenizing_threads(tiny_model, tiny_exported, monkeypatch):
     """What the embedder decides from the runtime's device, checked with the CPU runtime labelled as a GPU."""
     from raptor_engine.tree import embed as embed_module
 
@@ -462,13 +468,13 @@ def test_a_gpu_runtime_gets_device_sized_batches_and_tokenizing_threads(exported
 
     monkeypatch.setattr(embed_module, "load_runtime", as_if_on_a_gpu)
     embedder = Embedder(
-        MODEL, backend="onnx", cache_dir=exported.parents[1], use_gpu=False, gpu_batch_tokens=4096
+        str(tiny_model), backend="onnx", cache_dir=tiny_exported.parents[1], use_gpu=False, gpu_batch_tokens=4096
     )
     assert embedder.on_gpu and embedder.batch_tokens == 4096 and embedder.batch_size == 4096 // 16
     assert embedder.tokenize_threads == embed_module.default_tokenize_threads() >= 1
     assert embedder._pipelined()
     texts = _chunks(60)
-    assert embedder.embed(texts).shape == (60, 384)
+    assert embedder.embed(texts).shape == (60, 64)
 
 
 @pytest.mark.skipif(not rt.torch_cuda_available(), reason="needs a CUDA GPU (the GPU path runs on the CPU above)")

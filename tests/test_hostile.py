@@ -250,12 +250,18 @@ def test_an_unknown_run_counts_by_its_length(embedder):
     assert embedder.count_tokens("The keeper lit the lamp.") == 6  # ordinary text counts as before
 
 
-@pytest.mark.parametrize(
-    "text",
-    [letter_run(30_000).decode(), long_words(200).decode(), "😀🚢⚓" * 3_000, zalgo(3_000).decode()],
+@pytest.mark.parametrize(  # made when the test runs, not when every worker collects the suite
+    "make",
+    [
+        lambda: letter_run(30_000).decode(),
+        lambda: long_words(200).decode(),
+        lambda: "😀🚢⚓" * 3_000,
+        lambda: zalgo(3_000).decode(),
+    ],
     ids=["dna", "long words", "emoji", "zalgo"],
 )
-def test_no_chunk_exceeds_either_limit_for_any_run(embedder, text):
+def test_no_chunk_exceeds_either_limit_for_any_run(embedder, make):
+    text = make()
     doc = LoadedDocument(name="t.txt", text=text, sections=[Section(0, len(text))], format="txt")
     chunks = chunk_document(
         doc,
@@ -434,20 +440,20 @@ def test_utf32_is_read_and_noncharacters_are_dropped():
     assert VISIBLE in text and not any(ch in text for ch in "\ufffe\uffff\ufdd0\U0010ffff")
 
 
-@pytest.mark.parametrize(
-    "filename, data, reason",
+@pytest.mark.parametrize(  # the files are made when the test runs, not when every worker collects
+    "filename, make, reason",
     [
-        ("a.docx", many_pages_pdf(1), "is a PDF file, not a Word document"),
-        ("a.pdf", hidden_runs_docx(), "is a zip archive, not a PDF"),
-        ("a.docx", encrypted_office_file(), "encrypted (password-protected) or old-style (.doc) Word file"),
-        ("a.pdf", garbled_font_pdf(), "does not map to readable characters"),
-        ("a.docx", utf16_entity_docx(), "entity declarations"),
-        ("a.html", entity_storm_html(2_000), "cannot be displayed as text"),
-        ("a.docx", many_entries_docx(5_001), "a zip of 5,004 files, more than the 5,000"),
+        ("a.docx", lambda: many_pages_pdf(1), "is a PDF file, not a Word document"),
+        ("a.pdf", hidden_runs_docx, "is a zip archive, not a PDF"),
+        ("a.docx", encrypted_office_file, "encrypted (password-protected) or old-style (.doc) Word file"),
+        ("a.pdf", garbled_font_pdf, "does not map to readable characters"),
+        ("a.docx", utf16_entity_docx, "entity declarations"),
+        ("a.html", lambda: entity_storm_html(2_000), "cannot be displayed as text"),
+        ("a.docx", lambda: many_entries_docx(5_001), "a zip of 5,004 files, more than the 5,000"),
     ],
 )
-def test_a_disguised_or_unreadable_file_says_what_it_is(filename, data, reason):
-    assert reason in refusal(filename, data)
+def test_a_disguised_or_unreadable_file_says_what_it_is(filename, make, reason):
+    assert reason in refusal(filename, make())
 
 
 @pytest.mark.parametrize("prefix", ["x", "", "wordml", "\u00e9"])
