@@ -14,8 +14,10 @@ collapsed tree's first 60 fused candidate nodes), by split:
 - the quotes: the ROUGE-1 recall of the best reference by the three quotes `answer.pick_quotes`
   takes, and the share of questions whose reference the quotes hold word for word, for the shipped
   blend (what main does), the reranker alone, and the shipped blend mixed with the reranker's score
-  (min-max scaled per question) by a weight chosen on the TRAIN split, over all sentences or only the
-  blend's best K (the reranker's cost grows with the sentences it reads);
+  (min-max scaled onto the blend's range per question) by a weight chosen on the TRAIN split as the
+  blend was (the best mean over the sets with none under the blend; when no weight keeps every set
+  level, the best mean, flagged `no_set_under_main_on_train: false`), over all sentences or only
+  the blend's best K (the reranker's cost grows with the sentences it reads);
 - the context: the ROUGE-1 recall of the nodes that fill 500 tokens, in the fused order (what main
   does), the reranker's order, and a mix chosen on the TRAIN split;
 - the cost: milliseconds a question, side by side in one process and alternating per question: the
