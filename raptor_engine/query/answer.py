@@ -132,10 +132,14 @@ QUANTITY_LABELS = re.compile(
     r"|[\[［]\s*\d+(?:\s*[,;–-]\s*\d+)*\s*[\]］]"
 )
 
+_DIGIT = re.compile(r"\d")
+
 
 def holds_kind(kind: int, sentence: str) -> bool:
     """Whether the sentence holds what ANSWER_KINDS[kind] asks for (a number read without its labels)."""
-    return bool(ANSWER_KINDS[kind][1].search(QUANTITY_LABELS.sub(" ", sentence)))
+    if _DIGIT.search(sentence):  # every label holds a digit: the others are read as they are
+        sentence = QUANTITY_LABELS.sub(" ", sentence)
+    return bool(ANSWER_KINDS[kind][1].search(sentence))
 
 
 # "Who was X?", "What is X?", "Tell me about X": the sentences that say what X is or was.
@@ -744,7 +748,8 @@ class ExtractiveAnswerer:
         learned = None
         if self.ranker is not None and not thematic and not rewrite.context:
             features = sentence_features(rewrite.core, candidates, similarity, sentences, weights)
-            kind = document_kind([c.text for c in candidates])
+            # the kind is read only where the ranker has weights for one
+            kind = document_kind([c.text for c in candidates]) if self.ranker.blend.by_kind else None
             learned = self.ranker.quote_scores(rewrite.core, features, kind)
         top_layer = max(c.node.layer for c in candidates) or 1
         asks_for_more = bool(ASKS_FOR_MORE.search(rewrite.core))

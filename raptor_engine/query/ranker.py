@@ -193,12 +193,15 @@ def asks_short_fact(question: str) -> bool:
 PAPER = "paper"  # a scientific or technical paper: citations, table and figure labels, decimals, percentages
 NARRATIVE = "narrative"  # fiction or narrative prose: dialogue in quotation marks, 'said', 'asked'
 DOCUMENT_KINDS = (PAPER, NARRATIVE)
+# every paper mark but 'et al' holds a digit, so only the sentences with one are searched for them
 _PAPER_MARK = re.compile(
-    r"\b(?:BIBREF|TABREF|FIGREF|SECREF|INLINEFORM|DISPLAYFORM)\d*|\bet al\b|[\[［]\s*\d+(?:\s*[,;–-]\s*\d+)*\s*[\]］]"
+    r"\b(?:BIBREF|TABREF|FIGREF|SECREF|INLINEFORM|DISPLAYFORM)\d|[\[［]\s*\d+(?:\s*[,;–-]\s*\d+)*\s*[\]］]"
     r"|\b(?:Table|Fig\.|Figure|Section|Eq\.|Equation|Appendix)\s+\d|\d(?:\.\d+)?\s?%|\b\d+\.\d+\b"
 )
+_DIGIT = re.compile(r"\d")
+_ET_AL = re.compile(r"\bet al\b")  # of lower-cased text
 _DIALOGUE_MARK = re.compile(r"[“”]|(?:^|\s)\"|\"(?:\s|$)")
-_SPEECH_VERB = re.compile(r"\b(?:said|asked|replied|told|shouted|whispered|cried|answered)\b", re.IGNORECASE)
+_SPEECH_VERB = re.compile(r"\b(?:said|asked|replied|told|shouted|whispered|cried|answered)\b")  # of lower-cased text
 # "Grad F: Yeah, I think ...", "Project Manager: So ...": a transcript's speaker turns
 _SPEAKER_TURN = re.compile(r"^\s*[A-Z][\w.' -]{0,30}:\s+\S")
 PAPER_MARKS_PER_1000 = 8.0  # QASPER's papers hold 11-47 a 1,000 words, the stories none
@@ -218,9 +221,11 @@ def document_kind(texts: list[str]) -> str | None:
     if sum(bool(_SPEAKER_TURN.match(text)) for text in texts) >= SPEAKER_TURN_SHARE * len(texts):
         return None
     joined = "\n".join(texts)
+    lowered = joined.lower()
     per_1000 = 1000.0 / count
-    paper = len(_PAPER_MARK.findall(joined)) * per_1000
-    narrative = (len(_DIALOGUE_MARK.findall(joined)) + 2 * len(_SPEECH_VERB.findall(joined))) * per_1000
+    numbered = "\n".join(text for text in texts if _DIGIT.search(text))
+    paper = (len(_PAPER_MARK.findall(numbered)) + len(_ET_AL.findall(lowered))) * per_1000
+    narrative = (len(_DIALOGUE_MARK.findall(joined)) + 2 * len(_SPEECH_VERB.findall(lowered))) * per_1000
     if paper >= PAPER_MARKS_PER_1000 and narrative < NARRATIVE_MARKS_PER_1000:
         return PAPER
     if narrative >= NARRATIVE_MARKS_PER_1000 and paper < PAPER_MARKS_PER_1000:
