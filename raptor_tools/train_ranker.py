@@ -13,7 +13,8 @@ For every question of a training document with a reference answer:
 Each model is chosen among a ridge regression and two sizes of gradient-boosted regression trees
 (HistGradientBoostingRegressor, fixed seed, fixed hyper-parameters) by cross-validation grouped by
 document, and exported to plain JSON. The answer's blend of the sentence model with the hand score
-(ranker.Blend) is then chosen on the same folds' out-of-fold scores (`choose_blend`). The split is by
+(ranker.Blend) is then chosen on the same folds' out-of-fold scores (`choose_blend`): for all
+questions, then for the questions of each document kind (`choose_kind_blends`, ranker.document_kind). The split is by
 document (evaluate.split_of), so no held-out document is seen in training. `--ablation` refits the sentence model without each feature in
 turn and prints what the held-out quotes lose; the figures are in docs/EVALUATION.md.
 """

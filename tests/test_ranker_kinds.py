@@ -132,7 +132,8 @@ def test_a_kind_with_its_own_weights_uses_them_and_any_other_the_blend_of_all():
     assert blend.weight("Why did she leave?", NARRATIVE) == 0.9
     assert blend.weight("Why did she leave?", PAPER) == 0.5
     assert blend.weight("Why did she leave?", None) == 0.5
-    assert Blend.from_json(blend.to_json()) == blend
+    kinds = {NARRATIVE: {"short_fact": 0.6, "other": 0.9}}
+    assert Blend.from_json({"short_fact": 0.4, "other": 0.5, "repeat_penalty": 0.0, "by_kind": kinds}) == blend
 
 
 def test_a_ranker_file_with_an_unknown_kind_or_kind_weight_out_of_range_is_refused():

@@ -266,14 +266,6 @@ class Blend:
             raise RankerError(f"the ranker's blend {data!r} is out of range")
         return cls(short, other, penalty, by_kind)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "short_fact": self.short_fact,
-            "other": self.other,
-            "repeat_penalty": self.repeat_penalty,
-            "by_kind": {kind: {"short_fact": a, "other": b} for kind, a, b in self.by_kind},
-        }
-
     def weight(self, question: str, kind: str | None = None) -> float:
         """The model's share of a quote's score for this question, in a document of this kind."""
         short, other = self.short_fact, self.other
