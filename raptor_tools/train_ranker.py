@@ -13,7 +13,8 @@ For every question of a training document with a reference answer:
 Each model is chosen among a ridge regression and two sizes of gradient-boosted regression trees
 (HistGradientBoostingRegressor, fixed seed, fixed hyper-parameters) by cross-validation grouped by
 document, and exported to plain JSON. The answer's blend of the sentence model with the hand score
-(ranker.Blend) is then chosen on the same folds' out-of-fold scores (`choose_blend`). The split is by
+(ranker.Blend) is then chosen on the same folds' out-of-fold scores (`choose_blend`): for all
+questions, then for the questions of each document kind (`choose_kind_blends`, ranker.document_kind). The split is by
 document (evaluate.split_of), so no held-out document is seen in training. `--ablation` refits the sentence model without each feature in
 turn and prints what the held-out quotes lose; the figures are in docs/EVALUATION.md.
 """
@@ -39,13 +40,16 @@ from raptor_engine.errors import RaptorError
 from raptor_engine.ingest.sentences import content_terms
 from raptor_engine.query.answer import ExtractiveAnswerer, pick_quotes, question_terms
 from raptor_engine.query.ranker import (
+    DOCUMENT_KINDS,
     FORMAT,
     HAND,
     MODEL_PATH,
     NODE_FEATURES,
     SENTENCE_FEATURES,
+    Blend,
     asks_short_fact,
     blended,
+    document_kind,
     model_from_json,
     node_features,
     ranker_from_json,
@@ -432,13 +436,11 @@ def out_of_fold(kind: str, rows: Rows, names: tuple[str, ...]) -> list[np.ndarra
     return found
 
 
-def choose_blend(rows: Rows, learned: list[np.ndarray]) -> tuple[dict[str, float], dict[str, float | None]]:
-    """The blend (ranker.Blend: the model's weight for short-fact questions and for the others, and
-    the repeat penalty) by `quote_objective` on out-of-fold scores, and every blend's objective (None:
-    some set fell under the hand weights). The rows are few (a few dozen questions a set), so the
-    one-standard-error rule chooses: of the blends within one standard error of the best, the one
-    nearest the hand weights (smallest short-fact weight, then other weight, then penalty). The hand
-    weights alone (0/0/0) are among the blends tried, so one always qualifies."""
+def blend_grid(
+    rows: Rows, learned: list[np.ndarray], penalties: tuple[float, ...]
+) -> tuple[dict[tuple[float, float, float], float], dict[tuple[float, float, float], float]]:
+    """Every blend's `quote_objective` on these rows' out-of-fold scores (keys: short-fact weight,
+    other weight, repeat penalty) and the standard error of its mean recall."""
     hand = [f[:, HAND] for f in rows.features]
     short = [asks_short_fact(q.question) for q in rows.questions]
     terms = text_terms(rows)
@@ -451,17 +453,102 @@ def choose_blend(rows: Rows, learned: list[np.ndarray]) -> tuple[dict[str, float
                 blended(model, own, short_weight if is_short else other_weight)
                 for model, own, is_short in zip(learned, hand, short, strict=True)
             ]
-            for penalty in REPEAT_PENALTIES:
+            for penalty in penalties:
                 results = quote_results(rows, scores, penalty, terms)
                 by_set = {name: tuple(pairs.mean(axis=0)) for name, pairs in results.items()}
                 key = (short_weight, other_weight, penalty)
                 tried[key], errors[key] = quote_objective(by_set, by_hand), standard_error(results)
+    return tried, errors
+
+
+def within_one_error(
+    tried: dict[tuple[float, float, float], float], errors: dict[tuple[float, float, float], float]
+) -> list[tuple[float, float, float]]:
+    """The blends whose objective lies within one standard error of the best one's."""
     best = max(tried, key=lambda key: tried[key])
-    near = [key for key in tried if tried[key] >= tried[best] - errors[best]]
-    chosen = min(near)
-    return dict(zip(("short_fact", "other", "repeat_penalty"), chosen, strict=True)), {
+    return [key for key in tried if tried[key] >= tried[best] - errors[best]]
+
+
+def readable(tried: dict[tuple[float, float, float], float]) -> dict[str, float | None]:
+    return {
         "/".join(map(str, key)): round(value, 4) if math.isfinite(value) else None
         for key, value in tried.items()
+    }
+
+
+def choose_blend(rows: Rows, learned: list[np.ndarray]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The blend (ranker.Blend: the model's weight for short-fact questions and for the others, and
+    the repeat penalty) by `quote_objective` on out-of-fold scores, and every blend's objective (None:
+    some set fell under the hand weights). The rows are few (a few dozen questions a set), so the
+    one-standard-error rule chooses: of the blends within one standard error of the best, the one
+    nearest the hand weights (smallest short-fact weight, then other weight, then penalty). The hand
+    weights alone (0/0/0) are among the blends tried, so one always qualifies. Then each document
+    kind (`choose_kind_blends`)."""
+    tried, errors = blend_grid(rows, learned, REPEAT_PENALTIES)
+    chosen = min(within_one_error(tried, errors))
+    blend: dict[str, Any] = dict(zip(("short_fact", "other", "repeat_penalty"), chosen, strict=True))
+    by_kind, kinds_tried = choose_kind_blends(rows, learned, chosen)
+    blend["by_kind"] = by_kind
+    return blend, {"all": readable(tried), **kinds_tried}
+
+
+MIN_KIND_QUESTIONS = 40  # a document kind with fewer training questions keeps the blend of all
+
+
+def question_kinds(rows: Rows) -> list[str | None]:
+    """Each question's document kind as the answer reads it: from its context's quotable sentences."""
+    return [document_kind(texts) for texts in rows.texts]
+
+
+def choose_kind_blends(
+    rows: Rows, learned: list[np.ndarray], base: tuple[float, float, float]
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float | None]]]:
+    """Weights of their own for the questions of each recognised document kind (ranker.document_kind),
+    chosen on those questions alone as the blend of all is (the same objective: no set under the hand
+    weights), the repeat penalty kept. The one-standard-error rule here leans to the blend of all: of
+    the weights within one standard error of the kind's best, the nearest to `base`, so a kind gets
+    weights of its own only where its questions clearly ask for them. Kept only where they differ."""
+    kinds = question_kinds(rows)
+    chosen: dict[str, dict[str, float]] = {}
+    tried_by_kind: dict[str, dict[str, float | None]] = {}
+    for kind in DOCUMENT_KINDS:
+        keep = [i for i, found in enumerate(kinds) if found == kind]
+        if len(keep) < MIN_KIND_QUESTIONS:
+            continue
+        tried, errors = blend_grid(subset(rows, keep), [learned[i] for i in keep], (base[2],))
+        near = within_one_error(tried, errors)
+        short, other, _ = min(near, key=lambda key: (abs(key[0] - base[0]) + abs(key[1] - base[1]), key))
+        tried_by_kind[kind] = readable(tried)
+        if (short, other) != base[:2]:
+            chosen[kind] = {"short_fact": short, "other": other}
+    return chosen, tried_by_kind
+
+
+def blend_scores(rows: Rows, learned: list[np.ndarray], blend: Blend) -> list[np.ndarray]:
+    """Each question's quote scores as the answer blends them (the weight for its question and its
+    document's kind)."""
+    return [
+        blended(model, features[:, HAND], blend.weight(question.question, kind))
+        for model, features, question, kind in zip(
+            learned, rows.features, rows.questions, question_kinds(rows), strict=True
+        )
+    ]
+
+
+def blends_compared(rows: Rows, learned: list[np.ndarray], blend: Blend) -> dict[str, Any]:
+    """Per set, the quotes' recall and share of references held by the hand weights, by the blend of
+    all questions alone (no weights by document kind), and by the blend chosen; and how many questions
+    each document kind has."""
+    alone = dataclasses.replace(blend, by_kind=())
+    hand = [f[:, HAND] for f in rows.features]
+    return {
+        "hand": quote_scores_by_set(rows, hand, 0.0),
+        "blend_of_all": quote_scores_by_set(rows, blend_scores(rows, learned, alone), blend.repeat_penalty),
+        "blend": quote_scores_by_set(rows, blend_scores(rows, learned, blend), blend.repeat_penalty),
+        "document_kinds": {
+            name: dict(Counter(str(k) for k, s in zip(question_kinds(rows), rows.sets, strict=True) if s == name))
+            for name in sorted(set(rows.sets))
+        },
     }
 
 
@@ -509,16 +596,14 @@ def train(
     (train_nodes, train_sentences), (held_nodes, held_sentences) = splits["train"], splits["heldout"]
     sentence_kind, sentence_cv = choose(train_sentences, SENTENCE_FEATURES, top_recall)
     node_kind, node_cv = choose(train_nodes, NODE_FEATURES, budget_recall)
-    blend, blends_tried = choose_blend(
-        train_sentences, out_of_fold(sentence_kind, train_sentences, SENTENCE_FEATURES)
-    )
+    train_learned = out_of_fold(sentence_kind, train_sentences, SENTENCE_FEATURES)
+    blend, blends_tried = choose_blend(train_sentences, train_learned)
     sentence_model = fit_model(sentence_kind, *train_sentences.matrix(), SENTENCE_FEATURES)
     node_model = fit_model(node_kind, *train_nodes.matrix(), NODE_FEATURES)
     loaded = ranker_from_json(
         {"format": FORMAT, "sentence": sentence_model, "node": node_model, "blend": blend}
     )
     held_learned = predictions(sentence_model, held_sentences, SENTENCE_FEATURES)
-    held_hand = [f[:, HAND] for f in held_sentences.features]
     fused = [-np.arange(len(f), dtype=float) for f in held_nodes.features]
     report: dict[str, Any] = {
         "train_questions": len(train_sentences.questions),
@@ -533,18 +618,16 @@ def train(
                 budget_recall(train_nodes, [-np.arange(len(f), dtype=float) for f in train_nodes.features]), 4
             ),
         },
-        "blend": {"chosen": blend, "cross_validated_objective": blends_tried},
-        "heldout_quotes_recall_and_reference_held": {
-            "hand": quote_scores_by_set(held_sentences, held_hand, 0.0),
-            "learned": quote_scores_by_set(held_sentences, held_learned, 0.0),
-            "blend": quote_scores_by_set(
-                held_sentences,
-                [
-                    blended(m, h, loaded.blend.weight(q.question))
-                    for m, h, q in zip(held_learned, held_hand, held_sentences.questions, strict=True)
-                ],
-                blend["repeat_penalty"],
+        "blend": {
+            "chosen": blend,
+            "cross_validated_objective": blends_tried,
+            "out_of_fold_quotes_recall_and_reference_held": blends_compared(
+                train_sentences, train_learned, loaded.blend
             ),
+        },
+        "heldout_quotes_recall_and_reference_held": {
+            "learned": quote_scores_by_set(held_sentences, held_learned, 0.0),
+            **blends_compared(held_sentences, held_learned, loaded.blend),
         },
         "heldout_top3_recall": {
             "learned": round(top_recall(held_sentences, held_learned), 4),

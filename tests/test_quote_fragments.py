@@ -46,3 +46,20 @@ def test_the_answer_quotes_the_extended_fragment_once_with_its_block(embedder):
     assert quotes[0] == f"{SHORT} {NEXT}"
     assert f"\u201c{SHORT} {NEXT}\u201d [1]" in draft.text
     assert quotes.count(NEXT) == 0
+
+
+DESCRIBED = "To limit what an attacker gains, we count the distinct outputs that an attack can induce."
+NAMING = "We denote this quantity as sensitivity."
+
+
+def test_a_fragment_that_refers_back_is_quoted_with_the_sentence_before_it():
+    assert len(NAMING.split()) < FRAGMENT_WORDS
+    assert _quote(f"{DESCRIBED} {NAMING} {NEXT}", NAMING) == f"{DESCRIBED} {NAMING}"
+    assert _quote(f"{DESCRIBED} This is called sensitivity. {NEXT}", "This is called sensitivity.") == (
+        f"{DESCRIBED} This is called sensitivity."
+    )
+    # no sentence before it in the paragraph, or that one quoted already: the next one, as any fragment
+    assert _quote(f"{DESCRIBED}\n\n{NAMING} {NEXT}", NAMING) == f"{NAMING} {NEXT}"
+    assert _quote(f"{DESCRIBED} {NAMING} {NEXT}", NAMING, picked_texts=(DESCRIBED,)) == f"{NAMING} {NEXT}"
+    # a fragment that names something of its own reads on
+    assert _quote(f"{DESCRIBED} {SHORT} {NEXT}", SHORT) == f"{SHORT} {NEXT}"

@@ -164,7 +164,7 @@ def test_the_blend_chosen_trusts_each_score_where_it_finds_the_answer():
     rows, learned = synthetic_rows()
     blend, tried = choose_blend(rows, learned)
     assert blend["short_fact"] < 0.5 and blend["other"] > 0.3
-    assert len(tried) > 1
+    assert len(tried["all"]) > 1
     weights = [
         blend["short_fact"] if q.question.startswith("Which") else blend["other"] for q in rows.questions
     ]
@@ -185,8 +185,8 @@ def test_the_hand_weights_are_kept_when_the_model_only_makes_the_quotes_worse():
     # a model that puts a sentence holding no answer first, and nothing else: no blend can gain
     worse = [np.eye(len(texts))[-1] for texts in rows.texts]
     blend, tried = choose_blend(rows, worse)
-    assert blend == {"short_fact": 0.0, "other": 0.0, "repeat_penalty": 0.0}
-    assert tried["1.0/1.0/0.0"] is None  # the model alone loses both sets' answers
+    assert blend == {"short_fact": 0.0, "other": 0.0, "repeat_penalty": 0.0, "by_kind": {}}
+    assert tried["all"]["1.0/1.0/0.0"] is None  # the model alone loses both sets' answers
 
 
 # ---- the shipped ranker on a fixed fixture --------------------------------------------------------

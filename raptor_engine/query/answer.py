@@ -45,7 +45,7 @@ from .followup import (
     standalone_question,
     subject_terms,
 )
-from .ranker import SENTENCE_FEATURES, Ranker
+from .ranker import SENTENCE_FEATURES, Ranker, document_kind
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
 QUOTE = re.compile(r"\u201c(.+?)\u201d")
@@ -93,8 +93,13 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
         re.compile(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|{_MONTHS}|century|decade|age of|aged)\b", re.I),
     ),
     (
-        re.compile(r"\bhow (?:many|much|long|often|far|big|large|tall|high|deep|heavy)\b", re.I),
-        re.compile(rf"\d|\b(?:{_NUMBER_WORDS})\b", re.I),
+        re.compile(
+            r"\bhow (?:many|much|long|often|far|big|large|tall|high|deep|heavy)\b"
+            r"|\bwhat (?:is|was|are|were) the (?:size|number|amount|count|total|length)\b",
+            re.I,
+        ),
+        # a quantity: a number standing as a word, not a label's digits (BIBREF13, Table 3, [12]: QUANTITY_LABELS)
+        re.compile(rf"(?<![\w.])\d|\b(?:{_NUMBER_WORDS})\b", re.I),
     ),
     (
         re.compile(r"\b(?:why|how come|for what reason|what for)\b", re.I),
@@ -107,7 +112,36 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
         re.compile(r"\b(?:who|whom|whose)\b", re.I),
         re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+"),
     ),
+    (
+        # "Where do they get the recipes from?", "Where does the story take place?"
+        re.compile(
+            r"\bwhere\b|\b(?:what|which) (?:source|sources|place|location|planet|country|city)\b", re.I
+        ),
+        # a place or source: a preposition before a name ("on Mars", "from Twitter") or a web domain
+        re.compile(
+            r"\b(?:in|at|on|from|near|to|into|onto|aboard|inside|outside|across|via)\s+(?:the\s+)?[A-Z][\w'-]"
+            r"|\b[\w-]+\.(?:com|org|net|edu|gov|io)\b"
+        ),
+    ),
 )
+# What carries digits without being a quantity: a citation or cross-reference label ("BIBREF13",
+# "INLINEFORM0", "Table 3", "Fig. 2", "Section 4.1", "[12]", "［2, 3］"); removed before a number is looked
+# for, so "how many tags?" does not prefer a sentence that only points at Figure 16.
+QUANTITY_LABELS = re.compile(
+    r"\b[A-Za-z_]+\d[\w]*|\b(?:Table|Tab\.|Figure|Fig\.|Section|Sec\.|Eq\.|Equation|Appendix|Chapter)\s*\d+(?:\.\d+)*"
+    r"|[\[［]\s*\d+(?:\s*[,;–-]\s*\d+)*\s*[\]］]"
+)
+
+_DIGIT = re.compile(r"\d")
+
+
+def holds_kind(kind: int, sentence: str) -> bool:
+    """Whether the sentence holds what ANSWER_KINDS[kind] asks for (a number read without its labels)."""
+    if _DIGIT.search(sentence):  # every label holds a digit: the others are read as they are
+        sentence = QUANTITY_LABELS.sub(" ", sentence)
+    return bool(ANSWER_KINDS[kind][1].search(sentence))
+
+
 # "Who was X?", "What is X?", "Tell me about X": the sentences that say what X is or was.
 DEFINITION_QUESTION = re.compile(
     r"^\s*(?:(?:who|what)\s+(?:is|was|are|were)|tell me about|describe)\s+(?:the\s+|an?\s+)?"
@@ -343,10 +377,11 @@ def _lexical(candidate: _Candidate, weights: dict[str, float]) -> float:
 
 
 def _answers_kind(question: str, sentence: str) -> bool:
-    """Whether the sentence holds the kind of thing the question asks for (a year, a number, a reason, a name)."""
-    for asks, holds in ANSWER_KINDS:
+    """Whether the sentence holds the kind of thing the question asks for (a year, a number, a reason, a
+    name, a place)."""
+    for kind, (asks, _) in enumerate(ANSWER_KINDS):
         if asks.search(question):
-            return bool(holds.search(sentence))
+            return holds_kind(kind, sentence)
     return False
 
 
@@ -382,7 +417,7 @@ def _event_bonus(question: str, sentence: str) -> float:
     """'When did X close/end/stop?' wants the year of an ending, 'when did X start/open?' of a start.
     A year of the other event ('first lit in 1839' for 'when did it close?') is the wrong year: it
     loses as much, or its closeness in wording ('light' and 'lit') could outrank the right one."""
-    if not ANSWER_KINDS[0][0].search(question) or not ANSWER_KINDS[0][1].search(sentence):
+    if not ANSWER_KINDS[0][0].search(question) or not holds_kind(0, sentence):
         return 0.0
     asks_end, asks_start = bool(ASKS_END.search(question)), bool(ASKS_START.search(question))
     if (asks_end and ENDS.search(sentence)) or (asks_start and STARTS.search(sentence)):
@@ -593,7 +628,7 @@ def sentence_features(
             bm25[i],
             node_bm25[c.position],
             proximity(terms, c.text),
-            *(float(asked and bool(holds.search(c.text))) for asked, (_, holds) in zip(kinds, ANSWER_KINDS, strict=True)),
+            *(float(asked and holds_kind(kind, c.text)) for kind, asked in enumerate(kinds)),
             float(defined is not None and _describes(defined, c.text)),
             event,
             math.log1p(len(words(c.text))),
@@ -713,7 +748,9 @@ class ExtractiveAnswerer:
         learned = None
         if self.ranker is not None and not thematic and not rewrite.context:
             features = sentence_features(rewrite.core, candidates, similarity, sentences, weights)
-            learned = self.ranker.quote_scores(rewrite.core, features)
+            # the kind is read only where the ranker has weights for one
+            kind = document_kind([c.text for c in candidates]) if self.ranker.blend.by_kind else None
+            learned = self.ranker.quote_scores(rewrite.core, features, kind)
         top_layer = max(c.node.layer for c in candidates) or 1
         asks_for_more = bool(ASKS_FOR_MORE.search(rewrite.core))
         for i, candidate in enumerate(candidates):
@@ -796,24 +833,44 @@ def pick_quotes(
     return picked
 
 
+# A short quote that names what the sentence before it described ("We denote this property of a model
+# as its sensitivity.", "This is called beam search.", "It was Korvin's.") says what it refers to there.
+REFERS_BACK = re.compile(
+    r"^\W*(?:this|these|that|those|such|it|they)\b"
+    r"|\b(?:call|calls|called|denote|denotes|term|terms|name|names|refer to)\s+(?:this|these|that|it|them)\b",
+    re.IGNORECASE,
+)
+
+
 def _with_next_sentence(candidate: _Candidate, picked: list[_Candidate]) -> _Candidate:
     """A quote of under FRAGMENT_WORDS words says little alone (a line of dialogue, a bare claim): it
-    is quoted with the sentence after it in the same paragraph of its node, unless that sentence is a
-    quote already, a heading, cut short, or there is none."""
+    is quoted with a neighbouring sentence of the same paragraph of its node, the one after it, or the
+    one before it when it refers back to that one (REFERS_BACK); never a neighbour that is a quote
+    already, a heading, cut short, or missing."""
     if len(words(candidate.text)) >= FRAGMENT_WORDS or table_cells(candidate.sentence.text) is not None:
         return candidate
-    text = candidate.node.text
-    following = [s for s in sentences_of(text) if s.start >= candidate.sentence.end]
-    if not following:
-        return candidate
-    after = following[0]
-    if "\n\n" in text[candidate.sentence.end : after.start] or after.cut_short or is_heading(after.text):
-        return candidate
-    if any(sentence_key(strip_bullet(after.text)) == other.key for other in picked):
-        return candidate
-    joined_text = f"{candidate.text} {after.text}"
-    joined = Sentence(candidate.sentence.start, after.end, joined_text, sentence_key(joined_text))
-    return replace(candidate, sentence=joined, text=joined.text)
+    text, own = candidate.node.text, candidate.sentence
+    sentences = sentences_of(text)
+    if REFERS_BACK.search(candidate.text):
+        before = [s for s in sentences if s.end <= own.start]
+        if before and _joinable(text, before[-1], own, before[-1], picked):
+            return _joined(candidate, before[-1].start, own.end, f"{before[-1].text} {candidate.text}")
+    following = [s for s in sentences if s.start >= own.end]
+    if following and _joinable(text, own, following[0], following[0], picked):
+        return _joined(candidate, own.start, following[0].end, f"{candidate.text} {following[0].text}")
+    return candidate
+
+
+def _joinable(text: str, first: Sentence, second: Sentence, added: Sentence, picked: list[_Candidate]) -> bool:
+    """Whether two neighbouring sentences of a node read as one quote: the same paragraph, the one
+    `added` to the quote neither cut short, a heading, nor quoted already."""
+    if "\n\n" in text[first.end : second.start] or added.cut_short or is_heading(added.text):
+        return False
+    return not any(sentence_key(strip_bullet(added.text)) == other.key for other in picked)
+
+
+def _joined(candidate: _Candidate, start: int, end: int, text: str) -> _Candidate:
+    return replace(candidate, sentence=Sentence(start, end, text, sentence_key(text)), text=text)
 
 
 def _near_duplicate(a: set[str], b: set[str]) -> bool:

@@ -43,6 +43,7 @@ SENTENCE_FEATURES = (
     "kind_number",  # ... how many / how much and a number
     "kind_why",  # ... why and a reason
     "kind_who",  # ... who and a name
+    "kind_where",  # ... where / from what source and a place or source ('on Mars', 'from Food.com')
     "definition",  # 'what/who is X?' and the sentence says what X is
     "event",  # 'when did X end/start?' and the sentence has an ending's (+1) or a start's (-1) year
     "words",  # log of its length in words
@@ -186,6 +187,52 @@ def asks_short_fact(question: str) -> bool:
     return bool(SHORT_FACT.search(question))
 
 
+# What kind of document the context comes from, read off the quotable sentences themselves: the
+# trade between the model and the hand score differs between them (a paper's answers are short facts
+# the hand score finds; a story's are described over long sentences the model prefers).
+PAPER = "paper"  # a scientific or technical paper: citations, table and figure labels, decimals, percentages
+NARRATIVE = "narrative"  # fiction or narrative prose: dialogue in quotation marks, 'said', 'asked'
+DOCUMENT_KINDS = (PAPER, NARRATIVE)
+# every paper mark but 'et al' holds a digit, so only the sentences with one are searched for them
+_PAPER_MARK = re.compile(
+    r"\b(?:BIBREF|TABREF|FIGREF|SECREF|INLINEFORM|DISPLAYFORM)\d|[\[［]\s*\d+(?:\s*[,;–-]\s*\d+)*\s*[\]］]"
+    r"|\b(?:Table|Fig\.|Figure|Section|Eq\.|Equation|Appendix)\s+\d|\d(?:\.\d+)?\s?%|\b\d+\.\d+\b"
+)
+_DIGIT = re.compile(r"\d")
+_ET_AL = re.compile(r"\bet al\b")  # of lower-cased text
+_DIALOGUE_MARK = re.compile(r"[“”]|(?:^|\s)\"|\"(?:\s|$)")
+_SPEECH_VERB = re.compile(r"\b(?:said|asked|replied|told|shouted|whispered|cried|answered)\b")  # of lower-cased text
+# "Grad F: Yeah, I think ...", "Project Manager: So ...": a transcript's speaker turns
+_SPEAKER_TURN = re.compile(r"^\s*[A-Z][\w.' -]{0,30}:\s+\S")
+PAPER_MARKS_PER_1000 = 8.0  # QASPER's papers hold 11-47 a 1,000 words, the stories none
+NARRATIVE_MARKS_PER_1000 = 10.0  # dialogue marks plus twice the speech verbs; the papers hold 0-6
+SPEAKER_TURN_SHARE = 0.3  # of the sentences, for a transcript (a kind no blend was fitted on)
+MIN_KIND_WORDS = 150  # under this the rates say too little
+
+
+def document_kind(texts: list[str]) -> str | None:
+    """PAPER, NARRATIVE or None (not recognised: a transcript of speaker turns, too little text, or
+    neither), from the rates of each kind's marks in the texts (a context's quotable sentences). An
+    unrecognised kind gets the blend fitted on every question, so a kind the ranker never saw
+    degrades to that, not to a guess."""
+    count = sum(len(text.split()) for text in texts)
+    if count < MIN_KIND_WORDS or not texts:
+        return None
+    if sum(bool(_SPEAKER_TURN.match(text)) for text in texts) >= SPEAKER_TURN_SHARE * len(texts):
+        return None
+    joined = "\n".join(texts)
+    lowered = joined.lower()
+    per_1000 = 1000.0 / count
+    numbered = "\n".join(text for text in texts if _DIGIT.search(text))
+    paper = (len(_PAPER_MARK.findall(numbered)) + len(_ET_AL.findall(lowered))) * per_1000
+    narrative = (len(_DIALOGUE_MARK.findall(joined)) + 2 * len(_SPEECH_VERB.findall(lowered))) * per_1000
+    if paper >= PAPER_MARKS_PER_1000 and narrative < NARRATIVE_MARKS_PER_1000:
+        return PAPER
+    if narrative >= NARRATIVE_MARKS_PER_1000 and paper < PAPER_MARKS_PER_1000:
+        return NARRATIVE
+    return None
+
+
 @dataclass(frozen=True)
 class Blend:
     """How the extractive answer uses the sentence model, chosen with it by cross-validation on the
@@ -193,24 +240,39 @@ class Blend:
     plus the rest times the hand score: the model alone prefers the long sentences that share many
     words with a long reference, the hand score more often the sentence holding a short answer's
     exact words, so a question after a short fact (`asks_short_fact`) has its own weight,
-    `short_fact`, and every other question `other`. A second or third quote loses `repeat_penalty`
-    times the share of the question's terms it holds that the quotes before it already held, so
-    three quotes answer different parts of the question."""
+    `short_fact`, and every other question `other`. A document of a recognised kind
+    (`document_kind`) may have its own pair of weights in `by_kind`; any other document, or a kind
+    without its own pair, gets `short_fact` and `other`. A second or third quote loses
+    `repeat_penalty` times the share of the question's terms it holds that the quotes before it
+    already held, so three quotes answer different parts of the question."""
 
     short_fact: float
     other: float
     repeat_penalty: float
+    by_kind: tuple[tuple[str, float, float], ...] = ()  # (kind, short_fact, other)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Blend:
         short, other, penalty = float(data["short_fact"]), float(data["other"]), float(data["repeat_penalty"])
-        if not (0.0 <= short <= 1.0 and 0.0 <= other <= 1.0 and penalty >= 0.0):
+        kinds = data.get("by_kind", {})
+        if not isinstance(kinds, dict):
+            raise RankerError(f"the ranker's blend {data!r} is malformed")
+        by_kind = tuple(
+            (str(kind), float(pair["short_fact"]), float(pair["other"])) for kind, pair in sorted(kinds.items())
+        )
+        weights = [short, other, *(w for _, a, b in by_kind for w in (a, b))]
+        unknown = {kind for kind, _, _ in by_kind} - set(DOCUMENT_KINDS)
+        if not all(0.0 <= w <= 1.0 for w in weights) or penalty < 0.0 or unknown:
             raise RankerError(f"the ranker's blend {data!r} is out of range")
-        return cls(short, other, penalty)
+        return cls(short, other, penalty, by_kind)
 
-    def weight(self, question: str) -> float:
-        """The model's share of a quote's score for this question."""
-        return self.short_fact if asks_short_fact(question) else self.other
+    def weight(self, question: str, kind: str | None = None) -> float:
+        """The model's share of a quote's score for this question, in a document of this kind."""
+        short, other = self.short_fact, self.other
+        for named, kind_short, kind_other in self.by_kind:
+            if named == kind:
+                short, other = kind_short, kind_other
+        return short if asks_short_fact(question) else other
 
 
 HAND = SENTENCE_FEATURES.index("hand")
@@ -228,10 +290,10 @@ class Ranker:
         """The sentence model's own scores (what it was fitted to predict)."""
         return self.sentence.predict(features)
 
-    def quote_scores(self, question: str, features: np.ndarray) -> np.ndarray:
+    def quote_scores(self, question: str, features: np.ndarray, kind: str | None = None) -> np.ndarray:
         """What orders the quotes: the model's scores blended with the hand score (a column of the
-        rows) by the question's weight."""
-        return blended(self.sentence_scores(features), features[:, HAND], self.blend.weight(question))
+        rows) by the weight for the question and the kind of document (`document_kind`)."""
+        return blended(self.sentence_scores(features), features[:, HAND], self.blend.weight(question, kind))
 
     def node_scores(self, features: np.ndarray) -> np.ndarray:
         return self.node.predict(features)
