@@ -39,6 +39,14 @@ from raptor_tools.train_ranker import Rows, choose_blend, quote_scores_by_set
         ("What happens to Ivy Hendricks throughout the story?", False),
         ("What is the relationship between Strike and Aphrodite?", False),
         ("How did they obtain the dataset?", False),
+        ("In what language are the tweets?", True),  # a preposition before the question word
+        ("For how many years did the lighthouse stand?", True),
+        ("On which dataset do they report results?", True),
+        ("By whom was the light kept?", True),
+        ("In what way does the story end?", False),  # about the story: a description, whatever comes first
+        ("In the story, why does she leave?", False),  # a preposition before a phrase, not a question word
+        ("With what does the story's plot deal?", False),
+        ("Is the corpus public?", True),
     ],
 )
 def test_short_fact_questions_are_told_from_descriptions_and_reasons(question, short):

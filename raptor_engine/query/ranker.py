@@ -172,12 +172,17 @@ def model_from_json(data: dict[str, Any], expected: tuple[str, ...], name: str) 
 
 
 # A question after a short fact ("Which datasets are used?", "How many annotators?", "Do they report
-# results on English?"), not a description, a reason or a whole story ("Why ...", "Describe ...",
-# "What happens to X?"): its reference is often a few words, which the hand score finds more often.
+# results on English?", "In what language are the tweets?", "For how many years ...?"), not a
+# description, a reason or a whole story ("Why ...", "Describe ...", "What happens to X?"): its
+# reference is often a few words, which the hand score finds more often.
+_LEADING_PREPOSITION = (
+    r"(?:in|on|at|from|for|to|by|with|of|into|onto|under|during|after|before|through|among|between|"
+    r"within|against|over|upon|about|across|since|until|via|per)\s+"
+)
 SHORT_FACT = re.compile(
-    r"^\s*(?:what|which|how (?:many|much|big|large|long|old)|who|whom|when|where|do|does|did|is|are|was|"
-    r"were|can|has|have)\b(?!.*\b(?:why|describe|happens?|happened|relationship|significance|feel|"
-    r"think|mean|plot|story)\b)",
+    rf"^\s*(?:(?:{_LEADING_PREPOSITION})?(?:what|which|how (?:many|much|big|large|long|old)|who|whom|when|"
+    r"where)|do|does|did|is|are|was|were|can|has|have)\b(?!.*\b(?:why|describe|happens?|happened|"
+    r"relationship|significance|feel|think|mean|plot|story)\b)",
     re.IGNORECASE,
 )
 
