@@ -80,6 +80,7 @@ SLOW_TESTS = {
     "test_twenty_thousand_leaves_are_binned_and_stay_small",
     "test_bench_many_kbs_prints_both_runs",
     "test_bench_prints_cache_and_parse_cost_per_guild",
+    "test_the_packaged_scorer_scores_each_text_in_place",  # loads a 94 MB reranker where it is installed
 }
 
 
