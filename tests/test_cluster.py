@@ -506,7 +506,8 @@ def _scripted_fits(monkeypatch, bics: list[float]) -> list[tuple[int, str]]:
 
 def test_the_bic_scan_stops_after_four_counts_without_a_new_lowest(monkeypatch):
     """BIC 50, 20, 30, 25, 19, 40, 35, 36, 38, 5: the lowest after 4 counts without improvement is 19 (k=5),
-    found although BIC rose and fell on the way; the 5 at k=10 is beyond the stop."""
+    found although BIC rose and fell on the way; the 5 at k=10 is beyond the stop (BIC never rose 3 times
+    in a row, so the rises alone would have scanned on to it)."""
     from raptor_engine.tree import cluster
 
     reduced = np.random.default_rng(0).normal(size=(40, 3))
@@ -526,6 +527,15 @@ def test_the_bic_scan_stops_after_four_counts_without_a_new_lowest(monkeypatch):
     assert chosen == bics[:9]
 
 
+def test_the_bic_scan_stops_after_three_rises(monkeypatch):
+    from raptor_engine.tree import cluster
+
+    reduced = np.random.default_rng(0).normal(size=(40, 3))
+    fitted = _scripted_fits(monkeypatch, [10, 5, 6, 7, 8, 1])
+    cluster._best_mixture_by_bic(reduced, limit=6, seed=1)
+    assert [k for k, _ in fitted] == [1, 2, 3, 4, 5]
+
+
 def test_a_pooled_bic_scan_fits_one_count_ahead_and_chooses_the_same(monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
@@ -543,5 +553,5 @@ def test_a_pooled_bic_scan_fits_one_count_ahead_and_chooses_the_same(monkeypatch
     with ThreadPoolExecutor(2, thread_name_prefix="cluster") as pool:
         cluster._best_mixture_by_bic(reduced, limit=11, seed=3, pool=pool)
     counts = sorted(k for k, _ in fitted)
-    assert counts[:8] == [1, 2, 3, 4, 5, 6, 7, 8] and len(counts) <= 9  # at most one count past the stop
+    assert counts[:7] == [1, 2, 3, 4, 5, 6, 7] and len(counts) <= 8  # 3 rises stop it; at most one count more
     assert all(name.startswith("cluster") for _, name in fitted)

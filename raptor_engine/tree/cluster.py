@@ -9,9 +9,9 @@ summariser's input budget is clustered again on its own members.
 Differences from the reference code, each for robustness or speed:
 - nobody is orphaned: a node always belongs to its most likely component, even if no posterior
   passes the threshold;
-- the BIC scan covers 1..min(max_clusters, N // 2) components and stops early once `BIC_PATIENCE`
-  consecutive counts have not lowered the best BIC so far (BIC over component counts falls to one low
-  region, and every extra fit costs more than the last);
+- the BIC scan covers 1..min(max_clusters, N // 2) components and stops early once BIC has risen for
+  `BIC_RISES` consecutive counts or `BIC_PATIENCE` consecutive counts have not lowered the lowest BIC
+  so far (BIC over component counts falls to one low region, and every extra fit costs more than the last);
 - re-clustering has a progress guard: when it cannot split an over-budget cluster into smaller
   ones, the cluster is cut into contiguous runs (by position) that fit the budget, so it ends;
 - duplicate embeddings (repeated chunks) are clustered once and share their clusters; with fewer
@@ -53,9 +53,10 @@ log = logging.getLogger(__name__)
 
 MIN_NODES_TO_CLUSTER = 4  # UMAP needs N > n_components + 1 and a useful neighbourhood
 LOCAL_NEIGHBORS = 10  # the reference code's local UMAP n_neighbors
-# Stop the BIC scan after this many consecutive counts without a new lowest BIC: it picked the same counts
-# as stopping after 3 consecutive rises on every scan of the 100k bench text and of the evaluation sets'
-# trees, with fewer (and the largest) fits (docs/PERFORMANCE.md, issue 31).
+BIC_RISES = 3  # stop the BIC scan after this many consecutive rises
+# ... or after this many consecutive counts without a new lowest BIC (a noisy BIC that falls a little between
+# rises kept the first rule scanning): the same counts on every scan of the 100k bench text and of the
+# evaluation sets' trees, with 5% fewer fits, the largest among them (docs/PERFORMANCE.md, issue 31).
 BIC_PATIENCE = 4
 MAX_RECLUSTER_DEPTH = 12  # a second guard on top of "strictly smaller": contiguous beyond this
 _IDENTICAL_TOLERANCE = 1e-5  # embeddings closer than this per component count as identical
@@ -596,10 +597,10 @@ def _soft_gmm_groups(
 
 
 def _best_mixture_by_bic(reduced: np.ndarray, limit: int, seed: int, pool: Executor | None = None) -> Mixture:
-    """The lowest-BIC mixture of 1..limit components, scanning up until `BIC_PATIENCE` counts in a row
-    have not improved on it. With a pool, the next count is fitted while this one is (numpy's large
+    """The lowest-BIC mixture of 1..limit components, scanning up until BIC has risen `BIC_RISES` times in
+    a row or `BIC_PATIENCE` counts in a row have not improved on the lowest. With a pool, the next count is fitted while this one is (numpy's large
     array steps release the GIL); the choice is the same, at the price of one fit past the stop."""
-    best_model, best_bic, since_best = None, math.inf, 0
+    best_model, best_bic, since_best, rises, previous = None, math.inf, 0, 0, math.inf
     with contextlib.closing(_mixture_fits(reduced, limit, seed, pool)) as fits:
         for components in range(1, limit + 1):
             checkpoint()
@@ -614,7 +615,8 @@ def _best_mixture_by_bic(reduced: np.ndarray, limit: int, seed: int, pool: Execu
                 best_model, best_bic, since_best = model, bic, 0
             else:
                 since_best += 1
-            if since_best >= BIC_PATIENCE:
+            rises, previous = (rises + 1 if bic > previous else 0), bic
+            if rises >= BIC_RISES or since_best >= BIC_PATIENCE:
                 break
     if best_model is None:
         raise _ClusteringFailed("no Gaussian mixture could be fitted")
