@@ -408,3 +408,170 @@ def test_small_clusters_get_fewer_layout_epochs(monkeypatch):
     cluster._umap_reduce(_blobs([150, 150], dim=16), n_neighbors=10, n_components=5, seed=1)
     assert epochs == [(30, cluster._SMALL_LAYOUT_EPOCHS), (300, cluster._UMAP_EPOCHS)]
     assert cluster._SMALL_LAYOUT_EPOCHS < cluster._UMAP_EPOCHS
+
+
+# ---- the local clusterings of a layer run on two threads -----------------------------------------
+
+
+def _layer_with_several_global_clusters() -> tuple[np.ndarray, list[int]]:
+    """Four topics of 30-45 nodes, each made of sub-topics, so that the global clusters are split locally."""
+    rng = np.random.default_rng(7)
+    topics = rng.normal(size=(4, 32))
+    rows = [
+        topic + 0.35 * sub + 0.05 * rng.normal(size=(count, 32))
+        for topic, count in zip(topics, (30, 36, 40, 45), strict=True)
+        for sub in rng.normal(size=(3, 32))
+    ]
+    data = np.vstack(rows)
+    return data / np.linalg.norm(data, axis=1, keepdims=True), [40] * len(data)
+
+
+def test_local_clusterings_run_on_the_thread_pool_and_give_the_same_clusters(monkeypatch):
+    """With two threads the local UMAP + mixture fits of one layer run on the pool's threads, and the
+    clusters and notes are the ones a single thread gives (each task's notes come back in order)."""
+    import threading
+
+    from raptor_engine.tree import cluster
+
+    data, tokens = _layer_with_several_global_clusters()
+    monkeypatch.setattr(cluster, "cluster_threads", lambda: 1)
+    alone = cluster_nodes(data, tokens, max_cluster_tokens=800)
+
+    reducing = cluster._umap_reduce
+    threads: list[str] = []
+
+    def recording(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return reducing(*args, **kwargs)
+
+    monkeypatch.setattr(cluster, "_umap_reduce", recording)
+    monkeypatch.setattr(cluster, "cluster_threads", lambda: 2)
+    pooled = cluster_nodes(data, tokens, max_cluster_tokens=800)
+    assert pooled.clusters == alone.clusters and pooled.notes == alone.notes
+    assert pooled.method == alone.method == "gmm"
+    local = [name for name in threads if name.startswith("cluster")]
+    assert len(local) >= 2, threads  # the global fits run on the calling thread, the local ones on the pool
+    assert len(local) == len(threads) - sum(1 for name in threads if name == threading.current_thread().name)
+
+
+def test_the_pool_threads_see_the_builds_budget(monkeypatch):
+    """`checkpoint()` in a local clustering stops the build: each task runs in a copy of the caller's context."""
+    import threading
+
+    from raptor_engine.ingest.budget import BuildBudget, current_budget
+    from raptor_engine.tree import cluster
+
+    data, tokens = _layer_with_several_global_clusters()
+    monkeypatch.setattr(cluster, "cluster_threads", lambda: 2)
+    seen: list[tuple[str, bool]] = []
+    checking = cluster.checkpoint
+
+    def recording() -> None:
+        seen.append((threading.current_thread().name, current_budget() is budget))
+        checking()
+
+    monkeypatch.setattr(cluster, "checkpoint", recording)
+    budget = BuildBudget("layer.txt", seconds=600, memory_mb=100_000)
+    with budget.active():
+        cluster_nodes(data, tokens, max_cluster_tokens=800)
+    assert any(name.startswith("cluster") for name, _ in seen)
+    assert all(active for _, active in seen)
+
+
+def test_cluster_threads_is_one_or_two(monkeypatch):
+    from raptor_engine.tree import cluster
+
+    monkeypatch.setattr(cluster.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert cluster.cluster_threads() == 1
+    monkeypatch.setattr(cluster.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    assert cluster.cluster_threads() == 2
+
+
+def test_the_layout_epoch_releases_the_gil_and_lays_out_as_umaps_own():
+    """The layout kernel is umap's own function compiled with nogil=True: the same layout as umap's
+    compilation of it, so the clusters do not change."""
+    import numba
+
+    from raptor_engine.tree import cluster
+
+    umap = cluster.import_umap()
+    kernel = umap.layouts._nb_optimize_layout_euclidean_single_epoch
+    assert kernel.targetoptions.get("nogil") is True
+    data = _blobs([30, 30, 30], seed=4)
+    ours = cluster._umap_reduce(data, n_neighbors=10, n_components=5, seed=1)
+    umaps = numba.njit(kernel.py_func, fastmath=True, parallel=False)
+    try:
+        umap.layouts._nb_optimize_layout_euclidean_single_epoch = umaps
+        theirs = cluster._umap_reduce(data, n_neighbors=10, n_components=5, seed=1)
+    finally:
+        umap.layouts._nb_optimize_layout_euclidean_single_epoch = kernel
+    assert np.array_equal(ours, theirs)
+
+
+def _scripted_fits(monkeypatch, bics: list[float]) -> list[tuple[int, str]]:
+    """Make each mixture fit of k components score `bics[k - 1]`; returns the (k, thread) of every fit."""
+    import threading
+
+    from raptor_engine.tree import cluster
+
+    fitted: list[tuple[int, str]] = []
+
+    def scripted(reduced, components, seed):
+        fitted.append((components, threading.current_thread().name))
+        return cluster.fit_mixture(reduced, 1, seed=seed), bics[components - 1]
+
+    monkeypatch.setattr(cluster, "_fit_with_bic", scripted)
+    return fitted
+
+
+def test_the_bic_scan_stops_after_four_counts_without_a_new_lowest(monkeypatch):
+    """BIC 50, 20, 30, 25, 19, 40, 35, 36, 38, 5: the lowest after 4 counts without improvement is 19 (k=5),
+    found although BIC rose and fell on the way; the 5 at k=10 is beyond the stop (BIC never rose 3 times
+    in a row, so the rises alone would have scanned on to it)."""
+    from raptor_engine.tree import cluster
+
+    reduced = np.random.default_rng(0).normal(size=(40, 3))
+    bics = [50, 20, 30, 25, 19, 40, 35, 36, 38, 5]
+    chosen: list[float] = []
+    fitted = _scripted_fits(monkeypatch, bics)
+    original = cluster._mixture_fits
+
+    def recording(*args):
+        for model, bic in original(*args):
+            chosen.append(bic)
+            yield model, bic
+
+    monkeypatch.setattr(cluster, "_mixture_fits", recording)
+    cluster._best_mixture_by_bic(reduced, limit=10, seed=1)
+    assert [k for k, _ in fitted] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    assert chosen == bics[:9]
+
+
+def test_the_bic_scan_stops_after_three_rises(monkeypatch):
+    from raptor_engine.tree import cluster
+
+    reduced = np.random.default_rng(0).normal(size=(40, 3))
+    fitted = _scripted_fits(monkeypatch, [10, 5, 6, 7, 8, 1])
+    cluster._best_mixture_by_bic(reduced, limit=6, seed=1)
+    assert [k for k, _ in fitted] == [1, 2, 3, 4, 5]
+
+
+def test_a_pooled_bic_scan_fits_one_count_ahead_and_chooses_the_same(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from raptor_engine.tree import cluster
+
+    rng = np.random.default_rng(2)
+    reduced = np.vstack([c + 0.3 * rng.normal(size=(60, 4)) for c in rng.normal(scale=4.0, size=(5, 4))])
+    alone = cluster._best_mixture_by_bic(reduced, limit=20, seed=3)
+    with ThreadPoolExecutor(2, thread_name_prefix="cluster") as pool:
+        pooled = cluster._best_mixture_by_bic(reduced, limit=20, seed=3, pool=pool)
+    assert pooled.n_components == alone.n_components
+    assert np.array_equal(pooled.means, alone.means) and np.array_equal(pooled.weights, alone.weights)
+
+    fitted = _scripted_fits(monkeypatch, [9, 8, 7, 6, 7, 8, 9, 10, 11, 12, 13])
+    with ThreadPoolExecutor(2, thread_name_prefix="cluster") as pool:
+        cluster._best_mixture_by_bic(reduced, limit=11, seed=3, pool=pool)
+    counts = sorted(k for k, _ in fitted)
+    assert counts[:7] == [1, 2, 3, 4, 5, 6, 7] and len(counts) <= 8  # 3 rises stop it; at most one count more
+    assert all(name.startswith("cluster") for _, name in fitted)

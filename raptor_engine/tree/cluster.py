@@ -9,9 +9,9 @@ summariser's input budget is clustered again on its own members.
 Differences from the reference code, each for robustness or speed:
 - nobody is orphaned: a node always belongs to its most likely component, even if no posterior
   passes the threshold;
-- the BIC scan covers 1..min(max_clusters, N // 2) components and stops early once BIC has risen
-  for `BIC_PATIENCE` consecutive counts (BIC over component counts is nearly always unimodal, and
-  every extra fit costs more than the last);
+- the BIC scan covers 1..min(max_clusters, N // 2) components and stops early once BIC has risen for
+  `BIC_RISES` consecutive counts or `BIC_PATIENCE` consecutive counts have not lowered the lowest BIC
+  so far (BIC over component counts falls to one low region, and every extra fit costs more than the last);
 - re-clustering has a progress guard: when it cannot split an over-budget cluster into smaller
   ones, the cluster is cut into contiguous runs (by position) that fit the budget, so it ends;
 - duplicate embeddings (repeated chunks) are clustered once and share their clusters; with fewer
@@ -19,12 +19,16 @@ Differences from the reference code, each for robustness or speed:
 - tiny or degenerate layers (N <= 3, identical embeddings, a failed or non-finite fit) fall back to
   one cluster or to contiguous groups, and say so in `Clustering.method` and `Clustering.notes`;
 - a small cluster's UMAP (under `_SMALL_LAYOUT_NODES` points) starts from a dense eigendecomposition,
-  which gives the same start every call, and runs `_SMALL_LAYOUT_EPOCHS` layout epochs.
+  which gives the same start every call, and runs `_SMALL_LAYOUT_EPOCHS` layout epochs;
+- the local clusterings of one layer are independent, so they run on `cluster_threads()` threads (each
+  with its own inputs and notes, collected in order: the same clusters as one thread), and UMAP's layout
+  epochs release the GIL (`_nogil_layout_epoch`) so that two of them can run at once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import logging
 import math
@@ -33,6 +37,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -48,7 +53,11 @@ log = logging.getLogger(__name__)
 
 MIN_NODES_TO_CLUSTER = 4  # UMAP needs N > n_components + 1 and a useful neighbourhood
 LOCAL_NEIGHBORS = 10  # the reference code's local UMAP n_neighbors
-BIC_PATIENCE = 3  # stop the BIC scan after this many consecutive rises
+BIC_RISES = 3  # stop the BIC scan after this many consecutive rises
+# ... or after this many consecutive counts without a new lowest BIC (a noisy BIC that falls a little between
+# rises kept the first rule scanning): the same counts on every scan of the 100k bench text and of the
+# evaluation sets' trees, with 5% fewer fits, the largest among them (docs/PERFORMANCE.md, issue 31).
+BIC_PATIENCE = 4
 MAX_RECLUSTER_DEPTH = 12  # a second guard on top of "strictly smaller": contiguous beyond this
 _IDENTICAL_TOLERANCE = 1e-5  # embeddings closer than this per component count as identical
 # umap-learn runs 200 epochs for large data (500 for small); a layer's layout from its spectral start
@@ -60,6 +69,9 @@ _UMAP_EPOCHS = 100
 _SMALL_LAYOUT_NODES = 200
 _SMALL_LAYOUT_EPOCHS = 50
 _UMAP_SMALL_DATA = 4096  # umap-learn computes exact all-pairs distances below this many points
+# From this many distinct points a global clustering's BIC scan fits the next count on the job's second thread:
+# its arrays are then large enough that numpy spends most of a fit without the GIL.
+_PARALLEL_SCAN_ROWS = 400
 
 
 def contiguous_groups(
@@ -142,6 +154,7 @@ def import_umap() -> ModuleType:
 
             _enable_numba_caching(numba, ("umap", "pynndescent"), folder)
             umap.umap_.spectral_layout = _steady_spectral_layout(umap.umap_.spectral_layout)
+            umap.layouts._nb_optimize_layout_euclidean_single_epoch = _nogil_layout_epoch(numba, umap, folder)
             _umap_module.append(umap)
         return _umap_module[0]
 
@@ -174,6 +187,26 @@ def _caching(decorator: Callable[..., Any]) -> Callable[..., Any]:
             return decorator(*args, **kwargs)
 
     return with_cache
+
+
+def _nogil_layout_epoch(numba: ModuleType, umap: ModuleType, folder: Path) -> Any:
+    """umap's one-thread layout epoch (`optimize_layout_euclidean` with a random_state), compiled with
+    `nogil=True`: the same code and flags otherwise, so the same layout, but two local clusterings'
+    layouts can run on two cores at once.
+
+    numba's cache index does not tell `nogil` apart from umap's own compilation of the same function,
+    so this one is cached in a folder of its own.
+    """
+    kernel = numba.njit(umap.layouts._optimize_layout_euclidean_single_epoch, fastmath=True, parallel=False, nogil=True)
+    previous = numba.config.CACHE_DIR
+    numba.config.CACHE_DIR = str(folder / "nogil")  # read as the cache is created, below
+    try:
+        kernel.enable_caching()
+    except Exception as exc:  # e.g. an unwritable folder: it compiles in memory
+        log.debug("numba cannot cache the nogil layout epoch: %s", exc)
+    finally:
+        numba.config.CACHE_DIR = previous
+    return kernel
 
 
 def preload_umap() -> None:
@@ -224,7 +257,30 @@ def warm_up() -> None:
     """Fit a tiny UMAP once: loads (or, the first time on a machine, compiles and caches) its numba code."""
     rng = np.random.default_rng(0)
     data = rng.normal(size=(40, 16)).astype(np.float32)
-    _umap_reduce(data, n_neighbors=5, n_components=2, seed=0)
+    with _quiet():
+        _umap_reduce(data, n_neighbors=5, n_components=2, seed=0)
+
+
+def cluster_threads() -> int:
+    """Threads for a layer's local clusterings: two where the process may use two cores, else one."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(2, cores))
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Ignore warnings for one clustering: spectral-init and small-graph warnings from UMAP and numpy's
+    warnings on a degenerate mixture fit are expected (its BIC or error decides).
+
+    Entered once, by the thread that clusters, around the whole job: `warnings.catch_warnings` changes
+    process-wide state and is not safe to enter from the local clusterings' threads at once.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 def cluster_nodes(
@@ -251,16 +307,21 @@ def cluster_nodes(
     if not np.all(np.isfinite(embeddings)):
         raise ValueError("embeddings contain NaN or infinite values")
 
-    job = _ClusterJob(
-        embeddings=embeddings,
-        token_counts=[int(t) for t in token_counts],
-        budget=max_cluster_tokens,
-        threshold=threshold,
-        dim=dim,
-        max_clusters=max_clusters,
-        seed=seed,
-    )
-    with _single_threaded_blas():
+    threads = cluster_threads()
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(ThreadPoolExecutor(threads, thread_name_prefix="cluster")) if threads > 1 else None
+        stack.enter_context(_single_threaded_blas())
+        stack.enter_context(_quiet())
+        job = _ClusterJob(
+            embeddings=embeddings,
+            token_counts=[int(t) for t in token_counts],
+            budget=max_cluster_tokens,
+            threshold=threshold,
+            dim=dim,
+            max_clusters=max_clusters,
+            seed=seed,
+            pool=pool,
+        )
         clusters = job.cluster(list(range(count)), depth=0)
     clusters = _canonical(clusters)
     method = job.top_method
@@ -284,6 +345,7 @@ class _ClusterJob:
         dim: int,
         max_clusters: int,
         seed: int,
+        pool: Executor | None = None,
     ):
         self.embeddings = embeddings
         self.token_counts = token_counts
@@ -292,6 +354,7 @@ class _ClusterJob:
         self.dim = dim
         self.max_clusters = max_clusters
         self.seed = seed
+        self.pool = pool  # runs the local clusterings of one layer side by side; None: one after another
         self.notes: list[str] = []
         self.top_method = "single"
         self.cut_contiguously = False
@@ -343,35 +406,59 @@ class _ClusterJob:
         if depth == 0 and mixed:
             self.top_method = "gmm"
         groups: list[list[int]] = []
-        for members in global_groups:
-            groups.extend([positions[i] for i in local] for local in self.local_groups(data, members))
+        for local_groups, notes in self.each_local(data, global_groups):
+            self.notes.extend(notes)
+            groups.extend([positions[i] for i in local] for local in local_groups)
         return groups
 
-    def local_groups(self, data: np.ndarray, members: list[int]) -> list[list[int]]:
-        """Split one global cluster (indices into `data`) with a local UMAP + GMM, as in the paper."""
+    def each_local(
+        self, data: np.ndarray, global_groups: list[list[int]]
+    ) -> Iterator[tuple[list[list[int]], list[str]]]:
+        """Each global cluster's local groups and notes, in the global clusters' order, computed on the
+        job's threads when it has them (each call gets a copy of this thread's context: the build budget)."""
+        if self.pool is None or len(global_groups) < 2:
+            yield from (self.local_groups(data, members) for members in global_groups)
+            return
+        futures = [
+            self.pool.submit(contextvars.copy_context().run, self.local_groups, data, members)
+            for members in global_groups
+        ]
+        try:
+            yield from (future.result() for future in futures)
+        finally:
+            for future in futures:  # a failure (or the budget's stop) leaves no work running behind it
+                future.cancel()
+
+    def local_groups(self, data: np.ndarray, members: list[int]) -> tuple[list[list[int]], list[str]]:
+        """Split one global cluster (indices into `data`) with a local UMAP + GMM, as in the paper; its notes
+        come back with it, so that threads running side by side keep the notes' order."""
+        notes: list[str] = []
         if len(members) <= self.dim + 1:  # the reference code keeps such small clusters whole
-            return [members]
+            return [members], notes
         local = data[members]
         if _all_identical(local):
-            return [members]
+            return [members], notes
         try:
-            groups, _ = self.reduce_and_mix(local, local=True)
+            groups, _ = self.reduce_and_mix(local, local=True, notes=notes)
         except _ClusteringFailed as failure:
             log.info("local clustering of %d nodes failed (%s); kept whole", len(members), failure)
-            return [members]
-        return [[members[i] for i in group] for group in groups]
+            return [members], notes
+        return [[members[i] for i in group] for group in groups], notes
 
-    def reduce_and_mix(self, data: np.ndarray, *, local: bool) -> tuple[list[list[int]], bool]:
+    def reduce_and_mix(
+        self, data: np.ndarray, *, local: bool, notes: list[str] | None = None
+    ) -> tuple[list[list[int]], bool]:
         """UMAP, then a BIC-chosen Gaussian mixture with soft membership; indices into `data`, and whether the mixture ran.
 
         Duplicate embeddings (repeated chunks) are clustered once and share their groups: UMAP
-        scatters exact duplicates arbitrarily, which would split them for no reason.
+        scatters exact duplicates arbitrarily, which would split them for no reason. Notes go to
+        `notes` (default: the job's).
         """
         checkpoint()  # one per UMAP + mixture fit (budget.py)
         unique, inverse = _unique_rows(data)
         distinct = len(unique)
         if distinct < MIN_NODES_TO_CLUSTER:
-            self.notes.append(
+            (self.notes if notes is None else notes).append(
                 f"{len(data)} nodes with only {distinct} distinct embeddings: grouped by embedding"
             )
             return [np.flatnonzero(inverse == k).tolist() for k in range(distinct)], False
@@ -382,7 +469,9 @@ class _ClusterJob:
         if not np.all(np.isfinite(reduced)) or float(np.ptp(reduced, axis=0).max()) < _IDENTICAL_TOLERANCE:
             raise _ClusteringFailed("UMAP gave a degenerate projection")
         limit = max(1, min(self.max_clusters, distinct // 2))
-        groups = _soft_gmm_groups(reduced, limit, self.threshold, self.seed)
+        # A local clustering runs on the pool already; a global one may use it for the scan's fits.
+        pool = None if local or len(unique) < _PARALLEL_SCAN_ROWS else self.pool
+        groups = _soft_gmm_groups(reduced, limit, self.threshold, self.seed, pool)
         if distinct == len(data):
             return groups, True
         return [np.flatnonzero(np.isin(inverse, group)).tolist() for group in groups], True
@@ -429,11 +518,9 @@ def _umap_reduce(data: np.ndarray, *, n_neighbors: int, n_components: int, seed:
         n_jobs=1,  # random_state forces one thread anyway; saying so silences the warning
         precomputed_knn=(None, None, None) if precompute else _hnsw_knn(data, n_neighbors, seed),
     )
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # spectral-init and small-graph warnings are expected here
-            inputs = _cosine_distances(data) if precompute else data
-            return np.asarray(reducer.fit_transform(inputs), dtype=np.float64)
+    try:  # warnings: the caller's `_quiet`
+        inputs = _cosine_distances(data) if precompute else data
+        return np.asarray(reducer.fit_transform(inputs), dtype=np.float64)
     except (ValueError, TypeError, np.linalg.LinAlgError) as exc:
         raise _ClusteringFailed(f"UMAP: {exc}") from exc
 
@@ -495,9 +582,11 @@ def _cosine_distances(data: np.ndarray) -> np.ndarray:
     return distances
 
 
-def _soft_gmm_groups(reduced: np.ndarray, limit: int, threshold: float, seed: int) -> list[list[int]]:
+def _soft_gmm_groups(
+    reduced: np.ndarray, limit: int, threshold: float, seed: int, pool: Executor | None = None
+) -> list[list[int]]:
     """Fit mixtures of 1..limit components, keep the lowest BIC, and return soft-membership groups."""
-    model = _best_mixture_by_bic(reduced, limit, seed)
+    model = _best_mixture_by_bic(reduced, limit, seed, pool)
     probabilities = model.predict_proba(reduced)
     if not np.all(np.isfinite(probabilities)):
         raise _ClusteringFailed("mixture posteriors are not finite")
@@ -507,29 +596,55 @@ def _soft_gmm_groups(reduced: np.ndarray, limit: int, threshold: float, seed: in
     return [g for g in groups if g]
 
 
-def _best_mixture_by_bic(reduced: np.ndarray, limit: int, seed: int) -> Mixture:
-    best_model, best_bic, rises, previous = None, math.inf, 0, math.inf
-    for components in range(1, limit + 1):
-        checkpoint()
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # numpy's warnings on a degenerate fit: its BIC or error decides
-                model = fit_mixture(reduced, components, seed=seed)
-            bic = model.bic(reduced)
-        except (ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
-            log.debug("GMM with %d components failed: %s", components, exc)
-            break
-        if not math.isfinite(bic):
-            break
-        if bic < best_bic:
-            best_model, best_bic = model, bic
-        rises = rises + 1 if bic > previous else 0
-        previous = bic
-        if rises >= BIC_PATIENCE:
-            break
+def _best_mixture_by_bic(reduced: np.ndarray, limit: int, seed: int, pool: Executor | None = None) -> Mixture:
+    """The lowest-BIC mixture of 1..limit components, scanning up until BIC has risen `BIC_RISES` times in
+    a row or `BIC_PATIENCE` counts in a row have not improved on the lowest. With a pool, the next count is fitted while this one is (numpy's large
+    array steps release the GIL); the choice is the same, at the price of one fit past the stop."""
+    best_model, best_bic, since_best, rises, previous = None, math.inf, 0, 0, math.inf
+    with contextlib.closing(_mixture_fits(reduced, limit, seed, pool)) as fits:
+        for components in range(1, limit + 1):
+            checkpoint()
+            try:  # numpy's warnings on a degenerate fit are ignored (`_quiet`): its BIC or error decides
+                model, bic = next(fits)
+            except (ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
+                log.debug("GMM with %d components failed: %s", components, exc)
+                break
+            if not math.isfinite(bic):
+                break
+            if bic < best_bic:
+                best_model, best_bic, since_best = model, bic, 0
+            else:
+                since_best += 1
+            rises, previous = (rises + 1 if bic > previous else 0), bic
+            if rises >= BIC_RISES or since_best >= BIC_PATIENCE:
+                break
     if best_model is None:
         raise _ClusteringFailed("no Gaussian mixture could be fitted")
     return best_model
+
+
+def _fit_with_bic(reduced: np.ndarray, components: int, seed: int) -> tuple[Mixture, float]:
+    model = fit_mixture(reduced, components, seed=seed)
+    return model, model.bic(reduced)
+
+
+def _mixture_fits(
+    reduced: np.ndarray, limit: int, seed: int, pool: Executor | None
+) -> Iterator[tuple[Mixture, float]]:
+    """The fits of 1..limit components and their BIC, in order; with a pool, one count ahead."""
+    if pool is None:
+        for components in range(1, limit + 1):
+            yield _fit_with_bic(reduced, components, seed)
+        return
+    ahead = pool.submit(_fit_with_bic, reduced, 1, seed)
+    try:
+        for components in range(1, limit + 1):
+            current = ahead
+            if components < limit:
+                ahead = pool.submit(_fit_with_bic, reduced, components + 1, seed)
+            yield current.result()
+    finally:
+        ahead.cancel()  # the scan stopped: the count beyond it is not needed
 
 
 def _canonical(clusters: list[list[int]]) -> list[list[int]]:
