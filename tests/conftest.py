@@ -9,6 +9,7 @@ longest files do not begin last and hold the whole run up.
 from __future__ import annotations
 
 import os
+import re
 import resource
 import threading
 import time
@@ -141,6 +142,15 @@ def pytest_runtest_protocol(item, nextitem):
         line = f"{_cpu_seconds() - cpu:.2f}\t{time.perf_counter() - wall:.2f}\t{item.nodeid}\n"
         with open(log_file, "a") as out:
             out.write(line)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With the slow tests deselected (`-m "not slow ..."`: `make test-fast`), the slow files are not
+    imported at all: every worker would otherwise import them (and build their parameters) only to
+    drop each of their tests."""
+    if collection_path.name in SLOW_FILES and re.search(r"\bnot\s+slow\b", config.getoption("markexpr") or ""):
+        return True
+    return None
 
 
 def is_slow(item: pytest.Item) -> bool:

@@ -2,6 +2,9 @@
 
 import threading
 import time
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import wait_for_background_imports
 
@@ -30,3 +33,31 @@ def test_other_threads_are_not_waited_for():
     finished = not waiter.is_alive()
     release.set()
     assert finished
+
+
+class _MarkConfig:
+    """A pytest config whose only option is the `-m` expression."""
+
+    def __init__(self, markexpr: str) -> None:
+        self.markexpr = markexpr
+
+    def getoption(self, name: str) -> str:
+        assert name == "markexpr"
+        return self.markexpr
+
+
+@pytest.mark.parametrize(
+    ("markexpr", "name", "ignored"),
+    [
+        ("not slow and not e2e and not wheel", "test_crash.py", True),  # make test-fast: not even imported
+        ("not slow", "test_workers.py", True),
+        ("not slow and not e2e and not wheel", "test_engine.py", False),  # a quick file is collected
+        ("not e2e", "test_crash.py", False),  # make test: the slow files run
+        ("slow", "test_crash.py", False),
+        ("", "test_crash.py", False),
+    ],
+)
+def test_slow_files_are_not_collected_when_slow_tests_are_deselected(markexpr, name, ignored):
+    from tests import conftest
+
+    assert bool(conftest.pytest_ignore_collect(Path("tests") / name, _MarkConfig(markexpr))) is ignored
