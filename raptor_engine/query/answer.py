@@ -45,7 +45,7 @@ from .followup import (
     standalone_question,
     subject_terms,
 )
-from .ranker import SENTENCE_FEATURES, Ranker, document_kind
+from .ranker import CITATION_BRACKET, HAS_DIGIT, SENTENCE_FEATURES, Ranker, document_kind
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
 QUOTE = re.compile(r"\u201c(.+?)\u201d")
@@ -129,15 +129,13 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
 # for, so "how many tags?" does not prefer a sentence that only points at Figure 16.
 QUANTITY_LABELS = re.compile(
     r"\b[A-Za-z_]+\d[\w]*|\b(?:Table|Tab\.|Figure|Fig\.|Section|Sec\.|Eq\.|Equation|Appendix|Chapter)\s*\d+(?:\.\d+)*"
-    r"|[\[［]\s*\d+(?:\s*[,;–-]\s*\d+)*\s*[\]］]"
+    rf"|{CITATION_BRACKET}"
 )
-
-_DIGIT = re.compile(r"\d")
 
 
 def holds_kind(kind: int, sentence: str) -> bool:
     """Whether the sentence holds what ANSWER_KINDS[kind] asks for (a number read without its labels)."""
-    if _DIGIT.search(sentence):  # every label holds a digit: the others are read as they are
+    if HAS_DIGIT.search(sentence):  # every label holds a digit: the others are read as they are
         sentence = QUANTITY_LABELS.sub(" ", sentence)
     return bool(ANSWER_KINDS[kind][1].search(sentence))
 

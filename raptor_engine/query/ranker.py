@@ -198,12 +198,14 @@ def asks_short_fact(question: str) -> bool:
 PAPER = "paper"  # a scientific or technical paper: citations, table and figure labels, decimals, percentages
 NARRATIVE = "narrative"  # fiction or narrative prose: dialogue in quotation marks, 'said', 'asked'
 DOCUMENT_KINDS = (PAPER, NARRATIVE)
+# A numbered citation: "[12]", "[3, 4]", "［2–5］" (also a label, not a quantity, to the answer kinds)
+CITATION_BRACKET = r"[\[［]\s*\d+(?:\s*[,;–-]\s*\d+)*\s*[\]］]"
 # every paper mark but 'et al' holds a digit, so only the sentences with one are searched for them
 _PAPER_MARK = re.compile(
-    r"\b(?:BIBREF|TABREF|FIGREF|SECREF|INLINEFORM|DISPLAYFORM)\d|[\[［]\s*\d+(?:\s*[,;–-]\s*\d+)*\s*[\]］]"
+    rf"\b(?:BIBREF|TABREF|FIGREF|SECREF|INLINEFORM|DISPLAYFORM)\d|{CITATION_BRACKET}"
     r"|\b(?:Table|Fig\.|Figure|Section|Eq\.|Equation|Appendix)\s+\d|\d(?:\.\d+)?\s?%|\b\d+\.\d+\b"
 )
-_DIGIT = re.compile(r"\d")
+HAS_DIGIT = re.compile(r"\d")
 _ET_AL = re.compile(r"\bet al\b")  # of lower-cased text
 _DIALOGUE_MARK = re.compile(r"[“”]|(?:^|\s)\"|\"(?:\s|$)")
 _SPEECH_VERB = re.compile(r"\b(?:said|asked|replied|told|shouted|whispered|cried|answered)\b")  # of lower-cased text
@@ -221,14 +223,14 @@ def document_kind(texts: list[str]) -> str | None:
     unrecognised kind gets the blend fitted on every question, so a kind the ranker never saw
     degrades to that, not to a guess."""
     count = sum(len(text.split()) for text in texts)
-    if count < MIN_KIND_WORDS or not texts:
+    if count < MIN_KIND_WORDS:
         return None
     if sum(bool(_SPEAKER_TURN.match(text)) for text in texts) >= SPEAKER_TURN_SHARE * len(texts):
         return None
     joined = "\n".join(texts)
     lowered = joined.lower()
     per_1000 = 1000.0 / count
-    numbered = "\n".join(text for text in texts if _DIGIT.search(text))
+    numbered = "\n".join(text for text in texts if HAS_DIGIT.search(text))
     paper = (len(_PAPER_MARK.findall(numbered)) + len(_ET_AL.findall(lowered))) * per_1000
     narrative = (len(_DIALOGUE_MARK.findall(joined)) + 2 * len(_SPEECH_VERB.findall(lowered))) * per_1000
     if paper >= PAPER_MARKS_PER_1000 and narrative < NARRATIVE_MARKS_PER_1000:

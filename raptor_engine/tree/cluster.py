@@ -598,8 +598,9 @@ def _soft_gmm_groups(
 
 def _best_mixture_by_bic(reduced: np.ndarray, limit: int, seed: int, pool: Executor | None = None) -> Mixture:
     """The lowest-BIC mixture of 1..limit components, scanning up until BIC has risen `BIC_RISES` times in
-    a row or `BIC_PATIENCE` counts in a row have not improved on the lowest. With a pool, the next count is fitted while this one is (numpy's large
-    array steps release the GIL); the choice is the same, at the price of one fit past the stop."""
+    a row or `BIC_PATIENCE` counts in a row have not improved on the lowest. With a pool, the next count
+    is fitted while this one is (numpy's large array steps release the GIL); the choice is the same, at
+    the price of one fit past the stop."""
     best_model, best_bic, since_best, rises, previous = None, math.inf, 0, 0, math.inf
     with contextlib.closing(_mixture_fits(reduced, limit, seed, pool)) as fits:
         for components in range(1, limit + 1):
