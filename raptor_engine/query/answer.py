@@ -711,12 +711,17 @@ class ExtractiveAnswerer:
         """Each candidate's cosine to the question (a follow-up's carried context blended in), the
         candidates' unit vectors and the question's weighted terms; sets `similarity` and `lexical`."""
         queries = self.embedder.embed([rewrite.core, rewrite.context or rewrite.core])
-        vectors = np.concatenate([queries, self.sentence_vectors([c.text for c in candidates])])
-        weights = _query_weights(rewrite, candidates, conversation_names)
         own = bool(subject_terms(rewrite.core))
         core_share = 1.0 if not rewrite.context else (CORE_SHARE if own else ELLIPSIS_CORE_SHARE)
-        query = _unit(core_share * vectors[0] + (1 - core_share) * vectors[1])
-        sentences = vectors[2:]
+        query = _unit(core_share * queries[0] + (1 - core_share) * queries[1])
+        return self._similarities_to(query, rewrite, candidates, conversation_names)
+
+    def _similarities_to(
+        self, query: np.ndarray, rewrite: Rewrite, candidates: list[_Candidate], conversation_names: set[str]
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+        """`_similarities` for a question vector already at hand (retrieval embedded the question)."""
+        sentences = self.sentence_vectors([c.text for c in candidates])
+        weights = _query_weights(rewrite, candidates, conversation_names)
         similarity = sentences @ query
         for i, candidate in enumerate(candidates):
             candidate.similarity = float(similarity[i])
@@ -732,6 +737,36 @@ class ExtractiveAnswerer:
         rewrite = split_standalone(question)
         similarity, sentences, weights = self._similarities(rewrite, candidates, set())
         return [c.text for c in candidates], sentence_features(rewrite.core, candidates, similarity, sentences, weights)
+
+    def node_scores(self, question: str, query_vector: np.ndarray, nodes: list[ContextNode]) -> list[list[float]]:
+        """How well each node's sentences answer the question, as the quotes would judge them: the
+        blended quote scores (sentence model and hand weights, as `_score` ranks a standalone
+        question's quotes) of its quotable sentences, best first, the nodes read as one context in the
+        given order. A sentence a node shares with another (a summary copies its leaves') counts for
+        both. Empty for a node with no quotable sentence (a heading alone, a table's first row), and for
+        every node without a ranker. The quote model knows what a question asks for (a number for "how
+        many", a place for "where"), which the two searches' order does not (docs/EVALUATION.md, "Small
+        budgets": measured as an order of the context, it is not the engine's)."""
+        candidates = _candidates(nodes)
+        if self.ranker is None or not candidates:
+            return [[] for _ in nodes]
+        rewrite = split_standalone(question)
+        similarity, sentences, weights = self._similarities_to(
+            _unit(np.asarray(query_vector, dtype=np.float32)), rewrite, candidates, set()
+        )
+        features = sentence_features(rewrite.core, candidates, similarity, sentences, weights)
+        kind = document_kind([c.text for c in candidates]) if self.ranker.blend.by_kind else None
+        scores = [float(score) for score in self.ranker.quote_scores(rewrite.core, features, kind)]
+        by_key = {c.key: score for c, score in zip(candidates, scores, strict=True)}
+        held: list[list[float]] = [[] for _ in nodes]
+        own: list[set[str]] = [set() for _ in nodes]
+        for c, score in zip(candidates, scores, strict=True):
+            held[c.position - 1].append(score)
+            own[c.position - 1].add(c.key)
+        for i, node in enumerate(nodes):
+            copies = {sentence_key(strip_bullet(s.text)) for s in sentences_of(node.text)} - own[i]
+            held[i] += [by_key[key] for key in copies if key in by_key]
+        return [sorted(found, reverse=True) for found in held]
 
     def _score(
         self,

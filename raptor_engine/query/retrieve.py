@@ -15,7 +15,9 @@ nodes holding a distinctive word of the question that few nodes hold (a code lik
 number, a surname) come first, so such a question finds the node that names it even when the
 embedding does not. With "learned", the first RERANK candidates are then ordered by the shipped
 ranker's node model (ranker.py); it measured worse than the fused order (docs/EVALUATION.md), so it
-is not the default.
+is not the default. Given a judge (the extractive answer's quote model) and `Fusion.judged` above 0,
+the fused order's first nodes are reordered by how well their best sentences answer the question
+(`judged_order`); that measured no better either, so the engine passes none.
 
 Tree traversal: the top-k nodes among the roots, then the top-k among their children, down to
 the leaves; the selected nodes fill the budget top-down.
@@ -77,9 +79,19 @@ class Fusion:
     text_weight: float = 1.0  # the full-text rank's share against the vector rank's 1
     text_candidates: int = 50  # nodes fetched from the full-text index
     rare_first: bool = True  # nodes naming a rare distinctive word of the question come first
+    # The quote model as a judge of the fused order's first nodes (`judged_order`): measured no better
+    # (docs/EVALUATION.md, "Small budgets"), so the engine judges none.
+    judged: int = 0  # the fused order's first nodes (after the rare-term ones) a judge reorders
+    judge_sentences: int = 2  # a node's worth: the mean of its best this many sentences' scores; 0: of all
+    judge_rank_weight: float = 0.1  # what the fused rank takes off a judged node's worth, first to last
 
 
 FUSION = Fusion()
+
+# How well each sentence of a context's nodes answers the question, per node, best first (the extractive
+# answer's quote model: `ExtractiveAnswerer.node_scores`); empty for a node it cannot judge. Retrieval
+# takes it as a callable so that it depends on no answerer.
+Judge = Callable[[str, np.ndarray, list[ContextNode]], list[list[float]]]
 
 
 def _context_node(node: StoredNode, score: float) -> ContextNode:
@@ -283,14 +295,27 @@ def collapsed_tree(
     count_tokens_batch: CountTokensBatch | None = None,
     ranking: str = "learned",
     fusion: Fusion = FUSION,
+    judge: Judge | None = None,
 ) -> RetrievedContext:
+    """The context for a question: candidates in `ranked_hits` order (judged by `judge`, if given, but
+    for a question about the whole, whose summaries come first), taken while they fit the budget."""
     allowed = allowed_ids(store, kb_id, layers, documents)
     if allowed is not None and not allowed:
         return RetrievedContext([], 0, budget, "collapsed", query)
+    about_the_whole = asks_about_the_whole(query)
     hits, known = ranked_hits(
-        store, index, kb_id, query, query_vector, ef=ef, allowed=allowed, ranking=ranking, fusion=fusion
+        store,
+        index,
+        kb_id,
+        query,
+        query_vector,
+        ef=ef,
+        allowed=allowed,
+        ranking=ranking,
+        fusion=fusion,
+        judge=None if about_the_whole else judge,
     )
-    if asks_about_the_whole(query):
+    if about_the_whole:
         hits = _summaries_first(store, kb_id, hits, query_vector, allowed)
     fill = BudgetFill(budget, count_tokens_batch)
     _fill_reading_lazily(store, index, hits, fill, known)
@@ -309,9 +334,12 @@ def ranked_hits(
     allowed: set[int] | None,
     ranking: str,
     fusion: Fusion = FUSION,
+    judge: Judge | None = None,
 ) -> tuple[list[tuple[int, float]], dict[int, StoredNode]]:
     """The candidates in the order that fills the budget, each with its cosine (what a citation shows),
-    and the nodes already read on the way (the ranker reads its candidates' texts)."""
+    and the nodes already read on the way (the ranker and the judge read their candidates' texts).
+    With a `judge`, the fused order's first `fusion.judged` nodes after the rare-term ones are
+    reordered by it (`judged_order`); the vector ranking is never judged."""
     if ranking not in RANKINGS:
         raise ValueError(f"unknown ranking {ranking!r}; use one of {', '.join(RANKINGS)}")
     hits = index.search(
@@ -329,8 +357,43 @@ def ranked_hits(
         order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
         candidates = [head[i] for i in order] + candidates[RERANK:]
     first = set(pinned)
-    candidates = [c for c in candidates if c.node_id in first] + [c for c in candidates if c.node_id not in first]
-    return [(c.node_id, c.cosine) for c in candidates], known
+    lead = [c for c in candidates if c.node_id in first]
+    rest = [c for c in candidates if c.node_id not in first]
+    if judge is not None and fusion.judged > 0:
+        rest = judged_order(store, query, query_vector, rest, judge, fusion, known)
+    return [(c.node_id, c.cosine) for c in lead + rest], known
+
+
+def judged_order(
+    store: Store,
+    query: str,
+    query_vector: np.ndarray,
+    candidates: list[NodeCandidate],
+    judge: Judge,
+    fusion: Fusion,
+    known: dict[int, StoredNode],
+) -> list[NodeCandidate]:
+    """The first `fusion.judged` candidates reordered by their worth, the rest after them as they were. A
+    node's worth is the mean of the judge's scores of its best `fusion.judge_sentences` sentences, less
+    `fusion.judge_rank_weight` times its rank over `fusion.judged`. The judge weighs what
+    the searches cannot: "how large is the vocabulary?" wants the leaf giving a number, not the nodes
+    repeating "large". A node the judge cannot score counts as the lowest worth found; ties keep the
+    fused order. The nodes read are added to `known`."""
+    head, tail = candidates[: fusion.judged], candidates[fusion.judged :]
+    known.update(store.nodes_by_ids([c.node_id for c in head if c.node_id not in known]))
+    present = [c for c in head if c.node_id in known]
+    judged = judge(query, query_vector, [_context_node(known[c.node_id], c.cosine) for c in present])
+    best = [scores[: fusion.judge_sentences] if fusion.judge_sentences > 0 else scores for scores in judged]
+    means = [float(np.mean(scores)) if scores else None for scores in best]
+    floor = min((mean for mean in means if mean is not None), default=0.0)
+
+    def worth(rank: int) -> float:
+        mean = means[rank]
+        return (floor if mean is None else mean) - fusion.judge_rank_weight * rank / fusion.judged
+
+    order = sorted(range(len(present)), key=lambda rank: (-worth(rank), rank))
+    missing = [c for c in head if c.node_id not in known]  # gone since the search: left for the fill to skip
+    return [present[rank] for rank in order] + missing + tail
 
 
 def distinctive_phrases(query: str) -> list[str]:

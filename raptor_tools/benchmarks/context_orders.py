@@ -3,9 +3,10 @@ side by side.
 
 Every question with a reference, of every document of the evaluation sets, gets its collapsed and
 leaves-only context at the budget in each order of `ORDERS`, scored as `raptor eval` scores a context
-(ROUGE-1 recall of the best reference). Printed per split: each set's collapsed (leaves only) recall,
-the mean over the sets, and the mean difference against the engine's order with its paired standard
-error. An order is worth adopting only if it wins on the training split by more than its error; the
+(ROUGE-1 recall of the best reference); an order whose `Fusion.judged` is above 0 has its first
+nodes reordered by the extractive answer's quote model (`retrieve.judged_order`). Printed per split:
+each set's collapsed (leaves only) recall, the mean over the sets, and the mean difference against
+the engine's order with its paired standard error. An order is worth adopting only if it wins on the training split by more than its error; the
 held-out split then says whether the win carries over. The trees are the ones `raptor eval` caches
 (<cache>/<set>), built if missing.
 
@@ -29,6 +30,8 @@ if str(_ROOT) not in sys.path:
 
 from raptor_engine.config import Settings  # noqa: E402
 from raptor_engine.engine import Engine  # noqa: E402
+from raptor_engine.query.answer import ExtractiveAnswerer  # noqa: E402
+from raptor_engine.query.ranker import load_ranker  # noqa: E402
 from raptor_engine.query.retrieve import Fusion, collapsed_tree  # noqa: E402
 from raptor_engine.tree.embed import Embedder  # noqa: E402
 from raptor_tools.evaluate import EvalSet, build_trees, load_eval_set, split_of  # noqa: E402
@@ -38,6 +41,7 @@ SETS = ("qasper", "quality", "squality", "narrativeqa_summaries")
 SPLITS = ("train", "heldout")
 METHODS = {"collapsed": None, "leaves": [0]}  # the layers each method may take
 ENGINE_ORDER = "hybrid (the engine)"
+JUDGED = Fusion(judged=20)  # the quote model judges the fused order's first 20: their best 2 sentences
 ORDERS: dict[str, tuple[str, Fusion]] = {
     ENGINE_ORDER: ("hybrid", Fusion()),
     "vector": ("vector", Fusion()),
@@ -48,6 +52,10 @@ ORDERS: dict[str, tuple[str, Fusion]] = {
     "hybrid, RRF k 2": ("hybrid", Fusion(rrf_k=2)),
     "hybrid, 10 text hits": ("hybrid", Fusion(text_candidates=10)),
     "learned node model": ("learned", Fusion()),
+    "hybrid, first 20 judged by the quote model (best 2 sentences)": ("hybrid", JUDGED),
+    "hybrid, first 10 judged (best 2 sentences)": ("hybrid", dataclasses.replace(JUDGED, judged=10)),
+    "hybrid, first 20 judged (best sentence)": ("hybrid", dataclasses.replace(JUDGED, judge_sentences=1)),
+    "hybrid, first 20 judged (all sentences)": ("hybrid", dataclasses.replace(JUDGED, judge_sentences=0)),
 }
 
 Recalls = dict[str, list[float]]  # per method, one recall per question
@@ -63,6 +71,7 @@ async def set_recalls(
         return found
     engine = Engine(dataclasses.replace(Settings.from_env(), data_dir=data_dir), embedder=embedder)
     try:
+        judge = ExtractiveAnswerer(engine.embedder, ranker=load_ranker()).node_scores  # for orders judging any
         needed = list(dict.fromkeys(q.doc_id for q in questions))
         trees = await build_trees(engine, [eval_set.documents[d] for d in needed], progress=False)
         for question in questions:
@@ -82,6 +91,7 @@ async def set_recalls(
                         count_tokens_batch=engine.embedder.count_tokens_batch,
                         ranking=ranking,
                         fusion=fusion,
+                        judge=judge,
                     )
                     text = "\n\n".join(node.text for node in context.nodes)
                     found[order][method].append(best_over(question.answers, rouge1_recall, text) or 0.0)
