@@ -7,7 +7,8 @@ The hook, like llm's `hookspecs.py`: a package declares, in its pyproject,
     NAME = "package.module:register_commands"
 
 where `register_commands(cli: click.Group) -> None` adds its commands to the group. The CLI loads every
-registered plugin at start; one that is missing or broken costs one log line, never the CLI.
+registered plugin when first needed (`RaptorGroup.load_plugins` in cli.py: listing the commands, or a name
+the library does not define); one that is missing or broken costs one log line, never the CLI.
 """
 
 from __future__ import annotations

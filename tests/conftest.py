@@ -39,6 +39,7 @@ def pytest_configure(config):
     the CLI tests run. The entry point itself is checked by tests/test_wheel.py."""
     from raptor_engine.cli import cli
 
+    cli.load_plugins()  # otherwise loaded when a command needs them
     if "bench" not in cli.commands:
         from raptor_tools.commands import register_commands
 

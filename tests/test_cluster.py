@@ -285,6 +285,34 @@ def test_large_layers_get_their_neighbour_graph_from_hnswlib(monkeypatch):
     assert reduced.shape == (len(data), 2) and np.all(np.isfinite(reduced))
 
 
+_PYNNDESCENT_CHILD = """
+import sys
+import numpy as np
+from raptor_engine.tree import cluster
+umap = cluster.import_umap()
+cluster.warm_up()
+rng = np.random.default_rng(5)
+result = cluster.cluster_nodes(rng.normal(size=(300, 24)), [40] * 300)
+print(len(result.clusters) > 1, "pynndescent" in sys.modules)
+print("cosine" in umap.umap_.pynn_named_distances, "pynndescent" in sys.modules)
+import pynndescent
+print(isinstance(pynndescent.NNDescent.__new__(pynndescent.NNDescent), umap.umap_.NNDescent),
+      umap.umap_.pynn_named_distances["cosine"] is pynndescent.distances.named_distances["cosine"])
+"""
+
+
+def test_umaps_import_leaves_pynndescent_out_until_it_is_used():
+    """umap imports pynndescent (~0.3 s of a cold start's CPU) for a neighbour search the engine never runs:
+    a clustering leaves it unloaded, and umap's first real use of it loads the real module."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-c", _PYNNDESCENT_CHILD]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "False", "True", "True", "True", "True"]
+
+
 def test_an_ingest_can_start_importing_umap_in_the_background():
     """umap's import (seconds) overlaps the loading and embedding that come before the clustering."""
     import subprocess

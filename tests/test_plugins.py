@@ -63,3 +63,47 @@ def test_a_missing_or_broken_plugin_is_one_log_line_not_a_crash(monkeypatch, cap
     [record] = caplog.records
     assert "'broken'" in record.message and value in record.message and error in record.message
     assert "\n" not in record.getMessage()
+
+
+def _cli_in_a_new_process(*args: str) -> list[str]:
+    """Run `raptor ARGS` in a fresh interpreter; the last line says whether raptor_tools was imported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from raptor_engine.cli import cli\n"
+        "try:\n"
+        f"    cli({list(args)!r}, prog_name='raptor')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('raptor_tools' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.splitlines()
+
+
+def test_a_built_in_command_loads_no_plugin():
+    """`raptor ingest` (a cold start) pays for neither the entry points nor raptor_tools' imports."""
+    lines = _cli_in_a_new_process("ingest", "--help")
+    assert any("Usage: raptor ingest" in line for line in lines)
+    assert lines[-1] == "False"
+
+
+def test_a_plugins_command_and_the_command_list_load_the_plugins():
+    bench = _cli_in_a_new_process("bench", "--help")
+    assert any("Usage: raptor bench" in line for line in bench) and bench[-1] == "True"
+    listing = _cli_in_a_new_process("--help")
+    assert any(line.split()[:1] == ["eval"] for line in listing) and listing[-1] == "True"
+
+
+def test_the_group_loads_its_plugins_once(monkeypatch):
+    from raptor_engine.cli import RaptorGroup
+
+    calls: list[click.Group] = []
+    monkeypatch.setattr("raptor_engine.cli.load_plugins", lambda group: calls.append(group))
+    group = RaptorGroup("raptor")
+    context = click.Context(group)
+    assert group.get_command(context, "nothing") is None and group.list_commands(context) == []
+    assert calls == [group]

@@ -47,6 +47,7 @@ import numpy as np
 from ..config import default_cache_dir
 from ..ingest.budget import checkpoint
 from ..types import Clustering
+from .deferred import Spec, deferred_modules
 from .mixture import Mixture, fit_mixture
 
 log = logging.getLogger(__name__)
@@ -114,7 +115,7 @@ def _balanced_runs(token_counts: Sequence[int], count: int) -> list[list[int]]:
 
 _compile_cache_dir: Path | None = None
 _umap_module: list[ModuleType] = []
-_umap_lock = threading.Lock()
+_umap_lock = threading.RLock()  # re-entered when umap's import touches a deferred module
 _preload: list[threading.Thread] = []
 
 
@@ -135,28 +136,55 @@ def _compile_cache_folder() -> Path:
 
 
 def import_umap() -> ModuleType:
-    """umap, with every numba function of umap and pynndescent cached on disk.
+    """umap, with every numba function of umap cached on disk, and without pynndescent until it is used.
 
     umap-learn marks only some of its functions `cache=True`. Those given a type signature compile
     as they are defined, on every import (~0.3 s of CPU each process), and the layout optimiser and
     the fuzzy graph's kernels are compiled again by each process's first fit. So numba's decorators
     add `cache=True` while umap is imported (`_decorators_cache`), and `enable_caching` then reaches
     any function still uncached; all of it lives in `use_compile_cache`'s folder. Functions that
-    cannot be cached (closures) just keep compiling in memory.
+    cannot be cached (closures) just keep compiling in memory. pynndescent, which umap imports but our
+    fits do not use, is a stand-in until touched (`_UNUSED_BY_OUR_FITS`), then imported the same way.
     """
     with _umap_lock:
         if not _umap_module:
             import numba  # imported late: numba and umap are slow to import
 
             folder = _compile_cache_folder()
-            with _decorators_cache(numba, folder):
+            with _decorators_cache(numba, folder), deferred_modules(_UNUSED_BY_OUR_FITS, _import_cached):
                 import umap
 
-            _enable_numba_caching(numba, ("umap", "pynndescent"), folder)
+            _enable_numba_caching(numba, ("umap",), folder)
             umap.umap_.spectral_layout = _steady_spectral_layout(umap.umap_.spectral_layout)
             umap.layouts._nb_optimize_layout_euclidean_single_epoch = _nogil_layout_epoch(numba, umap, folder)
             _umap_module.append(umap)
         return _umap_module[0]
+
+
+# What umap imports from pynndescent, its own neighbour search: the engine gives UMAP its neighbours
+# (precomputed distances below `_UMAP_SMALL_DATA` points, hnswlib's above), so our fits use none of it;
+# a large layer's fit only asks whether pynndescent knows the metric, which loads it then (deferred.py).
+_UNUSED_BY_OUR_FITS: Spec = {
+    "pynndescent": {"NNDescent": "class"},
+    "pynndescent.distances": {"named_distances": "mapping"},
+    "pynndescent.sparse": {"sparse_named_distances": "mapping"},
+}
+
+
+def _import_cached(name: str) -> ModuleType:
+    """Import `name` (a deferred module umap uses after all), its numba functions cached on disk as umap's."""
+    import importlib
+
+    import numba
+
+    with _umap_lock:
+        if name in sys.modules:
+            return sys.modules[name]
+        folder = _compile_cache_folder()
+        with _decorators_cache(numba, folder):
+            module = importlib.import_module(name)
+        _enable_numba_caching(numba, (name.split(".")[0],), folder)
+        return module
 
 
 @contextlib.contextmanager
@@ -212,7 +240,7 @@ def _nogil_layout_epoch(numba: ModuleType, umap: ModuleType, folder: Path) -> An
 def preload_umap() -> None:
     """Start importing umap in a background thread (once per process).
 
-    Its import takes seconds (numba loads pynndescent's and umap's compiled code); started when an
+    Its import takes seconds (sklearn, scipy, and numba loading umap's compiled code); started when an
     ingest begins, it overlaps loading, chunking and embedding instead of delaying the clustering.
     """
     with _umap_lock:
