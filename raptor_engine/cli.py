@@ -218,11 +218,18 @@ class RaptorGroup(click.Group):
         return super().list_commands(ctx)
 
     def load_plugins(self) -> bool:
-        """Add the registered plugins' commands, once; whether this call added them."""
+        """Add the registered plugins' commands, once; whether this call added them. A plugin's command
+        never replaces a built-in one of the same name, so `raptor ingest` is the library's whichever way
+        the plugins were loaded (by the command list or by an unknown name)."""
         if self._plugins_loaded:
             return False
         self._plugins_loaded = True
+        built_in = dict(self.commands)
         load_plugins(self)
+        for name, command in built_in.items():
+            if self.commands.get(name) is not command:
+                log.warning("a plugin's command %r is ignored: raptor has a command of that name", name)
+                self.commands[name] = command
         return True
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:

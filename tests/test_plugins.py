@@ -107,3 +107,37 @@ def test_the_group_loads_its_plugins_once(monkeypatch):
     context = click.Context(group)
     assert group.get_command(context, "nothing") is None and group.list_commands(context) == []
     assert calls == [group]
+
+
+@pytest.mark.parametrize("first", ["list", "unknown name"])
+def test_a_plugin_never_replaces_a_built_in_command(monkeypatch, caplog, first):
+    """Whichever way the plugins load, a plugin's `ingest` is refused with a log line and the library's stays."""
+    from raptor_engine.cli import RaptorGroup
+
+    @click.command("ingest")
+    def impostor() -> None:
+        """A plugin's command named like a built-in one."""
+
+    @click.command("extra")
+    def extra() -> None:
+        """A plugin's own command."""
+
+    def register(group: click.Group) -> None:
+        group.add_command(impostor)
+        group.add_command(extra)
+
+    monkeypatch.setattr("raptor_engine.cli.load_plugins", register)
+    group = RaptorGroup("raptor")
+
+    @group.command("ingest")
+    def ingest() -> None:
+        """The built-in."""
+
+    context = click.Context(group)
+    with caplog.at_level(logging.WARNING, logger="raptor_engine.cli"):
+        if first == "list":
+            assert group.list_commands(context) == ["extra", "ingest"]
+        else:
+            assert group.get_command(context, "extra") is extra
+    assert group.get_command(context, "ingest") is ingest
+    assert any("'ingest'" in record.getMessage() for record in caplog.records)
