@@ -10,12 +10,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from raptor_engine import Engine, Settings
+from raptor_engine import Engine
 from raptor_engine.query.answer import ExtractiveAnswerer
 from raptor_engine.query.ranker import NodeCandidate, load_ranker
 from raptor_engine.query.retrieve import FUSION, Fusion, collapsed_tree, judged_order
 from raptor_engine.storage.records import StoredNode
 from raptor_engine.types import ContextNode
+from tests.unhurried import unhurried_settings
 
 # A paper's opening and methods: the generic sentences hold the question's words ("look", "tags",
 # "many"), the leaf that answers it holds a number and few of them.
@@ -143,7 +144,7 @@ def test_a_how_many_question_judges_the_node_giving_the_number_higher(judge):
 
 
 async def test_the_judged_context_is_the_same_every_time_and_off_is_the_fused_order(tmp_path, embedder, judge):
-    engine = Engine(Settings(data_dir=tmp_path, ranking="hybrid"), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path, ranking="hybrid"), embedder=embedder)
     try:
         await engine.ingest("kb", "paper.txt", "\n\n".join(PAPER).encode(), added_by="t")
         kb_id = engine.store.require_kb("kb")

@@ -23,6 +23,7 @@ from raptor_tools.benchmarks.context_orders import (
 from raptor_tools.evaluate import build_trees, load_eval_set, score_context, split_of
 from tests.test_eval import write_set
 from tests.test_text_index import CODES, _fault_log
+from tests.unhurried import unhurried_settings
 
 
 def test_the_fusion_weighs_each_search_by_its_rank():
@@ -45,7 +46,7 @@ def test_the_fusion_weighs_each_search_by_its_rank():
 async def test_rare_term_nodes_come_first_whatever_the_fusion(tmp_path, embedder):
     """With the full-text rank weighted 0 the fused order is the vector order, which misses some fault
     codes at this budget; putting the nodes that name a rare word of the question first finds them all."""
-    engine = Engine(Settings(data_dir=tmp_path, ranking="hybrid"), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path, ranking="hybrid"), embedder=embedder)
     try:
         await engine.ingest("kb", "faults.txt", _fault_log().encode(), added_by="t")
         kb_id = engine.store.require_kb("kb")

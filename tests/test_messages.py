@@ -9,17 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from raptor_engine import Engine, Settings
+from raptor_engine import Engine
 from raptor_engine.errors import LimitError
 from raptor_engine.ingest.messages import MessagePlace, pack_parts, part_name
 from tests.message_samples import START, history, message
+from tests.unhurried import unhurried_settings
 
 CHANNEL = MessagePlace(400, "general")
 GATE = "The gate code for the boathouse is 4417"
 
 
 def make_engine(tmp_path: Path, embedder, **overrides) -> Engine:
-    return Engine(Settings(data_dir=tmp_path / "data", **overrides), embedder=embedder)
+    return Engine(unhurried_settings(data_dir=tmp_path / "data", **overrides), embedder=embedder)
 
 
 def every_text(engine: Engine, kb: str) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from bot.state import BotState, MessageImport, ThreadRecord
-from raptor_engine import Engine, Settings
+from raptor_engine import Engine
 from raptor_engine.storage.spaces import FOLLOWER_TABLES, KB_TABLES
 from raptor_engine.types import Turn
 from tests.sample_texts import BEEKEEPING, RAILWAY
@@ -307,7 +307,7 @@ def test_a_space_pattern_that_cannot_name_spaces_is_refused_in_one_sentence(tmp_
     from raptor_engine.errors import RaptorError
 
     with pytest.raises(RaptorError, match=says):
-        Engine(Settings(data_dir=tmp_path / "data", space_pattern=pattern))
+        Engine(unhurried_settings(data_dir=tmp_path / "data", space_pattern=pattern))
 
 
 def test_two_processes_opening_an_old_directory_at_once_move_it_once(old_layout, tmp_path, embedder):

@@ -61,3 +61,41 @@ def test_slow_files_are_not_collected_when_slow_tests_are_deselected(markexpr, n
     from tests import conftest
 
     assert bool(conftest.pytest_ignore_collect(Path("tests") / name, _MarkConfig(markexpr))) is ignored
+
+
+def _engines_built_on_bare_settings(source: str) -> list[int]:
+    """Lines where a test builds an Engine straight from `Settings(...)` (the 60 s build deadline live)."""
+    import ast
+
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Engine" and node.args):
+            continue
+        first = node.args[0]
+        if isinstance(first, ast.Call) and getattr(first.func, "id", None) == "Settings":
+            if not any(keyword.arg in ("build_timeout", None) for keyword in first.keywords):  # None: **given
+                lines.append(node.lineno)
+    return lines
+
+
+def test_engines_in_tests_get_the_unhurried_settings():
+    """An engine built on bare Settings keeps the 60 s build deadline, which a busy machine can pass
+    (tests/unhurried.py): such a test must use `unhurried_settings` or set its own deadline."""
+    from pathlib import Path
+
+    offenders = {
+        str(path.relative_to(Path(__file__).parent)): found
+        for path in sorted(Path(__file__).parent.rglob("*.py"))
+        if (found := _engines_built_on_bare_settings(path.read_text(encoding="utf-8")))
+    }
+    assert offenders == {}
+
+
+def test_the_bare_settings_check_finds_what_it_looks_for():
+    source = (
+        "Engine(Settings(data_dir=d), embedder=e)\n"
+        "Engine(Settings(data_dir=d, build_timeout=5))\n"
+        "Engine(Settings(data_dir=d, **bounds))\n"
+        "Engine(unhurried_settings(data_dir=d))\n"
+    )
+    assert _engines_built_on_bare_settings(source) == [1]

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import raptor_engine.cli as cli_module
-from raptor_engine import Engine, Settings
+from raptor_engine import Engine
 from raptor_engine.llm import OpenAIAnswerer
 from raptor_engine.query.answer import SentenceVectors
 from raptor_engine.query.support import (
@@ -33,6 +33,7 @@ from tests.llm_server import FakeLLMServer
 from tests.sample_texts import RAILWAY
 from tests.test_answer_ranking import context
 from tests.test_cli_streaming import llm  # noqa: F401, F811  (a fixture)
+from tests.unhurried import unhurried_settings
 
 COPIED = "The light was first lit in 1839."  # block 3
 PARAPHRASED = "Kittow, the son of a Halbeck pilot, was thirty-four."  # block 2, clauses reordered
@@ -204,9 +205,9 @@ def answering(text: str):
 @pytest.fixture
 async def railway_engine(tmp_path, embedder):
     async with FakeLLMServer() as server:
-        settings = Settings(data_dir=tmp_path / "data", llm_base_url=server.base_url, llm_api_key="sk-test")
+        settings = unhurried_settings(data_dir=tmp_path / "data", llm_base_url=server.base_url, llm_api_key="sk-test")
         engine = Engine(
-            Settings(data_dir=tmp_path / "data"), embedder=embedder, answerer=OpenAIAnswerer(settings)
+            unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder, answerer=OpenAIAnswerer(settings)
         )
         await engine.ingest("t", "railway.md", RAILWAY.encode())
         try:
@@ -292,7 +293,7 @@ async def test_where_does_it_say_that_lists_the_places_without_counting_the_last
 
 
 async def test_the_extractive_answer_is_not_checked(tmp_path, embedder):
-    engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
     try:
         await engine.ingest("t", "railway.md", RAILWAY.encode())
         answer = await engine.ask("t", "What happened in the flood?")

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raptor_engine import Engine, Settings
+from raptor_engine import Engine
 from raptor_engine.query.retrieve import text_phrases
 from raptor_engine.storage.store import NewNode, Store
+from tests.unhurried import unhurried_settings
 
 BUILD = {"action": "add"}
 
@@ -87,7 +88,7 @@ def test_an_existing_store_gets_the_index_on_open(tmp_path):
 
 
 async def test_doctor_finds_and_rebuilds_a_broken_text_index(tmp_path: Path, embedder):
-    engine = Engine(Settings(data_dir=tmp_path / "data"), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
     await engine.ingest(
         "kb", "notes.txt", b"The valve E-4012 failed twice in March. The crew replaced it.", added_by="t"
     )
@@ -135,7 +136,7 @@ def _fault_log() -> str:
 
 
 async def _found(ranking: str, tmp_path: Path, embedder) -> int:
-    engine = Engine(Settings(data_dir=tmp_path / ranking, ranking=ranking), embedder=embedder)
+    engine = Engine(unhurried_settings(data_dir=tmp_path / ranking, ranking=ranking), embedder=embedder)
     try:
         await engine.ingest("kb", "faults.txt", _fault_log().encode(), added_by="t")
         found = 0
@@ -160,7 +161,7 @@ async def test_an_llm_reads_the_context_in_the_retrieval_order(tmp_path, embedde
     from tests.llm_server import FakeLLMServer
 
     async with FakeLLMServer() as server:
-        settings = Settings(
+        settings = unhurried_settings(
             data_dir=tmp_path / "llm", llm_base_url=server.base_url, llm_api_key="test", budget=300
         )
         engine = Engine(settings, embedder=embedder)
