@@ -150,11 +150,9 @@ def import_umap() -> ModuleType:
         if not _umap_module:
             import numba  # imported late: numba and umap are slow to import
 
+            with deferred_modules(_UNUSED_BY_OUR_FITS, _import_cached):
+                umap = _import_cached("umap")
             folder = _compile_cache_folder()
-            with _decorators_cache(numba, folder), deferred_modules(_UNUSED_BY_OUR_FITS, _import_cached):
-                import umap
-
-            _enable_numba_caching(numba, ("umap",), folder)
             umap.umap_.spectral_layout = _steady_spectral_layout(umap.umap_.spectral_layout)
             umap.layouts._nb_optimize_layout_euclidean_single_epoch = _nogil_layout_epoch(numba, umap, folder)
             _umap_module.append(umap)
@@ -172,7 +170,8 @@ _UNUSED_BY_OUR_FITS: Spec = {
 
 
 def _import_cached(name: str) -> ModuleType:
-    """Import `name` (a deferred module umap uses after all), its numba functions cached on disk as umap's."""
+    """Import `name` (umap, or a deferred module umap uses after all) with its numba functions cached on
+    disk in `use_compile_cache`'s folder: the decorators cache as they compile, then the rest is reached."""
     import importlib
 
     import numba
