@@ -12,7 +12,7 @@ import re
 
 import discord
 
-from raptor_engine.engine import EmptyKnowledgeBaseError
+from raptor_engine.engine import MAX_QUESTION_CHARS, EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
 from raptor_engine.query.smalltalk import Act, small_talk_act
 from raptor_engine.query.support import MATCHED
@@ -39,7 +39,6 @@ STILL_BUILDING = (
     "This channel's first document is still being added; ask again when its progress message says it is done."
 )
 THREAD_NAME_LIMIT = 100
-MAX_QUESTION_CHARS = 1000
 
 
 def empty_text(services: Services, kb: str) -> str:

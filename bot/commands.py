@@ -18,7 +18,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from raptor_engine.engine import TreeInfo
+from raptor_engine.engine import MAX_QUESTION_CHARS, TreeInfo
 from raptor_engine.errors import RaptorError
 
 from .adding import add_files, is_supported, screen
@@ -480,7 +480,7 @@ class AskCog(commands.Cog):
     async def ask(
         self,
         interaction: discord.Interaction,
-        question: app_commands.Range[str, 1, 1000],
+        question: app_commands.Range[str, 1, MAX_QUESTION_CHARS],  # the engine's limit: one limit everywhere
         mode: Literal["collapsed", "traversal"] = "collapsed",
         private: bool = False,
     ) -> None:

@@ -155,6 +155,30 @@ async def test_follow_ups_chain_and_a_fresh_question_is_not_glued_to_them(harnes
     assert "David Orr" in quotes_of(fresh["content"])[0]
 
 
+async def test_a_long_question_reaches_the_engine_whole_up_to_the_engines_own_limit(make_harness, monkeypatch):
+    """The bot and the engine take questions of the same length: /ask's option allows the engine's
+    limit, and a follow-up of 1,500 characters in a thread is asked whole, not cut at a lower limit."""
+    from raptor_engine.engine import MAX_QUESTION_CHARS, Engine
+
+    h = await make_harness(message_content=True)
+    ask_option = next(o for o in h.bot.tree.get_command("ask").to_dict(h.bot.tree)["options"] if o["name"] == "question")
+    assert ask_option["max_length"] == MAX_QUESTION_CHARS
+    thread = await open_archive_thread(h)
+    asked: list[str] = []
+    original = Engine.ask
+
+    async def recording(self, kb, question, **kwargs):
+        asked.append(question)
+        return await original(self, kb, question, **kwargs)
+
+    monkeypatch.setattr(Engine, "ask", recording)
+    long_follow_up = "When did she leave? " + "I am asking because the archive's history matters to me. " * 26
+    assert 1000 < len(long_follow_up.strip()) < MAX_QUESTION_CHARS
+    h.user_message(thread, long_follow_up)
+    await bot_reply_in(h, thread)
+    assert asked == [long_follow_up.strip()]
+
+
 async def test_with_an_llm_the_condensed_question_is_answered_and_shown(make_harness, tmp_path):
     async with FakeLLMServer() as server:  # condenses to "<follow-up> (regarding: <first question>)"
         answerer = OpenAIAnswerer(llm_settings(server, tmp_path / "llm"), backoff_base=FAST_BACKOFF)
