@@ -368,9 +368,9 @@ async def _ingest_files(
 
         one_line_logs(click.get_current_context().obj["verbose"])  # Dask's handlers, made on import
         engine.cluster = BuildCluster(engine.settings, scheduler)
-    else:  # the model (exported to ONNX on a machine's first run) and UMAP's compiled code are the
+    else:  # the model (exported to ONNX on a machine's first run) and UMAP's compilation are the
         # process's start-up, not the first file's build: its deadline must not pay for them
-        await asyncio.to_thread(engine.warm)
+        await asyncio.to_thread(engine.warm, load_clustering=False)
     results, failures = [], 0
     try:
         for path in files:

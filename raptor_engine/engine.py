@@ -417,12 +417,19 @@ class Engine:
         summarizer, answerer = self.summarizer.name, self.answerer.name
         return summarizer if summarizer == answerer else f"summaries: {summarizer}; answers: {answerer}"
 
-    def warm(self) -> None:
-        """Load the model and UMAP's numba code now, off any hot path (compiled once per machine, then cached)."""
-        from .tree.cluster import warm_up
+    def warm(self, *, load_clustering: bool = True) -> None:
+        """Load the model and UMAP's numba code now, off any hot path (compiled once per machine, then cached).
+
+        With `load_clustering` False, UMAP is only compiled if this machine has not yet: for a one-shot
+        command, whose small documents may never cluster, its import waits for the first layer that does.
+        """
+        from .tree.cluster import compile_once, warm_up
 
         _ = self.embedder
-        warm_up()
+        if load_clustering:
+            warm_up()
+        else:
+            compile_once()
 
     def close(self) -> None:
         self.spaces.close()

@@ -100,9 +100,9 @@ def test_ingest_loads_the_model_before_any_build_deadline_starts(run, files, mon
     warmed, ingested = [], []
     original_warm, original_ingest = Engine.warm, Engine.ingest
 
-    def warm(self):
-        warmed.append((current_budget(), len(ingested)))
-        original_warm(self)
+    def warm(self, **options):
+        warmed.append((current_budget(), len(ingested), options))
+        original_warm(self, **options)
 
     async def ingest(self, *args, **kwargs):
         ingested.append(args[1])
@@ -112,4 +112,4 @@ def test_ingest_loads_the_model_before_any_build_deadline_starts(run, files, mon
     monkeypatch.setattr(Engine, "ingest", ingest)
     railway, bees, _ = files
     assert run("ingest", str(railway), str(bees), "--kb", "t", "--quiet").exit_code == 0
-    assert warmed == [(None, 0)] and ingested == ["railway.md", "bees.md"]
+    assert warmed == [(None, 0, {"load_clustering": False})] and ingested == ["railway.md", "bees.md"]

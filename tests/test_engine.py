@@ -420,16 +420,22 @@ async def test_an_added_document_brings_its_token_counts_into_the_index(railway)
     assert engine.indexes.get(kb_id).tokens == engine.store.token_counts(kb_id)
 
 
-async def test_clustering_imports_start_after_chunking_beside_the_embedding(tmp_path, embedder, monkeypatch):
-    """UMAP's import holds the GIL for ~2 s: it overlaps the embedding, not the chunking, which it would slow."""
+async def test_umap_is_imported_after_the_chunking_and_before_the_embedding_only_when_a_layer_will_cluster(
+    tmp_path, embedder, monkeypatch
+):
+    """A process that has not warmed up imports umap (~1.5 CPU s) for a document large enough to cluster,
+    between its chunking and its embedding (beside the embedding it cost more CPU on two cores); a
+    note of two sentences is never clustered and never imports it."""
     from raptor_engine.tree import docbuild
 
     engine = make_engine(tmp_path, embedder)
     seen: list[str] = []
     starts: list[list[str]] = []
-    monkeypatch.setattr(docbuild, "preload_umap", lambda: starts.append(list(seen)))
+    monkeypatch.setattr(docbuild, "import_umap", lambda: starts.append(list(seen)))
     await engine.ingest("kb", "railway.md", RAILWAY.encode(), progress=lambda e: seen.append(e.stage))
     assert len(starts) == 1 and starts[0][-1] == "chunk" and "embed" not in starts[0]
+    await engine.ingest("kb", "note.txt", b"The valve stuck on 3 May. The repair costs 14,800 euros.")
+    assert len(starts) == 1
 
 
 @pytest.mark.parametrize(

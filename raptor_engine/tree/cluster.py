@@ -116,7 +116,6 @@ def _balanced_runs(token_counts: Sequence[int], count: int) -> list[list[int]]:
 _compile_cache_dir: Path | None = None
 _umap_module: list[ModuleType] = []
 _umap_lock = threading.RLock()  # re-entered when umap's import touches a deferred module
-_preload: list[threading.Thread] = []
 
 
 def use_compile_cache(folder: Path | None) -> None:
@@ -236,24 +235,9 @@ def _nogil_layout_epoch(numba: ModuleType, umap: ModuleType, folder: Path) -> An
     return kernel
 
 
-def preload_umap() -> None:
-    """Start importing umap in a background thread (once per process).
-
-    Its import takes seconds (sklearn, scipy, and numba loading umap's compiled code); started when an
-    ingest begins, it overlaps loading, chunking and embedding instead of delaying the clustering.
-    """
-    with _umap_lock:
-        if _umap_module or _preload:
-            return
-        _preload.append(threading.Thread(target=_import_quietly, name="umap-preload", daemon=True))
-    _preload[0].start()
-
-
-def _import_quietly() -> None:
-    try:
-        import_umap()
-    except Exception:  # the clustering itself imports again and reports the failure where it matters
-        log.debug("preloading umap failed", exc_info=True)
+def may_cluster(leaves: int, stop_nodes: int) -> bool:
+    """Whether a document of `leaves` chunks gets a summary layer by clustering (build.py's stop rule)."""
+    return leaves > stop_nodes and leaves >= MIN_NODES_TO_CLUSTER
 
 
 def _enable_numba_caching(numba: ModuleType, packages: tuple[str, ...], folder: Path) -> int:
@@ -286,6 +270,54 @@ def warm_up() -> None:
     data = rng.normal(size=(40, 16)).astype(np.float32)
     with _quiet():
         _umap_reduce(data, n_neighbors=5, n_components=2, seed=0)
+    _mark_compiled()
+
+
+def compile_once() -> None:
+    """`warm_up`, unless this machine's compile cache already holds UMAP's code for the installed umap,
+    numba and Python. A one-shot command then leaves umap's import (~1.5 CPU s) to the first layer
+    that clusters, which a document of a few chunks never has; a machine's first run still compiles
+    here (~10 s or more), before any build deadline starts."""
+    if umap_compiled():
+        log.debug("UMAP's compiled code is cached (%s): umap is imported when a layer first clusters", _marker())
+        return
+    warm_up()
+
+
+def umap_compiled() -> bool:
+    """Whether a `warm_up` finished with the compile cache in use now and the same umap, numba and Python."""
+    try:
+        return _marker().is_file()
+    except (OSError, ValueError, ImportError):  # no umap or numba installed: the import will say so
+        return False
+
+
+def _mark_compiled() -> None:
+    try:
+        marker = _marker()
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except (OSError, ValueError, ImportError) as exc:  # an unwritable cache: every command warms up as before
+        log.debug("cannot record that UMAP's code is compiled: %s", exc)
+
+
+def _marker() -> Path:
+    """The file `warm_up` leaves in the compile cache. Its name holds what numba's own cache index checks
+    (each source file's size and modification time) for umap's and numba's code, and Python's version,
+    so a reinstalled or upgraded package asks for a new warm-up."""
+    import hashlib
+    import importlib.util
+
+    stamps = [sys.version]
+    for package, files in (("umap", ("umap_.py", "layouts.py", "utils.py")), ("numba", ("__init__.py",))):
+        spec = importlib.util.find_spec(package)  # finds the package without importing it
+        if spec is None or spec.origin is None:
+            raise ImportError(f"{package} is not installed")
+        for name in files:
+            stat = (Path(spec.origin).parent / name).stat()
+            stamps.append(f"{package}/{name}:{stat.st_size}:{stat.st_mtime_ns}")
+    digest = hashlib.sha256("\n".join(stamps).encode()).hexdigest()[:16]
+    return _compile_cache_folder() / f"warmed-{digest}"
 
 
 def cluster_threads() -> int:

@@ -22,7 +22,7 @@ from ..ingest.load import LoadLimits
 from ..ingest.parse_worker import ParseStats, WorkerLimits, load_isolated
 from ..types import Chunk, LoadedDocument, Progress, ProgressCallback, Summarizer
 from .build import BuiltTree, build_document_tree
-from .cluster import preload_umap
+from .cluster import import_umap, may_cluster
 from .embed import Embedder, token_floor
 
 log = logging.getLogger(__name__)
@@ -142,10 +142,11 @@ async def build_document(
     check_token_bounds(settings, name, sum(c.tokens for c in chunks), held)
     if progress:
         progress(Progress("chunk", len(chunks), len(chunks)))
-    # UMAP's imports (~2 CPU s, holding the GIL) run in a background thread beside the embedding,
-    # which leaves the GIL free; started with the loading, they slowed the chunking (a cold 100k-token
-    # ingest took ~1 s longer), and for a 3k-token text where they start made no measurable difference.
-    preload_umap()
+    # A process that has not warmed up (`raptor ingest` after a machine's first run) imports umap (~1.5
+    # CPU s) only for a document large enough to cluster; here, before the embedding: on a thread beside
+    # it, a cold 100k-token ingest took 1.4-3.2 CPU s more (the embedder keeps both cores busy).
+    if may_cluster(len(chunks), settings.stop_nodes):
+        await asyncio.to_thread(import_umap)
     tree = await build_document_tree(
         chunks, embedder=embedder, summarizer=summarizer, settings=settings, progress=progress
     )
