@@ -17,6 +17,7 @@ from raptor_engine.cli import cli
 from raptor_engine.config import ENV_VARS
 from tests.bot.conftest import bot_settings, fake_api, make_harness, text_of  # noqa: F401
 from tests.llm_server import FakeLLMServer
+from tests.unhurried import unhurried_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "sk-MARKER-openai-key-7f3a9c"
@@ -154,7 +155,7 @@ async def test_the_bot_never_logs_or_posts_its_token(make_harness, caplog):  # n
 async def test_engine_logs_carry_no_key_even_when_the_backend_fails(tmp_path, embedder, caplog):
     caplog.set_level(logging.DEBUG)
     async with FakeLLMServer() as server:
-        settings = Settings(
+        settings = unhurried_settings(
             data_dir=tmp_path, llm_base_url=server.base_url, llm_api_key=KEY, llm_max_retries=0
         )
         engine = Engine(settings, embedder=embedder)

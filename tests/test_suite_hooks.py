@@ -64,18 +64,45 @@ def test_slow_files_are_not_collected_when_slow_tests_are_deselected(markexpr, n
 
 
 def _engines_built_on_bare_settings(source: str) -> list[int]:
-    """Lines where a test builds an Engine straight from `Settings(...)` (the 60 s build deadline live)."""
+    """Lines where a test builds an Engine from `Settings(...)` (the 60 s build deadline live): given
+    in the call, or held in a name that the same function assigned from such a call."""
     import ast
 
+    def bare(value: ast.AST | None) -> bool:
+        return (
+            isinstance(value, ast.Call)
+            and getattr(value.func, "id", None) == "Settings"
+            and not any(keyword.arg in ("build_timeout", None) for keyword in value.keywords)  # None: **given
+        )
+
+    def own_nodes(scope: ast.AST) -> list[ast.AST]:
+        """The nodes of `scope`, less those of the functions defined inside it (scopes of their own)."""
+        found, pending = [], list(ast.iter_child_nodes(scope))
+        while pending:
+            node = pending.pop()
+            found.append(node)
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                pending.extend(ast.iter_child_nodes(node))
+        return found
+
     lines = []
-    for node in ast.walk(ast.parse(source)):
-        if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Engine" and node.args):
-            continue
-        first = node.args[0]
-        if isinstance(first, ast.Call) and getattr(first.func, "id", None) == "Settings":
-            if not any(keyword.arg in ("build_timeout", None) for keyword in first.keywords):  # None: **given
+    functions = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)
+    for scope in (n for n in ast.walk(ast.parse(source)) if isinstance(n, functions)):
+        nodes = own_nodes(scope)
+        held = {
+            target.id
+            for node in nodes
+            if isinstance(node, ast.Assign) and bare(node.value)
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
+        for node in nodes:
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Engine" and node.args):
+                continue
+            first = node.args[0]
+            if bare(first) or (isinstance(first, ast.Name) and first.id in held):
                 lines.append(node.lineno)
-    return lines
+    return sorted(set(lines))
 
 
 def test_engines_in_tests_get_the_unhurried_settings():
@@ -97,5 +124,11 @@ def test_the_bare_settings_check_finds_what_it_looks_for():
         "Engine(Settings(data_dir=d, build_timeout=5))\n"
         "Engine(Settings(data_dir=d, **bounds))\n"
         "Engine(unhurried_settings(data_dir=d))\n"
+        "def f():\n"
+        "    settings = Settings(data_dir=d, llm_api_key=k)\n"
+        "    Engine(settings, embedder=e)\n"
+        "def g():\n"
+        "    settings = Settings(data_dir=d, build_timeout=None)\n"
+        "    Engine(settings)\n"
     )
-    assert _engines_built_on_bare_settings(source) == [1]
+    assert _engines_built_on_bare_settings(source) == [1, 7]
