@@ -53,6 +53,7 @@ from .query.smalltalk import (
 )
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations
 from .storage.index import IndexManager
+from .storage.llm_cache import SummaryCache
 from .storage.message_store import MessageDocumentWrite
 from .storage.records import DocumentInfo, NewNode, StaleTreeError, StoredTop
 from .storage.spaces import Space, Spaces, migrate_to_spaces
@@ -152,6 +153,7 @@ class MessagesResult:
     documents: list[str] = field(default_factory=list)  # the message documents written
     removed_documents: int = 0  # message documents left empty, so dropped
     removed_nodes: list[int] = field(default_factory=list)  # nodes that went (their text may have quoted it)
+    tainted_nodes: list[int] = field(default_factory=list)  # of those, the ones that held or summarised it
     nodes: int = 0
     seconds: float = 0.0
 
@@ -726,7 +728,7 @@ class Engine:
                     "completion_tokens": kb_layer.completion_tokens if kb_layer else 0,
                 }
                 try:
-                    await asyncio.to_thread(
+                    tainted = await asyncio.to_thread(
                         self.store.commit_forget,
                         kb_id,
                         doc.id,
@@ -739,6 +741,7 @@ class Engine:
                         f"{doc.name} was not removed: another process changed this knowledge base; try again."
                     ) from None
                 await asyncio.to_thread(self.indexes.get, kb_id)
+                await asyncio.to_thread(self._scrub_removed, tainted.values())
                 return doc
         finally:
             self._waiting[kb] -= 1
@@ -760,9 +763,25 @@ class Engine:
         kb_id = self.store.kb_id(kb)
         if kb_id is None:
             return False
-        self.store.delete_kb(kb_id)
+        summaries = self.store.delete_kb(kb_id)
         self.indexes.drop(kb_id)
+        self._scrub_removed(summaries)
         return True
+
+    @_in_space
+    def scrub(self, kb: str) -> bool:
+        """Leave no removed text readable in the files of `kb`'s space (`Store.scrub`): for callers that
+        removed text of their own from it (the bot's saved answers and thread turns). False: the WAL was
+        busy, and the next scrub empties it."""
+        return self.store.scrub(text_index=False)
+
+    def _scrub_removed(self, texts: Iterable[str]) -> None:
+        """After a commit that removed text for privacy (a message deleted, a member forgotten, a document
+        forgotten): forget the cached summaries that quoted it, then scrub the store's file (run it in a
+        thread, in the knowledge base's space)."""
+        SummaryCache(self.settings.db_path).forget_summaries(texts)
+        if not self.store.scrub():
+            log.warning("the WAL of %s was busy; removed text stays in it until the next scrub", self.store.path)
 
     # -- chat messages as documents (ingest/messages.py) -------------------------------------
 
@@ -807,18 +826,24 @@ class Engine:
         return result
 
     @_in_space
-    async def remove_messages(self, kb: str, message_ids: Iterable[int]) -> MessagesResult:
-        """Take messages out of the knowledge base (deleted in Discord, or their author opted out).
+    async def remove_messages(
+        self, kb: str, message_ids: Iterable[int], *, author_id: int | None = None
+    ) -> MessagesResult:
+        """Take messages out of the knowledge base (deleted in Discord, or their author opted out): the
+        given ids, and with `author_id` every message of that author held when the removal gets its turn
+        (so none an import stored meanwhile escapes).
 
         Each document that held one is rebuilt without it (or dropped when nothing is left), then the
         cross-document layer, in one transaction: once this returns the text is in no node, summary or
-        index entry. Ids the knowledge base does not hold are ignored."""
+        index entry, and no file of the space holds it (`_scrub_removed`). Ids not held are ignored."""
         started = time.perf_counter()
         wanted = {int(i) for i in message_ids}
         self._waiting[kb] += 1
         try:
             async with self._lock(kb), self._writer_gate(kb) as gate:
                 kb_id = self.store.kb_id(kb)
+                if kb_id is not None and author_id is not None:
+                    wanted |= set(await asyncio.to_thread(self.store.message_ids, kb_id, author_id=author_id))
                 if kb_id is None or not wanted:
                     return MessagesResult()
                 await gate.enter()
@@ -828,7 +853,8 @@ class Engine:
                 docs = {doc for doc, _ in homes.values()}
                 plans, emptied = await asyncio.to_thread(self._plan_removals, kb_id, set(homes), docs)
                 result = MessagesResult(removed=len(homes), removed_documents=len(emptied))
-                await self._rewrite_messages(kb, kb_id, plans, emptied, "", None, result)
+                tainted = await self._rewrite_messages(kb, kb_id, plans, emptied, "", None, result, set(homes))
+                await asyncio.to_thread(self._scrub_removed, tainted.values())
         finally:
             self._waiting[kb] -= 1
         result.seconds = time.perf_counter() - started
@@ -915,9 +941,11 @@ class Engine:
         added_by: str,
         progress: ProgressCallback | None,
         result: MessagesResult,
-    ) -> None:
+        dropped: set[int] | None = None,
+    ) -> dict[int, str]:
         """Build the planned message documents, the cross-document layer over them, and commit both with
-        the removal of the documents they replace (the caller holds the knowledge base's writer turn)."""
+        the removal of the documents they replace (the caller holds the knowledge base's writer turn).
+        Returns the nodes that went whose text held or summarised a message of `dropped` (id -> text)."""
         started = time.perf_counter()
         label = plans[0].name if plans else "messages"
         replaced = [p.old_doc_id for p in plans if p.old_doc_id is not None] + emptied
@@ -954,7 +982,7 @@ class Engine:
             "completion_tokens": kb_layer.completion_tokens if kb_layer else 0,
         }
         try:
-            kb_id, result.removed_nodes = await asyncio.to_thread(
+            kb_id, result.removed_nodes, tainted = await asyncio.to_thread(
                 self.store.commit_message_documents,
                 kb,
                 replaced,
@@ -962,6 +990,7 @@ class Engine:
                 functools.partial(_resolve_placeholders, kb_nodes),
                 build,
                 self._version_of(kb_id),
+                dropped or (),
             )
         except StaleTreeError:
             raise RaptorError(
@@ -982,6 +1011,8 @@ class Engine:
             len(emptied),
             time.perf_counter() - started,
         )
+        result.tainted_nodes = sorted(tainted)
+        return tainted
 
     async def _build_message_parts(
         self,
