@@ -156,9 +156,12 @@ class MessagesResult:
     tainted_nodes: list[int] = field(default_factory=list)  # of those, the ones that held or summarised it
     nodes: int = 0
     seconds: float = 0.0
+    scrub_seconds: float = 0.0  # of `seconds`, spent leaving no removed text in the files (`_scrub_removed`)
+    # the messages taken out, for the caller to purge its own copies of their text (never reported)
+    removed_messages: list[ChatMessage] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "removed_messages"}
 
 
 def _offset_keys(nodes: list[NewNode], base: int) -> list[NewNode]:
@@ -794,12 +797,15 @@ class Engine:
         *,
         added_by: str = "",
         progress: ProgressCallback | None = None,
+        keep: Callable[[ChatMessage], bool] | None = None,
     ) -> MessagesResult:
         """Add messages posted in `place`, or replace the text of stored ones that were edited.
 
         Only the documents (a day of the channel, or the thread, in parts) that gain or change a message are
         rebuilt, then the cross-document layer; all in one transaction. A message already stored with the
-        same text, or with no text, changes nothing. Raises LimitError past the knowledge base's bounds."""
+        same text, or with no text, changes nothing. Raises LimitError past the knowledge base's bounds.
+        `keep` is asked about each message once this call has the knowledge base's writer turn, so a
+        removal that had the turn before it (an author who opted out meanwhile) is never undone."""
         cleaned = [replace(m, text=clean_text(m.text)) for m in messages]
         cleaned = [m for m in cleaned if m.text]
         started = time.perf_counter()
@@ -807,6 +813,8 @@ class Engine:
         try:
             async with self._lock(kb), self._writer_gate(kb) as gate:
                 await gate.enter()
+                if keep is not None:
+                    cleaned = [m for m in cleaned if keep(m)]
                 kb_id = self.store.kb_id(kb)
                 homes = await asyncio.to_thread(self._homes, kb_id, [m.message_id for m in cleaned])
                 changed = [m for m in cleaned if homes.get(m.message_id, (0, None))[1] != m.text]
@@ -853,8 +861,11 @@ class Engine:
                 docs = {doc for doc, _ in homes.values()}
                 plans, emptied = await asyncio.to_thread(self._plan_removals, kb_id, set(homes), docs)
                 result = MessagesResult(removed=len(homes), removed_documents=len(emptied))
+                result.removed_messages = await asyncio.to_thread(self._held_messages, set(homes), docs)
                 tainted = await self._rewrite_messages(kb, kb_id, plans, emptied, "", None, result, set(homes))
+                scrub_started = time.perf_counter()
                 await asyncio.to_thread(self._scrub_removed, tainted.values())
+                result.scrub_seconds = time.perf_counter() - scrub_started
         finally:
             self._waiting[kb] -= 1
         result.seconds = time.perf_counter() - started
@@ -875,6 +886,11 @@ class Engine:
         """The channels and threads whose messages a knowledge base holds."""
         kb_id = self.store.kb_id(kb)
         return [] if kb_id is None else self.store.message_channels(kb_id)
+
+    def _held_messages(self, message_ids: set[int], doc_ids: set[int]) -> list[ChatMessage]:
+        """The stored messages of `message_ids`, read from their documents `doc_ids`."""
+        held = (m for doc_id in sorted(doc_ids) for m in self.store.messages_of_document(doc_id))
+        return [m for m in held if m.message_id in message_ids]
 
     def _homes(self, kb_id: int | None, message_ids: Iterable[int]) -> dict[int, tuple[int, str]]:
         return {} if kb_id is None else self.store.message_homes(kb_id, message_ids)

@@ -107,7 +107,9 @@ class Store(MessageStoreMixin):
             self._check_not_replaced()
 
     def close(self) -> None:
-        with self._connections_lock:
+        """Close every thread's connection, once the write (or scrub) in progress is done: closing a
+        connection another thread is using crashes the process."""
+        with self._write_lock, self._connections_lock:
             for conn in self._connections:
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
