@@ -132,14 +132,22 @@ class BotState:
         )
 
     async def _write(
-        self, space: str | None, statements: list[tuple[str, Sequence[Any]]], *, create: bool = True
+        self,
+        space: str | None,
+        statements: list[tuple[str, Sequence[Any]]],
+        *,
+        create: bool = True,
+        scrub: bool = False,
     ) -> None:
-        """Run the statements in one transaction of the space's store (made if new, when `create`)."""
+        """Run the statements in one transaction of the space's store (made if new, when `create`); with
+        `scrub`, leave none of the text they deleted readable in the file afterwards (`Store.scrub`)."""
 
         def write(store: Store) -> None:
             with store.write() as db:
                 for sql, params in statements:
                     db.execute(sql, list(params))
+            if scrub:
+                store.scrub(text_index=False)
 
         await self._run(space, write, create=create)
 
@@ -339,6 +347,7 @@ class BotState:
                 ("delete from bot_turns where thread_id = ?", [thread_id]),
                 ("delete from bot_threads where thread_id = ?", [thread_id]),
             ],
+            scrub=True,  # the thread was deleted in Discord: its turns leave the file too
         )
 
     # ------------------------------------------------------------------ answers (for 'Show context')
@@ -478,6 +487,7 @@ class BotState:
                 ("delete from bot_forget_me where guild_id = ?", [guild_id]),
             ],
             create=False,
+            scrub=True,  # with spaces the file goes next; without, the root file keeps other servers
         )
 
     async def count(self, table: str, *, guild_id: int, **where: Any) -> int:
@@ -510,7 +520,7 @@ def _redact_answers(
         quoted = quotes(question, marks) or any(
             (n.get("message") or {}).get("message_id") in ids or quotes(n["text"], marks) for n in nodes
         )
-        hit = [n for n in nodes if quoted or n["node_id"] in node_ids or n["document"] in documents]
+        hit = [n for n in nodes if quoted or n["node_id"] in node_ids or _drew_on(n, documents)]
         for node in hit:
             node.update(text=note, heading=[], drawn_from=[], page_marks=[], message=None)
         if hit or quoted:
@@ -520,6 +530,11 @@ def _redact_answers(
             )
             changed += 1
     return changed
+
+
+def _drew_on(node: dict[str, Any], documents: Set[str]) -> bool:
+    """Whether a saved context node is of one of `documents`, or a cross-document summary drawing on one."""
+    return node["document"] in documents or any(name in documents for name, _ in node.get("drawn_from", []))
 
 
 def _redact_turns(db: Any, kb: str, note: str, ids: set[int], marks: set[str]) -> int:

@@ -771,13 +771,6 @@ class Engine:
         self._scrub_removed(summaries)
         return True
 
-    @_in_space
-    def scrub(self, kb: str) -> bool:
-        """Leave no removed text readable in the files of `kb`'s space (`Store.scrub`): for callers that
-        removed text of their own from it (the bot's saved answers and thread turns). False: the WAL was
-        busy, and the next scrub empties it."""
-        return self.store.scrub(text_index=False)
-
     def _scrub_removed(self, texts: Iterable[str]) -> None:
         """After a commit that removed text for privacy (a message deleted, a member forgotten, a document
         forgotten): forget the cached summaries that quoted it, then scrub the store's file (run it in a
@@ -850,11 +843,11 @@ class Engine:
         try:
             async with self._lock(kb), self._writer_gate(kb) as gate:
                 kb_id = self.store.kb_id(kb)
-                if kb_id is not None and author_id is not None:
-                    wanted |= set(await asyncio.to_thread(self.store.message_ids, kb_id, author_id=author_id))
-                if kb_id is None or not wanted:
+                if kb_id is None or not (wanted or author_id is not None):
                     return MessagesResult()
                 await gate.enter()
+                if author_id is not None:
+                    wanted |= set(await asyncio.to_thread(self.store.message_ids, kb_id, author_id=author_id))
                 homes = await asyncio.to_thread(self._homes, kb_id, wanted)
                 if not homes:
                     return MessagesResult()

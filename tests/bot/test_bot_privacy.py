@@ -12,9 +12,12 @@ import pytest
 
 import bot.messages
 from bot.answering import thread_name
+from bot.commands import REMOVED_DOCUMENT
+from bot.redact import quote_marks, quotes
 from bot.sync import REDACTED
+from tests.bot.bot_samples import LIGHTHOUSE
 from tests.bot.conftest import ALICE, BOB, CAROL, CHAN_A, CHAN_B, GUILD, text_of
-from tests.bot.test_bot_flows import ask
+from tests.bot.test_bot_flows import add_doc, ask
 from tests.bot.test_bot_messages import KB_A, START, chatter, held, imported
 from tests.test_privacy import files_holding
 
@@ -132,3 +135,33 @@ async def test_forget_me_while_an_import_pages_the_members_messages_keeps_every_
     assert h.engine.message_ids(KB_A, author_id=BOB) == []
     others = {int(m["id"]) for m in history if int(m["author"]["id"]) in (ALICE, CAROL)}
     assert set(h.engine.message_ids(KB_A)) == others
+
+
+def test_a_quote_is_five_words_in_a_row_or_a_code_like_word_of_the_removed_text():
+    marks = quote_marks(["The gate code for the boathouse is 4417, ask Bob.", "my token is ab12cd34"])
+    assert quotes("Per the notes, THE GATE CODE FOR THE boathouse changed.", marks)  # case folded
+    assert quotes("It was ab12cd34 all along", marks)
+    assert not quotes("The gate code changed; ask Bob about the boathouse.", marks)  # words, not a run
+    assert not quotes("The year had 4417 visitors and 12 boats.", marks)  # a number alone is no code
+    assert not quotes("", marks) and not quotes("The gate code for the boathouse is 4417", set())
+
+
+async def test_a_removed_document_leaves_no_file_and_no_show_context_page(make_harness):
+    h = await make_harness()
+    await add_doc(h, "lighthouse.md", LIGHTHOUSE)
+    await add_doc(h, "lockers.md", f"# Lockers\n\nThe locker combination is {SECRET}, kept by the warden.\n")
+    _, answer = await ask(h, LOCKER)
+    assert SECRET in text_of(answer[0])
+    data = h.engine.settings.data_dir
+    assert files_holding(data, SECRET.encode())
+    token = h.slash("kb", [{"name": "document", "type": 3, "value": "lockers.md"}], sub="remove")
+    prompt = (await h.replies_done(token))[0]
+    h.click(prompt, "raptor:confirm")
+    await h.fake.wait_for(lambda: "Removed" in h.fake.messages[int(prompt["id"])]["content"], what="removal")
+    assert [d.name for d in h.engine.documents(KB_A)] == ["lighthouse.md"]
+    with h.engine.in_space(KB_A):
+        pages = [r[0] for r in h.engine.store.db.execute("SELECT context_json FROM bot_answers").fetchall()]
+    assert pages and all(SECRET not in page for page in pages) and any(REMOVED_DOCUMENT in p for p in pages)
+    thread = thread_of(h, LOCKER)
+    turns = await turns_of(h, thread, 2)
+    assert any(SECRET in t.content for t in turns)  # a document's removal leaves the conversation (docs/BOT.md)
