@@ -139,3 +139,33 @@ async def test_a_forgotten_document_and_a_deleted_knowledge_base_leave_no_bytes(
     assert engine.delete_kb("other")
     assert files_holding(root, SECRET.encode()) == []
     assert all(files_holding(root, v) == [] for v in vectors)
+
+
+def _file_after_deleting_a_row(path: Path, secure_delete: bool | None) -> bytes:
+    """The file's bytes once a row among others that stay (no page freed or rewritten whole) was deleted
+    and the WAL scrubbed; `secure_delete` None keeps what `connect` set."""
+    from raptor_engine.storage.db import connect, immediate, scrub
+
+    db = connect(path)
+    try:
+        if secure_delete is not None:
+            db.conn.execute(f"PRAGMA secure_delete={'ON' if secure_delete else 'OFF'}")
+        db.conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, text TEXT)")
+        with immediate(db.conn):
+            for i in range(500):
+                db.conn.execute("INSERT INTO t (text) VALUES (?)", [f"row {i} {SECRET if i == 250 else KEPT}"])
+        assert scrub(db.conn) and SECRET.encode() in path.read_bytes()
+        with immediate(db.conn):
+            db.conn.execute("DELETE FROM t WHERE text LIKE ?", [f"%{SECRET}%"])
+        assert scrub(db.conn) and Path(f"{path}-wal").stat().st_size == 0
+        return path.read_bytes()
+    finally:
+        db.conn.close()
+
+
+def test_a_deleted_row_is_zeroed_in_its_page_whatever_sqlites_default(tmp_path):
+    """Deleted bytes stay in their page unless secure_delete is on (some SQLite builds default to it, others
+    do not), so every connection turns it on (`db.connect`); a scrub leaves the WAL empty."""
+    assert SECRET.encode() in _file_after_deleting_a_row(tmp_path / "off.db", secure_delete=False)
+    kept = _file_after_deleting_a_row(tmp_path / "ours.db", secure_delete=None)
+    assert SECRET.encode() not in kept and KEPT.encode() in kept

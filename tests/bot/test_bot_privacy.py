@@ -1,5 +1,5 @@
 """Deletions honoured everywhere, end to end over the fake Discord API: a message deleted (one, in bulk,
-with its channel) or a member forgotten leaves no byte of its text in any file under the data directory,
+with its channel or thread) or a member forgotten leaves no byte of its text in any file under the data directory,
 nor in the thread memory a follow-up is given or a saved answer, while an unrelated conversation stays;
 and /kb forget-me while an import is still paging the member's messages keeps every later one out."""
 
@@ -24,6 +24,8 @@ from tests.test_privacy import files_holding
 SECRET = "zqxprivate4471"  # one token as the full-text index stores it, so raw bytes find it
 FERRY = "When does the harbour ferry leave?"
 LOCKER = "What is the locker combination?"
+SECRET_TEXT = f"My locker combination is {SECRET}, keep it between us."
+OTHER_TEXT = "Bob again: the bakery sells rye on Thursdays."
 
 
 async def turns_of(h, thread_id: int, count: int) -> list:
@@ -45,6 +47,22 @@ def saved_questions(h) -> list[str]:
         return [r[0] for r in h.engine.store.db.execute("SELECT question FROM bot_answers").fetchall()]
 
 
+async def post_secret(h, how: str) -> tuple[dict, dict]:
+    """Bob's message holding the secret and another of his, into the knowledge base: imported from another
+    channel, or (to be deleted with their thread) synced from a thread of this channel."""
+    if how != "thread":
+        secret = h.fake.post(CHAN_B, SECRET_TEXT, user=BOB, when=START + timedelta(hours=2))
+        other = h.fake.post(CHAN_B, OTHER_TEXT, user=BOB, when=START + timedelta(hours=3))
+        await imported(h, h.add_messages(CHAN_B))
+        return secret, other
+    token = h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="sync")
+    await h.replies_done(token, lambda r: "Sync is now" in text_of(r[0]))
+    h.secret_thread = h.open_thread(CHAN_A, "Lockers")
+    secret, other = h.say(h.secret_thread, SECRET_TEXT, user=BOB), h.say(h.secret_thread, OTHER_TEXT, user=BOB)
+    await h.fake.wait_for(lambda: held(h, secret) and held(h, other), what="the thread's messages synced")
+    return secret, other
+
+
 async def remove(h, how: str, secret: dict, other: dict) -> None:
     """Take the secret message away as a member or moderator would."""
     if how == "single":
@@ -53,6 +71,8 @@ async def remove(h, how: str, secret: dict, other: dict) -> None:
         h.delete(secret, other)
     elif how == "channel":
         h.delete_channel(CHAN_B)
+    elif how == "thread":
+        h.delete_thread(h.secret_thread, CHAN_A)
     else:
         token = h.slash("kb", sub="forget-me", user=BOB)
         await h.replies_done(token, lambda r: "Done" in text_of(r[0]))
@@ -60,7 +80,7 @@ async def remove(h, how: str, secret: dict, other: dict) -> None:
     assert await h.bot.services.sync.settled(timeout=300)
 
 
-@pytest.mark.parametrize("how", ["single", "bulk", "channel", "forget-me"])
+@pytest.mark.parametrize("how", ["single", "bulk", "channel", "thread", "forget-me"])
 async def test_removed_text_leaves_every_file_the_thread_memory_and_later_answers(make_harness, how):
     h = await make_harness(message_content=True)
     for i in range(6):  # alice's notes in this channel: the unrelated conversation draws on them
@@ -75,11 +95,7 @@ async def test_removed_text_leaves_every_file_the_thread_memory_and_later_answer
     unrelated = thread_of(h, FERRY)
     before = await turns_of(h, unrelated, 2)
 
-    secret = h.fake.post(
-        CHAN_B, f"My locker combination is {SECRET}, keep it between us.", user=BOB, when=START + timedelta(hours=2)
-    )
-    other = h.fake.post(CHAN_B, "Bob again: the bakery sells rye on Thursdays.", user=BOB, when=START + timedelta(hours=3))
-    await imported(h, h.add_messages(CHAN_B))
+    secret, other = await post_secret(h, how)
     _, answer = await ask(h, LOCKER)
     assert SECRET in text_of(answer[0])
     thread = thread_of(h, LOCKER)
