@@ -107,6 +107,17 @@ async def prepare(
     return render_answer(answer), answer_view(answer_id)
 
 
+async def remember_exchange(
+    services: Services, guild_id: int, thread_id: int, question: str, answer: Answer
+) -> None:
+    """A thread's question and answer, the memory its follow-ups get, with the chat messages the answer drew
+    on: a message deleted later takes the exchange with it (`BotState.redact_removed`)."""
+    drew_on = [n.message.message_id for n in answer.context.nodes if n.message] if answer.has_context else []
+    await services.state.add_turns(
+        guild_id, thread_id, [Turn("user", question), Turn("assistant", answer.text)], drew_on
+    )
+
+
 async def handle_ask(
     services: Services, interaction: discord.Interaction, question: str, mode: str, private: bool
 ) -> None:
@@ -157,9 +168,7 @@ async def _ask(
     sent = await deliver(stream, messages, view, replier.send_all)
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
     if record is not None:
-        await services.state.add_turns(
-            record.guild_id, record.thread_id, [Turn("user", question), Turn("assistant", answer.text)]
-        )
+        await remember_exchange(services, record.guild_id, record.thread_id, question, answer)
     elif not private and sent and answer.has_context and isinstance(channel, discord.TextChannel):
         await open_thread(services, interaction, channel, sent[0], kb, question, answer)
 
@@ -192,9 +201,7 @@ async def open_thread(
         return
     record = ThreadRecord(thread.id, kb, channel.guild.id, channel.id)
     await services.state.add_thread(record, opened_by=str(interaction.user))
-    await services.state.add_turns(
-        record.guild_id, thread.id, [Turn("user", question), Turn("assistant", answer.text)]
-    )
+    await remember_exchange(services, record.guild_id, thread.id, question, answer)
 
 
 def follow_up_text(message: discord.Message, bot_id: int) -> str:
@@ -257,9 +264,7 @@ async def _follow_up(
         return
     messages, view = await prepare(services, kb, answer)
     await deliver(stream, messages, view, stream.send_all)
-    await services.state.add_turns(
-        record.guild_id, record.thread_id, [Turn("user", question), Turn("assistant", answer.text)]
-    )
+    await remember_exchange(services, record.guild_id, record.thread_id, question, answer)
     log.info("follow-up answered in thread %s (%s)", record.thread_id, kb)
 
 

@@ -37,6 +37,7 @@ from .views import ConfirmView
 log = logging.getLogger(__name__)
 
 AUTOCOMPLETE_LIMIT = 25
+REMOVED_DOCUMENT = "(This text came from a document that was removed from this knowledge base.)"
 
 
 async def manager_check(services: Services, interaction: discord.Interaction) -> bool:
@@ -216,7 +217,7 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
                 self.services,
                 click,
                 f"Removed {which}.",
-                self.services.engine.forget,
+                self.remove_document,
                 kb,
                 doc.sha256,  # the one picked, whatever other documents share its name
             )
@@ -227,6 +228,11 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
             view=view,
             ephemeral=True,
         )
+
+    async def remove_document(self, kb: str, sha256: str) -> None:
+        """Forget a document, then its text in this channel's saved answers ('Show context')."""
+        removed = await self.services.engine.forget(kb, sha256)
+        await self.services.state.redact_removed(kb, REMOVED_DOCUMENT, documents={removed.name})
 
     @remove.autocomplete("document")
     async def remove_autocomplete(

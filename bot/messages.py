@@ -68,6 +68,18 @@ def chat_message(
     )
 
 
+async def add_chats(
+    services: Services, kb: str, guild_id: int, place: MessagePlace, chats: list[ChatMessage], added_by: str
+) -> MessagesResult:
+    """Messages into `kb`, leaving out, at the moment they are stored, those of members who opted out: a
+    /kb forget-me that ran while these were read or waited their turn is honoured (`Engine.add_messages`'s
+    `keep`, over the server's live opt-out set)."""
+    forgotten = await services.state.forgotten(guild_id)
+    return await services.engine.add_messages(
+        kb, place, chats, added_by=added_by, keep=lambda chat: chat.author_id not in forgotten
+    )
+
+
 def place_of(channel: Any) -> MessagePlace:
     """A thread or forum post is one document named by its title; a channel is grouped by day."""
     name = str(getattr(channel, "name", None) or channel.id)
@@ -180,7 +192,7 @@ async def _import_batch(
     ]
     if chats:
         totals.count(
-            await services.engine.add_messages(record.kb, place_of(source), chats, added_by=record.added_by)
+            await add_chats(services, record.kb, record.guild_id, place_of(source), chats, record.added_by)
         )
 
 
@@ -196,7 +208,7 @@ async def _import_pins(
     chats = [c for c in (chat_message(m, forgotten) for m in pins) if c is not None]
     if chats:
         totals.count(
-            await services.engine.add_messages(record.kb, place_of(source), chats, added_by=record.added_by)
+            await add_chats(services, record.kb, record.guild_id, place_of(source), chats, record.added_by)
         )
 
 
@@ -225,7 +237,7 @@ async def add_one_message(
         return "That message has no text to add (bots', system and empty messages, and those of members who asked to be forgotten, are not added)."
     if services.sync is not None:
         services.sync.note_source(kb, chat.channel_id)
-    result = await services.engine.add_messages(kb, place_of(message.channel), [chat], added_by=added_by)
+    result = await add_chats(services, kb, guild_id, place_of(message.channel), [chat], added_by)
     if not result.added and not result.edited:
         return "That message is already in this channel's knowledge base."
     where = inert(truncate(result.documents[0], 120)) if result.documents else "this channel's knowledge base"

@@ -14,18 +14,20 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from raptor_engine.errors import NotFoundError
+from raptor_engine.ingest.messages import ChatMessage
 from raptor_engine.storage.spaces import Spaces
 from raptor_engine.storage.store import Store
 from raptor_engine.storage.store_migrations import bot_migrations
 from raptor_engine.types import ContextNode, MessageRef, Turn
 
 from .kb import guild_prefix, kb_name
+from .redact import quote_marks, quotes
 
 MAX_HISTORY_TURNS = 12
 MAX_ANSWERS_PER_KB = 1000  # a channel keeps the context of its answers among the last 1,000 given
@@ -88,6 +90,7 @@ class BotState:
     def __init__(self, spaces: Spaces):
         self._spaces = spaces
         self._migrated: weakref.WeakSet[Store] = weakref.WeakSet()  # open stores whose bot tables are ready
+        self._forgotten: dict[int, set[int]] = {}  # guild -> members who opted out (`forgotten`)
         self._closed = False
 
     def space_of_guild(self, guild_id: int) -> str | None:
@@ -129,14 +132,22 @@ class BotState:
         )
 
     async def _write(
-        self, space: str | None, statements: list[tuple[str, Sequence[Any]]], *, create: bool = True
+        self,
+        space: str | None,
+        statements: list[tuple[str, Sequence[Any]]],
+        *,
+        create: bool = True,
+        scrub: bool = False,
     ) -> None:
-        """Run the statements in one transaction of the space's store (made if new, when `create`)."""
+        """Run the statements in one transaction of the space's store (made if new, when `create`); with
+        `scrub`, leave none of the text they deleted readable in the file afterwards (`Store.scrub`)."""
 
         def write(store: Store) -> None:
             with store.write() as db:
                 for sql, params in statements:
                     db.execute(sql, list(params))
+            if scrub:
+                store.scrub(text_index=False)
 
         await self._run(space, write, create=create)
 
@@ -190,16 +201,24 @@ class BotState:
         )
 
     async def forget_me(self, guild_id: int, user_id: int) -> None:
-        """Record a member's opt-out: their messages are not added to this server's knowledge bases again."""
+        """Record a member's opt-out: their messages are not added to this server's knowledge bases again.
+        The live set (`forgotten`) has them at once, so an import already reading stops taking theirs."""
+        (await self.forgotten(guild_id)).add(user_id)
         sql = "INSERT OR IGNORE INTO bot_forget_me (guild_id, user_id, created_at) VALUES (?, ?, ?)"
         await self._write(self.space_of_guild(guild_id), [(sql, [guild_id, user_id, _now()])])
 
     async def forgotten(self, guild_id: int) -> set[int]:
-        """The members of a server who asked to be forgotten."""
-        rows = await self._read(
-            self.space_of_guild(guild_id), "select user_id from bot_forget_me where guild_id = ?", [guild_id]
-        )
-        return {int(r["user_id"]) for r in rows}
+        """The members of a server who asked to be forgotten: one live set per server, read once from the
+        store and grown by `forget_me`, so whoever holds it (an import paging history) sees a later opt-out.
+        Callers read it and never change it."""
+        live = self._forgotten.get(guild_id)
+        if live is None:
+            rows = await self._read(
+                self.space_of_guild(guild_id), "select user_id from bot_forget_me where guild_id = ?", [guild_id]
+            )
+            live = self._forgotten.setdefault(guild_id, set())
+            live.update(int(r["user_id"]) for r in rows)
+        return live
 
     async def start_import(self, record: MessageImport) -> int:
         """Record a history import before it reads anything; returns its id."""
@@ -257,27 +276,29 @@ class BotState:
             for r in rows
         ]
 
-    async def redact_nodes(self, kb: str, node_ids: set[int], note: str) -> int:
-        """Replace the text of the given nodes in this channel's saved answers ('Show context') with `note`:
-        a deleted message's text must not outlive it there. Returns how many answers changed."""
-        if not node_ids:
-            return 0
+    async def redact_removed(
+        self,
+        kb: str,
+        note: str,
+        *,
+        messages: Sequence[ChatMessage] = (),
+        node_ids: set[int] | frozenset[int] = frozenset(),
+        documents: set[str] | frozenset[str] = frozenset(),
+    ) -> int:
+        """Text removed for privacy must not outlive it in this channel's records: an exchange of a thread
+        (question and answer, a follow-up's memory) or a saved answer that quotes one of `messages`
+        (bot/redact.py) is replaced by `note` whole; in the other saved answers, the context nodes that went
+        (`node_ids`, or of the removed `documents`) are. Then the file is scrubbed (`Store.scrub`).
+        Returns how many records changed."""
+        ids = {m.message_id for m in messages}
+        marks = quote_marks(m.text for m in messages)
 
         def redact(store: Store) -> int:
-            changed = 0
             with store.write() as db:
-                rows = db.execute("select id, context_json from bot_answers where kb = ?", [kb]).fetchall()
-                for answer_id, payload in rows:
-                    data = json.loads(payload)
-                    hit = [n for n in data["nodes"] if n["node_id"] in node_ids]
-                    for node in hit:
-                        node.update(text=note, heading=[], drawn_from=[], page_marks=[], message=None)
-                    if hit:
-                        db.execute(
-                            "update bot_answers set context_json = ? where id = ?",
-                            [json.dumps(data), answer_id],
-                        )
-                        changed += 1
+                changed = _redact_answers(db, kb, note, ids, marks, node_ids, documents)
+                changed += _redact_turns(db, kb, note, ids, marks)
+            if changed:
+                store.scrub(text_index=False)
             return changed
 
         return await self._run(self._spaces.space_of(kb), redact, create=False, empty=0)
@@ -299,10 +320,15 @@ class BotState:
         r = rows[0]
         return ThreadRecord(r["thread_id"], r["kb"], r["guild_id"], r["channel_id"])
 
-    async def add_turns(self, guild_id: int, thread_id: int, turns: list[Turn]) -> None:
-        sql = "INSERT INTO bot_turns (thread_id, role, content, created_at) VALUES (?, ?, ?, ?)"
+    async def add_turns(
+        self, guild_id: int, thread_id: int, turns: list[Turn], message_ids: Sequence[int] = ()
+    ) -> None:
+        """One exchange's turns; `message_ids`: the chat messages its answer drew on (`redact_removed`)."""
+        sources = json.dumps(sorted({int(i) for i in message_ids})) if message_ids else None
+        sql = "INSERT INTO bot_turns (thread_id, role, content, created_at, message_ids) VALUES (?, ?, ?, ?, ?)"
         await self._write(
-            self.space_of_guild(guild_id), [(sql, [thread_id, t.role, t.content, _now()]) for t in turns]
+            self.space_of_guild(guild_id),
+            [(sql, [thread_id, t.role, t.content, _now(), sources]) for t in turns],
         )
 
     async def history(self, guild_id: int, thread_id: int, limit: int = MAX_HISTORY_TURNS) -> list[Turn]:
@@ -321,6 +347,7 @@ class BotState:
                 ("delete from bot_turns where thread_id = ?", [thread_id]),
                 ("delete from bot_threads where thread_id = ?", [thread_id]),
             ],
+            scrub=True,  # the thread was deleted in Discord: its turns leave the file too
         )
 
     # ------------------------------------------------------------------ answers (for 'Show context')
@@ -439,6 +466,7 @@ class BotState:
         with the pattern empty it is what removes the server from the root file.
         """
         prefix = guild_prefix(guild_id) + "%"  # digits and '-' only: nothing LIKE would read as a wildcard
+        self._forgotten.pop(guild_id, None)
         await self._write(
             self.space_of_guild(guild_id),
             [
@@ -459,6 +487,7 @@ class BotState:
                 ("delete from bot_forget_me where guild_id = ?", [guild_id]),
             ],
             create=False,
+            scrub=True,  # with spaces the file goes next; without, the root file keeps other servers
         )
 
     async def count(self, table: str, *, guild_id: int, **where: Any) -> int:
@@ -476,3 +505,59 @@ class BotState:
     def close(self) -> None:
         """Refuse further calls; the connections are the engine's spaces' and close with the engine."""
         self._closed = True
+
+
+def _redact_answers(
+    db: Any, kb: str, note: str, ids: set[int], marks: set[str], node_ids: Set[int], documents: Set[str]
+) -> int:
+    """Saved answers of `kb` (see `BotState.redact_removed`); returns how many changed."""
+    changed = 0
+    for answer_id, question, payload in db.execute(
+        "select id, question, context_json from bot_answers where kb = ?", [kb]
+    ).fetchall():
+        data = json.loads(payload)
+        nodes = data["nodes"]
+        quoted = quotes(question, marks) or any(
+            (n.get("message") or {}).get("message_id") in ids or quotes(n["text"], marks) for n in nodes
+        )
+        hit = [n for n in nodes if quoted or n["node_id"] in node_ids or _drew_on(n, documents)]
+        for node in hit:
+            node.update(text=note, heading=[], drawn_from=[], page_marks=[], message=None)
+        if hit or quoted:
+            db.execute(
+                "update bot_answers set question = ?, context_json = ? where id = ?",
+                [note if quoted else question, json.dumps(data), answer_id],
+            )
+            changed += 1
+    return changed
+
+
+def _drew_on(node: dict[str, Any], documents: Set[str]) -> bool:
+    """Whether a saved context node is of one of `documents`, or a cross-document summary drawing on one."""
+    return node["document"] in documents or any(name in documents for name, _ in node.get("drawn_from", []))
+
+
+def _redact_turns(db: Any, kb: str, note: str, ids: set[int], marks: set[str]) -> int:
+    """Thread turns of `kb`: an exchange (a question and its answer, stored as a pair) that drew on a removed
+    message or quotes one is replaced whole; returns how many turns changed."""
+    rows = db.execute(
+        "select t.id, t.thread_id, t.content, t.message_ids from bot_turns t join bot_threads h "
+        "on h.thread_id = t.thread_id where h.kb = ? order by t.thread_id, t.id",
+        [kb],
+    ).fetchall()
+    by_thread: dict[int, list[tuple[int, str, str | None]]] = {}
+    for turn_id, thread_id, content, sources in rows:
+        by_thread.setdefault(thread_id, []).append((turn_id, content, sources))
+    redacted: list[int] = []
+    for turns in by_thread.values():
+        for begin in range(0, len(turns), 2):
+            exchange = turns[begin : begin + 2]
+            if any(_turn_quotes(content, sources, ids, marks) for _, content, sources in exchange):
+                redacted += [turn_id for turn_id, content, _ in exchange if content != note]
+    for turn_id in redacted:
+        db.execute("update bot_turns set content = ?, message_ids = null where id = ?", [note, turn_id])
+    return len(redacted)
+
+
+def _turn_quotes(content: str, sources: str | None, ids: set[int], marks: set[str]) -> bool:
+    return bool(sources and ids.intersection(json.loads(sources))) or quotes(content, marks)

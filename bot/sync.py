@@ -28,13 +28,21 @@ import discord
 from raptor_engine.ingest.messages import ChatMessage, MessagePlace
 
 from .kb import guild_prefix, kb_for_channel, parse_kb_name
-from .messages import chat_message, place_of
+from .messages import add_chats, chat_message, place_of
 from .services import Services
 
 log = logging.getLogger(__name__)
 
 DELETED_REMEMBERED = 10_000  # ids of deleted messages kept, so a late edit event cannot add one back
 REDACTED = "(This text came from a message that was deleted or whose author asked to be forgotten.)"
+
+
+def guild_of(kb: str) -> int:
+    """The server a knowledge base of the bot belongs to (its name carries it)."""
+    ids = parse_kb_name(kb)
+    if ids is None:
+        raise ValueError(f"{kb!r} is not a channel's knowledge base")
+    return ids[0]
 
 
 @dataclass
@@ -167,16 +175,15 @@ class MessageSync:
 
     async def forget_member(self, guild_id: int, user_id: int) -> int:
         """Record the opt-out, then take the member's messages out of every knowledge base of the server;
-        returns how many messages went."""
+        returns how many messages went. The opt-out counts from the first line: an add that gets its turn
+        after the removal leaves theirs out (`messages.add_chats`), and the removal takes every message of
+        theirs held when it gets its turn, so none stored by an add before it escapes."""
         await self.services.state.forget_me(guild_id, user_id)
         space = self.services.state.space_of_guild(guild_id)
         removed = 0
         for kb in await self.services.call(self.engine.knowledge_bases, space):
-            if not kb.startswith(guild_prefix(guild_id)):
-                continue
-            ids = await asyncio.to_thread(self.engine.message_ids, kb, author_id=user_id)
-            if ids:
-                removed += await self._remove(kb, ids)
+            if kb.startswith(guild_prefix(guild_id)):
+                removed += await self._remove(kb, [], author_id=user_id)
         return removed
 
     # ------------------------------------------------------------------ applying
@@ -224,15 +231,19 @@ class MessageSync:
         for message_id, (place, chat, may_add) in upserts.items():
             if may_add or message_id in held:
                 by_place.setdefault(place, []).append(chat)
+        guild_id = guild_of(kb)
         for place, chats in by_place.items():
             self.note_source(kb, place.channel_id)  # before: a deletion arriving meanwhile must find it
-            await self.engine.add_messages(kb, place, chats, added_by="sync")
+            await add_chats(self.services, kb, guild_id, place, chats, "sync")
 
-    async def _remove(self, kb: str, message_ids: set[int] | list[int]) -> int:
-        """Remove messages from `kb`, and their nodes' text from its saved answers."""
-        result = await self.engine.remove_messages(kb, message_ids)
-        if result.removed_nodes:
-            await self.services.state.redact_nodes(kb, set(result.removed_nodes), REDACTED)
+    async def _remove(self, kb: str, message_ids: set[int] | list[int], author_id: int | None = None) -> int:
+        """Remove messages from `kb` (with `author_id`, every one of that author's too), then what quoted
+        them from its saved answers and thread turns (`BotState.redact_removed`)."""
+        result = await self.engine.remove_messages(kb, message_ids, author_id=author_id)
+        if result.removed:
+            await self.services.state.redact_removed(
+                kb, REDACTED, messages=result.removed_messages, node_ids=set(result.removed_nodes)
+            )
         if result.removed:
             log.info("removed %d message(s) from %s in %.1f s", result.removed, kb, result.seconds)
         return result.removed
@@ -307,7 +318,7 @@ class MessageSync:
             log.info("%d message(s) of channel %s were deleted while the bot was down", len(gone), channel.id)
             await self._remove(kb, gone)
         if chats and self.services.message_content:
-            await self.engine.add_messages(kb, place_of(channel), chats, added_by="sync")
+            await add_chats(self.services, kb, guild_id, place_of(channel), chats, "sync")
 
     def _sees_content(self, message: discord.Message) -> bool:
         """Whether an empty text means the message has none (not that Discord hid it: no intent)."""

@@ -53,6 +53,7 @@ from .query.smalltalk import (
 )
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations
 from .storage.index import IndexManager
+from .storage.llm_cache import SummaryCache
 from .storage.message_store import MessageDocumentWrite
 from .storage.records import DocumentInfo, NewNode, StaleTreeError, StoredTop
 from .storage.spaces import Space, Spaces, migrate_to_spaces
@@ -152,11 +153,15 @@ class MessagesResult:
     documents: list[str] = field(default_factory=list)  # the message documents written
     removed_documents: int = 0  # message documents left empty, so dropped
     removed_nodes: list[int] = field(default_factory=list)  # nodes that went (their text may have quoted it)
+    tainted_nodes: list[int] = field(default_factory=list)  # of those, the ones that held or summarised it
     nodes: int = 0
     seconds: float = 0.0
+    scrub_seconds: float = 0.0  # of `seconds`, spent leaving no removed text in the files (`_scrub_removed`)
+    # the messages taken out, for the caller to purge its own copies of their text (never reported)
+    removed_messages: list[ChatMessage] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "removed_messages"}
 
 
 def _offset_keys(nodes: list[NewNode], base: int) -> list[NewNode]:
@@ -733,7 +738,7 @@ class Engine:
                     "completion_tokens": kb_layer.completion_tokens if kb_layer else 0,
                 }
                 try:
-                    await asyncio.to_thread(
+                    tainted = await asyncio.to_thread(
                         self.store.commit_forget,
                         kb_id,
                         doc.id,
@@ -746,6 +751,7 @@ class Engine:
                         f"{doc.name} was not removed: another process changed this knowledge base; try again."
                     ) from None
                 await asyncio.to_thread(self.indexes.get, kb_id)
+                await asyncio.to_thread(self._scrub_removed, tainted.values())
                 return doc
         finally:
             self._waiting[kb] -= 1
@@ -767,9 +773,18 @@ class Engine:
         kb_id = self.store.kb_id(kb)
         if kb_id is None:
             return False
-        self.store.delete_kb(kb_id)
+        summaries = self.store.delete_kb(kb_id)
         self.indexes.drop(kb_id)
+        self._scrub_removed(summaries)
         return True
+
+    def _scrub_removed(self, texts: Iterable[str]) -> None:
+        """After a commit that removed text for privacy (a message deleted, a member forgotten, a document
+        forgotten): forget the cached summaries that quoted it, then scrub the store's file (run it in a
+        thread, in the knowledge base's space)."""
+        SummaryCache(self.settings.db_path).forget_summaries(texts)
+        if not self.store.scrub():
+            log.warning("the WAL of %s was busy; removed text stays in it until the next scrub", self.store.path)
 
     # -- chat messages as documents (ingest/messages.py) -------------------------------------
 
@@ -782,12 +797,15 @@ class Engine:
         *,
         added_by: str = "",
         progress: ProgressCallback | None = None,
+        keep: Callable[[ChatMessage], bool] | None = None,
     ) -> MessagesResult:
         """Add messages posted in `place`, or replace the text of stored ones that were edited.
 
         Only the documents (a day of the channel, or the thread, in parts) that gain or change a message are
         rebuilt, then the cross-document layer; all in one transaction. A message already stored with the
-        same text, or with no text, changes nothing. Raises LimitError past the knowledge base's bounds."""
+        same text, or with no text, changes nothing. Raises LimitError past the knowledge base's bounds.
+        `keep` is asked about each message once this call has the knowledge base's writer turn, so a
+        removal that had the turn before it (an author who opted out meanwhile) is never undone."""
         cleaned = [replace(m, text=clean_text(m.text)) for m in messages]
         cleaned = [m for m in cleaned if m.text]
         started = time.perf_counter()
@@ -795,6 +813,8 @@ class Engine:
         try:
             async with self._lock(kb), self._writer_gate(kb) as gate:
                 await gate.enter()
+                if keep is not None:
+                    cleaned = [m for m in cleaned if keep(m)]
                 kb_id = self.store.kb_id(kb)
                 homes = await asyncio.to_thread(self._homes, kb_id, [m.message_id for m in cleaned])
                 changed = [m for m in cleaned if homes.get(m.message_id, (0, None))[1] != m.text]
@@ -814,28 +834,38 @@ class Engine:
         return result
 
     @_in_space
-    async def remove_messages(self, kb: str, message_ids: Iterable[int]) -> MessagesResult:
-        """Take messages out of the knowledge base (deleted in Discord, or their author opted out).
+    async def remove_messages(
+        self, kb: str, message_ids: Iterable[int], *, author_id: int | None = None
+    ) -> MessagesResult:
+        """Take messages out of the knowledge base (deleted in Discord, or their author opted out): the
+        given ids, and with `author_id` every message of that author held when the removal gets its turn
+        (so none an import stored meanwhile escapes).
 
         Each document that held one is rebuilt without it (or dropped when nothing is left), then the
         cross-document layer, in one transaction: once this returns the text is in no node, summary or
-        index entry. Ids the knowledge base does not hold are ignored."""
+        index entry, and no file of the space holds it (`_scrub_removed`). Ids not held are ignored."""
         started = time.perf_counter()
         wanted = {int(i) for i in message_ids}
         self._waiting[kb] += 1
         try:
             async with self._lock(kb), self._writer_gate(kb) as gate:
                 kb_id = self.store.kb_id(kb)
-                if kb_id is None or not wanted:
+                if kb_id is None or not (wanted or author_id is not None):
                     return MessagesResult()
                 await gate.enter()
+                if author_id is not None:
+                    wanted |= set(await asyncio.to_thread(self.store.message_ids, kb_id, author_id=author_id))
                 homes = await asyncio.to_thread(self._homes, kb_id, wanted)
                 if not homes:
                     return MessagesResult()
                 docs = {doc for doc, _ in homes.values()}
                 plans, emptied = await asyncio.to_thread(self._plan_removals, kb_id, set(homes), docs)
                 result = MessagesResult(removed=len(homes), removed_documents=len(emptied))
-                await self._rewrite_messages(kb, kb_id, plans, emptied, "", None, result)
+                result.removed_messages = await asyncio.to_thread(self._held_messages, set(homes), docs)
+                tainted = await self._rewrite_messages(kb, kb_id, plans, emptied, "", None, result, set(homes))
+                scrub_started = time.perf_counter()
+                await asyncio.to_thread(self._scrub_removed, tainted.values())
+                result.scrub_seconds = time.perf_counter() - scrub_started
         finally:
             self._waiting[kb] -= 1
         result.seconds = time.perf_counter() - started
@@ -856,6 +886,11 @@ class Engine:
         """The channels and threads whose messages a knowledge base holds."""
         kb_id = self.store.kb_id(kb)
         return [] if kb_id is None else self.store.message_channels(kb_id)
+
+    def _held_messages(self, message_ids: set[int], doc_ids: set[int]) -> list[ChatMessage]:
+        """The stored messages of `message_ids`, read from their documents `doc_ids`."""
+        held = (m for doc_id in sorted(doc_ids) for m in self.store.messages_of_document(doc_id))
+        return [m for m in held if m.message_id in message_ids]
 
     def _homes(self, kb_id: int | None, message_ids: Iterable[int]) -> dict[int, tuple[int, str]]:
         return {} if kb_id is None else self.store.message_homes(kb_id, message_ids)
@@ -922,9 +957,11 @@ class Engine:
         added_by: str,
         progress: ProgressCallback | None,
         result: MessagesResult,
-    ) -> None:
+        dropped: set[int] | None = None,
+    ) -> dict[int, str]:
         """Build the planned message documents, the cross-document layer over them, and commit both with
-        the removal of the documents they replace (the caller holds the knowledge base's writer turn)."""
+        the removal of the documents they replace (the caller holds the knowledge base's writer turn).
+        Returns the nodes that went whose text held or summarised a message of `dropped` (id -> text)."""
         started = time.perf_counter()
         label = plans[0].name if plans else "messages"
         replaced = [p.old_doc_id for p in plans if p.old_doc_id is not None] + emptied
@@ -961,7 +998,7 @@ class Engine:
             "completion_tokens": kb_layer.completion_tokens if kb_layer else 0,
         }
         try:
-            kb_id, result.removed_nodes = await asyncio.to_thread(
+            kb_id, result.removed_nodes, tainted = await asyncio.to_thread(
                 self.store.commit_message_documents,
                 kb,
                 replaced,
@@ -969,6 +1006,7 @@ class Engine:
                 functools.partial(_resolve_placeholders, kb_nodes),
                 build,
                 self._version_of(kb_id),
+                dropped or (),
             )
         except StaleTreeError:
             raise RaptorError(
@@ -989,6 +1027,8 @@ class Engine:
             len(emptied),
             time.perf_counter() - started,
         )
+        result.tainted_nodes = sorted(tainted)
+        return tainted
 
     async def _build_message_parts(
         self,

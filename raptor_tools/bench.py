@@ -516,7 +516,8 @@ def _sizes(value: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
     "--messages",
     type=click.IntRange(min=10),
     help="Instead: import this many chat messages as message documents (tokens/s, peak RSS), then time a "
-    "deletion until its text is gone and a new message until it is answered (bench_messages.py).",
+    "deletion, a bulk delete of 1,000 and one author's forget-me until no file holds their text, and a new "
+    "message until it is answered (bench_messages.py).",
 )
 @click.option(
     "--kbs", type=click.IntRange(min=1), default=2000, show_default=True, help="--many-kbs: knowledge bases."

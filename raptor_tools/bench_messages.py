@@ -3,8 +3,9 @@
 Imports N chat messages (sentences of the varied sample text, a few minutes apart, four authors) in
 batches of 500 as `/kb add-messages` does, then measures what sync needs: the time from a deletion to
 its text being gone from the store and the index, and from a new message to a question answered from
-it. Reported: import seconds, tokens/s, CPU seconds (every thread), peak RSS of the process, and both
-latencies. The real embedding model and UMAP run; the extractive summariser writes the summaries.
+it; then a bulk delete of 1,000 messages and one author's every message (forget-me), each until no file
+under the data directory holds their text. Reported: import seconds, tokens/s, CPU seconds (every thread),
+peak RSS of the process, the latencies, and how much of each removal was the scrub of the files. The real embedding model and UMAP run; the extractive summariser writes the summaries.
 """
 
 from __future__ import annotations
@@ -73,6 +74,13 @@ def _text_gone(engine: Engine, kb: str, text: str, node_ids: set[int]) -> bool:
     return not (in_nodes or in_rows or indexed)
 
 
+def _held_texts(engine: Engine, kb: str) -> list[str]:
+    """The text of every message the knowledge base still holds (the sample text repeats sentences)."""
+    with engine.in_space(kb):
+        kb_id = engine.store.kb_id(kb)
+        return [r[0] for r in engine.store.db.execute("SELECT text FROM messages WHERE kb_id = ?", [kb_id])]
+
+
 async def measure(count: int, data_dir: Path, say: Any = print) -> dict[str, Any]:
     """Import, delete, add: the figures of one run in `data_dir`."""
     engine = Engine(Settings.from_env(data_dir=data_dir))
@@ -103,26 +111,60 @@ async def measure(count: int, data_dir: Path, say: Any = print) -> dict[str, Any
         engine.close()
 
 
+def _bytes_gone(data_dir: Path, texts: list[str]) -> bool:
+    """Whether no file under the data directory holds any of `texts` (raw bytes: pages, WAL, index files)."""
+    needles = [t.encode() for t in texts]
+    for path in data_dir.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if any(needle in data for needle in needles):
+                return False
+    return True
+
+
 async def _delete_and_add(engine: Engine, kb: str, messages: list[ChatMessage]) -> dict[str, Any]:
-    """Seconds from a deletion to its text gone, and from a new message to an answer quoting it."""
+    """Seconds from a deletion to its text gone (tables, index and every file's bytes), for one message, a
+    bulk delete of 1,000 and one author's every message (forget-me); and from a new message to an answer
+    quoting it. Each removal's share spent scrubbing the files (`Engine._scrub_removed`) is reported."""
+    figures: dict[str, Any] = {}
     victim = messages[len(messages) // 2]
     with engine.in_space(kb):
         kb_id = engine.store.kb_id(kb)
         leaves = {n.id for n in engine.store.nodes_of_kb(kb_id) if n.layer == 0 and n.text == victim.text}
     started = time.perf_counter()
-    await engine.remove_messages(kb, [victim.message_id])
+    result = await engine.remove_messages(kb, [victim.message_id])
     gone = await asyncio.to_thread(_text_gone, engine, kb, victim.text, leaves)
-    deletion = time.perf_counter() - started
+    figures["deletion_seconds"] = round(time.perf_counter() - started, 2)
+    figures["deletion_scrub_seconds"] = round(result.scrub_seconds, 2)
+    figures["deleted_text_gone"] = gone and _bytes_gone(engine.settings.data_dir, [victim.text])
+    bulk = [m for m in messages[: len(messages) // 3] if m.author_id != AUTHORS[0][0]][:1000]
+    figures |= await _timed_removal(engine, kb, "bulk", [m.message_id for m in bulk], None, bulk)
+    author = [m for m in messages if m.author_id == AUTHORS[0][0]]
+    figures |= await _timed_removal(engine, kb, "forget_me", [], AUTHORS[0][0], author)
     new = _message(len(messages), NEEDLE, START + timedelta(minutes=3.0 * len(messages) + 1))
     started = time.perf_counter()
     await engine.add_messages(kb, PLACE, [new])
     answer = await engine.ask(kb, "What is the gate code for the boathouse?")
-    answerable = time.perf_counter() - started
+    figures["new_message_answerable_seconds"] = round(time.perf_counter() - started, 2)
+    figures["new_message_answered"] = "4417" in answer.text
+    return figures
+
+
+async def _timed_removal(
+    engine: Engine, kb: str, label: str, ids: list[int], author_id: int | None, removed: list[ChatMessage]
+) -> dict[str, Any]:
+    """One removal's figures: its messages, seconds (and of them scrubbing), and whether their bytes left
+    every file (checked on the longest of their texts that no kept message repeats)."""
+    started = time.perf_counter()
+    result = await engine.remove_messages(kb, ids, author_id=author_id)
+    seconds = time.perf_counter() - started
+    kept = "\n".join(await asyncio.to_thread(_held_texts, engine, kb))
+    sample = sorted({m.text for m in removed if m.text not in kept}, key=len, reverse=True)[:50]
     return {
-        "deletion_seconds": round(deletion, 2),
-        "deleted_text_gone": gone,
-        "new_message_answerable_seconds": round(answerable, 2),
-        "new_message_answered": "4417" in answer.text,
+        f"{label}_removed": result.removed,
+        f"{label}_seconds": round(seconds, 2),
+        f"{label}_scrub_seconds": round(result.scrub_seconds, 2),
+        f"{label}_text_gone": await asyncio.to_thread(_bytes_gone, engine.settings.data_dir, sample),
     }
 
 
@@ -138,8 +180,14 @@ def render(figures: dict[str, Any]) -> str:
             f"Messages: {f['messages']:,} ({f['tokens']:,} tokens) into {f['documents']} documents in "
             f"{f['import_seconds']} s ({f['tokens_per_second']:,} tokens/s; {f['import_cpu_seconds']} CPU s), "
             f"peak RSS {f['peak_rss_mb']:,} MB",
-            f"Deletion to text gone (store and index): {f['deletion_seconds']} s"
+            f"Deletion to text gone (store, index and every file's bytes): {f['deletion_seconds']} s, "
+            f"{f['deletion_scrub_seconds']} s of it scrubbing"
             + ("" if f["deleted_text_gone"] else " (TEXT STILL FOUND)"),
+            *[
+                f"{what}: {f[f'{key}_removed']:,} messages gone in {f[f'{key}_seconds']} s, "
+                f"{f[f'{key}_scrub_seconds']} s of it scrubbing" + ("" if f[f"{key}_text_gone"] else " (TEXT STILL FOUND)")
+                for key, what in (("bulk", "Bulk delete"), ("forget_me", "Forget-me (one author)"))
+            ],
             f"New message to answered from it: {f['new_message_answerable_seconds']} s"
             + ("" if f["new_message_answered"] else " (NOT IN THE ANSWER)"),
         ]

@@ -139,7 +139,10 @@ def test_bench_messages_imports_deletes_and_answers(tmp_path):
     figures = json.loads(out.read_text())["messages"]
     assert figures["messages"] == 60 and figures["documents"] >= 1 and figures["tokens"] > 600
     assert figures["deleted_text_gone"] and figures["new_message_answered"]
-    assert "Deletion to text gone (store and index)" in result.stdout
+    assert figures["bulk_removed"] > 0 and figures["bulk_text_gone"]  # a third of 60, bar alice's
+    assert figures["forget_me_removed"] == 15 and figures["forget_me_text_gone"]  # alice wrote every fourth
+    assert "Deletion to text gone (store, index and every file's bytes)" in result.stdout
+    assert "Forget-me (one author): 15 messages gone" in result.stdout
     assert "New message to answered from it" in result.stdout
 
 

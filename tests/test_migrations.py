@@ -92,6 +92,7 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
         ("store", "m006_text_index"),
         ("bot", "m001_bot_tables"),
         ("bot", "m002_message_sync"),
+        ("bot", "m003_turn_sources"),
         ("summary_cache", "m001_summary_cache"),
     ]
 
@@ -182,6 +183,7 @@ def test_every_owner_of_the_file_connects_with_the_same_pragmas(tmp_path):
             assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
             assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
             assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 10_000
+            assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1  # deleted rows are zeroed
     finally:
         conns[1].close()
         store.close()
@@ -189,5 +191,5 @@ def test_every_owner_of_the_file_connects_with_the_same_pragmas(tmp_path):
 
 def test_the_sets_are_named_for_their_owners():
     assert store_migrations.names()[0] == "m001_initial"
-    assert bot_migrations.names() == ["m001_bot_tables", "m002_message_sync"]
+    assert bot_migrations.names() == ["m001_bot_tables", "m002_message_sync", "m003_turn_sources"]
     assert summary_cache_migrations.names() == ["m001_summary_cache"]

@@ -2,9 +2,12 @@
 
 Every connection gets the same pragmas, so no caller can forget one: WAL (readers go on while one
 writer writes), a busy timeout (another process's write waits instead of failing), synchronous=NORMAL
-(safe with WAL), foreign keys (the store's ON DELETE CASCADE relies on them), and `trusted_schema=OFF`:
+(safe with WAL), foreign keys (the store's ON DELETE CASCADE relies on them), `trusted_schema=OFF`:
 expressions in a file's schema (a view, a trigger, a CHECK) may call only side-effect-free functions,
-since a file may have come from elsewhere (`schema.py` checks the rest).
+since a file may have come from elsewhere (`schema.py` checks the rest), and `secure_delete=ON`: a
+deleted row's bytes are overwritten with zeros, in its page and in freed pages, so text removed for
+privacy (a deleted message, a forgotten document) is not left readable in the file (`scrub` empties the
+WAL of the older copies).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ def connect(
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA secure_delete=ON")
     return sqlite_utils.Database(conn, execute_plugins=False)
 
 
@@ -55,3 +59,11 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def scrub(conn: sqlite3.Connection) -> bool:
+    """Copy the WAL into the database file and truncate it to nothing, so the older page images it holds
+    (text since deleted) leave the disk; True when done, False when a reader or writer kept it busy
+    (the busy timeout was spent waiting: the next scrub does it)."""
+    busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    return not busy

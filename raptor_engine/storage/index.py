@@ -1,7 +1,8 @@
 """One hnswlib index per knowledge base over all layers: the collapsed tree's search structure.
 
 Derived data: each saved index records the knowledge base's version, and one that is missing,
-stale or unreadable is rebuilt from SQLite. Labels are node ids (which never repeat).
+stale or unreadable is rebuilt from SQLite. Labels are node ids (which never repeat). A node that left
+SQLite is tombstoned with its vector zeroed, so no vector of removed text stays in the file.
 """
 
 from __future__ import annotations
@@ -176,6 +177,17 @@ class KBIndex:
         return [(int(wanted[i]), float(scores[i])) for i in order]
 
 
+def _zero_and_delete(index: hnswlib.Index, node_ids: Iterable[int], dim: int) -> None:
+    """Tombstone nodes that left SQLite, their vectors first overwritten with zeros: a tombstone keeps its
+    vector in the saved file, and a vector of removed text (a deleted message) must not stay on disk."""
+    labels = sorted(int(i) for i in node_ids)
+    if not labels:
+        return
+    index.add_items(np.zeros((len(labels), dim), dtype=np.float32), labels, num_threads=1)
+    for node_id in labels:
+        index.mark_deleted(node_id)
+
+
 class IndexManager:
     """Loads, saves, updates and rebuilds the per-knowledge-base indices under `index_dir`.
 
@@ -265,6 +277,9 @@ class IndexManager:
             if not set(ids).issubset(index.get_ids_list()):
                 log.warning("index of kb %s does not match its metadata; rebuilding", kb_id)
                 return None
+            if not meta.get("zeroed") and index.get_current_count() > len(ids):
+                log.info("index of kb %s keeps vectors of removed nodes; rebuilding without them", kb_id)
+                return None
             return KBIndex(index, int(meta["version"]), self._tokens_of(kb_id, ids, meta.get("tokens")), dim)
         except Exception:  # any unreadable file means: rebuild from SQLite
             log.warning("index of kb %s is unreadable; rebuilding", kb_id, exc_info=True)
@@ -286,8 +301,7 @@ class IndexManager:
         assert index is not None
         if len(removed) + len(added) > max(len(stored), 1) or len(stored) * 2 < index.get_current_count():
             return self.rebuild(kb_id)  # mostly new or mostly tombstones: start clean
-        for node_id in removed:
-            index.mark_deleted(node_id)
+        _zero_and_delete(index, removed, current.dim)
         if added:
             add_ids, matrix = self.store.embeddings(kb_id, ids=added)
             if matrix.shape[1] != current.dim:
@@ -336,6 +350,7 @@ class IndexManager:
             "dim": built.dim,
             "ids": ids,
             "tokens": [built.tokens[i] for i in ids],
+            "zeroed": True,  # its removed nodes' vectors are zeros (`_zero_and_delete`)
         }
         with writing(bin_path) as tmp_bin:
             built.index.save_index(str(tmp_bin))

@@ -13,12 +13,14 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import sqlite_utils
 
-from .db import connect
+from ..ingest.sentences import ELLIPSIS
+from .db import connect, scrub
 from .store_migrations import summary_cache_migrations
 
 log = logging.getLogger(__name__)
@@ -105,6 +107,39 @@ class SummaryCache:
             log.warning("summary cache read failed (%s); the remote build asks the model instead", exc)
             return {}
         return {row[0]: CachedSummary(row[1], int(row[2] or 0), int(row[3] or 0)) for row in rows}
+
+    def forget_summaries(self, texts: Iterable[str]) -> int:
+        """Drop the cached summaries whose text is one of `texts` or was clipped to one (a node keeps its
+        summary cut to the node limit with an ellipsis, `summarize.clip_chars`): summaries that quoted text
+        since removed for privacy. Returns how many went; a cache that does not exist holds none."""
+        wanted = {t for t in texts if t}
+        if not wanted or not self.db_path.exists():
+            return 0
+        try:
+            conn = connect(self.db_path, autocommit=True, busy_timeout_ms=BUSY_TIMEOUT_MS).conn
+            try:
+                removed = self._delete_matching(conn, wanted)
+                if removed:
+                    scrub(conn)
+                return removed
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            log.warning("summary cache purge failed (%s); summaries of removed text may remain", exc)
+            return 0
+
+    def _delete_matching(self, conn: sqlite3.Connection, wanted: set[str]) -> int:
+        """One pass over the cache (its rows are few beside the store's: one per summary ever made)."""
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (TABLE,)).fetchone() is None:
+            return 0
+        heads = tuple(t[: -len(ELLIPSIS)] for t in wanted if t.endswith(ELLIPSIS) and len(t) > len(ELLIPSIS))
+        keys = [
+            (key,)
+            for key, text in conn.execute(f"SELECT key, text FROM {TABLE}").fetchall()
+            if text in wanted or (heads and str(text).startswith(heads))
+        ]
+        conn.executemany(f"DELETE FROM {TABLE} WHERE key = ?", keys)
+        return len(keys)
 
     def count(self) -> int:
         conn = self._connect()

@@ -10,6 +10,7 @@ is gone from every table once the transaction commits.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -54,6 +55,37 @@ class MessageDocumentWrite:
 def _chunked(values: list[int], size: int = 500) -> Iterable[list[int]]:
     for begin in range(0, len(values), size):
         yield [int(v) for v in values[begin : begin + size]]
+
+
+def tainted_nodes(db: sqlite_utils.Database, leaf_ids: set[int], node_ids: list[int]) -> dict[int, str]:
+    """Of `node_ids`, those whose text may quote one of the leaves `leaf_ids` (text removed for privacy):
+    the leaves themselves and every summary whose leaves include one. id -> text, for the caller to purge
+    the copies kept elsewhere (saved answers, the summary cache). Call it before deleting the nodes."""
+    out: dict[int, str] = {}
+    if not leaf_ids:
+        return out
+    for part in _chunked(sorted(set(node_ids))):
+        marks = ",".join("?" * len(part))
+        for node_id, text, leaves in db.execute(
+            f"SELECT id, text, leaf_ids FROM nodes WHERE id IN ({marks})", part
+        ).fetchall():
+            if int(node_id) in leaf_ids or leaf_ids.intersection(json.loads(leaves)):
+                out[int(node_id)] = text
+    return out
+
+
+def message_leaves(db: sqlite_utils.Database, kb_id: int, message_ids: Iterable[int]) -> set[int]:
+    """The leaves holding the given messages."""
+    out: set[int] = set()
+    for part in _chunked(sorted(set(message_ids))):
+        marks = ",".join("?" * len(part))
+        out.update(
+            int(r[0])
+            for r in db.execute(
+                f"SELECT node_id FROM leaf_messages WHERE kb_id = ? AND message_id IN ({marks})", [kb_id, *part]
+            ).fetchall()
+        )
+    return out
 
 
 def _now() -> str:
@@ -203,11 +235,13 @@ class MessageStoreMixin:
         kb_nodes_for: Callable[[dict[int, int]], list[NewNode]],
         build: dict[str, Any],
         expected_version: int | None = None,
-    ) -> tuple[int, list[int]]:
+        dropped: Iterable[int] = (),
+    ) -> tuple[int, list[int], dict[int, str]]:
         """Remove documents `removed`, store `written` and the new cross-document layer, all or nothing.
 
         Returns (kb_id, the ids of the nodes that went: the removed documents' and the old cross-document
-        layer's, whose text may have quoted a removed message)."""
+        layer's, and of those the nodes that held or summarised a message of `dropped` (the messages taken
+        out) with their text: `tainted_nodes`)."""
         from .records import _check_version
 
         with self.write() as db:  # type: ignore[attr-defined]
@@ -225,6 +259,8 @@ class MessageStoreMixin:
                     int(r[0])
                     for r in db.execute("SELECT id FROM nodes WHERE doc_id = ?", [doc_id]).fetchall()
                 ]
+            tainted = tainted_nodes(db, message_leaves(db, kb_id, dropped), gone)
+            for doc_id in removed:
                 db.execute(
                     "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE doc_id = ?)", [doc_id]
                 )
@@ -237,7 +273,7 @@ class MessageStoreMixin:
             self._replace_kb_layer(db, kb_id, kb_nodes_for(ids))  # type: ignore[attr-defined]
             self._record_build(db, kb_id, build)  # type: ignore[attr-defined]
             db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", [kb_id])
-        return kb_id, gone
+        return kb_id, gone, tainted
 
     def _insert_message_document(
         self, db: sqlite_utils.Database, kb_id: int, item: MessageDocumentWrite

@@ -22,8 +22,8 @@ import sqlite_utils
 
 from ..errors import NotFoundError
 from ..ingest.sentences import encode_spans
-from .db import connect, immediate
-from .message_store import MessageStoreMixin
+from .db import connect, immediate, scrub
+from .message_store import MessageStoreMixin, tainted_nodes
 from .records import (
     DocumentInfo,
     NewNode,
@@ -107,7 +107,9 @@ class Store(MessageStoreMixin):
             self._check_not_replaced()
 
     def close(self) -> None:
-        with self._connections_lock:
+        """Close every thread's connection, once the write (or scrub) in progress is done: closing a
+        connection another thread is using crashes the process."""
+        with self._write_lock, self._connections_lock:
             for conn in self._connections:
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
@@ -144,8 +146,12 @@ class Store(MessageStoreMixin):
         row = self.db.execute("SELECT version FROM kbs WHERE id = ?", [kb_id]).fetchone()
         return int(row[0]) if row else -1
 
-    def delete_kb(self, kb_id: int) -> None:
+    def delete_kb(self, kb_id: int) -> list[str]:
+        """Drop a knowledge base's rows; returns its summaries' texts (for the summary cache to forget)."""
         with self.write() as db:
+            summaries = [
+                r[0] for r in db.execute("SELECT text FROM nodes WHERE kb_id = ? AND layer > 0", [kb_id]).fetchall()
+            ]
             db.execute("DELETE FROM edges WHERE kb_id = ?", [kb_id])
             unindex_nodes(db, "kb_id = ?", [kb_id])
             db.execute("DELETE FROM nodes WHERE kb_id = ?", [kb_id])
@@ -153,6 +159,7 @@ class Store(MessageStoreMixin):
             db.execute("DELETE FROM builds WHERE kb_id = ?", [kb_id])
             db.execute("DELETE FROM questions WHERE kb_id = ?", [kb_id])
             db.execute("DELETE FROM kbs WHERE id = ?", [kb_id])
+        return summaries
 
     # -- documents ----------------------------------------------------------------------------
 
@@ -497,9 +504,22 @@ class Store(MessageStoreMixin):
         kb_nodes: list[NewNode],
         build: dict[str, Any],
         expected_version: int | None = None,
-    ) -> None:
+    ) -> dict[int, str]:
+        """Remove a document and replace the cross-document layer, all or nothing; returns the nodes that
+        went whose text held or summarised the document's (id -> text: `tainted_nodes`)."""
         with self.write() as db:
             _check_version(db, kb_id, expected_version)
+            leaves = {
+                int(r[0])
+                for r in db.execute("SELECT id FROM nodes WHERE doc_id = ? AND layer = 0", [doc_id]).fetchall()
+            }
+            gone = [
+                int(r[0])
+                for r in db.execute(
+                    "SELECT id FROM nodes WHERE doc_id = ? OR (kb_id = ? AND kind = 'kb')", [doc_id, kb_id]
+                ).fetchall()
+            ]
+            tainted = tainted_nodes(db, leaves, gone)
             db.execute(
                 "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE kb_id = ? AND kind = 'kb')",
                 [kb_id],
@@ -516,6 +536,7 @@ class Store(MessageStoreMixin):
                 self._insert_nodes(db, kb_id, None, kb_nodes)
             self._record_build(db, kb_id, build)
             db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", [kb_id])
+        return tainted
 
     def _record_build(self, db: sqlite_utils.Database, kb_id: int, build: dict[str, Any]) -> None:
         row = {
@@ -591,6 +612,19 @@ class Store(MessageStoreMixin):
     def text_index_problems(self) -> list[str]:
         """What is wrong with the full-text index: missing, or out of step with the nodes."""
         return text_index_problems(self.db.conn)
+
+    def scrub(self, *, text_index: bool = True) -> bool:
+        """After text was removed for privacy: leave none of it readable in the file. Deleted rows are
+        already zeroed (`secure_delete`); the full-text index still holds the removed terms in its older
+        segments under delete markers until they merge, so it is merged into one ('optimize', a rewrite of
+        the index; `text_index=False` skips it when only other tables changed), and the WAL's older page
+        images are copied back and the WAL truncated. Returns False when the WAL was kept busy
+        (`db.scrub`)."""
+        if text_index:
+            with self.write() as db:
+                db.execute(f"INSERT INTO {TEXT_INDEX}({TEXT_INDEX}) VALUES ('optimize')")
+        with self._write_lock:
+            return scrub(self.db.conn)
 
     def rebuild_text_index(self) -> None:
         """Recreate the full-text index from the nodes (SQLite's text is the truth)."""

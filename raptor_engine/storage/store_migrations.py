@@ -198,3 +198,13 @@ def m002_message_sync(db: sqlite_utils.Database) -> None:
             after_id INTEGER, status TEXT NOT NULL, created_at TEXT, updated_at TEXT,
             run_id TEXT NOT NULL DEFAULT '')"""
     )
+
+
+@bot_migrations
+def m003_turn_sources(db: sqlite_utils.Database) -> None:
+    """Which chat messages each thread turn's answer drew on (bot/redact.py): a message deleted in Discord,
+    or its author forgotten, takes the turns that drew on it out of the thread's memory. NULL for turns
+    stored before this step and for turns of answers that drew on no message."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(bot_turns)").fetchall()}
+    if "message_ids" not in columns:
+        db.execute("ALTER TABLE bot_turns ADD COLUMN message_ids TEXT")
