@@ -32,7 +32,12 @@ class BackendError(RaptorError):
 
 
 class StorageError(RaptorError):
-    """The data directory itself failed (full, read-only, not permitted); nothing was stored."""
+    """The data directory itself failed (full, read-only, not permitted, its database damaged); nothing
+    was stored."""
+
+
+# What SQLite says of a database file cut short or overwritten: the source of truth, which nothing rebuilds.
+DAMAGED_DATABASE = ("database disk image is malformed", "file is not a database")
 
 
 def storage_failure(error: BaseException, where: str = "") -> str | None:
@@ -48,6 +53,11 @@ def storage_failure(error: BaseException, where: str = "") -> str | None:
             return f"{directory} is on a full disk."
         if "readonly" in text or "unable to open database file" in text:
             return f"{directory} is read-only, or this user may not write it."
+        if any(sign in text for sign in DAMAGED_DATABASE):
+            return (
+                f"{directory} holds a damaged database ({error}); restore its database from a backup "
+                "(raptor doctor rebuilds only the indices)."
+            )
         return None
     if isinstance(error, OSError):
         path = f" ({error.filename})" if error.filename else ""

@@ -64,6 +64,29 @@ def test_a_read_only_data_directory_is_one_line(data, tmp_path, command):
     assert done.stderr.strip() == line
 
 
+@pytest.mark.parametrize("damage", ["truncated", "overwritten"])
+@pytest.mark.parametrize("command", [("ask", "When did the railway open?", "--kb", KB), ("doctor",), ("docs", "--kb", KB)])
+def test_a_damaged_database_is_named_in_one_line(data, tmp_path, damage, command):
+    """SQLite is the truth, so a database cut short or overwritten cannot be rebuilt: every command,
+    doctor included, says so in one sentence ("Unexpected DatabaseError: database disk image is
+    malformed" told nothing), and nothing is written over the damaged file."""
+    import shutil
+
+    copy = tmp_path / "data"
+    shutil.copytree(data, copy)
+    database = copy / "raptor.db"
+    if damage == "truncated":
+        with database.open("r+b") as handle:
+            handle.truncate(5000)
+    else:
+        database.write_bytes(b"this is not a database, it was overwritten by mistake\n" * 200)
+    before = database.read_bytes()
+    line = one_error_line(raptor(copy, *command))
+    assert line.startswith(f"Error: The data directory {copy} holds a damaged database ("), line
+    assert line.endswith("restore its database from a backup (raptor doctor rebuilds only the indices)."), line
+    assert database.read_bytes() == before
+
+
 def test_an_engine_warning_is_logged_only_with_v_and_with_its_traceback(data, tmp_path):
     """An unreadable index is a problem doctor reports on stdout; the engine's warning about it, with
     its traceback, is a log line, and without -v nothing is logged."""
