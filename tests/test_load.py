@@ -208,6 +208,35 @@ def test_non_utf8_text_is_refused_with_that_reason():
     assert "not valid UTF-8" in reason
 
 
+@pytest.mark.parametrize(
+    ("declaration", "encoding"),
+    [
+        ('<meta charset="iso-8859-1">', "cp1252"),  # browsers read Latin-1's labels as Windows-1252
+        ("<meta charset=windows-1252>", "cp1252"),
+        ('<META HTTP-EQUIV="Content-Type" CONTENT="text/html; charset=ISO-8859-15">', "iso-8859-15"),
+        ("<meta charset='shift_jis'>", "shift_jis"),
+    ],
+)
+def test_html_in_the_encoding_its_meta_declares_is_read(declaration, encoding):
+    """A page saved by an older editor says its encoding in a <meta>; it was refused as 'not valid
+    UTF-8' although every browser reads it."""
+    bodies = {"shift_jis": "東京の灯台。", "iso-8859-15": "Café crème à Zürich, €5."}
+    body = bodies.get(encoding, "Café crème à Zürich – “quoted” €5.")
+    page = f"<html><head>{declaration}<title>T</title></head><body><p>{body}</p></body></html>"
+    assert body in load_document("old.html", page.encode(encoding)).text
+
+
+def test_html_that_is_utf8_is_read_as_utf8_whatever_its_meta_says():
+    page = '<html><head><meta charset="iso-8859-1"></head><body><p>Café crème.</p></body></html>'
+    assert "Café crème." in load_document("stale.html", page.encode("utf-8")).text
+
+
+def test_html_in_an_undeclared_or_unknown_encoding_is_refused():
+    assert "not valid UTF-8" in reason_of("a.html", "<p>Café crème.</p>".encode("latin-1"))
+    unknown = '<meta charset="x-no-such-codec"><p>Café crème.</p>'.encode("latin-1")
+    assert "not valid UTF-8" in reason_of("b.html", unknown)
+
+
 def test_wrong_or_unsupported_extension():
     assert "unsupported file type (.exe)" in reason_of("setup.exe", b"MZ...")
     assert "no extension" in reason_of("README", b"text")

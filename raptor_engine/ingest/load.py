@@ -358,8 +358,9 @@ def _looks_binary(sample: bytes) -> bool:
     return controls / len(sample) > BINARY_CHAR_RATIO
 
 
-def _decode_text(name: str, data: bytes) -> str:
-    """Decode UTF-8 (with or without BOM) or UTF-16 with a BOM; refuse binary and other encodings."""
+def _decode_text(name: str, data: bytes, declared: str | None = None) -> str:
+    """Decode UTF-8 (with or without BOM) or UTF-16 with a BOM; refuse binary and other encodings, but
+    for bytes that are not UTF-8, the encoding the file itself `declared` (an HTML page's <meta>)."""
     if data.startswith(b"\xef\xbb\xbf"):
         encoding, payload = "utf-8", data[3:]
     elif data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16: the same first bytes
@@ -376,10 +377,39 @@ def _decode_text(name: str, data: bytes) -> str:
         log.info("%s: decode failed: %s", name, exc)
         if encoding == "utf-8" and _looks_binary(data[:65536]):
             raise IngestError(name, "contains binary data, not text.") from None
-        raise IngestError(name, f"is not valid {encoding.upper()} text; please save it as UTF-8.") from None
+        text = _decoded_as(payload, declared) if encoding == "utf-8" and declared else None
+        if text is None:
+            raise IngestError(name, f"is not valid {encoding.upper()} text; please save it as UTF-8.") from None
     if text and len(_SUSPICIOUS_CHARS.findall(text)) / len(text) > BINARY_CHAR_RATIO:
         raise IngestError(name, "contains binary data, not text.")
     return text
+
+
+def _decoded_as(data: bytes, encoding: str) -> str | None:
+    """`data` in `encoding`, or None when Python knows no such codec or the bytes are not in it."""
+    try:
+        return data.decode(encoding)
+    except (LookupError, UnicodeDecodeError):
+        return None
+
+
+# An HTML page's declared encoding, looked for where browsers look (its first 1024 bytes): <meta charset=X>
+# or <meta http-equiv="Content-Type" content="text/html; charset=X">.
+_HTML_CHARSET = re.compile(rb"<meta\s[^>]{0,512}?charset\s*=\s*[\"']?\s*([a-z0-9._:-]{1,40})", re.IGNORECASE)
+# Labels browsers read as Windows-1252, a superset (the WHATWG Encoding Standard): pages that say
+# Latin-1 use its curly quotes and dashes too.
+_WINDOWS_1252_LABELS = frozenset(
+    "ascii us-ascii iso-8859-1 iso8859-1 iso_8859-1 iso88591 latin1 latin-1 l1 cp819 ibm819".split()
+)
+
+
+def _html_charset(data: bytes) -> str | None:
+    """The encoding an HTML page declares for itself, as the codec name browsers would use."""
+    found = _HTML_CHARSET.search(data[:1024])
+    if found is None:
+        return None
+    label = found.group(1).decode("ascii").lower()
+    return "cp1252" if label in _WINDOWS_1252_LABELS else label
 
 
 def _read_txt(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
@@ -966,8 +996,9 @@ class _HtmlWalker:
 
 
 def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
-    """Visible text of an HTML page; h1-h6 set the heading path; scripts, styles and templates dropped."""
-    text = _decode_text(name, data)
+    """Visible text of an HTML page; h1-h6 set the heading path; scripts, styles and templates dropped.
+    A page that is not UTF-8 is read in the encoding its <meta> declares."""
+    text = _decode_text(name, data, _html_charset(data))
     unclosed = text.find("<!--", text.rfind("-->") + 1)
     if unclosed >= 0:  # a browser hides an unclosed comment to the end; html.parser would show it as text
         text = text[:unclosed]
