@@ -268,8 +268,17 @@ def _count(number: int, singular: str, plural: str = "") -> str:
     return f"{number:,} {singular if number == 1 else plural or singular + 's'}"
 
 
-def _row_label(row: LayerRow) -> str:
-    label = f"L{row.layer} · {_count(row.nodes, *KIND_NAMES.get(row.kind, ('node',)))}"
+def kind_names(kind: str, documents: int) -> tuple[str, ...]:
+    """What a row's nodes are (singular, plural). The knowledge base's own layer combines nothing across
+    documents while there is one: it is then the top summary, as `raptor tree` says in words."""
+    if kind == "kb" and documents == 1:
+        return ("top summary", "top summaries")
+    return KIND_NAMES.get(kind, ("node",))
+
+
+def row_label(row: LayerRow, documents: int) -> str:
+    """A row's label at the left: its layer and how many nodes of which kind."""
+    label = f"L{row.layer} · {_count(row.nodes, *kind_names(row.kind, documents))}"
     if row.groups < row.nodes:
         label += f"\nin {row.groups:,} groups"
     return label
@@ -381,7 +390,7 @@ class _Canvas:
             self.text(
                 -0.008,
                 row.layer,
-                _row_label(row),
+                row_label(row, len(self.plan.documents)),
                 transform=left,
                 ha="right",
                 va="center",
@@ -480,7 +489,7 @@ class _Canvas:
             return Line2D([], [], color=colour, linewidth=width, label=label)
 
         handles = [
-            mark("o", layer_colour(r.layer, r.kind), f"L{r.layer} {KIND_NAMES.get(r.kind, ('node',))[0]}")
+            mark("o", layer_colour(r.layer, r.kind), f"L{r.layer} {kind_names(r.kind, len(self.plan.documents))[0]}")
             for r in self.plan.rows
         ]
         if self.plan.binned:
