@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .errors import IngestError, LimitError, NotFoundError, RaptorError, storage_error
+from .errors import IngestError, LimitError, NotFoundError, RaptorError, is_damaged_database, storage_error
 from .ingest.budget import BuildBudget, current_budget
 from .ingest.load import safe_filename
 from .ingest.messages import (
@@ -55,7 +55,7 @@ from .query.support import SupportCheck, SupportIndex, check_answer, label_citat
 from .storage.index import IndexManager
 from .storage.message_store import MessageDocumentWrite
 from .storage.records import DocumentInfo, NewNode, StaleTreeError, StoredTop
-from .storage.spaces import Space, Spaces, migrate_to_spaces
+from .storage.spaces import DB_NAME, Space, Spaces, migrate_to_spaces, space_dir
 from .storage.store import Store
 from .storage.writers import WriterGate
 from .tree.build import BuiltTree, Summarized, build_document_tree, build_kb_layer
@@ -1492,8 +1492,15 @@ class Engine:
         """Check SQLite and every index of every space; rebuild what is derived (indices) when asked."""
         report = self._doctor_space(repair)
         for name in self.spaces.names():
-            with self.spaces.pinned(name) as space, self._working_in(space):
-                found = self._doctor_space(repair)
+            try:
+                with self.spaces.pinned(name) as space, self._working_in(space):
+                    found = self._doctor_space(repair)
+            except sqlite3.DatabaseError as error:
+                if not is_damaged_database(error):
+                    raise
+                log.warning("the database of space %s is damaged", name, exc_info=True)
+                path = space_dir(self.settings, name) / DB_NAME
+                found = DoctorReport([f"the database {path} is damaged ({error}); restore it from a backup"], [])
             report.problems += [f"space {name}: {problem}" for problem in found.problems]
             report.repaired += [f"space {name}: {problem}" for problem in found.repaired]
         return report

@@ -40,6 +40,11 @@ class StorageError(RaptorError):
 DAMAGED_DATABASE = ("database disk image is malformed", "file is not a database")
 
 
+def is_damaged_database(error: BaseException) -> bool:
+    """Whether SQLite found its database file damaged (not locked, full or read-only)."""
+    return isinstance(error, sqlite3.DatabaseError) and any(sign in str(error).lower() for sign in DAMAGED_DATABASE)
+
+
 def storage_failure(error: BaseException, where: str = "") -> str | None:
     """One sentence for a failure of the disk or file system under the data directory (`where` names
     it), or None for any other error.
@@ -53,7 +58,7 @@ def storage_failure(error: BaseException, where: str = "") -> str | None:
             return f"{directory} is on a full disk."
         if "readonly" in text or "unable to open database file" in text:
             return f"{directory} is read-only, or this user may not write it."
-        if any(sign in text for sign in DAMAGED_DATABASE):
+        if is_damaged_database(error):
             return (
                 f"{directory} holds a damaged database ({error}); restore its database from a backup "
                 "(raptor doctor rebuilds only the indices)."

@@ -87,6 +87,33 @@ def test_a_damaged_database_is_named_in_one_line(data, tmp_path, damage, command
     assert database.read_bytes() == before
 
 
+def test_doctor_names_a_damaged_server_store_and_checks_the_rest(tmp_path, embedder):
+    """One server's database cut short stopped `raptor doctor` at once with a sentence naming no file;
+    it is a problem doctor reports by its store and path (it cannot be rebuilt), and the other stores
+    are still checked and repaired."""
+    folder = tmp_path / "data"
+    engine = Engine(unhurried_settings(data_dir=folder), embedder=embedder)
+    try:
+        for kb in ("guild-42-channel-7", "guild-43-channel-8"):
+            asyncio.run(engine.ingest(kb, "railway.txt", RAILWAY.encode()))
+    finally:
+        engine.close()
+    damaged = folder / "guilds" / "42" / "raptor.db"
+    with damaged.open("r+b") as handle:
+        handle.truncate(5000)
+    for index in (folder / "guilds" / "43" / "indices").glob("*.json"):
+        index.unlink()  # something doctor can repair in the healthy store
+    done = raptor(folder, "doctor")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    problems = done.stdout.splitlines()
+    assert (
+        f"problem: space 42: the database {damaged} is damaged (database disk image is malformed); "
+        "restore it from a backup" in problems
+    ), done.stdout
+    assert any(p.startswith("problem: space 43: ") and p.endswith("(repaired)") for p in problems), done.stdout
+    assert raptor(folder, "ask", "When did the railway open?", "--kb", "guild-43-channel-8").returncode == 0
+
+
 def test_an_engine_warning_is_logged_only_with_v_and_with_its_traceback(data, tmp_path):
     """An unreadable index is a problem doctor reports on stdout; the engine's warning about it, with
     its traceback, is a log line, and without -v nothing is logged."""
