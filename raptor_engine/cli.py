@@ -29,7 +29,7 @@ from .query.support import MATCHED, describe_support
 from .storage.archive import export_space, import_space
 from .storage.records import DocumentInfo
 from .storage.spaces import space_dir
-from .types import Answer, Progress, Turn
+from .types import Answer, Progress, Turn, counted
 
 log = logging.getLogger("raptor_engine")
 
@@ -293,8 +293,8 @@ def _print_ingest(name: str, result: IngestResult) -> None:
         click.echo(f"{name}: already in the knowledge base{stored} (same bytes), nothing to do.")
         return
     click.echo(
-        f"{doc.name}: {result.chunks} chunks, {result.layers} layers, {result.nodes} nodes, "
-        f"{doc.tokens:,} tokens in {result.seconds:.1f}s"
+        f"{doc.name}: {counted(result.chunks, 'chunk')}, {counted(result.layers, 'layer')}, "
+        f"{counted(result.nodes, 'node')}, {counted(doc.tokens, 'token')} in {result.seconds:.1f}s"
         + (
             f" ({result.prompt_tokens:,} prompt + {result.completion_tokens:,} completion tokens)"
             if result.prompt_tokens
@@ -493,7 +493,8 @@ def _print_answer(answer: Answer, shown: TerminalAnswer | None = None) -> None:
     ctx = answer.context
     layers = ", ".join(f"L{k}: {v}" for k, v in ctx.nodes_per_layer().items())
     click.echo(
-        f"Context: {ctx.tokens_used}/{ctx.budget} tokens, {len(ctx.nodes)} nodes ({layers}), {ctx.mode}, backend {answer.backend}"
+        f"Context: {ctx.tokens_used}/{ctx.budget} tokens, {counted(len(ctx.nodes), 'node')} ({layers}), {ctx.mode}, "
+        f"backend {answer.backend}"
     )
 
 
@@ -642,7 +643,8 @@ def docs(ctx: click.Context, kb: str, as_json: bool) -> None:
         return
     for d in documents:
         click.echo(
-            f"{d.name}  {d.size:,} bytes · {d.chunks} chunks · {d.layers} layers · {d.tokens:,} tokens · "
+            f"{d.name}  {counted(d.size, 'byte')} · {counted(d.chunks, 'chunk')} · {counted(d.layers, 'layer')} · "
+            f"{counted(d.tokens, 'token')} · "
             f"added by {d.added_by or '?'} at {d.added_at} · sha256 {d.sha256[:12]}"
         )
 
@@ -692,8 +694,9 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
     if not info.layers:
         click.echo(f"No documents in {kb!r}.")
         return
-    documents = "1 document" if info.documents == 1 else f"{info.documents} documents"
-    click.echo(f"{kb}: {documents}, {info.nodes} nodes, {info.tokens:,} tokens")
+    click.echo(
+        f"{kb}: {counted(info.documents, 'document')}, {counted(info.nodes, 'node')}, {counted(info.tokens, 'token')}"
+    )
     for layer in info.layers:
         label = info.kind_label(layer.kind)
         if layer.nodes == 1:  # "1 leaf", "1 top summary of the knowledge base"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -240,9 +241,20 @@ def test_a_new_version_under_a_stored_name_says_the_earlier_one_is_still_there(r
     added = run("ingest", str(newer), "--kb", "t", "--quiet")
     assert added.exit_code == 0
     lines = added.output.splitlines()
-    assert lines[0].startswith("railway.md: 1 chunks,") and len(lines) == 2
+    assert lines[0].startswith("railway.md: 1 chunk, 1 layer, 1 node, ") and len(lines) == 2  # counts in words
     assert lines[1] == (
         f"  An earlier railway.md (sha256 {earlier['sha256'][:12]}, added {earlier['added_at']}) is still in the "
         f"knowledge base; raptor forget {earlier['sha256'][:12]} --kb t removes it."
     )
     assert len(run("ingest", str(newer), "--kb", "t", "--quiet").output.splitlines()) == 1  # a duplicate: no note
+
+
+def test_counts_of_one_are_said_in_the_singular(run, tmp_path):
+    """'1 chunks, 1 layers, 1 nodes' read as a slip in every line a one-node document printed."""
+    note = tmp_path / "note.txt"
+    note.write_text("The keeper trims the lamp every evening at sunset.")
+    added = run("ingest", str(note), "--kb", "one", "--quiet").output
+    assert re.match(r"note\.txt: 1 chunk, 1 layer, 1 node, \d+ tokens in ", added), added
+    assert " · 1 chunk · 1 layer · " in run("docs", "--kb", "one").output
+    assert ", 1 node (L0: 1), " in run("ask", "When is the lamp trimmed?", "--kb", "one").output
+    assert run("tree", "--kb", "one").output.startswith("one: 1 document, 1 node, ")
