@@ -223,6 +223,12 @@ def test_a_budget_that_holds_no_passage_or_filters_that_exclude_each_other_say_s
         tiny = run("ask", "Who surveyed the railway?", "--kb", "t", "--budget", "1", "--mode", mode)
         assert tiny.exit_code == 1
         assert tiny.output == "Error: No passage fits in a context budget of 1 token; use a larger budget.\n"
+    huge = run("ask", "Who surveyed the railway?", "--kb", "t", "--budget", "99999999999999999999")
+    assert huge.exit_code == 1  # was answered, "1374/99999999999999999999 tokens": with an LLM, a prompt of everything
+    assert huge.output == (
+        "Error: A context budget of 99,999,999,999,999,999,999 tokens is more than a knowledge base may hold "
+        "(2,000,000, RAPTOR_MAX_KB_TOKENS); use a smaller budget.\n"
+    )
     tree = json.loads(run("tree", "--kb", "t", "--json").output)
     top = max(layer["layer"] for layer in tree["layers"])  # the cross-document layer: no one document's
     apart = run("ask", "Who surveyed the railway?", "--kb", "t", "--document", "railway.md", "--layer", str(top))
