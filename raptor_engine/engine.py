@@ -1280,10 +1280,12 @@ class Engine:
         if len(question) > MAX_QUESTION_CHARS:
             raise RaptorError(f"The question is longer than {MAX_QUESTION_CHARS} characters.")
         budget = self.settings.budget if budget is None else budget
-        if budget > self.settings.max_kb_tokens:  # more than there can be: an LLM prompt of everything
+        # more than any knowledge base may hold (an LLM prompt of everything); the configured one always goes
+        most = max(self.settings.max_kb_tokens, self.settings.budget)
+        if budget > most:
             raise RaptorError(
                 f"A context budget of {budget:,} tokens is more than a knowledge base may hold "
-                f"({self.settings.max_kb_tokens:,}, RAPTOR_MAX_KB_TOKENS); use a smaller budget."
+                f"({most:,}); use a smaller budget."
             )
         act = small_talk_act(question)
         if act is Act.SOURCES and history:

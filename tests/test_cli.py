@@ -227,7 +227,7 @@ def test_a_budget_that_holds_no_passage_or_filters_that_exclude_each_other_say_s
     assert huge.exit_code == 1  # was answered, "1374/99999999999999999999 tokens": with an LLM, a prompt of everything
     assert huge.output == (
         "Error: A context budget of 99,999,999,999,999,999,999 tokens is more than a knowledge base may hold "
-        "(2,000,000, RAPTOR_MAX_KB_TOKENS); use a smaller budget.\n"
+        "(2,000,000); use a smaller budget.\n"
     )
     tree = json.loads(run("tree", "--kb", "t", "--json").output)
     top = max(layer["layer"] for layer in tree["layers"])  # the cross-document layer: no one document's
