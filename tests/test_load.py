@@ -127,6 +127,23 @@ def test_pdf_pages_are_sections_joined_by_blank_lines():
     assert section_at(doc, "second page").page == 2
 
 
+def test_pdf_words_hyphenated_at_a_line_break_are_joined():
+    """Justified PDF text breaks words at line ends ('infor-' / 'mation'): quoted and searched as
+    'infor- mation' they matched neither the word nor a question about it."""
+    doc = load_document("log.pdf", make_pdf(["The keeper recorded the infor-\nmation in the logbook, and the as-\nsistant signed it."]))
+    assert "recorded the information in the logbook" in " ".join(doc.text.split())
+    assert "the assistant signed it." in " ".join(doc.text.split())
+    kept = load_document("list.pdf", make_pdf(["Lamp: 1887 -\nRepairs: 1903-\nThe Mid-\nWinter gale."]))
+    assert "1887 -" in kept.text and "1903-" in kept.text and "Mid-" in kept.text  # no lower-case word to join
+
+
+def test_typographic_ligatures_are_plain_letters():
+    """'ﬁ', 'ﬂ', 'ﬃ' from PDFs and text copied out of them: 'ﬁrst' never met a question's 'first'."""
+    assert load_document("a.txt", "The ﬁrst eﬃcient keeper ﬂagged the ﬀ and ﬄ and ﬆ.".encode()).text == (
+        "The first efficient keeper flagged the ff and ffl and st."
+    )
+
+
 def test_pdf_encrypted_with_empty_user_password_still_loads():
     writer = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf(["Readable but restricted."]))))
     writer.encrypt(user_password="", owner_password="owner-secret")

@@ -271,10 +271,17 @@ def strip_unsafe(text: str) -> str:
     return strip_invisible(_CONTROL_CHARS.sub("", text))
 
 
+# Typographic ligatures (U+FB00-FB06), which PDFs and text copied out of them hold: as the letters they
+# join, so 'ﬁrst' meets a question's 'first'.
+_LIGATURES = str.maketrans({chr(code): unicodedata.normalize("NFKC", chr(code)) for code in range(0xFB00, 0xFB07)})
+# A word broken at a line end with a hyphen, a lower-case word part on the next line ('infor-' / 'mation').
+_HYPHENATED_BREAK = re.compile(r"(?<=[^\W\d_])-\n[^\S\n]*(?=[^\W\d_])")
+
+
 def _normalise(text: str) -> str:
     """Collapse runs of spaces, trim lines, keep at most one blank line between paragraphs."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
-    text = strip_invisible(_CONTROL_CHARS.sub("", text))
+    text = strip_invisible(_CONTROL_CHARS.sub("", text)).translate(_LIGATURES)
     text = _HSPACE.sub(" ", text)
     text = "\n".join(line.strip() for line in text.split("\n"))
     return _BLANK_RUNS.sub("\n\n", text).strip()
@@ -578,6 +585,12 @@ def _pdf_failure(name: str, exc: Exception, limits: LoadLimits, what: str) -> In
     return IngestError(name, "is a corrupt or truncated PDF.")
 
 
+def _join_hyphenated(text: str) -> str:
+    """A page's words that justified text broke at line ends joined again ('infor-' / 'mation' ->
+    'information'); a hyphen before a number, a capital or a space stays ('1887 -', 'Mid-' / 'Winter')."""
+    return _HYPHENATED_BREAK.sub(lambda m: "" if text[m.end()].islower() else m.group(0), text)
+
+
 def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     from pypdf import PdfReader
 
@@ -609,7 +622,7 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         chars += len(text)
         if chars > limits.max_text_chars:
             raise _too_much_text(name, limits)
-        blocks.append(_Block(text, page=number))
+        blocks.append(_Block(_join_hyphenated(text), page=number))
     if failed == len(pages) and pages:
         raise IngestError(name, "is a corrupt or truncated PDF.")
     if not any(b.text.strip() for b in blocks):
