@@ -321,6 +321,14 @@ def test_html_in_an_undeclared_or_unknown_encoding_is_refused():
     assert "not valid UTF-8" in reason_of("b.html", unknown)
 
 
+@pytest.mark.parametrize("name", ["report.md", "report.txt", "report.html"])
+def test_a_renamed_pdf_is_named_as_one_not_sent_to_save_as_utf8(name):
+    """'is not valid UTF-8 text; please save it as UTF-8' sent people to re-save a PDF as text."""
+    reason = reason_of(name, make_pdf(["The keeper lit the lamp."]))
+    extension = name.rsplit(".", 1)[1]
+    assert reason == f"is a PDF file, not text (the .{extension} extension does not match its content)."
+
+
 def test_wrong_or_unsupported_extension():
     assert "unsupported file type (.exe)" in reason_of("setup.exe", b"MZ...")
     assert "no extension" in reason_of("README", b"text")

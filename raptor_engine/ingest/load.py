@@ -389,6 +389,11 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> str:
             raise IngestError(name, "contains binary data, not text.") from None
         text = _decoded_as(payload, declared) if encoding == "utf-8" and declared else None
         if text is None:
+            kind = _content_kind(data)
+            if kind is not None:  # a renamed PDF or image: saving it "as UTF-8" is no way out
+                raise IngestError(
+                    name, f"is {kind}, not text (the {_extension(name)} extension does not match its content)."
+                ) from None
             raise IngestError(name, f"is not valid {encoding.upper()} text; please save it as UTF-8.") from None
     if text and len(_SUSPICIOUS_CHARS.findall(text)) / len(text) > BINARY_CHAR_RATIO:
         raise IngestError(name, "contains binary data, not text.")
