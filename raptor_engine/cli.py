@@ -11,6 +11,7 @@ import logging
 import os
 import shutil
 import signal
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,14 +22,14 @@ import click
 from . import __version__
 from .config import Settings
 from .engine import MODES, Engine, IngestResult, TreePicture
-from .errors import RaptorError, storage_failure
+from .errors import RaptorError, damaged_store, is_damaged_database, storage_failure
 from .ingest.load import read_local_file
 from .plugins import load_plugins
 from .query.answer import describe_documents
 from .query.support import MATCHED, describe_support
 from .storage.archive import export_space, import_space
 from .storage.records import DocumentInfo
-from .storage.spaces import space_dir
+from .storage.spaces import DB_NAME, space_dir
 from .types import Answer, Progress, Turn, counted
 
 log = logging.getLogger("raptor_engine")
@@ -742,14 +743,23 @@ def guilds_list(ctx: click.Context, as_json: bool) -> None:
     for name in engine.spaces.names():
         directory = space_dir(engine.settings, name)
         size = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
-        rows.append({"guild": name, "knowledge_bases": engine.knowledge_bases(name), "bytes": size})
+        row: dict[str, Any] = {"guild": name, "knowledge_bases": [], "bytes": size}
+        try:
+            row["knowledge_bases"] = engine.knowledge_bases(name)
+        except sqlite3.DatabaseError as error:  # one damaged store: say which, and list the others
+            if not is_damaged_database(error):
+                raise
+            row["damaged"] = damaged_store(directory / DB_NAME, error)
+        rows.append(row)
+    damaged = any("damaged" in row for row in rows)
     if as_json:
         _print_json(rows)
-        return
-    for row in rows:
-        click.echo(
-            f"{row['guild']}: {len(row['knowledge_bases'])} knowledge base(s), {row['bytes'] / 1e6:,.1f} MB"
-        )
+    else:
+        for row in rows:
+            sizes = f"{len(row['knowledge_bases'])} knowledge base(s), {row['bytes'] / 1e6:,.1f} MB"
+            click.echo(f"{row['guild']}: {row['damaged'] if 'damaged' in row else sizes}")
+    if damaged:
+        sys.exit(1)
 
 
 @guilds.command("export")

@@ -22,7 +22,15 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .errors import IngestError, LimitError, NotFoundError, RaptorError, is_damaged_database, storage_error
+from .errors import (
+    IngestError,
+    LimitError,
+    NotFoundError,
+    RaptorError,
+    damaged_store,
+    is_damaged_database,
+    storage_error,
+)
 from .ingest.budget import BuildBudget, current_budget
 from .ingest.load import safe_filename
 from .ingest.messages import (
@@ -1506,8 +1514,7 @@ class Engine:
                 if not is_damaged_database(error):
                     raise
                 log.warning("the database of space %s is damaged", name, exc_info=True)
-                path = space_dir(self.settings, name) / DB_NAME
-                found = DoctorReport([f"the database {path} is damaged ({error}); restore it from a backup"], [])
+                found = DoctorReport([damaged_store(space_dir(self.settings, name) / DB_NAME, error)], [])
             report.problems += [f"space {name}: {problem}" for problem in found.problems]
             report.repaired += [f"space {name}: {problem}" for problem in found.repaired]
         return report

@@ -45,6 +45,11 @@ def is_damaged_database(error: BaseException) -> bool:
     return isinstance(error, sqlite3.DatabaseError) and any(sign in str(error).lower() for sign in DAMAGED_DATABASE)
 
 
+def damaged_store(path: object, error: BaseException) -> str:
+    """What doctor and `guilds list` say of one store whose database is damaged (a phrase, no capital)."""
+    return f"the database {path} is damaged ({error}); restore it from a backup"
+
+
 def storage_failure(error: BaseException, where: str = "") -> str | None:
     """One sentence for a failure of the disk or file system under the data directory (`where` names
     it), or None for any other error.

@@ -8,6 +8,7 @@ not exist (an OSError no command catches); and, in-process, an unexpected except
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import subprocess
@@ -87,10 +88,8 @@ def test_a_damaged_database_is_named_in_one_line(data, tmp_path, damage, command
     assert database.read_bytes() == before
 
 
-def test_doctor_names_a_damaged_server_store_and_checks_the_rest(tmp_path, embedder):
-    """One server's database cut short stopped `raptor doctor` at once with a sentence naming no file;
-    it is a problem doctor reports by its store and path (it cannot be rebuilt), and the other stores
-    are still checked and repaired."""
+def two_server_stores_one_damaged(tmp_path: Path, embedder) -> tuple[Path, Path]:
+    """A data directory with the stores of servers 42 and 43, 42's database cut short: (folder, that file)."""
     folder = tmp_path / "data"
     engine = Engine(unhurried_settings(data_dir=folder), embedder=embedder)
     try:
@@ -101,6 +100,14 @@ def test_doctor_names_a_damaged_server_store_and_checks_the_rest(tmp_path, embed
     damaged = folder / "guilds" / "42" / "raptor.db"
     with damaged.open("r+b") as handle:
         handle.truncate(5000)
+    return folder, damaged
+
+
+def test_doctor_names_a_damaged_server_store_and_checks_the_rest(tmp_path, embedder):
+    """One server's database cut short stopped `raptor doctor` at once with a sentence naming no file;
+    it is a problem doctor reports by its store and path (it cannot be rebuilt), and the other stores
+    are still checked and repaired."""
+    folder, damaged = two_server_stores_one_damaged(tmp_path, embedder)
     for index in (folder / "guilds" / "43" / "indices").glob("*.json"):
         index.unlink()  # something doctor can repair in the healthy store
     done = raptor(folder, "doctor")
@@ -112,6 +119,17 @@ def test_doctor_names_a_damaged_server_store_and_checks_the_rest(tmp_path, embed
     ), done.stdout
     assert any(p.startswith("problem: space 43: ") and p.endswith("(repaired)") for p in problems), done.stdout
     assert raptor(folder, "ask", "When did the railway open?", "--kb", "guild-43-channel-8").returncode == 0
+
+
+def test_guilds_list_names_a_damaged_store_and_lists_the_others(tmp_path, embedder):
+    folder, damaged = two_server_stores_one_damaged(tmp_path, embedder)
+    done = raptor(folder, "guilds", "list")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"42: the database {damaged} is damaged (database disk image is malformed); restore it from a backup"
+    assert lines[1].startswith("43: 1 knowledge base(s), ")
+    rows = json.loads(raptor(folder, "guilds", "list", "--json").stdout)
+    assert "damaged" in rows[0] and rows[1]["knowledge_bases"] == ["guild-43-channel-8"] and "damaged" not in rows[1]
 
 
 def test_an_engine_warning_is_logged_only_with_v_and_with_its_traceback(data, tmp_path):
