@@ -59,13 +59,7 @@ _BEFORE_NUMBERS = {
 # quantifiers): a run followed by a letter ("....Word", "?!?!x") fails once, in time linear in the run,
 # instead of being retried from each of its characters (quadratic: 20,000 dots took 10 s). No shorter
 # match could succeed anyway: inside a run the next character is never whitespace.
-# Arabic's question mark (U+061F) and the Devanagari danda (U+0964/5) end a sentence before a space, as
-# "." does. Chinese and Japanese full stops, exclamation and question marks (U+3002, U+FF01, U+FF1F) end
-# one with no space after them; their closing quotes and brackets (U+300D, U+300F, U+FF09) stay with it.
-_TERMINATOR = re.compile(
-    r"(?<![.!?\u2026\u061f\u0964\u0965])[.!?\u2026\u061f\u0964\u0965]++[\"'\u201d\u2019\u00bb)\]]*+(?=\s|$)"
-    r"|(?<![\u3002\uff01\uff1f])[\u3002\uff01\uff1f]++[\u300d\u300f\uff09\"'\u201d\u2019]*+"
-)
+_TERMINATOR = re.compile(r"(?<![.!?\u2026])[.!?\u2026]++[\"'\u201d\u2019\u00bb)\]]*+(?=\s|$)")
 _NEWLINE = re.compile(r"\n")
 _STRUCTURAL_LINE = re.compile(r"(?:#{1,6}\s|[-*+\u2022]\s|\d{1,3}[.)]\s|>|\||={3,}|-{3,}|```|~~~)")
 _CLAUSE_BREAK = re.compile(r"[;:,](?=\s)|\s[\u2014\u2013-]{1,2}(?=\s)|\u2014")

@@ -31,18 +31,10 @@ THEMATIC = re.compile(
 ELLIPSIS = "\u2026"
 MIN_PREFIX_WORDS = 4  # a sentence cut short with "…" must keep this many words to count as a copy
 
-# Chinese and Japanese (Han, kana) put no spaces between words: a run of them is read as its overlapping
-# pairs of characters, the usual unit for searching such text ("档案馆" -> "档案", "案馆"), so that
-# a sentence has words to count and terms to share with a question rather than being one long "word".
-_UNSPACED = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_HAS_UNSPACED = re.compile(f"[{_UNSPACED}]")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_WORD_OR_RUN = re.compile(f"[{_UNSPACED}]+|[^\\W_{_UNSPACED}]+")
 _HEADING_MARK = re.compile(r"^\s*(?:#{1,6}\s+|={3,}\s*$|-{3,}\s*$)")
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022\u25aa\u2013]\s+|\(?\d{1,3}[.)]\s+|\(?[a-zA-Z][.)]\s+(?=[A-Z]))")
-_END_PUNCTUATION = re.compile(
-    r"[.!?\u2026:;\u061f\u0964\u0965\u3002\uff01\uff1f][\"'\u201d\u2019\u00bb)\]\u300d\u300f\uff09]*\s*$"
-)
+_END_PUNCTUATION = re.compile(r"[.!?\u2026:;][\"'\u201d\u2019\u00bb)\]]*\s*$")
 HEADING_MAX_WORDS = 12  # an unpunctuated line this short is a title, heading or list label
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being
@@ -56,17 +48,8 @@ STOPWORDS = frozenset(
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased alphanumeric runs: the unit every comparison here uses (Chinese and Japanese runs as
-    their pairs of characters)."""
-    if not _HAS_UNSPACED.search(text):
-        return _WORD.findall(text.lower())
-    found: list[str] = []
-    for run in _WORD_OR_RUN.findall(text.lower()):
-        if len(run) > 1 and _HAS_UNSPACED.match(run):
-            found += [run[i : i + 2] for i in range(len(run) - 1)]
-        else:
-            found.append(run)
-    return found
+    """Lower-cased alphanumeric runs: the unit every comparison here uses."""
+    return _WORD.findall(text.lower())
 
 
 def content_terms(text: str) -> list[str]:

@@ -887,19 +887,11 @@ def _with_next_sentence(candidate: _Candidate, picked: list[_Candidate]) -> _Can
     if REFERS_BACK.search(candidate.text):
         before = [s for s in sentences if s.end <= own.start]
         if before and _joinable(text, before[-1], own, before[-1], picked):
-            gap = _gap(text, before[-1], own)
-            return _joined(candidate, before[-1].start, own.end, f"{before[-1].text}{gap}{candidate.text}")
+            return _joined(candidate, before[-1].start, own.end, f"{before[-1].text} {candidate.text}")
     following = [s for s in sentences if s.start >= own.end]
     if following and _joinable(text, own, following[0], following[0], picked):
-        gap = _gap(text, own, following[0])
-        return _joined(candidate, own.start, following[0].end, f"{candidate.text}{gap}{following[0].text}")
+        return _joined(candidate, own.start, following[0].end, f"{candidate.text} {following[0].text}")
     return candidate
-
-
-def _gap(text: str, first: Sentence, second: Sentence) -> str:
-    """What joins two neighbouring sentences in a quote: a space, or nothing where the text has none
-    between them (Chinese and Japanese sentences follow each other without one)."""
-    return " " if text[first.end : second.start] else ""
 
 
 def _joinable(text: str, first: Sentence, second: Sentence, added: Sentence, picked: list[_Candidate]) -> bool:
