@@ -196,6 +196,12 @@ def test_ask_filters_that_match_nothing_in_the_tree_are_refused_in_one_sentence(
     for name in ("railway.md", sha[:12]):  # a name, or a sha256 prefix as `raptor forget` takes
         found = json.loads(run("ask", "Who surveyed the railway?", "--kb", "t", "--document", name, "--json").output)
         assert {c["document"] for c in found["citations"]} == {"railway.md"}
+    short = run("forget", sha[:4], "--kb", "t")  # 'No document named ...' said nothing of the prefix's length
+    assert short.exit_code == 1
+    assert short.output == (
+        f"Error: {sha[:4]!r} is too short a sha256 prefix to name a document; give at least 8 characters.\n"
+    )
+    assert [d["name"] for d in json.loads(run("docs", "--kb", "t", "--json").output)] == ["railway.md", "bees.md"]
 
 
 @pytest.mark.parametrize("as_json", [False, True])
