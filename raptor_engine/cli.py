@@ -154,9 +154,16 @@ def _write_png(path: Path, data: bytes) -> None:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _named(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A knowledge base name with something in it: `--kb "$KB"` with KB unset made a knowledge base ''."""
+    if not value.strip():
+        raise click.BadParameter("the knowledge base name is empty.")
+    return value
+
+
 def kb_option(fn: F) -> F:
     """`--kb NAME`, required, spelled and explained the same on every command that works on one."""
-    return click.option("--kb", required=True, help="Knowledge base name.")(fn)
+    return click.option("--kb", required=True, callback=_named, help="Knowledge base name.")(fn)
 
 
 def output_options(fn: F) -> F:

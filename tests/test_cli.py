@@ -117,6 +117,18 @@ def test_forget_and_doctor_print_json(run, files, tmp_path):
     assert repaired.exit_code == 0 and json.loads(repaired.output)["repaired"]
 
 
+@pytest.mark.parametrize("command", [("ingest", "{file}"), ("ask", "Who?"), ("docs",), ("tree",), ("forget", "x.md")])
+def test_an_empty_knowledge_base_name_is_a_wrong_command_line(run, files, command):
+    """`--kb "$KB"` with KB unset ingested into a knowledge base named ''."""
+    railway, _, _ = files
+    args = [a.format(file=railway) for a in command]
+    for empty in ("", "  "):
+        done = run(*args, "--kb", empty)
+        assert done.exit_code == 2
+        assert "Invalid value for '--kb': the knowledge base name is empty." in done.output
+    assert run("docs", "--kb", "t").output.startswith("No documents")
+
+
 def test_version_and_shared_options_read_the_same_everywhere(run):
     from raptor_engine import __version__
 
