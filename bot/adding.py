@@ -18,7 +18,7 @@ import discord
 from raptor_engine.errors import IngestError, RaptorError
 from raptor_engine.ingest.budget import BuildLimitError
 from raptor_engine.ingest.load import SUPPORTED_EXTENSIONS, check_upload
-from raptor_engine.types import Progress
+from raptor_engine.types import Progress, counted
 
 from .jobs import ShuttingDown, StatusMessage, ThrottledEditor, display_name, download
 from .render import human_time, inert
@@ -69,8 +69,8 @@ def result_line(name: str, result: Any) -> str:
         return f"↩️ **{shown}** is already in this knowledge base{known} (same content); nothing changed."
     seconds = getattr(result, "seconds", 0.0) or 0.0
     line = (
-        f"✅ **{shown}** added: {result.chunks} chunks, {result.layers} layers, "
-        f"{result.nodes} nodes in {seconds:.1f} s."
+        f"✅ **{shown}** added: {counted(result.chunks, 'chunk')}, {counted(result.layers, 'layer')}, "
+        f"{counted(result.nodes, 'node')} in {seconds:.1f} s."
     )
     return line
 

@@ -11,6 +11,7 @@ import logging
 import os
 import shutil
 import signal
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,15 +22,15 @@ import click
 from . import __version__
 from .config import Settings
 from .engine import MODES, Engine, IngestResult, TreePicture
-from .errors import RaptorError, storage_failure
+from .errors import RaptorError, damaged_store, is_damaged_database, storage_failure
 from .ingest.load import read_local_file
 from .plugins import load_plugins
 from .query.answer import describe_documents
 from .query.support import MATCHED, describe_support
 from .storage.archive import export_space, import_space
 from .storage.records import DocumentInfo
-from .storage.spaces import space_dir
-from .types import Answer, Progress, Turn
+from .storage.spaces import DB_NAME, space_dir
+from .types import Answer, Progress, Turn, counted
 
 log = logging.getLogger("raptor_engine")
 
@@ -153,9 +154,16 @@ def _write_png(path: Path, data: bytes) -> None:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _named(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A knowledge base name with something in it: `--kb "$KB"` with KB unset made a knowledge base ''."""
+    if not value.strip():
+        raise click.BadParameter("the knowledge base name is empty.")
+    return value
+
+
 def kb_option(fn: F) -> F:
     """`--kb NAME`, required, spelled and explained the same on every command that works on one."""
-    return click.option("--kb", required=True, help="Knowledge base name.")(fn)
+    return click.option("--kb", required=True, callback=_named, help="Knowledge base name.")(fn)
 
 
 def output_options(fn: F) -> F:
@@ -293,8 +301,8 @@ def _print_ingest(name: str, result: IngestResult) -> None:
         click.echo(f"{name}: already in the knowledge base{stored} (same bytes), nothing to do.")
         return
     click.echo(
-        f"{doc.name}: {result.chunks} chunks, {result.layers} layers, {result.nodes} nodes, "
-        f"{doc.tokens:,} tokens in {result.seconds:.1f}s"
+        f"{doc.name}: {counted(result.chunks, 'chunk')}, {counted(result.layers, 'layer')}, "
+        f"{counted(result.nodes, 'node')}, {counted(doc.tokens, 'token')} in {result.seconds:.1f}s"
         + (
             f" ({result.prompt_tokens:,} prompt + {result.completion_tokens:,} completion tokens)"
             if result.prompt_tokens
@@ -493,7 +501,8 @@ def _print_answer(answer: Answer, shown: TerminalAnswer | None = None) -> None:
     ctx = answer.context
     layers = ", ".join(f"L{k}: {v}" for k, v in ctx.nodes_per_layer().items())
     click.echo(
-        f"Context: {ctx.tokens_used}/{ctx.budget} tokens, {len(ctx.nodes)} nodes ({layers}), {ctx.mode}, backend {answer.backend}"
+        f"Context: {ctx.tokens_used}/{ctx.budget} tokens, {counted(len(ctx.nodes), 'node')} ({layers}), {ctx.mode}, "
+        f"backend {answer.backend}"
     )
 
 
@@ -642,7 +651,8 @@ def docs(ctx: click.Context, kb: str, as_json: bool) -> None:
         return
     for d in documents:
         click.echo(
-            f"{d.name}  {d.size:,} bytes · {d.chunks} chunks · {d.layers} layers · {d.tokens:,} tokens · "
+            f"{d.name}  {counted(d.size, 'byte')} · {counted(d.chunks, 'chunk')} · {counted(d.layers, 'layer')} · "
+            f"{counted(d.tokens, 'token')} · "
             f"added by {d.added_by or '?'} at {d.added_at} · sha256 {d.sha256[:12]}"
         )
 
@@ -692,8 +702,9 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
     if not info.layers:
         click.echo(f"No documents in {kb!r}.")
         return
-    documents = "1 document" if info.documents == 1 else f"{info.documents} documents"
-    click.echo(f"{kb}: {documents}, {info.nodes} nodes, {info.tokens:,} tokens")
+    click.echo(
+        f"{kb}: {counted(info.documents, 'document')}, {counted(info.nodes, 'node')}, {counted(info.tokens, 'token')}"
+    )
     for layer in info.layers:
         label = info.kind_label(layer.kind)
         if layer.nodes == 1:  # "1 leaf", "1 top summary of the knowledge base"
@@ -739,14 +750,23 @@ def guilds_list(ctx: click.Context, as_json: bool) -> None:
     for name in engine.spaces.names():
         directory = space_dir(engine.settings, name)
         size = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
-        rows.append({"guild": name, "knowledge_bases": engine.knowledge_bases(name), "bytes": size})
+        row: dict[str, Any] = {"guild": name, "knowledge_bases": [], "bytes": size}
+        try:
+            row["knowledge_bases"] = engine.knowledge_bases(name)
+        except sqlite3.DatabaseError as error:  # one damaged store: say which, and list the others
+            if not is_damaged_database(error):
+                raise
+            row["damaged"] = damaged_store(directory / DB_NAME, error)
+        rows.append(row)
+    damaged = any("damaged" in row for row in rows)
     if as_json:
         _print_json(rows)
-        return
-    for row in rows:
-        click.echo(
-            f"{row['guild']}: {len(row['knowledge_bases'])} knowledge base(s), {row['bytes'] / 1e6:,.1f} MB"
-        )
+    else:
+        for row in rows:
+            sizes = f"{len(row['knowledge_bases'])} knowledge base(s), {row['bytes'] / 1e6:,.1f} MB"
+            click.echo(f"{row['guild']}: {row['damaged'] if 'damaged' in row else sizes}")
+    if damaged:
+        sys.exit(1)
 
 
 @guilds.command("export")

@@ -22,7 +22,15 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .errors import IngestError, LimitError, NotFoundError, RaptorError, storage_error
+from .errors import (
+    IngestError,
+    LimitError,
+    NotFoundError,
+    RaptorError,
+    damaged_store,
+    is_damaged_database,
+    storage_error,
+)
 from .ingest.budget import BuildBudget, current_budget
 from .ingest.load import safe_filename
 from .ingest.messages import (
@@ -56,7 +64,7 @@ from .storage.index import IndexManager
 from .storage.llm_cache import SummaryCache
 from .storage.message_store import MessageDocumentWrite
 from .storage.records import DocumentInfo, NewNode, StaleTreeError, StoredTop
-from .storage.spaces import Space, Spaces, migrate_to_spaces
+from .storage.spaces import DB_NAME, Space, Spaces, migrate_to_spaces, space_dir
 from .storage.store import Store
 from .storage.writers import WriterGate
 from .tree.build import BuiltTree, Summarized, build_document_tree, build_kb_layer
@@ -1327,6 +1335,13 @@ class Engine:
         if len(question) > MAX_QUESTION_CHARS:
             raise RaptorError(f"The question is longer than {MAX_QUESTION_CHARS} characters.")
         budget = self.settings.budget if budget is None else budget
+        # more than any knowledge base may hold (an LLM prompt of everything); the configured one always goes
+        most = max(self.settings.max_kb_tokens, self.settings.budget)
+        if budget > most:
+            raise RaptorError(
+                f"A context budget of {budget:,} tokens is more than a knowledge base may hold "
+                f"({most:,}); use a smaller budget."
+            )
         act = small_talk_act(question)
         if act is Act.SOURCES and history:
             return await self._sources_answer(
@@ -1539,8 +1554,14 @@ class Engine:
         """Check SQLite and every index of every space; rebuild what is derived (indices) when asked."""
         report = self._doctor_space(repair)
         for name in self.spaces.names():
-            with self.spaces.pinned(name) as space, self._working_in(space):
-                found = self._doctor_space(repair)
+            try:
+                with self.spaces.pinned(name) as space, self._working_in(space):
+                    found = self._doctor_space(repair)
+            except sqlite3.DatabaseError as error:
+                if not is_damaged_database(error):
+                    raise
+                log.warning("the database of space %s is damaged", name, exc_info=True)
+                found = DoctorReport([damaged_store(space_dir(self.settings, name) / DB_NAME, error)], [])
             report.problems += [f"space {name}: {problem}" for problem in found.problems]
             report.repaired += [f"space {name}: {problem}" for problem in found.repaired]
         return report

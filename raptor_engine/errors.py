@@ -32,7 +32,22 @@ class BackendError(RaptorError):
 
 
 class StorageError(RaptorError):
-    """The data directory itself failed (full, read-only, not permitted); nothing was stored."""
+    """The data directory itself failed (full, read-only, not permitted, its database damaged); nothing
+    was stored."""
+
+
+# What SQLite says of a database file cut short or overwritten: the source of truth, which nothing rebuilds.
+DAMAGED_DATABASE = ("database disk image is malformed", "file is not a database")
+
+
+def is_damaged_database(error: BaseException) -> bool:
+    """Whether SQLite found its database file damaged (not locked, full or read-only)."""
+    return isinstance(error, sqlite3.DatabaseError) and any(sign in str(error).lower() for sign in DAMAGED_DATABASE)
+
+
+def damaged_store(path: object, error: BaseException) -> str:
+    """What doctor and `guilds list` say of one store whose database is damaged (a phrase, no capital)."""
+    return f"the database {path} is damaged ({error}); restore it from a backup"
 
 
 def storage_failure(error: BaseException, where: str = "") -> str | None:
@@ -48,6 +63,11 @@ def storage_failure(error: BaseException, where: str = "") -> str | None:
             return f"{directory} is on a full disk."
         if "readonly" in text or "unable to open database file" in text:
             return f"{directory} is read-only, or this user may not write it."
+        if is_damaged_database(error):
+            return (
+                f"{directory} holds a damaged database ({error}); restore its database from a backup "
+                "(raptor doctor rebuilds only the indices)."
+            )
         return None
     if isinstance(error, OSError):
         path = f" ({error.filename})" if error.filename else ""

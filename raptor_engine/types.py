@@ -13,6 +13,11 @@ if TYPE_CHECKING:  # annotations only: the parse worker imports this module with
     import numpy as np
 
 
+def counted(number: int, singular: str, plural: str = "") -> str:
+    """A count in words, as the CLI, the bot and the tree picture say it: '1 layer', '2 leaves', '20,000 nodes'."""
+    return f"{number:,} {singular if number == 1 else plural or singular + 's'}"
+
+
 @dataclass(frozen=True)
 class Section:
     """A stretch of a loaded document's text that shares one page and one heading path.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -116,6 +117,18 @@ def test_forget_and_doctor_print_json(run, files, tmp_path):
     assert repaired.exit_code == 0 and json.loads(repaired.output)["repaired"]
 
 
+@pytest.mark.parametrize("command", [("ingest", "{file}"), ("ask", "Who?"), ("docs",), ("tree",), ("forget", "x.md")])
+def test_an_empty_knowledge_base_name_is_a_wrong_command_line(run, files, command):
+    """`--kb "$KB"` with KB unset ingested into a knowledge base named ''."""
+    railway, _, _ = files
+    args = [a.format(file=railway) for a in command]
+    for empty in ("", "  "):
+        done = run(*args, "--kb", empty)
+        assert done.exit_code == 2
+        assert "Invalid value for '--kb': the knowledge base name is empty." in done.output
+    assert run("docs", "--kb", "t").output.startswith("No documents")
+
+
 def test_version_and_shared_options_read_the_same_everywhere(run):
     from raptor_engine import __version__
 
@@ -195,6 +208,12 @@ def test_ask_filters_that_match_nothing_in_the_tree_are_refused_in_one_sentence(
     for name in ("railway.md", sha[:12]):  # a name, or a sha256 prefix as `raptor forget` takes
         found = json.loads(run("ask", "Who surveyed the railway?", "--kb", "t", "--document", name, "--json").output)
         assert {c["document"] for c in found["citations"]} == {"railway.md"}
+    short = run("forget", sha[:4], "--kb", "t")  # 'No document named ...' said nothing of the prefix's length
+    assert short.exit_code == 1
+    assert short.output == (
+        f"Error: {sha[:4]!r} is too short a sha256 prefix to name a document; give at least 8 characters.\n"
+    )
+    assert [d["name"] for d in json.loads(run("docs", "--kb", "t", "--json").output)] == ["railway.md", "bees.md"]
 
 
 @pytest.mark.parametrize("as_json", [False, True])
@@ -222,6 +241,12 @@ def test_a_budget_that_holds_no_passage_or_filters_that_exclude_each_other_say_s
         tiny = run("ask", "Who surveyed the railway?", "--kb", "t", "--budget", "1", "--mode", mode)
         assert tiny.exit_code == 1
         assert tiny.output == "Error: No passage fits in a context budget of 1 token; use a larger budget.\n"
+    huge = run("ask", "Who surveyed the railway?", "--kb", "t", "--budget", "99999999999999999999")
+    assert huge.exit_code == 1  # was answered, "1374/99999999999999999999 tokens": with an LLM, a prompt of everything
+    assert huge.output == (
+        "Error: A context budget of 99,999,999,999,999,999,999 tokens is more than a knowledge base may hold "
+        "(2,000,000); use a smaller budget.\n"
+    )
     tree = json.loads(run("tree", "--kb", "t", "--json").output)
     top = max(layer["layer"] for layer in tree["layers"])  # the cross-document layer: no one document's
     apart = run("ask", "Who surveyed the railway?", "--kb", "t", "--document", "railway.md", "--layer", str(top))
@@ -240,9 +265,20 @@ def test_a_new_version_under_a_stored_name_says_the_earlier_one_is_still_there(r
     added = run("ingest", str(newer), "--kb", "t", "--quiet")
     assert added.exit_code == 0
     lines = added.output.splitlines()
-    assert lines[0].startswith("railway.md: 1 chunks,") and len(lines) == 2
+    assert lines[0].startswith("railway.md: 1 chunk, 1 layer, 1 node, ") and len(lines) == 2  # counts in words
     assert lines[1] == (
         f"  An earlier railway.md (sha256 {earlier['sha256'][:12]}, added {earlier['added_at']}) is still in the "
         f"knowledge base; raptor forget {earlier['sha256'][:12]} --kb t removes it."
     )
     assert len(run("ingest", str(newer), "--kb", "t", "--quiet").output.splitlines()) == 1  # a duplicate: no note
+
+
+def test_counts_of_one_are_said_in_the_singular(run, tmp_path):
+    """'1 chunks, 1 layers, 1 nodes' read as a slip in every line a one-node document printed."""
+    note = tmp_path / "note.txt"
+    note.write_text("The keeper trims the lamp every evening at sunset.")
+    added = run("ingest", str(note), "--kb", "one", "--quiet").output
+    assert re.match(r"note\.txt: 1 chunk, 1 layer, 1 node, \d+ tokens in ", added), added
+    assert " · 1 chunk · 1 layer · " in run("docs", "--kb", "one").output
+    assert ", 1 node (L0: 1), " in run("ask", "When is the lamp trimmed?", "--kb", "one").output
+    assert run("tree", "--kb", "one").output.startswith("one: 1 document, 1 node, ")

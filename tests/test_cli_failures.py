@@ -8,6 +8,7 @@ not exist (an OSError no command catches); and, in-process, an unexpected except
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import subprocess
@@ -62,6 +63,73 @@ def test_a_read_only_data_directory_is_one_line(data, tmp_path, command):
     line = one_error_line(done)
     assert line == f"Error: The data directory {view} is read-only, or this user may not write it.", line
     assert done.stderr.strip() == line
+
+
+@pytest.mark.parametrize("damage", ["truncated", "overwritten"])
+@pytest.mark.parametrize("command", [("ask", "When did the railway open?", "--kb", KB), ("doctor",), ("docs", "--kb", KB)])
+def test_a_damaged_database_is_named_in_one_line(data, tmp_path, damage, command):
+    """SQLite is the truth, so a database cut short or overwritten cannot be rebuilt: every command,
+    doctor included, says so in one sentence ("Unexpected DatabaseError: database disk image is
+    malformed" told nothing), and nothing is written over the damaged file."""
+    import shutil
+
+    copy = tmp_path / "data"
+    shutil.copytree(data, copy)
+    database = copy / "raptor.db"
+    if damage == "truncated":
+        with database.open("r+b") as handle:
+            handle.truncate(5000)
+    else:
+        database.write_bytes(b"this is not a database, it was overwritten by mistake\n" * 200)
+    before = database.read_bytes()
+    line = one_error_line(raptor(copy, *command))
+    assert line.startswith(f"Error: The data directory {copy} holds a damaged database ("), line
+    assert line.endswith("restore its database from a backup (raptor doctor rebuilds only the indices)."), line
+    assert database.read_bytes() == before
+
+
+def two_server_stores_one_damaged(tmp_path: Path, embedder) -> tuple[Path, Path]:
+    """A data directory with the stores of servers 42 and 43, 42's database cut short: (folder, that file)."""
+    folder = tmp_path / "data"
+    engine = Engine(unhurried_settings(data_dir=folder), embedder=embedder)
+    try:
+        for kb in ("guild-42-channel-7", "guild-43-channel-8"):
+            asyncio.run(engine.ingest(kb, "railway.txt", RAILWAY.encode()))
+    finally:
+        engine.close()
+    damaged = folder / "guilds" / "42" / "raptor.db"
+    with damaged.open("r+b") as handle:
+        handle.truncate(5000)
+    return folder, damaged
+
+
+def test_doctor_names_a_damaged_server_store_and_checks_the_rest(tmp_path, embedder):
+    """One server's database cut short stopped `raptor doctor` at once with a sentence naming no file;
+    it is a problem doctor reports by its store and path (it cannot be rebuilt), and the other stores
+    are still checked and repaired."""
+    folder, damaged = two_server_stores_one_damaged(tmp_path, embedder)
+    for index in (folder / "guilds" / "43" / "indices").glob("*.json"):
+        index.unlink()  # something doctor can repair in the healthy store
+    done = raptor(folder, "doctor")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    problems = done.stdout.splitlines()
+    assert (
+        f"problem: space 42: the database {damaged} is damaged (database disk image is malformed); "
+        "restore it from a backup" in problems
+    ), done.stdout
+    assert any(p.startswith("problem: space 43: ") and p.endswith("(repaired)") for p in problems), done.stdout
+    assert raptor(folder, "ask", "When did the railway open?", "--kb", "guild-43-channel-8").returncode == 0
+
+
+def test_guilds_list_names_a_damaged_store_and_lists_the_others(tmp_path, embedder):
+    folder, damaged = two_server_stores_one_damaged(tmp_path, embedder)
+    done = raptor(folder, "guilds", "list")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"42: the database {damaged} is damaged (database disk image is malformed); restore it from a backup"
+    assert lines[1].startswith("43: 1 knowledge base(s), ")
+    rows = json.loads(raptor(folder, "guilds", "list", "--json").stdout)
+    assert "damaged" in rows[0] and rows[1]["knowledge_bases"] == ["guild-43-channel-8"] and "damaged" not in rows[1]
 
 
 def test_an_engine_warning_is_logged_only_with_v_and_with_its_traceback(data, tmp_path):

@@ -65,6 +65,28 @@ def make_docx(paragraphs: list[tuple[str, str | None]], table: list[list[str]] |
     return buffer.getvalue()
 
 
+def docx_with_body_xml(paragraphs: list[str]) -> bytes:
+    """A real .docx (python-docx's template) whose body holds the given XML in place of paragraphs, as Word
+    writes tracked changes, content controls and smart tags."""
+    document = docx.Document()
+    for i in range(len(paragraphs)):
+        document.add_paragraph(f"PLACEHOLDER{i}")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "word/document.xml":
+                xml = data.decode()
+                for i, inner in enumerate(paragraphs):
+                    xml = xml.replace(f"<w:p><w:r><w:t>PLACEHOLDER{i}</w:t></w:r></w:p>", inner)
+                data = xml.encode()
+            target.writestr(item, data)
+    return out.getvalue()
+
+
 def reason_of(filename: str, data: bytes, **kwargs) -> str:
     with pytest.raises(IngestError) as info:
         load_document(filename, data, **kwargs)
@@ -125,6 +147,68 @@ def test_pdf_pages_are_sections_joined_by_blank_lines():
     assert "and\n\ncontinues" in doc.text
     assert section_at(doc, "first page").page == 1
     assert section_at(doc, "second page").page == 2
+
+
+def test_word_text_in_tracked_insertions_content_controls_and_smart_tags_is_read():
+    """Only the runs directly in a paragraph were read: a tracked insertion (Word shows it), a content
+    control's or a smart tag's text vanished ('The keeper was in 1887.'); tracked deletions and text
+    moved away stay out."""
+    when = 'w:author="a" w:date="2020-01-01T00:00:00Z"'
+    data = docx_with_body_xml(
+        [
+            f'<w:p><w:r><w:t xml:space="preserve">The keeper was </w:t></w:r><w:del w:id="1" {when}><w:r>'
+            f'<w:delText>Samuel Treloar</w:delText></w:r></w:del><w:ins w:id="2" {when}><w:r><w:t>Ambrose Kittow'
+            '</w:t></w:r></w:ins><w:r><w:t xml:space="preserve"> in 1887.</w:t></w:r></w:p>',
+            '<w:p><w:r><w:t xml:space="preserve">The lamp </w:t></w:r><w:smartTag w:uri="u" w:element="e"><w:r>'
+            '<w:t>burned</w:t></w:r></w:smartTag><w:r><w:t xml:space="preserve"> paraffin.</w:t></w:r></w:p>',
+            '<w:p><w:sdt><w:sdtPr/><w:sdtContent><w:r><w:t>Signed by the harbour master.</w:t></w:r>'
+            f'</w:sdtContent></w:sdt><w:moveFrom w:id="3" {when}><w:r><w:t>Moved away.</w:t></w:r></w:moveFrom></w:p>',
+            # a content control around whole paragraphs (a template's fields, a cover page)
+            '<w:sdt><w:sdtPr/><w:sdtContent><w:p><w:r><w:t>The tower was painted white.</w:t></w:r></w:p>'
+            '<w:sdt><w:sdtContent><w:p><w:r><w:t>The fog bell rang in 1923.</w:t></w:r></w:p></w:sdtContent></w:sdt>'
+            "</w:sdtContent></w:sdt>",
+        ]
+    )
+    text = load_document("tracked.docx", data).text
+    assert text.split("\n\n") == [
+        "The keeper was Ambrose Kittow in 1887.",
+        "The lamp burned paraffin.",
+        "Signed by the harbour master.",
+        "The tower was painted white.",
+        "The fog bell rang in 1923.",
+    ]
+
+
+def test_word_headings_are_read_without_python_docx_style_lookups(monkeypatch):
+    """python-docx's Paragraph.style searched every style for the default on each call: 8,000 paragraphs
+    took 11 s to read, most of a long report's 30 s parse deadline. Styles are named from a table read
+    once; a paragraph's style (by id, or the default) still sets the heading path."""
+    from docx.text.paragraph import Paragraph
+
+    def refused(self):
+        raise AssertionError("Paragraph.style looked up per paragraph")
+
+    data = make_docx([("Keepers", "Title"), ("Ambrose", "Heading 1"), ("He kept the light.", None)])
+    monkeypatch.setattr(Paragraph, "style", property(refused))
+    doc = load_document("report.docx", data)
+    assert section_at(doc, "He kept the light.").heading == ("Keepers", "Ambrose")
+
+
+def test_pdf_words_hyphenated_at_a_line_break_are_joined():
+    """Justified PDF text breaks words at line ends ('infor-' / 'mation'): quoted and searched as
+    'infor- mation' they matched neither the word nor a question about it."""
+    doc = load_document("log.pdf", make_pdf(["The keeper recorded the infor-\nmation in the logbook, and the as-\nsistant signed it."]))
+    assert "recorded the information in the logbook" in " ".join(doc.text.split())
+    assert "the assistant signed it." in " ".join(doc.text.split())
+    kept = load_document("list.pdf", make_pdf(["Lamp: 1887 -\nRepairs: 1903-\nThe Mid-\nWinter gale."]))
+    assert "1887 -" in kept.text and "1903-" in kept.text and "Mid-" in kept.text  # no lower-case word to join
+
+
+def test_typographic_ligatures_are_plain_letters():
+    """'ﬁ', 'ﬂ', 'ﬃ' from PDFs and text copied out of them: 'ﬁrst' never met a question's 'first'."""
+    assert load_document("a.txt", "The ﬁrst eﬃcient keeper ﬂagged the ﬀ and ﬄ and ﬆ.".encode()).text == (
+        "The first efficient keeper flagged the ff and ffl and st."
+    )
 
 
 def test_pdf_encrypted_with_empty_user_password_still_loads():
@@ -206,6 +290,43 @@ def test_binary_content_in_text_format():
 def test_non_utf8_text_is_refused_with_that_reason():
     reason = reason_of("latin1.txt", "Café crème à la carte.".encode("latin-1"))
     assert "not valid UTF-8" in reason
+
+
+@pytest.mark.parametrize(
+    ("declaration", "encoding"),
+    [
+        ('<meta charset="iso-8859-1">', "cp1252"),  # browsers read Latin-1's labels as Windows-1252
+        ("<meta charset=windows-1252>", "cp1252"),
+        ('<META HTTP-EQUIV="Content-Type" CONTENT="text/html; charset=ISO-8859-15">', "iso-8859-15"),
+        ("<meta charset='shift_jis'>", "shift_jis"),
+    ],
+)
+def test_html_in_the_encoding_its_meta_declares_is_read(declaration, encoding):
+    """A page saved by an older editor says its encoding in a <meta>; it was refused as 'not valid
+    UTF-8' although every browser reads it."""
+    bodies = {"shift_jis": "東京の灯台。", "iso-8859-15": "Café crème à Zürich, €5."}
+    body = bodies.get(encoding, "Café crème à Zürich – “quoted” €5.")
+    page = f"<html><head>{declaration}<title>T</title></head><body><p>{body}</p></body></html>"
+    assert body in load_document("old.html", page.encode(encoding)).text
+
+
+def test_html_that_is_utf8_is_read_as_utf8_whatever_its_meta_says():
+    page = '<html><head><meta charset="iso-8859-1"></head><body><p>Café crème.</p></body></html>'
+    assert "Café crème." in load_document("stale.html", page.encode("utf-8")).text
+
+
+def test_html_in_an_undeclared_or_unknown_encoding_is_refused():
+    assert "not valid UTF-8" in reason_of("a.html", "<p>Café crème.</p>".encode("latin-1"))
+    unknown = '<meta charset="x-no-such-codec"><p>Café crème.</p>'.encode("latin-1")
+    assert "not valid UTF-8" in reason_of("b.html", unknown)
+
+
+@pytest.mark.parametrize("name", ["report.md", "report.txt", "report.html"])
+def test_a_renamed_pdf_is_named_as_one_not_sent_to_save_as_utf8(name):
+    """'is not valid UTF-8 text; please save it as UTF-8' sent people to re-save a PDF as text."""
+    reason = reason_of(name, make_pdf(["The keeper lit the lamp."]))
+    extension = name.rsplit(".", 1)[1]
+    assert reason == f"is a PDF file, not text (the .{extension} extension does not match its content)."
 
 
 def test_wrong_or_unsupported_extension():

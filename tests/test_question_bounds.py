@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import raptor_engine.engine as engine_module
 import raptor_engine.query.answer as answer_module
 from raptor_engine.engine import MAX_QUESTION_CHARS, QuestionTimeoutError
+from raptor_engine.errors import RaptorError
 from raptor_engine.ingest.sentences import words
 from raptor_engine.query.followup import (
     CONTEXT_CLOSE,
@@ -225,3 +226,16 @@ async def test_a_question_past_its_deadline_is_given_up_with_one_sentence(tmp_pa
     assert str(refused.value) == (
         "Answering took longer than 0.2 seconds, so it was stopped; try again, or ask a shorter question."
     )
+
+
+async def test_a_budget_beyond_what_a_knowledge_base_holds_is_refused_but_the_configured_one_goes(
+    tmp_path, embedder
+):
+    """With RAPTOR_MAX_KB_TOKENS below the default budget, questions at the default budget still work."""
+    engine = make_engine(tmp_path, embedder, max_kb_tokens=1500)
+    await engine.ingest("kb", "note.txt", b"The keeper trims the lamp every evening at sunset.")
+    assert "sunset" in (await engine.ask("kb", "When is the lamp trimmed?")).text
+    beyond = r"^A context budget of 2,001 tokens is more than a knowledge base may hold \(2,000\)"
+    with pytest.raises(RaptorError, match=beyond):
+        await engine.ask("kb", "When is the lamp trimmed?", budget=2001)
+    engine.close()

@@ -13,7 +13,15 @@ from click.testing import CliRunner
 import raptor_engine.cli as cli_module
 from raptor_engine.engine import EmptyKnowledgeBaseError, Engine
 from raptor_engine.storage.records import TreeShape
-from raptor_engine.tree.treeplot import DPI, FIG_SIZE, MAX_COLUMNS, Columns, plan_picture
+from raptor_engine.tree.treeplot import (
+    DPI,
+    FIG_SIZE,
+    MAX_COLUMNS,
+    Columns,
+    kind_names,
+    plan_picture,
+    row_label,
+)
 from raptor_tools.benchmarks.tree_picture import store_synthetic_tree
 from tests.sample_texts import BEEKEEPING, RAILWAY
 from tests.unhurried import unhurried_settings
@@ -65,6 +73,18 @@ def test_layout_keeps_document_order_puts_parents_over_children_and_keeps_every_
     assert (plan.groups.index(group_of(plan, 6)), plan.groups.index(group_of(plan, 3))) in plan.edges
     assert (plan.groups.index(group_of(plan, 7)), plan.groups.index(group_of(plan, 3))) in plan.edges
     assert sum(plan.edges.values()) == len(small_shape().edges)
+
+
+def test_the_top_layer_is_called_cross_document_only_over_several_documents():
+    """As `raptor tree` and /kb tree say in words: over one document the knowledge base's own layer
+    combines nothing across documents (the picture called it 'cross-document' anyway)."""
+    two = plan_picture(small_shape(), "kb")
+    assert row_label(two.rows[-1], len(two.documents)) == "L2 · 1 cross-document"
+    one_doc = TreeShape([(10, "only.md")], [(1, 10, 0, "leaf"), (2, 10, 0, "leaf"), (3, None, 1, "kb")], [(3, 1), (3, 2)])
+    one = plan_picture(one_doc, "kb")
+    assert row_label(one.rows[-1], len(one.documents)) == "L1 · 1 top summary"
+    assert kind_names("kb", 1)[0] == "top summary" and kind_names("kb", 2)[0] == "cross-document"
+    assert row_label(one.rows[0], 1) == "L0 · 2 leaves"
 
 
 def test_highlight_marks_exactly_the_given_nodes_and_their_paths_to_the_top():

@@ -9,6 +9,7 @@ whose reason is one sentence a Discord user can act on.
 from __future__ import annotations
 
 import codecs
+import functools
 import io
 import itertools
 import logging
@@ -19,7 +20,9 @@ import unicodedata
 import warnings
 import zipfile
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import IngestError
 from ..types import LoadedDocument, Section
@@ -271,10 +274,17 @@ def strip_unsafe(text: str) -> str:
     return strip_invisible(_CONTROL_CHARS.sub("", text))
 
 
+# Typographic ligatures (U+FB00-FB06), which PDFs and text copied out of them hold: as the letters they
+# join, so 'ﬁrst' meets a question's 'first'.
+_LIGATURES = str.maketrans({chr(code): unicodedata.normalize("NFKC", chr(code)) for code in range(0xFB00, 0xFB07)})
+# A word broken at a line end with a hyphen, a lower-case word part on the next line ('infor-' / 'mation').
+_HYPHENATED_BREAK = re.compile(r"(?<=[^\W\d_])-\n[^\S\n]*(?=[^\W\d_])")
+
+
 def _normalise(text: str) -> str:
     """Collapse runs of spaces, trim lines, keep at most one blank line between paragraphs."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
-    text = strip_invisible(_CONTROL_CHARS.sub("", text))
+    text = strip_invisible(_CONTROL_CHARS.sub("", text)).translate(_LIGATURES)
     text = _HSPACE.sub(" ", text)
     text = "\n".join(line.strip() for line in text.split("\n"))
     return _BLANK_RUNS.sub("\n\n", text).strip()
@@ -358,8 +368,9 @@ def _looks_binary(sample: bytes) -> bool:
     return controls / len(sample) > BINARY_CHAR_RATIO
 
 
-def _decode_text(name: str, data: bytes) -> str:
-    """Decode UTF-8 (with or without BOM) or UTF-16 with a BOM; refuse binary and other encodings."""
+def _decode_text(name: str, data: bytes, declared: str | None = None) -> str:
+    """Decode UTF-8 (with or without BOM) or UTF-16 with a BOM; refuse binary and other encodings, but
+    for bytes that are not UTF-8, the encoding the file itself `declared` (an HTML page's <meta>)."""
     if data.startswith(b"\xef\xbb\xbf"):
         encoding, payload = "utf-8", data[3:]
     elif data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16: the same first bytes
@@ -376,10 +387,44 @@ def _decode_text(name: str, data: bytes) -> str:
         log.info("%s: decode failed: %s", name, exc)
         if encoding == "utf-8" and _looks_binary(data[:65536]):
             raise IngestError(name, "contains binary data, not text.") from None
-        raise IngestError(name, f"is not valid {encoding.upper()} text; please save it as UTF-8.") from None
+        text = _decoded_as(payload, declared) if encoding == "utf-8" and declared else None
+        if text is None:
+            kind = _content_kind(data)
+            if kind is not None:  # a renamed PDF or image: saving it "as UTF-8" is no way out
+                raise IngestError(
+                    name, f"is {kind}, not text (the {_extension(name)} extension does not match its content)."
+                ) from None
+            raise IngestError(name, f"is not valid {encoding.upper()} text; please save it as UTF-8.") from None
     if text and len(_SUSPICIOUS_CHARS.findall(text)) / len(text) > BINARY_CHAR_RATIO:
         raise IngestError(name, "contains binary data, not text.")
     return text
+
+
+def _decoded_as(data: bytes, encoding: str) -> str | None:
+    """`data` in `encoding`, or None when Python knows no such codec or the bytes are not in it."""
+    try:
+        return data.decode(encoding)
+    except (LookupError, UnicodeDecodeError):
+        return None
+
+
+# An HTML page's declared encoding, looked for where browsers look (its first 1024 bytes): <meta charset=X>
+# or <meta http-equiv="Content-Type" content="text/html; charset=X">.
+_HTML_CHARSET = re.compile(rb"<meta\s[^>]{0,512}?charset\s*=\s*[\"']?\s*([a-z0-9._:-]{1,40})", re.IGNORECASE)
+# Labels browsers read as Windows-1252, a superset (the WHATWG Encoding Standard): pages that say
+# Latin-1 use its curly quotes and dashes too.
+_WINDOWS_1252_LABELS = frozenset(
+    "ascii us-ascii iso-8859-1 iso8859-1 iso_8859-1 iso88591 latin1 latin-1 l1 cp819 ibm819".split()
+)
+
+
+def _html_charset(data: bytes) -> str | None:
+    """The encoding an HTML page declares for itself, as the codec name browsers would use."""
+    found = _HTML_CHARSET.search(data[:1024])
+    if found is None:
+        return None
+    label = found.group(1).decode("ascii").lower()
+    return "cp1252" if label in _WINDOWS_1252_LABELS else label
 
 
 def _read_txt(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
@@ -548,6 +593,12 @@ def _pdf_failure(name: str, exc: Exception, limits: LoadLimits, what: str) -> In
     return IngestError(name, "is a corrupt or truncated PDF.")
 
 
+def _join_hyphenated(text: str) -> str:
+    """A page's words that justified text broke at line ends joined again ('infor-' / 'mation' ->
+    'information'); a hyphen before a number, a capital or a space stays ('1887 -', 'Mid-' / 'Winter')."""
+    return _HYPHENATED_BREAK.sub(lambda m: "" if text[m.end()].islower() else m.group(0), text)
+
+
 def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     from pypdf import PdfReader
 
@@ -579,7 +630,7 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         chars += len(text)
         if chars > limits.max_text_chars:
             raise _too_much_text(name, limits)
-        blocks.append(_Block(text, page=number))
+        blocks.append(_Block(_join_hyphenated(text), page=number))
     if failed == len(pages) and pages:
         raise IngestError(name, "is a corrupt or truncated PDF.")
     if not any(b.text.strip() for b in blocks):
@@ -737,13 +788,13 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     try:
         document = docx.Document(io.BytesIO(data))
         hidden_styles = _docx_hidden_styles(document)
+        style_name = _docx_paragraph_style_names(document)
         blocks: list[_Block] = []
         path: list[tuple[int, str]] = []
         heading: tuple[str, ...] = ()
-        for item in document.iter_inner_content():
+        for item in _docx_body_items(document, Paragraph, Table):
             if isinstance(item, Paragraph):
-                style = item.style.name if item.style is not None else ""
-                level = _docx_heading_level(style or "")
+                level = _docx_heading_level(style_name(item._p.style))
                 text = _docx_paragraph_text(item._p, hidden_styles)
                 if level is not None and text.strip():
                     heading = _push_heading(path, level, _clean_heading(text))
@@ -802,29 +853,71 @@ def _docx_hidden_styles(document: object) -> frozenset[str]:
     return frozenset(hidden)
 
 
+def _docx_paragraph_style_names(document: object) -> Callable[[str | None], str]:
+    """A paragraph style's name by its id (a paragraph without one, or with an unknown one, has the default
+    paragraph style), from a table read once: python-docx's `Paragraph.style` searches every style for the
+    default on each call, 95% of reading a long document (8,000 paragraphs: 11 s)."""
+    from docx.enum.style import WD_STYLE_TYPE
+
+    try:
+        styles = document.styles  # type: ignore[attr-defined]
+        names = {s.style_id: s.name or "" for s in styles if s.type == WD_STYLE_TYPE.PARAGRAPH}
+        default = styles.default(WD_STYLE_TYPE.PARAGRAPH)
+    except Exception:  # a broken styles part: the body is read without headings
+        log.info("the styles of a .docx could not be read", exc_info=True)
+        names, default = {}, None
+    default_name = (default.name or "") if default is not None else ""
+    return lambda style_id: names.get(style_id, default_name) if style_id else default_name
+
+
+def _docx_body_items(document: object, paragraph: type, table: type) -> Iterator[object]:
+    """The body's paragraphs and tables in order, those inside content controls (w:sdt, as templates and
+    cover pages wrap them) too; python-docx's own walk yields only the body's direct children."""
+    body = document.element.body  # type: ignore[attr-defined]
+    parent = document._body  # type: ignore[attr-defined]
+    pending = list(reversed(body))  # a stack: nesting depth costs no recursion
+    while pending:
+        element = pending.pop()
+        if element.tag == f"{_W}p":
+            yield paragraph(element, parent)
+        elif element.tag == f"{_W}tbl":
+            yield table(element, parent)
+        elif element.tag == f"{_W}sdt":
+            content = element.find(f"{_W}sdtContent")
+            pending.extend(reversed(content) if content is not None else ())
+
+
+# The runs Word shows in a paragraph, wherever they sit in it (tracked insertions, links, smart tags,
+# content controls, fields), not those it shows as deleted or moved away, nor the runs of a text box's own
+# paragraphs or of the fallback copy of a drawing.
+@functools.cache
+def _docx_runs() -> Callable[[object], list[Any]]:
+    """The compiled path (lxml imported when a .docx is first read, not with this module)."""
+    from lxml import etree
+
+    return etree.XPath(
+        ".//w:r[not(ancestor::w:del or ancestor::w:moveFrom or ancestor::mc:Fallback)]",
+        namespaces={"w": _W[1:-1], "mc": "http://schemas.openxmlformats.org/markup-compatibility/2006"},
+    )
+
+
 def _docx_paragraph_text(p: object, hidden_styles: frozenset[str] = frozenset()) -> str:
-    """A paragraph's text as Word shows it: python-docx's, less runs formatted as hidden text (w:vanish on
-    the run, or a run or paragraph style that sets it), which could carry instructions to an LLM that no
-    reader of the document sees."""
+    """A paragraph's text as Word shows it, less runs formatted as hidden text (w:vanish on the run, or a
+    run or paragraph style that sets it), which could carry instructions to an LLM that no reader of the
+    document sees."""
     paragraph_style = p.find(f"{_W}pPr/{_W}pStyle")  # type: ignore[attr-defined]
     paragraph_hidden = paragraph_style is not None and paragraph_style.get(f"{_W}val") in hidden_styles
-    if not paragraph_hidden and not (
-        p.xpath(".//w:vanish | .//w:specVanish")  # type: ignore[attr-defined]
-        or (hidden_styles and any(s.get(f"{_W}val") in hidden_styles for s in p.iter(f"{_W}rStyle")))  # type: ignore[attr-defined]
-    ):
-        return p.text  # type: ignore[attr-defined]
     parts = []
-    for element in p.xpath("w:r | w:hyperlink"):  # type: ignore[attr-defined]
-        for run in [element] if element.tag == f"{_W}r" else element.xpath("w:r"):
-            properties = run.find(f"{_W}rPr")
-            verdict = _docx_vanish(properties)
-            if verdict is None:
-                run_style = properties.find(f"{_W}rStyle") if properties is not None else None
-                verdict = (
-                    run_style is not None and run_style.get(f"{_W}val") in hidden_styles
-                ) or paragraph_hidden
-            if not verdict:
-                parts.append(run.text)
+    for run in _docx_runs()(p):
+        if next(run.iterancestors(f"{_W}p")) is not p:  # a text box's paragraph inside this one
+            continue
+        properties = run.find(f"{_W}rPr")
+        verdict = _docx_vanish(properties)
+        if verdict is None:
+            run_style = properties.find(f"{_W}rStyle") if properties is not None else None
+            verdict = (run_style is not None and run_style.get(f"{_W}val") in hidden_styles) or paragraph_hidden
+        if not verdict:
+            parts.append(run.text)
     return "".join(parts)
 
 
@@ -966,8 +1059,9 @@ class _HtmlWalker:
 
 
 def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
-    """Visible text of an HTML page; h1-h6 set the heading path; scripts, styles and templates dropped."""
-    text = _decode_text(name, data)
+    """Visible text of an HTML page; h1-h6 set the heading path; scripts, styles and templates dropped.
+    A page that is not UTF-8 is read in the encoding its <meta> declares."""
+    text = _decode_text(name, data, _html_charset(data))
     unclosed = text.find("<!--", text.rfind("-->") + 1)
     if unclosed >= 0:  # a browser hides an unclosed comment to the end; html.parser would show it as text
         text = text[:unclosed]

@@ -45,6 +45,9 @@ from .text_index import (
     unindex_nodes,
 )
 
+# A sha256 prefix this long names one document among any a knowledge base may hold (raptor docs shows 12).
+MIN_SHA_PREFIX = 8
+
 
 class Store(MessageStoreMixin):
     """All reads and writes of the database. Safe to share between threads (chat-message documents'
@@ -176,7 +179,7 @@ class Store(MessageStoreMixin):
 
     def find_document(self, kb_id: int, name_or_sha: str) -> DocumentInfo:
         """A document by exact name (or the same name in another Unicode normal form), or by a sha256 prefix
-        of at least 8 characters."""
+        of at least MIN_SHA_PREFIX characters (a shorter one that matches is refused as too short)."""
         docs = self.documents(kb_id)
         by_name = [d for d in docs if d.name == name_or_sha]
         if not by_name:  # "café" typed composed finds a name stored decomposed (names are NFC since)
@@ -188,10 +191,15 @@ class Store(MessageStoreMixin):
             raise NotFoundError(
                 f"Several documents are named {name_or_sha!r}; name one by its sha256 prefix instead."
             )
-        if len(name_or_sha) >= 8:
-            by_sha = [d for d in docs if d.sha256.startswith(name_or_sha.lower())]
-            if len(by_sha) == 1:
-                return by_sha[0]
+        prefix = name_or_sha.lower()
+        by_sha = [d for d in docs if prefix and d.sha256.startswith(prefix)]
+        if len(prefix) >= MIN_SHA_PREFIX and len(by_sha) == 1:
+            return by_sha[0]
+        if by_sha and len(prefix) < MIN_SHA_PREFIX:
+            raise NotFoundError(
+                f"{name_or_sha!r} is too short a sha256 prefix to name a document; "
+                f"give at least {MIN_SHA_PREFIX} characters."
+            )
         raise NotFoundError(f"No document named {name_or_sha!r} in this knowledge base.")
 
     def kb_tokens(self, kb_id: int) -> int:

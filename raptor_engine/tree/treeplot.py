@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..storage.records import TreeShape
+from ..types import counted
 
 MAX_COLUMNS = 200  # a row with up to this many nodes draws each one (~8 px apart across the plot)
 BIN_COLUMNS = 100  # a more crowded row becomes about this many groups (~17 px: room for a count label)
@@ -263,13 +264,17 @@ def layer_colour(layer: int, kind: str) -> str:
     return KB_COLOUR if kind == "kb" else LAYER_COLOURS[layer % len(LAYER_COLOURS)]
 
 
-def _count(number: int, singular: str, plural: str = "") -> str:
-    """'1 leaf', '2 leaves', '20,000 nodes'."""
-    return f"{number:,} {singular if number == 1 else plural or singular + 's'}"
+def kind_names(kind: str, documents: int) -> tuple[str, ...]:
+    """What a row's nodes are (singular, plural). The knowledge base's own layer combines nothing across
+    documents while there is one: it is then the top summary, as `raptor tree` says in words."""
+    if kind == "kb" and documents == 1:
+        return ("top summary", "top summaries")
+    return KIND_NAMES.get(kind, ("node",))
 
 
-def _row_label(row: LayerRow) -> str:
-    label = f"L{row.layer} · {_count(row.nodes, *KIND_NAMES.get(row.kind, ('node',)))}"
+def row_label(row: LayerRow, documents: int) -> str:
+    """A row's label at the left: its layer and how many nodes of which kind."""
+    label = f"L{row.layer} · {counted(row.nodes, *kind_names(row.kind, documents))}"
     if row.groups < row.nodes:
         label += f"\nin {row.groups:,} groups"
     return label
@@ -277,8 +282,8 @@ def _row_label(row: LayerRow) -> str:
 
 def _title(plan: Plan) -> str:
     return (
-        f"RAPTOR tree of {plan.kb}: {_count(len(plan.documents), 'document')}, "
-        f"{_count(plan.nodes, 'node')}, {_count(len(plan.rows), 'layer')}"
+        f"RAPTOR tree of {plan.kb}: {counted(len(plan.documents), 'document')}, "
+        f"{counted(plan.nodes, 'node')}, {counted(len(plan.rows), 'layer')}"
     )
 
 
@@ -286,7 +291,7 @@ def _highlight_line(plan: Plan, caption: str) -> str:
     if not plan.highlighted and not plan.missing:
         return caption
     line = (
-        f"Highlighted: the answer's {_count(len(plan.highlighted), 'context node')} ({len(plan.cited)} cited)"
+        f"Highlighted: the answer's {counted(len(plan.highlighted), 'context node')} ({len(plan.cited)} cited)"
     )
     if plan.missing:
         line += f"; {len(plan.missing)} more no longer in the tree"
@@ -381,7 +386,7 @@ class _Canvas:
             self.text(
                 -0.008,
                 row.layer,
-                _row_label(row),
+                row_label(row, len(self.plan.documents)),
                 transform=left,
                 ha="right",
                 va="center",
@@ -480,7 +485,7 @@ class _Canvas:
             return Line2D([], [], color=colour, linewidth=width, label=label)
 
         handles = [
-            mark("o", layer_colour(r.layer, r.kind), f"L{r.layer} {KIND_NAMES.get(r.kind, ('node',))[0]}")
+            mark("o", layer_colour(r.layer, r.kind), f"L{r.layer} {kind_names(r.kind, len(self.plan.documents))[0]}")
             for r in self.plan.rows
         ]
         if self.plan.binned:
