@@ -24,6 +24,7 @@ from ..ingest.sentences import (
     NewSentences,
     Sentence,
     content_terms,
+    has_unspaced,
     is_heading,
     jaccard,
     labelled_row,
@@ -32,6 +33,8 @@ from ..ingest.sentences import (
     stem,
     strip_bullet,
     table_cells,
+    units,
+    word_count,
     words,
 )
 from ..tree.embed import Embedder
@@ -57,6 +60,7 @@ NOTHING_FOUND = "The documents hold nothing that answers this question."
 FOUND = "From the documents:"
 WEAK_MATCH = "Nothing in the documents clearly answers this; the closest passages are:"
 WEAK_SIMILARITY = 0.35  # below this, with none of the question's terms, a quote is only the closest
+# (a Chinese or Japanese question's quote, at any similarity: the default embedder is English-trained)
 
 # Ranking (see ExtractiveAnswerer); similarities are cosines of normalised embeddings.
 EMBED_WEIGHT = 0.6
@@ -324,7 +328,7 @@ def _says_something(text: str) -> bool:
     """Long enough to answer on its own: MIN_WORDS words, or three of which two are content words with
     letters (a terse log line: "Mill7 ground oats.", "The lamp failed."), not "See below.", "It was
     there." or "Thank you all."."""
-    count = len(words(text))
+    count = word_count(text)
     if count >= MIN_WORDS:
         return True
     lettered = [term for term in content_terms(text) if any(ch.isalpha() for ch in term)]
@@ -339,7 +343,7 @@ def _table_row(cells: list[str], header: list[str] | None) -> tuple[list[str] | 
     if not cells:
         return header, None
     text = labelled_row(cells, header)
-    return header, (text if len(words(text)) >= 2 else None)
+    return header, (text if word_count(text) >= 2 else None)
 
 
 def _query_weights(
@@ -555,7 +559,7 @@ def proximity(query: set[str], sentence: str) -> float:
     span of words from the first to the last (0 when fewer than two are held)."""
     positions: dict[str, int] = {}
     first = last = -1
-    for i, word in enumerate(words(sentence)):
+    for i, word in enumerate(units(sentence)):
         term = stem(word)
         if term in query:
             positions.setdefault(term, i)
@@ -629,7 +633,7 @@ def sentence_features(
             *(float(asked and holds_kind(kind, c.text)) for kind, asked in enumerate(kinds)),
             float(defined is not None and _describes(defined, c.text)),
             event,
-            math.log1p(len(words(c.text))),
+            math.log1p(word_count(c.text)),
             c.sentence.start / max(1, len(c.node.text)),
             float(_in_opening(c)),
             neighbours[i],
@@ -701,7 +705,7 @@ class ExtractiveAnswerer:
             not thematic
             and bool(subject_terms(rewrite.core))
             and picked[0].lexical == 0
-            and picked[0].similarity < WEAK_SIMILARITY
+            and (picked[0].similarity < WEAK_SIMILARITY or has_unspaced(rewrite.core))
         )
         return AnswerDraft(f"{WEAK_MATCH if weak else FOUND}\n{lines}", pages=_quoted_pages(picked))
 
@@ -880,7 +884,7 @@ def _with_next_sentence(candidate: _Candidate, picked: list[_Candidate]) -> _Can
     is quoted with a neighbouring sentence of the same paragraph of its node, the one after it, or the
     one before it when it refers back to that one (REFERS_BACK); never a neighbour that is a quote
     already, a heading, cut short, or missing."""
-    if len(words(candidate.text)) >= FRAGMENT_WORDS or table_cells(candidate.sentence.text) is not None:
+    if word_count(candidate.text) >= FRAGMENT_WORDS or table_cells(candidate.sentence.text) is not None:
         return candidate
     text, own = candidate.node.text, candidate.sentence
     sentences = sentences_of(text)
