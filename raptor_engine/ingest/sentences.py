@@ -78,7 +78,8 @@ def units(text: str) -> list[str]:
     """`words`, except that a run of Chinese, Japanese or Korean letters inside one becomes the character
     bigrams of its pieces between function words ("救出了渔民" -> 救出 渔民; a lone character stays whole):
     such a run is a phrase or a clause, not a word, so the terms of a question meet a sentence's only in
-    these pieces. Text without those letters gets exactly `words`."""
+    these pieces. A Korean word, written spaced, stays whole before its bigrams (the full-text search
+    matches it whole). Text without those letters gets exactly `words`."""
     found = words(text)
     if not _BIGRAMMED_CHAR.search(text):
         return found
@@ -88,6 +89,8 @@ def units(text: str) -> list[str]:
             if not _BIGRAMMED_CHAR.match(piece):
                 out += [piece] if piece else []
                 continue
+            if len(piece) > 2 and not _UNSPACED_CHAR.search(piece):
+                out.append(piece)
             for part in _FUNCTION_PIECES.split(piece):
                 out += [part[i : i + 2] for i in range(max(1, len(part) - 1))] if part else []
     return out
@@ -105,6 +108,11 @@ def word_count(text: str) -> int:
 def has_unspaced(text: str) -> bool:
     """Whether `text` holds a letter of a script written without spaces (Chinese, Japanese)."""
     return _UNSPACED_CHAR.search(text) is not None
+
+
+def in_bigrams(text: str) -> bool:
+    """Whether `text` holds letters that `units` reads in bigrams (Chinese, Japanese, Korean)."""
+    return _BIGRAMMED_CHAR.search(text) is not None
 
 
 def content_terms(text: str) -> list[str]:
