@@ -371,3 +371,11 @@ def test_chinese_text_chunks_keep_whole_sentences_and_long_ones_break_at_clauses
     pieces = chunk_document(plain(long_sentence), embedder.count_tokens, max_tokens=40)
     assert_well_formed(plain(long_sentence), pieces, 40, embedder.count_tokens)
     assert len(pieces) > 1 and all(p.text.endswith("，") for p in pieces[:-1])
+
+
+def test_split_ends_a_chinese_title_line_that_runs_into_the_prose():
+    """No capitals say where a Chinese sentence starts: a short unpunctuated line before a long one is a title."""
+    text = "灯塔看守人的历史\n斯凯罗角灯塔建于1852年，第一任看守人是托马斯·哈尔贝克。"
+    assert sentences(text) == ["灯塔看守人的历史", "斯凯罗角灯塔建于1852年，第一任看守人是托马斯·哈尔贝克。"]
+    wrapped = "第一任看守人是托马斯·哈尔贝克，他在灯塔\n工作了二十年。"  # a line ending mid-sentence, not short
+    assert sentences(wrapped) == [wrapped]
