@@ -68,6 +68,7 @@ UNSPACED_LETTERS = (
 _UNSPACED_LETTER = re.compile(f"[{UNSPACED_LETTERS}]")
 # Chinese and Japanese full stops (。｡！？, a fullwidth ． that is no decimal point) end a sentence with no
 # space after them, with any closing quotes and brackets (」』）】》”).
+_FULL_STOP_MARKS = "\u3002\uff61\uff01\uff1f\uff0e"
 _FULL_STOP = re.compile(
     r"(?:[\u3002\uff61\uff01\uff1f]|\uff0e(?![0-9\uff10-\uff19]))++"
     r"[\"'\u201d\u2019\u00bb)\]\u300d\u300f\uff09\u3011\u300b]*+"
@@ -133,6 +134,8 @@ _QUOTED_BY = ("\u3068", "\u3063")  # と, って: 「すごい！」と言った
 def _full_stop_cuts(text: str) -> list[int]:
     """Ends of Chinese and Japanese sentences, which no space follows (none in text without those marks),
     except before the particle that says who spoke a Japanese quotation."""
+    if not any(mark in text for mark in _FULL_STOP_MARKS):  # a scan at C speed skips most text
+        return []
     return [
         match.end()
         for match in checked(_FULL_STOP.finditer(text))
@@ -230,7 +233,7 @@ _UNSPACED_CLOSING = (
 def _unspaced_title_line(line: str, following: str) -> bool:
     """`_title_line` for Chinese and Japanese, which have no capitals to say where a sentence starts: a
     line of those letters, well short of the one after it and with no closing punctuation."""
-    if not (_UNSPACED_LETTER.search(line) and _UNSPACED_LETTER.search(following)):
+    if line.isascii() or not (_UNSPACED_LETTER.search(line) and _UNSPACED_LETTER.search(following)):
         return False
     if len(line) > TITLE_MAX_CHARS or line[-1:] in ".!?,;:\"'”’)]" + _UNSPACED_CLOSING:
         return False

@@ -81,7 +81,7 @@ def units(text: str) -> list[str]:
     these pieces. A Korean word, written spaced, stays whole before its bigrams (the full-text search
     matches it whole). Text without those letters gets exactly `words`."""
     found = words(text)
-    if not _BIGRAMMED_CHAR.search(text):
+    if not in_bigrams(text):
         return found
     out: list[str] = []
     for word in found:
@@ -100,19 +100,19 @@ def word_count(text: str) -> int:
     """How many words `text` holds, as length gates count them: each Chinese or Japanese character is one
     (a sentence of theirs is one unbroken run); text without them counts `words`."""
     found = words(text)
-    if not _UNSPACED_CHAR.search(text):
+    if not has_unspaced(text):
         return len(found)
     return sum(len(_UNSPACED_CHAR.findall(w)) + sum(1 for p in _UNSPACED_CHAR.split(w) if p) for w in found)
 
 
 def has_unspaced(text: str) -> bool:
     """Whether `text` holds a letter of a script written without spaces (Chinese, Japanese)."""
-    return _UNSPACED_CHAR.search(text) is not None
+    return not text.isascii() and _UNSPACED_CHAR.search(text) is not None
 
 
 def in_bigrams(text: str) -> bool:
     """Whether `text` holds letters that `units` reads in bigrams (Chinese, Japanese, Korean)."""
-    return _BIGRAMMED_CHAR.search(text) is not None
+    return not text.isascii() and _BIGRAMMED_CHAR.search(text) is not None
 
 
 def content_terms(text: str) -> list[str]:
@@ -228,8 +228,9 @@ def is_heading(text: str) -> bool:
     body = strip_bullet(text)
     if not words(body):
         return True
-    length = word_count(body) if has_unspaced(body) else len(body.split())
-    return not _END_PUNCTUATION.search(body) and length <= HEADING_MAX_WORDS
+    if _END_PUNCTUATION.search(body):
+        return False
+    return (word_count(body) if has_unspaced(body) else len(body.split())) <= HEADING_MAX_WORDS
 
 
 def fingerprint(key: str) -> int:
