@@ -6,14 +6,20 @@ import re
 
 import pytest
 
+from raptor_engine.ingest.sentences import content_terms, is_heading, units, word_count, words
 from raptor_engine.query.answer import (
     EVENT_BONUS,
+    FOUND,
+    NOTHING_FOUND,
     QUOTE,
+    WEAK_MATCH,
     ExtractiveAnswerer,
+    _answers_kind,
     _describes,
     _event_bonus,
     definition_subject,
 )
+from raptor_engine.query.ranker import load_ranker
 from raptor_engine.types import ContextNode
 
 LEAVES = [
@@ -168,3 +174,104 @@ def test_three_word_sentences_are_quoted_when_they_carry_content(embedder, sente
     node = ContextNode(1, 0, "log.txt", 0.5, text, 60, 1, start=0, end=len(text))
     draft = ExtractiveAnswerer(embedder)._answer_sync("What happened at the mill and the lamp?", [node], [])
     assert (sentence in draft.text) is quotable
+
+
+# Scripts written without spaces between words: a Chinese sentence is one unbroken run of letters.
+ZH_LEAVES = [
+    "灯塔看守人的历史\n\n斯凯罗角灯塔建于1852年。第一任看守人是托马斯·哈尔贝克，他在灯塔工作了二十年。"
+    "1887年的大风暴中，安布罗斯·基托救出了十二名渔民。灯塔的透镜每周清洗一次，使用酒精和软布。",
+    "1921年，灯塔改用电力照明。最后一位看守人玛格丽特·黑尔于1975年离开，此后灯塔实现了自动化。"
+    "如今灯塔是一座博物馆，每年接待约三万名游客。",
+]
+JA_LEAVES = [
+    "灯台の歴史\n\n岬の灯台は1852年に建てられました。最初の灯台守はトーマス・ハルベックで、二十年間働きました。"
+    "1887年の大嵐で、アンブローズ・キットーが十二人の漁師を救助しました。",
+    "1921年、灯台の照明は電気に切り替えられました。最後の灯台守マーガレット・ヘイルは1975年に去り、"
+    "その後灯台は自動化されました。現在、灯台は博物館になっています。",
+]
+KO_LEAVES = [  # Korean is spaced, but its particles and endings join the words: 등대는, 등대가
+    "스케로 곶 등대는 1852년에 지어졌다. 첫 번째 등대지기는 토마스 할벡이었고, 그는 이십 년 동안 일했다. "
+    "1887년 큰 폭풍 때 앰브로즈 키토가 어부 열두 명을 구했다.",
+    "1921년에 등대는 전기 조명으로 바뀌었다. 마지막 등대지기 마거릿 헤일은 1975년에 떠났다. 오늘날 등대는 박물관이다.",
+]
+MIXED_LEAVES = [
+    "The Skerro Point light was built in 1852. Its first keeper was Thomas Halbeck, who served for twenty "
+    "years. In the great gale of 1887 the keeper's assistant 安布罗斯·基托 rescued twelve fishermen from the "
+    "rocks. The lens was cleaned every week with spirit and a soft cloth.",
+]
+
+
+def answer_over(embedder, leaves: list[str], question: str, ranked: bool) -> str:
+    nodes = [ContextNode(i + 1, 0, "t.txt", 0.5, text, 80, 1) for i, text in enumerate(leaves)]
+    answerer = ExtractiveAnswerer(embedder, ranker=load_ranker() if ranked else None)
+    return answerer._answer_sync(question, nodes, []).text
+
+
+@pytest.mark.parametrize("ranked", [False, True])
+@pytest.mark.parametrize(
+    ("leaves", "question", "answer"),
+    [
+        (ZH_LEAVES, "谁在1887年救出了渔民？", "1887年的大风暴中，安布罗斯·基托救出了十二名渔民。"),
+        (ZH_LEAVES, "灯塔什么时候改用电力？", "1921年，灯塔改用电力照明。"),
+        (JA_LEAVES, "1887年に漁師を救助したのは誰ですか？", "キットーが十二人の漁師を救助しました。"),
+        (JA_LEAVES, "灯台はいつ電気に切り替えられましたか？", "1921年、灯台の照明は電気に切り替えられました。"),
+        (KO_LEAVES, "등대는 언제 전기로 바뀌었나?", "1921년에 등대는 전기 조명으로 바뀌었다."),
+        (MIXED_LEAVES, "Who rescued the fishermen in 1887?", "assistant 安布罗斯·基托 rescued twelve"),
+    ],
+)
+def test_chinese_japanese_and_korean_questions_quote_the_sentence_that_answers(embedder, leaves, question, answer, ranked):
+    """A Chinese sentence was one 'word' with no terms, and every one of them a heading: 'nothing answers'."""
+    text = answer_over(embedder, leaves, question, ranked)
+    assert text.startswith(FOUND), text
+    assert answer in QUOTE.findall(text)[0], text
+
+
+@pytest.mark.parametrize("ranked", [False, True])
+@pytest.mark.parametrize(
+    ("leaves", "question"),
+    [
+        (ZH_LEAVES, "火星上有多少颗卫星？"),
+        (JA_LEAVES, "火星には月がいくつありますか？"),
+        (KO_LEAVES, "화성에는 달이 몇 개 있나?"),
+    ],
+)
+def test_a_chinese_japanese_or_korean_question_the_text_does_not_answer_gets_no_answer(embedder, leaves, question, ranked):
+    text = answer_over(embedder, leaves, question, ranked)
+    assert text.startswith((WEAK_MATCH, NOTHING_FOUND)), text
+
+
+def test_chinese_and_japanese_are_counted_and_compared_in_characters():
+    assert word_count("1921年，灯塔改用电力照明。") == 10  # the year, and each of nine characters
+    assert content_terms("谁在1887年救出了渔民？") == ["1887", "年救", "救出", "渔民"]  # no 谁, 在, 了
+    assert content_terms("灯台はいつ電気に切り替えられましたか？") == ["灯台", "電気"]  # lone 切, 替 too short
+    # Hangul: each word whole, then its bigrams
+    assert content_terms("등대는 1921년에") == ["등대는", "등대", "대는", "1921", "년에"]
+    assert is_heading("灯塔看守人的历史") and not is_heading("灯塔改用电力照明。")
+
+
+@pytest.mark.parametrize("text", [LEAVES[0][0], "Mill7 ground oats; well-known B12 café, naïve Zoë's 3.5 m."])
+def test_text_without_chinese_or_japanese_is_counted_as_before(text):
+    """The guard of the paths above: spaced text is read in the words it always was."""
+    assert units(text) == words(text)
+    assert word_count(text) == len(words(text))
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "answers"),
+    [
+        ("灯塔什么时候改用电力？", "1921年，灯塔改用电力照明。", True),  # a year against its 年
+        ("灯塔什么时候改用电力？", "灯塔的透镜每周清洗一次。", False),
+        ("灯台はいつ電気になりましたか？", "1921年、灯台の照明は電気に切り替えられました。", True),
+        ("谁救出了渔民？", "安布罗斯·基托救出了十二名渔民。", True),  # a name with its middle dot
+        ("1887年に漁師を救助したのは誰ですか？", "アンブローズ・キットーが救助しました。", True),
+        ("基托救出了多少名渔民？", "他救出了十二名渔民。", True),  # a count before its measure word
+        ("每年有多少游客？", "每年接待约3万名游客。", True),
+        ("为什么灯塔改用电力？", "因为油灯太危险，灯塔改用电力。", True),
+        ("등대는 언제 전기로 바뀌었나?", "1921년에 등대는 전기 조명으로 바뀌었다.", True),
+        # spaced text is read as before: a label's digits and a middle dot between Latin letters are neither
+        ("How many keepers were there?", "See Table B12 for the keepers.", False),
+        ("Who kept the light?", "The light was kept by Hale·X.", False),
+    ],
+)
+def test_what_a_chinese_japanese_or_korean_question_asks_for(question, sentence, answers):
+    assert _answers_kind(question, sentence) is answers

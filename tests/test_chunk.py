@@ -333,3 +333,49 @@ def test_a_table_row_before_a_blank_line_is_not_continued_by_a_lower_case_line()
     assert sentences("Name | Role\n\nAnn | Keeper\n\ncode here") == ["Name | Role", "Ann | Keeper", "code here"]
     assert sentences("The keeper was\n\nann | keeper") == ["The keeper was", "ann | keeper"]
     assert sentences("The lamp was\n\nlit at dusk.") == ["The lamp was\n\nlit at dusk."]  # a page break
+
+
+ZH = (
+    "斯凯罗角灯塔建于1852年。第一任看守人是托马斯·哈尔贝克，他在灯塔工作了二十年。"
+    "1887年的大风暴中，安布罗斯·基托救出了十二名渔民！灯塔的透镜每周清洗一次吗？"
+    "他说：“灯亮了。”1921年，灯塔改用电力照明。"
+)
+
+
+def test_split_ends_chinese_and_japanese_sentences_at_their_full_stops():
+    assert sentences(ZH) == [
+        "斯凯罗角灯塔建于1852年。",
+        "第一任看守人是托马斯·哈尔贝克，他在灯塔工作了二十年。",
+        "1887年的大风暴中，安布罗斯·基托救出了十二名渔民！",
+        "灯塔的透镜每周清洗一次吗？",
+        "他说：“灯亮了。”",  # the closing quote stays with its sentence
+        "1921年，灯塔改用电力照明。",
+    ]
+    assert sentences("灯台は1852年に建てられた。嵐は「すごい！」と彼は言った。") == [
+        "灯台は1852年に建てられた。",
+        "嵐は「すごい！」と彼は言った。",  # と: who said the quotation follows it
+    ]
+    assert sentences("透镜宽３．５米。") == ["透镜宽３．５米。"]  # a fullwidth decimal point is no full stop
+    # text without those marks splits as it always did: no space, no sentence break
+    spaced = "It cost 3.5 pounds.Then it rained. Done!"
+    assert sentences(spaced) == ["It cost 3.5 pounds.Then it rained.", "Done!"]
+
+
+def test_chinese_text_chunks_keep_whole_sentences_and_long_ones_break_at_clauses(embedder):
+    text = ZH * 6
+    chunks = chunk_document(plain(text), embedder.count_tokens, max_tokens=60)
+    assert_well_formed(plain(text), chunks, 60, embedder.count_tokens)
+    assert len(chunks) > 3
+    assert all(c.text.endswith(("。", "！", "？", "”")) for c in chunks), [c.text[-5:] for c in chunks]
+    long_sentence = "，".join(["看守人每天晚上把灯油提上楼梯"] * 12) + "。"
+    pieces = chunk_document(plain(long_sentence), embedder.count_tokens, max_tokens=40)
+    assert_well_formed(plain(long_sentence), pieces, 40, embedder.count_tokens)
+    assert len(pieces) > 1 and all(p.text.endswith("，") for p in pieces[:-1])
+
+
+def test_split_ends_a_chinese_title_line_that_runs_into_the_prose():
+    """No capitals say where a Chinese sentence starts: a short unpunctuated line before a long one is a title."""
+    text = "灯塔看守人的历史\n斯凯罗角灯塔建于1852年，第一任看守人是托马斯·哈尔贝克。"
+    assert sentences(text) == ["灯塔看守人的历史", "斯凯罗角灯塔建于1852年，第一任看守人是托马斯·哈尔贝克。"]
+    wrapped = "第一任看守人是托马斯·哈尔贝克，他在灯塔\n工作了二十年。"  # a line ending mid-sentence, not short
+    assert sentences(wrapped) == [wrapped]

@@ -60,9 +60,23 @@ _BEFORE_NUMBERS = {
 # instead of being retried from each of its characters (quadratic: 20,000 dots took 10 s). No shorter
 # match could succeed anyway: inside a run the next character is never whitespace.
 _TERMINATOR = re.compile(r"(?<![.!?\u2026])[.!?\u2026]++[\"'\u201d\u2019\u00bb)\]]*+(?=\s|$)")
+# Letters of the scripts written without spaces between words: Han ideographs (Chinese, Japanese kanji) and
+# kana. A character class body, for sentences.py too.
+UNSPACED_LETTERS = (
+    "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
+)
+_UNSPACED_LETTER = re.compile(f"[{UNSPACED_LETTERS}]")
+# Chinese and Japanese full stops (。｡！？, a fullwidth ． that is no decimal point) end a sentence with no
+# space after them, with any closing quotes and brackets (」』）】》”).
+_FULL_STOP_MARKS = "\u3002\uff61\uff01\uff1f\uff0e"
+_FULL_STOP = re.compile(
+    r"(?:[\u3002\uff61\uff01\uff1f]|\uff0e(?![0-9\uff10-\uff19]))++"
+    r"[\"'\u201d\u2019\u00bb)\]\u300d\u300f\uff09\u3011\u300b]*+"
+)
 _NEWLINE = re.compile(r"\n")
 _STRUCTURAL_LINE = re.compile(r"(?:#{1,6}\s|[-*+\u2022]\s|\d{1,3}[.)]\s|>|\||={3,}|-{3,}|```|~~~)")
-_CLAUSE_BREAK = re.compile(r"[;:,](?=\s)|\s[\u2014\u2013-]{1,2}(?=\s)|\u2014")
+# Chinese and Japanese break clauses with fullwidth marks and no space: ，；：、
+_CLAUSE_BREAK = re.compile(r"[;:,](?=\s)|\s[\u2014\u2013-]{1,2}(?=\s)|\u2014|[\uff0c\uff1b\uff1a\u3001]")
 _SYMBOLS = re.compile(r"[^\w\s]+")
 _INITIALISM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
 _LIST_NUMBER = re.compile(r"\d{1,3}|[ivxIVX]{1,4}")
@@ -114,6 +128,21 @@ def _terminator_cuts(text: str) -> list[int]:
     return cuts
 
 
+_QUOTED_BY = ("\u3068", "\u3063")  # と, って: 「すごい！」と言った goes on after the quotation
+
+
+def _full_stop_cuts(text: str) -> list[int]:
+    """Ends of Chinese and Japanese sentences, which no space follows (none in text without those marks),
+    except before the particle that says who spoke a Japanese quotation."""
+    if not any(mark in text for mark in _FULL_STOP_MARKS):  # a scan at C speed skips most text
+        return []
+    return [
+        match.end()
+        for match in checked(_FULL_STOP.finditer(text))
+        if match.end() < len(text) and not text.startswith(_QUOTED_BY, match.end())
+    ]
+
+
 def _blank_run(text: str, i: int) -> tuple[int, int, bool]:
     """The whitespace run around the newline at i, as (start, end, continues): whether a sentence goes on
     across it (a PDF page break: no end punctuation before, lower case after). Every newline of one run
@@ -156,6 +185,7 @@ def _newline_cuts(text: str) -> list[int]:
             or _STRUCTURAL_LINE.match(prev_line)
             or _STRUCTURAL_LINE.match(next_line)
             or _title_line(prev_line, next_line)
+            or _unspaced_title_line(prev_line, next_line)
             or is_table_row(prev_line)
             or is_table_row(next_line)
         )
@@ -195,6 +225,21 @@ def _title_line(line: str, following: str) -> bool:
     return len(words) >= 2 and capitalised >= 2 and capitalised == sum(len(w) > 3 for w in words)
 
 
+_UNSPACED_CLOSING = (
+    "\u3002\uff61\uff0e\uff01\uff1f\uff0c\uff1b\uff1a\u3001\u300d\u300f\uff09\u3011\u300b\u201d"
+)
+
+
+def _unspaced_title_line(line: str, following: str) -> bool:
+    """`_title_line` for Chinese and Japanese, which have no capitals to say where a sentence starts: a
+    line of those letters, well short of the one after it and with no closing punctuation."""
+    if line.isascii() or not (_UNSPACED_LETTER.search(line) and _UNSPACED_LETTER.search(following)):
+        return False
+    if len(line) > TITLE_MAX_CHARS or line[-1:] in ".!?,;:\"'”’)]" + _UNSPACED_CLOSING:
+        return False
+    return len(line) <= TITLE_SHORTER_THAN * len(following)
+
+
 def _trimmed_spans(text: str, cuts: list[int], base: int = 0) -> list[Span]:
     """The non-blank pieces between cuts, with surrounding whitespace trimmed off."""
     spans = []
@@ -215,8 +260,9 @@ def split_sentences(text: str) -> list[Span]:
     """Sentence spans (start, end) in `text`, trimmed of whitespace, covering all its non-space characters.
 
     Ends at . ! ? and ellipses (with any closing quotes or brackets), except after abbreviations, initials
-    and list numbers; decimals never match because a terminator must be followed by whitespace. Blank
-    lines, and newlines around headings, list items and table rows, are boundaries too.
+    and list numbers; decimals never match because a terminator must be followed by whitespace. Chinese and
+    Japanese full stops (。！？) end one with no space after. Blank lines, and newlines around headings, list
+    items and table rows, are boundaries too.
     """
     return list(_remembered_spans(text))
 
@@ -225,7 +271,7 @@ def split_sentences(text: str) -> list[Span]:
 def _remembered_spans(text: str) -> tuple[Span, ...]:
     """`split_sentences`' spans, remembered by text: a node is split for its stored sentences and again for
     its layer's summaries (the second split cost ~0.5 CPU s of a 100k-token ingest)."""
-    return tuple(_trimmed_spans(text, _terminator_cuts(text) + _newline_cuts(text)))
+    return tuple(_trimmed_spans(text, _terminator_cuts(text) + _full_stop_cuts(text) + _newline_cuts(text)))
 
 
 # ------------------------------------------------------------------------------------------ token counting

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .budget import checked
-from .chunk import split_sentences
+from .chunk import UNSPACED_LETTERS, split_sentences
 
 # Questions about a whole text rather than a detail of it ('what is this about?', 'the main theme').
 THEMATIC = re.compile(
@@ -34,7 +34,10 @@ MIN_PREFIX_WORDS = 4  # a sentence cut short with "…" must keep this many word
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _HEADING_MARK = re.compile(r"^\s*(?:#{1,6}\s+|={3,}\s*$|-{3,}\s*$)")
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022\u25aa\u2013]\s+|\(?\d{1,3}[.)]\s+|\(?[a-zA-Z][.)]\s+(?=[A-Z]))")
-_END_PUNCTUATION = re.compile(r"[.!?\u2026:;][\"'\u201d\u2019\u00bb)\]]*\s*$")
+# with the full stops, marks and colons of Chinese and Japanese (。｡．！？：；) and their closing brackets
+_END_PUNCTUATION = re.compile(
+    r"[.!?\u2026:;\u3002\uff61\uff0e\uff01\uff1f\uff1a\uff1b][\"'\u201d\u2019\u00bb)\]\u300d\u300f\uff09]*\s*$"
+)
 HEADING_MAX_WORDS = 12  # an unpunctuated line this short is a title, heading or list label
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being
@@ -52,9 +55,70 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+# Each letter of a script written without spaces (Chinese, Japanese) counts as a word where length matters
+# (`word_count`).
+# Hangul is written with spaces, but a particle or ending joins each word ("등대는", "등대가"), so its words
+# are compared, like the unspaced scripts', by their character bigrams (`units`).
+_HANGUL = "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
+_UNSPACED_CHAR = re.compile(f"[{UNSPACED_LETTERS}]")
+_BIGRAMMED_CHAR = re.compile(f"[{UNSPACED_LETTERS}{_HANGUL}]")
+_BIGRAMMED_RUN = re.compile(f"([{UNSPACED_LETTERS}{_HANGUL}]+)")
+
+
+# Where a run of those letters is cut before it is read in bigrams, as a space would cut it: hiragana (in
+# Japanese the particles and endings: に, は, ました, ですか) and the commonest Chinese function and question
+# words (的, 了, 是, 什么, 多少); they stand between the words that carry the meaning.
+_FUNCTION_PIECES = re.compile(
+    "[\u3040-\u309f]+|什么|甚么|怎么|为什么|為什麼|哪里|哪儿|哪个|哪些|多少|时候|時候|何时|何時|如何"
+    "|[的了是在和与與及也都而着著之于於把被吗嗎呢吧啊谁誰]"
+)
+
+
+def units(text: str) -> list[str]:
+    """`words`, except that a run of Chinese, Japanese or Korean letters inside one becomes the character
+    bigrams of its pieces between function words ("救出了渔民" -> 救出 渔民; a lone character stays whole):
+    such a run is a phrase or a clause, not a word, so the terms of a question meet a sentence's only in
+    these pieces. A Korean word, written spaced, stays whole before its bigrams (the full-text search
+    matches it whole). Text without those letters gets exactly `words`."""
+    found = words(text)
+    if not in_bigrams(text):
+        return found
+    out: list[str] = []
+    for word in found:
+        for piece in _BIGRAMMED_RUN.split(word):
+            if not _BIGRAMMED_CHAR.match(piece):
+                out += [piece] if piece else []
+                continue
+            if len(piece) > 2 and not _UNSPACED_CHAR.search(piece):
+                out.append(piece)
+            for part in _FUNCTION_PIECES.split(piece):
+                out += [part[i : i + 2] for i in range(max(1, len(part) - 1))] if part else []
+    return out
+
+
+def word_count(text: str) -> int:
+    """How many words `text` holds, as length gates count them: each Chinese or Japanese character is one
+    (a sentence of theirs is one unbroken run); text without them counts `words`."""
+    found = words(text)
+    if not has_unspaced(text):
+        return len(found)
+    return sum(len(_UNSPACED_CHAR.findall(w)) + sum(1 for p in _UNSPACED_CHAR.split(w) if p) for w in found)
+
+
+def has_unspaced(text: str) -> bool:
+    """Whether `text` holds a letter of a script written without spaces (Chinese, Japanese)."""
+    return not text.isascii() and _UNSPACED_CHAR.search(text) is not None
+
+
+def in_bigrams(text: str) -> bool:
+    """Whether `text` holds letters that `units` reads in bigrams (Chinese, Japanese, Korean)."""
+    return not text.isascii() and _BIGRAMMED_CHAR.search(text) is not None
+
+
 def content_terms(text: str) -> list[str]:
-    """The words that carry meaning: no stopwords, no single letters (single digits stay)."""
-    return [t for t in words(text) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+    """The words that carry meaning: no stopwords, no single letters (single digits stay); in Chinese,
+    Japanese and Korean text, character bigrams (`units`)."""
+    return [t for t in units(text) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
 
 
 # Common irregular verbs, so "what did she find?" meets "she found" (past forms to the base form).
@@ -164,7 +228,9 @@ def is_heading(text: str) -> bool:
     body = strip_bullet(text)
     if not words(body):
         return True
-    return not _END_PUNCTUATION.search(body) and len(body.split()) <= HEADING_MAX_WORDS
+    if _END_PUNCTUATION.search(body):
+        return False
+    return (word_count(body) if has_unspaced(body) else len(body.split())) <= HEADING_MAX_WORDS
 
 
 def fingerprint(key: str) -> int:

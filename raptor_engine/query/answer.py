@@ -19,11 +19,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..ingest.chunk import UNSPACED_LETTERS
 from ..ingest.sentences import (
     THEMATIC,
     NewSentences,
     Sentence,
     content_terms,
+    in_bigrams,
     is_heading,
     jaccard,
     labelled_row,
@@ -32,6 +34,8 @@ from ..ingest.sentences import (
     stem,
     strip_bullet,
     table_cells,
+    units,
+    word_count,
     words,
 )
 from ..tree.embed import Embedder
@@ -57,6 +61,7 @@ NOTHING_FOUND = "The documents hold nothing that answers this question."
 FOUND = "From the documents:"
 WEAK_MATCH = "Nothing in the documents clearly answers this; the closest passages are:"
 WEAK_SIMILARITY = 0.35  # below this, with none of the question's terms, a quote is only the closest
+# (a Chinese, Japanese or Korean question's quote, at any similarity: the default embedder is English-trained)
 
 # Ranking (see ExtractiveAnswerer); similarities are cosines of normalised embeddings.
 EMBED_WEIGHT = 0.6
@@ -87,30 +92,42 @@ _NUMBER_WORDS = (
     r"hundred|thousand|million|dozen|once|twice|half|several|every"
 )
 _MONTHS = r"january|february|march|april|may|june|july|august|september|october|november|december"
+# Each kind's Chinese, Japanese and Korean words (after the `|`) match only text in those scripts: a year is
+# written against its 年/년 ("1921年"), a count against its measure word ("十二名"), a foreign name with a
+# middle dot ("安布罗斯·基托").
+_CJK_YEAR = r"|(?:1[0-9]{3}|20[0-9]{2})(?=[年년])|世纪|世紀|年代"
+_CJK_COUNT = rf"|(?<=[{UNSPACED_LETTERS}])\d|[一二三四五六七八九十百千万萬两兩]+(?=[名个個位次人件本只隻座])"
+_CJK_NAME = rf"|[{UNSPACED_LETTERS}][\u00b7\u30fb][{UNSPACED_LETTERS}]"
 ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
     (
-        re.compile(r"\b(?:when|what year|which year|what date|since when|how old)\b", re.I),
-        re.compile(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|{_MONTHS}|century|decade|age of|aged)\b", re.I),
+        re.compile(
+            r"\b(?:when|what year|which year|what date|since when|how old)\b"
+            r"|什么时候|什麼時候|何时|何時|哪一?年|几时|幾時|いつ|何年|언제",
+            re.I,
+        ),
+        re.compile(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|{_MONTHS}|century|decade|age of|aged)\b{_CJK_YEAR}", re.I),
     ),
     (
         re.compile(
             r"\bhow (?:many|much|long|often|far|big|large|tall|high|deep|heavy)\b"
-            r"|\bwhat (?:is|was|are|were) the (?:size|number|amount|count|total|length)\b",
+            r"|\bwhat (?:is|was|are|were) the (?:size|number|amount|count|total|length)\b"
+            r"|多少|几[个個名位次]|幾[個名位次]|いくつ|何人|몇",
             re.I,
         ),
         # a quantity: a number standing as a word, not a label's digits (BIBREF13, Table 3, [12]: QUANTITY_LABELS)
-        re.compile(rf"(?<![\w.])\d|\b(?:{_NUMBER_WORDS})\b", re.I),
+        re.compile(rf"(?<![\w.])\d|\b(?:{_NUMBER_WORDS})\b{_CJK_COUNT}", re.I),
     ),
     (
-        re.compile(r"\b(?:why|how come|for what reason|what for)\b", re.I),
+        re.compile(r"\b(?:why|how come|for what reason|what for)\b|为什么|為什麼|为何|為何|なぜ|どうして|왜", re.I),
         re.compile(
-            r"\b(?:because|since|so that|in order to|due to|as a result|therefore|caused|reason|so as to)\b",
+            r"\b(?:because|since|so that|in order to|due to|as a result|therefore|caused|reason|so as to)\b"
+            r"|因为|因為|由于|由於|所以|因此|ために|ので|때문",
             re.I,
         ),
     ),
     (
-        re.compile(r"\b(?:who|whom|whose)\b", re.I),
-        re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+"),
+        re.compile(r"\b(?:who|whom|whose)\b|谁|誰|哪位|だれ|누구", re.I),
+        re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+" + _CJK_NAME),
     ),
     (
         # "Where do they get the recipes from?", "Where does the story take place?"
@@ -324,7 +341,7 @@ def _says_something(text: str) -> bool:
     """Long enough to answer on its own: MIN_WORDS words, or three of which two are content words with
     letters (a terse log line: "Mill7 ground oats.", "The lamp failed."), not "See below.", "It was
     there." or "Thank you all."."""
-    count = len(words(text))
+    count = word_count(text)
     if count >= MIN_WORDS:
         return True
     lettered = [term for term in content_terms(text) if any(ch.isalpha() for ch in term)]
@@ -339,7 +356,7 @@ def _table_row(cells: list[str], header: list[str] | None) -> tuple[list[str] | 
     if not cells:
         return header, None
     text = labelled_row(cells, header)
-    return header, (text if len(words(text)) >= 2 else None)
+    return header, (text if word_count(text) >= 2 else None)
 
 
 def _query_weights(
@@ -555,7 +572,7 @@ def proximity(query: set[str], sentence: str) -> float:
     span of words from the first to the last (0 when fewer than two are held)."""
     positions: dict[str, int] = {}
     first = last = -1
-    for i, word in enumerate(words(sentence)):
+    for i, word in enumerate(units(sentence)):
         term = stem(word)
         if term in query:
             positions.setdefault(term, i)
@@ -629,7 +646,7 @@ def sentence_features(
             *(float(asked and holds_kind(kind, c.text)) for kind, asked in enumerate(kinds)),
             float(defined is not None and _describes(defined, c.text)),
             event,
-            math.log1p(len(words(c.text))),
+            math.log1p(word_count(c.text)),
             c.sentence.start / max(1, len(c.node.text)),
             float(_in_opening(c)),
             neighbours[i],
@@ -701,7 +718,7 @@ class ExtractiveAnswerer:
             not thematic
             and bool(subject_terms(rewrite.core))
             and picked[0].lexical == 0
-            and picked[0].similarity < WEAK_SIMILARITY
+            and (picked[0].similarity < WEAK_SIMILARITY or in_bigrams(rewrite.core))
         )
         return AnswerDraft(f"{WEAK_MATCH if weak else FOUND}\n{lines}", pages=_quoted_pages(picked))
 
@@ -880,7 +897,7 @@ def _with_next_sentence(candidate: _Candidate, picked: list[_Candidate]) -> _Can
     is quoted with a neighbouring sentence of the same paragraph of its node, the one after it, or the
     one before it when it refers back to that one (REFERS_BACK); never a neighbour that is a quote
     already, a heading, cut short, or missing."""
-    if len(words(candidate.text)) >= FRAGMENT_WORDS or table_cells(candidate.sentence.text) is not None:
+    if word_count(candidate.text) >= FRAGMENT_WORDS or table_cells(candidate.sentence.text) is not None:
         return candidate
     text, own = candidate.node.text, candidate.sentence
     sentences = sentences_of(text)
