@@ -376,3 +376,63 @@ def test_a_request_about_the_last_answer_leaves_the_topic_to_the_question_before
     ]
     assert standalone_question("why?", talk) == "Why?" + CONTEXT
     assert standalone_question("and when did she leave?", talk) == "When did Margaret Hale leave?" + CONTEXT
+
+
+MARROW_TALK = [
+    Turn("user", "Who was Elias Marrow?"),
+    Turn(
+        "assistant",
+        "\u201cThe first principal keeper was Elias Marrow, a former bosun.\u201d [1]\n"
+        "\u201cHe arrived with his wife Hester in October 1839.\u201d [4]\n"
+        "\u201cHester kept the light from 1861 to 1874, with her eldest son Jacob as assistant.\u201d [2]\n"
+        "\u201cJacob Marrow went on to become harbour master of Halbeck.\u201d [3]",
+    ),
+]
+
+
+@pytest.mark.parametrize("named", ["and Jacob?", "and jacob?", "what about jacob?"])
+def test_a_follow_up_that_names_someone_the_answer_named_moves_the_conversation_to_them(named):
+    """'and Jacob?' (or 'and jacob?') names a person of its own: the next 'he' is Jacob, not Elias."""
+    talk = MARROW_TALK + [
+        Turn("user", named),
+        Turn("assistant", "\u201cJacob Marrow became harbour master.\u201d [1]"),
+    ]
+    assert standalone_question("where did he work?", talk).startswith("Where did Jacob")
+
+
+def test_a_lower_case_name_the_conversation_wrote_as_a_name_is_that_name():
+    assert standalone_question("what about hester?", MARROW_TALK) == "Who was Hester?"
+    # a fresh question is left as asked, its name spelled as the conversation wrote it
+    assert standalone_question("when did jacob leave?", MARROW_TALK) == "when did Jacob leave?"
+    # a word the conversation also writes in lower case is no name ('master' in 'harbour master')
+    assert standalone_question("who was the master?", MARROW_TALK).startswith("Who was the master?")
+
+
+def test_a_who_is_question_about_a_named_thing_is_about_it_not_about_who_the_answer_quoted():
+    """'Who was the Dalai Lama?' names its subject (with 'the'); an answer that found only someone else
+    does not make 'he' that someone."""
+    talk = [
+        Turn("user", "Who was the Dalai Lama?"),
+        Turn("assistant", "\u201cThe engineer was Josiah Penhallow, a quiet man from Falmouth.\u201d [1]"),
+    ]
+    assert standalone_question("and when was he born?", talk).startswith("When was Dalai Lama born?")
+    # 'Who was the first keeper?' still asks for someone the answer introduces
+    talk = [
+        Turn("user", "Who was the first keeper?"),
+        Turn("assistant", "\u201cThe first was Elias Marrow.\u201d [1]"),
+    ]
+    assert standalone_question("and when did he leave?", talk).startswith("When did Elias Marrow leave?")
+
+
+def test_a_follow_up_after_one_that_named_nothing_keeps_the_subject_before_it():
+    """'What happened to the Margaret Ellen?' -> 'how many were lost?' -> 'who was the master?': the
+    third still leans on the ship, which only the first question named."""
+    talk = [
+        Turn("user", "What happened to the Margaret Ellen?"),
+        Turn("assistant", "\u201cThe Margaret Ellen struck the outer edge of the ledge.\u201d [1]"),
+        Turn("user", "how many were lost?"),
+        Turn("assistant", "\u201cTwo of the crew were lost.\u201d [1]"),
+    ]
+    rewritten = split_standalone(standalone_question("who was the master?", talk))
+    assert rewritten.core == "Who was the master?"
+    assert "How many were lost?" in rewritten.context and "Margaret Ellen" in rewritten.context

@@ -155,9 +155,11 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str) 
     question = " ".join(question.split())
     if previous is None:
         return Rewrite(question, subject=_first_person(question))
+    known = _known_people(previous, previous_answer)
+    question = _spelled_as_named(question, known, f"{previous.core}\n{previous.context}\n{previous_answer}")
     # Only the questions decide whether a question is new: answers quote many names in passing.
     if is_fresh(question, f"{previous.core}\n{previous.context}"):
-        return Rewrite(question, subject=_first_person(question))
+        return Rewrite(question, subject=_named_person(question, known))
     bare = _without_conjunction(question)
     swapped = _what_about(bare, previous)
     if swapped is not None:
@@ -166,10 +168,72 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str) 
     if asked is not None:
         return Rewrite(asked, subject=previous.subject)
     core, person, pronoun = _resolve(bare, previous, previous_answer)
-    # After a bare "why?" the subject is still the one before it.
-    context = previous.core if subject_terms(previous.core) or not previous.context else previous.context
-    subject = person or _first_person(core) or previous.subject
-    return Rewrite(_capitalised(core), _cut(context), person, pronoun, subject)
+    subject = person or _named_person(core, known) or previous.subject
+    return Rewrite(_capitalised(core), _cut(_carried_context(previous)), person, pronoun, subject)
+
+
+def _carried_context(previous: Rewrite) -> str:
+    """What a follow-up still leans on: the previous question; after a bare "why?" the one before it,
+    and after one that named nothing of its own ("how many were lost?") both, so the subject named two
+    turns back ("What happened to the Margaret Ellen?") is not lost."""
+    if not previous.context:
+        return previous.core
+    if not subject_terms(previous.core):
+        return previous.context
+    if names_in(previous.core) or _numbers(previous.core):
+        return previous.core
+    return f"{previous.core} {previous.context}"
+
+
+def _known_people(previous: Rewrite, previous_answer: str) -> list[str]:
+    """The people the conversation has named: in its questions, then in the last answer's statements."""
+    texts = (previous.core, previous.context, _statements(previous_answer))
+    known = [previous.subject] if previous.subject else []
+    return known + [name for text in texts for name in _people_in(text)]
+
+
+def _name_words(known: list[str]) -> dict[str, str]:
+    """Each word of a known name that is no common word, lower-cased -> as the name writes it."""
+    spelling: dict[str, str] = {}
+    for name in known:
+        for word in name.split():
+            lower = word.lower()
+            if lower not in STOPWORDS and lower not in NAME_JOINERS and lower not in QUESTION_VOCABULARY:
+                spelling.setdefault(lower, word)
+    return spelling
+
+
+_LETTERS = re.compile(r"[A-Za-z\u00c0-\u024f]+")
+
+
+def _spelled_as_named(question: str, known: list[str], conversation: str) -> str:
+    """'and jacob?' -> 'and Jacob?': a word written in lower case that the conversation wrote only as
+    part of a name is that name (people type names in lower case; the rules below read capitals)."""
+    spelling = _name_words(known)
+    if not spelling:
+        return question
+    lower_case = set(re.findall(r"\b[a-z\u00df-\u00ff]+\b", conversation))  # written as a common word too
+
+    def spelled(match: re.Match[str]) -> str:
+        word = match.group(0)
+        return spelling.get(word, word) if word.islower() and word not in lower_case else word
+
+    return _LETTERS.sub(spelled, question)
+
+
+def _named_person(question: str, known: list[str]) -> str | None:
+    """The first person the question names: a name it writes as one, else the known name one of its words
+    belongs to ('Jacob?' after an answer that named Jacob Marrow: Jacob Marrow), the fullest first."""
+    own = names_in(question)
+    if own:
+        return own[0]
+    spelling = _name_words(known)
+    for word in words(question):
+        if word not in spelling:
+            continue
+        matches = [name for name in known if word in words(name)]
+        return max(matches, key=lambda name: len(name.split()))
+    return None
 
 
 _WH_ONLY = re.compile(r"^(why|when|where|how|how come)\s*[?.!]*$", re.IGNORECASE)
@@ -405,8 +469,9 @@ GENDER = {
 
 _AUX_WORDS = r"(?:did|does|do|is|was|were|are|has|had|have|will|would|can|could|should)"
 # 'Who replaced him?', 'Who was appointed keeper?': the answer introduces the person asked for. Not
-# 'Who was Ambrose Kittow?' or 'Who does Maskull meet?': that question is about the person it names.
-ASKS_WHO = re.compile(rf"\b(?i:who)\s+(?:{_AUX_WORDS}\s+(?![A-Z])|(?!{_AUX_WORDS}\b)[a-z])")
+# 'Who was Ambrose Kittow?', 'Who was the Dalai Lama?' or 'Who does Maskull meet?': that question is
+# about the one it names.
+ASKS_WHO = re.compile(rf"\b(?i:who)\s+(?:{_AUX_WORDS}\s+(?!(?:the\s+)?[A-Z])|(?!{_AUX_WORDS}\b)[a-z])")
 
 
 def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str | None:
