@@ -436,3 +436,26 @@ def test_a_follow_up_after_one_that_named_nothing_keeps_the_subject_before_it():
     rewritten = split_standalone(standalone_question("who was the master?", talk))
     assert rewritten.core == "Who was the master?"
     assert "How many were lost?" in rewritten.context and "Margaret Ellen" in rewritten.context
+
+
+def test_a_month_or_place_a_question_names_is_no_person_for_the_next_he():
+    talk = [
+        Turn("user", "Who kept the light during the war?"),
+        Turn(
+            "assistant",
+            "\u201cPeter Kittow, who had kept the light through the war, retired in 1958.\u201d [1]",
+        ),
+        Turn("user", "what happened in April 1941?"),
+        Turn("assistant", "\u201cIn April 1941 a German aircraft machine-gunned the tower.\u201d [1]"),
+    ]
+    assert standalone_question("and when did he retire?", talk).startswith("When did Peter Kittow retire?")
+
+
+def test_a_name_after_and_is_a_name_even_when_no_answer_wrote_it():
+    talk = [
+        Turn("user", "Who was Elias Marrow?"),
+        Turn("assistant", "\u201cThe first principal keeper was Elias Marrow, a former bosun.\u201d [1]"),
+        Turn("user", "and Jacob?"),
+        Turn("assistant", "\u201cHe went on to become harbour master.\u201d [1]"),
+    ]
+    assert standalone_question("where did he work?", talk).startswith("Where did Jacob work?")

@@ -154,12 +154,16 @@ def _exchanges(history: list[Turn]) -> list[tuple[str, str]]:
 def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str) -> Rewrite:
     question = " ".join(question.split())
     if previous is None:
-        return Rewrite(question, subject=_first_person(question))
+        return Rewrite(question, subject=_named_person(question, []))
     known = _known_people(previous, previous_answer)
     question = _spelled_as_named(question, known, f"{previous.core}\n{previous.context}\n{previous_answer}")
     # Only the questions decide whether a question is new: answers quote many names in passing.
     if is_fresh(question, f"{previous.core}\n{previous.context}"):
-        return Rewrite(question, subject=_named_person(question, known))
+        # a new topic that names nobody ('what happened in April 1941?') leaves 'he' to mean whom it did
+        subject = (
+            _named_person(question, known) or previous.subject or _person(previous, previous_answer, None)
+        )
+        return Rewrite(question, subject=subject)
     bare = _without_conjunction(question)
     swapped = _what_about(bare, previous)
     if swapped is not None:
@@ -168,7 +172,8 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str) 
     if asked is not None:
         return Rewrite(asked, subject=previous.subject)
     core, person, pronoun = _resolve(bare, previous, previous_answer)
-    subject = person or _named_person(core, known) or previous.subject
+    # 'and Jacob?' names him mid-sentence; without its 'and' he would open the question
+    subject = person or _named_person(question, known) or _named_person(core, known) or previous.subject
     return Rewrite(_capitalised(core), _cut(_carried_context(previous)), person, pronoun, subject)
 
 
@@ -222,9 +227,11 @@ def _spelled_as_named(question: str, known: list[str], conversation: str) -> str
 
 
 def _named_person(question: str, known: list[str]) -> str | None:
-    """The first person the question names: a name it writes as one, else the known name one of its words
-    belongs to ('Jacob?' after an answer that named Jacob Marrow: Jacob Marrow), the fullest first."""
-    own = names_in(question)
+    """The first person the question names: a name it writes as one (a person before a thing named with
+    'the', never a place or a month after in/at/to/from), else the known name one of its words belongs
+    to ('Jacob?' after an answer that named Jacob Marrow: Jacob Marrow), the fullest first."""
+    places = _places_in(question)
+    own = _people_in(question) or [name for name in names_in(question) if name not in places]
     if own:
         return own[0]
     spelling = _name_words(known)
@@ -279,11 +286,6 @@ def _what_about(question: str, previous: Rewrite) -> Rewrite | None:
     if any(not t.isdigit() for t in subject_terms(target)):
         return Rewrite(_capitalised(question), subject=new_names[0] if new_names else None)
     return None
-
-
-def _first_person(text: str) -> str | None:
-    names = names_in(text)
-    return names[0] if names else None
 
 
 def _without_conjunction(question: str) -> str:
@@ -548,12 +550,17 @@ def _people_in(text: str) -> list[str]:
     """Names in the text that can be a person: not a place (a name right after in/at/to/from/near),
     not a thing or a group named with 'the' ('the Margaret Ellen', 'the Tr'en'; 'the Captain' is a
     title, so a person)."""
-    places = {prefix for place in _PLACE_BEFORE.findall(text) for prefix in _name_prefixes(place)}
+    places = _places_in(text)
     return [
         name.text
         for name in _scan_names(text)
         if name.text not in places and (name.text.split()[0].lower() in TITLES or not name.after_the)
     ]
+
+
+def _places_in(text: str) -> set[str]:
+    """What the text names right after in/at/to/from/near (a place, or a month: 'in April 1941')."""
+    return {prefix for place in _PLACE_BEFORE.findall(text) for prefix in _name_prefixes(place)}
 
 
 def _name_prefixes(following: str) -> list[str]:
@@ -573,7 +580,7 @@ _TRAILING_NON_WORD = re.compile(r"\W+$")
 
 
 _PLACE_BEFORE = re.compile(
-    r"\b(?:in|at|to|from|near|into)\s+(?:the\s+)?([A-Z][\w'\u2019-]*(?:\s+(?:of\s+)?[A-Z][\w'\u2019-]*)*)"
+    r"\b(?i:in|at|to|from|near|into)\s+(?:the\s+)?([A-Z][\w'\u2019-]*(?:\s+(?:of\s+)?[A-Z][\w'\u2019-]*)*)"
 )
 
 
