@@ -459,3 +459,34 @@ def test_a_name_after_and_is_a_name_even_when_no_answer_wrote_it():
         Turn("assistant", "\u201cHe went on to become harbour master.\u201d [1]"),
     ]
     assert standalone_question("where did he work?", talk).startswith("Where did Jacob work?")
+
+
+def test_they_is_the_family_or_people_the_last_question_named():
+    talk = [
+        Turn("user", "When did the Marrows arrive?"),
+        Turn("assistant", "\u201cIn October 1839.\u201d [1]"),
+    ]
+    assert standalone_question("when did they leave?", talk).startswith("When did the Marrows leave?")
+    assert standalone_question("what was their house called?", talk).startswith(
+        "What was the Marrows' house called?"
+    )
+    # a place named with 'the' is where, not who
+    talk = [Turn("user", "Who lived in the Hebrides?"), Turn("assistant", "\u201cCrofters.\u201d [1]")]
+    assert standalone_question("what did they grow?", talk).startswith("What did they grow?")
+    # no group named: 'they' is left to the carried context
+    talk = [
+        Turn("user", "Who bought the line?"),
+        Turn("assistant", "\u201cA society of volunteers.\u201d [1]"),
+    ]
+    assert (
+        standalone_question("what did they restore?", talk)
+        == "What did they restore? (context: Who bought the line?)"
+    )
+
+
+@pytest.mark.parametrize(
+    "correction", ["no, I meant Daniel Kittow", "I mean Daniel Kittow", "sorry, I meant Daniel Kittow"]
+)
+def test_a_correction_asks_the_last_question_again_about_what_was_meant(correction):
+    talk = [Turn("user", "When did Peter Kittow retire?"), Turn("assistant", "\u201cIn 1958.\u201d [1]")]
+    assert standalone_question(correction, talk) == "When did Daniel Kittow retire?"

@@ -8,10 +8,12 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
   new ("Who replaced Ambrose Kittow?", "Who was appointed?") and the follow-up does not keep the
   pronoun the user was using, or when no question named anyone. A name right after in/at/to/from is
   a place, one written with "the" a thing or a people;
+- "they"/"them"/"their" becomes a family or people the previous question named with "the" (the Marrows);
 - "there" becomes the place last named after in/at/to/from; a final "then" becomes the year the
   previous question named, or the year its answer gave first when it asked "when";
 - "what about X?" asks the previous question again about X when both name someone, and is a new
   question when X names a thing of its own ("what about the last keeper?");
+- a correction that names someone ("no, I meant Daniel Kittow") is read as "what about Daniel Kittow?";
 - a bare "why?"/"when?"/"where?"/"how?" after "did ...?" or "when did ...?" is that question with the
   new wh-word: "Why did Margaret Hale leave?";
 - whatever is still implied (it, that, an ellipsis such as "why?" or "and in 1975?") is carried by
@@ -157,6 +159,7 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str) 
         return Rewrite(question, subject=_named_person(question, []))
     known = _known_people(previous, previous_answer)
     question = _spelled_as_named(question, known, f"{previous.core}\n{previous.context}\n{previous_answer}")
+    question = _as_what_about(question)
     # Only the questions decide whether a question is new: answers quote many names in passing.
     if is_fresh(question, f"{previous.core}\n{previous.context}"):
         # a new topic that names nobody ('what happened in April 1941?') leaves 'he' to mean whom it did
@@ -175,6 +178,18 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str) 
     # 'and Jacob?' names him mid-sentence; without its 'and' he would open the question
     subject = person or _named_person(question, known) or _named_person(core, known) or previous.subject
     return Rewrite(_capitalised(core), _cut(_carried_context(previous)), person, pronoun, subject)
+
+
+_CORRECTION = re.compile(r"^(?:(?:no|nope|sorry|oops)\b[\s,.!]*)*i\s+(?:meant|mean)\s+(.+)$", re.IGNORECASE)
+
+
+def _as_what_about(question: str) -> str:
+    """'no, I meant Daniel Kittow' -> 'what about Daniel Kittow': a correction that names someone asks the
+    last question again about them (one that names nobody, 'I meant the 1887 gale', is searched as it is)."""
+    match = _CORRECTION.match(question)
+    if not match or not names_in(f"about {match.group(1)}"):
+        return question
+    return f"what about {match.group(1)}"
 
 
 def _carried_context(previous: Rewrite) -> str:
@@ -628,6 +643,7 @@ def _resolve(question: str, previous: Rewrite, previous_answer: str) -> tuple[st
     Returns the question, and the person and pronoun resolved (None, None when no person was)."""
     pronoun = next((w for w in words(question) if w in GENDER), None)
     person = _person(previous, previous_answer, pronoun)
+    group = _group(previous)
     place = _place(previous, previous_answer)
     year = _year(previous, previous_answer)
     tokens = re.split(r"(\s+)", question)
@@ -645,6 +661,10 @@ def _resolve(question: str, previous: Rewrite, previous_answer: str) -> tuple[st
         elif person and word == "her":
             possessive = bool(following) and following not in STOPWORDS
             out.append((f"{person}'s" if possessive else person) + tail)
+        elif group and word in ("they", "them"):
+            out.append(group + tail)
+        elif group and word == "their":
+            out.append(f"{group}'" + tail)
         elif place and word == "there" and not _existential(before, following):
             out.append(place + tail)
         elif year and word == "then" and not following:
@@ -652,6 +672,21 @@ def _resolve(question: str, previous: Rewrite, previous_answer: str) -> tuple[st
         else:
             out.append(token)
     return "".join(out), (person if pronoun else None), (pronoun if person else None)
+
+
+def _group(previous: Rewrite) -> str | None:
+    """Who 'they' means: a family or people the previous question named with 'the' and a plural ('When
+    did the Marrows arrive?': the Marrows); None when it named none (then the context carries it)."""
+    places = _places_in(previous.core)  # 'in the Hebrides' is where, not who
+    for name in _scan_names(previous.core):
+        if (
+            name.after_the
+            and name.text.endswith("s")
+            and not name.text.endswith("ss")
+            and name.text not in places
+        ):
+            return f"the {name.text}"
+    return None
 
 
 def _existential(before: str, following: str) -> bool:
