@@ -490,3 +490,17 @@ def test_they_is_the_family_or_people_the_last_question_named():
 def test_a_correction_asks_the_last_question_again_about_what_was_meant(correction):
     talk = [Turn("user", "When did Peter Kittow retire?"), Turn("assistant", "\u201cIn 1958.\u201d [1]")]
     assert standalone_question(correction, talk) == "When did Daniel Kittow retire?"
+
+
+def test_a_misspelt_name_is_searched_as_the_answer_spelt_it():
+    talk = [
+        Turn("user", "Who was Morwena Kitow?"),
+        Turn(
+            "assistant",
+            "\u201cIn 1976 he was joined by his daughter, Morwenna Kittow, then twenty-four.\u201d [1]",
+        ),
+    ]
+    assert standalone_question("when did she retire?", talk).startswith("When did Morwenna Kittow retire?")
+    # a different person with a like name is not taken for them
+    talk = [Turn("user", "Who was Jon Smith?"), Turn("assistant", "\u201cJan Smith kept the inn.\u201d [1]")]
+    assert standalone_question("when did he die?", talk).startswith("When did Jon Smith die?")

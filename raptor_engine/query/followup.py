@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, replace
+from difflib import SequenceMatcher
 
 from ..ingest.sentences import STOPWORDS, THEMATIC, content_terms, stem, words
 from ..types import Turn
@@ -642,7 +643,7 @@ def _resolve(question: str, previous: Rewrite, previous_answer: str) -> tuple[st
 
     Returns the question, and the person and pronoun resolved (None, None when no person was)."""
     pronoun = next((w for w in words(question) if w in GENDER), None)
-    person = _person(previous, previous_answer, pronoun)
+    person = _as_the_answer_spells(_person(previous, previous_answer, pronoun), previous_answer)
     group = _group(previous)
     place = _place(previous, previous_answer)
     year = _year(previous, previous_answer)
@@ -672,6 +673,25 @@ def _resolve(question: str, previous: Rewrite, previous_answer: str) -> tuple[st
         else:
             out.append(token)
     return "".join(out), (person if pronoun else None), (pronoun if person else None)
+
+
+SAME_NAME_SIMILARITY = 0.8  # each word of a misspelt name this close to the answer's ('Kitow', 'Kittow')
+
+
+def _as_the_answer_spells(name: str | None, answer: str) -> str | None:
+    """'Morwena Kitow' -> 'Morwenna Kittow': a person the user misspelt is searched by the spelling the
+    last answer quoted for them (as many words, each close), since the misspelling finds nothing."""
+    if name is None or name in answer:
+        return name
+    words_of_name = name.lower().split()
+    for candidate in _people_in(_statements(answer)):
+        spelled = candidate.lower().split()
+        if len(spelled) == len(words_of_name) and all(
+            SequenceMatcher(None, typed, quoted).ratio() >= SAME_NAME_SIMILARITY
+            for typed, quoted in zip(words_of_name, spelled, strict=True)
+        ):
+            return candidate
+    return name
 
 
 def _group(previous: Rewrite) -> str | None:
