@@ -504,3 +504,24 @@ def test_a_misspelt_name_is_searched_as_the_answer_spelt_it():
     # a different person with a like name is not taken for them
     talk = [Turn("user", "Who was Jon Smith?"), Turn("assistant", "\u201cJan Smith kept the inn.\u201d [1]")]
     assert standalone_question("when did he die?", talk).startswith("When did Jon Smith die?")
+
+
+def test_a_pronoun_of_the_other_gender_after_asking_about_a_relative_is_that_relative():
+    """'What was Ambrose Kittow's wife's name?' -> 'what did she do?': she is his wife, named as the
+    answer names her, else called his wife; not some other name the answer quoted ('Mont Blanc')."""
+    asked = Turn("user", "What was Ambrose Kittow's wife's name?")
+    talk = [asked, Turn("assistant", "\u201cHe carried oil higher than Mont Blanc.\u201d [1]")]
+    assert standalone_question("what did she do during the gale?", talk).startswith(
+        "What did Ambrose Kittow's wife do during the gale?"
+    )
+    talk = [asked, Turn("assistant", "\u201cLanterns that Kittow's wife Loveday hung on the path.\u201d [1]")]
+    assert standalone_question("what did she do during the gale?", talk).startswith(
+        "What did Loveday do during the gale?"
+    )
+    talk = [
+        Turn("user", "What was Daniel Kittow's daughter's name?"),
+        Turn(
+            "assistant", "\u201cHe was joined by his daughter, Morwenna Kittow, then twenty-four.\u201d [1]"
+        ),
+    ]
+    assert standalone_question("when did she retire?", talk).startswith("When did Morwenna Kittow retire?")

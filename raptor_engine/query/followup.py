@@ -499,6 +499,9 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
     question asked 'who' (its answer introduced them) or the questions name nobody. Within one source
     a name with a title or of two or more words comes first; a name the text puts after in/at/to/from
     is a place. Someone the previous question called by the other gender's pronoun is passed over."""
+    relative = _relative(previous.core, GENDER[pronoun], previous_answer) if pronoun else None
+    if relative:  # 'What was Ambrose Kittow's wife's name?' then 'she'
+        return relative
     answer_names = _people_in(_statements(previous_answer))
     sources = [
         _people_in(previous.core),
@@ -532,6 +535,28 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
                 return name
         return candidates[0]
     return None
+
+
+RELATIVES = {
+    **dict.fromkeys("wife mother daughter sister widow aunt niece granddaughter grandmother".split(), "f"),
+    **dict.fromkeys("husband father son brother widower uncle nephew grandson grandfather".split(), "m"),
+}
+_RELATIVE = re.compile(rf"['\u2019]s\s+({'|'.join(RELATIVES)})\b", re.IGNORECASE)
+
+
+def _relative(question: str, gender: str, answer: str) -> str | None:
+    """'What was Ambrose Kittow's wife's name?' then 'she': his wife, as the answer names her right after
+    the word ('his wife Loveday', 'his daughter, Morwenna Kittow'), else 'Ambrose Kittow's wife'."""
+    for name in names_in(question):
+        match = re.search(rf"\b{re.escape(name)}{_RELATIVE.pattern}", question, re.IGNORECASE)
+        if not match or RELATIVES[match.group(1).lower()] != gender:
+            continue
+        named = re.search(rf"\b{match.group(1)},?\s+({_CAPITALISED_RUN})", _statements(answer), re.IGNORECASE)
+        return named.group(1) if named else f"{name}'s {match.group(1).lower()}"
+    return None
+
+
+_CAPITALISED_RUN = r"(?-i:[A-Z][\w'\u2019-]*(?:\s+[A-Z][\w'\u2019-]*)*)"
 
 
 def _asks_who_did_to(question: str, person: str) -> bool:
