@@ -525,3 +525,12 @@ def test_a_pronoun_of_the_other_gender_after_asking_about_a_relative_is_that_rel
         ),
     ]
     assert standalone_question("when did she retire?", talk).startswith("When did Morwenna Kittow retire?")
+
+
+def test_a_follow_up_in_capitals_is_read_as_typed_in_lower_case():
+    talk = [
+        Turn("user", "Who was Josiah Penhallow?"),
+        Turn("assistant", "\u201cThe engineer was Josiah Penhallow, a quiet man from Falmouth.\u201d [1]"),
+    ]
+    assert standalone_question("WHERE WAS HE FROM?", talk).startswith("Where was Josiah Penhallow from?")
+    assert standalone_question("AND JOSIAH PENHALLOW'S WIFE?", talk).startswith("Josiah Penhallow's wife?")

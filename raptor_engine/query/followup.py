@@ -159,6 +159,8 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str) 
     if previous is None:
         return Rewrite(question, subject=_named_person(question, []))
     known = _known_people(previous, previous_answer)
+    if _shouted(question):  # 'WHERE WAS HE FROM?' reads as typed in lower case; its names are spelled below
+        question = question.lower()
     question = _spelled_as_named(question, known, f"{previous.core}\n{previous.context}\n{previous_answer}")
     question = _as_what_about(question)
     # Only the questions decide whether a question is new: answers quote many names in passing.
@@ -191,6 +193,12 @@ def _as_what_about(question: str) -> str:
     if not match or not names_in(f"about {match.group(1)}"):
         return question
     return f"what about {match.group(1)}"
+
+
+def _shouted(question: str) -> bool:
+    """Written all in capitals (two words or more), where capitals no longer mark names."""
+    letters = _LETTERS.findall(question)
+    return len(letters) >= 2 and all(word.isupper() for word in letters)
 
 
 def _carried_context(previous: Rewrite) -> str:
