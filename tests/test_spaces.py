@@ -326,6 +326,25 @@ def test_two_processes_opening_an_old_directory_at_once_move_it_once(old_layout,
     _check_moved(data, rows, answers, embedder)
 
 
+def test_an_index_file_another_process_moves_first_is_left_to_it(tmp_path, monkeypatch):
+    """Two processes opening an old directory at once both list a knowledge base's index files; the one
+    that finds a file gone when it moves it (the other moved it after the listing) goes on, as a file
+    never saved is skipped."""
+    from raptor_engine.storage import spaces
+    from raptor_engine.storage.index import IndexManager
+
+    source = IndexManager(None, tmp_path / "root")  # type: ignore[arg-type]  # only its files are used
+    target = IndexManager(None, tmp_path / "space")  # type: ignore[arg-type]
+    source.dir.mkdir(parents=True)
+    saved, moved_by_the_other = source.file_paths(4)
+    saved.write_text("saved")
+    with monkeypatch.context() as patch:  # each listed file was there when it was looked at
+        patch.setattr(type(saved), "exists", lambda self: True)
+        spaces._move_index_files(source, target, 4)
+    assert (target.dir / saved.name).read_text() == "saved" and not saved.exists()
+    assert not (target.dir / moved_by_the_other.name).exists()
+
+
 def test_closing_waits_for_calls_still_working_in_a_space(tmp_path):
     """Closing a store's connections under a running statement can crash the process: a bot stopping
     while a question's thread still reads its server's store. Close waits for the space's pins."""

@@ -477,5 +477,7 @@ def _move_index_files(source: IndexManager, target: IndexManager, kb_id: int) ->
     """The saved index travels with its rows (ids are kept); a missing one is rebuilt on first use."""
     target.dir.mkdir(parents=True, exist_ok=True)
     for path in source.file_paths(kb_id):
-        if path.exists():
+        try:
             path.replace(target.dir / path.name)
+        except FileNotFoundError:  # never saved, or another process opening the directory moved it first
+            continue
