@@ -195,6 +195,8 @@ _HELP_REQUESTS = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 SIGPIPE_STATUS = 128 + signal.SIGPIPE  # what a shell reports for a command whose pipe's reader stopped
+SIGINT_STATUS = 128 + signal.SIGINT  # what a shell reports for a command stopped by Ctrl-C
+INTERRUPTED = "Interrupted; nothing unfinished was stored."
 
 
 def _drop_the_closed_pipe() -> None:
@@ -257,6 +259,9 @@ class RaptorGroup(click.Group):
             raise _one_line(exc) from exc
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt:  # Ctrl-C: writes are transactions, so say so and exit as shells expect
+            click.echo(f"\n{INTERRUPTED}", err=True)
+            raise click.exceptions.Exit(SIGINT_STATUS) from None
         except BrokenPipeError:  # `raptor docs | head -1`: the reader has what it wanted
             _drop_the_closed_pipe()
             raise click.exceptions.Exit(SIGPIPE_STATUS) from None

@@ -253,3 +253,54 @@ def test_a_reader_that_stops_reading_ends_the_command_quietly(data, command):
         os.close(write)
     assert done.stderr == ""  # no 'Error: Broken pipe.', no 'Exception ignored' at exit
     assert done.returncode == 141  # what a shell reports for a command its pipe's reader stopped (128 + SIGPIPE)
+
+
+def test_ctrl_c_during_a_chat_exits_as_shells_expect(data):
+    """Ctrl-C is how people leave `raptor chat` or stop a long command: one line, status 130 (128 +
+    SIGINT) as a shell reports, not click's 'Aborted!' with status 1."""
+    import signal
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    chat = subprocess.Popen(
+        [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(data), "chat", "--kb", KB],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a test runner may ignore it
+    )
+    try:
+        assert chat.stdout.readline().startswith("Backend:")  # the prompt comes next: it waits for a line
+        chat.send_signal(signal.SIGINT)
+        out, err = chat.communicate(timeout=300)
+    finally:
+        chat.kill()
+    assert chat.returncode == 130, err
+    assert err.strip() == "Interrupted; nothing unfinished was stored.", err
+    assert "Aborted" not in out + err and "Traceback" not in err
+
+
+def test_ctrl_c_in_the_middle_of_storing_a_tree_leaves_none_of_it(tmp_path, embedder, monkeypatch):
+    """A Ctrl-C that lands inside the transaction that stores a tree rolls all of it back: the next
+    command sees the knowledge base as it was, and the same file then goes in whole."""
+    from raptor_engine import cli as cli_module
+    from raptor_engine.storage.store import Store
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt  # after the document's and its nodes' rows were written
+
+    data = tmp_path / "data"
+    source = tmp_path / "railway.txt"
+    source.write_text(RAILWAY)
+    monkeypatch.setattr(cli_module.Engine, "warm", lambda self, **kwargs: None)
+    monkeypatch.setattr(Store, "_record_build", interrupted)
+    runner = CliRunner()
+    done = runner.invoke(cli_module.cli, ["--data-dir", str(data), "ingest", "--kb", KB, str(source)])
+    assert done.exit_code == 130, done.output
+    assert "Interrupted; nothing unfinished was stored." in done.output
+    monkeypatch.undo()
+    engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
+    try:
+        assert engine.store.db.execute("SELECT count(*) FROM nodes").fetchone()[0] == 0
+        assert engine.store.db.execute("SELECT count(*) FROM documents").fetchone()[0] == 0
+        result = asyncio.run(engine.ingest(KB, "railway.txt", RAILWAY.encode()))
+        assert result.status == "added"
+    finally:
+        engine.close()
