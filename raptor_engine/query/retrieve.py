@@ -38,6 +38,7 @@ from ..ingest.sentences import (
     SentenceSpan,
     content_terms,
     decode_spans,
+    in_bigrams,
     sentence_spans,
     sentences_of,
     stem,
@@ -409,7 +410,7 @@ def rare_term_nodes(store: Store, kb_id: int, query: str, allowed: set[int] | No
     whatever the embedding or the ranker (fitted on questions that rarely name one) make of it."""
     found: list[int] = []
     for phrase in distinctive_phrases(query):
-        hits = store.text_search(kb_id, [phrase], RARE_NODES + 1)
+        hits = store.text_search(kb_id, [phrase], RARE_NODES + 1, inside_words=in_bigrams(query))
         if len(hits) <= RARE_NODES:
             found += [node_id for node_id, _ in hits if allowed is None or node_id in allowed]
     return list(dict.fromkeys(found))
@@ -454,7 +455,9 @@ def fused_candidates(
     candidates = {node_id: NodeCandidate(node_id, score, vector_rank=rank) for rank, (node_id, score) in enumerate(hits)}
     for node_id in pinned:
         candidates.setdefault(node_id, NodeCandidate(node_id, float("nan")))
-    text_hits = store.text_search(kb_id, text_phrases(query), fusion.text_candidates)
+    text_hits = store.text_search(
+        kb_id, text_phrases(query), fusion.text_candidates, inside_words=in_bigrams(query)
+    )
     for rank, (node_id, score) in enumerate(hit for hit in text_hits if allowed is None or hit[0] in allowed):
         candidate = candidates.setdefault(node_id, NodeCandidate(node_id, float("nan")))
         candidate.text_score, candidate.text_rank = score, rank

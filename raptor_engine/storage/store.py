@@ -41,6 +41,7 @@ from .text_index import (
     TEXT_INDEX,
     index_node_ids,
     rebuild_text_index,
+    substring_search,
     text_index_problems,
     unindex_nodes,
 )
@@ -603,12 +604,21 @@ class Store(MessageStoreMixin):
 
     # -- the full-text index -------------------------------------------------------------------
 
-    def text_search(self, kb_id: int, phrases: list[str], limit: int) -> list[tuple[int, float]]:
+    def text_search(
+        self, kb_id: int, phrases: list[str], limit: int, *, inside_words: bool = False
+    ) -> list[tuple[int, float]]:
         """Nodes of a knowledge base holding any of the phrases, best BM25 first: (id, score), the score
         positive and larger for a better match. Each phrase is matched as written (quoted for FTS5), so
-        'E-4012' matches the tokens 'e 4012' in that order and no phrase is read as FTS5 syntax."""
+        'E-4012' matches the tokens 'e 4012' in that order and no phrase is read as FTS5 syntax.
+        `inside_words` (a question in Chinese, Japanese or Korean) matches the phrases inside the text
+        instead, where FTS5's tokens would hide them (`substring_search`)."""
+        if limit <= 0:
+            return []
+        if inside_words:
+            found = substring_search(self.db, kb_id, [p for p in phrases if any(ch.isalnum() for ch in p)])
+            return sorted(found.items(), key=lambda hit: (-hit[1], hit[0]))[:limit]
         quoted = [f'"{p.replace(chr(34), chr(34) * 2)}"' for p in phrases if any(ch.isalnum() for ch in p)]
-        if not quoted or limit <= 0:
+        if not quoted:
             return []
         rows = self.db.execute(
             f"SELECT n.id, -bm25({TEXT_INDEX}) FROM {TEXT_INDEX} JOIN nodes n ON n.id = {TEXT_INDEX}.rowid "
