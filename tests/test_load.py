@@ -112,6 +112,28 @@ def test_utf8_bom_and_utf16_bom_are_decoded():
     )
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_byte_order_mark_is_decoded(encoding):
+    """Some Windows tools save UTF-16 with no BOM: its zero high bytes were read as binary data."""
+    text = "The harbour master logged every ship.\nThe storm came in March, café closed."
+    assert load_document("log.txt", text.encode(encoding)).text == text
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        bytes(range(256)) * 8,  # binary with zero bytes here and there
+        b"\x01\x00\x02\x00\x03\x00" * 500,  # zeros at one parity, but the 'text' is control characters
+        b"\x00" * 4000,
+        "odd length".encode("utf-16-le") + b"A",
+    ],
+    ids=["binary", "controls", "zeros", "odd length"],
+)
+def test_zero_bytes_that_are_not_utf16_text_are_still_binary(data):
+    with pytest.raises(IngestError, match="contains binary data, not text"):
+        load_document("blob.txt", data)
+
+
 def test_markdown_headings_make_sections_with_paths():
     source = (
         "# Harbour Light\n\nIntro paragraph.\n\n## Keepers\n\nThomas kept it.\n\n### Wages\n\nTen pounds.\n\n"

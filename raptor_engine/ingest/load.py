@@ -368,19 +368,25 @@ def _looks_binary(sample: bytes) -> bool:
     return controls / len(sample) > BINARY_CHAR_RATIO
 
 
+BOMLESS_UTF16_ZEROS = 0.9  # the share of zero high bytes that reads as UTF-16 without a byte-order mark
+
+
 def _decode_text(name: str, data: bytes, declared: str | None = None) -> str:
-    """Decode UTF-8 (with or without BOM) or UTF-16 with a BOM; refuse binary and other encodings, but
-    for bytes that are not UTF-8, the encoding the file itself `declared` (an HTML page's <meta>)."""
+    """Decode UTF-8 (with or without BOM) or UTF-16 (with a BOM, or without one when its zero high bytes
+    show it); refuse binary and other encodings, but for bytes that are not UTF-8, the encoding the file
+    itself `declared` (an HTML page's <meta>)."""
     if data.startswith(b"\xef\xbb\xbf"):
         encoding, payload = "utf-8", data[3:]
     elif data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16: the same first bytes
         encoding, payload = "utf-32", data
     elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
         encoding, payload = "utf-16", data
+    elif b"\x00" in data:
+        encoding, payload = _bomless_utf16(data) or ("", b"")
+        if not encoding:
+            raise IngestError(name, "contains binary data, not text.")
     else:
         encoding, payload = "utf-8", data
-        if b"\x00" in data:
-            raise IngestError(name, "contains binary data, not text.")
     try:
         text = payload.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -398,6 +404,19 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> str:
     if text and len(_SUSPICIOUS_CHARS.findall(text)) / len(text) > BINARY_CHAR_RATIO:
         raise IngestError(name, "contains binary data, not text.")
     return text
+
+
+def _bomless_utf16(data: bytes) -> tuple[str, bytes] | None:
+    """(the UTF-16 byte order, data) for UTF-16 saved without a byte-order mark, as some Windows tools
+    write it: text in a Latin script then has a zero in nine bytes of ten at one parity (its high
+    bytes); None for anything else holding zero bytes (binary data)."""
+    sample = data[:65536]
+    if len(data) % 2 or len(sample) < 2:
+        return None
+    for encoding, high_bytes in (("utf-16-le", sample[1::2]), ("utf-16-be", sample[0::2])):
+        if high_bytes.count(0) >= BOMLESS_UTF16_ZEROS * len(high_bytes):
+            return encoding, data
+    return None
 
 
 def _decoded_as(data: bytes, encoding: str) -> str | None:
