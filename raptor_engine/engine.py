@@ -53,6 +53,7 @@ from .query.smalltalk import (
     SOURCES_CHANGED,
     Act,
     documents_reply,
+    names_nothing,
     same_answer,
     small_talk_act,
     sources_reply,
@@ -1350,6 +1351,8 @@ class Engine:
         if act is not None:
             return await asyncio.to_thread(self._small_talk_answer, kb, question, act, mode, budget)
         asked, history = await asyncio.to_thread(_conversation, question, history or [])
+        if not history and names_nothing(asked):
+            return await asyncio.to_thread(self._small_talk_answer, kb, question, Act.VAGUE, mode, budget)
         answerer = self.answerer
         query = await answerer.condense(asked, history) if history else asked
         context = await asyncio.to_thread(self._question_context, kb, query, mode, budget, layers, documents)
