@@ -60,7 +60,7 @@ from .query.smalltalk import (
     strip_small_talk,
     without_small_talk,
 )
-from .query.support import SupportCheck, SupportIndex, check_answer, label_citations
+from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
 from .storage.index import IndexManager
 from .storage.llm_cache import SummaryCache
 from .storage.message_store import MessageDocumentWrite
@@ -1373,6 +1373,7 @@ class Engine:
             prompt_tokens=draft.prompt_tokens,
             completion_tokens=draft.completion_tokens,
             note=draft.note,
+            answered=not says_not_answered(text),
         )
         if check is not None:
             _add_support(answer, check)
