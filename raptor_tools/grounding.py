@@ -87,6 +87,14 @@ def row(
     }
 
 
+def unanswerable(question: EvalQuestion) -> bool:
+    """A question its own document does not answer: QASPER marks it by its type, or by the reference
+    "Unanswerable"."""
+    return question.question_type == "unanswerable" or any(
+        a.strip().lower() == "unanswerable" for a in question.answers
+    )
+
+
 def partner(doc_ids: list[str], doc_id: str, step: int = 1) -> str | None:
     """Another document of the same list, `step` places on (None when there is no other)."""
     if len(doc_ids) < 2:
@@ -98,7 +106,7 @@ async def collect_set(evaldata: Path, name: str, other: str, cache_root: Path, b
     """The rows of one set's questions: against their own document, another of the set, and one of
     `other` (a different set), each of the question's split."""
     eval_set, foreign = load_eval_set(evaldata / name), load_eval_set(evaldata / other)
-    questions = [q for q in eval_set.questions if q.answers or q.question_type == "unanswerable"]
+    questions = [q for q in eval_set.questions if q.answers or unanswerable(q)]
     rows: list[dict[str, Any]] = []
     for target, documents in ((eval_set, eval_set.documents), (foreign, foreign.documents)):
         settings = dataclasses.replace(base, data_dir=cache_root / target.name)
@@ -112,7 +120,7 @@ async def collect_set(evaldata: Path, name: str, other: str, cache_root: Path, b
             for q in questions:
                 split = split_of(name, q.doc_id)
                 if target is eval_set:
-                    pairs = [("own" if q.answers and q.question_type != "unanswerable" else "unanswerable", q.doc_id)]
+                    pairs = [("unanswerable" if unanswerable(q) else "own", q.doc_id)]
                     pairs.append(("same_set", partner(by_split[split], q.doc_id)))
                 else:
                     ids = by_split[split]

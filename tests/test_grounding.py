@@ -21,6 +21,7 @@ from raptor_engine.query.grounding import (
 )
 from raptor_engine.query.ranker import load_ranker
 from raptor_tools import grounding as tool
+from raptor_tools.evaluate import EvalQuestion
 from tests.test_answer_ranking import context
 from tests.unhurried import unhurried_settings
 
@@ -156,3 +157,14 @@ def test_the_report_counts_each_kind_of_row_against_the_previous_rule():
     assert tool.previous_rule(weak) is Grounding.CLOSEST
     assert tool.previous_rule([0.5] * N) is Grounding.ANSWERED
     assert "| all sets | positive | 40 |" in tool.render(list(found.values()))
+
+
+@pytest.mark.parametrize(
+    ("answers", "question_type", "expected"),
+    [(("Unanswerable",), "free_form", True), ((), "unanswerable", True), (("BERT",), "free_form", False)],
+)
+def test_a_question_its_document_does_not_answer_is_a_negative(answers, question_type, expected):
+    question = EvalQuestion("q1", "d1", "Which corpus?", answers, question_type=question_type)
+    assert tool.unanswerable(question) is expected
+    row = {"kind": "unanswerable" if expected else "own", "recall": 1.0}
+    assert tool.label(row) == (0 if expected else 1)
