@@ -69,10 +69,12 @@ def row(
     engine: Engine, answerer: ExtractiveAnswerer, kb: str, question: EvalQuestion, kind: str, split: str, set_name: str
 ) -> dict[str, Any] | None:
     """One question asked against one tree: its features, and how much of the reference the quotes hold."""
+    if not judged(question.question):
+        return None
     context = engine.retrieve(kb, question.question, budget=BUDGET)
     nodes = neutralise_context(context.nodes)
     features = answerer.grounding_features(question.question, nodes)
-    if features is None or not judged(question.question):
+    if features is None:
         return None
     quotes = quoted_text(answerer._answer_sync(question.question, nodes, []).text)
     recall = metrics.best_over(question.answers, metrics.rouge1_recall, quotes) if question.answers else 0.0
@@ -95,11 +97,11 @@ def unanswerable(question: EvalQuestion) -> bool:
     )
 
 
-def partner(doc_ids: list[str], doc_id: str, step: int = 1) -> str | None:
-    """Another document of the same list, `step` places on (None when there is no other)."""
+def partner(doc_ids: list[str], doc_id: str) -> str | None:
+    """The next document of the same list, the first after the last (None when there is no other)."""
     if len(doc_ids) < 2:
         return None
-    return doc_ids[(doc_ids.index(doc_id) + step) % len(doc_ids)]
+    return doc_ids[(doc_ids.index(doc_id) + 1) % len(doc_ids)]
 
 
 async def collect_set(evaldata: Path, name: str, other: str, cache_root: Path, base: Settings) -> list[dict[str, Any]]:

@@ -168,3 +168,9 @@ def test_a_question_its_document_does_not_answer_is_a_negative(answers, question
     assert tool.unanswerable(question) is expected
     row = {"kind": "unanswerable" if expected else "own", "recall": 1.0}
     assert tool.label(row) == (0 if expected else 1)
+
+
+def test_a_negative_is_asked_of_another_document_and_the_choice_is_stable():
+    assert tool.partner(["a", "b", "c"], "a") == "b" and tool.partner(["a", "b", "c"], "c") == "a"
+    assert tool.partner(["a"], "a") is None  # a split with one document has no same-set negative
+    assert tool.hash_index("qasper_leval00_q03", 5) == tool.hash_index("qasper_leval00_q03", 5) < 5
