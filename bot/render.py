@@ -20,7 +20,7 @@ from typing import Any
 import discord
 
 from raptor_engine.query.answer import MARKER, describe_documents, neutralise_markers
-from raptor_engine.query.support import MATCHED, describe_support
+from raptor_engine.query.support import MATCHED, describe_support, sources_title
 from raptor_engine.types import Answer, Citation, ContextNode, MessageRef, pages_label
 
 CONTENT_LIMIT = 2000
@@ -249,7 +249,7 @@ def sources_embeds(answer: Answer) -> list[discord.Embed]:
     descriptions = split_text("\n".join(lines), DESCRIPTION_LIMIT)
     embeds = []
     for i, description in enumerate(descriptions):
-        title = "Sources" if i == 0 else "Sources (continued)"
+        title = sources_title(answer) if i == 0 else f"{sources_title(answer)} (continued)"
         embeds.append(discord.Embed(title=title, description=description, colour=SOURCES_COLOUR))
     embeds[-1].set_footer(text=context_footer(answer))
     return embeds

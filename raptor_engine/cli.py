@@ -26,7 +26,7 @@ from .errors import RaptorError, damaged_store, is_damaged_database, storage_fai
 from .ingest.load import read_local_file
 from .plugins import load_plugins
 from .query.answer import describe_documents
-from .query.support import MATCHED, describe_support
+from .query.support import MATCHED, describe_support, sources_title
 from .storage.archive import export_space, import_space
 from .storage.records import DocumentInfo
 from .storage.spaces import DB_NAME, space_dir
@@ -486,7 +486,7 @@ def _print_answer(answer: Answer, shown: TerminalAnswer | None = None) -> None:
     if not answer.has_context:
         return  # a reply to 'thanks!' or 'hello': nothing was searched or cited
     click.echo()
-    click.secho("Sources", bold=True)
+    click.secho(sources_title(answer), bold=True)
     for c in answer.citations:
         where = []
         if c.layer == 0:

@@ -53,13 +53,14 @@ from .query.smalltalk import (
     SOURCES_CHANGED,
     Act,
     documents_reply,
+    names_nothing,
     same_answer,
     small_talk_act,
     sources_reply,
     strip_small_talk,
     without_small_talk,
 )
-from .query.support import SupportCheck, SupportIndex, check_answer, label_citations
+from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
 from .storage.index import IndexManager
 from .storage.llm_cache import SummaryCache
 from .storage.message_store import MessageDocumentWrite
@@ -1350,6 +1351,8 @@ class Engine:
         if act is not None:
             return await asyncio.to_thread(self._small_talk_answer, kb, question, act, mode, budget)
         asked, history = await asyncio.to_thread(_conversation, question, history or [])
+        if not history and names_nothing(asked):
+            return await asyncio.to_thread(self._small_talk_answer, kb, question, Act.VAGUE, mode, budget)
         answerer = self.answerer
         query = await answerer.condense(asked, history) if history else asked
         context = await asyncio.to_thread(self._question_context, kb, query, mode, budget, layers, documents)
@@ -1370,6 +1373,7 @@ class Engine:
             prompt_tokens=draft.prompt_tokens,
             completion_tokens=draft.completion_tokens,
             note=draft.note,
+            answered=not says_not_answered(text),
         )
         if check is not None:
             _add_support(answer, check)

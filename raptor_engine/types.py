@@ -282,6 +282,9 @@ class Answer:
     checked: bool = False
     unsupported: list[str] = field(default_factory=list)  # sentences nothing in the context supports
     wrong_citations: list[WrongCitation] = field(default_factory=list)
+    # False when the answer says the documents do not answer the question: the extractive answer's lead
+    # line ("the closest passages are:"), or a model's reply opening so (query/support.py, says_not_answered)
+    answered: bool = True
 
     @property
     def has_context(self) -> bool:
@@ -299,6 +302,7 @@ class Answer:
             "query": self.query,
             "rewritten": self.rewritten,
             "answer": self.text,
+            "answered": self.answered,
             "citations": [c.to_dict() for c in self.citations],
             "context": {
                 "mode": self.context.mode,

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 import raptor_engine.cli as cli_module
 from raptor_engine.engine import Engine
+from raptor_engine.query.smalltalk import REPLIES, Act
 from tests.sample_texts import BEEKEEPING, RAILWAY
 
 
@@ -158,6 +159,13 @@ def test_chat_answers_a_follow_up_as_the_question_it_stands_for(run, files):
     assert "Wren" in result.output.split(searched, 1)[1]
     asked = json.loads(run("ask", "Who led the passengers to safety?", "--kb", "t", "--json").output)
     assert asked["query"] == asked["question"] and asked["rewritten"] is False
+
+
+def test_ask_with_a_question_that_names_nothing_asks_for_something_specific(run, files):
+    railway, _, _ = files
+    assert run("ingest", str(railway), "--kb", "t", "--quiet").exit_code == 0
+    result = run("ask", "what is the?", "--kb", "t")
+    assert result.exit_code == 0 and result.output.strip() == REPLIES[Act.VAGUE], result.output
 
 
 def test_chat_answers_thanks_with_a_line_and_the_next_follow_up_leans_on_the_question(run, files):

@@ -7,8 +7,10 @@ import pytest
 
 from raptor_engine.engine import EmptyKnowledgeBaseError, Engine
 from raptor_engine.query.smalltalk import (
+    REPLIES,
     SOURCES_CHANGED,
     Act,
+    names_nothing,
     small_talk_act,
     strip_small_talk,
     without_small_talk,
@@ -154,6 +156,39 @@ async def test_the_engine_replies_to_small_talk_without_searching_and_follow_ups
         for question in ("Кто хранитель архива?", "档案馆的管理员是谁？", "1985"):  # searched, however written
             asked = await engine.ask("kb", question)
             assert asked.has_context and asked.citations, question
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("question", ["what is the?", "Who is he?", "why?", "what about them?!", "the the the"])
+def test_questions_made_only_of_words_that_name_nothing_are_recognised(question):
+    assert names_nothing(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What is this about?", "1985", "who won?", "Кто хранитель?", "档案馆的管理员是谁？", "E-4012", "summarise"],
+)
+def test_a_question_naming_anything_or_asking_about_the_whole_is_searched(question):
+    assert not names_nothing(question)
+
+
+async def test_a_question_that_names_nothing_asks_for_something_specific_unless_it_follows_an_answer(
+    tmp_path, embedder
+):
+    """ "what is the?" got three confident quotes picked by nothing in particular; after an answer,
+    "why?" is a follow-up the conversation gives words to."""
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        await engine.ingest("kb", "archive.md", ARCHIVE.encode())
+        for question in ("what is the?", "ok, who was it?", "Why?"):
+            vague = await engine.ask("kb", question)
+            assert vague.text == REPLIES[Act.VAGUE], question
+            assert not vague.has_context and vague.citations == [], question
+        first = await engine.ask("kb", "Who was appointed keeper of the archive in 1962?")
+        history = [Turn("user", first.question), Turn("assistant", first.text)]
+        follow_up = await engine.ask("kb", "why?", history=history)
+        assert follow_up.has_context and follow_up.citations
     finally:
         engine.close()
 

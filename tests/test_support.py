@@ -19,12 +19,15 @@ from raptor_engine.query.support import (
     CITED,
     EXEMPT,
     MATCHED,
+    NOT_ANSWERED,
+    NOT_ANSWERED_SOURCES,
     UNSUPPORTED,
     UNSUPPORTED_MARK,
     SupportIndex,
     check_answer,
     claim_text,
     describe_support,
+    says_not_answered,
     spelled_numbers,
     states_something,
 )
@@ -314,3 +317,45 @@ def test_ask_json_and_the_printed_sources_say_matched_and_count_the_unsupported(
     assert "1 sentence not found in the documents" in printed
     sources = printed.split("Sources", 1)[1]
     assert sources.count("matched") == len(out["citations"])
+
+
+@pytest.mark.parametrize(
+    ("text", "not_answered"),
+    [
+        (f"{NOT_ANSWERED}. The closest block says the river rose in 1903 [1].", True),
+        ("The context does not say who built the bridge.", True),
+        ("I cannot find that in the documents.", True),
+        ("Nothing in the documents clearly answers this; the closest passages are:\n- \u201cx\u201d [1]", True),
+        ("The documents say nothing about this; the nearest passages are:\n- \u201cx\u201d [1]", True),
+        ("No stationmaster but Tobias Wren is named in the documents [1].", False),  # it cites: it answers
+        ("Tobias Wren led them [1]. Nothing else is known.", False),
+        ("From the documents:\n- \u201cThe river rose.\u201d [1]", False),
+    ],
+)
+def test_an_answer_that_says_the_documents_do_not_answer_is_recognised(text, not_answered):
+    assert says_not_answered(text) is not_answered
+
+
+async def test_a_model_saying_the_documents_do_not_answer_is_an_unanswered_answer(railway_engine):
+    """The prompt asks for a fixed opening when the blocks do not answer; the engine marks the answer
+    unanswered (the CLI and the bot then title its passages the closest, not its sources)."""
+    engine, server = railway_engine
+    server.responder = answering(f"{NOT_ANSWERED}. In October 1903 the river Merrow rose eight feet in a single night [1].")
+    answer = await engine.ask("t", "Who won the 1998 World Cup?")
+    system = server.requests[-1].messages[0]["content"]
+    assert f'begin your reply with the sentence "{NOT_ANSWERED}."' in system
+    assert NOT_ANSWERED in server.requests[-1].messages[-1]["content"]
+    assert not answer.answered and answer.to_dict()["answered"] is False
+    assert answer.unsupported == []  # saying so is not a claim to check
+    server.responder = answering(FROM_THE_DOCUMENT)
+    assert (await engine.ask("t", "What happened in the flood?")).answered
+
+
+def test_the_cli_titles_an_unanswered_answers_passages_the_closest(llm):  # noqa: F811
+    server, data = llm
+    server.responder = answering(f"{NOT_ANSWERED}. In October 1903 the river Merrow rose eight feet in a single night [1].")
+    printed = CliRunner().invoke(cli_module.cli, [*data, "ask", "Who won the 1998 World Cup?", "--kb", "t"]).output
+    assert NOT_ANSWERED_SOURCES in printed and "\nSources\n" not in printed
+    server.responder = answering(FROM_THE_DOCUMENT)
+    printed = CliRunner().invoke(cli_module.cli, [*data, "ask", "What happened in the flood?", "--kb", "t"]).output
+    assert "\nSources\n" in printed and NOT_ANSWERED_SOURCES not in printed

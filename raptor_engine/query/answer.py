@@ -49,6 +49,7 @@ from .followup import (
     standalone_question,
     subject_terms,
 )
+from .grounding import Grounding, GroundingModel, load_grounding
 from .ranker import CITATION_BRACKET, HAS_DIGIT, SENTENCE_FEATURES, Ranker, document_kind
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
@@ -60,8 +61,8 @@ SHORT_MIN_WORDS, SHORT_MIN_TERMS = 3, 2  # ...unless two of three carry content 
 NOTHING_FOUND = "The documents hold nothing that answers this question."
 FOUND = "From the documents:"
 WEAK_MATCH = "Nothing in the documents clearly answers this; the closest passages are:"
-WEAK_SIMILARITY = 0.35  # below this, with none of the question's terms, a quote is only the closest
-# (a Chinese, Japanese or Korean question's quote, at any similarity: the default embedder is English-trained)
+NOTHING_RELATED = "The documents say nothing about this; the nearest passages are:"
+LEADS = {Grounding.ANSWERED: FOUND, Grounding.CLOSEST: WEAK_MATCH, Grounding.NOTHING: NOTHING_RELATED}
 
 # Ranking (see ExtractiveAnswerer); similarities are cosines of normalised embeddings.
 EMBED_WEIGHT = 0.6
@@ -657,6 +658,39 @@ def sentence_features(
     return rows
 
 
+@dataclass
+class _Quoted:
+    """What the extractive answer quotes, and what it was chosen from."""
+
+    rewrite: Rewrite
+    thematic: bool
+    candidates: list[_Candidate]
+    picked: list[_Candidate]  # best first; never empty when the context has a quotable sentence
+
+
+def grounding_features(
+    question: str, candidates: list[_Candidate], picked: list[_Candidate], context: list[ContextNode]
+) -> list[float]:
+    """GROUNDING_FEATURES (grounding.py) of a question's quotes, from what ranking already computed:
+    the candidates' cosines (`similarity`) and weighted term shares (`lexical`), their terms."""
+    similarities = sorted(c.similarity for c in candidates)
+    asked = question_terms(question)
+    quoted = set().union(*(c.terms for c in picked))
+    held = set().union(*(c.terms for c in candidates))
+    pinned = {stem(t) for name in names_in(question) for t in content_terms(name)}
+    pinned |= set(re.findall(r"\d+", question))
+    return [
+        picked[0].similarity,
+        similarities[-1],
+        similarities[len(similarities) // 2],
+        picked[0].lexical,
+        len(asked & quoted) / len(asked) if asked else 1.0,
+        len(asked & held) / len(asked) if asked else 1.0,
+        len(pinned - held) / len(pinned) if pinned else 0.0,
+        max(node.score for node in context),
+    ]
+
+
 class ExtractiveAnswerer:
     """Quotes the context sentences that best answer the question, each with its block's [n].
 
@@ -666,13 +700,21 @@ class ExtractiveAnswerer:
     sentences the last answer already quoted are pushed down. 'Who/what was X?' prefers sentences
     that say what X is, 'when did X end/start?' the year of an ending/start. Thematic questions
     ('what is this about?', 'central theme') prefer the sentences closest to the summaries' centre,
-    the higher layers' first, and get THEME_QUOTES of them in reading order. When the best quote shares no term with the question and is not similar to it,
-    the answer says it only found the closest passages.
+    the higher layers' first, and get THEME_QUOTES of them in reading order. The first line says
+    whether the quotes answer (FOUND), are only the closest passages (WEAK_MATCH) or are about
+    something else (NOTHING_RELATED), as the grounding model (grounding.py) reads the question, the
+    quotes and the context; the quotes are the same whatever it says.
     """
 
     name = "extractive"
 
-    def __init__(self, embedder: Embedder, quotes: int = QUOTES, ranker: Ranker | None = None):
+    def __init__(
+        self,
+        embedder: Embedder,
+        quotes: int = QUOTES,
+        ranker: Ranker | None = None,
+        grounding: GroundingModel | None = None,
+    ):
         """With a `ranker` (the shipped one: `load_ranker()`), its sentence model orders the quotes of
         a standalone question that is not about the whole (it was fitted on such questions); a
         follow-up, a question about the whole, or any question without a ranker is ranked by the hand
@@ -680,12 +722,24 @@ class ExtractiveAnswerer:
         self.embedder = embedder
         self.quotes = quotes
         self.ranker = ranker
+        self.grounding = grounding or load_grounding()
         self.sentence_vectors = SentenceVectors(embedder)
 
     def _answer_sync(self, question: str, context: list[ContextNode], history: list[Turn]) -> AnswerDraft:
+        quoted = self._quotes(question, context, history)
+        if quoted is None:
+            return AnswerDraft(NOTHING_FOUND)
+        picked = [_with_next_sentence(c, quoted.picked) for c in quoted.picked]
+        lines = "\n".join(f"- \u201c{c.text}\u201d [{c.position}]" for c in picked)
+        lead = LEADS[self._grounding(quoted, context)]
+        return AnswerDraft(f"{lead}\n{lines}", pages=_quoted_pages(picked))
+
+    def _quotes(self, question: str, context: list[ContextNode], history: list[Turn]) -> _Quoted | None:
+        """The sentences to quote, best first (a thematic answer's in reading order), each as ranked,
+        before a short one is joined to its neighbour; None when the context has nothing quotable."""
         candidates = _candidates(context)
         if not candidates:
-            return AnswerDraft(NOTHING_FOUND)
+            return None
         rewrite = split_standalone(question)
         thematic = bool(THEMATIC.search(rewrite.core))
         follow_up = bool(rewrite.context)
@@ -698,6 +752,8 @@ class ExtractiveAnswerer:
         )
         if thematic:
             picked = self._pick_spread(candidates, max(self.quotes, THEME_QUOTES))
+            # what a text is about reads best in the text's own order: its opening first
+            picked.sort(key=_reading_order)
         else:
             # the repeat penalty was chosen with the blend: only where the model orders the quotes
             penalty = self.ranker.blend.repeat_penalty if self.ranker is not None and not follow_up else 0.0
@@ -709,18 +765,29 @@ class ExtractiveAnswerer:
                 penalty,
             )
             picked = [candidates[i] for i in order]
-        if thematic:
-            # what a text is about reads best in the text's own order: its opening first
-            picked.sort(key=_reading_order)
-        picked = [_with_next_sentence(c, picked) for c in picked]
-        lines = "\n".join(f"- \u201c{c.text}\u201d [{c.position}]" for c in picked)
-        weak = (
-            not thematic
-            and bool(subject_terms(rewrite.core))
-            and picked[0].lexical == 0
-            and (picked[0].similarity < WEAK_SIMILARITY or in_bigrams(rewrite.core))
-        )
-        return AnswerDraft(f"{WEAK_MATCH if weak else FOUND}\n{lines}", pages=_quoted_pages(picked))
+        return _Quoted(rewrite, thematic, candidates, picked)
+
+    def _grounding(self, quoted: _Quoted, context: list[ContextNode]) -> Grounding:
+        """Whether the quotes answer: a question about the whole, or one that names nothing of its own
+        (a bare "why?" after an answer), is answered by what it gets; any other is judged by the
+        grounding model. A Chinese, Japanese or Korean question whose first quote shares none of its
+        terms gets the closest passages at best (the model was fitted on English questions, and the
+        default embedder is English-trained)."""
+        core = quoted.rewrite.core
+        if quoted.thematic or not subject_terms(core):
+            return Grounding.ANSWERED
+        verdict = self.grounding.verdict(grounding_features(core, quoted.candidates, quoted.picked, context))
+        if verdict is Grounding.ANSWERED and in_bigrams(core) and quoted.picked[0].lexical == 0:
+            return Grounding.CLOSEST
+        return verdict
+
+    def grounding_features(self, question: str, context: list[ContextNode]) -> list[float] | None:
+        """The grounding model's features for a question without history, as answering computes them
+        (what `python -m raptor_tools.grounding` fits the model on); None when nothing is quotable."""
+        quoted = self._quotes(question, context, [])
+        if quoted is None:
+            return None
+        return grounding_features(quoted.rewrite.core, quoted.candidates, quoted.picked, context)
 
     def _similarities(
         self, rewrite: Rewrite, candidates: list[_Candidate], conversation_names: set[str]

@@ -17,6 +17,7 @@ import re
 import unicodedata
 from enum import Enum
 
+from ..ingest.sentences import THEMATIC, content_terms
 from ..types import Citation, Turn
 
 
@@ -31,6 +32,7 @@ class Act(Enum):
     FAREWELL = "farewell"
     DOCUMENTS = "documents"  # "what documents do you have?": answered with the list, not by searching
     SOURCES = "sources"  # "where does it say that?": where the last answer's quotes come from
+    VAGUE = "vague"  # "what is the?", "who is he?" with no conversation before it: nothing to look for
 
 
 REPLIES = {  # DOCUMENTS has none: the engine lists the documents
@@ -38,6 +40,8 @@ REPLIES = {  # DOCUMENTS has none: the engine lists the documents
     "passage it quotes.",  # 'where does it say that?' before any answer
     Act.UNCLEAR: "I didn't catch a question there: ask me about something in the documents, "
     "for example a name, a date or an event, or “what is this about?”.",
+    Act.VAGUE: "Your question names nothing to look for: ask about something specific in the documents, "
+    "for example a name, a date or an event.",
     Act.ACKNOWLEDGE: "Ask me another question about the documents whenever you like.",
     Act.GREET: "Hello! Ask me anything about the documents here, for example “what is this about?” "
     "or a question about a name, a date or an event.",
@@ -359,6 +363,14 @@ def small_talk_act(message: str) -> Act | None:
     if not acts:
         return None
     return max(acts, key=lambda act: list(Act).index(act))
+
+
+def names_nothing(question: str) -> bool:
+    """A question with no content word and no number that is not about the whole text: "what is the?",
+    "who is he?", "why?". Searched, any three sentences would do as well as any other; after an answer
+    it is a follow-up ("why?") and the conversation names what it asks about, so the engine asks this
+    only of a question with no conversation before it."""
+    return not content_terms(question) and not THEMATIC.search(question)
 
 
 def documents_reply(names: list[str], shown: int = 20) -> str:

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ingest.sentences import content_terms, sentences_of, stem, strip_bullet, words
-from ..types import Citation, ContextNode, WrongCitation
-from .answer import MARKER, SentenceVectors
+from ..types import Answer, Citation, ContextNode, WrongCitation
+from .answer import MARKER, NOTHING_FOUND, NOTHING_RELATED, WEAK_MATCH, SentenceVectors
 
 # Chosen by `python -m raptor_tools.support_threshold` on ../shared/evaldata (docs/HOW_IT_WORKS.md has the table).
 EMBED_SHARE = 0.4  # weight of the embedding cosine; the rest is the lexical share
@@ -169,6 +169,25 @@ def states_something(text: str) -> bool:
     if stripped.endswith(("?", ":")) or _NO_ANSWER.search(text):
         return False
     return len(words(text)) >= MIN_CLAIM_WORDS and len(content_terms(text)) >= MIN_CLAIM_TERMS
+
+
+# How a model begins a reply the context does not answer (llm.ANSWER_SYSTEM asks for it).
+NOT_ANSWERED = "The documents do not answer this"
+# The first sentence of an answer, up to its end (a marker after the full stop is part of it).
+_FIRST_SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+(?:\s*\[\d{1,4}\])*|$)")
+
+
+def says_not_answered(text: str) -> bool:
+    """Whether an answer says the documents do not answer the question: the extractive answer's lead
+    line for the closest passages or for nothing about it, or a reply whose first sentence says the
+    context lacks the answer ("The documents do not answer this.", "The context does not say who ...")
+    and cites nothing. A first sentence that cites a block ("No keeper but Kittow is named [1].")
+    answers."""
+    if text.startswith((WEAK_MATCH, NOTHING_RELATED, NOTHING_FOUND)):
+        return True
+    first = _FIRST_SENTENCE.match(text.lstrip())
+    sentence = first.group(0) if first else ""
+    return bool(_NO_ANSWER.search(sentence)) and not MARKER.search(sentence)
 
 
 @dataclass(frozen=True)
@@ -407,3 +426,12 @@ def describe_support(unsupported: int, wrong: int) -> str:
             f"{'' if wrong == 1 else 's'}"
         )
     return ("; ".join(parts) + ".") if parts else ""
+
+
+NOT_ANSWERED_SOURCES = "Closest passages (they do not answer the question)"
+
+
+def sources_title(answer: Answer) -> str:
+    """The heading over an answer's cited passages, in the CLI and the bot: "Sources", or, when the
+    answer says the documents do not answer the question, that what is listed is only the closest."""
+    return "Sources" if answer.answered else NOT_ANSWERED_SOURCES

@@ -13,6 +13,7 @@ import pytest
 from bot.kb import kb_name
 from raptor_engine.ingest.chunk import split_sentences
 from raptor_engine.llm import OpenAIAnswerer
+from raptor_engine.query.smalltalk import REPLIES, Act
 from raptor_engine.types import AnswerDraft
 from tests.bot.conftest import CHAN_A, GUILD, custom_ids, text_of
 from tests.bot.test_bot_flows import add_doc, ask, sources_of
@@ -331,6 +332,19 @@ async def test_thanks_in_a_thread_gets_a_plain_reply_inside_the_cooldown_and_is_
     history = await h.bot.services.state.history(GUILD, thread)
     assert [t.content for t in history][-2:] == ["thanks!", reply["content"]]
     assert not [m for m in h.fake.channel_messages(thread) if m["embeds"]]
+
+
+@pytest.mark.parametrize("question", ["what is the?", "Who is he?"])
+async def test_a_question_that_names_nothing_asks_for_something_specific_without_searching(harness, question):
+    h = harness
+    await add_doc(h, "archive.md", ARCHIVE)
+    token = h.ask(question)
+    replies = await h.replies_done(
+        token, lambda r: any(REPLIES[Act.VAGUE] in text_of(m) for m in r), what="the request for something specific"
+    )
+    await h.finished(token)
+    assert not any(m.get("embeds") or custom_ids(m) for m in replies)  # no sources: nothing was searched
+    assert not list(h.bot.get_guild(GUILD).threads)
 
 
 async def test_hello_with_ask_gets_a_greeting_and_opens_no_thread(harness):

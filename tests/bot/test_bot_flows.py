@@ -13,6 +13,7 @@ import pytest
 from bot.kb import kb_name
 from bot.render import human_time
 from raptor_engine.errors import BackendError
+from raptor_engine.query.support import NOT_ANSWERED_SOURCES
 from raptor_engine.tree.summarize import ExtractiveSummarizer
 from raptor_engine.types import AnswerDraft
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
@@ -62,7 +63,7 @@ def sources_of(replies: list[dict]) -> str:
         e.get("description") or ""
         for m in replies
         for e in m.get("embeds") or []
-        if e.get("title", "").startswith("Sources")
+        if e.get("title", "").startswith(("Sources", NOT_ANSWERED_SOURCES))
     )
 
 

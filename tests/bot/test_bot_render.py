@@ -18,6 +18,7 @@ from bot.render import (
     sources_embeds,
     split_text,
 )
+from raptor_engine.query.support import NOT_ANSWERED_SOURCES
 from raptor_engine.types import Answer, Citation, ContextNode, MessageRef, RetrievedContext, WrongCitation
 
 
@@ -186,3 +187,13 @@ def test_sources_say_which_citations_were_matched_and_which_markers_do_not_suppo
     assert blocks[0].splitlines()[0].endswith("· **cited**") and blocks[1].splitlines()[0].endswith(
         "· **matched**"
     )
+
+
+def test_the_sources_of_an_answer_the_documents_do_not_give_are_titled_the_closest_passages():
+    """An answer that says the documents do not answer (the extractive lead line, or a model's reply)
+    must not present its passages as the sources of an answer."""
+    answered = make_answer("Answer [1].", citations=1)
+    assert sources_embeds(answered)[0].title == "Sources"
+    unanswered = make_answer("The documents do not answer this. The closest block is about oil [1].", citations=1)
+    unanswered.answered = False
+    assert sources_embeds(unanswered)[0].title == NOT_ANSWERED_SOURCES
