@@ -14,6 +14,7 @@ from raptor_engine.query.answer import (
     ExtractiveAnswerer,
     _candidates,
     _quoted_before,
+    _with_next_sentence,
     context_speakers,
     named_speakers,
     topic_terms,
@@ -36,7 +37,9 @@ Industrial Designer: The battery could be a lithium one that lasts for years wit
 
 
 def _node(text: str, node_id: int = 1, layer: int = 0, heading: tuple[str, ...] = ()) -> ContextNode:
-    return ContextNode(node_id, layer, "meeting.txt", 0.5, text, 60, 1, heading=heading, start=0, end=len(text))
+    return ContextNode(
+        node_id, layer, "meeting.txt", 0.5, text, 60, 1, heading=heading, start=0, end=len(text)
+    )
 
 
 def _answer(embedder, question: str, context: list[ContextNode]) -> list[str]:
@@ -48,7 +51,10 @@ def _answer(embedder, question: str, context: list[ContextNode]) -> list[str]:
 
 def test_a_turn_without_a_full_stop_is_not_glued_to_the_next_turn():
     spans = [MEETING[a:b] for a, b in split_sentences(MEETING)]
-    assert "User Interface: Um I think the the buttons should be big , so it's easy to find them in the dark" in spans
+    assert (
+        "User Interface: Um I think the the buttons should be big , so it's easy to find them in the dark"
+        in spans
+    )
     assert "Project Manager: Yeah ." in spans
 
 
@@ -68,13 +74,19 @@ def test_prose_and_a_papers_labelled_paragraphs_are_not_turns():
     prose = "The keeper climbed the stair\nNote: the lamp was lit at dusk.\nHe slept after midnight."
     assert turns(prose) == []
     # a wrapped line of prose goes on across the newline, as it did before turns were read
-    assert [prose[a:b] for a, b in split_sentences(prose)][0] == "The keeper climbed the stair\nNote: the lamp was lit at dusk."
+    assert [prose[a:b] for a, b in split_sentences(prose)][
+        0
+    ] == "The keeper climbed the stair\nNote: the lamp was lit at dusk."
 
 
 def test_fillers_are_fillers_and_statements_are_not():
     for filler in ("Mm-hmm .", "Yeah , okay .", "Um .", "'Kay .", "Mm 'kay um .", "Right . Yeah ."):
         assert is_filler(filler), filler
-    for statement in ("Um I think the buttons should be big .", "The price is right .", "Yeah , twenty-five euros ."):
+    for statement in (
+        "Um I think the buttons should be big .",
+        "The price is right .",
+        "Yeah , twenty-five euros .",
+    ):
         assert not is_filler(statement), statement
 
 
@@ -88,8 +100,10 @@ def _chunks(text: str, max_tokens: int = 30):
 
 def test_a_chunk_ends_at_a_turn_and_is_headed_by_its_speaker_when_it_holds_one_turn():
     chunks = _chunks(MEETING)
-    assert all(c.text.split(":")[0] in {"Project Manager", "Marketing", "User Interface", "Industrial Designer"}
-               for c in chunks)  # every chunk opens with a turn: the turns fit the budget
+    assert all(
+        c.text.split(":")[0] in {"Project Manager", "Marketing", "User Interface", "Industrial Designer"}
+        for c in chunks
+    )  # every chunk opens with a turn: the turns fit the budget
     single = [c for c in chunks if c.text.count("\n") == 0]
     assert single and all(c.heading == (c.text.split(":")[0],) for c in single)
 
@@ -98,7 +112,9 @@ def test_a_chunk_opening_inside_a_long_turn_is_headed_by_that_turns_speaker():
     long_turn = "Project Manager: " + " ".join(f"We discussed item {i} at length ." for i in range(12))
     text = f"{long_turn}\nMarketing: The price should be twenty-five euros .\nUser Interface: Agreed .\nMarketing: Good ."
     chunks = _chunks(text, max_tokens=25)
-    inside = [c for c in chunks if not c.text.startswith(("Project Manager:", "Marketing:", "User Interface:"))]
+    inside = [
+        c for c in chunks if not c.text.startswith(("Project Manager:", "Marketing:", "User Interface:"))
+    ]
     assert inside and all(c.heading[-1] == "Project Manager" for c in inside)
 
 
@@ -115,7 +131,9 @@ def test_no_filler_is_a_candidate_and_each_candidate_knows_its_speaker():
     assert candidates and not any(is_filler(c.text) for c in candidates)
     by_text = {c.text: c.speaker for c in candidates}
     assert by_text["Um well this is the kick-off meeting for our our project ."] == "Project Manager"
-    assert by_text["And I think the case should be made of rubber so it survives being dropped ."] == "Marketing"
+    assert (
+        by_text["And I think the case should be made of rubber so it survives being dropped ."] == "Marketing"
+    )
     assert all(not c.text.startswith(("Marketing:", "Project Manager:")) for c in candidates)
 
 
@@ -203,3 +221,51 @@ def test_the_qmsum_fixture_splits_into_turns_with_a_speaker_for_every_leaf_candi
     candidates = _candidates(context)
     assert candidates and all(c.speaker for c in candidates)
     assert not any(is_filler(c.text) for c in candidates)
+
+
+# ------------------------------------------------------------------------------ subtitle exports, prose
+
+
+SRT = """1
+00:00:01,000 --> 00:00:04,000
+SPEAKER_01: So the budget for the new bridge is fixed at two million euros
+
+2
+00:00:04,500 --> 00:00:07,000
+SPEAKER_02: Agreed , but the timeline for the bridge is not fixed yet
+
+3
+00:00:07,500 --> 00:00:09,000
+SPEAKER_01: Then we move the opening of the bridge to May next year
+"""
+
+
+def test_an_srt_export_reads_as_turns_and_its_cue_lines_are_never_quoted():
+    assert [who for _, who in turns(SRT)] == ["SPEAKER_01", "SPEAKER_02", "SPEAKER_01"]
+    candidates = _candidates([_node(SRT)])
+    assert [(c.speaker, c.text.split()[0]) for c in candidates] == [
+        ("SPEAKER_01", "So"),
+        ("SPEAKER_02", "Agreed"),
+        ("SPEAKER_01", "Then"),
+    ]
+    vtt = SRT.replace(",", ".").replace("1\n00", "WEBVTT\n\n00", 1)
+    assert [who for _, who in turns(vtt)] == ["SPEAKER_01", "SPEAKER_02", "SPEAKER_01"]
+
+
+def test_a_storys_short_line_of_dialogue_is_still_quoted_with_the_next_one():
+    story = 'Evelyn\'s heart skipped a beat when the captain named the ship. "Indeed?" she said at last.'
+    candidate = next(c for c in _candidates([_node(story)]) if c.text.startswith("Evelyn"))
+    assert candidate.speaker is None and not candidate.transcript
+    short = next(c for c in _candidates([_node('Evelyn\'s heart skipped a beat. "Indeed?" she said.')]))
+    assert _with_next_sentence(short, [short]).text == 'Evelyn\'s heart skipped a beat. "Indeed?" she said.'
+
+
+def test_a_transcripts_short_turn_is_never_joined_to_a_filler_or_the_next_turn():
+    for text in (
+        "Marketing: The price is fixed now . Yeah , okay .\nProject Manager: Right , the buttons are next .",
+        "Marketing: The price is fixed now .\nProject Manager: Right , the buttons are next .",
+    ):
+        short = next(
+            c for c in _candidates([_node(text), _node(MEETING, 2)]) if c.text.startswith("The price is")
+        )
+        assert _with_next_sentence(short, [short]).text == "The price is fixed now ."

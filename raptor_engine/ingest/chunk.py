@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..types import Chunk, LoadedDocument, Section
 from .budget import CHECK_EVERY, checked, checkpoint
-from .transcript import turns
+from .transcript import speaker_of, spoken_lines, turns
 
 log = logging.getLogger(__name__)
 
@@ -496,10 +496,10 @@ def _opening_speakers(
     speaker, so the speaker of its first lines, which carry no label, is still known."""
     if not spoken:
         return chunks
-    opening = {start for start, _ in spoken}
     out = []
     for (a, b), count, heading in chunks:
-        speaker = None if a in opening else _speaker_at(spoken, a)
+        lines = spoken_lines(text[a:b])  # a subtitle cue's number and timing lines say nothing
+        speaker = None if not lines or speaker_of(lines[0][1]) else _speaker_at(spoken, a)
         if speaker and heading[-1:] != (speaker,):
             heading = (*heading, speaker)
         out.append(((a, b), count, heading))

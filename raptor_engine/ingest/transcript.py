@@ -64,12 +64,18 @@ def label_end(line: str) -> int:
     return match.end() if match is not None and speaker_of(line) is not None else 0
 
 
-def _lines(text: str) -> list[tuple[int, str]]:
-    """Each non-blank line of `text`, leading blanks removed, with its offset."""
+# A subtitle export's lines around its cues (WebVTT, SRT): the header, a cue's number, its timing line.
+_CUE_LINE = re.compile(rf"(?:WEBVTT\b.*|\d+|{_TIME}\s*-->\s*{_TIME}.*)\s*")
+
+
+def spoken_lines(text: str) -> list[tuple[int, str]]:
+    """Each line of `text` that holds words, leading blanks removed, with its offset: not blank, and not
+    a subtitle cue's number or timing line ("12", "00:01:02,500 --> 00:01:04,000"), so an SRT or WebVTT
+    export's turns count as a plain transcript's."""
     found, start = [], 0
     for line in text.split("\n"):
         kept = line.lstrip()
-        if kept:
+        if kept and not _CUE_LINE.fullmatch(kept):
             found.append((start + len(line) - len(kept), kept))
         start += len(line) + 1
     return found
@@ -80,7 +86,7 @@ def turns(text: str) -> list[tuple[int, str]]:
     (`reads_as_turns`); else empty."""
     if text.count(":") < TURN_LINES:  # most prose is skipped at C speed
         return []
-    lines = _lines(text)
+    lines = spoken_lines(text)
     found = [(start, who) for start, line in lines if (who := speaker_of(line)) is not None]
     return found if reads_as_turns([who for _, who in found], len(lines), TURN_LINES) else []
 
@@ -90,7 +96,9 @@ def reads_as_turns(speakers: list[str], lines: int, least: int) -> bool:
     least `least` of them, at least half of the lines, and speakers taking turns (at most one more speaker
     than half the labelled lines), so a paper's run of "Encoder: ...", "Decoder: ...", "Attention: ..."
     labels, each used once, is not read as speakers."""
-    return len(speakers) >= least and 2 * len(speakers) >= lines and 2 * len(set(speakers)) <= len(speakers) + 2
+    return (
+        len(speakers) >= least and 2 * len(speakers) >= lines and 2 * len(set(speakers)) <= len(speakers) + 2
+    )
 
 
 def is_filler(text: str) -> bool:

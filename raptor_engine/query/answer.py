@@ -38,7 +38,7 @@ from ..ingest.sentences import (
     word_count,
     words,
 )
-from ..ingest.transcript import STAMP, is_filler, label_end, reads_as_turns, speaker_of
+from ..ingest.transcript import STAMP, is_filler, label_end, reads_as_turns, speaker_of, spoken_lines
 from ..tree.embed import Embedder
 from ..types import AnswerDraft, Citation, ContextNode, Turn
 from .followup import (
@@ -392,8 +392,8 @@ def context_speakers(context: list[ContextNode]) -> frozenset[str]:
     """The speakers of a context that reads as a transcript (its nodes' lines open with speakers' labels,
     `transcript.speaker_of`, as `transcript.reads_as_turns` asks, at least TRANSCRIPT_LINES of them);
     empty for any other."""
-    lines = [line for node in context for line in node.text.split("\n") if line.strip()]
-    named = [who for line in lines if (who := speaker_of(line.lstrip())) is not None]
+    lines = [line for node in context for _, line in spoken_lines(node.text)]
+    named = [who for line in lines if (who := speaker_of(line)) is not None]
     return frozenset(named) if reads_as_turns(named, len(lines), TRANSCRIPT_LINES) else frozenset()
 
 
