@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from raptor_engine import Engine, Settings
 from raptor_engine.ingest.chunk import chunk_document, split_sentences
 from raptor_engine.ingest.transcript import is_filler, speaker_of, turns
 from raptor_engine.query.answer import (
@@ -269,3 +270,19 @@ def test_a_transcripts_short_turn_is_never_joined_to_a_filler_or_the_next_turn()
             c for c in _candidates([_node(text), _node(MEETING, 2)]) if c.text.startswith("The price is")
         )
         assert _with_next_sentence(short, [short]).text == "The price is fixed now ."
+
+
+# ------------------------------------------------------------------------------------- end to end
+
+
+async def test_an_uploaded_transcript_is_answered_with_its_speakers(tmp_path, embedder):
+    document = json.loads((FIXTURE / "documents.jsonl").read_text().splitlines()[0])
+    engine = Engine(Settings.from_env(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        await engine.ingest("kb", "ES2008a.txt", document["doc_text"].encode(), added_by="alice")
+        answer = await engine.ask("kb", "What did Industrial Designer propose about the remote control?")
+    finally:
+        engine.close()
+    quotes = QUOTE.findall(answer.text)
+    assert quotes and quotes[0].startswith("Industrial Designer: ")
+    assert not any(is_filler(q.split(": ", 1)[-1]) for q in quotes)

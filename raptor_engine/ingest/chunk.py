@@ -482,7 +482,8 @@ def _turn_runs(
     starts = [start for start, _ in spoken]
     out: list[tuple[int, int, tuple[str, ...]]] = []
     for start, end, heading in runs:
-        cuts = [start, *(s for s in starts if start < s < end), end]
+        inside = starts[bisect.bisect_right(starts, start) : bisect.bisect_left(starts, end)]
+        cuts = [start, *inside, end]
         for a, b in zip(cuts, cuts[1:], strict=False):
             speaker = _speaker_at(spoken, a)
             out.append((a, b, (*heading, speaker) if speaker else heading))

@@ -343,11 +343,12 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
     held = NewSentences()
     found: list[_Candidate] = []
     speakers = context_speakers(context)
+    labels = _labels(speakers) if speakers else None
     order = sorted(enumerate(context, start=1), key=lambda item: (item[1].layer, item[0]))
     for position, node in order:
         header: list[str] | None = None  # the first row of the table being read, if any
         for whole in sentences_of(node.text):
-            for sentence, speaker in _spoken(node, whole, speakers):
+            for sentence, speaker in _spoken(node, whole, speakers, labels):
                 cells = table_cells(sentence.text)
                 if cells is not None:
                     header, text = _table_row(cells, header)
@@ -438,16 +439,18 @@ def _labels(speakers: frozenset[str]) -> re.Pattern[str]:
     return re.compile(rf"(?<!\S)(?:{STAMP}[ \t]+)?(?P<speaker>{names})(?:[ \t]+{STAMP})?[ \t]*:[ \t]+(?=\S)")
 
 
-def _spoken(node: ContextNode, sentence: Sentence, speakers: frozenset[str]) -> list[tuple[Sentence, str | None]]:
+def _spoken(
+    node: ContextNode, sentence: Sentence, speakers: frozenset[str], labels: re.Pattern[str] | None
+) -> list[tuple[Sentence, str | None]]:
     """A sentence of a transcript's node as the turns it holds, each without its speaker's label and with
     the speaker: the label before it in the sentence, else (a leaf, whose lines are turns) its line's,
     else for a leaf's first line the speaker the chunker headed the leaf with. A summary's sentence
     without a label of its own has no known speaker (its line glues several turns). Any other text's
-    sentence is returned as it is."""
-    if not speakers:
+    sentence is returned as it is. `labels` is `_labels(speakers)`."""
+    if not speakers or labels is None:
         return [(sentence, None)]
     text = node.text
-    cuts = [m.start() for m in _labels(speakers).finditer(text, sentence.start, sentence.end)]
+    cuts = [m.start() for m in labels.finditer(text, sentence.start, sentence.end)]
     bounds = [sentence.start, *(c for c in cuts if c > sentence.start), sentence.end]
     pieces: list[tuple[Sentence, str | None]] = []
     for start, end in zip(bounds, bounds[1:], strict=False):
