@@ -186,6 +186,20 @@ def test_a_summary_of_one_topic_quotes_that_topic_and_a_whole_meeting_summary_na
     assert not any(is_filler(q.split(": ", 1)[-1]) for q in quotes)
 
 
+def test_what_a_meeting_discussed_is_a_summary_question_but_not_in_prose(embedder):
+    from raptor_engine.query.answer import QUOTES
+
+    quotes = _answer(embedder, "What did the group discuss about the remote control?", [_node(MEETING)])
+    assert len(quotes) > QUOTES  # the thematic answer: up to five quotes, in reading order
+    prose = (
+        "The committee met on Monday in the town hall. It discussed the price of the new bridge at length. "
+        "The engineer said the bridge would cost two million. The mayor wanted a cheaper design of the bridge. "
+        "The treasurer asked for a second estimate of the cost. The vote on the bridge was put off to May. "
+        "Nobody discussed the new road that evening."
+    )
+    assert len(_answer(embedder, "What did the committee discuss about the bridge?", [_node(prose)])) <= QUOTES
+
+
 def test_a_follow_up_knows_a_quote_shown_with_its_speaker():
     answer = "From the documents:\n- \u201cMarketing: The price should be twenty-five euros .\u201d [1]"
     quoted = _quoted_before([Turn("user", "What about the price?"), Turn("assistant", answer)])
