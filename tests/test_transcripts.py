@@ -168,6 +168,12 @@ def test_a_question_naming_a_speaker_prefers_that_speakers_turns(embedder):
     question = "What did the Industrial Designer think about the remote control?"
     assert named_speakers(question, context_speakers([_node(MEETING)])) == {"Industrial Designer"}
     assert named_speakers("What did Smith say?", frozenset({"Mr. Smith", "Ms. Jones"})) == {"Mr. Smith"}
+    committee = frozenset({"Lynne Neagle AM", "Kirsty Williams AM", "Mr. Smith"})
+    assert named_speakers("What did Lynne Neagle ask the minister?", committee) == {"Lynne Neagle AM"}
+    assert named_speakers("What did Williams say about funding?", committee) == {"Kirsty Williams AM"}
+    assert named_speakers("What did the committee decide?", committee) == frozenset()
+    grads = frozenset({"Grad F", "Grad A", "Professor B"})
+    assert named_speakers("What did Grad F suggest about the features?", grads) == {"Grad F"}
     # both speak of the price: the one the question names comes first
     assert _answer(embedder, "What did Project Manager say about the price?", [_node(MEETING)])[0].startswith(
         "Project Manager: So we keep the price"

@@ -400,13 +400,17 @@ def context_speakers(context: list[ContextNode]) -> frozenset[str]:
 
 def named_speakers(question: str, speakers: frozenset[str]) -> frozenset[str]:
     """The speakers a question names: by their whole label ("What did Marketing think ...?", "User
-    Interface's opinions"), or a "Mr. Smith" by the surname alone ("What did Smith say?"). A label of one
-    word must be written as the label is ("Marketing", not the 'marketing plan' a question asks about)."""
+    Interface's opinions"), without a title after the name ("Lynne Neagle" of "Lynne Neagle AM"), or by
+    the surname alone ("What did Smith say?" for "Mr. Smith"). A label of one word must be written as the
+    label is ("Marketing", not the 'marketing plan' a question asks about)."""
     found = set()
     for speaker in speakers:
-        names = [speaker]
-        surname = speaker.split()[-1]
-        if len(speaker.split()) > 1 and surname[:1].isupper() and surname[1:].islower() and len(surname) > 2:
+        parts = speaker.split()
+        while len(parts) > 1 and parts[-1].isupper() and len(parts[-1]) > 1:  # "AM", "MP" after a name (not "Grad F")
+            parts.pop()
+        names = [speaker, " ".join(parts)]
+        surname = parts[-1]
+        if len(parts) > 1 and surname[:1].isupper() and surname[1:].islower() and len(surname) > 2:
             names.append(surname)
         for name in names:
             flags = re.IGNORECASE if len(name.split()) > 1 else 0
