@@ -43,7 +43,7 @@ BACKCHANNEL = DISFLUENCIES | frozenset(
     fine excellent thanks thank you i mean know see oh wow really true exactly indeed totally absolutely
     gosh god dear sorry hello hi bye anyway actually just then now there it that's that so-so""".split()
 )
-_TOKEN = re.compile(r"[^\W_](?:[\w'\u2019-]*[^\W_])?|'kay", re.UNICODE)
+_TOKEN = re.compile(r"[^\W_](?:[\w'\u2019-]*[^\W_])?|'[kK]ay")
 
 
 def speaker_of(line: str) -> str | None:
@@ -103,11 +103,9 @@ def reads_as_turns(speakers: list[str], lines: int, least: int) -> bool:
 
 def is_filler(text: str) -> bool:
     """Whether a sentence is only backchannel and disfluency ("Mm-hmm .", "Yeah , okay .", "Um ."):
-    nothing a quote or a summary should carry."""
-    tokens = _TOKEN.findall(text.lower())
-    return all(token.replace("\u2019", "'") in BACKCHANNEL for token in tokens)
-
-
-def content_words(text: str) -> int:
-    """Words of `text` that are not disfluencies ("um", "uh", "mm-hmm")."""
-    return sum(token not in DISFLUENCIES for token in _TOKEN.findall(text.lower()))
+    nothing a quote or a summary should carry. Read word by word, so most sentences are decided by
+    their first word."""
+    for token in _TOKEN.finditer(text):
+        if token.group().lower().replace("\u2019", "'") not in BACKCHANNEL:
+            return False
+    return True
