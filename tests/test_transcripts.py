@@ -203,7 +203,9 @@ def test_what_a_meeting_discussed_is_a_summary_question_but_not_in_prose(embedde
         "The treasurer asked for a second estimate of the cost. The vote on the bridge was put off to May. "
         "Nobody discussed the new road that evening."
     )
-    assert len(_answer(embedder, "What did the committee discuss about the bridge?", [_node(prose)])) <= QUOTES
+    assert (
+        len(_answer(embedder, "What did the committee discuss about the bridge?", [_node(prose)])) <= QUOTES
+    )
 
 
 def test_a_follow_up_knows_a_quote_shown_with_its_speaker():
@@ -271,6 +273,27 @@ def test_an_srt_export_reads_as_turns_and_its_cue_lines_are_never_quoted():
     ]
     vtt = SRT.replace(",", ".").replace("1\n00", "WEBVTT\n\n00", 1)
     assert [who for _, who in turns(vtt)] == ["SPEAKER_01", "SPEAKER_02", "SPEAKER_01"]
+
+
+def test_webvtt_voice_tags_are_speakers_and_never_part_of_a_quote():
+    vtt = (
+        "WEBVTT\n\n00:00:01.000 --> 00:00:04.000\n<v Roger Bingham>We are in New York and the budget is fixed</v>\n\n"
+        "00:00:04.000 --> 00:00:06.000\n<v.loud Neil Tyson>The timeline for the bridge is not fixed yet</v>\n\n"
+        "00:00:06.000 --> 00:00:08.000\n<v Roger Bingham>Then we move the opening of the bridge to May</v>\n"
+    )
+    assert [who for _, who in turns(vtt)] == ["Roger Bingham", "Neil Tyson", "Roger Bingham"]
+    candidates = _candidates([_node(vtt)])
+    assert [c.shown for c in candidates] == [
+        "Roger Bingham: We are in New York and the budget is fixed",
+        "Neil Tyson: The timeline for the bridge is not fixed yet",
+        "Roger Bingham: Then we move the opening of the bridge to May",
+    ]
+    summary = "<v Roger Bingham>The budget is fixed at two million euros.</v> <v Neil Tyson>The timeline is not fixed.</v>"
+    shown = {c.shown for c in _candidates([_node(summary, 9, layer=1), _node(vtt, 2)]) if c.node.node_id == 9}
+    assert shown == {
+        "Roger Bingham: The budget is fixed at two million euros.",
+        "Neil Tyson: The timeline is not fixed.",
+    }
 
 
 def test_a_storys_short_line_of_dialogue_is_still_quoted_with_the_next_one():

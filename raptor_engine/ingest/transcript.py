@@ -24,6 +24,9 @@ SPEAKER_LABEL = re.compile(
     rf"[ \t]*(?:{STAMP}[ \t]+)?(?P<speaker>(?:{_HONORIFIC})?{_LABEL_WORD}(?:[ \t]+(?:{_LABEL_WORD}|\d+)){{0,3}})"
     rf"(?:[ \t]+{STAMP})?[ \t]*:[ \t]+(?=\S)"
 )
+# A WebVTT cue's voice tag, as Teams and others export a speaker: "<v Roger Bingham>We are in New York"
+VOICE_TAG = re.compile(r"[ \t]*<v(?:\.[\w.-]+)*[ \t]+(?P<speaker>[^<>\n]{1,60}?)[ \t]*>[ \t]*(?=\S)")
+VOICE_END = "</v>"
 MAX_LABEL_CHARS = 40
 # Words that open a labelled line of prose, not a speaker ("Note: ...", "Table 2: ...", "Answer: ...").
 NOT_SPEAKERS = frozenset(
@@ -46,9 +49,14 @@ BACKCHANNEL = DISFLUENCIES | frozenset(
 _TOKEN = re.compile(r"[^\W_](?:[\w'\u2019-]*[^\W_])?|'[kK]ay")
 
 
+def _label(line: str) -> re.Match[str] | None:
+    """The speaker's label opening `line`: "Name: " or a WebVTT voice tag ("<v Roger Bingham>")."""
+    return SPEAKER_LABEL.match(line) or VOICE_TAG.match(line)
+
+
 def speaker_of(line: str) -> str | None:
     """The speaker whose label opens `line` ("Project Manager" of "Project Manager: Okay ."), or None."""
-    match = SPEAKER_LABEL.match(line)
+    match = _label(line)
     if match is None:
         return None
     speaker = " ".join(match.group("speaker").split())
@@ -60,7 +68,7 @@ def speaker_of(line: str) -> str | None:
 
 def label_end(line: str) -> int:
     """Where the text after a speaker's label begins in `line` (0 when no label opens it)."""
-    match = SPEAKER_LABEL.match(line)
+    match = _label(line)
     return match.end() if match is not None and speaker_of(line) is not None else 0
 
 

@@ -38,7 +38,15 @@ from ..ingest.sentences import (
     word_count,
     words,
 )
-from ..ingest.transcript import STAMP, is_filler, label_end, reads_as_turns, speaker_of, spoken_lines
+from ..ingest.transcript import (
+    STAMP,
+    VOICE_END,
+    is_filler,
+    label_end,
+    reads_as_turns,
+    speaker_of,
+    spoken_lines,
+)
 from ..tree.embed import Embedder
 from ..types import AnswerDraft, Citation, ContextNode, Turn
 from .followup import (
@@ -440,7 +448,10 @@ def _labels(speakers: frozenset[str]) -> re.Pattern[str]:
     """A known speaker's label anywhere in a line ("..., Industrial Designer: Alima ."): a summary copies
     several turns' sentences into one line."""
     names = "|".join(re.escape(name) for name in sorted(speakers, key=len, reverse=True))
-    return re.compile(rf"(?<!\S)(?:{STAMP}[ \t]+)?(?P<speaker>{names})(?:[ \t]+{STAMP})?[ \t]*:[ \t]+(?=\S)")
+    return re.compile(
+        rf"(?<!\S)(?:{STAMP}[ \t]+)?(?:{names})(?:[ \t]+{STAMP})?[ \t]*:[ \t]+(?=\S)"
+        rf"|<v(?:\.[\w.-]+)*[ \t]+(?:{names})[ \t]*>"
+    )
 
 
 def _spoken(
@@ -466,7 +477,7 @@ def _spoken(
             speaker = speaker_of(text[line_start : line_start + MAX_LABEL_SEARCH].lstrip())
             if speaker is None and line_start == 0 and node.heading[-1:] and node.heading[-1] in speakers:
                 speaker = node.heading[-1]
-        piece = " ".join(raw[label:].split())
+        piece = " ".join(raw[label:].replace(VOICE_END, " ").split())
         if piece:
             pieces.append((Sentence(start + label, start + len(raw), piece, sentence_key(piece)), speaker))
     return pieces
