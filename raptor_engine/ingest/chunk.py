@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ..types import Chunk, LoadedDocument, Section
 from .budget import CHECK_EVERY, checked, checkpoint
+from .transcript import speaker_of, spoken_lines, turns
 
 log = logging.getLogger(__name__)
 
@@ -262,7 +263,8 @@ def split_sentences(text: str) -> list[Span]:
     Ends at . ! ? and ellipses (with any closing quotes or brackets), except after abbreviations, initials
     and list numbers; decimals never match because a terminator must be followed by whitespace. Chinese and
     Japanese full stops (。！？) end one with no space after. Blank lines, and newlines around headings, list
-    items and table rows, are boundaries too.
+    items and table rows, are boundaries too, and so is the start of each speaker's turn in a transcript
+    (`transcript.turns`: a turn line often ends without a full stop).
     """
     return list(_remembered_spans(text))
 
@@ -271,7 +273,10 @@ def split_sentences(text: str) -> list[Span]:
 def _remembered_spans(text: str) -> tuple[Span, ...]:
     """`split_sentences`' spans, remembered by text: a node is split for its stored sentences and again for
     its layer's summaries (the second split cost ~0.5 CPU s of a 100k-token ingest)."""
-    return tuple(_trimmed_spans(text, _terminator_cuts(text) + _full_stop_cuts(text) + _newline_cuts(text)))
+    turn_cuts = [start for start, _ in turns(text)]
+    return tuple(
+        _trimmed_spans(text, _terminator_cuts(text) + _full_stop_cuts(text) + _newline_cuts(text) + turn_cuts)
+    )
 
 
 # ------------------------------------------------------------------------------------------ token counting
@@ -459,6 +464,49 @@ def _heading_runs(doc: LoadedDocument) -> list[tuple[int, int, tuple[str, ...]]]
     return runs
 
 
+def _speaker_at(spoken: list[tuple[int, str]], offset: int) -> str | None:
+    """Who speaks at `offset` of a transcript: the speaker of the last turn opening at or before it."""
+    position = bisect.bisect_right([start for start, _ in spoken], offset) - 1
+    return spoken[position][1] if position >= 0 else None
+
+
+def _turn_runs(
+    text: str, runs: list[tuple[int, int, tuple[str, ...]]]
+) -> tuple[list[tuple[int, int, tuple[str, ...]]], list[tuple[int, str]]]:
+    """A transcript's runs cut at each speaker's turn, the speaker added to the turn's heading path, and
+    the turns (`transcript.turns`); other text's runs as they are. So a chunk ends at a turn where it can
+    (a turn is packed like a section), and a chunk within one turn is headed by its speaker."""
+    spoken = turns(text)
+    if not spoken:
+        return runs, spoken
+    starts = [start for start, _ in spoken]
+    out: list[tuple[int, int, tuple[str, ...]]] = []
+    for start, end, heading in runs:
+        inside = starts[bisect.bisect_right(starts, start) : bisect.bisect_left(starts, end)]
+        cuts = [start, *inside, end]
+        for a, b in zip(cuts, cuts[1:], strict=False):
+            speaker = _speaker_at(spoken, a)
+            out.append((a, b, (*heading, speaker) if speaker else heading))
+    return out, spoken
+
+
+def _opening_speakers(
+    text: str, chunks: list[tuple[Span, int, tuple[str, ...]]], spoken: list[tuple[int, str]]
+) -> list[tuple[Span, int, tuple[str, ...]]]:
+    """A transcript's chunk that opens inside a turn (a long turn's second part) is headed by that turn's
+    speaker, so the speaker of its first lines, which carry no label, is still known."""
+    if not spoken:
+        return chunks
+    out = []
+    for (a, b), count, heading in chunks:
+        lines = spoken_lines(text[a:b])  # a subtitle cue's number and timing lines say nothing
+        speaker = None if not lines or speaker_of(lines[0][1]) else _speaker_at(spoken, a)
+        if speaker and heading[-1:] != (speaker,):
+            heading = (*heading, speaker)
+        out.append(((a, b), count, heading))
+    return out
+
+
 def _page_at(sections: list[Section], starts: list[int], offset: int) -> int | None:
     position = bisect.bisect_right(starts, offset) - 1
     return sections[position].page if position >= 0 else None
@@ -495,7 +543,7 @@ def chunk_document(
         raise ValueError(f"chunk limit must be at least one character, got {max_chars}")
     limits = _Limits(limit, _NO_CHAR_LIMIT if max_chars is None else max_chars)
 
-    runs = _heading_runs(doc)
+    runs, spoken = _turn_runs(doc.text, _heading_runs(doc))
     run_sentences = [
         [(a + start, b + start) for a, b in split_sentences(doc.text[start:end])] for start, end, _ in runs
     ]
@@ -513,7 +561,7 @@ def chunk_document(
                 (piece, count, heading, None if i else section) for i, (piece, count) in enumerate(fitted)
             ]
 
-    chunks = _verified(doc.text, _pack(items, limits), limits, counter)
+    chunks = _opening_speakers(doc.text, _verified(doc.text, _pack(items, limits), limits, counter), spoken)
     starts = [s.start for s in doc.sections]
     result = [
         Chunk(

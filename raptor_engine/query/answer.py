@@ -38,10 +38,20 @@ from ..ingest.sentences import (
     word_count,
     words,
 )
+from ..ingest.transcript import (
+    STAMP,
+    VOICE_END,
+    is_filler,
+    label_end,
+    reads_as_turns,
+    speaker_of,
+    spoken_lines,
+)
 from ..tree.embed import Embedder
 from ..types import AnswerDraft, Citation, ContextNode, Turn
 from .followup import (
     MAX_TURN_CHARS,
+    WHOLE_TEXT_VOCABULARY,
     Rewrite,
     names_in,
     quotes_in,
@@ -88,6 +98,23 @@ THEME_CENTRALITY = 0.6  # cosine to the mean of the context's sentences
 SUMMARY_BONUS = 0.1  # for the top layer of the context, less for lower ones
 OPENING_BONUS = 0.15  # a document's opening usually says what it is about
 OPENING_CHARS = 1500
+# Transcripts (a context of speaker turns: `context_speakers`)
+SPEAKER_BONUS = 0.2  # a sentence of the speaker the question names ("What did Marketing think ...?")
+# A summary question about one topic ("Summarize the discussion about use cases", "... User Interface's
+# opinions towards the object"): the topic, not the meeting's centre, says which turns answer it.
+TOPIC_SIMILARITY, TOPIC_LEXICAL, TOPIC_CENTRALITY = 0.5, 0.3, 0.2
+# A question about a meeting's discussion ("What did the group discuss about the object?", "What were
+# the views on the price?") asks for a summary of it, as "Summarize the discussion about ..." does.
+DISCUSSION = re.compile(
+    r"\b(?:discuss(?:ed|es|ing|ion|ions)?|talk(?:ed|s)? about|debated?|opinions?|views? (?:on|of|about))\b",
+    re.IGNORECASE,
+)
+# What a summary question about a meeting says without naming a topic
+MEETING_VOCABULARY = frozenset(
+    """meeting meetings discussion discussions discuss discussed discussing conversation session call
+    transcript minutes group team everyone opinion opinions view views decision decisions decide decided
+    talk talked propose proposed proposal proposals think thought towards toward regarding""".split()
+)
 _NUMBER_WORDS = (
     r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
     r"hundred|thousand|million|dozen|once|twice|half|several|every"
@@ -304,36 +331,52 @@ class _Candidate:
     score: float = 0.0
     similarity: float = 0.0  # cosine to the (rewritten) question
     lexical: float = 0.0  # weighted share of the question's terms it holds
+    speaker: str | None = None  # in a transcript, who said it (its label is not part of `text`)
+    transcript: bool = False  # it comes from a context of speaker turns (`context_speakers`)
 
     @property
     def key(self) -> str:
         return sentence_key(self.text)
 
+    @property
+    def shown(self) -> str:
+        """What the answer quotes: the text, after its speaker's label in a transcript ("Marketing: ...")."""
+        return f"{self.speaker}: {self.text}" if self.speaker else self.text
+
 
 def _candidates(context: list[ContextNode]) -> list[_Candidate]:
     """Quotable sentences, each once: no headings, title lines or bare labels, no second copy of a
-    sentence (a leaf's copy is kept over a summary's, for its page), none cut short with an ellipsis."""
+    sentence (a leaf's copy is kept over a summary's, for its page), none cut short with an ellipsis,
+    none only filler ("Mm-hmm .", "Yeah , okay ."). In a transcript each keeps its speaker apart
+    (`_spoken`)."""
     held = NewSentences()
     found: list[_Candidate] = []
+    speakers = context_speakers(context)
+    labels = _labels(speakers) if speakers else None
     order = sorted(enumerate(context, start=1), key=lambda item: (item[1].layer, item[0]))
     for position, node in order:
         header: list[str] | None = None  # the first row of the table being read, if any
-        for sentence in sentences_of(node.text):
-            cells = table_cells(sentence.text)
-            if cells is not None:
-                header, text = _table_row(cells, header)
-                if text is None:
+        for whole in sentences_of(node.text):
+            for sentence, speaker in _spoken(node, whole, speakers, labels):
+                cells = table_cells(sentence.text)
+                if cells is not None:
+                    header, text = _table_row(cells, header)
+                    if text is None:
+                        continue
+                else:
+                    header = None
+                    text = strip_bullet(sentence.text)
+                    # a speaker's words are never a heading, however short and unpunctuated
+                    heading = speaker is None and is_heading(sentence.text)
+                    if sentence.cut_short or heading or not _says_something(text):
+                        continue
+                if held.is_copy(sentence):
                     continue
-            else:
-                header = None
-                text = strip_bullet(sentence.text)
-                if sentence.cut_short or is_heading(sentence.text) or not _says_something(text):
-                    continue
-            if held.is_copy(sentence):
-                continue
-            held.add([sentence])
-            terms = {stem(t) for t in content_terms(text)}
-            found.append(_Candidate(position, node, sentence, text, terms))
+                held.add([sentence])
+                terms = {stem(t) for t in content_terms(text)}
+                found.append(
+                    _Candidate(position, node, sentence, text, terms, speaker=speaker, transcript=bool(speakers))
+                )
     found.sort(key=lambda c: (c.position, c.sentence.start))
     return found[:MAX_SENTENCES]
 
@@ -343,10 +386,102 @@ def _says_something(text: str) -> bool:
     letters (a terse log line: "Mill7 ground oats.", "The lamp failed."), not "See below.", "It was
     there." or "Thank you all."."""
     count = word_count(text)
+    if is_filler(text):
+        return False
     if count >= MIN_WORDS:
         return True
     lettered = [term for term in content_terms(text) if any(ch.isalpha() for ch in term)]
     return count >= SHORT_MIN_WORDS and len(lettered) >= SHORT_MIN_TERMS
+
+
+MAX_LABEL_SEARCH = 120  # characters of a line read for its speaker's label
+TRANSCRIPT_LINES = 3  # labelled lines a context needs to be read as a transcript (and half of its lines)
+
+
+def context_speakers(context: list[ContextNode]) -> frozenset[str]:
+    """The speakers of a context that reads as a transcript (its nodes' lines open with speakers' labels,
+    `transcript.speaker_of`, as `transcript.reads_as_turns` asks, at least TRANSCRIPT_LINES of them);
+    empty for any other."""
+    lines = [line for node in context for _, line in spoken_lines(node.text)]
+    named = [who for line in lines if (who := speaker_of(line)) is not None]
+    return frozenset(named) if reads_as_turns(named, len(lines), TRANSCRIPT_LINES) else frozenset()
+
+
+def named_speakers(question: str, speakers: frozenset[str]) -> frozenset[str]:
+    """The speakers a question names: by their whole label ("What did Marketing think ...?", "User
+    Interface's opinions"), without a title after the name ("Lynne Neagle" of "Lynne Neagle AM"), or by
+    the surname alone ("What did Smith say?" for "Mr. Smith"). A label of one word must be written as the
+    label is ("Marketing", not the 'marketing plan' a question asks about)."""
+    found = set()
+    for speaker in speakers:
+        parts = speaker.split()
+        while len(parts) > 1 and parts[-1].isupper() and len(parts[-1]) > 1:  # "AM", "MP" after a name (not "Grad F")
+            parts.pop()
+        names = [speaker, " ".join(parts)]
+        surname = parts[-1]
+        if len(parts) > 1 and surname[:1].isupper() and surname[1:].islower() and len(surname) > 2:
+            names.append(surname)
+        for name in names:
+            flags = re.IGNORECASE if len(name.split()) > 1 else 0
+            if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question, flags):
+                found.add(speaker)
+    return frozenset(found)
+
+
+def _times_named(speaker: str, question: str) -> int:
+    """How often the speaker's label stands in the question: 'What did the Marketing recommend when
+    discussing marketing strategy?' names Marketing once as a speaker and once as a topic."""
+    return len(re.findall(rf"(?<!\w){re.escape(speaker)}(?!\w)", question, re.IGNORECASE))
+
+
+def topic_terms(question: str, speakers: frozenset[str]) -> list[str]:
+    """What a summary question about a meeting asks about, beyond the meeting and its speakers: 'use',
+    'cases' of 'Summarize the discussion about use cases'; nothing for 'Summarize the whole meeting'."""
+    named = {
+        word for speaker in named_speakers(question, speakers) if _times_named(speaker, question) == 1
+        for word in words(speaker)
+    }
+    common = WHOLE_TEXT_VOCABULARY | MEETING_VOCABULARY
+    return [t for t in subject_terms(question) if t not in common and t not in named]
+
+
+def _labels(speakers: frozenset[str]) -> re.Pattern[str]:
+    """A known speaker's label anywhere in a line ("..., Industrial Designer: Alima ."): a summary copies
+    several turns' sentences into one line."""
+    names = "|".join(re.escape(name) for name in sorted(speakers, key=len, reverse=True))
+    return re.compile(
+        rf"(?<!\S)(?:{STAMP}[ \t]+)?(?:{names})(?:[ \t]+{STAMP})?[ \t]*:[ \t]+(?=\S)"
+        rf"|<v(?:\.[\w.-]+)*[ \t]+(?:{names})[ \t]*>"
+    )
+
+
+def _spoken(
+    node: ContextNode, sentence: Sentence, speakers: frozenset[str], labels: re.Pattern[str] | None
+) -> list[tuple[Sentence, str | None]]:
+    """A sentence of a transcript's node as the turns it holds, each without its speaker's label and with
+    the speaker: the label before it in the sentence, else (a leaf, whose lines are turns) its line's,
+    else for a leaf's first line the speaker the chunker headed the leaf with. A summary's sentence
+    without a label of its own has no known speaker (its line glues several turns). Any other text's
+    sentence is returned as it is. `labels` is `_labels(speakers)`."""
+    if not speakers or labels is None:
+        return [(sentence, None)]
+    text = node.text
+    cuts = [m.start() for m in labels.finditer(text, sentence.start, sentence.end)]
+    bounds = [sentence.start, *(c for c in cuts if c > sentence.start), sentence.end]
+    pieces: list[tuple[Sentence, str | None]] = []
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        raw = text[start:end].rstrip()
+        label = label_end(raw)
+        speaker = speaker_of(raw) if label else None
+        if speaker is None and node.layer == 0:
+            line_start = text.rfind("\n", 0, start) + 1
+            speaker = speaker_of(text[line_start : line_start + MAX_LABEL_SEARCH].lstrip())
+            if speaker is None and line_start == 0 and node.heading[-1:] and node.heading[-1] in speakers:
+                speaker = node.heading[-1]
+        piece = " ".join(raw[label:].replace(VOICE_END, " ").split())
+        if piece:
+            pieces.append((Sentence(start + label, start + len(raw), piece, sentence_key(piece)), speaker))
+    return pieces
 
 
 def _table_row(cells: list[str], header: list[str] | None) -> tuple[list[str] | None, str | None]:
@@ -369,7 +504,13 @@ def _query_weights(
     conversation already gave count less than what the follow-up itself asks about."""
     weights: dict[str, float] = {}
     numbers = set(re.findall(r"\d+", rewrite.core))
-    terms = subject_terms(rewrite.core) + [t for t in words(rewrite.core) if t in ORDINALS]
+    # in a transcript, a speaker the question names ("What did Project Manager say ...?") says whose
+    # turns, not what about: 'project' is not a term a sentence should hold
+    named = named_speakers(rewrite.core, frozenset(c.speaker for c in candidates if c.speaker))
+    spoken = {word for speaker in named if _times_named(speaker, rewrite.core) == 1 for word in words(speaker)}
+    terms = [
+        t for t in subject_terms(rewrite.core) + [t for t in words(rewrite.core) if t in ORDINALS] if t not in spoken
+    ]
     asked = [t for t in terms if t not in conversation_names]
     for term in terms:
         if term in numbers:
@@ -464,6 +605,7 @@ def _quoted_before(history: list[Turn]) -> set[str]:
     for answer in answers:
         quotes = quotes_in(answer) or [s.text for s in sentences_of(MARKER.sub("", answer))]
         keys.update(sentence_key(q) for q in quotes)
+        keys.update(sentence_key(q[label_end(q) :]) for q in quotes)  # a transcript's quote, without its speaker
     return keys
 
 
@@ -730,7 +872,7 @@ class ExtractiveAnswerer:
         if quoted is None:
             return AnswerDraft(NOTHING_FOUND)
         picked = [_with_next_sentence(c, quoted.picked) for c in quoted.picked]
-        lines = "\n".join(f"- \u201c{c.text}\u201d [{c.position}]" for c in picked)
+        lines = "\n".join(f"- \u201c{c.shown}\u201d [{c.position}]" for c in picked)
         lead = LEADS[self._grounding(quoted, context)]
         return AnswerDraft(f"{lead}\n{lines}", pages=_quoted_pages(picked))
 
@@ -741,7 +883,9 @@ class ExtractiveAnswerer:
         if not candidates:
             return None
         rewrite = split_standalone(question)
-        thematic = bool(THEMATIC.search(rewrite.core))
+        thematic = bool(THEMATIC.search(rewrite.core)) or (
+            any(c.speaker for c in candidates) and bool(DISCUSSION.search(rewrite.core))
+        )
         follow_up = bool(rewrite.context)
         self._score(
             rewrite,
@@ -839,7 +983,7 @@ class ExtractiveAnswerer:
             _unit(np.asarray(query_vector, dtype=np.float32)), rewrite, candidates, set()
         )
         features = sentence_features(rewrite.core, candidates, similarity, sentences, weights)
-        kind = document_kind([c.text for c in candidates]) if self.ranker.blend.by_kind else None
+        kind = document_kind([c.shown for c in candidates]) if self.ranker.blend.by_kind else None
         scores = [float(score) for score in self.ranker.quote_scores(rewrite.core, features, kind)]
         by_key = {c.key: score for c, score in zip(candidates, scores, strict=True)}
         held: list[list[float]] = [[] for _ in nodes]
@@ -866,21 +1010,29 @@ class ExtractiveAnswerer:
         if self.ranker is not None and not thematic and not rewrite.context:
             features = sentence_features(rewrite.core, candidates, similarity, sentences, weights)
             # the kind is read only where the ranker has weights for one
-            kind = document_kind([c.text for c in candidates]) if self.ranker.blend.by_kind else None
+            kind = document_kind([c.shown for c in candidates]) if self.ranker.blend.by_kind else None
             learned = self.ranker.quote_scores(rewrite.core, features, kind)
         top_layer = max(c.node.layer for c in candidates) or 1
         asks_for_more = bool(ASKS_FOR_MORE.search(rewrite.core))
+        speakers = frozenset(c.speaker for c in candidates if c.speaker)
+        named = named_speakers(rewrite.core, speakers)
+        topical = thematic and bool(speakers) and bool(topic_terms(rewrite.core, speakers))
         for i, candidate in enumerate(candidates):
             if learned is not None:
                 score = learned[i]
+            elif centrality is not None and topical:
+                score = TOPIC_SIMILARITY * similarity[i] + TOPIC_LEXICAL * candidate.lexical
+                score += TOPIC_CENTRALITY * centrality[i]
             elif centrality is not None:
                 score = THEME_SIMILARITY * similarity[i] + THEME_CENTRALITY * centrality[i]
                 score += SUMMARY_BONUS * candidate.node.layer / top_layer
-                score += OPENING_BONUS if _in_opening(candidate) else 0.0
+                # a meeting opens with greetings and the agenda, not with what it settled
+                score += OPENING_BONUS if _in_opening(candidate) and not speakers else 0.0
             else:
                 score = hand_score(rewrite.core, candidate)
             if candidate.key in quoted:
                 score -= QUOTED_PENALTY if not asks_for_more else ASKED_FOR_MORE_PENALTY
+            score += SPEAKER_BONUS if candidate.speaker in named else 0.0
             candidate.score = float(score)
 
     def _pick_spread(self, candidates: list[_Candidate], quotes: int) -> list[_Candidate]:
@@ -966,22 +1118,37 @@ def _with_next_sentence(candidate: _Candidate, picked: list[_Candidate]) -> _Can
     already, a heading, cut short, or missing."""
     if word_count(candidate.text) >= FRAGMENT_WORDS or table_cells(candidate.sentence.text) is not None:
         return candidate
+    if candidate.transcript and candidate.node.layer > 0:  # a summary's neighbours are other turns
+        return candidate
     text, own = candidate.node.text, candidate.sentence
     sentences = sentences_of(text)
     if REFERS_BACK.search(candidate.text):
         before = [s for s in sentences if s.end <= own.start]
-        if before and _joinable(text, before[-1], own, before[-1], picked):
-            return _joined(candidate, before[-1].start, own.end, f"{before[-1].text} {candidate.text}")
+        if before and _joinable(text, before[-1], own, before[-1], picked, candidate.transcript):
+            earlier = before[-1].text[label_end(before[-1].text) :] if candidate.transcript else before[-1].text
+            return _joined(candidate, before[-1].start, own.end, f"{earlier} {candidate.text}")
     following = [s for s in sentences if s.start >= own.end]
-    if following and _joinable(text, own, following[0], following[0], picked):
+    if following and _joinable(text, own, following[0], following[0], picked, candidate.transcript):
         return _joined(candidate, own.start, following[0].end, f"{candidate.text} {following[0].text}")
     return candidate
 
 
-def _joinable(text: str, first: Sentence, second: Sentence, added: Sentence, picked: list[_Candidate]) -> bool:
-    """Whether two neighbouring sentences of a node read as one quote: the same paragraph, the one
-    `added` to the quote neither cut short, a heading, nor quoted already."""
-    if "\n\n" in text[first.end : second.start] or added.cut_short or is_heading(added.text):
+def _joinable(
+    text: str,
+    first: Sentence,
+    second: Sentence,
+    added: Sentence,
+    picked: list[_Candidate],
+    transcript: bool = False,
+) -> bool:
+    """Whether two neighbouring sentences of a node read as one quote: the same paragraph (in a
+    `transcript`, the same turn: the same line of a leaf), the one `added` to the quote neither cut
+    short, a heading, nor quoted already, nor in a transcript only filler (in a story "Indeed?" is a
+    line of dialogue)."""
+    between = text[first.end : second.start]
+    if "\n\n" in between or (transcript and "\n" in between):
+        return False
+    if added.cut_short or is_heading(added.text) or (transcript and is_filler(added.text[label_end(added.text) :])):
         return False
     return not any(sentence_key(strip_bullet(added.text)) == other.key for other in picked)
 

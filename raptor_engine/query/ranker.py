@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from ..ingest.transcript import speaker_of
+
 MODEL_PATH = Path(__file__).with_name("ranker.json")
 FORMAT = 2
 
@@ -209,8 +211,6 @@ HAS_DIGIT = re.compile(r"\d")
 _ET_AL = re.compile(r"\bet al\b")  # of lower-cased text
 _DIALOGUE_MARK = re.compile(r"[“”]|(?:^|\s)\"|\"(?:\s|$)")
 _SPEECH_VERB = re.compile(r"\b(?:said|asked|replied|told|shouted|whispered|cried|answered)\b")  # of lower-cased text
-# "Grad F: Yeah, I think ...", "Project Manager: So ...": a transcript's speaker turns
-_SPEAKER_TURN = re.compile(r"^\s*[A-Z][\w.' -]{0,30}:\s+\S")
 PAPER_MARKS_PER_1000 = 8.0  # QASPER's papers hold 11-47 a 1,000 words, the stories none
 NARRATIVE_MARKS_PER_1000 = 10.0  # dialogue marks plus twice the speech verbs; the papers hold 0-6
 SPEAKER_TURN_SHARE = 0.3  # of the sentences, for a transcript (a kind no blend was fitted on)
@@ -225,7 +225,9 @@ def document_kind(texts: list[str]) -> str | None:
     count = sum(len(text.split()) for text in texts)
     if count < MIN_KIND_WORDS:
         return None
-    if sum(bool(_SPEAKER_TURN.match(text)) for text in texts) >= SPEAKER_TURN_SHARE * len(texts):
+    # "Grad F: Yeah, I think ...", "Project Manager: So ...": a transcript's turns (`transcript.speaker_of`;
+    # the extractive answer shows each of its sentences after its speaker)
+    if sum(speaker_of(text) is not None for text in texts) >= SPEAKER_TURN_SHARE * len(texts):
         return None
     joined = "\n".join(texts)
     lowered = joined.lower()

@@ -1,0 +1,119 @@
+"""Transcripts: text written as speaker turns, one a line ("Project Manager: Okay . Right . Um well ...",
+"SPEAKER_01 [00:03:12]: ...", "Mr. Smith: ...", "Grad F: Yeah .").
+
+A meeting transcript is not prose: a turn line need not end with a full stop (so the next turn would be
+glued to it as one sentence), a quoted sentence means little without who said it, and much of it is
+backchannel ("Mm-hmm .", "Yeah .", "Okay .") that answers nothing. This module says where the turns of
+such a text begin and who speaks in them, and which sentences are only fillers; the sentence splitter,
+the chunker and the extractive answer read it. Prose is left alone: a text counts as turns only when at
+least TURN_LINES of its lines, and at least half of them, open with a speaker's label, and its speakers
+take turns (`reads_as_turns`).
+"""
+
+from __future__ import annotations
+
+import re
+
+_TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d{1,3})?"
+STAMP = rf"(?:\[{_TIME}\]|\({_TIME}\)|{_TIME})"
+_HONORIFIC = r"(?:Mr|Mrs|Ms|Mx|Dr|Prof|Sir|Dame|Lord|Lady|Rev|Cllr|Hon)\.?[ \t]+"
+_LABEL_WORD = r"[A-Z][\w'\u2019.-]*"
+# A speaker's label opening a line: one to four words, each capitalised (or a number: "Speaker 2"), with an
+# honorific and a timestamp before or after ("[00:03:12] SPEAKER_01:", "SPEAKER_01 [00:03:12]:").
+SPEAKER_LABEL = re.compile(
+    rf"[ \t]*(?:{STAMP}[ \t]+)?(?P<speaker>(?:{_HONORIFIC})?{_LABEL_WORD}(?:[ \t]+(?:{_LABEL_WORD}|\d+)){{0,3}})"
+    rf"(?:[ \t]+{STAMP})?[ \t]*:[ \t]+(?=\S)"
+)
+# A WebVTT cue's voice tag, as Teams and others export a speaker: "<v Roger Bingham>We are in New York"
+VOICE_TAG = re.compile(r"[ \t]*<v(?:\.[\w.-]+)*[ \t]+(?P<speaker>[^<>\n]{1,60}?)[ \t]*>[ \t]*(?=\S)")
+VOICE_END = "</v>"
+MAX_LABEL_CHARS = 40
+# Words that open a labelled line of prose, not a speaker ("Note: ...", "Table 2: ...", "Answer: ...").
+NOT_SPEAKERS = frozenset(
+    """note notes nb warning caution important tip example examples table figure fig chapter section part
+    step summary abstract keywords source sources date time subject from to re title author authors
+    question answer result results conclusion definition input output error usage see update edit ps cc
+    http https address phone email tel fax location venue agenda item""".split()
+)
+TURN_LINES = 2  # labelled lines a text needs to count as turns (and at least half of its lines)
+
+# Sounds and words that only keep a conversation going; a sentence of nothing else answers nothing.
+DISFLUENCIES = frozenset(
+    "um umm uh uhh uh-huh uh-uh mm mmm mm-hmm mhm hmm hm hmmm er erm ah eh em huh oh ooh ow".split()
+)
+BACKCHANNEL = DISFLUENCIES | frozenset(
+    """yeah yes yep yup no nope okay ok 'kay kay alright right sure well so and but or like cool great good
+    fine excellent thanks thank you i mean know see oh wow really true exactly indeed totally absolutely
+    gosh god dear sorry hello hi bye anyway actually just then now there it that's that so-so""".split()
+)
+_TOKEN = re.compile(r"[^\W_](?:[\w'\u2019-]*[^\W_])?|'[kK]ay")
+
+
+def _label(line: str) -> re.Match[str] | None:
+    """The speaker's label opening `line`: "Name: " or a WebVTT voice tag ("<v Roger Bingham>")."""
+    return SPEAKER_LABEL.match(line) or VOICE_TAG.match(line)
+
+
+def speaker_of(line: str) -> str | None:
+    """The speaker whose label opens `line` ("Project Manager" of "Project Manager: Okay ."), or None."""
+    match = _label(line)
+    if match is None:
+        return None
+    speaker = " ".join(match.group("speaker").split())
+    first = speaker.split()[0].rstrip(".").lower()
+    if len(speaker) > MAX_LABEL_CHARS or first in NOT_SPEAKERS:
+        return None
+    return speaker
+
+
+def label_end(line: str) -> int:
+    """Where the text after a speaker's label begins in `line` (0 when no label opens it)."""
+    match = _label(line)
+    return match.end() if match is not None and speaker_of(line) is not None else 0
+
+
+# A subtitle export's lines around its cues (WebVTT, SRT): the header, a cue's number, its timing line.
+_CUE_LINE = re.compile(rf"(?:WEBVTT\b.*|\d+|{_TIME}\s*-->\s*{_TIME}.*)\s*")
+
+
+def spoken_lines(text: str) -> list[tuple[int, str]]:
+    """Each line of `text` that holds words, leading blanks removed, with its offset: not blank, and not
+    a subtitle cue's number or timing line ("12", "00:01:02,500 --> 00:01:04,000"), so an SRT or WebVTT
+    export's turns count as a plain transcript's."""
+    found, start = [], 0
+    for line in text.split("\n"):
+        kept = line.lstrip()
+        if kept and not _CUE_LINE.fullmatch(kept):
+            found.append((start + len(line) - len(kept), kept))
+        start += len(line) + 1
+    return found
+
+
+def turns(text: str) -> list[tuple[int, str]]:
+    """(offset, speaker) of each line that opens a speaker's turn, when `text` is written as turns
+    (`reads_as_turns`); else empty."""
+    if text.count(":") < TURN_LINES:  # most prose is skipped at C speed
+        return []
+    lines = spoken_lines(text)
+    found = [(start, who) for start, line in lines if (who := speaker_of(line)) is not None]
+    return found if reads_as_turns([who for _, who in found], len(lines), TURN_LINES) else []
+
+
+def reads_as_turns(speakers: list[str], lines: int, least: int) -> bool:
+    """Whether labelled lines by these `speakers` (in order) make a text of `lines` lines a transcript: at
+    least `least` of them, at least half of the lines, and speakers taking turns (at most one more speaker
+    than half the labelled lines), so a paper's run of "Encoder: ...", "Decoder: ...", "Attention: ..."
+    labels, each used once, is not read as speakers."""
+    return (
+        len(speakers) >= least and 2 * len(speakers) >= lines and 2 * len(set(speakers)) <= len(speakers) + 2
+    )
+
+
+def is_filler(text: str) -> bool:
+    """Whether a sentence is only backchannel and disfluency ("Mm-hmm .", "Yeah , okay .", "Um ."):
+    nothing a quote or a summary should carry. Read word by word, so most sentences are decided by
+    their first word."""
+    for token in _TOKEN.finditer(text):
+        if token.group().lower().replace("\u2019", "'") not in BACKCHANNEL:
+            return False
+    return True

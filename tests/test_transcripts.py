@@ -1,0 +1,331 @@
+"""Meeting transcripts (speaker turns, one a line): turns split, fillers never quoted, the speaker shown with
+each quote, a named speaker's turns preferred, summary questions spread over the topic, and a transcript
+never read as a paper. tests/fixtures/transcripts holds a real one (QMSum's ES2008a, an AMI meeting)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from raptor_engine import Engine, Settings
+from raptor_engine.ingest.chunk import chunk_document, split_sentences
+from raptor_engine.ingest.transcript import is_filler, speaker_of, turns
+from raptor_engine.query.answer import (
+    QUOTE,
+    ExtractiveAnswerer,
+    _candidates,
+    _quoted_before,
+    _with_next_sentence,
+    context_speakers,
+    named_speakers,
+    topic_terms,
+)
+from raptor_engine.query.ranker import PAPER, document_kind
+from raptor_engine.types import ContextNode, LoadedDocument, Section, Turn
+
+FIXTURE = Path(__file__).parent / "fixtures" / "transcripts"
+
+MEETING = """Project Manager: Okay . Right . Um well this is the kick-off meeting for our our project .
+Marketing: Mm-hmm .
+User Interface: Um I think the the buttons should be big , so it's easy to find them in the dark
+Project Manager: Yeah .
+Marketing: The price should be twenty-five euros , people will not pay more for a remote control .
+Industrial Designer: Um .
+Marketing: And I think the case should be made of rubber so it survives being dropped .
+User Interface: Okay .
+Project Manager: So we keep the price at twenty-five euros and make the buttons big .
+Industrial Designer: The battery could be a lithium one that lasts for years without a change ."""
+
+
+def _node(text: str, node_id: int = 1, layer: int = 0, heading: tuple[str, ...] = ()) -> ContextNode:
+    return ContextNode(
+        node_id, layer, "meeting.txt", 0.5, text, 60, 1, heading=heading, start=0, end=len(text)
+    )
+
+
+def _answer(embedder, question: str, context: list[ContextNode]) -> list[str]:
+    return QUOTE.findall(ExtractiveAnswerer(embedder)._answer_sync(question, context, []).text)
+
+
+# ------------------------------------------------------------------------------------------ splitting
+
+
+def test_a_turn_without_a_full_stop_is_not_glued_to_the_next_turn():
+    spans = [MEETING[a:b] for a, b in split_sentences(MEETING)]
+    assert (
+        "User Interface: Um I think the the buttons should be big , so it's easy to find them in the dark"
+        in spans
+    )
+    assert "Project Manager: Yeah ." in spans
+
+
+def test_labels_of_every_transcript_form_are_speakers_and_prose_labels_are_not():
+    assert speaker_of("SPEAKER_01 [00:03:12]: So the budget is fixed .") == "SPEAKER_01"
+    assert speaker_of("[00:03:12] SPEAKER_02: Agreed .") == "SPEAKER_02"
+    assert speaker_of("Mr. Smith: I thank the minister .") == "Mr. Smith"
+    assert speaker_of("Lynne Neagle AM: Okay , we'll move on .") == "Lynne Neagle AM"
+    assert speaker_of("Grad F: Yeah , I think so .") == "Grad F"
+    for prose in ("Note: the lamp is lit at dusk.", "Table 2: Results on the test set.", "the keeper: a man"):
+        assert speaker_of(prose) is None
+
+
+def test_prose_and_a_papers_labelled_paragraphs_are_not_turns():
+    paper = "Encoder: Our encoder has three layers.\nDecoder: The decoder is a GRU.\nAttention: We attend."
+    assert turns(paper) == []
+    prose = "The keeper climbed the stair\nNote: the lamp was lit at dusk.\nHe slept after midnight."
+    assert turns(prose) == []
+    # a wrapped line of prose goes on across the newline, as it did before turns were read
+    assert [prose[a:b] for a, b in split_sentences(prose)][
+        0
+    ] == "The keeper climbed the stair\nNote: the lamp was lit at dusk."
+
+
+def test_fillers_are_fillers_and_statements_are_not():
+    for filler in ("Mm-hmm .", "Yeah , okay .", "Um .", "'Kay .", "Mm 'kay um .", "Right . Yeah ."):
+        assert is_filler(filler), filler
+    for statement in (
+        "Um I think the buttons should be big .",
+        "The price is right .",
+        "Yeah , twenty-five euros .",
+    ):
+        assert not is_filler(statement), statement
+
+
+# ------------------------------------------------------------------------------------------- chunking
+
+
+def _chunks(text: str, max_tokens: int = 30):
+    doc = LoadedDocument("meeting.txt", text, [Section(0, len(text), None, ())], "text")
+    return chunk_document(doc, lambda t: len(t.split()), max_tokens=max_tokens)
+
+
+def test_a_chunk_ends_at_a_turn_and_is_headed_by_its_speaker_when_it_holds_one_turn():
+    chunks = _chunks(MEETING)
+    assert all(
+        c.text.split(":")[0] in {"Project Manager", "Marketing", "User Interface", "Industrial Designer"}
+        for c in chunks
+    )  # every chunk opens with a turn: the turns fit the budget
+    single = [c for c in chunks if c.text.count("\n") == 0]
+    assert single and all(c.heading == (c.text.split(":")[0],) for c in single)
+
+
+def test_a_chunk_opening_inside_a_long_turn_is_headed_by_that_turns_speaker():
+    long_turn = "Project Manager: " + " ".join(f"We discussed item {i} at length ." for i in range(12))
+    text = f"{long_turn}\nMarketing: The price should be twenty-five euros .\nUser Interface: Agreed .\nMarketing: Good ."
+    chunks = _chunks(text, max_tokens=25)
+    inside = [
+        c for c in chunks if not c.text.startswith(("Project Manager:", "Marketing:", "User Interface:"))
+    ]
+    assert inside and all(c.heading[-1] == "Project Manager" for c in inside)
+
+
+def test_prose_chunks_keep_their_headings():
+    text = "The keeper lit the lamp at dusk. He slept at dawn.\n\nThe storm came in the night and broke the glass."
+    assert {c.heading for c in _chunks(text, max_tokens=12)} == {()}
+
+
+# --------------------------------------------------------------------------------- quotes and speakers
+
+
+def test_no_filler_is_a_candidate_and_each_candidate_knows_its_speaker():
+    candidates = _candidates([_node(MEETING)])
+    assert candidates and not any(is_filler(c.text) for c in candidates)
+    by_text = {c.text: c.speaker for c in candidates}
+    assert by_text["Um well this is the kick-off meeting for our our project ."] == "Project Manager"
+    assert (
+        by_text["And I think the case should be made of rubber so it survives being dropped ."] == "Marketing"
+    )
+    assert all(not c.text.startswith(("Marketing:", "Project Manager:")) for c in candidates)
+
+
+def test_a_leaf_opening_inside_a_turn_takes_its_speaker_from_its_heading():
+    text = "so it survives being dropped on a stone floor .\nProject Manager: Okay , rubber it is then ."
+    context = [_node(text, heading=("Marketing",)), _node(MEETING, 2)]
+    speakers = {c.text: c.speaker for c in _candidates(context)}
+    assert speakers["so it survives being dropped on a stone floor ."] == "Marketing"
+
+
+def test_a_summarys_glued_turns_are_split_and_only_its_labelled_sentences_name_a_speaker():
+    summary = (
+        "Marketing: The price should be twenty-five euros , people will not pay more . "
+        "The lithium battery lasts for years without any change at all . "
+        "Industrial Designer: The case could be made of rubber so it survives a fall ."
+    )
+    candidates = _candidates([_node(summary, 5, layer=1), _node(MEETING, 2)])
+    speakers = {c.text: c.speaker for c in candidates if c.node.node_id == 5}
+    assert speakers["The case could be made of rubber so it survives a fall ."] == "Industrial Designer"
+    assert speakers["The lithium battery lasts for years without any change at all ."] is None
+
+
+def test_the_answer_shows_who_said_each_quote_and_never_a_filler(embedder):
+    quotes = _answer(embedder, "What should the price of the remote control be?", [_node(MEETING)])
+    assert quotes[0].startswith("Marketing: The price should be twenty-five euros")
+    assert all(":" in q.split()[0] + q.split()[1] or q.split(":")[0] for q in quotes)
+    assert not any(is_filler(q.split(": ", 1)[1]) for q in quotes)
+
+
+def test_a_question_naming_a_speaker_prefers_that_speakers_turns(embedder):
+    question = "What did the Industrial Designer think about the remote control?"
+    assert named_speakers(question, context_speakers([_node(MEETING)])) == {"Industrial Designer"}
+    assert named_speakers("What did Smith say?", frozenset({"Mr. Smith", "Ms. Jones"})) == {"Mr. Smith"}
+    committee = frozenset({"Lynne Neagle AM", "Kirsty Williams AM", "Mr. Smith"})
+    assert named_speakers("What did Lynne Neagle ask the minister?", committee) == {"Lynne Neagle AM"}
+    assert named_speakers("What did Williams say about funding?", committee) == {"Kirsty Williams AM"}
+    assert named_speakers("What did the committee decide?", committee) == frozenset()
+    grads = frozenset({"Grad F", "Grad A", "Professor B"})
+    assert named_speakers("What did Grad F suggest about the features?", grads) == {"Grad F"}
+    # both speak of the price: the one the question names comes first
+    assert _answer(embedder, "What did Project Manager say about the price?", [_node(MEETING)])[0].startswith(
+        "Project Manager: So we keep the price"
+    )
+    assert _answer(embedder, "What did Marketing say about the price?", [_node(MEETING)])[0].startswith(
+        "Marketing: The price should be"
+    )
+
+
+def test_a_summary_of_one_topic_quotes_that_topic_and_a_whole_meeting_summary_names_none(embedder):
+    speakers = context_speakers([_node(MEETING)])
+    assert topic_terms("Summarize the whole meeting.", speakers) == []
+    assert topic_terms("Summarize the discussion about the price.", speakers) == ["price"]
+    quotes = _answer(embedder, "Summarize the discussion about the price.", [_node(MEETING)])
+    assert any("twenty-five euros" in q for q in quotes[:2])
+    assert not any(is_filler(q.split(": ", 1)[-1]) for q in quotes)
+
+
+def test_what_a_meeting_discussed_is_a_summary_question_but_not_in_prose(embedder):
+    from raptor_engine.query.answer import QUOTES
+
+    quotes = _answer(embedder, "What did the group discuss about the remote control?", [_node(MEETING)])
+    assert len(quotes) > QUOTES  # the thematic answer: up to five quotes, in reading order
+    prose = (
+        "The committee met on Monday in the town hall. It discussed the price of the new bridge at length. "
+        "The engineer said the bridge would cost two million. The mayor wanted a cheaper design of the bridge. "
+        "The treasurer asked for a second estimate of the cost. The vote on the bridge was put off to May. "
+        "Nobody discussed the new road that evening."
+    )
+    assert (
+        len(_answer(embedder, "What did the committee discuss about the bridge?", [_node(prose)])) <= QUOTES
+    )
+
+
+def test_a_follow_up_knows_a_quote_shown_with_its_speaker():
+    answer = "From the documents:\n- \u201cMarketing: The price should be twenty-five euros .\u201d [1]"
+    quoted = _quoted_before([Turn("user", "What about the price?"), Turn("assistant", answer)])
+    candidate = next(c for c in _candidates([_node(MEETING)]) if c.text.startswith("The price should be"))
+    assert "the price should be twenty five euros" in quoted and candidate.key.startswith("the price")
+
+
+def test_a_transcript_full_of_figures_is_not_read_as_a_paper():
+    figures = "\n".join(
+        f"{who}: Table {i} shows the budget rose by {i}.5% to 1{i}.25 million , as in [{i}] ."
+        for i, who in enumerate(["Mr. Smith", "Ms. Jones"] * 6, start=1)
+    )
+    shown = [c.shown for c in _candidates([_node(figures)])]
+    plain = [c.text for c in _candidates([_node(figures)])]
+    assert document_kind(plain) == PAPER  # the same sentences without their speakers read as a paper
+    assert document_kind(shown) is None  # with them: a transcript, of no known kind
+
+
+def test_prose_gets_no_speakers():
+    prose = "Note: the keeper lit the lamp.\nResult: the ships passed safely.\nThe storm broke the glass at night."
+    assert context_speakers([_node(prose)]) == frozenset()
+    assert all(c.speaker is None for c in _candidates([_node(prose)]))
+
+
+# ---------------------------------------------------------------------------------- the real fixture
+
+
+def test_the_qmsum_fixture_splits_into_turns_with_a_speaker_for_every_leaf_candidate():
+    document = json.loads((FIXTURE / "documents.jsonl").read_text().splitlines()[0])
+    text = document["doc_text"]
+    assert len(turns(text)) == text.count("\n") + 1
+    chunks = _chunks(text, max_tokens=100)
+    context = [_node(c.text, i, heading=c.heading) for i, c in enumerate(chunks, start=1)]
+    candidates = _candidates(context)
+    assert candidates and all(c.speaker for c in candidates)
+    assert not any(is_filler(c.text) for c in candidates)
+
+
+# ------------------------------------------------------------------------------ subtitle exports, prose
+
+
+SRT = """1
+00:00:01,000 --> 00:00:04,000
+SPEAKER_01: So the budget for the new bridge is fixed at two million euros
+
+2
+00:00:04,500 --> 00:00:07,000
+SPEAKER_02: Agreed , but the timeline for the bridge is not fixed yet
+
+3
+00:00:07,500 --> 00:00:09,000
+SPEAKER_01: Then we move the opening of the bridge to May next year
+"""
+
+
+def test_an_srt_export_reads_as_turns_and_its_cue_lines_are_never_quoted():
+    assert [who for _, who in turns(SRT)] == ["SPEAKER_01", "SPEAKER_02", "SPEAKER_01"]
+    candidates = _candidates([_node(SRT)])
+    assert [(c.speaker, c.text.split()[0]) for c in candidates] == [
+        ("SPEAKER_01", "So"),
+        ("SPEAKER_02", "Agreed"),
+        ("SPEAKER_01", "Then"),
+    ]
+    vtt = SRT.replace(",", ".").replace("1\n00", "WEBVTT\n\n00", 1)
+    assert [who for _, who in turns(vtt)] == ["SPEAKER_01", "SPEAKER_02", "SPEAKER_01"]
+
+
+def test_webvtt_voice_tags_are_speakers_and_never_part_of_a_quote():
+    vtt = (
+        "WEBVTT\n\n00:00:01.000 --> 00:00:04.000\n<v Roger Bingham>We are in New York and the budget is fixed</v>\n\n"
+        "00:00:04.000 --> 00:00:06.000\n<v.loud Neil Tyson>The timeline for the bridge is not fixed yet</v>\n\n"
+        "00:00:06.000 --> 00:00:08.000\n<v Roger Bingham>Then we move the opening of the bridge to May</v>\n"
+    )
+    assert [who for _, who in turns(vtt)] == ["Roger Bingham", "Neil Tyson", "Roger Bingham"]
+    candidates = _candidates([_node(vtt)])
+    assert [c.shown for c in candidates] == [
+        "Roger Bingham: We are in New York and the budget is fixed",
+        "Neil Tyson: The timeline for the bridge is not fixed yet",
+        "Roger Bingham: Then we move the opening of the bridge to May",
+    ]
+    summary = "<v Roger Bingham>The budget is fixed at two million euros.</v> <v Neil Tyson>The timeline is not fixed.</v>"
+    shown = {c.shown for c in _candidates([_node(summary, 9, layer=1), _node(vtt, 2)]) if c.node.node_id == 9}
+    assert shown == {
+        "Roger Bingham: The budget is fixed at two million euros.",
+        "Neil Tyson: The timeline is not fixed.",
+    }
+
+
+def test_a_storys_short_line_of_dialogue_is_still_quoted_with_the_next_one():
+    story = 'Evelyn\'s heart skipped a beat when the captain named the ship. "Indeed?" she said at last.'
+    candidate = next(c for c in _candidates([_node(story)]) if c.text.startswith("Evelyn"))
+    assert candidate.speaker is None and not candidate.transcript
+    short = next(c for c in _candidates([_node('Evelyn\'s heart skipped a beat. "Indeed?" she said.')]))
+    assert _with_next_sentence(short, [short]).text == 'Evelyn\'s heart skipped a beat. "Indeed?" she said.'
+
+
+def test_a_transcripts_short_turn_is_never_joined_to_a_filler_or_the_next_turn():
+    for text in (
+        "Marketing: The price is fixed now . Yeah , okay .\nProject Manager: Right , the buttons are next .",
+        "Marketing: The price is fixed now .\nProject Manager: Right , the buttons are next .",
+    ):
+        short = next(
+            c for c in _candidates([_node(text), _node(MEETING, 2)]) if c.text.startswith("The price is")
+        )
+        assert _with_next_sentence(short, [short]).text == "The price is fixed now ."
+
+
+# ------------------------------------------------------------------------------------- end to end
+
+
+async def test_an_uploaded_transcript_is_answered_with_its_speakers(tmp_path, embedder):
+    document = json.loads((FIXTURE / "documents.jsonl").read_text().splitlines()[0])
+    engine = Engine(Settings.from_env(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        await engine.ingest("kb", "ES2008a.txt", document["doc_text"].encode(), added_by="alice")
+        answer = await engine.ask("kb", "What did Industrial Designer propose about the remote control?")
+    finally:
+        engine.close()
+    quotes = QUOTE.findall(answer.text)
+    assert quotes and quotes[0].startswith("Industrial Designer: ")
+    assert not any(is_filler(q.split(": ", 1)[-1]) for q in quotes)
