@@ -114,3 +114,37 @@ async def test_a_full_disk_records_what_the_requester_was_told(make_harness, bot
             assert row == [("log.txt", "failed", told, None)]
         finally:
             log.close()
+
+
+async def test_a_damaged_store_is_one_sentence_for_questions_and_commands_not_try_again(make_harness, embedder):
+    """A server's database damaged while the bot was down (its pages overwritten): /ask, a follow-up in
+    the thread and /kb list each say the database is damaged and must be restored, instead of 'something
+    went wrong, try again' (which cannot help); the bot keeps running."""
+    from tests.bot.bot_samples import LIGHTHOUSE
+    from tests.bot.conftest import GUILD, text_of, thread_payload
+
+    h = await make_harness()
+    [status] = await h.replies_done(
+        h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode())), lambda r: text_of(r[0]).startswith("Done")
+    )
+    asked = h.ask("How is the lens cleaned?")
+    await h.replies_done(asked)
+    await h.finished(asked)
+    [thread] = [t for t in h.bot.get_guild(GUILD).threads]
+    await h.bot.close()
+    store = h.bot.settings.data_dir / "guilds" / str(GUILD) / "raptor.db"
+    raw = bytearray(store.read_bytes())
+    raw[100:4096] = b"\xff" * (4096 - 100)  # the schema page: SQLite calls the file malformed
+    store.write_bytes(bytes(raw))
+
+    h2 = await make_harness()
+    h2.state.parse_thread_create(dict(thread_payload(thread.id, thread.parent_id, thread.name), newly_created=True))
+    thread_id = thread.id
+    damaged = "holds a damaged database"
+    [reply] = await h2.replies_done(h2.ask("How is the lens cleaned?"))
+    assert damaged in text_of(reply) and "try again" not in text_of(reply), text_of(reply)
+    [listed] = await h2.replies_done(h2.slash("kb", sub="list"))
+    assert damaged in text_of(listed) and "try again" not in text_of(listed), text_of(listed)
+    h2.user_message(thread_id, "and in fog?", mention_bot=True)
+    [answer] = await h2.fake.wait_for(lambda: h2.fake.channel_messages(thread_id), what="the follow-up's reply")
+    assert damaged in text_of(answer) and "try again" not in text_of(answer), text_of(answer)
