@@ -21,6 +21,7 @@ import aiohttp
 import discord
 
 from raptor_engine.errors import IngestError, RaptorError, storage_error
+from raptor_engine.ingest.load import safe_filename
 from raptor_engine.types import Progress
 
 from .render import CONTENT_LIMIT, inert, truncate
@@ -427,5 +428,10 @@ async def download(session: aiohttp.ClientSession, url: str, name: str, max_byte
 
 
 def display_name(filename: str) -> str:
-    """A file name as status lines show it: shortened, then inert (no markdown, mention or link)."""
-    return inert(truncate(filename, 120))
+    """A file name as status lines show it: as the store keeps it (one line, no control, invisible or
+    direction-changing character, no folders), shortened, then inert (no markdown, mention or link)."""
+    try:
+        shown = safe_filename(filename)
+    except IngestError as error:  # no usable name at all: the engine's word for it
+        shown = error.filename
+    return inert(truncate(shown, 120))
