@@ -247,6 +247,7 @@ class BuildJobs:
         self._idle = asyncio.Event()
         self._idle.set()
         self.closing = False
+        self._stopping = asyncio.Event()  # set with `closing`: downloads in flight give up
 
     def state(self) -> QueueState:
         return QueueState(
@@ -336,13 +337,15 @@ class BuildJobs:
                     started = True
                     self._running[kb] = filename
                     try:
-                        data = await fetch()
+                        data = await self._fetch_unless_stopping(fetch, record)
                         if not downloaded:
                             await self._store(record, data)
                         loop = asyncio.get_running_loop()
                         return await self._ingest(
                             record, kb, filename, data, added_by, thread_safe(loop, progress)
                         )
+                    except ShuttingDown:
+                        raise  # the record stays waiting: the next start downloads it again
                     except Exception as error:
                         told = as_told(error)
                         await self._record_outcome(record, "failed", str(told))
@@ -358,6 +361,22 @@ class BuildJobs:
                 del self._waiting[kb]
             if self._busy() == 0:
                 self._idle.set()
+
+    async def _fetch_unless_stopping(self, fetch: Callable[[], Awaitable[bytes]], record: int | None) -> bytes:
+        """The file's bytes, unless the bot starts stopping first: a download from a slow or stalled CDN
+        must not hold the stop up (a build may, up to the grace period: its work would be lost). The
+        upload stays on record as waiting, so the next start downloads it again."""
+        fetching = asyncio.ensure_future(fetch())
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({fetching, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+        if fetching.done():
+            return fetching.result()
+        fetching.cancel()
+        log.info("download given up: the bot is stopping (upload %s stays waiting)", record)
+        raise ShuttingDown(kept=record is not None)
 
     async def _store(self, record: int | None, data: bytes) -> None:
         if self.uploads is not None and record is not None:
@@ -397,6 +416,7 @@ class BuildJobs:
     async def drain(self, timeout: float | None) -> bool:
         """Refuse new work and wait for running builds to finish; True when all did within `timeout`."""
         self.closing = True
+        self._stopping.set()
         try:
             await asyncio.wait_for(self._idle.wait(), timeout)
             return True
