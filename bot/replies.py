@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import discord
 
-from raptor_engine.errors import storage_failure
+from raptor_engine.errors import is_damaged_database, storage_failure
 
 from .jobs import TOKEN_LIFETIME_SECONDS, is_expired_token_error
 from .render import CONTENT_LIMIT, OutMessage, inert, truncate
@@ -174,10 +174,19 @@ class Replier:
             return None
 
 
+DAMAGED_STORE = (
+    "This knowledge base is kept in a damaged database file, so it cannot be read; the bot's operator must "
+    "restore that file from a backup (the bot's log names it)."
+)
+
+
 def failure_text(error: BaseException, fallback: str) -> str:
     """What a user reads for a failure no handler turned into a sentence. The data directory's own
     failures (a damaged database, a full or read-only disk) get their sentence, since trying again
-    cannot help until the operator acts; anything else gets `fallback`."""
+    cannot help until the operator acts; anything else gets `fallback`. A damaged file's path and
+    SQLite's words stay in the log: they mean nothing to members and show the host's layout."""
+    if is_damaged_database(error):
+        return f"⚠️ {DAMAGED_STORE}"
     sentence = storage_failure(error)
     return f"⚠️ {inert(sentence)}" if sentence is not None else f"⚠️ {fallback}"
 
