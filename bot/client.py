@@ -348,14 +348,15 @@ class RaptorBot(commands.AutoShardedBot):
             await services.state.delete_kb(kb)
         except Exception:
             log.exception("deleting the bot's records for %s failed", kb)
-        try:
-            deleted = await services.call(services.engine.delete_kb, kb)
-            if deleted:
-                log.info("deleted knowledge base %s (%s)", kb, why)
-        except NotFoundError:
-            log.debug("no knowledge base %s to delete (%s)", kb, why)
-        except Exception:
-            log.exception("deleting knowledge base %s failed (%s)", kb, why)
+        async with services.jobs.withdrawn(kb):  # after a running build of it, before any other
+            try:
+                deleted = await services.call(services.engine.delete_kb, kb)
+                if deleted:
+                    log.info("deleted knowledge base %s (%s)", kb, why)
+            except NotFoundError:
+                log.debug("no knowledge base %s to delete (%s)", kb, why)
+            except Exception:
+                log.exception("deleting knowledge base %s failed (%s)", kb, why)
         services.forget_autoingest(kb)
         if services.sync is not None:
             services.sync.forget_kb(kb)

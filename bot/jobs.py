@@ -248,6 +248,7 @@ class BuildJobs:
         self._idle.set()
         self.closing = False
         self._stopping = asyncio.Event()  # set with `closing`: downloads in flight give up
+        self._deletions: Counter[str] = Counter()  # how often each knowledge base was deleted (its channel went)
 
     def state(self) -> QueueState:
         return QueueState(
@@ -309,14 +310,18 @@ class BuildJobs:
         on_wait: Callable[[str], None],
         record: int | None = None,
         downloaded: bool = False,
+        deletions: int | None = None,
     ) -> Any:
         """Queue, then download and ingest one file; returns the engine's IngestResult or raises.
 
         `record` is the upload's row in the log (from `accept`, or a resumed one); `downloaded` says the
         row already holds the bytes, else they are stored there once fetched. Any failure (download,
         storing the bytes on a full disk, the build) records it failed with the reason its requester is
-        told; a bot stopping before its turn leaves it waiting for the next start."""
+        told; a bot stopping before its turn leaves it waiting for the next start.
+        `deletions` is `deletion_count(kb)` when the file was accepted (default: now): a file accepted
+        before its knowledge base was deleted is refused, not built into a new one."""
         lock = self._locks.setdefault(kb, asyncio.Lock())
+        accepted = self._deletions[kb] if deletions is None else deletions
         self._waiting[kb] += 1
         self._idle.clear()
         started = False
@@ -326,6 +331,10 @@ class BuildJobs:
                     f"waiting: another file is being added to this channel ({display_name(self._running.get(kb, '…'))})"
                 )
             async with lock:
+                if self._deletions[kb] != accepted:
+                    gone = RaptorError("its channel was deleted.")
+                    await self._record_outcome(record, "failed", str(gone))
+                    raise gone
                 if self._slots.locked():
                     on_wait(
                         f"waiting for a build slot ({len(self._running)} builds running, limit {self.max_concurrent})"
@@ -361,6 +370,18 @@ class BuildJobs:
                 del self._waiting[kb]
             if self._busy() == 0:
                 self._idle.set()
+
+    def deletion_count(self, kb: str) -> int:
+        return self._deletions[kb]
+
+    @contextlib.asynccontextmanager
+    async def withdrawn(self, kb: str) -> AsyncIterator[None]:
+        """Hold a knowledge base while it is deleted: files accepted before are refused (and recorded
+        so), and the block runs once its running build has committed, with no build of it starting
+        before the block ends; so no build brings a deleted channel's knowledge base back."""
+        self._deletions[kb] += 1
+        async with self._locks.setdefault(kb, asyncio.Lock()):
+            yield
 
     async def _fetch_unless_stopping(self, fetch: Callable[[], Awaitable[bytes]], record: int | None) -> bytes:
         """The file's bytes, unless the bot starts stopping first: a download from a slow or stalled CDN
