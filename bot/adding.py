@@ -152,10 +152,11 @@ async def add_files(
         )
         batch.show()
         sources = [Source(a.filename, a.url, a.size) for a in attachments]
+        deletions = services.jobs.deletion_count(kb)  # the files are refused if the channel goes meanwhile
         records = await services.jobs.accept(kb, sources, added_by, batch.origin)
         added = 0
         for index, (attachment, record) in enumerate(zip(attachments, records, strict=True)):
-            added += await _add_one(services, kb, attachment, index, added_by, batch, record)
+            added += await _add_one(services, kb, attachment, index, added_by, batch, record, deletions)
         header = (
             "Done."
             if added == len(attachments)
@@ -181,10 +182,13 @@ async def _add_one(
     added_by: str,
     batch: BatchStatus,
     record: int | None,
+    deletions: int,
 ) -> bool:
     """Download and ingest one attachment, writing its outcome on its line; True when it was added."""
     fetch = fetcher(services, batch, index, Source(attachment.filename, attachment.url, attachment.size))
-    return await _build_one(services, kb, attachment.filename, fetch, index, added_by, batch, record=record)
+    return await _build_one(
+        services, kb, attachment.filename, fetch, index, added_by, batch, record=record, deletions=deletions
+    )
 
 
 def fetcher(

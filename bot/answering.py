@@ -21,7 +21,7 @@ from raptor_engine.types import Answer, TextCallback, Turn
 from .kb import home_channel_id, kb_for_channel
 from .permissions import cooldown_text
 from .render import OutMessage, inert, inert_answer, plain_name, render_answer, truncate
-from .replies import Replier, tell
+from .replies import Replier, failure_text, reply_quietly, tell
 from .services import Services
 from .state import ThreadRecord
 from .streaming import StreamedReply, deliver, thread_senders
@@ -156,10 +156,10 @@ async def _ask(
         await stream.stop()
         await replier.send(f"⚠️ {inert(str(error))}")
         return
-    except Exception:
+    except Exception as error:
         log.exception("ask in %s failed", kb)
         await stream.stop()
-        await replier.send(f"⚠️ {FAILED}")
+        await replier.send(failure_text(error, FAILED))
         return
     if answer is None:
         await replier.send(empty_text(services, kb))
@@ -226,11 +226,11 @@ async def _follow_up(
     question = follow_up_text(message, me.id)
     if not question:
         if mentioned:
-            await _reply(message, "Ask your follow-up question after mentioning me.")
+            await reply_quietly(message, "Ask your follow-up question after mentioning me.")
         return  # without the message-content intent Discord sends no text unless the bot is mentioned
     refusal = question_refusal(services, message.author.id, question)
     if refusal:
-        await _reply(message, refusal)
+        await reply_quietly(message, refusal)
         return
     kb = record.kb
     if kb != kb_for_channel(message.guild.id if message.guild else None, message.channel):
@@ -252,24 +252,17 @@ async def _follow_up(
     except RaptorError as error:
         log.warning("follow-up in %s refused: %s", kb, error)
         await stream.stop()
-        await _reply(message, f"⚠️ {inert(str(error))}")
+        await reply_quietly(message, f"⚠️ {inert(str(error))}")
         return
-    except Exception:
+    except Exception as error:
         log.exception("follow-up in %s failed", kb)
         await stream.stop()
-        await _reply(message, f"⚠️ {FAILED}")
+        await reply_quietly(message, failure_text(error, FAILED))
         return
     if answer is None:
-        await _reply(message, empty_text(services, kb))
+        await reply_quietly(message, empty_text(services, kb))
         return
     messages, view = await prepare(services, kb, answer)
     await deliver(stream, messages, view, stream.send_all)
     await remember_exchange(services, record.guild_id, record.thread_id, question, answer)
     log.info("follow-up answered in thread %s (%s)", record.thread_id, kb)
-
-
-async def _reply(message: discord.Message, text: str) -> None:
-    try:
-        await message.reply(truncate(text, 2000), mention_author=False)
-    except discord.HTTPException as error:
-        log.warning("could not reply in %s: %s", message.channel.id, error)

@@ -22,7 +22,7 @@ from discord.ext import commands
 
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
-from raptor_engine.errors import NotFoundError, RaptorError, storage_error
+from raptor_engine.errors import NotFoundError, RaptorError, storage_error, storage_failure
 from raptor_engine.query.ratelimit import QuestionLimiter
 
 from .adding import resume_uploads
@@ -35,7 +35,7 @@ from .messages import resume_imports
 from .permissions import Cooldown
 from .pictures import ShowTreeButton
 from .render import inert
-from .replies import tell
+from .replies import failure_text, reply_quietly, tell
 from .services import Services
 from .state import BotState
 from .sync import MessageSync
@@ -234,7 +234,7 @@ class RaptorBot(commands.AutoShardedBot):
             await tell(interaction, "You can't use this command here.")
         else:
             log.error("/%s failed", name, exc_info=original)
-            await tell(interaction, "⚠️ Something went wrong; the error was logged. Please try again.")
+            await tell(interaction, failure_text(original, "Something went wrong; the error was logged. Please try again."))
 
     # ------------------------------------------------------------------ events
 
@@ -243,15 +243,22 @@ class RaptorBot(commands.AutoShardedBot):
             return
         try:
             await self._route_message(message)
-        except Exception:
+        except Exception as error:
             log.exception("handling message %s in %s failed", message.id, message.channel.id)
+            if self.in_own_thread(message) and storage_failure(error) is not None:
+                await reply_quietly(message, failure_text(error, ""))
+
+    def in_own_thread(self, message: discord.Message) -> bool:
+        """Whether a message sits in a thread this bot opened (where members expect it to answer)."""
+        channel = message.channel
+        return isinstance(channel, discord.Thread) and self.user is not None and channel.owner_id == self.user.id
 
     async def _route_message(self, message: discord.Message) -> None:
         services = self.services
         if services is None:  # a message before set-up finished: nothing can handle it yet
             return
         channel = message.channel
-        if isinstance(channel, discord.Thread) and self.user is not None and channel.owner_id == self.user.id:
+        if self.in_own_thread(message):
             record = await services.state.thread(channel.guild.id, channel.id)
             if record is not None:
                 await handle_follow_up(services, self.user, message, record)
@@ -341,14 +348,15 @@ class RaptorBot(commands.AutoShardedBot):
             await services.state.delete_kb(kb)
         except Exception:
             log.exception("deleting the bot's records for %s failed", kb)
-        try:
-            deleted = await services.call(services.engine.delete_kb, kb)
-            if deleted:
-                log.info("deleted knowledge base %s (%s)", kb, why)
-        except NotFoundError:
-            log.debug("no knowledge base %s to delete (%s)", kb, why)
-        except Exception:
-            log.exception("deleting knowledge base %s failed (%s)", kb, why)
+        async with services.jobs.withdrawn(kb):  # after a running build of it, before any other
+            try:
+                deleted = await services.call(services.engine.delete_kb, kb)
+                if deleted:
+                    log.info("deleted knowledge base %s (%s)", kb, why)
+            except NotFoundError:
+                log.debug("no knowledge base %s to delete (%s)", kb, why)
+            except Exception:
+                log.exception("deleting knowledge base %s failed (%s)", kb, why)
         services.forget_autoingest(kb)
         if services.sync is not None:
             services.sync.forget_kb(kb)

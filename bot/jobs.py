@@ -21,6 +21,7 @@ import aiohttp
 import discord
 
 from raptor_engine.errors import IngestError, RaptorError, storage_error
+from raptor_engine.ingest.load import safe_filename
 from raptor_engine.types import Progress
 
 from .render import CONTENT_LIMIT, inert, truncate
@@ -246,6 +247,8 @@ class BuildJobs:
         self._idle = asyncio.Event()
         self._idle.set()
         self.closing = False
+        self._stopping = asyncio.Event()  # set with `closing`: downloads in flight give up
+        self._deletions: Counter[str] = Counter()  # how often each knowledge base was deleted (its channel went)
 
     def state(self) -> QueueState:
         return QueueState(
@@ -307,14 +310,18 @@ class BuildJobs:
         on_wait: Callable[[str], None],
         record: int | None = None,
         downloaded: bool = False,
+        deletions: int | None = None,
     ) -> Any:
         """Queue, then download and ingest one file; returns the engine's IngestResult or raises.
 
         `record` is the upload's row in the log (from `accept`, or a resumed one); `downloaded` says the
         row already holds the bytes, else they are stored there once fetched. Any failure (download,
         storing the bytes on a full disk, the build) records it failed with the reason its requester is
-        told; a bot stopping before its turn leaves it waiting for the next start."""
+        told; a bot stopping before its turn leaves it waiting for the next start.
+        `deletions` is `deletion_count(kb)` when the file was accepted (default: now): a file accepted
+        before its knowledge base was deleted is refused, not built into a new one."""
         lock = self._locks.setdefault(kb, asyncio.Lock())
+        accepted = self._deletions[kb] if deletions is None else deletions
         self._waiting[kb] += 1
         self._idle.clear()
         started = False
@@ -324,6 +331,10 @@ class BuildJobs:
                     f"waiting: another file is being added to this channel ({display_name(self._running.get(kb, '…'))})"
                 )
             async with lock:
+                if self._deletions[kb] != accepted:
+                    gone = RaptorError("its channel was deleted.")
+                    await self._record_outcome(record, "failed", str(gone))
+                    raise gone
                 if self._slots.locked():
                     on_wait(
                         f"waiting for a build slot ({len(self._running)} builds running, limit {self.max_concurrent})"
@@ -335,13 +346,15 @@ class BuildJobs:
                     started = True
                     self._running[kb] = filename
                     try:
-                        data = await fetch()
+                        data = await self._fetch_unless_stopping(fetch, record)
                         if not downloaded:
                             await self._store(record, data)
                         loop = asyncio.get_running_loop()
                         return await self._ingest(
                             record, kb, filename, data, added_by, thread_safe(loop, progress)
                         )
+                    except ShuttingDown:
+                        raise  # the record stays waiting: the next start downloads it again
                     except Exception as error:
                         told = as_told(error)
                         await self._record_outcome(record, "failed", str(told))
@@ -357,6 +370,34 @@ class BuildJobs:
                 del self._waiting[kb]
             if self._busy() == 0:
                 self._idle.set()
+
+    def deletion_count(self, kb: str) -> int:
+        return self._deletions[kb]
+
+    @contextlib.asynccontextmanager
+    async def withdrawn(self, kb: str) -> AsyncIterator[None]:
+        """Hold a knowledge base while it is deleted: files accepted before are refused (and recorded
+        so), and the block runs once its running build has committed, with no build of it starting
+        before the block ends; so no build brings a deleted channel's knowledge base back."""
+        self._deletions[kb] += 1
+        async with self._locks.setdefault(kb, asyncio.Lock()):
+            yield
+
+    async def _fetch_unless_stopping(self, fetch: Callable[[], Awaitable[bytes]], record: int | None) -> bytes:
+        """The file's bytes, unless the bot starts stopping first: a download from a slow or stalled CDN
+        must not hold the stop up (a build may, up to the grace period: its work would be lost). The
+        upload stays on record as waiting, so the next start downloads it again."""
+        fetching = asyncio.ensure_future(fetch())
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({fetching, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+        if fetching.done():
+            return fetching.result()
+        fetching.cancel()
+        log.info("download given up: the bot is stopping (upload %s stays waiting)", record)
+        raise ShuttingDown(kept=record is not None)
 
     async def _store(self, record: int | None, data: bytes) -> None:
         if self.uploads is not None and record is not None:
@@ -396,6 +437,7 @@ class BuildJobs:
     async def drain(self, timeout: float | None) -> bool:
         """Refuse new work and wait for running builds to finish; True when all did within `timeout`."""
         self.closing = True
+        self._stopping.set()
         try:
             await asyncio.wait_for(self._idle.wait(), timeout)
             return True
@@ -427,5 +469,10 @@ async def download(session: aiohttp.ClientSession, url: str, name: str, max_byte
 
 
 def display_name(filename: str) -> str:
-    """A file name as status lines show it: shortened, then inert (no markdown, mention or link)."""
-    return inert(truncate(filename, 120))
+    """A file name as status lines show it: as the store keeps it (one line, no control, invisible or
+    direction-changing character, no folders), shortened, then inert (no markdown, mention or link)."""
+    try:
+        shown = safe_filename(filename)
+    except IngestError as error:  # no usable name at all: the engine's word for it
+        shown = error.filename
+    return inert(truncate(shown, 120))

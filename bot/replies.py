@@ -15,8 +15,10 @@ from collections.abc import Callable, Sequence
 
 import discord
 
+from raptor_engine.errors import is_damaged_database, storage_failure
+
 from .jobs import TOKEN_LIFETIME_SECONDS, is_expired_token_error
-from .render import CONTENT_LIMIT, OutMessage, truncate
+from .render import CONTENT_LIMIT, OutMessage, inert, truncate
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +172,31 @@ class Replier:
         except discord.HTTPException as error:
             log.warning("fall-back channel message failed in %s: %s", getattr(channel, "id", "?"), error)
             return None
+
+
+DAMAGED_STORE = (
+    "This knowledge base is kept in a damaged database file, so it cannot be read; the bot's operator must "
+    "restore that file from a backup (the bot's log names it)."
+)
+
+
+def failure_text(error: BaseException, fallback: str) -> str:
+    """What a user reads for a failure no handler turned into a sentence. The data directory's own
+    failures (a damaged database, a full or read-only disk) get their sentence, since trying again
+    cannot help until the operator acts; anything else gets `fallback`. A damaged file's path and
+    SQLite's words stay in the log: they mean nothing to members and show the host's layout."""
+    if is_damaged_database(error):
+        return f"⚠️ {DAMAGED_STORE}"
+    sentence = storage_failure(error)
+    return f"⚠️ {inert(sentence)}" if sentence is not None else f"⚠️ {fallback}"
+
+
+async def reply_quietly(message: discord.Message, text: str) -> None:
+    """A reply to a member's message that pings no one and never raises (a failure is logged)."""
+    try:
+        await message.reply(truncate(text, CONTENT_LIMIT), mention_author=False)
+    except discord.HTTPException as error:
+        log.warning("could not reply in %s: %s", message.channel.id, error)
 
 
 async def tell(interaction: discord.Interaction, text: str, *, ephemeral: bool = True) -> None:

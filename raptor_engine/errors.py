@@ -40,6 +40,14 @@ class StorageError(RaptorError):
 DAMAGED_DATABASE = ("database disk image is malformed", "file is not a database")
 
 
+class DamagedDatabaseError(sqlite3.DatabaseError):
+    """SQLite's complaint of a damaged file, with the file it was about (SQLite names none)."""
+
+    def __init__(self, error: sqlite3.DatabaseError, path: object):
+        super().__init__(str(error))
+        self.path = path
+
+
 def is_damaged_database(error: BaseException) -> bool:
     """Whether SQLite found its database file damaged (not locked, full or read-only)."""
     return isinstance(error, sqlite3.DatabaseError) and any(sign in str(error).lower() for sign in DAMAGED_DATABASE)
@@ -64,8 +72,9 @@ def storage_failure(error: BaseException, where: str = "") -> str | None:
         if "readonly" in text or "unable to open database file" in text:
             return f"{directory} is read-only, or this user may not write it."
         if is_damaged_database(error):
+            named = f": {error.path}" if isinstance(error, DamagedDatabaseError) else ""
             return (
-                f"{directory} holds a damaged database ({error}); restore its database from a backup "
+                f"{directory} holds a damaged database ({error}{named}); restore its database from a backup "
                 "(raptor doctor rebuilds only the indices)."
             )
         return None

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import sqlite_utils
 
+from ..errors import DamagedDatabaseError, is_damaged_database
+
 BUSY_TIMEOUT_MS = 30_000
 
 
@@ -38,12 +40,18 @@ def connect(
         check_same_thread=False,
         isolation_level=None if autocommit else "",
     )
-    conn.execute("PRAGMA trusted_schema=OFF")
-    conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("PRAGMA secure_delete=ON")
+    try:
+        conn.execute("PRAGMA trusted_schema=OFF")
+        conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA secure_delete=ON")
+    except sqlite3.DatabaseError as error:
+        conn.close()
+        if is_damaged_database(error):  # SQLite names no file: say which one, among a directory's many
+            raise DamagedDatabaseError(error, path) from error
+        raise
     return sqlite_utils.Database(conn, execute_plugins=False)
 
 

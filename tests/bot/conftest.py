@@ -274,6 +274,8 @@ class FakeDiscord:
         self.identify_too_fast: list[str] = []  # IDENTIFYs Discord would refuse: same bucket within 5 s
         self.deleted_channels: set[int] = set()  # channels and threads that answer 404 Unknown Channel
         self.archived_threads: dict[int, list[dict]] = {}  # forum id -> its archived posts (threads)
+        self.held: set[str] = set()  # CDN keys whose download stalls (no byte sent) until release_held is set
+        self.release_held = asyncio.Event()
 
     # ------------------------------------------------------------------ test-side helpers
 
@@ -824,6 +826,8 @@ class FakeDiscord:
     async def cdn(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
         self.cdn_hits.append(name)
+        if name in self.held:
+            await self.release_held.wait()
         if name not in self.files:
             return web.Response(status=404)
         return web.Response(body=self.files[name], content_type="application/octet-stream")

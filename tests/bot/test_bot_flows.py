@@ -617,3 +617,25 @@ async def test_forum_post_uses_the_forum_knowledge_base(harness):
     _, answer = await ask(h, "How often is the brass polished?", channel=post)
     assert "kestrel.md" in sources_of(answer)
     assert not h.fake.calls_to("POST", r"/threads$")  # a post is already a thread
+
+
+async def test_a_channel_deleted_while_its_file_builds_keeps_no_knowledge_base(make_harness, embedder):
+    """The channel goes while its upload is mid-build and another waits: its knowledge base is deleted
+    and stays deleted (the running build does not bring it back when it commits, the waiting file is
+    not built into it), and neither file is reported added."""
+    summarizer = GatedSummarizer(embedder.count_tokens)
+    h = await make_harness(summarizer=summarizer)
+    await add_doc(h, "notes.md", "# Notes\n\nThe lamp room is swept every morning before the log is written.")
+    token = h.kb_add(
+        h.fake.add_file("kestrel.md", LIGHTHOUSE.encode()), h.fake.add_file("bread.txt", SOURDOUGH.encode())
+    )
+    await asyncio.wait_for(summarizer.entered.wait(), 120)
+    jobs = h.bot.services.jobs
+    h.delete_channel(CHAN_A)
+    await h.fake.wait_for(lambda: jobs.deletion_count(KB_A), what="the deletion to begin")
+    summarizer.gate.set()
+    await h.finished(token)
+    await h.fake.wait_for(lambda: KB_A not in h.engine.knowledge_bases(), what="the deletion to end")
+    [status] = h.fake.replies(token)
+    assert "❌ **bread.txt** was not added: its channel was deleted." in status["content"], status["content"]
+    assert jobs.uploads.unfinished() == []  # nothing left for the next start to build into it

@@ -65,3 +65,23 @@ async def test_disguised_files_and_hidden_text_through_the_bot(harness):
     with h.engine.in_space(KB_A):  # the server's own store
         stored = " ".join(n.text for n in h.engine.store.nodes_of_kb(h.engine.store.kb_id(KB_A)))
     assert HIDDEN_MARK not in stored and VISIBLE in stored
+
+
+async def test_a_file_name_shows_in_its_status_line_as_it_is_stored_without_controls_or_direction_marks(harness):
+    """Names Discord passes through: a right-to-left override ('invoice\\u202etxt.md' reads as 'invoicedm.txt'),
+    a line break, a zero-width space, a bell, a Windows folder path. The status line, refusals included, shows
+    each as /kb list does: the stored name, one line, nothing that reorders or hides characters."""
+    h = harness
+    names = ["invoice\u202etxt.md", "two\nlines.md", "zero\u200bwidth.md", "bell\x07.txt", "..\\..\\etc\\passwd.txt"]
+    files = [h.fake.add_file(n, f"Fact {i}: the tide turns at {i} o'clock.".encode()) for i, n in enumerate(names)]
+    replies = await h.replies_done(h.kb_add(*files), lambda r: "Done" in text_of(r[0]), what="the uploads")
+    content = replies[0]["content"]
+    stored = sorted(d.name for d in h.engine.documents(KB_A))
+    assert stored == ["bell.txt", "invoicetxt.md", "passwd.txt", "two lines.md", "zerowidth.md"]
+    for name in stored:
+        assert f"✅ **{name}** added" in content, content
+    assert not any(ch in content for ch in "\u202e\u200b\x07"), content
+    assert len(content.splitlines()) == 1 + len(names), content  # the header, one line per file
+    refused = h.fake.add_file("odd\u202egnp.png", b"\x89PNG")
+    [reply] = await h.replies_done(h.kb_add(refused))
+    assert "\n❌ **oddgnp.png** has an unsupported file type" in text_of(reply), text_of(reply)

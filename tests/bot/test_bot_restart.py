@@ -350,3 +350,28 @@ def test_closing_the_upload_records_waits_for_a_running_statement_and_then_refus
     assert not closer.is_alive()
     with pytest.raises(RaptorError, match="closed"):
         uploads.unfinished()
+
+
+async def test_a_stop_does_not_wait_for_a_stalled_download_and_the_next_start_fetches_it_again(make_harness):
+    """SIGTERM while Discord's CDN sends nothing for a file: the stop does not wait for the download (up
+    to the session's five-minute timeout, holding the bot up); the file's line says it waits for the
+    next start, its record stays waiting, and the next start downloads and adds it."""
+    h = await make_harness()
+    stalled = h.fake.add_file("slow.md", LIGHTHOUSE.encode())
+    after = h.fake.add_file("bread.txt", SOURDOUGH.encode())
+    h.fake.held.add(cdn_key(stalled))
+    token = h.kb_add(stalled, after)
+    await h.fake.wait_for(lambda: cdn_key(stalled) in h.fake.cdn_hits, what="the download to start")
+    await h.bot.shutdown()
+    content = h.fake.original(token)["content"]
+    assert "⏸️ **slow.md** waits: the bot is restarting and adds it when it is back." in content, content
+    assert "⏸️ **bread.txt** waits: the bot is restarting and adds it when it is back." in content, content
+    assert not h.fake.release_held.is_set()  # the stop did not wait for the stalled download
+
+    h.fake.release_held.set()
+    h2 = await make_harness()
+    for name in ("slow.md", "bread.txt"):
+        message = await h2.fake.wait_for(lambda n=name: resumed_message(h2.fake, n), 240, f"{name} resumed")
+        assert f"✅ **{name}** added" in message["content"], message["content"]
+    assert sorted(d.name for d in h2.engine.documents(KB_A)) == ["bread.txt", "slow.md"]
+    assert h2.bot.services.jobs.uploads.unfinished() == []

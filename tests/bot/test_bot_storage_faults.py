@@ -15,22 +15,28 @@ from tests.unhurried import unhurried_settings
 ROOT = Path(__file__).resolve().parents[2]
 
 
+async def run_until_it_stops(fake_api, data: Path, cwd: Path) -> tuple[int, str]:
+    """A real `python -m bot` (builds in its own threads) on `data`, which must stop by itself: its exit
+    status and output."""
+    env = bot_env(fake_api, data, "")
+    for key in ("RAPTOR_SHARD_COUNT", "RAPTOR_DASK_SCHEDULER"):
+        del env[key]
+    env["RAPTOR_BUILD_WORKERS"] = "0"
+    bot = subprocess.Popen(
+        [sys.executable, "-m", "bot"], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    await fake_api.wait_for(lambda: bot.poll() is not None, 300, "the bot to stop")
+    return bot.returncode, bot.stdout.read().decode()
+
+
 async def test_a_read_only_data_directory_stops_the_bot_with_one_line(fake_api, tmp_path):
     """A real `python -m bot` on a read-only data directory (a read-only bind mount, which stops root
     too): exit status 2 and one line saying so, no traceback."""
     data = tmp_path / "data"
     data.mkdir()
     with read_only_view(data, tmp_path / "ro") as view:
-        env = bot_env(fake_api, view, "")
-        for key in ("RAPTOR_SHARD_COUNT", "RAPTOR_DASK_SCHEDULER"):
-            del env[key]
-        env["RAPTOR_BUILD_WORKERS"] = "0"
-        bot = subprocess.Popen(
-            [sys.executable, "-m", "bot"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
-        await fake_api.wait_for(lambda: bot.poll() is not None, 300, "the bot to stop")
-        output = bot.stdout.read().decode()
-    assert bot.returncode == 2, output[-3000:]
+        returncode, output = await run_until_it_stops(fake_api, view, tmp_path)
+    assert returncode == 2, output[-3000:]
     assert "Traceback" not in output, output[-3000:]
     errors = [line for line in output.splitlines() if " ERROR " in line]
     assert len(errors) == 1 and errors[0].endswith(
@@ -114,3 +120,55 @@ async def test_a_full_disk_records_what_the_requester_was_told(make_harness, bot
             assert row == [("log.txt", "failed", told, None)]
         finally:
             log.close()
+
+
+async def test_a_damaged_store_is_one_sentence_for_questions_and_commands_not_try_again(make_harness, embedder):
+    """A server's database damaged while the bot was down (its pages overwritten): /ask, a follow-up in
+    the thread and /kb list each say the database is damaged and must be restored (no path: that is for
+    the log), instead of 'something went wrong, try again' (which cannot help); the bot keeps running."""
+    from bot.replies import DAMAGED_STORE
+    from tests.bot.bot_samples import LIGHTHOUSE
+    from tests.bot.conftest import GUILD, text_of, thread_payload
+
+    h = await make_harness()
+    [status] = await h.replies_done(
+        h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode())), lambda r: text_of(r[0]).startswith("Done")
+    )
+    asked = h.ask("How is the lens cleaned?")
+    await h.replies_done(asked)
+    await h.finished(asked)
+    [thread] = [t for t in h.bot.get_guild(GUILD).threads]
+    await h.bot.close()
+    store = h.bot.settings.data_dir / "guilds" / str(GUILD) / "raptor.db"
+    raw = bytearray(store.read_bytes())
+    raw[100:4096] = b"\xff" * (4096 - 100)  # the schema page: SQLite calls the file malformed
+    store.write_bytes(bytes(raw))
+
+    h2 = await make_harness()
+    h2.state.parse_thread_create(dict(thread_payload(thread.id, thread.parent_id, thread.name), newly_created=True))
+    thread_id = thread.id
+    damaged = DAMAGED_STORE
+    [reply] = await h2.replies_done(h2.ask("How is the lens cleaned?"))
+    assert damaged in text_of(reply) and "try again" not in text_of(reply), text_of(reply)
+    [listed] = await h2.replies_done(h2.slash("kb", sub="list"))
+    assert damaged in text_of(listed) and "try again" not in text_of(listed), text_of(listed)
+    h2.user_message(thread_id, "and in fog?", mention_bot=True)
+    [answer] = await h2.fake.wait_for(lambda: h2.fake.channel_messages(thread_id), what="the follow-up's reply")
+    assert damaged in text_of(answer) and "try again" not in text_of(answer), text_of(answer)
+    assert str(h2.bot.settings.data_dir) not in "".join(map(str, h2.fake.calls))  # paths stay in the log
+
+
+async def test_a_damaged_database_at_start_is_one_line_that_names_the_file(fake_api, tmp_path):
+    """A real `python -m bot` whose data directory holds a damaged file among its databases (here the
+    bot's upload records): exit status 2 and one line naming that file, so the operator knows which of
+    the directory's databases to restore; no traceback."""
+    data = tmp_path / "data"
+    data.mkdir()
+    damaged = data / "uploads.db"
+    damaged.write_bytes(b"not a database " * 512)
+    returncode, output = await run_until_it_stops(fake_api, data, tmp_path)
+    assert returncode == 2, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    errors = [line for line in output.splitlines() if " ERROR " in line]
+    assert len(errors) == 1, output[-3000:]
+    assert f"holds a damaged database (file is not a database: {damaged})" in errors[0], errors[0]
