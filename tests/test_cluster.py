@@ -693,6 +693,23 @@ def test_the_partitioned_knn_gives_umaps_own_neighbours_with_ties_and_infinities
     assert cluster.stable_knn_indices(ties, 2).tolist() == [[0, 1]] * 3
 
 
+def test_a_layout_with_the_partitioned_knn_is_umaps_own_layout():
+    """On a layer with exact duplicate distances (repeated rows' neighbours tie), UMAP's projection is
+    bit for bit the one umap's own full-sort neighbour search gives."""
+    from raptor_engine.tree import cluster
+
+    umap = cluster.import_umap()
+    data = _blobs([40, 40, 40], seed=6)
+    data = np.vstack([data, data[:20]])  # repeated rows: equal distances at every rank
+    ours = cluster._umap_reduce(data, n_neighbors=12, n_components=5, seed=1)
+    try:
+        umap.umap_.fast_knn_indices = umap.utils.fast_knn_indices
+        theirs = cluster._umap_reduce(data, n_neighbors=12, n_components=5, seed=1)
+    finally:
+        umap.umap_.fast_knn_indices = cluster.stable_knn_indices
+    assert np.array_equal(ours, theirs)
+
+
 def test_distinct_rows_are_found_in_first_seen_order_up_to_float_noise():
     from raptor_engine.tree.cluster import _IDENTICAL_TOLERANCE, _unique_rows
 
