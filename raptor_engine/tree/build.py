@@ -118,15 +118,14 @@ async def _summary_vectors(
 async def embed_leaves(
     chunks: list[Chunk], embedder: Embedder, progress: ProgressCallback | None = None
 ) -> list[NewNode]:
-    """Layer 0: one node per chunk, embedded in batches off the event loop. Their stored sentences are
-    left to `add_stored_sentences`, which the build runs beside the first clustering."""
+    """Layer 0: one node per chunk, embedded in batches off the event loop."""
 
     def report(done: int, total: int) -> None:
         _notify(progress, Progress("embed", done, total, layer=0))
 
     texts = [c.text for c in chunks]
     tokens = [c.tokens for c in chunks]
-    vectors = await asyncio.to_thread(embedder.embed, texts, report, token_counts=tokens)
+    vectors, sentences = await _embed_beside_sentences(embedder, texts, tokens, report)
     return [
         NewNode(
             key=i,
@@ -140,16 +139,10 @@ async def embed_leaves(
             page=c.page,
             heading=tuple(c.heading),
             page_marks=c.page_marks,
+            sentences=sentences[i],
         )
         for i, c in enumerate(chunks)
     ]
-
-
-async def add_stored_sentences(nodes: list[NewNode], embedder: Embedder) -> None:
-    """Split and count each node's sentences (stored with it for retrieval), off the event loop."""
-    spans = await asyncio.to_thread(sentence_spans, [n.text for n in nodes], embedder.count_tokens_batch)
-    for node, sentences in zip(nodes, spans, strict=True):
-        node.sentences = sentences
 
 
 async def cluster_layer(
@@ -249,31 +242,6 @@ async def build_document_tree(
 ) -> BuiltTree:
     """Leaves, then summary layers until the stop rule holds. Raises whatever the summariser raises."""
     leaves = await embed_leaves(chunks, embedder, progress)
-    # The leaves' sentences (Python, ~0.5 CPU s at 100k tokens) take the core that the first clustering leaves
-    # idle while UMAP lays out the whole layer on one thread; beside the embedding they slowed it instead.
-    leaf_sentences = asyncio.ensure_future(add_stored_sentences(leaves, embedder))
-    try:
-        return await _summary_layers(
-            leaves, leaf_sentences, embedder=embedder, summarizer=summarizer, settings=settings, progress=progress
-        )
-    finally:
-        if not leaf_sentences.done():
-            leaf_sentences.cancel()  # the build failed first: nothing is left waiting for the sentences
-        elif not leaf_sentences.cancelled():
-            leaf_sentences.exception()  # seen, whatever it was: the build's own error is the one raised
-
-
-async def _summary_layers(
-    leaves: list[NewNode],
-    leaf_sentences: asyncio.Future[None],
-    *,
-    embedder: Embedder,
-    summarizer: Summarizer,
-    settings: Settings,
-    progress: ProgressCallback | None,
-) -> BuiltTree:
-    """The layers above the leaves, until the stop rule holds; `leaf_sentences` is awaited once the first
-    clustering is done (the summaries then find the leaves' sentence splits remembered)."""
     nodes = list(leaves)
     current = leaves
     records = [LayerRecord(layer=0, nodes=len(leaves))]
@@ -286,7 +254,6 @@ async def _summary_layers(
         clustering = await cluster_layer(
             current, layer=layer, summarizer=summarizer, settings=settings, progress=progress
         )
-        await leaf_sentences
         record = records[-1]
         record.clusters, record.method, record.notes = (
             len(clustering.clusters),
@@ -311,7 +278,6 @@ async def _summary_layers(
         completion_tokens += used_completion
         nodes += current
         records.append(LayerRecord(layer=layer, nodes=len(current)))
-    await leaf_sentences
     log.info("built %d layers, %d nodes (%s)", len(records), len(nodes), stop)
     return BuiltTree(nodes, records, stop, prompt_tokens, completion_tokens)
 
