@@ -663,3 +663,63 @@ def test_a_pooled_bic_scan_fits_one_count_ahead_and_chooses_the_same(monkeypatch
     counts = sorted(k for k, _ in fitted)
     assert counts[:7] == [1, 2, 3, 4, 5, 6, 7] and len(counts) <= 8  # 3 rises stop it; at most one count more
     assert all(name.startswith("cluster") for _, name in fitted)
+
+
+# ---- the neighbour lists and distinct rows are found without sorting whole rows --------------------
+
+
+def test_the_partitioned_knn_gives_umaps_own_neighbours_with_ties_and_infinities():
+    """`stable_knn_indices` replaces umap's `fast_knn_indices` (a stable sort of every row): the same
+    columns in the same order, also where the k-th distance is shared by several columns (ties go to the
+    lower column) and where rows hold infinite distances."""
+    from raptor_engine.tree import cluster
+
+    umap = cluster.import_umap()
+    assert umap.umap_.fast_knn_indices is cluster.stable_knn_indices
+    original = umap.utils.fast_knn_indices
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        count = int(rng.integers(2, 120))
+        neighbors = int(rng.integers(1, count + 1))
+        distances = rng.normal(size=(count, count))
+        if trial % 2:
+            distances = np.round(distances, 1)  # many equal values, some at the k-th place
+        if trial % 3 == 0:
+            distances[rng.uniform(size=distances.shape) < 0.3] = np.inf
+        ours = cluster.stable_knn_indices(distances, neighbors)
+        assert ours.dtype == np.int32
+        assert np.array_equal(ours, original(distances, neighbors)), (trial, count, neighbors)
+    ties = np.zeros((3, 6))
+    assert cluster.stable_knn_indices(ties, 2).tolist() == [[0, 1]] * 3
+
+
+def test_a_layout_with_the_partitioned_knn_is_umaps_own_layout():
+    """On a layer with exact duplicate distances (repeated rows' neighbours tie), UMAP's projection is
+    bit for bit the one umap's own full-sort neighbour search gives."""
+    from raptor_engine.tree import cluster
+
+    umap = cluster.import_umap()
+    data = _blobs([40, 40, 40], seed=6)
+    data = np.vstack([data, data[:20]])  # repeated rows: equal distances at every rank
+    ours = cluster._umap_reduce(data, n_neighbors=12, n_components=5, seed=1)
+    try:
+        umap.umap_.fast_knn_indices = umap.utils.fast_knn_indices
+        theirs = cluster._umap_reduce(data, n_neighbors=12, n_components=5, seed=1)
+    finally:
+        umap.umap_.fast_knn_indices = cluster.stable_knn_indices
+    assert np.array_equal(ours, theirs)
+
+
+def test_distinct_rows_are_found_in_first_seen_order_up_to_float_noise():
+    from raptor_engine.tree.cluster import _IDENTICAL_TOLERANCE, _unique_rows
+
+    rng = np.random.default_rng(2)
+    base = rng.integers(-1000, 1000, size=(5, 8)) * _IDENTICAL_TOLERANCE  # on the rounding grid
+    order = [3, 0, 3, 1, 4, 0, 2, 2, 1]
+    noise = rng.uniform(-0.01, 0.01, size=(len(order), 8)) * _IDENTICAL_TOLERANCE
+    data = base[order] + noise * (np.arange(len(order)) % 2)[:, None]  # every other row a little off
+    unique, inverse = _unique_rows(data)
+    seen = list(dict.fromkeys(order))  # 3, 0, 1, 4, 2
+    firsts = [order.index(k) for k in seen]
+    assert np.array_equal(unique, data[firsts])
+    assert inverse.tolist() == [seen.index(k) for k in order]

@@ -23,6 +23,9 @@ Differences from the reference code, each for robustness or speed:
 - the local clusterings of one layer are independent, so they run on `cluster_threads()` threads (each
   with its own inputs and notes, collected in order: the same clusters as one thread), and UMAP's layout
   epochs release the GIL (`_nogil_layout_epoch`) so that two of them can run at once.
+- UMAP's neighbour lists on precomputed distances come from a partition of each row rather than a
+  full sort (`stable_knn_indices`: the same lists, ties included), and duplicate rows are found by a
+  dictionary of their rounded bytes rather than by sorting the rows.
 """
 
 from __future__ import annotations
@@ -153,6 +156,7 @@ def import_umap() -> ModuleType:
                 umap = _import_cached("umap")
             folder = _compile_cache_folder()
             umap.umap_.spectral_layout = _steady_spectral_layout(umap.umap_.spectral_layout)
+            umap.umap_.fast_knn_indices = stable_knn_indices
             umap.layouts._nb_optimize_layout_euclidean_single_epoch = _nogil_layout_epoch(numba, umap, folder)
             _umap_module.append(umap)
         return _umap_module[0]
@@ -552,13 +556,20 @@ def _all_identical(data: np.ndarray) -> bool:
 
 
 def _unique_rows(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows (up to float noise) in first-seen order, and each row's index among them."""
-    keys = np.round(data / _IDENTICAL_TOLERANCE).astype(np.int64)
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # first-seen order keeps results independent of np.unique's sort
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return data[np.sort(first)], rank[inverse.reshape(-1)]
+    """Distinct rows (up to float noise) in first-seen order, and each row's index among them.
+
+    Rows are told apart by the bytes of their rounded values in a dictionary: one pass, where
+    `np.unique(axis=0)` sorted the rows as records (~0.1 s a layer of 1,100 nodes)."""
+    keys = np.ascontiguousarray(np.round(data / _IDENTICAL_TOLERANCE).astype(np.int64))
+    index_of: dict[bytes, int] = {}
+    first: list[int] = []
+    inverse = np.empty(len(keys), dtype=np.intp)
+    for row, key in enumerate(keys):
+        found = index_of.setdefault(key.tobytes(), len(first))
+        if found == len(first):
+            first.append(row)
+        inverse[row] = found
+    return data[first], inverse
 
 
 def _umap_reduce(data: np.ndarray, *, n_neighbors: int, n_components: int, seed: int) -> np.ndarray:
@@ -630,6 +641,28 @@ def _hnsw_knn(data: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarr
     index.set_ef(max(2 * k, 100))
     labels, distances = index.knn_query(vectors, k=k, num_threads=1)
     return labels.astype(np.int32), np.maximum(distances, 0.0).astype(np.float32)
+
+
+def stable_knn_indices(distances: np.ndarray, neighbors: int) -> np.ndarray:
+    """Each row's `neighbors` smallest entries' columns, nearest first, ties by column: the first
+    `neighbors` of a stable argsort of each row, as umap's `fast_knn_indices` finds them.
+
+    umap sorted every row of the (N, N) distances in full (a third of the leaf layer's UMAP fit at 1,100
+    nodes); this partitions each row, then sorts only the entries up to each row's k-th smallest. A row
+    whose k-th smallest value is shared by entries beyond the partition is sorted whole, so ties give
+    the same columns as a stable sort."""
+    rows, columns = distances.shape
+    if neighbors >= columns:
+        return np.argsort(distances, axis=1, kind="stable")[:, :neighbors].astype(np.int32)
+    taken = np.sort(np.argpartition(distances, neighbors - 1, axis=1)[:, :neighbors], axis=1)  # by column
+    values = np.take_along_axis(distances, taken, axis=1)
+    order = np.argsort(values, axis=1, kind="stable")  # by distance, ties by column
+    nearest = np.take_along_axis(taken, order, axis=1)
+    kth = np.take_along_axis(values, order[:, -1:], axis=1)
+    tied = np.flatnonzero(np.count_nonzero(distances <= kth, axis=1) > neighbors)
+    for row in tied:
+        nearest[row] = np.argsort(distances[row], kind="stable")[:neighbors]
+    return nearest.astype(np.int32)
 
 
 def _cosine_distances(data: np.ndarray) -> np.ndarray:
