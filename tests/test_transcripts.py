@@ -11,6 +11,7 @@ from raptor_engine import Engine, Settings
 from raptor_engine.ingest.chunk import chunk_document, split_sentences
 from raptor_engine.ingest.transcript import is_filler, speaker_of, turns
 from raptor_engine.query.answer import (
+    FOUND,
     QUOTE,
     ExtractiveAnswerer,
     _candidates,
@@ -181,6 +182,24 @@ def test_a_question_naming_a_speaker_prefers_that_speakers_turns(embedder):
     assert _answer(embedder, "What did Marketing say about the price?", [_node(MEETING)])[0].startswith(
         "Marketing: The price should be"
     )
+
+
+def test_a_question_about_what_a_speaker_said_is_answered_by_that_speakers_quotes(embedder):
+    """'What did Jane Doe say?' quoting Jane Doe's turns is answered (it was 'say nothing': the name is in
+    the quotes' labels, not their words, so it counted as a name the documents lack)."""
+    meeting = (
+        "John Smith: Good morning, let's review the harbour budget for next year .\n"
+        "Jane Doe: The dredging contract costs forty thousand pounds this year .\n"
+        "John Smith: Um , yeah . Okay .\n"
+        "Jane Doe: We also need a new crane for the north pier before the winter ."
+    )
+    for question in ("What did Jane Doe say?", "What did Marketing say?"):
+        context = [_node(meeting if "Jane" in question else MEETING)]
+        text = ExtractiveAnswerer(embedder)._answer_sync(question, context, []).text
+        assert text.startswith(FOUND), text
+    # the name picks whose turns to quote; a topic the meeting never touched is still not answered
+    text = ExtractiveAnswerer(embedder)._answer_sync("What did Jane Doe say about the lighthouse fire?", [_node(meeting)], [])
+    assert not text.text.startswith(FOUND), text.text
 
 
 def test_a_summary_of_one_topic_quotes_that_topic_and_a_whole_meeting_summary_names_none(embedder):

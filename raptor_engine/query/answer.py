@@ -810,16 +810,27 @@ class _Quoted:
     picked: list[_Candidate]  # best first; never empty when the context has a quotable sentence
 
 
+def _named_speaker_terms(question: str, candidates: list[_Candidate]) -> set[str]:
+    """The terms of the transcript speakers a question names ('Jane Doe' of 'What did Jane Doe say about
+    the crane?'): they pick whose turns to quote, and a quote shows them in its label, not in its words,
+    so whether the quotes answer is judged on the rest of the question."""
+    speakers = frozenset(c.speaker for c in candidates if c.speaker)
+    if not speakers:
+        return set()
+    return {stem(t) for name in named_speakers(question, speakers) for t in content_terms(name)}
+
+
 def grounding_features(
     question: str, candidates: list[_Candidate], picked: list[_Candidate], context: list[ContextNode]
 ) -> list[float]:
     """GROUNDING_FEATURES (grounding.py) of a question's quotes, from what ranking already computed:
     the candidates' cosines (`similarity`) and weighted term shares (`lexical`), their terms."""
     similarities = sorted(c.similarity for c in candidates)
-    asked = question_terms(question)
+    speaker_terms = _named_speaker_terms(question, candidates)
+    asked = question_terms(question) - speaker_terms
     quoted = set().union(*(c.terms for c in picked))
     held = set().union(*(c.terms for c in candidates))
-    pinned = {stem(t) for name in names_in(question) for t in content_terms(name)}
+    pinned = {stem(t) for name in names_in(question) for t in content_terms(name)} - speaker_terms
     pinned |= set(re.findall(r"\d+", question))
     return [
         picked[0].similarity,
@@ -831,6 +842,16 @@ def grounding_features(
         len(pinned - held) / len(pinned) if pinned else 0.0,
         max(node.score for node in context),
     ]
+
+
+def _asks_only_a_speaker(question: str, candidates: list[_Candidate], picked: list[_Candidate]) -> bool:
+    """Whether a transcript's question names speakers and nothing else to look for ('What did Marketing
+    say?', 'What did Jane Doe propose?'), and the first quote is one of theirs: any of their turns answers
+    it, however little its words resemble the question's."""
+    speakers = frozenset(c.speaker for c in candidates if c.speaker)
+    if not speakers or picked[0].speaker is None:
+        return False
+    return picked[0].speaker in named_speakers(question, speakers) and not topic_terms(question, speakers)
 
 
 class ExtractiveAnswerer:
@@ -916,9 +937,10 @@ class ExtractiveAnswerer:
         (a bare "why?" after an answer), is answered by what it gets; any other is judged by the
         grounding model. A Chinese, Japanese or Korean question whose first quote shares none of its
         terms gets the closest passages at best (the model was fitted on English questions, and the
-        default embedder is English-trained)."""
+        default embedder is English-trained). A question about what a transcript's speaker said, naming no
+        topic ('What did Jane Doe say?'), is answered when the first quote is that speaker's."""
         core = quoted.rewrite.core
-        if quoted.thematic or not subject_terms(core):
+        if quoted.thematic or not subject_terms(core) or _asks_only_a_speaker(core, quoted.candidates, quoted.picked):
             return Grounding.ANSWERED
         verdict = self.grounding.verdict(grounding_features(core, quoted.candidates, quoted.picked, context))
         if verdict is Grounding.ANSWERED and in_bigrams(core) and quoted.picked[0].lexical == 0:
