@@ -110,6 +110,17 @@ def test_a_chunk_ends_at_a_turn_and_is_headed_by_its_speaker_when_it_holds_one_t
     assert single and all(c.heading == (c.text.split(":")[0],) for c in single)
 
 
+def test_a_question_turn_and_its_reply_share_a_chunk_when_they_fit():
+    """A chunk that ended on 'Q: How were the keepers rescued?' left the answer to another leaf, so no
+    quote could show the two together."""
+    answers = [f"A: The keepers stayed on the rock for {n} weeks and then went ashore ." for n in range(1, 9)]
+    questions = [f"Q: What happened in week {n} of the winter of 1954 ?" for n in range(1, 9)]
+    text = "\n".join(line for pair in zip(questions, answers, strict=True) for line in pair)
+    for budget in range(27, 80, 3):  # a pair is 27 words
+        for chunk in _chunks(text, max_tokens=budget):
+            assert chunk.text.startswith("Q:") and chunk.text.rstrip().endswith("."), (budget, chunk.text)
+
+
 def test_a_chunk_opening_inside_a_long_turn_is_headed_by_that_turns_speaker():
     long_turn = "Project Manager: " + " ".join(f"We discussed item {i} at length ." for i in range(12))
     text = f"{long_turn}\nMarketing: The price should be twenty-five euros .\nUser Interface: Agreed .\nMarketing: Good ."
@@ -321,6 +332,27 @@ def test_a_storys_short_line_of_dialogue_is_still_quoted_with_the_next_one():
     assert candidate.speaker is None and not candidate.transcript
     short = next(c for c in _candidates([_node('Evelyn\'s heart skipped a beat. "Indeed?" she said.')]))
     assert _with_next_sentence(short, [short]).text == 'Evelyn\'s heart skipped a beat. "Indeed?" she said.'
+
+
+def test_a_question_turn_is_quoted_with_the_reply_that_answers_it(embedder):
+    """An interview's question turn holds the user's question's words, so it ranks first; alone it
+    answers nothing ('Q: How were the keepers rescued?' was the whole answer): the next turn's reply,
+    up to its first sentence that is not filler, is quoted with it."""
+    interview = (
+        "Q: Where were you born?\nA: I was born in the shore station at Hynish in 1931.\n"
+        "Q: Do you remember the fire of 1954?\nA: Yes. We saw the smoke from the signal tower.\n"
+        "Q: How were the keepers rescued?\nA: A fishing boat from Tiree took them off the rock.\n"
+        "Q: Anything else about the keepers and the rescue?\nA: Mm-hmm."
+    )
+    quotes = _answer(embedder, "How were the keepers rescued?", [_node(interview)])
+    assert quotes[0] == "Q: How were the keepers rescued? A: A fishing boat from Tiree took them off the rock."
+    candidates = _candidates([_node(interview)])
+    fire = next(c for c in candidates if c.text.startswith("Do you remember"))
+    assert _with_next_sentence(fire, [fire]).shown == (
+        "Q: Do you remember the fire of 1954? A: Yes. We saw the smoke from the signal tower."
+    )
+    last = next(c for c in candidates if c.text.startswith("Anything else"))
+    assert _with_next_sentence(last, [last]).shown == "Q: Anything else about the keepers and the rescue?"
 
 
 def test_a_transcripts_short_turn_is_never_joined_to_a_filler_or_the_next_turn():

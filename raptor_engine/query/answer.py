@@ -1137,7 +1137,11 @@ def _with_next_sentence(candidate: _Candidate, picked: list[_Candidate]) -> _Can
     """A quote of under FRAGMENT_WORDS words says little alone (a line of dialogue, a bare claim): it
     is quoted with a neighbouring sentence of the same paragraph of its node, the one after it, or the
     one before it when it refers back to that one (REFERS_BACK); never a neighbour that is a quote
-    already, a heading, cut short, or missing."""
+    already, a heading, cut short, or missing. A transcript's question turn, whatever its length, is
+    quoted with the reply after it (`_with_reply`)."""
+    with_reply = _with_reply(candidate, picked)
+    if with_reply is not None:
+        return with_reply
     if word_count(candidate.text) >= FRAGMENT_WORDS or table_cells(candidate.sentence.text) is not None:
         return candidate
     if candidate.transcript and candidate.node.layer > 0:  # a summary's neighbours are other turns
@@ -1153,6 +1157,30 @@ def _with_next_sentence(candidate: _Candidate, picked: list[_Candidate]) -> _Can
     if following and _joinable(text, own, following[0], following[0], picked, candidate.transcript):
         return _joined(candidate, own.start, following[0].end, f"{candidate.text} {following[0].text}")
     return candidate
+
+
+def _with_reply(candidate: _Candidate, picked: list[_Candidate]) -> _Candidate | None:
+    """A leaf's question turn ('Q: How were the keepers rescued?', 'Interviewer: And your father?') with
+    the next turn's reply, its label kept and up to its first sentence that is not filler ('A: Yes. We
+    saw the smoke.'): an interview's question holds the user's question's words and answers nothing
+    alone. None for any other sentence, a question that ends no line, and a reply that is only filler,
+    quoted already, or not a labelled turn on the next line."""
+    own, text = candidate.sentence, candidate.node.text
+    if not candidate.transcript or candidate.node.layer > 0 or not candidate.text.endswith("?"):
+        return None
+    line_end = text.find("\n", own.end)
+    if line_end < 0 or text[own.end : line_end].strip() or speaker_of(text[line_end + 1 :]) is None:
+        return None
+    next_end = text.find("\n", line_end + 1)
+    next_end = len(text) if next_end < 0 else next_end
+    reply = [s for s in sentences_of(text) if line_end < s.start and s.end <= next_end]
+    spoken = [s.text[label_end(s.text) :] for s in reply]  # a picked quote's key is of its text without a label
+    answer = next((i for i, said in enumerate(spoken) if not is_filler(said)), None)
+    quoted = {other.key for other in picked}
+    if answer is None or any(sentence_key(said) in quoted for said in spoken[: answer + 1]):
+        return None
+    end = reply[answer].end
+    return _joined(candidate, own.start, end, f"{candidate.text} {' '.join(text[reply[0].start : end].split())}")
 
 
 def _joinable(
