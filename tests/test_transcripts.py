@@ -213,6 +213,17 @@ def test_a_question_about_what_a_speaker_said_is_answered_by_that_speakers_quote
     assert not text.text.startswith(FOUND), text.text
 
 
+def test_a_speaker_labelled_in_capitals_is_named_as_people_write_the_name():
+    """Scripts and subtitles write labels in capitals ('MARY:', 'INTERVIEWER:'): 'What did Mary say?'
+    named no speaker, so Mary's turns were not preferred and the answer read 'say nothing'."""
+    script = frozenset({"MARY", "JOHN", "INTERVIEWER", "Q", "A"})
+    assert named_speakers("What did Mary say?", script) == {"MARY"}
+    assert named_speakers("what did the interviewer ask about the war?", script) == {"INTERVIEWER"}
+    assert named_speakers("WHAT DID JOHN SAY?", script) == {"JOHN"}
+    assert named_speakers("What is a queue?", script) == frozenset()  # a letter's label stays as written
+    assert named_speakers("What did marketing think?", frozenset({"Marketing"})) == frozenset()
+
+
 def test_a_summary_of_one_topic_quotes_that_topic_and_a_whole_meeting_summary_names_none(embedder):
     speakers = context_speakers([_node(MEETING)])
     assert topic_terms("Summarize the whole meeting.", speakers) == []

@@ -411,7 +411,8 @@ def named_speakers(question: str, speakers: frozenset[str]) -> frozenset[str]:
     """The speakers a question names: by their whole label ("What did Marketing think ...?", "User
     Interface's opinions"), without a title after the name ("Lynne Neagle" of "Lynne Neagle AM"), or by
     the surname alone ("What did Smith say?" for "Mr. Smith"). A label of one word must be written as the
-    label is ("Marketing", not the 'marketing plan' a question asks about)."""
+    label is ("Marketing", not the 'marketing plan' a question asks about), but for one in capitals of
+    three letters or more ("Mary" or "mary" for "MARY")."""
     found = set()
     for speaker in speakers:
         parts = speaker.split()
@@ -422,7 +423,8 @@ def named_speakers(question: str, speakers: frozenset[str]) -> frozenset[str]:
         if len(parts) > 1 and surname[:1].isupper() and surname[1:].islower() and len(surname) > 2:
             names.append(surname)
         for name in names:
-            flags = re.IGNORECASE if len(name.split()) > 1 else 0
+            # a label in capitals ('MARY', 'INTERVIEWER') is a name in a script's style: any case names it
+            flags = re.IGNORECASE if len(name.split()) > 1 or (name.isupper() and len(name) > 2) else 0
             if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question, flags):
                 found.add(speaker)
     return frozenset(found)
