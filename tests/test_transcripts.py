@@ -9,7 +9,7 @@ from pathlib import Path
 
 from raptor_engine import Engine, Settings
 from raptor_engine.ingest.chunk import chunk_document, split_sentences
-from raptor_engine.ingest.transcript import is_filler, speaker_of, turns
+from raptor_engine.ingest.transcript import is_filler, speaker_of, spoken_lines, turns
 from raptor_engine.query.answer import (
     FOUND,
     QUOTE,
@@ -119,6 +119,11 @@ def test_a_question_turn_and_its_reply_share_a_chunk_when_they_fit():
     for budget in range(27, 80, 3):  # a pair is 27 words
         for chunk in _chunks(text, max_tokens=budget):
             assert chunk.text.startswith("Q:") and chunk.text.rstrip().endswith("."), (budget, chunk.text)
+    cues = [f"{n}\n00:00:{n:02},000 --> 00:00:{n:02},500" for n in range(1, 17)]  # an SRT export's cue lines
+    srt = "\n\n".join(f"{cue}\n{line}" for cue, line in zip(cues, text.split("\n"), strict=True))
+    for budget in range(35, 90, 3):  # a pair with its cues is 35 words
+        for chunk in _chunks(srt, max_tokens=budget):  # a chunk may end with the next cue's lines
+            assert spoken_lines(chunk.text)[-1][1].endswith("."), (budget, chunk.text)
 
 
 def test_a_chunk_opening_inside_a_long_turn_is_headed_by_that_turns_speaker():
@@ -364,6 +369,17 @@ def test_a_question_turn_is_quoted_with_the_reply_that_answers_it(embedder):
     )
     last = next(c for c in candidates if c.text.startswith("Anything else"))
     assert _with_next_sentence(last, [last]).shown == "Q: Anything else about the keepers and the rescue?"
+    # a subtitle export's cue number and timing lines stand between the question and the reply
+    srt = (
+        "1\n00:00:01,000 --> 00:00:04,000\nJOHN: We need a new crane.\n\n"
+        "2\n00:00:05,000 --> 00:00:09,000\nJOHN: Who will pay for the crane?\n\n"
+        "3\n00:00:10,000 --> 00:00:14,000\nMARY: The harbour trust will\npay half.\n\n"
+        "4\n00:00:15,000 --> 00:00:19,000\nJOHN: Fine."
+    )
+    question = next(c for c in _candidates([_node(srt)]) if c.text.startswith("Who will pay"))
+    assert _with_next_sentence(question, [question]).shown == (
+        "JOHN: Who will pay for the crane? MARY: The harbour trust will pay half."
+    )
 
 
 def test_a_transcripts_short_turn_is_never_joined_to_a_filler_or_the_next_turn():

@@ -482,7 +482,7 @@ def _turn_runs(
     if not spoken:
         return runs, spoken
     starts = [start for start, _ in spoken]
-    starts = [b for a, b in zip([-1, *starts[:-1]], starts, strict=True) if a < 0 or not text[a:b].rstrip().endswith("?")]
+    starts = [b for a, b in zip([-1, *starts[:-1]], starts, strict=True) if a < 0 or not _asks(text[a:b])]
     out: list[tuple[int, int, tuple[str, ...]]] = []
     for start, end, heading in runs:
         inside = starts[bisect.bisect_right(starts, start) : bisect.bisect_left(starts, end)]
@@ -491,6 +491,12 @@ def _turn_runs(
             speaker = _speaker_at(spoken, a)
             out.append((a, b, (*heading, speaker) if speaker else heading))
     return out, spoken
+
+
+def _asks(turn: str) -> bool:
+    """Whether a turn's last line of words (not a subtitle cue's number or timing line) is a question."""
+    lines = spoken_lines(turn)
+    return bool(lines) and lines[-1][1].rstrip().endswith("?")
 
 
 def _opening_speakers(

@@ -1166,16 +1166,21 @@ def _with_reply(candidate: _Candidate, picked: list[_Candidate]) -> _Candidate |
     the next turn's reply, its label kept and up to its first sentence that is not filler ('A: Yes. We
     saw the smoke.'): an interview's question holds the user's question's words and answers nothing
     alone. None for any other sentence, a question that ends no line, and a reply that is only filler,
-    quoted already, or not a labelled turn on the next line."""
+    quoted already, or not a labelled turn on the next line that holds words (a subtitle export's cue
+    number and timing lines are passed over)."""
     own, text = candidate.sentence, candidate.node.text
     if not candidate.transcript or candidate.node.layer > 0 or not candidate.text.endswith("?"):
         return None
     line_end = text.find("\n", own.end)
-    if line_end < 0 or text[own.end : line_end].strip() or speaker_of(text[line_end + 1 :]) is None:
+    if line_end < 0 or text[own.end : line_end].strip():
         return None
-    next_end = text.find("\n", line_end + 1)
-    next_end = len(text) if next_end < 0 else next_end
-    reply = [s for s in sentences_of(text) if line_end < s.start and s.end <= next_end]
+    following = spoken_lines(text[line_end + 1 :])  # past a subtitle cue's number and timing lines
+    if not following or speaker_of(following[0][1]) is None:
+        return None
+    reply_start = line_end + 1 + following[0][0]
+    # the reply runs to the next turn's label (a subtitle cue's text may wrap onto a second line)
+    reply_end = next((line_end + 1 + at for at, line in following[1:] if speaker_of(line)), len(text))
+    reply = [s for s in sentences_of(text) if reply_start <= s.start < reply_end]
     spoken = [s.text[label_end(s.text) :] for s in reply]  # a picked quote's key is of its text without a label
     answer = next((i for i, said in enumerate(spoken) if not is_filler(said)), None)
     quoted = {other.key for other in picked}
