@@ -17,20 +17,27 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import click
+SIGINT_STATUS = 128 + signal.SIGINT  # what a shell reports for a command stopped by Ctrl-C
+INTERRUPTED = "Interrupted; nothing unfinished was stored."
 
-from . import __version__
-from .config import Settings
-from .engine import MODES, Engine, IngestResult, TreePicture
-from .errors import RaptorError, damaged_store, is_damaged_database, storage_failure
-from .ingest.load import read_local_file
-from .plugins import load_plugins
-from .query.answer import describe_documents
-from .query.support import MATCHED, describe_support, sources_title
-from .storage.archive import export_space, import_space
-from .storage.records import DocumentInfo
-from .storage.spaces import DB_NAME, space_dir
-from .types import Answer, Progress, Turn, counted
+try:  # loading the engine takes a second or more: a Ctrl-C then is one line and status 130, no traceback
+    import click
+
+    from . import __version__
+    from .config import Settings
+    from .engine import MODES, Engine, IngestResult, TreePicture
+    from .errors import RaptorError, damaged_store, is_damaged_database, storage_failure
+    from .ingest.load import read_local_file
+    from .plugins import load_plugins
+    from .query.answer import describe_documents
+    from .query.support import MATCHED, describe_support, sources_title
+    from .storage.archive import export_space, import_space
+    from .storage.records import DocumentInfo
+    from .storage.spaces import DB_NAME, space_dir
+    from .types import Answer, Progress, Turn, counted
+except KeyboardInterrupt:
+    sys.stderr.write(f"\n{INTERRUPTED}\n")
+    raise SystemExit(SIGINT_STATUS) from None
 
 log = logging.getLogger("raptor_engine")
 
@@ -195,8 +202,6 @@ _HELP_REQUESTS = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 SIGPIPE_STATUS = 128 + signal.SIGPIPE  # what a shell reports for a command whose pipe's reader stopped
-SIGINT_STATUS = 128 + signal.SIGINT  # what a shell reports for a command stopped by Ctrl-C
-INTERRUPTED = "Interrupted; nothing unfinished was stored."
 
 
 def _drop_the_closed_pipe() -> None:

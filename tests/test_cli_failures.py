@@ -277,6 +277,28 @@ def test_ctrl_c_during_a_chat_exits_as_shells_expect(data):
     assert "Aborted" not in out + err and "Traceback" not in err
 
 
+def test_ctrl_c_while_the_cli_loads_exits_as_shells_expect():
+    """`raptor` spends a second or more importing the engine before any command runs: a Ctrl-C then
+    printed a KeyboardInterrupt traceback and the process died of the signal. The interrupt is raised
+    deterministically here, by the import of the engine's module."""
+    probe = (
+        "import sys\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'raptor_engine.engine':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        "from raptor_engine.cli import main\n"
+        "main()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "docs"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip() == "Interrupted; nothing unfinished was stored.", done.stderr
+
+
 def test_ctrl_c_in_the_middle_of_storing_a_tree_leaves_none_of_it(tmp_path, embedder, monkeypatch):
     """A Ctrl-C that lands inside the transaction that stores a tree rolls all of it back: the next
     command sees the knowledge base as it was, and the same file then goes in whole."""

@@ -119,15 +119,33 @@ def test_utf16_without_a_byte_order_mark_is_decoded(encoding):
     assert load_document("log.txt", text.encode(encoding)).text == text
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Маяк Скерривор построил Алан Стивенсон в 1844 году.\nВысота маяка 48 метров.",
+        "スケリーヴォア灯台は1844年に完成した。\n設計者はアラン・スティーブンソンである。",
+        "등대는 1844년에 처음 불을 켰다.\n높이는 48미터이다.",
+        "Ο φάρος χτίστηκε το 1844 από τον Άλαν Στίβενσον.\nΈχει ύψος 48 μέτρα.",
+    ],
+    ids=["cyrillic", "japanese", "korean", "greek"],
+)
+def test_utf16_without_a_byte_order_mark_in_other_scripts_is_decoded(text, encoding):
+    """Text outside the Latin script has few zero high bytes (only its spaces, digits and line breaks):
+    it was refused as binary data."""
+    assert load_document("log.txt", (text * 30).encode(encoding)).text == (text * 30)
+
+
 @pytest.mark.parametrize(
     "data",
     [
         bytes(range(256)) * 8,  # binary with zero bytes here and there
         b"\x01\x00\x02\x00\x03\x00" * 500,  # zeros at one parity, but the 'text' is control characters
         b"\x00" * 4000,
+        b"\x05\x00\x00\x00\x07\x00\x00\x00\x30\x4e\x00\x00" * 300,  # small integers: controls either way
         "odd length".encode("utf-16-le") + b"A",
     ],
-    ids=["binary", "controls", "zeros", "odd length"],
+    ids=["binary", "controls", "zeros", "integers", "odd length"],
 )
 def test_zero_bytes_that_are_not_utf16_text_are_still_binary(data):
     with pytest.raises(IngestError, match="contains binary data, not text"):

@@ -176,3 +176,22 @@ def test_names_in_code_spell_summarize_and_prose_is_left_alone():
                     names.append(node.arg)
                 for name in names:
                     assert "summaris" not in name.lower(), f"{path.name}:{node.lineno} {name}"
+
+
+def test_a_subtitle_exports_cue_numbers_and_timings_are_never_summary_sentences(summarizer, embedder):
+    """Every cue's timing line shares the same digits, so its TF-IDF is near the cluster's centre: an SRT
+    meeting's summary read '1 00:00:01,000 --> 00:00:04,000 2 00:00:05,000 --> 00:00:09,000'."""
+    cues = [
+        "JOHN: Good morning, let's review the harbour budget for next year.",
+        "MARY: The dredging contract costs forty thousand pounds this year.",
+        "JOHN: We also need a new crane for the north pier before winter.",
+        "MARY: The harbour trust will pay half and the council the rest.",
+    ]
+    texts = [
+        "\n\n".join(f"{n}\n00:00:{n:02},000 --> 00:00:{n + 1:02},000\n{line}" for n, line in enumerate(cues, 1)),
+        "\n\n".join(f"{n}\n00:01:{n:02},000 --> 00:01:{n + 1:02},000\n{line}" for n, line in enumerate(cues, 5)),
+    ]
+    texts[1] = f"WEBVTT\n\n{texts[1]}"
+    request = SummaryRequest(texts=texts, embeddings=embedder.embed(texts), max_tokens=60)
+    summary = summarizer.summarize(request)
+    assert summary.text and "-->" not in summary.text and "WEBVTT" not in summary.text, summary.text

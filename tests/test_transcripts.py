@@ -9,8 +9,9 @@ from pathlib import Path
 
 from raptor_engine import Engine, Settings
 from raptor_engine.ingest.chunk import chunk_document, split_sentences
-from raptor_engine.ingest.transcript import is_filler, speaker_of, turns
+from raptor_engine.ingest.transcript import is_filler, speaker_of, spoken_lines, turns
 from raptor_engine.query.answer import (
+    FOUND,
     QUOTE,
     ExtractiveAnswerer,
     _candidates,
@@ -109,6 +110,22 @@ def test_a_chunk_ends_at_a_turn_and_is_headed_by_its_speaker_when_it_holds_one_t
     assert single and all(c.heading == (c.text.split(":")[0],) for c in single)
 
 
+def test_a_question_turn_and_its_reply_share_a_chunk_when_they_fit():
+    """A chunk that ended on 'Q: How were the keepers rescued?' left the answer to another leaf, so no
+    quote could show the two together."""
+    answers = [f"A: The keepers stayed on the rock for {n} weeks and then went ashore ." for n in range(1, 9)]
+    questions = [f"Q: What happened in week {n} of the winter of 1954 ?" for n in range(1, 9)]
+    text = "\n".join(line for pair in zip(questions, answers, strict=True) for line in pair)
+    for budget in range(27, 80, 3):  # a pair is 27 words
+        for chunk in _chunks(text, max_tokens=budget):
+            assert chunk.text.startswith("Q:") and chunk.text.rstrip().endswith("."), (budget, chunk.text)
+    cues = [f"{n}\n00:00:{n:02},000 --> 00:00:{n:02},500" for n in range(1, 17)]  # an SRT export's cue lines
+    srt = "\n\n".join(f"{cue}\n{line}" for cue, line in zip(cues, text.split("\n"), strict=True))
+    for budget in range(35, 90, 3):  # a pair with its cues is 35 words
+        for chunk in _chunks(srt, max_tokens=budget):  # a chunk may end with the next cue's lines
+            assert spoken_lines(chunk.text)[-1][1].endswith("."), (budget, chunk.text)
+
+
 def test_a_chunk_opening_inside_a_long_turn_is_headed_by_that_turns_speaker():
     long_turn = "Project Manager: " + " ".join(f"We discussed item {i} at length ." for i in range(12))
     text = f"{long_turn}\nMarketing: The price should be twenty-five euros .\nUser Interface: Agreed .\nMarketing: Good ."
@@ -181,6 +198,35 @@ def test_a_question_naming_a_speaker_prefers_that_speakers_turns(embedder):
     assert _answer(embedder, "What did Marketing say about the price?", [_node(MEETING)])[0].startswith(
         "Marketing: The price should be"
     )
+
+
+def test_a_question_about_what_a_speaker_said_is_answered_by_that_speakers_quotes(embedder):
+    """'What did Jane Doe say?' quoting Jane Doe's turns is answered (it was 'say nothing': the name is in
+    the quotes' labels, not their words, so it counted as a name the documents lack)."""
+    meeting = (
+        "John Smith: Good morning, let's review the harbour budget for next year .\n"
+        "Jane Doe: The dredging contract costs forty thousand pounds this year .\n"
+        "John Smith: Um , yeah . Okay .\n"
+        "Jane Doe: We also need a new crane for the north pier before the winter ."
+    )
+    for question in ("What did Jane Doe say?", "What did Marketing say?"):
+        context = [_node(meeting if "Jane" in question else MEETING)]
+        text = ExtractiveAnswerer(embedder)._answer_sync(question, context, []).text
+        assert text.startswith(FOUND), text
+    # the name picks whose turns to quote; a topic the meeting never touched is still not answered
+    text = ExtractiveAnswerer(embedder)._answer_sync("What did Jane Doe say about the lighthouse fire?", [_node(meeting)], [])
+    assert not text.text.startswith(FOUND), text.text
+
+
+def test_a_speaker_labelled_in_capitals_is_named_as_people_write_the_name():
+    """Scripts and subtitles write labels in capitals ('MARY:', 'INTERVIEWER:'): 'What did Mary say?'
+    named no speaker, so Mary's turns were not preferred and the answer read 'say nothing'."""
+    script = frozenset({"MARY", "JOHN", "INTERVIEWER", "Q", "A"})
+    assert named_speakers("What did Mary say?", script) == {"MARY"}
+    assert named_speakers("what did the interviewer ask about the war?", script) == {"INTERVIEWER"}
+    assert named_speakers("WHAT DID JOHN SAY?", script) == {"JOHN"}
+    assert named_speakers("What is a queue?", script) == frozenset()  # a letter's label stays as written
+    assert named_speakers("What did marketing think?", frozenset({"Marketing"})) == frozenset()
 
 
 def test_a_summary_of_one_topic_quotes_that_topic_and_a_whole_meeting_summary_names_none(embedder):
@@ -302,6 +348,38 @@ def test_a_storys_short_line_of_dialogue_is_still_quoted_with_the_next_one():
     assert candidate.speaker is None and not candidate.transcript
     short = next(c for c in _candidates([_node('Evelyn\'s heart skipped a beat. "Indeed?" she said.')]))
     assert _with_next_sentence(short, [short]).text == 'Evelyn\'s heart skipped a beat. "Indeed?" she said.'
+
+
+def test_a_question_turn_is_quoted_with_the_reply_that_answers_it(embedder):
+    """An interview's question turn holds the user's question's words, so it ranks first; alone it
+    answers nothing ('Q: How were the keepers rescued?' was the whole answer): the next turn's reply,
+    up to its first sentence that is not filler, is quoted with it."""
+    interview = (
+        "Q: Where were you born?\nA: I was born in the shore station at Hynish in 1931.\n"
+        "Q: Do you remember the fire of 1954?\nA: Yes. We saw the smoke from the signal tower.\n"
+        "Q: How were the keepers rescued?\nA: A fishing boat from Tiree took them off the rock.\n"
+        "Q: Anything else about the keepers and the rescue?\nA: Mm-hmm."
+    )
+    quotes = _answer(embedder, "How were the keepers rescued?", [_node(interview)])
+    assert quotes[0] == "Q: How were the keepers rescued? A: A fishing boat from Tiree took them off the rock."
+    candidates = _candidates([_node(interview)])
+    fire = next(c for c in candidates if c.text.startswith("Do you remember"))
+    assert _with_next_sentence(fire, [fire]).shown == (
+        "Q: Do you remember the fire of 1954? A: Yes. We saw the smoke from the signal tower."
+    )
+    last = next(c for c in candidates if c.text.startswith("Anything else"))
+    assert _with_next_sentence(last, [last]).shown == "Q: Anything else about the keepers and the rescue?"
+    # a subtitle export's cue number and timing lines stand between the question and the reply
+    srt = (
+        "1\n00:00:01,000 --> 00:00:04,000\nJOHN: We need a new crane.\n\n"
+        "2\n00:00:05,000 --> 00:00:09,000\nJOHN: Who will pay for the crane?\n\n"
+        "3\n00:00:10,000 --> 00:00:14,000\nMARY: The harbour trust will\npay half.\n\n"
+        "4\n00:00:15,000 --> 00:00:19,000\nJOHN: Fine."
+    )
+    question = next(c for c in _candidates([_node(srt)]) if c.text.startswith("Who will pay"))
+    assert _with_next_sentence(question, [question]).shown == (
+        "JOHN: Who will pay for the crane? MARY: The harbour trust will pay half."
+    )
 
 
 def test_a_transcripts_short_turn_is_never_joined_to_a_filler_or_the_next_turn():

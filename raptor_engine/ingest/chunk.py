@@ -475,11 +475,14 @@ def _turn_runs(
 ) -> tuple[list[tuple[int, int, tuple[str, ...]]], list[tuple[int, str]]]:
     """A transcript's runs cut at each speaker's turn, the speaker added to the turn's heading path, and
     the turns (`transcript.turns`); other text's runs as they are. So a chunk ends at a turn where it can
-    (a turn is packed like a section), and a chunk within one turn is headed by its speaker."""
+    (a turn is packed like a section), and a chunk within one turn is headed by its speaker. A reply to a
+    question turn ('Q: How were they rescued?' then 'A: ...') is not cut from it, so the two share a chunk
+    where they fit."""
     spoken = turns(text)
     if not spoken:
         return runs, spoken
     starts = [start for start, _ in spoken]
+    starts = [b for a, b in zip([-1, *starts[:-1]], starts, strict=True) if a < 0 or not _asks(text[a:b])]
     out: list[tuple[int, int, tuple[str, ...]]] = []
     for start, end, heading in runs:
         inside = starts[bisect.bisect_right(starts, start) : bisect.bisect_left(starts, end)]
@@ -488,6 +491,12 @@ def _turn_runs(
             speaker = _speaker_at(spoken, a)
             out.append((a, b, (*heading, speaker) if speaker else heading))
     return out, spoken
+
+
+def _asks(turn: str) -> bool:
+    """Whether a turn's last line of words (not a subtitle cue's number or timing line) is a question."""
+    lines = spoken_lines(turn)
+    return bool(lines) and lines[-1][1].rstrip().endswith("?")
 
 
 def _opening_speakers(

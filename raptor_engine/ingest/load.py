@@ -369,6 +369,7 @@ def _looks_binary(sample: bytes) -> bool:
 
 
 BOMLESS_UTF16_ZEROS = 0.9  # the share of zero high bytes that reads as UTF-16 without a byte-order mark
+BOMLESS_UTF16_UNREADABLE = 0.01  # the share of control, private-use or unassigned characters UTF-16 text may hold
 
 
 def _decode_text(name: str, data: bytes, declared: str | None = None) -> str:
@@ -408,15 +409,33 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> str:
 
 def _bomless_utf16(data: bytes) -> tuple[str, bytes] | None:
     """(the UTF-16 byte order, data) for UTF-16 saved without a byte-order mark, as some Windows tools
-    write it: text in a Latin script then has a zero in nine bytes of ten at one parity (its high
-    bytes); None for anything else holding zero bytes (binary data)."""
+    write it: text in a Latin script has a zero in nine bytes of ten at one parity (its high bytes); text
+    in another script (Cyrillic, Greek, CJK, Hangul) has zeros only where its spaces, digits and line
+    breaks are, so the order whose sample reads as text (`_reads_as_utf16_text`) is taken. None for
+    anything else holding zero bytes (binary data)."""
     sample = data[:65536]
     if len(data) % 2 or len(sample) < 2:
         return None
-    for encoding, high_bytes in (("utf-16-le", sample[1::2]), ("utf-16-be", sample[0::2])):
+    orders = (("utf-16-le", sample[1::2]), ("utf-16-be", sample[0::2]))
+    for encoding, high_bytes in orders:
         if high_bytes.count(0) >= BOMLESS_UTF16_ZEROS * len(high_bytes):
             return encoding, data
-    return None
+    readable = [encoding for encoding, _ in orders if _reads_as_utf16_text(sample, encoding)]
+    return (readable[0], data) if len(readable) == 1 else None
+
+
+def _reads_as_utf16_text(sample: bytes, encoding: str) -> bool:
+    """Whether `sample` (even-length) decodes in `encoding` to text: no unpaired surrogate, a line break or
+    space among its characters, and at most BOMLESS_UTF16_UNREADABLE of them control, private-use or
+    unassigned (the other byte order of real text turns its line breaks and spaces into such)."""
+    # the sample may end between a surrogate pair's halves
+    text = _decoded_as(sample, encoding) or _decoded_as(sample[:-2], encoding)
+    if not text or ("\n" not in text and " " not in text):
+        return False
+    unreadable = sum(
+        1 for ch in text if ch not in "\t\n\r" and unicodedata.category(ch) in ("Cc", "Cs", "Co", "Cn")
+    )
+    return unreadable <= BOMLESS_UTF16_UNREADABLE * len(text)
 
 
 def _decoded_as(data: bytes, encoding: str) -> str | None:

@@ -411,7 +411,8 @@ def named_speakers(question: str, speakers: frozenset[str]) -> frozenset[str]:
     """The speakers a question names: by their whole label ("What did Marketing think ...?", "User
     Interface's opinions"), without a title after the name ("Lynne Neagle" of "Lynne Neagle AM"), or by
     the surname alone ("What did Smith say?" for "Mr. Smith"). A label of one word must be written as the
-    label is ("Marketing", not the 'marketing plan' a question asks about)."""
+    label is ("Marketing", not the 'marketing plan' a question asks about), but for one in capitals of
+    three letters or more ("Mary" or "mary" for "MARY")."""
     found = set()
     for speaker in speakers:
         parts = speaker.split()
@@ -422,7 +423,8 @@ def named_speakers(question: str, speakers: frozenset[str]) -> frozenset[str]:
         if len(parts) > 1 and surname[:1].isupper() and surname[1:].islower() and len(surname) > 2:
             names.append(surname)
         for name in names:
-            flags = re.IGNORECASE if len(name.split()) > 1 else 0
+            # a label in capitals ('MARY', 'INTERVIEWER') is a name in a script's style: any case names it
+            flags = re.IGNORECASE if len(name.split()) > 1 or (name.isupper() and len(name) > 2) else 0
             if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question, flags):
                 found.add(speaker)
     return frozenset(found)
@@ -810,16 +812,27 @@ class _Quoted:
     picked: list[_Candidate]  # best first; never empty when the context has a quotable sentence
 
 
+def _named_speaker_terms(question: str, candidates: list[_Candidate]) -> set[str]:
+    """The terms of the transcript speakers a question names ('Jane Doe' of 'What did Jane Doe say about
+    the crane?'): they pick whose turns to quote, and a quote shows them in its label, not in its words,
+    so whether the quotes answer is judged on the rest of the question."""
+    speakers = frozenset(c.speaker for c in candidates if c.speaker)
+    if not speakers:
+        return set()
+    return {stem(t) for name in named_speakers(question, speakers) for t in content_terms(name)}
+
+
 def grounding_features(
     question: str, candidates: list[_Candidate], picked: list[_Candidate], context: list[ContextNode]
 ) -> list[float]:
     """GROUNDING_FEATURES (grounding.py) of a question's quotes, from what ranking already computed:
     the candidates' cosines (`similarity`) and weighted term shares (`lexical`), their terms."""
     similarities = sorted(c.similarity for c in candidates)
-    asked = question_terms(question)
+    speaker_terms = _named_speaker_terms(question, candidates)
+    asked = question_terms(question) - speaker_terms
     quoted = set().union(*(c.terms for c in picked))
     held = set().union(*(c.terms for c in candidates))
-    pinned = {stem(t) for name in names_in(question) for t in content_terms(name)}
+    pinned = {stem(t) for name in names_in(question) for t in content_terms(name)} - speaker_terms
     pinned |= set(re.findall(r"\d+", question))
     return [
         picked[0].similarity,
@@ -831,6 +844,16 @@ def grounding_features(
         len(pinned - held) / len(pinned) if pinned else 0.0,
         max(node.score for node in context),
     ]
+
+
+def _asks_only_a_speaker(question: str, candidates: list[_Candidate], picked: list[_Candidate]) -> bool:
+    """Whether a transcript's question names speakers and nothing else to look for ('What did Marketing
+    say?', 'What did Jane Doe propose?'), and the first quote is one of theirs: any of their turns answers
+    it, however little its words resemble the question's."""
+    speakers = frozenset(c.speaker for c in candidates if c.speaker)
+    if not speakers or picked[0].speaker is None:
+        return False
+    return picked[0].speaker in named_speakers(question, speakers) and not topic_terms(question, speakers)
 
 
 class ExtractiveAnswerer:
@@ -916,9 +939,10 @@ class ExtractiveAnswerer:
         (a bare "why?" after an answer), is answered by what it gets; any other is judged by the
         grounding model. A Chinese, Japanese or Korean question whose first quote shares none of its
         terms gets the closest passages at best (the model was fitted on English questions, and the
-        default embedder is English-trained)."""
+        default embedder is English-trained). A question about what a transcript's speaker said, naming no
+        topic ('What did Jane Doe say?'), is answered when the first quote is that speaker's."""
         core = quoted.rewrite.core
-        if quoted.thematic or not subject_terms(core):
+        if quoted.thematic or not subject_terms(core) or _asks_only_a_speaker(core, quoted.candidates, quoted.picked):
             return Grounding.ANSWERED
         verdict = self.grounding.verdict(grounding_features(core, quoted.candidates, quoted.picked, context))
         if verdict is Grounding.ANSWERED and in_bigrams(core) and quoted.picked[0].lexical == 0:
@@ -1115,7 +1139,11 @@ def _with_next_sentence(candidate: _Candidate, picked: list[_Candidate]) -> _Can
     """A quote of under FRAGMENT_WORDS words says little alone (a line of dialogue, a bare claim): it
     is quoted with a neighbouring sentence of the same paragraph of its node, the one after it, or the
     one before it when it refers back to that one (REFERS_BACK); never a neighbour that is a quote
-    already, a heading, cut short, or missing."""
+    already, a heading, cut short, or missing. A transcript's question turn, whatever its length, is
+    quoted with the reply after it (`_with_reply`)."""
+    with_reply = _with_reply(candidate, picked)
+    if with_reply is not None:
+        return with_reply
     if word_count(candidate.text) >= FRAGMENT_WORDS or table_cells(candidate.sentence.text) is not None:
         return candidate
     if candidate.transcript and candidate.node.layer > 0:  # a summary's neighbours are other turns
@@ -1131,6 +1159,35 @@ def _with_next_sentence(candidate: _Candidate, picked: list[_Candidate]) -> _Can
     if following and _joinable(text, own, following[0], following[0], picked, candidate.transcript):
         return _joined(candidate, own.start, following[0].end, f"{candidate.text} {following[0].text}")
     return candidate
+
+
+def _with_reply(candidate: _Candidate, picked: list[_Candidate]) -> _Candidate | None:
+    """A leaf's question turn ('Q: How were the keepers rescued?', 'Interviewer: And your father?') with
+    the next turn's reply, its label kept and up to its first sentence that is not filler ('A: Yes. We
+    saw the smoke.'): an interview's question holds the user's question's words and answers nothing
+    alone. None for any other sentence, a question that ends no line, and a reply that is only filler,
+    quoted already, or not a labelled turn on the next line that holds words (a subtitle export's cue
+    number and timing lines are passed over)."""
+    own, text = candidate.sentence, candidate.node.text
+    if not candidate.transcript or candidate.node.layer > 0 or not candidate.text.endswith("?"):
+        return None
+    line_end = text.find("\n", own.end)
+    if line_end < 0 or text[own.end : line_end].strip():
+        return None
+    following = spoken_lines(text[line_end + 1 :])  # past a subtitle cue's number and timing lines
+    if not following or speaker_of(following[0][1]) is None:
+        return None
+    reply_start = line_end + 1 + following[0][0]
+    # the reply runs to the next turn's label (a subtitle cue's text may wrap onto a second line)
+    reply_end = next((line_end + 1 + at for at, line in following[1:] if speaker_of(line)), len(text))
+    reply = [s for s in sentences_of(text) if reply_start <= s.start < reply_end]
+    spoken = [s.text[label_end(s.text) :] for s in reply]  # a picked quote's key is of its text without a label
+    answer = next((i for i, said in enumerate(spoken) if not is_filler(said)), None)
+    quoted = {other.key for other in picked}
+    if answer is None or any(sentence_key(said) in quoted for said in spoken[: answer + 1]):
+        return None
+    end = reply[answer].end
+    return _joined(candidate, own.start, end, f"{candidate.text} {' '.join(text[reply[0].start : end].split())}")
 
 
 def _joinable(

@@ -21,6 +21,7 @@ import numpy as np
 from ..ingest.budget import checked
 from ..ingest.chunk import split_sentences
 from ..ingest.sentences import content_terms, is_heading, jaccard
+from ..ingest.transcript import spoken_lines
 from ..types import Summary, SummaryRequest
 
 CountTokens = Callable[[str], int]
@@ -242,9 +243,16 @@ def _sentences(texts: list[str]) -> list[_Sentence]:
         spans = split_sentences(text) or ([(0, len(text))] if text.strip() else [])
         for position, (start, end) in enumerate(spans):
             sentence = " ".join(text[start:end].split())
-            if sentence:
+            if sentence and not _cue_lines_only(sentence, text[start:end]):
                 out.append(_Sentence(child, position, sentence, content_terms(sentence)))
     return out
+
+
+def _cue_lines_only(sentence: str, raw: str) -> bool:
+    """Whether a sentence is only a subtitle export's header or a cue's number and timing lines
+    ("WEBVTT", "12", "00:01:02,500 --> 00:01:04,000"): every cue's timing shares the same digits, so it
+    scored near the cluster's centre and a subtitle export's summary was its timings."""
+    return ("-->" in sentence or sentence.startswith("WEBVTT")) and not spoken_lines(raw)
 
 
 def _child_centrality(embeddings: np.ndarray | None, count: int) -> np.ndarray:
