@@ -37,9 +37,16 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
     from .types import Answer, Progress, Turn, counted
 except KeyboardInterrupt:
     sys.stderr.write(f"\n{INTERRUPTED}\n")
+    sys.unraisablehook = lambda unraisable: None  # what the interrupt left half-made says nothing at exit
     raise SystemExit(SIGINT_STATUS) from None
 
 log = logging.getLogger("raptor_engine")
+
+
+def _quiet_after_interrupt(unraisable: Any) -> None:
+    """After a Ctrl-C, an object it cut short while being made (an event loop whose self-pipe was not
+    yet opened) fails in its `__del__` at exit: that is no news for the user, so it goes to the log."""
+    log.debug("after the interrupt: %s in %r", unraisable.exc_value, unraisable.object)
 
 
 class ProgressBars:
@@ -266,6 +273,7 @@ class RaptorGroup(click.Group):
             raise
         except KeyboardInterrupt:  # Ctrl-C: writes are transactions, so say so and exit as shells expect
             click.echo(f"\n{INTERRUPTED}", err=True)
+            sys.unraisablehook = _quiet_after_interrupt
             raise click.exceptions.Exit(SIGINT_STATUS) from None
         except BrokenPipeError:  # `raptor docs | head -1`: the reader has what it wanted
             _drop_the_closed_pipe()
