@@ -586,6 +586,12 @@ def test_a_follow_up_in_capitals_is_read_as_typed_in_lower_case():
             "what was her salary?",
             "What was Hester's salary?",
         ),
+        (
+            "What happened to the Margaret Ellen?",
+            "Two were lost, including the master, Captain Henry Ashcroft.",
+            "where was he from?",
+            "Where was Captain Henry Ashcroft from?",
+        ),
         # ... and not one it quotes in passing, nor one it shows as a 'she' for a 'his'
         (
             "How is the Kestrel lens cleaned?",

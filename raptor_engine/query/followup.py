@@ -523,7 +523,7 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
     ]
     introduced = [name for name in answer_names if name not in sources[0]]
     # 'How is the Kestrel lens cleaned?' names a thing and no one: a name its answer quotes in passing is
-    # 'his' only where the answer shows that person as a 'he' ('Walter Dunstan ... his').
+    # 'his' only where the answer shows that person as a 'he' ('Walter Dunstan ... his') or a title.
     about_a_thing = not any(sources[:3]) and bool(names_in(previous.core))
     # "Who was appointed?" / "Who replaced Ambrose Kittow?": the answer introduced someone new. Not
     # when the who-question is about someone it names further on ("Who sat in the audience while
@@ -542,11 +542,9 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
     if pronoun and previous.person and previous.pronoun and GENDER[previous.pronoun] != GENDER[pronoun]:
         skip = previous.person
     told = "\n".join((previous.core, previous.context, _statements(previous_answer)))
-    genders = {name: _gender_of(name, told) for candidates in sources for name in candidates}
     wanted = GENDER[pronoun] if pronoun else None
-    agreeing = {wanted} if about_a_thing and wanted else {None, wanted}
     for candidates in sources:
-        candidates = [c for c in candidates if c != skip and (not wanted or genders[c] in agreeing)]
+        candidates = [c for c in candidates if c != skip and _may_mean(c, wanted, told, about_a_thing)]
         if not candidates:
             continue
         for name in candidates:
@@ -555,6 +553,18 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
                 return name
         return candidates[0]
     return None
+
+
+def _may_mean(name: str, gender: str | None, told: str, strict: bool) -> bool:
+    """Whether a 'he' or 'she' of `gender` can mean `name`: not when the conversation so far (`told`)
+    shows the other gender; when `strict` (the last question named only things) only when it shows
+    this one, or calls them by a title ('Captain Henry Ashcroft')."""
+    if gender is None:
+        return True
+    shown = _gender_of(name, told)
+    if strict:
+        return shown == gender or (shown is None and name.split()[0].lower() in TITLES)
+    return shown in (None, gender)
 
 
 MALE_TITLES = frozenset("mr sir lord king prince father brother uncle".split())
