@@ -10,8 +10,8 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
   a place, one written with "the" a thing or a people (unless asked "who was the Dalai Lama?"), one
   whose words say so a place, a body or an event ("Halbeck Cove", "Kestrel Optics", "Storm Eunice"),
   and none of them is "he" or "she": after "How is the Kestrel lens cleaned?" a name its answer quotes
-  is "his" only where the answer shows that person as a "he", else "his" is left to the context. Anyone
-  the conversation shows as the other gender ("his daughter, Morwenna Kittow"; "Mrs") is passed over;
+  is "his" only where the answer shows that person as a "he" (not "his daughter, Morwenna Kittow") or
+  by a title ("Captain Henry Ashcroft"), else "his" is left to the context;
 - "they"/"them"/"their" becomes a family or people the previous question named with "the" (the Marrows);
 - "there" becomes the place last named after in/at/to/from; a final "then" becomes the year the
   previous question named, or the year its answer gave first when it asked "when";
@@ -510,7 +510,9 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
     name the previous answer quoted in passing; the answer's first person only when the previous
     question asked 'who' (its answer introduced them) or the questions name nobody. Within one source
     a name with a title or of two or more words comes first; a name the text puts after in/at/to/from
-    is a place. Someone the previous question called by the other gender's pronoun is passed over."""
+    is a place. Someone the previous question called by the other gender's pronoun is passed over. After
+    a question that named only things ('How is the Kestrel lens cleaned?'), its answer's people count
+    only as `_may_mean` allows."""
     relative = _relative(previous.core, GENDER[pronoun], previous_answer) if pronoun else None
     if relative:  # 'What was Ambrose Kittow's wife's name?' then 'she'
         return relative
@@ -556,15 +558,14 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
 
 
 def _may_mean(name: str, gender: str | None, told: str, strict: bool) -> bool:
-    """Whether a 'he' or 'she' of `gender` can mean `name`: not when the conversation so far (`told`)
-    shows the other gender; when `strict` (the last question named only things) only when it shows
-    this one, or calls them by a title ('Captain Henry Ashcroft')."""
-    if gender is None:
+    """Whether a 'he' or 'she' of `gender` can mean `name`. When `strict` (the last question named only
+    things), only a person the conversation so far (`told`) shows as that gender, or calls by a title
+    ('Captain Henry Ashcroft'). Otherwise anyone: a person the questions named is who the user follows,
+    even under a pronoun the text does not use for them (a user's slip, or a text's 'he' for someone else)."""
+    if gender is None or not strict:
         return True
     shown = _gender_of(name, told)
-    if strict:
-        return shown == gender or (shown is None and name.split()[0].lower() in TITLES)
-    return shown in (None, gender)
+    return shown == gender or (shown is None and name.split()[0].lower() in TITLES)
 
 
 MALE_TITLES = frozenset("mr sir lord king prince father brother uncle".split())
@@ -702,7 +703,9 @@ def _asked_who_is(question: str) -> list[str]:
     return [name] if names_in(name) == [name] and not _names_a_thing(name) else []
 
 
-_WHO_IS = re.compile(r"^\s*(?i:who)\s+(?i:is|was|are|were)\s+(?i:the\s+)?([A-Z][\w'\u2019 -]*?)\s*[?.!]*$")
+_WHO_IS = re.compile(
+    r"^\s*(?i:who)\s+(?i:is|was|are|were)\s+(?i:the\s+)?([A-Z][\w'\u2019-]*(?:\s[\w'\u2019-]+)*)\s*[?.!]*$"
+)
 
 
 def _places_in(text: str) -> set[str]:
