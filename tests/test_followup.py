@@ -621,3 +621,19 @@ def test_after_a_question_about_a_thing_he_is_still_the_person_asked_about_befor
         Turn("assistant", "\u201cThe lamps were lit at sunset.\u201d [1]"),
     ]
     assert standalone_question("when did he die?", talk).startswith("When did Elias Marrow die?")
+
+
+def test_a_person_an_answer_shows_as_the_other_gender_is_not_he_or_she():
+    """'Who cleaned the lens?' answered 'his daughter, Morwenna Kittow': a 'he' next is not Morwenna."""
+    talk = [
+        Turn("user", "Who cleaned the lens?"),
+        Turn(
+            "assistant",
+            "\u201cHe was joined by his daughter, Morwenna Kittow, who cleaned the lens.\u201d [1]",
+        ),
+    ]
+    assert (
+        standalone_question("when did he retire?", talk)
+        == "When did he retire? (context: Who cleaned the lens?)"
+    )
+    assert standalone_question("when did she retire?", talk).startswith("When did Morwenna Kittow retire?")

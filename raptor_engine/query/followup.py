@@ -516,7 +516,12 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
     relative = _relative(previous.core, GENDER[pronoun], previous_answer) if pronoun else None
     if relative:  # 'What was Ambrose Kittow's wife's name?' then 'she'
         return relative
-    answer_names = _people_in(_statements(previous_answer))
+    told = "\n".join((previous.core, previous.context, _statements(previous_answer)))
+    wanted = GENDER[pronoun] if pronoun else None
+    # a name the answer shows as the other gender ('his daughter, Morwenna Kittow' for a 'he') is not meant
+    answer_names = [
+        name for name in _people_in(_statements(previous_answer)) if _gender_of(name, told) in (None, wanted)
+    ]
     sources = [
         _people_in(previous.core),
         [previous.subject] if previous.subject else [],
@@ -543,8 +548,6 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
     skip = None
     if pronoun and previous.person and previous.pronoun and GENDER[previous.pronoun] != GENDER[pronoun]:
         skip = previous.person
-    told = "\n".join((previous.core, previous.context, _statements(previous_answer)))
-    wanted = GENDER[pronoun] if pronoun else None
     for candidates in sources:
         candidates = [c for c in candidates if c != skip and _may_mean(c, wanted, told, about_a_thing)]
         if not candidates:
