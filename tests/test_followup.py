@@ -637,3 +637,15 @@ def test_a_person_an_answer_shows_as_the_other_gender_is_not_he_or_she():
         == "When did he retire? (context: Who cleaned the lens?)"
     )
     assert standalone_question("when did she retire?", talk).startswith("When did Morwenna Kittow retire?")
+
+
+def test_after_a_question_about_a_thing_a_person_quoted_in_passing_is_not_she():
+    """'What happened to the Margaret Ellen?' -> 'who was her master?': 'her' is the ship, not Loveday Kittow,
+    whom a later quote of the answer names in passing."""
+    asked = "What happened to the Margaret Ellen?"
+    answer = (
+        "\u201cThe Margaret Ellen struck the outer edge of the ledge.\u201d [1]\n"
+        "\u201cA lantern is hung where Loveday Kittow hung hers in 1887.\u201d [2]"
+    )
+    talk = [Turn("user", asked), Turn("assistant", answer)]
+    assert standalone_question("who was her master?", talk) == f"Who was her master? (context: {asked})"

@@ -548,8 +548,9 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
     skip = None
     if pronoun and previous.person and previous.pronoun and GENDER[previous.pronoun] != GENDER[pronoun]:
         skip = previous.person
+    lead = f"{previous.core}\n{_first_statement(previous_answer)}"  # what the answer leads with
     for candidates in sources:
-        candidates = [c for c in candidates if c != skip and _may_mean(c, wanted, told, about_a_thing)]
+        candidates = [c for c in candidates if c != skip and _may_mean(c, wanted, lead, about_a_thing)]
         if not candidates:
             continue
         for name in candidates:
@@ -562,7 +563,8 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
 
 def _may_mean(name: str, gender: str | None, told: str, strict: bool) -> bool:
     """Whether a 'he' or 'she' of `gender` can mean `name`. When `strict` (the last question named only
-    things), only a person the conversation so far (`told`) shows as that gender, or calls by a title
+    things), only a person `told` (the question and the answer's lead statement, not a quote that
+    names someone in passing) shows as that gender, or one called by a title
     ('Captain Henry Ashcroft'). Otherwise anyone: a person the questions named is who the user follows,
     even under a pronoun the text does not use for them (a user's slip, or a text's 'he' for someone else)."""
     if gender is None or not strict:
