@@ -534,3 +534,118 @@ def test_a_follow_up_in_capitals_is_read_as_typed_in_lower_case():
     ]
     assert standalone_question("WHERE WAS HE FROM?", talk).startswith("Where was Josiah Penhallow from?")
     assert standalone_question("AND JOSIAH PENHALLOW'S WIFE?", talk).startswith("Josiah Penhallow's wife?")
+
+
+@pytest.mark.parametrize(
+    ("asked", "answer", "follow_up", "standalone"),
+    [
+        # a thing named with 'the' (a lens, a ship, a storm) is no 'he'/'she': the follow-up is left to the context
+        (
+            "How is the Kestrel lens cleaned?",
+            "The keepers wiped the lens.",
+            "who was his assistant?",
+            "Who was his assistant?",
+        ),
+        (
+            "What happened to the Margaret Ellen?",
+            "The Margaret Ellen struck the ledge.",
+            "who was her master?",
+            "Who was her master?",
+        ),
+        (
+            "What was the Great Gale?",
+            "The gale arrived on the night of 14 October 1887.",
+            "what did he record?",
+            "What did he record?",
+        ),
+        # a name whose words say place, body or event, even without 'the'
+        (
+            "What is Halbeck Cove?",
+            "Halbeck Cove is a fishing town.",
+            "when did he arrive?",
+            "When did he arrive?",
+        ),
+        ("What did Skerrow Point Trust open?", "A museum.", "who was her partner?", "Who was her partner?"),
+        (
+            "How did Kestrel Optics clean it?",
+            "With leather.",
+            "who was his assistant?",
+            "Who was his assistant?",
+        ),
+        ("Tell me about Storm Eunice", "It hit in 2022.", "what did she damage?", "What did she damage?"),
+        # ... but a person the answer shows as a 'he' or a 'she' beside the thing is who that pronoun means
+        (
+            "How is the Kestrel lens cleaned?",
+            "Ambrose Kittow wiped the lens with his own hands.",
+            "who was his assistant?",
+            "Who was Ambrose Kittow's assistant?",
+        ),
+        (
+            "What did the Board decide?",
+            "The Board appointed Hester as keeper in her own right.",
+            "what was her salary?",
+            "What was Hester's salary?",
+        ),
+        (
+            "What happened to the Margaret Ellen?",
+            "Two were lost, including the master, Captain Henry Ashcroft.",
+            "where was he from?",
+            "Where was Captain Henry Ashcroft from?",
+        ),
+        # ... and not one it quotes in passing, nor one it shows as a 'she' for a 'his'
+        (
+            "How is the Kestrel lens cleaned?",
+            "Ambrose Kittow wiped the lens.",
+            "who was his assistant?",
+            "Who was his assistant?",
+        ),
+        (
+            "How is the Kestrel lens cleaned?",
+            "He was joined by his daughter, Morwenna Kittow, who cleaned the lens.",
+            "who was his assistant?",
+            "Who was his assistant?",
+        ),
+    ],
+)
+def test_a_pronoun_never_means_a_thing_place_or_body_only_a_person(asked, answer, follow_up, standalone):
+    """'How is the Kestrel lens cleaned?' -> 'who was his assistant?' is not 'Kestrel's assistant'."""
+    talk = [Turn("user", asked), Turn("assistant", f"\u201c{answer}\u201d [1]")]
+    assert standalone_question(follow_up, talk) == f"{standalone} (context: {asked})"
+
+
+def test_after_a_question_about_a_thing_he_is_still_the_person_asked_about_before():
+    talk = [
+        Turn("user", "Who was Elias Marrow?"),
+        Turn("assistant", "\u201cThe first principal keeper was Elias Marrow.\u201d [1]"),
+        Turn("user", "How was the Argand lamp lit?"),
+        Turn("assistant", "\u201cThe lamps were lit at sunset.\u201d [1]"),
+    ]
+    assert standalone_question("when did he die?", talk).startswith("When did Elias Marrow die?")
+
+
+def test_a_person_an_answer_shows_as_the_other_gender_is_not_he_or_she():
+    """'Who cleaned the lens?' answered 'his daughter, Morwenna Kittow': a 'he' next is not Morwenna."""
+    talk = [
+        Turn("user", "Who cleaned the lens?"),
+        Turn(
+            "assistant",
+            "\u201cHe was joined by his daughter, Morwenna Kittow, who cleaned the lens.\u201d [1]",
+        ),
+    ]
+    assert (
+        standalone_question("when did he retire?", talk)
+        == "When did he retire? (context: Who cleaned the lens?)"
+    )
+    assert standalone_question("when did she retire?", talk).startswith("When did Morwenna Kittow retire?")
+
+
+def test_after_a_question_about_a_thing_a_person_quoted_in_passing_is_not_she():
+    """'What happened to the Margaret Ellen?' -> 'who was her master?': 'her' is the ship, not Loveday Kittow,
+    whom a later quote of the answer names in passing."""
+    asked = "What happened to the Margaret Ellen?"
+    answer = (
+        "\u201cThe Margaret Ellen struck the outer edge of the ledge.\u201d [1]\n"
+        "\u201cA lantern is hung where Loveday Kittow hung hers in 1887.\u201d [2]"
+    )
+    talk = [Turn("user", asked), Turn("assistant", answer)]
+    assert standalone_question("who was her master?", talk) == f"Who was her master? (context: {asked})"

@@ -7,7 +7,11 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
   it, else its context; a name the previous answer quoted only when that question asked for someone
   new ("Who replaced Ambrose Kittow?", "Who was appointed?") and the follow-up does not keep the
   pronoun the user was using, or when no question named anyone. A name right after in/at/to/from is
-  a place, one written with "the" a thing or a people;
+  a place, one written with "the" a thing or a people (unless asked "who was the Dalai Lama?"), one
+  whose words say so a place, a body or an event ("Halbeck Cove", "Kestrel Optics", "Storm Eunice"),
+  and none of them is "he" or "she": after "How is the Kestrel lens cleaned?" a name its answer quotes
+  is "his" only where the answer shows that person as a "he" (not "his daughter, Morwenna Kittow") or
+  by a title ("Captain Henry Ashcroft"), else "his" is left to the context;
 - "they"/"them"/"their" becomes a family or people the previous question named with "the" (the Marrows);
 - "there" becomes the place last named after in/at/to/from; a final "then" becomes the year the
   previous question named, or the year its answer gave first when it asked "when";
@@ -251,11 +255,11 @@ def _spelled_as_named(question: str, known: list[str], conversation: str) -> str
 
 
 def _named_person(question: str, known: list[str]) -> str | None:
-    """The first person the question names: a name it writes as one (a person before a thing named with
-    'the', never a place or a month after in/at/to/from), else the known name one of its words belongs
-    to ('Jacob?' after an answer that named Jacob Marrow: Jacob Marrow), the fullest first."""
-    places = _places_in(question)
-    own = _people_in(question) or [name for name in names_in(question) if name not in places]
+    """The first person the question names: a name it writes as one (never a place or a month after
+    in/at/to/from, a thing named with 'the' only when the question asks who it is: 'Who was the Dalai
+    Lama?'), else the known name one of its words belongs to ('Jacob?' after an answer that named Jacob
+    Marrow: Jacob Marrow), the fullest first."""
+    own = _people_in(question) or _asked_who_is(question)
     if own:
         return own[0]
     spelling = _name_words(known)
@@ -440,7 +444,7 @@ def _scan_names(text: str) -> tuple[_Name, ...]:
             if len(run) == MAX_NAME_WORDS:
                 close()
             if not run:
-                run_after_the = previous == "the"
+                run_after_the = previous.lower() == "the"  # 'The Board' opening a sentence too
             run.append(word)
             if tok.endswith(".") and word.lower() not in TITLES:
                 close()  # "Watson." ends the sentence (and the name); "Dr." does not
@@ -506,11 +510,18 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
     name the previous answer quoted in passing; the answer's first person only when the previous
     question asked 'who' (its answer introduced them) or the questions name nobody. Within one source
     a name with a title or of two or more words comes first; a name the text puts after in/at/to/from
-    is a place. Someone the previous question called by the other gender's pronoun is passed over."""
+    is a place. Someone the previous question called by the other gender's pronoun is passed over. After
+    a question that named only things ('How is the Kestrel lens cleaned?'), its answer's people count
+    only as `_may_mean` allows."""
     relative = _relative(previous.core, GENDER[pronoun], previous_answer) if pronoun else None
     if relative:  # 'What was Ambrose Kittow's wife's name?' then 'she'
         return relative
-    answer_names = _people_in(_statements(previous_answer))
+    told = "\n".join((previous.core, previous.context, _statements(previous_answer)))
+    wanted = GENDER[pronoun] if pronoun else None
+    # a name the answer shows as the other gender ('his daughter, Morwenna Kittow' for a 'he') is not meant
+    answer_names = [
+        name for name in _people_in(_statements(previous_answer)) if _gender_of(name, told) in (None, wanted)
+    ]
     sources = [
         _people_in(previous.core),
         [previous.subject] if previous.subject else [],
@@ -518,6 +529,9 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
         answer_names,
     ]
     introduced = [name for name in answer_names if name not in sources[0]]
+    # 'How is the Kestrel lens cleaned?' names a thing and no one: a name its answer quotes in passing is
+    # 'his' only where the answer shows that person as a 'he' ('Walter Dunstan ... his') or a title.
+    about_a_thing = not any(sources[:3]) and bool(names_in(previous.core))
     # "Who was appointed?" / "Who replaced Ambrose Kittow?": the answer introduced someone new. Not
     # when the who-question is about someone it names further on ("Who sat in the audience while
     # Rita sang?"), nor when the user keeps the same pronoun for the person they have been following
@@ -530,11 +544,13 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
         and (not sources[0] or _asks_who_did_to(previous.core, sources[0][0]))
     ):
         sources.insert(0, introduced)
+        about_a_thing = False
     skip = None
     if pronoun and previous.person and previous.pronoun and GENDER[previous.pronoun] != GENDER[pronoun]:
         skip = previous.person
+    lead = f"{previous.core}\n{_first_statement(previous_answer)}"  # what the answer leads with
     for candidates in sources:
-        candidates = [c for c in candidates if c != skip]
+        candidates = [c for c in candidates if c != skip and _may_mean(c, wanted, lead, about_a_thing)]
         if not candidates:
             continue
         for name in candidates:
@@ -545,11 +561,50 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
     return None
 
 
+def _may_mean(name: str, gender: str | None, told: str, strict: bool) -> bool:
+    """Whether a 'he' or 'she' of `gender` can mean `name`. When `strict` (the last question named only
+    things), only a person `told` (the question and the answer's lead statement, not a quote that
+    names someone in passing) shows as that gender, or one called by a title
+    ('Captain Henry Ashcroft'). Otherwise anyone: a person the questions named is who the user follows,
+    even under a pronoun the text does not use for them (a user's slip, or a text's 'he' for someone else)."""
+    if gender is None or not strict:
+        return True
+    shown = _gender_of(name, told)
+    return shown == gender or (shown is None and name.split()[0].lower() in TITLES)
+
+
+MALE_TITLES = frozenset("mr sir lord king prince father brother uncle".split())
+FEMALE_TITLES = frozenset("mrs ms miss lady queen princess mother sister aunt".split())
+_GENDERED = re.compile(r"\b(?i:he|him|his|himself|she|her|hers|herself)\b")
+_CLAUSE_END = re.compile(r"[.!?;\n]|\s[A-Z]")  # a sentence's end, or the next name
+
+
+def _gender_of(name: str, text: str) -> str | None:
+    """'m' or 'f' where the text shows it: a title ('Mrs Kittow'), a relative word before the name ('his
+    daughter, Morwenna Kittow'), or the first he/she after it before the next name or the sentence's
+    end ('Hester ... beside her husband'); None when it does not, or shows both."""
+    first = name.split()[0].lower()
+    if first in MALE_TITLES or first in FEMALE_TITLES:
+        return "m" if first in MALE_TITLES else "f"
+    shown = set()
+    for match in re.finditer(rf"\b{re.escape(name)}\b", text):
+        relative = _RELATIVE_BEFORE.search(text, max(0, match.start() - MAX_NAME_WORD_CHARS), match.start())
+        if relative:
+            shown.add(RELATIVES[relative.group(1).lower()])
+            continue
+        end = _CLAUSE_END.search(text, match.end())
+        pronoun = _GENDERED.search(text, match.end(), end.start() if end else len(text))
+        if pronoun:
+            shown.add(GENDER[pronoun.group(0).lower()])
+    return shown.pop() if len(shown) == 1 else None
+
+
 RELATIVES = {
     **dict.fromkeys("wife mother daughter sister widow aunt niece granddaughter grandmother".split(), "f"),
     **dict.fromkeys("husband father son brother widower uncle nephew grandson grandfather".split(), "m"),
 }
 _RELATIVE = re.compile(rf"['\u2019]s\s+({'|'.join(RELATIVES)})\b", re.IGNORECASE)
+_RELATIVE_BEFORE = re.compile(rf"\b({'|'.join(RELATIVES)}),?\s+$", re.IGNORECASE)
 
 
 def _relative(question: str, gender: str, answer: str) -> str | None:
@@ -597,14 +652,65 @@ def _statements(answer: str) -> str:
 
 def _people_in(text: str) -> list[str]:
     """Names in the text that can be a person: not a place (a name right after in/at/to/from/near),
-    not a thing or a group named with 'the' ('the Margaret Ellen', 'the Tr'en'; 'the Captain' is a
-    title, so a person)."""
-    places = _places_in(text)
+    not a thing or a group named with 'the' ('the Margaret Ellen', 'the Kestrel lens', 'The Board';
+    'the Captain' is a title, so a person), not one whose words say it is a place, a body or an event
+    ('Halbeck Cove', 'Kestrel Optics', 'Storm Eunice')."""
+    not_people = _places_in(text) | _dates_in(text)
     return [
         name.text
         for name in _scan_names(text)
-        if name.text not in places and (name.text.split()[0].lower() in TITLES or not name.after_the)
+        if name.text not in not_people
+        and (name.text.split()[0].lower() in TITLES or not name.after_the)
+        and not _names_a_thing(name.text)
     ]
+
+
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DATE = re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+({_MONTHS})\b|\b({_MONTHS})\s+\d{{1,4}}\b")
+
+
+def _dates_in(text: str) -> set[str]:
+    """The months the text writes as dates ('14 October 1887', 'May 1885'), which are no person even
+    where no preposition comes before them ('the night of 14 October'); 'April' alone may be a name."""
+    return {month for match in _DATE.finditer(text) for month in match.groups() if month}
+
+
+# The word that makes a name of two or more words a place, a body, a vessel or an event: its last
+# ('Halbeck Cove', 'Kestrel Optics', 'Skerrow Point Trust') or its first ('Storm Eunice', 'HMS Victory').
+# Words that are also common surnames (Hall, Hill, Mills, Banks, Church) are left out.
+THING_LAST_WORDS = frozenset(
+    """cove bay point headland island isle islands ledge reef rocks cape harbour harbor port river lake
+    sea ocean channel strait sound mountain mountains valley road lane avenue square bridge tower
+    lighthouse light lightship museum school college university hospital station quarry farm company
+    co corporation corp ltd limited inc plc llc trust board council committee society association
+    club navy army ministry department office works optics industries gale storm hurricane war act
+    treaty town city village county district park street estate railway line""".split()
+)
+THING_FIRST_WORDS = frozenset(
+    "storm hurricane typhoon cyclone mount lake cape fort hms ss rms uss hmas loch".split()
+)
+
+
+def _names_a_thing(name: str) -> bool:
+    """A name of two or more words whose last or first word is a place's, a body's or an event's."""
+    parts = name.lower().split()
+    return len(parts) >= 2 and (parts[-1] in THING_LAST_WORDS or parts[0] in THING_FIRST_WORDS)
+
+
+def _asked_who_is(question: str) -> list[str]:
+    """'Who was the Dalai Lama?': the one name a who-is question asks about, even written with 'the' (a
+    title or an office held by a person), unless its words say it is a thing ('Who is the Kestrel
+    Company?' asks about no person)."""
+    match = _WHO_IS.match(question)
+    if not match:
+        return []
+    name = match.group(1)
+    return [name] if names_in(name) == [name] and not _names_a_thing(name) else []
+
+
+_WHO_IS = re.compile(
+    r"^\s*(?i:who)\s+(?i:is|was|are|were)\s+(?i:the\s+)?([A-Z][\w'\u2019-]*(?:\s[\w'\u2019-]+)*)\s*[?.!]*$"
+)
 
 
 def _places_in(text: str) -> set[str]:
