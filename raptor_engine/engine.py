@@ -128,6 +128,11 @@ class EmptyKnowledgeBaseError(RaptorError):
     """Asked a question of a knowledge base with no documents."""
 
 
+# Replies that ask the user for a question instead of answering one ("what is the?", "???", "where does
+# it say that?" before any answer): `--json` and the bot say `answered: false` for them.
+UNANSWERED_ACTS = frozenset({Act.VAGUE, Act.UNCLEAR, Act.SOURCES})
+
+
 class QuestionTimeoutError(RaptorError):
     """A question was not answered within RAPTOR_QUESTION_TIMEOUT seconds."""
 
@@ -1496,7 +1501,9 @@ class Engine:
         else:
             reply = REPLIES[act]
         context = RetrievedContext(nodes=[], tokens_used=0, budget=budget, mode=mode, query=question)
-        return Answer(question, question, reply, [], context, backend=self.answerer.name)
+        return Answer(
+            question, question, reply, [], context, backend=self.answerer.name, answered=act not in UNANSWERED_ACTS
+        )
 
     async def _sources_answer(
         self,

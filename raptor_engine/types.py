@@ -283,7 +283,8 @@ class Answer:
     unsupported: list[str] = field(default_factory=list)  # sentences nothing in the context supports
     wrong_citations: list[WrongCitation] = field(default_factory=list)
     # False when the answer says the documents do not answer the question: the extractive answer's lead
-    # line ("the closest passages are:"), or a model's reply opening so (query/support.py, says_not_answered)
+    # line ("the closest passages are:"), or a model's reply opening so (query/support.py, says_not_answered);
+    # also for a reply asking for a question instead ("what is the?": engine.UNANSWERED_ACTS)
     answered: bool = True
 
     @property

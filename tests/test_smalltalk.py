@@ -185,6 +185,7 @@ async def test_a_question_that_names_nothing_asks_for_something_specific_unless_
             vague = await engine.ask("kb", question)
             assert vague.text == REPLIES[Act.VAGUE], question
             assert not vague.has_context and vague.citations == [], question
+            assert vague.answered is False and vague.to_dict()["answered"] is False, question
         first = await engine.ask("kb", "Who was appointed keeper of the archive in 1962?")
         history = [Turn("user", first.question), Turn("assistant", first.text)]
         follow_up = await engine.ask("kb", "why?", history=history)
