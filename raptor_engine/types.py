@@ -39,7 +39,7 @@ class LoadedDocument:
     name: str
     text: str
     sections: list[Section]
-    format: str  # "txt" | "md" | "pdf" | "docx" | "html"
+    format: str  # "txt" | "md" | "pdf" | "docx" | "html" | "subtitles" (.vtt, .srt)
 
 
 PageMarks = tuple[tuple[int, int], ...]  # (offset in a text, page that starts there), offsets rising

@@ -290,3 +290,33 @@ def test_counts_of_one_are_said_in_the_singular(run, tmp_path):
     assert " · 1 chunk · 1 layer · " in run("docs", "--kb", "one").output
     assert ", 1 node (L0: 1), " in run("ask", "When is the lamp trimmed?", "--kb", "one").output
     assert run("tree", "--kb", "one").output.startswith("one: 1 document, 1 node, ")
+
+
+MEETING_VTT = """WEBVTT
+
+1
+00:00:01.000 --> 00:00:05.000
+<v Priya Nair>Welcome everyone, this is the planning meeting for the harbour festival.
+
+2
+00:00:05.500 --> 00:00:09.000
+<v Tom Becker>I booked the brass band for the Saturday evening concert on the pier.
+
+3
+00:00:09.500 --> 00:00:13.000
+<v Priya Nair>Good. The fireworks permit from the council arrived on Monday.
+
+4
+00:00:13.500 --> 00:00:18.000
+<v Tom Becker>The food stalls will be on the quay, twelve of them, all local bakers.
+"""
+
+
+def test_a_webvtt_meeting_is_ingested_and_quoted_with_its_speakers(run, tmp_path):
+    """A meeting tool's .vtt export goes in like any document, and a quote says who spoke it."""
+    meeting = tmp_path / "festival.vtt"
+    meeting.write_text(MEETING_VTT)
+    assert run("ingest", str(meeting), "--kb", "m", "--quiet").exit_code == 0
+    asked = json.loads(run("ask", "Who booked the brass band?", "--kb", "m", "--json").output)
+    assert "Tom Becker: I booked the brass band" in asked["answer"], asked["answer"]
+    assert "-->" not in asked["answer"] and "<v" not in asked["answer"] and asked["answered"]

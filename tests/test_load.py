@@ -152,6 +152,48 @@ def test_zero_bytes_that_are_not_utf16_text_are_still_binary(data):
         load_document("blob.txt", data)
 
 
+WEBVTT_EXPORT = b"""WEBVTT
+Kind: captions
+
+NOTE exported by a meeting tool
+over two lines
+
+STYLE
+::cue { color: lime }
+
+1
+00:00:01.000 --> 00:00:04.000 align:start
+<v Roger Bingham>We are in New York City
+and it is cold.</v>
+
+intro-2
+00:00:04.500 --> 00:00:06.000
+<v.loud Ada Okafor>It is <i>very</i> cold &amp; windy.
+
+00:06.000 --> 00:08.000
+<c.yellow>Nobody</c> <00:07.000>said anything.
+"""
+SRT_EXPORT = b"""1\r\n00:00:01,000 --> 00:00:02,500\r\nMARY: Where were you\r\nlast night?\r\n\r\n
+2\r\n00:00:02,600 --> 00:00:04,000\r\nJOHN: At the <i>lighthouse</i>.\r\n\r\n
+3\r\n00:00:04,100 --> 00:00:05,000\r\n{\\an8}The storm was coming.\r\n"""
+
+
+def test_subtitle_files_are_their_spoken_words_with_speakers_as_labels():
+    """A .vtt or .srt export (Teams, Zoom, YouTube) was refused as an unsupported type; its cue numbers,
+    timing lines, header, notes and styling are the format, not anything said."""
+    vtt = load_document("standup.vtt", WEBVTT_EXPORT)
+    assert vtt.text == (
+        "Roger Bingham: We are in New York City and it is cold.\n"
+        "Ada Okafor: It is very cold & windy.\n"
+        "Nobody said anything."
+    )
+    assert vtt.format == "subtitles"
+    srt = load_document("film.srt", SRT_EXPORT)
+    assert srt.text == "MARY: Where were you last night?\nJOHN: At the lighthouse.\nThe storm was coming."
+    with pytest.raises(IngestError, match="contains no text"):
+        load_document("empty.vtt", b"WEBVTT\n\nNOTE nothing was said\n")
+
+
 def test_markdown_headings_make_sections_with_paths():
     source = (
         "# Harbour Light\n\nIntro paragraph.\n\n## Keepers\n\nThomas kept it.\n\n### Wages\n\nTen pounds.\n\n"
@@ -470,7 +512,9 @@ def test_check_upload_validates_metadata():
         check_upload("huge.md", 5000, 2000)
     with pytest.raises(IngestError, match="is empty"):
         check_upload("none.txt", 0, 2000)
-    assert set(SUPPORTED_EXTENSIONS) == {".txt", ".md", ".markdown", ".pdf", ".docx", ".html", ".htm"}
+    assert set(SUPPORTED_EXTENSIONS) == {
+        ".txt", ".md", ".markdown", ".pdf", ".docx", ".html", ".htm", ".vtt", ".srt"
+    }
 
 
 # ------------------------------------------------------------------------------------------------- fuzz

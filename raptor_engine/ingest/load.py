@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+import html
 import io
 import itertools
 import logging
@@ -37,6 +38,8 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".docx": "docx",
     ".html": "html",
     ".htm": "html",
+    ".vtt": "subtitles",  # WebVTT, as Teams, Zoom and YouTube export a meeting's or a video's words
+    ".srt": "subtitles",
 }
 
 MAX_NAME_CHARS = 120
@@ -216,6 +219,7 @@ def load_document(
         "pdf": _read_pdf,
         "docx": _read_docx,
         "html": _read_html,
+        "subtitles": _read_subtitles,
     }
     blocks = readers[fmt](name, data, limits)
     if sum(len(block.text) for block in blocks) > limits.max_text_chars:
@@ -467,6 +471,35 @@ def _html_charset(data: bytes) -> str | None:
 
 def _read_txt(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     return [_Block(_decode_text(name, data))]
+
+
+# ------------------------------------------------------------------------------------------ subtitles
+
+_CUE_TIMING = re.compile(r"(?:\d+:)?\d{1,2}:\d{2}[.,]\d{1,3}\s*-->\s*(?:\d+:)?\d{1,2}:\d{2}[.,]\d{1,3}\b.*")
+_VTT_BLOCKS = re.compile(r"(?:WEBVTT|NOTE|STYLE|REGION)(?:[ \t].*)?")  # a header or a block of no words
+_VOICE_OPEN = re.compile(r"<v(?:\.[\w.-]+)*[ \t]+([^<>\n]{1,60}?)[ \t]*>")
+_CUE_MARKUP = re.compile(r"</?(?:v|c|i|b|u|ruby|rt|lang|font)\b[^<>]*>|<\d[\d:.]*>|\{\\[^{}]*\}")
+
+
+def _read_subtitles(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
+    """A WebVTT or SRT file's spoken words: one line per cue, its speaker's voice tag as "Name: " (so it
+    reads as a transcript's turn), without the header, the cues' numbers and timing lines, NOTE and
+    STYLE blocks or styling tags, which are the file's format, not anything said."""
+    cues = [_cue_text(block) for block in re.split(r"\n[ \t]*\n", _decode_text(name, data).replace("\r\n", "\n"))]
+    return [_Block("\n".join(cue for cue in cues if cue))]
+
+
+def _cue_text(block: str) -> str:
+    """The words of one cue block ('' for a header, note or style block): the lines after its timing
+    line (an SRT number or a WebVTT identifier may come before it), joined, markup removed."""
+    lines = [line.strip() for line in block.strip().split("\n")]
+    if not lines or _VTT_BLOCKS.fullmatch(lines[0]):
+        return ""
+    timing = next((i for i, line in enumerate(lines[:2]) if _CUE_TIMING.fullmatch(line)), None)
+    words = lines if timing is None else lines[timing + 1 :]
+    text = " ".join(line for line in words if line)
+    text = _VOICE_OPEN.sub(lambda match: f"{match.group(1)}: ", text)
+    return " ".join(html.unescape(_CUE_MARKUP.sub("", text)).split())
 
 
 # ------------------------------------------------------------------------------------------- markdown
