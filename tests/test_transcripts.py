@@ -494,6 +494,8 @@ def test_prose_look_alikes_of_the_new_shapes_stay_prose():
         "12:01:07 debug: retrying"
     )
     notice = "时间：周一上午十点\n地点：三楼会议室\n主题：预算\n请各部门准时参加。"
-    for text in (novel, email, log, notice):
+    timetable = "Departure 10:32 AM\nArrival 11:40 AM\nDeparture 12:00 PM\nArrival 13:10"
+    replies = "OK. I will send the figures.\nNO. The crane is not in the budget.\nOK. Thanks for the note."
+    for text in (novel, email, log, notice, timetable, replies):
         assert turns(text) == [], text
         assert context_speakers([_node(text)]) == frozenset(), text

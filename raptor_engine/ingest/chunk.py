@@ -278,10 +278,14 @@ def _remembered_spans(text: str) -> tuple[Span, ...]:
     return tuple(_trimmed_spans(text, _outside_labels(text, cuts, turn_cuts) + turn_cuts))
 
 
+MAX_LABEL_SCAN = 80  # characters of a turn's first line that can hold its speaker's label
+
+
 def _outside_labels(text: str, cuts: list[int], turn_cuts: list[int]) -> list[int]:
     """The cuts that fall outside each turn's speaker's label: a play's "OPHELIA. Good my lord" is one
     sentence, the name's full stop ending none."""
-    inside = {at for start in turn_cuts for at in range(start + 1, start + label_end(text[start : start + 80]) + 1)}
+    ends = [(start, start + label_end(text[start : start + MAX_LABEL_SCAN])) for start in turn_cuts]
+    inside = {at for start, end in ends for at in range(start + 1, end + 1)}
     return [cut for cut in cuts if cut not in inside] if inside else cuts
 
 
