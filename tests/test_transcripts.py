@@ -499,3 +499,19 @@ def test_prose_look_alikes_of_the_new_shapes_stay_prose():
     for text in (novel, email, log, notice, timetable, replies):
         assert turns(text) == [], text
         assert context_speakers([_node(text)]) == frozenset(), text
+
+
+async def test_an_uploaded_play_and_export_are_answered_with_their_speakers(tmp_path, embedder):
+    engine = Engine(Settings.from_env(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        await engine.ingest("kb", "hamlet.txt", PLAY.encode(), added_by="alice")
+        await engine.ingest("kb", "budget.txt", EXPORT.encode(), added_by="alice")
+        play = await engine.ask("kb", "What did Ophelia say?")
+        export = await engine.ask("kb", "What does the dredging contract cost?")
+    finally:
+        engine.close()
+    assert play.text.startswith(FOUND), play.text
+    assert any(q.startswith("Ophelia: ") for q in QUOTE.findall(play.text)), play.text
+    quotes = QUOTE.findall(export.text)
+    assert quotes and quotes[0].startswith("Jane Doe: The dredging contract"), export.text
+    assert not any("10:3" in q for q in quotes), export.text
