@@ -407,3 +407,111 @@ async def test_an_uploaded_transcript_is_answered_with_its_speakers(tmp_path, em
     quotes = QUOTE.findall(answer.text)
     assert quotes and quotes[0].startswith("Industrial Designer: ")
     assert not any(is_filler(q.split(": ", 1)[-1]) for q in quotes)
+
+
+# ------------------------------------------------------------------------------ more transcript shapes
+
+PLAY = (
+    "HAMLET. To be, or not to be, that is the question.\n"
+    "OPHELIA. Good my lord, how does your honour for this many a day?\n"
+    "HAMLET. I humbly thank you; well, well, well.\n"
+    "OPHELIA. My lord, I have remembrances of yours that I have longed long to re-deliver."
+)
+EXPORT = (
+    "John Smith  10:32 AM\nGood morning, let's review the harbour budget for next year.\n"
+    "The dredging is the largest item.\n"
+    "Jane Doe  10:33 AM\nThe dredging contract costs forty thousand pounds this year.\n"
+    "Speaker 1 (00:01:02)\nWe also need a new crane for the north pier.\n"
+    "John Smith  10:35 AM\nThen the crane goes into next year's budget."
+)
+CHAT = (
+    "[12:01] <bob> has anyone fixed the build on the release branch\n"
+    "[12:02] <alice> yes, the linker flag was wrong, I pushed a fix\n"
+    "[12:03] <bob> thanks, the nightly job is green again"
+)
+CHAT_NICKS = "12:01 bob: the deploy is stuck\n12:02 alice: I restarted the queue worker\n12:03 bob: it runs now"
+CJK = "张三：我们下周开会。\n李四：好的，我会准备预算报告。\n张三：周一上午十点见。"
+
+
+def test_play_scripts_exports_chat_logs_and_cjk_labels_read_as_turns():
+    """These shapes were prose: a play's short speech took the next speaker's name as a sentence, an
+    export's header lines were glued into quotes, a chat log's and a CJK label's turns had no speaker."""
+    expected = {
+        PLAY: ["Hamlet", "Ophelia", "Hamlet", "Ophelia"],
+        EXPORT: ["John Smith", "Jane Doe", "Speaker 1", "John Smith"],
+        CHAT: ["bob", "alice", "bob"],
+        CHAT_NICKS: ["bob", "alice", "bob"],
+        CJK: ["张三", "李四", "张三"],
+    }
+    for text, speakers in expected.items():
+        assert [who for _, who in turns(text)] == speakers, text
+
+
+def test_a_play_scripts_speech_is_one_sentence_with_its_speaker():
+    spans = [PLAY[a:b] for a, b in split_sentences(PLAY)]
+    assert "OPHELIA. Good my lord, how does your honour for this many a day?" in spans
+    assert "HAMLET." not in spans and "OPHELIA." not in spans
+    by_text = {c.text: c.speaker for c in _candidates([_node(PLAY)])}
+    assert by_text["Good my lord, how does your honour for this many a day?"] == "Ophelia"
+
+
+def test_what_a_play_character_said_is_quoted_with_the_name(embedder):
+    text = ExtractiveAnswerer(embedder)._answer_sync("What did Ophelia say?", [_node(PLAY)], []).text
+    assert text.startswith(FOUND), text
+    assert any(q.startswith("Ophelia: ") for q in QUOTE.findall(text)), text
+
+
+def test_an_exports_header_line_is_never_quoted_and_names_the_lines_under_it():
+    candidates = _candidates([_node(EXPORT)])
+    by_text = {c.text: c.speaker for c in candidates}
+    assert by_text["The dredging contract costs forty thousand pounds this year."] == "Jane Doe"
+    assert by_text["The dredging is the largest item."] == "John Smith"
+    assert by_text["We also need a new crane for the north pier."] == "Speaker 1"
+    assert not any("10:3" in c.text or "00:01:02" in c.text for c in candidates)
+
+
+def test_chat_and_cjk_turns_are_quoted_with_their_speakers():
+    by_text = {c.text: c.speaker for c in _candidates([_node(CHAT), _node(CJK, 2)])}
+    assert by_text["yes, the linker flag was wrong, I pushed a fix"] == "alice"
+    assert by_text["好的，我会准备预算报告。"] == "李四"
+
+
+def test_prose_look_alikes_of_the_new_shapes_stay_prose():
+    """A novel's chapter lines, an email's header, a log file of timestamps and a Chinese notice's labels
+    look like the new shapes but hold no speakers."""
+    novel = (
+        "CHAPTER I.\nIt was a bright cold day in April, and the clocks were striking thirteen.\n"
+        "CHAPTER II. THE WALK.\nWinston walked home along the river in the rain.\n"
+        "CHAPTER III. The room was dark when he came in.\nII. He sat down at the table."
+    )
+    email = (
+        "From: John Smith\nSent: Monday 10:32 AM\nTo: Jane Doe\nSubject: Budget\n\n"
+        "Hi Jane,\nPlease send the dredging figures.\nThanks,\nJohn Smith"
+    )
+    log = (
+        "12:01:02 kernel: eth0 link up\n[12:01:03] INFO: server started on port 8080\n"
+        "12:01:04 info: worker 1 ready\n[12:01:05] WARN: disk 91% full\n12:01:06 kernel: eth0 link down\n"
+        "12:01:07 debug: retrying"
+    )
+    notice = "时间：周一上午十点\n地点：三楼会议室\n主题：预算\n请各部门准时参加。"
+    timetable = "Departure 10:32 AM\nArrival 11:40 AM\nDeparture 12:00 PM\nArrival 13:10"
+    replies = "OK. I will send the figures.\nNO. The crane is not in the budget.\nOK. Thanks for the note."
+    for text in (novel, email, log, notice, timetable, replies):
+        assert turns(text) == [], text
+        assert context_speakers([_node(text)]) == frozenset(), text
+
+
+async def test_an_uploaded_play_and_export_are_answered_with_their_speakers(tmp_path, embedder):
+    engine = Engine(Settings.from_env(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        await engine.ingest("kb", "hamlet.txt", PLAY.encode(), added_by="alice")
+        await engine.ingest("kb", "budget.txt", EXPORT.encode(), added_by="alice")
+        play = await engine.ask("kb", "What did Ophelia say?")
+        export = await engine.ask("kb", "What does the dredging contract cost?")
+    finally:
+        engine.close()
+    assert play.text.startswith(FOUND), play.text
+    assert any(q.startswith("Ophelia: ") for q in QUOTE.findall(play.text)), play.text
+    quotes = QUOTE.findall(export.text)
+    assert quotes and quotes[0].startswith("Jane Doe: The dredging contract"), export.text
+    assert not any("10:3" in q for q in quotes), export.text

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..types import Chunk, LoadedDocument, Section
 from .budget import CHECK_EVERY, checked, checkpoint
-from .transcript import speaker_of, spoken_lines, turns
+from .transcript import label_end, speaker_of, spoken_lines, turns
 
 log = logging.getLogger(__name__)
 
@@ -274,9 +274,19 @@ def _remembered_spans(text: str) -> tuple[Span, ...]:
     """`split_sentences`' spans, remembered by text: a node is split for its stored sentences and again for
     its layer's summaries (the second split cost ~0.5 CPU s of a 100k-token ingest)."""
     turn_cuts = [start for start, _ in turns(text)]
-    return tuple(
-        _trimmed_spans(text, _terminator_cuts(text) + _full_stop_cuts(text) + _newline_cuts(text) + turn_cuts)
-    )
+    cuts = _terminator_cuts(text) + _full_stop_cuts(text) + _newline_cuts(text)
+    return tuple(_trimmed_spans(text, _outside_labels(text, cuts, turn_cuts) + turn_cuts))
+
+
+MAX_LABEL_SCAN = 80  # characters of a turn's first line that can hold its speaker's label
+
+
+def _outside_labels(text: str, cuts: list[int], turn_cuts: list[int]) -> list[int]:
+    """The cuts that fall outside each turn's speaker's label: a play's "OPHELIA. Good my lord" is one
+    sentence, the name's full stop ending none."""
+    ends = [(start, start + label_end(text[start : start + MAX_LABEL_SCAN])) for start in turn_cuts]
+    inside = {at for start, end in ends for at in range(start + 1, end + 1)}
+    return [cut for cut in cuts if cut not in inside] if inside else cuts
 
 
 # ------------------------------------------------------------------------------------------ token counting

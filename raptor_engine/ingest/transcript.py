@@ -1,5 +1,8 @@
 """Transcripts: text written as speaker turns, one a line ("Project Manager: Okay . Right . Um well ...",
-"SPEAKER_01 [00:03:12]: ...", "Mr. Smith: ...", "Grad F: Yeah .").
+"SPEAKER_01 [00:03:12]: ...", "Mr. Smith: ...", "Grad F: Yeah ."), a play script's speeches
+("HAMLET. To be, ..."), an export's header lines ("John Smith  10:32 AM" above the turn's text), a chat
+log's lines ("[12:01] <bob> hi", "12:01 bob: hi") and Chinese or Japanese labels with a full-width colon
+("张三：我们下周开会。").
 
 A meeting transcript is not prose: a turn line need not end with a full stop (so the next turn would be
 glued to it as one sentence), a quoted sentence means little without who said it, and much of it is
@@ -27,13 +30,35 @@ SPEAKER_LABEL = re.compile(
 # A WebVTT cue's voice tag, as Teams and others export a speaker: "<v Roger Bingham>We are in New York"
 VOICE_TAG = re.compile(r"[ \t]*<v(?:\.[\w.-]+)*[ \t]+(?P<speaker>[^<>\n]{1,60}?)[ \t]*>[ \t]*(?=\S)")
 VOICE_END = "</v>"
+_NAME = rf"(?:{_HONORIFIC})?{_LABEL_WORD}(?:[ \t]+(?:{_LABEL_WORD}|\d+)){{0,3}}"
+# A Teams, Otter or Rev export's header: a name and a time alone on a line ("John Smith  10:32 AM",
+# "John Smith 0:03", "Speaker 1 (00:01:02)"), the turn's text on the next lines; the label takes the line's
+# end too.
+HEADER_LABEL = re.compile(
+    rf"[ \t]*(?P<speaker>{_NAME})[ \t]+{STAMP}(?:[ \t]*[AaPp]\.?[Mm]\.?)?[ \t]*(?:\r?\n\s*|\Z)"
+)
+_CAPS_WORD = r"[A-Z][A-Z'\u2019-]+"
+# A play script's speech: the speaker's name in capitals and a full stop ("HAMLET. To be", "FIRST CLOWN.").
+PLAY_LABEL = re.compile(rf"[ \t]*(?P<speaker>{_CAPS_WORD}(?:[ \t]+{_CAPS_WORD}){{0,2}})\.[ \t]+(?=\S)")
+_ROMAN = re.compile(r"[IVXLCDM]+")
+# A chat log's line: a nick in angle brackets ("[12:01] <bob> hi", "<bob> hi") or after a time ("12:01 bob:").
+CHAT_LABEL = re.compile(rf"[ \t]*(?:{STAMP}[ \t]+)?<(?P<speaker>[\w.|^@-]{{1,32}})>[ \t]+(?=\S)")
+CHAT_NICK = re.compile(rf"[ \t]*{STAMP}[ \t]+(?P<speaker>[a-z][\w.|^-]{{0,31}}):[ \t]+(?=\S)")
+_CJK_NAME = r"[\u3400-\u9fff\u3040-\u30ff\uac00-\ud7af\u00b7\u30fb]{1,8}"
+# A Chinese, Japanese or Korean name and a full-width colon, no space after ("张三：我们下周开会。").
+CJK_LABEL = re.compile(
+    rf"[ \t]*(?:{STAMP}[ \t]+)?(?P<speaker>{_CJK_NAME})[ \t]*\uff1a[ \t]*(?=\S)"
+)
+_LABELS = (SPEAKER_LABEL, VOICE_TAG, HEADER_LABEL, PLAY_LABEL, CHAT_LABEL, CHAT_NICK, CJK_LABEL)
 MAX_LABEL_CHARS = 40
 # Words that open a labelled line of prose, not a speaker ("Note: ...", "Table 2: ...", "Answer: ...").
 NOT_SPEAKERS = frozenset(
     """note notes nb warning caution important tip example examples table figure fig chapter section part
     step summary abstract keywords source sources date time subject from to re title author authors
     question answer result results conclusion definition input output error usage see update edit ps cc
-    http https address phone email tel fax location venue agenda item""".split()
+    http https address phone email tel fax location venue agenda item sent act scene prologue epilogue enter
+    exit exeunt the end finis ok okay no yes info debug warn trace fatal notice kernel
+    注意 备注 说明 时间 日期 地点 主题 议题 标题 摘要 关键词 例如 参会人员 出席 注 日時 場所 件名 備考""".split()
 )
 TURN_LINES = 2  # labelled lines a text needs to count as turns (and at least half of its lines)
 
@@ -50,8 +75,9 @@ _TOKEN = re.compile(r"[^\W_](?:[\w'\u2019-]*[^\W_])?|'[kK]ay")
 
 
 def _label(line: str) -> re.Match[str] | None:
-    """The speaker's label opening `line`: "Name: " or a WebVTT voice tag ("<v Roger Bingham>")."""
-    return SPEAKER_LABEL.match(line) or VOICE_TAG.match(line)
+    """The speaker's label opening `line`: "Name: ", a WebVTT voice tag ("<v Roger Bingham>"), an export's
+    header line, a play's "NAME. ", a chat log's nick, or a CJK name and "："."""
+    return next((match for pattern in _LABELS if (match := pattern.match(line)) is not None), None)
 
 
 def speaker_of(line: str) -> str | None:
@@ -60,9 +86,11 @@ def speaker_of(line: str) -> str | None:
     if match is None:
         return None
     speaker = " ".join(match.group("speaker").split())
-    first = speaker.split()[0].rstrip(".").lower()
-    if len(speaker) > MAX_LABEL_CHARS or first in NOT_SPEAKERS:
+    first = speaker.split()[0].rstrip(".")
+    if len(speaker) > MAX_LABEL_CHARS or first.lower() in NOT_SPEAKERS:
         return None
+    if match.re is PLAY_LABEL:  # a play's names are set in capitals, not spoken so: "Ophelia"
+        return None if _ROMAN.fullmatch(first) else speaker.title()
     return speaker
 
 
@@ -92,11 +120,35 @@ def spoken_lines(text: str) -> list[tuple[int, str]]:
 def turns(text: str) -> list[tuple[int, str]]:
     """(offset, speaker) of each line that opens a speaker's turn, when `text` is written as turns
     (`reads_as_turns`); else empty."""
-    if text.count(":") < TURN_LINES:  # most prose is skipped at C speed
-        return []
-    lines = spoken_lines(text)
-    found = [(start, who) for start, line in lines if (who := speaker_of(line)) is not None]
-    return found if reads_as_turns([who for _, who in found], len(lines), TURN_LINES) else []
+    if text.count(":") + text.count("\uff1a") + text.count(">") < TURN_LINES and not _PLAY_HINT.search(text):
+        return []  # most prose is skipped at C speed
+    found, lines = labelled_lines(spoken_lines(text))
+    return found if reads_as_turns([who for _, who in found], lines, TURN_LINES) else []
+
+
+_PLAY_HINT = re.compile(rf"^{PLAY_LABEL.pattern}", re.MULTILINE)
+
+
+def labelled_lines(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]], int]:
+    """(offset, speaker) of each of these lines that opens with a speaker's label, and how many lines
+    count as the text's: an export's turn, whose text lies on the lines under its header line ("John
+    Smith  10:32 AM"), counts as one line, as a turn of one labelled line does. A header line with no
+    text under it (a timetable's "Departure 10:32 AM") is no speaker's."""
+    speakers = [speaker_of(line) for _, line in lines]
+    headers = [
+        who is not None and label_end(line) >= len(line.rstrip())
+        for who, (_, line) in zip(speakers, lines, strict=True)
+    ]
+    found: list[tuple[int, str]] = []
+    counted, under_header = 0, False
+    for at, ((start, _), who) in enumerate(zip(lines, speakers, strict=True)):
+        if who is not None and headers[at] and (at + 1 == len(lines) or speakers[at + 1] is not None):
+            who = None
+        if who is not None:
+            found.append((start, who))
+            under_header = headers[at]
+        counted += who is not None or not under_header
+    return found, counted
 
 
 def reads_as_turns(speakers: list[str], lines: int, least: int) -> bool:

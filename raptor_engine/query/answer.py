@@ -43,6 +43,7 @@ from ..ingest.transcript import (
     VOICE_END,
     is_filler,
     label_end,
+    labelled_lines,
     reads_as_turns,
     speaker_of,
     spoken_lines,
@@ -402,9 +403,9 @@ def context_speakers(context: list[ContextNode]) -> frozenset[str]:
     """The speakers of a context that reads as a transcript (its nodes' lines open with speakers' labels,
     `transcript.speaker_of`, as `transcript.reads_as_turns` asks, at least TRANSCRIPT_LINES of them);
     empty for any other."""
-    lines = [line for node in context for _, line in spoken_lines(node.text)]
-    named = [who for line in lines if (who := speaker_of(line)) is not None]
-    return frozenset(named) if reads_as_turns(named, len(lines), TRANSCRIPT_LINES) else frozenset()
+    found, lines = labelled_lines([line for node in context for line in spoken_lines(node.text)])
+    named = [who for _, who in found]
+    return frozenset(named) if reads_as_turns(named, lines, TRANSCRIPT_LINES) else frozenset()
 
 
 def named_speakers(question: str, speakers: frozenset[str]) -> frozenset[str]:
@@ -457,6 +458,19 @@ def _labels(speakers: frozenset[str]) -> re.Pattern[str]:
     )
 
 
+def _line_speaker(text: str, at: int) -> tuple[str | None, int]:
+    """The speaker of the line holding `at` and where that line starts: its label's, else, under an
+    export's header line ("John Smith  10:32 AM" above the turn's text), the header's."""
+    line_start = text.rfind("\n", 0, at) + 1
+    speaker = speaker_of(text[line_start : line_start + MAX_LABEL_SEARCH].lstrip())
+    while speaker is None and line_start > 0:
+        line_start = text.rfind("\n", 0, line_start - 1) + 1
+        line = text[line_start : text.find("\n", line_start)].strip()
+        if (who := speaker_of(line)) is not None:
+            return (who if label_end(line) >= len(line) else None), line_start
+    return speaker, line_start
+
+
 def _spoken(
     node: ContextNode, sentence: Sentence, speakers: frozenset[str], labels: re.Pattern[str] | None
 ) -> list[tuple[Sentence, str | None]]:
@@ -476,8 +490,7 @@ def _spoken(
         label = label_end(raw)
         speaker = speaker_of(raw) if label else None
         if speaker is None and node.layer == 0:
-            line_start = text.rfind("\n", 0, start) + 1
-            speaker = speaker_of(text[line_start : line_start + MAX_LABEL_SEARCH].lstrip())
+            speaker, line_start = _line_speaker(text, start)
             if speaker is None and line_start == 0 and node.heading[-1:] and node.heading[-1] in speakers:
                 speaker = node.heading[-1]
         piece = " ".join(raw[label:].replace(VOICE_END, " ").split())
