@@ -393,9 +393,10 @@ class BuildJobs:
             await asyncio.wait({fetching, stopping}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopping.cancel()
+            if not fetching.done():  # the bot is stopping, or this wait itself was cancelled
+                fetching.cancel()
         if fetching.done():
             return fetching.result()
-        fetching.cancel()
         log.info("download given up: the bot is stopping (upload %s stays waiting)", record)
         raise ShuttingDown(kept=record is not None)
 

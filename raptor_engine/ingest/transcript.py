@@ -80,24 +80,31 @@ def _label(line: str) -> re.Match[str] | None:
     return next((match for pattern in _LABELS if (match := pattern.match(line)) is not None), None)
 
 
-def speaker_of(line: str) -> str | None:
-    """The speaker whose label opens `line` ("Project Manager" of "Project Manager: Okay ."), or None."""
+def _speaker_label(line: str) -> tuple[str | None, int]:
+    """The speaker whose label opens `line` and where the text after the label begins; (None, 0) when
+    no label opens it, or the label is prose's ("Note: ...") or too long to be a name."""
     match = _label(line)
     if match is None:
-        return None
+        return None, 0
     speaker = " ".join(match.group("speaker").split())
     first = speaker.split()[0].rstrip(".")
     if len(speaker) > MAX_LABEL_CHARS or first.lower() in NOT_SPEAKERS:
-        return None
+        return None, 0
     if match.re is PLAY_LABEL:  # a play's names are set in capitals, not spoken so: "Ophelia"
-        return None if _ROMAN.fullmatch(first) else speaker.title()
-    return speaker
+        if _ROMAN.fullmatch(first):
+            return None, 0
+        speaker = speaker.title()
+    return speaker, match.end()
+
+
+def speaker_of(line: str) -> str | None:
+    """The speaker whose label opens `line` ("Project Manager" of "Project Manager: Okay ."), or None."""
+    return _speaker_label(line)[0]
 
 
 def label_end(line: str) -> int:
     """Where the text after a speaker's label begins in `line` (0 when no label opens it)."""
-    match = _label(line)
-    return match.end() if match is not None and speaker_of(line) is not None else 0
+    return _speaker_label(line)[1]
 
 
 # A subtitle export's lines around its cues (WebVTT, SRT): the header, a cue's number, its timing line.
@@ -134,10 +141,10 @@ def labelled_lines(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]],
     count as the text's: an export's turn, whose text lies on the lines under its header line ("John
     Smith  10:32 AM"), counts as one line, as a turn of one labelled line does. A header line with no
     text under it (a timetable's "Departure 10:32 AM") is no speaker's."""
-    speakers = [speaker_of(line) for _, line in lines]
+    labels = [_speaker_label(line) for _, line in lines]
+    speakers = [who for who, _ in labels]
     headers = [
-        who is not None and label_end(line) >= len(line.rstrip())
-        for who, (_, line) in zip(speakers, lines, strict=True)
+        who is not None and end >= len(line.rstrip()) for (who, end), (_, line) in zip(labels, lines, strict=True)
     ]
     found: list[tuple[int, str]] = []
     counted, under_header = 0, False

@@ -521,7 +521,7 @@ def _query_weights(
     numbers = set(re.findall(r"\d+", rewrite.core))
     # in a transcript, a speaker the question names ("What did Project Manager say ...?") says whose
     # turns, not what about: 'project' is not a term a sentence should hold
-    named = named_speakers(rewrite.core, frozenset(c.speaker for c in candidates if c.speaker))
+    named = named_speakers(rewrite.core, _speakers(candidates))
     spoken = {word for speaker in named if _times_named(speaker, rewrite.core) == 1 for word in words(speaker)}
     terms = [
         t for t in subject_terms(rewrite.core) + [t for t in words(rewrite.core) if t in ORDINALS] if t not in spoken
@@ -825,11 +825,16 @@ class _Quoted:
     picked: list[_Candidate]  # best first; never empty when the context has a quotable sentence
 
 
+def _speakers(candidates: list[_Candidate]) -> frozenset[str]:
+    """The transcript speakers the candidate sentences are shown with (none outside a transcript)."""
+    return frozenset(c.speaker for c in candidates if c.speaker)
+
+
 def _named_speaker_terms(question: str, candidates: list[_Candidate]) -> set[str]:
     """The terms of the transcript speakers a question names ('Jane Doe' of 'What did Jane Doe say about
     the crane?'): they pick whose turns to quote, and a quote shows them in its label, not in its words,
     so whether the quotes answer is judged on the rest of the question."""
-    speakers = frozenset(c.speaker for c in candidates if c.speaker)
+    speakers = _speakers(candidates)
     if not speakers:
         return set()
     return {stem(t) for name in named_speakers(question, speakers) for t in content_terms(name)}
@@ -863,7 +868,7 @@ def _asks_only_a_speaker(question: str, candidates: list[_Candidate], picked: li
     """Whether a transcript's question names speakers and nothing else to look for ('What did Marketing
     say?', 'What did Jane Doe propose?'), and the first quote is one of theirs: any of their turns answers
     it, however little its words resemble the question's."""
-    speakers = frozenset(c.speaker for c in candidates if c.speaker)
+    speakers = _speakers(candidates)
     if not speakers or picked[0].speaker is None:
         return False
     return picked[0].speaker in named_speakers(question, speakers) and not topic_terms(question, speakers)
@@ -1051,7 +1056,7 @@ class ExtractiveAnswerer:
             learned = self.ranker.quote_scores(rewrite.core, features, kind)
         top_layer = max(c.node.layer for c in candidates) or 1
         asks_for_more = bool(ASKS_FOR_MORE.search(rewrite.core))
-        speakers = frozenset(c.speaker for c in candidates if c.speaker)
+        speakers = _speakers(candidates)
         named = named_speakers(rewrite.core, speakers)
         topical = thematic and bool(speakers) and bool(topic_terms(rewrite.core, speakers))
         for i, candidate in enumerate(candidates):
