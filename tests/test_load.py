@@ -192,6 +192,8 @@ def test_subtitle_files_are_their_spoken_words_with_speakers_as_labels():
     assert srt.text == "MARY: Where were you last night?\nJOHN: At the lighthouse.\nThe storm was coming."
     with pytest.raises(IngestError, match="contains no text"):
         load_document("empty.vtt", b"WEBVTT\n\nNOTE nothing was said\n")
+    trimmed = load_document("trimmed.srt", b"1\n00:00:01 --> 00:00:02,500\nHello there.\n\n2\n0:03.5 --> 0:04\nBye now.\n")
+    assert trimmed.text == "Hello there.\nBye now."
 
 
 def test_markdown_headings_make_sections_with_paths():

@@ -475,7 +475,9 @@ def _read_txt(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
 
 # ------------------------------------------------------------------------------------------ subtitles
 
-_CUE_TIMING = re.compile(r"(?:\d+:)?\d{1,2}:\d{2}[.,]\d{1,3}\s*-->\s*(?:\d+:)?\d{1,2}:\d{2}[.,]\d{1,3}\b.*")
+# A cue's timing line; the fraction of a second is optional (hand-made and trimmed files leave it out).
+_CUE_TIME = r"(?:\d+:)?\d{1,2}:\d{2}(?:[.,]\d{1,3})?"
+_CUE_TIMING = re.compile(rf"{_CUE_TIME}\s*-->\s*{_CUE_TIME}\b.*")
 _VTT_BLOCKS = re.compile(r"(?:WEBVTT|NOTE|STYLE|REGION)(?:[ \t].*)?")  # a header or a block of no words
 _VOICE_OPEN = re.compile(r"<v(?:\.[\w.-]+)*[ \t]+([^<>\n]{1,60}?)[ \t]*>")
 _CUE_MARKUP = re.compile(r"</?(?:v|c|i|b|u|ruby|rt|lang|font)\b[^<>]*>|<\d[\d:.]*>|\{\\[^{}]*\}")
