@@ -162,6 +162,21 @@ def test_a_leaf_opening_inside_a_turn_takes_its_speaker_from_its_heading():
     assert speakers["so it survives being dropped on a stone floor ."] == "Marketing"
 
 
+def test_a_turns_second_line_keeps_its_speaker_until_the_next_label():
+    text = (
+        "Anne: Good morning everyone . Let's start with the budget .\n"
+        "The lighthouse repairs will cost four thousand pounds this year .\n"
+        "Bob: That is more than we planned .\n"
+        "We only set aside two thousand pounds for repairs .\n"
+        "Anne: Then we need to ask the council for the rest .\n"
+        "Carol: I can write to the council on Monday ."
+    )
+    speakers = {c.text: c.speaker for c in _candidates([_node(text)])}
+    assert speakers["The lighthouse repairs will cost four thousand pounds this year ."] == "Anne"
+    assert speakers["We only set aside two thousand pounds for repairs ."] == "Bob"
+    assert speakers["I can write to the council on Monday ."] == "Carol"
+
+
 def test_a_summarys_glued_turns_are_split_and_only_its_labelled_sentences_name_a_speaker():
     summary = (
         "Marketing: The price should be twenty-five euros , people will not pay more . "

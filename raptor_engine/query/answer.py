@@ -459,15 +459,19 @@ def _labels(speakers: frozenset[str]) -> re.Pattern[str]:
 
 
 def _line_speaker(text: str, at: int) -> tuple[str | None, int]:
-    """The speaker of the line holding `at` and where that line starts: its label's, else, under an
-    export's header line ("John Smith  10:32 AM" above the turn's text), the header's."""
+    """The speaker of the line holding `at` and where that line starts: its label's, else the nearest
+    label above it (a turn that runs over several lines, or an export's header line "John Smith  10:32
+    AM" above the turn's text): a turn lasts until the next speaker's label. A subtitle cue's number or
+    timing line is nobody's words."""
     line_start = text.rfind("\n", 0, at) + 1
+    line_end = text.find("\n", line_start)
+    if not spoken_lines(text[line_start : None if line_end < 0 else line_end]):
+        return None, line_start
     speaker = speaker_of(text[line_start : line_start + MAX_LABEL_SEARCH].lstrip())
     while speaker is None and line_start > 0:
         line_start = text.rfind("\n", 0, line_start - 1) + 1
-        line = text[line_start : text.find("\n", line_start)].strip()
-        if (who := speaker_of(line)) is not None:
-            return (who if label_end(line) >= len(line) else None), line_start
+        if (who := speaker_of(text[line_start : line_start + MAX_LABEL_SEARCH].lstrip())) is not None:
+            return who, line_start
     return speaker, line_start
 
 
