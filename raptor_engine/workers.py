@@ -62,7 +62,8 @@ log = logging.getLogger(__name__)
 
 PROGRESS_TOPIC = "raptor-build-progress"
 PROGRESS_FIELDS = tuple(f.name for f in dataclasses.fields(Progress))
-# The event a task sends when a worker begins it (an upload's first stage, 'load', says so too).
+# The stage of the event a task sends when a worker begins it (an upload's first stage, 'load', says so too):
+# the engine's copy of the budget restarts on it, and no progress callback is told.
 BEGUN = "begun"
 # What a build that could not run leaves undone, in its sentences: an upload's, a message rebuild's.
 FILE_NOT_ADDED = "the file was not added"
@@ -385,7 +386,7 @@ def on_worker(build_id: str, settings: Settings, budget: BuildBudget | None) -> 
     def report(event: Progress) -> None:
         worker.log_event(PROGRESS_TOPIC, {"id": build_id, **dataclasses.asdict(event)})
 
-    worker.log_event(PROGRESS_TOPIC, {"id": build_id, BEGUN: True})
+    worker.log_event(PROGRESS_TOPIC, {"id": build_id, "stage": BEGUN})
     if budget is not None:
         budget.restart()
     with budget.active() if budget is not None else contextlib.nullcontext():
@@ -614,12 +615,12 @@ class BuildCluster:
         _, msg = event  # Dask adds the worker's address to the message
         build_id = msg.get("id", "")
         budget = self._budgets.get(build_id)
-        if budget is not None and (msg.get(BEGUN) or msg.get("stage") == "load"):  # a worker began it (again,
+        if budget is not None and msg.get("stage") in (BEGUN, "load"):  # a worker began it (again,
             # after a lost worker), and its deadline with it; the worker stops itself at that deadline, and a
             # worker that stops answering is the watch's to tell, so this copy gives both that much longer
             budget.restart(grace=self.settings.build_worker_wait)
         callback = self._progress.get(build_id)
-        if callback is None or "stage" not in msg:
+        if callback is None or msg.get("stage") == BEGUN:
             return
         try:
             callback(Progress(**{f: msg[f] for f in PROGRESS_FIELDS if f in msg}))

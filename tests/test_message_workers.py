@@ -76,7 +76,7 @@ async def test_message_rebuilds_run_on_a_worker_and_store_what_an_in_process_bui
             assert len(await message_builds(cluster)) == done  # each rebuild ran on the worker
         assert {"embed", "cluster", "summarise"} <= set(stages)  # its progress came back from the worker
         events = [msg for _, msg in await cluster.client.get_events(PROGRESS_TOPIC)]
-        assert sum(1 for msg in events if msg.get("begun")) == len(steps)
+        assert sum(1 for msg in events if msg.get("stage") == "begun") == len(steps)
         nodes, *_ = tree_of(there, "kb")
         assert not any(GATE in text for *_, text in nodes)
         assert any("the regatta starts at noon" in text for *_, text in nodes)
@@ -170,3 +170,22 @@ def test_the_trees_of_a_message_rebuild_travel_as_small_pickles_and_come_back_wh
         ]
         assert all((a.embedding == b.embedding).all() for a, b in zip(got.nodes, built.nodes, strict=True))
 
+
+
+def test_a_workers_begun_event_restarts_the_engines_budget_and_is_no_progress(tmp_path):
+    """A message rebuild has no 'load' stage: the task's first event, 'begun', is what restarts the engine's
+    copy of its budget (held while the task waited for a worker); no progress display is told of it."""
+    import time
+
+    from raptor_engine.config import Settings
+    from raptor_engine.ingest.budget import BuildBudget
+
+    cluster = BuildCluster(Settings(data_dir=tmp_path / "data", build_worker_wait=30))
+    budget = BuildBudget("#general 2026-03-01", seconds=60, memory_mb=0)
+    budget.hold()
+    told: list = []
+    cluster._budgets["b1"], cluster._progress["b1"] = budget, told.append
+    cluster._on_progress((time.time(), {"id": "b1", "stage": "begun"}))
+    assert 85 < budget.remaining() <= 90 and told == []
+    cluster._on_progress((time.time(), {"id": "b1", "stage": "embed", "done": 1, "total": 3}))
+    assert [(p.stage, p.done, p.total) for p in told] == [("embed", 1, 3)]

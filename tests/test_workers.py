@@ -214,7 +214,7 @@ async def test_a_worker_killed_mid_message_rebuild_loses_nothing_and_the_rebuild
             embedding.set()
 
     try:
-        begun_before = sum(1 for _, msg in await cluster.client.get_events(PROGRESS_TOPIC) if msg.get("begun"))
+        begun_before = sum(1 for _, msg in await cluster.client.get_events(PROGRESS_TOPIC) if msg.get("stage") == "begun")
         build = asyncio.create_task(engine.add_messages("kb", CHANNEL, history(400), progress=progress))
         await asyncio.wait_for(embedding.wait(), patient(120))
         processing = await cluster.client.processing()
@@ -225,7 +225,7 @@ async def test_a_worker_killed_mid_message_rebuild_loses_nothing_and_the_rebuild
         result = await asyncio.wait_for(build, patient(300))
         assert result.added == 400
         assert sorted(engine.message_ids("kb")) == [10_000 + i for i in range(400)]
-        begun = sum(1 for _, msg in await cluster.client.get_events(PROGRESS_TOPIC) if msg.get("begun"))
+        begun = sum(1 for _, msg in await cluster.client.get_events(PROGRESS_TOPIC) if msg.get("stage") == "begun")
         assert begun - begun_before == 2  # begun again, on a worker that was alive
         answer = await engine.ask("kb", "What is the gate code for the boathouse?")
         assert "4417" in answer.text
