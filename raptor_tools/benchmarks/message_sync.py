@@ -7,7 +7,7 @@ does. Printed per path: the median and worst seconds of `Engine.add_messages` an
 meanwhile (a coroutine sleeping 10 ms at a time). Then the same for one import batch of `--batch` new
 messages (bot/messages.py's IMPORT_BATCH is 500), to show where the round trip stops mattering.
 
-Run: `python -m raptor_tools.benchmarks.message_sync [--messages 120] [--rounds 5] [--batch 500]`.
+Run: `python -m raptor_tools.benchmarks.message_sync [--messages 120] [--rounds 5] [--batch 500] [--nice 10]`.
 Timings depend on the machine and its load: compare the two paths of one run only.
 """
 
@@ -35,7 +35,7 @@ if str(_ROOT) not in sys.path:
 from raptor_engine.config import Settings  # noqa: E402
 from raptor_engine.engine import Engine  # noqa: E402
 from raptor_engine.ingest.messages import ChatMessage, MessagePlace  # noqa: E402
-from raptor_engine.workers import BuildCluster  # noqa: E402
+from raptor_engine.workers import BuildCluster, version_resource  # noqa: E402
 
 CHANNEL = MessagePlace(400, "general")
 START = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
@@ -86,17 +86,28 @@ async def timed(step: Awaitable[Any]) -> tuple[float, float]:
 
 
 def line(label: str, runs: list[tuple[float, float]]) -> str:
-    seconds = [s for s, _ in runs]
+    seconds, lags = [s for s, _ in runs], [1000 * lag for _, lag in runs]
     return (
         f"  {label:<22} median {statistics.median(seconds):6.2f} s  worst {max(seconds):6.2f} s  "
-        f"worst loop lag {1000 * max(lag for _, lag in runs):6.0f} ms"
+        f"loop lag: median of each run's worst {statistics.median(lags):4.0f} ms, worst {max(lags):4.0f} ms"
     )
 
 
-async def run(messages: int, rounds: int, batch: int) -> None:
+async def round_trip(cluster: BuildCluster, rounds: int) -> float:
+    """The median seconds of an empty task's round trip to a build worker (what any rebuild pays on top)."""
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        await cluster.client.submit(len, [], pure=False, resources={version_resource(): 1})
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+async def run(messages: int, rounds: int, batch: int, nice: int) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         here = Engine(Settings(data_dir=Path(scratch) / "here", build_workers=1))
-        there = Engine(Settings(data_dir=Path(scratch) / "there", build_workers=1), embedder=here.embedder)
+        there_settings = Settings(data_dir=Path(scratch) / "there", build_workers=1, build_worker_nice=nice)
+        there = Engine(there_settings, embedder=here.embedder)
         here.warm()
         there.cluster = await BuildCluster.start(there.settings)
         await there.cluster.client.wait_for_workers(1)
@@ -114,6 +125,7 @@ async def run(messages: int, rounds: int, batch: int) -> None:
                     runs[label].append(await timed(engines[label].add_messages("kb", CHANNEL, [chat(messages + r)])))
             for label, results in runs.items():
                 print(line(label, results))
+            print(f"  an empty task's round trip to the worker: median {1000 * await round_trip(there.cluster, rounds):.0f} ms")
             print(f"one import batch of {batch} new messages (a new day)")
             for label, engine in engines.items():
                 new = [chat(i, day=1) for i in range(batch)]
@@ -129,8 +141,11 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=120, help="messages held before the rounds")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch", type=int, default=500, help="new messages of the import batch")
+    parser.add_argument(
+        "--nice", type=int, default=Settings().build_worker_nice, help="the worker's niceness (RAPTOR_BUILD_WORKER_NICE)"
+    )
     args = parser.parse_args()
-    asyncio.run(run(args.messages, args.rounds, args.batch))
+    asyncio.run(run(args.messages, args.rounds, args.batch, args.nice))
 
 
 if __name__ == "__main__":
