@@ -283,6 +283,33 @@ async def test_a_message_rebuild_the_engine_stops_from_its_progress_is_cancelled
         engine.close()
 
 
+async def test_a_cancelled_message_rebuild_is_cancelled_on_the_worker_and_stores_nothing(dask_cluster, tmp_path, embedder):
+    """What a stopping bot does to a sync or an import it was applying: the task awaiting the rebuild is
+    cancelled, and so is the rebuild on the cluster."""
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data", message_group_tokens=300), embedder=embedder)
+    cluster = await _connected(engine, dask_cluster)
+    embedding = asyncio.Event()
+
+    def progress(event):
+        if event.stage == "embed":
+            embedding.set()
+
+    try:
+        finished_before = await cluster.client.run_on_scheduler(finished_builds)
+        build = asyncio.create_task(engine.add_messages("kb", CHANNEL, history(300), progress=progress))
+        await asyncio.wait_for(embedding.wait(), patient(120))
+        build.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await build
+        processing = await _until_idle(cluster.client)
+        assert not any(keys for keys in processing.values()), processing
+        assert set(await cluster.client.run_on_scheduler(finished_builds)) <= set(finished_before)
+        assert engine.documents("kb") == [] and engine.message_ids("kb") == []
+    finally:
+        await cluster.close()
+        engine.close()
+
+
 async def test_a_message_rebuilds_budget_travels_with_its_task_and_is_checked_on_the_worker(
     dask_cluster, tmp_path, embedder
 ):
