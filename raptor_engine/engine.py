@@ -1128,6 +1128,8 @@ class Engine:
         """The message documents' trees, the leaves of `known` texts keeping their stored vectors: on the Dask
         cluster when one is attached, as uploads are, else here. A removal the cluster cannot run (no worker,
         lost, unreachable) is built here instead: a deleted message must leave now, not at the next start."""
+        if not chunk_lists:  # a removal that only empties documents: nothing to build
+            return []
         if self.cluster is not None:
             from .workers import ClusterUnreachableError
 

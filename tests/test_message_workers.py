@@ -114,6 +114,27 @@ async def test_a_removal_sends_no_removed_text_to_the_worker(tmp_path, embedder,
         engine.close()
 
 
+async def test_a_removal_that_only_empties_documents_sends_no_task(tmp_path, embedder, monkeypatch):
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data", message_group_tokens=300), embedder=embedder)
+    thread = MessagePlace(500, "Ferry questions", thread=True)
+    await engine.add_messages("kb", thread, history(3, channel=500, base_id=20_000))
+    await engine.add_messages("kb", CHANNEL, history(5))
+    sent: list[str] = []
+
+    async def capture(self, name, *args, **kwargs):
+        sent.append(name)
+        raise AssertionError("no task expected")
+
+    monkeypatch.setattr(BuildCluster, "build_trees", capture)
+    engine.cluster = BuildCluster(engine.settings, "tcp://127.0.0.1:9")
+    try:
+        result = await engine.remove_messages("kb", [20_000, 20_001, 20_002])
+        assert result.removed == 3 and result.removed_documents == 1 and sent == []
+        assert "Ferry questions" not in [d.name for d in engine.documents("kb")]
+    finally:
+        engine.close()
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
