@@ -21,6 +21,8 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .config import Settings
 from .errors import (
     IngestError,
@@ -68,9 +70,9 @@ from .storage.records import DocumentInfo, NewNode, StaleTreeError, StoredTop
 from .storage.spaces import DB_NAME, Space, Spaces, migrate_to_spaces, space_dir
 from .storage.store import Store
 from .storage.writers import WriterGate
-from .tree.build import BuiltTree, Summarized, build_document_tree, build_kb_layer
+from .tree.build import BuiltTree, Summarized, build_kb_layer
 from .tree.cluster import use_compile_cache
-from .tree.docbuild import build_document, check_token_bounds, parse_limits
+from .tree.docbuild import build_document, build_trees, check_token_bounds, parse_limits
 from .tree.embed import Embedder
 from .tree.stages import StageClock
 from .tree.summarize import ExtractiveSummarizer
@@ -79,6 +81,7 @@ from .types import (
     Answer,
     AnswerDraft,
     Answerer,
+    Chunk,
     ContextNode,
     Progress,
     ProgressCallback,
@@ -981,7 +984,9 @@ class Engine:
         replaced = [p.old_doc_id for p in plans if p.old_doc_id is not None] + emptied
         budget = self.build_budget(label)
         with budget.active():
-            writes = await budget.bound(self._build_message_parts(kb_id, plans, replaced, added_by, progress))
+            writes = await budget.bound(
+                self._build_message_parts(kb_id, plans, replaced, added_by, progress, dropped is not None)
+            )
             tops = (
                 await asyncio.to_thread(self.store.tops_except, kb_id, set(replaced))
                 if kb_id is not None
@@ -1051,32 +1056,19 @@ class Engine:
         replaced: list[int],
         added_by: str,
         progress: ProgressCallback | None,
+        removal: bool = False,
     ) -> list[MessageDocumentWrite]:
-        """Each planned message document's own tree, in this process (its keys distinct across the lot)."""
+        """Each planned message document's own tree (its keys distinct across the lot): chunked here, where
+        the plan counted their tokens, built on the Dask cluster when one is attached (`_build_message_trees`)."""
         held = await asyncio.to_thread(self._tokens_kept, kb_id, replaced)
+        chunked = await asyncio.to_thread(self._chunk_message_parts, plans, held)
+        chunk_lists = [chunks for chunks, _ in chunked]
+        known = await asyncio.to_thread(self._kept_leaf_vectors, replaced, chunk_lists)
+        name = plans[0].name if plans else "messages"
+        trees = await self._build_message_trees(name, chunk_lists, known, progress, removal)
         writes: list[MessageDocumentWrite] = []
         base = 0
-        known = await asyncio.to_thread(self.store.leaf_vectors, replaced) if replaced else {}
-        embedder = ReusingEmbedder(self.embedder, known) if known else self.embedder
-        for plan in plans:
-            chunks, owners = await asyncio.to_thread(
-                message_chunks,
-                plan.messages,
-                embedder.count_tokens,
-                embedder.count_tokens_batch,
-                max_tokens=self.settings.chunk_tokens,
-                hard_limit=embedder.max_tokens,
-                max_chars=self.settings.node_max_chars,
-            )
-            tokens = sum(c.tokens for c in chunks)
-            check_token_bounds(self.settings, plan.name, tokens, held)
-            tree = await build_document_tree(
-                chunks,
-                embedder=embedder,
-                summarizer=self.summarizer,
-                settings=self.settings,
-                progress=progress,
-            )
+        for plan, (chunks, owners), tree in zip(plans, chunked, trees, strict=True):
             document = {
                 "name": plan.name,
                 "sha256": messages_sha(plan.messages),
@@ -1085,7 +1077,7 @@ class Engine:
                 "added_by": added_by,
                 "chunks": len(chunks),
                 "layers": tree.height,
-                "tokens": tokens,
+                "tokens": sum(c.tokens for c in chunks),
             }
             nodes = _offset_keys(tree.nodes, base)
             leaf_messages = {base + i: owner for i, owner in enumerate(owners)}
@@ -1095,8 +1087,65 @@ class Engine:
                 )
             )
             base += len(nodes)
-            held += tokens
         return writes
+
+    def _chunk_message_parts(self, plans: list[PartPlan], held: int) -> list[tuple[list[Chunk], list[int]]]:
+        """Each planned document's leaves' chunks and the message of each, within the token bounds (`held`:
+        the knowledge base's tokens without the documents replaced). Run it in a thread."""
+        embedder = self.embedder
+        chunked = []
+        for plan in plans:
+            chunks, owners = message_chunks(
+                plan.messages,
+                embedder.count_tokens,
+                embedder.count_tokens_batch,
+                max_tokens=self.settings.chunk_tokens,
+                hard_limit=embedder.max_tokens,
+                max_chars=self.settings.node_max_chars,
+            )
+            tokens = sum(c.tokens for c in chunks)
+            check_token_bounds(self.settings, plan.name, tokens, held)
+            held += tokens
+            chunked.append((chunks, owners))
+        return chunked
+
+    def _kept_leaf_vectors(self, replaced: list[int], chunk_lists: list[list[Chunk]]) -> dict[str, np.ndarray]:
+        """The stored vectors of the replaced documents' leaves that the new documents keep, by text: only
+        those, so a removed message's text goes nowhere, not even to a build worker. Run it in a thread."""
+        if not replaced:
+            return {}
+        kept = {chunk.text for chunks in chunk_lists for chunk in chunks}
+        return {text: vector for text, vector in self.store.leaf_vectors(replaced).items() if text in kept}
+
+    async def _build_message_trees(
+        self,
+        name: str,
+        chunk_lists: list[list[Chunk]],
+        known: dict[str, np.ndarray],
+        progress: ProgressCallback | None,
+        removal: bool,
+    ) -> list[BuiltTree]:
+        """The message documents' trees, the leaves of `known` texts keeping their stored vectors: on the Dask
+        cluster when one is attached, as uploads are, else here. A removal the cluster cannot run (no worker,
+        lost, unreachable) is built here instead: a deleted message must leave now, not at the next start."""
+        if not chunk_lists:  # a removal that only empties documents: nothing to build
+            return []
+        if self.cluster is not None:
+            from .workers import ClusterUnreachableError
+
+            budget = current_budget()
+            try:
+                return await self.cluster.build_trees(name, chunk_lists, known, self.settings, progress, budget)
+            except ClusterUnreachableError as error:
+                if not removal:
+                    raise
+                log.warning("removing messages without the build workers, in this process: %s", error)
+                if budget is not None:
+                    budget.restart()  # its clock was held for the cluster
+        embedder = ReusingEmbedder(self.embedder, known) if known else self.embedder
+        return await build_trees(
+            chunk_lists, embedder=embedder, summarizer=self.summarizer, settings=self.settings, progress=progress
+        )
 
     # -- reading ------------------------------------------------------------------------------
 

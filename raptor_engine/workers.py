@@ -9,7 +9,10 @@ task, the document's tree comes back, and the engine commits it. The pieces here
   turns Dask's failures into one sentence.
 - `EmbedderPreload`: a worker plugin that loads the embedding model (and UMAP's compiled code) once per
   worker, when the worker joins, not once per task.
-- `build_on_worker`: the task. Progress goes back as Dask events on PROGRESS_TOPIC.
+- `build_on_worker`: the task of an upload. Progress goes back as Dask events on PROGRESS_TOPIC.
+- `build_trees_on_worker`: the task of a message rebuild (`Engine.add_messages` / `remove_messages`): the
+  message documents' chunks (chunked by the engine, which counted their tokens to plan them) and the
+  stored vectors of the leaves they keep go with it, their trees come back.
 - `MemoryCache`: the LLM summary cache a remote build sees: the bot's cached summaries of the summary
   model go with the task, the new ones come back and the bot stores them (docs/SCALING.md).
 
@@ -37,24 +40,34 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
+import numpy as np
 from distributed import WorkerPlugin
 
 from . import __version__
 from .config import ENV_VARS, Settings, default_cache_dir
 from .errors import RaptorError
 from .ingest.budget import BuildBudget
+from .ingest.messages import ReusingEmbedder
 from .storage.llm_cache import CachedSummary, SummaryCache
-from .tree.docbuild import DocumentTree, build_document
+from .tree.build import BuiltTree
+from .tree.docbuild import DocumentTree, build_document, build_trees
 from .tree.embed import Embedder
-from .types import Progress, ProgressCallback, Summarizer
+from .types import Chunk, Progress, ProgressCallback, Summarizer
 
 log = logging.getLogger(__name__)
 
 PROGRESS_TOPIC = "raptor-build-progress"
 PROGRESS_FIELDS = tuple(f.name for f in dataclasses.fields(Progress))
+# The stage of the event a task sends when a worker begins it (an upload's first stage, 'load', says so too):
+# the engine's copy of the budget restarts on it, and no progress callback is told.
+BEGUN = "begun"
+# What a build that could not run leaves undone, in its sentences: an upload's, a message rebuild's.
+FILE_NOT_ADDED = "the file was not added"
+MESSAGES_NOT_STORED = "the messages were not stored"
 CONNECT_TIMEOUT_S = 5.0
 WATCH_S = 1.0  # how often a build waiting on the cluster asks the scheduler how things stand
 CLOSE_TIMEOUT_S = 10.0  # the most closing the client waits for a scheduler that does not answer
@@ -332,6 +345,39 @@ def build_on_worker(
 ) -> list[bytes]:
     """The Dask task: the document's tree and the summaries it added to the cache (`pack_result`). `budget` (the engine's
     deadline and memory ceiling, pickled with its wall-clock deadline) is checked here as in-process."""
+    embedder = worker_embedder(settings)
+    cache = MemoryCache(cached)
+    with on_worker(build_id, settings, budget) as report:
+        built = asyncio.run(_build(name, data, settings, held, embedder, cache, report))
+    return pack_result(built, cache.added)
+
+
+def build_trees_on_worker(
+    build_id: str,
+    name: str,
+    chunk_lists: list[list[Chunk]],
+    known: dict[str, np.ndarray],
+    settings: Settings,
+    cached: dict[str, CachedSummary],
+    budget: BuildBudget | None = None,
+) -> list[bytes]:
+    """The Dask task of a message rebuild: each chunk list's tree (`docbuild.build_trees`, as the engine
+    builds them without a cluster) and the summaries it added to the cache (`pack_trees`). The leaves
+    whose text has a vector in `known` (stored by the documents replaced) keep it, as in-process
+    (`ReusingEmbedder`), so a new message costs one embedding, not its whole document's."""
+    embedder = worker_embedder(settings)
+    reusing = ReusingEmbedder(embedder, known) if known else embedder
+    cache = MemoryCache(cached)
+    with on_worker(build_id, settings, budget) as report:
+        summarizer = worker_summarizer(settings, embedder, cache)
+        trees = asyncio.run(_build_trees(chunk_lists, settings, reusing, summarizer, report))
+    return pack_trees(trees, cache.added)
+
+
+@contextlib.contextmanager
+def on_worker(build_id: str, settings: Settings, budget: BuildBudget | None) -> Iterator[ProgressCallback]:
+    """A task's run on this worker: below the bot's priority, its budget active (its time runs from here,
+    not from the submission: it may have waited for a worker), begun and progress told to the engine."""
     from distributed import get_worker
 
     worker = get_worker()
@@ -340,39 +386,63 @@ def build_on_worker(
     def report(event: Progress) -> None:
         worker.log_event(PROGRESS_TOPIC, {"id": build_id, **dataclasses.asdict(event)})
 
-    embedder = worker_embedder(settings)
-    cache = MemoryCache(cached)
+    worker.log_event(PROGRESS_TOPIC, {"id": build_id, "stage": BEGUN})
     if budget is not None:
-        budget.restart()  # its time runs from here, not from the upload: it may have waited for a worker
+        budget.restart()
     with budget.active() if budget is not None else contextlib.nullcontext():
-        built = asyncio.run(_build(name, data, settings, held, embedder, cache, report))
-    return pack_result(built, cache.added)
+        yield report
 
 
-def pack_result(built: DocumentTree, added: dict[str, CachedSummary]) -> list[bytes]:
-    """The build's result as small pickles: its frame, then its nodes and chunks SLICE_ITEMS at a time.
+def _pack(head: Any, items: list[Any]) -> list[bytes]:
+    """`head`, then `items` SLICE_ITEMS at a time, as small pickles.
 
     Dask unpickles a result on the receiving event loop, and one `pickle.loads` never lets go of the
     GIL: a 100k-token tree (1,250 nodes, 1,050 chunks) held the bot's loop for 50-200 ms in one piece.
-    Bytes cost Dask nothing to receive; `unpack_result` then loads the pieces in a thread, and the loop
-    runs between any two of them."""
-    nodes, chunks = built.tree.nodes, built.chunks
-    frame = dataclasses.replace(built, tree=dataclasses.replace(built.tree, nodes=[]), chunks=[])
-    parts = [pickle.dumps((frame, added, len(nodes)), protocol=pickle.HIGHEST_PROTOCOL)]
-    items: list[Any] = [*nodes, *chunks]
+    Bytes cost Dask nothing to receive; `_unpack` then loads the pieces in a thread, and the loop runs
+    between any two of them."""
+    parts = [pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL)]
     for start in range(0, len(items), SLICE_ITEMS):
         parts.append(pickle.dumps(items[start : start + SLICE_ITEMS], protocol=pickle.HIGHEST_PROTOCOL))
     return parts
 
 
-def unpack_result(parts: list[bytes]) -> tuple[DocumentTree, dict[str, CachedSummary]]:
-    """`pack_result` undone (in a thread: the pieces together take tens of milliseconds)."""
-    frame, added, node_count = pickle.loads(parts[0])
+def _unpack(parts: list[bytes]) -> tuple[Any, list[Any]]:
+    """`_pack` undone (in a thread: the pieces together take tens of milliseconds)."""
     items: list[Any] = []
     for part in parts[1:]:
         items.extend(pickle.loads(part))
+    return pickle.loads(parts[0]), items
+
+
+def pack_result(built: DocumentTree, added: dict[str, CachedSummary]) -> list[bytes]:
+    """An upload's build as small pickles (`_pack`): its frame, then its nodes and chunks."""
+    nodes, chunks = built.tree.nodes, built.chunks
+    frame = dataclasses.replace(built, tree=dataclasses.replace(built.tree, nodes=[]), chunks=[])
+    return _pack((frame, added, len(nodes)), [*nodes, *chunks])
+
+
+def unpack_result(parts: list[bytes]) -> tuple[DocumentTree, dict[str, CachedSummary]]:
+    """`pack_result` undone."""
+    (frame, added, node_count), items = _unpack(parts)
     tree = dataclasses.replace(frame.tree, nodes=items[:node_count])
     return dataclasses.replace(frame, tree=tree, chunks=items[node_count:]), added
+
+
+def pack_trees(trees: list[BuiltTree], added: dict[str, CachedSummary]) -> list[bytes]:
+    """A message rebuild's trees as small pickles (`_pack`): their frames, then all their nodes."""
+    frames = [dataclasses.replace(tree, nodes=[]) for tree in trees]
+    nodes = [node for tree in trees for node in tree.nodes]
+    return _pack((frames, added, [len(tree.nodes) for tree in trees]), nodes)
+
+
+def unpack_trees(parts: list[bytes]) -> tuple[list[BuiltTree], dict[str, CachedSummary]]:
+    """`pack_trees` undone."""
+    (frames, added, counts), nodes = _unpack(parts)
+    trees, start = [], 0
+    for frame, count in zip(frames, counts, strict=True):
+        trees.append(dataclasses.replace(frame, nodes=nodes[start : start + count]))
+        start += count
+    return trees, added
 
 
 async def _build(
@@ -396,7 +466,35 @@ async def _build(
     )
 
 
+async def _build_trees(
+    chunk_lists: list[list[Chunk]],
+    settings: Settings,
+    embedder: Embedder | ReusingEmbedder,
+    summarizer: Summarizer,
+    report: ProgressCallback,
+) -> list[BuiltTree]:
+    """A message rebuild's trees, in the task's own event loop (as `_build`)."""
+    return await build_trees(
+        chunk_lists, embedder=embedder, summarizer=summarizer, settings=settings, progress=report  # type: ignore[arg-type]
+    )
+
+
 # ------------------------------------------------------------------------------------------ bot side
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskKind:
+    """What differs between an upload's build task and a message rebuild's: its key's prefix (after
+    raptor-build-), what a build that cannot run leaves undone (the end of its sentences), and how its
+    result is unpacked."""
+
+    key: str
+    outcome: str
+    unpack: Any
+
+
+UPLOAD = TaskKind("", FILE_NOT_ADDED, unpack_result)
+MESSAGES = TaskKind("messages-", MESSAGES_NOT_STORED, unpack_trees)
 
 
 def _cancel(future: Any) -> None:
@@ -442,8 +540,9 @@ class BuildCluster:
             log.error("%s", error)
         return cluster
 
-    async def connect(self) -> Any:
-        """The client, connecting (or starting the LocalCluster) on first use."""
+    async def connect(self, outcome: str = FILE_NOT_ADDED) -> Any:
+        """The client, connecting (or starting the LocalCluster) on first use; `outcome` ends the sentence
+        of a scheduler that cannot be reached (what was not done)."""
         async with self._connecting:
             if self.client is not None:
                 return self.client
@@ -462,7 +561,7 @@ class BuildCluster:
                 log.warning("cannot reach the Dask scheduler at %s: %s", self.address, error)
                 if client is not None:
                     await self._close_client(client)
-                raise self._unreachable() from None
+                raise self._unreachable(outcome) from None
             try:
                 await asyncio.wait_for(
                     client.register_plugin(EmbedderPreload(task_settings(self.settings))),
@@ -471,16 +570,15 @@ class BuildCluster:
             except (OSError, TimeoutError) as error:  # it accepted the connection, then stopped answering
                 log.warning("the Dask scheduler at %s stopped answering: %s", self.address, error)
                 await self._close_client(client)
-                raise self._unreachable() from None
+                raise self._unreachable(outcome) from None
             client.subscribe_topic(PROGRESS_TOPIC, self._on_progress)
             self.client = client
             log.info("builds run on %s (dashboard %s)", self.where, client.dashboard_link or "none")
             return client
 
-    def _unreachable(self) -> ClusterUnreachableError:
+    def _unreachable(self, outcome: str) -> ClusterUnreachableError:
         return ClusterUnreachableError(
-            f"The build workers (Dask scheduler {self.address}) cannot be reached; the file was not "
-            "added, try again later."
+            f"The build workers (Dask scheduler {self.address}) cannot be reached; {outcome}, try again later."
         )
 
     async def _start_local(self) -> Any:
@@ -517,12 +615,12 @@ class BuildCluster:
         _, msg = event  # Dask adds the worker's address to the message
         build_id = msg.get("id", "")
         budget = self._budgets.get(build_id)
-        if budget is not None and msg.get("stage") == "load":  # a worker began it (again, after a lost
-            # worker), and its deadline with it; the worker stops itself at that deadline, and a worker that
-            # stops answering is the watch's to tell, so this copy gives both that much longer
+        if budget is not None and msg.get("stage") in (BEGUN, "load"):  # a worker began it (again,
+            # after a lost worker), and its deadline with it; the worker stops itself at that deadline, and a
+            # worker that stops answering is the watch's to tell, so this copy gives both that much longer
             budget.restart(grace=self.settings.build_worker_wait)
         callback = self._progress.get(build_id)
-        if callback is None:
+        if callback is None or msg.get("stage") == BEGUN:
             return
         try:
             callback(Progress(**{f: msg[f] for f in PROGRESS_FIELDS if f in msg}))
@@ -560,10 +658,40 @@ class BuildCluster:
         budget: BuildBudget | None = None,
     ) -> DocumentTree:
         """Build one document on a worker; RaptorError (one sentence) when the cluster cannot."""
+        task = (build_on_worker, name, data, task_settings(settings), held)
+        return await self._run(name, task, UPLOAD, settings, progress, budget)
+
+    async def build_trees(
+        self,
+        name: str,
+        chunk_lists: list[list[Chunk]],
+        known: dict[str, np.ndarray],
+        settings: Settings,
+        progress: ProgressCallback | None,
+        budget: BuildBudget | None = None,
+    ) -> list[BuiltTree]:
+        """Build a message rebuild's trees on a worker (`build_trees_on_worker`; `name` is the first
+        document's); RaptorError (one sentence) when the cluster cannot."""
+        task = (build_trees_on_worker, name, chunk_lists, known, task_settings(settings))
+        return await self._run(name, task, MESSAGES, settings, progress, budget)
+
+    async def _run(
+        self,
+        name: str,
+        task: tuple[Any, ...],
+        kind: TaskKind,
+        settings: Settings,
+        progress: ProgressCallback | None,
+        budget: BuildBudget | None,
+    ) -> Any:
+        """Run `task` (a task function and its arguments after the build id: the summary cache and the
+        budget follow them) on a worker, relaying its progress and budget, and return its result
+        unpacked, after storing the summaries it added."""
         from distributed import KilledWorker
         from distributed.client import FutureCancelledError
 
-        client = await self.connect()
+        outcome = kind.outcome
+        client = await self.connect(outcome)
         build_id = uuid.uuid4().hex
         if progress is not None:
             self._progress[build_id] = progress
@@ -571,13 +699,14 @@ class BuildCluster:
             budget.hold()
             self._budgets[build_id] = budget
         cached = await asyncio.to_thread(self._cached_summaries, settings)
+        function, *args = task
         future = client.submit(
-            build_on_worker, build_id, name, data, task_settings(settings), held, cached, budget,
-            key=f"raptor-build-{build_id}", pure=False, resources={version_resource(): 1},
+            function, build_id, *args, cached, budget,
+            key=f"raptor-build-{kind.key}{build_id}", pure=False, resources={version_resource(): 1},
         )  # fmt: skip
         self._futures[build_id] = future
         try:
-            built, added = await asyncio.to_thread(unpack_result, await self._watched(client, future))
+            built, added = await asyncio.to_thread(kind.unpack, await self._watched(client, future, outcome))
         except KilledWorker:
             log.error("the build of %s killed every worker it ran on", name)
             raise RaptorError(
@@ -602,10 +731,10 @@ class BuildCluster:
             await asyncio.to_thread(self._store_summaries, settings, added)
         return built
 
-    async def _watched(self, client: Any, future: Any) -> Any:
+    async def _watched(self, client: Any, future: Any, outcome: str) -> Any:
         """The task's result; or, while it waits, the sentence that says why it cannot go on (`_watch`)."""
         result = asyncio.ensure_future(_result_of(future))
-        watch = asyncio.ensure_future(self._watch(client, future.key))
+        watch = asyncio.ensure_future(self._watch(client, future.key, outcome))
         try:
             await asyncio.wait({result, watch}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -615,7 +744,7 @@ class BuildCluster:
             return result.result()
         return watch.result()  # raises: _watch never returns
 
-    async def _watch(self, client: Any, key: str) -> NoReturn:
+    async def _watch(self, client: Any, key: str, outcome: str) -> NoReturn:
         """Raise, once the build cannot run, the sentence that says why: no worker of this version is
         connected (at once when the connected ones are of another version, after RAPTOR_BUILD_WORKER_WAIT
         when there are none), the worker running it stopped answering, or the scheduler does not answer,
@@ -635,20 +764,20 @@ class BuildCluster:
                 if time.monotonic() - answered >= wait:
                     log.warning("the Dask scheduler at %s does not answer: %s", self.where, error)
                     raise ClusterUnreachableError(
-                        f"The Dask scheduler at {self.where} stopped answering for {wait:g} s; the file was not "
-                        "added, try again later."
+                        f"The Dask scheduler at {self.where} stopped answering for {wait:g} s; {outcome}, "
+                        "try again later."
                     ) from None
                 await asyncio.sleep(WATCH_S)
                 continue
             answered = now = time.monotonic()
             workers = identity.get("workers", {})
             if not any(version_resource() in (w.get("resources") or {}) for w in workers.values()):
-                check_versions(workers)
+                check_versions(workers, outcome)
                 alone_since = alone_since or now
                 if now - alone_since >= wait:
                     raise NoWorkerError(
-                        f"No build worker has been connected to {self.where} for {wait:g} s; the file was not "
-                        "added, try again later."
+                        f"No build worker has been connected to {self.where} for {wait:g} s; {outcome}, "
+                        "try again later."
                     )
             else:
                 alone_since = None
@@ -658,8 +787,8 @@ class BuildCluster:
                 running_on, last_seen, heard = worker, seen, now
             elif worker and now - heard >= wait:
                 raise NoWorkerError(
-                    f"The build worker running it ({worker}) stopped answering for {wait:g} s; the file was not "
-                    "added, try again later."
+                    f"The build worker running it ({worker}) stopped answering for {wait:g} s; {outcome}, "
+                    "try again later."
                 )
             await asyncio.sleep(WATCH_S)
 
@@ -695,13 +824,13 @@ def worker_versions(workers: dict[str, Any]) -> list[str]:
     return sorted(versions)
 
 
-def check_versions(workers: dict[str, Any]) -> None:
+def check_versions(workers: dict[str, Any], outcome: str = FILE_NOT_ADDED) -> None:
     """Refuse a build, before it runs, where the connected workers are all of another version."""
     theirs = [v for v in worker_versions(workers) if v != __version__]
     if theirs:
         raise NoWorkerError(
-            f"The build workers run raptor {' and '.join(theirs)} but this is raptor {__version__}, so the file "
-            "was not added; install the same version on both."
+            f"The build workers run raptor {' and '.join(theirs)} but this is raptor {__version__}, so "
+            f"{outcome}; install the same version on both."
         )
 
 

@@ -52,6 +52,7 @@ SLOW_FILES = {
     "test_bench.py",
     "test_wheel.py",
     "test_workers.py",
+    "test_message_workers.py",
     "test_writers.py",
     "test_load_concurrency.py",
     "test_embed_runtime.py",

@@ -25,20 +25,24 @@ from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.errors import LimitError, RaptorError
 from raptor_engine.ingest.budget import BuildBudget, BuildLimitError
+from raptor_engine.ingest.messages import MessagePlace, message_chunks
 from raptor_engine.workers import (
     PROGRESS_TOPIC,
     BuildCluster,
     ClusterUnreachableError,
     build_on_worker,
+    build_trees_on_worker,
     pack_result,
     task_settings,
     unpack_result,
 )
 from tests.dask_processes import dask_processes, finished_builds
+from tests.message_samples import history, message
 from tests.unhurried import patient, unhurried_settings
 from tests.worker_faults import threads_on_worker
 
 ROOT = Path(__file__).resolve().parent.parent
+CHANNEL = MessagePlace(400, "general")
 LIGHTHOUSE = (ROOT / "raptor_tools" / "samples" / "lighthouse_keepers.md").read_text()
 
 
@@ -196,6 +200,134 @@ async def test_a_builds_deadline_runs_from_when_a_worker_starts_it_not_from_the_
         )  # fmt: skip
         built, _ = unpack_result(await future)
     assert built.tree.nodes
+
+
+async def test_a_worker_killed_mid_message_rebuild_loses_nothing_and_the_rebuild_runs_again(
+    dask_cluster, tmp_path, embedder
+):
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data", message_group_tokens=300), embedder=embedder)
+    cluster = await _connected(engine, dask_cluster)
+    embedding = asyncio.Event()
+
+    def progress(event):
+        if event.stage == "embed":
+            embedding.set()
+
+    try:
+        begun_before = sum(1 for _, msg in await cluster.client.get_events(PROGRESS_TOPIC) if msg.get("stage") == "begun")
+        build = asyncio.create_task(engine.add_messages("kb", CHANNEL, history(400), progress=progress))
+        await asyncio.wait_for(embedding.wait(), patient(120))
+        processing = await cluster.client.processing()
+        busy = [w for w, keys in processing.items() if any("raptor-build-messages-" in str(k) for k in keys)]
+        assert len(busy) == 1, processing
+        pids = await cluster.client.run(os.getpid, workers=busy)
+        os.kill(pids[busy[0]], signal.SIGKILL)
+        result = await asyncio.wait_for(build, patient(300))
+        assert result.added == 400
+        assert sorted(engine.message_ids("kb")) == [10_000 + i for i in range(400)]
+        begun = sum(1 for _, msg in await cluster.client.get_events(PROGRESS_TOPIC) if msg.get("stage") == "begun")
+        assert begun - begun_before == 2  # begun again, on a worker that was alive
+        answer = await engine.ask("kb", "What is the gate code for the boathouse?")
+        assert "4417" in answer.text
+    finally:
+        await cluster.close()
+        engine.close()
+
+
+async def test_a_message_rebuild_that_kills_every_worker_gets_one_sentence_and_stores_nothing(
+    dask_cluster, tmp_path, embedder
+):
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data", message_group_tokens=300), embedder=embedder)
+    await engine.add_messages("kb", CHANNEL, history(10))  # in this process, before the cluster
+    before = [(d.name, d.sha256) for d in engine.documents("kb")]
+    cluster = await _connected(engine, dask_cluster)
+    try:
+        poison = message(10, "This poison message kills every worker that builds it.")
+        with pytest.raises(RaptorError) as caught:
+            await asyncio.wait_for(engine.add_messages("kb", CHANNEL, [poison]), patient(300))
+        assert str(caught.value) == (
+            f"Building {before[-1][0]} stopped the build worker each time it was tried (it may need more memory "
+            "than a worker has), so it was given up."
+        )
+        assert [(d.name, d.sha256) for d in engine.documents("kb")] == before
+        assert 10_010 not in engine.message_ids("kb")
+        await cluster.client.wait_for_workers(1, timeout=patient(120))
+        result = await asyncio.wait_for(engine.add_messages("kb", CHANNEL, [message(10, "A harmless one.")]), patient(300))
+        assert result.added == 1
+    finally:
+        await cluster.close()
+        engine.close()
+
+
+async def test_a_message_rebuild_the_engine_stops_from_its_progress_is_cancelled_on_the_worker(
+    dask_cluster, tmp_path, embedder
+):
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data", message_group_tokens=300), embedder=embedder)
+    cluster = await _connected(engine, dask_cluster)
+
+    def deadline(event):
+        if event.stage == "embed":
+            raise LimitError("#general took longer than the build deadline.")
+
+    try:
+        finished_before = await cluster.client.run_on_scheduler(finished_builds)
+        with pytest.raises(LimitError, match="build deadline"):
+            await asyncio.wait_for(engine.add_messages("kb", CHANNEL, history(300), progress=deadline), patient(300))
+        assert engine.documents("kb") == [] and engine.message_ids("kb") == []
+        processing = await _until_idle(cluster.client)
+        assert not any(keys for keys in processing.values()), processing
+        finished = await cluster.client.run_on_scheduler(finished_builds)
+        assert set(finished) <= set(finished_before)
+    finally:
+        await cluster.close()
+        engine.close()
+
+
+async def test_a_cancelled_message_rebuild_is_cancelled_on_the_worker_and_stores_nothing(dask_cluster, tmp_path, embedder):
+    """What a stopping bot does to a sync or an import it was applying: the task awaiting the rebuild is
+    cancelled, and so is the rebuild on the cluster."""
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data", message_group_tokens=300), embedder=embedder)
+    cluster = await _connected(engine, dask_cluster)
+    embedding = asyncio.Event()
+
+    def progress(event):
+        if event.stage == "embed":
+            embedding.set()
+
+    try:
+        finished_before = await cluster.client.run_on_scheduler(finished_builds)
+        build = asyncio.create_task(engine.add_messages("kb", CHANNEL, history(300), progress=progress))
+        await asyncio.wait_for(embedding.wait(), patient(120))
+        build.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await build
+        processing = await _until_idle(cluster.client)
+        assert not any(keys for keys in processing.values()), processing
+        assert set(await cluster.client.run_on_scheduler(finished_builds)) <= set(finished_before)
+        assert engine.documents("kb") == [] and engine.message_ids("kb") == []
+    finally:
+        await cluster.close()
+        engine.close()
+
+
+async def test_a_message_rebuilds_budget_travels_with_its_task_and_is_checked_on_the_worker(
+    dask_cluster, tmp_path, embedder
+):
+    settings = Settings(data_dir=tmp_path / "data")
+    chunks, _ = message_chunks(
+        history(100), embedder.count_tokens, embedder.count_tokens_batch,
+        max_tokens=settings.chunk_tokens, hard_limit=embedder.max_tokens, max_chars=settings.node_max_chars,
+    )  # fmt: skip
+    budget = BuildBudget("#general 2026-03-01", seconds=0.001, memory_mb=0)
+    budget.deadline = time.time() - 1  # restarted on the worker: 1 ms from there
+    async with Client(dask_cluster, asynchronous=True) as client:
+        future = client.submit(
+            build_trees_on_worker, "messages-budget-test", "#general 2026-03-01", [chunks], {},
+            task_settings(settings), {}, budget, pure=False,
+        )  # fmt: skip
+        with pytest.raises(BuildLimitError) as stopped:
+            await future
+    assert str(stopped.value) == budget.deadline_sentence()
 
 
 def test_the_engines_copy_of_a_budget_restarts_each_time_a_worker_begins_its_build(tmp_path):

@@ -1,5 +1,6 @@
-"""A Dask worker preload for tests/test_workers.py: an upload named `poison*` kills the worker process
-that reads it, as a parser crash in native code or a memory blow-up past the nanny's limit would; and
+"""A Dask worker preload for tests/test_workers.py: an upload named `poison*`, and a message rebuild with a
+message that says `poison`, kill the worker process that builds it, as a parser crash in native code or a
+memory blow-up past the nanny's limit would; and
 `threads_on_worker`, a task the test sends (workers import it from here, not from the test module).
 
 Loaded only by the test's workers (DASK_DISTRIBUTED__WORKER__PRELOAD); nothing in the project imports it.
@@ -10,9 +11,11 @@ from __future__ import annotations
 import os
 import signal
 
+from raptor_engine import workers
 from raptor_engine.tree import docbuild
 
 _load_isolated = docbuild.load_isolated
+_build_trees = workers.build_trees
 
 
 def _load_or_die(filename, data, limits, stats=None):
@@ -21,8 +24,15 @@ def _load_or_die(filename, data, limits, stats=None):
     return _load_isolated(filename, data, limits, stats)
 
 
+async def _build_trees_or_die(chunk_lists, **kwargs):
+    if any("poison" in chunk.text for chunks in chunk_lists for chunk in chunks):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return await _build_trees(chunk_lists, **kwargs)
+
+
 def dask_setup(worker) -> None:
     docbuild.load_isolated = _load_or_die
+    workers.build_trees = _build_trees_or_die
 
 
 def threads_on_worker(settings):

@@ -1,4 +1,5 @@
-"""One document's tree as a pure function: bytes + settings -> nodes, embeddings, edges, chunks.
+"""One document's tree as a pure function: bytes + settings -> nodes, embeddings, edges, chunks (and
+`build_trees`: the trees of message documents chunked already).
 
 Nothing here reads or writes the store, so the same function runs in the engine's process (the CLI's
 default) or on a Dask worker (raptor_engine.workers) that shares no disk with the bot. The engine adds
@@ -151,6 +152,25 @@ async def build_document(
         chunks, embedder=embedder, summarizer=summarizer, settings=settings, progress=progress
     )
     return DocumentTree(tree, chunks, doc.format, stats)
+
+
+async def build_trees(
+    chunk_lists: list[list[Chunk]],
+    *,
+    embedder: Embedder,
+    summarizer: Summarizer,
+    settings: Settings,
+    progress: ProgressCallback | None = None,
+) -> list[BuiltTree]:
+    """The trees of documents chunked already (a message rebuild's documents, which the engine chunks
+    where it planned them), one after another: the unit a message rebuild runs, in the engine's process
+    or as one Dask task."""
+    return [
+        await build_document_tree(
+            chunks, embedder=embedder, summarizer=summarizer, settings=settings, progress=progress
+        )
+        for chunks in chunk_lists
+    ]
 
 
 async def _ready(value: Ready | Awaitable[Ready]) -> Ready:

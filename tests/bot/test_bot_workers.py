@@ -13,7 +13,8 @@ import pytest
 from bot.kb import kb_name
 from bot.uploads import Source, UploadLog
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
-from tests.bot.conftest import ALICE, CHAN_A, GUILD, text_of
+from tests.bot.conftest import ALICE, BOB, CAROL, CHAN_A, GUILD, text_of
+from tests.dask_processes import finished_builds
 
 KB_A = kb_name(GUILD, CHAN_A)
 
@@ -61,6 +62,35 @@ async def test_default_bot_builds_on_its_embedded_cluster(
     assert uploads.status(1) == "done"
     await h.bot.close()
     assert h.engine.cluster.client is None and h.engine.cluster.local is None  # closed with the bot
+
+
+async def test_synced_messages_their_edit_and_their_deletion_are_built_on_the_bots_cluster(make_harness, bot_settings):
+    """Message documents are built where files are: on the bot's embedded cluster, not in its threads."""
+    settings = dataclasses.replace(bot_settings, build_workers=1)
+    h = await make_harness(settings=settings, message_content=True)
+    cluster = h.engine.cluster
+    assert cluster is not None and cluster.local is not None
+
+    def held(message: dict) -> bool:
+        return int(message["id"]) in h.engine.message_ids(KB_A)
+
+    def stored_text() -> str:
+        with h.engine.in_space(KB_A):
+            return " ".join(n.text for n in h.engine.store.nodes_of_kb(h.engine.store.kb_id(KB_A)))
+
+    token = h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="sync")
+    assert "Sync is now **on**" in (await h.replies_done(token))[0]["content"]
+    gate = h.say(CHAN_A, "The gate code for the boathouse is 4417.", user=BOB)
+    ferry = h.say(CHAN_A, "The ferry timetable changes in April.", user=CAROL)
+    await h.fake.wait_for(lambda: held(gate) and held(ferry), timeout=240, what="synced messages")
+    h.edit(ferry, "The ferry timetable changes in May, not April.")
+    await h.fake.wait_for(lambda: "changes in May" in stored_text(), timeout=240, what="the edit")
+    h.delete(gate)
+    await h.fake.wait_for(lambda: not held(gate), timeout=240, what="the deletion")
+    await h.bot.services.sync.settled()
+    assert "4417" not in stored_text() and "changes in April." not in stored_text()
+    builds = await cluster.client.run_on_scheduler(finished_builds)
+    assert sum("raptor-build-messages-" in key for key in builds) >= 3  # additions, the edit, the deletion
 
 
 async def test_restarted_bot_builds_an_unfinished_upload_again_and_tells_its_requester(
