@@ -216,7 +216,14 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str, 
     core, person, pronoun = _resolve(bare, previous, previous_answer, told)
     # 'and Jacob?' names him mid-sentence; without its 'and' he would open the question
     subject = person or _named_person(question, known) or _named_person(core, known) or previous.subject
-    return Rewrite(_capitalised(core), _cut(_carried_context(previous)), person, pronoun, subject)
+    context = "" if person and _went_back_to(person, previous) else _cut(_carried_context(previous))
+    return Rewrite(_capitalised(core), context, person, pronoun, subject)
+
+
+def _went_back_to(person: str, previous: Rewrite) -> bool:
+    """The pronoun meant someone asked about before the last question, which was about someone else:
+    that question is no context for this one (it would find the other person again)."""
+    return person in previous.earlier and person != previous.subject and person not in previous.text
 
 
 _CORRECTION = re.compile(r"^(?:(?:no|nope|sorry|oops)\b[\s,.!]*)*i\s+(?:meant|mean)\s+(.+)$", re.IGNORECASE)
@@ -600,6 +607,9 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
         ]
         if not candidates:
             continue
+        shown = [c for c in candidates if wanted and _gender_of(c, told) == wanted]
+        if shown:  # 'her eldest son Jacob' is a 'he' before a name a later quote gives in passing
+            return shown[0]
         for name in candidates:
             parts = name.split()
             if len(parts) >= 2 or parts[0].lower() in TITLES:
@@ -660,18 +670,33 @@ def _gender_of(name: str, text: str) -> str | None:
     first = name.split()[0].lower()
     if first in MALE_TITLES or first in FEMALE_TITLES:
         return "m" if first in MALE_TITLES else "f"
-    shown = set()
+    shown: set[str | None] = set()
     starts = _person_starts(text)
     for match in re.finditer(rf"\b{re.escape(name)}\b", text):
-        word = _GENDERED_BEFORE.search(text, max(0, match.start() - MAX_NAME_WORD_CHARS), match.start())
-        word = word or _GENDERED_AFTER.match(text, match.end(), match.end() + MAX_NAME_CHARS)
-        if word:
-            shown.add(GENDERED_WORDS[word.group(1).lower()])
-            continue
-        pronoun = _GENDERED.search(text, match.end(), _clause_end(text, match, starts))
-        if pronoun:
-            shown.add(GENDER[pronoun.group(0).lower()])
+        before = _GENDERED_BEFORE.search(text, max(0, match.start() - MAX_NAME_WORD_CHARS), match.start())
+        if before:
+            shown.add(GENDERED_WORDS[before.group(1).lower()])
+        elif not _ends_a_longer_name(text, match.start()):
+            shown.add(_gender_said_after(text, match, starts))
+    shown.discard(None)
     return shown.pop() if len(shown) == 1 else None
+
+
+def _ends_a_longer_name(text: str, start: int) -> bool:
+    """A name word comes right before ('Penrose' in 'Jory Penrose, a young man': what follows is said of
+    Jory, not of every Penrose); a sentence's opening word ('When Hester ...') is none."""
+    word = _NAME_WORD_BEFORE.search(text, max(0, start - MAX_NAME_WORD_CHARS - 1), start)
+    return bool(word) and not _never_opens_a_name(word.group(1).lower())
+
+
+def _gender_said_after(text: str, name: re.Match[str], person_starts: list[int]) -> str | None:
+    """The gender a name's apposition says ('Walter Dunstan, a young man'), else the first he/she of its
+    clause ('Hester ... beside her husband')."""
+    apposition = _GENDERED_AFTER.match(text, name.end(), name.end() + MAX_NAME_CHARS)
+    if apposition:
+        return GENDERED_WORDS[apposition.group(1).lower()]
+    pronoun = _GENDERED.search(text, name.end(), _clause_end(text, name, person_starts))
+    return GENDER[pronoun.group(0).lower()] if pronoun else None
 
 
 def _clause_end(text: str, name: re.Match[str], person_starts: list[int]) -> int:
@@ -685,6 +710,7 @@ def _clause_end(text: str, name: re.Match[str], person_starts: list[int]) -> int
     return min(end, sentence_end.start()) if sentence_end else end
 
 
+_NAME_WORD_BEFORE = re.compile(r"([A-Z\u00c0-\u00de][\w'\u2019-]*)\s+$")
 _CAPITAL_WORD = re.compile(r"\b[A-Z\u00c0-\u00de][\w'\u2019-]*")
 
 
@@ -704,17 +730,26 @@ def _person_starts(text: str) -> list[int]:
 
 
 def _kind(name: str, told: str) -> str | None:
-    """What a name is, as far as the conversation shows: 'm' or 'f' (`_gender_of`, else its first name
-    after any title: 'Captain Henry Ashcroft'), 'n' for a thing a question asked about as one ('What is
-    Kestrel?', 'How is Kestrel cleaned?'), else None."""
+    """What a name is, as far as the conversation shows: 'm' or 'f' (`_person_gender`; a surname alone
+    as the one person the conversation named with it: 'Pennick' after 'Ada Pennick'), 'n' for a thing a
+    question asked about as one ('What is Kestrel?', 'How is Kestrel cleaned?'), else None."""
+    shown = _person_gender(name, told)
+    if shown:
+        return shown
+    if " " not in name:
+        family = {_person_gender(person, told) for person in _people_in(told) if person.endswith(f" {name}")}
+        if len(family) == 1 and None not in family:
+            return family.pop()
+    return "n" if _asked_as_a_thing(name, told) else None
+
+
+def _person_gender(name: str, told: str) -> str | None:
+    """`_gender_of`, else by the first name after any title ('Captain Henry Ashcroft': Henry)."""
     shown = _gender_of(name, told)
     if shown:
         return shown
     parts = [part for part in name.split() if part.lower().rstrip(".") not in TITLES]
-    by_first_name = gender_of_first_name(parts[0]) if parts else None
-    if by_first_name:
-        return by_first_name
-    return "n" if _asked_as_a_thing(name, told) else None
+    return gender_of_first_name(parts[0]) if parts else None
 
 
 _PARTICIPLE = (
