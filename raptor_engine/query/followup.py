@@ -661,6 +661,7 @@ _GENDERED_AFTER = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=1024)  # asked of the same names and conversation at each chained rewrite
 def _gender_of(name: str, text: str) -> str | None:
     """'m' or 'f' where the text shows it: a title ('Mrs Kittow'), a gendered word right before the name
     ('his daughter, Morwenna Kittow', 'Mrs Anne Penrose') or in apposition after it ('Walter Dunstan, a
@@ -719,7 +720,7 @@ def _person_starts(text: str) -> list[int]:
     """Where each person's name starts in the text, in order (where a clause about the one before ends).
     One pass: each capitalised word is looked up among the first words of the text's people."""
     by_first: dict[str, list[str]] = {}
-    for person in _people_in(text):
+    for person in _people_of(text):
         by_first.setdefault(person.split()[0], []).append(person)
     starts = []
     for match in _CAPITAL_WORD.finditer(text):
@@ -729,6 +730,7 @@ def _person_starts(text: str) -> list[int]:
     return starts
 
 
+@functools.lru_cache(maxsize=1024)
 def _kind(name: str, told: str) -> str | None:
     """What a name is, as far as the conversation shows: 'm' or 'f' (`_person_gender`; a surname alone
     as the one person the conversation named with it: 'Pennick' after 'Ada Pennick'), 'n' for a thing a
@@ -737,10 +739,16 @@ def _kind(name: str, told: str) -> str | None:
     if shown:
         return shown
     if " " not in name:
-        family = {_person_gender(person, told) for person in _people_in(told) if person.endswith(f" {name}")}
+        family = {_person_gender(person, told) for person in _people_of(told) if person.endswith(f" {name}")}
         if len(family) == 1 and None not in family:
             return family.pop()
-    return "n" if _asked_as_a_thing(name, told) else None
+    return "n" if name in _asked_as_things(told) else None
+
+
+@functools.lru_cache(maxsize=16)
+def _people_of(text: str) -> tuple[str, ...]:
+    """`_people_in`, remembered: a rewrite asks it of the same conversation for each name."""
+    return tuple(_people_in(text))
 
 
 def _person_gender(name: str, told: str) -> str | None:
@@ -755,15 +763,17 @@ def _person_gender(name: str, told: str) -> str | None:
 _PARTICIPLE = (
     r"[a-z]+(?:ed|en)|built|made|kept|lit|run|sold|bought|found|held|shown|done|set|put|cut|sent|fed|paid"
 )
+_ASKED_AS_A_THING = re.compile(
+    rf"^\s*(?i:what\s+(?:is|was)\s+(.+?)\s*[?.!]*|how\s+(?:is|was|are|were)\s+(.+?)\s+(?-i:{_PARTICIPLE})\b.*)$",
+    re.MULTILINE,
+)
 
 
-def _asked_as_a_thing(name: str, told: str) -> bool:
-    """A question of the conversation asks what the name is, or how it is handled: 'What is Kestrel?',
-    'How is Kestrel cleaned?', 'How was Merrow Queen restored?' (a person's name is asked 'who')."""
-    named = re.escape(name)
-    what_is = rf"what\s+(?:is|was)\s+{named}\s*[?.!]*"
-    how_is = rf"how\s+(?:is|was|are|were)\s+{named}\s+(?:{_PARTICIPLE})\b.*"
-    return bool(re.search(rf"^\s*(?i:{what_is}|{how_is})$", told, re.MULTILINE))
+@functools.lru_cache(maxsize=16)
+def _asked_as_things(told: str) -> frozenset[str]:
+    """What a question of the conversation asks about as a thing: what it is, or how it is handled ('What
+    is Kestrel?', 'How is Kestrel cleaned?', 'How was Merrow Queen restored?'; a person is asked 'who')."""
+    return frozenset(name for match in _ASKED_AS_A_THING.finditer(told) for name in match.groups() if name)
 
 
 _RELATIVE = re.compile(rf"['\u2019]s\s+({'|'.join(RELATIVES)})\b", re.IGNORECASE)
