@@ -12,6 +12,10 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
   and none of them is "he" or "she": after "How is the Kestrel lens cleaned?" a name its answer quotes
   is "his" only where the answer shows that person as a "he" (not "his daughter, Morwenna Kittow") or
   by a title ("Captain Henry Ashcroft"), else "his" is left to the context;
+- a he/she never means someone the conversation shows as the other gender (a title, "his wife Anne",
+  "Walter Dunstan, a young man", the he/she right after the name; else a common first name) nor a
+  name it asked about as a thing ("How is Kestrel cleaned?"): the next candidate is taken, then a
+  person asked about before the last question, else the pronoun stays as asked;
 - "they"/"them"/"their" becomes a family or people the previous question named with "the" (the Marrows);
 - "there" becomes the place last named after in/at/to/from; a final "then" becomes the year the
   previous question named, or the year its answer gave first when it asked "when";
@@ -622,8 +626,8 @@ def _may_mean(name: str, gender: str | None, told: str, strict: bool) -> bool:
     """Whether a 'he' or 'she' of `gender` can mean `name`. When `strict` (the last question named only
     things), only a person `told` (the question and the answer's lead statement, not a quote that
     names someone in passing) shows as that gender, or one called by a title
-    ('Captain Henry Ashcroft'). Otherwise anyone: a person the questions named is who the user follows,
-    even under a pronoun the text does not use for them (a user's slip, or a text's 'he' for someone else)."""
+    ('Captain Henry Ashcroft'). Otherwise anyone `_kind` does not rule out: a person the questions named
+    whose gender the conversation does not show is who the user follows."""
     if gender is None or not strict:
         return True
     shown = _gender_of(name, told)
