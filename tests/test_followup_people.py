@@ -204,3 +204,27 @@ def test_among_an_answers_people_he_is_first_the_one_it_shows_as_a_man():
     assert standalone_question("What did he become later?", conversation).startswith(
         "What did Jacob become later?"
     )
+
+
+def test_they_is_the_people_the_last_question_named_together():
+    conversation = talk(
+        "Who were Elias and Hester Marrow?", "Elias Marrow arrived with his wife Hester in 1839."
+    )
+    assert standalone_question("when did they leave the point?", conversation).startswith(
+        "When did Elias and Hester Marrow leave the point?"
+    )
+    assert standalone_question("how many children did they have?", conversation).startswith(
+        "How many children did Elias and Hester Marrow have?"
+    )
+    assert standalone_question("what was their house called?", conversation).startswith(
+        "What was Elias and Hester Marrow's house called?"
+    )
+    conversation = talk("What did Jacob, Hester and Elias do?", "They kept the light.")
+    assert standalone_question("where did they live?", conversation).startswith(
+        "Where did Jacob, Hester and Elias live?"
+    )
+    # people named apart are no group: 'they' is left to the context
+    conversation = talk("Did Hester outlive Elias?", "Elias Marrow died in March 1861.")
+    assert standalone_question("where did they live?", conversation) == (
+        "Where did they live? (context: Did Hester outlive Elias?)"
+    )

@@ -983,7 +983,7 @@ def _resolve(
         elif group and word in ("they", "them"):
             out.append(group + tail)
         elif group and word == "their":
-            out.append(f"{group}'" + tail)
+            out.append(f"{group}'" + ("" if group.endswith("s") else "s") + tail)
         elif place and word == "there" and not _existential(before, following):
             out.append(place + tail)
         elif year and word == "then" and not following:
@@ -1014,7 +1014,8 @@ def _as_the_answer_spells(name: str | None, answer: str) -> str | None:
 
 def _group(previous: Rewrite) -> str | None:
     """Who 'they' means: a family or people the previous question named with 'the' and a plural ('When
-    did the Marrows arrive?': the Marrows); None when it named none (then the context carries it)."""
+    did the Marrows arrive?': the Marrows), else people it named together ('Who were Elias and Hester
+    Marrow?'); None when it named none (then the context carries it)."""
     places = _places_in(previous.core)  # 'in the Hebrides' is where, not who
     for name in _scan_names(previous.core):
         if (
@@ -1024,7 +1025,18 @@ def _group(previous: Rewrite) -> str | None:
             and name.text not in places
         ):
             return f"the {name.text}"
-    return None
+    return _named_together(previous.core)
+
+
+def _named_together(text: str) -> str | None:
+    """Two or more people the text names in one list: 'Elias and Hester Marrow', 'Jacob, Hester and
+    Elias' (not 'Did Hester outlive Elias?')."""
+    people = _people_in(text)
+    if len(people) < 2:
+        return None
+    name = "|".join(re.escape(person) for person in sorted(people, key=len, reverse=True))
+    together = re.search(rf"\b(?:{name})(?:,\s+(?:{name}))*,?\s+and\s+(?:{name})\b", text)
+    return together.group(0) if together else None
 
 
 def _existential(before: str, following: str) -> bool:
