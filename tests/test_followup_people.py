@@ -228,3 +228,15 @@ def test_they_is_the_people_the_last_question_named_together():
     assert standalone_question("where did they live?", conversation) == (
         "Where did they live? (context: Did Hester outlive Elias?)"
     )
+
+
+def test_the_first_person_of_the_pronouns_gender_comes_before_one_a_his_merely_follows():
+    """'... the answer is Ambrose Kittow, with Walter Dunstan as his assistant keeper': 'his' is
+    Ambrose's, so 'who was his assistant?' asks about Ambrose, not Walter."""
+    conversation = talk(
+        "Who kept the light in 1887?",
+        "The answer is Ambrose Kittow, with Walter Dunstan as his assistant keeper.",
+    )
+    assert standalone_question("who was his assistant?", conversation).startswith(
+        "Who was Ambrose Kittow's assistant?"
+    )

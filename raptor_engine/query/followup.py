@@ -559,11 +559,11 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
     question, else the subject carried from the questions before it, else its carried context), not a
     name the previous answer quoted in passing; the answer's first person only when the previous
     question asked 'who' (its answer introduced them) or the questions name nobody. Within one source
-    a name with a title or of two or more words comes first; a name the text puts after in/at/to/from
-    is a place. Someone the previous question called by the other gender's pronoun is passed over, and so
-    is anyone `told` (the conversation) shows as the other gender or as a thing (`_kind`); when nobody is
-    left, a person asked about earlier whom it shows as that gender, else None (the pronoun stays as
-    asked). After a question that named only things ('How is the Kestrel lens cleaned?'), its answer's
+    the first person `told` (the conversation) shows as the pronoun's gender comes first, else a name
+    with a title or of two or more words; a name the text puts after in/at/to/from is a place. Someone
+    the previous question called by the other gender's pronoun is passed over, and so is anyone `told`
+    shows as the other gender or as a thing (`_kind`); when nobody is left, a person asked about
+    earlier whom it shows as that gender, else None (the pronoun stays as asked). After a question that named only things ('How is the Kestrel lens cleaned?'), its answer's
     people count only as `_may_mean` allows."""
     relative = _relative(previous.core, GENDER[pronoun], previous_answer) if pronoun else None
     if relative:  # 'What was Ambrose Kittow's wife's name?' then 'she'
@@ -611,9 +611,9 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
         ]
         if not candidates:
             continue
-        shown = [c for c in candidates if wanted and _gender_of(c, told) == wanted]
-        if shown:  # 'her eldest son Jacob' is a 'he' before a name a later quote gives in passing
-            return shown[0]
+        known = [c for c in candidates if wanted and _kind(c, told) == wanted]
+        if known:  # 'her eldest son Jacob' is a 'he' before a name a later quote gives in passing
+            return known[0]
         for name in candidates:
             parts = name.split()
             if len(parts) >= 2 or parts[0].lower() in TITLES:
