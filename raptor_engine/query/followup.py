@@ -665,7 +665,7 @@ _GENDERED_AFTER = re.compile(
 )
 
 
-@functools.lru_cache(maxsize=1024)  # asked of the same names and conversation at each chained rewrite
+@functools.lru_cache(maxsize=512)  # asked of the same names and conversation at each chained rewrite
 def _gender_of(name: str, text: str) -> str | None:
     """'m' or 'f' where the text shows it: a title ('Mrs Kittow'), a gendered word right before the name
     ('his daughter, Morwenna Kittow', 'Mrs Anne Penrose') or in apposition after it ('Walter Dunstan, a
@@ -734,7 +734,7 @@ def _person_starts(text: str) -> list[int]:
     return starts
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=512)
 def _kind(name: str, told: str) -> str | None:
     """What a name is, as far as the conversation shows: 'm' or 'f' (`_person_gender`; a surname alone
     as the one person the conversation named with it: 'Pennick' after 'Ada Pennick'), 'n' for a thing a
