@@ -26,7 +26,8 @@ CONTEXT = " (context: Who was appointed keeper of the archive in 1962?)"
     ("follow_up", "standalone"),
     [
         ("and when did she leave?", "When did Margaret Hale leave?"),
-        ("What did he do there?", "What did Margaret Hale do in Halifax?"),
+        ("What did she do there?", "What did Margaret Hale do in Halifax?"),
+        ("What did he do there?", "What did he do in Halifax?"),  # no man named: 'he' stays as asked
         ("and her brother?", "Margaret Hale's brother?"),
         ("was it open then?", "Was it open in 1962?"),
         ("and in 1975?", "In 1975?"),

@@ -12,6 +12,10 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
   and none of them is "he" or "she": after "How is the Kestrel lens cleaned?" a name its answer quotes
   is "his" only where the answer shows that person as a "he" (not "his daughter, Morwenna Kittow") or
   by a title ("Captain Henry Ashcroft"), else "his" is left to the context;
+- a he/she never means someone the conversation shows as the other gender (a title, "his wife Anne",
+  "Walter Dunstan, a young man", the he/she right after the name; else a common first name) nor a
+  name it asked about as a thing ("How is Kestrel cleaned?"): the next candidate is taken, then a
+  person asked about before the last question, else the pronoun stays as asked;
 - "they"/"them"/"their" becomes a family or people the previous question named with "the" (the Marrows);
 - "there" becomes the place last named after in/at/to/from; a final "then" becomes the year the
   previous question named, or the year its answer gave first when it asked "when";
@@ -34,6 +38,7 @@ the question itself first and the carried context second. Deterministic and chea
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass, replace
@@ -41,6 +46,7 @@ from difflib import SequenceMatcher
 
 from ..ingest.sentences import STOPWORDS, THEMATIC, content_terms, stem, words
 from ..types import Turn
+from .given_names import gender_of_first_name
 
 CONTEXT_OPEN = " (context: "
 CONTEXT_CLOSE = ")"
@@ -90,6 +96,16 @@ TITLES = frozenset(
 PLACE_PREPOSITIONS = frozenset("in at to from near on into".split())
 EXISTENTIAL_AFTER_THERE = frozenset("is are was were be been has have had will would 's".split())
 NAME_JOINERS = frozenset("of de la le du van von der den da di bin al".split())
+# Words that open a sentence with a capital but never a name ('Since Anne left', 'Unless Morwenna
+# returns', 'Meanwhile Ambrose slept'), besides the stop words and the question's own words.
+NOT_NAME_OPENERS = frozenset(
+    """since although though unless whereas whether whenever wherever however meanwhile yet thus therefore
+    hence besides despite toward towards upon within without across along among amongst around behind
+    beside beyond onto past per throughout till via whilst instead otherwise still even ever never always
+    sometimes later soon today yesterday tomorrow tonight perhaps maybe finally eventually afterwards whose
+    nobody everyone everybody someone somebody anyone anybody nothing everything something every many
+    several yes yeah okay ok thanks hi hello hey please let list show name find""".split()
+)
 
 _TOKEN = re.compile(r"[A-Za-z\u00c0-\u024f][\w'\u2019.-]*|\d+|[^\w\s]")
 ASKS_WHEN = re.compile(r"\b(?:when|what year|which year|since when)\b", re.IGNORECASE)
@@ -107,6 +123,7 @@ class Rewrite:
     person: str | None = None
     pronoun: str | None = None
     subject: str | None = None  # the person the conversation has been asking about, carried along
+    earlier: tuple[str, ...] = ()  # the people it asked about before `subject`, the latest first
 
     @property
     def text(self) -> str:
@@ -131,12 +148,29 @@ def rewrite(question: str, history: list[Turn]) -> Rewrite:
     """Rewrite each of the last questions against the ones before it, then this one against them."""
     exchanges = _exchanges(history[-4 * TURNS_CONSIDERED :])[-TURNS_CONSIDERED:]
     question = question[:MAX_TURN_CHARS]
+    told = _told(exchanges, question)
     previous: Rewrite | None = None
     previous_answer = ""
     for asked, answered in exchanges:
-        previous = _bounded(_rewrite_one(asked, previous, previous_answer))
+        previous = _bounded(_followed(_rewrite_one(asked, previous, previous_answer, told), previous))
         previous_answer = answered
-    return _bounded(_rewrite_one(question, previous, previous_answer))
+    return _bounded(_followed(_rewrite_one(question, previous, previous_answer, told), previous))
+
+
+def _told(exchanges: list[tuple[str, str]], question: str) -> str:
+    """What the conversation says about its people, one question or answer statement a line: where a
+    follow-up's he/she looks for whom the turns show as a man or a woman."""
+    lines = [line for asked, answered in exchanges for line in (asked, _statements(answered))]
+    return "\n".join([*lines, question])
+
+
+def _followed(rewrite: Rewrite, previous: Rewrite | None) -> Rewrite:
+    """The rewrite remembering the people asked about before its own subject, the latest first."""
+    if previous is None:
+        return rewrite
+    before = [previous.subject] if previous.subject else []
+    earlier = [name for name in dict.fromkeys([*before, *previous.earlier]) if name != rewrite.subject]
+    return replace(rewrite, earlier=tuple(earlier[:TURNS_CONSIDERED]))
 
 
 def _bounded(rewrite: Rewrite) -> Rewrite:
@@ -158,7 +192,7 @@ def _exchanges(history: list[Turn]) -> list[tuple[str, str]]:
     return pairs
 
 
-def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str) -> Rewrite:
+def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str, told: str) -> Rewrite:
     question = " ".join(question.split())
     if previous is None:
         return Rewrite(question, subject=_named_person(question, []))
@@ -171,7 +205,9 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str) 
     if is_fresh(question, f"{previous.core}\n{previous.context}"):
         # a new topic that names nobody ('what happened in April 1941?') leaves 'he' to mean whom it did
         subject = (
-            _named_person(question, known) or previous.subject or _person(previous, previous_answer, None)
+            _named_person(question, known)
+            or previous.subject
+            or _person(previous, previous_answer, None, told)
         )
         return Rewrite(question, subject=subject)
     bare = _without_conjunction(question)
@@ -181,10 +217,17 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str) 
     asked = _wh_ellipsis(bare, previous)
     if asked is not None:
         return Rewrite(asked, subject=previous.subject)
-    core, person, pronoun = _resolve(bare, previous, previous_answer)
+    core, person, pronoun = _resolve(bare, previous, previous_answer, told)
     # 'and Jacob?' names him mid-sentence; without its 'and' he would open the question
     subject = person or _named_person(question, known) or _named_person(core, known) or previous.subject
-    return Rewrite(_capitalised(core), _cut(_carried_context(previous)), person, pronoun, subject)
+    context = "" if person and _went_back_to(person, previous) else _cut(_carried_context(previous))
+    return Rewrite(_capitalised(core), context, person, pronoun, subject)
+
+
+def _went_back_to(person: str, previous: Rewrite) -> bool:
+    """The pronoun meant someone asked about before the last question, which was about someone else:
+    that question is no context for this one (it would find the other person again)."""
+    return person in previous.earlier and person != previous.subject and person not in previous.text
 
 
 _CORRECTION = re.compile(r"^(?:(?:no|nope|sorry|oops)\b[\s,.!]*)*i\s+(?:meant|mean)\s+(.+)$", re.IGNORECASE)
@@ -438,7 +481,7 @@ def _scan_names(text: str) -> tuple[_Name, ...]:
             word = _POSSESSIVE.sub("", tok).rstrip(".'\u2019")
             if _mid_sentence(text, match.start()):
                 mid_sentence.add(word)
-            if not run and (word.lower() in STOPWORDS or word.lower() in QUESTION_VOCABULARY):
+            if not run and _never_opens_a_name(word.lower()):
                 previous = tok
                 continue
             if len(run) == MAX_NAME_WORDS:
@@ -458,6 +501,13 @@ def _scan_names(text: str) -> tuple[_Name, ...]:
 
 
 _POSSESSIVE = re.compile(r"['\u2019]s$")
+
+
+def _never_opens_a_name(word: str) -> bool:
+    """A lower-cased word that is no name's first word, however it is capitalised ('The', 'Since')."""
+    return word in STOPWORDS or word in QUESTION_VOCABULARY or word in NOT_NAME_OPENERS
+
+
 _SENTENCE_OPENERS = frozenset(".!?\u201c\"'(:\n")
 
 
@@ -504,24 +554,28 @@ _AUX_WORDS = r"(?:did|does|do|is|was|were|are|has|had|have|will|would|can|could|
 ASKS_WHO = re.compile(rf"\b(?i:who)\s+(?:{_AUX_WORDS}\s+(?!(?:the\s+)?[A-Z])|(?!{_AUX_WORDS}\b)[a-z])")
 
 
-def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str | None:
+def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: str = "") -> str | None:
     """Who 'she'/'he' most likely means: the person the conversation is about (named in the previous
     question, else the subject carried from the questions before it, else its carried context), not a
     name the previous answer quoted in passing; the answer's first person only when the previous
     question asked 'who' (its answer introduced them) or the questions name nobody. Within one source
-    a name with a title or of two or more words comes first; a name the text puts after in/at/to/from
-    is a place. Someone the previous question called by the other gender's pronoun is passed over. After
-    a question that named only things ('How is the Kestrel lens cleaned?'), its answer's people count
-    only as `_may_mean` allows."""
+    the first person `told` (the conversation) shows as the pronoun's gender comes first, else a name
+    with a title or of two or more words; a name the text puts after in/at/to/from is a place. Someone
+    the previous question called by the other gender's pronoun is passed over, and so is anyone `told`
+    shows as the other gender or as a thing (`_kind`); when nobody is left, a person asked about
+    earlier whom it shows as that gender, else None (the pronoun stays as asked). After a question that named only things ('How is the Kestrel lens cleaned?'), its answer's
+    people count only as `_may_mean` allows."""
     relative = _relative(previous.core, GENDER[pronoun], previous_answer) if pronoun else None
     if relative:  # 'What was Ambrose Kittow's wife's name?' then 'she'
         return relative
-    told = "\n".join((previous.core, previous.context, _statements(previous_answer)))
+    told = told or "\n".join((previous.core, previous.context, _statements(previous_answer)))
     wanted = GENDER[pronoun] if pronoun else None
-    # a name the answer shows as the other gender ('his daughter, Morwenna Kittow' for a 'he') is not meant
-    answer_names = [
-        name for name in _people_in(_statements(previous_answer)) if _gender_of(name, told) in (None, wanted)
-    ]
+
+    # 'Elias Marrow ... his left hand' is no 'she'; 'How is Kestrel cleaned?' no 'he'
+    def fits(name: str) -> bool:
+        return wanted is None or _kind(name, told) in (None, wanted)
+
+    answer_names = [name for name in _people_in(_statements(previous_answer)) if fits(name)]
     sources = [
         _people_in(previous.core),
         [previous.subject] if previous.subject else [],
@@ -549,10 +603,17 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None) -> str
     if pronoun and previous.person and previous.pronoun and GENDER[previous.pronoun] != GENDER[pronoun]:
         skip = previous.person
     lead = f"{previous.core}\n{_first_statement(previous_answer)}"  # what the answer leads with
+    # 'Who was Walter Dunstan?' -> 'Who was Morwenna Kittow?' -> 'he': the man asked about before her
+    sources.append([name for name in previous.earlier if wanted and _kind(name, told) == wanted])
     for candidates in sources:
-        candidates = [c for c in candidates if c != skip and _may_mean(c, wanted, lead, about_a_thing)]
+        candidates = [
+            c for c in candidates if c != skip and _may_mean(c, wanted, lead, about_a_thing) and fits(c)
+        ]
         if not candidates:
             continue
+        known = [c for c in candidates if wanted and _kind(c, told) == wanted]
+        if known:  # 'her eldest son Jacob' is a 'he' before a name a later quote gives in passing
+            return known[0]
         for name in candidates:
             parts = name.split()
             if len(parts) >= 2 or parts[0].lower() in TITLES:
@@ -565,8 +626,8 @@ def _may_mean(name: str, gender: str | None, told: str, strict: bool) -> bool:
     """Whether a 'he' or 'she' of `gender` can mean `name`. When `strict` (the last question named only
     things), only a person `told` (the question and the answer's lead statement, not a quote that
     names someone in passing) shows as that gender, or one called by a title
-    ('Captain Henry Ashcroft'). Otherwise anyone: a person the questions named is who the user follows,
-    even under a pronoun the text does not use for them (a user's slip, or a text's 'he' for someone else)."""
+    ('Captain Henry Ashcroft'). Otherwise anyone `_kind` does not rule out: a person the questions named
+    whose gender the conversation does not show is who the user follows."""
     if gender is None or not strict:
         return True
     shown = _gender_of(name, told)
@@ -576,35 +637,150 @@ def _may_mean(name: str, gender: str | None, told: str, strict: bool) -> bool:
 MALE_TITLES = frozenset("mr sir lord king prince father brother uncle".split())
 FEMALE_TITLES = frozenset("mrs ms miss lady queen princess mother sister aunt".split())
 _GENDERED = re.compile(r"\b(?i:he|him|his|himself|she|her|hers|herself)\b")
-_CLAUSE_END = re.compile(r"[.!?;\n]|\s[A-Z]")  # a sentence's end, or the next name
-
-
-def _gender_of(name: str, text: str) -> str | None:
-    """'m' or 'f' where the text shows it: a title ('Mrs Kittow'), a relative word before the name ('his
-    daughter, Morwenna Kittow'), or the first he/she after it before the next name or the sentence's
-    end ('Hester ... beside her husband'); None when it does not, or shows both."""
-    first = name.split()[0].lower()
-    if first in MALE_TITLES or first in FEMALE_TITLES:
-        return "m" if first in MALE_TITLES else "f"
-    shown = set()
-    for match in re.finditer(rf"\b{re.escape(name)}\b", text):
-        relative = _RELATIVE_BEFORE.search(text, max(0, match.start() - MAX_NAME_WORD_CHARS), match.start())
-        if relative:
-            shown.add(RELATIVES[relative.group(1).lower()])
-            continue
-        end = _CLAUSE_END.search(text, match.end())
-        pronoun = _GENDERED.search(text, match.end(), end.start() if end else len(text))
-        if pronoun:
-            shown.add(GENDER[pronoun.group(0).lower()])
-    return shown.pop() if len(shown) == 1 else None
-
+_SENTENCE_END = re.compile(r"[.!?;\n]")
+MAX_CLAUSE_CHARS = 300  # how far after a name its pronoun is looked for
 
 RELATIVES = {
     **dict.fromkeys("wife mother daughter sister widow aunt niece granddaughter grandmother".split(), "f"),
     **dict.fromkeys("husband father son brother widower uncle nephew grandson grandfather".split(), "m"),
 }
+# Words that say a person's gender right before their name ('his wife Anne', 'Mrs Penrose') or in
+# apposition after it ('Walter Dunstan, a young man from Trewin').
+GENDERED_WORDS = {
+    **RELATIVES,
+    **dict.fromkeys(MALE_TITLES, "m"),
+    **dict.fromkeys(FEMALE_TITLES, "f"),
+    **dict.fromkeys("man gentleman boy lad duke earl monk bridegroom stepson stepfather".split(), "m"),
+    **dict.fromkeys(
+        "woman lady girl lass duchess countess nun bride maid maiden actress heiress stepdaughter stepmother".split(),
+        "f",
+    ),
+}
+_GENDERED_WORD = "|".join(sorted(GENDERED_WORDS, key=len, reverse=True))
+_GENDERED_BEFORE = re.compile(rf"\b({_GENDERED_WORD})\.?,?\s+$", re.IGNORECASE)
+# ', a young man from', ', the son of'; not ', his wife Hester' (the word before someone else's name)
+_GENDERED_AFTER = re.compile(
+    rf",?\s+(?:(?:a|an|the|his|her|their|[a-z]+['\u2019]s)\s+)?(?:[a-z-]+\s+)?({_GENDERED_WORD})\b(?!,?\s+(?-i:[A-Z]))",
+    re.IGNORECASE,
+)
+
+
+@functools.lru_cache(maxsize=512)  # asked of the same names and conversation at each chained rewrite
+def _gender_of(name: str, text: str) -> str | None:
+    """'m' or 'f' where the text shows it: a title ('Mrs Kittow'), a gendered word right before the name
+    ('his daughter, Morwenna Kittow', 'Mrs Anne Penrose') or in apposition after it ('Walter Dunstan, a
+    young man'), or the first he/she after it before the sentence's end or the next person's name
+    ('Hester ... beside her husband'; 'Elias Marrow, a bosun in the Royal Navy who lost his ...'); None
+    when it does not, or shows both."""
+    first = name.split()[0].lower()
+    if first in MALE_TITLES or first in FEMALE_TITLES:
+        return "m" if first in MALE_TITLES else "f"
+    shown: set[str | None] = set()
+    starts = _person_starts(text)
+    for match in re.finditer(rf"\b{re.escape(name)}\b", text):
+        before = _GENDERED_BEFORE.search(text, max(0, match.start() - MAX_NAME_WORD_CHARS), match.start())
+        if before:
+            shown.add(GENDERED_WORDS[before.group(1).lower()])
+        elif not _ends_a_longer_name(text, match.start()):
+            shown.add(_gender_said_after(text, match, starts))
+    shown.discard(None)
+    return shown.pop() if len(shown) == 1 else None
+
+
+def _ends_a_longer_name(text: str, start: int) -> bool:
+    """A name word comes right before ('Penrose' in 'Jory Penrose, a young man': what follows is said of
+    Jory, not of every Penrose); a sentence's opening word ('When Hester ...') is none."""
+    word = _NAME_WORD_BEFORE.search(text, max(0, start - MAX_NAME_WORD_CHARS - 1), start)
+    return bool(word) and not _never_opens_a_name(word.group(1).lower())
+
+
+def _gender_said_after(text: str, name: re.Match[str], person_starts: list[int]) -> str | None:
+    """The gender a name's apposition says ('Walter Dunstan, a young man'), else the first he/she of its
+    clause ('Hester ... beside her husband')."""
+    apposition = _GENDERED_AFTER.match(text, name.end(), name.end() + MAX_NAME_CHARS)
+    if apposition:
+        return GENDERED_WORDS[apposition.group(1).lower()]
+    pronoun = _GENDERED.search(text, name.end(), _clause_end(text, name, person_starts))
+    return GENDER[pronoun.group(0).lower()] if pronoun else None
+
+
+def _clause_end(text: str, name: re.Match[str], person_starts: list[int]) -> int:
+    """Where what is said about a name ends: the sentence's end, the next person's name, or
+    MAX_CLAUSE_CHARS on, whichever comes first."""
+    end = min(name.end() + MAX_CLAUSE_CHARS, len(text))
+    sentence_end = _SENTENCE_END.search(text, name.end(), end)
+    following = bisect.bisect_right(person_starts, name.start())
+    if following < len(person_starts):
+        end = min(end, person_starts[following])
+    return min(end, sentence_end.start()) if sentence_end else end
+
+
+_NAME_WORD_BEFORE = re.compile(r"([A-Z\u00c0-\u00de][\w'\u2019-]*)\s+$")
+_CAPITAL_WORD = re.compile(r"\b[A-Z\u00c0-\u00de][\w'\u2019-]*")
+
+
+@functools.lru_cache(maxsize=16)
+def _person_starts(text: str) -> list[int]:
+    """Where each person's name starts in the text, in order (where a clause about the one before ends).
+    One pass: each capitalised word is looked up among the first words of the text's people."""
+    by_first: dict[str, list[str]] = {}
+    for person in _people_of(text):
+        by_first.setdefault(person.split()[0], []).append(person)
+    starts = []
+    for match in _CAPITAL_WORD.finditer(text):
+        first = _POSSESSIVE.sub("", match.group(0)).rstrip(".'\u2019")
+        if any(text.startswith(person, match.start()) for person in by_first.get(first, ())):
+            starts.append(match.start())
+    return starts
+
+
+@functools.lru_cache(maxsize=512)
+def _kind(name: str, told: str) -> str | None:
+    """What a name is, as far as the conversation shows: 'm' or 'f' (`_person_gender`; a surname alone
+    as the one person the conversation named with it: 'Pennick' after 'Ada Pennick'), 'n' for a thing a
+    question asked about as one ('What is Kestrel?', 'How is Kestrel cleaned?'), else None."""
+    shown = _person_gender(name, told)
+    if shown:
+        return shown
+    if " " not in name:
+        family = {_person_gender(person, told) for person in _people_of(told) if person.endswith(f" {name}")}
+        if len(family) == 1 and None not in family:
+            return family.pop()
+    return "n" if name in _asked_as_things(told) else None
+
+
+@functools.lru_cache(maxsize=16)
+def _people_of(text: str) -> tuple[str, ...]:
+    """`_people_in`, remembered: a rewrite asks it of the same conversation for each name."""
+    return tuple(_people_in(text))
+
+
+def _person_gender(name: str, told: str) -> str | None:
+    """`_gender_of`, else by the first name after any title ('Captain Henry Ashcroft': Henry)."""
+    shown = _gender_of(name, told)
+    if shown:
+        return shown
+    parts = [part for part in name.split() if part.lower().rstrip(".") not in TITLES]
+    return gender_of_first_name(parts[0]) if parts else None
+
+
+_PARTICIPLE = (
+    r"[a-z]+(?:ed|en)|built|made|kept|lit|run|sold|bought|found|held|shown|done|set|put|cut|sent|fed|paid"
+)
+_ASKED_AS_A_THING = re.compile(
+    rf"^\s*(?i:what\s+(?:is|was)\s+(.+?)\s*[?.!]*|how\s+(?:is|was|are|were)\s+(.+?)\s+(?-i:{_PARTICIPLE})\b.*)$",
+    re.MULTILINE,
+)
+
+
+@functools.lru_cache(maxsize=16)
+def _asked_as_things(told: str) -> frozenset[str]:
+    """What a question of the conversation asks about as a thing: what it is, or how it is handled ('What
+    is Kestrel?', 'How is Kestrel cleaned?', 'How was Merrow Queen restored?'; a person is asked 'who')."""
+    return frozenset(name for match in _ASKED_AS_A_THING.finditer(told) for name in match.groups() if name)
+
+
 _RELATIVE = re.compile(rf"['\u2019]s\s+({'|'.join(RELATIVES)})\b", re.IGNORECASE)
-_RELATIVE_BEFORE = re.compile(rf"\b({'|'.join(RELATIVES)}),?\s+$", re.IGNORECASE)
 
 
 def _relative(question: str, gender: str, answer: str) -> str | None:
@@ -777,12 +953,15 @@ def _first_statement(answer: str) -> str:
     return re.split(r"(?<=[.!?])\s", answer.strip(), maxsplit=1)[0]
 
 
-def _resolve(question: str, previous: Rewrite, previous_answer: str) -> tuple[str, str | None, str | None]:
+def _resolve(
+    question: str, previous: Rewrite, previous_answer: str, told: str = ""
+) -> tuple[str, str | None, str | None]:
     """Replace the pronouns that have a clear antecedent; leave the rest to the carried context.
 
-    Returns the question, and the person and pronoun resolved (None, None when no person was)."""
+    `told` is the conversation's text (`_told`; the last turn alone when empty). Returns the question,
+    and the person and pronoun resolved (None, None when no person was)."""
     pronoun = next((w for w in words(question) if w in GENDER), None)
-    person = _as_the_answer_spells(_person(previous, previous_answer, pronoun), previous_answer)
+    person = _as_the_answer_spells(_person(previous, previous_answer, pronoun, told), previous_answer)
     group = _group(previous)
     place = _place(previous, previous_answer)
     year = _year(previous, previous_answer)
@@ -804,7 +983,7 @@ def _resolve(question: str, previous: Rewrite, previous_answer: str) -> tuple[st
         elif group and word in ("they", "them"):
             out.append(group + tail)
         elif group and word == "their":
-            out.append(f"{group}'" + tail)
+            out.append(f"{group}'" + ("" if group.endswith("s") else "s") + tail)
         elif place and word == "there" and not _existential(before, following):
             out.append(place + tail)
         elif year and word == "then" and not following:
@@ -835,7 +1014,8 @@ def _as_the_answer_spells(name: str | None, answer: str) -> str | None:
 
 def _group(previous: Rewrite) -> str | None:
     """Who 'they' means: a family or people the previous question named with 'the' and a plural ('When
-    did the Marrows arrive?': the Marrows); None when it named none (then the context carries it)."""
+    did the Marrows arrive?': the Marrows), else people it named together ('Who were Elias and Hester
+    Marrow?'); None when it named none (then the context carries it)."""
     places = _places_in(previous.core)  # 'in the Hebrides' is where, not who
     for name in _scan_names(previous.core):
         if (
@@ -845,7 +1025,18 @@ def _group(previous: Rewrite) -> str | None:
             and name.text not in places
         ):
             return f"the {name.text}"
-    return None
+    return _named_together(previous.core)
+
+
+def _named_together(text: str) -> str | None:
+    """Two or more people the text names in one list: 'Elias and Hester Marrow', 'Jacob, Hester and
+    Elias' (not 'Did Hester outlive Elias?')."""
+    people = _people_in(text)
+    if len(people) < 2:
+        return None
+    name = "|".join(re.escape(person) for person in sorted(people, key=len, reverse=True))
+    together = re.search(rf"\b(?:{name})(?:,\s+(?:{name}))*,?\s+and\s+(?:{name})\b", text)
+    return together.group(0) if together else None
 
 
 def _existential(before: str, following: str) -> bool:
