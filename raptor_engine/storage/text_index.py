@@ -170,23 +170,22 @@ def kb_ids(conn: Any) -> list[int]:
 def indexed_kbs(conn: Any) -> set[int]:
     """The knowledge bases that have an FTS5 table."""
     names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
-    return {int(name[len("nodes_fts_") :]) for name in names if re.fullmatch(r"nodes_fts_\d+", name)}
+    return {kb_id for name in names if (kb_id := kb_index_owner(name)) is not None and name == index_table(kb_id)}
 
 
 def text_index_problems(conn: Any) -> list[str]:
     """What is wrong with the knowledge bases' indices: missing, out of step with the nodes, left behind
     by a knowledge base that is gone, or the old shared table still there."""
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master").fetchall()}
-    kbs = kb_ids(conn)
-    problems = [f"the full-text index of knowledge base {kb_id} is missing" for kb_id in kbs
-                if index_table(kb_id) not in names or content_view(kb_id) not in names]
-    problems += [
-        f"the full-text index of knowledge base {kb_id} is out of step with its nodes ({reason})"
-        for kb_id in kbs
-        if index_table(kb_id) in names and content_view(kb_id) in names and (reason := _check_kb_index(conn, kb_id))
-    ]
+    kbs = dict(conn.execute("SELECT id, name FROM kbs ORDER BY id").fetchall())
+    problems = []
+    for kb_id, kb in kbs.items():
+        if index_table(kb_id) not in names or content_view(kb_id) not in names:
+            problems.append(f"the full-text index of knowledge base {kb!r} is missing")
+        elif reason := _check_kb_index(conn, kb_id):
+            problems.append(f"the full-text index of knowledge base {kb!r} is out of step with its nodes ({reason})")
     orphans = sorted({owner for name in names if (owner := kb_index_owner(name)) is not None} - set(kbs))
-    problems += [f"a full-text index of knowledge base {kb_id}, which the store does not hold" for kb_id in orphans]
+    problems += [f"a full-text index of knowledge base id {kb_id}, which the store does not hold" for kb_id in orphans]
     if LEGACY_TEXT_INDEX in names:
         problems.append("the full-text index shared by every knowledge base is still there")
     return problems
