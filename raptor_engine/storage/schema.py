@@ -90,8 +90,8 @@ def _replayed(steps: tuple[tuple[str, tuple[str, ...]], ...]) -> Objects:
         conn.close()
 
 
-# A knowledge base id no file holds: the index objects of this one are those of any other, this number
-# replaced by its id.
+# The knowledge base id of the template: any knowledge base's index objects are this one's with this
+# number replaced by its id.
 _TEMPLATE_KB = 8675309
 
 

@@ -631,10 +631,10 @@ class Store(MessageStoreMixin):
 
     def scrub(self, *, text_index: bool = True) -> bool:
         """After text was removed for privacy: leave none of it readable in the file. Deleted rows are
-        already zeroed (`secure_delete`); the full-text index still holds the removed terms in its older
-        segments under delete markers until they merge, so it is merged into one ('optimize', a rewrite of
-        the index; `text_index=False` skips it when only other tables changed), and the WAL's older page
-        images are copied back and the WAL truncated. Returns False when the WAL was kept busy
+        already zeroed (`secure_delete`); a knowledge base's full-text index still holds the removed terms
+        in its older segments under delete markers until they merge, so each is merged into one ('optimize',
+        a rewrite of the indices; `text_index=False` skips it when only other tables changed), and the WAL's
+        older page images are copied back and the WAL truncated. Returns False when the WAL was kept busy
         (`db.scrub`)."""
         if text_index:
             with self.write() as db:
