@@ -194,6 +194,14 @@ HOSTILE = {
             "'nodes INTEGER NOT NULL)', 'nodes INTEGER NOT NULL CHECK (0))') WHERE name = 'questions';")),
         "its database has a table 'questions' that differs from the project's",
     ),
+    "a knowledge base's full-text view over other rows": (
+        dict(db_edit=lambda c: c.execute("CREATE VIEW nodes_of_kb_77 AS SELECT rowid AS id, text FROM messages")),
+        "its database has a view 'nodes_of_kb_77' that differs from the project's",
+    ),
+    "a full-text shadow table of another shape": (
+        dict(db_edit=lambda c: c.execute("CREATE TABLE nodes_fts_77_data (id INTEGER PRIMARY KEY, block, x)")),
+        "its database has a table 'nodes_fts_77_data' that differs from the project's",
+    ),
     "mismatched guild": (
         dict(manifest_edit=_give_space("999")),
         "its manifest names guild 999 but its database holds data of guild 42",

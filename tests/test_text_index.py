@@ -77,8 +77,9 @@ def test_an_existing_store_gets_the_index_on_open(tmp_path):
     )
     store.close()
     conn = sqlite3.connect(path)  # as a store made before the index existed
-    conn.execute("DROP TABLE nodes_fts")
-    conn.execute("DELETE FROM _migrations WHERE name = 'm006_text_index'")
+    conn.execute(f"DROP TABLE nodes_fts_{kb_id}")
+    conn.execute(f"DROP VIEW nodes_of_kb_{kb_id}")
+    conn.execute("DELETE FROM _migrations WHERE name IN ('m006_text_index', 'm007_text_index_per_kb')")
     conn.commit()
     conn.close()
     reopened = Store(path)
@@ -93,7 +94,7 @@ async def test_doctor_finds_and_rebuilds_a_broken_text_index(tmp_path: Path, emb
         "kb", "notes.txt", b"The valve E-4012 failed twice in March. The crew replaced it.", added_by="t"
     )
     kb_id = engine.store.kb_id("kb")
-    engine.store.db.execute("DELETE FROM nodes_fts")  # out of step: the nodes are there, the index is empty
+    engine.store.db.execute(f"DELETE FROM nodes_fts_{kb_id}")  # out of step: the nodes are there, the index is empty
     engine.store.db.conn.commit()
     assert engine.store.text_search(kb_id, ["E-4012"], 5) == []
     found = engine.doctor(repair=False).problems

@@ -11,7 +11,6 @@ is gone from every table once the transaction commits.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -86,10 +85,6 @@ def message_leaves(db: sqlite_utils.Database, kb_id: int, message_ids: Iterable[
             ).fetchall()
         )
     return out
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 class MessageStoreMixin:
@@ -242,11 +237,10 @@ class MessageStoreMixin:
         Returns (kb_id, the ids of the nodes that went: the removed documents' and the old cross-document
         layer's, and of those the nodes that held or summarised a message of `dropped` (the messages taken
         out) with their text: `tainted_nodes`)."""
-        from .records import _check_version
+        from .records import _check_version, create_kb
 
         with self.write() as db:  # type: ignore[attr-defined]
-            db.execute("INSERT OR IGNORE INTO kbs (name, created_at) VALUES (?, ?)", [kb_name, _now()])
-            kb_id = int(db.execute("SELECT id FROM kbs WHERE name = ?", [kb_name]).fetchone()[0])
+            kb_id = create_kb(db, kb_name)
             _check_version(db, kb_id, expected_version)
             gone = [
                 int(r[0])
@@ -264,7 +258,7 @@ class MessageStoreMixin:
                 db.execute(
                     "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE doc_id = ?)", [doc_id]
                 )
-                unindex_nodes(db, "doc_id = ?", [doc_id])
+                unindex_nodes(db, kb_id, "doc_id = ?", [doc_id])
                 db.execute("DELETE FROM nodes WHERE doc_id = ?", [doc_id])
                 db.execute("DELETE FROM documents WHERE id = ?", [doc_id])
             ids: dict[int, int] = {}

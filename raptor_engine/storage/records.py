@@ -13,6 +13,7 @@ import sqlite_utils
 
 from ..errors import RaptorError
 from ..ingest.sentences import SentenceSpan
+from .text_index import create_kb_index
 
 
 @dataclass
@@ -105,6 +106,15 @@ def _check_version(db: sqlite_utils.Database, kb_id: int, expected: int | None) 
     row = db.execute("SELECT version FROM kbs WHERE id = ?", [kb_id]).fetchone()
     if row is None or int(row[0]) != expected:
         raise StaleTreeError(f"knowledge base {kb_id} is at version {row and row[0]}, expected {expected}")
+
+
+def create_kb(db: sqlite_utils.Database, name: str) -> int:
+    """The id of the knowledge base `name`, created (with its full-text index) in the caller's
+    transaction if it is new."""
+    db.execute("INSERT OR IGNORE INTO kbs (name, created_at) VALUES (?, ?)", [name, _now()])
+    kb_id = int(db.execute("SELECT id FROM kbs WHERE name = ?", [name]).fetchone()[0])
+    create_kb_index(db, kb_id)
+    return kb_id
 
 
 def _now() -> str:

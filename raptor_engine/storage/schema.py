@@ -7,6 +7,9 @@ first question empty a knowledge base (`CREATE TRIGGER ... AFTER INSERT ON quest
 FROM nodes; END`). So a file's schema is compared, object by object, with the one its recorded
 migrations build in an empty database; and every connection runs with `trusted_schema=OFF`
 (`db.connect`), so a schema's expressions cannot call functions with side effects even before that.
+A knowledge base's full-text index (its FTS5 table, their shadow tables, its view: `text_index.py`) is
+made with the knowledge base, not by a migration: each is compared with the objects
+`kb_index_statements` makes for the knowledge base its name says.
 """
 
 from __future__ import annotations
@@ -19,7 +22,13 @@ import sqlite_utils
 
 from .migrations import TABLE as MIGRATIONS_TABLE
 from .migrations import Migrations, _create_table
-from .store_migrations import bot_migrations, store_migrations, summary_cache_migrations
+from .store_migrations import (
+    bot_migrations,
+    m007_text_index_per_kb,
+    store_migrations,
+    summary_cache_migrations,
+)
+from .text_index import kb_index_owner, kb_index_statements
 
 KNOWN_SETS: dict[str, Migrations] = {
     m.owner: m for m in (store_migrations, summary_cache_migrations, bot_migrations)
@@ -81,6 +90,52 @@ def _replayed(steps: tuple[tuple[str, tuple[str, ...]], ...]) -> Objects:
         conn.close()
 
 
+# The knowledge base id of the template: any knowledge base's index objects are this one's with this
+# number replaced by its id.
+_TEMPLATE_KB = 8675309
+
+
+@functools.lru_cache(maxsize=1)
+def _kb_index_template() -> Objects:
+    """The objects `kb_index_statements` makes for the knowledge base `_TEMPLATE_KB`."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        conn.execute("CREATE TABLE nodes (id INTEGER PRIMARY KEY, kb_id INTEGER NOT NULL, text TEXT NOT NULL)")
+        before = set(schema_objects(conn))
+        for statement in kb_index_statements(_TEMPLATE_KB):
+            conn.execute(statement)
+        return {key: sql for key, sql in schema_objects(conn).items() if key not in before}
+    finally:
+        conn.close()
+
+
+def kb_index_objects(kb_id: int) -> Objects:
+    """The objects of knowledge base `kb_id`'s full-text index, as `schema_objects` lists them."""
+    mark, number = str(_TEMPLATE_KB), str(int(kb_id))
+    return {
+        (kind, name.replace(mark, number)): sql.replace(mark, number)
+        for (kind, name), sql in _kb_index_template().items()
+    }
+
+
+def _kb_index_problems(found: Objects, per_kb_indices: bool) -> list[str]:
+    """How the objects named as a knowledge base's index differ from what `kb_index_statements` makes
+    (any such object is foreign to a file whose migrations made no per-kb indices). A missing one is
+    not a schema problem: `text_index.text_index_problems` reports it, and doctor rebuilds it."""
+    problems = []
+    for key in sorted(found):
+        kb_id = kb_index_owner(key[1])
+        if kb_id is None:
+            continue
+        label = found[key].split("\0")[0]
+        expected = kb_index_objects(kb_id).get(key) if per_kb_indices else None
+        if expected is None:
+            problems.append(f"{_article(label)} {label} that is not the project's")
+        elif found[key] != expected:
+            problems.append(f"{_article(label)} {label} that differs from the project's")
+    return problems
+
+
 def _article(label: str) -> str:
     return "an" if label[0] in "aeiou" else "a"
 
@@ -105,6 +160,8 @@ def schema_problems(conn: sqlite3.Connection, schema: str = "main") -> list[str]
     expected = _replayed(tuple(sorted(recorded.items())))
     everything = _replayed(tuple((owner, tuple(m.names())) for owner, m in sorted(KNOWN_SETS.items())))
     found = schema_objects(conn, schema)
+    problems += _kb_index_problems(found, m007_text_index_per_kb.__name__ in recorded.get("store", ()))
+    found = {key: sql for key, sql in found.items() if kb_index_owner(key[1]) is None}
     for key in sorted(found):
         label = found[key].split("\0")[0]
         if key not in expected:

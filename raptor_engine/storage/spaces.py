@@ -34,7 +34,7 @@ from ..errors import NotFoundError, RaptorError
 from .index import IndexManager
 from .memory import MemoryBudget
 from .store import Store
-from .text_index import index_nodes
+from .text_index import fill_kb_index
 
 log = logging.getLogger(__name__)
 
@@ -447,7 +447,7 @@ def copy_kb(source: Path, target: Store, kb_id: int, kb: str) -> bool:
                     return False
                 for table in KB_TABLES:
                     _copy_rows(db, table, "id" if table == "kbs" else "kb_id", kb_id)
-                index_nodes(db, "kb_id = ?", [kb_id])  # the copied nodes' text, in the target's index
+                fill_kb_index(db, kb_id)  # the copied nodes' text, in the knowledge base's own index
                 _advance_node_ids(db)
             return True
         finally:

@@ -34,15 +34,18 @@ from .records import (
     _blob,
     _check_version,
     _now,
+    create_kb,
 )
 from .schema import schema_problems
 from .store_migrations import store_migrations
 from .text_index import (
-    TEXT_INDEX,
+    drop_kb_index,
     index_node_ids,
+    optimize_text_index,
     rebuild_text_index,
     substring_search,
     text_index_problems,
+    text_search,
     unindex_nodes,
 )
 
@@ -134,7 +137,7 @@ class Store(MessageStoreMixin):
         if not create:
             return None
         with self.write() as db:
-            db.execute("INSERT OR IGNORE INTO kbs (name, created_at) VALUES (?, ?)", [name, _now()])
+            create_kb(db, name)
         return self.kb_id(name)
 
     def require_kb(self, name: str) -> int:
@@ -157,7 +160,7 @@ class Store(MessageStoreMixin):
                 r[0] for r in db.execute("SELECT text FROM nodes WHERE kb_id = ? AND layer > 0", [kb_id]).fetchall()
             ]
             db.execute("DELETE FROM edges WHERE kb_id = ?", [kb_id])
-            unindex_nodes(db, "kb_id = ?", [kb_id])
+            drop_kb_index(db, kb_id)  # its pages are freed and zeroed (secure_delete)
             db.execute("DELETE FROM nodes WHERE kb_id = ?", [kb_id])
             db.execute("DELETE FROM documents WHERE kb_id = ?", [kb_id])
             db.execute("DELETE FROM builds WHERE kb_id = ?", [kb_id])
@@ -432,7 +435,7 @@ class Store(MessageStoreMixin):
             edges += [{"parent_id": node_id, "child_id": ids[c], "kb_id": kb_id} for c in node.children]
             edges += [{"parent_id": node_id, "child_id": c, "kb_id": kb_id} for c in node.stored_children]
         db["nodes"].insert_all(rows, batch_size=200)
-        index_node_ids(db, [row["id"] for row in rows])
+        index_node_ids(db, kb_id, [row["id"] for row in rows])
         if edges:
             db["edges"].insert_all(edges, batch_size=500)
         return ids
@@ -451,7 +454,7 @@ class Store(MessageStoreMixin):
             "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE kb_id = ? AND kind = 'kb')",
             [kb_id],
         )
-        unindex_nodes(db, "kb_id = ? AND kind = 'kb'", [kb_id])
+        unindex_nodes(db, kb_id, "kind = 'kb'", [])
         db.execute("DELETE FROM nodes WHERE kb_id = ? AND kind = 'kb'", [kb_id])
         if kb_nodes:
             self._insert_nodes(db, kb_id, None, kb_nodes)
@@ -496,8 +499,7 @@ class Store(MessageStoreMixin):
         Returns (kb_id, doc_id).
         """
         with self.write() as db:
-            db.execute("INSERT OR IGNORE INTO kbs (name, created_at) VALUES (?, ?)", [kb_name, _now()])
-            kb_id = int(db.execute("SELECT id FROM kbs WHERE name = ?", [kb_name]).fetchone()[0])
+            kb_id = create_kb(db, kb_name)
             _check_version(db, kb_id, expected_version)  # a new knowledge base is at version 0
             doc_id = self._insert_document(db, kb_id, document, len(nodes))
             ids = self._insert_nodes(db, kb_id, doc_id, nodes)
@@ -533,12 +535,12 @@ class Store(MessageStoreMixin):
                 "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE kb_id = ? AND kind = 'kb')",
                 [kb_id],
             )
-            unindex_nodes(db, "kb_id = ? AND kind = 'kb'", [kb_id])
+            unindex_nodes(db, kb_id, "kind = 'kb'", [])
             db.execute("DELETE FROM nodes WHERE kb_id = ? AND kind = 'kb'", [kb_id])
             db.execute(
                 "DELETE FROM edges WHERE parent_id IN (SELECT id FROM nodes WHERE doc_id = ?)", [doc_id]
             )
-            unindex_nodes(db, "doc_id = ?", [doc_id])
+            unindex_nodes(db, kb_id, "doc_id = ?", [doc_id])
             db.execute("DELETE FROM nodes WHERE doc_id = ?", [doc_id])
             db.execute("DELETE FROM documents WHERE id = ?", [doc_id])
             if kb_nodes:
@@ -620,32 +622,28 @@ class Store(MessageStoreMixin):
         quoted = [f'"{p.replace(chr(34), chr(34) * 2)}"' for p in phrases if any(ch.isalnum() for ch in p)]
         if not quoted:
             return []
-        rows = self.db.execute(
-            f"SELECT n.id, -bm25({TEXT_INDEX}) FROM {TEXT_INDEX} JOIN nodes n ON n.id = {TEXT_INDEX}.rowid "
-            f"WHERE {TEXT_INDEX} MATCH ? AND n.kb_id = ? ORDER BY bm25({TEXT_INDEX}) LIMIT ?",
-            [" OR ".join(quoted), kb_id, limit],
-        ).fetchall()
-        return [(int(node_id), float(score)) for node_id, score in rows]
+        return text_search(self.db, kb_id, " OR ".join(quoted), limit)
 
     def text_index_problems(self) -> list[str]:
-        """What is wrong with the full-text index: missing, or out of step with the nodes."""
+        """What is wrong with the knowledge bases' full-text indices: missing, out of step with the nodes,
+        or left by a knowledge base that is gone."""
         return text_index_problems(self.db.conn)
 
     def scrub(self, *, text_index: bool = True) -> bool:
         """After text was removed for privacy: leave none of it readable in the file. Deleted rows are
-        already zeroed (`secure_delete`); the full-text index still holds the removed terms in its older
-        segments under delete markers until they merge, so it is merged into one ('optimize', a rewrite of
-        the index; `text_index=False` skips it when only other tables changed), and the WAL's older page
-        images are copied back and the WAL truncated. Returns False when the WAL was kept busy
+        already zeroed (`secure_delete`); a knowledge base's full-text index still holds the removed terms
+        in its older segments under delete markers until they merge, so each is merged into one ('optimize',
+        a rewrite of the indices; `text_index=False` skips it when only other tables changed), and the WAL's
+        older page images are copied back and the WAL truncated. Returns False when the WAL was kept busy
         (`db.scrub`)."""
         if text_index:
             with self.write() as db:
-                db.execute(f"INSERT INTO {TEXT_INDEX}({TEXT_INDEX}) VALUES ('optimize')")
+                optimize_text_index(db)
         with self._write_lock:
             return scrub(self.db.conn)
 
     def rebuild_text_index(self) -> None:
-        """Recreate the full-text index from the nodes (SQLite's text is the truth)."""
+        """Recreate every knowledge base's full-text index from its nodes (SQLite's text is the truth)."""
         with self.write() as db:
             rebuild_text_index(db)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite_utils
 
 from .migrations import Migrations
-from .text_index import create_text_index
+from .text_index import LEGACY_TEXT_INDEX, TOKENIZE, split_text_index
 
 store_migrations = Migrations("store")
 summary_cache_migrations = Migrations("summary_cache")
@@ -133,8 +133,21 @@ def m005_chat_messages(db: sqlite_utils.Database) -> None:
 def m006_text_index(db: sqlite_utils.Database) -> None:
     """A full-text (FTS5, BM25) index over every node's text, so a question naming a rare term (a code,
     a part number, a surname) finds the nodes that hold it (text_index.py: the store keeps it in the
-    nodes' own transactions; it is derived, so `raptor doctor` rebuilds it)."""
-    create_text_index(db)
+    nodes' own transactions; it is derived, so `raptor doctor` rebuilds it). One table for every
+    knowledge base of the file: m007 replaces it with one per knowledge base."""
+    db.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {LEGACY_TEXT_INDEX} USING fts5("
+        f"text, content='nodes', content_rowid='id', tokenize='{TOKENIZE}')"
+    )
+    db.execute(f"INSERT INTO {LEGACY_TEXT_INDEX}({LEGACY_TEXT_INDEX}) VALUES ('rebuild')")
+
+
+@store_migrations
+def m007_text_index_per_kb(db: sqlite_utils.Database) -> None:
+    """One full-text index per knowledge base (text_index.py), so BM25's statistics are the knowledge
+    base's own and no other knowledge base of the file shifts its ranking; the shared table goes. One
+    transaction, as every step: a crash midway leaves the shared table, and the next open splits it again."""
+    split_text_index(db)
 
 
 @summary_cache_migrations

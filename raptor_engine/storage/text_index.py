@@ -1,21 +1,31 @@
-"""The full-text (FTS5, BM25) index over every node's text: a question naming a rare term (a code like
-E-4012, a part number, a surname) finds the nodes that hold it, beside the hnswlib ranking.
+"""The full-text (FTS5, BM25) index over the nodes' text, one per knowledge base: a question naming a
+rare term (a code like E-4012, a part number, a surname) finds the nodes that hold it, beside the
+hnswlib ranking.
 
-It is an external-content FTS5 table over `nodes`, kept by the store itself in the transaction that
-writes or deletes the nodes, not by triggers: every store is opened with `trusted_schema=OFF` (an
-imported file's schema is not trusted), and under it SQLite refuses a trigger's use of a virtual table.
-It is derived: `raptor doctor` checks it against the nodes and rebuilds it.
+Each knowledge base has its own FTS5 table (`nodes_fts_<kb id>`), an external-content table over a view
+of that knowledge base's nodes (`nodes_of_kb_<kb id>`), so BM25's statistics (how many nodes, their
+average length, how many nodes hold each term) are the knowledge base's own: one channel's documents
+never shift another's full-text ranking, and an evaluation's figures do not depend on which other
+knowledge bases share the store file. The table and its view are created with the knowledge base and
+dropped with it (dropping frees the pages, which `secure_delete` zeroes).
+
+The store keeps each table in the transaction that writes or deletes the nodes, not by triggers: every
+store is opened with `trusted_schema=OFF` (an imported file's schema is not trusted), and under it
+SQLite refuses a trigger's use of a virtual table. The tables are derived: `raptor doctor` checks each
+against its knowledge base's nodes and rebuilds them; `schema.py` accepts them only exactly as
+`kb_index_statements` makes them.
 
 FTS5's tokenizer reads an unbroken run of Chinese or Japanese letters as one token (a whole clause),
 and a Korean word with its particle ("등대는") or a number or name written against those letters
 ("1887年") as one, so a question in those scripts has its terms (`sentences.units`: character bigrams,
 numbers, Latin words) matched as substrings of the nodes' text instead (`substring_search`), with FTS5's
-BM25 formula.
+BM25 formula over the knowledge base's own nodes.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from typing import Any
 
@@ -25,63 +35,219 @@ BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults
 MIN_SCORE = 1e-3
 MAX_PHRASES = 24  # a long question's terms beyond these add little, and each is looked for in every node
 
-TEXT_INDEX = "nodes_fts"
-TEXT_INDEX_TABLE = (
-    f"CREATE VIRTUAL TABLE IF NOT EXISTS {TEXT_INDEX} USING fts5("
-    "text, content='nodes', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')"
-)
+TOKENIZE = "porter unicode61 remove_diacritics 2"
+LEGACY_TEXT_INDEX = "nodes_fts"  # the one table every knowledge base shared (migration m006; m007 drops it)
+# The names of a knowledge base's index objects: its FTS5 table, FTS5's shadow tables, its content view.
+KB_INDEX_NAME = re.compile(r"nodes_fts_(\d+)(?:_(?:data|idx|docsize|config|content))?|nodes_of_kb_(\d+)")
 
 
-def index_nodes(db: Any, where: str, params: list[Any]) -> None:
-    """Add the text of the nodes matching `where` (just written) to the index."""
-    db.execute(f"INSERT INTO {TEXT_INDEX}(rowid, text) SELECT id, text FROM nodes WHERE {where}", params)
+def index_table(kb_id: int) -> str:
+    """The FTS5 table of a knowledge base."""
+    return f"nodes_fts_{int(kb_id)}"
 
 
-def unindex_nodes(db: Any, where: str, params: list[Any]) -> None:
-    """Take the nodes matching `where` out of the index; call it before deleting them (FTS5 needs the
-    text that was indexed to remove it)."""
+def content_view(kb_id: int) -> str:
+    """The view of a knowledge base's nodes that its FTS5 table reads (rebuild, integrity-check)."""
+    return f"nodes_of_kb_{int(kb_id)}"
+
+
+def kb_index_statements(kb_id: int) -> list[str]:
+    """The statements that make a knowledge base's index (IF NOT EXISTS: repeating them changes nothing)."""
+    view, table = content_view(kb_id), index_table(kb_id)
+    return [
+        f"CREATE VIEW IF NOT EXISTS {view} AS SELECT id, text FROM nodes WHERE kb_id = {int(kb_id)}",
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5("
+        f"text, content='{view}', content_rowid='id', tokenize='{TOKENIZE}')",
+    ]
+
+
+def kb_index_owner(name: str) -> int | None:
+    """The knowledge base whose index object `name` is, or None for any other name."""
+    found = KB_INDEX_NAME.fullmatch(name)
+    if found is None:
+        return None
+    return int(found.group(1) or found.group(2))
+
+
+def create_kb_index(db: Any, kb_id: int) -> None:
+    """Give a knowledge base its (empty) index, in the transaction that creates the knowledge base."""
+    for statement in kb_index_statements(kb_id):
+        db.execute(statement)
+
+
+def drop_kb_index(db: Any, kb_id: int) -> None:
+    """Drop a knowledge base's index with the knowledge base."""
+    _drop_fts_table(db, index_table(kb_id))
+    db.execute(f"DROP VIEW IF EXISTS {content_view(kb_id)}")
+
+
+def _drop_fts_table(db: Any, table: str) -> None:
+    """Drop an FTS5 table (its shadow tables go with it). FTS5 opens a table to drop it, and cannot open
+    one whose shadow tables are gone or hold no valid index: those are reset to an empty index's first."""
+    try:
+        db.execute(f"DROP TABLE IF EXISTS {table}")
+    except sqlite3.DatabaseError:
+        _reset_shadow_tables(db, table)
+        db.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def _reset_shadow_tables(db: Any, table: str) -> None:
+    """Make `table`'s shadow tables those of an empty FTS5 table: created where missing, their rows
+    replaced by an empty index's."""
+    present = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
+    empty = sqlite3.connect(":memory:")
+    try:
+        empty.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(text, content='x', content_rowid='id')")
+        shadows = empty.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name != ?", [table])
+        for name, sql in shadows.fetchall():
+            if name not in present:
+                db.execute(sql)
+            db.execute(f"DELETE FROM {name}")
+            for row in empty.execute(f"SELECT * FROM {name}").fetchall():
+                db.execute(f"INSERT INTO {name} VALUES ({', '.join('?' * len(row))})", list(row))
+    finally:
+        empty.close()
+
+
+def index_nodes(db: Any, kb_id: int, where: str, params: list[Any]) -> None:
+    """Add the text of the knowledge base's nodes matching `where` (just written) to its index."""
     db.execute(
-        f"INSERT INTO {TEXT_INDEX}({TEXT_INDEX}, rowid, text) SELECT 'delete', id, text FROM nodes WHERE {where}",
-        params,
+        f"INSERT INTO {index_table(kb_id)}(rowid, text) SELECT id, text FROM nodes WHERE kb_id = ? AND ({where})",
+        [kb_id, *params],
     )
 
 
-def index_node_ids(db: Any, ids: list[int]) -> None:
-    """Add the nodes with these ids to the index."""
+def unindex_nodes(db: Any, kb_id: int, where: str, params: list[Any]) -> None:
+    """Take the knowledge base's nodes matching `where` out of its index; call it before deleting them
+    (FTS5 needs the text that was indexed to remove it)."""
+    table = index_table(kb_id)
+    db.execute(
+        f"INSERT INTO {table}({table}, rowid, text) SELECT 'delete', id, text FROM nodes "
+        f"WHERE kb_id = ? AND ({where})",
+        [kb_id, *params],
+    )
+
+
+def index_node_ids(db: Any, kb_id: int, ids: list[int]) -> None:
+    """Add the knowledge base's nodes with these ids to its index."""
     if ids:
-        index_nodes(db, "id IN (SELECT value FROM json_each(?))", [_json_ids(ids)])
+        index_nodes(db, kb_id, "id IN (SELECT value FROM json_each(?))", [_json_ids(ids)])
 
 
 def _json_ids(ids: list[int]) -> str:
     return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
 
-def create_text_index(db: Any) -> None:
-    """Create the index (if missing) and fill it from the nodes."""
-    db.execute(TEXT_INDEX_TABLE)
-    db.execute(f"INSERT INTO {TEXT_INDEX}({TEXT_INDEX}) VALUES ('rebuild')")
+def fill_kb_index(db: Any, kb_id: int) -> None:
+    """Create a knowledge base's index (if missing) and fill it from its nodes."""
+    create_kb_index(db, kb_id)
+    table = index_table(kb_id)
+    db.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
+
+
+def text_search(db: Any, kb_id: int, match: str, limit: int) -> list[tuple[int, float]]:
+    """The knowledge base's nodes matching the FTS5 query `match`, best BM25 first: (id, score), the score
+    positive and larger for a better match. A knowledge base without an index (deleted, or its index lost:
+    `text_index_problems` says so) has no hits."""
+    table = index_table(kb_id)
+    try:
+        rows = db.execute(
+            f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}) LIMIT ?",
+            [match, limit],
+        ).fetchall()
+    except sqlite3.OperationalError as exc:
+        if f"no such table: {table}" not in str(exc):
+            raise
+        return []
+    return [(int(node_id), float(score)) for node_id, score in rows]
+
+
+def kb_ids(conn: Any) -> list[int]:
+    """Every knowledge base of the store."""
+    return [int(row[0]) for row in conn.execute("SELECT id FROM kbs ORDER BY id").fetchall()]
+
+
+def indexed_kbs(conn: Any) -> set[int]:
+    """The knowledge bases that have an FTS5 table."""
+    names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
+    return {kb_id for name in names if (kb_id := kb_index_owner(name)) is not None and name == index_table(kb_id)}
 
 
 def text_index_problems(conn: Any) -> list[str]:
-    """What is wrong with the index: missing, or out of step with the nodes."""
+    """What is wrong with the knowledge bases' indices: missing, out of step with the nodes, left behind
+    by a knowledge base that is gone, or the old shared table still there."""
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master").fetchall()}
-    if TEXT_INDEX not in names:
-        return ["the full-text index is missing"]
+    kbs = dict(conn.execute("SELECT id, name FROM kbs ORDER BY id").fetchall())
+    problems = []
+    for kb_id, kb in kbs.items():
+        if index_table(kb_id) not in names or content_view(kb_id) not in names:
+            problems.append(f"the full-text index of knowledge base {kb!r} is missing")
+        elif reason := _check_kb_index(conn, kb_id):
+            problems.append(f"the full-text index of knowledge base {kb!r} is out of step with its nodes ({reason})")
+    orphans = sorted({owner for name in names if (owner := kb_index_owner(name)) is not None} - set(kbs))
+    problems += [f"a full-text index of knowledge base id {kb_id}, which the store does not hold" for kb_id in orphans]
+    if LEGACY_TEXT_INDEX in names:
+        problems.append("the full-text index shared by every knowledge base is still there")
+    return problems
+
+
+def _check_kb_index(conn: Any, kb_id: int) -> str:
+    """FTS5's check of a knowledge base's index against its nodes: the reason it fails, or ''."""
+    table = index_table(kb_id)
     opened = not conn.in_transaction  # the check is an INSERT: Python's sqlite3 begins a transaction for it
     try:
-        conn.execute(f"INSERT INTO {TEXT_INDEX}({TEXT_INDEX}, rank) VALUES ('integrity-check', 1)")
+        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
     except sqlite3.DatabaseError as exc:
-        return [f"the full-text index is out of step with the nodes ({exc})"]
+        return str(exc)
     finally:
         if opened and conn.in_transaction:
             conn.execute("ROLLBACK")  # it wrote nothing
-    return []
+    return ""
 
 
 def rebuild_text_index(db: Any) -> None:
-    """Recreate the index from the nodes (SQLite's text is the truth)."""
-    db.execute(f"DROP TABLE IF EXISTS {TEXT_INDEX}")
-    create_text_index(db)
+    """Recreate every knowledge base's index from its nodes (SQLite's text is the truth), and drop any
+    index object no knowledge base owns."""
+    for name, kind, virtual in _kb_index_objects(db):
+        if virtual:
+            _drop_fts_table(db, name)
+        else:
+            db.execute(f"DROP {kind} IF EXISTS {name}")  # a shadow table whose FTS5 table is gone, a view
+    if _exists(db, LEGACY_TEXT_INDEX):
+        _drop_fts_table(db, LEGACY_TEXT_INDEX)
+    for kb_id in kb_ids(db):
+        fill_kb_index(db, kb_id)
+
+
+def _kb_index_objects(db: Any) -> list[tuple[str, str, bool]]:
+    """(name, TABLE or VIEW, whether an FTS5 table) of every knowledge base's index object, FTS5 tables
+    first: their shadow tables go with them."""
+    rows = db.execute("SELECT name, type, sql FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+    found = [
+        (str(name), str(kind).upper(), str(sql or "").upper().startswith("CREATE VIRTUAL"))
+        for name, kind, sql in rows
+        if kb_index_owner(str(name)) is not None
+    ]
+    return sorted(found, key=lambda row: not row[2])
+
+
+def _exists(db: Any, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", [name]).fetchone() is not None
+
+
+def optimize_text_index(db: Any) -> None:
+    """Merge every knowledge base's index into one segment, so terms removed from it leave the file."""
+    for kb_id in sorted(indexed_kbs(db)):
+        table = index_table(kb_id)
+        db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+
+
+def split_text_index(db: Any) -> None:
+    """Give every knowledge base its own index, filled from its nodes, and drop the table they shared."""
+    for kb_id in kb_ids(db):
+        fill_kb_index(db, kb_id)
+    if _exists(db, LEGACY_TEXT_INDEX):
+        _drop_fts_table(db, LEGACY_TEXT_INDEX)
 
 
 def substring_search(db: Any, kb_id: int, phrases: list[str]) -> dict[int, float]:
