@@ -53,6 +53,9 @@ WEAK_SHARE = 0.02  # training positives (out of fold) called "closest passages" 
 NOTHING_SHARE = 0.0  # ... and "nothing about it": under every training positive (out of fold)
 REGULARISATION = 0.1  # sklearn's C: strong, for ~400 rows from 25 documents
 ROWS_FILE = "grounding-rows.json"
+# Fitted on the questions as written and their misspelt and pronoun-only variants; a negated question
+# is capped by rule, so its rows are collected for the report only.
+FITTED_VARIANTS = ("original", "misspelt", "pronoun")
 # The rule the model replaces: no shared term and a cosine under this.
 PREVIOUS_SIMILARITY = 0.35
 TOP_SIMILARITY, TOP_LEXICAL = GROUNDING_FEATURES.index("top_similarity"), GROUNDING_FEATURES.index("top_lexical")
@@ -66,22 +69,32 @@ def judged(question: str) -> bool:
 
 
 def row(
-    engine: Engine, answerer: ExtractiveAnswerer, kb: str, question: EvalQuestion, kind: str, split: str, set_name: str
+    engine: Engine,
+    answerer: ExtractiveAnswerer,
+    kb: str,
+    question: EvalQuestion,
+    asked: tuple[str, str],
+    kind: str,
+    split: str,
+    set_name: str,
 ) -> dict[str, Any] | None:
-    """One question asked against one tree: its features, and how much of the reference the quotes hold."""
-    if not judged(question.question):
+    """One question, as written or as one of its variants (`asked`: the variant's name and text), asked
+    against one tree: its features, and how much of the reference the quotes hold."""
+    variant, text = asked
+    if not judged(text):
         return None
-    context = engine.retrieve(kb, question.question, budget=BUDGET)
+    context = engine.retrieve(kb, text, budget=BUDGET)
     nodes = neutralise_context(context.nodes)
-    features = answerer.grounding_features(question.question, nodes)
+    features = answerer.grounding_features(text, nodes)
     if features is None:
         return None
-    quotes = quoted_text(answerer._answer_sync(question.question, nodes, []).text)
+    quotes = quoted_text(answerer._answer_sync(text, nodes, []).text)
     recall = metrics.best_over(question.answers, metrics.rouge1_recall, quotes) if question.answers else 0.0
     return {
         "set": set_name,
         "split": split,
         "kind": kind,
+        "variant": variant,
         "question_id": question.question_id,
         "doc_id": question.doc_id,
         "features": [round(float(x), 6) for x in features],
@@ -105,8 +118,10 @@ def partner(doc_ids: list[str], doc_id: str) -> str | None:
 
 
 async def collect_set(evaldata: Path, name: str, other: str, cache_root: Path, base: Settings) -> list[dict[str, Any]]:
-    """The rows of one set's questions: against their own document, another of the set, and one of
-    `other` (a different set), each of the question's split."""
+    """The rows of one set's questions, as written and as each of their variants: against their own
+    document, another of the set, and one of `other` (a different set), each of the question's split."""
+    from raptor_tools.grounding_variants import variants  # here: that module imports this one
+
     eval_set, foreign = load_eval_set(evaldata / name), load_eval_set(evaldata / other)
     questions = [q for q in eval_set.questions if q.answers or unanswerable(q)]
     rows: list[dict[str, Any]] = []
@@ -130,9 +145,12 @@ async def collect_set(evaldata: Path, name: str, other: str, cache_root: Path, b
                 for kind, doc_id in pairs:
                     if doc_id is None:
                         continue
-                    found = await asyncio.to_thread(row, engine, answerer, trees[doc_id]["kb"], q, kind, split, name)
-                    if found is not None:
-                        rows.append(found)
+                    for asked in variants(q.question).items():
+                        found = await asyncio.to_thread(
+                            row, engine, answerer, trees[doc_id]["kb"], q, asked, kind, split, name
+                        )
+                        if found is not None:
+                            rows.append(found)
         finally:
             engine.close()
     return rows
@@ -143,8 +161,16 @@ def hash_index(key: str, size: int) -> int:
     return sum(key.encode()) % size
 
 
+def variant_of(r: dict[str, Any]) -> str:
+    """Which of `grounding_variants.VARIANTS` a row asked (rows collected before variants: the original)."""
+    return r.get("variant", "original")
+
+
 def label(r: dict[str, Any]) -> int | None:
-    """1: the quotes answer; 0: nothing in this document answers; None: own document, quotes miss."""
+    """1: the quotes answer; 0: nothing in this document answers; None: own document, quotes miss, and
+    every negated question (the answerer caps those by rule, ExtractiveAnswerer._grounding)."""
+    if variant_of(r) not in FITTED_VARIANTS:
+        return None
     if r["kind"] == "own":
         return 1 if r["recall"] >= POSITIVE_RECALL else None
     return 0
@@ -197,13 +223,15 @@ def previous_rule(features: list[float]) -> Grounding:
     return Grounding.CLOSEST if weak else Grounding.ANSWERED
 
 
-def table(rows: list[dict[str, Any]], model: GroundingModel, split: str) -> list[dict[str, Any]]:
-    """Per set and kind of row: how many, and the share the previous rule and the model call
-    'closest' or 'nothing' (not answered)."""
+def table(
+    rows: list[dict[str, Any]], model: GroundingModel, split: str, variant: str = "original"
+) -> list[dict[str, Any]]:
+    """Per set and kind of row of one variant: how many, and the share the previous rule and the model
+    call 'closest' or 'nothing' (not answered)."""
     out = []
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        if r["split"] == split:
+        if r["split"] == split and variant_of(r) == variant:
             kind = r["kind"] if r["kind"] != "own" else ("positive" if label(r) == 1 else "own, quotes miss")
             groups.setdefault((r["set"], kind), []).append(r)
     for shown, sets in (("all sets", SETS), *((name, (name,)) for name in SETS)):
@@ -268,7 +296,8 @@ def main(argv: list[str] | None = None) -> None:
     model = fit(rows)
     args.out.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")
     for split in ("train", "heldout"):
-        print(f"\n{split}:\n{render(table(rows, model, split))}")
+        for variant in FITTED_VARIANTS:
+            print(f"\n{split}, {variant} questions:\n{render(table(rows, model, split, variant))}")
     print(f"\nWrote {args.out}", file=sys.stderr)
 
 

@@ -17,12 +17,17 @@ from raptor_engine.query.grounding import (
     MODEL_PATH,
     Grounding,
     GroundingModel,
+    asks_a_negative,
+    content_share,
     load_grounding,
+    one_slip_apart,
+    respellings,
 )
 from raptor_engine.query.ranker import load_ranker
+from raptor_engine.types import ContextNode
 from raptor_tools import grounding as tool
 from raptor_tools.evaluate import EvalQuestion
-from tests.test_answer_ranking import context
+from tests.test_answer_ranking import LEAVES, context
 from tests.unhurried import unhurried_settings
 
 SAMPLE = Path(__file__).resolve().parents[1] / "raptor_tools" / "samples" / "lighthouse_keepers.md"
@@ -69,6 +74,96 @@ def test_the_lead_line_never_changes_what_is_quoted(embedder, question):
         quotes.add(tuple(QUOTE.findall(lines)))
     assert set(leads) == {FOUND, WEAK_MATCH, NOTHING_RELATED}
     assert len(quotes) == 1 and len(next(iter(quotes))) >= 1
+
+
+FEATURE = {name: i for i, name in enumerate(GROUNDING_FEATURES)}
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("lighthose", "lighthouse"),  # a letter dropped
+        ("keepper", "keeper"),  # doubled
+        ("towre", "tower"),  # two swapped
+        ("marrov", "marrow"),  # one changed
+        ("railwya", "railway"),  # the last two swapped
+    ],
+)
+def test_one_slip_apart_is_a_single_typing_slip_either_way(typed, meant):
+    assert one_slip_apart(typed, meant) and one_slip_apart(meant, typed)
+
+
+@pytest.mark.parametrize(("a", "b"), [("keeper", "keeper"), ("tower", "towered"), ("abcd", "badc"), ("lamp", "lisp")])
+def test_two_slips_or_none_are_not_one(a, b):
+    assert not one_slip_apart(a, b)
+
+
+def test_a_term_the_context_lacks_is_respelled_as_the_term_one_slip_away():
+    vocabulary = {"lighthous", "kept", "1887", "cut", "marrow"}
+    found = respellings({"lighthos", "kept", "1886", "cup", "marow", "sourdough"}, vocabulary)
+    # numbers and short terms are never respelled ("1886" is another year, "cup" is not "cut")
+    assert found == {"lighthos": "lighthous", "marow": "marrow"}
+
+
+@pytest.mark.parametrize(
+    ("text", "negative"),
+    [
+        ("Who did NOT keep the light?", True),
+        ("Which keeper never married?", True),
+        ("Why didn't the Board reply?", True),
+        ("Who had no children?", True),
+        ("Who kept the light?", False),
+        ("Was it worth it? Why or why not?", False),  # asks both ways
+        ("Did the Board say whether or not it would pay?", False),
+    ],
+)
+def test_a_negative_is_read_from_not_never_no_and_contractions(text, negative):
+    assert asks_a_negative(text) is negative
+
+
+def test_a_misspelt_question_has_the_term_shares_of_the_question_spelt_right(embedder):
+    answerer = ExtractiveAnswerer(embedder, ranker=load_ranker())
+    right = answerer.grounding_features("Who appointed Ambrose Kittow as principal keeper?", context())
+    typed = answerer.grounding_features("Who apointed Ambrose Kitow as principal keepr?", context())
+    for name in ("quote_coverage", "context_coverage", "names_missing"):
+        assert typed[FEATURE[name]] == right[FEATURE[name]], name
+    assert right[FEATURE["respelled"]] == 0 and typed[FEATURE["respelled"]] == pytest.approx(3 / 5)
+
+
+def test_the_content_share_is_how_much_of_the_question_names_its_subject(embedder):
+    assert content_share(1, 3) == pytest.approx(1 / 3) and content_share(0, 0) == 0.0
+    answerer = ExtractiveAnswerer(embedder, ranker=load_ranker())
+    pronoun = answerer.grounding_features("Who painted it?", context())[FEATURE["content_share"]]
+    named = answerer.grounding_features("Who painted the lighthouse tower white?", context())[FEATURE["content_share"]]
+    assert pronoun == pytest.approx(1 / 3) and named == pytest.approx(4 / 6)
+
+
+def negative_context() -> list[ContextNode]:
+    """context() and one sentence that says a negative."""
+    text = "Samuel Treloar never married, and the keeper's cottage stood empty after he was dismissed."
+    return [*context(), ContextNode(len(LEAVES) + 1, 0, "a.md", 0.5, text, 20, 1, start=7000, end=7000 + len(text))]
+
+
+@pytest.mark.parametrize(
+    ("question", "lead"),
+    [
+        ("Who kept the light through the Great Gale?", FOUND),
+        ("Who did NOT keep the light through the Great Gale?", WEAK_MATCH),  # no quote says who did not
+        ("Which keeper never married?", FOUND),  # the first quote says it
+    ],
+)
+def test_a_negated_question_is_settled_only_by_a_quote_that_says_a_negative(embedder, question, lead):
+    """Even a model sure the quotes answer gives a negated question the closest passages, unless its
+    first quote says a negative too."""
+    answerer = ExtractiveAnswerer(embedder, ranker=load_ranker(), grounding=constant(0.9, 0.5, 0.2))
+    text = answerer._answer_sync(question, negative_context(), []).text
+    assert text.startswith(lead), text
+
+
+def test_a_negated_question_about_something_else_still_reads_nothing(embedder):
+    answerer = ExtractiveAnswerer(embedder, ranker=load_ranker(), grounding=constant(0.1, 0.5, 0.2))
+    text = answerer._answer_sync("Who did not win the World Cup?", negative_context(), []).text
+    assert text.startswith(NOTHING_RELATED), text
 
 
 @pytest.fixture(scope="module")
