@@ -9,7 +9,11 @@ themselves, with no new data:
 - **negatives**: the same question asked against another document of the same set, and against a
   document of another set, neither of which holds its answer;
 - the set's questions marked unanswerable (QASPER's "Unanswerable" references) would be negatives
-  too; the QASPER slice in ../shared/evaldata has none.
+  too; the QASPER slice in ../shared/evaldata has none;
+- each question is also asked misspelt and with a pronoun for its subject
+  (raptor_tools/grounding_variants.py), labelled the same way, so the model learns what a reader's
+  slips and a bare "it" do to its features; the negated variant is collected for the report only (the
+  answerer caps a negated question by rule).
 
 Own-document questions whose quotes miss the reference are reported, not fitted. Every question is
 asked as `raptor ask` asks it (collapsed tree, 2,000-token budget, the shipped ranker), on trees cached
@@ -17,8 +21,8 @@ under `--cache` (one folder per set, as `raptor eval --data-dir` and `raptor tra
 copy a cache before pointing this at it). Negatives pair documents of the same split (evaluate.split_of),
 so the held-out figures use no training document. A standardised logistic regression (fixed
 regularisation, balanced classes) is fitted on the training split; `weak_below` is the probability
-under which WEAK_SHARE of the training positives fall and `nothing_below` the one under which
-NOTHING_SHARE do, their probabilities taken out of fold (each document's rows scored by a model
+under which WEAK_SHARE of the training positives as written fall and `nothing_below` the one under
+which NOTHING_SHARE do, their probabilities taken out of fold (each document's rows scored by a model
 fitted without that document). The held-out split reports it against the previous rule (the first quote shares no
 term with the question and its cosine is under 0.35). Deterministic: the same trees give the same
 model.
@@ -56,6 +60,7 @@ ROWS_FILE = "grounding-rows.json"
 # Fitted on the questions as written and their misspelt and pronoun-only variants; a negated question
 # is capped by rule, so its rows are collected for the report only.
 FITTED_VARIANTS = ("original", "misspelt", "pronoun")
+THRESHOLD_VARIANTS = ("original",)  # whose out-of-fold positives place the two thresholds
 # The rule the model replaces: no shared term and a cosine under this.
 PREVIOUS_SIMILARITY = 0.35
 TOP_SIMILARITY, TOP_LEXICAL = GROUNDING_FEATURES.index("top_similarity"), GROUNDING_FEATURES.index("top_lexical")
@@ -189,7 +194,9 @@ def fit(rows: list[dict[str, Any]]) -> GroundingModel:
     for document in sorted(set(documents)):
         held = documents == document
         out_of_fold[held] = [standardised_fit(x[~held], y[~held]).probability(list(f)) for f in x[held]]
-    positives = out_of_fold[y == 1]
+    # thresholds read on the questions as written: the variants' harder positives would lower them for
+    # every question (at 2% of all positives, half the negatives were no longer caught)
+    positives = out_of_fold[(y == 1) & np.array([variant_of(r) in THRESHOLD_VARIANTS for r in train])]
     return dataclasses.replace(
         model,
         weak_below=round(float(np.quantile(positives, WEAK_SHARE)), 4),

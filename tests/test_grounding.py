@@ -99,9 +99,10 @@ def test_two_slips_or_none_are_not_one(a, b):
 
 
 def test_a_term_the_context_lacks_is_respelled_as_the_term_one_slip_away():
-    vocabulary = {"lighthous", "kept", "1887", "cut", "marrow"}
-    found = respellings({"lighthos", "kept", "1886", "cup", "marow", "sourdough"}, vocabulary)
-    # numbers and short terms are never respelled ("1886" is another year, "cup" is not "cut")
+    vocabulary = {"lighthous", "kept", "1887", "cut", "marrow", "oil", "read"}
+    found = respellings({"lighthos", "kept", "1886", "cup", "marow", "sourdough", "boil", "bread"}, vocabulary)
+    # numbers and short terms are never respelled ("1886" is another year, "cup" is not "cut"), nor a
+    # first letter ("boil" is not "oil", "bread" not "read")
     assert found == {"lighthos": "lighthous", "marow": "marrow"}
 
 
@@ -208,6 +209,87 @@ async def test_a_question_about_something_else_gets_only_the_nearest_passages(li
     answer = await lighthouse.ask("kb", question)
     assert answer.text.startswith((WEAK_MATCH, NOTHING_RELATED)) and not answer.answered, answer.text
     assert QUOTE.findall(answer.text) and answer.citations
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory, embedder):
+    """The three sample documents, each in its own knowledge base named by its file's stem."""
+    engine = Engine(unhurried_settings(data_dir=tmp_path_factory.mktemp("samples") / "data"), embedder=embedder)
+    for path in sorted(SAMPLE.parent.glob("*.md")):
+        asyncio.run(engine.ingest(path.stem, path.name, path.read_bytes()))
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize(
+    ("kb", "question"),
+    [
+        ("lighthouse_keepers", "when did the ligth close?"),  # two letters swapped
+        ("railway", "what did the raliway carry?"),
+        ("bees", "what does a qeen excluder do?"),  # a letter dropped
+        ("lighthouse_keepers", "wat did Elias Marow write?"),
+    ],
+)
+async def test_a_misspelt_question_the_document_answers_is_answered(samples, kb, question):
+    answer = await samples.ask(kb, question)
+    assert answer.text.startswith(FOUND) and answer.answered, answer.text
+
+
+@pytest.mark.parametrize(
+    ("kb", "question"),
+    [
+        ("railway", "what did it carry?"),
+        ("railway", "who surveyed it?"),
+        ("lighthouse_keepers", "who designed it?"),
+        ("bees", "how many eggs does she lay?"),
+    ],
+)
+async def test_a_pronoun_only_question_the_document_answers_is_answered(samples, kb, question):
+    answer = await samples.ask(kb, question)
+    assert answer.text.startswith(FOUND) and answer.answered, answer.text
+
+
+@pytest.mark.parametrize("question", ["who built it?", "when did it open?", "what did they find?", "who invented it?"])
+async def test_a_pronoun_only_question_is_never_told_the_documents_say_nothing(samples, question):
+    """'it' may be anything the documents hold: the closest passages at worst."""
+    answer = await samples.ask("railway", question)
+    assert not answer.text.startswith(NOTHING_RELATED), answer.text
+
+
+@pytest.mark.parametrize(
+    ("kb", "question"),
+    [
+        ("lighthouse_keepers", "who did NOT keep the light?"),
+        ("lighthouse_keepers", "which keeper never married?"),
+        ("railway", "which train didn't run?"),
+        ("bees", "which bees don't leave the hive?"),
+    ],
+)
+async def test_a_negated_question_gets_the_closest_passages_not_an_answer(samples, kb, question):
+    answer = await samples.ask(kb, question)
+    assert answer.text.startswith(WEAK_MATCH) and not answer.answered, answer.text
+
+
+async def test_a_negated_question_a_quote_settles_is_answered(samples):
+    answer = await samples.ask("railway", "who did not drown?")  # "Nobody drowned, but ..."
+    assert answer.text.startswith(FOUND) and "Nobody drowned" in answer.text, answer.text
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the capital of France?",
+        "what is the captial of France?",
+        "How do I bake sourdough bread?",
+        "how do I bake sourdouh bread?",
+        "Which Python version added pattern matching?",
+    ],
+)
+async def test_an_off_topic_question_misspelt_or_not_still_reads_say_nothing(samples, question):
+    answer = await samples.ask("lighthouse_keepers", question)
+    assert answer.text.startswith(NOTHING_RELATED) and not answer.answered, answer.text
 
 
 def synthetic_rows(seed: int = 7) -> list[dict]:

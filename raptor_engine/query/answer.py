@@ -60,7 +60,15 @@ from .followup import (
     standalone_question,
     subject_terms,
 )
-from .grounding import Grounding, GroundingModel, asks_a_negative, content_share, load_grounding, respellings
+from .grounding import (
+    Grounding,
+    GroundingModel,
+    asks_a_negative,
+    content_share,
+    load_grounding,
+    respellings,
+    subject_is_a_pronoun,
+)
 from .ranker import CITATION_BRACKET, HAS_DIGIT, SENTENCE_FEATURES, Ranker, document_kind
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
@@ -963,7 +971,8 @@ class ExtractiveAnswerer:
         terms gets the closest passages at best (the model was fitted on English questions, and the
         default embedder is English-trained). A question asking a negative ('who did not keep the light?')
         gets the closest passages at best unless the first quote says a negative too: a quote that says
-        who did, or says nothing of who did not, does not settle it. A question about what a transcript's
+        who did, or says nothing of who did not, does not settle it. A question naming its subject only by a
+        pronoun ('who designed it?') gets the closest passages at worst. A question about what a transcript's
         speaker said, naming no topic ('What did Jane Doe say?'), is answered when the first quote is that
         speaker's."""
         core = quoted.rewrite.core
@@ -973,6 +982,8 @@ class ExtractiveAnswerer:
         if verdict is Grounding.ANSWERED and in_bigrams(core) and quoted.picked[0].lexical == 0:
             return Grounding.CLOSEST
         if verdict is Grounding.ANSWERED and asks_a_negative(core) and not asks_a_negative(quoted.picked[0].text):
+            return Grounding.CLOSEST
+        if verdict is Grounding.NOTHING and subject_is_a_pronoun(core, len(subject_terms(core)), len(names_in(core))):
             return Grounding.CLOSEST
         return verdict
 

@@ -11,10 +11,11 @@ split of ../shared/evaldata so that few questions the quotes do answer are calle
 (docs/EVALUATION.md, "Questions the documents do not answer").
 
 A reader's slips must not read as a question about something else: a question term the context lacks
-but holds one slip away ("lighthose": a letter dropped, doubled, changed, or two swapped) counts as
-that term (`respellings`). A question with few words of its own ("who designed it?", its subject a
+but holds one slip away ("lighthose": a letter dropped, doubled, changed, or two swapped, never the
+first) counts as that term (`respellings`). A question with few words of its own ("who designed it?", its subject a
 pronoun) gets lower cosines than a long one however well it is answered, so the share of its words
-that carry content is a feature too. A question asking a negative ("who did not keep the light?",
+that carry content is a feature too, and one naming nothing but a pronoun and one word ("when was it
+built?") is never told the documents say nothing about it (`subject_is_a_pronoun`). A question asking a negative ("who did not keep the light?",
 "which keeper never married?") is settled only by a quote that says a negative itself: otherwise
 the quotes are the closest passages at best (`asks_a_negative`).
 """
@@ -48,6 +49,7 @@ MIN_RESPELLED_CHARS = 4  # a shorter term is one slip from too many others ("cup
 # A question asking a negative; "why or why not", "whether or not" ask both ways
 NEGATION = re.compile(r"\b(?:not|never|no|nobody|none|neither|nor|cannot)\b|n['’]t\b", re.IGNORECASE)
 BOTH_WAYS = re.compile(r"\b(?:or|why|whether|if)\s+not\b", re.IGNORECASE)
+PRONOUN = re.compile(r"\b(?:it|its|they|them|their|he|him|his|she|her|this|that|these|those)\b", re.IGNORECASE)
 
 
 class Grounding(Enum):
@@ -129,7 +131,8 @@ def one_slip_apart(a: str, b: str) -> bool:
 
 
 def respellings(terms: Iterable[str], vocabulary: set[str]) -> dict[str, str]:
-    """For each term the vocabulary lacks, the vocabulary's term one slip away (`one_slip_apart`), the
+    """For each term the vocabulary lacks, the vocabulary's term one slip away (`one_slip_apart`) that
+    starts with the same letter (a reader rarely mistypes the first, and "boil" is not "oil"), the
     first in sorted order when several are; numbers and short terms are never respelled. Only the
     vocabulary's terms within one letter of the term's length are compared."""
     missing = sorted(
@@ -141,7 +144,7 @@ def respellings(terms: Iterable[str], vocabulary: set[str]) -> dict[str, str]:
     near = sorted(v for v in vocabulary if len(v) in lengths and len(v) >= MIN_RESPELLED_CHARS - 1)
     found = {}
     for term in missing:
-        match = next((v for v in near if one_slip_apart(term, v)), None)
+        match = next((v for v in near if v[0] == term[0] and one_slip_apart(term, v)), None)
         if match is not None:
             found[term] = match
     return found
@@ -150,6 +153,13 @@ def respellings(terms: Iterable[str], vocabulary: set[str]) -> dict[str, str]:
 def content_share(subject: int, words: int) -> float:
     """The share of a question's words that name its subject ('who designed it?': 1 of 3)."""
     return subject / words if words else 0.0
+
+
+def subject_is_a_pronoun(question: str, subject_terms: int, names: int) -> bool:
+    """Whether a question names its subject only by a pronoun ('who designed it?', 'what did they
+    find?'): a pronoun, no name, and at most one word of its own. The documents cannot be said to say
+    nothing about "it"; such a question gets the closest passages at worst."""
+    return subject_terms <= 1 and names == 0 and bool(PRONOUN.search(question))
 
 
 def asks_a_negative(text: str) -> bool:
