@@ -42,13 +42,12 @@ import numpy as np
 
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
-from raptor_engine.ingest.sentences import THEMATIC
 from raptor_engine.query.answer import ExtractiveAnswerer, neutralise_context
-from raptor_engine.query.followup import split_standalone, subject_terms
 from raptor_engine.query.grounding import GROUNDING_FEATURES, MODEL_PATH, Grounding, GroundingModel
 from raptor_engine.query.ranker import ranker_for
 from raptor_tools import metrics
 from raptor_tools.evaluate import EvalQuestion, build_trees, load_eval_set, quoted_text, split_of
+from raptor_tools.grounding_variants import hash_index, judged, partner, variants
 
 SETS = ("qasper", "quality", "squality", "narrativeqa_summaries")
 BUDGET = 2000
@@ -66,11 +65,6 @@ PREVIOUS_SIMILARITY = 0.35
 TOP_SIMILARITY, TOP_LEXICAL = GROUNDING_FEATURES.index("top_similarity"), GROUNDING_FEATURES.index("top_lexical")
 
 
-def judged(question: str) -> bool:
-    """Whether the lead line is decided by the model: not for a question about the whole, nor for one
-    that names nothing of its own (both always read 'From the documents:')."""
-    core = split_standalone(question).core
-    return not THEMATIC.search(core) and bool(subject_terms(core))
 
 
 def row(
@@ -115,18 +109,11 @@ def unanswerable(question: EvalQuestion) -> bool:
     )
 
 
-def partner(doc_ids: list[str], doc_id: str) -> str | None:
-    """The next document of the same list, the first after the last (None when there is no other)."""
-    if len(doc_ids) < 2:
-        return None
-    return doc_ids[(doc_ids.index(doc_id) + 1) % len(doc_ids)]
 
 
 async def collect_set(evaldata: Path, name: str, other: str, cache_root: Path, base: Settings) -> list[dict[str, Any]]:
     """The rows of one set's questions, as written and as each of their variants: against their own
     document, another of the set, and one of `other` (a different set), each of the question's split."""
-    from raptor_tools.grounding_variants import variants  # here: that module imports this one
-
     eval_set, foreign = load_eval_set(evaldata / name), load_eval_set(evaldata / other)
     questions = [q for q in eval_set.questions if q.answers or unanswerable(q)]
     rows: list[dict[str, Any]] = []
@@ -161,9 +148,6 @@ async def collect_set(evaldata: Path, name: str, other: str, cache_root: Path, b
     return rows
 
 
-def hash_index(key: str, size: int) -> int:
-    """A stable index into a list of `size` for a key (Python's hash() changes between runs)."""
-    return sum(key.encode()) % size
 
 
 def variant_of(r: dict[str, Any]) -> str:

@@ -40,13 +40,12 @@ from typing import Any
 
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
-from raptor_engine.ingest.sentences import STOPWORDS
+from raptor_engine.ingest.sentences import STOPWORDS, THEMATIC
 from raptor_engine.query.answer import FOUND, NOTHING_RELATED, ExtractiveAnswerer, neutralise_context
-from raptor_engine.query.followup import names_in
+from raptor_engine.query.followup import names_in, split_standalone, subject_terms
 from raptor_engine.query.ranker import ranker_for
 from raptor_tools import metrics
 from raptor_tools.evaluate import EvalQuestion, build_trees, load_eval_set, quoted_text, split_of
-from raptor_tools.grounding import hash_index, judged, partner
 
 SETS = ("qasper", "quality", "squality", "narrativeqa_summaries")
 VARIANTS = ("original", "misspelt", "pronoun", "negated")
@@ -136,6 +135,25 @@ def variants(question: str) -> dict[str, str]:
     """The question as written and each variant it has, by name (VARIANTS)."""
     made = {"original": question, "misspelt": misspelt(question), "pronoun": pronoun(question), "negated": negated(question)}
     return {name: text for name, text in made.items() if name == "original" or text not in (None, question)}
+
+
+def judged(question: str) -> bool:
+    """Whether the lead line is decided by the model: not for a question about the whole, nor for one
+    that names nothing of its own (both always read 'From the documents:')."""
+    core = split_standalone(question).core
+    return not THEMATIC.search(core) and bool(subject_terms(core))
+
+
+def partner(doc_ids: list[str], doc_id: str) -> str | None:
+    """The next document of the same list, the first after the last (None when there is no other)."""
+    if len(doc_ids) < 2:
+        return None
+    return doc_ids[(doc_ids.index(doc_id) + 1) % len(doc_ids)]
+
+
+def hash_index(key: str, size: int) -> int:
+    """A stable index into a list of `size` for a key (Python's hash() changes between runs)."""
+    return sum(key.encode()) % size
 
 
 def lead_of(text: str) -> str:

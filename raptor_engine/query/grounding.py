@@ -134,17 +134,22 @@ def respellings(terms: Iterable[str], vocabulary: set[str]) -> dict[str, str]:
     """For each term the vocabulary lacks, the vocabulary's term one slip away (`one_slip_apart`) that
     starts with the same letter (a reader rarely mistypes the first, and "boil" is not "oil"), the
     first in sorted order when several are; numbers and short terms are never respelled. Only the
-    vocabulary's terms within one letter of the term's length are compared."""
+    vocabulary's terms with the same first letter and within one letter of the term's length are
+    compared."""
     missing = sorted(
         t for t in set(terms) if t not in vocabulary and len(t) >= MIN_RESPELLED_CHARS and not t.isdigit()
     )
     if not missing:
         return {}
     lengths = {len(t) + d for t in missing for d in (-1, 0, 1)}
-    near = sorted(v for v in vocabulary if len(v) in lengths and len(v) >= MIN_RESPELLED_CHARS - 1)
+    initials = {t[0] for t in missing}
+    near: dict[str, list[str]] = {}  # by first letter
+    for v in vocabulary:
+        if v[:1] in initials and len(v) in lengths and len(v) >= MIN_RESPELLED_CHARS - 1:
+            near.setdefault(v[0], []).append(v)
     found = {}
     for term in missing:
-        match = next((v for v in near if v[0] == term[0] and one_slip_apart(term, v)), None)
+        match = next((v for v in sorted(near.get(term[0], ())) if one_slip_apart(term, v)), None)
         if match is not None:
             found[term] = match
     return found
