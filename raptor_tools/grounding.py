@@ -9,7 +9,11 @@ themselves, with no new data:
 - **negatives**: the same question asked against another document of the same set, and against a
   document of another set, neither of which holds its answer;
 - the set's questions marked unanswerable (QASPER's "Unanswerable" references) would be negatives
-  too; the QASPER slice in ../shared/evaldata has none.
+  too; the QASPER slice in ../shared/evaldata has none;
+- each question is also asked misspelt and with a pronoun for its subject
+  (raptor_tools/grounding_variants.py), labelled the same way, so the model learns what a reader's
+  slips and a bare "it" do to its features; the negated variant is collected for the report only (the
+  answerer caps a negated question by rule).
 
 Own-document questions whose quotes miss the reference are reported, not fitted. Every question is
 asked as `raptor ask` asks it (collapsed tree, 2,000-token budget, the shipped ranker), on trees cached
@@ -17,8 +21,8 @@ under `--cache` (one folder per set, as `raptor eval --data-dir` and `raptor tra
 copy a cache before pointing this at it). Negatives pair documents of the same split (evaluate.split_of),
 so the held-out figures use no training document. A standardised logistic regression (fixed
 regularisation, balanced classes) is fitted on the training split; `weak_below` is the probability
-under which WEAK_SHARE of the training positives fall and `nothing_below` the one under which
-NOTHING_SHARE do, their probabilities taken out of fold (each document's rows scored by a model
+under which WEAK_SHARE of the training positives as written fall and `nothing_below` the one under
+which NOTHING_SHARE do, their probabilities taken out of fold (each document's rows scored by a model
 fitted without that document). The held-out split reports it against the previous rule (the first quote shares no
 term with the question and its cosine is under 0.35). Deterministic: the same trees give the same
 model.
@@ -38,13 +42,12 @@ import numpy as np
 
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
-from raptor_engine.ingest.sentences import THEMATIC
 from raptor_engine.query.answer import ExtractiveAnswerer, neutralise_context
-from raptor_engine.query.followup import split_standalone, subject_terms
 from raptor_engine.query.grounding import GROUNDING_FEATURES, MODEL_PATH, Grounding, GroundingModel
 from raptor_engine.query.ranker import ranker_for
 from raptor_tools import metrics
 from raptor_tools.evaluate import EvalQuestion, build_trees, load_eval_set, quoted_text, split_of
+from raptor_tools.grounding_variants import hash_index, judged, partner, variants
 
 SETS = ("qasper", "quality", "squality", "narrativeqa_summaries")
 BUDGET = 2000
@@ -53,35 +56,44 @@ WEAK_SHARE = 0.02  # training positives (out of fold) called "closest passages" 
 NOTHING_SHARE = 0.0  # ... and "nothing about it": under every training positive (out of fold)
 REGULARISATION = 0.1  # sklearn's C: strong, for ~400 rows from 25 documents
 ROWS_FILE = "grounding-rows.json"
+# Fitted on the questions as written and their misspelt and pronoun-only variants; a negated question
+# is capped by rule, so its rows are collected for the report only.
+FITTED_VARIANTS = ("original", "misspelt", "pronoun")
+THRESHOLD_VARIANTS = ("original",)  # whose out-of-fold positives place the two thresholds
 # The rule the model replaces: no shared term and a cosine under this.
 PREVIOUS_SIMILARITY = 0.35
 TOP_SIMILARITY, TOP_LEXICAL = GROUNDING_FEATURES.index("top_similarity"), GROUNDING_FEATURES.index("top_lexical")
 
 
-def judged(question: str) -> bool:
-    """Whether the lead line is decided by the model: not for a question about the whole, nor for one
-    that names nothing of its own (both always read 'From the documents:')."""
-    core = split_standalone(question).core
-    return not THEMATIC.search(core) and bool(subject_terms(core))
 
 
 def row(
-    engine: Engine, answerer: ExtractiveAnswerer, kb: str, question: EvalQuestion, kind: str, split: str, set_name: str
+    engine: Engine,
+    answerer: ExtractiveAnswerer,
+    kb: str,
+    question: EvalQuestion,
+    asked: tuple[str, str],
+    kind: str,
+    split: str,
+    set_name: str,
 ) -> dict[str, Any] | None:
-    """One question asked against one tree: its features, and how much of the reference the quotes hold."""
-    if not judged(question.question):
+    """One question, as written or as one of its variants (`asked`: the variant's name and text), asked
+    against one tree: its features, and how much of the reference the quotes hold."""
+    variant, text = asked
+    if not judged(text):
         return None
-    context = engine.retrieve(kb, question.question, budget=BUDGET)
+    context = engine.retrieve(kb, text, budget=BUDGET)
     nodes = neutralise_context(context.nodes)
-    features = answerer.grounding_features(question.question, nodes)
+    features = answerer.grounding_features(text, nodes)
     if features is None:
         return None
-    quotes = quoted_text(answerer._answer_sync(question.question, nodes, []).text)
+    quotes = quoted_text(answerer._answer_sync(text, nodes, []).text)
     recall = metrics.best_over(question.answers, metrics.rouge1_recall, quotes) if question.answers else 0.0
     return {
         "set": set_name,
         "split": split,
         "kind": kind,
+        "variant": variant,
         "question_id": question.question_id,
         "doc_id": question.doc_id,
         "features": [round(float(x), 6) for x in features],
@@ -97,16 +109,11 @@ def unanswerable(question: EvalQuestion) -> bool:
     )
 
 
-def partner(doc_ids: list[str], doc_id: str) -> str | None:
-    """The next document of the same list, the first after the last (None when there is no other)."""
-    if len(doc_ids) < 2:
-        return None
-    return doc_ids[(doc_ids.index(doc_id) + 1) % len(doc_ids)]
 
 
 async def collect_set(evaldata: Path, name: str, other: str, cache_root: Path, base: Settings) -> list[dict[str, Any]]:
-    """The rows of one set's questions: against their own document, another of the set, and one of
-    `other` (a different set), each of the question's split."""
+    """The rows of one set's questions, as written and as each of their variants: against their own
+    document, another of the set, and one of `other` (a different set), each of the question's split."""
     eval_set, foreign = load_eval_set(evaldata / name), load_eval_set(evaldata / other)
     questions = [q for q in eval_set.questions if q.answers or unanswerable(q)]
     rows: list[dict[str, Any]] = []
@@ -130,21 +137,29 @@ async def collect_set(evaldata: Path, name: str, other: str, cache_root: Path, b
                 for kind, doc_id in pairs:
                     if doc_id is None:
                         continue
-                    found = await asyncio.to_thread(row, engine, answerer, trees[doc_id]["kb"], q, kind, split, name)
-                    if found is not None:
-                        rows.append(found)
+                    for asked in variants(q.question).items():
+                        found = await asyncio.to_thread(
+                            row, engine, answerer, trees[doc_id]["kb"], q, asked, kind, split, name
+                        )
+                        if found is not None:
+                            rows.append(found)
         finally:
             engine.close()
     return rows
 
 
-def hash_index(key: str, size: int) -> int:
-    """A stable index into a list of `size` for a key (Python's hash() changes between runs)."""
-    return sum(key.encode()) % size
+
+
+def variant_of(r: dict[str, Any]) -> str:
+    """Which of `grounding_variants.VARIANTS` a row asked (rows collected before variants: the original)."""
+    return r.get("variant", "original")
 
 
 def label(r: dict[str, Any]) -> int | None:
-    """1: the quotes answer; 0: nothing in this document answers; None: own document, quotes miss."""
+    """1: the quotes answer; 0: nothing in this document answers; None: own document, quotes miss, and
+    every negated question (the answerer caps those by rule, ExtractiveAnswerer._grounding)."""
+    if variant_of(r) not in FITTED_VARIANTS:
+        return None
     if r["kind"] == "own":
         return 1 if r["recall"] >= POSITIVE_RECALL else None
     return 0
@@ -163,7 +178,9 @@ def fit(rows: list[dict[str, Any]]) -> GroundingModel:
     for document in sorted(set(documents)):
         held = documents == document
         out_of_fold[held] = [standardised_fit(x[~held], y[~held]).probability(list(f)) for f in x[held]]
-    positives = out_of_fold[y == 1]
+    # thresholds read on the questions as written: the variants' harder positives would lower them for
+    # every question (at 2% of all positives, half the negatives were no longer caught)
+    positives = out_of_fold[(y == 1) & np.array([variant_of(r) in THRESHOLD_VARIANTS for r in train])]
     return dataclasses.replace(
         model,
         weak_below=round(float(np.quantile(positives, WEAK_SHARE)), 4),
@@ -197,13 +214,15 @@ def previous_rule(features: list[float]) -> Grounding:
     return Grounding.CLOSEST if weak else Grounding.ANSWERED
 
 
-def table(rows: list[dict[str, Any]], model: GroundingModel, split: str) -> list[dict[str, Any]]:
-    """Per set and kind of row: how many, and the share the previous rule and the model call
-    'closest' or 'nothing' (not answered)."""
+def table(
+    rows: list[dict[str, Any]], model: GroundingModel, split: str, variant: str = "original"
+) -> list[dict[str, Any]]:
+    """Per set and kind of row of one variant: how many, and the share the previous rule and the model
+    call 'closest' or 'nothing' (not answered)."""
     out = []
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        if r["split"] == split:
+        if r["split"] == split and variant_of(r) == variant:
             kind = r["kind"] if r["kind"] != "own" else ("positive" if label(r) == 1 else "own, quotes miss")
             groups.setdefault((r["set"], kind), []).append(r)
     for shown, sets in (("all sets", SETS), *((name, (name,)) for name in SETS)):
@@ -268,7 +287,8 @@ def main(argv: list[str] | None = None) -> None:
     model = fit(rows)
     args.out.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")
     for split in ("train", "heldout"):
-        print(f"\n{split}:\n{render(table(rows, model, split))}")
+        for variant in FITTED_VARIANTS:
+            print(f"\n{split}, {variant} questions:\n{render(table(rows, model, split, variant))}")
     print(f"\nWrote {args.out}", file=sys.stderr)
 
 

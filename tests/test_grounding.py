@@ -17,12 +17,17 @@ from raptor_engine.query.grounding import (
     MODEL_PATH,
     Grounding,
     GroundingModel,
+    asks_a_negative,
+    content_share,
     load_grounding,
+    one_slip_apart,
+    respellings,
 )
 from raptor_engine.query.ranker import load_ranker
+from raptor_engine.types import ContextNode
 from raptor_tools import grounding as tool
 from raptor_tools.evaluate import EvalQuestion
-from tests.test_answer_ranking import context
+from tests.test_answer_ranking import LEAVES, context
 from tests.unhurried import unhurried_settings
 
 SAMPLE = Path(__file__).resolve().parents[1] / "raptor_tools" / "samples" / "lighthouse_keepers.md"
@@ -71,6 +76,97 @@ def test_the_lead_line_never_changes_what_is_quoted(embedder, question):
     assert len(quotes) == 1 and len(next(iter(quotes))) >= 1
 
 
+FEATURE = {name: i for i, name in enumerate(GROUNDING_FEATURES)}
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("lighthose", "lighthouse"),  # a letter dropped
+        ("keepper", "keeper"),  # doubled
+        ("towre", "tower"),  # two swapped
+        ("marrov", "marrow"),  # one changed
+        ("railwya", "railway"),  # the last two swapped
+    ],
+)
+def test_one_slip_apart_is_a_single_typing_slip_either_way(typed, meant):
+    assert one_slip_apart(typed, meant) and one_slip_apart(meant, typed)
+
+
+@pytest.mark.parametrize(("a", "b"), [("keeper", "keeper"), ("tower", "towered"), ("abcd", "badc"), ("lamp", "lisp")])
+def test_two_slips_or_none_are_not_one(a, b):
+    assert not one_slip_apart(a, b)
+
+
+def test_a_term_the_context_lacks_is_respelled_as_the_term_one_slip_away():
+    vocabulary = {"lighthous", "kept", "1887", "cut", "marrow", "oil", "read"}
+    found = respellings({"lighthos", "kept", "1886", "cup", "marow", "sourdough", "boil", "bread"}, vocabulary)
+    # numbers and short terms are never respelled ("1886" is another year, "cup" is not "cut"), nor a
+    # first letter ("boil" is not "oil", "bread" not "read")
+    assert found == {"lighthos": "lighthous", "marow": "marrow"}
+
+
+@pytest.mark.parametrize(
+    ("text", "negative"),
+    [
+        ("Who did NOT keep the light?", True),
+        ("Which keeper never married?", True),
+        ("Why didn't the Board reply?", True),
+        ("Who had no children?", True),
+        ("Who kept the light?", False),
+        ("Was it worth it? Why or why not?", False),  # asks both ways
+        ("Did the Board say whether or not it would pay?", False),
+    ],
+)
+def test_a_negative_is_read_from_not_never_no_and_contractions(text, negative):
+    assert asks_a_negative(text) is negative
+
+
+def test_a_misspelt_question_has_the_term_shares_of_the_question_spelt_right(embedder):
+    answerer = ExtractiveAnswerer(embedder, ranker=load_ranker())
+    right = answerer.grounding_features("Who appointed Ambrose Kittow as principal keeper?", context())
+    typed = answerer.grounding_features("Who apointed Ambrose Kitow as principal keepr?", context())
+    for name in ("quote_coverage", "context_coverage", "names_missing"):
+        assert typed[FEATURE[name]] == right[FEATURE[name]], name
+    assert right[FEATURE["respelled"]] == 0 and typed[FEATURE["respelled"]] == pytest.approx(3 / 5)
+
+
+def test_the_content_share_is_how_much_of_the_question_names_its_subject(embedder):
+    assert content_share(1, 3) == pytest.approx(1 / 3) and content_share(0, 0) == 0.0
+    answerer = ExtractiveAnswerer(embedder, ranker=load_ranker())
+    pronoun = answerer.grounding_features("Who painted it?", context())[FEATURE["content_share"]]
+    named = answerer.grounding_features("Who painted the lighthouse tower white?", context())[FEATURE["content_share"]]
+    assert pronoun == pytest.approx(1 / 3) and named == pytest.approx(4 / 6)
+
+
+def negative_context() -> list[ContextNode]:
+    """context() and one sentence that says a negative."""
+    text = "Samuel Treloar never married, and the keeper's cottage stood empty after he was dismissed."
+    return [*context(), ContextNode(len(LEAVES) + 1, 0, "a.md", 0.5, text, 20, 1, start=7000, end=7000 + len(text))]
+
+
+@pytest.mark.parametrize(
+    ("question", "lead"),
+    [
+        ("Who kept the light through the Great Gale?", FOUND),
+        ("Who did NOT keep the light through the Great Gale?", WEAK_MATCH),  # no quote says who did not
+        ("Which keeper never married?", FOUND),  # the first quote says it
+    ],
+)
+def test_a_negated_question_is_settled_only_by_a_quote_that_says_a_negative(embedder, question, lead):
+    """Even a model sure the quotes answer gives a negated question the closest passages, unless its
+    first quote says a negative too."""
+    answerer = ExtractiveAnswerer(embedder, ranker=load_ranker(), grounding=constant(0.9, 0.5, 0.2))
+    text = answerer._answer_sync(question, negative_context(), []).text
+    assert text.startswith(lead), text
+
+
+def test_a_negated_question_about_something_else_still_reads_nothing(embedder):
+    answerer = ExtractiveAnswerer(embedder, ranker=load_ranker(), grounding=constant(0.1, 0.5, 0.2))
+    text = answerer._answer_sync("Who did not win the World Cup?", negative_context(), []).text
+    assert text.startswith(NOTHING_RELATED), text
+
+
 @pytest.fixture(scope="module")
 def lighthouse(tmp_path_factory, embedder):
     """The sample document's tree, built once for the module's questions."""
@@ -113,6 +209,79 @@ async def test_a_question_about_something_else_gets_only_the_nearest_passages(li
     answer = await lighthouse.ask("kb", question)
     assert answer.text.startswith((WEAK_MATCH, NOTHING_RELATED)) and not answer.answered, answer.text
     assert QUOTE.findall(answer.text) and answer.citations
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory, embedder):
+    """The three sample documents, each in its own knowledge base named by its file's stem."""
+    engine = Engine(unhurried_settings(data_dir=tmp_path_factory.mktemp("samples") / "data"), embedder=embedder)
+    for path in sorted(SAMPLE.parent.glob("*.md")):
+        asyncio.run(engine.ingest(path.stem, path.name, path.read_bytes()))
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize(
+    ("kb", "question"),
+    [
+        # misspelt
+        ("lighthouse_keepers", "when did the ligth close?"),  # two letters swapped
+        ("railway", "what did the raliway carry?"),
+        ("bees", "what does a qeen excluder do?"),  # a letter dropped
+        ("lighthouse_keepers", "wat did Elias Marow write?"),
+        # the subject a pronoun
+        ("railway", "what did it carry?"),
+        ("railway", "who surveyed it?"),
+        ("lighthouse_keepers", "who designed it?"),
+        ("bees", "how many eggs does she lay?"),
+    ],
+)
+async def test_a_misspelt_or_pronoun_only_question_the_document_answers_is_answered(samples, kb, question):
+    answer = await samples.ask(kb, question)
+    assert answer.text.startswith(FOUND) and answer.answered, answer.text
+
+
+@pytest.mark.parametrize("question", ["who built it?", "when did it open?", "what did they find?", "who invented it?"])
+async def test_a_pronoun_only_question_is_never_told_the_documents_say_nothing(samples, question):
+    """'it' may be anything the documents hold: the closest passages at worst."""
+    answer = await samples.ask("railway", question)
+    assert not answer.text.startswith(NOTHING_RELATED), answer.text
+
+
+@pytest.mark.parametrize(
+    ("kb", "question"),
+    [
+        ("lighthouse_keepers", "who did NOT keep the light?"),
+        ("lighthouse_keepers", "which keeper never married?"),
+        ("railway", "which train didn't run?"),
+        ("bees", "which bees don't leave the hive?"),
+    ],
+)
+async def test_a_negated_question_gets_the_closest_passages_not_an_answer(samples, kb, question):
+    answer = await samples.ask(kb, question)
+    assert answer.text.startswith(WEAK_MATCH) and not answer.answered, answer.text
+
+
+async def test_a_negated_question_a_quote_settles_is_answered(samples):
+    answer = await samples.ask("railway", "who did not drown?")  # "Nobody drowned, but ..."
+    assert answer.text.startswith(FOUND) and "Nobody drowned" in answer.text, answer.text
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the capital of France?",
+        "what is the captial of France?",
+        "How do I bake sourdough bread?",
+        "how do I bake sourdouh bread?",
+        "Which Python version added pattern matching?",
+    ],
+)
+async def test_an_off_topic_question_misspelt_or_not_still_reads_say_nothing(samples, question):
+    answer = await samples.ask("lighthouse_keepers", question)
+    assert answer.text.startswith(NOTHING_RELATED) and not answer.answered, answer.text
 
 
 def synthetic_rows(seed: int = 7) -> list[dict]:

@@ -60,7 +60,15 @@ from .followup import (
     standalone_question,
     subject_terms,
 )
-from .grounding import Grounding, GroundingModel, load_grounding
+from .grounding import (
+    Grounding,
+    GroundingModel,
+    asks_a_negative,
+    content_share,
+    load_grounding,
+    respellings,
+    subject_is_a_pronoun,
+)
 from .ranker import CITATION_BRACKET, HAS_DIGIT, SENTENCE_FEATURES, Ranker, document_kind
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
@@ -851,11 +859,13 @@ def grounding_features(
     the candidates' cosines (`similarity`) and weighted term shares (`lexical`), their terms."""
     similarities = sorted(c.similarity for c in candidates)
     speaker_terms = _named_speaker_terms(question, candidates)
-    asked = question_terms(question) - speaker_terms
-    quoted = set().union(*(c.terms for c in picked))
     held = set().union(*(c.terms for c in candidates))
+    # a term the context holds only one slip away ("lighthose") counts as that term
+    respelled = respellings(question_terms(question) - speaker_terms, held)
+    asked = {respelled.get(t, t) for t in question_terms(question) - speaker_terms}
+    quoted = set().union(*(c.terms for c in picked))
     pinned = {stem(t) for name in names_in(question) for t in content_terms(name)} - speaker_terms
-    pinned |= set(re.findall(r"\d+", question))
+    pinned = {respelled.get(t, t) for t in pinned} | set(re.findall(r"\d+", question))
     return [
         picked[0].similarity,
         similarities[-1],
@@ -865,6 +875,8 @@ def grounding_features(
         len(asked & held) / len(asked) if asked else 1.0,
         len(pinned - held) / len(pinned) if pinned else 0.0,
         max(node.score for node in context),
+        len(respelled) / len(asked) if asked else 0.0,
+        content_share(len(subject_terms(question)), len(words(question))),
     ]
 
 
@@ -961,13 +973,21 @@ class ExtractiveAnswerer:
         (a bare "why?" after an answer), is answered by what it gets; any other is judged by the
         grounding model. A Chinese, Japanese or Korean question whose first quote shares none of its
         terms gets the closest passages at best (the model was fitted on English questions, and the
-        default embedder is English-trained). A question about what a transcript's speaker said, naming no
-        topic ('What did Jane Doe say?'), is answered when the first quote is that speaker's."""
+        default embedder is English-trained). A question asking a negative ('who did not keep the light?')
+        gets the closest passages at best unless the first quote says a negative too: a quote that says
+        who did, or says nothing of who did not, does not settle it. A question naming its subject only by a
+        pronoun ('who designed it?') gets the closest passages at worst. A question about what a transcript's
+        speaker said, naming no topic ('What did Jane Doe say?'), is answered when the first quote is that
+        speaker's."""
         core = quoted.rewrite.core
         if quoted.thematic or not subject_terms(core) or _asks_only_a_speaker(core, quoted.candidates, quoted.picked):
             return Grounding.ANSWERED
         verdict = self.grounding.verdict(grounding_features(core, quoted.candidates, quoted.picked, context))
         if verdict is Grounding.ANSWERED and in_bigrams(core) and quoted.picked[0].lexical == 0:
+            return Grounding.CLOSEST
+        if verdict is Grounding.ANSWERED and asks_a_negative(core) and not asks_a_negative(quoted.picked[0].text):
+            return Grounding.CLOSEST
+        if verdict is Grounding.NOTHING and subject_is_a_pronoun(core, len(subject_terms(core)), len(names_in(core))):
             return Grounding.CLOSEST
         return verdict
 

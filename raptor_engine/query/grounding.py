@@ -9,12 +9,23 @@ the quotes answer. Under `weak_below` the answer says it only found the closest 
 `nothing_below` that the documents say nothing about it. The thresholds were chosen on the training
 split of ../shared/evaldata so that few questions the quotes do answer are called weak
 (docs/EVALUATION.md, "Questions the documents do not answer").
+
+A reader's slips must not read as a question about something else: a question term the context lacks
+but holds one slip away ("lighthose": a letter dropped, doubled, changed, or two swapped, never the
+first) counts as that term (`respellings`). A question with few words of its own ("who designed it?", its subject a
+pronoun) gets lower cosines than a long one however well it is answered, so the share of its words
+that carry content is a feature too, and one naming nothing but a pronoun and one word ("when was it
+built?") is never told the documents say nothing about it (`subject_is_a_pronoun`). A question asking a negative ("who did not keep the light?",
+"which keeper never married?") is settled only by a quote that says a negative itself: otherwise
+the quotes are the closest passages at best (`asks_a_negative`).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -31,7 +42,14 @@ GROUNDING_FEATURES = (
     "context_coverage",  # share of the question's terms anywhere in the context
     "names_missing",  # share of the question's names and numbers the context lacks
     "node_similarity",  # the best context node's retrieval score (cosine)
+    "respelled",  # share of the question's terms the context holds only one slip away ("lighthose")
+    "content_share",  # share of the question's words that name its subject ("who designed it?": 1 of 3)
 )
+MIN_RESPELLED_CHARS = 4  # a shorter term is one slip from too many others ("cup", "cut", "cap")
+# A question asking a negative; "why or why not", "whether or not" ask both ways
+NEGATION = re.compile(r"\b(?:not|never|no|nobody|none|neither|nor|cannot)\b|n['’]t\b", re.IGNORECASE)
+BOTH_WAYS = re.compile(r"\b(?:or|why|whether|if)\s+not\b", re.IGNORECASE)
+PRONOUN = re.compile(r"\b(?:it|its|they|them|their|he|him|his|she|her|this|that|these|those)\b", re.IGNORECASE)
 
 
 class Grounding(Enum):
@@ -89,6 +107,70 @@ class GroundingModel:
             "weak_below": self.weak_below,
             "nothing_below": self.nothing_below,
         }
+
+
+def one_slip_apart(a: str, b: str) -> bool:
+    """Whether two different words differ by one typing slip: a letter dropped, added or changed, or
+    two neighbours swapped (Damerau-Levenshtein distance 1)."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    shorter, longer = (a, b) if len(a) <= len(b) else (b, a)
+    at = 0
+    while at < len(shorter) and shorter[at] == longer[at]:
+        at += 1
+    if len(shorter) < len(longer):
+        return shorter[at:] == longer[at + 1 :]
+    if shorter[at + 1 :] == longer[at + 1 :]:
+        return True
+    return (
+        at + 1 < len(shorter)
+        and shorter[at] == longer[at + 1]
+        and shorter[at + 1] == longer[at]
+        and shorter[at + 2 :] == longer[at + 2 :]
+    )
+
+
+def respellings(terms: Iterable[str], vocabulary: set[str]) -> dict[str, str]:
+    """For each term the vocabulary lacks, the vocabulary's term one slip away (`one_slip_apart`) that
+    starts with the same letter (a reader rarely mistypes the first, and "boil" is not "oil"), the
+    first in sorted order when several are; numbers and short terms are never respelled. Only the
+    vocabulary's terms with the same first letter and within one letter of the term's length are
+    compared."""
+    missing = sorted(
+        t for t in set(terms) if t not in vocabulary and len(t) >= MIN_RESPELLED_CHARS and not t.isdigit()
+    )
+    if not missing:
+        return {}
+    lengths = {len(t) + d for t in missing for d in (-1, 0, 1)}
+    initials = {t[0] for t in missing}
+    near: dict[str, list[str]] = {}  # by first letter
+    for v in vocabulary:
+        if v[:1] in initials and len(v) in lengths and len(v) >= MIN_RESPELLED_CHARS - 1:
+            near.setdefault(v[0], []).append(v)
+    found = {}
+    for term in missing:
+        match = next((v for v in sorted(near.get(term[0], ())) if one_slip_apart(term, v)), None)
+        if match is not None:
+            found[term] = match
+    return found
+
+
+def content_share(subject: int, words: int) -> float:
+    """The share of a question's words that name its subject ('who designed it?': 1 of 3)."""
+    return subject / words if words else 0.0
+
+
+def subject_is_a_pronoun(question: str, subject_terms: int, names: int) -> bool:
+    """Whether a question names its subject only by a pronoun ('who designed it?', 'what did they
+    find?'): a pronoun, no name, and at most one word of its own. The documents cannot be said to say
+    nothing about "it"; such a question gets the closest passages at worst."""
+    return subject_terms <= 1 and names == 0 and bool(PRONOUN.search(question))
+
+
+def asks_a_negative(text: str) -> bool:
+    """Whether a question asks a negative ('who did not ...', 'which keeper never ...'), or a quote
+    says one; 'why or why not?' asks both ways and is not one."""
+    return bool(NEGATION.search(BOTH_WAYS.sub(" ", text)))
 
 
 @lru_cache(maxsize=1)
