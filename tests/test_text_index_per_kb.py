@@ -323,3 +323,28 @@ def test_a_damaged_index_never_blocks_a_question_a_removal_or_an_addition(tmp_pa
             assert len(store.text_search(other, ["valve"], 50)) == len(BETA), damage
         finally:
             store.close()
+
+
+def test_the_check_finds_an_index_whose_term_lookup_rows_are_gone(tmp_path):
+    """FTS5's integrity-check passes an index that lost its term lookup rows, while a question's terms past
+    the first page are then found nowhere: the check looks words of the nodes up, and a rebuild mends it."""
+    path = tmp_path / "raptor.db"
+    store = Store(path)
+    kb_id = _add(store, "alpha", [f"Record {n} names the part Widget{n}x{n * 7919} of crate C{n}." for n in range(400)])
+    other = _add(store, "beta", BETA)
+    store.close()
+    for damage in ("DELETE FROM nodes_fts_{id}_idx", "DELETE FROM nodes_fts_{id}_idx WHERE pgno % 4 = 2"):
+        conn = sqlite3.connect(path)
+        conn.execute(damage.format(id=kb_id))
+        conn.commit()
+        conn.close()
+        store = Store(path)
+        try:
+            problems = store.text_index_problems()
+            assert len(problems) == 1 and "knowledge base 'alpha' is out of step" in problems[0], (damage, problems)
+            store.rebuild_text_index()
+            assert store.text_index_problems() == [], damage
+            assert store.text_search(kb_id, ["Widget399x3159681"], 5), damage
+            assert store.text_search(other, ["valve"], 1), damage
+        finally:
+            store.close()

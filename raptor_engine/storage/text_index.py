@@ -37,6 +37,8 @@ BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults
 # IDF is FTS5's floor) is no full-text hit: ranked among the hits, it would outrank the vector search's own.
 MIN_SCORE = 1e-3
 MAX_PHRASES = 24  # a long question's terms beyond these add little, and each is looked for in every node
+PROBED_NODES = 32  # nodes per knowledge base whose words the check looks up in its index
+ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 LEGACY_TEXT_INDEX = "nodes_fts"  # the one table every knowledge base shared (migration m006; m007 drops it)
@@ -262,7 +264,40 @@ def _check_kb_index(conn: Any, kb_id: int) -> str:
     finally:
         if opened and conn.in_transaction:
             conn.execute("ROLLBACK")  # it wrote nothing
+    try:
+        unfound = _unfound_word(conn, kb_id)
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    return f"{unfound!r} is not found in a node that holds it" if unfound else ""
+
+
+def _unfound_word(conn: Any, kb_id: int) -> str:
+    """A word of one of the knowledge base's nodes that its index does not find in that node, or ''.
+    FTS5's integrity-check passes an index whose term lookup table (`_idx`) lost rows, though then
+    the terms past its first page are found nowhere: so words of nodes spread over the knowledge base are
+    looked up."""
+    total = int(conn.execute("SELECT count(*) FROM nodes WHERE kb_id = ?", [kb_id]).fetchone()[0])
+    table, step = index_table(kb_id), max(1, total // PROBED_NODES)
+    rows = conn.execute(
+        "SELECT id, text FROM nodes WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (ORDER BY id) - 1 "
+        "AS n FROM nodes WHERE kb_id = ?) WHERE n % ? = 0) ORDER BY id",
+        [kb_id, step],
+    ).fetchall()
+    for node_id, text in rows:
+        for word in _probe_words(str(text)):
+            found = conn.execute(
+                f"SELECT 1 FROM {table} WHERE {table} MATCH ? AND rowid = ?", [f'"{word}"', node_id]
+            ).fetchone()
+            if found is None:
+                return word
     return ""
+
+
+def _probe_words(text: str) -> list[str]:
+    """A node's first, last and longest ASCII words (of runs without other letters, so FTS5 cannot
+    read a word on with an accented letter beside it): terms far apart in the index's term order."""
+    words = [word for run in text.split() if run.isascii() for word in ASCII_WORD.findall(run)]
+    return list(dict.fromkeys([words[0], words[-1], max(words, key=len)])) if words else []
 
 
 def rebuild_text_index(db: Any) -> None:
