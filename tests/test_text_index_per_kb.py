@@ -294,6 +294,15 @@ INDEX_DAMAGES = {
 }
 
 
+def _damaged(path: Path, statement: str) -> Store:
+    """The store at `path`, opened after another connection ran `statement` on it."""
+    conn = sqlite3.connect(path)
+    conn.execute(statement)
+    conn.commit()
+    conn.close()
+    return Store(path)
+
+
 def test_a_damaged_index_never_blocks_a_question_a_removal_or_an_addition(tmp_path):
     """The index is derived: a question over a damaged one gets no full-text hits (not an error), and
     the next write of its knowledge base rebuilds it from the nodes in the same transaction, so a
@@ -304,17 +313,13 @@ def test_a_damaged_index_never_blocks_a_question_a_removal_or_an_addition(tmp_pa
         kb_id = _add(store, "alpha", ALPHA)
         other = _add(store, "beta", BETA)
         store.close()
-        conn = sqlite3.connect(path)
-        conn.execute(statement.format(id=kb_id))
-        conn.commit()
-        conn.close()
-        store = Store(path)
+        store = _damaged(path, statement.format(id=kb_id))
         try:
             store.text_search(kb_id, ["valve"], 5)  # no error, whatever it finds
             doc_id = store.db.execute("SELECT id FROM documents WHERE kb_id = ? AND name = 'alpha0'", [kb_id])
             store.commit_forget(kb_id, doc_id.fetchone()[0], [], BUILD)
-            store.commit_document("alpha", _document("alpha-new"), [_leaf("The drain cock was renewed.")],
-                                  lambda ids: [], BUILD)
+            renewed = [_leaf("The drain cock was renewed.")]
+            store.commit_document("alpha", _document("alpha-new"), renewed, lambda ids: [], BUILD)
             assert store.scrub(), damage
             assert store.text_index_problems() == [], damage
             assert store.text_search(kb_id, ["intake"], 5) == [], damage  # the forgotten document's word
@@ -334,11 +339,7 @@ def test_the_check_finds_an_index_whose_term_lookup_rows_are_gone(tmp_path):
     other = _add(store, "beta", BETA)
     store.close()
     for damage in ("DELETE FROM nodes_fts_{id}_idx", "DELETE FROM nodes_fts_{id}_idx WHERE pgno % 4 = 2"):
-        conn = sqlite3.connect(path)
-        conn.execute(damage.format(id=kb_id))
-        conn.commit()
-        conn.close()
-        store = Store(path)
+        store = _damaged(path, damage.format(id=kb_id))
         try:
             problems = store.text_index_problems()
             assert len(problems) == 1 and "knowledge base 'alpha' is out of step" in problems[0], (damage, problems)
