@@ -563,7 +563,8 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
     with a title or of two or more words; a name the text puts after in/at/to/from is a place. Someone
     the previous question called by the other gender's pronoun is passed over, and so is anyone `told`
     shows as the other gender or as a thing (`_kind`); when nobody is left, a person asked about
-    earlier whom it shows as that gender, else None (the pronoun stays as asked). After a question that named only things ('How is the Kestrel lens cleaned?'), its answer's
+    earlier whom it shows as that gender, else None (the pronoun stays as asked). None too when a source
+    leaves two or more people whose gender nothing shows: the pronoun may mean any of them. After a question that named only things ('How is the Kestrel lens cleaned?'), its answer's
     people count only as `_may_mean` allows."""
     relative = _relative(previous.core, GENDER[pronoun], previous_answer) if pronoun else None
     if relative:  # 'What was Ambrose Kittow's wife's name?' then 'she'
@@ -614,11 +615,10 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
         known = [c for c in candidates if wanted and _kind(c, told) == wanted]
         if known:  # 'her eldest son Jacob' is a 'he' before a name a later quote gives in passing
             return known[0]
-        for name in candidates:
-            parts = name.split()
-            if len(parts) >= 2 or parts[0].lower() in TITLES:
-                return name
-        return candidates[0]
+        likely = [c for c in candidates if len(c.split()) >= 2 or c.split()[0].lower() in TITLES] or candidates
+        if wanted and len(likely) > 1:  # 'Chidi Okonkwo and Aiko Tanaka': 'she' may be either, so neither
+            return None
+        return likely[0]
     return None
 
 
@@ -962,7 +962,7 @@ def _resolve(
     and the person and pronoun resolved (None, None when no person was)."""
     pronoun = next((w for w in words(question) if w in GENDER), None)
     person = _as_the_answer_spells(_person(previous, previous_answer, pronoun, told), previous_answer)
-    group = _group(previous)
+    group = _group(previous, listed=pronoun is None)
     place = _place(previous, previous_answer)
     year = _year(previous, previous_answer)
     tokens = re.split(r"(\s+)", question)
@@ -1012,10 +1012,11 @@ def _as_the_answer_spells(name: str | None, answer: str) -> str | None:
     return name
 
 
-def _group(previous: Rewrite) -> str | None:
+def _group(previous: Rewrite, *, listed: bool = True) -> str | None:
     """Who 'they' means: a family or people the previous question named with 'the' and a plural ('When
-    did the Marrows arrive?': the Marrows), else people it named together ('Who were Elias and Hester
-    Marrow?'); None when it named none (then the context carries it)."""
+    did the Marrows arrive?': the Marrows), else, when `listed`, people it named together ('Who were Elias
+    and Hester Marrow?'; not in a question whose 'she' is one of them: 'Where did she sell them?');
+    None when it named none (then the context carries it)."""
     places = _places_in(previous.core)  # 'in the Hebrides' is where, not who
     for name in _scan_names(previous.core):
         if (
@@ -1025,7 +1026,7 @@ def _group(previous: Rewrite) -> str | None:
             and name.text not in places
         ):
             return f"the {name.text}"
-    return _named_together(previous.core)
+    return _named_together(previous.core) if listed else None
 
 
 def _named_together(text: str) -> str | None:
