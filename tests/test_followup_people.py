@@ -272,3 +272,15 @@ def test_them_beside_she_or_he_is_not_the_people_named_together():
     assert standalone_question("What did they build?", turns).startswith(
         "What did Ada Penrose and Walter Dunstan build?"
     )
+
+
+def test_a_name_holding_a_possessive_is_kept_as_written():
+    """'Queen Anne's Revenge' (a ship) is one name as written, not 'Queen Anne Revenge', which no text
+    holds; a possessive that ends a name still ends it ('Ambrose Kittow's wife')."""
+    assert names_in("When did Queen Anne\u2019s Revenge run aground near St John's Point?") == [
+        "Queen Anne\u2019s Revenge",
+        "St John's Point",
+    ]
+    assert names_in("Who was Ambrose Kittow's wife?") == ["Ambrose Kittow"]
+    turns = talk("When did Queen Anne's Revenge run aground?", "It ran aground in 1718 near Beaufort.")
+    assert standalone_question("Who was her captain?", turns).startswith("Who was Queen Anne's Revenge's captain?")

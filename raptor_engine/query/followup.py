@@ -471,7 +471,8 @@ def _scan_names(text: str) -> tuple[_Name, ...]:
     def close() -> None:
         while run and run[-1].lower() in NAME_JOINERS:
             run.pop()
-        if run:
+        if run:  # a possessive inside a name is the name's ('Queen Anne's Revenge'), one ending it is not
+            run[-1] = _POSSESSIVE.sub("", run[-1])
             found.append(_Name(" ".join(run), run_after_the))
         run.clear()
 
@@ -488,7 +489,7 @@ def _scan_names(text: str) -> tuple[_Name, ...]:
                 close()
             if not run:
                 run_after_the = previous.lower() == "the"  # 'The Board' opening a sentence too
-            run.append(word)
+            run.append(tok if _POSSESSIVE.search(tok) else word)
             if tok.endswith(".") and word.lower() not in TITLES:
                 close()  # "Watson." ends the sentence (and the name); "Dr." does not
         elif run and tok.lower() in NAME_JOINERS and len(run) < MAX_NAME_WORDS:
