@@ -291,6 +291,7 @@ INDEX_DAMAGES = {
     "config emptied": "DELETE FROM nodes_fts_{id}_config",
     "segments garbled": "UPDATE nodes_fts_{id}_data SET block = x'00' WHERE id > 10",
     "index table gone": "DROP TABLE nodes_fts_{id}",
+    "content view gone": "DROP VIEW nodes_of_kb_{id}",
 }
 
 

@@ -38,7 +38,8 @@ BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults
 MIN_SCORE = 1e-3
 MAX_PHRASES = 24  # a long question's terms beyond these add little, and each is looked for in every node
 PROBED_NODES = 32  # nodes per knowledge base whose words the check looks up in its index
-ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+# An ASCII word the check looks up (a longer run of letters and digits is no word worth a lookup).
+ASCII_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]{1,64}(?![A-Za-z0-9])")
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 LEGACY_TEXT_INDEX = "nodes_fts"  # the one table every knowledge base shared (migration m006; m007 drops it)
