@@ -284,3 +284,16 @@ def test_a_name_holding_a_possessive_is_kept_as_written():
     assert names_in("Who was Ambrose Kittow's wife?") == ["Ambrose Kittow"]
     turns = talk("When did Queen Anne's Revenge run aground?", "It ran aground in 1718 near Beaufort.")
     assert standalone_question("Who was her captain?", turns).startswith("Who was Queen Anne's Revenge's captain?")
+
+
+def test_a_thing_asked_about_as_one_is_no_she_though_its_name_opens_with_a_womans_name():
+    """'What is Mary Rose?' asks about a thing (a tea, a ship) whatever the first-name list says of Mary:
+    the she is the woman asked about before; what the conversation shows still wins ('Mary Rose, who ran
+    the inn with her husband')."""
+    turns = talk(
+        "Who was Margaret Hale?", "Margaret Hale kept the archive.",
+        "What is Mary Rose?", "Mary Rose is a brand of tea sold in Halbeck.",
+    )
+    assert standalone_question("When did she leave?", turns).startswith("When did Margaret Hale leave?")
+    shown = talk("What was Mary Rose?", "Mary Rose ran the inn with her husband.")
+    assert standalone_question("When did she leave?", shown).startswith("When did Mary Rose leave?")

@@ -737,17 +737,21 @@ def _person_starts(text: str) -> list[int]:
 
 @functools.lru_cache(maxsize=512)
 def _kind(name: str, told: str) -> str | None:
-    """What a name is, as far as the conversation shows: 'm' or 'f' (`_person_gender`; a surname alone
-    as the one person the conversation named with it: 'Pennick' after 'Ada Pennick'), 'n' for a thing a
-    question asked about as one ('What is Kestrel?', 'How is Kestrel cleaned?'), else None."""
-    shown = _person_gender(name, told)
+    """What a name is, as far as the conversation shows: 'm' or 'f' (`_gender_of`; a surname alone as
+    the one person the conversation named with it: 'Pennick' after 'Ada Pennick'), 'n' for a thing a
+    question asked what it is ('What is Kestrel?', 'What is Mary Rose?'), else the gender of its first
+    name, else 'n' for one a question asked how it is handled ('How is Kestrel cleaned?'; not 'How was
+    Hester chosen?': Hester is a woman's name), else None."""
+    shown = _gender_of(name, told)
     if shown:
         return shown
     if " " not in name:
         family = {_person_gender(person, told) for person in _people_of(told) if person.endswith(f" {name}")}
         if len(family) == 1 and None not in family:
             return family.pop()
-    return "n" if name in _asked_as_things(told) else None
+    if name in _asked_as_things(told, handled=False):  # 'What is Mary Rose?': a thing, whatever Mary is
+        return "n"
+    return _first_name_gender(name) or ("n" if name in _asked_as_things(told) else None)
 
 
 @functools.lru_cache(maxsize=16)
@@ -758,9 +762,11 @@ def _people_of(text: str) -> tuple[str, ...]:
 
 def _person_gender(name: str, told: str) -> str | None:
     """`_gender_of`, else by the first name after any title ('Captain Henry Ashcroft': Henry)."""
-    shown = _gender_of(name, told)
-    if shown:
-        return shown
+    return _gender_of(name, told) or _first_name_gender(name)
+
+
+def _first_name_gender(name: str) -> str | None:
+    """The gender of a name's first name after any title (`given_names`), else None."""
     parts = [part for part in name.split() if part.lower().rstrip(".") not in TITLES]
     return gender_of_first_name(parts[0]) if parts else None
 
@@ -775,10 +781,14 @@ _ASKED_AS_A_THING = re.compile(
 
 
 @functools.lru_cache(maxsize=16)
-def _asked_as_things(told: str) -> frozenset[str]:
-    """What a question of the conversation asks about as a thing: what it is, or how it is handled ('What
-    is Kestrel?', 'How is Kestrel cleaned?', 'How was Merrow Queen restored?'; a person is asked 'who')."""
-    return frozenset(name for match in _ASKED_AS_A_THING.finditer(told) for name in match.groups() if name)
+def _asked_as_things(told: str, *, handled: bool = True) -> frozenset[str]:
+    """What a question of the conversation asks about as a thing: what it is, or (`handled`) how it is
+    handled ('What is Kestrel?', 'How is Kestrel cleaned?', 'How was Merrow Queen restored?'; a person is
+    asked 'who')."""
+    groups = (1, 2) if handled else (1,)
+    return frozenset(
+        name for match in _ASKED_AS_A_THING.finditer(told) for group in groups if (name := match.group(group))
+    )
 
 
 _RELATIVE = re.compile(rf"['\u2019]s\s+({'|'.join(RELATIVES)})\b", re.IGNORECASE)
