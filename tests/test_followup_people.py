@@ -240,3 +240,60 @@ def test_the_first_person_of_the_pronouns_gender_comes_before_one_a_his_merely_f
     assert standalone_question("who was his assistant?", conversation).startswith(
         "Who was Ambrose Kittow's assistant?"
     )
+
+
+@pytest.mark.parametrize(
+    "asked",
+    ["Who were Chidi Okonkwo and Aiko Tanaka?", "Who were Nguyen Van An and Fatima Zahra?", "Who were Chidi and Aiko?"],
+)
+def test_she_or_he_after_two_people_of_unknown_gender_stays_as_asked(asked):
+    """Names the first-name lists do not hold say nothing of gender: when the last question named two such
+    people, 'she' is either of them and so is 'he', so neither is guessed (the context carries both)."""
+    turns = talk(asked, "One ran the mill and the other taught at the school.")
+    for pronoun in ("she", "he"):
+        assert standalone_question(f"When did {pronoun} arrive?", turns) == (
+            f"When did {pronoun} arrive? (context: {asked})"
+        )
+
+
+def test_she_after_two_people_is_the_one_the_other_gender_does_not_rule_out():
+    turns = talk("Who were Wei Chen and Priya Raman?", "Wei Chen, her husband, drew the maps.")
+    assert standalone_question("What did she lead?", turns).startswith("What did Priya Raman lead?")
+    assert standalone_question("What did he draw?", turns).startswith("What did Wei Chen draw?")
+
+
+def test_them_beside_she_or_he_is_not_the_people_named_together():
+    """'Where did she sell them?' after 'Who were Ada Penrose and Walter Dunstan?': 'she' is one of the
+    people named together, so 'them' is what she sold, not those people."""
+    turns = talk("Who were Ada Penrose and Walter Dunstan?", "Walter Dunstan built boats and Ada Penrose sold them.")
+    assert standalone_question("Where did she sell them?", turns) == (
+        "Where did Ada Penrose sell them? (context: Who were Ada Penrose and Walter Dunstan?)"
+    )
+    assert standalone_question("What did they build?", turns).startswith(
+        "What did Ada Penrose and Walter Dunstan build?"
+    )
+
+
+def test_a_name_holding_a_possessive_is_kept_as_written():
+    """'Queen Anne's Revenge' (a ship) is one name as written, not 'Queen Anne Revenge', which no text
+    holds; a possessive that ends a name still ends it ('Ambrose Kittow's wife')."""
+    assert names_in("When did Queen Anne\u2019s Revenge run aground near St John's Point?") == [
+        "Queen Anne\u2019s Revenge",
+        "St John's Point",
+    ]
+    assert names_in("Who was Ambrose Kittow's wife?") == ["Ambrose Kittow"]
+    turns = talk("When did Queen Anne's Revenge run aground?", "It ran aground in 1718 near Beaufort.")
+    assert standalone_question("Who was her captain?", turns).startswith("Who was Queen Anne's Revenge's captain?")
+
+
+def test_a_thing_asked_about_as_one_is_no_she_though_its_name_opens_with_a_womans_name():
+    """'What is Mary Rose?' asks about a thing (a tea, a ship) whatever the first-name list says of Mary:
+    the she is the woman asked about before; what the conversation shows still wins ('Mary Rose, who ran
+    the inn with her husband')."""
+    turns = talk(
+        "Who was Margaret Hale?", "Margaret Hale kept the archive.",
+        "What is Mary Rose?", "Mary Rose is a brand of tea sold in Halbeck.",
+    )
+    assert standalone_question("When did she leave?", turns).startswith("When did Margaret Hale leave?")
+    shown = talk("What was Mary Rose?", "Mary Rose ran the inn with her husband.")
+    assert standalone_question("When did she leave?", shown).startswith("When did Mary Rose leave?")

@@ -373,3 +373,22 @@ def test_closing_waits_for_calls_still_working_in_a_space(tmp_path):
     worker.join(10)
     closer.join(10)
     assert not closer.is_alive() and spaces.open_count() == 0
+
+
+def test_a_servers_own_folder_given_as_the_data_directory_is_refused_and_left_as_it_is(tmp_path, embedder):
+    """`raptor --data-dir data/guilds/5 ...` opened that server's store as a root and moved its knowledge
+    bases on into data/guilds/5/guilds/5/, where neither the bot nor `--data-dir data` finds them: it is
+    refused in one sentence that names the data directory to use, and nothing moves."""
+    from raptor_engine.errors import StorageError
+
+    data = tmp_path / "data"
+    engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
+    try:
+        asyncio.run(engine.ingest("guild-5-channel-6", "marsh.txt", f"The {MARKER} flood.".encode()))
+    finally:
+        engine.close()
+    before = _rows(data / "guilds" / "5" / "raptor.db", "guild-5-channel-6")
+    with pytest.raises(StorageError, match=f"--data-dir {data}"):
+        Engine(unhurried_settings(data_dir=data / "guilds" / "5"), embedder=embedder)
+    assert not (data / "guilds" / "5" / "guilds").exists()
+    assert _rows(data / "guilds" / "5" / "raptor.db", "guild-5-channel-6") == before

@@ -278,3 +278,75 @@ def test_a_foreign_object_in_a_knowledge_base_index_s_name_is_a_schema_problem(t
     conn.close()
     assert f"a view 'nodes_of_kb_{kb_id}' that differs from the project's" in problems
     assert "a table 'nodes_fts_5_data' that differs from the project's" in problems
+
+
+# Damage a knowledge base's full-text index can take outside the project (a tool, a bad disk, a hand):
+# FTS5 then cannot open the index, or reads garbage from it.
+INDEX_DAMAGES = {
+    "segments table gone": "DROP TABLE nodes_fts_{id}_data",
+    "lookup table gone": "DROP TABLE nodes_fts_{id}_idx",
+    "sizes table gone": "DROP TABLE nodes_fts_{id}_docsize",
+    "config table gone": "DROP TABLE nodes_fts_{id}_config",
+    "segments emptied": "DELETE FROM nodes_fts_{id}_data",
+    "config emptied": "DELETE FROM nodes_fts_{id}_config",
+    "segments garbled": "UPDATE nodes_fts_{id}_data SET block = x'00' WHERE id > 10",
+    "index table gone": "DROP TABLE nodes_fts_{id}",
+    "content view gone": "DROP VIEW nodes_of_kb_{id}",
+}
+
+
+def _damaged(path: Path, statement: str) -> Store:
+    """The store at `path`, opened after another connection ran `statement` on it."""
+    conn = sqlite3.connect(path)
+    conn.execute(statement)
+    conn.commit()
+    conn.close()
+    return Store(path)
+
+
+def test_a_damaged_index_never_blocks_a_question_a_removal_or_an_addition(tmp_path):
+    """The index is derived: a question over a damaged one gets no full-text hits (not an error), and
+    the next write of its knowledge base rebuilds it from the nodes in the same transaction, so a
+    forgotten document is removed (and its words with it) and a new one is added."""
+    for damage, statement in INDEX_DAMAGES.items():
+        path = tmp_path / f"{damage.replace(' ', '_')}.db"
+        store = Store(path)
+        kb_id = _add(store, "alpha", ALPHA)
+        other = _add(store, "beta", BETA)
+        store.close()
+        store = _damaged(path, statement.format(id=kb_id))
+        try:
+            store.text_search(kb_id, ["valve"], 5)  # no error, whatever it finds
+            doc_id = store.db.execute("SELECT id FROM documents WHERE kb_id = ? AND name = 'alpha0'", [kb_id])
+            store.commit_forget(kb_id, doc_id.fetchone()[0], [], BUILD)
+            renewed = [_leaf("The drain cock was renewed.")]
+            store.commit_document("alpha", _document("alpha-new"), renewed, lambda ids: [], BUILD)
+            assert store.scrub(), damage
+            assert store.text_index_problems() == [], damage
+            assert store.text_search(kb_id, ["intake"], 5) == [], damage  # the forgotten document's word
+            assert len(store.text_search(kb_id, ["pressure"], 10)) == 5, damage
+            assert store.text_search(kb_id, ["drain"], 5), damage
+            assert len(store.text_search(other, ["valve"], 50)) == len(BETA), damage
+        finally:
+            store.close()
+
+
+def test_the_check_finds_an_index_whose_term_lookup_rows_are_gone(tmp_path):
+    """FTS5's integrity-check passes an index that lost its term lookup rows, while a question's terms past
+    the first page are then found nowhere: the check looks words of the nodes up, and a rebuild mends it."""
+    path = tmp_path / "raptor.db"
+    store = Store(path)
+    kb_id = _add(store, "alpha", [f"Record {n} names the part Widget{n}x{n * 7919} of crate C{n}." for n in range(400)])
+    other = _add(store, "beta", BETA)
+    store.close()
+    for damage in ("DELETE FROM nodes_fts_{id}_idx", "DELETE FROM nodes_fts_{id}_idx WHERE pgno % 4 = 2"):
+        store = _damaged(path, damage.format(id=kb_id))
+        try:
+            problems = store.text_index_problems()
+            assert len(problems) == 1 and "knowledge base 'alpha' is out of step" in problems[0], (damage, problems)
+            store.rebuild_text_index()
+            assert store.text_index_problems() == [], damage
+            assert store.text_search(kb_id, ["Widget399x3159681"], 5), damage
+            assert store.text_search(other, ["valve"], 1), damage
+        finally:
+            store.close()

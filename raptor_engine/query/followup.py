@@ -471,7 +471,8 @@ def _scan_names(text: str) -> tuple[_Name, ...]:
     def close() -> None:
         while run and run[-1].lower() in NAME_JOINERS:
             run.pop()
-        if run:
+        if run:  # a possessive inside a name is the name's ('Queen Anne's Revenge'), one ending it is not
+            run[-1] = _POSSESSIVE.sub("", run[-1])
             found.append(_Name(" ".join(run), run_after_the))
         run.clear()
 
@@ -488,7 +489,7 @@ def _scan_names(text: str) -> tuple[_Name, ...]:
                 close()
             if not run:
                 run_after_the = previous.lower() == "the"  # 'The Board' opening a sentence too
-            run.append(word)
+            run.append(tok if _POSSESSIVE.search(tok) else word)
             if tok.endswith(".") and word.lower() not in TITLES:
                 close()  # "Watson." ends the sentence (and the name); "Dr." does not
         elif run and tok.lower() in NAME_JOINERS and len(run) < MAX_NAME_WORDS:
@@ -563,7 +564,8 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
     with a title or of two or more words; a name the text puts after in/at/to/from is a place. Someone
     the previous question called by the other gender's pronoun is passed over, and so is anyone `told`
     shows as the other gender or as a thing (`_kind`); when nobody is left, a person asked about
-    earlier whom it shows as that gender, else None (the pronoun stays as asked). After a question that named only things ('How is the Kestrel lens cleaned?'), its answer's
+    earlier whom it shows as that gender, else None (the pronoun stays as asked). None too when a source
+    leaves two or more people whose gender nothing shows: the pronoun may mean any of them. After a question that named only things ('How is the Kestrel lens cleaned?'), its answer's
     people count only as `_may_mean` allows."""
     relative = _relative(previous.core, GENDER[pronoun], previous_answer) if pronoun else None
     if relative:  # 'What was Ambrose Kittow's wife's name?' then 'she'
@@ -614,11 +616,10 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
         known = [c for c in candidates if wanted and _kind(c, told) == wanted]
         if known:  # 'her eldest son Jacob' is a 'he' before a name a later quote gives in passing
             return known[0]
-        for name in candidates:
-            parts = name.split()
-            if len(parts) >= 2 or parts[0].lower() in TITLES:
-                return name
-        return candidates[0]
+        likely = [c for c in candidates if len(c.split()) >= 2 or c.split()[0].lower() in TITLES] or candidates
+        if wanted and len(likely) > 1:  # 'Chidi Okonkwo and Aiko Tanaka': 'she' may be either, so neither
+            return None
+        return likely[0]
     return None
 
 
@@ -736,17 +737,21 @@ def _person_starts(text: str) -> list[int]:
 
 @functools.lru_cache(maxsize=512)
 def _kind(name: str, told: str) -> str | None:
-    """What a name is, as far as the conversation shows: 'm' or 'f' (`_person_gender`; a surname alone
-    as the one person the conversation named with it: 'Pennick' after 'Ada Pennick'), 'n' for a thing a
-    question asked about as one ('What is Kestrel?', 'How is Kestrel cleaned?'), else None."""
-    shown = _person_gender(name, told)
+    """What a name is, as far as the conversation shows: 'm' or 'f' (`_gender_of`; a surname alone as
+    the one person the conversation named with it: 'Pennick' after 'Ada Pennick'), 'n' for a thing a
+    question asked what it is ('What is Kestrel?', 'What is Mary Rose?'), else the gender of its first
+    name, else 'n' for one a question asked how it is handled ('How is Kestrel cleaned?'; not 'How was
+    Hester chosen?': Hester is a woman's name), else None."""
+    shown = _gender_of(name, told)
     if shown:
         return shown
     if " " not in name:
         family = {_person_gender(person, told) for person in _people_of(told) if person.endswith(f" {name}")}
         if len(family) == 1 and None not in family:
             return family.pop()
-    return "n" if name in _asked_as_things(told) else None
+    if name in _asked_as_things(told, handled=False):  # 'What is Mary Rose?': a thing, whatever Mary is
+        return "n"
+    return _first_name_gender(name) or ("n" if name in _asked_as_things(told) else None)
 
 
 @functools.lru_cache(maxsize=16)
@@ -757,9 +762,11 @@ def _people_of(text: str) -> tuple[str, ...]:
 
 def _person_gender(name: str, told: str) -> str | None:
     """`_gender_of`, else by the first name after any title ('Captain Henry Ashcroft': Henry)."""
-    shown = _gender_of(name, told)
-    if shown:
-        return shown
+    return _gender_of(name, told) or _first_name_gender(name)
+
+
+def _first_name_gender(name: str) -> str | None:
+    """The gender of a name's first name after any title (`given_names`), else None."""
     parts = [part for part in name.split() if part.lower().rstrip(".") not in TITLES]
     return gender_of_first_name(parts[0]) if parts else None
 
@@ -774,10 +781,14 @@ _ASKED_AS_A_THING = re.compile(
 
 
 @functools.lru_cache(maxsize=16)
-def _asked_as_things(told: str) -> frozenset[str]:
-    """What a question of the conversation asks about as a thing: what it is, or how it is handled ('What
-    is Kestrel?', 'How is Kestrel cleaned?', 'How was Merrow Queen restored?'; a person is asked 'who')."""
-    return frozenset(name for match in _ASKED_AS_A_THING.finditer(told) for name in match.groups() if name)
+def _asked_as_things(told: str, *, handled: bool = True) -> frozenset[str]:
+    """What a question of the conversation asks about as a thing: what it is, or (`handled`) how it is
+    handled ('What is Kestrel?', 'How is Kestrel cleaned?', 'How was Merrow Queen restored?'; a person is
+    asked 'who')."""
+    groups = (1, 2) if handled else (1,)
+    return frozenset(
+        name for match in _ASKED_AS_A_THING.finditer(told) for group in groups if (name := match.group(group))
+    )
 
 
 _RELATIVE = re.compile(rf"['\u2019]s\s+({'|'.join(RELATIVES)})\b", re.IGNORECASE)
@@ -962,7 +973,7 @@ def _resolve(
     and the person and pronoun resolved (None, None when no person was)."""
     pronoun = next((w for w in words(question) if w in GENDER), None)
     person = _as_the_answer_spells(_person(previous, previous_answer, pronoun, told), previous_answer)
-    group = _group(previous)
+    group = _group(previous, listed=pronoun is None)
     place = _place(previous, previous_answer)
     year = _year(previous, previous_answer)
     tokens = re.split(r"(\s+)", question)
@@ -1012,10 +1023,11 @@ def _as_the_answer_spells(name: str | None, answer: str) -> str | None:
     return name
 
 
-def _group(previous: Rewrite) -> str | None:
+def _group(previous: Rewrite, *, listed: bool = True) -> str | None:
     """Who 'they' means: a family or people the previous question named with 'the' and a plural ('When
-    did the Marrows arrive?': the Marrows), else people it named together ('Who were Elias and Hester
-    Marrow?'); None when it named none (then the context carries it)."""
+    did the Marrows arrive?': the Marrows), else, when `listed`, people it named together ('Who were Elias
+    and Hester Marrow?'; not in a question whose 'she' is one of them: 'Where did she sell them?');
+    None when it named none (then the context carries it)."""
     places = _places_in(previous.core)  # 'in the Hebrides' is where, not who
     for name in _scan_names(previous.core):
         if (
@@ -1025,7 +1037,7 @@ def _group(previous: Rewrite) -> str | None:
             and name.text not in places
         ):
             return f"the {name.text}"
-    return _named_together(previous.core)
+    return _named_together(previous.core) if listed else None
 
 
 def _named_together(text: str) -> str | None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Settings
-from ..errors import NotFoundError, RaptorError
+from ..errors import NotFoundError, RaptorError, StorageError
 from .index import IndexManager
 from .memory import MemoryBudget
 from .store import Store
@@ -72,6 +72,19 @@ def _space_pattern(text: str) -> re.Pattern[str] | None:
     return pattern
 
 
+def _check_not_a_space(data_dir: Path) -> None:
+    """Refuse a data directory that is a space of another (`<data_dir>/guilds/<name>/`): opened as a root,
+    its knowledge bases, which belong to that space by name, would be moved on into a folder of its own
+    (`guilds/<name>/guilds/<name>/`) where neither the bot nor the outer data directory finds them."""
+    folder = data_dir.resolve()
+    outer = folder.parent.parent
+    if folder.parent.name == SPACES_DIR and _SPACE_NAME.fullmatch(folder.name) and (outer / DB_NAME).exists():
+        raise StorageError(
+            f"{data_dir} is the folder of space {folder.name} in the data directory {outer}: "
+            f"run the command with --data-dir {outer} (its knowledge bases keep their names there)."
+        )
+
+
 def space_dir(settings: Settings, name: str) -> Path:
     return settings.data_dir / SPACES_DIR / name
 
@@ -92,6 +105,7 @@ class Spaces:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.pattern = _space_pattern(settings.space_pattern)
+        _check_not_a_space(settings.data_dir)
         self.budget = MemoryBudget(settings.index_memory_mb * 1024 * 1024)
         root_store = Store(settings.db_path)
         root_indexes = IndexManager(root_store, settings.index_dir, budget=self.budget, owner="")

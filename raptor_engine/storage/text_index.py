@@ -24,16 +24,22 @@ BM25 formula over the knowledge base's own nodes.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import sqlite3
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults
 # A node holding only terms that most nodes hold (bigrams such as 灯塔 in a text about lighthouses, whose
 # IDF is FTS5's floor) is no full-text hit: ranked among the hits, it would outrank the vector search's own.
 MIN_SCORE = 1e-3
 MAX_PHRASES = 24  # a long question's terms beyond these add little, and each is looked for in every node
+PROBED_NODES = 32  # nodes per knowledge base whose words the check looks up in its index
+# An ASCII word the check looks up (a longer run of letters and digits is no word worth a lookup).
+ASCII_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]{1,64}(?![A-Za-z0-9])")
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 LEGACY_TEXT_INDEX = "nodes_fts"  # the one table every knowledge base shared (migration m006; m007 drops it)
@@ -110,8 +116,11 @@ def _reset_shadow_tables(db: Any, table: str) -> None:
 
 
 def index_nodes(db: Any, kb_id: int, where: str, params: list[Any]) -> None:
-    """Add the text of the knowledge base's nodes matching `where` (just written) to its index."""
-    db.execute(
+    """Add the text of the knowledge base's nodes matching `where` (just written) to its index; an index
+    that cannot take them (missing, or its shadow tables damaged) is rebuilt from the nodes instead."""
+    _write_or_renew(
+        db,
+        kb_id,
         f"INSERT INTO {index_table(kb_id)}(rowid, text) SELECT id, text FROM nodes WHERE kb_id = ? AND ({where})",
         [kb_id, *params],
     )
@@ -119,11 +128,63 @@ def index_nodes(db: Any, kb_id: int, where: str, params: list[Any]) -> None:
 
 def unindex_nodes(db: Any, kb_id: int, where: str, params: list[Any]) -> None:
     """Take the knowledge base's nodes matching `where` out of its index; call it before deleting them
-    (FTS5 needs the text that was indexed to remove it)."""
+    (FTS5 needs the text that was indexed to remove it). A damaged index is rebuilt from the nodes that
+    stay, so a damaged index never blocks a removal (a forgotten document, a deleted message)."""
     table = index_table(kb_id)
+    _write_or_renew(
+        db,
+        kb_id,
+        f"INSERT INTO {table}({table}, rowid, text) SELECT 'delete', id, text FROM nodes WHERE kb_id = ? AND ({where})",
+        [kb_id, *params],
+        kept=(f"id NOT IN (SELECT id FROM nodes WHERE kb_id = ? AND ({where}))", [kb_id, *params]),
+    )
+
+
+def _write_or_renew(
+    db: Any, kb_id: int, statement: str, params: list[Any], kept: tuple[str, list[Any]] = ("1", [])
+) -> None:
+    """Run a write of a knowledge base's index in the caller's transaction; an index that is missing or
+    damaged is instead replaced by one of the knowledge base's nodes matching `kept` (the index is derived:
+    the nodes are the truth). An index missing one of its objects is replaced before the write: FTS5's
+    error for it would end the whole transaction."""
+    if not _complete(db, kb_id):
+        _renew_index(db, kb_id, "some of its objects are missing", kept)
+        return
+    try:
+        db.execute(statement, params)
+    except sqlite3.DatabaseError as exc:
+        if not index_damaged(exc) or not getattr(db, "conn", db).in_transaction:
+            raise
+        _renew_index(db, kb_id, str(exc), kept)
+
+
+def index_damaged(exc: sqlite3.DatabaseError) -> bool:
+    """Whether an error of a statement on a knowledge base's index says the index is missing or damaged
+    (SQLITE_ERROR: no such table, FTS5 cannot open it, a garbled format; SQLITE_CORRUPT*), not that the
+    database cannot be written now (busy, full, I/O)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name == "SQLITE_ERROR" or name.startswith("SQLITE_CORRUPT")
+
+
+def _complete(db: Any, kb_id: int) -> bool:
+    """Whether every object of a knowledge base's index (its view, FTS5 table and shadow tables) exists."""
+    table = index_table(kb_id)
+    names = [content_view(kb_id), table, *(f"{table}_{shadow}" for shadow in ("data", "idx", "docsize", "config"))]
+    found = db.execute(
+        f"SELECT count(*) FROM sqlite_master WHERE name IN ({', '.join('?' * len(names))})", names
+    ).fetchone()
+    return int(found[0]) == len(names)
+
+
+def _renew_index(db: Any, kb_id: int, reason: str, kept: tuple[str, list[Any]] = ("1", [])) -> None:
+    """Replace a knowledge base's damaged index, in the caller's transaction, by one of its nodes that
+    match `kept`."""
+    log.warning("the full-text index of knowledge base id %s is damaged (%s): rebuilt from its nodes", kb_id, reason)
+    drop_kb_index(db, kb_id)
+    create_kb_index(db, kb_id)
+    where, params = kept
     db.execute(
-        f"INSERT INTO {table}({table}, rowid, text) SELECT 'delete', id, text FROM nodes "
-        f"WHERE kb_id = ? AND ({where})",
+        f"INSERT INTO {index_table(kb_id)}(rowid, text) SELECT id, text FROM nodes WHERE kb_id = ? AND ({where})",
         [kb_id, *params],
     )
 
@@ -147,17 +208,19 @@ def fill_kb_index(db: Any, kb_id: int) -> None:
 
 def text_search(db: Any, kb_id: int, match: str, limit: int) -> list[tuple[int, float]]:
     """The knowledge base's nodes matching the FTS5 query `match`, best BM25 first: (id, score), the score
-    positive and larger for a better match. A knowledge base without an index (deleted, or its index lost:
-    `text_index_problems` says so) has no hits."""
+    positive and larger for a better match. A knowledge base without an index (deleted, or its index lost
+    or damaged: `text_index_problems` says so, and its next write rebuilds it) has no hits."""
     table = index_table(kb_id)
     try:
         rows = db.execute(
             f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}) LIMIT ?",
             [match, limit],
         ).fetchall()
-    except sqlite3.OperationalError as exc:
-        if f"no such table: {table}" not in str(exc):
+    except sqlite3.DatabaseError as exc:
+        if not index_damaged(exc):
             raise
+        if f"no such table: {table}" not in str(exc):
+            log.warning("the full-text index of knowledge base id %s is damaged (%s)", kb_id, exc)
         return []
     return [(int(node_id), float(score)) for node_id, score in rows]
 
@@ -202,7 +265,40 @@ def _check_kb_index(conn: Any, kb_id: int) -> str:
     finally:
         if opened and conn.in_transaction:
             conn.execute("ROLLBACK")  # it wrote nothing
+    try:
+        unfound = _unfound_word(conn, kb_id)
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    return f"{unfound!r} is not found in a node that holds it" if unfound else ""
+
+
+def _unfound_word(conn: Any, kb_id: int) -> str:
+    """A word of one of the knowledge base's nodes that its index does not find in that node, or ''.
+    FTS5's integrity-check passes an index whose term lookup table (`_idx`) lost rows, though then
+    the terms past its first page are found nowhere: so words of nodes spread over the knowledge base are
+    looked up."""
+    total = int(conn.execute("SELECT count(*) FROM nodes WHERE kb_id = ?", [kb_id]).fetchone()[0])
+    table, step = index_table(kb_id), max(1, total // PROBED_NODES)
+    rows = conn.execute(
+        "SELECT id, text FROM nodes WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (ORDER BY id) - 1 "
+        "AS n FROM nodes WHERE kb_id = ?) WHERE n % ? = 0) ORDER BY id",
+        [kb_id, step],
+    ).fetchall()
+    for node_id, text in rows:
+        for word in _probe_words(str(text)):
+            found = conn.execute(
+                f"SELECT 1 FROM {table} WHERE {table} MATCH ? AND rowid = ?", [f'"{word}"', node_id]
+            ).fetchone()
+            if found is None:
+                return word
     return ""
+
+
+def _probe_words(text: str) -> list[str]:
+    """A node's first, last and longest ASCII words (of runs without other letters, so FTS5 cannot
+    read a word on with an accented letter beside it): terms far apart in the index's term order."""
+    words = [word for run in text.split() if run.isascii() for word in ASCII_WORD.findall(run)]
+    return list(dict.fromkeys([words[0], words[-1], max(words, key=len)])) if words else []
 
 
 def rebuild_text_index(db: Any) -> None:
@@ -236,10 +332,11 @@ def _exists(db: Any, name: str) -> bool:
 
 
 def optimize_text_index(db: Any) -> None:
-    """Merge every knowledge base's index into one segment, so terms removed from it leave the file."""
+    """Merge every knowledge base's index into one segment, so terms removed from it leave the file (a
+    damaged one is rebuilt from its nodes instead)."""
     for kb_id in sorted(indexed_kbs(db)):
-        table = index_table(kb_id)
-        db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        table = index_table(kb_id)  # a damaged one is renewed: a new index holds no removed terms either
+        _write_or_renew(db, kb_id, f"INSERT INTO {table}({table}) VALUES ('optimize')", [])
 
 
 def split_text_index(db: Any) -> None:
