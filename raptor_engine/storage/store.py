@@ -43,6 +43,7 @@ from .text_index import (
     index_node_ids,
     optimize_text_index,
     rebuild_text_index,
+    respellings,
     substring_search,
     text_index_problems,
     text_search,
@@ -623,6 +624,11 @@ class Store(MessageStoreMixin):
         if not quoted:
             return []
         return text_search(self.db, kb_id, " OR ".join(quoted), limit)
+
+    def respellings(self, kb_id: int, words: list[str]) -> dict[str, str]:
+        """The knowledge base's own spelling of each of these words that its documents use only one typing
+        slip away (`text_index.respellings`)."""
+        return respellings(self.db, kb_id, words)
 
     def text_index_problems(self) -> list[str]:
         """What is wrong with the knowledge bases' full-text indices: missing, out of step with the nodes,
