@@ -13,7 +13,6 @@ import contextvars
 import functools
 import hashlib
 import logging
-import re
 import sqlite3
 import threading
 import time
@@ -51,6 +50,7 @@ from .ingest.parse_worker import ParseStats, WorkerLimits
 from .ingest.sentences import in_bigrams
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
 from .query.ranker import ranker_for
+from .query.respell import respelled
 from .query.retrieve import RANKINGS, allowed_ids, collapsed_tree, tree_traversal
 from .query.smalltalk import (
     REPLIES,
@@ -100,7 +100,6 @@ log = logging.getLogger(__name__)
 
 MODES = ("collapsed", "traversal")
 MAX_QUESTION_CHARS = 2000
-RESPELL_WORD = re.compile(r"[^\W\d_]+")  # a question's words that may be mistyped: letters only
 MAX_COMMIT_ATTEMPTS = 5
 
 
@@ -1281,22 +1280,17 @@ class Engine:
 
     @_in_space
     def respelled(self, kb: str, question: str) -> str:
-        """The question with each word its knowledge base's documents never use, but use one typing slip
-        away, written as they write it ("who kept the lighthose?" -> "who kept the lighthouse?"), so the
-        search, the full-text index and the answer's quotes all meet the documents' words. A question in
-        a script without spaces between words, or in a knowledge base with no documents, is left as it is,
-        and so is a word the embedding model's vocabulary holds whole: a real word the documents do not use
-        ("large", "quantity") is not a slip for one they do ("langs", "quantify")."""
+        """The question with each mistyped word read as the knowledge base's documents write it
+        (`query/respell.py`: "who kept the lighthose?" -> "who kept the lighthouse?"), so the search, the
+        full-text index and the answer's quotes all meet the documents' words. A question in a script
+        without spaces between words, or of a knowledge base with no documents, is left as it is."""
         kb_id = self.store.kb_id(kb)
         if kb_id is None or in_bigrams(question):
             return question
-        words = list(dict.fromkeys(RESPELL_WORD.findall(question)))
-        known = self.embedder.known_words(words)
-        respelled = self.store.respellings(kb_id, [w for w, real in zip(words, known, strict=True) if not real])
-        if not respelled:
-            return question
-        log.info("read %d mistyped word(s) of a question as the documents write them", len(respelled))
-        return RESPELL_WORD.sub(lambda match: respelled.get(match.group(0), match.group(0)), question)
+        read = respelled(question, self.embedder.known_words, lambda: self.store.word_forms(kb_id))
+        if read != question:
+            log.info("read a question's mistyped words as the documents write them")
+        return read
 
     def _question_context(
         self, kb: str, query: str, mode: str, budget: int, layers: list[int] | None, documents: list[str] | None

@@ -27,11 +27,11 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-import threading
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
-from ..ingest.sentences import one_slip_apart
+from ..ingest.sentences import stem
 
 BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults
 # A node holding only terms that most nodes hold (bigrams such as 灯塔 in a text about lighthouses, whose
@@ -149,89 +149,40 @@ def fill_kb_index(db: Any, kb_id: int) -> None:
     db.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
 
 
-# ------------------------------------------------------------------------------------------ respelling
+# ------------------------------------------------------------------------------------------ word forms
 
-# A word shorter than this is one slip from too many others ("boil" and "bail"), so it is never respelled.
-MIN_RESPELLED_CHARS = 5
-RESPELL_SAMPLE_NODES = 8  # nodes read to find how the documents write the word that a stem stands for
 _WORD = re.compile(r"[^\W\d_]+")
-_stemmers = threading.local()
 
 
-def porter_stems(words: list[str]) -> list[str]:
-    """The stems the index's tokenizer makes of `words` (FTS5's own porter, in a private in-memory table),
-    so a question's word is compared with the index's terms as the index holds them ('' for a word the
-    tokenizer keeps nothing of)."""
-    conn = getattr(_stemmers, "conn", None)
-    if conn is None:
-        conn = sqlite3.connect(":memory:", isolation_level=None)
-        conn.execute(f"CREATE VIRTUAL TABLE words USING fts5(word, tokenize='{TOKENIZE}')")
-        conn.execute("CREATE VIRTUAL TABLE stems USING fts5vocab(words, 'instance')")
-        _stemmers.conn = conn
-    conn.execute("DELETE FROM words")
-    conn.executemany("INSERT INTO words(rowid, word) VALUES (?, ?)", list(enumerate(words, start=1)))
-    found = dict(conn.execute("SELECT doc, term FROM stems WHERE offset = 0").fetchall())
-    return [found.get(row, "") for row in range(1, len(words) + 1)]
+@dataclass(frozen=True)
+class WordForms:
+    """The words of a knowledge base's leaves: each by its lowercase, with how often each way of writing
+    it occurs ('Marrow' 12, 'marrow' 1), and by first letter and length, so the words one typing slip from
+    a mistyped one are found without reading them all."""
+
+    forms: dict[str, Counter[str]]
+    stems: dict[str, list[str]]  # each word's light stem (`sentences.stem`) -> the lowercase words of it
+    by_shape: dict[tuple[str, int], list[str]]  # (first letter, length) -> lowercase words
+
+    def near(self, word: str) -> list[str]:
+        """The lowercase words with `word`'s first letter and within one letter of its length."""
+        return [w for n in (len(word) - 1, len(word), len(word) + 1) for w in self.by_shape.get((word[:1], n), ())]
 
 
-def _vocabulary(db: Any, kb_id: int) -> str | None:
-    """The name of a temporary fts5vocab table over the knowledge base's index (its terms and how many
-    nodes hold each), made once per connection; None when the knowledge base has no index. It lives in
-    the connection's temp schema, so the store file's schema never changes."""
-    table = index_table(kb_id)
-    vocab = f"temp.vocab_{table}"
-    try:
-        db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab(main, {table}, 'row')")
-        db.execute(f"SELECT 1 FROM {vocab} LIMIT 1").fetchall()
-    except sqlite3.OperationalError:
-        return None
-    return vocab
-
-
-def respellings(db: Any, kb_id: int, words: list[str]) -> dict[str, str]:
-    """For each word of a question that the knowledge base's documents never use but use one typing slip
-    away ('lighthose', 'Marow'), the documents' word, written as they write it: the term one slip from the
-    word's stem that the most nodes hold, its first letter the word's (a reader rarely mistypes the first,
-    and "boil" is not "oil"). Words of fewer than MIN_RESPELLED_CHARS letters are never respelled."""
-    candidates = list(dict.fromkeys(w for w in words if len(w) >= MIN_RESPELLED_CHARS and w.isalpha()))
-    vocab = _vocabulary(db, kb_id) if candidates else None
-    if vocab is None:
-        return {}
-    found = {}
-    for word, stem in zip(candidates, porter_stems([w.lower() for w in candidates]), strict=True):
-        if not stem or db.execute(f"SELECT 1 FROM {vocab} WHERE term = ?", [stem]).fetchone():
-            continue
-        near = db.execute(
-            f"SELECT term, doc FROM {vocab} WHERE term >= ? AND term < ?", [stem[0], chr(ord(stem[0]) + 1)]
-        ).fetchall()
-        slips = [(doc, term) for term, doc in near if one_slip_apart(stem, term)]
-        if slips:
-            _, term = min(slips, key=lambda slip: (-slip[0], slip[1]))  # the most nodes', then alphabetical
-            meant = _written_as(db, kb_id, term, word)
-            if meant is not None:
-                found[word] = meant
-    return found
-
-
-def _written_as(db: Any, kb_id: int, term: str, typed: str) -> str | None:
-    """How the documents write the word whose stem is `term`: of the words with that stem in a few nodes
-    holding it, the one a slip from what was typed, else the commonest; capitalised if `typed` was, and
-    as the documents write it when they always capitalise it (a name)."""
-    table = index_table(kb_id)
-    rows = db.execute(
-        f"SELECT n.text FROM {table} f JOIN nodes n ON n.id = f.rowid WHERE {table} MATCH ? LIMIT ?",
-        [f'"{term}"*', RESPELL_SAMPLE_NODES],
-    ).fetchall()
-    written = Counter(w for (text,) in rows for w in _WORD.findall(text))
-    forms = list(written)
-    stems = porter_stems([w.lower() for w in forms])
-    same = [w for w, stem in zip(forms, stems, strict=True) if stem == term]
-    if not same:
-        return None
-    best = max(same, key=lambda w: (one_slip_apart(typed.lower(), w.lower()), written[w]))
-    if typed[:1].isupper():
-        return best[:1].upper() + best[1:]
-    return best.lower() if any(w.islower() for w in same if w.lower() == best.lower()) else best
+def leaf_word_forms(db: Any, kb_id: int) -> WordForms:
+    """The words of the knowledge base's leaves (its documents' own text; summaries only repeat or
+    paraphrase it)."""
+    forms: dict[str, Counter[str]] = {}
+    for (text,) in db.execute("SELECT text FROM nodes WHERE kb_id = ? AND layer = 0", [kb_id]).fetchall():
+        for word in _WORD.findall(text):
+            forms.setdefault(word.lower(), Counter())[word] += 1
+    stems: dict[str, list[str]] = {}
+    for lowered in forms:
+        stems.setdefault(stem(lowered), []).append(lowered)
+    by_shape: dict[tuple[str, int], list[str]] = {}
+    for lowered in forms:
+        by_shape.setdefault((lowered[0], len(lowered)), []).append(lowered)
+    return WordForms(forms, stems, by_shape)
 
 
 def text_search(db: Any, kb_id: int, match: str, limit: int) -> list[tuple[int, float]]:
