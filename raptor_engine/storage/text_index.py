@@ -172,10 +172,10 @@ class WordForms:
 def leaf_word_forms(db: Any, kb_id: int) -> WordForms:
     """The words of the knowledge base's leaves (its documents' own text; summaries only repeat or
     paraphrase it)."""
+    rows = db.execute("SELECT text FROM nodes WHERE kb_id = ? AND layer = 0", [kb_id]).fetchall()
     forms: dict[str, Counter[str]] = {}
-    for (text,) in db.execute("SELECT text FROM nodes WHERE kb_id = ? AND layer = 0", [kb_id]).fetchall():
-        for word in _WORD.findall(text):
-            forms.setdefault(word.lower(), Counter())[word] += 1
+    for word, count in Counter(_WORD.findall("\n".join(text for (text,) in rows))).items():
+        forms.setdefault(word.lower(), Counter())[word] += count
     stems: dict[str, list[str]] = {}
     for lowered in forms:
         stems.setdefault(stem(lowered), []).append(lowered)
