@@ -121,3 +121,17 @@ def test_the_cli_shows_the_question_as_searched(tmp_path, embedder, monkeypatch)
     assert shown.exit_code == 0, shown.output
     reply = json.loads(shown.output)
     assert reply["query"] == "wat did Elias Marrow write?" and reply["rewritten"] is True
+
+
+def test_the_misspelt_copy_of_a_set_keeps_ids_and_documents_and_slips_the_questions(tmp_path):
+    from raptor_tools.misspelt_set import write_misspelt_set
+
+    source = tmp_path / "set"
+    source.mkdir()
+    (source / "documents.jsonl").write_text('{"doc_id": "d", "title": "t", "doc_text": "x"}\n')
+    asked = {"doc_id": "d", "question_id": "q1", "question": "Who kept the lighthouse in 1887?", "answers": ["A"]}
+    (source / "questions.jsonl").write_text(json.dumps(asked) + "\n")
+    assert write_misspelt_set(source, tmp_path / "copy") == 1
+    copied = json.loads((tmp_path / "copy" / "questions.jsonl").read_text())
+    assert copied["question_id"] == "q1" and copied["question"] != asked["question"]
+    assert (tmp_path / "copy" / "documents.jsonl").read_text() == (source / "documents.jsonl").read_text()
