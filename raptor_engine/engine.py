@@ -47,8 +47,10 @@ from .ingest.messages import (
     plan_additions,
 )
 from .ingest.parse_worker import ParseStats, WorkerLimits
+from .ingest.sentences import in_bigrams
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
 from .query.ranker import ranker_for
+from .query.respell import respelled
 from .query.retrieve import RANKINGS, allowed_ids, collapsed_tree, tree_traversal
 from .query.smalltalk import (
     REPLIES,
@@ -1276,6 +1278,20 @@ class Engine:
         self._name_sources(context)
         return context
 
+    @_in_space
+    def respelled(self, kb: str, question: str) -> str:
+        """The question with each mistyped word read as the knowledge base's documents write it
+        (`query/respell.py`: "who kept the lighthose?" -> "who kept the lighthouse?"), so the search, the
+        full-text index and the answer's quotes all meet the documents' words. A question in a script
+        without spaces between words, or of a knowledge base with no documents, is left as it is."""
+        kb_id = self.store.kb_id(kb)
+        if kb_id is None or in_bigrams(question):
+            return question
+        read = respelled(question, self.embedder.known_words, lambda: self.store.word_forms(kb_id))
+        if read != question:
+            log.info("read a question's mistyped words as the documents write them")
+        return read
+
     def _question_context(
         self, kb: str, query: str, mode: str, budget: int, layers: list[int] | None, documents: list[str] | None
     ) -> RetrievedContext:
@@ -1409,6 +1425,7 @@ class Engine:
             return await asyncio.to_thread(self._small_talk_answer, kb, question, Act.VAGUE, mode, budget)
         answerer = self.answerer
         query = await answerer.condense(asked, history) if history else asked
+        query = await asyncio.to_thread(self.respelled, kb, query)
         context = await asyncio.to_thread(self._question_context, kb, query, mode, budget, layers, documents)
         # The standalone question, not the bare follow-up, is what the answer must address; document
         # text reaches the answerer with its own bracketed numbers neutralised.

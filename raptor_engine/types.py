@@ -294,7 +294,8 @@ class Answer:
 
     @property
     def rewritten(self) -> bool:
-        """Whether a follow-up was searched as a different, standalone question."""
+        """Whether the question was searched as written otherwise: a follow-up as a standalone question, a
+        mistyped word as the documents spell it."""
         return self.query != self.question
 
     def to_dict(self) -> dict[str, Any]:

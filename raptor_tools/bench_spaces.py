@@ -60,6 +60,9 @@ class StandInEmbedder:
     def count_tokens_batch(self, texts: list[str]) -> list[int]:
         return [len(t.split()) for t in texts]
 
+    def known_words(self, words: list[str]) -> list[bool]:
+        return [True] * len(words)  # no vocabulary: every word as typed
+
 
 def _seed_of(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")

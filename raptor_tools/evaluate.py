@@ -500,14 +500,15 @@ def _retrieve_all(
     bar = _progress_bar(len(questions), "questions", progress)
     for index, question in enumerate(questions):
         kb = trees[question.doc_id]["kb"]
+        asked = engine.respelled(kb, question.question)  # as `raptor ask` reads it: mistyped words respelled
         scored = {}
         for method, options in METHODS.items():
-            context = engine.retrieve(kb, question.question, budget=budget, **options)
+            context = engine.retrieve(kb, asked, budget=budget, **options)
             scored[method] = score_context(question, context)
             contexts[(index, method)] = context_text(context)
             if method == "collapsed" and question.answers:
                 # The default answer: extractive quotes from the collapsed context, as `raptor ask` gives.
-                answer = answer_extractively(engine, question.question, context, [])
+                answer = answer_extractively(engine, asked, context, [])
                 scored[method]["extractive"] = score_answer(question, answer)
         records.append(
             {

@@ -438,3 +438,24 @@ def labelled_row(row: list[str], header: list[str] | None) -> str:
         pairs = zip(header, row, strict=True)
         return "; ".join(f"{name}: {cell}" if name else cell for name, cell in pairs if cell)
     return "; ".join(cell for cell in row if cell)
+
+
+def one_slip_apart(a: str, b: str) -> bool:
+    """Whether two different words differ by one typing slip: a letter dropped, added or changed, or
+    two neighbours swapped (Damerau-Levenshtein distance 1)."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    shorter, longer = (a, b) if len(a) <= len(b) else (b, a)
+    at = 0
+    while at < len(shorter) and shorter[at] == longer[at]:
+        at += 1
+    if len(shorter) < len(longer):
+        return shorter[at:] == longer[at + 1 :]
+    if shorter[at + 1 :] == longer[at + 1 :]:
+        return True
+    return (
+        at + 1 < len(shorter)
+        and shorter[at] == longer[at + 1]
+        and shorter[at + 1] == longer[at]
+        and shorter[at + 2 :] == longer[at + 2 :]
+    )

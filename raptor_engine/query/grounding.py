@@ -31,6 +31,8 @@ from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 
+from ..ingest.sentences import one_slip_apart
+
 MODEL_PATH = Path(__file__).with_name("grounding.json")
 
 GROUNDING_FEATURES = (
@@ -107,27 +109,6 @@ class GroundingModel:
             "weak_below": self.weak_below,
             "nothing_below": self.nothing_below,
         }
-
-
-def one_slip_apart(a: str, b: str) -> bool:
-    """Whether two different words differ by one typing slip: a letter dropped, added or changed, or
-    two neighbours swapped (Damerau-Levenshtein distance 1)."""
-    if a == b or abs(len(a) - len(b)) > 1:
-        return False
-    shorter, longer = (a, b) if len(a) <= len(b) else (b, a)
-    at = 0
-    while at < len(shorter) and shorter[at] == longer[at]:
-        at += 1
-    if len(shorter) < len(longer):
-        return shorter[at:] == longer[at + 1 :]
-    if shorter[at + 1 :] == longer[at + 1 :]:
-        return True
-    return (
-        at + 1 < len(shorter)
-        and shorter[at] == longer[at + 1]
-        and shorter[at + 1] == longer[at]
-        and shorter[at + 2 :] == longer[at + 2 :]
-    )
 
 
 def respellings(terms: Iterable[str], vocabulary: set[str]) -> dict[str, str]:

@@ -39,8 +39,10 @@ from .records import (
 from .schema import schema_problems
 from .store_migrations import store_migrations
 from .text_index import (
+    WordForms,
     drop_kb_index,
     index_node_ids,
+    leaf_word_forms,
     optimize_text_index,
     rebuild_text_index,
     substring_search,
@@ -49,6 +51,7 @@ from .text_index import (
     unindex_nodes,
 )
 
+WORD_FORMS_CACHED = 8  # knowledge bases whose words are kept for respelling questions
 # A sha256 prefix this long names one document among any a knowledge base may hold (raptor docs shows 12).
 MIN_SHA_PREFIX = 8
 
@@ -64,6 +67,8 @@ class Store(MessageStoreMixin):
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._write_lock = threading.RLock()
+        self._forms_lock = threading.Lock()
+        self._word_forms: dict[tuple[Any, ...], WordForms] = {}
         self._ensure_schema()
         self._identity = self._file_identity()
 
@@ -623,6 +628,22 @@ class Store(MessageStoreMixin):
         if not quoted:
             return []
         return text_search(self.db, kb_id, " OR ".join(quoted), limit)
+
+    def word_forms(self, kb_id: int) -> WordForms:
+        """The words of the knowledge base's leaves and how each is written (`text_index.WordForms`), what a
+        question's mistyped word is compared with; read once per version of the knowledge base."""
+        row = self.db.execute("SELECT version, name, created_at FROM kbs WHERE id = ?", [kb_id]).fetchone()
+        key = (kb_id, *(row or ()))  # a knowledge base made again under a reused id is another one
+        with self._forms_lock:
+            cached = self._word_forms.get(key)
+        if cached is None:
+            cached = leaf_word_forms(self.db, kb_id)
+            with self._forms_lock:
+                self._word_forms = {k: v for k, v in self._word_forms.items() if k[0] != kb_id}
+                while len(self._word_forms) >= WORD_FORMS_CACHED:
+                    self._word_forms.pop(next(iter(self._word_forms)))
+                self._word_forms[key] = cached
+        return cached
 
     def text_index_problems(self) -> list[str]:
         """What is wrong with the knowledge bases' full-text indices: missing, out of step with the nodes,

@@ -28,7 +28,11 @@ import logging
 import math
 import re
 import sqlite3
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
+
+from ..ingest.sentences import stem
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +208,42 @@ def fill_kb_index(db: Any, kb_id: int) -> None:
     create_kb_index(db, kb_id)
     table = index_table(kb_id)
     db.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
+
+
+# ------------------------------------------------------------------------------------------ word forms
+
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+@dataclass(frozen=True)
+class WordForms:
+    """The words of a knowledge base's leaves: each by its lowercase, with how often each way of writing
+    it occurs ('Marrow' 12, 'marrow' 1), and by first letter and length, so the words one typing slip from
+    a mistyped one are found without reading them all."""
+
+    forms: dict[str, Counter[str]]
+    stems: dict[str, list[str]]  # each word's light stem (`sentences.stem`) -> the lowercase words of it
+    by_shape: dict[tuple[str, int], list[str]]  # (first letter, length) -> lowercase words
+
+    def near(self, word: str) -> list[str]:
+        """The lowercase words with `word`'s first letter and within one letter of its length."""
+        return [w for n in (len(word) - 1, len(word), len(word) + 1) for w in self.by_shape.get((word[:1], n), ())]
+
+
+def leaf_word_forms(db: Any, kb_id: int) -> WordForms:
+    """The words of the knowledge base's leaves (its documents' own text; summaries only repeat or
+    paraphrase it)."""
+    rows = db.execute("SELECT text FROM nodes WHERE kb_id = ? AND layer = 0", [kb_id]).fetchall()
+    forms: dict[str, Counter[str]] = {}
+    for word, count in Counter(_WORD.findall("\n".join(text for (text,) in rows))).items():
+        forms.setdefault(word.lower(), Counter())[word] += count
+    stems: dict[str, list[str]] = {}
+    for lowered in forms:
+        stems.setdefault(stem(lowered), []).append(lowered)
+    by_shape: dict[tuple[str, int], list[str]] = {}
+    for lowered in forms:
+        by_shape.setdefault((lowered[0], len(lowered)), []).append(lowered)
+    return WordForms(forms, stems, by_shape)
 
 
 def text_search(db: Any, kb_id: int, match: str, limit: int) -> list[tuple[int, float]]:

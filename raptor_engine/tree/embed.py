@@ -150,6 +150,16 @@ class Embedder:
                 self._counted.update((t, known[t]) for t in missing if len(t) <= COUNT_MEMO_CHARS)
         return [known[t] for t in texts]
 
+    def known_words(self, words: list[str]) -> list[bool]:
+        """Whether the model's vocabulary holds each word whole (one token, not the unknown one): a real
+        word, where a mistyped one breaks into pieces ('lighthose': 'light', '##hos', '##e')."""
+        if not words:
+            return []
+        with self._count_lock:
+            encoded = self.tokenizer(list(words), add_special_tokens=False, truncation=False)["input_ids"]
+        unknown = self.tokenizer.unk_token_id
+        return [len(ids) == 1 and ids[0] != unknown for ids in encoded]
+
     def _count_now(self, texts: list[str]) -> list[int]:
         """Counted in slices: one tokenizer call holds the GIL, so a huge one would stall the bot's loop."""
         counts: list[int] = []
