@@ -61,6 +61,7 @@ def test_only_a_long_word_the_model_does_not_know_is_respelled(tmp_path):
         "how large were the lamps at Skerrow?"
     )
     assert respelled("was the lamp lit?", known, lambda: forms) == "was the lamp lit?"  # nothing long enough
+    assert respelled("WHO KEPT THE LIGHTHOSE?", known, lambda: forms) == "WHO KEPT THE LIGHTHOUSE?"
     store.close()
 
 

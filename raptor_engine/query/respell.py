@@ -44,9 +44,11 @@ def respellings(words: list[str], forms: WordForms) -> dict[str, str]:
 
 
 def written_as(typed: str, ways: dict[str, int]) -> str:
-    """How to write the documents' word in place of `typed`: capitalised where the question capitalised
-    it, else in lowercase unless the documents always capitalise it (a name)."""
+    """How to write the documents' word in place of `typed`: in capitals or capitalised as the question
+    wrote it, else in lowercase unless the documents always capitalise it (a name)."""
     commonest = max(ways, key=lambda way: (ways[way], way))
+    if typed.isupper():  # "LIGHTHOSE" in a question written in capitals
+        return commonest.upper()
     if typed[:1].isupper():
         return commonest[:1].upper() + commonest[1:]
     return commonest.lower() if any(way.islower() for way in ways) else commonest
