@@ -177,6 +177,19 @@ def test_a_turns_second_line_keeps_its_speaker_until_the_next_label():
     assert speakers["I can write to the council on Monday ."] == "Carol"
 
 
+def test_a_turns_short_sentence_is_never_quoted_twice(embedder):
+    text = (
+        "ANNA: The harbour crane failed again on Tuesday. It dropped a pallet of slate onto the quay.\n"
+        "BEN: Did anyone get hurt on the quay?\n"
+        "ANNA: No, but the repair will cost nine hundred pounds.\n"
+        "BEN: Then we ask the council for the money."
+    )
+    quotes = _answer(embedder, "What did the crane drop?", [_node(text)])
+    said = [q.split(": ", 1)[1] for q in quotes]
+    sentences = [s for q in said for s in q.replace(". ", ".|").split("|")]
+    assert len(sentences) == len(set(sentences)), quotes
+
+
 def test_a_summarys_glued_turns_are_split_and_only_its_labelled_sentences_name_a_speaker():
     summary = (
         "Marketing: The price should be twenty-five euros , people will not pay more . "

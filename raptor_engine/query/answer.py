@@ -1247,9 +1247,10 @@ def _joinable(
     between = text[first.end : second.start]
     if "\n\n" in between or (transcript and "\n" in between):
         return False
-    if added.cut_short or is_heading(added.text) or (transcript and is_filler(added.text[label_end(added.text) :])):
+    said = added.text[label_end(added.text) :] if transcript else added.text  # a picked quote's key has no label
+    if added.cut_short or is_heading(added.text) or (transcript and is_filler(said)):
         return False
-    return not any(sentence_key(strip_bullet(added.text)) == other.key for other in picked)
+    return not any(sentence_key(strip_bullet(said)) == other.key for other in picked)
 
 
 def _joined(candidate: _Candidate, start: int, end: int, text: str) -> _Candidate:
