@@ -17,6 +17,12 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
   name it asked about as a thing ("How is Kestrel cleaned?"): the next candidate is taken, then a
   person asked about before the last question, else the pronoun stays as asked;
 - "they"/"them"/"their" becomes a family or people the previous question named with "the" (the Marrows);
+- "it"/"its" becomes the one thing the previous question asked about by a noun phrase or a named thing
+  ("Who built the railway?" -> "when did it close?" -> "When did the railway close?"; "its" -> "the
+  railway's"), and "they"/"their" a plural one ("the bees"); the rewrite then carries no context. It is
+  left as asked when unsure: that question named two or more things or a person ("Who was the first
+  keeper?"), the "it" is a dummy ("is it true that", "how long did it take"), or it may be the answer to
+  a what-question ("What did the keeper find?" -> "what was it?");
 - "there" becomes the place last named after in/at/to/from; a final "then" becomes the year the
   previous question named, or the year its answer gave first when it asked "when";
 - "what about X?" asks the previous question again about X when both name someone, and is a new
@@ -24,7 +30,7 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
 - a correction that names someone ("no, I meant Daniel Kittow") is read as "what about Daniel Kittow?";
 - a bare "why?"/"when?"/"where?"/"how?" after "did ...?" or "when did ...?" is that question with the
   new wh-word: "Why did Margaret Hale leave?";
-- whatever is still implied (it, that, an ellipsis such as "why?" or "and in 1975?") is carried by
+- whatever is still implied (an unsure it, that, an ellipsis such as "why?" or "and in 1975?") is carried by
   appending the previous question as context: "When did Margaret Hale leave? (context: Who was
   appointed keeper of the archive in 1962?)".
 A question with no pronoun or ellipsis that names something the conversation's questions have not
