@@ -17,6 +17,12 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
   name it asked about as a thing ("How is Kestrel cleaned?"): the next candidate is taken, then a
   person asked about before the last question, else the pronoun stays as asked;
 - "they"/"them"/"their" becomes a family or people the previous question named with "the" (the Marrows);
+- "it"/"its" becomes the one thing the previous question asked about by a noun phrase or a named thing
+  ("Who built the railway?" -> "when did it close?" -> "When did the railway close?"; "its" -> "the
+  railway's"), and "they"/"their" a plural one ("the bees"); the rewrite then carries no context. It is
+  left as asked when unsure: that question named two or more things or a person ("Who was the first
+  keeper?"), the "it" is a dummy ("is it true that", "how long did it take"), or it may be the answer to
+  a what-question ("What did the keeper find?" -> "what was it?");
 - "there" becomes the place last named after in/at/to/from; a final "then" becomes the year the
   previous question named, or the year its answer gave first when it asked "when";
 - "what about X?" asks the previous question again about X when both name someone, and is a new
@@ -24,7 +30,7 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
 - a correction that names someone ("no, I meant Daniel Kittow") is read as "what about Daniel Kittow?";
 - a bare "why?"/"when?"/"where?"/"how?" after "did ...?" or "when did ...?" is that question with the
   new wh-word: "Why did Margaret Hale leave?";
-- whatever is still implied (it, that, an ellipsis such as "why?" or "and in 1975?") is carried by
+- whatever is still implied (an unsure it, that, an ellipsis such as "why?" or "and in 1975?") is carried by
   appending the previous question as context: "When did Margaret Hale leave? (context: Who was
   appointed keeper of the archive in 1962?)".
 A question with no pronoun or ellipsis that names something the conversation's questions have not
@@ -44,7 +50,7 @@ import re
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
-from ..ingest.sentences import STOPWORDS, THEMATIC, content_terms, stem, words
+from ..ingest.sentences import IRREGULAR, STOPWORDS, THEMATIC, content_terms, stem, words
 from ..types import Turn
 from .given_names import gender_of_first_name
 
@@ -217,10 +223,13 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str, 
     asked = _wh_ellipsis(bare, previous)
     if asked is not None:
         return Rewrite(asked, subject=previous.subject)
-    core, person, pronoun = _resolve(bare, previous, previous_answer, told)
+    core, person, pronoun, thing = _resolve(bare, previous, previous_answer, told)
     # 'and Jacob?' names him mid-sentence; without its 'and' he would open the question
     subject = person or _named_person(question, known) or _named_person(core, known) or previous.subject
-    context = "" if person and _went_back_to(person, previous) else _cut(_carried_context(previous))
+    # 'what did it carry?' -> 'What did the railway carry?' stands alone: the last question ('When did the
+    # railway close?') would only pull its own answer back in
+    alone = (person and _went_back_to(person, previous)) or (thing and not person and not _points_back(core))
+    context = "" if alone else _cut(_carried_context(previous))
     return Rewrite(_capitalised(core), context, person, pronoun, subject)
 
 
@@ -966,14 +975,18 @@ def _first_statement(answer: str) -> str:
 
 def _resolve(
     question: str, previous: Rewrite, previous_answer: str, told: str = ""
-) -> tuple[str, str | None, str | None]:
+) -> tuple[str, str | None, str | None, bool]:
     """Replace the pronouns that have a clear antecedent; leave the rest to the carried context.
 
     `told` is the conversation's text (`_told`; the last turn alone when empty). Returns the question,
-    and the person and pronoun resolved (None, None when no person was)."""
+    the person and pronoun resolved (None, None when no person was), and whether a thing was put in for
+    'it'/'its'/'they' (`_thing`)."""
     pronoun = next((w for w in words(question) if w in GENDER), None)
     person = _as_the_answer_spells(_person(previous, previous_answer, pronoun, told), previous_answer)
     group = _group(previous, listed=pronoun is None)
+    things = _thing(previous, question, plural=True)
+    thing = _thing(previous, question, plural=False)
+    put_in = False
     place = _place(previous, previous_answer)
     year = _year(previous, previous_answer)
     tokens = re.split(r"(\s+)", question)
@@ -991,17 +1004,23 @@ def _resolve(
         elif person and word == "her":
             possessive = bool(following) and following not in STOPWORDS
             out.append((f"{person}'s" if possessive else person) + tail)
-        elif group and word in ("they", "them"):
-            out.append(group + tail)
-        elif group and word == "their":
-            out.append(f"{group}'" + ("" if group.endswith("s") else "s") + tail)
+        elif thing and word in ("it", "its") and _IT.match(token):
+            out.append((thing if word == "it" else f"{thing}'s") + tail)
+            put_in = True
+        elif (group or things) and word in ("they", "them", "their"):
+            owner = group or things or ""
+            out.append((owner if word != "their" else _possessive(owner)) + tail)
+            put_in = put_in or not group
         elif place and word == "there" and not _existential(before, following):
             out.append(place + tail)
         elif year and word == "then" and not following:
             out.append(f"in {year}" + tail)
         else:
             out.append(token)
-    return "".join(out), (person if pronoun else None), (pronoun if person else None)
+    return "".join(out), (person if pronoun else None), (pronoun if person else None), put_in
+
+
+_IT = re.compile(r"(?i:its?)\b(?!['\u2019])")  # 'it', 'its'; not "it's" (it is)
 
 
 SAME_NAME_SIMILARITY = 0.8  # each word of a misspelt name this close to the answer's ('Kitow', 'Kittow')
@@ -1049,6 +1068,194 @@ def _named_together(text: str) -> str | None:
     name = "|".join(re.escape(person) for person in sorted(people, key=len, reverse=True))
     together = re.search(rf"\b(?:{name})(?:,\s+(?:{name}))*,?\s+and\s+(?:{name})\b", text)
     return together.group(0) if together else None
+
+
+# Verbs a question writes right after the thing it asks about ('When did the railway close?', 'How many
+# arches does the viaduct have?'): where the thing's words end when no stop word marks it. Past forms
+# ('-ed', 'built', 'made') end it too ('When was the harbour crane built?').
+QUESTION_VERBS = frozenset(
+    set(IRREGULAR.values())
+    | set(
+        """be have do carry close open reopen cost start end stop finish happen use need work last reach
+        lay live die fail sink hit cross connect join serve replace protect prevent contain show change look
+        weigh measure move turn flash shine sound burn light arrive sail land fall rise grow eat feed produce
+        store lift hang mean look seem become belong sell buy pull push help cause kill save hold keep want
+        include involve require take play stay return travel visit flood swarm survive collapse burst open
+        operate stand run shut attract collect hatch""".split()
+    )
+)
+# Head words of a phrase that names people, not a thing ('who was the first keeper?', 'the engineer').
+PERSON_NOUNS = (
+    TITLES
+    | frozenset(RELATIVES)
+    | frozenset(GENDERED_WORDS)
+    | frozenset(
+        """keepers engineer engineers assistant assistants stationmaster master builder builders owner owners
+        founder founders surveyor pilot pilots crew crews navvies passengers passenger volunteers volunteer
+        people person family families children child men women workers worker author writer beekeeper
+        beekeepers farmers farmer fishermen fisherman sailor sailors superintendent vicar curate survivors
+        survivor members member""".split()
+    )
+)
+# Words of a request about the last answer, whose 'it' is that answer ('summarise it', 'explain it').
+ANSWER_REQUESTS = frozenset(
+    "summarise summarize recap describe expand clarify repeat rephrase simplify continue explain elaborate".split()
+)
+# Words that end a thing's phrase as its verbs do ('When was the light last lit?').
+PHRASE_ADVERBS = frozenset(
+    """still ever first last already usually often always never originally finally really actually mainly
+    mostly typically normally generally ever since later soon""".split()
+)
+NOUNS_IN_ING = frozenset("building ceiling landing clothing wedding morning evening painting railing".split())
+# Words ending in 's' that name one thing ('the lens', 'the glass').
+SINGULAR_IN_S = frozenset("lens gas bus news series species canvas atlas chaos apparatus".split())
+_ARTICLES = frozenset(("the", "a", "an"))
+_DO_OR_MODAL = re.compile(r"\b(?i:did|does|do|can|could|will|would|should|might|must)\b")
+# 'it' that points at nothing: 'is it true that', 'how long did it take', 'what made it possible',
+# 'it was raining', 'why is it that', 'what was it like to'.
+_DUMMY_COMPLEMENT = (
+    r"(?:true|possible|impossible|likely|unlikely|known|said|believed|thought|reported|claimed|rumou?red"
+    r"|necessary|important|hard|easy|difficult|common|usual|rare|the\s+case|worth|time|late|early|dark"
+    r"|cold|warm|hot|windy|foggy|stormy|raining|snowing|sunny|like\s+to|that|who)\b"
+)
+_DUMMY_IT = re.compile(
+    r"\bit\s+(?:takes?|took|taken|taking)\b"
+    rf"|\b(?:is|was|isn'?t|wasn'?t)\s+it\s+(?:not\s+)?{_DUMMY_COMPLEMENT}"
+    rf"|\bit(?:\s+is|\s+was|'s|\u2019s|\s+seems?|\s+seemed)\s+(?:not\s+)?{_DUMMY_COMPLEMENT}"
+    r"|\b(?:make|makes|made|making)\s+it\s+(?:possible|impossible|hard|harder|easy|easier|difficult"
+    r"|necessary|likely|unlikely|worse|better)\b"
+    r"|\bit\s+(?:rained|snowed|rains|snows|rain|snow)\b|\bwhat\s+time\s+(?:is|was)\s+it\b",
+    re.IGNORECASE,
+)
+# A what/which question whose answer is itself a thing ('What did the keeper find?', 'Which ship sank?'):
+# a following 'it' may be that answer. Not one asking what something is or was, what happened, or when.
+_ASKS_FOR_A_THING = re.compile(
+    r"^\s*(?i:what|which)\b(?!\s+(?i:is|was|are|were|happened|happens|year|time|date|day|month)\b)"
+    r"(?!.*\b(?i:do|doing|done)\s*[?.!]*$)"
+)
+_PHRASE_TOKEN = re.compile(r"[A-Za-z\u00c0-\u024f][\w'\u2019-]*|\d\w*|[^\w\s]")
+
+
+@dataclass(frozen=True)
+class _Thing:
+    phrase: str  # as the question wrote it, with its article ('the railway', 'the Margaret Ellen')
+    plural: bool
+    person: bool  # 'the first keeper', 'the engineer': a person, never 'it'
+
+
+def _thing(previous: Rewrite, question: str, *, plural: bool) -> str | None:
+    """What 'it' (or, `plural`, 'they') means: the one thing the previous question asked about, by a
+    common noun phrase or a named thing ('When did the railway close?': 'the railway'). None when unsure:
+    that question named two or more things, or a person; 'it' is a dummy ('how long did it take', 'is it
+    true that'); or it may be the answer to a what-question ('What did the keeper find?' -> 'what was it?')."""
+    if not plural and _DUMMY_IT.search(question) or ANSWER_REQUESTS & set(words(question)):
+        return None  # 'summarise it', 'explain it': the last answer
+    core = previous.core
+    if plural and re.match(r"\s*(?i:who)\b", core):
+        return None  # 'Who lived in the Hebrides?' -> 'what did they grow?': they are the answer
+    if _points_back(core) or _people_in(core) or _asked_who_is(core) or previous.person:
+        return None
+    if _ASKS_FOR_A_THING.match(core):
+        return None
+    things = _things_in(core)
+    if things is None or len(things) != 1:
+        return None
+    thing = things[0]
+    if thing.person or thing.plural != plural or _is_subject(thing, core):
+        return None
+    return thing.phrase
+
+
+def _is_subject(thing: _Thing, core: str) -> bool:
+    """'Who was the first keeper?': the who-question asks who the thing is (a person after all)."""
+    return bool(re.match(rf"\s*(?:who)\s+(?:is|was|are|were)\s+{re.escape(thing.phrase)}\b", core, re.IGNORECASE))
+
+
+def _things_in(question: str) -> list[_Thing] | None:
+    """The things a question names: each phrase opened by the/a/an ('the harbour crane'), and each name
+    not inside one (a place, 'Kestrel Optics'). None when a phrase's end cannot be told ('Did the railway
+    electrify lines?')."""
+    tokens = _PHRASE_TOKEN.findall(question)
+    do_question = bool(_DO_OR_MODAL.search(question))
+    found: list[_Thing] = []
+    covered: set[str] = set()
+    i = 0
+    while i < len(tokens):
+        if tokens[i].lower() not in _ARTICLES:
+            i += 1
+            continue
+        run = _phrase_run(tokens, i + 1)
+        if not run:
+            i += 1
+            continue
+        following = tokens[i + 1 + len(run)].lower() if i + 1 + len(run) < len(tokens) else ""
+        phrase = _phrase_words(run, do_question=do_question, following=following)
+        if phrase is None:
+            return None
+        covered.update(_POSSESSIVE.sub("", word) for word in phrase)
+        found += _phrase_things(tokens[i].lower(), phrase)
+        i += 1 + len(phrase)
+    found += [_Thing(name, False, False) for name in names_in(question) if not set(name.split()) <= covered]
+    return found
+
+
+def _phrase_run(tokens: list[str], start: int) -> list[str]:
+    """The words after an article up to the next stop word, number or punctuation (at most MAX_NAME_WORDS)."""
+    run: list[str] = []
+    for token in tokens[start : start + MAX_NAME_WORDS]:
+        if not token[:1].isalpha() or token.lower() in STOPWORDS:
+            break
+        run.append(token)
+    return run
+
+
+def _phrase_words(run: list[str], *, do_question: bool, following: str) -> list[str] | None:
+    """The run's words that name the thing: up to the first verb after its first word ('railway close').
+    In a did/does question whose run holds no known verb: all of it when a verb that is a stop word
+    follows ('does the queen excluder do?'), all but the last when the clause ends there or a
+    preposition follows ('did the railway electrify?'), else None (the verb cannot be told)."""
+    for j, word in enumerate(run[1:], start=1):
+        if _looks_like_a_verb(word):
+            return run[:j]
+    if not do_question or len(run) == 1 or following in _STOP_VERBS:
+        return run
+    return run[:-1] if not following[:1].isalpha() or following in STOPWORDS else None
+
+
+_STOP_VERBS = frozenset("do does did doing have has had having be been being is was are were".split())
+
+
+def _looks_like_a_verb(word: str) -> bool:
+    """A word after a thing's first one that ends its phrase: a verb, a past or -ing form, or an adverb
+    ('Is the railway still running?')."""
+    lower = word.lower()
+    if word[:1].isupper() or lower in NOUNS_IN_ING:
+        return False
+    return (
+        lower in QUESTION_VERBS
+        or lower in IRREGULAR
+        or lower in PHRASE_ADVERBS
+        or (lower.endswith(("ed", "ing")) and len(lower) > 4)
+    )
+
+
+def _phrase_things(article: str, phrase: list[str]) -> list[_Thing]:
+    """The thing an article's phrase names; two for a possessive ('the railway's cargo')."""
+    owner = next((i for i, word in enumerate(phrase[:-1]) if _POSSESSIVE.search(word)), None)
+    if owner is None:
+        return [_phrase_thing(f"{article} {' '.join(phrase)}")]
+    return [_phrase_thing(f"{article} {' '.join(phrase[: owner + 1])}"), _phrase_thing(" ".join(phrase[owner + 1 :]))]
+
+
+def _phrase_thing(phrase: str) -> _Thing:
+    head = _POSSESSIVE.sub("", phrase.split()[-1]).lower()
+    plural = head.endswith("s") and not head.endswith(("ss", "us", "is")) and head not in SINGULAR_IN_S
+    return _Thing(phrase, plural=plural, person=head in PERSON_NOUNS or head.rstrip("s") in PERSON_NOUNS)
+
+
+def _possessive(owner: str) -> str:
+    """'the Marrows' -> "the Marrows'", 'the bees' -> "the bees'"."""
+    return f"{owner}'" + ("" if owner.endswith("s") else "s")
 
 
 def _existential(before: str, following: str) -> bool:
