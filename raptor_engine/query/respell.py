@@ -36,7 +36,7 @@ def respellings(words: list[str], forms: WordForms) -> dict[str, str]:
         typed = word.lower()
         if typed in forms.forms or stem(typed) in forms.stems:
             continue
-        near = [w for w in forms.near(typed) if w in forms.forms and one_slip_apart(typed, w)]
+        near = [w for w in forms.near(typed) if one_slip_apart(typed, w)]
         if near:
             meant = min(near, key=lambda w: (-sum(forms.forms[w].values()), w))
             found[word] = written_as(word, forms.forms[meant])
