@@ -200,6 +200,7 @@ def test_word_forms_meet_at_one_stem():
 
     assert len({stem(w) for w in ("move", "moved", "moves", "moving")}) == 1
     assert len({stem(w) for w in ("clean", "cleaned", "cleaning", "cleans")}) == 1
+    assert len({stem(w) for w in ("carry", "carried", "carries", "carrying")}) == 1  # not "carri"
     assert stem("keeper") != stem("keep")  # a light stemmer: different words stay apart
 
 

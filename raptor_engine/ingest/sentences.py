@@ -191,11 +191,14 @@ IRREGULAR = {
 def stem(term: str) -> str:
     """A light suffix strip so 'cleaned', 'cleaning' and 'cleans' meet; not a linguistic stemmer.
     Common irregular past forms meet their verb ('found' -> 'find')."""
-    term = IRREGULAR.get(term, term)
+    term = original = IRREGULAR.get(term, term)
     for suffix in ("ings", "ing", "edly", "ed", "es", "s"):
         if term.endswith(suffix) and len(term) - len(suffix) >= 3:
             term = term[: -len(suffix)]
             break
+    # 'carry', 'carried' and 'carries' meet at 'carry' ('carri' once its ending is cut)
+    if term.endswith("i") and term != original and len(term) >= 4:
+        return term[:-1] + "y"
     # 'move', 'moved', 'moves' and 'moving' meet at 'mov'
     return term[:-1] if term.endswith("e") and len(term) >= 4 else term
 
