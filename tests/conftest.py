@@ -33,6 +33,24 @@ def embedder():
     return Embedder()
 
 
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory, embedder):
+    """An engine holding the three sample documents (raptor_tools/samples), each in its own knowledge base
+    named by its file's stem ('lighthouse_keepers', 'railway', 'bees'); for tests that only ask."""
+    import asyncio
+
+    from raptor_engine.engine import Engine
+    from tests.unhurried import unhurried_settings
+
+    engine = Engine(unhurried_settings(data_dir=tmp_path_factory.mktemp("samples") / "data"), embedder=embedder)
+    for path in sorted((Path(__file__).resolve().parents[1] / "raptor_tools" / "samples").glob("*.md")):
+        asyncio.run(engine.ingest(path.stem, path.name, path.read_bytes()))
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
 def pytest_configure(config):
     """An environment installed before raptor_tools declared its `raptor.commands` entry point (an
     editable install not yet redone) lacks `raptor bench/eval/robustness`: register them directly so

@@ -211,18 +211,6 @@ async def test_a_question_about_something_else_gets_only_the_nearest_passages(li
     assert QUOTE.findall(answer.text) and answer.citations
 
 
-@pytest.fixture(scope="module")
-def samples(tmp_path_factory, embedder):
-    """The three sample documents, each in its own knowledge base named by its file's stem."""
-    engine = Engine(unhurried_settings(data_dir=tmp_path_factory.mktemp("samples") / "data"), embedder=embedder)
-    for path in sorted(SAMPLE.parent.glob("*.md")):
-        asyncio.run(engine.ingest(path.stem, path.name, path.read_bytes()))
-    try:
-        yield engine
-    finally:
-        engine.close()
-
-
 @pytest.mark.parametrize(
     ("kb", "question"),
     [

@@ -4,17 +4,14 @@ words ("who kept the lighthose?" finds the lighthouse, "Elias Marow" finds Elias
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from raptor_engine.engine import Engine
 from raptor_engine.query.respell import respelled, respellings
 from raptor_engine.storage.store import NewNode, Store
-from tests.unhurried import unhurried_settings
 
 SAMPLE = Path(__file__).resolve().parents[1] / "raptor_tools" / "samples" / "lighthouse_keepers.md"
 BUILD = {"action": "add"}
@@ -24,8 +21,8 @@ KEEPERS = (
 )
 
 
-def _commit(store: Store, kb: str, text: str) -> int:
-    document = {"name": kb, "sha256": kb * 8, "size": 1, "format": "txt", "chunks": 1, "layers": 1, "tokens": 9}
+def _commit(store: Store, kb: str, text: str, name: str = "") -> int:
+    document = {"name": name or kb, "sha256": (name or kb) * 8, "size": 1, "format": "txt", "chunks": 1, "layers": 1, "tokens": 9}
     leaf = NewNode(
         key=1, layer=0, kind="leaf", text=text, tokens=30, embedding=np.ones(4, dtype=np.float32), start=0, end=len(text)
     )
@@ -67,24 +64,19 @@ def test_only_a_long_word_the_model_does_not_know_is_respelled(tmp_path):
 
 def test_the_words_are_the_knowledge_bases_own_and_read_again_after_a_change(tmp_path):
     store = Store(tmp_path / "raptor.db")
-    keepers = _commit(store, "keepers", KEEPERS)
     bees = _commit(store, "bees", "Bees turn nectar into honey by fanning their wings over the comb.")
+    keepers = _commit(store, "keepers", KEEPERS)
     assert respellings(["Marow", "lighthose", "necter"], store.word_forms(bees)) == {"necter": "nectar"}
+    assert "hives" not in store.word_forms(bees).forms
+    _commit(store, "bees", "The keepers kept two hives of bees behind the cottage.", "hives")
+    assert "hives" in store.word_forms(bees).forms  # a new version of the knowledge base: read again
     assert "marrow" in store.word_forms(keepers).forms
     store.delete_kb(keepers)
+    # made again at once: the same name, version and (the last row deleted) id, likely the same second
     again = _commit(store, "keepers", "Hester Marrow kept the light after him.")
+    assert again == keepers
     assert "lighthouse" not in store.word_forms(again).forms  # not the deleted knowledge base's words
     store.close()
-
-
-@pytest.fixture(scope="module")
-def keepers(tmp_path_factory, embedder):
-    engine = Engine(unhurried_settings(data_dir=tmp_path_factory.mktemp("respell") / "data"), embedder=embedder)
-    asyncio.run(engine.ingest("keepers", SAMPLE.name, SAMPLE.read_bytes()))
-    try:
-        yield engine
-    finally:
-        engine.close()
 
 
 @pytest.mark.parametrize(
@@ -96,17 +88,17 @@ def keepers(tmp_path_factory, embedder):
     ],
 )
 async def test_a_misspelt_question_is_searched_and_answered_as_the_documents_spell_it(
-    keepers, question, searched, quoted
+    samples, question, searched, quoted
 ):
-    answer = await keepers.ask("keepers", question)
+    answer = await samples.ask("lighthouse_keepers", question)
     assert answer.query == searched and answer.rewritten
     assert quoted in answer.text.split("\n")[1]
 
 
-async def test_a_question_spelt_as_the_documents_spell_it_is_left_as_asked(keepers):
-    answer = await keepers.ask("keepers", "Who kept the light in 1887?")
+async def test_a_question_spelt_as_the_documents_spell_it_is_left_as_asked(samples):
+    answer = await samples.ask("lighthouse_keepers", "Who kept the light in 1887?")
     assert answer.query == "Who kept the light in 1887?" and not answer.rewritten
-    off_topic = await keepers.ask("keepers", "What is the capital of France?")
+    off_topic = await samples.ask("lighthouse_keepers", "What is the capital of France?")
     assert off_topic.query == "What is the capital of France?"
 
 

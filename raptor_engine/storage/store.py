@@ -171,6 +171,7 @@ class Store(MessageStoreMixin):
             db.execute("DELETE FROM builds WHERE kb_id = ?", [kb_id])
             db.execute("DELETE FROM questions WHERE kb_id = ?", [kb_id])
             db.execute("DELETE FROM kbs WHERE id = ?", [kb_id])
+        self._forget_words(kb_id)  # a knowledge base made next may get its id, its name and the same second
         return summaries
 
     # -- documents ----------------------------------------------------------------------------
@@ -633,17 +634,22 @@ class Store(MessageStoreMixin):
         """The words of the knowledge base's leaves and how each is written (`text_index.WordForms`), what a
         question's mistyped word is compared with; read once per version of the knowledge base."""
         row = self.db.execute("SELECT version, name, created_at FROM kbs WHERE id = ?", [kb_id]).fetchone()
-        key = (kb_id, *(row or ()))  # a knowledge base made again under a reused id is another one
+        key = (kb_id, *(row or ()))  # another process may delete it and make one again under its id
         with self._forms_lock:
             cached = self._word_forms.get(key)
         if cached is None:
             cached = leaf_word_forms(self.db, kb_id)
+            self._forget_words(kb_id)
             with self._forms_lock:
-                self._word_forms = {k: v for k, v in self._word_forms.items() if k[0] != kb_id}
                 while len(self._word_forms) >= WORD_FORMS_CACHED:
                     self._word_forms.pop(next(iter(self._word_forms)))
                 self._word_forms[key] = cached
         return cached
+
+    def _forget_words(self, kb_id: int) -> None:
+        """Drop the knowledge base's cached words (`word_forms`)."""
+        with self._forms_lock:
+            self._word_forms = {k: v for k, v in self._word_forms.items() if k[0] != kb_id}
 
     def text_index_problems(self) -> list[str]:
         """What is wrong with the knowledge bases' full-text indices: missing, out of step with the nodes,
