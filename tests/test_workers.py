@@ -16,7 +16,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from distributed import Client
@@ -69,6 +71,22 @@ async def _connected(engine: Engine, address: str, workers: int = 2) -> BuildClu
     await client.wait_for_workers(workers, timeout=patient(120))
     engine.cluster = cluster
     return cluster
+
+
+def _message_engine(tmp_path: Path, embedder: Any) -> Engine:
+    """An engine whose message documents are small, so a few hundred messages make several to rebuild."""
+    return Engine(unhurried_settings(data_dir=tmp_path / "data", message_group_tokens=300), embedder=embedder)
+
+
+def _on_embed() -> tuple[asyncio.Event, Callable[[Any], None]]:
+    """An event set once a build reports its embed stage, and the progress callback that sets it."""
+    embedding = asyncio.Event()
+
+    def progress(event: Any) -> None:
+        if event.stage == "embed":
+            embedding.set()
+
+    return embedding, progress
 
 
 async def _until_idle(client: Client, seconds: float = 60) -> dict:
@@ -205,14 +223,9 @@ async def test_a_builds_deadline_runs_from_when_a_worker_starts_it_not_from_the_
 async def test_a_worker_killed_mid_message_rebuild_loses_nothing_and_the_rebuild_runs_again(
     dask_cluster, tmp_path, embedder
 ):
-    engine = Engine(unhurried_settings(data_dir=tmp_path / "data", message_group_tokens=300), embedder=embedder)
+    engine = _message_engine(tmp_path, embedder)
     cluster = await _connected(engine, dask_cluster)
-    embedding = asyncio.Event()
-
-    def progress(event):
-        if event.stage == "embed":
-            embedding.set()
-
+    embedding, progress = _on_embed()
     try:
         begun_before = sum(1 for _, msg in await cluster.client.get_events(PROGRESS_TOPIC) if msg.get("stage") == "begun")
         build = asyncio.create_task(engine.add_messages("kb", CHANNEL, history(400), progress=progress))
@@ -237,7 +250,7 @@ async def test_a_worker_killed_mid_message_rebuild_loses_nothing_and_the_rebuild
 async def test_a_message_rebuild_that_kills_every_worker_gets_one_sentence_and_stores_nothing(
     dask_cluster, tmp_path, embedder
 ):
-    engine = Engine(unhurried_settings(data_dir=tmp_path / "data", message_group_tokens=300), embedder=embedder)
+    engine = _message_engine(tmp_path, embedder)
     await engine.add_messages("kb", CHANNEL, history(10))  # in this process, before the cluster
     before = [(d.name, d.sha256) for d in engine.documents("kb")]
     cluster = await _connected(engine, dask_cluster)
@@ -262,7 +275,7 @@ async def test_a_message_rebuild_that_kills_every_worker_gets_one_sentence_and_s
 async def test_a_message_rebuild_the_engine_stops_from_its_progress_is_cancelled_on_the_worker(
     dask_cluster, tmp_path, embedder
 ):
-    engine = Engine(unhurried_settings(data_dir=tmp_path / "data", message_group_tokens=300), embedder=embedder)
+    engine = _message_engine(tmp_path, embedder)
     cluster = await _connected(engine, dask_cluster)
 
     def deadline(event):
@@ -286,14 +299,9 @@ async def test_a_message_rebuild_the_engine_stops_from_its_progress_is_cancelled
 async def test_a_cancelled_message_rebuild_is_cancelled_on_the_worker_and_stores_nothing(dask_cluster, tmp_path, embedder):
     """What a stopping bot does to a sync or an import it was applying: the task awaiting the rebuild is
     cancelled, and so is the rebuild on the cluster."""
-    engine = Engine(unhurried_settings(data_dir=tmp_path / "data", message_group_tokens=300), embedder=embedder)
+    engine = _message_engine(tmp_path, embedder)
     cluster = await _connected(engine, dask_cluster)
-    embedding = asyncio.Event()
-
-    def progress(event):
-        if event.stage == "embed":
-            embedding.set()
-
+    embedding, progress = _on_embed()
     try:
         finished_before = await cluster.client.run_on_scheduler(finished_builds)
         build = asyncio.create_task(engine.add_messages("kb", CHANNEL, history(300), progress=progress))
