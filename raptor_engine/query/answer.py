@@ -254,7 +254,7 @@ STARTS = re.compile(
     r"\b(?:first|began|begun|built|opened|founded|established|created|lit|started|introduced|installed)\b",
     re.I,
 )
-EVENT_BONUS = 0.06
+EVENT_BONUS = 0.1  # a year of the asked event (an ending for "when did it close?") over a year of another
 # Ordinals say which one ("the last keeper", "the first lighting"): they count when ranking.
 ORDINALS = frozenset("first second third fourth fifth last next previous final".split())
 THEME_QUOTES = 5  # a thematic question gets a few more sentences, in the document's order
@@ -793,9 +793,10 @@ class SentenceVectors:
 
 def hand_score(question: str, candidate: _Candidate) -> float:
     """The hand-weighted score of a sentence for a question that is not about the whole: similarity
-    and the question's terms, plus what the question asks for (a description for 'who/what is X?',
-    a year, a number, a reason or a name, the year of the right event). Set `similarity` and
-    `lexical` first."""
+    and the question's terms, plus what the question asks for (a description for 'who/what is X?' or
+    'what does X mean?', less for a sentence about what is X's; a year, a number, a reason, a name or a
+    place; a number of what 'how many' counts, an age for 'how old'; the year of the right event).
+    Set `similarity` and `lexical` first."""
     defined = definition_subject(question)
     possessive = defined is not None and bool(re.search(r"['\u2019]s\s+" + re.escape(defined), question))
     score = EMBED_WEIGHT * candidate.similarity + LEXICAL_WEIGHT * candidate.lexical
