@@ -10,6 +10,7 @@ same markers. `cite_pages` gives citations the page of what was quoted ("p. 4", 
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import re
 import threading
@@ -611,6 +612,7 @@ def asks_a_fact_kind(question: str) -> bool:
     return any(asks.search(question) for kind, (asks, _) in enumerate(ANSWER_KINDS) if kind != WHO_KIND)
 
 
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
 def definition_subject(question: str) -> str | None:
     """What a 'who was X?' / 'what is X?' / 'tell me about X' question asks to be described (None for
     other questions, and for 'what is this about?'-style ones)."""
@@ -827,19 +829,20 @@ AGE = re.compile(
 )
 
 
-def counted_terms(question: str) -> set[str]:
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
+def counted_terms(question: str) -> frozenset[str]:
     """The stemmed content words of what a 'how many / how much' question counts ('men' of 'How many
     men were lost?', 'kind', 'chart' of 'How many kinds of chart ...?'); empty when a verb follows
     ('How much did it cost?')."""
     match = HOW_MANY_OF.search(question)
     if not match:
-        return set()
+        return frozenset()
     counted: list[str] = []
     for word in words(match.group(1)):
         if word in _NOT_COUNTED:
             break
         counted.append(word)
-    return {stem(t) for t in content_terms(" ".join(counted))}
+    return frozenset(stem(t) for t in content_terms(" ".join(counted)))
 
 
 def _counts_the_asked(question: str, sentence: str) -> bool:
