@@ -15,8 +15,11 @@ from raptor_engine.query.answer import (
     WEAK_MATCH,
     ExtractiveAnswerer,
     _answers_kind,
+    _counts_the_asked,
     _describes,
     _event_bonus,
+    _names_only_its_own,
+    counted_terms,
     definition_subject,
 )
 from raptor_engine.query.ranker import load_ranker
@@ -275,3 +278,131 @@ def test_text_without_chinese_or_japanese_is_counted_as_before(text):
 )
 def test_what_a_chinese_japanese_or_korean_question_asks_for(question, sentence, answers):
     assert _answers_kind(question, sentence) is answers
+
+
+def first_quote(embedder, leaves: list[str], question: str) -> str:
+    """The first quote of the extractive answer (hand weights, as a short fact's blend weighs them) over
+    leaves in this order."""
+    nodes = [
+        ContextNode(i + 1, 0, "a.md", 0.5, text, 30, 1, start=1000 * i, end=1000 * i + len(text))
+        for i, text in enumerate(leaves)
+    ]
+    return QUOTE.findall(ExtractiveAnswerer(embedder)._answer_sync(question, nodes, []).text)[0]
+
+
+KITTOWS = [
+    "His assistant from 1911 was Ambrose Kittow's grandson, Peter Kittow, so that the Kittow name returned.",
+    "Peter Kittow, who had kept the light through the war, retired the same year.",
+    "Kittow was thirty-four, the son of a Halbeck pilot, and had served at two rock stations.",
+    "The Board of Trinity awarded Ambrose Kittow a silver medal and a gift of twenty pounds.",
+]
+
+
+def test_who_was_x_leads_with_what_x_was_not_a_namesake_or_what_is_xs(embedder):
+    assert "the son of a Halbeck pilot" in first_quote(embedder, KITTOWS, "Who was Ambrose Kittow?")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "describes", "only_its_own"),
+    [
+        ("Peter Kittow, who had kept the light through the war, retired.", False, False),  # a namesake
+        ("His assistant was Ambrose Kittow's grandson, Peter Kittow.", False, True),
+        ("Ambrose Kittow's son was a pilot.", False, True),  # describes the son
+        ("Ambrose Kittow (1851-1920), the son of a pilot, kept the light.", True, False),
+        ("The Board appointed Ambrose Kittow as principal keeper.", True, False),
+    ],
+)
+def test_a_sentence_about_a_namesake_or_about_what_is_xs_does_not_describe_x(sentence, describes, only_its_own):
+    assert _describes("Ambrose Kittow", sentence) is describes
+    assert _names_only_its_own("Ambrose Kittow", sentence) is only_its_own
+
+
+@pytest.mark.parametrize(
+    ("question", "subject"),
+    [
+        ("What does keep warm mean?", "keep warm"),
+        ("What does the term per diem stand for?", "per diem"),
+        ("What is meant by a boat bay?", "boat bay"),
+        ("Define soffritto", "soffritto"),
+        ("What is the size of the new dataset?", None),  # a number, not a description
+    ],
+)
+def test_questions_asking_what_words_mean_are_definition_questions_and_a_size_is_not(question, subject):
+    assert definition_subject(question) == subject
+
+
+def test_a_plural_named_by_a_sentence_is_described_by_it():
+    assert _describes("super", "A beehive is built from stacked wooden boxes called supers.")
+    assert not _describes("model", "Our models are trained on the training data.")  # not named, only used
+
+
+@pytest.mark.parametrize(
+    ("leaves", "question", "answer"),
+    [
+        (  # a past 'when' wants a year, not a month that recurs
+            [
+                "Today heritage trains run on summer weekends and the valley celebrates its railway every June.",
+                "The Harrow Valley Railway was surveyed in 1871 by the engineer Ada Pennick.",
+                "The last scheduled train ran on the ninth of March 1962.",
+            ],
+            "When did the railway close?",
+            "1962",
+        ),
+        (  # 'how many men' wants a number of men, not of children, nor a year
+            [
+                "He arrived with his wife and their three children in October 1839, and moved into the keeper's cottage.",
+                "Between 1820 and 1836 the parish register records forty-three men lost from wrecks.",
+                "This history follows the keepers from the building of the tower in 1839 to 1987.",
+            ],
+            "How many men were lost before the tower was built?",
+            "forty-three men",
+        ),
+        (  # 'how old' wants an age
+            ["Ilka worked through three nights in the workshop.", "His daughter Ilka was twelve when the story begins."],
+            "How old was Ilka?",
+            "was twelve",
+        ),
+        (  # 'what is the size of' wants a number, not a description of the dataset
+            [
+                "Each instance in the dataset was annotated by multiple annotators.",
+                "Using this annotation model, we create a new large publicly available dataset of English tweets.",
+                "The dataset contains 14,100 tweets and is released freely to the research community.",
+            ],
+            "What is the size of the new dataset?",
+            "14,100",
+        ),
+    ],
+)
+def test_a_factual_question_leads_with_the_sentence_holding_what_it_asks_for(embedder, leaves, question, answer):
+    assert answer in first_quote(embedder, leaves, question)
+
+
+@pytest.mark.parametrize(
+    ("question", "counted"),
+    [
+        ("How many men were lost before the tower was built?", {"men"}),
+        ("How many kinds of chart can reports use?", {"kind", "chart"}),
+        ("How much water does the kettle hold?", {"water"}),
+        ("How much did the bridge cost?", set()),  # a verb follows: nothing named is counted
+        ("When did it close?", set()),
+    ],
+)
+def test_what_a_how_many_question_counts(question, counted):
+    assert counted_terms(question) == counted
+
+
+@pytest.mark.parametrize(
+    ("sentence", "counts"),
+    [
+        ("It records forty-three men lost from wrecks.", True),
+        ("By spring there were ninety blue lanterns in Varro.", True),  # an adjective between
+        ("Our dataset holds two sources of data, one to generate tags.", False),  # one counts a source
+        ("We implement three types of tag recommendation.", False),  # three counts types
+        ("The tower was built in 1839 by men from the town.", False),  # a year counts nothing
+    ],
+)
+def test_a_number_counts_the_word_right_after_it(sentence, counts):
+    question = "How many men were lost?" if "men" in sentence else "How many tags do they use?"
+    if "lanterns" in sentence:
+        question = "How many blue lanterns were there?"
+    assert _counts_the_asked(question, sentence) is counts

@@ -38,6 +38,12 @@ NUMBER, WHERE = 1, 4  # positions in answer.ANSWER_KINDS
         ("The results are in Table 3 and Section 4.1.", False),
         ("Prior work [12] and [3, 4] used INLINEFORM0 and garg2012unsupervised.", False),
         ("Prior work ［12］ did the same.", False),
+        # a date is no quantity either
+        ("The tower was built in 1839 and painted in the 1950s.", False),
+        ("The keepers served from 1861 to 1874.", False),
+        ("Version 3 was released on 3 September 2024.", True),  # the version's 3 is a number
+        ("It was released on 3 September 2024.", False),
+        ("Between 1820 and 1836 the register records forty-three men lost.", True),
     ],
 )
 def test_a_quantity_is_a_number_not_the_digits_of_a_label(sentence, quantity):

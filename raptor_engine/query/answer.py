@@ -10,6 +10,7 @@ same markers. `cite_pages` gives citations the page of what was quoted ("p. 4", 
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import re
 import threading
@@ -21,6 +22,7 @@ import numpy as np
 
 from ..ingest.chunk import UNSPACED_LETTERS
 from ..ingest.sentences import (
+    STOPWORDS,
     THEMATIC,
     NewSentences,
     Sentence,
@@ -138,7 +140,7 @@ _CJK_NAME = rf"|[{UNSPACED_LETTERS}][\u00b7\u30fb][{UNSPACED_LETTERS}]"
 ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
     (
         re.compile(
-            r"\b(?:when|what year|which year|what date|since when|how old)\b"
+            r"\b(?:when|what year|which year|what date|since when)\b"
             r"|什么时候|什麼時候|何时|何時|哪一?年|几时|幾時|いつ|何年|언제",
             re.I,
         ),
@@ -146,7 +148,7 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
     ),
     (
         re.compile(
-            r"\bhow (?:many|much|long|often|far|big|large|tall|high|deep|heavy)\b"
+            r"\bhow (?:many|much|long|often|far|big|large|tall|high|deep|heavy|old)\b"
             r"|\bwhat (?:is|was|are|were) the (?:size|number|amount|count|total|length)\b"
             r"|多少|几[个個名位次]|幾[個名位次]|いくつ|何人|몇",
             re.I,
@@ -187,10 +189,27 @@ QUANTITY_LABELS = re.compile(
 )
 
 
+# What carries digits without being a quantity either: a date ("in 1839", "between 1820 and 1836",
+# "3 September 2024", "March 1962", "the 1950s"). "How many men were lost?" is not answered by the year
+# the tower was built.
+_YEAR = r"(?:1[0-9]{3}|20[0-9]{2})"
+_DATE_WORDS = rf"in|since|until|till|between|before|after|during|circa|year|{_MONTHS}"
+DATES = re.compile(
+    rf"\b(?:(?:{_DATE_WORDS})\s+)?{_YEAR}\s*(?:and|to|until|-|\u2013)\s*{_YEAR}\b"  # a span: "in 1839 to 1987"
+    rf"|\b(?:{_DATE_WORDS})\s+(?:the\s+)?{_YEAR}s?\b"
+    rf"|\b{_YEAR}s\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})(?:,?\s+{_YEAR})?\b",
+    re.IGNORECASE,
+)
+NUMBER_KIND = 1  # ANSWER_KINDS[1], "how many / how much"
+
+
 def holds_kind(kind: int, sentence: str) -> bool:
-    """Whether the sentence holds what ANSWER_KINDS[kind] asks for (a number read without its labels)."""
-    if HAS_DIGIT.search(sentence):  # every label holds a digit: the others are read as they are
+    """Whether the sentence holds what ANSWER_KINDS[kind] asks for (a number read without its labels,
+    and for a quantity without its dates)."""
+    if HAS_DIGIT.search(sentence):  # every label and date holds a digit: the others are read as they are
         sentence = QUANTITY_LABELS.sub(" ", sentence)
+        if kind == NUMBER_KIND:
+            sentence = DATES.sub(" ", sentence)
     return bool(ANSWER_KINDS[kind][1].search(sentence))
 
 
@@ -200,8 +219,21 @@ DEFINITION_QUESTION = re.compile(
     r"(?P<subject>[^?]+?)\s*[?.!]*\s*$",
     re.IGNORECASE,
 )
+# "What does X mean?", "What is meant by X?", "Define X": what X is, asked in other words.
+MEANING_QUESTION = re.compile(
+    r"^\s*(?:what\s+(?:does|do|did)\s+(?:the\s+(?:word|term|phrase|name|abbreviation)\s+)?(?:the\s+|an?\s+)?"
+    r"(?P<means>[^?]+?)\s+(?:mean|stand\s+for|refer\s+to)"
+    r"|what\s+is\s+(?:meant\s+by|the\s+meaning\s+of|the\s+definition\s+of)\s+(?:the\s+|an?\s+)?(?P<meant>[^?]+?)"
+    r"|define\s+(?:the\s+|an?\s+)?(?P<define>[^?]+?))\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
 DEFINITION_BONUS = 0.12
-_DESCRIBING = r"(?:is|was|are|were|became|had been|has been|served|worked|remained)"
+# A sentence that names the subject only as the owner of something else ("Ambrose Kittow's grandson,
+# Peter Kittow, ...") is about that other thing: it loses what a describing sentence gains.
+POSSESSIVE_PENALTY = DEFINITION_BONUS
+_DESCRIBING = (
+    r"(?:is|was|are|were|became|had been|has been|served|worked|remained|means|meant|refers to|stands for|denotes)"
+)
 _NAMING = r"(?:appointed|named|made|hired|engaged|elected|chose|called|known)"
 # "When did the light close?": an end (or a start) is written with its own words and a year.
 ASKS_END = re.compile(
@@ -223,7 +255,7 @@ STARTS = re.compile(
     r"\b(?:first|began|begun|built|opened|founded|established|created|lit|started|introduced|installed)\b",
     re.I,
 )
-EVENT_BONUS = 0.06
+EVENT_BONUS = 0.1  # a year of the asked event (an ending for "when did it close?") over a year of another
 # Ordinals say which one ("the last keeper", "the first lighting"): they count when ranking.
 ORDINALS = frozenset("first second third fourth fifth last next previous final".split())
 THEME_QUOTES = 5  # a thematic question gets a few more sentences, in the document's order
@@ -555,9 +587,10 @@ def _query_weights(
     return weights
 
 
-def _lexical(candidate: _Candidate, weights: dict[str, float]) -> float:
+def _lexical_of(terms: set[str], weights: dict[str, float]) -> float:
+    """The weighted share of the question's terms among `terms` (a sentence's)."""
     total = sum(weights.values())
-    return sum(w for t, w in weights.items() if t in candidate.terms) / total if total else 0.0
+    return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
 
 
 def _answers_kind(question: str, sentence: str) -> bool:
@@ -569,32 +602,95 @@ def _answers_kind(question: str, sentence: str) -> bool:
     return False
 
 
+WHO_KIND = 3  # ANSWER_KINDS[3]: "who" asks for a name, and "who was X?" for a description of X
+
+
+def asks_a_fact_kind(question: str) -> bool:
+    """Whether the question asks for a date, a number, a reason or a place ("What is the size of the
+    dataset?", "What was the date of the flood?"): a 'what is ...' question of that kind wants the
+    number or the date, not a description of its words."""
+    return any(asks.search(question) for kind, (asks, _) in enumerate(ANSWER_KINDS) if kind != WHO_KIND)
+
+
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
 def definition_subject(question: str) -> str | None:
     """What a 'who was X?' / 'what is X?' / 'tell me about X' question asks to be described (None for
     other questions, and for 'what is this about?'-style ones)."""
-    match = DEFINITION_QUESTION.match(question)
-    if not match or THEMATIC.search(question):
+    meaning = MEANING_QUESTION.match(question)
+    match = meaning or DEFINITION_QUESTION.match(question)
+    if not match or THEMATIC.search(question) or asks_a_fact_kind(question):
         return None
+    asked = next(group for group in match.groups() if group) if meaning else match.group("subject")
     # "Agnes Penrose's foreman" is a foreman: what follows the last possessive is what is asked about
-    subject = re.split(r"['\u2019]s\s+", match.group("subject"))[-1]
+    subject = re.split(r"['\u2019]s\s+", asked)[-1]
     return subject if subject_terms(subject) and len(words(subject)) <= 6 else None
 
 
 def _describes(subject: str, sentence: str) -> bool:
     """Whether the sentence says what the subject is: 'X was ...', 'X, the son of ...', 'appointed X
     as ...' (X by any of its own words, so 'Kittow was thirty-four' describes Ambrose Kittow)."""
-    own = [re.escape(w) for w in subject_terms(subject) if len(w) > 2]
+    own = _subject_words(subject)
     if not own:
         return False
-    name = rf"\b(?:{'|'.join(own)})(?:['\u2019]s)?"
+    sentence = _without_namesakes(subject, sentence)
+    name = rf"\b(?:{own})(?:\s+(?:{own}))*+\b(?!['\u2019]s)"  # 'X's son was ...' describes X's son, not X
     return bool(
         re.search(rf"{name}\s+(?:[\w'\u2019-]+\s+){{0,5}}?{_DESCRIBING}\b", sentence, re.I)
-        or re.search(rf"{name},\s+(?:a|an|the|who|whose|then|aged|\d)", sentence, re.I)
+        # an appositive, past a parenthesis: "Mark Hunter (Slater), a student", "Halloran (1881-1959), the ..."
+        or re.search(rf"{name}(?:\s*\([^)]*\))?,\s+(?:a|an|the|who|whose|then|aged|\d)", sentence, re.I)
         or re.search(rf"\b{_NAMING}\s+(?:\w+\s+){{0,3}}?{name}\b[^.]*?\bas\b", sentence, re.I)
         or re.search(
             rf"\b(?:a|an|the)\s+(?:\w+\s+){{0,3}}(?:named|called)\s+(?:\w+\s+)?{name}", sentence, re.I
         )
+        # "stacked wooden boxes called supers" says what a super is
+        or re.search(rf"\b(?:called|known as|termed)\s+(?:an?\s+|the\s+)?[\"\u201c]?(?:{own})(?:e?s)?\b", sentence, re.I)
     )
+
+
+def _subject_words(subject: str) -> str:
+    """The subject's own words (of three letters or more) as a regular expression's alternatives."""
+    return "|".join(re.escape(w) for w in subject_terms(subject) if len(w) > 2)
+
+
+def is_name(subject: str) -> bool:
+    """Whether a definition question's subject is a proper name ("Ambrose Kittow", "Skerrow Ledge"):
+    every word capitalised. A name's single word ("Kittow") stands for all of it; a common noun's
+    ("model" of "the best performing model") does not."""
+    own = words(subject)
+    return bool(own) and all(word[:1].isupper() for word in subject.split() if word.lower() in own)
+
+
+def _without_namesakes(subject: str, sentence: str) -> str:
+    """The sentence with every other person's name that shares a word with the subject put out of
+    reach ("Peter Kittow" for "Ambrose Kittow", "Hester Marrow" for "Elias Marrow"): a capitalised
+    content word before one of the subject's words that is not the subject's own. A subject that is
+    no name (`is_name`) is returned as it is."""
+    if not is_name(subject):
+        return sentence
+    own = {w.lower() for w in subject_terms(subject)}
+
+    def masked(match: re.Match[str]) -> str:
+        first = match.group(1)
+        if first.lower() in own or not subject_terms(first):
+            return match.group(0)
+        return f"{first} {'_' * len(match.group(2))}"
+
+    return re.sub(rf"\b((?-i:[A-Z])[\w'\u2019-]*)\s+({_subject_words(subject)})\b", masked, sentence, flags=re.I)
+
+
+def _names_only_its_own(subject: str, sentence: str) -> bool:
+    """Whether every mention of the subject in the sentence is a possessive before another noun
+    ("Ambrose Kittow's grandson"): the sentence is about what is X's, not about X. Where the sentence
+    names a person in full, those mentions decide ("Ambrose Kittow's grandson ... the Kittow name")."""
+    own = _subject_words(subject)
+    if not own:
+        return False
+    sentence = _without_namesakes(subject, sentence)
+    mentions = re.findall(rf"\b((?:{own})(?:\s+(?:{own}))*+)\b(['\u2019]s\s+[a-z])?", sentence, re.I)
+    full = [possessive for name, possessive in mentions if len(name.split()) == len(subject.split())]
+    if is_name(subject) and full:
+        return all(full)
+    return bool(mentions) and all(possessive for _, possessive in mentions)
 
 
 def _event_bonus(question: str, sentence: str) -> float:
@@ -699,17 +795,92 @@ class SentenceVectors:
 
 def hand_score(question: str, candidate: _Candidate) -> float:
     """The hand-weighted score of a sentence for a question that is not about the whole: similarity
-    and the question's terms, plus what the question asks for (a description for 'who/what is X?',
-    a year, a number, a reason or a name, the year of the right event). Set `similarity` and
-    `lexical` first."""
+    and the question's terms, plus what the question asks for (a description for 'who/what is X?' or
+    'what does X mean?', less for a sentence about what is X's; a year, a number, a reason, a name or a
+    place; a number of what 'how many' counts, an age for 'how old'; the year of the right event).
+    Set `similarity` and `lexical` first."""
     defined = definition_subject(question)
     possessive = defined is not None and bool(re.search(r"['\u2019]s\s+" + re.escape(defined), question))
     score = EMBED_WEIGHT * candidate.similarity + LEXICAL_WEIGHT * candidate.lexical
-    if defined is not None:
-        score += DEFINITION_BONUS if _describes(defined, candidate.text) else 0.0
+    if defined is not None and _describes(defined, candidate.text):
+        score += DEFINITION_BONUS
+    elif defined is not None and _names_only_its_own(defined, candidate.text):
+        score -= POSSESSIVE_PENALTY
     if defined is None or possessive:  # "Who was Edith's assistant?" still asks for a name
-        score += KIND_BONUS if _answers_kind(question, candidate.text) else 0.0
+        score += _kind_bonus(question, candidate.text)
+    score += COUNTED_BONUS if _counts_the_asked(question, candidate.text) else 0.0
     return score + _event_bonus(question, candidate.text)
+
+
+# "How many men were lost?", "How much water does it hold?": what is counted follows the question word,
+# and the answer writes a number just before it ("forty-three men"), not a number of something else
+# ("three children"). "How old was Ilka?" is answered by an age ("was twelve", "aged 34", "ten years old").
+COUNTED_BONUS = 0.08
+HOW_MANY_OF = re.compile(r"\bhow\s+(?:many|much)\s+((?:[\w'\u2019-]+\s*){1,3})", re.IGNORECASE)
+_NOT_COUNTED = frozenset("do does did is are was were have has had can could will would should may might must".split())
+NUMBER_TOKEN = re.compile(rf"(?<![\w.])\d[\d,.]*|\b(?:{_NUMBER_WORDS}|\w+teen|\w+ty)(?:-\w+)?\b", re.IGNORECASE)
+COUNTED_WITHIN = 3  # a number and what it counts, no function word between ("four thousand vehicles", "nine chart types")
+ASKS_AGE = re.compile(r"\bhow\s+old\b", re.IGNORECASE)
+AGE = re.compile(
+    rf"\b(?:aged|age of|was|is|were|turned)\s+(?:about\s+|nearly\s+|almost\s+|only\s+|just\s+)?"
+    rf"(?:\d{{1,3}}|(?:{_NUMBER_WORDS}|\w+teen|\w+ty)(?:-\w+)?)\b(?!\s+[a-z]+s\b)"
+    rf"|\b(?:\d{{1,3}}|\w+)[- ]years?[- ]old\b",
+    re.IGNORECASE,
+)
+
+
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
+def counted_terms(question: str) -> frozenset[str]:
+    """The stemmed content words of what a 'how many / how much' question counts ('men' of 'How many
+    men were lost?', 'kind', 'chart' of 'How many kinds of chart ...?'); empty when a verb follows
+    ('How much did it cost?')."""
+    match = HOW_MANY_OF.search(question)
+    if not match:
+        return frozenset()
+    counted: list[str] = []
+    for word in words(match.group(1)):
+        if word in _NOT_COUNTED:
+            break
+        counted.append(word)
+    return frozenset(stem(t) for t in content_terms(" ".join(counted)))
+
+
+def _counts_the_asked(question: str, sentence: str) -> bool:
+    """Whether the sentence gives the number the question asks for: a number just before what a 'how
+    many / how much' question counts, or an age for 'how old'. Labels and dates are no numbers."""
+    if ASKS_AGE.search(question):
+        return bool(AGE.search(sentence))
+    counted = counted_terms(question)
+    if not counted:
+        return False
+    if HAS_DIGIT.search(sentence):
+        sentence = DATES.sub(" ", QUANTITY_LABELS.sub(" ", sentence))
+    for number in NUMBER_TOKEN.finditer(sentence):
+        for word in words(sentence[number.end() : number.end() + 80])[:COUNTED_WITHIN]:
+            if stem(word) in counted:
+                return True
+            if word in STOPWORDS:  # "one to generate tags", "three types of tag" count something else
+                break
+    return False
+
+
+# "When did X happen?", "When was X built?": one past event, answered by a year or a day's date; a
+# month or season alone ("every June", "in the spring") more often says when something recurs.
+PAST_WHEN = re.compile(r"\bwhen\s+(?:did|was|were|had)\b", re.IGNORECASE)
+PRECISE_DATE = re.compile(
+    rf"\b{_YEAR}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b|\b(?:{_MONTHS})\s+\d{{1,2}}\b",
+    re.IGNORECASE,
+)
+
+
+def _kind_bonus(question: str, sentence: str) -> float:
+    """KIND_BONUS when the sentence holds what the question asks for (`_answers_kind`); half of it for
+    a past 'when' question answered without a year or a day's date."""
+    if not _answers_kind(question, sentence):
+        return 0.0
+    if PAST_WHEN.search(question) and not PRECISE_DATE.search(sentence):
+        return KIND_BONUS / 2
+    return KIND_BONUS
 
 
 BM25_K1, BM25_B = 1.2, 0.75
@@ -1017,9 +1188,14 @@ class ExtractiveAnswerer:
         sentences = self.sentence_vectors([c.text for c in candidates])
         weights = _query_weights(rewrite, candidates, conversation_names)
         similarity = sentences @ query
+        defined = definition_subject(rewrite.core)
+        subject = {stem(t) for t in content_terms(defined)} if defined is not None and is_name(defined) else set()
         for i, candidate in enumerate(candidates):
             candidate.similarity = float(similarity[i])
-            candidate.lexical = _lexical(candidate, weights)
+            held = candidate.terms
+            if subject and not subject <= held and _describes(defined, candidate.text):
+                held = held | subject  # a person by one name: "Kittow was thirty-four" holds "Ambrose Kittow"
+            candidate.lexical = _lexical_of(held, weights)
         return similarity, sentences, weights
 
     def feature_rows(self, question: str, context: list[ContextNode]) -> tuple[list[str], np.ndarray]:

@@ -1,0 +1,74 @@
+"""The answer probe set (tests/fixtures/answer_probes, raptor_tools/answer_probes.py): its files are
+sound, its scoring counts what it says, and on its development half every first quote answers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from raptor_engine.ingest.sentences import sentence_key
+from raptor_tools.answer_probes import (
+    PROBES,
+    SPLITS,
+    Outcome,
+    Probe,
+    document_path,
+    holds_answer,
+    load_probes,
+    render,
+    run_probes,
+    tally,
+)
+
+KINDS = {"who", "what", "when", "how_many", "where"}
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_every_probe_answer_is_a_passage_of_its_document(split):
+    probes = load_probes(split)
+    assert len({p.doc for p in probes}) >= 5 and len(probes) >= 25
+    for probe in probes:
+        text = f" {sentence_key(document_path(probe.split, probe.doc).read_text(encoding='utf-8'))} "
+        assert probe.kind in KINDS, probe
+        for answer in probe.answers:
+            assert f" {sentence_key(answer)} " in text, (probe.question, answer)
+
+
+def test_the_two_halves_share_no_document():
+    halves = [{p.doc for p in load_probes(split)} for split in SPLITS]
+    assert not halves[0] & halves[1]
+    assert len(load_probes("all")) == sum(len(load_probes(split)) for split in SPLITS)
+
+
+def test_a_quote_holds_an_answer_whatever_its_case_punctuation_and_neighbours():
+    answers = ("The jug holds 1.7 litres of water",)
+    assert holds_answer("Fill it. The jug holds 1.7 litres of water, enough for seven cups.", answers)
+    assert not holds_answer("The jug holds water.", answers)
+    assert not holds_answer("XThe jug holds 1.7 litres of water", answers)  # whole words only
+
+
+def test_the_tally_counts_first_quotes_and_quotes_by_kind():
+    probe = Probe("dev", "a.md", "How many?", "how_many", ("nine arches",))
+    outcomes = [
+        Outcome(probe, ("It has nine arches.", "Other.")),
+        Outcome(probe, ("Other.", "It has nine arches.")),
+        Outcome(Probe("dev", "a.md", "Who?", "who", ("a mason",)), ("Nobody.",)),
+        Outcome(Probe("dev", "a.md", "Who?", "who", ("a mason",)), ()),
+    ]
+    assert tally(outcomes) == {"all": (4, 1, 2), "how_many": (2, 1, 2), "who": (2, 0, 0)}
+    assert "| how_many | 2 | 1 (50%) | 2 (100%) |" in render(outcomes)
+    assert "MISS [dev/a.md] Who?\n  first: (nothing quoted)" in render(outcomes, show_misses=True)
+
+
+def test_the_probe_files_are_json_lines_with_the_fields_the_loader_reads():
+    for split in SPLITS:
+        for line in (PROBES / split / "questions.jsonl").read_text(encoding="utf-8").splitlines():
+            assert set(json.loads(line)) == {"doc", "question", "kind", "answers"}
+
+
+def test_every_development_probe_is_answered_by_the_first_quote(tmp_path, embedder):
+    outcomes = asyncio.run(run_probes(load_probes("dev"), tmp_path, embedder=embedder))
+    missed = [(o.probe.question, o.quotes[:1]) for o in outcomes if not o.first_answers]
+    assert not missed
