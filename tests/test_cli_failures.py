@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from raptor_engine import Engine
 from tests.sample_texts import RAILWAY
-from tests.storage_faults import read_only_view
+from tests.storage_faults import fill, read_only_view, small_disk
 from tests.unhurried import unhurried_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +63,28 @@ def test_a_read_only_data_directory_is_one_line(data, tmp_path, command):
     line = one_error_line(done)
     assert line == f"Error: The data directory {view} is read-only, or this user may not write it.", line
     assert done.stderr.strip() == line
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("ask", "When did the railway open?", "--kb", KB), ("doctor",), ("docs", "--kb", KB)],
+    ids=["ask", "doctor", "docs"],
+)
+def test_a_full_disk_is_one_line_before_the_store_opens(data, tmp_path, command):
+    """On a disk already full, SQLite cannot size its shared-memory file and says only "disk I/O
+    error" (SQLITE_IOERR_SHMSIZE): the line must still say the disk is full, and nothing is changed."""
+    import shutil
+
+    with small_disk(tmp_path / "disk", 4) as disk:
+        copy = disk / "data"
+        shutil.copytree(data, copy)
+        for leftover in copy.glob("raptor.db-*"):
+            leftover.unlink()
+        before = (copy / "raptor.db").read_bytes()
+        fill(disk, 0)
+        line = one_error_line(raptor(copy, *command))
+        assert line == f"Error: The data directory {copy} is on a full disk.", line
+        assert (copy / "raptor.db").read_bytes() == before
 
 
 @pytest.mark.parametrize("damage", ["truncated", "overwritten"])

@@ -13,6 +13,7 @@ WAL of the older copies).
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,9 @@ import sqlite_utils
 from ..errors import DamagedDatabaseError, is_damaged_database
 
 BUSY_TIMEOUT_MS = 30_000
+# Below this much free space, an I/O error from SQLite is the disk being full (its shared-memory file
+# alone needs 32 KiB).
+FULL_DISK_FREE_BYTES = 1024 * 1024
 
 
 def connect(
@@ -51,8 +55,21 @@ def connect(
         conn.close()
         if is_damaged_database(error):  # SQLite names no file: say which one, among a directory's many
             raise DamagedDatabaseError(error, path) from error
+        if _disk_full(error, path.parent):
+            raise sqlite3.OperationalError("database or disk is full") from error
         raise
     return sqlite_utils.Database(conn, execute_plugins=False)
+
+
+def _disk_full(error: sqlite3.DatabaseError, folder: Path) -> bool:
+    """Whether SQLite's "disk I/O error" came from a full disk: opening a store on one fails to size the
+    shared-memory file (SQLITE_IOERR_SHMSIZE), which SQLite does not report as SQLITE_FULL."""
+    if not str(getattr(error, "sqlite_errorname", "")).startswith("SQLITE_IOERR"):
+        return False
+    try:
+        return shutil.disk_usage(folder).free < FULL_DISK_FREE_BYTES
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
