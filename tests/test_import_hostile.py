@@ -243,6 +243,32 @@ HOSTILE = {
         dict(db_bytes=_corrupt),
         "its database is damaged",
     ),
+    "a node's heading that is not JSON": (
+        dict(db_edit=lambda c: c.execute("UPDATE nodes SET heading = '{{{' WHERE id = (SELECT MIN(id) FROM nodes)")),
+        "its database is inconsistent (1 nodes whose stored lists are malformed)",
+    ),
+    "a leaf list of strings": (
+        dict(db_edit=lambda c: c.execute("UPDATE nodes SET leaf_ids = '[\"a\"]' WHERE kind != 'leaf'")),
+        "nodes whose stored lists are malformed)",
+    ),
+    "sentences of the wrong shape": (
+        dict(db_edit=lambda c: c.execute("UPDATE nodes SET sentences = '[[0, 5]]' WHERE id = (SELECT MAX(id) FROM nodes)")),
+        "its database is inconsistent (1 nodes whose stored lists are malformed)",
+    ),
+    "a build's details that are not JSON": (
+        dict(db_edit=lambda c: c.execute("UPDATE builds SET notes = 'not json'")),
+        "builds whose stored details are malformed)",
+    ),
+    "an edge from a leaf up to its summary": (
+        dict(db_edit=lambda c: c.execute(
+            "INSERT INTO edges SELECT child_id, parent_id, kb_id FROM edges ORDER BY parent_id LIMIT 1")),
+        "its database is inconsistent (1 edges that do not point down the tree)",
+    ),
+    "a node of 100,000 characters": (
+        dict(db_edit=lambda c: c.execute(
+            "UPDATE nodes SET text = printf('%.*c', 100000, 'x') WHERE id = (SELECT MIN(id) FROM nodes)")),
+        "its database has a node of 100,000 characters, over this data directory's limit of 2,000",
+    ),
 }
 
 
@@ -314,6 +340,18 @@ def test_doctor_finds_a_foreign_schema_object(exported, target):
     report = raptor(target, "doctor", "--no-repair")
     assert report.returncode == 1
     assert "space 42: schema: a trigger 'wipe' on questions that is not the project's" in report.stdout
+
+
+def test_doctor_finds_a_node_whose_stored_list_is_malformed(exported, target):
+    """A row no question can read (json.loads fails on it) is a problem doctor names, not a healthy store."""
+    assert raptor(target, "guilds", "import", str(exported)).returncode == 0
+    conn = sqlite3.connect(target / "guilds" / GUILD / "raptor.db")
+    conn.execute("UPDATE nodes SET page_marks = '[[1, 2, 3]]' WHERE id = (SELECT MIN(id) FROM nodes)")
+    conn.commit()
+    conn.close()
+    report = raptor(target, "doctor", "--no-repair")
+    assert report.returncode == 1
+    assert "space 42: 1 nodes whose stored lists are malformed" in report.stdout
 
 
 def test_every_connection_distrusts_the_schema(tmp_path):

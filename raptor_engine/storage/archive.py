@@ -13,7 +13,8 @@ An archive is untrusted input (it may come from anyone), so import checks, befor
   are ever written, and the sha256 must match;
 - the database: `PRAGMA integrity_check` and `foreign_key_check`, a schema equal to the project's
   (`schema.py`: no trigger, view, extra table, column or index), the knowledge bases the manifest
-  names, no row of another guild than the manifest's, and the store's own invariants.
+  names, no row of another guild than the manifest's, no node longer than `RAPTOR_NODE_MAX_CHARS`, and
+  the store's own invariants (edges down the tree, every stored list well-formed).
 It all happens in a folder beside the target, renamed into place at the end; a refusal removes that
 folder (and `guilds/` if the import made it), so the data directory is left byte for byte as it was.
 """
@@ -271,6 +272,7 @@ def _check_database(spaces: Spaces, path: Path, manifest: dict[str, Any], archiv
                     archive, "its database does not hold the knowledge bases its manifest names"
                 )
             _check_one_guild(spaces, conn, manifest["space"], archive)
+            _check_node_length(conn, spaces.settings.node_max_chars, archive)
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -290,6 +292,16 @@ def _check_one_guild(spaces: Spaces, conn: sqlite3.Connection, name: str, archiv
         held = "no guild" if others == ["None"] else f"guild {others[0]}"
         raise ArchiveRefused(
             archive, f"its manifest names guild {name} but its database holds data of {held}"
+        )
+
+
+def _check_node_length(conn: sqlite3.Connection, limit: int, archive: Path) -> None:
+    """No node longer than this data directory lets one be (RAPTOR_NODE_MAX_CHARS): every question and
+    answer reads nodes whole, so one of 100 MB would cost that much memory each time it is reached."""
+    longest = conn.execute("SELECT MAX(length(text)) FROM nodes").fetchone()[0]
+    if longest is not None and longest > limit:
+        raise ArchiveRefused(
+            archive, f"its database has a node of {longest:,} characters, over this data directory's limit of {limit:,}"
         )
 
 
