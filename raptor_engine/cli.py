@@ -143,10 +143,17 @@ def _fail(exc: BaseException) -> None:
 
 
 def _check_png_target(path: Path) -> None:
-    """Refuse a picture path that cannot be written before any work is done, in one sentence."""
+    """Refuse a picture path that cannot be written before any work is done, in one sentence. The
+    picture is renamed over its path, which would destroy a pipe or a device node there (as root,
+    `--png /dev/full` replaced the device with a PNG), so those are refused too."""
     if path.is_dir():
         _fail(RaptorError(f"{path} is a folder; give a file name for the picture, e.g. {path / 'tree.png'}."))
-    folder = path.parent
+    if path.exists() and not path.is_file():
+        _fail(RaptorError(
+            f"Cannot write {path}: it is not a regular file (a device, pipe or socket); "
+            "give a file name for the picture."
+        ))
+    folder = path.resolve().parent
     if not folder.is_dir():
         _fail(RaptorError(f"Cannot write {path}: the folder {folder} does not exist."))
     if not os.access(folder, os.W_OK):
@@ -154,11 +161,13 @@ def _check_png_target(path: Path) -> None:
 
 
 def _write_png(path: Path, data: bytes) -> None:
-    """Write the picture whole or not at all: a temporary file beside it, then an atomic rename."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Write the picture whole or not at all: a temporary file beside it, then an atomic rename (onto
+    a symlink's target, so that the link stays a link)."""
+    target = path.resolve()
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         temporary.write_bytes(data)
-        os.replace(temporary, path)
+        os.replace(temporary, target)
     except OSError as exc:
         temporary.unlink(missing_ok=True)
         log.info("writing %s failed", path, exc_info=True)
