@@ -32,6 +32,7 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
     from .query.answer import describe_documents
     from .query.support import MATCHED, describe_support, sources_title
     from .storage.archive import export_space, import_space
+    from .storage.files import rename_target
     from .storage.records import DocumentInfo
     from .storage.spaces import DB_NAME, space_dir
     from .types import Answer, Progress, Turn, counted
@@ -143,17 +144,14 @@ def _fail(exc: BaseException) -> None:
 
 
 def _check_png_target(path: Path) -> None:
-    """Refuse a picture path that cannot be written before any work is done, in one sentence. The
-    picture is renamed over its path, which would destroy a pipe or a device node there (as root,
-    `--png /dev/full` replaced the device with a PNG), so those are refused too."""
+    """Refuse a picture path that cannot be written before any work is done, in one sentence (a
+    device or a pipe too: the picture is renamed over its path, storage/files.py)."""
     if path.is_dir():
         _fail(RaptorError(f"{path} is a folder; give a file name for the picture, e.g. {path / 'tree.png'}."))
-    if path.exists() and not path.is_file():
-        _fail(RaptorError(
-            f"Cannot write {path}: it is not a regular file (a device, pipe or socket); "
-            "give a file name for the picture."
-        ))
-    folder = path.resolve().parent
+    try:
+        folder = rename_target(path).parent
+    except RaptorError as exc:
+        _fail(exc)
     if not folder.is_dir():
         _fail(RaptorError(f"Cannot write {path}: the folder {folder} does not exist."))
     if not os.access(folder, os.W_OK):
@@ -163,7 +161,7 @@ def _check_png_target(path: Path) -> None:
 def _write_png(path: Path, data: bytes) -> None:
     """Write the picture whole or not at all: a temporary file beside it, then an atomic rename (onto
     a symlink's target, so that the link stays a link)."""
-    target = path.resolve()
+    target = rename_target(path)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         temporary.write_bytes(data)

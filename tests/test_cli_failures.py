@@ -11,8 +11,10 @@ import asyncio
 import json
 import logging
 import os
+import stat
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -170,14 +172,19 @@ def test_an_engine_warning_is_logged_only_with_v_and_with_its_traceback(data, tm
     assert "Traceback" in verbose.stderr and "JSONDecodeError" in verbose.stderr
 
 
-def test_an_os_error_no_command_catches_is_one_line(data, tmp_path, embedder):
-    """An archive name longer than the file system allows: the export's own OSError, which no command
-    turns into a sentence of its own, names the path the user gave."""
+def add_guild_42(data: Path, embedder) -> None:
+    """A server's store to export (the module's knowledge base is in the default store)."""
     engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
-    try:  # a server's store to export (the module's knowledge base is in the default store)
+    try:
         asyncio.run(engine.ingest("guild-42-channel-7", "railway.txt", RAILWAY.encode()))
     finally:
         engine.close()
+
+
+def test_an_os_error_no_command_catches_is_one_line(data, tmp_path, embedder):
+    """An archive name longer than the file system allows: the export's own OSError, which no command
+    turns into a sentence of its own, names the path the user gave."""
+    add_guild_42(data, embedder)
     archive = tmp_path / ("g" * 300 + ".tar")
     done = raptor(data, "guilds", "export", "42", str(archive))
     line = one_error_line(done)
@@ -196,6 +203,25 @@ def test_an_export_where_it_cannot_be_written_names_that_folder(data, tmp_path, 
         expected = f"{view} is read-only for this user."
     archive = tmp_path / ("missing" if where == "missing" else "ro") / "guild.tar"
     assert one_error_line(done) == f"Error: Cannot write the archive to {archive}: {expected}"
+
+def test_an_export_never_replaces_a_pipe_and_writes_through_a_link(data, tmp_path, embedder):
+    """The archive is renamed over its path: a FIFO there (or, as root, a device node) would be
+    destroyed, so it is refused in one sentence; a symlink stays a link and its target gets the archive."""
+    add_guild_42(data, embedder)
+    pipe = tmp_path / "guild.tar"
+    os.mkfifo(pipe)
+    line = one_error_line(raptor(data, "guilds", "export", "42", str(pipe)))
+    assert line == (
+        f"Error: Cannot write {pipe}: it is not a regular file (a device, pipe or socket); give the name of a file."
+    ), line
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    (tmp_path / "archives").mkdir()
+    link = tmp_path / "latest.tar"
+    link.symlink_to(tmp_path / "archives" / "guild-42.tar")
+    done = raptor(data, "guilds", "export", "42", str(link))
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and tarfile.is_tarfile(tmp_path / "archives" / "guild-42.tar")
+
 
 def test_an_unexpected_exception_is_one_line_and_its_traceback_is_logged(data, monkeypatch, caplog):
     from raptor_engine.cli import cli

@@ -239,7 +239,7 @@ def test_a_picture_never_replaces_a_pipe_or_device_and_writes_through_a_link(run
         assert result.exit_code == 1
         assert result.output.strip() == (
             f"Error: Cannot write {pipe}: it is not a regular file (a device, pipe or socket); "
-            "give a file name for the picture."
+            "give the name of a file."
         )
         assert stat.S_ISFIFO(pipe.stat().st_mode)
     pictures = tmp_path / "pictures"

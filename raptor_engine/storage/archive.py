@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RaptorError
+from .files import rename_target
 from .index import IndexManager
 from .schema import schema_problems
 from .spaces import (
@@ -87,13 +88,14 @@ def _open_untrusted(path: Path) -> sqlite3.Connection:
 
 def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, Any]:
     """Write space `name` to a tar archive: a `VACUUM INTO` snapshot of its database (consistent while
-    others write) and its manifest. Written beside `archive` and renamed into place."""
+    others write) and its manifest. Written beside `archive` and renamed into place (storage/files.py)."""
     if not archive.parent.is_dir():
         what = "is not a folder" if archive.parent.exists() else "does not exist"
         raise RaptorError(f"Cannot write the archive to {archive}: {archive.parent} {what}.")
     if not os.access(archive.parent, os.W_OK):  # a read-only mount refuses even root
         raise RaptorError(f"Cannot write the archive to {archive}: {archive.parent} is read-only for this user.")
-    with tempfile.TemporaryDirectory(prefix=".export-", dir=archive.parent) as scratch:
+    target = rename_target(archive)
+    with tempfile.TemporaryDirectory(prefix=".export-", dir=target.parent) as scratch:
         snapshot = Path(scratch) / DB_NAME
         with spaces.pinned(name, create=False) as space:
             space.store.db.conn.execute("VACUUM INTO ?", [str(snapshot)])
@@ -113,7 +115,7 @@ def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, Any]:
         with tarfile.open(partial, "w") as tar:
             tar.add(Path(scratch) / ARCHIVE_MANIFEST, ARCHIVE_MANIFEST)
             tar.add(snapshot, DB_NAME)
-        partial.replace(archive)
+        partial.replace(target)
     return manifest
 
 
