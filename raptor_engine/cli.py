@@ -6,6 +6,7 @@ Errors are one clear line on stderr and a non-zero exit; details go to the log (
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import os
@@ -627,6 +628,8 @@ def chat(ctx: click.Context, kb: str, mode: str, as_json: bool) -> None:
         _fail(RaptorError(f"The knowledge base {kb!r} has no documents yet; add one with: raptor ingest FILE --kb {kb}"))
     if not as_json:
         click.echo(f"Backend: {engine.backend_name}. Empty line or Ctrl-D to stop.")
+    if isinstance(sys.stdin, io.TextIOWrapper):  # a byte that is not UTF-8 reads as U+FFFD, not a crash
+        sys.stdin.reconfigure(errors="replace")
     history: list[Turn] = []
 
     async def loop() -> None:

@@ -13,6 +13,7 @@ import contextvars
 import functools
 import hashlib
 import logging
+import re
 import sqlite3
 import threading
 import time
@@ -101,6 +102,15 @@ log = logging.getLogger(__name__)
 MODES = ("collapsed", "traversal")
 MAX_QUESTION_CHARS = 2000
 MAX_COMMIT_ATTEMPTS = 5
+# A UTF-16 half with no other half: what Python makes of a byte that is not UTF-8 in a command-line
+# argument or stdin ('\udcff'), and what JSON's "\ud800" decodes to.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def readable_text(text: str) -> str:
+    """`text` with each lone surrogate as U+FFFD: the tokenizer and SQLite refuse them, so a question
+    typed in a terminal of another encoding failed with "Unexpected TypeError" instead of an answer."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 # The space the current Engine call works in (see `_in_space`); copied into threads by asyncio.to_thread.
@@ -1400,7 +1410,8 @@ class Engine:
         asked_by: str,
         on_text: TextCallback | None,
     ) -> Answer:
-        question = " ".join(question.split())
+        question = " ".join(readable_text(question).split())
+        history = [Turn(turn.role, readable_text(turn.content)) for turn in history or []]
         if not question:
             raise RaptorError("The question is empty.")
         if len(question) > MAX_QUESTION_CHARS:

@@ -21,8 +21,8 @@ def run(tmp_path, embedder, monkeypatch):
     runner = CliRunner()
     data_dir = tmp_path / "data"
 
-    def invoke(*args: str):
-        return runner.invoke(cli_module.cli, ["--data-dir", str(data_dir), *args], catch_exceptions=False)
+    def invoke(*args: str, **options):
+        return runner.invoke(cli_module.cli, ["--data-dir", str(data_dir), *args], catch_exceptions=False, **options)
 
     return invoke
 
@@ -320,3 +320,37 @@ def test_a_webvtt_meeting_is_ingested_and_quoted_with_its_speakers(run, tmp_path
     asked = json.loads(run("ask", "Who booked the brass band?", "--kb", "m", "--json").output)
     assert "Tom Becker: I booked the brass band" in asked["answer"], asked["answer"]
     assert "-->" not in asked["answer"] and "<v" not in asked["answer"] and asked["answered"]
+
+
+def test_a_question_with_bytes_that_are_not_utf8_is_answered(run, files):
+    """A terminal in another encoding passes bytes that are not UTF-8: Python gives them to `ask` as
+    lone surrogates ('\\udcff'), and chat reads them from stdin the same way; the tokenizer refused
+    those with "Unexpected TypeError". They read as U+FFFD and the question is answered, the follow-up too."""
+    railway, _, _ = files
+    assert run("ingest", str(railway), "--kb", "t", "--quiet").exit_code == 0
+    asked = run("ask", "Who led the passengers to safety \udcff\udcfe in 1903?", "--kb", "t", "--json")
+    assert asked.exit_code == 0, asked.output
+    assert json.loads(asked.output)["question"] == "Who led the passengers to safety \ufffd\ufffd in 1903?"
+    talk = "Tell me about the great flood of 1903 \udcff.\nWho led the passengers to safety then?\n\n"
+    chat = run("chat", "--kb", "t", "--json", input=talk.encode("utf-8", "surrogateescape"))
+    assert chat.exit_code == 0, chat.output
+    answers = [json.loads(line) for line in chat.output.splitlines() if line.startswith("{")]
+    assert len(answers) == 2 and all(answer["citations"] for answer in answers)
+
+
+def test_a_follow_up_whose_history_holds_lone_surrogates_is_answered(tmp_path, embedder):
+    """The bot and other callers pass history as they stored it: a lone surrogate there (JSON's
+    "\\ud800") must not break the next question either."""
+    import asyncio
+
+    from raptor_engine.types import Turn
+    from tests.unhurried import unhurried_settings
+
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        asyncio.run(engine.ingest("t", "railway.md", RAILWAY.encode()))
+        history = [Turn("user", "Tell me about the great flood of 1903 \ud800."), Turn("assistant", "It was \udcff.")]
+        answer = asyncio.run(engine.ask("t", "Who led the passengers to safety then?", history=history))
+    finally:
+        engine.close()
+    assert answer.citations
