@@ -26,7 +26,7 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
 
     from . import __version__
     from .config import Settings
-    from .engine import MODES, Engine, IngestResult, TreePicture
+    from .engine import MODES, Engine, IngestResult, TreePicture, readable_text
     from .errors import RaptorError, damaged_store, is_damaged_database, storage_failure
     from .ingest.load import read_local_file
     from .plugins import load_plugins
@@ -177,10 +177,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _named(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """A knowledge base name with something in it: `--kb "$KB"` with KB unset made a knowledge base ''."""
+    """A knowledge base name with something in it: `--kb "$KB"` with KB unset made a knowledge base ''.
+    Bytes that are not UTF-8 read as U+FFFD (SQLite cannot store what Python made of them)."""
     if not value.strip():
         raise click.BadParameter("the knowledge base name is empty.")
-    return value
+    return readable_text(value)
+
+
+def _readable(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A name that is stored (who added a file) with bytes that are not UTF-8 read as U+FFFD."""
+    return readable_text(value)
 
 
 def kb_option(fn: F) -> F:
@@ -342,7 +348,9 @@ def _print_ingest(name: str, result: IngestResult) -> None:
     "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
 @kb_option
-@click.option("--as", "added_by", default="cli", show_default=True, help="Who added the files.")
+@click.option(
+    "--as", "added_by", default="cli", show_default=True, callback=_readable, help="Who added the files."
+)
 @output_options
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @click.option(

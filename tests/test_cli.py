@@ -354,3 +354,13 @@ def test_a_follow_up_whose_history_holds_lone_surrogates_is_answered(tmp_path, e
     finally:
         engine.close()
     assert answer.citations
+
+
+def test_names_with_bytes_that_are_not_utf8_are_stored_readable(run, files):
+    """`--kb` and `--as` typed in a terminal of another encoding arrive with lone surrogates, which
+    SQLite cannot store ("Unexpected UnicodeEncodeError"): they read as U+FFFD, the same each time."""
+    railway, _, _ = files
+    added = run("ingest", str(railway), "--kb", "t\udcff", "--as", "me\udcfe", "--quiet")
+    assert added.exit_code == 0, added.output
+    listed = json.loads(run("docs", "--kb", "t\udcff", "--json").output)
+    assert [(doc["name"], doc["added_by"]) for doc in listed] == [("railway.md", "me\ufffd")]
