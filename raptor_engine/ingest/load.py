@@ -461,8 +461,11 @@ _WINDOWS_1252_LABELS = frozenset(
 
 
 def _html_charset(data: bytes) -> str | None:
-    """The encoding an HTML page declares for itself, as the codec name browsers would use."""
-    found = _HTML_CHARSET.search(data[:1024])
+    """The encoding an HTML page declares for itself, as the codec name browsers would use: in a <meta>,
+    or an XHTML page's XML declaration (`<?xml version="1.0" encoding="ISO-8859-1"?>`)."""
+    found = _XML_ENCODING.match(data[:1024].removeprefix(b"\xef\xbb\xbf").lstrip()) or _HTML_CHARSET.search(
+        data[:1024]
+    )
     if found is None:
         return None
     label = found.group(1).decode("ascii").lower()
