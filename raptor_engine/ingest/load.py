@@ -892,6 +892,7 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
 
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_DOCX_NAMESPACES = {"w": _W[1:-1], "mc": "http://schemas.openxmlformats.org/markup-compatibility/2006"}
 _OFF = {"0", "false", "off"}
 
 
@@ -948,7 +949,8 @@ def _docx_paragraph_style_names(document: object) -> Callable[[str | None], str]
 
 def _docx_body_items(document: object, paragraph: type, table: type) -> Iterator[object]:
     """The body's paragraphs and tables in order, those inside content controls (w:sdt, as templates and
-    cover pages wrap them) too; python-docx's own walk yields only the body's direct children."""
+    cover pages wrap them) too, and after a paragraph those of the text boxes anchored in it; python-docx's
+    own walk yields only the body's direct children."""
     body = document.element.body  # type: ignore[attr-defined]
     parent = document._body  # type: ignore[attr-defined]
     pending = list(reversed(body))  # a stack: nesting depth costs no recursion
@@ -956,6 +958,9 @@ def _docx_body_items(document: object, paragraph: type, table: type) -> Iterator
         element = pending.pop()
         if element.tag == f"{_W}p":
             yield paragraph(element, parent)
+            for box in reversed(_docx_text_boxes()(element)):
+                if next(box.iterancestors(f"{_W}p")) is element:  # a box in a box: read with its own paragraph
+                    pending.extend(reversed(box))
         elif element.tag == f"{_W}tbl":
             yield table(element, parent)
         elif element.tag == f"{_W}sdt":
@@ -972,8 +977,25 @@ def _docx_runs() -> Callable[[object], list[Any]]:
     from lxml import etree
 
     return etree.XPath(
-        ".//w:r[not(ancestor::w:del or ancestor::w:moveFrom or ancestor::mc:Fallback)]",
-        namespaces={"w": _W[1:-1], "mc": "http://schemas.openxmlformats.org/markup-compatibility/2006"},
+        ".//w:r[not(ancestor::w:del or ancestor::w:moveFrom or ancestor::mc:Fallback)]", namespaces=_DOCX_NAMESPACES
+    )
+
+
+@functools.cache
+def _docx_text_boxes() -> Callable[[object], list[Any]]:
+    """The text boxes in a paragraph, each once: Word keeps a copy of each for old readers (mc:Fallback)."""
+    from lxml import etree
+
+    return etree.XPath(".//w:txbxContent[not(ancestor::mc:Fallback)]", namespaces=_DOCX_NAMESPACES)
+
+
+@functools.cache
+def _docx_box_paragraphs() -> Callable[[object], list[Any]]:
+    """The paragraphs of the text boxes in a paragraph (boxes in boxes too), each once."""
+    from lxml import etree
+
+    return etree.XPath(
+        ".//w:txbxContent[not(ancestor::mc:Fallback)]//w:p[not(ancestor::mc:Fallback)]", namespaces=_DOCX_NAMESPACES
     )
 
 
@@ -997,15 +1019,27 @@ def _docx_paragraph_text(p: object, hidden_styles: frozenset[str] = frozenset())
     return "".join(parts)
 
 
+def _docx_cell_paragraph_text(p: object, hidden_styles: frozenset[str]) -> str:
+    """A paragraph in a table cell and, after it, the paragraphs of the text boxes anchored in it: a
+    cell is read as one piece of a line."""
+    inner = _docx_box_paragraphs()(p)
+    return " ".join(_docx_paragraph_text(paragraph, hidden_styles) for paragraph in [p, *inner])
+
+
 def _docx_table_text(table: object, hidden_styles: frozenset[str] = frozenset()) -> str:
-    """A table as one line per row, cells separated by ' | ' (merged cells repeated once)."""
+    """A table as one line per row, cells separated by ' | ' (merged cells repeated once); a table in a
+    cell is part of that cell's text, its rows one after another (as HTML's are read). Nesting is bounded
+    by lxml's depth limit, well inside Python's recursion limit."""
     lines = []
     for row in table.rows:  # type: ignore[attr-defined]
         cells: list[str] = []
         for cell in row.cells:
-            text = " ".join(
-                " ".join(_docx_paragraph_text(p._p, hidden_styles) for p in cell.paragraphs).split()
+            parts = (
+                _docx_cell_paragraph_text(item._p, hidden_styles) if hasattr(item, "_p")
+                else _docx_table_text(item, hidden_styles).replace("\n", " ")
+                for item in cell.iter_inner_content()
             )
+            text = " ".join(" ".join(parts).split())
             if text and (not cells or cells[-1] != text):
                 cells.append(text)
         if cells:
