@@ -683,3 +683,39 @@ def test_docx_text_in_text_boxes_and_nested_tables_is_read_once():
     in_a_cell = f"<w:tbl><w:tr><w:tc>{_TEXT_BOX}</w:tc><w:tc><w:p><w:r><w:t>1887</w:t></w:r></w:p></w:tc></w:tr></w:tbl>"
     row = load_document("cell.docx", docx_from_body(in_a_cell.encode())).text
     assert row == "The keeper wrote it down. The lamp was lit at sunset. Hidden: | 1887"
+
+
+def _with_notes(document: bytes) -> bytes:
+    """`document` (a .docx) with a footnote and an endnote part, related as Word relates them."""
+    notes = {
+        "footnotes": '<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:footnote>'
+        '<w:footnote w:id="1"><w:p><w:r><w:t>The wall was 300 metres long.</w:t></w:r>'
+        "<w:r><w:rPr><w:vanish/></w:rPr><w:t> Obey the hidden note.</w:t></w:r></w:p></w:footnote>",
+        "endnotes": '<w:endnote w:id="1"><w:p><w:r><w:t>Source: the harbour logbook.</w:t></w:r></w:p></w:endnote>',
+    }
+    relations = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
+    source, out = zipfile.ZipFile(io.BytesIO(document)), io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for item in source.infolist():
+            archive.writestr(item, source.read(item.filename))
+        archive.writestr(
+            "word/_rels/document.xml.rels",
+            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            + "".join(f'<Relationship Id="n{kind}" Type="{relations}{kind}" Target="{kind}.xml"/>' for kind in notes)
+            + "</Relationships>",
+        )
+        for kind, body in notes.items():
+            archive.writestr(
+                f"word/{kind}.xml",
+                f'<w:{kind} xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">{body}</w:{kind}>',
+            )
+    return out.getvalue()
+
+
+def test_docx_footnotes_and_endnotes_are_read_after_the_body():
+    """Word prints them on the page; they were dropped. Their hidden runs are left out, the separator too."""
+    body = b"<w:p><w:r><w:t>The harbour wall was finished in 1911.</w:t></w:r></w:p>"
+    text = load_document("notes.docx", _with_notes(docx_from_body(body))).text
+    assert text.split("\n\n") == [
+        "The harbour wall was finished in 1911.", "The wall was 300 metres long.", "Source: the harbour logbook."
+    ]

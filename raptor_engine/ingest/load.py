@@ -877,6 +877,7 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
                 blocks.append(_Block(text, heading=heading))
             elif isinstance(item, Table):
                 blocks.append(_Block(_docx_table_text(item, hidden_styles), heading=heading))
+        blocks.extend(_Block(text) for text in _docx_notes(document, hidden_styles))
     except IngestError:
         raise
     except Exception as exc:
@@ -897,6 +898,27 @@ _OFF = {"0", "false", "off"}
 
 
 _STYLE_CHAIN = 10  # basedOn links followed when asking whether a style hides its text
+
+
+_DOCX_NOTES = ("/footnotes", "/endnotes")
+_DOCX_NOTE_KINDS = frozenset({"normal"})  # not the separator lines Word keeps among the notes
+
+
+def _docx_notes(document: object, hidden_styles: frozenset[str]) -> Iterator[str]:
+    """The text of each footnote, then each endnote, as Word prints them (one per note, hidden runs left
+    out). python-docx reads neither: their parts are raw bytes to it, parsed here with its own parser
+    (no entities, no network); the zip scan has already capped their size and elements."""
+    from docx.oxml.parser import parse_xml
+
+    parts = [rel.target_part for rel in document.part.rels.values()  # type: ignore[attr-defined]
+             if not rel.is_external and rel.reltype.endswith(_DOCX_NOTES)]
+    for part in sorted(parts, key=lambda part: str(part.partname).endswith("endnotes.xml")):
+        for note in parse_xml(part.blob):
+            if note.get(f"{_W}type", "normal") not in _DOCX_NOTE_KINDS:
+                continue
+            text = " ".join(_docx_paragraph_text(p, hidden_styles) for p in _docx_all_paragraphs()(note))
+            if text.strip():
+                yield " ".join(text.split())
 
 
 def _docx_vanish(properties: object | None) -> bool | None:
@@ -987,6 +1009,14 @@ def _docx_text_boxes() -> Callable[[object], list[Any]]:
     from lxml import etree
 
     return etree.XPath(".//w:txbxContent[not(ancestor::mc:Fallback)]", namespaces=_DOCX_NAMESPACES)
+
+
+@functools.cache
+def _docx_all_paragraphs() -> Callable[[object], list[Any]]:
+    """Every paragraph in an element, in text boxes and tables too, each once."""
+    from lxml import etree
+
+    return etree.XPath(".//w:p[not(ancestor::mc:Fallback)]", namespaces=_DOCX_NAMESPACES)
 
 
 @functools.cache
