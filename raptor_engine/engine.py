@@ -66,6 +66,7 @@ from .query.smalltalk import (
     without_small_talk,
 )
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
+from .storage.archive import abandoned_imports
 from .storage.index import IndexManager
 from .storage.llm_cache import SummaryCache
 from .storage.message_store import MessageDocumentWrite
@@ -1639,8 +1640,12 @@ class Engine:
     # -- health -------------------------------------------------------------------------------
 
     def doctor(self, repair: bool = True) -> DoctorReport:
-        """Check SQLite and every index of every space; rebuild what is derived (indices) when asked."""
+        """Check SQLite and every index of every space; rebuild what is derived (indices) when asked, and
+        remove what a killed import left."""
         report = self._doctor_space(repair)
+        abandoned = abandoned_imports(self.spaces, remove=repair)
+        report.problems += abandoned
+        report.repaired += abandoned if repair else []
         for name in self.spaces.names():
             try:
                 with self.spaces.pinned(name) as space, self._working_in(space):

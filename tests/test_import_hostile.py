@@ -362,3 +362,28 @@ def test_every_connection_distrusts_the_schema(tmp_path):
     db.execute("CREATE VIEW v AS SELECT side_effect() AS x")
     with pytest.raises(sqlite3.OperationalError, match="unsafe use of side_effect"):
         db.execute("SELECT * FROM v").fetchall()
+
+
+def test_an_import_killed_midway_leaves_nothing_that_outlives_it(exported, target, tmp_path):
+    """SIGKILL cannot run the clean-up: the half-copied folder (the archive's size, every time) stayed
+    forever and doctor called the directory healthy. Doctor removes it and says so, and so does the
+    next import; an import in progress in another process is never touched (they take turns)."""
+    import fcntl
+
+    left = target / "guilds" / ".importing-42-0123456789abcdef"
+    left.mkdir(parents=True)
+    (left / "raptor.db").write_bytes(bytes(4096))
+    busy = os.open(target, os.O_RDONLY)
+    try:  # another process importing now (it holds the data directory's flock): its folder is not abandoned
+        fcntl.flock(busy, fcntl.LOCK_EX)
+        report = raptor(target, "doctor", "--json")
+        assert left.exists() and json.loads(report.stdout)["repaired"] == []
+    finally:
+        os.close(busy)
+    report = raptor(target, "doctor")
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert f"problem: {left} is a half-imported store an interrupted import left (repaired)" in report.stdout
+    assert not left.exists()
+    left.mkdir()
+    assert raptor(target, "guilds", "import", str(exported)).returncode == 0
+    assert sorted(p.name for p in (target / "guilds").iterdir()) == ["42", "9"]

@@ -22,6 +22,7 @@ folder (and `guilds/` if the import made it), so the data directory is left byte
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import gzip
 import hashlib
 import json
@@ -45,6 +46,7 @@ from .schema import schema_problems
 from .spaces import (
     DB_NAME,
     INDEX_DIR,
+    SPACES_DIR,
     Spaces,
     _advance_node_ids,
     _follower_tables,
@@ -62,6 +64,7 @@ MAX_EXPANSION = 10  # a database at most 10x its archive (export's is 1x; gzip o
 DISK_FACTOR = 2  # the database, then its indices and journal: twice its size must be free
 COPY_CHUNK = 1024 * 1024
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+STAGING_PREFIX = ".importing-"  # guilds/.importing-<guild>-<random>: an import's folder until it is done
 
 
 class ArchiveRefused(RaptorError):
@@ -119,9 +122,50 @@ def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, Any]:
     return manifest
 
 
+@contextlib.contextmanager
+def _import_turn(spaces: Spaces, *, wait: bool) -> Iterator[bool]:
+    """Imports into one data directory take turns, across processes: an exclusive flock on the directory
+    itself (a lock file would be a change a refused import leaves behind). Yields whether this caller has
+    its turn (always, when it waits); while it has, any staging folder is one a killed import left."""
+    handle = os.open(spaces.settings.data_dir, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(handle)  # gives the lock back
+
+
+def abandoned_imports(spaces: Spaces, *, remove: bool) -> list[str]:
+    """The staging folders of imports that were killed (SIGKILL runs no clean-up, and each holds up to an
+    archive's database), removed when asked; none while another process is importing."""
+    with _import_turn(spaces, wait=False) as turn:
+        return _staging_folders(spaces, remove=remove) if turn else []
+
+
+def _staging_folders(spaces: Spaces, *, remove: bool) -> list[str]:
+    """Every import's staging folder (call with the import lock held: then no import is using one)."""
+    found = []
+    for folder in sorted((spaces.settings.data_dir / SPACES_DIR).glob(f"{STAGING_PREFIX}*")):
+        if remove:
+            shutil.rmtree(folder, ignore_errors=True)
+        found.append(f"{folder} is a half-imported store an interrupted import left")
+    return found
+
+
 def import_space(spaces: Spaces, archive: Path) -> dict[str, Any]:
     """Add the space in `archive` (made by `export_space`) to this data directory, which must not have
-    it yet; checked as the module says, its indices built, then renamed into place all at once."""
+    it yet; checked as the module says, its indices built, then renamed into place all at once. Imports
+    take turns, so the first thing each does is remove what a killed one left."""
+    with _import_turn(spaces, wait=True):
+        _staging_folders(spaces, remove=True)
+        return _import_space(spaces, archive)
+
+
+def _import_space(spaces: Spaces, archive: Path) -> dict[str, Any]:
     try:
         with tarfile.open(archive, "r:*") as tar:
             members = _members(tar, archive)
@@ -226,7 +270,7 @@ def _staging(target: Path) -> Iterator[Path]:
     """A folder beside `target` to unpack into; removed, with `guilds/` if this made it, unless the
     block renamed it into place."""
     made_parent = not target.parent.exists()
-    staging = target.with_name(f".importing-{target.name}-{uuid.uuid4().hex}")
+    staging = target.with_name(f"{STAGING_PREFIX}{target.name}-{uuid.uuid4().hex}")
     staging.mkdir(parents=True)
     try:
         yield staging
