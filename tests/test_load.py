@@ -719,3 +719,30 @@ def test_docx_footnotes_and_endnotes_are_read_after_the_body():
     assert text.split("\n\n") == [
         "The harbour wall was finished in 1911.", "The wall was 300 metres long.", "Source: the harbour logbook."
     ]
+
+
+def _glyph_by_glyph_pdf(line: str, column: list[str]) -> bytes:
+    """A page whose `line` is drawn one character at a time (as some PDF writers position every glyph),
+    above a column of one-character lines."""
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer)
+    x = 72.0
+    for char in line:
+        pdf.drawString(x, 720, char)
+        x += pdf.stringWidth(char, "Helvetica", 12)
+    for row, entry in enumerate(column):
+        pdf.drawString(72, 680 - 16 * row, entry)
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def test_a_pdf_line_drawn_glyph_by_glyph_is_read_as_words():
+    """pypdf put each separately drawn glyph on a line of its own ('J\\no\\nh\\na…'): no word survived to
+    be searched or quoted. A run of such lines that is mostly letters is one line of words again; a
+    column of digits or single letters too short to be a sentence stays as it is."""
+    column = ["1", "2", "3", "4", "5", "6", "7", "8", "9"]
+    text = load_document("glyphs.pdf", _glyph_by_glyph_pdf("Johanna Petersen ordered the wall in 1911.", column)).text
+    assert "Johanna Petersen ordered the wall in 1911." in text
+    assert "1\n2\n3\n4\n5\n6\n7\n8\n9" in text
+    assert "\nA\nB\nC\n" in load_document("list.pdf", make_pdf(["Grades:\nA\nB\nC\nD"])).text + "\n"

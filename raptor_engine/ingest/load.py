@@ -669,6 +669,23 @@ def _pdf_failure(name: str, exc: Exception, limits: LoadLimits, what: str) -> In
     return IngestError(name, "is a corrupt or truncated PDF.")
 
 
+# Lines of one character each (or none: a space drawn alone), many in a row: what pypdf's plain
+# extraction makes of a line whose glyphs were drawn one at a time.
+_GLYPH_LINES = re.compile(r"(?:^[^\n]?\n){12,}", re.MULTILINE)
+
+
+def _page_text(page: Any) -> str:
+    """A page's text. pypdf's plain extraction, except where that spelled a line out glyph by glyph (as
+    some PDF writers position every character): then the layout extraction, which joins characters by
+    where they sit, so the words survive to be searched and quoted."""
+    text = page.extract_text() or ""
+    if not any(sum(c.isalpha() for c in m.group(0)) >= 8 for m in _GLYPH_LINES.finditer(text)):
+        return text
+    laid_out = page.extract_text(extraction_mode="layout") or ""
+    lines = (" ".join(line.split()) for line in laid_out.splitlines())
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
 def _join_hyphenated(text: str) -> str:
     """A page's words that justified text broke at line ends joined again ('infor-' / 'mation' ->
     'information'); a hyphen before a number, a capital or a space stays ('1887 -', 'Mid-' / 'Winter')."""
@@ -696,7 +713,7 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     chars = 0
     for number, page in enumerate(pages, start=1):
         try:
-            text = page.extract_text() or ""
+            text = _page_text(page)
         except Exception as exc:
             error = _pdf_failure(name, exc, limits, f"reading page {number}")
             if "corrupt" not in error.reason:
