@@ -72,18 +72,23 @@ def test_a_read_only_data_directory_is_one_line(data, tmp_path, command):
     [("ask", "When did the railway open?", "--kb", KB), ("doctor",), ("docs", "--kb", KB)],
     ids=["ask", "doctor", "docs"],
 )
-def test_a_full_disk_is_one_line_before_the_store_opens(data, tmp_path, command):
+@pytest.mark.parametrize("full", ["bytes", "inodes"])
+def test_a_full_disk_is_one_line_before_the_store_opens(data, tmp_path, command, full):
     """On a disk already full, SQLite cannot size its shared-memory file and says only "disk I/O
-    error" (SQLITE_IOERR_SHMSIZE): the line must still say the disk is full, and nothing is changed."""
+    error" (SQLITE_IOERR_SHMSIZE), or, with no inode left, "unable to open database file", which read
+    as a read-only directory: the line must still say the disk is full, and nothing is changed."""
     import shutil
 
-    with small_disk(tmp_path / "disk", 4) as disk:
+    with small_disk(tmp_path / "disk", 4, inodes=None if full == "bytes" else 64) as disk:
         copy = disk / "data"
         shutil.copytree(data, copy)
         for leftover in copy.glob("raptor.db-*"):
             leftover.unlink()
         before = (copy / "raptor.db").read_bytes()
-        fill(disk, 0)
+        if full == "bytes":
+            fill(disk, 0)
+        else:
+            use_every_inode(disk)
         line = one_error_line(raptor(copy, *command))
         assert line == f"Error: The data directory {copy} is on a full disk.", line
         assert (copy / "raptor.db").read_bytes() == before
@@ -170,6 +175,17 @@ def test_an_engine_warning_is_logged_only_with_v_and_with_its_traceback(data, tm
     verbose = raptor(copy, "-v", "doctor", "--no-repair")
     assert "index of kb 1 is unreadable" in verbose.stderr
     assert "Traceback" in verbose.stderr and "JSONDecodeError" in verbose.stderr
+
+
+def use_every_inode(disk: Path) -> None:
+    """Empty files on `disk` until it can hold no more (space left, no inode)."""
+    count = 0
+    while True:
+        try:
+            (disk / f"empty-{count}").touch()
+        except OSError:
+            return
+        count += 1
 
 
 def add_guild_42(data: Path, embedder) -> None:

@@ -13,7 +13,7 @@ WAL of the older copies).
 from __future__ import annotations
 
 import contextlib
-import shutil
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,14 +62,17 @@ def connect(
 
 
 def _disk_full(error: sqlite3.DatabaseError, folder: Path) -> bool:
-    """Whether SQLite's "disk I/O error" came from a full disk: opening a store on one fails to size the
-    shared-memory file (SQLITE_IOERR_SHMSIZE), which SQLite does not report as SQLITE_FULL."""
-    if not str(getattr(error, "sqlite_errorname", "")).startswith("SQLITE_IOERR"):
+    """Whether SQLite's "disk I/O error" or "unable to open database file" came from a full disk: opening
+    a store on one fails to size the shared-memory file (SQLITE_IOERR_SHMSIZE), or, with no inode left,
+    to create the WAL file (SQLITE_CANTOPEN), neither of which SQLite reports as SQLITE_FULL."""
+    if not str(getattr(error, "sqlite_errorname", "")).startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN")):
         return False
     try:
-        return shutil.disk_usage(folder).free < FULL_DISK_FREE_BYTES
+        found = os.statvfs(folder)
     except OSError:
         return False
+    no_inode = found.f_files > 0 and found.f_favail == 0
+    return found.f_bavail * found.f_frsize < FULL_DISK_FREE_BYTES or no_inode
 
 
 @contextlib.contextmanager
