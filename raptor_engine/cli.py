@@ -28,7 +28,7 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
     from .config import Settings
     from .engine import MODES, Engine, IngestResult, TreePicture, readable_text
     from .errors import RaptorError, damaged_store, is_damaged_database, storage_failure
-    from .ingest.load import read_local_file
+    from .ingest.load import read_local_file, strip_unsafe
     from .plugins import load_plugins
     from .query.answer import describe_documents
     from .query.support import MATCHED, describe_support, sources_title
@@ -177,16 +177,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _named(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """A knowledge base name with something in it: `--kb "$KB"` with KB unset made a knowledge base ''.
-    Bytes that are not UTF-8 read as U+FFFD (SQLite cannot store what Python made of them)."""
-    if not value.strip():
+    """A knowledge base name with something in it: `--kb "$KB"` with KB unset made a knowledge base ''."""
+    name = _readable(ctx, param, value)
+    if not name.strip():
         raise click.BadParameter("the knowledge base name is empty.")
-    return readable_text(value)
+    return name
 
 
 def _readable(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """A name that is stored (who added a file) with bytes that are not UTF-8 read as U+FFFD."""
-    return readable_text(value)
+    """A name that is stored and printed back (a knowledge base, who added a file): bytes that are not
+    UTF-8 read as U+FFFD (SQLite cannot store what Python made of them), and control characters are
+    dropped (a terminal escape in it would run in every `raptor tree` or `docs` that prints it)."""
+    return strip_unsafe(readable_text(value))
 
 
 def kb_option(fn: F) -> F:
