@@ -35,7 +35,7 @@ from .errors import (
     storage_error,
 )
 from .ingest.budget import BuildBudget, current_budget
-from .ingest.load import safe_filename
+from .ingest.load import safe_filename, strip_unsafe
 from .ingest.messages import (
     MESSAGE_FORMAT,
     ChatMessage,
@@ -112,6 +112,12 @@ def readable_text(text: str) -> str:
     """`text` with each lone surrogate as U+FFFD: the tokenizer and SQLite refuse them, so a question
     typed in a terminal of another encoding failed with "Unexpected TypeError" instead of an answer."""
     return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _question_text(text: str) -> str:
+    """A question or a turn of its conversation as it is searched, stored and shown again ("Searched as:
+    … (context: …)"): readable, without control characters (a terminal escape would run when shown)."""
+    return strip_unsafe(readable_text(text))
 
 
 # The space the current Engine call works in (see `_in_space`); copied into threads by asyncio.to_thread.
@@ -1411,8 +1417,8 @@ class Engine:
         asked_by: str,
         on_text: TextCallback | None,
     ) -> Answer:
-        question = " ".join(readable_text(question).split())
-        history = [Turn(turn.role, readable_text(turn.content)) for turn in history or []]
+        question = " ".join(_question_text(question).split())
+        history = [Turn(turn.role, _question_text(turn.content)) for turn in history or []]
         if not question:
             raise RaptorError("The question is empty.")
         if len(question) > MAX_QUESTION_CHARS:

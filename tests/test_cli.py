@@ -378,3 +378,14 @@ def test_names_with_terminal_escapes_are_stored_without_them(run, files):
     listed = json.loads(run("docs", "--kb", f"t{escape}", "--json").output)
     assert listed[0]["added_by"] == "me]0;pwned[31m"
     assert "the knowledge base name is empty" in run("docs", "--kb", "\x1b\x07").output
+
+
+def test_a_question_with_a_terminal_escape_is_asked_without_it(run, files):
+    """chat shows the conversation a follow-up was searched with ("(context: …)"): an escape sequence
+    typed or pasted into a question ran in the terminal there."""
+    railway, _, _ = files
+    assert run("ingest", str(railway), "--kb", "t", "--quiet").exit_code == 0
+    talk = "Tell me about the great flood \x1b]0;pwned\x07of 1903.\nWho led the passengers to safety then?\n\n"
+    chat = run("chat", "--kb", "t", input=talk)
+    assert chat.exit_code == 0, chat.output
+    assert "Searched as:" in chat.output and "\x1b" not in chat.output and "\x07" not in chat.output
