@@ -389,3 +389,14 @@ def test_a_question_with_a_terminal_escape_is_asked_without_it(run, files):
     chat = run("chat", "--kb", "t", input=talk)
     assert chat.exit_code == 0, chat.output
     assert "Searched as:" in chat.output and "\x1b" not in chat.output and "\x07" not in chat.output
+
+
+def test_an_ingest_with_one_bad_file_prints_the_others_as_json_and_exits_1(run, files):
+    """docs/CLI.md's exit status: the files that went in are printed (valid JSON on stdout), the one
+    that did not is one `Error:` line on stderr, and the status is 1."""
+    railway, _, bad = files
+    result = run("ingest", str(railway), str(bad), "--kb", "t", "--json")
+    assert result.exit_code == 1
+    assert [entry["document"]["name"] for entry in json.loads(result.stdout)] == ["railway.md"]
+    errors = result.stderr.strip().splitlines()
+    assert len(errors) == 1 and errors[0].startswith("Error: scan.pdf: "), result.stderr
