@@ -166,6 +166,14 @@ def _give_space(name: str) -> Callable[[dict], None]:
     return lambda manifest: manifest.update(space=name)
 
 
+def _nan_vector(conn: sqlite3.Connection) -> None:
+    """The first node's embedding made of NaNs (its length kept): hnswlib takes it, and every distance
+    to it is NaN."""
+    size = conn.execute("SELECT length(embedding) FROM nodes ORDER BY id LIMIT 1").fetchone()[0]
+    nan = bytes.fromhex("0000c07f")  # a float32 NaN, little-endian
+    conn.execute("UPDATE nodes SET embedding = ? WHERE id = (SELECT MIN(id) FROM nodes)", [nan * (size // 4)])
+
+
 def _declare_big(manifest: dict) -> None:
     manifest["database"]["bytes"] = BIG
 
@@ -263,6 +271,10 @@ HOSTILE = {
         dict(db_edit=lambda c: c.execute(
             "INSERT INTO edges SELECT child_id, parent_id, kb_id FROM edges ORDER BY parent_id LIMIT 1")),
         "its database is inconsistent (1 edges that do not point down the tree)",
+    ),
+    "a vector of NaNs": (
+        dict(db_edit=_nan_vector),
+        "its database holds vectors that cannot be indexed",
     ),
     "a node of 100,000 characters": (
         dict(db_edit=lambda c: c.execute(

@@ -39,6 +39,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import RaptorError
 from .files import rename_target
 from .index import IndexManager
@@ -366,7 +368,10 @@ def _build_indices(staging: Path, archive: Path) -> None:
         store.rebuild_text_index()  # the full-text index too is built from the rows, never taken as is
         indexes = IndexManager(store, staging / INDEX_DIR)
         for kb in store.kb_names():
-            indexes.rebuild(store.require_kb(kb))
+            kb_id = store.require_kb(kb)
+            if not np.isfinite(store.embeddings(kb_id)[1]).all():  # NaN or infinity: no distance to it means anything
+                raise ValueError(f"knowledge base {kb_id} has a vector that is not finite")
+            indexes.rebuild(kb_id)
     except (ValueError, RuntimeError, sqlite3.Error) as exc:
         raise ArchiveRefused(archive, "its database holds vectors that cannot be indexed") from exc
     finally:
