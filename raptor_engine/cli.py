@@ -6,6 +6,7 @@ Errors are one clear line on stderr and a non-zero exit; details go to the log (
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import os
@@ -25,13 +26,14 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
 
     from . import __version__
     from .config import Settings
-    from .engine import MODES, Engine, IngestResult, TreePicture
+    from .engine import MODES, Engine, IngestResult, TreePicture, readable_text
     from .errors import RaptorError, damaged_store, is_damaged_database, storage_failure
-    from .ingest.load import read_local_file
+    from .ingest.load import read_local_file, strip_unsafe
     from .plugins import load_plugins
     from .query.answer import describe_documents
     from .query.support import MATCHED, describe_support, sources_title
     from .storage.archive import export_space, import_space
+    from .storage.files import rename_target
     from .storage.records import DocumentInfo
     from .storage.spaces import DB_NAME, space_dir
     from .types import Answer, Progress, Turn, counted
@@ -143,10 +145,14 @@ def _fail(exc: BaseException) -> None:
 
 
 def _check_png_target(path: Path) -> None:
-    """Refuse a picture path that cannot be written before any work is done, in one sentence."""
+    """Refuse a picture path that cannot be written before any work is done, in one sentence (a
+    device or a pipe too: the picture is renamed over its path, storage/files.py)."""
     if path.is_dir():
         _fail(RaptorError(f"{path} is a folder; give a file name for the picture, e.g. {path / 'tree.png'}."))
-    folder = path.parent
+    try:
+        folder = rename_target(path).parent
+    except RaptorError as exc:
+        _fail(exc)
     if not folder.is_dir():
         _fail(RaptorError(f"Cannot write {path}: the folder {folder} does not exist."))
     if not os.access(folder, os.W_OK):
@@ -154,11 +160,13 @@ def _check_png_target(path: Path) -> None:
 
 
 def _write_png(path: Path, data: bytes) -> None:
-    """Write the picture whole or not at all: a temporary file beside it, then an atomic rename."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Write the picture whole or not at all: a temporary file beside it, then an atomic rename (onto
+    a symlink's target, so that the link stays a link)."""
+    target = rename_target(path)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         temporary.write_bytes(data)
-        os.replace(temporary, path)
+        os.replace(temporary, target)
     except OSError as exc:
         temporary.unlink(missing_ok=True)
         log.info("writing %s failed", path, exc_info=True)
@@ -170,9 +178,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _named(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """A knowledge base name with something in it: `--kb "$KB"` with KB unset made a knowledge base ''."""
-    if not value.strip():
+    name = _readable(ctx, param, value)
+    if not name.strip():
         raise click.BadParameter("the knowledge base name is empty.")
-    return value
+    return name
+
+
+def _readable(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A name that is stored and printed back (a knowledge base, who added a file): bytes that are not
+    UTF-8 read as U+FFFD (SQLite cannot store what Python made of them), and control characters are
+    dropped (a terminal escape in it would run in every `raptor tree` or `docs` that prints it)."""
+    return strip_unsafe(readable_text(value))
 
 
 def kb_option(fn: F) -> F:
@@ -334,7 +350,9 @@ def _print_ingest(name: str, result: IngestResult) -> None:
     "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
 @kb_option
-@click.option("--as", "added_by", default="cli", show_default=True, help="Who added the files.")
+@click.option(
+    "--as", "added_by", default="cli", show_default=True, callback=_readable, help="Who added the files."
+)
 @output_options
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @click.option(
@@ -620,6 +638,8 @@ def chat(ctx: click.Context, kb: str, mode: str, as_json: bool) -> None:
         _fail(RaptorError(f"The knowledge base {kb!r} has no documents yet; add one with: raptor ingest FILE --kb {kb}"))
     if not as_json:
         click.echo(f"Backend: {engine.backend_name}. Empty line or Ctrl-D to stop.")
+    if isinstance(sys.stdin, io.TextIOWrapper):  # a byte that is not UTF-8 reads as U+FFFD, not a crash
+        sys.stdin.reconfigure(errors="replace")
     history: list[Turn] = []
 
     async def loop() -> None:

@@ -10,18 +10,26 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+# Numeric settings a value below zero means something for (a higher CPU priority; any seed): every
+# other count, size, limit and time is 0 or more.
+SIGNED_SETTINGS = {"RAPTOR_BUILD_WORKER_NICE", "RAPTOR_SEED"}
+
 
 def _parse(name: str, raw: str, kind: str) -> object:
-    """An environment value as the setting's type, or one clear sentence saying what is wrong."""
+    """An environment value as the setting's type, or one clear sentence saying what is wrong (a bound
+    below zero or NaN read as "took longer than -1 s" or "failed: ValueError" where it was used)."""
+    if kind not in ("int", "float"):
+        return Path(raw) if kind == "Path" else raw
     try:
-        if kind == "int":
-            return int(raw)
-        if kind == "float":
-            return float(raw)
+        value = int(raw) if kind == "int" else float(raw)
     except ValueError:
+        value = None
+    if value is None or value != value:  # NaN is the one value unequal to itself
         noun = "a whole number" if kind == "int" else "a number"
         raise ValueError(f"{name} must be {noun}, not {raw!r}.") from None
-    return Path(raw) if kind == "Path" else raw
+    if value < 0 and name not in SIGNED_SETTINGS:
+        raise ValueError(f"{name} must be 0 or more, not {raw!r}.")
+    return value
 
 
 def load_dotenv_file(path: str | os.PathLike[str] = ".env") -> None:

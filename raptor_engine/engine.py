@@ -13,6 +13,7 @@ import contextvars
 import functools
 import hashlib
 import logging
+import re
 import sqlite3
 import threading
 import time
@@ -34,7 +35,7 @@ from .errors import (
     storage_error,
 )
 from .ingest.budget import BuildBudget, current_budget
-from .ingest.load import safe_filename
+from .ingest.load import safe_filename, strip_unsafe
 from .ingest.messages import (
     MESSAGE_FORMAT,
     ChatMessage,
@@ -65,6 +66,7 @@ from .query.smalltalk import (
     without_small_talk,
 )
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
+from .storage.archive import abandoned_imports
 from .storage.index import IndexManager
 from .storage.llm_cache import SummaryCache
 from .storage.message_store import MessageDocumentWrite
@@ -101,6 +103,21 @@ log = logging.getLogger(__name__)
 MODES = ("collapsed", "traversal")
 MAX_QUESTION_CHARS = 2000
 MAX_COMMIT_ATTEMPTS = 5
+# A UTF-16 half with no other half: what Python makes of a byte that is not UTF-8 in a command-line
+# argument or stdin ('\udcff'), and what JSON's "\ud800" decodes to.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def readable_text(text: str) -> str:
+    """`text` with each lone surrogate as U+FFFD: the tokenizer and SQLite refuse them, so a question
+    typed in a terminal of another encoding failed with "Unexpected TypeError" instead of an answer."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _question_text(text: str) -> str:
+    """A question or a turn of its conversation as it is searched, stored and shown again ("Searched as:
+    … (context: …)"): readable, without control characters (a terminal escape would run when shown)."""
+    return strip_unsafe(readable_text(text))
 
 
 # The space the current Engine call works in (see `_in_space`); copied into threads by asyncio.to_thread.
@@ -1400,7 +1417,8 @@ class Engine:
         asked_by: str,
         on_text: TextCallback | None,
     ) -> Answer:
-        question = " ".join(question.split())
+        question = " ".join(_question_text(question).split())
+        history = [Turn(turn.role, _question_text(turn.content)) for turn in history or []]
         if not question:
             raise RaptorError("The question is empty.")
         if len(question) > MAX_QUESTION_CHARS:
@@ -1628,8 +1646,12 @@ class Engine:
     # -- health -------------------------------------------------------------------------------
 
     def doctor(self, repair: bool = True) -> DoctorReport:
-        """Check SQLite and every index of every space; rebuild what is derived (indices) when asked."""
+        """Check SQLite and every index of every space; rebuild what is derived (indices) when asked, and
+        remove what a killed import left."""
         report = self._doctor_space(repair)
+        abandoned = abandoned_imports(self.spaces, remove=repair)
+        report.problems += abandoned
+        report.repaired += abandoned if repair else []
         for name in self.spaces.names():
             try:
                 with self.spaces.pinned(name) as space, self._working_in(space):

@@ -33,10 +33,11 @@ def read_only_view(folder: Path, view: Path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def small_disk(path: Path, megabytes: int) -> Iterator[Path]:
-    """A tmpfs of `megabytes` at `path`: a disk that fills up."""
+def small_disk(path: Path, megabytes: int, inodes: int | None = None) -> Iterator[Path]:
+    """A tmpfs of `megabytes` at `path` (and at most `inodes` files): a disk that fills up."""
     path.mkdir(parents=True, exist_ok=True)
-    _mount("-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", str(path))
+    limit = f",nr_inodes={inodes}" if inodes else ""
+    _mount("-t", "tmpfs", "-o", f"size={megabytes}m{limit}", "tmpfs", str(path))
     try:
         yield path
     finally:

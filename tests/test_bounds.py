@@ -216,3 +216,31 @@ async def test_the_bot_enforces_questions_per_minute(make_harness, bot_settings)
     assert "questions in the last minute" in said and "try again in" in said and "red brick" not in said
     _, replies = await ask(h, "What was the signal box built of?", user=BOB)  # another user is not limited
     assert "red brick" in " ".join(text_of(m) for m in replies)
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "says"),
+    [
+        ("RAPTOR_PARSE_TIMEOUT", "-1", "RAPTOR_PARSE_TIMEOUT must be 0 or more, not '-1'."),
+        ("RAPTOR_MAX_FILE_BYTES", "-5", "RAPTOR_MAX_FILE_BYTES must be 0 or more, not '-5'."),
+        ("RAPTOR_NODE_MAX_CHARS", "-3", "RAPTOR_NODE_MAX_CHARS must be 0 or more, not '-3'."),
+        ("RAPTOR_QUESTION_TIMEOUT", "nan", "RAPTOR_QUESTION_TIMEOUT must be a number, not 'nan'."),
+    ],
+)
+def test_a_negative_or_nan_bound_is_one_sentence_naming_it(monkeypatch, tmp_path, name, raw, says):
+    """A bound below zero read as "took longer than -1 s to read" or "Building the tree failed:
+    ValueError", and NaN as "took longer than nan seconds": each is refused where it is read."""
+    monkeypatch.chdir(tmp_path)  # no .env here
+    monkeypatch.setenv(name, raw)
+    with pytest.raises(ValueError) as refused:
+        Settings.from_env()
+    assert str(refused.value) == says
+
+
+def test_settings_that_may_be_negative_still_are(monkeypatch, tmp_path):
+    """A niceness below zero (a higher priority, for root) and any seed are meaningful."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAPTOR_BUILD_WORKER_NICE", "-5")
+    monkeypatch.setenv("RAPTOR_SEED", "-1")
+    settings = Settings.from_env()
+    assert (settings.build_worker_nice, settings.seed) == (-5, -1)

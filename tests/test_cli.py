@@ -21,8 +21,8 @@ def run(tmp_path, embedder, monkeypatch):
     runner = CliRunner()
     data_dir = tmp_path / "data"
 
-    def invoke(*args: str):
-        return runner.invoke(cli_module.cli, ["--data-dir", str(data_dir), *args], catch_exceptions=False)
+    def invoke(*args: str, **options):
+        return runner.invoke(cli_module.cli, ["--data-dir", str(data_dir), *args], catch_exceptions=False, **options)
 
     return invoke
 
@@ -320,3 +320,83 @@ def test_a_webvtt_meeting_is_ingested_and_quoted_with_its_speakers(run, tmp_path
     asked = json.loads(run("ask", "Who booked the brass band?", "--kb", "m", "--json").output)
     assert "Tom Becker: I booked the brass band" in asked["answer"], asked["answer"]
     assert "-->" not in asked["answer"] and "<v" not in asked["answer"] and asked["answered"]
+
+
+def test_a_question_with_bytes_that_are_not_utf8_is_answered(run, files):
+    """A terminal in another encoding passes bytes that are not UTF-8: Python gives them to `ask` as
+    lone surrogates ('\\udcff'), and chat reads them from stdin the same way; the tokenizer refused
+    those with "Unexpected TypeError". They read as U+FFFD and the question is answered, the follow-up too."""
+    railway, _, _ = files
+    assert run("ingest", str(railway), "--kb", "t", "--quiet").exit_code == 0
+    asked = run("ask", "Who led the passengers to safety \udcff\udcfe in 1903?", "--kb", "t", "--json")
+    assert asked.exit_code == 0, asked.output
+    assert json.loads(asked.output)["question"] == "Who led the passengers to safety \ufffd\ufffd in 1903?"
+    talk = "Tell me about the great flood of 1903 \udcff.\nWho led the passengers to safety then?\n\n"
+    chat = run("chat", "--kb", "t", "--json", input=talk.encode("utf-8", "surrogateescape"))
+    assert chat.exit_code == 0, chat.output
+    answers = [json.loads(line) for line in chat.output.splitlines() if line.startswith("{")]
+    assert len(answers) == 2 and all(answer["citations"] for answer in answers)
+
+
+def test_a_follow_up_whose_history_holds_lone_surrogates_is_answered(tmp_path, embedder):
+    """The bot and other callers pass history as they stored it: a lone surrogate there (JSON's
+    "\\ud800") must not break the next question either."""
+    import asyncio
+
+    from raptor_engine.types import Turn
+    from tests.unhurried import unhurried_settings
+
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        asyncio.run(engine.ingest("t", "railway.md", RAILWAY.encode()))
+        history = [Turn("user", "Tell me about the great flood of 1903 \ud800."), Turn("assistant", "It was \udcff.")]
+        answer = asyncio.run(engine.ask("t", "Who led the passengers to safety then?", history=history))
+    finally:
+        engine.close()
+    assert answer.citations
+
+
+def test_names_with_bytes_that_are_not_utf8_are_stored_readable(run, files):
+    """`--kb` and `--as` typed in a terminal of another encoding arrive with lone surrogates, which
+    SQLite cannot store ("Unexpected UnicodeEncodeError"): they read as U+FFFD, the same each time."""
+    railway, _, _ = files
+    added = run("ingest", str(railway), "--kb", "t\udcff", "--as", "me\udcfe", "--quiet")
+    assert added.exit_code == 0, added.output
+    listed = json.loads(run("docs", "--kb", "t\udcff", "--json").output)
+    assert [(doc["name"], doc["added_by"]) for doc in listed] == [("railway.md", "me\ufffd")]
+
+
+def test_names_with_terminal_escapes_are_stored_without_them(run, files):
+    """A knowledge base or `--as` name is printed back by `tree` and `docs`: an escape sequence in it
+    (a window title, a colour) would run in the terminal each time. Control characters are dropped;
+    a name of nothing else is empty."""
+    railway, _, _ = files
+    escape = "\x1b]0;pwned\x07\x1b[31m"
+    assert run("ingest", str(railway), "--kb", f"t{escape}", "--as", f"me{escape}", "--quiet").exit_code == 0
+    tree = run("tree", "--kb", "t]0;pwned[31m")
+    assert tree.exit_code == 0 and tree.output.startswith("t]0;pwned[31m: 1 document"), tree.output
+    listed = json.loads(run("docs", "--kb", f"t{escape}", "--json").output)
+    assert listed[0]["added_by"] == "me]0;pwned[31m"
+    assert "the knowledge base name is empty" in run("docs", "--kb", "\x1b\x07").output
+
+
+def test_a_question_with_a_terminal_escape_is_asked_without_it(run, files):
+    """chat shows the conversation a follow-up was searched with ("(context: …)"): an escape sequence
+    typed or pasted into a question ran in the terminal there."""
+    railway, _, _ = files
+    assert run("ingest", str(railway), "--kb", "t", "--quiet").exit_code == 0
+    talk = "Tell me about the great flood \x1b]0;pwned\x07of 1903.\nWho led the passengers to safety then?\n\n"
+    chat = run("chat", "--kb", "t", input=talk)
+    assert chat.exit_code == 0, chat.output
+    assert "Searched as:" in chat.output and "\x1b" not in chat.output and "\x07" not in chat.output
+
+
+def test_an_ingest_with_one_bad_file_prints_the_others_as_json_and_exits_1(run, files):
+    """docs/CLI.md's exit status: the files that went in are printed (valid JSON on stdout), the one
+    that did not is one `Error:` line on stderr, and the status is 1."""
+    railway, _, bad = files
+    result = run("ingest", str(railway), str(bad), "--kb", "t", "--json")
+    assert result.exit_code == 1
+    assert [entry["document"]["name"] for entry in json.loads(result.stdout)] == ["railway.md"]
+    errors = result.stderr.strip().splitlines()
+    assert len(errors) == 1 and errors[0].startswith("Error: scan.pdf: "), result.stderr

@@ -11,8 +11,10 @@ import asyncio
 import json
 import logging
 import os
+import stat
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ from click.testing import CliRunner
 
 from raptor_engine import Engine
 from tests.sample_texts import RAILWAY
-from tests.storage_faults import read_only_view
+from tests.storage_faults import fill, read_only_view, small_disk
 from tests.unhurried import unhurried_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +65,33 @@ def test_a_read_only_data_directory_is_one_line(data, tmp_path, command):
     line = one_error_line(done)
     assert line == f"Error: The data directory {view} is read-only, or this user may not write it.", line
     assert done.stderr.strip() == line
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("ask", "When did the railway open?", "--kb", KB), ("doctor",), ("docs", "--kb", KB)],
+    ids=["ask", "doctor", "docs"],
+)
+@pytest.mark.parametrize("full", ["bytes", "inodes"])
+def test_a_full_disk_is_one_line_before_the_store_opens(data, tmp_path, command, full):
+    """On a disk already full, SQLite cannot size its shared-memory file and says only "disk I/O
+    error" (SQLITE_IOERR_SHMSIZE), or, with no inode left, "unable to open database file", which read
+    as a read-only directory: the line must still say the disk is full, and nothing is changed."""
+    import shutil
+
+    with small_disk(tmp_path / "disk", 4, inodes=None if full == "bytes" else 64) as disk:
+        copy = disk / "data"
+        shutil.copytree(data, copy)
+        for leftover in copy.glob("raptor.db-*"):
+            leftover.unlink()
+        before = (copy / "raptor.db").read_bytes()
+        if full == "bytes":
+            fill(disk, 0)
+        else:
+            use_every_inode(disk)
+        line = one_error_line(raptor(copy, *command))
+        assert line == f"Error: The data directory {copy} is on a full disk.", line
+        assert (copy / "raptor.db").read_bytes() == before
 
 
 @pytest.mark.parametrize("damage", ["truncated", "overwritten"])
@@ -148,14 +177,30 @@ def test_an_engine_warning_is_logged_only_with_v_and_with_its_traceback(data, tm
     assert "Traceback" in verbose.stderr and "JSONDecodeError" in verbose.stderr
 
 
-def test_an_os_error_no_command_catches_is_one_line(data, tmp_path, embedder):
-    """An archive name longer than the file system allows: the export's own OSError, which no command
-    turns into a sentence of its own, names the path the user gave."""
+def use_every_inode(disk: Path) -> None:
+    """Empty files on `disk` until it can hold no more (space left, no inode)."""
+    count = 0
+    while True:
+        try:
+            (disk / f"empty-{count}").touch()
+        except OSError:
+            return
+        count += 1
+
+
+def add_guild_42(data: Path, embedder) -> None:
+    """A server's store to export (the module's knowledge base is in the default store)."""
     engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
-    try:  # a server's store to export (the module's knowledge base is in the default store)
+    try:
         asyncio.run(engine.ingest("guild-42-channel-7", "railway.txt", RAILWAY.encode()))
     finally:
         engine.close()
+
+
+def test_an_os_error_no_command_catches_is_one_line(data, tmp_path, embedder):
+    """An archive name longer than the file system allows: the export's own OSError, which no command
+    turns into a sentence of its own, names the path the user gave."""
+    add_guild_42(data, embedder)
     archive = tmp_path / ("g" * 300 + ".tar")
     done = raptor(data, "guilds", "export", "42", str(archive))
     line = one_error_line(done)
@@ -174,6 +219,25 @@ def test_an_export_where_it_cannot_be_written_names_that_folder(data, tmp_path, 
         expected = f"{view} is read-only for this user."
     archive = tmp_path / ("missing" if where == "missing" else "ro") / "guild.tar"
     assert one_error_line(done) == f"Error: Cannot write the archive to {archive}: {expected}"
+
+def test_an_export_never_replaces_a_pipe_and_writes_through_a_link(data, tmp_path, embedder):
+    """The archive is renamed over its path: a FIFO there (or, as root, a device node) would be
+    destroyed, so it is refused in one sentence; a symlink stays a link and its target gets the archive."""
+    add_guild_42(data, embedder)
+    pipe = tmp_path / "guild.tar"
+    os.mkfifo(pipe)
+    line = one_error_line(raptor(data, "guilds", "export", "42", str(pipe)))
+    assert line == (
+        f"Error: Cannot write {pipe}: it is not a regular file (a device, pipe or socket); give the name of a file."
+    ), line
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    (tmp_path / "archives").mkdir()
+    link = tmp_path / "latest.tar"
+    link.symlink_to(tmp_path / "archives" / "guild-42.tar")
+    done = raptor(data, "guilds", "export", "42", str(link))
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and tarfile.is_tarfile(tmp_path / "archives" / "guild-42.tar")
+
 
 def test_an_unexpected_exception_is_one_line_and_its_traceback_is_logged(data, monkeypatch, caplog):
     from raptor_engine.cli import cli

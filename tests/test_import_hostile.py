@@ -166,6 +166,14 @@ def _give_space(name: str) -> Callable[[dict], None]:
     return lambda manifest: manifest.update(space=name)
 
 
+def _nan_vector(conn: sqlite3.Connection) -> None:
+    """The first node's embedding made of NaNs (its length kept): hnswlib takes it, and every distance
+    to it is NaN."""
+    size = conn.execute("SELECT length(embedding) FROM nodes ORDER BY id LIMIT 1").fetchone()[0]
+    nan = bytes.fromhex("0000c07f")  # a float32 NaN, little-endian
+    conn.execute("UPDATE nodes SET embedding = ? WHERE id = (SELECT MIN(id) FROM nodes)", [nan * (size // 4)])
+
+
 def _declare_big(manifest: dict) -> None:
     manifest["database"]["bytes"] = BIG
 
@@ -243,6 +251,36 @@ HOSTILE = {
         dict(db_bytes=_corrupt),
         "its database is damaged",
     ),
+    "a node's heading that is not JSON": (
+        dict(db_edit=lambda c: c.execute("UPDATE nodes SET heading = '{{{' WHERE id = (SELECT MIN(id) FROM nodes)")),
+        "its database is inconsistent (1 nodes whose stored lists are malformed)",
+    ),
+    "a leaf list of strings": (
+        dict(db_edit=lambda c: c.execute("UPDATE nodes SET leaf_ids = '[\"a\"]' WHERE kind != 'leaf'")),
+        "nodes whose stored lists are malformed)",
+    ),
+    "sentences of the wrong shape": (
+        dict(db_edit=lambda c: c.execute("UPDATE nodes SET sentences = '[[0, 5]]' WHERE id = (SELECT MAX(id) FROM nodes)")),
+        "its database is inconsistent (1 nodes whose stored lists are malformed)",
+    ),
+    "a build's details that are not JSON": (
+        dict(db_edit=lambda c: c.execute("UPDATE builds SET notes = 'not json'")),
+        "builds whose stored details are malformed)",
+    ),
+    "an edge from a leaf up to its summary": (
+        dict(db_edit=lambda c: c.execute(
+            "INSERT INTO edges SELECT child_id, parent_id, kb_id FROM edges ORDER BY parent_id LIMIT 1")),
+        "its database is inconsistent (1 edges that do not point down the tree)",
+    ),
+    "a vector of NaNs": (
+        dict(db_edit=_nan_vector),
+        "its database holds vectors that cannot be indexed",
+    ),
+    "a node of 100,000 characters": (
+        dict(db_edit=lambda c: c.execute(
+            "UPDATE nodes SET text = printf('%.*c', 100000, 'x') WHERE id = (SELECT MIN(id) FROM nodes)")),
+        "its database has a node of 100,000 characters, over this data directory's limit of 2,000",
+    ),
 }
 
 
@@ -316,6 +354,18 @@ def test_doctor_finds_a_foreign_schema_object(exported, target):
     assert "space 42: schema: a trigger 'wipe' on questions that is not the project's" in report.stdout
 
 
+def test_doctor_finds_a_node_whose_stored_list_is_malformed(exported, target):
+    """A row no question can read (json.loads fails on it) is a problem doctor names, not a healthy store."""
+    assert raptor(target, "guilds", "import", str(exported)).returncode == 0
+    conn = sqlite3.connect(target / "guilds" / GUILD / "raptor.db")
+    conn.execute("UPDATE nodes SET page_marks = '[[1, 2, 3]]' WHERE id = (SELECT MIN(id) FROM nodes)")
+    conn.commit()
+    conn.close()
+    report = raptor(target, "doctor", "--no-repair")
+    assert report.returncode == 1
+    assert "space 42: 1 nodes whose stored lists are malformed" in report.stdout
+
+
 def test_every_connection_distrusts_the_schema(tmp_path):
     """trusted_schema=OFF: a view may not call a function that is not innocuous."""
     db = connect(tmp_path / "x.db")
@@ -324,3 +374,28 @@ def test_every_connection_distrusts_the_schema(tmp_path):
     db.execute("CREATE VIEW v AS SELECT side_effect() AS x")
     with pytest.raises(sqlite3.OperationalError, match="unsafe use of side_effect"):
         db.execute("SELECT * FROM v").fetchall()
+
+
+def test_an_import_killed_midway_leaves_nothing_that_outlives_it(exported, target, tmp_path):
+    """SIGKILL cannot run the clean-up: the half-copied folder (the archive's size, every time) stayed
+    forever and doctor called the directory healthy. Doctor removes it and says so, and so does the
+    next import; an import in progress in another process is never touched (they take turns)."""
+    import fcntl
+
+    left = target / "guilds" / ".importing-42-0123456789abcdef"
+    left.mkdir(parents=True)
+    (left / "raptor.db").write_bytes(bytes(4096))
+    busy = os.open(target, os.O_RDONLY)
+    try:  # another process importing now (it holds the data directory's flock): its folder is not abandoned
+        fcntl.flock(busy, fcntl.LOCK_EX)
+        report = raptor(target, "doctor", "--json")
+        assert left.exists() and json.loads(report.stdout)["repaired"] == []
+    finally:
+        os.close(busy)
+    report = raptor(target, "doctor")
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert f"problem: {left} is a half-imported store an interrupted import left (repaired)" in report.stdout
+    assert not left.exists()
+    left.mkdir()
+    assert raptor(target, "guilds", "import", str(exported)).returncode == 0
+    assert sorted(p.name for p in (target / "guilds").iterdir()) == ["42", "9"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -220,3 +222,31 @@ def test_cli_picture_errors_are_one_sentence_and_write_nothing(run, tmp_path):
     assert empty.exit_code != 0 and "has no documents yet" in empty.output
     assert not (tmp_path / "empty.png").exists() and not missing.parent.exists()
     assert [p.name for p in tmp_path.iterdir() if p.suffix in (".png", ".tmp")] == []
+
+
+def test_a_picture_never_replaces_a_pipe_or_device_and_writes_through_a_link(run, tmp_path):
+    """The picture is written beside its path and renamed over it: over a FIFO or a device node (as
+    root, `--png /dev/full` replaced the device with a PNG) that destroys the special file, so such a
+    path is refused in one sentence; a symlink keeps being a link, its target gets the picture."""
+    railway = tmp_path / "railway.md"
+    railway.write_text(RAILWAY)
+    run("ingest", str(railway), "--kb", "t", "--quiet")
+    pipe = tmp_path / "pipe.png"
+    os.mkfifo(pipe)
+    for args in (("tree", "--kb", "t", "--png", str(pipe)),
+                 ("ask", "Who surveyed the railway?", "--kb", "t", "--tree-png", str(pipe))):
+        result = run(*args)
+        assert result.exit_code == 1
+        assert result.output.strip() == (
+            f"Error: Cannot write {pipe}: it is not a regular file (a device, pipe or socket); "
+            "give the name of a file."
+        )
+        assert stat.S_ISFIFO(pipe.stat().st_mode)
+    pictures = tmp_path / "pictures"
+    pictures.mkdir()
+    link = tmp_path / "latest.png"
+    link.symlink_to(pictures / "tree.png")
+    result = run("tree", "--kb", "t", "--png", str(link))
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and (pictures / "tree.png").read_bytes().startswith(PNG_SIGNATURE)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []

@@ -461,8 +461,11 @@ _WINDOWS_1252_LABELS = frozenset(
 
 
 def _html_charset(data: bytes) -> str | None:
-    """The encoding an HTML page declares for itself, as the codec name browsers would use."""
-    found = _HTML_CHARSET.search(data[:1024])
+    """The encoding an HTML page declares for itself, as the codec name browsers would use: in a <meta>,
+    or an XHTML page's XML declaration (`<?xml version="1.0" encoding="ISO-8859-1"?>`)."""
+    found = _XML_ENCODING.match(data[:1024].removeprefix(b"\xef\xbb\xbf").lstrip()) or _HTML_CHARSET.search(
+        data[:1024]
+    )
     if found is None:
         return None
     label = found.group(1).decode("ascii").lower()
@@ -666,6 +669,23 @@ def _pdf_failure(name: str, exc: Exception, limits: LoadLimits, what: str) -> In
     return IngestError(name, "is a corrupt or truncated PDF.")
 
 
+# Lines of one character each (or none: a space drawn alone), many in a row: what pypdf's plain
+# extraction makes of a line whose glyphs were drawn one at a time.
+_GLYPH_LINES = re.compile(r"(?:^[^\n]?\n){12,}", re.MULTILINE)
+
+
+def _page_text(page: Any) -> str:
+    """A page's text. pypdf's plain extraction, except where that spelled a line out glyph by glyph (as
+    some PDF writers position every character): then the layout extraction, which joins characters by
+    where they sit, so the words survive to be searched and quoted."""
+    text = page.extract_text() or ""
+    if not any(sum(c.isalpha() for c in m.group(0)) >= 8 for m in _GLYPH_LINES.finditer(text)):
+        return text
+    laid_out = page.extract_text(extraction_mode="layout") or ""
+    lines = (" ".join(line.split()) for line in laid_out.splitlines())
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
 def _join_hyphenated(text: str) -> str:
     """A page's words that justified text broke at line ends joined again ('infor-' / 'mation' ->
     'information'); a hyphen before a number, a capital or a space stays ('1887 -', 'Mid-' / 'Winter')."""
@@ -693,7 +713,7 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     chars = 0
     for number, page in enumerate(pages, start=1):
         try:
-            text = page.extract_text() or ""
+            text = _page_text(page)
         except Exception as exc:
             error = _pdf_failure(name, exc, limits, f"reading page {number}")
             if "corrupt" not in error.reason:
@@ -874,6 +894,7 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
                 blocks.append(_Block(text, heading=heading))
             elif isinstance(item, Table):
                 blocks.append(_Block(_docx_table_text(item, hidden_styles), heading=heading))
+        blocks.extend(_Block(text) for text in _docx_notes(document, hidden_styles))
     except IngestError:
         raise
     except Exception as exc:
@@ -889,10 +910,32 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
 
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_DOCX_NAMESPACES = {"w": _W[1:-1], "mc": "http://schemas.openxmlformats.org/markup-compatibility/2006"}
 _OFF = {"0", "false", "off"}
 
 
 _STYLE_CHAIN = 10  # basedOn links followed when asking whether a style hides its text
+
+
+_DOCX_NOTES = ("/footnotes", "/endnotes")
+_DOCX_NOTE_KINDS = frozenset({"normal"})  # not the separator lines Word keeps among the notes
+
+
+def _docx_notes(document: object, hidden_styles: frozenset[str]) -> Iterator[str]:
+    """The text of each footnote, then each endnote, as Word prints them (one per note, hidden runs left
+    out). python-docx reads neither: their parts are raw bytes to it, parsed here with its own parser
+    (no entities, no network); the zip scan has already capped their size and elements."""
+    from docx.oxml.parser import parse_xml
+
+    parts = [rel.target_part for rel in document.part.rels.values()  # type: ignore[attr-defined]
+             if not rel.is_external and rel.reltype.endswith(_DOCX_NOTES)]
+    for part in sorted(parts, key=lambda part: str(part.partname).endswith("endnotes.xml")):
+        for note in parse_xml(part.blob):
+            if note.get(f"{_W}type", "normal") not in _DOCX_NOTE_KINDS:
+                continue
+            text = " ".join(_docx_paragraph_text(p, hidden_styles) for p in _docx_all_paragraphs()(note))
+            if text.strip():
+                yield " ".join(text.split())
 
 
 def _docx_vanish(properties: object | None) -> bool | None:
@@ -945,7 +988,8 @@ def _docx_paragraph_style_names(document: object) -> Callable[[str | None], str]
 
 def _docx_body_items(document: object, paragraph: type, table: type) -> Iterator[object]:
     """The body's paragraphs and tables in order, those inside content controls (w:sdt, as templates and
-    cover pages wrap them) too; python-docx's own walk yields only the body's direct children."""
+    cover pages wrap them) too, and after a paragraph those of the text boxes anchored in it; python-docx's
+    own walk yields only the body's direct children."""
     body = document.element.body  # type: ignore[attr-defined]
     parent = document._body  # type: ignore[attr-defined]
     pending = list(reversed(body))  # a stack: nesting depth costs no recursion
@@ -953,6 +997,9 @@ def _docx_body_items(document: object, paragraph: type, table: type) -> Iterator
         element = pending.pop()
         if element.tag == f"{_W}p":
             yield paragraph(element, parent)
+            for box in reversed(_docx_text_boxes()(element)):
+                if next(box.iterancestors(f"{_W}p")) is element:  # a box in a box: read with its own paragraph
+                    pending.extend(reversed(box))
         elif element.tag == f"{_W}tbl":
             yield table(element, parent)
         elif element.tag == f"{_W}sdt":
@@ -969,8 +1016,33 @@ def _docx_runs() -> Callable[[object], list[Any]]:
     from lxml import etree
 
     return etree.XPath(
-        ".//w:r[not(ancestor::w:del or ancestor::w:moveFrom or ancestor::mc:Fallback)]",
-        namespaces={"w": _W[1:-1], "mc": "http://schemas.openxmlformats.org/markup-compatibility/2006"},
+        ".//w:r[not(ancestor::w:del or ancestor::w:moveFrom or ancestor::mc:Fallback)]", namespaces=_DOCX_NAMESPACES
+    )
+
+
+@functools.cache
+def _docx_text_boxes() -> Callable[[object], list[Any]]:
+    """The text boxes in a paragraph, each once: Word keeps a copy of each for old readers (mc:Fallback)."""
+    from lxml import etree
+
+    return etree.XPath(".//w:txbxContent[not(ancestor::mc:Fallback)]", namespaces=_DOCX_NAMESPACES)
+
+
+@functools.cache
+def _docx_all_paragraphs() -> Callable[[object], list[Any]]:
+    """Every paragraph in an element, in text boxes and tables too, each once."""
+    from lxml import etree
+
+    return etree.XPath(".//w:p[not(ancestor::mc:Fallback)]", namespaces=_DOCX_NAMESPACES)
+
+
+@functools.cache
+def _docx_box_paragraphs() -> Callable[[object], list[Any]]:
+    """The paragraphs of the text boxes in a paragraph (boxes in boxes too), each once."""
+    from lxml import etree
+
+    return etree.XPath(
+        ".//w:txbxContent[not(ancestor::mc:Fallback)]//w:p[not(ancestor::mc:Fallback)]", namespaces=_DOCX_NAMESPACES
     )
 
 
@@ -994,15 +1066,27 @@ def _docx_paragraph_text(p: object, hidden_styles: frozenset[str] = frozenset())
     return "".join(parts)
 
 
+def _docx_cell_paragraph_text(p: object, hidden_styles: frozenset[str]) -> str:
+    """A paragraph in a table cell and, after it, the paragraphs of the text boxes anchored in it: a
+    cell is read as one piece of a line."""
+    inner = _docx_box_paragraphs()(p)
+    return " ".join(_docx_paragraph_text(paragraph, hidden_styles) for paragraph in [p, *inner])
+
+
 def _docx_table_text(table: object, hidden_styles: frozenset[str] = frozenset()) -> str:
-    """A table as one line per row, cells separated by ' | ' (merged cells repeated once)."""
+    """A table as one line per row, cells separated by ' | ' (merged cells repeated once); a table in a
+    cell is part of that cell's text, its rows one after another (as HTML's are read). Nesting is bounded
+    by lxml's depth limit, well inside Python's recursion limit."""
     lines = []
     for row in table.rows:  # type: ignore[attr-defined]
         cells: list[str] = []
         for cell in row.cells:
-            text = " ".join(
-                " ".join(_docx_paragraph_text(p._p, hidden_styles) for p in cell.paragraphs).split()
+            parts = (
+                _docx_cell_paragraph_text(item._p, hidden_styles) if hasattr(item, "_p")
+                else _docx_table_text(item, hidden_styles).replace("\n", " ")
+                for item in cell.iter_inner_content()
             )
+            text = " ".join(" ".join(parts).split())
             if text and (not cells or cells[-1] != text):
                 cells.append(text)
         if cells:

@@ -13,7 +13,8 @@ An archive is untrusted input (it may come from anyone), so import checks, befor
   are ever written, and the sha256 must match;
 - the database: `PRAGMA integrity_check` and `foreign_key_check`, a schema equal to the project's
   (`schema.py`: no trigger, view, extra table, column or index), the knowledge bases the manifest
-  names, no row of another guild than the manifest's, and the store's own invariants.
+  names, no row of another guild than the manifest's, no node longer than `RAPTOR_NODE_MAX_CHARS`, and
+  the store's own invariants (edges down the tree, every stored list well-formed).
 It all happens in a folder beside the target, renamed into place at the end; a refusal removes that
 folder (and `guilds/` if the import made it), so the data directory is left byte for byte as it was.
 """
@@ -21,6 +22,7 @@ folder (and `guilds/` if the import made it), so the data directory is left byte
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import gzip
 import hashlib
 import json
@@ -37,12 +39,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import RaptorError
+from .files import rename_target
 from .index import IndexManager
 from .schema import schema_problems
 from .spaces import (
     DB_NAME,
     INDEX_DIR,
+    SPACES_DIR,
     Spaces,
     _advance_node_ids,
     _follower_tables,
@@ -60,6 +66,7 @@ MAX_EXPANSION = 10  # a database at most 10x its archive (export's is 1x; gzip o
 DISK_FACTOR = 2  # the database, then its indices and journal: twice its size must be free
 COPY_CHUNK = 1024 * 1024
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+STAGING_PREFIX = ".importing-"  # guilds/.importing-<guild>-<random>: an import's folder until it is done
 
 
 class ArchiveRefused(RaptorError):
@@ -86,13 +93,14 @@ def _open_untrusted(path: Path) -> sqlite3.Connection:
 
 def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, Any]:
     """Write space `name` to a tar archive: a `VACUUM INTO` snapshot of its database (consistent while
-    others write) and its manifest. Written beside `archive` and renamed into place."""
+    others write) and its manifest. Written beside `archive` and renamed into place (storage/files.py)."""
     if not archive.parent.is_dir():
         what = "is not a folder" if archive.parent.exists() else "does not exist"
         raise RaptorError(f"Cannot write the archive to {archive}: {archive.parent} {what}.")
     if not os.access(archive.parent, os.W_OK):  # a read-only mount refuses even root
         raise RaptorError(f"Cannot write the archive to {archive}: {archive.parent} is read-only for this user.")
-    with tempfile.TemporaryDirectory(prefix=".export-", dir=archive.parent) as scratch:
+    target = rename_target(archive)
+    with tempfile.TemporaryDirectory(prefix=".export-", dir=target.parent) as scratch:
         snapshot = Path(scratch) / DB_NAME
         with spaces.pinned(name, create=False) as space:
             space.store.db.conn.execute("VACUUM INTO ?", [str(snapshot)])
@@ -112,13 +120,54 @@ def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, Any]:
         with tarfile.open(partial, "w") as tar:
             tar.add(Path(scratch) / ARCHIVE_MANIFEST, ARCHIVE_MANIFEST)
             tar.add(snapshot, DB_NAME)
-        partial.replace(archive)
+        partial.replace(target)
     return manifest
+
+
+@contextlib.contextmanager
+def _import_turn(spaces: Spaces, *, wait: bool) -> Iterator[bool]:
+    """Imports into one data directory take turns, across processes: an exclusive flock on the directory
+    itself (a lock file would be a change a refused import leaves behind). Yields whether this caller has
+    its turn (always, when it waits); while it has, any staging folder is one a killed import left."""
+    handle = os.open(spaces.settings.data_dir, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(handle)  # gives the lock back
+
+
+def abandoned_imports(spaces: Spaces, *, remove: bool) -> list[str]:
+    """The staging folders of imports that were killed (SIGKILL runs no clean-up, and each holds up to an
+    archive's database), removed when asked; none while another process is importing."""
+    with _import_turn(spaces, wait=False) as turn:
+        return _staging_folders(spaces, remove=remove) if turn else []
+
+
+def _staging_folders(spaces: Spaces, *, remove: bool) -> list[str]:
+    """Every import's staging folder (call with the import lock held: then no import is using one)."""
+    found = []
+    for folder in sorted((spaces.settings.data_dir / SPACES_DIR).glob(f"{STAGING_PREFIX}*")):
+        if remove:
+            shutil.rmtree(folder, ignore_errors=True)
+        found.append(f"{folder} is a half-imported store an interrupted import left")
+    return found
 
 
 def import_space(spaces: Spaces, archive: Path) -> dict[str, Any]:
     """Add the space in `archive` (made by `export_space`) to this data directory, which must not have
-    it yet; checked as the module says, its indices built, then renamed into place all at once."""
+    it yet; checked as the module says, its indices built, then renamed into place all at once. Imports
+    take turns, so the first thing each does is remove what a killed one left."""
+    with _import_turn(spaces, wait=True):
+        _staging_folders(spaces, remove=True)
+        return _import_space(spaces, archive)
+
+
+def _import_space(spaces: Spaces, archive: Path) -> dict[str, Any]:
     try:
         with tarfile.open(archive, "r:*") as tar:
             members = _members(tar, archive)
@@ -223,7 +272,7 @@ def _staging(target: Path) -> Iterator[Path]:
     """A folder beside `target` to unpack into; removed, with `guilds/` if this made it, unless the
     block renamed it into place."""
     made_parent = not target.parent.exists()
-    staging = target.with_name(f".importing-{target.name}-{uuid.uuid4().hex}")
+    staging = target.with_name(f"{STAGING_PREFIX}{target.name}-{uuid.uuid4().hex}")
     staging.mkdir(parents=True)
     try:
         yield staging
@@ -271,6 +320,7 @@ def _check_database(spaces: Spaces, path: Path, manifest: dict[str, Any], archiv
                     archive, "its database does not hold the knowledge bases its manifest names"
                 )
             _check_one_guild(spaces, conn, manifest["space"], archive)
+            _check_node_length(conn, spaces.settings.node_max_chars, archive)
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -293,6 +343,16 @@ def _check_one_guild(spaces: Spaces, conn: sqlite3.Connection, name: str, archiv
         )
 
 
+def _check_node_length(conn: sqlite3.Connection, limit: int, archive: Path) -> None:
+    """No node longer than this data directory lets one be (RAPTOR_NODE_MAX_CHARS): every question and
+    answer reads nodes whole, so one of 100 MB would cost that much memory each time it is reached."""
+    longest = conn.execute("SELECT MAX(length(text)) FROM nodes").fetchone()[0]
+    if longest is not None and longest > limit:
+        raise ArchiveRefused(
+            archive, f"its database has a node of {longest:,} characters, over this data directory's limit of {limit:,}"
+        )
+
+
 def _build_indices(staging: Path, archive: Path) -> None:
     """Open the unpacked file as a store (pending migrations run), check the store's invariants, and
     build every knowledge base's index from its rows: indices are never taken from an archive."""
@@ -308,7 +368,10 @@ def _build_indices(staging: Path, archive: Path) -> None:
         store.rebuild_text_index()  # the full-text index too is built from the rows, never taken as is
         indexes = IndexManager(store, staging / INDEX_DIR)
         for kb in store.kb_names():
-            indexes.rebuild(store.require_kb(kb))
+            kb_id = store.require_kb(kb)
+            if not np.isfinite(store.embeddings(kb_id)[1]).all():  # NaN or infinity: no distance to it means anything
+                raise ValueError(f"knowledge base {kb_id} has a vector that is not finite")
+            indexes.rebuild(kb_id)
     except (ValueError, RuntimeError, sqlite3.Error) as exc:
         raise ArchiveRefused(archive, "its database holds vectors that cannot be indexed") from exc
     finally:

@@ -13,6 +13,7 @@ WAL of the older copies).
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,9 @@ import sqlite_utils
 from ..errors import DamagedDatabaseError, is_damaged_database
 
 BUSY_TIMEOUT_MS = 30_000
+# Below this much free space, an I/O error from SQLite is the disk being full (its shared-memory file
+# alone needs 32 KiB).
+FULL_DISK_FREE_BYTES = 1024 * 1024
 
 
 def connect(
@@ -51,8 +55,24 @@ def connect(
         conn.close()
         if is_damaged_database(error):  # SQLite names no file: say which one, among a directory's many
             raise DamagedDatabaseError(error, path) from error
+        if _disk_full(error, path.parent):
+            raise sqlite3.OperationalError("database or disk is full") from error
         raise
     return sqlite_utils.Database(conn, execute_plugins=False)
+
+
+def _disk_full(error: sqlite3.DatabaseError, folder: Path) -> bool:
+    """Whether SQLite's "disk I/O error" or "unable to open database file" came from a full disk: opening
+    a store on one fails to size the shared-memory file (SQLITE_IOERR_SHMSIZE), or, with no inode left,
+    to create the WAL file (SQLITE_CANTOPEN), neither of which SQLite reports as SQLITE_FULL."""
+    if not str(getattr(error, "sqlite_errorname", "")).startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN")):
+        return False
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return False
+    no_inode = found.f_files > 0 and found.f_favail == 0
+    return found.f_bavail * found.f_frsize < FULL_DISK_FREE_BYTES or no_inode
 
 
 @contextlib.contextmanager

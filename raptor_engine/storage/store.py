@@ -696,12 +696,36 @@ class Store(MessageStoreMixin):
             "(SELECT 1 FROM nodes n WHERE n.doc_id = d.id AND n.kind = 'leaf')",
             "summaries without children": "SELECT COUNT(*) FROM nodes n WHERE n.kind != 'leaf' AND NOT EXISTS "
             "(SELECT 1 FROM edges e WHERE e.parent_id = n.id)",
+            "edges that do not point down the tree": "SELECT COUNT(*) FROM edges e JOIN nodes p ON p.id = "
+            "e.parent_id JOIN nodes c ON c.id = e.child_id WHERE p.layer <= c.layer",
+            "nodes whose stored lists are malformed": "SELECT COUNT(*) FROM nodes WHERE NOT ("
+            f"{_json_list('leaf_ids')} AND {_json_list('heading', item='text')} AND {_json_list('spans', width=2)} "
+            f"AND {_json_list('page_marks', width=2)} AND (sentences IS NULL OR {_json_list('sentences', width=4)}))",
+            "builds whose stored details are malformed": "SELECT COUNT(*) FROM builds WHERE NOT ("
+            "COALESCE(json_valid(layers) AND json_valid(notes), 0))",
         }
         for label, sql in checks.items():
             count = int(self.db.execute(sql).fetchone()[0])
             if count:
                 problems.append(f"{count} {label}")
         return problems
+
+
+def _json_list(column: str, *, item: str = "integer", width: int = 0) -> str:
+    """SQL that is true when `column` holds a JSON array of `item`s, or (a `width`) of arrays of that
+    many integers: what the store reads back with json.loads and unpacks, so that a row written
+    elsewhere (an imported archive) cannot break every question that reaches it."""
+    if width:
+        bad = (
+            f"e.type != 'array' OR json_array_length(e.value) != {width} "
+            "OR EXISTS (SELECT 1 FROM json_each(e.value) WHERE type != 'integer')"
+        )
+    else:
+        bad = f"e.type != '{item}'"
+    return (
+        f"CASE WHEN json_valid({column}) THEN CASE WHEN json_type({column}) = 'array' THEN NOT EXISTS "
+        f"(SELECT 1 FROM json_each({column}) e WHERE {bad}) ELSE 0 END ELSE 0 END"
+    )
 
 
 def _merge_spans(spans: list[list[int]]) -> list[list[int]]:
