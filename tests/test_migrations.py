@@ -11,6 +11,7 @@ import pytest
 
 from bot.state import BotState, bot_migrations
 from raptor_engine import Engine, Settings
+from raptor_engine.errors import StorageError
 from raptor_engine.storage.db import connect
 from raptor_engine.storage.llm_cache import SummaryCache
 from raptor_engine.storage.migrations import Migrations
@@ -196,3 +197,40 @@ def test_the_sets_are_named_for_their_owners():
     assert store_migrations.names()[0] == "m001_initial"
     assert bot_migrations.names() == ["m001_bot_tables", "m002_message_sync", "m003_turn_sources"]
     assert summary_cache_migrations.names() == ["m001_summary_cache"]
+
+
+def _written_by_a_newer_version(data: Path) -> bytes:
+    """A data directory whose store recorded a migration this version does not have, and its bytes."""
+    engine = Engine(Settings(data_dir=data))
+    engine.close()
+    db = sqlite3.connect(data / "raptor.db")
+    with db:
+        db.execute(
+            "INSERT INTO _migrations (migration_set, name, applied_at) VALUES ('store', 'm999_later', '2030-01-01')"
+        )
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    return (data / "raptor.db").read_bytes()
+
+
+def test_a_store_a_newer_version_migrated_is_refused_and_left_as_it_was(tmp_path):
+    """A downgrade must not read or write tables a later version changed: one sentence, nothing written."""
+    data = tmp_path / "data"
+    before = _written_by_a_newer_version(data)
+    with pytest.raises(StorageError, match=r"newer version of raptor .*'m999_later'.*upgrade raptor"):
+        Store(data / "raptor.db")
+    assert (data / "raptor.db").read_bytes() == before
+
+
+def test_the_cli_refuses_a_newer_store_in_one_sentence(tmp_path):
+    from click.testing import CliRunner
+
+    from raptor_engine.cli import cli
+
+    data = tmp_path / "data"
+    _written_by_a_newer_version(data)
+    for args in (["ask", "When?", "--kb", "k"], ["ingest", str(Path(__file__)), "--kb", "k"], ["doctor"]):
+        result = CliRunner().invoke(cli, ["--data-dir", str(data), *args])
+        assert result.exit_code == 1, (args, result.output)
+        assert "was written by a newer version of raptor" in result.output
+        assert "Traceback" not in result.output

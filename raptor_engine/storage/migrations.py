@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import sqlite_utils
 
+from ..errors import StorageError
 from .db import immediate
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class Migrations:
         with immediate(db.conn):
             _create_table(db)
             done = set(self.applied(db))
+            self._refuse_newer(db)
             ran = []
             for name, step in self._steps:
                 if name in done or (only is not None and name not in only):
@@ -76,6 +78,23 @@ class Migrations:
         if ran:
             log.info("%s: applied migrations %s", self.owner, ", ".join(ran))
         return ran
+
+
+    def _refuse_newer(self, db: sqlite_utils.Database) -> None:
+        """Stop before touching a file a newer version has migrated: this version would read and write
+        its tables without the columns and rules that version added (a downgrade must not damage it)."""
+        unknown = [name for name in self.applied(db) if name not in self.names()]
+        if unknown:
+            raise StorageError(
+                f"The database {_file_of(db)} was written by a newer version of raptor "
+                f"(its {self.owner} migration {unknown[0]!r} is not one this version has); "
+                "upgrade raptor to open it, or restore a backup made by this version."
+            )
+
+
+def _file_of(db: sqlite_utils.Database) -> str:
+    row = db.execute("PRAGMA database_list").fetchone()
+    return row[2] if row and row[2] else "in memory"
 
 
 def _create_table(db: sqlite_utils.Database) -> None:
