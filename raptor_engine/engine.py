@@ -1674,6 +1674,9 @@ class Engine:
             self.store.rebuild_text_index()
             if text_index and not self.store.text_index_problems():
                 repaired += text_index
+        leftovers = self.indexes.abandoned_writes(remove=repair)
+        problems += leftovers
+        repaired += leftovers if repair else []
         for kb in self.store.kb_names():
             kb_id = self.store.kb_id(kb)
             if kb_id is None:

@@ -143,3 +143,36 @@ def test_raptor_doctor_reports_then_repairs_what_a_crash_can_leave(tmp_path, emb
     repaired = runner.invoke(cli, args)
     assert repaired.exit_code == 0 and repaired.output.strip().endswith("repaired")
     assert runner.invoke(cli, args + ["--no-repair"]).output.strip() == "healthy"
+
+
+def test_doctor_removes_index_files_a_killed_save_left_but_not_one_being_written(tmp_path, embedder, monkeypatch):
+    """A save killed between writing its temporary file and renaming it leaves that file forever (an
+    index's size each time); doctor names and removes the old ones, never a fresh one a live save owns."""
+    import os
+    import time
+
+    from click.testing import CliRunner
+
+    from raptor_engine.cli import cli
+    from raptor_engine.storage.index import ABANDONED_WRITE_SECONDS
+
+    engine = Engine(unhurried(crash_settings(tmp_path / "data")), embedder=embedder)
+    asyncio.run(engine.ingest("other", "tide.txt", CRASH_DOCUMENTS[0][1].encode()))
+    engine.close()
+    index_dir = tmp_path / "data" / "indices"
+    stale, live = index_dir / ".kb-1.hnsw.0123abcd.tmp", index_dir / ".kb-1.json.4567ef.tmp"
+    stale.write_bytes(b"\0" * 4096)
+    live.write_bytes(b"{}")
+    old = time.time() - ABANDONED_WRITE_SECONDS - 60
+    os.utime(stale, (old, old))
+
+    monkeypatch.setattr("raptor_engine.engine.Embedder", lambda *args, **kwargs: embedder)
+    runner = CliRunner()
+    args = ["--data-dir", str(tmp_path / "data"), "doctor"]
+    found = runner.invoke(cli, args + ["--no-repair"])
+    assert found.exit_code == 1 and ".kb-1.hnsw.0123abcd.tmp, 4,096 bytes" in found.output
+    assert stale.exists()
+    repaired = runner.invoke(cli, args)
+    assert repaired.exit_code == 0 and repaired.output.strip().endswith("repaired")
+    assert not stale.exists() and live.exists()
+    assert runner.invoke(cli, args + ["--no-repair"]).output.strip() == "healthy"

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, KeysView, Mapping
 from pathlib import Path
@@ -32,6 +33,8 @@ EF_CONSTRUCTION = 200
 # What a loaded index holds beyond its vectors and level-0 links, measured (RSS) with hnswlib 0.8: a
 # fixed 2.66 MiB per index (its 65,536 label-operation mutexes), and per element its label, lock and
 # upper levels; plus each entry of the token-count table (an int64 id and an int32 count).
+# A temporary index file untouched this long was left by a process that stopped mid-save (doctor removes it).
+ABANDONED_WRITE_SECONDS = 3600
 HNSW_INDEX_OVERHEAD = 2720 * 1024
 HNSW_ELEMENT_OVERHEAD = 64
 TOKEN_ENTRY_BYTES = 12
@@ -237,6 +240,21 @@ class IndexManager:
         if self.budget is not None:
             for kb_id in ids:
                 self.budget.forget(("index", self.owner, kb_id))
+
+    def abandoned_writes(self, *, remove: bool) -> list[str]:
+        """Temporary files of `writing` that a killed process left (one each save it was in), removed when
+        asked. Only those untouched for ABANDONED_WRITE_SECONDS: a live save renames its file in seconds."""
+        found = []
+        cutoff = time.time() - ABANDONED_WRITE_SECONDS
+        for path in sorted(self.dir.glob(".*.tmp")) if self.dir.is_dir() else []:
+            with contextlib.suppress(FileNotFoundError):  # another doctor, or the save itself, took it
+                if path.stat().st_mtime > cutoff:
+                    continue
+                size = path.stat().st_size
+                if remove:
+                    path.unlink()
+                found.append(f"an index file a stopped save left ({path.name}, {size:,} bytes)")
+        return found
 
     def file_paths(self, kb_id: int) -> tuple[Path, Path]:
         """The saved index and its metadata."""
