@@ -69,6 +69,19 @@ def test_a_read_only_data_directory_is_one_line(data, tmp_path, command):
 
 @pytest.mark.parametrize(
     "command",
+    [("ask", "When did the railway open?", "--kb", KB), ("doctor",), ("ingest", str(ROOT / "README.md"), "--kb", KB)],
+    ids=["ask", "doctor", "ingest"],
+)
+def test_a_folder_where_the_database_file_should_be_is_named_as_such(tmp_path, command):
+    """SQLite says only 'unable to open database file', which read as a permission problem."""
+    (tmp_path / "data" / "raptor.db").mkdir(parents=True)
+    line = one_error_line(raptor(tmp_path / "data", *command))
+    assert line == f"Error: {tmp_path / 'data' / 'raptor.db'} is a folder, not a database file; move it aside or use another data directory."
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["raptor.db"]
+
+
+@pytest.mark.parametrize(
+    "command",
     [("ask", "When did the railway open?", "--kb", KB), ("doctor",), ("docs", "--kb", KB)],
     ids=["ask", "doctor", "docs"],
 )

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from ..errors import DamagedDatabaseError, is_damaged_database
+from ..errors import DamagedDatabaseError, StorageError, is_damaged_database
 
 BUSY_TIMEOUT_MS = 30_000
 # Below this much free space, an I/O error from SQLite is the disk being full (its shared-memory file
@@ -38,6 +38,8 @@ def connect(
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():  # SQLite says only "unable to open database file", which reads as a permission problem
+        raise StorageError(f"{path} is a folder, not a database file; move it aside or use another data directory.")
     conn = sqlite3.connect(
         str(path),
         timeout=busy_timeout_ms / 1000,
