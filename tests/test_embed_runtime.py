@@ -486,3 +486,13 @@ def test_on_a_cuda_gpu_vectors_equal_the_cpus_with_device_sized_batches():
     cpu = Embedder(MODEL, backend="torch", use_gpu=False)
     texts = [*SENTENCES, *_chunks(2000)]
     assert rt.cosines(gpu.embed(texts), cpu.embed(texts)).min() >= 0.99999
+
+
+def test_the_torch_runtime_loads_and_counts_without_writing_to_stderr(capfd):
+    """A CLI's output and a bot's log get no 'Loading weights' bar and no 'Token indices sequence length
+    is longer than the specified maximum' warning: counting a long text never feeds it to the model."""
+    embedder = Embedder(MODEL, backend="torch", use_gpu=False)
+    long_text = " ".join(f"word{i}" for i in range(800)) + "."
+    assert embedder.count_tokens(long_text) > embedder.max_tokens
+    captured = capfd.readouterr()
+    assert "Loading weights" not in captured.err and "Token indices" not in captured.err, captured.err

@@ -29,10 +29,12 @@ from ..config import default_cache_dir
 from ..errors import RaptorError
 from ..ingest.budget import checkpoint
 from .embed_runtime import BACKENDS, DEFAULT_BACKEND, load_runtime
+from .fast_tokenizer import FastTokenizer
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+COUNTED_LENGTH_LIMIT = 2**62  # no length of text a counting tokenizer warns about
 COUNT_SLICE = 64  # texts per tokenizer call when counting
 # Token counts remembered by text. A build counts the same sentences several times (chunking, the
 # leaves' stored sentences, the summariser's candidates, the summaries' own sentences: extractive
@@ -124,6 +126,10 @@ class Embedder:
         # Counting has its own tokenizer copy and lock: a fast tokenizer is not safe to share between
         # threads, and a question's embedding should not wait for a build's token counting.
         self.tokenizer = copy.deepcopy(self.runtime.tokenizer)
+        if not isinstance(self.tokenizer, FastTokenizer):
+            # Counting never truncates (the runtime feeds the model); a transformers tokenizer would print
+            # "Token indices sequence length is longer than the specified maximum" for any long text.
+            self.tokenizer.model_max_length = COUNTED_LENGTH_LIMIT
         self._count_lock = threading.Lock()
         self._counted: dict[str, int] = {}  # see COUNT_MEMO_TEXTS
         self._memo_lock = threading.Lock()

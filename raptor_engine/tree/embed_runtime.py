@@ -110,7 +110,8 @@ class TorchRuntime:
         # A CPU computes in fp32: a folder saved in fp16 (common for newer models) would otherwise run
         # half-precision kernels that CPUs lack (slow) and export a graph int8 quantisation rejects.
         kwargs = {"model_kwargs": {"dtype": torch.float32}} if device == "cpu" else {}
-        self.model = SentenceTransformer(model_path, device=device, **kwargs)
+        with _no_progress_bars():
+            self.model = SentenceTransformer(model_path, device=device, **kwargs)
         if device == "cpu":
             self.model.float()  # modules the encoder's loader does not cover (a Dense head) too
         self.label = f"torch ({device})"
@@ -171,6 +172,21 @@ class TorchRuntime:
             features = {k: v.to(self.device, non_blocking=True) for k, v in feeds.items()}
             vectors = self.model(features)["sentence_embedding"]
             return torch.nn.functional.normalize(vectors.float(), dim=1).cpu().numpy()
+
+
+@contextlib.contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """transformers draws a 'Loading weights' bar on stderr for every model it loads: noise in a CLI's
+    output and a bot's log, where loading the model is one line of the log."""
+    from transformers.utils import logging as transformers_logging
+
+    shown = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            transformers_logging.enable_progress_bar()
 
 
 # ---- onnx ---------------------------------------------------------------------------------------
