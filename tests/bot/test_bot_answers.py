@@ -156,6 +156,19 @@ async def test_follow_ups_chain_and_a_fresh_question_is_not_glued_to_them(harnes
     assert "David Orr" in quotes_of(fresh["content"])[0]
 
 
+async def test_a_long_thread_of_vague_follow_ups_keeps_the_question_that_opened_it(make_harness, bot_settings):
+    """More follow-ups than the remembered turns, none naming anything: the thread's opening question still
+    says whom 'she' means (it is always among the turns a follow-up is given)."""
+    h = await make_harness(settings=dataclasses.replace(bot_settings, questions_per_minute=100))
+    thread = await open_archive_thread(h)
+    vague = ["say more", "how so?", "go on", "really?", "tell me more", "is that so?", "more please"]
+    for count, text in enumerate(vague, start=1):
+        h.user_message(thread, text, mention_bot=True)
+        await bot_reply_in(h, thread, count)
+    h.user_message(thread, FOLLOW_UP, mention_bot=True)
+    assert_answers_the_follow_up(await bot_reply_in(h, thread, len(vague) + 1))
+
+
 async def test_a_long_question_reaches_the_engine_whole_up_to_the_engines_own_limit(make_harness, monkeypatch):
     """The bot and the engine take questions of the same length: /ask's option allows the engine's
     limit, and a follow-up of 1,500 characters in a thread is asked whole, not cut at a lower limit."""
