@@ -140,7 +140,7 @@ async def test_a_download_that_runs_past_the_sessions_timeout_asks_to_post_the_f
 
 
 def test_a_document_line_counts_in_words():
-    """/kb list: '1 chunk · 1 layer' for a one-message thread, '12 chunks · 2 layers' otherwise."""
+    """/kb list: '1 chunk · 1 layer' for a one-message thread, '1,200 chunks · 2 layers' otherwise."""
     from bot.commands import document_line
 
     one = SimpleNamespace(name="Ferry questions", size=61, chunks=1, layers=1, added_by="sync", added_at=None)
