@@ -55,11 +55,31 @@ def configure_logging(level: str) -> None:
     logging.getLogger("discord").setLevel(logging.WARNING if level.upper() != "DEBUG" else logging.DEBUG)
 
 
+# Close codes Discord ends a session with for good (discord.py does not reconnect), and what to check.
+GATEWAY_REFUSALS = {
+    4010: (
+        "invalid shard",
+        "another process may already run this shard with this token, or RAPTOR_SHARD_COUNT and "
+        "RAPTOR_SHARDS do not fit Discord's count; stop the other process or fix the shard settings",
+    ),
+    4011: ("sharding required", "set RAPTOR_SHARD_COUNT (docs/SCALING.md)"),
+    4012: ("invalid API version", "update discord.py to the version pyproject.toml names"),
+    4013: ("invalid intents", "update discord.py to the version pyproject.toml names"),
+}
+
+
+def gateway_refusal(code: int) -> str:
+    """One line for a gateway session Discord closed for good: the code, its meaning and what to check."""
+    meaning, advice = GATEWAY_REFUSALS.get(code, ("refused", "check the bot's log and Discord's status page"))
+    return f"Discord closed the gateway connection ({code}, {meaning}); {advice}, then start again."
+
+
 async def run(
     settings: Settings, sync: bool, message_content: bool, *, engine: Engine | None = None, warm: bool = True
 ) -> int:
-    """Run until stopped; 0 after a graceful stop, 2 when Discord refuses the token or the intents or the
-    data directory cannot be opened (read-only, full), 3 when Discord cannot be reached at all."""
+    """Run until stopped; 0 after a graceful stop, 2 when Discord refuses the token, the intents or the
+    session (a shard another process runs), or the data directory cannot be opened (read-only, full),
+    3 when Discord cannot be reached at all."""
     bot = RaptorBot(settings, engine=engine, message_content=message_content, sync=sync, warm=warm)
     loop = asyncio.get_running_loop()
     stops: list[asyncio.Task[None]] = []
@@ -84,6 +104,9 @@ async def run(
             "DISCORD_MESSAGE_CONTENT=1 but the Message Content intent is off in the developer portal; "
             "turn it on there (Bot → Privileged Gateway Intents) or unset DISCORD_MESSAGE_CONTENT."
         )
+        return 2
+    except discord.ConnectionClosed as error:  # the gateway refused this session for good
+        log.error("%s", gateway_refusal(error.code))
         return 2
     except (aiohttp.ClientConnectionError, OSError) as error:
         log.error("Could not reach Discord (%s); check this machine's network connection and start again.", error)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 
@@ -73,3 +74,14 @@ async def test_discord_out_of_reach_is_a_clear_exit(bot_settings, embedder, monk
     code = await asyncio.wait_for(run(bot_settings, False, False, engine=engine, warm=False), 60)
     assert code == 3
     assert "Could not reach Discord" in caplog.text and "Traceback" not in caplog.text
+
+
+async def test_a_gateway_refusal_is_a_clear_exit(fake_api, bot_settings, embedder, caplog):
+    """Discord closes the connection for good (4010: another process already runs this shard with the
+    token, or the shard settings do not fit): one line saying what to check, exit code 2, no traceback."""
+    fake_api.shards[0] = (None, itertools.count())  # shard 0 is taken: its IDENTIFY is closed with 4010
+    engine = Engine(bot_settings, embedder=embedder)
+    code = await asyncio.wait_for(run(bot_settings, False, False, engine=engine, warm=False), 60)
+    assert code == 2
+    assert "Discord closed the gateway connection (4010, invalid shard)" in caplog.text
+    assert "Traceback" not in caplog.text
