@@ -1099,6 +1099,8 @@ QUESTION_VERBS = frozenset(
         include involve require take play stay return travel visit flood swarm survive collapse burst open
         operate stand run shut attract collect hatch""".split()
     )
+    # irregular past forms the stemmer's list leaves out ('When is the lamp lit?')
+    | set("lit laid hung dug fed swept spun wound bent dealt".split())
 )
 # Head words of a phrase that names people, not a thing ('who was the first keeper?', 'the engineer').
 PERSON_NOUNS = (
