@@ -142,7 +142,7 @@ class RaptorBot(commands.AutoShardedBot):
                 "follow-ups need a mention of the bot (set DISCORD_MESSAGE_CONTENT=1 to enable it)"
             )
         if self.sync_on_start:
-            await self.sync_commands()
+            await self.sync_or_explain()
         log.info("ready to connect; backend %s", engine.backend_name)
         self._resuming = asyncio.get_running_loop().create_task(
             resume_uploads(self.services, self.get_partial_messageable)
@@ -192,6 +192,22 @@ class RaptorBot(commands.AutoShardedBot):
         if not report.healthy:
             log.error(
                 "the database has problems an index rebuild cannot fix; run `raptor doctor` for details"
+            )
+
+    async def sync_or_explain(self) -> None:
+        """`--sync` at start: a sync Discord refuses (no applications.commands scope, not in the server) is
+        one log line, and the bot runs on with the commands Discord already has."""
+        try:
+            await self.sync_commands()
+        except discord.HTTPException as error:
+            where = f"server {self.settings.discord_dev_guild}" if self.settings.discord_dev_guild else "Discord"
+            log.error(
+                "Discord refused to sync the slash commands to %s (%s %s); check that the bot was invited "
+                "there with the applications.commands scope (docs/BOT.md, step 2). Running with the "
+                "commands Discord already has.",
+                where,
+                error.status,
+                error.text or "no reason given",
             )
 
     async def sync_commands(self) -> list[app_commands.AppCommand]:

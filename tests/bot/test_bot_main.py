@@ -33,12 +33,17 @@ async def test_sigterm_stops_the_bot_gracefully_and_closes_the_engine(
     assert fake_api.gateway_closed in (1000, 4000)  # the client closed the connection itself
 
 
-async def test_without_sync_flag_nothing_is_synced(fake_api, bot_settings, embedder):
+async def connect_then_interrupt(fake_api, bot_settings, embedder, sync: bool) -> int:
+    """run() until the bot has identified to the gateway, then Ctrl-C; its exit code."""
     engine = Engine(bot_settings, embedder=embedder)
-    running = asyncio.create_task(run(bot_settings, False, False, engine=engine, warm=False))
+    running = asyncio.create_task(run(bot_settings, sync, False, engine=engine, warm=False))
     await fake_api.wait_for(lambda: fake_api.identify is not None, what="the bot to identify")
     os.kill(os.getpid(), signal.SIGINT)
-    assert await asyncio.wait_for(running, 60) == 0
+    return await asyncio.wait_for(running, 60)
+
+
+async def test_without_sync_flag_nothing_is_synced(fake_api, bot_settings, embedder):
+    assert await connect_then_interrupt(fake_api, bot_settings, embedder, sync=False) == 0
     assert fake_api.synced == {}
 
 
@@ -84,4 +89,16 @@ async def test_a_gateway_refusal_is_a_clear_exit(fake_api, bot_settings, embedde
     code = await asyncio.wait_for(run(bot_settings, False, False, engine=engine, warm=False), 60)
     assert code == 2
     assert "Discord closed the gateway connection (4010, invalid shard)" in caplog.text
+    assert "Traceback" not in caplog.text
+
+
+async def test_a_refused_command_sync_is_one_line_and_the_bot_runs_on(fake_api, bot_settings, embedder, caplog):
+    """`--sync` where Discord refuses the command list (the bot was invited without the
+    applications.commands scope, or is not in DISCORD_DEV_GUILD): one line saying what to check, and the
+    bot still connects with the commands Discord already has; no traceback."""
+    bot_settings.discord_dev_guild = str(GUILD)
+    fake_api.forbid("PUT", r"commands$")
+    assert await connect_then_interrupt(fake_api, bot_settings, embedder, sync=True) == 0
+    assert fake_api.synced == {}
+    assert f"Discord refused to sync the slash commands to server {GUILD} (403" in caplog.text
     assert "Traceback" not in caplog.text
