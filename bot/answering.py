@@ -263,6 +263,10 @@ async def _follow_up(
         await reply_quietly(message, empty_text(services, kb))
         return
     messages, view = await prepare(services, kb, answer)
-    await deliver(stream, messages, view, stream.send_all)
+    try:
+        await deliver(stream, messages, view, stream.send_all)
+    except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread
+        log.warning("could not answer in thread %s: %s", record.thread_id, error)
+        return  # the member never saw this answer: no turn to follow up on
     await remember_exchange(services, record.guild_id, record.thread_id, question, answer)
     log.info("follow-up answered in thread %s (%s)", record.thread_id, kb)

@@ -368,3 +368,18 @@ async def test_hello_with_ask_gets_a_greeting_and_opens_no_thread(harness):
     await h.finished(token)
     assert not any(m.get("embeds") or custom_ids(m) for m in replies)
     assert not list(h.bot.get_guild(GUILD).threads)
+
+
+async def test_a_follow_up_the_bot_may_not_answer_in_its_thread_is_one_log_line(harness, caplog):
+    """The bot lost Send Messages in Threads (or the thread was locked): Discord refuses the answer, and
+    the bot logs one line saying so, not a traceback; the exchange the member never saw is not stored."""
+    h = harness
+    thread = await open_archive_thread(h)
+    h.fake.forbid("POST", rf"channels/{thread}/messages$")
+    h.user_message(thread, FOLLOW_UP, mention_bot=True)
+    await h.fake.wait_for(
+        lambda: "could not answer in thread" in caplog.text or "failed" in caplog.text, what="the follow-up's end"
+    )
+    assert f"could not answer in thread {thread}: 403 Forbidden" in caplog.text, caplog.text
+    assert "Traceback" not in caplog.text and "ERROR" not in caplog.text
+    assert [t.content for t in await h.bot.services.state.history(GUILD, thread)][::2] == [FIRST_QUESTION]
