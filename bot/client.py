@@ -274,16 +274,16 @@ class RaptorBot(commands.AutoShardedBot):
         if services is None:  # a message before set-up finished: nothing can handle it yet
             return
         channel = message.channel
+        follow_up = None
         if self.in_own_thread(message):
-            record = await services.state.thread(channel.guild.id, channel.id)
-            if record is not None:
-                await handle_follow_up(services, self.user, message, record)
-                return
-        if message.attachments:
+            follow_up = await services.state.thread(channel.guild.id, channel.id)
+            if follow_up is not None:
+                await handle_follow_up(services, self.user, message, follow_up)
+        if message.attachments:  # a file posted in an answer thread is posted in its channel too
             kb = kb_for_channel(message.guild.id if message.guild else None, channel)
             if kb is not None and await services.autoingest_enabled(kb):
                 await auto_ingest(services, message, kb)
-        if services.sync is not None:
+        if services.sync is not None and follow_up is None:  # a follow-up is a conversation, not knowledge
             await services.sync.message_created(message)
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
