@@ -276,12 +276,14 @@ def _shouted(question: str) -> bool:
 def _carried_context(previous: Rewrite) -> str:
     """What a follow-up still leans on: the previous question; after a bare "why?" the one before it,
     and after one that named nothing of its own ("how many were lost?") both, so the subject named two
-    turns back ("What happened to the Margaret Ellen?") is not lost."""
+    turns back ("What happened to the Margaret Ellen?") is not lost; a year alone ("and in 1890?") names
+    no subject either, so "who else?" after it keeps the question the year was asked of."""
     if not previous.context:
         return previous.core
-    if not subject_terms(previous.core):
+    terms = subject_terms(previous.core)
+    if not terms:
         return previous.context
-    if names_in(previous.core) or _numbers(previous.core):
+    if names_in(previous.core) or (_numbers(previous.core) and not all(t.isdigit() for t in terms)):
         return previous.core
     return f"{previous.core} {previous.context}"
 
