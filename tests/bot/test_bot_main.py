@@ -102,3 +102,34 @@ async def test_a_refused_command_sync_is_one_line_and_the_bot_runs_on(fake_api, 
     assert fake_api.synced == {}
     assert f"Discord refused to sync the slash commands to server {GUILD} (403" in caplog.text
     assert "Traceback" not in caplog.text
+
+
+def test_a_second_bot_on_the_same_data_directory_stops_with_one_line(monkeypatch, tmp_path, caplog):
+    """Two bots on one data directory would each resume the other's running uploads (building them twice):
+    while one holds the directory, another stops at start with one line naming the holder, exit code 2."""
+    import fcntl
+
+    data = tmp_path / "data"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DISCORD_TOKEN", "fake-token")
+    monkeypatch.setenv("RAPTOR_DATA_DIR", str(data))
+    data.mkdir()
+    with (data / "bot.lock").open("a+") as held:  # the first bot, as main() takes it
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("4242")
+        held.flush()
+        assert main([]) == 2
+    assert f"Another bot process (pid 4242) is running on the data directory {data}" in caplog.text
+
+
+def test_the_data_directory_lock_is_free_again_once_a_bot_ends(tmp_path):
+    from bot.__main__ import DataDirInUse, data_dir_lock
+
+    with data_dir_lock(tmp_path):
+        try:
+            with data_dir_lock(tmp_path):
+                raise AssertionError("two holders at once")
+        except DataDirInUse as holder:
+            assert str(holder) == str(os.getpid())
+    with data_dir_lock(tmp_path):  # released when the first ended
+        pass
