@@ -168,7 +168,8 @@ async def _ask(
     sent = await deliver(stream, messages, view, replier.send_all)
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
     if record is not None:
-        await remember_exchange(services, record.guild_id, record.thread_id, question, answer)
+        if not private:  # only its asker saw it: no public follow-up may lean on it (or show it)
+            await remember_exchange(services, record.guild_id, record.thread_id, question, answer)
     elif not private and sent and answer.has_context and isinstance(channel, discord.TextChannel):
         await open_thread(services, interaction, channel, sent[0], kb, question, answer)
 

@@ -383,3 +383,18 @@ async def test_a_follow_up_the_bot_may_not_answer_in_its_thread_is_one_log_line(
     assert f"could not answer in thread {thread}: 403 Forbidden" in caplog.text, caplog.text
     assert "Traceback" not in caplog.text and "ERROR" not in caplog.text
     assert [t.content for t in await h.bot.services.state.history(GUILD, thread)][::2] == [FIRST_QUESTION]
+
+
+async def test_a_private_question_in_the_thread_stays_out_of_its_public_conversation(harness):
+    """/ask private inside the answer thread is answered from the thread's conversation, but only its
+    asker sees it: it is not remembered as a turn, so no later public follow-up leans on it (the footer's
+    'Searched as: … (context: …)' would show it to everyone)."""
+    h = harness
+    thread = await open_archive_thread(h)
+    secret = "Who computerised the catalogue in 1985?"
+    _, replies = await ask(h, secret, channel=thread, private=True)
+    assert "David Orr" in replies[-1]["content"]
+    assert secret not in [t.content for t in await h.bot.services.state.history(GUILD, thread)]
+    h.user_message(thread, "and why?", mention_bot=True)
+    public = await bot_reply_in(h, thread)
+    assert "computerised" not in footer_of(public), footer_of(public)
