@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import aiohttp
 import discord
@@ -55,11 +58,67 @@ def configure_logging(level: str) -> None:
     logging.getLogger("discord").setLevel(logging.WARNING if level.upper() != "DEBUG" else logging.DEBUG)
 
 
+# Close codes Discord ends a session with for good (discord.py does not reconnect), and what to check.
+GATEWAY_REFUSALS = {
+    4010: (
+        "invalid shard",
+        "another process may already run this shard with this token, or RAPTOR_SHARD_COUNT and "
+        "RAPTOR_SHARDS do not fit Discord's count; stop the other process or fix the shard settings",
+    ),
+    4011: ("sharding required", "set RAPTOR_SHARD_COUNT (docs/SCALING.md)"),
+    4012: ("invalid API version", "update discord.py to the version pyproject.toml names"),
+    4013: ("invalid intents", "update discord.py to the version pyproject.toml names"),
+}
+
+
+def gateway_refusal(code: int) -> str:
+    """One line for a gateway session Discord closed for good: the code, its meaning and what to check."""
+    meaning, advice = GATEWAY_REFUSALS.get(code, ("refused", "check the bot's log and Discord's status page"))
+    return f"Discord closed the gateway connection ({code}, {meaning}); {advice}, then start again."
+
+
+LOCK_FILE = "bot.lock"  # in the data directory: held by the one bot process that uses it
+
+
+class DataDirInUse(Exception):
+    """Another bot process holds the data directory's lock."""
+
+
+@contextlib.contextmanager
+def data_dir_lock(data_dir: Path) -> Iterator[None]:
+    """One bot per data directory: two would each resume the other's running uploads (building them
+    twice) and reconcile the same messages. The lock is the kernel's, so a killed bot leaves none behind.
+    A directory that cannot be written is not refused here: opening the engine says why in one line."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no guard
+        yield
+        return
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        handle = (data_dir / LOCK_FILE).open("a+")
+    except OSError:  # read-only or full: the engine's own check gives the sentence
+        yield
+        return
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            raise DataDirInUse(handle.read().strip() or "?") from None
+        with contextlib.suppress(OSError):  # the pid is for the message only
+            handle.truncate(0)
+            handle.write(str(os.getpid()))
+            handle.flush()
+        yield
+
+
 async def run(
     settings: Settings, sync: bool, message_content: bool, *, engine: Engine | None = None, warm: bool = True
 ) -> int:
-    """Run until stopped; 0 after a graceful stop, 2 when Discord refuses the token or the intents or the
-    data directory cannot be opened (read-only, full), 3 when Discord cannot be reached at all."""
+    """Run until stopped; 0 after a graceful stop, 2 when Discord refuses the token, the intents or the
+    session (a shard another process runs), or the data directory cannot be opened (read-only, full),
+    3 when Discord cannot be reached at all."""
     bot = RaptorBot(settings, engine=engine, message_content=message_content, sync=sync, warm=warm)
     loop = asyncio.get_running_loop()
     stops: list[asyncio.Task[None]] = []
@@ -84,6 +143,9 @@ async def run(
             "DISCORD_MESSAGE_CONTENT=1 but the Message Content intent is off in the developer portal; "
             "turn it on there (Bot → Privileged Gateway Intents) or unset DISCORD_MESSAGE_CONTENT."
         )
+        return 2
+    except discord.ConnectionClosed as error:  # the gateway refused this session for good
+        log.error("%s", gateway_refusal(error.code))
         return 2
     except (aiohttp.ClientConnectionError, OSError) as error:
         log.error("Could not reach Discord (%s); check this machine's network connection and start again.", error)
@@ -115,7 +177,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     log.info("settings: %s", settings.redacted())
     point_at_endpoints(settings)
-    return asyncio.run(run(settings, args.sync, env_flag("DISCORD_MESSAGE_CONTENT")))
+    try:
+        with data_dir_lock(Path(settings.data_dir)):
+            return asyncio.run(run(settings, args.sync, env_flag("DISCORD_MESSAGE_CONTENT")))
+    except DataDirInUse as holder:
+        log.error(
+            "Another bot process (pid %s) is running on the data directory %s; run one bot per data "
+            "directory (docs/SCALING.md) and stop the other one first.",
+            holder,
+            settings.data_dir,
+        )
+        return 2
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ def screen(
         try:
             check_upload(attachment.filename, attachment.size, max_bytes)
         except IngestError as error:
-            log.info("refused %s (%d bytes): %s", attachment.filename, attachment.size, error.reason)
+            log.info("refused %r (%d bytes): %s", attachment.filename, attachment.size, error.reason)
             refused.append(f"❌ **{display_name(error.filename)}** {inert(error.reason)}")
         else:
             accepted.append(attachment)
@@ -227,16 +227,16 @@ async def _build_one(
             **job,
         )
     except RaptorError as error:
-        log.info("adding %s to %s failed: %s", filename, kb, error)
+        log.info("adding %r to %s failed: %s", filename, kb, error)
         batch.conclude(index, failure_line(name, error))
         return False
     except Exception:
-        log.exception("adding %s to %s failed unexpectedly", filename, kb)
+        log.exception("adding %r to %s failed unexpectedly", filename, kb)
         batch.conclude(
             index, f"❌ **{name}** was not added: an unexpected error (logged). Nothing was stored."
         )
         return False
-    log.info("added %s to %s: %s (%s)", filename, kb, result.status, "; ".join(map(str, result.notes)))
+    log.info("added %r to %s: %s (%s)", filename, kb, result.status, "; ".join(map(str, result.notes)))
     line = result_line(filename, result)
     if result.status == "added":
         line += "".join(namesake_note(doc) for doc in await services.call(services.engine.namesakes, kb, result.document))
@@ -269,7 +269,7 @@ async def resume_uploads(services: Services, channel_for: Callable[[int], Any]) 
 async def _resume_one(services: Services, upload: Upload, channel_for: Callable[[int], Any]) -> None:
     """Build one unfinished upload again in its channel, naming its requester; one that was still
     waiting is downloaded again first (its link may have expired: the requester is asked to post it)."""
-    log.info("resuming the build of %s in %s (upload %d was %s)", upload.filename, upload.kb, upload.id, upload.status)
+    log.info("resuming the build of %r in %s (upload %d was %s)", upload.filename, upload.kb, upload.id, upload.status)
     channel = channel_for(upload.channel_id) if upload.channel_id is not None else None
     status = StatusMessage(channel, requester_id=upload.requester_id, token_lifetime=services.token_lifetime)
     async with services.jobs.track():
@@ -294,7 +294,7 @@ def given_up(upload: Upload) -> Callable[[], Awaitable[bytes]]:
     (as for a failed download) and the requester reads why."""
 
     async def fetch() -> bytes:
-        log.warning("giving up %s in %s: its build was started %d times", upload.filename, upload.kb, upload.attempts)
+        log.warning("giving up %r in %s: its build was started %d times", upload.filename, upload.kb, upload.attempts)
         raise RaptorError(
             f"Its build was started {upload.attempts} times and never finished, so it was given up; post the "
             "file again."

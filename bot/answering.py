@@ -168,7 +168,8 @@ async def _ask(
     sent = await deliver(stream, messages, view, replier.send_all)
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
     if record is not None:
-        await remember_exchange(services, record.guild_id, record.thread_id, question, answer)
+        if not private:  # only its asker saw it: no public follow-up may lean on it (or show it)
+            await remember_exchange(services, record.guild_id, record.thread_id, question, answer)
     elif not private and sent and answer.has_context and isinstance(channel, discord.TextChannel):
         await open_thread(services, interaction, channel, sent[0], kb, question, answer)
 
@@ -263,6 +264,10 @@ async def _follow_up(
         await reply_quietly(message, empty_text(services, kb))
         return
     messages, view = await prepare(services, kb, answer)
-    await deliver(stream, messages, view, stream.send_all)
+    try:
+        await deliver(stream, messages, view, stream.send_all)
+    except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread
+        log.warning("could not answer in thread %s: %s", record.thread_id, error)
+        return  # the member never saw this answer: no turn to follow up on
     await remember_exchange(services, record.guild_id, record.thread_id, question, answer)
     log.info("follow-up answered in thread %s (%s)", record.thread_id, kb)

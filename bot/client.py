@@ -142,7 +142,7 @@ class RaptorBot(commands.AutoShardedBot):
                 "follow-ups need a mention of the bot (set DISCORD_MESSAGE_CONTENT=1 to enable it)"
             )
         if self.sync_on_start:
-            await self.sync_commands()
+            await self.sync_or_explain()
         log.info("ready to connect; backend %s", engine.backend_name)
         self._resuming = asyncio.get_running_loop().create_task(
             resume_uploads(self.services, self.get_partial_messageable)
@@ -192,6 +192,22 @@ class RaptorBot(commands.AutoShardedBot):
         if not report.healthy:
             log.error(
                 "the database has problems an index rebuild cannot fix; run `raptor doctor` for details"
+            )
+
+    async def sync_or_explain(self) -> None:
+        """`--sync` at start: a sync Discord refuses (no applications.commands scope, not in the server) is
+        one log line, and the bot runs on with the commands Discord already has."""
+        try:
+            await self.sync_commands()
+        except discord.HTTPException as error:
+            where = f"server {self.settings.discord_dev_guild}" if self.settings.discord_dev_guild else "Discord"
+            log.error(
+                "Discord refused to sync the slash commands to %s (%s %s); check that the bot was invited "
+                "there with the applications.commands scope (docs/BOT.md, step 2). Running with the "
+                "commands Discord already has.",
+                where,
+                error.status,
+                error.text or "no reason given",
             )
 
     async def sync_commands(self) -> list[app_commands.AppCommand]:
@@ -258,16 +274,16 @@ class RaptorBot(commands.AutoShardedBot):
         if services is None:  # a message before set-up finished: nothing can handle it yet
             return
         channel = message.channel
+        follow_up = None
         if self.in_own_thread(message):
-            record = await services.state.thread(channel.guild.id, channel.id)
-            if record is not None:
-                await handle_follow_up(services, self.user, message, record)
-                return
-        if message.attachments:
+            follow_up = await services.state.thread(channel.guild.id, channel.id)
+            if follow_up is not None:
+                await handle_follow_up(services, self.user, message, follow_up)
+        if message.attachments:  # a file posted in an answer thread is posted in its channel too
             kb = kb_for_channel(message.guild.id if message.guild else None, channel)
             if kb is not None and await services.autoingest_enabled(kb):
                 await auto_ingest(services, message, kb)
-        if services.sync is not None:
+        if services.sync is not None and follow_up is None:  # a follow-up is a conversation, not knowledge
             await services.sync.message_created(message)
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:

@@ -20,6 +20,7 @@ from discord.ext import commands
 
 from raptor_engine.engine import MAX_QUESTION_CHARS, TreeInfo
 from raptor_engine.errors import RaptorError
+from raptor_engine.types import counted
 
 from .adding import add_files, is_supported, screen
 from .answering import EMPTY_KB, NO_KB, handle_ask
@@ -145,8 +146,8 @@ def document_line(doc: object) -> str:
     name = inert(truncate(str(getattr(doc, "name", "?")), 100))
     added_by = inert(truncate(str(getattr(doc, "added_by", "?")), 100))
     return (
-        f"**{name}** · {human_size(getattr(doc, 'size', 0))} · {getattr(doc, 'chunks', 0)} chunks · "
-        f"{getattr(doc, 'layers', 0)} layers · added by {added_by} "
+        f"**{name}** · {human_size(getattr(doc, 'size', 0))} · {counted(getattr(doc, 'chunks', 0), 'chunk')} · "
+        f"{counted(getattr(doc, 'layers', 0), 'layer')} · added by {added_by} "
         f"on {human_time(getattr(doc, 'added_at', None))}"
     )
 

@@ -465,7 +465,7 @@ async def download(session: aiohttp.ClientSession, url: str, name: str, max_byte
                     raise IngestError(name, f"is larger than the {max_bytes / 1048576:.1f} MB limit.")
             return bytes(data)
     except (aiohttp.ClientError, TimeoutError) as error:  # TimeoutError: the session's total timeout
-        log.warning("download of %s failed: %s", name, error)
+        log.warning("download of %r failed: %s", name, error)
         raise IngestError(name, "could not be downloaded from Discord; post it again.") from error
 
 

@@ -30,6 +30,7 @@ from .kb import guild_prefix, kb_name
 from .redact import quote_marks, quotes
 
 MAX_HISTORY_TURNS = 12
+OPENING_TURNS = 2  # the question that opened a thread and its answer, always in its history
 MAX_ANSWERS_PER_KB = 1000  # a channel keeps the context of its answers among the last 1,000 given
 
 
@@ -332,13 +333,19 @@ class BotState:
         )
 
     async def history(self, guild_id: int, thread_id: int, limit: int = MAX_HISTORY_TURNS) -> list[Turn]:
-        """The thread's most recent turns, oldest first (bounded so prompts stay small)."""
+        """The thread's opening exchange, then its most recent turns, oldest first; at most `limit` turns,
+        so prompts stay small. The opening question is what the thread is about (it is named after it):
+        after more vague follow-ups ("say more", "how so?") than the limit holds, a "she" still means
+        whom that question asked about."""
+        opening = OPENING_TURNS if limit > OPENING_TURNS else 0
         rows = await self._read(
             self.space_of_guild(guild_id),
-            "select role, content from bot_turns where thread_id = ? order by id desc limit ?",
-            [thread_id, limit],
+            "select id, role, content from (select * from bot_turns where thread_id = ? order by id limit ?) "
+            "union select id, role, content from "
+            "(select * from bot_turns where thread_id = ? order by id desc limit ?) order by id",
+            [thread_id, opening, thread_id, max(limit - opening, 0)],
         )
-        return [Turn(r["role"], r["content"]) for r in reversed(rows)]
+        return [Turn(r["role"], r["content"]) for r in rows]
 
     async def forget_thread(self, guild_id: int, thread_id: int) -> None:
         await self._write(

@@ -131,7 +131,8 @@ class MessageSync:
         message = payload.message
         synced = kb_for_channel(payload.guild_id, message.channel)
         kbs = await self.holders(payload.guild_id, payload.channel_id)
-        if synced is not None and await self.sync_enabled(synced):
+        answer_thread = await self._answer_thread(payload.guild_id, payload.channel_id)
+        if synced is not None and await self.sync_enabled(synced) and not answer_thread:
             kbs.add(synced)
         if not kbs:  # most edits: a channel no knowledge base reads
             return
@@ -143,6 +144,11 @@ class MessageSync:
             else:
                 queue.upserts[chat.message_id] = (place_of(message.channel), chat, kb == synced)
             self._start(kb)
+
+    async def _answer_thread(self, guild_id: int, channel_id: int) -> bool:
+        """Whether the channel is a thread the bot opened on an answer: its follow-ups are a conversation
+        with the bot, never synced (a new one is answered, not added; so is an edited one)."""
+        return await self.services.state.thread(guild_id, channel_id) is not None
 
     async def messages_deleted(self, guild_id: int | None, channel_id: int, message_ids: set[int]) -> None:
         if guild_id is None:

@@ -651,3 +651,15 @@ def test_after_a_question_about_a_thing_a_person_quoted_in_passing_is_not_she():
     )
     talk = [Turn("user", asked), Turn("assistant", answer)]
     assert standalone_question("who was her master?", talk) == f"Who was her master? (context: {asked})"
+
+
+def test_a_year_alone_keeps_the_question_it_was_asked_of_for_the_next_follow_up():
+    """'When was the tower built?' -> 'and in 1890?' -> 'who else?': the year names no subject, so the
+    question it leaned on is still carried (not 'In 1890?' alone)."""
+    turns = [
+        Turn("user", "When was the tower built?"),
+        Turn("assistant", "From the documents:\n- \u201cThe tower was built in 1871.\u201d [1]"),
+        Turn("user", "and in 1890?"),
+        Turn("assistant", "From the documents:\n- \u201cIn 1890 a fog horn was added.\u201d [1]"),
+    ]
+    assert standalone_question("who else?", turns) == "Who else? (context: In 1890? When was the tower built?)"

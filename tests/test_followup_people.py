@@ -297,3 +297,16 @@ def test_a_thing_asked_about_as_one_is_no_she_though_its_name_opens_with_a_woman
     assert standalone_question("When did she leave?", turns).startswith("When did Margaret Hale leave?")
     shown = talk("What was Mary Rose?", "Mary Rose ran the inn with her husband.")
     assert standalone_question("When did she leave?", shown).startswith("When did Mary Rose leave?")
+
+
+@pytest.mark.parametrize("vague", ["say more", "how so?", "go on", "tell me more", "really?"])
+def test_the_person_a_who_question_was_answered_with_outlives_a_vague_follow_up(vague):
+    """'Who was appointed keeper?' -> 'say more' -> 'when did she leave?': she is still the person the
+    who-question's answer gave, though that answer is no longer the last."""
+    turns = talk(
+        "Who was appointed keeper of the archive in 1962?",
+        "In 1962 the town council appointed Margaret Hale as keeper of the archive.",
+        vague,
+        "Under her care the archive gained a reading room and a fireproof vault.",
+    )
+    assert standalone_question("and when did she leave?", turns).startswith("When did Margaret Hale leave?")

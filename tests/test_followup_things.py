@@ -41,6 +41,9 @@ def _talk(*questions: str) -> list[Turn]:
         ("How many arches does the viaduct have?", "how long is it?", "How long is the viaduct?"),
         ("Is the railway still running?", "who owns it?", "Who owns the railway?"),
         ("Who restored the locomotive?", "what is it called?", "What is the locomotive called?"),
+        # an irregular past form ends the thing's words as '-ed' does, not 'the lamp lit'
+        ("When is the lamp lit?", "and when is it put out?", "When is the lamp put out?"),
+        ("How often is the gallery swept?", "who cleans it?", "Who cleans the gallery?"),
     ],
 )
 def test_it_is_the_one_thing_the_last_question_asked_about(asked, follow_up, standalone):

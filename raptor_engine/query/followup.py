@@ -225,12 +225,28 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str, 
         return Rewrite(asked, subject=previous.subject)
     core, person, pronoun, thing = _resolve(bare, previous, previous_answer, told)
     # 'and Jacob?' names him mid-sentence; without its 'and' he would open the question
-    subject = person or _named_person(question, known) or _named_person(core, known) or previous.subject
+    subject = (
+        person
+        or _named_person(question, known)
+        or _named_person(core, known)
+        or previous.subject
+        or _answered_who(previous, previous_answer)
+    )
     # 'what did it carry?' -> 'What did the railway carry?' stands alone: the last question ('When did the
     # railway close?') would only pull its own answer back in
     alone = (person and _went_back_to(person, previous)) or (thing and not person and not _points_back(core))
     context = "" if alone else _cut(_carried_context(previous))
     return Rewrite(_capitalised(core), context, person, pronoun, subject)
+
+
+def _answered_who(previous: Rewrite, previous_answer: str) -> str | None:
+    """The person a who-question that named nobody was answered with ('Who was appointed keeper?' ->
+    Margaret Hale): what the conversation is about from then on, so a 'she' after 'say more' or 'how
+    so?' still means her once that answer is no longer the last."""
+    if not ASKS_WHO.search(previous.core) or _people_in(previous.core):
+        return None
+    people = _people_in(_statements(previous_answer))
+    return people[0] if people else None
 
 
 def _went_back_to(person: str, previous: Rewrite) -> bool:
@@ -260,12 +276,14 @@ def _shouted(question: str) -> bool:
 def _carried_context(previous: Rewrite) -> str:
     """What a follow-up still leans on: the previous question; after a bare "why?" the one before it,
     and after one that named nothing of its own ("how many were lost?") both, so the subject named two
-    turns back ("What happened to the Margaret Ellen?") is not lost."""
+    turns back ("What happened to the Margaret Ellen?") is not lost; a year alone ("and in 1890?") names
+    no subject either, so "who else?" after it keeps the question the year was asked of."""
     if not previous.context:
         return previous.core
-    if not subject_terms(previous.core):
+    terms = subject_terms(previous.core)
+    if not terms:
         return previous.context
-    if names_in(previous.core) or _numbers(previous.core):
+    if names_in(previous.core) or (_numbers(previous.core) and not all(t.isdigit() for t in terms)):
         return previous.core
     return f"{previous.core} {previous.context}"
 
@@ -1083,6 +1101,8 @@ QUESTION_VERBS = frozenset(
         include involve require take play stay return travel visit flood swarm survive collapse burst open
         operate stand run shut attract collect hatch""".split()
     )
+    # irregular past forms the stemmer's list leaves out ('When is the lamp lit?')
+    | set("lit laid hung dug fed swept spun wound bent dealt".split())
 )
 # Head words of a phrase that names people, not a thing ('who was the first keeper?', 'the engineer').
 PERSON_NOUNS = (

@@ -156,6 +156,19 @@ async def test_follow_ups_chain_and_a_fresh_question_is_not_glued_to_them(harnes
     assert "David Orr" in quotes_of(fresh["content"])[0]
 
 
+async def test_a_long_thread_of_vague_follow_ups_keeps_the_question_that_opened_it(make_harness, bot_settings):
+    """More follow-ups than the remembered turns, none naming anything: the thread's opening question still
+    says whom 'she' means (it is always among the turns a follow-up is given)."""
+    h = await make_harness(settings=dataclasses.replace(bot_settings, questions_per_minute=100))
+    thread = await open_archive_thread(h)
+    vague = ["say more", "how so?", "go on", "really?", "tell me more", "is that so?", "more please"]
+    for count, text in enumerate(vague, start=1):
+        h.user_message(thread, text, mention_bot=True)
+        await bot_reply_in(h, thread, count)
+    h.user_message(thread, FOLLOW_UP, mention_bot=True)
+    assert_answers_the_follow_up(await bot_reply_in(h, thread, len(vague) + 1))
+
+
 async def test_a_long_question_reaches_the_engine_whole_up_to_the_engines_own_limit(make_harness, monkeypatch):
     """The bot and the engine take questions of the same length: /ask's option allows the engine's
     limit, and a follow-up of 1,500 characters in a thread is asked whole, not cut at a lower limit."""
@@ -355,3 +368,33 @@ async def test_hello_with_ask_gets_a_greeting_and_opens_no_thread(harness):
     await h.finished(token)
     assert not any(m.get("embeds") or custom_ids(m) for m in replies)
     assert not list(h.bot.get_guild(GUILD).threads)
+
+
+async def test_a_follow_up_the_bot_may_not_answer_in_its_thread_is_one_log_line(harness, caplog):
+    """The bot lost Send Messages in Threads (or the thread was locked): Discord refuses the answer, and
+    the bot logs one line saying so, not a traceback; the exchange the member never saw is not stored."""
+    h = harness
+    thread = await open_archive_thread(h)
+    h.fake.forbid("POST", rf"channels/{thread}/messages$")
+    h.user_message(thread, FOLLOW_UP, mention_bot=True)
+    await h.fake.wait_for(
+        lambda: "could not answer in thread" in caplog.text or "failed" in caplog.text, what="the follow-up's end"
+    )
+    assert f"could not answer in thread {thread}: 403 Forbidden" in caplog.text, caplog.text
+    assert "Traceback" not in caplog.text and "ERROR" not in caplog.text
+    assert [t.content for t in await h.bot.services.state.history(GUILD, thread)][::2] == [FIRST_QUESTION]
+
+
+async def test_a_private_question_in_the_thread_stays_out_of_its_public_conversation(harness):
+    """/ask private inside the answer thread is answered from the thread's conversation, but only its
+    asker sees it: it is not remembered as a turn, so no later public follow-up leans on it (the footer's
+    'Searched as: … (context: …)' would show it to everyone)."""
+    h = harness
+    thread = await open_archive_thread(h)
+    secret = "Who computerised the catalogue in 1985?"
+    _, replies = await ask(h, secret, channel=thread, private=True)
+    assert "David Orr" in replies[-1]["content"]
+    assert secret not in [t.content for t in await h.bot.services.state.history(GUILD, thread)]
+    h.user_message(thread, "and why?", mention_bot=True)
+    public = await bot_reply_in(h, thread)
+    assert "computerised" not in footer_of(public), footer_of(public)

@@ -639,3 +639,20 @@ async def test_a_channel_deleted_while_its_file_builds_keeps_no_knowledge_base(m
     [status] = h.fake.replies(token)
     assert "❌ **bread.txt** was not added: its channel was deleted." in status["content"], status["content"]
     assert jobs.uploads.unfinished() == []  # nothing left for the next start to build into it
+
+
+async def test_auto_ingest_adds_a_file_posted_in_the_bots_answer_thread(make_harness):
+    """The answer thread belongs to the channel: a file posted there with auto-ingest on is added as one
+    posted in the channel is (it was dropped, the message taken only as a follow-up)."""
+    h = await make_harness(message_content=True)
+    await add_doc(h, "kestrel.md", LIGHTHOUSE)
+    await ask(h, "How is the lens cleaned?")
+    thread = next(t for t in h.bot.get_guild(GUILD).threads).id
+    await h.replies_done(h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
+    bread = h.fake.add_file("bread.txt", SOURDOUGH.encode())
+    h.user_message(thread, "", attachments=[bread])
+    done = await h.fake.wait_for(
+        lambda: [m for m in h.fake.channel_messages(thread) if "Done" in m["content"]], what="the file's build"
+    )
+    assert "✅ **bread.txt** added" in done[0]["content"]
+    assert sorted(d.name for d in h.engine.documents(KB_A)) == ["bread.txt", "kestrel.md"]

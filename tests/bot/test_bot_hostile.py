@@ -4,6 +4,7 @@ stored, and another channel is answered while they are read."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from raptor_tools.hostile import (
     HIDDEN_MARK,
@@ -85,3 +86,16 @@ async def test_a_file_name_shows_in_its_status_line_as_it_is_stored_without_cont
     refused = h.fake.add_file("odd\u202egnp.png", b"\x89PNG")
     [reply] = await h.replies_done(h.kb_add(refused))
     assert "\n❌ **oddgnp.png** has an unsupported file type" in text_of(reply), text_of(reply)
+
+
+async def test_a_file_name_cannot_write_lines_of_its_own_into_the_bots_log(harness, caplog):
+    """A name with line breaks ('x\\n2026-01-01 ERROR bot: ...') is logged quoted, on its record's one line,
+    accepted or refused: a member cannot forge log lines for the operator to read."""
+    h = harness
+    caplog.set_level(logging.INFO)
+    forged = "\n2026-01-01 00:00:00,000 ERROR bot: forged"
+    files = [h.fake.add_file(f"notes{forged}.md", b"The tide turns at noon."), h.fake.add_file(f"x{forged}.exe", b"MZ")]
+    for attachment in files:
+        await h.replies_done(h.kb_add(attachment), lambda r: "Done" in text_of(r[0]) or "❌" in text_of(r[0]))
+    logged = [r.getMessage() for r in caplog.records if "forged" in r.getMessage()]
+    assert len(logged) >= 2 and not any("\n" in line for line in logged), logged

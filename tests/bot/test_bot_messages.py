@@ -10,8 +10,9 @@ from datetime import UTC, datetime, timedelta
 from bot.kb import kb_name
 from bot.messages import IMPORT_BATCH, MAX_IMPORT, NEEDS_CONTENT, resume_imports
 from bot.state import MessageImport
+from tests.bot.bot_samples import LIGHTHOUSE
 from tests.bot.conftest import ALICE, BOB, CAROL, CHAN_A, CHAN_B, FORUM, GUILD, guild_payload, text_of
-from tests.bot.test_bot_flows import ask, sources_of
+from tests.bot.test_bot_flows import add_doc, ask, sources_of
 from tests.message_samples import TOPICS
 
 KB_A = kb_name(GUILD, CHAN_A)
@@ -325,3 +326,26 @@ async def test_an_edit_that_arrives_after_its_deletion_does_not_bring_the_messag
     await h.fake.wait_for(lambda: held(h, later), what="a later message")
     await h.bot.services.sync.settled()
     assert not held(h, gate) and "4417" not in stored_text(h)
+
+
+async def test_an_edited_follow_up_in_the_bots_answer_thread_does_not_join_the_synced_knowledge_base(
+    make_harness,
+):
+    """A conversation with the bot is not the channel's knowledge: its follow-ups are never synced, and
+    editing one (a typo fixed) must not add it either, or later answers cite the question as a source."""
+    h = await make_harness(message_content=True)
+    token = h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="sync")
+    assert "Sync is now **on**" in (await h.replies_done(token))[0]["content"]
+    await add_doc(h, "kestrel.md", LIGHTHOUSE)
+    await ask(h, "What signal does the light show?")
+    thread = next(t for t in h.bot.get_guild(GUILD).threads).id
+    follow_up = h.say(thread, "and in fgo?", user=BOB)
+    await h.fake.wait_for(
+        lambda: any(m["embeds"] for m in h.fake.channel_messages(thread)), what="the answer to the follow-up"
+    )
+    h.edit(follow_up, "and in fog?")
+    after = h.say(CHAN_A, GATE, user=ALICE)  # synced after the edit was handled
+    await h.fake.wait_for(lambda: held(h, after), what="the channel message")
+    await h.bot.services.sync.settled()
+    assert not held(h, follow_up)
+    assert sorted(d.name for d in h.engine.documents(KB_A)) == [f"#docs-a {after['timestamp'][:10]}", "kestrel.md"]

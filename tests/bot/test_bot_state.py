@@ -75,11 +75,15 @@ async def test_threads_turns_settings_and_answers_survive_a_restart(tmp_path):
     spaces.close()
 
 
-async def test_history_is_bounded_and_in_order(tmp_path):
+async def test_history_is_bounded_in_order_and_keeps_the_opening_exchange(tmp_path):
     spaces, state = open_state(tmp_path)
     await state.add_turns(1, 9, [Turn("user" if i % 2 == 0 else "assistant", f"m{i}") for i in range(30)])
     history = await state.history(1, 9)
-    assert [t.content for t in history] == [f"m{i}" for i in range(30 - state_module.MAX_HISTORY_TURNS, 30)]
+    recent = [f"m{i}" for i in range(30 - state_module.MAX_HISTORY_TURNS + 2, 30)]
+    assert [t.content for t in history] == ["m0", "m1", *recent]
+    assert [t.content for t in await state.history(1, 9, limit=2)] == ["m28", "m29"]
+    await state.add_turns(1, 8, [Turn("user", "q"), Turn("assistant", "a")])
+    assert [t.content for t in await state.history(1, 8)] == ["q", "a"]  # the opening is not repeated
     spaces.close()
 
 

@@ -137,3 +137,13 @@ async def test_a_download_that_runs_past_the_sessions_timeout_asks_to_post_the_f
                 await download(session, f"http://127.0.0.1:{port}/file", "slow.md", 10**6)
     finally:
         await runner.cleanup()
+
+
+def test_a_document_line_counts_in_words():
+    """/kb list: '1 chunk · 1 layer' for a one-message thread, '1,200 chunks · 2 layers' otherwise."""
+    from bot.commands import document_line
+
+    one = SimpleNamespace(name="Ferry questions", size=61, chunks=1, layers=1, added_by="sync", added_at=None)
+    assert " · 1 chunk · 1 layer · " in document_line(one)
+    many = SimpleNamespace(name="kestrel.md", size=4000, chunks=1200, layers=2, added_by="alice", added_at=None)
+    assert " · 1,200 chunks · 2 layers · " in document_line(many)
