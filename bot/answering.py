@@ -113,9 +113,10 @@ async def remember_exchange(
     """A thread's question and answer, the memory its follow-ups get, with the chat messages the answer drew
     on: a message deleted later takes the exchange with it (`BotState.redact_removed`)."""
     drew_on = [n.message.message_id for n in answer.context.nodes if n.message] if answer.has_context else []
-    await services.state.add_turns(
-        guild_id, thread_id, [Turn("user", question), Turn("assistant", answer.text)], drew_on
-    )
+    # The question as the engine read it: what it answered, and text SQLite can store (half a UTF-16 pair
+    # from JSON cannot be: it failed the exchange after its answer was shown).
+    asked = answer.question or question
+    await services.state.add_turns(guild_id, thread_id, [Turn("user", asked), Turn("assistant", answer.text)], drew_on)
 
 
 async def handle_ask(

@@ -398,3 +398,14 @@ async def test_a_private_question_in_the_thread_stays_out_of_its_public_conversa
     h.user_message(thread, "and why?", mention_bot=True)
     public = await bot_reply_in(h, thread)
     assert "computerised" not in footer_of(public), footer_of(public)
+
+
+async def test_a_question_with_a_lone_surrogate_is_remembered_as_the_engine_read_it(harness):
+    """JSON may carry half a UTF-16 pair ("\\ud800"), which SQLite cannot store: the thread's memory keeps
+    the question as the engine read and answered it (U+FFFD in its place), and follow-ups go on."""
+    h = harness
+    thread = await open_archive_thread(h)
+    _, replies = await ask(h, "When did Margaret Hale leave?\ud800", channel=thread)
+    assert "1975" in replies[-1]["content"], replies[-1]["content"]
+    remembered = [t.content for t in await h.bot.services.state.history(GUILD, thread) if t.role == "user"]
+    assert remembered[-1] == "When did Margaret Hale leave?\ufffd", remembered
