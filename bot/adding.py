@@ -27,9 +27,18 @@ from .uploads import Source, Upload
 
 log = logging.getLogger(__name__)
 
-RESUMING = "The bot restarted while this file was being added; adding it again…"
-RESUMED = "Done (the bot restarted while this file was being added, so it was built again)."
-RESUMED_NOT_ADDED = "Done (the bot restarted while this file was being added, so it was tried again)."
+# What the requester of an unfinished upload reads after a restart: (while resuming, added, not added).
+# A file whose build had started is built again; one still waiting its turn was never started.
+RESUMED_BUILD = (
+    "The bot restarted while this file was being added; adding it again…",
+    "Done (the bot restarted while this file was being added, so it was built again).",
+    "Done (the bot restarted while this file was being added, so it was tried again).",
+)
+RESUMED_WAITING = (
+    "The bot restarted before this file's turn came; adding it now…",
+    "Done (the bot restarted before this file's turn came, so it was added once the bot was back).",
+    "Done (the bot restarted before this file's turn came, so it was tried once the bot was back).",
+)
 
 
 @dataclass
@@ -272,8 +281,9 @@ async def _resume_one(services: Services, upload: Upload, channel_for: Callable[
     log.info("resuming the build of %r in %s (upload %d was %s)", upload.filename, upload.kb, upload.id, upload.status)
     channel = channel_for(upload.channel_id) if upload.channel_id is not None else None
     status = StatusMessage(channel, requester_id=upload.requester_id, token_lifetime=services.token_lifetime)
+    resuming, added_text, not_added_text = RESUMED_BUILD if upload.status == "running" else RESUMED_WAITING
     async with services.jobs.track():
-        batch = BatchStatus(status, RESUMING, [upload.filename], [], services.status_interval)
+        batch = BatchStatus(status, resuming, [upload.filename], [], services.status_interval)
         batch.show()
         added = await _build_one(
             services,
@@ -286,7 +296,7 @@ async def _resume_one(services: Services, upload: Upload, channel_for: Callable[
             record=upload.id,
             downloaded=upload.data is not None,
         )
-        await batch.finish(RESUMED if added else RESUMED_NOT_ADDED)
+        await batch.finish(added_text if added else not_added_text)
 
 
 def given_up(upload: Upload) -> Callable[[], Awaitable[bytes]]:

@@ -35,6 +35,9 @@ KEEPERS = (ROOT / "raptor_tools" / "samples" / "lighthouse_keepers.md").read_tex
 RESTARTED = f"<@{ALICE}> The bot restarted while this file was being added; adding it again"
 REBUILT = f"<@{ALICE}> Done (the bot restarted while this file was being added, so it was built again)."
 RETRIED = f"<@{ALICE}> Done (the bot restarted while this file was being added, so it was tried again)."
+WAITED = f"<@{ALICE}> The bot restarted before this file's turn came; adding it now"
+ADDED_AFTER = f"<@{ALICE}> Done (the bot restarted before this file's turn came, so it was added once the bot was back)."
+TRIED_AFTER = f"<@{ALICE}> Done (the bot restarted before this file's turn came, so it was tried once the bot was back)."
 # the release before uploads were recorded on acceptance: no url, no size
 OLD_SCHEMA = """CREATE TABLE uploads (
     id INTEGER PRIMARY KEY, kb TEXT NOT NULL, filename TEXT NOT NULL, sha256 TEXT NOT NULL,
@@ -153,9 +156,9 @@ async def test_a_stopping_bot_keeps_the_files_still_waiting_for_its_next_start(m
 
     h2 = await make_harness()
     message = await h2.fake.wait_for(lambda: resumed_message(h2.fake, "bread.txt"), 240, "the resumed upload")
-    assert message["content"].startswith(REBUILT)
+    assert message["content"].startswith(ADDED_AFTER)  # never started: not "built again"
     assert "✅ **bread.txt** added" in message["content"]
-    assert h2.fake.versions[int(message["id"])][0].startswith(RESTARTED)
+    assert h2.fake.versions[int(message["id"])][0].startswith(WAITED)
     assert sorted(d.name for d in h2.engine.documents(KB_A)) == ["bread.txt", "kestrel.md"]
     assert h2.fake.cdn_hits.count(cdn_key(bread)) == 1
     assert h2.bot.services.jobs.uploads.unfinished() == []
@@ -174,9 +177,9 @@ async def test_a_waiting_upload_is_downloaded_again_and_one_whose_link_expired_i
     h = await make_harness()
     built = await h.fake.wait_for(lambda: resumed_message(h.fake, "bread.txt"), 240, "the resumed upload")
     failed = await h.fake.wait_for(lambda: resumed_message(h.fake, "notes.md"), 60, "the expired upload")
-    assert built["content"].startswith(REBUILT) and "✅ **bread.txt** added" in built["content"]
+    assert built["content"].startswith(ADDED_AFTER) and "✅ **bread.txt** added" in built["content"]
     assert failed["content"] == (
-        f"{RETRIED}\n❌ **notes.md** could not be downloaded from Discord (HTTP 404); post it again. "
+        f"{TRIED_AFTER}\n❌ **notes.md** could not be downloaded from Discord (HTTP 404); post it again. "
         "Nothing was stored."
     )
     assert [d.name for d in h.engine.documents(KB_A)] == ["bread.txt"]
@@ -306,11 +309,13 @@ async def test_a_bot_killed_mid_build_builds_its_uploads_on_restart_and_tells_th
         second = start_bot(fake_api, data_dir, tmp_path / "second.log")
         processes.append(second)
         await connected(fake_api, second, tmp_path / "second.log")
-        for name in ("long.md", "kestrel.md", "bread.txt"):
+        for name, said, first in (
+            ("long.md", REBUILT, RESTARTED), ("kestrel.md", ADDED_AFTER, WAITED), ("bread.txt", ADDED_AFTER, WAITED)
+        ):
             message = await fake_api.wait_for(lambda n=name: resumed_message(fake_api, n), 300, f"{name}'s outcome")
-            assert message["content"].startswith(REBUILT), message["content"]
+            assert message["content"].startswith(said), message["content"]
             assert f"✅ **{name}** added" in message["content"]
-            assert fake_api.versions[int(message["id"])][0].startswith(RESTARTED)
+            assert fake_api.versions[int(message["id"])][0].startswith(first)
         second.send_signal(signal.SIGTERM)
         await fake_api.wait_for(lambda: second.poll() is not None, 120, "the bot to stop")
         assert second.returncode == 0, (tmp_path / "second.log").read_text()[-3000:]
