@@ -22,7 +22,7 @@ from raptor_tools.answer_probes import (
     tally,
 )
 
-KINDS = {"who", "what", "when", "how_many", "where"}
+KINDS = {"who", "what", "when", "how_many", "where", "measure", "why", "how_to", "yes_no", "which", "who_did"}
 
 
 @pytest.mark.parametrize("split", SPLITS)
