@@ -25,6 +25,7 @@ from raptor_engine.query.answer import (
     _names_only_its_own,
     _picks_out_the_asked,
     asked_action,
+    asked_which,
     counted_terms,
     definition_subject,
 )
@@ -501,10 +502,27 @@ def test_a_measure_question_wants_a_number_with_a_unit_of_what_it_measures(quest
         ("Who was Feri?", None),  # a description, not an action
         ("Who is the approver?", None),
         ("Which setting should I use?", None),  # the verb's subject is the reader
+        ("Who does Maskull realize he really is?", None),  # a name, not a verb, follows 'does'
+        ("Which Greek God is Hera's husband?", None),
     ],
 )
 def test_the_action_a_who_did_question_asks_about(question, action):
     assert asked_action(question) == action
+
+
+@pytest.mark.parametrize(
+    ("question", "noun"),
+    [
+        ("Which shipyard built the ferry?", "shipyard"),
+        ("Which parallel corpora are used?", "corpora"),  # the last word of what is asked about
+        ("Which additional latent variables are used in the model?", "variabl"),
+        ("What kinds of offensive content are explored?", "content"),
+        ("Which Greek God is Hera's husband?", "god"),
+        ("Where was it built?", None),
+    ],
+)
+def test_what_a_which_question_asks_about(question, noun):
+    assert asked_which(question)[0] == noun
 
 
 @pytest.mark.parametrize(

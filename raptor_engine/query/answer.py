@@ -949,21 +949,20 @@ def _measures_the_asked(question: str, sentence: str) -> bool:
 # that only shares the action's object ("the new tank", "the Maid of Hamm") is about something else.
 ACTION_BONUS = DEFINITION_BONUS
 _AUXILIARIES = r"will|would|did|does|do|has|have|had|can|could|should|might|may|must|first|once|finally|later"
-ASKED_ACTION = re.compile(
-    rf"^\s*(?:who|which\s+[\w'-]+|what\s+(?:company|firm|person|people|group|team|body|yard|country|organi[sz]ation))"
-    rf"\s+(?:(?:{_AUXILIARIES})\s+)?(?P<verb>[a-z][\w-]+)\b",
-)
+# the verb as written: in lower case, so "Who does Maskull realize ...?" asks about no action of 'Maskull'
+WHO_DID = re.compile(rf"^\s*(?i:who)\s+(?:(?i:{_AUXILIARIES})\s+)?(?P<verb>[a-z][\w-]+)\b")
 _NO_ACTION = frozenset("is are was were be been being am get got".split())
 
 
 @functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
 def asked_action(question: str) -> str | None:
     """The stemmed verb of a 'who did X / which Y did X' question ('rebuilt', 'build' of 'Which yard
-    built ...'); None for other questions and for 'who was X' (a description, `definition_subject`)."""
-    match = ASKED_ACTION.match(question.strip().lower())
-    if not match or match.group("verb") in STOPWORDS | _NO_ACTION:
-        return None
-    return stem(match.group("verb"))
+    built the ship?'); None for other questions and for 'who was X' (a description, `definition_subject`)."""
+    match = WHO_DID.match(question)
+    if match:
+        verb = match.group("verb")
+        return None if verb in STOPWORDS | _NO_ACTION else stem(verb)
+    return asked_which(question)[1]
 
 
 def _holds_the_asked_action(question: str, terms: set[str]) -> bool:
@@ -976,27 +975,41 @@ def _holds_the_asked_action(question: str, terms: set[str]) -> bool:
 # answer picks out one of the asked things by a word of its own before it ("the Appledore yard", "a
 # coarse grind", "standard class"); a compound asked for is written by its last part ("shipyard": "yard").
 WHICH_OF = re.compile(
-    r"^\s*(?:(?:which|what)\s+(?:kinds?|sorts?|types?)\s+of\s+(?:an?\s+)?|which\s+)(?P<noun>[a-z][\w-]+)", re.IGNORECASE
+    r"^\s*(?:(?:which|what)\s+(?:kinds?|sorts?|types?)\s+of\s+(?:an?\s+)?|which\s+)(?P<rest>[^?]*)", re.IGNORECASE
 )
+MAX_ASKED_WORDS = 3  # "which additional latent variables ..."
+_DETERMINERS = frozenset("the a an his her its their this these that those my our your".split())
 MIN_HEAD = 4  # letters of a compound's last part ("yard" of "shipyard")
 
 
 @functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
-def _asked_kind_of(question: str) -> tuple[str | None, frozenset[str]]:
-    """The stemmed noun a 'which X / what kind of X' question asks about (None for other questions),
-    and the question's own stemmed terms (a modifier it names picks out nothing new)."""
+def asked_which(question: str) -> tuple[str | None, str | None]:
+    """The stemmed noun a 'which X / what kind of X' question asks about (the last word of X: 'corpora' of
+    'Which parallel corpora are used?') and the stemmed verb that follows X when an object follows the
+    verb ('built' of 'Which shipyard built the ship?'); (None, None) for other questions."""
     match = WHICH_OF.match(question)
-    if not match or match.group("noun").lower() in STOPWORDS:
-        return None, frozenset()
-    return stem(match.group("noun").lower()), frozenset(question_terms(question))
+    if not match:
+        return None, None
+    said = re.findall(r"[\w'\u2019-]+", match.group("rest"))
+    phrase: list[str] = []
+    for word in said[:MAX_ASKED_WORDS]:
+        if word.lower() in STOPWORDS:
+            break
+        phrase.append(word)
+    following = said[len(phrase)].lower() if len(said) > len(phrase) else ""
+    verb = None
+    if len(phrase) > 1 and following in _DETERMINERS and phrase[-1].islower():
+        verb = stem(phrase.pop().lower())
+    return (stem(phrase[-1].lower()), verb) if phrase else (None, None)
 
 
 def _picks_out_the_asked(question: str, sentence: str) -> bool:
     """Whether the sentence names one of what a 'which X' question asks about: X (or X's last part) after
     a content word the question does not hold."""
-    noun, asked = _asked_kind_of(question)
+    noun = asked_which(question)[0]
     if noun is None:
         return False
+    asked = question_terms(question)
     said = re.findall(r"[\w'\u2019-]+", sentence)
     for before, word in zip(said, said[1:], strict=False):
         head = stem(word.lower())
