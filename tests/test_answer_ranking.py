@@ -537,6 +537,7 @@ def test_what_a_which_question_asks_about(question, noun):
         ("How do I claim expenses?", "They paid the claim in May.", 0.0),  # a pronoun, not an imperative
         ("How do I use keep warm?", "Keep warm is a mode that holds the water hot.", -INSTRUCTION_BONUS),
         ("How did Feri make the flame blue?", "Add salt to the oil.", 0.0),  # not a how-to question
+        ("How would you compare the two reports?", "Read both reports first.", 0.0),  # asks for a judgement
     ],
 )
 def test_a_how_to_question_prefers_an_instruction_that_carries_out_the_task(question, sentence, bonus):

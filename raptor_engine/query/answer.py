@@ -1026,7 +1026,7 @@ def _picks_out_the_asked(question: str, sentence: str) -> bool:
 # task itself ("Descale the kettle every four weeks") says when, not how; one whose purpose is the asked
 # task ("To grind beans, fill the hopper ...") answers it in so many words.
 HOW_TO = re.compile(
-    r"^\s*(?:how\s+(?:do|can|should|could|would|must|shall)\s+(?:i|we|you|one)|how\s+to"
+    r"^\s*(?:how\s+(?:do|can|should|must|shall)\s+(?:i|we|you|one)|how\s+to"
     r"|what(?:'s|\s+is)\s+the\s+(?:best\s+|right\s+)?way\s+to)\s+(?P<task>[a-z][\w-]*)"
     r"(?:\s+(?:the\s+|an?\s+|my\s+|our\s+)?(?P<object>[^?]+?))?\s*[?.!]*\s*$",
     re.IGNORECASE,
@@ -1044,7 +1044,8 @@ INSTRUCTION = re.compile(
 
 
 def asks_how_to(question: str) -> bool:
-    """Whether the question asks how to do something ('How do I ...?', 'How to ...?')."""
+    """Whether the question asks how to do something ('How do I ...?', 'How to ...?'; not 'How would
+    you compare ...?', which asks for a judgement)."""
     return bool(HOW_TO.match(question))
 
 
