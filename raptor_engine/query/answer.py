@@ -1005,7 +1005,7 @@ def asked_which(question: str) -> tuple[str | None, str | None]:
 
 def _picks_out_the_asked(question: str, sentence: str) -> bool:
     """Whether the sentence names one of what a 'which X' question asks about: X (or X's last part) after
-    a content word the question does not hold."""
+    a content word the question does not hold, and not an owner's name."""
     noun = asked_which(question)[0]
     if noun is None:
         return False
@@ -1015,6 +1015,8 @@ def _picks_out_the_asked(question: str, sentence: str) -> bool:
         head = stem(word.lower())
         if head == noun or (len(head) >= MIN_HEAD and noun.endswith(head)):
             modifier = before.lower()
+            if modifier.endswith(("'s", "\u2019s")):  # "the club's boats" says whose, not which
+                continue
             if modifier not in STOPWORDS and stem(modifier) not in asked and not HAS_DIGIT.search(modifier):
                 return True
     return False
