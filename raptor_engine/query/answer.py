@@ -924,11 +924,17 @@ def asked_dimensions(question: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(d for asks, dims in MEASURE_QUESTIONS if asks.search(question) for d in dims))
 
 
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
+def asks_frequency(question: str) -> bool:
+    """Whether the question asks how often ('How often ...?', 'How many times ...?')."""
+    return bool(ASKS_FREQUENCY.search(question))
+
+
 def _measures_the_asked(question: str, sentence: str) -> bool:
     """Whether the sentence gives the measure the question asks for: a frequency for 'how often', a
     number with a unit of the asked dimension for 'how long / how far / how much does it cost' (a price
     also by its currency sign). Labels and dates are no measures."""
-    if ASKS_FREQUENCY.search(question):
+    if asks_frequency(question):
         return bool(FREQUENCY.search(sentence))
     dimensions = asked_dimensions(question)
     if not dimensions:
@@ -1045,17 +1051,26 @@ INSTRUCTION = re.compile(
 )
 
 
-def asks_how_to(question: str) -> bool:
-    """Whether the question asks how to do something ('How do I ...?', 'How to ...?'; not 'How would
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
+def how_to_task(question: str) -> tuple[str, str | None] | None:
+    """The stemmed task of a question that asks how to do something, and its object as written
+    ('How do I use keep warm?': 'use', 'keep warm'); None for other questions (also for 'How would
     you compare ...?', which asks for a judgement)."""
-    return bool(HOW_TO.match(question))
+    asked = HOW_TO.match(question)
+    return (stem(asked.group("task").lower()), asked.group("object")) if asked else None
+
+
+def asks_how_to(question: str) -> bool:
+    """Whether the question asks how to do something (`how_to_task`)."""
+    return how_to_task(question) is not None
 
 
 def _lexical(question: str, candidate: _Candidate) -> float:
     """The candidate's share of the question's terms; all of them for the step of a 'how do I X?'
     question that names its task by a pronoun ("To use it, press ..." for "How do I use keep warm?")."""
-    asked, refers = HOW_TO.match(question), REFERS_TO_THE_TASK.match(candidate.text)
-    if asked and refers and stem(refers.group("task").lower()) == stem(asked.group("task").lower()):
+    asked = how_to_task(question)
+    refers = REFERS_TO_THE_TASK.match(candidate.text) if asked else None
+    if asked and refers and stem(refers.group("task").lower()) == asked[0]:
         return 1.0
     return candidate.lexical
 
@@ -1064,16 +1079,15 @@ def _instruction_bonus(question: str, sentence: str) -> float:
     """For a 'how do I X?' question: INSTRUCTION_BONUS for an instruction (an imperative, after a lead-in
     such as 'To use it,' or 'If it is wet,') that is not 'X ...' itself, and PURPOSE_BONUS more when its
     lead-in is 'To X'; as much less for a sentence that says what X's object is."""
-    asked = HOW_TO.match(question)
+    asked = how_to_task(question)
     if not asked:
         return 0.0
-    topic = asked.group("object")
+    task, topic = asked
     if topic and _describes(topic, sentence):  # "Keep warm is a mode ..." says what it is, not how to use it
         return -INSTRUCTION_BONUS
     instruction = INSTRUCTION.match(sentence)
     if not instruction or instruction.group("verb").lower() in STOPWORDS:
         return 0.0
-    task = stem(asked.group("task").lower())
     if stem(instruction.group("verb").lower()) == task:
         return 0.0
     lead = instruction.group("lead") or ""
