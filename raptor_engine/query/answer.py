@@ -800,7 +800,9 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     """The hand-weighted score of a sentence for a question that is not about the whole: similarity
     and the question's terms, plus what the question asks for (a description for 'who/what is X?' or
     'what does X mean?', less for a sentence about what is X's; a year, a number, a reason, a name or a
-    place; a number of what 'how many' counts, an age for 'how old'; the year of the right event).
+    place; a number of what 'how many' counts, an age for 'how old', a unit of what 'how long / how far
+    / how much does it cost' measures, a frequency for 'how often'; the year of the right event; the
+    asked verb for 'who / which X did it?', one X named for 'which X?'; an instruction for 'how do I?').
     Set `similarity` and `lexical` first."""
     defined = definition_subject(question)
     possessive = defined is not None and bool(re.search(r"['\u2019]s\s+" + re.escape(defined), question))
@@ -1320,8 +1322,8 @@ class ExtractiveAnswerer:
     ):
         """With a `ranker` (the shipped one: `load_ranker()`), its sentence model orders the quotes of
         a standalone question that is not about the whole (it was fitted on such questions); a
-        follow-up, a question about the whole, or any question without a ranker is ranked by the hand
-        weights below."""
+        follow-up, a question about the whole, a 'how do I ...?' question, or any question without a
+        ranker is ranked by the hand weights below."""
         self.embedder = embedder
         self.quotes = quotes
         self.ranker = ranker
