@@ -553,6 +553,7 @@ def test_a_how_to_question_prefers_an_instruction_that_carries_out_the_task(ques
         ("Which class should I book for rail travel?", "Book rail travel in the class you like.", False),
         ("Which shipyard built the ferry?", "The ferry carries twenty cars.", False),
         ("What kind of boat did they row?", "The club's boats are racked in the bay.", False),  # whose, not which
+        ("Which datasets are used?", "It finds biases in annotating datasets.", False),  # what is done to them
         ("Where is the yard?", "The ship was built at the Appledore yard.", False),  # no 'which'
     ],
 )

@@ -1013,7 +1013,7 @@ def asked_which(question: str) -> tuple[str | None, str | None]:
 
 def _picks_out_the_asked(question: str, sentence: str) -> bool:
     """Whether the sentence names one of what a 'which X' question asks about: X (or X's last part) after
-    a content word the question does not hold, and not an owner's name."""
+    a content word the question does not hold, and not an owner's name or a verb's '-ing' form."""
     noun = asked_which(question)[0]
     if noun is None:
         return False
@@ -1023,7 +1023,8 @@ def _picks_out_the_asked(question: str, sentence: str) -> bool:
         head = stem(word.lower())
         if head == noun or (len(head) >= MIN_HEAD and noun.endswith(head)):
             modifier = before.lower()
-            if modifier.endswith(("'s", "\u2019s")):  # "the club's boats" says whose, not which
+            # "the club's boats" says whose, and "annotating datasets" what is done to them, not which
+            if modifier.endswith(("'s", "\u2019s", "ing")):
                 continue
             if modifier not in STOPWORDS and stem(modifier) not in asked and not HAS_DIGIT.search(modifier):
                 return True
