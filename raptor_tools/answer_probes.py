@@ -3,7 +3,9 @@
 A small probe set written for this project (`tests/fixtures/answer_probes/`): short documents of
 different kinds (a history, a manual, meeting notes, a story, a policy, a recipe, ...), each with
 questions of the kinds a reader asks of them: "who was X?", "what is X?", "when ...?", "how many /
-how much ...?", "where ...?", and the sentence (or sentences) that answers each. Every document is
+how much ...?", "where ...?", "how long / how often / how far / how much does X cost?" (`measure`),
+"why ...?", "how do I ...?" (`how_to`), yes/no questions (`yes_no`), "which X / what kind of X?"
+(`which`) and "who did X?" (`who_did`), and the sentence (or sentences) that answers each. Every document is
 built into a knowledge base of its own in a temporary data folder (extractive summaries, no LLM),
 each question is answered as `raptor ask` answers it without a model, and the report counts the
 questions whose **first quote** holds an answering sentence, and those whose quotes hold one at all.
@@ -54,7 +56,7 @@ class Probe:
     split: str
     doc: str
     question: str
-    kind: str  # who / what / when / how_many / where
+    kind: str  # who / what / when / how_many / where / measure / why / how_to / yes_no / which / who_did
     answers: tuple[str, ...]
 
 

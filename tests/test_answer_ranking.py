@@ -10,7 +10,9 @@ from raptor_engine.ingest.sentences import content_terms, is_heading, units, wor
 from raptor_engine.query.answer import (
     EVENT_BONUS,
     FOUND,
+    INSTRUCTION_BONUS,
     NOTHING_FOUND,
+    PURPOSE_BONUS,
     QUOTE,
     WEAK_MATCH,
     ExtractiveAnswerer,
@@ -18,7 +20,12 @@ from raptor_engine.query.answer import (
     _counts_the_asked,
     _describes,
     _event_bonus,
+    _instruction_bonus,
+    _measures_the_asked,
     _names_only_its_own,
+    _picks_out_the_asked,
+    asked_action,
+    asked_which,
     counted_terms,
     definition_subject,
 )
@@ -406,3 +413,164 @@ def test_a_number_counts_the_word_right_after_it(sentence, counts):
     if "lanterns" in sentence:
         question = "How many blue lanterns were there?"
     assert _counts_the_asked(question, sentence) is counts
+
+
+@pytest.mark.parametrize(
+    ("leaves", "question", "answer"),
+    [
+        (  # 'who did X' wants the sentence holding the asked action, not one sharing its object
+            [
+                "Ruth Okafor will order the new boiler from Brindle and Sons.",
+                "Ruth Okafor is a heating engineer who has offered to install the boiler for free.",
+            ],
+            "Who will install the new boiler?",
+            "offered to install",
+        ),
+        (  # 'which X did Y': the action, and the one X it names ("the Polruan yard" for a shipyard)
+            [
+                "The lifeboat Grace Trelawny served the harbour for forty years and saved ninety lives.",
+                "Captain Eli Rowe commanded the Grace Trelawny after the war.",
+                "The boat was built at the Polruan yard in Cornwall.",
+            ],
+            "Which shipyard built the Grace Trelawny?",
+            "Polruan yard",
+        ),
+        (  # 'how do I use X' wants the step that does it, not what X is
+            [
+                "Quick start is a setting that heats the oven to full power for the first ten minutes.",
+                "To use it, turn the dial to the lightning mark before you set the temperature.",
+            ],
+            "How do I use quick start?",
+            "turn the dial",
+        ),
+        (  # 'how far' wants a distance, not a year or a count
+            [
+                "The Skerry light was lit in 1839 and 112 steps lead up to its lantern from the harbour side.",
+                "The light stands three miles off the harbour mouth.",
+            ],
+            "How far is the Skerry light from the harbour?",
+            "three miles",
+        ),
+        (  # 'how often' wants a frequency, not a count
+            [
+                "The number 9 bus runs from the station to the hospital and has 22 stops.",
+                "Number 9 buses leave every twenty minutes on weekdays.",
+            ],
+            "How often does the number 9 bus run?",
+            "every twenty minutes",
+        ),
+        (  # 'how long does it cook' wants a duration, not the number it serves
+            ["The soup serves 4 people and keeps in the fridge.", "Cook it gently for forty minutes."],
+            "How long does the soup cook?",
+            "forty minutes",
+        ),
+    ],
+)
+def test_a_question_of_the_newer_kinds_leads_with_the_sentence_that_answers_it(embedder, leaves, question, answer):
+    assert answer in first_quote(embedder, leaves, question)
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "measures"),
+    [
+        ("How long does the stew simmer?", "Simmer the stew for two and a half hours.", True),
+        ("How long does the stew simmer?", "The stew feeds six people.", False),
+        ("How long is the tour?", "The tour covers a little under one kilometre.", True),  # a length, too
+        ("How far is the crossing?", "The crossing is six miles long.", True),
+        ("How far is the crossing?", "The crossing opened in 1987 miles from nowhere.", False),  # a year
+        ("How much is a return ticket?", "A return ticket costs 8 pounds.", True),
+        ("How much does the ticket cost?", "It costs \u00a38 at the machine.", True),
+        ("How much does the ticket cost?", "It takes 8 minutes to print.", False),
+        ("How much does the tent weigh?", "The tent weighs 1.9 kilograms packed.", True),
+        ("How often does it sail?", "The ferry sails every ninety minutes.", True),
+        ("How often does it sail?", "The ferry is held twice a week for repairs.", True),
+        ("How often does it sail?", "The ferry carries ninety cars.", False),
+        ("How many cars does it carry?", "The ferry sails every ninety minutes.", False),  # no measure asked
+    ],
+)
+def test_a_measure_question_wants_a_number_with_a_unit_of_what_it_measures(question, sentence, measures):
+    assert _measures_the_asked(question, sentence) is measures
+
+
+@pytest.mark.parametrize(
+    ("question", "action"),
+    [
+        ("Who rebuilt the ramp?", "rebuilt"),
+        ("Who will fit the new tank?", "fit"),
+        ("Which shipyard built the ferry?", "build"),
+        ("Who designed the extension?", "design"),
+        ("Who was Feri?", None),  # a description, not an action
+        ("Who is the approver?", None),
+        ("Which setting should I use?", None),  # the verb's subject is the reader
+        ("Who does Maskull realize he really is?", None),  # a name, not a verb, follows 'does'
+        ("Which Greek God is Hera's husband?", None),
+    ],
+)
+def test_the_action_a_who_did_question_asks_about(question, action):
+    assert asked_action(question) == action
+
+
+@pytest.mark.parametrize(
+    ("question", "noun"),
+    [
+        ("Which shipyard built the ferry?", "shipyard"),
+        ("Which parallel corpora are used?", "corpora"),  # the last word of what is asked about
+        ("Which additional latent variables are used in the model?", "variabl"),
+        ("What kinds of offensive content are explored?", "content"),
+        ("Which Greek God is Hera's husband?", "god"),
+        ("Where was it built?", None),
+    ],
+)
+def test_what_a_which_question_asks_about(question, noun):
+    assert asked_which(question)[0] == noun
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "bonus"),
+    [
+        ("How do I use keep warm?", "To use it, press the thermometer button.", INSTRUCTION_BONUS + PURPOSE_BONUS),
+        ("How do I claim expenses?", "Submit your claim within thirty days.", INSTRUCTION_BONUS),
+        ("How to pitch the tent?", "First, peg out the four corners of the inner tent.", INSTRUCTION_BONUS),
+        ("How do I descale the kettle?", "Descale the kettle every four weeks.", 0.0),  # names the task: says when
+        ("How do I claim expenses?", "The approver is the manager who signs a claim.", 0.0),
+        ("How do I claim expenses?", "Divers found that two piles had rotted.", 0.0),
+        ("How do I claim expenses?", "They paid the claim in May.", 0.0),  # a pronoun, not an imperative
+        ("How do I use keep warm?", "Keep warm is a mode that holds the water hot.", -INSTRUCTION_BONUS),
+        ("How did Feri make the flame blue?", "Add salt to the oil.", 0.0),  # not a how-to question
+        ("How would you compare the two reports?", "Read both reports first.", 0.0),  # asks for a judgement
+    ],
+)
+def test_a_how_to_question_prefers_an_instruction_that_carries_out_the_task(question, sentence, bonus):
+    assert _instruction_bonus(question, sentence) == pytest.approx(bonus)
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "picks"),
+    [
+        ("Which shipyard built the ferry?", "The ship was built at the Appledore yard in Devon.", True),
+        ("What kind of grind does a French press need?", "A French press needs a coarse grind.", True),
+        ("Which class should I book for rail travel?", "Book rail travel in standard class.", True),
+        ("Which class should I book for rail travel?", "Book rail travel in the class you like.", False),
+        ("Which shipyard built the ferry?", "The ferry carries twenty cars.", False),
+        ("What kind of boat did they row?", "The club's boats are racked in the bay.", False),  # whose, not which
+        ("Which datasets are used?", "It finds biases in annotating datasets.", False),  # what is done to them
+        ("Where is the yard?", "The ship was built at the Appledore yard.", False),  # no 'which'
+    ],
+)
+def test_a_which_question_wants_a_sentence_naming_one_of_what_it_asks_about(question, sentence, picks):
+    assert _picks_out_the_asked(question, sentence) is picks
+
+
+@pytest.mark.parametrize(
+    ("sentence", "reason"),
+    [
+        ("The county refused on account of the cost.", True),
+        ("She named it in honour of Arthur Keel.", True),
+        ("Divers found that two piles had rotted, so the trust replaced all six.", True),
+        ("The trust chose Corran Marine since it had built the original ramp.", True),
+        ("Captain Avery has commanded the ship since 2015.", False),  # 'since' a year says when
+        ("The ramp was rebuilt with a steel deck.", False),
+    ],
+)
+def test_a_why_question_finds_a_reason_however_it_is_written(sentence, reason):
+    assert _answers_kind("Why did it happen?", sentence) is reason

@@ -15,7 +15,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -158,8 +158,11 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
     ),
     (
         re.compile(r"\b(?:why|how come|for what reason|what for)\b|为什么|為什麼|为何|為何|なぜ|どうして|왜", re.I),
+        # a reason or a purpose; "since" only where no time follows ("since 2015" says when)
         re.compile(
-            r"\b(?:because|since|so that|in order to|due to|as a result|therefore|caused|reason|so as to)\b"
+            r"\b(?:because|so that|in order to|due to|as a result|therefore|caused|reason|so as to|on account of"
+            r"|owing to|thanks to|in (?:honou?r|memory) of|to (?:avoid|prevent)|for fear)\b"
+            rf"|\bsince\b(?!\s+(?:\d|then|(?:early|late|last|the)\b|{_MONTHS}))|,\s+so\s+(?!that\b|far\b|much\b)"
             r"|因为|因為|由于|由於|所以|因此|ために|ので|때문",
             re.I,
         ),
@@ -797,18 +800,24 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     """The hand-weighted score of a sentence for a question that is not about the whole: similarity
     and the question's terms, plus what the question asks for (a description for 'who/what is X?' or
     'what does X mean?', less for a sentence about what is X's; a year, a number, a reason, a name or a
-    place; a number of what 'how many' counts, an age for 'how old'; the year of the right event).
+    place; a number of what 'how many' counts, an age for 'how old', a unit of what 'how long / how far
+    / how much does it cost' measures, a frequency for 'how often'; the year of the right event; the
+    asked verb for 'who / which X did it?', one X named for 'which X?'; an instruction for 'how do I?').
     Set `similarity` and `lexical` first."""
     defined = definition_subject(question)
     possessive = defined is not None and bool(re.search(r"['\u2019]s\s+" + re.escape(defined), question))
-    score = EMBED_WEIGHT * candidate.similarity + LEXICAL_WEIGHT * candidate.lexical
+    score = EMBED_WEIGHT * candidate.similarity + LEXICAL_WEIGHT * _lexical(question, candidate)
     if defined is not None and _describes(defined, candidate.text):
         score += DEFINITION_BONUS
     elif defined is not None and _names_only_its_own(defined, candidate.text):
         score -= POSSESSIVE_PENALTY
     if defined is None or possessive:  # "Who was Edith's assistant?" still asks for a name
         score += _kind_bonus(question, candidate.text)
-    score += COUNTED_BONUS if _counts_the_asked(question, candidate.text) else 0.0
+    if _counts_the_asked(question, candidate.text) or _measures_the_asked(question, candidate.text):
+        score += COUNTED_BONUS
+    score += ACTION_BONUS if _holds_the_asked_action(question, candidate.terms) else 0.0
+    score += KIND_BONUS if _picks_out_the_asked(question, candidate.text) else 0.0
+    score += _instruction_bonus(question, candidate.text)
     return score + _event_bonus(question, candidate.text)
 
 
@@ -845,6 +854,15 @@ def counted_terms(question: str) -> frozenset[str]:
     return frozenset(stem(t) for t in content_terms(" ".join(counted)))
 
 
+def _after_numbers(sentence: str, within: int) -> Iterator[list[str]]:
+    """The first `within` words after each number of the sentence (what it counts or measures); labels
+    and dates hold digits but no quantity, and are removed first."""
+    if HAS_DIGIT.search(sentence):
+        sentence = DATES.sub(" ", QUANTITY_LABELS.sub(" ", sentence))
+    for number in NUMBER_TOKEN.finditer(sentence):
+        yield words(sentence[number.end() : number.end() + 80])[:within]
+
+
 def _counts_the_asked(question: str, sentence: str) -> bool:
     """Whether the sentence gives the number the question asks for: a number just before what a 'how
     many / how much' question counts, or an age for 'how old'. Labels and dates are no numbers."""
@@ -853,15 +871,233 @@ def _counts_the_asked(question: str, sentence: str) -> bool:
     counted = counted_terms(question)
     if not counted:
         return False
-    if HAS_DIGIT.search(sentence):
-        sentence = DATES.sub(" ", QUANTITY_LABELS.sub(" ", sentence))
-    for number in NUMBER_TOKEN.finditer(sentence):
-        for word in words(sentence[number.end() : number.end() + 80])[:COUNTED_WITHIN]:
+    for following in _after_numbers(sentence, COUNTED_WITHIN):
+        for word in following:
             if stem(word) in counted:
                 return True
             if word in STOPWORDS:  # "one to generate tags", "three types of tag" count something else
                 break
     return False
+
+
+# "How long / how often / how far ...?", "How much does it cost / weigh?": a measure of one dimension,
+# answered by a number with a unit of it ("for two and a half hours", "every ninety minutes", "six
+# miles", "costs 24 pounds", "1.9 kilograms"), not by a number of something else.
+_UNIT_WORDS = {
+    "time": r"seconds?|minutes?|hours?|days?|nights?|weeks?|fortnights?|months?|years?|seasons?|decades?|centuries|century",
+    "length": r"millimet(?:re|er)s?|centimet(?:re|er)s?|met(?:re|er)s?|kilomet(?:re|er)s?|km|miles?|yards?|f(?:oo|ee)t|inch(?:es)?|paces?",
+    "money": r"pounds?|pence|dollars?|cents?|euros?|francs?|yen|crowns?|shillings?|guineas?|coins?",
+    "weight": r"grams?|kilograms?|kilos?|kg|tonnes?|tons?|ounces?|oz|lbs?|stones?",
+}
+_CURRENCY = r"[£$€¥]\s?\d"
+# every dimension a question word asks for ("how long" is a duration or a length)
+MEASURE_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (re.compile(r"\bhow\s+long\b", re.I), ("time", "length")),
+    (re.compile(r"\bhow\s+(?:far|wide|tall|high|deep)\b|\bwhat\s+distance\b", re.I), ("length",)),
+    (
+        re.compile(
+            r"\bhow\s+much\b.*\b(?:cost|costs|charge|charged|pay|paid|spend|spent|price|fare|fee)\b"
+            r"|\bhow\s+much\s+(?:is|are|was|were)\s+(?:an?|the)\b"
+            r"|\bwhat\s+(?:is|was|are|were|does|did)\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+)?(?:price|cost|fare|fee)s?\b",
+            re.I,
+        ),
+        ("money",),
+    ),
+    (re.compile(r"\bhow\s+(?:heavy|much\b.*\bweighs?)\b|\bwhat\s+(?:is|was)\s+the\s+weight\b", re.I), ("weight",)),
+)
+ASKS_FREQUENCY = re.compile(r"\bhow\s+(?:often|frequently)\b|\bhow\s+many\s+times\b", re.I)
+FREQUENCY = re.compile(
+    r"\b(?:every|each)\s+(?:\w+\s+){0,2}?(?:second|minute|hour|day|night|week|fortnight|month|year|season|"
+    r"morning|evening|spring|summer|autumn|winter|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    rf"{_MONTHS})s?\b|\b(?:once|twice|\w+\s+times)\s+(?:a|an|per|each|every)\b|\b(?:daily|nightly|weekly|"
+    r"fortnightly|monthly|yearly|annually|hourly)\b|\b(?:a|per)\s+(?:day|week|month|year)\b",
+    re.I,
+)
+MEASURED_WITHIN = 3  # a number and its unit: "two and a half hours", "a little under one kilometre"
+
+
+UNITS = {dimension: re.compile(rf"^(?:{words_of})$", re.I) for dimension, words_of in _UNIT_WORDS.items()}
+
+
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
+def asked_dimensions(question: str) -> tuple[str, ...]:
+    """What a 'how long / how far / how much does it cost / weigh' question measures ('time', 'length',
+    'money', 'weight'; none for other questions)."""
+    return tuple(dict.fromkeys(d for asks, dims in MEASURE_QUESTIONS if asks.search(question) for d in dims))
+
+
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
+def asks_frequency(question: str) -> bool:
+    """Whether the question asks how often ('How often ...?', 'How many times ...?')."""
+    return bool(ASKS_FREQUENCY.search(question))
+
+
+def _measures_the_asked(question: str, sentence: str) -> bool:
+    """Whether the sentence gives the measure the question asks for: a frequency for 'how often', a
+    number with a unit of the asked dimension for 'how long / how far / how much does it cost' (a price
+    also by its currency sign). Labels and dates are no measures."""
+    if asks_frequency(question):
+        return bool(FREQUENCY.search(sentence))
+    dimensions = asked_dimensions(question)
+    if not dimensions:
+        return False
+    if "money" in dimensions and re.search(_CURRENCY, sentence):
+        return True
+    return any(
+        UNITS[d].match(word)
+        for following in _after_numbers(sentence, MEASURED_WITHIN)
+        for word in following
+        for d in dimensions
+    )
+
+
+# "Who rebuilt the ramp?", "Which yard built the ship?", "Who will fit the new tank?": the answer is
+# whoever did the asked action, written in a sentence that holds its verb ("Engineers from Corran Marine
+# rebuilt the ramp", "was built at the Appledore yard", "who has offered to fit the tank"). A sentence
+# that only shares the action's object ("the new tank", "the Maid of Hamm") is about something else.
+ACTION_BONUS = DEFINITION_BONUS
+_AUXILIARIES = r"will|would|did|does|do|has|have|had|can|could|should|might|may|must|first|once|finally|later"
+# the verb as written: in lower case, so "Who does Maskull realize ...?" asks about no action of 'Maskull'
+WHO_DID = re.compile(rf"^\s*(?i:who)\s+(?:(?i:{_AUXILIARIES})\s+)?(?P<verb>[a-z][\w-]+)\b")
+_NO_ACTION = frozenset("is are was were be been being am get got".split())
+
+
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
+def asked_action(question: str) -> str | None:
+    """The stemmed verb of a 'who did X / which Y did X' question ('rebuilt', 'build' of 'Which yard
+    built the ship?'); None for other questions and for 'who was X' (a description, `definition_subject`)."""
+    match = WHO_DID.match(question)
+    if match:
+        verb = match.group("verb")
+        return None if verb in STOPWORDS | _NO_ACTION else stem(verb)
+    return asked_which(question)[1]
+
+
+def _holds_the_asked_action(question: str, terms: set[str]) -> bool:
+    """Whether a sentence's stemmed terms hold the verb a 'who did X' question asks about."""
+    action = asked_action(question)
+    return action is not None and action in terms
+
+
+# "Which yard built the ship?", "What kind of grind does it need?", "Which class should I book?": the
+# answer picks out one of the asked things by a word of its own before it ("the Appledore yard", "a
+# coarse grind", "standard class"); a compound asked for is written by its last part ("shipyard": "yard").
+WHICH_OF = re.compile(
+    r"^\s*(?:(?:which|what)\s+(?:kinds?|sorts?|types?)\s+of\s+(?:an?\s+)?|which\s+)(?P<rest>[^?]*)", re.IGNORECASE
+)
+MAX_ASKED_WORDS = 3  # "which additional latent variables ..."
+_DETERMINERS = frozenset("the a an his her its their this these that those my our your".split())
+MIN_HEAD = 4  # letters of a compound's last part ("yard" of "shipyard")
+
+
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
+def asked_which(question: str) -> tuple[str | None, str | None]:
+    """The stemmed noun a 'which X / what kind of X' question asks about (the last word of X: 'corpora' of
+    'Which parallel corpora are used?') and the stemmed verb that follows X when an object follows the
+    verb ('built' of 'Which shipyard built the ship?'); (None, None) for other questions."""
+    match = WHICH_OF.match(question)
+    if not match:
+        return None, None
+    said = re.findall(r"[\w'\u2019-]+", match.group("rest"))
+    phrase: list[str] = []
+    for word in said[:MAX_ASKED_WORDS]:
+        if word.lower() in STOPWORDS:
+            break
+        phrase.append(word)
+    following = said[len(phrase)].lower() if len(said) > len(phrase) else ""
+    verb = None
+    if len(phrase) > 1 and following in _DETERMINERS and phrase[-1].islower():
+        verb = stem(phrase.pop().lower())
+    return (stem(phrase[-1].lower()), verb) if phrase else (None, None)
+
+
+def _picks_out_the_asked(question: str, sentence: str) -> bool:
+    """Whether the sentence names one of what a 'which X' question asks about: X (or X's last part) after
+    a content word the question does not hold, and not an owner's name or a verb's '-ing' form."""
+    noun = asked_which(question)[0]
+    if noun is None:
+        return False
+    asked = question_terms(question)
+    said = re.findall(r"[\w'\u2019-]+", sentence)
+    for before, word in zip(said, said[1:], strict=False):
+        head = stem(word.lower())
+        if head == noun or (len(head) >= MIN_HEAD and noun.endswith(head)):
+            modifier = before.lower()
+            # "the club's boats" says whose, and "annotating datasets" what is done to them, not which
+            if modifier.endswith(("'s", "\u2019s", "ing")):
+                continue
+            if modifier not in STOPWORDS and stem(modifier) not in asked and not HAS_DIGIT.search(modifier):
+                return True
+    return False
+
+
+# "How do I descale the kettle?", "How to pitch the tent?": a manual answers with an instruction, a
+# sentence that tells the reader what to do ("Fill the jug ...", "Submit your claim ...", "To use it,
+# press the button ..."), not one that says what the thing is. An instruction whose verb is the asked
+# task itself ("Descale the kettle every four weeks") says when, not how; one whose purpose is the asked
+# task ("To grind beans, fill the hopper ...") answers it in so many words.
+HOW_TO = re.compile(
+    r"^\s*(?:how\s+(?:do|can|should|must|shall)\s+(?:i|we|you|one)|how\s+to"
+    r"|what(?:'s|\s+is)\s+the\s+(?:best\s+|right\s+)?way\s+to)\s+(?P<task>[a-z][\w-]*)"
+    r"(?:\s+(?:the\s+|an?\s+|my\s+|our\s+)?(?P<object>[^?]+?))?\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
+INSTRUCTION_BONUS = DEFINITION_BONUS  # the form the question asks for, as a description is for 'what is X?'
+PURPOSE_BONUS = KIND_BONUS
+# "To use it, press ...": the pronoun stands for what the sentence before named, the question's object
+REFERS_TO_THE_TASK = re.compile(r"^\W*to\s+(?P<task>[\w-]+)\s+(?:it|them|this|these|one)\s*,", re.IGNORECASE)
+_OBJECT_START = r"the|a|an|your|it|them|this|these|those|each|every|both|all|its|their|any|some|out|up|off|down|back"
+_LEAD_IN = r"(?:(?:to|if|when|once|after|before)\s+[^,;]{1,80},|first,|then,|next,|finally,)"
+INSTRUCTION = re.compile(
+    rf"^\W*(?:(?P<lead>{_LEAD_IN})\s*)?(?:(?:please|always|also|then|now)\s+)?(?P<verb>[A-Za-z][\w-]*)\s+(?:{_OBJECT_START})\b",
+    re.IGNORECASE,
+)
+
+
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
+def how_to_task(question: str) -> tuple[str, str | None] | None:
+    """The stemmed task of a question that asks how to do something, and its object as written
+    ('How do I use keep warm?': 'use', 'keep warm'); None for other questions (also for 'How would
+    you compare ...?', which asks for a judgement)."""
+    asked = HOW_TO.match(question)
+    return (stem(asked.group("task").lower()), asked.group("object")) if asked else None
+
+
+def asks_how_to(question: str) -> bool:
+    """Whether the question asks how to do something (`how_to_task`)."""
+    return how_to_task(question) is not None
+
+
+def _lexical(question: str, candidate: _Candidate) -> float:
+    """The candidate's share of the question's terms; all of them for the step of a 'how do I X?'
+    question that names its task by a pronoun ("To use it, press ..." for "How do I use keep warm?")."""
+    asked = how_to_task(question)
+    refers = REFERS_TO_THE_TASK.match(candidate.text) if asked else None
+    if asked and refers and stem(refers.group("task").lower()) == asked[0]:
+        return 1.0
+    return candidate.lexical
+
+
+def _instruction_bonus(question: str, sentence: str) -> float:
+    """For a 'how do I X?' question: INSTRUCTION_BONUS for an instruction (an imperative, after a lead-in
+    such as 'To use it,' or 'If it is wet,') that is not 'X ...' itself, and PURPOSE_BONUS more when its
+    lead-in is 'To X'; as much less for a sentence that says what X's object is."""
+    asked = how_to_task(question)
+    if not asked:
+        return 0.0
+    task, topic = asked
+    if topic and _describes(topic, sentence):  # "Keep warm is a mode ..." says what it is, not how to use it
+        return -INSTRUCTION_BONUS
+    instruction = INSTRUCTION.match(sentence)
+    if not instruction or instruction.group("verb").lower() in STOPWORDS:
+        return 0.0
+    if stem(instruction.group("verb").lower()) == task:
+        return 0.0
+    lead = instruction.group("lead") or ""
+    purpose = re.match(r"to\s+([\w-]+)", lead, re.IGNORECASE)
+    if purpose and stem(purpose.group(1).lower()) == task:
+        return INSTRUCTION_BONUS + PURPOSE_BONUS
+    return INSTRUCTION_BONUS
 
 
 # "When did X happen?", "When was X built?": one past event, answered by a year or a day's date; a
@@ -1087,8 +1323,8 @@ class ExtractiveAnswerer:
     ):
         """With a `ranker` (the shipped one: `load_ranker()`), its sentence model orders the quotes of
         a standalone question that is not about the whole (it was fitted on such questions); a
-        follow-up, a question about the whole, or any question without a ranker is ranked by the hand
-        weights below."""
+        follow-up, a question about the whole, a 'how do I ...?' question, or any question without a
+        ranker is ranked by the hand weights below."""
         self.embedder = embedder
         self.quotes = quotes
         self.ranker = ranker
@@ -1249,7 +1485,9 @@ class ExtractiveAnswerer:
         similarity, sentences, weights = self._similarities(rewrite, candidates, conversation_names)
         centrality = _centrality(sentences) if thematic else None
         learned = None
-        if self.ranker is not None and not thematic and not rewrite.context:
+        # a 'how do I' question is ranked by the hand weights' instruction rule: the model was fitted on
+        # questions about papers and stories, which never ask for a step to take
+        if self.ranker is not None and not thematic and not rewrite.context and not asks_how_to(rewrite.core):
             features = sentence_features(rewrite.core, candidates, similarity, sentences, weights)
             # the kind is read only where the ranker has weights for one
             kind = document_kind([c.shown for c in candidates]) if self.ranker.blend.by_kind else None
