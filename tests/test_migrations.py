@@ -201,8 +201,8 @@ def test_the_sets_are_named_for_their_owners():
 
 def _written_by_a_newer_version(data: Path) -> bytes:
     """A data directory whose store recorded a migration this version does not have, and its bytes."""
-    engine = Engine(Settings(data_dir=data))
-    engine.close()
+    data.mkdir(parents=True)
+    Store(data / "raptor.db").close()
     db = sqlite3.connect(data / "raptor.db")
     with db:
         db.execute(
