@@ -105,19 +105,6 @@ def test_a_thematic_question_quotes_more_sentences_in_reading_order_opening_firs
     assert order == sorted(order) and order[0] < 1000  # the opening is in it, and first
 
 
-def test_a_thematic_answer_opens_with_the_overview_a_summary_holds(embedder):
-    """The context holds each sentence once, so the opening sentence an extractive summary copied stays
-    in the summary, not in its leaf: the summary's sentences come first, then the leaves in reading order."""
-    opening = "Halbeck Cove is a fishing town whose lighthouse was kept by hand for a century and a half."
-    summary = ContextNode(99, 2, "a.md", 0.6, opening + " " + LEAVES[0][0].split(". ")[0] + ".", 40, 7)
-    leaves = [node for node in context() if opening not in node.text]
-    rest = "The light was only as reliable as the people who tended it."
-    leaves.append(ContextNode(50, 0, "a.md", 0.5, rest, 12, 1, start=len(opening) + 1, end=len(opening) + 1 + len(rest)))
-    draft = ExtractiveAnswerer(embedder)._answer_sync("What is the central theme of the document?", [summary, *leaves], [])
-    found = QUOTE.findall(draft.text)
-    assert found[0] == opening, found
-
-
 @pytest.mark.parametrize(
     ("question", "subject"),
     [

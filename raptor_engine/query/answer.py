@@ -744,13 +744,11 @@ def _in_opening(candidate: _Candidate) -> bool:
 
 
 def _reading_order(candidate: _Candidate) -> tuple[int, int, int]:
-    """Summaries first, higher layers first: the tree's overview, and a sentence a summary quotes is kept
-    there, not in its leaf (the context holds each sentence once), so the document's opening sentence
-    is often a summary's; then leaves by their place in the document."""
+    """Leaves by their place in the document; summaries (no place) after them, higher layers first."""
     node = candidate.node
     if node.layer == 0 and node.start is not None:
-        return (1, node.start + candidate.sentence.start, 0)
-    return (0, -node.layer, candidate.position)
+        return (0, node.start + candidate.sentence.start, 0)
+    return (1, -node.layer, candidate.position)
 
 
 def _centrality(sentences: np.ndarray) -> np.ndarray:
@@ -1308,7 +1306,7 @@ class ExtractiveAnswerer:
     sentences the last answer already quoted are pushed down. 'Who/what was X?' prefers sentences
     that say what X is, 'when did X end/start?' the year of an ending/start. Thematic questions
     ('what is this about?', 'central theme') prefer the sentences closest to the summaries' centre,
-    the higher layers' first, and get THEME_QUOTES of them, summaries' first, then in reading order. The first line says
+    the higher layers' first, and get THEME_QUOTES of them in reading order. The first line says
     whether the quotes answer (FOUND), are only the closest passages (WEAK_MATCH) or are about
     something else (NOTHING_RELATED), as the grounding model (grounding.py) reads the question, the
     quotes and the context; the quotes are the same whatever it says.
@@ -1362,7 +1360,7 @@ class ExtractiveAnswerer:
         )
         if thematic:
             picked = self._pick_spread(candidates, max(self.quotes, THEME_QUOTES))
-            # what a text is about reads best as the overview, then in the text's own order
+            # what a text is about reads best in the text's own order: its opening first
             picked.sort(key=_reading_order)
         else:
             # the repeat penalty was chosen with the blend: only where the model orders the quotes
