@@ -7,8 +7,10 @@ a public answer and stores the thread's turns so follow-ups survive a restart.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+import weakref
 
 import discord
 
@@ -216,9 +218,22 @@ async def handle_follow_up(
     services: Services, me: discord.abc.User, message: discord.Message, record: ThreadRecord
 ) -> None:
     """A message in a thread the bot (`me`) opened: answer with the thread's turns and the parent's tree.
-    A stopping bot waits for it (`BuildJobs.track`)."""
-    async with services.jobs.track():
+    A stopping bot waits for it (`BuildJobs.track`); the thread's earlier follow-up is answered first."""
+    async with services.jobs.track(), conversation_turn(record.thread_id):
         await _follow_up(services, me, message, record)
+
+
+# The lock of each thread whose follow-up is being answered (gone with its last holder).
+_CONVERSATIONS: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+
+
+def conversation_turn(thread_id: int) -> asyncio.Lock:
+    """One follow-up of a thread at a time, so each reads the turns the one before it stored: two sent
+    quickly (or by two members) would otherwise both lean on the exchange before them."""
+    lock = _CONVERSATIONS.get(thread_id)
+    if lock is None:
+        lock = _CONVERSATIONS[thread_id] = asyncio.Lock()
+    return lock
 
 
 async def _follow_up(

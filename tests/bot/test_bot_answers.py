@@ -409,3 +409,16 @@ async def test_a_question_with_a_lone_surrogate_is_remembered_as_the_engine_read
     assert "1975" in replies[-1]["content"], replies[-1]["content"]
     remembered = [t.content for t in await h.bot.services.state.history(GUILD, thread) if t.role == "user"]
     assert remembered[-1] == "When did Margaret Hale leave?\ufffd", remembered
+
+
+async def test_two_follow_ups_sent_at_once_are_answered_in_turn(harness):
+    """The second of two follow-ups typed quickly is answered after the first exchange is remembered, so
+    it reads that exchange as its context (it used to read the turns from before the first)."""
+    h = harness
+    thread = await open_archive_thread(h)
+    h.user_message(thread, FOLLOW_UP, mention_bot=True)
+    h.user_message(thread, "and where did she go?", mention_bot=True)
+    first = await bot_reply_in(h, thread, 1)
+    second = await bot_reply_in(h, thread, 2)
+    assert footer_of(first).startswith(SEARCHED), footer_of(first)
+    assert "(context: When did Margaret Hale leave?" in footer_of(second), footer_of(second)
