@@ -8,6 +8,7 @@ a public answer and stores the thread's turns so follow-ups survive a restart.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import weakref
@@ -125,8 +126,11 @@ async def handle_ask(
     services: Services, interaction: discord.Interaction, question: str, mode: str, private: bool
 ) -> None:
     """/ask: defer, answer with sources, open a thread on a public answer in a text channel (not on a
-    reply to small talk such as 'hello'). A stopping bot waits for it (`BuildJobs.track`)."""
-    async with services.jobs.track():
+    reply to small talk such as 'hello'). A stopping bot waits for it (`BuildJobs.track`). Asked in a
+    thread, it takes its turn in the thread's conversation (`conversation_turn`)."""
+    channel = interaction.channel
+    turn = conversation_turn(channel.id) if isinstance(channel, discord.Thread) else contextlib.nullcontext()
+    async with services.jobs.track(), turn:
         await _ask(services, interaction, question, mode, private)
 
 
@@ -204,8 +208,9 @@ async def open_thread(
         await tell(interaction, "I couldn't open a thread for follow-ups; ask again with /ask.")
         return
     record = ThreadRecord(thread.id, kb, channel.guild.id, channel.id)
-    await services.state.add_thread(record, opened_by=str(interaction.user))
-    await remember_exchange(services, record.guild_id, thread.id, question, answer)
+    async with conversation_turn(thread.id):  # a follow-up sent at once reads the opening exchange
+        await services.state.add_thread(record, opened_by=str(interaction.user))
+        await remember_exchange(services, record.guild_id, thread.id, question, answer)
 
 
 def follow_up_text(message: discord.Message, bot_id: int) -> str:
