@@ -110,16 +110,14 @@ async def prepare(
     return render_answer(answer), answer_view(answer_id)
 
 
-async def remember_exchange(
-    services: Services, guild_id: int, thread_id: int, question: str, answer: Answer
-) -> None:
+async def remember_exchange(services: Services, guild_id: int, thread_id: int, answer: Answer) -> None:
     """A thread's question and answer, the memory its follow-ups get, with the chat messages the answer drew
     on: a message deleted later takes the exchange with it (`BotState.redact_removed`)."""
     drew_on = [n.message.message_id for n in answer.context.nodes if n.message] if answer.has_context else []
     # The question as the engine read it: what it answered, and text SQLite can store (half a UTF-16 pair
     # from JSON cannot be: it failed the exchange after its answer was shown).
-    asked = answer.question or question
-    await services.state.add_turns(guild_id, thread_id, [Turn("user", asked), Turn("assistant", answer.text)], drew_on)
+    turns = [Turn("user", answer.question), Turn("assistant", answer.text)]
+    await services.state.add_turns(guild_id, thread_id, turns, drew_on)
 
 
 async def handle_ask(
@@ -176,7 +174,7 @@ async def _ask(
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
     if record is not None:
         if not private:  # only its asker saw it: no public follow-up may lean on it (or show it)
-            await remember_exchange(services, record.guild_id, record.thread_id, question, answer)
+            await remember_exchange(services, record.guild_id, record.thread_id, answer)
     elif not private and sent and answer.has_context and isinstance(channel, discord.TextChannel):
         await open_thread(services, interaction, channel, sent[0], kb, question, answer)
 
@@ -210,7 +208,7 @@ async def open_thread(
     record = ThreadRecord(thread.id, kb, channel.guild.id, channel.id)
     async with conversation_turn(thread.id):  # a follow-up sent at once reads the opening exchange
         await services.state.add_thread(record, opened_by=str(interaction.user))
-        await remember_exchange(services, record.guild_id, thread.id, question, answer)
+        await remember_exchange(services, record.guild_id, thread.id, answer)
 
 
 def follow_up_text(message: discord.Message, bot_id: int) -> str:
@@ -290,5 +288,5 @@ async def _follow_up(
     except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread
         log.warning("could not answer in thread %s: %s", record.thread_id, error)
         return  # the member never saw this answer: no turn to follow up on
-    await remember_exchange(services, record.guild_id, record.thread_id, question, answer)
+    await remember_exchange(services, record.guild_id, record.thread_id, answer)
     log.info("follow-up answered in thread %s (%s)", record.thread_id, kb)

@@ -26,9 +26,9 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
 
     from . import __version__
     from .config import Settings
-    from .engine import MODES, Engine, IngestResult, TreePicture, readable_text
+    from .engine import MODES, Engine, IngestResult, TreePicture, shown_text
     from .errors import RaptorError, damaged_store, is_damaged_database, storage_failure
-    from .ingest.load import read_local_file, strip_unsafe
+    from .ingest.load import read_local_file
     from .plugins import load_plugins
     from .query.answer import describe_documents
     from .query.support import MATCHED, describe_support, sources_title
@@ -188,7 +188,7 @@ def _readable(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """A name that is stored and printed back (a knowledge base, who added a file): bytes that are not
     UTF-8 read as U+FFFD (SQLite cannot store what Python made of them), and control characters are
     dropped (a terminal escape in it would run in every `raptor tree` or `docs` that prints it)."""
-    return strip_unsafe(readable_text(value))
+    return shown_text(value)
 
 
 def kb_option(fn: F) -> F:

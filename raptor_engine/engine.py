@@ -114,9 +114,9 @@ def readable_text(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
-def _question_text(text: str) -> str:
-    """A question or a turn of its conversation as it is searched, stored and shown again ("Searched as:
-    … (context: …)"): readable, without control characters (a terminal escape would run when shown)."""
+def shown_text(text: str) -> str:
+    """Text a user typed that is stored and shown again (a question, a turn of its conversation, a
+    knowledge base's name): readable, without control characters (a terminal escape would run when shown)."""
     return strip_unsafe(readable_text(text))
 
 
@@ -1417,8 +1417,8 @@ class Engine:
         asked_by: str,
         on_text: TextCallback | None,
     ) -> Answer:
-        question = " ".join(_question_text(question).split())
-        history = [Turn(turn.role, _question_text(turn.content)) for turn in history or []]
+        question = " ".join(shown_text(question).split())
+        history = [Turn(turn.role, shown_text(turn.content)) for turn in history or []]
         if not question:
             raise RaptorError("The question is empty.")
         if len(question) > MAX_QUESTION_CHARS:
