@@ -55,6 +55,7 @@ from ..types import AnswerDraft, Citation, ContextNode, Turn
 from .followup import (
     MAX_TURN_CHARS,
     WHOLE_TEXT_VOCABULARY,
+    Onward,
     Rewrite,
     names_in,
     onward_ask,
@@ -72,7 +73,7 @@ from .grounding import (
     respellings,
     subject_is_a_pronoun,
 )
-from .onward import pick_onward
+from .onward import asks_why_again, pick_onward
 from .ranker import CITATION_BRACKET, HAS_DIGIT, SENTENCE_FEATURES, Ranker, document_kind
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
@@ -1345,7 +1346,10 @@ class ExtractiveAnswerer:
         quoted = self._quotes(question, context, history)
         if quoted is None:
             return AnswerDraft(NOTHING_FOUND)
-        picked = [_with_next_sentence(c, quoted.picked) for c in quoted.picked]
+        # a follow-up's new sentences are quoted alone: a neighbour joined to one may be the last answer's
+        picked = quoted.picked
+        if quoted.settled is None:
+            picked = [_with_next_sentence(c, quoted.picked) for c in quoted.picked]
         lines = "\n".join(f"- \u201c{c.shown}\u201d [{c.position}]" for c in picked)
         lead = LEADS[self._grounding(quoted, context)]
         return AnswerDraft(f"{lead}\n{lines}", pages=_quoted_pages(picked))
@@ -1369,7 +1373,12 @@ class ExtractiveAnswerer:
             _names_of(history) if follow_up else set(),
         )
         ask = onward_ask(rewrite.core) if follow_up and not thematic else None
-        onward = pick_onward(ask, candidates, history, self.quotes, _holds_reason) if ask is not None else None
+        if ask is None and history and asks_why_again(rewrite.core, history):
+            ask = Onward.REASON
+        onward = None
+        if ask is not None:
+            asked = question_terms(rewrite.core) or question_terms(rewrite.context)
+            onward = pick_onward(ask, candidates, history, self.quotes, _holds_reason, asked)
         if onward is not None:  # 'why?', 'and then?', 'tell me more': new sentences around the last quote
             return _Quoted(rewrite, thematic, candidates, onward.picked, onward.settled)
         if thematic:

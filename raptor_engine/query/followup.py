@@ -496,13 +496,13 @@ _ONWARD_PHRASES: dict[Onward, tuple[str, ...]] = {
         r"(?:is|are) (?:that|this|these|those) (?:facts?|right|correct)",
     ),
     Onward.REASON: (
-        r"why|why (?:so|not|is that|was that|'s that)",
+        r"why|why (?:so|not|is that|was that|'s that)|why's that",
         rf"why did {_THAT} happen|how so|how come|for what reason|what (?:is|was|'s) the reason",
         rf"what (?:caused|made) {_THAT}(?: happen)?",
         r"in what way|in which way|on what grounds|what for|because of what|(?:the |what )?reasons?",
     ),
     Onward.NEXT: (
-        r"then(?: what)?|what then|what next|next|after that|afterwards|and after(?: that)?",
+        r"then(?: what(?: happened)?)?|what then|what next|next|after|after that|afterwards|and after(?: that)?",
         r"what (?:happened|came|comes|happens|followed)(?: (?:next|then|after(?: that)?|afterwards|later))?",
         r"what did (?:he|she|they|it) do (?:next|then|after that|afterwards)",
         r"and what happened(?: (?:next|then))?|what happened to (?:him|her|them|it) (?:next|then|after)",

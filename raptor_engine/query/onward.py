@@ -9,8 +9,8 @@ instead depends on what was asked (`followup.Onward`):
 - REASON: sentences that give a cause or a purpose, in the anchor's section (without headings, near it);
 - EXAMPLE: sentences that give an example ("for example", "such as"), in the anchor's section;
 - MORE: the best sentences of the anchor's document not quoted yet, its section's first, in reading order.
-Every sentence any of the last answers quoted is left out, but for one: a REASON or EXAMPLE the last
-answer quoted after its anchor, when no new one is near, is quoted alone. A REASON, EXAMPLE or NEXT
+Every sentence any of the last answers quoted is left out, but for one: when no new REASON or EXAMPLE is
+near, one the last answer quoted already is quoted alone, from its "because" or "for example" on. A REASON, EXAMPLE or NEXT
 follow-up with nothing of its kind near the anchor gets MORE's sentences and says they are only the
 closest passages (`OnwardPick.settled` is False). Without an anchor in the context (the tree changed, or the answer was
 an LLM's prose) it returns None and the follow-up is ranked as before.
@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass, replace
 from typing import Protocol, TypeVar
 
-from ..ingest.sentences import Sentence, sentence_key, sentences_of
+from ..ingest.sentences import Sentence, content_terms, sentence_key, sentences_of, stem
 from ..types import ContextNode, Turn
-from .followup import MAX_TURN_CHARS, Onward, quotes_in
+from .followup import MAX_TURN_CHARS, Onward, quotes_in, subject_terms
 
 NEARBY_CHARS = 1200  # a sentence this many characters from the anchor counts half as near
 PROXIMITY_WEIGHT = 0.3  # how much nearness to the anchor adds to a sentence's score
@@ -78,8 +78,10 @@ def pick_onward(
     history: list[Turn],
     quotes: int,
     holds_reason: Callable[[str], bool],
+    asked: set[str] = frozenset(),
 ) -> OnwardPick | None:
-    """The sentences that answer `ask` about the last answer's passage; None without an anchor."""
+    """The sentences that answer `ask` about the last answer's passage; None without an anchor. `asked`:
+    the stemmed terms of what the follow-up asks about (the last question's for a bare 'why?')."""
     keys = quoted_keys(history)
     if not keys:
         return None
@@ -102,13 +104,61 @@ def pick_onward(
         near = [c for c in pool if wanted(c.text) and _beside(c, anchors[0])]
         if near:
             return OnwardPick(_best(near, value, quotes, anchors[0]), True)
-        # the last answer gave it after its first quote ('In 1834 the wheel was replaced.', 'It was
-        # replaced because ...'): that sentence alone answers
-        given = [a for a in anchors[1:] if wanted(a.text) and _beside(a, anchors[0])]
+        # the last answer gave it already ('It was replaced because ...' after 'In 1834 the wheel was
+        # replaced.', or in its first quote itself): that sentence alone answers, from its reason on
+        marker = _REASON_WORDS if ask is Onward.REASON else EXAMPLES
+        asked_of = asked if ask is Onward.REASON else frozenset()  # an example may sit in any clause
+        given = [
+            cut
+            for a in anchors
+            if (a is anchors[0] or _beside(a, anchors[0])) and (cut := _from_marker(a, marker, asked_of)) is not None
+        ]
         if given:
-            return OnwardPick(given[:1], True)
+            return OnwardPick(given[-1:], True)
     more = [c for c in pool if _same_document(c, anchors)] or pool
     return OnwardPick(sorted(_best(more, value, quotes, anchors[0]), key=_place_key), ask is Onward.MORE)
+
+
+_REASON_WORDS = re.compile(
+    r"\b(?:because|since|so that|in order to|due to|owing to|as a result|therefore|so as to|blamed?|led to)\b",
+    re.IGNORECASE,
+)
+
+
+_CLAUSE_OPENERS = re.compile(r"\b(?:who|whom|whose|which|that|where|when|while|but)\b", re.IGNORECASE)
+
+
+def _from_marker(candidate: Q, marker: re.Pattern[str], asked: set[str]) -> Q | None:
+    """A quoted sentence from the words that give the reason or example on ('She was withdrawn in 1958
+    because a new buoy ...' -> '…because a new buoy ...'): the answer to 'why?' when the sentence was
+    quoted already; still the document's own words, cut where the ellipsis shows. None when it has no
+    such words, or, given `asked` terms, when they belong to another clause than the one holding them
+    ('built ... by an astronomer who had been refused a post because she was a woman' does not say why
+    it was built)."""
+    found = marker.search(candidate.text)
+    if found is None or not is_dataclass(candidate):
+        return None
+    before = candidate.text[: found.start()]
+    if asked:
+        spans = [m.end() for m in re.finditer(r"[\w'-]+", before) if stem(m.group(0).lower()) in asked]
+        if not spans or _CLAUSE_OPENERS.search(before[spans[-1] :]):
+            return None
+    return replace(candidate, text="\u2026" + candidate.text[found.start() :]) if before.strip() else candidate
+
+
+def asks_why_again(question: str, history: list[Turn]) -> bool:
+    """'Why was the oak wheel replaced?' after 'When was the oak wheel replaced?' (a bare 'why?' rewritten
+    with the last question's words): a why-question naming nothing the last exchange did not, so its
+    reason is looked for around the last answer's passage as for 'why?'."""
+    if not _WHY.match(question):
+        return False
+    exchange = [t.content[: 4 * MAX_TURN_CHARS] for t in history[-2:]]
+    said = {stem(t) for text in exchange for t in content_terms(text)}
+    asked = {stem(t) for t in subject_terms(question)}
+    return bool(exchange) and asked <= said
+
+
+_WHY = re.compile(r"^\s*(?:why|how come)\b", re.IGNORECASE)
 
 
 def _best(pool: list[Q], value: dict[int, float], quotes: int, anchor: Quotable) -> list[Q]:
