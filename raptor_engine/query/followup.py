@@ -29,7 +29,9 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
   question when X names a thing of its own ("what about the last keeper?");
 - a correction that names someone ("no, I meant Daniel Kittow") is read as "what about Daniel Kittow?";
 - a bare "why?"/"when?"/"where?"/"how?" after "did ...?" or "when did ...?" is that question with the
-  new wh-word: "Why did Margaret Hale leave?";
+  new wh-word: "Why did Margaret Hale leave?"; a bare "when?"/"where?"/"who?"/"how many?"/"how much?"/
+  "what year?" after any other question carries its subject: "Who founded Marrow's Bakery?" -> "When
+  was Marrow's Bakery founded?", "What hurt the ferry?" -> "How many hurt the ferry?";
 - whatever is still implied (an unsure it, that, an ellipsis such as "why?" or "and in 1975?") is carried by
   appending the previous question as context: "When did Margaret Hale leave? (context: Who was
   appointed keeper of the archive in 1962?)".
@@ -39,7 +41,10 @@ they mentioned, is a fresh question and is left as it is, so old terms do not po
 Rewrites chain: the previous question is itself first made standalone from the turns before it.
 
 `split_standalone` takes a rewrite apart again, so the extractive answerer can rank sentences by
-the question itself first and the carried context second. Deterministic and cheap (no model).
+the question itself first and the carried context second. `onward_ask` says what a follow-up that
+names nothing asks of the last answer (a reason, what came next, more, an example, a check: onward.py
+and verify.py answer it), and `through_exchange` cuts a history at the exchange a reply follows up.
+Deterministic and cheap (no model).
 """
 
 from __future__ import annotations
