@@ -13,7 +13,7 @@ import pytest
 
 from raptor_engine import Engine, RaptorError, Turn
 from raptor_engine.query.answer import FOUND, WEAK_MATCH
-from raptor_engine.query.followup import Onward, onward_ask, quotes_in, through_exchange
+from raptor_engine.query.followup import Onward, onward_ask, quotes_in, standalone_question, through_exchange
 from raptor_engine.query.onward import EXAMPLES, MORE_REASONS
 from raptor_engine.query.verify import CHECKED, NOTHING_TO_CHECK, UNSUPPORTED
 from tests.unhurried import unhurried_settings
@@ -249,3 +249,16 @@ async def test_follows_reads_a_follow_up_against_an_older_exchange(engine):
     assert through_exchange(history, 0) == history[:2] and through_exchange(history, -1) == history
     with pytest.raises(RaptorError, match="no exchange 2"):
         await engine.ask("town", "and where?", history=history, follows=2)
+
+
+def test_a_check_asks_nothing_new_so_what_follows_it_leans_on_what_it_checked():
+    answer = "From the documents:\n- \u201cThe Harwick Choir was founded in 1898 by Agnes Lowry.\u201d [1]"
+    checked = "Yes: the documents say so.\n" + answer.split("\n", 1)[1]
+    talk = [
+        Turn("user", "Who founded the Harwick Choir?"),
+        Turn("assistant", answer),
+        Turn("user", "you sure?"),
+        Turn("assistant", checked),
+    ]
+    assert standalone_question("and where?", talk) == "Where was the Harwick Choir founded?"
+    assert standalone_question("go on", talk) == "Go on (context: Who founded the Harwick Choir?)"

@@ -164,6 +164,8 @@ def rewrite(question: str, history: list[Turn]) -> Rewrite:
     previous: Rewrite | None = None
     previous_answer = ""
     for asked, answered in exchanges:
+        if onward_ask(asked) is Onward.CHECK:
+            continue  # 'is that true?' asks nothing new: what follows it leans on what it checked
         previous = _bounded(_followed(_rewrite_one(asked, previous, previous_answer, told), previous))
         previous_answer = answered
     return _bounded(_followed(_rewrite_one(question, previous, previous_answer, told), previous))
