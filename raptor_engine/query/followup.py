@@ -536,31 +536,41 @@ _ONWARD_WORDS = frozenset(
     """tell more elaborate explain example examples instance happened happen next true sure really reason
     expand details detail continue certain correct afterwards meaning confirm verify""".split()
 )
+_ONWARD_BY_LETTER: dict[str, tuple[str, ...]] = {
+    letter: tuple(sorted(word for word in _ONWARD_WORDS if word[0] == letter)) for letter in {w[0] for w in _ONWARD_WORDS}
+}
 ONWARD_MAX_WORDS = 8
 SAME_WORD_SIMILARITY = 0.8
 
 
+@functools.lru_cache(maxsize=256)
 def onward_ask(question: str) -> Onward | None:
     """What a follow-up naming nothing of its own asks of the last answer, or None (a question with a
     subject of its own, 'why did the Heron sink?', is a question). Lower case, no question mark, a
-    filler before it ('ok so why?') and a typo in its key word all read the same."""
+    filler before it ('ok so why?') and a typo in its key word all read the same. Remembered: a
+    rewrite asks it of each earlier question of the conversation again."""
     text = re.sub(r"[?!.…,;:]+", " ", question.lower().replace("’", "'"))
     tokens = text.split()
     if not tokens or len(tokens) > ONWARD_MAX_WORDS:
         return None
-    text = " ".join(_as_onward_word(token) for token in tokens)
+    found = _onward_of(" ".join(tokens))
+    if found is None:
+        respelled = [_as_onward_word(token) for token in tokens]
+        found = _onward_of(" ".join(respelled)) if respelled != tokens else None
+    return found
+
+
+def _onward_of(text: str) -> Onward | None:
     text = _ONWARD_FILLER.sub("", text).strip() or text
-    for kind, pattern in _ONWARD_PATTERNS:
-        if pattern.match(text):
-            return kind
-    return None
+    return next((kind for kind, pattern in _ONWARD_PATTERNS if pattern.match(text)), None)
 
 
 def _as_onward_word(token: str) -> str:
-    """The request word a token misspells ('elabroate' -> 'elaborate'), else the token."""
+    """The request word a token misspells ('elabroate' -> 'elaborate'), else the token. A typo keeps the
+    word's first letter here, which keeps this to a few comparisons a word."""
     if len(token) < 4 or token in _ONWARD_WORDS or token in STOPWORDS:
         return token
-    for word in _ONWARD_WORDS:
+    for word in _ONWARD_BY_LETTER.get(token[0], ()):
         close = abs(len(word) - len(token)) <= 2
         if sorted(token) == sorted(word) or (close and SequenceMatcher(None, token, word).ratio() >= SAME_WORD_SIMILARITY):
             return word  # two letters swapped, or one or two letters off
