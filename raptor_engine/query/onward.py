@@ -98,8 +98,7 @@ def pick_onward(
         after = _after(pool, anchors[0])
         if after:
             return OnwardPick(after[:quotes], True)
-    wanted = {Onward.REASON: lambda text: holds_reason(text) or bool(MORE_REASONS.search(text)),
-              Onward.EXAMPLE: lambda text: bool(EXAMPLES.search(text))}.get(ask)
+    wanted = _wanted(ask, holds_reason)
     if wanted is not None:
         near = [c for c in pool if wanted(c.text) and _beside(c, anchors[0])]
         if near:
@@ -108,15 +107,21 @@ def pick_onward(
         # replaced.', or in its first quote itself): that sentence alone answers, from its reason on
         marker = _REASON_WORDS if ask is Onward.REASON else EXAMPLES
         asked_of = asked if ask is Onward.REASON else frozenset()  # an example may sit in any clause
-        given = [
-            cut
-            for a in anchors
-            if (a is anchors[0] or _beside(a, anchors[0])) and (cut := _from_marker(a, marker, asked_of)) is not None
-        ]
+        near_anchor = [a for a in anchors if a is anchors[0] or _beside(a, anchors[0])]
+        given = [cut for a in near_anchor if (cut := _from_marker(a, marker, asked_of)) is not None]
         if given:
             return OnwardPick(given[-1:], True)
     more = [c for c in pool if _same_document(c, anchors)] or pool
     return OnwardPick(sorted(_best(more, value, quotes, anchors[0]), key=_place_key), ask is Onward.MORE)
+
+
+def _wanted(ask: Onward, holds_reason: Callable[[str], bool]) -> Callable[[str], bool] | None:
+    """Whether a sentence gives what a REASON or EXAMPLE follow-up asks for (None for the others)."""
+    if ask is Onward.REASON:
+        return lambda text: holds_reason(text) or bool(MORE_REASONS.search(text))
+    if ask is Onward.EXAMPLE:
+        return lambda text: bool(EXAMPLES.search(text))
+    return None
 
 
 _REASON_WORDS = re.compile(
