@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from raptor_engine.types import Turn
 from tests.bot.test_bot_answers import bot_reply_in, footer_of, open_archive_thread, quotes_of
+from tests.bot.test_bot_state import open_state
 
 
 async def test_a_reply_to_an_older_answer_or_question_follows_that_exchange(make_harness, bot_settings):
@@ -33,3 +35,21 @@ async def test_a_reply_to_an_older_answer_or_question_follows_that_exchange(make
     h.user_message(thread, "who?", mention_bot=True)
     latest = footer_of(await bot_reply_in(h, thread, 6))
     assert latest.startswith("Searched as: Who computerised the catalogue?"), latest
+
+
+async def test_a_reply_gets_the_turns_up_to_its_exchange_however_old(tmp_path):
+    """Fifteen exchanges, each turn with its Discord message: a reply to one of the latest is given the
+    usual turns and the index of its exchange among them; a reply to an older one the opening exchange
+    and the turns ending with its own (the later ones would not fit); an unknown message nothing."""
+    spaces, state = open_state(tmp_path)
+    for i in range(15):
+        turns = [Turn("user", f"q{i}"), Turn("assistant", f"a{i}")]
+        await state.add_turns(1, 9, turns, posted=[[1000 + i], [2000 + i, 3000 + i]])
+    latest = await state.history(1, 9)
+    turns, follows = await state.reply_history(1, 9, 3013)  # the second message of answer 13
+    assert turns == latest and turns[2 * follows].content == "q13"
+    turns, follows = await state.reply_history(1, 9, 1007)  # the member's question 7
+    assert [t.content for t in turns] == ["q0", "a0", *(f"{r}{i}" for i in range(3, 8) for r in "qa")]
+    assert turns[2 * follows].content == "q7"
+    assert await state.reply_history(1, 9, 42) is None
+    spaces.close()
