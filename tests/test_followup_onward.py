@@ -157,7 +157,7 @@ def test_what_a_follow_up_asks_of_the_last_answer(phrasing, kind):
 
 
 @pytest.mark.parametrize(
-    ("opening", "why"), [("When was the lightship withdrawn?", "why's that?"), ("When was the oak wheel replaced?", "WHY")]
+    ("opening", "why"), [("When was the lightship withdrawn?", "why's that?"), ("What happened to the oak wheel?", "WHY")]
 )
 async def test_why_after_an_answer_quotes_a_reason_not_the_answer_again(engine, opening, why):
     first, reason = await converse(engine, opening, why)

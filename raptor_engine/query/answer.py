@@ -55,7 +55,6 @@ from ..types import AnswerDraft, Citation, ContextNode, Turn
 from .followup import (
     MAX_TURN_CHARS,
     WHOLE_TEXT_VOCABULARY,
-    Onward,
     Rewrite,
     names_in,
     onward_ask,
@@ -73,7 +72,7 @@ from .grounding import (
     respellings,
     subject_is_a_pronoun,
 )
-from .onward import asks_why_again, pick_onward
+from .onward import pick_onward
 from .ranker import CITATION_BRACKET, HAS_DIGIT, SENTENCE_FEATURES, Ranker, document_kind
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
@@ -1373,8 +1372,6 @@ class ExtractiveAnswerer:
             _names_of(history) if follow_up else set(),
         )
         ask = onward_ask(rewrite.core) if follow_up and not thematic else None
-        if ask is None and history and asks_why_again(rewrite.core, history):
-            ask = Onward.REASON
         onward = None
         if ask is not None:
             asked = question_terms(rewrite.core) or question_terms(rewrite.context)

@@ -23,9 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, is_dataclass, replace
 from typing import Protocol, TypeVar
 
-from ..ingest.sentences import Sentence, content_terms, sentence_key, sentences_of, stem
+from ..ingest.sentences import Sentence, sentence_key, sentences_of, stem
 from ..types import ContextNode, Turn
-from .followup import MAX_TURN_CHARS, Onward, quotes_in, subject_terms
+from .followup import MAX_TURN_CHARS, Onward, quotes_in
 
 NEARBY_CHARS = 1200  # a sentence this many characters from the anchor counts half as near
 PROXIMITY_WEIGHT = 0.3  # how much nearness to the anchor adds to a sentence's score
@@ -144,26 +144,11 @@ def _from_marker(candidate: Q, marker: re.Pattern[str], asked: set[str]) -> Q | 
     if found is None or not is_dataclass(candidate):
         return None
     before = candidate.text[: found.start()]
-    if asked:
+    if asked:  # from the last word of what was asked (or the sentence's start) on, no other clause opens
         spans = [m.end() for m in re.finditer(r"[\w'-]+", before) if stem(m.group(0).lower()) in asked]
-        if not spans or _CLAUSE_OPENERS.search(before[spans[-1] :]):
+        if _CLAUSE_OPENERS.search(before[spans[-1] :] if spans else before):
             return None
     return replace(candidate, text="\u2026" + candidate.text[found.start() :]) if before.strip() else candidate
-
-
-def asks_why_again(question: str, history: list[Turn]) -> bool:
-    """'Why was the oak wheel replaced?' after 'When was the oak wheel replaced?' (a bare 'why?' rewritten
-    with the last question's words): a why-question naming nothing the last exchange did not, so its
-    reason is looked for around the last answer's passage as for 'why?'."""
-    if not _WHY.match(question):
-        return False
-    exchange = [t.content[: 4 * MAX_TURN_CHARS] for t in history[-2:]]
-    said = {stem(t) for text in exchange for t in content_terms(text)}
-    asked = {stem(t) for t in subject_terms(question)}
-    return bool(exchange) and asked <= said
-
-
-_WHY = re.compile(r"^\s*(?:why|how come)\b", re.IGNORECASE)
 
 
 def _best(pool: list[Q], value: dict[int, float], quotes: int, anchor: Quotable) -> list[Q]:
