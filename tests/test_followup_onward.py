@@ -148,6 +148,16 @@ PHRASINGS = [
     ("tell me more about the choir", None),
     ("what about Agnes Lowry?", None),
     ("and in 1925?", None),
+    ("why not?", Onward.REASON),
+    ("hmm, how so", Onward.REASON),
+    ("and then what?", Onward.NEXT),
+    ("after that?", Onward.NEXT),
+    ("More!", Onward.MORE),
+    ("could you elaborate on that", Onward.MORE),
+    ("example pls", Onward.EXAMPLE),
+    ("r u sure", Onward.CHECK),
+    ("really??", Onward.CHECK),
+    ("what year?", None),  # a bare wh-word: the rewrite carries the subject (below)
 ]
 
 

@@ -496,7 +496,7 @@ _THAT = r"(?:that|this|it)"
 _ONWARD_PHRASES: dict[Onward, tuple[str, ...]] = {
     Onward.CHECK: (
         rf"(?:is|was|isn't|wasn't) {_THAT} (?:really )?(?:true|right|correct|accurate|so|a fact)",
-        rf"(?:are )?you (?:really )?(?:sure|certain)(?: about {_THAT})?",
+        rf"(?:(?:are|r) )?(?:you|u) (?:really )?(?:sure|certain)(?: about {_THAT})?",
         r"really|true|for real|seriously|says who|is that really so",
         rf"how do you know(?: {_THAT})?",
         rf"(?:can|could) you (?:confirm|verify|check|double check)(?: {_THAT})?",
