@@ -12,11 +12,13 @@ import contextlib
 import logging
 import re
 import weakref
+from collections.abc import Sequence
 
 import discord
 
 from raptor_engine.engine import MAX_QUESTION_CHARS, EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
+from raptor_engine.query.followup import split_standalone
 from raptor_engine.query.smalltalk import Act, small_talk_act
 from raptor_engine.query.support import MATCHED
 from raptor_engine.types import Answer, TextCallback, Turn
@@ -77,9 +79,11 @@ async def ask_engine(
     history: list[Turn],
     asked_by: str,
     on_text: TextCallback | None = None,
+    follows: int | None = None,
 ) -> Answer | None:
     """The engine's answer from the last complete tree, or None when the knowledge base is empty.
-    `on_text` shows an LLM's answer while it is written (see bot/streaming.py)."""
+    `on_text` shows an LLM's answer while it is written (see bot/streaming.py); `follows` is the exchange
+    of `history` a reply follows up (the engine's)."""
     try:
         return await services.engine.ask(
             kb,
@@ -89,6 +93,7 @@ async def ask_engine(
             history=history,
             asked_by=asked_by,
             on_text=on_text,
+            follows=follows,
         )
     except (EmptyKnowledgeBaseError, NotFoundError):
         return None
@@ -110,14 +115,42 @@ async def prepare(
     return render_answer(answer), answer_view(answer_id)
 
 
-async def remember_exchange(services: Services, guild_id: int, thread_id: int, answer: Answer) -> None:
+async def remember_exchange(
+    services: Services,
+    guild_id: int,
+    thread_id: int,
+    answer: Answer,
+    asked_in: discord.Message | None = None,
+    sent: Sequence[discord.Message] = (),
+    *,
+    as_searched: bool = False,
+) -> None:
     """A thread's question and answer, the memory its follow-ups get, with the chat messages the answer drew
-    on: a message deleted later takes the exchange with it (`BotState.redact_removed`)."""
+    on: a message deleted later takes the exchange with it (`BotState.redact_removed`). The question's
+    message (`asked_in`; none for /ask) and the answer's (`sent`) are kept with them, so a follow-up that
+    replies to either is read against this exchange. `as_searched` keeps the question as it was searched
+    (its standalone rewrite) instead: a reply to an older exchange, which later follow-ups, reading the
+    turns in order, would otherwise read against the exchange stored just before it."""
     drew_on = [n.message.message_id for n in answer.context.nodes if n.message] if answer.has_context else []
     # The question as the engine read it: what it answered, and text SQLite can store (half a UTF-16 pair
     # from JSON cannot be: it failed the exchange after its answer was shown).
-    turns = [Turn("user", answer.question), Turn("assistant", answer.text)]
-    await services.state.add_turns(guild_id, thread_id, turns, drew_on)
+    question = split_standalone(answer.query).core if as_searched else answer.question
+    turns = [Turn("user", question), Turn("assistant", answer.text)]
+    posted = [[asked_in.id] if asked_in is not None else [], [m.id for m in sent]]
+    await services.state.add_turns(guild_id, thread_id, turns, drew_on, posted)
+
+
+async def thread_history(
+    services: Services, record: ThreadRecord, message: discord.Message
+) -> tuple[list[Turn], int | None]:
+    """The turns a follow-up in the thread is given, and the exchange it follows up: the one holding the
+    message it replies to (a Discord reply to an older question or answer), else the last (None)."""
+    reference = message.reference
+    if reference is not None and reference.message_id and reference.channel_id in (None, record.thread_id):
+        found = await services.state.reply_history(record.guild_id, record.thread_id, reference.message_id)
+        if found is not None:
+            return found
+    return await services.state.history(record.guild_id, record.thread_id), None
 
 
 async def handle_ask(
@@ -174,28 +207,29 @@ async def _ask(
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
     if record is not None:
         if not private:  # only its asker saw it: no public follow-up may lean on it (or show it)
-            await remember_exchange(services, record.guild_id, record.thread_id, answer)
+            await remember_exchange(services, record.guild_id, record.thread_id, answer, sent=sent)
     elif not private and sent and answer.has_context and isinstance(channel, discord.TextChannel):
-        await open_thread(services, interaction, channel, sent[0], kb, question, answer)
+        await open_thread(services, interaction, channel, sent, kb, question, answer)
 
 
 async def open_thread(
     services: Services,
     interaction: discord.Interaction,
     channel: discord.TextChannel,
-    message: discord.Message,
+    sent: list[discord.Message],
     kb: str,
     question: str,
     answer: Answer,
 ) -> None:
-    """A public thread on the answer for follow-ups (WebhookMessage.create_thread cannot do this)."""
+    """A public thread on the answer (`sent`, its first message opening it) for follow-ups
+    (WebhookMessage.create_thread cannot do this)."""
     missing = "I couldn't open a thread for follow-ups here: I need the Create Public Threads permission."
     if not interaction.app_permissions.create_public_threads:
         await tell(interaction, missing)
         return
     try:
         thread = await channel.create_thread(
-            name=thread_name(question), message=message, auto_archive_duration=1440
+            name=thread_name(question), message=sent[0], auto_archive_duration=1440
         )
     except discord.Forbidden:
         log.warning("no permission to open a thread in %s", channel.id)
@@ -208,7 +242,7 @@ async def open_thread(
     record = ThreadRecord(thread.id, kb, channel.guild.id, channel.id)
     async with conversation_turn(thread.id):  # a follow-up sent at once reads the opening exchange
         await services.state.add_thread(record, opened_by=str(interaction.user))
-        await remember_exchange(services, record.guild_id, thread.id, answer)
+        await remember_exchange(services, record.guild_id, thread.id, answer, sent=sent)
 
 
 def follow_up_text(message: discord.Message, bot_id: int) -> str:
@@ -262,12 +296,12 @@ async def _follow_up(
         )
         return
     question = truncate(question, MAX_QUESTION_CHARS)
-    history = await services.state.history(record.guild_id, record.thread_id)
+    history, follows = await thread_history(services, record, message)
     stream = StreamedReply(*thread_senders(message))
     try:
         async with message.channel.typing():
             answer = await ask_engine(
-                services, kb, question, "collapsed", history, str(message.author), stream.show
+                services, kb, question, "collapsed", history, str(message.author), stream.show, follows
             )
     except RaptorError as error:
         log.warning("follow-up in %s refused: %s", kb, error)
@@ -284,9 +318,11 @@ async def _follow_up(
         return
     messages, view = await prepare(services, kb, answer)
     try:
-        await deliver(stream, messages, view, stream.send_all)
+        sent = await deliver(stream, messages, view, stream.send_all)
     except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread
         log.warning("could not answer in thread %s: %s", record.thread_id, error)
         return  # the member never saw this answer: no turn to follow up on
-    await remember_exchange(services, record.guild_id, record.thread_id, answer)
+    await remember_exchange(
+        services, record.guild_id, record.thread_id, answer, message, sent, as_searched=follows is not None
+    )
     log.info("follow-up answered in thread %s (%s)", record.thread_id, kb)

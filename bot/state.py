@@ -322,15 +322,58 @@ class BotState:
         return ThreadRecord(r["thread_id"], r["kb"], r["guild_id"], r["channel_id"])
 
     async def add_turns(
-        self, guild_id: int, thread_id: int, turns: list[Turn], message_ids: Sequence[int] = ()
+        self,
+        guild_id: int,
+        thread_id: int,
+        turns: list[Turn],
+        message_ids: Sequence[int] = (),
+        posted: Sequence[Sequence[int]] = (),
     ) -> None:
-        """One exchange's turns; `message_ids`: the chat messages its answer drew on (`redact_removed`)."""
+        """One exchange's turns; `message_ids`: the chat messages its answer drew on (`redact_removed`);
+        `posted`: each turn's own Discord messages (the question, the answer's messages), for replies."""
         sources = json.dumps(sorted({int(i) for i in message_ids})) if message_ids else None
-        sql = "INSERT INTO bot_turns (thread_id, role, content, created_at, message_ids) VALUES (?, ?, ?, ?, ?)"
+        own = [json.dumps([int(i) for i in ids]) if ids else None for ids in posted] + [None] * len(turns)
+        sql = (
+            "INSERT INTO bot_turns (thread_id, role, content, created_at, message_ids, posted_ids) "
+            "VALUES (?, ?, ?, ?, ?, ?)"
+        )
         await self._write(
             self.space_of_guild(guild_id),
-            [(sql, [thread_id, t.role, t.content, _now(), sources]) for t in turns],
+            [(sql, [thread_id, t.role, t.content, _now(), sources, own[i]]) for i, t in enumerate(turns)],
         )
+
+    async def reply_history(
+        self, guild_id: int, thread_id: int, message_id: int, limit: int = MAX_HISTORY_TURNS
+    ) -> tuple[list[Turn], int] | None:
+        """For a follow-up replying to Discord message `message_id` (a member's question or one of the bot's
+        answer messages in the thread): the turns it is given, as `history` gives them but ending no
+        earlier than that message's exchange (its answer included), and that exchange's index among
+        their exchanges (the engine's `follows`). None when no turn of the thread holds the message."""
+        rows = await self._read(
+            self.space_of_guild(guild_id),
+            "select id, role, posted_ids from bot_turns where thread_id = ? order by id",
+            [thread_id],
+        )
+        at = next((i for i, r in enumerate(rows) if message_id in json.loads(r["posted_ids"] or "[]")), None)
+        if at is None:
+            return None
+        answered = rows[at]["role"] == "user" and at + 1 < len(rows) and rows[at + 1]["role"] != "user"
+        end = at + 1 if answered else at  # the exchange's last turn
+        opening = OPENING_TURNS if limit > OPENING_TURNS else 0
+        recent = limit - opening
+        # the latest turns when they hold that exchange (the engine then reads it), else those ending with it
+        last = len(rows) - 1 if len(rows) - 1 - end < recent else end
+        kept = sorted({*range(min(opening, len(rows))), *range(max(last - recent + 1, 0), last + 1)})
+        ids = [rows[i]["id"] for i in kept]
+        marks = ",".join("?" * len(ids))
+        texts = await self._read(
+            self.space_of_guild(guild_id),
+            f"select id, role, content from bot_turns where id in ({marks}) order by id",
+            ids,
+        )
+        turns = [Turn(r["role"], r["content"]) for r in texts]
+        follows = sum(1 for i in kept if i <= end and rows[i]["role"] == "user") - 1
+        return turns, max(follows, 0)
 
     async def history(self, guild_id: int, thread_id: int, limit: int = MAX_HISTORY_TURNS) -> list[Turn]:
         """The thread's opening exchange, then its most recent turns, oldest first; at most `limit` turns,

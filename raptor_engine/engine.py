@@ -50,6 +50,7 @@ from .ingest.messages import (
 from .ingest.parse_worker import ParseStats, WorkerLimits
 from .ingest.sentences import in_bigrams
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
+from .query.followup import Onward, onward_ask, through_exchange
 from .query.ranker import ranker_for
 from .query.respell import respelled
 from .query.retrieve import RANKINGS, allowed_ids, collapsed_tree, tree_traversal
@@ -66,6 +67,7 @@ from .query.smalltalk import (
     without_small_talk,
 )
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
+from .query.verify import NOTHING_TO_CHECK, check_reply, claims_of, last_answer
 from .storage.archive import abandoned_imports
 from .storage.index import IndexManager
 from .storage.llm_cache import SummaryCache
@@ -289,6 +291,16 @@ def _placeholder_top(node: NewNode) -> StoredTop:
     return StoredTop(
         id=-(node.key + 1), layer=node.layer, text=node.text, tokens=node.tokens, embedding=node.embedding
     )
+
+
+def _followed(history: list[Turn] | None, follows: int | None) -> list[Turn] | None:
+    """The history up to the exchange a follow-up replies to (`Engine.ask`'s `follows`)."""
+    if follows is None or not history:
+        return history
+    try:
+        return through_exchange(history, follows)
+    except IndexError:
+        raise RaptorError(f"This conversation has no exchange {follows} to follow up.") from None
 
 
 def _conversation(question: str, history: list[Turn]) -> tuple[str, list[Turn]]:
@@ -1382,8 +1394,13 @@ class Engine:
         documents: list[str] | None = None,
         asked_by: str = "",
         on_text: TextCallback | None = None,
+        follows: int | None = None,
     ) -> Answer:
         """Answer from the last complete tree, with citations; `history` makes it a follow-up.
+
+        `follows` names the exchange of `history` the question follows up (0: its first question and
+        answer; -1, as None, the last): a reply to an older message is read against that exchange, as
+        if the conversation had stopped there.
 
         With `on_text`, an answerer that can stream (an LLM) calls it with the text shown so far while
         it writes (see `streaming.ShownText`); the returned Answer is the same as without it.
@@ -1393,6 +1410,7 @@ class Engine:
         deadline = asyncio.timeout(self.settings.question_timeout)
         try:
             async with deadline:
+                history = _followed(history, follows)
                 return await self._ask(
                     kb, question, mode, budget, history, layers, documents, asked_by, on_text
                 )
@@ -1436,6 +1454,16 @@ class Engine:
             return await self._sources_answer(
                 kb, question, history, mode, budget, layers, documents, asked_by
             )
+        onward = onward_ask(question) if history else None
+        if onward is Onward.CHECK and act is None:
+            checked = await self._checked_answer(
+                question, history, lambda text: self._question_context(kb, text, mode, budget, layers, documents)
+            )
+            if checked.has_context:  # it searched: a question like any other in the log
+                await asyncio.to_thread(self._record_question, kb, checked, asked_by)
+            return checked
+        if onward is not None and act is Act.UNCLEAR:
+            act = None  # 'what do you mean?' after an answer asks about it
         if act is not None:
             return await asyncio.to_thread(self._small_talk_answer, kb, question, act, mode, budget)
         asked, history = await asyncio.to_thread(_conversation, question, history or [])
@@ -1625,6 +1653,22 @@ class Engine:
         text = sources_reply(previous.text, previous.citations)
         # the list of places holds none of the answer's sentences: nothing in it to count as unfound
         return replace(previous, question=question, text=text, unsupported=[], wrong_citations=[])
+
+    async def _checked_answer(
+        self, question: str, history: list[Turn], search: Callable[[str], RetrievedContext]
+    ) -> Answer:
+        """'Is that true?': the last answer's claims are searched for (`search`: the question's context
+        for a text) in the tree as it is now, and the reply quotes the sentences that say them, or says
+        that nothing supports them (verify.py)."""
+        said = last_answer(await asyncio.to_thread(without_small_talk, history))
+        claims = claims_of(said) if said is not None else []
+        query = " ".join(claims)[:MAX_QUESTION_CHARS]
+        context = await asyncio.to_thread(search, query) if claims else None
+        if context is None:
+            nothing = RetrievedContext(nodes=[], tokens_used=0, budget=0, mode="", query=question)
+            return Answer(question, question, NOTHING_TO_CHECK, [], nothing, self.answerer.name, answered=False)
+        text, citations = map_citations(check_reply(claims, context.nodes), context.nodes)
+        return Answer(question, query, text, citations, context, self.answerer.name, answered=bool(citations))
 
     def _record_question(self, kb: str, answer: Answer, asked_by: str) -> None:
         kb_id = self.store.kb_id(kb)

@@ -96,6 +96,7 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
         ("bot", "m001_bot_tables"),
         ("bot", "m002_message_sync"),
         ("bot", "m003_turn_sources"),
+        ("bot", "m004_turn_messages"),
         ("summary_cache", "m001_summary_cache"),
     ]
 
@@ -195,7 +196,12 @@ def test_every_owner_of_the_file_connects_with_the_same_pragmas(tmp_path):
 
 def test_the_sets_are_named_for_their_owners():
     assert store_migrations.names()[0] == "m001_initial"
-    assert bot_migrations.names() == ["m001_bot_tables", "m002_message_sync", "m003_turn_sources"]
+    assert bot_migrations.names() == [
+        "m001_bot_tables",
+        "m002_message_sync",
+        "m003_turn_sources",
+        "m004_turn_messages",
+    ]
     assert summary_cache_migrations.names() == ["m001_summary_cache"]
 
 

@@ -57,6 +57,7 @@ from .followup import (
     WHOLE_TEXT_VOCABULARY,
     Rewrite,
     names_in,
+    onward_ask,
     quotes_in,
     split_standalone,
     standalone_question,
@@ -71,6 +72,7 @@ from .grounding import (
     respellings,
     subject_is_a_pronoun,
 )
+from .onward import pick_onward
 from .ranker import CITATION_BRACKET, HAS_DIGIT, SENTENCE_FEATURES, Ranker, document_kind
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
@@ -204,6 +206,13 @@ DATES = re.compile(
     re.IGNORECASE,
 )
 NUMBER_KIND = 1  # ANSWER_KINDS[1], "how many / how much"
+
+
+REASON_KIND = 2  # ANSWER_KINDS[2], "why"
+
+
+def _holds_reason(sentence: str) -> bool:
+    return holds_kind(REASON_KIND, sentence)
 
 
 def holds_kind(kind: int, sentence: str) -> bool:
@@ -1242,6 +1251,7 @@ class _Quoted:
     thematic: bool
     candidates: list[_Candidate]
     picked: list[_Candidate]  # best first; never empty when the context has a quotable sentence
+    settled: bool | None = None  # a follow-up naming nothing ('why?'): whether `onward` found what it asked
 
 
 def _speakers(candidates: list[_Candidate]) -> frozenset[str]:
@@ -1335,7 +1345,10 @@ class ExtractiveAnswerer:
         quoted = self._quotes(question, context, history)
         if quoted is None:
             return AnswerDraft(NOTHING_FOUND)
-        picked = [_with_next_sentence(c, quoted.picked) for c in quoted.picked]
+        # a follow-up's new sentences are quoted alone: a neighbour joined to one may be the last answer's
+        picked = quoted.picked
+        if quoted.settled is None:
+            picked = [_with_next_sentence(c, quoted.picked) for c in quoted.picked]
         lines = "\n".join(f"- \u201c{c.shown}\u201d [{c.position}]" for c in picked)
         lead = LEADS[self._grounding(quoted, context)]
         return AnswerDraft(f"{lead}\n{lines}", pages=_quoted_pages(picked))
@@ -1358,6 +1371,13 @@ class ExtractiveAnswerer:
             thematic,
             _names_of(history) if follow_up else set(),
         )
+        ask = onward_ask(rewrite.core) if follow_up and not thematic else None
+        onward = None
+        if ask is not None:
+            asked = question_terms(rewrite.core) or question_terms(rewrite.context)
+            onward = pick_onward(ask, candidates, history, self.quotes, _holds_reason, asked)
+        if onward is not None:  # 'why?', 'and then?', 'tell me more': new sentences around the last quote
+            return _Quoted(rewrite, thematic, candidates, onward.picked, onward.settled)
         if thematic:
             picked = self._pick_spread(candidates, max(self.quotes, THEME_QUOTES))
             # what a text is about reads best in the text's own order: its opening first
@@ -1387,6 +1407,8 @@ class ExtractiveAnswerer:
         speaker said, naming no topic ('What did Jane Doe say?'), is answered when the first quote is that
         speaker's."""
         core = quoted.rewrite.core
+        if quoted.settled is not None:
+            return Grounding.ANSWERED if quoted.settled else Grounding.CLOSEST
         if quoted.thematic or not subject_terms(core) or _asks_only_a_speaker(core, quoted.candidates, quoted.picked):
             return Grounding.ANSWERED
         verdict = self.grounding.verdict(grounding_features(core, quoted.candidates, quoted.picked, context))

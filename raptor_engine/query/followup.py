@@ -29,7 +29,9 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
   question when X names a thing of its own ("what about the last keeper?");
 - a correction that names someone ("no, I meant Daniel Kittow") is read as "what about Daniel Kittow?";
 - a bare "why?"/"when?"/"where?"/"how?" after "did ...?" or "when did ...?" is that question with the
-  new wh-word: "Why did Margaret Hale leave?";
+  new wh-word: "Why did Margaret Hale leave?"; a bare "when?"/"where?"/"who?"/"how many?"/"how much?"/
+  "what year?" after any other question carries its subject: "Who founded Marrow's Bakery?" -> "When
+  was Marrow's Bakery founded?", "What hurt the ferry?" -> "How many hurt the ferry?";
 - whatever is still implied (an unsure it, that, an ellipsis such as "why?" or "and in 1975?") is carried by
   appending the previous question as context: "When did Margaret Hale leave? (context: Who was
   appointed keeper of the archive in 1962?)".
@@ -39,7 +41,10 @@ they mentioned, is a fresh question and is left as it is, so old terms do not po
 Rewrites chain: the previous question is itself first made standalone from the turns before it.
 
 `split_standalone` takes a rewrite apart again, so the extractive answerer can rank sentences by
-the question itself first and the carried context second. Deterministic and cheap (no model).
+the question itself first and the carried context second. `onward_ask` says what a follow-up that
+names nothing asks of the last answer (a reason, what came next, more, an example, a check: onward.py
+and verify.py answer it), and `through_exchange` cuts a history at the exchange a reply follows up.
+Deterministic and cheap (no model).
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ import functools
 import re
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
+from enum import Enum
 
 from ..ingest.sentences import IRREGULAR, STOPWORDS, THEMATIC, content_terms, stem, words
 from ..types import Turn
@@ -158,9 +164,21 @@ def rewrite(question: str, history: list[Turn]) -> Rewrite:
     previous: Rewrite | None = None
     previous_answer = ""
     for asked, answered in exchanges:
+        if onward_ask(asked) is Onward.CHECK:
+            continue  # 'is that true?' asks nothing new: what follows it leans on what it checked
         previous = _bounded(_followed(_rewrite_one(asked, previous, previous_answer, told), previous))
         previous_answer = answered
     return _bounded(_followed(_rewrite_one(question, previous, previous_answer, told), previous))
+
+
+def through_exchange(history: list[Turn], index: int) -> list[Turn]:
+    """The turns up to and including exchange `index` (0: the first question and its answer; -1 the last,
+    as Python counts): what a follow-up replying to that exchange is read against. IndexError when the
+    history has no such exchange."""
+    starts = [i for i, turn in enumerate(history) if turn.role == "user"]
+    position = range(len(starts))[index]  # IndexError outside it
+    end = starts[position + 1] if position + 1 < len(starts) else len(history)
+    return history[:end]
 
 
 def _told(exchanges: list[tuple[str, str]], question: str) -> str:
@@ -223,6 +241,9 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str, 
     asked = _wh_ellipsis(bare, previous)
     if asked is not None:
         return Rewrite(asked, subject=previous.subject)
+    carried = _carried_wh(question, previous)
+    if carried is not None:  # it names its subject: no context, so the answer may quote the last one again
+        return Rewrite(carried, subject=previous.subject)
     core, person, pronoun, thing = _resolve(bare, previous, previous_answer, told)
     # 'and Jacob?' names him mid-sentence; without its 'and' he would open the question
     subject = (
@@ -366,6 +387,69 @@ def _wh_ellipsis(question: str, previous: Rewrite) -> str | None:
     return None
 
 
+# A bare wh-word after an answer ("when?", "and where?", "how many?", "what year?") asks the last
+# question's subject again with this wh-word; a filler may open it ("ok when?", "hmm, where exactly?").
+# Not "how long?" or "how old?": they ask about the answer ("how long was she keeper?"), which the
+# carried context leaves to the answer's words.
+_BARE_WH = re.compile(
+    r"^(?:(?:and|so|but|ok|okay|hmm+|um+|well|then|oh|right)\b[\s,.!]*)*"
+    r"(when|where|who|whom|how many|how much|what year|which year|what date|what time)"
+    r"(?:\s+(?:exactly|then|precisely))?\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_LEADING_WH = re.compile(
+    r"^(?:who|whom|whose|what|which|where|when|why|how(?:\s+(?:many|much|long|old|often|far))?)\b\s*",
+    re.IGNORECASE,
+)
+
+
+def _carried_wh(question: str, previous: Rewrite) -> str | None:
+    """'Who founded Marrow's Bakery?' then 'when?' -> "When founded Marrow's Bakery?": the last question's
+    words with the new wh-word in front of them, so the question searched and ranked names its subject
+    ('When?' alone names nothing, and its carried context counts only lightly). None for anything but a
+    bare wh-word, or when the last question names nothing ('tell me more')."""
+    match = _BARE_WH.match(question)
+    if not match or not subject_terms(previous.core):
+        return None
+    wh = match.group(1).lower()
+    passive = _as_passive(wh, previous.core)
+    if passive is not None:
+        return passive
+    rest = _LEADING_WH.sub("", previous.core.rstrip(" ?.!"), count=1)
+    if not rest:
+        return None
+    if not names_in(rest) or not rest.startswith(names_in(rest)[0]):
+        rest = rest[:1].lower() + rest[1:]
+    return f"{wh.capitalize()} {rest}?"
+
+
+_WHO_DID = re.compile(r"^\s*who\s+([a-z]+)\s+(.+?)\s*[?.!]*$", re.IGNORECASE)
+_ASKS_TIME_OR_PLACE = frozenset(("when", "where", "what year", "which year", "what date", "what time"))
+
+
+_WHEN_DONE = re.compile(r"^\s*(?:when|where)\s+(?:was|were)\s+(.+?)\s+([a-z]+)\s*[?.!]*$", re.IGNORECASE)
+
+
+def _as_passive(wh: str, core: str) -> str | None:
+    """'Who founded Marrow's Bakery?' then 'when?' -> "When was Marrow's Bakery founded?": a who-question
+    with a past verb, asked again for a time or a place, reads as a question about its object; and back
+    ('When was the catalogue computerised?' then 'who?' -> 'Who computerised the catalogue?')."""
+    if wh in _ASKS_TIME_OR_PLACE:
+        match = _WHO_DID.match(core)
+        verb, thing = (match.group(1), match.group(2)) if match else ("", "")
+        return f"{wh.capitalize()} was {thing} {verb}?" if match and _past_verb(verb) else None
+    if wh == "who":
+        match = _WHEN_DONE.match(core)
+        thing, verb = (match.group(1), match.group(2)) if match else ("", "")
+        return f"Who {verb} {thing}?" if match and _past_verb(verb) else None
+    return None
+
+
+def _past_verb(word: str) -> bool:
+    lower = word.lower()
+    return (lower in IRREGULAR or (lower.endswith("ed") and len(lower) > 3)) and lower not in _STOP_VERBS
+
+
 def _what_about(question: str, previous: Rewrite) -> Rewrite | None:
     """'What about X?' asks the last question again about X when X is a name and the last question
     named someone ('What did Hester earn?' -> 'What about Elias?' -> 'What did Elias earn?'); it is a
@@ -392,12 +476,113 @@ def _without_conjunction(question: str) -> str:
     return stripped or question
 
 
+class Onward(Enum):
+    """What a follow-up that names nothing asks of the last answer ("why?", "and then?", "tell me more",
+    "for example?", "is that true?"): new material about the same passage, never its quote again."""
+
+    REASON = "reason"  # why it was so: a sentence giving a cause or a purpose
+    NEXT = "next"  # what happened after: the sentences that follow the quote in its document
+    MORE = "more"  # more of the same: sentences near the quote not quoted yet
+    EXAMPLE = "example"  # an instance: a sentence giving an example
+    CHECK = "check"  # whether it is so: the last answer checked against the documents
+
+
+_ONWARD_FILLER = re.compile(
+    r"^(?:(?:and|so|but|ok|okay|hmm+|um+|uh+|well|oh|right|sorry|wait|please|pls)\b[\s,.!]*)+(?=\w)"
+    r"|\s(?:please|pls|plz)\s*$",
+)
+_THAT = r"(?:that|this|it)"
+# Each request's phrasings, white space written as a space (read as any run of it).
+_ONWARD_PHRASES: dict[Onward, tuple[str, ...]] = {
+    Onward.CHECK: (
+        rf"(?:is|was|isn't|wasn't) {_THAT} (?:really )?(?:true|right|correct|accurate|so|a fact)",
+        rf"(?:(?:are|r) )?(?:you|u) (?:really )?(?:sure|certain)(?: about {_THAT})?",
+        r"really|true|for real|seriously|says who|is that really so",
+        rf"how do you know(?: {_THAT})?",
+        rf"(?:can|could) you (?:confirm|verify|check|double check)(?: {_THAT})?",
+        r"(?:is|are) (?:that|this|these|those) (?:facts?|right|correct)",
+    ),
+    Onward.REASON: (
+        r"why|why (?:so|not|is that|was that|'s that)|why's that",
+        rf"why did {_THAT} happen|how so|how come|for what reason|what (?:is|was|'s) the reason",
+        rf"what (?:caused|made) {_THAT}(?: happen)?",
+        r"in what way|in which way|on what grounds|what for|because of what|(?:the |what )?reasons?",
+    ),
+    Onward.NEXT: (
+        r"then(?: what(?: happened)?)?|what then|what next|next|after|after that|afterwards|and after(?: that)?",
+        r"what (?:happened|came|comes|happens|followed)(?: (?:next|then|after(?: that)?|afterwards|later))?",
+        r"what did (?:he|she|they|it) do (?:next|then|after that|afterwards)",
+        r"and what happened(?: (?:next|then))?|what happened to (?:him|her|them|it) (?:next|then|after)",
+    ),
+    Onward.EXAMPLE: (
+        r"such as|for (?:example|instance)|like what|like|e\.?\s*g\.?|examples?|an example|any examples?",
+        r"(?:(?:can|could) you )?give (?:me )?(?:an? |some )?examples?",
+        r"what (?:kind|sort) of things?|which ones",
+    ),
+    Onward.MORE: (
+        r"(?:(?:can|could|would|will) you )?(?:tell me more|say more|elaborate|expand|explain|go on|continue"
+        r"|keep going|go ahead|give (?:me )?more(?: details?)?)(?: (?:on|about))?"
+        r"(?: (?:that|this|it|them|him|her|more|further|please))*",
+        r"more|more (?:details?|info|information|please)|(?:any )?(?:more )?details?|in detail",
+        rf"what do you mean(?: by that)?|what does {_THAT} mean|meaning|and|what else|anything else",
+    ),
+}
+_ONWARD_PATTERNS = tuple(
+    (kind, re.compile("^(?:" + "|".join(phrases).replace(" ", r"\s+") + ")$"))
+    for kind, phrases in _ONWARD_PHRASES.items()
+)
+# Words of these requests, so a typo ('elabroate', 'exmaple', 'hapened') still reads as the request.
+_ONWARD_WORDS = frozenset(
+    """tell more elaborate explain example examples instance happened happen next true sure really reason
+    expand details detail continue certain correct afterwards meaning confirm verify""".split()
+)
+_ONWARD_BY_LETTER: dict[str, tuple[str, ...]] = {
+    letter: tuple(sorted(word for word in _ONWARD_WORDS if word[0] == letter)) for letter in {w[0] for w in _ONWARD_WORDS}
+}
+ONWARD_MAX_WORDS = 8
+SAME_WORD_SIMILARITY = 0.8
+
+
+@functools.lru_cache(maxsize=256)
+def onward_ask(question: str) -> Onward | None:
+    """What a follow-up naming nothing of its own asks of the last answer, or None (a question with a
+    subject of its own, 'why did the Heron sink?', is a question). Lower case, no question mark, a
+    filler before it ('ok so why?') and a typo in its key word all read the same. Remembered: a
+    rewrite asks it of each earlier question of the conversation again."""
+    text = re.sub(r"[?!.…,;:]+", " ", question.lower().replace("’", "'"))
+    tokens = text.split()
+    if not tokens or len(tokens) > ONWARD_MAX_WORDS:
+        return None
+    found = _onward_of(" ".join(tokens))
+    if found is None:
+        respelled = [_as_onward_word(token) for token in tokens]
+        found = _onward_of(" ".join(respelled)) if respelled != tokens else None
+    return found
+
+
+def _onward_of(text: str) -> Onward | None:
+    text = _ONWARD_FILLER.sub("", text).strip() or text
+    return next((kind for kind, pattern in _ONWARD_PATTERNS if pattern.match(text)), None)
+
+
+def _as_onward_word(token: str) -> str:
+    """The request word a token misspells ('elabroate' -> 'elaborate'), else the token. A typo keeps the
+    word's first letter here, which keeps this to a few comparisons a word."""
+    if len(token) < 4 or token in _ONWARD_WORDS or token in STOPWORDS:
+        return token
+    for word in _ONWARD_BY_LETTER.get(token[0], ()):
+        close = abs(len(word) - len(token)) <= 2
+        if sorted(token) == sorted(word) or (close and SequenceMatcher(None, token, word).ratio() >= SAME_WORD_SIMILARITY):
+            return word  # two letters swapped, or one or two letters off
+    return token
+
+
 def is_fresh(question: str, conversation: str) -> bool:
     """Stands on its own: no pronoun pointing back, no leading 'and/what about', not a bare 'why?';
     and it names something (a name, a year, a number) the conversation has not, or asks about two or
     more things none of which the conversation mentions ('How long are the loaves baked?')."""
     tokens = words(question)
-    if not tokens or _continues(tokens) or _points_back(question):
+    if not tokens or _continues(tokens) or _points_back(question) or onward_ask(question) is not None:
         return False
     mentioned = set(words(conversation))
     own = [name.lower() for name in names_in(question)] + _numbers(question)

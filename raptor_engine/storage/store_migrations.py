@@ -221,3 +221,13 @@ def m003_turn_sources(db: sqlite_utils.Database) -> None:
     columns = {row[1] for row in db.execute("PRAGMA table_info(bot_turns)").fetchall()}
     if "message_ids" not in columns:
         db.execute("ALTER TABLE bot_turns ADD COLUMN message_ids TEXT")
+
+
+@bot_migrations
+def m004_turn_messages(db: sqlite_utils.Database) -> None:
+    """The Discord messages of each thread turn (the member's question, the bot's answer messages), so a
+    follow-up sent as a reply to an older one is read against that exchange (bot/answering.py). NULL
+    for turns stored before this step and for a question asked with /ask (no message of its own)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(bot_turns)").fetchall()}
+    if "posted_ids" not in columns:
+        db.execute("ALTER TABLE bot_turns ADD COLUMN posted_ids TEXT")

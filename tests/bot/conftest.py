@@ -1009,8 +1009,10 @@ class Harness:
         user: int = ALICE,
         mention_bot: bool = False,
         attachments: list[dict] | None = None,
+        reply_to: int | None = None,
     ) -> dict:
-        """A member's message as the gateway delivers it: text and files hidden without the intent."""
+        """A member's message as the gateway delivers it: text and files hidden without the intent;
+        `reply_to` makes it a Discord reply to that message of the channel."""
         if mention_bot:
             content = f"<@{BOT_ID}> {content}"
         visible = self.bot.intents.message_content or mention_bot
@@ -1035,6 +1037,11 @@ class Harness:
             "flags": 0,
             "components": [],
         }
+        if reply_to is not None:
+            payload["type"] = 19  # a reply
+            payload["message_reference"] = {
+                "message_id": str(reply_to), "channel_id": str(channel_id), "guild_id": str(GUILD)
+            }
         self.state.parse_message_create(payload)
         return payload
 

@@ -1,0 +1,215 @@
+"""New material for a follow-up that names nothing of its own ("why?", "and then?", "tell me more",
+"for example?"): chosen around the passage the last answer quoted, never that quote again.
+
+Ranked as an ordinary question, such a follow-up has no words of its own, so its carried context (the
+last question) finds the passage the last answer quoted first and the answer repeats it. Here the last
+answer's first quote is the anchor, found again among the context's sentences, and what is quoted
+instead depends on what was asked (`followup.Onward`):
+- NEXT: the sentences after the anchor in its document, in reading order;
+- REASON: sentences that give a cause or a purpose, in the anchor's section (without headings, near it);
+- EXAMPLE: sentences that give an example ("for example", "such as"), in the anchor's section;
+- MORE: the best sentences of the anchor's document not quoted yet, its section's first, in reading order.
+Every sentence any of the last answers quoted is left out, but for one: when no new REASON or EXAMPLE is
+near, one the last answer quoted already is quoted alone, from its "because" or "for example" on. A REASON, EXAMPLE or NEXT
+follow-up with nothing of its kind near the anchor gets MORE's sentences and says they are only the
+closest passages (`OnwardPick.settled` is False). Without an anchor in the context (the tree changed, or the answer was
+an LLM's prose) it returns None and the follow-up is ranked as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, is_dataclass, replace
+from typing import Protocol, TypeVar
+
+from ..ingest.sentences import Sentence, sentence_key, sentences_of, stem
+from ..types import ContextNode, Turn
+from .followup import MAX_TURN_CHARS, Onward, quotes_in
+
+NEARBY_CHARS = 1200  # a sentence this many characters from the anchor counts half as near
+PROXIMITY_WEIGHT = 0.3  # how much nearness to the anchor adds to a sentence's score
+FLOOR = 0.5  # a pick scoring under half the best one is left out
+PREVIOUS_ANSWERS = 2  # the answers whose quotes are never quoted again
+# Reasons the answer kinds' "why" pattern leaves out: blame and consequence ("The inquiry blamed the
+# captain", "the fog led to the loss").
+MORE_REASONS = re.compile(
+    r"\b(?:blamed?|blames|fault|responsible|led to|leads to|result(?:ed)? (?:of|from|in)|the cause"
+    r"|so\s+that)\b",
+    re.IGNORECASE,
+)
+EXAMPLES = re.compile(
+    r"\b(?:for example|for instance|such as|e\.\s?g\.|including|in particular|among them|like the|like a)\b",
+    re.IGNORECASE,
+)
+
+
+class Quotable(Protocol):
+    """A context sentence the answer may quote (answer.py's candidates)."""
+
+    node: ContextNode
+    sentence: Sentence
+    text: str
+    score: float
+
+    @property
+    def key(self) -> str: ...
+
+
+Q = TypeVar("Q", bound=Quotable)
+
+
+@dataclass
+class OnwardPick:
+    picked: list  # the sentences to quote, in the order they are shown
+    settled: bool  # they are what was asked for (False: only the closest passages)
+
+
+def quoted_keys(history: list[Turn], answers: int = PREVIOUS_ANSWERS) -> list[list[str]]:
+    """The sentence keys of each of the last `answers` answers' quotes, the latest answer first, each
+    answer's in its order (a quote joined from two sentences gives both)."""
+    said = [t.content[: 4 * MAX_TURN_CHARS] for t in history if t.role == "assistant"][-answers:]
+    return [[s.key for quote in quotes_in(answer) for s in sentences_of(quote)] for answer in reversed(said)]
+
+
+def pick_onward(
+    ask: Onward,
+    candidates: Sequence[Q],
+    history: list[Turn],
+    quotes: int,
+    holds_reason: Callable[[str], bool],
+    asked: set[str] = frozenset(),
+) -> OnwardPick | None:
+    """The sentences that answer `ask` about the last answer's passage; None without an anchor. `asked`:
+    the stemmed terms of what the follow-up asks about (the last question's for a bare 'why?')."""
+    keys = quoted_keys(history)
+    if not keys:
+        return None
+    by_key = {c.key: c for c in candidates}
+    anchors = [by_key[key] for key in keys[0] if key in by_key]
+    if not anchors:
+        return None
+    said = {key for answer in keys for key in answer}
+    pool = [c for c in candidates if c.key not in said and sentence_key(c.text) not in said]
+    if not pool:
+        return None
+    value = {id(c): c.score + _nearness(c, anchors) for c in pool}
+    if ask is Onward.NEXT:
+        after = _after(pool, anchors[0])
+        if after:
+            return OnwardPick(after[:quotes], True)
+    wanted = _wanted(ask, holds_reason)
+    if wanted is not None:
+        near = [c for c in pool if wanted(c.text) and _beside(c, anchors[0])]
+        if near:
+            return OnwardPick(_best(near, value, quotes, anchors[0]), True)
+        # the last answer gave it already ('It was replaced because ...' after 'In 1834 the wheel was
+        # replaced.', or in its first quote itself): that sentence alone answers, from its reason on
+        marker = _REASON_WORDS if ask is Onward.REASON else EXAMPLES
+        asked_of = asked if ask is Onward.REASON else frozenset()  # an example may sit in any clause
+        near_anchor = [a for a in anchors if a is anchors[0] or _beside(a, anchors[0])]
+        given = [cut for a in near_anchor if (cut := _from_marker(a, marker, asked_of)) is not None]
+        if given:
+            return OnwardPick(given[-1:], True)
+    more = [c for c in pool if _same_document(c, anchors)] or pool
+    return OnwardPick(sorted(_best(more, value, quotes, anchors[0]), key=_place_key), ask is Onward.MORE)
+
+
+def _wanted(ask: Onward, holds_reason: Callable[[str], bool]) -> Callable[[str], bool] | None:
+    """Whether a sentence gives what a REASON or EXAMPLE follow-up asks for (None for the others)."""
+    if ask is Onward.REASON:
+        return lambda text: holds_reason(text) or bool(MORE_REASONS.search(text))
+    if ask is Onward.EXAMPLE:
+        return lambda text: bool(EXAMPLES.search(text))
+    return None
+
+
+_REASON_WORDS = re.compile(
+    r"\b(?:because|since|so that|in order to|due to|owing to|as a result|therefore|so as to|blamed?|led to)\b",
+    re.IGNORECASE,
+)
+
+
+_CLAUSE_OPENERS = re.compile(r"\b(?:who|whom|whose|which|that|where|when|while|but)\b", re.IGNORECASE)
+
+
+def _from_marker(candidate: Q, marker: re.Pattern[str], asked: set[str]) -> Q | None:
+    """A quoted sentence from the words that give the reason or example on ('She was withdrawn in 1958
+    because a new buoy ...' -> '…because a new buoy ...'): the answer to 'why?' when the sentence was
+    quoted already; still the document's own words, cut where the ellipsis shows. None when it has no
+    such words, or, given `asked` terms, when they belong to another clause than the one holding them
+    ('built ... by an astronomer who had been refused a post because she was a woman' does not say why
+    it was built)."""
+    found = marker.search(candidate.text)
+    if found is None or not is_dataclass(candidate):
+        return None
+    before = candidate.text[: found.start()]
+    if asked:  # from the last word of what was asked (or the sentence's start) on, no other clause opens
+        spans = [m.end() for m in re.finditer(r"[\w'-]+", before) if stem(m.group(0).lower()) in asked]
+        if _CLAUSE_OPENERS.search(before[spans[-1] :] if spans else before):
+            return None
+    return replace(candidate, text="\u2026" + candidate.text[found.start() :]) if before.strip() else candidate
+
+
+def _best(pool: list[Q], value: dict[int, float], quotes: int, anchor: Quotable) -> list[Q]:
+    """The best `quotes` of the pool, those under the anchor's heading first (what a passage says more
+    about, or why, is mostly said in its own section), then by value; none under FLOOR of the best's."""
+    ranked = sorted(pool, key=lambda c: (not _in_section(c, anchor), -value[id(c)]))
+    top = max(value[id(c)] for c in ranked[:quotes])
+    return [c for c in ranked[:quotes] if value[id(c)] >= FLOOR * top or top <= 0 or _in_section(c, anchor)]
+
+
+def _beside(candidate: Quotable, anchor: Quotable) -> bool:
+    """Under the anchor's heading; for a text without headings, within NEARBY_CHARS of it. A reason or an
+    example further away is about something else ('because' two sections on explains another event). An
+    anchor quoted from a summary has neither: anywhere in its document."""
+    if anchor.node.heading:
+        return _in_section(candidate, anchor)
+    place, there = _place(candidate), _place(anchor)
+    if candidate.node.document != anchor.node.document or candidate.node.document is None:
+        return False
+    return there is None or (place is not None and abs(place - there) <= NEARBY_CHARS)
+
+
+def _in_section(candidate: Quotable, anchor: Quotable) -> bool:
+    node = candidate.node
+    same_document = node.document == anchor.node.document
+    return bool(node.heading) and same_document and node.heading == anchor.node.heading
+
+
+def _place(candidate: Quotable) -> int | None:
+    """Where the sentence lies in its document (a leaf's), or None (a summary's)."""
+    node = candidate.node
+    return node.start + candidate.sentence.start if node.layer == 0 and node.start is not None else None
+
+
+def _place_key(candidate: Quotable) -> tuple[str, int]:
+    place = _place(candidate)
+    return (candidate.node.document or "", place if place is not None else 1 << 40)
+
+
+def _same_document(candidate: Quotable, anchors: Sequence[Quotable]) -> bool:
+    document = candidate.node.document
+    return document is not None and any(document == anchor.node.document for anchor in anchors)
+
+
+def _nearness(candidate: Quotable, anchors: Sequence[Quotable]) -> float:
+    """How close the sentence is to the nearest anchor of its document."""
+    place = _place(candidate)
+    best = 0.0
+    for anchor in anchors:
+        if candidate.node.document != anchor.node.document or candidate.node.document is None:
+            continue
+        there = _place(anchor)
+        near = 1 / (1 + abs(place - there) / NEARBY_CHARS) if place is not None and there is not None else 0.0
+        best = max(best, PROXIMITY_WEIGHT * near)
+    return best
+
+
+def _after(pool: Sequence[Q], anchor: Quotable) -> list[Q]:
+    """The pool's sentences after the anchor (the answer's first quote) in its document, in reading order."""
+    document, start = anchor.node.document, _place(anchor)
+    if document is None or start is None:
+        return []
+    later = [c for c in pool if c.node.document == document and (_place(c) or -1) > start]
+    return sorted(later, key=_place_key)

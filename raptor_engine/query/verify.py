@@ -1,0 +1,68 @@
+"""'Is that true?', 'are you sure?', 'really?': the last answer checked against the documents.
+
+A new search for the words "is that true" would quote whatever mentions truth. Instead the last
+answer's claims (its quotes, or an LLM answer's sentences) are searched for, and each is looked for
+among the sentences found: the same sentence, or one holding nearly all its content words. The reply
+quotes what supports them, or says plainly that nothing was found. Deterministic, no model.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..ingest.sentences import content_terms, sentence_key, sentences_of, stem, strip_bullet
+from ..types import ContextNode, Turn
+from .followup import MAX_TURN_CHARS, quotes_in
+
+MAX_CLAIMS = 5
+SUPPORTED_SHARE = 0.8  # the share of a claim's content words one sentence of the documents must hold
+CHECKED = "Yes: the documents say so."
+PARTLY = (
+    "Partly: the documents say what is quoted below, but I found nothing that supports the rest of the last answer."
+)
+UNSUPPORTED = "I found nothing in the documents that supports the last answer, so do not rely on it."
+NOTHING_TO_CHECK = "Ask me a question first: there is no answer yet to check."
+_MARKER = re.compile(r"\[(?:\d{1,4}|\?)\]")
+
+
+def last_answer(history: list[Turn]) -> str | None:
+    """The conversation's last answer, or None before any."""
+    return next((t.content[: 4 * MAX_TURN_CHARS] for t in reversed(history) if t.role == "assistant"), None)
+
+
+def claims_of(answer: str) -> list[str]:
+    """What an answer says: each sentence of its quotes, or of its prose (an LLM's) without markers and
+    without a lead line ('From the documents:')."""
+    quoted = [s.text for quote in quotes_in(answer) for s in sentences_of(quote)]
+    if not quoted:
+        lines = [strip_bullet(line) for line in _MARKER.sub("", answer).splitlines()]
+        prose = " ".join(line for line in lines if line and not line.rstrip().endswith(":"))
+        quoted = [s.text for s in sentences_of(prose)]
+    return [claim for claim in quoted if content_terms(claim)][:MAX_CLAIMS]
+
+
+def support_for(claim: str, nodes: list[ContextNode]) -> tuple[int, str] | None:
+    """The context block ([n], 1-based) and sentence that says the claim, or None."""
+    key = sentence_key(claim)
+    terms = {stem(t) for t in content_terms(claim)}
+    best: tuple[float, int, str] | None = None
+    for position, node in enumerate(nodes, start=1):
+        for sentence in sentences_of(node.text):
+            if sentence.key == key:
+                return position, strip_bullet(sentence.text)
+            held = terms & {stem(t) for t in content_terms(sentence.text)}
+            share = len(held) / len(terms) if terms else 0.0
+            if share >= SUPPORTED_SHARE and (best is None or share > best[0]):
+                best = (share, position, strip_bullet(sentence.text))
+    return (best[1], best[2]) if best is not None else None
+
+
+def check_reply(claims: list[str], nodes: list[ContextNode]) -> str:
+    """The reply to 'is that true?': whether the documents support the claims, quoting what does."""
+    found = [support_for(claim, nodes) for claim in claims]
+    lines = (f"- \u201c{text}\u201d [{position}]" for position, text in filter(None, found))
+    shown = list(dict.fromkeys(lines))
+    if not shown:
+        return UNSUPPORTED
+    lead = CHECKED if all(found) else PARTLY
+    return "\n".join([lead, *shown])

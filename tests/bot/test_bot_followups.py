@@ -1,0 +1,55 @@
+"""A follow-up sent as a Discord reply to an older message of the thread is read against that exchange,
+not the latest one (fake Discord, real engine, no LLM)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from raptor_engine.types import Turn
+from tests.bot.test_bot_answers import bot_reply_in, footer_of, open_archive_thread, quotes_of
+from tests.bot.test_bot_state import open_state
+
+
+async def test_a_reply_to_an_older_answer_or_question_follows_that_exchange(make_harness, bot_settings):
+    h = await make_harness(settings=dataclasses.replace(bot_settings, questions_per_minute=100))
+    thread = await open_archive_thread(h)
+    asked = h.user_message(thread, "Who computerised the catalogue?", mention_bot=True)
+    computerised = await bot_reply_in(h, thread, 1)
+    assert "David Orr" in quotes_of(computerised["content"])[0]
+    h.user_message(thread, "Who was the first keeper?", mention_bot=True)
+    first_keeper = await bot_reply_in(h, thread, 2)
+    assert "Thomas Reid" in first_keeper["content"]
+
+    # a plain follow-up leans on the latest exchange
+    h.user_message(thread, "and when?", mention_bot=True)
+    assert footer_of(await bot_reply_in(h, thread, 3)).startswith("Searched as: When was the first keeper?")
+
+    # a reply to the older answer, and one to the member's own older question, lean on that exchange
+    for count, older in enumerate((int(computerised["id"]), int(asked["id"])), start=4):
+        h.user_message(thread, "and when?", mention_bot=True, reply_to=older)
+        reply = await bot_reply_in(h, thread, count)
+        assert footer_of(reply).startswith("Searched as: When was the catalogue computerised?"), footer_of(reply)
+        assert "1985" in quotes_of(reply["content"])[0]
+
+    # the reply's exchange is stored as the newest: a plain follow-up after it leans on it
+    h.user_message(thread, "who?", mention_bot=True)
+    latest = footer_of(await bot_reply_in(h, thread, 6))
+    assert latest.startswith("Searched as: Who computerised the catalogue?"), latest
+
+
+async def test_a_reply_gets_the_turns_up_to_its_exchange_however_old(tmp_path):
+    """Fifteen exchanges, each turn with its Discord message: a reply to one of the latest is given the
+    usual turns and the index of its exchange among them; a reply to an older one the opening exchange
+    and the turns ending with its own (the later ones would not fit); an unknown message nothing."""
+    spaces, state = open_state(tmp_path)
+    for i in range(15):
+        turns = [Turn("user", f"q{i}"), Turn("assistant", f"a{i}")]
+        await state.add_turns(1, 9, turns, posted=[[1000 + i], [2000 + i, 3000 + i]])
+    latest = await state.history(1, 9)
+    turns, follows = await state.reply_history(1, 9, 3013)  # the second message of answer 13
+    assert turns == latest and turns[2 * follows].content == "q13"
+    turns, follows = await state.reply_history(1, 9, 1007)  # the member's question 7
+    assert [t.content for t in turns] == ["q0", "a0", *(f"{r}{i}" for i in range(3, 8) for r in "qa")]
+    assert turns[2 * follows].content == "q7"
+    assert await state.reply_history(1, 9, 42) is None
+    spaces.close()
