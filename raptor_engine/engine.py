@@ -128,11 +128,14 @@ _current_space: contextvars.ContextVar[tuple[Spaces, Space] | None] = contextvar
 
 def _in_space(method: Callable[..., Any]) -> Callable[..., Any]:
     """Run an Engine method whose first argument is a knowledge base name against that knowledge base's
-    space: inside it (and in the threads it starts) `self.store` and `self.indexes` are that space's."""
+    space: inside it (and in the threads it starts) `self.store` and `self.indexes` are that space's. The
+    name is read as `readable_text` reads it (SQLite cannot store a lone surrogate, so a name made from bytes
+    that are not UTF-8 failed with UnicodeEncodeError), as the CLI and the bot already pass it."""
     if asyncio.iscoroutinefunction(method):
 
         @functools.wraps(method)
         async def run_async(self: Engine, kb: str, *args: Any, **kwargs: Any) -> Any:
+            kb = readable_text(kb)
             with self.in_space(kb):
                 return await method(self, kb, *args, **kwargs)
 
@@ -140,6 +143,7 @@ def _in_space(method: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def run(self: Engine, kb: str, *args: Any, **kwargs: Any) -> Any:
+        kb = readable_text(kb)
         with self.in_space(kb):
             return method(self, kb, *args, **kwargs)
 
@@ -530,6 +534,7 @@ class Engine:
         nothing is stored. Builds of one knowledge base run one at a time, in arrival order.
         """
         name = safe_filename(filename)
+        added_by = readable_text(added_by)  # stored beside the document: SQLite cannot store a lone surrogate
         # The size now; the document count only after the duplicate check (same bytes are a no-op).
         self._check_limits(None, name, len(data))
         sha = hashlib.sha256(data).hexdigest()
@@ -759,7 +764,7 @@ class Engine:
         try:
             async with self._lock(kb), self._writer_gate(kb) as gate:
                 await gate.enter()
-                doc = self.store.find_document(kb_id, document)
+                doc = self.store.find_document(kb_id, readable_text(document))
                 started = time.perf_counter()
                 seen_version = self._version_of(kb_id)
                 kb_layer = await self._kb_layer(kb_id, None, None, exclude_doc=doc.id)

@@ -526,3 +526,21 @@ async def test_a_conversation_keeps_its_subject_and_drops_stale_context(tmp_path
         assert "1962" in closed.text.split("\n")[1]
     finally:
         engine.close()
+
+
+async def test_engine_names_with_lone_surrogates_read_as_replacement_characters(tmp_path, embedder):
+    """A caller of the engine API (not the CLI, which cleans names) may pass a knowledge base name or
+    `added_by` made from bytes that are not UTF-8 ('\\udcff'): SQLite cannot store a lone surrogate, so
+    every call failed with UnicodeEncodeError. They read as U+FFFD, the same name on every call."""
+    engine = make_engine(tmp_path, embedder)
+    try:
+        added = await engine.ingest("kb\udcff", "railway.md", RAILWAY.encode(), added_by="me\udc80")
+        assert added.status == "added"
+        assert [(d.name, d.added_by) for d in engine.documents("kb\udcfe")] == [("railway.md", "me\ufffd")]
+        assert engine.tree_info("kb\udcff").kb == "kb\ufffd"
+        answer = await engine.ask("kb\udcff", "Who led the passengers to safety in 1903?")
+        assert answer.citations
+        assert (await engine.forget("kb\udcff", "railway.md")).name == "railway.md"
+        assert engine.delete_kb("kb\udcff")
+    finally:
+        engine.close()
