@@ -32,7 +32,6 @@ import re
 import shutil
 import sqlite3
 import tarfile
-import tempfile
 import uuid
 import zlib
 from collections.abc import Iterator
@@ -42,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RaptorError
-from .files import rename_target
+from .files import partial_path, rename_target, sweep_partials
 from .index import IndexManager
 from .schema import schema_problems
 from .spaces import (
@@ -91,6 +90,20 @@ def _open_untrusted(path: Path) -> sqlite3.Connection:
     return conn
 
 
+@contextlib.contextmanager
+def _partial_folder(target: Path) -> Iterator[Path]:
+    """A folder beside `target` for the parts of what is renamed to it, removed after; named as
+    `sweep_partials` finds it, so an export killed before its end (a copy of the database inside) goes
+    at the next export to the same path."""
+    folder = partial_path(target)
+    shutil.rmtree(folder, ignore_errors=True)  # a dead process's of the same pid: this process's name
+    folder.mkdir(mode=0o700)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, Any]:
     """Write space `name` to a tar archive: a `VACUUM INTO` snapshot of its database (consistent while
     others write) and its manifest. Written beside `archive` and renamed into place (storage/files.py)."""
@@ -100,7 +113,8 @@ def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, Any]:
     if not os.access(archive.parent, os.W_OK):  # a read-only mount refuses even root
         raise RaptorError(f"Cannot write the archive to {archive}: {archive.parent} is read-only for this user.")
     target = rename_target(archive)
-    with tempfile.TemporaryDirectory(prefix=".export-", dir=target.parent) as scratch:
+    sweep_partials(target)
+    with _partial_folder(target) as scratch:
         snapshot = Path(scratch) / DB_NAME
         with spaces.pinned(name, create=False) as space:
             space.store.db.conn.execute("VACUUM INTO ?", [str(snapshot)])
