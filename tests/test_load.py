@@ -13,6 +13,7 @@ from pypdf import PdfReader, PdfWriter
 from reportlab.pdfgen import canvas
 
 from raptor_engine.errors import IngestError
+from raptor_engine.ingest.chunk import chunk_document
 from raptor_engine.ingest.load import (
     SUPPORTED_EXTENSIONS,
     LoadLimits,
@@ -222,6 +223,55 @@ def test_markdown_setext_headings_and_text_before_first_heading():
     assert section_at(doc, "Preface").heading == ()
     assert section_at(doc, "Body one").heading == ("Part One",)
     assert section_at(doc, "Body two").heading == ("Part One", "Part Two")
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        '---\ntitle: "Harbour Light"\ndate: 2024-05-01\ntags: [lighthouse, history]\nlayout: post\n---\n',
+        "---\ntitle: Harbour Light\nauthor: J. Doe\n...\n",
+        "+++\ntitle = 'Harbour Light'\ndate = 2024-05-01\ndraft = false\n+++\n",
+    ],
+)
+def test_markdown_front_matter_is_not_text_and_its_title_is_the_documents(front):
+    """YAML (---) or TOML (+++) front matter (Jekyll, Hugo, Obsidian) was indexed as text: 'layout: post'
+    and the dates became a chunk. It is dropped; its title is the document's first heading."""
+    doc = load_document("post.md", (front + "\nThomas kept the light.\n\n## Storms\n\nThe gale of 1887.\n").encode())
+    assert doc.text == "# Harbour Light\n\nThomas kept the light.\n\n## Storms\n\nThe gale of 1887."
+    assert section_at(doc, "Thomas kept").heading == ("Harbour Light",)
+    assert section_at(doc, "The gale").heading == ("Harbour Light", "Storms")
+
+
+def test_markdown_front_matter_without_a_title_or_repeating_the_heading_and_a_rule_that_is_not_one():
+    assert load_document("a.md", b"---\nlayout: post\n---\nBody only.\n").text == "Body only."
+    same = load_document("b.md", b"---\ntitle: Harbour Light\n---\n\n# Harbour *Light*\n\nBody.\n")
+    assert same.text == "# Harbour *Light*\n\nBody."
+    # a thematic break at the top that never closes is the text's own
+    assert load_document("c.md", b"---\n\nA rule, then prose.\n").text == "---\n\nA rule, then prose."
+
+
+def test_markdown_table_rows_are_labelled_by_their_header_so_each_reads_alone():
+    """A table longer than a chunk is cut between rows: a chunk that began mid-table lost the header and
+    its first row was read as the header of the rest ('Boat 16: Boat 17; 1916: 1917'). Each row is a list
+    item named by its columns; a table in a code fence and a setext heading with a pipe stay as written."""
+    rows = "".join(f"| Boat {i} | {i + 3} m | {1900 + i} |\n" for i in range(40))
+    source = (
+        "Intro.\n\n| Name | Length | Year built |\n|:---|---:|:-:|\n" + rows + "| Gig \\| tender | | 1950. |\n\n"
+        "```\n| a | b |\n|---|---|\n| 1 | 2 |\n```\n\nTolls | fees\n---\n\nEnd.\n"
+    )
+    doc = load_document("fleet.md", source.encode())
+    lines = doc.text.split("\n")
+    assert lines[2:4] == ["- Name: Boat 0; Length: 3 m; Year built: 1900.", "- Name: Boat 1; Length: 4 m; Year built: 1901."]
+    assert "- Name: Gig / tender; Year built: 1950." in lines
+    assert "| Name | Length | Year built |" not in lines and not any(line.startswith("|:--") for line in lines)
+    assert "| a | b |\n|---|---|\n| 1 | 2 |" in doc.text
+    assert section_at(doc, "End.").heading == ("Tolls | fees",)
+    chunks = chunk_document(doc, lambda text: len(text.split()), max_tokens=40)
+    assert len(chunks) > 3
+    for chunk in chunks:
+        assert all(
+            line.startswith("- Name: ") for line in chunk.text.split("\n") if "Boat" in line
+        ), chunk.text
 
 
 def test_pdf_pages_are_sections_joined_by_blank_lines():

@@ -579,10 +579,101 @@ def _push_heading(path: list[tuple[int, str]], level: int, title: str) -> tuple[
     return tuple(t for _, t in path)
 
 
+# Front matter: YAML between '---' lines (closed by '---' or '...'), TOML between '+++' lines, at the very
+# start of the file (Jekyll, Hugo, Obsidian, pandoc). Its title, a top-level key, is the document's title.
+_FRONT_MATTER_OPEN = {"---": ("---", "..."), "+++": ("+++",)}
+_FRONT_MATTER_TITLE = re.compile(r"title[ \t]*[:=][ \t]*(.*?)[ \t]*", re.IGNORECASE)
+
+
+def _front_matter_title(lines: list[str]) -> tuple[str | None, list[str]]:
+    """The title of the file's front matter, if it has any, and its lines without the front matter: its
+    keys (dates, tags, layout) are the site generator's settings, never the document's text. A file that
+    opens with '---' never closed is a thematic break, not front matter, and is left as it is."""
+    closers = _FRONT_MATTER_OPEN.get(lines[0].strip()) if lines else None
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.rstrip() in closers), None) if closers else None
+    if end is None:
+        return None, lines
+    title = next(
+        (found.group(1) for line in lines[1:end] if (found := _FRONT_MATTER_TITLE.fullmatch(line.rstrip()))),
+        "",
+    )
+    title = title.strip("\"'").strip()
+    return title or None, lines[end + 1 :]
+
+
+def _titled(lines: list[str]) -> list[str]:
+    """Front matter replaced by its title as the document's first heading, unless the text opens with that
+    heading already."""
+    title, lines = _front_matter_title(lines)
+    if title is None:
+        return lines
+    first = next((line for line in lines if line.strip()), "")
+    opening = _ATX_HEADING.match(first)
+    if opening and len(opening.group(1)) == 1 and _clean_heading(opening.group(2) or "") == _clean_heading(title):
+        return lines
+    return [f"# {title}", "", *lines]
+
+
+# A GFM table: a header row, then a delimiter row of dashes (colons for alignment) between pipes.
+_TABLE_DELIMITER = re.compile(r"[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*")
+_TABLE_PIPE = re.compile(r"(?<!\\)\|")
+
+
+def _table_cells(line: str) -> list[str]:
+    """A table row's cells: split at pipes not escaped, the outer pipes optional."""
+    row = line.strip()
+    row = row[1:] if row.startswith("|") else row
+    row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
+    return [cell.strip().replace("\\|", "/") for cell in _TABLE_PIPE.split(row)]  # as HTML's cells read
+
+
+def _labelled_row(header: list[str], cells: list[str]) -> str:
+    """One body row as a list item with each cell named by its column ('- Year: 1903; Keeper: Ambrose
+    Kittow.', as the extractive answer quotes a row under its header; the full stop makes it a sentence of
+    its own): a table longer than a chunk is cut between rows, and a chunk that began mid-table read its
+    first row as the header of the rest ('Boat 16: Boat 17; 1916: 1917')."""
+    named = [f"{label}: {cell}" if label else cell for label, cell in zip(header, cells, strict=False) if cell]
+    named += [cell for cell in cells[len(header) :] if cell]
+    if not named:
+        return ""
+    row = "; ".join(named)
+    return f"- {row}" if row.endswith((".", "!", "?", "\u2026")) else f"- {row}."
+
+
+def _labelled_tables(lines: list[str]) -> list[str]:
+    """Markdown tables outside code fences as one list item per body row, each labelled by the header
+    (which then adds nothing and is dropped, with the delimiter row), so every row reads alone in
+    whichever chunk it lands; a table with no body rows keeps its header."""
+    out: list[str] = []
+    fence: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence_match = _FENCE.match(line)
+        if fence is not None or fence_match:
+            fence = None if fence is not None and _closes_fence(fence_match, fence) else fence or fence_match.group(1)
+            out.append(line)
+            i += 1
+            continue
+        header = _table_cells(line) if "|" in line and i + 1 < len(lines) else []
+        if header and _TABLE_DELIMITER.fullmatch(lines[i + 1]) and len(_table_cells(lines[i + 1])) == len(header):
+            end = i + 2
+            while end < len(lines) and lines[end].strip() and "|" in lines[end] and not _FENCE.match(lines[end]):
+                end += 1
+            rows = [_labelled_row(header, _table_cells(row)) for row in lines[i + 2 : end]]
+            out.extend([row for row in rows if row] or [line])
+            i = end
+            continue
+        out.append(line)
+        i += 1
+    return out
+
+
 def _read_markdown(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
-    """Split at `#` (and underlined) headings outside code fences; heading lines stay in the text."""
+    """Split at `#` (and underlined) headings outside code fences; heading lines stay in the text. Front
+    matter gives the document its title; table rows are labelled with their columns."""
     lines = _decode_text(name, data).replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    lines = _without_hidden_html(lines)
+    lines = _labelled_tables(_without_hidden_html(_titled(lines)))
     blocks: list[_Block] = []
     current: list[str] = []
     heading: tuple[str, ...] = ()
