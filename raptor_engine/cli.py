@@ -343,6 +343,7 @@ def _print_ingest(name: str, result: IngestResult) -> None:
             if result.prompt_tokens
             else ""
         )
+        + "".join(f"; {notice}" for notice in result.notices)
     )
 
 

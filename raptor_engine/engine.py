@@ -76,7 +76,7 @@ from .storage.store import Store
 from .storage.writers import WriterGate
 from .tree.build import BuiltTree, Summarized, build_kb_layer
 from .tree.cluster import use_compile_cache
-from .tree.docbuild import build_document, build_trees, check_token_bounds, parse_limits
+from .tree.docbuild import DocumentTree, build_document, build_trees, check_token_bounds, parse_limits
 from .tree.embed import Embedder
 from .tree.stages import StageClock
 from .tree.summarize import ExtractiveSummarizer
@@ -175,6 +175,8 @@ class IngestResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     stage_seconds: dict[str, float] = field(default_factory=dict)  # by build stage (stages.StageClock)
+    # for the person who added it: how the file was read ("2 cues skipped: ..."), shown by the CLI and bot
+    notices: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -576,7 +578,8 @@ class Engine:
         budget = self.build_budget(name)
         try:
             with budget.active():
-                tree, chunks, fmt = await budget.bound(self._build_tree(name, data, kb_id, progress))
+                built = await budget.bound(self._build_tree(name, data, kb_id, progress))
+                tree, chunks, fmt = built.tree, built.chunks, built.format
             # Other processes' writers of this knowledge base wait from here to the commit (writers.py); the
             # wait is RAPTOR_WRITER_WAIT's, not the build's deadline, and the cross-document layer is cheap.
             await gate.enter()
@@ -681,11 +684,12 @@ class Engine:
             notes,
             prompt_tokens,
             completion_tokens,
+            notices=list(built.notices),
         )
 
     async def _build_tree(
         self, name: str, data: bytes, kb_id: int | None, progress: ProgressCallback | None
-    ) -> tuple[BuiltTree, list, str]:
+    ) -> DocumentTree:
         """The document's own tree, built on the Dask cluster when one is attached, else here."""
         held = self.store.kb_tokens(kb_id) if kb_id is not None else 0
         if self.cluster is not None:
@@ -706,7 +710,7 @@ class Engine:
                 progress=progress,
             )
         self.last_parse = built.parse
-        return built.tree, built.chunks, built.format
+        return built
 
     async def _summarizer_once_loaded(self, embedder: asyncio.Future[Embedder]) -> Summarizer:
         """The summariser, made on the event loop once the embedder it counts tokens with has loaded."""

@@ -225,6 +225,36 @@ def test_markdown_setext_headings_and_text_before_first_heading():
     assert section_at(doc, "Body two").heading == ("Part One", "Part Two")
 
 
+BROKEN_SRT = (
+    b"1\n00:00:01,000 --> 00:00:02,000\nMARY: Where were you last night?\n\n"
+    b"2\n00:00:03,000 -> 00:00:04,000\nA cue whose arrow lost a dash.\n\n"
+    b"3\n00:00:05;000 --> 00:00:06,000\nA cue with a semicolon.\n\n"
+    b"4\n\nA cue whose timing line is missing.\n\n"
+    b"5\n00:00:07,000 --> 00:00:09,000\nJOHN: At the lighthouse.\n\nThe storm was coming.\n"
+)
+
+
+def test_subtitle_cues_with_broken_timing_lines_are_skipped_and_counted():
+    """An SRT whose timing lines were damaged was read as plain text, cue numbers and timings as words.
+    Cues that parse are read, the broken ones skipped and counted for the user; a block of words alone
+    (a blank line inside a cue's text) still belongs to the cue before it."""
+    doc = load_document("damaged.srt", BROKEN_SRT)
+    assert doc.text == "MARY: Where were you last night?\nJOHN: At the lighthouse. The storm was coming."
+    assert doc.notices == ("3 cues skipped: their timing line could not be read",)
+    assert load_document("fine.srt", SRT_EXPORT).notices == ()
+    vtt = load_document("one.vtt", b"WEBVTT\n\nNOTE a note\n\n00:01.000 --> 00:02.000\nHi.\n\n00:02 -> 00:03\nBye.\n")
+    assert vtt.text == "Hi." and vtt.notices == ("1 cue skipped: its timing line could not be read",)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"1\n00:01 -> 00:02\nHi.\n\n2\nxx --> yy\nBye.\n", b"Just some words\nin a file named .srt\n"],
+)
+def test_a_subtitle_file_none_of_whose_cues_parse_is_refused(data):
+    with pytest.raises(IngestError, match=r"has no subtitle cue that could be read: none of its \d+ cues? has a timing line"):
+        load_document("broken.srt", data)
+
+
 @pytest.mark.parametrize(
     "front",
     [

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import IngestError
-from ..types import LoadedDocument, Section
+from ..types import LoadedDocument, Section, counted
 
 log = logging.getLogger(__name__)
 
@@ -228,6 +228,8 @@ def load_document(
     if not doc.text.strip():
         raise IngestError(name, "contains no text.")
     _check_readable(name, doc.text, fmt)
+    if fmt == "subtitles" and (broken := broken_cues(name, data)):
+        doc.notices = (f"{counted(broken, 'cue')} skipped: {'its' if broken == 1 else 'their'} timing line could not be read",)
     log.info("loaded %s: %d chars, %d sections (%s)", name, len(doc.text), len(doc.sections), fmt)
     return doc
 
@@ -486,23 +488,65 @@ _VOICE_OPEN = re.compile(r"<v(?:\.[\w.-]+)*[ \t]+([^<>\n]{1,60}?)[ \t]*>")
 _CUE_MARKUP = re.compile(r"</?(?:v|c|i|b|u|ruby|rt|lang|font)\b[^<>]*>|<\d[\d:.]*>|\{\\[^{}]*\}")
 
 
+def _cue_blocks(name: str, data: bytes) -> list[str]:
+    """A subtitle file's blocks, as blank lines separate them (cues, its header, notes, styles)."""
+    text = _decode_text(name, data).replace("\r\n", "\n").replace("\r", "\n")
+    return [block for block in re.split(r"\n[ \t]*\n", text) if block.strip()]
+
+
 def _read_subtitles(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """A WebVTT or SRT file's spoken words: one line per cue, its speaker's voice tag as "Name: " (so it
     reads as a transcript's turn), without the header, the cues' numbers and timing lines, NOTE and
-    STYLE blocks or styling tags, which are the file's format, not anything said."""
-    cues = [_cue_text(block) for block in re.split(r"\n[ \t]*\n", _decode_text(name, data).replace("\r\n", "\n"))]
-    return [_Block("\n".join(cue for cue in cues if cue))]
+    STYLE blocks or styling tags, which are the file's format, not anything said. A cue whose timing
+    line does not parse is skipped (read as text, its number and timing became words); a file none of
+    whose cues parse is refused."""
+    cues, broken = _cues(_cue_blocks(name, data))
+    if broken and not cues:
+        raise IngestError(
+            name,
+            f"has no subtitle cue that could be read: none of its {counted(broken, 'cue')} has a timing "
+            "line such as 00:00:01,000 --> 00:00:04,000.",
+        )
+    return [_Block("\n".join(cues))]
 
 
-def _cue_text(block: str) -> str:
-    """The words of one cue block ('' for a header, note or style block): the lines after its timing
-    line (an SRT number or a WebVTT identifier may come before it), joined, markup removed."""
-    lines = [line.strip() for line in block.strip().split("\n")]
-    if not lines or _VTT_BLOCKS.fullmatch(lines[0]):
-        return ""
-    timing = next((i for i, line in enumerate(lines[:2]) if _CUE_TIMING.fullmatch(line)), None)
-    words = lines if timing is None else lines[timing + 1 :]
-    text = " ".join(line for line in words if line)
+def broken_cues(name: str, data: bytes) -> int:
+    """How many of a subtitle file's cues were skipped for a timing line that does not parse."""
+    return _cues(_cue_blocks(name, data))[1]
+
+
+# A block that is a cue by its shape: an SRT number, or a timing arrow, in its first two lines.
+_CUE_SHAPE = re.compile(r"\d+|.*-->.*|.*-\s*>.*")
+
+
+def _cues(blocks: list[str]) -> tuple[list[str], int]:
+    """The words of each cue, and how many cues were skipped for a timing line that does not parse. A
+    block of words alone (no number, no timing: a blank line inside a cue's text) goes with the cue
+    before it, kept or skipped with it."""
+    cues: list[str] = []
+    broken = 0
+    skipping = True  # nothing before the first cue continues a cue
+    for block in blocks:
+        lines = [line.strip() for line in block.strip().split("\n")]
+        if _VTT_BLOCKS.fullmatch(lines[0]):
+            skipping = True
+            continue
+        timing = next((i for i, line in enumerate(lines[:2]) if _CUE_TIMING.fullmatch(line)), None)
+        if timing is not None:
+            cues.append(_cue_text(lines[timing + 1 :]))
+            skipping = False
+        elif cues and not any(_CUE_SHAPE.fullmatch(line) for line in lines[:2]):
+            if not skipping:
+                cues[-1] = f"{cues[-1]} {_cue_text(lines)}".strip()
+        else:
+            broken += 1
+            skipping = True
+    return [cue for cue in cues if cue], broken
+
+
+def _cue_text(lines: list[str]) -> str:
+    """The words of a cue's text lines, joined, markup removed."""
+    text = " ".join(line for line in lines if line)
     text = _VOICE_OPEN.sub(lambda match: f"{match.group(1)}: ", text)
     return " ".join(html.unescape(_CUE_MARKUP.sub("", text)).split())
 
