@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 
 import docx
@@ -374,6 +375,27 @@ def test_typographic_ligatures_are_plain_letters():
     assert load_document("a.txt", "The ﬁrst eﬃcient keeper ﬂagged the ﬀ and ﬄ and ﬆ.".encode()).text == (
         "The first efficient keeper flagged the ff and ffl and st."
     )
+
+
+def test_a_pdf_damaged_into_an_overlong_number_is_corrupt_not_an_expansion():
+    """Bytes overwritten with digits make a number longer than pypdf reads (64 characters): its limit
+    error was told as "expands to more than 32 MB when unpacked" for a 2 kB file. The file is damaged."""
+    data = make_pdf(["Page one about the harbour.", "Page two.", "Page three."])
+    start = data.index(b"1 0 obj") + 16
+    damaged = data[:start] + b"0" * 60 + data[start + 60 :]
+    with pytest.raises(IngestError, match=r"damaged.pdf: is a corrupt or truncated PDF\.$"):
+        load_document("damaged.pdf", damaged)
+
+
+def test_a_pdf_page_that_cannot_be_read_is_skipped_and_counted():
+    """A page whose content stream is damaged is left out; the other pages are read, and the upload says
+    how many were skipped (the notice reaches the CLI's and the bot's line)."""
+    data = make_pdf(["Page one about the harbour.", "Page two about the bell.", "Page three about the lamp."])
+    start = [found.end() for found in re.finditer(rb"(?<!end)stream\n", data)][1]  # page two's content
+    doc = load_document("partly.pdf", data[:start] + b"\xff" * 30 + data[start + 30 :])
+    assert doc.text == "Page one about the harbour.\n\nPage three about the lamp."
+    assert doc.notices == ("1 page of 3 skipped: damaged, so unreadable",)
+    assert load_document("whole.pdf", data).notices == ()
 
 
 def test_pdf_encrypted_with_empty_user_password_still_loads():

@@ -109,6 +109,7 @@ class _Block:
     text: str
     page: int | None = None
     heading: tuple[str, ...] = ()
+    notice: str = ""  # for the uploader: what of the file could not be read (LoadedDocument.notices)
 
 
 # ---------------------------------------------------------------------------------------------- names
@@ -228,8 +229,7 @@ def load_document(
     if not doc.text.strip():
         raise IngestError(name, "contains no text.")
     _check_readable(name, doc.text, fmt)
-    if fmt == "subtitles" and (broken := broken_cues(name, data)):
-        doc.notices = (f"{counted(broken, 'cue')} skipped: {'its' if broken == 1 else 'their'} timing line could not be read",)
+    doc.notices = tuple(block.notice for block in blocks if block.notice)
     log.info("loaded %s: %d chars, %d sections (%s)", name, len(doc.text), len(doc.sections), fmt)
     return doc
 
@@ -507,12 +507,8 @@ def _read_subtitles(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
             f"has no subtitle cue that could be read: none of its {counted(broken, 'cue')} has a timing "
             "line such as 00:00:01,000 --> 00:00:04,000.",
         )
-    return [_Block("\n".join(cues))]
-
-
-def broken_cues(name: str, data: bytes) -> int:
-    """How many of a subtitle file's cues were skipped for a timing line that does not parse."""
-    return _cues(_cue_blocks(name, data))[1]
+    skipped = f"{counted(broken, 'cue')} skipped: {'its' if broken == 1 else 'their'} timing line could not be read"
+    return [_Block("\n".join(cues), notice=skipped if broken else "")]
 
 
 # A block that is a cue by its shape: an SRT number, or a timing arrow, in its first two lines.
@@ -788,14 +784,25 @@ def _read_pdf(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         return _read_pdf_pages(name, data, limits)
 
 
+# pypdf's words for a stream that unpacks past the caps `_pdf_configuration` sets; a stream read to its
+# "endstream" past the declared cap ends "...allowed length of <cap>." (another of pypdf's limits caps a
+# number's or a name's length, which only damaged bytes pass; its loops and cycles are damage too).
+_PDF_EXPANSION_CAPS = ("decompress", "declared stream length", "output bytes")
+
+
 def _pdf_failure(name: str, exc: Exception, limits: LoadLimits, what: str) -> IngestError:
     """The one sentence for an exception from pypdf: a cap it hit, a missing AES library, or corruption."""
     from pypdf.errors import DependencyError, LimitReachedError
 
     log.info("%s: pypdf failed while %s: %r", name, what, exc)
     if isinstance(exc, LimitReachedError):
-        if "decompress" in str(exc).lower() or "length" in str(exc).lower():
+        message = str(exc).lower()
+        if any(cap in message for cap in _PDF_EXPANSION_CAPS) or message.endswith(
+            f"allowed length of {limits.max_expanded_bytes}."
+        ):
             return _too_expanded(name, limits)
+        if message.startswith("read stream length") or "detected loop" in message or "detected cycle" in message:
+            return IngestError(name, "is a corrupt or truncated PDF.")  # a number longer than any, an object its own part
         return IngestError(name, "is too complex to read safely (it passes one of the PDF reader's limits).")
     if isinstance(exc, DependencyError):
         return IngestError(
@@ -861,6 +868,8 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         blocks.append(_Block(_join_hyphenated(text), page=number))
     if failed == len(pages) and pages:
         raise IngestError(name, "is a corrupt or truncated PDF.")
+    if failed:
+        blocks.append(_Block("", notice=f"{counted(failed, 'page')} of {len(pages):,} skipped: damaged, so unreadable"))
     if not any(b.text.strip() for b in blocks):
         if not pages:
             raise IngestError(name, "is a corrupt or truncated PDF (it has no pages).")
