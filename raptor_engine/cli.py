@@ -711,7 +711,7 @@ def forget(ctx: click.Context, document: str, kb: str, as_json: bool) -> None:
     if as_json:
         _print_json({"removed": removed.to_dict()})
         return
-    click.echo(f"Removed {removed.name} ({removed.nodes} nodes).")
+    click.echo(f"Removed {removed.name} ({counted(removed.nodes, 'node')}).")
 
 
 @cli.command()

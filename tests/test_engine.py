@@ -544,3 +544,33 @@ async def test_engine_names_with_lone_surrogates_read_as_replacement_characters(
         assert engine.delete_kb("kb\udcff")
     finally:
         engine.close()
+
+
+async def test_an_index_folder_this_user_may_not_write_leaves_adds_and_questions_working(railway, monkeypatch):
+    """An indices folder owned by another user (the data directory copied, or `sudo raptor` run in it
+    once): hnswlib says nothing when it cannot create its file, so the rename after it failed with 'No such
+    file or directory' after the document was committed, and every later question failed the same way.
+    The index is derived: an add and a question use it from memory; doctor, whose job is the files, says
+    in one sentence that it cannot write them."""
+    import errno
+    from contextlib import contextmanager
+
+    from raptor_engine.errors import StorageError
+    from raptor_engine.storage import index as index_module
+
+    engine, _ = railway
+
+    @contextmanager
+    def unwritable(path: Path):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path.with_name(f".{path.name}.x.tmp")))
+        yield path
+
+    monkeypatch.setattr(index_module, "writing", unwritable)
+    added = await engine.ingest("kb", "bees.md", BEEKEEPING.encode())
+    assert added.status == "added"
+    answer = await engine.ask("kb", "How many frames does a hive hold?")
+    assert answer.citations
+    engine.indexes._cache.clear()  # as a new process finds the saved index behind the store
+    assert (await engine.ask("kb", "Who surveyed the railway?")).citations
+    with pytest.raises(StorageError, match=r"The data directory .*indices may not be written by this user"):
+        engine.doctor(repair=True)
