@@ -601,6 +601,19 @@ def test_safe_filename(raw, expected):
     assert safe_filename(raw) == expected
 
 
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [(".md", "untitled.md"), ("..txt", "untitled.txt"), ("uploads/. .PDF", "untitled.PDF"), (".srt", "untitled.srt")],
+)
+def test_a_name_that_is_only_an_extension_keeps_its_type(raw, expected):
+    """'.md' lost its leading dot as any name does, and 'md' was refused as 'has an unsupported file type
+    (no extension)', naming a file the user never sent. It is read as the type it names."""
+    assert safe_filename(raw) == expected
+    if expected.endswith((".md", ".txt")):
+        assert load_document(raw, b"A file whose name is only an extension.").name == expected
+    assert safe_filename(".bashrc") == "bashrc"  # not a type this reads: refused by its name, as before
+
+
 def test_safe_filename_limits_length_and_keeps_extension():
     name = safe_filename("x" * 500 + ".docx")
     assert len(name) == 120

@@ -74,6 +74,7 @@ _HTML_TAG = re.compile(r"<[A-Za-z]")
 BINARY_CHAR_RATIO = 0.10
 
 _UNNAMED = "(unnamed file)"
+UNTITLED = "untitled"  # the name of a file whose name was only its extension
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,11 @@ def safe_filename(name: str) -> str:
     while ".." in base:
         base = base.replace("..", ".")
     # Leading dots and spaces go together: ". .txt" must not leave ".txt" for a second call to strip.
-    base = re.sub(r"^[\s.]+", "", re.sub(r"\s+", " ", base)).strip()
+    base = re.sub(r"\s+", " ", base)
+    bare = re.sub(r"^[\s.]+", "", base).strip()
+    if bare != base.strip() and "." not in bare and f".{bare.lower()}" in SUPPORTED_EXTENSIONS:
+        bare = f"{UNTITLED}.{bare}"  # a name that is only an extension (".md") keeps its type
+    base = bare
     if not base:
         raise IngestError(_UNNAMED, "has no usable file name.")
     if len(base) > MAX_NAME_CHARS:
