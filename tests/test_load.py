@@ -449,6 +449,28 @@ def test_html_headings_nested_blocks_and_dropped_scripts():
     assert doc.format == "html"
 
 
+def test_html_table_rows_under_a_header_row_are_labelled_so_each_reads_alone():
+    """As Markdown's: a chunk that began mid-table read its first row as the header of the rest. Rows
+    under a row of <th> cells name each cell by its column; a table with no such row (a key-value table,
+    a header in the first column) stays one ' | ' line a row."""
+    rows = "".join(f"<tr><td>Boat {i}</td><td>{1900 + i}</td></tr>" for i in range(3))
+    page = (
+        f"<p>Intro.</p><table><thead><tr><th>Name</th><th>Year built</th></tr></thead><tbody>{rows}</tbody></table>"
+        "<table><tr><td>Born</td><td>1850</td></tr><tr><td>Died</td><td>1920</td></tr></table>"
+        "<table><tr><th>Year</th><td>1900</td></tr></table><table><tr><th>Only</th><th>Header</th></tr></table>"
+    )
+    assert load_document("t.html", page.encode()).text.split("\n\n") == [
+        "Intro.",
+        "- Name: Boat 0; Year built: 1900.",
+        "- Name: Boat 1; Year built: 1901.",
+        "- Name: Boat 2; Year built: 1902.",
+        "Born | 1850",
+        "Died | 1920",
+        "Year | 1900",
+        "Only | Header",
+    ]
+
+
 def test_deeply_nested_html_does_not_hit_recursion_limit():
     depth = 20_000
     html = "<div>" * depth + "<h2>Deep</h2><p>Still readable.</p>" + "</div>" * depth
@@ -760,9 +782,8 @@ def test_html_table_rows_are_lines_of_cells_like_word_tables():
     doc = load_document("fees.html", html)
     assert doc.text.split("\n\n") == [
         "Fees.",
-        "Item | Late fee",
-        "DVDs | \u00a31",
-        "Books and maps | 20p/day",  # a bar inside a cell cannot make a new cell
+        "- Item: DVDs; Late fee: \u00a31.",  # under a header row of <th> cells, each cell named by its column
+        "- Item: Books and maps; Late fee: 20p/day.",  # a bar inside a cell cannot make a new cell
         "Outer a / b | x",  # a table in a cell is that cell's text
         "After.",
     ]

@@ -1281,7 +1281,10 @@ class _HtmlWalker:
         self.heading: tuple[str, ...] = ()
         self.heading_depth = 0
         self.rows: list[list[str]] = []  # the cells of the table rows being read (a stack: tables nest)
+        self.headed: list[bool] = []  # for each of those rows: whether its cells so far are all <th>
         self.outside: list[list[str]] = []  # the text read before each of those rows began
+        self.header: list[str] | None = None  # the column names of the outermost table being read
+        self.header_block: _Block | None = None  # that header row as read, until a row it names follows
 
     def flush(self) -> None:
         text = "".join(self.buffer)
@@ -1315,10 +1318,13 @@ class _HtmlWalker:
         return self.blocks
 
     def start_tag(self, tag: str) -> None:
+        if tag == "table" and not self.rows:
+            self.header = self.header_block = None
         if tag == "tr":
             if not self.rows:
                 self.flush()
             self.rows.append([])
+            self.headed.append(True)
             self.outside.append(self.buffer)  # the text of the cell a nested table sits in
             self.buffer = []
         elif tag in _HTML_CELLS and self.rows:
@@ -1338,6 +1344,7 @@ class _HtmlWalker:
             self.end_row()
         elif tag in _HTML_CELLS and self.rows:
             self.rows[-1].append(" ".join("".join(self.buffer).split()).replace("|", "/"))
+            self.headed[-1] = self.headed[-1] and tag == "th"
             self.buffer = []
         elif self.rows and (tag in _HTML_BLOCKS or tag in _HTML_HEADINGS):
             self.buffer.append(" ")
@@ -1353,15 +1360,28 @@ class _HtmlWalker:
 
 
     def end_row(self) -> None:
-        """A table row becomes one line, its cells separated by ' | ', as Word tables are read."""
+        """A table row becomes one line, its cells separated by ' | ', as Word tables are read; under a
+        header row of <th> cells, a list item naming each cell by its column, as Markdown's rows are read
+        (`_labelled_row`), so a row reads alone in whichever chunk it lands."""
         cells = self.rows.pop()
+        headed = self.headed.pop()
         self.buffer = self.outside.pop()
-        if any(cells):
-            line = " | ".join(cells)
-            if self.rows:  # a table inside a cell: its rows are that cell's text
-                self.buffer.append(f" {line} ")
-            else:
-                self.blocks.append(_Block(line, heading=self.heading))
+        if not any(cells):
+            return
+        line = " | ".join(cells)
+        if self.rows:  # a table inside a cell: its rows are that cell's text
+            self.buffer.append(f" {line} ")
+        elif self.header is None and headed and len(cells) > 1:
+            self.header = cells
+            self.header_block = _Block(line, heading=self.heading)
+            self.blocks.append(self.header_block)
+        elif self.header is not None and not headed:
+            if self.header_block is not None:  # its names are in every row now
+                self.header_block.text = ""
+                self.header_block = None
+            self.blocks.append(_Block(_labelled_row(self.header, cells), heading=self.heading))
+        else:
+            self.blocks.append(_Block(line, heading=self.heading))
 
 
 def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
