@@ -247,6 +247,12 @@ def test_subtitle_cues_with_broken_timing_lines_are_skipped_and_counted():
     assert vtt.text == "Hi." and vtt.notices == ("1 cue skipped: its timing line could not be read",)
 
 
+def test_a_ruby_annotation_in_a_cue_is_not_read_as_words():
+    """WebVTT ruby: the reading shown above the characters ('kan' over 漢) was glued to them ('漢kan')."""
+    cue = "WEBVTT\n\n00:01.000 --> 00:02.000\n<ruby>漢<rt>kan</rt>字<rt>ji</ruby> &amp; done.\n"
+    assert load_document("ruby.vtt", cue.encode()).text == "漢字 & done."
+
+
 @pytest.mark.parametrize(
     "data",
     [b"1\n00:01 -> 00:02\nHi.\n\n2\nxx --> yy\nBye.\n", b"Just some words\nin a file named .srt\n"],

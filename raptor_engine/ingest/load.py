@@ -491,6 +491,8 @@ _CUE_TIMING = re.compile(rf"{_CUE_TIME}\s*-->\s*{_CUE_TIME}\b.*")
 _VTT_BLOCKS = re.compile(r"(?:WEBVTT|NOTE|STYLE|REGION)(?:[ \t].*)?")  # a header or a block of no words
 _VOICE_OPEN = re.compile(r"<v(?:\.[\w.-]+)*[ \t]+([^<>\n]{1,60}?)[ \t]*>")
 _CUE_MARKUP = re.compile(r"</?(?:v|c|i|b|u|ruby|rt|lang|font)\b[^<>]*>|<\d[\d:.]*>|\{\\[^{}]*\}")
+# A ruby annotation (a reading shown above its characters, 漢<rt>kan</rt>): not said a second time.
+_CUE_RUBY_TEXT = re.compile(r"<rt\b[^<>]*>[^<]*(?:</rt\s*>)?")
 
 
 def _cue_blocks(name: str, data: bytes) -> list[str]:
@@ -548,7 +550,7 @@ def _cues(blocks: list[str]) -> tuple[list[str], int]:
 def _cue_text(lines: list[str]) -> str:
     """The words of a cue's text lines, joined, markup removed."""
     text = " ".join(line for line in lines if line)
-    text = _VOICE_OPEN.sub(lambda match: f"{match.group(1)}: ", text)
+    text = _VOICE_OPEN.sub(lambda match: f"{match.group(1)}: ", _CUE_RUBY_TEXT.sub("", text))
     return " ".join(html.unescape(_CUE_MARKUP.sub("", text)).split())
 
 
