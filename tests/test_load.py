@@ -287,6 +287,21 @@ def test_markdown_front_matter_without_a_title_or_repeating_the_heading_and_a_ru
     assert load_document("c.md", b"---\n\nA rule, then prose.\n").text == "---\n\nA rule, then prose."
 
 
+def test_markdown_html_tags_are_not_text_but_what_they_show_is():
+    """Raw HTML in Markdown (<details>, <summary>, <sub>, <br>) was stored tags and all, so quotes and
+    summaries showed '<details><summary>'. A renderer shows what the tags hold: so is it read. Code spans,
+    fences, autolinks and comparisons stay as written."""
+    source = (
+        "<details><summary>More</summary>The keeper's notes.</details>\n\n"
+        'H<sub>2</sub>O froze.<br/>The <span style="color:red">red</span> lamp. See <https://example.com>.\n\n'
+        "Write `<div>` there; 1<2 and 3>2.\n\n```\n<b>kept</b>\n```\n"
+    )
+    assert load_document("notes.md", source.encode()).text == (
+        "More The keeper's notes.\n\nH2O froze. The red lamp. See <https://example.com>.\n\n"
+        "Write `<div>` there; 1<2 and 3>2.\n\n```\n<b>kept</b>\n```"
+    )
+
+
 def test_markdown_table_rows_are_labelled_by_their_header_so_each_reads_alone():
     """A table longer than a chunk is cut between rows: a chunk that began mid-table lost the header and
     its first row was read as the header of the rest ('Boat 16: Boat 17; 1916: 1917'). Each row is a list

@@ -571,13 +571,23 @@ _MD_HIDDEN_HTML = re.compile(
     r"|<(?P<drop>script|style|noscript|template|iframe|object|svg|math)\b[^<>]{0,2000}>.*?(?:</(?P=drop)\s*>|\Z)"
     r"|<(?P<tag>[a-z][a-z0-9]*)\b[^<>]{0,2000}?"
     r"(?:\shidden(?=[\s=/>])|aria-hidden\s*=\s*[\"']?true|display\s*:\s*none|visibility\s*:\s*hidden)"
-    r"[^<>]{0,2000}>.*?(?:</(?P=tag)\s*>|\Z)",
+    r"[^<>]{0,2000}>.*?(?:</(?P=tag)\s*>|\Z)"
+    # any other tag: the renderer shows what it holds, never the tag (<details>, <sup>, <br/>)
+    r"|</?(?P<markup>[a-z][a-z0-9-]*)(?:\s[^<>]{0,2000})?/?>",
     re.IGNORECASE | re.DOTALL,
+)
+# Tags inside a line of text, removed without a space ("H<sub>2</sub>O" is "H2O"); any other is a space.
+_MD_INLINE_TAGS = frozenset(
+    "a abbr b bdi bdo cite code data del dfn em i ins kbd mark q s samp small span strong sub sup time u var".split()
 )
 
 
 def _keep_code(match: re.Match[str]) -> str:
-    return match.group(0) if match.group("code") else ""
+    """What stays of a match of `_MD_HIDDEN_HTML`: a code span whole, a visible tag's place, nothing else."""
+    if match.group("code"):
+        return match.group(0)
+    tag = match.group("markup")
+    return " " if tag and tag.lower() not in _MD_INLINE_TAGS else ""
 
 
 def _without_hidden_html(lines: list[str]) -> list[str]:
