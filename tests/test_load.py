@@ -281,6 +281,8 @@ def test_markdown_front_matter_is_not_text_and_its_title_is_the_documents(front)
 
 def test_markdown_front_matter_without_a_title_or_repeating_the_heading_and_a_rule_that_is_not_one():
     assert load_document("a.md", b"---\nlayout: post\n---\nBody only.\n").text == "Body only."
+    with pytest.raises(IngestError, match="contains no text"):
+        load_document("front-only.md", b"---\ntitle: Harbour Light\ntags: [x]\n---\n")
     same = load_document("b.md", b"---\ntitle: Harbour Light\n---\n\n# Harbour *Light*\n\nBody.\n")
     assert same.text == "# Harbour *Light*\n\nBody."
     # a thematic break at the top that never closes is the text's own
@@ -489,6 +491,19 @@ def test_html_table_rows_under_a_header_row_are_labelled_so_each_reads_alone():
         "Died | 1920",
         "Year | 1900",
         "Only | Header",
+    ]
+
+
+def test_html_form_controls_are_separate_words_and_a_closed_dialog_is_hidden():
+    """A label, a text area, a list's options and a button are boxes of their own on the page: their words
+    ran together ('NameTextarea', 'Option oneOption two'). A <dialog> without `open` is not shown."""
+    page = (
+        "<form><label>Name</label><textarea>The keeper's notes.</textarea><select><option>North</option>"
+        "<option>South</option></select><button>Send</button></form><dialog>Closed text</dialog>"
+        "<dialog open>Open text</dialog>"
+    )
+    assert load_document("f.html", page.encode()).text.split("\n\n") == [
+        "Name", "The keeper's notes.", "North", "South", "Send", "Open text"
     ]
 
 

@@ -662,8 +662,8 @@ def _titled(lines: list[str]) -> list[str]:
     """Front matter replaced by its title as the document's first heading, unless the text opens with that
     heading already."""
     title, lines = _front_matter_title(lines)
-    if title is None:
-        return lines
+    if title is None or not any(line.strip() for line in lines):
+        return lines  # front matter alone is no document: "contains no text"
     first = next((line for line in lines if line.strip()), "")
     opening = _ATX_HEADING.match(first)
     if opening and len(opening.group(1)) == 1 and _clean_heading(opening.group(2) or "") == _clean_heading(title):
@@ -1262,6 +1262,8 @@ _HTML_BLOCKS = {
     "address", "article", "aside", "blockquote", "body", "br", "caption", "dd", "details", "div", "dl", "dt",
     "fieldset", "figcaption", "figure", "footer", "form", "header", "hr", "li", "main", "nav", "ol", "p",
     "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
+    # form controls: each a box of its own on the page, so their words never run together
+    "button", "dialog", "label", "legend", "option", "select", "textarea",
 }  # fmt: skip
 _HTML_HEADINGS = {f"h{n}": n for n in range(1, 7)}
 _HTML_CELLS = {"td", "th"}
@@ -1278,6 +1280,8 @@ def _html_hidden(tag: object) -> bool:
     instructions to an LLM that no reader of the page ever sees."""
     attrs = tag.attrs  # type: ignore[attr-defined]
     if "hidden" in attrs or str(attrs.get("aria-hidden", "")).strip().lower() == "true":
+        return True
+    if tag.name == "dialog" and "open" not in attrs:  # type: ignore[attr-defined]  # a closed dialog is not shown
         return True
     style = attrs.get("style")
     return bool(style) and _HIDDEN_STYLE.search(str(style)) is not None
