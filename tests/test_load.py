@@ -419,6 +419,9 @@ def test_a_pdf_page_that_cannot_be_read_is_skipped_and_counted():
     assert doc.text == "Page one about the harbour.\n\nPage three about the lamp."
     assert doc.notices == ("1 page of 3 skipped: damaged, so unreadable",)
     assert load_document("whole.pdf", data).notices == ()
+    # damage pypdf reads past, logging the rest away: the page came back empty with nothing said
+    quiet = load_document("quiet.pdf", data[:start] + b"0" * 30 + data[start + 30 :])
+    assert quiet.text == doc.text and quiet.notices == ("1 page of 3 read only in part: damaged",)
 
 
 def test_pdf_encrypted_with_empty_user_password_still_loads():

@@ -9,6 +9,7 @@ whose reason is one sentence a Discord user can act on.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import functools
 import html
 import io
@@ -833,6 +834,31 @@ def _pdf_failure(name: str, exc: Exception, limits: LoadLimits, what: str) -> In
 _GLYPH_LINES = re.compile(r"(?:^[^\n]?\n){12,}", re.MULTILINE)
 
 
+class _StreamDamage(logging.Handler):
+    """Counts pypdf's reports of a content stream it could not decompress whole: it reads what it can and
+    only logs the rest, so a damaged page came back empty or cut short with nothing said."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen += "while decompressing" in record.getMessage()
+
+
+@contextlib.contextmanager
+def _watching_streams() -> Iterator[_StreamDamage]:
+    logger = logging.getLogger("pypdf.filters")
+    handler, level = _StreamDamage(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
 def _page_text(page: Any) -> str:
     """A page's text. pypdf's plain extraction, except where that spelled a line out glyph by glyph (as
     some PDF writers position every character): then the layout extraction, which joins characters by
@@ -868,11 +894,13 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     if len(pages) > limits.max_pages:
         raise IngestError(name, f"has {len(pages):,} pages, more than the {limits.max_pages:,} allowed.")
     blocks: list[_Block] = []
-    failed = 0
+    failed = partial = 0
     chars = 0
     for number, page in enumerate(pages, start=1):
         try:
-            text = _page_text(page)
+            with _watching_streams() as damage:
+                text = _page_text(page)
+            partial += damage.seen > 0
         except Exception as exc:
             error = _pdf_failure(name, exc, limits, f"reading page {number}")
             if "corrupt" not in error.reason:
@@ -887,6 +915,8 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         raise IngestError(name, "is a corrupt or truncated PDF.")
     if failed:
         blocks.append(_Block("", notice=f"{counted(failed, 'page')} of {len(pages):,} skipped: damaged, so unreadable"))
+    if partial:
+        blocks.append(_Block("", notice=f"{counted(partial, 'page')} of {len(pages):,} read only in part: damaged"))
     if not any(b.text.strip() for b in blocks):
         if not pages:
             raise IngestError(name, "is a corrupt or truncated PDF (it has no pages).")
