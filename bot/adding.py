@@ -81,7 +81,7 @@ def result_line(name: str, result: Any) -> str:
         f"✅ **{shown}** added: {counted(result.chunks, 'chunk')}, {counted(result.layers, 'layer')}, "
         f"{counted(result.nodes, 'node')} in {seconds:.1f} s."
     )
-    return line
+    return line + "".join(f" {notice[:1].upper()}{notice[1:]}." for notice in getattr(result, "notices", []))
 
 
 def namesake_note(earlier: Any) -> str:

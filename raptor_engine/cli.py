@@ -33,7 +33,7 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
     from .query.answer import describe_documents
     from .query.support import MATCHED, describe_support, sources_title
     from .storage.archive import export_space, import_space
-    from .storage.files import rename_target
+    from .storage.files import partial_path, rename_target, sweep_partials
     from .storage.records import DocumentInfo
     from .storage.spaces import DB_NAME, space_dir
     from .types import Answer, Progress, Turn, counted
@@ -163,7 +163,8 @@ def _write_png(path: Path, data: bytes) -> None:
     """Write the picture whole or not at all: a temporary file beside it, then an atomic rename (onto
     a symlink's target, so that the link stays a link)."""
     target = rename_target(path)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    sweep_partials(target)
+    temporary = partial_path(target)
     try:
         temporary.write_bytes(data)
         os.replace(temporary, target)
@@ -342,6 +343,7 @@ def _print_ingest(name: str, result: IngestResult) -> None:
             if result.prompt_tokens
             else ""
         )
+        + "".join(f"; {notice}" for notice in result.notices)
     )
 
 
@@ -709,7 +711,7 @@ def forget(ctx: click.Context, document: str, kb: str, as_json: bool) -> None:
     if as_json:
         _print_json({"removed": removed.to_dict()})
         return
-    click.echo(f"Removed {removed.name} ({removed.nodes} nodes).")
+    click.echo(f"Removed {removed.name} ({counted(removed.nodes, 'node')}).")
 
 
 @cli.command()

@@ -78,7 +78,7 @@ from .storage.store import Store
 from .storage.writers import WriterGate
 from .tree.build import BuiltTree, Summarized, build_kb_layer
 from .tree.cluster import use_compile_cache
-from .tree.docbuild import build_document, build_trees, check_token_bounds, parse_limits
+from .tree.docbuild import DocumentTree, build_document, build_trees, check_token_bounds, parse_limits
 from .tree.embed import Embedder
 from .tree.stages import StageClock
 from .tree.summarize import ExtractiveSummarizer
@@ -130,11 +130,14 @@ _current_space: contextvars.ContextVar[tuple[Spaces, Space] | None] = contextvar
 
 def _in_space(method: Callable[..., Any]) -> Callable[..., Any]:
     """Run an Engine method whose first argument is a knowledge base name against that knowledge base's
-    space: inside it (and in the threads it starts) `self.store` and `self.indexes` are that space's."""
+    space: inside it (and in the threads it starts) `self.store` and `self.indexes` are that space's. The
+    name is read as `readable_text` reads it (SQLite cannot store a lone surrogate, so a name made from bytes
+    that are not UTF-8 failed with UnicodeEncodeError), as the CLI and the bot already pass it."""
     if asyncio.iscoroutinefunction(method):
 
         @functools.wraps(method)
         async def run_async(self: Engine, kb: str, *args: Any, **kwargs: Any) -> Any:
+            kb = readable_text(kb)
             with self.in_space(kb):
                 return await method(self, kb, *args, **kwargs)
 
@@ -142,6 +145,7 @@ def _in_space(method: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def run(self: Engine, kb: str, *args: Any, **kwargs: Any) -> Any:
+        kb = readable_text(kb)
         with self.in_space(kb):
             return method(self, kb, *args, **kwargs)
 
@@ -173,6 +177,8 @@ class IngestResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     stage_seconds: dict[str, float] = field(default_factory=dict)  # by build stage (stages.StageClock)
+    # for the person who added it: how the file was read ("2 cues skipped: ..."), shown by the CLI and bot
+    notices: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -542,6 +548,7 @@ class Engine:
         nothing is stored. Builds of one knowledge base run one at a time, in arrival order.
         """
         name = safe_filename(filename)
+        added_by = readable_text(added_by)  # stored beside the document: SQLite cannot store a lone surrogate
         # The size now; the document count only after the duplicate check (same bytes are a no-op).
         self._check_limits(None, name, len(data))
         sha = hashlib.sha256(data).hexdigest()
@@ -583,7 +590,8 @@ class Engine:
         budget = self.build_budget(name)
         try:
             with budget.active():
-                tree, chunks, fmt = await budget.bound(self._build_tree(name, data, kb_id, progress))
+                built = await budget.bound(self._build_tree(name, data, kb_id, progress))
+                tree, chunks, fmt = built.tree, built.chunks, built.format
             # Other processes' writers of this knowledge base wait from here to the commit (writers.py); the
             # wait is RAPTOR_WRITER_WAIT's, not the build's deadline, and the cross-document layer is cheap.
             await gate.enter()
@@ -688,11 +696,12 @@ class Engine:
             notes,
             prompt_tokens,
             completion_tokens,
+            notices=list(built.notices),
         )
 
     async def _build_tree(
         self, name: str, data: bytes, kb_id: int | None, progress: ProgressCallback | None
-    ) -> tuple[BuiltTree, list, str]:
+    ) -> DocumentTree:
         """The document's own tree, built on the Dask cluster when one is attached, else here."""
         held = self.store.kb_tokens(kb_id) if kb_id is not None else 0
         if self.cluster is not None:
@@ -713,7 +722,7 @@ class Engine:
                 progress=progress,
             )
         self.last_parse = built.parse
-        return built.tree, built.chunks, built.format
+        return built
 
     async def _summarizer_once_loaded(self, embedder: asyncio.Future[Embedder]) -> Summarizer:
         """The summariser, made on the event loop once the embedder it counts tokens with has loaded."""
@@ -771,7 +780,7 @@ class Engine:
         try:
             async with self._lock(kb), self._writer_gate(kb) as gate:
                 await gate.enter()
-                doc = self.store.find_document(kb_id, document)
+                doc = self.store.find_document(kb_id, readable_text(document))
                 started = time.perf_counter()
                 seen_version = self._version_of(kb_id)
                 kb_layer = await self._kb_layer(kb_id, None, None, exclude_doc=doc.id)

@@ -40,6 +40,8 @@ class LoadedDocument:
     text: str
     sections: list[Section]
     format: str  # "txt" | "md" | "pdf" | "docx" | "html" | "subtitles" (.vtt, .srt)
+    # what the person who uploaded it should be told about how it was read ("2 cues ... were skipped")
+    notices: tuple[str, ...] = ()
 
 
 PageMarks = tuple[tuple[int, int], ...]  # (offset in a text, page that starts there), offsets rising

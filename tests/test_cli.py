@@ -400,3 +400,19 @@ def test_an_ingest_with_one_bad_file_prints_the_others_as_json_and_exits_1(run, 
     assert [entry["document"]["name"] for entry in json.loads(result.stdout)] == ["railway.md"]
     errors = result.stderr.strip().splitlines()
     assert len(errors) == 1 and errors[0].startswith("Error: scan.pdf: "), result.stderr
+
+
+def test_ingest_says_how_many_subtitle_cues_it_skipped(run, tmp_path):
+    """The cues of a damaged subtitle file that parse are added; the line (and --json) says how many
+    were skipped, so the user knows part of it is missing."""
+    from tests.test_load import BROKEN_SRT
+
+    damaged = tmp_path / "damaged.srt"
+    damaged.write_bytes(BROKEN_SRT)
+    added = run("ingest", str(damaged), "--kb", "t", "--quiet")
+    assert added.exit_code == 0, added.output
+    assert added.output.strip().endswith("; 3 cues skipped: their timing line could not be read")
+    again = tmp_path / "again.srt"
+    again.write_bytes(BROKEN_SRT + b"\n6\n00:00:10,000 --> 00:00:11,000\nThe end.\n")
+    listed = json.loads(run("ingest", str(again), "--kb", "t", "--quiet", "--json").output)
+    assert listed[0]["notices"] == ["3 cues skipped: their timing line could not be read"]

@@ -526,3 +526,51 @@ async def test_a_conversation_keeps_its_subject_and_drops_stale_context(tmp_path
         assert "1962" in closed.text.split("\n")[1]
     finally:
         engine.close()
+
+
+async def test_engine_names_with_lone_surrogates_read_as_replacement_characters(tmp_path, embedder):
+    """A caller of the engine API (not the CLI, which cleans names) may pass a knowledge base name or
+    `added_by` made from bytes that are not UTF-8 ('\\udcff'): SQLite cannot store a lone surrogate, so
+    every call failed with UnicodeEncodeError. They read as U+FFFD, the same name on every call."""
+    engine = make_engine(tmp_path, embedder)
+    try:
+        added = await engine.ingest("kb\udcff", "railway.md", RAILWAY.encode(), added_by="me\udc80")
+        assert added.status == "added"
+        assert [(d.name, d.added_by) for d in engine.documents("kb\udcfe")] == [("railway.md", "me\ufffd")]
+        assert engine.tree_info("kb\udcff").kb == "kb\ufffd"
+        answer = await engine.ask("kb\udcff", "Who led the passengers to safety in 1903?")
+        assert answer.citations
+        assert (await engine.forget("kb\udcff", "railway.md")).name == "railway.md"
+        assert engine.delete_kb("kb\udcff")
+    finally:
+        engine.close()
+
+
+async def test_an_index_folder_this_user_may_not_write_leaves_adds_and_questions_working(railway, monkeypatch):
+    """An indices folder owned by another user (the data directory copied, or `sudo raptor` run in it
+    once): hnswlib says nothing when it cannot create its file, so the rename after it failed with 'No such
+    file or directory' after the document was committed, and every later question failed the same way.
+    The index is derived: an add and a question use it from memory; doctor, whose job is the files, says
+    in one sentence that it cannot write them."""
+    import errno
+    from contextlib import contextmanager
+
+    from raptor_engine.errors import StorageError
+    from raptor_engine.storage import index as index_module
+
+    engine, _ = railway
+
+    @contextmanager
+    def unwritable(path: Path):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path.with_name(f".{path.name}.x.tmp")))
+        yield path
+
+    monkeypatch.setattr(index_module, "writing", unwritable)
+    added = await engine.ingest("kb", "bees.md", BEEKEEPING.encode())
+    assert added.status == "added"
+    answer = await engine.ask("kb", "How many frames does a hive hold?")
+    assert answer.citations
+    engine.indexes._cache.clear()  # as a new process finds the saved index behind the store
+    assert (await engine.ask("kb", "Who surveyed the railway?")).citations
+    with pytest.raises(StorageError, match=r"The data directory .*indices may not be written by this user"):
+        engine.doctor(repair=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import tarfile
 
 import pytest
@@ -160,3 +161,22 @@ def test_an_export_into_a_missing_folder_names_that_folder(two_directories, tmp_
     assert done.exit_code == 1
     assert done.output == f"Error: Cannot write the archive to {archive}: {tmp_path / 'nowhere'} does not exist.\n"
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_an_export_killed_before_its_rename_leaves_no_copy_of_the_store_after_the_next(
+    two_directories, tmp_path
+):
+    """An export writes a snapshot of the database and the tar beside the archive's path, then renames
+    the tar over it: SIGKILLed before that, the folder (a whole copy of the server's documents) stayed in
+    the user's folder. The next export to that path removes what processes no longer running left."""
+    source, _, _ = two_directories
+    archive = tmp_path / "guild-42.tar"
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    killed = tmp_path / f".guild-42.tar.{finished.pid}.tmp"
+    killed.mkdir()
+    (killed / "raptor.db").write_bytes(b"SQLite format 3\x00" + bytes(4080))
+    _raptor("--data-dir", str(source), "guilds", "export", "42", str(archive))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "guild-42.tar"]
+    with tarfile.open(archive) as tar:
+        assert sorted(tar.getnames()) == ["raptor.db", "space.json"]

@@ -276,6 +276,20 @@ HOSTILE = {
         dict(db_edit=_nan_vector),
         "its database holds vectors that cannot be indexed",
     ),
+    "a document's name holding a terminal escape": (
+        dict(db_edit=lambda c: c.execute(
+            "UPDATE documents SET name = 'ev' || char(27) || ']0;pwned' || char(7) || '.md' WHERE id = (SELECT MIN(id) FROM documents)")),
+        "its database has control characters (terminal escapes) in 1 of its document names",
+    ),
+    "who added a document, holding a screen clear": (
+        dict(db_edit=lambda c: c.execute("UPDATE documents SET added_by = char(27) || '[2J' WHERE id = (SELECT MIN(id) FROM documents)")),
+        "in 1 of its names of who added a document",
+    ),
+    "a node's text and a heading holding escapes": (
+        dict(db_edit=lambda c: c.execute(
+            "UPDATE nodes SET text = text || char(155) || '31m', heading = '[\"\\u001b[31mred\"]' WHERE id = (SELECT MIN(id) FROM nodes)")),
+        "in 1 of its nodes' texts",
+    ),
     "a node of 100,000 characters": (
         dict(db_edit=lambda c: c.execute(
             "UPDATE nodes SET text = printf('%.*c', 100000, 'x') WHERE id = (SELECT MIN(id) FROM nodes)")),

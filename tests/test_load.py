@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 
 import docx
@@ -13,6 +14,7 @@ from pypdf import PdfReader, PdfWriter
 from reportlab.pdfgen import canvas
 
 from raptor_engine.errors import IngestError
+from raptor_engine.ingest.chunk import chunk_document
 from raptor_engine.ingest.load import (
     SUPPORTED_EXTENSIONS,
     LoadLimits,
@@ -224,6 +226,108 @@ def test_markdown_setext_headings_and_text_before_first_heading():
     assert section_at(doc, "Body two").heading == ("Part One", "Part Two")
 
 
+BROKEN_SRT = (
+    b"1\n00:00:01,000 --> 00:00:02,000\nMARY: Where were you last night?\n\n"
+    b"2\n00:00:03,000 -> 00:00:04,000\nA cue whose arrow lost a dash.\n\n"
+    b"3\n00:00:05;000 --> 00:00:06,000\nA cue with a semicolon.\n\n"
+    b"4\n\nA cue whose timing line is missing.\n\n"
+    b"5\n00:00:07,000 --> 00:00:09,000\nJOHN: At the lighthouse.\n\nThe storm was coming.\n"
+)
+
+
+def test_subtitle_cues_with_broken_timing_lines_are_skipped_and_counted():
+    """An SRT whose timing lines were damaged was read as plain text, cue numbers and timings as words.
+    Cues that parse are read, the broken ones skipped and counted for the user; a block of words alone
+    (a blank line inside a cue's text) still belongs to the cue before it."""
+    doc = load_document("damaged.srt", BROKEN_SRT)
+    assert doc.text == "MARY: Where were you last night?\nJOHN: At the lighthouse. The storm was coming."
+    assert doc.notices == ("3 cues skipped: their timing line could not be read",)
+    assert load_document("fine.srt", SRT_EXPORT).notices == ()
+    vtt = load_document("one.vtt", b"WEBVTT\n\nNOTE a note\n\n00:01.000 --> 00:02.000\nHi.\n\n00:02 -> 00:03\nBye.\n")
+    assert vtt.text == "Hi." and vtt.notices == ("1 cue skipped: its timing line could not be read",)
+
+
+def test_a_ruby_annotation_in_a_cue_is_not_read_as_words():
+    """WebVTT ruby: the reading shown above the characters ('kan' over 漢) was glued to them ('漢kan')."""
+    cue = "WEBVTT\n\n00:01.000 --> 00:02.000\n<ruby>漢<rt>kan</rt>字<rt>ji</ruby> &amp; done.\n"
+    assert load_document("ruby.vtt", cue.encode()).text == "漢字 & done."
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"1\n00:01 -> 00:02\nHi.\n\n2\nxx --> yy\nBye.\n", b"Just some words\nin a file named .srt\n"],
+)
+def test_a_subtitle_file_none_of_whose_cues_parse_is_refused(data):
+    with pytest.raises(IngestError, match=r"has no subtitle cue that could be read: none of its \d+ cues? has a timing line"):
+        load_document("broken.srt", data)
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        '---\ntitle: "Harbour Light"\ndate: 2024-05-01\ntags: [lighthouse, history]\nlayout: post\n---\n',
+        "---\ntitle: Harbour Light\nauthor: J. Doe\n...\n",
+        "+++\ntitle = 'Harbour Light'\ndate = 2024-05-01\ndraft = false\n+++\n",
+    ],
+)
+def test_markdown_front_matter_is_not_text_and_its_title_is_the_documents(front):
+    """YAML (---) or TOML (+++) front matter (Jekyll, Hugo, Obsidian) was indexed as text: 'layout: post'
+    and the dates became a chunk. It is dropped; its title is the document's first heading."""
+    doc = load_document("post.md", (front + "\nThomas kept the light.\n\n## Storms\n\nThe gale of 1887.\n").encode())
+    assert doc.text == "# Harbour Light\n\nThomas kept the light.\n\n## Storms\n\nThe gale of 1887."
+    assert section_at(doc, "Thomas kept").heading == ("Harbour Light",)
+    assert section_at(doc, "The gale").heading == ("Harbour Light", "Storms")
+
+
+def test_markdown_front_matter_without_a_title_or_repeating_the_heading_and_a_rule_that_is_not_one():
+    assert load_document("a.md", b"---\nlayout: post\n---\nBody only.\n").text == "Body only."
+    with pytest.raises(IngestError, match="contains no text"):
+        load_document("front-only.md", b"---\ntitle: Harbour Light\ntags: [x]\n---\n")
+    same = load_document("b.md", b"---\ntitle: Harbour Light\n---\n\n# Harbour *Light*\n\nBody.\n")
+    assert same.text == "# Harbour *Light*\n\nBody."
+    # a thematic break at the top that never closes is the text's own
+    assert load_document("c.md", b"---\n\nA rule, then prose.\n").text == "---\n\nA rule, then prose."
+
+
+def test_markdown_html_tags_are_not_text_but_what_they_show_is():
+    """Raw HTML in Markdown (<details>, <summary>, <sub>, <br>) was stored tags and all, so quotes and
+    summaries showed '<details><summary>'. A renderer shows what the tags hold: so is it read. Code spans,
+    fences, autolinks and comparisons stay as written."""
+    source = (
+        "<details><summary>More</summary>The keeper's notes.</details>\n\n"
+        'H<sub>2</sub>O froze.<br/>The <span style="color:red">red</span> lamp. See <https://example.com>.\n\n'
+        "Write `<div>` there; 1<2 and 3>2.\n\n```\n<b>kept</b>\n```\n"
+    )
+    assert load_document("notes.md", source.encode()).text == (
+        "More The keeper's notes.\n\nH2O froze. The red lamp. See <https://example.com>.\n\n"
+        "Write `<div>` there; 1<2 and 3>2.\n\n```\n<b>kept</b>\n```"
+    )
+
+
+def test_markdown_table_rows_are_labelled_by_their_header_so_each_reads_alone():
+    """A table longer than a chunk is cut between rows: a chunk that began mid-table lost the header and
+    its first row was read as the header of the rest ('Boat 16: Boat 17; 1916: 1917'). Each row is a list
+    item named by its columns; a table in a code fence and a setext heading with a pipe stay as written."""
+    rows = "".join(f"| Boat {i} | {i + 3} m | {1900 + i} |\n" for i in range(40))
+    source = (
+        "Intro.\n\n| Name | Length | Year built |\n|:---|---:|:-:|\n" + rows + "| Gig \\| tender | | 1950. |\n\n"
+        "```\n| a | b |\n|---|---|\n| 1 | 2 |\n```\n\nTolls | fees\n---\n\nEnd.\n"
+    )
+    doc = load_document("fleet.md", source.encode())
+    lines = doc.text.split("\n")
+    assert lines[2:4] == ["- Name: Boat 0; Length: 3 m; Year built: 1900.", "- Name: Boat 1; Length: 4 m; Year built: 1901."]
+    assert "- Name: Gig / tender; Year built: 1950." in lines
+    assert "| Name | Length | Year built |" not in lines and not any(line.startswith("|:--") for line in lines)
+    assert "| a | b |\n|---|---|\n| 1 | 2 |" in doc.text
+    assert section_at(doc, "End.").heading == ("Tolls | fees",)
+    chunks = chunk_document(doc, lambda text: len(text.split()), max_tokens=40)
+    assert len(chunks) > 3
+    for chunk in chunks:
+        assert all(
+            line.startswith("- Name: ") for line in chunk.text.split("\n") if "Boat" in line
+        ), chunk.text
+
+
 def test_pdf_pages_are_sections_joined_by_blank_lines():
     data = make_pdf(["The first page ends mid sentence and", "continues on the second page. The end."])
     doc = load_document("report.pdf", data)
@@ -296,6 +400,30 @@ def test_typographic_ligatures_are_plain_letters():
     )
 
 
+def test_a_pdf_damaged_into_an_overlong_number_is_corrupt_not_an_expansion():
+    """Bytes overwritten with digits make a number longer than pypdf reads (64 characters): its limit
+    error was told as "expands to more than 32 MB when unpacked" for a 2 kB file. The file is damaged."""
+    data = make_pdf(["Page one about the harbour.", "Page two.", "Page three."])
+    start = data.index(b"1 0 obj") + 16
+    damaged = data[:start] + b"0" * 60 + data[start + 60 :]
+    with pytest.raises(IngestError, match=r"damaged.pdf: is a corrupt or truncated PDF\.$"):
+        load_document("damaged.pdf", damaged)
+
+
+def test_a_pdf_page_that_cannot_be_read_is_skipped_and_counted():
+    """A page whose content stream is damaged is left out; the other pages are read, and the upload says
+    how many were skipped (the notice reaches the CLI's and the bot's line)."""
+    data = make_pdf(["Page one about the harbour.", "Page two about the bell.", "Page three about the lamp."])
+    start = [found.end() for found in re.finditer(rb"(?<!end)stream\n", data)][1]  # page two's content
+    doc = load_document("partly.pdf", data[:start] + b"\xff" * 30 + data[start + 30 :])
+    assert doc.text == "Page one about the harbour.\n\nPage three about the lamp."
+    assert doc.notices == ("1 page of 3 skipped: damaged, so unreadable",)
+    assert load_document("whole.pdf", data).notices == ()
+    # damage pypdf reads past, logging the rest away: the page came back empty with nothing said
+    quiet = load_document("quiet.pdf", data[:start] + b"0" * 30 + data[start + 30 :])
+    assert quiet.text == doc.text and quiet.notices == ("1 page of 3 read only in part: damaged",)
+
+
 def test_pdf_encrypted_with_empty_user_password_still_loads():
     writer = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf(["Readable but restricted."]))))
     writer.encrypt(user_password="", owner_password="owner-secret")
@@ -345,6 +473,41 @@ def test_html_headings_nested_blocks_and_dropped_scripts():
     assert section_at(doc, "Fine print").heading == ("Guide", "Setup steps", "Details")
     assert section_at(doc, "Last words").heading == ("Guide", "Other")
     assert doc.format == "html"
+
+
+def test_html_table_rows_under_a_header_row_are_labelled_so_each_reads_alone():
+    """As Markdown's: a chunk that began mid-table read its first row as the header of the rest. Rows
+    under a row of <th> cells name each cell by its column; a table with no such row (a key-value table,
+    a header in the first column) stays one ' | ' line a row."""
+    rows = "".join(f"<tr><td>Boat {i}</td><td>{1900 + i}</td></tr>" for i in range(3))
+    page = (
+        f"<p>Intro.</p><table><thead><tr><th>Name</th><th>Year built</th></tr></thead><tbody>{rows}</tbody></table>"
+        "<table><tr><td>Born</td><td>1850</td></tr><tr><td>Died</td><td>1920</td></tr></table>"
+        "<table><tr><th>Year</th><td>1900</td></tr></table><table><tr><th>Only</th><th>Header</th></tr></table>"
+    )
+    assert load_document("t.html", page.encode()).text.split("\n\n") == [
+        "Intro.",
+        "- Name: Boat 0; Year built: 1900.",
+        "- Name: Boat 1; Year built: 1901.",
+        "- Name: Boat 2; Year built: 1902.",
+        "Born | 1850",
+        "Died | 1920",
+        "Year | 1900",
+        "Only | Header",
+    ]
+
+
+def test_html_form_controls_are_separate_words_and_a_closed_dialog_is_hidden():
+    """A label, a text area, a list's options and a button are boxes of their own on the page: their words
+    ran together ('NameTextarea', 'Option oneOption two'). A <dialog> without `open` is not shown."""
+    page = (
+        "<form><label>Name</label><textarea>The keeper's notes.</textarea><select><option>North</option>"
+        "<option>South</option></select><button>Send</button></form><dialog>Closed text</dialog>"
+        "<dialog open>Open text</dialog>"
+    )
+    assert load_document("f.html", page.encode()).text.split("\n\n") == [
+        "Name", "The keeper's notes.", "North", "South", "Send", "Open text"
+    ]
 
 
 def test_deeply_nested_html_does_not_hit_recursion_limit():
@@ -499,6 +662,19 @@ def test_safe_filename(raw, expected):
     assert safe_filename(raw) == expected
 
 
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [(".md", "untitled.md"), ("..txt", "untitled.txt"), ("uploads/. .PDF", "untitled.PDF"), (".srt", "untitled.srt")],
+)
+def test_a_name_that_is_only_an_extension_keeps_its_type(raw, expected):
+    """'.md' lost its leading dot as any name does, and 'md' was refused as 'has an unsupported file type
+    (no extension)', naming a file the user never sent. It is read as the type it names."""
+    assert safe_filename(raw) == expected
+    if expected.endswith((".md", ".txt")):
+        assert load_document(raw, b"A file whose name is only an extension.").name == expected
+    assert safe_filename(".bashrc") == "bashrc"  # not a type this reads: refused by its name, as before
+
+
 def test_safe_filename_limits_length_and_keeps_extension():
     name = safe_filename("x" * 500 + ".docx")
     assert len(name) == 120
@@ -645,9 +821,8 @@ def test_html_table_rows_are_lines_of_cells_like_word_tables():
     doc = load_document("fees.html", html)
     assert doc.text.split("\n\n") == [
         "Fees.",
-        "Item | Late fee",
-        "DVDs | \u00a31",
-        "Books and maps | 20p/day",  # a bar inside a cell cannot make a new cell
+        "- Item: DVDs; Late fee: \u00a31.",  # under a header row of <th> cells, each cell named by its column
+        "- Item: Books and maps; Late fee: 20p/day.",  # a bar inside a cell cannot make a new cell
         "Outer a / b | x",  # a table in a cell is that cell's text
         "After.",
     ]

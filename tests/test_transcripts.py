@@ -70,6 +70,19 @@ def test_labels_of_every_transcript_form_are_speakers_and_prose_labels_are_not()
         assert speaker_of(prose) is None
 
 
+def test_speakers_with_a_role_a_dialogue_dash_or_q_and_a_labels_are_speakers():
+    """'[00:00:09] Bob (Treasurer):', '— Ana:' and a deposition's 'Q.'/'A.' were not labels, so their
+    turns were quoted with the timestamps and another speaker's words, and 'What did Bob say?' named no one."""
+    assert speaker_of("[00:00:09] Bob (Treasurer): The accounts balanced in March.") == "Bob"
+    assert speaker_of("Interviewer [off camera]: Go on.") == "Interviewer"
+    assert speaker_of("\u2014 Ana: \u00bfD\u00f3nde est\u00e1 el faro?") == "Ana"
+    assert speaker_of("Q. Where were you that night?") == "Q" and speaker_of("A. At the lighthouse.") == "A"
+    deposition = "Q. Where were you that night?\nA. At the lighthouse.\nQ. Alone?\nA. With my father."
+    assert [speaker for _, speaker in turns(deposition)] == ["Q", "A", "Q", "A"]
+    for prose in ("Note (important): the lamp is lit at dusk.", "See (below): the table."):
+        assert speaker_of(prose) is None
+
+
 def test_prose_and_a_papers_labelled_paragraphs_are_not_turns():
     paper = "Encoder: Our encoder has three layers.\nDecoder: The decoder is a GRU.\nAttention: We attend."
     assert turns(paper) == []

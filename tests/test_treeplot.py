@@ -7,6 +7,7 @@ import io
 import json
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -250,3 +251,38 @@ def test_a_picture_never_replaces_a_pipe_or_device_and_writes_through_a_link(run
     assert result.exit_code == 0, result.output
     assert link.is_symlink() and (pictures / "tree.png").read_bytes().startswith(PNG_SIGNATURE)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []
+
+
+def _dead_and_live_pids() -> tuple[int, subprocess.Popen]:
+    """A pid whose process has exited, and a process that keeps running until the caller stops it."""
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    return finished.pid, subprocess.Popen(["sleep", "60"])
+
+
+def test_a_picture_killed_before_its_rename_leaves_nothing_after_the_next_one(run, tmp_path):
+    """`raptor tree --png` SIGKILLed between writing its `.tree.png.<pid>.tmp` and the rename left that
+    file beside the user's picture for good. The next picture to the same path removes the partials of
+    processes that no longer run, and leaves a running writer's alone."""
+    railway = tmp_path / "railway.md"
+    railway.write_text(RAILWAY)
+    run("ingest", str(railway), "--kb", "t", "--quiet")
+    dead, live = _dead_and_live_pids()
+    try:
+        killed = tmp_path / f".tree.png.{dead}.tmp"
+        killed.write_bytes(PNG_SIGNATURE)  # a picture cut short by the kill
+        working = tmp_path / f".tree.png.{live.pid}.tmp"
+        working.write_bytes(PNG_SIGNATURE)
+        other = tmp_path / f".other.png.{dead}.tmp"  # another path's partial: not this writer's to judge
+        other.write_bytes(PNG_SIGNATURE)
+        result = run("tree", "--kb", "t", "--png", str(tmp_path / "tree.png"))
+        assert result.exit_code == 0, result.output
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == sorted(
+            [working.name, other.name]
+        )
+        asked = run("ask", "Who surveyed the railway?", "--kb", "t", "--tree-png", str(tmp_path / "other.png"))
+        assert asked.exit_code == 0, asked.output
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == [working.name]
+    finally:
+        live.kill()
+        live.wait()

@@ -9,6 +9,7 @@ whose reason is one sentence a Discord user can act on.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import functools
 import html
 import io
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import IngestError
-from ..types import LoadedDocument, Section
+from ..types import LoadedDocument, Section, counted
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,7 @@ _HTML_TAG = re.compile(r"<[A-Za-z]")
 BINARY_CHAR_RATIO = 0.10
 
 _UNNAMED = "(unnamed file)"
+UNTITLED = "untitled"  # the name of a file whose name was only its extension
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ class _Block:
     text: str
     page: int | None = None
     heading: tuple[str, ...] = ()
+    notice: str = ""  # for the uploader: what of the file could not be read (LoadedDocument.notices)
 
 
 # ---------------------------------------------------------------------------------------------- names
@@ -123,7 +126,11 @@ def safe_filename(name: str) -> str:
     while ".." in base:
         base = base.replace("..", ".")
     # Leading dots and spaces go together: ". .txt" must not leave ".txt" for a second call to strip.
-    base = re.sub(r"^[\s.]+", "", re.sub(r"\s+", " ", base)).strip()
+    base = re.sub(r"\s+", " ", base)
+    bare = re.sub(r"^[\s.]+", "", base).strip()
+    if bare != base.strip() and "." not in bare and f".{bare.lower()}" in SUPPORTED_EXTENSIONS:
+        bare = f"{UNTITLED}.{bare}"  # a name that is only an extension (".md") keeps its type
+    base = bare
     if not base:
         raise IngestError(_UNNAMED, "has no usable file name.")
     if len(base) > MAX_NAME_CHARS:
@@ -228,6 +235,7 @@ def load_document(
     if not doc.text.strip():
         raise IngestError(name, "contains no text.")
     _check_readable(name, doc.text, fmt)
+    doc.notices = tuple(block.notice for block in blocks if block.notice)
     log.info("loaded %s: %d chars, %d sections (%s)", name, len(doc.text), len(doc.sections), fmt)
     return doc
 
@@ -484,26 +492,66 @@ _CUE_TIMING = re.compile(rf"{_CUE_TIME}\s*-->\s*{_CUE_TIME}\b.*")
 _VTT_BLOCKS = re.compile(r"(?:WEBVTT|NOTE|STYLE|REGION)(?:[ \t].*)?")  # a header or a block of no words
 _VOICE_OPEN = re.compile(r"<v(?:\.[\w.-]+)*[ \t]+([^<>\n]{1,60}?)[ \t]*>")
 _CUE_MARKUP = re.compile(r"</?(?:v|c|i|b|u|ruby|rt|lang|font)\b[^<>]*>|<\d[\d:.]*>|\{\\[^{}]*\}")
+# A ruby annotation (a reading shown above its characters, 漢<rt>kan</rt>): not said a second time.
+_CUE_RUBY_TEXT = re.compile(r"<rt\b[^<>]*>[^<]*(?:</rt\s*>)?")
+
+
+def _cue_blocks(name: str, data: bytes) -> list[str]:
+    """A subtitle file's blocks, as blank lines separate them (cues, its header, notes, styles)."""
+    text = _decode_text(name, data).replace("\r\n", "\n").replace("\r", "\n")
+    return [block for block in re.split(r"\n[ \t]*\n", text) if block.strip()]
 
 
 def _read_subtitles(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """A WebVTT or SRT file's spoken words: one line per cue, its speaker's voice tag as "Name: " (so it
     reads as a transcript's turn), without the header, the cues' numbers and timing lines, NOTE and
-    STYLE blocks or styling tags, which are the file's format, not anything said."""
-    cues = [_cue_text(block) for block in re.split(r"\n[ \t]*\n", _decode_text(name, data).replace("\r\n", "\n"))]
-    return [_Block("\n".join(cue for cue in cues if cue))]
+    STYLE blocks or styling tags, which are the file's format, not anything said. A cue whose timing
+    line does not parse is skipped (read as text, its number and timing became words); a file none of
+    whose cues parse is refused."""
+    cues, broken = _cues(_cue_blocks(name, data))
+    if broken and not cues:
+        raise IngestError(
+            name,
+            f"has no subtitle cue that could be read: none of its {counted(broken, 'cue')} has a timing "
+            "line such as 00:00:01,000 --> 00:00:04,000.",
+        )
+    skipped = f"{counted(broken, 'cue')} skipped: {'its' if broken == 1 else 'their'} timing line could not be read"
+    return [_Block("\n".join(cues), notice=skipped if broken else "")]
 
 
-def _cue_text(block: str) -> str:
-    """The words of one cue block ('' for a header, note or style block): the lines after its timing
-    line (an SRT number or a WebVTT identifier may come before it), joined, markup removed."""
-    lines = [line.strip() for line in block.strip().split("\n")]
-    if not lines or _VTT_BLOCKS.fullmatch(lines[0]):
-        return ""
-    timing = next((i for i, line in enumerate(lines[:2]) if _CUE_TIMING.fullmatch(line)), None)
-    words = lines if timing is None else lines[timing + 1 :]
-    text = " ".join(line for line in words if line)
-    text = _VOICE_OPEN.sub(lambda match: f"{match.group(1)}: ", text)
+# A block that is a cue by its shape: an SRT number, or a timing arrow, in its first two lines.
+_CUE_SHAPE = re.compile(r"\d+|.*-->.*|.*-\s*>.*")
+
+
+def _cues(blocks: list[str]) -> tuple[list[str], int]:
+    """The words of each cue, and how many cues were skipped for a timing line that does not parse. A
+    block of words alone (no number, no timing: a blank line inside a cue's text) goes with the cue
+    before it, kept or skipped with it."""
+    cues: list[str] = []
+    broken = 0
+    skipping = True  # nothing before the first cue continues a cue
+    for block in blocks:
+        lines = [line.strip() for line in block.strip().split("\n")]
+        if _VTT_BLOCKS.fullmatch(lines[0]):
+            skipping = True
+            continue
+        timing = next((i for i, line in enumerate(lines[:2]) if _CUE_TIMING.fullmatch(line)), None)
+        if timing is not None:
+            cues.append(_cue_text(lines[timing + 1 :]))
+            skipping = False
+        elif cues and not any(_CUE_SHAPE.fullmatch(line) for line in lines[:2]):
+            if not skipping:
+                cues[-1] = f"{cues[-1]} {_cue_text(lines)}".strip()
+        else:
+            broken += 1
+            skipping = True
+    return [cue for cue in cues if cue], broken
+
+
+def _cue_text(lines: list[str]) -> str:
+    """The words of a cue's text lines, joined, markup removed."""
+    text = " ".join(line for line in lines if line)
+    text = _VOICE_OPEN.sub(lambda match: f"{match.group(1)}: ", _CUE_RUBY_TEXT.sub("", text))
     return " ".join(html.unescape(_CUE_MARKUP.sub("", text)).split())
 
 
@@ -524,13 +572,23 @@ _MD_HIDDEN_HTML = re.compile(
     r"|<(?P<drop>script|style|noscript|template|iframe|object|svg|math)\b[^<>]{0,2000}>.*?(?:</(?P=drop)\s*>|\Z)"
     r"|<(?P<tag>[a-z][a-z0-9]*)\b[^<>]{0,2000}?"
     r"(?:\shidden(?=[\s=/>])|aria-hidden\s*=\s*[\"']?true|display\s*:\s*none|visibility\s*:\s*hidden)"
-    r"[^<>]{0,2000}>.*?(?:</(?P=tag)\s*>|\Z)",
+    r"[^<>]{0,2000}>.*?(?:</(?P=tag)\s*>|\Z)"
+    # any other tag: the renderer shows what it holds, never the tag (<details>, <sup>, <br/>)
+    r"|</?(?P<markup>[a-z][a-z0-9-]*)(?:\s[^<>]{0,2000})?/?>",
     re.IGNORECASE | re.DOTALL,
+)
+# Tags inside a line of text, removed without a space ("H<sub>2</sub>O" is "H2O"); any other is a space.
+_MD_INLINE_TAGS = frozenset(
+    "a abbr b bdi bdo cite code data del dfn em i ins kbd mark q s samp small span strong sub sup time u var".split()
 )
 
 
 def _keep_code(match: re.Match[str]) -> str:
-    return match.group(0) if match.group("code") else ""
+    """What stays of a match of `_MD_HIDDEN_HTML`: a code span whole, a visible tag's place, nothing else."""
+    if match.group("code"):
+        return match.group(0)
+    tag = match.group("markup")
+    return " " if tag and tag.lower() not in _MD_INLINE_TAGS else ""
 
 
 def _without_hidden_html(lines: list[str]) -> list[str]:
@@ -579,10 +637,101 @@ def _push_heading(path: list[tuple[int, str]], level: int, title: str) -> tuple[
     return tuple(t for _, t in path)
 
 
+# Front matter: YAML between '---' lines (closed by '---' or '...'), TOML between '+++' lines, at the very
+# start of the file (Jekyll, Hugo, Obsidian, pandoc). Its title, a top-level key, is the document's title.
+_FRONT_MATTER_OPEN = {"---": ("---", "..."), "+++": ("+++",)}
+_FRONT_MATTER_TITLE = re.compile(r"title[ \t]*[:=][ \t]*(.*?)[ \t]*", re.IGNORECASE)
+
+
+def _front_matter_title(lines: list[str]) -> tuple[str | None, list[str]]:
+    """The title of the file's front matter, if it has any, and its lines without the front matter: its
+    keys (dates, tags, layout) are the site generator's settings, never the document's text. A file that
+    opens with '---' never closed is a thematic break, not front matter, and is left as it is."""
+    closers = _FRONT_MATTER_OPEN.get(lines[0].strip()) if lines else None
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.rstrip() in closers), None) if closers else None
+    if end is None:
+        return None, lines
+    title = next(
+        (found.group(1) for line in lines[1:end] if (found := _FRONT_MATTER_TITLE.fullmatch(line.rstrip()))),
+        "",
+    )
+    title = title.strip("\"'").strip()
+    return title or None, lines[end + 1 :]
+
+
+def _titled(lines: list[str]) -> list[str]:
+    """Front matter replaced by its title as the document's first heading, unless the text opens with that
+    heading already."""
+    title, lines = _front_matter_title(lines)
+    if title is None or not any(line.strip() for line in lines):
+        return lines  # front matter alone is no document: "contains no text"
+    first = next((line for line in lines if line.strip()), "")
+    opening = _ATX_HEADING.match(first)
+    if opening and len(opening.group(1)) == 1 and _clean_heading(opening.group(2) or "") == _clean_heading(title):
+        return lines
+    return [f"# {title}", "", *lines]
+
+
+# A GFM table: a header row, then a delimiter row of dashes (colons for alignment) between pipes.
+_TABLE_DELIMITER = re.compile(r"[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*")
+_TABLE_PIPE = re.compile(r"(?<!\\)\|")
+
+
+def _table_cells(line: str) -> list[str]:
+    """A table row's cells: split at pipes not escaped, the outer pipes optional."""
+    row = line.strip()
+    row = row[1:] if row.startswith("|") else row
+    row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
+    return [cell.strip().replace("\\|", "/") for cell in _TABLE_PIPE.split(row)]  # as HTML's cells read
+
+
+def _labelled_row(header: list[str], cells: list[str]) -> str:
+    """One body row as a list item with each cell named by its column ('- Year: 1903; Keeper: Ambrose
+    Kittow.', as the extractive answer quotes a row under its header; the full stop makes it a sentence of
+    its own): a table longer than a chunk is cut between rows, and a chunk that began mid-table read its
+    first row as the header of the rest ('Boat 16: Boat 17; 1916: 1917')."""
+    named = [f"{label}: {cell}" if label else cell for label, cell in zip(header, cells, strict=False) if cell]
+    named += [cell for cell in cells[len(header) :] if cell]
+    if not named:
+        return ""
+    row = "; ".join(named)
+    return f"- {row}" if row.endswith((".", "!", "?", "\u2026")) else f"- {row}."
+
+
+def _labelled_tables(lines: list[str]) -> list[str]:
+    """Markdown tables outside code fences as one list item per body row, each labelled by the header
+    (which then adds nothing and is dropped, with the delimiter row), so every row reads alone in
+    whichever chunk it lands; a table with no body rows keeps its header."""
+    out: list[str] = []
+    fence: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence_match = _FENCE.match(line)
+        if fence is not None or fence_match:
+            fence = None if fence is not None and _closes_fence(fence_match, fence) else fence or fence_match.group(1)
+            out.append(line)
+            i += 1
+            continue
+        header = _table_cells(line) if "|" in line and i + 1 < len(lines) else []
+        if header and _TABLE_DELIMITER.fullmatch(lines[i + 1]) and len(_table_cells(lines[i + 1])) == len(header):
+            end = i + 2
+            while end < len(lines) and lines[end].strip() and "|" in lines[end] and not _FENCE.match(lines[end]):
+                end += 1
+            rows = [_labelled_row(header, _table_cells(row)) for row in lines[i + 2 : end]]
+            out.extend([row for row in rows if row] or [line])
+            i = end
+            continue
+        out.append(line)
+        i += 1
+    return out
+
+
 def _read_markdown(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
-    """Split at `#` (and underlined) headings outside code fences; heading lines stay in the text."""
+    """Split at `#` (and underlined) headings outside code fences; heading lines stay in the text. Front
+    matter gives the document its title; table rows are labelled with their columns."""
     lines = _decode_text(name, data).replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    lines = _without_hidden_html(lines)
+    lines = _labelled_tables(_without_hidden_html(_titled(lines)))
     blocks: list[_Block] = []
     current: list[str] = []
     heading: tuple[str, ...] = ()
@@ -653,14 +802,25 @@ def _read_pdf(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         return _read_pdf_pages(name, data, limits)
 
 
+# pypdf's words for a stream that unpacks past the caps `_pdf_configuration` sets; a stream read to its
+# "endstream" past the declared cap ends "...allowed length of <cap>." (another of pypdf's limits caps a
+# number's or a name's length, which only damaged bytes pass; its loops and cycles are damage too).
+_PDF_EXPANSION_CAPS = ("decompress", "declared stream length", "output bytes")
+
+
 def _pdf_failure(name: str, exc: Exception, limits: LoadLimits, what: str) -> IngestError:
     """The one sentence for an exception from pypdf: a cap it hit, a missing AES library, or corruption."""
     from pypdf.errors import DependencyError, LimitReachedError
 
     log.info("%s: pypdf failed while %s: %r", name, what, exc)
     if isinstance(exc, LimitReachedError):
-        if "decompress" in str(exc).lower() or "length" in str(exc).lower():
+        message = str(exc).lower()
+        if any(cap in message for cap in _PDF_EXPANSION_CAPS) or message.endswith(
+            f"allowed length of {limits.max_expanded_bytes}."
+        ):
             return _too_expanded(name, limits)
+        if message.startswith("read stream length") or "detected loop" in message or "detected cycle" in message:
+            return IngestError(name, "is a corrupt or truncated PDF.")  # a number longer than any, an object its own part
         return IngestError(name, "is too complex to read safely (it passes one of the PDF reader's limits).")
     if isinstance(exc, DependencyError):
         return IngestError(
@@ -672,6 +832,31 @@ def _pdf_failure(name: str, exc: Exception, limits: LoadLimits, what: str) -> In
 # Lines of one character each (or none: a space drawn alone), many in a row: what pypdf's plain
 # extraction makes of a line whose glyphs were drawn one at a time.
 _GLYPH_LINES = re.compile(r"(?:^[^\n]?\n){12,}", re.MULTILINE)
+
+
+class _StreamDamage(logging.Handler):
+    """Counts pypdf's reports of a content stream it could not decompress whole: it reads what it can and
+    only logs the rest, so a damaged page came back empty or cut short with nothing said."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen += "while decompressing" in record.getMessage()
+
+
+@contextlib.contextmanager
+def _watching_streams() -> Iterator[_StreamDamage]:
+    logger = logging.getLogger("pypdf.filters")
+    handler, level = _StreamDamage(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _page_text(page: Any) -> str:
@@ -709,11 +894,13 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     if len(pages) > limits.max_pages:
         raise IngestError(name, f"has {len(pages):,} pages, more than the {limits.max_pages:,} allowed.")
     blocks: list[_Block] = []
-    failed = 0
+    failed = partial = 0
     chars = 0
     for number, page in enumerate(pages, start=1):
         try:
-            text = _page_text(page)
+            with _watching_streams() as damage:
+                text = _page_text(page)
+            partial += damage.seen > 0
         except Exception as exc:
             error = _pdf_failure(name, exc, limits, f"reading page {number}")
             if "corrupt" not in error.reason:
@@ -726,6 +913,10 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         blocks.append(_Block(_join_hyphenated(text), page=number))
     if failed == len(pages) and pages:
         raise IngestError(name, "is a corrupt or truncated PDF.")
+    if failed:
+        blocks.append(_Block("", notice=f"{counted(failed, 'page')} of {len(pages):,} skipped: damaged, so unreadable"))
+    if partial:
+        blocks.append(_Block("", notice=f"{counted(partial, 'page')} of {len(pages):,} read only in part: damaged"))
     if not any(b.text.strip() for b in blocks):
         if not pages:
             raise IngestError(name, "is a corrupt or truncated PDF (it has no pages).")
@@ -1101,6 +1292,8 @@ _HTML_BLOCKS = {
     "address", "article", "aside", "blockquote", "body", "br", "caption", "dd", "details", "div", "dl", "dt",
     "fieldset", "figcaption", "figure", "footer", "form", "header", "hr", "li", "main", "nav", "ol", "p",
     "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
+    # form controls: each a box of its own on the page, so their words never run together
+    "button", "dialog", "label", "legend", "option", "select", "textarea",
 }  # fmt: skip
 _HTML_HEADINGS = {f"h{n}": n for n in range(1, 7)}
 _HTML_CELLS = {"td", "th"}
@@ -1118,6 +1311,8 @@ def _html_hidden(tag: object) -> bool:
     attrs = tag.attrs  # type: ignore[attr-defined]
     if "hidden" in attrs or str(attrs.get("aria-hidden", "")).strip().lower() == "true":
         return True
+    if tag.name == "dialog" and "open" not in attrs:  # type: ignore[attr-defined]  # a closed dialog is not shown
+        return True
     style = attrs.get("style")
     return bool(style) and _HIDDEN_STYLE.search(str(style)) is not None
 
@@ -1132,7 +1327,10 @@ class _HtmlWalker:
         self.heading: tuple[str, ...] = ()
         self.heading_depth = 0
         self.rows: list[list[str]] = []  # the cells of the table rows being read (a stack: tables nest)
+        self.headed: list[bool] = []  # for each of those rows: whether its cells so far are all <th>
         self.outside: list[list[str]] = []  # the text read before each of those rows began
+        self.header: list[str] | None = None  # the column names of the outermost table being read
+        self.header_block: _Block | None = None  # that header row as read, until a row it names follows
 
     def flush(self) -> None:
         text = "".join(self.buffer)
@@ -1166,10 +1364,13 @@ class _HtmlWalker:
         return self.blocks
 
     def start_tag(self, tag: str) -> None:
+        if tag == "table" and not self.rows:
+            self.header = self.header_block = None
         if tag == "tr":
             if not self.rows:
                 self.flush()
             self.rows.append([])
+            self.headed.append(True)
             self.outside.append(self.buffer)  # the text of the cell a nested table sits in
             self.buffer = []
         elif tag in _HTML_CELLS and self.rows:
@@ -1189,6 +1390,7 @@ class _HtmlWalker:
             self.end_row()
         elif tag in _HTML_CELLS and self.rows:
             self.rows[-1].append(" ".join("".join(self.buffer).split()).replace("|", "/"))
+            self.headed[-1] = self.headed[-1] and tag == "th"
             self.buffer = []
         elif self.rows and (tag in _HTML_BLOCKS or tag in _HTML_HEADINGS):
             self.buffer.append(" ")
@@ -1204,15 +1406,28 @@ class _HtmlWalker:
 
 
     def end_row(self) -> None:
-        """A table row becomes one line, its cells separated by ' | ', as Word tables are read."""
+        """A table row becomes one line, its cells separated by ' | ', as Word tables are read; under a
+        header row of <th> cells, a list item naming each cell by its column, as Markdown's rows are read
+        (`_labelled_row`), so a row reads alone in whichever chunk it lands."""
         cells = self.rows.pop()
+        headed = self.headed.pop()
         self.buffer = self.outside.pop()
-        if any(cells):
-            line = " | ".join(cells)
-            if self.rows:  # a table inside a cell: its rows are that cell's text
-                self.buffer.append(f" {line} ")
-            else:
-                self.blocks.append(_Block(line, heading=self.heading))
+        if not any(cells):
+            return
+        line = " | ".join(cells)
+        if self.rows:  # a table inside a cell: its rows are that cell's text
+            self.buffer.append(f" {line} ")
+        elif self.header is None and headed and len(cells) > 1:
+            self.header = cells
+            self.header_block = _Block(line, heading=self.heading)
+            self.blocks.append(self.header_block)
+        elif self.header is not None and not headed:
+            if self.header_block is not None:  # its names are in every row now
+                self.header_block.text = ""
+                self.header_block = None
+            self.blocks.append(_Block(_labelled_row(self.header, cells), heading=self.heading))
+        else:
+            self.blocks.append(_Block(line, heading=self.heading))
 
 
 def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 EXIT_MEMORY = 3  # the child ran out of its address-space limit
 EXIT_FAILED = 4  # the loader raised something that is not an IngestError (a bug or an odd file)
+MAX_NOTICES, MAX_NOTICE_CHARS = 5, 300  # what a subverted child may pass on to the user, at most
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,10 @@ def _document(raw: dict, limits: WorkerLimits) -> LoadedDocument:
         sections.append(
             Section(int(start), int(end), None if page is None else int(page), tuple(map(str, heading)))
         )
-    return LoadedDocument(name=str(raw["name"]), text=text, sections=sections, format=str(raw["format"]))
+    notices = tuple(str(notice)[:MAX_NOTICE_CHARS] for notice in raw.get("notices", [])[:MAX_NOTICES])
+    return LoadedDocument(
+        name=str(raw["name"]), text=text, sections=sections, format=str(raw["format"]), notices=notices
+    )
 
 
 # ------------------------------------------------------------------------------------------------- child
@@ -191,6 +195,7 @@ def _encode(doc: LoadedDocument) -> dict:
         "text": doc.text,
         "format": doc.format,
         "sections": [[s.start, s.end, s.page, list(s.heading)] for s in doc.sections],
+        "notices": list(doc.notices),
     }
 
 

@@ -22,11 +22,16 @@ STAMP = rf"(?:\[{_TIME}\]|\({_TIME}\)|{_TIME})"
 _HONORIFIC = r"(?:Mr|Mrs|Ms|Mx|Dr|Prof|Sir|Dame|Lord|Lady|Rev|Cllr|Hon)\.?[ \t]+"
 _LABEL_WORD = r"[A-Z][\w'\u2019.-]*"
 # A speaker's label opening a line: one to four words, each capitalised (or a number: "Speaker 2"), with an
-# honorific and a timestamp before or after ("[00:03:12] SPEAKER_01:", "SPEAKER_01 [00:03:12]:").
+# honorific and a timestamp before or after ("[00:03:12] SPEAKER_01:", "SPEAKER_01 [00:03:12]:"), a role in
+# brackets after the name ("Bob (Treasurer):", "Ana [interpreter]:"), and a dialogue dash before ("— Ana:").
+_ROLE = r"(?:[ \t]*[(\[][^()\[\]\n:]{1,30}[)\]])"
 SPEAKER_LABEL = re.compile(
-    rf"[ \t]*(?:{STAMP}[ \t]+)?(?P<speaker>(?:{_HONORIFIC})?{_LABEL_WORD}(?:[ \t]+(?:{_LABEL_WORD}|\d+)){{0,3}})"
-    rf"(?:[ \t]+{STAMP})?[ \t]*:[ \t]+(?=\S)"
+    rf"[ \t]*(?:[\u2014\u2013][ \t]*)?(?:{STAMP}[ \t]+)?"
+    rf"(?P<speaker>(?:{_HONORIFIC})?{_LABEL_WORD}(?:[ \t]+(?:{_LABEL_WORD}|\d+)){{0,3}})"
+    rf"{_ROLE}?(?:[ \t]+{STAMP})?[ \t]*:[ \t]+(?=\S)"
 )
+# A deposition's or interview's turns: "Q." and "A." (question, answer) opening each line.
+QA_LABEL = re.compile(r"[ \t]*(?P<speaker>Q|A)\.[ \t]+(?=\S)")
 # A WebVTT cue's voice tag, as Teams and others export a speaker: "<v Roger Bingham>We are in New York"
 VOICE_TAG = re.compile(r"[ \t]*<v(?:\.[\w.-]+)*[ \t]+(?P<speaker>[^<>\n]{1,60}?)[ \t]*>[ \t]*(?=\S)")
 VOICE_END = "</v>"
@@ -49,7 +54,7 @@ _CJK_NAME = r"[\u3400-\u9fff\u3040-\u30ff\uac00-\ud7af\u00b7\u30fb]{1,8}"
 CJK_LABEL = re.compile(
     rf"[ \t]*(?:{STAMP}[ \t]+)?(?P<speaker>{_CJK_NAME})[ \t]*\uff1a[ \t]*(?=\S)"
 )
-_LABELS = (SPEAKER_LABEL, VOICE_TAG, HEADER_LABEL, PLAY_LABEL, CHAT_LABEL, CHAT_NICK, CJK_LABEL)
+_LABELS = (SPEAKER_LABEL, VOICE_TAG, HEADER_LABEL, PLAY_LABEL, QA_LABEL, CHAT_LABEL, CHAT_NICK, CJK_LABEL)
 MAX_LABEL_CHARS = 40
 # Words that open a labelled line of prose, not a speaker ("Note: ...", "Table 2: ...", "Answer: ...").
 NOT_SPEAKERS = frozenset(
@@ -127,13 +132,16 @@ def spoken_lines(text: str) -> list[tuple[int, str]]:
 def turns(text: str) -> list[tuple[int, str]]:
     """(offset, speaker) of each line that opens a speaker's turn, when `text` is written as turns
     (`reads_as_turns`); else empty."""
-    if text.count(":") + text.count("\uff1a") + text.count(">") < TURN_LINES and not _PLAY_HINT.search(text):
+    if text.count(":") + text.count("\uff1a") + text.count(">") < TURN_LINES and not _COLONLESS_HINT.search(text):
         return []  # most prose is skipped at C speed
     found, lines = labelled_lines(spoken_lines(text))
     return found if reads_as_turns([who for _, who in found], lines, TURN_LINES) else []
 
 
-_PLAY_HINT = re.compile(rf"^{PLAY_LABEL.pattern}", re.MULTILINE)
+# A line opening with a label that has no colon (a play's "HAMLET. ", a deposition's "Q. ").
+_COLONLESS_HINT = re.compile(
+    "^(?:" + "|".join(p.pattern.replace("?P<speaker>", "?:") for p in (PLAY_LABEL, QA_LABEL)) + ")", re.MULTILINE
+)
 
 
 def labelled_lines(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]], int]:

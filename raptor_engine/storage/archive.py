@@ -32,7 +32,6 @@ import re
 import shutil
 import sqlite3
 import tarfile
-import tempfile
 import uuid
 import zlib
 from collections.abc import Iterator
@@ -42,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RaptorError
-from .files import rename_target
+from .files import partial_path, rename_target, sweep_partials
 from .index import IndexManager
 from .schema import schema_problems
 from .spaces import (
@@ -91,6 +90,20 @@ def _open_untrusted(path: Path) -> sqlite3.Connection:
     return conn
 
 
+@contextlib.contextmanager
+def _partial_folder(target: Path) -> Iterator[Path]:
+    """A folder beside `target` for the parts of what is renamed to it, removed after; named as
+    `sweep_partials` finds it, so an export killed before its end (a copy of the database inside) goes
+    at the next export to the same path."""
+    folder = partial_path(target)
+    shutil.rmtree(folder, ignore_errors=True)  # a dead process's of the same pid: this process's name
+    folder.mkdir(mode=0o700)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, Any]:
     """Write space `name` to a tar archive: a `VACUUM INTO` snapshot of its database (consistent while
     others write) and its manifest. Written beside `archive` and renamed into place (storage/files.py)."""
@@ -100,7 +113,8 @@ def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, Any]:
     if not os.access(archive.parent, os.W_OK):  # a read-only mount refuses even root
         raise RaptorError(f"Cannot write the archive to {archive}: {archive.parent} is read-only for this user.")
     target = rename_target(archive)
-    with tempfile.TemporaryDirectory(prefix=".export-", dir=target.parent) as scratch:
+    sweep_partials(target)
+    with _partial_folder(target) as scratch:
         snapshot = Path(scratch) / DB_NAME
         with spaces.pinned(name, create=False) as space:
             space.store.db.conn.execute("VACUUM INTO ?", [str(snapshot)])
@@ -321,6 +335,7 @@ def _check_database(spaces: Spaces, path: Path, manifest: dict[str, Any], archiv
                 )
             _check_one_guild(spaces, conn, manifest["space"], archive)
             _check_node_length(conn, spaces.settings.node_max_chars, archive)
+            _check_shown_text(conn, archive)
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -351,6 +366,32 @@ def _check_node_length(conn: sqlite3.Connection, limit: int, archive: Path) -> N
         raise ArchiveRefused(
             archive, f"its database has a node of {longest:,} characters, over this data directory's limit of {limit:,}"
         )
+
+
+# A control character the project never stores (`strip_unsafe` removes them: every C0 code but tab, line
+# feed, form feed and carriage return; DEL; C1), or JSON's escape of one (a node's heading is a JSON list).
+_UNSHOWABLE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]|\\u00(?:0[0-8bBeEfF]|1[0-9a-fA-F]|7[fF]|[89][0-9a-fA-F])")
+# What the CLI and the bot print from a store: the loaders and the name cleaning never store such a
+# character in them, so one there is a terminal escape or worse, written into the database by hand.
+_SHOWN_COLUMNS = (
+    ("knowledge base names", "kbs", "name"),
+    ("document names", "documents", "name"),
+    ("names of who added a document", "documents", "added_by"),
+    ("nodes' texts", "nodes", "text"),
+    ("nodes' headings", "nodes", "heading"),
+)
+
+
+def _check_shown_text(conn: sqlite3.Connection, archive: Path) -> None:
+    """Nothing the CLI prints or the bot posts from the store holds a control character: `raptor docs`
+    printed an imported document's name with its escape sequences (a window title, a cleared screen)."""
+    conn.create_function("raptor_unshowable", 1, lambda text: isinstance(text, str) and bool(_UNSHOWABLE.search(text)))
+    for what, table, column in _SHOWN_COLUMNS:
+        found = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE raptor_unshowable({column})").fetchone()[0]
+        if found:
+            raise ArchiveRefused(
+                archive, f"its database has control characters (terminal escapes) in {found:,} of its {what}"
+            )
 
 
 def _build_indices(staging: Path, archive: Path) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import hnswlib
 import numpy as np
 
+from ..errors import storage_error
 from .store import Store
 
 if TYPE_CHECKING:
@@ -276,7 +277,7 @@ class IndexManager:
             if current is None or current.index is None:
                 current = self._load(kb_id)
             if current is None:
-                return self.rebuild(kb_id)
+                return self.rebuild(kb_id, unsaved_ok=True)
             if current.version != version:
                 current = self._catch_up(kb_id, current, version)
             self._remember(kb_id, current)
@@ -318,23 +319,23 @@ class IndexManager:
         index = current.index
         assert index is not None
         if len(removed) + len(added) > max(len(stored), 1) or len(stored) * 2 < index.get_current_count():
-            return self.rebuild(kb_id)  # mostly new or mostly tombstones: start clean
+            return self.rebuild(kb_id, unsaved_ok=True)  # mostly new or mostly tombstones: start clean
         _zero_and_delete(index, removed, current.dim)
         if added:
             add_ids, matrix = self.store.embeddings(kb_id, ids=added)
             if matrix.shape[1] != current.dim:
-                return self.rebuild(kb_id)
+                return self.rebuild(kb_id, unsaved_ok=True)
             need = index.get_current_count() + len(add_ids)
             if need > index.get_max_elements():
                 index.resize_index(max(need, int(index.get_max_elements() * 1.5)))
             index.add_items(matrix, add_ids, num_threads=1)
         tokens = current.tokens.without(removed).with_counts(self.store.node_tokens(added))
         updated = KBIndex(index, version, tokens, current.dim)
-        self._save(kb_id, updated)
+        self._save(kb_id, updated, unsaved_ok=True)
         return updated
 
-    def rebuild(self, kb_id: int) -> KBIndex:
-        """Build the index from SQLite, the source of truth, and save it."""
+    def rebuild(self, kb_id: int, *, unsaved_ok: bool = False) -> KBIndex:
+        """Build the index from SQLite, the source of truth, and save it (see `_save` for `unsaved_ok`)."""
         with self._lock(kb_id):
             version = self.store.kb_version(kb_id)
             ids, matrix = self.store.embeddings(kb_id)
@@ -349,13 +350,29 @@ class IndexManager:
                 built = KBIndex(
                     index, version, NodeTokens.from_pairs({int(i): counts.get(int(i), 0) for i in ids}), dim
                 )
-            self._save(kb_id, built)
+            self._save(kb_id, built, unsaved_ok=unsaved_ok)
             self._remember(kb_id, built)
             return built
 
-    def _save(self, kb_id: int, built: KBIndex) -> None:
+    def _save(self, kb_id: int, built: KBIndex, *, unsaved_ok: bool = False) -> None:
         """Write the index, then its metadata, each atomically (a temporary file of this writer's own,
-        then a rename): other processes (three `raptor doctor` at once, the bot) may save the same one."""
+        then a rename): other processes (three `raptor doctor` at once, the bot) may save the same one.
+
+        Where the files cannot be written (an indices folder of another user's, a full disk) the failure
+        is a StorageError's one sentence; with `unsaved_ok` (a question or a write that only needs the
+        index in memory) it is logged and the index serves from memory, since it is derived: a document
+        committed to SQLite was stored, and a question can be answered."""
+        try:
+            self._write(kb_id, built)
+        except OSError as exc:
+            failure = storage_error(exc, str(self.dir))
+            if failure is None:
+                raise
+            if not unsaved_ok:
+                raise failure from exc
+            log.warning("the index of knowledge base %s was not saved, so it serves from memory: %s", kb_id, failure)
+
+    def _write(self, kb_id: int, built: KBIndex) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         bin_path, meta_path = self._paths(kb_id)
         if built.index is None:
@@ -371,6 +388,7 @@ class IndexManager:
             "zeroed": True,  # its removed nodes' vectors are zeros (`_zero_and_delete`)
         }
         with writing(bin_path) as tmp_bin:
+            tmp_bin.open("wb").close()  # hnswlib says nothing when it cannot open a file: an OSError here does
             built.index.save_index(str(tmp_bin))
         with writing(meta_path) as tmp_meta:
             tmp_meta.write_text(json.dumps(meta))

@@ -43,6 +43,7 @@ class DocumentTree:
     chunks: list[Chunk]
     format: str
     parse: ParseStats = field(default_factory=ParseStats)
+    notices: tuple[str, ...] = ()  # the loaded document's (LoadedDocument.notices)
 
 
 def parse_limits(settings: Settings) -> WorkerLimits:
@@ -151,7 +152,7 @@ async def build_document(
     tree = await build_document_tree(
         chunks, embedder=embedder, summarizer=summarizer, settings=settings, progress=progress
     )
-    return DocumentTree(tree, chunks, doc.format, stats)
+    return DocumentTree(tree, chunks, doc.format, stats, doc.notices)
 
 
 async def build_trees(

@@ -147,3 +147,17 @@ def test_a_document_line_counts_in_words():
     assert " · 1 chunk · 1 layer · " in document_line(one)
     many = SimpleNamespace(name="kestrel.md", size=4000, chunks=1200, layers=2, added_by="alice", added_at=None)
     assert " · 1,200 chunks · 2 layers · " in document_line(many)
+
+
+def test_an_added_files_line_says_what_was_skipped_when_it_was_read():
+    """A subtitle file with damaged cues is added with the cues that parse: its line in Discord says how
+    many were skipped (the engine's notices), and a file read whole says nothing more."""
+    from bot.adding import result_line
+
+    document = SimpleNamespace(name="meeting.srt")
+    read_whole = SimpleNamespace(status="added", document=document, chunks=3, layers=2, nodes=5, seconds=1.0)
+    assert result_line("meeting.srt", read_whole).endswith("5 nodes in 1.0 s.")
+    damaged = SimpleNamespace(**vars(read_whole), notices=["3 cues skipped: their timing line could not be read"])
+    assert result_line("meeting.srt", damaged).endswith(
+        "5 nodes in 1.0 s. 3 cues skipped: their timing line could not be read."
+    )
