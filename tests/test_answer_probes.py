@@ -22,7 +22,10 @@ from raptor_tools.answer_probes import (
     tally,
 )
 
-KINDS = {"who", "what", "when", "how_many", "where", "measure", "why", "how_to", "yes_no", "which", "who_did"}
+KINDS = {
+    "who", "what", "when", "how_many", "where", "measure", "why", "how_to", "yes_no", "which", "who_did",
+    "attribute", "pronoun", "theme",
+}
 
 
 @pytest.mark.parametrize("split", SPLITS)
