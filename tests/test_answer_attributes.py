@@ -1,0 +1,159 @@
+"""Questions about an attribute of something ("What was the date / cost / cause of X?"), answers that open
+by referring back ("It was made in Dublin."), reasons written after the asked verb, and spans of counts
+(real embedder, hand-made context)."""
+
+from __future__ import annotations
+
+import pytest
+
+from raptor_engine.query.answer import (
+    ANSWER_KINDS,
+    DATES,
+    NUMBER_KIND,
+    QUOTE,
+    ExtractiveAnswerer,
+    _candidates,
+    _counts_the_asked,
+    _gives_the_asked_reason,
+    _measures_the_asked,
+    asked_action,
+    definition_subject,
+    holds_kind,
+)
+from raptor_engine.types import ContextNode
+
+WHEN, NUMBER, WHY, WHO, WHERE = range(5)
+
+
+def leaf(i: int, text: str, start: int, heading: tuple[str, ...] = ()) -> ContextNode:
+    return ContextNode(i, 0, "a.md", 0.5, text, 30, 1, heading=heading, start=start, end=start + len(text))
+
+
+def first_quote(embedder, nodes: list[ContextNode], question: str) -> str:
+    return QUOTE.findall(ExtractiveAnswerer(embedder)._answer_sync(question, nodes, []).text)[0]
+
+
+def asked_kind(question: str) -> int | None:
+    return next((kind for kind, (asks, _) in enumerate(ANSWER_KINDS) if asks.search(question)), None)
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("What was the date of the observatory's opening?", WHEN),
+        ("What was the year of the fire?", WHEN),
+        ("What is the cost of parking?", NUMBER),
+        ("What was the price of a landing?", NUMBER),
+        ("What was the population of Carrick?", NUMBER),
+        ("What was the length of the pier?", NUMBER),
+        ("What was the cause of the fire?", WHY),
+        ("What was the result of the survey?", WHY),
+        ("What was the purpose of the lighthouse?", WHY),
+        ("What was the name of the first assistant?", WHO),
+        ("What is the location of the bothy?", WHERE),
+    ],
+)
+def test_an_attribute_question_asks_for_the_kind_its_attribute_names_and_no_description(question, kind):
+    assert asked_kind(question) == kind
+    assert definition_subject(question) is None
+
+
+def test_a_question_about_what_something_is_is_still_a_definition_question():
+    assert definition_subject("What was the Great Refractor?") == "Great Refractor"
+    assert definition_subject("What is the result?") == "result"  # no attribute *of* anything
+
+
+@pytest.mark.parametrize(
+    ("question", "sentences", "answer"),
+    [
+        (
+            "What was the date of the flood?",
+            ["The flood swept away the mill and the footbridge.", "The flood came on 3 October 1903 after a week of rain."],
+            "3 October 1903",
+        ),
+        (
+            "What was the cost of the new roof?",
+            ["The new roof was laid in Welsh slate by a firm from Conwy.", "The new roof cost 2,400 pounds in all."],
+            "2,400 pounds",
+        ),
+        (
+            "What was the name of the first headmaster?",
+            ["The first headmaster was strict and kept a cane on his desk.", "The first headmaster was a curate called Amos Pryce."],
+            "Amos Pryce",
+        ),
+        (
+            "What was the result of the inquiry?",
+            ["The inquiry heard evidence from forty witnesses over six weeks.", "As a result the railway company lost its licence."],
+            "lost its licence",
+        ),
+        (
+            "What was the cause of the explosion?",
+            ["The explosion destroyed the boiler house in the spring.", "The explosion was caused by a blocked safety valve."],
+            "blocked safety valve",
+        ),
+    ],
+)
+def test_an_attribute_question_leads_with_the_sentence_that_gives_the_attribute(embedder, question, sentences, answer):
+    nodes = [leaf(1, " ".join(sentences), 0)]
+    assert answer in first_quote(embedder, nodes, question)
+
+
+def test_a_sentence_opening_with_a_pronoun_is_read_with_the_leaf_before_it(embedder):
+    before = "The observatory's chief instrument is the Great Refractor, a telescope with an eleven-inch lens."
+    after = "It was made by the firm of Thomas Grubb in Dublin and shipped by canal in the winter."
+    distractor = "The telescope cost 1,850 pounds, a sum that Lowry raised by selling a warehouse."
+    nodes = [leaf(1, f"{distractor} {before}", 0), leaf(2, after, len(distractor) + len(before) + 3)]
+    found = _candidates(nodes)
+    assert {"telescop", "refractor"} <= found[-1].antecedent  # the last sentence of the leaf before
+    assert "Dublin" in first_quote(embedder, nodes, "Where was the telescope made?")
+
+
+def test_a_pronoun_after_a_heading_line_or_in_a_summary_is_not_read_with_the_leaf_before():
+    nodes = [
+        leaf(1, "Lowry bought the hilltop from the Earl of Moyle.", 0),
+        leaf(2, "## The Refractor\nIt was made by Grubb in Dublin.", 49, heading=("The Refractor",)),
+        ContextNode(3, 1, "a.md", 0.5, "Quill saved the lens. It was made in Dublin by Grubb himself.", 20, 2),
+    ]
+    found = {c.text: c for c in _candidates(nodes)}
+    assert found["It was made by Grubb in Dublin."].antecedent == {"refractor"}  # the heading, not the earl
+    assert not found["It was made in Dublin by Grubb himself."].antecedent
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "gives"),
+    [
+        ("Why did the library close?", "The library closed in March 2022 when inspectors found asbestos.", True),
+        ("Why did the library close?", "The library is open six days a week and closed on Sundays.", False),
+        ("Why was the refractor built?", "It was built to measure the positions of double stars.", True),
+        ("What was the purpose of the lighthouse?", "It was put there to guide the boats at night.", False),
+        ("What was the result of the storm?", "As a result the curing yards closed.", True),
+        ("What was the result of the storm?", "The storm tore away the end of the pier.", False),
+        ("What was the cause of the fire?", "The fire started when a paraffin lamp fell over.", True),
+    ],
+)
+def test_a_reason_is_given_in_the_form_the_question_asks(question, sentence, gives):
+    assert _gives_the_asked_reason(question, sentence) is gives
+
+
+@pytest.mark.parametrize(
+    ("question", "action"),
+    [
+        ("What did the surveyors conclude?", "conclud"),
+        ("What did Margaret Lowry buy?", "buy"),
+        ("What did she find?", "find"),
+        ("What does the word mean?", None),
+    ],
+)
+def test_what_did_x_do_asks_about_the_verb(question, action):
+    assert asked_action(question) == action
+
+
+def test_a_span_of_counts_is_a_quantity_and_a_span_of_years_is_not():
+    counted = "Stories must be from 1500 to 2000 words long, not counting the title."
+    assert _counts_the_asked("How many words may a story have?", counted)
+    assert _measures_the_asked("How long must a story be?", counted)
+    assert _measures_the_asked("How high does the path climb?", "The path climbs from 1200 to 1800 feet.")
+    years = "Between 1820 and 1836 the parish register records forty-three men lost."
+    assert DATES.search(years)
+    assert not holds_kind(NUMBER_KIND, "Between 1820 and 1836 the tower stood empty.")
+    assert not DATES.search(counted)
