@@ -157,3 +157,35 @@ def test_a_span_of_counts_is_a_quantity_and_a_span_of_years_is_not():
     assert DATES.search(years)
     assert not holds_kind(NUMBER_KIND, "Between 1820 and 1836 the tower stood empty.")
     assert not DATES.search(counted)
+
+
+def test_a_step_under_a_heading_that_names_the_task_answers_how_to_do_it(embedder):
+    manual = leaf(
+        1,
+        "Descale the kettle every four weeks in a hard water area. Fill the jug to the MIN mark with half "
+        "water and half white vinegar, boil it, and leave it overnight.",
+        0,
+        heading=("Model K2 Kettle", "Cleaning and descaling"),
+    )
+    other = leaf(2, "Fill the jug with cold water and press the switch down.", 400, heading=("Model K2 Kettle", "Using it"))
+    assert "vinegar" in first_quote(embedder, [manual, other], "How do I descale the kettle?")
+
+
+def test_the_question_verb_a_sentence_holds_only_as_a_noun_is_not_held(embedder):
+    nodes = [
+        leaf(1, "Rosa Bellini was a cook at the village school for thirty years and made this stew.", 0),
+        leaf(2, "Simmer the stew for two and a half hours, until the beans are creamy.", 200),
+    ]
+    assert "two and a half hours" in first_quote(embedder, nodes, "How long does the stew cook?")
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "gives"),
+    [
+        ("Why is a new water tank needed?", "The old tank by the shed is cracked and loses water.", True),
+        ("Why was a new bridge built?", "The original wooden bridge had rotted through.", True),
+        ("Why is a new water tank needed?", "Owen Price will order the new tank.", False),
+    ],
+)
+def test_a_replacement_is_explained_by_what_it_replaces(question, sentence, gives):
+    assert _gives_the_asked_reason(question, sentence) is gives

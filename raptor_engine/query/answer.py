@@ -914,6 +914,8 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     score += ACTION_BONUS if _holds_the_asked_action(question, candidate.terms) else 0.0
     score += KIND_BONUS if _picks_out_the_asked(question, candidate.text) else 0.0
     score += _instruction_bonus(question, candidate.text)
+    asked = how_to_task(question)
+    score += PURPOSE_BONUS if asked and _continues_the_task(asked[0], candidate) else 0.0
     score += REASON_FORM_BONUS if _gives_the_asked_reason(question, candidate.text) else 0.0
     return score + _event_bonus(question, candidate.text)
 
@@ -944,6 +946,21 @@ ASKS_CAUSE = re.compile(rf"{_WHAT_IS_THE}(?:cause|reason)s?\s+(?:of|for|behind)\
 WHY = re.compile(rf"^\W*why\b|{_WHAT_IS_THE}(?:purpose|aim|goal|point)s?\s+of\b", re.IGNORECASE)
 
 
+# "Why is a new water tank needed?": a replacement is explained by what is wrong with what it replaces,
+# a sentence about the old one ("The old tank by the shed is cracked and loses water.")
+NEW_THING = re.compile(r"\bnew\s+(?:[\w-]+\s+){0,2}?(?P<noun>[a-z][\w-]+)\s+(?:is|are|was|were|be)?\s*(?:needed|required|necessary|wanted|being|planned|bought|ordered|built|proposed)\b", re.I)
+_REPLACED = r"old|existing|current|present|original|previous|former"
+
+
+def _faults_the_replaced(question: str, sentence: str) -> bool:
+    """Whether a 'why is a new X needed?' question's sentence is about the X it replaces ('the old X')."""
+    new = NEW_THING.search(question)
+    if not new:
+        return False
+    noun = re.escape(new.group("noun"))
+    return bool(re.search(rf"\b(?:{_REPLACED})\s+(?:[\w-]+\s+){{0,2}}?{noun}(?:e?s)?\b", sentence, re.I))
+
+
 def _gives_the_asked_reason(question: str, sentence: str) -> bool:
     """Whether the sentence says what a 'why / what was the purpose of X?' question asks in the form it
     takes (a reason or purpose clause straight after one of the question's words), or what a 'what was the
@@ -954,6 +971,8 @@ def _gives_the_asked_reason(question: str, sentence: str) -> bool:
         return bool(CAUSE_FORM.search(sentence))
     if not WHY.search(question):
         return False
+    if _faults_the_replaced(question, sentence):
+        return True
     asked = question_terms(question)
     said = re.findall(r"[\w'\u2019-]+", sentence)
     for i, word in enumerate(said):
@@ -1112,12 +1131,36 @@ _AUXILIARIES = r"will|would|did|does|do|has|have|had|can|could|should|might|may|
 # the verb as written: in lower case, so "Who does Maskull realize ...?" asks about no action of 'Maskull'
 WHO_DID = re.compile(rf"^\s*(?i:who)\s+(?:(?i:{_AUXILIARIES})\s+)?(?P<verb>[a-z][\w-]+)\b")
 # "What did the surveyors conclude?", "What did Margaret Lowry buy?": the answer holds the subject's verb
-WHAT_DID = re.compile(
-    r"^\s*(?i:what)\s+(?i:did|does|do|will|would|has|have|had)\s+"
+_SUBJECT = (
     r"(?:(?i:the|a|an|his|her|its|their|this|that)\s+[\w'\u2019-]+|(?:[A-Z][\w'\u2019-]*\s+)*[A-Z][\w'\u2019-]*"
-    r"|he|she|it|they|we|you|i)\s+(?P<verb>[a-z][\w-]+)\b"
+    r"|he|she|it|they|we|you|i)"
 )
+WHAT_DID = re.compile(rf"^\s*(?i:what)\s+(?i:did|does|do|will|would|has|have|had)\s+{_SUBJECT}\s+(?P<verb>[a-z][\w-]+)\b")
 _NO_ACTION = frozenset("is are was were be been being am get got mean stand refer happen".split())
+# "How long does the stew cook?", "Why did the library close?": the question's verb, after its subject and
+# ending the question (with an object after it, "How do I claim expenses?", "your claim" is what is asked)
+QUESTION_VERB = re.compile(
+    r"^\s*(?i:why|when|where|how(?:\s+(?:long|often|far|much|many|well|fast|soon))?)\s+"
+    rf"(?i:did|does|do|will|would|should|can|could|must)\s+{_SUBJECT}\s+(?P<verb>[a-z][\w-]+)\s*[?.!]*\s*$"
+)
+_NOUN_BEFORE = r"a|an|the|this|that|his|her|their|its|my|our|your|every|each"
+
+
+@functools.lru_cache(maxsize=256)  # asked once a candidate list: a function of the question alone
+def question_verb(question: str) -> str | None:
+    """The stemmed verb that ends a 'how long / why / when ... does X verb?' question ('cook' of 'How long
+    does the stew cook?'); None for other questions."""
+    match = QUESTION_VERB.match(question)
+    verb = match.group("verb") if match else None
+    return None if verb is None or verb in STOPWORDS | _NO_ACTION else stem(verb)
+
+
+def _only_as_a_noun(term: str, sentence: str) -> bool:
+    """Whether every word of the sentence whose stem is `term` stands after an article or possessive
+    ('was a cook'): the sentence names the thing, not the action a question asks about."""
+    said = re.findall(r"[\w'\u2019-]+", sentence)
+    uses = [i for i, word in enumerate(said) if stem(word.lower()) == term]
+    return bool(uses) and all(i > 0 and said[i - 1].lower() in _NOUN_BEFORE.split("|") for i in uses)
 
 
 @functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
@@ -1238,7 +1281,20 @@ def _lexical(question: str, candidate: _Candidate) -> float:
     refers = REFERS_TO_THE_TASK.match(candidate.text) if asked else None
     if asked and refers and stem(refers.group("task").lower()) == asked[0]:
         return 1.0
+    if asked and _continues_the_task(asked[0], candidate):
+        return 1.0
     return max(candidate.lexical, candidate.lexical + ANTECEDENT_SHARE * (candidate.referred - candidate.lexical))
+
+
+def _continues_the_task(task: str, candidate: _Candidate) -> bool:
+    """Whether a leaf's instruction is a step of the asked task (stemmed) without naming it: a heading of
+    its leaf below the document's title names the task ("Cleaning and descaling" over "Fill the jug ...
+    with vinegar"). An instruction that is the task itself is no step of it. (The sentence before it is no
+    sign: "Soak the beans overnight. Fry the soffritto ..." is the next task, not a step of soaking.)"""
+    instruction = INSTRUCTION.match(candidate.text)
+    if candidate.node.layer > 0 or not instruction or stem(instruction.group("verb").lower()) == task:
+        return False
+    return any(task in {stem(t) for t in content_terms(heading)} for heading in candidate.node.heading[1:])
 
 
 def _instruction_bonus(question: str, sentence: str) -> float:
@@ -1589,11 +1645,14 @@ class ExtractiveAnswerer:
         similarity = sentences @ query
         defined = definition_subject(rewrite.core)
         subject = {stem(t) for t in content_terms(defined)} if defined is not None and is_name(defined) else set()
+        verb = question_verb(rewrite.core)
         for i, candidate in enumerate(candidates):
             candidate.similarity = float(similarity[i])
             held = candidate.terms
             if subject and not subject <= held and _describes(defined, candidate.text):
                 held = held | subject  # a person by one name: "Kittow was thirty-four" holds "Ambrose Kittow"
+            if verb is not None and verb in held and _only_as_a_noun(verb, candidate.text):
+                held = held - {verb}  # "How long does the stew cook?" is not answered by "was a cook"
             candidate.lexical = _lexical_of(held, weights)
             candidate.referred = _lexical_of(held | candidate.antecedent, weights) if candidate.antecedent else 0.0
         return similarity, sentences, weights
