@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from raptor_engine.ingest.sentences import NewSentences, sentence_key, sentence_spans
 from raptor_engine.query.answer import (
     ANSWER_KINDS,
     DATES,
@@ -20,6 +21,7 @@ from raptor_engine.query.answer import (
     definition_subject,
     holds_kind,
 )
+from raptor_engine.query.retrieve import _only_new
 from raptor_engine.types import ContextNode
 
 WHEN, NUMBER, WHY, WHO, WHERE = range(5)
@@ -189,3 +191,29 @@ def test_the_question_verb_a_sentence_holds_only_as_a_noun_is_not_held(embedder)
 )
 def test_a_replacement_is_explained_by_what_it_replaces(question, sentence, gives):
     assert _gives_the_asked_reason(question, sentence) is gives
+
+
+OPENING = "Port Ellin was a fishing village of some 900 people when the Harbour Trust was formed to build a pier."
+REST = "The pier is 640 feet long and stands on granite blocks. The Trust's engineer was James Annand of Glasgow."
+
+
+def test_a_leaf_says_where_the_sentences_it_leaves_out_for_a_summarys_copy_stood():
+    summary = ContextNode(9, 2, "a.md", 0.9, f"{OPENING} The light was first lit in 1855.", 40, 4)
+    stored = f"## Building the pier\n{OPENING} {REST}"
+    count = lambda texts: [len(t.split()) for t in texts]  # noqa: E731
+    held = NewSentences()
+    held.add(sentence_spans([summary.text], count)[0])
+    shortened, kept = _only_new(leaf(1, stored, 0), tuple(sentence_spans([stored], count)[0]), held)
+    assert shortened is not None and OPENING not in shortened.text
+    assert shortened.held_elsewhere == ((shortened.text.index("The pier"), sentence_key(OPENING)),)
+
+
+def test_a_thematic_answer_reads_a_summarys_copy_of_the_opening_sentence_where_it_stands(embedder):
+    summary = ContextNode(9, 2, "a.md", 0.9, f"The light was first lit in 1855. {OPENING}", 40, 4)
+    opening = ContextNode(1, 0, "a.md", 0.5, REST, 30, 1, start=0, end=400, held_elsewhere=((0, sentence_key(OPENING)),))
+    later = leaf(2, "On the night of 4 January 1911 a gale tore away the seaward end of the pier.", 500)
+    nodes = [summary, later, opening]
+    quoted = QUOTE.findall(ExtractiveAnswerer(embedder)._answer_sync("What is this document about?", nodes, []).text)
+    assert quoted[0] == OPENING
+    placed = {c.text: c for c in _candidates(nodes)}[OPENING]
+    assert placed.placed == ("a.md", 0)

@@ -108,6 +108,7 @@ THEME_SIMILARITY = 0.15  # a thematic question's words ("document", "about") say
 THEME_CENTRALITY = 0.6  # cosine to the mean of the context's sentences
 SUMMARY_BONUS = 0.1  # for the top layer of the context, less for lower ones
 OPENING_BONUS = 0.15  # a document's opening usually says what it is about
+LEAD_BONUS = 0.1  # ... and its first sentence most of all ("The prize is open to writers ...", a report's lead)
 OPENING_CHARS = 1500
 # Transcripts (a context of speaker turns: `context_speakers`)
 SPEAKER_BONUS = 0.2  # a sentence of the speaker the question names ("What did Marketing think ...?")
@@ -419,6 +420,9 @@ class _Candidate:
     # of what it refers to (`_antecedent_terms`), and its share of the question's terms read with them
     antecedent: frozenset[str] = frozenset()
     referred: float = 0.0
+    # a summary's copy of a sentence its leaf left out (`ContextNode.held_elsewhere`): the leaf's document
+    # and the sentence's place in it, so the copy is read where the sentence stands
+    placed: tuple[str | None, int] | None = None
 
     @property
     def key(self) -> str:
@@ -466,7 +470,24 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
     found.sort(key=lambda c: (c.position, c.sentence.start))
     found = found[:MAX_SENTENCES]
     _antecedent_terms(found)
+    _place_copies(found, context)
     return found
+
+
+def _place_copies(candidates: list[_Candidate], context: list[ContextNode]) -> None:
+    """Give a summary's sentence that a context leaf left out because the summary holds it (the
+    retrieval keeps new text only) that leaf's place for it: the document's opening sentence read from a
+    summary is still the opening."""
+    places = {
+        key: (node.document, node.start + offset)
+        for node in context
+        if node.layer == 0 and node.start is not None
+        for offset, key in node.held_elsewhere
+    }
+    if places:
+        for candidate in candidates:
+            if candidate.node.layer > 0:
+                candidate.placed = places.get(candidate.key)
 
 
 # A sentence that opens by pointing back ("It was made by Grubb in Dublin.", "They concluded that ...", "As a
@@ -831,20 +852,43 @@ def _quoted_before(history: list[Turn]) -> set[str]:
     return keys
 
 
-def _in_opening(candidate: _Candidate) -> bool:
-    """Whether a leaf's sentence lies in the first OPENING_CHARS characters of its document."""
+def _document_place(candidate: _Candidate) -> tuple[str | None, int] | None:
+    """The document of a leaf's sentence (or of a summary's copy of one, `placed`) and where it stands in
+    it; None for a summary's own sentence."""
     node = candidate.node
-    return (
-        node.layer == 0 and node.start is not None and node.start + candidate.sentence.start < OPENING_CHARS
-    )
+    if node.layer == 0 and node.start is not None:
+        return node.document, node.start + candidate.sentence.start
+    return candidate.placed
+
+
+def _in_opening(candidate: _Candidate) -> bool:
+    """Whether a leaf's sentence (or a summary's copy of one) lies in the first OPENING_CHARS characters of
+    its document."""
+    place = _document_place(candidate)
+    return place is not None and place[1] < OPENING_CHARS
+
+
+def _leads(candidates: list[_Candidate]) -> set[int]:
+    """The ids of the candidates that open their documents: each document's first quotable sentence in
+    the context (a leaf's, or a summary's copy placed where its leaf left it out), within its opening."""
+    first: dict[str | None, tuple[tuple[int, int], _Candidate]] = {}
+    for candidate in candidates:
+        place = _document_place(candidate)
+        if place is None or place[1] >= OPENING_CHARS:
+            continue
+        order = (place[1], 0 if candidate.placed is None else -1)
+        if place[0] not in first or order < first[place[0]][0]:
+            first[place[0]] = (order, candidate)
+    return {id(candidate) for _, candidate in first.values()}
 
 
 def _reading_order(candidate: _Candidate) -> tuple[int, int, int]:
-    """Leaves by their place in the document; summaries (no place) after them, higher layers first."""
-    node = candidate.node
-    if node.layer == 0 and node.start is not None:
-        return (0, node.start + candidate.sentence.start, 0)
-    return (1, -node.layer, candidate.position)
+    """Leaves' sentences (and summaries' copies of them, before the leaf's sentence that followed them)
+    by their place in the document; summaries' own sentences (no place) after them, higher layers first."""
+    place = _document_place(candidate)
+    if place is not None:
+        return (0, place[1], 0 if candidate.placed is None else -1)
+    return (1, -candidate.node.layer, candidate.position)
 
 
 def _centrality(sentences: np.ndarray) -> np.ndarray:
@@ -1720,6 +1764,7 @@ class ExtractiveAnswerer:
         speakers = _speakers(candidates)
         named = named_speakers(rewrite.core, speakers)
         topical = thematic and bool(speakers) and bool(topic_terms(rewrite.core, speakers))
+        leads = _leads(candidates) if thematic and not speakers else set()
         for i, candidate in enumerate(candidates):
             if learned is not None:
                 score = learned[i]
@@ -1731,6 +1776,7 @@ class ExtractiveAnswerer:
                 score += SUMMARY_BONUS * candidate.node.layer / top_layer
                 # a meeting opens with greetings and the agenda, not with what it settled
                 score += OPENING_BONUS if _in_opening(candidate) and not speakers else 0.0
+                score += LEAD_BONUS if id(candidate) in leads else 0.0
             else:
                 score = hand_score(rewrite.core, candidate)
             if candidate.key in quoted:
