@@ -73,14 +73,13 @@ def test_the_probe_files_are_json_lines_with_the_fields_the_loader_reads():
 
 # Development probes the first quote still misses (docs/EVALUATION.md): the hand score puts the old tank's
 # fault first ("The old tank ... is cracked and loses water") but the learned model, which has most of a
-# why-question's say, prefers the new tank's cost; the Great Refractor's purpose is said of "it", whose antecedent in the sentence before is
-# "the telescope"; the writing prize's opening sentence is quoted from a summary, after the leaves.
+# why-question's say, prefers the new tank's cost; the Great Refractor's purpose is said of "it", whose
+# antecedent in the sentence before is "the telescope".
 KNOWN_MISSES = frozenset(
     {
         "Why is a new water tank needed?",
         "What was the purpose of the Great Refractor?",
         "Why was the Great Refractor built?",
-        "What is the central theme?",
     }
 )
 
