@@ -12,6 +12,7 @@ from raptor_engine.query.answer import (
     DATES,
     NUMBER_KIND,
     QUOTE,
+    REFERS_BACK_AT_START,
     ExtractiveAnswerer,
     _candidates,
     _counts_the_asked,
@@ -217,3 +218,18 @@ def test_a_thematic_answer_reads_a_summarys_copy_of_the_opening_sentence_where_i
     assert quoted[0] == OPENING
     placed = {c.text: c for c in _candidates(nodes)}[OPENING]
     assert placed.placed == ("a.md", 0)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "refers"),
+    [
+        ("It was made by Grubb in Dublin.", True),
+        ("They concluded that the skies had grown too bright.", True),
+        ("As a result the yards closed.", True),
+        ("It is important to note that the lens was cleaned.", False),
+        ("It was not clear that the lamp had failed.", False),
+        ("The lamp failed in the night.", False),
+    ],
+)
+def test_what_opens_by_referring_back(sentence, refers):
+    assert bool(REFERS_BACK_AT_START.search(sentence)) is refers

@@ -494,7 +494,8 @@ def _place_copies(candidates: list[_Candidate], context: list[ContextNode]) -> N
 # result the yards closed.") is about what the sentence before it named: read alone, it shares none of the
 # words a question about that thing uses.
 REFERS_BACK_AT_START = re.compile(
-    r"^\W*(?:(?:it|its|they|their|them|he|his|she|her|this|these|those|such)\b(?!\s+(?:is|was)\s+(?:not\s+)?"
+    # not the empty "it" of "It is important to ...", "It was not clear that ..."
+    r"^\W*(?:(?:it|its|they|their|them|he|his|she|her|this|these|those|such)\b(?!\s+(?:is|was)\s+"
     r"(?:(?:very|also|quite|now|thus|therefore|not)\s+)?(?:to|that|possible|important|clear|likely|necessary|difficult|easy)\b)"
     r"|(?:as a result|consequently|for this reason|because of this|therefore|thus)\b)",
     re.IGNORECASE,
@@ -520,7 +521,7 @@ def _antecedent_terms(candidates: list[_Candidate]) -> None:
         # a leaf's first sentence after a heading line refers to the heading, not to the leaf before
         opens_node = not node.text[: candidate.sentence.start].strip()
         if before is None and opens_node and node.layer == 0 and node.start is not None:
-            before = _leaf_before(last_of, node)
+            before = _leaf_before(last_of, node, node.start)
         # a summary strings together sentences of many leaves: the one before is no antecedent
         if REFERS_BACK_AT_START.search(candidate.text) and not candidate.transcript and node.layer == 0:
             headings = {stem(t) for h in node.heading for t in content_terms(h)}
@@ -532,11 +533,13 @@ def _antecedent_terms(candidates: list[_Candidate]) -> None:
 MAX_LEAF_GAP = 3  # characters between two leaves that follow each other (a line break, spaces)
 
 
-def _leaf_before(last_of: dict[tuple[str | None, int], _Candidate], node: ContextNode) -> _Candidate | None:
-    """The last quotable sentence of the context leaf that ends where `node` (a leaf) starts, if any."""
-    assert node.start is not None
+def _leaf_before(
+    last_of: dict[tuple[str | None, int], _Candidate], node: ContextNode, start: int
+) -> _Candidate | None:
+    """The last quotable sentence of the context leaf that ends where `node` (a leaf starting at `start`)
+    starts, if any."""
     for gap in range(MAX_LEAF_GAP + 1):
-        found = last_of.get((node.document, node.start - gap))
+        found = last_of.get((node.document, start - gap))
         if found is not None and found.node is not node:
             return found
     return None
@@ -992,7 +995,11 @@ WHY = re.compile(rf"^\W*why\b|{_WHAT_IS_THE}(?:purpose|aim|goal|point)s?\s+of\b"
 
 # "Why is a new water tank needed?": a replacement is explained by what is wrong with what it replaces,
 # a sentence about the old one ("The old tank by the shed is cracked and loses water.")
-NEW_THING = re.compile(r"\bnew\s+(?:[\w-]+\s+){0,2}?(?P<noun>[a-z][\w-]+)\s+(?:is|are|was|were|be)?\s*(?:needed|required|necessary|wanted|being|planned|bought|ordered|built|proposed)\b", re.I)
+NEW_THING = re.compile(
+    r"\bnew\s+(?:[\w-]+\s+){0,2}?(?P<noun>[a-z][\w-]+)\s+(?:is|are|was|were|be)?\s*"
+    r"(?:needed|required|necessary|wanted|being|planned|bought|ordered|built|proposed)\b",
+    re.IGNORECASE,
+)
 _REPLACED = r"old|existing|current|present|original|previous|former"
 
 
