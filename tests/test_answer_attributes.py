@@ -22,6 +22,7 @@ from raptor_engine.query.answer import (
     definition_subject,
     holds_kind,
 )
+from raptor_engine.query.followup import split_standalone
 from raptor_engine.query.retrieve import _only_new
 from raptor_engine.types import ContextNode
 
@@ -233,3 +234,18 @@ def test_a_thematic_answer_reads_a_summarys_copy_of_the_opening_sentence_where_i
 )
 def test_what_opens_by_referring_back(sentence, refers):
     assert bool(REFERS_BACK_AT_START.search(sentence)) is refers
+
+
+def test_a_who_question_does_not_read_he_or_she_with_the_person_it_stands_for(embedder):
+    named = "Detectives suspect a cowboy singer, Tex Barton, who tried to slip out of the back door."
+    pronoun = "He was in the audience when Rita was rehearsing before the blackout."
+    nodes = [leaf(1, named, 0), leaf(2, pronoun, len(named) + 1)]
+    answerer = ExtractiveAnswerer(embedder)
+
+    def referred(question: str) -> float:
+        found = _candidates(nodes)
+        answerer._similarities(split_standalone(question), found, set())
+        return found[-1].referred
+
+    assert referred("Why did the cowboy singer slip out of the back door?") > 0  # read with "Tex Barton ..."
+    assert referred("Who tried to slip out of the back door?") == 0  # "He" hides the name asked for

@@ -531,6 +531,9 @@ def _antecedent_terms(candidates: list[_Candidate]) -> None:
 
 
 MAX_LEAF_GAP = 3  # characters between two leaves that follow each other (a line break, spaces)
+# "Who was in the audience?": "He was in the audience ..." stands in for the person asked about without
+# naming them, so for a 'who' question a sentence opening with a personal pronoun is read alone
+PERSONAL_OPENING = re.compile(r"^\W*(?:he|him|his|she|her|they|them|their)\b", re.IGNORECASE)
 
 
 def _leaf_before(
@@ -1697,6 +1700,7 @@ class ExtractiveAnswerer:
         defined = definition_subject(rewrite.core)
         subject = {stem(t) for t in content_terms(defined)} if defined is not None and is_name(defined) else set()
         verb = question_verb(rewrite.core)
+        asks_who = bool(ANSWER_KINDS[WHO_KIND][0].search(rewrite.core))
         for i, candidate in enumerate(candidates):
             candidate.similarity = float(similarity[i])
             held = candidate.terms
@@ -1705,7 +1709,8 @@ class ExtractiveAnswerer:
             if verb is not None and verb in held and _only_as_a_noun(verb, candidate.text):
                 held = held - {verb}  # "How long does the stew cook?" is not answered by "was a cook"
             candidate.lexical = _lexical_of(held, weights)
-            candidate.referred = _lexical_of(held | candidate.antecedent, weights) if candidate.antecedent else 0.0
+            if candidate.antecedent and not (asks_who and PERSONAL_OPENING.match(candidate.text)):
+                candidate.referred = _lexical_of(held | candidate.antecedent, weights)
         return similarity, sentences, weights
 
     def feature_rows(self, question: str, context: list[ContextNode]) -> tuple[list[str], np.ndarray]:
