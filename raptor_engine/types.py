@@ -163,6 +163,9 @@ class ContextNode:
     drawn_from: tuple[tuple[str, int], ...] = ()
     page_marks: PageMarks = ()  # where each page begins in `text` (leaves of paged documents)
     message: MessageRef | None = None  # a leaf of a chat-message document: the message it holds
+    # a leaf's sentences left out of `text` because the context holds them in another node (a summary's
+    # copy): (where in `text` it stood, its sentence key), so that copy can be read in its place
+    held_elsewhere: tuple[tuple[int, str], ...] = ()
 
     def pages(self, start: int = 0, end: int | None = None) -> tuple[int, int] | None:
         """First and last page of text[start:end] (all of it by default); None without pages."""

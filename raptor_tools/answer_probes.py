@@ -56,7 +56,9 @@ class Probe:
     split: str
     doc: str
     question: str
-    kind: str  # who / what / when / how_many / where / measure / why / how_to / yes_no / which / who_did
+    # who / what / when / how_many / where / measure / why / how_to / yes_no / which / who_did / attribute
+    # ("what was the date / cost / cause of X?") / pronoun (answered by a sentence opening with one) / theme
+    kind: str
     answers: tuple[str, ...]
 
 

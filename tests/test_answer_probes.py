@@ -22,7 +22,10 @@ from raptor_tools.answer_probes import (
     tally,
 )
 
-KINDS = {"who", "what", "when", "how_many", "where", "measure", "why", "how_to", "yes_no", "which", "who_did"}
+KINDS = {
+    "who", "what", "when", "how_many", "where", "measure", "why", "how_to", "yes_no", "which", "who_did",
+    "attribute", "pronoun", "theme",
+}
 
 
 @pytest.mark.parametrize("split", SPLITS)
@@ -68,10 +71,17 @@ def test_the_probe_files_are_json_lines_with_the_fields_the_loader_reads():
             assert set(json.loads(line)) == {"doc", "question", "kind", "answers"}
 
 
-# Development probes the first quote still misses (docs/EVALUATION.md): the step that descales shares
-# no word with the question ("Fill the jug ... with ... vinegar"), and the tank's reason is written with
-# no word that marks a reason ("The old tank ... is cracked and loses water").
-KNOWN_MISSES = frozenset({"How do I descale the kettle?", "Why is a new water tank needed?"})
+# Development probes the first quote still misses (docs/EVALUATION.md): the hand score puts the old tank's
+# fault first ("The old tank ... is cracked and loses water") but the learned model, which has most of a
+# why-question's say, prefers the new tank's cost; the Great Refractor's purpose is said of "it", whose
+# antecedent in the sentence before is "the telescope".
+KNOWN_MISSES = frozenset(
+    {
+        "Why is a new water tank needed?",
+        "What was the purpose of the Great Refractor?",
+        "Why was the Great Refractor built?",
+    }
+)
 
 
 def test_every_development_probe_but_the_known_misses_is_answered_by_the_first_quote(tmp_path, embedder):

@@ -110,6 +110,7 @@ THEME_SIMILARITY = 0.15  # a thematic question's words ("document", "about") say
 THEME_CENTRALITY = 0.6  # cosine to the mean of the context's sentences
 SUMMARY_BONUS = 0.1  # for the top layer of the context, less for lower ones
 OPENING_BONUS = 0.15  # a document's opening usually says what it is about
+LEAD_BONUS = 0.1  # ... and its first sentence most of all ("The prize is open to writers ...", a report's lead)
 OPENING_CHARS = 1500
 # Transcripts (a context of speaker turns: `context_speakers`)
 SPEAKER_BONUS = 0.2  # a sentence of the speaker the question names ("What did Marketing think ...?")
@@ -139,10 +140,26 @@ _MONTHS = r"january|february|march|april|may|june|july|august|september|october|
 _CJK_YEAR = r"|(?:1[0-9]{3}|20[0-9]{2})(?=[年년])|世纪|世紀|年代"
 _CJK_COUNT = rf"|(?<=[{UNSPACED_LETTERS}])\d|[一二三四五六七八九十百千万萬两兩]+(?=[名个個位次人件本只隻座])"
 _CJK_NAME = rf"|[{UNSPACED_LETTERS}][\u00b7\u30fb][{UNSPACED_LETTERS}]"
+# "What was the date / cost / cause / name of X?": the attribute asked for says the kind of answer, as a
+# question word does ("When ...?", "How much ...?", "Why ...?", "Who ...?", "Where ...?")
+_WHAT_IS_THE = r"\bwhat\s+(?:is|was|are|were|'s)\s+the\s+(?:[\w-]+\s+)?"
+_DATE_ATTRIBUTES = r"date|day|year"
+_NUMBER_ATTRIBUTES = (
+    r"size|number|amount|count|total|length|population|cost|price|fee|fare|value|height|width|depth|distance"
+    r"|weight|duration|area|age"
+)
+_REASON_ATTRIBUTES = r"cause|reason|purpose|aim|goal|point|result|outcome|effect|consequence|motive"
+_NAME_ATTRIBUTES = r"name|title"
+_PLACE_ATTRIBUTES = r"location|place|origin|site"
+ATTRIBUTE_OF = re.compile(
+    rf"{_WHAT_IS_THE}(?P<attribute>{_DATE_ATTRIBUTES}|{_NUMBER_ATTRIBUTES}|{_REASON_ATTRIBUTES}|{_NAME_ATTRIBUTES}"
+    rf"|{_PLACE_ATTRIBUTES})s?\s+(?:of|for|behind)\b",
+    re.IGNORECASE,
+)
 ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
     (
         re.compile(
-            r"\b(?:when|what year|which year|what date|since when)\b"
+            rf"\b(?:when|what year|which year|what date|since when)\b|{_WHAT_IS_THE}(?:{_DATE_ATTRIBUTES})s?\s+of\b"
             r"|什么时候|什麼時候|何时|何時|哪一?年|几时|幾時|いつ|何年|언제",
             re.I,
         ),
@@ -151,7 +168,7 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
     (
         re.compile(
             r"\bhow (?:many|much|long|often|far|big|large|tall|high|deep|heavy|old)\b"
-            r"|\bwhat (?:is|was|are|were) the (?:size|number|amount|count|total|length)\b"
+            rf"|{_WHAT_IS_THE}(?:{_NUMBER_ATTRIBUTES})s?\b"
             r"|多少|几[个個名位次]|幾[個名位次]|いくつ|何人|몇",
             re.I,
         ),
@@ -159,24 +176,38 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
         re.compile(rf"(?<![\w.])\d|\b(?:{_NUMBER_WORDS})\b{_CJK_COUNT}", re.I),
     ),
     (
-        re.compile(r"\b(?:why|how come|for what reason|what for)\b|为什么|為什麼|为何|為何|なぜ|どうして|왜", re.I),
+        re.compile(
+            rf"\b(?:why|how come|for what reason|what for)\b|{_WHAT_IS_THE}(?:{_REASON_ATTRIBUTES})s?\s+(?:of|for|behind)\b"
+            r"|为什么|為什麼|为何|為何|なぜ|どうして|왜",
+            re.I,
+        ),
         # a reason or a purpose; "since" only where no time follows ("since 2015" says when)
         re.compile(
             r"\b(?:because|so that|in order to|due to|as a result|therefore|caused|reason|so as to|on account of"
-            r"|owing to|thanks to|in (?:honou?r|memory) of|to (?:avoid|prevent)|for fear)\b"
+            r"|owing to|thanks to|in (?:honou?r|memory) of|to (?:avoid|prevent)|for fear|purpose)\b"
+            # a purpose ("was built to measure", "put there to guide") and a cause ("started when a lamp fell")
+            r"|\b(?:built|made|designed|used|intended|meant|put|placed|installed|founded|established|created|set up)"
+            r"\s+(?:[\w'\u2019-]+\s+){0,2}?to\s+(?!(?:the|a|an|be|his|her|its|their|this|that)\b)[a-z]"
+            r"|\b(?:started|began|broke out|arose)\s+(?:[\w'\u2019-]+\s+){0,3}?(?:when|after|because)\b"
             rf"|\bsince\b(?!\s+(?:\d|then|(?:early|late|last|the)\b|{_MONTHS}))|,\s+so\s+(?!that\b|far\b|much\b)"
             r"|因为|因為|由于|由於|所以|因此|ために|ので|때문",
             re.I,
         ),
     ),
     (
-        re.compile(r"\b(?:who|whom|whose)\b|谁|誰|哪位|だれ|누구", re.I),
-        re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+" + _CJK_NAME),
+        re.compile(rf"\b(?:who|whom|whose)\b|{_WHAT_IS_THE}(?:{_NAME_ATTRIBUTES})s?\s+of\b|谁|誰|哪位|だれ|누구", re.I),
+        # a name: two capitalised words, or one that something is called ("called Daniel Quill", "named Ossian")
+        re.compile(
+            r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+"
+            r"|\b(?i:named|called|known\s+as|christened)\s+(?:the\s+)?[A-Z]" + _CJK_NAME
+        ),
     ),
     (
         # "Where do they get the recipes from?", "Where does the story take place?"
         re.compile(
-            r"\bwhere\b|\b(?:what|which) (?:source|sources|place|location|planet|country|city)\b", re.I
+            rf"\bwhere\b|\b(?:what|which) (?:source|sources|place|location|planet|country|city)\b"
+            rf"|{_WHAT_IS_THE}(?:{_PLACE_ATTRIBUTES})s?\s+of\b",
+            re.I,
         ),
         # a place or source: a preposition before a name ("on Mars", "from Twitter") or a web domain
         re.compile(
@@ -196,11 +227,19 @@ QUANTITY_LABELS = re.compile(
 
 # What carries digits without being a quantity either: a date ("in 1839", "between 1820 and 1836",
 # "3 September 2024", "March 1962", "the 1950s"). "How many men were lost?" is not answered by the year
-# the tower was built.
+# the tower was built. A span followed by what it counts ("from 1500 to 2000 words", "1200 to 1800
+# feet") is a quantity: a lower-case word after a span of years is one of the words that go on a
+# sentence ("between 1820 and 1836 the tower ...", "1914-1918 when ...").
 _YEAR = r"(?:1[0-9]{3}|20[0-9]{2})"
 _DATE_WORDS = rf"in|since|until|till|between|before|after|during|circa|year|{_MONTHS}"
+_AFTER_A_DATE = (
+    r"and|or|but|when|while|where|which|who|whose|that|the|a|an|in|on|at|by|for|to|of|as|after|before|until|"
+    r"during|with|from|he|she|it|they|we|i|you|his|her|its|their|there|this|these|was|were|is|are|had|has|have|"
+    r"did|saw|brought|marked|followed|ended|began|passed"
+)
+COUNTED_SPAN_END = rf"(?!\s+(?!(?:{_AFTER_A_DATE})\b)(?-i:[a-z]))"
 DATES = re.compile(
-    rf"\b(?:(?:{_DATE_WORDS})\s+)?{_YEAR}\s*(?:and|to|until|-|\u2013)\s*{_YEAR}\b"  # a span: "in 1839 to 1987"
+    rf"\b(?:(?:{_DATE_WORDS})\s+)?{_YEAR}\s*(?:and|to|until|-|\u2013)\s*{_YEAR}\b{COUNTED_SPAN_END}"  # "in 1839 to 1987"
     rf"|\b(?:{_DATE_WORDS})\s+(?:the\s+)?{_YEAR}s?\b"
     rf"|\b{_YEAR}s\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})(?:,?\s+{_YEAR})?\b",
     re.IGNORECASE,
@@ -386,6 +425,13 @@ class _Candidate:
     lexical: float = 0.0  # weighted share of the question's terms it holds
     speaker: str | None = None  # in a transcript, who said it (its label is not part of `text`)
     transcript: bool = False  # it comes from a context of speaker turns (`context_speakers`)
+    # for a sentence that opens by referring back ("It was made ...", "As a result ..."): the stemmed terms
+    # of what it refers to (`_antecedent_terms`), and its share of the question's terms read with them
+    antecedent: frozenset[str] = frozenset()
+    referred: float = 0.0
+    # a summary's copy of a sentence its leaf left out (`ContextNode.held_elsewhere`): the leaf's document
+    # and the sentence's place in it, so the copy is read where the sentence stands
+    placed: tuple[str | None, int] | None = None
 
     @property
     def key(self) -> str:
@@ -431,7 +477,84 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
                     _Candidate(position, node, sentence, text, terms, speaker=speaker, transcript=bool(speakers))
                 )
     found.sort(key=lambda c: (c.position, c.sentence.start))
-    return found[:MAX_SENTENCES]
+    found = found[:MAX_SENTENCES]
+    _antecedent_terms(found)
+    _place_copies(found, context)
+    return found
+
+
+def _place_copies(candidates: list[_Candidate], context: list[ContextNode]) -> None:
+    """Give a summary's sentence that a context leaf left out because the summary holds it (the
+    retrieval keeps new text only) that leaf's place for it: the document's opening sentence read from a
+    summary is still the opening."""
+    places = {
+        key: (node.document, node.start + offset)
+        for node in context
+        if node.layer == 0 and node.start is not None
+        for offset, key in node.held_elsewhere
+    }
+    if places:
+        for candidate in candidates:
+            if candidate.node.layer > 0:
+                candidate.placed = places.get(candidate.key)
+
+
+# A sentence that opens by pointing back ("It was made by Grubb in Dublin.", "They concluded that ...", "As a
+# result the yards closed.") is about what the sentence before it named: read alone, it shares none of the
+# words a question about that thing uses.
+REFERS_BACK_AT_START = re.compile(
+    # not the empty "it" of "It is important to ...", "It was not clear that ..."
+    r"^\W*(?:(?:it|its|they|their|them|he|his|she|her|this|these|those|such)\b(?!\s+(?:is|was)\s+"
+    r"(?:(?:very|also|quite|now|thus|therefore|not)\s+)?(?:to|that|possible|important|clear|likely|necessary|difficult|easy)\b)"
+    r"|(?:as a result|consequently|for this reason|because of this|therefore|thus)\b)",
+    re.IGNORECASE,
+)
+
+
+def _antecedent_terms(candidates: list[_Candidate]) -> None:
+    """Give each leaf's candidate that opens by referring back (REFERS_BACK_AT_START) the terms of the
+    sentence before it (and of what that one refers to, when it refers back too) and of its leaf's
+    headings. The sentence before is the one before it in its leaf, or for a leaf's first sentence (no
+    heading line above it) the last of the context leaf of the same document that ends where this leaf
+    starts (leaves are stored in reading order: `ContextNode.start` and `end`). A summary's sentences
+    get none: the sentence before one in a summary comes from anywhere. Candidates are in context order."""
+    last_of: dict[tuple[str | None, int], _Candidate] = {}  # (document, end) -> a leaf's last sentence
+    for candidate in candidates:
+        node = candidate.node
+        if node.layer == 0 and node.end is not None:
+            last_of[(node.document, node.end)] = candidate  # the last one of a node wins
+    previous: _Candidate | None = None
+    for candidate in candidates:
+        before = previous if previous is not None and previous.position == candidate.position else None
+        node = candidate.node
+        # a leaf's first sentence after a heading line refers to the heading, not to the leaf before
+        opens_node = not node.text[: candidate.sentence.start].strip()
+        if before is None and opens_node and node.layer == 0 and node.start is not None:
+            before = _leaf_before(last_of, node, node.start)
+        # a summary strings together sentences of many leaves: the one before is no antecedent
+        if REFERS_BACK_AT_START.search(candidate.text) and not candidate.transcript and node.layer == 0:
+            headings = {stem(t) for h in node.heading for t in content_terms(h)}
+            held = (before.terms | before.antecedent) if before is not None else set()
+            candidate.antecedent = frozenset((held | headings) - candidate.terms)
+        previous = candidate
+
+
+MAX_LEAF_GAP = 3  # characters between two leaves that follow each other (a line break, spaces)
+# "Who was in the audience?": "He was in the audience ..." stands in for the person asked about without
+# naming them, so for a 'who' question a sentence opening with a personal pronoun is read alone
+PERSONAL_OPENING = re.compile(r"^\W*(?:he|him|his|she|her|they|them|their)\b", re.IGNORECASE)
+
+
+def _leaf_before(
+    last_of: dict[tuple[str | None, int], _Candidate], node: ContextNode, start: int
+) -> _Candidate | None:
+    """The last quotable sentence of the context leaf that ends where `node` (a leaf starting at `start`)
+    starts, if any."""
+    for gap in range(MAX_LEAF_GAP + 1):
+        found = last_of.get((node.document, start - gap))
+        if found is not None and found.node is not node:
+            return found
+    return None
 
 
 def _says_something(text: str) -> bool:
@@ -630,7 +753,7 @@ def definition_subject(question: str) -> str | None:
     other questions, and for 'what is this about?'-style ones)."""
     meaning = MEANING_QUESTION.match(question)
     match = meaning or DEFINITION_QUESTION.match(question)
-    if not match or THEMATIC.search(question) or asks_a_fact_kind(question):
+    if not match or THEMATIC.search(question) or asks_a_fact_kind(question) or ATTRIBUTE_OF.search(question):
         return None
     asked = next(group for group in match.groups() if group) if meaning else match.group("subject")
     # "Agnes Penrose's foreman" is a foreman: what follows the last possessive is what is asked about
@@ -744,20 +867,43 @@ def _quoted_before(history: list[Turn]) -> set[str]:
     return keys
 
 
-def _in_opening(candidate: _Candidate) -> bool:
-    """Whether a leaf's sentence lies in the first OPENING_CHARS characters of its document."""
+def _document_place(candidate: _Candidate) -> tuple[str | None, int] | None:
+    """The document of a leaf's sentence (or of a summary's copy of one, `placed`) and where it stands in
+    it; None for a summary's own sentence."""
     node = candidate.node
-    return (
-        node.layer == 0 and node.start is not None and node.start + candidate.sentence.start < OPENING_CHARS
-    )
+    if node.layer == 0 and node.start is not None:
+        return node.document, node.start + candidate.sentence.start
+    return candidate.placed
+
+
+def _in_opening(candidate: _Candidate) -> bool:
+    """Whether a leaf's sentence (or a summary's copy of one) lies in the first OPENING_CHARS characters of
+    its document."""
+    place = _document_place(candidate)
+    return place is not None and place[1] < OPENING_CHARS
+
+
+def _leads(candidates: list[_Candidate]) -> set[int]:
+    """The ids of the candidates that open their documents: each document's first quotable sentence in
+    the context (a leaf's, or a summary's copy placed where its leaf left it out), within its opening."""
+    first: dict[str | None, tuple[tuple[int, int], _Candidate]] = {}
+    for candidate in candidates:
+        place = _document_place(candidate)
+        if place is None or place[1] >= OPENING_CHARS:
+            continue
+        order = (place[1], 0 if candidate.placed is None else -1)
+        if place[0] not in first or order < first[place[0]][0]:
+            first[place[0]] = (order, candidate)
+    return {id(candidate) for _, candidate in first.values()}
 
 
 def _reading_order(candidate: _Candidate) -> tuple[int, int, int]:
-    """Leaves by their place in the document; summaries (no place) after them, higher layers first."""
-    node = candidate.node
-    if node.layer == 0 and node.start is not None:
-        return (0, node.start + candidate.sentence.start, 0)
-    return (1, -node.layer, candidate.position)
+    """Leaves' sentences (and summaries' copies of them, before the leaf's sentence that followed them)
+    by their place in the document; summaries' own sentences (no place) after them, higher layers first."""
+    place = _document_place(candidate)
+    if place is not None:
+        return (0, place[1], 0 if candidate.placed is None else -1)
+    return (1, -candidate.node.layer, candidate.position)
 
 
 def _centrality(sentences: np.ndarray) -> np.ndarray:
@@ -827,7 +973,77 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     score += ACTION_BONUS if _holds_the_asked_action(question, candidate.terms) else 0.0
     score += KIND_BONUS if _picks_out_the_asked(question, candidate.text) else 0.0
     score += _instruction_bonus(question, candidate.text)
+    asked = how_to_task(question)
+    score += PURPOSE_BONUS if asked and _continues_the_task(asked[0], candidate) else 0.0
+    score += REASON_FORM_BONUS if _gives_the_asked_reason(question, candidate.text) else 0.0
     return score + _event_bonus(question, candidate.text)
+
+
+# "Why did the library close?", "Why was the refractor built?", "What was the result / purpose / cause of X?":
+# the answer says it in a form of its own, as a description answers "what is X?": a reason or purpose
+# straight after the asked verb ("closed in March 2022 when inspectors found asbestos", "was built to
+# measure ..."), a consequence opened by its connective ("As a result the yards closed"), a cause
+# ("was caused by a spring tide", "started when a lamp fell over").
+REASON_FORM_BONUS = DEFINITION_BONUS
+REASON_WITHIN = 4  # words between the asked verb and its reason ("closed in March 2022 when")
+_REASON_AFTER_VERB = re.compile(
+    r"^(?:because|as|since|when|after|so that|so as|in order|due to|owing to|for fear|following)\b"
+    r"|^to\s+(?!(?:the|a|an|be|his|her|its|their|this|that|my|our|your|them|him|me|us|it)\b)[a-z]",
+    re.IGNORECASE,
+)
+RESULT_FORM = re.compile(
+    r"^\W*(?:as a (?:result|consequence)|consequently|because of this|therefore|thus|so|in the end)\b"
+    r"|\b(?:resulted in|led to|meant that)\b",
+    re.IGNORECASE,
+)
+CAUSE_FORM = re.compile(
+    r"\b(?:caused|started|begun|began|triggered|sparked)\s+(?:by|when|after|because)\b|\bbecause\b|\bdue to\b",
+    re.IGNORECASE,
+)
+ASKS_RESULT = re.compile(rf"{_WHAT_IS_THE}(?:result|outcome|effect|consequence)s?\s+of\b", re.IGNORECASE)
+ASKS_CAUSE = re.compile(rf"{_WHAT_IS_THE}(?:cause|reason)s?\s+(?:of|for|behind)\b", re.IGNORECASE)
+WHY = re.compile(rf"^\W*why\b|{_WHAT_IS_THE}(?:purpose|aim|goal|point)s?\s+of\b", re.IGNORECASE)
+
+
+# "Why is a new water tank needed?": a replacement is explained by what is wrong with what it replaces,
+# a sentence about the old one ("The old tank by the shed is cracked and loses water.")
+NEW_THING = re.compile(
+    r"\bnew\s+(?:[\w-]+\s+){0,2}?(?P<noun>[a-z][\w-]+)\s+(?:is|are|was|were|be)?\s*"
+    r"(?:needed|required|necessary|wanted|being|planned|bought|ordered|built|proposed)\b",
+    re.IGNORECASE,
+)
+_REPLACED = r"old|existing|current|present|original|previous|former"
+
+
+def _faults_the_replaced(question: str, sentence: str) -> bool:
+    """Whether a 'why is a new X needed?' question's sentence is about the X it replaces ('the old X')."""
+    new = NEW_THING.search(question)
+    if not new:
+        return False
+    noun = re.escape(new.group("noun"))
+    return bool(re.search(rf"\b(?:{_REPLACED})\s+(?:[\w-]+\s+){{0,2}}?{noun}(?:e?s)?\b", sentence, re.I))
+
+
+def _gives_the_asked_reason(question: str, sentence: str) -> bool:
+    """Whether the sentence says what a 'why / what was the purpose of X?' question asks in the form it
+    takes (a reason or purpose clause straight after one of the question's words), or what a 'what was the
+    result / cause of X?' question asks (RESULT_FORM, CAUSE_FORM)."""
+    if ASKS_RESULT.search(question):
+        return bool(RESULT_FORM.search(sentence))
+    if ASKS_CAUSE.search(question):
+        return bool(CAUSE_FORM.search(sentence))
+    if not WHY.search(question):
+        return False
+    if _faults_the_replaced(question, sentence):
+        return True
+    asked = question_terms(question)
+    said = re.findall(r"[\w'\u2019-]+", sentence)
+    for i, word in enumerate(said):
+        if stem(word.lower()) in asked:
+            for gap in range(1, REASON_WITHIN + 2):
+                if i + gap < len(said) and _REASON_AFTER_VERB.match(" ".join(said[i + gap : i + gap + 2])):
+                    return True
+    return False
 
 
 # "How many men were lost?", "How much water does it hold?": what is counted follows the question word,
@@ -894,7 +1110,8 @@ def _counts_the_asked(question: str, sentence: str) -> bool:
 # miles", "costs 24 pounds", "1.9 kilograms"), not by a number of something else.
 _UNIT_WORDS = {
     "time": r"seconds?|minutes?|hours?|days?|nights?|weeks?|fortnights?|months?|years?|seasons?|decades?|centuries|century",
-    "length": r"millimet(?:re|er)s?|centimet(?:re|er)s?|met(?:re|er)s?|kilomet(?:re|er)s?|km|miles?|yards?|f(?:oo|ee)t|inch(?:es)?|paces?",
+    "length": r"millimet(?:re|er)s?|centimet(?:re|er)s?|met(?:re|er)s?|kilomet(?:re|er)s?|km|miles?|yards?|f(?:oo|ee)t|inch(?:es)?|paces?"
+    r"|words|pages|lines",  # a text's length ("from 1500 to 2000 words long")
     "money": r"pounds?|pence|dollars?|cents?|euros?|francs?|yen|crowns?|shillings?|guineas?|coins?",
     "weight": r"grams?|kilograms?|kilos?|kg|tonnes?|tons?|ounces?|oz|lbs?|stones?",
 }
@@ -902,7 +1119,15 @@ _CURRENCY = r"[£$€¥]\s?\d"
 # every dimension a question word asks for ("how long" is a duration or a length)
 MEASURE_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (re.compile(r"\bhow\s+long\b", re.I), ("time", "length")),
-    (re.compile(r"\bhow\s+(?:far|wide|tall|high|deep)\b|\bwhat\s+distance\b", re.I), ("length",)),
+    (
+        re.compile(
+            r"\bhow\s+(?:far|wide|tall|high|deep)\b|\bwhat\s+distance\b"
+            rf"|{_WHAT_IS_THE}(?:length|height|width|depth|distance)\b",
+            re.I,
+        ),
+        ("length",),
+    ),
+    (re.compile(rf"{_WHAT_IS_THE}duration\b", re.I), ("time",)),
     (
         re.compile(
             r"\bhow\s+much\b.*\b(?:cost|costs|charge|charged|pay|paid|spend|spent|price|fare|fee)\b"
@@ -968,14 +1193,44 @@ ACTION_BONUS = DEFINITION_BONUS
 _AUXILIARIES = r"will|would|did|does|do|has|have|had|can|could|should|might|may|must|first|once|finally|later"
 # the verb as written: in lower case, so "Who does Maskull realize ...?" asks about no action of 'Maskull'
 WHO_DID = re.compile(rf"^\s*(?i:who)\s+(?:(?i:{_AUXILIARIES})\s+)?(?P<verb>[a-z][\w-]+)\b")
-_NO_ACTION = frozenset("is are was were be been being am get got".split())
+# "What did the surveyors conclude?", "What did Margaret Lowry buy?": the answer holds the subject's verb
+_SUBJECT = (
+    r"(?:(?i:the|a|an|his|her|its|their|this|that)\s+[\w'\u2019-]+|(?:[A-Z][\w'\u2019-]*\s+)*[A-Z][\w'\u2019-]*"
+    r"|he|she|it|they|we|you|i)"
+)
+WHAT_DID = re.compile(rf"^\s*(?i:what)\s+(?i:did|does|do|will|would|has|have|had)\s+{_SUBJECT}\s+(?P<verb>[a-z][\w-]+)\b")
+_NO_ACTION = frozenset("is are was were be been being am get got mean stand refer happen".split())
+# "How long does the stew cook?", "Why did the library close?": the question's verb, after its subject and
+# ending the question (with an object after it, "How do I claim expenses?", "your claim" is what is asked)
+QUESTION_VERB = re.compile(
+    r"^\s*(?i:why|when|where|how(?:\s+(?:long|often|far|much|many|well|fast|soon))?)\s+"
+    rf"(?i:did|does|do|will|would|should|can|could|must)\s+{_SUBJECT}\s+(?P<verb>[a-z][\w-]+)\s*[?.!]*\s*$"
+)
+_NOUN_BEFORE = r"a|an|the|this|that|his|her|their|its|my|our|your|every|each"
+
+
+@functools.lru_cache(maxsize=256)  # asked once a candidate list: a function of the question alone
+def question_verb(question: str) -> str | None:
+    """The stemmed verb that ends a 'how long / why / when ... does X verb?' question ('cook' of 'How long
+    does the stew cook?'); None for other questions."""
+    match = QUESTION_VERB.match(question)
+    verb = match.group("verb") if match else None
+    return None if verb is None or verb in STOPWORDS | _NO_ACTION else stem(verb)
+
+
+def _only_as_a_noun(term: str, sentence: str) -> bool:
+    """Whether every word of the sentence whose stem is `term` stands after an article or possessive
+    ('was a cook'): the sentence names the thing, not the action a question asks about."""
+    said = re.findall(r"[\w'\u2019-]+", sentence)
+    uses = [i for i, word in enumerate(said) if stem(word.lower()) == term]
+    return bool(uses) and all(i > 0 and said[i - 1].lower() in _NOUN_BEFORE.split("|") for i in uses)
 
 
 @functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
 def asked_action(question: str) -> str | None:
     """The stemmed verb of a 'who did X / which Y did X' question ('rebuilt', 'build' of 'Which yard
     built the ship?'); None for other questions and for 'who was X' (a description, `definition_subject`)."""
-    match = WHO_DID.match(question)
+    match = WHO_DID.match(question) or WHAT_DID.match(question)
     if match:
         verb = match.group("verb")
         return None if verb in STOPWORDS | _NO_ACTION else stem(verb)
@@ -1077,14 +1332,32 @@ def asks_how_to(question: str) -> bool:
     return how_to_task(question) is not None
 
 
+# A sentence that refers back holds what it refers to less surely than what it names itself
+ANTECEDENT_SHARE = 0.6
+
+
 def _lexical(question: str, candidate: _Candidate) -> float:
-    """The candidate's share of the question's terms; all of them for the step of a 'how do I X?'
+    """The candidate's share of the question's terms, those of what it refers back to counting
+    ANTECEDENT_SHARE of theirs (`_antecedent_terms`); all of them for the step of a 'how do I X?'
     question that names its task by a pronoun ("To use it, press ..." for "How do I use keep warm?")."""
     asked = how_to_task(question)
     refers = REFERS_TO_THE_TASK.match(candidate.text) if asked else None
     if asked and refers and stem(refers.group("task").lower()) == asked[0]:
         return 1.0
-    return candidate.lexical
+    if asked and _continues_the_task(asked[0], candidate):
+        return 1.0
+    return max(candidate.lexical, candidate.lexical + ANTECEDENT_SHARE * (candidate.referred - candidate.lexical))
+
+
+def _continues_the_task(task: str, candidate: _Candidate) -> bool:
+    """Whether a leaf's instruction is a step of the asked task (stemmed) without naming it: a heading of
+    its leaf below the document's title names the task ("Cleaning and descaling" over "Fill the jug ...
+    with vinegar"). An instruction that is the task itself is no step of it. (The sentence before it is no
+    sign: "Soak the beans overnight. Fry the soffritto ..." is the next task, not a step of soaking.)"""
+    instruction = INSTRUCTION.match(candidate.text)
+    if candidate.node.layer > 0 or not instruction or stem(instruction.group("verb").lower()) == task:
+        return False
+    return any(task in {stem(t) for t in content_terms(heading)} for heading in candidate.node.heading[1:])
 
 
 def _instruction_bonus(question: str, sentence: str) -> float:
@@ -1448,12 +1721,18 @@ class ExtractiveAnswerer:
         similarity = sentences @ query
         defined = definition_subject(rewrite.core)
         subject = {stem(t) for t in content_terms(defined)} if defined is not None and is_name(defined) else set()
+        verb = question_verb(rewrite.core)
+        asks_who = bool(ANSWER_KINDS[WHO_KIND][0].search(rewrite.core))
         for i, candidate in enumerate(candidates):
             candidate.similarity = float(similarity[i])
             held = candidate.terms
             if subject and not subject <= held and _describes(defined, candidate.text):
                 held = held | subject  # a person by one name: "Kittow was thirty-four" holds "Ambrose Kittow"
+            if verb is not None and verb in held and _only_as_a_noun(verb, candidate.text):
+                held = held - {verb}  # "How long does the stew cook?" is not answered by "was a cook"
             candidate.lexical = _lexical_of(held, weights)
+            if candidate.antecedent and not (asks_who and PERSONAL_OPENING.match(candidate.text)):
+                candidate.referred = _lexical_of(held | candidate.antecedent, weights)
         return similarity, sentences, weights
 
     def feature_rows(self, question: str, context: list[ContextNode]) -> tuple[list[str], np.ndarray]:
@@ -1519,6 +1798,7 @@ class ExtractiveAnswerer:
         speakers = _speakers(candidates)
         named = named_speakers(rewrite.core, speakers)
         topical = thematic and bool(speakers) and bool(topic_terms(rewrite.core, speakers))
+        leads = _leads(candidates) if thematic and not speakers else set()
         for i, candidate in enumerate(candidates):
             if learned is not None:
                 score = learned[i]
@@ -1530,6 +1810,7 @@ class ExtractiveAnswerer:
                 score += SUMMARY_BONUS * candidate.node.layer / top_layer
                 # a meeting opens with greetings and the agenda, not with what it settled
                 score += OPENING_BONUS if _in_opening(candidate) and not speakers else 0.0
+                score += LEAD_BONUS if id(candidate) in leads else 0.0
             else:
                 score = hand_score(rewrite.core, candidate)
             if candidate.key in quoted:

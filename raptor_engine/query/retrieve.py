@@ -39,9 +39,11 @@ from ..ingest.sentences import (
     content_terms,
     decode_spans,
     in_bigrams,
+    sentence_key,
     sentence_spans,
     sentences_of,
     stem,
+    strip_bullet,
 )
 from ..storage.index import KBIndex
 from ..storage.records import StoredNode
@@ -169,7 +171,8 @@ def _only_new(
     already held, so it does not vouch for the stray sentences left over. A leaf is kept for any new
     sentence, since what is left of it is the held sentence's own neighbourhood.
     """
-    kept = [s for s in sentences if not held.is_copy(s)]
+    copies = [held.is_copy(s) for s in sentences]
+    kept = [s for s, copy in zip(sentences, copies, strict=True) if not copy]
     if not kept:
         return None, []
     if len(kept) == len(sentences):
@@ -178,7 +181,23 @@ def _only_new(
     if node.layer > 0 and len(text) < MIN_NEW_SUMMARY_SHARE * len(node.text):
         return None, []
     tokens = max(1, sum(s.tokens for s in kept))
-    return dataclasses.replace(node, text=text, tokens=tokens, page_marks=_moved_marks(node, kept)), kept
+    shortened = dataclasses.replace(
+        node, text=text, tokens=tokens, page_marks=_moved_marks(node, kept), held_elsewhere=_left_out(sentences, copies)
+    )
+    return shortened, kept
+
+
+def _left_out(sentences: tuple[SentenceSpan, ...], copies: list[bool]) -> tuple[tuple[int, str], ...]:
+    """Where in the shortened text (`_joined`: kept sentences one separator apart) each left-out sentence
+    stood, and its key: the answer reads the context's other copy of it there."""
+    found: list[tuple[int, str]] = []
+    position = 0
+    for sentence, copy in zip(sentences, copies, strict=True):
+        if copy:
+            found.append((position, sentence_key(strip_bullet(sentence.text))))
+        else:
+            position += sentence.end - sentence.start + 1
+    return tuple(found)
 
 
 class BudgetFill:
