@@ -238,10 +238,40 @@ def test_the_export_fuses_attention_into_single_kernels(exported):
     assert json.loads((exported / "meta.json").read_text())["fused"] is True
     fp32 = collections.Counter(n.op_type for n in onnx.load(str(exported / "model.onnx")).graph.node)
     int8 = collections.Counter(n.op_type for n in onnx.load(str(exported / "model-int8.onnx")).graph.node)
-    assert fp32["Attention"] == 6 and fp32["SkipLayerNormalization"] == 12 and not fp32["IsNaN"]
+    assert fp32["Attention"] == 6 and fp32["LayerNormalization"] == 12 and fp32["Gelu"] == 6 and not fp32["IsNaN"]
     assert int8["QAttention"] == 6
+    for graph in (fp32, int8):  # fusions whose CPU kernels are slower than the operators they replace
+        assert not graph["SkipLayerNormalization"] and not graph["BiasGelu"]
     assert int8["EmbedLayerNormalization"] == 1 and not int8["QEmbedLayerNormalization"]  # embeddings stay fp32
     assert not (exported / "exported.onnx").exists()  # the unfused intermediate is not kept
+
+
+def test_the_cpu_session_runs_plain_layer_norms_and_gelu_with_the_biases_in_the_int8_products(
+    exported, tmp_path, monkeypatch
+):
+    """onnxruntime would rebuild the slow fused skip-layer-norm and bias-GELU kernels from the unfused
+    export at load time: the CPU session must not, and its bias adds fold into the int8 matrix products."""
+    import collections
+
+    import onnx
+    import onnxruntime as ort
+
+    real = ort.InferenceSession
+    optimized = tmp_path / "optimized.onnx"
+
+    def recording(path, options, **kwargs):
+        options.optimized_model_filepath = str(optimized)  # what the session actually runs, written out
+        return real(path, options, **kwargs)
+
+    monkeypatch.setattr(ort, "InferenceSession", recording)
+    meta = __import__("json").loads((exported / "meta.json").read_text())
+    runtime = rt.OnnxRuntime(exported, meta, quantized=True)
+    graph = collections.Counter(n.op_type for n in onnx.load(str(optimized)).graph.node)
+    assert not graph["SkipLayerNormalization"] and not graph["BiasGelu"]
+    assert graph["LayerNormalization"] == 12 and graph["Gelu"] == 6 and graph["DynamicQuantizeMatMul"] == 18
+    assert graph["Add"] == 12  # only the residual adds are left: every bias went into its matrix product
+    assert runtime.encode(["the keeper"]).shape == (1, runtime.dim)
+    assert rt.session_fusions_off("cuda") == []  # a GPU's fused kernels are fast: its session fuses freely
 
 
 def test_the_export_gives_the_torch_model_back_with_its_own_attention():

@@ -56,7 +56,13 @@ LOAD_CHECKS = 4  # check sentences re-embedded on every load of a cached export
 MIN_COSINE = {"onnx": (0.999, 0.999), "onnx-int8": (0.95, 0.98)}
 _WEIGHT_FILES = ("*.safetensors", "pytorch_model.bin", "*.pt")
 # Bumped whenever the export itself changes, so caches made by an older recipe are rebuilt.
-EXPORT_RECIPE = "fused3"
+EXPORT_RECIPE = "fused4"
+# Fusions left out of the graph, offline and in the CPU session: onnxruntime's CPU kernels for a fused
+# skip + bias + layer norm and bias + GELU run ~3.3x and ~1.6x slower per element than the plain Add,
+# LayerNormalization and Gelu they replace, ~40% of the int8 leaves' time (docs/PERFORMANCE.md);
+# unfused, the bias adds fold into the int8 matrix products instead.
+SLOW_CPU_FUSIONS = ("enable_skip_layer_norm", "enable_bias_skip_layer_norm", "enable_bias_gelu")
+SLOW_CPU_SESSION_FUSIONS = ("SkipLayerNormFusion", "BiasGeluFusion")
 # Hugging Face model types whose encoder onnxruntime's "bert" optimiser knows how to fuse.
 _MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _FUSABLE_MODEL_TYPES = {"bert", "roberta", "xlm-roberta", "camembert", "distilbert", "electra"}
@@ -218,7 +224,10 @@ class OnnxRuntime:
         providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if device == "cuda" else None
         path = folder / ("model-int8.onnx" if quantized else "model.onnx")
         self.session = ort.InferenceSession(
-            str(path), options, providers=providers or ["CPUExecutionProvider"]
+            str(path),
+            options,
+            providers=providers or ["CPUExecutionProvider"],
+            disabled_optimizers=session_fusions_off(device),
         )
         self.inputs = list(meta["inputs"])
         self.dim = int(meta["dim"])
@@ -239,6 +248,13 @@ class OnnxRuntime:
     def run(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
         (vectors,) = self.session.run(["sentence_embedding"], feeds)
         return _normalise(np.asarray(vectors, dtype=np.float32))
+
+
+def session_fusions_off(device: str) -> list[str]:
+    """onnxruntime fusions a session must not apply on `device`: on a CPU the slow fused kernels
+    (SLOW_CPU_SESSION_FUSIONS), which the session would otherwise rebuild from the unfused export; a
+    GPU's fused kernels are fast, so there the session fuses as it likes."""
+    return list(SLOW_CPU_SESSION_FUSIONS) if device == "cpu" else []
 
 
 def weights_digest(model_path: Path, memo: Path | None = None) -> str:
@@ -453,20 +469,27 @@ def _fuse_transformer(source: Path, target: Path, config: Any) -> bool:
     """onnxruntime's transformer optimiser: attention, layer norms and GELU become single fused kernels.
 
     On this 2-core CPU the fused int8 graph embeds the summaries ~1.6x and the leaves ~1.1x faster
-    than the unfused one (docs/PERFORMANCE.md). Only for encoder types the optimiser knows; any
-    failure keeps the plain export, and both are verified against torch afterwards either way.
+    than the unfused one (docs/PERFORMANCE.md); the skip-layer-norm and bias-GELU fusions are left
+    out (SLOW_CPU_FUSIONS), as their CPU kernels are slower than the operators they replace. Only for
+    encoder types the optimiser knows; any failure keeps the plain export, and both are verified
+    against torch afterwards either way.
     """
     model_type = getattr(config, "model_type", None)
     if model_type not in _FUSABLE_MODEL_TYPES:
         return False
     try:
+        from onnxruntime.transformers.fusion_options import FusionOptions
         from onnxruntime.transformers.optimizer import optimize_model
 
+        fusions = FusionOptions("bert")
+        for name in SLOW_CPU_FUSIONS:
+            setattr(fusions, name, False)
         optimized = optimize_model(
             str(source),
             model_type="bert",
             num_heads=int(getattr(config, "num_attention_heads", 0) or 0),
             hidden_size=int(getattr(config, "hidden_size", 0) or 0),
+            optimization_options=fusions,
             opt_level=1,
         )
         fused = optimized.get_fused_operator_statistics()
