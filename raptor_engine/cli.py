@@ -10,6 +10,7 @@ import io
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -43,6 +44,38 @@ except KeyboardInterrupt:
     raise SystemExit(SIGINT_STATUS) from None
 
 log = logging.getLogger("raptor_engine")
+
+
+# What the CLI never writes raw from a stored text: C0 controls but tab and line feed (ESC starts a
+# terminal's escape sequences and OSC 52 clipboard writes; BEL, backspace and carriage return overwrite
+# what was shown), DEL, C1 controls (0x9b is a one-byte CSI) and the bidi embeddings, overrides and
+# isolates (U+202A-202E, U+2066-2069), which reorder a line to hide part of it.
+_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible_escape(match: re.Match[str]) -> str:
+    """The character as Python writes it in a string literal: '\\x1b', '\\r', '\\u202e'."""
+    return ascii(match.group())[1:-1]
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with each terminal-unsafe character shown as its escape: loaders and name cleaning keep them
+    out of a store, but a copied data directory, an older version's store or a database edited by hand
+    can hold them, and what the CLI prints must not run on the user's terminal."""
+    return _TERMINAL_UNSAFE.sub(_visible_escape, text)
+
+
+def _say(message: str = "", *, err: bool = False, nl: bool = True, **style: Any) -> None:
+    """Write `message` for a human (styled as click.style styles it), its unsafe characters escaped."""
+    text = terminal_safe(message)
+    click.echo(click.style(text, **style) if style else text, err=err, nl=nl)
+
+
+def _json_text(value: Any, indent: int | None = None) -> str:
+    """`value` as JSON whose text holds no terminal-unsafe character: json.dumps escapes C0 controls but
+    writes DEL, C1 and bidi controls raw with ensure_ascii=False; as \\uXXXX escapes the value is the same."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    return _TERMINAL_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def _quiet_after_interrupt(unraisable: Any) -> None:
@@ -203,7 +236,7 @@ def output_options(fn: F) -> F:
 
 
 def _print_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    click.echo(_json_text(value, indent=2))
 
 
 class OneLineUsageError(click.ClickException):
@@ -218,7 +251,7 @@ def _one_line(exc: click.UsageError) -> OneLineUsageError:
     message = " ".join(exc.format_message().split())
     if exc.ctx is not None:
         message += f" See '{exc.ctx.command_path} --help'."
-    return OneLineUsageError(message)
+    return OneLineUsageError(terminal_safe(message))
 
 
 # A group called with no arguments raises this (click 8.2 on) to print its help: not an error to shorten
@@ -286,10 +319,13 @@ class RaptorGroup(click.Group):
             raise  # `raptor guilds` alone prints its help
         except click.UsageError as exc:  # a command's arguments: a missing option, a file that is not there
             raise _one_line(exc) from exc
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+        except click.exceptions.ClickException as exc:  # its sentence may quote a stored name
+            exc.message = terminal_safe(exc.message)
+            raise
+        except (click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:  # Ctrl-C: writes are transactions, so say so and exit as shells expect
-            click.echo(f"\n{INTERRUPTED}", err=True)
+            _say(f"\n{INTERRUPTED}", err=True)
             sys.unraisablehook = _quiet_after_interrupt
             raise click.exceptions.Exit(SIGINT_STATUS) from None
         except BrokenPipeError:  # `raptor docs | head -1`: the reader has what it wanted
@@ -297,7 +333,7 @@ class RaptorGroup(click.Group):
             raise click.exceptions.Exit(SIGPIPE_STATUS) from None
         except Exception as error:
             log.info("the command failed", exc_info=error)
-            raise click.ClickException(one_line(error)) from error
+            raise click.ClickException(terminal_safe(one_line(error))) from error
 
 
 @click.group(cls=RaptorGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -333,9 +369,9 @@ def _print_ingest(name: str, result: IngestResult) -> None:
     doc = result.document
     if result.status == "duplicate":
         stored = "" if doc.name == name else f" as {doc.name}"
-        click.echo(f"{name}: already in the knowledge base{stored} (same bytes), nothing to do.")
+        _say(f"{name}: already in the knowledge base{stored} (same bytes), nothing to do.")
         return
-    click.echo(
+    _say(
         f"{doc.name}: {counted(result.chunks, 'chunk')}, {counted(result.layers, 'layer')}, "
         f"{counted(result.nodes, 'node')}, {counted(doc.tokens, 'token')} in {result.seconds:.1f}s"
         + (
@@ -393,7 +429,7 @@ def _print_namesakes(earlier: list[DocumentInfo], kb: str) -> None:
     """Under a file added beside documents of its name: each earlier one, and how to remove it."""
     for doc in earlier:
         sha = doc.sha256[:12]
-        click.echo(
+        _say(
             f"  An earlier {doc.name} (sha256 {sha}, added {doc.added_at}) is still in the knowledge base; "
             f"raptor forget {sha} --kb {kb} removes it."
         )
@@ -426,7 +462,7 @@ async def _ingest_files(
                 result = await engine.ingest(kb, path.name, data, added_by=added_by, progress=bars)
             except RaptorError as exc:
                 bars.close()
-                click.echo(f"Error: {exc}", err=True)
+                _say(f"Error: {exc}", err=True)
                 failures += 1
                 continue
             bars.close()
@@ -477,16 +513,16 @@ class TerminalAnswer:
         self.printed = ""
 
     async def show(self, text: str) -> None:
-        click.echo(text[len(self.printed) :], nl=False)
+        _say(text[len(self.printed) :], nl=False)
         sys.stdout.flush()
         self.printed = text
 
     def finish(self, text: str) -> None:
         """End the shown answer with `text`, the finished answer's."""
         if text != self.printed:
-            click.echo(self._erase(), nl=False)
-            click.echo(text, nl=False)
-        click.echo()
+            click.echo(self._erase(), nl=False)  # the CLI's own sequence, not stored text
+            _say(text, nl=False)
+        _say()
 
     def _erase(self) -> str:
         """Back to where the answer began, clearing to the end of the screen (lines wrap at the width)."""
@@ -507,19 +543,19 @@ def _print_answer(answer: Answer, shown: TerminalAnswer | None = None) -> None:
     else:
         shown = None
         if answer.rewritten:
-            click.secho(f"Searched as: {answer.query}", dim=True)
-        click.echo(answer.text)
+            _say(f"Searched as: {answer.query}", dim=True)
+        _say(answer.text)
     if answer.note:
-        click.secho(answer.note, fg="yellow")
+        _say(answer.note, fg="yellow")
     checked = describe_support(len(answer.unsupported), len(answer.wrong_citations))
     if checked:
-        click.secho(checked, fg="yellow")
+        _say(checked, fg="yellow")
     if shown is not None and answer.rewritten:  # known once the answer is done
-        click.secho(f"Searched as: {answer.query}", dim=True)
+        _say(f"Searched as: {answer.query}", dim=True)
     if not answer.has_context:
         return  # a reply to 'thanks!' or 'hello': nothing was searched or cited
-    click.echo()
-    click.secho(sources_title(answer), bold=True)
+    _say()
+    _say(sources_title(answer), bold=True)
     for c in answer.citations:
         where = []
         if c.layer == 0:
@@ -528,17 +564,17 @@ def _print_answer(answer: Answer, shown: TerminalAnswer | None = None) -> None:
         else:
             where.append(f"summary of {c.leaf_count} leaves")
         doc = c.document or describe_documents(c.drawn_from)
-        click.echo(
+        _say(
             f"  [{c.marker}] L{c.layer} node {c.node_id} · {doc}"
             + (f" · {', '.join(where)}" if where else "")
             + f" · score {c.score:.3f}"
             + (f" · {MATCHED}" if c.kind == MATCHED else "")
         )
     for wrong in answer.wrong_citations:
-        click.echo(f"  [{wrong.marker}] does not support: {wrong.sentence}")
+        _say(f"  [{wrong.marker}] does not support: {wrong.sentence}")
     ctx = answer.context
     layers = ", ".join(f"L{k}: {v}" for k, v in ctx.nodes_per_layer().items())
-    click.echo(
+    _say(
         f"Context: {ctx.tokens_used}/{ctx.budget} tokens, {counted(len(ctx.nodes), 'node')} ({layers}), {ctx.mode}, "
         f"backend {answer.backend}"
     )
@@ -602,7 +638,7 @@ def ask(
         return
     _print_answer(answer, shown)
     if tree_png is not None:
-        click.echo(
+        _say(
             f"Tree picture: {tree_png} ({len(picture.highlighted)} context nodes highlighted, "
             f"{len(picture.cited)} cited; {len(picture.png) / 1000:,.0f} kB)"
         )
@@ -639,7 +675,7 @@ def chat(ctx: click.Context, kb: str, mode: str, as_json: bool) -> None:
     if not engine.documents(kb):  # a mistyped --kb: say so once, not after every question
         _fail(RaptorError(f"The knowledge base {kb!r} has no documents yet; add one with: raptor ingest FILE --kb {kb}"))
     if not as_json:
-        click.echo(f"Backend: {engine.backend_name}. Empty line or Ctrl-D to stop.")
+        _say(f"Backend: {engine.backend_name}. Empty line or Ctrl-D to stop.")
     if isinstance(sys.stdin, io.TextIOWrapper):  # a byte that is not UTF-8 reads as U+FFFD, not a crash
         sys.stdin.reconfigure(errors="replace")
     history: list[Turn] = []
@@ -664,11 +700,11 @@ def chat(ctx: click.Context, kb: str, mode: str, as_json: bool) -> None:
                 )
             except RaptorError as exc:
                 if shown is not None and shown.printed:
-                    click.echo()
-                click.echo(f"Error: {exc}", err=True)
+                    _say()
+                _say(f"Error: {exc}", err=True)
                 continue
             if as_json:  # JSON Lines: a program reads one answer per line as it comes
-                click.echo(json.dumps(answer.to_dict(), ensure_ascii=False))
+                click.echo(_json_text(answer.to_dict()))
             else:
                 _print_answer(answer, shown)
             history.extend([Turn("user", question), Turn("assistant", answer.text)])
@@ -687,10 +723,10 @@ def docs(ctx: click.Context, kb: str, as_json: bool) -> None:
         _print_json([d.to_dict() for d in documents])
         return
     if not documents:
-        click.echo(f"No documents in {kb!r}. Add one with: raptor ingest FILE --kb {kb}")
+        _say(f"No documents in {kb!r}. Add one with: raptor ingest FILE --kb {kb}")
         return
     for d in documents:
-        click.echo(
+        _say(
             f"{d.name}  {counted(d.size, 'byte')} · {counted(d.chunks, 'chunk')} · {counted(d.layers, 'layer')} · "
             f"{counted(d.tokens, 'token')} · "
             f"added by {d.added_by or '?'} at {d.added_at} · sha256 {d.sha256[:12]}"
@@ -711,7 +747,7 @@ def forget(ctx: click.Context, document: str, kb: str, as_json: bool) -> None:
     if as_json:
         _print_json({"removed": removed.to_dict()})
         return
-    click.echo(f"Removed {removed.name} ({counted(removed.nodes, 'node')}).")
+    _say(f"Removed {removed.name} ({counted(removed.nodes, 'node')}).")
 
 
 @cli.command()
@@ -740,21 +776,21 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
         _print_json({**info.to_dict(), "builds": engine.builds(kb, 5), **extra})
         return
     if not info.layers:
-        click.echo(f"No documents in {kb!r}.")
+        _say(f"No documents in {kb!r}.")
         return
-    click.echo(
+    _say(
         f"{kb}: {counted(info.documents, 'document')}, {counted(info.nodes, 'node')}, {counted(info.tokens, 'token')}"
     )
     for layer in info.layers:
         label = info.kind_label(layer.kind)
         if layer.nodes == 1:  # "1 leaf", "1 top summary of the knowledge base"
             label = label.replace("leaves", "leaf").replace("summaries", "summary")
-        click.echo(
+        _say(
             f"  L{layer.layer}  {layer.nodes:>6} {label:<34} {layer.tokens:>9,} tokens  (avg {layer.tokens // max(layer.nodes, 1)})"
         )
     if picture is not None:
         grouped = "; crowded layers drawn as groups" if picture.binned else ""
-        click.echo(f"Picture: {png} ({len(picture.png) / 1000:,.0f} kB{grouped})")
+        _say(f"Picture: {png} ({len(picture.png) / 1000:,.0f} kB{grouped})")
 
 
 @cli.command()
@@ -768,9 +804,9 @@ def doctor(ctx: click.Context, no_repair: bool, as_json: bool) -> None:
         _print_json({"healthy": report.healthy, "problems": report.problems, "repaired": report.repaired})
         sys.exit(0 if report.healthy else 1)
     for problem in report.problems:
-        click.echo(f"problem: {problem}" + (" (repaired)" if problem in report.repaired else ""))
+        _say(f"problem: {problem}" + (" (repaired)" if problem in report.repaired else ""))
     if report.healthy:
-        click.echo("healthy" if not report.problems else "repaired")
+        _say("healthy" if not report.problems else "repaired")
     else:
         sys.exit(1)
 
@@ -804,7 +840,7 @@ def guilds_list(ctx: click.Context, as_json: bool) -> None:
     else:
         for row in rows:
             sizes = f"{len(row['knowledge_bases'])} knowledge base(s), {row['bytes'] / 1e6:,.1f} MB"
-            click.echo(f"{row['guild']}: {row['damaged'] if 'damaged' in row else sizes}")
+            _say(f"{row['guild']}: {row['damaged'] if 'damaged' in row else sizes}")
     if damaged:
         sys.exit(1)
 
@@ -819,7 +855,7 @@ def guilds_export(ctx: click.Context, guild: str, archive: Path) -> None:
         manifest = export_space(_engine(ctx).spaces, guild, archive)
     except RaptorError as exc:
         _fail(exc)
-    click.echo(f"{guild}: {len(manifest['knowledge_bases'])} knowledge base(s) written to {archive}")
+    _say(f"{guild}: {len(manifest['knowledge_bases'])} knowledge base(s) written to {archive}")
 
 
 @guilds.command("import")
@@ -831,7 +867,7 @@ def guilds_import(ctx: click.Context, archive: Path) -> None:
         manifest = import_space(_engine(ctx).spaces, archive)
     except RaptorError as exc:
         _fail(exc)
-    click.echo(f"{manifest['space']}: {len(manifest['knowledge_bases'])} knowledge base(s) imported")
+    _say(f"{manifest['space']}: {len(manifest['knowledge_bases'])} knowledge base(s) imported")
 
 
 @guilds.command("delete")
@@ -846,7 +882,7 @@ def guilds_delete(ctx: click.Context, guild: str, yes: bool) -> None:
         _fail(exc)
     if not deleted:
         _fail(RaptorError(f"There is no store for {guild} in this data directory."))
-    click.echo(f"{guild}: deleted")
+    _say(f"{guild}: deleted")
 
 
 def main() -> None:

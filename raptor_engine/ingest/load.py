@@ -624,7 +624,9 @@ def _closes_fence(line_fence: re.Match[str] | None, fence: str) -> bool:
 
 
 def _clean_heading(title: str) -> str:
-    title = re.sub(r"[*_`]+", "", strip_invisible(title))
+    """A heading as it is stored and cited: no emphasis marks, and no control or invisible characters
+    (they are dropped from the text by `_normalise`, and a heading is shown as the text is)."""
+    title = re.sub(r"[*_`]+", "", strip_unsafe(title))
     return re.sub(r"\s+", " ", title).strip()
 
 
