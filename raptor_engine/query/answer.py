@@ -429,6 +429,11 @@ class _Candidate:
     # of what it refers to (`_antecedent_terms`), and its share of the question's terms read with them
     antecedent: frozenset[str] = frozenset()
     referred: float = 0.0
+    # a leaf's sentence: the stemmed terms of the heading of the section it stands in (the last heading
+    # line above it in its leaf, else the leaf's own section heading), and its share of the question's
+    # terms read with them
+    section: frozenset[str] = frozenset()
+    sectioned: float = 0.0
     # a summary's copy of a sentence its leaf left out (`ContextNode.held_elsewhere`): the leaf's document
     # and the sentence's place in it, so the copy is read where the sentence stands
     placed: tuple[str | None, int] | None = None
@@ -455,6 +460,7 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
     order = sorted(enumerate(context, start=1), key=lambda item: (item[1].layer, item[0]))
     for position, node in order:
         header: list[str] | None = None  # the first row of the table being read, if any
+        section = _section_terms(node)
         for whole in sentences_of(node.text):
             for sentence, speaker in _spoken(node, whole, speakers, labels):
                 cells = table_cells(sentence.text)
@@ -467,6 +473,8 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
                     text = strip_bullet(sentence.text)
                     # a speaker's words are never a heading, however short and unpunctuated
                     heading = speaker is None and is_heading(sentence.text)
+                    if heading and node.layer == 0 and not speakers and SECTION_HEADING.match(sentence.text):
+                        section = frozenset(stem(t) for t in content_terms(sentence.text))
                     if sentence.cut_short or heading or not _says_something(text):
                         continue
                 if held.is_copy(sentence):
@@ -476,6 +484,7 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
                 found.append(
                     _Candidate(position, node, sentence, text, terms, speaker=speaker, transcript=bool(speakers))
                 )
+                found[-1].section = section - terms
     found.sort(key=lambda c: (c.position, c.sentence.start))
     found = found[:MAX_SENTENCES]
     _antecedent_terms(found)
@@ -537,6 +546,20 @@ def _antecedent_terms(candidates: list[_Candidate]) -> None:
             held = (before.terms | before.antecedent) if before is not None else set()
             candidate.antecedent = frozenset((held | headings) - candidate.terms)
         previous = candidate
+
+
+# A Markdown heading line ("## The fire of 1861"): what loaders keep of a document's headings inside a
+# leaf's text. A chunk that spans sections carries only their common heading path (`ContextNode.heading`),
+# so the section a sentence stands in is the last such line above it.
+SECTION_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+\S")
+
+
+def _section_terms(node: ContextNode) -> frozenset[str]:
+    """The stemmed content terms of the deepest section heading of a leaf below the document's title (none
+    for a summary, whose sentences come from many sections, or a leaf under the title alone)."""
+    if node.layer > 0 or len(node.heading) < 2:
+        return frozenset()
+    return frozenset(stem(t) for t in content_terms(node.heading[-1]))
 
 
 MAX_LEAF_GAP = 3  # characters between two leaves that follow each other (a line break, spaces)
@@ -1334,6 +1357,9 @@ def asks_how_to(question: str) -> bool:
 
 # A sentence that refers back holds what it refers to less surely than what it names itself
 ANTECEDENT_SHARE = 0.6
+# A sentence is about what its section's heading names ("In March 1861 a spark set the roof alight" under
+# "## The fire of 1861" for "When did the fire happen?"), nearly as surely as if it named it
+SECTION_SHARE = 1.0
 
 
 def _lexical(question: str, candidate: _Candidate) -> float:
@@ -1346,7 +1372,8 @@ def _lexical(question: str, candidate: _Candidate) -> float:
         return 1.0
     if asked and _continues_the_task(asked[0], candidate):
         return 1.0
-    return max(candidate.lexical, candidate.lexical + ANTECEDENT_SHARE * (candidate.referred - candidate.lexical))
+    referred = candidate.lexical + ANTECEDENT_SHARE * (candidate.referred - candidate.lexical)
+    return max(candidate.lexical, referred, candidate.lexical + SECTION_SHARE * (candidate.sectioned - candidate.lexical))
 
 
 def _continues_the_task(task: str, candidate: _Candidate) -> bool:
@@ -1733,6 +1760,8 @@ class ExtractiveAnswerer:
             candidate.lexical = _lexical_of(held, weights)
             if candidate.antecedent and not (asks_who and PERSONAL_OPENING.match(candidate.text)):
                 candidate.referred = _lexical_of(held | candidate.antecedent, weights)
+            if candidate.section:
+                candidate.sectioned = _lexical_of(held | candidate.section, weights)
         return similarity, sentences, weights
 
     def feature_rows(self, question: str, context: list[ContextNode]) -> tuple[list[str], np.ndarray]:
