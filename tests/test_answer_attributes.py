@@ -9,6 +9,7 @@ import pytest
 from raptor_engine.ingest.sentences import NewSentences, sentence_key, sentence_spans
 from raptor_engine.query.answer import (
     ANSWER_KINDS,
+    DANGLING_PENALTY,
     DATES,
     NUMBER_KIND,
     QUOTE,
@@ -219,6 +220,19 @@ def test_a_thematic_answer_reads_a_summarys_copy_of_the_opening_sentence_where_i
     assert quoted[0] == OPENING
     placed = {c.text: c for c in _candidates(nodes)}[OPENING]
     assert placed.placed == ("a.md", 0)
+
+
+def test_a_thematic_answer_leaves_a_sentence_that_points_back_behind_one_that_says_what_it_means(embedder):
+    # the same claim twice, once opening with a pronoun whose antecedent is in another leaf: read alone,
+    # as a thematic answer's quotes are, "It" says nothing of what was drawn up
+    named = "The petition was drawn up by the harbour master and signed by the whole town."
+    pointing = "It was drawn up by the harbour master and signed by the whole town."
+    nodes = [leaf(1, f"Fishing boats left the cove at dawn. {pointing}", 0), leaf(2, named, 500)]
+    answerer = ExtractiveAnswerer(embedder)
+    candidates = _candidates(nodes)
+    answerer._score(split_standalone("What is the central theme?"), candidates, set(), True, set())
+    score = {c.text: c.score for c in candidates}
+    assert score[named] - score[pointing] > DANGLING_PENALTY / 2
 
 
 @pytest.mark.parametrize(

@@ -111,6 +111,9 @@ THEME_CENTRALITY = 0.6  # cosine to the mean of the context's sentences
 SUMMARY_BONUS = 0.1  # for the top layer of the context, less for lower ones
 OPENING_BONUS = 0.15  # a document's opening usually says what it is about
 LEAD_BONUS = 0.1  # ... and its first sentence most of all ("The prize is open to writers ...", a report's lead)
+# a sentence that opens by pointing back ("It was drawn up by ...") says little when read alone, as a
+# thematic answer's quotes are read
+DANGLING_PENALTY = 0.1
 OPENING_CHARS = 1500
 # Transcripts (a context of speaker turns: `context_speakers`)
 SPEAKER_BONUS = 0.2  # a sentence of the speaker the question names ("What did Marketing think ...?")
@@ -1840,6 +1843,7 @@ class ExtractiveAnswerer:
                 # a meeting opens with greetings and the agenda, not with what it settled
                 score += OPENING_BONUS if _in_opening(candidate) and not speakers else 0.0
                 score += LEAD_BONUS if id(candidate) in leads else 0.0
+                score -= DANGLING_PENALTY if REFERS_BACK_AT_START.search(candidate.text) else 0.0
             else:
                 score = hand_score(rewrite.core, candidate)
             if candidate.key in quoted:
