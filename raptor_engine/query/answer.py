@@ -53,11 +53,13 @@ from ..ingest.transcript import (
 from ..tree.embed import Embedder
 from ..types import AnswerDraft, Citation, ContextNode, Turn
 from .followup import (
-    MAX_TURN_CHARS,
+    MAX_PREVIOUS_ANSWER_CHARS,
+    PREVIOUS_ANSWERS,
     WHOLE_TEXT_VOCABULARY,
     Rewrite,
     names_in,
     onward_ask,
+    previous_answers,
     quotes_in,
     split_standalone,
     standalone_question,
@@ -101,7 +103,6 @@ ELLIPSIS_CORE_SHARE = 0.35  # ... and when it is a bare "why?" or "tell me more"
 QUOTED_PENALTY = 0.3  # a sentence the last answers already quoted
 ASKED_FOR_MORE_PENALTY = 1.0  # ... when the follow-up asks for something else ("what else", "tell me more")
 ASKS_FOR_MORE = re.compile(r"\b(?:else|more|other|others|another|besides|apart from|next)\b", re.IGNORECASE)
-PREVIOUS_ANSWERS = 2
 RELATIVE_FLOOR = 0.5  # a quote scoring under half the best one is left out
 FRAGMENT_WORDS = 12  # a quote shorter than this ("'Naturally,' Korvin said.") is read with the next sentence
 NEAR_DUPLICATE = 0.7  # term overlap (Jaccard) at which two sentences say the same
@@ -485,9 +486,17 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
                 held.add([sentence])
                 terms = {stem(t) for t in content_terms(text)}
                 found.append(
-                    _Candidate(position, node, sentence, text, terms, speaker=speaker, transcript=bool(speakers))
+                    _Candidate(
+                        position,
+                        node,
+                        sentence,
+                        text,
+                        terms,
+                        speaker=speaker,
+                        transcript=bool(speakers),
+                        section=section - terms,
+                    )
                 )
-                found[-1].section = section - terms
     found.sort(key=lambda c: (c.position, c.sentence.start))
     found = found[:MAX_SENTENCES]
     _antecedent_terms(found)
@@ -868,11 +877,6 @@ def _event_bonus(question: str, sentence: str) -> float:
     return 0.0
 
 
-# An earlier answer is read this far for its quotes and names: a few of the longest quotes, so whatever
-# the history holds (the engine API takes any), ranking reads a bounded amount of it.
-MAX_PREVIOUS_ANSWER_CHARS = 4 * MAX_TURN_CHARS
-
-
 def _names_of(history: list[Turn]) -> set[str]:
     """Lower-cased words of the proper names in the last exchanges (what a pronoun can stand for)."""
     found: set[str] = set()
@@ -885,8 +889,7 @@ def _names_of(history: list[Turn]) -> set[str]:
 def _quoted_before(history: list[Turn]) -> set[str]:
     """Keys of the sentences the last answers gave, so a follow-up brings something new."""
     keys: set[str] = set()
-    answers = [t.content[:MAX_PREVIOUS_ANSWER_CHARS] for t in history if t.role == "assistant"][-PREVIOUS_ANSWERS:]
-    for answer in answers:
+    for answer in previous_answers(history):
         quotes = quotes_in(answer) or [s.text for s in sentences_of(MARKER.sub("", answer))]
         keys.update(sentence_key(q) for q in quotes)
         keys.update(sentence_key(q[label_end(q) :]) for q in quotes)  # a transcript's quote, without its speaker

@@ -69,6 +69,15 @@ MAX_CONTEXT_CHARS = 200
 # names the people and places a follow-up points back to in its first quotes), and a name is at most
 # MAX_NAME_WORDS words of at most MAX_NAME_WORD_CHARS characters.
 MAX_TURN_CHARS = 2000
+# An earlier answer is read this far for its quotes and names: a few of the longest quotes, so whatever
+# the history holds (the engine API takes any), ranking reads a bounded amount of it.
+MAX_PREVIOUS_ANSWER_CHARS = 4 * MAX_TURN_CHARS
+PREVIOUS_ANSWERS = 2  # the last answers whose quotes a follow-up does not quote again
+
+
+def previous_answers(history: list[Turn], count: int = PREVIOUS_ANSWERS) -> list[str]:
+    """The conversation's last `count` answers, oldest first, each read up to MAX_PREVIOUS_ANSWER_CHARS."""
+    return [t.content[:MAX_PREVIOUS_ANSWER_CHARS] for t in history if t.role == "assistant"][-count:]
 MAX_NAME_WORDS = 6
 MAX_NAME_WORD_CHARS = 40
 MAX_NAME_CHARS = MAX_NAME_WORDS * (MAX_NAME_WORD_CHARS + 1)

@@ -25,12 +25,11 @@ from typing import Protocol, TypeVar
 
 from ..ingest.sentences import Sentence, sentence_key, sentences_of, stem
 from ..types import ContextNode, Turn
-from .followup import MAX_TURN_CHARS, Onward, quotes_in
+from .followup import PREVIOUS_ANSWERS, Onward, previous_answers, quotes_in
 
 NEARBY_CHARS = 1200  # a sentence this many characters from the anchor counts half as near
 PROXIMITY_WEIGHT = 0.3  # how much nearness to the anchor adds to a sentence's score
 FLOOR = 0.5  # a pick scoring under half the best one is left out
-PREVIOUS_ANSWERS = 2  # the answers whose quotes are never quoted again
 # Reasons the answer kinds' "why" pattern leaves out: blame and consequence ("The inquiry blamed the
 # captain", "the fog led to the loss").
 MORE_REASONS = re.compile(
@@ -68,7 +67,7 @@ class OnwardPick:
 def quoted_keys(history: list[Turn], answers: int = PREVIOUS_ANSWERS) -> list[list[str]]:
     """The sentence keys of each of the last `answers` answers' quotes, the latest answer first, each
     answer's in its order (a quote joined from two sentences gives both)."""
-    said = [t.content[: 4 * MAX_TURN_CHARS] for t in history if t.role == "assistant"][-answers:]
+    said = previous_answers(history, answers)
     return [[s.key for quote in quotes_in(answer) for s in sentences_of(quote)] for answer in reversed(said)]
 
 

@@ -9,10 +9,11 @@ quotes what supports them, or says plainly that nothing was found. Deterministic
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..ingest.sentences import content_terms, sentence_key, sentences_of, stem, strip_bullet
 from ..types import ContextNode, Turn
-from .followup import MAX_TURN_CHARS, quotes_in
+from .followup import previous_answers, quotes_in
 
 MAX_CLAIMS = 5
 SUPPORTED_SHARE = 0.8  # the share of a claim's content words one sentence of the documents must hold
@@ -27,7 +28,8 @@ _MARKER = re.compile(r"\[(?:\d{1,4}|\?)\]")
 
 def last_answer(history: list[Turn]) -> str | None:
     """The conversation's last answer, or None before any."""
-    return next((t.content[: 4 * MAX_TURN_CHARS] for t in reversed(history) if t.role == "assistant"), None)
+    answers = previous_answers(history, 1)
+    return answers[-1] if answers else None
 
 
 def claims_of(answer: str) -> list[str]:
@@ -41,25 +43,43 @@ def claims_of(answer: str) -> list[str]:
     return [claim for claim in quoted if content_terms(claim)][:MAX_CLAIMS]
 
 
-def support_for(claim: str, nodes: list[ContextNode]) -> tuple[int, str] | None:
+@dataclass(frozen=True)
+class _Said:
+    """A sentence of the context: its block ([n], 1-based), its comparison key, text and stemmed terms."""
+
+    position: int
+    key: str
+    text: str
+    terms: frozenset[str]
+
+
+def _context_sentences(nodes: list[ContextNode]) -> list[_Said]:
+    """Every sentence of the context, split and stemmed once for all the claims checked against it."""
+    return [
+        _Said(position, sentence.key, strip_bullet(sentence.text), frozenset(stem(t) for t in content_terms(sentence.text)))
+        for position, node in enumerate(nodes, start=1)
+        for sentence in sentences_of(node.text)
+    ]
+
+
+def support_for(claim: str, said: list[_Said]) -> tuple[int, str] | None:
     """The context block ([n], 1-based) and sentence that says the claim, or None."""
     key = sentence_key(claim)
     terms = {stem(t) for t in content_terms(claim)}
     best: tuple[float, int, str] | None = None
-    for position, node in enumerate(nodes, start=1):
-        for sentence in sentences_of(node.text):
-            if sentence.key == key:
-                return position, strip_bullet(sentence.text)
-            held = terms & {stem(t) for t in content_terms(sentence.text)}
-            share = len(held) / len(terms) if terms else 0.0
-            if share >= SUPPORTED_SHARE and (best is None or share > best[0]):
-                best = (share, position, strip_bullet(sentence.text))
+    for sentence in said:
+        if sentence.key == key:
+            return sentence.position, sentence.text
+        share = len(terms & sentence.terms) / len(terms) if terms else 0.0
+        if share >= SUPPORTED_SHARE and (best is None or share > best[0]):
+            best = (share, sentence.position, sentence.text)
     return (best[1], best[2]) if best is not None else None
 
 
 def check_reply(claims: list[str], nodes: list[ContextNode]) -> str:
     """The reply to 'is that true?': whether the documents support the claims, quoting what does."""
-    found = [support_for(claim, nodes) for claim in claims]
+    said = _context_sentences(nodes)
+    found = [support_for(claim, said) for claim in claims]
     lines = (f"- \u201c{text}\u201d [{position}]" for position, text in filter(None, found))
     shown = list(dict.fromkeys(lines))
     if not shown:
