@@ -195,3 +195,33 @@ def test_a_subtitle_exports_cue_numbers_and_timings_are_never_summary_sentences(
     request = SummaryRequest(texts=texts, embeddings=embedder.embed(texts), max_tokens=60)
     summary = summarizer.summarize(request)
     assert summary.text and "-->" not in summary.text and "WEBVTT" not in summary.text, summary.text
+
+
+def test_texts_prepared_ahead_give_the_same_summaries_without_being_split_again(embedder, monkeypatch):
+    """A build splits a layer's texts into sentences beside its clustering (`prepare_texts`); summarising
+    then reads those, and gives what it gives without them."""
+    requests = [
+        SummaryRequest(texts=ASTRONOMY[:2], embeddings=embedder.embed(ASTRONOMY[:2]), max_tokens=40),
+        SummaryRequest(texts=ASTRONOMY[1:], embeddings=embedder.embed(ASTRONOMY[1:]), max_tokens=60),
+    ]
+    plain = ExtractiveSummarizer(embedder.count_tokens, count_tokens_batch=embedder.count_tokens_batch)
+    expected = plain.summarize_all(requests)
+    ahead = ExtractiveSummarizer(embedder.count_tokens, count_tokens_batch=embedder.count_tokens_batch)
+    ahead.prepare_texts(ASTRONOMY)
+    split_now: list[str] = []
+    real_parse = summarize._parse_text
+    monkeypatch.setattr(summarize, "_parse_text", lambda text: split_now.append(text) or real_parse(text))
+    assert ahead.summarize_all(requests) == expected
+    assert split_now == []  # every text came prepared, ASTRONOMY[1] for both clusters it is in
+    assert ahead._prepared == {}  # what a layer used is let go
+    assert plain.summarize_all(requests) == expected
+    assert len(split_now) == 5  # unprepared: each child of each cluster is split as it is read
+
+
+def test_texts_prepared_for_a_build_that_never_summarised_are_bounded(embedder, monkeypatch):
+    monkeypatch.setattr(summarize, "MAX_PREPARED_TEXTS", 5)
+    summarizer = ExtractiveSummarizer(embedder.count_tokens, count_tokens_batch=embedder.count_tokens_batch)
+    summarizer.prepare_texts(ASTRONOMY)
+    summarizer.prepare_texts([OFF_TOPIC, "Mars is red."])
+    assert set(summarizer._prepared) == {OFF_TOPIC, "Mars is red."}
+    assert summarizer._prepared["Mars is red."] == summarize._parse_text("Mars is red.")
