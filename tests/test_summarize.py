@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 
 import numpy as np
 import pytest
 
+from raptor_engine.ingest.budget import BuildBudget, BuildLimitError
 from raptor_engine.ingest.chunk import split_sentences
 from raptor_engine.tree import summarize
 from raptor_engine.tree.summarize import ExtractiveSummarizer, summary_budget
@@ -225,3 +227,12 @@ def test_texts_prepared_for_a_build_that_never_summarised_are_bounded(embedder, 
     summarizer.prepare_texts([OFF_TOPIC, "Mars is red."])
     assert set(summarizer._prepared) == {OFF_TOPIC, "Mars is red."}
     assert summarizer._prepared["Mars is red."] == summarize._parse_text("Mars is red.")
+
+
+def test_preparing_a_layers_texts_stops_at_the_builds_deadline(summarizer):
+    """The preparation runs on a thread beside the clustering; a build past its deadline stops it there too."""
+    expired = BuildBudget("late.txt", seconds=1e-6, memory_mb=0)
+    time.sleep(0.01)
+    with expired.active(), pytest.raises(BuildLimitError):
+        summarizer.prepare_texts(ASTRONOMY * 40)
+    assert not any(text in summarizer._prepared for text in ASTRONOMY)

@@ -81,7 +81,7 @@ class ExtractiveSummarizer:
         Pure work (a text's sentences depend only on the text), so a text prepared twice or used by two
         builds at once gives the same summary; `summarize_all` drops what it used, and a build that never
         summarises (it failed) leaves at most MAX_PREPARED_TEXTS behind."""
-        parsed = {text: _parse_text(text) for text in texts}
+        parsed = {text: _parse_text(text) for text in checked(texts, every=64)}
         with self._prepared_lock:
             if len(self._prepared) + len(parsed) > MAX_PREPARED_TEXTS:
                 self._prepared.clear()
