@@ -1,5 +1,4 @@
-"""Work an ingest runs side by side: an engine's first ingest loads the embedding model while the parse
-child reads the upload; the leaves' stored sentences are split while the first layer clusters."""
+"""An engine's first ingest loads the embedding model while the parse child reads the upload."""
 
 from __future__ import annotations
 
@@ -11,9 +10,8 @@ import pytest
 
 from raptor_engine import Engine, IngestError, Settings
 from raptor_engine import engine as engine_module
-from raptor_engine.ingest.sentences import encode_spans, sentence_spans
-from raptor_engine.tree import build, docbuild
-from tests.sample_texts import BEEKEEPING, RAILWAY
+from raptor_engine.tree import docbuild
+from tests.sample_texts import BEEKEEPING
 
 WAIT_S = 120  # a guard against a hang, not a timing: each side only waits for the other to begin
 
@@ -59,69 +57,3 @@ def test_an_upload_refused_while_the_model_loads_is_one_clear_error(tmp_path, em
         assert parse_began.is_set()
     finally:
         engine.close()
-
-
-def _leaves_sentences_watched(monkeypatch, embedder, *, clustered: bool) -> list[str]:
-    """Record when the leaves are embedded, clustered and their sentences split. For a document that is
-    `clustered`, the first split waits until the first clustering has begun: a build that splits them
-    before it clusters fails, not hangs."""
-    order: list[str] = []
-    cluster_began = threading.Event()
-    real_embed, real_split, real_cluster = embedder.embed, build.sentence_spans, build.cluster_nodes
-
-    def embed(texts, *args, **kwargs):
-        vectors = real_embed(texts, *args, **kwargs)
-        order.append(f"embedded {len(texts)}")
-        return vectors
-
-    def split(texts, *args, **kwargs):
-        order.append(f"split {len(texts)}")
-        if clustered and len(order) == 2 and not cluster_began.wait(WAIT_S):
-            raise AssertionError("the leaves' sentences were split before the first layer's clustering began")
-        return real_split(texts, *args, **kwargs)
-
-    def cluster(*args, **kwargs):
-        order.append("cluster")
-        cluster_began.set()
-        return real_cluster(*args, **kwargs)
-
-    monkeypatch.setattr(embedder, "embed", embed)
-    monkeypatch.setattr(build, "sentence_spans", split)
-    monkeypatch.setattr(build, "cluster_nodes", cluster)
-    return order
-
-
-def _stored_leaves(engine: Engine) -> list[tuple[str, str]]:
-    rows = engine.store.db.execute("SELECT text, sentences FROM nodes WHERE layer = 0 ORDER BY id").fetchall()
-    return [(str(text), str(sentences)) for text, sentences in rows]
-
-
-def test_the_leaves_sentences_are_split_beside_the_first_clustering_not_the_embedding(
-    tmp_path, embedder, monkeypatch
-):
-    order = _leaves_sentences_watched(monkeypatch, embedder, clustered=True)
-    engine = Engine(Settings.from_env(data_dir=tmp_path / "data"), embedder=embedder)
-    try:
-        result = asyncio.run(engine.ingest("kb", "two.txt", (BEEKEEPING + RAILWAY).encode(), added_by="test"))
-        leaves = _stored_leaves(engine)
-    finally:
-        engine.close()
-    assert result.layers > 1
-    # the leaves are embedded first; their sentences are split only then, beside the first clustering
-    assert order[0] == f"embedded {result.chunks}"
-    assert sorted(order[1:3]) == sorted(["cluster", f"split {result.chunks}"])
-    expected = sentence_spans([text for text, _ in leaves], embedder.count_tokens_batch)
-    assert [spans for _, spans in leaves] == [encode_spans(s) for s in expected]
-
-
-def test_a_document_too_small_to_cluster_still_stores_its_leaves_sentences(tmp_path, embedder, monkeypatch):
-    order = _leaves_sentences_watched(monkeypatch, embedder, clustered=False)
-    engine = Engine(Settings.from_env(data_dir=tmp_path / "data"), embedder=embedder)
-    text = "Bees make honey from nectar. The queen lays the eggs."
-    try:
-        result = asyncio.run(engine.ingest("kb", "short.txt", text.encode(), added_by="test"))
-        leaves = _stored_leaves(engine)
-    finally:
-        engine.close()
-    assert result.chunks == 1 and "cluster" not in order
-    assert leaves == [(text, encode_spans(sentence_spans([text], embedder.count_tokens_batch)[0]))]

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import math
-import time
 from collections import Counter
 
 import numpy as np
 import pytest
 
-from raptor_engine.ingest.budget import BuildBudget, BuildLimitError
 from raptor_engine.ingest.chunk import split_sentences
 from raptor_engine.tree import summarize
 from raptor_engine.tree.summarize import ExtractiveSummarizer, summary_budget
@@ -197,42 +195,3 @@ def test_a_subtitle_exports_cue_numbers_and_timings_are_never_summary_sentences(
     request = SummaryRequest(texts=texts, embeddings=embedder.embed(texts), max_tokens=60)
     summary = summarizer.summarize(request)
     assert summary.text and "-->" not in summary.text and "WEBVTT" not in summary.text, summary.text
-
-
-def test_texts_prepared_ahead_give_the_same_summaries_without_being_split_again(embedder, monkeypatch):
-    """A build splits a layer's texts into sentences beside its clustering (`prepare_texts`); summarising
-    then reads those, and gives what it gives without them."""
-    requests = [
-        SummaryRequest(texts=ASTRONOMY[:2], embeddings=embedder.embed(ASTRONOMY[:2]), max_tokens=40),
-        SummaryRequest(texts=ASTRONOMY[1:], embeddings=embedder.embed(ASTRONOMY[1:]), max_tokens=60),
-    ]
-    plain = ExtractiveSummarizer(embedder.count_tokens, count_tokens_batch=embedder.count_tokens_batch)
-    expected = plain.summarize_all(requests)
-    ahead = ExtractiveSummarizer(embedder.count_tokens, count_tokens_batch=embedder.count_tokens_batch)
-    ahead.prepare_texts(ASTRONOMY)
-    split_now: list[str] = []
-    real_parse = summarize._parse_text
-    monkeypatch.setattr(summarize, "_parse_text", lambda text: split_now.append(text) or real_parse(text))
-    assert ahead.summarize_all(requests) == expected
-    assert split_now == []  # every text came prepared, ASTRONOMY[1] for both clusters it is in
-    assert ahead._prepared == {}  # what a layer used is let go
-    assert plain.summarize_all(requests) == expected
-    assert len(split_now) == 5  # unprepared: each child of each cluster is split as it is read
-
-
-def test_texts_prepared_for_a_build_that_never_summarised_are_bounded(embedder, monkeypatch):
-    monkeypatch.setattr(summarize, "MAX_PREPARED_TEXTS", 5)
-    summarizer = ExtractiveSummarizer(embedder.count_tokens, count_tokens_batch=embedder.count_tokens_batch)
-    summarizer.prepare_texts(ASTRONOMY)
-    summarizer.prepare_texts([OFF_TOPIC, "Mars is red."])
-    assert set(summarizer._prepared) == {OFF_TOPIC, "Mars is red."}
-    assert summarizer._prepared["Mars is red."] == summarize._parse_text("Mars is red.")
-
-
-def test_preparing_a_layers_texts_stops_at_the_builds_deadline(summarizer):
-    """The preparation runs on a thread beside the clustering; a build past its deadline stops it there too."""
-    expired = BuildBudget("late.txt", seconds=1e-6, memory_mb=0)
-    time.sleep(0.01)
-    with expired.active(), pytest.raises(BuildLimitError):
-        summarizer.prepare_texts(ASTRONOMY * 40)
-    assert not any(text in summarizer._prepared for text in ASTRONOMY)

@@ -118,15 +118,14 @@ async def _summary_vectors(
 async def embed_leaves(
     chunks: list[Chunk], embedder: Embedder, progress: ProgressCallback | None = None
 ) -> list[NewNode]:
-    """Layer 0: one node per chunk, embedded in batches off the event loop. Their stored sentences are
-    left to `build_document_tree`, which splits them beside the first clustering (`_beside`)."""
+    """Layer 0: one node per chunk, embedded in batches off the event loop."""
 
     def report(done: int, total: int) -> None:
         _notify(progress, Progress("embed", done, total, layer=0))
 
-    vectors = await asyncio.to_thread(
-        embedder.embed, [c.text for c in chunks], report, token_counts=[c.tokens for c in chunks]
-    )
+    texts = [c.text for c in chunks]
+    tokens = [c.tokens for c in chunks]
+    vectors, sentences = await _embed_beside_sentences(embedder, texts, tokens, report)
     return [
         NewNode(
             key=i,
@@ -140,29 +139,10 @@ async def embed_leaves(
             page=c.page,
             heading=tuple(c.heading),
             page_marks=c.page_marks,
+            sentences=sentences[i],
         )
         for i, c in enumerate(chunks)
     ]
-
-
-def _beside(*jobs: Callable[[], Any]) -> asyncio.Future[list[Any]]:
-    """Start `jobs`, one after another, on one thread while the build goes on; their results, in order.
-
-    For work that needs a layer's texts but not its clustering: clustering a layer is UMAP's layout,
-    single-threaded without the GIL (seeded), so on two cores one sits idle for most of it, while during
-    the leaves' embedding the model keeps both busy. A failure reaches the build where it awaits the
-    result; if the build fails first, it is retrieved here, so none is reported as lost.
-    """
-    future = asyncio.ensure_future(asyncio.to_thread(lambda: [job() for job in jobs]))
-    future.add_done_callback(lambda done: done.cancelled() or done.exception())
-    return future
-
-
-def _prepare_summaries(summarizer: Summarizer, texts: list[str]) -> Callable[[], Any]:
-    """The summariser's work on a layer's texts that needs no clusters (`ExtractiveSummarizer.prepare_texts`:
-    splitting them into sentences); nothing for a summariser without such work (an LLM's)."""
-    prepare = getattr(summarizer, "prepare_texts", None)
-    return (lambda: prepare(texts)) if prepare is not None else (lambda: None)
 
 
 async def cluster_layer(
@@ -262,12 +242,6 @@ async def build_document_tree(
 ) -> BuiltTree:
     """Leaves, then summary layers until the stop rule holds. Raises whatever the summariser raises."""
     leaves = await embed_leaves(chunks, embedder, progress)
-    leaf_texts = [leaf.text for leaf in leaves]
-
-    def split_leaves() -> list[list[SentenceSpan]]:
-        return sentence_spans(leaf_texts, embedder.count_tokens_batch)
-
-    leaf_sentences: list[list[SentenceSpan]] | None = None
     nodes = list(leaves)
     current = leaves
     records = [LayerRecord(layer=0, nodes=len(leaves))]
@@ -277,14 +251,9 @@ async def build_document_tree(
             stop = f"layer {current[0].layer} has {len(current)} node(s), at most stop_nodes={settings.stop_nodes}"
             break
         layer = current[0].layer + 1
-        prepare = _prepare_summaries(summarizer, [node.text for node in current])
-        beside = _beside(prepare) if leaf_sentences is not None else _beside(prepare, split_leaves)
         clustering = await cluster_layer(
             current, layer=layer, summarizer=summarizer, settings=settings, progress=progress
         )
-        done_beside = await beside
-        if leaf_sentences is None:
-            leaf_sentences = done_beside[1]
         record = records[-1]
         record.clusters, record.method, record.notes = (
             len(clustering.clusters),
@@ -309,10 +278,6 @@ async def build_document_tree(
         completion_tokens += used_completion
         nodes += current
         records.append(LayerRecord(layer=layer, nodes=len(current)))
-    if leaf_sentences is None:  # no clustering ran: a document of a few chunks
-        leaf_sentences = await asyncio.to_thread(split_leaves)
-    for leaf, spans in zip(leaves, leaf_sentences, strict=True):
-        leaf.sentences = spans
     log.info("built %d layers, %d nodes (%s)", len(records), len(nodes), stop)
     return BuiltTree(nodes, records, stop, prompt_tokens, completion_tokens)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -35,10 +34,6 @@ SCORE_DECIMALS = 12  # lexical scores are compared to this many decimals
 SHORT_SENTENCE_TERMS = 4  # sentences with fewer content terms are scored down proportionally
 _CHARS_PER_TOKEN = 4.0  # a rough English average, only used to decide how many sentences to count
 _SMALLEST_USEFUL = 3  # stop looking once fewer tokens than this remain
-MAX_PREPARED_TEXTS = 20_000  # texts whose sentences `prepare_texts` may hold before they are used
-
-# A text's sentences as the summariser reads them: (position, collapsed sentence, content terms).
-ParsedText = tuple[tuple[int, str, tuple[str, ...]], ...]
 
 
 def summary_budget(child_tokens: int, ratio: float, max_tokens: int, min_tokens: int = 40) -> int:
@@ -71,33 +66,6 @@ class ExtractiveSummarizer:
         self.count_tokens = count_tokens
         self.count_tokens_batch = count_tokens_batch
         self.input_budget = input_budget
-        self._prepared: dict[str, ParsedText] = {}
-        self._prepared_lock = threading.Lock()
-
-    def prepare_texts(self, texts: list[str]) -> None:
-        """Split the texts of a layer into sentences ahead of `summarize_all`, on a thread of the build's
-        choosing: the build runs this beside the layer's clustering, whose layout leaves a core free.
-
-        Pure work (a text's sentences depend only on the text), so a text prepared twice or used by two
-        builds at once gives the same summary; `summarize_all` drops what it used, and a build that never
-        summarises (it failed) leaves at most MAX_PREPARED_TEXTS behind."""
-        parsed = {text: _parse_text(text) for text in checked(texts, every=64)}
-        with self._prepared_lock:
-            if len(self._prepared) + len(parsed) > MAX_PREPARED_TEXTS:
-                self._prepared.clear()
-            self._prepared.update(parsed)
-
-    def _parsed(self, text: str) -> ParsedText:
-        """A text's sentences: prepared ahead when `prepare_texts` saw it, else parsed now."""
-        with self._prepared_lock:
-            parsed = self._prepared.get(text)
-        return _parse_text(text) if parsed is None else parsed
-
-    def _forget_prepared(self, requests: list[SummaryRequest]) -> None:
-        with self._prepared_lock:
-            for request in requests:
-                for text in request.texts:
-                    self._prepared.pop(text, None)
 
     async def summarize_many(self, requests: list[SummaryRequest]) -> list[Summary]:
         # Tokenising a large layer takes a moment; keep it off the event loop.
@@ -110,8 +78,7 @@ class ExtractiveSummarizer:
     def summarize_all(self, requests: list[SummaryRequest]) -> list[Summary]:
         """Summaries of a whole layer; token counting is batched across it (one tokenizer call each way)."""
         # A build checkpoint (budget.py) before each cluster of every pass.
-        clusters = [_sentences(r.texts, self._parsed) for r in checked(requests, every=1)]
-        self._forget_prepared(requests)
+        clusters = [_sentences(r.texts) for r in checked(requests, every=1)]
         for sentences, request in checked(zip(clusters, requests, strict=True), every=1):
             if sentences:
                 _score(sentences, _child_centrality(request.embeddings, len(request.texts)))
@@ -269,25 +236,16 @@ def _largest_true(predicate: Callable[[int], bool], upper: int) -> int:
     return low
 
 
-def _sentences(texts: list[str], parsed: Callable[[str], ParsedText] | None = None) -> list[_Sentence]:
+def _sentences(texts: list[str]) -> list[_Sentence]:
     """Every child's sentences, whitespace collapsed, tagged with (child, position) for source order."""
-    parse = parsed or _parse_text
-    return [
-        _Sentence(child, position, sentence, list(terms))
-        for child, text in enumerate(texts)
-        for position, sentence, terms in parse(text)
-    ]
-
-
-def _parse_text(text: str) -> ParsedText:
-    """One text's sentences that a summary may copy (not a subtitle's cue lines), with their terms."""
-    spans = split_sentences(text) or ([(0, len(text))] if text.strip() else [])
-    out = []
-    for position, (start, end) in enumerate(spans):
-        sentence = " ".join(text[start:end].split())
-        if sentence and not _cue_lines_only(sentence, text[start:end]):
-            out.append((position, sentence, tuple(content_terms(sentence))))
-    return tuple(out)
+    out: list[_Sentence] = []
+    for child, text in enumerate(texts):
+        spans = split_sentences(text) or ([(0, len(text))] if text.strip() else [])
+        for position, (start, end) in enumerate(spans):
+            sentence = " ".join(text[start:end].split())
+            if sentence and not _cue_lines_only(sentence, text[start:end]):
+                out.append(_Sentence(child, position, sentence, content_terms(sentence)))
+    return out
 
 
 def _cue_lines_only(sentence: str, raw: str) -> bool:
