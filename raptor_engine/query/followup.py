@@ -265,7 +265,7 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str, 
     # 'what did it carry?' -> 'What did the railway carry?' stands alone: the last question ('When did the
     # railway close?') would only pull its own answer back in
     alone = (person and _went_back_to(person, previous)) or (thing and not person and not _points_back(core))
-    context = "" if alone else _cut(_carried_context(previous))
+    context = "" if alone else _cut(_carried_context(previous, previous_answer))
     return Rewrite(_capitalised(core), context, person, pronoun, subject)
 
 
@@ -303,11 +303,15 @@ def _shouted(question: str) -> bool:
     return len(letters) >= 2 and all(word.isupper() for word in letters)
 
 
-def _carried_context(previous: Rewrite) -> str:
+def _carried_context(previous: Rewrite, previous_answer: str = "") -> str:
     """What a follow-up still leans on: the previous question; after a bare "why?" the one before it,
     and after one that named nothing of its own ("how many were lost?") both, so the subject named two
     turns back ("What happened to the Margaret Ellen?") is not lost; a year alone ("and in 1890?") names
-    no subject either, so "who else?" after it keeps the question the year was asked of."""
+    no subject either, so "who else?" after it keeps the question the year was asked of. After "and
+    then?" or "for example?" the conversation has moved on to what that answer quoted: its first quote
+    is what a "when?" or "why?" now asks about."""
+    if onward_ask(previous.core) in MOVED_ON and _first_statement(previous_answer).strip():
+        return _first_statement(previous_answer)
     if not previous.context:
         return previous.core
     terms = subject_terms(previous.core)
@@ -496,6 +500,9 @@ class Onward(Enum):
     CHECK = "check"  # whether it is so: the last answer checked against the documents
 
 
+# An answer to these quotes a later event or an instance: the conversation goes on from it (after a
+# reason, more of the same or a check it is still about the question before them).
+MOVED_ON = frozenset((Onward.NEXT, Onward.EXAMPLE))
 _ONWARD_FILLER = re.compile(
     r"^(?:(?:and|so|but|ok|okay|hmm+|um+|uh+|well|oh|right|sorry|wait|please|pls)\b[\s,.!]*)+(?=\w)"
     r"|\s(?:please|pls|plz)\s*$",
@@ -793,10 +800,11 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
         return relative
     told = told or "\n".join((previous.core, previous.context, _statements(previous_answer)))
     wanted = GENDER[pronoun] if pronoun else None
+    places = _places_in(told)  # 'harbour master of Port Lenning' where an answer says 'at Port Lenning'
 
     # 'Elias Marrow ... his left hand' is no 'she'; 'How is Kestrel cleaned?' no 'he'
     def fits(name: str) -> bool:
-        return wanted is None or _kind(name, told) in (None, wanted)
+        return name not in places and (wanted is None or _kind(name, told) in (None, wanted))
 
     answer_names = [name for name in _people_in(_statements(previous_answer)) if fits(name)]
     sources = [
@@ -1095,7 +1103,7 @@ THING_LAST_WORDS = frozenset(
     treaty town city village county district park street estate railway line""".split()
 )
 THING_FIRST_WORDS = frozenset(
-    "storm hurricane typhoon cyclone mount lake cape fort hms ss rms uss hmas loch".split()
+    "storm hurricane typhoon cyclone mount lake cape fort hms ss rms uss hmas loch port isle glen".split()
 )
 
 
@@ -1200,7 +1208,9 @@ def _resolve(
     thing = _thing(previous, question, plural=False)
     put_in = False
     place = _place(previous, previous_answer)
-    year = _year(previous, previous_answer)
+    # '(and) then?', 'then what?' ask what came next ('what happened then?' asks about that year)
+    sequence = words(question)[:1] == ["then"]
+    year = None if sequence else _year(previous, previous_answer)
     tokens = re.split(r"(\s+)", question)
     plain = [_NON_WORD.sub("", token).lower() for token in tokens]
     befores, followings = _neighbours(plain)
