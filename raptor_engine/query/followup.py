@@ -329,8 +329,13 @@ def _corrected_place(question: str, previous: Rewrite) -> Rewrite | None:
     placed = _PLACED.match(match.group(1)) if match else None
     if placed is None:
         return None
-    preposition, place = placed.group(1).lower(), placed.group(2)
+    preposition = placed.group(1).lower()
     old = re.search(rf"\b{preposition}\s+((?:the\s+)?(?:{_CAPITALISED_RUN}|\d+|\w+))", previous.core)
+    if old is None:  # 'in Gloucester' corrected as 'at Ashby': the place with its own preposition
+        old = re.search(rf"\b((?i:{'|'.join(PLACE_PREPOSITIONS)})\s+{_CAPITALISED_RUN})", previous.core)
+        place = placed.group(0).rstrip(" ?.!")
+    else:
+        place = placed.group(2)
     if old is None:
         return None
     core = previous.core[: old.start(1)] + place + previous.core[old.end(1) :]
@@ -462,8 +467,8 @@ def _carried_wh(question: str, previous: Rewrite) -> str | None:
     ('When?' alone names nothing, and its carried context counts only lightly). None for anything but a
     bare wh-word, or when the last question names nothing ('tell me more')."""
     match = _BARE_WH.match(question)
-    if not match or not subject_terms(previous.core):
-        return None
+    if not match or not subject_terms(previous.core) or onward_ask(previous.core) is not None:
+        return None  # after 'what came next?' a 'when?' asks about what that answer quoted
     wh = match.group(1).lower()
     passive = _as_passive(wh, previous.core)
     if passive is not None:
