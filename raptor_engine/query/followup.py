@@ -1348,7 +1348,8 @@ _PLACE_BEFORE = re.compile(
 
 
 def _place(previous: Rewrite, previous_answer: str) -> str | None:
-    """The place last named after in/at/to/from, as 'in Halifax' (with its own preposition)."""
+    """The place last named after in/at/to/from, as 'in Halifax' (with its own preposition, but 'in' for
+    one gone to or come from)."""
     for text in (previous.core, previous_answer, previous.context):
         after: dict[str, str] = {}  # what follows a preposition -> its first preposition
         for match in _PREPOSITION.finditer(text):
@@ -1356,9 +1357,12 @@ def _place(previous: Rewrite, previous_answer: str) -> str | None:
             for prefix in _name_prefixes(following):
                 after.setdefault(prefix, match.group(1))
         for name in names_in(text):
-            if name in after:
-                return f"{after[name]} {name}"
+            if name in after:  # 'moved to Hobart' then 'what did he do there?': in Hobart
+                return f"{_AT_REST.get(after[name], after[name])} {name}"
     return None
+
+
+_AT_REST = {"to": "in", "into": "in", "from": "in"}  # where one went or came from is where one was
 
 
 _PREPOSITION = re.compile(rf"\b({'|'.join(PLACE_PREPOSITIONS)})\s+(?:the\s+)?")
