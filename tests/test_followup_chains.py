@@ -110,6 +110,20 @@ async def test_a_name_the_conversation_shows_as_a_place_is_never_he(engine):
     assert died.query.startswith("When did Tobias Wrenn die"), died.query
 
 
+def test_a_place_is_what_follows_in_at_or_near_never_a_name_written_as_an_owner():
+    office = [
+        Turn("user", "Who was postmaster of Kelby?"),
+        Turn("assistant", "\u201cAmos Reed kept the post office at Kelby from 1850.\u201d [1]"),
+    ]
+    assert standalone_question("where did he live?", office).startswith("Where did Amos Reed live?")
+    # 'a promise to Lisbeth's mother': after 'to', and an owner, so still the person asked about
+    promise = [
+        Turn("user", "What is Lisbeth's nickname?"),
+        Turn("assistant", "\u201cJacob made a promise to Lisbeth's mother before she died.\u201d [1]"),
+    ]
+    assert standalone_question("what is her job?", promise).startswith("What is Lisbeth's job?")
+
+
 # --------------------------------------------------------------------------------------- choice, ordinals
 
 LISTED = [

@@ -992,7 +992,7 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
         return relative
     told = told or "\n".join((previous.core, previous.context, _statements(previous_answer)))
     wanted = GENDER[pronoun] if pronoun else None
-    places = _places_in(told)  # 'harbour master of Port Lenning' where an answer says 'at Port Lenning'
+    places = _places_told(told)  # 'harbour master of Port Lenning' where an answer says 'at Port Lenning'
 
     # 'Elias Marrow ... his left hand' is no 'she'; 'How is Kestrel cleaned?' no 'he'
     def fits(name: str) -> bool:
@@ -1324,6 +1324,18 @@ _WHO_IS = re.compile(
 def _places_in(text: str) -> set[str]:
     """What the text names right after in/at/to/from/near (a place, or a month: 'in April 1941')."""
     return {prefix for place in _PLACE_BEFORE.findall(text) for prefix in _name_prefixes(place)}
+
+
+_AT_PLACE = re.compile(rf"\b(?i:in|at|near)\s+(?:the\s+)?({_CAPITALISED_RUN})")
+
+
+def _places_told(told: str) -> set[str]:
+    """The names the conversation puts right after in/at/near ('at Port Lenning'), each a place in every
+    turn: not after to/from/on, which also take people ('a promise to Lisbeth'), and never a name it
+    writes as an owner ('Lisbeth's mother'), which is someone."""
+    owners = {match.group(1) for match in re.finditer(rf"({_CAPITALISED_RUN})['\u2019]s\b", told)}
+    places = {prefix for match in _AT_PLACE.finditer(told) for prefix in _name_prefixes(match.group(1))}
+    return {place for place in places if place not in owners}
 
 
 def _name_prefixes(following: str) -> list[str]:
