@@ -110,17 +110,16 @@ async def test_a_name_the_conversation_shows_as_a_place_is_never_he(engine):
     assert died.query.startswith("When did Tobias Wrenn die"), died.query
 
 
+def exchange(question: str, quote: str) -> list[Turn]:
+    """A question and an extractive answer quoting one sentence."""
+    return [Turn("user", question), Turn("assistant", f"\u201c{quote}\u201d [1]")]
+
+
 def test_a_place_is_what_follows_in_at_or_near_never_a_name_written_as_an_owner():
-    office = [
-        Turn("user", "Who was postmaster of Kelby?"),
-        Turn("assistant", "\u201cAmos Reed kept the post office at Kelby from 1850.\u201d [1]"),
-    ]
+    office = exchange("Who was postmaster of Kelby?", "Amos Reed kept the post office at Kelby from 1850.")
     assert standalone_question("where did he live?", office).startswith("Where did Amos Reed live?")
     # 'a promise to Lisbeth's mother': after 'to', and an owner, so still the person asked about
-    promise = [
-        Turn("user", "What is Lisbeth's nickname?"),
-        Turn("assistant", "\u201cJacob made a promise to Lisbeth's mother before she died.\u201d [1]"),
-    ]
+    promise = exchange("What is Lisbeth's nickname?", "Jacob made a promise to Lisbeth's mother before she died.")
     assert standalone_question("what is her job?", promise).startswith("What is Lisbeth's job?")
 
 
@@ -154,12 +153,12 @@ def test_a_choice_among_what_the_last_answer_listed_names_it(choice, standalone)
 
 
 def test_the_other_one_is_the_listed_thing_the_last_question_did_not_name():
-    talk = LISTED + [Turn("user", "tell me about the first one"), Turn("assistant", "\u201cThe Ranger was built in 1801.\u201d [1]")]
+    talk = LISTED + exchange("tell me about the first one", "The Ranger was built in 1801.")
     assert standalone_question("and the other one?", talk) == "Tell me about the Comet."
 
 
 def test_a_choice_with_no_list_before_it_is_left_to_the_context():
-    talk = [Turn("user", "Who designed the canal?"), Turn("assistant", "\u201cMiriam Stroud designed it.\u201d [1]")]
+    talk = exchange("Who designed the canal?", "Miriam Stroud designed it.")
     assert standalone_question("the second one?", talk).startswith("The second one?" + CONTEXT_OPEN)
 
 
@@ -218,7 +217,7 @@ async def test_a_correction_that_names_a_thing_asks_the_last_question_about_it(e
 
 
 def test_a_correction_that_gives_a_place_puts_it_in_place_of_the_last_ones():
-    talk = [Turn("user", "What did Tobias Wrenn build in Gloucester?"), Turn("assistant", "\u201cNarrowboats.\u201d [1]")]
+    talk = exchange("What did Tobias Wrenn build in Gloucester?", "Narrowboats.")
     assert standalone_question("sorry, I meant at Ashby", talk) == "What did Tobias Wrenn build at Ashby?"
     assert standalone_question("no I mean in Bristol", talk) == "What did Tobias Wrenn build in Bristol?"
 
