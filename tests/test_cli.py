@@ -161,6 +161,18 @@ def test_chat_answers_a_follow_up_as_the_question_it_stands_for(run, files):
     assert asked["query"] == asked["question"] and asked["rewritten"] is False
 
 
+def test_chat_shows_the_claims_a_check_looked_for_not_a_searched_question(run, files):
+    railway, _, _ = files
+    assert run("ingest", str(railway), "--kb", "t", "--quiet").exit_code == 0
+    talk = "Tell me about the great flood of 1903.\nr u sure?\n\n"
+    result = CliRunner().invoke(
+        cli_module.cli, ["--data-dir", str(railway.parent / "data"), "chat", "--kb", "t"], input=talk
+    )
+    assert result.exit_code == 0, result.output
+    assert "Checked against the documents: \u201c" in result.output, result.output
+    assert "Searched as:" not in result.output and "Yes: the documents say so." in result.output
+
+
 def test_ask_with_a_question_that_names_nothing_asks_for_something_specific(run, files):
     railway, _, _ = files
     assert run("ingest", str(railway), "--kb", "t", "--quiet").exit_code == 0
