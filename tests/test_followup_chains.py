@@ -145,6 +145,8 @@ LISTED = [
         ("when was the second one built", "When was the Comet built"),
         ("which of them is older?", "Which is older, the Ranger or the Comet?"),
         ("which one burned less coal", "Which burned less coal, the Ranger or the Comet?"),
+        ("which is bigger", "Which is bigger, the Ranger or the Comet?"),
+        ("the latter?", "Tell me about the Comet."),
     ],
 )
 def test_a_choice_among_what_the_last_answer_listed_names_it(choice, standalone):
@@ -155,6 +157,14 @@ def test_a_choice_among_what_the_last_answer_listed_names_it(choice, standalone)
 def test_the_other_one_is_the_listed_thing_the_last_question_did_not_name():
     talk = LISTED + exchange("tell me about the first one", "The Ranger was built in 1801.")
     assert standalone_question("and the other one?", talk) == "Tell me about the Comet."
+
+
+@pytest.mark.parametrize(
+    "own", ["Which engineer designed the canal?", "Who was the first woman to run a carrying company?"]
+)
+def test_a_question_of_its_own_after_a_list_is_no_choice(own):
+    """'which ...' and 'the first ...' that name something of their own are new questions, left as asked."""
+    assert standalone_question(own, LISTED) == own
 
 
 def test_a_choice_with_no_list_before_it_is_left_to_the_context():

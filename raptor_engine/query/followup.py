@@ -609,15 +609,19 @@ def _compared(question: str, previous: Rewrite) -> Rewrite | None:
 
 
 _NOT_COMPARATIVES = frozenset("other rather either neither whether never ever after under over water".split())
+# 'the second one', 'and the first?', 'the other one': an ordinal standing for a thing, not 'the first woman'
 _ORDINAL = re.compile(
     r"\b(?:the\s+)?(first|second|third|fourth|fifth|last|other|former|latter|1st|2nd|3rd|4th|5th)"
-    r"(?:\s+one)?\b",
+    r"(?:\s+one\b|(?=\s*(?:[?.!,;]|$)))",
     re.IGNORECASE,
 )
 _ORDINAL_INDEX = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "latter": 1, "third": 2, "3rd": 2,
                   "fourth": 3, "4th": 3, "fifth": 4, "5th": 4, "last": -1}
+# 'which of those is older?', 'which one burned less coal', 'which is bigger?' (not 'which engineer
+# designed the bridge?', a question of its own)
 _WHICH_OF = re.compile(
-    r"^which(?:\s+one)?(?:\s+of)?(?:\s+(?:those|these|them|the\s+two|both|the\s+three))?\s+(.+?)\s*[?.!]*$",
+    r"^which(?:\s+one|\s+of\s+(?:those|these|them|the\s+two|both|the\s+three)|(?=\s+(?:is|was|are|were)\s+\w+\s*[?.!]*$))"
+    r"\s+(.+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
 _OPENING_NAME = re.compile(r"^(?:(The)\s+)?([A-Z][\w'\u2019-]*(?:\s+(?:of\s+)?[A-Z][\w'\u2019-]*)*)")
