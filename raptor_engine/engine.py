@@ -1680,9 +1680,8 @@ class Engine:
         support = await asyncio.to_thread(self.support_index, self.answerer, context.nodes)
         reply = await asyncio.to_thread(check_reply, claims, context.nodes, support)
         text, citations = map_citations(reply, context.nodes)
-        return Answer(
-            question, query, text, citations, context, self.answerer.name, answered=bool(citations), verified=claims
-        )
+        answered = bool(citations)
+        return Answer(question, query, text, citations, context, self.answerer.name, answered=answered, verified=claims)
 
     def _record_question(self, kb: str, answer: Answer, asked_by: str) -> None:
         kb_id = self.store.kb_id(kb)

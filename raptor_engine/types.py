@@ -311,7 +311,8 @@ class Answer:
         ('is that true?') looked for, else the standalone question searched; "" for a question searched
         as it was asked."""
         if self.verified:
-            return "Checked against the documents: " + " · ".join(f"“{claim}”" for claim in self.verified)
+            claims = " \u00b7 ".join(f"\u201c{claim}\u201d" for claim in self.verified)
+            return f"Checked against the documents: {claims}"
         return f"Searched as: {self.query}" if self.rewritten else ""
 
     def to_dict(self) -> dict[str, Any]:

@@ -620,8 +620,8 @@ _ORDINAL_INDEX = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "lat
 # 'which of those is older?', 'which one burned less coal', 'which is bigger?' (not 'which engineer
 # designed the bridge?', a question of its own)
 _WHICH_OF = re.compile(
-    r"^which(?:\s+one|\s+of\s+(?:those|these|them|the\s+two|both|the\s+three)|(?=\s+(?:is|was|are|were)\s+\w+\s*[?.!]*$))"
-    r"\s+(.+?)\s*[?.!]*$",
+    r"^which(?:\s+one|\s+of\s+(?:those|these|them|the\s+two|both|the\s+three)"
+    r"|(?=\s+(?:is|was|are|were)\s+\w+\s*[?.!]*$))\s+(.+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
 _OPENING_NAME = re.compile(r"^(?:(The)\s+)?([A-Z][\w'\u2019-]*(?:\s+(?:of\s+)?[A-Z][\w'\u2019-]*)*)")

@@ -141,7 +141,9 @@ def _read_up_to(anchors: Sequence[Q]) -> Q:
     (an answer ranked by the question quotes its best sentence first, whatever comes after)."""
     places = [_place(anchor) for anchor in anchors]
     first = anchors[0]
-    run = [a for a, place in zip(anchors, places, strict=True) if _document(a) == _document(first) and place is not None]
+    run = [
+        a for a, place in zip(anchors, places, strict=True) if _document(a) == _document(first) and place is not None
+    ]
     ordered = [_place(a) for a in run]
     if len(run) == len(anchors) and ordered == sorted(ordered):
         return run[-1]

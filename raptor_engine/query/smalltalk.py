@@ -351,7 +351,8 @@ def small_talk_act(message: str) -> Act | None:
     if asks_for_the_documents(_normalised_words(message.replace("'s", ""))):
         return Act.DOCUMENTS
     # "got it" is an acknowledgement, though "where did you get it?" asks for the sources
-    if asks_for_the_sources(_normalised_words(message)) and tuple(_normalised_words(message)) not in _BY_PHRASE:
+    said = _normalised_words(message)
+    if asks_for_the_sources(said) and tuple(said) not in _BY_PHRASE:
         return Act.SOURCES
     tokens = _normalised_words(message)
     if not tokens and any(ch.isdigit() for ch in message):
