@@ -64,121 +64,55 @@ In 1895 Pike proposed a foot tunnel under the Ambry. The tunnel would have cost 
 
 DOCUMENTS = {"bridge.md": BRIDGE, "ferries.md": FERRIES, "harbour.md": HARBOUR}
 
-# (class, turns): the first turn is a question of its own, the rest follow it up
-CHAINS: list[tuple[str, tuple[str, ...]]] = [
-    ("pronoun", ("Who designed the Kessel Bridge?", "who is she?", "where did she train?")),
-    (
-        "pronoun",
-        ("Who was harbour master of Port Lenning?", "where did he go after that?", "when did he die?"),
-    ),
-    ("pronoun", ("who designed the kessel bridge", "what did she choose for the spans", "why")),
-    (
-        "pronoun",
-        ("What did Rowan Pike propose in 1895?", "how much would it have cost?", "why was it rejected?"),
-    ),
-    ("pronoun", ("Who was Clara Pike?", "who was her father?", "what did he command before?")),
-    ("pronoun", ("When did Rowan Pike leave Port Lenning?", "where did he move to", "what did he do there?")),
-    ("pronoun", ("Who designed the bridge?", "when did it open?", "how long is it?")),
-    ("pronoun", ("What was the Alder?", "where was it launched?", "what happened to it?")),
-    ("choice", ("Which ferries crossed the Ambry?", "the second one?", "how many people did it hold?")),
-    (
-        "choice",
-        ("Which ferries crossed the Ambry?", "tell me about the first one", "what about the other one?"),
-    ),
-    ("choice", ("Which ferries crossed the Ambry?", "which of those is older?", "when was it broken up?")),
-    (
-        "choice",
-        ("What ferries were there before the bridge?", "which one was smaller?", "what did it carry?"),
-    ),
-    ("choice", ("Name the two ferries of Port Lenning", "what happened to the first one", "and the second?")),
-    ("choice", ("Which ferries crossed the Ambry?", "which of them carried cattle?", "where was it sold?")),
-    ("choice", ("What ferries crossed the river?", "the last one", "when was it launched")),
-    (
-        "comparison",
-        (
-            "How many people could the Alder take?",
-            "is that more than the Wren?",
-            "when was the Wren launched?",
-        ),
-    ),
-    (
-        "comparison",
-        ("How long is the Kessel Bridge?", "is that more than 200 metres?", "how many spans does it have?"),
-    ),
-    (
-        "comparison",
-        ("What would the tunnel have cost?", "is that more than 50,000 pounds?", "who proposed it?"),
-    ),
-    ("comparison", ("When did the Kessel Bridge open?", "is that before the Wren was launched?", "ok")),
-    (
-        "comparison",
-        ("How many people did the Wren hold?", "is that less than the Alder?", "why was it smaller?"),
-    ),
-    (
-        "topic switch",
-        ("Who designed the Kessel Bridge?", "When was the Wren broken up?", "where did she train?"),
-    ),
-    (
-        "topic switch",
-        (
-            "Where did Rowan Pike move in 1902?",
-            "What did the barge strike in 1921?",
-            "what happened after that?",
-        ),
-    ),
-    (
-        "topic switch",
-        ("Who was harbour master of Port Lenning?", "How long is the Kessel Bridge?", "when did he die?"),
-    ),
-    (
-        "topic switch",
-        ("When did the Alder launch?", "Who became the first woman on the harbour board?", "when?"),
-    ),
-    (
-        "topic switch",
-        ("Why did Pike oppose the bridge?", "What did the Wren carry?", "how many people did it hold?"),
-    ),
-    (
-        "topic switch",
-        ("What happened to the Alder?", "Who designed the Kessel Bridge?", "what material did she choose?"),
-    ),
-    ("correction", ("When was the tunnel proposed?", "no, I meant the bridge", "who designed it?")),
-    ("correction", ("When was the Alder sold?", "sorry i meant the Wren", "when was it broken up?")),
-    ("correction", ("Who was Edith Marlow?", "no I meant Clara Pike", "when did she join the board?")),
-    (
-        "correction",
-        ("What did Rowan Pike do in Hobart?", "no, I meant in Port Lenning", "when did he leave?"),
-    ),
-    (
-        "correction",
-        (
-            "When was the bridge closed to lorries?",
-            "I mean closed after the barge",
-            "what was fitted after that?",
-        ),
-    ),
-    ("acknowledgement", ("Who designed the Kessel Bridge?", "ok thanks", "when did it open?")),
-    ("acknowledgement", ("When did the Wren stop running?", "cool", "and the Alder?")),
-    ("acknowledgement", ("Where did Pike move in 1902?", "great, thank you!", "what did he do there")),
-    ("acknowledgement", ("How long is the bridge?", "got it", "nice one")),
-    ("chat spelling", ("who desgined the kessel brige", "wen did it open", "why iron")),
-    ("chat spelling", ("wat happend to the alder", "and the wren", "when was it broken up")),
-    ("chat spelling", ("who was rowan pike", "where did he go afterwards", "wat did he do there")),
-    ("chat spelling", ("HOW LONG IS THE KESSEL BRIDGE", "HOW MANY SPANS", "WHO DESIGNED IT")),
-    ("mixed", ("Who designed the Kessel Bridge?", "r u sure?", "when?")),
-    ("mixed", ("What happened to the bridge in 1921?", "what happened next?", "are you sure?", "when?")),
-    (
-        "mixed",
-        ("Why did Pike argue against the bridge?", "is that true", "tell me more", "when did he leave?"),
-    ),
-    ("mixed", ("What did the Alder carry?", "really?", "and the Wren?", "give me an example")),
-    ("mixed", ("When did Rowan Pike leave Port Lenning?", "and then?", "r u sure", "why?")),
-    ("mixed", ("What was the tunnel scheme?", "tell me more", "is that correct?", "who proposed it?")),
-    ("mixed", ("When was the Kessel Bridge opened?", "what happened next", "and then?", "how do you know")),
-    (
-        "mixed",
-        ("Who designed the Kessel Bridge?", "why did she choose iron?", "r u sure?", "where did she train?"),
-    ),
+# (class, turns separated by ' | '): the first turn is a question of its own, the rest follow it up
+CHAINS: list[tuple[str, str]] = [
+    ("pronoun", "Who designed the Kessel Bridge? | who is she? | where did she train?"),
+    ("pronoun", "Who was harbour master of Port Lenning? | where did he go after that? | when did he die?"),
+    ("pronoun", "who designed the kessel bridge | what did she choose for the spans | why"),
+    ("pronoun", "What did Rowan Pike propose in 1895? | how much would it have cost? | why was it rejected?"),
+    ("pronoun", "Who was Clara Pike? | who was her father? | what did he command before?"),
+    ("pronoun", "When did Rowan Pike leave Port Lenning? | where did he move to | what did he do there?"),
+    ("pronoun", "Who designed the bridge? | when did it open? | how long is it?"),
+    ("pronoun", "What was the Alder? | where was it launched? | what happened to it?"),
+    ("choice", "Which ferries crossed the Ambry? | the second one? | how many people did it hold?"),
+    ("choice", "Which ferries crossed the Ambry? | tell me about the first one | what about the other one?"),
+    ("choice", "Which ferries crossed the Ambry? | which of those is older? | when was it broken up?"),
+    ("choice", "What ferries were there before the bridge? | which one was smaller? | what did it carry?"),
+    ("choice", "Name the two ferries of Port Lenning | what happened to the first one | and the second?"),
+    ("choice", "Which ferries crossed the Ambry? | which of them carried cattle? | where was it sold?"),
+    ("choice", "What ferries crossed the river? | the last one | when was it launched"),
+    ("comparison", "How many people could the Alder take? | is that more than the Wren? | when was the Wren launched?"),
+    ("comparison", "How long is the Kessel Bridge? | is that more than 200 metres? | how many spans does it have?"),
+    ("comparison", "What would the tunnel have cost? | is that more than 50,000 pounds? | who proposed it?"),
+    ("comparison", "When did the Kessel Bridge open? | is that before the Wren was launched? | ok"),
+    ("comparison", "How many people did the Wren hold? | is that less than the Alder? | why was it smaller?"),
+    ("topic switch", "Who designed the Kessel Bridge? | When was the Wren broken up? | where did she train?"),
+    ("topic switch", "Where did Rowan Pike move in 1902? | What did the barge strike in 1921? | what happened after that?"),
+    ("topic switch", "Who was harbour master of Port Lenning? | How long is the Kessel Bridge? | when did he die?"),
+    ("topic switch", "When did the Alder launch? | Who became the first woman on the harbour board? | when?"),
+    ("topic switch", "Why did Pike oppose the bridge? | What did the Wren carry? | how many people did it hold?"),
+    ("topic switch", "What happened to the Alder? | Who designed the Kessel Bridge? | what material did she choose?"),
+    ("correction", "When was the tunnel proposed? | no, I meant the bridge | who designed it?"),
+    ("correction", "When was the Alder sold? | sorry i meant the Wren | when was it broken up?"),
+    ("correction", "Who was Edith Marlow? | no I meant Clara Pike | when did she join the board?"),
+    ("correction", "What did Rowan Pike do in Hobart? | no, I meant in Port Lenning | when did he leave?"),
+    ("correction", "When was the bridge closed to lorries? | I mean closed after the barge | what was fitted after that?"),
+    ("acknowledgement", "Who designed the Kessel Bridge? | ok thanks | when did it open?"),
+    ("acknowledgement", "When did the Wren stop running? | cool | and the Alder?"),
+    ("acknowledgement", "Where did Pike move in 1902? | great, thank you! | what did he do there"),
+    ("acknowledgement", "How long is the bridge? | got it | nice one"),
+    ("chat spelling", "who desgined the kessel brige | wen did it open | why iron"),
+    ("chat spelling", "wat happend to the alder | and the wren | when was it broken up"),
+    ("chat spelling", "who was rowan pike | where did he go afterwards | wat did he do there"),
+    ("chat spelling", "HOW LONG IS THE KESSEL BRIDGE | HOW MANY SPANS | WHO DESIGNED IT"),
+    ("mixed", "Who designed the Kessel Bridge? | r u sure? | when?"),
+    ("mixed", "What happened to the bridge in 1921? | what happened next? | are you sure? | when?"),
+    ("mixed", "Why did Pike argue against the bridge? | is that true | tell me more | when did he leave?"),
+    ("mixed", "What did the Alder carry? | really? | and the Wren? | give me an example"),
+    ("mixed", "When did Rowan Pike leave Port Lenning? | and then? | r u sure | why?"),
+    ("mixed", "What was the tunnel scheme? | tell me more | is that correct? | who proposed it?"),
+    ("mixed", "When was the Kessel Bridge opened? | what happened next | and then? | how do you know"),
+    ("mixed", "Who designed the Kessel Bridge? | why did she choose iron? | r u sure? | where did she train?"),
 ]
 
 
@@ -192,7 +126,7 @@ async def run(chosen: list[int], data_dir: Path) -> None:
             kind, turns = CHAINS[index]
             print(f"## {index} ({kind})")
             history: list[Turn] = []
-            for question in turns:
+            for question in turns.split(" | "):
                 answer = await engine.ask("port", question, history=list(history))
                 history += [Turn("user", question), Turn("assistant", answer.text)]
                 print(f"> {question}\n  {answer.searched_as or '(searched as asked)'}")
