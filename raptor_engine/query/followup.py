@@ -570,10 +570,13 @@ _CHAT_SPELLINGS = {
 }
 
 
+_CHAT_SPELLED = re.compile(rf"\b(?:{'|'.join(_CHAT_SPELLINGS)})\b")  # lower case only: 'U-boat' is no 'you'
+
+
 def _in_full(question: str) -> str:
     """'wat did he do there' -> 'what did he do there': the question words chat writes short or misspelt
     (the documents' own words are respelled against the documents afterwards)."""
-    return re.sub(r"\b[a-z]+\b", lambda m: _CHAT_SPELLINGS.get(m.group(0), m.group(0)), question)
+    return _CHAT_SPELLED.sub(lambda m: _CHAT_SPELLINGS[m.group(0)], question)
 
 
 _AND_THE = re.compile(r"^(?:and|or|but)\s+((?:the|a|an)\s+[^?.!]+?)\s*[?.!]*$", re.IGNORECASE)
@@ -1333,13 +1336,18 @@ def _places_in(text: str) -> set[str]:
 _AT_PLACE = re.compile(rf"\b(?i:in|at|near)\s+(?:the\s+)?({_CAPITALISED_RUN})")
 
 
-def _places_told(told: str) -> set[str]:
+_OWNER = re.compile(r"\b([A-Z][\w-]*)['\u2019]s\b")
+
+
+@functools.lru_cache(maxsize=16)
+def _places_told(told: str) -> frozenset[str]:
     """The names the conversation puts right after in/at/near ('at Port Lenning'), each a place in every
     turn: not after to/from/on, which also take people ('a promise to Lisbeth'), and never a name it
-    writes as an owner ('Lisbeth's mother'), which is someone."""
-    owners = {match.group(1) for match in re.finditer(rf"({_CAPITALISED_RUN})['\u2019]s\b", told)}
+    writes as an owner ('Lisbeth's mother'), which is someone. Remembered: a rewrite asks it once per
+    earlier question, of the same conversation."""
+    owners = set(_OWNER.findall(told))
     places = {prefix for match in _AT_PLACE.finditer(told) for prefix in _name_prefixes(match.group(1))}
-    return {place for place in places if place not in owners}
+    return frozenset(place for place in places if place.split()[-1] not in owners)
 
 
 def _name_prefixes(following: str) -> list[str]:
