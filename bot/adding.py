@@ -8,7 +8,10 @@ downloaded once and handed to the engine, while one status message shows every f
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +23,7 @@ from raptor_engine.ingest.budget import BuildLimitError
 from raptor_engine.ingest.load import SUPPORTED_EXTENSIONS, check_upload
 from raptor_engine.types import Progress, counted
 
-from .jobs import ShuttingDown, StatusMessage, ThrottledEditor, display_name, download
+from .jobs import Shown, ShuttingDown, StatusMessage, ThrottledEditor, display_name, download
 from .render import human_time, inert
 from .services import Services
 from .uploads import Source, Upload
@@ -106,8 +109,20 @@ class BatchStatus:
         self.lines = [FileLine(n, f"⏳ **{display_name(n)}** queued") for n in names]
         self.refused = refused
         self.concluded: set[int] = set()
+        self.status = status
         self.editor = ThrottledEditor(status.show, interval=interval)
         self.origin = origin_of(status)
+
+    async def record_where(self, services: Services, records: list[int | None]) -> None:
+        """Keep where this status message is with the uploads' records, now and whenever it moves (to a
+        channel message once the token expires): a bot killed before they finish closes it on restart."""
+
+        async def note(shown: Shown) -> None:
+            await services.jobs.note_shown(records, shown)
+
+        self.status.on_shown = note
+        if self.status.shown is not None:
+            await note(self.status.shown)
 
     def render(self) -> str:
         return "\n".join([self.header, *(line.text for line in self.lines), *self.refused])
@@ -163,6 +178,7 @@ async def add_files(
         sources = [Source(a.filename, a.url, a.size) for a in attachments]
         deletions = services.jobs.deletion_count(kb)  # the files are refused if the channel goes meanwhile
         records = await services.jobs.accept(kb, sources, added_by, batch.origin)
+        await batch.record_where(services, records)
         added = 0
         for index, (attachment, record) in enumerate(zip(attachments, records, strict=True)):
             added += await _add_one(services, kb, attachment, index, added_by, batch, record, deletions)
@@ -264,15 +280,74 @@ def failure_line(name: str, error: RaptorError) -> str:
     return f"❌ **{name}** was not added: {inert(str(error))} Nothing was stored."
 
 
-async def resume_uploads(services: Services, channel_for: Callable[[int], Any]) -> int:
+async def resume_uploads(
+    services: Services,
+    channel_for: Callable[[int], Any],
+    webhook_for: Callable[[str], discord.Webhook] | None = None,
+) -> int:
     """Build again each upload a previous run accepted and did not finish, in its channel, telling its
-    requester; returns how many were resumed. `channel_for` maps a channel id to a messageable."""
+    requester; returns how many were resumed. First the status messages the previous run left showing ⏳
+    are closed. `channel_for` maps a channel id to a messageable, `webhook_for` an interaction token to
+    the webhook that edits its response."""
     uploads = services.jobs.uploads
     if uploads is None:
         return 0
     pending = await asyncio.to_thread(uploads.unfinished)
+    await close_stale_statuses(pending, channel_for, webhook_for)
     await asyncio.gather(*(_resume_one(services, upload, channel_for) for upload in pending))
     return len(pending)
+
+
+STALE_HEADER = "⏸️ The bot restarted before this finished; what was left is added in a new message below."
+_WORKING_LINE = re.compile(r"⏳ (\*\*.*?\*\*)")
+_MENTION_PREFIX = re.compile(r"<@\d+> ")
+
+
+def stale_text(content: str) -> str:
+    """A status message a restart cut short, closed: its header says so and each file's ⏳ line (not
+    finished) says it was interrupted; lines with an outcome (✅, ❌, ↩️) stay as they were."""
+    first, *rest = content.split("\n")
+    mention = _MENTION_PREFIX.match(first)
+    lines = [(mention.group(0) if mention else "") + STALE_HEADER]
+    for line in rest:
+        working = _WORKING_LINE.match(line)
+        lines.append(f"⏸️ {working.group(1)} was interrupted by the restart." if working else line)
+    return "\n".join(lines)
+
+
+async def close_stale_statuses(
+    pending: list[Upload],
+    channel_for: Callable[[int], Any],
+    webhook_for: Callable[[str], discord.Webhook] | None,
+) -> None:
+    """Edit each status message of the unfinished uploads (one per request) with `stale_text`."""
+    first_of: dict[int, Upload] = {}
+    for upload in pending:
+        if upload.status_message_id and upload.channel_id is not None:
+            first_of.setdefault(upload.status_message_id, upload)
+    await asyncio.gather(*(_close_stale(upload, channel_for, webhook_for) for upload in first_of.values()))
+
+
+async def _close_stale(
+    upload: Upload, channel_for: Callable[[int], Any], webhook_for: Callable[[str], discord.Webhook] | None
+) -> None:
+    """One stale status message: through the interaction's webhook while its token works (only it may
+    edit an interaction's response), else as the bot's channel message. Best effort: a failure is logged."""
+    message_id = upload.status_message_id
+    try:
+        if upload.status_token and upload.status_until > time.time() and webhook_for is not None:
+            webhook = webhook_for(upload.status_token)
+            message: Any = await webhook.fetch_message(message_id)
+            edit = functools.partial(webhook.edit_message, message_id)
+        else:
+            message = await channel_for(upload.channel_id).fetch_message(message_id)
+            edit = message.edit
+        closed = stale_text(message.content)
+        if closed != message.content:
+            await edit(content=closed, allowed_mentions=discord.AllowedMentions.none())
+            log.info("closed status message %s, which the restart cut short", message_id)
+    except discord.HTTPException as error:
+        log.info("could not close status message %s after the restart: %s", message_id, error)
 
 
 async def _resume_one(services: Services, upload: Upload, channel_for: Callable[[int], Any]) -> None:
@@ -285,6 +360,7 @@ async def _resume_one(services: Services, upload: Upload, channel_for: Callable[
     async with services.jobs.track():
         batch = BatchStatus(status, resuming, [upload.filename], [], services.status_interval)
         batch.show()
+        await batch.record_where(services, [upload.id])
         added = await _build_one(
             services,
             upload.kb,

@@ -29,6 +29,7 @@ from .adding import resume_uploads
 from .answering import handle_follow_up
 from .commands import auto_ingest, cogs
 from .gateway import IdentifyGate, shard_plan
+from .hints import mention_hint
 from .jobs import MIN_EDIT_INTERVAL_SECONDS, TOKEN_LIFETIME_SECONDS, BuildJobs
 from .kb import guild_prefix, kb_for_channel, kb_name
 from .messages import resume_imports
@@ -145,9 +146,13 @@ class RaptorBot(commands.AutoShardedBot):
             await self.sync_or_explain()
         log.info("ready to connect; backend %s", engine.backend_name)
         self._resuming = asyncio.get_running_loop().create_task(
-            resume_uploads(self.services, self.get_partial_messageable)
+            resume_uploads(self.services, self.get_partial_messageable, self.interaction_webhook)
         )
         self._reconciling = asyncio.get_running_loop().create_task(self.catch_up_messages())
+
+    def interaction_webhook(self, token: str) -> discord.Webhook:
+        """The webhook that edits the responses of the interaction with `token` (while Discord honours it)."""
+        return discord.Webhook.partial(self.application_id or 0, token, client=self)
 
     async def catch_up_messages(self) -> None:
         """What changed while the bot was down: deletions and edits (and, synced, new messages) first,
@@ -279,10 +284,14 @@ class RaptorBot(commands.AutoShardedBot):
             follow_up = await services.state.thread(channel.guild.id, channel.id)
             if follow_up is not None:
                 await handle_follow_up(services, self.user, message, follow_up)
-        if message.attachments:  # a file posted in an answer thread is posted in its channel too
-            kb = kb_for_channel(message.guild.id if message.guild else None, channel)
-            if kb is not None and await services.autoingest_enabled(kb):
-                await auto_ingest(services, message, kb)
+        kb = kb_for_channel(message.guild.id if message.guild else None, channel)
+        autoingest = kb is not None and bool(message.attachments) and await services.autoingest_enabled(kb)
+        if autoingest:  # a file posted in an answer thread is posted in its channel too
+            await auto_ingest(services, message, kb)
+        if follow_up is None and kb is not None and self.user is not None and self.user in message.mentions:
+            hint = mention_hint(message.content, bool(message.attachments), autoingest)
+            if hint:
+                await reply_quietly(message, hint)
         if services.sync is not None and follow_up is None:  # a follow-up is a conversation, not knowledge
             await services.sync.message_created(message)
 
