@@ -24,6 +24,7 @@ from raptor_engine.ingest.load import SUPPORTED_EXTENSIONS, check_upload
 from raptor_engine.types import Progress, counted
 
 from .jobs import Shown, ShuttingDown, StatusMessage, ThrottledEditor, display_name, download
+from .posted import remember_posted
 from .render import human_time, inert
 from .services import Services
 from .uploads import Source, Upload
@@ -163,8 +164,10 @@ async def add_files(
     refused: list[str],
     added_by: str,
     status: StatusMessage,
+    posted_in: discord.Message | None = None,
 ) -> int:
-    """Queue and ingest accepted attachments one after another; returns how many were added."""
+    """Queue and ingest accepted attachments one after another; returns how many were added. Attachments
+    of a message (`posted_in`) are recorded with it: deleting the message removes them (bot/posted.py)."""
     async with services.jobs.track():
         names = [a.filename for a in attachments]
         batch = BatchStatus(
@@ -181,7 +184,9 @@ async def add_files(
         await batch.record_where(services, records)
         added = 0
         for index, (attachment, record) in enumerate(zip(attachments, records, strict=True)):
-            added += await _add_one(services, kb, attachment, index, added_by, batch, record, deletions)
+            added += await _add_one(
+                services, kb, attachment, index, added_by, batch, record, deletions, posted_in
+            )
         header = (
             "Done."
             if added == len(attachments)
@@ -208,12 +213,16 @@ async def _add_one(
     batch: BatchStatus,
     record: int | None,
     deletions: int,
+    posted_in: discord.Message | None,
 ) -> bool:
     """Download and ingest one attachment, writing its outcome on its line; True when it was added."""
     fetch = fetcher(services, batch, index, Source(attachment.filename, attachment.url, attachment.size))
-    return await _build_one(
+    added = await _build_one(
         services, kb, attachment.filename, fetch, index, added_by, batch, record=record, deletions=deletions
     )
+    if added is not None and posted_in is not None:
+        await remember_posted(services, kb, posted_in, attachment, added.sha256)
+    return added is not None
 
 
 def fetcher(
@@ -238,8 +247,9 @@ async def _build_one(
     added_by: str,
     batch: BatchStatus,
     **job: Any,
-) -> bool:
-    """Queue and ingest one file through the build jobs, writing its outcome on its line."""
+) -> Any:
+    """Queue and ingest one file through the build jobs, writing its outcome on its line; the document
+    it added, or None (not added: refused, failed, or the same content already here)."""
     name = display_name(filename)
     try:
         result = await services.jobs.run(
@@ -254,19 +264,19 @@ async def _build_one(
     except RaptorError as error:
         log.info("adding %r to %s failed: %s", filename, kb, error)
         batch.conclude(index, failure_line(name, error))
-        return False
+        return None
     except Exception:
         log.exception("adding %r to %s failed unexpectedly", filename, kb)
         batch.conclude(
             index, f"❌ **{name}** was not added: an unexpected error (logged). Nothing was stored."
         )
-        return False
+        return None
     log.info("added %r to %s: %s (%s)", filename, kb, result.status, "; ".join(map(str, result.notes)))
     line = result_line(filename, result)
     if result.status == "added":
         line += "".join(namesake_note(doc) for doc in await services.call(services.engine.namesakes, kb, result.document))
     batch.conclude(index, line)
-    return result.status == "added"
+    return result.document if result.status == "added" else None
 
 
 def failure_line(name: str, error: RaptorError) -> str:
@@ -361,7 +371,7 @@ async def _resume_one(services: Services, upload: Upload, channel_for: Callable[
         batch = BatchStatus(status, resuming, [upload.filename], [], services.status_interval)
         batch.show()
         await batch.record_where(services, [upload.id])
-        added = await _build_one(
+        document = await _build_one(
             services,
             upload.kb,
             upload.filename,
@@ -372,7 +382,7 @@ async def _resume_one(services: Services, upload: Upload, channel_for: Callable[
             record=upload.id,
             downloaded=upload.data is not None,
         )
-        await batch.finish(added_text if added else not_added_text)
+        await batch.finish(added_text if document is not None else not_added_text)
 
 
 def given_up(upload: Upload) -> Callable[[], Awaitable[bytes]]:

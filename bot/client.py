@@ -25,6 +25,7 @@ from raptor_engine.engine import Engine
 from raptor_engine.errors import NotFoundError, RaptorError, storage_error, storage_failure
 from raptor_engine.query.ratelimit import QuestionLimiter
 
+from . import posted
 from .adding import resume_uploads
 from .answering import handle_follow_up
 from .commands import auto_ingest, cogs
@@ -296,22 +297,27 @@ class RaptorBot(commands.AutoShardedBot):
             await services.sync.message_created(message)
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        if self.services is not None and self.services.sync is not None:
+        if self.services is None:
+            return
+        edited = posted.message_edited(self.services, payload.guild_id, payload.message_id, payload.data)
+        await self._guarded(edited, f"files of the edit of {payload.message_id}")
+        if self.services.sync is not None:
             await self._guarded(self.services.sync.message_edited(payload), f"edit of {payload.message_id}")
 
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        if self.services is not None and self.services.sync is not None:
-            deleted = self.services.sync.messages_deleted(
-                payload.guild_id, payload.channel_id, {payload.message_id}
-            )
-            await self._guarded(deleted, f"deletion of {payload.message_id}")
+        await self.messages_deleted(payload.guild_id, payload.channel_id, {payload.message_id})
 
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
-        if self.services is not None and self.services.sync is not None:
-            deleted = self.services.sync.messages_deleted(
-                payload.guild_id, payload.channel_id, payload.message_ids
-            )
-            await self._guarded(deleted, f"bulk deletion in {payload.channel_id}")
+        await self.messages_deleted(payload.guild_id, payload.channel_id, set(payload.message_ids))
+
+    async def messages_deleted(self, guild_id: int | None, channel_id: int, message_ids: set[int]) -> None:
+        """Deleted messages leave every knowledge base that holds them, with the files they brought."""
+        if self.services is None:
+            return
+        what = f"deletion of {len(message_ids)} message(s) in {channel_id}"
+        await self._guarded(posted.messages_deleted(self.services, guild_id, message_ids), f"files of the {what}")
+        if self.services.sync is not None:
+            await self._guarded(self.services.sync.messages_deleted(guild_id, channel_id, message_ids), what)
 
     async def _guarded(self, work: Any, what: str) -> None:
         """A message event's handling: a failure is logged, never raised into discord.py's dispatch."""
@@ -334,6 +340,7 @@ class RaptorBot(commands.AutoShardedBot):
             await self.services.state.forget_thread(payload.guild_id, payload.thread_id)
         except Exception:
             log.exception("forgetting deleted thread %s failed", payload.thread_id)
+        await self._guarded(posted.channel_deleted(self.services, payload.guild_id, payload.thread_id), "thread files")
         if self.services.sync is not None:
             await self._guarded(
                 self.services.sync.channel_deleted(payload.guild_id, payload.thread_id), "thread deletion"

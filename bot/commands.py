@@ -29,6 +29,7 @@ from .kb import kb_for_channel, parse_kb_name
 from .messages import MAX_IMPORT, NEEDS_CONTENT, add_one_message, parse_after, run_import
 from .permissions import can_manage, refusal_text
 from .pictures import TREE_FILE, tree_attachment
+from .posted import remove_document
 from .render import embeds_from_lines, human_size, human_time, inert, truncate
 from .replies import Replier, tell
 from .services import Services
@@ -38,7 +39,6 @@ from .views import ConfirmView
 log = logging.getLogger(__name__)
 
 AUTOCOMPLETE_LIMIT = 25
-REMOVED_DOCUMENT = "(This text came from a document that was removed from this knowledge base.)"
 
 
 async def manager_check(services: Services, interaction: discord.Interaction) -> bool:
@@ -65,9 +65,13 @@ async def channel_kb(interaction: discord.Interaction) -> str | None:
 
 
 async def start_adding(
-    services: Services, interaction: discord.Interaction, attachments: list[discord.Attachment]
+    services: Services,
+    interaction: discord.Interaction,
+    attachments: list[discord.Attachment],
+    posted_in: discord.Message | None = None,
 ) -> None:
-    """Shared by /kb add and the context menu: check rights and files, then defer and build."""
+    """Shared by /kb add and the context menu (the files of message `posted_in`, which take their
+    documents with them when deleted): check rights and files, then defer and build."""
     kb = await channel_kb(interaction)
     if kb is None or not await manager_check(services, interaction):
         return
@@ -90,7 +94,7 @@ async def start_adding(
         requester_id=interaction.user.id,
         token_lifetime=services.token_lifetime,
     )
-    await add_files(services, kb, accepted, refused, str(interaction.user), status)
+    await add_files(services, kb, accepted, refused, str(interaction.user), status, posted_in)
 
 
 async def auto_ingest(services: Services, message: discord.Message, kb: str) -> None:
@@ -104,7 +108,7 @@ async def auto_ingest(services: Services, message: discord.Message, kb: str) -> 
     if refusal or not accepted:
         await status.show("\n".join(([refusal] if refusal else []) + refused))
         return
-    await add_files(services, kb, accepted, refused, str(message.author), status)
+    await add_files(services, kb, accepted, refused, str(message.author), status, message)
 
 
 SHA_CHOICE = 16  # a shared name's autocomplete value: the document's sha256, its first 16 hex digits
@@ -231,9 +235,7 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
         )
 
     async def remove_document(self, kb: str, sha256: str) -> None:
-        """Forget a document, then its text in this channel's saved answers ('Show context')."""
-        removed = await self.services.engine.forget(kb, sha256)
-        await self.services.state.redact_removed(kb, REMOVED_DOCUMENT, documents={removed.name})
+        await remove_document(self.services, kb, sha256)
 
     @remove.autocomplete("document")
     async def remove_autocomplete(
@@ -512,7 +514,7 @@ class AddFromMessageCog(commands.Cog):
     @app_commands.guild_only()
     async def add_from_message(self, interaction: discord.Interaction, message: discord.Message) -> None:
         if message.attachments:
-            await start_adding(self.services, interaction, list(message.attachments))
+            await start_adding(self.services, interaction, list(message.attachments), message)
             return
         kb = await channel_kb(interaction)
         if kb is None or not await manager_check(self.services, interaction):

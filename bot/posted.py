@@ -1,0 +1,82 @@
+"""Files posted in messages leave with their message.
+
+A file added from a message (auto-ingest, or *Apps → Add to knowledge base* on it) is that member's post:
+when the message is deleted, its channel or thread deleted, or the message edited to drop the file, the
+document it became leaves the knowledge base as `/kb remove` would take it (its nodes, the cross-document
+layer made again, its text in saved *Show context* pages replaced by a note). A file added with `/kb add`
+has no message behind it and stays until a manager removes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+import discord
+
+from raptor_engine.errors import NotFoundError
+
+from .services import Services
+from .state import PostedFile
+
+log = logging.getLogger(__name__)
+
+REMOVED_DOCUMENT = "(This text came from a document that was removed from this knowledge base.)"
+
+
+async def remove_document(services: Services, kb: str, sha256: str) -> None:
+    """Forget a document, then its text in this channel's saved answers ('Show context')."""
+    removed = await services.engine.forget(kb, sha256)
+    await services.state.redact_removed(kb, REMOVED_DOCUMENT, documents={removed.name})
+
+
+async def remember_posted(
+    services: Services, kb: str, message: discord.Message, attachment: discord.Attachment, sha256: str
+) -> None:
+    """Record that the document `sha256` came from `attachment` of `message`; a failure is logged (the
+    document stays, as a /kb add would)."""
+    file = PostedFile(kb, message.channel.id, message.id, attachment.id, sha256)
+    try:
+        await services.state.add_posted_file(file)
+    except Exception:
+        log.exception("could not record that %s came from message %s", sha256[:12], message.id)
+
+
+async def _remove(services: Services, files: Iterable[PostedFile], why: str) -> int:
+    """Remove each file's document (one already gone counts as removed) and its record."""
+    removed = 0
+    for file in files:
+        try:
+            await remove_document(services, file.kb, file.sha256)
+            removed += 1
+            log.info("removed document %s from %s: %s", file.sha256[:12], file.kb, why)
+        except NotFoundError:
+            log.info("document %s of %s was already gone (%s)", file.sha256[:12], file.kb, why)
+        await services.state.drop_posted_file(file)
+    return removed
+
+
+async def messages_deleted(services: Services, guild_id: int | None, message_ids: set[int]) -> int:
+    """Messages deleted in Discord: the documents their files became leave; returns how many."""
+    if guild_id is None:
+        return 0
+    files = await services.state.posted_files(guild_id, message_ids=message_ids)
+    return await _remove(services, files, "its message was deleted")
+
+
+async def channel_deleted(services: Services, guild_id: int | None, channel_id: int) -> int:
+    """A channel or thread deleted: the documents of files posted in it leave."""
+    if guild_id is None:
+        return 0
+    files = await services.state.posted_files(guild_id, channel_id=channel_id)
+    return await _remove(services, files, "its channel or thread was deleted")
+
+
+async def message_edited(services: Services, guild_id: int | None, message_id: int, data: dict) -> int:
+    """A message edited: a file it no longer carries takes its document with it. An edit event without
+    the attachments field (an embed resolving) changes nothing."""
+    if guild_id is None or "attachments" not in data:
+        return 0
+    kept = {int(a["id"]) for a in data["attachments"]}
+    files = await services.state.posted_files(guild_id, message_ids={message_id})
+    return await _remove(services, [f for f in files if f.attachment_id not in kept], "its message dropped it")
