@@ -466,7 +466,7 @@ async def resolve_channel(
 def tree_lines(info: TreeInfo) -> list[str]:
     """TreeInfo as lines: per layer its nodes and tokens, then the document count."""
     lines = [
-        f"**L{layer.layer}**: {layer.nodes} {info.kind_label(layer.kind)} · {layer.tokens:,} tokens"
+        f"**L{layer.layer}**: {layer.nodes} {info.layer_label(layer)} · {layer.tokens:,} tokens"
         for layer in info.layers
     ]
     lines.append(f"{info.documents} document(s)")
