@@ -315,9 +315,9 @@ class RaptorBot(commands.AutoShardedBot):
         if self.services is None:
             return
         what = f"deletion of {len(message_ids)} message(s) in {channel_id}"
-        await self._guarded(posted.messages_deleted(self.services, guild_id, message_ids), f"files of the {what}")
-        if self.services.sync is not None:
+        if self.services.sync is not None:  # first: it remembers the ids, for a file still being added
             await self._guarded(self.services.sync.messages_deleted(guild_id, channel_id, message_ids), what)
+        await self._guarded(posted.messages_deleted(self.services, guild_id, message_ids), f"files of the {what}")
 
     async def _guarded(self, work: Any, what: str) -> None:
         """A message event's handling: a failure is logged, never raised into discord.py's dispatch."""

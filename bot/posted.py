@@ -3,8 +3,9 @@
 A file added from a message (auto-ingest, or *Apps → Add to knowledge base* on it) is that member's post:
 when the message is deleted, its channel or thread deleted, or the message edited to drop the file, the
 document it became leaves the knowledge base as `/kb remove` would take it (its nodes, the cross-document
-layer made again, its text in saved *Show context* pages replaced by a note). A file added with `/kb add`
-has no message behind it and stays until a manager removes it.
+layer made again, its text in saved *Show context* pages replaced by a note). A message deleted while its file
+is still being added takes the document as soon as it is stored. A file added with `/kb add` has no
+message behind it and stays until a manager removes it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ async def remember_posted(
         await services.state.add_posted_file(file)
     except Exception:
         log.exception("could not record that %s came from message %s", sha256[:12], message.id)
+        return
+    if services.sync is not None and services.sync.was_deleted(message.id):  # while its file was added
+        await _remove(services, [file], "its message was deleted while the file was being added")
 
 
 async def _remove(services: Services, files: Iterable[PostedFile], why: str) -> int:

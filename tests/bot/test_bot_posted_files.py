@@ -60,3 +60,23 @@ async def test_deleting_or_editing_away_a_posted_file_removes_its_document(make_
         return await h.bot.services.state.posted_files(GUILD, channel_id=CHAN_A) == []
 
     await h.fake.wait_for(records_gone, what="the records of the removed files to go")
+
+
+async def test_a_message_deleted_while_its_file_is_being_added_takes_the_document_once_stored(make_harness):
+    h = await make_harness(message_content=True)
+    await h.replies_done(h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
+    attachment = h.fake.add_file("kestrel.md", LIGHTHOUSE.encode())
+    h.fake.held.add(attachment["url"].rsplit("/cdn/", 1)[1])  # its download stalls until released
+    message = h.user_message(CHAN_A, "a file", attachments=[attachment])
+    await h.fake.wait_for(lambda: h.fake.cdn_hits, what="the download to start")
+    h.state.parse_message_delete({"id": message["id"], "channel_id": str(CHAN_A), "guild_id": str(GUILD)})
+    h.fake.release_held.set()
+    await h.fake.wait_for(
+        lambda: any("✅ **kestrel.md** added" in text_of(m) for m in h.fake.channel_messages(CHAN_A)),
+        what="the file to be added",
+    )
+
+    async def gone() -> bool:
+        return names(h) == [] and await h.bot.services.state.posted_files(GUILD, channel_id=CHAN_A) == []
+
+    await h.fake.wait_for(gone, what="the deleted message's document to go once stored")
