@@ -29,7 +29,7 @@ from .kb import kb_for_channel, parse_kb_name
 from .messages import MAX_IMPORT, NEEDS_CONTENT, add_one_message, parse_after, run_import
 from .permissions import can_manage, refusal_text
 from .pictures import TREE_FILE, tree_attachment
-from .posted import remove_document
+from .posted import author_forgotten, member_forgotten, remove_document
 from .render import embeds_from_lines, human_size, human_time, inert, truncate
 from .replies import Replier, tell
 from .services import Services
@@ -39,6 +39,8 @@ from .views import ConfirmView
 log = logging.getLogger(__name__)
 
 AUTOCOMPLETE_LIMIT = 25
+FORGOTTEN_AUTHOR = "That message's author ran `/kb forget-me`, so the files they post are not added."
+FORGOTTEN_POSTER = "You ran `/kb forget-me`, so the files you post are not added."
 
 
 async def manager_check(services: Services, interaction: discord.Interaction) -> bool:
@@ -78,6 +80,9 @@ async def start_adding(
     if not attachments:
         await tell(interaction, "That message has no attached file to add.")
         return
+    if posted_in is not None and await author_forgotten(services, posted_in):
+        await tell(interaction, FORGOTTEN_AUTHOR)
+        return
     accepted, refused = screen(attachments, services.settings.max_file_bytes)
     if not accepted:
         await tell(interaction, "Nothing was added.\n" + "\n".join(refused))
@@ -104,6 +109,9 @@ async def auto_ingest(services: Services, message: discord.Message, kb: str) -> 
         return
     accepted, refused = screen(candidates, services.settings.max_file_bytes)
     status = StatusMessage(message.channel, reply_to=message, token_lifetime=services.token_lifetime)
+    if await author_forgotten(services, message):
+        await status.show(FORGOTTEN_POSTER)
+        return
     refusal = services.jobs.refusal(kb, len(accepted))
     if refusal or not accepted:
         await status.show("\n".join(([refusal] if refusal else []) + refused))
@@ -414,9 +422,11 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
         replier = Replier(interaction, ephemeral=True, token_lifetime=self.services.token_lifetime)
         await replier.defer()
         removed = await self.services.sync.forget_member(interaction.guild_id, interaction.user.id)
+        files = await member_forgotten(self.services, interaction.guild_id, interaction.user.id)
+        posted = f" and {files:,} document(s) of files you posted" if files else ""
         await replier.send(
-            f"Done: {removed:,} of your messages were removed from this server's knowledge bases, and your "
-            "messages will not be added again."
+            f"Done: {removed:,} of your messages{posted} were removed from this server's knowledge bases, and "
+            "your messages and files will not be added again."
         )
 
     @app_commands.command(

@@ -3,7 +3,8 @@
 A file added from a message (auto-ingest, or *Apps → Add to knowledge base* on it) is that member's post:
 when the message is deleted, its channel or thread deleted, or the message edited to drop the file, the
 document it became leaves the knowledge base as `/kb remove` would take it (its nodes, the cross-document
-layer made again, its text in saved *Show context* pages replaced by a note). A message deleted while its file
+layer made again, its text in saved *Show context* pages replaced by a note). The member's `/kb forget-me` takes
+every document of the files they posted, and files they post later are not added. A message deleted while its file
 is still being added takes the document as soon as it is stored. A file added with `/kb add` has no
 message behind it and stays until a manager removes it.
 """
@@ -36,7 +37,7 @@ async def remember_posted(
 ) -> None:
     """Record that the document `sha256` came from `attachment` of `message`; a failure is logged (the
     document stays, as a /kb add would)."""
-    file = PostedFile(kb, message.channel.id, message.id, attachment.id, sha256)
+    file = PostedFile(kb, message.channel.id, message.id, attachment.id, sha256, message.author.id)
     try:
         await services.state.add_posted_file(file)
     except Exception:
@@ -84,3 +85,14 @@ async def message_edited(services: Services, guild_id: int | None, message_id: i
     kept = {int(a["id"]) for a in data["attachments"]}
     files = await services.state.posted_files(guild_id, message_ids={message_id})
     return await _remove(services, [f for f in files if f.attachment_id not in kept], "its message dropped it")
+
+
+async def member_forgotten(services: Services, guild_id: int, user_id: int) -> int:
+    """/kb forget-me: the documents of the files the member posted leave; returns how many."""
+    files = await services.state.posted_files(guild_id, author_id=user_id)
+    return await _remove(services, files, "its author ran /kb forget-me")
+
+
+async def author_forgotten(services: Services, message: discord.Message) -> bool:
+    """Whether the message's author ran /kb forget-me: their files are not added, as their messages are not."""
+    return message.guild is not None and message.author.id in await services.state.forgotten(message.guild.id)

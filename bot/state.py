@@ -57,6 +57,7 @@ class PostedFile:
     message_id: int
     attachment_id: int
     sha256: str
+    author_id: int  # who posted the message
 
 
 @dataclass
@@ -319,16 +320,24 @@ class BotState:
 
     async def add_posted_file(self, file: PostedFile) -> None:
         """A document added from a file attached to a message: it leaves when the message does."""
-        sql = """INSERT OR REPLACE INTO bot_posted_files (kb, channel_id, message_id, attachment_id, sha256)
-                 VALUES (?, ?, ?, ?, ?)"""
-        row = [file.kb, file.channel_id, file.message_id, file.attachment_id, file.sha256]
+        sql = """INSERT OR REPLACE INTO bot_posted_files
+                 (kb, channel_id, message_id, attachment_id, sha256, author_id) VALUES (?, ?, ?, ?, ?, ?)"""
+        row = [file.kb, file.channel_id, file.message_id, file.attachment_id, file.sha256, file.author_id]
         await self._write(self._spaces.space_of(file.kb), [(sql, row)])
 
     async def posted_files(
-        self, guild_id: int, *, message_ids: Set[int] = frozenset(), channel_id: int | None = None
+        self,
+        guild_id: int,
+        *,
+        message_ids: Set[int] = frozenset(),
+        channel_id: int | None = None,
+        author_id: int | None = None,
     ) -> list[PostedFile]:
-        """The documents of a server that came from these messages, or from any message of a channel."""
-        if channel_id is not None:
+        """The documents of a server that came from these messages, from any message of a channel, or
+        from any message of a member."""
+        if author_id is not None:
+            where, params = "author_id = ?", [author_id]
+        elif channel_id is not None:
             where, params = "channel_id = ?", [channel_id]
         elif message_ids:
             where, params = f"message_id in ({', '.join('?' * len(message_ids))})", list(message_ids)
@@ -336,7 +345,8 @@ class BotState:
             return []
         rows = await self._read(
             self.space_of_guild(guild_id),
-            f"select kb, channel_id, message_id, attachment_id, sha256 from bot_posted_files where {where}",
+            "select kb, channel_id, message_id, attachment_id, sha256, author_id from bot_posted_files "
+            f"where {where}",
             params,
         )
         prefix = guild_prefix(guild_id)

@@ -4,8 +4,9 @@ file added with /kb add has no message behind it and stays."""
 
 from __future__ import annotations
 
+from bot.commands import FORGOTTEN_AUTHOR, FORGOTTEN_POSTER
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
-from tests.bot.conftest import CHAN_A, GUILD, text_of
+from tests.bot.conftest import ALICE, BOB, CHAN_A, GUILD, text_of
 from tests.bot.test_bot_flows import KB_A, add_doc
 
 MILL = "# The mill\n\nThe tide mill at Orrin Creek was built in 1794 by the miller Josiah Fenwick.\n"
@@ -16,10 +17,10 @@ def names(h) -> list[str]:
     return sorted(d.name for d in h.engine.documents(KB_A))
 
 
-async def posted(h, name: str, text: str, channel: int = CHAN_A) -> dict:
+async def posted(h, name: str, text: str, channel: int = CHAN_A, user: int = ALICE) -> dict:
     """A member posts a file with auto-ingest on; returns the message once its file is added."""
     attachment = h.fake.add_file(name, text.encode())
-    message = h.user_message(channel, "a file", attachments=[attachment])
+    message = h.user_message(channel, "a file", attachments=[attachment], user=user)
     await h.fake.wait_for(
         lambda: any(f"✅ **{name}** added" in text_of(m) for m in h.fake.channel_messages(channel)), what=name
     )
@@ -80,3 +81,23 @@ async def test_a_message_deleted_while_its_file_is_being_added_takes_the_documen
         return names(h) == [] and await h.bot.services.state.posted_files(GUILD, channel_id=CHAN_A) == []
 
     await h.fake.wait_for(gone, what="the deleted message's document to go once stored")
+
+
+async def test_forget_me_takes_the_files_a_member_posted_and_keeps_their_next_ones_out(make_harness):
+    h = await make_harness(message_content=True)
+    await h.replies_done(h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
+    await posted(h, "kestrel.md", LIGHTHOUSE, user=BOB)
+    await posted(h, "mill.md", MILL)  # alice's stays
+    token = h.slash("kb", sub="forget-me", user=BOB)
+    [reply] = await h.replies_done(token, lambda r: "Done" in text_of(r[0]))
+    assert "and 1 document(s) of files you posted were removed" in reply["content"], reply["content"]
+    assert names(h) == ["mill.md"]
+    later = h.fake.add_file("notes.md", NOTES.encode())
+    message = h.user_message(CHAN_A, "more", attachments=[later], user=BOB)
+    said = await h.fake.wait_for(
+        lambda: [m for m in h.fake.channel_messages(CHAN_A) if text_of(m) == FORGOTTEN_POSTER], what="the refusal"
+    )
+    assert str((said[0].get("message_reference") or {}).get("message_id")) == message["id"]
+    menu = h.context_menu(h.full_message(CHAN_A, "more", [later], user=BOB))
+    assert [text_of(m) for m in await h.replies_done(menu)] == [FORGOTTEN_AUTHOR]
+    assert names(h) == ["mill.md"] and not any("notes" in hit for hit in h.fake.cdn_hits)

@@ -124,7 +124,7 @@ async def fill_guild(state: BotState, guild: int) -> None:
     await state.set_sync(kb, guild, guild + 1, True, "a")
     await state.forget_me(guild, 900 + guild)
     await state.start_import(MessageImport(0, kb, guild, guild + 1, guild + 1, 1, "a", 100, None, "running"))
-    await state.add_posted_file(PostedFile(kb, guild + 1, guild * 100, guild * 100 + 1, "ab" * 32))
+    await state.add_posted_file(PostedFile(kb, guild + 1, guild * 100, guild * 100 + 1, "ab" * 32, 900))
 
 
 async def test_each_server_keeps_its_rows_in_its_own_file_and_leaving_one_deletes_its_directory(tmp_path):
