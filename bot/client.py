@@ -164,6 +164,9 @@ class RaptorBot(commands.AutoShardedBot):
         try:
             channels = await services.sync.reconcile(self.channel_to_read)
             log.info("reconciled the messages of %d channel(s)", channels)
+            files = await posted.reconcile(services, self.channel_to_read)
+            if files:
+                log.info("removed %d posted file(s) whose message went while the bot was down", files)
             resumed = await resume_imports(services, self)
             if resumed:
                 log.info("resumed %d history import(s)", resumed)

@@ -3,7 +3,8 @@
 A file added from a message (auto-ingest, or *Apps → Add to knowledge base* on it) is that member's post:
 when the message is deleted, its channel or thread deleted, or the message edited to drop the file, the
 document it became leaves the knowledge base as `/kb remove` would take it (its nodes, the cross-document
-layer made again, its text in saved *Show context* pages replaced by a note). The member's `/kb forget-me` takes
+layer made again, its text in saved *Show context* pages replaced by a note). A message deleted or edited while the bot was down is
+found when it starts again (`reconcile`). The member's `/kb forget-me` takes
 every document of the files they posted, and files they post later are not added. A message deleted while its file
 is still being added takes the document as soon as it is stored. A file added with `/kb add` has no
 message behind it and stays until a manager removes it.
@@ -12,12 +13,14 @@ message behind it and stays until a manager removes it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import discord
 
 from raptor_engine.errors import NotFoundError
 
+from .kb import parse_kb_name
 from .services import Services
 from .state import PostedFile
 
@@ -96,3 +99,29 @@ async def member_forgotten(services: Services, guild_id: int, user_id: int) -> i
 async def author_forgotten(services: Services, message: discord.Message) -> bool:
     """Whether the message's author ran /kb forget-me: their files are not added, as their messages are not."""
     return message.guild is not None and message.author.id in await services.state.forgotten(message.guild.id)
+
+
+async def reconcile(services: Services, channel_for: Callable[[int, int], Any]) -> int:
+    """At start: a posted file whose message was deleted, or edited to drop it, while the bot was down
+    leaves now; returns how many went. One message fetch per recorded file; a channel the bot can no
+    longer read keeps its files (logged)."""
+    guilds = {ids[0] for kb in await services.call(services.engine.knowledge_bases) if (ids := parse_kb_name(kb))}
+    gone: list[PostedFile] = []
+    for guild_id in sorted(guilds):
+        for file in await services.state.posted_files(guild_id, every=True):
+            if not await _still_posted(channel_for(guild_id, file.channel_id), file):
+                gone.append(file)
+    return await _remove(services, gone, "its message was deleted or edited while the bot was down")
+
+
+async def _still_posted(channel: Any, file: PostedFile) -> bool:
+    """Whether the file's message still carries it (True when that cannot be read: nothing is removed on
+    a doubt)."""
+    try:
+        message = await channel.fetch_message(file.message_id)
+    except discord.NotFound:  # the message, or its channel or thread, is gone
+        return False
+    except discord.HTTPException as error:
+        log.warning("cannot check message %s of %s (%s); its file stays", file.message_id, file.kb, error)
+        return True
+    return any(a.id == file.attachment_id for a in message.attachments)

@@ -332,10 +332,13 @@ class BotState:
         message_ids: Set[int] = frozenset(),
         channel_id: int | None = None,
         author_id: int | None = None,
+        every: bool = False,
     ) -> list[PostedFile]:
-        """The documents of a server that came from these messages, from any message of a channel, or
-        from any message of a member."""
-        if author_id is not None:
+        """The documents of a server that came from these messages, from any message of a channel, from
+        any message of a member, or (`every`) from any message at all."""
+        if every:
+            where, params = "1", []
+        elif author_id is not None:
             where, params = "author_id = ?", [author_id]
         elif channel_id is not None:
             where, params = "channel_id = ?", [channel_id]

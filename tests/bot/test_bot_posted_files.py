@@ -101,3 +101,22 @@ async def test_forget_me_takes_the_files_a_member_posted_and_keeps_their_next_on
     menu = h.context_menu(h.full_message(CHAN_A, "more", [later], user=BOB))
     assert [text_of(m) for m in await h.replies_done(menu)] == [FORGOTTEN_AUTHOR]
     assert names(h) == ["mill.md"] and not any("notes" in hit for hit in h.fake.cdn_hits)
+
+
+async def test_a_restart_removes_the_files_whose_message_went_while_the_bot_was_down(make_harness, bot_settings):
+    h = await make_harness(message_content=True)
+    await h.replies_done(h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
+    messages = {}
+    for name, text in (("kestrel.md", LIGHTHOUSE), ("mill.md", MILL), ("notes.md", NOTES)):
+        messages[name] = h.fake.post(CHAN_A, "a file", attachments=[h.fake.add_file(name, text.encode())])
+        h.state.parse_message_create(dict(messages[name]))
+        await h.fake.wait_for(lambda n=name: n in names(h), what=f"{name} stored")
+    await h.bot.close()
+    del h.fake.messages[int(messages["kestrel.md"]["id"])]  # deleted while the bot was down
+    messages["mill.md"]["attachments"] = []  # edited to drop its file
+    again = await make_harness(message_content=True, settings=bot_settings)
+    await again.bot._reconciling
+    assert names(again) == ["notes.md"]
+    assert [f.message_id for f in await again.bot.services.state.posted_files(GUILD, every=True)] == [
+        int(messages["notes.md"]["id"])
+    ]
