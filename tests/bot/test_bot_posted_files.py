@@ -111,6 +111,11 @@ async def test_a_restart_removes_the_files_whose_message_went_while_the_bot_was_
         messages[name] = h.fake.post(CHAN_A, "a file", attachments=[h.fake.add_file(name, text.encode())])
         h.state.parse_message_create(dict(messages[name]))
         await h.fake.wait_for(lambda n=name: n in names(h), what=f"{name} stored")
+
+    async def recorded() -> bool:
+        return len(await h.bot.services.state.posted_files(GUILD, every=True)) == 3
+
+    await h.fake.wait_for(recorded, what="the three files recorded with their messages")
     await h.bot.close()
     del h.fake.messages[int(messages["kestrel.md"]["id"])]  # deleted while the bot was down
     messages["mill.md"]["attachments"] = []  # edited to drop its file
