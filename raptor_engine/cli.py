@@ -782,9 +782,7 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
         f"{kb}: {counted(info.documents, 'document')}, {counted(info.nodes, 'node')}, {counted(info.tokens, 'token')}"
     )
     for layer in info.layers:
-        label = info.kind_label(layer.kind)
-        if layer.nodes == 1:  # "1 leaf", "1 top summary of the knowledge base"
-            label = label.replace("leaves", "leaf").replace("summaries", "summary")
+        label = info.layer_label(layer)
         _say(
             f"  L{layer.layer}  {layer.nodes:>6} {label:<34} {layer.tokens:>9,} tokens  (avg {layer.tokens // max(layer.nodes, 1)})"
         )

@@ -241,6 +241,13 @@ class TreeInfo:
             return "cross-document summaries" if self.documents > 1 else "top summaries of the knowledge base"
         return {"leaf": "leaves", "summary": "summaries"}.get(kind, "nodes")
 
+    def layer_label(self, layer: LayerInfo) -> str:
+        """`kind_label` for the layer's count: "1 leaf", "1 top summary of the knowledge base"."""
+        label = self.kind_label(layer.kind)
+        if layer.nodes == 1:
+            label = label.replace("leaves", "leaf").replace("summaries", "summary").replace("nodes", "node")
+        return label
+
     @property
     def tokens(self) -> int:
         return sum(layer.tokens for layer in self.layers)
