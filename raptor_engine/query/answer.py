@@ -154,6 +154,7 @@ _NUMBER_ATTRIBUTES = (
 )
 _REASON_ATTRIBUTES = r"cause|reason|purpose|aim|goal|point|result|outcome|effect|consequence|motive"
 _NAME_ATTRIBUTES = r"name|title"
+_CAUSING = r"caused|causes|led\s+to|leads\s+to|triggered|sparked|brought\s+about|set\s+off"
 _PLACE_ATTRIBUTES = r"location|place|origin|site"
 ATTRIBUTE_OF = re.compile(
     rf"{_WHAT_IS_THE}(?P<attribute>{_DATE_ATTRIBUTES}|{_NUMBER_ATTRIBUTES}|{_REASON_ATTRIBUTES}|{_NAME_ATTRIBUTES}"
@@ -182,6 +183,7 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
     (
         re.compile(
             rf"\b(?:why|how come|for what reason|what for)\b|{_WHAT_IS_THE}(?:{_REASON_ATTRIBUTES})s?\s+(?:of|for|behind)\b"
+            rf"|\bwhat\s+(?:{_CAUSING})\b"
             r"|为什么|為什麼|为何|為何|なぜ|どうして|왜",
             re.I,
         ),
@@ -1005,6 +1007,10 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     asked = how_to_task(question)
     score += PURPOSE_BONUS if asked and _continues_the_task(asked[0], candidate) else 0.0
     score += REASON_FORM_BONUS if _gives_the_asked_reason(question, candidate.text) else 0.0
+    score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, candidate.text) else 0.0
+    score += GRADED_BONUS if _measures_the_compared(question, candidate.text) else 0.0
+    score += NEGATIVE_BONUS if asks_a_negative(question) and asks_a_negative(candidate.text) else 0.0
+    score += ACTION_BONUS if _names_the_responsible(question, candidate.text) else 0.0
     return score + _event_bonus(question, candidate.text)
 
 
@@ -1025,12 +1031,23 @@ RESULT_FORM = re.compile(
     r"|\b(?:resulted in|led to|meant that)\b",
     re.IGNORECASE,
 )
+# a cause named as one ("The cause of the breach was a culvert ...", "The root cause was ...", "blamed the
+# company for ...") answers a 'why did X fail?' question as well as a 'what caused X?' one
+STATED_CAUSE = re.compile(
+    r"\bcauses?\s+(?:of\s+[^.;]{1,60}?\s+)?(?:was|were|is|are)\b|\bcaused\s+by\b|\bblamed\b|\bbecause\s+of\b",
+    re.IGNORECASE,
+)
 CAUSE_FORM = re.compile(
-    r"\b(?:caused|started|begun|began|triggered|sparked)\s+(?:by|when|after|because)\b|\bbecause\b|\bdue to\b",
+    r"\b(?:caused|started|begun|began|triggered|sparked)\s+(?:by|when|after|because)\b|\bbecause\b|\bdue to\b"
+    rf"|{STATED_CAUSE.pattern}",
     re.IGNORECASE,
 )
 ASKS_RESULT = re.compile(rf"{_WHAT_IS_THE}(?:result|outcome|effect|consequence)s?\s+of\b", re.IGNORECASE)
-ASKS_CAUSE = re.compile(rf"{_WHAT_IS_THE}(?:cause|reason)s?\s+(?:of|for|behind)\b", re.IGNORECASE)
+# "What was the (root) cause of X?", "What caused X?", "What led to X?": X is what follows
+ASKS_CAUSE = re.compile(
+    rf"{_WHAT_IS_THE}(?:cause|reason)s?\s+(?:of|for|behind)\b(?P<of>[^?]*)|^\W*what\s+(?:{_CAUSING})\b(?P<caused>[^?]*)",
+    re.IGNORECASE,
+)
 WHY = re.compile(rf"^\W*why\b|{_WHAT_IS_THE}(?:purpose|aim|goal|point)s?\s+of\b", re.IGNORECASE)
 
 
@@ -1063,7 +1080,7 @@ def _gives_the_asked_reason(question: str, sentence: str) -> bool:
         return bool(CAUSE_FORM.search(sentence))
     if not WHY.search(question):
         return False
-    if _faults_the_replaced(question, sentence):
+    if _faults_the_replaced(question, sentence) or STATED_CAUSE.search(sentence):
         return True
     asked = question_terms(question)
     said = re.findall(r"[\w'\u2019-]+", sentence)
@@ -1073,6 +1090,124 @@ def _gives_the_asked_reason(question: str, sentence: str) -> bool:
                 if i + gap < len(said) and _REASON_AFTER_VERB.match(" ".join(said[i + gap : i + gap + 2])):
                     return True
     return False
+
+
+# "What caused the fire?": a sentence that opens with the fire doing something ("The fire destroyed the upper
+# floors") tells what it did, an effect; its cause is told elsewhere ("a spark ... set the roof alight").
+EFFECT_PENALTY = REASON_FORM_BONUS
+SUBJECT_WITHIN = 4  # words that open a sentence whose subject is the asked thing ("The great fire of ...")
+
+
+def _tells_what_the_asked_did(question: str, sentence: str) -> bool:
+    """Whether, for a 'what caused X / what was the cause of X?' question, the sentence opens with X (its
+    last content word, stemmed) as its subject and names no cause (CAUSE_FORM): it says what X did."""
+    asked = ASKS_CAUSE.search(question)
+    if not asked:
+        return False
+    subject = content_terms(asked.group("of") or asked.group("caused") or "")
+    if not subject:
+        return False
+    opening = {stem(word.lower()) for word in re.findall(r"[\w'\u2019-]+", sentence)[:SUBJECT_WITHIN]}
+    return stem(subject[-1]) in opening and not CAUSE_FORM.search(sentence)
+
+
+# "Which kettle is the fastest?", "Is the Alpen Mini lighter than the Brisk 500?", "Which costs more, X or
+# Y?": a comparison is answered by where each thing stands on the asked scale: one of the scale's adjectives
+# in any degree ("the fastest of the three", "the slowest", "light enough") or a number with a unit of its
+# dimension ("weighs 310 grams"). Each scale: its adjectives and the dimensions (UNITS) it is measured in.
+GRADED_BONUS = DEFINITION_BONUS + KIND_BONUS
+SCALES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("light", "heavy"), ("weight",)),
+    (("fast", "slow", "quick"), ("time",)),
+    (("cheap", "expensive", "costly", "dear"), ("money",)),
+    (("long", "short"), ("time", "length")),
+    (("tall", "high", "low", "deep", "shallow", "wide", "narrow", "far", "near", "close"), ("length",)),
+    (("old", "young", "early", "late", "new"), ("time",)),
+    (("big", "large", "small", "little", "tiny", "great"), ()),
+    (("strong", "weak", "powerful"), ()),
+    (("good", "bad", "popular"), ()),
+)
+_IRREGULAR = {"good": "better|best", "bad": "worse|worst", "far": "farther|further|farthest|furthest", "little": "less|least"}
+# "costs more", "paid less", "the most expensive": a comparison by its verb or by more/most
+COMPARED_MONEY = re.compile(r"\b(?:costs?|paid|pay|pays|price[sd]?)\s+(?:more|less)\b|\b(?:more|less)\s+(?:to\s+)?(?:buy|cost)\b", re.I)
+
+
+def _degrees(adjective: str) -> str:
+    """A pattern of the adjective's comparative and superlative ('heavier|heaviest', 'bigger|biggest')."""
+    if adjective in _IRREGULAR:
+        return _IRREGULAR[adjective]
+    if adjective.endswith("y"):
+        return f"{adjective[:-1]}ier|{adjective[:-1]}iest"
+    if adjective.endswith("e"):
+        return f"{adjective}r|{adjective}st"
+    doubled = adjective + adjective[-1] if re.search(r"[^aeiou][aeiou][bdgmnpt]$", adjective) else adjective
+    return f"{doubled}er|{doubled}est"
+
+
+GRADED_QUESTION = tuple(
+    re.compile(
+        r"\b(?:" + "|".join(_degrees(a) for a in adjectives) + r")\b"
+        r"|\b(?:more|most|less|least)\s+(?:" + "|".join(adjectives) + r")\b",
+        re.IGNORECASE,
+    )
+    for adjectives, _ in SCALES
+)
+GRADED_SENTENCE = tuple(
+    re.compile(
+        r"\b(?:" + "|".join(f"{a}|{_degrees(a)}" for a in adjectives) + r")\b",
+        re.IGNORECASE,
+    )
+    for adjectives, _ in SCALES
+)
+
+
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
+def compared_scales(question: str) -> tuple[int, ...]:
+    """The SCALES a comparison or superlative question asks along (none for other questions)."""
+    asked = [i for i, pattern in enumerate(GRADED_QUESTION) if pattern.search(question)]
+    if COMPARED_MONEY.search(question):
+        asked.append(next(i for i, (_, dimensions) in enumerate(SCALES) if dimensions == ("money",)))
+    return tuple(dict.fromkeys(asked))
+
+
+def _measures_the_compared(question: str, sentence: str) -> bool:
+    """Whether the sentence places something on a scale the question compares along: an adjective of
+    the scale in any degree, or a number with a unit of its dimension (a price also by its currency sign)."""
+    for scale in compared_scales(question):
+        dimensions = SCALES[scale][1]
+        if GRADED_SENTENCE[scale].search(sentence) or ("money" in dimensions and re.search(_CURRENCY, sentence)):
+            return True
+        following = [word for words_after in _after_numbers(sentence, MEASURED_WITHIN) for word in words_after]
+        if any(UNITS[d].match(word) for word in following for d in dimensions):
+            return True
+    return False
+
+
+# "Which kettle does not switch off by itself?", "Which drill cannot drill into brick?": what is asked is a
+# negative, and the sentence that answers says one ("the Alpen Mini does not switch off"); the sentences that
+# say which do are the rest of the comparison
+NEGATIVE_BONUS = DEFINITION_BONUS
+
+# "Who was responsible for the breach?", "Who is in charge of the jobs?": the answer may say so in other
+# words than the question's ("An inquiry blamed the company", "the team, led by Owen Hale")
+ASKS_RESPONSIBLE = re.compile(
+    r"^\W*who\s+(?:is|was|are|were|will\s+be)\s+(?:responsible|to\s+blame|in\s+charge|accountable|liable)\b",
+    re.IGNORECASE,
+)
+RESPONSIBLE = re.compile(
+    r"\b(?:responsible|responsibility|blamed?|at\s+fault|in\s+charge|accountable|liable|led\s+by|run\s+by)\b",
+    re.IGNORECASE,
+)
+
+
+def _names_the_responsible(question: str, sentence: str) -> bool:
+    """Whether a 'who was responsible for X?' sentence says who answers for something in words other than
+    the question's verb (which `_holds_the_asked_action` rewards already)."""
+    return (
+        bool(ASKS_RESPONSIBLE.search(question))
+        and bool(RESPONSIBLE.search(sentence))
+        and not re.search(r"\bresponsib", sentence, re.IGNORECASE)
+    )
 
 
 # "How many men were lost?", "How much water does it hold?": what is counted follows the question word,

@@ -1,0 +1,141 @@
+"""Questions of the kinds the second probe set asks (tests/fixtures/answer_kinds): comparisons and
+superlatives, negatives, causes, 'who was responsible?' and 'when did X happen?'. Each rule is checked on
+its own sentences, then on a context whose first quote it must change (texts unlike the probe set's)."""
+
+from __future__ import annotations
+
+import pytest
+
+from raptor_engine.query.answer import (
+    _gives_the_asked_reason,
+    _measures_the_compared,
+    _names_the_responsible,
+    _tells_what_the_asked_did,
+    compared_scales,
+)
+from raptor_engine.query.ranker import asks_short_fact
+from tests.test_answer_ranking import first_quote
+
+
+@pytest.mark.parametrize(
+    ("question", "compares"),
+    [
+        ("Which boat is the fastest?", True),
+        ("Is the red tent heavier than the blue one?", True),
+        ("Which of the two flats is bigger?", True),
+        ("Which mower is the most powerful?", True),
+        ("Which ticket costs more, the day pass or the week pass?", True),
+        ("Which bridge is the oldest?", True),
+        ("How heavy is the tent?", False),  # a measure asked, not a comparison
+        ("Who was the first keeper?", False),
+        ("What is the light for?", False),
+    ],
+)
+def test_a_comparison_or_superlative_question_names_its_scale(question, compares):
+    assert bool(compared_scales(question)) is compares
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "measures"),
+    [
+        ("Which boat is the fastest?", "The Osprey was the slowest of the fleet.", True),  # the same scale
+        ("Which boat is the fastest?", "The Osprey crossed in forty minutes.", True),  # a time
+        ("Which boat is the fastest?", "The Osprey carries forty people.", False),
+        ("Is the red tent heavier than the blue one?", "The blue tent weighs 2.1 kilograms.", True),
+        ("Is the red tent heavier than the blue one?", "The blue tent costs 90 pounds.", False),
+        ("Which ticket costs more, the day pass or the week pass?", "A week pass is \u00a330.", True),
+        ("Which mower is the most powerful?", "The Hawk has the more powerful motor.", True),
+        ("Which mower is the most powerful?", "The Hawk has a larger grass box.", False),
+    ],
+)
+def test_a_comparison_is_answered_by_a_place_on_its_scale(question, sentence, measures):
+    assert _measures_the_compared(question, sentence) is measures
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "effect"),
+    [
+        ("What caused the flood?", "The flood drowned the lower fields.", True),
+        ("What was the cause of the flood?", "The flood swept away the bridge at Kell.", True),
+        ("What caused the flood?", "The flood was caused by a blocked culvert.", False),  # names its cause
+        ("What caused the flood?", "Heavy rain in the hills filled the river in a night.", False),
+        ("Why did the flood happen?", "The flood drowned the lower fields.", False),  # not a cause question
+    ],
+)
+def test_a_cause_question_reads_what_its_subject_did_as_an_effect(question, sentence, effect):
+    assert _tells_what_the_asked_did(question, sentence) is effect
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "gives"),
+    [
+        ("What caused the collapse?", "The cause of the collapse was a cracked beam.", True),
+        ("What led to the strike?", "The strike began after wages were cut.", True),
+        ("Why did the roof fail?", "The main cause of the failure was rot in the rafters.", True),
+        ("Why did the roof fail?", "The inquiry blamed the builder for using green timber.", True),
+        ("What caused the collapse?", "The collapse closed the road for a month.", False),
+    ],
+)
+def test_a_cause_stated_as_one_answers_a_cause_or_why_question(question, sentence, gives):
+    assert _gives_the_asked_reason(question, sentence) is gives
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "names"),
+    [
+        ("Who was responsible for the delay?", "The report blamed the contractor for the delay.", True),
+        ("Who is in charge of the archive?", "The archive team, led by Ines Ford, keeps the records.", True),
+        ("Who was responsible for the delay?", "The delay lasted three weeks.", False),
+        ("Who built the bridge?", "The report blamed the contractor for the delay.", False),
+    ],
+)
+def test_who_was_responsible_is_answered_in_words_of_blame_or_charge(question, sentence, names):
+    assert _names_the_responsible(question, sentence) is names
+
+
+@pytest.mark.parametrize(
+    ("question", "short"),
+    [
+        ("When did the fire happen?", True),
+        ("Where did the accident happen?", True),
+        ("What happened to the mill?", False),  # a story
+        ("Why did it happen?", False),
+    ],
+)
+def test_when_or_where_something_happened_is_a_short_fact(question, short):
+    assert asks_short_fact(question) is short
+
+
+@pytest.mark.parametrize(
+    ("leaves", "question", "answer"),
+    [
+        (  # without the scale, the sentence naming both bikes leads
+            [
+                "We rode the Lark and the Tern for a month around the city.",
+                "The Tern took twelve minutes to the station, three fewer than the Lark.",
+            ],
+            "Is the Tern faster than the Lark?",
+            "twelve minutes",
+        ),
+        (  # without the negative, the sentence listing every bike leads
+            [
+                "We rode three city bikes with a stand: the Lark, the Pavo and the Tern.",
+                "The Pavo does not come with a stand, so it must lean on a wall.",
+            ],
+            "Which bike does not come with a stand?",
+            "does not come with a stand",
+        ),
+        (  # without reading the storm's own deeds as effects, they lead
+            [
+                "## The storm of 1703\n\nA gale from the north-east blew for two days before it reached the coast. "
+                "The storm flattened the barn and tore the roof off the chapel."
+            ],
+            "What caused the storm?",
+            "A gale from the north-east",
+        ),
+    ],
+)
+def test_a_question_of_the_second_set_kinds_leads_with_the_sentence_that_answers_it(
+    embedder, leaves, question, answer
+):
+    assert answer in first_quote(embedder, leaves, question)
