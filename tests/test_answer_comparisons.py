@@ -7,13 +7,18 @@ from __future__ import annotations
 import pytest
 
 from raptor_engine.query.answer import (
+    KIND_BONUS,
+    _candidates,
     _gives_the_asked_reason,
+    _kind_bonus,
     _measures_the_compared,
     _names_the_responsible,
     _tells_what_the_asked_did,
     compared_scales,
+    holds_kind,
 )
 from raptor_engine.query.ranker import asks_short_fact
+from raptor_engine.types import ContextNode
 from tests.test_answer_ranking import first_quote
 
 
@@ -139,3 +144,52 @@ def test_a_question_of_the_second_set_kinds_leads_with_the_sentence_that_answers
     embedder, leaves, question, answer
 ):
     assert answer in first_quote(embedder, leaves, question)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "when"),
+    [
+        ("He died of a fever two years later.", True),
+        ("An inquiry held that winter blamed the company.", True),
+        ("The court found for her the following autumn.", True),
+        ("The outage began at 09:05, soon after the job started.", True),
+        ("She died shortly after her seventieth birthday.", True),
+        ("The jug holds 1.50 litres.", False),  # a decimal is no clock time
+        ("The mill grinds flour for the shop.", False),
+    ],
+)
+def test_a_time_told_without_a_date_answers_when(sentence, when):
+    assert holds_kind(0, sentence) is when
+
+
+def test_a_question_asking_for_a_year_or_date_wants_one_not_that_night():
+    assert (
+        _kind_bonus("What was the year of the fire?", "The fire started during a night of observation.")
+        == 0.0
+    )
+    assert (
+        _kind_bonus("What was the year of the fire?", "In the spring of 1894 fire destroyed the dome.")
+        == KIND_BONUS
+    )
+    assert (
+        _kind_bonus("When did the fire start?", "The fire started during a night of observation.")
+        == KIND_BONUS / 2
+    )
+
+
+def leaf(i: int, text: str, start: int, heading: tuple[str, ...]) -> ContextNode:
+    return ContextNode(i, 0, "a.md", 0.5, text, 30, 1, heading=heading, start=start, end=start + len(text))
+
+
+def test_a_leaf_that_spans_sections_opens_in_the_section_the_leaf_before_ends_in():
+    first = "## The Great Refractor\nThe refractor has a lens of eleven inches."
+    second = "It was built to measure double stars.\n## The fire\nA lamp fell over in the computing room."
+    nodes = [
+        leaf(1, first, 0, ("The Observatory", "The Great Refractor")),
+        leaf(2, second, len(first) + 1, ("The Observatory",)),  # the title alone: it spans two sections
+    ]
+    found = {c.text: c for c in _candidates(nodes)}
+    assert {"great", "refractor"} <= found["It was built to measure double stars."].section
+    assert "refractor" not in found["A lamp fell over in the computing room."].section  # after its heading
+    alone = {c.text: c for c in _candidates(nodes[1:])}  # without the leaf before, nothing is known
+    assert not alone["It was built to measure double stars."].section

@@ -80,15 +80,8 @@ def test_the_probe_files_are_json_lines_with_the_fields_the_loader_reads():
 
 # Development probes the first quote still misses (docs/EVALUATION.md): the hand score puts the old tank's
 # fault first ("The old tank ... is cracked and loses water") but the learned model, which has most of a
-# why-question's say, prefers the new tank's cost; the Great Refractor's purpose is said of "it", whose
-# antecedent in the sentence before is "the telescope".
-KNOWN_MISSES = frozenset(
-    {
-        "Why is a new water tank needed?",
-        "What was the purpose of the Great Refractor?",
-        "Why was the Great Refractor built?",
-    }
-)
+# why-question's say, prefers the new tank's cost.
+KNOWN_MISSES = frozenset({"Why is a new water tank needed?"})
 
 
 def test_every_development_probe_but_the_known_misses_is_answered_by_the_first_quote(tmp_path, embedder):

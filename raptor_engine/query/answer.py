@@ -148,6 +148,14 @@ _CJK_NAME = rf"|[{UNSPACED_LETTERS}][\u00b7\u30fb][{UNSPACED_LETTERS}]"
 # question word does ("When ...?", "How much ...?", "Why ...?", "Who ...?", "Where ...?")
 _WHAT_IS_THE = r"\bwhat\s+(?:is|was|are|were|'s)\s+the\s+(?:[\w-]+\s+)?"
 _DATE_ATTRIBUTES = r"date|day|year"
+# A time told without a date: a season or time of day ("that winter", "on the evening tide"), a clock time
+# ("at 09:05"), or one told from another ("two years later", "the following autumn", "shortly after")
+_TIMES_OF_YEAR_AND_DAY = r"spring|summer|autumn|winter|morning|afternoon|evening|night|midnight|noon|dawn|dusk"
+_RELATIVE_TIME = (
+    rf"\b(?:{_TIMES_OF_YEAR_AND_DAY}|later|earlier|afterwards|yesterday|tonight)\b"
+    r"|\b(?:following|next|previous|same)\s+(?:day|week|month|year|season)\b|\b\d{1,2}:\d{2}\b"
+    r"|\b(?:shortly|soon|just|not\s+long)\s+(?:after|before)\b"
+)
 _NUMBER_ATTRIBUTES = (
     r"size|number|amount|count|total|length|population|cost|price|fee|fare|value|height|width|depth|distance"
     r"|weight|duration|area|age"
@@ -155,6 +163,7 @@ _NUMBER_ATTRIBUTES = (
 _REASON_ATTRIBUTES = r"cause|reason|purpose|aim|goal|point|result|outcome|effect|consequence|motive"
 _NAME_ATTRIBUTES = r"name|title"
 _CAUSING = r"caused|causes|led\s+to|leads\s+to|triggered|sparked|brought\s+about|set\s+off"
+_WHAT_FOR = r"^\W*what\s+(?:is|are|was|were)\s+[^?]+?\s+(?:used\s+)?for\s*[?.!]*\s*$"  # "What is the rope for?"
 _PLACE_ATTRIBUTES = r"location|place|origin|site"
 ATTRIBUTE_OF = re.compile(
     rf"{_WHAT_IS_THE}(?P<attribute>{_DATE_ATTRIBUTES}|{_NUMBER_ATTRIBUTES}|{_REASON_ATTRIBUTES}|{_NAME_ATTRIBUTES}"
@@ -168,7 +177,7 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
             r"|什么时候|什麼時候|何时|何時|哪一?年|几时|幾時|いつ|何年|언제",
             re.I,
         ),
-        re.compile(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|{_MONTHS}|century|decade|age of|aged)\b{_CJK_YEAR}", re.I),
+        re.compile(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|{_MONTHS}|century|decade|age of|aged)\b|{_RELATIVE_TIME}{_CJK_YEAR}", re.I),
     ),
     (
         re.compile(
@@ -183,7 +192,7 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
     (
         re.compile(
             rf"\b(?:why|how come|for what reason|what for)\b|{_WHAT_IS_THE}(?:{_REASON_ATTRIBUTES})s?\s+(?:of|for|behind)\b"
-            rf"|\bwhat\s+(?:{_CAUSING})\b"
+            rf"|\bwhat\s+(?:{_CAUSING})\b|{_WHAT_FOR}"
             r"|为什么|為什麼|为何|為何|なぜ|どうして|왜",
             re.I,
         ),
@@ -461,12 +470,15 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
     (`_spoken`)."""
     held = NewSentences()
     found: list[_Candidate] = []
+    sections: dict[int, frozenset[str]] = {}  # id(candidate) -> its whole section's terms
+    unplaced: set[int] = set()  # candidates of a leaf spanning sections, before its first heading line
     speakers = context_speakers(context)
     labels = _labels(speakers) if speakers else None
     order = sorted(enumerate(context, start=1), key=lambda item: (item[1].layer, item[0]))
     for position, node in order:
         header: list[str] | None = None  # the first row of the table being read, if any
         section = _section_terms(node)
+        placed = node.layer > 0 or len(node.heading) >= 2
         for whole in sentences_of(node.text):
             for sentence, speaker in _spoken(node, whole, speakers, labels):
                 cells = table_cells(sentence.text)
@@ -481,29 +493,45 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
                     heading = speaker is None and is_heading(sentence.text)
                     if heading and node.layer == 0 and not speakers and SECTION_HEADING.match(sentence.text):
                         section = frozenset(stem(t) for t in content_terms(sentence.text))
+                        placed = True
                     if sentence.cut_short or heading or not _says_something(text):
                         continue
                 if held.is_copy(sentence):
                     continue
                 held.add([sentence])
                 terms = {stem(t) for t in content_terms(text)}
-                found.append(
-                    _Candidate(
-                        position,
-                        node,
-                        sentence,
-                        text,
-                        terms,
-                        speaker=speaker,
-                        transcript=bool(speakers),
-                        section=section - terms,
-                    )
+                candidate = _Candidate(
+                    position, node, sentence, text, terms, speaker=speaker, transcript=bool(speakers),
+                    section=section - terms,
                 )
+                found.append(candidate)
+                sections[id(candidate)] = section
+                if not placed and not speakers:
+                    unplaced.add(id(candidate))
     found.sort(key=lambda c: (c.position, c.sentence.start))
     found = found[:MAX_SENTENCES]
+    _inherit_sections(found, sections, unplaced)
     _antecedent_terms(found)
     _place_copies(found, context)
     return found
+
+
+def _inherit_sections(candidates: list[_Candidate], sections: dict[int, frozenset[str]], unplaced: set[int]) -> None:
+    """Give the sentences of a leaf that spans sections (its heading path is the document's title alone)
+    that stand before its first heading line the section the leaf before it in the document ends in, when
+    that leaf is in the context: the chunker cut the section between them ("It was built to measure ..."
+    still stands under "## The Great Refractor"). Leaves are read in the document's order, so a section
+    carries on through a run of such leaves. `sections` holds each candidate's whole section."""
+    last_of: dict[tuple[str | None, int], _Candidate] = {}  # (document, end) -> a leaf's last sentence
+    for candidate in candidates:
+        if candidate.node.layer == 0 and candidate.node.end is not None:
+            last_of[(candidate.node.document, candidate.node.end)] = candidate
+    waiting = [c for c in candidates if id(c) in unplaced and c.node.start is not None]
+    for candidate in sorted(waiting, key=lambda c: (c.node.document or "", c.node.start or 0, c.sentence.start)):
+        before = _leaf_before(last_of, candidate.node, candidate.node.start or 0)
+        if before is not None:
+            sections[id(candidate)] = sections.get(id(before), frozenset())
+            candidate.section = sections[id(candidate)] - candidate.terms
 
 
 def _place_copies(candidates: list[_Candidate], context: list[ContextNode]) -> None:
@@ -1048,7 +1076,16 @@ ASKS_CAUSE = re.compile(
     rf"{_WHAT_IS_THE}(?:cause|reason)s?\s+(?:of|for|behind)\b(?P<of>[^?]*)|^\W*what\s+(?:{_CAUSING})\b(?P<caused>[^?]*)",
     re.IGNORECASE,
 )
-WHY = re.compile(rf"^\W*why\b|{_WHAT_IS_THE}(?:purpose|aim|goal|point)s?\s+of\b", re.IGNORECASE)
+PURPOSE_QUESTION = re.compile(rf"{_WHAT_IS_THE}(?:purpose|aim|goal|point|use|function)s?\s+of\b|{_WHAT_FOR}", re.IGNORECASE)
+WHY = re.compile(rf"^\W*why\b|{PURPOSE_QUESTION.pattern}", re.IGNORECASE)
+# what a thing is for, in the form a purpose takes: "It was built to measure ...", "a switch, which lets it
+# run on ...", "installed so that ...", "in order to ..."
+PURPOSE_FORM = re.compile(
+    r"\b(?:built|made|designed|used|intended|meant|installed|placed|put|set\s+up|founded|created|there)\s+"
+    r"(?:[\w'\u2019-]+\s+){0,2}?to\s+(?!(?:the|a|an|be|his|her|its|their|this|that)\b)[a-z]"
+    r"|\bused\s+for\s+\w+ing\b|\b(?:so\s+that|in\s+order\s+to|so\s+as\s+to)\b|\bwhich\s+(?:lets|allows|enables)\b",
+    re.IGNORECASE,
+)
 
 
 # "Why is a new water tank needed?": a replacement is explained by what is wrong with what it replaces,
@@ -1077,10 +1114,14 @@ def _gives_the_asked_reason(question: str, sentence: str) -> bool:
     if ASKS_RESULT.search(question):
         return bool(RESULT_FORM.search(sentence))
     if ASKS_CAUSE.search(question):
-        return bool(CAUSE_FORM.search(sentence))
+        return bool(STATED_CAUSE.search(sentence)) or (
+            bool(CAUSE_FORM.search(sentence)) and _names_the_asked_subject(question, sentence)
+        )
     if not WHY.search(question):
         return False
     if _faults_the_replaced(question, sentence) or STATED_CAUSE.search(sentence):
+        return True
+    if PURPOSE_QUESTION.search(question) and PURPOSE_FORM.search(sentence):
         return True
     asked = question_terms(question)
     said = re.findall(r"[\w'\u2019-]+", sentence)
@@ -1098,17 +1139,29 @@ EFFECT_PENALTY = REASON_FORM_BONUS
 SUBJECT_WITHIN = 4  # words that open a sentence whose subject is the asked thing ("The great fire of ...")
 
 
+def _cause_subject(question: str) -> str | None:
+    """The stemmed last content word of what a 'what caused X / what was the cause of X?' question asks
+    about ('fire' of 'What caused the fire?'); None for other questions."""
+    asked = ASKS_CAUSE.search(question)
+    subject = content_terms((asked.group("of") or asked.group("caused") or "") if asked else "")
+    return stem(subject[-1]) if subject else None
+
+
+def _names_the_asked_subject(question: str, sentence: str) -> bool:
+    """Whether the sentence names what a cause question asks about: its 'because' may be another thing's
+    ("rebuilt the mill with a slate roof, because the insurers refused thatch" for the fire's cause)."""
+    subject = _cause_subject(question)
+    return subject is not None and subject in {stem(word.lower()) for word in re.findall(r"[\w'\u2019-]+", sentence)}
+
+
 def _tells_what_the_asked_did(question: str, sentence: str) -> bool:
     """Whether, for a 'what caused X / what was the cause of X?' question, the sentence opens with X (its
     last content word, stemmed) as its subject and names no cause (CAUSE_FORM): it says what X did."""
-    asked = ASKS_CAUSE.search(question)
-    if not asked:
-        return False
-    subject = content_terms(asked.group("of") or asked.group("caused") or "")
-    if not subject:
+    subject = _cause_subject(question)
+    if subject is None:
         return False
     opening = {stem(word.lower()) for word in re.findall(r"[\w'\u2019-]+", sentence)[:SUBJECT_WITHIN]}
-    return stem(subject[-1]) in opening and not CAUSE_FORM.search(sentence)
+    return subject in opening and not CAUSE_FORM.search(sentence)
 
 
 # "Which kettle is the fastest?", "Is the Alpen Mini lighter than the Brisk 500?", "Which costs more, X or
@@ -1559,10 +1612,17 @@ PRECISE_DATE = re.compile(
 )
 
 
+# "What was the year of the fire?", "What date ...?": a year or a day's date, not "that night"
+ASKS_A_DATE = re.compile(rf"\b(?:what|which)\s+(?:year|date)\b|{_WHAT_IS_THE}(?:date|year)s?\s+of\b", re.IGNORECASE)
+
+
 def _kind_bonus(question: str, sentence: str) -> float:
     """KIND_BONUS when the sentence holds what the question asks for (`_answers_kind`); half of it for
-    a past 'when' question answered without a year or a day's date."""
+    a past 'when' question answered without a year or a day's date, none for a question asking for a
+    year or a date."""
     if not _answers_kind(question, sentence):
+        return 0.0
+    if ASKS_A_DATE.search(question) and not PRECISE_DATE.search(sentence):
         return 0.0
     if PAST_WHEN.search(question) and not PRECISE_DATE.search(sentence):
         return KIND_BONUS / 2
