@@ -13,6 +13,7 @@ from raptor_engine.query.answer import (
     _kind_bonus,
     _measures_the_compared,
     _names_the_responsible,
+    _states_the_asked_reason,
     _tells_what_the_asked_did,
     compared_scales,
     holds_kind,
@@ -193,3 +194,28 @@ def test_a_leaf_that_spans_sections_opens_in_the_section_the_leaf_before_ends_in
     assert "refractor" not in found["A lamp fell over in the computing room."].section  # after its heading
     alone = {c.text: c for c in _candidates(nodes[1:])}  # without the leaf before, nothing is known
     assert not alone["It was built to measure double stars."].section
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "stated"),
+    [
+        ("Why is a new boiler needed?", "The old boiler leaks and fails every winter.", True),
+        ("What was the purpose of the wall?", "It was built to keep the sea out of the fields.", True),
+        ("Why did the wall fall?", "The cause of the collapse was a storm surge.", True),
+        # a reason clause after one of the question's words earns the reason bonus, but is no stated answer
+        (
+            "Why is the setting appropriate for recognition?",
+            "Recognition systems such as W are robust.",
+            False,
+        ),
+        (
+            "What colour is the wall?",
+            "The cause of the collapse was a storm surge.",
+            False,
+        ),  # not a why question
+    ],
+)
+def test_an_answer_said_in_so_many_words_is_told_from_a_reason_clause_near_a_question_word(
+    question, sentence, stated
+):
+    assert _states_the_asked_reason(question, sentence) is stated

@@ -1034,12 +1034,30 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     score += _instruction_bonus(question, candidate.text)
     asked = how_to_task(question)
     score += PURPOSE_BONUS if asked and _continues_the_task(asked[0], candidate) else 0.0
-    score += REASON_FORM_BONUS if _gives_the_asked_reason(question, candidate.text) else 0.0
-    score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, candidate.text) else 0.0
-    score += GRADED_BONUS if _measures_the_compared(question, candidate.text) else 0.0
-    score += NEGATIVE_BONUS if asks_a_negative(question) and asks_a_negative(candidate.text) else 0.0
-    score += ACTION_BONUS if _names_the_responsible(question, candidate.text) else 0.0
-    return score + _event_bonus(question, candidate.text)
+    return score + form_score(question, candidate.text) + _event_bonus(question, candidate.text)
+
+
+def form_score(question: str, sentence: str) -> float:
+    """What the hand score gives a sentence for answering in the form its question's kind takes: a reason
+    or cause for 'why / what caused X?' (less for what X itself did), a place on the compared scale, a
+    negative for a negative question, blame or charge for 'who was responsible?'."""
+    score = REASON_FORM_BONUS if _gives_the_asked_reason(question, sentence) else 0.0
+    score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
+    score += GRADED_BONUS if _measures_the_compared(question, sentence) else 0.0
+    score += NEGATIVE_BONUS if asks_a_negative(question) and asks_a_negative(sentence) else 0.0
+    return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
+
+
+def stated_form_score(question: str, sentence: str) -> float:
+    """The part of `form_score` that reads an answer said in so many words, which seldom misleads: a stated
+    cause, purpose or fault of the replaced thing (`_states_the_asked_reason`), less what X did for 'what
+    caused X?', blame or charge for 'who was responsible?'. The sentence model never saw these rules (only
+    the hand score's column holds them), so a blended score adds them again at the model's share
+    (`ExtractiveAnswerer._score`); the looser rules (a reason clause near a question word, a negative, a
+    compared scale) stay at the hand score's share."""
+    score = REASON_FORM_BONUS if _states_the_asked_reason(question, sentence) else 0.0
+    score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
+    return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
 
 
 # "Why did the library close?", "Why was the refractor built?", "What was the result / purpose / cause of X?":
@@ -1109,19 +1127,17 @@ def _faults_the_replaced(question: str, sentence: str) -> bool:
 
 def _gives_the_asked_reason(question: str, sentence: str) -> bool:
     """Whether the sentence says what a 'why / what was the purpose of X?' question asks in the form it
-    takes (a reason or purpose clause straight after one of the question's words), or what a 'what was the
-    result / cause of X?' question asks (RESULT_FORM, CAUSE_FORM)."""
+    takes (`_states_the_asked_reason`, or a reason or purpose clause straight after one of the question's
+    words), or what a 'what was the result / cause of X?' question asks (RESULT_FORM, CAUSE_FORM)."""
     if ASKS_RESULT.search(question):
         return bool(RESULT_FORM.search(sentence))
     if ASKS_CAUSE.search(question):
-        return bool(STATED_CAUSE.search(sentence)) or (
+        return _states_the_asked_reason(question, sentence) or (
             bool(CAUSE_FORM.search(sentence)) and _names_the_asked_subject(question, sentence)
         )
     if not WHY.search(question):
         return False
-    if _faults_the_replaced(question, sentence) or STATED_CAUSE.search(sentence):
-        return True
-    if PURPOSE_QUESTION.search(question) and PURPOSE_FORM.search(sentence):
+    if _states_the_asked_reason(question, sentence):
         return True
     asked = question_terms(question)
     said = re.findall(r"[\w'\u2019-]+", sentence)
@@ -1137,6 +1153,18 @@ def _gives_the_asked_reason(question: str, sentence: str) -> bool:
 # floors") tells what it did, an effect; its cause is told elsewhere ("a spark ... set the roof alight").
 EFFECT_PENALTY = REASON_FORM_BONUS
 SUBJECT_WITHIN = 4  # words that open a sentence whose subject is the asked thing ("The great fire of ...")
+
+
+def _states_the_asked_reason(question: str, sentence: str) -> bool:
+    """Whether a why, cause or purpose question's sentence says its answer in so many words: a cause named
+    as one (STATED_CAUSE), a purpose in its form for 'what is X for?' (PURPOSE_FORM), the fault of what a
+    new thing replaces for 'why is a new X needed?'. Unlike a reason clause near one of the question's
+    words ("recognition system W as the ..."), these seldom mislead, so they count in full under the blend."""
+    if not (WHY.search(question) or ASKS_CAUSE.search(question)):
+        return False
+    if STATED_CAUSE.search(sentence) or _faults_the_replaced(question, sentence):
+        return True
+    return bool(PURPOSE_QUESTION.search(question) and PURPOSE_FORM.search(sentence))
 
 
 def _cause_subject(question: str) -> str | None:
@@ -2023,6 +2051,9 @@ class ExtractiveAnswerer:
             # the kind is read only where the ranker has weights for one
             kind = document_kind([c.shown for c in candidates]) if self.ranker.blend.by_kind else None
             learned = self.ranker.quote_scores(rewrite.core, features, kind)
+            share = self.ranker.blend.weight(rewrite.core, kind)
+            if share > 0.0:
+                learned = learned + share * np.array([stated_form_score(rewrite.core, c.text) for c in candidates])
         top_layer = max(c.node.layer for c in candidates) or 1
         asks_for_more = bool(ASKS_FOR_MORE.search(rewrite.core))
         speakers = _speakers(candidates)
