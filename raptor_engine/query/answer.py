@@ -1044,7 +1044,7 @@ def form_score(question: str, sentence: str) -> float:
     score = REASON_FORM_BONUS if _gives_the_asked_reason(question, sentence) else 0.0
     score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
     score += GRADED_BONUS if _measures_the_compared(question, sentence) else 0.0
-    score += NEGATIVE_BONUS if asks_a_negative(question) and asks_a_negative(sentence) else 0.0
+    score += NEGATIVE_BONUS if _asks_a_negative(question) and asks_a_negative(sentence) else 0.0
     return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
 
 
@@ -1129,13 +1129,14 @@ def _gives_the_asked_reason(question: str, sentence: str) -> bool:
     """Whether the sentence says what a 'why / what was the purpose of X?' question asks in the form it
     takes (`_states_the_asked_reason`, or a reason or purpose clause straight after one of the question's
     words), or what a 'what was the result / cause of X?' question asks (RESULT_FORM, CAUSE_FORM)."""
-    if ASKS_RESULT.search(question):
+    asks = _reason_asked(question)
+    if asks == "result":
         return bool(RESULT_FORM.search(sentence))
-    if ASKS_CAUSE.search(question):
+    if asks == "cause":
         return _states_the_asked_reason(question, sentence) or (
             bool(CAUSE_FORM.search(sentence)) and _names_the_asked_subject(question, sentence)
         )
-    if not WHY.search(question):
+    if asks != "why":
         return False
     if _states_the_asked_reason(question, sentence):
         return True
@@ -1160,13 +1161,35 @@ def _states_the_asked_reason(question: str, sentence: str) -> bool:
     as one (STATED_CAUSE), a purpose in its form for 'what is X for?' (PURPOSE_FORM), the fault of what a
     new thing replaces for 'why is a new X needed?'. Unlike a reason clause near one of the question's
     words ("recognition system W as the ..."), these seldom mislead, so they count in full under the blend."""
-    if not (WHY.search(question) or ASKS_CAUSE.search(question)):
+    if _reason_asked(question) not in ("why", "cause"):
         return False
     if STATED_CAUSE.search(sentence) or _faults_the_replaced(question, sentence):
         return True
-    return bool(PURPOSE_QUESTION.search(question) and PURPOSE_FORM.search(sentence))
+    return _asks_purpose(question) and bool(PURPOSE_FORM.search(sentence))
 
 
+# what a question asks is read once, not once a candidate sentence: a long question costs its regexes once
+@functools.lru_cache(maxsize=256)
+def _reason_asked(question: str) -> str:
+    """'result' (ASKS_RESULT), 'cause' (ASKS_CAUSE), 'why' (WHY, a purpose included) or ''."""
+    if ASKS_RESULT.search(question):
+        return "result"
+    if ASKS_CAUSE.search(question):
+        return "cause"
+    return "why" if WHY.search(question) else ""
+
+
+@functools.lru_cache(maxsize=256)
+def _asks_purpose(question: str) -> bool:
+    return bool(PURPOSE_QUESTION.search(question))
+
+
+@functools.lru_cache(maxsize=256)
+def _asks_a_negative(question: str) -> bool:
+    return asks_a_negative(question)
+
+
+@functools.lru_cache(maxsize=256)
 def _cause_subject(question: str) -> str | None:
     """The stemmed last content word of what a 'what caused X / what was the cause of X?' question asks
     about ('fire' of 'What caused the fire?'); None for other questions."""
@@ -1281,11 +1304,16 @@ RESPONSIBLE = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=256)
+def _asks_responsible(question: str) -> bool:
+    return bool(ASKS_RESPONSIBLE.search(question))
+
+
 def _names_the_responsible(question: str, sentence: str) -> bool:
     """Whether a 'who was responsible for X?' sentence says who answers for something in words other than
     the question's verb (which `_holds_the_asked_action` rewards already)."""
     return (
-        bool(ASKS_RESPONSIBLE.search(question))
+        _asks_responsible(question)
         and bool(RESPONSIBLE.search(sentence))
         and not re.search(r"\bresponsib", sentence, re.IGNORECASE)
     )
