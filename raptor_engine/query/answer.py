@@ -1016,7 +1016,8 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     'what does X mean?', less for a sentence about what is X's; a year, a number, a reason, a name or a
     place; a number of what 'how many' counts, an age for 'how old', a unit of what 'how long / how far
     / how much does it cost' measures, a frequency for 'how often'; the year of the right event; the
-    asked verb for 'who / which X did it?', one X named for 'which X?'; an instruction for 'how do I?').
+    asked verb for 'who / which X did it?', one X named for 'which X?'; an instruction for 'how do I?';
+    the form a cause, purpose, comparison, negative or responsibility question's answer takes: `form_score`).
     Set `similarity` and `lexical` first."""
     defined = definition_subject(question)
     possessive = defined is not None and bool(re.search(r"['\u2019]s\s+" + re.escape(defined), question))
@@ -1871,7 +1872,8 @@ class ExtractiveAnswerer:
     question's own terms, names and numbers it holds, and whether it holds what the question asks
     for (a year for 'when', a reason for 'why'). A follow-up's carried context counts lightly, and
     sentences the last answer already quoted are pushed down. 'Who/what was X?' prefers sentences
-    that say what X is, 'when did X end/start?' the year of an ending/start. Thematic questions
+    that say what X is, 'when did X end/start?' the year of an ending/start, a cause, purpose,
+    comparison, negative or 'who was responsible?' question an answer in its form (`form_score`). Thematic questions
     ('what is this about?', 'central theme') prefer the sentences closest to the summaries' centre,
     the higher layers' first, and get THEME_QUOTES of them in reading order. The first line says
     whether the quotes answer (FOUND), are only the closest passages (WEAK_MATCH) or are about
