@@ -18,7 +18,7 @@ from raptor_engine.query.answer import (
     compared_scales,
     holds_kind,
 )
-from raptor_engine.query.ranker import asks_short_fact
+from raptor_engine.query.ranker import asks_short_fact, load_ranker
 from raptor_engine.types import ContextNode
 from tests.test_answer_ranking import first_quote
 
@@ -219,3 +219,26 @@ def test_an_answer_said_in_so_many_words_is_told_from_a_reason_clause_near_a_que
     question, sentence, stated
 ):
     assert _states_the_asked_reason(question, sentence) is stated
+
+
+def test_an_answer_said_in_so_many_words_counts_in_full_under_the_learned_blend(embedder, monkeypatch):
+    """The sentence model never saw the stated-form rules: a blended quote score adds them again at the
+    model's share, so with the hand score's share they count in full."""
+    import raptor_engine.query.answer as answer
+
+    question = "Why is a new boiler needed?"  # not a short fact: the model has a share of its score
+    text = (
+        "The biggest cost this year will be the new boiler, quoted at 2,000 pounds. The old boiler in the "
+        "cellar leaks and fails every winter. Sam Hale will order the new boiler from Marsh and Sons."
+    )
+    nodes = [ContextNode(1, 0, "a.md", 0.5, text, 30, 1, start=0, end=len(text))]
+    ranker = load_ranker()
+    share = ranker.blend.weight(question, None)
+    assert share > 0.0
+    answerer = answer.ExtractiveAnswerer(embedder, ranker=ranker)
+    scores = []
+    for stated in (0.0, 1.0):
+        monkeypatch.setattr(answer, "stated_form_score", lambda question, sentence, stated=stated: stated)
+        scores.append({c.text: c.score for c in answerer._quotes(question, nodes, []).candidates})
+    assert len(scores[0]) == 3
+    assert scores[1] == pytest.approx({sentence: score + share for sentence, score in scores[0].items()})
