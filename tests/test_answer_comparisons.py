@@ -8,6 +8,7 @@ import pytest
 
 from raptor_engine.query.answer import (
     KIND_BONUS,
+    _asks_a_negative,
     _candidates,
     _gives_the_asked_reason,
     _kind_bonus,
@@ -155,6 +156,7 @@ def test_a_question_of_the_second_set_kinds_leads_with_the_sentence_that_answers
         ("The court found for her the following autumn.", True),
         ("The outage began at 09:05, soon after the job started.", True),
         ("She died shortly after her seventieth birthday.", True),
+        ("The pasture is used during the summertime.", True),
         ("The jug holds 1.50 litres.", False),  # a decimal is no clock time
         ("The mill grinds flour for the shop.", False),
     ],
@@ -242,3 +244,19 @@ def test_an_answer_said_in_so_many_words_counts_in_full_under_the_learned_blend(
         scores.append({c.text: c.score for c in answerer._quotes(question, nodes, []).candidates})
     assert len(scores[0]) == 3
     assert scores[1] == pytest.approx({sentence: score + share for sentence, score in scores[0].items()})
+
+
+@pytest.mark.parametrize(
+    ("question", "negative"),
+    [
+        ("Which kettle does not switch off by itself?", True),
+        ("Where is diving not allowed?", True),
+        ("Which keeper didn't stay?", True),
+        ("Which bike has no stand?", True),
+        # a negative inside what the question says, not what it asks
+        ("As a sign of gratitude, what does he promise her by not telling the police?", False),
+        ("What did he do after he could not find the key?", False),
+    ],
+)
+def test_a_question_asks_a_negative_when_the_negative_follows_its_question_word(question, negative):
+    assert _asks_a_negative(question) is negative

@@ -150,7 +150,10 @@ _WHAT_IS_THE = r"\bwhat\s+(?:is|was|are|were|'s)\s+the\s+(?:[\w-]+\s+)?"
 _DATE_ATTRIBUTES = r"date|day|year"
 # A time told without a date: a season or time of day ("that winter", "on the evening tide"), a clock time
 # ("at 09:05"), or one told from another ("two years later", "the following autumn", "shortly after")
-_TIMES_OF_YEAR_AND_DAY = r"spring|summer|autumn|winter|morning|afternoon|evening|night|midnight|noon|dawn|dusk"
+_TIMES_OF_YEAR_AND_DAY = (
+    r"spring|summer|autumn|winter|springtime|summertime|wintertime|morning|afternoon|evening|night|midnight|noon"
+    r"|dawn|dusk"
+)
 _RELATIVE_TIME = (
     rf"\b(?:{_TIMES_OF_YEAR_AND_DAY}|later|earlier|afterwards|yesterday|tonight)\b"
     r"|\b(?:following|next|previous|same)\s+(?:day|week|month|year|season)\b|\b\d{1,2}:\d{2}\b"
@@ -1185,9 +1188,19 @@ def _asks_purpose(question: str) -> bool:
     return bool(PURPOSE_QUESTION.search(question))
 
 
+# "Which kettle does not switch off?", "What is not allowed?", "Where is diving not allowed?": the negative
+# is what the question asks, close after its question word; "what does he promise by not telling ...?"
+# asks something else
+NEGATIVE_QUESTION = re.compile(
+    r"^\W*(?:which|what|who|whom|where)\b(?:\s+[\w'\u2019-]+){0,4}?\s+(?:not|never|no|cannot|can['\u2019]t"
+    r"|(?:does|do|did|is|are|was|were|has|have|had|could|would|will)n['\u2019]t)\b",
+    re.IGNORECASE,
+)
+
+
 @functools.lru_cache(maxsize=256)
 def _asks_a_negative(question: str) -> bool:
-    return asks_a_negative(question)
+    return bool(NEGATIVE_QUESTION.search(question))
 
 
 @functools.lru_cache(maxsize=256)
