@@ -95,7 +95,9 @@ def test_refusals_name_the_file_safely_and_give_the_reason(corpus_run):
     reasons = {
         "empty file": "empty.txt: is empty.",
         "one NUL byte": "nul.txt: contains binary data, not text.",
-        "invalid UTF-8 (Latin-1)": "latin1.txt: is not valid UTF-8 text; please save it as UTF-8.",
+        "high bytes that read as no language": (
+            "high.txt: is not UTF-8 and does not read as text in any encoding we recognise; please save it as UTF-8."
+        ),
         "over the size limit (declared by Discord)": "huge.txt: is 0.3 MB, over the 0.2 MB limit.",
         "truncated PDF": "cut.pdf: is a corrupt or truncated PDF.",
         "file name that is only '..'": "(unnamed file): has no usable file name.",

@@ -535,9 +535,10 @@ def test_binary_content_in_text_format():
     assert "binary" in reason_of("noise.md", bytes(range(1, 32)) * 20)
 
 
-def test_non_utf8_text_is_refused_with_that_reason():
-    reason = reason_of("latin1.txt", "Café crème à la carte.".encode("latin-1"))
-    assert "not valid UTF-8" in reason
+def test_non_utf8_text_is_read_in_its_encoding_and_said_so():
+    doc = load_document("latin1.txt", "Café crème à la carte.".encode("latin-1"))
+    assert doc.text == "Café crème à la carte."
+    assert doc.notices == ("read as Windows-1252 (it is not UTF-8)",)
 
 
 @pytest.mark.parametrize(
@@ -567,10 +568,12 @@ def test_html_that_is_utf8_is_read_as_utf8_whatever_its_meta_says():
     assert "Café crème." in load_document("stale.html", page.encode("utf-8")).text
 
 
-def test_html_in_an_undeclared_or_unknown_encoding_is_refused():
-    assert "not valid UTF-8" in reason_of("a.html", "<p>Café crème.</p>".encode("latin-1"))
+def test_html_in_an_undeclared_or_unknown_encoding_is_read_as_browsers_fall_back():
+    assert "Café crème." in load_document("a.html", "<p>Café crème.</p>".encode("latin-1")).text
     unknown = '<meta charset="x-no-such-codec"><p>Café crème.</p>'.encode("latin-1")
-    assert "not valid UTF-8" in reason_of("b.html", unknown)
+    doc = load_document("b.html", unknown)
+    assert "Café crème." in doc.text
+    assert doc.notices == ("read as Windows-1252 (it is not UTF-8)",)
 
 
 @pytest.mark.parametrize("name", ["report.md", "report.txt", "report.html"])

@@ -384,10 +384,11 @@ BOMLESS_UTF16_ZEROS = 0.9  # the share of zero high bytes that reads as UTF-16 w
 BOMLESS_UTF16_UNREADABLE = 0.01  # the share of control, private-use or unassigned characters UTF-16 text may hold
 
 
-def _decode_text(name: str, data: bytes, declared: str | None = None) -> str:
-    """Decode UTF-8 (with or without BOM) or UTF-16 (with a BOM, or without one when its zero high bytes
-    show it); refuse binary and other encodings, but for bytes that are not UTF-8, the encoding the file
-    itself `declared` (an HTML page's <meta>)."""
+def _decode_text(name: str, data: bytes, declared: str | None = None) -> tuple[str, str]:
+    """The text of `data` and, when it was not Unicode, a notice saying how it was read: UTF-8 (with or
+    without BOM), UTF-32 with a BOM, UTF-16 (with a BOM, or without one when its zero high bytes show it);
+    bytes that are not UTF-8 in the encoding the file itself `declared` (an HTML page's <meta>), else in
+    the legacy encoding they read as language in (`_legacy_decode`). Binary data is refused."""
     if data.startswith(b"\xef\xbb\xbf"):
         encoding, payload = "utf-8", data[3:]
     elif data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16: the same first bytes
@@ -400,23 +401,147 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> str:
             raise IngestError(name, "contains binary data, not text.")
     else:
         encoding, payload = "utf-8", data
+    notice = ""
     try:
         text = payload.decode(encoding)
     except UnicodeDecodeError as exc:
         log.info("%s: decode failed: %s", name, exc)
-        if encoding == "utf-8" and _looks_binary(data[:65536]):
-            raise IngestError(name, "contains binary data, not text.") from None
-        text = _decoded_as(payload, declared) if encoding == "utf-8" and declared else None
-        if text is None:
-            kind = _content_kind(data)
-            if kind is not None:  # a renamed PDF or image: saving it "as UTF-8" is no way out
-                raise IngestError(
-                    name, f"is {kind}, not text (the {_extension(name)} extension does not match its content)."
-                ) from None
+        if encoding != "utf-8":
             raise IngestError(name, f"is not valid {encoding.upper()} text; please save it as UTF-8.") from None
+        if _looks_binary(data[:65536]):
+            raise IngestError(name, "contains binary data, not text.") from None
+        kind = _content_kind(data)
+        if kind is not None:  # a renamed PDF or image: saving it "as UTF-8" is no way out
+            raise IngestError(
+                name, f"is {kind}, not text (the {_extension(name)} extension does not match its content)."
+            ) from None
+        text = _decoded_as(payload, declared) if declared else None
+        if text is None:
+            text, notice = _legacy_decode(name, payload)
     if text and len(_SUSPICIOUS_CHARS.findall(text)) / len(text) > BINARY_CHAR_RATIO:
         raise IngestError(name, "contains binary data, not text.")
-    return text
+    return text, notice
+
+
+# A well-formed UTF-8 sequence of two to four bytes (RFC 3629): what text saved as UTF-8 holds for each
+# character beyond ASCII, and what a legacy encoding's text rarely holds by chance.
+_UTF8_SEQUENCE = re.compile(
+    rb"[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]"
+    rb"|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}|\xf4[\x80-\x8f][\x80-\xbf]{2}"
+)
+_NON_ASCII_BYTE = re.compile(rb"[\x80-\xff]")
+# Western encodings tried first, in order: Windows-1252 is what Windows (and every browser, for pages that
+# say Latin-1) writes; Mac OS Roman what classic Mac editors wrote. Both decode Latin-script text.
+_WESTERN_ENCODINGS = ("cp1252", "mac_roman")
+# In Western text the letters beyond ASCII (é, ñ, ß) are a minority; Cyrillic or Greek bytes read in a
+# Western encoding are nearly all such letters ('Ìåëüíèöà').
+WESTERN_MAX_ACCENTED = 0.3
+# Share of the characters beyond ASCII that may sit where no language puts them (a symbol between two
+# letters, 'Za¿ó³æ'; a word of two scripts) before a decoding is taken for the wrong encoding.
+LEGACY_MAX_ODD = 0.02
+LEGACY_SAMPLE_BYTES = 1 << 16
+# The other legacy encodings still met in uploads, for charset-normalizer to choose among: Central European,
+# Cyrillic, Greek, Turkish, Hebrew, Arabic, Baltic and Vietnamese Windows code pages, KOI8, ISO-8859 and
+# the Japanese, Chinese and Korean multi-byte ones. Rarer code pages only make a wrong guess likelier.
+_LEGACY_ENCODINGS = (
+    "cp1250", "cp1251", "cp1253", "cp1254", "cp1255", "cp1256", "cp1257", "cp1258", "koi8_r", "koi8_u",
+    "mac_cyrillic", "iso8859_2", "iso8859_5", "iso8859_7", "iso8859_15", "cp932", "euc_jp", "gb18030",
+    "big5", "cp949",
+)  # fmt: skip
+LEGACY_MAX_CHAOS = 0.1  # charset-normalizer's mess ratio for a decoding taken as text
+_WORD_SYMBOLS = frozenset("\u2019\u2018'-\u2010\u2011\u2013\u2014\u2026\u00b7\u00ad/")  # inside a word in real text
+_ENCODING_NAMES = {"mac_roman": "Mac OS Roman", "latin_1": "Latin-1", "koi8_r": "KOI8-R", "cp932": "Shift JIS"}
+# Half-width katakana: a legacy of 1980s terminals that Japanese text today does without, and what bytes of
+# Cyrillic in KOI8 read as in Shift JIS.
+_HALFWIDTH_KANA = "\uff61"
+_UTF8_OR_WINDOWS_1252 = "raptor-utf8-or-windows-1252"
+
+
+def _as_windows_1252(error: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: the bytes that are not UTF-8 read as Windows-1252 (Latin-1 where it has none)."""
+    assert isinstance(error, UnicodeDecodeError)
+    raw = error.object[error.start : error.end]
+    return raw.decode("cp1252", errors="ignore") or raw.decode("latin-1"), error.end
+
+
+codecs.register_error(_UTF8_OR_WINDOWS_1252, _as_windows_1252)
+
+
+def _encoding_name(codec: str) -> str:
+    """A codec as people name it: 'cp1252' is Windows-1252, 'iso8859_5' ISO-8859-5, 'euc_jp' EUC-JP."""
+    codec = codecs.lookup(codec).name.replace("-", "_")
+    if codec in _ENCODING_NAMES:
+        return _ENCODING_NAMES[codec]
+    if re.fullmatch(r"cp125\d", codec):
+        return f"Windows-{codec[2:]}"
+    return codec.upper().replace("_", "-").replace("ISO8859", "ISO-8859")
+
+
+def _legacy_decode(name: str, data: bytes) -> tuple[str, str]:
+    """Bytes that are not UTF-8 (and not binary) read in the encoding they make language in, with the notice
+    naming it. Text that is mostly UTF-8 keeps it, its stray bytes read as Windows-1252 (a file pasted
+    together from two editors); otherwise Windows-1252 and Mac OS Roman are tried for Latin-script text,
+    then charset-normalizer's best guess (Cyrillic, Greek, Central European, CJK), each decoding kept
+    only when it reads as words. Refused when none does."""
+    non_ascii = len(_NON_ASCII_BYTE.findall(data[:LEGACY_SAMPLE_BYTES]))
+    in_utf8 = sum(len(found) for found in _UTF8_SEQUENCE.findall(data[:LEGACY_SAMPLE_BYTES]))
+    if non_ascii and in_utf8 >= non_ascii / 2:
+        text = data.decode("utf-8", errors=_UTF8_OR_WINDOWS_1252)
+        log.info("%s: UTF-8 with stray bytes; read those as Windows-1252", name)
+        return text, "read as UTF-8, with the bytes that are not UTF-8 read as Windows-1252"
+    for codec in _WESTERN_ENCODINGS:
+        text = _decoded_as(data, codec)
+        if text is not None and _reads_as_language(text[:LEGACY_SAMPLE_BYTES], western=True):
+            return text, _read_as(name, codec)
+    import charset_normalizer  # only for the rare upload that is neither UTF-8 nor Western
+
+    guesses = charset_normalizer.from_bytes(data[: 4 * LEGACY_SAMPLE_BYTES], cp_isolation=list(_LEGACY_ENCODINGS))
+    for guess in guesses:
+        text = _decoded_as(data, guess.encoding) if guess.chaos <= LEGACY_MAX_CHAOS else None
+        if text is not None and _reads_as_language(text[:LEGACY_SAMPLE_BYTES], western=False):
+            return text, _read_as(name, guess.encoding)
+    raise IngestError(
+        name, "is not UTF-8 and does not read as text in any encoding we recognise; please save it as UTF-8."
+    )
+
+
+def _read_as(name: str, codec: str) -> str:
+    """The notice for a file read in a legacy encoding (logged too)."""
+    log.info("%s: not UTF-8; read as %s", name, codec)
+    return f"read as {_encoding_name(codec)} (it is not UTF-8)"
+
+
+def _script(ch: str) -> str:
+    """A letter's script as its Unicode name begins ('LATIN', 'CYRILLIC', 'GREEK'); kana and ideographs are
+    one script, as Japanese mixes them."""
+    first = unicodedata.name(ch, "?").split(" ", 1)[0]
+    return "CJK" if first in ("HIRAGANA", "KATAKANA", "CJK", "HALFWIDTH", "FULLWIDTH") else first
+
+
+def _reads_as_language(text: str, *, western: bool) -> bool:
+    """Whether a decoding reads as words: few characters beyond ASCII sit where language never puts them
+    (a symbol or control between two letters, a capital after a small letter, a word mixing two scripts,
+    half-width katakana), and, for a Western encoding, letters beyond ASCII are a minority of the letters."""
+    beyond = [ch for ch in text if ord(ch) > 127]
+    if not beyond:
+        return True
+    letters = sum(1 for ch in text if ch.isalpha())
+    if western and sum(1 for ch in beyond if ch.isalpha()) > WESTERN_MAX_ACCENTED * letters:
+        return False
+    odd = sum(1 for ch in beyond if _HALFWIDTH_KANA <= ch <= "\uff9f" or unicodedata.category(ch)[0] == "C")
+    for word in text.split():
+        scripts = {_script(ch) for ch in word if ch.isalpha()}
+        odd += len(scripts) > 1
+        if "CJK" in scripts:
+            continue  # written without spaces: its punctuation stands between letters
+        for i, ch in enumerate(word[1:], 1):
+            if ord(ch) <= 127 or ch in _WORD_SYMBOLS:
+                continue
+            if ch.isupper():  # a capital after a small letter: 'donÕt', 'countyÓ' (Mac OS Roman as Windows-1252)
+                odd += word[i - 1].islower()
+            elif not unicodedata.category(ch).startswith(("L", "M")):  # a symbol inside a word: 'Za¿ó³æ'
+                odd += word[i - 1].isalpha() and i + 1 < len(word) and word[i + 1].isalpha()
+    return odd <= LEGACY_MAX_ODD * len(beyond)
 
 
 def _bomless_utf16(data: bytes) -> tuple[str, bytes] | None:
@@ -481,7 +606,8 @@ def _html_charset(data: bytes) -> str | None:
 
 
 def _read_txt(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
-    return [_Block(_decode_text(name, data))]
+    text, notice = _decode_text(name, data)
+    return [_Block(text, notice=notice)]
 
 
 # ------------------------------------------------------------------------------------------ subtitles
@@ -496,9 +622,9 @@ _CUE_MARKUP = re.compile(r"</?(?:v|c|i|b|u|ruby|rt|lang|font)\b[^<>]*>|<\d[\d:.]
 _CUE_RUBY_TEXT = re.compile(r"<rt\b[^<>]*>[^<]*(?:</rt\s*>)?")
 
 
-def _cue_blocks(name: str, data: bytes) -> list[str]:
+def _cue_blocks(text: str) -> list[str]:
     """A subtitle file's blocks, as blank lines separate them (cues, its header, notes, styles)."""
-    text = _decode_text(name, data).replace("\r\n", "\n").replace("\r", "\n")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     return [block for block in re.split(r"\n[ \t]*\n", text) if block.strip()]
 
 
@@ -508,7 +634,8 @@ def _read_subtitles(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     STYLE blocks or styling tags, which are the file's format, not anything said. A cue whose timing
     line does not parse is skipped (read as text, its number and timing became words); a file none of
     whose cues parse is refused."""
-    cues, broken = _cues(_cue_blocks(name, data))
+    text, notice = _decode_text(name, data)
+    cues, broken = _cues(_cue_blocks(text))
     if broken and not cues:
         raise IngestError(
             name,
@@ -516,7 +643,7 @@ def _read_subtitles(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
             "line such as 00:00:01,000 --> 00:00:04,000.",
         )
     skipped = f"{counted(broken, 'cue')} skipped: {'its' if broken == 1 else 'their'} timing line could not be read"
-    return [_Block("\n".join(cues), notice=skipped if broken else "")]
+    return [_Block("\n".join(cues), notice=skipped if broken else ""), _Block("", notice=notice)]
 
 
 # A block that is a cue by its shape: an SRT number, or a timing arrow, in its first two lines.
@@ -732,9 +859,10 @@ def _labelled_tables(lines: list[str]) -> list[str]:
 def _read_markdown(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Split at `#` (and underlined) headings outside code fences; heading lines stay in the text. Front
     matter gives the document its title; table rows are labelled with their columns."""
-    lines = _decode_text(name, data).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    text, notice = _decode_text(name, data)
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     lines = _labelled_tables(_without_hidden_html(_titled(lines)))
-    blocks: list[_Block] = []
+    blocks: list[_Block] = [_Block("", notice=notice)]
     current: list[str] = []
     heading: tuple[str, ...] = ()
     path: list[tuple[int, str]] = []
@@ -1435,7 +1563,7 @@ class _HtmlWalker:
 def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Visible text of an HTML page; h1-h6 set the heading path; scripts, styles and templates dropped.
     A page that is not UTF-8 is read in the encoding its <meta> declares."""
-    text = _decode_text(name, data, _html_charset(data))
+    text, notice = _decode_text(name, data, _html_charset(data))
     unclosed = text.find("<!--", text.rfind("-->") + 1)
     if unclosed >= 0:  # a browser hides an unclosed comment to the end; html.parser would show it as text
         text = text[:unclosed]
@@ -1447,7 +1575,7 @@ def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         with warnings.catch_warnings():  # short uploads like "a.html" trip a spurious "looks like a path"
             warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
             soup = BeautifulSoup(text, "html.parser")
-        return _HtmlWalker().walk(soup)
+        return [*_HtmlWalker().walk(soup), _Block("", notice=notice)]
     except RecursionError:
         raise IngestError(name, "is nested too deeply to read.") from None
     except Exception as exc:
