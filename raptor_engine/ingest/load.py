@@ -856,12 +856,116 @@ def _labelled_tables(lines: list[str]) -> list[str]:
     return out
 
 
+# Markdown's inline syntax, which a renderer turns into what it shows: quotes, sentences and vectors see
+# that, never the syntax ('built by [John Hale](http://a.b/c)' reads 'built by John Hale'). Every part is
+# bounded in length, so a line of unclosed openers is read in one pass, not once per opener.
+_MD_REFERENCE_DEFINITION = re.compile(
+    r"^ {0,3}\[(?!\^)([^\]\n]{1,999})\]:[ \t]*<?\S{0,2000}?>?(?:[ \t]+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^)\n]{0,500}\)))?[ \t]*$"
+)
+_MD_FOOTNOTE_DEFINITION = re.compile(r"^ {0,3}\[\^([^\]\s]{1,100})\]:[ \t]*")
+_MD_URL = r"(?:<[^<>\n]{0,2000}>|(?:[^()\s]|\([^()\s]{0,2000}\)){0,2000})(?:\s+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^)\n]{0,500}\)))?"
+# A link's text: brackets inside it in balanced pairs, one deep (an image in a link: `[![build](b.svg)](ci)`).
+_MD_LINK_TEXT = r"(?:[^\[\]]|\[[^\[\]]{0,500}\]){0,500}"
+_MD_INLINE = re.compile(
+    r"(?P<code>(?<!`)(?P<ticks>`++)(?P<code_text>(?:(?!(?P=ticks)(?!`)).){1,2000}?)(?P=ticks)(?!`))"
+    r"|\\(?P<escaped>[!-/:-@\[-`{-~])"
+    rf"|!?\[(?P<link>{_MD_LINK_TEXT})\]\((?:{_MD_URL})\)"
+    r"|\[\^(?P<note>[^\]\s]{1,100})\]"
+    r"|!?\[(?P<ref_text>[^\[\]]{1,500})\](?:\[(?P<ref>[^\[\]]{0,500})\])?(?![(:])"
+    r"|<(?P<autolink>[a-zA-Z][a-zA-Z0-9+.-]{1,31}:[^\s<>]{1,2000}|[\w.+-]{1,200}@[\w-]{1,200}(?:\.[\w-]{1,200}){1,10})>"
+    r"|(?P<marks>\*\*\*|___|\*\*|__|~~|\*|_)(?P<emphasised>(?=\S)(?:(?!(?P=marks)).){1,1000}?(?<=\S))(?P=marks)"
+    r"|(?P<entity>&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});)",
+    re.DOTALL,
+)
+MAX_INLINE_NESTING = 4  # emphasis inside a link inside emphasis...: deeper is left as written
+
+
+def _md_label(label: str) -> str:
+    """A link reference's label as Markdown matches it: case and runs of white space do not count."""
+    return " ".join(label.split()).casefold()
+
+
+def _md_inline(text: str, labels: frozenset[str], depth: int = 0) -> str:
+    """`text` as a Markdown renderer shows it: links and images as their text, reference links whose label
+    is defined likewise, autolinks as their address, code spans as their code, emphasis and strikethrough
+    marks, backslash escapes and HTML entities resolved; a footnote reference `[^2]` as '(note 2)'."""
+
+    def shown(match: re.Match[str]) -> str:
+        kind = match.lastgroup if match.group("code") is None else "code"
+        if kind == "code":
+            code = match.group("code_text")
+            return code[1:-1] if len(code) > 2 and code[0] == code[-1] == " " and code.strip() else code
+        if match.group("escaped") is not None:
+            return match.group("escaped")
+        if match.group("link") is not None:
+            return _md_inline(match.group("link"), labels, depth + 1) if depth < MAX_INLINE_NESTING else match.group(0)
+        if match.group("ref_text") is not None:
+            label = match.group("ref") or match.group("ref_text")
+            if _md_label(label) not in labels or depth >= MAX_INLINE_NESTING:
+                return match.group(0)  # no such reference: a renderer shows the brackets as written
+            return _md_inline(match.group("ref_text"), labels, depth + 1)
+        if match.group("note") is not None:
+            return f" (note {match.group('note')})"
+        if match.group("autolink") is not None:
+            return match.group("autolink")
+        if match.group("emphasised") is not None:
+            marks, inner = match.group("marks"), match.group("emphasised")
+            start, end = match.span()
+            if _word_char_at(match.string, start - 1) and _word_char_at(match.string, end):
+                return marks + _md_inline(inner, labels, depth + 1) + marks  # snake_case, 2*3*4: not emphasis
+            return _md_inline(inner, labels, depth + 1) if depth < MAX_INLINE_NESTING else match.group(0)
+        return html.unescape(match.group("entity"))
+
+    return _MD_INLINE.sub(shown, text)
+
+
+def _word_char_at(text: str, index: int) -> bool:
+    """Whether text[index] exists and is a letter, digit or underscore: marks with one on both sides are
+    no emphasis ('snake_case_name', '2*3*4')."""
+    return 0 <= index < len(text) and (text[index].isalnum() or text[index] == "_")
+
+
+def _md_plain_lines(lines: list[str]) -> list[str]:
+    """Lines outside code fences with Markdown's inline syntax resolved (`_md_inline`), paragraph by
+    paragraph so a link's text may wrap; link reference definitions (`[1]: http://…`) removed, and a
+    footnote's definition (`[^2]: The log…`) opened as 'Note 2: The log…'."""
+    labels = frozenset(_md_label(found.group(1)) for line in lines if (found := _MD_REFERENCE_DEFINITION.match(line)))
+    out: list[str] = []
+    paragraph: list[str] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        if paragraph:
+            out.extend(_md_inline("\n".join(paragraph), labels).split("\n"))
+            paragraph.clear()
+
+    for line in lines:
+        fence_match = _FENCE.match(line)
+        if fence is not None or fence_match:
+            flush()
+            fence = None if fence is not None and _closes_fence(fence_match, fence) else fence or fence_match.group(1)
+            out.append(line)
+        elif _MD_REFERENCE_DEFINITION.match(line):
+            flush()
+        elif not line.strip():
+            flush()
+            out.append(line)
+        else:
+            note = _MD_FOOTNOTE_DEFINITION.match(line)
+            hard_break = (len(line) - len(line.rstrip("\\"))) % 2  # a last backslash not itself escaped
+            line = line[: len(line) - hard_break]
+            paragraph.append(f"Note {note.group(1)}: {line[note.end() :]}" if note else line)
+    flush()
+    return out
+
+
 def _read_markdown(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Split at `#` (and underlined) headings outside code fences; heading lines stay in the text. Front
-    matter gives the document its title; table rows are labelled with their columns."""
+    matter gives the document its title; table rows are labelled with their columns; links, emphasis and
+    code spans read as a renderer shows them."""
     text, notice = _decode_text(name, data)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    lines = _labelled_tables(_without_hidden_html(_titled(lines)))
+    lines = _md_plain_lines(_labelled_tables(_without_hidden_html(_titled(lines))))
     blocks: list[_Block] = [_Block("", notice=notice)]
     current: list[str] = []
     heading: tuple[str, ...] = ()
