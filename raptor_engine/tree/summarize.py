@@ -12,6 +12,7 @@ A sentence that mostly repeats one already chosen is skipped (MMR-style redundan
 from __future__ import annotations
 
 import asyncio
+import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ import numpy as np
 from ..ingest.budget import checked
 from ..ingest.chunk import split_sentences
 from ..ingest.sentences import content_terms, is_heading, jaccard
-from ..ingest.transcript import spoken_lines
+from ..ingest.transcript import speaker_of, spoken_lines, turns
 from ..types import Summary, SummaryRequest
 
 CountTokens = Callable[[str], int]
@@ -204,11 +205,14 @@ def pooled_vector(copied: dict[int, int], child_vectors: np.ndarray) -> np.ndarr
 
 def _join(sentences: list[_Sentence]) -> str:
     """The sentences as one text; a heading or label keeps a line of its own, so that it is never glued
-    to the next sentence ('## Repairs A punctured tube...') and readers can still tell it apart."""
+    to the next sentence ('## Repairs A punctured tube...') and readers can still tell it apart; so does
+    a transcript's sentence, which opens with its speaker's label."""
     out = ""
     for previous, sentence in zip([None, *sentences], sentences, strict=False):
         if previous is not None:
-            out += "\n" if is_heading(previous.text) or is_heading(sentence.text) else " "
+            # a speaker's turn opens a line, as in a transcript: glued on, it read as the turn before's words
+            line_of_its_own = is_heading(previous.text) or is_heading(sentence.text) or speaker_of(sentence.text)
+            out += "\n" if line_of_its_own else " "
         out += sentence.text
     return out
 
@@ -241,11 +245,22 @@ def _sentences(texts: list[str]) -> list[_Sentence]:
     out: list[_Sentence] = []
     for child, text in enumerate(texts):
         spans = split_sentences(text) or ([(0, len(text))] if text.strip() else [])
+        spoken = turns(text)
         for position, (start, end) in enumerate(spans):
             sentence = " ".join(text[start:end].split())
             if sentence and not _cue_lines_only(sentence, text[start:end]):
-                out.append(_Sentence(child, position, sentence, content_terms(sentence)))
+                out.append(_Sentence(child, position, _with_speaker(sentence, spoken, start), content_terms(sentence)))
     return out
+
+
+def _with_speaker(sentence: str, spoken: list[tuple[int, str]], start: int) -> str:
+    """A transcript's sentence as a summary copies it: after its speaker's label when a turn's later
+    sentence has none of its own ('Speaker 2: The pier will cost ...'), so that in the summary it is not
+    read as the words of whoever spoke on the line above it."""
+    at = bisect.bisect_right([offset for offset, _ in spoken], start) - 1
+    if at < 0 or speaker_of(sentence):
+        return sentence
+    return f"{spoken[at][1]}: {sentence}"
 
 
 def _cue_lines_only(sentence: str, raw: str) -> bool:
