@@ -1499,24 +1499,94 @@ def _docx_cell_paragraph_text(p: object, hidden_styles: frozenset[str]) -> str:
 
 
 def _docx_table_text(table: object, hidden_styles: frozenset[str] = frozenset()) -> str:
-    """A table as one line per row, cells separated by ' | ' (merged cells repeated once); a table in a
-    cell is part of that cell's text, its rows one after another (as HTML's are read). Nesting is bounded
-    by lxml's depth limit, well inside Python's recursion limit."""
+    """A table as one line per row, cells separated by ' | ' (merged cells repeated once); under a header
+    row (`_docx_header_row`), a list item naming each cell by its column, as Markdown's and HTML's rows
+    are read (`_labelled_row`), so a row reads alone in whichever chunk it lands. A table in a cell is
+    part of that cell's text, its rows one after another (as HTML's are read). Nesting is bounded by
+    lxml's depth limit, well inside Python's recursion limit."""
+    rows = [_docx_row_cells(row, hidden_styles) for row in table.rows]  # type: ignore[attr-defined]
+    if _docx_header_row(table, rows):
+        header = [text for _, text in rows[0]]
+        labelled = [_labelled_row(header, _docx_own_cells(row)) for row in rows[1:]]
+        return "\n".join(line for line in labelled if line)
     lines = []
-    for row in table.rows:  # type: ignore[attr-defined]
+    for row in rows:
         cells: list[str] = []
-        for cell in row.cells:
-            parts = (
-                _docx_cell_paragraph_text(item._p, hidden_styles) if hasattr(item, "_p")
-                else _docx_table_text(item, hidden_styles).replace("\n", " ")
-                for item in cell.iter_inner_content()
-            )
-            text = " ".join(" ".join(parts).split())
+        for _, text in row:
             if text and (not cells or cells[-1] != text):
                 cells.append(text)
         if cells:
             lines.append(" | ".join(cells))
     return "\n".join(lines)
+
+
+def _docx_row_cells(row: object, hidden_styles: frozenset[str]) -> list[tuple[object, str]]:
+    """A table row's cells, one per grid column (python-docx repeats a merged cell in each column it
+    spans): the cell's XML element and its text."""
+    found = []
+    for cell in row.cells:  # type: ignore[attr-defined]
+        parts = (
+            _docx_cell_paragraph_text(item._p, hidden_styles) if hasattr(item, "_p")
+            else _docx_table_text(item, hidden_styles).replace("\n", " ")
+            for item in cell.iter_inner_content()
+        )
+        found.append((cell._tc, " ".join(" ".join(parts).split())))
+    return found
+
+
+def _docx_own_cells(row: list[tuple[object, str]]) -> list[str]:
+    """A row's texts by grid column, a merged cell's text in its first column only."""
+    return [text if i == 0 or row[i - 1][0] is not cell else "" for i, (cell, text) in enumerate(row)]
+
+
+MAX_HEADER_CELL_CHARS = 80  # a column's name, not a cell of prose
+
+
+def _docx_header_row(table: object, rows: list[list[tuple[object, str]]]) -> bool:
+    """Whether a table's first row names its columns, by what a reader of the document sees: a row Word
+    repeats as the header on each page (`w:tblHeader`), a row set in bold, or a table style that formats
+    its first row, switched on for the table (`w:tblLook firstRow`). And it must read as names: at least
+    two rows, every cell of the first filled and short, at least two different ones. A table without one
+    (a key-value table, 'Born | 1850') keeps its ' | ' lines."""
+    if len(rows) < 2 or not rows[0]:
+        return False
+    names = [text for _, text in rows[0]]
+    if not all(names) or len(set(names)) < 2 or any(len(text) > MAX_HEADER_CELL_CHARS for text in names):
+        return False
+    tbl = table._tbl  # type: ignore[attr-defined]
+    first = tbl.find(f"{_W}tr")
+    if first is None:
+        return False
+    repeated = first.find(f"{_W}trPr/{_W}tblHeader")
+    if repeated is not None and repeated.get(f"{_W}val", "1") not in _OFF:
+        return True
+    runs = [run for run in first.iter(f"{_W}r") if (run.findtext(f"{_W}t") or "").strip()]
+    if runs and all(_docx_bold(run.find(f"{_W}rPr")) for run in runs):
+        return True
+    return _docx_styled_first_row(table)
+
+
+def _docx_bold(properties: object | None) -> bool:
+    """Whether run properties set bold (`<w:b/>`, not `<w:b w:val="0"/>`)."""
+    bold = properties.find(f"{_W}b") if properties is not None else None  # type: ignore[attr-defined]
+    return bold is not None and bold.get(f"{_W}val", "1") not in _OFF
+
+
+def _docx_styled_first_row(table: object) -> bool:
+    """Whether the table's style (or one it is based on) formats the first row, and the table turns that on."""
+    look = table._tbl.find(f"{_W}tblPr/{_W}tblLook")  # type: ignore[attr-defined]
+    if look is None:
+        return False
+    flag = look.get(f"{_W}firstRow")
+    on = flag not in _OFF if flag is not None else bool(int(look.get(f"{_W}val", "0") or "0", 16) & 0x0020)
+    style = getattr(table, "style", None) if on else None
+    for _ in range(_STYLE_CHAIN):
+        if style is None:
+            return False
+        if any(part.get(f"{_W}type") == "firstRow" for part in style.element.iter(f"{_W}tblStylePr")):
+            return True
+        style = style.base_style
+    return False
 
 
 # ----------------------------------------------------------------------------------------------- html
