@@ -41,6 +41,7 @@ from raptor_engine.engine import Engine  # noqa: E402
 from raptor_engine.ingest.sentences import sentence_key  # noqa: E402
 from raptor_engine.query.answer import QUOTE  # noqa: E402
 from raptor_engine.tree.embed import Embedder  # noqa: E402
+from raptor_tools import say  # noqa: E402
 from raptor_tools.evaluate import answer_extractively  # noqa: E402
 
 PROBES = _ROOT / "tests" / "fixtures" / "answer_probes"
@@ -160,8 +161,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="raptor-probes-") as data_dir:
         outcomes = asyncio.run(run_probes(load_probes(args.split), Path(data_dir)))
-    print(f"Answer probes, {args.split} ({len(outcomes)} questions, budget {BUDGET}, no LLM):\n")
-    print(render(outcomes, args.show_misses))
+    say(f"Answer probes, {args.split} ({len(outcomes)} questions, budget {BUDGET}, no LLM):\n")
+    say(render(outcomes, args.show_misses))
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from raptor_engine.config import Settings
 from raptor_engine.errors import IngestError, LimitError
 from raptor_engine.ingest.load import check_upload
 
+from . import say
 from .fingerprint import SAFE_TEXT, checkpoint, fingerprint
 from .hostile import write_pdf
 
@@ -893,14 +894,14 @@ def _robustness_command() -> Any:
 
             click.echo(f"load average {os.getloadavg()[0]:.1f}\n{SCALING_HEADER}")
             with scratch_dir() as workdir:
-                rows = run_scaling(workdir, say=click.echo)
+                rows = run_scaling(workdir, say=say)
             slowest = max(row.seconds for row in rows)
             click.echo(f"Slowest: {slowest:.1f} s; load average {os.getloadavg()[0]:.1f}")
             sys.exit(0 if slowest <= 90 and all(row.ended != "failed" for row in rows) else 1)
         with scratch_dir() as workdir:
             lines, ok = report(kills, trials, questions, workdir)
         for line in lines:
-            click.echo(line)
+            say(line)
         click.echo(f"All checks passed: {'yes' if ok else 'NO'} ({time.perf_counter() - started:.0f} s)")
         if not ok:
             sys.exit(1)
