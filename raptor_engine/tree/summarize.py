@@ -21,7 +21,7 @@ import numpy as np
 
 from ..ingest.budget import checked
 from ..ingest.chunk import split_sentences
-from ..ingest.sentences import content_terms, is_heading, jaccard
+from ..ingest.sentences import content_terms, is_heading, jaccard, strip_bullet
 from ..ingest.transcript import speaker_of, spoken_lines, turns
 from ..types import Summary, SummaryRequest
 
@@ -206,12 +206,17 @@ def pooled_vector(copied: dict[int, int], child_vectors: np.ndarray) -> np.ndarr
 def _join(sentences: list[_Sentence]) -> str:
     """The sentences as one text; a heading or label keeps a line of its own, so that it is never glued
     to the next sentence ('## Repairs A punctured tube...') and readers can still tell it apart; so does
-    a transcript's sentence, which opens with its speaker's label."""
+    a transcript's sentence, which opens with its speaker's label, and a list item."""
     out = ""
     for previous, sentence in zip([None, *sentences], sentences, strict=False):
         if previous is not None:
             # a speaker's turn opens a line, as in a transcript: glued on, it read as the turn before's words
-            line_of_its_own = is_heading(previous.text) or is_heading(sentence.text) or speaker_of(sentence.text)
+            line_of_its_own = (
+                is_heading(previous.text)
+                or is_heading(sentence.text)
+                or speaker_of(sentence.text)
+                or strip_bullet(sentence.text) != sentence.text  # a list item, punctuated or not
+            )
             out += "\n" if line_of_its_own else " "
         out += sentence.text
     return out
