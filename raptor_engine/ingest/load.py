@@ -41,6 +41,8 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".htm": "html",
     ".vtt": "subtitles",  # WebVTT, as Teams, Zoom and YouTube export a meeting's or a video's words
     ".srt": "subtitles",
+    ".csv": "csv",  # a spreadsheet's export: each row read under its column names
+    ".tsv": "csv",
 }
 
 MAX_NAME_CHARS = 120
@@ -227,6 +229,7 @@ def load_document(
         "docx": _read_docx,
         "html": _read_html,
         "subtitles": _read_subtitles,
+        "csv": _read_csv,
     }
     blocks = readers[fmt](name, data, limits)
     if sum(len(block.text) for block in blocks) > limits.max_text_chars:
@@ -680,6 +683,73 @@ def _cue_text(lines: list[str]) -> str:
     text = " ".join(line for line in lines if line)
     text = _VOICE_OPEN.sub(lambda match: f"{match.group(1)}: ", _CUE_RUBY_TEXT.sub("", text))
     return " ".join(html.unescape(_CUE_MARKUP.sub("", text)).split())
+
+
+# ------------------------------------------------------------------------------------------------ csv
+
+_CSV_DELIMITERS = ",;\t|"  # what spreadsheets export with: comma, semicolon (where the comma is decimal), tab, bar
+_CSV_SAMPLE_CHARS = 1 << 16
+
+
+def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
+    """A CSV or TSV export as one line per row: under a header row (`_csv_header`) a list item naming each
+    cell by its column ('- Item: DVDs; Late fee: £1 per day.', as Markdown's table rows are read), so a
+    row reads alone in whichever chunk it lands; without one, its cells separated by ' | '. The delimiter
+    is the one the first rows use consistently (tab for .tsv). Cells are counted against the element cap."""
+    import csv
+
+    text, notice = _decode_text(name, data)
+    sample = text[:_CSV_SAMPLE_CHARS]
+    delimiter = "\t" if _extension(name) == ".tsv" else _csv_delimiter(sample)
+    rows: list[list[str]] = []
+    cells = 0
+    try:
+        for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter):
+            cells += len(row)
+            if cells > limits.max_elements:
+                raise IngestError(name, f"has more than {limits.max_elements:,} table cells, over the limit.")
+            cleaned = [" ".join(cell.split()).replace("|", "/") for cell in row]
+            if any(cleaned):
+                rows.append(cleaned)
+    except csv.Error as exc:  # a field past csv's size limit, a NUL in a field
+        log.info("%s: CSV parse failed: %s", name, exc)
+        raise IngestError(name, "could not be read as CSV (a field too long, or not text).") from None
+    if _csv_header(rows):
+        lines = [_labelled_row(rows[0], row) for row in rows[1:]]
+    else:
+        lines = [" | ".join(cell for cell in row if cell) for row in rows]
+    return [_Block("\n".join(line for line in lines if line), notice=notice)]
+
+
+def _csv_delimiter(sample: str) -> str:
+    """The delimiter the sample's first lines split into the same number (two or more) of cells most often."""
+    lines = [line for line in sample.splitlines()[:20] if line.strip()]
+    best, best_rows = ",", 0
+    for delimiter in _CSV_DELIMITERS:
+        counts = [line.count(delimiter) for line in lines]
+        if not counts or not counts[0]:
+            continue
+        steady = sum(1 for count in counts if count == counts[0])
+        if steady > best_rows:
+            best, best_rows = delimiter, steady
+    return best
+
+
+def _csv_header(rows: list[list[str]]) -> bool:
+    """Whether the first row names the columns: two or more rows, its cells all filled, different from each
+    other, short, and not numbers (a file of figures with no header starts with a row of data)."""
+    if len(rows) < 2 or len(rows[0]) < 2:
+        return False
+    names = rows[0]
+    return (
+        all(names)
+        and len(set(names)) == len(names)
+        and all(len(cell) <= MAX_HEADER_CELL_CHARS for cell in names)
+        and not any(_NUMBER.fullmatch(cell) for cell in names)
+    )
+
+
+_NUMBER = re.compile(r"[-+]?[\d.,\s%£$€]+")
 
 
 # ------------------------------------------------------------------------------------------- markdown
