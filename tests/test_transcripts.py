@@ -11,6 +11,7 @@ import numpy as np
 
 from raptor_engine import Engine, Settings
 from raptor_engine.ingest.chunk import chunk_document, split_sentences
+from raptor_engine.ingest.load import load_document
 from raptor_engine.ingest.transcript import is_filler, speaker_of, spoken_lines, turns
 from raptor_engine.query.answer import (
     FOUND,
@@ -614,3 +615,20 @@ def test_an_extractive_summary_keeps_each_sentence_with_its_speaker():
     shown = [c.shown for c in _candidates([_node(summary.text)])]
     assert "Speaker 2: The new pier will cost four hundred thousand pounds." in shown
     assert not any("Welcome" in quote and "pier" in quote for quote in shown)
+
+
+def test_a_subtitle_cue_of_two_speakers_keeps_each_speakers_words_apart():
+    """'- Where are you going?' / '- Home.' in one cue were joined into one line, read as one sentence."""
+    srt = (
+        "1\n00:00:01,000 --> 00:00:03,000\n- Where are you going tonight\n- Home to the lighthouse\n\n"
+        "2\n00:00:03,500 --> 00:00:06,000\n<i>-Did he ever miss a night?</i>\n-Never, not once in forty years.\n\n"
+        "3\n00:00:06,500 --> 00:00:09,000\nThe keeper lit the lamp\nat dusk every night\n"
+    )
+    text = load_document("film.srt", srt.encode()).text
+    assert [text[a:b] for a, b in split_sentences(text)] == [
+        "- Where are you going tonight",
+        "- Home to the lighthouse",
+        "- Did he ever miss a night?",
+        "- Never, not once in forty years.",
+        "The keeper lit the lamp at dusk every night",
+    ]

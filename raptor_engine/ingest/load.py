@@ -678,9 +678,26 @@ def _cues(blocks: list[str]) -> tuple[list[str], int]:
     return [cue for cue in cues if cue], broken
 
 
+# A subtitle line opening with a dialogue dash: a second speaker's words in the same cue ("- Home.").
+_DIALOGUE_DASH = re.compile(r"(?:<[^<>]{0,60}>)*[-\u2013\u2014][ \t]*(?=\S)")
+
+
 def _cue_text(lines: list[str]) -> str:
-    """The words of a cue's text lines, joined, markup removed."""
-    text = " ".join(line for line in lines if line)
+    """The words of a cue's text lines, joined, markup removed; a line opening with a dialogue dash
+    ('- Where are you going?' / '- Home.': two speakers in one cue) starts a line of its own, '- ' and
+    its words, so that it is a sentence of its own and never read as the line before's speaker's."""
+    turns: list[list[str]] = []
+    for line in (line for line in lines if line):
+        dash = _DIALOGUE_DASH.match(line)
+        if dash or not turns:
+            turns.append([f"- {line[dash.end():]}" if dash else line])
+        else:
+            turns[-1].append(line)
+    return "\n".join(cleaned for turn in turns if (cleaned := _cue_words(" ".join(turn))))
+
+
+def _cue_words(text: str) -> str:
+    """A cue's text without its markup, a voice tag as its speaker's "Name: ", white space collapsed."""
     text = _VOICE_OPEN.sub(lambda match: f"{match.group(1)}: ", _CUE_RUBY_TEXT.sub("", text))
     return " ".join(html.unescape(_CUE_MARKUP.sub("", text)).split())
 
