@@ -1046,6 +1046,24 @@ def _md_plain_lines(lines: list[str]) -> list[str]:
     return out
 
 
+# Discord's own markdown beyond Markdown's: a spoiler (||hidden until clicked||), a block quote's and a
+# subtext line's markers ("> ", "-# "), and a code block, which may open mid-line.
+_CHAT_SPOILER = re.compile(r"\|\|(?=\S)(.{1,2000}?)(?<=\S)\|\|", re.DOTALL)
+_CHAT_LINE_MARK = re.compile(r"^(?:>>> |> |-# )", re.MULTILINE)
+_CHAT_CODE_BLOCK = re.compile(r"(```.*?(?:```|\Z))", re.DOTALL)
+
+
+def chat_plain(text: str) -> str:
+    """A chat message's text as the client shows it: Markdown's inline syntax read as a renderer shows it
+    (`_md_inline`: masked links as their text, emphasis, code spans), spoilers as their words, block quote
+    and subtext markers removed; code blocks kept as written. Mentions stay as written."""
+    pieces = _CHAT_CODE_BLOCK.split(text)  # odd pieces are code blocks
+    return "".join(
+        piece if i % 2 else _CHAT_LINE_MARK.sub("", _md_inline(_CHAT_SPOILER.sub(r"\1", piece), frozenset()))
+        for i, piece in enumerate(pieces)
+    )
+
+
 def _read_markdown(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Split at `#` (and underlined) headings outside code fences; heading lines stay in the text. Front
     matter gives the document its title; table rows are labelled with their columns; links, emphasis and
