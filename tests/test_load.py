@@ -530,6 +530,16 @@ def test_whitespace_only_and_script_only_files_yield_no_text():
     assert reason_of("js.html", b"<html><script>alert(1)</script></html>") == "contains no text."
 
 
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [("rules.md", b"***\n---\n___\n"), ("dots.txt", b"...!!! ???"), ("emoji.txt", "\U0001f389\U0001f6a2 \u2693".encode())],
+)
+def test_a_file_of_punctuation_or_symbols_alone_holds_no_text(name, data):
+    """'***' and '---' were stored as a document: nothing in it could be searched, quoted or summarised."""
+    assert reason_of(name, data) == "contains no text, only punctuation or symbols."
+    assert load_document("one.txt", b"- 1").text == "- 1"  # one digit is text
+
+
 def test_binary_content_in_text_format():
     assert "binary" in reason_of("image.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     assert "binary" in reason_of("noise.md", bytes(range(1, 32)) * 20)

@@ -238,6 +238,8 @@ def load_document(
     if not doc.text.strip():
         raise IngestError(name, "contains no text.")
     _check_readable(name, doc.text, fmt)
+    if not _WORD_CHARACTER.search(doc.text):  # '***' and '---' alone: nothing to search, quote or summarise
+        raise IngestError(name, "contains no text, only punctuation or symbols.")
     doc.notices = tuple(block.notice for block in blocks if block.notice)
     log.info("loaded %s: %d chars, %d sections (%s)", name, len(doc.text), len(doc.sections), fmt)
     return doc
@@ -270,6 +272,7 @@ _SUSPICIOUS_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\u
 _UNREADABLE_CHARS = re.compile("[\ue000-\uf8ff\ufffd\U000f0000-\U0010ffff]")
 UNREADABLE_RATIO = 0.25
 _WHITESPACE = re.compile(r"\s+")
+_WORD_CHARACTER = re.compile(r"[^\W_]")  # a letter or digit of any script
 _HSPACE = re.compile(r"[^\S\n]+")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
