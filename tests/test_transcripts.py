@@ -609,7 +609,7 @@ def test_an_extractive_summary_keeps_each_sentence_with_its_speaker():
     )
     summarizer = ExtractiveSummarizer(lambda text: len(text.split()))
     summary = summarizer.summarize(SummaryRequest(texts=[leaf], embeddings=np.ones((1, 4)), max_tokens=200))
-    lines = summary.text.split("\n")
+    lines = [line for line in summary.text.split("\n") if line]
     assert "Speaker 2: The new pier will cost four hundred thousand pounds." in lines
     assert all(speaker_of(line) for line in lines), lines
     shown = [c.shown for c in _candidates([_node(summary.text)])]
@@ -632,3 +632,37 @@ def test_a_subtitle_cue_of_two_speakers_keeps_each_speakers_words_apart():
         "- Never, not once in forty years.",
         "The keeper lit the lamp at dusk every night",
     ]
+
+
+def test_a_subtitle_file_saved_as_txt_is_read_as_subtitles():
+    """Its cue numbers and timing lines were quoted: '2 00:00:04,500 --> 00:00:08,000 The new pier ...'."""
+    srt = "1\n00:00:01,000 --> 00:00:04,000\nWelcome everyone\n\n2\n00:00:04,500 --> 00:00:08,000\nThe pier costs four hundred thousand pounds.\n"
+    for data in (srt.encode(), b"\xef\xbb\xbf" + srt.replace("\n", "\r\n").encode(), b"WEBVTT\n\n00:01.000 --> 00:02.000\nHi there.\n"):
+        doc = load_document("meeting.txt", data)
+        assert doc.format == "subtitles" and "-->" not in doc.text, doc.text
+    assert load_document("notes.txt", b"12\nThe ferry leaves at 10:30 --> the pier.\n").format == "txt"
+
+
+def test_timestamped_lines_are_each_a_quotable_statement():
+    """'[00:01:02] the bridge was built ...' lines with no speaker ran into one sentence of every line."""
+    text = (
+        "[00:01:02] the bridge was built in 1910 by the county council\n"
+        "[00:01:09] it was rebuilt in 1950 after the great flood\n"
+        "(00:01:15) the railway company paid for most of it\n"
+    )
+    assert [text[a:b] for a, b in split_sentences(text)] == text.strip().split("\n")
+    assert [c.text for c in _candidates([_node(text)])] == text.strip().split("\n")
+
+
+def test_a_summary_of_unpunctuated_sentences_splits_into_the_sentences_it_copied():
+    """Copied side by side, a cue or a turn without a full stop ran into the next sentence, from another
+    document or speaker ('Speaker 1: Welcome everyone SPEAKER_02: It opens in June')."""
+    texts = [
+        "SPEAKER_01: Welcome everyone to the harbour meeting\nSPEAKER_02: It opens in June next year",
+        "Maria Lopez: The lighthouse was automated in 1987\nTom Reed: His name was Arthur Penrose",
+        "[00:01:02] the bridge was built in 1910 by the county council",
+    ]
+    summarizer = ExtractiveSummarizer(lambda text: len(text.split()))
+    summary = summarizer.summarize(SummaryRequest(texts=texts, embeddings=np.ones((3, 4)), max_tokens=200)).text
+    copied = [" ".join(t[a:b].split()) for t in texts for a, b in split_sentences(t)]
+    assert sorted(" ".join(summary[a:b].split()) for a, b in split_sentences(summary)) == sorted(copied)

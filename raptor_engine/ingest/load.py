@@ -222,6 +222,9 @@ def load_document(
     if fmt in ("txt", "md") and _is_html_document(data):
         log.info("%s: an HTML document under a %s name; reading its visible text", name, fmt)
         fmt = "html"  # its scripts, styles and comments must not become text
+    if fmt == "txt" and _is_subtitle_file(data):
+        log.info("%s: a subtitle file under a .txt name; reading its cues' words", name)
+        fmt = "subtitles"  # its cue numbers and timing lines must not become quotes
     readers = {
         "txt": _read_txt,
         "md": _read_markdown,
@@ -355,6 +358,18 @@ def _is_html_document(data: bytes) -> bool:
     """A whole HTML page (it starts with a doctype or <html>), whatever its extension says."""
     head = data[:512].removeprefix(b"\xef\xbb\xbf").lstrip().lower()
     return head.startswith((b"<!doctype html", b"<html"))
+
+
+# A subtitle file's opening, whatever its extension: WebVTT's header, or SRT's first cue number and timing.
+_SUBTITLE_OPENING = re.compile(
+    rb"\A(?:\xef\xbb\xbf)?\s*(?:WEBVTT(?:[ \t]|\r?\n|\Z)|\d{1,6}[ \t]*\r?\n[ \t]*"
+    rb"(?:\d+:)?\d{1,2}:\d{2}(?:[.,]\d{1,3})?[ \t]*-->)"
+)
+
+
+def _is_subtitle_file(data: bytes) -> bool:
+    """A WebVTT or SRT export (saved or renamed as .txt), by its first bytes."""
+    return _SUBTITLE_OPENING.match(data[:512]) is not None
 
 
 def _check_readable(name: str, text: str, fmt: str) -> None:

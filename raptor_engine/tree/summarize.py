@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -203,23 +204,33 @@ def pooled_vector(copied: dict[int, int], child_vectors: np.ndarray) -> np.ndarr
     return (vector / norm).astype(np.float32)
 
 
+_CLOSED = re.compile(r"[.!?\u2026:;\u3002\uff01\uff1f][\"'\u201d\u2019)\]\u300d\uff09]*$")  # a sentence's own end
+
+
 def _join(sentences: list[_Sentence]) -> str:
-    """The sentences as one text; a heading or label keeps a line of its own, so that it is never glued
-    to the next sentence ('## Repairs A punctured tube...') and readers can still tell it apart; so does
-    a transcript's sentence, which opens with its speaker's label, and a list item."""
+    """The sentences as one text, each after the separator `_separator` chooses."""
     out = ""
     for previous, sentence in zip([None, *sentences], sentences, strict=False):
         if previous is not None:
-            # a speaker's turn opens a line, as in a transcript: glued on, it read as the turn before's words
-            line_of_its_own = (
-                is_heading(previous.text)
-                or is_heading(sentence.text)
-                or speaker_of(sentence.text)
-                or strip_bullet(sentence.text) != sentence.text  # a list item, punctuated or not
-            )
-            out += "\n" if line_of_its_own else " "
+            out += _separator(previous.text, sentence.text)
         out += sentence.text
     return out
+
+
+def _separator(previous: str, sentence: str) -> str:
+    """What goes between two copied sentences, so the summary splits into the sentences it copied: a
+    blank line after one the text left without a full stop (a subtitle's cue, a log line, a turn of a
+    transcript), which would otherwise run into the next, from whatever document or speaker; a line
+    break before a list item or a speaker's turn and around a heading, which is never glued to the next
+    sentence ('## Repairs A punctured tube...') and keeps a line readers can tell apart; else a space."""
+    if strip_bullet(sentence) != sentence:
+        return "\n"
+    labelled = speaker_of(previous) is not None
+    if not _CLOSED.search(previous) and (labelled or not is_heading(previous)):
+        return "\n\n"
+    if is_heading(previous) and not labelled or is_heading(sentence) or speaker_of(sentence):
+        return "\n"
+    return " "
 
 
 def _ranked(sentences: list[_Sentence]) -> list[_Sentence]:
