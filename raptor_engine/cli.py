@@ -552,16 +552,16 @@ def _print_answer(answer: Answer, shown: TerminalAnswer | None = None) -> None:
         shown.finish(answer.text)
     else:
         shown = None
-        if answer.rewritten:
-            _say(f"Searched as: {answer.query}", dim=True)
+        if answer.searched_as:
+            _say(answer.searched_as, dim=True)
         _say(answer.text)
     if answer.note:
         _say(answer.note, fg="yellow")
     checked = describe_support(len(answer.unsupported), len(answer.wrong_citations))
     if checked:
         _say(checked, fg="yellow")
-    if shown is not None and answer.rewritten:  # known once the answer is done
-        _say(f"Searched as: {answer.query}", dim=True)
+    if shown is not None and answer.searched_as:  # known once the answer is done
+        _say(answer.searched_as, dim=True)
     if not answer.has_context:
         return  # a reply to 'thanks!' or 'hello': nothing was searched or cited
     _say()
@@ -792,9 +792,7 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
         f"{kb}: {counted(info.documents, 'document')}, {counted(info.nodes, 'node')}, {counted(info.tokens, 'token')}"
     )
     for layer in info.layers:
-        label = info.kind_label(layer.kind)
-        if layer.nodes == 1:  # "1 leaf", "1 top summary of the knowledge base"
-            label = label.replace("leaves", "leaf").replace("summaries", "summary")
+        label = info.layer_label(layer)
         _say(
             f"  L{layer.layer}  {layer.nodes:>6} {label:<34} {layer.tokens:>9,} tokens  (avg {layer.tokens // max(layer.nodes, 1)})"
         )

@@ -241,6 +241,13 @@ class TreeInfo:
             return "cross-document summaries" if self.documents > 1 else "top summaries of the knowledge base"
         return {"leaf": "leaves", "summary": "summaries"}.get(kind, "nodes")
 
+    def layer_label(self, layer: LayerInfo) -> str:
+        """`kind_label` for the layer's count: "1 leaf", "1 top summary of the knowledge base"."""
+        label = self.kind_label(layer.kind)
+        if layer.nodes == 1:
+            label = label.replace("leaves", "leaf").replace("summaries", "summary").replace("nodes", "node")
+        return label
+
     @property
     def tokens(self) -> int:
         return sum(layer.tokens for layer in self.layers)
@@ -1668,7 +1675,8 @@ class Engine:
     ) -> Answer:
         """'Is that true?': the last answer's claims are searched for (`search`: the question's context
         for a text) in the tree as it is now, and the reply quotes the sentences that say them, or says
-        that nothing supports them (verify.py)."""
+        that nothing supports them (verify.py). With an answerer that writes prose (an LLM), a claim is
+        also found by its meaning, as the support check finds a written sentence's source."""
         said = last_answer(await asyncio.to_thread(without_small_talk, history))
         claims = claims_of(said) if said is not None else []
         query = " ".join(claims)[:MAX_QUESTION_CHARS]
@@ -1676,8 +1684,11 @@ class Engine:
         if context is None:
             nothing = RetrievedContext(nodes=[], tokens_used=0, budget=0, mode="", query=question)
             return Answer(question, question, NOTHING_TO_CHECK, [], nothing, self.answerer.name, answered=False)
-        text, citations = map_citations(check_reply(claims, context.nodes), context.nodes)
-        return Answer(question, query, text, citations, context, self.answerer.name, answered=bool(citations))
+        support = await asyncio.to_thread(self.support_index, self.answerer, context.nodes)
+        reply = await asyncio.to_thread(check_reply, claims, context.nodes, support)
+        text, citations = map_citations(reply, context.nodes)
+        answered = bool(citations)
+        return Answer(question, query, text, citations, context, self.answerer.name, answered=answered, verified=claims)
 
     def _record_question(self, kb: str, answer: Answer, asked_by: str) -> None:
         kb_id = self.store.kb_id(kb)

@@ -231,3 +231,18 @@ def m004_turn_messages(db: sqlite_utils.Database) -> None:
     columns = {row[1] for row in db.execute("PRAGMA table_info(bot_turns)").fetchall()}
     if "posted_ids" not in columns:
         db.execute("ALTER TABLE bot_turns ADD COLUMN posted_ids TEXT")
+
+
+@bot_migrations
+def m005_posted_files(db: sqlite_utils.Database) -> None:
+    """Which documents came from a file attached to a Discord message (auto-ingest, the message menu), and
+    who posted it, so the document leaves when its message is deleted or edited to drop the file, or its
+    author runs /kb forget-me (bot/posted.py)."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_posted_files (
+            kb TEXT NOT NULL, channel_id INTEGER NOT NULL, message_id INTEGER NOT NULL,
+            attachment_id INTEGER NOT NULL, sha256 TEXT NOT NULL, author_id INTEGER NOT NULL,
+            PRIMARY KEY (kb, message_id, attachment_id))"""
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS idx_bot_posted_files_message ON bot_posted_files (message_id)")
+    db.execute("CREATE INDEX IF NOT EXISTS idx_bot_posted_files_channel ON bot_posted_files (channel_id)")

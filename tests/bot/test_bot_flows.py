@@ -261,6 +261,9 @@ async def test_empty_knowledge_base_gets_help(harness):
     replies = await h.replies_done(token)
     assert "has no documents yet" in replies[0]["content"] and "/kb add" in replies[0]["content"]
     assert not h.fake.calls_to("POST", r"/threads$")
+    # only the asker sees it: the public 'thinking…' was withdrawn and the sentence sent privately
+    assert [m["flags"] & 64 for m in replies] == [64]
+    assert [m for m in h.fake.channel_messages(CHAN_B) if not m["flags"] & 64] == []
 
 
 class LongAnswerer:
