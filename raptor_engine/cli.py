@@ -119,7 +119,16 @@ class ProgressBars:
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-class OneLineFormatter(logging.Formatter):
+class SafeFormatter(logging.Formatter):
+    """Log records with their terminal-unsafe characters shown as escapes (`terminal_safe`): a record can
+    quote stored text (a node, a question, a file's name, a parser's message about the bytes it read),
+    and `-v` prints it on the user's terminal as the CLI's own output is printed."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal_safe(super().format(record))
+
+
+class OneLineFormatter(SafeFormatter):
     """Log records as one line each, without their tracebacks: without -v a failure is its sentence,
     not a stack (Python's warnings, logged too, lose the source line printed under them)."""
 
@@ -133,19 +142,20 @@ class OneLineFormatter(logging.Formatter):
 
 
 def one_line_logs(verbose: int) -> None:
-    """Without -v, every handler already set up (ours, and Dask's own, which do not propagate to the
-    root) prints records without tracebacks; call again after importing distributed."""
-    if verbose:
-        return
-    logging.captureWarnings(True)
+    """Every handler already set up (ours, and Dask's own, which do not propagate to the root) prints
+    records with unsafe characters escaped, and without -v without tracebacks; call again after
+    importing distributed."""
+    formatter = SafeFormatter if verbose else OneLineFormatter
+    if not verbose:
+        logging.captureWarnings(True)
     loggers = [
         logging.getLogger(),
         *(logging.getLogger(name) for name in list(logging.root.manager.loggerDict)),
     ]
     for logger in loggers:
         for handler in getattr(logger, "handlers", []):
-            if not isinstance(handler.formatter, OneLineFormatter):
-                handler.setFormatter(OneLineFormatter(LOG_FORMAT))
+            if type(handler.formatter) is not formatter:
+                handler.setFormatter(formatter(LOG_FORMAT))
 
 
 def one_line(error: BaseException) -> str:
@@ -409,7 +419,7 @@ def ingest(
     quiet: bool,
     scheduler: str | None,
 ) -> None:
-    """Add FILES (.txt .md .pdf .docx .html .vtt .srt) to a knowledge base."""
+    """Add FILES (.txt .md .pdf .docx .html .vtt .srt .csv .tsv) to a knowledge base."""
     if scheduler:
         from .workers import cluster_security
 

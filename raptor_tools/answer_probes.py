@@ -49,6 +49,7 @@ from raptor_engine.engine import Engine  # noqa: E402
 from raptor_engine.ingest.sentences import sentence_key  # noqa: E402
 from raptor_engine.query.answer import QUOTE  # noqa: E402
 from raptor_engine.tree.embed import Embedder  # noqa: E402
+from raptor_tools import say  # noqa: E402
 from raptor_tools.evaluate import answer_extractively  # noqa: E402
 
 PROBES = _ROOT / "tests" / "fixtures" / "answer_probes"
@@ -173,8 +174,8 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="raptor-probes-") as data_dir:
         root = SETS[args.set]
         outcomes = asyncio.run(run_probes(load_probes(args.split, root), Path(data_dir), root))
-    print(f"Answer probes, {args.set} {args.split} ({len(outcomes)} questions, budget {BUDGET}, no LLM):\n")
-    print(render(outcomes, args.show_misses))
+    say(f"Answer probes, {args.set} {args.split} ({len(outcomes)} questions, budget {BUDGET}, no LLM):\n")
+    say(render(outcomes, args.show_misses))
 
 
 if __name__ == "__main__":

@@ -2264,13 +2264,15 @@ def _joinable(
 ) -> bool:
     """Whether two neighbouring sentences of a node read as one quote: the same paragraph (in a
     `transcript`, the same turn: the same line of a leaf), the one `added` to the quote neither cut
-    short, a heading, nor quoted already, nor in a transcript only filler (in a story "Indeed?" is a
-    line of dialogue)."""
+    short, a heading, a list item, nor quoted already, nor in a transcript only filler (in a story
+    "Indeed?" is a line of dialogue)."""
     between = text[first.end : second.start]
     if "\n\n" in between or (transcript and "\n" in between):
         return False
     said = added.text[label_end(added.text) :] if transcript else added.text  # a picked quote's key has no label
     if added.cut_short or is_heading(added.text) or (transcript and is_filler(said)):
+        return False
+    if strip_bullet(added.text) != added.text:  # the next list item is a statement of its own
         return False
     return not any(sentence_key(strip_bullet(said)) == other.key for other in picked)
 
