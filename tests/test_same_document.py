@@ -126,3 +126,17 @@ async def test_a_document_from_before_the_fingerprint_is_still_found_by_its_byte
         conn.close()
     finally:
         engine.close()
+
+
+async def test_a_build_that_did_not_check_once_read_is_refused_before_its_commit(stored, monkeypatch):
+    """A Dask worker's build (no `loaded` check) or another process's commit meanwhile: the text is
+    compared again at the commit, so the copy is still not stored."""
+    monkeypatch.setattr(stored, "_refuse_stored_text", lambda kb_id, text_sha: None)
+    before = fingerprint(stored)
+    stages: list[str] = []
+    result = await stored.ingest(
+        "kb", "mill.txt", TEXT.replace("\n", "\r\n").encode(), progress=lambda event: stages.append(event.stage)
+    )
+    assert "embed" in stages  # built this time
+    assert (result.status, result.document.name) == ("duplicate", "mill.md")
+    assert fingerprint(stored) == before
