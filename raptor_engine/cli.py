@@ -375,11 +375,11 @@ def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
 
 def _print_ingest(name: str, result: IngestResult) -> None:
     """One line for the file called `name` here; a duplicate names the stored copy when it is called
-    otherwise (a renamed file), so the user can find it in `raptor docs`."""
+    otherwise (a renamed or re-saved file), so the user can find it in `raptor docs`."""
     doc = result.document
     if result.status == "duplicate":
         stored = "" if doc.name == name else f" as {doc.name}"
-        _say(f"{name}: already in the knowledge base{stored} (same bytes), nothing to do.")
+        _say(f"{name}: already in the knowledge base{stored} (same content), nothing to do.")
         return
     _say(
         f"{doc.name}: {counted(result.chunks, 'chunk')}, {counted(result.layers, 'layer')}, "

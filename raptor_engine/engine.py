@@ -165,6 +165,14 @@ class QuestionTimeoutError(RaptorError):
     """A question was not answered within RAPTOR_QUESTION_TIMEOUT seconds."""
 
 
+class _StoredText(Exception):
+    """An upload's text is a document stored already (found once it is read): no build, a duplicate."""
+
+    def __init__(self, document: DocumentInfo) -> None:
+        super().__init__(document.name)
+        self.document = document
+
+
 @dataclass
 class IngestResult:
     status: str  # "added" | "duplicate"
@@ -551,8 +559,9 @@ class Engine:
     ) -> IngestResult:
         """Add a document: build its subtree, refresh the cross-document layer, store all at once.
 
-        Identical bytes already in the knowledge base are a no-op ("duplicate"). On any error
-        nothing is stored. Builds of one knowledge base run one at a time, in arrival order.
+        The same document already in the knowledge base is a no-op ("duplicate"): identical bytes, or
+        the same text saved again otherwise (load.text_fingerprint), which is found once the upload is
+        read, before it is built. On any error nothing is stored. Builds of one knowledge base run one at a time, in arrival order.
         """
         name = safe_filename(filename)
         added_by = readable_text(added_by)  # stored beside the document: SQLite cannot store a lone surrogate
@@ -597,17 +606,20 @@ class Engine:
         budget = self.build_budget(name)
         try:
             with budget.active():
-                built = await budget.bound(self._build_tree(name, data, kb_id, progress))
+                loaded = functools.partial(self._refuse_stored_text, kb_id)
+                built = await budget.bound(self._build_tree(name, data, kb_id, progress, loaded))
                 tree, chunks, fmt = built.tree, built.chunks, built.format
             # Other processes' writers of this knowledge base wait from here to the commit (writers.py); the
             # wait is RAPTOR_WRITER_WAIT's, not the build's deadline, and the cross-document layer is cheap.
             await gate.enter()
             kb_id = self.store.kb_id(kb)
-            stored = self.store.document_by_sha(kb_id, sha) if kb_id is not None else None
-            if stored is not None:  # another process stored the same bytes meanwhile
+            stored = self._stored_copy(kb_id, sha, built.text_sha256)
+            if stored is not None:  # another process stored the same document meanwhile (or a Dask build)
                 return IngestResult("duplicate", stored)
             seen_version = self._version_of(kb_id)
             kb_layer = await self._kb_layer(kb_id, tree, progress)
+        except _StoredText as same:  # the upload is a document stored already, under other bytes
+            return IngestResult("duplicate", same.document)
         except (IngestError, LimitError):
             raise  # the upload itself was refused: leave the store byte-for-byte as it was
         except RaptorError as exc:
@@ -628,6 +640,7 @@ class Engine:
         document = {
             "name": name,
             "sha256": sha,
+            "text_sha256": built.text_sha256,
             "size": len(data),
             "format": fmt,
             "added_by": added_by,
@@ -674,7 +687,7 @@ class Engine:
                     "%s changed during the build of %s (attempt %d); redoing its top layer", kb, name, attempt
                 )
                 kb_id = self.store.kb_id(kb)
-                existing = self.store.document_by_sha(kb_id, sha) if kb_id is not None else None
+                existing = self._stored_copy(kb_id, sha, built.text_sha256)
                 if existing is not None:
                     return IngestResult("duplicate", existing)
                 seen_version = self._version_of(kb_id)
@@ -706,10 +719,30 @@ class Engine:
             notices=list(built.notices),
         )
 
+    def _stored_copy(self, kb_id: int | None, sha: str, text_sha: str) -> DocumentInfo | None:
+        """The document of `kb_id` with these bytes or, failing that, this text fingerprint."""
+        if kb_id is None:
+            return None
+        return self.store.document_by_sha(kb_id, sha) or (
+            self.store.document_by_text(kb_id, text_sha) if text_sha else None
+        )
+
+    def _refuse_stored_text(self, kb_id: int | None, text_sha: str) -> None:
+        """Stop a build once its upload reads as a document stored already (`build_document`'s `loaded`)."""
+        stored = self.store.document_by_text(kb_id, text_sha) if kb_id is not None else None
+        if stored is not None:
+            raise _StoredText(stored)
+
     async def _build_tree(
-        self, name: str, data: bytes, kb_id: int | None, progress: ProgressCallback | None
+        self,
+        name: str,
+        data: bytes,
+        kb_id: int | None,
+        progress: ProgressCallback | None,
+        loaded: Callable[[str], None] | None = None,
     ) -> DocumentTree:
-        """The document's own tree, built on the Dask cluster when one is attached, else here."""
+        """The document's own tree, built on the Dask cluster when one is attached, else here (where
+        `loaded` checks the text once read; a cluster's build is checked when it is back)."""
         held = self.store.kb_tokens(kb_id) if kb_id is not None else 0
         if self.cluster is not None:
             built = await self.cluster.build(name, data, self.settings, held, progress, current_budget())
@@ -727,6 +760,7 @@ class Engine:
                 embedder=embedder,
                 summarizer=summarizer,
                 progress=progress,
+                loaded=loaded,
             )
         self.last_parse = built.parse
         return built

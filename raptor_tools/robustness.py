@@ -170,10 +170,11 @@ def bad_input_corpus() -> list[BadInput]:
         BadInput("invalid UTF-8 (Latin-1, read as Windows-1252)", "latin1.txt", "Café crème, déjà vu à la carte.".encode("latin-1"), "ingested"),
         BadInput("UTF-8 with a stray invalid byte", "stray.md", b"Good text \xff then more.", "ingested"),
         BadInput("high bytes that read as no language", "high.txt", bytes(range(0x80, 0x100)) * 8, "refused"),
-        BadInput("UTF-16 LE with a BOM", "utf16le.txt", "\ufeff" .encode("utf-16-le") + SAFE_TEXT.encode("utf-16-le"), "ingested"),
+        # base.txt's text in UTF-16: read exactly as that text, it is the document stored already
+        BadInput("UTF-16 LE with a BOM", "utf16le.txt", "\ufeff" .encode("utf-16-le") + SAFE_TEXT.encode("utf-16-le"), "duplicate"),
         BadInput("UTF-16 BE with a BOM", "utf16be.txt", "\ufeff".encode("utf-16-be") + "Die Brücke wurde 1910 gebaut.".encode("utf-16-be"), "ingested"),
-        BadInput("UTF-16 without a BOM", "nobom.txt", SAFE_TEXT.encode("utf-16-le"), "ingested"),
-        BadInput("UTF-16 BE without a BOM", "nobom-be.txt", SAFE_TEXT.encode("utf-16-be"), "ingested"),
+        BadInput("UTF-16 without a BOM", "nobom.txt", SAFE_TEXT.encode("utf-16-le"), "duplicate"),
+        BadInput("UTF-16 BE without a BOM", "nobom-be.txt", SAFE_TEXT.encode("utf-16-be"), "duplicate"),
         BadInput("NUL bytes inside UTF-8 text", "nuls.md", b"Some text\x00\x00\x00 with NULs.", "refused"),
         BadInput("whitespace only", "blank.md", b"   \n\n\t \r\n  ", "refused"),
         BadInput("one enormous line (no breaks, passes the tokens bound)", "line.txt", ("word " * 30_000).encode(), "refused"),
@@ -205,6 +206,8 @@ def bad_input_corpus() -> list[BadInput]:
         BadInput("zero-width and right-to-left override characters", "rtl.txt",
                  "The \u200bchapel \u202ebell\u202c was cast in 1840.\u00ad".encode(), "ingested"),
         BadInput("the same bytes again (duplicate)", "again.txt", SAFE_TEXT.encode(), "duplicate"),
+        BadInput("the same text re-saved (BOM, CRLF, trailing spaces; duplicate)", "again.md",
+                 b"\xef\xbb\xbf" + (SAFE_TEXT + " \t\r\n").encode(), "duplicate"),
     ]  # fmt: skip
 
 

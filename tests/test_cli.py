@@ -45,12 +45,12 @@ def test_ingest_ask_docs_tree_forget(run, files):
     assert "railway.md:" in result.output and "bees.md:" in result.output
 
     again = run("ingest", str(railway), "--kb", "t", "--quiet")
-    assert again.output == "railway.md: already in the knowledge base (same bytes), nothing to do.\n"
+    assert again.output == "railway.md: already in the knowledge base (same content), nothing to do.\n"
     renamed = railway.with_name("railway copy.md")
     renamed.write_bytes(railway.read_bytes())
     copy = run("ingest", str(renamed), "--kb", "t", "--quiet")  # the name given, and the one to look for
     assert copy.output == (
-        "railway copy.md: already in the knowledge base as railway.md (same bytes), nothing to do.\n"
+        "railway copy.md: already in the knowledge base as railway.md (same content), nothing to do.\n"
     )
 
     asked = run("ask", "Who surveyed the railway?", "--kb", "t", "--json")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import functools
+import hashlib
 import html
 import io
 import itertools
@@ -309,6 +310,16 @@ def _normalise(text: str) -> str:
     text = _HSPACE.sub(" ", text)
     text = "\n".join(line.strip() for line in text.split("\n"))
     return _BLANK_RUNS.sub("\n\n", text).strip()
+
+
+def text_fingerprint(text: str) -> str:
+    """The sha256 of a loaded document's text with what saving it again may change taken out: line
+    endings, a BOM, whitespace at line ends, the Unicode normal form (NFC). Case and wording count, so
+    the same document re-saved (CRLF, another encoding, .md as .txt) has the same fingerprint and a
+    document that differs in one word does not."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\ufeff", "")
+    text = "\n".join(line.rstrip() for line in unicodedata.normalize("NFC", text).split("\n"))
+    return hashlib.sha256(text.strip("\n").encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _assemble(name: str, blocks: list[_Block], fmt: str) -> LoadedDocument:

@@ -150,6 +150,19 @@ def m007_text_index_per_kb(db: sqlite_utils.Database) -> None:
     split_text_index(db)
 
 
+
+@store_migrations
+def m008_document_text_fingerprint(db: sqlite_utils.Database) -> None:
+    """Each document's text fingerprint (ingest/load.py `text_fingerprint`), so the same document uploaded
+    again under other bytes (CRLF, a BOM, another encoding, .md saved as .txt) is recognised, not stored
+    twice. NULL (unknown) for documents stored before this step: their leaves are slices of the text but
+    the whitespace between them (a space, a line break, a blank line) is not kept, so the fingerprint
+    cannot be recomputed exactly; only their identical bytes are recognised."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(documents)").fetchall()}
+    if "text_sha256" not in columns:
+        db.execute("ALTER TABLE documents ADD COLUMN text_sha256 TEXT")
+    db.execute("CREATE INDEX IF NOT EXISTS documents_text ON documents(kb_id, text_sha256)")
+
 @summary_cache_migrations
 def m001_summary_cache(db: sqlite_utils.Database) -> None:
     """LLM summaries by the sha256 of everything that shapes them (see `llm_cache.summary_cache_key`)."""

@@ -97,6 +97,11 @@ async def test_a_renamed_copy_is_named_with_the_document_it_repeats(harness):
     )
     again = await add_doc(h, "kestrel.md", LIGHTHOUSE)
     assert "↩️ **kestrel.md** is already in this knowledge base (same content)" in again[0]["content"]
+    resaved = await add_doc(h, "kestrel.txt", "\ufeff" + LIGHTHOUSE.replace("\n", " \r\n"))  # other bytes
+    assert (
+        "↩️ **kestrel.txt** is already in this knowledge base as **kestrel.md** (same content)"
+        in resaved[0]["content"]
+    )
     assert [d.name for d in h.engine.documents(KB_A)] == ["kestrel.md"]
 
 
