@@ -8,7 +8,10 @@ downloaded once and handed to the engine, while one status message shows every f
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +23,8 @@ from raptor_engine.ingest.budget import BuildLimitError
 from raptor_engine.ingest.load import SUPPORTED_EXTENSIONS, check_upload
 from raptor_engine.types import Progress, counted
 
-from .jobs import ShuttingDown, StatusMessage, ThrottledEditor, display_name, download
+from .jobs import Shown, ShuttingDown, StatusMessage, ThrottledEditor, display_name, download
+from .posted import remember_posted
 from .render import human_time, inert
 from .services import Services
 from .uploads import Source, Upload
@@ -106,8 +110,20 @@ class BatchStatus:
         self.lines = [FileLine(n, f"⏳ **{display_name(n)}** queued") for n in names]
         self.refused = refused
         self.concluded: set[int] = set()
+        self.status = status
         self.editor = ThrottledEditor(status.show, interval=interval)
         self.origin = origin_of(status)
+
+    async def record_where(self, services: Services, records: list[int | None]) -> None:
+        """Keep where this status message is with the uploads' records, now and whenever it moves (to a
+        channel message once the token expires): a bot killed before they finish closes it on restart."""
+
+        async def note(shown: Shown) -> None:
+            await services.jobs.note_shown(records, shown)
+
+        self.status.on_shown = note
+        if self.status.shown is not None:
+            await note(self.status.shown)
 
     def render(self) -> str:
         return "\n".join([self.header, *(line.text for line in self.lines), *self.refused])
@@ -148,8 +164,10 @@ async def add_files(
     refused: list[str],
     added_by: str,
     status: StatusMessage,
+    posted_in: discord.Message | None = None,
 ) -> int:
-    """Queue and ingest accepted attachments one after another; returns how many were added."""
+    """Queue and ingest accepted attachments one after another; returns how many were added. Attachments
+    of a message (`posted_in`) are recorded with it: deleting the message removes them (bot/posted.py)."""
     async with services.jobs.track():
         names = [a.filename for a in attachments]
         batch = BatchStatus(
@@ -163,9 +181,12 @@ async def add_files(
         sources = [Source(a.filename, a.url, a.size) for a in attachments]
         deletions = services.jobs.deletion_count(kb)  # the files are refused if the channel goes meanwhile
         records = await services.jobs.accept(kb, sources, added_by, batch.origin)
+        await batch.record_where(services, records)
         added = 0
         for index, (attachment, record) in enumerate(zip(attachments, records, strict=True)):
-            added += await _add_one(services, kb, attachment, index, added_by, batch, record, deletions)
+            added += await _add_one(
+                services, kb, attachment, index, added_by, batch, record, deletions, posted_in
+            )
         header = (
             "Done."
             if added == len(attachments)
@@ -192,12 +213,16 @@ async def _add_one(
     batch: BatchStatus,
     record: int | None,
     deletions: int,
+    posted_in: discord.Message | None,
 ) -> bool:
     """Download and ingest one attachment, writing its outcome on its line; True when it was added."""
     fetch = fetcher(services, batch, index, Source(attachment.filename, attachment.url, attachment.size))
-    return await _build_one(
+    added = await _build_one(
         services, kb, attachment.filename, fetch, index, added_by, batch, record=record, deletions=deletions
     )
+    if added is not None and posted_in is not None:
+        await remember_posted(services, kb, posted_in, attachment, added.sha256)
+    return added is not None
 
 
 def fetcher(
@@ -222,8 +247,9 @@ async def _build_one(
     added_by: str,
     batch: BatchStatus,
     **job: Any,
-) -> bool:
-    """Queue and ingest one file through the build jobs, writing its outcome on its line."""
+) -> Any:
+    """Queue and ingest one file through the build jobs, writing its outcome on its line; the document
+    it added, or None (not added: refused, failed, or the same content already here)."""
     name = display_name(filename)
     try:
         result = await services.jobs.run(
@@ -238,19 +264,19 @@ async def _build_one(
     except RaptorError as error:
         log.info("adding %r to %s failed: %s", filename, kb, error)
         batch.conclude(index, failure_line(name, error))
-        return False
+        return None
     except Exception:
         log.exception("adding %r to %s failed unexpectedly", filename, kb)
         batch.conclude(
             index, f"❌ **{name}** was not added: an unexpected error (logged). Nothing was stored."
         )
-        return False
+        return None
     log.info("added %r to %s: %s (%s)", filename, kb, result.status, "; ".join(map(str, result.notes)))
     line = result_line(filename, result)
     if result.status == "added":
         line += "".join(namesake_note(doc) for doc in await services.call(services.engine.namesakes, kb, result.document))
     batch.conclude(index, line)
-    return result.status == "added"
+    return result.document if result.status == "added" else None
 
 
 def failure_line(name: str, error: RaptorError) -> str:
@@ -264,15 +290,74 @@ def failure_line(name: str, error: RaptorError) -> str:
     return f"❌ **{name}** was not added: {inert(str(error))} Nothing was stored."
 
 
-async def resume_uploads(services: Services, channel_for: Callable[[int], Any]) -> int:
+async def resume_uploads(
+    services: Services,
+    channel_for: Callable[[int], Any],
+    webhook_for: Callable[[str], discord.Webhook] | None = None,
+) -> int:
     """Build again each upload a previous run accepted and did not finish, in its channel, telling its
-    requester; returns how many were resumed. `channel_for` maps a channel id to a messageable."""
+    requester; returns how many were resumed. First the status messages the previous run left showing ⏳
+    are closed. `channel_for` maps a channel id to a messageable, `webhook_for` an interaction token to
+    the webhook that edits its response."""
     uploads = services.jobs.uploads
     if uploads is None:
         return 0
     pending = await asyncio.to_thread(uploads.unfinished)
+    await close_stale_statuses(pending, channel_for, webhook_for)
     await asyncio.gather(*(_resume_one(services, upload, channel_for) for upload in pending))
     return len(pending)
+
+
+STALE_HEADER = "⏸️ The bot restarted before this finished; what was left is added in a new message below."
+_WORKING_LINE = re.compile(r"⏳ (\*\*.*?\*\*)")
+_MENTION_PREFIX = re.compile(r"<@\d+> ")
+
+
+def stale_text(content: str) -> str:
+    """A status message a restart cut short, closed: its header says so and each file's ⏳ line (not
+    finished) says it was interrupted; lines with an outcome (✅, ❌, ↩️) stay as they were."""
+    first, *rest = content.split("\n")
+    mention = _MENTION_PREFIX.match(first)
+    lines = [(mention.group(0) if mention else "") + STALE_HEADER]
+    for line in rest:
+        working = _WORKING_LINE.match(line)
+        lines.append(f"⏸️ {working.group(1)} was interrupted by the restart." if working else line)
+    return "\n".join(lines)
+
+
+async def close_stale_statuses(
+    pending: list[Upload],
+    channel_for: Callable[[int], Any],
+    webhook_for: Callable[[str], discord.Webhook] | None,
+) -> None:
+    """Edit each status message of the unfinished uploads (one per request) with `stale_text`."""
+    first_of: dict[int, Upload] = {}
+    for upload in pending:
+        if upload.status_message_id and upload.channel_id is not None:
+            first_of.setdefault(upload.status_message_id, upload)
+    await asyncio.gather(*(_close_stale(upload, channel_for, webhook_for) for upload in first_of.values()))
+
+
+async def _close_stale(
+    upload: Upload, channel_for: Callable[[int], Any], webhook_for: Callable[[str], discord.Webhook] | None
+) -> None:
+    """One stale status message: through the interaction's webhook while its token works (only it may
+    edit an interaction's response), else as the bot's channel message. Best effort: a failure is logged."""
+    message_id = upload.status_message_id
+    try:
+        if upload.status_token and upload.status_until > time.time() and webhook_for is not None:
+            webhook = webhook_for(upload.status_token)
+            message: Any = await webhook.fetch_message(message_id)
+            edit = functools.partial(webhook.edit_message, message_id)
+        else:
+            message = await channel_for(upload.channel_id).fetch_message(message_id)
+            edit = message.edit
+        closed = stale_text(message.content)
+        if closed != message.content:
+            await edit(content=closed, allowed_mentions=discord.AllowedMentions.none())
+            log.info("closed status message %s, which the restart cut short", message_id)
+    except discord.HTTPException as error:
+        log.info("could not close status message %s after the restart: %s", message_id, error)
 
 
 async def _resume_one(services: Services, upload: Upload, channel_for: Callable[[int], Any]) -> None:
@@ -285,7 +370,8 @@ async def _resume_one(services: Services, upload: Upload, channel_for: Callable[
     async with services.jobs.track():
         batch = BatchStatus(status, resuming, [upload.filename], [], services.status_interval)
         batch.show()
-        added = await _build_one(
+        await batch.record_where(services, [upload.id])
+        document = await _build_one(
             services,
             upload.kb,
             upload.filename,
@@ -296,7 +382,7 @@ async def _resume_one(services: Services, upload: Upload, channel_for: Callable[
             record=upload.id,
             downloaded=upload.data is not None,
         )
-        await batch.finish(added_text if added else not_added_text)
+        await batch.finish(added_text if document is not None else not_added_text)
 
 
 def given_up(upload: Upload) -> Callable[[], Awaitable[bytes]]:

@@ -192,15 +192,15 @@ async def _ask(
     except RaptorError as error:
         log.warning("ask in %s refused: %s", kb, error)
         await stream.stop()
-        await replier.send(f"⚠️ {inert(str(error))}")
+        await replier.refuse(f"⚠️ {inert(str(error))}")
         return
     except Exception as error:
         log.exception("ask in %s failed", kb)
         await stream.stop()
-        await replier.send(failure_text(error, FAILED))
+        await replier.refuse(failure_text(error, FAILED))
         return
     if answer is None:
-        await replier.send(empty_text(services, kb))
+        await replier.refuse(empty_text(services, kb))
         return
     messages, view = await prepare(services, kb, answer)
     sent = await deliver(stream, messages, view, replier.send_all)

@@ -25,10 +25,12 @@ from raptor_engine.engine import Engine
 from raptor_engine.errors import NotFoundError, RaptorError, storage_error, storage_failure
 from raptor_engine.query.ratelimit import QuestionLimiter
 
+from . import posted
 from .adding import resume_uploads
 from .answering import handle_follow_up
 from .commands import auto_ingest, cogs
 from .gateway import IdentifyGate, shard_plan
+from .hints import mention_hint
 from .jobs import MIN_EDIT_INTERVAL_SECONDS, TOKEN_LIFETIME_SECONDS, BuildJobs
 from .kb import guild_prefix, kb_for_channel, kb_name
 from .messages import resume_imports
@@ -145,9 +147,13 @@ class RaptorBot(commands.AutoShardedBot):
             await self.sync_or_explain()
         log.info("ready to connect; backend %s", engine.backend_name)
         self._resuming = asyncio.get_running_loop().create_task(
-            resume_uploads(self.services, self.get_partial_messageable)
+            resume_uploads(self.services, self.get_partial_messageable, self.interaction_webhook)
         )
         self._reconciling = asyncio.get_running_loop().create_task(self.catch_up_messages())
+
+    def interaction_webhook(self, token: str) -> discord.Webhook:
+        """The webhook that edits the responses of the interaction with `token` (while Discord honours it)."""
+        return discord.Webhook.partial(self.application_id or 0, token, client=self)
 
     async def catch_up_messages(self) -> None:
         """What changed while the bot was down: deletions and edits (and, synced, new messages) first,
@@ -158,6 +164,9 @@ class RaptorBot(commands.AutoShardedBot):
         try:
             channels = await services.sync.reconcile(self.channel_to_read)
             log.info("reconciled the messages of %d channel(s)", channels)
+            files = await posted.reconcile(services, self.channel_to_read)
+            if files:
+                log.info("removed %d posted file(s) whose message went while the bot was down", files)
             resumed = await resume_imports(services, self)
             if resumed:
                 log.info("resumed %d history import(s)", resumed)
@@ -279,30 +288,39 @@ class RaptorBot(commands.AutoShardedBot):
             follow_up = await services.state.thread(channel.guild.id, channel.id)
             if follow_up is not None:
                 await handle_follow_up(services, self.user, message, follow_up)
-        if message.attachments:  # a file posted in an answer thread is posted in its channel too
-            kb = kb_for_channel(message.guild.id if message.guild else None, channel)
-            if kb is not None and await services.autoingest_enabled(kb):
-                await auto_ingest(services, message, kb)
+        kb = kb_for_channel(message.guild.id if message.guild else None, channel)
+        autoingest = kb is not None and bool(message.attachments) and await services.autoingest_enabled(kb)
+        if autoingest:  # a file posted in an answer thread is posted in its channel too
+            await auto_ingest(services, message, kb)
+        if follow_up is None and kb is not None and self.user is not None and self.user in message.mentions:
+            hint = mention_hint(message.content, bool(message.attachments), autoingest)
+            if hint:
+                await reply_quietly(message, hint)
         if services.sync is not None and follow_up is None:  # a follow-up is a conversation, not knowledge
             await services.sync.message_created(message)
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        if self.services is not None and self.services.sync is not None:
+        if self.services is None:
+            return
+        edited = posted.message_edited(self.services, payload.guild_id, payload.message_id, payload.data)
+        await self._guarded(edited, f"files of the edit of {payload.message_id}")
+        if self.services.sync is not None:
             await self._guarded(self.services.sync.message_edited(payload), f"edit of {payload.message_id}")
 
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        if self.services is not None and self.services.sync is not None:
-            deleted = self.services.sync.messages_deleted(
-                payload.guild_id, payload.channel_id, {payload.message_id}
-            )
-            await self._guarded(deleted, f"deletion of {payload.message_id}")
+        await self.messages_deleted(payload.guild_id, payload.channel_id, {payload.message_id})
 
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
-        if self.services is not None and self.services.sync is not None:
-            deleted = self.services.sync.messages_deleted(
-                payload.guild_id, payload.channel_id, payload.message_ids
-            )
-            await self._guarded(deleted, f"bulk deletion in {payload.channel_id}")
+        await self.messages_deleted(payload.guild_id, payload.channel_id, set(payload.message_ids))
+
+    async def messages_deleted(self, guild_id: int | None, channel_id: int, message_ids: set[int]) -> None:
+        """Deleted messages leave every knowledge base that holds them, with the files they brought."""
+        if self.services is None:
+            return
+        what = f"deletion of {len(message_ids)} message(s) in {channel_id}"
+        if self.services.sync is not None:  # first: it remembers the ids, for a file still being added
+            await self._guarded(self.services.sync.messages_deleted(guild_id, channel_id, message_ids), what)
+        await self._guarded(posted.messages_deleted(self.services, guild_id, message_ids), f"files of the {what}")
 
     async def _guarded(self, work: Any, what: str) -> None:
         """A message event's handling: a failure is logged, never raised into discord.py's dispatch."""
@@ -325,6 +343,7 @@ class RaptorBot(commands.AutoShardedBot):
             await self.services.state.forget_thread(payload.guild_id, payload.thread_id)
         except Exception:
             log.exception("forgetting deleted thread %s failed", payload.thread_id)
+        await self._guarded(posted.channel_deleted(self.services, payload.guild_id, payload.thread_id), "thread files")
         if self.services.sync is not None:
             await self._guarded(
                 self.services.sync.channel_deleted(payload.guild_id, payload.thread_id), "thread deletion"

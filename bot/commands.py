@@ -29,6 +29,7 @@ from .kb import kb_for_channel, parse_kb_name
 from .messages import MAX_IMPORT, NEEDS_CONTENT, add_one_message, parse_after, run_import
 from .permissions import can_manage, refusal_text
 from .pictures import TREE_FILE, tree_attachment
+from .posted import author_forgotten, member_forgotten, remove_document
 from .render import embeds_from_lines, human_size, human_time, inert, truncate
 from .replies import Replier, tell
 from .services import Services
@@ -38,7 +39,8 @@ from .views import ConfirmView
 log = logging.getLogger(__name__)
 
 AUTOCOMPLETE_LIMIT = 25
-REMOVED_DOCUMENT = "(This text came from a document that was removed from this knowledge base.)"
+FORGOTTEN_AUTHOR = "That message's author ran `/kb forget-me`, so the files they post are not added."
+FORGOTTEN_POSTER = "You ran `/kb forget-me`, so the files you post are not added."
 
 
 async def manager_check(services: Services, interaction: discord.Interaction) -> bool:
@@ -65,14 +67,21 @@ async def channel_kb(interaction: discord.Interaction) -> str | None:
 
 
 async def start_adding(
-    services: Services, interaction: discord.Interaction, attachments: list[discord.Attachment]
+    services: Services,
+    interaction: discord.Interaction,
+    attachments: list[discord.Attachment],
+    posted_in: discord.Message | None = None,
 ) -> None:
-    """Shared by /kb add and the context menu: check rights and files, then defer and build."""
+    """Shared by /kb add and the context menu (the files of message `posted_in`, which take their
+    documents with them when deleted): check rights and files, then defer and build."""
     kb = await channel_kb(interaction)
     if kb is None or not await manager_check(services, interaction):
         return
     if not attachments:
         await tell(interaction, "That message has no attached file to add.")
+        return
+    if posted_in is not None and await author_forgotten(services, posted_in):
+        await tell(interaction, FORGOTTEN_AUTHOR)
         return
     accepted, refused = screen(attachments, services.settings.max_file_bytes)
     if not accepted:
@@ -90,7 +99,7 @@ async def start_adding(
         requester_id=interaction.user.id,
         token_lifetime=services.token_lifetime,
     )
-    await add_files(services, kb, accepted, refused, str(interaction.user), status)
+    await add_files(services, kb, accepted, refused, str(interaction.user), status, posted_in)
 
 
 async def auto_ingest(services: Services, message: discord.Message, kb: str) -> None:
@@ -100,11 +109,14 @@ async def auto_ingest(services: Services, message: discord.Message, kb: str) -> 
         return
     accepted, refused = screen(candidates, services.settings.max_file_bytes)
     status = StatusMessage(message.channel, reply_to=message, token_lifetime=services.token_lifetime)
+    if await author_forgotten(services, message):
+        await status.show(FORGOTTEN_POSTER)
+        return
     refusal = services.jobs.refusal(kb, len(accepted))
     if refusal or not accepted:
         await status.show("\n".join(([refusal] if refusal else []) + refused))
         return
-    await add_files(services, kb, accepted, refused, str(message.author), status)
+    await add_files(services, kb, accepted, refused, str(message.author), status, message)
 
 
 SHA_CHOICE = 16  # a shared name's autocomplete value: the document's sha256, its first 16 hex digits
@@ -231,9 +243,7 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
         )
 
     async def remove_document(self, kb: str, sha256: str) -> None:
-        """Forget a document, then its text in this channel's saved answers ('Show context')."""
-        removed = await self.services.engine.forget(kb, sha256)
-        await self.services.state.redact_removed(kb, REMOVED_DOCUMENT, documents={removed.name})
+        await remove_document(self.services, kb, sha256)
 
     @remove.autocomplete("document")
     async def remove_autocomplete(
@@ -412,9 +422,11 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
         replier = Replier(interaction, ephemeral=True, token_lifetime=self.services.token_lifetime)
         await replier.defer()
         removed = await self.services.sync.forget_member(interaction.guild_id, interaction.user.id)
+        files = await member_forgotten(self.services, interaction.guild_id, interaction.user.id)
+        posted = f" and {files:,} document(s) of files you posted" if files else ""
         await replier.send(
-            f"Done: {removed:,} of your messages were removed from this server's knowledge bases, and your "
-            "messages will not be added again."
+            f"Done: {removed:,} of your messages{posted} were removed from this server's knowledge bases, and "
+            "your messages and files will not be added again."
         )
 
     @app_commands.command(
@@ -464,7 +476,7 @@ async def resolve_channel(
 def tree_lines(info: TreeInfo) -> list[str]:
     """TreeInfo as lines: per layer its nodes and tokens, then the document count."""
     lines = [
-        f"**L{layer.layer}**: {layer.nodes} {info.kind_label(layer.kind)} · {layer.tokens:,} tokens"
+        f"**L{layer.layer}**: {layer.nodes} {info.layer_label(layer)} · {layer.tokens:,} tokens"
         for layer in info.layers
     ]
     lines.append(f"{info.documents} document(s)")
@@ -512,7 +524,7 @@ class AddFromMessageCog(commands.Cog):
     @app_commands.guild_only()
     async def add_from_message(self, interaction: discord.Interaction, message: discord.Message) -> None:
         if message.attachments:
-            await start_adding(self.services, interaction, list(message.attachments))
+            await start_adding(self.services, interaction, list(message.attachments), message)
             return
         kb = await channel_kb(interaction)
         if kb is None or not await manager_check(self.services, interaction):

@@ -61,6 +61,16 @@ def is_expired_token_error(error: BaseException) -> bool:
 # ---------------------------------------------------------------------------------------------- one message
 
 
+@dataclass(frozen=True)
+class Shown:
+    """Where a status message is, so a restarted bot can close it: its id and, for an interaction's
+    response (which only its interaction token may edit), that token and when it stops working."""
+
+    message_id: int
+    token: str = ""
+    until: float = 0.0  # wall-clock time (time.time()) after which the token is refused
+
+
 class StatusMessage:
     """One message that shows a request's state, edited in place.
 
@@ -87,6 +97,8 @@ class StatusMessage:
         self.started = clock()
         self.token_expired = interaction is None
         self.message: discord.Message | None = None
+        self.shown: Shown | None = None
+        self.on_shown: Callable[[Shown], Awaitable[None]] | None = None  # told each time `shown` changes
 
     def token_usable(self) -> bool:
         return not self.token_expired and self.clock() - self.started < self.token_lifetime
@@ -97,7 +109,9 @@ class StatusMessage:
         if self.token_usable():
             assert self.interaction is not None
             try:
-                await self.interaction.edit_original_response(content=text)
+                message = await self.interaction.edit_original_response(content=text)
+                left = self.token_lifetime - (self.clock() - self.started)
+                await self._note(Shown(message.id, self.interaction.token, time.time() + left))
                 return
             except discord.HTTPException as error:
                 if not is_expired_token_error(error):
@@ -128,6 +142,21 @@ class StatusMessage:
                 await self.message.edit(content=text)
         except discord.HTTPException as error:
             log.warning("could not post a status message in the channel: %s", error)
+            return
+        await self._note(Shown(self.message.id))
+
+    async def _note(self, shown: Shown) -> None:
+        """Remember where the message is now, and tell `on_shown` when that changed (a new message, or
+        the channel message that continues an interaction's response)."""
+        old = self.shown
+        if old is not None and (shown.message_id, shown.token) == (old.message_id, old.token):
+            return
+        self.shown = shown
+        if self.on_shown is not None:
+            try:
+                await self.on_shown(shown)
+            except Exception:
+                log.exception("could not record where status message %s is", shown.message_id)
 
 
 class ThrottledEditor:
@@ -399,6 +428,12 @@ class BuildJobs:
             return fetching.result()
         log.info("download given up: the bot is stopping (upload %s stays waiting)", record)
         raise ShuttingDown(kept=record is not None)
+
+    async def note_shown(self, records: list[int | None], shown: Shown) -> None:
+        """Record where these uploads' status message is, for a restarted bot to close it."""
+        ids = [record for record in records if record is not None]
+        if self.uploads is not None and ids:
+            await asyncio.to_thread(self.uploads.shown_at, ids, shown.message_id, shown.token, shown.until)
 
     async def _store(self, record: int | None, data: bytes) -> None:
         if self.uploads is not None and record is not None:

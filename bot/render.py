@@ -223,19 +223,20 @@ def wrong_citation_lines(answer: Answer) -> list[str]:
     ]
 
 
-SEARCHED_CHARS = 400  # the rewritten question shown in the footer, at most
+SEARCHED_CHARS = 400  # the rewritten question (or the claims checked) shown in the footer, at most
 
 
 def context_footer(answer: Answer) -> str:
-    """What the answer stands on; for a follow-up, first the standalone question that was searched."""
+    """What the answer stands on; for a follow-up, first the standalone question that was searched (for
+    'is that true?', the claims that were checked)."""
     per_layer = " · ".join(f"L{layer}×{n}" for layer, n in answer.context.nodes_per_layer().items())
     ctx = answer.context
     text = (
         f"Context: {per_layer or 'no nodes'} · {ctx.tokens_used:,}/{ctx.budget:,} tokens · "
         f"{ctx.mode} · {answer.backend}"
     )
-    if answer.rewritten:
-        text = f"Searched as: {truncate(answer.query, SEARCHED_CHARS)}\n{text}"
+    if answer.searched_as:
+        text = f"{truncate(answer.searched_as, SEARCHED_CHARS)}\n{text}"
     checked = describe_support(len(answer.unsupported), len(answer.wrong_citations))
     if checked:
         text = f"{checked}\n{text}"

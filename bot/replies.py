@@ -106,6 +106,27 @@ class Replier:
                 self.expired = True
         return await self._send_in_channel(content, embeds, view, attachments)
 
+    async def refuse(self, text: str) -> None:
+        """A sentence only the asker needs (nothing to answer from, a refusal, an error), sent privately:
+        after a public 'thinking…' Discord cannot make that response private, so it is deleted and the
+        sentence sent as a private follow-up. Once something public was shown (a streamed answer cut
+        short), or when the deletion fails, the sentence goes where the reply stands."""
+        response_pending = self.interaction.response.is_done() and not self.filled_original
+        if self.ephemeral or not response_pending or not self.usable():
+            await self.send(text)
+            return
+        try:
+            await self.interaction.delete_original_response()
+        except discord.HTTPException as error:
+            log.info("could not withdraw the public response to %s (%s)", self.interaction.id, error)
+            await self.send(text)
+            return
+        self.filled_original = True  # it is gone: what follows is a follow-up
+        try:
+            await self.interaction.followup.send(truncate(text, CONTENT_LIMIT), ephemeral=True)
+        except discord.HTTPException as error:
+            log.warning("could not tell the asker of %s %r: %s", self.interaction.id, text[:80], error)
+
     async def send_all(
         self,
         messages: list[OutMessage],

@@ -48,6 +48,18 @@ class ThreadRecord:
     channel_id: int
 
 
+@dataclass(frozen=True)
+class PostedFile:
+    """A document that came from a file attached to a Discord message (auto-ingest, the message menu)."""
+
+    kb: str
+    channel_id: int
+    message_id: int
+    attachment_id: int
+    sha256: str
+    author_id: int  # who posted the message
+
+
 @dataclass
 class StoredAnswer:
     """The question and retrieved nodes behind one answer, for the 'Show context' pages."""
@@ -304,6 +316,51 @@ class BotState:
 
         return await self._run(self._spaces.space_of(kb), redact, create=False, empty=0)
 
+    # ------------------------------------------------------------------ files posted in messages
+
+    async def add_posted_file(self, file: PostedFile) -> None:
+        """A document added from a file attached to a message: it leaves when the message does."""
+        sql = """INSERT OR REPLACE INTO bot_posted_files
+                 (kb, channel_id, message_id, attachment_id, sha256, author_id) VALUES (?, ?, ?, ?, ?, ?)"""
+        row = [file.kb, file.channel_id, file.message_id, file.attachment_id, file.sha256, file.author_id]
+        await self._write(self._spaces.space_of(file.kb), [(sql, row)])
+
+    async def posted_files(
+        self,
+        guild_id: int,
+        *,
+        message_ids: Set[int] = frozenset(),
+        channel_id: int | None = None,
+        author_id: int | None = None,
+        every: bool = False,
+    ) -> list[PostedFile]:
+        """The documents of a server that came from these messages, from any message of a channel, from
+        any message of a member, or (`every`) from any message at all."""
+        if every:
+            where, params = "1", []
+        elif author_id is not None:
+            where, params = "author_id = ?", [author_id]
+        elif channel_id is not None:
+            where, params = "channel_id = ?", [channel_id]
+        elif message_ids:
+            where, params = f"message_id in ({', '.join('?' * len(message_ids))})", list(message_ids)
+        else:
+            return []
+        rows = await self._read(
+            self.space_of_guild(guild_id),
+            "select kb, channel_id, message_id, attachment_id, sha256, author_id from bot_posted_files "
+            f"where {where}",
+            params,
+        )
+        prefix = guild_prefix(guild_id)
+        return [PostedFile(**row) for row in rows if row["kb"].startswith(prefix)]
+
+    async def drop_posted_file(self, file: PostedFile) -> None:
+        sql = "delete from bot_posted_files where kb = ? and message_id = ? and attachment_id = ?"
+        await self._write(
+            self._spaces.space_of(file.kb), [(sql, [file.kb, file.message_id, file.attachment_id])], create=False
+        )
+
     # ------------------------------------------------------------------ threads and turns
 
     async def add_thread(self, record: ThreadRecord, opened_by: str) -> None:
@@ -505,6 +562,7 @@ class BotState:
                 ("delete from bot_channel_settings where kb = ?", [kb]),
                 ("delete from bot_message_sync where kb = ?", [kb]),
                 ("delete from bot_message_imports where kb = ?", [kb]),
+                ("delete from bot_posted_files where kb = ?", [kb]),
             ],
             create=False,  # a server with no store has nothing to delete (and gets no store for it)
         )
@@ -527,6 +585,7 @@ class BotState:
                 ),
                 ("delete from bot_threads where guild_id = ? or kb like ?", [guild_id, prefix]),
                 ("delete from bot_answers where kb like ?", [prefix]),
+                ("delete from bot_posted_files where kb like ?", [prefix]),
                 (
                     "delete from bot_channel_settings where guild_id = ? or kb like ?",
                     [guild_id, prefix],

@@ -161,6 +161,10 @@ class MessageSync:
                 queue.upserts.pop(message_id, None)
             self._start(kb)
 
+    def was_deleted(self, message_id: int) -> bool:
+        """Whether Discord said this message was deleted (one of the last DELETED_REMEMBERED)."""
+        return message_id in self._deleted
+
     def _remember_deleted(self, message_ids: set[int]) -> None:
         for message_id in message_ids:
             self._deleted[message_id] = None

@@ -8,7 +8,10 @@ dropped then). On start
 the bot builds every unfinished upload again and tells its requester in the channel: a `waiting` one is
 downloaded again from its url first, and one whose link no longer works is marked failed and its requester
 asked to post the file again; one started RAPTOR_BUILD_ATTEMPTS times already is marked failed and its
-requester told so, instead of starting it once more. Adding is idempotent by (knowledge base, sha256) in the engine, so an upload
+requester told so, instead of starting it once more. Each row also keeps where its request's status
+message is (and, for an interaction's response, the token that edits it while Discord honours it, dropped
+when the upload finishes): the next start turns that message's ⏳ lines into a sentence saying the bot
+restarted, instead of leaving them spinning forever. Adding is idempotent by (knowledge base, sha256) in the engine, so an upload
 whose build had committed before the bot died is reported as already added, never stored twice.
 
 It lives in its own SQLite file beside the store (data_dir/uploads.db): its rows are the bot's work
@@ -46,6 +49,10 @@ ADDED_COLUMNS = {
     "url": "TEXT NOT NULL DEFAULT ''",
     "size": "INTEGER NOT NULL DEFAULT 0",
     "attempts": "INTEGER NOT NULL DEFAULT 0",  # times its build was started (`begin`)
+    # where its request's status message is, so a restarted bot can close it (`shown_at`)
+    "status_message_id": "INTEGER NOT NULL DEFAULT 0",
+    "status_token": "TEXT NOT NULL DEFAULT ''",
+    "status_until": "REAL NOT NULL DEFAULT 0",
 }
 
 
@@ -72,6 +79,9 @@ class Upload:
     url: str
     size: int
     attempts: int = 0  # times its build was started, by this run and the ones before
+    status_message_id: int = 0  # its request's status message (0: none known)
+    status_token: str = ""  # the interaction token that can edit it ('' for a channel message)
+    status_until: float = 0.0  # when that token stops working (wall clock)
 
 
 class UploadLog:
@@ -128,11 +138,25 @@ class UploadLog:
                 [data, hashlib.sha256(data).hexdigest(), time.time(), upload_id],
             )
 
+    def shown_at(self, upload_ids: list[int], message_id: int, token: str, until: float) -> None:
+        """Where the status message of these unfinished uploads is (`token`: the interaction token that
+        edits it, until `until`; '' for a channel message): a restarted bot closes it (bot/adding.py)."""
+        marks = ", ".join("?" * len(upload_ids))
+        with self._using():
+            self.db.execute(
+                f"UPDATE uploads SET status_message_id = ?, status_token = ?, status_until = ? "
+                f"WHERE id IN ({marks}) AND status IN (?, ?, ?)",
+                [message_id, token, until, *upload_ids, *UNFINISHED],
+            )
+
     def mark(self, upload_id: int, status: str, error: str = "") -> None:
         """Move an upload to `status` (`error`: the reason its requester was told); a finished one drops
-        its bytes (nothing will need them again). On a full disk the reserve makes room for it."""
+        its bytes and its status message's token (nothing will need them again). On a full disk the
+        reserve makes room for it."""
         keep = status in UNFINISHED
-        sql = "UPDATE uploads SET status = ?, error = ?, updated_at = ?" + ("" if keep else ", data = NULL")
+        sql = "UPDATE uploads SET status = ?, error = ?, updated_at = ?" + (
+            "" if keep else ", data = NULL, status_token = ''"
+        )
         with self._using():
             try:
                 self.db.execute(sql + " WHERE id = ?", [status, error, time.time(), upload_id])
@@ -177,7 +201,7 @@ class UploadLog:
         with self._using():
             rows = self.db.execute(
                 "SELECT id, kb, filename, sha256, data, added_by, channel_id, requester_id, status, url, "
-                "size, attempts FROM uploads WHERE status IN (?, ?, ?) ORDER BY id",
+                "size, attempts, status_message_id, status_token, status_until FROM uploads WHERE status IN (?, ?, ?) ORDER BY id",
                 list(UNFINISHED),
             ).fetchall()
         return [Upload(*row) for row in rows]

@@ -119,7 +119,16 @@ class ProgressBars:
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-class OneLineFormatter(logging.Formatter):
+class SafeFormatter(logging.Formatter):
+    """Log records with their terminal-unsafe characters shown as escapes (`terminal_safe`): a record can
+    quote stored text (a node, a question, a file's name, a parser's message about the bytes it read),
+    and `-v` prints it on the user's terminal as the CLI's own output is printed."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal_safe(super().format(record))
+
+
+class OneLineFormatter(SafeFormatter):
     """Log records as one line each, without their tracebacks: without -v a failure is its sentence,
     not a stack (Python's warnings, logged too, lose the source line printed under them)."""
 
@@ -133,19 +142,20 @@ class OneLineFormatter(logging.Formatter):
 
 
 def one_line_logs(verbose: int) -> None:
-    """Without -v, every handler already set up (ours, and Dask's own, which do not propagate to the
-    root) prints records without tracebacks; call again after importing distributed."""
-    if verbose:
-        return
-    logging.captureWarnings(True)
+    """Every handler already set up (ours, and Dask's own, which do not propagate to the root) prints
+    records with unsafe characters escaped, and without -v without tracebacks; call again after
+    importing distributed."""
+    formatter = SafeFormatter if verbose else OneLineFormatter
+    if not verbose:
+        logging.captureWarnings(True)
     loggers = [
         logging.getLogger(),
         *(logging.getLogger(name) for name in list(logging.root.manager.loggerDict)),
     ]
     for logger in loggers:
         for handler in getattr(logger, "handlers", []):
-            if not isinstance(handler.formatter, OneLineFormatter):
-                handler.setFormatter(OneLineFormatter(LOG_FORMAT))
+            if type(handler.formatter) is not formatter:
+                handler.setFormatter(formatter(LOG_FORMAT))
 
 
 def one_line(error: BaseException) -> str:
@@ -365,11 +375,11 @@ def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
 
 def _print_ingest(name: str, result: IngestResult) -> None:
     """One line for the file called `name` here; a duplicate names the stored copy when it is called
-    otherwise (a renamed file), so the user can find it in `raptor docs`."""
+    otherwise (a renamed or re-saved file), so the user can find it in `raptor docs`."""
     doc = result.document
     if result.status == "duplicate":
         stored = "" if doc.name == name else f" as {doc.name}"
-        _say(f"{name}: already in the knowledge base{stored} (same bytes), nothing to do.")
+        _say(f"{name}: already in the knowledge base{stored} (same content), nothing to do.")
         return
     _say(
         f"{doc.name}: {counted(result.chunks, 'chunk')}, {counted(result.layers, 'layer')}, "
@@ -409,7 +419,7 @@ def ingest(
     quiet: bool,
     scheduler: str | None,
 ) -> None:
-    """Add FILES (.txt .md .pdf .docx .html .vtt .srt) to a knowledge base."""
+    """Add FILES (.txt .md .pdf .docx .html .vtt .srt .csv .tsv) to a knowledge base."""
     if scheduler:
         from .workers import cluster_security
 
@@ -542,16 +552,16 @@ def _print_answer(answer: Answer, shown: TerminalAnswer | None = None) -> None:
         shown.finish(answer.text)
     else:
         shown = None
-        if answer.rewritten:
-            _say(f"Searched as: {answer.query}", dim=True)
+        if answer.searched_as:
+            _say(answer.searched_as, dim=True)
         _say(answer.text)
     if answer.note:
         _say(answer.note, fg="yellow")
     checked = describe_support(len(answer.unsupported), len(answer.wrong_citations))
     if checked:
         _say(checked, fg="yellow")
-    if shown is not None and answer.rewritten:  # known once the answer is done
-        _say(f"Searched as: {answer.query}", dim=True)
+    if shown is not None and answer.searched_as:  # known once the answer is done
+        _say(answer.searched_as, dim=True)
     if not answer.has_context:
         return  # a reply to 'thanks!' or 'hello': nothing was searched or cited
     _say()
@@ -782,9 +792,7 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
         f"{kb}: {counted(info.documents, 'document')}, {counted(info.nodes, 'node')}, {counted(info.tokens, 'token')}"
     )
     for layer in info.layers:
-        label = info.kind_label(layer.kind)
-        if layer.nodes == 1:  # "1 leaf", "1 top summary of the knowledge base"
-            label = label.replace("leaves", "leaf").replace("summaries", "summary")
+        label = info.layer_label(layer)
         _say(
             f"  L{layer.layer}  {layer.nodes:>6} {label:<34} {layer.tokens:>9,} tokens  (avg {layer.tokens // max(layer.nodes, 1)})"
         )

@@ -165,6 +165,14 @@ class QuestionTimeoutError(RaptorError):
     """A question was not answered within RAPTOR_QUESTION_TIMEOUT seconds."""
 
 
+class _StoredText(Exception):
+    """An upload's text is a document stored already (found once it is read): no build, a duplicate."""
+
+    def __init__(self, document: DocumentInfo) -> None:
+        super().__init__(document.name)
+        self.document = document
+
+
 @dataclass
 class IngestResult:
     status: str  # "added" | "duplicate"
@@ -240,6 +248,13 @@ class TreeInfo:
         if kind == "kb":
             return "cross-document summaries" if self.documents > 1 else "top summaries of the knowledge base"
         return {"leaf": "leaves", "summary": "summaries"}.get(kind, "nodes")
+
+    def layer_label(self, layer: LayerInfo) -> str:
+        """`kind_label` for the layer's count: "1 leaf", "1 top summary of the knowledge base"."""
+        label = self.kind_label(layer.kind)
+        if layer.nodes == 1:
+            label = label.replace("leaves", "leaf").replace("summaries", "summary").replace("nodes", "node")
+        return label
 
     @property
     def tokens(self) -> int:
@@ -544,8 +559,9 @@ class Engine:
     ) -> IngestResult:
         """Add a document: build its subtree, refresh the cross-document layer, store all at once.
 
-        Identical bytes already in the knowledge base are a no-op ("duplicate"). On any error
-        nothing is stored. Builds of one knowledge base run one at a time, in arrival order.
+        The same document already in the knowledge base is a no-op ("duplicate"): identical bytes, or
+        the same text saved again otherwise (load.text_fingerprint), which is found once the upload is
+        read, before it is built. On any error nothing is stored. Builds of one knowledge base run one at a time, in arrival order.
         """
         name = safe_filename(filename)
         added_by = readable_text(added_by)  # stored beside the document: SQLite cannot store a lone surrogate
@@ -590,17 +606,20 @@ class Engine:
         budget = self.build_budget(name)
         try:
             with budget.active():
-                built = await budget.bound(self._build_tree(name, data, kb_id, progress))
+                loaded = functools.partial(self._refuse_stored_text, kb_id)
+                built = await budget.bound(self._build_tree(name, data, kb_id, progress, loaded))
                 tree, chunks, fmt = built.tree, built.chunks, built.format
             # Other processes' writers of this knowledge base wait from here to the commit (writers.py); the
             # wait is RAPTOR_WRITER_WAIT's, not the build's deadline, and the cross-document layer is cheap.
             await gate.enter()
             kb_id = self.store.kb_id(kb)
-            stored = self.store.document_by_sha(kb_id, sha) if kb_id is not None else None
-            if stored is not None:  # another process stored the same bytes meanwhile
+            stored = self._stored_copy(kb_id, sha, built.text_sha256)
+            if stored is not None:  # another process stored the same document meanwhile (or a Dask build)
                 return IngestResult("duplicate", stored)
             seen_version = self._version_of(kb_id)
             kb_layer = await self._kb_layer(kb_id, tree, progress)
+        except _StoredText as same:  # the upload is a document stored already, under other bytes
+            return IngestResult("duplicate", same.document)
         except (IngestError, LimitError):
             raise  # the upload itself was refused: leave the store byte-for-byte as it was
         except RaptorError as exc:
@@ -621,6 +640,7 @@ class Engine:
         document = {
             "name": name,
             "sha256": sha,
+            "text_sha256": built.text_sha256,
             "size": len(data),
             "format": fmt,
             "added_by": added_by,
@@ -668,7 +688,7 @@ class Engine:
                     "%s changed during the build of %s (attempt %d); redoing its top layer", kb, name, attempt
                 )
                 kb_id = self.store.kb_id(kb)
-                existing = self.store.document_by_sha(kb_id, sha) if kb_id is not None else None
+                existing = self._stored_copy(kb_id, sha, built.text_sha256)
                 if existing is not None:
                     return IngestResult("duplicate", existing)
                 seen_version = self._version_of(kb_id)
@@ -728,10 +748,30 @@ class Engine:
                 log.warning("the index built beside the write of kb %s failed; building it again", kb_id, exc_info=True)
         await asyncio.to_thread(self.indexes.get, kb_id)
 
+    def _stored_copy(self, kb_id: int | None, sha: str, text_sha: str) -> DocumentInfo | None:
+        """The document of `kb_id` with these bytes or, failing that, this text fingerprint."""
+        if kb_id is None:
+            return None
+        return self.store.document_by_sha(kb_id, sha) or (
+            self.store.document_by_text(kb_id, text_sha) if text_sha else None
+        )
+
+    def _refuse_stored_text(self, kb_id: int | None, text_sha: str) -> None:
+        """Stop a build once its upload reads as a document stored already (`build_document`'s `loaded`)."""
+        stored = self.store.document_by_text(kb_id, text_sha) if kb_id is not None else None
+        if stored is not None:
+            raise _StoredText(stored)
+
     async def _build_tree(
-        self, name: str, data: bytes, kb_id: int | None, progress: ProgressCallback | None
+        self,
+        name: str,
+        data: bytes,
+        kb_id: int | None,
+        progress: ProgressCallback | None,
+        loaded: Callable[[str], None] | None = None,
     ) -> DocumentTree:
-        """The document's own tree, built on the Dask cluster when one is attached, else here."""
+        """The document's own tree, built on the Dask cluster when one is attached, else here (where
+        `loaded` checks the text once read; a cluster's build is checked when it is back)."""
         held = self.store.kb_tokens(kb_id) if kb_id is not None else 0
         if self.cluster is not None:
             built = await self.cluster.build(name, data, self.settings, held, progress, current_budget())
@@ -749,6 +789,7 @@ class Engine:
                 embedder=embedder,
                 summarizer=summarizer,
                 progress=progress,
+                loaded=loaded,
             )
         self.last_parse = built.parse
         return built
@@ -1697,7 +1738,8 @@ class Engine:
     ) -> Answer:
         """'Is that true?': the last answer's claims are searched for (`search`: the question's context
         for a text) in the tree as it is now, and the reply quotes the sentences that say them, or says
-        that nothing supports them (verify.py)."""
+        that nothing supports them (verify.py). With an answerer that writes prose (an LLM), a claim is
+        also found by its meaning, as the support check finds a written sentence's source."""
         said = last_answer(await asyncio.to_thread(without_small_talk, history))
         claims = claims_of(said) if said is not None else []
         query = " ".join(claims)[:MAX_QUESTION_CHARS]
@@ -1705,8 +1747,11 @@ class Engine:
         if context is None:
             nothing = RetrievedContext(nodes=[], tokens_used=0, budget=0, mode="", query=question)
             return Answer(question, question, NOTHING_TO_CHECK, [], nothing, self.answerer.name, answered=False)
-        text, citations = map_citations(check_reply(claims, context.nodes), context.nodes)
-        return Answer(question, query, text, citations, context, self.answerer.name, answered=bool(citations))
+        support = await asyncio.to_thread(self.support_index, self.answerer, context.nodes)
+        reply = await asyncio.to_thread(check_reply, claims, context.nodes, support)
+        text, citations = map_citations(reply, context.nodes)
+        answered = bool(citations)
+        return Answer(question, query, text, citations, context, self.answerer.name, answered=answered, verified=claims)
 
     def _record_question(self, kb: str, answer: Answer, asked_by: str) -> None:
         kb_id = self.store.kb_id(kb)

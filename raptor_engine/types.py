@@ -39,7 +39,7 @@ class LoadedDocument:
     name: str
     text: str
     sections: list[Section]
-    format: str  # "txt" | "md" | "pdf" | "docx" | "html" | "subtitles" (.vtt, .srt)
+    format: str  # "txt" | "md" | "pdf" | "docx" | "html" | "subtitles" (.vtt, .srt) | "csv" (.csv, .tsv)
     # what the person who uploaded it should be told about how it was read ("2 cues ... were skipped")
     notices: tuple[str, ...] = ()
 
@@ -291,6 +291,8 @@ class Answer:
     # line ("the closest passages are:"), or a model's reply opening so (query/support.py, says_not_answered);
     # also for a reply asking for a question instead ("what is the?": engine.UNANSWERED_ACTS)
     answered: bool = True
+    # For 'is that true?': the last answer's claims that were looked for in the documents (query/verify.py)
+    verified: list[str] = field(default_factory=list)
 
     @property
     def has_context(self) -> bool:
@@ -303,11 +305,22 @@ class Answer:
         mistyped word as the documents spell it."""
         return self.query != self.question
 
+    @property
+    def searched_as(self) -> str:
+        """The line that says what was looked for, shown under a follow-up's answer: the claims a check
+        ('is that true?') looked for, else the standalone question searched; "" for a question searched
+        as it was asked."""
+        if self.verified:
+            claims = " \u00b7 ".join(f"\u201c{claim}\u201d" for claim in self.verified)
+            return f"Checked against the documents: {claims}"
+        return f"Searched as: {self.query}" if self.rewritten else ""
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "query": self.query,
             "rewritten": self.rewritten,
+            "verified": self.verified,
             "answer": self.text,
             "answered": self.answered,
             "citations": [c.to_dict() for c in self.citations],

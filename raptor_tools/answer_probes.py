@@ -10,10 +10,18 @@ built into a knowledge base of its own in a temporary data folder (extractive su
 each question is answered as `raptor ask` answers it without a model, and the report counts the
 questions whose **first quote** holds an answering sentence, and those whose quotes hold one at all.
 
-The set comes in two halves: `dev` (looked at while changing the ranking) and `heldout` (scored
+A second set (`--set kinds`, `tests/fixtures/answer_kinds/`) asks what the first barely does, of other
+kinds of document (local histories, incident post-mortems, product comparisons, a biography dated in
+prose, an FAQ): "what caused X? / what was the cause of X? / why did X fail?" (`cause`), "what was the
+result of X? / what happened to X?" (`result`), "when ...?" answered without a year ("that winter",
+"two years later"), "what is X for?" (`purpose`), "which was the largest / first X?" (`superlative`),
+"is X bigger than Y? / which costs more?" (`comparison`), "how did X ...?" (`manner`), "which X was
+not / cannot ...?" (`negative`) and "who was responsible for X?" (`responsible`).
+
+Each set comes in two halves: `dev` (looked at while changing the ranking) and `heldout` (scored
 only to check a change). Run:
 
-    python -m raptor_tools.answer_probes [--split dev|heldout|all] [--show-misses]
+    python -m raptor_tools.answer_probes [--set probes|kinds] [--split dev|heldout|all] [--show-misses]
 """
 
 from __future__ import annotations
@@ -41,9 +49,12 @@ from raptor_engine.engine import Engine  # noqa: E402
 from raptor_engine.ingest.sentences import sentence_key  # noqa: E402
 from raptor_engine.query.answer import QUOTE  # noqa: E402
 from raptor_engine.tree.embed import Embedder  # noqa: E402
+from raptor_tools import say  # noqa: E402
 from raptor_tools.evaluate import answer_extractively  # noqa: E402
 
 PROBES = _ROOT / "tests" / "fixtures" / "answer_probes"
+KINDS_SET = _ROOT / "tests" / "fixtures" / "answer_kinds"
+SETS = {"probes": PROBES, "kinds": KINDS_SET}
 SAMPLES = _ROOT / "raptor_tools" / "samples"
 SPLITS = ("dev", "heldout")
 BUDGET = 2000
@@ -57,7 +68,8 @@ class Probe:
     doc: str
     question: str
     # who / what / when / how_many / where / measure / why / how_to / yes_no / which / who_did / attribute
-    # ("what was the date / cost / cause of X?") / pronoun (answered by a sentence opening with one) / theme
+    # ("what was the date / cost / cause of X?") / pronoun (answered by a sentence opening with one) / theme;
+    # the kinds set: cause / result / purpose / superlative / comparison / manner / negative / responsible
     kind: str
     answers: tuple[str, ...]
 
@@ -153,15 +165,17 @@ def render(outcomes: list[Outcome], show_misses: bool = False) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=tuple(SETS), default="probes", help="which probe set to ask")
     parser.add_argument("--split", choices=(*SPLITS, "all"), default="dev")
     parser.add_argument(
         "--show-misses", action="store_true", help="print each question whose first quote misses"
     )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="raptor-probes-") as data_dir:
-        outcomes = asyncio.run(run_probes(load_probes(args.split), Path(data_dir)))
-    print(f"Answer probes, {args.split} ({len(outcomes)} questions, budget {BUDGET}, no LLM):\n")
-    print(render(outcomes, args.show_misses))
+        root = SETS[args.set]
+        outcomes = asyncio.run(run_probes(load_probes(args.split, root), Path(data_dir), root))
+    say(f"Answer probes, {args.set} {args.split} ({len(outcomes)} questions, budget {BUDGET}, no LLM):\n")
+    say(render(outcomes, args.show_misses))
 
 
 if __name__ == "__main__":

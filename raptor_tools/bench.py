@@ -39,6 +39,7 @@ import numpy as np
 
 from raptor_engine.config import Settings
 
+from . import say as print_safe
 from .bench_ingest import (
     REAL_SETS,
     allow_long_documents,
@@ -576,7 +577,7 @@ def bench_command(
 
         click.echo(machine())
         figures = run_messages(messages)
-        click.echo(render_messages(figures))
+        print_safe(render_messages(figures))
         if out:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps({"machine": machine(), "messages": figures}, indent=2) + "\n")
@@ -618,7 +619,7 @@ def bench_command(
     if not skip_retrieval:
         efs = _sizes(ef_sweep, ()) if ef_sweep else ()
         report["retrieval"] = measure_retrieval(kb, queries=queries, source=source, efs=efs, log=say)
-    click.echo(render(report))
+    print_safe(render(report))
     if with_llm:
         click.echo()
         report["llm_concurrency"] = llm_concurrency()

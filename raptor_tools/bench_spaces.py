@@ -279,6 +279,8 @@ def run_many_kbs_command(
 
     from raptor_engine.config import Settings
 
+    from . import say as print_safe
+
     low, _, high = nodes.partition("-")
     if not (low.isdigit() and (high or low).isdigit()) or int(low) < 1 or int(high or low) < int(low):
         raise click.BadParameter("--nodes is a range of node counts such as 200-2000.")
@@ -289,7 +291,7 @@ def run_many_kbs_command(
         data_dir = scratch or Path(temporary) / "data"
         report = many_kbs(plan, data_dir, say)
     report["load_average"] = os.getloadavg()
-    click.echo(render_many_kbs(report))
+    print_safe(render_many_kbs(report))
     click.echo(f"load average {report['load_average'][0]:.2f} (1 min) while it ran")
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -44,7 +44,7 @@ from raptor_engine.query.ranker import ranker_for
 from raptor_engine.tree.embed import Embedder
 from raptor_engine.types import RetrievedContext, Turn
 from raptor_tools import conversations as convos
-from raptor_tools import metrics
+from raptor_tools import metrics, say
 from raptor_tools.eval_compare import compare_reports, render_comparison
 
 log = logging.getLogger(__name__)
@@ -776,10 +776,10 @@ def eval_command(
         )
     except RaptorError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(render_markdown(report))
+    say(render_markdown(report))
     if earlier is not None and compare_with is not None:
         report["compare"] = {"with": str(compare_with), "scores": compare_reports(earlier, report)}
-        click.echo("\n" + render_comparison(report["compare"]["scores"], compare_with.name))
+        say("\n" + render_comparison(report["compare"]["scores"], compare_with.name))
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -45,7 +45,7 @@ from raptor_engine.engine import Engine
 from raptor_engine.query.answer import ExtractiveAnswerer, neutralise_context
 from raptor_engine.query.grounding import GROUNDING_FEATURES, MODEL_PATH, Grounding, GroundingModel
 from raptor_engine.query.ranker import ranker_for
-from raptor_tools import metrics
+from raptor_tools import metrics, say
 from raptor_tools.evaluate import EvalQuestion, build_trees, load_eval_set, quoted_text, split_of
 from raptor_tools.grounding_variants import hash_index, judged, partner, variants
 
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")
     for split in ("train", "heldout"):
         for variant in FITTED_VARIANTS:
-            print(f"\n{split}, {variant} questions:\n{render(table(rows, model, split, variant))}")
+            say(f"\n{split}, {variant} questions:\n{render(table(rows, model, split, variant))}")
     print(f"\nWrote {args.out}", file=sys.stderr)
 
 

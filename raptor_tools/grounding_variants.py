@@ -44,7 +44,7 @@ from raptor_engine.ingest.sentences import STOPWORDS, THEMATIC
 from raptor_engine.query.answer import FOUND, NOTHING_RELATED, ExtractiveAnswerer, neutralise_context
 from raptor_engine.query.followup import names_in, split_standalone, subject_terms
 from raptor_engine.query.ranker import ranker_for
-from raptor_tools import metrics
+from raptor_tools import metrics, say
 from raptor_tools.evaluate import EvalQuestion, build_trees, load_eval_set, quoted_text, split_of
 
 SETS = ("qasper", "quality", "squality", "narrativeqa_summaries")
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> None:
         rows += asyncio.run(check_set(args.evaldata, name, SETS[(i + 1) % len(SETS)], args.cache, Settings.from_env()))
     if args.out:
         args.out.write_text(json.dumps(rows) + "\n", encoding="utf-8")
-    print(render(summary(rows)))
+    say(render(summary(rows)))
 
 
 if __name__ == "__main__":

@@ -738,7 +738,7 @@ def hostile_corpus() -> list[HostileFile]:
         HostileFile("text: prose with a 120-letter word in every paragraph", "prose.txt", lambda: prose_with_long_words(60),
                     "ingested"),
         HostileFile("text: 20,000 emoji, no spaces", "emoji.txt", lambda: ("😀🚢⚓🌊🔦" * 4_000).encode(), "refused",
-                    "cannot read"),
+                    "no text, only punctuation or symbols"),
         HostileFile("text: a 3 MB base64 blob", "blob.txt", lambda: base64_blob(3 * MB), "refused", "tokens"),
         HostileFile("text: 300 forty-one-digit numbers", "digits.txt", lambda: digit_words(300), "ingested"),
         HostileFile("text: 500 CSV rows with no punctuation", "rows.txt", lambda: csv_without_punctuation(500),

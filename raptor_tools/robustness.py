@@ -31,6 +31,7 @@ from raptor_engine.config import Settings
 from raptor_engine.errors import IngestError, LimitError
 from raptor_engine.ingest.load import check_upload
 
+from . import say
 from .fingerprint import SAFE_TEXT, checkpoint, fingerprint
 from .hostile import write_pdf
 
@@ -166,12 +167,14 @@ def bad_input_corpus() -> list[BadInput]:
         BadInput("one NUL byte", "nul.txt", b"\x00", "refused"),
         BadInput("binary (PNG) named .txt", "photo.txt", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8, "refused"),
         BadInput("a binary PDF named .txt", "report.txt", encrypted_pdf(""), "refused"),
-        BadInput("invalid UTF-8 (Latin-1)", "latin1.txt", "Café crème, déjà vu à la carte.".encode("latin-1"), "refused"),
-        BadInput("UTF-8 with a stray invalid byte", "stray.md", b"Good text \xff then more.", "refused"),
-        BadInput("UTF-16 LE with a BOM", "utf16le.txt", "\ufeff" .encode("utf-16-le") + SAFE_TEXT.encode("utf-16-le"), "ingested"),
+        BadInput("invalid UTF-8 (Latin-1, read as Windows-1252)", "latin1.txt", "Café crème, déjà vu à la carte.".encode("latin-1"), "ingested"),
+        BadInput("UTF-8 with a stray invalid byte", "stray.md", b"Good text \xff then more.", "ingested"),
+        BadInput("high bytes that read as no language", "high.txt", bytes(range(0x80, 0x100)) * 8, "refused"),
+        # base.txt's text in UTF-16: read exactly as that text, it is the document stored already
+        BadInput("UTF-16 LE with a BOM", "utf16le.txt", "\ufeff" .encode("utf-16-le") + SAFE_TEXT.encode("utf-16-le"), "duplicate"),
         BadInput("UTF-16 BE with a BOM", "utf16be.txt", "\ufeff".encode("utf-16-be") + "Die Brücke wurde 1910 gebaut.".encode("utf-16-be"), "ingested"),
-        BadInput("UTF-16 without a BOM", "nobom.txt", SAFE_TEXT.encode("utf-16-le"), "ingested"),
-        BadInput("UTF-16 BE without a BOM", "nobom-be.txt", SAFE_TEXT.encode("utf-16-be"), "ingested"),
+        BadInput("UTF-16 without a BOM", "nobom.txt", SAFE_TEXT.encode("utf-16-le"), "duplicate"),
+        BadInput("UTF-16 BE without a BOM", "nobom-be.txt", SAFE_TEXT.encode("utf-16-be"), "duplicate"),
         BadInput("NUL bytes inside UTF-8 text", "nuls.md", b"Some text\x00\x00\x00 with NULs.", "refused"),
         BadInput("whitespace only", "blank.md", b"   \n\n\t \r\n  ", "refused"),
         BadInput("one enormous line (no breaks, passes the tokens bound)", "line.txt", ("word " * 30_000).encode(), "refused"),
@@ -203,6 +206,8 @@ def bad_input_corpus() -> list[BadInput]:
         BadInput("zero-width and right-to-left override characters", "rtl.txt",
                  "The \u200bchapel \u202ebell\u202c was cast in 1840.\u00ad".encode(), "ingested"),
         BadInput("the same bytes again (duplicate)", "again.txt", SAFE_TEXT.encode(), "duplicate"),
+        BadInput("the same text re-saved (BOM, CRLF, trailing spaces; duplicate)", "again.md",
+                 b"\xef\xbb\xbf" + (SAFE_TEXT + " \t\r\n").encode(), "duplicate"),
     ]  # fmt: skip
 
 
@@ -892,14 +897,14 @@ def _robustness_command() -> Any:
 
             click.echo(f"load average {os.getloadavg()[0]:.1f}\n{SCALING_HEADER}")
             with scratch_dir() as workdir:
-                rows = run_scaling(workdir, say=click.echo)
+                rows = run_scaling(workdir, say=say)
             slowest = max(row.seconds for row in rows)
             click.echo(f"Slowest: {slowest:.1f} s; load average {os.getloadavg()[0]:.1f}")
             sys.exit(0 if slowest <= 90 and all(row.ended != "failed" for row in rows) else 1)
         with scratch_dir() as workdir:
             lines, ok = report(kills, trials, questions, workdir)
         for line in lines:
-            click.echo(line)
+            say(line)
         click.echo(f"All checks passed: {'yes' if ok else 'NO'} ({time.perf_counter() - started:.0f} s)")
         if not ok:
             sys.exit(1)

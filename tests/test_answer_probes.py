@@ -10,6 +10,7 @@ import pytest
 
 from raptor_engine.ingest.sentences import sentence_key
 from raptor_tools.answer_probes import (
+    KINDS_SET,
     PROBES,
     SPLITS,
     Outcome,
@@ -26,15 +27,21 @@ KINDS = {
     "who", "what", "when", "how_many", "where", "measure", "why", "how_to", "yes_no", "which", "who_did",
     "attribute", "pronoun", "theme",
 }
+# the second set's (`--set kinds`): what the first barely asks
+SECOND_KINDS = {
+    "cause", "result", "when", "purpose", "superlative", "comparison", "manner", "negative", "responsible",
+    "how_many",
+}
 
 
+@pytest.mark.parametrize(("root", "kinds", "documents"), [(PROBES, KINDS, 5), (KINDS_SET, SECOND_KINDS, 4)])
 @pytest.mark.parametrize("split", SPLITS)
-def test_every_probe_answer_is_a_passage_of_its_document(split):
-    probes = load_probes(split)
-    assert len({p.doc for p in probes}) >= 5 and len(probes) >= 25
+def test_every_probe_answer_is_a_passage_of_its_document(split, root, kinds, documents):
+    probes = load_probes(split, root)
+    assert len({p.doc for p in probes}) >= documents and len(probes) >= 25
     for probe in probes:
-        text = f" {sentence_key(document_path(probe.split, probe.doc).read_text(encoding='utf-8'))} "
-        assert probe.kind in KINDS, probe
+        text = f" {sentence_key(document_path(probe.split, probe.doc, root).read_text(encoding='utf-8'))} "
+        assert probe.kind in kinds, probe
         for answer in probe.answers:
             assert f" {sentence_key(answer)} " in text, (probe.question, answer)
 
@@ -71,20 +78,45 @@ def test_the_probe_files_are_json_lines_with_the_fields_the_loader_reads():
             assert set(json.loads(line)) == {"doc", "question", "kind", "answers"}
 
 
-# Development probes the first quote still misses (docs/EVALUATION.md): the hand score puts the old tank's
-# fault first ("The old tank ... is cracked and loses water") but the learned model, which has most of a
-# why-question's say, prefers the new tank's cost; the Great Refractor's purpose is said of "it", whose
-# antecedent in the sentence before is "the telescope".
-KNOWN_MISSES = frozenset(
-    {
-        "Why is a new water tank needed?",
-        "What was the purpose of the Great Refractor?",
-        "Why was the Great Refractor built?",
-    }
-)
+# Development probes the first quote still misses (docs/EVALUATION.md): none. "Why is a new water tank
+# needed?" is answered as the old tank's fault, stated in so many words, counts in full under the blend
+# (`answer.stated_form_score`), and the Great Refractor's purpose as its sentence reads the section the
+# leaf before it ends in.
+KNOWN_MISSES: frozenset[str] = frozenset()
 
 
 def test_every_development_probe_but_the_known_misses_is_answered_by_the_first_quote(tmp_path, embedder):
     outcomes = asyncio.run(run_probes(load_probes("dev"), tmp_path, embedder=embedder))
     missed = {o.probe.question: o.quotes[:1] for o in outcomes if not o.first_answers}
     assert set(missed) <= KNOWN_MISSES, missed
+
+
+def test_the_two_sets_and_the_halves_of_the_second_share_no_document():
+    first = {p.doc for p in load_probes("all")}
+    halves = [{p.doc for p in load_probes(split, KINDS_SET)} for split in SPLITS]
+    assert not halves[0] & halves[1]
+    assert not (halves[0] | halves[1]) & first
+
+
+# Development probes of the second set the first quote still misses (docs/EVALUATION.md): why the tide mill
+# stopped and what happened to the ferry (the learned model, which has most of a why- or what-happened
+# question's say, prefers a sentence sharing more words), who restored the mill and how it was paid for (the
+# answer names neither 'restoring' nor 'pay'), who was responsible for the breach (said as 'blamed the
+# company', in a sentence sharing no word with the question), and why the dam failed (the inquiry's
+# sentence leads: it blames the company for failing to inspect the culvert, a reason the set does not list).
+SECOND_KNOWN_MISSES = frozenset(
+    {
+        "Why did the tide mill stop grinding?",
+        "Who was responsible for restoring the mill?",
+        "How did the trust pay for the restoration?",
+        "Why did the dam fail?",
+        "Who was responsible for the breach?",
+        "What happened to the Kittiwake after the grounding?",
+    }
+)
+
+
+def test_every_development_probe_of_the_second_set_but_its_known_misses_is_answered_first(tmp_path, embedder):
+    outcomes = asyncio.run(run_probes(load_probes("dev", KINDS_SET), tmp_path, KINDS_SET, embedder=embedder))
+    missed = {o.probe.question: o.quotes[:1] for o in outcomes if not o.first_answers}
+    assert set(missed) <= SECOND_KNOWN_MISSES, missed

@@ -35,6 +35,7 @@ from raptor_tools.robustness import (
 from tests.unhurried import unhurried
 
 UNREADABLE = "is mostly characters that cannot be displayed as text (private-use or invalid)."
+NO_WORDS = "contains no text, only punctuation or symbols."
 
 ISSUE_CASES = [
     "empty file",
@@ -95,7 +96,9 @@ def test_refusals_name_the_file_safely_and_give_the_reason(corpus_run):
     reasons = {
         "empty file": "empty.txt: is empty.",
         "one NUL byte": "nul.txt: contains binary data, not text.",
-        "invalid UTF-8 (Latin-1)": "latin1.txt: is not valid UTF-8 text; please save it as UTF-8.",
+        "high bytes that read as no language": (
+            "high.txt: is not UTF-8 and does not read as text in any encoding we recognise; please save it as UTF-8."
+        ),
         "over the size limit (declared by Discord)": "huge.txt: is 0.3 MB, over the 0.2 MB limit.",
         "truncated PDF": "cut.pdf: is a corrupt or truncated PDF.",
         "file name that is only '..'": "(unnamed file): has no usable file name.",
@@ -256,7 +259,7 @@ def test_fuzz_html_trees_keep_visible_text_and_drop_scripts(tree, unclosed):
     try:
         doc = load_document("fuzz.html", html.encode("utf-8"))
     except IngestError as error:
-        assert error.reason in ("contains no text.", "contains binary data, not text.", UNREADABLE)
+        assert error.reason in ("contains no text.", NO_WORDS, "contains binary data, not text.", UNREADABLE)
         return
     assert "SECRET_SCRIPT" not in doc.text
     assert doc.sections[0].start == 0 and doc.sections[-1].end == len(doc.text)

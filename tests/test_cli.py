@@ -45,12 +45,12 @@ def test_ingest_ask_docs_tree_forget(run, files):
     assert "railway.md:" in result.output and "bees.md:" in result.output
 
     again = run("ingest", str(railway), "--kb", "t", "--quiet")
-    assert again.output == "railway.md: already in the knowledge base (same bytes), nothing to do.\n"
+    assert again.output == "railway.md: already in the knowledge base (same content), nothing to do.\n"
     renamed = railway.with_name("railway copy.md")
     renamed.write_bytes(railway.read_bytes())
     copy = run("ingest", str(renamed), "--kb", "t", "--quiet")  # the name given, and the one to look for
     assert copy.output == (
-        "railway copy.md: already in the knowledge base as railway.md (same bytes), nothing to do.\n"
+        "railway copy.md: already in the knowledge base as railway.md (same content), nothing to do.\n"
     )
 
     asked = run("ask", "Who surveyed the railway?", "--kb", "t", "--json")
@@ -144,14 +144,19 @@ def test_version_and_shared_options_read_the_same_everywhere(run):
         assert as_json.opts == ["--json"] and as_json.help == "Print the result as JSON.", name
 
 
-def test_chat_answers_a_follow_up_as_the_question_it_stands_for(run, files):
+def chat_in_railway(run, files, talk: str):
+    """`raptor chat` over the railway document, fed `talk` (one question a line, an empty line to stop)."""
     railway, _, _ = files
     assert run("ingest", str(railway), "--kb", "t", "--quiet").exit_code == 0
-    talk = "Tell me about the great flood of 1903.\nWho led the passengers to safety then?\n\n"
     result = CliRunner().invoke(
         cli_module.cli, ["--data-dir", str(railway.parent / "data"), "chat", "--kb", "t"], input=talk
     )
     assert result.exit_code == 0, result.output
+    return result
+
+
+def test_chat_answers_a_follow_up_as_the_question_it_stands_for(run, files):
+    result = chat_in_railway(run, files, "Tell me about the great flood of 1903.\nWho led the passengers to safety then?\n\n")
     searched = (
         "Searched as: Who led the passengers to safety in 1903? (context: Tell me about the great flood"
     )
@@ -159,6 +164,12 @@ def test_chat_answers_a_follow_up_as_the_question_it_stands_for(run, files):
     assert "Wren" in result.output.split(searched, 1)[1]
     asked = json.loads(run("ask", "Who led the passengers to safety?", "--kb", "t", "--json").output)
     assert asked["query"] == asked["question"] and asked["rewritten"] is False
+
+
+def test_chat_shows_the_claims_a_check_looked_for_not_a_searched_question(run, files):
+    result = chat_in_railway(run, files, "Tell me about the great flood of 1903.\nr u sure?\n\n")
+    assert "Checked against the documents: \u201c" in result.output, result.output
+    assert "Searched as:" not in result.output and "Yes: the documents say so." in result.output
 
 
 def test_ask_with_a_question_that_names_nothing_asks_for_something_specific(run, files):
@@ -169,13 +180,7 @@ def test_ask_with_a_question_that_names_nothing_asks_for_something_specific(run,
 
 
 def test_chat_answers_thanks_with_a_line_and_the_next_follow_up_leans_on_the_question(run, files):
-    railway, _, _ = files
-    assert run("ingest", str(railway), "--kb", "t", "--quiet").exit_code == 0
-    talk = "Tell me about the great flood of 1903.\nthanks!\nWho led the passengers to safety then?\n\n"
-    result = CliRunner().invoke(
-        cli_module.cli, ["--data-dir", str(railway.parent / "data"), "chat", "--kb", "t"], input=talk
-    )
-    assert result.exit_code == 0, result.output
+    result = chat_in_railway(run, files, "Tell me about the great flood of 1903.\nthanks!\nWho led the passengers to safety then?\n\n")
     reply = result.output.split("You're welcome", 1)[1].split("> ", 1)[0]
     assert "Sources" not in reply and "Context:" not in reply  # nothing was searched
     assert "Searched as: Who led the passengers to safety in 1903? (context: Tell me about the great flood" in (

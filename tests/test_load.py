@@ -284,23 +284,23 @@ def test_markdown_front_matter_without_a_title_or_repeating_the_heading_and_a_ru
     with pytest.raises(IngestError, match="contains no text"):
         load_document("front-only.md", b"---\ntitle: Harbour Light\ntags: [x]\n---\n")
     same = load_document("b.md", b"---\ntitle: Harbour Light\n---\n\n# Harbour *Light*\n\nBody.\n")
-    assert same.text == "# Harbour *Light*\n\nBody."
+    assert same.text == "# Harbour Light\n\nBody."
     # a thematic break at the top that never closes is the text's own
     assert load_document("c.md", b"---\n\nA rule, then prose.\n").text == "---\n\nA rule, then prose."
 
 
 def test_markdown_html_tags_are_not_text_but_what_they_show_is():
     """Raw HTML in Markdown (<details>, <summary>, <sub>, <br>) was stored tags and all, so quotes and
-    summaries showed '<details><summary>'. A renderer shows what the tags hold: so is it read. Code spans,
-    fences, autolinks and comparisons stay as written."""
+    summaries showed '<details><summary>'. A renderer shows what the tags hold: so is it read. Code spans
+    keep the HTML they show, fences and comparisons stay as written, autolinks read as their address."""
     source = (
         "<details><summary>More</summary>The keeper's notes.</details>\n\n"
         'H<sub>2</sub>O froze.<br/>The <span style="color:red">red</span> lamp. See <https://example.com>.\n\n'
         "Write `<div>` there; 1<2 and 3>2.\n\n```\n<b>kept</b>\n```\n"
     )
     assert load_document("notes.md", source.encode()).text == (
-        "More The keeper's notes.\n\nH2O froze. The red lamp. See <https://example.com>.\n\n"
-        "Write `<div>` there; 1<2 and 3>2.\n\n```\n<b>kept</b>\n```"
+        "More The keeper's notes.\n\nH2O froze. The red lamp. See https://example.com.\n\n"
+        "Write <div> there; 1<2 and 3>2.\n\n```\n<b>kept</b>\n```"
     )
 
 
@@ -530,14 +530,25 @@ def test_whitespace_only_and_script_only_files_yield_no_text():
     assert reason_of("js.html", b"<html><script>alert(1)</script></html>") == "contains no text."
 
 
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [("rules.md", b"***\n---\n___\n"), ("dots.txt", b"...!!! ???"), ("emoji.txt", "\U0001f389\U0001f6a2 \u2693".encode())],
+)
+def test_a_file_of_punctuation_or_symbols_alone_holds_no_text(name, data):
+    """'***' and '---' were stored as a document: nothing in it could be searched, quoted or summarised."""
+    assert reason_of(name, data) == "contains no text, only punctuation or symbols."
+    assert load_document("one.txt", b"- 1").text == "- 1"  # one digit is text
+
+
 def test_binary_content_in_text_format():
     assert "binary" in reason_of("image.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     assert "binary" in reason_of("noise.md", bytes(range(1, 32)) * 20)
 
 
-def test_non_utf8_text_is_refused_with_that_reason():
-    reason = reason_of("latin1.txt", "Café crème à la carte.".encode("latin-1"))
-    assert "not valid UTF-8" in reason
+def test_non_utf8_text_is_read_in_its_encoding_and_said_so():
+    doc = load_document("latin1.txt", "Café crème à la carte.".encode("latin-1"))
+    assert doc.text == "Café crème à la carte."
+    assert doc.notices == ("read as Windows-1252 (it is not UTF-8)",)
 
 
 @pytest.mark.parametrize(
@@ -567,10 +578,12 @@ def test_html_that_is_utf8_is_read_as_utf8_whatever_its_meta_says():
     assert "Café crème." in load_document("stale.html", page.encode("utf-8")).text
 
 
-def test_html_in_an_undeclared_or_unknown_encoding_is_refused():
-    assert "not valid UTF-8" in reason_of("a.html", "<p>Café crème.</p>".encode("latin-1"))
+def test_html_in_an_undeclared_or_unknown_encoding_is_read_as_browsers_fall_back():
+    assert "Café crème." in load_document("a.html", "<p>Café crème.</p>".encode("latin-1")).text
     unknown = '<meta charset="x-no-such-codec"><p>Café crème.</p>'.encode("latin-1")
-    assert "not valid UTF-8" in reason_of("b.html", unknown)
+    doc = load_document("b.html", unknown)
+    assert "Café crème." in doc.text
+    assert doc.notices == ("read as Windows-1252 (it is not UTF-8)",)
 
 
 @pytest.mark.parametrize("name", ["report.md", "report.txt", "report.html"])
@@ -696,7 +709,7 @@ def test_check_upload_validates_metadata():
     with pytest.raises(IngestError, match="is empty"):
         check_upload("none.txt", 0, 2000)
     assert set(SUPPORTED_EXTENSIONS) == {
-        ".txt", ".md", ".markdown", ".pdf", ".docx", ".html", ".htm", ".vtt", ".srt"
+        ".txt", ".md", ".markdown", ".pdf", ".docx", ".html", ".htm", ".vtt", ".srt", ".csv", ".tsv"
     }
 
 
@@ -802,7 +815,7 @@ def test_markdown_keeps_html_written_as_inline_code_and_drops_the_rest():
     text = load_document(
         "a.md", b"Use `<div hidden>`, `<!--` or ``<script>`` to hide things.\n\nSeen. <!-- not seen --> Also seen."
     ).text
-    assert text == "Use `<div hidden>`, `<!--` or ``<script>`` to hide things.\n\nSeen. Also seen."
+    assert text == "Use <div hidden>, <!-- or <script> to hide things.\n\nSeen. Also seen."
 
 
 def test_long_backtick_and_angle_bracket_runs_in_markdown_are_read_in_one_pass():

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.state import BotState, MessageImport, ThreadRecord
+from bot.state import BotState, MessageImport, PostedFile, ThreadRecord
 from raptor_engine import Engine
 from raptor_engine.storage.spaces import FOLLOWER_TABLES, KB_TABLES
 from raptor_engine.types import Turn
@@ -91,6 +91,7 @@ async def _write_bot_rows(state: BotState) -> None:
         await state.set_sync(kb, guild, channel, True, "tester")
         await state.forget_me(guild, guild + 2)
         await state.start_import(MessageImport(0, kb, guild, channel, channel, 1, "tester", 10, None, "running"))
+        await state.add_posted_file(PostedFile(kb, channel, thread + 1, thread + 2, "ab" * 32, guild + 2))
     await state.set_autoingest(ROOT_ONLY, 0, 0, True, "tester")
 
 
@@ -392,3 +393,16 @@ def test_a_servers_own_folder_given_as_the_data_directory_is_refused_and_left_as
         Engine(unhurried_settings(data_dir=data / "guilds" / "5"), embedder=embedder)
     assert not (data / "guilds" / "5" / "guilds").exists()
     assert _rows(data / "guilds" / "5" / "raptor.db", "guild-5-channel-6") == before
+
+
+def test_every_table_of_the_bot_follows_its_knowledge_base_into_a_space(tmp_path):
+    """A bot table left out of FOLLOWER_TABLES stays in the root when an old directory is split, while
+    its migration record is copied: the space then claims a table it lacks (doctor: 'no index ...')."""
+    import sqlite_utils
+
+    from raptor_engine.storage.store_migrations import bot_migrations
+
+    db = sqlite_utils.Database(tmp_path / "bot.db")
+    bot_migrations.apply(db)
+    tables = {name for name in db.table_names() if name.startswith("bot_")}
+    assert tables == {table for table, _ in FOLLOWER_TABLES}

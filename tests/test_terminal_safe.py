@@ -5,10 +5,16 @@ sequences, and `raptor docs`, `ask`, `chat`, `tree`, `forget`, `doctor` and `gui
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import logging
+import os
 import re
 import shutil
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +29,7 @@ PLANTED = "\x1b[31m\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07\x08\r\x7f\x9b6n\u202egnp.ex
 # What must never reach the terminal raw (newline and tab may)
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 GUILD = "4242"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_each_unsafe_character_is_shown_as_its_escape_and_newlines_and_tabs_stay():
@@ -127,3 +134,51 @@ def test_error_lines_show_the_escapes_of_a_path_they_quote(run, tmp_path):  # no
     for name, result in refused.items():
         assert result.exit_code in (1, 2) and f"{name}\\x1b[31m" in result.stderr, result.stderr
         assert not UNSAFE.search(result.stderr), result.stderr
+
+
+def test_verbose_log_lines_show_the_escapes_of_what_they_quote(files, tmp_path):  # noqa: F811
+    """`raptor -v` printed its log records raw: a record quoting a path (filelock's, of the data
+    directory's lock files) or a stored name wrote its escape sequences to the terminal. Run as a
+    process, so the CLI sets up logging as a user's run does."""
+    railway, _, _ = files
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    data = tmp_path / "data\x1b[31m\u202ex"
+    done = subprocess.run(
+        [sys.executable, "-m", "raptor_engine.cli", "-vv", "--data-dir", str(data), "ingest", str(railway), "--kb", "t"],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "data\\x1b[31m\\u202ex" in done.stderr, done.stderr  # a log line quoted the path, as escapes
+    assert not UNSAFE.search(done.stdout + done.stderr)
+
+
+def test_a_verbose_traceback_and_every_log_handler_escape_unsafe_characters():
+    """Handlers set up before the CLI's (Dask's own) print with escapes too, tracebacks kept under -v."""
+    from raptor_engine.cli import SafeFormatter, one_line_logs
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("raptor_engine.tests.safe_logs")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        one_line_logs(1)
+        assert isinstance(handler.formatter, SafeFormatter)
+        try:
+            raise ValueError(f"bad {PLANTED}")
+        except ValueError:
+            logger.error("quoting %s", f"a node's text {PLANTED}", exc_info=True)
+    finally:
+        logger.removeHandler(handler)
+    shown = stream.getvalue()
+    assert "Traceback" in shown and "\\x1b]52;c;" in shown and "\\u202egnp.exe" in shown
+    assert not UNSAFE.search(shown)
+
+
+def test_the_tools_reports_show_escapes(capsys):
+    """`raptor eval`, `robustness`, `bench` and the probes print documents' and evaluation sets' text."""
+    from raptor_tools import say
+
+    say(f"MISS quote: {PLANTED}")
+    out = capsys.readouterr().out
+    assert "\\x1b[31m" in out and not UNSAFE.search(out)

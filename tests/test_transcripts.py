@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from raptor_engine import Engine, Settings
 from raptor_engine.ingest.chunk import chunk_document, split_sentences
+from raptor_engine.ingest.load import load_document
 from raptor_engine.ingest.transcript import is_filler, speaker_of, spoken_lines, turns
 from raptor_engine.query.answer import (
     FOUND,
@@ -22,7 +25,8 @@ from raptor_engine.query.answer import (
     topic_terms,
 )
 from raptor_engine.query.ranker import PAPER, document_kind
-from raptor_engine.types import ContextNode, LoadedDocument, Section, Turn
+from raptor_engine.tree.summarize import ExtractiveSummarizer
+from raptor_engine.types import ContextNode, LoadedDocument, Section, SummaryRequest, Turn
 
 FIXTURE = Path(__file__).parent / "fixtures" / "transcripts"
 
@@ -61,8 +65,8 @@ def test_a_turn_without_a_full_stop_is_not_glued_to_the_next_turn():
 
 
 def test_labels_of_every_transcript_form_are_speakers_and_prose_labels_are_not():
-    assert speaker_of("SPEAKER_01 [00:03:12]: So the budget is fixed .") == "SPEAKER_01"
-    assert speaker_of("[00:03:12] SPEAKER_02: Agreed .") == "SPEAKER_02"
+    assert speaker_of("SPEAKER_01 [00:03:12]: So the budget is fixed .") == "Speaker 1"
+    assert speaker_of("[00:03:12] SPEAKER_02: Agreed .") == "Speaker 2"
     assert speaker_of("Mr. Smith: I thank the minister .") == "Mr. Smith"
     assert speaker_of("Lynne Neagle AM: Okay , we'll move on .") == "Lynne Neagle AM"
     assert speaker_of("Grad F: Yeah , I think so .") == "Grad F"
@@ -351,15 +355,15 @@ SPEAKER_01: Then we move the opening of the bridge to May next year
 
 
 def test_an_srt_export_reads_as_turns_and_its_cue_lines_are_never_quoted():
-    assert [who for _, who in turns(SRT)] == ["SPEAKER_01", "SPEAKER_02", "SPEAKER_01"]
+    assert [who for _, who in turns(SRT)] == ["Speaker 1", "Speaker 2", "Speaker 1"]
     candidates = _candidates([_node(SRT)])
     assert [(c.speaker, c.text.split()[0]) for c in candidates] == [
-        ("SPEAKER_01", "So"),
-        ("SPEAKER_02", "Agreed"),
-        ("SPEAKER_01", "Then"),
+        ("Speaker 1", "So"),
+        ("Speaker 2", "Agreed"),
+        ("Speaker 1", "Then"),
     ]
     vtt = SRT.replace(",", ".").replace("1\n00", "WEBVTT\n\n00", 1)
-    assert [who for _, who in turns(vtt)] == ["SPEAKER_01", "SPEAKER_02", "SPEAKER_01"]
+    assert [who for _, who in turns(vtt)] == ["Speaker 1", "Speaker 2", "Speaker 1"]
 
 
 def test_webvtt_voice_tags_are_speakers_and_never_part_of_a_quote():
@@ -556,3 +560,109 @@ async def test_an_uploaded_play_and_export_are_answered_with_their_speakers(tmp_
     quotes = QUOTE.findall(export.text)
     assert quotes and quotes[0].startswith("Jane Doe: The dredging contract"), export.text
     assert not any("10:3" in q for q in quotes), export.text
+
+
+# ------------------------------------------------------------------------------ chat logs, diarised labels
+
+
+BARE_CHAT = (
+    "bob: we meet at noon by the old mill\n"
+    "alice: ok see you there then bring the keys\n"
+    "bob: I will bring the keys and the map too\n"
+    "alice: the spare key is under the blue flowerpot\n"
+)
+
+
+def test_a_chat_log_of_bare_lowercase_nicks_reads_as_turns_one_sentence_each():
+    """'bob: ...' lines with no time and no full stop were prose: one sentence ran over all four speakers'
+    lines, and a quote gave alice's words as bob's."""
+    assert [who for _, who in turns(BARE_CHAT)] == ["bob", "alice", "bob", "alice"]
+    assert [BARE_CHAT[a:b] for a, b in split_sentences(BARE_CHAT)] == BARE_CHAT.strip().split("\n")
+    candidates = _candidates([_node(BARE_CHAT)])
+    assert [c.shown for c in candidates][-1] == "alice: the spare key is under the blue flowerpot"
+    for key_value in ("host: a\nport: b\nuser: c", "note: the lamp is lit.\nwarning: keep clear."):
+        assert turns(key_value) == []  # each label once: no one takes turns
+
+
+def test_diarised_labels_are_named_as_people_read_them():
+    """A speech-to-text tool's 'SPEAKER_01' was quoted as written."""
+    text = (
+        "SPEAKER_00: the old stone bridge over the river opened in 1910\n"
+        "[00:00:05] SPEAKER_01: it was rebuilt by the railway company in 1950\n"
+        "[00:00:09] SPEAKER_00: and the railway company paid for all of it\n"
+    )
+    assert [who for _, who in turns(text)] == ["Speaker 0", "Speaker 1", "Speaker 0"]
+    assert [c.shown for c in _candidates([_node(text)])] == [
+        "Speaker 0: the old stone bridge over the river opened in 1910",
+        "Speaker 1: it was rebuilt by the railway company in 1950",
+        "Speaker 0: and the railway company paid for all of it",
+    ]
+
+
+def test_an_extractive_summary_keeps_each_sentence_with_its_speaker():
+    """A turn's second sentence has no label of its own: copied into a summary under another speaker's
+    line it was quoted as that speaker's words ('Speaker 1: Welcome everyone The new pier will cost')."""
+    leaf = (
+        "SPEAKER_01: Welcome everyone to the harbour meeting\n"
+        "SPEAKER_02: Thanks. The new pier will cost four hundred thousand pounds.\n"
+        "SPEAKER_01: And when will it open\n"
+    )
+    summarizer = ExtractiveSummarizer(lambda text: len(text.split()))
+    summary = summarizer.summarize(SummaryRequest(texts=[leaf], embeddings=np.ones((1, 4)), max_tokens=200))
+    lines = [line for line in summary.text.split("\n") if line]
+    assert "Speaker 2: The new pier will cost four hundred thousand pounds." in lines
+    assert all(speaker_of(line) for line in lines), lines
+    shown = [c.shown for c in _candidates([_node(summary.text)])]
+    assert "Speaker 2: The new pier will cost four hundred thousand pounds." in shown
+    assert not any("Welcome" in quote and "pier" in quote for quote in shown)
+
+
+def test_a_subtitle_cue_of_two_speakers_keeps_each_speakers_words_apart():
+    """'- Where are you going?' / '- Home.' in one cue were joined into one line, read as one sentence."""
+    srt = (
+        "1\n00:00:01,000 --> 00:00:03,000\n- Where are you going tonight\n- Home to the lighthouse\n\n"
+        "2\n00:00:03,500 --> 00:00:06,000\n<i>-Did he ever miss a night?</i>\n-Never, not once in forty years.\n\n"
+        "3\n00:00:06,500 --> 00:00:09,000\nThe keeper lit the lamp\nat dusk every night\n"
+    )
+    text = load_document("film.srt", srt.encode()).text
+    assert [text[a:b] for a, b in split_sentences(text)] == [
+        "- Where are you going tonight",
+        "- Home to the lighthouse",
+        "- Did he ever miss a night?",
+        "- Never, not once in forty years.",
+        "The keeper lit the lamp at dusk every night",
+    ]
+
+
+def test_a_subtitle_file_saved_as_txt_is_read_as_subtitles():
+    """Its cue numbers and timing lines were quoted: '2 00:00:04,500 --> 00:00:08,000 The new pier ...'."""
+    srt = "1\n00:00:01,000 --> 00:00:04,000\nWelcome everyone\n\n2\n00:00:04,500 --> 00:00:08,000\nThe pier costs four hundred thousand pounds.\n"
+    for data in (srt.encode(), b"\xef\xbb\xbf" + srt.replace("\n", "\r\n").encode(), b"WEBVTT\n\n00:01.000 --> 00:02.000\nHi there.\n"):
+        doc = load_document("meeting.txt", data)
+        assert doc.format == "subtitles" and "-->" not in doc.text, doc.text
+    assert load_document("notes.txt", b"12\nThe ferry leaves at 10:30 --> the pier.\n").format == "txt"
+
+
+def test_timestamped_lines_are_each_a_quotable_statement():
+    """'[00:01:02] the bridge was built ...' lines with no speaker ran into one sentence of every line."""
+    text = (
+        "[00:01:02] the bridge was built in 1910 by the county council\n"
+        "[00:01:09] it was rebuilt in 1950 after the great flood\n"
+        "(00:01:15) the railway company paid for most of it\n"
+    )
+    assert [text[a:b] for a, b in split_sentences(text)] == text.strip().split("\n")
+    assert [c.text for c in _candidates([_node(text)])] == text.strip().split("\n")
+
+
+def test_a_summary_of_unpunctuated_sentences_splits_into_the_sentences_it_copied():
+    """Copied side by side, a cue or a turn without a full stop ran into the next sentence, from another
+    document or speaker ('Speaker 1: Welcome everyone SPEAKER_02: It opens in June')."""
+    texts = [
+        "SPEAKER_01: Welcome everyone to the harbour meeting\nSPEAKER_02: It opens in June next year",
+        "Maria Lopez: The lighthouse was automated in 1987\nTom Reed: His name was Arthur Penrose",
+        "[00:01:02] the bridge was built in 1910 by the county council",
+    ]
+    summarizer = ExtractiveSummarizer(lambda text: len(text.split()))
+    summary = summarizer.summarize(SummaryRequest(texts=texts, embeddings=np.ones((3, 4)), max_tokens=200)).text
+    copied = [" ".join(t[a:b].split()) for t in texts for a, b in split_sentences(t)]
+    assert sorted(" ".join(summary[a:b].split()) for a, b in split_sentences(summary)) == sorted(copied)

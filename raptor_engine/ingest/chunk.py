@@ -75,7 +75,14 @@ _FULL_STOP = re.compile(
     r"[\"'\u201d\u2019\u00bb)\]\u300d\u300f\uff09\u3011\u300b]*+"
 )
 _NEWLINE = re.compile(r"\n")
-_STRUCTURAL_LINE = re.compile(r"(?:#{1,6}\s|[-*+\u2022]\s|\d{1,3}[.)]\s|>|\||={3,}|-{3,}|```|~~~)")
+# Lines that open a block of their own: a heading, a list item, a numbered clause ('2.2.1 Late payment',
+# before a capital so a wrapped '3.5 million' is no clause), a log's or transcript's timestamp
+# ('[00:01:09] it was rebuilt', '(12:01)', '00:01:09'), a quote, a table row, a rule, a fence.
+_STRUCTURAL_LINE = re.compile(
+    r"(?:#{1,6}\s|[-*+\u2022]\s|\d{1,3}[.)]\s|\d{1,3}(?:\.\d{1,3})+\.?\s+[A-Z]"
+    r"|[\[(]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d{1,3})?[\])]\s|\d{1,2}:\d{2}:\d{2}(?:[.,]\d{1,3})?\s"
+    r"|>|\||={3,}|-{3,}|```|~~~)"
+)
 # Chinese and Japanese break clauses with fullwidth marks and no space: ，；：、
 _CLAUSE_BREAK = re.compile(r"[;:,](?=\s)|\s[\u2014\u2013-]{1,2}(?=\s)|\u2014|[\uff0c\uff1b\uff1a\u3001]")
 _SYMBOLS = re.compile(r"[^\w\s]+")

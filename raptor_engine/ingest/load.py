@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import functools
+import hashlib
 import html
 import io
 import itertools
@@ -41,6 +42,8 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".htm": "html",
     ".vtt": "subtitles",  # WebVTT, as Teams, Zoom and YouTube export a meeting's or a video's words
     ".srt": "subtitles",
+    ".csv": "csv",  # a spreadsheet's export: each row read under its column names
+    ".tsv": "csv",
 }
 
 MAX_NAME_CHARS = 120
@@ -220,6 +223,9 @@ def load_document(
     if fmt in ("txt", "md") and _is_html_document(data):
         log.info("%s: an HTML document under a %s name; reading its visible text", name, fmt)
         fmt = "html"  # its scripts, styles and comments must not become text
+    if fmt == "txt" and _is_subtitle_file(data):
+        log.info("%s: a subtitle file under a .txt name; reading its cues' words", name)
+        fmt = "subtitles"  # its cue numbers and timing lines must not become quotes
     readers = {
         "txt": _read_txt,
         "md": _read_markdown,
@@ -227,6 +233,7 @@ def load_document(
         "docx": _read_docx,
         "html": _read_html,
         "subtitles": _read_subtitles,
+        "csv": _read_csv,
     }
     blocks = readers[fmt](name, data, limits)
     if sum(len(block.text) for block in blocks) > limits.max_text_chars:
@@ -235,6 +242,8 @@ def load_document(
     if not doc.text.strip():
         raise IngestError(name, "contains no text.")
     _check_readable(name, doc.text, fmt)
+    if not _WORD_CHARACTER.search(doc.text):  # '***' and '---' alone: nothing to search, quote or summarise
+        raise IngestError(name, "contains no text, only punctuation or symbols.")
     doc.notices = tuple(block.notice for block in blocks if block.notice)
     log.info("loaded %s: %d chars, %d sections (%s)", name, len(doc.text), len(doc.sections), fmt)
     return doc
@@ -267,6 +276,7 @@ _SUSPICIOUS_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\u
 _UNREADABLE_CHARS = re.compile("[\ue000-\uf8ff\ufffd\U000f0000-\U0010ffff]")
 UNREADABLE_RATIO = 0.25
 _WHITESPACE = re.compile(r"\s+")
+_WORD_CHARACTER = re.compile(r"[^\W_]")  # a letter or digit of any script
 _HSPACE = re.compile(r"[^\S\n]+")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
@@ -300,6 +310,16 @@ def _normalise(text: str) -> str:
     text = _HSPACE.sub(" ", text)
     text = "\n".join(line.strip() for line in text.split("\n"))
     return _BLANK_RUNS.sub("\n\n", text).strip()
+
+
+def text_fingerprint(text: str) -> str:
+    """The sha256 of a loaded document's text with what saving it again may change taken out: line
+    endings, a BOM, whitespace at line ends, the Unicode normal form (NFC). Case and wording count, so
+    the same document re-saved (CRLF, another encoding, .md as .txt) has the same fingerprint and a
+    document that differs in one word does not."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\ufeff", "")
+    text = "\n".join(line.rstrip() for line in unicodedata.normalize("NFC", text).split("\n"))
+    return hashlib.sha256(text.strip("\n").encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _assemble(name: str, blocks: list[_Block], fmt: str) -> LoadedDocument:
@@ -351,6 +371,18 @@ def _is_html_document(data: bytes) -> bool:
     return head.startswith((b"<!doctype html", b"<html"))
 
 
+# A subtitle file's opening, whatever its extension: WebVTT's header, or SRT's first cue number and timing.
+_SUBTITLE_OPENING = re.compile(
+    rb"\A(?:\xef\xbb\xbf)?\s*(?:WEBVTT(?:[ \t]|\r?\n|\Z)|\d{1,6}[ \t]*\r?\n[ \t]*"
+    rb"(?:\d+:)?\d{1,2}:\d{2}(?:[.,]\d{1,3})?[ \t]*-->)"
+)
+
+
+def _is_subtitle_file(data: bytes) -> bool:
+    """A WebVTT or SRT export (saved or renamed as .txt), by its first bytes."""
+    return _SUBTITLE_OPENING.match(data[:512]) is not None
+
+
 def _check_readable(name: str, text: str, fmt: str) -> None:
     """Refuse text that is mostly private-use or replacement characters: it would be stored, embedded
     and quoted as boxes (a PDF font whose character map is missing or broken, an HTML entity storm)."""
@@ -384,10 +416,11 @@ BOMLESS_UTF16_ZEROS = 0.9  # the share of zero high bytes that reads as UTF-16 w
 BOMLESS_UTF16_UNREADABLE = 0.01  # the share of control, private-use or unassigned characters UTF-16 text may hold
 
 
-def _decode_text(name: str, data: bytes, declared: str | None = None) -> str:
-    """Decode UTF-8 (with or without BOM) or UTF-16 (with a BOM, or without one when its zero high bytes
-    show it); refuse binary and other encodings, but for bytes that are not UTF-8, the encoding the file
-    itself `declared` (an HTML page's <meta>)."""
+def _decode_text(name: str, data: bytes, declared: str | None = None) -> tuple[str, str]:
+    """The text of `data` and, when it was not Unicode, a notice saying how it was read: UTF-8 (with or
+    without BOM), UTF-32 with a BOM, UTF-16 (with a BOM, or without one when its zero high bytes show it);
+    bytes that are not UTF-8 in the encoding the file itself `declared` (an HTML page's <meta>), else in
+    the legacy encoding they read as language in (`_legacy_decode`). Binary data is refused."""
     if data.startswith(b"\xef\xbb\xbf"):
         encoding, payload = "utf-8", data[3:]
     elif data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16: the same first bytes
@@ -400,23 +433,147 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> str:
             raise IngestError(name, "contains binary data, not text.")
     else:
         encoding, payload = "utf-8", data
+    notice = ""
     try:
         text = payload.decode(encoding)
     except UnicodeDecodeError as exc:
         log.info("%s: decode failed: %s", name, exc)
-        if encoding == "utf-8" and _looks_binary(data[:65536]):
-            raise IngestError(name, "contains binary data, not text.") from None
-        text = _decoded_as(payload, declared) if encoding == "utf-8" and declared else None
-        if text is None:
-            kind = _content_kind(data)
-            if kind is not None:  # a renamed PDF or image: saving it "as UTF-8" is no way out
-                raise IngestError(
-                    name, f"is {kind}, not text (the {_extension(name)} extension does not match its content)."
-                ) from None
+        if encoding != "utf-8":
             raise IngestError(name, f"is not valid {encoding.upper()} text; please save it as UTF-8.") from None
+        if _looks_binary(data[:65536]):
+            raise IngestError(name, "contains binary data, not text.") from None
+        kind = _content_kind(data)
+        if kind is not None:  # a renamed PDF or image: saving it "as UTF-8" is no way out
+            raise IngestError(
+                name, f"is {kind}, not text (the {_extension(name)} extension does not match its content)."
+            ) from None
+        text = _decoded_as(payload, declared) if declared else None
+        if text is None:
+            text, notice = _legacy_decode(name, payload)
     if text and len(_SUSPICIOUS_CHARS.findall(text)) / len(text) > BINARY_CHAR_RATIO:
         raise IngestError(name, "contains binary data, not text.")
-    return text
+    return text, notice
+
+
+# A well-formed UTF-8 sequence of two to four bytes (RFC 3629): what text saved as UTF-8 holds for each
+# character beyond ASCII, and what a legacy encoding's text rarely holds by chance.
+_UTF8_SEQUENCE = re.compile(
+    rb"[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]"
+    rb"|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}|\xf4[\x80-\x8f][\x80-\xbf]{2}"
+)
+_NON_ASCII_BYTE = re.compile(rb"[\x80-\xff]")
+# Western encodings tried first, in order: Windows-1252 is what Windows (and every browser, for pages that
+# say Latin-1) writes; Mac OS Roman what classic Mac editors wrote. Both decode Latin-script text.
+_WESTERN_ENCODINGS = ("cp1252", "mac_roman")
+# In Western text the letters beyond ASCII (é, ñ, ß) are a minority; Cyrillic or Greek bytes read in a
+# Western encoding are nearly all such letters ('Ìåëüíèöà').
+WESTERN_MAX_ACCENTED = 0.3
+# Share of the characters beyond ASCII that may sit where no language puts them (a symbol between two
+# letters, 'Za¿ó³æ'; a word of two scripts) before a decoding is taken for the wrong encoding.
+LEGACY_MAX_ODD = 0.02
+LEGACY_SAMPLE_BYTES = 1 << 16
+# The other legacy encodings still met in uploads, for charset-normalizer to choose among: Central European,
+# Cyrillic, Greek, Turkish, Hebrew, Arabic, Baltic and Vietnamese Windows code pages, KOI8, ISO-8859 and
+# the Japanese, Chinese and Korean multi-byte ones. Rarer code pages only make a wrong guess likelier.
+_LEGACY_ENCODINGS = (
+    "cp1250", "cp1251", "cp1253", "cp1254", "cp1255", "cp1256", "cp1257", "cp1258", "koi8_r", "koi8_u",
+    "mac_cyrillic", "iso8859_2", "iso8859_5", "iso8859_7", "iso8859_15", "cp932", "euc_jp", "gb18030",
+    "big5", "cp949",
+)  # fmt: skip
+LEGACY_MAX_CHAOS = 0.1  # charset-normalizer's mess ratio for a decoding taken as text
+_WORD_SYMBOLS = frozenset("\u2019\u2018'-\u2010\u2011\u2013\u2014\u2026\u00b7\u00ad/")  # inside a word in real text
+_ENCODING_NAMES = {"mac_roman": "Mac OS Roman", "latin_1": "Latin-1", "koi8_r": "KOI8-R", "cp932": "Shift JIS"}
+# Half-width katakana: a legacy of 1980s terminals that Japanese text today does without, and what bytes of
+# Cyrillic in KOI8 read as in Shift JIS.
+_HALFWIDTH_KANA = "\uff61"
+_UTF8_OR_WINDOWS_1252 = "raptor-utf8-or-windows-1252"
+
+
+def _as_windows_1252(error: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: the bytes that are not UTF-8 read as Windows-1252 (Latin-1 where it has none)."""
+    assert isinstance(error, UnicodeDecodeError)
+    raw = error.object[error.start : error.end]
+    return raw.decode("cp1252", errors="ignore") or raw.decode("latin-1"), error.end
+
+
+codecs.register_error(_UTF8_OR_WINDOWS_1252, _as_windows_1252)
+
+
+def _encoding_name(codec: str) -> str:
+    """A codec as people name it: 'cp1252' is Windows-1252, 'iso8859_5' ISO-8859-5, 'euc_jp' EUC-JP."""
+    codec = codecs.lookup(codec).name.replace("-", "_")
+    if codec in _ENCODING_NAMES:
+        return _ENCODING_NAMES[codec]
+    if re.fullmatch(r"cp125\d", codec):
+        return f"Windows-{codec[2:]}"
+    return codec.upper().replace("_", "-").replace("ISO8859", "ISO-8859")
+
+
+def _legacy_decode(name: str, data: bytes) -> tuple[str, str]:
+    """Bytes that are not UTF-8 (and not binary) read in the encoding they make language in, with the notice
+    naming it. Text that is mostly UTF-8 keeps it, its stray bytes read as Windows-1252 (a file pasted
+    together from two editors); otherwise Windows-1252 and Mac OS Roman are tried for Latin-script text,
+    then charset-normalizer's best guess (Cyrillic, Greek, Central European, CJK), each decoding kept
+    only when it reads as words. Refused when none does."""
+    non_ascii = len(_NON_ASCII_BYTE.findall(data[:LEGACY_SAMPLE_BYTES]))
+    in_utf8 = sum(len(found) for found in _UTF8_SEQUENCE.findall(data[:LEGACY_SAMPLE_BYTES]))
+    if non_ascii and in_utf8 >= non_ascii / 2:
+        text = data.decode("utf-8", errors=_UTF8_OR_WINDOWS_1252)
+        log.info("%s: UTF-8 with stray bytes; read those as Windows-1252", name)
+        return text, "read as UTF-8, with the bytes that are not UTF-8 read as Windows-1252"
+    for codec in _WESTERN_ENCODINGS:
+        text = _decoded_as(data, codec)
+        if text is not None and _reads_as_language(text[:LEGACY_SAMPLE_BYTES], western=True):
+            return text, _read_as(name, codec)
+    import charset_normalizer  # only for the rare upload that is neither UTF-8 nor Western
+
+    guesses = charset_normalizer.from_bytes(data[: 4 * LEGACY_SAMPLE_BYTES], cp_isolation=list(_LEGACY_ENCODINGS))
+    for guess in guesses:
+        text = _decoded_as(data, guess.encoding) if guess.chaos <= LEGACY_MAX_CHAOS else None
+        if text is not None and _reads_as_language(text[:LEGACY_SAMPLE_BYTES], western=False):
+            return text, _read_as(name, guess.encoding)
+    raise IngestError(
+        name, "is not UTF-8 and does not read as text in any encoding we recognise; please save it as UTF-8."
+    )
+
+
+def _read_as(name: str, codec: str) -> str:
+    """The notice for a file read in a legacy encoding (logged too)."""
+    log.info("%s: not UTF-8; read as %s", name, codec)
+    return f"read as {_encoding_name(codec)} (it is not UTF-8)"
+
+
+def _script(ch: str) -> str:
+    """A letter's script as its Unicode name begins ('LATIN', 'CYRILLIC', 'GREEK'); kana and ideographs are
+    one script, as Japanese mixes them."""
+    first = unicodedata.name(ch, "?").split(" ", 1)[0]
+    return "CJK" if first in ("HIRAGANA", "KATAKANA", "CJK", "HALFWIDTH", "FULLWIDTH") else first
+
+
+def _reads_as_language(text: str, *, western: bool) -> bool:
+    """Whether a decoding reads as words: few characters beyond ASCII sit where language never puts them
+    (a symbol or control between two letters, a capital after a small letter, a word mixing two scripts,
+    half-width katakana), and, for a Western encoding, letters beyond ASCII are a minority of the letters."""
+    beyond = [ch for ch in text if ord(ch) > 127]
+    if not beyond:
+        return True
+    letters = sum(1 for ch in text if ch.isalpha())
+    if western and sum(1 for ch in beyond if ch.isalpha()) > WESTERN_MAX_ACCENTED * letters:
+        return False
+    odd = sum(1 for ch in beyond if _HALFWIDTH_KANA <= ch <= "\uff9f" or unicodedata.category(ch)[0] == "C")
+    for word in text.split():
+        scripts = {_script(ch) for ch in word if ch.isalpha()}
+        odd += len(scripts) > 1
+        if "CJK" in scripts:
+            continue  # written without spaces: its punctuation stands between letters
+        for i, ch in enumerate(word[1:], 1):
+            if ord(ch) <= 127 or ch in _WORD_SYMBOLS:
+                continue
+            if ch.isupper():  # a capital after a small letter: 'donÕt', 'countyÓ' (Mac OS Roman as Windows-1252)
+                odd += word[i - 1].islower()
+            elif not unicodedata.category(ch).startswith(("L", "M")):  # a symbol inside a word: 'Za¿ó³æ'
+                odd += word[i - 1].isalpha() and i + 1 < len(word) and word[i + 1].isalpha()
+    return odd <= LEGACY_MAX_ODD * len(beyond)
 
 
 def _bomless_utf16(data: bytes) -> tuple[str, bytes] | None:
@@ -481,7 +638,8 @@ def _html_charset(data: bytes) -> str | None:
 
 
 def _read_txt(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
-    return [_Block(_decode_text(name, data))]
+    text, notice = _decode_text(name, data)
+    return [_Block(text, notice=notice)]
 
 
 # ------------------------------------------------------------------------------------------ subtitles
@@ -496,9 +654,9 @@ _CUE_MARKUP = re.compile(r"</?(?:v|c|i|b|u|ruby|rt|lang|font)\b[^<>]*>|<\d[\d:.]
 _CUE_RUBY_TEXT = re.compile(r"<rt\b[^<>]*>[^<]*(?:</rt\s*>)?")
 
 
-def _cue_blocks(name: str, data: bytes) -> list[str]:
+def _cue_blocks(text: str) -> list[str]:
     """A subtitle file's blocks, as blank lines separate them (cues, its header, notes, styles)."""
-    text = _decode_text(name, data).replace("\r\n", "\n").replace("\r", "\n")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     return [block for block in re.split(r"\n[ \t]*\n", text) if block.strip()]
 
 
@@ -508,7 +666,8 @@ def _read_subtitles(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     STYLE blocks or styling tags, which are the file's format, not anything said. A cue whose timing
     line does not parse is skipped (read as text, its number and timing became words); a file none of
     whose cues parse is refused."""
-    cues, broken = _cues(_cue_blocks(name, data))
+    text, notice = _decode_text(name, data)
+    cues, broken = _cues(_cue_blocks(text))
     if broken and not cues:
         raise IngestError(
             name,
@@ -516,7 +675,7 @@ def _read_subtitles(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
             "line such as 00:00:01,000 --> 00:00:04,000.",
         )
     skipped = f"{counted(broken, 'cue')} skipped: {'its' if broken == 1 else 'their'} timing line could not be read"
-    return [_Block("\n".join(cues), notice=skipped if broken else "")]
+    return [_Block("\n".join(cues), notice=skipped if broken else ""), _Block("", notice=notice)]
 
 
 # A block that is a cue by its shape: an SRT number, or a timing arrow, in its first two lines.
@@ -548,11 +707,95 @@ def _cues(blocks: list[str]) -> tuple[list[str], int]:
     return [cue for cue in cues if cue], broken
 
 
+# A subtitle line opening with a dialogue dash: a second speaker's words in the same cue ("- Home.").
+_DIALOGUE_DASH = re.compile(r"(?:<[^<>]{0,60}>)*[-\u2013\u2014][ \t]*(?=\S)")
+
+
 def _cue_text(lines: list[str]) -> str:
-    """The words of a cue's text lines, joined, markup removed."""
-    text = " ".join(line for line in lines if line)
+    """The words of a cue's text lines, joined, markup removed; a line opening with a dialogue dash
+    ('- Where are you going?' / '- Home.': two speakers in one cue) starts a line of its own, '- ' and
+    its words, so that it is a sentence of its own and never read as the line before's speaker's."""
+    turns: list[list[str]] = []
+    for line in (line for line in lines if line):
+        dash = _DIALOGUE_DASH.match(line)
+        if dash or not turns:
+            turns.append([f"- {line[dash.end():]}" if dash else line])
+        else:
+            turns[-1].append(line)
+    return "\n".join(cleaned for turn in turns if (cleaned := _cue_words(" ".join(turn))))
+
+
+def _cue_words(text: str) -> str:
+    """A cue's text without its markup, a voice tag as its speaker's "Name: ", white space collapsed."""
     text = _VOICE_OPEN.sub(lambda match: f"{match.group(1)}: ", _CUE_RUBY_TEXT.sub("", text))
     return " ".join(html.unescape(_CUE_MARKUP.sub("", text)).split())
+
+
+# ------------------------------------------------------------------------------------------------ csv
+
+_CSV_DELIMITERS = ",;\t|"  # what spreadsheets export with: comma, semicolon (where the comma is decimal), tab, bar
+_CSV_SAMPLE_CHARS = 1 << 16
+
+
+def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
+    """A CSV or TSV export as one line per row: under a header row (`_csv_header`) a list item naming each
+    cell by its column ('- Item: DVDs; Late fee: £1 per day.', as Markdown's table rows are read), so a
+    row reads alone in whichever chunk it lands; without one, its cells separated by ' | '. The delimiter
+    is the one the first rows use consistently (tab for .tsv). Cells are counted against the element cap."""
+    import csv
+
+    text, notice = _decode_text(name, data)
+    sample = text[:_CSV_SAMPLE_CHARS]
+    delimiter = "\t" if _extension(name) == ".tsv" else _csv_delimiter(sample)
+    rows: list[list[str]] = []
+    cells = 0
+    try:
+        for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter):
+            cells += len(row)
+            if cells > limits.max_elements:
+                raise IngestError(name, f"has more than {limits.max_elements:,} table cells, over the limit.")
+            cleaned = [" ".join(cell.split()).replace("|", "/") for cell in row]
+            if any(cleaned):
+                rows.append(cleaned)
+    except csv.Error as exc:  # a field past csv's size limit, a NUL in a field
+        log.info("%s: CSV parse failed: %s", name, exc)
+        raise IngestError(name, "could not be read as CSV (a field too long, or not text).") from None
+    if _csv_header(rows):
+        lines = [_labelled_row(rows[0], row) for row in rows[1:]]
+    else:
+        lines = [" | ".join(cell for cell in row if cell) for row in rows]
+    return [_Block("\n".join(line for line in lines if line), notice=notice)]
+
+
+def _csv_delimiter(sample: str) -> str:
+    """The delimiter the sample's first lines split into the same number (two or more) of cells most often."""
+    lines = [line for line in sample.splitlines()[:20] if line.strip()]
+    best, best_rows = ",", 0
+    for delimiter in _CSV_DELIMITERS:
+        counts = [line.count(delimiter) for line in lines]
+        if not counts or not counts[0]:
+            continue
+        steady = sum(1 for count in counts if count == counts[0])
+        if steady > best_rows:
+            best, best_rows = delimiter, steady
+    return best
+
+
+def _csv_header(rows: list[list[str]]) -> bool:
+    """Whether the first row names the columns: two or more rows, its cells all filled, different from each
+    other, short, and not numbers (a file of figures with no header starts with a row of data)."""
+    if len(rows) < 2 or len(rows[0]) < 2:
+        return False
+    names = rows[0]
+    return (
+        all(names)
+        and len(set(names)) == len(names)
+        and all(len(cell) <= MAX_HEADER_CELL_CHARS for cell in names)
+        and not any(_NUMBER.fullmatch(cell) for cell in names)
+    )
+
+
+_NUMBER = re.compile(r"[-+]?[\d.,\s%£$€]+")
 
 
 # ------------------------------------------------------------------------------------------- markdown
@@ -729,12 +972,135 @@ def _labelled_tables(lines: list[str]) -> list[str]:
     return out
 
 
+# Markdown's inline syntax, which a renderer turns into what it shows: quotes, sentences and vectors see
+# that, never the syntax ('built by [John Hale](http://a.b/c)' reads 'built by John Hale'). Every part is
+# bounded in length, so a line of unclosed openers is read in one pass, not once per opener.
+_MD_REFERENCE_DEFINITION = re.compile(
+    r"^ {0,3}\[(?!\^)([^\]\n]{1,999})\]:[ \t]*<?\S{0,2000}?>?(?:[ \t]+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^)\n]{0,500}\)))?[ \t]*$"
+)
+_MD_FOOTNOTE_DEFINITION = re.compile(r"^ {0,3}\[\^([^\]\s]{1,100})\]:[ \t]*")
+_MD_URL = r"(?:<[^<>\n]{0,2000}>|(?:[^()\s]|\([^()\s]{0,2000}\)){0,2000})(?:\s+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^)\n]{0,500}\)))?"
+# A link's text: brackets inside it in balanced pairs, one deep (an image in a link: `[![build](b.svg)](ci)`).
+_MD_LINK_TEXT = r"(?:[^\[\]]|\[[^\[\]]{0,500}\]){0,500}"
+_MD_INLINE = re.compile(
+    r"(?P<code>(?<!`)(?P<ticks>`++)(?P<code_text>(?:(?!(?P=ticks)(?!`)).){1,2000}?)(?P=ticks)(?!`))"
+    r"|\\(?P<escaped>[!-/:-@\[-`{-~])"
+    rf"|!?\[(?P<link>{_MD_LINK_TEXT})\]\((?:{_MD_URL})\)"
+    r"|\[\^(?P<note>[^\]\s]{1,100})\]"
+    r"|!?\[(?P<ref_text>[^\[\]]{1,500})\](?:\[(?P<ref>[^\[\]]{0,500})\])?(?![(:])"
+    r"|<(?P<autolink>[a-zA-Z][a-zA-Z0-9+.-]{1,31}:[^\s<>]{1,2000}|[\w.+-]{1,200}@[\w-]{1,200}(?:\.[\w-]{1,200}){1,10})>"
+    r"|(?P<marks>\*\*\*|___|\*\*|__|~~|\*|_)(?P<emphasised>(?=\S)(?:(?!(?P=marks)).){1,1000}?(?<=\S))(?P=marks)"
+    r"|(?P<entity>&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});)",
+    re.DOTALL,
+)
+MAX_INLINE_NESTING = 4  # emphasis inside a link inside emphasis...: deeper is left as written
+
+
+def _md_label(label: str) -> str:
+    """A link reference's label as Markdown matches it: case and runs of white space do not count."""
+    return " ".join(label.split()).casefold()
+
+
+def _md_inline(text: str, labels: frozenset[str], depth: int = 0) -> str:
+    """`text` as a Markdown renderer shows it: links and images as their text, reference links whose label
+    is defined likewise, autolinks as their address, code spans as their code, emphasis and strikethrough
+    marks, backslash escapes and HTML entities resolved; a footnote reference `[^2]` as '(note 2)'."""
+
+    def shown(match: re.Match[str]) -> str:
+        kind = match.lastgroup if match.group("code") is None else "code"
+        if kind == "code":
+            code = match.group("code_text")
+            return code[1:-1] if len(code) > 2 and code[0] == code[-1] == " " and code.strip() else code
+        if match.group("escaped") is not None:
+            return match.group("escaped")
+        if match.group("link") is not None:
+            return _md_inline(match.group("link"), labels, depth + 1) if depth < MAX_INLINE_NESTING else match.group(0)
+        if match.group("ref_text") is not None:
+            label = match.group("ref") or match.group("ref_text")
+            if _md_label(label) not in labels or depth >= MAX_INLINE_NESTING:
+                return match.group(0)  # no such reference: a renderer shows the brackets as written
+            return _md_inline(match.group("ref_text"), labels, depth + 1)
+        if match.group("note") is not None:
+            return f" (note {match.group('note')})"
+        if match.group("autolink") is not None:
+            return match.group("autolink")
+        if match.group("emphasised") is not None:
+            marks, inner = match.group("marks"), match.group("emphasised")
+            start, end = match.span()
+            if _word_char_at(match.string, start - 1) and _word_char_at(match.string, end):
+                return marks + _md_inline(inner, labels, depth + 1) + marks  # snake_case, 2*3*4: not emphasis
+            return _md_inline(inner, labels, depth + 1) if depth < MAX_INLINE_NESTING else match.group(0)
+        return html.unescape(match.group("entity"))
+
+    return _MD_INLINE.sub(shown, text)
+
+
+def _word_char_at(text: str, index: int) -> bool:
+    """Whether text[index] exists and is a letter, digit or underscore: marks with one on both sides are
+    no emphasis ('snake_case_name', '2*3*4')."""
+    return 0 <= index < len(text) and (text[index].isalnum() or text[index] == "_")
+
+
+def _md_plain_lines(lines: list[str]) -> list[str]:
+    """Lines outside code fences with Markdown's inline syntax resolved (`_md_inline`), paragraph by
+    paragraph so a link's text may wrap; link reference definitions (`[1]: http://…`) removed, and a
+    footnote's definition (`[^2]: The log…`) opened as 'Note 2: The log…'."""
+    labels = frozenset(_md_label(found.group(1)) for line in lines if (found := _MD_REFERENCE_DEFINITION.match(line)))
+    out: list[str] = []
+    paragraph: list[str] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        if paragraph:
+            out.extend(_md_inline("\n".join(paragraph), labels).split("\n"))
+            paragraph.clear()
+
+    for line in lines:
+        fence_match = _FENCE.match(line)
+        if fence is not None or fence_match:
+            flush()
+            fence = None if fence is not None and _closes_fence(fence_match, fence) else fence or fence_match.group(1)
+            out.append(line)
+        elif _MD_REFERENCE_DEFINITION.match(line):
+            flush()
+        elif not line.strip():
+            flush()
+            out.append(line)
+        else:
+            note = _MD_FOOTNOTE_DEFINITION.match(line)
+            hard_break = (len(line) - len(line.rstrip("\\"))) % 2  # a last backslash not itself escaped
+            line = line[: len(line) - hard_break]
+            paragraph.append(f"Note {note.group(1)}: {line[note.end() :]}" if note else line)
+    flush()
+    return out
+
+
+# Discord's own markdown beyond Markdown's: a spoiler (||hidden until clicked||), a block quote's and a
+# subtext line's markers ("> ", "-# "), and a code block, which may open mid-line.
+_CHAT_SPOILER = re.compile(r"\|\|(?=\S)(.{1,2000}?)(?<=\S)\|\|", re.DOTALL)
+_CHAT_LINE_MARK = re.compile(r"^(?:>>> |> |-# )", re.MULTILINE)
+_CHAT_CODE_BLOCK = re.compile(r"(```.*?(?:```|\Z))", re.DOTALL)
+
+
+def chat_plain(text: str) -> str:
+    """A chat message's text as the client shows it: Markdown's inline syntax read as a renderer shows it
+    (`_md_inline`: masked links as their text, emphasis, code spans), spoilers as their words, block quote
+    and subtext markers removed; code blocks kept as written. Mentions stay as written."""
+    pieces = _CHAT_CODE_BLOCK.split(text)  # odd pieces are code blocks
+    return "".join(
+        piece if i % 2 else _CHAT_LINE_MARK.sub("", _md_inline(_CHAT_SPOILER.sub(r"\1", piece), frozenset()))
+        for i, piece in enumerate(pieces)
+    )
+
+
 def _read_markdown(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Split at `#` (and underlined) headings outside code fences; heading lines stay in the text. Front
-    matter gives the document its title; table rows are labelled with their columns."""
-    lines = _decode_text(name, data).replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    lines = _labelled_tables(_without_hidden_html(_titled(lines)))
-    blocks: list[_Block] = []
+    matter gives the document its title; table rows are labelled with their columns; links, emphasis and
+    code spans read as a renderer shows them."""
+    text, notice = _decode_text(name, data)
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = _md_plain_lines(_labelled_tables(_without_hidden_html(_titled(lines))))
+    blocks: list[_Block] = [_Block("", notice=notice)]
     current: list[str] = []
     heading: tuple[str, ...] = ()
     path: list[tuple[int, str]] = []
@@ -1267,24 +1633,94 @@ def _docx_cell_paragraph_text(p: object, hidden_styles: frozenset[str]) -> str:
 
 
 def _docx_table_text(table: object, hidden_styles: frozenset[str] = frozenset()) -> str:
-    """A table as one line per row, cells separated by ' | ' (merged cells repeated once); a table in a
-    cell is part of that cell's text, its rows one after another (as HTML's are read). Nesting is bounded
-    by lxml's depth limit, well inside Python's recursion limit."""
+    """A table as one line per row, cells separated by ' | ' (merged cells repeated once); under a header
+    row (`_docx_header_row`), a list item naming each cell by its column, as Markdown's and HTML's rows
+    are read (`_labelled_row`), so a row reads alone in whichever chunk it lands. A table in a cell is
+    part of that cell's text, its rows one after another (as HTML's are read). Nesting is bounded by
+    lxml's depth limit, well inside Python's recursion limit."""
+    rows = [_docx_row_cells(row, hidden_styles) for row in table.rows]  # type: ignore[attr-defined]
+    if _docx_header_row(table, rows):
+        header = [text for _, text in rows[0]]
+        labelled = [_labelled_row(header, _docx_own_cells(row)) for row in rows[1:]]
+        return "\n".join(line for line in labelled if line)
     lines = []
-    for row in table.rows:  # type: ignore[attr-defined]
+    for row in rows:
         cells: list[str] = []
-        for cell in row.cells:
-            parts = (
-                _docx_cell_paragraph_text(item._p, hidden_styles) if hasattr(item, "_p")
-                else _docx_table_text(item, hidden_styles).replace("\n", " ")
-                for item in cell.iter_inner_content()
-            )
-            text = " ".join(" ".join(parts).split())
+        for _, text in row:
             if text and (not cells or cells[-1] != text):
                 cells.append(text)
         if cells:
             lines.append(" | ".join(cells))
     return "\n".join(lines)
+
+
+def _docx_row_cells(row: object, hidden_styles: frozenset[str]) -> list[tuple[object, str]]:
+    """A table row's cells, one per grid column (python-docx repeats a merged cell in each column it
+    spans): the cell's XML element and its text."""
+    found = []
+    for cell in row.cells:  # type: ignore[attr-defined]
+        parts = (
+            _docx_cell_paragraph_text(item._p, hidden_styles) if hasattr(item, "_p")
+            else _docx_table_text(item, hidden_styles).replace("\n", " ")
+            for item in cell.iter_inner_content()
+        )
+        found.append((cell._tc, " ".join(" ".join(parts).split())))
+    return found
+
+
+def _docx_own_cells(row: list[tuple[object, str]]) -> list[str]:
+    """A row's texts by grid column, a merged cell's text in its first column only."""
+    return [text if i == 0 or row[i - 1][0] is not cell else "" for i, (cell, text) in enumerate(row)]
+
+
+MAX_HEADER_CELL_CHARS = 80  # a column's name, not a cell of prose
+
+
+def _docx_header_row(table: object, rows: list[list[tuple[object, str]]]) -> bool:
+    """Whether a table's first row names its columns, by what a reader of the document sees: a row Word
+    repeats as the header on each page (`w:tblHeader`), a row set in bold, or a table style that formats
+    its first row, switched on for the table (`w:tblLook firstRow`). And it must read as names: at least
+    two rows, every cell of the first filled and short, at least two different ones. A table without one
+    (a key-value table, 'Born | 1850') keeps its ' | ' lines."""
+    if len(rows) < 2 or not rows[0]:
+        return False
+    names = [text for _, text in rows[0]]
+    if not all(names) or len(set(names)) < 2 or any(len(text) > MAX_HEADER_CELL_CHARS for text in names):
+        return False
+    tbl = table._tbl  # type: ignore[attr-defined]
+    first = tbl.find(f"{_W}tr")
+    if first is None:
+        return False
+    repeated = first.find(f"{_W}trPr/{_W}tblHeader")
+    if repeated is not None and repeated.get(f"{_W}val", "1") not in _OFF:
+        return True
+    runs = [run for run in first.iter(f"{_W}r") if (run.findtext(f"{_W}t") or "").strip()]
+    if runs and all(_docx_bold(run.find(f"{_W}rPr")) for run in runs):
+        return True
+    return _docx_styled_first_row(table)
+
+
+def _docx_bold(properties: object | None) -> bool:
+    """Whether run properties set bold (`<w:b/>`, not `<w:b w:val="0"/>`)."""
+    bold = properties.find(f"{_W}b") if properties is not None else None  # type: ignore[attr-defined]
+    return bold is not None and bold.get(f"{_W}val", "1") not in _OFF
+
+
+def _docx_styled_first_row(table: object) -> bool:
+    """Whether the table's style (or one it is based on) formats the first row, and the table turns that on."""
+    look = table._tbl.find(f"{_W}tblPr/{_W}tblLook")  # type: ignore[attr-defined]
+    if look is None:
+        return False
+    flag = look.get(f"{_W}firstRow")
+    on = flag not in _OFF if flag is not None else bool(int(look.get(f"{_W}val", "0") or "0", 16) & 0x0020)
+    style = getattr(table, "style", None) if on else None
+    for _ in range(_STYLE_CHAIN):
+        if style is None:
+            return False
+        if any(part.get(f"{_W}type") == "firstRow" for part in style.element.iter(f"{_W}tblStylePr")):
+            return True
+        style = style.base_style
+    return False
 
 
 # ----------------------------------------------------------------------------------------------- html
@@ -1435,7 +1871,7 @@ class _HtmlWalker:
 def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Visible text of an HTML page; h1-h6 set the heading path; scripts, styles and templates dropped.
     A page that is not UTF-8 is read in the encoding its <meta> declares."""
-    text = _decode_text(name, data, _html_charset(data))
+    text, notice = _decode_text(name, data, _html_charset(data))
     unclosed = text.find("<!--", text.rfind("-->") + 1)
     if unclosed >= 0:  # a browser hides an unclosed comment to the end; html.parser would show it as text
         text = text[:unclosed]
@@ -1447,7 +1883,7 @@ def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         with warnings.catch_warnings():  # short uploads like "a.html" trip a spurious "looks like a path"
             warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
             soup = BeautifulSoup(text, "html.parser")
-        return _HtmlWalker().walk(soup)
+        return [*_HtmlWalker().walk(soup), _Block("", notice=notice)]
     except RecursionError:
         raise IngestError(name, "is nested too deeply to read.") from None
     except Exception as exc:

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..types import Chunk, LoadedDocument, MessageRef, Section
 from .chunk import chunk_document
-from .load import strip_unsafe
+from .load import chat_plain, strip_unsafe
 
 CountTokensBatch = Callable[[list[str]], list[int]]
 CountTokens = Callable[[str], int]
@@ -66,8 +66,10 @@ class MessagePlace:
 
 
 def clean_text(text: str) -> str:
-    """A message's text as stored: control and invisible characters removed, outer blank space trimmed."""
-    return strip_unsafe(text).strip()
+    """A message's text as stored: control and invisible characters removed, its markdown read as Discord
+    shows it (`load.chat_plain`: '**Meeting** moved to [Friday](https://…)' is 'Meeting moved to
+    Friday'), outer blank space trimmed."""
+    return chat_plain(strip_unsafe(text)).strip()
 
 
 def part_name(group_name: str, part: int) -> str:

@@ -38,7 +38,13 @@ _BULLET = re.compile(r"^\s*(?:[-*+\u2022\u25aa\u2013]\s+|\(?\d{1,3}[.)]\s+|\(?[a
 _END_PUNCTUATION = re.compile(
     r"[.!?\u2026:;\u3002\uff61\uff0e\uff01\uff1f\uff1a\uff1b][\"'\u201d\u2019\u00bb)\]\u300d\u300f\uff09]*\s*$"
 )
-HEADING_MAX_WORDS = 12  # an unpunctuated line this short is a title, heading or list label
+HEADING_MAX_WORDS = 12  # an unpunctuated line this short is a title or heading
+# A list item or numbered clause this short names a topic ('- Punctures', '2. Rent'); a longer one says
+# something, full stop or not ('- the return ferry is at 16:30', '4.1 No pets may be kept without consent').
+LABEL_MAX_WORDS = 3
+_CLAUSE_NUMBER = re.compile(r"\s*\d{1,3}(?:\.\d{1,3})+\.?\s+\S")  # '2.2.1 Late payment ...'
+# A log's or transcript's line opening with its time: '[00:01:09] it was rebuilt in 1950', '(12:01) ...'.
+_TIMESTAMP = re.compile(r"\s*(?:[\[(]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d{1,3})?[\])]|\d{1,2}:\d{2}:\d{2}(?:[.,]\d{1,3})?)\s+\S")
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being
     below between both but by can could did do does doing down during each few for from further had has
@@ -224,7 +230,9 @@ def is_heading(text: str) -> bool:
     """A Markdown heading or rule, or a short line with no closing punctuation (a title or a label).
 
     Loaders keep headings in the text (a Markdown '## Common repairs', a PDF's title line, a
-    bullet that only names a topic); they are structure, not statements worth quoting.
+    bullet that only names a topic); they are structure, not statements worth quoting. A list item, a
+    numbered clause or a timestamped line of more than LABEL_MAX_WORDS words is a statement without its
+    full stop.
     """
     if _HEADING_MARK.match(text):
         return True
@@ -233,7 +241,10 @@ def is_heading(text: str) -> bool:
         return True
     if _END_PUNCTUATION.search(body):
         return False
-    return (word_count(body) if has_unspaced(body) else len(body.split())) <= HEADING_MAX_WORDS
+    count = word_count(body) if has_unspaced(body) else len(body.split())
+    if body != text.strip() or _CLAUSE_NUMBER.match(text) or _TIMESTAMP.match(text):  # an item, clause, log line
+        return count <= (2 if has_unspaced(body) else 1) * LABEL_MAX_WORDS
+    return count <= HEADING_MAX_WORDS
 
 
 def fingerprint(key: str) -> int:

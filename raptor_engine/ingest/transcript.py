@@ -1,7 +1,7 @@
 """Transcripts: text written as speaker turns, one a line ("Project Manager: Okay . Right . Um well ...",
 "SPEAKER_01 [00:03:12]: ...", "Mr. Smith: ...", "Grad F: Yeah ."), a play script's speeches
 ("HAMLET. To be, ..."), an export's header lines ("John Smith  10:32 AM" above the turn's text), a chat
-log's lines ("[12:01] <bob> hi", "12:01 bob: hi") and Chinese or Japanese labels with a full-width colon
+log's lines ("[12:01] <bob> hi", "12:01 bob: hi", "bob: hi") and Chinese or Japanese labels with a full-width colon
 ("张三：我们下周开会。").
 
 A meeting transcript is not prose: a turn line need not end with a full stop (so the next turn would be
@@ -49,12 +49,19 @@ _ROMAN = re.compile(r"[IVXLCDM]+")
 # A chat log's line: a nick in angle brackets ("[12:01] <bob> hi", "<bob> hi") or after a time ("12:01 bob:").
 CHAT_LABEL = re.compile(rf"[ \t]*(?:{STAMP}[ \t]+)?<(?P<speaker>[\w.|^@-]{{1,32}})>[ \t]+(?=\S)")
 CHAT_NICK = re.compile(rf"[ \t]*{STAMP}[ \t]+(?P<speaker>[a-z][\w.|^-]{{0,31}}):[ \t]+(?=\S)")
+# A chat export's line with no time: a lower-case nick and a colon ("bob: hi", "maria_l: ok"). Alone it could
+# open a line of prose too ("note: ..."); the text counts as turns only when such nicks take turns.
+CHAT_BARE_NICK = re.compile(r"[ \t]*(?P<speaker>[a-z][\w.|^-]{0,31}):[ \t]+(?=\S)")
 _CJK_NAME = r"[\u3400-\u9fff\u3040-\u30ff\uac00-\ud7af\u00b7\u30fb]{1,8}"
 # A Chinese, Japanese or Korean name and a full-width colon, no space after ("张三：我们下周开会。").
 CJK_LABEL = re.compile(
     rf"[ \t]*(?:{STAMP}[ \t]+)?(?P<speaker>{_CJK_NAME})[ \t]*\uff1a[ \t]*(?=\S)"
 )
-_LABELS = (SPEAKER_LABEL, VOICE_TAG, HEADER_LABEL, PLAY_LABEL, QA_LABEL, CHAT_LABEL, CHAT_NICK, CJK_LABEL)
+_LABELS = (
+    SPEAKER_LABEL, VOICE_TAG, HEADER_LABEL, PLAY_LABEL, QA_LABEL, CHAT_LABEL, CHAT_NICK, CJK_LABEL, CHAT_BARE_NICK,
+)  # fmt: skip
+# A speech-to-text tool's speaker ("SPEAKER_01", pyannote's and WhisperX's): named as people read it, "Speaker 1".
+_DIARIZED = re.compile(r"SPEAKER_0*(\d+)", re.IGNORECASE)
 MAX_LABEL_CHARS = 40
 # Words that open a labelled line of prose, not a speaker ("Note: ...", "Table 2: ...", "Answer: ...").
 NOT_SPEAKERS = frozenset(
@@ -99,6 +106,8 @@ def _speaker_label(line: str) -> tuple[str | None, int]:
         if _ROMAN.fullmatch(first):
             return None, 0
         speaker = speaker.title()
+    if diarized := _DIARIZED.fullmatch(speaker):
+        speaker = f"Speaker {int(diarized.group(1))}"
     return speaker, match.end()
 
 

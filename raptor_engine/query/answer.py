@@ -148,12 +148,25 @@ _CJK_NAME = rf"|[{UNSPACED_LETTERS}][\u00b7\u30fb][{UNSPACED_LETTERS}]"
 # question word does ("When ...?", "How much ...?", "Why ...?", "Who ...?", "Where ...?")
 _WHAT_IS_THE = r"\bwhat\s+(?:is|was|are|were|'s)\s+the\s+(?:[\w-]+\s+)?"
 _DATE_ATTRIBUTES = r"date|day|year"
+# A time told without a date: a season or time of day ("that winter", "on the evening tide"), a clock time
+# ("at 09:05"), or one told from another ("two years later", "the following autumn", "shortly after")
+_TIMES_OF_YEAR_AND_DAY = (
+    r"spring|summer|autumn|winter|springtime|summertime|wintertime|morning|afternoon|evening|night|midnight|noon"
+    r"|dawn|dusk"
+)
+_RELATIVE_TIME = (
+    rf"\b(?:{_TIMES_OF_YEAR_AND_DAY}|later|earlier|afterwards|yesterday|tonight)\b"
+    r"|\b(?:following|next|previous|same)\s+(?:day|week|month|year|season)\b|\b\d{1,2}:\d{2}\b"
+    r"|\b(?:shortly|soon|just|not\s+long)\s+(?:after|before)\b"
+)
 _NUMBER_ATTRIBUTES = (
     r"size|number|amount|count|total|length|population|cost|price|fee|fare|value|height|width|depth|distance"
     r"|weight|duration|area|age"
 )
 _REASON_ATTRIBUTES = r"cause|reason|purpose|aim|goal|point|result|outcome|effect|consequence|motive"
 _NAME_ATTRIBUTES = r"name|title"
+_CAUSING = r"caused|causes|led\s+to|leads\s+to|triggered|sparked|brought\s+about|set\s+off"
+_WHAT_FOR = r"^\W*what\s+(?:is|are|was|were)\s+[^?]+?\s+(?:used\s+)?for\s*[?.!]*\s*$"  # "What is the rope for?"
 _PLACE_ATTRIBUTES = r"location|place|origin|site"
 ATTRIBUTE_OF = re.compile(
     rf"{_WHAT_IS_THE}(?P<attribute>{_DATE_ATTRIBUTES}|{_NUMBER_ATTRIBUTES}|{_REASON_ATTRIBUTES}|{_NAME_ATTRIBUTES}"
@@ -167,7 +180,7 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
             r"|什么时候|什麼時候|何时|何時|哪一?年|几时|幾時|いつ|何年|언제",
             re.I,
         ),
-        re.compile(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|{_MONTHS}|century|decade|age of|aged)\b{_CJK_YEAR}", re.I),
+        re.compile(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|{_MONTHS}|century|decade|age of|aged)\b|{_RELATIVE_TIME}{_CJK_YEAR}", re.I),
     ),
     (
         re.compile(
@@ -182,6 +195,7 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
     (
         re.compile(
             rf"\b(?:why|how come|for what reason|what for)\b|{_WHAT_IS_THE}(?:{_REASON_ATTRIBUTES})s?\s+(?:of|for|behind)\b"
+            rf"|\bwhat\s+(?:{_CAUSING})\b|{_WHAT_FOR}"
             r"|为什么|為什麼|为何|為何|なぜ|どうして|왜",
             re.I,
         ),
@@ -459,12 +473,15 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
     (`_spoken`)."""
     held = NewSentences()
     found: list[_Candidate] = []
+    sections: dict[int, frozenset[str]] = {}  # id(candidate) -> its whole section's terms
+    unplaced: set[int] = set()  # candidates of a leaf spanning sections, before its first heading line
     speakers = context_speakers(context)
     labels = _labels(speakers) if speakers else None
     order = sorted(enumerate(context, start=1), key=lambda item: (item[1].layer, item[0]))
     for position, node in order:
         header: list[str] | None = None  # the first row of the table being read, if any
         section = _section_terms(node)
+        placed = node.layer > 0 or len(node.heading) >= 2
         for whole in sentences_of(node.text):
             for sentence, speaker in _spoken(node, whole, speakers, labels):
                 cells = table_cells(sentence.text)
@@ -479,29 +496,45 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
                     heading = speaker is None and is_heading(sentence.text)
                     if heading and node.layer == 0 and not speakers and SECTION_HEADING.match(sentence.text):
                         section = frozenset(stem(t) for t in content_terms(sentence.text))
+                        placed = True
                     if sentence.cut_short or heading or not _says_something(text):
                         continue
                 if held.is_copy(sentence):
                     continue
                 held.add([sentence])
                 terms = {stem(t) for t in content_terms(text)}
-                found.append(
-                    _Candidate(
-                        position,
-                        node,
-                        sentence,
-                        text,
-                        terms,
-                        speaker=speaker,
-                        transcript=bool(speakers),
-                        section=section - terms,
-                    )
+                candidate = _Candidate(
+                    position, node, sentence, text, terms, speaker=speaker, transcript=bool(speakers),
+                    section=section - terms,
                 )
+                found.append(candidate)
+                sections[id(candidate)] = section
+                if not placed and not speakers:
+                    unplaced.add(id(candidate))
     found.sort(key=lambda c: (c.position, c.sentence.start))
     found = found[:MAX_SENTENCES]
+    _inherit_sections(found, sections, unplaced)
     _antecedent_terms(found)
     _place_copies(found, context)
     return found
+
+
+def _inherit_sections(candidates: list[_Candidate], sections: dict[int, frozenset[str]], unplaced: set[int]) -> None:
+    """Give the sentences of a leaf that spans sections (its heading path is the document's title alone)
+    that stand before its first heading line the section the leaf before it in the document ends in, when
+    that leaf is in the context: the chunker cut the section between them ("It was built to measure ..."
+    still stands under "## The Great Refractor"). Leaves are read in the document's order, so a section
+    carries on through a run of such leaves. `sections` holds each candidate's whole section."""
+    last_of: dict[tuple[str | None, int], _Candidate] = {}  # (document, end) -> a leaf's last sentence
+    for candidate in candidates:
+        if candidate.node.layer == 0 and candidate.node.end is not None:
+            last_of[(candidate.node.document, candidate.node.end)] = candidate
+    waiting = [c for c in candidates if id(c) in unplaced and c.node.start is not None]
+    for candidate in sorted(waiting, key=lambda c: (c.node.document or "", c.node.start or 0, c.sentence.start)):
+        before = _leaf_before(last_of, candidate.node, candidate.node.start or 0)
+        if before is not None:
+            sections[id(candidate)] = sections.get(id(before), frozenset())
+            candidate.section = sections[id(candidate)] - candidate.terms
 
 
 def _place_copies(candidates: list[_Candidate], context: list[ContextNode]) -> None:
@@ -986,7 +1019,8 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     'what does X mean?', less for a sentence about what is X's; a year, a number, a reason, a name or a
     place; a number of what 'how many' counts, an age for 'how old', a unit of what 'how long / how far
     / how much does it cost' measures, a frequency for 'how often'; the year of the right event; the
-    asked verb for 'who / which X did it?', one X named for 'which X?'; an instruction for 'how do I?').
+    asked verb for 'who / which X did it?', one X named for 'which X?'; an instruction for 'how do I?';
+    the form a cause, purpose, comparison, negative or responsibility question's answer takes: `form_score`).
     Set `similarity` and `lexical` first."""
     defined = definition_subject(question)
     possessive = defined is not None and bool(re.search(r"['\u2019]s\s+" + re.escape(defined), question))
@@ -1004,8 +1038,30 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     score += _instruction_bonus(question, candidate.text)
     asked = how_to_task(question)
     score += PURPOSE_BONUS if asked and _continues_the_task(asked[0], candidate) else 0.0
-    score += REASON_FORM_BONUS if _gives_the_asked_reason(question, candidate.text) else 0.0
-    return score + _event_bonus(question, candidate.text)
+    return score + form_score(question, candidate.text) + _event_bonus(question, candidate.text)
+
+
+def form_score(question: str, sentence: str) -> float:
+    """What the hand score gives a sentence for answering in the form its question's kind takes: a reason
+    or cause for 'why / what caused X?' (less for what X itself did), a place on the compared scale, a
+    negative for a negative question, blame or charge for 'who was responsible?'."""
+    score = REASON_FORM_BONUS if _gives_the_asked_reason(question, sentence) else 0.0
+    score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
+    score += GRADED_BONUS if _measures_the_compared(question, sentence) else 0.0
+    score += NEGATIVE_BONUS if _asks_a_negative(question) and asks_a_negative(sentence) else 0.0
+    return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
+
+
+def stated_form_score(question: str, sentence: str) -> float:
+    """The part of `form_score` that reads an answer said in so many words, which seldom misleads: a stated
+    cause, purpose or fault of the replaced thing (`_states_the_asked_reason`), less what X did for 'what
+    caused X?', blame or charge for 'who was responsible?'. The sentence model never saw these rules (only
+    the hand score's column holds them), so a blended score adds them again at the model's share
+    (`ExtractiveAnswerer._score`); the looser rules (a reason clause near a question word, a negative, a
+    compared scale) stay at the hand score's share."""
+    score = REASON_FORM_BONUS if _states_the_asked_reason(question, sentence) else 0.0
+    score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
+    return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
 
 
 # "Why did the library close?", "Why was the refractor built?", "What was the result / purpose / cause of X?":
@@ -1025,13 +1081,33 @@ RESULT_FORM = re.compile(
     r"|\b(?:resulted in|led to|meant that)\b",
     re.IGNORECASE,
 )
+# a cause named as one ("The cause of the breach was a culvert ...", "The root cause was ...", "blamed the
+# company for ...") answers a 'why did X fail?' question as well as a 'what caused X?' one
+STATED_CAUSE = re.compile(
+    r"\bcauses?\s+(?:of\s+[^.;]{1,60}?\s+)?(?:was|were|is|are)\b|\bcaused\s+by\b|\bblamed\b|\bbecause\s+of\b",
+    re.IGNORECASE,
+)
 CAUSE_FORM = re.compile(
-    r"\b(?:caused|started|begun|began|triggered|sparked)\s+(?:by|when|after|because)\b|\bbecause\b|\bdue to\b",
+    r"\b(?:caused|started|begun|began|triggered|sparked)\s+(?:by|when|after|because)\b|\bbecause\b|\bdue to\b"
+    rf"|{STATED_CAUSE.pattern}",
     re.IGNORECASE,
 )
 ASKS_RESULT = re.compile(rf"{_WHAT_IS_THE}(?:result|outcome|effect|consequence)s?\s+of\b", re.IGNORECASE)
-ASKS_CAUSE = re.compile(rf"{_WHAT_IS_THE}(?:cause|reason)s?\s+(?:of|for|behind)\b", re.IGNORECASE)
-WHY = re.compile(rf"^\W*why\b|{_WHAT_IS_THE}(?:purpose|aim|goal|point)s?\s+of\b", re.IGNORECASE)
+# "What was the (root) cause of X?", "What caused X?", "What led to X?": X is what follows
+ASKS_CAUSE = re.compile(
+    rf"{_WHAT_IS_THE}(?:cause|reason)s?\s+(?:of|for|behind)\b(?P<of>[^?]*)|^\W*what\s+(?:{_CAUSING})\b(?P<caused>[^?]*)",
+    re.IGNORECASE,
+)
+PURPOSE_QUESTION = re.compile(rf"{_WHAT_IS_THE}(?:purpose|aim|goal|point|use|function)s?\s+of\b|{_WHAT_FOR}", re.IGNORECASE)
+WHY = re.compile(rf"^\W*why\b|{PURPOSE_QUESTION.pattern}", re.IGNORECASE)
+# what a thing is for, in the form a purpose takes: "It was built to measure ...", "a switch, which lets it
+# run on ...", "installed so that ...", "in order to ..."
+PURPOSE_FORM = re.compile(
+    r"\b(?:built|made|designed|used|intended|meant|installed|placed|put|set\s+up|founded|created|there)\s+"
+    r"(?:[\w'\u2019-]+\s+){0,2}?to\s+(?!(?:the|a|an|be|his|her|its|their|this|that)\b)[a-z]"
+    r"|\bused\s+for\s+\w+ing\b|\b(?:so\s+that|in\s+order\s+to|so\s+as\s+to)\b|\bwhich\s+(?:lets|allows|enables)\b",
+    re.IGNORECASE,
+)
 
 
 # "Why is a new water tank needed?": a replacement is explained by what is wrong with what it replaces,
@@ -1055,15 +1131,18 @@ def _faults_the_replaced(question: str, sentence: str) -> bool:
 
 def _gives_the_asked_reason(question: str, sentence: str) -> bool:
     """Whether the sentence says what a 'why / what was the purpose of X?' question asks in the form it
-    takes (a reason or purpose clause straight after one of the question's words), or what a 'what was the
-    result / cause of X?' question asks (RESULT_FORM, CAUSE_FORM)."""
-    if ASKS_RESULT.search(question):
+    takes (`_states_the_asked_reason`, or a reason or purpose clause straight after one of the question's
+    words), or what a 'what was the result / cause of X?' question asks (RESULT_FORM, CAUSE_FORM)."""
+    asks = _reason_asked(question)
+    if asks == "result":
         return bool(RESULT_FORM.search(sentence))
-    if ASKS_CAUSE.search(question):
-        return bool(CAUSE_FORM.search(sentence))
-    if not WHY.search(question):
+    if asks == "cause":
+        return _states_the_asked_reason(question, sentence) or (
+            bool(CAUSE_FORM.search(sentence)) and _names_the_asked_subject(question, sentence)
+        )
+    if asks != "why":
         return False
-    if _faults_the_replaced(question, sentence):
+    if _states_the_asked_reason(question, sentence):
         return True
     asked = question_terms(question)
     said = re.findall(r"[\w'\u2019-]+", sentence)
@@ -1073,6 +1152,185 @@ def _gives_the_asked_reason(question: str, sentence: str) -> bool:
                 if i + gap < len(said) and _REASON_AFTER_VERB.match(" ".join(said[i + gap : i + gap + 2])):
                     return True
     return False
+
+
+# "What caused the fire?": a sentence that opens with the fire doing something ("The fire destroyed the upper
+# floors") tells what it did, an effect; its cause is told elsewhere ("a spark ... set the roof alight").
+EFFECT_PENALTY = REASON_FORM_BONUS
+SUBJECT_WITHIN = 4  # words that open a sentence whose subject is the asked thing ("The great fire of ...")
+
+
+def _states_the_asked_reason(question: str, sentence: str) -> bool:
+    """Whether a why, cause or purpose question's sentence says its answer in so many words: a cause named
+    as one (STATED_CAUSE), a purpose in its form for 'what is X for?' (PURPOSE_FORM), the fault of what a
+    new thing replaces for 'why is a new X needed?'. Unlike a reason clause near one of the question's
+    words ("recognition system W as the ..."), these seldom mislead, so they count in full under the blend."""
+    if _reason_asked(question) not in ("why", "cause"):
+        return False
+    if STATED_CAUSE.search(sentence) or _faults_the_replaced(question, sentence):
+        return True
+    return _asks_purpose(question) and bool(PURPOSE_FORM.search(sentence))
+
+
+# what a question asks is read once, not once a candidate sentence: a long question costs its regexes once
+@functools.lru_cache(maxsize=256)
+def _reason_asked(question: str) -> str:
+    """'result' (ASKS_RESULT), 'cause' (ASKS_CAUSE), 'why' (WHY, a purpose included) or ''."""
+    if ASKS_RESULT.search(question):
+        return "result"
+    if ASKS_CAUSE.search(question):
+        return "cause"
+    return "why" if WHY.search(question) else ""
+
+
+@functools.lru_cache(maxsize=256)
+def _asks_purpose(question: str) -> bool:
+    return bool(PURPOSE_QUESTION.search(question))
+
+
+# "Which kettle does not switch off?", "What is not allowed?", "Where is diving not allowed?": the negative
+# is what the question asks, close after its question word; "what does he promise by not telling ...?"
+# asks something else
+NEGATIVE_QUESTION = re.compile(
+    r"^\W*(?:which|what|who|whom|where)\b(?:\s+[\w'\u2019-]+){0,4}?\s+(?:not|never|no|cannot|can['\u2019]t"
+    r"|(?:does|do|did|is|are|was|were|has|have|had|could|would|will)n['\u2019]t)\b",
+    re.IGNORECASE,
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _asks_a_negative(question: str) -> bool:
+    return bool(NEGATIVE_QUESTION.search(question))
+
+
+@functools.lru_cache(maxsize=256)
+def _cause_subject(question: str) -> str | None:
+    """The stemmed last content word of what a 'what caused X / what was the cause of X?' question asks
+    about ('fire' of 'What caused the fire?'); None for other questions."""
+    asked = ASKS_CAUSE.search(question)
+    subject = content_terms((asked.group("of") or asked.group("caused") or "") if asked else "")
+    return stem(subject[-1]) if subject else None
+
+
+def _names_the_asked_subject(question: str, sentence: str) -> bool:
+    """Whether the sentence names what a cause question asks about: its 'because' may be another thing's
+    ("rebuilt the mill with a slate roof, because the insurers refused thatch" for the fire's cause)."""
+    subject = _cause_subject(question)
+    return subject is not None and subject in {stem(word.lower()) for word in re.findall(r"[\w'\u2019-]+", sentence)}
+
+
+def _tells_what_the_asked_did(question: str, sentence: str) -> bool:
+    """Whether, for a 'what caused X / what was the cause of X?' question, the sentence opens with X (its
+    last content word, stemmed) as its subject and names no cause (CAUSE_FORM): it says what X did."""
+    subject = _cause_subject(question)
+    if subject is None:
+        return False
+    opening = {stem(word.lower()) for word in re.findall(r"[\w'\u2019-]+", sentence)[:SUBJECT_WITHIN]}
+    return subject in opening and not CAUSE_FORM.search(sentence)
+
+
+# "Which kettle is the fastest?", "Is the Alpen Mini lighter than the Brisk 500?", "Which costs more, X or
+# Y?": a comparison is answered by where each thing stands on the asked scale: one of the scale's adjectives
+# in any degree ("the fastest of the three", "the slowest", "light enough") or a number with a unit of its
+# dimension ("weighs 310 grams"). Each scale: its adjectives and the dimensions (UNITS) it is measured in.
+GRADED_BONUS = DEFINITION_BONUS + KIND_BONUS
+SCALES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("light", "heavy"), ("weight",)),
+    (("fast", "slow", "quick"), ("time",)),
+    (("cheap", "expensive", "costly", "dear"), ("money",)),
+    (("long", "short"), ("time", "length")),
+    (("tall", "high", "low", "deep", "shallow", "wide", "narrow", "far", "near", "close"), ("length",)),
+    (("old", "young", "early", "late", "new"), ("time",)),
+    (("big", "large", "small", "little", "tiny", "great"), ()),
+    (("strong", "weak", "powerful"), ()),
+    (("good", "bad", "popular"), ()),
+)
+_IRREGULAR = {"good": "better|best", "bad": "worse|worst", "far": "farther|further|farthest|furthest", "little": "less|least"}
+# "costs more", "paid less", "the most expensive": a comparison by its verb or by more/most
+COMPARED_MONEY = re.compile(r"\b(?:costs?|paid|pay|pays|price[sd]?)\s+(?:more|less)\b|\b(?:more|less)\s+(?:to\s+)?(?:buy|cost)\b", re.I)
+
+
+def _degrees(adjective: str) -> str:
+    """A pattern of the adjective's comparative and superlative ('heavier|heaviest', 'bigger|biggest')."""
+    if adjective in _IRREGULAR:
+        return _IRREGULAR[adjective]
+    if adjective.endswith("y"):
+        return f"{adjective[:-1]}ier|{adjective[:-1]}iest"
+    if adjective.endswith("e"):
+        return f"{adjective}r|{adjective}st"
+    doubled = adjective + adjective[-1] if re.search(r"[^aeiou][aeiou][bdgmnpt]$", adjective) else adjective
+    return f"{doubled}er|{doubled}est"
+
+
+GRADED_QUESTION = tuple(
+    re.compile(
+        r"\b(?:" + "|".join(_degrees(a) for a in adjectives) + r")\b"
+        r"|\b(?:more|most|less|least)\s+(?:" + "|".join(adjectives) + r")\b",
+        re.IGNORECASE,
+    )
+    for adjectives, _ in SCALES
+)
+GRADED_SENTENCE = tuple(
+    re.compile(
+        r"\b(?:" + "|".join(f"{a}|{_degrees(a)}" for a in adjectives) + r")\b",
+        re.IGNORECASE,
+    )
+    for adjectives, _ in SCALES
+)
+
+
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
+def compared_scales(question: str) -> tuple[int, ...]:
+    """The SCALES a comparison or superlative question asks along (none for other questions)."""
+    asked = [i for i, pattern in enumerate(GRADED_QUESTION) if pattern.search(question)]
+    if COMPARED_MONEY.search(question):
+        asked.append(next(i for i, (_, dimensions) in enumerate(SCALES) if dimensions == ("money",)))
+    return tuple(dict.fromkeys(asked))
+
+
+def _measures_the_compared(question: str, sentence: str) -> bool:
+    """Whether the sentence places something on a scale the question compares along: an adjective of
+    the scale in any degree, or a number with a unit of its dimension (a price also by its currency sign)."""
+    for scale in compared_scales(question):
+        dimensions = SCALES[scale][1]
+        if GRADED_SENTENCE[scale].search(sentence) or ("money" in dimensions and re.search(_CURRENCY, sentence)):
+            return True
+        following = [word for words_after in _after_numbers(sentence, MEASURED_WITHIN) for word in words_after]
+        if any(UNITS[d].match(word) for word in following for d in dimensions):
+            return True
+    return False
+
+
+# "Which kettle does not switch off by itself?", "Which drill cannot drill into brick?": what is asked is a
+# negative, and the sentence that answers says one ("the Alpen Mini does not switch off"); the sentences that
+# say which do are the rest of the comparison
+NEGATIVE_BONUS = DEFINITION_BONUS
+
+# "Who was responsible for the breach?", "Who is in charge of the jobs?": the answer may say so in other
+# words than the question's ("An inquiry blamed the company", "the team, led by Owen Hale")
+ASKS_RESPONSIBLE = re.compile(
+    r"^\W*who\s+(?:is|was|are|were|will\s+be)\s+(?:responsible|to\s+blame|in\s+charge|accountable|liable)\b",
+    re.IGNORECASE,
+)
+RESPONSIBLE = re.compile(
+    r"\b(?:responsible|responsibility|blamed?|at\s+fault|in\s+charge|accountable|liable|led\s+by|run\s+by)\b",
+    re.IGNORECASE,
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _asks_responsible(question: str) -> bool:
+    return bool(ASKS_RESPONSIBLE.search(question))
+
+
+def _names_the_responsible(question: str, sentence: str) -> bool:
+    """Whether a 'who was responsible for X?' sentence says who answers for something in words other than
+    the question's verb (which `_holds_the_asked_action` rewards already)."""
+    return (
+        _asks_responsible(question)
+        and bool(RESPONSIBLE.search(sentence))
+        and not re.search(r"\bresponsib", sentence, re.IGNORECASE)
+    )
 
 
 # "How many men were lost?", "How much water does it hold?": what is counted follows the question word,
@@ -1424,10 +1682,17 @@ PRECISE_DATE = re.compile(
 )
 
 
+# "What was the year of the fire?", "What date ...?": a year or a day's date, not "that night"
+ASKS_A_DATE = re.compile(rf"\b(?:what|which)\s+(?:year|date)\b|{_WHAT_IS_THE}(?:date|year)s?\s+of\b", re.IGNORECASE)
+
+
 def _kind_bonus(question: str, sentence: str) -> float:
     """KIND_BONUS when the sentence holds what the question asks for (`_answers_kind`); half of it for
-    a past 'when' question answered without a year or a day's date."""
+    a past 'when' question answered without a year or a day's date, none for a question asking for a
+    year or a date."""
     if not _answers_kind(question, sentence):
+        return 0.0
+    if ASKS_A_DATE.search(question) and not PRECISE_DATE.search(sentence):
         return 0.0
     if PAST_WHEN.search(question) and not PRECISE_DATE.search(sentence):
         return KIND_BONUS / 2
@@ -1620,7 +1885,8 @@ class ExtractiveAnswerer:
     question's own terms, names and numbers it holds, and whether it holds what the question asks
     for (a year for 'when', a reason for 'why'). A follow-up's carried context counts lightly, and
     sentences the last answer already quoted are pushed down. 'Who/what was X?' prefers sentences
-    that say what X is, 'when did X end/start?' the year of an ending/start. Thematic questions
+    that say what X is, 'when did X end/start?' the year of an ending/start, a cause, purpose,
+    comparison, negative or 'who was responsible?' question an answer in its form (`form_score`). Thematic questions
     ('what is this about?', 'central theme') prefer the sentences closest to the summaries' centre,
     the higher layers' first, and get THEME_QUOTES of them in reading order. The first line says
     whether the quotes answer (FOUND), are only the closest passages (WEAK_MATCH) or are about
@@ -1828,6 +2094,9 @@ class ExtractiveAnswerer:
             # the kind is read only where the ranker has weights for one
             kind = document_kind([c.shown for c in candidates]) if self.ranker.blend.by_kind else None
             learned = self.ranker.quote_scores(rewrite.core, features, kind)
+            share = self.ranker.blend.weight(rewrite.core, kind)
+            if share > 0.0:
+                learned = learned + share * np.array([stated_form_score(rewrite.core, c.text) for c in candidates])
         top_layer = max(c.node.layer for c in candidates) or 1
         asks_for_more = bool(ASKS_FOR_MORE.search(rewrite.core))
         speakers = _speakers(candidates)
@@ -1995,13 +2264,15 @@ def _joinable(
 ) -> bool:
     """Whether two neighbouring sentences of a node read as one quote: the same paragraph (in a
     `transcript`, the same turn: the same line of a leaf), the one `added` to the quote neither cut
-    short, a heading, nor quoted already, nor in a transcript only filler (in a story "Indeed?" is a
-    line of dialogue)."""
+    short, a heading, a list item, nor quoted already, nor in a transcript only filler (in a story
+    "Indeed?" is a line of dialogue)."""
     between = text[first.end : second.start]
     if "\n\n" in between or (transcript and "\n" in between):
         return False
     said = added.text[label_end(added.text) :] if transcript else added.text  # a picked quote's key has no label
     if added.cut_short or is_heading(added.text) or (transcript and is_filler(said)):
+        return False
+    if strip_bullet(added.text) != added.text:  # the next list item is a statement of its own
         return False
     return not any(sentence_key(strip_bullet(said)) == other.key for other in picked)
 

@@ -172,12 +172,14 @@ def rewrite(question: str, history: list[Turn]) -> Rewrite:
     told = _told(exchanges, question)
     previous: Rewrite | None = None
     previous_answer = ""
+    listed: tuple[str, ...] = ()
     for asked, answered in exchanges:
         if onward_ask(asked) is Onward.CHECK:
             continue  # 'is that true?' asks nothing new: what follows it leans on what it checked
-        previous = _bounded(_followed(_rewrite_one(asked, previous, previous_answer, told), previous))
+        previous = _bounded(_followed(_rewrite_one(asked, previous, previous_answer, told, listed), previous))
         previous_answer = answered
-    return _bounded(_followed(_rewrite_one(question, previous, previous_answer, told), previous))
+        listed = _listed(previous, answered) or listed
+    return _bounded(_followed(_rewrite_one(question, previous, previous_answer, told, listed), previous))
 
 
 def through_exchange(history: list[Turn], index: int) -> list[Turn]:
@@ -225,15 +227,30 @@ def _exchanges(history: list[Turn]) -> list[tuple[str, str]]:
     return pairs
 
 
-def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str, told: str) -> Rewrite:
+def _rewrite_one(
+    question: str, previous: Rewrite | None, previous_answer: str, told: str, listed: tuple[str, ...] = ()
+) -> Rewrite:
+    """One question made standalone against the previous one (itself standalone) and its answer;
+    `listed`: what the conversation's last list named ('the Alder', 'the Wren'), for 'the second one'."""
     question = " ".join(question.split())
     if previous is None:
+        question = _in_full(question)
         return Rewrite(question, subject=_named_person(question, []))
     known = _known_people(previous, previous_answer)
     if _shouted(question):  # 'WHERE WAS HE FROM?' reads as typed in lower case; its names are spelled below
         question = question.lower()
     question = _spelled_as_named(question, known, f"{previous.core}\n{previous.context}\n{previous_answer}")
-    question = _as_what_about(question)
+    question = _in_full(question)
+    placed = _corrected_place(question, previous)
+    if placed is not None:
+        return placed
+    question = _as_what_about(_and_the(question))
+    compared = _compared(question, previous)
+    if compared is not None:
+        return compared
+    chosen = _chosen(question, listed, previous.core)
+    if chosen is not None:
+        return Rewrite(chosen, subject=previous.subject)
     # Only the questions decide whether a question is new: answers quote many names in passing.
     if is_fresh(question, f"{previous.core}\n{previous.context}"):
         # a new topic that names nobody ('what happened in April 1941?') leaves 'he' to mean whom it did
@@ -265,7 +282,7 @@ def _rewrite_one(question: str, previous: Rewrite | None, previous_answer: str, 
     # 'what did it carry?' -> 'What did the railway carry?' stands alone: the last question ('When did the
     # railway close?') would only pull its own answer back in
     alone = (person and _went_back_to(person, previous)) or (thing and not person and not _points_back(core))
-    context = "" if alone else _cut(_carried_context(previous))
+    context = "" if alone else _cut(_carried_context(previous, previous_answer))
     return Rewrite(_capitalised(core), context, person, pronoun, subject)
 
 
@@ -289,12 +306,40 @@ _CORRECTION = re.compile(r"^(?:(?:no|nope|sorry|oops)\b[\s,.!]*)*i\s+(?:meant|me
 
 
 def _as_what_about(question: str) -> str:
-    """'no, I meant Daniel Kittow' -> 'what about Daniel Kittow': a correction that names someone asks the
-    last question again about them (one that names nobody, 'I meant the 1887 gale', is searched as it is)."""
+    """'no, I meant Daniel Kittow' -> 'what about Daniel Kittow', 'no, I meant the bridge' -> 'what about
+    the bridge': a correction that names someone or something asks the last question again about them
+    (`_what_about`). One that names neither ('I mean closed after the barge') is searched as it is."""
     match = _CORRECTION.match(question)
-    if not match or not names_in(f"about {match.group(1)}"):
+    if not match:
         return question
-    return f"what about {match.group(1)}"
+    meant = match.group(1)
+    if not names_in(f"about {meant}") and not re.match(r"(?i:the|a|an)\s+\w", meant):
+        return question
+    return f"what about {meant}"
+
+
+_PLACED = re.compile(rf"^({'|'.join(PLACE_PREPOSITIONS)})\s+(.+?)\s*[?.!]*$", re.IGNORECASE)
+
+
+def _corrected_place(question: str, previous: Rewrite) -> Rewrite | None:
+    """'What did Rowan Pike do in Hobart?' then 'no, I meant in Port Lenning' -> 'What did Rowan Pike do
+    in Port Lenning?': a correction that gives a place with its preposition puts it in place of the one
+    the last question gave with that preposition. None for any other message."""
+    match = _CORRECTION.match(question)
+    placed = _PLACED.match(match.group(1)) if match else None
+    if placed is None:
+        return None
+    preposition = placed.group(1).lower()
+    old = re.search(rf"\b{preposition}\s+((?:the\s+)?(?:{_CAPITALISED_RUN}|\d+|\w+))", previous.core)
+    if old is None:  # 'in Gloucester' corrected as 'at Ashby': the place with its own preposition
+        old = re.search(rf"\b((?i:{'|'.join(PLACE_PREPOSITIONS)})\s+{_CAPITALISED_RUN})", previous.core)
+        place = placed.group(0).rstrip(" ?.!")
+    else:
+        place = placed.group(2)
+    if old is None:
+        return None
+    core = previous.core[: old.start(1)] + place + previous.core[old.end(1) :]
+    return Rewrite(core, subject=previous.subject)
 
 
 def _shouted(question: str) -> bool:
@@ -303,11 +348,15 @@ def _shouted(question: str) -> bool:
     return len(letters) >= 2 and all(word.isupper() for word in letters)
 
 
-def _carried_context(previous: Rewrite) -> str:
+def _carried_context(previous: Rewrite, previous_answer: str = "") -> str:
     """What a follow-up still leans on: the previous question; after a bare "why?" the one before it,
     and after one that named nothing of its own ("how many were lost?") both, so the subject named two
     turns back ("What happened to the Margaret Ellen?") is not lost; a year alone ("and in 1890?") names
-    no subject either, so "who else?" after it keeps the question the year was asked of."""
+    no subject either, so "who else?" after it keeps the question the year was asked of. After "and
+    then?" or "for example?" the conversation has moved on to what that answer quoted: its first quote
+    is what a "when?" or "why?" now asks about."""
+    if onward_ask(previous.core) in MOVED_ON and _first_statement(previous_answer).strip():
+        return _first_statement(previous_answer)
     if not previous.context:
         return previous.core
     terms = subject_terms(previous.core)
@@ -418,8 +467,8 @@ def _carried_wh(question: str, previous: Rewrite) -> str | None:
     ('When?' alone names nothing, and its carried context counts only lightly). None for anything but a
     bare wh-word, or when the last question names nothing ('tell me more')."""
     match = _BARE_WH.match(question)
-    if not match or not subject_terms(previous.core):
-        return None
+    if not match or not subject_terms(previous.core) or onward_ask(previous.core) is not None:
+        return None  # after 'what came next?' a 'when?' asks about what that answer quoted
     wh = match.group(1).lower()
     passive = _as_passive(wh, previous.core)
     if passive is not None:
@@ -456,7 +505,12 @@ def _as_passive(wh: str, core: str) -> str | None:
 
 def _past_verb(word: str) -> bool:
     lower = word.lower()
-    return (lower in IRREGULAR or (lower.endswith("ed") and len(lower) > 3)) and lower not in _STOP_VERBS
+    past = lower in IRREGULAR or (lower.endswith("ed") and len(lower) > 3)
+    return past and lower not in _STOP_VERBS and lower not in _LINKING_VERBS
+
+
+# 'Who became the first woman on the board?' then 'when?': no 'When was the first woman ... became?'
+_LINKING_VERBS = frozenset("became become seemed remained stayed grew".split())
 
 
 def _what_about(question: str, previous: Rewrite) -> Rewrite | None:
@@ -474,9 +528,158 @@ def _what_about(question: str, previous: Rewrite) -> Rewrite | None:
         old = old_names[0]
         core = re.sub(rf"\b{re.escape(old)}\b", new_names[0], previous.core, count=1)
         return Rewrite(core, subject=new_names[0])
+    swapped = _swapped_thing(target, previous)
+    if swapped is not None:
+        return Rewrite(swapped, subject=previous.subject)
     if any(not t.isdigit() for t in subject_terms(target)):
         return Rewrite(_capitalised(question), subject=new_names[0] if new_names else None)
     return None
+
+
+def _swapped_thing(target: str, previous: Rewrite) -> str | None:
+    """'When did the Wren stop running?' then 'what about the Alder?' -> 'When did the Alder stop
+    running?': the last question again about `target`, when that question asked about one thing and no
+    one ('What did Hester Marrow earn?' then 'what about the last keeper?' starts a new topic) and the
+    target is a thing named with 'the'/'a' or by a name. None otherwise."""
+    target = target.strip()
+    article = re.match(r"(?i:the|a|an)\s+", target)
+    if (article is None and not names_in(f"about {target}")) or _ORDINAL.search(target):
+        return None  # 'the other one', 'the second one' choose from a list (`_chosen`)
+    if _people_in(previous.core) or _asked_who_is(previous.core) or previous.person:
+        return None
+    things = [thing for thing in _things_in(previous.core) or [] if not thing.person]
+    if len(things) != 1 or things[0].phrase.lower() == target.lower():
+        return None
+    phrase = things[0].phrase
+    at = previous.core.find(phrase)
+    if at < 0:
+        return None
+    written = target[:1].lower() + target[1:] if article is not None and at > 0 else target
+    return _capitalised(previous.core[:at] + written + previous.core[at + len(phrase) :])
+
+
+_CHAT_SPELLINGS = {
+    **dict.fromkeys("wat wot wht waht whta".split(), "what"),
+    **dict.fromkeys("wen wehn whn".split(), "when"),
+    **dict.fromkeys("wher whre wehre".split(), "where"),
+    **dict.fromkeys("hw hwo".split(), "how"),
+    **dict.fromkeys("happend hapened hapend happenned".split(), "happened"),
+    "u": "you",
+    "r": "are",
+    "ur": "your",
+}
+
+
+_CHAT_SPELLED = re.compile(rf"\b(?:{'|'.join(_CHAT_SPELLINGS)})\b")  # lower case only: 'U-boat' is no 'you'
+
+
+def _in_full(question: str) -> str:
+    """'wat did he do there' -> 'what did he do there': the question words chat writes short or misspelt
+    (the documents' own words are respelled against the documents afterwards)."""
+    return _CHAT_SPELLED.sub(lambda m: _CHAT_SPELLINGS[m.group(0)], question)
+
+
+_AND_THE = re.compile(r"^(?:and|or|but)\s+((?:the|a|an)\s+[^?.!]+?)\s*[?.!]*$", re.IGNORECASE)
+
+
+def _and_the(question: str) -> str:
+    """'and the Wren?' -> 'what about the Wren': a thing named alone after 'and' asks the last question
+    about it."""
+    match = _AND_THE.match(question)
+    return f"what about {match.group(1)}" if match else question
+
+
+_COMPARISON = re.compile(
+    r"^(?:(?:is|was|are|were)\s+(?:that|this|it|those|these|they)\s+)?(?:any\s+|much\s+|a\s+lot\s+)?"
+    r"(more|less|fewer|[a-z]{3,}er)\s+than\s+(.+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _compared(question: str, previous: Rewrite) -> Rewrite | None:
+    """'How long is the Kessel Bridge?' then 'is that more than 200 metres?' -> the last question again
+    (the answer quotes the figure to compare, though the last answer quoted it); 'is that more than the
+    Wren?' -> the last question about the Wren, the last question as context (the answer quotes the
+    Wren's figure). None for anything but such a comparison, or when the last question named nothing."""
+    match = _COMPARISON.match(_without_conjunction(question))
+    if match is None or not subject_terms(previous.core) or match.group(1).lower() in _NOT_COMPARATIVES:
+        return None
+    other = _swapped_thing(match.group(2), previous)
+    if other is not None:
+        return Rewrite(other, _cut(previous.core), subject=previous.subject)
+    # no context: the figure the last answer quoted is what is compared, so it may be quoted again
+    return Rewrite(previous.core, subject=previous.subject)
+
+
+_NOT_COMPARATIVES = frozenset("other rather either neither whether never ever after under over water".split())
+# 'the second one', 'and the first?', 'the other one': an ordinal standing for a thing, not 'the first woman'
+_ORDINAL = re.compile(
+    r"\b(?:the\s+)?(first|second|third|fourth|fifth|last|other|former|latter|1st|2nd|3rd|4th|5th)"
+    r"(?:\s+one\b|(?=\s*(?:[?.!,;]|$)))",
+    re.IGNORECASE,
+)
+_ORDINAL_INDEX = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "latter": 1, "third": 2, "3rd": 2,
+                  "fourth": 3, "4th": 3, "fifth": 4, "5th": 4, "last": -1}
+# 'which of those is older?', 'which one burned less coal', 'which is bigger?' (not 'which engineer
+# designed the bridge?', a question of its own)
+_WHICH_OF = re.compile(
+    r"^which(?:\s+one|\s+of\s+(?:those|these|them|the\s+two|both|the\s+three)"
+    r"|(?=\s+(?:is|was|are|were)\s+\w+\s*[?.!]*$))\s+(.+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_OPENING_NAME = re.compile(r"^(?:(The)\s+)?([A-Z][\w'\u2019-]*(?:\s+(?:of\s+)?[A-Z][\w'\u2019-]*)*)")
+_QUOTE_AND_BLOCK = re.compile(r"\u201c(.+?)\u201d\s*\[(\d{1,4})\]")
+
+
+def _listed(asked: Rewrite, answer: str) -> tuple[str, ...]:
+    """What an answer lists, in its order, when it names two or more: the names its quoted sentences open
+    with ('The Alder was ...', 'The Wren was ...'), in the quotes from its first quote's block, leaving
+    out what the question named. () when it names fewer."""
+    quoted = _QUOTE_AND_BLOCK.findall(answer[:MAX_PREVIOUS_ANSWER_CHARS])
+    if not quoted:
+        return ()
+    block = quoted[0][1]
+    text = " ".join(quote for quote, position in quoted if position == block)
+    real = set(names_in(text))
+    asked_names = {name.lower() for name in names_in(asked.core)}
+    items: dict[str, str] = {}
+    for sentence in re.split(r"(?<=[.!?])\s+", text):
+        match = _OPENING_NAME.match(sentence)
+        if match is None or match.group(2) not in real or match.group(2).lower() in asked_names:
+            continue
+        items.setdefault(match.group(2), f"the {match.group(2)}" if match.group(1) else match.group(2))
+    return tuple(items.values()) if len(items) >= 2 else ()
+
+
+def _chosen(question: str, listed: tuple[str, ...], previous_core: str) -> str | None:
+    """'the second one?' -> 'Tell me about the Wren.', 'which of those is older?' -> 'Which is older, the
+    Alder or the Wren?': a choice among what the conversation's last list named (`listed`). 'the other
+    one' is the one the question before did not name. None when nothing was listed, or the question
+    makes no such choice."""
+    if not listed:
+        return None
+    bare = _without_conjunction(question)
+    which = _WHICH_OF.match(bare)
+    if which is not None and not names_in(bare) and subject_terms(which.group(1)):
+        return _capitalised(f"which {which.group(1)}, {', '.join(listed[:-1])} or {listed[-1]}?")
+    match = _ORDINAL.search(bare)
+    if match is None or not (match.group(0).lower().startswith("the") or match.start() == 0):
+        return None  # 'the second one', 'second one?'; not 'who came second?'
+    word = match.group(1).lower()
+    if word == "other":  # the one the question before did not name
+        others = [item for item in listed if item.split()[-1].lower() not in words(previous_core)]
+        if len(others) != 1:
+            return None
+        index = listed.index(others[0])
+    else:
+        index = _ORDINAL_INDEX[word]
+    if index >= len(listed):
+        return None
+    chosen = listed[index]
+    rest = (bare[: match.start()] + bare[match.end() :]).strip(" ?.!")
+    if not rest or re.fullmatch(r"(?i:what|how)\s+about", rest):
+        return f"Tell me about {chosen}."
+    return _capitalised(bare[: match.start()] + chosen + bare[match.end() :])
 
 
 def _without_conjunction(question: str) -> str:
@@ -496,6 +699,9 @@ class Onward(Enum):
     CHECK = "check"  # whether it is so: the last answer checked against the documents
 
 
+# An answer to these quotes a later event or an instance: the conversation goes on from it (after a
+# reason, more of the same or a check it is still about the question before them).
+MOVED_ON = frozenset((Onward.NEXT, Onward.EXAMPLE))
 _ONWARD_FILLER = re.compile(
     r"^(?:(?:and|so|but|ok|okay|hmm+|um+|uh+|well|oh|right|sorry|wait|please|pls)\b[\s,.!]*)+(?=\w)"
     r"|\s(?:please|pls|plz)\s*$",
@@ -793,10 +999,11 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
         return relative
     told = told or "\n".join((previous.core, previous.context, _statements(previous_answer)))
     wanted = GENDER[pronoun] if pronoun else None
+    places = _places_told(told)  # 'harbour master of Port Lenning' where an answer says 'at Port Lenning'
 
     # 'Elias Marrow ... his left hand' is no 'she'; 'How is Kestrel cleaned?' no 'he'
     def fits(name: str) -> bool:
-        return wanted is None or _kind(name, told) in (None, wanted)
+        return name not in places and (wanted is None or _kind(name, told) in (None, wanted))
 
     answer_names = [name for name in _people_in(_statements(previous_answer)) if fits(name)]
     sources = [
@@ -1095,7 +1302,7 @@ THING_LAST_WORDS = frozenset(
     treaty town city village county district park street estate railway line""".split()
 )
 THING_FIRST_WORDS = frozenset(
-    "storm hurricane typhoon cyclone mount lake cape fort hms ss rms uss hmas loch".split()
+    "storm hurricane typhoon cyclone mount lake cape fort hms ss rms uss hmas loch port isle glen".split()
 )
 
 
@@ -1126,6 +1333,23 @@ def _places_in(text: str) -> set[str]:
     return {prefix for place in _PLACE_BEFORE.findall(text) for prefix in _name_prefixes(place)}
 
 
+_AT_PLACE = re.compile(rf"\b(?i:in|at|near)\s+(?:the\s+)?({_CAPITALISED_RUN})")
+
+
+_OWNER = re.compile(r"\b([A-Z][\w-]*)['\u2019]s\b")
+
+
+@functools.lru_cache(maxsize=16)
+def _places_told(told: str) -> frozenset[str]:
+    """The names the conversation puts right after in/at/near ('at Port Lenning'), each a place in every
+    turn: not after to/from/on, which also take people ('a promise to Lisbeth'), and never a name it
+    writes as an owner ('Lisbeth's mother'), which is someone. Remembered: a rewrite asks it once per
+    earlier question, of the same conversation."""
+    owners = set(_OWNER.findall(told))
+    places = {prefix for match in _AT_PLACE.finditer(told) for prefix in _name_prefixes(match.group(1))}
+    return frozenset(place for place in places if place.split()[-1] not in owners)
+
+
 def _name_prefixes(following: str) -> list[str]:
     """The ways a name can open `following`: its first one to MAX_NAME_WORDS words, the last word also
     without its trailing punctuation or possessive ('Halifax's' names Halifax)."""
@@ -1148,7 +1372,8 @@ _PLACE_BEFORE = re.compile(
 
 
 def _place(previous: Rewrite, previous_answer: str) -> str | None:
-    """The place last named after in/at/to/from, as 'in Halifax' (with its own preposition)."""
+    """The place last named after in/at/to/from, as 'in Halifax' (with its own preposition, but 'in' for
+    one gone to or come from)."""
     for text in (previous.core, previous_answer, previous.context):
         after: dict[str, str] = {}  # what follows a preposition -> its first preposition
         for match in _PREPOSITION.finditer(text):
@@ -1156,9 +1381,12 @@ def _place(previous: Rewrite, previous_answer: str) -> str | None:
             for prefix in _name_prefixes(following):
                 after.setdefault(prefix, match.group(1))
         for name in names_in(text):
-            if name in after:
-                return f"{after[name]} {name}"
+            if name in after:  # 'moved to Hobart' then 'what did he do there?': in Hobart
+                return f"{_AT_REST.get(after[name], after[name])} {name}"
     return None
+
+
+_AT_REST = {"to": "in", "into": "in", "from": "in"}  # where one went or came from is where one was
 
 
 _PREPOSITION = re.compile(rf"\b({'|'.join(PLACE_PREPOSITIONS)})\s+(?:the\s+)?")
@@ -1200,7 +1428,9 @@ def _resolve(
     thing = _thing(previous, question, plural=False)
     put_in = False
     place = _place(previous, previous_answer)
-    year = _year(previous, previous_answer)
+    # '(and) then?', 'then what?' ask what came next ('what happened then?' asks about that year)
+    sequence = words(question)[:1] == ["then"]
+    year = None if sequence else _year(previous, previous_answer)
     tokens = re.split(r"(\s+)", question)
     plain = [_NON_WORD.sub("", token).lower() for token in tokens]
     befores, followings = _neighbours(plain)

@@ -84,17 +84,16 @@ def pick_onward(
     keys = quoted_keys(history)
     if not keys:
         return None
-    by_key = {c.key: c for c in candidates}
-    anchors = [by_key[key] for key in keys[0] if key in by_key]
+    anchors = _anchors(keys[0], candidates)
     if not anchors:
         return None
-    said = {key for answer in keys for key in answer}
+    said = {key for answer in keys for key in answer} | {anchor.key for anchor in anchors}
     pool = [c for c in candidates if c.key not in said and sentence_key(c.text) not in said]
     if not pool:
         return None
     value = {id(c): c.score + _nearness(c, anchors) for c in pool}
     if ask is Onward.NEXT:
-        after = _after(pool, anchors[0])
+        after = _after(pool, _read_up_to(anchors))
         if after:
             return OnwardPick(after[:quotes], True)
     wanted = _wanted(ask, holds_reason)
@@ -112,6 +111,43 @@ def pick_onward(
             return OnwardPick(given[-1:], True)
     more = [c for c in pool if _same_document(c, anchors)] or pool
     return OnwardPick(sorted(_best(more, value, quotes, anchors[0]), key=_place_key), ask is Onward.MORE)
+
+
+def _anchors(quoted: list[str], candidates: Sequence[Q]) -> list[Q]:
+    """The context sentences the last answer quoted (`quoted`: their keys, in its order). A sentence
+    both a leaf and a summary hold is its leaf's, which has a place in the document; a quote cut to its
+    reason or example ('…because the insurers refused') is the whole sentence it was cut from."""
+    by_key: dict[str, Q] = {}
+    for candidate in candidates:
+        held = by_key.get(candidate.key)
+        if held is None or (_place(held) is None and _place(candidate) is not None):
+            by_key[candidate.key] = candidate
+    found = [by_key.get(key) or _cut_from(key, by_key) for key in quoted]
+    unique = {id(anchor): anchor for anchor in found if anchor is not None}
+    return list(unique.values())
+
+
+def _cut_from(key: str, by_key: dict[str, Q]) -> Q | None:
+    """The sentence a quote cut to its last part ends, its leaf's first; None for no such sentence."""
+    if not key:
+        return None
+    whole = [c for full, c in by_key.items() if full.endswith(" " + key)]
+    return min(whole, key=lambda c: _place(c) is None, default=None)
+
+
+def _read_up_to(anchors: Sequence[Q]) -> Q:
+    """Where the last answer left off reading: its last quote when its quotes follow each other in one
+    document's reading order (an answer to 'and then?' or 'tell me more'), else its first and best one
+    (an answer ranked by the question quotes its best sentence first, whatever comes after)."""
+    places = [_place(anchor) for anchor in anchors]
+    first = anchors[0]
+    run = [
+        a for a, place in zip(anchors, places, strict=True) if _document(a) == _document(first) and place is not None
+    ]
+    ordered = [_place(a) for a in run]
+    if len(run) == len(anchors) and ordered == sorted(ordered):
+        return run[-1]
+    return first
 
 
 def _wanted(ask: Onward, holds_reason: Callable[[str], bool]) -> Callable[[str], bool] | None:
@@ -179,12 +215,21 @@ def _in_section(candidate: Quotable, anchor: Quotable) -> bool:
 def _place(candidate: Quotable) -> int | None:
     """Where the sentence lies in its document (a leaf's), or None (a summary's)."""
     node = candidate.node
-    return node.start + candidate.sentence.start if node.layer == 0 and node.start is not None else None
+    if node.layer == 0 and node.start is not None:
+        return node.start + candidate.sentence.start
+    placed = getattr(candidate, "placed", None)  # a summary's copy of a sentence its leaf left out
+    return placed[1] if placed is not None else None
+
+
+def _document(candidate: Quotable) -> str | None:
+    """The document the sentence stands in: a summary's copy of a leaf's sentence is read in the leaf's."""
+    placed = getattr(candidate, "placed", None)
+    return placed[0] if placed is not None and candidate.node.layer > 0 else candidate.node.document
 
 
 def _place_key(candidate: Quotable) -> tuple[str, int]:
     place = _place(candidate)
-    return (candidate.node.document or "", place if place is not None else 1 << 40)
+    return (_document(candidate) or "", place if place is not None else 1 << 40)
 
 
 def _same_document(candidate: Quotable, anchors: Sequence[Quotable]) -> bool:
@@ -207,8 +252,11 @@ def _nearness(candidate: Quotable, anchors: Sequence[Quotable]) -> float:
 
 def _after(pool: Sequence[Q], anchor: Quotable) -> list[Q]:
     """The pool's sentences after the anchor (the answer's first quote) in its document, in reading order."""
-    document, start = anchor.node.document, _place(anchor)
+    document, start = _document(anchor), _place(anchor)
     if document is None or start is None:
         return []
-    later = [c for c in pool if c.node.document == document and (_place(c) or -1) > start]
-    return sorted(later, key=_place_key)
+    later = [c for c in pool if _document(c) == document and (_place(c) or -1) > start]
+    unique: dict[str, Q] = {}
+    for candidate in sorted(later, key=_place_key):  # a summary's copy of a leaf's sentence once
+        unique.setdefault(candidate.key, candidate)
+    return list(unique.values())

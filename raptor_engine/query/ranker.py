@@ -187,11 +187,18 @@ SHORT_FACT = re.compile(
     r"relationship|significance|feel|think|mean|plot|story)\b)",
     re.IGNORECASE,
 )
+# "When did the fire happen?", "Where did the accident happen?": a time or a place, however it is asked
+# ("What happened to X?" asks for a story)
+WHEN_IT_HAPPENED = re.compile(
+    r"^\s*(?:when|where|what (?:year|date|day|time))\b(?!.*\b(?:why|describe|relationship|significance|feel|think|"
+    r"mean|plot|story)\b).*\bhappen(?:s|ed)?\b",
+    re.IGNORECASE,
+)
 
 
 def asks_short_fact(question: str) -> bool:
     """Whether the question asks for a short fact (SHORT_FACT) rather than a description or reason."""
-    return bool(SHORT_FACT.search(question))
+    return bool(SHORT_FACT.search(question) or WHEN_IT_HAPPENED.search(question))
 
 
 # What kind of document the context comes from, read off the quotable sentences themselves: the

@@ -350,7 +350,9 @@ def small_talk_act(message: str) -> Act | None:
         return None
     if asks_for_the_documents(_normalised_words(message.replace("'s", ""))):
         return Act.DOCUMENTS
-    if asks_for_the_sources(_normalised_words(message)):
+    # "got it" is an acknowledgement, though "where did you get it?" asks for the sources
+    said = _normalised_words(message)
+    if asks_for_the_sources(said) and tuple(said) not in _BY_PHRASE:
         return Act.SOURCES
     tokens = _normalised_words(message)
     if not tokens and any(ch.isdigit() for ch in message):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..ingest.sentences import content_terms, sentence_key, sentences_of, stem, strip_bullet
 from ..types import ContextNode, Turn
 from .followup import previous_answers, quotes_in
+from .support import EMBED_SHARE, SupportIndex, best_node
 
 MAX_CLAIMS = 5
 SUPPORTED_SHARE = 0.8  # the share of a claim's content words one sentence of the documents must hold
@@ -37,7 +38,8 @@ def claims_of(answer: str) -> list[str]:
     without a lead line ('From the documents:')."""
     quoted = [s.text for quote in quotes_in(answer) for s in sentences_of(quote)]
     if not quoted:
-        lines = [strip_bullet(line) for line in _MARKER.sub("", answer).splitlines()]
+        unmarked = re.sub(r"\s+([.,;:!?])", r"\1", _MARKER.sub("", answer))  # 'in 1884 [1].' -> 'in 1884.'
+        lines = [strip_bullet(line) for line in unmarked.splitlines()]
         prose = " ".join(line for line in lines if line and not line.rstrip().endswith(":"))
         quoted = [s.text for s in sentences_of(prose)]
     return [claim for claim in quoted if content_terms(claim)][:MAX_CLAIMS]
@@ -76,13 +78,40 @@ def support_for(claim: str, said: list[_Said]) -> tuple[int, str] | None:
     return (best[1], best[2]) if best is not None else None
 
 
-def check_reply(claims: list[str], nodes: list[ContextNode]) -> str:
-    """The reply to 'is that true?': whether the documents support the claims, quoting what does."""
+def check_reply(claims: list[str], nodes: list[ContextNode], meaning: SupportIndex | None = None) -> str:
+    """The reply to 'is that true?': whether the documents support the claims, quoting what does. With
+    `meaning` (an LLM's answer, whose sentences paraphrase the documents), a claim no sentence holds
+    nearly word for word is looked for as the support check looks for a written sentence's source.
+    Synchronous (it may embed): run it in a thread."""
     said = _context_sentences(nodes)
     found = [support_for(claim, said) for claim in claims]
+    if meaning is not None and not all(found):
+        missing = [i for i, hit in enumerate(found) if hit is None]
+        for i, hit in zip(missing, supported_by_meaning([claims[i] for i in missing], meaning), strict=True):
+            found[i] = hit
     lines = (f"- \u201c{text}\u201d [{position}]" for position, text in filter(None, found))
     shown = list(dict.fromkeys(lines))
     if not shown:
         return UNSUPPORTED
     lead = CHECKED if all(found) else PARTLY
     return "\n".join([lead, *shown])
+
+
+def supported_by_meaning(claims: list[str], index: SupportIndex) -> list[tuple[int, str] | None]:
+    """For each claim, the context block ([n]) and the sentence of it that says the claim in other words
+    (the support check's blend of embedding cosine and shared terms, at its threshold), or None."""
+    if not claims:
+        return []
+    cosine, lexical = index.similarities(claims)
+    blended = index.node_scores(claims, cosine, lexical)
+    sentence_scores = EMBED_SHARE * cosine + (1 - EMBED_SHARE) * lexical
+    found: list[tuple[int, str] | None] = []
+    for row in range(len(claims)):
+        position = best_node(blended[row])
+        if position is None:
+            found.append(None)
+            continue
+        in_block = [i for i, sentence in enumerate(index.sentences) if sentence.position == position]
+        best = max(in_block, key=lambda i: sentence_scores[row, i])
+        found.append((position, strip_bullet(index.sentences[best].text)))
+    return found

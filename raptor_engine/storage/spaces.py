@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 import shutil
 import sqlite3
+import stat
 import threading
 import time
 import uuid
@@ -95,6 +97,26 @@ def check_space_name(name: str) -> str:
     return name
 
 
+def keep_private(folder: Path) -> None:
+    """Make the data directory this user's alone (mode 0700): it holds the documents people upload,
+    their questions and the bot's records, which no other local user should read. A new folder is
+    created so; one of ours that others may enter (a clone's `data/`, made 0755 by git) is closed, with
+    a line in the log; one owned by another user is left as it is (its owner chose its mode)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        status = folder.stat()
+    except OSError:
+        return  # opening the store says why in one sentence
+    if status.st_uid != os.getuid() or not status.st_mode & 0o077:
+        return
+    try:
+        folder.chmod(stat.S_IMODE(status.st_mode) & 0o700)
+    except OSError as error:
+        log.warning("could not make %s private to this user: %s", folder, error)
+        return
+    log.info("made %s readable by this user only (it was mode %o)", folder, stat.S_IMODE(status.st_mode))
+
+
 class Spaces:
     """The root space and the spaces opened so far, under one memory budget.
 
@@ -106,6 +128,7 @@ class Spaces:
         self.settings = settings
         self.pattern = _space_pattern(settings.space_pattern)
         _check_not_a_space(settings.data_dir)
+        keep_private(settings.data_dir)
         self.budget = MemoryBudget(settings.index_memory_mb * 1024 * 1024)
         root_store = Store(settings.db_path)
         root_indexes = IndexManager(root_store, settings.index_dir, budget=self.budget, owner="")
@@ -333,6 +356,7 @@ FOLLOWER_TABLES = (
     ("bot_message_sync", "r.kb"),
     ("bot_message_imports", "r.kb"),
     ("bot_forget_me", "'guild-' || r.guild_id || '-'"),
+    ("bot_posted_files", "r.kb"),
 )
 
 

@@ -187,6 +187,14 @@ class Store(MessageStoreMixin):
     def document_by_sha(self, kb_id: int, sha256: str) -> DocumentInfo | None:
         return next((d for d in self.documents(kb_id) if d.sha256 == sha256), None)
 
+    def document_by_text(self, kb_id: int, text_sha256: str) -> DocumentInfo | None:
+        """The earliest document whose text has this fingerprint (ingest/load.py `text_fingerprint`)."""
+        row = self.db.execute(
+            "SELECT id FROM documents WHERE kb_id = ? AND text_sha256 = ? ORDER BY added_at, id LIMIT 1",
+            [kb_id, text_sha256],
+        ).fetchone()
+        return next((d for d in self.documents(kb_id) if d.id == row[0]), None) if row else None
+
     def find_document(self, kb_id: int, name_or_sha: str) -> DocumentInfo:
         """A document by exact name (or the same name in another Unicode normal form), or by a sha256 prefix
         of at least MIN_SHA_PREFIX characters (a shorter one that matches is refused as too short)."""
@@ -479,7 +487,7 @@ class Store(MessageStoreMixin):
         """A documents row (its nodes follow in the same transaction); returns its id."""
         cursor = db.execute(
             "INSERT INTO documents (kb_id, name, sha256, size, format, added_by, added_at, chunks, layers, "
-            "nodes, tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            "nodes, tokens, text_sha256) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             [
                 kb_id,
                 document["name"],
@@ -492,6 +500,7 @@ class Store(MessageStoreMixin):
                 document["layers"],
                 node_count,
                 document["tokens"],
+                document.get("text_sha256") or None,  # none for chat messages' documents
             ],
         )
         return int(cursor.lastrowid)

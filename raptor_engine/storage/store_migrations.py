@@ -150,6 +150,19 @@ def m007_text_index_per_kb(db: sqlite_utils.Database) -> None:
     split_text_index(db)
 
 
+
+@store_migrations
+def m008_document_text_fingerprint(db: sqlite_utils.Database) -> None:
+    """Each document's text fingerprint (ingest/load.py `text_fingerprint`), so the same document uploaded
+    again under other bytes (CRLF, a BOM, another encoding, .md saved as .txt) is recognised, not stored
+    twice. NULL (unknown) for documents stored before this step: their leaves are slices of the text but
+    the whitespace between them (a space, a line break, a blank line) is not kept, so the fingerprint
+    cannot be recomputed exactly; only their identical bytes are recognised."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(documents)").fetchall()}
+    if "text_sha256" not in columns:
+        db.execute("ALTER TABLE documents ADD COLUMN text_sha256 TEXT")
+    db.execute("CREATE INDEX IF NOT EXISTS documents_text ON documents(kb_id, text_sha256)")
+
 @summary_cache_migrations
 def m001_summary_cache(db: sqlite_utils.Database) -> None:
     """LLM summaries by the sha256 of everything that shapes them (see `llm_cache.summary_cache_key`)."""
@@ -231,3 +244,18 @@ def m004_turn_messages(db: sqlite_utils.Database) -> None:
     columns = {row[1] for row in db.execute("PRAGMA table_info(bot_turns)").fetchall()}
     if "posted_ids" not in columns:
         db.execute("ALTER TABLE bot_turns ADD COLUMN posted_ids TEXT")
+
+
+@bot_migrations
+def m005_posted_files(db: sqlite_utils.Database) -> None:
+    """Which documents came from a file attached to a Discord message (auto-ingest, the message menu), and
+    who posted it, so the document leaves when its message is deleted or edited to drop the file, or its
+    author runs /kb forget-me (bot/posted.py)."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_posted_files (
+            kb TEXT NOT NULL, channel_id INTEGER NOT NULL, message_id INTEGER NOT NULL,
+            attachment_id INTEGER NOT NULL, sha256 TEXT NOT NULL, author_id INTEGER NOT NULL,
+            PRIMARY KEY (kb, message_id, attachment_id))"""
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS idx_bot_posted_files_message ON bot_posted_files (message_id)")
+    db.execute("CREATE INDEX IF NOT EXISTS idx_bot_posted_files_channel ON bot_posted_files (channel_id)")

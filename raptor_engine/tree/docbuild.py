@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -19,7 +19,7 @@ from ..config import Settings
 from ..errors import IngestError, LimitError
 from ..ingest.budget import current_budget
 from ..ingest.chunk import chunk_document
-from ..ingest.load import LoadLimits
+from ..ingest.load import LoadLimits, text_fingerprint
 from ..ingest.parse_worker import ParseStats, WorkerLimits, load_isolated
 from ..types import Chunk, LoadedDocument, Progress, ProgressCallback, Summarizer
 from .build import BuiltTree, build_document_tree
@@ -44,6 +44,7 @@ class DocumentTree:
     format: str
     parse: ParseStats = field(default_factory=ParseStats)
     notices: tuple[str, ...] = ()  # the loaded document's (LoadedDocument.notices)
+    text_sha256: str = ""  # the loaded text's fingerprint (load.text_fingerprint): the same document re-saved
 
 
 def parse_limits(settings: Settings) -> WorkerLimits:
@@ -109,9 +110,11 @@ async def build_document(
     embedder: Embedder | Awaitable[Embedder],
     summarizer: Summarizer | Awaitable[Summarizer],
     progress: ProgressCallback | None = None,
+    loaded: Callable[[str], None] | None = None,
 ) -> DocumentTree:
     """Read (in the parse child), chunk, embed, cluster and summarise one upload; `held` is how many
-    tokens its knowledge base already stores (the bound on its size).
+    tokens its knowledge base already stores (the bound on its size). `loaded` gets the text's
+    fingerprint once it is read and may raise to stop there (a document stored already is not built).
 
     The embedder and summariser may still be loading (awaitables): the upload is parsed meanwhile, in
     its own process, so a new process loads its model and parses the file at the same time.
@@ -121,6 +124,9 @@ async def build_document(
     stats = ParseStats()
     doc = await read_upload(name, data, settings, stats)
     log.info("read %s in %.2f s (parse child peak %.0f MB)", name, stats.seconds, stats.peak_rss_mb)
+    fingerprint = text_fingerprint(doc.text)
+    if loaded:
+        loaded(fingerprint)
     embedder, summarizer = await _ready(embedder), await _ready(summarizer)
     # Every text counts at least one token per few characters: refuse before chunking what cannot fit.
     check_token_bounds(settings, name, token_floor(doc.text), held, at_least=True)
@@ -152,7 +158,7 @@ async def build_document(
     tree = await build_document_tree(
         chunks, embedder=embedder, summarizer=summarizer, settings=settings, progress=progress
     )
-    return DocumentTree(tree, chunks, doc.format, stats, doc.notices)
+    return DocumentTree(tree, chunks, doc.format, stats, doc.notices, fingerprint)
 
 
 async def build_trees(

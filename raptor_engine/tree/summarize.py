@@ -12,7 +12,9 @@ A sentence that mostly repeats one already chosen is skipped (MMR-style redundan
 from __future__ import annotations
 
 import asyncio
+import bisect
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,8 +22,8 @@ import numpy as np
 
 from ..ingest.budget import checked
 from ..ingest.chunk import split_sentences
-from ..ingest.sentences import content_terms, is_heading, jaccard
-from ..ingest.transcript import spoken_lines
+from ..ingest.sentences import content_terms, is_heading, jaccard, strip_bullet
+from ..ingest.transcript import speaker_of, spoken_lines, turns
 from ..types import Summary, SummaryRequest
 
 CountTokens = Callable[[str], int]
@@ -202,15 +204,33 @@ def pooled_vector(copied: dict[int, int], child_vectors: np.ndarray) -> np.ndarr
     return (vector / norm).astype(np.float32)
 
 
+_CLOSED = re.compile(r"[.!?\u2026:;\u3002\uff01\uff1f][\"'\u201d\u2019)\]\u300d\uff09]*$")  # a sentence's own end
+
+
 def _join(sentences: list[_Sentence]) -> str:
-    """The sentences as one text; a heading or label keeps a line of its own, so that it is never glued
-    to the next sentence ('## Repairs A punctured tube...') and readers can still tell it apart."""
+    """The sentences as one text, each after the separator `_separator` chooses."""
     out = ""
     for previous, sentence in zip([None, *sentences], sentences, strict=False):
         if previous is not None:
-            out += "\n" if is_heading(previous.text) or is_heading(sentence.text) else " "
+            out += _separator(previous.text, sentence.text)
         out += sentence.text
     return out
+
+
+def _separator(previous: str, sentence: str) -> str:
+    """What goes between two copied sentences, so the summary splits into the sentences it copied: a
+    blank line after one the text left without a full stop (a subtitle's cue, a log line, a turn of a
+    transcript), which would otherwise run into the next, from whatever document or speaker; a line
+    break before a list item or a speaker's turn and around a heading, which is never glued to the next
+    sentence ('## Repairs A punctured tube...') and keeps a line readers can tell apart; else a space."""
+    if strip_bullet(sentence) != sentence:
+        return "\n"
+    labelled = speaker_of(previous) is not None
+    if not _CLOSED.search(previous) and (labelled or not is_heading(previous)):
+        return "\n\n"
+    if is_heading(previous) and not labelled or is_heading(sentence) or speaker_of(sentence):
+        return "\n"
+    return " "
 
 
 def _ranked(sentences: list[_Sentence]) -> list[_Sentence]:
@@ -241,11 +261,22 @@ def _sentences(texts: list[str]) -> list[_Sentence]:
     out: list[_Sentence] = []
     for child, text in enumerate(texts):
         spans = split_sentences(text) or ([(0, len(text))] if text.strip() else [])
+        spoken = turns(text)
         for position, (start, end) in enumerate(spans):
             sentence = " ".join(text[start:end].split())
             if sentence and not _cue_lines_only(sentence, text[start:end]):
-                out.append(_Sentence(child, position, sentence, content_terms(sentence)))
+                out.append(_Sentence(child, position, _with_speaker(sentence, spoken, start), content_terms(sentence)))
     return out
+
+
+def _with_speaker(sentence: str, spoken: list[tuple[int, str]], start: int) -> str:
+    """A transcript's sentence as a summary copies it: after its speaker's label when a turn's later
+    sentence has none of its own ('Speaker 2: The pier will cost ...'), so that in the summary it is not
+    read as the words of whoever spoke on the line above it."""
+    at = bisect.bisect_right([offset for offset, _ in spoken], start) - 1
+    if at < 0 or speaker_of(sentence):
+        return sentence
+    return f"{spoken[at][1]}: {sentence}"
 
 
 def _cue_lines_only(sentence: str, raw: str) -> bool:

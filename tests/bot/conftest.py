@@ -344,6 +344,8 @@ class FakeDiscord:
                 return None
             if original is not None and original["flags"] & 128:
                 return None
+            if original is None and info.original_id and not info.followups:
+                return None  # a public 'thinking…' withdrawn for a private sentence that is on its way
             replies = self.replies(token)
             if predicate is not None and not predicate(replies):
                 return None

@@ -97,6 +97,11 @@ async def test_a_renamed_copy_is_named_with_the_document_it_repeats(harness):
     )
     again = await add_doc(h, "kestrel.md", LIGHTHOUSE)
     assert "↩️ **kestrel.md** is already in this knowledge base (same content)" in again[0]["content"]
+    resaved = await add_doc(h, "kestrel.txt", "\ufeff" + LIGHTHOUSE.replace("\n", " \r\n"))  # other bytes
+    assert (
+        "↩️ **kestrel.txt** is already in this knowledge base as **kestrel.md** (same content)"
+        in resaved[0]["content"]
+    )
     assert [d.name for d in h.engine.documents(KB_A)] == ["kestrel.md"]
 
 
@@ -261,6 +266,9 @@ async def test_empty_knowledge_base_gets_help(harness):
     replies = await h.replies_done(token)
     assert "has no documents yet" in replies[0]["content"] and "/kb add" in replies[0]["content"]
     assert not h.fake.calls_to("POST", r"/threads$")
+    # only the asker sees it: the public 'thinking…' was withdrawn and the sentence sent privately
+    assert [m["flags"] & 64 for m in replies] == [64]
+    assert [m for m in h.fake.channel_messages(CHAN_B) if not m["flags"] & 64] == []
 
 
 class LongAnswerer:

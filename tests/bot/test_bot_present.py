@@ -182,7 +182,7 @@ async def test_tree_calls_the_top_layer_cross_document_only_over_several_documen
     await add_doc(h, "kestrel.md", LIGHTHOUSE)
     assert any(layer.kind == "kb" for layer in h.engine.tree_info(KB_A).layers)
     one = text_of((await h.replies_done(h.slash("kb", sub="tree", user=BOB)))[0])
-    assert "cross-document" not in one and "top summaries of the knowledge base" in one
+    assert "cross-document" not in one and ": 1 top summary of the knowledge base ·" in one, one
     await add_doc(h, "bread.txt", SOURDOUGH)
     two = text_of((await h.replies_done(h.slash("kb", sub="tree", user=BOB)))[0])
     assert "cross-document summaries" in two

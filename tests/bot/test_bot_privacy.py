@@ -12,7 +12,7 @@ import pytest
 
 import bot.messages
 from bot.answering import thread_name
-from bot.commands import REMOVED_DOCUMENT
+from bot.posted import REMOVED_DOCUMENT
 from bot.redact import quote_marks, quotes
 from bot.sync import REDACTED
 from tests.bot.bot_samples import LIGHTHOUSE

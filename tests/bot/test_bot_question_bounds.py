@@ -35,5 +35,6 @@ async def test_a_question_past_its_deadline_gets_one_sentence(make_harness, bot_
     finally:
         released.set()
     text = text_of(replies[0])
+    assert [m["flags"] & 64 for m in replies] == [64]  # only the asker sees it
     assert text.startswith("⚠️ Answering took longer than 0.5 seconds, so it was stopped")
     assert text.count(".") == 2  # "0.5" and the one full stop: one sentence

@@ -99,7 +99,8 @@ def test_an_uploads_file_of_the_previous_release_opens_and_keeps_its_unfinished_
     conn = sqlite3.connect(path)
     try:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(uploads)")]
-        assert columns[-3:] == ["url", "size", "attempts"] and len(columns) == len(set(columns))
+        added = ["url", "size", "attempts", "status_message_id", "status_token", "status_until"]
+        assert columns[-6:] == added and len(columns) == len(set(columns))
         assert conn.execute("SELECT data FROM uploads WHERE id = ?", [old.id]).fetchone() == (None,)
     finally:
         conn.close()
@@ -316,6 +317,11 @@ async def test_a_bot_killed_mid_build_builds_its_uploads_on_restart_and_tells_th
             assert message["content"].startswith(said), message["content"]
             assert f"✅ **{name}** added" in message["content"]
             assert fake_api.versions[int(message["id"])][0].startswith(first)
+        # the killed run's status message no longer spins: the restarted bot closed it (through the token)
+        stale = fake_api.original(token)["content"]
+        assert stale.startswith("⏸️ The bot restarted before this finished") and "⏳" not in stale, stale
+        assert "⏸️ **long.md** was interrupted by the restart." in stale, stale
+        assert "⏸️ **kestrel.md** was interrupted by the restart." in stale, stale
         second.send_signal(signal.SIGTERM)
         await fake_api.wait_for(lambda: second.poll() is not None, 120, "the bot to stop")
         assert second.returncode == 0, (tmp_path / "second.log").read_text()[-3000:]

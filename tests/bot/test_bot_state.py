@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from bot import state as state_module
-from bot.state import BotState, MessageImport, ThreadRecord
+from bot.state import BotState, MessageImport, PostedFile, ThreadRecord
 from raptor_engine import Settings
 from raptor_engine.storage.spaces import Spaces
 from raptor_engine.types import ContextNode, Turn
@@ -124,6 +124,7 @@ async def fill_guild(state: BotState, guild: int) -> None:
     await state.set_sync(kb, guild, guild + 1, True, "a")
     await state.forget_me(guild, 900 + guild)
     await state.start_import(MessageImport(0, kb, guild, guild + 1, guild + 1, 1, "a", 100, None, "running"))
+    await state.add_posted_file(PostedFile(kb, guild + 1, guild * 100, guild * 100 + 1, "ab" * 32, 900))
 
 
 async def test_each_server_keeps_its_rows_in_its_own_file_and_leaving_one_deletes_its_directory(tmp_path):
@@ -139,6 +140,7 @@ async def test_each_server_keeps_its_rows_in_its_own_file_and_leaving_one_delete
         "bot_message_sync": 1,
         "bot_forget_me": 1,
         "bot_message_imports": 1,
+        "bot_posted_files": 1,
     }
     for guild in (7, 8):
         assert bot_rows(tmp_path / "guilds" / str(guild) / "raptor.db") == every_table
@@ -173,6 +175,7 @@ async def test_without_spaces_leaving_a_server_removes_its_rows_from_the_one_fil
         "bot_message_sync": 1,
         "bot_forget_me": 1,
         "bot_message_imports": 1,
+        "bot_posted_files": 1,
     }
     assert await state.manager_role_id(8) == 508 and await state.history(8, 80)
     spaces.close()

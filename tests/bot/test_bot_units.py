@@ -7,9 +7,11 @@ from types import SimpleNamespace
 
 import discord
 
+from bot.adding import close_stale_statuses, stale_text
 from bot.jobs import ThrottledEditor
 from bot.kb import guild_prefix, kb_name, parse_kb_name
 from bot.permissions import Cooldown, can_manage, cooldown_text, has_manager_role
+from bot.uploads import Upload
 
 
 def test_kb_names_round_trip_and_carry_the_guild():
@@ -161,3 +163,47 @@ def test_an_added_files_line_says_what_was_skipped_when_it_was_read():
     assert result_line("meeting.srt", damaged).endswith(
         "5 nodes in 1.0 s. 3 cues skipped: their timing line could not be read."
     )
+
+
+def test_a_status_message_a_restart_cut_short_keeps_its_outcomes_and_stops_spinning():
+    cut = "<@100> Adding 3 file(s) to this channel's knowledge base…\n" + "\n".join(
+        ["✅ **a.md** added: 4 chunks, 2 layers, 6 nodes in 0.2 s.", "⏳ **b.md**: cluster 0/240 · layer 1",
+         "⏳ **c.txt** queued", "❌ **d.exe** has an unsupported file type (.exe)."]
+    )  # fmt: skip
+    assert stale_text(cut).split("\n") == [
+        "<@100> ⏸️ The bot restarted before this finished; what was left is added in a new message below.",
+        "✅ **a.md** added: 4 chunks, 2 layers, 6 nodes in 0.2 s.",
+        "⏸️ **b.md** was interrupted by the restart.",
+        "⏸️ **c.txt** was interrupted by the restart.",
+        "❌ **d.exe** has an unsupported file type (.exe).",
+    ]
+
+
+def upload(uid: int, message_id: int, token: str = "", until: float = 0.0) -> Upload:
+    return Upload(
+        uid, "kb", f"f{uid}.md", "", None, "alice", 400, 100, "waiting", "u", 1, 0, message_id, token, until
+    )
+
+
+async def test_stale_status_messages_are_closed_once_each_through_the_channel_once_the_token_is_old():
+    """Two uploads of one request share a message: it is edited once; an expired token is not used."""
+    edits: list[tuple[int, str]] = []
+
+    class Message:
+        def __init__(self, mid: int):
+            self.id, self.content = mid, f"Adding 2 file(s)…\n⏳ **f{mid}.md** queued"
+
+        async def edit(self, content: str, **_: object) -> None:
+            edits.append((self.id, content))
+
+    async def fetch_message(mid: int) -> Message:
+        return Message(mid)
+
+    def no_webhook(token: str) -> discord.Webhook:
+        raise AssertionError(f"an expired token was used: {token}")
+
+    channel = SimpleNamespace(fetch_message=fetch_message)
+    pending = [upload(1, 7, "old-token", 1.0), upload(2, 7, "old-token", 1.0), upload(3, 0)]
+    await close_stale_statuses(pending, lambda cid: channel, no_webhook)
+    assert edits == [(7, "⏸️ The bot restarted before this finished; what was left is added in a new message below.\n"
+                          "⏸️ **f7.md** was interrupted by the restart.")]  # fmt: skip

@@ -1,0 +1,127 @@
+"""Files posted in messages leave with their message.
+
+A file added from a message (auto-ingest, or *Apps → Add to knowledge base* on it) is that member's post:
+when the message is deleted, its channel or thread deleted, or the message edited to drop the file, the
+document it became leaves the knowledge base as `/kb remove` would take it (its nodes, the cross-document
+layer made again, its text in saved *Show context* pages replaced by a note). A message deleted or edited while the bot was down is
+found when it starts again (`reconcile`). The member's `/kb forget-me` takes
+every document of the files they posted, and files they post later are not added. A message deleted while its file
+is still being added takes the document as soon as it is stored. A file added with `/kb add` has no
+message behind it and stays until a manager removes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import discord
+
+from raptor_engine.errors import NotFoundError
+
+from .kb import parse_kb_name
+from .services import Services
+from .state import PostedFile
+
+log = logging.getLogger(__name__)
+
+REMOVED_DOCUMENT = "(This text came from a document that was removed from this knowledge base.)"
+
+
+async def remove_document(services: Services, kb: str, sha256: str) -> None:
+    """Forget a document, then its text in this channel's saved answers ('Show context')."""
+    removed = await services.engine.forget(kb, sha256)
+    await services.state.redact_removed(kb, REMOVED_DOCUMENT, documents={removed.name})
+
+
+async def remember_posted(
+    services: Services, kb: str, message: discord.Message, attachment: discord.Attachment, sha256: str
+) -> None:
+    """Record that the document `sha256` came from `attachment` of `message`; a failure is logged (the
+    document stays, as a /kb add would)."""
+    file = PostedFile(kb, message.channel.id, message.id, attachment.id, sha256, message.author.id)
+    try:
+        await services.state.add_posted_file(file)
+    except Exception:
+        log.exception("could not record that %s came from message %s", sha256[:12], message.id)
+        return
+    if services.sync is not None and services.sync.was_deleted(message.id):  # while its file was added
+        await _remove(services, [file], "its message was deleted while the file was being added")
+
+
+async def _remove(services: Services, files: Iterable[PostedFile], why: str) -> int:
+    """Remove each file's document (one already gone counts as removed) and its record."""
+    removed = 0
+    for file in files:
+        try:
+            await remove_document(services, file.kb, file.sha256)
+            removed += 1
+            log.info("removed document %s from %s: %s", file.sha256[:12], file.kb, why)
+        except NotFoundError:
+            log.info("document %s of %s was already gone (%s)", file.sha256[:12], file.kb, why)
+        await services.state.drop_posted_file(file)
+    return removed
+
+
+async def messages_deleted(services: Services, guild_id: int | None, message_ids: set[int]) -> int:
+    """Messages deleted in Discord: the documents their files became leave; returns how many."""
+    if guild_id is None:
+        return 0
+    files = await services.state.posted_files(guild_id, message_ids=message_ids)
+    return await _remove(services, files, "its message was deleted")
+
+
+async def channel_deleted(services: Services, guild_id: int | None, channel_id: int) -> int:
+    """A channel or thread deleted: the documents of files posted in it leave."""
+    if guild_id is None:
+        return 0
+    files = await services.state.posted_files(guild_id, channel_id=channel_id)
+    return await _remove(services, files, "its channel or thread was deleted")
+
+
+async def message_edited(services: Services, guild_id: int | None, message_id: int, data: dict) -> int:
+    """A message edited: a file it no longer carries takes its document with it. An edit event without
+    the attachments field (an embed resolving) changes nothing."""
+    if guild_id is None or "attachments" not in data:
+        return 0
+    kept = {int(a["id"]) for a in data["attachments"]}
+    files = await services.state.posted_files(guild_id, message_ids={message_id})
+    return await _remove(services, [f for f in files if f.attachment_id not in kept], "its message dropped it")
+
+
+async def member_forgotten(services: Services, guild_id: int, user_id: int) -> int:
+    """/kb forget-me: the documents of the files the member posted leave; returns how many."""
+    files = await services.state.posted_files(guild_id, author_id=user_id)
+    return await _remove(services, files, "its author ran /kb forget-me")
+
+
+async def author_forgotten(services: Services, message: discord.Message) -> bool:
+    """Whether the message's author ran /kb forget-me: their files are not added, as their messages are not."""
+    return message.guild is not None and message.author.id in await services.state.forgotten(message.guild.id)
+
+
+async def reconcile(services: Services, channel_for: Callable[[int, int], Any]) -> int:
+    """At start: a posted file whose message was deleted, or edited to drop it, while the bot was down
+    leaves now; returns how many went. One message fetch per recorded file; a channel the bot can no
+    longer read keeps its files (logged)."""
+    guilds = {ids[0] for kb in await services.call(services.engine.knowledge_bases) if (ids := parse_kb_name(kb))}
+    gone: list[PostedFile] = []
+    for guild_id in sorted(guilds):
+        for file in await services.state.posted_files(guild_id, every=True):
+            if not await _still_posted(channel_for(guild_id, file.channel_id), file):
+                gone.append(file)
+    return await _remove(services, gone, "its message was deleted or edited while the bot was down")
+
+
+async def _still_posted(channel: Any, file: PostedFile) -> bool:
+    """Whether the file's message still carries it (True when that cannot be read: nothing is removed on
+    a doubt)."""
+    try:
+        message = await channel.fetch_message(file.message_id)
+    except discord.NotFound:  # the message, or its channel or thread, is gone
+        return False
+    except discord.HTTPException as error:
+        log.warning("cannot check message %s of %s (%s); its file stays", file.message_id, file.kb, error)
+        return True
+    return any(a.id == file.attachment_id for a in message.attachments)

@@ -1,0 +1,127 @@
+"""A file added from a message (auto-ingest, the message menu) is that member's post: deleting the message,
+its thread, or editing the file off it takes the document out of the knowledge base (bot/posted.py). A
+file added with /kb add has no message behind it and stays."""
+
+from __future__ import annotations
+
+from bot.commands import FORGOTTEN_AUTHOR, FORGOTTEN_POSTER
+from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
+from tests.bot.conftest import ALICE, BOB, CHAN_A, GUILD, text_of
+from tests.bot.test_bot_flows import KB_A, add_doc
+
+MILL = "# The mill\n\nThe tide mill at Orrin Creek was built in 1794 by the miller Josiah Fenwick.\n"
+NOTES = "# Notes\n\nThe lamp room is swept every morning before the log is written.\n"
+
+
+def names(h) -> list[str]:
+    return sorted(d.name for d in h.engine.documents(KB_A))
+
+
+async def posted(h, name: str, text: str, channel: int = CHAN_A, user: int = ALICE) -> dict:
+    """A member posts a file with auto-ingest on; returns the message once its file is added."""
+    attachment = h.fake.add_file(name, text.encode())
+    message = h.user_message(channel, "a file", attachments=[attachment], user=user)
+    await h.fake.wait_for(
+        lambda: any(f"✅ **{name}** added" in text_of(m) for m in h.fake.channel_messages(channel)), what=name
+    )
+    await h.fake.wait_for(lambda: name in names(h), what=f"{name} stored")
+    return message
+
+
+async def test_deleting_or_editing_away_a_posted_file_removes_its_document(make_harness):
+    h = await make_harness(message_content=True)
+    await add_doc(h, "bread.txt", SOURDOUGH)  # /kb add: no message behind it
+    on = [{"name": "enabled", "type": 5, "value": True}]
+    await h.replies_done(h.slash("kb", on, sub="autoingest"))
+    kestrel = await posted(h, "kestrel.md", LIGHTHOUSE)
+    mill = await posted(h, "mill.md", MILL)
+    notes_file = h.fake.add_file("notes.md", NOTES.encode())
+    shared = h.full_message(CHAN_A, "notes", [notes_file])
+    await h.replies_done(h.context_menu(shared), lambda r: "Done" in text_of(r[0]), what="the menu's add")
+    thread = h.open_thread(CHAN_A, "more files")
+    await posted(h, "threaded.md", MILL.replace("1794", "1795"), channel=thread)
+    assert names(h) == ["bread.txt", "kestrel.md", "mill.md", "notes.md", "threaded.md"]
+
+    h.state.parse_message_delete({"id": kestrel["id"], "channel_id": str(CHAN_A), "guild_id": str(GUILD)})
+    await h.fake.wait_for(lambda: "kestrel.md" not in names(h), what="the deleted message's document to go")
+    edited = dict(mill, attachments=[], content="no file after all", edited_timestamp=mill["timestamp"])
+    h.state.parse_message_update(edited)
+    await h.fake.wait_for(lambda: "mill.md" not in names(h), what="the file edited off to go")
+    h.state.parse_message_delete_bulk({"ids": [shared["id"]], "channel_id": str(CHAN_A), "guild_id": str(GUILD)})
+    await h.fake.wait_for(lambda: "notes.md" not in names(h), what="the menu-added file to go")
+    h.delete_thread(thread, CHAN_A)
+    await h.fake.wait_for(lambda: "threaded.md" not in names(h), what="the deleted thread's file to go")
+    assert names(h) == ["bread.txt"]
+    with h.engine.in_space(KB_A):
+        stored = " ".join(n.text for n in h.engine.store.nodes_of_kb(h.engine.store.kb_id(KB_A)))
+    assert "Fresnel" not in stored and "Josiah" not in stored and "lamp room" not in stored
+
+
+    async def records_gone() -> bool:
+        return await h.bot.services.state.posted_files(GUILD, channel_id=CHAN_A) == []
+
+    await h.fake.wait_for(records_gone, what="the records of the removed files to go")
+
+
+async def test_a_message_deleted_while_its_file_is_being_added_takes_the_document_once_stored(make_harness):
+    h = await make_harness(message_content=True)
+    await h.replies_done(h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
+    attachment = h.fake.add_file("kestrel.md", LIGHTHOUSE.encode())
+    h.fake.held.add(attachment["url"].rsplit("/cdn/", 1)[1])  # its download stalls until released
+    message = h.user_message(CHAN_A, "a file", attachments=[attachment])
+    await h.fake.wait_for(lambda: h.fake.cdn_hits, what="the download to start")
+    h.state.parse_message_delete({"id": message["id"], "channel_id": str(CHAN_A), "guild_id": str(GUILD)})
+    h.fake.release_held.set()
+    await h.fake.wait_for(
+        lambda: any("✅ **kestrel.md** added" in text_of(m) for m in h.fake.channel_messages(CHAN_A)),
+        what="the file to be added",
+    )
+
+    async def gone() -> bool:
+        return names(h) == [] and await h.bot.services.state.posted_files(GUILD, channel_id=CHAN_A) == []
+
+    await h.fake.wait_for(gone, what="the deleted message's document to go once stored")
+
+
+async def test_forget_me_takes_the_files_a_member_posted_and_keeps_their_next_ones_out(make_harness):
+    h = await make_harness(message_content=True)
+    await h.replies_done(h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
+    await posted(h, "kestrel.md", LIGHTHOUSE, user=BOB)
+    await posted(h, "mill.md", MILL)  # alice's stays
+    token = h.slash("kb", sub="forget-me", user=BOB)
+    [reply] = await h.replies_done(token, lambda r: "Done" in text_of(r[0]))
+    assert "and 1 document(s) of files you posted were removed" in reply["content"], reply["content"]
+    assert names(h) == ["mill.md"]
+    later = h.fake.add_file("notes.md", NOTES.encode())
+    message = h.user_message(CHAN_A, "more", attachments=[later], user=BOB)
+    said = await h.fake.wait_for(
+        lambda: [m for m in h.fake.channel_messages(CHAN_A) if text_of(m) == FORGOTTEN_POSTER], what="the refusal"
+    )
+    assert str((said[0].get("message_reference") or {}).get("message_id")) == message["id"]
+    menu = h.context_menu(h.full_message(CHAN_A, "more", [later], user=BOB))
+    assert [text_of(m) for m in await h.replies_done(menu)] == [FORGOTTEN_AUTHOR]
+    assert names(h) == ["mill.md"] and not any("notes" in hit for hit in h.fake.cdn_hits)
+
+
+async def test_a_restart_removes_the_files_whose_message_went_while_the_bot_was_down(make_harness, bot_settings):
+    h = await make_harness(message_content=True)
+    await h.replies_done(h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
+    messages = {}
+    for name, text in (("kestrel.md", LIGHTHOUSE), ("mill.md", MILL), ("notes.md", NOTES)):
+        messages[name] = h.fake.post(CHAN_A, "a file", attachments=[h.fake.add_file(name, text.encode())])
+        h.state.parse_message_create(dict(messages[name]))
+        await h.fake.wait_for(lambda n=name: n in names(h), what=f"{name} stored")
+
+    async def recorded() -> bool:
+        return len(await h.bot.services.state.posted_files(GUILD, every=True)) == 3
+
+    await h.fake.wait_for(recorded, what="the three files recorded with their messages")
+    await h.bot.close()
+    del h.fake.messages[int(messages["kestrel.md"]["id"])]  # deleted while the bot was down
+    messages["mill.md"]["attachments"] = []  # edited to drop its file
+    again = await make_harness(message_content=True, settings=bot_settings)
+    await again.bot._reconciling
+    assert names(again) == ["notes.md"]
+    assert [f.message_id for f in await again.bot.services.state.posted_files(GUILD, every=True)] == [
+        int(messages["notes.md"]["id"])
+    ]

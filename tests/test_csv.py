@@ -1,0 +1,50 @@
+"""CSV and TSV exports are read as tables: each row under its column names, so a row cut from its header
+by chunking still says what each value is; a file of figures with no header keeps its rows of cells."""
+
+from __future__ import annotations
+
+import pytest
+
+from raptor_engine.errors import IngestError
+from raptor_engine.ingest.chunk import chunk_document
+from raptor_engine.ingest.load import LoadLimits, load_document
+
+
+def test_rows_under_a_header_name_their_columns_in_every_chunk():
+    rows = "".join(f"Boat {i},{i + 3} m,{1900 + i}\n" for i in range(60))
+    doc = load_document("fleet.csv", ("Name,Length,Year built\n" + rows).encode())
+    lines = doc.text.split("\n")
+    assert lines[0] == "- Name: Boat 0; Length: 3 m; Year built: 1900."
+    assert doc.format == "csv" and len(lines) == 60
+    chunks = chunk_document(doc, lambda text: len(text.split()), max_tokens=40)
+    assert len(chunks) > 5
+    assert all(line.startswith("- Name: Boat") for chunk in chunks for line in chunk.text.split("\n"))
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "expected"),
+    [
+        ("a.csv", b'Item,Fee\n"Books, maps",20p\n', ["- Item: Books, maps; Fee: 20p."]),  # quoted comma
+        ("b.csv", b"Name;Amount\nAnn;1,50\n", ["- Name: Ann; Amount: 1,50."]),  # semicolons, decimal comma
+        ("c.tsv", b"Keeper\tYear\nAnn\t1887\n", ["- Keeper: Ann; Year: 1887."]),
+        ("d.csv", b"1,2,3\n4,5,6\n", ["1 | 2 | 3", "4 | 5 | 6"]),  # figures, no header
+        ("e.csv", b"Name,Note\nAnn,a|b\n\n,\n", ["- Name: Ann; Note: a/b."]),  # empty rows dropped, bars kept inert
+    ],
+)
+def test_delimiters_quoting_and_headers(name, data, expected):
+    assert load_document(name, data).text.split("\n") == expected
+
+
+def test_a_legacy_encoded_export_is_read_and_said_so():
+    doc = load_document("towns.csv", "Ville,Population\nZ\u00fcrich,400000\n".encode("latin-1"))
+    assert doc.text == "- Ville: Z\u00fcrich; Population: 400000."
+    assert doc.notices == ("read as Windows-1252 (it is not UTF-8)",)
+
+
+def test_too_many_cells_or_a_field_past_the_csv_limit_is_refused_in_one_sentence():
+    with pytest.raises(IngestError, match="more than 10 table cells"):
+        load_document("big.csv", b"a,b\n" * 10, limits=LoadLimits(max_elements=10))
+    with pytest.raises(IngestError, match="could not be read as CSV"):
+        load_document("field.csv", b'a,"' + b"x" * 200_000 + b'"\n')
+    with pytest.raises(IngestError, match="contains no text"):
+        load_document("empty.csv", b",,\n,,\n")

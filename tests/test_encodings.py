@@ -1,0 +1,76 @@
+"""Text uploads in legacy encodings are read in the encoding their bytes make language in, and say so;
+binary data and bytes that read as no language are still refused with one sentence."""
+
+from __future__ import annotations
+
+import pytest
+
+from raptor_engine.errors import IngestError
+from raptor_engine.ingest.load import load_document
+
+MILL = (
+    "The mill was built in 1820 by John Hale, who paid \u00a3400 for the land. His daughter called it "
+    "\u201cthe finest mill in the county\u201d \u2014 and she was right; it didn\u2019t close until 1911."
+)
+WESTERN = "Caf\u00e9 cr\u00e8me, d\u00e9j\u00e0 vu \u00e0 la carte; Gr\u00f6\u00dfe und Ma\u00dfe der Br\u00fccke."
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding", "named"),
+    [
+        (MILL, "cp1252", "Windows-1252"),  # curly quotes, pound sign, dash and apostrophe
+        (MILL, "mac_roman", "Mac OS Roman"),  # the same bytes read as Windows-1252 put capitals mid-word
+        (WESTERN, "latin-1", "Windows-1252"),  # browsers read Latin-1 as its superset
+        (WESTERN, "mac_roman", "Mac OS Roman"),  # \u00df as Windows-1252 is '\u00a7' inside a word
+        ("Za\u017c\u00f3\u0142\u0107 g\u0119\u015bl\u0105 ja\u017a\u0144, to jest test polskiego tekstu.", "cp1250", "Windows-1250"),
+        ("\u041c\u0435\u043b\u044c\u043d\u0438\u0446\u0430 \u0432 \u042d\u0448\u0431\u0438 \u0431\u044b\u043b\u0430 \u043f\u043e\u0441\u0442\u0440\u043e\u0435\u043d\u0430 \u0432 1820 \u0433\u043e\u0434\u0443 \u0414\u0436\u043e\u043d\u043e\u043c \u0425\u0435\u0439\u043b\u043e\u043c.", "cp1251", "Windows-1251"),
+        ("\u041c\u043e\u0441\u043a\u0432\u0430 - \u0441\u0442\u043e\u043b\u0438\u0446\u0430 \u0420\u043e\u0441\u0441\u0438\u0438, \u043a\u0440\u0443\u043f\u043d\u0435\u0439\u0448\u0438\u0439 \u0433\u043e\u0440\u043e\u0434 \u0441\u0442\u0440\u0430\u043d\u044b.", "koi8_r", "KOI8-R"),
+        ("\u0395\u03bb\u03bb\u03b7\u03bd\u03b9\u03ba\u03ac \u03ba\u03b5\u03af\u03bc\u03b5\u03bd\u03b1 \u03b5\u03b4\u03ce \u03b3\u03b9\u03b1 \u03b4\u03bf\u03ba\u03b9\u03bc\u03ae.", "cp1253", "Windows-1253"),
+        ("\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8\u3067\u3059\u3002\u3053\u308c\u306f\u30c6\u30b9\u30c8\u3067\u3059\u3002", "shift_jis", "Shift JIS"),
+    ],
+)
+@pytest.mark.parametrize("name", ["notes.txt", "notes.md"])
+def test_legacy_encodings_are_read_and_named(text, encoding, named, name):
+    doc = load_document(name, text.encode(encoding))
+    assert doc.text == text
+    assert doc.notices == (f"read as {named} (it is not UTF-8)",)
+
+
+def test_a_legacy_subtitle_file_is_read_and_says_so():
+    srt = "1\n00:00:01,000 --> 00:00:03,000\nJos\u00e9: \u201cIt\u2019s \u00a35.\u201d\n"
+    doc = load_document("film.srt", srt.encode("cp1252"))
+    assert doc.text == "Jos\u00e9: \u201cIt\u2019s \u00a35.\u201d"
+    assert doc.notices == ("read as Windows-1252 (it is not UTF-8)",)
+
+
+def test_utf8_with_stray_windows_1252_bytes_keeps_its_utf8():
+    """Text pasted together from two editors: read as Windows-1252 whole, its UTF-8 would be mojibake."""
+    data = "Prix: 5 \u20ac \u2014 tr\u00e8s bien. ".encode() + b"Then \x93quoted\x94 here."
+    doc = load_document("mixed.txt", data)
+    assert doc.text == "Prix: 5 \u20ac \u2014 tr\u00e8s bien. Then \u201cquoted\u201d here."
+    assert doc.notices == ("read as UTF-8, with the bytes that are not UTF-8 read as Windows-1252",)
+
+
+def test_utf8_is_read_without_a_notice():
+    assert load_document("mill.txt", MILL.encode()).notices == ()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        bytes(range(0x80, 0x100)) * 40,  # every high byte: decodes in some code page, reads in none
+        bytes(range(0xC0, 0x100)) * 40,  # all accented letters, no ASCII: not Western text
+    ],
+)
+def test_high_bytes_that_read_as_no_language_are_refused_in_one_sentence(data):
+    with pytest.raises(IngestError) as info:
+        load_document("garbage.txt", data)
+    assert info.value.reason == (
+        "is not UTF-8 and does not read as text in any encoding we recognise; please save it as UTF-8."
+    )
+
+
+def test_binary_data_is_still_refused_as_binary():
+    with pytest.raises(IngestError) as info:
+        load_document("noise.txt", bytes(range(256)) * 20)
+    assert info.value.reason == "contains binary data, not text."

@@ -1,0 +1,86 @@
+"""The data directory is this user's alone: it holds the documents people trust the bot with, their
+questions and the bot's records, so no other local user may read them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from raptor_engine import Settings
+from raptor_engine.storage.spaces import Spaces, keep_private
+
+OTHER_UID = 65534
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_a_new_data_directory_is_made_private(tmp_path):
+    data = tmp_path / "deep" / "data"
+    spaces = Spaces(Settings(data_dir=data))
+    try:
+        assert mode(data) == 0o700
+        assert (data / "raptor.db").exists()
+    finally:
+        spaces.close()
+
+
+def test_an_open_data_directory_of_ours_is_closed_with_a_line_in_the_log(tmp_path, caplog):
+    data = tmp_path / "data"  # as a git clone makes the repository's data/: 0755
+    data.mkdir(mode=0o755)
+    data.chmod(0o755)
+    with caplog.at_level("INFO", logger="raptor_engine.storage.spaces"):
+        keep_private(data)
+    assert mode(data) == 0o700
+    assert "readable by this user only" in caplog.text
+
+
+def test_a_private_directory_is_left_as_it_is(tmp_path, caplog):
+    data = tmp_path / "data"
+    data.mkdir(mode=0o500)
+    with caplog.at_level("INFO", logger="raptor_engine.storage.spaces"):
+        keep_private(data)
+    assert mode(data) == 0o500
+    assert caplog.text == ""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a folder to another user")
+def test_another_users_directory_is_not_changed(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    data.chmod(0o775)
+    os.chown(data, OTHER_UID, OTHER_UID)
+    keep_private(data)
+    assert mode(data) == 0o775
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to act as another user"
+)
+def test_another_local_user_cannot_read_the_store():
+    # pytest's own temporary folders are closed to others, so the check would pass whatever the engine
+    # did: the folders above the data directory here are open, as a home directory or /srv often is
+    base = Path(tempfile.mkdtemp(prefix="raptor-private-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        data = base / "data"
+        data.mkdir()
+        data.chmod(0o755)
+        spaces = Spaces(Settings(data_dir=data))
+        spaces.close()
+        assert os.stat(data / "raptor.db").st_mode & 0o004  # the file itself is readable: the folder guards it
+        tried = subprocess.run(
+            ["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups", "cat", str(data / "raptor.db")],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert tried.returncode != 0
+        assert "Permission denied" in tried.stderr
+    finally:
+        shutil.rmtree(base)
