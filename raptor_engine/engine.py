@@ -69,7 +69,7 @@ from .query.smalltalk import (
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
 from .query.verify import NOTHING_TO_CHECK, check_reply, claims_of, last_answer
 from .storage.archive import abandoned_imports
-from .storage.index import IndexManager
+from .storage.index import IndexManager, new_hnsw
 from .storage.llm_cache import SummaryCache
 from .storage.message_store import MessageDocumentWrite
 from .storage.records import DocumentInfo, NewNode, StaleTreeError, StoredTop
@@ -663,6 +663,7 @@ class Engine:
         kb_nodes = kb_layer.nodes if kb_layer else []
         if progress:
             progress(Progress("store", 0, len(tree.nodes)))
+        ahead = self._index_beside_commit(kb_id, tree)
         for attempt in range(MAX_COMMIT_ATTEMPTS):
             try:
                 kb_id, doc_id = await asyncio.to_thread(
@@ -698,7 +699,7 @@ class Engine:
         gate.leave()
         if progress:
             progress(Progress("index", 0, len(tree.nodes)))
-        await asyncio.to_thread(self.indexes.get, kb_id)
+        await self._index_after_commit(kb_id, doc_id, ahead)
         info = next(d for d in self.store.documents(kb_id) if d.id == doc_id)
         seconds = time.perf_counter() - started
         if progress:
@@ -718,6 +719,34 @@ class Engine:
             completion_tokens,
             notices=list(built.notices),
         )
+
+    def _index_beside_commit(self, kb_id: int | None, tree: BuiltTree) -> asyncio.Future[Any] | None:
+        """A knowledge base's first document: its index, built on a thread while SQLite writes its rows, under
+        the ids the store is about to give them (hnswlib inserts without the GIL). None for a knowledge base
+        that holds nodes already: its index is brought up to date after the commit (`IndexManager.get`).
+        Nothing is kept before `_index_after_commit` checks it against the rows, so a failed commit leaves
+        nothing behind."""
+        if kb_id is not None and self.store.has_nodes(kb_id):
+            return None
+        first = self.store.next_node_id()
+        vectors = [node.embedding for node in tree.nodes]
+        ids = range(first, first + len(vectors))
+        future = asyncio.ensure_future(
+            asyncio.to_thread(lambda: new_hnsw(ids, np.vstack(vectors).astype(np.float32)))
+        )
+        future.add_done_callback(_observed)
+        return future
+
+    async def _index_after_commit(self, kb_id: int, doc_id: int, ahead: asyncio.Future[Any] | None) -> None:
+        """The knowledge base's index at its new version: the one built beside the commit where it matches
+        the stored rows (`IndexManager.adopt`), else brought up to date from SQLite."""
+        if ahead is not None:
+            try:
+                if await asyncio.to_thread(self.indexes.adopt, kb_id, await ahead, doc_id) is not None:
+                    return
+            except Exception:  # derived data: SQLite has the document, and `get` builds its index from there
+                log.warning("the index built beside the write of kb %s failed; building it again", kb_id, exc_info=True)
+        await asyncio.to_thread(self.indexes.get, kb_id)
 
     def _stored_copy(self, kb_id: int | None, sha: str, text_sha: str) -> DocumentInfo | None:
         """The document of `kb_id` with these bytes or, failing that, this text fingerprint."""

@@ -192,6 +192,15 @@ def _zero_and_delete(index: hnswlib.Index, node_ids: Iterable[int], dim: int) ->
         index.mark_deleted(node_id)
 
 
+def new_hnsw(ids: Iterable[int] | np.ndarray, matrix: np.ndarray) -> hnswlib.Index:
+    """An index of `matrix`'s rows under `ids`, inserted in that order on one thread: the same ids and rows in
+    the same order give the same graph (seeded), whoever builds it (`IndexManager.rebuild` or `adopt`)."""
+    index = hnswlib.Index(space="cosine", dim=int(matrix.shape[1]))
+    index.init_index(max_elements=len(matrix), ef_construction=EF_CONSTRUCTION, M=M, random_seed=1)
+    index.add_items(matrix, np.asarray(list(ids), dtype=np.int64), num_threads=1)
+    return index
+
+
 class IndexManager:
     """Loads, saves, updates and rebuilds the per-knowledge-base indices under `index_dir`.
 
@@ -342,15 +351,46 @@ class IndexManager:
             if len(ids) == 0:
                 built = KBIndex(None, version, {}, 0)
             else:
-                dim = int(matrix.shape[1])
-                index = hnswlib.Index(space="cosine", dim=dim)
-                index.init_index(max_elements=len(ids), ef_construction=EF_CONSTRUCTION, M=M, random_seed=1)
-                index.add_items(matrix, ids, num_threads=1)
+                index = new_hnsw(ids, matrix)
                 counts = self.store.token_counts(kb_id)
                 built = KBIndex(
-                    index, version, NodeTokens.from_pairs({int(i): counts.get(int(i), 0) for i in ids}), dim
+                    index,
+                    version,
+                    NodeTokens.from_pairs({int(i): counts.get(int(i), 0) for i in ids}),
+                    int(matrix.shape[1]),
                 )
             self._save(kb_id, built, unsaved_ok=unsaved_ok)
+            self._remember(kb_id, built)
+            return built
+
+    def adopt(self, kb_id: int, ahead: hnswlib.Index, doc_id: int) -> KBIndex | None:
+        """The index of a knowledge base whose first document was just stored, from `new_hnsw` of that
+        document's nodes built while SQLite wrote them (under the ids the store was about to give them).
+
+        Kept only if those are the ids the document's nodes got, first in the knowledge base; then the
+        nodes stored after them (the cross-document layer's) are added as a catch-up would add them, so it
+        is the index `rebuild` makes. Anything else (another writer took those ids first, the knowledge
+        base held nodes already) gives None, and `get` builds it from SQLite as usual.
+        """
+        with self._lock(kb_id):
+            version = self.store.kb_version(kb_id)
+            with self._cache_lock:
+                current = self._cache.get(kb_id)
+            if current is not None and current.version == version:
+                return current  # a question's `get` built it meanwhile
+            labels = [int(i) for i in ahead.get_ids_list()]
+            stored = sorted(int(i) for i in self.store.node_ids(kb_id))
+            if sorted(labels) != self.store.document_node_ids(doc_id) or stored[: len(labels)] != sorted(labels):
+                log.info("the index built beside the write of kb %s does not match its rows; rebuilding", kb_id)
+                return None
+            later = stored[len(labels) :]
+            if later:
+                add_ids, matrix = self.store.embeddings(kb_id, ids=later)
+                ahead.resize_index(len(stored))
+                ahead.add_items(matrix, add_ids, num_threads=1)
+            counts = self.store.token_counts(kb_id)
+            built = KBIndex(ahead, version, NodeTokens.from_pairs({i: counts[i] for i in stored}), ahead.dim)
+            self._save(kb_id, built, unsaved_ok=True)
             self._remember(kb_id, built)
             return built
 

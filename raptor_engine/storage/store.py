@@ -388,6 +388,14 @@ class Store(MessageStoreMixin):
     def node_ids(self, kb_id: int) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT id FROM nodes WHERE kb_id = ?", [kb_id]).fetchall()]
 
+    def next_node_id(self) -> int:
+        """The id the next stored node will get, unless another writer stores nodes first (see `_allocate_ids`)."""
+        return int(self.db.execute("SELECT value FROM meta WHERE key = 'next_node_id'").fetchone()[0])
+
+    def document_node_ids(self, doc_id: int) -> list[int]:
+        """A document's node ids, in the order they were stored."""
+        return [int(r[0]) for r in self.db.execute("SELECT id FROM nodes WHERE doc_id = ? ORDER BY id", [doc_id])]
+
     def has_nodes(self, kb_id: int) -> bool:
         """Whether a knowledge base has any node; cheap (COUNT(*) costs ~7 ms at 100k nodes, per question)."""
         return self.db.execute("SELECT 1 FROM nodes WHERE kb_id = ? LIMIT 1", [kb_id]).fetchone() is not None
