@@ -325,6 +325,19 @@ STARTS = re.compile(
     re.I,
 )
 EVENT_BONUS = 0.1  # a year of the asked event (an ending for "when did it close?") over a year of another
+# ... and as much again for the asked event in its own words ("until her death", "closed for good") over
+# another ending ("took over ... in 1952", "undercut ... after 1880") when the time is told without a year
+ASKED_EVENTS = (
+    (r"die|died", r"died|death|dead|passed\s+away|killed|buried"),
+    (r"close|closed|shut", r"closed|closure|closing|shut"),
+    (r"stop|stopped|end|ended|finish|finished|quit", r"stopped|ceased|last|final|ended|no\s+longer|finished"),
+    (r"retire|retired", r"retired|retirement"),
+    (r"leave|left", r"left|departed|departure|moved"),
+    (r"open|opened", r"opened|opening"),
+    (r"start|started|begin|began", r"started|began|begun|beginning|first"),
+    (r"found|founded|establish|established", r"founded|foundation|established"),
+    (r"build|built", r"built|construction|completed"),
+)
 # Ordinals say which one ("the last keeper", "the first lighting"): they count when ranking.
 ORDINALS = frozenset("first second third fourth fifth last next previous final".split())
 THEME_QUOTES = 5  # a thematic question gets a few more sentences, in the document's order
@@ -896,6 +909,19 @@ def _names_only_its_own(subject: str, sentence: str) -> bool:
     return bool(mentions) and all(possessive for _, possessive in mentions)
 
 
+ASKS_WHEN = re.compile(r"^\W*(?:when|(?:in\s+)?what\s+(?:year|date|day|month|time))\b", re.IGNORECASE)
+
+
+def _names_the_asked_event(question: str, sentence: str) -> bool:
+    """Whether a 'when did X die / close / stop / open ...?' sentence names that very event (ASKED_EVENTS)."""
+    if not ASKS_WHEN.match(question):  # "How do I return books when the library is shut?" asks no time
+        return False
+    return any(
+        re.search(rf"\b(?:{asked})\b", question, re.I) and re.search(rf"\b(?:{said})\b", sentence, re.I)
+        for asked, said in ASKED_EVENTS
+    )
+
+
 def _event_bonus(question: str, sentence: str) -> float:
     """'When did X close/end/stop?' wants the year of an ending, 'when did X start/open?' of a start.
     A year of the other event ('first lit in 1839' for 'when did it close?') is the wrong year: it
@@ -904,7 +930,7 @@ def _event_bonus(question: str, sentence: str) -> float:
         return 0.0
     asks_end, asks_start = bool(ASKS_END.search(question)), bool(ASKS_START.search(question))
     if (asks_end and ENDS.search(sentence)) or (asks_start and STARTS.search(sentence)):
-        return EVENT_BONUS
+        return EVENT_BONUS + (EVENT_BONUS if _names_the_asked_event(question, sentence) else 0.0)
     if asks_end != asks_start and (STARTS if asks_end else ENDS).search(sentence):
         return -EVENT_BONUS
     return 0.0
@@ -1049,6 +1075,7 @@ def form_score(question: str, sentence: str) -> float:
     score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
     score += GRADED_BONUS if _measures_the_compared(question, sentence) else 0.0
     score += NEGATIVE_BONUS if _asks_a_negative(question) and asks_a_negative(sentence) else 0.0
+    score += _result_score(question, sentence)
     return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
 
 
@@ -1061,6 +1088,7 @@ def stated_form_score(question: str, sentence: str) -> float:
     compared scale) stay at the hand score's share."""
     score = REASON_FORM_BONUS if _states_the_asked_reason(question, sentence) else 0.0
     score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
+    score += _result_score(question, sentence)
     return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
 
 
@@ -1092,7 +1120,7 @@ CAUSE_FORM = re.compile(
     rf"|{STATED_CAUSE.pattern}",
     re.IGNORECASE,
 )
-ASKS_RESULT = re.compile(rf"{_WHAT_IS_THE}(?:result|outcome|effect|consequence)s?\s+of\b", re.IGNORECASE)
+ASKS_RESULT = re.compile(rf"{_WHAT_IS_THE}(?:result|outcome|effect|consequence)s?\s+of\b(?P<of>[^?]*)", re.IGNORECASE)
 # "What was the (root) cause of X?", "What caused X?", "What led to X?": X is what follows
 ASKS_CAUSE = re.compile(
     rf"{_WHAT_IS_THE}(?:cause|reason)s?\s+(?:of|for|behind)\b(?P<of>[^?]*)|^\W*what\s+(?:{_CAUSING})\b(?P<caused>[^?]*)",
@@ -1134,8 +1162,8 @@ def _gives_the_asked_reason(question: str, sentence: str) -> bool:
     takes (`_states_the_asked_reason`, or a reason or purpose clause straight after one of the question's
     words), or what a 'what was the result / cause of X?' question asks (RESULT_FORM, CAUSE_FORM)."""
     asks = _reason_asked(question)
-    if asks == "result":
-        return bool(RESULT_FORM.search(sentence))
+    if asks == "result":  # `_result_score`
+        return False
     if asks == "cause":
         return _states_the_asked_reason(question, sentence) or (
             bool(CAUSE_FORM.search(sentence)) and _names_the_asked_subject(question, sentence)
@@ -1227,6 +1255,105 @@ def _tells_what_the_asked_did(question: str, sentence: str) -> bool:
         return False
     opening = {stem(word.lower()) for word in re.findall(r"[\w'\u2019-]+", sentence)[:SUBJECT_WITHIN]}
     return subject in opening and not CAUSE_FORM.search(sentence)
+
+
+# "What was the result of X?", "What happened to X?", "What happened after X?": what came of X is told as a
+# change to something ("The blast cracked the main oven", "The ovens were sold", "left 4,000 homes without
+# power"), or by a connective of consequence (RESULT_FORM). A sentence telling X itself without one ("In
+# 1941 a bomb fell on the street") or naming X's cause ("The main cause of the grounding was ...") says
+# what X was, not what came of it.
+ASKS_HAPPENED = re.compile(
+    r"^\W*what\s+(?:then\s+|else\s+)?(?:has\s+|had\s+)?happened\s+(?P<how>to|after|following|because\s+of)\s+"
+    r"(?P<x>[^?]+?)(?:\s+(?:after|when|during|following|once|before)\b[^?]*)?\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
+_CHANGES = (
+    r"sold|bought|withdr[ae]wn?|closed|shut|destroyed|damaged|ruined|flooded|demolished|abandoned|scrapped"
+    r"|broken\s+up|broke\s+up|sank|sunk|burn(?:ed|t)(?:\s+down)?|fined|cleared|acquitted|convicted|jailed|imprisoned"
+    r"|arrested|executed|sentenced|dismissed|sacked|resigned|replaced|removed|lost|died|drowned|killed|hurt|injured"
+    r"|wounded|dented|bent|cracked|wrecked|collapsed|t[ao]ok(?:en)?\s+over|towed|rescued|moved|renamed|converted"
+    r"|merged|cancelled|canceled|postponed|delayed|evacuated|rehoused|stood\s+idle|out\s+of\s+service"
+    r"|left\s+(?:[\w,.-]+\s+){1,4}?without"
+)
+CHANGE_FORM = re.compile(
+    rf"\b(?:{_CHANGES})\b|\b(?:was|were|had\s+been|got)\s+(?:\w+ly\s+)?(?!(?:used|based|called|named|born|"
+    r"supposed|interested|pleased|known)\b)[a-z]+(?:ed|en)\b",
+    re.IGNORECASE,
+)
+RESULT_BONUS = REASON_FORM_BONUS + KIND_BONUS  # what came of X is what the question asks for, in its form
+TELLS_ONLY_X_PENALTY = REASON_FORM_BONUS
+
+
+@functools.lru_cache(maxsize=256)
+def _result_subject(question: str) -> tuple[str, bool] | None:
+    """For a result question ('what was the result of X?', 'what happened to / after X?'): X's last content
+    word, stemmed, and whether the answer must name it ('what happened to X?' asks what was done to X; a
+    result may be told of other things: 'The blast cracked the main oven' for the bomb). None otherwise."""
+    result, happened = ASKS_RESULT.search(question), ASKS_HAPPENED.search(question)
+    asked = result.group("of") if result else happened.group("x") if happened else ""
+    # "the eleven boats that sank": X is what the relative clause is about
+    terms = content_terms(re.split(r"\b(?:that|which|who|whom|whose|where)\b", asked, maxsplit=1, flags=re.I)[0])
+    if not terms:
+        return None
+    return stem(terms[-1]), bool(happened) and happened.group("how").lower() == "to"
+
+
+def _tells_the_asked_result(question: str, sentence: str) -> bool:
+    """Whether a result question's sentence says what came of X in the form a result takes: a consequence
+    connective (RESULT_FORM) or a change (CHANGE_FORM), naming X for 'what happened to X?', and no cause."""
+    subject = _result_subject(question)
+    if subject is None or STATED_CAUSE.search(sentence):
+        return False
+    # a change the question names is X itself ("the boats that sank", "the result of the boats sinking")
+    changes = [c for c in CHANGE_FORM.finditer(sentence) if not _names_a_word_of(question, c.group(0))]
+    if subject[1]:
+        return any(_near_the_change(subject[0], sentence, change) for change in changes)
+    return bool(RESULT_FORM.search(sentence) or changes)
+
+
+def _skeleton(word: str) -> str:
+    """A stemmed word's consonants: one verb's forms that change their vowel share it ('sank', 'sink')."""
+    return re.sub(r"[aeiouy]", "", stem(word.lower()))
+
+
+def _names_a_word_of(text: str, words: str) -> bool:
+    """Whether `text` holds one of `words`' words, in any form (the same stem, or the same consonants)."""
+    said = {_skeleton(word) for word in re.findall(r"[\w'\u2019-]+", text)}
+    return any(len(_skeleton(word)) >= 2 and _skeleton(word) in said for word in re.findall(r"[\w'\u2019-]+", words))
+
+
+CHANGE_WITHIN = 4  # words between X and what was done to it ("withdrew the software update", "The ovens were sold")
+
+
+def _near_the_change(subject: str, sentence: str, change: re.Match[str]) -> bool:
+    """Whether X (stemmed) is named within CHANGE_WITHIN words of a change: what was done to X, not to
+    another thing X's sentence names ("A software update ... stopped the display when it lost its signal")."""
+    # a clause set off by commas says more of X: "The old village, which stood in the basin, was flooded"
+    opening = re.findall(r"[\w'\u2019-]+", ASIDE.sub(" ", sentence[: change.start()]))
+    if PRONOUN_OPENING.match(sentence) and len(opening) <= CHANGE_WITHIN:  # "They were never replaced"
+        return True
+    after = re.findall(r"[\w'\u2019-]+", sentence[change.end() :])[:CHANGE_WITHIN]
+    return subject in {stem(word.lower()) for word in opening[-CHANGE_WITHIN - 1 :] + after}
+
+
+ASIDE = re.compile(r",\s*(?:which|who|whose|where|whom)\b[^,]*,", re.IGNORECASE)
+PRONOUN_OPENING = re.compile(r"^\W*(?:he|his|she|her|they|their|it|its)\b", re.IGNORECASE)
+
+
+def _tells_only_the_asked(question: str, sentence: str) -> bool:
+    """Whether a result question's sentence names X (or X's cause) and says nothing that came of it."""
+    subject = _result_subject(question)
+    if subject is None or _tells_the_asked_result(question, sentence):
+        return False
+    return bool(STATED_CAUSE.search(sentence)) or _names_a_word_of(sentence, subject[0])
+
+
+def _result_score(question: str, sentence: str) -> float:
+    """RESULT_BONUS for a sentence telling what came of a result question's X, less TELLS_ONLY_X_PENALTY
+    for one telling only X itself or its cause."""
+    if _tells_the_asked_result(question, sentence):
+        return RESULT_BONUS
+    return -TELLS_ONLY_X_PENALTY if _tells_only_the_asked(question, sentence) else 0.0
 
 
 # "Which kettle is the fastest?", "Is the Alpen Mini lighter than the Brisk 500?", "Which costs more, X or
