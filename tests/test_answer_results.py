@@ -9,12 +9,16 @@ from __future__ import annotations
 import pytest
 
 from raptor_engine.query.answer import (
+    QUOTED_PENALTY,
+    REFERS_BACK_AT_START,
     RESULT_BONUS,
     TELLS_ONLY_X_PENALTY,
     _event_bonus,
     _names_the_asked_event,
+    _quoted_penalty,
     _result_score,
     _result_subject,
+    _tells_the_destination,
 )
 from tests.test_answer_ranking import first_quote
 
@@ -45,6 +49,7 @@ def test_a_result_question_names_what_it_asks_about(question, subject):
         ("What was the result of the strike?", "The works stood idle for nine weeks.", RESULT_BONUS),
         ("What was the result of the storm?", "The storm left 6,000 homes without power.", RESULT_BONUS),
         ("What was the result of the strike?", "Consequently the owners raised wages.", RESULT_BONUS),
+        ("What was the result of the storm?", "As a result the curing yards closed.", RESULT_BONUS),
         ("What was the result of the strike?", "The strike began on a Monday in May.", -TELLS_ONLY_X_PENALTY),
         ("What was the result of the strike?", "The cause of the strike was a cut in pay.", -TELLS_ONLY_X_PENALTY),
         ("What was the result of the trawlers sinking?", "Two trawlers sank off the point.", -TELLS_ONLY_X_PENALTY),
@@ -124,3 +129,40 @@ def test_the_asked_event_in_its_own_words_outweighs_another_ending():
 )
 def test_a_result_or_end_question_leads_with_the_sentence_that_answers_it(embedder, leaves, question, answer):
     assert answer in first_quote(embedder, leaves, question)
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "tells"),
+    [
+        ("Where did she go after the war?", "In 1946 she sailed for Lisbon with her sons.", True),
+        ("Where did the family move?", "The family moved to a farm near Ohio in 1850.", True),
+        ("Where did he settle?", "He settled in Perth, where he taught music.", True),
+        ("Where did he go next?", "After the trial he left the city for the coast.", True),
+        ("Where did he go next?", "He was born in Perth and taught music.", False),
+        ("Where was she born?", "In 1946 she sailed for Lisbon with her sons.", False),  # no going asked
+    ],
+)
+def test_where_did_x_go_is_answered_by_a_verb_of_going_and_where_to(question, sentence, tells):
+    assert _tells_the_destination(question, sentence) is tells
+
+
+@pytest.mark.parametrize(
+    ("sentence", "refers"),
+    [
+        ("In 1946 she sailed for Lisbon.", True),
+        ("Two years later he sold the farm.", True),
+        ("After the war they moved north.", True),
+        ("In 1946 the school sailed through its inspection.", False),
+        ("In the end the council paid.", False),
+    ],
+)
+def test_a_person_s_pronoun_after_an_opening_time_refers_back(sentence, refers):
+    assert bool(REFERS_BACK_AT_START.search(sentence)) is refers
+
+
+def test_a_quoted_sentence_answering_the_follow_up_in_its_form_loses_less():
+    question = "Where did Ada Brenn go after that?"
+    went = _quoted_penalty(question, "In 1931 she left the press and moved to Leeds.", asks_for_more=False)
+    other = _quoted_penalty(question, "Ada Brenn ran the press from 1902.", asks_for_more=False)
+    assert 0.0 < went < other == pytest.approx(QUOTED_PENALTY)
+    assert _quoted_penalty(question, "In 1931 she left the press and moved to Leeds.", asks_for_more=True) > other

@@ -101,6 +101,7 @@ RESOLVED_NAME_WEIGHT = 0.4
 CORE_SHARE = 0.75  # the follow-up's own words in the ranking query, when it has words of its own
 ELLIPSIS_CORE_SHARE = 0.35  # ... and when it is a bare "why?" or "tell me more"
 QUOTED_PENALTY = 0.3  # a sentence the last answers already quoted
+ANSWERS_ANEW_SHARE = 0.5  # ... of it, when the sentence answers the follow-up in its answer's form
 ASKED_FOR_MORE_PENALTY = 1.0  # ... when the follow-up asks for something else ("what else", "tell me more")
 ASKS_FOR_MORE = re.compile(r"\b(?:else|more|other|others|another|besides|apart from|next)\b", re.IGNORECASE)
 RELATIVE_FLOOR = 0.5  # a quote scoring under half the best one is left out
@@ -573,7 +574,11 @@ REFERS_BACK_AT_START = re.compile(
     # not the empty "it" of "It is important to ...", "It was not clear that ..."
     r"^\W*(?:(?:it|its|they|their|them|he|his|she|her|this|these|those|such)\b(?!\s+(?:is|was)\s+"
     r"(?:(?:very|also|quite|now|thus|therefore|not)\s+)?(?:to|that|possible|important|clear|likely|necessary|difficult|easy)\b)"
-    r"|(?:as a result|consequently|for this reason|because of this|therefore|thus)\b)",
+    r"|(?:as a result|consequently|for this reason|because of this|therefore|thus)\b"
+    # ... or whose subject is a person's pronoun after a time it opens with ("In 1902 he left ...", "Two
+    # years later she ...")
+    r"|(?:(?:in|by|after|before|during|from|until|on|at)\s+(?:[\w'\u2019-]+\s+){0,3}?[\w'\u2019-]+"
+    r"|(?:[\w-]+\s+){0,2}?(?:later|afterwards|then)),?\s+(?:he|she|they)\b)",
     re.IGNORECASE,
 )
 
@@ -936,6 +941,16 @@ def _event_bonus(question: str, sentence: str) -> float:
     return 0.0
 
 
+def _quoted_penalty(question: str, sentence: str, asks_for_more: bool) -> float:
+    """What a sentence the last answers quoted loses: QUOTED_PENALTY (ASKED_FOR_MORE_PENALTY for 'what
+    else?'), a share of it when the sentence says what the follow-up asks in the form its answer takes
+    (`form_score`: "In 1902 he left ... and moved to Hobart" for "where did he go after that?", quoted
+    before as the second answer to who he was): it is no repeat of what the follow-up already got."""
+    if asks_for_more:
+        return ASKED_FOR_MORE_PENALTY
+    return QUOTED_PENALTY * (ANSWERS_ANEW_SHARE if form_score(question, sentence) > 0.0 else 1.0)
+
+
 def _names_of(history: list[Turn]) -> set[str]:
     """Lower-cased words of the proper names in the last exchanges (what a pronoun can stand for)."""
     found: set[str] = set()
@@ -1076,6 +1091,7 @@ def form_score(question: str, sentence: str) -> float:
     score += GRADED_BONUS if _measures_the_compared(question, sentence) else 0.0
     score += NEGATIVE_BONUS if _asks_a_negative(question) and asks_a_negative(sentence) else 0.0
     score += _result_score(question, sentence)
+    score += DESTINATION_BONUS if _tells_the_destination(question, sentence) else 0.0
     return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
 
 
@@ -1089,6 +1105,7 @@ def stated_form_score(question: str, sentence: str) -> float:
     score = REASON_FORM_BONUS if _states_the_asked_reason(question, sentence) else 0.0
     score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
     score += _result_score(question, sentence)
+    score += DESTINATION_BONUS if _tells_the_destination(question, sentence) else 0.0
     return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
 
 
@@ -1263,7 +1280,7 @@ def _tells_what_the_asked_did(question: str, sentence: str) -> bool:
 # 1941 a bomb fell on the street") or naming X's cause ("The main cause of the grounding was ...") says
 # what X was, not what came of it.
 ASKS_HAPPENED = re.compile(
-    r"^\W*what\s+(?:then\s+|else\s+)?(?:has\s+|had\s+)?happened\s+(?P<how>to|after|following|because\s+of)\s+"
+    r"^\W*what\s+(?:then\s+|else\s+)?(?:has\s+|had\s+|will\s+|would\s+)?happen(?:ed|s)?\s+(?P<how>to|after|following|because\s+of)\s+"
     r"(?P<x>[^?]+?)(?:\s+(?:after|when|during|following|once|before)\b[^?]*)?\s*[?.!]*\s*$",
     re.IGNORECASE,
 )
@@ -1284,18 +1301,25 @@ RESULT_BONUS = REASON_FORM_BONUS + KIND_BONUS  # what came of X is what the ques
 TELLS_ONLY_X_PENALTY = REASON_FORM_BONUS
 
 
+STANDS_FOR_ANOTHER = ORDINALS | frozenset("one ones other others thing things".split())
+X_ENDS = re.compile(r"\s+(?:that|which|who|whom|whose|where|in|on|at|during|after|when|before|following|once)\b", re.I)
+
+
 @functools.lru_cache(maxsize=256)
-def _result_subject(question: str) -> tuple[str, bool] | None:
+def _result_subject(question: str) -> tuple[str, bool, bool] | None:
     """For a result question ('what was the result of X?', 'what happened to / after X?'): X's last content
-    word, stemmed, and whether the answer must name it ('what happened to X?' asks what was done to X; a
-    result may be told of other things: 'The blast cracked the main oven' for the bomb). None otherwise."""
+    word, stemmed, whether the answer must name it ('what happened to X?' asks what was done to X; a
+    result may be told of other things: 'The blast cracked the main oven' for the bomb) and whether X is
+    a name (which 'he' or 'she' may stand for). None otherwise."""
     result, happened = ASKS_RESULT.search(question), ASKS_HAPPENED.search(question)
     asked = result.group("of") if result else happened.group("x") if happened else ""
-    # "the eleven boats that sank": X is what the relative clause is about
-    terms = content_terms(re.split(r"\b(?:that|which|who|whom|whose|where)\b", asked, maxsplit=1, flags=re.I)[0])
-    if not terms:
+    # "the eleven boats that sank", "the bridge in 1921": X is what the clause or phrase after it is about
+    head = X_ENDS.split(asked, maxsplit=1)[0]
+    terms = [term for term in content_terms(head) if not any(ch.isdigit() for ch in term)]
+    if not terms or terms[-1] in STANDS_FOR_ANOTHER:  # "the first one" is for the follow-up rewrite to name
         return None
-    return stem(terms[-1]), bool(happened) and happened.group("how").lower() == "to"
+    person = bool(re.search(r"\b[A-Z]", head))  # a name may be told as 'he' or 'she', a thing as 'it' or 'they'
+    return stem(terms[-1]), bool(happened) and happened.group("how").lower() == "to", person
 
 
 def _tells_the_asked_result(question: str, sentence: str) -> bool:
@@ -1307,7 +1331,7 @@ def _tells_the_asked_result(question: str, sentence: str) -> bool:
     # a change the question names is X itself ("the boats that sank", "the result of the boats sinking")
     changes = [c for c in CHANGE_FORM.finditer(sentence) if not _names_a_word_of(question, c.group(0))]
     if subject[1]:
-        return any(_near_the_change(subject[0], sentence, change) for change in changes)
+        return any(_near_the_change(subject, sentence, change) for change in changes)
     return bool(RESULT_FORM.search(sentence) or changes)
 
 
@@ -1325,19 +1349,20 @@ def _names_a_word_of(text: str, words: str) -> bool:
 CHANGE_WITHIN = 4  # words between X and what was done to it ("withdrew the software update", "The ovens were sold")
 
 
-def _near_the_change(subject: str, sentence: str, change: re.Match[str]) -> bool:
+def _near_the_change(subject: tuple[str, bool, bool], sentence: str, change: re.Match[str]) -> bool:
     """Whether X (stemmed) is named within CHANGE_WITHIN words of a change: what was done to X, not to
     another thing X's sentence names ("A software update ... stopped the display when it lost its signal")."""
     # a clause set off by commas says more of X: "The old village, which stood in the basin, was flooded"
     opening = re.findall(r"[\w'\u2019-]+", ASIDE.sub(" ", sentence[: change.start()]))
-    if PRONOUN_OPENING.match(sentence) and len(opening) <= CHANGE_WITHIN:  # "They were never replaced"
-        return True
+    pronoun = PRONOUN_OPENING.match(sentence)
+    if pronoun and len(opening) <= CHANGE_WITHIN and (subject[2] or not pronoun.group("person")):
+        return True  # "They were never replaced"
     after = re.findall(r"[\w'\u2019-]+", sentence[change.end() :])[:CHANGE_WITHIN]
-    return subject in {stem(word.lower()) for word in opening[-CHANGE_WITHIN - 1 :] + after}
+    return subject[0] in {stem(word.lower()) for word in opening[-CHANGE_WITHIN - 1 :] + after}
 
 
 ASIDE = re.compile(r",\s*(?:which|who|whose|where|whom)\b[^,]*,", re.IGNORECASE)
-PRONOUN_OPENING = re.compile(r"^\W*(?:he|his|she|her|they|their|it|its)\b", re.IGNORECASE)
+PRONOUN_OPENING = re.compile(r"^\W*(?:(?P<person>he|his|she|her)|they|their|it|its)\b", re.IGNORECASE)
 
 
 def _tells_only_the_asked(question: str, sentence: str) -> bool:
@@ -1346,6 +1371,26 @@ def _tells_only_the_asked(question: str, sentence: str) -> bool:
     if subject is None or _tells_the_asked_result(question, sentence):
         return False
     return bool(STATED_CAUSE.search(sentence)) or _names_a_word_of(sentence, subject[0])
+
+
+# "Where did he go after that?", "Where did the family move?": a destination is told by a verb of going and
+# where to ("moved to Hobart", "sailed for Lisbon", "settled in Ohio", "left the town for the coast")
+ASKS_DESTINATION = re.compile(
+    r"^\W*where\s+(?:did|does|do|has|have|had|will|would)\s+[^?]+?\s+(?:go|move|travel|head|flee|sail|emigrate"
+    r"|retire|settle|end\s+up|relocate|return)\b",
+    re.IGNORECASE,
+)
+DESTINATION = re.compile(
+    r"\b(?:moved|went|gone|travell?ed|sailed|emigrated|fled|retired|settled|headed|returned|relocated|ended\s+up)"
+    r"\s+(?:back\s+|abroad\s+|away\s+)?(?:to|for|in|into)\b|\bleft\s+(?:[\w'\u2019-]+\s+){1,3}?for\b",
+    re.IGNORECASE,
+)
+DESTINATION_BONUS = REASON_FORM_BONUS
+
+
+def _tells_the_destination(question: str, sentence: str) -> bool:
+    """Whether a 'where did X go / move / settle?' question's sentence tells where to (DESTINATION)."""
+    return bool(ASKS_DESTINATION.search(question)) and bool(DESTINATION.search(sentence))
 
 
 def _result_score(question: str, sentence: str) -> float:
@@ -2246,7 +2291,7 @@ class ExtractiveAnswerer:
             else:
                 score = hand_score(rewrite.core, candidate)
             if candidate.key in quoted:
-                score -= QUOTED_PENALTY if not asks_for_more else ASKED_FOR_MORE_PENALTY
+                score -= _quoted_penalty(rewrite.core, candidate.text, asks_for_more)
             score += SPEAKER_BONUS if candidate.speaker in named else 0.0
             candidate.score = float(score)
 
