@@ -919,12 +919,16 @@ ASKS_WHEN = re.compile(r"^\W*(?:when|(?:in\s+)?what\s+(?:year|date|day|month|tim
 
 def _names_the_asked_event(question: str, sentence: str) -> bool:
     """Whether a 'when did X die / close / stop / open ...?' sentence names that very event (ASKED_EVENTS)."""
-    if not ASKS_WHEN.match(question):  # "How do I return books when the library is shut?" asks no time
-        return False
-    return any(
-        re.search(rf"\b(?:{asked})\b", question, re.I) and re.search(rf"\b(?:{said})\b", sentence, re.I)
-        for asked, said in ASKED_EVENTS
-    )
+    return any(re.search(rf"\b(?:{said})\b", sentence, re.I) for said in _asked_events(question))
+
+
+@functools.lru_cache(maxsize=256)
+def _asked_events(question: str) -> tuple[str, ...]:
+    """The ASKED_EVENTS patterns a question asking when names, read once a question; none for a question
+    that asks no time ("How do I return books when the library is shut?")."""
+    if not ASKS_WHEN.match(question):
+        return ()
+    return tuple(said for asked, said in ASKED_EVENTS if re.search(rf"\b(?:{asked})\b", question, re.I))
 
 
 def _event_bonus(question: str, sentence: str) -> float:
@@ -1390,7 +1394,12 @@ DESTINATION_BONUS = REASON_FORM_BONUS
 
 def _tells_the_destination(question: str, sentence: str) -> bool:
     """Whether a 'where did X go / move / settle?' question's sentence tells where to (DESTINATION)."""
-    return bool(ASKS_DESTINATION.search(question)) and bool(DESTINATION.search(sentence))
+    return _asks_destination(question) and bool(DESTINATION.search(sentence))
+
+
+@functools.lru_cache(maxsize=256)
+def _asks_destination(question: str) -> bool:
+    return bool(ASKS_DESTINATION.search(question))
 
 
 def _result_score(question: str, sentence: str) -> float:
