@@ -1089,7 +1089,8 @@ def hand_score(question: str, candidate: _Candidate) -> float:
 def form_score(question: str, sentence: str) -> float:
     """What the hand score gives a sentence for answering in the form its question's kind takes: a reason
     or cause for 'why / what caused X?' (less for what X itself did), a place on the compared scale, a
-    negative for a negative question, blame or charge for 'who was responsible?'."""
+    negative for a negative question, blame or charge for 'who was responsible?', what came of X for 'what
+    was the result of / what happened to X?' (`_result_score`), a destination for 'where did X go?'."""
     score = REASON_FORM_BONUS if _gives_the_asked_reason(question, sentence) else 0.0
     score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
     score += GRADED_BONUS if _measures_the_compared(question, sentence) else 0.0
@@ -1102,7 +1103,8 @@ def form_score(question: str, sentence: str) -> float:
 def stated_form_score(question: str, sentence: str) -> float:
     """The part of `form_score` that reads an answer said in so many words, which seldom misleads: a stated
     cause, purpose or fault of the replaced thing (`_states_the_asked_reason`), less what X did for 'what
-    caused X?', blame or charge for 'who was responsible?'. The sentence model never saw these rules (only
+    caused X?', blame or charge for 'who was responsible?', what came of X (`_result_score`), a destination.
+    The sentence model never saw these rules (only
     the hand score's column holds them), so a blended score adds them again at the model's share
     (`ExtractiveAnswerer._score`); the looser rules (a reason clause near a question word, a negative, a
     compared scale) stay at the hand score's share."""
