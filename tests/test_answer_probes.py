@@ -99,8 +99,8 @@ def test_the_two_sets_and_the_halves_of_the_second_share_no_document():
 
 
 # Development probes of the second set the first quote still misses (docs/EVALUATION.md): why the tide mill
-# stopped and what happened to the ferry (the learned model, which has most of a why- or what-happened
-# question's say, prefers a sentence sharing more words), who restored the mill and how it was paid for (the
+# stopped (the learned model, which has most of a why question's say, prefers a sentence sharing more
+# words), who restored the mill and how it was paid for (the
 # answer names neither 'restoring' nor 'pay'), who was responsible for the breach (said as 'blamed the
 # company', in a sentence sharing no word with the question), and why the dam failed (the inquiry's
 # sentence leads: it blames the company for failing to inspect the culvert, a reason the set does not list).
@@ -111,7 +111,6 @@ SECOND_KNOWN_MISSES = frozenset(
         "How did the trust pay for the restoration?",
         "Why did the dam fail?",
         "Who was responsible for the breach?",
-        "What happened to the Kittiwake after the grounding?",
     }
 )
 

@@ -110,6 +110,14 @@ async def test_a_name_the_conversation_shows_as_a_place_is_never_he(engine):
     assert died.query.startswith("When did Tobias Wrenn die"), died.query
 
 
+async def test_where_did_he_go_after_that_leads_with_where_he_went_though_quoted_before(engine):
+    """'In 1871 he left Ashby and moved to Gloucester' may be quoted under 'who was he?': the follow-up
+    asking where he went still leads with it (a destination in its form; its pronoun reads the name)."""
+    first, went = await converse(engine, "Who was lock keeper of Ashby?", "where did he go after that?")
+    assert went.query.startswith("Where did Tobias Wrenn go after that?"), went.query
+    assert quotes_in(went.text) and "moved to Gloucester" in flat(quotes_in(went.text)[0]), (first.text, went.text)
+
+
 def exchange(question: str, quote: str) -> list[Turn]:
     """A question and an extractive answer quoting one sentence."""
     return [Turn("user", question), Turn("assistant", f"\u201c{quote}\u201d [1]")]

@@ -101,6 +101,7 @@ RESOLVED_NAME_WEIGHT = 0.4
 CORE_SHARE = 0.75  # the follow-up's own words in the ranking query, when it has words of its own
 ELLIPSIS_CORE_SHARE = 0.35  # ... and when it is a bare "why?" or "tell me more"
 QUOTED_PENALTY = 0.3  # a sentence the last answers already quoted
+ANSWERS_ANEW_SHARE = 0.5  # ... of it, when the sentence answers the follow-up in its answer's form
 ASKED_FOR_MORE_PENALTY = 1.0  # ... when the follow-up asks for something else ("what else", "tell me more")
 ASKS_FOR_MORE = re.compile(r"\b(?:else|more|other|others|another|besides|apart from|next)\b", re.IGNORECASE)
 RELATIVE_FLOOR = 0.5  # a quote scoring under half the best one is left out
@@ -325,6 +326,19 @@ STARTS = re.compile(
     re.I,
 )
 EVENT_BONUS = 0.1  # a year of the asked event (an ending for "when did it close?") over a year of another
+# ... and as much again for the asked event in its own words ("until her death", "closed for good") over
+# another ending ("took over ... in 1952", "undercut ... after 1880") when the time is told without a year
+ASKED_EVENTS = (
+    (r"die|died", r"died|death|dead|passed\s+away|killed|buried"),
+    (r"close|closed|shut", r"closed|closure|closing|shut"),
+    (r"stop|stopped|end|ended|finish|finished|quit", r"stopped|ceased|last|final|ended|no\s+longer|finished"),
+    (r"retire|retired", r"retired|retirement"),
+    (r"leave|left", r"left|departed|departure|moved"),
+    (r"open|opened", r"opened|opening"),
+    (r"start|started|begin|began", r"started|began|begun|beginning|first"),
+    (r"found|founded|establish|established", r"founded|foundation|established"),
+    (r"build|built", r"built|construction|completed"),
+)
 # Ordinals say which one ("the last keeper", "the first lighting"): they count when ranking.
 ORDINALS = frozenset("first second third fourth fifth last next previous final".split())
 THEME_QUOTES = 5  # a thematic question gets a few more sentences, in the document's order
@@ -560,7 +574,11 @@ REFERS_BACK_AT_START = re.compile(
     # not the empty "it" of "It is important to ...", "It was not clear that ..."
     r"^\W*(?:(?:it|its|they|their|them|he|his|she|her|this|these|those|such)\b(?!\s+(?:is|was)\s+"
     r"(?:(?:very|also|quite|now|thus|therefore|not)\s+)?(?:to|that|possible|important|clear|likely|necessary|difficult|easy)\b)"
-    r"|(?:as a result|consequently|for this reason|because of this|therefore|thus)\b)",
+    r"|(?:as a result|consequently|for this reason|because of this|therefore|thus)\b"
+    # ... or whose subject is a person's pronoun after a time it opens with ("In 1902 he left ...", "Two
+    # years later she ...")
+    r"|(?:(?:in|by|after|before|during|from|until|on|at)\s+(?:[\w'\u2019-]+\s+){0,3}?[\w'\u2019-]+"
+    r"|(?:[\w-]+\s+){0,2}?(?:later|afterwards|then)),?\s+(?:he|she|they)\b)",
     re.IGNORECASE,
 )
 
@@ -896,6 +914,23 @@ def _names_only_its_own(subject: str, sentence: str) -> bool:
     return bool(mentions) and all(possessive for _, possessive in mentions)
 
 
+ASKS_WHEN = re.compile(r"^\W*(?:when|(?:in\s+)?what\s+(?:year|date|day|month|time))\b", re.IGNORECASE)
+
+
+def _names_the_asked_event(question: str, sentence: str) -> bool:
+    """Whether a 'when did X die / close / stop / open ...?' sentence names that very event (ASKED_EVENTS)."""
+    return any(re.search(rf"\b(?:{said})\b", sentence, re.I) for said in _asked_events(question))
+
+
+@functools.lru_cache(maxsize=256)
+def _asked_events(question: str) -> tuple[str, ...]:
+    """The ASKED_EVENTS patterns a question asking when names, read once a question; none for a question
+    that asks no time ("How do I return books when the library is shut?")."""
+    if not ASKS_WHEN.match(question):
+        return ()
+    return tuple(said for asked, said in ASKED_EVENTS if re.search(rf"\b(?:{asked})\b", question, re.I))
+
+
 def _event_bonus(question: str, sentence: str) -> float:
     """'When did X close/end/stop?' wants the year of an ending, 'when did X start/open?' of a start.
     A year of the other event ('first lit in 1839' for 'when did it close?') is the wrong year: it
@@ -904,10 +939,20 @@ def _event_bonus(question: str, sentence: str) -> float:
         return 0.0
     asks_end, asks_start = bool(ASKS_END.search(question)), bool(ASKS_START.search(question))
     if (asks_end and ENDS.search(sentence)) or (asks_start and STARTS.search(sentence)):
-        return EVENT_BONUS
+        return EVENT_BONUS + (EVENT_BONUS if _names_the_asked_event(question, sentence) else 0.0)
     if asks_end != asks_start and (STARTS if asks_end else ENDS).search(sentence):
         return -EVENT_BONUS
     return 0.0
+
+
+def _quoted_penalty(question: str, sentence: str, asks_for_more: bool) -> float:
+    """What a sentence the last answers quoted loses: QUOTED_PENALTY (ASKED_FOR_MORE_PENALTY for 'what
+    else?'), a share of it when the sentence says what the follow-up asks in the form its answer takes
+    (`form_score`: "In 1902 he left ... and moved to Hobart" for "where did he go after that?", quoted
+    before as the second answer to who he was): it is no repeat of what the follow-up already got."""
+    if asks_for_more:
+        return ASKED_FOR_MORE_PENALTY
+    return QUOTED_PENALTY * (ANSWERS_ANEW_SHARE if form_score(question, sentence) > 0.0 else 1.0)
 
 
 def _names_of(history: list[Turn]) -> set[str]:
@@ -1044,23 +1089,29 @@ def hand_score(question: str, candidate: _Candidate) -> float:
 def form_score(question: str, sentence: str) -> float:
     """What the hand score gives a sentence for answering in the form its question's kind takes: a reason
     or cause for 'why / what caused X?' (less for what X itself did), a place on the compared scale, a
-    negative for a negative question, blame or charge for 'who was responsible?'."""
+    negative for a negative question, blame or charge for 'who was responsible?', what came of X for 'what
+    was the result of / what happened to X?' (`_result_score`), a destination for 'where did X go?'."""
     score = REASON_FORM_BONUS if _gives_the_asked_reason(question, sentence) else 0.0
     score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
     score += GRADED_BONUS if _measures_the_compared(question, sentence) else 0.0
     score += NEGATIVE_BONUS if _asks_a_negative(question) and asks_a_negative(sentence) else 0.0
+    score += _result_score(question, sentence)
+    score += DESTINATION_BONUS if _tells_the_destination(question, sentence) else 0.0
     return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
 
 
 def stated_form_score(question: str, sentence: str) -> float:
     """The part of `form_score` that reads an answer said in so many words, which seldom misleads: a stated
     cause, purpose or fault of the replaced thing (`_states_the_asked_reason`), less what X did for 'what
-    caused X?', blame or charge for 'who was responsible?'. The sentence model never saw these rules (only
+    caused X?', blame or charge for 'who was responsible?', what came of X (`_result_score`), a destination.
+    The sentence model never saw these rules (only
     the hand score's column holds them), so a blended score adds them again at the model's share
     (`ExtractiveAnswerer._score`); the looser rules (a reason clause near a question word, a negative, a
     compared scale) stay at the hand score's share."""
     score = REASON_FORM_BONUS if _states_the_asked_reason(question, sentence) else 0.0
     score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
+    score += _result_score(question, sentence)
+    score += DESTINATION_BONUS if _tells_the_destination(question, sentence) else 0.0
     return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
 
 
@@ -1092,7 +1143,7 @@ CAUSE_FORM = re.compile(
     rf"|{STATED_CAUSE.pattern}",
     re.IGNORECASE,
 )
-ASKS_RESULT = re.compile(rf"{_WHAT_IS_THE}(?:result|outcome|effect|consequence)s?\s+of\b", re.IGNORECASE)
+ASKS_RESULT = re.compile(rf"{_WHAT_IS_THE}(?:result|outcome|effect|consequence)s?\s+of\b(?P<of>[^?]*)", re.IGNORECASE)
 # "What was the (root) cause of X?", "What caused X?", "What led to X?": X is what follows
 ASKS_CAUSE = re.compile(
     rf"{_WHAT_IS_THE}(?:cause|reason)s?\s+(?:of|for|behind)\b(?P<of>[^?]*)|^\W*what\s+(?:{_CAUSING})\b(?P<caused>[^?]*)",
@@ -1134,8 +1185,8 @@ def _gives_the_asked_reason(question: str, sentence: str) -> bool:
     takes (`_states_the_asked_reason`, or a reason or purpose clause straight after one of the question's
     words), or what a 'what was the result / cause of X?' question asks (RESULT_FORM, CAUSE_FORM)."""
     asks = _reason_asked(question)
-    if asks == "result":
-        return bool(RESULT_FORM.search(sentence))
+    if asks == "result":  # `_result_score`
+        return False
     if asks == "cause":
         return _states_the_asked_reason(question, sentence) or (
             bool(CAUSE_FORM.search(sentence)) and _names_the_asked_subject(question, sentence)
@@ -1227,6 +1278,138 @@ def _tells_what_the_asked_did(question: str, sentence: str) -> bool:
         return False
     opening = {stem(word.lower()) for word in re.findall(r"[\w'\u2019-]+", sentence)[:SUBJECT_WITHIN]}
     return subject in opening and not CAUSE_FORM.search(sentence)
+
+
+# "What was the result of X?", "What happened to X?", "What happened after X?": what came of X is told as a
+# change to something ("The blast cracked the main oven", "The ovens were sold", "left 4,000 homes without
+# power"), or by a connective of consequence (RESULT_FORM). A sentence telling X itself without one ("In
+# 1941 a bomb fell on the street") or naming X's cause ("The main cause of the grounding was ...") says
+# what X was, not what came of it.
+ASKS_HAPPENED = re.compile(
+    r"^\W*what\s+(?:then\s+|else\s+)?(?:has\s+|had\s+|will\s+|would\s+)?happen(?:ed|s)?\s+(?P<how>to|after|following|because\s+of)\s+"
+    r"(?P<x>[^?]+?)(?:\s+(?:after|when|during|following|once|before)\b[^?]*)?\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
+_CHANGES = (
+    r"sold|bought|withdr[ae]wn?|closed|shut|destroyed|damaged|ruined|flooded|demolished|abandoned|scrapped"
+    r"|broken\s+up|broke\s+up|sank|sunk|burn(?:ed|t)(?:\s+down)?|fined|cleared|acquitted|convicted|jailed|imprisoned"
+    r"|arrested|executed|sentenced|dismissed|sacked|resigned|replaced|removed|lost|died|drowned|killed|hurt|injured"
+    r"|wounded|dented|bent|cracked|wrecked|collapsed|t[ao]ok(?:en)?\s+over|towed|rescued|moved|renamed|converted"
+    r"|merged|cancelled|canceled|postponed|delayed|evacuated|rehoused|stood\s+idle|out\s+of\s+service"
+    r"|left\s+(?:[\w,.-]+\s+){1,4}?without"
+)
+CHANGE_FORM = re.compile(
+    rf"\b(?:{_CHANGES})\b|\b(?:was|were|had\s+been|got)\s+(?:\w+ly\s+)?(?!(?:used|based|called|named|born|"
+    r"supposed|interested|pleased|known)\b)[a-z]+(?:ed|en)\b",
+    re.IGNORECASE,
+)
+RESULT_BONUS = REASON_FORM_BONUS + KIND_BONUS  # what came of X is what the question asks for, in its form
+TELLS_ONLY_X_PENALTY = REASON_FORM_BONUS
+
+
+STANDS_FOR_ANOTHER = ORDINALS | frozenset("one ones other others thing things".split())
+X_ENDS = re.compile(r"\s+(?:that|which|who|whom|whose|where|in|on|at|during|after|when|before|following|once)\b", re.I)
+
+
+@functools.lru_cache(maxsize=256)
+def _result_subject(question: str) -> tuple[str, bool, bool] | None:
+    """For a result question ('what was the result of X?', 'what happened to / after X?'): X's last content
+    word, stemmed, whether the answer must name it ('what happened to X?' asks what was done to X; a
+    result may be told of other things: 'The blast cracked the main oven' for the bomb) and whether X is
+    a name (which 'he' or 'she' may stand for). None otherwise."""
+    result, happened = ASKS_RESULT.search(question), ASKS_HAPPENED.search(question)
+    asked = result.group("of") if result else happened.group("x") if happened else ""
+    # "the eleven boats that sank", "the bridge in 1921": X is what the clause or phrase after it is about
+    head = X_ENDS.split(asked, maxsplit=1)[0]
+    terms = [term for term in content_terms(head) if not any(ch.isdigit() for ch in term)]
+    if not terms or terms[-1] in STANDS_FOR_ANOTHER:  # "the first one" is for the follow-up rewrite to name
+        return None
+    person = bool(re.search(r"\b[A-Z]", head))  # a name may be told as 'he' or 'she', a thing as 'it' or 'they'
+    return stem(terms[-1]), bool(happened) and happened.group("how").lower() == "to", person
+
+
+def _tells_the_asked_result(question: str, sentence: str) -> bool:
+    """Whether a result question's sentence says what came of X in the form a result takes: a consequence
+    connective (RESULT_FORM) or a change (CHANGE_FORM), naming X for 'what happened to X?', and no cause."""
+    subject = _result_subject(question)
+    if subject is None or STATED_CAUSE.search(sentence):
+        return False
+    # a change the question names is X itself ("the boats that sank", "the result of the boats sinking")
+    changes = [c for c in CHANGE_FORM.finditer(sentence) if not _names_a_word_of(question, c.group(0))]
+    if subject[1]:
+        return any(_near_the_change(subject, sentence, change) for change in changes)
+    return bool(RESULT_FORM.search(sentence) or changes)
+
+
+def _skeleton(word: str) -> str:
+    """A stemmed word's consonants: one verb's forms that change their vowel share it ('sank', 'sink')."""
+    return re.sub(r"[aeiouy]", "", stem(word.lower()))
+
+
+def _names_a_word_of(text: str, words: str) -> bool:
+    """Whether `text` holds one of `words`' words, in any form (the same stem, or the same consonants)."""
+    said = {_skeleton(word) for word in re.findall(r"[\w'\u2019-]+", text)}
+    return any(len(_skeleton(word)) >= 2 and _skeleton(word) in said for word in re.findall(r"[\w'\u2019-]+", words))
+
+
+CHANGE_WITHIN = 4  # words between X and what was done to it ("withdrew the software update", "The ovens were sold")
+
+
+def _near_the_change(subject: tuple[str, bool, bool], sentence: str, change: re.Match[str]) -> bool:
+    """Whether X (stemmed) is named within CHANGE_WITHIN words of a change: what was done to X, not to
+    another thing X's sentence names ("A software update ... stopped the display when it lost its signal")."""
+    # a clause set off by commas says more of X: "The old village, which stood in the basin, was flooded"
+    opening = re.findall(r"[\w'\u2019-]+", ASIDE.sub(" ", sentence[: change.start()]))
+    pronoun = PRONOUN_OPENING.match(sentence)
+    if pronoun and len(opening) <= CHANGE_WITHIN and (subject[2] or not pronoun.group("person")):
+        return True  # "They were never replaced"
+    after = re.findall(r"[\w'\u2019-]+", sentence[change.end() :])[:CHANGE_WITHIN]
+    return subject[0] in {stem(word.lower()) for word in opening[-CHANGE_WITHIN - 1 :] + after}
+
+
+ASIDE = re.compile(r",\s*(?:which|who|whose|where|whom)\b[^,]*,", re.IGNORECASE)
+PRONOUN_OPENING = re.compile(r"^\W*(?:(?P<person>he|his|she|her)|they|their|it|its)\b", re.IGNORECASE)
+
+
+def _tells_only_the_asked(question: str, sentence: str) -> bool:
+    """Whether a result question's sentence names X (or X's cause) and says nothing that came of it."""
+    subject = _result_subject(question)
+    if subject is None or _tells_the_asked_result(question, sentence):
+        return False
+    return bool(STATED_CAUSE.search(sentence)) or _names_a_word_of(sentence, subject[0])
+
+
+# "Where did he go after that?", "Where did the family move?": a destination is told by a verb of going and
+# where to ("moved to Hobart", "sailed for Lisbon", "settled in Ohio", "left the town for the coast")
+ASKS_DESTINATION = re.compile(
+    r"^\W*where\s+(?:did|does|do|has|have|had|will|would)\s+[^?]+?\s+(?:go|move|travel|head|flee|sail|emigrate"
+    r"|retire|settle|end\s+up|relocate|return)\b",
+    re.IGNORECASE,
+)
+DESTINATION = re.compile(
+    r"\b(?:moved|went|gone|travell?ed|sailed|emigrated|fled|retired|settled|headed|returned|relocated|ended\s+up)"
+    r"\s+(?:back\s+|abroad\s+|away\s+)?(?:to|for|in|into)\b|\bleft\s+(?:[\w'\u2019-]+\s+){1,3}?for\b",
+    re.IGNORECASE,
+)
+DESTINATION_BONUS = REASON_FORM_BONUS
+
+
+def _tells_the_destination(question: str, sentence: str) -> bool:
+    """Whether a 'where did X go / move / settle?' question's sentence tells where to (DESTINATION)."""
+    return _asks_destination(question) and bool(DESTINATION.search(sentence))
+
+
+@functools.lru_cache(maxsize=256)
+def _asks_destination(question: str) -> bool:
+    return bool(ASKS_DESTINATION.search(question))
+
+
+def _result_score(question: str, sentence: str) -> float:
+    """RESULT_BONUS for a sentence telling what came of a result question's X, less TELLS_ONLY_X_PENALTY
+    for one telling only X itself or its cause."""
+    if _tells_the_asked_result(question, sentence):
+        return RESULT_BONUS
+    return -TELLS_ONLY_X_PENALTY if _tells_only_the_asked(question, sentence) else 0.0
 
 
 # "Which kettle is the fastest?", "Is the Alpen Mini lighter than the Brisk 500?", "Which costs more, X or
@@ -2119,7 +2302,7 @@ class ExtractiveAnswerer:
             else:
                 score = hand_score(rewrite.core, candidate)
             if candidate.key in quoted:
-                score -= QUOTED_PENALTY if not asks_for_more else ASKED_FOR_MORE_PENALTY
+                score -= _quoted_penalty(rewrite.core, candidate.text, asks_for_more)
             score += SPEAKER_BONUS if candidate.speaker in named else 0.0
             candidate.score = float(score)
 
