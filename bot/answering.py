@@ -18,6 +18,7 @@ import discord
 
 from raptor_engine.engine import MAX_QUESTION_CHARS, EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
+from raptor_engine.ingest.load import SUPPORTED_EXTENSIONS
 from raptor_engine.query.followup import split_standalone
 from raptor_engine.query.smalltalk import Act, small_talk_act
 from raptor_engine.query.support import MATCHED
@@ -34,9 +35,16 @@ from .views import answer_view
 
 log = logging.getLogger(__name__)
 
+
+def _file_kinds() -> str:
+    """The extensions the engine reads, as a sentence's list ('.csv, .docx, ... or .vtt')."""
+    names = sorted(SUPPORTED_EXTENSIONS)
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 EMPTY_KB = (
-    "This channel's knowledge base has no documents yet. Add one with `/kb add` (attach a .pdf, .docx, "
-    ".md, .txt or .html file), or right-click a message with a file → Apps → **Add to knowledge base**."
+    f"This channel's knowledge base has no documents yet. Add one with `/kb add` (attach a {_file_kinds()} "
+    "file), or right-click a message with a file → Apps → **Add to knowledge base**."
 )
 NO_KB = "Questions work in a server's text channels, threads and forum posts, not in DMs."
 FAILED = "Something went wrong while answering; the error was logged. Please try again."
