@@ -13,7 +13,13 @@ import pytest
 
 from raptor_engine import Engine, Turn
 from raptor_engine.query.answer import FOUND
-from raptor_engine.query.followup import CONTEXT_OPEN, quotes_in, split_standalone, standalone_question
+from raptor_engine.query.followup import (
+    CONTEXT_OPEN,
+    WEAK_MATCH,
+    quotes_in,
+    split_standalone,
+    standalone_question,
+)
 from raptor_engine.query.verify import CHECKED, PARTLY
 from tests.llm_server import FakeLLMServer, default_responder
 from tests.test_llm import llm_settings
@@ -208,6 +214,14 @@ async def test_is_that_less_than_another_thing_asks_the_question_of_it(engine):
     assert "150 gallons" in quoted(compared), compared.text
 
 
+def test_after_comparing_with_another_thing_it_is_still_the_thing_compared():
+    """'was it weaker than the Ranger?' asks the Ranger's figure; the 'it' that follows is the Comet."""
+    talk = exchange("How much could the Comet lift?", "The Comet lifted 150 gallons a minute.")
+    talk += exchange("was it weaker than the Ranger?", "The Ranger could lift 400 gallons a minute.")
+    assert standalone_question("how come it was weaker?", talk) == "How come the Comet was weaker?"
+    assert standalone_question("when was it added", talk) == "When was the Comet added"
+
+
 # --------------------------------------------------------------------------------------- a topic switch
 
 
@@ -307,6 +321,16 @@ async def test_when_after_a_check_of_a_next_answer_asks_about_what_it_quoted(eng
     latest = quotes_in(then.text)[0]
     assert split_standalone(when.query).context == flat(latest), when.query
     assert "Who designed" not in when.query
+
+
+def test_a_wh_word_after_an_and_then_that_found_only_closest_passages_leans_on_the_last_real_answer():
+    """'and after that?' past the document's end quotes only the closest passages: 'what year?' asks
+    about what the answer before it quoted, not about those passages."""
+    talk = exchange("What happened in 1862?", "In 1862 a railway opened alongside the canal.")
+    talk += exchange("what happened after that", "After that the company cut its tolls by a third.")
+    talk += [Turn("user", "and after that?"), Turn("assistant", f"{WEAK_MATCH}\n- \u201cThe Ranger was a beam engine.\u201d [1]")]
+    for asked in ("what year?", "why"):
+        assert split_standalone(standalone_question(asked, talk)).context == "After that the company cut its tolls by a third."
 
 
 async def test_check_wh_word_and_tell_me_more_in_one_chain(engine):

@@ -62,6 +62,10 @@ from .given_names import gender_of_first_name
 
 CONTEXT_OPEN = " (context: "
 CONTEXT_CLOSE = ")"
+# how an extractive answer opens when its quotes do not answer (answer.py's leads): a follow-up does not
+# lean on such quotes
+WEAK_MATCH = "Nothing in the documents clearly answers this; the closest passages are:"
+NOTHING_RELATED = "The documents say nothing about this; the nearest passages are:"
 TURNS_CONSIDERED = 6  # the last user questions looked at when chaining rewrites
 MAX_CONTEXT_CHARS = 200
 # What bounds a rewrite's cost whatever the history holds: it reads the first MAX_TURN_CHARS characters
@@ -145,6 +149,7 @@ class Rewrite:
     pronoun: str | None = None
     subject: str | None = None  # the person the conversation has been asking about, carried along
     earlier: tuple[str, ...] = ()  # the people it asked about before `subject`, the latest first
+    it: str | None = None  # what 'it' still means when the core asks about another thing (a comparison)
 
     @property
     def text(self) -> str:
@@ -354,7 +359,10 @@ def _carried_context(previous: Rewrite, previous_answer: str = "") -> str:
     turns back ("What happened to the Margaret Ellen?") is not lost; a year alone ("and in 1890?") names
     no subject either, so "who else?" after it keeps the question the year was asked of. After "and
     then?" or "for example?" the conversation has moved on to what that answer quoted: its first quote
-    is what a "when?" or "why?" now asks about."""
+    is what a "when?" or "why?" now asks about; when that answer found only the closest passages (it ran
+    past the end of the document), what it leaned on still is."""
+    if onward_ask(previous.core) in MOVED_ON and previous.context and _unanswered(previous_answer):
+        return previous.context
     if onward_ask(previous.core) in MOVED_ON and _first_statement(previous_answer).strip():
         return _first_statement(previous_answer)
     if not previous.context:
@@ -365,6 +373,11 @@ def _carried_context(previous: Rewrite, previous_answer: str = "") -> str:
     if names_in(previous.core) or (_numbers(previous.core) and not all(t.isdigit() for t in terms)):
         return previous.core
     return f"{previous.core} {previous.context}"
+
+
+def _unanswered(answer: str) -> bool:
+    """An extractive answer whose quotes are only the closest or nearest passages."""
+    return answer.lstrip().startswith((WEAK_MATCH, NOTHING_RELATED))
 
 
 def _known_people(previous: Rewrite, previous_answer: str) -> list[str]:
@@ -605,8 +618,9 @@ def _compared(question: str, previous: Rewrite) -> Rewrite | None:
     if match is None or not subject_terms(previous.core) or match.group(1).lower() in _NOT_COMPARATIVES:
         return None
     other = _swapped_thing(match.group(2), previous)
-    if other is not None:
-        return Rewrite(other, _cut(previous.core), subject=previous.subject)
+    if other is not None:  # 'it' is still what was compared ('why was it smaller?'), not the other thing
+        kept = previous.it or _thing(previous, "", plural=False)
+        return Rewrite(other, _cut(previous.core), subject=previous.subject, it=kept)
     # no context: the figure the last answer quoted is what is compared, so it may be quoted again
     return Rewrite(previous.core, subject=previous.subject)
 
@@ -1594,6 +1608,8 @@ def _thing(previous: Rewrite, question: str, *, plural: bool) -> str | None:
     true that'); or it may be the answer to a what-question ('What did the keeper find?' -> 'what was it?')."""
     if not plural and _DUMMY_IT.search(question) or ANSWER_REQUESTS & set(words(question)):
         return None  # 'summarise it', 'explain it': the last answer
+    if previous.it and not plural:
+        return previous.it
     core = previous.core
     if plural and re.match(r"\s*(?i:who)\b", core):
         return None  # 'Who lived in the Hebrides?' -> 'what did they grow?': they are the answer
