@@ -28,10 +28,16 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
 - "what about X?" asks the previous question again about X when both name someone, and is a new
   question when X names a thing of its own ("what about the last keeper?");
 - a correction that names someone ("no, I meant Daniel Kittow") is read as "what about Daniel Kittow?";
+- a choice ("the second one?", "which of them is older?") picks among what the last list named: the names
+  its quotes open with; when they name fewer than two, the things its question named (two or more), else
+  the names opening the sentences of the passage its first quote was cited from (`cited`), in reading order;
+- after a comparison with another thing ("is that less than the Alder?"), "it" is still the thing compared;
 - a bare "why?"/"when?"/"where?"/"how?" after "did ...?" or "when did ...?" is that question with the
   new wh-word: "Why did Margaret Hale leave?"; a bare "when?"/"where?"/"who?"/"how many?"/"how much?"/
   "what year?" after any other question carries its subject: "Who founded Marrow's Bakery?" -> "When
   was Marrow's Bakery founded?", "What hurt the ferry?" -> "How many hurt the ferry?";
+- a wh-word after an "and then?" that found only the closest passages leans on what that "and then?"
+  leaned on, not on those passages;
 - whatever is still implied (an unsure it, that, an ellipsis such as "why?" or "and in 1975?") is carried by
   appending the previous question as context: "When did Margaret Hale leave? (context: Who was
   appointed keeper of the archive in 1962?)".
@@ -52,6 +58,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from enum import Enum
@@ -156,6 +163,9 @@ class Rewrite:
         return f"{self.core}{CONTEXT_OPEN}{self.context}{CONTEXT_CLOSE}" if self.context else self.core
 
 
+Cited = Callable[[str], str]  # a quote -> the text of the passage it was quoted from ('' when not found)
+
+
 def split_standalone(query: str) -> Rewrite:
     """Take `Rewrite.text` apart again (any other text is all core)."""
     if query.endswith(CONTEXT_CLOSE) and CONTEXT_OPEN in query:
@@ -165,25 +175,28 @@ def split_standalone(query: str) -> Rewrite:
     return Rewrite(query)
 
 
-def standalone_question(question: str, history: list[Turn]) -> str:
+def standalone_question(question: str, history: list[Turn], cited: Cited | None = None) -> str:
     """The question a follow-up stands for, given the conversation so far (the question itself if fresh)."""
-    return rewrite(question, history).text
+    return rewrite(question, history, cited).text
 
 
-def rewrite(question: str, history: list[Turn]) -> Rewrite:
-    """Rewrite each of the last questions against the ones before it, then this one against them."""
+def rewrite(question: str, history: list[Turn], cited: Cited | None = None) -> Rewrite:
+    """Rewrite each of the last questions against the ones before it, then this one against them.
+    `cited` gives the passage a quote was taken from, for a choice among what an answer's quotes name
+    too few of (`_cited_list`)."""
     exchanges = _exchanges(history[-4 * TURNS_CONSIDERED :])[-TURNS_CONSIDERED:]
     question = question[:MAX_TURN_CHARS]
     told = _told(exchanges, question)
     previous: Rewrite | None = None
     previous_answer = ""
     listed: tuple[str, ...] = ()
-    for asked, answered in exchanges:
+    following = [asked for asked, _ in exchanges[1:]] + [question][: len(exchanges)]  # each question's next
+    for (asked, answered), then in zip(exchanges, following, strict=True):
         if onward_ask(asked) is Onward.CHECK:
             continue  # 'is that true?' asks nothing new: what follows it leans on what it checked
         previous = _bounded(_followed(_rewrite_one(asked, previous, previous_answer, told, listed), previous))
         previous_answer = answered
-        listed = _listed(previous, answered) or listed
+        listed = _listed(previous, answered) or _cited_list(previous, answered, then, cited) or listed
     return _bounded(_followed(_rewrite_one(question, previous, previous_answer, told, listed), previous))
 
 
@@ -653,16 +666,49 @@ def _listed(asked: Rewrite, answer: str) -> tuple[str, ...]:
     if not quoted:
         return ()
     block = quoted[0][1]
-    text = " ".join(quote for quote, position in quoted if position == block)
+    return _opening_names(asked, " ".join(quote for quote, position in quoted if position == block))
+
+
+def _opening_names(asked: Rewrite, text: str) -> tuple[str, ...]:
+    """The names the text's sentences open with, in reading order, but those the question named; () for
+    fewer than two."""
     real = set(names_in(text))
     asked_names = {name.lower() for name in names_in(asked.core)}
     items: dict[str, str] = {}
     for sentence in re.split(r"(?<=[.!?])\s+", text):
-        match = _OPENING_NAME.match(sentence)
+        match = _OPENING_NAME.match(sentence.strip())
         if match is None or match.group(2) not in real or match.group(2).lower() in asked_names:
             continue
         items.setdefault(match.group(2), f"the {match.group(2)}" if match.group(1) else match.group(2))
     return tuple(items.values()) if len(items) >= 2 else ()
+
+
+def _cited_list(asked: Rewrite, answer: str, then: str, cited: Cited | None) -> tuple[str, ...]:
+    """What a choice that follows an answer whose quotes named fewer than two things chooses among: the
+    things its question named, when two or more ('Is the Alder older than the Wren?'); else the names
+    opening the sentences of the passage its first quote was cited from ('Which ferries crossed the
+    Ambry?' quoted only 'The Alder was ...', its passage goes on 'The Wren was ...'), in reading order.
+    Looked up only when the next question makes a choice."""
+    if cited is None or not _makes_choice(then):
+        return ()
+    named = names_in(asked.core)
+    if len(named) >= 2:
+        return tuple(f"the {name}" if re.search(rf"\bthe\s+{re.escape(name)}\b", asked.core) else name for name in named)
+    quotes = quotes_in(answer[:MAX_PREVIOUS_ANSWER_CHARS])
+    return _opening_names(asked, cited(quotes[0])) if quotes else ()
+
+
+def _makes_choice(question: str) -> bool:
+    """'the second one?', 'which of those is older?': a choice among what the last answer listed."""
+    bare = _without_conjunction(" ".join(question.split()))
+    ordinal = _ORDINAL.search(bare)
+    return bool(_WHICH_OF.match(bare) or (ordinal and (ordinal.group(0).lower().startswith("the") or ordinal.start() == 0)))
+
+
+def chooses(question: str, history: list[Turn]) -> bool:
+    """Whether the question or one of the last ones the rewrite reads makes a choice ('the second one?')."""
+    asked = [turn.content for turn in history[-4 * TURNS_CONSIDERED :] if turn.role == "user"]
+    return any(_makes_choice(text[:MAX_TURN_CHARS]) for text in [*asked[-TURNS_CONSIDERED:], question])
 
 
 def _chosen(question: str, listed: tuple[str, ...], previous_core: str) -> str | None:
