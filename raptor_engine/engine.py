@@ -50,7 +50,7 @@ from .ingest.messages import (
 from .ingest.parse_worker import ParseStats, WorkerLimits
 from .ingest.sentences import in_bigrams
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
-from .query.followup import Onward, onward_ask, through_exchange
+from .query.followup import Onward, chooses, onward_ask, standalone_question, through_exchange
 from .query.ranker import ranker_for
 from .query.respell import respelled
 from .query.retrieve import RANKINGS, allowed_ids, collapsed_tree, tree_traversal
@@ -105,6 +105,7 @@ log = logging.getLogger(__name__)
 MODES = ("collapsed", "traversal")
 MAX_QUESTION_CHARS = 2000
 MAX_COMMIT_ATTEMPTS = 5
+CITED_LOOKUPS = 8  # the nodes a quote's words find, among which its leaf is looked for
 # A UTF-16 half with no other half: what Python makes of a byte that is not UTF-8 in a command-line
 # argument or stdin ('\udcff'), and what JSON's "\ud800" decodes to.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -1400,6 +1401,28 @@ class Engine:
             log.info("read a question's mistyped words as the documents write them")
         return read
 
+    async def _condensed(self, answerer: Answerer, kb: str, asked: str, history: list[Turn]) -> str:
+        """The standalone question a follow-up stands for. Without a model, a conversation that makes a
+        choice ('the second one?') reads the passages an answer's quotes came from when the quotes name
+        fewer than two things (a model reads the choice from the turns itself)."""
+        if isinstance(answerer, ExtractiveAnswerer) and chooses(asked, history):
+            cited = functools.partial(self.cited_passage, kb)
+            return await asyncio.to_thread(standalone_question, asked, history, cited)
+        return await answerer.condense(asked, history)
+
+    def cited_passage(self, kb: str, quote: str) -> str:
+        """The text of the leaf an answer's quote was taken from ('' when none holds it): what a choice
+        among the things that answer listed reads when its quotes named fewer than two."""
+        kb_id = self.store.kb_id(kb)
+        # its first sentence: a quote may join sentences that do not follow each other in the passage
+        wanted = re.split(r"(?<=[.!?])\s+", " ".join(quote.strip("\u2026 ").split()), maxsplit=1)[0]
+        if kb_id is None or not wanted:
+            return ""
+        hits = self.store.text_search(kb_id, [wanted], CITED_LOOKUPS)
+        nodes = self.store.nodes_by_ids([node_id for node_id, _ in hits])
+        held = (nodes[i].text for i, _ in hits if i in nodes and nodes[i].layer == 0)
+        return next((text for text in held if wanted in " ".join(text.split())), "")
+
     def _question_context(
         self, kb: str, query: str, mode: str, budget: int, layers: list[int] | None, documents: list[str] | None
     ) -> RetrievedContext:
@@ -1549,7 +1572,7 @@ class Engine:
         if not history and names_nothing(asked):
             return await asyncio.to_thread(self._small_talk_answer, kb, question, Act.VAGUE, mode, budget)
         answerer = self.answerer
-        query = await answerer.condense(asked, history) if history else asked
+        query = await self._condensed(answerer, kb, asked, history) if history else asked
         query = await asyncio.to_thread(self.respelled, kb, query)
         context = await asyncio.to_thread(self._question_context, kb, query, mode, budget, layers, documents)
         # The standalone question, not the bare follow-up, is what the answer must address; document

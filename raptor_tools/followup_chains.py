@@ -113,6 +113,7 @@ CHAINS: list[tuple[str, str]] = [
     ("mixed", "What was the tunnel scheme? | tell me more | is that correct? | who proposed it?"),
     ("mixed", "When was the Kessel Bridge opened? | what happened next | and then? | how do you know"),
     ("mixed", "Who designed the Kessel Bridge? | why did she choose iron? | r u sure? | where did she train?"),
+    ("mixed", "When was the Kessel Bridge opened? | what happened next | and then? | when?"),
 ]
 
 

@@ -13,7 +13,13 @@ import pytest
 
 from raptor_engine import Engine, Turn
 from raptor_engine.query.answer import FOUND
-from raptor_engine.query.followup import CONTEXT_OPEN, quotes_in, split_standalone, standalone_question
+from raptor_engine.query.followup import (
+    CONTEXT_OPEN,
+    WEAK_MATCH,
+    quotes_in,
+    split_standalone,
+    standalone_question,
+)
 from raptor_engine.query.verify import CHECKED, PARTLY
 from tests.llm_server import FakeLLMServer, default_responder
 from tests.test_llm import llm_settings
@@ -167,6 +173,54 @@ def test_the_other_one_is_the_listed_thing_the_last_question_did_not_name():
     assert standalone_question("and the other one?", talk) == "Tell me about the Comet."
 
 
+ENGINES = (
+    "Two engines pumped water up to the summit. The Ranger was a beam engine built in 1801 by a Leeds foundry. "
+    "The Comet was a smaller engine added in 1838. The Ranger could lift 400 gallons a minute."
+)
+
+
+def from_engines(quote: str) -> str:
+    """The passage a quote was cited from, as `Engine.cited_passage` finds it."""
+    return ENGINES if quote.split(". ")[0] in ENGINES else ""
+
+
+@pytest.mark.parametrize(
+    ("choice", "standalone"),
+    [("and the 2nd?", "Tell me about the Comet."), ("which of them is newer?", "Which is newer, the Ranger or the Comet?")],
+)
+def test_a_choice_after_quotes_naming_one_thing_reads_the_passage_they_were_cited_from(choice, standalone):
+    talk = [
+        Turn("user", "What pumped the water up?"),
+        Turn("assistant", f"{FOUND}\n- \u201cTwo engines pumped water up to the summit. The Ranger was a beam engine.\u201d [1]"),
+    ]
+    assert "Comet" not in standalone_question(choice, talk)  # the quotes alone name only the Ranger
+    assert standalone_question(choice, talk, from_engines) == standalone
+    # and the thing chosen is what 'it' means after it
+    talk += exchange(choice, "The Comet was a smaller engine added in 1838.")
+    if standalone.startswith("Tell me"):
+        assert standalone_question("how much could it lift?", talk, from_engines) == "How much could the Comet lift?"
+
+
+def test_a_choice_after_a_question_that_named_two_things_chooses_among_them():
+    talk = exchange("Is the Ranger older than the Comet?", "The Ranger was a beam engine built in 1801.")
+    assert standalone_question("what about the latter?", talk, from_engines) == "Tell me about the Comet."
+
+
+async def test_the_passage_a_quote_was_cited_from_is_its_leaf(engine):
+    passage = engine.cited_passage("canal", "The Ranger was a beam engine built in 1801 by a Leeds foundry. It leaked.")
+    assert "The Comet was a smaller engine added in 1838." in flat(passage)
+    assert engine.cited_passage("canal", "The canal was painted purple by elephants.") == ""
+    assert engine.cited_passage("no such kb", "The Ranger was a beam engine.") == ""
+
+
+async def test_a_choice_among_engines_one_quote_named_is_answered_about_the_other(engine):
+    first, second = await converse(engine, "Which engines pumped water up to the summit?", "the 2nd one")
+    if "Comet" in quoted(first) or "Ranger" not in quoted(first):
+        pytest.skip("the first answer (ranked by answer.py) did not name the Ranger alone")
+    assert second.query == "Tell me about the Comet.", second.query
+    assert "Comet" in quoted(second), second.text
+
+
 @pytest.mark.parametrize(
     "own", ["Which engineer designed the canal?", "Who was the first woman to run a carrying company?"]
 )
@@ -206,6 +260,14 @@ async def test_is_that_less_than_another_thing_asks_the_question_of_it(engine):
     _, compared = await converse(engine, "How much could the Ranger lift?", "is it any bigger than the Comet?")
     assert compared.query.startswith("How much could the Comet lift?"), compared.query
     assert "150 gallons" in quoted(compared), compared.text
+
+
+def test_after_comparing_with_another_thing_it_is_still_the_thing_compared():
+    """'was it weaker than the Ranger?' asks the Ranger's figure; the 'it' that follows is the Comet."""
+    talk = exchange("How much could the Comet lift?", "The Comet lifted 150 gallons a minute.")
+    talk += exchange("was it weaker than the Ranger?", "The Ranger could lift 400 gallons a minute.")
+    assert standalone_question("how come it was weaker?", talk) == "How come the Comet was weaker?"
+    assert standalone_question("when was it added", talk) == "When was the Comet added"
 
 
 # --------------------------------------------------------------------------------------- a topic switch
@@ -307,6 +369,16 @@ async def test_when_after_a_check_of_a_next_answer_asks_about_what_it_quoted(eng
     latest = quotes_in(then.text)[0]
     assert split_standalone(when.query).context == flat(latest), when.query
     assert "Who designed" not in when.query
+
+
+def test_a_wh_word_after_an_and_then_that_found_only_closest_passages_leans_on_the_last_real_answer():
+    """'and after that?' past the document's end quotes only the closest passages: 'what year?' asks
+    about what the answer before it quoted, not about those passages."""
+    talk = exchange("What happened in 1862?", "In 1862 a railway opened alongside the canal.")
+    talk += exchange("what happened after that", "After that the company cut its tolls by a third.")
+    talk += [Turn("user", "and after that?"), Turn("assistant", f"{WEAK_MATCH}\n- \u201cThe Ranger was a beam engine.\u201d [1]")]
+    for asked in ("what year?", "why"):
+        assert split_standalone(standalone_question(asked, talk)).context == "After that the company cut its tolls by a third."
 
 
 async def test_check_wh_word_and_tell_me_more_in_one_chain(engine):

@@ -54,7 +54,9 @@ from ..tree.embed import Embedder
 from ..types import AnswerDraft, Citation, ContextNode, Turn
 from .followup import (
     MAX_PREVIOUS_ANSWER_CHARS,
+    NOTHING_RELATED,
     PREVIOUS_ANSWERS,
+    WEAK_MATCH,
     WHOLE_TEXT_VOCABULARY,
     Rewrite,
     names_in,
@@ -85,8 +87,6 @@ MIN_WORDS = 4  # shorter sentences ("Yes.", "See below.") answer nothing on thei
 SHORT_MIN_WORDS, SHORT_MIN_TERMS = 3, 2  # ...unless two of three carry content ("The lamp failed.")
 NOTHING_FOUND = "The documents hold nothing that answers this question."
 FOUND = "From the documents:"
-WEAK_MATCH = "Nothing in the documents clearly answers this; the closest passages are:"
-NOTHING_RELATED = "The documents say nothing about this; the nearest passages are:"
 LEADS = {Grounding.ANSWERED: FOUND, Grounding.CLOSEST: WEAK_MATCH, Grounding.NOTHING: NOTHING_RELATED}
 
 # Ranking (see ExtractiveAnswerer); similarities are cosines of normalised embeddings.

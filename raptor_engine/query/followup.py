@@ -28,10 +28,16 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
 - "what about X?" asks the previous question again about X when both name someone, and is a new
   question when X names a thing of its own ("what about the last keeper?");
 - a correction that names someone ("no, I meant Daniel Kittow") is read as "what about Daniel Kittow?";
+- a choice ("the second one?", "which of them is older?") picks among what the last list named: the names
+  its quotes open with; when they name fewer than two, the things its question named (two or more), else
+  the names opening the sentences of the passage its first quote was cited from (`cited`), in reading order;
+- after a comparison with another thing ("is that less than the Alder?"), "it" is still the thing compared;
 - a bare "why?"/"when?"/"where?"/"how?" after "did ...?" or "when did ...?" is that question with the
   new wh-word: "Why did Margaret Hale leave?"; a bare "when?"/"where?"/"who?"/"how many?"/"how much?"/
   "what year?" after any other question carries its subject: "Who founded Marrow's Bakery?" -> "When
   was Marrow's Bakery founded?", "What hurt the ferry?" -> "How many hurt the ferry?";
+- a wh-word after an "and then?" that found only the closest passages leans on what that "and then?"
+  leaned on, not on those passages;
 - whatever is still implied (an unsure it, that, an ellipsis such as "why?" or "and in 1975?") is carried by
   appending the previous question as context: "When did Margaret Hale leave? (context: Who was
   appointed keeper of the archive in 1962?)".
@@ -52,6 +58,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from enum import Enum
@@ -62,6 +69,10 @@ from .given_names import gender_of_first_name
 
 CONTEXT_OPEN = " (context: "
 CONTEXT_CLOSE = ")"
+# how an extractive answer opens when its quotes do not answer (answer.py's leads): a follow-up does not
+# lean on such quotes
+WEAK_MATCH = "Nothing in the documents clearly answers this; the closest passages are:"
+NOTHING_RELATED = "The documents say nothing about this; the nearest passages are:"
 TURNS_CONSIDERED = 6  # the last user questions looked at when chaining rewrites
 MAX_CONTEXT_CHARS = 200
 # What bounds a rewrite's cost whatever the history holds: it reads the first MAX_TURN_CHARS characters
@@ -145,10 +156,14 @@ class Rewrite:
     pronoun: str | None = None
     subject: str | None = None  # the person the conversation has been asking about, carried along
     earlier: tuple[str, ...] = ()  # the people it asked about before `subject`, the latest first
+    it: str | None = None  # what 'it' still means when the core asks about another thing (a comparison)
 
     @property
     def text(self) -> str:
         return f"{self.core}{CONTEXT_OPEN}{self.context}{CONTEXT_CLOSE}" if self.context else self.core
+
+
+Cited = Callable[[str], str]  # a quote -> the text of the passage it was quoted from ('' when not found)
 
 
 def split_standalone(query: str) -> Rewrite:
@@ -160,25 +175,28 @@ def split_standalone(query: str) -> Rewrite:
     return Rewrite(query)
 
 
-def standalone_question(question: str, history: list[Turn]) -> str:
+def standalone_question(question: str, history: list[Turn], cited: Cited | None = None) -> str:
     """The question a follow-up stands for, given the conversation so far (the question itself if fresh)."""
-    return rewrite(question, history).text
+    return rewrite(question, history, cited).text
 
 
-def rewrite(question: str, history: list[Turn]) -> Rewrite:
-    """Rewrite each of the last questions against the ones before it, then this one against them."""
+def rewrite(question: str, history: list[Turn], cited: Cited | None = None) -> Rewrite:
+    """Rewrite each of the last questions against the ones before it, then this one against them.
+    `cited` gives the passage a quote was taken from, for a choice among what an answer's quotes name
+    too few of (`_cited_list`)."""
     exchanges = _exchanges(history[-4 * TURNS_CONSIDERED :])[-TURNS_CONSIDERED:]
     question = question[:MAX_TURN_CHARS]
     told = _told(exchanges, question)
     previous: Rewrite | None = None
     previous_answer = ""
     listed: tuple[str, ...] = ()
-    for asked, answered in exchanges:
+    following = [asked for asked, _ in exchanges[1:]] + [question][: len(exchanges)]  # each question's next
+    for (asked, answered), then in zip(exchanges, following, strict=True):
         if onward_ask(asked) is Onward.CHECK:
             continue  # 'is that true?' asks nothing new: what follows it leans on what it checked
         previous = _bounded(_followed(_rewrite_one(asked, previous, previous_answer, told, listed), previous))
         previous_answer = answered
-        listed = _listed(previous, answered) or listed
+        listed = _listed(previous, answered) or _cited_list(previous, answered, then, cited) or listed
     return _bounded(_followed(_rewrite_one(question, previous, previous_answer, told, listed), previous))
 
 
@@ -354,7 +372,10 @@ def _carried_context(previous: Rewrite, previous_answer: str = "") -> str:
     turns back ("What happened to the Margaret Ellen?") is not lost; a year alone ("and in 1890?") names
     no subject either, so "who else?" after it keeps the question the year was asked of. After "and
     then?" or "for example?" the conversation has moved on to what that answer quoted: its first quote
-    is what a "when?" or "why?" now asks about."""
+    is what a "when?" or "why?" now asks about; when that answer found only the closest passages (it ran
+    past the end of the document), what it leaned on still is."""
+    if onward_ask(previous.core) in MOVED_ON and previous.context and _unanswered(previous_answer):
+        return previous.context
     if onward_ask(previous.core) in MOVED_ON and _first_statement(previous_answer).strip():
         return _first_statement(previous_answer)
     if not previous.context:
@@ -365,6 +386,11 @@ def _carried_context(previous: Rewrite, previous_answer: str = "") -> str:
     if names_in(previous.core) or (_numbers(previous.core) and not all(t.isdigit() for t in terms)):
         return previous.core
     return f"{previous.core} {previous.context}"
+
+
+def _unanswered(answer: str) -> bool:
+    """An extractive answer whose quotes are only the closest or nearest passages."""
+    return answer.lstrip().startswith((WEAK_MATCH, NOTHING_RELATED))
 
 
 def _known_people(previous: Rewrite, previous_answer: str) -> list[str]:
@@ -605,8 +631,9 @@ def _compared(question: str, previous: Rewrite) -> Rewrite | None:
     if match is None or not subject_terms(previous.core) or match.group(1).lower() in _NOT_COMPARATIVES:
         return None
     other = _swapped_thing(match.group(2), previous)
-    if other is not None:
-        return Rewrite(other, _cut(previous.core), subject=previous.subject)
+    if other is not None:  # 'it' is still what was compared ('why was it smaller?'), not the other thing
+        kept = previous.it or _thing(previous, "", plural=False)
+        return Rewrite(other, _cut(previous.core), subject=previous.subject, it=kept)
     # no context: the figure the last answer quoted is what is compared, so it may be quoted again
     return Rewrite(previous.core, subject=previous.subject)
 
@@ -639,16 +666,49 @@ def _listed(asked: Rewrite, answer: str) -> tuple[str, ...]:
     if not quoted:
         return ()
     block = quoted[0][1]
-    text = " ".join(quote for quote, position in quoted if position == block)
+    return _opening_names(asked, " ".join(quote for quote, position in quoted if position == block))
+
+
+def _opening_names(asked: Rewrite, text: str) -> tuple[str, ...]:
+    """The names the text's sentences open with, in reading order, but those the question named; () for
+    fewer than two."""
     real = set(names_in(text))
     asked_names = {name.lower() for name in names_in(asked.core)}
     items: dict[str, str] = {}
     for sentence in re.split(r"(?<=[.!?])\s+", text):
-        match = _OPENING_NAME.match(sentence)
+        match = _OPENING_NAME.match(sentence.strip())
         if match is None or match.group(2) not in real or match.group(2).lower() in asked_names:
             continue
         items.setdefault(match.group(2), f"the {match.group(2)}" if match.group(1) else match.group(2))
     return tuple(items.values()) if len(items) >= 2 else ()
+
+
+def _cited_list(asked: Rewrite, answer: str, then: str, cited: Cited | None) -> tuple[str, ...]:
+    """What a choice that follows an answer whose quotes named fewer than two things chooses among: the
+    things its question named, when two or more ('Is the Alder older than the Wren?'); else the names
+    opening the sentences of the passage its first quote was cited from ('Which ferries crossed the
+    Ambry?' quoted only 'The Alder was ...', its passage goes on 'The Wren was ...'), in reading order.
+    Looked up only when the next question makes a choice."""
+    if cited is None or not _makes_choice(then):
+        return ()
+    named = names_in(asked.core)
+    if len(named) >= 2:
+        return tuple(f"the {name}" if re.search(rf"\bthe\s+{re.escape(name)}\b", asked.core) else name for name in named)
+    quotes = quotes_in(answer[:MAX_PREVIOUS_ANSWER_CHARS])
+    return _opening_names(asked, cited(quotes[0])) if quotes else ()
+
+
+def _makes_choice(question: str) -> bool:
+    """'the second one?', 'which of those is older?': a choice among what the last answer listed."""
+    bare = _without_conjunction(" ".join(question.split()))
+    ordinal = _ORDINAL.search(bare)
+    return bool(_WHICH_OF.match(bare) or (ordinal and (ordinal.group(0).lower().startswith("the") or ordinal.start() == 0)))
+
+
+def chooses(question: str, history: list[Turn]) -> bool:
+    """Whether the question or one of the last ones the rewrite reads makes a choice ('the second one?')."""
+    asked = [turn.content for turn in history[-4 * TURNS_CONSIDERED :] if turn.role == "user"]
+    return any(_makes_choice(text[:MAX_TURN_CHARS]) for text in [*asked[-TURNS_CONSIDERED:], question])
 
 
 def _chosen(question: str, listed: tuple[str, ...], previous_core: str) -> str | None:
@@ -1594,6 +1654,8 @@ def _thing(previous: Rewrite, question: str, *, plural: bool) -> str | None:
     true that'); or it may be the answer to a what-question ('What did the keeper find?' -> 'what was it?')."""
     if not plural and _DUMMY_IT.search(question) or ANSWER_REQUESTS & set(words(question)):
         return None  # 'summarise it', 'explain it': the last answer
+    if previous.it and not plural:
+        return previous.it
     core = previous.core
     if plural and re.match(r"\s*(?i:who)\b", core):
         return None  # 'Who lived in the Hebrides?' -> 'what did they grow?': they are the answer
