@@ -35,6 +35,7 @@ from .errors import (
     storage_error,
 )
 from .ingest.budget import BuildBudget, current_budget
+from .ingest.chunk import split_sentences
 from .ingest.load import safe_filename, strip_unsafe
 from .ingest.messages import (
     MESSAGE_FORMAT,
@@ -1415,9 +1416,11 @@ class Engine:
         among the things that answer listed reads when its quotes named fewer than two."""
         kb_id = self.store.kb_id(kb)
         # its first sentence: a quote may join sentences that do not follow each other in the passage
-        wanted = re.split(r"(?<=[.!?])\s+", " ".join(quote.strip("\u2026 ").split()), maxsplit=1)[0]
-        if kb_id is None or not wanted:
+        said = " ".join(quote.strip("\u2026 ").split())
+        spans = split_sentences(said)
+        if kb_id is None or not spans:
             return ""
+        wanted = said[slice(*spans[0])]
         hits = self.store.text_search(kb_id, [wanted], CITED_LOOKUPS)
         nodes = self.store.nodes_by_ids([node_id for node_id, _ in hits])
         held = (nodes[i].text for i, _ in hits if i in nodes and nodes[i].layer == 0)

@@ -422,3 +422,14 @@ async def test_a_check_of_an_llm_answer_finds_a_paraphrased_claim_by_meaning(tmp
     assert "It was designed by the engineer Miriam Stroud and opened in 1796." in flat(checked.text)
     assert "elephants" not in quoted(checked)
     assert len(checked.verified) == 2 and re.search(r"Miriam Stroud", checked.verified[0])
+
+
+async def test_a_quote_opening_with_an_abbreviation_is_found_by_its_whole_first_sentence(engine):
+    """'St. Mary's wharf ...' is one sentence: cut at 'St.', the search would take the shorter leaf that also
+    says 'St.' instead of the one the quote came from."""
+    await engine.ingest("saints", "lock.md", b"St. Anne's lock dates from 1840.")
+    await engine.ingest(
+        "saints", "wharf.md", b"St. Mary's wharf handled coal from 1850 until the railway came. Its crane was steam-powered."
+    )
+    passage = engine.cited_passage("saints", "St. Mary's wharf handled coal from 1850 until the railway came.")
+    assert "Its crane was steam-powered." in flat(passage)
