@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ import pytest
 from tests.test_eval import write_set
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "raptor_engine", "raptor_tools", "bot")
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "raptor_engine", "raptor_tools", "bot")
 
 pytestmark = pytest.mark.wheel
 pytest.importorskip("setuptools", reason="building the wheel offline needs setuptools in this environment")
@@ -61,6 +62,14 @@ def build_wheel(tmp_path: Path) -> Path:
     )
     [wheel] = dist.glob("raptor_discord-*.whl")
     return wheel
+
+
+def wheel_metadata(wheel: Path) -> tuple[str, list[str]]:
+    """The wheel's METADATA text and the names of the files it holds."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        [metadata] = [name for name in names if name.endswith(".dist-info/METADATA")]
+        return archive.read(metadata).decode(), names
 
 
 def fresh_venv(tmp_path: Path, wheel: Path) -> Path:
@@ -104,7 +113,12 @@ def clean_env() -> dict[str, str]:
 
 
 def test_the_wheel_runs_bench_and_eval_from_outside_the_checkout(tmp_path):
-    venv = fresh_venv(tmp_path, build_wheel(tmp_path))
+    wheel = build_wheel(tmp_path)
+    metadata, names = wheel_metadata(wheel)
+    # An SPDX licence expression (PEP 639) and the licence text itself travel with every install.
+    assert "License-Expression: MIT" in metadata.splitlines()
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
+    venv = fresh_venv(tmp_path, wheel)
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     env = clean_env()
