@@ -223,9 +223,44 @@ def demo_transcript() -> str:
     return "".join(out)
 
 
+# What the demo's exact tree, scores and quotes depend on besides the code: the packages that compute
+# its vectors and clusters, and the CPU's vector instructions (onnxruntime picks its int8 kernels by them).
+NUMERIC_PACKAGES = (
+    "onnxruntime", "onnx", "torch", "transformers", "sentence-transformers", "tokenizers",
+    "umap-learn", "numba", "scikit-learn", "scipy", "numpy", "hnswlib",
+)  # fmt: skip
+_KERNEL_FLAGS = (("avx512_vnni", "avx512-vnni"), ("avx_vnni", "avx-vnni"), ("avx512bw", "avx512"), ("avx2", "avx2"))
+
+
+def cpu_kernel_class(cpuinfo: str | None = None) -> str:
+    """The widest of the instruction sets onnxruntime chooses its int8 kernels by, e.g. `avx512-vnni`."""
+    import platform
+
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return platform.machine() or "unknown"
+    flags = set(re.findall(r"\b\w+\b", next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "")))
+    return next((name for flag, name in _KERNEL_FLAGS if flag in flags), platform.machine() or "baseline")
+
+
+def numeric_environment() -> str:
+    """The versions and CPU the demo's figures were computed with: a run elsewhere may build another tree."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "absent"
+
+    return ", ".join(f"{name} {installed(name)}" for name in NUMERIC_PACKAGES) + f"; cpu {cpu_kernel_class()}"
+
+
 def demo_block() -> str:
-    """README.md's demo block: `make demo`'s output, fenced."""
-    return _fence(demo_transcript())
+    """README.md's demo block: `make demo`'s output, fenced, then the environment that printed it."""
+    return _fence(demo_transcript()) + f"<!-- demo environment: {numeric_environment()} -->\n"
 
 
 def suggest_entries(env_example_text: str) -> str:
