@@ -17,6 +17,17 @@ from tests.unhurried import patient
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def stop_process(proc: subprocess.Popen, grace: float = 20) -> None:
+    """Ask a process to stop, and kill it if it has not within `grace` seconds (stretched by the machine's
+    load): a test's teardown must end, and a worker shutting down slowly under load is not what it tests."""
+    proc.terminate()
+    try:
+        proc.wait(patient(grace))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def _wait_for_file(path: Path, timeout: float) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -56,12 +67,9 @@ def dask_processes(
         yield address
     finally:
         for proc in reversed(procs):
-            proc.terminate()
+            proc.terminate()  # all asked at once, so they stop side by side
         for proc in reversed(procs):
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_process(proc)
 
 
 def listening_pid(address: str) -> int:

@@ -23,7 +23,7 @@ from distributed import Client
 from raptor_engine import __version__
 from raptor_engine.engine import Engine
 from raptor_engine.workers import PROGRESS_TOPIC, BuildCluster, ClusterUnreachableError, NoWorkerError
-from tests.dask_processes import ROOT, dask_processes, listening_pid
+from tests.dask_processes import ROOT, dask_processes, listening_pid, stop_process
 from tests.test_cluster_security import intrude, successes
 from tests.test_workers import LIGHTHOUSE, long_document
 from tests.unhurried import unhurried_settings
@@ -167,8 +167,7 @@ async def test_a_worker_of_another_version_is_refused_before_the_build_runs_nami
             assert await client.get_events(PROGRESS_TOPIC) == ()  # the task never ran on it
             assert engine.knowledge_bases() == []
         finally:
-            worker.terminate()
-            worker.wait(30)
+            stop_process(worker, 30)
             await engine.cluster.close()
             engine.close()
 
