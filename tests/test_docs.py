@@ -130,15 +130,22 @@ def _prose_lines(text: str) -> list[str]:
     return [re.sub(r"`[^`]*`", "", line) for line in _unfenced(text)]
 
 
+def headings(text: str) -> list[tuple[int, str]]:
+    """(level, title) of a Markdown file's headings, in order, outside code blocks."""
+    found = []
+    for line in _unfenced(text):
+        heading = re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", line)
+        if heading:
+            found.append((len(heading.group(1)), heading.group(2)))
+    return found
+
+
 def github_anchors(text: str) -> set[str]:
     """The anchors GitHub gives a Markdown file's headings (lower case, punctuation dropped, -1 for repeats)."""
     anchors: set[str] = set()
     seen: dict[str, int] = {}
-    for line in _unfenced(text):
-        heading = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line.replace("`", ""))
-        if not heading:
-            continue
-        slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+    for _, title in headings(text):
+        slug = re.sub(r"[^\w\- ]", "", title.replace("`", "").strip().lower()).replace(" ", "-")
         count = seen.get(slug, 0)
         seen[slug] = count + 1
         anchors.add(slug if count == 0 else f"{slug}-{count}")
@@ -337,16 +344,6 @@ def test_every_source_file_and_module_the_docs_name_exists(doc: Path):
 
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 FIGURE_CELL_WORDS = 80  # a current figure is a sentence or two; the runs behind it go in the record
-
-
-def headings(text: str) -> list[tuple[int, str]]:
-    """(level, title) of a Markdown file's headings, in order, outside code blocks."""
-    found = []
-    for line in _unfenced(text):
-        heading = re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", line)
-        if heading:
-            found.append((len(heading.group(1)), heading.group(2)))
-    return found
 
 
 def section(text: str, title: str) -> str:
