@@ -5,6 +5,8 @@
 - Every relative link and anchor in README.md and docs/*.md points at a file and heading that exist.
 - README's command blocks marked `<!-- readme-test: run -->` run from the repository root, as a newcomer
   would run them after `make demo` (with the venv's bin on PATH), and must succeed.
+- PERFORMANCE.md and EVALUATION.md open with the present (the current figures, where things stand), each
+  current figure short, dated or linked to its runs; the measurements that led there sit below, in a record.
 """
 
 from __future__ import annotations
@@ -128,15 +130,22 @@ def _prose_lines(text: str) -> list[str]:
     return [re.sub(r"`[^`]*`", "", line) for line in _unfenced(text)]
 
 
+def headings(text: str) -> list[tuple[int, str]]:
+    """(level, title) of a Markdown file's headings, in order, outside code blocks."""
+    found = []
+    for line in _unfenced(text):
+        heading = re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", line)
+        if heading:
+            found.append((len(heading.group(1)), heading.group(2)))
+    return found
+
+
 def github_anchors(text: str) -> set[str]:
     """The anchors GitHub gives a Markdown file's headings (lower case, punctuation dropped, -1 for repeats)."""
     anchors: set[str] = set()
     seen: dict[str, int] = {}
-    for line in _unfenced(text):
-        heading = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line.replace("`", ""))
-        if not heading:
-            continue
-        slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+    for _, title in headings(text):
+        slug = re.sub(r"[^\w\- ]", "", title.replace("`", "").strip().lower()).replace(" ", "-")
         count = seen.get(slug, 0)
         seen[slug] = count + 1
         anchors.add(slug if count == 0 else f"{slug}-{count}")
@@ -406,3 +415,56 @@ def test_every_source_file_and_module_the_docs_name_exists(doc: Path):
     missing = sorted(p for p in paths if not (ROOT / p).is_file())
     missing += sorted(m for m in set(NAMED_MODULE.findall(text)) if not module_names_resolve(m))
     assert missing == [], f"{doc.name} names what does not exist"
+
+
+# --- the docs read as the present ----------------------------------------------------------------------
+
+MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+FIGURE_CELL_WORDS = 80  # a current figure is a sentence or two; the runs behind it go in the record
+
+
+def section(text: str, title: str) -> str:
+    """The body of the level-2 section `title`, up to the next level-2 heading."""
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, flags=re.S | re.M)
+    assert match, f"no section '## {title}'"
+    return match.group(1)
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The cells of every Markdown table row in `text`, header and separator rows left out."""
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        for line in text.splitlines()
+        if line.startswith("|") and not line.startswith("|---")
+    ]
+    return [row for row in rows[1:] if row] if rows else []
+
+
+def test_heading_and_table_helpers_read_what_they_should():
+    text = "# T\n## A\n| h | g |\n|---|---|\n| a | b |\n```\n## not one\n```\n## B\nx\n"
+    assert headings(text) == [(1, "T"), (2, "A"), (2, "B")]
+    assert table_rows(section(text, "A")) == [["a", "b"]]
+
+
+def test_performance_opens_with_the_current_figures_and_keeps_its_record_below():
+    text = (ROOT / "docs" / "PERFORMANCE.md").read_text()
+    level_two = [title for level, title in headings(text) if level == 2]
+    assert level_two[0] == "Current figures"
+    assert "Measurement record" in level_two
+    rows = table_rows(section(text, "Current figures"))
+    assert len(rows) >= 10
+    for what, figure, *_ in rows:
+        assert len(figure.split()) <= FIGURE_CELL_WORDS, f"'{what}': the history belongs in the record"
+        assert re.search(rf"\b\d{{1,2}} ({MONTHS})\b", figure) or "](#" in figure, (
+            f"'{what}': a current figure gives its day or links to its runs"
+        )
+
+
+def test_evaluation_opens_with_where_things_stand_and_keeps_its_record_below():
+    text = (ROOT / "docs" / "EVALUATION.md").read_text()
+    level_two = [title for level, title in headings(text) if level == 2]
+    assert level_two[0] == "Where things stand"
+    assert level_two.index("Record") > level_two.index("The evaluation sets")
+    sets = [row[0] for row in table_rows(section(text, "Where things stand").split("\n\n**")[0])]
+    for name in ("QASPER", "QuALITY", "SQuALITY", "NarrativeQA"):
+        assert any(row.startswith(name) for row in sets), f"no current figures for {name}"
