@@ -23,6 +23,7 @@ import unicodedata
 import warnings
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -462,9 +463,38 @@ _UTF8_SEQUENCE = re.compile(
     rb"|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}|\xf4[\x80-\x8f][\x80-\xbf]{2}"
 )
 _NON_ASCII_BYTE = re.compile(rb"[\x80-\xff]")
-# Western encodings tried first, in order: Windows-1252 is what Windows (and every browser, for pages that
-# say Latin-1) writes; Mac OS Roman what classic Mac editors wrote. Both decode Latin-script text.
-_WESTERN_ENCODINGS = ("cp1252", "mac_roman")
+# Latin-script encodings, in order of preference when readings tie: Windows-1252 is what Windows (and every
+# browser, for pages that say Latin-1) writes; Mac OS Roman what classic Mac editors wrote; then the Central
+# European, Turkish and Baltic Windows code pages and ISO-8859-2. Their bytes beyond ASCII mostly decode
+# to letters in each of them, so the reading kept is the one whose letters one language uses
+# (`_language_fit`): Turkish 'başkenti' read as Windows-1252 is 'baþkenti', Icelandic letters beside 'ü'.
+_WESTERN_ENCODINGS = ("cp1252", "mac_roman", "cp1250", "cp1254", "cp1257", "iso8859_2")
+# The letters beyond ASCII each language writes with (lower case). A reading in the wrong code page mixes
+# letters of several ('ý' and 'þ' are Icelandic, 'ü' and 'ç' are not).
+_LANGUAGE_LETTERS = {
+    "French": "àâæçéèêëîïôœùûüÿ",
+    "German": "äöüßé",
+    "Spanish": "áéíñóúü",
+    "Portuguese": "áâãàçéêíóôõúü",
+    "Italian": "àèéìíîòóùú",
+    "Catalan": "àçèéíïòóúü",
+    "Dutch": "áéèëïóöü",
+    "Danish and Norwegian": "æøåéó",
+    "Swedish": "åäöé",
+    "Finnish": "äöåšž",
+    "Icelandic": "áðéíóúýþæö",
+    "Turkish": "çğıöşüâîû",
+    "Czech": "áčďéěíňóřšťúůýž",
+    "Slovak": "áäčďéíĺľňóôŕšťúýž",
+    "Polish": "ąćęłńóśźż",
+    "Hungarian": "áéíóöőúüű",
+    "Croatian and Slovenian": "čćđšž",
+    "Romanian": "ăâîșțşţ",
+    "Lithuanian": "ąčęėįšųūž",
+    "Latvian": "āčēģīķļņšūž",
+    "Estonian": "äöõüšž",
+    "Albanian": "çë",
+}
 # In Western text the letters beyond ASCII (é, ñ, ß) are a minority; Cyrillic or Greek bytes read in a
 # Western encoding are nearly all such letters ('Ìåëüíèöà').
 WESTERN_MAX_ACCENTED = 0.3
@@ -521,10 +551,9 @@ def _legacy_decode(name: str, data: bytes) -> tuple[str, str]:
         text = data.decode("utf-8", errors=_UTF8_OR_WINDOWS_1252)
         log.info("%s: UTF-8 with stray bytes; read those as Windows-1252", name)
         return text, "read as UTF-8, with the bytes that are not UTF-8 read as Windows-1252"
-    for codec in _WESTERN_ENCODINGS:
-        text = _decoded_as(data, codec)
-        if text is not None and _reads_as_language(text[:LEGACY_SAMPLE_BYTES], western=True):
-            return text, _read_as(name, codec)
+    latin = _latin_reading(data)
+    if latin is not None:
+        return latin[1], _read_as(name, latin[0])
     import charset_normalizer  # only for the rare upload that is neither UTF-8 nor Western
 
     guesses = charset_normalizer.from_bytes(data[: 4 * LEGACY_SAMPLE_BYTES], cp_isolation=list(_LEGACY_ENCODINGS))
@@ -535,6 +564,33 @@ def _legacy_decode(name: str, data: bytes) -> tuple[str, str]:
     raise IngestError(
         name, "is not UTF-8 and does not read as text in any encoding we recognise; please save it as UTF-8."
     )
+
+
+def _latin_reading(data: bytes) -> tuple[str, str] | None:
+    """(codec, text) for the Latin-script encoding whose reading of `data` reads as words and best fits one
+    language's letters; the earlier in `_WESTERN_ENCODINGS` on a tie, so Windows-1252 keeps every text
+    it reads as plausibly as another. None when no Latin-script reading reads as words."""
+    best: tuple[float, str, str] | None = None
+    for codec in _WESTERN_ENCODINGS:
+        text = _decoded_as(data, codec)
+        if text is None or not _reads_as_language(text[:LEGACY_SAMPLE_BYTES], western=True):
+            continue
+        fit = _language_fit(text[:LEGACY_SAMPLE_BYTES])
+        if best is None or fit > best[0]:
+            best = (fit, codec, text)
+        if fit == 1.0:
+            break  # one language writes every letter: no later code page can read it better
+    return None if best is None else (best[1], best[2])
+
+
+def _language_fit(text: str) -> float:
+    """The share of a text's letters beyond ASCII that its best-fitting single language writes with
+    (1.0 when it has none): how plausibly a Latin-script code page's reading is real text."""
+    counts = Counter(ch for ch in text.lower() if ord(ch) > 127 and ch.isalpha())
+    total = sum(counts.values())
+    if not total:
+        return 1.0
+    return max(sum(counts[ch] for ch in letters) for letters in _LANGUAGE_LETTERS.values()) / total
 
 
 def _read_as(name: str, codec: str) -> str:
