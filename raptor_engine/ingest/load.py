@@ -816,6 +816,8 @@ def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     except csv.Error as exc:  # a field past csv's size limit, a NUL in a field
         log.info("%s: CSV parse failed: %s", name, exc)
         raise IngestError(name, "could not be read as CSV (a field too long, or not text).") from None
+    if len(rows) == 1 and _names_columns(rows[0]):  # as an empty .txt is refused: nothing to search or quote
+        raise IngestError(name, "is a table with a header row (column names) but no rows of data.")
     if _csv_header(rows):
         lines = [_labelled_row(rows[0], row) for row in rows[1:]]
     else:
@@ -840,11 +842,14 @@ def _csv_delimiter(sample: str) -> str:
 def _csv_header(rows: list[list[str]]) -> bool:
     """Whether the first row names the columns: two or more rows, its cells all filled, different from each
     other, short, and not numbers (a file of figures with no header starts with a row of data)."""
-    if len(rows) < 2 or len(rows[0]) < 2:
-        return False
-    names = rows[0]
+    return len(rows) >= 2 and _names_columns(rows[0])
+
+
+def _names_columns(names: list[str]) -> bool:
+    """Whether a row reads as column names: two or more cells, all filled, different, short, not numbers."""
     return (
-        all(names)
+        len(names) >= 2
+        and all(names)
         and len(set(names)) == len(names)
         and all(len(cell) <= MAX_HEADER_CELL_CHARS for cell in names)
         and not any(_NUMBER.fullmatch(cell) for cell in names)
