@@ -323,6 +323,13 @@ def text_fingerprint(text: str) -> str:
     return hashlib.sha256(text.strip("\n").encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def document_fingerprint(doc: LoadedDocument) -> str:
+    """The fingerprint (`text_fingerprint`) of a loaded document's text as Markdown reads it when it is a
+    .txt, so a .txt holding Markdown and the same text as .md are one document; a .txt without Markdown
+    syntax reads the same either way."""
+    return text_fingerprint(markdown_text(doc.text) if doc.format == "txt" else doc.text)
+
+
 def _assemble(name: str, blocks: list[_Block], fmt: str) -> LoadedDocument:
     """Join normalised blocks with blank lines; a new Section starts wherever page or heading path changes."""
     parts: list[str] = []
@@ -1159,9 +1166,20 @@ def _read_markdown(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     matter gives the document its title; table rows are labelled with their columns; links, emphasis and
     code spans read as a renderer shows them."""
     text, notice = _decode_text(name, data)
+    return [_Block("", notice=notice), *_markdown_blocks(text)]
+
+
+def markdown_text(text: str) -> str:
+    """`text` as the Markdown reader reads it (emphasis, links, tables and images rendered): what a .txt
+    holding Markdown would read as under a .md name, for telling the two are one document."""
+    return _assemble("", _markdown_blocks(text), "md").text
+
+
+def _markdown_blocks(text: str) -> list[_Block]:
+    """Markdown text's blocks, one per heading section, with their heading paths."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     lines = _md_plain_lines(_labelled_tables(_without_hidden_html(_titled(lines))))
-    blocks: list[_Block] = [_Block("", notice=notice)]
+    blocks: list[_Block] = []
     current: list[str] = []
     heading: tuple[str, ...] = ()
     path: list[tuple[int, str]] = []
