@@ -1069,12 +1069,31 @@ def _md_label(label: str) -> str:
     return " ".join(label.split()).casefold()
 
 
-def _md_inline(text: str, labels: frozenset[str], depth: int = 0) -> str:
+# A line of nothing but images (a figure): its alt text is its own line, joined to no sentence.
+_MD_FIGURE_LINE = re.compile(r"(?:[ \t]*!\[[^\[\]\n]{0,500}\]\([^()\n]{0,2000}\))+[ \t]*")
+_DROPPED = "\ufdd0"  # where an image was taken out of a sentence (a noncharacter: never in text)
+_DROPPED_WITH_SPACE = re.compile(f"[ \t]*{_DROPPED}")
+
+
+def _md_inline(text: str, labels: frozenset[str], *, images: bool = True) -> str:
     """`text` as a Markdown renderer shows it: links and images as their text, reference links whose label
     is defined likewise, autolinks as their address, code spans as their code, emphasis and strikethrough
-    marks, backslash escapes and HTML entities resolved; a footnote reference `[^2]` as '(note 2)'."""
+    marks, backslash escapes and HTML entities resolved; a footnote reference `[^2]` as '(note 2)'.
+    Without `images`, an image is taken out with the space before it, as the HTML and Word readers leave
+    out an <img>: its alt text ('a photo of the mill') inlined would break the sentence it stands in."""
+    shown = _md_shown(text, labels, 0, images)
+    return shown if images else _DROPPED_WITH_SPACE.sub("", shown)
+
+
+def _md_shown(text: str, labels: frozenset[str], depth: int, images: bool) -> str:
+    """One level of `_md_inline`: an image is `_DROPPED` unless `images`; nested syntax one level deeper."""
+
+    def inner(part: str) -> str:
+        return _md_shown(part, labels, depth + 1, images)
 
     def shown(match: re.Match[str]) -> str:
+        if not images and match.group(0).startswith("!["):
+            return _DROPPED
         kind = match.lastgroup if match.group("code") is None else "code"
         if kind == "code":
             code = match.group("code_text")
@@ -1082,22 +1101,22 @@ def _md_inline(text: str, labels: frozenset[str], depth: int = 0) -> str:
         if match.group("escaped") is not None:
             return match.group("escaped")
         if match.group("link") is not None:
-            return _md_inline(match.group("link"), labels, depth + 1) if depth < MAX_INLINE_NESTING else match.group(0)
+            return inner(match.group("link")) if depth < MAX_INLINE_NESTING else match.group(0)
         if match.group("ref_text") is not None:
             label = match.group("ref") or match.group("ref_text")
             if _md_label(label) not in labels or depth >= MAX_INLINE_NESTING:
                 return match.group(0)  # no such reference: a renderer shows the brackets as written
-            return _md_inline(match.group("ref_text"), labels, depth + 1)
+            return inner(match.group("ref_text"))
         if match.group("note") is not None:
             return f" (note {match.group('note')})"
         if match.group("autolink") is not None:
             return match.group("autolink")
         if match.group("emphasised") is not None:
-            marks, inner = match.group("marks"), match.group("emphasised")
+            marks, emphasised = match.group("marks"), match.group("emphasised")
             start, end = match.span()
             if _word_char_at(match.string, start - 1) and _word_char_at(match.string, end):
-                return marks + _md_inline(inner, labels, depth + 1) + marks  # snake_case, 2*3*4: not emphasis
-            return _md_inline(inner, labels, depth + 1) if depth < MAX_INLINE_NESTING else match.group(0)
+                return marks + inner(emphasised) + marks  # snake_case, 2*3*4: not emphasis
+            return inner(emphasised) if depth < MAX_INLINE_NESTING else match.group(0)
         return html.unescape(match.group("entity"))
 
     return _MD_INLINE.sub(shown, text)
@@ -1119,9 +1138,11 @@ def _md_plain_lines(lines: list[str]) -> list[str]:
     fence: str | None = None
 
     def flush() -> None:
-        if paragraph:
-            out.extend(_md_inline("\n".join(paragraph), labels).split("\n"))
-            paragraph.clear()
+        # a line of only images is a figure: its alt text a line of its own; elsewhere images are left out
+        for figure, run in itertools.groupby(paragraph, key=lambda line: bool(_MD_FIGURE_LINE.fullmatch(line))):
+            shown = _md_inline("\n".join(run), labels, images=figure).split("\n")
+            out.extend(["", *shown, ""] if figure else shown)  # a paragraph of its own, not a sentence's end
+        paragraph.clear()
 
     for line in lines:
         fence_match = _FENCE.match(line)
