@@ -54,7 +54,7 @@ def test_too_many_cells_or_a_field_past_the_csv_limit_is_refused_in_one_sentence
     ("name", "data"),
     [
         ("header.csv", b"Name,Length,Year built\n"),
-        ("header.tsv", "Keeper\tYear\r\n".encode()),
+        ("header.tsv", b"Keeper\tYear\r\n"),
         ("blank-rows.csv", b"\xef\xbb\xbfName;Amount\n;\n\n"),  # a BOM, semicolons, only empty rows under it
     ],
 )
