@@ -738,7 +738,38 @@ def _read_subtitles(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
             "line such as 00:00:01,000 --> 00:00:04,000.",
         )
     skipped = f"{counted(broken, 'cue')} skipped: {'its' if broken == 1 else 'their'} timing line could not be read"
-    return [_Block("\n".join(cues), notice=skipped if broken else ""), _Block("", notice=notice)]
+    unpunctuated = _unpunctuated(cues)
+    if unpunctuated:
+        cues = [_cue_sentence(line) for cue in cues for line in cue.split("\n")]
+    return [
+        _Block("\n".join(cues), notice=skipped if broken else ""),
+        _Block("", notice="its cues have no punctuation, so each was read as a sentence" if unpunctuated else ""),
+        _Block("", notice=notice),
+    ]
+
+
+# Punctuation that ends or divides a sentence (Latin and CJK); captions generated from speech have none.
+_SENTENCE_PUNCTUATION = re.compile("[.!?\u2026\u3002\uff01\uff1f]")
+UNPUNCTUATED_CUES = 0.2  # below this share of cues holding any, a file's cues are not written in sentences
+# A cue line's opening: a dialogue dash or a voice tag's "Name: ", then the first letter of its words.
+_CUE_OPENING = re.compile(r"(?:- |[^\s:][^:\n]{0,59}: )?")
+
+
+def _unpunctuated(cues: list[str]) -> bool:
+    """Whether a subtitle file's cues are written without sentence punctuation (automatic captions), so
+    the sentence splitter, which ends a sentence only at punctuation before a capital, would read the
+    whole file as one sentence and a quote would run many cues together."""
+    punctuated = sum(1 for cue in cues if _SENTENCE_PUNCTUATION.search(cue))
+    return bool(cues) and punctuated < UNPUNCTUATED_CUES * len(cues)
+
+
+def _cue_sentence(line: str) -> str:
+    """One unpunctuated cue line written as a sentence: its first letter a capital, a full stop at its
+    end, as a reader would mark where the speaker paused ('it was built in 1820' -> 'It was built in 1820.')."""
+    start = _CUE_OPENING.match(line).end()
+    if start < len(line) and line[start].islower():
+        line = line[:start] + line[start].upper() + line[start + 1 :]
+    return f"{line}." if line[-1:].isalnum() else line
 
 
 # A block that is a cue by its shape: an SRT number, or a timing arrow, in its first two lines.
