@@ -616,6 +616,41 @@ def test_docx_zip_bomb_is_refused_before_parsing():
     assert "zip bomb" in reason_of("bomb.docx", buffer.getvalue())
 
 
+DOCX_MAIN = b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+
+
+def _with_main_type(data: bytes, content_type: bytes, extra: dict[str, bytes] | None = None) -> bytes:
+    """A .docx whose main part is declared as `content_type` (as a .docm, .dotx or .dotm declares it)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as archive:
+        for item in source.infolist():
+            part = source.read(item.filename)
+            archive.writestr(item, part.replace(DOCX_MAIN, content_type) if item.filename == "[Content_Types].xml" else part)
+        for name, part in (extra or {}).items():
+            archive.writestr(name, part)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        b"application/vnd.ms-word.document.macroEnabled.main+xml",  # .docm
+        b"application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml",  # .dotx
+        b"application/vnd.ms-word.template.macroEnabledTemplate.main+xml",  # .dotm
+    ],
+)
+def test_a_macro_enabled_document_or_template_named_docx_is_read(content_type):
+    """Word's own formats with the same main part: their text is read (macros are never read or run),
+    rather than refused as a corrupt .docx."""
+    data = _with_main_type(make_docx([("The ferry sank in 1947.", None)]), content_type, {"word/vbaProject.bin": b"\xd0\xcf\x11\xe0macro"})
+    assert load_document("ferry.docx", data).text == "The ferry sank in 1947."
+
+
+def test_a_docx_whose_main_part_is_not_word_is_refused_in_one_sentence():
+    data = _with_main_type(make_docx([("Some text.", None)]), b"application/vnd.ms-excel.sheet.main+xml")
+    assert reason_of("sheet.docx", data) == "could not be read as a Word document (corrupt .docx?)."
+
+
 def test_corrupt_docx():
     data = make_docx([("Some text.", None)])
     assert "corrupt" in reason_of("cut.docx", data[: len(data) // 2])

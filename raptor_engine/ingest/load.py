@@ -1564,12 +1564,11 @@ def _docx_heading_level(style_name: str) -> int | None:
 def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Paragraphs and tables in body order; Heading styles set the heading path."""
     _check_docx_zip(name, data, limits)
-    import docx
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
     try:
-        document = docx.Document(io.BytesIO(data))
+        document = _open_docx(data)
         hidden_styles = _docx_hidden_styles(document)
         style_name = _docx_paragraph_style_names(document)
         blocks: list[_Block] = []
@@ -1597,6 +1596,31 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
             ) from None
         raise IngestError(name, "could not be read as a Word document (corrupt .docx?).") from None
     return blocks
+
+
+# Word's main document part in a macro-enabled document (.docm), a template (.dotx) or a macro-enabled
+# template (.dotm), often renamed .docx: the same XML as a .docx's, which python-docx refuses by its type.
+# Its text is read like any other; its macros (vbaProject.bin) are never read, let alone run.
+_WORD_MAIN_TYPES = (
+    "application/vnd.ms-word.document.macroEnabled.main+xml",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml",
+    "application/vnd.ms-word.template.macroEnabledTemplate.main+xml",
+)
+
+
+def _open_docx(data: bytes) -> Any:
+    """A python-docx Document of a .docx, or of a .docm, .dotx or .dotm under a .docx name."""
+    import docx
+    from docx.opc.package import OpcPackage
+    from docx.opc.part import PartFactory
+    from docx.parts.document import DocumentPart
+
+    for content_type in _WORD_MAIN_TYPES:
+        PartFactory.part_type_for.setdefault(content_type, DocumentPart)
+    part = OpcPackage.open(io.BytesIO(data)).main_document_part
+    if not isinstance(part, DocumentPart):
+        return docx.Document(io.BytesIO(data))  # raises, naming the content type it is
+    return part.document
 
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
