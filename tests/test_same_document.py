@@ -178,3 +178,12 @@ def test_a_txt_fingerprint_reads_markdown_but_keeps_plain_text_as_it_is():
     as_txt = load_document("weir.txt", MARKDOWN.encode())
     assert as_txt.text.startswith("# Ebbworth weir\n\nThe **sluice**")  # the stored text is as typed
     assert document_fingerprint(as_txt) == document_fingerprint(load_document("weir.md", MARKDOWN.encode()))
+
+
+async def test_a_duplicate_whose_file_name_holds_a_line_break_is_reported_on_one_line(stored, capsys):
+    """The CLI names the file as it would be stored: its own name's line break and escape would split
+    the one-line report, or colour the terminal."""
+    name = "mill\n\x1b[31m.md"
+    result = await stored.ingest("kb", name, TEXT.encode())
+    _print_ingest(name, result)
+    assert capsys.readouterr().out == "mill [31m.md: already in the knowledge base as mill.md (same content), nothing to do.\n"
