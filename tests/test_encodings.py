@@ -82,6 +82,8 @@ LATIN_CODE_PAGES = [
     ("cp1254", "Windows-1254", "Türkiye'nin başkenti Ankara'dır. Işık ılık bir öğleden sonra ağaçların arasından süzülüyordu."),
     ("cp1254", "Windows-1254", "İstanbul'da yaşayan öğrenciler sınavlara hazırlanıyor. Şehir çok kalabalık."),
     ("cp1254", "Windows-1254", "Ağaç dalında kuş ötüyor."),
+    # only ı and ş: as Windows-1252 'ý' and 'þ', Icelandic letters, but with none of Icelandic's common ones
+    ("cp1254", "Windows-1254", "Holm adasına giden feribot 1931'de başladı. Feribot 1947'de fırtınada battı ve kimse yaralanmadı."),
     ("cp1250", "Windows-1250", "Příliš žluťoučký kůň úpěl ďábelské ódy. Praha je hlavní město České republiky."),
     ("cp1250", "Windows-1250", "Árvíztűrő tükörfúrógép. Budapest Magyarország fővárosa és legnépesebb települése."),
     ("cp1250", "Windows-1250", "Zagreb je glavni grad Hrvatske. Đurđevak je cvijet, a čaša je na stolu; šuma je lijepa."),
@@ -109,6 +111,7 @@ def test_each_code_page_family_is_read_as_its_language(encoding, named, text):
 # (Turkish ğ ş ı in Windows-1254) included, and names of several languages in one English sentence.
 WESTERN_SENTENCES = [
     "Þetta er íslenskur texti. Við fórum í ferðalag og sáum fjöllin á Þingvöllum.",
+    "Hvað er þetta? Það er bók sem þú skrifaðir.",
     "Søren bor i København og spiser rødgrød med fløde på en kold dag.",
     "Het café in België was geëxploiteerd door een ingenieur; coördinatie is één ding.",
     "The naïve café owner offered a résumé to Zoë at the soirée; Müller and Søren laughed.",

@@ -502,6 +502,10 @@ _LANGUAGE_LETTERS = {
     "Estonian": "äöõüšž",
     "Albanian": "çë",
 }
+# Letters a language's text beyond a few words always holds one of, where its other letters are what a
+# wrong code page makes of another language's: Icelandic writes 'ý' and 'þ' seldom and 'á', 'ð', 'í' in
+# every sentence, while Turkish 'ı' and 'ş' read as Windows-1252 are 'ý' and 'þ' with none of those.
+_LANGUAGE_COMMON = {"Icelandic": "áðéíóúæö"}
 # In Western text the letters beyond ASCII (é, ñ, ß) are a minority; Cyrillic or Greek bytes read in a
 # Western encoding are nearly all such letters ('Ìåëüíèöà').
 WESTERN_MAX_ACCENTED = 0.3
@@ -597,7 +601,14 @@ def _language_fit(text: str) -> float:
     total = sum(counts.values())
     if not total:
         return 1.0
-    return max(sum(counts[ch] for ch in letters) for letters in _LANGUAGE_LETTERS.values()) / total
+    return (
+        max(
+            sum(counts[ch] for ch in letters)
+            for language, letters in _LANGUAGE_LETTERS.items()
+            if any(counts[ch] for ch in _LANGUAGE_COMMON.get(language, letters))
+        )
+        / total
+    )
 
 
 def _read_as(name: str, codec: str) -> str:
