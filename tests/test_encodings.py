@@ -125,3 +125,10 @@ def test_western_text_stays_windows_1252(text):
     doc = load_document("notes.txt", text.encode("cp1252"))
     assert doc.text == text
     assert doc.notices == ("read as Windows-1252 (it is not UTF-8)",)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le"])
+def test_a_utf8_bom_in_front_of_a_utf16_or_utf32_bom_is_read_as_the_inner_encoding(encoding):
+    """A UTF-16 file a tool 'saved as UTF-8' by adding its BOM in front: not binary data."""
+    data = b"\xef\xbb\xbf" + ("\ufeff" + MILL).encode(encoding)
+    assert load_document("mill.txt", data).text == MILL

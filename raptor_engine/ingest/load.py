@@ -429,6 +429,8 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> tuple[s
     without BOM), UTF-32 with a BOM, UTF-16 (with a BOM, or without one when its zero high bytes show it);
     bytes that are not UTF-8 in the encoding the file itself `declared` (an HTML page's <meta>), else in
     the legacy encoding they read as language in (`_legacy_decode`). Binary data is refused."""
+    if data.startswith(b"\xef\xbb\xbf") and data[3:].startswith((b"\xff\xfe", b"\xfe\xff")):
+        data = data[3:]  # UTF-16 or UTF-32 that a tool saved "as UTF-8" by adding a BOM in front of its own
     if data.startswith(b"\xef\xbb\xbf"):
         encoding, payload = "utf-8", data[3:]
     elif data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16: the same first bytes
