@@ -74,7 +74,18 @@ def test_a_link_split_across_chunks_never_leaves_url_syntax_in_a_chunk():
 
 @pytest.mark.parametrize(
     "hostile",
-    [b"[" * 400_000, b"[a](" * 100_000, b"**a " * 100_000, b"![x](" * 80_000, b"[[a] " * 80_000, b"`" * 400_000],
+    [
+        b"[" * 400_000,
+        b"[a](" * 100_000,
+        b"**a " * 100_000,
+        b"![x](" * 80_000,
+        b"[[a] " * 80_000,
+        b"`" * 400_000,
+        b"[a](" + b"x" * 1_000_000,  # one address with no end
+        b"[a](b(c" * 100_000,
+        b'<img src="' * 50_000,
+        b"<a " + b"x" * 1_000_000,  # one tag with no end
+    ],
 )
 def test_hostile_runs_of_inline_syntax_are_read_in_one_pass(hostile):
     """Unclosed openers: each match attempt is bounded, so a line of them is read in seconds, not hours
@@ -122,3 +133,24 @@ def _docx_with_picture(tmp_path, alt: str) -> bytes:
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()
+
+
+DATA_URI = "data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/" * 400
+
+
+@pytest.mark.parametrize(
+    ("source", "shown"),
+    [
+        (f"The mill stood.\n\n![The mill in 1890]({DATA_URI})\n\nIt burned.", "The mill stood.\n\nThe mill in 1890\n\nIt burned."),
+        (f"See the ![wheel]({DATA_URI}) here.", "See the here."),
+        (f"Kept by the [county archive](https://example.org/{'a' * 3000}).", "Kept by the county archive."),
+        (f'The mill stood.\n\n<img src="{DATA_URI}" alt="mill">\n\nIt burned.', "The mill stood.\n\nIt burned."),
+        (f"The mill stood. ![wheel][pic]\n\n[pic]: {DATA_URI}\n\nIt burned.", "The mill stood.\n\nIt burned."),
+    ],
+    ids=["figure", "inline image", "long link", "html img", "reference"],
+)
+def test_an_address_of_any_length_is_never_read_as_text(source, shown):
+    """An image pasted into Markdown as a data: URI is tens of kB of base64: it is the address, not
+    anything to store, embed or quote, however long."""
+    assert len(source) > 20_000 or "a" * 3000 in source
+    assert md(source) == shown

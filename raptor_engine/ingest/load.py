@@ -929,7 +929,7 @@ _MD_HIDDEN_HTML = re.compile(
     r"(?:\shidden(?=[\s=/>])|aria-hidden\s*=\s*[\"']?true|display\s*:\s*none|visibility\s*:\s*hidden)"
     r"[^<>]{0,2000}>.*?(?:</(?P=tag)\s*>|\Z)"
     # any other tag: the renderer shows what it holds, never the tag (<details>, <sup>, <br/>)
-    r"|</?(?P<markup>[a-z][a-z0-9-]*)(?:\s[^<>]{0,2000})?/?>",
+    r"|</?(?P<markup>[a-z][a-z0-9-]*)(?:\s[^<>]*+)?/?>",
     re.IGNORECASE | re.DOTALL,
 )
 # Tags inside a line of text, removed without a space ("H<sub>2</sub>O" is "H2O"); any other is a space.
@@ -1086,12 +1086,14 @@ def _labelled_tables(lines: list[str]) -> list[str]:
 
 # Markdown's inline syntax, which a renderer turns into what it shows: quotes, sentences and vectors see
 # that, never the syntax ('built by [John Hale](http://a.b/c)' reads 'built by John Hale'). Every part is
-# bounded in length, so a line of unclosed openers is read in one pass, not once per opener.
+# bounded in length, so a line of unclosed openers is read in one pass, not once per opener; but an address,
+# whatever its length (an image pasted as a data: URI is tens of kB of base64), is taken possessively: it
+# ends at the first space or parenthesis, which the next opener needs, so each stretch is scanned once.
 _MD_REFERENCE_DEFINITION = re.compile(
-    r"^ {0,3}\[(?!\^)([^\]\n]{1,999})\]:[ \t]*<?\S{0,2000}?>?(?:[ \t]+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^)\n]{0,500}\)))?[ \t]*$"
+    r"^ {0,3}\[(?!\^)([^\]\n]{1,999})\]:[ \t]*<?[^\s>]*+>?(?:[ \t]+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^)\n]{0,500}\)))?[ \t]*$"
 )
 _MD_FOOTNOTE_DEFINITION = re.compile(r"^ {0,3}\[\^([^\]\s]{1,100})\]:[ \t]*")
-_MD_URL = r"(?:<[^<>\n]{0,2000}>|(?:[^()\s]|\([^()\s]{0,2000}\)){0,2000})(?:\s+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^)\n]{0,500}\)))?"
+_MD_URL = r"(?:<[^<>\n]*+>|(?:[^()\s]++|\([^()\s]*+\))*+)(?:\s+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^)\n]{0,500}\)))?"
 # A link's text: brackets inside it in balanced pairs, one deep (an image in a link: `[![build](b.svg)](ci)`).
 _MD_LINK_TEXT = r"(?:[^\[\]]|\[[^\[\]]{0,500}\]){0,500}"
 _MD_INLINE = re.compile(
@@ -1114,7 +1116,7 @@ def _md_label(label: str) -> str:
 
 
 # A line of nothing but images (a figure): its alt text is its own line, joined to no sentence.
-_MD_FIGURE_LINE = re.compile(r"(?:[ \t]*!\[[^\[\]\n]{0,500}\]\([^()\n]{0,2000}\))+[ \t]*")
+_MD_FIGURE_LINE = re.compile(r"(?:[ \t]*!\[[^\[\]\n]{0,500}\]\([^()\n]*+\))+[ \t]*")
 _DROPPED = "\ufdd0"  # where an image was taken out of a sentence (a noncharacter: never in text)
 _DROPPED_WITH_SPACE = re.compile(f"[ \t]*{_DROPPED}")
 
