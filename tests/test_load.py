@@ -969,3 +969,23 @@ def test_a_pdf_line_drawn_glyph_by_glyph_is_read_as_words():
     assert "Johanna Petersen ordered the wall in 1911." in text
     assert "1\n2\n3\n4\n5\n6\n7\n8\n9" in text
     assert "\nA\nB\nC\n" in load_document("list.pdf", make_pdf(["Grades:\nA\nB\nC\nD"])).text + "\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "kind"),
+    [
+        ("letter.txt", b"{\\rtf1\\ansi{\\fonttbl\\f0\\fswiss Helvetica;}\\f0\\pard The Alert called.\\par}", "an RTF document"),
+        ("notes.md", b"\xef\xbb\xbf{\\rtf1\\ansi The Alert.}", "an RTF document"),
+        ("report.txt", b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n", "a PDF file"),
+        ("table.csv", b"%PDF-1.7\n%%EOF\n", "a PDF file"),
+    ],
+)
+def test_an_all_ascii_pdf_or_rtf_under_a_text_name_is_refused_like_a_binary_one(name, data, kind):
+    """An uncompressed PDF or an RTF file decodes as ASCII: its markup must not be stored as its text."""
+    ext = name[name.rindex(".") :]
+    assert reason_of(name, data) == f"is {kind}, not text (the {ext} extension does not match its content)."
+
+
+@pytest.mark.parametrize("text", ["%PDF files are documents.", "{\\rtfish} is no RTF.", "GIF89a was released in 1989."])
+def test_text_that_only_mentions_those_formats_is_text(text):
+    assert load_document("notes.txt", text.encode()).text == text

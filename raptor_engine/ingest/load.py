@@ -221,6 +221,8 @@ def load_document(
     fmt = _format_for(name)
     _check_size(name, len(data), max_bytes)
     limits = limits or LoadLimits()
+    if fmt in ("txt", "md", "csv", "subtitles"):
+        _check_not_disguised(name, data)
     if fmt in ("txt", "md") and _is_html_document(data):
         log.info("%s: an HTML document under a %s name; reading its visible text", name, fmt)
         fmt = "html"  # its scripts, styles and comments must not become text
@@ -371,6 +373,19 @@ _SIGNATURES = (
 
 def _content_kind(data: bytes) -> str | None:
     return next((kind for magic, kind in _SIGNATURES if data.startswith(magic)), None)
+
+
+# Formats whose files may be all ASCII, so they decode as text, yet whose bytes are markup or objects
+# rather than anything to read: a PDF written without compression, an RTF document. No text begins so.
+_TEXT_DISGUISES = re.compile(rb"\A(?:\xef\xbb\xbf)?(?:%PDF-\d\.\d|\{\\rtf\d?[\\{ ])")
+
+
+def _check_not_disguised(name: str, data: bytes) -> None:
+    """Refuse a PDF or RTF file under a text format's name (.txt, .md, .csv, .srt) in one sentence, as
+    one that does not decode is refused: its markup would be stored and quoted as its text."""
+    if _TEXT_DISGUISES.match(data[:32]):
+        kind = _content_kind(data.removeprefix(b"\xef\xbb\xbf"))
+        raise IngestError(name, f"is {kind}, not text (the {_extension(name)} extension does not match its content).")
 
 
 def _is_html_document(data: bytes) -> bool:
