@@ -83,6 +83,7 @@ LATIN_CODE_PAGES = [
     ("cp1254", "Windows-1254", "İstanbul'da yaşayan öğrenciler sınavlara hazırlanıyor. Şehir çok kalabalık."),
     ("cp1254", "Windows-1254", "Ağaç dalında kuş ötüyor."),
     # only ı and ş: as Windows-1252 'ý' and 'þ', Icelandic letters, but with none of Icelandic's common ones
+    ("cp1254", "Windows-1254", "Öğretmen kızı okula gitti."),  # ö and ğ: as Windows-1252, Icelandic's ö and ð
     ("cp1254", "Windows-1254", "Holm adasına giden feribot 1931'de başladı. Feribot 1947'de fırtınada battı ve kimse yaralanmadı."),
     ("cp1250", "Windows-1250", "Příliš žluťoučký kůň úpěl ďábelské ódy. Praha je hlavní město České republiky."),
     ("cp1250", "Windows-1250", "Árvíztűrő tükörfúrógép. Budapest Magyarország fővárosa és legnépesebb települése."),

@@ -520,9 +520,10 @@ _LANGUAGE_LETTERS = {
     "Albanian": "çë",
 }
 # Letters a language's text beyond a few words always holds one of, where its other letters are what a
-# wrong code page makes of another language's: Icelandic writes 'ý' and 'þ' seldom and 'á', 'ð', 'í' in
-# every sentence, while Turkish 'ı' and 'ş' read as Windows-1252 are 'ý' and 'þ' with none of those.
-_LANGUAGE_COMMON = {"Icelandic": "áðéíóúæö"}
+# wrong code page makes of another language's: Icelandic writes 'á', 'í', 'ó' in nearly every sentence,
+# while Turkish 'ı', 'ş' and 'ğ' read as Windows-1252 are Icelandic's 'ý', 'þ' and 'ð' (and 'ö' is both
+# languages'), with none of those.
+_LANGUAGE_COMMON = {"Icelandic": "áéíóúæ"}
 # In Western text the letters beyond ASCII (é, ñ, ß) are a minority; Cyrillic or Greek bytes read in a
 # Western encoding are nearly all such letters ('Ìåëüíèöà').
 WESTERN_MAX_ACCENTED = 0.3
