@@ -6,6 +6,7 @@ Errors are one clear line on stderr and a non-zero exit; details go to the log (
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import logging
@@ -29,7 +30,7 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
     from .config import Settings
     from .engine import MODES, Engine, IngestResult, TreePicture, shown_text
     from .errors import RaptorError, damaged_store, is_damaged_database, storage_failure
-    from .ingest.load import read_local_file
+    from .ingest.load import read_local_file, safe_filename
     from .plugins import load_plugins
     from .query.answer import describe_documents
     from .query.support import MATCHED, describe_support, sources_title
@@ -375,8 +376,12 @@ def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
 
 def _print_ingest(name: str, result: IngestResult) -> None:
     """One line for the file called `name` here; a duplicate names the stored copy when it is called
-    otherwise (a renamed or re-saved file), so the user can find it in `raptor docs`."""
+    otherwise (a renamed or re-saved file), so the user can find it in `raptor docs`. `name` is shown as it
+    would be stored (`safe_filename`): a file's own name may hold a line break or an escape, and this is
+    one line."""
     doc = result.document
+    with contextlib.suppress(RaptorError):  # a name with nothing usable never gets here: it was refused
+        name = safe_filename(name)
     if result.status == "duplicate":
         stored = "" if doc.name == name else f" as {doc.name}"
         _say(f"{name}: already in the knowledge base{stored} (same content), nothing to do.")

@@ -48,3 +48,22 @@ def test_too_many_cells_or_a_field_past_the_csv_limit_is_refused_in_one_sentence
         load_document("field.csv", b'a,"' + b"x" * 200_000 + b'"\n')
     with pytest.raises(IngestError, match="contains no text"):
         load_document("empty.csv", b",,\n,,\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("header.csv", b"Name,Length,Year built\n"),
+        ("header.tsv", b"Keeper\tYear\r\n"),
+        ("blank-rows.csv", b"\xef\xbb\xbfName;Amount\n;\n\n"),  # a BOM, semicolons, only empty rows under it
+    ],
+)
+def test_a_header_with_no_rows_is_refused_in_one_sentence(name, data):
+    """An empty table, like an empty .txt, has nothing to search or quote: not one line of column names."""
+    with pytest.raises(IngestError) as refused:
+        load_document(name, data)
+    assert str(refused.value) == f"{name}: is a table with a header row (column names) but no rows of data."
+
+
+def test_one_row_of_figures_is_still_a_table():
+    assert load_document("figures.csv", b"1887,1903,45\n").text == "1887 | 1903 | 45"

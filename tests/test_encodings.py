@@ -74,3 +74,62 @@ def test_binary_data_is_still_refused_as_binary():
     with pytest.raises(IngestError) as info:
         load_document("noise.txt", bytes(range(256)) * 20)
     assert info.value.reason == "contains binary data, not text."
+
+
+# Real sentences in the Latin-script code pages whose bytes beyond ASCII are letters in Windows-1252 too:
+# each must be read in its own code page, where one language writes all its letters.
+LATIN_CODE_PAGES = [
+    ("cp1254", "Windows-1254", "Türkiye'nin başkenti Ankara'dır. Işık ılık bir öğleden sonra ağaçların arasından süzülüyordu."),
+    ("cp1254", "Windows-1254", "İstanbul'da yaşayan öğrenciler sınavlara hazırlanıyor. Şehir çok kalabalık."),
+    ("cp1254", "Windows-1254", "Ağaç dalında kuş ötüyor."),
+    # only ı and ş: as Windows-1252 'ý' and 'þ', Icelandic letters, but with none of Icelandic's common ones
+    ("cp1254", "Windows-1254", "Öğretmen kızı okula gitti."),  # ö and ğ: as Windows-1252, Icelandic's ö and ð
+    ("cp1254", "Windows-1254", "Holm adasına giden feribot 1931'de başladı. Feribot 1947'de fırtınada battı ve kimse yaralanmadı."),
+    ("cp1250", "Windows-1250", "Příliš žluťoučký kůň úpěl ďábelské ódy. Praha je hlavní město České republiky."),
+    ("cp1250", "Windows-1250", "Árvíztűrő tükörfúrógép. Budapest Magyarország fővárosa és legnépesebb települése."),
+    ("cp1250", "Windows-1250", "Zagreb je glavni grad Hrvatske. Đurđevak je cvijet, a čaša je na stolu; šuma je lijepa."),
+    ("cp1250", "Windows-1250", "Bratislava je hlavné mesto Slovenska. Ďateľ ťukal do stromu a kôň sa pásol."),
+    ("cp1250", "Windows-1250", "Bucureşti este capitala României. Ştiinţa şi ţara sunt frumoase."),
+    ("cp1257", "Windows-1257", "Įlinkdama fechtuotojo špaga sublykčiojusi pragręžė apvalų arbūzą. Lietuvos sostinė yra Vilnius."),
+    ("cp1257", "Windows-1257", "Glāžšķūņa rūķīši dzērumā čiepj Baha koncertflīģeļu vākus. Latvijas galvaspilsēta ir Rīga."),
+    ("iso8859_2", "ISO-8859-2", "Zażółć gęślą jaźń. Śląsk i Łódź są w Polsce."),
+    ("cp1251", "Windows-1251", "Київ є столицею України. Їжак і ґанок."),
+    ("koi8_r", "KOI8-R", "Съешь же ещё этих мягких французских булок, да выпей чаю."),
+    ("cp1253", "Windows-1253", "Η Αθήνα είναι η πρωτεύουσα της Ελλάδας. Ξεσκεπάζω την ψυχοφθόρα βδελυγμία."),
+    ("gb18030", "GB18030", "中华人民共和国的首都是北京。今天天气很好，我们去公园散步吧。"),
+    ("shift_jis", "Shift JIS", "東京は日本の首都です。今日はいい天気ですね。"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("encoding", "named", "text"), LATIN_CODE_PAGES)
+def test_each_code_page_family_is_read_as_its_language(encoding, named, text):
+    doc = load_document("notes.txt", text.encode(encoding))
+    assert doc.text == text
+    assert doc.notices == (f"read as {named} (it is not UTF-8)",)
+
+
+# Western text whose letters other code pages would also decode: Windows-1252 keeps it, Icelandic's ð þ ý
+# (Turkish ğ ş ı in Windows-1254) included, and names of several languages in one English sentence.
+WESTERN_SENTENCES = [
+    "Þetta er íslenskur texti. Við fórum í ferðalag og sáum fjöllin á Þingvöllum.",
+    "Hvað er þetta? Það er bók sem þú skrifaðir.",
+    "Søren bor i København og spiser rødgrød med fløde på en kold dag.",
+    "Het café in België was geëxploiteerd door een ingenieur; coördinatie is één ding.",
+    "The naïve café owner offered a résumé to Zoë at the soirée; Müller and Søren laughed.",
+    "El señor García llegó mañana por la tarde. ¿Dónde está la estación? ¡Qué bien!",
+    "Hyvää päivää, mitä kuuluu? Tämä on älykäs järjestelmä.",
+]
+
+
+@pytest.mark.parametrize("text", WESTERN_SENTENCES)
+def test_western_text_stays_windows_1252(text):
+    doc = load_document("notes.txt", text.encode("cp1252"))
+    assert doc.text == text
+    assert doc.notices == ("read as Windows-1252 (it is not UTF-8)",)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le"])
+def test_a_utf8_bom_in_front_of_a_utf16_or_utf32_bom_is_read_as_the_inner_encoding(encoding):
+    """A UTF-16 file a tool 'saved as UTF-8' by adding its BOM in front: not binary data."""
+    data = b"\xef\xbb\xbf" + ("\ufeff" + MILL).encode(encoding)
+    assert load_document("mill.txt", data).text == MILL

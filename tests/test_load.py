@@ -616,6 +616,41 @@ def test_docx_zip_bomb_is_refused_before_parsing():
     assert "zip bomb" in reason_of("bomb.docx", buffer.getvalue())
 
 
+DOCX_MAIN = b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+
+
+def _with_main_type(data: bytes, content_type: bytes, extra: dict[str, bytes] | None = None) -> bytes:
+    """A .docx whose main part is declared as `content_type` (as a .docm, .dotx or .dotm declares it)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as archive:
+        for item in source.infolist():
+            part = source.read(item.filename)
+            archive.writestr(item, part.replace(DOCX_MAIN, content_type) if item.filename == "[Content_Types].xml" else part)
+        for name, part in (extra or {}).items():
+            archive.writestr(name, part)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        b"application/vnd.ms-word.document.macroEnabled.main+xml",  # .docm
+        b"application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml",  # .dotx
+        b"application/vnd.ms-word.template.macroEnabledTemplate.main+xml",  # .dotm
+    ],
+)
+def test_a_macro_enabled_document_or_template_named_docx_is_read(content_type):
+    """Word's own formats with the same main part: their text is read (macros are never read or run),
+    rather than refused as a corrupt .docx."""
+    data = _with_main_type(make_docx([("The ferry sank in 1947.", None)]), content_type, {"word/vbaProject.bin": b"\xd0\xcf\x11\xe0macro"})
+    assert load_document("ferry.docx", data).text == "The ferry sank in 1947."
+
+
+def test_a_docx_whose_main_part_is_not_word_is_refused_in_one_sentence():
+    data = _with_main_type(make_docx([("Some text.", None)]), b"application/vnd.ms-excel.sheet.main+xml")
+    assert reason_of("sheet.docx", data) == "could not be read as a Word document (corrupt .docx?)."
+
+
 def test_corrupt_docx():
     data = make_docx([("Some text.", None)])
     assert "corrupt" in reason_of("cut.docx", data[: len(data) // 2])
@@ -934,3 +969,23 @@ def test_a_pdf_line_drawn_glyph_by_glyph_is_read_as_words():
     assert "Johanna Petersen ordered the wall in 1911." in text
     assert "1\n2\n3\n4\n5\n6\n7\n8\n9" in text
     assert "\nA\nB\nC\n" in load_document("list.pdf", make_pdf(["Grades:\nA\nB\nC\nD"])).text + "\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "kind"),
+    [
+        ("letter.txt", b"{\\rtf1\\ansi{\\fonttbl\\f0\\fswiss Helvetica;}\\f0\\pard The Alert called.\\par}", "an RTF document"),
+        ("notes.md", b"\xef\xbb\xbf{\\rtf1\\ansi The Alert.}", "an RTF document"),
+        ("report.txt", b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n", "a PDF file"),
+        ("table.csv", b"%PDF-1.7\n%%EOF\n", "a PDF file"),
+    ],
+)
+def test_an_all_ascii_pdf_or_rtf_under_a_text_name_is_refused_like_a_binary_one(name, data, kind):
+    """An uncompressed PDF or an RTF file decodes as ASCII: its markup must not be stored as its text."""
+    ext = name[name.rindex(".") :]
+    assert reason_of(name, data) == f"is {kind}, not text (the {ext} extension does not match its content)."
+
+
+@pytest.mark.parametrize("text", ["%PDF files are documents.", "{\\rtfish} is no RTF.", "GIF89a was released in 1989."])
+def test_text_that_only_mentions_those_formats_is_text(text):
+    assert load_document("notes.txt", text.encode()).text == text

@@ -1,5 +1,5 @@
 """Markdown's inline syntax is read as a renderer shows it: quotes, sentences and vectors see a link's text,
-an image's alt text and a code span's code, never '[John Hale](http://a.b/c)' or '**'."""
+a figure's alt text (an image inside a sentence is left out) and a code span's code, never '[John Hale](http://a.b/c)' or '**'."""
 
 from __future__ import annotations
 
@@ -18,8 +18,11 @@ def md(source: str) -> str:
     [
         ("Built in 1820 by [John Hale](http://a.b/c).", "Built in 1820 by John Hale."),
         ('Built by [John Hale](<http://a.b/c d> "his page").', "Built by John Hale."),
-        ("See ![the wheel](img/wheel.png) here.", "See the wheel here."),
-        ("Badge [![build](b.svg)](http://ci) ok.", "Badge build ok."),
+        ("See ![the wheel](img/wheel.png) here.", "See here."),  # an image in a sentence: left out
+        ("Badge [![build](b.svg)](http://ci) ok.", "Badge ok."),
+        ("It stood by the river ![photo](m.png).", "It stood by the river."),
+        ("![The mill in 1890](m.png)", "The mill in 1890"),  # a figure: its alt text is its line
+        ("Text.\n![Fig. 1](a.png) ![Fig. 2](b.png)\nMore.", "Text.\n\nFig. 1 Fig. 2\n\nMore."),
         ("Kept by the [county archive][1].\n\n[1]: http://archive.example.org", "Kept by the county archive."),
         ("Kept by [the Archive][].\n\n[The  archive]: http://x 'Title'", "Kept by the Archive."),
         ("Kept by [Archive].\n\n[archive]: <http://x>", "Kept by Archive."),
@@ -71,10 +74,83 @@ def test_a_link_split_across_chunks_never_leaves_url_syntax_in_a_chunk():
 
 @pytest.mark.parametrize(
     "hostile",
-    [b"[" * 400_000, b"[a](" * 100_000, b"**a " * 100_000, b"![x](" * 80_000, b"[[a] " * 80_000, b"`" * 400_000],
+    [
+        b"[" * 400_000,
+        b"[a](" * 100_000,
+        b"**a " * 100_000,
+        b"![x](" * 80_000,
+        b"[[a] " * 80_000,
+        b"`" * 400_000,
+        b"[a](" + b"x" * 1_000_000,  # one address with no end
+        b"[a](b(c" * 100_000,
+        b'<img src="' * 50_000,
+        b"<a " + b"x" * 1_000_000,  # one tag with no end
+    ],
 )
 def test_hostile_runs_of_inline_syntax_are_read_in_one_pass(hostile):
     """Unclosed openers: each match attempt is bounded, so a line of them is read in seconds, not hours
     (a quadratic scan would not finish within the test run)."""
     text = load_document("a.md", b"Prose. " + hostile, limits=LoadLimits(max_elements=10**9)).text
     assert text.startswith("Prose. ") and len(text) > 100_000
+
+
+ALT = "a photo of the mill"
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("mill.md", f"The mill ![{ALT}](m.png) stood by the river.".encode()),
+        ("mill.html", f'<p>The mill <img src="m.png" alt="{ALT}"> stood by the river.</p>'.encode()),
+        ("mill.docx", "docx"),
+    ],
+)
+def test_an_image_inside_a_sentence_leaves_its_alt_text_out_of_it(name, data, tmp_path):
+    """Markdown, HTML and Word alike: the sentence reads as written around the picture, so a quote of it
+    is not 'The mill a photo of the mill stood by the river.'"""
+    if data == "docx":
+        data = _docx_with_picture(tmp_path, ALT)
+    assert load_document(name, data).text == "The mill stood by the river."
+
+
+def _docx_with_picture(tmp_path, alt: str) -> bytes:
+    """A Word document whose one sentence holds a picture with `alt` as its description."""
+    import io
+
+    import docx
+    from docx.oxml.ns import qn
+    from PIL import Image
+
+    png = io.BytesIO()
+    Image.new("RGB", (4, 4), "red").save(png, "PNG")
+    png.seek(0)
+    document = docx.Document()
+    paragraph = document.add_paragraph("The mill ")
+    paragraph.add_run().add_picture(png)
+    paragraph.add_run(" stood by the river.")
+    for shape in document.element.body.iter(qn("wp:docPr")):
+        shape.set("descr", alt)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+DATA_URI = "data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/" * 400
+
+
+@pytest.mark.parametrize(
+    ("source", "shown"),
+    [
+        (f"The mill stood.\n\n![The mill in 1890]({DATA_URI})\n\nIt burned.", "The mill stood.\n\nThe mill in 1890\n\nIt burned."),
+        (f"See the ![wheel]({DATA_URI}) here.", "See the here."),
+        (f"Kept by the [county archive](https://example.org/{'a' * 3000}).", "Kept by the county archive."),
+        (f'The mill stood.\n\n<img src="{DATA_URI}" alt="mill">\n\nIt burned.', "The mill stood.\n\nIt burned."),
+        (f"The mill stood. ![wheel][pic]\n\n[pic]: {DATA_URI}\n\nIt burned.", "The mill stood.\n\nIt burned."),
+    ],
+    ids=["figure", "inline image", "long link", "html img", "reference"],
+)
+def test_an_address_of_any_length_is_never_read_as_text(source, shown):
+    """An image pasted into Markdown as a data: URI is tens of kB of base64: it is the address, not
+    anything to store, embed or quote, however long."""
+    assert len(source) > 20_000 or "a" * 3000 in source
+    assert md(source) == shown

@@ -15,7 +15,7 @@ import pytest
 
 from raptor_engine import Engine
 from raptor_engine.cli import _print_ingest
-from raptor_engine.ingest.load import text_fingerprint
+from raptor_engine.ingest.load import document_fingerprint, load_document, text_fingerprint
 from raptor_tools.fingerprint import fingerprint
 from tests.sample_texts import BEEKEEPING
 from tests.unhurried import unhurried_settings
@@ -140,3 +140,50 @@ async def test_a_build_that_did_not_check_once_read_is_refused_before_its_commit
     assert "embed" in stages  # built this time
     assert (result.status, result.document.name) == ("duplicate", "mill.md")
     assert fingerprint(stored) == before
+
+
+MARKDOWN = (
+    "# Ebbworth weir\n"
+    "\n"
+    "The **sluice** was rebuilt in *1911* by [Hale & Sons](https://example.org/hale).\n"
+    "\n"
+    "| Year | Keeper |\n"
+    "|------|--------|\n"
+    "| 1887 | Ann Hale |\n"
+    "\n"
+    "- the `wheel` stopped in 1923\n"
+)
+
+
+@pytest.mark.parametrize(("first", "second"), [("weir.md", "weir.txt"), ("weir.txt", "weir.md")])
+async def test_a_txt_holding_markdown_and_the_same_md_are_one_document(tmp_path, embedder, first, second):
+    """Markdown syntax is rendered under a .md name and kept as typed under .txt: the fingerprint reads
+    a .txt as Markdown, so either upload after the other is the same document, and nothing changes."""
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        await engine.ingest("kb", first, MARKDOWN.encode())
+        before = fingerprint(engine)
+        again = await engine.ingest("kb", second, MARKDOWN.replace("\n", "\r\n").encode("cp1252"))
+        assert (again.status, again.document.name) == ("duplicate", first)
+        assert fingerprint(engine) == before
+        changed = await engine.ingest("kb", second, MARKDOWN.replace("1923", "1924").encode())
+        assert changed.status != "duplicate"  # one figure differs: a new document
+    finally:
+        engine.close()
+
+
+def test_a_txt_fingerprint_reads_markdown_but_keeps_plain_text_as_it_is():
+    plain = load_document("notes.txt", b"Kestrels hover.\nThey eat voles, 3 * 4 of them.")
+    assert document_fingerprint(plain) == text_fingerprint(plain.text)
+    as_txt = load_document("weir.txt", MARKDOWN.encode())
+    assert as_txt.text.startswith("# Ebbworth weir\n\nThe **sluice**")  # the stored text is as typed
+    assert document_fingerprint(as_txt) == document_fingerprint(load_document("weir.md", MARKDOWN.encode()))
+
+
+async def test_a_duplicate_whose_file_name_holds_a_line_break_is_reported_on_one_line(stored, capsys):
+    """The CLI names the file as it would be stored: its own name's line break and escape would split
+    the one-line report, or colour the terminal."""
+    name = "mill\n\x1b[31m.md"
+    result = await stored.ingest("kb", name, TEXT.encode())
+    _print_ingest(name, result)
+    assert capsys.readouterr().out == "mill [31m.md: already in the knowledge base as mill.md (same content), nothing to do.\n"

@@ -666,3 +666,53 @@ def test_a_summary_of_unpunctuated_sentences_splits_into_the_sentences_it_copied
     summary = summarizer.summarize(SummaryRequest(texts=texts, embeddings=np.ones((3, 4)), max_tokens=200)).text
     copied = [" ".join(t[a:b].split()) for t in texts for a, b in split_sentences(t)]
     assert sorted(" ".join(summary[a:b].split()) for a, b in split_sentences(summary)) == sorted(copied)
+
+
+# ------------------------------------------------------------------- captions without punctuation
+
+CAPTIONS = [
+    "so today we're going to talk about the old mill",
+    "it was built in 1820 by john hale",
+    "he paid four hundred pounds for the land",
+    "the wheel turned for almost a hundred years",
+    "until the sluice gate rotted in 1911",
+    "his daughter mary ran the bakery next door",
+    "the mill was turned into a museum in 1975",
+]
+
+
+def _srt(lines: list[str]) -> bytes:
+    cues = [f"{i}\n00:00:{2 * i:02d},000 --> 00:00:{2 * i + 2:02d},000\n{line}\n" for i, line in enumerate(lines, 1)]
+    return "\n".join(cues).encode()
+
+
+def test_captions_without_punctuation_are_one_sentence_per_cue():
+    """Automatic captions have no full stops or capitals, so the splitter would read the whole file as one
+    sentence and a quote would run every cue together: each cue is written as a sentence of its own."""
+    doc = load_document("mill.srt", _srt(CAPTIONS))
+    assert doc.text.split("\n")[:2] == ["So today we're going to talk about the old mill.", "It was built in 1820 by john hale."]
+    assert [doc.text[a:b] for a, b in split_sentences(doc.text)] == doc.text.split("\n")
+    assert doc.notices == ("its cues have no punctuation, so each was read as a sentence",)
+    vtt = "WEBVTT\n\n00:01.000 --> 00:03.000\n<v Ann Hale>it was built in 1820\n\n00:03.000 --> 00:05.000\n- by my grandfather\n"
+    assert load_document("mill.vtt", vtt.encode()).text == "Ann Hale: It was built in 1820.\n- By my grandfather."
+
+
+def test_punctuated_subtitles_still_run_a_sentence_across_cues():
+    doc = load_document("mill.srt", _srt(["The mill was built in 1820", "by John Hale. He paid", "four hundred pounds."]))
+    assert doc.notices == ()
+    assert [doc.text[a:b].replace("\n", " ") for a, b in split_sentences(doc.text)] == [
+        "The mill was built in 1820 by John Hale.",
+        "He paid four hundred pounds.",
+    ]
+
+
+async def test_an_answer_from_captions_quotes_one_cue_not_the_file(tmp_path, embedder):
+    engine = Engine(Settings.from_env(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        await engine.ingest("kb", "mill.srt", _srt(CAPTIONS))
+        answer = await engine.ask("kb", "Who ran the bakery?")
+    finally:
+        engine.close()
+    quotes = QUOTE.findall(answer.text)
+    assert quotes and quotes[0].startswith("His daughter mary ran the bakery next door.")
+    assert all(len(quote.split(". ")) <= 2 for quote in quotes)  # a cue, perhaps with the next: never the file

@@ -23,6 +23,7 @@ import unicodedata
 import warnings
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -220,6 +221,8 @@ def load_document(
     fmt = _format_for(name)
     _check_size(name, len(data), max_bytes)
     limits = limits or LoadLimits()
+    if fmt in ("txt", "md", "csv", "subtitles"):
+        _check_not_disguised(name, data)
     if fmt in ("txt", "md") and _is_html_document(data):
         log.info("%s: an HTML document under a %s name; reading its visible text", name, fmt)
         fmt = "html"  # its scripts, styles and comments must not become text
@@ -322,6 +325,13 @@ def text_fingerprint(text: str) -> str:
     return hashlib.sha256(text.strip("\n").encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def document_fingerprint(doc: LoadedDocument) -> str:
+    """The fingerprint (`text_fingerprint`) of a loaded document's text as Markdown reads it when it is a
+    .txt, so a .txt holding Markdown and the same text as .md are one document; a .txt without Markdown
+    syntax reads the same either way."""
+    return text_fingerprint(markdown_text(doc.text) if doc.format == "txt" else doc.text)
+
+
 def _assemble(name: str, blocks: list[_Block], fmt: str) -> LoadedDocument:
     """Join normalised blocks with blank lines; a new Section starts wherever page or heading path changes."""
     parts: list[str] = []
@@ -363,6 +373,19 @@ _SIGNATURES = (
 
 def _content_kind(data: bytes) -> str | None:
     return next((kind for magic, kind in _SIGNATURES if data.startswith(magic)), None)
+
+
+# Formats whose files may be all ASCII, so they decode as text, yet whose bytes are markup or objects
+# rather than anything to read: a PDF written without compression, an RTF document. No text begins so.
+_TEXT_DISGUISES = re.compile(rb"\A(?:\xef\xbb\xbf)?(?:%PDF-\d\.\d|\{\\rtf\d?[\\{ ])")
+
+
+def _check_not_disguised(name: str, data: bytes) -> None:
+    """Refuse a PDF or RTF file under a text format's name (.txt, .md, .csv, .srt) in one sentence, as
+    one that does not decode is refused: its markup would be stored and quoted as its text."""
+    if _TEXT_DISGUISES.match(data[:32]):
+        kind = _content_kind(data.removeprefix(b"\xef\xbb\xbf"))
+        raise IngestError(name, f"is {kind}, not text (the {_extension(name)} extension does not match its content).")
 
 
 def _is_html_document(data: bytes) -> bool:
@@ -421,6 +444,8 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> tuple[s
     without BOM), UTF-32 with a BOM, UTF-16 (with a BOM, or without one when its zero high bytes show it);
     bytes that are not UTF-8 in the encoding the file itself `declared` (an HTML page's <meta>), else in
     the legacy encoding they read as language in (`_legacy_decode`). Binary data is refused."""
+    if data.startswith(b"\xef\xbb\xbf") and data[3:].startswith((b"\xff\xfe", b"\xfe\xff")):
+        data = data[3:]  # UTF-16 or UTF-32 that a tool saved "as UTF-8" by adding a BOM in front of its own
     if data.startswith(b"\xef\xbb\xbf"):
         encoding, payload = "utf-8", data[3:]
     elif data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16: the same first bytes
@@ -462,9 +487,43 @@ _UTF8_SEQUENCE = re.compile(
     rb"|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}|\xf4[\x80-\x8f][\x80-\xbf]{2}"
 )
 _NON_ASCII_BYTE = re.compile(rb"[\x80-\xff]")
-# Western encodings tried first, in order: Windows-1252 is what Windows (and every browser, for pages that
-# say Latin-1) writes; Mac OS Roman what classic Mac editors wrote. Both decode Latin-script text.
-_WESTERN_ENCODINGS = ("cp1252", "mac_roman")
+# Latin-script encodings, in order of preference when readings tie: Windows-1252 is what Windows (and every
+# browser, for pages that say Latin-1) writes; Mac OS Roman what classic Mac editors wrote; then the Central
+# European, Turkish and Baltic Windows code pages and ISO-8859-2. Their bytes beyond ASCII mostly decode
+# to letters in each of them, so the reading kept is the one whose letters one language uses
+# (`_language_fit`): Turkish 'başkenti' read as Windows-1252 is 'baþkenti', Icelandic letters beside 'ü'.
+_WESTERN_ENCODINGS = ("cp1252", "mac_roman", "cp1250", "cp1254", "cp1257", "iso8859_2")
+# The letters beyond ASCII each language writes with (lower case). A reading in the wrong code page mixes
+# letters of several ('ý' and 'þ' are Icelandic, 'ü' and 'ç' are not).
+_LANGUAGE_LETTERS = {
+    "French": "àâæçéèêëîïôœùûüÿ",
+    "German": "äöüßé",
+    "Spanish": "áéíñóúü",
+    "Portuguese": "áâãàçéêíóôõúü",
+    "Italian": "àèéìíîòóùú",
+    "Catalan": "àçèéíïòóúü",
+    "Dutch": "áéèëïóöü",
+    "Danish and Norwegian": "æøåéó",
+    "Swedish": "åäöé",
+    "Finnish": "äöåšž",
+    "Icelandic": "áðéíóúýþæö",
+    "Turkish": "çğıöşüâîû",
+    "Czech": "áčďéěíňóřšťúůýž",
+    "Slovak": "áäčďéíĺľňóôŕšťúýž",
+    "Polish": "ąćęłńóśźż",
+    "Hungarian": "áéíóöőúüű",
+    "Croatian and Slovenian": "čćđšž",
+    "Romanian": "ăâîșțşţ",
+    "Lithuanian": "ąčęėįšųūž",
+    "Latvian": "āčēģīķļņšūž",
+    "Estonian": "äöõüšž",
+    "Albanian": "çë",
+}
+# Letters a language's text beyond a few words always holds one of, where its other letters are what a
+# wrong code page makes of another language's: Icelandic writes 'á', 'í', 'ó' in nearly every sentence,
+# while Turkish 'ı', 'ş' and 'ğ' read as Windows-1252 are Icelandic's 'ý', 'þ' and 'ð' (and 'ö' is both
+# languages'), with none of those.
+_LANGUAGE_COMMON = {"Icelandic": "áéíóúæ"}
 # In Western text the letters beyond ASCII (é, ñ, ß) are a minority; Cyrillic or Greek bytes read in a
 # Western encoding are nearly all such letters ('Ìåëüíèöà').
 WESTERN_MAX_ACCENTED = 0.3
@@ -521,10 +580,9 @@ def _legacy_decode(name: str, data: bytes) -> tuple[str, str]:
         text = data.decode("utf-8", errors=_UTF8_OR_WINDOWS_1252)
         log.info("%s: UTF-8 with stray bytes; read those as Windows-1252", name)
         return text, "read as UTF-8, with the bytes that are not UTF-8 read as Windows-1252"
-    for codec in _WESTERN_ENCODINGS:
-        text = _decoded_as(data, codec)
-        if text is not None and _reads_as_language(text[:LEGACY_SAMPLE_BYTES], western=True):
-            return text, _read_as(name, codec)
+    latin = _latin_reading(data)
+    if latin is not None:
+        return latin[1], _read_as(name, latin[0])
     import charset_normalizer  # only for the rare upload that is neither UTF-8 nor Western
 
     guesses = charset_normalizer.from_bytes(data[: 4 * LEGACY_SAMPLE_BYTES], cp_isolation=list(_LEGACY_ENCODINGS))
@@ -534,6 +592,40 @@ def _legacy_decode(name: str, data: bytes) -> tuple[str, str]:
             return text, _read_as(name, guess.encoding)
     raise IngestError(
         name, "is not UTF-8 and does not read as text in any encoding we recognise; please save it as UTF-8."
+    )
+
+
+def _latin_reading(data: bytes) -> tuple[str, str] | None:
+    """(codec, text) for the Latin-script encoding whose reading of `data` reads as words and best fits one
+    language's letters; the earlier in `_WESTERN_ENCODINGS` on a tie, so Windows-1252 keeps every text
+    it reads as plausibly as another. None when no Latin-script reading reads as words."""
+    best: tuple[float, str, str] | None = None
+    for codec in _WESTERN_ENCODINGS:
+        text = _decoded_as(data, codec)
+        if text is None or not _reads_as_language(text[:LEGACY_SAMPLE_BYTES], western=True):
+            continue
+        fit = _language_fit(text[:LEGACY_SAMPLE_BYTES])
+        if best is None or fit > best[0]:
+            best = (fit, codec, text)
+        if fit == 1.0:
+            break  # one language writes every letter: no later code page can read it better
+    return None if best is None else (best[1], best[2])
+
+
+def _language_fit(text: str) -> float:
+    """The share of a text's letters beyond ASCII that its best-fitting single language writes with
+    (1.0 when it has none): how plausibly a Latin-script code page's reading is real text."""
+    counts = Counter(ch for ch in text.lower() if ord(ch) > 127 and ch.isalpha())
+    total = sum(counts.values())
+    if not total:
+        return 1.0
+    return (
+        max(
+            sum(counts[ch] for ch in letters)
+            for language, letters in _LANGUAGE_LETTERS.items()
+            if any(counts[ch] for ch in _LANGUAGE_COMMON.get(language, letters))
+        )
+        / total
     )
 
 
@@ -675,7 +767,38 @@ def _read_subtitles(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
             "line such as 00:00:01,000 --> 00:00:04,000.",
         )
     skipped = f"{counted(broken, 'cue')} skipped: {'its' if broken == 1 else 'their'} timing line could not be read"
-    return [_Block("\n".join(cues), notice=skipped if broken else ""), _Block("", notice=notice)]
+    unpunctuated = _unpunctuated(cues)
+    if unpunctuated:
+        cues = [_cue_sentence(line) for cue in cues for line in cue.split("\n")]
+    return [
+        _Block("\n".join(cues), notice=skipped if broken else ""),
+        _Block("", notice="its cues have no punctuation, so each was read as a sentence" if unpunctuated else ""),
+        _Block("", notice=notice),
+    ]
+
+
+# Punctuation that ends or divides a sentence (Latin and CJK); captions generated from speech have none.
+_SENTENCE_PUNCTUATION = re.compile("[.!?\u2026\u3002\uff01\uff1f]")
+UNPUNCTUATED_CUES = 0.2  # below this share of cues holding any, a file's cues are not written in sentences
+# A cue line's opening: a dialogue dash or a voice tag's "Name: ", then the first letter of its words.
+_CUE_OPENING = re.compile(r"(?:- |[^\s:][^:\n]{0,59}: )?")
+
+
+def _unpunctuated(cues: list[str]) -> bool:
+    """Whether a subtitle file's cues are written without sentence punctuation (automatic captions), so
+    the sentence splitter, which ends a sentence only at punctuation before a capital, would read the
+    whole file as one sentence and a quote would run many cues together."""
+    punctuated = sum(1 for cue in cues if _SENTENCE_PUNCTUATION.search(cue))
+    return bool(cues) and punctuated < UNPUNCTUATED_CUES * len(cues)
+
+
+def _cue_sentence(line: str) -> str:
+    """One unpunctuated cue line written as a sentence: its first letter a capital, a full stop at its
+    end, as a reader would mark where the speaker paused ('it was built in 1820' -> 'It was built in 1820.')."""
+    start = _CUE_OPENING.match(line).end()
+    if start < len(line) and line[start].islower():
+        line = line[:start] + line[start].upper() + line[start + 1 :]
+    return f"{line}." if line[-1:].isalnum() else line
 
 
 # A block that is a cue by its shape: an SRT number, or a timing arrow, in its first two lines.
@@ -760,6 +883,8 @@ def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     except csv.Error as exc:  # a field past csv's size limit, a NUL in a field
         log.info("%s: CSV parse failed: %s", name, exc)
         raise IngestError(name, "could not be read as CSV (a field too long, or not text).") from None
+    if len(rows) == 1 and _names_columns(rows[0]):  # as an empty .txt is refused: nothing to search or quote
+        raise IngestError(name, "is a table with a header row (column names) but no rows of data.")
     if _csv_header(rows):
         lines = [_labelled_row(rows[0], row) for row in rows[1:]]
     else:
@@ -784,11 +909,14 @@ def _csv_delimiter(sample: str) -> str:
 def _csv_header(rows: list[list[str]]) -> bool:
     """Whether the first row names the columns: two or more rows, its cells all filled, different from each
     other, short, and not numbers (a file of figures with no header starts with a row of data)."""
-    if len(rows) < 2 or len(rows[0]) < 2:
-        return False
-    names = rows[0]
+    return len(rows) >= 2 and _names_columns(rows[0])
+
+
+def _names_columns(names: list[str]) -> bool:
+    """Whether a row reads as column names: two or more cells, all filled, different, short, not numbers."""
     return (
-        all(names)
+        len(names) >= 2
+        and all(names)
         and len(set(names)) == len(names)
         and all(len(cell) <= MAX_HEADER_CELL_CHARS for cell in names)
         and not any(_NUMBER.fullmatch(cell) for cell in names)
@@ -817,7 +945,7 @@ _MD_HIDDEN_HTML = re.compile(
     r"(?:\shidden(?=[\s=/>])|aria-hidden\s*=\s*[\"']?true|display\s*:\s*none|visibility\s*:\s*hidden)"
     r"[^<>]{0,2000}>.*?(?:</(?P=tag)\s*>|\Z)"
     # any other tag: the renderer shows what it holds, never the tag (<details>, <sup>, <br/>)
-    r"|</?(?P<markup>[a-z][a-z0-9-]*)(?:\s[^<>]{0,2000})?/?>",
+    r"|</?(?P<markup>[a-z][a-z0-9-]*)(?:\s[^<>]*+)?/?>",
     re.IGNORECASE | re.DOTALL,
 )
 # Tags inside a line of text, removed without a space ("H<sub>2</sub>O" is "H2O"); any other is a space.
@@ -974,12 +1102,14 @@ def _labelled_tables(lines: list[str]) -> list[str]:
 
 # Markdown's inline syntax, which a renderer turns into what it shows: quotes, sentences and vectors see
 # that, never the syntax ('built by [John Hale](http://a.b/c)' reads 'built by John Hale'). Every part is
-# bounded in length, so a line of unclosed openers is read in one pass, not once per opener.
+# bounded in length, so a line of unclosed openers is read in one pass, not once per opener; but an address,
+# whatever its length (an image pasted as a data: URI is tens of kB of base64), is taken possessively: it
+# ends at the first space or parenthesis, which the next opener needs, so each stretch is scanned once.
 _MD_REFERENCE_DEFINITION = re.compile(
-    r"^ {0,3}\[(?!\^)([^\]\n]{1,999})\]:[ \t]*<?\S{0,2000}?>?(?:[ \t]+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^)\n]{0,500}\)))?[ \t]*$"
+    r"^ {0,3}\[(?!\^)([^\]\n]{1,999})\]:[ \t]*<?[^\s>]*+>?(?:[ \t]+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^)\n]{0,500}\)))?[ \t]*$"
 )
 _MD_FOOTNOTE_DEFINITION = re.compile(r"^ {0,3}\[\^([^\]\s]{1,100})\]:[ \t]*")
-_MD_URL = r"(?:<[^<>\n]{0,2000}>|(?:[^()\s]|\([^()\s]{0,2000}\)){0,2000})(?:\s+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^)\n]{0,500}\)))?"
+_MD_URL = r"(?:<[^<>\n]*+>|(?:[^()\s]++|\([^()\s]*+\))*+)(?:\s+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^)\n]{0,500}\)))?"
 # A link's text: brackets inside it in balanced pairs, one deep (an image in a link: `[![build](b.svg)](ci)`).
 _MD_LINK_TEXT = r"(?:[^\[\]]|\[[^\[\]]{0,500}\]){0,500}"
 _MD_INLINE = re.compile(
@@ -1001,12 +1131,31 @@ def _md_label(label: str) -> str:
     return " ".join(label.split()).casefold()
 
 
-def _md_inline(text: str, labels: frozenset[str], depth: int = 0) -> str:
+# A line of nothing but images (a figure): its alt text is its own line, joined to no sentence.
+_MD_FIGURE_LINE = re.compile(r"(?:[ \t]*!\[[^\[\]\n]{0,500}\]\([^()\n]*+\))+[ \t]*")
+_DROPPED = "\ufdd0"  # where an image was taken out of a sentence (a noncharacter: never in text)
+_DROPPED_WITH_SPACE = re.compile(f"[ \t]*{_DROPPED}")
+
+
+def _md_inline(text: str, labels: frozenset[str], *, images: bool = True) -> str:
     """`text` as a Markdown renderer shows it: links and images as their text, reference links whose label
     is defined likewise, autolinks as their address, code spans as their code, emphasis and strikethrough
-    marks, backslash escapes and HTML entities resolved; a footnote reference `[^2]` as '(note 2)'."""
+    marks, backslash escapes and HTML entities resolved; a footnote reference `[^2]` as '(note 2)'.
+    Without `images`, an image is taken out with the space before it, as the HTML and Word readers leave
+    out an <img>: its alt text ('a photo of the mill') inlined would break the sentence it stands in."""
+    shown = _md_shown(text, labels, 0, images)
+    return shown if images else _DROPPED_WITH_SPACE.sub("", shown)
+
+
+def _md_shown(text: str, labels: frozenset[str], depth: int, images: bool) -> str:
+    """One level of `_md_inline`: an image is `_DROPPED` unless `images`; nested syntax one level deeper."""
+
+    def inner(part: str) -> str:
+        return _md_shown(part, labels, depth + 1, images)
 
     def shown(match: re.Match[str]) -> str:
+        if not images and match.group(0).startswith("!["):
+            return _DROPPED
         kind = match.lastgroup if match.group("code") is None else "code"
         if kind == "code":
             code = match.group("code_text")
@@ -1014,22 +1163,22 @@ def _md_inline(text: str, labels: frozenset[str], depth: int = 0) -> str:
         if match.group("escaped") is not None:
             return match.group("escaped")
         if match.group("link") is not None:
-            return _md_inline(match.group("link"), labels, depth + 1) if depth < MAX_INLINE_NESTING else match.group(0)
+            return inner(match.group("link")) if depth < MAX_INLINE_NESTING else match.group(0)
         if match.group("ref_text") is not None:
             label = match.group("ref") or match.group("ref_text")
             if _md_label(label) not in labels or depth >= MAX_INLINE_NESTING:
                 return match.group(0)  # no such reference: a renderer shows the brackets as written
-            return _md_inline(match.group("ref_text"), labels, depth + 1)
+            return inner(match.group("ref_text"))
         if match.group("note") is not None:
             return f" (note {match.group('note')})"
         if match.group("autolink") is not None:
             return match.group("autolink")
         if match.group("emphasised") is not None:
-            marks, inner = match.group("marks"), match.group("emphasised")
+            marks, emphasised = match.group("marks"), match.group("emphasised")
             start, end = match.span()
             if _word_char_at(match.string, start - 1) and _word_char_at(match.string, end):
-                return marks + _md_inline(inner, labels, depth + 1) + marks  # snake_case, 2*3*4: not emphasis
-            return _md_inline(inner, labels, depth + 1) if depth < MAX_INLINE_NESTING else match.group(0)
+                return marks + inner(emphasised) + marks  # snake_case, 2*3*4: not emphasis
+            return inner(emphasised) if depth < MAX_INLINE_NESTING else match.group(0)
         return html.unescape(match.group("entity"))
 
     return _MD_INLINE.sub(shown, text)
@@ -1051,9 +1200,11 @@ def _md_plain_lines(lines: list[str]) -> list[str]:
     fence: str | None = None
 
     def flush() -> None:
-        if paragraph:
-            out.extend(_md_inline("\n".join(paragraph), labels).split("\n"))
-            paragraph.clear()
+        # a line of only images is a figure: its alt text a line of its own; elsewhere images are left out
+        for figure, run in itertools.groupby(paragraph, key=lambda line: bool(_MD_FIGURE_LINE.fullmatch(line))):
+            shown = _md_inline("\n".join(run), labels, images=figure).split("\n")
+            out.extend(["", *shown, ""] if figure else shown)  # a paragraph of its own, not a sentence's end
+        paragraph.clear()
 
     for line in lines:
         fence_match = _FENCE.match(line)
@@ -1098,9 +1249,20 @@ def _read_markdown(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     matter gives the document its title; table rows are labelled with their columns; links, emphasis and
     code spans read as a renderer shows them."""
     text, notice = _decode_text(name, data)
+    return [_Block("", notice=notice), *_markdown_blocks(text)]
+
+
+def markdown_text(text: str) -> str:
+    """`text` as the Markdown reader reads it (emphasis, links, tables and images rendered): what a .txt
+    holding Markdown would read as under a .md name, for telling the two are one document."""
+    return _assemble("", _markdown_blocks(text), "md").text
+
+
+def _markdown_blocks(text: str) -> list[_Block]:
+    """Markdown text's blocks, one per heading section, with their heading paths."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     lines = _md_plain_lines(_labelled_tables(_without_hidden_html(_titled(lines))))
-    blocks: list[_Block] = [_Block("", notice=notice)]
+    blocks: list[_Block] = []
     current: list[str] = []
     heading: tuple[str, ...] = ()
     path: list[tuple[int, str]] = []
@@ -1433,12 +1595,11 @@ def _docx_heading_level(style_name: str) -> int | None:
 def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Paragraphs and tables in body order; Heading styles set the heading path."""
     _check_docx_zip(name, data, limits)
-    import docx
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
     try:
-        document = docx.Document(io.BytesIO(data))
+        document = _open_docx(data)
         hidden_styles = _docx_hidden_styles(document)
         style_name = _docx_paragraph_style_names(document)
         blocks: list[_Block] = []
@@ -1466,6 +1627,31 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
             ) from None
         raise IngestError(name, "could not be read as a Word document (corrupt .docx?).") from None
     return blocks
+
+
+# Word's main document part in a macro-enabled document (.docm), a template (.dotx) or a macro-enabled
+# template (.dotm), often renamed .docx: the same XML as a .docx's, which python-docx refuses by its type.
+# Its text is read like any other; its macros (vbaProject.bin) are never read, let alone run.
+_WORD_MAIN_TYPES = (
+    "application/vnd.ms-word.document.macroEnabled.main+xml",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml",
+    "application/vnd.ms-word.template.macroEnabledTemplate.main+xml",
+)
+
+
+def _open_docx(data: bytes) -> Any:
+    """A python-docx Document of a .docx, or of a .docm, .dotx or .dotm under a .docx name."""
+    import docx
+    from docx.opc.package import OpcPackage
+    from docx.opc.part import PartFactory
+    from docx.parts.document import DocumentPart
+
+    for content_type in _WORD_MAIN_TYPES:
+        PartFactory.part_type_for.setdefault(content_type, DocumentPart)
+    part = OpcPackage.open(io.BytesIO(data)).main_document_part
+    if not isinstance(part, DocumentPart):
+        return docx.Document(io.BytesIO(data))  # raises, naming the content type it is
+    return part.document
 
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"

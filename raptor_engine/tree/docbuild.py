@@ -19,7 +19,7 @@ from ..config import Settings
 from ..errors import IngestError, LimitError
 from ..ingest.budget import current_budget
 from ..ingest.chunk import chunk_document
-from ..ingest.load import LoadLimits, text_fingerprint
+from ..ingest.load import LoadLimits, document_fingerprint
 from ..ingest.parse_worker import ParseStats, WorkerLimits, load_isolated
 from ..types import Chunk, LoadedDocument, Progress, ProgressCallback, Summarizer
 from .build import BuiltTree, build_document_tree
@@ -44,7 +44,7 @@ class DocumentTree:
     format: str
     parse: ParseStats = field(default_factory=ParseStats)
     notices: tuple[str, ...] = ()  # the loaded document's (LoadedDocument.notices)
-    text_sha256: str = ""  # the loaded text's fingerprint (load.text_fingerprint): the same document re-saved
+    text_sha256: str = ""  # the loaded text's fingerprint (load.document_fingerprint): the same document re-saved
 
 
 def parse_limits(settings: Settings) -> WorkerLimits:
@@ -124,7 +124,7 @@ async def build_document(
     stats = ParseStats()
     doc = await read_upload(name, data, settings, stats)
     log.info("read %s in %.2f s (parse child peak %.0f MB)", name, stats.seconds, stats.peak_rss_mb)
-    fingerprint = text_fingerprint(doc.text)
+    fingerprint = document_fingerprint(doc)
     if loaded:
         loaded(fingerprint)
     embedder, summarizer = await _ready(embedder), await _ready(summarizer)
