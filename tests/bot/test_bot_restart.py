@@ -80,8 +80,8 @@ def test_an_uploads_file_of_the_previous_release_opens_and_keeps_its_unfinished_
     log = UploadLog(path)
     try:
         [old] = log.unfinished()
-        assert (old.filename, old.data, old.status, old.url, old.size) == (
-            "bread.txt", SOURDOUGH.encode(), "running", "", 0,
+        assert (old.filename, old.data, old.status, old.url, old.size, old.post) == (
+            "bread.txt", SOURDOUGH.encode(), "running", "", 0, None,
         )  # fmt: skip
         [new] = log.accept(KB_A, [Source("kestrel.md", "http://cdn/kestrel.md", 1234)], "alice", CHAN_A, ALICE)
         waiting = log.unfinished()[1]
@@ -100,7 +100,8 @@ def test_an_uploads_file_of_the_previous_release_opens_and_keeps_its_unfinished_
     try:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(uploads)")]
         added = ["url", "size", "attempts", "status_message_id", "status_token", "status_until"]
-        assert columns[-6:] == added and len(columns) == len(set(columns))
+        added += ["post_channel_id", "post_message_id", "post_attachment_id", "post_author_id"]
+        assert columns[-len(added) :] == added and len(columns) == len(set(columns))
         assert conn.execute("SELECT data FROM uploads WHERE id = ?", [old.id]).fetchone() == (None,)
     finally:
         conn.close()
