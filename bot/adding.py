@@ -38,6 +38,7 @@ RESUMED_BUILD = (
     "Done (the bot restarted while this file was being added, so it was built again).",
     "Done (the bot restarted while this file was being added, so it was tried again).",
 )
+PROBLEM = "❌"  # how a file's line that was not added starts
 POST_GONE = (
     "was built and then removed: the message it was posted in was deleted, or edited to drop it, while the "
     "bot was down."
@@ -130,7 +131,11 @@ class BatchStatus:
             await note(self.status.shown)
 
     def render(self) -> str:
-        return "\n".join([self.header, *(line.text for line in self.lines), *self.refused])
+        """The header, then the problems (files refused from their metadata, then files whose build
+        failed), then the other files' lines in the order given: a member sees what went wrong first."""
+        failed = [line.text for line in self.lines if line.text.startswith(PROBLEM)]
+        others = [line.text for line in self.lines if not line.text.startswith(PROBLEM)]
+        return "\n".join([self.header, *self.refused, *failed, *others])
 
     def show(self) -> None:
         self.editor.request(self.render())
