@@ -288,6 +288,9 @@ def _rewrite_one(
     carried = _carried_wh(question, previous)
     if carried is not None:  # it names its subject: no context, so the answer may quote the last one again
         return Rewrite(carried, subject=previous.subject)
+    event = _event_of_that(bare, previous, previous_answer)
+    if event is not None:
+        return Rewrite(_capitalised(bare), _cut(event), subject=previous.subject)
     core, person, pronoun, thing = _resolve(bare, previous, previous_answer, told)
     # 'and Jacob?' names him mid-sentence; without its 'and' he would open the question
     subject = (
@@ -302,6 +305,59 @@ def _rewrite_one(
     alone = (person and _went_back_to(person, previous)) or (thing and not person and not _points_back(core))
     context = "" if alone else _cut(_carried_context(previous, previous_answer))
     return Rewrite(_capitalised(core), context, person, pronoun, subject)
+
+
+# "when was that?", "and where did that happen?", "who did this?", "why was that?": a wh-word asked of
+# "that" alone, which means what the last answer told (not "who was that?", which asks who someone is).
+_OF_THAT = re.compile(
+    r"^(?:(?:and|so|but|ok|okay|hmm+|um+|well|then|oh|right)\b[\s,.!]*)*"
+    r"(when|where|who|why|how)\s+(?:(was|is|were|did|does|had|has)\s+)?(?:that|this)"
+    r"(?:\s+(happen|happened|occur|occurred|take place|took place|start|started|begin|began|end|ended))?"
+    r"(?:\s+(?:exactly|again|then))?\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _asks_of_that(question: str) -> bool:
+    match = _OF_THAT.match(question)
+    if match is None:
+        return False
+    wh, aux, verb = (match.group(i) for i in (1, 2, 3))
+    return not (wh.lower() == "who" and (aux or "").lower() in ("was", "is") and not verb)
+
+
+# A clause that dates the event asked about by another one: "rebuilt after the fire" asks of the rebuild.
+_TIME_CLAUSE = re.compile(r"\s+\b(?:after|before|since|until|till|following|during)\b", re.IGNORECASE)
+
+
+def _main_clause(question: str) -> str:
+    """The question without a time clause that follows its event ('Was the town hall rebuilt after the
+    fire?' -> 'Was the town hall rebuilt'), unless that leaves it naming nothing."""
+    cut = _TIME_CLAUSE.split(question, maxsplit=1)[0]
+    return cut if subject_terms(cut) else question
+
+
+def _event_of_that(question: str, previous: Rewrite, previous_answer: str) -> str | None:
+    """'Was the town hall rebuilt after the fire?' answered 'The new town hall was rebuilt in stone and
+    opened in 1891.', then 'and when was that?': 'that' is what the answer told, the rebuild, not the
+    fire the question also named. The context is the answer's statement that shares most of the last
+    question's words (the first on a tie, or when none does); after another such question, the event it
+    asked about. None for other questions, and after an answer that found only the closest passages."""
+    if not _asks_of_that(question) or _unanswered(previous_answer):
+        return None
+    if _asks_of_that(previous.core) and previous.context:
+        return previous.context
+    statements = [re.sub(r"\s*\[\d+\]", "", q).strip() for q in quotes_in(previous_answer)]
+    if not statements:
+        statements = [s for s in re.split(r"(?<=[.!?])\s+", previous_answer.strip()) if s]
+    if not statements:
+        return None
+    asked = {stem(t) for t in subject_terms(_main_clause(previous.core))}
+
+    def shared(statement: str) -> int:
+        return len(asked & {stem(w) for w in words(statement)})
+
+    return max(statements, key=lambda statement: (shared(statement), -statements.index(statement)))
 
 
 def _answered_who(previous: Rewrite, previous_answer: str) -> str | None:
