@@ -453,6 +453,13 @@ async def test_a_quote_opening_with_an_abbreviation_is_found_by_its_whole_first_
             "Two engines pumped water up to the summit.",
         ),
         (
+            "Can a boat use the canal at night?",
+            ["Boats may pass the locks after dark only with the lock keeper's written leave.",
+             "The canal climbs 120 feet through nine locks."],
+            "who approves that?",
+            "Boats may pass the locks after dark",
+        ),
+        (
             "What did the company do about the tolls?",
             ["Volunteers reopened the locks in 1994.", "After that the company cut its tolls by a third."],
             "so why did that happen?",
@@ -483,3 +490,41 @@ async def test_when_was_that_after_a_reopening_answers_the_reopening_not_the_rai
     )
     assert "1994" in flat(quotes_in(when.text)[0]), (first.text, when.text)
     assert split_standalone(where.query).context == split_standalone(when.query).context
+
+
+def test_that_is_the_answers_first_statement_when_it_shares_the_questions_words():
+    """'Angus kept it lit until 1958' answered 'When did Angus stop lighting the lamp?' first: 'where was
+    that?' asks of it, though 'Angus took over the lamp' shares more of the question's words."""
+    answer = (
+        "From the documents:\n- \u201cAngus kept it lit until 1958, when the harbour board put in an electric "
+        "beacon.\u201d [1]\n- \u201cHer younger brother, Angus, took over the lamp after that.\u201d [1]"
+    )
+    talk = [Turn("user", "When did Angus stop lighting the lamp?"), Turn("assistant", answer)]
+    assert split_standalone(standalone_question("and where was that?", talk)).context.startswith("Angus kept it lit")
+
+
+@pytest.mark.parametrize(
+    ("asked", "follow_up", "meant"),
+    [
+        ("How many days a week can I work from home?", "what about from abroad?",
+         "How many days a week can I work from abroad?"),
+        ("Which boats were moored at Wenlow?", "and what about at Ashby?", "Which boats were moored at Ashby?"),
+        ("What did Tobias Wrenn build in Gloucester?", "what about in Bristol", "What did Tobias Wrenn build in Bristol?"),
+    ],
+)
+def test_what_about_a_place_asks_the_last_question_of_that_place(asked, follow_up, meant):
+    talk = [Turn("user", asked), Turn("assistant", "From the documents:\n- \u201cSomething.\u201d [1]")]
+    assert split_standalone(standalone_question(follow_up, talk)).core.rstrip("?") == meant.rstrip("?")
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "meant"),
+    [
+        ("no, I meant when did Ada Wrenn run the company", "When did Ada Wrenn run the company?"),
+        ("sorry I meant where did Tobias Wrenn go", "Where did Tobias Wrenn go?"),
+        ("no i mean how much was the toll", "How much was the toll?"),
+    ],
+)
+def test_a_correction_that_is_a_question_of_its_own_is_searched_as_that_question(follow_up, meant):
+    talk = [Turn("user", "When was the Heron lost?"), Turn("assistant", "From the documents:\n- \u201cIn 1923.\u201d [1]")]
+    assert split_standalone(standalone_question(follow_up, talk)).core == meant
