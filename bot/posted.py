@@ -74,7 +74,14 @@ async def remember_resumed(
 
 
 async def _remove(services: Services, files: Iterable[PostedFile], why: str) -> int:
-    """Remove each file's document (one already gone counts as removed) and its record."""
+    """Remove each file's document (one already gone counts as removed) and its record. A stopping bot
+    waits for it (`BuildJobs.track`): cut between the document's removal and the redaction of the saved
+    answers, the next start would find the document gone and leave its text in 'Show context' pages."""
+    async with services.jobs.track():
+        return await _remove_each(services, files, why)
+
+
+async def _remove_each(services: Services, files: Iterable[PostedFile], why: str) -> int:
     removed = 0
     for file in files:
         try:

@@ -5,9 +5,13 @@ and stays."""
 
 from __future__ import annotations
 
+import asyncio
+
 from bot.adding import POST_GONE
 from bot.commands import FORGOTTEN_AUTHOR, FORGOTTEN_POSTER
+from bot.posted import REMOVED_DOCUMENT
 from bot.uploads import Post, Source, UploadLog
+from raptor_engine.engine import Engine
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
 from tests.bot.conftest import ALICE, BOB, CHAN_A, CHAN_B, GUILD, snowflake, text_of
 from tests.bot.test_bot_flows import KB_A, add_doc
@@ -183,3 +187,40 @@ def test_an_upload_record_keeps_the_message_its_file_was_posted_in(tmp_path):
         assert [u.post for u in log.unfinished()] == [post, None]
     finally:
         log.close()
+
+
+async def test_a_stop_waits_for_a_posted_files_removal_to_redact_its_show_context_pages(
+    make_harness, bot_settings, embedder
+):
+    """A bot stopped while a deleted message's file is being removed finishes the removal first: cut
+    between the document's removal and the redaction of the saved answers, its next start would find the
+    document gone and leave its text in the 'Show context' pages."""
+    secret = "zqxlocker5512"
+    h = await make_harness(message_content=True)
+    await h.replies_done(h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
+    message = await posted(h, "lockers.md", f"# Lockers\n\nThe locker combination is {secret}, kept by the warden.\n")
+    answer = await h.replies_done(h.ask("What is the locker combination?", private=True))
+    assert secret in text_of(answer[0])
+    entered, release = asyncio.Event(), asyncio.Event()
+    forget = h.engine.forget
+
+    async def gated_forget(kb: str, document: str):
+        entered.set()
+        await release.wait()
+        return await forget(kb, document)
+
+    h.engine.forget = gated_forget
+    h.state.parse_message_delete({"id": message["id"], "channel_id": str(CHAN_A), "guild_id": str(GUILD)})
+    await asyncio.wait_for(entered.wait(), 60)
+    stopping = asyncio.create_task(h.bot.shutdown())
+    await h.fake.wait_for(lambda: h.bot.services.jobs.closing, what="the bot to start stopping")
+    release.set()
+    await asyncio.wait_for(stopping, 120)
+    engine = Engine(bot_settings, embedder=embedder)
+    try:
+        assert [d.name for d in engine.documents(KB_A)] == []
+        with engine.in_space(KB_A):
+            pages = [r[0] for r in engine.store.db.execute("SELECT context_json FROM bot_answers").fetchall()]
+    finally:
+        engine.close()
+    assert pages and all(secret not in page for page in pages) and any(REMOVED_DOCUMENT in p for p in pages)
