@@ -269,11 +269,18 @@ def follow_up_text_of(content: str | None, bot_id: int) -> str:
 
 
 async def handle_follow_up(
-    services: Services, me: discord.abc.User, message: discord.Message, record: ThreadRecord
+    services: Services,
+    me: discord.abc.User,
+    message: discord.Message,
+    record: ThreadRecord,
+    *,
+    in_turn: bool = False,
 ) -> None:
     """A message in a thread the bot (`me`) opened: answer with the thread's turns and the parent's tree.
-    A stopping bot waits for it (`BuildJobs.track`); the thread's earlier follow-up is answered first."""
-    async with services.jobs.track(), conversation_turn(record.thread_id):
+    A stopping bot waits for it (`BuildJobs.track`); the thread's earlier follow-up is answered first
+    (`in_turn`: the caller holds the thread's `conversation_turn`, taken when the message arrived)."""
+    turn = contextlib.nullcontext() if in_turn else conversation_turn(record.thread_id)
+    async with services.jobs.track(), turn:
         await _follow_up(services, me, message, record)
 
 

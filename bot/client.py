@@ -27,7 +27,7 @@ from raptor_engine.query.ratelimit import QuestionLimiter
 
 from . import posted
 from .adding import resume_uploads
-from .answering import handle_edited_follow_up, handle_follow_up
+from .answering import conversation_turn, handle_edited_follow_up, handle_follow_up
 from .commands import auto_ingest, cogs
 from .gateway import IdentifyGate, shard_plan
 from .hints import mention_hint
@@ -285,9 +285,12 @@ class RaptorBot(commands.AutoShardedBot):
         channel = message.channel
         follow_up = None
         if self.in_own_thread(message):
-            follow_up = await services.state.thread(channel.guild.id, channel.id)
-            if follow_up is not None:
-                await handle_follow_up(services, self.user, message, follow_up)
+            # the thread's turn is taken before anything is awaited, so follow-ups are answered in the order
+            # they were sent (the lookup below would otherwise let a later one overtake an earlier one)
+            async with conversation_turn(channel.id):
+                follow_up = await services.state.thread(channel.guild.id, channel.id)
+                if follow_up is not None:
+                    await handle_follow_up(services, self.user, message, follow_up, in_turn=True)
         kb = kb_for_channel(message.guild.id if message.guild else None, channel)
         autoingest = kb is not None and bool(message.attachments) and await services.autoingest_enabled(kb)
         if autoingest:  # a file posted in an answer thread is posted in its channel too
