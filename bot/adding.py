@@ -12,7 +12,7 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,10 +24,10 @@ from raptor_engine.ingest.load import SUPPORTED_EXTENSIONS, check_upload
 from raptor_engine.types import Progress, counted
 
 from .jobs import Shown, ShuttingDown, StatusMessage, ThrottledEditor, display_name, download
-from .posted import remember_posted
+from .posted import remember_posted, remember_resumed
 from .render import human_time, inert
 from .services import Services
-from .uploads import Source, Upload
+from .uploads import Post, Source, Upload
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,11 @@ RESUMED_BUILD = (
     "The bot restarted while this file was being added; adding it again…",
     "Done (the bot restarted while this file was being added, so it was built again).",
     "Done (the bot restarted while this file was being added, so it was tried again).",
+)
+PROBLEM = "❌"  # how a file's line that was not added starts
+POST_GONE = (
+    "was built and then removed: the message it was posted in was deleted, or edited to drop it, while the "
+    "bot was down."
 )
 RESUMED_WAITING = (
     "The bot restarted before this file's turn came; adding it now…",
@@ -126,7 +131,11 @@ class BatchStatus:
             await note(self.status.shown)
 
     def render(self) -> str:
-        return "\n".join([self.header, *(line.text for line in self.lines), *self.refused])
+        """The header, then the problems (files refused from their metadata, then files whose build
+        failed), then the other files' lines in the order given: a member sees what went wrong first."""
+        failed = [line.text for line in self.lines if line.text.startswith(PROBLEM)]
+        others = [line.text for line in self.lines if not line.text.startswith(PROBLEM)]
+        return "\n".join([self.header, *self.refused, *failed, *others])
 
     def show(self) -> None:
         self.editor.request(self.render())
@@ -164,10 +173,12 @@ async def add_files(
     refused: list[str],
     added_by: str,
     status: StatusMessage,
-    posted_in: discord.Message | None = None,
+    posts: Mapping[int, Post] | None = None,
 ) -> int:
-    """Queue and ingest accepted attachments one after another; returns how many were added. Attachments
-    of a message (`posted_in`) are recorded with it: deleting the message removes them (bot/posted.py)."""
+    """Queue and ingest accepted attachments one after another; returns how many were added. An
+    attachment posted in a message (`posts`, by attachment id) is recorded with it, in the upload's record
+    too: deleting the message removes its document (bot/posted.py), even one a restarted bot built."""
+    posts = posts or {}
     async with services.jobs.track():
         names = [a.filename for a in attachments]
         batch = BatchStatus(
@@ -178,14 +189,14 @@ async def add_files(
             services.status_interval,
         )
         batch.show()
-        sources = [Source(a.filename, a.url, a.size) for a in attachments]
+        sources = [Source(a.filename, a.url, a.size, posts.get(a.id)) for a in attachments]
         deletions = services.jobs.deletion_count(kb)  # the files are refused if the channel goes meanwhile
         records = await services.jobs.accept(kb, sources, added_by, batch.origin)
         await batch.record_where(services, records)
         added = 0
         for index, (attachment, record) in enumerate(zip(attachments, records, strict=True)):
             added += await _add_one(
-                services, kb, attachment, index, added_by, batch, record, deletions, posted_in
+                services, kb, attachment, index, added_by, batch, record, deletions, posts.get(attachment.id)
             )
         header = (
             "Done."
@@ -213,15 +224,15 @@ async def _add_one(
     batch: BatchStatus,
     record: int | None,
     deletions: int,
-    posted_in: discord.Message | None,
+    post: Post | None,
 ) -> bool:
     """Download and ingest one attachment, writing its outcome on its line; True when it was added."""
     fetch = fetcher(services, batch, index, Source(attachment.filename, attachment.url, attachment.size))
     added = await _build_one(
         services, kb, attachment.filename, fetch, index, added_by, batch, record=record, deletions=deletions
     )
-    if added is not None and posted_in is not None:
-        await remember_posted(services, kb, posted_in, attachment, added.sha256)
+    if added is not None and post is not None:
+        await remember_posted(services, kb, post, added.sha256)
     return added is not None
 
 
@@ -382,6 +393,10 @@ async def _resume_one(services: Services, upload: Upload, channel_for: Callable[
             record=upload.id,
             downloaded=upload.data is not None,
         )
+        if document is not None and upload.post is not None:
+            if not await remember_resumed(services, upload.kb, upload.post, document.sha256, channel_for):
+                batch.conclude(0, f"🗑️ **{display_name(upload.filename)}** {POST_GONE}")
+                document = None
         await batch.finish(added_text if document is not None else not_added_text)
 
 

@@ -29,7 +29,7 @@ from .permissions import cooldown_text
 from .render import OutMessage, inert, inert_answer, plain_name, render_answer, truncate
 from .replies import Replier, failure_text, reply_quietly, tell
 from .services import Services
-from .state import ThreadRecord
+from .state import AskedExchange, ThreadRecord
 from .streaming import StreamedReply, deliver, thread_senders
 from .views import answer_view
 
@@ -123,6 +123,11 @@ async def prepare(
     return render_answer(answer), answer_view(answer_id)
 
 
+def drew_on(answer: Answer) -> list[int]:
+    """The chat messages an answer's context held: a deleted one takes the exchange with it."""
+    return [n.message.message_id for n in answer.context.nodes if n.message] if answer.has_context else []
+
+
 async def remember_exchange(
     services: Services,
     guild_id: int,
@@ -139,13 +144,12 @@ async def remember_exchange(
     replies to either is read against this exchange. `as_searched` keeps the question as it was searched
     (its standalone rewrite) instead: a reply to an older exchange, which later follow-ups, reading the
     turns in order, would otherwise read against the exchange stored just before it."""
-    drew_on = [n.message.message_id for n in answer.context.nodes if n.message] if answer.has_context else []
     # The question as the engine read it: what it answered, and text SQLite can store (half a UTF-16 pair
     # from JSON cannot be: it failed the exchange after its answer was shown).
     question = split_standalone(answer.query).core if as_searched else answer.question
     turns = [Turn("user", question), Turn("assistant", answer.text)]
     posted = [[asked_in.id] if asked_in is not None else [], [m.id for m in sent]]
-    await services.state.add_turns(guild_id, thread_id, turns, drew_on, posted)
+    await services.state.add_turns(guild_id, thread_id, turns, drew_on(answer), posted)
 
 
 async def thread_history(
@@ -255,16 +259,28 @@ async def open_thread(
 
 def follow_up_text(message: discord.Message, bot_id: int) -> str:
     """The question in a thread message, without the bot's mention."""
-    text = re.sub(rf"<@!?{bot_id}>", " ", message.content or "")
+    return follow_up_text_of(message.content, bot_id)
+
+
+def follow_up_text_of(content: str | None, bot_id: int) -> str:
+    """`follow_up_text` of a message's content."""
+    text = re.sub(rf"<@!?{bot_id}>", " ", content or "")
     return re.sub(r"\s+", " ", text).strip()
 
 
 async def handle_follow_up(
-    services: Services, me: discord.abc.User, message: discord.Message, record: ThreadRecord
+    services: Services,
+    me: discord.abc.User,
+    message: discord.Message,
+    record: ThreadRecord,
+    *,
+    in_turn: bool = False,
 ) -> None:
     """A message in a thread the bot (`me`) opened: answer with the thread's turns and the parent's tree.
-    A stopping bot waits for it (`BuildJobs.track`); the thread's earlier follow-up is answered first."""
-    async with services.jobs.track(), conversation_turn(record.thread_id):
+    A stopping bot waits for it (`BuildJobs.track`); the thread's earlier follow-up is answered first
+    (`in_turn`: the caller holds the thread's `conversation_turn`, taken when the message arrived)."""
+    turn = contextlib.nullcontext() if in_turn else conversation_turn(record.thread_id)
+    async with services.jobs.track(), turn:
         await _follow_up(services, me, message, record)
 
 
@@ -281,9 +297,46 @@ def conversation_turn(thread_id: int) -> asyncio.Lock:
     return lock
 
 
-async def _follow_up(
-    services: Services, me: discord.abc.User, message: discord.Message, record: ThreadRecord
+async def handle_edited_follow_up(
+    services: Services, me: discord.abc.User, message: discord.Message, record: ThreadRecord, before: str | None
 ) -> None:
+    """A member edited a message in a thread the bot opened (`before`: its text before, when the bot had
+    it). A question the bot answered is answered again as edited, in the old answer's messages (edited
+    in place, as bots that answer commands re-run an edited one: the thread keeps one answer per
+    question, beside the question as it now reads), and its exchange in the thread's memory is replaced;
+    a message the bot never answered (asked while it was down, or refused) is answered as a new
+    follow-up. An edit that leaves the question's words as they were (an embed shown, a pin) does
+    nothing."""
+    question = follow_up_text(message, me.id)
+    if not question or (before is not None and follow_up_text_of(before, me.id) == question):
+        return
+    async with services.jobs.track(), conversation_turn(record.thread_id):
+        exchange = await services.state.asked_exchange(record.guild_id, record.thread_id, message.id)
+        if exchange is not None and exchange.question == question:
+            return
+        await _follow_up(services, me, message, record, exchange)
+
+
+async def adopt_answer(stream: StreamedReply, channel: discord.abc.Messageable, message_ids: list[int]) -> None:
+    """The old answer's messages that are still there become the stream's: the new answer edits them."""
+    found = []
+    for message_id in message_ids:
+        try:
+            found.append(await channel.fetch_message(message_id))
+        except discord.HTTPException as error:  # deleted meanwhile: the answer goes on in new messages
+            log.info("the answer message %s to edit is gone: %s", message_id, error)
+    stream.adopt(found)
+
+
+async def _follow_up(
+    services: Services,
+    me: discord.abc.User,
+    message: discord.Message,
+    record: ThreadRecord,
+    edited: AskedExchange | None = None,
+) -> None:
+    """Answer a follow-up; `edited`: the exchange of a question edited since, answered again in its
+    answer's messages and put back in its place in the thread's memory."""
     mentioned = me in message.mentions
     question = follow_up_text(message, me.id)
     if not question:
@@ -304,8 +357,13 @@ async def _follow_up(
         )
         return
     question = truncate(question, MAX_QUESTION_CHARS)
-    history, follows = await thread_history(services, record, message)
+    if edited is None:
+        history, follows = await thread_history(services, record, message)
+    else:
+        history, follows = edited.history, None
     stream = StreamedReply(*thread_senders(message))
+    if edited is not None:
+        await adopt_answer(stream, message.channel, edited.answer_message_ids)
     try:
         async with message.channel.typing():
             answer = await ask_engine(
@@ -330,6 +388,11 @@ async def _follow_up(
     except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread
         log.warning("could not answer in thread %s: %s", record.thread_id, error)
         return  # the member never saw this answer: no turn to follow up on
+    if edited is not None:
+        turns = [Turn("user", answer.question), Turn("assistant", answer.text)]
+        await services.state.replace_exchange(record.guild_id, edited, turns, drew_on(answer), [m.id for m in sent])
+        log.info("edited follow-up answered again in thread %s (%s)", record.thread_id, kb)
+        return
     await remember_exchange(
         services, record.guild_id, record.thread_id, answer, message, sent, as_searched=follows is not None
     )

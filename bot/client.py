@@ -27,7 +27,7 @@ from raptor_engine.query.ratelimit import QuestionLimiter
 
 from . import posted
 from .adding import resume_uploads
-from .answering import handle_follow_up
+from .answering import conversation_turn, handle_edited_follow_up, handle_follow_up
 from .commands import auto_ingest, cogs
 from .gateway import IdentifyGate, shard_plan
 from .hints import mention_hint
@@ -285,9 +285,12 @@ class RaptorBot(commands.AutoShardedBot):
         channel = message.channel
         follow_up = None
         if self.in_own_thread(message):
-            follow_up = await services.state.thread(channel.guild.id, channel.id)
-            if follow_up is not None:
-                await handle_follow_up(services, self.user, message, follow_up)
+            # the thread's turn is taken before anything is awaited, so follow-ups are answered in the order
+            # they were sent (the lookup below would otherwise let a later one overtake an earlier one)
+            async with conversation_turn(channel.id):
+                follow_up = await services.state.thread(channel.guild.id, channel.id)
+                if follow_up is not None:
+                    await handle_follow_up(services, self.user, message, follow_up, in_turn=True)
         kb = kb_for_channel(message.guild.id if message.guild else None, channel)
         autoingest = kb is not None and bool(message.attachments) and await services.autoingest_enabled(kb)
         if autoingest:  # a file posted in an answer thread is posted in its channel too
@@ -304,8 +307,19 @@ class RaptorBot(commands.AutoShardedBot):
             return
         edited = posted.message_edited(self.services, payload.guild_id, payload.message_id, payload.data)
         await self._guarded(edited, f"files of the edit of {payload.message_id}")
+        await self._guarded(self._follow_up_edited(payload), f"edited follow-up {payload.message_id}")
         if self.services.sync is not None:
             await self._guarded(self.services.sync.message_edited(payload), f"edit of {payload.message_id}")
+
+    async def _follow_up_edited(self, payload: discord.RawMessageUpdateEvent) -> None:
+        """A member's message edited in a thread this bot opened: a question is answered again as edited."""
+        message = payload.message
+        if self.services is None or self.user is None or message.author.bot or not self.in_own_thread(message):
+            return
+        record = await self.services.state.thread(message.channel.guild.id, message.channel.id)
+        if record is not None:
+            before = payload.cached_message.content if payload.cached_message is not None else None
+            await handle_edited_follow_up(self.services, self.user, message, record, before)
 
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         await self.messages_deleted(payload.guild_id, payload.channel_id, {payload.message_id})

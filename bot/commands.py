@@ -29,7 +29,7 @@ from .kb import kb_for_channel, parse_kb_name
 from .messages import MAX_IMPORT, NEEDS_CONTENT, add_one_message, parse_after, run_import
 from .permissions import can_manage, refusal_text
 from .pictures import TREE_FILE, tree_attachment
-from .posted import author_forgotten, member_forgotten, remove_document
+from .posted import author_forgotten, member_forgotten, post_of, remove_document
 from .render import embeds_from_lines, human_size, human_time, inert, truncate
 from .replies import Replier, tell
 from .services import Services
@@ -99,7 +99,8 @@ async def start_adding(
         requester_id=interaction.user.id,
         token_lifetime=services.token_lifetime,
     )
-    await add_files(services, kb, accepted, refused, str(interaction.user), status, posted_in)
+    posts = {a.id: post_of(posted_in, a) for a in accepted} if posted_in is not None else None
+    await add_files(services, kb, accepted, refused, str(interaction.user), status, posts)
 
 
 async def auto_ingest(services: Services, message: discord.Message, kb: str) -> None:
@@ -116,7 +117,8 @@ async def auto_ingest(services: Services, message: discord.Message, kb: str) -> 
     if refusal or not accepted:
         await status.show("\n".join(([refusal] if refusal else []) + refused))
         return
-    await add_files(services, kb, accepted, refused, str(message.author), status, message)
+    posts = {a.id: post_of(message, a) for a in accepted}
+    await add_files(services, kb, accepted, refused, str(message.author), status, posts)
 
 
 SHA_CHOICE = 16  # a shared name's autocomplete value: the document's sha256, its first 16 hex digits

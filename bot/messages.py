@@ -27,9 +27,11 @@ from raptor_engine.ingest.messages import ChatMessage, MessagePlace
 from .adding import add_files, is_supported, screen
 from .jobs import StatusMessage, ThrottledEditor
 from .kb import parse_kb_name
+from .posted import post_of
 from .render import inert, truncate
 from .services import Services
 from .state import MessageImport
+from .uploads import Post
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +98,7 @@ class ImportTotals:
     skipped: int = 0
     documents: set[str] = field(default_factory=set)
     attachments: list[discord.Attachment] = field(default_factory=list)
+    posts: dict[int, Post] = field(default_factory=dict)  # by attachment id: the message that posted it
 
     def count(self, result: MessagesResult) -> None:
         self.added += result.added
@@ -183,13 +186,13 @@ async def _import_batch(
         record.remaining -= len(batch)
     chats = [c for c in (chat_message(m, forgotten) for m in batch) if c is not None]
     totals.skipped += len(batch) - len(chats)
-    totals.attachments += [
-        a
-        for m in batch
-        if not m.author.bot and m.author.id not in forgotten
-        for a in m.attachments
-        if is_supported(a.filename)
-    ]
+    for m in batch:
+        if m.author.bot or m.author.id in forgotten:
+            continue
+        for a in m.attachments:
+            if is_supported(a.filename):
+                totals.attachments.append(a)
+                totals.posts[a.id] = post_of(m, a)
     if chats:
         totals.count(
             await add_chats(services, record.kb, record.guild_id, place_of(source), chats, record.added_by)
@@ -225,7 +228,7 @@ async def add_history_files(
     if refusal or not accepted:
         await status.show("\n".join(([refusal] if refusal else []) + refused))
         return
-    await add_files(services, kb, accepted, refused, added_by, status)
+    await add_files(services, kb, accepted, refused, added_by, status, totals.posts)
 
 
 async def add_one_message(

@@ -6,8 +6,10 @@ document it became leaves the knowledge base as `/kb remove` would take it (its 
 layer made again, its text in saved *Show context* pages replaced by a note). A message deleted or edited while the bot was down is
 found when it starts again (`reconcile`). The member's `/kb forget-me` takes
 every document of the files they posted, and files they post later are not added. A message deleted while its file
-is still being added takes the document as soon as it is stored. A file added with `/kb add` has no
-message behind it and stays until a manager removes it.
+is still being added takes the document as soon as it is stored. A restarted bot that builds a posted
+file it had not finished records it the same way, and removes it at once when its message went while the
+bot was down. A file added with `/kb add` has no message behind it (a slash command's attachment belongs
+to its interaction) and stays until a manager removes it with `/kb remove`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from raptor_engine.errors import NotFoundError
 from .kb import parse_kb_name
 from .services import Services
 from .state import PostedFile
+from .uploads import Post
 
 log = logging.getLogger(__name__)
 
@@ -35,23 +38,50 @@ async def remove_document(services: Services, kb: str, sha256: str) -> None:
     await services.state.redact_removed(kb, REMOVED_DOCUMENT, documents={removed.name})
 
 
-async def remember_posted(
-    services: Services, kb: str, message: discord.Message, attachment: discord.Attachment, sha256: str
-) -> None:
-    """Record that the document `sha256` came from `attachment` of `message`; a failure is logged (the
-    document stays, as a /kb add would)."""
-    file = PostedFile(kb, message.channel.id, message.id, attachment.id, sha256, message.author.id)
+def post_of(message: discord.Message, attachment: discord.Attachment) -> Post:
+    """Where `attachment` was posted: what its document's removal with the message needs."""
+    return Post(message.channel.id, message.id, attachment.id, message.author.id)
+
+
+async def remember_posted(services: Services, kb: str, post: Post, sha256: str) -> PostedFile | None:
+    """Record that the document `sha256` came from the posted attachment `post`; returns the record, or
+    None when it was removed at once (its message deleted while the file was added) or could not be
+    written (logged: the document stays, as a /kb add would)."""
+    file = PostedFile(kb, post.channel_id, post.message_id, post.attachment_id, sha256, post.author_id)
     try:
         await services.state.add_posted_file(file)
     except Exception:
-        log.exception("could not record that %s came from message %s", sha256[:12], message.id)
-        return
-    if services.sync is not None and services.sync.was_deleted(message.id):  # while its file was added
+        log.exception("could not record that %s came from message %s", sha256[:12], post.message_id)
+        return None
+    if services.sync is not None and services.sync.was_deleted(post.message_id):  # while its file was added
         await _remove(services, [file], "its message was deleted while the file was being added")
+        return None
+    return file
+
+
+async def remember_resumed(
+    services: Services, kb: str, post: Post, sha256: str, channel_for: Callable[[int], Any]
+) -> bool:
+    """A restarted bot built a posted file it had not finished: record it, then remove it at once if its
+    message was deleted, or edited to drop the file, while the bot was down; True when it stays."""
+    file = await remember_posted(services, kb, post, sha256)
+    if file is None:
+        return False
+    if await _still_posted(channel_for(post.channel_id), file):
+        return True
+    await _remove(services, [file], "its message was deleted or edited while the bot was down")
+    return False
 
 
 async def _remove(services: Services, files: Iterable[PostedFile], why: str) -> int:
-    """Remove each file's document (one already gone counts as removed) and its record."""
+    """Remove each file's document (one already gone counts as removed) and its record. A stopping bot
+    waits for it (`BuildJobs.track`): cut between the document's removal and the redaction of the saved
+    answers, the next start would find the document gone and leave its text in 'Show context' pages."""
+    async with services.jobs.track():
+        return await _remove_each(services, files, why)
+
+
+async def _remove_each(services: Services, files: Iterable[PostedFile], why: str) -> int:
     removed = 0
     for file in files:
         try:

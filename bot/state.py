@@ -61,6 +61,18 @@ class PostedFile:
 
 
 @dataclass
+class AskedExchange:
+    """A thread's exchange found by its question's Discord message: what an edit of that question needs to
+    answer it again in place (bot/answering.py, `handle_edited_follow_up`)."""
+
+    question_row: int
+    answer_row: int | None  # None: the question has no stored answer
+    question: str  # as stored (the question asked, or as it was searched)
+    answer_message_ids: list[int]
+    history: list[Turn]  # the turns before it, as `history` would have given them then
+
+
+@dataclass
 class StoredAnswer:
     """The question and retrieved nodes behind one answer, for the 'Show context' pages."""
 
@@ -431,6 +443,58 @@ class BotState:
         turns = [Turn(r["role"], r["content"]) for r in texts]
         follows = sum(1 for i in kept if i <= end and rows[i]["role"] == "user") - 1
         return turns, max(follows, 0)
+
+    async def asked_exchange(
+        self, guild_id: int, thread_id: int, message_id: int, limit: int = MAX_HISTORY_TURNS
+    ) -> AskedExchange | None:
+        """The exchange whose question is the member's message `message_id`, with the turns before it
+        (the opening exchange, then the latest, at most `limit`); None when no question turn holds it."""
+        rows = await self._read(
+            self.space_of_guild(guild_id),
+            "select id, role, content, posted_ids from bot_turns where thread_id = ? order by id",
+            [thread_id],
+        )
+        at = next(
+            (
+                i
+                for i, r in enumerate(rows)
+                if r["role"] == "user" and message_id in json.loads(r["posted_ids"] or "[]")
+            ),
+            None,
+        )
+        if at is None:
+            return None
+        answered = at + 1 < len(rows) and rows[at + 1]["role"] != "user"
+        answer = rows[at + 1] if answered else None
+        opening = OPENING_TURNS if limit > OPENING_TURNS else 0
+        kept = sorted({*range(min(opening, at)), *range(max(at - (limit - opening), 0), at)})
+        return AskedExchange(
+            question_row=rows[at]["id"],
+            answer_row=answer["id"] if answer else None,
+            question=rows[at]["content"],
+            answer_message_ids=json.loads(answer["posted_ids"] or "[]") if answer else [],
+            history=[Turn(rows[i]["role"], rows[i]["content"]) for i in kept],
+        )
+
+    async def replace_exchange(
+        self,
+        guild_id: int,
+        exchange: AskedExchange,
+        turns: list[Turn],
+        message_ids: Sequence[int] = (),
+        answer_posted: Sequence[int] = (),
+    ) -> None:
+        """An edited question's new exchange in the old one's place (its position in the thread kept): the
+        question's text, and the answer's text, sources and messages (`answer_posted`)."""
+        sources = json.dumps(sorted({int(i) for i in message_ids})) if message_ids else None
+        posted = json.dumps([int(i) for i in answer_posted]) if answer_posted else None
+        space = self.space_of_guild(guild_id)
+        question_sql = "update bot_turns set content = ?, message_ids = ? where id = ?"
+        statements = [(question_sql, [turns[0].content, sources, exchange.question_row])]
+        if exchange.answer_row is not None:
+            answer_sql = "update bot_turns set content = ?, message_ids = ?, posted_ids = ? where id = ?"
+            statements.append((answer_sql, [turns[1].content, sources, posted, exchange.answer_row]))
+        await self._write(space, statements)
 
     async def history(self, guild_id: int, thread_id: int, limit: int = MAX_HISTORY_TURNS) -> list[Turn]:
         """The thread's opening exchange, then its most recent turns, oldest first; at most `limit` turns,

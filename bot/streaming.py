@@ -63,6 +63,12 @@ class StreamedReply:
         self._last_call = float("-inf")
         self._task: asyncio.Task[None] | None = None
 
+    def adopt(self, messages: Sequence[discord.Message]) -> None:
+        """Messages already showing an earlier answer (to a question edited since): this answer is put in
+        them, edited in place, as a streamed one is."""
+        self.sent = list(messages)
+        self.contents = [m.content for m in messages]
+
     @property
     def started(self) -> bool:
         """Whether the answer streamed (shown, or about to be); one that never did is sent as before."""

@@ -10,7 +10,8 @@ downloaded again from its url first, and one whose link no longer works is marke
 asked to post the file again; one started RAPTOR_BUILD_ATTEMPTS times already is marked failed and its
 requester told so, instead of starting it once more. Each row also keeps where its request's status
 message is (and, for an interaction's response, the token that edits it while Discord honours it, dropped
-when the upload finishes): the next start turns that message's ⏳ lines into a sentence saying the bot
+when the upload finishes, and the message its file was posted in, if any, so a resumed build's document
+still leaves with that message): the next start turns that message's ⏳ lines into a sentence saying the bot
 restarted, instead of leaving them spinning forever. Adding is idempotent by (knowledge base, sha256) in the engine, so an upload
 whose build had committed before the bot died is reported as already added, never stored twice.
 
@@ -34,7 +35,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from raptor_engine.errors import RaptorError
@@ -53,7 +54,23 @@ ADDED_COLUMNS = {
     "status_message_id": "INTEGER NOT NULL DEFAULT 0",
     "status_token": "TEXT NOT NULL DEFAULT ''",
     "status_until": "REAL NOT NULL DEFAULT 0",
+    # the message that posted the file (0: none, a /kb add), so a resumed build records it (`Post`)
+    "post_channel_id": "INTEGER NOT NULL DEFAULT 0",
+    "post_message_id": "INTEGER NOT NULL DEFAULT 0",
+    "post_attachment_id": "INTEGER NOT NULL DEFAULT 0",
+    "post_author_id": "INTEGER NOT NULL DEFAULT 0",
 }
+
+
+@dataclass(frozen=True)
+class Post:
+    """The Discord message an attachment was posted in: its document leaves when the message does
+    (bot/posted.py), whether it is built now or by a restarted bot resuming it."""
+
+    channel_id: int
+    message_id: int
+    attachment_id: int
+    author_id: int
 
 
 @dataclass(frozen=True)
@@ -63,6 +80,7 @@ class Source:
     filename: str
     url: str
     size: int  # as Discord declared it; the download itself is bounded by the size limit
+    post: Post | None = None  # the message it was posted in; None for a /kb add (an interaction's file)
 
 
 @dataclass
@@ -82,6 +100,17 @@ class Upload:
     status_message_id: int = 0  # its request's status message (0: none known)
     status_token: str = ""  # the interaction token that can edit it ('' for a channel message)
     status_until: float = 0.0  # when that token stops working (wall clock)
+    post_channel_id: int = 0
+    post_message_id: int = 0
+    post_attachment_id: int = 0
+    post_author_id: int = 0
+
+    @property
+    def post(self) -> Post | None:
+        """The message its file was posted in, or None (a /kb add, or a row of an earlier release)."""
+        if not self.post_message_id:
+            return None
+        return Post(self.post_channel_id, self.post_message_id, self.post_attachment_id, self.post_author_id)
 
 
 class UploadLog:
@@ -121,11 +150,13 @@ class UploadLog:
         with self._using(), immediate(self.db.conn) as conn:
             for source in sources:
                 row = [kb, source.filename, added_by, channel_id, requester_id]
+                post = source.post or Post(0, 0, 0, 0)
                 cursor = conn.execute(
                     "INSERT INTO uploads (kb, filename, sha256, data, added_by, channel_id, "
-                    "requester_id, status, created_at, updated_at, url, size) "
-                    "VALUES (?, ?, '', NULL, ?, ?, ?, 'waiting', ?, ?, ?, ?)",
-                    [*row, now, now, source.url, source.size],
+                    "requester_id, status, created_at, updated_at, url, size, post_channel_id, "
+                    "post_message_id, post_attachment_id, post_author_id) "
+                    "VALUES (?, ?, '', NULL, ?, ?, ?, 'waiting', ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [*row, now, now, source.url, source.size, *astuple(post)],
                 )
                 ids.append(int(cursor.lastrowid or 0))
         return ids
@@ -201,7 +232,8 @@ class UploadLog:
         with self._using():
             rows = self.db.execute(
                 "SELECT id, kb, filename, sha256, data, added_by, channel_id, requester_id, status, url, "
-                "size, attempts, status_message_id, status_token, status_until FROM uploads WHERE status IN (?, ?, ?) ORDER BY id",
+                "size, attempts, status_message_id, status_token, status_until, post_channel_id, post_message_id, "
+                "post_attachment_id, post_author_id FROM uploads WHERE status IN (?, ?, ?) ORDER BY id",
                 list(UNFINISHED),
             ).fetchall()
         return [Upload(*row) for row in rows]

@@ -80,6 +80,7 @@ SLOW_FILES = {
     "test_llm_faults.py",
     "test_isolation.py",
     "test_bot_restart.py",
+    "test_bot_real_process.py",
     "test_bot_workers.py",
     "test_bot_shards.py",
     "test_bot_messages.py",

@@ -433,3 +433,98 @@ async def test_a_quote_opening_with_an_abbreviation_is_found_by_its_whole_first_
     )
     passage = engine.cited_passage("saints", "St. Mary's wharf handled coal from 1850 until the railway came.")
     assert "Its crane was steam-powered." in flat(passage)
+
+
+@pytest.mark.parametrize(
+    ("asked", "quotes", "follow_up", "event"),
+    [
+        # the answer's first quote is the railway, which the question named only to date the reopening
+        (
+            "Was the canal reopened after the railway came?",
+            ["In 1862 a railway opened alongside the canal and took most of its coal traffic.",
+             "Volunteers reopened the locks in 1994, and today the canal carries pleasure boats."],
+            "and when was that?",
+            "Volunteers reopened the locks in 1994",
+        ),
+        (
+            "Tell me about the engines of the canal",
+            ["Two engines pumped water up to the summit.", "The Comet was a smaller engine added in 1838."],
+            "who did that?",
+            "Two engines pumped water up to the summit.",
+        ),
+        (
+            "Can a boat use the canal at night?",
+            ["Boats may pass the locks after dark only with the lock keeper's written leave.",
+             "The canal climbs 120 feet through nine locks."],
+            "who approves that?",
+            "Boats may pass the locks after dark",
+        ),
+        (
+            "What did the company do about the tolls?",
+            ["Volunteers reopened the locks in 1994.", "After that the company cut its tolls by a third."],
+            "so why did that happen?",
+            "After that the company cut its tolls by a third.",
+        ),
+    ],
+)
+def test_a_wh_word_asked_of_that_means_the_event_the_last_answer_told(asked, quotes, follow_up, event):
+    """'and when was that?' after an answer about a rebuild asks when the rebuild was, not when the fire
+    the question also named was: 'that' is the answer's statement of what was asked."""
+    answer = "From the documents:\n" + "\n".join(f"- \u201c{q}\u201d [{i}]" for i, q in enumerate(quotes, 1))
+    rewrite = split_standalone(standalone_question(follow_up, [Turn("user", asked), Turn("assistant", answer)]))
+    assert rewrite.context.startswith(event), rewrite
+    assert rewrite.core.lower().rstrip("?") in follow_up.lower()
+
+
+@pytest.mark.parametrize("follow_up", ["who was that?", "what happened after that?", "is that true?"])
+def test_other_questions_about_that_keep_their_reading(follow_up):
+    answer = "From the documents:\n- \u201cVolunteers reopened the locks in 1994.\u201d [1]"
+    talk = [Turn("user", "Was the canal reopened after the railway came?"), Turn("assistant", answer)]
+    rewrite = split_standalone(standalone_question(follow_up, talk))
+    assert not rewrite.context.startswith("Volunteers"), rewrite
+
+
+async def test_when_was_that_after_a_reopening_answers_the_reopening_not_the_railway(engine):
+    first, when, where = await converse(
+        engine, "Was the canal reopened after the railway took its trade?", "and when was that?", "where was that?"
+    )
+    assert "1994" in flat(quotes_in(when.text)[0]), (first.text, when.text)
+    assert split_standalone(where.query).context == split_standalone(when.query).context
+
+
+def test_that_is_the_answers_first_statement_when_it_shares_the_questions_words():
+    """'Angus kept it lit until 1958' answered 'When did Angus stop lighting the lamp?' first: 'where was
+    that?' asks of it, though 'Angus took over the lamp' shares more of the question's words."""
+    answer = (
+        "From the documents:\n- \u201cAngus kept it lit until 1958, when the harbour board put in an electric "
+        "beacon.\u201d [1]\n- \u201cHer younger brother, Angus, took over the lamp after that.\u201d [1]"
+    )
+    talk = [Turn("user", "When did Angus stop lighting the lamp?"), Turn("assistant", answer)]
+    assert split_standalone(standalone_question("and where was that?", talk)).context.startswith("Angus kept it lit")
+
+
+@pytest.mark.parametrize(
+    ("asked", "follow_up", "meant"),
+    [
+        ("How many days a week can I work from home?", "what about from abroad?",
+         "How many days a week can I work from abroad?"),
+        ("Which boats were moored at Wenlow?", "and what about at Ashby?", "Which boats were moored at Ashby?"),
+        ("What did Tobias Wrenn build in Gloucester?", "what about in Bristol", "What did Tobias Wrenn build in Bristol?"),
+    ],
+)
+def test_what_about_a_place_asks_the_last_question_of_that_place(asked, follow_up, meant):
+    talk = [Turn("user", asked), Turn("assistant", "From the documents:\n- \u201cSomething.\u201d [1]")]
+    assert split_standalone(standalone_question(follow_up, talk)).core.rstrip("?") == meant.rstrip("?")
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "meant"),
+    [
+        ("no, I meant when did Ada Wrenn run the company", "When did Ada Wrenn run the company?"),
+        ("sorry I meant where did Tobias Wrenn go", "Where did Tobias Wrenn go?"),
+        ("no i mean how much was the toll", "How much was the toll?"),
+    ],
+)
+def test_a_correction_that_is_a_question_of_its_own_is_searched_as_that_question(follow_up, meant):
+    talk = [Turn("user", "When was the Heron lost?"), Turn("assistant", "From the documents:\n- \u201cIn 1923.\u201d [1]")]
+    assert split_standalone(standalone_question(follow_up, talk)).core == meant

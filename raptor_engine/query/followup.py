@@ -288,6 +288,9 @@ def _rewrite_one(
     carried = _carried_wh(question, previous)
     if carried is not None:  # it names its subject: no context, so the answer may quote the last one again
         return Rewrite(carried, subject=previous.subject)
+    event = _event_of_that(bare, previous, previous_answer)
+    if event is not None:
+        return Rewrite(_capitalised(bare), _cut(event), subject=previous.subject)
     core, person, pronoun, thing = _resolve(bare, previous, previous_answer, told)
     # 'and Jacob?' names him mid-sentence; without its 'and' he would open the question
     subject = (
@@ -302,6 +305,68 @@ def _rewrite_one(
     alone = (person and _went_back_to(person, previous)) or (thing and not person and not _points_back(core))
     context = "" if alone else _cut(_carried_context(previous, previous_answer))
     return Rewrite(_capitalised(core), context, person, pronoun, subject)
+
+
+# "when was that?", "and where did that happen?", "who did this?", "who approves that?", "why was that?": a
+# wh-word asked of "that" alone, which means what the last answer told (not "who was that?", which asks
+# who someone is).
+_OF_THAT = re.compile(
+    r"^(?:(?:and|so|but|ok|okay|hmm+|um+|well|then|oh|right)\b[\s,.!]*)*"
+    r"(when|where|who|why|how)\s+(?:(was|is|were|did|does|had|has)\s+|(?<=who\s)(?!was\b|is\b|are\b|were\b)"
+    r"[a-z]+(?:s|ed|ote|id|ade|ave)\s+)?(?:that|this)"
+    r"(?:\s+(happen|happened|occur|occurred|take place|took place|start|started|begin|began|end|ended))?"
+    r"(?:\s+(?:exactly|again|then))?\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _asks_of_that(question: str) -> bool:
+    match = _OF_THAT.match(question)
+    if match is None:
+        return False
+    wh, aux, verb = (match.group(i) for i in (1, 2, 3))
+    return not (wh.lower() == "who" and (aux or "").lower() in ("was", "is") and not verb)
+
+
+# A clause that dates the event asked about by another one: "rebuilt after the fire" asks of the rebuild.
+_TIME_CLAUSE = re.compile(r"\s+\b(?:after|before|since|until|till|following|during)\b", re.IGNORECASE)
+
+
+def _main_clause(question: str) -> str:
+    """The question without a time clause that follows its event ('Was the town hall rebuilt after the
+    fire?' -> 'Was the town hall rebuilt'), unless that leaves it naming nothing."""
+    cut = _TIME_CLAUSE.split(question, maxsplit=1)[0]
+    return cut if subject_terms(cut) else question
+
+
+def _event_of_that(question: str, previous: Rewrite, previous_answer: str) -> str | None:
+    """'Was the town hall rebuilt after the fire?' answered 'The new town hall was rebuilt in stone and
+    opened in 1891.', then 'and when was that?': 'that' is what the answer told, the rebuild, not the
+    fire the question also named. The context is one of the answer's statements (below); after another
+    such question, the event it asked about. None for other questions, and after an answer that found only the closest passages.
+
+    The answer's first statement (its best) is the event when it shares a word of the question's main
+    clause and none only of its time clause ('When did Angus stop lighting the lamp?': 'Angus kept it
+    lit until 1958' before 'Angus took over the lamp'); otherwise the statement that shares most."""
+    if not _asks_of_that(question) or _unanswered(previous_answer):
+        return None
+    if _asks_of_that(previous.core) and previous.context:
+        return previous.context
+    statements = [re.sub(r"\s*\[\d+\]", "", q).strip() for q in quotes_in(previous_answer)]
+    if not statements:
+        statements = [s for s in re.split(r"(?<=[.!?])\s+", previous_answer.strip()) if s]
+    if not statements:
+        return None
+    main = _main_clause(previous.core)
+    asked = {stem(t) for t in subject_terms(main)}
+    dating = {stem(t) for t in subject_terms(previous.core[len(main) :])} - asked
+
+    def score(statement: str) -> int:
+        said = {stem(w) for w in words(statement)}
+        return len(asked & said) - len(dating & said)
+
+    best = max(statements, key=lambda statement: (score(statement), -statements.index(statement)))
+    return statements[0] if score(statements[0]) > 0 else best
 
 
 def _answered_who(previous: Rewrite, previous_answer: str) -> str | None:
@@ -323,14 +388,25 @@ def _went_back_to(person: str, previous: Rewrite) -> bool:
 _CORRECTION = re.compile(r"^(?:(?:no|nope|sorry|oops)\b[\s,.!]*)*i\s+(?:meant|mean)\s+(.+)$", re.IGNORECASE)
 
 
+# A correction that is a question of its own ('I meant when did Elsie marry', 'I mean how much was it').
+_ASKS_ITSELF = re.compile(
+    r"^(?:who|whom|whose|what|which|where|when|why|how)\s+(?:did|does|do|is|was|were|are|has|had|have|will|"
+    r"would|can|could|should|much|many|long|old|often|far)\b",
+    re.IGNORECASE,
+)
+
+
 def _as_what_about(question: str) -> str:
     """'no, I meant Daniel Kittow' -> 'what about Daniel Kittow', 'no, I meant the bridge' -> 'what about
-    the bridge': a correction that names someone or something asks the last question again about them
+    the bridge'; 'no, I meant when did Elsie marry' -> 'When did Elsie marry?' (a question of its own,
+    whose pronouns are read as any question's). A correction that names someone or something asks the last question again about them
     (`_what_about`). One that names neither ('I mean closed after the barge') is searched as it is."""
     match = _CORRECTION.match(question)
     if not match:
         return question
     meant = match.group(1)
+    if _ASKS_ITSELF.match(meant):  # 'no, I meant when did Elsie marry': that question, as it is
+        return _capitalised(meant.rstrip(" ?.!")) + "?"
     if not names_in(f"about {meant}") and not re.match(r"(?i:the|a|an)\s+\w", meant):
         return question
     return f"what about {meant}"
@@ -345,8 +421,12 @@ def _corrected_place(question: str, previous: Rewrite) -> Rewrite | None:
     the last question gave with that preposition. None for any other message."""
     match = _CORRECTION.match(question)
     placed = _PLACED.match(match.group(1)) if match else None
-    if placed is None:
-        return None
+    return _placed_again(placed, previous) if placed is not None else None
+
+
+def _placed_again(placed: re.Match[str], previous: Rewrite) -> Rewrite | None:
+    """The last question with the place `placed` ('in Port Lenning', 'from abroad') in place of the one it
+    gave with that preposition; None when it gave none."""
     preposition = placed.group(1).lower()
     old = re.search(rf"\b{preposition}\s+((?:the\s+)?(?:{_CAPITALISED_RUN}|\d+|\w+))", previous.core)
     if old is None:  # 'in Gloucester' corrected as 'at Ashby': the place with its own preposition
@@ -548,6 +628,10 @@ def _what_about(question: str, previous: Rewrite) -> Rewrite | None:
     if not match or _points_back(match.group(1)):
         return None
     target = match.group(1)
+    placed = _PLACED.match(target)  # 'what about from abroad?' after 'can I work from home?'
+    moved = _placed_again(placed, previous) if placed is not None else None
+    if moved is not None:
+        return moved
     new_names = names_in(question)
     old_names = names_in(previous.core)
     if new_names and old_names and new_names[0].lower() != old_names[0].lower():

@@ -667,3 +667,19 @@ async def test_auto_ingest_adds_a_file_posted_in_the_bots_answer_thread(make_har
     )
     assert "✅ **bread.txt** added" in done[0]["content"]
     assert sorted(d.name for d in h.engine.documents(KB_A)) == ["bread.txt", "kestrel.md"]
+
+
+async def test_an_upload_with_refused_and_failed_files_lists_the_problems_first(harness):
+    """Refused from their metadata (type, size), then failed when built (corrupt, empty), then the rest: one
+    line each, problems at the top, however the files were ordered."""
+    h = harness
+    good = h.fake.add_file("kestrel.md", LIGHTHOUSE.encode())
+    exe = h.fake.add_file("tool.exe", b"MZ\x90\x00")
+    corrupt = h.fake.add_file("report.pdf", b"%PDF-1.7 not a pdf", content_type="application/pdf")
+    huge = h.fake.add_file("huge.txt", b"x", size=50_000_000)
+    empty = h.fake.add_file("empty.txt", b"   ")
+    token = h.kb_add(good, exe, corrupt, huge, empty)
+    lines = (await h.replies_done(token, lambda r: "Done" in text_of(r[0])))[0]["content"].split("\n")
+    assert lines[0] == "Done: 1 of 5 file(s) added."
+    assert [line.split("**")[1] for line in lines[1:]] == ["tool.exe", "huge.txt", "report.pdf", "empty.txt", "kestrel.md"]
+    assert all(line.startswith("❌") for line in lines[1:5]) and lines[5].startswith("✅ **kestrel.md** added")

@@ -1,11 +1,13 @@
 """A follow-up sent as a Discord reply to an older message of the thread is read against that exchange,
-not the latest one (fake Discord, real engine, no LLM)."""
+not the latest one; a follow-up edited is answered again in its answer's place (fake Discord, real engine,
+no LLM)."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from raptor_engine.types import Turn
+from tests.bot.conftest import ALICE, BOT_ID, GUILD, NOW, snowflake, user_payload
 from tests.bot.test_bot_answers import bot_reply_in, footer_of, open_archive_thread, quotes_of
 from tests.bot.test_bot_state import open_state
 
@@ -53,3 +55,39 @@ async def test_a_reply_gets_the_turns_up_to_its_exchange_however_old(tmp_path):
     assert turns[2 * follows].content == "q7"
     assert await state.reply_history(1, 9, 42) is None
     spaces.close()
+
+
+async def test_an_edited_follow_up_is_answered_again_in_its_answers_place(make_harness, bot_settings):
+    """Edit the question, the answer follows: the same message edited (no second answer), and the thread's
+    memory holds the question as edited, so the next follow-up leans on it. An edit that leaves the
+    question's words as they were (Discord shows an embed, the message is pinned) answers nothing."""
+    h = await make_harness(settings=dataclasses.replace(bot_settings, questions_per_minute=100))
+    thread = await open_archive_thread(h)
+    asked = h.user_message(thread, "When did Thomas Reid leave?", mention_bot=True)
+    answer = await bot_reply_in(h, thread, 1)
+    assert "1948" in answer["content"] and "David Orr" not in answer["content"]
+    answer_id = int(answer["id"])
+    h.state.parse_message_update(dict(asked, edited_timestamp=NOW, pinned=True))  # the words unchanged
+    edited = dict(asked, content=f"<@{BOT_ID}> Who computerised the catalogue?", edited_timestamp=NOW)
+    h.state.parse_message_update(edited)
+    await h.fake.wait_for(lambda: "David Orr" in h.fake.messages[answer_id]["content"], what="the answer edited")
+    assert len(h.fake.versions[answer_id]) == 2  # one edit: the unchanged words were not answered again
+    assert [m["id"] for m in h.fake.channel_messages(thread) if m["embeds"]] == [answer["id"]]
+
+    h.user_message(thread, "and when?", mention_bot=True)
+    later = footer_of(await bot_reply_in(h, thread, 2))
+    assert later.startswith("Searched as: When was the catalogue computerised?"), later
+
+
+async def test_an_edited_question_the_bot_never_answered_is_answered_as_a_follow_up(make_harness):
+    h = await make_harness()
+    thread = await open_archive_thread(h)
+    unanswered = {
+        "id": str(snowflake()), "channel_id": str(thread), "guild_id": str(GUILD),
+        "author": user_payload(ALICE, "alice"), "content": f"<@{BOT_ID}> Who computerised the catalogue?",
+        "timestamp": NOW, "edited_timestamp": NOW, "tts": False, "mention_everyone": False,
+        "mentions": [user_payload(BOT_ID, "raptor", True)], "mention_roles": [], "attachments": [],
+        "embeds": [], "pinned": False, "type": 0, "flags": 0, "components": [],
+    }  # sent while the bot was down: only its edit reaches it
+    h.state.parse_message_update(unanswered)
+    assert "David Orr" in (await bot_reply_in(h, thread, 1))["content"]

@@ -1,13 +1,22 @@
-"""A file added from a message (auto-ingest, the message menu) is that member's post: deleting the message,
-its thread, or editing the file off it takes the document out of the knowledge base (bot/posted.py). A
-file added with /kb add has no message behind it and stays."""
+"""A file added from a message (auto-ingest, the message menu, a history import) is that member's post:
+deleting the message, its thread, or editing the file off it takes the document out of the knowledge base
+(bot/posted.py), also when a restarted bot built it. A file added with /kb add has no message behind it
+and stays."""
 
 from __future__ import annotations
 
+import asyncio
+
+from bot.adding import POST_GONE
 from bot.commands import FORGOTTEN_AUTHOR, FORGOTTEN_POSTER
+from bot.posted import REMOVED_DOCUMENT
+from bot.uploads import Post, Source, UploadLog
+from raptor_engine.engine import Engine
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
-from tests.bot.conftest import ALICE, BOB, CHAN_A, GUILD, text_of
+from tests.bot.conftest import ALICE, BOB, CHAN_A, CHAN_B, GUILD, snowflake, text_of
 from tests.bot.test_bot_flows import KB_A, add_doc
+from tests.bot.test_bot_messages import imported
+from tests.bot.test_bot_restart import resumed_message
 
 MILL = "# The mill\n\nThe tide mill at Orrin Creek was built in 1794 by the miller Josiah Fenwick.\n"
 NOTES = "# Notes\n\nThe lamp room is swept every morning before the log is written.\n"
@@ -125,3 +134,93 @@ async def test_a_restart_removes_the_files_whose_message_went_while_the_bot_was_
     assert [f.message_id for f in await again.bot.services.state.posted_files(GUILD, every=True)] == [
         int(messages["notes.md"]["id"])
     ]
+
+
+async def test_a_file_found_by_a_history_import_leaves_with_its_message(make_harness):
+    h = await make_harness(message_content=True)
+    mill = h.fake.post(CHAN_B, "the mill", user=BOB, attachments=[h.fake.add_file("mill.md", MILL.encode())])
+    h.fake.post(CHAN_B, "the notes", user=BOB, attachments=[h.fake.add_file("notes.md", NOTES.encode())])
+    await imported(h, h.add_messages(CHAN_B))
+    await h.fake.wait_for(lambda: {"mill.md", "notes.md"} <= set(names(h)), what="the history's files added")
+    h.state.parse_message_delete({"id": mill["id"], "channel_id": str(CHAN_B), "guild_id": str(GUILD)})
+    await h.fake.wait_for(lambda: "mill.md" not in names(h), what="the deleted message's file to go")
+    assert "notes.md" in names(h)
+
+    async def one_left() -> bool:
+        return len(await h.bot.services.state.posted_files(GUILD, every=True)) == 1
+
+    await h.fake.wait_for(one_left, what="the removed file's record to go")
+    [left] = await h.bot.services.state.posted_files(GUILD, every=True)
+    assert (left.channel_id, left.author_id) == (CHAN_B, BOB)
+
+
+async def test_a_posted_file_a_restarted_bot_builds_leaves_with_its_message(make_harness, fake_api, bot_settings):
+    """Uploads of posted files the last run did not finish: the one whose message is still there is
+    recorded with it (and leaves when it is deleted later); the one whose message went while the bot was
+    down is removed as soon as it is built, and its line says why."""
+    mill = fake_api.add_file("mill.md", MILL.encode())
+    notes = fake_api.add_file("notes.md", NOTES.encode())
+    message = fake_api.post(CHAN_A, "a file", attachments=[mill])
+    still = Post(CHAN_A, int(message["id"]), int(mill["id"]), ALICE)
+    deleted = Post(CHAN_A, snowflake(), int(notes["id"]), ALICE)  # fake Discord answers 404 for it
+    log = UploadLog(bot_settings.data_dir / "uploads.db")
+    sources = [Source("mill.md", mill["url"], mill["size"], still), Source("notes.md", notes["url"], notes["size"], deleted)]
+    log.accept(KB_A, sources, "alice", CHAN_A, ALICE)
+    log.close()
+    h = await make_harness(message_content=True)
+    built = await h.fake.wait_for(lambda: resumed_message(h.fake, "mill.md"), 240, "the resumed mill.md")
+    gone = await h.fake.wait_for(lambda: resumed_message(h.fake, "notes.md"), 240, "the resumed notes.md")
+    assert "✅ **mill.md** added" in built["content"]
+    assert f"🗑️ **notes.md** {POST_GONE}" in gone["content"] and "✅" not in gone["content"]
+    assert names(h) == ["mill.md"]
+    [record] = await h.bot.services.state.posted_files(GUILD, every=True)
+    assert (record.message_id, record.attachment_id) == (still.message_id, still.attachment_id)
+    h.state.parse_message_delete({"id": message["id"], "channel_id": str(CHAN_A), "guild_id": str(GUILD)})
+    await h.fake.wait_for(lambda: names(h) == [], what="the resumed file to leave with its message")
+
+
+def test_an_upload_record_keeps_the_message_its_file_was_posted_in(tmp_path):
+    log = UploadLog(tmp_path / "uploads.db")
+    try:
+        post = Post(CHAN_A, 11, 12, ALICE)
+        log.accept(KB_A, [Source("a.md", "u", 1, post), Source("b.md", "u", 1)], "alice", CHAN_A, ALICE)
+        assert [u.post for u in log.unfinished()] == [post, None]
+    finally:
+        log.close()
+
+
+async def test_a_stop_waits_for_a_posted_files_removal_to_redact_its_show_context_pages(
+    make_harness, bot_settings, embedder
+):
+    """A bot stopped while a deleted message's file is being removed finishes the removal first: cut
+    between the document's removal and the redaction of the saved answers, its next start would find the
+    document gone and leave its text in the 'Show context' pages."""
+    secret = "zqxlocker5512"
+    h = await make_harness(message_content=True)
+    await h.replies_done(h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
+    message = await posted(h, "lockers.md", f"# Lockers\n\nThe locker combination is {secret}, kept by the warden.\n")
+    answer = await h.replies_done(h.ask("What is the locker combination?", private=True))
+    assert secret in text_of(answer[0])
+    entered, release = asyncio.Event(), asyncio.Event()
+    forget = h.engine.forget
+
+    async def gated_forget(kb: str, document: str):
+        entered.set()
+        await release.wait()
+        return await forget(kb, document)
+
+    h.engine.forget = gated_forget
+    h.state.parse_message_delete({"id": message["id"], "channel_id": str(CHAN_A), "guild_id": str(GUILD)})
+    await asyncio.wait_for(entered.wait(), 60)
+    stopping = asyncio.create_task(h.bot.shutdown())
+    await h.fake.wait_for(lambda: h.bot.services.jobs.closing, what="the bot to start stopping")
+    release.set()
+    await asyncio.wait_for(stopping, 120)
+    engine = Engine(bot_settings, embedder=embedder)
+    try:
+        assert [d.name for d in engine.documents(KB_A)] == []
+        with engine.in_space(KB_A):
+            pages = [r[0] for r in engine.store.db.execute("SELECT context_json FROM bot_answers").fetchall()]
+    finally:
+        engine.close()
+    assert pages and all(secret not in page for page in pages) and any(REMOVED_DOCUMENT in p for p in pages)

@@ -14,8 +14,6 @@ import os
 import re
 import signal
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import psutil  # a dependency of distributed
@@ -25,8 +23,8 @@ from bot.uploads import Source, UploadLog
 from raptor_engine.engine import Engine
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
 from tests.bot.conftest import ALICE, BOB, CHAN_A, GUILD, snowflake, text_of
+from tests.bot.real_bot import connected, start_bot
 from tests.bot.test_bot_flows import GatedSummarizer
-from tests.bot.test_bot_shards import START_SECONDS, bot_env
 from tests.unhurried import unhurried_settings
 
 KB_A = kb_name(GUILD, CHAN_A)
@@ -80,8 +78,8 @@ def test_an_uploads_file_of_the_previous_release_opens_and_keeps_its_unfinished_
     log = UploadLog(path)
     try:
         [old] = log.unfinished()
-        assert (old.filename, old.data, old.status, old.url, old.size) == (
-            "bread.txt", SOURDOUGH.encode(), "running", "", 0,
+        assert (old.filename, old.data, old.status, old.url, old.size, old.post) == (
+            "bread.txt", SOURDOUGH.encode(), "running", "", 0, None,
         )  # fmt: skip
         [new] = log.accept(KB_A, [Source("kestrel.md", "http://cdn/kestrel.md", 1234)], "alice", CHAN_A, ALICE)
         waiting = log.unfinished()[1]
@@ -100,7 +98,8 @@ def test_an_uploads_file_of_the_previous_release_opens_and_keeps_its_unfinished_
     try:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(uploads)")]
         added = ["url", "size", "attempts", "status_message_id", "status_token", "status_until"]
-        assert columns[-6:] == added and len(columns) == len(set(columns))
+        added += ["post_channel_id", "post_message_id", "post_attachment_id", "post_author_id"]
+        assert columns[-len(added) :] == added and len(columns) == len(set(columns))
         assert conn.execute("SELECT data FROM uploads WHERE id = ?", [old.id]).fetchone() == (None,)
     finally:
         conn.close()
@@ -229,25 +228,6 @@ def upload_states(data_dir: Path) -> dict[str, str]:
         return dict(conn.execute("SELECT filename, status FROM uploads ORDER BY id").fetchall())
     finally:
         conn.close()
-
-
-def start_bot(fake_api, data_dir: Path, log: Path, extra: dict[str, str] | None = None) -> subprocess.Popen:
-    """`python -m bot` with its default embedded LocalCluster (one process worker), `extra` its
-    further settings."""
-    env = bot_env(fake_api, data_dir, "")
-    for key in ("RAPTOR_SHARD_COUNT", "RAPTOR_DASK_SCHEDULER"):
-        del env[key]
-    env.update(extra or {})
-    return subprocess.Popen(
-        [sys.executable, "-m", "bot"], cwd=log.parent, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT
-    )
-
-
-async def connected(fake_api, process: subprocess.Popen, log: Path) -> None:
-    await fake_api.wait_for(
-        lambda: process.poll() is not None or "connected as" in log.read_text(), START_SECONDS, "the bot to connect"
-    )
-    assert process.poll() is None, log.read_text()[-3000:]
 
 
 async def kb_add(fake_api, *attachments: dict) -> str:

@@ -1,0 +1,82 @@
+"""The real bot process (`python -m bot`), driven from outside over the fake Discord's gateway
+(tests/bot/real_bot.py): files posted and added with /kb add, /ask and the thread it opens, follow-ups
+typed in the thread, one edited, a posted file's message deleted, and a restart in the middle."""
+
+from __future__ import annotations
+
+import re
+
+from bot.kb import kb_name
+from raptor_engine.engine import Engine
+from tests.bot.conftest import CHAN_A, GUILD, text_of
+from tests.bot.real_bot import RealBot
+from tests.unhurried import unhurried_settings
+
+MINUTES = """# Minutes of the allotment society, 3 May 2026
+
+Present: Joan Petrie (chair), Amit Shah (treasurer), eleven members.
+
+The society agreed to replace the shed on plot 14, which the storm of February flattened. The new shed
+will be built by the members on 20 June, with timber paid for from the repair fund.
+
+Amit Shah reported that the repair fund holds 812 pounds. The water troughs will be cleaned in July.
+"""
+
+MANUAL = """# The Hartwell rotavator manual
+
+Before starting the rotavator, check the oil level with the dipstick under the red cap. Use SAE 30 oil.
+To start it, set the choke, pull the cord firmly twice and open the throttle halfway.
+Clean the tines after every use and store the machine in a dry shed.
+"""
+
+
+def bot_answer_after(bot: RealBot, channel: int, message: dict) -> dict | None:
+    """The bot's answer (a message with embeds) posted after the member's `message` in `channel`."""
+    later = [m for m in bot.bot_messages(channel) if int(m["id"]) > int(message["id"]) and m["embeds"]]
+    return later[0] if later else None
+
+
+async def test_a_conversation_with_the_real_bot_process_across_a_restart(fake_api, tmp_path, embedder):
+    bot = RealBot(fake_api, tmp_path, env={"RAPTOR_BUILD_WORKERS": "0"})  # builds in the bot's threads
+    try:
+        await bot.start()
+        on = [{"name": "enabled", "type": 5, "value": True}]
+        await bot.replies_done(bot.slash("kb", on, sub="autoingest"))
+        posted = bot.say(CHAN_A, "minutes of Saturday", attachments=[fake_api.add_file("minutes.md", MINUTES.encode())])
+        await fake_api.wait_for(
+            lambda: any("✅ **minutes.md** added" in text_of(m) for m in bot.bot_messages(CHAN_A)), 240, "the post"
+        )
+        token = bot.kb_add(fake_api.add_file("manual.md", MANUAL.encode()))
+        added = await bot.replies_done(token, lambda r: "Done" in text_of(r[0]), "the /kb add")
+        assert "✅ **manual.md** added" in text_of(added[0])
+
+        asked = bot.ask("When will the new shed be built?")
+        thread = await bot.answer_thread(asked)
+        assert "20 June" in text_of((await bot.replies_done(asked))[0])
+
+        follow = bot.say(thread, "who chaired the meeting?")
+        reply = await fake_api.wait_for(lambda: bot_answer_after(bot, thread, follow), 120, "the follow-up's answer")
+        assert "Joan Petrie" in reply["content"] and "812" not in reply["content"]
+        bot.edit(follow, "how much does the repair fund hold?")
+        await fake_api.wait_for(
+            lambda: "812" in fake_api.messages[int(reply["id"])]["content"], 120, "the edited follow-up's answer"
+        )
+        assert [m["id"] for m in bot.bot_messages(thread) if m["embeds"]] == [reply["id"]]  # edited, not added
+
+        bot.delete(posted)  # the minutes leave with the message that posted them
+        await bot.state.sent()
+        await fake_api.wait_for(
+            lambda: "removed document" in bot.log.read_text(), 120, "the posted file's document to go"
+        )
+        await bot.restart()
+        again = bot.say(thread, "how do I start the rotavator?")
+        after = await fake_api.wait_for(lambda: bot_answer_after(bot, thread, again), 240, "an answer after the restart")
+        assert "choke" in after["content"] and not re.search(r"shed on plot|812", after["content"])
+        assert await bot.stop() == 0, bot.log.read_text()[-3000:]
+    finally:
+        bot.close()
+    engine = Engine(unhurried_settings(data_dir=bot.data_dir), embedder=embedder)
+    try:
+        assert [d.name for d in engine.documents(kb_name(GUILD, CHAN_A))] == ["manual.md"]
+    finally:
+        engine.close()
