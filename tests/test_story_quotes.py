@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from raptor_engine.query.answer import (
+    FOUND,
     FRAGMENT_WORDS,
     NARRATIVE_FRAGMENT_WORDS,
     NARRATIVE_QUOTES,
@@ -149,6 +150,14 @@ def test_a_thematic_answer_falls_back_to_short_sentences_when_nothing_longer_is_
 def test_describing_a_thing_of_a_story_is_a_question_about_that_thing(answerer, question, thematic):
     quoted = answerer._quotes(question, _context(STORY), [])
     assert quoted is not None and quoted.thematic is thematic
+    # asked as a question about the whole, it is not judged, as one about the whole is not
+    assert quoted.thematic or quoted.themed
+    assert answerer._answer_sync(question, _context(STORY), []).text.startswith(FOUND)
+
+
+def test_a_question_about_a_thing_of_a_story_asked_plainly_is_judged(answerer):
+    quoted = answerer._quotes("What is the setting of the story?", _context(STORY), [])
+    assert quoted is not None and not quoted.thematic and not quoted.themed
 
 
 def test_outside_a_story_describing_a_thing_stays_a_question_about_the_whole(answerer):

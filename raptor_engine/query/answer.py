@@ -2023,6 +2023,9 @@ class _Quoted:
     picked: list[_Candidate]  # best first; never empty when the context has a quotable sentence
     settled: bool | None = None  # a follow-up naming nothing ('why?'): whether `onward` found what it asked
     kind: str | None = None  # the context's kind of document (`ranker.document_kind`)
+    # asked as a question about the whole ("Describe the setting of the story."), though ranked as one about
+    # its topic: like a question about the whole, it is not judged (`_grounding`)
+    themed: bool = False
 
 
 def _speakers(candidates: list[_Candidate]) -> frozenset[str]:
@@ -2138,8 +2141,10 @@ class ExtractiveAnswerer:
         )
         follow_up = bool(rewrite.context)
         kind = document_kind([c.shown for c in candidates])
+        themed = False
         if thematic and not follow_up and kind == NARRATIVE and topic_terms(rewrite.core, frozenset()):
             thematic = False  # "Describe the Martians in the story." asks about them, not the whole story
+            themed = True
         self._score(
             rewrite,
             candidates,
@@ -2171,7 +2176,7 @@ class ExtractiveAnswerer:
                 penalty,
             )
             picked = [candidates[i] for i in order]
-        return _Quoted(rewrite, thematic, candidates, picked, kind=kind)
+        return _Quoted(rewrite, thematic, candidates, picked, kind=kind, themed=themed)
 
     def _quote_count(self, rewrite: Rewrite, kind: str | None) -> int:
         """How many sentences a question that is not about the whole gets: NARRATIVE_QUOTES for a
@@ -2181,8 +2186,9 @@ class ExtractiveAnswerer:
         return self.quotes
 
     def _grounding(self, quoted: _Quoted, context: list[ContextNode]) -> Grounding:
-        """Whether the quotes answer: a question about the whole, or one that names nothing of its own
-        (a bare "why?" after an answer), is answered by what it gets; any other is judged by the
+        """Whether the quotes answer: a question about the whole (or asked as one: "Describe the setting
+        of the story."), or one that names nothing of its own (a bare "why?" after an answer), is
+        answered by what it gets; any other is judged by the
         grounding model. A Chinese, Japanese or Korean question whose first quote shares none of its
         terms gets the closest passages at best (the model was fitted on English questions, and the
         default embedder is English-trained). A question asking a negative ('who did not keep the light?')
@@ -2194,7 +2200,9 @@ class ExtractiveAnswerer:
         core = quoted.rewrite.core
         if quoted.settled is not None:
             return Grounding.ANSWERED if quoted.settled else Grounding.CLOSEST
-        if quoted.thematic or not subject_terms(core) or _asks_only_a_speaker(core, quoted.candidates, quoted.picked):
+        if quoted.thematic or quoted.themed or not subject_terms(core):
+            return Grounding.ANSWERED
+        if _asks_only_a_speaker(core, quoted.candidates, quoted.picked):
             return Grounding.ANSWERED
         verdict = self.grounding.verdict(grounding_features(core, quoted.candidates, quoted.picked, context))
         if verdict is Grounding.ANSWERED and in_bigrams(core) and quoted.picked[0].lexical == 0:
