@@ -77,7 +77,15 @@ from .grounding import (
     subject_is_a_pronoun,
 )
 from .onward import pick_onward
-from .ranker import CITATION_BRACKET, HAS_DIGIT, SENTENCE_FEATURES, Ranker, document_kind
+from .ranker import (
+    CITATION_BRACKET,
+    HAS_DIGIT,
+    NARRATIVE,
+    SENTENCE_FEATURES,
+    Ranker,
+    asks_short_fact,
+    document_kind,
+)
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
 QUOTE = re.compile(r"\u201c(.+?)\u201d")
@@ -342,6 +350,14 @@ ASKED_EVENTS = (
 # Ordinals say which one ("the last keeper", "the first lighting"): they count when ranking.
 ORDINALS = frozenset("first second third fourth fifth last next previous final".split())
 THEME_QUOTES = 5  # a thematic question gets a few more sentences, in the document's order
+# Stories (contexts `ranker.document_kind` reads as a narrative). A question that is not after a short fact
+# ("Who is Ivy and what happens to her?", "What is the relationship between ...?", "Why did ...?") is
+# answered over several scenes, not in one sentence: it gets as many quotes as a question about the whole.
+NARRATIVE_QUOTES = THEME_QUOTES
+NARRATIVE_FRAGMENT_WORDS = 20  # a story's quote shorter than this (a line of dialogue) is read with its neighbour
+# a thematic answer's quote from a story says something of it: not a byline ("By ALFRED COPPEL, JR."), a
+# magazine's issue line or a bare line of dialogue ("Sit down, Retief," he said.)
+NARRATIVE_THEME_MIN_WORDS = 12
 # What a document writes that looks like a citation marker: [2], [ 2 ], [12], [2, 3], [2-4], [^2], 【2】,
 # in any bracket pair a reader or a model might take for one, with any script's digits.
 DOCUMENT_MARKER = re.compile(
@@ -2006,6 +2022,10 @@ class _Quoted:
     candidates: list[_Candidate]
     picked: list[_Candidate]  # best first; never empty when the context has a quotable sentence
     settled: bool | None = None  # a follow-up naming nothing ('why?'): whether `onward` found what it asked
+    kind: str | None = None  # the context's kind of document (`ranker.document_kind`)
+    # asked as a question about the whole ("Describe the setting of the story."), though ranked as one about
+    # its topic: like a question about the whole, it is not judged (`_grounding`)
+    themed: bool = False
 
 
 def _speakers(candidates: list[_Candidate]) -> frozenset[str]:
@@ -2103,7 +2123,8 @@ class ExtractiveAnswerer:
         # a follow-up's new sentences are quoted alone: a neighbour joined to one may be the last answer's
         picked = quoted.picked
         if quoted.settled is None:
-            picked = [_with_next_sentence(c, quoted.picked) for c in quoted.picked]
+            words = NARRATIVE_FRAGMENT_WORDS if quoted.kind == NARRATIVE else FRAGMENT_WORDS
+            picked = [_with_next_sentence(c, quoted.picked, words) for c in quoted.picked]
         lines = "\n".join(f"- \u201c{c.shown}\u201d [{c.position}]" for c in picked)
         lead = LEADS[self._grounding(quoted, context)]
         return AnswerDraft(f"{lead}\n{lines}", pages=_quoted_pages(picked))
@@ -2119,12 +2140,18 @@ class ExtractiveAnswerer:
             any(c.speaker for c in candidates) and bool(DISCUSSION.search(rewrite.core))
         )
         follow_up = bool(rewrite.context)
+        kind = document_kind([c.shown for c in candidates])
+        themed = False
+        if thematic and not follow_up and kind == NARRATIVE and topic_terms(rewrite.core, frozenset()):
+            thematic = False  # "Describe the Martians in the story." asks about them, not the whole story
+            themed = True
         self._score(
             rewrite,
             candidates,
             _quoted_before(history) if follow_up else set(),
             thematic,
             _names_of(history) if follow_up else set(),
+            kind,
         )
         ask = onward_ask(rewrite.core) if follow_up and not thematic else None
         onward = None
@@ -2132,9 +2159,10 @@ class ExtractiveAnswerer:
             asked = question_terms(rewrite.core) or question_terms(rewrite.context)
             onward = pick_onward(ask, candidates, history, self.quotes, _holds_reason, asked)
         if onward is not None:  # 'why?', 'and then?', 'tell me more': new sentences around the last quote
-            return _Quoted(rewrite, thematic, candidates, onward.picked, onward.settled)
+            return _Quoted(rewrite, thematic, candidates, onward.picked, onward.settled, kind)
         if thematic:
-            picked = self._pick_spread(candidates, max(self.quotes, THEME_QUOTES))
+            least = NARRATIVE_THEME_MIN_WORDS if kind == NARRATIVE else 0
+            picked = self._pick_spread(candidates, max(self.quotes, THEME_QUOTES), least)
             # what a text is about reads best in the text's own order: its opening first
             picked.sort(key=_reading_order)
         else:
@@ -2143,16 +2171,24 @@ class ExtractiveAnswerer:
             order = pick_quotes(
                 [c.score for c in candidates],
                 [c.terms for c in candidates],
-                self.quotes,
+                self._quote_count(rewrite, kind),
                 question_terms(rewrite.core),
                 penalty,
             )
             picked = [candidates[i] for i in order]
-        return _Quoted(rewrite, thematic, candidates, picked)
+        return _Quoted(rewrite, thematic, candidates, picked, kind=kind, themed=themed)
+
+    def _quote_count(self, rewrite: Rewrite, kind: str | None) -> int:
+        """How many sentences a question that is not about the whole gets: NARRATIVE_QUOTES for a
+        standalone question about a story that is not after a short fact, `quotes` for any other."""
+        if kind == NARRATIVE and not rewrite.context and not asks_short_fact(rewrite.core):
+            return max(self.quotes, NARRATIVE_QUOTES)
+        return self.quotes
 
     def _grounding(self, quoted: _Quoted, context: list[ContextNode]) -> Grounding:
-        """Whether the quotes answer: a question about the whole, or one that names nothing of its own
-        (a bare "why?" after an answer), is answered by what it gets; any other is judged by the
+        """Whether the quotes answer: a question about the whole (or asked as one: "Describe the setting
+        of the story."), or one that names nothing of its own (a bare "why?" after an answer), is
+        answered by what it gets; any other is judged by the
         grounding model. A Chinese, Japanese or Korean question whose first quote shares none of its
         terms gets the closest passages at best (the model was fitted on English questions, and the
         default embedder is English-trained). A question asking a negative ('who did not keep the light?')
@@ -2164,7 +2200,9 @@ class ExtractiveAnswerer:
         core = quoted.rewrite.core
         if quoted.settled is not None:
             return Grounding.ANSWERED if quoted.settled else Grounding.CLOSEST
-        if quoted.thematic or not subject_terms(core) or _asks_only_a_speaker(core, quoted.candidates, quoted.picked):
+        if quoted.thematic or quoted.themed or not subject_terms(core):
+            return Grounding.ANSWERED
+        if _asks_only_a_speaker(core, quoted.candidates, quoted.picked):
             return Grounding.ANSWERED
         verdict = self.grounding.verdict(grounding_features(core, quoted.candidates, quoted.picked, context))
         if verdict is Grounding.ANSWERED and in_bigrams(core) and quoted.picked[0].lexical == 0:
@@ -2266,6 +2304,7 @@ class ExtractiveAnswerer:
         quoted: set[str],
         thematic: bool,
         conversation_names: set[str],
+        kind: str | None = None,
     ) -> None:
         similarity, sentences, weights = self._similarities(rewrite, candidates, conversation_names)
         centrality = _centrality(sentences) if thematic else None
@@ -2274,10 +2313,10 @@ class ExtractiveAnswerer:
         # questions about papers and stories, which never ask for a step to take
         if self.ranker is not None and not thematic and not rewrite.context and not asks_how_to(rewrite.core):
             features = sentence_features(rewrite.core, candidates, similarity, sentences, weights)
-            # the kind is read only where the ranker has weights for one
-            kind = document_kind([c.shown for c in candidates]) if self.ranker.blend.by_kind else None
-            learned = self.ranker.quote_scores(rewrite.core, features, kind)
-            share = self.ranker.blend.weight(rewrite.core, kind)
+            # the kind counts only where the ranker has weights for one
+            blend_kind = kind if self.ranker.blend.by_kind else None
+            learned = self.ranker.quote_scores(rewrite.core, features, blend_kind)
+            share = self.ranker.blend.weight(rewrite.core, blend_kind)
             if share > 0.0:
                 learned = learned + share * np.array([stated_form_score(rewrite.core, c.text) for c in candidates])
         top_layer = max(c.node.layer for c in candidates) or 1
@@ -2306,11 +2345,12 @@ class ExtractiveAnswerer:
             score += SPEAKER_BONUS if candidate.speaker in named else 0.0
             candidate.score = float(score)
 
-    def _pick_spread(self, candidates: list[_Candidate], quotes: int) -> list[_Candidate]:
+    def _pick_spread(self, candidates: list[_Candidate], quotes: int, least: int = 0) -> list[_Candidate]:
         """A question about the whole: the best sentences, one per context block first, so the quotes
         cover the text rather than one passage of it; no two saying nearly the same, weak ones left
-        out once one is strong."""
+        out once one is strong, and none of under `least` words while a longer one is quotable."""
         ranked = sorted(candidates, key=lambda c: (-c.score, c.position, c.sentence.start))
+        ranked = [c for c in ranked if word_count(c.text) >= least] or ranked
         picked: list[_Candidate] = []
         for one_per_block in (True, False):
             for candidate in ranked:
@@ -2382,8 +2422,10 @@ REFERS_BACK = re.compile(
 )
 
 
-def _with_next_sentence(candidate: _Candidate, picked: list[_Candidate]) -> _Candidate:
-    """A quote of under FRAGMENT_WORDS words says little alone (a line of dialogue, a bare claim): it
+def _with_next_sentence(
+    candidate: _Candidate, picked: list[_Candidate], fragment_words: int = FRAGMENT_WORDS
+) -> _Candidate:
+    """A quote of under `fragment_words` words says little alone (a line of dialogue, a bare claim): it
     is quoted with a neighbouring sentence of the same paragraph of its node, the one after it, or the
     one before it when it refers back to that one (REFERS_BACK); never a neighbour that is a quote
     already, a heading, cut short, or missing. A transcript's question turn, whatever its length, is
@@ -2391,7 +2433,7 @@ def _with_next_sentence(candidate: _Candidate, picked: list[_Candidate]) -> _Can
     with_reply = _with_reply(candidate, picked)
     if with_reply is not None:
         return with_reply
-    if word_count(candidate.text) >= FRAGMENT_WORDS or table_cells(candidate.sentence.text) is not None:
+    if word_count(candidate.text) >= fragment_words or table_cells(candidate.sentence.text) is not None:
         return candidate
     if candidate.transcript and candidate.node.layer > 0:  # a summary's neighbours are other turns
         return candidate
