@@ -106,6 +106,11 @@ def _best_cut(text: str, limit: int) -> int:
     at = window.rfind(" ", floor, limit)
     if at > 0:
         return at
+    at = window.rfind("`", floor, limit)  # before inline code (or a fence), never inside a word or run
+    while at > floor and text[at - 1] == "`":
+        at -= 1
+    if at > floor:
+        return at
     return _outside_escape(text, limit)
 
 

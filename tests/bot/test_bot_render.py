@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import discord
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bot.render import (
@@ -95,6 +95,7 @@ def test_code_fences_stay_balanced_across_pieces():
     st.text(alphabet=st.sampled_from(list("ab c.\n[]1`")), min_size=0, max_size=9000),
     st.integers(min_value=16, max_value=3000),
 )
+@example("11111111111111`11", 16)  # no space to cut at: the cut goes before the inline code, not into "11"
 def test_split_never_exceeds_the_limit_and_keeps_all_words(text, limit):
     pieces = split_text(text, limit)
     assert all(len(p) <= limit for p in pieces)
@@ -103,6 +104,12 @@ def test_split_never_exceeds_the_limit_and_keeps_all_words(text, limit):
     assert "".join(kept) == "".join(words)  # nothing lost or reordered
     if all(len(word) <= limit for word in words):  # a word longer than a message must be cut; no other is
         assert kept == words
+
+
+def test_a_piece_without_spaces_ends_before_inline_code_and_never_inside_a_backtick_run():
+    assert split_text("11111111111111`11", 16) == ["11111111111111", "`11"]
+    pieces = split_text("aaaaaaaaaaaaaa```bbb", 16)
+    assert pieces[0] == "aaaaaaaaaaaaaa" and "".join(pieces[1:]).startswith("```")
 
 
 def test_sources_embed_lists_layers_nodes_documents_and_footer():
