@@ -56,6 +56,19 @@ def _same_as_a_rebuild(engine: Engine, kb: str) -> None:
         np.testing.assert_array_equal(mine, theirs)
 
 
+def _fails_leaving_nothing(engine: Engine, seen: dict[str, list]) -> None:
+    """An ingest that fails: no knowledge base, no rows, no index in memory or on disk."""
+    try:
+        with pytest.raises(RaptorError):
+            asyncio.run(engine.ingest("kb", "railway.txt", RAILWAY.encode(), added_by="test"))
+        assert engine.store.kb_id("kb") is None
+        assert engine.store.db.execute("SELECT COUNT(*) FROM nodes").fetchone()[0] == 0
+        assert seen["adopted"] == [] and engine.indexes.cached() == 0
+        assert not list(engine.indexes.dir.glob("kb-*"))
+    finally:
+        engine.close()
+
+
 def test_a_first_documents_index_is_built_beside_its_write_and_is_the_rebuilds(tmp_path, embedder, monkeypatch):
     seen = _watch(monkeypatch)
     engine = _engine(tmp_path, embedder)
@@ -95,16 +108,7 @@ def test_a_write_that_fails_leaves_no_tree_and_no_index(tmp_path, embedder, monk
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(Store, "_record_build", fail)
-    engine = _engine(tmp_path, embedder)
-    try:
-        with pytest.raises(RaptorError):
-            asyncio.run(engine.ingest("kb", "railway.txt", RAILWAY.encode(), added_by="test"))
-        assert engine.store.kb_id("kb") is None
-        assert engine.store.db.execute("SELECT COUNT(*) FROM nodes").fetchone()[0] == 0
-        assert seen["adopted"] == [] and engine.indexes.cached() == 0
-        assert not list(engine.indexes.dir.glob("kb-*"))
-    finally:
-        engine.close()
+    _fails_leaving_nothing(_engine(tmp_path, embedder), seen)
 
 
 def _leaf_indexes(monkeypatch) -> list:
@@ -184,14 +188,5 @@ def test_a_build_that_fails_after_its_leaves_index_started_leaves_nothing(tmp_pa
         raise RuntimeError("the summariser broke")
 
     monkeypatch.setattr("raptor_engine.tree.build.summarize_clusters", fail)
-    engine = _engine(tmp_path, embedder)
-    try:
-        with pytest.raises(RaptorError):
-            asyncio.run(engine.ingest("kb", "railway.txt", RAILWAY.encode(), added_by="test"))
-        assert len(started) == 1
-        assert engine.store.kb_id("kb") is None
-        assert engine.store.db.execute("SELECT COUNT(*) FROM nodes").fetchone()[0] == 0
-        assert seen["adopted"] == [] and engine.indexes.cached() == 0
-        assert not list(engine.indexes.dir.glob("kb-*"))
-    finally:
-        engine.close()
+    _fails_leaving_nothing(_engine(tmp_path, embedder), seen)
+    assert len(started) == 1
