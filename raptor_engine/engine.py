@@ -70,7 +70,7 @@ from .query.smalltalk import (
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
 from .query.verify import NOTHING_TO_CHECK, check_reply, claims_of, last_answer
 from .storage.archive import abandoned_imports
-from .storage.index import IndexManager, new_hnsw
+from .storage.index import IndexManager, extend_hnsw, new_hnsw
 from .storage.llm_cache import SummaryCache
 from .storage.message_store import MessageDocumentWrite
 from .storage.records import DocumentInfo, NewNode, StaleTreeError, StoredTop
@@ -307,6 +307,28 @@ def _observed(task: asyncio.Future[Any]) -> None:
     """Retrieve a background task's failure, so one the build never awaited is not reported as lost."""
     if not task.cancelled():
         task.exception()
+
+
+@dataclass
+class _LeafIndex:
+    """The leaves' index, started as soon as they are embedded (`Engine._leaf_index_ahead`): under the
+    ids from `first` on, which the store would give them then."""
+
+    first: int
+    count: int
+    index: asyncio.Future[Any]
+
+
+async def _extended(leaves: asyncio.Future[Any], ids: range, matrix: np.ndarray) -> Any:
+    """The leaves' index, once built, with the rest of the tree's rows added on a thread."""
+    return await asyncio.to_thread(extend_hnsw, await leaves, ids, matrix)
+
+
+def _leaves_first(tree: BuiltTree, count: int) -> bool:
+    """Whether the tree's first `count` nodes are its leaves, all of them (`build_document_tree`'s order)."""
+    return sum(1 for node in tree.nodes if node.kind == "leaf") == count and all(
+        node.kind == "leaf" for node in tree.nodes[:count]
+    )
 
 
 def _placeholder_top(node: NewNode) -> StoredTop:
@@ -606,10 +628,12 @@ class Engine:
                 return IngestResult("duplicate", existing)
         self._check_limits(kb_id, name, len(data))
         budget = self.build_budget(name)
+        leaf_index: list[_LeafIndex] = []
         try:
             with budget.active():
                 loaded = functools.partial(self._refuse_stored_text, kb_id)
-                built = await budget.bound(self._build_tree(name, data, kb_id, progress, loaded))
+                leaves_ready = functools.partial(self._leaf_index_ahead, kb_id, leaf_index)
+                built = await budget.bound(self._build_tree(name, data, kb_id, progress, loaded, leaves_ready))
                 tree, chunks, fmt = built.tree, built.chunks, built.format
             # Other processes' writers of this knowledge base wait from here to the commit (writers.py); the
             # wait is RAPTOR_WRITER_WAIT's, not the build's deadline, and the cross-document layer is cheap.
@@ -665,7 +689,7 @@ class Engine:
         kb_nodes = kb_layer.nodes if kb_layer else []
         if progress:
             progress(Progress("store", 0, len(tree.nodes)))
-        ahead = self._index_beside_commit(kb_id, tree)
+        ahead = self._index_beside_commit(kb_id, tree, leaf_index[0] if leaf_index else None)
         for attempt in range(MAX_COMMIT_ATTEMPTS):
             try:
                 kb_id, doc_id = await asyncio.to_thread(
@@ -722,20 +746,44 @@ class Engine:
             notices=list(built.notices),
         )
 
-    def _index_beside_commit(self, kb_id: int | None, tree: BuiltTree) -> asyncio.Future[Any] | None:
+    def _leaf_index_ahead(self, kb_id: int | None, started: list[_LeafIndex], leaves: list[NewNode]) -> None:
+        """A knowledge base's first document: its leaves' index, started on a thread once they are embedded,
+        under the ids the store would give them now, so that hnswlib (which inserts without the GIL) works
+        on the core the leaf layer's single-threaded global clustering leaves idle. Appended to `started`;
+        nothing is kept unless `_index_beside_commit` finds those ids still next and `IndexManager.adopt`
+        finds them stored. Derived data: a failure here only means the index is built later."""
+        try:
+            if (kb_id is not None and self.store.has_nodes(kb_id)) or not leaves:
+                return
+            first = self.store.next_node_id()
+        except Exception:
+            log.warning("the leaves' index of %s could not be started ahead", kb_id, exc_info=True)
+            return
+        matrix = np.vstack([leaf.embedding for leaf in leaves]).astype(np.float32)
+        future = asyncio.ensure_future(asyncio.to_thread(new_hnsw, range(first, first + len(leaves)), matrix))
+        future.add_done_callback(_observed)
+        started.append(_LeafIndex(first, len(leaves), future))
+
+    def _index_beside_commit(
+        self, kb_id: int | None, tree: BuiltTree, leaves: _LeafIndex | None = None
+    ) -> asyncio.Future[Any] | None:
         """A knowledge base's first document: its index, built on a thread while SQLite writes its rows, under
-        the ids the store is about to give them (hnswlib inserts without the GIL). None for a knowledge base
-        that holds nodes already: its index is brought up to date after the commit (`IndexManager.get`).
-        Nothing is kept before `_index_after_commit` checks it against the rows, so a failed commit leaves
-        nothing behind."""
+        the ids the store is about to give them (hnswlib inserts without the GIL); from the leaves' index
+        started during the build where it was started under these ids (the leaves are the tree's first
+        nodes), with only the summaries left to add. None for a knowledge base that holds nodes already:
+        its index is brought up to date after the commit (`IndexManager.get`). Nothing is kept before
+        `_index_after_commit` checks it against the rows, so a failed commit leaves nothing behind."""
         if kb_id is not None and self.store.has_nodes(kb_id):
             return None
         first = self.store.next_node_id()
-        vectors = [node.embedding for node in tree.nodes]
-        ids = range(first, first + len(vectors))
-        future = asyncio.ensure_future(
-            asyncio.to_thread(lambda: new_hnsw(ids, np.vstack(vectors).astype(np.float32)))
-        )
+        matrix = np.vstack([node.embedding for node in tree.nodes]).astype(np.float32)
+        ids = range(first, first + len(matrix))
+        if leaves is not None and leaves.first == first and _leaves_first(tree, leaves.count):
+            future = asyncio.ensure_future(_extended(leaves.index, ids[leaves.count :], matrix[leaves.count :]))
+        else:
+            if leaves is not None:
+                log.info("the leaves' index of kb %s was started under other ids; building it whole", kb_id)
+            future = asyncio.ensure_future(asyncio.to_thread(new_hnsw, ids, matrix))
         future.add_done_callback(_observed)
         return future
 
@@ -771,9 +819,11 @@ class Engine:
         kb_id: int | None,
         progress: ProgressCallback | None,
         loaded: Callable[[str], None] | None = None,
+        leaves_ready: Callable[[list[NewNode]], None] | None = None,
     ) -> DocumentTree:
         """The document's own tree, built on the Dask cluster when one is attached, else here (where
-        `loaded` checks the text once read; a cluster's build is checked when it is back)."""
+        `loaded` checks the text once read and `leaves_ready` gets the embedded leaves; a cluster's build
+        is checked when it is back)."""
         held = self.store.kb_tokens(kb_id) if kb_id is not None else 0
         if self.cluster is not None:
             built = await self.cluster.build(name, data, self.settings, held, progress, current_budget())
@@ -792,6 +842,7 @@ class Engine:
                 summarizer=summarizer,
                 progress=progress,
                 loaded=loaded,
+                leaves_ready=leaves_ready,
             )
         self.last_parse = built.parse
         return built

@@ -195,3 +195,39 @@ def test_a_subtitle_exports_cue_numbers_and_timings_are_never_summary_sentences(
     request = SummaryRequest(texts=texts, embeddings=embedder.embed(texts), max_tokens=60)
     summary = summarizer.summarize(request)
     assert summary.text and "-->" not in summary.text and "WEBVTT" not in summary.text, summary.text
+
+
+class _JoinedTwice(ExtractiveSummarizer):
+    """The summariser as it was when `_finish` joined the picked sentences again: the reference."""
+
+    trimmed = 0
+
+    def _finish(self, sentences, picked, text, tokens, max_tokens):
+        if not sentences:
+            return summarize.Summary(text="")
+        picked = list(picked)
+        if len(picked) > 1 and tokens > max_tokens:
+            type(self).trimmed += 1
+        while len(picked) > 1 and tokens > max_tokens:
+            picked.remove(min(picked, key=lambda s: (s.score, -s.child, -s.position)))
+            tokens = self.count_tokens(summarize._join(picked))
+        if picked and tokens <= max_tokens:
+            return summarize.Summary(text=summarize._join(picked), copied=summarize._copied_tokens(picked))
+        best = min(sentences, key=lambda s: (-s.score, s.child, s.position))
+        text = self._truncate(best.text, max_tokens)
+        return summarize.Summary(text=text, copied={best.child: max(1, self.count_tokens(text))})
+
+
+def test_summaries_join_their_sentences_once_and_are_the_same(embedder):
+    """A counter by characters makes the joined text (separators included) outgrow its sentences' sum, so
+    some budgets drop sentences after the join: every summary equals the reference's that joins again."""
+    vectors = embedder.embed(ASTRONOMY)
+    requests = [
+        SummaryRequest(texts=ASTRONOMY[i:] + ASTRONOMY[:i], embeddings=np.roll(vectors, -i, axis=0), max_tokens=budget)
+        for i in range(len(ASTRONOMY))
+        for budget in (60, 150, 200, 260, 330, 400, 2000)
+    ]
+    mine = ExtractiveSummarizer(len).summarize_all(requests)
+    theirs = _JoinedTwice(len).summarize_all(requests)
+    assert _JoinedTwice.trimmed > 0
+    assert [(s.text, s.copied) for s in mine] == [(s.text, s.copied) for s in theirs]

@@ -201,6 +201,15 @@ def new_hnsw(ids: Iterable[int] | np.ndarray, matrix: np.ndarray) -> hnswlib.Ind
     return index
 
 
+def extend_hnsw(index: hnswlib.Index, ids: Iterable[int] | np.ndarray, matrix: np.ndarray) -> hnswlib.Index:
+    """`index` (from `new_hnsw`) with `matrix`'s rows added under `ids`, in order on one thread: rows added in
+    two steps give the graph `new_hnsw` of all of them in one gives (the same order, the same seeded levels)."""
+    if len(matrix):
+        index.resize_index(index.get_current_count() + len(matrix))
+        index.add_items(matrix, np.asarray(list(ids), dtype=np.int64), num_threads=1)
+    return index
+
+
 class IndexManager:
     """Loads, saves, updates and rebuilds the per-knowledge-base indices under `index_dir`.
 
@@ -386,8 +395,7 @@ class IndexManager:
             later = stored[len(labels) :]
             if later:
                 add_ids, matrix = self.store.embeddings(kb_id, ids=later)
-                ahead.resize_index(len(stored))
-                ahead.add_items(matrix, add_ids, num_threads=1)
+                extend_hnsw(ahead, add_ids, matrix)
             counts = self.store.token_counts(kb_id)
             built = KBIndex(ahead, version, NodeTokens.from_pairs({i: counts[i] for i in stored}), ahead.dim)
             self._save(kb_id, built, unsaved_ok=True)

@@ -56,6 +56,17 @@ WORD_FORMS_CACHED = 8  # knowledge bases whose words are kept for respelling que
 MIN_SHA_PREFIX = 8
 
 
+def _insert_rows(db: sqlite_utils.Database, table: str, rows: list[dict[str, Any]]) -> None:
+    """Rows of one shape (every value a str, int, float, bytes or None already) in one `executemany`:
+    sqlite_utils' `insert_all` checked and converted every value and built multi-row statements in Python,
+    most of a 100k-token document's write (0.25 of 0.43 s for its 1,328 nodes, profiled)."""
+    if not rows:
+        return
+    columns = list(rows[0])
+    sql = f"INSERT INTO {table} ({', '.join(f'[{c}]' for c in columns)}) VALUES ({', '.join('?' * len(columns))})"
+    db.conn.executemany(sql, [tuple(row[c] for c in columns) for row in rows])
+
+
 class Store(MessageStoreMixin):
     """All reads and writes of the database. Safe to share between threads (chat-message documents'
     tables: message_store.py)."""
@@ -456,10 +467,9 @@ class Store(MessageStoreMixin):
             )
             edges += [{"parent_id": node_id, "child_id": ids[c], "kb_id": kb_id} for c in node.children]
             edges += [{"parent_id": node_id, "child_id": c, "kb_id": kb_id} for c in node.stored_children]
-        db["nodes"].insert_all(rows, batch_size=200)
+        _insert_rows(db, "nodes", rows)
         index_node_ids(db, kb_id, [row["id"] for row in rows])
-        if edges:
-            db["edges"].insert_all(edges, batch_size=500)
+        _insert_rows(db, "edges", edges)
         return ids
 
     def _stored_leaf_ids(self, db: sqlite_utils.Database, node_ids: list[int]) -> dict[int, list[int]]:

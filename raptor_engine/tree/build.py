@@ -239,9 +239,16 @@ async def build_document_tree(
     summarizer: Summarizer,
     settings: Settings,
     progress: ProgressCallback | None = None,
+    leaves_ready: Callable[[list[NewNode]], None] | None = None,
 ) -> BuiltTree:
-    """Leaves, then summary layers until the stop rule holds. Raises whatever the summariser raises."""
+    """Leaves, then summary layers until the stop rule holds. Raises whatever the summariser raises.
+
+    `leaves_ready` gets the embedded leaves before the first clustering (the engine starts their search
+    index on the core that clustering's single-threaded global step leaves idle); they come first in
+    the returned nodes, in chunk order."""
     leaves = await embed_leaves(chunks, embedder, progress)
+    if leaves_ready is not None:
+        leaves_ready(leaves)
     nodes = list(leaves)
     current = leaves
     records = [LayerRecord(layer=0, nodes=len(leaves))]

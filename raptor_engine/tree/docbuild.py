@@ -21,6 +21,7 @@ from ..ingest.budget import current_budget
 from ..ingest.chunk import chunk_document
 from ..ingest.load import LoadLimits, document_fingerprint
 from ..ingest.parse_worker import ParseStats, WorkerLimits, load_isolated
+from ..storage.records import NewNode
 from ..types import Chunk, LoadedDocument, Progress, ProgressCallback, Summarizer
 from .build import BuiltTree, build_document_tree
 from .cluster import import_umap, may_cluster
@@ -111,10 +112,12 @@ async def build_document(
     summarizer: Summarizer | Awaitable[Summarizer],
     progress: ProgressCallback | None = None,
     loaded: Callable[[str], None] | None = None,
+    leaves_ready: Callable[[list[NewNode]], None] | None = None,
 ) -> DocumentTree:
     """Read (in the parse child), chunk, embed, cluster and summarise one upload; `held` is how many
     tokens its knowledge base already stores (the bound on its size). `loaded` gets the text's
-    fingerprint once it is read and may raise to stop there (a document stored already is not built).
+    fingerprint once it is read and may raise to stop there (a document stored already is not built);
+    `leaves_ready` gets the leaves once embedded (`build_document_tree`).
 
     The embedder and summariser may still be loading (awaitables): the upload is parsed meanwhile, in
     its own process, so a new process loads its model and parses the file at the same time.
@@ -156,7 +159,12 @@ async def build_document(
     if may_cluster(len(chunks), settings.stop_nodes):
         await asyncio.to_thread(import_umap)
     tree = await build_document_tree(
-        chunks, embedder=embedder, summarizer=summarizer, settings=settings, progress=progress
+        chunks,
+        embedder=embedder,
+        summarizer=summarizer,
+        settings=settings,
+        progress=progress,
+        leaves_ready=leaves_ready,
     )
     return DocumentTree(tree, chunks, doc.format, stats, doc.notices, fingerprint)
 

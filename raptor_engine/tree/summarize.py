@@ -96,25 +96,31 @@ class ExtractiveSummarizer:
             self._select(order, r.max_tokens) for order, r in checked(zip(ranked, requests, strict=True), every=1)
         ]
         # Sentence counts add up for WordPiece tokenizers; verify the joined texts for any other kind.
-        joined = self._counts([_join(c) for c in chosen])
+        texts = [_join(c) for c in chosen]
+        joined = self._counts(texts)
         summaries = []
-        for sentences, picked, tokens, request in checked(zip(clusters, chosen, joined, requests, strict=True), every=1):
-            summaries.append(self._finish(sentences, picked, tokens, request.max_tokens))
+        for sentences, picked, text, tokens, request in checked(
+            zip(clusters, chosen, texts, joined, requests, strict=True), every=1
+        ):
+            summaries.append(self._finish(sentences, picked, text, tokens, request.max_tokens))
         return summaries
 
     def _finish(
-        self, sentences: list[_Sentence], picked: list[_Sentence], tokens: int, max_tokens: int
+        self, sentences: list[_Sentence], picked: list[_Sentence], text: str, tokens: int, max_tokens: int
     ) -> Summary:
-        """The summary: the picked sentences if they fit, else fewer, else the best one cut short; with
-        the tokens it copied from each child."""
+        """The summary: the picked sentences (joined already as `text`, of `tokens` tokens) if they fit, else
+        fewer, else the best one cut short; with the tokens it copied from each child. Joining is not
+        cheap (each separator asks whether either sentence is a heading or a speaker's line), so the
+        joined text is not made twice."""
         if not sentences:
             return Summary(text="")
         picked = list(picked)
         while len(picked) > 1 and tokens > max_tokens:
             picked.remove(min(picked, key=lambda s: (s.score, -s.child, -s.position)))
-            tokens = self.count_tokens(_join(picked))
+            text = _join(picked)
+            tokens = self.count_tokens(text)
         if picked and tokens <= max_tokens:
-            return Summary(text=_join(picked), copied=_copied_tokens(picked))
+            return Summary(text=text, copied=_copied_tokens(picked))
         best = min(sentences, key=lambda s: (-s.score, s.child, s.position))
         text = self._truncate(best.text, max_tokens)
         return Summary(text=text, copied={best.child: max(1, self.count_tokens(text))})
