@@ -163,3 +163,12 @@ def test_a_question_about_a_thing_of_a_story_asked_plainly_is_judged(answerer):
 def test_outside_a_story_describing_a_thing_stays_a_question_about_the_whole(answerer):
     quoted = answerer._quotes("Describe the tagger in the paper.", _context(PAPER_SENTENCES), [])
     assert quoted is not None and quoted.thematic
+
+
+@pytest.mark.parametrize("question", ["Describe the dragon in the story.", "Describe the spaceship of the story."])
+def test_describing_a_thing_the_story_never_names_is_judged_and_not_said_to_be_found(answerer, question):
+    """A story has a setting and characters whatever it says, but a dragon only where it names one: a
+    question about a thing the sentences never name is judged as any other, not waved through."""
+    quoted = answerer._quotes(question, _context(STORY), [])
+    assert quoted is not None and quoted.themed
+    assert not answerer._answer_sync(question, _context(STORY), []).text.startswith(FOUND)

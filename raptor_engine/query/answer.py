@@ -358,6 +358,12 @@ NARRATIVE_FRAGMENT_WORDS = 20  # a story's quote shorter than this (a line of di
 # a thematic answer's quote from a story says something of it: not a byline ("By ALFRED COPPEL, JR."), a
 # magazine's issue line or a bare line of dialogue ("Sit down, Retief," he said.)
 NARRATIVE_THEME_MIN_WORDS = 12
+# What every story has, whatever its words: "Describe the setting of the story." is answered by what the
+# story gets; "Describe the dragon in the story." only where the story names a dragon.
+STORY_ASPECTS = frozenset(
+    """setting settings character characters protagonist protagonists narrator hero heroine villain tone
+    mood atmosphere ending beginning opening conflict climax structure style world""".split()
+)
 # What a document writes that looks like a citation marker: [2], [ 2 ], [12], [2, 3], [2-4], [^2], 【2】,
 # in any bracket pair a reader or a model might take for one, with any script's digits.
 DOCUMENT_MARKER = re.compile(
@@ -2028,6 +2034,13 @@ class _Quoted:
     themed: bool = False
 
 
+def _story_holds_topic(question: str, candidates: list[_Candidate]) -> bool:
+    """Whether a story has what "Describe the X in the story." asks about: an aspect every story has
+    (STORY_ASPECTS), or a thing its sentences name."""
+    named = set().union(*(c.terms for c in candidates))
+    return all(t in STORY_ASPECTS or stem(t) in named for t in topic_terms(question, frozenset()))
+
+
 def _speakers(candidates: list[_Candidate]) -> frozenset[str]:
     """The transcript speakers the candidate sentences are shown with (none outside a transcript)."""
     return frozenset(c.speaker for c in candidates if c.speaker)
@@ -2200,7 +2213,7 @@ class ExtractiveAnswerer:
         core = quoted.rewrite.core
         if quoted.settled is not None:
             return Grounding.ANSWERED if quoted.settled else Grounding.CLOSEST
-        if quoted.thematic or quoted.themed or not subject_terms(core):
+        if quoted.thematic or not subject_terms(core) or (quoted.themed and _story_holds_topic(core, quoted.candidates)):
             return Grounding.ANSWERED
         if _asks_only_a_speaker(core, quoted.candidates, quoted.picked):
             return Grounding.ANSWERED
