@@ -373,6 +373,17 @@ def test_chinese_text_chunks_keep_whole_sentences_and_long_ones_break_at_clauses
     assert len(pieces) > 1 and all(p.text.endswith("，") for p in pieces[:-1])
 
 
+@pytest.mark.parametrize("opening", ['"', "\u201c", "'", "\u00ab", "("])
+def test_a_title_line_ends_before_a_sentence_that_opens_with_a_quotation_mark(opening):
+    """A story's title over its first line of dialogue is a line of its own, not the dialogue's first
+    words (a quote 'The Lamp on the Hill "I told you," she said ...' read as one sentence)."""
+    line = f"{opening}I told you so,{opening} she said to the grocer's boy the next Saturday morning."
+    assert sentences(f"The Lamp on the Hill\n{line}") == ["The Lamp on the Hill", line]
+    # a wrapped line of prose before a quoted lower-case word stays one sentence
+    wrapped = f"and she told the grocer's boy that the weather\n{opening}was{opening} going to turn by the evening."
+    assert sentences(wrapped) == [wrapped]
+
+
 def test_split_ends_a_chinese_title_line_that_runs_into_the_prose():
     """No capitals say where a Chinese sentence starts: a short unpunctuated line before a long one is a title."""
     text = "灯塔看守人的历史\n斯凯罗角灯塔建于1852年，第一任看守人是托马斯·哈尔贝克。"

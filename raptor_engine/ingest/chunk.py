@@ -218,13 +218,16 @@ def is_table_row(line: str) -> bool:
 
 TITLE_MAX_CHARS = 80
 TITLE_SHORTER_THAN = 0.6  # a title line is well short of the prose line after it
+_OPENING_MARKS = "\"'\u201c\u2018\u00ab\u201e([\u300c\u300e"  # what a sentence may open with before its capital
 
 
 def _title_line(line: str, following: str) -> bool:
     """A title or heading on a line of its own in extracted text (a PDF's, where nothing marks it):
     short, no closing punctuation, and followed by a line that starts a sentence and is much longer,
-    or in title case. A wrapped prose line runs nearly to the margin, so it is never this short."""
-    if not following[:1].isupper() or len(line) > TITLE_MAX_CHARS or line[-1:] in ".!?,;:\"'”’)]":
+    or in title case. A wrapped prose line runs nearly to the margin, so it is never this short. The
+    sentence after it may open with a quotation mark or bracket (a story's first line of dialogue)."""
+    opening = following.lstrip(_OPENING_MARKS)
+    if not opening[:1].isupper() or len(line) > TITLE_MAX_CHARS or line[-1:] in ".!?,;:\"'”’)]":
         return False
     if len(line) <= TITLE_SHORTER_THAN * len(following):
         return True
