@@ -497,9 +497,10 @@ class Engine:
         answerer = self.answerer
         if isinstance(answerer, ExtractiveAnswerer):
             return answerer.sentence_scores
+        embedder = self.embedder  # outside the lock: it takes the lock itself
         with self._model_lock:
             if self._quote_judge is None:
-                self._quote_judge = ExtractiveAnswerer(self.embedder, ranker=ranker_for(self.settings.ranking))
+                self._quote_judge = ExtractiveAnswerer(embedder, ranker=ranker_for(self.settings.ranking))
         return self._quote_judge.sentence_scores
 
     @property

@@ -176,3 +176,16 @@ async def test_the_engine_trims_only_budgets_up_to_the_limit(tmp_path, embedder,
             assert small.tokens_used <= 80 and small.nodes
     finally:
         engine.close()
+
+
+def test_an_engine_whose_answerer_writes_prose_still_trims_by_the_quote_model(tmp_path, embedder):
+    """With an LLM configured the context it reads is trimmed by a quoting answerer the engine keeps."""
+    writer = object()  # any answerer that does not quote
+    engine = Engine(unhurried_settings(data_dir=tmp_path), embedder=embedder, answerer=writer)  # type: ignore[arg-type]
+    try:
+        judge = engine._sentence_judge(TRIM.max_budget)
+        assert judge is not None and isinstance(judge.__self__, ExtractiveAnswerer)
+        assert engine._sentence_judge(TRIM.max_budget).__self__ is judge.__self__  # kept, not rebuilt
+        assert engine._sentence_judge(TRIM.max_budget + 1) is None
+    finally:
+        engine.close()
