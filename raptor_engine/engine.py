@@ -492,11 +492,11 @@ class Engine:
         """The quote model that trims a small budget's nodes to their answering sentences
         (`retrieve.trimmed_sentences`): the answerer itself when it quotes, else (an LLM reads the
         context) a quoting answerer kept for it. None where the budget is not trimmed."""
-        if budget > TRIM.max_budget:
-            return None
+        if budget > TRIM.max_budget or ranker_for(self.settings.ranking) is None:
+            return None  # without the quote model (RAPTOR_RANKING=vector) there is nothing to judge by
         answerer = self.answerer
         if isinstance(answerer, ExtractiveAnswerer):
-            return answerer.sentence_scores
+            return answerer.sentence_scores if answerer.ranker is not None else None
         embedder = self.embedder  # outside the lock: it takes the lock itself
         with self._model_lock:
             if self._quote_judge is None:

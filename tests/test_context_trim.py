@@ -187,5 +187,7 @@ def test_an_engine_whose_answerer_writes_prose_still_trims_by_the_quote_model(tm
         assert judge is not None and isinstance(judge.__self__, ExtractiveAnswerer)
         assert engine._sentence_judge(TRIM.max_budget).__self__ is judge.__self__  # kept, not rebuilt
         assert engine._sentence_judge(TRIM.max_budget + 1) is None
+        engine.settings = dataclasses.replace(engine.settings, ranking="vector")
+        assert engine._sentence_judge(TRIM.max_budget) is None  # no quote model, nothing trimmed
     finally:
         engine.close()
