@@ -54,7 +54,7 @@ from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_c
 from .query.followup import Onward, chooses, onward_ask, standalone_question, through_exchange
 from .query.ranker import ranker_for
 from .query.respell import respelled
-from .query.retrieve import RANKINGS, allowed_ids, collapsed_tree, tree_traversal
+from .query.retrieve import RANKINGS, TRIM, SentenceJudge, allowed_ids, collapsed_tree, tree_traversal
 from .query.smalltalk import (
     REPLIES,
     SOURCES_CHANGED,
@@ -406,6 +406,7 @@ class Engine:
         self._summarizer = summarizer
         self._answerer = answerer
         self._support_vectors: SentenceVectors | None = None
+        self._quote_judge: ExtractiveAnswerer | None = None  # trims a small budget's nodes (`_sentence_judge`)
         self._model_lock = threading.Lock()
         self._locks: dict[str, asyncio.Lock] = {}
         self._waiting: dict[str, int] = defaultdict(int)
@@ -508,6 +509,21 @@ class Engine:
             if self._support_vectors is None:
                 self._support_vectors = SentenceVectors(embedder)
         return SupportIndex(nodes, self._support_vectors)
+
+    def _sentence_judge(self, budget: int) -> SentenceJudge | None:
+        """The quote model that trims a small budget's nodes to their answering sentences
+        (`retrieve.trimmed_sentences`): the answerer itself when it quotes, else (an LLM reads the
+        context) a quoting answerer kept for it. None where the budget is not trimmed."""
+        if budget > TRIM.max_budget or ranker_for(self.settings.ranking) is None:
+            return None  # without the quote model (RAPTOR_RANKING=vector) there is nothing to judge by
+        answerer = self.answerer
+        if isinstance(answerer, ExtractiveAnswerer):
+            return answerer.sentence_scores if answerer.ranker is not None else None
+        embedder = self.embedder  # outside the lock: it takes the lock itself
+        with self._model_lock:
+            if self._quote_judge is None:
+                self._quote_judge = ExtractiveAnswerer(embedder, ranker=ranker_for(self.settings.ranking))
+        return self._quote_judge.sentence_scores
 
     @property
     def backend_name(self) -> str:
@@ -1424,6 +1440,7 @@ class Engine:
                 documents=documents,
                 count_tokens_batch=self.embedder.count_tokens_batch,
                 ranking=self.settings.ranking,
+                sentence_judge=self._sentence_judge(budget),
             )
         else:
             context = tree_traversal(

@@ -14,7 +14,7 @@ from raptor_engine.query.retrieve import FUSION, Fusion, collapsed_tree, fusion_
 from raptor_tools.benchmarks.context_orders import (
     ENGINE_ORDER,
     METHODS,
-    ORDERS,
+    ROWS,
     SPLITS,
     paired_difference,
     set_recalls,
@@ -89,7 +89,7 @@ async def test_the_benchmark_scores_each_order_as_raptor_eval_does(tmp_path: Pat
     for split in SPLITS:
         found = await set_recalls(eval_set, split, data_dir, 300, embedder)
         questions = [q for q in eval_set.questions if q.answers and split_of("tiny", q.doc_id) == split]
-        assert set(found) == set(ORDERS)
+        assert set(found) == set(ROWS)
         assert all(len(recalls[method]) == len(questions) for recalls in found.values() for method in METHODS)
         assert all(0.0 <= r <= 1.0 for recalls in found.values() for rs in recalls.values() for r in rs)
         if not questions:
@@ -105,6 +105,6 @@ async def test_the_benchmark_scores_each_order_as_raptor_eval_does(tmp_path: Pat
         finally:
             engine.close()
         table = split_table({"tiny": found})
-        assert len(table) == 2 + len(ORDERS)
+        assert len(table) == 2 + len(ROWS)
         assert table[2].startswith(f"| {ENGINE_ORDER} |") and table[2].endswith("| +0.0 ± 0.0 |")
     assert scored == sum(bool(q.answers) for q in eval_set.questions)

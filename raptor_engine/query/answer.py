@@ -2289,9 +2289,18 @@ class ExtractiveAnswerer:
         every node without a ranker. The quote model knows what a question asks for (a number for "how
         many", a place for "where"), which the two searches' order does not (docs/EVALUATION.md, "Small
         budgets": measured as an order of the context, it is not the engine's)."""
+        scored = self.sentence_scores(question, query_vector, nodes)
+        return [sorted(found.values(), reverse=True) for found in scored]
+
+    def sentence_scores(
+        self, question: str, query_vector: np.ndarray, nodes: list[ContextNode]
+    ) -> list[dict[str, float]]:
+        """Per node, each quotable sentence's blended quote score by its `sentence_key` (see
+        `node_scores`): what a small budget keeps of a node (`retrieve.trimmed`). Empty for a node with
+        no quotable sentence and for every node without a ranker."""
         candidates = _candidates(nodes)
         if self.ranker is None or not candidates:
-            return [[] for _ in nodes]
+            return [{} for _ in nodes]
         rewrite = split_standalone(question)
         similarity, sentences, weights = self._similarities_to(
             _unit(np.asarray(query_vector, dtype=np.float32)), rewrite, candidates, set()
@@ -2300,15 +2309,15 @@ class ExtractiveAnswerer:
         kind = document_kind([c.shown for c in candidates]) if self.ranker.blend.by_kind else None
         scores = [float(score) for score in self.ranker.quote_scores(rewrite.core, features, kind)]
         by_key = {c.key: score for c, score in zip(candidates, scores, strict=True)}
-        held: list[list[float]] = [[] for _ in nodes]
-        own: list[set[str]] = [set() for _ in nodes]
+        held: list[dict[str, float]] = [{} for _ in nodes]
         for c, score in zip(candidates, scores, strict=True):
-            held[c.position - 1].append(score)
-            own[c.position - 1].add(c.key)
+            held[c.position - 1][c.key] = score
         for i, node in enumerate(nodes):
-            copies = {sentence_key(strip_bullet(s.text)) for s in sentences_of(node.text)} - own[i]
-            held[i] += [by_key[key] for key in copies if key in by_key]
-        return [sorted(found, reverse=True) for found in held]
+            for s in sentences_of(node.text):
+                key = sentence_key(strip_bullet(s.text))
+                if key in by_key:
+                    held[i].setdefault(key, by_key[key])
+        return held
 
     def _score(
         self,

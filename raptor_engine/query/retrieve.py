@@ -19,6 +19,12 @@ is not the default. Given a judge (the extractive answer's quote model) and `Fus
 the fused order's first nodes are reordered by how well their best sentences answer the question
 (`judged_order`); that measured no better either, so the engine passes none.
 
+A small budget (up to `Trim.max_budget` tokens) is filled with the parts of nodes that answer: the fill
+order's first nodes are judged sentence by sentence by the extractive answer's quote model, a summary
+keeps only its best sentences, and a node too big for the room left keeps the best sentences that fit
+instead of being skipped (`trimmed_sentences`). A trimmed node keeps its id, layer and citation; an
+ELISION mark stands where its left-out sentences stood.
+
 Tree traversal: the top-k nodes among the roots, then the top-k among their children, down to
 the leaves; the selected nodes fill the budget top-down.
 """
@@ -91,10 +97,35 @@ class Fusion:
 
 FUSION = Fusion()
 
+
+@dataclasses.dataclass(frozen=True)
+class Trim:
+    """How a small budget is filled with the parts of nodes that answer (`trimmed_sentences`): the
+    fill order's first `head` nodes are judged by the quote model; a summary keeps only its best
+    sentences, so a thematic question still gets it but it leaves room for leaves, and a node too big
+    for the room left keeps the best sentences that fit instead of being skipped. The defaults are the
+    engine's, chosen in docs/EVALUATION.md ("Small budgets: the parts of nodes that answer"), where
+    `raptor_tools.benchmarks.context_orders` measures the others."""
+
+    max_budget: int = 1000  # budgets up to this are trimmed; 0: none is
+    head: int = 20  # the fill order's first nodes judged
+    keep: int = 3  # a trimmed node's best sentences kept
+    neighbours: int = 0  # sentences either side of a kept one kept too
+    top: int = 0  # also kept: any sentence among the head's best `top` (0: none)
+    layers: str = "summaries"  # judged nodes trimmed up front: "all", "summaries", "leaves" or "none"
+    whole: int = 0  # the head's first nodes never trimmed up front
+    fit: bool = True  # a judged node too big for the room left keeps the best sentences that fit
+
+
+TRIM = Trim()
+
 # How well each sentence of a context's nodes answers the question, per node, best first (the extractive
 # answer's quote model: `ExtractiveAnswerer.node_scores`); empty for a node it cannot judge. Retrieval
 # takes it as a callable so that it depends on no answerer.
 Judge = Callable[[str, np.ndarray, list[ContextNode]], list[list[float]]]
+# The same model's score of each quotable sentence of each node, by sentence key
+# (`ExtractiveAnswerer.sentence_scores`): what a trimmed node keeps.
+SentenceJudge = Callable[[str, np.ndarray, list[ContextNode]], list[dict[str, float]]]
 
 
 def _context_node(node: StoredNode, score: float) -> ContextNode:
@@ -114,25 +145,77 @@ def _context_node(node: StoredNode, score: float) -> ContextNode:
     )
 
 
-def _joined(text: str, kept: list[SentenceSpan]) -> str:
-    """The kept sentences in their original wording, a line break kept where one separated them."""
+ELISION = "\u2026"  # stands where a trimmed node's left-out sentences stood: its own sentence, never quoted
+ELISION_TOKENS = 1  # what one mark costs of the budget
+
+
+@dataclasses.dataclass
+class Trimmed:
+    """What `trimmed_sentences` decided, per node id: the sentences each trimmed node keeps, the tokens
+    that leaves it, and for every judged node its scored sentences' indices, best first (what
+    `Trim.fit` keeps of a node too big for the room left)."""
+
+    wanted: dict[int, list[bool]] = dataclasses.field(default_factory=dict)
+    sizes: dict[int, int] = dataclasses.field(default_factory=dict)
+    ranks: dict[int, list[int]] = dataclasses.field(default_factory=dict)
+    fit: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shortened:
+    """A node's text rebuilt from some of its sentences: the text, where each kept sentence starts in
+    it, and where each sentence the context holds elsewhere stood (see `_left_out`)."""
+
+    text: str
+    offsets: list[int]
+    held_elsewhere: tuple[tuple[int, str], ...]
+    elisions: int
+
+
+def _rebuilt(
+    text: str, sentences: tuple[SentenceSpan, ...], shown: list[bool], copies: list[bool]
+) -> _Shortened:
+    """The shown sentences in their original wording, a line break kept where one separated them. A run
+    of sentences neither shown nor copies (trimmed for the budget) leaves an ELISION mark in its place,
+    so a reader (and the LLM) sees that the node goes on; a copy leaves no mark, the context holds it."""
     parts: list[str] = []
-    for previous, sentence in zip([None, *kept], kept, strict=False):
-        if previous is not None:
-            parts.append("\n" if "\n" in text[previous.end : sentence.start] else " ")
+    offsets: list[int] = []
+    left_out: list[tuple[int, str]] = []
+    length, elisions = 0, 0
+    previous: SentenceSpan | None = None
+    gap = False  # a trimmed sentence since the last shown one
+    for sentence, show, copy in zip(sentences, shown, copies, strict=True):
+        if not show:
+            gap = gap or not copy
+            if copy:
+                left_out.append((length + (1 if parts else 0), sentence_key(strip_bullet(sentence.text))))
+            continue
+        if gap:
+            separator = f" {ELISION} " if parts else f"{ELISION} "
+            elisions += 1
+        elif previous is None:
+            separator = ""
+        else:
+            separator = "\n" if "\n" in text[previous.end : sentence.start] else " "
+        parts.append(separator)
+        length += len(separator)
+        offsets.append(length)
         parts.append(text[sentence.start : sentence.end])
-    return "".join(parts)
+        length += sentence.end - sentence.start
+        previous, gap = sentence, False
+    if gap and parts:
+        parts.append(f" {ELISION}")
+        elisions += 1
+    return _Shortened("".join(parts), offsets, tuple(left_out), elisions)
 
 
-def _moved_marks(node: ContextNode, kept: list[SentenceSpan]) -> PageMarks:
+def _moved_marks(node: ContextNode, kept: list[SentenceSpan], offsets: list[int]) -> PageMarks:
     """The node's page marks for the shortened text: each kept sentence keeps the page it was on."""
     marks: list[tuple[int, int]] = []
-    offset = 0
-    for sentence in kept:
+    for sentence, offset in zip(kept, offsets, strict=True):
         pages = node.pages(sentence.start, sentence.end)
         if pages is not None and (not marks or marks[-1][1] != pages[0]):
             marks.append((offset, pages[0]))
-        offset += sentence.end - sentence.start + 1
     return tuple(marks)
 
 
@@ -161,7 +244,10 @@ def _split_now(
 
 
 def _only_new(
-    node: ContextNode, sentences: tuple[SentenceSpan, ...], held: NewSentences
+    node: ContextNode,
+    sentences: tuple[SentenceSpan, ...],
+    held: NewSentences,
+    wanted: list[bool] | None = None,
 ) -> tuple[ContextNode | None, list[SentenceSpan]]:
     """The node with the sentences the context already holds removed, or None if too little is new;
     and the sentences it keeps. A shortened node counts the tokens of the sentences it keeps.
@@ -170,34 +256,33 @@ def _only_new(
     less than MIN_NEW_SUMMARY_SHARE of it new is left out: its score was earned mostly by text
     already held, so it does not vouch for the stray sentences left over. A leaf is kept for any new
     sentence, since what is left of it is the held sentence's own neighbourhood.
+
+    `wanted` (from `trimmed_sentences`) leaves out, besides, the sentences a small budget cannot afford;
+    the share of new text is then judged on the wanted ones alone.
     """
     copies = [held.is_copy(s) for s in sentences]
-    kept = [s for s, copy in zip(sentences, copies, strict=True) if not copy]
+    shown = [not copy and (wanted is None or want) for copy, want in zip(copies, wanted or copies, strict=True)]
+    kept = [s for s, show in zip(sentences, shown, strict=True) if show]
     if not kept:
         return None, []
     if len(kept) == len(sentences):
         return node, kept
-    text = _joined(node.text, kept)
-    if node.layer > 0 and len(text) < MIN_NEW_SUMMARY_SHARE * len(node.text):
+    rebuilt = _rebuilt(node.text, sentences, shown, copies)
+    wanted_length = sum(
+        s.end - s.start for s, want in zip(sentences, wanted or shown, strict=True) if wanted is None or want
+    )
+    new_length = len(rebuilt.text) if wanted is None else sum(s.end - s.start for s in kept)
+    if node.layer > 0 and new_length < MIN_NEW_SUMMARY_SHARE * (len(node.text) if wanted is None else wanted_length):
         return None, []
-    tokens = max(1, sum(s.tokens for s in kept))
+    tokens = max(1, sum(s.tokens for s in kept) + ELISION_TOKENS * rebuilt.elisions)
     shortened = dataclasses.replace(
-        node, text=text, tokens=tokens, page_marks=_moved_marks(node, kept), held_elsewhere=_left_out(sentences, copies)
+        node,
+        text=rebuilt.text,
+        tokens=tokens,
+        page_marks=_moved_marks(node, kept, rebuilt.offsets),
+        held_elsewhere=rebuilt.held_elsewhere,
     )
     return shortened, kept
-
-
-def _left_out(sentences: tuple[SentenceSpan, ...], copies: list[bool]) -> tuple[tuple[int, str], ...]:
-    """Where in the shortened text (`_joined`: kept sentences one separator apart) each left-out sentence
-    stood, and its key: the answer reads the context's other copy of it there."""
-    found: list[tuple[int, str]] = []
-    position = 0
-    for sentence, copy in zip(sentences, copies, strict=True):
-        if copy:
-            found.append((position, sentence_key(strip_bullet(sentence.text))))
-        else:
-            position += sentence.end - sentence.start + 1
-    return tuple(found)
 
 
 class BudgetFill:
@@ -210,11 +295,17 @@ class BudgetFill:
     """
 
     def __init__(
-        self, budget: int, count_tokens_batch: CountTokensBatch | None = None, *, new_text_only: bool = True
+        self,
+        budget: int,
+        count_tokens_batch: CountTokensBatch | None = None,
+        *,
+        new_text_only: bool = True,
+        trimmed: Trimmed | None = None,
     ):
         self.budget = budget
         self.count_tokens_batch = count_tokens_batch
         self.new_text_only = new_text_only
+        self.trimmed = trimmed or Trimmed()  # what a small budget keeps of the first nodes
         self.chosen: list[ContextNode] = []
         self.used = 0
         self._held = NewSentences()
@@ -227,12 +318,33 @@ class BudgetFill:
         node: ContextNode | None = _context_node(stored, score)
         kept: list[SentenceSpan] = []
         if self.new_text_only:
-            node, kept = _only_new(node, node_sentences(stored, self.count_tokens_batch), self._held)
+            sentences = node_sentences(stored, self.count_tokens_batch)
+            whole = node
+            node, kept = _only_new(whole, sentences, self._held, self.trimmed.wanted.get(stored.id))
+            if node is not None and node.tokens > self.room and self.trimmed.fit and stored.id in self.trimmed.ranks:
+                node, kept = self._fitted(whole, sentences, self.trimmed.ranks[stored.id])
         if node is None or node.tokens > self.room:
             return
         self.chosen.append(node)
         self._held.add(kept)
         self.used += node.tokens
+
+
+    def _fitted(
+        self, node: ContextNode, sentences: tuple[SentenceSpan, ...], ranks: list[int]
+    ) -> tuple[ContextNode | None, list[SentenceSpan]]:
+        """The node cut to its best new sentences that fit the room left, each counted with the
+        elision mark it may need."""
+        mask = [False] * len(sentences)
+        used = ELISION_TOKENS
+        for i in ranks:
+            cost = sentences[i].tokens + ELISION_TOKENS
+            if not self._held.is_copy(sentences[i]) and used + cost <= self.room:
+                mask[i] = True
+                used += cost
+        if not any(mask):
+            return None, []
+        return _only_new(node, sentences, self._held, mask)
 
 
 def fill_budget(
@@ -255,6 +367,7 @@ def _fill_reading_lazily(
     hits: list[tuple[int, float]],
     fill: BudgetFill,
     known: dict[int, StoredNode] | None = None,
+    trimmed: Trimmed | None = None,
 ) -> None:
     """Offer the hits in score order, reading full rows a batch at a time, and stop reading once no
     remaining candidate fits whole: at 100k nodes reading all 200 candidates' texts cost more than
@@ -262,12 +375,14 @@ def _fill_reading_lazily(
     sentences; leaving it out costs little, since most of its text is then already there.)
 
     Whether a candidate fits whole is read from the token counts the index holds; `known` nodes (read
-    already, by the ranker) are not read again."""
+    already, by the ranker) are not read again; a `trimmed` node's size is that of what it keeps."""
     batch = FETCH_BATCH
     known = known or {}
     sizes = index.tokens.counts_of([node_id for node_id, _ in hits])
     if len(sizes) < len(hits):  # not in the index (it is kept in step with SQLite, so this is rare)
         sizes.update(store.node_tokens([node_id for node_id, _ in hits if node_id not in sizes]))
+    if trimmed is not None:
+        sizes.update({node_id: size for node_id, size in trimmed.sizes.items() if node_id in sizes})
     pending = [(node_id, score) for node_id, score in hits if node_id in sizes]
     for begin in range(0, len(pending), batch):
         if not any(sizes[node_id] <= fill.room for node_id, _ in pending[begin:]):
@@ -316,9 +431,13 @@ def collapsed_tree(
     ranking: str = "learned",
     fusion: Fusion = FUSION,
     judge: Judge | None = None,
+    sentence_judge: SentenceJudge | None = None,
+    trim: Trim = TRIM,
 ) -> RetrievedContext:
     """The context for a question: candidates in `ranked_hits` order (judged by `judge`, if given, but
-    for a question about the whole, whose summaries come first), taken while they fit the budget."""
+    for a question about the whole, whose summaries come first), taken while they fit the budget. With
+    a `sentence_judge` and a budget up to `trim.max_budget`, the first nodes are trimmed to their best
+    sentences (`trimmed_sentences`), but for a question about the whole."""
     allowed = allowed_ids(store, kb_id, layers, documents)
     if allowed is not None and not allowed:
         return RetrievedContext([], 0, budget, "collapsed", query)
@@ -337,10 +456,78 @@ def collapsed_tree(
     )
     if about_the_whole:
         hits = _summaries_first(store, kb_id, hits, query_vector, allowed)
-    fill = BudgetFill(budget, count_tokens_batch)
-    _fill_reading_lazily(store, index, hits, fill, known)
+    trimmed = None
+    if sentence_judge is not None and budget <= trim.max_budget and not about_the_whole:
+        trimmed = trimmed_sentences(store, query, query_vector, hits, known, sentence_judge, trim, count_tokens_batch)
+    fill = BudgetFill(budget, count_tokens_batch, trimmed=trimmed)
+    _fill_reading_lazily(store, index, hits, fill, known, trimmed)
     chosen, used = fill.chosen, fill.used
     return RetrievedContext(chosen, used, budget, "collapsed", query)
+
+
+def trimmed_sentences(
+    store: Store,
+    query: str,
+    query_vector: np.ndarray,
+    hits: list[tuple[int, float]],
+    known: dict[int, StoredNode],
+    judge: SentenceJudge,
+    trim: Trim,
+    count_tokens_batch: CountTokensBatch | None = None,
+) -> Trimmed:
+    """Which sentences each of the first `trim.head` hits keeps, by node id, and the tokens that leaves
+    it (its kept sentences and elision marks). A node keeps its `trim.keep` best-scored sentences (and
+    `trim.neighbours` either side of each, and any among the head's `trim.top` best); a node the
+    judge cannot score, or that would keep every sentence, is left whole (absent). The nodes read are
+    added to `known`."""
+    head = hits[: trim.head]
+    known.update(store.nodes_by_ids([node_id for node_id, _ in head if node_id not in known]))
+    present = [(known[node_id], score) for node_id, score in head if node_id in known]
+    scores = judge(query, query_vector, [_context_node(node, score) for node, score in present])
+    spans = [node_sentences(node, count_tokens_batch) for node, _ in present]
+    keys = [[sentence_key(strip_bullet(s.text)) for s in sentences] for sentences in spans]
+    every = sorted((v for found in scores for v in found.values()), reverse=True)
+    floor = every[trim.top - 1] if 0 < trim.top <= len(every) else float("inf")
+    found = Trimmed(fit=trim.fit)
+    for rank, ((node, _), sentences, names, scored) in enumerate(zip(present, spans, keys, scores, strict=True)):
+        values = [scored.get(key) for key in names]
+        ranks = sorted((i for i, v in enumerate(values) if v is not None), key=lambda i: (-(values[i] or 0.0), i))
+        if not ranks:
+            continue
+        found.ranks[node.id] = ranks
+        if trim.fit:  # the smallest it can shrink to, so the lazy fill reads it
+            found.sizes[node.id] = sentences[ranks[0]].tokens + 2 * ELISION_TOKENS
+        if rank < trim.whole or not _trims(node.layer, trim.layers):
+            continue
+        mask = _kept_sentences(values, trim, floor)
+        if mask is None:
+            continue
+        found.wanted[node.id] = mask
+        runs = sum(1 for i, keep in enumerate(mask) if not keep and (i == 0 or mask[i - 1]))
+        size = sum(s.tokens for s, keep in zip(sentences, mask, strict=True) if keep) + runs * ELISION_TOKENS
+        found.sizes[node.id] = min(size, found.sizes.get(node.id, size))
+    return found
+
+
+def _trims(layer: int, layers: str) -> bool:
+    """Whether a node of this layer is trimmed up front under `Trim.layers`."""
+    return layers == "all" or (layers == "summaries" and layer > 0) or (layers == "leaves" and layer == 0)
+
+
+def _kept_sentences(scores: list[float | None], trim: Trim, floor: float) -> list[bool] | None:
+    """The sentences a node keeps (see `trimmed_sentences`), or None to keep it whole."""
+    ranked = sorted((score, -i) for i, score in enumerate(scores) if score is not None)
+    if not ranked:
+        return None
+    best = ranked[max(0, len(ranked) - trim.keep) :] if trim.keep > 0 else []
+    chosen = {-i for _, i in best} | {i for i, score in enumerate(scores) if score is not None and score >= floor}
+    if not chosen or len(chosen) == len(ranked):  # none or every scored sentence: the node stays whole
+        return None
+    mask = [False] * len(scores)
+    for i in chosen:
+        for j in range(max(0, i - trim.neighbours), min(len(scores), i + trim.neighbours + 1)):
+            mask[j] = True
+    return None if all(mask) else mask
 
 
 def ranked_hits(

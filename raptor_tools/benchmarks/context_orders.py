@@ -4,7 +4,9 @@ side by side.
 Every question with a reference, of every document of the evaluation sets, gets its collapsed and
 leaves-only context at the budget in each order of `ORDERS`, scored as `raptor eval` scores a context
 (ROUGE-1 recall of the best reference); an order whose `Fusion.judged` is above 0 has its first
-nodes reordered by the extractive answer's quote model (`retrieve.judged_order`). Printed per split:
+nodes reordered by the extractive answer's quote model (`retrieve.judged_order`). Every order fills
+the budget as the engine does (`retrieve.TRIM`); the rows of `FILLS` fill it otherwise, in the
+engine's order (whole nodes, or nodes trimmed to their best sentences: `retrieve.Trim`). Printed per split:
 each set's collapsed (leaves only) recall, the mean over the sets, and the mean difference against
 the engine's order with its paired standard error. An order is worth adopting only if it wins on the training split by more than its error; the
 held-out split then says whether the win carries over. The trees are the ones `raptor eval` caches
@@ -32,7 +34,7 @@ from raptor_engine.config import Settings  # noqa: E402
 from raptor_engine.engine import Engine  # noqa: E402
 from raptor_engine.query.answer import ExtractiveAnswerer  # noqa: E402
 from raptor_engine.query.ranker import load_ranker  # noqa: E402
-from raptor_engine.query.retrieve import Fusion, collapsed_tree  # noqa: E402
+from raptor_engine.query.retrieve import TRIM, Fusion, Trim, collapsed_tree  # noqa: E402
 from raptor_engine.tree.embed import Embedder  # noqa: E402
 from raptor_tools.evaluate import EvalSet, build_trees, load_eval_set, split_of  # noqa: E402
 from raptor_tools.metrics import best_over, rouge1_recall  # noqa: E402
@@ -58,6 +60,23 @@ ORDERS: dict[str, tuple[str, Fusion]] = {
     "hybrid, first 20 judged (all sentences)": ("hybrid", dataclasses.replace(JUDGED, judge_sentences=0)),
 }
 
+ANY = 10**9  # a budget limit every budget is under
+# Other fills of the budget in the engine's order (docs/EVALUATION.md, "Small budgets: the parts of nodes
+# that answer"): the fill order's first 20 nodes judged by the quote model.
+FILLS: dict[str, Trim] = {
+    "whole nodes (no trimming)": Trim(max_budget=0),
+    "summaries cut to their best 3 sentences, a node too big cut to fit": Trim(ANY),
+    "a node too big for the room left cut to its best sentences that fit": Trim(ANY, layers="none"),
+    "every node cut to its best 4 sentences, a node too big cut to fit": Trim(ANY, keep=4, layers="all"),
+    "every node cut to its best 2 sentences and one either side": Trim(
+        ANY, keep=2, neighbours=1, layers="all", fit=False
+    ),
+    "the first 3 whole, then every node cut to its best 2, a node too big cut to fit": Trim(
+        ANY, keep=2, whole=3, layers="all"
+    ),
+}
+ROWS = [*ORDERS, *FILLS]
+
 Recalls = dict[str, list[float]]  # per method, one recall per question
 
 
@@ -66,18 +85,21 @@ async def set_recalls(
 ) -> dict[str, Recalls]:
     """Each order's recalls on one set's split, the questions in file order (so orders pair up)."""
     questions = [q for q in eval_set.questions if q.answers and split_of(eval_set.name, q.doc_id) == split]
-    found: dict[str, Recalls] = {order: {method: [] for method in METHODS} for order in ORDERS}
+    found: dict[str, Recalls] = {row: {method: [] for method in METHODS} for row in ROWS}
     if not questions:
         return found
     engine = Engine(dataclasses.replace(Settings.from_env(), data_dir=data_dir), embedder=embedder)
     try:
-        judge = ExtractiveAnswerer(engine.embedder, ranker=load_ranker()).node_scores  # for orders judging any
+        answerer = ExtractiveAnswerer(engine.embedder, ranker=load_ranker())
+        judge, sentence_judge = answerer.node_scores, answerer.sentence_scores  # for orders judging any
         needed = list(dict.fromkeys(q.doc_id for q in questions))
         trees = await build_trees(engine, [eval_set.documents[d] for d in needed], progress=False)
         for question in questions:
             kb_id = engine.store.require_kb(trees[question.doc_id]["kb"])
             vector = engine.embedder.embed([question.question])[0]
-            for order, (ranking, fusion) in ORDERS.items():
+            rows = {order: (ranking, fusion, TRIM) for order, (ranking, fusion) in ORDERS.items()}
+            rows |= {fill: (ORDERS[ENGINE_ORDER][0], ORDERS[ENGINE_ORDER][1], trim) for fill, trim in FILLS.items()}
+            for row, (ranking, fusion, trim) in rows.items():
                 for method, layers in METHODS.items():
                     context = collapsed_tree(
                         engine.store,
@@ -92,9 +114,11 @@ async def set_recalls(
                         ranking=ranking,
                         fusion=fusion,
                         judge=judge,
+                        sentence_judge=sentence_judge,
+                        trim=trim,
                     )
                     text = "\n\n".join(node.text for node in context.nodes)
-                    found[order][method].append(best_over(question.answers, rouge1_recall, text) or 0.0)
+                    found[row][method].append(best_over(question.answers, rouge1_recall, text) or 0.0)
     finally:
         engine.close()
     return found
@@ -119,7 +143,7 @@ def split_table(results: dict[str, dict[str, Recalls]]) -> list[str]:
         "| order | " + " | ".join(sets) + " | mean | against the engine, points |",
         "|---|" + "---|" * (len(sets) + 2),
     ]
-    for order in ORDERS:
+    for order in ROWS:
         cells, means, diffs, variances = [], [], [], []
         for name in sets:
             recalls = results[name][order]
