@@ -4,6 +4,7 @@ command that fits the model (raptor_tools/grounding.py)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 
@@ -331,3 +332,43 @@ def test_a_negative_is_asked_of_another_document_and_the_choice_is_stable():
     assert tool.partner(["a", "b", "c"], "a") == "b" and tool.partner(["a", "b", "c"], "c") == "a"
     assert tool.partner(["a"], "a") is None  # a split with one document has no same-set negative
     assert tool.hash_index("qasper_leval00_q03", 5) == tool.hash_index("qasper_leval00_q03", 5) < 5
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "¿Cuántos días puedo trabajar desde casa?",
+        "Combien de jours puis-je travailler à la maison?",
+        "Quanti giorni posso lavorare da casa?",
+        "Ile dni mogę pracować z domu?",
+    ],
+)
+async def test_a_question_in_another_language_is_never_told_the_documents_say_nothing(samples, question):
+    """The grounding model was fitted on English questions and the embedder is English-trained: over
+    English documents they cannot tell that a Spanish question's subject is absent, so its quotes are
+    only the closest passages, never 'say nothing' (an English question about something else still is:
+    test_an_off_topic_question_misspelt_or_not_still_reads_say_nothing)."""
+    answer = await samples.ask("lighthouse_keepers", question)
+    assert answer.text.startswith(WEAK_MATCH) and not answer.answered, answer.text
+
+
+@pytest.mark.parametrize(
+    ("question", "other_language"),
+    [
+        ("Posso lavorare a casa oggi?", True),  # "a" is Italian as much as English
+        ("Was ist ein Leuchtturm?", True),  # German "was", "ist"
+        ("What is a lighthouse?", False),
+        ("Kittow Halbeck 1887?", False),  # the documents' own words, whatever the language
+        ("Wer war Kittow?", False),  # a name the documents hold
+        ("Quién?", False),  # too short to tell
+    ],
+)
+def test_another_language_is_read_off_english_question_words_and_the_contexts_terms(question, other_language):
+    from raptor_engine.query.answer import _asked_in_another_language
+
+    @dataclasses.dataclass
+    class Held:
+        terms: set[str]
+
+    held = [Held({"kittow", "halbeck", "1887", "lighthous", "keeper"})]
+    assert _asked_in_another_language(question, held) is other_language

@@ -358,6 +358,14 @@ NARRATIVE_FRAGMENT_WORDS = 20  # a story's quote shorter than this (a line of di
 # a thematic answer's quote from a story says something of it: not a byline ("By ALFRED COPPEL, JR."), a
 # magazine's issue line or a bare line of dialogue ("Sit down, Retief," he said.)
 NARRATIVE_THEME_MIN_WORDS = 12
+# Words nearly every English question holds and no other common language writes alike (not "a", "in",
+# "on", "do", "was", "is", "of", "to", "me", "will", which Spanish, French, German, Dutch, Italian or Polish
+# write too): a question of three words or more with none of them is read as asked in another language.
+ENGLISH_QUESTION_WORDS = frozenset(
+    """the an are were does did what who whom whose which when where why how for and it you she they we
+    can could should would has have this that there with from by about be been many much my your his
+    her their its any some tell""".split()
+)
 # What every story has, whatever its words: "Describe the setting of the story." is answered by what the
 # story gets; "Describe the dragon in the story." only where the story names a dragon.
 STORY_ASPECTS = frozenset(
@@ -2034,6 +2042,18 @@ class _Quoted:
     themed: bool = False
 
 
+def _asked_in_another_language(question: str, candidates: list[_Candidate]) -> bool:
+    """A question in another language than the context's ('¿Cuántos días puedo trabajar desde casa?' over
+    English documents): three words or more, none an English question word (ENGLISH_QUESTION_WORDS), and
+    none of its terms in the context. The grounding model was fitted on English questions and the
+    default embedder is English-trained, so neither can tell that such documents say nothing of it."""
+    asked = words(question)
+    if len(asked) < 3 or in_bigrams(question) or ENGLISH_QUESTION_WORDS.intersection(asked):
+        return False
+    held = set().union(*(c.terms for c in candidates))
+    return not question_terms(question) & held
+
+
 def _story_holds_topic(question: str, candidates: list[_Candidate]) -> bool:
     """Whether a story has what "Describe the X in the story." asks about: an aspect every story has
     (STORY_ASPECTS), or a thing its sentences name."""
@@ -2204,7 +2224,9 @@ class ExtractiveAnswerer:
         answered by what it gets; any other is judged by the
         grounding model. A Chinese, Japanese or Korean question whose first quote shares none of its
         terms gets the closest passages at best (the model was fitted on English questions, and the
-        default embedder is English-trained). A question asking a negative ('who did not keep the light?')
+        default embedder is English-trained); so does a question in another language whose terms the
+        context does not hold (`_asked_in_another_language`), which the model would tell "say nothing".
+        A question asking a negative ('who did not keep the light?')
         gets the closest passages at best unless the first quote says a negative too: a quote that says
         who did, or says nothing of who did not, does not settle it. A question naming its subject only by a
         pronoun ('who designed it?') gets the closest passages at worst. A question about what a transcript's
@@ -2223,6 +2245,8 @@ class ExtractiveAnswerer:
         if verdict is Grounding.ANSWERED and asks_a_negative(core) and not asks_a_negative(quoted.picked[0].text):
             return Grounding.CLOSEST
         if verdict is Grounding.NOTHING and subject_is_a_pronoun(core, len(subject_terms(core)), len(names_in(core))):
+            return Grounding.CLOSEST
+        if verdict is Grounding.NOTHING and _asked_in_another_language(core, quoted.candidates):
             return Grounding.CLOSEST
         return verdict
 
