@@ -60,6 +60,13 @@ class PostedFile:
     author_id: int  # who posted the message
 
 
+def _window(count: int, last: int, limit: int) -> list[int]:
+    """Which of a thread's first `count` turns a question is given, by index: the opening exchange, then
+    the turns up to `last`, at most `limit` in all (as `BotState.history` gives the latest)."""
+    opening = OPENING_TURNS if limit > OPENING_TURNS else 0
+    return sorted({*range(min(opening, count)), *range(max(last - (limit - opening) + 1, 0), last + 1)})
+
+
 @dataclass
 class AskedExchange:
     """A thread's exchange found by its question's Discord message: what an edit of that question needs to
@@ -428,11 +435,10 @@ class BotState:
             return None
         answered = rows[at]["role"] == "user" and at + 1 < len(rows) and rows[at + 1]["role"] != "user"
         end = at + 1 if answered else at  # the exchange's last turn
-        opening = OPENING_TURNS if limit > OPENING_TURNS else 0
-        recent = limit - opening
+        recent = limit - (OPENING_TURNS if limit > OPENING_TURNS else 0)
         # the latest turns when they hold that exchange (the engine then reads it), else those ending with it
         last = len(rows) - 1 if len(rows) - 1 - end < recent else end
-        kept = sorted({*range(min(opening, len(rows))), *range(max(last - recent + 1, 0), last + 1)})
+        kept = _window(len(rows), last, limit)
         ids = [rows[i]["id"] for i in kept]
         marks = ",".join("?" * len(ids))
         texts = await self._read(
@@ -466,8 +472,7 @@ class BotState:
             return None
         answered = at + 1 < len(rows) and rows[at + 1]["role"] != "user"
         answer = rows[at + 1] if answered else None
-        opening = OPENING_TURNS if limit > OPENING_TURNS else 0
-        kept = sorted({*range(min(opening, at)), *range(max(at - (limit - opening), 0), at)})
+        kept = _window(at, at - 1, limit)
         return AskedExchange(
             question_row=rows[at]["id"],
             answer_row=answer["id"] if answer else None,

@@ -2042,6 +2042,11 @@ class _Quoted:
     themed: bool = False
 
 
+def _terms_of(candidates: list[_Candidate]) -> set[str]:
+    """Every stemmed content term the candidates hold."""
+    return set().union(*(c.terms for c in candidates))
+
+
 def _asked_in_another_language(question: str, candidates: list[_Candidate]) -> bool:
     """A question in another language than the context's ('¿Cuántos días puedo trabajar desde casa?' over
     English documents): three words or more, none an English question word (ENGLISH_QUESTION_WORDS), and
@@ -2050,14 +2055,14 @@ def _asked_in_another_language(question: str, candidates: list[_Candidate]) -> b
     asked = words(question)
     if len(asked) < 3 or in_bigrams(question) or ENGLISH_QUESTION_WORDS.intersection(asked):
         return False
-    held = set().union(*(c.terms for c in candidates))
+    held = _terms_of(candidates)
     return not question_terms(question) & held
 
 
 def _story_holds_topic(question: str, candidates: list[_Candidate]) -> bool:
     """Whether a story has what "Describe the X in the story." asks about: an aspect every story has
     (STORY_ASPECTS), or a thing its sentences name."""
-    named = set().union(*(c.terms for c in candidates))
+    named = _terms_of(candidates)
     return all(t in STORY_ASPECTS or stem(t) in named for t in topic_terms(question, frozenset()))
 
 
@@ -2083,11 +2088,11 @@ def grounding_features(
     the candidates' cosines (`similarity`) and weighted term shares (`lexical`), their terms."""
     similarities = sorted(c.similarity for c in candidates)
     speaker_terms = _named_speaker_terms(question, candidates)
-    held = set().union(*(c.terms for c in candidates))
+    held = _terms_of(candidates)
     # a term the context holds only one slip away ("lighthose") counts as that term
     respelled = respellings(question_terms(question) - speaker_terms, held)
     asked = {respelled.get(t, t) for t in question_terms(question) - speaker_terms}
-    quoted = set().union(*(c.terms for c in picked))
+    quoted = _terms_of(picked)
     pinned = {stem(t) for name in names_in(question) for t in content_terms(name)} - speaker_terms
     pinned = {respelled.get(t, t) for t in pinned} | set(re.findall(r"\d+", question))
     return [
