@@ -8,7 +8,7 @@ import zipfile
 
 import docx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pypdf import PdfReader, PdfWriter
 from reportlab.pdfgen import canvas
@@ -753,6 +753,7 @@ def test_check_upload_validates_metadata():
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=600), extension=st.sampled_from([".txt", ".md", ".html"]))
+@example(data=b"Aaa\xde", extension=".txt")  # 'Aaaﬁ' in Mac Roman: a letter no language writes
 def test_fuzz_random_bytes_load_or_ingest_error(data, extension):
     try:
         doc = load_document("fuzz" + extension, data)

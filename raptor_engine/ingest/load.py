@@ -614,16 +614,20 @@ def _latin_reading(data: bytes) -> tuple[str, str] | None:
 
 def _language_fit(text: str) -> float:
     """The share of a text's letters beyond ASCII that its best-fitting single language writes with
-    (1.0 when it has none): how plausibly a Latin-script code page's reading is real text."""
+    (1.0 when it has none, 0.0 when no language writes any of them, as a lone ligature 'ﬁ'): how
+    plausibly a Latin-script code page's reading is real text."""
     counts = Counter(ch for ch in text.lower() if ord(ch) > 127 and ch.isalpha())
     total = sum(counts.values())
     if not total:
         return 1.0
     return (
         max(
-            sum(counts[ch] for ch in letters)
-            for language, letters in _LANGUAGE_LETTERS.items()
-            if any(counts[ch] for ch in _LANGUAGE_COMMON.get(language, letters))
+            (
+                sum(counts[ch] for ch in letters)
+                for language, letters in _LANGUAGE_LETTERS.items()
+                if any(counts[ch] for ch in _LANGUAGE_COMMON.get(language, letters))
+            ),
+            default=0,
         )
         / total
     )
