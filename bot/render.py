@@ -92,7 +92,8 @@ def _mention_word(syntax: str) -> str:
 
 
 def _best_cut(text: str, limit: int) -> int:
-    """Where to end a piece of at most `limit` characters: the latest natural boundary past half-way."""
+    """Where to end a piece of at most `limit` characters: the latest natural boundary past half-way;
+    failing that, the latest space or inline code anywhere, so a word that fits a message is never cut."""
     window = text[: limit + 1]
     floor = limit // 2
     for sep in ("\n\n", "\n"):
@@ -106,12 +107,22 @@ def _best_cut(text: str, limit: int) -> int:
     at = window.rfind(" ", floor, limit)
     if at > 0:
         return at
-    at = window.rfind("`", floor, limit)  # before inline code (or a fence), never inside a word or run
-    while at > floor and text[at - 1] == "`":
-        at -= 1
-    if at > floor:
+    at = _before_code(text, floor, limit)
+    if at > 0:
+        return at
+    at = max(window.rfind(" ", 1, limit), window.rfind("\n", 1, limit), _before_code(text, 1, limit))
+    if at > 0:  # a short piece rather than a word cut in two
         return at
     return _outside_escape(text, limit)
+
+
+def _before_code(text: str, lowest: int, limit: int) -> int:
+    """The start of the last run of backticks that begins in [lowest, limit): a cut before inline code
+    (or a fence), never inside a run; -1 when there is none."""
+    at = text.rfind("`", lowest, limit)
+    while at > 0 and text[at - 1] == "`":
+        at -= 1
+    return at if at >= lowest else -1
 
 
 def _outside_escape(text: str, cut: int) -> int:

@@ -96,6 +96,10 @@ def test_code_fences_stay_balanced_across_pieces():
     st.integers(min_value=16, max_value=3000),
 )
 @example("11111111111111`11", 16)  # no space to cut at: the cut goes before the inline code, not into "11"
+@example("11111111`11111111", 16)  # the only inline code starts at half-way: cut there
+@example("1111111 111111111111", 16)  # the only space is before half-way: a short piece, no word cut
+@example("1111111\n111111111111", 16)
+@example("1`111111111111111111", 16)  # a word longer than a message is cut; nothing is lost
 def test_split_never_exceeds_the_limit_and_keeps_all_words(text, limit):
     pieces = split_text(text, limit)
     assert all(len(p) <= limit for p in pieces)
