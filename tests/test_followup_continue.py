@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import Counter
 
 import pytest
 
@@ -17,19 +18,8 @@ from raptor_engine.query.answer import FOUND, NOTHING_RELATED, WEAK_MATCH
 from raptor_engine.query.followup import OTHER_LANGUAGE_OPENING, Onward, onward_ask, quotes_in, rewrite
 from raptor_engine.query.language import documents_language, other_language, question_language
 from raptor_engine.query.support import says_not_answered
+from raptor_tools.followup_onward import TALE, report, tally
 from tests.unhurried import unhurried_settings
-
-# A tale told in order, one event a sentence, with people who come and go.
-TALE = """# The Miller's Daughter
-
-Long ago a miller named Oswin lived by the river Tamsk with his daughter Brenna. One spring the river
-flooded and carried away the miller's wheel. Oswin walked to the town of Kell to borrow money for a new
-wheel. The moneylender Garrick lent him forty crowns at a cruel rate. Oswin built the new wheel before
-midsummer. In autumn Garrick came to the mill and demanded twice the sum. Oswin could not pay, so Garrick
-took the mill. Brenna went to the castle and told the old countess what the moneylender had done. The
-countess sent her steward Haldor to read Garrick's papers. Haldor found that the papers were forged. Garrick
-was driven out of Kell, and the mill was given back to Oswin. Brenna married Haldor the next summer.
-"""
 
 HISTORY = """# The Salt Road
 
@@ -263,3 +253,19 @@ async def test_a_question_in_the_documents_language_keeps_its_lead(engine):
     assert off.text.startswith((WEAK_MATCH, NOTHING_RELATED)), off.text
     (answered,) = await converse(engine, "¿Quién construyó el puente de Alcor?", kb="es")
     assert not answered.text.startswith(OTHER_LANGUAGE_OPENING), answered.text
+
+
+def test_the_tools_tally_counts_repeats_and_answers_that_quote_only_earlier_text():
+    """`python -m raptor_tools.followup_onward` counts per kind what the tests above check one by one."""
+    counts = Counter()
+    first = "From the documents:\n- \u201cOswin could not pay, so Garrick took the mill.\u201d [1]"
+    earlier = "From the documents:\n- \u201cOswin built the new wheel before midsummer.\u201d [1]"
+    later = "From the documents:\n- \u201cBrenna married Haldor the next summer.\u201d [1]"
+    assert tally(counts, "before", first, earlier, flat(TALE)) is True
+    assert tally(counts, "before", first, later, flat(TALE)) is False
+    assert tally(counts, "before", first, first, flat(TALE)) is False  # the same sentence again
+    assert tally(counts, "who else", first, first, flat(TALE)) is None
+    assert counts["before", "asked"] == 3 and counts["before", "only earlier"] == 1
+    assert counts["before", "repeats"] == 1 and counts["who else", "repeats"] == 1
+    table = report(counts)
+    assert "| before | 3 | 1 | 1 |" in table and "| who else | 1 | 1 | - |" in table and "| what else | 0 | 0 | - |" in table

@@ -9,9 +9,9 @@ import re
 from bot.kb import kb_name
 from raptor_engine.engine import Engine
 from raptor_engine.query.followup import quotes_in
+from raptor_tools.followup_onward import TALE, flat
 from tests.bot.conftest import CHAN_A, GUILD, text_of
 from tests.bot.real_bot import RealBot
-from tests.test_followup_continue import TALE, flat
 from tests.unhurried import unhurried_settings
 
 MINUTES = """# Minutes of the allotment society, 3 May 2026
