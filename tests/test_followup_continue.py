@@ -1,9 +1,9 @@
 """Follow-ups that go on from the last answer, asked of the real engine (no LLM) over a story and a
-history written here: "what happened before that?" (and "and before that?") quotes what comes before the
-last answer's passage in its document, "who else?" someone the last answer did not name, "what else
-did he do?" more of the same passage, never a repeat; "he" never means a woman or a place a quote named in
-passing; and a question in another language than the documents' says so in its first line. The
-phrasings here are not the ones the rules were written from (tools' chains, raptor_tools/followup_chains)."""
+history: "what happened before that?" (and "and before that?") quotes what comes before the last
+answer's passage in its document, "who else?" someone the last answers did not name, "what else did he
+do?" what tells of whom 'he' means (the person a who-question's answer named), never a repeat; "he"
+never means a woman or a place a quote named in passing; and a question in another language than the
+documents' says so in its first line."""
 
 from __future__ import annotations
 
@@ -15,7 +15,14 @@ import pytest
 
 from raptor_engine import Engine, Turn
 from raptor_engine.query.answer import FOUND, NOTHING_RELATED, WEAK_MATCH
-from raptor_engine.query.followup import OTHER_LANGUAGE_OPENING, Onward, onward_ask, quotes_in, rewrite
+from raptor_engine.query.followup import (
+    OTHER_LANGUAGE,
+    OTHER_LANGUAGE_OPENING,
+    Onward,
+    onward_ask,
+    quotes_in,
+    rewrite,
+)
 from raptor_engine.query.language import documents_language, other_language, question_language
 from raptor_engine.query.support import says_not_answered
 from raptor_tools.followup_onward import TALE, report, tally
@@ -269,3 +276,9 @@ def test_the_tools_tally_counts_repeats_and_answers_that_quote_only_earlier_text
     assert counts["before", "repeats"] == 1 and counts["who else", "repeats"] == 1
     table = report(counts)
     assert "| before | 3 | 1 | 1 |" in table and "| who else | 1 | 1 | - |" in table and "| what else | 0 | 0 | - |" in table
+
+
+def test_only_the_other_language_lead_itself_reads_as_not_answered():
+    lead = OTHER_LANGUAGE.format(documents="English", asked="Spanish")
+    assert says_not_answered(f"{lead}\n- \u201cx\u201d [1]")
+    assert not says_not_answered("The documents are in agreement that the bridge opened in 1884 [1].")

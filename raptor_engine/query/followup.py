@@ -76,7 +76,16 @@ NOTHING_RELATED = "The documents say nothing about this; the nearest passages ar
 # Instead of either lead when the question is in another language than the documents (language.py)
 OTHER_LANGUAGE_OPENING = "The documents are in "
 OTHER_LANGUAGE = OTHER_LANGUAGE_OPENING + "{documents} and the question seems to be in {asked}, so these are only the closest passages:"
-UNANSWERED_LEADS = (WEAK_MATCH, NOTHING_RELATED, OTHER_LANGUAGE_OPENING)
+_OTHER_LANGUAGE_LEAD = re.compile(
+    re.escape(OTHER_LANGUAGE).replace(re.escape("{documents}"), r"\w+").replace(re.escape("{asked}"), r"\w+")
+)
+
+
+def unanswered_lead(text: str) -> bool:
+    """Whether an answer opens with an extractive lead for quotes that do not answer (the closest or
+    nearest passages, or those of a question in another language): not an LLM's 'The documents are in
+    agreement ...'."""
+    return text.startswith((WEAK_MATCH, NOTHING_RELATED)) or bool(_OTHER_LANGUAGE_LEAD.match(text))
 TURNS_CONSIDERED = 6  # the last user questions looked at when chaining rewrites
 MAX_CONTEXT_CHARS = 200
 # What bounds a rewrite's cost whatever the history holds: it reads the first MAX_TURN_CHARS characters
@@ -488,7 +497,7 @@ def _carried_context(previous: Rewrite, previous_answer: str = "") -> str:
 
 def _unanswered(answer: str) -> bool:
     """An extractive answer whose quotes are only the closest or nearest passages."""
-    return answer.lstrip().startswith(UNANSWERED_LEADS)
+    return unanswered_lead(answer.lstrip())
 
 
 def _known_people(previous: Rewrite, previous_answer: str) -> list[str]:
