@@ -55,12 +55,15 @@ from ..types import AnswerDraft, Citation, ContextNode, Turn
 from .followup import (
     MAX_PREVIOUS_ANSWER_CHARS,
     NOTHING_RELATED,
+    OTHER_LANGUAGE,
+    PERSON_PRONOUNS,
     PREVIOUS_ANSWERS,
     WEAK_MATCH,
     WHOLE_TEXT_VOCABULARY,
     Rewrite,
     names_in,
     onward_ask,
+    onward_person,
     previous_answers,
     quotes_in,
     split_standalone,
@@ -76,6 +79,7 @@ from .grounding import (
     respellings,
     subject_is_a_pronoun,
 )
+from .language import other_language
 from .onward import pick_onward
 from .ranker import (
     CITATION_BRACKET,
@@ -2047,6 +2051,23 @@ def _terms_of(candidates: list[_Candidate]) -> set[str]:
     return set().union(*(c.terms for c in candidates))
 
 
+def _pronoun_means(rewrite: Rewrite, history: list[Turn]) -> set[str]:
+    """Who a follow-up's person pronoun means: 'what else did he do?' kept as asked after 'What did
+    Haldor find?' -> {'Haldor', 'he'} (the name `onward_person` resolves, and the pronoun as a subject);
+    empty without such a pronoun or when whom it means is unclear."""
+    pronouns = PERSON_PRONOUNS.intersection(words(rewrite.core))
+    person = onward_person(rewrite.core, history) if pronouns else None
+    if person is None:
+        return set()
+    subject = {"he": "he", "him": "he", "his": "he", "she": "she", "her": "she", "hers": "she"}
+    return {person} | {subject.get(p, "they") for p in pronouns}
+
+
+def _texts(quoted: _Quoted) -> list[str]:
+    """The context's sentences, for telling the documents' language."""
+    return [c.text for c in quoted.candidates]
+
+
 def _asked_in_another_language(question: str, candidates: list[_Candidate]) -> bool:
     """A question in another language than the context's ('¿Cuántos días puedo trabajar desde casa?' over
     English documents): three words or more, none an English question word (ENGLISH_QUESTION_WORDS), and
@@ -2164,8 +2185,16 @@ class ExtractiveAnswerer:
             words = NARRATIVE_FRAGMENT_WORDS if quoted.kind == NARRATIVE else FRAGMENT_WORDS
             picked = [_with_next_sentence(c, quoted.picked, words) for c in quoted.picked]
         lines = "\n".join(f"- \u201c{c.shown}\u201d [{c.position}]" for c in picked)
-        lead = LEADS[self._grounding(quoted, context)]
-        return AnswerDraft(f"{lead}\n{lines}", pages=_quoted_pages(picked))
+        return AnswerDraft(f"{self._lead(quoted, context)}\n{lines}", pages=_quoted_pages(picked))
+
+    def _lead(self, quoted: _Quoted, context: list[ContextNode]) -> str:
+        """The answer's first line (LEADS); quotes that do not answer a question asked in another language
+        than the documents' say so, so the user knows why they may look unrelated."""
+        grounding = self._grounding(quoted, context)
+        languages = None if grounding is Grounding.ANSWERED else other_language(quoted.rewrite.core, _texts(quoted))
+        if languages is not None:
+            return OTHER_LANGUAGE.format(documents=languages[0], asked=languages[1])
+        return LEADS[grounding]
 
     def _quotes(self, question: str, context: list[ContextNode], history: list[Turn]) -> _Quoted | None:
         """The sentences to quote, best first (a thematic answer's in reading order), each as ranked,
@@ -2195,7 +2224,8 @@ class ExtractiveAnswerer:
         onward = None
         if ask is not None:
             asked = question_terms(rewrite.core) or question_terms(rewrite.context)
-            onward = pick_onward(ask, candidates, history, self.quotes, _holds_reason, asked)
+            about = _pronoun_means(rewrite, history)
+            onward = pick_onward(ask, candidates, history, self.quotes, _holds_reason, asked, about)
         if onward is not None:  # 'why?', 'and then?', 'tell me more': new sentences around the last quote
             return _Quoted(rewrite, thematic, candidates, onward.picked, onward.settled, kind)
         if thematic:

@@ -73,6 +73,19 @@ CONTEXT_CLOSE = ")"
 # lean on such quotes
 WEAK_MATCH = "Nothing in the documents clearly answers this; the closest passages are:"
 NOTHING_RELATED = "The documents say nothing about this; the nearest passages are:"
+# Instead of either lead when the question is in another language than the documents (language.py)
+OTHER_LANGUAGE_OPENING = "The documents are in "
+OTHER_LANGUAGE = OTHER_LANGUAGE_OPENING + "{documents} and the question seems to be in {asked}, so these are only the closest passages:"
+_OTHER_LANGUAGE_LEAD = re.compile(
+    re.escape(OTHER_LANGUAGE).replace(re.escape("{documents}"), r"\w+").replace(re.escape("{asked}"), r"\w+")
+)
+
+
+def unanswered_lead(text: str) -> bool:
+    """Whether an answer opens with an extractive lead for quotes that do not answer (the closest or
+    nearest passages, or those of a question in another language): not an LLM's 'The documents are in
+    agreement ...'."""
+    return text.startswith((WEAK_MATCH, NOTHING_RELATED)) or bool(_OTHER_LANGUAGE_LEAD.match(text))
 TURNS_CONSIDERED = 6  # the last user questions looked at when chaining rewrites
 MAX_CONTEXT_CHARS = 200
 # What bounds a rewrite's cost whatever the history holds: it reads the first MAX_TURN_CHARS characters
@@ -200,6 +213,13 @@ def rewrite(question: str, history: list[Turn], cited: Cited | None = None) -> R
     return _bounded(_followed(_rewrite_one(question, previous, previous_answer, told, listed), previous))
 
 
+def onward_person(question: str, history: list[Turn]) -> str | None:
+    """Whom the person pronoun of a follow-up kept as asked means ('what else did he do?' after 'Who lent
+    Oswin the money?' -> Garrick, whom the answer introduced), else None: what its answer's sentences
+    should tell of."""
+    return rewrite(question, history).person
+
+
 def through_exchange(history: list[Turn], index: int) -> list[Turn]:
     """The turns up to and including exchange `index` (0: the first question and its answer; -1 the last,
     as Python counts): what a follow-up replying to that exchange is read against. IndexError when the
@@ -292,6 +312,13 @@ def _rewrite_one(
     if event is not None:
         return Rewrite(_capitalised(bare), _cut(event), subject=previous.subject)
     core, person, pronoun, thing = _resolve(bare, previous, previous_answer, told)
+    kept = onward_ask(core) is None and onward_ask(bare) in KEPT_AS_ASKED
+    if kept:
+        # 'what else did he do?', 'what did she do before that?' ask of the last answer's passage: kept as
+        # asked, so the answer reads on from that passage instead of ranking the name afresh ('what did
+        # she do next?' is still spelled out, and 'what happened then?' asks about the year answered);
+        # `person` still says whom the pronoun means (`onward_person`)
+        core, thing = bare, False
     # 'and Jacob?' names him mid-sentence; without its 'and' he would open the question
     subject = (
         person
@@ -302,7 +329,7 @@ def _rewrite_one(
     )
     # 'what did it carry?' -> 'What did the railway carry?' stands alone: the last question ('When did the
     # railway close?') would only pull its own answer back in
-    alone = (person and _went_back_to(person, previous)) or (thing and not person and not _points_back(core))
+    alone = not kept and ((person and _went_back_to(person, previous)) or (thing and not person and not _points_back(core)))
     context = "" if alone else _cut(_carried_context(previous, previous_answer))
     return Rewrite(_capitalised(core), context, person, pronoun, subject)
 
@@ -470,7 +497,7 @@ def _carried_context(previous: Rewrite, previous_answer: str = "") -> str:
 
 def _unanswered(answer: str) -> bool:
     """An extractive answer whose quotes are only the closest or nearest passages."""
-    return answer.lstrip().startswith((WEAK_MATCH, NOTHING_RELATED))
+    return unanswered_lead(answer.lstrip())
 
 
 def _known_people(previous: Rewrite, previous_answer: str) -> list[str]:
@@ -838,19 +865,25 @@ class Onward(Enum):
 
     REASON = "reason"  # why it was so: a sentence giving a cause or a purpose
     NEXT = "next"  # what happened after: the sentences that follow the quote in its document
+    BEFORE = "before"  # what happened before: the sentences just before the quote in its document
     MORE = "more"  # more of the same: sentences near the quote not quoted yet
+    OTHERS = "others"  # who else: sentences on the same subject naming someone the last answer did not
     EXAMPLE = "example"  # an instance: a sentence giving an example
     CHECK = "check"  # whether it is so: the last answer checked against the documents
 
 
-# An answer to these quotes a later event or an instance: the conversation goes on from it (after a
-# reason, more of the same or a check it is still about the question before them).
-MOVED_ON = frozenset((Onward.NEXT, Onward.EXAMPLE))
+# An answer to these quotes a later (or earlier) event or an instance: the conversation goes on from it
+# (after a reason, more of the same, other people or a check it is still about the question before them).
+MOVED_ON = frozenset((Onward.NEXT, Onward.BEFORE, Onward.EXAMPLE))
+# These keep their pronouns ('what else did he do?'): spelled out, they would no longer read as asked of
+# the last answer's passage
+KEPT_AS_ASKED = frozenset((Onward.BEFORE, Onward.MORE, Onward.OTHERS))
 _ONWARD_FILLER = re.compile(
     r"^(?:(?:and|so|but|ok|okay|hmm+|um+|uh+|well|oh|right|sorry|wait|please|pls)\b[\s,.!]*)+(?=\w)"
     r"|\s(?:please|pls|plz)\s*$",
 )
 _THAT = r"(?:that|this|it)"
+_THEN = r"(?:that|this|it|then|all that|all this)"
 # Each request's phrasings, white space written as a space (read as any run of it).
 _ONWARD_PHRASES: dict[Onward, tuple[str, ...]] = {
     Onward.CHECK: (
@@ -867,11 +900,21 @@ _ONWARD_PHRASES: dict[Onward, tuple[str, ...]] = {
         rf"what (?:caused|made) {_THAT}(?: happen)?",
         r"in what way|in which way|on what grounds|what for|because of what|(?:the |what )?reasons?",
     ),
+    # before NEXT: 'what happened before that?' is no 'what happened?'
+    Onward.BEFORE: (
+        rf"before(?: {_THEN})?(?: what(?: happened)?)?|earlier(?: on)?|previously|prior to {_THEN}|and before(?: {_THEN})?",
+        rf"what (?:happened|came|comes|happens|went on|had happened|was there|occurred|did (?:he|she|they|it|we|you)"
+        rf" do)(?: just)? (?:before|earlier|previously|prior to)(?: {_THEN})?",
+        rf"what (?:preceded|led up to|came before) {_THEN}|what (?:preceded|came before)",
+        rf"(?:what|how) about (?:before|earlier)(?: {_THEN})?|(?:and )?what (?:was|happened) (?:before|earlier)(?: {_THEN})?",
+    ),
     Onward.NEXT: (
         r"then(?: what(?: happened)?)?|what then|what next|next|after|after that|afterwards|and after(?: that)?",
-        r"what (?:happened|came|comes|happens|followed)(?: (?:next|then|after(?: that)?|afterwards|later))?",
-        r"what did (?:he|she|they|it) do (?:next|then|after that|afterwards)",
+        r"what (?:happened|came|comes|happens|followed)(?: (?:next|then|after(?: that| this)?|afterwards|later))?",
+        r"what did (?:he|she|they|it|we|you) do (?:next|then|after that|afterwards|later)",
         r"and what happened(?: (?:next|then))?|what happened to (?:him|her|them|it) (?:next|then|after)",
+        rf"later(?: on)?|and later|and next|what now|and after {_THEN}|what (?:comes|came|happened) after {_THEN}",
+        rf"(?:what|how) about after(?: {_THEN})?|what (?:happens|happened) (?:later|later on|after)",
     ),
     Onward.EXAMPLE: (
         r"such as|for (?:example|instance)|like what|like|e\.?\s*g\.?|examples?|an example|any examples?",
@@ -884,16 +927,27 @@ _ONWARD_PHRASES: dict[Onward, tuple[str, ...]] = {
         r"(?: (?:that|this|it|them|him|her|more|further|please))*",
         r"more|more (?:details?|info|information|please)|(?:any )?(?:more )?details?|in detail",
         rf"what do you mean(?: by that)?|what does {_THAT} mean|meaning|and|what else|anything else",
+        r"(?:and )?(?:what|anything|something) else(?: (?:happened|is there|was there|is known|to know|worth knowing"
+        r"|(?:does|did) (?:it|that|this|the (?:document|text|story|book)|(?:the )?documents?) say|do (?:they|the documents) say"
+        r"|can you tell me|do you know|did (?:he|she|they|it|we|you) do|did (?:he|she|they) say|(?:he|she|they) did))?",
+        r"where else|when else|how else|is that all|is that it|that's all|(?:is there )?anything more|is there more",
+        r"(?:any |what |which )?others|(?:any|what|which) other (?:ones?|things?|places?|events?)|(?:any )?more of (?:that|those|them)",
+    ),
+    Onward.OTHERS: (
+        r"(?:and )?who else(?: (?:was there|was involved|is there|was|is|did|does|do|has|had|could|can))?",
+        r"(?:and )?(?:any|some) ?(?:one|body) else(?: (?:involved|there|at all|mentioned|named))?",
+        r"(?:any|what|which) other (?:people|persons?|characters?|names?|ones? involved)|who other",
     ),
 }
 _ONWARD_PATTERNS = tuple(
-    (kind, re.compile("^(?:" + "|".join(phrases).replace(" ", r"\s+") + ")$"))
+    (kind, re.compile("^(?:" + "|".join(phrases).replace(" ?", r"\s*").replace(" ", r"\s+") + ")$"))
     for kind, phrases in _ONWARD_PHRASES.items()
 )
 # Words of these requests, so a typo ('elabroate', 'exmaple', 'hapened') still reads as the request.
 _ONWARD_WORDS = frozenset(
     """tell more elaborate explain example examples instance happened happen next true sure really reason
-    expand details detail continue certain correct afterwards meaning confirm verify""".split()
+    expand details detail continue certain correct afterwards meaning confirm verify before earlier else
+    previously""".split()
 )
 _ONWARD_BY_LETTER: dict[str, tuple[str, ...]] = {
     letter: tuple(sorted(word for word in _ONWARD_WORDS if word[0] == letter)) for letter in {w[0] for w in _ONWARD_WORDS}
@@ -1282,7 +1336,8 @@ def _clause_end(text: str, name: re.Match[str], person_starts: list[int]) -> int
     MAX_CLAUSE_CHARS on, whichever comes first."""
     end = min(name.end() + MAX_CLAUSE_CHARS, len(text))
     sentence_end = _SENTENCE_END.search(text, name.end(), end)
-    following = bisect.bisect_right(person_starts, name.start())
+    # the next name after this one's end: 'Kittow' inside 'Loveday Kittow' is no next person
+    following = bisect.bisect_left(person_starts, name.end())
     if following < len(person_starts):
         end = min(end, person_starts[following])
     return min(end, sentence_end.start()) if sentence_end else end
@@ -1424,6 +1479,11 @@ def _people_in(text: str) -> list[str]:
     ]
 
 
+def people_in(text: str) -> list[str]:
+    """The names in `text` that can be a person (`_people_in`), for `onward`'s 'who else?'."""
+    return _people_in(text)
+
+
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DATE = re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+({_MONTHS})\b|\b({_MONTHS})\s+\d{{1,4}}\b")
 
@@ -1511,7 +1571,8 @@ _TRAILING_NON_WORD = re.compile(r"\W+$")
 
 
 _PLACE_BEFORE = re.compile(
-    r"\b(?i:in|at|to|from|near|into)\s+(?:the\s+)?([A-Z][\w'\u2019-]*(?:\s+(?:of\s+)?[A-Z][\w'\u2019-]*)*)"
+    r"\b(?i:in|at|to|from|near|into|(?:bound|sailed|left|headed|departed|set\s+out|made)\s+for)\s+(?:the\s+)?"
+    r"([A-Z][\w'\u2019-]*(?:\s+(?:of\s+)?[A-Z][\w'\u2019-]*)*)"
 )
 
 

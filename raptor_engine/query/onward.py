@@ -23,13 +23,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, is_dataclass, replace
 from typing import Protocol, TypeVar
 
-from ..ingest.sentences import Sentence, sentence_key, sentences_of, stem
+from ..ingest.sentences import STOPWORDS, Sentence, sentence_key, sentences_of, stem
 from ..types import ContextNode, Turn
-from .followup import PREVIOUS_ANSWERS, Onward, previous_answers, quotes_in
+from .followup import PREVIOUS_ANSWERS, Onward, people_in, previous_answers, quotes_in
 
 NEARBY_CHARS = 1200  # a sentence this many characters from the anchor counts half as near
 PROXIMITY_WEIGHT = 0.3  # how much nearness to the anchor adds to a sentence's score
 FLOOR = 0.5  # a pick scoring under half the best one is left out
+ABOUT_WEIGHT = 1.0  # a sentence naming whom the follow-up's pronoun means comes before any that does not
 # Reasons the answer kinds' "why" pattern leaves out: blame and consequence ("The inquiry blamed the
 # captain", "the fog led to the loss").
 MORE_REASONS = re.compile(
@@ -78,9 +79,12 @@ def pick_onward(
     quotes: int,
     holds_reason: Callable[[str], bool],
     asked: set[str] = frozenset(),
+    about: set[str] = frozenset(),
 ) -> OnwardPick | None:
     """The sentences that answer `ask` about the last answer's passage; None without an anchor. `asked`:
-    the stemmed terms of what the follow-up asks about (the last question's for a bare 'why?')."""
+    the stemmed terms of what the follow-up asks about (the last question's for a bare 'why?'); `about`:
+    the words of the person its pronoun means ('what else did he do?' after 'What did Haldor find?'),
+    whose sentences come first among MORE's."""
     keys = quoted_keys(history)
     if not keys:
         return None
@@ -91,11 +95,22 @@ def pick_onward(
     pool = [c for c in candidates if c.key not in said and sentence_key(c.text) not in said]
     if not pool:
         return None
-    value = {id(c): c.score + _nearness(c, anchors) for c in pool}
+    value = {id(c): c.score + _nearness(c, anchors) + (ABOUT_WEIGHT if _holds(c.text, about) else 0.0) for c in pool}
     if ask is Onward.NEXT:
         after = _after(pool, _read_up_to(anchors))
         if after:
             return OnwardPick(after[:quotes], True)
+    if ask is Onward.BEFORE:
+        before = _before(pool, _read_back_from(anchors))
+        if before:
+            return OnwardPick(before[-quotes:], True)
+    if ask is Onward.OTHERS:
+        # who the last two answers quoted, and whom the question leaned on ('Who was Rowan Pike?')
+        named = _named_in([c.text for c in candidates if c.key in said]) | set(asked)
+        others = [c for c in pool if _document(c) == _document(anchors[0]) and _names_someone_new(c.text, named)]
+        if others:  # the best of its document by the question, wherever they stand in it
+            best = sorted(others, key=lambda c: -value[id(c)])[:quotes]
+            return OnwardPick(sorted(best, key=_place_key), True)
     wanted = _wanted(ask, holds_reason)
     if wanted is not None:
         near = [c for c in pool if wanted(c.text) and _beside(c, anchors[0])]
@@ -110,7 +125,11 @@ def pick_onward(
         if given:
             return OnwardPick(given[-1:], True)
     more = [c for c in pool if _same_document(c, anchors)] or pool
-    return OnwardPick(sorted(_best(more, value, quotes, anchors[0]), key=_place_key), ask is Onward.MORE)
+    # 'what else did he do?': only what tells of him; where no sentence not quoted yet does, the
+    # closest passages, said to be only that
+    told_of = [c for c in more if _holds(c.text, about)] if about else more
+    picked = sorted(_best(told_of or more, value, quotes, anchors[0]), key=_place_key)
+    return OnwardPick(picked, ask is Onward.MORE and bool(told_of))
 
 
 def _anchors(quoted: list[str], candidates: Sequence[Q]) -> list[Q]:
@@ -148,6 +167,68 @@ def _read_up_to(anchors: Sequence[Q]) -> Q:
     if len(run) == len(anchors) and ordered == sorted(ordered):
         return run[-1]
     return first
+
+
+SUBJECT_PRONOUNS = frozenset(("he", "she", "they"))
+
+
+def _holds(text: str, about: set[str]) -> bool:
+    """Whether the sentence tells of the person `about` names: by their name, by its last word standing
+    alone ('Pike proposed', not 'Clara Pike'), or by the subject pronoun the follow-up used ('In 1902 he
+    left'; not 'lent him', which may be anyone)."""
+    for name in about:
+        if name in SUBJECT_PRONOUNS:
+            if re.search(rf"\b{name}\b", text, re.IGNORECASE):
+                return True
+            continue
+        if re.search(rf"\b{re.escape(name)}\b", text):
+            return True
+        last = name.split()[-1]
+        for found in re.finditer(rf"\b{re.escape(last)}\b", text):
+            before = text[: found.start()].split()
+            if not before or not before[-1][:1].isupper() or before[-1].lower() in STOPWORDS:
+                return True
+    return False
+
+
+def _read_back_from(anchors: Sequence[Q]) -> Q:
+    """Where a 'what happened before that?' reads back from: the last answer's first quote in its
+    document's reading order when its quotes follow each other there (an answer to 'before that?' itself
+    shows them so, and 'and before that?' goes on from the earliest), else its first and best one."""
+    run = [a for a in anchors if _document(a) == _document(anchors[0]) and _place(a) is not None]
+    ordered = [_place(a) for a in run]
+    if len(run) == len(anchors) and ordered == sorted(ordered):
+        return run[0]
+    return anchors[0]
+
+
+# Words that name a person without a capital ('the king's son', 'her step-sisters', 'the students').
+PEOPLE_WORDS = frozenset(
+    """man men woman women boy boys girl girls child children people person persons son sons daughter
+    daughters father mother parents brother brothers sister sisters husband wife king queen prince
+    princess stepmother step-mother stepsister stepsisters step-sisters step-sister maiden maidens friend
+    friends student students teacher teachers worker workers captain keeper keepers engineer doctor
+    priest soldier soldiers neighbour neighbours family uncle aunt grandfather grandmother""".split()
+)
+_WORD = re.compile(r"[A-Za-z][\w'\u2019-]*")
+
+
+def _people_words(text: str) -> set[str]:
+    """Who a sentence names, lower case: the words of the names that can be a person (`people_in`) and
+    its people words ('the king's son', 'her sisters')."""
+    plain = {re.sub(r"['\u2019]s$", "", word).lower() for word in _WORD.findall(text)}
+    named = {word.lower() for name in people_in(text) for word in name.split() if word.lower() not in STOPWORDS}
+    return named | (plain & PEOPLE_WORDS)
+
+
+def _named_in(texts: Sequence[str]) -> set[str]:
+    """Who the last answer's quotes named (`_people_words` of each)."""
+    return set().union(*(_people_words(text) for text in texts))
+
+
+def _names_someone_new(text: str, named: set[str]) -> bool:
+    """Whether a sentence names a person the last answer did not."""
+    return bool(_people_words(text) - named)
 
 
 def _wanted(ask: Onward, holds_reason: Callable[[str], bool]) -> Callable[[str], bool] | None:
@@ -248,6 +329,18 @@ def _nearness(candidate: Quotable, anchors: Sequence[Quotable]) -> float:
         near = 1 / (1 + abs(place - there) / NEARBY_CHARS) if place is not None and there is not None else 0.0
         best = max(best, PROXIMITY_WEIGHT * near)
     return best
+
+
+def _before(pool: Sequence[Q], anchor: Quotable) -> list[Q]:
+    """The pool's sentences before the anchor in its document, in reading order (the nearest last)."""
+    document, start = _document(anchor), _place(anchor)
+    if document is None or start is None:
+        return []
+    earlier = [c for c in pool if _document(c) == document and (place := _place(c)) is not None and place < start]
+    unique: dict[str, Q] = {}
+    for candidate in sorted(earlier, key=_place_key):  # a summary's copy of a leaf's sentence once
+        unique.setdefault(candidate.key, candidate)
+    return list(unique.values())
 
 
 def _after(pool: Sequence[Q], anchor: Quotable) -> list[Q]:

@@ -31,7 +31,8 @@ import numpy as np
 
 from ..ingest.sentences import content_terms, sentences_of, stem, strip_bullet, words
 from ..types import Answer, Citation, ContextNode, WrongCitation
-from .answer import MARKER, NOTHING_FOUND, NOTHING_RELATED, WEAK_MATCH, SentenceVectors
+from .answer import MARKER, NOTHING_FOUND, SentenceVectors
+from .followup import unanswered_lead
 
 # Chosen by `python -m raptor_tools.support_threshold` on ../shared/evaldata (docs/HOW_IT_WORKS.md has the table).
 EMBED_SHARE = 0.4  # weight of the embedding cosine; the rest is the lexical share
@@ -183,7 +184,7 @@ def says_not_answered(text: str) -> bool:
     context lacks the answer ("The documents do not answer this.", "The context does not say who ...")
     and cites nothing. A first sentence that cites a block ("No keeper but Kittow is named [1].")
     answers."""
-    if text.startswith((WEAK_MATCH, NOTHING_RELATED, NOTHING_FOUND)):
+    if unanswered_lead(text) or text.startswith(NOTHING_FOUND):
         return True
     first = _FIRST_SENTENCE.match(text.lstrip())
     sentence = first.group(0) if first else ""

@@ -8,6 +8,8 @@ import re
 
 from bot.kb import kb_name
 from raptor_engine.engine import Engine
+from raptor_engine.query.followup import quotes_in
+from raptor_tools.followup_onward import TALE, flat
 from tests.bot.conftest import CHAN_A, GUILD, text_of
 from tests.bot.real_bot import RealBot
 from tests.unhurried import unhurried_settings
@@ -28,6 +30,16 @@ Before starting the rotavator, check the oil level with the dipstick under the r
 To start it, set the choke, pull the cord firmly twice and open the throttle halfway.
 Clean the tines after every use and store the machine in a dry shed.
 """
+
+
+def quoted(text: str) -> list[str]:
+    """The sentences an answer's quotes hold, each once, in its order."""
+    return [s for quote in quotes_in(text) for s in re.split(r"(?<=[.!?])\s+", flat(quote)) if s]
+
+
+def where(sentence: str) -> int:
+    """Where a sentence of the tale stands in it."""
+    return flat(TALE).index(sentence.lstrip("\u2026"))
 
 
 def bot_answer_after(bot: RealBot, channel: int, message: dict) -> dict | None:
@@ -80,3 +92,51 @@ async def test_a_conversation_with_the_real_bot_process_across_a_restart(fake_ap
         assert [d.name for d in engine.documents(kb_name(GUILD, CHAN_A))] == ["manual.md"]
     finally:
         engine.close()
+
+
+async def test_follow_ups_that_go_on_from_the_last_answer_in_the_real_bot_process(fake_api, tmp_path):
+    """A member who trusts the bot with a story asks, then follows up in the answer's thread: "what happened
+    before that?" quotes what comes before the answer's passage, "and before that?" further back, "who
+    else?" someone the answers did not name, "what else did he do?" after "Who lent Oswin the money?"
+    tells more of the lender (searched as asked), none repeating a quote; a question in Spanish is told
+    the story is in English."""
+    bot = RealBot(fake_api, tmp_path, env={"RAPTOR_BUILD_WORKERS": "0", "RAPTOR_QUESTIONS_PER_MINUTE": "30"})
+    try:
+        await bot.start()
+        token = bot.kb_add(fake_api.add_file("tale.md", TALE.encode()))
+        added = await bot.replies_done(token, lambda r: "Done" in text_of(r[0]), "the /kb add")
+        assert "✅ **tale.md** added" in text_of(added[0])
+        asked = bot.ask("Who took the mill?")
+        thread = await bot.answer_thread(asked)
+        first = text_of((await bot.replies_done(asked))[0])
+        assert "Garrick took the mill" in first, first
+
+        async def follow(question: str) -> tuple[str, str]:
+            """The follow-up's answer text and its whole message (footer included)."""
+            sent = bot.say(thread, question)
+            reply = await fake_api.wait_for(lambda: bot_answer_after(bot, thread, sent), 120, f"'{question}'")
+            return reply["content"], text_of(reply)
+
+        anchor = where("Oswin could not pay, so Garrick took the mill.")
+        back, _ = await follow("what happened before that?")
+        further, _ = await follow("and before that?")
+        assert quoted(back) and quoted(further), (back, further)
+        assert all(where(s) < anchor for s in quoted(back)), back
+        assert max(where(s) for s in quoted(further)) < min(where(s) for s in quoted(back)), further
+
+        others, _ = await follow("who else?")
+        assert quoted(others) and not set(quoted(others)) & set(quoted(back) + quoted(further)), others
+        assert re.search(r"Brenna|countess|Haldor", others), others
+
+        lent, _ = await follow("Who lent Oswin the money?")
+        assert "Garrick lent him forty crowns" in lent, lent
+        more, whole = await follow("what else did he do?")  # he: Garrick, whom the answer named, not Oswin
+        assert "Searched as: What else did he do?" in whole, whole
+        assert quoted(more) and not set(quoted(more)) & set(quoted(lent)), more
+        assert all("Garrick" in s for s in quoted(more)), more
+
+        spanish, _ = await follow("¿Quién tomó el molino del molinero?")
+        assert spanish.startswith("The documents are in English and the question seems to be in Spanish"), spanish
+        assert await bot.stop() == 0, bot.log.read_text()[-3000:]
+    finally:
+        bot.close()

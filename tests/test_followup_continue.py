@@ -1,0 +1,284 @@
+"""Follow-ups that go on from the last answer, asked of the real engine (no LLM) over a story and a
+history: "what happened before that?" (and "and before that?") quotes what comes before the last
+answer's passage in its document, "who else?" someone the last answers did not name, "what else did he
+do?" what tells of whom 'he' means (the person a who-question's answer named), never a repeat; "he"
+never means a woman or a place a quote named in passing; and a question in another language than the
+documents' says so in its first line."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+
+import pytest
+
+from raptor_engine import Engine, Turn
+from raptor_engine.query.answer import FOUND, NOTHING_RELATED, WEAK_MATCH
+from raptor_engine.query.followup import (
+    OTHER_LANGUAGE,
+    OTHER_LANGUAGE_OPENING,
+    Onward,
+    onward_ask,
+    quotes_in,
+    rewrite,
+)
+from raptor_engine.query.language import documents_language, other_language, question_language
+from raptor_engine.query.support import says_not_answered
+from raptor_tools.followup_onward import TALE, report, tally
+from tests.unhurried import unhurried_settings
+
+HISTORY = """# The Salt Road
+
+The salt road ran from the pans at Merrow to the market town of Ashby. Traders carried salt on mules over
+the moor. The first inn on the road was built in 1702 by Tobias Fenn. A toll gate was put up at Cold Cross
+in 1761. Carriers complained about the toll for thirty years. The gate was pulled down in 1794 after a
+riot. The railway reached Ashby in 1851 and the mules were sold. Today the road is a footpath.
+"""
+
+SPANISH = """# El puente de Alcor
+
+El puente de Alcor fue construido en 1820 por el ingeniero Mateo Ruiz. Tiene tres arcos de piedra y
+mide ochenta metros. Durante la guerra el arco central fue destruido y se reconstruyó en 1950. Hoy
+el puente es solo para peatones y ciclistas, y los coches usan un puente nuevo que está más al norte.
+"""
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory, embedder):
+    engine = Engine(unhurried_settings(data_dir=tmp_path_factory.mktemp("continue") / "data"), embedder=embedder)
+    for kb, name, text in (("tales", "tale.md", TALE), ("tales", "road.md", HISTORY), ("es", "puente.md", SPANISH)):
+        asyncio.run(engine.ingest(kb, name, text.encode()))
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+async def converse(engine: Engine, *questions: str, kb: str = "tales"):
+    """Ask each question after the ones before it, as `raptor chat` does; the answers in order."""
+    history: list[Turn] = []
+    answers = []
+    for question in questions:
+        answer = await engine.ask(kb, question, history=list(history))
+        history += [Turn("user", question), Turn("assistant", answer.text)]
+        answers.append(answer)
+    return answers
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def sentences(answer) -> list[str]:
+    """The sentences an answer quotes, each once, in its order."""
+    return [s for quote in quotes_in(answer.text) for s in re.split(r"(?<=[.!?])\s+", flat(quote)) if s]
+
+
+def where(sentence: str, text: str = TALE) -> int:
+    return flat(text).index(sentence.lstrip("\u2026"))
+
+
+# Each request's phrasings, as members type them; none of these is a list the rules were written from.
+PHRASINGS = [
+    ("what happened before that?", Onward.BEFORE),
+    ("and before that", Onward.BEFORE),
+    ("befor that?", Onward.BEFORE),
+    ("ok and what came before?", Onward.BEFORE),
+    ("what led up to this?", Onward.BEFORE),
+    ("what happened earlier?", Onward.BEFORE),
+    ("earlier?", Onward.BEFORE),
+    ("what did she do before that?", Onward.BEFORE),
+    ("what about before then?", Onward.BEFORE),
+    ("what was before that", Onward.BEFORE),
+    ("what came after that?", Onward.NEXT),
+    ("and later?", Onward.NEXT),
+    ("what happens later on", Onward.NEXT),
+    ("what did we do next?", Onward.NEXT),
+    ("who else?", Onward.OTHERS),
+    ("anyone else?", Onward.OTHERS),
+    ("and who else was there", Onward.OTHERS),
+    ("somebody else?", Onward.OTHERS),
+    ("any other people?", Onward.OTHERS),
+    ("what else happened?", Onward.MORE),
+    ("what else did he do?", Onward.MORE),
+    ("anything else worth knowing?", Onward.MORE),
+    ("what else does the story say?", Onward.MORE),
+    ("where else?", Onward.MORE),
+    ("any others?", Onward.MORE),
+    ("is that all?", Onward.MORE),
+    ("what came first?", None),  # the story's opening, not the last answer's
+    ("the other one?", None),  # a choice among what an answer listed
+    ("what about the other?", None),
+    ("who else was at the castle?", None),  # a question of its own
+    ("what happened before the flood?", None),
+    ("what else did Garrick take?", None),
+]
+
+
+@pytest.mark.parametrize(("phrasing", "kind"), PHRASINGS)
+def test_what_a_follow_up_that_goes_on_asks(phrasing, kind):
+    assert onward_ask(phrasing) is kind
+
+
+@pytest.mark.parametrize("before", ["what happened before that?", "what came before?", "earlier?"])
+async def test_before_that_quotes_what_comes_before_the_last_answer_in_its_document(engine, before):
+    first, back = await converse(engine, "What did Garrick do in autumn?", before)
+    anchor = where(sentences(first)[0])
+    assert back.text.startswith(FOUND), back.text
+    assert sentences(back) and not set(sentences(back)) & set(sentences(first)), back.text
+    assert all(where(s) < anchor for s in sentences(back)), back.text
+    assert [where(s) for s in sentences(back)] == sorted(where(s) for s in sentences(back))  # reading order
+
+
+async def test_and_before_that_goes_further_back_each_time(engine):
+    first, back, further = await converse(engine, "Who took the mill?", "what happened before that?", "and before that?")
+    assert sentences(back) and sentences(further), further.text
+    assert max(where(s) for s in sentences(further)) < min(where(s) for s in sentences(back)), further.text
+    assert further.searched_as and "Before that" in further.searched_as
+
+
+async def test_after_before_that_and_then_goes_forward_again_without_repeating(engine):
+    first, back, forward = await converse(engine, "Who took the mill?", "what happened before that?", "and then?")
+    assert sentences(forward) and not set(sentences(forward)) & set(sentences(back)), forward.text
+    assert min(where(s) for s in sentences(forward)) > max(where(s) for s in sentences(back)), forward.text
+
+
+@pytest.mark.parametrize("other", ["who else?", "anyone else?", "anybody else involved?"])
+async def test_who_else_names_someone_the_last_answer_did_not_and_repeats_nothing(engine, other):
+    first, more = await converse(engine, "Who lent Oswin the money?", other)
+    assert more.text.startswith(FOUND), more.text
+    assert sentences(more) and not set(sentences(more)) & set(sentences(first)), more.text
+    said = " ".join(sentences(first))
+    new_people = [p for p in ("Brenna", "countess", "Haldor") if p not in said]
+    assert any(p in " ".join(sentences(more)) for p in new_people), more.text
+
+
+async def test_what_else_did_he_do_reads_on_about_whom_the_last_answer_named(engine):
+    """'he' after 'Who lent Oswin the money?' is the lender the answer named, not Oswin, whom the question
+    named: every new sentence tells of Garrick."""
+    first, more = await converse(engine, "Who lent Oswin the money?", "what else did he do?")
+    assert more.searched_as and more.searched_as.startswith("Searched as: What else did he do?"), more.searched_as
+    assert more.text.startswith(FOUND) and sentences(more), more.text
+    assert not set(sentences(more)) & set(sentences(first)), more.text
+    assert all("Garrick" in s for s in sentences(more)), more.text
+
+
+async def test_what_else_did_he_do_when_nothing_else_names_him_says_so(engine):
+    """The answer quoted every sentence naming Haldor: the rest of the story is only the closest passages."""
+    first, more = await converse(engine, "What did Haldor find?", "what else did he do?")
+    left = [s for s in re.split(r"(?<=[.!?])\s+", flat(TALE)) if "Haldor" in s and s not in sentences(first)]
+    if left:  # a sentence naming him is still unquoted: it is quoted
+        assert more.text.startswith(FOUND) and any("Haldor" in s for s in sentences(more)), more.text
+    else:
+        assert more.text.startswith(WEAK_MATCH), more.text
+    assert not set(sentences(more)) & set(sentences(first)), more.text
+
+
+async def test_before_that_in_a_history_quotes_the_earlier_events(engine):
+    first, back = await converse(engine, "When was the toll gate pulled down?", "what happened before that?")
+    anchor = where(sentences(first)[0], HISTORY)
+    assert all(where(s, HISTORY) < anchor for s in sentences(back)), back.text
+    unsaid = [s for s in re.split(r"(?<=[.!?])\s+", flat(HISTORY)) if flat(HISTORY).index(s) < anchor]
+    unsaid = [s for s in unsaid if s not in sentences(first) and not s.startswith("#")]
+    assert unsaid[-1] in sentences(back), back.text  # the event just before, not one a page back
+
+
+def test_a_two_word_names_own_surname_does_not_end_what_is_said_of_it():
+    """'Loveday Kittow hung hers': 'Kittow', a person of the text on its own too, is no next person,
+    so the 'hers' after it shows her a woman, and a 'he' after 'who ...?' does not mean her."""
+    told = [
+        Turn("user", "What happened to the schooner?"),
+        Turn("assistant", "From the documents:\n- \u201cThe schooner was bound for Cardiff with clay and had lost her mast.\u201d [1]"),
+        Turn("user", "who helped the crew?"),
+        Turn(
+            "assistant",
+            "From the documents:\n- \u201cAt the cottage Loveday Kittow hung hers on the cliff path.\u201d [1]\n"
+            "- \u201cKittow's wife Loveday warmed the men.\u201d [1]\n- \u201cKittow rowed out twice.\u201d [1]",
+        ),
+    ]
+    asked = rewrite("what did he get for it?", told)
+    assert "Loveday" not in asked.core and "Cardiff" not in asked.core, asked
+    assert asked.subject != "Cardiff", asked  # 'bound for Cardiff' names a place
+    assert "Loveday" not in (rewrite("and what happened after?", [*told, Turn("user", "what did he get for it?"), Turn("assistant", "x")]).context)
+
+
+@pytest.mark.parametrize(
+    ("question", "language"),
+    [
+        ("¿Quién construyó el molino?", "Spanish"),
+        ("cuantos dias puedo trabajar desde casa", "Spanish"),
+        ("Qui a construit le moulin?", "French"),
+        ("Wer hat die Mühle gebaut?", "German"),
+        ("Was ist ein Mühlrad?", "German"),
+        ("Chi ha costruito il mulino?", "Italian"),
+        ("Quem construiu o moinho?", "Portuguese"),
+        ("Wie heeft de molen gebouwd?", "Dutch"),
+        ("Kto zbudował młyn?", "Polish"),
+        ("谁建造了磨坊？", "Chinese"),
+        ("誰が水車小屋を建てたのですか？", "Japanese"),
+        ("누가 방앗간을 지었나요?", "Korean"),
+        ("Кто построил мельницу?", "Russian"),
+        ("Who built the mill?", "English"),
+        ("who was he", "English"),
+        ("Quién?", None),  # too short to tell
+        ("Posso lavorare a casa oggi?", None),  # Italian or Portuguese: cannot tell
+        ("Oswin Garrick 1702?", None),
+    ],
+)
+def test_the_language_of_a_question_is_read_off_its_frequent_words_or_its_script(question, language):
+    assert question_language(question) == language
+
+
+def test_the_documents_language_and_a_question_in_another():
+    assert documents_language([TALE]) == "English" and documents_language([SPANISH]) == "Spanish"
+    assert other_language("¿Quién construyó el molino?", [TALE]) == ("English", "Spanish")
+    assert other_language("Who built the bridge?", [SPANISH]) == ("Spanish", "English")
+    assert other_language("Who built the mill?", [TALE]) is None
+    assert other_language("¿Quién construyó el puente?", [SPANISH]) is None
+    assert documents_language(["Oswin."]) is None  # too little to tell
+
+
+@pytest.mark.parametrize(
+    "question", ["¿Quién tomó el molino del molinero?", "Wer hat die Mühle genommen?", "谁拿走了磨坊？", "Qui a pris le moulin?"]
+)
+async def test_a_question_in_another_language_is_told_the_documents_language(engine, question):
+    (answer,) = await converse(engine, question)
+    lead = answer.text.splitlines()[0]
+    assert lead.startswith(OTHER_LANGUAGE_OPENING + "English and the question seems to be in "), answer.text
+    assert lead.count(".") == 0 and lead.endswith(":")  # one sentence, then the passages
+    assert not answer.answered and says_not_answered(answer.text) and quotes_in(answer.text)
+
+
+async def test_an_english_question_over_spanish_documents_is_told_they_are_in_spanish(engine):
+    (answer,) = await converse(engine, "Who paid for the bridge?", kb="es")
+    assert answer.text.startswith(OTHER_LANGUAGE_OPENING + "Spanish and the question seems to be in English"), answer.text
+
+
+async def test_a_question_in_the_documents_language_keeps_its_lead(engine):
+    (off,) = await converse(engine, "What did the astronauts eat on the moon?")
+    assert off.text.startswith((WEAK_MATCH, NOTHING_RELATED)), off.text
+    (answered,) = await converse(engine, "¿Quién construyó el puente de Alcor?", kb="es")
+    assert not answered.text.startswith(OTHER_LANGUAGE_OPENING), answered.text
+
+
+def test_the_tools_tally_counts_repeats_and_answers_that_quote_only_earlier_text():
+    """`python -m raptor_tools.followup_onward` counts per kind what the tests above check one by one."""
+    counts = Counter()
+    first = "From the documents:\n- \u201cOswin could not pay, so Garrick took the mill.\u201d [1]"
+    earlier = "From the documents:\n- \u201cOswin built the new wheel before midsummer.\u201d [1]"
+    later = "From the documents:\n- \u201cBrenna married Haldor the next summer.\u201d [1]"
+    assert tally(counts, "before", first, earlier, flat(TALE)) is True
+    assert tally(counts, "before", first, later, flat(TALE)) is False
+    assert tally(counts, "before", first, first, flat(TALE)) is False  # the same sentence again
+    assert tally(counts, "who else", first, first, flat(TALE)) is None
+    assert counts["before", "asked"] == 3 and counts["before", "only earlier"] == 1
+    assert counts["before", "repeats"] == 1 and counts["who else", "repeats"] == 1
+    table = report(counts)
+    assert "| before | 3 | 1 | 1 |" in table and "| who else | 1 | 1 | - |" in table and "| what else | 0 | 0 | - |" in table
+
+
+def test_only_the_other_language_lead_itself_reads_as_not_answered():
+    lead = OTHER_LANGUAGE.format(documents="English", asked="Spanish")
+    assert says_not_answered(f"{lead}\n- \u201cx\u201d [1]")
+    assert not says_not_answered("The documents are in agreement that the bridge opened in 1884 [1].")
