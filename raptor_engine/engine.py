@@ -48,7 +48,7 @@ from .ingest.messages import (
     messages_sha,
     plan_additions,
 )
-from .ingest.parse_worker import ParseStats, WorkerLimits
+from .ingest.parse_worker import ParseStats, WorkerLimits, discard_spare, start_spare
 from .ingest.sentences import in_bigrams
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
 from .query.followup import Onward, chooses, onward_ask, standalone_question, through_exchange
@@ -415,6 +415,7 @@ class Engine:
         self._stops_lock = threading.Lock()
         self._stop_reason: str | None = None  # set by `stop_answers`
         self._answer_stops: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        self._spare_parses = False  # keep a parse child started ahead (`warm`): a long-lived process
 
     # -- spaces: which store and indices a call works on ------------------------------------------
 
@@ -542,10 +543,16 @@ class Engine:
         _ = self.embedder
         if load_clustering:
             warm_up()
+            # A long-lived process (the bot, the benchmark) keeps a parse child started ahead for its next
+            # upload, so a parse does not wait for the child's Python to start (parse_worker.start_spare).
+            self._spare_parses = True
+            start_spare()
         else:
             compile_once()
 
     def close(self) -> None:
+        if self._spare_parses:
+            discard_spare()
         self.spaces.close()
 
     # -- building -----------------------------------------------------------------------------
@@ -621,6 +628,10 @@ class Engine:
                 result = await self._ingest_locked(kb, name, data, sha, added_by, report, gate)
         finally:
             self._waiting[kb] -= 1
+            if self._spare_parses and self.cluster is None:  # for the next upload's parse
+                start_spare()
+            elif self._spare_parses:  # builds run on Dask: the parse is the worker's
+                discard_spare()
         if clock.marks:
             result.stage_seconds = clock.seconds(time.perf_counter())
         return result
