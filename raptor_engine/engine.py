@@ -658,7 +658,8 @@ class Engine:
         leaf_index: list[_LeafIndex] = []
         try:
             with budget.active():
-                loaded = functools.partial(self._refuse_stored_text, kb_id)
+                # A knowledge base without documents holds none the upload could repeat: no text to check.
+                loaded = functools.partial(self._refuse_stored_text, kb_id) if self._holds_documents(kb_id) else None
                 leaves_ready = functools.partial(self._leaf_index_ahead, kb_id, leaf_index)
                 built = await budget.bound(self._build_tree(name, data, kb_id, progress, loaded, leaves_ready))
                 tree, chunks, fmt = built.tree, built.chunks, built.format
@@ -832,6 +833,9 @@ class Engine:
         return self.store.document_by_sha(kb_id, sha) or (
             self.store.document_by_text(kb_id, text_sha) if text_sha else None
         )
+
+    def _holds_documents(self, kb_id: int | None) -> bool:
+        return kb_id is not None and self.store.has_documents(kb_id)
 
     def _refuse_stored_text(self, kb_id: int | None, text_sha: str) -> None:
         """Stop a build once its upload reads as a document stored already (`build_document`'s `loaded`)."""
