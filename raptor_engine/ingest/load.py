@@ -1133,6 +1133,8 @@ _MD_INLINE = re.compile(
     re.DOTALL,
 )
 MAX_INLINE_NESTING = 4  # emphasis inside a link inside emphasis...: deeper is left as written
+# Every match of `_MD_INLINE` starts with one of these characters: a text without any reads as written.
+_MD_INLINE_STARTS = re.compile(r"[`\\!\[<*_~&]")
 
 
 def _md_label(label: str) -> str:
@@ -1153,7 +1155,7 @@ def _md_inline(text: str, labels: frozenset[str], *, images: bool = True) -> str
     Without `images`, an image is taken out with the space before it, as the HTML and Word readers leave
     out an <img>: its alt text ('a photo of the mill') inlined would break the sentence it stands in."""
     shown = _md_shown(text, labels, 0, images)
-    return shown if images else _DROPPED_WITH_SPACE.sub("", shown)
+    return shown if images or _DROPPED not in shown else _DROPPED_WITH_SPACE.sub("", shown)
 
 
 def _md_shown(text: str, labels: frozenset[str], depth: int, images: bool) -> str:
@@ -1190,6 +1192,8 @@ def _md_shown(text: str, labels: frozenset[str], depth: int, images: bool) -> st
             return inner(emphasised) if depth < MAX_INLINE_NESTING else match.group(0)
         return html.unescape(match.group("entity"))
 
+    if not _MD_INLINE_STARTS.search(text):  # most paragraphs of prose: the alternation tried at each character
+        return text
     return _MD_INLINE.sub(shown, text)
 
 
