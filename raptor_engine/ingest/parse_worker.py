@@ -4,7 +4,9 @@ Why a process and not a thread: a parser stuck in C code (zlib, lxml, pypdf's co
 be interrupted from Python, and one that allocates without bound takes the whole bot down with it. The
 child (`python -m raptor_engine.ingest.parse_worker`) imports only the loader, never torch, so it starts in
 about a tenth of a second; it sets RLIMIT_AS (memory) and RLIMIT_CPU (a backstop) on itself before it
-touches the file, and the parent kills it at the wall-clock deadline. Caps inside the loader
+touches the file, and the parent kills it at the wall-clock deadline. A long-lived engine keeps one child
+started ahead (`start_spare`), waiting for its header with the loader imported, so an upload does not wait
+for the child's start; it sets the same limits when the header arrives. Caps inside the loader
 (`LoadLimits`) give the specific sentence for the common bombs; the process limits are the guarantee for
 everything else. The result comes back as JSON (never pickle, so a subverted child cannot run code in
 the parent) and is checked before use.
