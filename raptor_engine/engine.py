@@ -48,7 +48,7 @@ from .ingest.messages import (
     messages_sha,
     plan_additions,
 )
-from .ingest.parse_worker import ParseStats, WorkerLimits
+from .ingest.parse_worker import ParseStats, WorkerLimits, discard_spare, start_spare
 from .ingest.sentences import in_bigrams
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
 from .query.followup import Onward, chooses, onward_ask, standalone_question, through_exchange
@@ -415,6 +415,7 @@ class Engine:
         self._stops_lock = threading.Lock()
         self._stop_reason: str | None = None  # set by `stop_answers`
         self._answer_stops: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        self._spare_parses = False  # keep a parse child started ahead (`warm`): a long-lived process
 
     # -- spaces: which store and indices a call works on ------------------------------------------
 
@@ -542,10 +543,16 @@ class Engine:
         _ = self.embedder
         if load_clustering:
             warm_up()
+            # A long-lived process (the bot, the benchmark) keeps a parse child started ahead for its next
+            # upload, so a parse does not wait for the child's Python to start (parse_worker.start_spare).
+            self._spare_parses = True
+            start_spare()
         else:
             compile_once()
 
     def close(self) -> None:
+        if self._spare_parses:
+            discard_spare()
         self.spaces.close()
 
     # -- building -----------------------------------------------------------------------------
@@ -621,6 +628,10 @@ class Engine:
                 result = await self._ingest_locked(kb, name, data, sha, added_by, report, gate)
         finally:
             self._waiting[kb] -= 1
+            if self._spare_parses and self.cluster is None:  # for the next upload's parse
+                start_spare()
+            elif self._spare_parses:  # builds run on Dask: the parse is the worker's
+                discard_spare()
         if clock.marks:
             result.stage_seconds = clock.seconds(time.perf_counter())
         return result
@@ -647,7 +658,8 @@ class Engine:
         leaf_index: list[_LeafIndex] = []
         try:
             with budget.active():
-                loaded = functools.partial(self._refuse_stored_text, kb_id)
+                # A knowledge base without documents holds none the upload could repeat: no text to check.
+                loaded = functools.partial(self._refuse_stored_text, kb_id) if self._holds_documents(kb_id) else None
                 leaves_ready = functools.partial(self._leaf_index_ahead, kb_id, leaf_index)
                 built = await budget.bound(self._build_tree(name, data, kb_id, progress, loaded, leaves_ready))
                 tree, chunks, fmt = built.tree, built.chunks, built.format
@@ -821,6 +833,9 @@ class Engine:
         return self.store.document_by_sha(kb_id, sha) or (
             self.store.document_by_text(kb_id, text_sha) if text_sha else None
         )
+
+    def _holds_documents(self, kb_id: int | None) -> bool:
+        return kb_id is not None and self.store.has_documents(kb_id)
 
     def _refuse_stored_text(self, kb_id: int | None, text_sha: str) -> None:
         """Stop a build once its upload reads as a document stored already (`build_document`'s `loaded`)."""

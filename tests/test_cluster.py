@@ -542,6 +542,37 @@ def test_local_clusterings_run_on_the_thread_pool_and_give_the_same_clusters(mon
     assert len(local) == len(threads) - sum(1 for name in threads if name == threading.current_thread().name)
 
 
+def test_the_pool_takes_the_largest_local_clusterings_first_and_they_come_back_in_order():
+    """A layer's local clusterings are queued largest first (a large one left for last would run alone
+    while the other thread idles); their groups are still returned in the global clusters' order."""
+    from concurrent.futures import Executor, Future
+
+    from raptor_engine.tree import cluster
+
+    started: list[int] = []
+
+    class InOrder(Executor):
+        def submit(self, fn, *args, **kwargs):
+            future: Future = Future()
+            future.set_result(fn(*args, **kwargs))
+            return future
+
+    class Job(cluster._ClusterJob):
+        def local_groups(self, data, members):
+            started.append(len(members))
+            return [members], [f"{len(members)} nodes"]
+
+    job = Job(
+        embeddings=np.zeros((12, 4)), token_counts=[1] * 12, budget=100, threshold=0.1, dim=2,
+        max_clusters=5, seed=1, pool=InOrder(),
+    )
+    global_groups = [[0, 1], [2, 3, 4, 5], [6], [7, 8, 9], [10, 11]]
+    results = list(job.each_local(job.embeddings, global_groups))
+    assert started == [4, 3, 2, 2, 1]  # largest first, ties in the global clusters' order
+    assert [groups for groups, _ in results] == [[members] for members in global_groups]
+    assert [notes for _, notes in results] == [[f"{len(members)} nodes"] for members in global_groups]
+
+
 def test_the_pool_threads_see_the_builds_budget(monkeypatch):
     """`checkpoint()` in a local clustering stops the build: each task runs in a copy of the caller's context."""
     import threading

@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import shutil
 import sqlite3
+import threading
 import unicodedata
 from pathlib import Path
 
@@ -187,3 +188,35 @@ async def test_a_duplicate_whose_file_name_holds_a_line_break_is_reported_on_one
     result = await stored.ingest("kb", name, TEXT.encode())
     _print_ingest(name, result)
     assert capsys.readouterr().out == "mill [31m.md: already in the knowledge base as mill.md (same content), nothing to do.\n"
+
+
+async def test_a_first_document_is_fingerprinted_beside_its_clustering_and_still_found_again(
+    tmp_path, embedder, monkeypatch
+):
+    """A knowledge base without documents has nothing to check the upload's text against, so its fingerprint
+    is computed on a thread once the leaves are embedded (beside the leaf layer's clustering) rather than
+    before chunking: it is stored all the same, and the same text under other bytes is then refused."""
+    from raptor_engine.tree import docbuild
+
+    events: list[str] = []
+    real_fingerprint = docbuild.document_fingerprint
+
+    def watched_fingerprint(doc):
+        on_thread = threading.current_thread() is not threading.main_thread()
+        events.append("fingerprint on a thread" if on_thread else "fingerprint inline")
+        return real_fingerprint(doc)
+
+    monkeypatch.setattr(docbuild, "document_fingerprint", watched_fingerprint)
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
+    first = await engine.ingest("kb", "bees.txt", BEEKEEPING.encode(), progress=lambda e: events.append(e.stage))
+    assert first.status == "added"
+    assert events.index("fingerprint on a thread") > events.index("embed")  # after the leaves, not before chunking
+    kb_id = engine.store.kb_id("kb")
+    stored = engine.store.db.execute("SELECT text_sha256 FROM documents WHERE kb_id = ?", [kb_id]).fetchone()[0]
+    assert stored == real_fingerprint(load_document("bees.txt", BEEKEEPING.encode()))
+    events.clear()
+    resaved = BEEKEEPING.replace("\n", "\r\n").encode()
+    again = await engine.ingest("kb", "bees (copy).txt", resaved, progress=lambda e: events.append(e.stage))
+    assert again.status == "duplicate" and again.document.id == first.document.id
+    assert "fingerprint inline" in events and "embed" not in events  # checked once read, before any embedding
+    engine.close()

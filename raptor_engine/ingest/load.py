@@ -280,7 +280,9 @@ _UNREADABLE_CHARS = re.compile("[\ue000-\uf8ff\ufffd\U000f0000-\U0010ffff]")
 UNREADABLE_RATIO = 0.25
 _WHITESPACE = re.compile(r"\s+")
 _WORD_CHARACTER = re.compile(r"[^\W_]")  # a letter or digit of any script
-_HSPACE = re.compile(r"[^\S\n]+")
+# A run of horizontal whitespace that is not already one plain space: collapsed to one (single spaces, most
+# of a text's whitespace, are not matched, so they are not replaced by themselves one by one).
+_HSPACE = re.compile(r"[^\S\n]{2,}|[^\S\n ]")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
@@ -302,6 +304,7 @@ def strip_unsafe(text: str) -> str:
 # Typographic ligatures (U+FB00-FB06), which PDFs and text copied out of them hold: as the letters they
 # join, so 'ﬁrst' meets a question's 'first'.
 _LIGATURES = str.maketrans({chr(code): unicodedata.normalize("NFKC", chr(code)) for code in range(0xFB00, 0xFB07)})
+_LIGATURE_CHARS = tuple(chr(code) for code in range(0xFB00, 0xFB07))
 # A word broken at a line end with a hyphen, a lower-case word part on the next line ('infor-' / 'mation').
 _HYPHENATED_BREAK = re.compile(r"(?<=[^\W\d_])-\n[^\S\n]*(?=[^\W\d_])")
 
@@ -309,7 +312,9 @@ _HYPHENATED_BREAK = re.compile(r"(?<=[^\W\d_])-\n[^\S\n]*(?=[^\W\d_])")
 def _normalise(text: str) -> str:
     """Collapse runs of spaces, trim lines, keep at most one blank line between paragraphs."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
-    text = strip_invisible(_CONTROL_CHARS.sub("", text)).translate(_LIGATURES)
+    text = strip_invisible(_CONTROL_CHARS.sub("", text))
+    if any(ligature in text for ligature in _LIGATURE_CHARS):  # a table translate costs ~0.1 us a character
+        text = text.translate(_LIGATURES)
     text = _HSPACE.sub(" ", text)
     text = "\n".join(line.strip() for line in text.split("\n"))
     return _BLANK_RUNS.sub("\n\n", text).strip()
@@ -1128,6 +1133,8 @@ _MD_INLINE = re.compile(
     re.DOTALL,
 )
 MAX_INLINE_NESTING = 4  # emphasis inside a link inside emphasis...: deeper is left as written
+# Every match of `_MD_INLINE` starts with one of these characters: a text without any reads as written.
+_MD_INLINE_STARTS = re.compile(r"[`\\!\[<*_~&]")
 
 
 def _md_label(label: str) -> str:
@@ -1148,7 +1155,7 @@ def _md_inline(text: str, labels: frozenset[str], *, images: bool = True) -> str
     Without `images`, an image is taken out with the space before it, as the HTML and Word readers leave
     out an <img>: its alt text ('a photo of the mill') inlined would break the sentence it stands in."""
     shown = _md_shown(text, labels, 0, images)
-    return shown if images else _DROPPED_WITH_SPACE.sub("", shown)
+    return shown if images or _DROPPED not in shown else _DROPPED_WITH_SPACE.sub("", shown)
 
 
 def _md_shown(text: str, labels: frozenset[str], depth: int, images: bool) -> str:
@@ -1185,6 +1192,8 @@ def _md_shown(text: str, labels: frozenset[str], depth: int, images: bool) -> st
             return inner(emphasised) if depth < MAX_INLINE_NESTING else match.group(0)
         return html.unescape(match.group("entity"))
 
+    if not _MD_INLINE_STARTS.search(text):  # most paragraphs of prose: the alternation tried at each character
+        return text
     return _MD_INLINE.sub(shown, text)
 
 

@@ -195,6 +195,10 @@ class Store(MessageStoreMixin):
         ).fetchall()
         return [DocumentInfo(*row) for row in rows]
 
+    def has_documents(self, kb_id: int) -> bool:
+        """Whether a knowledge base stores any document (one row looked at)."""
+        return self.db.execute("SELECT 1 FROM documents WHERE kb_id = ? LIMIT 1", [kb_id]).fetchone() is not None
+
     def document_by_sha(self, kb_id: int, sha256: str) -> DocumentInfo | None:
         return next((d for d in self.documents(kb_id) if d.sha256 == sha256), None)
 

@@ -40,7 +40,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -478,18 +478,19 @@ class _ClusterJob:
         self, data: np.ndarray, global_groups: list[list[int]]
     ) -> Iterator[tuple[list[list[int]], list[str]]]:
         """Each global cluster's local groups and notes, in the global clusters' order, computed on the
-        job's threads when it has them (each call gets a copy of this thread's context: the build budget)."""
+        job's threads when it has them (each call gets a copy of this thread's context: the build budget).
+        The threads take the largest clusters first, so that no large one is left to run alone at the end."""
         if self.pool is None or len(global_groups) < 2:
             yield from (self.local_groups(data, members) for members in global_groups)
             return
-        futures = [
-            self.pool.submit(contextvars.copy_context().run, self.local_groups, data, members)
-            for members in global_groups
-        ]
+        futures: dict[int, Future[tuple[list[list[int]], list[str]]]] = {}
+        for i in sorted(range(len(global_groups)), key=lambda i: -len(global_groups[i])):  # stable: ties in order
+            futures[i] = self.pool.submit(contextvars.copy_context().run, self.local_groups, data, global_groups[i])
+        futures = dict(sorted(futures.items()))
         try:
-            yield from (future.result() for future in futures)
+            yield from (future.result() for future in futures.values())
         finally:
-            for future in futures:  # a failure (or the budget's stop) leaves no work running behind it
+            for future in futures.values():  # a failure (or the budget's stop) leaves no work running behind it
                 future.cancel()
 
     def local_groups(self, data: np.ndarray, members: list[int]) -> tuple[list[list[int]], list[str]]:
