@@ -492,7 +492,7 @@ _NON_ASCII_BYTE = re.compile(rb"[\x80-\xff]")
 # European, Turkish and Baltic Windows code pages and ISO-8859-2. Their bytes beyond ASCII mostly decode
 # to letters in each of them, so the reading kept is the one whose letters one language uses
 # (`_language_fit`): Turkish 'başkenti' read as Windows-1252 is 'baþkenti', Icelandic letters beside 'ü'.
-_WESTERN_ENCODINGS = ("cp1252", "mac_roman", "cp1250", "cp1254", "cp1257", "iso8859_2")
+_WESTERN_ENCODINGS = ("cp1252", "iso8859_15", "mac_roman", "cp1250", "cp1254", "cp1257", "iso8859_2", "cp850")
 # The letters beyond ASCII each language writes with (lower case). A reading in the wrong code page mixes
 # letters of several ('ý' and 'þ' are Icelandic, 'ü' and 'ç' are not).
 _LANGUAGE_LETTERS = {
@@ -531,6 +531,35 @@ WESTERN_MAX_ACCENTED = 0.3
 # letters, 'Za¿ó³æ'; a word of two scripts) before a decoding is taken for the wrong encoding.
 LEGACY_MAX_ODD = 0.02
 LEGACY_SAMPLE_BYTES = 1 << 16
+# Characters beyond ASCII that prose in a Latin script writes beside its words: quotes, dashes, the ellipsis,
+# currency, degrees, fractions, ordinal indicators, marks of Spanish questions, bullets. A wrong code page
+# turns letters into other symbols ('¤' for ISO-8859-15's '€', '˝' '‡' '≥' for Mac OS Roman's letters).
+_PROSE_SYMBOLS = frozenset(
+    "\u201c\u201d\u2018\u2019\u201e\u201a\u00ab\u00bb\u2039\u203a\u2013\u2014\u2026\u00b7\u2022"
+    "\u00bf\u00a1\u20ac\u00a3\u00a5\u00a2\u00b0\u00a7\u00a9\u00ae\u2122\u00d7\u00bd\u00bc\u00be"
+    "\u00b2\u00b3\u00aa\u00ba"
+)
+# A dash where prose never puts one: an en dash inside a lower-case word ('ni–o'), or a dash joined to a
+# word on one side only ('comi— pi–as'): what a Mac OS Roman 'ñ' or 'ó' reads as in Windows-1252.
+_MISPLACED_DASH = re.compile(r"(?<=[^\W\d_])\u2013(?=[^\W\d_])|(?<=[^\W\d_])[\u2013\u2014](?=\s)|(?<=\s)[\u2013\u2014](?=[^\W\d_])")
+
+
+def _misplaced_dashes(text: str) -> int:
+    """How many dashes sit where prose never puts one (`_MISPLACED_DASH`); an en dash between two words
+    counts only before a small letter ('Paris–Berlin' is typography, 'ni–o' is not)."""
+    return sum(
+        1
+        for found in _MISPLACED_DASH.finditer(text)
+        if not (text[found.start() - 1].isalpha() and found.end() < len(text) and text[found.end()].isupper())
+    )
+# A reading must fit one language this well to be stored (`_language_fit`); and a text whose letters
+# beyond ASCII are a majority (dense Polish or Czech) is Latin only when its reading fits this well.
+LATIN_MIN_FIT = 0.5
+LATIN_DENSE_FIT = 0.95
+MAX_RIVAL_READINGS = 2  # other readings of the text a notice names
+# The code pages a notice names as another reading when one reads the text as plausibly (`_rival_readings`):
+# those of today's Windows and ISO. A Mac OS Roman or DOS file is read so only when it reads better.
+_RIVALS = frozenset({"cp1252", "iso8859_15", "cp1250", "cp1254", "cp1257", "iso8859_2"})
 # The other legacy encodings still met in uploads, for charset-normalizer to choose among: Central European,
 # Cyrillic, Greek, Turkish, Hebrew, Arabic, Baltic and Vietnamese Windows code pages, KOI8, ISO-8859 and
 # the Japanese, Chinese and Korean multi-byte ones. Rarer code pages only make a wrong guess likelier.
@@ -541,7 +570,10 @@ _LEGACY_ENCODINGS = (
 )  # fmt: skip
 LEGACY_MAX_CHAOS = 0.1  # charset-normalizer's mess ratio for a decoding taken as text
 _WORD_SYMBOLS = frozenset("\u2019\u2018'-\u2010\u2011\u2013\u2014\u2026\u00b7\u00ad/")  # inside a word in real text
-_ENCODING_NAMES = {"mac_roman": "Mac OS Roman", "latin_1": "Latin-1", "koi8_r": "KOI8-R", "cp932": "Shift JIS"}
+_ENCODING_NAMES = {
+    "mac_roman": "Mac OS Roman", "latin_1": "Latin-1", "koi8_r": "KOI8-R", "cp932": "Shift JIS",
+    "cp850": "DOS code page 850",
+}  # fmt: skip
 # Half-width katakana: a legacy of 1980s terminals that Japanese text today does without, and what bytes of
 # Cyrillic in KOI8 read as in Shift JIS.
 _HALFWIDTH_KANA = "\uff61"
@@ -582,7 +614,7 @@ def _legacy_decode(name: str, data: bytes) -> tuple[str, str]:
         return text, "read as UTF-8, with the bytes that are not UTF-8 read as Windows-1252"
     latin = _latin_reading(data)
     if latin is not None:
-        return latin[1], _read_as(name, latin[0])
+        return latin[1], _read_as(name, latin[0]) + latin[2]
     import charset_normalizer  # only for the rare upload that is neither UTF-8 nor Western
 
     guesses = charset_normalizer.from_bytes(data[: 4 * LEGACY_SAMPLE_BYTES], cp_isolation=list(_LEGACY_ENCODINGS))
@@ -595,41 +627,93 @@ def _legacy_decode(name: str, data: bytes) -> tuple[str, str]:
     )
 
 
-def _latin_reading(data: bytes) -> tuple[str, str] | None:
-    """(codec, text) for the Latin-script encoding whose reading of `data` reads as words and best fits one
-    language's letters; the earlier in `_WESTERN_ENCODINGS` on a tie, so Windows-1252 keeps every text
-    it reads as plausibly as another. None when no Latin-script reading reads as words."""
-    best: tuple[float, str, str] | None = None
-    for codec in _WESTERN_ENCODINGS:
-        text = _decoded_as(data, codec)
-        if text is None or not _reads_as_language(text[:LEGACY_SAMPLE_BYTES], western=True):
+def _latin_reading(data: bytes) -> tuple[str, str, str] | None:
+    """(codec, text, rival) for the Latin-script encoding whose reading of `data` reads as words and best
+    fits one language (`_language_fit`); the earlier in `_WESTERN_ENCODINGS` on a tie, so Windows-1252
+    keeps every text it reads as plausibly as another. `rival` says how an equally fitting reading that
+    differs would read (`_rival_reading`), else ''. None when no reading reads as words, or when the best
+    fits no language well (LATIN_MIN_FIT): a wrong reading stored is worse than the file refused. Rivals
+    are named only where both readings fit one language wholly (a text of a few words: 'Dziękuję')."""
+    scored: list[tuple[float, int, str, str]] = []
+    for rank, codec in enumerate(_WESTERN_ENCODINGS):
+        sample = _decoded_as(data[:LEGACY_SAMPLE_BYTES], codec)  # single-byte code pages: cut anywhere
+        if sample is None or not _reads_as_language(sample, western=False):
             continue
-        fit = _language_fit(text[:LEGACY_SAMPLE_BYTES])
-        if best is None or fit > best[0]:
-            best = (fit, codec, text)
-        if fit == 1.0:
-            break  # one language writes every letter: no later code page can read it better
-    return None if best is None else (best[1], best[2])
+        fit = _language_fit(sample)
+        if fit < LATIN_DENSE_FIT and not _reads_as_language(sample, western=True):
+            continue  # letters beyond ASCII a majority, and no language's: Cyrillic or Greek bytes
+        scored.append((fit, -rank, codec, sample))
+    scored.sort(reverse=True)
+    for fit, _, codec, sample in scored:
+        text = _decoded_as(data, codec) if fit >= LATIN_MIN_FIT else None
+        if text is not None:
+            rivals = [(other, c) for f, _, c, other in scored if f == fit == 1.0 and c != codec and c in _RIVALS]
+            return codec, text, _rival_readings(sample, rivals)
+    return None
+
+
+def _rival_readings(ours: str, rivals: list[tuple[str, str]]) -> str:
+    """What the notice adds when other code pages read the text as plausibly with other letters (Polish
+    'Dziękuję' in Windows-1250 is 'Dziêkujê' in Windows-1252, as French writes 'ê'): the first word
+    each reads differently, so the uploader sees which reading was taken and can save the file as UTF-8.
+    A symbol read where another reads a letter ('It’s', Mac OS Roman 'Itís') is no rival: the code page
+    preferred on a tie (`_WESTERN_ENCODINGS`) writes such punctuation."""
+    notes: list[str] = []
+    named: set[str] = set()
+    for theirs, codec in rivals:
+        differ = [i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b]
+        if not differ or not all(ours[i].isalpha() and theirs[i].isalpha() for i in differ):
+            continue
+        start, end = differ[0], differ[0] + 1  # the word around the first difference, in both readings
+        while start > 0 and ours[start - 1].isalpha() and theirs[start - 1].isalpha() and differ[0] - start < 40:
+            start -= 1
+        while end < len(ours) and ours[end].isalpha() and theirs[end].isalpha() and end - differ[0] < 40:
+            end += 1
+        if theirs[start:end] in named:
+            continue  # another code page's reading, named already
+        named.add(theirs[start:end])
+        notes.append(
+            f"as {_encoding_name(codec)} it would read '{theirs[start:end]}' where this reads '{ours[start:end]}'"
+        )
+        if len(notes) == MAX_RIVAL_READINGS:
+            break
+    return f"; {', and '.join(notes)}" if notes else ""
 
 
 def _language_fit(text: str) -> float:
-    """The share of a text's letters beyond ASCII that its best-fitting single language writes with
-    (1.0 when it has none, 0.0 when no language writes any of them, as a lone ligature 'ﬁ'): how
-    plausibly a Latin-script code page's reading is real text."""
-    counts = Counter(ch for ch in text.lower() if ord(ch) > 127 and ch.isalpha())
-    total = sum(counts.values())
-    if not total:
+    """The share of a text's characters beyond ASCII that read as one language writes: its best-fitting
+    language's letters, and prose symbols where prose puts them (`_PROSE_SYMBOLS`, `_MISPLACED_DASH`).
+    1.0 when it has none beyond ASCII; 0.0 when none fits (a lone ligature 'ﬁ'). A wrong code page turns
+    letters into symbols ('niño' in Mac OS Roman read as Windows-1252 is 'ni–o', Turkish 'yağdı' 'yad˝'),
+    or into letters of several languages ('baþkenti'), so its reading fits less than the right one."""
+    beyond = [ch for ch in text if ord(ch) > 127 and not ch.isspace()]
+    if not beyond:
         return 1.0
-    return (
-        max(
-            (
-                sum(counts[ch] for ch in letters)
-                for language, letters in _LANGUAGE_LETTERS.items()
-                if any(counts[ch] for ch in _LANGUAGE_COMMON.get(language, letters))
-            ),
-            default=0,
-        )
-        / total
+    counts = Counter(ch for ch in text.lower() if ord(ch) > 127 and ch.isalpha() and ch not in _PROSE_SYMBOLS)
+    letters = max(
+        (
+            sum(counts[ch] for ch in letters)
+            for language, letters in _LANGUAGE_LETTERS.items()
+            if any(counts[ch] for ch in _LANGUAGE_COMMON.get(language, letters))
+        ),
+        default=0,
+    )
+    symbols = sum(1 for ch in beyond if ch in _PROSE_SYMBOLS) - _misplaced_dashes(text)
+    return max(0, letters + symbols - _lone_consonants(text)) / len(beyond)
+
+
+# A letter standing alone as a word.
+_LONE_LETTER = re.compile(r"(?<![^\W_])[^\W\d_](?![^\W_])")
+_VOWELS = frozenset("aeiouyæøœå")
+
+
+def _lone_consonants(text: str) -> int:
+    """Consonants beyond ASCII standing alone as words, which no language writes: what French 'à' is
+    in Windows-1250 ('ŕ la carte'), Spanish 'ñ' in Mac OS Roman read as Windows-1252 ('–')."""
+    return sum(
+        1
+        for found in _LONE_LETTER.finditer(text)
+        if ord(found.group()) > 127 and unicodedata.normalize("NFD", found.group())[0].lower() not in _VOWELS
     )
 
 
