@@ -775,7 +775,38 @@ def test_fuzz_random_text_load_or_ingest_error(text, extension):
     except IngestError:
         return
     assert doc.text == doc.text.strip()
-    assert "  " not in doc.text and "\n\n\n" not in doc.text
+    assert "\n\n\n" not in doc.text
+    assert not any("  " in doc.text[a:b] for a, b in _prose_lines(doc.text))  # code keeps its spacing
+    assert_sections_cover(doc)
+
+
+def _prose_lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the lines of `text` outside code fences (`code_lines`)."""
+    from raptor_engine.ingest.chunk import code_lines
+
+    code = set(code_lines(text))
+    spans, start = [], 0
+    for line in text.split("\n"):
+        if (start, start + len(line)) not in code:
+            spans.append((start, start + len(line)))
+        start += len(line) + 1
+    return spans
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    code=st.lists(st.text(alphabet=" \t\nab.:()=`~", max_size=30), max_size=8),
+    fence=st.sampled_from(["```", "~~~", "````"]),
+    extension=st.sampled_from([".txt", ".md"]),
+)
+def test_fuzz_code_fences_keep_each_line_and_prose_stays_normalised(code, fence, extension):
+    """Whatever a fence holds (other fences, blank lines, tabs), its lines reach the text with their
+    indentation, prose around it is normalised, and sections still cover the text."""
+    source = f"Intro  text.\n\n{fence}\n" + "\n".join(code) + f"\n{fence}\n\nOutro   text."
+    doc = load_document("fuzz" + extension, source.encode())
+    assert doc.text.startswith("Intro text.")
+    assert not any("  " in doc.text[a:b] for a, b in _prose_lines(doc.text))
+    assert "\n\n\n" not in doc.text
     assert_sections_cover(doc)
 
 
@@ -993,3 +1024,44 @@ def test_an_all_ascii_pdf_or_rtf_under_a_text_name_is_refused_like_a_binary_one(
 @pytest.mark.parametrize("text", ["%PDF files are documents.", "{\\rtfish} is no RTF.", "GIF89a was released in 1989."])
 def test_text_that_only_mentions_those_formats_is_text(text):
     assert load_document("notes.txt", text.encode()).text == text
+
+
+CODE_README = (
+    "# Tidewatch\n\nCall it from your script:\n\n```python\ndef check_tide(height, limit=4.5):\n"
+    "    if height > limit:\n        for keeper in KEEPERS:\n\t\t\tkeeper.warn(\"Spring.  Tide.\")\n"
+    "        return True\n\n\n\n    return False\n```\n\n   Prose   after   it.\n~~~\n  x = 1\n~~~\n"
+)
+
+
+@pytest.mark.parametrize("name", ["readme.md", "readme.txt"])
+def test_code_fences_keep_their_indentation(name):
+    """Python without its indentation is other code: lines inside ``` or ~~~ fences keep their leading
+    white space and inner spacing (trailing spaces and runs of blank lines still trimmed); prose does not."""
+    text = load_document(name, CODE_README.encode()).text
+    assert (
+        "```python\ndef check_tide(height, limit=4.5):\n    if height > limit:\n        for keeper in KEEPERS:\n"
+        "\t\t\tkeeper.warn(\"Spring.  Tide.\")\n        return True\n\n    return False\n```\n\nProse after it.\n"
+        "~~~\n  x = 1\n~~~"
+    ) in text
+
+
+def test_each_line_of_code_is_a_sentence_of_its_own():
+    from raptor_engine.ingest.chunk import split_sentences
+
+    text = load_document("readme.md", CODE_README.encode()).text
+    sentences = [text[a:b] for a, b in split_sentences(text)]
+    assert "if height > limit:" in sentences
+    assert 'keeper.warn("Spring.  Tide.")' in sentences  # no cut at the full stop inside its string
+    assert "return True" in sentences and "return False" in sentences
+    assert "Prose after it." in sentences
+
+
+def test_a_line_of_code_is_quoted_alone_never_joined_to_the_next():
+    from raptor_engine.query.answer import _candidates, _with_next_sentence
+    from raptor_engine.types import ContextNode
+
+    text = load_document("readme.md", CODE_README.encode()).text
+    node = ContextNode(1, 0, "readme.md", 0.5, text, 40, 1, start=0, end=len(text))
+    candidates = _candidates([node])
+    line = next(c for c in candidates if c.text == "if height > limit:")
+    assert _with_next_sentence(line, [line]).text == "if height > limit:"

@@ -307,12 +307,21 @@ _HYPHENATED_BREAK = re.compile(r"(?<=[^\W\d_])-\n[^\S\n]*(?=[^\W\d_])")
 
 
 def _normalise(text: str) -> str:
-    """Collapse runs of spaces, trim lines, keep at most one blank line between paragraphs."""
+    """Collapse runs of spaces, trim lines, keep at most one blank line between paragraphs. Lines inside a
+    code fence (``` or ~~~, in Markdown or plain text) keep their indentation and spacing, only trailing
+    spaces trimmed: Python read without its indentation is other code."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
     text = strip_invisible(_CONTROL_CHARS.sub("", text)).translate(_LIGATURES)
-    text = _HSPACE.sub(" ", text)
-    text = "\n".join(line.strip() for line in text.split("\n"))
-    return _BLANK_RUNS.sub("\n\n", text).strip()
+    lines: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        fence_match = _FENCE.match(line)
+        if fence is not None and not _closes_fence(fence_match, fence):
+            lines.append(line.rstrip())
+            continue
+        fence = None if fence is not None else fence_match.group(1) if fence_match else None
+        lines.append(_HSPACE.sub(" ", line).strip())
+    return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
 
 
 def text_fingerprint(text: str) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..ingest.chunk import UNSPACED_LETTERS
+from ..ingest.chunk import UNSPACED_LETTERS, in_code
 from ..ingest.sentences import (
     STOPWORDS,
     THEMATIC,
@@ -2545,6 +2545,8 @@ def _joinable(
     between = text[first.end : second.start]
     if "\n\n" in between or (transcript and "\n" in between):
         return False
+    if "\n" in between and (in_code(text, first.start) or in_code(text, second.start)):
+        return False  # a line of code is quoted alone: joined to the next it is other code
     said = added.text[label_end(added.text) :] if transcript else added.text  # a picked quote's key has no label
     if added.cut_short or is_heading(added.text) or (transcript and is_filler(said)):
         return False
