@@ -59,6 +59,7 @@ from .followup import (
     WEAK_MATCH,
     WHOLE_TEXT_VOCABULARY,
     Rewrite,
+    in_quotes,
     names_in,
     onward_ask,
     previous_answers,
@@ -2163,7 +2164,7 @@ class ExtractiveAnswerer:
         if quoted.settled is None:
             words = NARRATIVE_FRAGMENT_WORDS if quoted.kind == NARRATIVE else FRAGMENT_WORDS
             picked = [_with_next_sentence(c, quoted.picked, words) for c in quoted.picked]
-        lines = "\n".join(f"- \u201c{c.shown}\u201d [{c.position}]" for c in picked)
+        lines = "\n".join(f"- {in_quotes(c.shown)} [{c.position}]" for c in picked)
         lead = LEADS[self._grounding(quoted, context)]
         return AnswerDraft(f"{lead}\n{lines}", pages=_quoted_pages(picked))
 
