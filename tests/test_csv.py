@@ -67,3 +67,19 @@ def test_a_header_with_no_rows_is_refused_in_one_sentence(name, data):
 
 def test_one_row_of_figures_is_still_a_table():
     assert load_document("figures.csv", b"1887,1903,45\n").text == "1887 | 1903 | 45"
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"Name\nAnn\nBen\n", ["- Name: Ann.", "- Name: Ben."]),  # the column's name, not a row
+        (b"Email address\r\nann@x.org\r\nben@y.org\r\n", ["- Email address: ann@x.org.", "- Email address: ben@y.org."]),
+        (b"Keepers,\nAnn,\nBen,\n", ["- Keepers: Ann.", "- Keepers: Ben."]),  # a trailing empty column
+        (b"Visited\n1887\n1903\n", ["- Visited: 1887.", "- Visited: 1903."]),  # no digit where all values have one
+        (b"Ann\nBen\nCarol\n", ["Ann", "Ben", "Carol"]),  # a list with no header stays a list
+        (b"Pride and Prejudice\nEmma\n", ["Pride and Prejudice", "Emma"]),
+        (b"The list follows.\n1\n2\n", ["The list follows.", "1", "2"]),  # a sentence is no column name
+    ],
+)
+def test_a_one_column_table_reads_its_rows_under_its_header(data, expected):
+    assert load_document("list.csv", data).text.split("\n") == expected

@@ -982,7 +982,7 @@ def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         raise IngestError(name, "could not be read as CSV (a field too long, or not text).") from None
     if len(rows) == 1 and _names_columns(rows[0]):  # as an empty .txt is refused: nothing to search or quote
         raise IngestError(name, "is a table with a header row (column names) but no rows of data.")
-    if _csv_header(rows):
+    if _csv_header(rows) or _list_header(rows):
         lines = [_labelled_row(rows[0], row) for row in rows[1:]]
     else:
         lines = [" | ".join(cell for cell in row if cell) for row in rows]
@@ -1021,6 +1021,36 @@ def _names_columns(names: list[str]) -> bool:
 
 
 _NUMBER = re.compile(r"[-+]?[\d.,\s%£$€]+")
+# What the one column of a list is called ('Name', 'Email address', 'Tags'): its last word, singular.
+_LIST_COLUMN_NAMES = frozenset(
+    """name email e-mail mail address title item id url link website site phone number tel mobile city town
+    country word tag keyword product description question answer comment note date value label category task
+    todo topic subject person people member user username student employee customer contact company author
+    book song movie film entry line text sentence quote message idea ingredient step location place language
+    code sku guest attendee participant team player keeper""".split()
+)
+# A value with a shape a column's name lacks: a digit, an address, a link.
+_VALUE_SHAPE = re.compile(r"\d|@|://")
+LIST_SHAPED_VALUES = 0.8  # share of a list's values with that shape for its first row to be told apart
+
+
+def _list_header(rows: list[list[str]]) -> bool:
+    """Whether a table of one column (a list of names, addresses, tags) opens with the column's name: a
+    short row with no full stop that names what the list holds (`_LIST_COLUMN_NAMES`: 'Name', 'Email
+    address'), or that lacks the shape nearly all the values share (no digit, '@' or link, where they have
+    one). Its rows are then read under it ('- Name: Ann.'), as a wider table's are; a list of names whose
+    first is a name ('Ann', 'Ben') stays a list."""
+    if len(rows) < 2 or any(len([cell for cell in row if cell]) > 1 for row in rows):
+        return False
+    first = next(cell for cell in rows[0] if cell)
+    if len(first) > MAX_HEADER_CELL_CHARS or len(first.split()) > 4 or first.endswith((".", "!", "?")):
+        return False
+    last = re.sub(r"[^a-z-]", "", first.lower().split()[-1])
+    if {last, last.removesuffix("s"), last.removesuffix("es")} & _LIST_COLUMN_NAMES:
+        return True
+    values = [cell for row in rows[1:] for cell in row if cell]
+    shaped = sum(1 for value in values if _VALUE_SHAPE.search(value))
+    return not _VALUE_SHAPE.search(first) and shaped >= LIST_SHAPED_VALUES * len(values)
 
 
 # ------------------------------------------------------------------------------------------- markdown
