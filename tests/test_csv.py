@@ -83,3 +83,29 @@ def test_one_row_of_figures_is_still_a_table():
 )
 def test_a_one_column_table_reads_its_rows_under_its_header(data, expected):
     assert load_document("list.csv", data).text.split("\n") == expected
+
+
+def test_spreadsheet_formulas_read_as_a_reader_sees_them_or_are_left_out_and_said_so():
+    """A CSV holds a formula, not its value: a link shows its label; any other formula (a sum, a DDE
+    command that runs a program when the file is opened in a spreadsheet) is no words of the document."""
+    data = (
+        b'Name,Link,Total\n'
+        b'Ann,"=HYPERLINK(""http://evil.example/x"",""Click here"")",=SUM(A1:A3)\n'
+        b"Ben,+cmd|' /C calc'!A0,@SUM(1)\n"
+        b'Carol,"=HYPERLINK(""http://a.example/"")",-2\n'
+        b"Dan,+44 20 7946 0958,=1+1\n"
+    )
+    doc = load_document("sheet.csv", data)
+    assert doc.text.split("\n") == [
+        "- Name: Ann; Link: Click here.",
+        "- Name: Ben.",
+        "- Name: Carol; Link: http://a.example/; Total: -2.",
+        "- Name: Dan; Link: +44 20 7946 0958.",
+    ]
+    assert doc.notices == ("4 cells left out: spreadsheet formulas, whose values the file does not hold",)
+    assert "cmd" not in doc.text and "SUM" not in doc.text
+
+
+def test_a_table_of_formulas_alone_is_refused_as_holding_no_text():
+    with pytest.raises(IngestError, match="contains no text"):
+        load_document("sums.csv", b"=SUM(A1:A3),=A1*2\n=B1,=C1\n")

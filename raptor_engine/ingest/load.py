@@ -982,13 +982,15 @@ def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     sample = text[:_CSV_SAMPLE_CHARS]
     delimiter = "\t" if _extension(name) == ".tsv" else _csv_delimiter(sample)
     rows: list[list[str]] = []
-    cells = 0
+    cells = formulas = 0
     try:
         for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter):
             cells += len(row)
             if cells > limits.max_elements:
                 raise IngestError(name, f"has more than {limits.max_elements:,} table cells, over the limit.")
-            cleaned = [" ".join(cell.split()).replace("|", "/") for cell in row]
+            shown = [_formula_shown(cell) for cell in row]
+            formulas += sum(1 for cell, value in zip(row, shown, strict=True) if value != cell and not value)
+            cleaned = [" ".join(cell.split()).replace("|", "/") for cell in shown]
             if any(cleaned):
                 rows.append(cleaned)
     except csv.Error as exc:  # a field past csv's size limit, a NUL in a field
@@ -1000,7 +1002,29 @@ def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         lines = [_labelled_row(rows[0], row) for row in rows[1:]]
     else:
         lines = [" | ".join(cell for cell in row if cell) for row in rows]
-    return [_Block("\n".join(line for line in lines if line), notice=notice)]
+    left_out = f"{counted(formulas, 'cell')} left out: spreadsheet formulas, whose values the file does not hold"
+    return [_Block("\n".join(line for line in lines if line), notice=notice), _Block("", notice=left_out if formulas else "")]
+
+
+# A spreadsheet formula in an exported cell: '=SUM(A1:A3)', a link '=HYPERLINK("http://…","Click")', or
+# the '+', '-' or '@' openings spreadsheets also evaluate when a call, sheet reference or DDE pipe follows
+# ("+cmd|' /C calc'!A0", '@SUM(1)'); '+44 20 7946' and '-2' stay text.
+_FORMULA = re.compile(r"\s*(?:=.|[+\-@].*[(!|])", re.DOTALL)
+_HYPERLINK = re.compile(
+    r"\s*=\s*HYPERLINK\(\s*\"((?:[^\"]|\"\")*)\"\s*(?:[,;]\s*\"((?:[^\"]|\"\")*)\"\s*)?\)\s*", re.IGNORECASE
+)
+
+
+def _formula_shown(cell: str) -> str:
+    """A cell as a reader of the spreadsheet sees it: a link formula as its label (its address when it
+    has none), any other formula as nothing, since a CSV holds the formula and not its value, and its
+    text (a DDE command, a call) is no words of the document; anything else as written."""
+    if not _FORMULA.match(cell):
+        return cell
+    link = _HYPERLINK.fullmatch(cell)
+    if link is None:
+        return ""
+    return (link.group(2) or link.group(1)).replace('""', '"')
 
 
 def _csv_delimiter(sample: str) -> str:
