@@ -1107,3 +1107,23 @@ def test_a_deeply_indented_markdown_list_is_read_once_per_run_of_spaces():
     text = load_document("n.md", data).text
     print(f"1,000 nested levels ({len(data):,} bytes): {time.process_time() - start:.2f}s CPU")
     assert text.split("\n")[:2] == ["- level 0", "- level 1"]
+
+
+@pytest.mark.parametrize(
+    ("typed", "read", "respelt"),
+    [
+        ("P\u0430yPal invoices are due, says the \u0430dmin.", "PayPal invoices are due, says the admin.", 2),
+        ("\u041c\u043e\u0441\u043a\u0432a is big.", "\u041c\u043e\u0441\u043a\u0432\u0430 is big.", 1),  # a Latin 'a'
+        ("The \u0397otel \u0391lpha.", "The Hotel Alpha.", 2),  # Greek capitals
+        ("\u0421af\u00e9 au lait.", "Caf\u00e9 au lait.", 1),
+        ("The K\u03b1 line and X\u0434 stay.", "The K\u03b1 line and X\u0434 stay.", 0),  # no look-alike: on purpose
+        ("\u041c\u043e\u0441\u043a\u0432\u0430 and London.", "\u041c\u043e\u0441\u043a\u0432\u0430 and London.", 0),
+    ],
+)
+def test_words_mixing_latin_with_look_alike_letters_are_read_in_one_script(typed, read, respelt):
+    """A word a person reads as 'PayPal' is stored so, and found by a search for it; the ingest says so."""
+    doc = load_document("note.md", f"# {typed}\n\n{typed}\n".encode())
+    assert doc.text == f"# {read}\n\n{read}"
+    assert doc.sections[0].heading == (read,)
+    notice = f"{2 * respelt} words mixing Latin with look-alike Cyrillic or Greek letters read in one script"
+    assert doc.notices == ((notice,) if respelt else ())

@@ -25,7 +25,7 @@ import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import IngestError
@@ -247,6 +247,11 @@ def load_document(
     _check_readable(name, doc.text, fmt)
     if not _WORD_CHARACTER.search(doc.text):  # '***' and '---' alone: nothing to search, quote or summarise
         raise IngestError(name, "contains no text, only punctuation or symbols.")
+    doc.text, respelt = _one_script_words(doc.text)
+    if respelt:
+        doc.sections = [replace(s, heading=tuple(_one_script_words(h)[0] for h in s.heading)) for s in doc.sections]
+        blocks.append(_Block("", notice=f"{counted(respelt, 'word')} mixing Latin with look-alike Cyrillic or "
+                                        "Greek letters read in one script"))
     doc.notices = tuple(block.notice for block in blocks if block.notice)
     log.info("loaded %s: %d chars, %d sections (%s)", name, len(doc.text), len(doc.sections), fmt)
     return doc
@@ -297,6 +302,47 @@ def strip_unsafe(text: str) -> str:
     """Control characters (a terminal escape, a C1 CSI), noncharacters and invisible characters removed;
     line breaks and tabs kept. For text no loader read: what an LLM writes is shown and stored too."""
     return strip_invisible(_CONTROL_CHARS.sub("", text))
+
+
+# Cyrillic and Greek letters drawn as Latin ones, and the Latin letters they look like: a word mixing them
+# with Latin ('PаyPal' with a Cyrillic 'а') reads as its Latin word to a person, yet matches no search for it.
+_LOOKALIKES = {
+    "Cyrillic": dict(zip("аеорсухіјѕԁԛԝАВЕКМНОРСТХУІЈЅ", "aeopcyxijsdqwABEKMHOPCTXYIJS", strict=True)),
+    # Greek's capitals and omicron only: 'Kα' and 'Hβ' are spectral lines, written so on purpose
+    "Greek": dict(zip("οΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "oABEZHIKMNOPTYX", strict=True)),
+}
+_TO_LATIN = str.maketrans({**_LOOKALIKES["Cyrillic"], **_LOOKALIKES["Greek"]})
+_FROM_LATIN = {script: str.maketrans({latin: own for own, latin in table.items() if latin.isascii()})
+               for script, table in _LOOKALIKES.items()}
+_MIXED_SCRIPTS = re.compile("[A-Za-z][\u0370-\u04ff]|[\u0370-\u04ff][A-Za-z]")
+_LETTER_RUN = re.compile(r"[^\W\d_]+")
+
+
+def _one_script_words(text: str) -> tuple[str, int]:
+    """`text` with each word that mixes Latin and Cyrillic or Greek letters written in its main script,
+    when every letter of the other is a look-alike ('PаyPal' -> 'PayPal', 'Москвa' with a Latin 'a' ->
+    'Москва'), and how many words changed. Letters map one to one, so offsets into the text hold."""
+    if not _MIXED_SCRIPTS.search(text):
+        return text, 0
+    changed = 0
+
+    def respelt(found: re.Match[str]) -> str:
+        nonlocal changed
+        word = found.group()
+        other = sum(1 for ch in word if "\u0370" <= ch <= "\u04ff")
+        if not other or other == len(word):
+            return word
+        if 2 * other <= len(word):
+            mapped = word.translate(_TO_LATIN)
+            done = not any("\u0370" <= ch <= "\u04ff" for ch in mapped)
+        else:
+            script = "Greek" if any("\u0370" <= ch <= "\u03ff" for ch in word) else "Cyrillic"
+            mapped = word.translate(_FROM_LATIN[script])
+            done = not any(ch.isascii() for ch in mapped)
+        changed += done
+        return mapped if done else word  # a letter no other script's looks like: two scripts on purpose
+
+    return _LETTER_RUN.sub(respelt, text), changed
 
 
 # Typographic ligatures (U+FB00-FB06), which PDFs and text copied out of them hold: as the letters they
