@@ -189,3 +189,13 @@ def test_cyrillic_read_in_a_latin_code_page_is_still_no_latin_text():
     text = "\u041c\u043e\u0441\u043a\u0432\u0430 \u0441\u0442\u043e\u043b\u0438\u0446\u0430 \u0420\u043e\u0441\u0441\u0438\u0438. " * 30
     doc = load_document("ru.txt", text.encode("cp1251"))
     assert doc.text.startswith(text.split(". ")[0])
+
+
+@pytest.mark.parametrize("lines", [1, 30])
+def test_mac_cyrillic_is_not_taken_for_windows_1251(lines):
+    """The guesser took Mac OS Cyrillic for Windows-1251, whose reading of its capitals is Serbian letters
+    among Russian ones ('Њосква'); the Cyrillic reading whose letters fit one language wholly is kept."""
+    text = "\u041c\u043e\u0441\u043a\u0432\u0430 \u2014 \u0441\u0442\u043e\u043b\u0438\u0446\u0430 \u0420\u043e\u0441\u0441\u0438\u0438. \u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440!"
+    doc = load_document("ru.txt", "\n".join([text] * lines).encode("mac_cyrillic"))
+    assert doc.text.split("\n")[0] == text
+    assert doc.notices == ("read as MAC-CYRILLIC (it is not UTF-8)",)

@@ -690,10 +690,64 @@ def _legacy_decode(name: str, data: bytes) -> tuple[str, str]:
     for guess in guesses:
         text = _decoded_as(data, guess.encoding) if guess.chaos <= LEGACY_MAX_CHAOS else None
         if text is not None and _reads_as_language(text[:LEGACY_SAMPLE_BYTES], western=False):
-            return text, _read_as(name, guess.encoding)
+            codec, text = _best_cyrillic(data, guess.encoding, text)
+            return text, _read_as(name, codec)
     raise IngestError(
         name, "is not UTF-8 and does not read as text in any encoding we recognise; please save it as UTF-8."
     )
+
+
+# The Cyrillic code pages, and the letters each language written in Cyrillic uses (lower case): Mac OS
+# Cyrillic's capitals read as Windows-1251 are Serbian and Macedonian letters ('Њосква' for 'Москва').
+_CYRILLIC_CODECS = ("cp1251", "koi8_r", "koi8_u", "mac_cyrillic", "iso8859_5")
+_CYRILLIC_LETTERS = {
+    "Russian": "абвгдеёжзийклмнопрстуфхцчшщъыьэюя",
+    "Ukrainian": "абвгґдеєжзиіїйклмнопрстуфхцчшщьюя",
+    "Belarusian": "абвгдеёжзійклмнопрстуўфхцчшыьэюя",
+    "Bulgarian": "абвгдежзийклмнопрстуфхцчшщъьюя",
+    "Serbian": "абвгдђежзијклљмнњопрстћуфхцчџш",
+    "Macedonian": "абвгдѓежзѕијклљмнњопрстќуфхцчџш",
+}
+
+
+# Letters a language's text beyond a few words always holds one of: Serbian and Macedonian write 'ј' in
+# nearly every sentence ('је', 'ја'); Mac OS Cyrillic's Russian read as Windows-1251 has their 'Њ', 'ђ',
+# 'Џ' and none.
+_CYRILLIC_COMMON = {"Serbian": "ј", "Macedonian": "ј"}
+
+
+def _best_cyrillic(data: bytes, codec: str, text: str) -> tuple[str, str]:
+    """(codec, text): a Cyrillic guess kept, or another Cyrillic code page's reading whose letters fit one
+    language better (`_cyrillic_fit`) and that reads as words: the guesser took Mac OS Cyrillic for
+    Windows-1251, whose reading of its capitals is Serbian letters among Russian ones."""
+    if codecs.lookup(codec).name.replace("-", "_") not in _CYRILLIC_CODECS:
+        return codec, text
+    best = (_cyrillic_fit(text[:LEGACY_SAMPLE_BYTES]), codec, text)
+    for other in _CYRILLIC_CODECS:
+        reading = _decoded_as(data, other)
+        if reading is None or not _reads_as_language(reading[:LEGACY_SAMPLE_BYTES], western=False):
+            continue
+        fit = _cyrillic_fit(reading[:LEGACY_SAMPLE_BYTES])
+        if fit > best[0]:
+            best = (fit, other, reading)
+    return best[1], best[2]
+
+
+def _cyrillic_fit(text: str) -> float:
+    """The share of a text's characters beyond ASCII that read as one Cyrillic language writes: its
+    letters, and prose symbols (`_PROSE_SYMBOLS`, '№'); 1.0 with none. KOI8-R reads Mac OS Cyrillic's
+    capitals as box-drawing signs ('▄НЯЙБЮ я ЯРНКХЖЮ'), Windows-1251 as Serbian letters ('Њосква')."""
+    beyond = [ch for ch in text if ord(ch) > 127 and not ch.isspace()]
+    if not beyond:
+        return 1.0
+    counts = Counter(ch for ch in text.lower() if "\u0400" <= ch <= "\u04ff")
+    letters = max(
+        sum(counts[ch] for ch in letters)
+        for language, letters in _CYRILLIC_LETTERS.items()
+        if any(counts[ch] for ch in _CYRILLIC_COMMON.get(language, letters))
+    )
+    symbols = sum(1 for ch in beyond if ch in _PROSE_SYMBOLS or ch == "\u2116")
+    return (letters + symbols) / len(beyond)
 
 
 def _latin_reading(data: bytes) -> tuple[str, str, str] | None:
