@@ -757,6 +757,7 @@ def test_check_upload_validates_metadata():
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=600), extension=st.sampled_from([".txt", ".md", ".html"]))
 @example(data=b"Aaa\xde", extension=".txt")  # 'Aaaﬁ' in Mac Roman: a letter no language writes
+@example(data=b"\xa6", extension=".txt")  # a Cyrillic guess whose one character is no letter ('¦')
 def test_fuzz_random_bytes_load_or_ingest_error(data, extension):
     try:
         doc = load_document("fuzz" + extension, data)

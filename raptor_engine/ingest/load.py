@@ -621,6 +621,8 @@ def _misplaced_dashes(text: str) -> int:
         for found in _MISPLACED_DASH.finditer(text)
         if not (text[found.start() - 1].isalpha() and found.end() < len(text) and text[found.end()].isupper())
     )
+
+
 # A reading must fit one language this well to be stored (`_language_fit`); and a text whose letters
 # beyond ASCII are a majority (dense Polish or Czech) is Latin only when its reading fits this well.
 LATIN_MIN_FIT = 0.5
@@ -741,10 +743,13 @@ def _cyrillic_fit(text: str) -> float:
     if not beyond:
         return 1.0
     counts = Counter(ch for ch in text.lower() if "\u0400" <= ch <= "\u04ff")
-    letters = max(
-        sum(counts[ch] for ch in letters)
-        for language, letters in _CYRILLIC_LETTERS.items()
-        if any(counts[ch] for ch in _CYRILLIC_COMMON.get(language, letters))
+    letters = max(  # 0 for a guess whose characters beyond ASCII are no Cyrillic letters ('¦')
+        (
+            sum(counts[ch] for ch in letters)
+            for language, letters in _CYRILLIC_LETTERS.items()
+            if any(counts[ch] for ch in _CYRILLIC_COMMON.get(language, letters))
+        ),
+        default=0,
     )
     symbols = sum(1 for ch in beyond if ch in _PROSE_SYMBOLS or ch == "\u2116")
     return (letters + symbols) / len(beyond)
@@ -754,7 +759,7 @@ def _latin_reading(data: bytes) -> tuple[str, str, str] | None:
     """(codec, text, rival) for the Latin-script encoding whose reading of `data` reads as words and best
     fits one language (`_language_fit`); the earlier in `_WESTERN_ENCODINGS` on a tie, so Windows-1252
     keeps every text it reads as plausibly as another. `rival` says how an equally fitting reading that
-    differs would read (`_rival_reading`), else ''. None when no reading reads as words, or when the best
+    differs would read (`_rival_readings`), else ''. None when no reading reads as words, or when the best
     fits no language well (LATIN_MIN_FIT): a wrong reading stored is worse than the file refused. Rivals
     are named only where both readings fit one language wholly (a text of a few words: 'Dziękuję')."""
     scored: list[tuple[float, int, str, str]] = []
@@ -832,7 +837,7 @@ _VOWELS = frozenset("aeiouyæøœå")
 
 def _lone_consonants(text: str) -> int:
     """Consonants beyond ASCII standing alone as words, which no language writes: what French 'à' is
-    in Windows-1250 ('ŕ la carte'), Spanish 'ñ' in Mac OS Roman read as Windows-1252 ('–')."""
+    in Windows-1250 ('ŕ la carte')."""
     return sum(
         1
         for found in _LONE_LETTER.finditer(text)
