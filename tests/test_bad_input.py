@@ -26,11 +26,14 @@ from raptor_engine.ingest.load import load_document, safe_filename
 from raptor_engine.types import LoadedDocument, Section
 from raptor_tools.fingerprint import fingerprint
 from raptor_tools.robustness import (
+    SAFE_TEXT,
+    BadInput,
     bad_input_corpus,
     corpus_settings,
     minimal_pdf,
     run_bad_inputs,
     small_docx,
+    try_upload,
 )
 from tests.unhurried import unhurried
 
@@ -327,3 +330,44 @@ def test_fuzz_safe_filename_never_escapes_and_is_idempotent(raw, ext):
     except IngestError:
         return
     assert safe_filename(name) == name
+
+
+KEEPER_LOG = "The keeper lit the lamp at dusk and trimmed the wick at midnight. " * 20
+AWKWARD = [
+    BadInput("Spanish in Mac OS Roman", "es.txt", "El ni\u00f1o comi\u00f3 pi\u00f1as.".encode("mac_roman"), "ingested",
+             must_not_contain=("ni\u2013o",)),
+    BadInput("zero padding after text", "log.txt", KEEPER_LOG.encode() + b"\x00" * 512, "ingested",
+             must_not_contain=("\x00",)),
+    BadInput("NULs all through", "blob.txt", b"\x00".join(KEEPER_LOG.encode().split()), "refused"),
+    BadInput("CSV with formulas", "sheet.csv", b'Name,Link\nAnn,"=HYPERLINK(""http://x.example/"",""Site"")"\n'
+             b"Ben,=cmd|' /C calc'!A0\n", "ingested", must_not_contain=("cmd", "HYPERLINK")),
+    BadInput("Python in a code fence", "readme.md", b"Call it so:\n\n```python\nif height > limit:\n    warn()\n```\n",
+             "ingested"),
+    BadInput("look-alike letters", "pay.txt", "P\u0430yPal invoices are due.".encode(), "ingested",
+             must_not_contain=("\u0430",)),
+    BadInput("bidi and zero-width controls", "bidi.txt", "if x != \"user\u202e \u2066// admin\u2069\u200b\" {}".encode(),
+             "ingested", must_not_contain=("\u202e", "\u2066", "\u2069", "\u200b")),
+    BadInput("emoji only", "emoji.txt", "\U0001f600\U0001f389 \U0001f680".encode(), "refused"),
+]
+
+
+async def test_awkward_uploads_through_the_bots_path_read_as_a_reader_sees_them_or_are_refused(tmp_path, embedder):
+    """Each into a knowledge base that already answers: a refusal leaves the store byte-for-byte as it
+    was; what is stored holds none of what a reader never sees, and code keeps its indentation."""
+    engine = Engine(unhurried(corpus_settings(tmp_path / "data")), embedder=embedder)
+    try:
+        for number, item in enumerate(AWKWARD):
+            kb = f"awkward-{number}"
+            await engine.ingest(kb, "base.txt", SAFE_TEXT.encode(), added_by="robustness")
+            outcome = await try_upload(engine, kb, item)
+            ended = "ingested" if outcome.ended == "added" else outcome.ended
+            assert ended == item.expect, (item.case, outcome.message)
+            if ended == "refused":
+                assert outcome.store_unchanged is True
+            texts = " ".join(n.text for n in engine.store.nodes_of_kb(engine.store.kb_id(kb)))
+            assert not any(forbidden in texts for forbidden in item.must_not_contain), item.case
+            assert SAFE_TEXT.split(".")[0] in texts  # the earlier document is still there
+        leaves = " ".join(n.text for n in engine.store.nodes_of_kb(engine.store.kb_id("awkward-4")))
+        assert "if height > limit:\n    warn()" in leaves
+    finally:
+        engine.close()

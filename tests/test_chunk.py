@@ -267,7 +267,8 @@ def test_limit_below_one_token_is_refused(embedder):
 
 _fuzz_text = st.lists(
     st.sampled_from(
-        list("abc XYZ.,;:!?\"'…—-\n\t0123456789éß") + ["Mr.", "e.g.", "...", "\n\n", "# ", "word"]
+        list("abc XYZ.,;:!?\"'…—-\n\t0123456789éß")
+        + ["Mr.", "e.g.", "...", "\n\n", "# ", "word", "\n```\n", "\n~~~\n", "\n    "]
     ),
     max_size=120,
 ).map("".join)
@@ -390,3 +391,17 @@ def test_split_ends_a_chinese_title_line_that_runs_into_the_prose():
     assert sentences(text) == ["灯塔看守人的历史", "斯凯罗角灯塔建于1852年，第一任看守人是托马斯·哈尔贝克。"]
     wrapped = "第一任看守人是托马斯·哈尔贝克，他在灯塔\n工作了二十年。"  # a line ending mid-sentence, not short
     assert sentences(wrapped) == [wrapped]
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=_fuzz_text)
+def test_fuzz_sentences_cover_the_text_and_never_split_a_line_of_code(text):
+    """Every non-space character is in one sentence, and a line of code (`code_lines`) lies inside one."""
+    from raptor_engine.ingest.chunk import code_lines
+
+    spans = split_sentences(text)
+    assert "".join("".join(text[a:b].split()) for a, b in spans) == "".join(text.split())
+    for start, end in code_lines(text):
+        line = text[start:end].strip()
+        if line:
+            assert any(text[a:b] == line for a, b in spans)

@@ -67,3 +67,45 @@ def test_a_header_with_no_rows_is_refused_in_one_sentence(name, data):
 
 def test_one_row_of_figures_is_still_a_table():
     assert load_document("figures.csv", b"1887,1903,45\n").text == "1887 | 1903 | 45"
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"Name\nAnn\nBen\n", ["- Name: Ann.", "- Name: Ben."]),  # the column's name, not a row
+        (b"Email address\r\nann@x.org\r\nben@y.org\r\n", ["- Email address: ann@x.org.", "- Email address: ben@y.org."]),
+        (b"Keepers,\nAnn,\nBen,\n", ["- Keepers: Ann.", "- Keepers: Ben."]),  # a trailing empty column
+        (b"Visited\n1887\n1903\n", ["- Visited: 1887.", "- Visited: 1903."]),  # no digit where all values have one
+        (b"Ann\nBen\nCarol\n", ["Ann", "Ben", "Carol"]),  # a list with no header stays a list
+        (b"Pride and Prejudice\nEmma\n", ["Pride and Prejudice", "Emma"]),
+        (b"The list follows.\n1\n2\n", ["The list follows.", "1", "2"]),  # a sentence is no column name
+    ],
+)
+def test_a_one_column_table_reads_its_rows_under_its_header(data, expected):
+    assert load_document("list.csv", data).text.split("\n") == expected
+
+
+def test_spreadsheet_formulas_read_as_a_reader_sees_them_or_are_left_out_and_said_so():
+    """A CSV holds a formula, not its value: a link shows its label; any other formula (a sum, a DDE
+    command that runs a program when the file is opened in a spreadsheet) is no words of the document."""
+    data = (
+        b'Name,Link,Total\n'
+        b'Ann,"=HYPERLINK(""http://evil.example/x"",""Click here"")",=SUM(A1:A3)\n'
+        b"Ben,+cmd|' /C calc'!A0,@SUM(1)\n"
+        b'Carol,"=HYPERLINK(""http://a.example/"")",-2\n'
+        b"Dan,+44 20 7946 0958,=1+1\n"
+    )
+    doc = load_document("sheet.csv", data)
+    assert doc.text.split("\n") == [
+        "- Name: Ann; Link: Click here.",
+        "- Name: Ben.",
+        "- Name: Carol; Link: http://a.example/; Total: -2.",
+        "- Name: Dan; Link: +44 20 7946 0958.",
+    ]
+    assert doc.notices == ("4 cells left out: spreadsheet formulas, whose values the file does not hold",)
+    assert "cmd" not in doc.text and "SUM" not in doc.text
+
+
+def test_a_table_of_formulas_alone_is_refused_as_holding_no_text():
+    with pytest.raises(IngestError, match="contains no text"):
+        load_document("sums.csv", b"=SUM(A1:A3),=A1*2\n=B1,=C1\n")

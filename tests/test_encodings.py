@@ -133,3 +133,69 @@ def test_a_utf8_bom_in_front_of_a_utf16_or_utf32_bom_is_read_as_the_inner_encodi
     """A UTF-16 file a tool 'saved as UTF-8' by adding its BOM in front: not binary data."""
     data = b"\xef\xbb\xbf" + ("\ufeff" + MILL).encode(encoding)
     assert load_document("mill.txt", data).text == MILL
+
+
+# Short texts, and long ones, in every legacy reading met in uploads: each read back exactly. A wrong
+# code page turns letters into symbols ('ni\u2013o', 'yad\u02dd') or into letters of several languages.
+SHORT_LEGACY = [
+    ("K\u0131\u015f\u0131n kar ya\u011fd\u0131.", "cp1254", "Windows-1254"),  # Mac OS Roman read it as symbols
+    ("K\u0131\u015f\u0131n kar ya\u011fd\u0131.", "iso8859_9", "Windows-1254"),
+    ("El ni\u00f1o comi\u00f3 pi\u00f1as en Espa\u00f1a. \u00bfD\u00f3nde est\u00e1?", "mac_roman", "Mac OS Roman"),
+    ("Ma\u00f1ana.", "mac_roman", "Mac OS Roman"),  # Windows-1252 read 'Ma\u2013ana'
+    ("Le prix est de 5 \u20ac par personne.", "iso8859_15", "ISO-8859-15"),  # Windows-1252 read '5 \u00a4'
+    ("Le c\u0153ur de No\u00ebl co\u00fbte 5 \u20ac, dit \u0178ves.", "iso8859_15", "ISO-8859-15"),
+    ("Die Gr\u00f6\u00dfe der B\u00e4ume \u00fcberrascht J\u00fcrgen.", "cp850", "DOS code page 850"),
+    ("\u00c9l\u00e8ve tr\u00e8s s\u00e9rieux, il pr\u00e9f\u00e8re la for\u00eat.", "cp850", "DOS code page 850"),
+    ("P\u0159\u00edli\u0161 \u017elu\u0165ou\u010dk\u00fd k\u016f\u0148 \u00fap\u011bl \u010f\u00e1belsk\u00e9 \u00f3dy.", "cp1250", "Windows-1250"),
+    ("\u00c1rv\u00edzt\u0171r\u0151 t\u00fck\u00f6rf\u00far\u00f3g\u00e9p.", "iso8859_2", "Windows-1250"),  # the same bytes
+    ("Bl\u00e5b\u00e6rgr\u00f8d med fl\u00f8de er godt p\u00e5 \u00f8en.", "cp1252", "Windows-1252"),
+]
+
+
+@pytest.mark.parametrize(("text", "encoding", "named"), SHORT_LEGACY)
+@pytest.mark.parametrize("lines", [1, 40])
+def test_short_and_long_legacy_texts_are_read_exactly(text, encoding, named, lines):
+    doc = load_document("notes.txt", "\n".join([text] * lines).encode(encoding))
+    assert doc.text.split("\n")[0] == text
+    assert doc.notices[0].startswith(f"read as {named} (it is not UTF-8)")
+
+
+def test_dense_polish_in_a_long_file_is_read_not_refused():
+    """Letters beyond ASCII a third of the letters, as in Cyrillic read as Latin: read as Polish, since
+    Windows-1250's reading fits Polish wholly (it was refused at 30 lines)."""
+    text = "Za\u017c\u00f3\u0142\u0107 g\u0119\u015bl\u0105 ja\u017a\u0144. \u0141\u00f3d\u017a jest du\u017cym miastem."
+    doc = load_document("pl.txt", "\n".join([text] * 30).encode("cp1250"))
+    assert doc.text.split("\n")[0] == text
+
+
+def test_a_text_two_code_pages_read_as_plausibly_names_the_other_reading():
+    """'Dzi\u0119kuj\u0119' in Windows-1250 is 'Dzi\u00eakuj\u00ea' in Windows-1252, whose letters French and
+    Portuguese write: the preferred reading is taken, and the notice says what the other would read."""
+    doc = load_document("pl.txt", "Dzi\u0119kuj\u0119 bardzo za pomoc.".encode("cp1250"))
+    assert doc.notices == (
+        "read as Windows-1252 (it is not UTF-8); as Windows-1250 it would read 'Dzi\u0119kuj\u0119' where this "
+        "reads 'Dzi\u00eakuj\u00ea', and as Windows-1257 it would read 'Dzi\u017akuj\u017a' where this reads "
+        "'Dzi\u00eakuj\u00ea'",
+    )
+
+
+@pytest.mark.parametrize("text", [MILL, "It\u2019s fine.", "He said \u201cdon\u2019t go\u201d \u2013 and left\u2026"])
+def test_windows_1252_punctuation_names_no_rival_reading(text):
+    """Mac OS Roman reads Windows-1252's curly quotes as letters ('It\u00eds'): no rival worth naming."""
+    assert load_document("a.txt", text.encode("cp1252")).notices == ("read as Windows-1252 (it is not UTF-8)",)
+
+
+def test_cyrillic_read_in_a_latin_code_page_is_still_no_latin_text():
+    text = "\u041c\u043e\u0441\u043a\u0432\u0430 \u0441\u0442\u043e\u043b\u0438\u0446\u0430 \u0420\u043e\u0441\u0441\u0438\u0438. " * 30
+    doc = load_document("ru.txt", text.encode("cp1251"))
+    assert doc.text.startswith(text.split(". ")[0])
+
+
+@pytest.mark.parametrize("lines", [1, 30])
+def test_mac_cyrillic_is_not_taken_for_windows_1251(lines):
+    """The guesser took Mac OS Cyrillic for Windows-1251, whose reading of its capitals is Serbian letters
+    among Russian ones ('Њосква'); the Cyrillic reading whose letters fit one language wholly is kept."""
+    text = "\u041c\u043e\u0441\u043a\u0432\u0430 \u2014 \u0441\u0442\u043e\u043b\u0438\u0446\u0430 \u0420\u043e\u0441\u0441\u0438\u0438. \u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440!"
+    doc = load_document("ru.txt", "\n".join([text] * lines).encode("mac_cyrillic"))
+    assert doc.text.split("\n")[0] == text
+    assert doc.notices == ("read as MAC-CYRILLIC (it is not UTF-8)",)

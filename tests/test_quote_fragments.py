@@ -63,3 +63,14 @@ def test_a_fragment_that_refers_back_is_quoted_with_the_sentence_before_it():
     assert _quote(f"{DESCRIBED} {NAMING} {NEXT}", NAMING, picked_texts=(DESCRIBED,)) == f"{NAMING} {NEXT}"
     # a fragment that names something of its own reads on
     assert _quote(f"{DESCRIBED} {SHORT} {NEXT}", SHORT) == f"{SHORT} {NEXT}"
+
+
+def test_a_sentence_holding_a_quotation_is_quoted_with_single_quotes_inside(embedder):
+    """“His daughter called it “the finest mill”.” read as two quotes, one of them cut; nested quotes are
+    single inside double ones, and `quotes_in` finds the whole sentence."""
+    from raptor_engine.query.followup import quotes_in
+
+    said = "His daughter called the building \u201cthe finest mill in the county\u201d in her letters home."
+    draft = ExtractiveAnswerer(embedder)._answer_sync("What did his daughter call the building?", [_node(said)], [])
+    assert "\u201cHis daughter called the building \u2018the finest mill in the county\u2019 in her letters home.\u201d [1]" in draft.text
+    assert quotes_in(draft.text) == ["His daughter called the building \u2018the finest mill in the county\u2019 in her letters home."]

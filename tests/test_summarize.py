@@ -231,3 +231,22 @@ def test_summaries_join_their_sentences_once_and_are_the_same(embedder):
     theirs = _JoinedTwice(len).summarize_all(requests)
     assert _JoinedTwice.trimmed > 0
     assert [(s.text, s.copied) for s in mine] == [(s.text, s.copied) for s in theirs]
+
+
+CODE_CHILD = (
+    "Tidewatch reads tide tables and warns keepers before a spring tide.\n\n```python\n"
+    "def check_tide(height, limit=4.5):\n    if height > limit:\n        return True\n    return False\n```\n\n"
+    "The function returns True when it warned the keepers."
+)
+CODE_ONLY = "```python\ndef check_tide(height, limit=4.5):\n    if height > limit:\n        return True\n```"
+
+
+def test_a_summary_leaves_out_lines_of_code_where_there_is_prose_and_keeps_them_apart_where_not(summarizer, embedder):
+    """Copied among prose sentences a line of code read as other code ('…spring tide. def check_tide(…):
+    if height > limit:'); a code block alone keeps its lines, each a paragraph of its own."""
+    texts = [CODE_CHILD, ASTRONOMY[0]]
+    summary = summarizer.summarize(SummaryRequest(texts=texts, embeddings=embedder.embed(texts), max_tokens=200))
+    assert "check_tide(" not in summary.text and "height > limit" not in summary.text
+    assert "Tidewatch reads tide tables" in summary.text
+    alone = summarizer.summarize(SummaryRequest(texts=[CODE_ONLY], embeddings=embedder.embed([CODE_ONLY]), max_tokens=200))
+    assert "def check_tide(height, limit=4.5):\n\nif height > limit:" in alone.text

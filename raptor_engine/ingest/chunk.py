@@ -285,7 +285,55 @@ def _remembered_spans(text: str) -> tuple[Span, ...]:
     its layer's summaries (the second split cost ~0.5 CPU s of a 100k-token ingest)."""
     turn_cuts = [start for start, _ in turns(text)]
     cuts = _terminator_cuts(text) + _full_stop_cuts(text) + _newline_cuts(text)
-    return tuple(_trimmed_spans(text, _outside_labels(text, cuts, turn_cuts) + turn_cuts))
+    return tuple(_trimmed_spans(text, _by_code_lines(text, _outside_labels(text, cuts, turn_cuts) + turn_cuts)))
+
+
+# A code fence's line (``` or ~~~, up to three spaces in), as the loaders keep it.
+_FENCE_LINE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
+
+
+@functools.lru_cache(maxsize=SPLIT_CACHE_TEXTS)
+def code_lines(text: str) -> tuple[Span, ...]:
+    """(start, end) of each line of code in `text`: a fence line, a line between fences, and an indented
+    line (the loaders trim every line's indentation but a code block's, so an indented line is code even
+    in a chunk that begins inside a fence). Each is a sentence of its own (`split_sentences`): Python
+    joined across its lines, or cut at a full stop inside a string, is other code."""
+    if "```" not in text and "~~~" not in text and "\n " not in text and "\n\t" not in text:
+        return ()
+    found: list[Span] = []
+    fence: str | None = None
+    start = 0
+    for line in text.split("\n"):
+        end = start + len(line)
+        marker = _FENCE_LINE.match(line)
+        if fence is not None or marker or (start and line[:1] in (" ", "\t") and line.strip()):
+            found.append((start, end))
+        if marker and (fence is None or (marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence))):
+            fence = marker.group(1) if fence is None else None
+        start = end + 1
+    return tuple(found)
+
+
+def in_code(text: str, offset: int) -> bool:
+    """Whether `offset` of `text` lies on a line of code (`code_lines`)."""
+    lines = code_lines(text)
+    at = bisect.bisect_right(lines, (offset, len(text) + 1)) - 1
+    return at >= 0 and lines[at][0] <= offset <= lines[at][1]
+
+
+def _by_code_lines(text: str, cuts: list[int]) -> list[int]:
+    """Sentence cuts with each line of code (`code_lines`) one sentence: no cut inside one, a cut at both
+    of its ends."""
+    lines = code_lines(text)
+    if not lines:
+        return cuts
+    kept = [cut for cut in cuts if not _inside_line(lines, cut)]
+    return kept + [edge for line in lines for edge in line]
+
+
+def _inside_line(lines: tuple[Span, ...], offset: int) -> bool:
+    at = bisect.bisect_right(lines, (offset, offset)) - 1
+    return at >= 0 and lines[at][0] < offset < lines[at][1]
 
 
 MAX_LABEL_SCAN = 80  # characters of a turn's first line that can hold its speaker's label

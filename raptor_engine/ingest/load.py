@@ -25,7 +25,7 @@ import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import IngestError
@@ -247,6 +247,11 @@ def load_document(
     _check_readable(name, doc.text, fmt)
     if not _WORD_CHARACTER.search(doc.text):  # '***' and '---' alone: nothing to search, quote or summarise
         raise IngestError(name, "contains no text, only punctuation or symbols.")
+    doc.text, respelt = _one_script_words(doc.text)
+    if respelt:
+        doc.sections = [replace(s, heading=tuple(_one_script_words(h)[0] for h in s.heading)) for s in doc.sections]
+        blocks.append(_Block("", notice=f"{counted(respelt, 'word')} mixing Latin with look-alike Cyrillic or "
+                                        "Greek letters read in one script"))
     doc.notices = tuple(block.notice for block in blocks if block.notice)
     log.info("loaded %s: %d chars, %d sections (%s)", name, len(doc.text), len(doc.sections), fmt)
     return doc
@@ -301,6 +306,47 @@ def strip_unsafe(text: str) -> str:
     return strip_invisible(_CONTROL_CHARS.sub("", text))
 
 
+# Cyrillic and Greek letters drawn as Latin ones, and the Latin letters they look like: a word mixing them
+# with Latin ('PаyPal' with a Cyrillic 'а') reads as its Latin word to a person, yet matches no search for it.
+_LOOKALIKES = {
+    "Cyrillic": dict(zip("аеорсухіјѕԁԛԝАВЕКМНОРСТХУІЈЅ", "aeopcyxijsdqwABEKMHOPCTXYIJS", strict=True)),
+    # Greek's capitals and omicron only: 'Kα' and 'Hβ' are spectral lines, written so on purpose
+    "Greek": dict(zip("οΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "oABEZHIKMNOPTYX", strict=True)),
+}
+_TO_LATIN = str.maketrans({**_LOOKALIKES["Cyrillic"], **_LOOKALIKES["Greek"]})
+_FROM_LATIN = {script: str.maketrans({latin: own for own, latin in table.items() if latin.isascii()})
+               for script, table in _LOOKALIKES.items()}
+_MIXED_SCRIPTS = re.compile("[A-Za-z][\u0370-\u04ff]|[\u0370-\u04ff][A-Za-z]")
+_LETTER_RUN = re.compile(r"[^\W\d_]+")
+
+
+def _one_script_words(text: str) -> tuple[str, int]:
+    """`text` with each word that mixes Latin and Cyrillic or Greek letters written in its main script,
+    when every letter of the other is a look-alike ('PаyPal' -> 'PayPal', 'Москвa' with a Latin 'a' ->
+    'Москва'), and how many words changed. Letters map one to one, so offsets into the text hold."""
+    if not _MIXED_SCRIPTS.search(text):
+        return text, 0
+    changed = 0
+
+    def respelt(found: re.Match[str]) -> str:
+        nonlocal changed
+        word = found.group()
+        other = sum(1 for ch in word if "\u0370" <= ch <= "\u04ff")
+        if not other or other == len(word):
+            return word
+        if 2 * other <= len(word):
+            mapped = word.translate(_TO_LATIN)
+            done = not any("\u0370" <= ch <= "\u04ff" for ch in mapped)
+        else:
+            script = "Greek" if any("\u0370" <= ch <= "\u03ff" for ch in word) else "Cyrillic"
+            mapped = word.translate(_FROM_LATIN[script])
+            done = not any(ch.isascii() for ch in mapped)
+        changed += done
+        return mapped if done else word  # a letter no other script's looks like: two scripts on purpose
+
+    return _LETTER_RUN.sub(respelt, text), changed
+
+
 # Typographic ligatures (U+FB00-FB06), which PDFs and text copied out of them hold: as the letters they
 # join, so 'ﬁrst' meets a question's 'first'.
 _LIGATURES = str.maketrans({chr(code): unicodedata.normalize("NFKC", chr(code)) for code in range(0xFB00, 0xFB07)})
@@ -310,14 +356,23 @@ _HYPHENATED_BREAK = re.compile(r"(?<=[^\W\d_])-\n[^\S\n]*(?=[^\W\d_])")
 
 
 def _normalise(text: str) -> str:
-    """Collapse runs of spaces, trim lines, keep at most one blank line between paragraphs."""
+    """Collapse runs of spaces, trim lines, keep at most one blank line between paragraphs. Lines inside a
+    code fence (``` or ~~~, in Markdown or plain text) keep their indentation and spacing, only trailing
+    spaces trimmed: Python read without its indentation is other code."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
     text = strip_invisible(_CONTROL_CHARS.sub("", text))
     if any(ligature in text for ligature in _LIGATURE_CHARS):  # a table translate costs ~0.1 us a character
         text = text.translate(_LIGATURES)
-    text = _HSPACE.sub(" ", text)
-    text = "\n".join(line.strip() for line in text.split("\n"))
-    return _BLANK_RUNS.sub("\n\n", text).strip()
+    lines: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        fence_match = _FENCE.match(line)
+        if fence is not None and not _closes_fence(fence_match, fence):
+            lines.append(line.rstrip())
+            continue
+        fence = None if fence is not None else fence_match.group(1) if fence_match else None
+        lines.append(_HSPACE.sub(" ", line).strip())
+    return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
 
 
 def text_fingerprint(text: str) -> str:
@@ -458,14 +513,14 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> tuple[s
     elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
         encoding, payload = "utf-16", data
     elif b"\x00" in data:
-        encoding, payload = _bomless_utf16(data) or ("", b"")
-        if not encoding:
-            raise IngestError(name, "contains binary data, not text.")
+        encoding, payload = _bomless_utf16(data) or ("utf-8", _without_nuls(name, data))
     else:
         encoding, payload = "utf-8", data
-    notice = ""
+    nuls = len(data) - len(payload) if payload is not data and encoding == "utf-8" else 0
+    notice = f"{counted(nuls, 'NUL byte')} (not text) left out" if nuls else ""
     try:
-        text = payload.decode(encoding)
+        decoded = payload.decode(encoding)
+        text = decoded.rstrip("\x00") or decoded  # UTF-16 padded with zeros: the padding is no text
     except UnicodeDecodeError as exc:
         log.info("%s: decode failed: %s", name, exc)
         if encoding != "utf-8":
@@ -479,10 +534,24 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> tuple[s
             ) from None
         text = _decoded_as(payload, declared) if declared else None
         if text is None:
-            text, notice = _legacy_decode(name, payload)
+            text, legacy = _legacy_decode(name, payload)
+            notice = "; ".join(filter(None, (legacy, notice)))
     if text and len(_SUSPICIOUS_CHARS.findall(text)) / len(text) > BINARY_CHAR_RATIO:
         raise IngestError(name, "contains binary data, not text.")
     return text, notice
+
+
+NUL_MAX_SHARE = 0.01  # NUL bytes a text may hold (left out) before it is taken for binary data
+
+
+def _without_nuls(name: str, data: bytes) -> bytes:
+    """Text holding NUL bytes that is not UTF-16, with them left out: the zeros a crashed editor or logger
+    pads a file with, or a few stray ones in its text, which no reader sees. Refused as binary data when
+    NULs are more than NUL_MAX_SHARE of what precedes the padding (a binary file's zeros are everywhere)."""
+    text = data.rstrip(b"\x00")
+    if not text or text.count(b"\x00") > NUL_MAX_SHARE * len(text) or _looks_binary(text.replace(b"\x00", b"")[:65536]):
+        raise IngestError(name, "contains binary data, not text.")
+    return text.replace(b"\x00", b"")
 
 
 # A well-formed UTF-8 sequence of two to four bytes (RFC 3629): what text saved as UTF-8 holds for each
@@ -497,7 +566,7 @@ _NON_ASCII_BYTE = re.compile(rb"[\x80-\xff]")
 # European, Turkish and Baltic Windows code pages and ISO-8859-2. Their bytes beyond ASCII mostly decode
 # to letters in each of them, so the reading kept is the one whose letters one language uses
 # (`_language_fit`): Turkish 'başkenti' read as Windows-1252 is 'baþkenti', Icelandic letters beside 'ü'.
-_WESTERN_ENCODINGS = ("cp1252", "mac_roman", "cp1250", "cp1254", "cp1257", "iso8859_2")
+_WESTERN_ENCODINGS = ("cp1252", "iso8859_15", "mac_roman", "cp1250", "cp1254", "cp1257", "iso8859_2", "cp850")
 # The letters beyond ASCII each language writes with (lower case). A reading in the wrong code page mixes
 # letters of several ('ý' and 'þ' are Icelandic, 'ü' and 'ç' are not).
 _LANGUAGE_LETTERS = {
@@ -536,6 +605,37 @@ WESTERN_MAX_ACCENTED = 0.3
 # letters, 'Za¿ó³æ'; a word of two scripts) before a decoding is taken for the wrong encoding.
 LEGACY_MAX_ODD = 0.02
 LEGACY_SAMPLE_BYTES = 1 << 16
+# Characters beyond ASCII that prose in a Latin script writes beside its words: quotes, dashes, the ellipsis,
+# currency, degrees, fractions, ordinal indicators, marks of Spanish questions, bullets. A wrong code page
+# turns letters into other symbols ('¤' for ISO-8859-15's '€', '˝' '‡' '≥' for Mac OS Roman's letters).
+_PROSE_SYMBOLS = frozenset(
+    "\u201c\u201d\u2018\u2019\u201e\u201a\u00ab\u00bb\u2039\u203a\u2013\u2014\u2026\u00b7\u2022"
+    "\u00bf\u00a1\u20ac\u00a3\u00a5\u00a2\u00b0\u00a7\u00a9\u00ae\u2122\u00d7\u00bd\u00bc\u00be"
+    "\u00b2\u00b3\u00aa\u00ba"
+)
+# A dash where prose never puts one: an en dash inside a lower-case word ('ni–o'), or a dash joined to a
+# word on one side only ('comi— pi–as'): what a Mac OS Roman 'ñ' or 'ó' reads as in Windows-1252.
+_MISPLACED_DASH = re.compile(r"(?<=[^\W\d_])\u2013(?=[^\W\d_])|(?<=[^\W\d_])[\u2013\u2014](?=\s)|(?<=\s)[\u2013\u2014](?=[^\W\d_])")
+
+
+def _misplaced_dashes(text: str) -> int:
+    """How many dashes sit where prose never puts one (`_MISPLACED_DASH`); an en dash between two words
+    counts only before a small letter ('Paris–Berlin' is typography, 'ni–o' is not)."""
+    return sum(
+        1
+        for found in _MISPLACED_DASH.finditer(text)
+        if not (text[found.start() - 1].isalpha() and found.end() < len(text) and text[found.end()].isupper())
+    )
+
+
+# A reading must fit one language this well to be stored (`_language_fit`); and a text whose letters
+# beyond ASCII are a majority (dense Polish or Czech) is Latin only when its reading fits this well.
+LATIN_MIN_FIT = 0.5
+LATIN_DENSE_FIT = 0.95
+MAX_RIVAL_READINGS = 2  # other readings of the text a notice names
+# The code pages a notice names as another reading when one reads the text as plausibly (`_rival_readings`):
+# those of today's Windows and ISO. A Mac OS Roman or DOS file is read so only when it reads better.
+_RIVALS = frozenset({"cp1252", "iso8859_15", "cp1250", "cp1254", "cp1257", "iso8859_2"})
 # The other legacy encodings still met in uploads, for charset-normalizer to choose among: Central European,
 # Cyrillic, Greek, Turkish, Hebrew, Arabic, Baltic and Vietnamese Windows code pages, KOI8, ISO-8859 and
 # the Japanese, Chinese and Korean multi-byte ones. Rarer code pages only make a wrong guess likelier.
@@ -546,7 +646,10 @@ _LEGACY_ENCODINGS = (
 )  # fmt: skip
 LEGACY_MAX_CHAOS = 0.1  # charset-normalizer's mess ratio for a decoding taken as text
 _WORD_SYMBOLS = frozenset("\u2019\u2018'-\u2010\u2011\u2013\u2014\u2026\u00b7\u00ad/")  # inside a word in real text
-_ENCODING_NAMES = {"mac_roman": "Mac OS Roman", "latin_1": "Latin-1", "koi8_r": "KOI8-R", "cp932": "Shift JIS"}
+_ENCODING_NAMES = {
+    "mac_roman": "Mac OS Roman", "latin_1": "Latin-1", "koi8_r": "KOI8-R", "cp932": "Shift JIS",
+    "cp850": "DOS code page 850",
+}  # fmt: skip
 # Half-width katakana: a legacy of 1980s terminals that Japanese text today does without, and what bytes of
 # Cyrillic in KOI8 read as in Shift JIS.
 _HALFWIDTH_KANA = "\uff61"
@@ -587,54 +690,163 @@ def _legacy_decode(name: str, data: bytes) -> tuple[str, str]:
         return text, "read as UTF-8, with the bytes that are not UTF-8 read as Windows-1252"
     latin = _latin_reading(data)
     if latin is not None:
-        return latin[1], _read_as(name, latin[0])
+        return latin[1], _read_as(name, latin[0]) + latin[2]
     import charset_normalizer  # only for the rare upload that is neither UTF-8 nor Western
 
     guesses = charset_normalizer.from_bytes(data[: 4 * LEGACY_SAMPLE_BYTES], cp_isolation=list(_LEGACY_ENCODINGS))
     for guess in guesses:
         text = _decoded_as(data, guess.encoding) if guess.chaos <= LEGACY_MAX_CHAOS else None
         if text is not None and _reads_as_language(text[:LEGACY_SAMPLE_BYTES], western=False):
-            return text, _read_as(name, guess.encoding)
+            codec, text = _best_cyrillic(data, guess.encoding, text)
+            return text, _read_as(name, codec)
     raise IngestError(
         name, "is not UTF-8 and does not read as text in any encoding we recognise; please save it as UTF-8."
     )
 
 
-def _latin_reading(data: bytes) -> tuple[str, str] | None:
-    """(codec, text) for the Latin-script encoding whose reading of `data` reads as words and best fits one
-    language's letters; the earlier in `_WESTERN_ENCODINGS` on a tie, so Windows-1252 keeps every text
-    it reads as plausibly as another. None when no Latin-script reading reads as words."""
-    best: tuple[float, str, str] | None = None
-    for codec in _WESTERN_ENCODINGS:
-        text = _decoded_as(data, codec)
-        if text is None or not _reads_as_language(text[:LEGACY_SAMPLE_BYTES], western=True):
+# The Cyrillic code pages, and the letters each language written in Cyrillic uses (lower case): Mac OS
+# Cyrillic's capitals read as Windows-1251 are Serbian and Macedonian letters ('Њосква' for 'Москва').
+_CYRILLIC_CODECS = ("cp1251", "koi8_r", "koi8_u", "mac_cyrillic", "iso8859_5")
+_CYRILLIC_LETTERS = {
+    "Russian": "абвгдеёжзийклмнопрстуфхцчшщъыьэюя",
+    "Ukrainian": "абвгґдеєжзиіїйклмнопрстуфхцчшщьюя",
+    "Belarusian": "абвгдеёжзійклмнопрстуўфхцчшыьэюя",
+    "Bulgarian": "абвгдежзийклмнопрстуфхцчшщъьюя",
+    "Serbian": "абвгдђежзијклљмнњопрстћуфхцчџш",
+    "Macedonian": "абвгдѓежзѕијклљмнњопрстќуфхцчџш",
+}
+
+
+# Letters a language's text beyond a few words always holds one of: Serbian and Macedonian write 'ј' in
+# nearly every sentence ('је', 'ја'); Mac OS Cyrillic's Russian read as Windows-1251 has their 'Њ', 'ђ',
+# 'Џ' and none.
+_CYRILLIC_COMMON = {"Serbian": "ј", "Macedonian": "ј"}
+
+
+def _best_cyrillic(data: bytes, codec: str, text: str) -> tuple[str, str]:
+    """(codec, text): a Cyrillic guess kept, or another Cyrillic code page's reading whose letters fit one
+    language better (`_cyrillic_fit`) and that reads as words: the guesser took Mac OS Cyrillic for
+    Windows-1251, whose reading of its capitals is Serbian letters among Russian ones."""
+    if codecs.lookup(codec).name.replace("-", "_") not in _CYRILLIC_CODECS:
+        return codec, text
+    best = (_cyrillic_fit(text[:LEGACY_SAMPLE_BYTES]), codec, text)
+    for other in _CYRILLIC_CODECS:
+        reading = _decoded_as(data, other)
+        if reading is None or not _reads_as_language(reading[:LEGACY_SAMPLE_BYTES], western=False):
             continue
-        fit = _language_fit(text[:LEGACY_SAMPLE_BYTES])
-        if best is None or fit > best[0]:
-            best = (fit, codec, text)
-        if fit == 1.0:
-            break  # one language writes every letter: no later code page can read it better
-    return None if best is None else (best[1], best[2])
+        fit = _cyrillic_fit(reading[:LEGACY_SAMPLE_BYTES])
+        if fit > best[0]:
+            best = (fit, other, reading)
+    return best[1], best[2]
+
+
+def _cyrillic_fit(text: str) -> float:
+    """The share of a text's characters beyond ASCII that read as one Cyrillic language writes: its
+    letters, and prose symbols (`_PROSE_SYMBOLS`, '№'); 1.0 with none. KOI8-R reads Mac OS Cyrillic's
+    capitals as box-drawing signs ('▄НЯЙБЮ я ЯРНКХЖЮ'), Windows-1251 as Serbian letters ('Њосква')."""
+    beyond = [ch for ch in text if ord(ch) > 127 and not ch.isspace()]
+    if not beyond:
+        return 1.0
+    counts = Counter(ch for ch in text.lower() if "\u0400" <= ch <= "\u04ff")
+    letters = max(  # 0 for a guess whose characters beyond ASCII are no Cyrillic letters ('¦')
+        (
+            sum(counts[ch] for ch in letters)
+            for language, letters in _CYRILLIC_LETTERS.items()
+            if any(counts[ch] for ch in _CYRILLIC_COMMON.get(language, letters))
+        ),
+        default=0,
+    )
+    symbols = sum(1 for ch in beyond if ch in _PROSE_SYMBOLS or ch == "\u2116")
+    return (letters + symbols) / len(beyond)
+
+
+def _latin_reading(data: bytes) -> tuple[str, str, str] | None:
+    """(codec, text, rival) for the Latin-script encoding whose reading of `data` reads as words and best
+    fits one language (`_language_fit`); the earlier in `_WESTERN_ENCODINGS` on a tie, so Windows-1252
+    keeps every text it reads as plausibly as another. `rival` says how an equally fitting reading that
+    differs would read (`_rival_readings`), else ''. None when no reading reads as words, or when the best
+    fits no language well (LATIN_MIN_FIT): a wrong reading stored is worse than the file refused. Rivals
+    are named only where both readings fit one language wholly (a text of a few words: 'Dziękuję')."""
+    scored: list[tuple[float, int, str, str]] = []
+    for rank, codec in enumerate(_WESTERN_ENCODINGS):
+        sample = _decoded_as(data[:LEGACY_SAMPLE_BYTES], codec)  # single-byte code pages: cut anywhere
+        if sample is None or not _reads_as_language(sample, western=False):
+            continue
+        fit = _language_fit(sample)
+        if fit < LATIN_DENSE_FIT and not _reads_as_language(sample, western=True):
+            continue  # letters beyond ASCII a majority, and no language's: Cyrillic or Greek bytes
+        scored.append((fit, -rank, codec, sample))
+    scored.sort(reverse=True)
+    for fit, _, codec, sample in scored:
+        text = _decoded_as(data, codec) if fit >= LATIN_MIN_FIT else None
+        if text is not None:
+            rivals = [(other, c) for f, _, c, other in scored if f == fit == 1.0 and c != codec and c in _RIVALS]
+            return codec, text, _rival_readings(sample, rivals)
+    return None
+
+
+def _rival_readings(ours: str, rivals: list[tuple[str, str]]) -> str:
+    """What the notice adds when other code pages read the text as plausibly with other letters (Polish
+    'Dziękuję' in Windows-1250 is 'Dziêkujê' in Windows-1252, as French writes 'ê'): the first word
+    each reads differently, so the uploader sees which reading was taken and can save the file as UTF-8.
+    A symbol read where another reads a letter ('It’s', Mac OS Roman 'Itís') is no rival: the code page
+    preferred on a tie (`_WESTERN_ENCODINGS`) writes such punctuation."""
+    notes: list[str] = []
+    named: set[str] = set()
+    for theirs, codec in rivals:
+        differ = [i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b]
+        if not differ or not all(ours[i].isalpha() and theirs[i].isalpha() for i in differ):
+            continue
+        start, end = differ[0], differ[0] + 1  # the word around the first difference, in both readings
+        while start > 0 and ours[start - 1].isalpha() and theirs[start - 1].isalpha() and differ[0] - start < 40:
+            start -= 1
+        while end < len(ours) and ours[end].isalpha() and theirs[end].isalpha() and end - differ[0] < 40:
+            end += 1
+        if theirs[start:end] in named:
+            continue  # another code page's reading, named already
+        named.add(theirs[start:end])
+        notes.append(
+            f"as {_encoding_name(codec)} it would read '{theirs[start:end]}' where this reads '{ours[start:end]}'"
+        )
+        if len(notes) == MAX_RIVAL_READINGS:
+            break
+    return f"; {', and '.join(notes)}" if notes else ""
 
 
 def _language_fit(text: str) -> float:
-    """The share of a text's letters beyond ASCII that its best-fitting single language writes with
-    (1.0 when it has none, 0.0 when no language writes any of them, as a lone ligature 'ﬁ'): how
-    plausibly a Latin-script code page's reading is real text."""
-    counts = Counter(ch for ch in text.lower() if ord(ch) > 127 and ch.isalpha())
-    total = sum(counts.values())
-    if not total:
+    """The share of a text's characters beyond ASCII that read as one language writes: its best-fitting
+    language's letters, and prose symbols where prose puts them (`_PROSE_SYMBOLS`, `_MISPLACED_DASH`).
+    1.0 when it has none beyond ASCII; 0.0 when none fits (a lone ligature 'ﬁ'). A wrong code page turns
+    letters into symbols ('niño' in Mac OS Roman read as Windows-1252 is 'ni–o', Turkish 'yağdı' 'yad˝'),
+    or into letters of several languages ('baþkenti'), so its reading fits less than the right one."""
+    beyond = [ch for ch in text if ord(ch) > 127 and not ch.isspace()]
+    if not beyond:
         return 1.0
-    return (
-        max(
-            (
-                sum(counts[ch] for ch in letters)
-                for language, letters in _LANGUAGE_LETTERS.items()
-                if any(counts[ch] for ch in _LANGUAGE_COMMON.get(language, letters))
-            ),
-            default=0,
-        )
-        / total
+    counts = Counter(ch for ch in text.lower() if ord(ch) > 127 and ch.isalpha() and ch not in _PROSE_SYMBOLS)
+    letters = max(
+        (
+            sum(counts[ch] for ch in letters)
+            for language, letters in _LANGUAGE_LETTERS.items()
+            if any(counts[ch] for ch in _LANGUAGE_COMMON.get(language, letters))
+        ),
+        default=0,
+    )
+    symbols = sum(1 for ch in beyond if ch in _PROSE_SYMBOLS) - _misplaced_dashes(text)
+    return max(0, letters + symbols - _lone_consonants(text)) / len(beyond)
+
+
+# A letter standing alone as a word.
+_LONE_LETTER = re.compile(r"(?<![^\W_])[^\W\d_](?![^\W_])")
+_VOWELS = frozenset("aeiouyæøœå")
+
+
+def _lone_consonants(text: str) -> int:
+    """Consonants beyond ASCII standing alone as words, which no language writes: what French 'à' is
+    in Windows-1250 ('ŕ la carte')."""
+    return sum(
+        1
+        for found in _LONE_LETTER.finditer(text)
+        if ord(found.group()) > 127 and unicodedata.normalize("NFD", found.group())[0].lower() not in _VOWELS
     )
 
 
@@ -880,13 +1092,15 @@ def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     sample = text[:_CSV_SAMPLE_CHARS]
     delimiter = "\t" if _extension(name) == ".tsv" else _csv_delimiter(sample)
     rows: list[list[str]] = []
-    cells = 0
+    cells = formulas = 0
     try:
         for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter):
             cells += len(row)
             if cells > limits.max_elements:
                 raise IngestError(name, f"has more than {limits.max_elements:,} table cells, over the limit.")
-            cleaned = [" ".join(cell.split()).replace("|", "/") for cell in row]
+            shown = [_formula_shown(cell) for cell in row]
+            formulas += sum(1 for cell, value in zip(row, shown, strict=True) if value != cell and not value)
+            cleaned = [" ".join(cell.split()).replace("|", "/") for cell in shown]
             if any(cleaned):
                 rows.append(cleaned)
     except csv.Error as exc:  # a field past csv's size limit, a NUL in a field
@@ -894,11 +1108,33 @@ def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         raise IngestError(name, "could not be read as CSV (a field too long, or not text).") from None
     if len(rows) == 1 and _names_columns(rows[0]):  # as an empty .txt is refused: nothing to search or quote
         raise IngestError(name, "is a table with a header row (column names) but no rows of data.")
-    if _csv_header(rows):
+    if _csv_header(rows) or _list_header(rows):
         lines = [_labelled_row(rows[0], row) for row in rows[1:]]
     else:
         lines = [" | ".join(cell for cell in row if cell) for row in rows]
-    return [_Block("\n".join(line for line in lines if line), notice=notice)]
+    left_out = f"{counted(formulas, 'cell')} left out: spreadsheet formulas, whose values the file does not hold"
+    return [_Block("\n".join(line for line in lines if line), notice=notice), _Block("", notice=left_out if formulas else "")]
+
+
+# A spreadsheet formula in an exported cell: '=SUM(A1:A3)', a link '=HYPERLINK("http://…","Click")', or
+# the '+', '-' or '@' openings spreadsheets also evaluate when a call, sheet reference or DDE pipe follows
+# ("+cmd|' /C calc'!A0", '@SUM(1)'); '+44 20 7946' and '-2' stay text.
+_FORMULA = re.compile(r"\s*(?:=.|[+\-@].*[(!|])", re.DOTALL)
+_HYPERLINK = re.compile(
+    r"\s*=\s*HYPERLINK\(\s*\"((?:[^\"]|\"\")*)\"\s*(?:[,;]\s*\"((?:[^\"]|\"\")*)\"\s*)?\)\s*", re.IGNORECASE
+)
+
+
+def _formula_shown(cell: str) -> str:
+    """A cell as a reader of the spreadsheet sees it: a link formula as its label (its address when it
+    has none), any other formula as nothing, since a CSV holds the formula and not its value, and its
+    text (a DDE command, a call) is no words of the document; anything else as written."""
+    if not _FORMULA.match(cell):
+        return cell
+    link = _HYPERLINK.fullmatch(cell)
+    if link is None:
+        return ""
+    return (link.group(2) or link.group(1)).replace('""', '"')
 
 
 def _csv_delimiter(sample: str) -> str:
@@ -933,6 +1169,36 @@ def _names_columns(names: list[str]) -> bool:
 
 
 _NUMBER = re.compile(r"[-+]?[\d.,\s%£$€]+")
+# What the one column of a list is called ('Name', 'Email address', 'Tags'): its last word, singular.
+_LIST_COLUMN_NAMES = frozenset(
+    """name email e-mail mail address title item id url link website site phone number tel mobile city town
+    country word tag keyword product description question answer comment note date value label category task
+    todo topic subject person people member user username student employee customer contact company author
+    book song movie film entry line text sentence quote message idea ingredient step location place language
+    code sku guest attendee participant team player keeper""".split()
+)
+# A value with a shape a column's name lacks: a digit, an address, a link.
+_VALUE_SHAPE = re.compile(r"\d|@|://")
+LIST_SHAPED_VALUES = 0.8  # share of a list's values with that shape for its first row to be told apart
+
+
+def _list_header(rows: list[list[str]]) -> bool:
+    """Whether a table of one column (a list of names, addresses, tags) opens with the column's name: a
+    short row with no full stop that names what the list holds (`_LIST_COLUMN_NAMES`: 'Name', 'Email
+    address'), or that lacks the shape nearly all the values share (no digit, '@' or link, where they have
+    one). Its rows are then read under it ('- Name: Ann.'), as a wider table's are; a list of names whose
+    first is a name ('Ann', 'Ben') stays a list."""
+    if len(rows) < 2 or any(len([cell for cell in row if cell]) > 1 for row in rows):
+        return False
+    first = next(cell for cell in rows[0] if cell)
+    if len(first) > MAX_HEADER_CELL_CHARS or len(first.split()) > 4 or first.endswith((".", "!", "?")):
+        return False
+    last = re.sub(r"[^a-z-]", "", first.lower().split()[-1])
+    if {last, last.removesuffix("s"), last.removesuffix("es")} & _LIST_COLUMN_NAMES:
+        return True
+    values = [cell for row in rows[1:] for cell in row if cell]
+    shaped = sum(1 for value in values if _VALUE_SHAPE.search(value))
+    return not _VALUE_SHAPE.search(first) and shaped >= LIST_SHAPED_VALUES * len(values)
 
 
 # ------------------------------------------------------------------------------------------- markdown
@@ -1145,7 +1411,9 @@ def _md_label(label: str) -> str:
 # A line of nothing but images (a figure): its alt text is its own line, joined to no sentence.
 _MD_FIGURE_LINE = re.compile(r"(?:[ \t]*!\[[^\[\]\n]{0,500}\]\([^()\n]*+\))+[ \t]*")
 _DROPPED = "\ufdd0"  # where an image was taken out of a sentence (a noncharacter: never in text)
-_DROPPED_WITH_SPACE = re.compile(f"[ \t]*{_DROPPED}")
+# Starting only where a run of spaces starts: tried at every space of a run, the run was read again from
+# each (a nested list of 3,000 levels, 9 MB of indentation, took 35 s CPU; now 1.6 s).
+_DROPPED_WITH_SPACE = re.compile(f"(?<![ \t])[ \t]*+{_DROPPED}")
 
 
 def _md_inline(text: str, labels: frozenset[str], *, images: bool = True) -> str:

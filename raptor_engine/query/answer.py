@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..ingest.chunk import UNSPACED_LETTERS
+from ..ingest.chunk import UNSPACED_LETTERS, in_code
 from ..ingest.sentences import (
     STOPWORDS,
     THEMATIC,
@@ -61,6 +61,7 @@ from .followup import (
     WEAK_MATCH,
     WHOLE_TEXT_VOCABULARY,
     Rewrite,
+    in_quotes,
     names_in,
     onward_ask,
     onward_person,
@@ -2184,7 +2185,7 @@ class ExtractiveAnswerer:
         if quoted.settled is None:
             words = NARRATIVE_FRAGMENT_WORDS if quoted.kind == NARRATIVE else FRAGMENT_WORDS
             picked = [_with_next_sentence(c, quoted.picked, words) for c in quoted.picked]
-        lines = "\n".join(f"- \u201c{c.shown}\u201d [{c.position}]" for c in picked)
+        lines = "\n".join(f"- {in_quotes(c.shown)} [{c.position}]" for c in picked)
         return AnswerDraft(f"{self._lead(quoted, context)}\n{lines}", pages=_quoted_pages(picked))
 
     def _lead(self, quoted: _Quoted, context: list[ContextNode]) -> str:
@@ -2575,6 +2576,8 @@ def _joinable(
     between = text[first.end : second.start]
     if "\n\n" in between or (transcript and "\n" in between):
         return False
+    if "\n" in between and (in_code(text, first.start) or in_code(text, second.start)):
+        return False  # a line of code is quoted alone: joined to the next it is other code
     said = added.text[label_end(added.text) :] if transcript else added.text  # a picked quote's key has no label
     if added.cut_short or is_heading(added.text) or (transcript and is_filler(said)):
         return False

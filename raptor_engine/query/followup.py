@@ -1442,6 +1442,16 @@ def _asks_who_did_to(question: str, person: str) -> bool:
     return bool(re.match(rf"\s*(?i:who)\s+(?:[\w'-]+\s+){{1,3}}?{re.escape(person)}\b", question))
 
 
+_INNER_QUOTES = str.maketrans({"\u201c": "\u2018", "\u201d": "\u2019"})
+
+
+def in_quotes(text: str) -> str:
+    """`text` between curly double quotes, as an answer quotes a sentence; double quotes inside it become
+    single ones ('He called it ‘the finest mill’.'), as nested quotes are written, so the quote reads
+    right and `quotes_in` finds where it ends."""
+    return f"\u201c{text.translate(_INNER_QUOTES)}\u201d"
+
+
 def quotes_in(text: str) -> list[str]:
     """What an answer quotes: the text from each \u201c to the next \u201d on its line (at least one
     character), as the regex \u201c(.+?)\u201d finds it, but in one pass: a line of opening marks that

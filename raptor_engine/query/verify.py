@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..ingest.sentences import content_terms, sentence_key, sentences_of, stem, strip_bullet
 from ..types import ContextNode, Turn
-from .followup import previous_answers, quotes_in
+from .followup import in_quotes, previous_answers, quotes_in
 from .support import EMBED_SHARE, SupportIndex, best_node
 
 MAX_CLAIMS = 5
@@ -89,7 +89,7 @@ def check_reply(claims: list[str], nodes: list[ContextNode], meaning: SupportInd
         missing = [i for i, hit in enumerate(found) if hit is None]
         for i, hit in zip(missing, supported_by_meaning([claims[i] for i in missing], meaning), strict=True):
             found[i] = hit
-    lines = (f"- \u201c{text}\u201d [{position}]" for position, text in filter(None, found))
+    lines = (f"- {in_quotes(text)} [{position}]" for position, text in filter(None, found))
     shown = list(dict.fromkeys(lines))
     if not shown:
         return UNSUPPORTED

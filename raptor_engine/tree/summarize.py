@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ingest.budget import checked
-from ..ingest.chunk import split_sentences
+from ..ingest.chunk import in_code, split_sentences
 from ..ingest.sentences import content_terms, is_heading, jaccard, strip_bullet
 from ..ingest.transcript import speaker_of, spoken_lines, turns
 from ..types import Summary, SummaryRequest
@@ -51,6 +51,7 @@ class _Sentence:
     terms: list[str]
     score: float = 0.0
     tokens: int = -1  # -1 until counted
+    code: bool = False  # a line of a code block (`in_code`)
 
 
 class ExtractiveSummarizer:
@@ -218,7 +219,8 @@ def _join(sentences: list[_Sentence]) -> str:
     out = ""
     for previous, sentence in zip([None, *sentences], sentences, strict=False):
         if previous is not None:
-            out += _separator(previous.text, sentence.text)
+            # a line of code stands apart: run into prose or into another line, it reads as other code
+            out += "\n\n" if previous.code or sentence.code else _separator(previous.text, sentence.text)
         out += sentence.text
     return out
 
@@ -263,15 +265,21 @@ def _largest_true(predicate: Callable[[int], bool], upper: int) -> int:
 
 
 def _sentences(texts: list[str]) -> list[_Sentence]:
-    """Every child's sentences, whitespace collapsed, tagged with (child, position) for source order."""
+    """Every child's sentences, whitespace collapsed, tagged with (child, position) for source order. A
+    child's lines of code are left out where it has prose to summarise it by: a summary is read as
+    sentences, and a line of code among them reads as other code (a code block alone keeps its lines)."""
     out: list[_Sentence] = []
     for child, text in enumerate(texts):
         spans = split_sentences(text) or ([(0, len(text))] if text.strip() else [])
         spoken = turns(text)
+        found: list[_Sentence] = []
         for position, (start, end) in enumerate(spans):
             sentence = " ".join(text[start:end].split())
             if sentence and not _cue_lines_only(sentence, text[start:end]):
-                out.append(_Sentence(child, position, _with_speaker(sentence, spoken, start), content_terms(sentence)))
+                said = _with_speaker(sentence, spoken, start)
+                found.append(_Sentence(child, position, said, content_terms(sentence), code=in_code(text, start)))
+        prose = [sentence for sentence in found if not sentence.code]
+        out.extend(prose or found)
     return out
 
 
