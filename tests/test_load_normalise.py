@@ -2,7 +2,8 @@
 
 `_normalise` skips the ligature table when the text holds no ligature and matches only whitespace runs that
 change (a lone plain space is left alone), both for speed; the output must be what translating always and
-collapsing every run of horizontal whitespace to one space give."""
+collapsing every run of horizontal whitespace to one space give (for text outside code fences, whose lines keep
+their indentation: tests/test_load.py checks those)."""
 
 from __future__ import annotations
 
