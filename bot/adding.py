@@ -198,13 +198,15 @@ async def add_files(
             added += await _add_one(
                 services, kb, attachment, index, added_by, batch, record, deletions, posts.get(attachment.id)
             )
-        header = (
-            "Done."
-            if added == len(attachments)
-            else f"Done: {added} of {len(attachments) + len(refused)} file(s) added."
-        )
+        header = done_header(added, len(attachments) + len(refused))
         await batch.finish(header)
         return added
+
+
+def done_header(added: int, sent: int) -> str:
+    """The finished upload's first line: a bare "Done." only when every file sent was added, so a
+    refused file (its type or size) is never under a header that reads as if all went in."""
+    return "Done." if added == sent else f"Done: {added} of {sent} file(s) added."
 
 
 def origin_of(status: StatusMessage) -> tuple[int | None, int | None]:
