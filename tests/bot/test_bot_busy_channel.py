@@ -3,9 +3,15 @@ with some files refused, the same file twice, questions while a build runs."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+from bot import adding
+from bot.answering import STILL_BUILDING
 from bot.kb import kb_name
+from bot.uploads import Source, UploadLog
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
-from tests.bot.conftest import CHAN_A, GUILD, text_of
+from tests.bot.conftest import ALICE, CHAN_A, GUILD, text_of
 
 KB_A = kb_name(GUILD, CHAN_A)
 
@@ -43,3 +49,94 @@ async def test_a_posted_message_with_a_refused_file_beside_good_ones(make_harnes
     assert lines[1].startswith("❌ **huge.txt** is ") and "over the" in lines[1], lines
     assert sorted(d.name for d in h.engine.documents(KB_A)) == ["bread.txt", "kestrel.md"]
 
+
+def kestrel_sections(count: int) -> bytes:
+    """A document long enough that its build is still running when a question follows the command."""
+    return "\n\n".join(
+        f"## Ledge {i}\n\nKestrel {i} nests on ledge {i * 7} of the quarry and hunts voles in field {i % 13}." for i in range(count)
+    ).encode()
+
+
+def hold_upload_log(jobs: Any) -> asyncio.Event:
+    """The upload log's write (`BuildJobs.accept`) held until the event returned is set: a loaded
+    machine's disk, made certain, so what members do meanwhile lands while the files are being recorded."""
+    record, release = jobs.accept, asyncio.Event()
+
+    async def slow_record(*args: Any) -> list[int | None]:
+        await asyncio.wait_for(release.wait(), 60)
+        return await record(*args)
+
+    jobs.accept = slow_record
+    return release
+
+
+async def test_a_question_asked_right_after_the_first_upload_reads_that_it_is_on_its_way(harness):
+    """/ask answered while /kb add is still recording its first file (deferring, writing the upload log):
+    it used to read "no documents yet, add one with /kb add" (a file counted as waiting only once its build
+    was queued); now the file counts from the moment the command accepted it, so the asker is told to
+    wait for it, privately."""
+    h = harness
+    answered = hold_upload_log(h.bot.services.jobs)
+    token = h.kb_add(h.fake.add_file("kestrels.md", kestrel_sections(200)))
+    asked = h.ask("Where does kestrel 5 nest?")
+    reply = (await h.replies_done(asked))[0]
+    answered.set()
+    assert text_of(reply) == STILL_BUILDING and reply["flags"] & 64, reply
+    await h.replies_done(token, lambda r: "Done" in text_of(r[0]))
+    assert [d.name for d in h.engine.documents(KB_A)] == ["kestrels.md"]
+    assert h.bot.services.jobs.pending(KB_A) == 0
+
+
+async def test_the_waiting_limit_counts_every_file_of_every_batch_accepted(harness):
+    """Three /kb add of five files each, sent together while the upload log is slow: two fill the channel's
+    ten places, the third is refused with the sentence naming them (each request used to count one file,
+    the one being queued, so six requests of five, 30 files, passed the limit of 10)."""
+    h = harness
+    jobs = h.bot.services.jobs
+    refused = hold_upload_log(jobs)
+    requests = [
+        h.kb_add(*(h.fake.add_file(f"note-{r}-{f}.md", f"# Note {r}.{f}\n\nShelf {r * 5 + f} holds jars.".encode()) for f in range(5)))
+        for r in range(3)
+    ]
+    sentence = "This channel already has 10 file(s) waiting to be added (limit 10); try again when they are done."
+
+    def answers() -> list[str] | None:
+        texts = [text_of(h.fake.original(t)) if h.fake.original(t) else "" for t in requests]
+        return texts if sentence in texts else None
+
+    texts = await h.fake.wait_for(answers, 60, "the third request's refusal")
+    refused.set()
+    assert texts.count(sentence) == 1, texts
+    for token in requests:
+        if text_of(h.fake.original(token)) != sentence:
+            await h.replies_done(token, lambda r: "Done" in text_of(r[0]))
+    assert len(h.engine.documents(KB_A)) == 10 and jobs.pending(KB_A) == 0
+
+
+async def test_a_question_asked_while_a_restarted_bot_resumes_the_first_upload_reads_that_it_is_on_its_way(
+    make_harness, bot_settings, monkeypatch
+):
+    """A bot killed during a channel's first build starts again and first closes the old status messages
+    (a Discord edit each) before it queues the file again: a question answered meanwhile used to read "no
+    documents yet, add one with /kb add"; the resumed file counts as waiting from the start."""
+    log = UploadLog(bot_settings.data_dir / "uploads.db")
+    try:
+        [upload] = log.accept(KB_A, [Source("kestrels.md", "http://cdn.invalid/k", 10)], "alice", CHAN_A, ALICE)
+        log.downloaded(upload, kestrel_sections(200))
+        log.begin(upload)  # it was building when the bot was killed
+    finally:
+        log.close()
+    answered, close = asyncio.Event(), adding.close_stale_statuses
+
+    async def slow_close(*args: Any) -> None:
+        """Closing the old status messages as a rate-limited Discord makes it: the question comes first."""
+        await asyncio.wait_for(answered.wait(), 60)
+        await close(*args)
+
+    monkeypatch.setattr(adding, "close_stale_statuses", slow_close)
+    h = await make_harness()
+    reply = (await h.replies_done(h.ask("Where does kestrel 5 nest?")))[0]
+    answered.set()
+    assert text_of(reply) == STILL_BUILDING and reply["flags"] & 64, reply
+    await h.fake.wait_for(lambda: [d.name for d in h.engine.documents(KB_A)] == ["kestrels.md"], 240, "the resumed build")
+    await h.fake.wait_for(lambda: h.bot.services.jobs.pending(KB_A) == 0, 60, "the queue to empty")
