@@ -316,9 +316,8 @@ class BuildJobs:
         self._deletions: Counter[str] = Counter()  # how often each knowledge base was deleted (its channel went)
 
     def state(self) -> QueueState:
-        return QueueState(
-            dict(self._running), {k: v for k, v in self._waiting.items() if v}, self.max_concurrent
-        )
+        waiting = self._waiting + self._promised  # a batch's later files too (a Counter sum keeps counts > 0)
+        return QueueState(dict(self._running), dict(waiting), self.max_concurrent)
 
     def pending(self, kb: str) -> int:
         return self._waiting[kb] + self._promised[kb] + (1 if kb in self._running else 0)

@@ -12,6 +12,7 @@ from bot.kb import kb_name
 from bot.uploads import Source, UploadLog
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
 from tests.bot.conftest import ALICE, CHAN_A, GUILD, text_of
+from tests.bot.test_bot_flows import GatedSummarizer
 
 KB_A = kb_name(GUILD, CHAN_A)
 
@@ -140,3 +141,21 @@ async def test_a_question_asked_while_a_restarted_bot_resumes_the_first_upload_r
     assert text_of(reply) == STILL_BUILDING and reply["flags"] & 64, reply
     await h.fake.wait_for(lambda: [d.name for d in h.engine.documents(KB_A)] == ["kestrels.md"], 240, "the resumed build")
     await h.fake.wait_for(lambda: h.bot.services.jobs.pending(KB_A) == 0, 60, "the queue to empty")
+
+
+async def test_kb_status_counts_every_file_a_batch_still_has_to_add(make_harness, embedder):
+    """A three-file /kb add queued behind a build in the same channel: /kb status says 3 waiting (it said 1,
+    the batch's file being queued, leaving out the two behind it)."""
+    summarizer = GatedSummarizer(embedder.count_tokens)
+    h = await make_harness(summarizer=summarizer)
+    first = h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode()))
+    await asyncio.wait_for(summarizer.entered.wait(), 120)
+    notes = [h.fake.add_file(f"note-{i}.md", f"# Note {i}\n\nShelf {i} holds the jam jars.".encode()) for i in range(3)]
+    batch = h.kb_add(*notes)
+    await h.fake.wait_for(lambda: "waiting: another file" in text_of(h.fake.original(batch) or {}), what="the batch to queue")
+    status = (await h.replies_done(h.slash("kb", sub="status")))[0]
+    summarizer.gate.set()
+    assert "1 waiting" not in text_of(status) and "3 waiting" in text_of(status), text_of(status)
+    for token in (first, batch):
+        await h.replies_done(token, lambda r: "Done" in text_of(r[0]))
+    assert len(h.engine.documents(KB_A)) == 4
