@@ -26,7 +26,7 @@ from raptor_engine.types import Progress, counted
 
 from .jobs import Promised, Shown, ShuttingDown, StatusMessage, ThrottledEditor, display_name, download
 from .posted import remember_posted, remember_resumed
-from .render import human_time, inert
+from .render import human_size, human_time, inert
 from .services import Services
 from .uploads import Post, Source, Upload
 
@@ -250,7 +250,7 @@ def fetcher(
     name = display_name(source.filename)
 
     async def fetch() -> bytes:
-        batch.set(index, f"⏳ **{name}**: downloading {source.size / 1024:.0f} KB")
+        batch.set(index, f"⏳ **{name}**: downloading {human_size(source.size)}")
         return await download(services.cdn, source.url, source.filename, services.settings.max_file_bytes)
 
     return fetch

@@ -4,6 +4,7 @@ with some files refused, the same file twice, questions while a build runs."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
 from bot import adding
@@ -159,3 +160,22 @@ async def test_kb_status_counts_every_file_a_batch_still_has_to_add(make_harness
     for token in (first, batch):
         await h.replies_done(token, lambda r: "Done" in text_of(r[0]))
     assert len(h.engine.documents(KB_A)) == 4
+
+
+async def test_a_file_being_downloaded_shows_its_size_in_units_that_fit_it(monkeypatch):
+    """A 312-byte notes file read "downloading 0 KB" (the size in whole kilobytes) while it was fetched."""
+    shown: list[str] = []
+    batch = SimpleNamespace(set=lambda index, text: shown.append(text))
+    services = SimpleNamespace(cdn=None, settings=SimpleNamespace(max_file_bytes=1 << 20))
+
+    async def download(*_: Any) -> bytes:
+        return b""
+
+    monkeypatch.setattr(adding, "download", download)
+    for size in (312, 48_000, 3_500_000):
+        await adding.fetcher(services, batch, 0, Source("notes.md", "http://cdn.invalid/n", size))()  # type: ignore[arg-type]
+    assert shown == [
+        "⏳ **notes.md**: downloading 312 B",
+        "⏳ **notes.md**: downloading 46.9 KB",
+        "⏳ **notes.md**: downloading 3.3 MB",
+    ]
