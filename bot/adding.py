@@ -8,6 +8,7 @@ downloaded once and handed to the engine, while one status message shows every f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import re
@@ -23,9 +24,9 @@ from raptor_engine.ingest.budget import BuildLimitError
 from raptor_engine.ingest.load import SUPPORTED_EXTENSIONS, check_upload
 from raptor_engine.types import Progress, counted
 
-from .jobs import Shown, ShuttingDown, StatusMessage, ThrottledEditor, display_name, download
+from .jobs import Promised, Shown, ShuttingDown, StatusMessage, ThrottledEditor, display_name, download
 from .posted import remember_posted, remember_resumed
-from .render import human_time, inert
+from .render import human_size, human_time, inert
 from .services import Services
 from .uploads import Post, Source, Upload
 
@@ -174,37 +175,43 @@ async def add_files(
     added_by: str,
     status: StatusMessage,
     posts: Mapping[int, Post] | None = None,
+    promised: Promised | None = None,
 ) -> int:
     """Queue and ingest accepted attachments one after another; returns how many were added. An
     attachment posted in a message (`posts`, by attachment id) is recorded with it, in the upload's record
-    too: deleting the message removes its document (bot/posted.py), even one a restarted bot built."""
+    too: deleting the message removes its document (bot/posted.py), even one a restarted bot built.
+    `promised`: the files' count taken when the request was accepted (taken here when None)."""
     posts = posts or {}
-    async with services.jobs.track():
-        names = [a.filename for a in attachments]
-        batch = BatchStatus(
-            status,
-            f"Adding {len(names)} file(s) to this channel's knowledge base…",
-            names,
-            refused,
-            services.status_interval,
-        )
-        batch.show()
-        sources = [Source(a.filename, a.url, a.size, posts.get(a.id)) for a in attachments]
-        deletions = services.jobs.deletion_count(kb)  # the files are refused if the channel goes meanwhile
-        records = await services.jobs.accept(kb, sources, added_by, batch.origin)
-        await batch.record_where(services, records)
-        added = 0
-        for index, (attachment, record) in enumerate(zip(attachments, records, strict=True)):
-            added += await _add_one(
-                services, kb, attachment, index, added_by, batch, record, deletions, posts.get(attachment.id)
+    with promised or services.jobs.promise(kb, len(attachments)) as promise:
+        async with services.jobs.track():
+            names = [a.filename for a in attachments]
+            batch = BatchStatus(
+                status,
+                f"Adding {len(names)} file(s) to this channel's knowledge base…",
+                names,
+                refused,
+                services.status_interval,
             )
-        header = (
-            "Done."
-            if added == len(attachments)
-            else f"Done: {added} of {len(attachments) + len(refused)} file(s) added."
-        )
-        await batch.finish(header)
-        return added
+            batch.show()
+            sources = [Source(a.filename, a.url, a.size, posts.get(a.id)) for a in attachments]
+            deletions = services.jobs.deletion_count(kb)  # the files are refused if the channel goes meanwhile
+            records = await services.jobs.accept(kb, sources, added_by, batch.origin)
+            await batch.record_where(services, records)
+            added = 0
+            for index, (attachment, record) in enumerate(zip(attachments, records, strict=True)):
+                promise.hand_over()  # `run` counts it before anything is awaited
+                added += await _add_one(
+                    services, kb, attachment, index, added_by, batch, record, deletions, posts.get(attachment.id)
+                )
+            header = done_header(added, len(attachments) + len(refused))
+            await batch.finish(header)
+            return added
+
+
+def done_header(added: int, sent: int) -> str:
+    """The finished upload's first line: a bare "Done." only when every file sent was added, so a
+    refused file (its type or size) is never under a header that reads as if all went in."""
+    return "Done." if added == sent else f"Done: {added} of {sent} file(s) added."
 
 
 def origin_of(status: StatusMessage) -> tuple[int | None, int | None]:
@@ -243,7 +250,7 @@ def fetcher(
     name = display_name(source.filename)
 
     async def fetch() -> bytes:
-        batch.set(index, f"⏳ **{name}**: downloading {source.size / 1024:.0f} KB")
+        batch.set(index, f"⏳ **{name}**: downloading {human_size(source.size)}")
         return await download(services.cdn, source.url, source.filename, services.settings.max_file_bytes)
 
     return fetch
@@ -303,19 +310,21 @@ def failure_line(name: str, error: RaptorError) -> str:
 
 async def resume_uploads(
     services: Services,
+    pending: list[Upload],
     channel_for: Callable[[int], Any],
     webhook_for: Callable[[str], discord.Webhook] | None = None,
 ) -> int:
-    """Build again each upload a previous run accepted and did not finish, in its channel, telling its
-    requester; returns how many were resumed. First the status messages the previous run left showing ⏳
-    are closed. `channel_for` maps a channel id to a messageable, `webhook_for` an interaction token to
-    the webhook that edits its response."""
-    uploads = services.jobs.uploads
-    if uploads is None:
-        return 0
-    pending = await asyncio.to_thread(uploads.unfinished)
-    await close_stale_statuses(pending, channel_for, webhook_for)
-    await asyncio.gather(*(_resume_one(services, upload, channel_for) for upload in pending))
+    """Build again each upload a previous run accepted and did not finish (`pending`, read before the bot
+    connects), in its channel, telling its requester; returns how many were resumed. They count as waiting
+    from the first step, so a question asked meanwhile reads that its channel's file is on its way; then
+    the status messages the previous run left showing ⏳ are closed. `channel_for` maps a channel id to a
+    messageable, `webhook_for` an interaction token to the webhook that edits its response."""
+    with contextlib.ExitStack() as held:
+        promises = [held.enter_context(services.jobs.promise(upload.kb, 1)) for upload in pending]
+        await close_stale_statuses(pending, channel_for, webhook_for)
+        await asyncio.gather(
+            *(_resume_one(services, upload, channel_for, promise) for upload, promise in zip(pending, promises, strict=True))
+        )
     return len(pending)
 
 
@@ -371,7 +380,9 @@ async def _close_stale(
         log.info("could not close status message %s after the restart: %s", message_id, error)
 
 
-async def _resume_one(services: Services, upload: Upload, channel_for: Callable[[int], Any]) -> None:
+async def _resume_one(
+    services: Services, upload: Upload, channel_for: Callable[[int], Any], promise: Promised
+) -> None:
     """Build one unfinished upload again in its channel, naming its requester; one that was still
     waiting is downloaded again first (its link may have expired: the requester is asked to post it)."""
     log.info("resuming the build of %r in %s (upload %d was %s)", upload.filename, upload.kb, upload.id, upload.status)
@@ -382,6 +393,7 @@ async def _resume_one(services: Services, upload: Upload, channel_for: Callable[
         batch = BatchStatus(status, resuming, [upload.filename], [], services.status_interval)
         batch.show()
         await batch.record_where(services, [upload.id])
+        promise.hand_over()  # `run` counts it before anything is awaited
         document = await _build_one(
             services,
             upload.kb,

@@ -122,6 +122,7 @@ class RaptorBot(commands.AutoShardedBot):
         await asyncio.to_thread(self.check_store, engine)
         await self.start_build_cluster(engine)
         uploads = await asyncio.to_thread(open_uploads, self.settings)
+        unfinished = await asyncio.to_thread(uploads.unfinished)  # queued before the bot connects
         self.services = Services(
             settings=self.settings,
             engine=engine,
@@ -147,7 +148,7 @@ class RaptorBot(commands.AutoShardedBot):
             await self.sync_or_explain()
         log.info("ready to connect; backend %s", engine.backend_name)
         self._resuming = asyncio.get_running_loop().create_task(
-            resume_uploads(self.services, self.get_partial_messageable, self.interaction_webhook)
+            resume_uploads(self.services, unfinished, self.get_partial_messageable, self.interaction_webhook)
         )
         self._reconciling = asyncio.get_running_loop().create_task(self.catch_up_messages())
 

@@ -91,16 +91,17 @@ async def start_adding(
     if refusal:
         await tell(interaction, refusal)
         return
-    replier = Replier(interaction, token_lifetime=services.token_lifetime)
-    await replier.defer()
-    status = StatusMessage(
-        interaction.channel,  # type: ignore[arg-type]
-        interaction=None if replier.expired else interaction,
-        requester_id=interaction.user.id,
-        token_lifetime=services.token_lifetime,
-    )
-    posts = {a.id: post_of(posted_in, a) for a in accepted} if posted_in is not None else None
-    await add_files(services, kb, accepted, refused, str(interaction.user), status, posts)
+    with services.jobs.promise(kb, len(accepted)) as promised:  # waiting from now: /ask meanwhile knows
+        replier = Replier(interaction, token_lifetime=services.token_lifetime)
+        await replier.defer()
+        status = StatusMessage(
+            interaction.channel,  # type: ignore[arg-type]
+            interaction=None if replier.expired else interaction,
+            requester_id=interaction.user.id,
+            token_lifetime=services.token_lifetime,
+        )
+        posts = {a.id: post_of(posted_in, a) for a in accepted} if posted_in is not None else None
+        await add_files(services, kb, accepted, refused, str(interaction.user), status, posts, promised)
 
 
 async def auto_ingest(services: Services, message: discord.Message, kb: str) -> None:

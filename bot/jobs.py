@@ -247,6 +247,41 @@ def thread_safe(
 # ---------------------------------------------------------------------------------------------- the queue
 
 
+class Promised:
+    """Files a request accepted that have not reached `BuildJobs.run` yet (the command's deferral, the
+    upload log's write, a batch's later files): counted as waiting from the moment they are accepted, so a
+    question asked meanwhile reads that the first document is on its way and the per-channel waiting limit
+    counts every file of every batch. A context manager; `hand_over` as each file enters `run`."""
+
+    def __init__(self, counter: Counter[str], kb: str, files: int):
+        self._counter = counter
+        self.kb = kb
+        self.left = files
+        counter[kb] += files
+
+    def hand_over(self) -> None:
+        """One file goes to `run`, which counts it from now on."""
+        if self.left > 0:
+            self.left -= 1
+            self._drop(1)
+
+    def release(self) -> None:
+        """The request ended (or failed before its files ran): whatever it still promised is dropped."""
+        self._drop(self.left)
+        self.left = 0
+
+    def _drop(self, files: int) -> None:
+        self._counter[self.kb] -= files
+        if self._counter[self.kb] <= 0:
+            del self._counter[self.kb]
+
+    def __enter__(self) -> Promised:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+
 @dataclass
 class QueueState:
     running: dict[str, str]  # kb -> file being built
@@ -271,6 +306,7 @@ class BuildJobs:
         self._slots = asyncio.Semaphore(self.max_concurrent)
         self._locks: dict[str, asyncio.Lock] = {}
         self._waiting: Counter[str] = Counter()
+        self._promised: Counter[str] = Counter()  # accepted by a request, not yet in `run` (Promised)
         self._running: dict[str, str] = {}
         self._requests = 0
         self._idle = asyncio.Event()
@@ -280,20 +316,25 @@ class BuildJobs:
         self._deletions: Counter[str] = Counter()  # how often each knowledge base was deleted (its channel went)
 
     def state(self) -> QueueState:
-        return QueueState(
-            dict(self._running), {k: v for k, v in self._waiting.items() if v}, self.max_concurrent
-        )
+        waiting = self._waiting + self._promised  # a batch's later files too (a Counter sum keeps counts > 0)
+        return QueueState(dict(self._running), dict(waiting), self.max_concurrent)
 
     def pending(self, kb: str) -> int:
-        return self._waiting[kb] + (1 if kb in self._running else 0)
+        return self._waiting[kb] + self._promised[kb] + (1 if kb in self._running else 0)
+
+    def promise(self, kb: str, files: int) -> Promised:
+        """Count `files` a request accepted as waiting until each enters `run` (take it with no await
+        between `refusal` and this call, so two requests cannot both pass the limit)."""
+        return Promised(self._promised, kb, files)
 
     def refusal(self, kb: str, files: int) -> str | None:
         """Why new files cannot be queued now, or None when they can."""
         if self.closing:
             return "The bot is restarting; please add the file again in a minute."
-        if self._waiting[kb] + files > self.max_waiting:
+        waiting = self._waiting[kb] + self._promised[kb]
+        if waiting + files > self.max_waiting:
             return (
-                f"This channel already has {self._waiting[kb]} file(s) waiting to be added "
+                f"This channel already has {waiting} file(s) waiting to be added "
                 f"(limit {self.max_waiting}); try again when they are done."
             )
         return None

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import re
 
+from bot.answering import STILL_BUILDING
 from bot.kb import kb_name
 from raptor_engine.engine import Engine
 from raptor_engine.query.followup import quotes_in
 from raptor_tools.followup_onward import TALE, flat
-from tests.bot.conftest import CHAN_A, GUILD, text_of
+from tests.bot.conftest import CHAN_A, CHAN_B, GUILD, text_of
 from tests.bot.real_bot import RealBot
+from tests.bot.test_bot_busy_channel import kestrel_sections
 from tests.unhurried import unhurried_settings
 
 MINUTES = """# Minutes of the allotment society, 3 May 2026
@@ -140,3 +142,48 @@ async def test_follow_ups_that_go_on_from_the_last_answer_in_the_real_bot_proces
         assert await bot.stop() == 0, bot.log.read_text()[-3000:]
     finally:
         bot.close()
+
+
+async def test_a_busy_channel_with_the_real_bot_process(fake_api, tmp_path, embedder):
+    """Members at once, as the real process sees them (botqa14): /ask sent right after another channel's
+    first /kb add reads, privately, that the first document is on its way; a posted message of three files
+    of which one is too large adds the two others under "Done: 2 of 3"; the same file twice in one /kb add
+    (once under another name) is added once, each copy's line naming the document already here."""
+    bot = RealBot(fake_api, tmp_path, env={"RAPTOR_BUILD_WORKERS": "0"})
+    try:
+        await bot.start()
+        first = bot.kb_add(fake_api.add_file("kestrels.md", kestrel_sections(400)), channel=CHAN_B)
+        asked = bot.ask("Where does kestrel 5 nest?", channel=CHAN_B)
+        reply = (await bot.replies_done(asked))[0]
+        assert text_of(reply) == STILL_BUILDING and reply["flags"] & 64, reply
+
+        await bot.replies_done(bot.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
+        files = [
+            fake_api.add_file("minutes.md", MINUTES.encode()),
+            fake_api.add_file("huge.txt", b"x", size=500_000_000),
+            fake_api.add_file("manual.md", MANUAL.encode()),
+        ]
+        bot.say(CHAN_A, "Saturday's papers", attachments=files)
+        done = await fake_api.wait_for(
+            lambda: [m for m in bot.bot_messages(CHAN_A) if text_of(m).startswith("Done")], 240, "the posted files"
+        )
+        lines = text_of(done[0]).split("\n")
+        assert lines[0] == "Done: 2 of 3 file(s) added." and lines[1].startswith("❌ **huge.txt** is "), lines
+
+        twice = bot.kb_add(*(fake_api.add_file(name, MINUTES.encode()) for name in ("minutes.md", "copy.md")))
+        lines = text_of((await bot.replies_done(twice, lambda r: "Done" in text_of(r[0])))[0]).split("\n")
+        assert lines == [
+            "Done: 0 of 2 file(s) added.",
+            "↩️ **minutes.md** is already in this knowledge base (same content); nothing changed.",
+            "↩️ **copy.md** is already in this knowledge base as **minutes.md** (same content); nothing changed.",
+        ], lines
+        await bot.replies_done(first, lambda r: "Done" in text_of(r[0]))
+        assert await bot.stop() == 0, bot.log.read_text()[-3000:]
+    finally:
+        bot.close()
+    engine = Engine(unhurried_settings(data_dir=bot.data_dir), embedder=embedder)
+    try:
+        assert sorted(d.name for d in engine.documents(kb_name(GUILD, CHAN_A))) == ["manual.md", "minutes.md"]
+        assert [d.name for d in engine.documents(kb_name(GUILD, CHAN_B))] == ["kestrels.md"]
+    finally:
+        engine.close()
