@@ -71,6 +71,7 @@ MESSAGES_NOT_STORED = "the messages were not stored"
 CONNECT_TIMEOUT_S = 5.0
 WATCH_S = 1.0  # how often a build waiting on the cluster asks the scheduler how things stand
 CLOSE_TIMEOUT_S = 10.0  # the most closing the client waits for a scheduler that does not answer
+WORKER_STOP_S = 30.0  # the most closing the embedded cluster waits for each worker process to stop and be reaped
 # A worker of this project declares its version as a Dask resource, and builds require it.
 VERSION_RESOURCE_PREFIX = "raptor-"
 # The variables of the secrets the bot reads into Settings: no worker process may inherit them.
@@ -797,7 +798,7 @@ class BuildCluster:
             await self._close_client(self.client)
             self.client = None
         if self.local is not None:
-            await self.local.close()
+            await close_local_cluster(self.local)
             self.local = None
 
     @staticmethod
@@ -807,6 +808,18 @@ class BuildCluster:
             await asyncio.wait_for(client.close(), CLOSE_TIMEOUT_S)
         except (OSError, TimeoutError):
             log.warning("the Dask scheduler did not answer while the client closed")
+
+
+async def close_local_cluster(cluster: Any) -> None:
+    """Close an embedded LocalCluster, giving each worker WORKER_STOP_S to stop first. Dask's own close
+    gives a worker process 5 s, and a process killed on a loaded machine can take longer than that to be
+    reaped: the close then fails half-way with TimeoutError, its scheduler left open."""
+    workers = list(cluster.workers.values())
+    stopped = await asyncio.gather(*(worker.close(timeout=WORKER_STOP_S) for worker in workers), return_exceptions=True)
+    for worker, outcome in zip(workers, stopped, strict=True):
+        if isinstance(outcome, BaseException):
+            log.warning("build worker %s did not stop cleanly: %r", getattr(worker, "address", worker), outcome)
+    await cluster.close()
 
 
 async def _result_of(future: Any) -> Any:

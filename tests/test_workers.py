@@ -436,3 +436,43 @@ def test_raptor_ingest_builds_on_the_cluster_given_by_scheduler(dask_cluster, tm
         assert [d.name for d in engine.documents("kb")] == ["lighthouse.md"]
     finally:
         engine.close()
+
+
+class _SlowWorker:
+    """A stand-in for a Nanny whose process is slow to be reaped: it records the timeout it is given and
+    fails as Dask's close does when its wait runs out."""
+
+    def __init__(self, address: str, reaped_after: float) -> None:
+        self.address, self.reaped_after, self.given = address, reaped_after, None
+
+    async def close(self, timeout: float = 5) -> str:
+        self.given = timeout
+        if self.reaped_after > timeout:
+            raise TimeoutError
+        return "OK"
+
+
+class _Cluster:
+    def __init__(self, workers: list[_SlowWorker]) -> None:
+        self.workers = {i: w for i, w in enumerate(workers)}
+        self.closed_after: list[float | None] = []
+
+    async def close(self) -> None:
+        self.closed_after = [w.given for w in self.workers.values()]
+
+
+async def test_the_embedded_cluster_closes_after_giving_each_worker_time_to_stop(caplog):
+    """Dask gives a worker process 5 s to stop; on a loaded machine a killed process took longer to be reaped,
+    and the close failed half-way with TimeoutError (a teardown error in CI). Each worker now gets
+    WORKER_STOP_S before the cluster closes, and one that still fails is logged, not raised."""
+    from raptor_engine.workers import WORKER_STOP_S, close_local_cluster
+
+    assert WORKER_STOP_S >= 20
+    quick, slow, stuck = _SlowWorker("a", 0), _SlowWorker("b", 12), _SlowWorker("c", WORKER_STOP_S + 1)
+    cluster = _Cluster([quick, slow, stuck])
+    with caplog.at_level("WARNING", logger="raptor_engine.workers"):
+        await close_local_cluster(cluster)
+    assert cluster.closed_after == [WORKER_STOP_S] * 3  # every worker was asked first, with the long wait
+    assert [r.getMessage() for r in caplog.records if "did not stop cleanly" in r.getMessage()] == [
+        "build worker c did not stop cleanly: TimeoutError()"
+    ]

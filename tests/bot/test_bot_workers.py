@@ -38,12 +38,15 @@ def scheduler_address():
     project's version, as `raptor worker` does, so builds run on it."""
     from distributed import LocalCluster
 
-    from raptor_engine.workers import version_resource
+    from raptor_engine.workers import close_local_cluster, version_resource
 
-    with LocalCluster(
+    cluster = LocalCluster(
         n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, resources={version_resource(): 1}
-    ) as cluster:
+    )
+    try:
         yield cluster.scheduler_address
+    finally:  # as the bot closes its own: a worker slow to stop under load must not fail the teardown
+        cluster.sync(close_local_cluster, cluster)
 
 
 async def test_default_bot_builds_on_its_embedded_cluster(
