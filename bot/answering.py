@@ -29,7 +29,7 @@ from .permissions import cooldown_text
 from .render import OutMessage, inert, inert_answer, plain_name, render_answer, truncate
 from .replies import Replier, failure_text, reply_quietly, tell
 from .services import Services
-from .state import AskedExchange, ThreadRecord
+from .state import AskedExchange, CitedNodes, ThreadRecord
 from .streaming import StreamedReply, deliver, thread_senders
 from .views import answer_view
 
@@ -123,6 +123,42 @@ async def prepare(
     return render_answer(answer), answer_view(answer_id)
 
 
+REMOVED_NAME_CHARS = 100  # a removed document's name in the notice, at most
+NAMES_SHOWN = 3  # names listed before "and N more"
+
+
+def removed_notice(names: Sequence[str]) -> str:
+    """One sentence saying that documents this thread's earlier answers cited were removed since, so the
+    member does not take the new answer for one from the same source. Names are one line each, shortened;
+    the note is made inert when shown (`render_answer`)."""
+    shown = [f"“{truncate(' '.join(n.split()), REMOVED_NAME_CHARS)}”" for n in names[:NAMES_SHOWN]]
+    if len(names) > NAMES_SHOWN:
+        shown.append(f"{len(names) - NAMES_SHOWN} more")
+    listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+    one = len(names) == 1
+    return (
+        f"The {'document' if one else 'documents'} {listed}, cited by an earlier answer in this thread, "
+        f"{'was' if one else 'were'} removed from the knowledge base since; "
+        "this answer comes from the documents that remain."
+    )
+
+
+async def note_removed(services: Services, record: ThreadRecord, answer: Answer) -> list[int]:
+    """Put `removed_notice` before the answer's note when documents the thread's earlier answers cited were
+    removed since (and no answer here said so yet); returns their ids, for the new turn to record."""
+    if not answer.has_context:  # a reply to 'thanks!' searched nothing: the notice waits for an answer
+        return []
+    gone = await services.state.removed_cited(record.guild_id, record.thread_id, record.kb)
+    if gone:
+        answer.note = " ".join(filter(None, [removed_notice([name for _, name in gone]), answer.note]))
+    return [doc_id for doc_id, _ in gone]
+
+
+def cited_nodes(answer: Answer, told: Sequence[int] = ()) -> CitedNodes | None:
+    """What the answer's turn records of its sources (none for a reply that searched nothing)."""
+    return CitedNodes([c.node_id for c in answer.citations], told) if answer.has_context else None
+
+
 def drew_on(answer: Answer) -> list[int]:
     """The chat messages an answer's context held: a deleted one takes the exchange with it."""
     return [n.message.message_id for n in answer.context.nodes if n.message] if answer.has_context else []
@@ -137,19 +173,22 @@ async def remember_exchange(
     sent: Sequence[discord.Message] = (),
     *,
     as_searched: bool = False,
+    told: Sequence[int] = (),
 ) -> None:
     """A thread's question and answer, the memory its follow-ups get, with the chat messages the answer drew
     on: a message deleted later takes the exchange with it (`BotState.redact_removed`). The question's
     message (`asked_in`; none for /ask) and the answer's (`sent`) are kept with them, so a follow-up that
     replies to either is read against this exchange. `as_searched` keeps the question as it was searched
     (its standalone rewrite) instead: a reply to an older exchange, which later follow-ups, reading the
-    turns in order, would otherwise read against the exchange stored just before it."""
+    turns in order, would otherwise read against the exchange stored just before it. `told`: the removed
+    documents the answer's note named (`note_removed`)."""
     # The question as the engine read it: what it answered, and text SQLite can store (half a UTF-16 pair
     # from JSON cannot be: it failed the exchange after its answer was shown).
     question = split_standalone(answer.query).core if as_searched else answer.question
     turns = [Turn("user", question), Turn("assistant", answer.text)]
     posted = [[asked_in.id] if asked_in is not None else [], [m.id for m in sent]]
-    await services.state.add_turns(guild_id, thread_id, turns, drew_on(answer), posted)
+    cited = cited_nodes(answer, told)
+    await services.state.add_turns(guild_id, thread_id, turns, drew_on(answer), posted, cited)
 
 
 async def thread_history(
@@ -214,12 +253,13 @@ async def _ask(
     if answer is None:
         await replier.refuse(empty_text(services, kb))
         return
+    told = await note_removed(services, record, answer) if record is not None else []
     messages, view = await prepare(services, kb, answer)
     sent = await deliver(stream, messages, view, replier.send_all)
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
     if record is not None:
         if not private:  # only its asker saw it: no public follow-up may lean on it (or show it)
-            await remember_exchange(services, record.guild_id, record.thread_id, answer, sent=sent)
+            await remember_exchange(services, record.guild_id, record.thread_id, answer, sent=sent, told=told)
     elif not private and sent and answer.has_context and isinstance(channel, discord.TextChannel):
         await open_thread(services, interaction, channel, sent, kb, question, answer)
 
@@ -382,6 +422,7 @@ async def _follow_up(
     if answer is None:
         await reply_quietly(message, empty_text(services, kb))
         return
+    told = await note_removed(services, record, answer)
     messages, view = await prepare(services, kb, answer)
     try:
         sent = await deliver(stream, messages, view, stream.send_all)
@@ -390,10 +431,19 @@ async def _follow_up(
         return  # the member never saw this answer: no turn to follow up on
     if edited is not None:
         turns = [Turn("user", answer.question), Turn("assistant", answer.text)]
-        await services.state.replace_exchange(record.guild_id, edited, turns, drew_on(answer), [m.id for m in sent])
+        posted = [m.id for m in sent]
+        cited = cited_nodes(answer, told)
+        await services.state.replace_exchange(record.guild_id, edited, turns, drew_on(answer), posted, cited)
         log.info("edited follow-up answered again in thread %s (%s)", record.thread_id, kb)
         return
     await remember_exchange(
-        services, record.guild_id, record.thread_id, answer, message, sent, as_searched=follows is not None
+        services,
+        record.guild_id,
+        record.thread_id,
+        answer,
+        message,
+        sent,
+        as_searched=follows is not None,
+        told=told,
     )
     log.info("follow-up answered in thread %s (%s)", record.thread_id, kb)

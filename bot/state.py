@@ -67,6 +67,56 @@ def _window(count: int, last: int, limit: int) -> list[int]:
     return sorted({*range(min(opening, count)), *range(max(last - (limit - opening) + 1, 0), last + 1)})
 
 
+@dataclass(frozen=True)
+class CitedNodes:
+    """What an answer's turn records of its sources: the nodes it cited (their documents are looked up as
+    the turn is written) and the removed documents its note named (`BotState.removed_cited`)."""
+
+    node_ids: Sequence[int]
+    told: Sequence[int] = ()
+
+
+# The `documents` value of an answer's turn, from (node ids, node ids, told ids) as JSON texts: the documents
+# of the cited nodes as they are when the turn is written, in the turn's own transaction; NULL without them.
+_DOCUMENTS_OF_NODES = (
+    "(CASE WHEN ? IS NULL THEN NULL ELSE json_object("
+    "'cited', (SELECT json_group_array(json_array(d.id, d.name)) FROM documents d WHERE d.id IN "
+    "(SELECT n.doc_id FROM nodes n WHERE n.id IN (SELECT value FROM json_each(?)))), "
+    "'told', json(?)) END)"
+)
+
+
+def _documents_params(cited: CitedNodes | None) -> tuple[str | None, str | None]:
+    """The node ids and told ids of `_DOCUMENTS_OF_NODES` as JSON (None: the turn records nothing)."""
+    if cited is None:
+        return None, None
+    return json.dumps([int(i) for i in cited.node_ids]), json.dumps(sorted({int(i) for i in cited.told}))
+
+
+def _turn_documents(raw: str | None) -> tuple[list[tuple[int, str]], set[int]]:
+    """A turn's `documents` read back: the cited (id, name) pairs and the told ids. A store can come from
+    elsewhere (`raptor guilds import`): anything not of that shape is passed over, names are only ever shown
+    inert."""
+    try:
+        value = json.loads(raw) if raw else {}
+    except ValueError:
+        return [], set()
+    if not isinstance(value, dict):
+        return [], set()
+    cited = value.get("cited")
+    told = value.get("told")
+    pairs = [
+        (pair[0], pair[1])
+        for pair in (cited if isinstance(cited, list) else [])
+        if isinstance(pair, list) and len(pair) == 2 and _is_id(pair[0]) and isinstance(pair[1], str)
+    ]
+    return pairs, {i for i in (told if isinstance(told, list) else []) if _is_id(i)}
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 @dataclass
 class AskedExchange:
     """A thread's exchange found by its question's Discord message: what an edit of that question needs to
@@ -404,19 +454,51 @@ class BotState:
         turns: list[Turn],
         message_ids: Sequence[int] = (),
         posted: Sequence[Sequence[int]] = (),
+        cited: CitedNodes | None = None,
     ) -> None:
         """One exchange's turns; `message_ids`: the chat messages its answer drew on (`redact_removed`);
-        `posted`: each turn's own Discord messages (the question, the answer's messages), for replies."""
+        `posted`: each turn's own Discord messages (the question, the answer's messages), for replies;
+        `cited`: the answer's cited nodes, whose documents its turn records in the same transaction
+        (`removed_cited`)."""
         sources = json.dumps(sorted({int(i) for i in message_ids})) if message_ids else None
         own = [json.dumps([int(i) for i in ids]) if ids else None for ids in posted] + [None] * len(turns)
         sql = (
-            "INSERT INTO bot_turns (thread_id, role, content, created_at, message_ids, posted_ids) "
-            "VALUES (?, ?, ?, ?, ?, ?)"
+            "INSERT INTO bot_turns (thread_id, role, content, created_at, message_ids, posted_ids, documents)"
+            f" VALUES (?, ?, ?, ?, ?, ?, {_DOCUMENTS_OF_NODES})"
         )
-        await self._write(
-            self.space_of_guild(guild_id),
-            [(sql, [thread_id, t.role, t.content, _now(), sources, own[i]]) for i, t in enumerate(turns)],
+        statements = []
+        for i, t in enumerate(turns):
+            nodes, told = _documents_params(cited if t.role == "assistant" else None)
+            params = [thread_id, t.role, t.content, _now(), sources, own[i], nodes, nodes, told]
+            statements.append((sql, params))
+        await self._write(self.space_of_guild(guild_id), statements)
+
+    async def removed_cited(self, guild_id: int, thread_id: int, kb: str) -> list[tuple[int, str]]:
+        """The documents the thread's earlier answers cited that are no longer in knowledge base `kb` (a
+        document of that id and name), oldest first, less those a follow-up's answer already named.
+        Turns stored before their documents were recorded add nothing."""
+        space = self.space_of_guild(guild_id)
+        rows = await self._read(
+            space,
+            "select documents from bot_turns where thread_id = ? and documents is not null order by id",
+            [thread_id],
         )
+        cited: dict[int, str] = {}
+        told: set[int] = set()
+        for row in rows:
+            documents, named = _turn_documents(row["documents"])
+            for doc_id, name in documents:
+                cited.setdefault(doc_id, name)
+            told |= named
+        if not cited:
+            return []
+        present = await self._read(
+            space,
+            "select d.id, d.name from documents d join kbs k on k.id = d.kb_id where k.name = ?",
+            [kb],
+        )
+        there = {(r["id"], r["name"]) for r in present}
+        return [(i, name) for i, name in cited.items() if i not in told and (i, name) not in there]
 
     async def reply_history(
         self, guild_id: int, thread_id: int, message_id: int, limit: int = MAX_HISTORY_TURNS
@@ -488,17 +570,24 @@ class BotState:
         turns: list[Turn],
         message_ids: Sequence[int] = (),
         answer_posted: Sequence[int] = (),
+        cited: CitedNodes | None = None,
     ) -> None:
         """An edited question's new exchange in the old one's place (its position in the thread kept): the
-        question's text, and the answer's text, sources and messages (`answer_posted`)."""
+        question's text, and the answer's text, sources, messages (`answer_posted`) and documents
+        (`cited`)."""
         sources = json.dumps(sorted({int(i) for i in message_ids})) if message_ids else None
         posted = json.dumps([int(i) for i in answer_posted]) if answer_posted else None
         space = self.space_of_guild(guild_id)
         question_sql = "update bot_turns set content = ?, message_ids = ? where id = ?"
         statements = [(question_sql, [turns[0].content, sources, exchange.question_row])]
         if exchange.answer_row is not None:
-            answer_sql = "update bot_turns set content = ?, message_ids = ?, posted_ids = ? where id = ?"
-            statements.append((answer_sql, [turns[1].content, sources, posted, exchange.answer_row]))
+            answer_sql = (
+                "update bot_turns set content = ?, message_ids = ?, posted_ids = ?, "
+                f"documents = {_DOCUMENTS_OF_NODES} where id = ?"
+            )
+            nodes, told = _documents_params(cited)
+            params = [turns[1].content, sources, posted, nodes, nodes, told, exchange.answer_row]
+            statements.append((answer_sql, params))
         await self._write(space, statements)
 
     async def history(self, guild_id: int, thread_id: int, limit: int = MAX_HISTORY_TURNS) -> list[Turn]:

@@ -259,3 +259,14 @@ def m005_posted_files(db: sqlite_utils.Database) -> None:
     )
     db.execute("CREATE INDEX IF NOT EXISTS idx_bot_posted_files_message ON bot_posted_files (message_id)")
     db.execute("CREATE INDEX IF NOT EXISTS idx_bot_posted_files_channel ON bot_posted_files (channel_id)")
+
+
+@bot_migrations
+def m006_turn_documents(db: sqlite_utils.Database) -> None:
+    """Which documents each thread answer cited, and which removed ones a follow-up's answer already named
+    (bot/answering.py): a follow-up after such a document was removed says that it is gone. JSON
+    {"cited": [[id, name], ...], "told": [id, ...]}; NULL for turns stored before this step (nothing is
+    said for them) and for question turns."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(bot_turns)").fetchall()}
+    if "documents" not in columns:
+        db.execute("ALTER TABLE bot_turns ADD COLUMN documents TEXT")

@@ -7,8 +7,10 @@ from __future__ import annotations
 import dataclasses
 
 from raptor_engine.types import Turn
+from tests.bot.bot_samples import SOURDOUGH
 from tests.bot.conftest import ALICE, BOT_ID, GUILD, NOW, snowflake, user_payload
 from tests.bot.test_bot_answers import bot_reply_in, footer_of, open_archive_thread, quotes_of
+from tests.bot.test_bot_flows import add_doc
 from tests.bot.test_bot_state import open_state
 
 
@@ -91,3 +93,30 @@ async def test_an_edited_question_the_bot_never_answered_is_answered_as_a_follow
     }  # sent while the bot was down: only its edit reaches it
     h.state.parse_message_update(unanswered)
     assert "David Orr" in (await bot_reply_in(h, thread, 1))["content"]
+
+
+async def test_a_follow_up_after_the_cited_document_was_removed_says_so_once(make_harness, bot_settings):
+    """The thread's answer cited archive.md; /kb remove takes it out; the follow-up's answer (from what
+    remains) says in one sentence that the earlier answer's document is gone, and the next one does not
+    say it again."""
+    h = await make_harness(settings=dataclasses.replace(bot_settings, questions_per_minute=100))
+    thread = await open_archive_thread(h)
+    await add_doc(h, "bread.txt", SOURDOUGH)
+    h.user_message(thread, "How long does the dough rise?", mention_bot=True)
+    before = await bot_reply_in(h, thread, 1)
+    assert NOTICE not in before["content"]  # nothing removed yet
+
+    token = h.slash("kb", [{"name": "document", "type": 3, "value": "archive.md"}], sub="remove")
+    prompt = (await h.replies_done(token))[0]
+    h.click(prompt, "raptor:confirm")
+    await h.fake.wait_for(lambda: "Removed" in h.fake.messages[int(prompt["id"])]["content"], what="removal")
+
+    h.user_message(thread, "Who was the keeper after her?", mention_bot=True)
+    after = await bot_reply_in(h, thread, 2)
+    assert f"⚠️ The document “archive.md”, {NOTICE}" in after["content"], after["content"]
+    assert "bread.txt" not in after["content"].split("⚠️")[1]  # only the removed document is named
+    h.user_message(thread, "And how is the bread baked?", mention_bot=True)
+    assert NOTICE not in (await bot_reply_in(h, thread, 3))["content"]  # said once
+
+
+NOTICE = "cited by an earlier answer in this thread, was removed from the knowledge base since"

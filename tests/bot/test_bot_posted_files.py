@@ -14,7 +14,7 @@ from bot.uploads import Post, Source, UploadLog
 from raptor_engine.engine import Engine
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
 from tests.bot.conftest import ALICE, BOB, CHAN_A, CHAN_B, GUILD, snowflake, text_of
-from tests.bot.test_bot_flows import KB_A, add_doc
+from tests.bot.test_bot_flows import KB_A, add_doc, ask
 from tests.bot.test_bot_messages import imported
 from tests.bot.test_bot_restart import resumed_message
 
@@ -224,3 +224,25 @@ async def test_a_stop_waits_for_a_posted_files_removal_to_redact_its_show_contex
     finally:
         engine.close()
     assert pages and all(secret not in page for page in pages) and any(REMOVED_DOCUMENT in p for p in pages)
+
+
+async def test_a_follow_up_after_the_cited_files_message_was_deleted_names_the_file(make_harness):
+    """The thread's answer cited a posted file; its message is deleted (the document goes with it); the
+    follow-up's answer, from what remains, says that kestrel.md was removed."""
+    h = await make_harness(message_content=True)
+    await add_doc(h, "bread.txt", SOURDOUGH)
+    on = [{"name": "enabled", "type": 5, "value": True}]
+    await h.replies_done(h.slash("kb", on, sub="autoingest"))
+    kestrel = await posted(h, "kestrel.md", LIGHTHOUSE)
+    _, replies = await ask(h, "What is the lighthouse lens made of?")
+    assert "kestrel.md" in str(replies[-1]["embeds"])
+    thread = next(t for t in h.bot.get_guild(GUILD).threads).id
+
+    h.state.parse_message_delete({"id": kestrel["id"], "channel_id": str(CHAN_A), "guild_id": str(GUILD)})
+    await h.fake.wait_for(lambda: "kestrel.md" not in names(h), what="the deleted message's document to go")
+    h.user_message(thread, "And how is the bread baked?", mention_bot=True)
+    answer = await h.fake.wait_for(
+        lambda: next((m for m in h.fake.channel_messages(thread) if m["embeds"]), None), what="the follow-up"
+    )
+    notice = "⚠️ The document “kestrel.md”, cited by an earlier answer in this thread, was removed"
+    assert notice in answer["content"], answer["content"]
