@@ -1235,3 +1235,19 @@ def test_words_mixing_latin_with_look_alike_letters_are_read_in_one_script(typed
     assert doc.sections[0].heading == (read,)
     notice = f"{2 * respelt} words mixing Latin with look-alike Cyrillic or Greek letters read in one script"
     assert doc.notices == ((notice,) if respelt else ())
+
+
+@pytest.mark.parametrize(
+    ("typed", "read"),
+    [
+        ("The Ha\u200brbour Board met.", "The Harbour Board met."),  # hidden inside a word to dodge a search
+        ("Zero\u200bwidth spaces.", "Zerowidth spaces."),  # a line-break hint: shown as one word
+        ("See example.com/\u200bpath/\u200bto.", "See example.com/path/to."),
+        ("สวัสดี\u200bครับ", "สวัสดีครับ"),  # Thai and Khmer mark word breaks so; their readers see no space
+        ("ភាសា\u200bខ្មែរ", "ភាសាខ្មែរ"),
+    ],
+)
+def test_a_zero_width_space_joins_what_it_stands_between_as_a_reader_sees_it(typed, read):
+    """A zero-width space is read as it is shown, as nothing: no space in Latin text (where it hides
+    inside words more than it parts them) nor in Thai or Khmer (where a space marks a phrase's end)."""
+    assert load_document("a.txt", typed.encode()).text == read
