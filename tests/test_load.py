@@ -1068,6 +1068,113 @@ def test_a_line_of_code_is_quoted_alone_never_joined_to_the_next():
     assert _with_next_sentence(line, [line]).text == "if height > limit:"
 
 
+INDENTED_README = (
+    "# Tidewatch\n\nCall it from your script:\n\n    def check_tide(height, limit=4.5):\n        if height > limit:\n"
+    "\t    keeper.warn(\"Spring.  Tide.\")  \n\n\n\n        return  a*b*c* &amp; [link](u)\n\nProse   after   it.\n"
+)
+
+
+def test_indented_code_blocks_keep_their_indentation_and_inline_syntax():
+    """A CommonMark indented code block (four spaces or a tab, after a blank line or a heading) is kept as
+    a fenced block is: its lines as typed, trailing spaces and runs of blank lines trimmed, Markdown's
+    inline syntax left as written (a renderer shows it as code), prose around it normalised."""
+    text = load_document("readme.md", INDENTED_README.encode()).text
+    assert (
+        "Call it from your script:\n\n    def check_tide(height, limit=4.5):\n        if height > limit:\n"
+        "\t    keeper.warn(\"Spring.  Tide.\")\n\n        return  a*b*c* &amp; [link](u)\n\nProse after it."
+    ) in text
+    assert load_document("h.md", b"# Use\n    run --fast  now\nThen stop.").text == (
+        "# Use\n\n    run --fast  now\n\nThen stop."
+    )
+
+
+def test_each_line_of_an_indented_code_block_is_a_sentence_of_its_own():
+    from raptor_engine.ingest.chunk import split_sentences
+
+    text = load_document("readme.md", INDENTED_README.encode()).text
+    sentences = [text[a:b] for a, b in split_sentences(text)]
+    assert "if height > limit:" in sentences
+    assert 'keeper.warn("Spring.  Tide.")' in sentences  # no cut at the full stop inside its string
+    assert "Prose after it." in sentences
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # a wrapped line of a paragraph: an indented line cannot interrupt one
+        ("A paragraph\n    wrapped   on.", "A paragraph\nwrapped on."),
+        # a list item's own paragraph, indented to its text (or more) after a blank line
+        ("- item one\n\n    more   of item one\n\n- two\n  lazy", "- item one\n\nmore of item one\n\n- two\nlazy"),
+        ("1. one\n\n   more   of one\n\n2) two\n\n    more   of two", "1. one\n\nmore of one\n\n2) two\n\nmore of two"),
+        ("- a\n  - nested\n\n    more   of nested", "- a\n- nested\n\nmore of nested"),
+        # a list item's text indented by four, then its code four past that
+        ("- item\n\n        code  in item", "- item\n\n        code  in item"),
+        # an indented line in an HTML comment is hidden, not code
+        ("Text.\n\n<!--\n\n    secret   note\n\n-->\nMore.", "Text.\n\nMore."),
+    ],
+)
+def test_only_commonmark_indented_code_keeps_its_indentation(source, expected):
+    assert load_document("a.md", source.encode()).text == expected
+
+
+def test_indented_code_is_markdown_only_and_never_opens_a_text():
+    """A plain text's indented lines are prose (a poem, a quoted letter); a Markdown file that opens with
+    code starts at its first character, as every loaded text does, so that first line reads as prose."""
+    assert load_document("a.txt", b"Dear sir,\n\n    I   write.").text == "Dear sir,\n\nI write."
+    assert load_document("a.md", b"    x  = 1\n      y = 2\n\nProse.").text == "x = 1\n      y = 2\n\nProse."
+    # a noncharacter in the upload cannot pose as the reader's own mark around code: its fence stays shown
+    text = load_document("a.md", "Intro.\n\n~~~\ufdd1\n  a   b\n~~~\ufdd1".encode()).text
+    assert text == "Intro.\n\n~~~\n  a   b\n~~~"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    code=st.lists(st.text(alphabet=" \t\nab.:()=`~*_<>&#-|[]", max_size=30), min_size=1, max_size=8),
+    indent=st.sampled_from(["    ", "\t", "     ", "  \t", "        "]),
+    before=st.sampled_from(["Intro  text.\n\n", "# Head\n", "- item\n\n", "Para  one\n", "***\n", ""]),
+)
+def test_fuzz_indented_code_keeps_each_line_and_prose_stays_normalised(code, indent, before):
+    """Whatever an indented block holds (Markdown syntax, fences, blank lines, tabs), the text stays
+    trimmed and normalised outside code, sections cover it, and where it is a code block (after a blank
+    line or a heading, outside a list) each of its lines is in the text as typed."""
+    lines = [indent + line for chunk in code for line in chunk.split("\n")]
+    source = before + "\n".join(lines) + "\n\nOutro   text."
+    doc = load_document("fuzz.md", source.encode())
+    assert doc.text == doc.text.strip()
+    assert "\n\n\n" not in doc.text
+    assert not any("  " in doc.text[a:b] for a, b in _prose_lines(doc.text))
+    assert doc.text.endswith("Outro text.")
+    assert_sections_cover(doc)
+    if before in ("Intro  text.\n\n", "# Head\n", "***\n") and "<" not in source:  # HTML is read before code
+        for line in lines:
+            if line.strip():
+                assert line.rstrip() in doc.text
+
+
+_MD_LINE = st.tuples(
+    st.sampled_from(["", " ", "  ", "   ", "    ", "\t", "      ", "        ", " \t"]),
+    st.sampled_from(["", "- ", "1. ", "* ", "> ", "# ", "```", "~~~", "<!--", "-->", "---", "===", "| a | b |"]),
+    st.text(alphabet=" \tab.:*_`<>&|-", max_size=12),
+# a fence marker indented past a fence is no fence to the loaders, yet trimmed it reads as one to
+# `code_lines` (as before indented code was kept; docs/ROBUSTNESS.md, its last section's "Left")
+).filter(lambda line: not (line[1] in ("```", "~~~") and len(line[0].expandtabs(4)) >= 4)).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(_MD_LINE, max_size=14))
+def test_fuzz_indented_markdown_loads_trimmed_and_normalised(lines):
+    """Any mix of indentation, list markers, fences, quotes, comments and headings loads (or is refused
+    with an IngestError) as a trimmed text, its lines outside code normalised, its sections covering it."""
+    try:
+        doc = load_document("fuzz.md", "\n".join(lines).encode())
+    except IngestError:
+        return
+    assert doc.text == doc.text.strip()
+    assert "\n\n\n" not in doc.text and "\ufdd1" not in doc.text
+    assert not any("  " in doc.text[a:b] for a, b in _prose_lines(doc.text))
+    assert_sections_cover(doc)
+
+
 KEEPER = "The keeper lit the lamp at dusk and trimmed the wick at midnight. " * 20
 
 
@@ -1128,3 +1235,19 @@ def test_words_mixing_latin_with_look_alike_letters_are_read_in_one_script(typed
     assert doc.sections[0].heading == (read,)
     notice = f"{2 * respelt} words mixing Latin with look-alike Cyrillic or Greek letters read in one script"
     assert doc.notices == ((notice,) if respelt else ())
+
+
+@pytest.mark.parametrize(
+    ("typed", "read"),
+    [
+        ("The Ha\u200brbour Board met.", "The Harbour Board met."),  # hidden inside a word to dodge a search
+        ("Zero\u200bwidth spaces.", "Zerowidth spaces."),  # a line-break hint: shown as one word
+        ("See example.com/\u200bpath/\u200bto.", "See example.com/path/to."),
+        ("สวัสดี\u200bครับ", "สวัสดีครับ"),  # Thai and Khmer mark word breaks so; their readers see no space
+        ("ភាសា\u200bខ្មែរ", "ភាសាខ្មែរ"),
+    ],
+)
+def test_a_zero_width_space_joins_what_it_stands_between_as_a_reader_sees_it(typed, read):
+    """A zero-width space is read as it is shown, as nothing: no space in Latin text (where it hides
+    inside words more than it parts them) nor in Thai or Khmer (where a space marks a phrase's end)."""
+    assert load_document("a.txt", typed.encode()).text == read

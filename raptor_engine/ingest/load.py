@@ -116,6 +116,7 @@ class _Block:
     page: int | None = None
     heading: tuple[str, ...] = ()
     notice: str = ""  # for the uploader: what of the file could not be read (LoadedDocument.notices)
+    marked_code: bool = False  # Markdown's indented code blocks stand between `_CODE_MARK` lines
 
 
 # ---------------------------------------------------------------------------------------------- names
@@ -355,10 +356,15 @@ _LIGATURE_CHARS = tuple(chr(code) for code in range(0xFB00, 0xFB07))
 _HYPHENATED_BREAK = re.compile(r"(?<=[^\W\d_])-\n[^\S\n]*(?=[^\W\d_])")
 
 
-def _normalise(text: str) -> str:
+def _normalise(text: str, *, marked_code: bool = False) -> str:
     """Collapse runs of spaces, trim lines, keep at most one blank line between paragraphs. Lines inside a
     code fence (``` or ~~~, in Markdown or plain text) keep their indentation and spacing, only trailing
-    spaces trimmed: Python read without its indentation is other code."""
+    spaces trimmed: Python read without its indentation is other code. With `marked_code`, the lines
+    between `_CODE_MARK` lines (Markdown's indented code blocks) are kept so too, without the marks."""
+    if marked_code and _CODE_MARK in text:
+        pieces = text.split(_CODE_MARK)  # odd pieces are indented code blocks
+        kept = (_normalise(piece) if i % 2 == 0 else _normalise_code(piece) for i, piece in enumerate(pieces))
+        return "\n\n".join(piece for piece in kept if piece)
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
     text = strip_invisible(_CONTROL_CHARS.sub("", text))
     if any(ligature in text for ligature in _LIGATURE_CHARS):  # a table translate costs ~0.1 us a character
@@ -373,6 +379,14 @@ def _normalise(text: str) -> str:
         fence = None if fence is not None else fence_match.group(1) if fence_match else None
         lines.append(_HSPACE.sub(" ", line).strip())
     return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
+
+
+def _normalise_code(text: str) -> str:
+    """An indented code block's lines as typed (indentation included: it is what marks them as code to
+    `chunk.code_lines`), less unsafe characters, trailing spaces and blank lines at either end."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
+    lines = strip_invisible(_CONTROL_CHARS.sub("", text)).split("\n")
+    return _BLANK_RUNS.sub("\n\n", "\n".join(line.rstrip() for line in lines)).strip("\n")
 
 
 def text_fingerprint(text: str) -> str:
@@ -398,7 +412,10 @@ def _assemble(name: str, blocks: list[_Block], fmt: str) -> LoadedDocument:
     starts: list[tuple[int, int | None, tuple[str, ...]]] = []
     pos = 0
     for block in blocks:
-        text = _normalise(block.text)
+        text = _normalise(block.text, marked_code=block.marked_code)
+        if not parts and text[:1].isspace():  # a text opening with indented code: no text starts with space,
+            first, newline, rest = text.partition("\n")  # so its first line is read as prose (`code_lines`)
+            text = _HSPACE.sub(" ", first).strip() + newline + rest
         if not text:
             continue
         if parts:
@@ -1264,6 +1281,79 @@ def _without_hidden_html(lines: list[str]) -> list[str]:
     return out
 
 
+# Where an indented code block opens and closes (`_marked_indented_code`): a fence line to the passes that
+# follow, which leave fenced lines as typed; `_normalise` drops these lines. A noncharacter: never in text.
+_CODE_MARK = "~~~\ufdd1"
+_LIST_MARKER = re.compile(r"([-+*]|\d{1,9}[.)])(?:([ \t]+)(.?)|$)")
+_THEMATIC_BREAK = re.compile(r"([-*_])(?:[ \t]*\1){2,}[ \t]*")
+MARKDOWN_CODE_INDENT = 4  # columns past a list item's content that make a line code (CommonMark 4.4)
+
+
+def _marked_indented_code(lines: list[str]) -> list[str]:
+    """Lines with each CommonMark indented code block (four columns in, a tab reaching four, past the list
+    item it is in) between `_CODE_MARK` lines, so it is kept as typed like a fenced block. A line so
+    indented is no code where it continues a paragraph (a wrapped line, a list item's text) or is a list
+    item's own content (indented to its text, after a blank line)."""
+    out: list[str] = []
+    items: list[int] = []  # the content columns of the open list items, innermost last
+    previous = "blank"  # the last line outside code: "blank", "paragraph", "other" (heading, rule, fence)
+    fence: str | None = None
+    code: list[str] = []  # the open code block; its blank lines at the end are not its own
+    for line in lines:
+        fence_match = _FENCE.match(line)
+        if fence is not None:
+            if _closes_fence(fence_match, fence):
+                fence, previous = None, "other"
+            out.append(line)
+            continue
+        if not line.strip():
+            (code if code else out).append(line)
+            previous = "blank" if previous == "paragraph" else previous
+            continue
+        expanded = line.expandtabs(MARKDOWN_CODE_INDENT)
+        text = expanded.lstrip(" ")
+        width = len(expanded) - len(text)
+        if previous != "paragraph" or fence_match or _ATX_HEADING.match(text) or _THEMATIC_BREAK.fullmatch(text):
+            while items and width < items[-1]:  # a line left of an item's text ends it (a lazy line aside)
+                items.pop()
+        base = items[-1] if items else 0
+        if width - base >= MARKDOWN_CODE_INDENT and previous != "paragraph":
+            code.append(line)
+            continue
+        if code:
+            out.extend(_closed_code(code))
+            previous = "other"
+        out.append(line)
+        marker = _LIST_MARKER.match(text) if width - base < MARKDOWN_CODE_INDENT else None
+        if fence_match:
+            fence, previous = fence_match.group(1), "other"
+        elif _ATX_HEADING.match(text) or _THEMATIC_BREAK.fullmatch(text):
+            previous = "other"
+        elif previous == "paragraph" and _SETEXT_UNDERLINE.match(text):
+            previous = "other"
+        elif marker:
+            while items and items[-1] > width:
+                items.pop()
+            spaces = len(marker.group(2) or "")
+            items.append(width + len(marker.group(1)) + (spaces if 0 < spaces <= 4 and marker.group(3) else 1))
+            previous = "paragraph"
+        else:
+            previous = "paragraph"
+    if code:
+        out.extend(_closed_code(code))
+    return out
+
+
+def _closed_code(code: list[str]) -> list[str]:
+    """An indented code block's lines between `_CODE_MARK` lines, the blank lines after it outside; emptied."""
+    end = len(code)
+    while not code[end - 1].strip():
+        end -= 1
+    lines = [_CODE_MARK, *code[:end], _CODE_MARK, *code[end:]]
+    code.clear()
+    return lines
+
+
 def _closes_fence(line_fence: re.Match[str] | None, fence: str) -> bool:
     """A fence line closes an open code block when it uses the same character, at least as many times."""
     return line_fence is not None and line_fence.group(1)[0] == fence[0] and len(line_fence.group(1)) >= len(fence)
@@ -1541,8 +1631,9 @@ def markdown_text(text: str) -> str:
 
 def _markdown_blocks(text: str) -> list[_Block]:
     """Markdown text's blocks, one per heading section, with their heading paths."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    lines = _md_plain_lines(_labelled_tables(_without_hidden_html(_titled(lines))))
+    lines = text.replace(_CODE_MARK[-1], "").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    # hidden HTML first: an indented line inside a comment, or between a hidden <div>'s tags, is no code
+    lines = _md_plain_lines(_labelled_tables(_marked_indented_code(_without_hidden_html(_titled(lines)))))
     blocks: list[_Block] = []
     current: list[str] = []
     heading: tuple[str, ...] = ()
@@ -1552,7 +1643,7 @@ def _markdown_blocks(text: str) -> list[_Block]:
     def start_block(new_heading: tuple[str, ...], first_lines: list[str]) -> None:
         nonlocal current, heading
         if any(line.strip() for line in current):
-            blocks.append(_Block("\n".join(current), heading=heading))
+            blocks.append(_Block("\n".join(current), heading=heading, marked_code=True))
         current, heading = list(first_lines), new_heading
 
     for line in lines:
