@@ -107,6 +107,28 @@ PHRASINGS = [
     ("where else?", Onward.MORE),
     ("any others?", Onward.MORE),
     ("is that all?", Onward.MORE),
+    # the same requests in the other languages `language.py` tells, accents typed or not
+    ("et ensuite ?", Onward.NEXT),
+    ("¿y después?", Onward.NEXT),
+    ("y despues", Onward.NEXT),
+    ("und dann?", Onward.NEXT),
+    ("e poi?", Onward.NEXT),
+    ("e depois?", Onward.NEXT),
+    ("en toen?", Onward.NEXT),
+    ("que s'est-il passé ensuite ?", Onward.NEXT),
+    ("et avant ?", Onward.BEFORE),
+    ("¿y antes de eso?", Onward.BEFORE),
+    ("und davor?", Onward.BEFORE),
+    ("und wer noch?", Onward.OTHERS),
+    ("qui d'autre ?", Onward.OTHERS),
+    ("¿quién más?", Onward.OTHERS),
+    ("e chi altro?", Onward.OTHERS),
+    ("et quoi d'autre ?", Onward.MORE),
+    ("was sonst noch?", Onward.MORE),
+    ("¿y por qué?", Onward.REASON),
+    ("perché?", Onward.REASON),
+    ("¿quién tomó el molino?", None),  # a question of its own
+    ("und wer hat die Mühle genommen?", None),
     ("what came first?", None),  # the story's opening, not the last answer's
     ("the other one?", None),  # a choice among what an answer listed
     ("what about the other?", None),
@@ -142,6 +164,22 @@ async def test_after_before_that_and_then_goes_forward_again_without_repeating(e
     first, back, forward = await converse(engine, "Who took the mill?", "what happened before that?", "and then?")
     assert sentences(forward) and not set(sentences(forward)) & set(sentences(back)), forward.text
     assert min(where(s) for s in sentences(forward)) > max(where(s) for s in sentences(back)), forward.text
+
+
+@pytest.mark.parametrize(("then", "other"), [("et ensuite ?", "und wer noch?"), ("¿y después?", "¿quién más?")])
+async def test_a_follow_up_in_another_language_goes_on_as_its_english_does(engine, then, other):
+    """'et ensuite ?' quotes, as 'and then?' does, sentences after the last answer's first quote in
+    reading order; 'und wer noch?', as 'who else?' does, someone new: neither is searched as a new
+    question (which quoted the last answer again)."""
+    first, forward = await converse(engine, "Who took the mill?", then)
+    assert forward.text.startswith(FOUND) and sentences(forward), forward.text
+    assert not set(sentences(forward)) & set(sentences(first)), forward.text
+    places = [where(s) for s in sentences(forward)]
+    assert min(places) > where(sentences(first)[0]) and places == sorted(places), forward.text
+    first, more = await converse(engine, "Who lent Oswin the money?", other)
+    assert sentences(more) and not set(sentences(more)) & set(sentences(first)), more.text
+    said = " ".join(sentences(first))
+    assert any(p in " ".join(sentences(more)) for p in ("Brenna", "countess", "Haldor") if p not in said), more.text
 
 
 @pytest.mark.parametrize("other", ["who else?", "anyone else?", "anybody else involved?"])

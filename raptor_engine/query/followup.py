@@ -58,6 +58,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
@@ -939,9 +940,42 @@ _ONWARD_PHRASES: dict[Onward, tuple[str, ...]] = {
         r"(?:any|what|which) other (?:people|persons?|characters?|names?|ones? involved)|who other",
     ),
 }
+# The same requests in the languages `language.py` tells by their words, written without accents (a
+# follow-up is matched with its accents left off: 'después', 'despues'), each after an optional 'and'.
+_AND = r"(?:(?:et|y|e|und|en|i|a|oraz) )?"
+_ONWARD_ELSEWHERE: dict[Onward, tuple[str, ...]] = {
+    Onward.REASON: (
+        rf"{_AND}(?:pourquoi(?: (?:ca|cela))?|por ?que|porque|warum|wieso|weshalb|perche|waarom|dlaczego)",
+    ),
+    Onward.BEFORE: (
+        rf"{_AND}(?:avant(?: (?:ca|cela))?|antes(?: de (?:eso|esto))?|antes disso|davor|vorher|zuvor|prima"
+        rf"(?: di (?:questo|allora|cio))?|daarvoor|ervoor|wczesniej|przedtem)",
+        r"(?:que s'est-il passe|qu'est-ce qui s'est passe|que paso|was (?:geschah|passierte)|cosa e successo"
+        r"|che cosa e successo|o que aconteceu|wat gebeurde er) (?:avant|antes|davor|vorher|prima|daarvoor)",
+    ),
+    Onward.NEXT: (
+        rf"{_AND}(?:ensuite|apres(?: (?:ca|cela))?|puis|alors|despues(?: de (?:eso|esto))?|luego|entonces"
+        rf"|dann|danach|weiter|poi|dopo(?: di che)?|quindi|allora|depois(?: disso)?|entao|toen|daarna"
+        rf"|potem|i co dalej|co dalej)",
+        r"(?:que s'est-il passe|qu'est-ce qui s'est passe|que paso|y que paso|was (?:geschah|passierte)"
+        r"|cosa e successo|che cosa e successo|o que aconteceu|wat gebeurde er)"
+        r" (?:ensuite|apres|despues|luego|dann|danach|poi|dopo|depois|daarna|toen|potem)",
+    ),
+    Onward.OTHERS: (
+        rf"{_AND}(?:qui d'autre|quelqu'un d'autre|quien mas|alguien mas|wer (?:noch|sonst|sonst noch|noch alles)"
+        rf"|noch jemand|sonst noch jemand|chi altro|chi altri|qualcun altro|quem mais|mais alguem"
+        rf"|wie (?:nog|nog meer|anders)|iemand anders|kto jeszcze|ktos jeszcze)",
+    ),
+    Onward.MORE: (
+        rf"{_AND}(?:quoi d'autre|autre chose|quoi encore|que mas|algo mas|was (?:noch|sonst|sonst noch|noch alles)"
+        rf"|sonst noch etwas|sonst noch was|mehr|cos'altro|cosa altro|che altro|qualcos'altro|altro|o que mais"
+        rf"|que mais|mais alguma coisa|wat (?:nog|nog meer|anders)|verder|co jeszcze|cos jeszcze)",
+    ),
+}
 _ONWARD_PATTERNS = tuple(
     (kind, re.compile("^(?:" + "|".join(phrases).replace(" ?", r"\s*").replace(" ", r"\s+") + ")$"))
-    for kind, phrases in _ONWARD_PHRASES.items()
+    for phrasings in (_ONWARD_PHRASES, _ONWARD_ELSEWHERE)
+    for kind, phrases in phrasings.items()
 )
 # Words of these requests, so a typo ('elabroate', 'exmaple', 'hapened') still reads as the request.
 _ONWARD_WORDS = frozenset(
@@ -962,7 +996,7 @@ def onward_ask(question: str) -> Onward | None:
     subject of its own, 'why did the Heron sink?', is a question). Lower case, no question mark, a
     filler before it ('ok so why?') and a typo in its key word all read the same. Remembered: a
     rewrite asks it of each earlier question of the conversation again."""
-    text = re.sub(r"[?!.…,;:]+", " ", question.lower().replace("’", "'"))
+    text = re.sub(r"[?!.…,;:¿¡]+", " ", _without_accents(question.lower().replace("’", "'")))
     tokens = text.split()
     if not tokens or len(tokens) > ONWARD_MAX_WORDS:
         return None
@@ -971,6 +1005,11 @@ def onward_ask(question: str) -> Onward | None:
         respelled = [_as_onward_word(token) for token in tokens]
         found = _onward_of(" ".join(respelled)) if respelled != tokens else None
     return found
+
+
+def _without_accents(text: str) -> str:
+    """'después' -> 'despues', 'perché' -> 'perche': a follow-up reads the same typed either way."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
 
 
 def _onward_of(text: str) -> Onward | None:
