@@ -16,6 +16,8 @@ import pytest
 from raptor_engine import Engine, Turn
 from raptor_engine.query.answer import FOUND, NOTHING_RELATED, WEAK_MATCH
 from raptor_engine.query.followup import (
+    DOCUMENT_ENDS,
+    DOCUMENT_OPENS,
     OTHER_LANGUAGE,
     OTHER_LANGUAGE_OPENING,
     Onward,
@@ -164,6 +166,32 @@ async def test_after_before_that_and_then_goes_forward_again_without_repeating(e
     first, back, forward = await converse(engine, "Who took the mill?", "what happened before that?", "and then?")
     assert sentences(forward) and not set(sentences(forward)) & set(sentences(back)), forward.text
     assert min(where(s) for s in sentences(forward)) > max(where(s) for s in sentences(back)), forward.text
+
+
+@pytest.mark.parametrize("then", ["and then?", "after that?", "what came next?", "e poi?"])
+async def test_and_then_after_the_documents_last_passage_says_it_ends_there(engine, then):
+    """The last answer quoted the tale's last sentence: nothing comes after it, and the answer says so in
+    its first line (and that its quotes are only the closest, which a later follow-up does not lean on)."""
+    first, after = await converse(engine, "Who married Haldor?", then)
+    assert sentences(first)[0] == "Brenna married Haldor the next summer.", first.text
+    lead = after.text.splitlines()[0]
+    assert lead == DOCUMENT_ENDS.format(document="tale.md"), after.text
+    assert says_not_answered(after.text) and not after.answered
+    assert not set(sentences(after)) & set(sentences(first)), after.text
+
+
+async def test_before_the_documents_first_passage_says_it_opens_with_it(engine):
+    first, back = await converse(engine, "Where did the miller Oswin live with his daughter?", "what happened before that?")
+    assert sentences(first)[0].startswith("Long ago a miller named Oswin"), first.text
+    assert back.text.splitlines()[0] == DOCUMENT_OPENS.format(document="tale.md"), back.text
+    assert says_not_answered(back.text)
+
+
+async def test_and_then_mid_document_keeps_its_lead(engine):
+    """Only a passage that ends its document says so: one with sentences after it quotes them."""
+    first, after = await converse(engine, "What did Haldor find?", "and then?")
+    assert after.text.startswith(FOUND), after.text
+    assert "ends with that passage" not in after.text
 
 
 @pytest.mark.parametrize(("then", "other"), [("et ensuite ?", "und wer noch?"), ("¿y después?", "¿quién más?")])

@@ -80,13 +80,21 @@ OTHER_LANGUAGE = OTHER_LANGUAGE_OPENING + "{documents} and the question seems to
 _OTHER_LANGUAGE_LEAD = re.compile(
     re.escape(OTHER_LANGUAGE).replace(re.escape("{documents}"), r"\w+").replace(re.escape("{asked}"), r"\w+")
 )
+# Instead of WEAK_MATCH when 'and then?' follows a document's last passage, or 'before that?' its first
+DOCUMENT_ENDS = "\u201c{document}\u201d ends with that passage, so nothing in it comes after; the closest other passages are:"
+DOCUMENT_OPENS = "\u201c{document}\u201d opens with that passage, so nothing in it comes before; the closest other passages are:"
+_DOCUMENT_EDGE_LEAD = re.compile(
+    "\u201c.+?\u201d (?:ends|opens) with that passage, so nothing in it comes (?:after|before); the closest other"
+)
 
 
 def unanswered_lead(text: str) -> bool:
     """Whether an answer opens with an extractive lead for quotes that do not answer (the closest or
-    nearest passages, or those of a question in another language): not an LLM's 'The documents are in
+    nearest passages, those of a question in another language, or those after a document's end): not an LLM's 'The documents are in
     agreement ...'."""
-    return text.startswith((WEAK_MATCH, NOTHING_RELATED)) or bool(_OTHER_LANGUAGE_LEAD.match(text))
+    return text.startswith((WEAK_MATCH, NOTHING_RELATED)) or bool(
+        _OTHER_LANGUAGE_LEAD.match(text) or _DOCUMENT_EDGE_LEAD.match(text)
+    )
 TURNS_CONSIDERED = 6  # the last user questions looked at when chaining rewrites
 MAX_CONTEXT_CHARS = 200
 # What bounds a rewrite's cost whatever the history holds: it reads the first MAX_TURN_CHARS characters
