@@ -177,6 +177,7 @@ async def test_and_then_after_the_documents_last_passage_says_it_ends_there(engi
     lead = after.text.splitlines()[0]
     assert lead == DOCUMENT_ENDS.format(document="tale.md"), after.text
     assert says_not_answered(after.text) and not after.answered
+    assert not any("tale.md" in quote for quote in quotes_in(after.text)), after.text  # a lead, never a quote
     assert not set(sentences(after)) & set(sentences(first)), after.text
 
 
@@ -348,3 +349,35 @@ def test_only_the_other_language_lead_itself_reads_as_not_answered():
     lead = OTHER_LANGUAGE.format(documents="English", asked="Spanish")
     assert says_not_answered(f"{lead}\n- \u201cx\u201d [1]")
     assert not says_not_answered("The documents are in agreement that the bridge opened in 1884 [1].")
+
+
+@pytest.mark.parametrize(
+    ("question", "follow_up", "expected"),
+    [
+        ("What did the king's son do with the slipper?", "What did he do with it?", "What did the king's son do with it?"),
+        ("What did the old miller sell?", "and why did he sell it?", "Why did the old miller sell it?"),
+        ("Where did the keeper live?", "when did he leave?", "When did the keeper leave?"),
+        ("What did the queen say to her daughter?", "why did she say that?", "Why did the queen say that?"),
+        ("What did the countess send?", "what did she do later?", "What did the countess do later?"),
+    ],
+)
+def test_a_lower_case_person_the_question_names_is_whom_the_pronoun_means(question, follow_up, expected):
+    """'the king's son', 'the old miller', 'the keeper': a person named without a capital is the
+    antecedent, as a name would be (the answer's quotes name nobody here, or someone in passing)."""
+    told = [Turn("user", question), Turn("assistant", "From the documents:\n- \u201cIt was late when Tom Pryce came.\u201d [1]")]
+    assert rewrite(follow_up, told).core == expected
+
+
+@pytest.mark.parametrize(
+    ("question", "follow_up", "kept"),
+    [
+        ("What did the king's son do with the slipper?", "why did she do that?", "she"),  # a son is no 'she'
+        ("What did the stepsisters do to the shoe?", "why did he do that?", "he"),  # no one person
+        ("What did Oswin give the miller?", "why did he give it?", "Oswin"),  # a name comes first
+    ],
+)
+def test_a_person_phrase_does_not_take_a_pronoun_it_cannot_mean(question, follow_up, kept):
+    told = [Turn("user", question), Turn("assistant", "From the documents:\n- \u201cNothing was said.\u201d [1]")]
+    asked = rewrite(follow_up, told)
+    assert kept in asked.core.split() or kept in asked.core, asked
+    assert "the king's son" not in asked.core and "the stepsisters" not in asked.core and "the miller" not in asked.core

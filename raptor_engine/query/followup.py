@@ -81,10 +81,10 @@ _OTHER_LANGUAGE_LEAD = re.compile(
     re.escape(OTHER_LANGUAGE).replace(re.escape("{documents}"), r"\w+").replace(re.escape("{asked}"), r"\w+")
 )
 # Instead of WEAK_MATCH when 'and then?' follows a document's last passage, or 'before that?' its first
-DOCUMENT_ENDS = "\u201c{document}\u201d ends with that passage, so nothing in it comes after; the closest other passages are:"
-DOCUMENT_OPENS = "\u201c{document}\u201d opens with that passage, so nothing in it comes before; the closest other passages are:"
+DOCUMENT_ENDS = "The document {document} ends with that passage, so nothing in it comes after; the closest other passages are:"
+DOCUMENT_OPENS = "The document {document} opens with that passage, so nothing in it comes before; the closest other passages are:"
 _DOCUMENT_EDGE_LEAD = re.compile(
-    "\u201c.+?\u201d (?:ends|opens) with that passage, so nothing in it comes (?:after|before); the closest other"
+    "The document .+? (?:ends|opens) with that passage, so nothing in it comes (?:after|before); the closest other"
 )
 
 
@@ -1251,8 +1251,10 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
         return name not in places and (wanted is None or _kind(name, told) in (None, wanted))
 
     answer_names = [name for name in _people_in(_statements(previous_answer)) if fits(name)]
+    # 'What did the king's son do with the slipper?' names him without a capital: he is whom it is about
+    phrase = _person_phrase(previous.core, wanted) if not _people_in(previous.core) else None
     sources = [
-        _people_in(previous.core),
+        _people_in(previous.core) or ([phrase] if phrase else []),
         [previous.subject] if previous.subject else [],
         _people_in(previous.context),
         answer_names,
@@ -1293,6 +1295,43 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
         if wanted and len(likely) > 1:  # 'Chidi Okonkwo and Aiko Tanaka': 'she' may be either, so neither
             return None
         return likely[0]
+    return None
+
+
+# Words naming one person without a capital ('the keeper', 'the old miller', 'the king's son'): a
+# follow-up's 'he'/'she' can mean the question's phrase ending in one (PERSON_NOUNS, for a thing's head
+# word, holds plurals too)
+ONE_PERSON_NOUNS = frozenset(
+    """man woman boy girl child person son daughter father mother brother sister husband wife widow widower
+    king queen prince princess stepmother stepfather stepsister stepbrother maiden lady gentleman lord
+    knight soldier captain sailor fisherman fisherwoman keeper miller baker farmer shepherd hunter smith
+    blacksmith carpenter merchant trader moneylender lender steward servant maid cook gardener priest monk
+    nun bishop doctor nurse teacher student engineer architect builder owner landlord tenant mayor judge
+    clerk master mistress lighthouse-keeper stranger traveller traveler guard witch wizard giant
+    dwarf huntsman woodcutter tailor shoemaker innkeeper pilot skipper mate surgeon inventor founder""".split()
+)
+_DETERMINER = re.compile(r"\b(?:the|his|her|their|that|this)\s+", re.IGNORECASE)
+PHRASE_WORDS = 4  # the most words a person phrase holds after its article ('the king's eldest son')
+
+
+def _person_phrase(question: str, gender: str | None) -> str | None:
+    """The first lower-case phrase of the question that names one person ('the king's son', 'the old
+    miller', 'the keeper'), with 'the' for its article, when its word for the person (son, queen) does not
+    say the other gender than the pronoun's; None without one."""
+    for article in _DETERMINER.finditer(question):
+        phrase: list[str] = []
+        for word in question[article.end() :].split()[:PHRASE_WORDS]:
+            bare = word.rstrip("?!.,;:")
+            if not re.fullmatch(r"[a-z][\w-]*(?:['\u2019]s)?", bare) or bare in STOPWORDS:
+                break
+            phrase.append(bare)
+            if bare in ONE_PERSON_NOUNS or bare in GENDERED_WORDS:  # 'the countess', 'the widow'
+                said = GENDERED_WORDS.get(bare)
+                if gender is None or said is None or said == gender:
+                    return "the " + " ".join(phrase)
+                break
+            if bare != word:  # the phrase ends at punctuation
+                break
     return None
 
 
