@@ -368,6 +368,17 @@ def test_a_lower_case_person_the_question_names_is_whom_the_pronoun_means(questi
     assert rewrite(follow_up, told).core == expected
 
 
+def test_the_person_phrases_own_gender_word_wins_over_a_pronoun_a_quote_puts_near_it():
+    """Cinderella: 'before the king's son, who gave her the golden shoe' puts a 'her' after him; 'son'
+    still says he is a 'he'."""
+    answer = (
+        "From the documents:\n- \u201cShe first washed her hands and face clean, and then went and bowed down"
+        " before the king's son, who gave her the golden shoe.\u201d [1]"
+    )
+    told = [Turn("user", "What did the king's son do with the slipper?"), Turn("assistant", answer)]
+    assert rewrite("What did he do with it?", told).core == "What did the king's son do with it?"
+
+
 @pytest.mark.parametrize(
     ("question", "follow_up", "kept"),
     [

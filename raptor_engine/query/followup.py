@@ -1246,13 +1246,17 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
     wanted = GENDER[pronoun] if pronoun else None
     places = _places_told(told)  # 'harbour master of Port Lenning' where an answer says 'at Port Lenning'
 
+    # 'What did the king's son do with the slipper?' names him without a capital: he is whom it is about,
+    # and 'son' says his gender whatever a quote says next to it ('the king's son, who gave her the shoe')
+    phrase = _person_phrase(previous.core, wanted) if not _people_in(previous.core) else None
+
     # 'Elias Marrow ... his left hand' is no 'she'; 'How is Kestrel cleaned?' no 'he'
     def fits(name: str) -> bool:
+        if name == phrase:
+            return True  # `_person_phrase` checked its gender word
         return name not in places and (wanted is None or _kind(name, told) in (None, wanted))
 
     answer_names = [name for name in _people_in(_statements(previous_answer)) if fits(name)]
-    # 'What did the king's son do with the slipper?' names him without a capital: he is whom it is about
-    phrase = _person_phrase(previous.core, wanted) if not _people_in(previous.core) else None
     sources = [
         _people_in(previous.core) or ([phrase] if phrase else []),
         [previous.subject] if previous.subject else [],
