@@ -1524,6 +1524,17 @@ class Engine:
             self._explain_empty_context(kb_id, budget, layers, documents)
         return context
 
+    def _with_document_edges(self, nodes: list[ContextNode]) -> list[ContextNode]:
+        """The context's leaves marked as opening or ending their document (`Store.document_edges`): what
+        'and then?' after a document's last passage needs to say it ends there."""
+        edges = self.store.document_edges([node.node_id for node in nodes if node.layer == 0])
+        return [
+            replace(node, opens_document=edges[node.node_id][0], ends_document=edges[node.node_id][1])
+            if node.node_id in edges
+            else node
+            for node in nodes
+        ]
+
     def _explain_empty_context(
         self, kb_id: int, budget: int, layers: list[int] | None, documents: list[str] | None
     ) -> None:
@@ -1661,6 +1672,8 @@ class Engine:
         query = await self._condensed(answerer, kb, asked, history) if history else asked
         query = await asyncio.to_thread(self.respelled, kb, query)
         context = await asyncio.to_thread(self._question_context, kb, query, mode, budget, layers, documents)
+        if onward in (Onward.NEXT, Onward.BEFORE):
+            context.nodes = await asyncio.to_thread(self._with_document_edges, context.nodes)
         # The standalone question, not the bare follow-up, is what the answer must address; document
         # text reaches the answerer with its own bracketed numbers neutralised.
         support = await asyncio.to_thread(self.support_index, answerer, context.nodes)

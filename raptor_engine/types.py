@@ -166,6 +166,10 @@ class ContextNode:
     # a leaf's sentences left out of `text` because the context holds them in another node (a summary's
     # copy): (where in `text` it stood, its sentence key), so that copy can be read in its place
     held_elsewhere: tuple[tuple[int, str], ...] = ()
+    # a leaf that opens / ends its document: set for a follow-up going back or on ('before that?',
+    # 'and then?') only, so its answer can say there is nothing before or after it
+    opens_document: bool = False
+    ends_document: bool = False
 
     def pages(self, start: int = 0, end: int | None = None) -> tuple[int, int] | None:
         """First and last page of text[start:end] (all of it by default); None without pages."""

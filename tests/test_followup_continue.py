@@ -16,6 +16,8 @@ import pytest
 from raptor_engine import Engine, Turn
 from raptor_engine.query.answer import FOUND, NOTHING_RELATED, WEAK_MATCH
 from raptor_engine.query.followup import (
+    DOCUMENT_ENDS,
+    DOCUMENT_OPENS,
     OTHER_LANGUAGE,
     OTHER_LANGUAGE_OPENING,
     Onward,
@@ -107,6 +109,28 @@ PHRASINGS = [
     ("where else?", Onward.MORE),
     ("any others?", Onward.MORE),
     ("is that all?", Onward.MORE),
+    # the same requests in the other languages `language.py` tells, accents typed or not
+    ("et ensuite ?", Onward.NEXT),
+    ("¿y después?", Onward.NEXT),
+    ("y despues", Onward.NEXT),
+    ("und dann?", Onward.NEXT),
+    ("e poi?", Onward.NEXT),
+    ("e depois?", Onward.NEXT),
+    ("en toen?", Onward.NEXT),
+    ("que s'est-il passé ensuite ?", Onward.NEXT),
+    ("et avant ?", Onward.BEFORE),
+    ("¿y antes de eso?", Onward.BEFORE),
+    ("und davor?", Onward.BEFORE),
+    ("und wer noch?", Onward.OTHERS),
+    ("qui d'autre ?", Onward.OTHERS),
+    ("¿quién más?", Onward.OTHERS),
+    ("e chi altro?", Onward.OTHERS),
+    ("et quoi d'autre ?", Onward.MORE),
+    ("was sonst noch?", Onward.MORE),
+    ("¿y por qué?", Onward.REASON),
+    ("perché?", Onward.REASON),
+    ("¿quién tomó el molino?", None),  # a question of its own
+    ("und wer hat die Mühle genommen?", None),
     ("what came first?", None),  # the story's opening, not the last answer's
     ("the other one?", None),  # a choice among what an answer listed
     ("what about the other?", None),
@@ -142,6 +166,49 @@ async def test_after_before_that_and_then_goes_forward_again_without_repeating(e
     first, back, forward = await converse(engine, "Who took the mill?", "what happened before that?", "and then?")
     assert sentences(forward) and not set(sentences(forward)) & set(sentences(back)), forward.text
     assert min(where(s) for s in sentences(forward)) > max(where(s) for s in sentences(back)), forward.text
+
+
+@pytest.mark.parametrize("then", ["and then?", "after that?", "what came next?", "e poi?"])
+async def test_and_then_after_the_documents_last_passage_says_it_ends_there(engine, then):
+    """The last answer quoted the tale's last sentence: nothing comes after it, and the answer says so in
+    its first line (and that its quotes are only the closest, which a later follow-up does not lean on)."""
+    first, after = await converse(engine, "Who married Haldor?", then)
+    assert sentences(first)[0] == "Brenna married Haldor the next summer.", first.text
+    lead = after.text.splitlines()[0]
+    assert lead == DOCUMENT_ENDS.format(document="tale.md"), after.text
+    assert says_not_answered(after.text) and not after.answered
+    assert not any("tale.md" in quote for quote in quotes_in(after.text)), after.text  # a lead, never a quote
+    assert not set(sentences(after)) & set(sentences(first)), after.text
+
+
+async def test_before_the_documents_first_passage_says_it_opens_with_it(engine):
+    first, back = await converse(engine, "Where did the miller Oswin live with his daughter?", "what happened before that?")
+    assert sentences(first)[0].startswith("Long ago a miller named Oswin"), first.text
+    assert back.text.splitlines()[0] == DOCUMENT_OPENS.format(document="tale.md"), back.text
+    assert says_not_answered(back.text)
+
+
+async def test_and_then_mid_document_keeps_its_lead(engine):
+    """Only a passage that ends its document says so: one with sentences after it quotes them."""
+    first, after = await converse(engine, "What did Haldor find?", "and then?")
+    assert after.text.startswith(FOUND), after.text
+    assert "ends with that passage" not in after.text
+
+
+@pytest.mark.parametrize(("then", "other"), [("et ensuite ?", "und wer noch?"), ("¿y después?", "¿quién más?")])
+async def test_a_follow_up_in_another_language_goes_on_as_its_english_does(engine, then, other):
+    """'et ensuite ?' quotes, as 'and then?' does, sentences after the last answer's first quote in
+    reading order; 'und wer noch?', as 'who else?' does, someone new: neither is searched as a new
+    question (which quoted the last answer again)."""
+    first, forward = await converse(engine, "Who took the mill?", then)
+    assert forward.text.startswith(FOUND) and sentences(forward), forward.text
+    assert not set(sentences(forward)) & set(sentences(first)), forward.text
+    places = [where(s) for s in sentences(forward)]
+    assert min(places) > where(sentences(first)[0]) and places == sorted(places), forward.text
+    first, more = await converse(engine, "Who lent Oswin the money?", other)
+    assert sentences(more) and not set(sentences(more)) & set(sentences(first)), more.text
+    said = " ".join(sentences(first))
+    assert any(p in " ".join(sentences(more)) for p in ("Brenna", "countess", "Haldor") if p not in said), more.text
 
 
 @pytest.mark.parametrize("other", ["who else?", "anyone else?", "anybody else involved?"])
@@ -282,3 +349,46 @@ def test_only_the_other_language_lead_itself_reads_as_not_answered():
     lead = OTHER_LANGUAGE.format(documents="English", asked="Spanish")
     assert says_not_answered(f"{lead}\n- \u201cx\u201d [1]")
     assert not says_not_answered("The documents are in agreement that the bridge opened in 1884 [1].")
+
+
+@pytest.mark.parametrize(
+    ("question", "follow_up", "expected"),
+    [
+        ("What did the king's son do with the slipper?", "What did he do with it?", "What did the king's son do with it?"),
+        ("What did the old miller sell?", "and why did he sell it?", "Why did the old miller sell it?"),
+        ("Where did the keeper live?", "when did he leave?", "When did the keeper leave?"),
+        ("What did the queen say to her daughter?", "why did she say that?", "Why did the queen say that?"),
+        ("What did the countess send?", "what did she do later?", "What did the countess do later?"),
+    ],
+)
+def test_a_lower_case_person_the_question_names_is_whom_the_pronoun_means(question, follow_up, expected):
+    """'the king's son', 'the old miller', 'the keeper': a person named without a capital is the
+    antecedent, as a name would be (the answer's quotes name nobody here, or someone in passing)."""
+    told = [Turn("user", question), Turn("assistant", "From the documents:\n- \u201cIt was late when Tom Pryce came.\u201d [1]")]
+    assert rewrite(follow_up, told).core == expected
+
+
+def test_the_person_phrases_own_gender_word_wins_over_a_pronoun_a_quote_puts_near_it():
+    """Cinderella: 'before the king's son, who gave her the golden shoe' puts a 'her' after him; 'son'
+    still says he is a 'he'."""
+    answer = (
+        "From the documents:\n- \u201cShe first washed her hands and face clean, and then went and bowed down"
+        " before the king's son, who gave her the golden shoe.\u201d [1]"
+    )
+    told = [Turn("user", "What did the king's son do with the slipper?"), Turn("assistant", answer)]
+    assert rewrite("What did he do with it?", told).core == "What did the king's son do with it?"
+
+
+@pytest.mark.parametrize(
+    ("question", "follow_up", "kept"),
+    [
+        ("What did the king's son do with the slipper?", "why did she do that?", "she"),  # a son is no 'she'
+        ("What did the stepsisters do to the shoe?", "why did he do that?", "he"),  # no one person
+        ("What did Oswin give the miller?", "why did he give it?", "Oswin"),  # a name comes first
+    ],
+)
+def test_a_person_phrase_does_not_take_a_pronoun_it_cannot_mean(question, follow_up, kept):
+    told = [Turn("user", question), Turn("assistant", "From the documents:\n- \u201cNothing was said.\u201d [1]")]
+    asked = rewrite(follow_up, told)
+    assert kept in asked.core.split() or kept in asked.core, asked
+    assert "the king's son" not in asked.core and "the stepsisters" not in asked.core and "the miller" not in asked.core

@@ -23,6 +23,7 @@ from raptor_engine.llm import (
     make_backends,
 )
 from raptor_engine.query.answer import map_citations
+from raptor_engine.query.support import NOT_ANSWERED
 from raptor_engine.types import ContextNode, SummaryRequest, Turn
 from tests.llm_server import FakeLLMServer
 from tests.unhurried import unhurried_settings
@@ -348,6 +349,34 @@ async def test_the_draft_is_the_models_text_cleaned_with_no_markers_added(server
     draft = await answerer.answer("What happened?", context_nodes(), [])
     assert draft.text == "[2] The prince searched.\nCinderella lost her slipper."
     assert answerer.writes_prose is True
+
+
+ENGLISH_BLOCKS = [
+    ContextNode(7, 0, "ball.txt", 0.9, "Cinderella lost a glass slipper at the ball, and the prince kept it.", 14, 1),
+    ContextNode(8, 0, "ball.txt", 0.8, "The prince searched the kingdom for the girl whose foot fitted it.", 14, 1),
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "asked"),
+    [
+        ("¿Quién perdió el zapato de cristal en el baile?", "Spanish"),
+        ("Qui a perdu la pantoufle de verre au bal ?", "French"),
+        ("Wer hat den gläsernen Schuh verloren? (context: Who lost a slipper at the ball?)", "German"),
+    ],
+)
+async def test_a_question_in_another_language_tells_the_model_both_languages(server, tmp_path, question, asked):
+    """The model is told the blocks are in English and asked to answer in the question's language (a
+    follow-up's carried English context does not count), keeping the not-answered sentence as written."""
+    await answerer_for(server, tmp_path).answer(question, ENGLISH_BLOCKS, [])
+    user = server.requests[0].messages[-1]["content"]
+    assert f"The context blocks are in English and the question is in {asked}" in user
+    assert f"write your answer in {asked}" in user and f'"{NOT_ANSWERED}."' in user
+
+
+async def test_a_question_in_the_documents_language_gets_no_language_note(server, tmp_path):
+    await answerer_for(server, tmp_path).answer("Who lost a glass slipper at the ball?", ENGLISH_BLOCKS, [])
+    assert "question is in" not in server.requests[0].messages[-1]["content"]
 
 
 async def test_the_history_goes_into_the_answer_prompt_as_prior_messages(server, tmp_path):

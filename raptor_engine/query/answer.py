@@ -53,6 +53,8 @@ from ..ingest.transcript import (
 from ..tree.embed import Embedder
 from ..types import AnswerDraft, Citation, ContextNode, Turn
 from .followup import (
+    DOCUMENT_ENDS,
+    DOCUMENT_OPENS,
     MAX_PREVIOUS_ANSWER_CHARS,
     NOTHING_RELATED,
     OTHER_LANGUAGE,
@@ -2045,6 +2047,7 @@ class _Quoted:
     # asked as a question about the whole ("Describe the setting of the story."), though ranked as one about
     # its topic: like a question about the whole, it is not judged (`_grounding`)
     themed: bool = False
+    edge: tuple[str, str] | None = None  # 'and then?' after a document's last passage (`OnwardPick.edge`)
 
 
 def _terms_of(candidates: list[_Candidate]) -> set[str]:
@@ -2192,6 +2195,9 @@ class ExtractiveAnswerer:
         """The answer's first line (LEADS); quotes that do not answer a question asked in another language
         than the documents' say so, so the user knows why they may look unrelated."""
         grounding = self._grounding(quoted, context)
+        if quoted.edge is not None and grounding is Grounding.CLOSEST:
+            side, document = quoted.edge
+            return (DOCUMENT_ENDS if side == "end" else DOCUMENT_OPENS).format(document=document)
         languages = None if grounding is Grounding.ANSWERED else other_language(quoted.rewrite.core, _texts(quoted))
         if languages is not None:
             return OTHER_LANGUAGE.format(documents=languages[0], asked=languages[1])
@@ -2228,7 +2234,7 @@ class ExtractiveAnswerer:
             about = _pronoun_means(rewrite, history)
             onward = pick_onward(ask, candidates, history, self.quotes, _holds_reason, asked, about)
         if onward is not None:  # 'why?', 'and then?', 'tell me more': new sentences around the last quote
-            return _Quoted(rewrite, thematic, candidates, onward.picked, onward.settled, kind)
+            return _Quoted(rewrite, thematic, candidates, onward.picked, onward.settled, kind, edge=onward.edge)
         if thematic:
             least = NARRATIVE_THEME_MIN_WORDS if kind == NARRATIVE else 0
             picked = self._pick_spread(candidates, max(self.quotes, THEME_QUOTES), least)

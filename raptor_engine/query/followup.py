@@ -58,6 +58,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
@@ -79,13 +80,21 @@ OTHER_LANGUAGE = OTHER_LANGUAGE_OPENING + "{documents} and the question seems to
 _OTHER_LANGUAGE_LEAD = re.compile(
     re.escape(OTHER_LANGUAGE).replace(re.escape("{documents}"), r"\w+").replace(re.escape("{asked}"), r"\w+")
 )
+# Instead of WEAK_MATCH when 'and then?' follows a document's last passage, or 'before that?' its first
+DOCUMENT_ENDS = "The document {document} ends with that passage, so nothing in it comes after; the closest other passages are:"
+DOCUMENT_OPENS = "The document {document} opens with that passage, so nothing in it comes before; the closest other passages are:"
+_DOCUMENT_EDGE_LEAD = re.compile(
+    "The document .+? (?:ends|opens) with that passage, so nothing in it comes (?:after|before); the closest other"
+)
 
 
 def unanswered_lead(text: str) -> bool:
     """Whether an answer opens with an extractive lead for quotes that do not answer (the closest or
-    nearest passages, or those of a question in another language): not an LLM's 'The documents are in
+    nearest passages, those of a question in another language, or those after a document's end): not an LLM's 'The documents are in
     agreement ...'."""
-    return text.startswith((WEAK_MATCH, NOTHING_RELATED)) or bool(_OTHER_LANGUAGE_LEAD.match(text))
+    return text.startswith((WEAK_MATCH, NOTHING_RELATED)) or bool(
+        _OTHER_LANGUAGE_LEAD.match(text) or _DOCUMENT_EDGE_LEAD.match(text)
+    )
 TURNS_CONSIDERED = 6  # the last user questions looked at when chaining rewrites
 MAX_CONTEXT_CHARS = 200
 # What bounds a rewrite's cost whatever the history holds: it reads the first MAX_TURN_CHARS characters
@@ -939,9 +948,42 @@ _ONWARD_PHRASES: dict[Onward, tuple[str, ...]] = {
         r"(?:any|what|which) other (?:people|persons?|characters?|names?|ones? involved)|who other",
     ),
 }
+# The same requests in the languages `language.py` tells by their words, written without accents (a
+# follow-up is matched with its accents left off: 'después', 'despues'), each after an optional 'and'.
+_AND = r"(?:(?:et|y|e|und|en|i|a|oraz) )?"
+_ONWARD_ELSEWHERE: dict[Onward, tuple[str, ...]] = {
+    Onward.REASON: (
+        rf"{_AND}(?:pourquoi(?: (?:ca|cela))?|por ?que|porque|warum|wieso|weshalb|perche|waarom|dlaczego)",
+    ),
+    Onward.BEFORE: (
+        rf"{_AND}(?:avant(?: (?:ca|cela))?|antes(?: de (?:eso|esto))?|antes disso|davor|vorher|zuvor|prima"
+        rf"(?: di (?:questo|allora|cio))?|daarvoor|ervoor|wczesniej|przedtem)",
+        r"(?:que s'est-il passe|qu'est-ce qui s'est passe|que paso|was (?:geschah|passierte)|cosa e successo"
+        r"|che cosa e successo|o que aconteceu|wat gebeurde er) (?:avant|antes|davor|vorher|prima|daarvoor)",
+    ),
+    Onward.NEXT: (
+        rf"{_AND}(?:ensuite|apres(?: (?:ca|cela))?|puis|alors|despues(?: de (?:eso|esto))?|luego|entonces"
+        rf"|dann|danach|weiter|poi|dopo(?: di che)?|quindi|allora|depois(?: disso)?|entao|toen|daarna"
+        rf"|potem|i co dalej|co dalej)",
+        r"(?:que s'est-il passe|qu'est-ce qui s'est passe|que paso|y que paso|was (?:geschah|passierte)"
+        r"|cosa e successo|che cosa e successo|o que aconteceu|wat gebeurde er)"
+        r" (?:ensuite|apres|despues|luego|dann|danach|poi|dopo|depois|daarna|toen|potem)",
+    ),
+    Onward.OTHERS: (
+        rf"{_AND}(?:qui d'autre|quelqu'un d'autre|quien mas|alguien mas|wer (?:noch|sonst|sonst noch|noch alles)"
+        rf"|noch jemand|sonst noch jemand|chi altro|chi altri|qualcun altro|quem mais|mais alguem"
+        rf"|wie (?:nog|nog meer|anders)|iemand anders|kto jeszcze|ktos jeszcze)",
+    ),
+    Onward.MORE: (
+        rf"{_AND}(?:quoi d'autre|autre chose|quoi encore|que mas|algo mas|was (?:noch|sonst|sonst noch|noch alles)"
+        rf"|sonst noch etwas|sonst noch was|mehr|cos'altro|cosa altro|che altro|qualcos'altro|altro|o que mais"
+        rf"|que mais|mais alguma coisa|wat (?:nog|nog meer|anders)|verder|co jeszcze|cos jeszcze)",
+    ),
+}
 _ONWARD_PATTERNS = tuple(
     (kind, re.compile("^(?:" + "|".join(phrases).replace(" ?", r"\s*").replace(" ", r"\s+") + ")$"))
-    for kind, phrases in _ONWARD_PHRASES.items()
+    for phrasings in (_ONWARD_PHRASES, _ONWARD_ELSEWHERE)
+    for kind, phrases in phrasings.items()
 )
 # Words of these requests, so a typo ('elabroate', 'exmaple', 'hapened') still reads as the request.
 _ONWARD_WORDS = frozenset(
@@ -962,7 +1004,7 @@ def onward_ask(question: str) -> Onward | None:
     subject of its own, 'why did the Heron sink?', is a question). Lower case, no question mark, a
     filler before it ('ok so why?') and a typo in its key word all read the same. Remembered: a
     rewrite asks it of each earlier question of the conversation again."""
-    text = re.sub(r"[?!.…,;:]+", " ", question.lower().replace("’", "'"))
+    text = re.sub(r"[?!.…,;:¿¡]+", " ", _without_accents(question.lower().replace("’", "'")))
     tokens = text.split()
     if not tokens or len(tokens) > ONWARD_MAX_WORDS:
         return None
@@ -971,6 +1013,11 @@ def onward_ask(question: str) -> Onward | None:
         respelled = [_as_onward_word(token) for token in tokens]
         found = _onward_of(" ".join(respelled)) if respelled != tokens else None
     return found
+
+
+def _without_accents(text: str) -> str:
+    """'después' -> 'despues', 'perché' -> 'perche': a follow-up reads the same typed either way."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
 
 
 def _onward_of(text: str) -> Onward | None:
@@ -1199,13 +1246,19 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
     wanted = GENDER[pronoun] if pronoun else None
     places = _places_told(told)  # 'harbour master of Port Lenning' where an answer says 'at Port Lenning'
 
+    # 'What did the king's son do with the slipper?' names him without a capital: he is whom it is about,
+    # and 'son' says his gender whatever a quote says next to it ('the king's son, who gave her the shoe')
+    phrase = _person_phrase(previous.core, wanted) if not _people_in(previous.core) else None
+
     # 'Elias Marrow ... his left hand' is no 'she'; 'How is Kestrel cleaned?' no 'he'
     def fits(name: str) -> bool:
+        if name == phrase:
+            return True  # `_person_phrase` checked its gender word
         return name not in places and (wanted is None or _kind(name, told) in (None, wanted))
 
     answer_names = [name for name in _people_in(_statements(previous_answer)) if fits(name)]
     sources = [
-        _people_in(previous.core),
+        _people_in(previous.core) or ([phrase] if phrase else []),
         [previous.subject] if previous.subject else [],
         _people_in(previous.context),
         answer_names,
@@ -1246,6 +1299,43 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
         if wanted and len(likely) > 1:  # 'Chidi Okonkwo and Aiko Tanaka': 'she' may be either, so neither
             return None
         return likely[0]
+    return None
+
+
+# Words naming one person without a capital ('the keeper', 'the old miller', 'the king's son'): a
+# follow-up's 'he'/'she' can mean the question's phrase ending in one (PERSON_NOUNS, for a thing's head
+# word, holds plurals too)
+ONE_PERSON_NOUNS = frozenset(
+    """man woman boy girl child person son daughter father mother brother sister husband wife widow widower
+    king queen prince princess stepmother stepfather stepsister stepbrother maiden lady gentleman lord
+    knight soldier captain sailor fisherman fisherwoman keeper miller baker farmer shepherd hunter smith
+    blacksmith carpenter merchant trader moneylender lender steward servant maid cook gardener priest monk
+    nun bishop doctor nurse teacher student engineer architect builder owner landlord tenant mayor judge
+    clerk master mistress lighthouse-keeper stranger traveller traveler guard witch wizard giant
+    dwarf huntsman woodcutter tailor shoemaker innkeeper pilot skipper mate surgeon inventor founder""".split()
+)
+_DETERMINER = re.compile(r"\b(?:the|his|her|their|that|this)\s+", re.IGNORECASE)
+PHRASE_WORDS = 4  # the most words a person phrase holds after its article ('the king's eldest son')
+
+
+def _person_phrase(question: str, gender: str | None) -> str | None:
+    """The first lower-case phrase of the question that names one person ('the king's son', 'the old
+    miller', 'the keeper'), with 'the' for its article, when its word for the person (son, queen) does not
+    say the other gender than the pronoun's; None without one."""
+    for article in _DETERMINER.finditer(question):
+        phrase: list[str] = []
+        for word in question[article.end() :].split()[:PHRASE_WORDS]:
+            bare = word.rstrip("?!.,;:")
+            if not re.fullmatch(r"[a-z][\w-]*(?:['\u2019]s)?", bare) or bare in STOPWORDS:
+                break
+            phrase.append(bare)
+            if bare in ONE_PERSON_NOUNS or bare in GENDERED_WORDS:  # 'the countess', 'the widow'
+                said = GENDERED_WORDS.get(bare)
+                if gender is None or said is None or said == gender:
+                    return "the " + " ".join(phrase)
+                break
+            if bare != word:  # the phrase ends at punctuation
+                break
     return None
 
 

@@ -26,6 +26,7 @@ from typing import Protocol, TypeVar
 from ..ingest.sentences import STOPWORDS, Sentence, sentence_key, sentences_of, stem
 from ..types import ContextNode, Turn
 from .followup import PREVIOUS_ANSWERS, Onward, people_in, previous_answers, quotes_in
+from .retrieve import ELISION
 
 NEARBY_CHARS = 1200  # a sentence this many characters from the anchor counts half as near
 PROXIMITY_WEIGHT = 0.3  # how much nearness to the anchor adds to a sentence's score
@@ -63,6 +64,9 @@ Q = TypeVar("Q", bound=Quotable)
 class OnwardPick:
     picked: list  # the sentences to quote, in the order they are shown
     settled: bool  # they are what was asked for (False: only the closest passages)
+    # ('end', document) when 'and then?' found nothing after a passage that ends its document, ('start',
+    # document) when 'before that?' found nothing before one that opens it; None otherwise
+    edge: tuple[str, str] | None = None
 
 
 def quoted_keys(history: list[Turn], answers: int = PREVIOUS_ANSWERS) -> list[list[str]]:
@@ -96,14 +100,19 @@ def pick_onward(
     if not pool:
         return None
     value = {id(c): c.score + _nearness(c, anchors) + (ABOUT_WEIGHT if _holds(c.text, about) else 0.0) for c in pool}
+    edge = None
     if ask is Onward.NEXT:
-        after = _after(pool, _read_up_to(anchors))
+        last = _read_up_to(anchors)
+        after = _after(pool, last)
         if after:
             return OnwardPick(after[:quotes], True)
+        edge = _edge(last, candidates, "end")
     if ask is Onward.BEFORE:
-        before = _before(pool, _read_back_from(anchors))
+        first = _read_back_from(anchors)
+        before = _before(pool, first)
         if before:
             return OnwardPick(before[-quotes:], True)
+        edge = _edge(first, candidates, "start")
     if ask is Onward.OTHERS:
         # who the last two answers quoted, and whom the question leaned on ('Who was Rowan Pike?')
         named = _named_in([c.text for c in candidates if c.key in said]) | set(asked)
@@ -129,7 +138,27 @@ def pick_onward(
     # closest passages, said to be only that
     told_of = [c for c in more if _holds(c.text, about)] if about else more
     picked = sorted(_best(told_of or more, value, quotes, anchors[0]), key=_place_key)
-    return OnwardPick(picked, ask is Onward.MORE and bool(told_of))
+    return OnwardPick(picked, ask is Onward.MORE and bool(told_of), edge)
+
+
+def _edge(anchor: Quotable, candidates: Sequence[Quotable], side: str) -> tuple[str, str] | None:
+    """(side, document) when the anchor is its document's last quotable sentence (side 'end') or its
+    first ('start'): a leaf the engine marked as ending (opening) the document, holding no quotable
+    sentence and nothing trimmed away after (before) the anchor. None otherwise: then the sentences
+    after it were only quoted already, or are not in the context."""
+    node = anchor.node
+    if node.layer != 0 or node.document is None:
+        return None
+    at = anchor.sentence.start
+    if side == "end":
+        marked, rest = node.ends_document, node.text[anchor.sentence.end :]
+        beyond = any(c.node is node and c.sentence.start > at for c in candidates)
+    else:
+        marked, rest = node.opens_document, node.text[:at]
+        beyond = any(c.node is node and c.sentence.start < at for c in candidates)
+    if not marked or beyond or ELISION in rest:
+        return None
+    return side, node.document
 
 
 def _anchors(quoted: list[str], candidates: Sequence[Q]) -> list[Q]:

@@ -276,6 +276,22 @@ class Store(MessageStoreMixin):
         ).fetchall()
         return [(str(name), int(leaves)) for name, leaves in rows]
 
+    def document_edges(self, ids: list[int]) -> dict[int, tuple[bool, bool]]:
+        """For each of the given leaves (others are left out): whether it is its document's first leaf and
+        whether its last, so 'and then?' after the last passage can say the document ends there."""
+        out: dict[int, tuple[bool, bool]] = {}
+        for begin in range(0, len(ids), 500):
+            part = [int(i) for i in ids[begin : begin + 500]]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                "SELECT n.id, n.start = (SELECT MIN(m.start) FROM nodes m WHERE m.doc_id = n.doc_id AND m.layer = 0),"
+                " n.start = (SELECT MAX(m.start) FROM nodes m WHERE m.doc_id = n.doc_id AND m.layer = 0)"
+                f" FROM nodes n WHERE n.id IN ({marks}) AND n.layer = 0 AND n.start IS NOT NULL",
+                part,
+            ).fetchall()
+            out.update((int(node_id), (bool(first), bool(last))) for node_id, first, last in rows)
+        return out
+
     def node_tokens(self, ids: list[int]) -> dict[int, int]:
         """Token counts of the given nodes (those that exist): what a budget is decided on, cheaply."""
         out: dict[int, int] = {}
