@@ -757,6 +757,19 @@ def _best_cyrillic(data: bytes, codec: str, text: str) -> tuple[str, str]:
     return best[1], best[2]
 
 
+def _best_language_letters(counts: Counter[str], alphabets: dict[str, str], common: dict[str, str]) -> int:
+    """How many of the counted letters the best-fitting single language writes (0 when none does), among
+    the languages whose telling letters (`common`, else their whole alphabet) occur at all."""
+    return max(
+        (
+            sum(counts[ch] for ch in letters)
+            for language, letters in alphabets.items()
+            if any(counts[ch] for ch in common.get(language, letters))
+        ),
+        default=0,
+    )
+
+
 def _cyrillic_fit(text: str) -> float:
     """The share of a text's characters beyond ASCII that read as one Cyrillic language writes: its
     letters, and prose symbols (`_PROSE_SYMBOLS`, '№'); 1.0 with none. KOI8-R reads Mac OS Cyrillic's
@@ -765,14 +778,7 @@ def _cyrillic_fit(text: str) -> float:
     if not beyond:
         return 1.0
     counts = Counter(ch for ch in text.lower() if "\u0400" <= ch <= "\u04ff")
-    letters = max(  # 0 for a guess whose characters beyond ASCII are no Cyrillic letters ('¦')
-        (
-            sum(counts[ch] for ch in letters)
-            for language, letters in _CYRILLIC_LETTERS.items()
-            if any(counts[ch] for ch in _CYRILLIC_COMMON.get(language, letters))
-        ),
-        default=0,
-    )
+    letters = _best_language_letters(counts, _CYRILLIC_LETTERS, _CYRILLIC_COMMON)  # 0 for '¦'
     symbols = sum(1 for ch in beyond if ch in _PROSE_SYMBOLS or ch == "\u2116")
     return (letters + symbols) / len(beyond)
 
@@ -840,14 +846,7 @@ def _language_fit(text: str) -> float:
     if not beyond:
         return 1.0
     counts = Counter(ch for ch in text.lower() if ord(ch) > 127 and ch.isalpha() and ch not in _PROSE_SYMBOLS)
-    letters = max(
-        (
-            sum(counts[ch] for ch in letters)
-            for language, letters in _LANGUAGE_LETTERS.items()
-            if any(counts[ch] for ch in _LANGUAGE_COMMON.get(language, letters))
-        ),
-        default=0,
-    )
+    letters = _best_language_letters(counts, _LANGUAGE_LETTERS, _LANGUAGE_COMMON)
     symbols = sum(1 for ch in beyond if ch in _PROSE_SYMBOLS) - _misplaced_dashes(text)
     return max(0, letters + symbols - _lone_consonants(text)) / len(beyond)
 
