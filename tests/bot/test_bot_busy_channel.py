@@ -80,6 +80,9 @@ async def test_a_question_asked_right_after_the_first_upload_reads_that_it_is_on
     h = harness
     answered = hold_upload_log(h.bot.services.jobs)
     token = h.kb_add(h.fake.add_file("kestrels.md", kestrel_sections(200)))
+    # The command reads the guild's manager role (a database read in a thread) before it accepts the file;
+    # a question sent before that ends was asked before any upload, so it waits until the file is counted.
+    await h.fake.wait_for(lambda: h.bot.services.jobs.pending(KB_A) > 0, 60, "the command to accept the file")
     asked = h.ask("Where does kestrel 5 nest?")
     reply = (await h.replies_done(asked))[0]
     answered.set()

@@ -153,6 +153,8 @@ async def test_a_busy_channel_with_the_real_bot_process(fake_api, tmp_path, embe
     try:
         await bot.start()
         first = bot.kb_add(fake_api.add_file("kestrels.md", kestrel_sections(400)), channel=CHAN_B)
+        # The command counts the file before it defers; a question sent before that was asked before any upload.
+        await fake_api.wait_for(lambda: fake_api.tokens[first].responded, 60, "the command to accept the file")
         asked = bot.ask("Where does kestrel 5 nest?", channel=CHAN_B)
         reply = (await bot.replies_done(asked))[0]
         assert text_of(reply) == STILL_BUILDING and reply["flags"] & 64, reply
