@@ -41,7 +41,7 @@ from .ingest.budget import checkpoint
 from .ingest.load import strip_unsafe
 from .query.answer import neutralise_markers, split_marker_groups
 from .query.followup import split_standalone
-from .query.language import other_language
+from .query.language import is_named, other_language
 from .query.support import NOT_ANSWERED, UNSUPPORTED_MARK
 from .storage.llm_cache import SummaryCache, summary_cache_key
 from .types import AnswerDraft, ContextNode, StreamCallback, Summary, SummaryRequest, Turn
@@ -68,9 +68,9 @@ ANSWER_SYSTEM = (
 # the model reads blocks in one language and answers in the asker's; the not-answered sentence stays as
 # written, which is how the answer is told apart (`support.says_not_answered`)
 OTHER_LANGUAGE_NOTE = (
-    "The context blocks are in {documents} and the question is in {asked}: read the blocks in {documents}, "
-    "and write your answer in {asked}, citing the blocks as [n]. If they do not answer it, still begin with "
-    "the sentence \"{not_answered}.\" exactly as written here, in English, and go on in {asked}."
+    "The context blocks are in {documents} and the question is in {asked}: read the blocks as written, "
+    "and write your answer in {answer_in}, citing the blocks as [n]. If they do not answer it, still begin with "
+    "the sentence \"{not_answered}.\" exactly as written here, in English, and go on in {answer_in}."
 )
 CONDENSE_SYSTEM = (
     "You rewrite a follow-up question as a standalone question. Use the conversation to resolve "
@@ -628,7 +628,10 @@ def answer_messages(
     languages = other_language(split_standalone(question).core, [node.text for node in context])
     if languages is not None:
         documents, asked = languages
-        user += "\n\n" + OTHER_LANGUAGE_NOTE.format(documents=documents, asked=asked, not_answered=NOT_ANSWERED)
+        answer_in = asked if is_named(asked) else "the question's language"
+        user += "\n\n" + OTHER_LANGUAGE_NOTE.format(
+            documents=documents, asked=asked, answer_in=answer_in, not_answered=NOT_ANSWERED
+        )
     messages.append({"role": "user", "content": user})
     return messages
 

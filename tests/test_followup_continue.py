@@ -24,6 +24,7 @@ from raptor_engine.query.followup import (
     onward_ask,
     quotes_in,
     rewrite,
+    unanswered_lead,
 )
 from raptor_engine.query.language import documents_language, other_language, question_language
 from raptor_engine.query.support import says_not_answered
@@ -286,6 +287,17 @@ def test_a_two_word_names_own_surname_does_not_end_what_is_said_of_it():
         ("誰が水車小屋を建てたのですか？", "Japanese"),
         ("누가 방앗간을 지었나요?", "Korean"),
         ("Кто построил мельницу?", "Russian"),
+        ("Хто збудував млин і коли?", "Ukrainian"),  # not Russian: the same script, another language
+        ("Хто пабудаваў млын?", "Belarusian"),
+        ("Кой построи мелницата?", "Bulgarian"),
+        ("Ко је саградио млин?", "Serbian"),
+        ("Кој ја изгради воденицата?", "Macedonian"),
+        ("Где мельница?", "a language written in Cyrillic"),  # Russian or Serbian: only the script is sure
+        ("من بنى الطاحونة؟", "Arabic"),
+        ("چه کسی آسیاب را ساخت؟", "Persian"),
+        ("چکی کس نے بنائی؟", "Urdu"),
+        ("चक्की किसने बनाई?", "Hindi"),
+        ("गिरणी कोणी बांधली?", "Marathi"),
         ("Who built the mill?", "English"),
         ("who was he", "English"),
         ("Quién?", None),  # too short to tell
@@ -304,6 +316,35 @@ def test_the_documents_language_and_a_question_in_another():
     assert other_language("Who built the mill?", [TALE]) is None
     assert other_language("¿Quién construyó el puente?", [SPANISH]) is None
     assert documents_language(["Oswin."]) is None  # too little to tell
+
+
+UKRAINIAN = "Млин був збудований у 1702 році, і це був перший такий будинок у місті, який стояв біля річки."
+RUSSIAN = "Мельница была построена в 1702 году, и это был первый такой дом в городе, который стоял у реки."
+
+
+def test_languages_of_one_script_are_told_apart_and_a_script_alone_differs_from_none_of_them():
+    """Ukrainian documents and a Russian question differ (both used to read as "Russian"); a question
+    told only by its script is in no other language than documents of that script, and in another than
+    English ones."""
+    assert documents_language([UKRAINIAN]) == "Ukrainian" and documents_language([RUSSIAN]) == "Russian"
+    assert other_language("Кто построил мельницу?", [UKRAINIAN]) == ("Ukrainian", "Russian")
+    assert other_language("Хто збудував млин і коли?", [RUSSIAN]) == ("Russian", "Ukrainian")
+    assert other_language("Где мельница?", [RUSSIAN]) is None
+    assert other_language("Где мельница?", [UKRAINIAN]) is None
+    assert other_language("Где мельница?", [TALE]) == ("English", "a language written in Cyrillic")
+    assert other_language("Кто построил мельницу?", [RUSSIAN]) is None
+
+
+async def test_a_ukrainian_question_is_not_told_it_is_russian(engine):
+    (answer,) = await converse(engine, "Хто забрав млин у мельника і коли?")
+    lead = answer.text.splitlines()[0]
+    assert lead.startswith(OTHER_LANGUAGE_OPENING + "English and the question seems to be in Ukrainian,"), answer.text
+    assert unanswered_lead(answer.text)
+
+
+def test_a_lead_naming_only_the_script_is_still_a_lead_for_quotes_that_do_not_answer():
+    lead = OTHER_LANGUAGE.format(documents="English", asked="a language written in Cyrillic")
+    assert unanswered_lead(lead + "\n- \u201cThe miller kept the mill.\u201d [1]")
 
 
 @pytest.mark.parametrize(

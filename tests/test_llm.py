@@ -374,6 +374,15 @@ async def test_a_question_in_another_language_tells_the_model_both_languages(ser
     assert f"write your answer in {asked}" in user and f'"{NOT_ANSWERED}."' in user
 
 
+async def test_a_question_told_only_by_its_script_is_answered_in_the_questions_language(server, tmp_path):
+    """"Где мельница?" could be Russian or Serbian: the model is told the script, and to answer in the
+    question's language rather than "in a language written in Cyrillic"."""
+    await answerer_for(server, tmp_path).answer("Где мельница?", ENGLISH_BLOCKS, [])
+    user = server.requests[0].messages[-1]["content"]
+    assert "the question is in a language written in Cyrillic" in user, user
+    assert "write your answer in the question's language" in user and "go on in the question's language" in user
+
+
 async def test_a_question_in_the_documents_language_gets_no_language_note(server, tmp_path):
     await answerer_for(server, tmp_path).answer("Who lost a glass slipper at the ball?", ENGLISH_BLOCKS, [])
     assert "question is in" not in server.requests[0].messages[-1]["content"]

@@ -78,7 +78,7 @@ NOTHING_RELATED = "The documents say nothing about this; the nearest passages ar
 OTHER_LANGUAGE_OPENING = "The documents are in "
 OTHER_LANGUAGE = OTHER_LANGUAGE_OPENING + "{documents} and the question seems to be in {asked}, so these are only the closest passages:"
 _OTHER_LANGUAGE_LEAD = re.compile(
-    re.escape(OTHER_LANGUAGE).replace(re.escape("{documents}"), r"\w+").replace(re.escape("{asked}"), r"\w+")
+    re.escape(OTHER_LANGUAGE).replace(re.escape("{documents}"), r"[\w ]+?").replace(re.escape("{asked}"), r"[\w ]+?")
 )
 # Instead of WEAK_MATCH when 'and then?' follows a document's last passage, or 'before that?' its first
 DOCUMENT_ENDS = "The document {document} ends with that passage, so nothing in it comes after; the closest other passages are:"

@@ -4,8 +4,11 @@ question in another (the default embedder and the grounding model are English-tr
 question over English documents gets passages that share none of its words).
 
 Read off each language's most frequent short words (articles, pronouns, question words) and, for the
-scripts that only one or a few languages write, the script. A text too short or too mixed to tell reads
-as None, and the answer says nothing of languages then.
+scripts that only one language writes, the script. A script that several write (Cyrillic, Arabic,
+Devanagari) names a language only when that language's own letters and words lead ('ї' is Ukrainian,
+'ў' Belarusian), and otherwise reads as "a language written in Cyrillic": a Ukrainian question is not
+called Russian. A text too short or too mixed to tell reads as None, and the answer says nothing of
+languages then.
 """
 
 from __future__ import annotations
@@ -47,13 +50,61 @@ SCRIPTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("Japanese", re.compile(r"[\u3040-\u30ff]")),  # kana: Japanese even among kanji
     ("Korean", re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")),
     ("Chinese", re.compile(r"[\u4e00-\u9fff]")),
-    ("Russian", re.compile(r"[\u0400-\u04ff]")),
+    ("Cyrillic", re.compile(r"[\u0400-\u04ff]")),
     ("Greek", re.compile(r"[\u0370-\u03ff]")),
-    ("Arabic", re.compile(r"[\u0600-\u06ff]")),
+    ("Arabic", re.compile(r"[\u0600-\u06ff\u0750-\u077f]")),
     ("Hebrew", re.compile(r"[\u0590-\u05ff]")),
-    ("Hindi", re.compile(r"[\u0900-\u097f]")),
+    ("Devanagari", re.compile(r"[\u0900-\u097f]")),
     ("Thai", re.compile(r"[\u0e00-\u0e7f]")),
 )
+
+
+class _Written:
+    """One language of a script that several write: the letters only it (or it and a near neighbour)
+    writes, and its frequent short words; each letter and each word it holds is a vote."""
+
+    def __init__(self, letters: str, words: str) -> None:
+        self.letters = re.compile(f"[{letters}]") if letters else None
+        self.words = frozenset(words.split())
+
+    def votes(self, text: str, words: list[str]) -> int:
+        letters = len(self.letters.findall(text)) if self.letters else 0
+        return letters + sum(1 for word in words if word in self.words)
+
+
+# The languages of the scripts several languages write (Ukrainian is not Russian because both are
+# Cyrillic): a text is named for the one with the most votes, or else only for its script.
+SHARED_SCRIPTS: dict[str, dict[str, _Written]] = {
+    "Cyrillic": {
+        "Russian": _Written("ыэё", "что кто когда почему сколько такое это был была были есть который которая"),
+        "Ukrainian": _Written("іїєґ", "що хто коли чому скільки це був була були є який яка"),
+        "Belarusian": _Written("ўі", "што хто калі чаму колькі гэта быў была былі ёсць які якая"),
+        "Bulgarian": _Written("ъ", "какво кой къде защо колко са това този тази които беше бяха"),
+        "Serbian": _Written("ђћјљњџ", "шта ко када зашто колико је су био била ово који која"),
+        "Macedonian": _Written("ѓќѕјљњџ", "што кој каде зошто колку ова оваа кои беа"),
+        "Kazakh": _Written("әғқңөұүһі", "не кім қашан қайда неге қанша бұл және болды"),
+    },
+    "Arabic": {
+        "Arabic": _Written("ةيكى", "في من على إلى عن هذا هذه التي الذي كان ما متى أين لماذا كم هل"),
+        "Persian": _Written("ژ", "است که در را این آن چه کی کجا چرا چند بود هست برای"),
+        "Urdu": _Written("ٹڈڑںےۓھہ", "ہے ہیں کے کی میں کیا کون کب کہاں کیوں کتنے تھا تھی"),
+        "Pashto": _Written("ټډړږښځڅڼې", "دی ده چې په د څه څوک کله ولې"),
+        "Kurdish": _Written("ێۆڵڕ", "لە بۆ ئەو ئەم چی کێ کەی بۆچی"),
+    },
+    "Devanagari": {
+        "Hindi": _Written("", "है हैं के की में क्या कौन किसने किसको किसका कब कहाँ कहां क्यों कितने कितना था थी थे"),
+        "Marathi": _Written("", "आहे आहेत काय कोण कोणी कोणता कोणती कधी कुठे होता होती होते आणि"),
+        "Nepali": _Written("", "छ छन् हो को कसले कहिले किन कति थियो गर्छ र"),
+    },
+}
+_SCRIPT_WORD = re.compile(r"[\u0900-\u097f]+|[^\s\d\W]+")  # Devanagari vowel signs are no \w
+
+
+def _unnamed(script: str) -> str:
+    """How a text is named when only its script can be told."""
+    return f"a language written in {script}"
+
+
 SCRIPT_SHARE = 0.3  # a text whose letters are this much of one script is in its language
 MIN_QUESTION_WORDS = 3  # a shorter question ('Quién?') cannot be told
 MIN_TEXT_HITS = 5  # the documents' sample must hold this many frequent words of its language
@@ -76,8 +127,39 @@ def _by_script(text: str) -> str | None:
         return None
     for language, script in SCRIPTS:
         if len(script.findall(text)) >= SCRIPT_SHARE * len(letters):
-            return language
+            return _language_of_shared_script(language, text) if language in SHARED_SCRIPTS else language
     return None
+
+
+def _language_of_shared_script(script: str, text: str) -> str:
+    """Which of the languages writing `script` the text is in, by its letters and frequent words;
+    the script's own name when none leads (a short Serbian or Macedonian question, say)."""
+    lower = text.lower()
+    words = _SCRIPT_WORD.findall(lower)
+    votes = Counter({name: written.votes(lower, words) for name, written in SHARED_SCRIPTS[script].items()})
+    return _leader(votes, 1) or _unnamed(script)
+
+
+def is_named(language: str) -> bool:
+    """False for a text told only by its script ("a language written in Cyrillic")."""
+    return language not in {_unnamed(script) for script in SHARED_SCRIPTS}
+
+
+def _script_of(language: str) -> str | None:
+    """The shared script a language name (or an unnamed one) belongs to, None for the others."""
+    for script, languages in SHARED_SCRIPTS.items():
+        if language in languages or language == _unnamed(script):
+            return script
+    return None
+
+
+def _same_language(one: str, other: str) -> bool:
+    """Equal names, or one text told only by its script and the other written in it: no reason to say
+    the two differ."""
+    if one == other:
+        return True
+    script = _script_of(one)
+    return script is not None and script == _script_of(other) and _unnamed(script) in (one, other)
 
 
 def _word_counts(text: str) -> Counter[str]:
@@ -126,6 +208,6 @@ def other_language(question: str, texts: Iterable[str]) -> tuple[str, str] | Non
     if asked is None:
         return None
     held = documents_language(texts)
-    if held is None or held == asked:
+    if held is None or _same_language(held, asked):
         return None
     return held, asked
