@@ -12,6 +12,8 @@ import re
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raptor_engine import Engine, Turn
 from raptor_engine.query.answer import FOUND, NOTHING_RELATED, WEAK_MATCH
@@ -333,6 +335,29 @@ def test_languages_of_one_script_are_told_apart_and_a_script_alone_differs_from_
     assert other_language("Где мельница?", [UKRAINIAN]) is None
     assert other_language("Где мельница?", [TALE]) == ("English", "a language written in Cyrillic")
     assert other_language("Кто построил мельницу?", [RUSSIAN]) is None
+
+
+SCRIPT_LETTERS = st.text(
+    st.one_of(
+        st.characters(min_codepoint=0x0400, max_codepoint=0x04FF),
+        st.characters(min_codepoint=0x0600, max_codepoint=0x06FF),
+        st.characters(min_codepoint=0x0900, max_codepoint=0x097F),
+        st.sampled_from(" ?.,ab"),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(question=st.one_of(SCRIPT_LETTERS, st.text(max_size=60)), document=st.one_of(SCRIPT_LETTERS, st.text(max_size=200)))
+def test_any_text_reads_as_a_language_or_none_and_never_fails(question, document):
+    """Letters of the shared scripts in any mix (signs alone, no words, one script's letters among
+    another's): a name or None, and a pair only when the two differ."""
+    for text in (question, document):
+        assert question_language(text) is None or isinstance(question_language(text), str)
+        assert documents_language([text]) is None or isinstance(documents_language([text]), str)
+    pair = other_language(question, [document])
+    assert pair is None or (pair[0] != pair[1] and all(pair))
 
 
 async def test_a_ukrainian_question_is_not_told_it_is_russian(engine):
