@@ -44,6 +44,31 @@ def test_follow_ups_are_rewritten_with_what_they_point_back_to(follow_up, standa
 
 
 @pytest.mark.parametrize(
+    ("follow_up", "standalone"),
+    [
+        ("who met her later?", "Who met Margaret Hale later?"),  # was "Margaret Hale's later"
+        ("why did they send her away?", "Why did they send Margaret Hale away?"),
+        ("what happened to her afterwards?", "What happened to Margaret Hale afterwards?"),
+        ("who married her eventually?", "Who married Margaret Hale eventually?"),
+        ("did they find her, finally?", "Did they find Margaret Hale, finally?"),
+        ("who told her first?", "Who told Margaret Hale first?"),
+        ("did they bring her home?", "Did they bring Margaret Hale home?"),
+        ("did they pay her well?", "Did they pay Margaret Hale well?"),
+        ("what did her family think?", "What did Margaret Hale's family think?"),  # a noun in -ly
+        ("what was her early life like?", "What was Margaret Hale's early life like?"),  # -ly before a noun
+        ("what happened in her later years?", "What happened in Margaret Hale's later years?"),
+        ("who was her first husband?", "Who was Margaret Hale's first husband?"),
+        ("where was her home?", "Where was Margaret Hale's home?"),  # after 'was': hers
+        ("what did they find in her home?", "What did they find in Margaret Hale's home?"),  # after 'in'
+    ],
+)
+def test_her_is_the_object_before_an_adverb_and_hers_before_a_noun(follow_up, standalone):
+    """'her' then a word: her own noun ('her father'), or the verb's object followed by an adverb of time
+    or place ('met her later'), which used to read as hers ("Margaret Hale's later")."""
+    assert standalone_question(follow_up, ARCHIVE_TALK) == standalone + CONTEXT
+
+
+@pytest.mark.parametrize(
     "fresh",
     ["How long are the loaves baked?", "When was the Kestrel Point tower built?", "What happened in 1990?"],
 )

@@ -1749,8 +1749,8 @@ def _resolve(
         elif person and word in ("his", "hers"):
             out.append(f"{person}'s" + tail)
         elif person and word == "her":
-            possessive = bool(following) and following not in STOPWORDS
-            out.append((f"{person}'s" if possessive else person) + tail)
+            owns = _possessive_her(before, following, _second_word_after(plain, i), tail)
+            out.append((f"{person}'s" if owns else person) + tail)
         elif thing and word in ("it", "its") and _IT.match(token):
             out.append((thing if word == "it" else f"{thing}'s") + tail)
             put_in = True
@@ -1768,6 +1768,47 @@ def _resolve(
 
 
 _IT = re.compile(r"(?i:its?)\b(?!['\u2019])")  # 'it', 'its'; not "it's" (it is)
+
+# Words that follow an object "her" ('who met her later?', 'did they send her away?') rather than a
+# noun she owns ('her father'); a word in -ly is one too ('did he marry her eventually?') unless it is
+# one of the nouns spelt so ('her family'). Each can also stand before a noun ('her later years', 'her
+# early life', 'her first husband'), and the place words after a preposition are nouns ('in her home').
+_TIME_AFTER_HER = frozenset(
+    """later earlier afterwards afterward today tonight yesterday tomorrow ago soon instead anyway though
+    either neither ever never already still yet anymore together apart alone well forever""".split()
+)
+_PLACE_AFTER_HER = frozenset(
+    """away back home inside outside upstairs downstairs abroad overseas anywhere somewhere everywhere
+    nowhere elsewhere first last next""".split()
+)
+_NOUNS_IN_LY = frozenset(
+    """family ally reply supply belly lily holly jelly bully rally assembly anomaly monopoly folly fly
+    butterfly dragonfly melancholy italy july""".split()
+)
+_COPULAS = frozenset("is was are were be been being become became".split())
+_PLACE_PREPOSITIONS = frozenset("in at from into behind of on near by under over through within around".split())
+
+
+def _possessive_her(before: str, following: str, second: str, tail: str) -> bool:
+    """Whether 'her' owns the word after it ('her father', 'was her home', 'her first husband') rather
+    than being the verb's object ('saw her', 'saw her later', 'brought her home', 'saw her, then').
+    `second` is the word after the following one ('' at the end)."""
+    if tail or not following or following in STOPWORDS:
+        return False
+    if before in _COPULAS:
+        return True
+    ends_phrase = not second or second in STOPWORDS
+    if following in _TIME_AFTER_HER or (following.endswith("ly") and following not in _NOUNS_IN_LY):
+        return not ends_phrase
+    if following in _PLACE_AFTER_HER:
+        return before in _PLACE_PREPOSITIONS or not ends_phrase
+    return True
+
+
+def _second_word_after(plain: list[str], i: int) -> str:
+    """The second word after token `i` ('' when there is none): whether a word after 'her' ends the phrase."""
+    found = [word for word in plain[i + 1 :] if word][:2]
+    return found[1] if len(found) == 2 else ""
 
 
 SAME_NAME_SIMILARITY = 0.8  # each word of a misspelt name this close to the answer's ('Kitow', 'Kittow')
