@@ -288,16 +288,18 @@ def _remembered_spans(text: str) -> tuple[Span, ...]:
     return tuple(_trimmed_spans(text, _by_code_lines(text, _outside_labels(text, cuts, turn_cuts) + turn_cuts)))
 
 
-# A code fence's line (``` or ~~~, up to three spaces in), as the loaders keep it.
-_FENCE_LINE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
+# A code fence's line (``` or ~~~, up to three spaces in: a tab reaches four columns, as in CommonMark), as
+# the loaders keep it. A line indented further is code or prose, never a fence (`load._unfenced`).
+_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
 @functools.lru_cache(maxsize=SPLIT_CACHE_TEXTS)
 def code_lines(text: str) -> tuple[Span, ...]:
     """(start, end) of each line of code in `text`: a fence line, a line between fences, and an indented
     line (the loaders trim every line's indentation but a code block's, so an indented line is code even
-    in a chunk that begins inside a fence). Each is a sentence of its own (`split_sentences`): Python
-    joined across its lines, or cut at a full stop inside a string, is other code."""
+    in a chunk that begins inside a fence; a text's first line is indented only where trimmed it would
+    pose as a fence, `load._unfenced`). Each is a sentence of its own (`split_sentences`): Python joined
+    across its lines, or cut at a full stop inside a string, is other code."""
     if "```" not in text and "~~~" not in text and "\n " not in text and "\n\t" not in text:
         return ()
     found: list[Span] = []
@@ -306,7 +308,7 @@ def code_lines(text: str) -> tuple[Span, ...]:
     for line in text.split("\n"):
         end = start + len(line)
         marker = _FENCE_LINE.match(line)
-        if fence is not None or marker or (start and line[:1] in (" ", "\t") and line.strip()):
+        if fence is not None or marker or (line[:1] in (" ", "\t") and line.strip()):
             found.append((start, end))
         if marker and (fence is None or (marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence))):
             fence = marker.group(1) if fence is None else None

@@ -371,14 +371,33 @@ def _normalise(text: str, *, marked_code: bool = False) -> str:
         text = text.translate(_LIGATURES)
     lines: list[str] = []
     fence: str | None = None
+    wraps = False  # whether the last line kept is prose that a wrapped line continues
     for line in text.split("\n"):
         fence_match = _FENCE.match(line)
         if fence is not None and not _closes_fence(fence_match, fence):
             lines.append(line.rstrip())
             continue
         fence = None if fence is not None else fence_match.group(1) if fence_match else None
-        lines.append(_HSPACE.sub(" ", line).strip())
-    return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
+        trimmed = _HSPACE.sub(" ", line).strip()
+        if not fence_match and _FENCE.match(trimmed):
+            lines, wraps = _unfenced(lines, line, trimmed, wraps)
+            continue
+        lines.append(trimmed)
+        wraps = bool(trimmed) and not fence_match
+    # lines are trimmed or end trimmed, so only blank lines are at either end, or a kept `_unfenced` line
+    return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip("\n")
+
+
+def _unfenced(lines: list[str], line: str, trimmed: str, wraps: bool) -> tuple[list[str], bool]:
+    """`lines` with a line that is no fence (indented four columns or more, as CommonMark reads it) yet
+    reads as one once trimmed, kept so that it does not pose as one to `chunk.code_lines`: a paragraph's
+    wrapped line joins the line it continues, as a renderer shows it (a space for the line break); a
+    line that starts a block keeps its indentation, a line of code, as CommonMark reads it."""
+    if wraps:
+        lines[-1] = f"{lines[-1]} {trimmed}"
+        return lines, True
+    lines.append(line.rstrip())
+    return lines, False
 
 
 def _normalise_code(text: str) -> str:
@@ -414,8 +433,9 @@ def _assemble(name: str, blocks: list[_Block], fmt: str) -> LoadedDocument:
     for block in blocks:
         text = _normalise(block.text, marked_code=block.marked_code)
         if not parts and text[:1].isspace():  # a text opening with indented code: no text starts with space,
-            first, newline, rest = text.partition("\n")  # so its first line is read as prose (`code_lines`)
-            text = _HSPACE.sub(" ", first).strip() + newline + rest
+            first, newline, rest = text.partition("\n")  # so its first line is read as prose (`code_lines`),
+            if not _FENCE.match(first.strip()):  # unless, trimmed, it would pose as a fence (`_unfenced`)
+                text = _HSPACE.sub(" ", first).strip() + newline + rest
         if not text:
             continue
         if parts:
