@@ -1233,6 +1233,18 @@ def test_nul_bytes_all_through_a_file_are_still_binary_data():
         load_document("blob.txt", b"\x00".join(KEEPER.encode().split(b" ")))
 
 
+@pytest.mark.parametrize("name", ["keepers.csv", "notes.txt", "notes.md", "cues.srt"])
+def test_a_utf8_bom_is_no_nul_byte_left_out(name):
+    """A UTF-8 BOM is read as no text; a notice that NUL bytes were left out is for NULs alone (a BOM was
+    counted as 3 of them), and counts those after a BOM too."""
+    text = "1\n00:00:01,000 --> 00:00:02,000\nThe lamp was lit.\n" if name.endswith(".srt") else KEEPER
+    if name.endswith(".csv"):
+        text = "Keeper,Pay\nAmbrose Kittow,£40\n"
+    assert load_document(name, b"\xef\xbb\xbf" + text.encode()).notices == ()
+    padded = load_document(name, b"\xef\xbb\xbf" + text.encode() + b"\x00\x00")
+    assert padded.notices == ("2 NUL bytes (not text) left out",)
+
+
 def test_utf16_padded_with_zeros_is_read_without_the_padding():
     assert load_document("a.txt", "Hello keeper\n".encode("utf-16-le") + b"\x00" * 4).text == "Hello keeper"
 

@@ -543,17 +543,17 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> tuple[s
     the legacy encoding they read as language in (`_legacy_decode`). Binary data is refused."""
     if data.startswith(b"\xef\xbb\xbf") and data[3:].startswith((b"\xff\xfe", b"\xfe\xff")):
         data = data[3:]  # UTF-16 or UTF-32 that a tool saved "as UTF-8" by adding a BOM in front of its own
-    if data.startswith(b"\xef\xbb\xbf"):
-        encoding, payload = "utf-8", data[3:]
-    elif data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16: the same first bytes
+    bom = data.startswith(b"\xef\xbb\xbf")
+    body = data[3:] if bom else data  # a UTF-8 BOM is no text, nor a NUL left out
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16: the same first bytes
         encoding, payload = "utf-32", data
     elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
         encoding, payload = "utf-16", data
-    elif b"\x00" in data:
-        encoding, payload = _bomless_utf16(data) or ("utf-8", _without_nuls(name, data))
+    elif b"\x00" in body:
+        encoding, payload = (None if bom else _bomless_utf16(body)) or ("utf-8", _without_nuls(name, body))
     else:
-        encoding, payload = "utf-8", data
-    nuls = len(data) - len(payload) if payload is not data and encoding == "utf-8" else 0
+        encoding, payload = "utf-8", body
+    nuls = len(body) - len(payload) if encoding == "utf-8" else 0
     notice = f"{counted(nuls, 'NUL byte')} (not text) left out" if nuls else ""
     try:
         decoded = payload.decode(encoding)
