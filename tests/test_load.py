@@ -255,6 +255,30 @@ def test_subtitle_cues_with_broken_timing_lines_are_skipped_and_counted():
     assert vtt.text == "Hi." and vtt.notices == ("1 cue skipped: its timing line could not be read",)
 
 
+@pytest.mark.parametrize(
+    ("name", "data", "expected"),
+    [
+        (
+            "noblank.srt",
+            b"1\n00:00:01,000 --> 00:00:03,000\nThe lamp was lit at seven.\n2\n00:00:03,500 --> 00:00:06,000\n"
+            b"The relief boat came on Tuesday.\n3\n00:00:06,500 --> 00:00:09,000\nIt brought 42 letters.\n42\n",
+            "The lamp was lit at seven.\nThe relief boat came on Tuesday.\nIt brought 42 letters. 42",
+        ),
+        (
+            "noblank.vtt",
+            b"WEBVTT\n00:00:01.000 --> 00:00:02.000\nThe lamp was lit.\n00:00:02.000 --> 00:00:03.000\n"
+            b"<v Mate>The boat came.\n\n00:00:03.000 --> 00:00:04.000\nIt brought letters.\n",
+            "The lamp was lit.\nMate: The boat came.\nIt brought letters.",
+        ),
+    ],
+)
+def test_cues_without_blank_lines_between_them_are_still_cues(name, data, expected):
+    """A file that leaves out the blank line between cues (or after its header): each timing line opens
+    a cue, with the SRT number above it; the numbers and timings were read as the cue before's words."""
+    doc = load_document(name, data)
+    assert doc.text == expected and doc.notices == ()
+
+
 def test_a_ruby_annotation_in_a_cue_is_not_read_as_words():
     """WebVTT ruby: the reading shown above the characters ('kan' over 漢) was glued to them ('漢kan')."""
     cue = "WEBVTT\n\n00:01.000 --> 00:02.000\n<ruby>漢<rt>kan</rt>字<rt>ji</ruby> &amp; done.\n"

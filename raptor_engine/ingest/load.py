@@ -1004,9 +1004,22 @@ _CUE_RUBY_TEXT = re.compile(r"<rt\b[^<>]*>[^<]*(?:</rt\s*>)?")
 
 
 def _cue_blocks(text: str) -> list[str]:
-    """A subtitle file's blocks, as blank lines separate them (cues, its header, notes, styles)."""
+    """A subtitle file's blocks, as blank lines separate them (cues, its header, notes, styles), and
+    where a file leaves out the blank line between two cues (or after its header), at the next cue's
+    timing line (with the SRT number above it): its number and timing were read as the cue before's words."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return [block for block in re.split(r"\n[ \t]*\n", text) if block.strip()]
+    blocks: list[str] = []
+    for block in re.split(r"\n[ \t]*\n", text):
+        lines = block.split("\n")
+        start = 0
+        for i in range(1, len(lines)):
+            opens = i > start + 1 or _VTT_BLOCKS.fullmatch(lines[start].strip())  # a header is no cue's number
+            if opens and _CUE_TIMING.fullmatch(lines[i].strip()):
+                cut = i - 1 if i - 1 > start and lines[i - 1].strip().isdigit() else i
+                blocks.append("\n".join(lines[start:cut]))
+                start = cut
+        blocks.append("\n".join(lines[start:]))
+    return [block for block in blocks if block.strip()]
 
 
 def _read_subtitles(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
