@@ -542,6 +542,44 @@ def test_html_form_controls_are_separate_words_and_a_closed_dialog_is_hidden():
     ]
 
 
+@pytest.mark.parametrize(
+    ("html", "expected", "code"),
+    [
+        (  # tabs and a <br> inside <pre>: each line as typed, indented four columns as Markdown's code is
+            "<p>The lamp script:</p><pre>def light(lamp):\n\tif lamp.wick &lt; 2:<br>\t\tlamp.trim()\n\treturn lamp.lit</pre>"
+            "<p>Run   it at dusk.</p>",
+            "The lamp script:\n\n    def light(lamp):\n    \tif lamp.wick < 2:\n    \t\tlamp.trim()\n    \treturn lamp.lit"
+            "\n\nRun it at dusk.",
+            ["def light(lamp):", "if lamp.wick < 2:", "lamp.trim()", "return lamp.lit"],
+        ),
+        (  # <pre><code> with highlighting spans, no indentation: code all the same
+            '<p>Intro.</p><pre><code class="py"><span class="k">x</span>  = 1\n<b>print</b>(x)</code></pre><p>Done.</p>',
+            "Intro.\n\n    x  = 1\n    print(x)\n\nDone.",
+            ["x  = 1", "print(x)"],
+        ),
+        (  # a poem in <pre>, no indentation and no <code>: prose, as before
+            "<h1>Poem</h1><pre>Roses are red,\nviolets   are blue.</pre><p>After.</p>",
+            "Poem\n\nRoses are red,\nviolets are blue.\n\nAfter.",
+            [],
+        ),
+    ],
+)
+def test_html_pre_code_keeps_its_lines_and_indentation(html, expected, code):
+    """A browser shows <pre> as typed: code there (a <code> inside, or an indented line) keeps its line
+    breaks and indentation, and each of its lines is code to `chunk.code_lines`; it was read with every
+    line trimmed ('def light(lamp):\nif lamp.wick < 2:\nlamp.trim()')."""
+    from raptor_engine.ingest.chunk import code_lines
+
+    text = load_document("page.html", html.encode()).text
+    assert text == expected
+    assert [text[a:b].strip() for a, b in code_lines(text)] == code
+
+
+def test_a_noncharacter_in_html_cannot_pose_as_the_readers_mark_around_code():
+    page = "<p>Intro.</p><pre><code>~~~\ufdd1\n  x  = 1\n~~~\ufdd1</code></pre>"
+    assert load_document("page.html", page.encode()).text == "Intro.\n\n    ~~~\n      x  = 1\n    ~~~"
+
+
 def test_deeply_nested_html_does_not_hit_recursion_limit():
     depth = 20_000
     html = "<div>" * depth + "<h2>Deep</h2><p>Still readable.</p>" + "</div>" * depth

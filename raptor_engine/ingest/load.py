@@ -2359,6 +2359,8 @@ class _HtmlWalker:
         self.outside: list[list[str]] = []  # the text read before each of those rows began
         self.header: list[str] | None = None  # the column names of the outermost table being read
         self.header_block: _Block | None = None  # that header row as read, until a row it names follows
+        self.pre = 0  # depth of the <pre> elements being read: their white space is kept
+        self.pre_code = False  # the <pre> being read holds a <code> element
 
     def flush(self) -> None:
         text = "".join(self.buffer)
@@ -2392,6 +2394,9 @@ class _HtmlWalker:
         return self.blocks
 
     def start_tag(self, tag: str) -> None:
+        if self.pre or (tag == "pre" and not self.rows and self.heading_depth == 0):
+            self.start_pre(tag)
+            return
         if tag == "table" and not self.rows:
             self.header = self.header_block = None
         if tag == "tr":
@@ -2414,6 +2419,9 @@ class _HtmlWalker:
             self.flush()
 
     def end_tag(self, tag: str) -> None:
+        if self.pre:
+            self.end_pre(tag)
+            return
         if tag == "tr" and self.rows:
             self.end_row()
         elif tag in _HTML_CELLS and self.rows:
@@ -2432,6 +2440,36 @@ class _HtmlWalker:
         elif tag in _HTML_BLOCKS:
             self.buffer.append(" ")
 
+
+    def start_pre(self, tag: str) -> None:
+        """Inside <pre> the text is read as a browser shows it, its line breaks and indentation kept."""
+        if tag == "pre":
+            if not self.pre:
+                self.flush()
+                self.pre_code = False
+            self.pre += 1
+        elif tag == "code":
+            self.pre_code = True
+        elif tag == "br":
+            self.buffer.append("\n")
+
+    def end_pre(self, tag: str) -> None:
+        """The end of the outermost <pre>: code (`_pre_is_code`) becomes a block of code lines, kept as typed
+        and indented four columns, as Markdown's indented code is, so `chunk.code_lines` reads each line
+        as code; preformatted prose (a poem, an address) is read as any other block."""
+        if tag != "pre":
+            return
+        self.pre -= 1
+        if self.pre:
+            return
+        text = "".join(self.buffer).strip("\n")
+        self.buffer = []
+        if not _pre_is_code(text, self.pre_code):
+            self.buffer = [text]
+            self.flush()
+            return
+        code = "\n".join(f"    {line}" if line.strip() else "" for line in text.split("\n"))
+        self.blocks.append(_Block(f"{_CODE_MARK}\n{code}\n{_CODE_MARK}", heading=self.heading, marked_code=True))
 
     def end_row(self) -> None:
         """A table row becomes one line, its cells separated by ' | ', as Word tables are read; under a
@@ -2458,10 +2496,17 @@ class _HtmlWalker:
             self.blocks.append(_Block(line, heading=self.heading))
 
 
+def _pre_is_code(text: str, holds_code: bool) -> bool:
+    """Whether a <pre> element's text is code: it holds a <code> element (as Markdown renderers and most
+    sites write code), or a line of it is indented (a poem or an address in <pre> rarely is)."""
+    return bool(text.strip()) and (holds_code or any(line[:1] in (" ", "\t") and line.strip() for line in text.split("\n")))
+
+
 def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Visible text of an HTML page; h1-h6 set the heading path; scripts, styles and templates dropped.
     A page that is not UTF-8 is read in the encoding its <meta> declares."""
     text, notice = _decode_text(name, data, _html_charset(data))
+    text = text.replace(_CODE_MARK[-1], "")  # a noncharacter: never text, and the reader's own mark around code
     unclosed = text.find("<!--", text.rfind("-->") + 1)
     if unclosed >= 0:  # a browser hides an unclosed comment to the end; html.parser would show it as text
         text = text[:unclosed]
