@@ -1143,7 +1143,8 @@ def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     rows: list[list[str]] = []
     cells = formulas = 0
     try:
-        for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter):
+        for read in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter):
+            row = _in_columns(read, len(rows[0]) if rows else 0, delimiter)
             cells += len(row)
             if cells > limits.max_elements:
                 raise IngestError(name, f"has more than {limits.max_elements:,} table cells, over the limit.")
@@ -1198,6 +1199,21 @@ def _csv_delimiter(sample: str) -> str:
         if steady > best_rows:
             best, best_rows = delimiter, steady
     return best
+
+
+def _in_columns(row: list[str], width: int, delimiter: str) -> list[str]:
+    """A row of one cell read again with another delimiter, where that splits it into exactly `width`
+    cells (the first row's): a row saved with commas in a file of semicolons (pasted in from another
+    export) was one cell, 'Keeper: Elias Penrose,Godrevy,38'. Any other row as it is."""
+    import csv
+
+    if len(row) != 1 or width < 2:
+        return row
+    for other in _CSV_DELIMITERS.replace(delimiter, ""):
+        cells = next(csv.reader([row[0]], delimiter=other), [])
+        if len(cells) == width:
+            return cells
+    return row
 
 
 def _csv_header(rows: list[list[str]]) -> bool:
