@@ -970,14 +970,16 @@ def test_html_table_rows_are_lines_of_cells_like_word_tables():
         b"<p>Fees.</p><table><thead><tr><th>Item</th><th>Late fee</th></tr></thead>"
         b"<tbody><tr><td><p>DVDs</p></td><td>\xc2\xa31</td></tr>"
         b"<tr><td>Books <b>and</b> maps</td><td>20p|day</td></tr></tbody></table>"
-        b"<table><tr><td>Outer<table><tr><td>a</td><td>b</td></tr></table></td><td>x</td></tr></table><p>After.</p>"
+        b"<table><tr><td>Outer<table><tr><td>a</td><td>b</td></tr><tr><td>c</td><td>d.</td></tr><tr><td>e</td></tr>"
+        b"</table></td><td>x</td></tr></table><p>After.</p>"
     )
     doc = load_document("fees.html", html)
     assert doc.text.split("\n\n") == [
         "Fees.",
         "- Item: DVDs; Late fee: \u00a31.",  # under a header row of <th> cells, each cell named by its column
         "- Item: Books and maps; Late fee: 20p/day.",  # a bar inside a cell cannot make a new cell
-        "Outer a / b | x",  # a table in a cell is that cell's text
+        # a table in a cell is that cell's text, each row a clause of its cells (they ran together: 'a / b c / d')
+        "Outer a, b; c, d. e | x",
         "After.",
     ]
 

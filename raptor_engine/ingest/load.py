@@ -2441,7 +2441,7 @@ class _HtmlWalker:
         if tag == "tr" and self.rows:
             self.end_row()
         elif tag in _HTML_CELLS and self.rows:
-            self.rows[-1].append(" ".join("".join(self.buffer).split()).replace("|", "/"))
+            self.rows[-1].append(" ".join("".join(self.buffer).split()).rstrip(";").replace("|", "/"))
             self.headed[-1] = self.headed[-1] and tag == "th"
             self.buffer = []
         elif self.rows and (tag in _HTML_BLOCKS or tag in _HTML_HEADINGS):
@@ -2497,8 +2497,9 @@ class _HtmlWalker:
         if not any(cells):
             return
         line = " | ".join(cells)
-        if self.rows:  # a table inside a cell: its rows are that cell's text
-            self.buffer.append(f" {line} ")
+        if self.rows:  # a table inside a cell: its rows are that cell's text, each ended as a clause
+            inner = ", ".join(cell for cell in cells if cell)
+            self.buffer.append(f" {inner}{'' if inner[-1] in '.!?;:' else ';'} ")
         elif self.header is None and headed and len(cells) > 1:
             self.header = cells
             self.header_block = _Block(line, heading=self.heading)
