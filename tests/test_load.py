@@ -1109,13 +1109,33 @@ CODE_README = (
 @pytest.mark.parametrize("name", ["readme.md", "readme.txt"])
 def test_code_fences_keep_their_indentation(name):
     """Python without its indentation is other code: lines inside ``` or ~~~ fences keep their leading
-    white space and inner spacing (trailing spaces and runs of blank lines still trimmed); prose does not."""
+    white space and inner spacing (trailing spaces and runs of blank lines still trimmed); prose does not.
+    A fence is set apart from the text around it by a blank line (`chunk.code_lines` reads a leaf that
+    begins inside a block by it)."""
     text = load_document(name, CODE_README.encode()).text
     assert (
         "```python\ndef check_tide(height, limit=4.5):\n    if height > limit:\n        for keeper in KEEPERS:\n"
-        "\t\t\tkeeper.warn(\"Spring.  Tide.\")\n        return True\n\n    return False\n```\n\nProse after it.\n"
+        "\t\t\tkeeper.warn(\"Spring.  Tide.\")\n        return True\n\n    return False\n```\n\nProse after it.\n\n"
         "~~~\n  x = 1\n~~~"
     ) in text
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # set apart from the text around it, its blank lines at either end dropped
+        ("Call it:\n```python\n\n\nx = 1\n\n```\nAfter it.", "Call it:\n\n```python\nx = 1\n```\n\nAfter it."),
+        # a block to the end of the text is closed there (CommonMark closes it at the end)
+        ("Intro.\n\n~~~\n  x = 1\n\n", "Intro.\n\n~~~\n  x = 1\n~~~"),
+        # a fence with an info string closes nothing: it is a line of the block's code (CommonMark)
+        ("```\na\n```python\nb\n```\nEnd.", "```\na\n```python\nb\n```\n\nEnd."),
+    ],
+)
+def test_a_fenced_block_is_written_so_that_any_leaf_of_it_shows_where_it_ends(source, expected):
+    """`chunk.code_lines` reads a leaf that begins inside a block by its closing fence: a bare fence line
+    right after a line of code and before a blank line or the end, which the loader writes so."""
+    for name in ("a.md", "a.txt"):
+        assert load_document(name, source.encode()).text == expected
 
 
 def test_each_line_of_code_is_a_sentence_of_its_own():
@@ -1196,7 +1216,7 @@ def test_only_commonmark_indented_code_keeps_its_indentation(source, expected):
         (
             "a.md",
             "A paragraph\n    ```\n```\nx  =  1\n```\n\nAfter  it.",
-            "A paragraph ```\n```\nx  =  1\n```\n\nAfter it.",
+            "A paragraph ```\n\n```\nx  =  1\n```\n\nAfter it.",
             ["```", "x  =  1", "```"],
         ),
         ("a.md", "- item\n      ~~~ py\nmore  words\n\nEnd.", "- item ~~~ py\nmore words\n\nEnd.", []),

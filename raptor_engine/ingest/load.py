@@ -371,19 +371,34 @@ def _normalise(text: str, *, marked_code: bool = False) -> str:
         text = text.translate(_LIGATURES)
     lines: list[str] = []
     fence: str | None = None
+    code_from = 0  # where the open fence's code lines start in `lines`
     wraps = False  # whether the last line kept is prose that a wrapped line continues
     for line in text.split("\n"):
         fence_match = _FENCE.match(line)
         if fence is not None and not _closes_fence(fence_match, fence):
-            lines.append(line.rstrip())
+            if line.strip() or len(lines) > code_from:  # blank lines opening a block of code show nothing
+                lines.append(line.rstrip())
             continue
-        fence = None if fence is not None else fence_match.group(1) if fence_match else None
         trimmed = _HSPACE.sub(" ", line).strip()
-        if not fence_match and _FENCE.match(trimmed):
+        if fence is not None:  # a closing fence: after the block's last line of code, set apart from what follows
+            while len(lines) > code_from and not lines[-1]:
+                lines.pop()
+            lines += [trimmed, ""]
+            fence, wraps = None, False
+            continue
+        if fence_match:  # an opening fence: set apart from the text before it
+            lines += ["", trimmed] if lines and lines[-1] else [trimmed]
+            fence, code_from, wraps = fence_match.group(1), len(lines), False
+            continue
+        if _FENCE.match(trimmed):
             lines, wraps = _unfenced(lines, line, trimmed, wraps)
             continue
         lines.append(trimmed)
-        wraps = bool(trimmed) and not fence_match
+        wraps = bool(trimmed)
+    if fence is not None:  # a block of code to the end (CommonMark) is closed there, so a leaf inside it shows it
+        while len(lines) > code_from and not lines[-1]:
+            lines.pop()
+        lines.append(fence)
     # lines are trimmed or end trimmed, so only blank lines are at either end, or a kept `_unfenced` line
     return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip("\n")
 
@@ -1403,8 +1418,14 @@ def _closed_code(code: list[str]) -> list[str]:
 
 
 def _closes_fence(line_fence: re.Match[str] | None, fence: str) -> bool:
-    """A fence line closes an open code block when it uses the same character, at least as many times."""
-    return line_fence is not None and line_fence.group(1)[0] == fence[0] and len(line_fence.group(1)) >= len(fence)
+    """A fence line closes an open code block when it uses the same character, at least as many times, and
+    holds nothing else (CommonMark: '```python' inside a block is a line of its code)."""
+    return (
+        line_fence is not None
+        and line_fence.group(1)[0] == fence[0]
+        and len(line_fence.group(1)) >= len(fence)
+        and not line_fence.string[line_fence.end() :].strip()
+    )
 
 
 def _clean_heading(title: str) -> str:
