@@ -284,8 +284,24 @@ def _remembered_spans(text: str) -> tuple[Span, ...]:
     """`split_sentences`' spans, remembered by text: a node is split for its stored sentences and again for
     its layer's summaries (the second split cost ~0.5 CPU s of a 100k-token ingest)."""
     turn_cuts = [start for start, _ in turns(text)]
-    cuts = _terminator_cuts(text) + _full_stop_cuts(text) + _newline_cuts(text)
+    cuts = _fenceless(text, _terminator_cuts(text) + _full_stop_cuts(text) + _newline_cuts(text))
     return tuple(_trimmed_spans(text, _by_code_lines(text, _outside_labels(text, cuts, turn_cuts) + turn_cuts)))
+
+
+_FENCE_RUN = re.compile(r"\s*(?:```|~~~)")
+
+
+def _fenceless(text: str, cuts: list[int]) -> list[int]:
+    """Cuts less those after which a sentence would open with a fence's marks inside a line ('It was
+    dawn. ```', a paragraph's wrapped line that holds them, `load._unfenced`): that sentence, opening a
+    leaf, would pose as a fence to `code_lines`; the marks stay with the sentence before."""
+    if "```" not in text and "~~~" not in text:
+        return cuts
+    return [
+        cut
+        for cut in cuts
+        if not ((run := _FENCE_RUN.match(text, cut)) and "\n" not in text[cut : run.end()] and text[cut - 1 : cut] != "\n")
+    ]
 
 
 # A code fence's line (``` or ~~~, up to three spaces in: a tab reaches four columns, as in CommonMark), as
