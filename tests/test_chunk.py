@@ -434,7 +434,7 @@ def _code_line_starts(text: str, spans, base: int = 0) -> set[int]:
     return {base + text.rfind("\n", 0, a) + 1 for a, b in spans if text[a:b].strip()}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     lines=st.lists(_CODE_DOC_LINE, max_size=40),
     fence=st.sampled_from(["```", "~~~"]),
