@@ -405,3 +405,101 @@ def test_fuzz_sentences_cover_the_text_and_never_split_a_line_of_code(text):
         line = text[start:end].strip()
         if line:
             assert any(text[a:b] == line for a, b in spans)
+
+
+# One kind of fence a document (a bare '```' inside a '~~~' block is a line of its code, which a leaf
+# that begins inside the block cannot tell from its closing fence: left, ROBUSTNESS.md).
+_CODE_DOC_LINE = st.sampled_from(
+    [
+        "The keeper lit the lamp.",
+        "It burned all night and the fog lifted at dawn.",
+        "Call it:",
+        "FENCE",
+        "FENCE",
+        "x = 1",
+        "    y  = 2",
+        "\tz = 3",
+        "return settings",
+        "",
+        "",
+        "# Heading",
+        "- item",
+        "    FENCE",
+    ]
+)
+
+
+def _code_line_starts(text: str, spans, base: int = 0) -> set[int]:
+    """Where each line of `text` that `code_lines` spans touch begins, as an offset past `base`."""
+    return {base + text.rfind("\n", 0, a) + 1 for a, b in spans if text[a:b].strip()}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lines=st.lists(_CODE_DOC_LINE, max_size=40),
+    fence=st.sampled_from(["```", "~~~"]),
+    limit=st.integers(min_value=24, max_value=40),
+)
+def test_fuzz_a_leaf_reads_its_code_as_the_document_does(lines, fence, limit):
+    """Each leaf's `code_lines` agree with the whole text's about every line after the leaf's first,
+    wherever the leaf begins: inside a long fenced block (its closing fence read as one), or outside. A
+    leaf wholly inside a block, holding no fence, cannot be told from prose (left: ROBUSTNESS.md). The
+    limit is over any sentence here, as a leaf's is over most, so a fence line can be held to its
+    neighbour (one cut into words, or a neighbour filling a leaf, may not be: left)."""
+    from raptor_engine.ingest.chunk import _FENCE_LINE, code_lines
+
+    try:
+        doc = load_document("f.md", "\n".join(lines).replace("FENCE", fence).encode())
+    except IngestError:
+        return
+    if doc.text[:1].isspace():  # it opens with an indented fence line, which its first leaf trims (left)
+        return
+    whole = _code_line_starts(doc.text, code_lines(doc.text))
+    for chunk in chunk_document(doc, lambda text: len(text.split()), max_tokens=limit):
+        first_break = chunk.text.find("\n")
+        if first_break < 0:
+            continue
+        later = chunk.start + first_break + 1  # the leaf's first line lost its indentation to trimming
+        opens_in_code = doc.text.rfind("\n", 0, chunk.start) + 1 in whole
+        if opens_in_code and not any(_FENCE_LINE.match(line) for line in chunk.text.split("\n")):
+            continue
+        own = {at for at in _code_line_starts(chunk.text, code_lines(chunk.text), chunk.start) if at >= later}
+        starts = {chunk.start + i + 1 for i, ch in enumerate(chunk.text) if ch == "\n"}
+        shown = {at for at in starts if doc.text[at : doc.text.find("\n", at) % (len(doc.text) + 1)].strip()}
+        assert own == {at for at in whole if at in shown}, chunk.text
+
+
+def test_a_leaf_that_begins_inside_a_fenced_block_reads_its_closing_fence_as_one():
+    """A leaf cut from the end of a long block of code: its lines up to the closing fence are code and
+    the prose after it is prose (the closing fence was read as an opening one: the prose became code and
+    a summary took the code line before it for prose, 'yield float(row) The keeper runs it hourly.')."""
+    from raptor_engine.ingest.chunk import code_lines
+
+    leaf = 'key = line.partition("=")\n        settings[key] = value\n    return settings\n```\n\nThe keeper runs it hourly.'
+    lines = [leaf[a:b] for a, b in code_lines(leaf)]
+    assert lines == ['key = line.partition("=")', "        settings[key] = value", "    return settings", "```"]
+    assert sentences(leaf)[-1] == "The keeper runs it hourly."
+    # a leaf that opens on a block, and a chat message whose fence follows its first line, begin outside
+    for text in ("Call it:\n\n```\nx = 1\n```\n\nAfter.", "Here:\n```\nx = 1\n```", "Here:\n```py\nx = 1\n```"):
+        assert [text[a:b] for a, b in code_lines(text)][1] == "x = 1"
+
+
+@pytest.mark.parametrize("intro", [3, 17])  # 17 words and the fence fill a chunk of 18
+@pytest.mark.parametrize("values", [28, 29, 30])  # 28: a chunk full of code right before the closing fence
+def test_no_leaf_ends_on_an_opening_fence_nor_begins_on_a_closing_one(intro, values):
+    readme = " ".join(["Intro"] * intro) + ".\n\n```\n" + "\n".join(f"v{i} = {i}" for i in range(values))
+    doc = load_document("readme.md", (readme + "\n```\n\nThe end.").encode())
+    chunks = chunk_document(doc, lambda text: len(text.split()), max_tokens=18)
+    assert len(chunks) > 3
+    opening, closing = doc.text.index("```"), doc.text.rindex("```")
+    assert not any(chunk.end == opening + 3 for chunk in chunks)  # the opening fence ends no leaf
+    assert not any(chunk.start == closing for chunk in chunks)  # the closing fence begins none
+
+
+def test_no_sentence_opens_with_a_fences_marks_inside_a_line():
+    """'It was dawn. ```' (a paragraph's wrapped line that holds the marks, joined to it by the loader):
+    a sentence opening with them would, at a leaf's start, pose as a fence; they stay with the one before."""
+    assert sentences("It burned all night. ```\nThe keeper lit the lamp.") == [
+        "It burned all night. ```\nThe keeper lit the lamp."
+    ]
+    assert sentences("Call it:\n\n```\nx = 1\n```\n\nAfter.") == ["Call it:", "```", "x = 1", "```", "After."]

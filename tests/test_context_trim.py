@@ -66,6 +66,29 @@ def test_a_trimmed_node_marks_what_it_left_out_and_counts_only_what_it_keeps():
     assert whole is node  # no mask, nothing held: the node as it is
 
 
+def test_a_leaf_shortened_to_what_is_new_keeps_its_fences_and_the_white_space_of_its_code():
+    """A fence line has no words, so it read as a copy of any other sentence held and was left out, and
+    neighbours were joined by one line break: the shortened leaf's code lost its indentation and its
+    closing fence, so its code read as prose and the prose after it as code (`chunk.code_lines`)."""
+    from raptor_engine.ingest.chunk import code_lines
+
+    text = 'value = parse(line)\n        settings[key] = value\n    return settings\n```\n\nThe keeper runs it hourly.'
+    spans = _split_now(-1, text, 30, None)
+    held = NewSentences()
+    held.add([s for s in _split_now(-3, "```\n\nNothing new.", 5, None)])  # a fence line held elsewhere
+    held.add([spans[0]])  # and the leaf's first line, held by a summary
+    shortened, _ = _only_new(_node(text), spans, held, None)
+    assert shortened is not None
+    assert shortened.text == "settings[key] = value\n    return settings\n```\n\nThe keeper runs it hourly."
+    lines = [shortened.text[a:b] for a, b in code_lines(shortened.text)]
+    assert lines == ["settings[key] = value", "    return settings", "```"]
+    # a leaf left with fence lines alone adds nothing: it is left out
+    fenced = "Held here.\n\n```\nx = 1\n```"
+    fenced_spans = _split_now(-4, fenced, 9, None)
+    held.add([fenced_spans[0], fenced_spans[2]])
+    assert _only_new(_node(fenced), fenced_spans, held, None) == (None, [])
+
+
 def test_a_summary_trimmed_to_what_is_new_is_left_out_when_too_little_of_it_is():
     text = "Alpha beta gamma delta. Epsilon zeta eta theta. Iota kappa lambda mu."
     spans = _split_now(-2, text, 12, None)

@@ -35,6 +35,21 @@ def test_delimiters_quoting_and_headers(name, data, expected):
     assert load_document(name, data).text.split("\n") == expected
 
 
+def test_a_row_saved_with_another_delimiter_is_read_in_the_columns():
+    """A row of commas in a file of semicolons (pasted from another export) was one cell under the first
+    column ('Keeper: Elias Penrose,Godrevy,38'); it is read in the columns when the other delimiter splits
+    it into exactly as many cells, formulas left out as in any row. A row that does not fit stays as read."""
+    data = b"Keeper;Station;Pay\nAmbrose Kittow;Carn Point;40\nElias Penrose,Godrevy,38\nT Rowe|=SUM(A1)|42\nA note, alone\n"
+    doc = load_document("rota.csv", data)
+    assert doc.text.split("\n") == [
+        "- Keeper: Ambrose Kittow; Station: Carn Point; Pay: 40.",
+        "- Keeper: Elias Penrose; Station: Godrevy; Pay: 38.",
+        "- Keeper: T Rowe; Pay: 42.",
+        "- Keeper: A note, alone.",
+    ]
+    assert doc.notices == ("1 cell left out: spreadsheet formulas, whose values the file does not hold",)
+
+
 def test_a_legacy_encoded_export_is_read_and_said_so():
     doc = load_document("towns.csv", "Ville,Population\nZ\u00fcrich,400000\n".encode("latin-1"))
     assert doc.text == "- Ville: Z\u00fcrich; Population: 400000."

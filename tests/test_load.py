@@ -36,6 +36,14 @@ def assert_sections_cover(doc: LoadedDocument) -> None:
         assert left.start < left.end
 
 
+def assert_trimmed(text: str) -> None:
+    """No loaded text starts or ends with white space, but one whose first line is an indented fence
+    marker keeps that line's indentation: trimmed, it would pose as a fence (`load._unfenced`)."""
+    first = text.partition("\n")[0]
+    assert text == text.rstrip()
+    assert text == text.lstrip() or (first.strip().startswith(("```", "~~~")) and first[:1] in " \t")
+
+
 def section_at(doc: LoadedDocument, phrase: str):
     offset = doc.text.index(phrase)
     return next(s for s in doc.sections if s.start <= offset < s.end)
@@ -245,6 +253,30 @@ def test_subtitle_cues_with_broken_timing_lines_are_skipped_and_counted():
     assert load_document("fine.srt", SRT_EXPORT).notices == ()
     vtt = load_document("one.vtt", b"WEBVTT\n\nNOTE a note\n\n00:01.000 --> 00:02.000\nHi.\n\n00:02 -> 00:03\nBye.\n")
     assert vtt.text == "Hi." and vtt.notices == ("1 cue skipped: its timing line could not be read",)
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "expected"),
+    [
+        (
+            "noblank.srt",
+            b"1\n00:00:01,000 --> 00:00:03,000\nThe lamp was lit at seven.\n2\n00:00:03,500 --> 00:00:06,000\n"
+            b"The relief boat came on Tuesday.\n3\n00:00:06,500 --> 00:00:09,000\nIt brought 42 letters.\n42\n",
+            "The lamp was lit at seven.\nThe relief boat came on Tuesday.\nIt brought 42 letters. 42",
+        ),
+        (
+            "noblank.vtt",
+            b"WEBVTT\n00:00:01.000 --> 00:00:02.000\nThe lamp was lit.\n00:00:02.000 --> 00:00:03.000\n"
+            b"<v Mate>The boat came.\n\n00:00:03.000 --> 00:00:04.000\nIt brought letters.\n",
+            "The lamp was lit.\nMate: The boat came.\nIt brought letters.",
+        ),
+    ],
+)
+def test_cues_without_blank_lines_between_them_are_still_cues(name, data, expected):
+    """A file that leaves out the blank line between cues (or after its header): each timing line opens
+    a cue, with the SRT number above it; the numbers and timings were read as the cue before's words."""
+    doc = load_document(name, data)
+    assert doc.text == expected and doc.notices == ()
 
 
 def test_a_ruby_annotation_in_a_cue_is_not_read_as_words():
@@ -508,6 +540,44 @@ def test_html_form_controls_are_separate_words_and_a_closed_dialog_is_hidden():
     assert load_document("f.html", page.encode()).text.split("\n\n") == [
         "Name", "The keeper's notes.", "North", "South", "Send", "Open text"
     ]
+
+
+@pytest.mark.parametrize(
+    ("html", "expected", "code"),
+    [
+        (  # tabs and a <br> inside <pre>: each line as typed, indented four columns as Markdown's code is
+            "<p>The lamp script:</p><pre>def light(lamp):\n\tif lamp.wick &lt; 2:<br>\t\tlamp.trim()\n\treturn lamp.lit</pre>"
+            "<p>Run   it at dusk.</p>",
+            "The lamp script:\n\n    def light(lamp):\n    \tif lamp.wick < 2:\n    \t\tlamp.trim()\n    \treturn lamp.lit"
+            "\n\nRun it at dusk.",
+            ["def light(lamp):", "if lamp.wick < 2:", "lamp.trim()", "return lamp.lit"],
+        ),
+        (  # <pre><code> with highlighting spans, no indentation: code all the same
+            '<p>Intro.</p><pre><code class="py"><span class="k">x</span>  = 1\n<b>print</b>(x)</code></pre><p>Done.</p>',
+            "Intro.\n\n    x  = 1\n    print(x)\n\nDone.",
+            ["x  = 1", "print(x)"],
+        ),
+        (  # a poem in <pre>, no indentation and no <code>: prose, as before
+            "<h1>Poem</h1><pre>Roses are red,\nviolets   are blue.</pre><p>After.</p>",
+            "Poem\n\nRoses are red,\nviolets are blue.\n\nAfter.",
+            [],
+        ),
+    ],
+)
+def test_html_pre_code_keeps_its_lines_and_indentation(html, expected, code):
+    """A browser shows <pre> as typed: code there (a <code> inside, or an indented line) keeps its line
+    breaks and indentation, and each of its lines is code to `chunk.code_lines`; it was read with every
+    line trimmed ('def light(lamp):\nif lamp.wick < 2:\nlamp.trim()')."""
+    from raptor_engine.ingest.chunk import code_lines
+
+    text = load_document("page.html", html.encode()).text
+    assert text == expected
+    assert [text[a:b].strip() for a, b in code_lines(text)] == code
+
+
+def test_a_noncharacter_in_html_cannot_pose_as_the_readers_mark_around_code():
+    page = "<p>Intro.</p><pre><code>~~~\ufdd1\n  x  = 1\n~~~\ufdd1</code></pre>"
+    assert load_document("page.html", page.encode()).text == "Intro.\n\n    ~~~\n      x  = 1\n    ~~~"
 
 
 def test_deeply_nested_html_does_not_hit_recursion_limit():
@@ -775,7 +845,7 @@ def test_fuzz_random_text_load_or_ingest_error(text, extension):
         doc = load_document("fuzz" + extension, text.encode("utf-8", "surrogatepass"))
     except IngestError:
         return
-    assert doc.text == doc.text.strip()
+    assert_trimmed(doc.text)
     assert "\n\n\n" not in doc.text
     assert not any("  " in doc.text[a:b] for a, b in _prose_lines(doc.text))  # code keeps its spacing
     assert_sections_cover(doc)
@@ -900,14 +970,16 @@ def test_html_table_rows_are_lines_of_cells_like_word_tables():
         b"<p>Fees.</p><table><thead><tr><th>Item</th><th>Late fee</th></tr></thead>"
         b"<tbody><tr><td><p>DVDs</p></td><td>\xc2\xa31</td></tr>"
         b"<tr><td>Books <b>and</b> maps</td><td>20p|day</td></tr></tbody></table>"
-        b"<table><tr><td>Outer<table><tr><td>a</td><td>b</td></tr></table></td><td>x</td></tr></table><p>After.</p>"
+        b"<table><tr><td>Outer<table><tr><td>a</td><td>b</td></tr><tr><td>c</td><td>d.</td></tr><tr><td>e</td></tr>"
+        b"</table></td><td>x</td></tr></table><p>After.</p>"
     )
     doc = load_document("fees.html", html)
     assert doc.text.split("\n\n") == [
         "Fees.",
         "- Item: DVDs; Late fee: \u00a31.",  # under a header row of <th> cells, each cell named by its column
         "- Item: Books and maps; Late fee: 20p/day.",  # a bar inside a cell cannot make a new cell
-        "Outer a / b | x",  # a table in a cell is that cell's text
+        # a table in a cell is that cell's text, each row a clause of its cells (they ran together: 'a / b c / d')
+        "Outer a, b; c, d. e | x",
         "After.",
     ]
 
@@ -1037,13 +1109,33 @@ CODE_README = (
 @pytest.mark.parametrize("name", ["readme.md", "readme.txt"])
 def test_code_fences_keep_their_indentation(name):
     """Python without its indentation is other code: lines inside ``` or ~~~ fences keep their leading
-    white space and inner spacing (trailing spaces and runs of blank lines still trimmed); prose does not."""
+    white space and inner spacing (trailing spaces and runs of blank lines still trimmed); prose does not.
+    A fence is set apart from the text around it by a blank line (`chunk.code_lines` reads a leaf that
+    begins inside a block by it)."""
     text = load_document(name, CODE_README.encode()).text
     assert (
         "```python\ndef check_tide(height, limit=4.5):\n    if height > limit:\n        for keeper in KEEPERS:\n"
-        "\t\t\tkeeper.warn(\"Spring.  Tide.\")\n        return True\n\n    return False\n```\n\nProse after it.\n"
+        "\t\t\tkeeper.warn(\"Spring.  Tide.\")\n        return True\n\n    return False\n```\n\nProse after it.\n\n"
         "~~~\n  x = 1\n~~~"
     ) in text
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # set apart from the text around it, its blank lines at either end dropped
+        ("Call it:\n```python\n\n\nx = 1\n\n```\nAfter it.", "Call it:\n\n```python\nx = 1\n```\n\nAfter it."),
+        # a block to the end of the text is closed there (CommonMark closes it at the end)
+        ("Intro.\n\n~~~\n  x = 1\n\n", "Intro.\n\n~~~\n  x = 1\n~~~"),
+        # a fence with an info string closes nothing: it is a line of the block's code (CommonMark)
+        ("```\na\n```python\nb\n```\nEnd.", "```\na\n```python\nb\n```\n\nEnd."),
+    ],
+)
+def test_a_fenced_block_is_written_so_that_any_leaf_of_it_shows_where_it_ends(source, expected):
+    """`chunk.code_lines` reads a leaf that begins inside a block by its closing fence: a bare fence line
+    right after a line of code and before a blank line or the end, which the loader writes so."""
+    for name in ("a.md", "a.txt"):
+        assert load_document(name, source.encode()).text == expected
 
 
 def test_each_line_of_code_is_a_sentence_of_its_own():
@@ -1117,6 +1209,36 @@ def test_only_commonmark_indented_code_keeps_its_indentation(source, expected):
     assert load_document("a.md", source.encode()).text == expected
 
 
+@pytest.mark.parametrize(
+    ("name", "source", "expected", "code"),
+    [
+        # a paragraph's wrapped line cannot open a fence (CommonMark): it joins its line, as rendered
+        (
+            "a.md",
+            "A paragraph\n    ```\n```\nx  =  1\n```\n\nAfter  it.",
+            "A paragraph ```\n\n```\nx  =  1\n```\n\nAfter it.",
+            ["```", "x  =  1", "```"],
+        ),
+        ("a.md", "- item\n      ~~~ py\nmore  words\n\nEnd.", "- item ~~~ py\nmore words\n\nEnd.", []),
+        ("a.txt", "Dear sir,\n    ```\nI  write.\n\nBye.", "Dear sir, ```\nI write.\n\nBye.", []),
+        ("a.txt", "Dear sir,\n\t~~~~\nI  write.", "Dear sir, ~~~~\nI write.", []),
+        # one that starts a block is a line of code (CommonMark's indented code), kept as typed
+        ("a.txt", "Hi.\n\n    ```\n  x  y\n\nBye.", "Hi.\n\n    ```\nx y\n\nBye.", ["    ```"]),
+        ("a.md", "    ```\n    x  = 1\n\nProse  here.", "    ```\n    x  = 1\n\nProse here.", ["    ```", "    x  = 1"]),
+        # a tab reaches four columns: inside a fence a tab-indented marker closes nothing, for either reader
+        ("a.md", "```\n\t```\nx  y\n```\n\nAfter  it.", "```\n\t```\nx  y\n```\n\nAfter it.", ["```", "\t```", "x  y", "```"]),
+    ],
+)
+def test_an_indented_fence_marker_is_no_fence_to_the_loader_nor_to_code_lines(name, source, expected, code):
+    """A fence marker four columns in is no fence (CommonMark): the loader stores it so that, trimmed,
+    it does not pose as one, and `chunk.code_lines` reads the stored text's code as the loader kept it."""
+    from raptor_engine.ingest.chunk import code_lines
+
+    text = load_document(name, source.encode()).text
+    assert text == expected
+    assert [text[a:b] for a, b in code_lines(text)] == code
+
+
 def test_indented_code_is_markdown_only_and_never_opens_a_text():
     """A plain text's indented lines are prose (a poem, a quoted letter); a Markdown file that opens with
     code starts at its first character, as every loaded text does, so that first line reads as prose."""
@@ -1140,7 +1262,7 @@ def test_fuzz_indented_code_keeps_each_line_and_prose_stays_normalised(code, ind
     lines = [indent + line for chunk in code for line in chunk.split("\n")]
     source = before + "\n".join(lines) + "\n\nOutro   text."
     doc = load_document("fuzz.md", source.encode())
-    assert doc.text == doc.text.strip()
+    assert_trimmed(doc.text)
     assert "\n\n\n" not in doc.text
     assert not any("  " in doc.text[a:b] for a, b in _prose_lines(doc.text))
     assert doc.text.endswith("Outro text.")
@@ -1155,9 +1277,7 @@ _MD_LINE = st.tuples(
     st.sampled_from(["", " ", "  ", "   ", "    ", "\t", "      ", "        ", " \t"]),
     st.sampled_from(["", "- ", "1. ", "* ", "> ", "# ", "```", "~~~", "<!--", "-->", "---", "===", "| a | b |"]),
     st.text(alphabet=" \tab.:*_`<>&|-", max_size=12),
-# a fence marker indented past a fence is no fence to the loaders, yet trimmed it reads as one to
-# `code_lines` (as before indented code was kept; docs/ROBUSTNESS.md, its last section's "Left")
-).filter(lambda line: not (line[1] in ("```", "~~~") and len(line[0].expandtabs(4)) >= 4)).map("".join)
+).map("".join)
 
 
 @settings(max_examples=300, deadline=None)
@@ -1169,7 +1289,7 @@ def test_fuzz_indented_markdown_loads_trimmed_and_normalised(lines):
         doc = load_document("fuzz.md", "\n".join(lines).encode())
     except IngestError:
         return
-    assert doc.text == doc.text.strip()
+    assert_trimmed(doc.text)
     assert "\n\n\n" not in doc.text and "\ufdd1" not in doc.text
     assert not any("  " in doc.text[a:b] for a, b in _prose_lines(doc.text))
     assert_sections_cover(doc)
@@ -1195,6 +1315,18 @@ def test_a_text_with_a_few_nul_bytes_is_read_without_them_and_says_so(data, drop
 def test_nul_bytes_all_through_a_file_are_still_binary_data():
     with pytest.raises(IngestError, match="contains binary data, not text"):
         load_document("blob.txt", b"\x00".join(KEEPER.encode().split(b" ")))
+
+
+@pytest.mark.parametrize("name", ["keepers.csv", "notes.txt", "notes.md", "cues.srt"])
+def test_a_utf8_bom_is_no_nul_byte_left_out(name):
+    """A UTF-8 BOM is read as no text; a notice that NUL bytes were left out is for NULs alone (a BOM was
+    counted as 3 of them), and counts those after a BOM too."""
+    text = "1\n00:00:01,000 --> 00:00:02,000\nThe lamp was lit.\n" if name.endswith(".srt") else KEEPER
+    if name.endswith(".csv"):
+        text = "Keeper,Pay\nAmbrose Kittow,£40\n"
+    assert load_document(name, b"\xef\xbb\xbf" + text.encode()).notices == ()
+    padded = load_document(name, b"\xef\xbb\xbf" + text.encode() + b"\x00\x00")
+    assert padded.notices == ("2 NUL bytes (not text) left out",)
 
 
 def test_utf16_padded_with_zeros_is_read_without_the_padding():

@@ -284,34 +284,76 @@ def _remembered_spans(text: str) -> tuple[Span, ...]:
     """`split_sentences`' spans, remembered by text: a node is split for its stored sentences and again for
     its layer's summaries (the second split cost ~0.5 CPU s of a 100k-token ingest)."""
     turn_cuts = [start for start, _ in turns(text)]
-    cuts = _terminator_cuts(text) + _full_stop_cuts(text) + _newline_cuts(text)
+    cuts = _fenceless(text, _terminator_cuts(text) + _full_stop_cuts(text) + _newline_cuts(text))
     return tuple(_trimmed_spans(text, _by_code_lines(text, _outside_labels(text, cuts, turn_cuts) + turn_cuts)))
 
 
-# A code fence's line (``` or ~~~, up to three spaces in), as the loaders keep it.
-_FENCE_LINE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
+_FENCE_RUN = re.compile(r"\s*(?:```|~~~)")
+
+
+def _fenceless(text: str, cuts: list[int]) -> list[int]:
+    """Cuts less those after which a sentence would open with a fence's marks inside a line ('It was
+    dawn. ```', a paragraph's wrapped line that holds them, `load._unfenced`): that sentence, opening a
+    leaf, would pose as a fence to `code_lines`; the marks stay with the sentence before."""
+    if "```" not in text and "~~~" not in text:
+        return cuts
+    return [
+        cut
+        for cut in cuts
+        if not ((run := _FENCE_RUN.match(text, cut)) and "\n" not in text[cut : run.end()] and text[cut - 1 : cut] != "\n")
+    ]
+
+
+# A code fence's line (``` or ~~~, up to three spaces in: a tab reaches four columns, as in CommonMark), as
+# the loaders keep it. A line indented further is code or prose, never a fence (`load._unfenced`).
+_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
 @functools.lru_cache(maxsize=SPLIT_CACHE_TEXTS)
 def code_lines(text: str) -> tuple[Span, ...]:
     """(start, end) of each line of code in `text`: a fence line, a line between fences, and an indented
     line (the loaders trim every line's indentation but a code block's, so an indented line is code even
-    in a chunk that begins inside a fence). Each is a sentence of its own (`split_sentences`): Python
-    joined across its lines, or cut at a full stop inside a string, is other code."""
+    in a chunk that begins inside a fence; a text's first line is indented only where trimmed it would
+    pose as a fence, `load._unfenced`). Each is a sentence of its own (`split_sentences`): Python joined
+    across its lines, or cut at a full stop inside a string, is other code."""
     if "```" not in text and "~~~" not in text and "\n " not in text and "\n\t" not in text:
         return ()
+    lines = text.split("\n")
     found: list[Span] = []
-    fence: str | None = None
+    fence = _open_at_start(lines)
     start = 0
-    for line in text.split("\n"):
+    for line in lines:
         end = start + len(line)
         marker = _FENCE_LINE.match(line)
-        if fence is not None or marker or (start and line[:1] in (" ", "\t") and line.strip()):
+        if fence is not None or marker or (line[:1] in (" ", "\t") and line.strip()):
             found.append((start, end))
-        if marker and (fence is None or (marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence))):
+        if marker and (fence is None or _closes(marker, fence)):
             fence = marker.group(1) if fence is None else None
         start = end + 1
     return tuple(found)
+
+
+def _closes(marker: re.Match[str], fence: str) -> bool:
+    """Whether a fence line closes the block `fence` opened: the same character, at least as many times,
+    and nothing else on the line (CommonMark: '```python' inside a block is a line of its code)."""
+    run = marker.group(1)
+    return run[0] == fence[0] and len(run) >= len(fence) and not marker.string[marker.end() :].strip()
+
+
+def _open_at_start(lines: list[str]) -> str | None:
+    """The fence a text begins inside, as a leaf that opens in the middle of a long block of code does:
+    its first fence line closes that block, which the loaders write so that it shows (`load._normalise`
+    sets an opening fence apart from the text before it and begins its code at once, and ends the code
+    at the closing fence, set apart from what follows): a bare fence line that opens the text, or follows
+    a line of it, and comes before a blank line or the text's end. None for a text that begins outside code."""
+    first = next((i for i, line in enumerate(lines) if _FENCE_LINE.match(line)), None)
+    if first is None or (first and not lines[first - 1].strip()):
+        return None
+    bare = _FENCE_LINE.match(lines[first])
+    if bare is None or lines[first].strip() != bare.group(1):  # an info string ('```python') opens a block
+        return None
+    closes = first + 1 == len(lines) or not lines[first + 1].strip()
+    return bare.group(1) if closes else None
 
 
 def in_code(text: str, offset: int) -> bool:
@@ -632,6 +674,7 @@ def chunk_document(
         fitted = [
             piece for span in checked(spans) for piece in _fit(doc.text, span, next(counts), limits, counter)
         ]
+        fitted = _fences_held(doc.text, fitted, limits)
         if fitted:
             section = (fitted[-1][0][1], sum(count for _, count in fitted))
             items += [
@@ -663,6 +706,43 @@ def chunk_document(
         limits.chars,
     )
     return result
+
+
+def _fences_held(text: str, pieces: list[tuple[Span, int]], limits: _Limits) -> list[tuple[Span, int]]:
+    """Pieces with each fence line held to the code it opens or closes, where both fit a chunk: an opening
+    fence to the line after it, a closing one to the line before it. So no leaf ends on the fence that
+    opens a block nor begins on the one that closes it, and a leaf that begins inside a block holds the
+    fence that closes it, by which `code_lines` reads it (`_open_at_start`)."""
+    if "```" not in text and "~~~" not in text:
+        return pieces
+    out: list[tuple[Span, int]] = []
+    opening = False  # the last piece kept is a fence line that opens a block
+    for span, count in pieces:
+        role = _fence_role(text, span)
+        # a piece that opens with a fence's marks but is no fence line ('The lamp. ```', an indented line
+        # kept as typed) would pose as one at a leaf's start: it stays with the piece before it
+        poses = role is None and _FENCE_LINE.match(text, span[0], span[1]) is not None
+        if out and (opening or poses or role == "close") and limits.fits((out[-1][0][0], span[1]), out[-1][1] + count):
+            out[-1] = ((out[-1][0][0], span[1]), out[-1][1] + count)
+        else:
+            out.append((span, count))
+        opening = role == "open"
+    return out
+
+
+def _fence_role(text: str, span: Span) -> str | None:
+    """Whether text[span] is a whole line that is a fence, and if so whether it opens a block ("open") or
+    closes one ("close"), read as the loaders write them: an opening fence after a blank line or at the
+    text's start, a closing one right after a line of code."""
+    start, end = span
+    if (start and text[start - 1] != "\n") or (end < len(text) and text[end] != "\n"):
+        return None
+    line = text[start:end]
+    marker = _FENCE_LINE.match(line)
+    if marker is None:
+        return None
+    previous = text[text.rfind("\n", 0, max(start - 1, 0)) + 1 : start - 1] if start else ""
+    return "close" if line.strip() == marker.group(1) and previous.strip() else "open"
 
 
 def _verified(

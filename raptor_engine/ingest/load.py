@@ -371,14 +371,48 @@ def _normalise(text: str, *, marked_code: bool = False) -> str:
         text = text.translate(_LIGATURES)
     lines: list[str] = []
     fence: str | None = None
+    code_from = 0  # where the open fence's code lines start in `lines`
+    wraps = False  # whether the last line kept is prose that a wrapped line continues
     for line in text.split("\n"):
         fence_match = _FENCE.match(line)
         if fence is not None and not _closes_fence(fence_match, fence):
-            lines.append(line.rstrip())
+            if line.strip() or len(lines) > code_from:  # blank lines opening a block of code show nothing
+                lines.append(line.rstrip())
             continue
-        fence = None if fence is not None else fence_match.group(1) if fence_match else None
-        lines.append(_HSPACE.sub(" ", line).strip())
-    return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
+        trimmed = _HSPACE.sub(" ", line).strip()
+        if fence is not None:  # a closing fence: after the block's last line of code, set apart from what follows
+            while len(lines) > code_from and not lines[-1]:
+                lines.pop()
+            lines += [trimmed, ""]
+            fence, wraps = None, False
+            continue
+        if fence_match:  # an opening fence: set apart from the text before it
+            lines += ["", trimmed] if lines and lines[-1] else [trimmed]
+            fence, code_from, wraps = fence_match.group(1), len(lines), False
+            continue
+        if _FENCE.match(trimmed):
+            lines, wraps = _unfenced(lines, line, trimmed, wraps)
+            continue
+        lines.append(trimmed)
+        wraps = bool(trimmed)
+    if fence is not None:  # a block of code to the end (CommonMark) is closed there, so a leaf inside it shows it
+        while len(lines) > code_from and not lines[-1]:
+            lines.pop()
+        lines.append(fence)
+    # lines are trimmed or end trimmed, so only blank lines are at either end, or a kept `_unfenced` line
+    return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip("\n")
+
+
+def _unfenced(lines: list[str], line: str, trimmed: str, wraps: bool) -> tuple[list[str], bool]:
+    """`lines` with a line that is no fence (indented four columns or more, as CommonMark reads it) yet
+    reads as one once trimmed, kept so that it does not pose as one to `chunk.code_lines`: a paragraph's
+    wrapped line joins the line it continues, as a renderer shows it (a space for the line break); a
+    line that starts a block keeps its indentation, a line of code, as CommonMark reads it."""
+    if wraps:
+        lines[-1] = f"{lines[-1]} {trimmed}"
+        return lines, True
+    lines.append(line.rstrip())
+    return lines, False
 
 
 def _normalise_code(text: str) -> str:
@@ -414,8 +448,9 @@ def _assemble(name: str, blocks: list[_Block], fmt: str) -> LoadedDocument:
     for block in blocks:
         text = _normalise(block.text, marked_code=block.marked_code)
         if not parts and text[:1].isspace():  # a text opening with indented code: no text starts with space,
-            first, newline, rest = text.partition("\n")  # so its first line is read as prose (`code_lines`)
-            text = _HSPACE.sub(" ", first).strip() + newline + rest
+            first, newline, rest = text.partition("\n")  # so its first line is read as prose (`code_lines`),
+            if not _FENCE.match(first.strip()):  # unless, trimmed, it would pose as a fence (`_unfenced`)
+                text = _HSPACE.sub(" ", first).strip() + newline + rest
         if not text:
             continue
         if parts:
@@ -523,17 +558,17 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> tuple[s
     the legacy encoding they read as language in (`_legacy_decode`). Binary data is refused."""
     if data.startswith(b"\xef\xbb\xbf") and data[3:].startswith((b"\xff\xfe", b"\xfe\xff")):
         data = data[3:]  # UTF-16 or UTF-32 that a tool saved "as UTF-8" by adding a BOM in front of its own
-    if data.startswith(b"\xef\xbb\xbf"):
-        encoding, payload = "utf-8", data[3:]
-    elif data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16: the same first bytes
+    bom = data.startswith(b"\xef\xbb\xbf")
+    body = data[3:] if bom else data  # a UTF-8 BOM is no text, nor a NUL left out
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16: the same first bytes
         encoding, payload = "utf-32", data
     elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
         encoding, payload = "utf-16", data
-    elif b"\x00" in data:
-        encoding, payload = _bomless_utf16(data) or ("utf-8", _without_nuls(name, data))
+    elif b"\x00" in body:
+        encoding, payload = (None if bom else _bomless_utf16(body)) or ("utf-8", _without_nuls(name, body))
     else:
-        encoding, payload = "utf-8", data
-    nuls = len(data) - len(payload) if payload is not data and encoding == "utf-8" else 0
+        encoding, payload = "utf-8", body
+    nuls = len(body) - len(payload) if encoding == "utf-8" else 0
     notice = f"{counted(nuls, 'NUL byte')} (not text) left out" if nuls else ""
     try:
         decoded = payload.decode(encoding)
@@ -984,9 +1019,22 @@ _CUE_RUBY_TEXT = re.compile(r"<rt\b[^<>]*>[^<]*(?:</rt\s*>)?")
 
 
 def _cue_blocks(text: str) -> list[str]:
-    """A subtitle file's blocks, as blank lines separate them (cues, its header, notes, styles)."""
+    """A subtitle file's blocks, as blank lines separate them (cues, its header, notes, styles), and
+    where a file leaves out the blank line between two cues (or after its header), at the next cue's
+    timing line (with the SRT number above it): its number and timing were read as the cue before's words."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return [block for block in re.split(r"\n[ \t]*\n", text) if block.strip()]
+    blocks: list[str] = []
+    for block in re.split(r"\n[ \t]*\n", text):
+        lines = block.split("\n")
+        start = 0
+        for i in range(1, len(lines)):
+            opens = i > start + 1 or _VTT_BLOCKS.fullmatch(lines[start].strip())  # a header is no cue's number
+            if opens and _CUE_TIMING.fullmatch(lines[i].strip()):
+                cut = i - 1 if i - 1 > start and lines[i - 1].strip().isdigit() else i
+                blocks.append("\n".join(lines[start:cut]))
+                start = cut
+        blocks.append("\n".join(lines[start:]))
+    return [block for block in blocks if block.strip()]
 
 
 def _read_subtitles(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
@@ -1110,7 +1158,8 @@ def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     rows: list[list[str]] = []
     cells = formulas = 0
     try:
-        for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter):
+        for read in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter):
+            row = _in_columns(read, len(rows[0]) if rows else 0, delimiter)
             cells += len(row)
             if cells > limits.max_elements:
                 raise IngestError(name, f"has more than {limits.max_elements:,} table cells, over the limit.")
@@ -1165,6 +1214,21 @@ def _csv_delimiter(sample: str) -> str:
         if steady > best_rows:
             best, best_rows = delimiter, steady
     return best
+
+
+def _in_columns(row: list[str], width: int, delimiter: str) -> list[str]:
+    """A row of one cell read again with another delimiter, where that splits it into exactly `width`
+    cells (the first row's): a row saved with commas in a file of semicolons (pasted in from another
+    export) was one cell, 'Keeper: Elias Penrose,Godrevy,38'. Any other row as it is."""
+    import csv
+
+    if len(row) != 1 or width < 2:
+        return row
+    for other in _CSV_DELIMITERS.replace(delimiter, ""):
+        cells = next(csv.reader([row[0]], delimiter=other), [])
+        if len(cells) == width:
+            return cells
+    return row
 
 
 def _csv_header(rows: list[list[str]]) -> bool:
@@ -1354,8 +1418,14 @@ def _closed_code(code: list[str]) -> list[str]:
 
 
 def _closes_fence(line_fence: re.Match[str] | None, fence: str) -> bool:
-    """A fence line closes an open code block when it uses the same character, at least as many times."""
-    return line_fence is not None and line_fence.group(1)[0] == fence[0] and len(line_fence.group(1)) >= len(fence)
+    """A fence line closes an open code block when it uses the same character, at least as many times, and
+    holds nothing else (CommonMark: '```python' inside a block is a line of its code)."""
+    return (
+        line_fence is not None
+        and line_fence.group(1)[0] == fence[0]
+        and len(line_fence.group(1)) >= len(fence)
+        and not line_fence.string[line_fence.end() :].strip()
+    )
 
 
 def _clean_heading(title: str) -> str:
@@ -2326,6 +2396,8 @@ class _HtmlWalker:
         self.outside: list[list[str]] = []  # the text read before each of those rows began
         self.header: list[str] | None = None  # the column names of the outermost table being read
         self.header_block: _Block | None = None  # that header row as read, until a row it names follows
+        self.pre = 0  # depth of the <pre> elements being read: their white space is kept
+        self.pre_code = False  # the <pre> being read holds a <code> element
 
     def flush(self) -> None:
         text = "".join(self.buffer)
@@ -2359,6 +2431,9 @@ class _HtmlWalker:
         return self.blocks
 
     def start_tag(self, tag: str) -> None:
+        if self.pre or (tag == "pre" and not self.rows and self.heading_depth == 0):
+            self.start_pre(tag)
+            return
         if tag == "table" and not self.rows:
             self.header = self.header_block = None
         if tag == "tr":
@@ -2381,10 +2456,13 @@ class _HtmlWalker:
             self.flush()
 
     def end_tag(self, tag: str) -> None:
+        if self.pre:
+            self.end_pre(tag)
+            return
         if tag == "tr" and self.rows:
             self.end_row()
         elif tag in _HTML_CELLS and self.rows:
-            self.rows[-1].append(" ".join("".join(self.buffer).split()).replace("|", "/"))
+            self.rows[-1].append(" ".join("".join(self.buffer).split()).rstrip(";").replace("|", "/"))
             self.headed[-1] = self.headed[-1] and tag == "th"
             self.buffer = []
         elif self.rows and (tag in _HTML_BLOCKS or tag in _HTML_HEADINGS):
@@ -2400,6 +2478,36 @@ class _HtmlWalker:
             self.buffer.append(" ")
 
 
+    def start_pre(self, tag: str) -> None:
+        """Inside <pre> the text is read as a browser shows it, its line breaks and indentation kept."""
+        if tag == "pre":
+            if not self.pre:
+                self.flush()
+                self.pre_code = False
+            self.pre += 1
+        elif tag == "code":
+            self.pre_code = True
+        elif tag == "br":
+            self.buffer.append("\n")
+
+    def end_pre(self, tag: str) -> None:
+        """The end of the outermost <pre>: code (`_pre_is_code`) becomes a block of code lines, kept as typed
+        and indented four columns, as Markdown's indented code is, so `chunk.code_lines` reads each line
+        as code; preformatted prose (a poem, an address) is read as any other block."""
+        if tag != "pre":
+            return
+        self.pre -= 1
+        if self.pre:
+            return
+        text = "".join(self.buffer).strip("\n")
+        self.buffer = []
+        if not _pre_is_code(text, self.pre_code):
+            self.buffer = [text]
+            self.flush()
+            return
+        code = "\n".join(f"    {line}" if line.strip() else "" for line in text.split("\n"))
+        self.blocks.append(_Block(f"{_CODE_MARK}\n{code}\n{_CODE_MARK}", heading=self.heading, marked_code=True))
+
     def end_row(self) -> None:
         """A table row becomes one line, its cells separated by ' | ', as Word tables are read; under a
         header row of <th> cells, a list item naming each cell by its column, as Markdown's rows are read
@@ -2410,8 +2518,9 @@ class _HtmlWalker:
         if not any(cells):
             return
         line = " | ".join(cells)
-        if self.rows:  # a table inside a cell: its rows are that cell's text
-            self.buffer.append(f" {line} ")
+        if self.rows:  # a table inside a cell: its rows are that cell's text, each ended as a clause
+            inner = ", ".join(cell for cell in cells if cell)
+            self.buffer.append(f" {inner}{'' if inner[-1] in '.!?;:' else ';'} ")
         elif self.header is None and headed and len(cells) > 1:
             self.header = cells
             self.header_block = _Block(line, heading=self.heading)
@@ -2425,10 +2534,17 @@ class _HtmlWalker:
             self.blocks.append(_Block(line, heading=self.heading))
 
 
+def _pre_is_code(text: str, holds_code: bool) -> bool:
+    """Whether a <pre> element's text is code: it holds a <code> element (as Markdown renderers and most
+    sites write code), or a line of it is indented (a poem or an address in <pre> rarely is)."""
+    return bool(text.strip()) and (holds_code or any(line[:1] in (" ", "\t") and line.strip() for line in text.split("\n")))
+
+
 def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Visible text of an HTML page; h1-h6 set the heading path; scripts, styles and templates dropped.
     A page that is not UTF-8 is read in the encoding its <meta> declares."""
     text, notice = _decode_text(name, data, _html_charset(data))
+    text = text.replace(_CODE_MARK[-1], "")  # a noncharacter: never text, and the reader's own mark around code
     unclosed = text.find("<!--", text.rfind("-->") + 1)
     if unclosed >= 0:  # a browser hides an unclosed comment to the end; html.parser would show it as text
         text = text[:unclosed]

@@ -52,6 +52,7 @@ from ..ingest.transcript import (
 )
 from ..tree.embed import Embedder
 from ..types import AnswerDraft, Citation, ContextNode, Turn
+from .code_answers import code_result_lines
 from .followup import (
     DOCUMENT_ENDS,
     DOCUMENT_OPENS,
@@ -567,6 +568,17 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
     _inherit_sections(found, sections, unplaced)
     _antecedent_terms(found)
     _place_copies(found, context)
+    return found
+
+
+def _code_result(question: str, context: list[ContextNode], most: int) -> list[_Candidate]:
+    """The lines of a function's code that answer what it returns, raises or yields (`code_result_lines`),
+    as quotes; empty for any other question, or where the context holds no code of the function."""
+    found: list[_Candidate] = []
+    for line in code_result_lines(question, context, most):
+        text = " ".join(line.node.text[line.start : line.end].split())
+        sentence = Sentence(line.start, line.end, text, sentence_key(text))
+        found.append(_Candidate(line.position, line.node, sentence, text, {stem(t) for t in content_terms(text)}))
     return found
 
 
@@ -2207,9 +2219,12 @@ class ExtractiveAnswerer:
         """The sentences to quote, best first (a thematic answer's in reading order), each as ranked,
         before a short one is joined to its neighbour; None when the context has nothing quotable."""
         candidates = _candidates(context)
+        rewrite = split_standalone(question)
+        code = _code_result(rewrite.core, context, self.quotes)
+        if code:  # what a function returns, raises or yields: the lines of its body that do, not its `def`
+            return _Quoted(rewrite, False, candidates or code, code, settled=True)
         if not candidates:
             return None
-        rewrite = split_standalone(question)
         thematic = bool(THEMATIC.search(rewrite.core)) or (
             any(c.speaker for c in candidates) and bool(DISCUSSION.search(rewrite.core))
         )

@@ -172,6 +172,15 @@ class _Shortened:
     elisions: int
 
 
+_FENCE_SENTENCE = re.compile(r"(?:`{3,}|~{3,})[^`\n]*")
+
+
+def _is_fence(text: str, sentence: SentenceSpan) -> bool:
+    """Whether a sentence is a code fence's line: it has no words, so it reads as a copy of any other, yet
+    a leaf rebuilt without it reads its code as prose and the prose after it as code (`chunk.code_lines`)."""
+    return _FENCE_SENTENCE.fullmatch(text, sentence.start, sentence.end) is not None
+
+
 def _rebuilt(
     text: str, sentences: tuple[SentenceSpan, ...], shown: list[bool], copies: list[bool]
 ) -> _Shortened:
@@ -183,8 +192,10 @@ def _rebuilt(
     left_out: list[tuple[int, str]] = []
     length, elisions = 0, 0
     previous: SentenceSpan | None = None
+    last: SentenceSpan | None = None  # the sentence before this one, shown or not
     gap = False  # a trimmed sentence since the last shown one
     for sentence, show, copy in zip(sentences, shown, copies, strict=True):
+        before, last = last, sentence
         if not show:
             gap = gap or not copy
             if copy:
@@ -195,6 +206,8 @@ def _rebuilt(
             elisions += 1
         elif previous is None:
             separator = ""
+        elif previous is before:  # the white space between neighbours as it was: a blank line, code's indentation
+            separator = text[previous.end : sentence.start]
         else:
             separator = "\n" if "\n" in text[previous.end : sentence.start] else " "
         parts.append(separator)
@@ -260,10 +273,11 @@ def _only_new(
     `wanted` (from `trimmed_sentences`) leaves out, besides, the sentences a small budget cannot afford;
     the share of new text is then judged on the wanted ones alone.
     """
-    copies = [held.is_copy(s) for s in sentences]
+    fences = [not s.fingerprint and _is_fence(node.text, s) for s in sentences]
+    copies = [held.is_copy(s) and not fence for s, fence in zip(sentences, fences, strict=True)]
     shown = [not copy and (wanted is None or want) for copy, want in zip(copies, wanted or copies, strict=True)]
     kept = [s for s, show in zip(sentences, shown, strict=True) if show]
-    if not kept:
+    if not any(show and not fence for show, fence in zip(shown, fences, strict=True)):  # none, or fences alone
         return None, []
     if len(kept) == len(sentences):
         return node, kept
