@@ -1,0 +1,141 @@
+"""A follow-up's 'she' never means a man the conversation names, nor 'he' a woman: a man is one the
+given-names table knows as male, one called by a title (Mr, Sir, King, brother, father), or one the
+answer's sentences call 'he'/'his'; when the conversation names a man and a woman, 'she' is the woman,
+and when it names only men, 'she' stays as asked. Each he and she of one question means its own person
+('who is he to her?'). The stories are cut from NarrativeQA summaries (../shared/evaldata) and made up;
+the last test reads every NarrativeQA summary there when it is present. Pure functions, no model."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from raptor_engine.query.followup import onward_person, people_in, standalone_question
+from raptor_engine.query.given_names import gender_of_first_name
+from raptor_engine.types import Turn
+from raptor_tools.bench_ingest import evaldata_dir
+
+
+def talk(*turns: str) -> list[Turn]:
+    """Alternating user and assistant turns; an assistant turn is quoted as the extractive answerer does."""
+    return [
+        Turn("user", text) if i % 2 == 0 else Turn("assistant", f"\u201c{text}\u201d [1]")
+        for i, text in enumerate(turns)
+    ]
+
+
+NORA = "Mark Hunter starts an FM pirate radio station. Nora Diniro, a fellow student, tracks him down."
+TEX = (
+    "The police suspect a wannabe cowboy singer, Tex Barton. He was in the audience when Anne Mason was "
+    "rehearsing."
+)
+FRANKIE = "Frankie Ryan works as a page boy at a radio station. His friend Jeff works there as a porter."
+HESTER = "Hester Marrow kept the night watch beside her husband Elias."
+
+
+@pytest.mark.parametrize(
+    ("conversation", "follow_up", "standalone"),
+    [
+        # 'tracks him down': an object 'him' after a name is someone else's, so Nora is no man
+        (talk("Who was Mark Hunter?", NORA), "what did she do next?", "What did Nora Diniro do next?"),
+        (talk("Who tracked down Mark Hunter?", NORA), "why did she do it?", "Why did Nora Diniro do it?"),
+        (talk("Who was Mark Hunter?", NORA), "what was her plan?", "What was Nora Diniro's plan?"),
+        (talk("Who was Mark Hunter?", NORA), "what did he do next?", "What did Mark Hunter do next?"),
+        # 'Tex Barton. He was ...': the he opening the next sentence tells of the one person before it
+        (talk("Who is Tex Barton?", TEX), "where was she?", "Where was Anne Mason?"),
+        (talk("Who is Tex Barton?", TEX), "where was he?", "Where was Tex Barton?"),
+        # a woman's first name outweighs a 'he' after it when she is no subject
+        (
+            talk("Who met Margaret?", "Thornton met Margaret at the mill, and he fell in love."),
+            "what did she say?",
+            "What did Margaret say?",
+        ),
+        # a title or a relative's word shows a man
+        (talk("Who was King Lear?", "King Lear divided his kingdom."), "what did she do?", "What did she do?"),
+        (
+            talk("Who cared for Lisbeth?", "Her brother, Jacob, goes to Nordrum farm. Kjersti Hoel cares for Lisbeth."),
+            "what did she promise?",
+            "What did Kjersti Hoel promise?",
+        ),
+        # only men named: every she-form stays as asked
+        (talk("Who was Frankie Ryan?", FRANKIE), "what did she want?", "What did she want?"),
+        (talk("Who was Frankie Ryan?", FRANKIE), "what did her friend do?", "What did her friend do?"),
+        (talk("Who was Frankie Ryan?", FRANKIE), "did she see it herself?", "Did she see it herself?"),
+        (talk("Who was Frankie Ryan?", FRANKIE), "was the radio hers?", "Was the radio hers?"),
+        (talk("Who was Frankie Ryan?", FRANKIE), "what did he want?", "What did Frankie Ryan want?"),
+        # an initialism names no person ('an FM pirate radio station')
+        (talk("What did Mark start?", "Mark started an FM pirate radio station."), "why did she?", "Why did she?"),
+    ],
+)
+def test_she_means_the_woman_and_never_a_man(conversation, follow_up, standalone):
+    assert standalone_question(follow_up, conversation).split(" (context: ")[0] == standalone
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "standalone"),
+    [
+        ("did she marry him?", "Did Hester Marrow marry Elias?"),
+        ("who is he to her?", "Who is Elias to Hester Marrow?"),
+        ("what did he give her?", "What did Elias give Hester Marrow?"),
+        ("was she older than him?", "Was Hester Marrow older than Elias?"),
+        ("what did he think of her husband?", "What did Elias think of Hester Marrow's husband?"),
+        ("did she call herself his wife?", "Did Hester Marrow call herself Elias's wife?"),
+    ],
+)
+def test_a_he_and_a_she_in_one_question_each_mean_their_own_person(follow_up, standalone):
+    """Never 'Who is Elias to Elias?': each gender's pronouns get that gender's person, a reflexive after
+    its person is put in stays as written."""
+    assert standalone_question(follow_up, talk("Who was Hester Marrow?", HESTER)).split(" (context: ")[0] == standalone
+
+
+def test_a_pronoun_of_a_gender_nobody_is_found_for_stays_as_asked():
+    conversation = talk("Who was Rowan Pike?", "Captain Rowan Pike was harbour master. He died in 1915.")
+    assert standalone_question("did she marry him?", conversation).startswith("Did she marry Rowan Pike?")
+
+
+def test_a_who_question_answered_by_several_quotes_means_the_first_new_person_quoted():
+    """'Who lent Oswin the money?': whom the first quote naming anyone new brings in answers it, not a
+    woman a later quote names in passing; a name after 'the town of' or 'the river' is a place."""
+    answer = (
+        "From the documents:\n- \u201cOswin walked to the town of Kell to borrow money.\u201d [1]\n"
+        "- \u201cThe moneylender Garrick lent him forty crowns.\u201d [1]\n"
+        "- \u201cOswin lived by the river Tamsk with his daughter Brenna.\u201d [1]"
+    )
+    conversation = [Turn("user", "Who lent Oswin the money?"), Turn("assistant", answer)]
+    assert onward_person("what else did he do?", conversation) == "Garrick"
+    assert standalone_question("what did he want?", conversation).startswith("What did Garrick want?")
+
+
+_ROOT = evaldata_dir()
+_EVALDATA = _ROOT / "narrativeqa_summaries" / "documents.jsonl" if _ROOT else None
+
+
+def _summaries() -> list[str]:
+    if _EVALDATA is None or not _EVALDATA.exists():
+        return []
+    return [json.loads(line)["doc_text"] for line in _EVALDATA.read_text(encoding="utf-8").splitlines() if line]
+
+
+@pytest.mark.skipif(not _summaries(), reason="../shared/evaldata is not here (or RAPTOR_EVALDATA)")
+def test_over_narrativeqa_summaries_she_never_means_a_man_the_table_knows():
+    """Each summary's sentences naming a man the table knows: 'Who was <him>?' answered by those
+    sentences, then 'what did she do?' never puts in a man, and 'what did he do?' never a woman."""
+    checked = 0
+    for summary in _summaries():
+        sentences = re.split(r"(?<=[.!?])\s+", summary)
+        for person in dict.fromkeys(people_in(summary)):
+            gender = gender_of_first_name(person.split()[0])
+            if gender is None:
+                continue
+            told = [s for s in sentences if person in s][:3]
+            conversation = talk(f"Who was {person}?", " ".join(told))
+            for pronoun in ("she", "he"):
+                core = standalone_question(f"what did {pronoun} do?", conversation).split(" (context: ")[0]
+                put_in = core[len("What did ") : -len(" do?")]
+                if put_in != pronoun:
+                    wanted = "f" if pronoun == "she" else "m"
+                    assert gender_of_first_name(put_in.split()[0]) in (None, wanted), (person, pronoun, core)
+                    checked += 1
+    assert checked >= 5
