@@ -15,7 +15,11 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
 - a he/she never means someone the conversation shows as the other gender (a title, "his wife Anne",
   "Walter Dunstan, a young man", the he/she right after the name; else a common first name) nor a
   name it asked about as a thing ("How is Kestrel cleaned?"): the next candidate is taken, then a
-  person asked about before the last question, else the pronoun stays as asked;
+  person asked about before the last question, else the pronoun stays as asked; nor someone the user's
+  own pronoun called the other gender in an earlier question ("who killed him?"); a he and a she in one
+  question ("who is he to her?") each get their own person, or stay as asked;
+- "and the brother?" / "what about the mother?" asks about that relative of the person the conversation
+  is about ("What about Lisbeth's brother?");
 - "they"/"them"/"their" becomes a family or people the previous question named with "the" (the Marrows);
 - "it"/"its" becomes the one thing the previous question asked about by a noun phrase or a named thing
   ("Who built the railway?" -> "when did it close?" -> "When did the railway close?"; "its" -> "the
@@ -179,6 +183,7 @@ class Rewrite:
     subject: str | None = None  # the person the conversation has been asking about, carried along
     earlier: tuple[str, ...] = ()  # the people it asked about before `subject`, the latest first
     it: str | None = None  # what 'it' still means when the core asks about another thing (a comparison)
+    called: tuple[tuple[str, str], ...] = ()  # whom earlier questions' pronouns meant, with its gender
 
     @property
     def text(self) -> str:
@@ -252,7 +257,14 @@ def _followed(rewrite: Rewrite, previous: Rewrite | None) -> Rewrite:
         return rewrite
     before = [previous.subject] if previous.subject else []
     earlier = [name for name in dict.fromkeys([*before, *previous.earlier]) if name != rewrite.subject]
-    return replace(rewrite, earlier=tuple(earlier[:TURNS_CONSIDERED]))
+    # 'who killed him?' (Tex Barton) -> ... -> 'what about her?': the user's own 'him' says he is no 'she'
+    called = dict(previous.called)
+    if previous.person and previous.pronoun:
+        called.pop(previous.person, None)
+        called[previous.person] = GENDER[previous.pronoun]
+    return replace(
+        rewrite, earlier=tuple(earlier[:TURNS_CONSIDERED]), called=tuple(called.items())[-TURNS_CONSIDERED:]
+    )
 
 
 def _bounded(rewrite: Rewrite) -> Rewrite:
@@ -298,6 +310,9 @@ def _rewrite_one(
     chosen = _chosen(question, listed, previous.core)
     if chosen is not None:
         return Rewrite(chosen, subject=previous.subject)
+    kin = _kin_of_subject(question, previous)
+    if kin is not None:
+        return kin
     # Only the questions decide whether a question is new: answers quote many names in passing.
     if is_fresh(question, f"{previous.core}\n{previous.context}"):
         # a new topic that names nobody ('what happened in April 1941?') leaves 'he' to mean whom it did
@@ -682,6 +697,34 @@ def _what_about(question: str, previous: Rewrite) -> Rewrite | None:
     return None
 
 
+# Words for relatives of either gender, and plurals, for 'and the parents?' (RELATIVES says a gender)
+_KIN = (
+    "parents parent children child siblings sibling cousins cousin family twins twin "
+    "wives husbands mothers fathers daughters sons sisters brothers aunts uncles grandparents grandchildren"
+).split()
+
+
+def _kin_of_subject(question: str, previous: Rewrite) -> Rewrite | None:
+    """'Who is Lisbeth?' -> 'and the brother?' / 'what about the mother?' -> 'What about Lisbeth's
+    brother?': a relative named with 'the' alone is the relative of the person the conversation is
+    about (the last question's first person, else whom its pronoun meant, else the carried subject).
+    None for any other question, or when the conversation is about nobody."""
+    match = _WHAT_ABOUT.match(question)
+    kin_words = "|".join([*RELATIVES, *_KIN])
+    the_relative = rf"(?i:the\s+((?:eldest|elder|youngest|younger|older|late|first|second)\s+)?({kin_words}))"
+    kin = re.fullmatch(the_relative, match.group(1).strip()) if match else None
+    if kin is None:
+        return None
+    people = [_POSSESSIVE.sub("", name) for name in _people_in(previous.core)]
+    person = next(iter(people), None) or previous.person or previous.subject
+    relative = kin.group(2).lower()
+    spouse = relative in ("wife", "husband", "widow", "widower")
+    gender = (dict(previous.called).get(person) or _first_name_gender(person)) if person else None
+    if person is None or spouse and gender == RELATIVES.get(relative):
+        return None  # not "Rita's wife"
+    return Rewrite(f"What about {person}'s {(kin.group(1) or '').lower()}{kin.group(2).lower()}?", subject=person)
+
+
 def _swapped_thing(target: str, previous: Rewrite) -> str | None:
     """'When did the Wren stop running?' then 'what about the Alder?' -> 'When did the Alder stop
     running?': the last question again about `target`, when that question asked about one thing and no
@@ -691,6 +734,8 @@ def _swapped_thing(target: str, previous: Rewrite) -> str | None:
     article = re.match(r"(?i:the|a|an)\s+", target)
     if (article is None and not names_in(f"about {target}")) or _ORDINAL.search(target):
         return None  # 'the other one', 'the second one' choose from a list (`_chosen`)
+    if article is None and _first_name_gender(target):
+        return None  # 'Was it before or after the shooting?' then 'what about Jeff?': a person, no event
     if _people_in(previous.core) or _asked_who_is(previous.core) or previous.person:
         return None
     things = [thing for thing in _things_in(previous.core) or [] if not thing.person]
@@ -1251,9 +1296,13 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
     phrase = _person_phrase(previous.core, wanted) if not _people_in(previous.core) else None
 
     # 'Elias Marrow ... his left hand' is no 'she'; 'How is Kestrel cleaned?' no 'he'
+    called = dict(previous.called)  # whom the user's own pronouns called a he or a she before
+
     def fits(name: str) -> bool:
         if name == phrase:
             return True  # `_person_phrase` checked its gender word
+        if wanted and called.get(name, wanted) != wanted:
+            return False
         return name not in places and (wanted is None or _kind(name, told) in (None, wanted))
 
     answer_names = [name for name in _people_in(_statements(previous_answer)) if fits(name)]
@@ -1679,7 +1728,8 @@ THING_LAST_WORDS = frozenset(
     lighthouse light lightship museum school college university hospital station quarry farm company
     co corporation corp ltd limited inc plc llc trust board council committee society association
     club navy army ministry department office works optics industries gale storm hurricane war act
-    treaty town city village county district park street estate railway line""".split()
+    treaty town city village county district park street estate railway line castle palace abbey manor
+    cathedral""".split()
 )
 THING_FIRST_WORDS = frozenset(
     "storm hurricane typhoon cyclone mount lake cape fort hms ss rms uss hmas loch port isle glen".split()
@@ -1749,7 +1799,7 @@ _TRAILING_NON_WORD = re.compile(r"\W+$")
 
 _PLACE_BEFORE = re.compile(
     r"\b(?i:in|at|to|from|near|into|(?:bound|sailed|left|headed|departed|set\s+out|made)\s+for"
-    r"|(?:town|city|village|county|parish|island|isle|kingdom|realm|province|land|port|hamlet)\s+of"
+    r"|(?:town|city|village|county|parish|island|isle|kingdom|realm|province|land|port|hamlet|suburb)\s+of"
     r"|(?-i:river|lake|mount|mountain|island|village|town|city|valley|forest|planet|moor|farm))\s+(?:the\s+)?"
     r"([A-Z][\w'\u2019-]*(?:\s+(?:of\s+)?[A-Z][\w'\u2019-]*)*)"
 )
@@ -1820,15 +1870,18 @@ def _resolve(
     plain = [_NON_WORD.sub("", token).lower() for token in tokens]
     befores, followings = _neighbours(plain)
     out: list[str] = []
+    subjects: set[str] = set()  # the people a 'she'/'he' of this question was replaced by
     for i, token in enumerate(tokens):
         word = plain[i]
         tail = token[len(token.rstrip("?!.,;:")) :]
         following, before = followings[i], befores[i]
         meant = people.get(GENDER.get(word, ""))
-        if meant and word in ("himself", "herself") and meant in "".join(out):
+        if meant and word in ("himself", "herself") and meant in subjects:
             out.append(token)  # 'What did Hester Marrow call herself?', not '... call Hester Marrow?'
         elif meant and word in ("she", "he", "him", "himself", "herself"):
             out.append(meant + tail)
+            if word in ("she", "he"):
+                subjects.add(meant)
         elif meant and word in ("his", "hers"):
             out.append(f"{meant}'s" + tail)
         elif meant and word == "her":
