@@ -15,7 +15,11 @@ bare, such a question finds nothing it means. `standalone_question` rewrites it 
 - a he/she never means someone the conversation shows as the other gender (a title, "his wife Anne",
   "Walter Dunstan, a young man", the he/she right after the name; else a common first name) nor a
   name it asked about as a thing ("How is Kestrel cleaned?"): the next candidate is taken, then a
-  person asked about before the last question, else the pronoun stays as asked;
+  person asked about before the last question, else the pronoun stays as asked; nor someone the user's
+  own pronoun called the other gender in an earlier question ("who killed him?"); a he and a she in one
+  question ("who is he to her?") each get their own person, or stay as asked;
+- "and the brother?" / "what about the mother?" asks about that relative of the person the conversation
+  is about ("What about Lisbeth's brother?");
 - "they"/"them"/"their" becomes a family or people the previous question named with "the" (the Marrows);
 - "it"/"its" becomes the one thing the previous question asked about by a noun phrase or a named thing
   ("Who built the railway?" -> "when did it close?" -> "When did the railway close?"; "its" -> "the
@@ -179,6 +183,7 @@ class Rewrite:
     subject: str | None = None  # the person the conversation has been asking about, carried along
     earlier: tuple[str, ...] = ()  # the people it asked about before `subject`, the latest first
     it: str | None = None  # what 'it' still means when the core asks about another thing (a comparison)
+    called: tuple[tuple[str, str], ...] = ()  # whom earlier questions' pronouns meant, with its gender
 
     @property
     def text(self) -> str:
@@ -252,7 +257,14 @@ def _followed(rewrite: Rewrite, previous: Rewrite | None) -> Rewrite:
         return rewrite
     before = [previous.subject] if previous.subject else []
     earlier = [name for name in dict.fromkeys([*before, *previous.earlier]) if name != rewrite.subject]
-    return replace(rewrite, earlier=tuple(earlier[:TURNS_CONSIDERED]))
+    # 'who killed him?' (Tex Barton) -> ... -> 'what about her?': the user's own 'him' says he is no 'she'
+    called = dict(previous.called)
+    if previous.person and previous.pronoun:
+        called.pop(previous.person, None)
+        called[previous.person] = GENDER[previous.pronoun]
+    return replace(
+        rewrite, earlier=tuple(earlier[:TURNS_CONSIDERED]), called=tuple(called.items())[-TURNS_CONSIDERED:]
+    )
 
 
 def _bounded(rewrite: Rewrite) -> Rewrite:
@@ -298,6 +310,9 @@ def _rewrite_one(
     chosen = _chosen(question, listed, previous.core)
     if chosen is not None:
         return Rewrite(chosen, subject=previous.subject)
+    kin = _kin_of_subject(question, previous)
+    if kin is not None:
+        return kin
     # Only the questions decide whether a question is new: answers quote many names in passing.
     if is_fresh(question, f"{previous.core}\n{previous.context}"):
         # a new topic that names nobody ('what happened in April 1941?') leaves 'he' to mean whom it did
@@ -682,6 +697,34 @@ def _what_about(question: str, previous: Rewrite) -> Rewrite | None:
     return None
 
 
+# Words for relatives of either gender, and plurals, for 'and the parents?' (RELATIVES says a gender)
+_KIN = (
+    "parents parent children child siblings sibling cousins cousin family twins twin "
+    "wives husbands mothers fathers daughters sons sisters brothers aunts uncles grandparents grandchildren"
+).split()
+
+
+def _kin_of_subject(question: str, previous: Rewrite) -> Rewrite | None:
+    """'Who is Lisbeth?' -> 'and the brother?' / 'what about the mother?' -> 'What about Lisbeth's
+    brother?': a relative named with 'the' alone is the relative of the person the conversation is
+    about (the last question's first person, else whom its pronoun meant, else the carried subject).
+    None for any other question, or when the conversation is about nobody."""
+    match = _WHAT_ABOUT.match(question)
+    kin_words = "|".join([*RELATIVES, *_KIN])
+    the_relative = rf"(?i:the\s+((?:eldest|elder|youngest|younger|older|late|first|second)\s+)?({kin_words}))"
+    kin = re.fullmatch(the_relative, match.group(1).strip()) if match else None
+    if kin is None:
+        return None
+    people = [_POSSESSIVE.sub("", name) for name in _people_in(previous.core)]
+    person = next(iter(people), None) or previous.person or previous.subject
+    relative = kin.group(2).lower()
+    spouse = relative in ("wife", "husband", "widow", "widower")
+    gender = (dict(previous.called).get(person) or _first_name_gender(person)) if person else None
+    if person is None or spouse and gender == RELATIVES.get(relative):
+        return None  # not "Rita's wife"
+    return Rewrite(f"What about {person}'s {(kin.group(1) or '').lower()}{kin.group(2).lower()}?", subject=person)
+
+
 def _swapped_thing(target: str, previous: Rewrite) -> str | None:
     """'When did the Wren stop running?' then 'what about the Alder?' -> 'When did the Alder stop
     running?': the last question again about `target`, when that question asked about one thing and no
@@ -691,6 +734,8 @@ def _swapped_thing(target: str, previous: Rewrite) -> str | None:
     article = re.match(r"(?i:the|a|an)\s+", target)
     if (article is None and not names_in(f"about {target}")) or _ORDINAL.search(target):
         return None  # 'the other one', 'the second one' choose from a list (`_chosen`)
+    if article is None and _first_name_gender(target):
+        return None  # 'Was it before or after the shooting?' then 'what about Jeff?': a person, no event
     if _people_in(previous.core) or _asked_who_is(previous.core) or previous.person:
         return None
     things = [thing for thing in _things_in(previous.core) or [] if not thing.person]
@@ -1251,9 +1296,13 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
     phrase = _person_phrase(previous.core, wanted) if not _people_in(previous.core) else None
 
     # 'Elias Marrow ... his left hand' is no 'she'; 'How is Kestrel cleaned?' no 'he'
+    called = dict(previous.called)  # whom the user's own pronouns called a he or a she before
+
     def fits(name: str) -> bool:
         if name == phrase:
             return True  # `_person_phrase` checked its gender word
+        if wanted and called.get(name, wanted) != wanted:
+            return False
         return name not in places and (wanted is None or _kind(name, told) in (None, wanted))
 
     answer_names = [name for name in _people_in(_statements(previous_answer)) if fits(name)]
@@ -1286,20 +1335,32 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
     lead = f"{previous.core}\n{_first_statement(previous_answer)}"  # what the answer leads with
     # 'Who was Walter Dunstan?' -> 'Who was Morwenna Kittow?' -> 'he': the man asked about before her
     sources.append([name for name in previous.earlier if wanted and _kind(name, told) == wanted])
-    for candidates in sources:
-        candidates = [
-            c for c in candidates if c != skip and _may_mean(c, wanted, lead, about_a_thing) and fits(c)
-        ]
+    for source in sources:
+        candidates = [c for c in source if c != skip and _may_mean(c, wanted, lead, about_a_thing) and fits(c)]
         if not candidates:
             continue
         known = [c for c in candidates if wanted and _kind(c, told) == wanted]
         if known:  # 'her eldest son Jacob' is a 'he' before a name a later quote gives in passing
             return known[0]
         likely = [c for c in candidates if len(c.split()) >= 2 or c.split()[0].lower() in TITLES] or candidates
+        if wanted and len(likely) > 1 and source is introduced:
+            # 'Who lent Oswin the money?': whom the first quote that names anyone new brings in answers it;
+            # a later quote names others in passing
+            likely = _first_quoted(likely, previous_answer)
         if wanted and len(likely) > 1:  # 'Chidi Okonkwo and Aiko Tanaka': 'she' may be either, so neither
             return None
         return likely[0]
     return None
+
+
+def _first_quoted(people: list[str], answer: str) -> list[str]:
+    """Those of `people` that the answer's first quote naming any of them names (all of them when none
+    does)."""
+    for quote in quotes_in(answer) or [answer]:
+        named = [person for person in people if re.search(rf"\b{re.escape(person)}\b", quote)]
+        if named:
+            return named
+    return people
 
 
 # Words naming one person without a capital ('the keeper', 'the old miller', 'the king's son'): a
@@ -1392,33 +1453,93 @@ def _gender_of(name: str, text: str) -> str | None:
     first = name.split()[0].lower()
     if first in MALE_TITLES or first in FEMALE_TITLES:
         return "m" if first in MALE_TITLES else "f"
-    shown: set[str | None] = set()
+    said: set[str | None] = set()  # by a word for a man or a woman: 'his wife Anne', 'a young man'
+    by_pronoun: set[tuple[str | None, bool]] = set()  # by the he/she of its clause; whether it opens it
     starts = _person_starts(text)
     for match in re.finditer(rf"\b{re.escape(name)}\b", text):
         before = _GENDERED_BEFORE.search(text, max(0, match.start() - MAX_NAME_WORD_CHARS), match.start())
         if before:
-            shown.add(GENDERED_WORDS[before.group(1).lower()])
+            said.add(GENDERED_WORDS[before.group(1).lower()])
         elif not _ends_a_longer_name(text, match.start()):
-            shown.add(_gender_said_after(text, match, starts))
-    shown.discard(None)
+            apposition = _GENDERED_AFTER.match(text, match.end(), match.end() + MAX_NAME_CHARS)
+            if apposition:
+                said.add(GENDERED_WORDS[apposition.group(1).lower()])
+            else:
+                by_pronoun.add((_pronoun_after(text, match, starts), _opens_sentence(text, match.start())))
+    said.discard(None)
+    if said:
+        return said.pop() if len(said) == 1 else None
+    # 'Paul Pell kept the light until she retired': the pronoun of the clause a name opens outweighs the
+    # first-name list; not one after a name that is no subject ('Thornton met Margaret, and he fell in love')
+    named = _first_name_gender(name)
+    shown = {gender for gender, opens in by_pronoun if gender and (opens or named in (None, gender))}
     return shown.pop() if len(shown) == 1 else None
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    """Whether only words that call a person come before `start` in its sentence ('The old miller',
+    'Captain', 'Her brother'): the name is the subject its clause's pronoun tells of."""
+    window = max(0, start - MAX_CLAUSE_CHARS)
+    opened = max((m.end() for m in _SENTENCE_END.finditer(text, window, start)), default=window)
+    before = [word.strip(",\u201c\u201d\"").lower() for word in text[opened:start].split()]
+    return len(before) <= PHRASE_WORDS and all(word in _CALLS_A_PERSON for word in before)
+
+
+_CALLS_A_PERSON = (
+    TITLES | ONE_PERSON_NOUNS | frozenset(GENDERED_WORDS) | frozenset("the a an his her their old young".split())
+)
 
 
 def _ends_a_longer_name(text: str, start: int) -> bool:
     """A name word comes right before ('Penrose' in 'Jory Penrose, a young man': what follows is said of
     Jory, not of every Penrose); a sentence's opening word ('When Hester ...') is none."""
     word = _NAME_WORD_BEFORE.search(text, max(0, start - MAX_NAME_WORD_CHARS - 1), start)
-    return bool(word) and not _never_opens_a_name(word.group(1).lower())
+    # 'Captain Rowan Pike. He ...': a title before the name calls the same person
+    return bool(word) and not _never_opens_a_name(word.group(1).lower()) and word.group(1).lower().rstrip(".") not in TITLES
 
 
-def _gender_said_after(text: str, name: re.Match[str], person_starts: list[int]) -> str | None:
-    """The gender a name's apposition says ('Walter Dunstan, a young man'), else the first he/she of its
-    clause ('Hester ... beside her husband')."""
-    apposition = _GENDERED_AFTER.match(text, name.end(), name.end() + MAX_NAME_CHARS)
-    if apposition:
-        return GENDERED_WORDS[apposition.group(1).lower()]
-    pronoun = _GENDERED.search(text, name.end(), _clause_end(text, name, person_starts))
-    return GENDER[pronoun.group(0).lower()] if pronoun else None
+def _pronoun_after(text: str, name: re.Match[str], person_starts: list[int]) -> str | None:
+    """The gender of the first he/she/his/himself (or a possessive 'her') in a name's clause ('Hester ...
+    beside her husband'), not an object 'him'/'her', which is someone else's ('Nora tracks him down');
+    else, when the name is the only person its sentence names, of the he/she opening the next sentence
+    ('... a cowboy singer, Tex Barton. He was in the audience')."""
+    end = _clause_end(text, name, person_starts)
+    for pronoun in _GENDERED.finditer(text, name.end(), end):
+        word = pronoun.group(0).lower()
+        if word == "him" or word == "her" and not _her_owns(text, pronoun.end()):
+            continue
+        return GENDER[word]
+    if end < len(text) and _SENTENCE_END.match(text, end) and _alone_in_sentence(text, name, person_starts):
+        opening = _NEXT_SENTENCE_PRONOUN.match(text, end + 1)
+        if opening:
+            return GENDER[opening.group(1).lower()]
+    return None
+
+
+_NEXT_SENTENCE_PRONOUN = re.compile(r"[\s\u201d\u201c\"]*(?:\[\d+\]\s*)?(He|She|His|Her)\b")
+
+
+def _her_owns(text: str, end: int) -> bool:
+    """Whether the 'her' ending at `end` owns the word after it ('her husband', not 'saw her')."""
+    following = re.match(r"\s+([A-Za-z][\w'-]*)(\s+[A-Za-z][\w'-]*)?", text[end : end + 80])
+    if not following:
+        return False
+    second = (following.group(2) or "").strip().lower()
+    word = following.group(1).lower()
+    return word == "own" or _possessive_her("", word, second, "")  # 'in her own right'
+
+
+def _alone_in_sentence(text: str, name: re.Match[str], person_starts: list[int]) -> bool:
+    """No other person's name opens between the sentence's start and this name."""
+    opened = max((m.end() for m in _SENTENCE_END.finditer(text, 0, name.start())), default=0)
+    first = bisect.bisect_left(person_starts, opened)
+    others = person_starts[first : bisect.bisect_left(person_starts, name.start())]
+    # 'Captain Rowan Pike' opens at its title: the same person
+    return all(_titles_only(text[start : name.start()]) for start in others)
+
+
+def _titles_only(text: str) -> bool:
+    return all(word.lower().rstrip(".") in TITLES for word in text.split())
 
 
 def _clause_end(text: str, name: re.Match[str], person_starts: list[int]) -> int:
@@ -1576,7 +1697,11 @@ def _people_in(text: str) -> list[str]:
         if name.text not in not_people
         and (name.text.split()[0].lower() in TITLES or not name.after_the)
         and not _names_a_thing(name.text)
+        and not _ACRONYM.fullmatch(name.text)
     ]
+
+
+_ACRONYM = re.compile(r"[A-Z]{2,5}s?")  # 'FM', 'BBC', 'NASA': an initialism names no person
 
 
 def people_in(text: str) -> list[str]:
@@ -1603,7 +1728,8 @@ THING_LAST_WORDS = frozenset(
     lighthouse light lightship museum school college university hospital station quarry farm company
     co corporation corp ltd limited inc plc llc trust board council committee society association
     club navy army ministry department office works optics industries gale storm hurricane war act
-    treaty town city village county district park street estate railway line""".split()
+    treaty town city village county district park street estate railway line castle palace abbey manor
+    cathedral""".split()
 )
 THING_FIRST_WORDS = frozenset(
     "storm hurricane typhoon cyclone mount lake cape fort hms ss rms uss hmas loch port isle glen".split()
@@ -1633,7 +1759,8 @@ _WHO_IS = re.compile(
 
 
 def _places_in(text: str) -> set[str]:
-    """What the text names right after in/at/to/from/near (a place, or a month: 'in April 1941')."""
+    """What the text names right after in/at/to/from/near, 'the town of' or 'the river' (a place, or a
+    month: 'in April 1941')."""
     return {prefix for place in _PLACE_BEFORE.findall(text) for prefix in _name_prefixes(place)}
 
 
@@ -1671,7 +1798,9 @@ _TRAILING_NON_WORD = re.compile(r"\W+$")
 
 
 _PLACE_BEFORE = re.compile(
-    r"\b(?i:in|at|to|from|near|into|(?:bound|sailed|left|headed|departed|set\s+out|made)\s+for)\s+(?:the\s+)?"
+    r"\b(?i:in|at|to|from|near|into|(?:bound|sailed|left|headed|departed|set\s+out|made)\s+for"
+    r"|(?:town|city|village|county|parish|island|isle|kingdom|realm|province|land|port|hamlet|suburb)\s+of"
+    r"|(?-i:river|lake|mount|mountain|island|village|town|city|valley|forest|planet|moor|farm))\s+(?:the\s+)?"
     r"([A-Z][\w'\u2019-]*(?:\s+(?:of\s+)?[A-Z][\w'\u2019-]*)*)"
 )
 
@@ -1728,6 +1857,7 @@ def _resolve(
     'it'/'its'/'they' (`_thing`)."""
     pronoun = next((w for w in words(question) if w in GENDER), None)
     person = _as_the_answer_spells(_person(previous, previous_answer, pronoun, told), previous_answer)
+    people = _people_by_gender(question, pronoun, person, previous, previous_answer, told)
     group = _group(previous, listed=pronoun is None)
     things = _thing(previous, question, plural=True)
     thing = _thing(previous, question, plural=False)
@@ -1740,17 +1870,23 @@ def _resolve(
     plain = [_NON_WORD.sub("", token).lower() for token in tokens]
     befores, followings = _neighbours(plain)
     out: list[str] = []
+    subjects: set[str] = set()  # the people a 'she'/'he' of this question was replaced by
     for i, token in enumerate(tokens):
         word = plain[i]
         tail = token[len(token.rstrip("?!.,;:")) :]
         following, before = followings[i], befores[i]
-        if person and word in ("she", "he", "him", "himself", "herself"):
-            out.append(person + tail)
-        elif person and word in ("his", "hers"):
-            out.append(f"{person}'s" + tail)
-        elif person and word == "her":
+        meant = people.get(GENDER.get(word, ""))
+        if meant and word in ("himself", "herself") and meant in subjects:
+            out.append(token)  # 'What did Hester Marrow call herself?', not '... call Hester Marrow?'
+        elif meant and word in ("she", "he", "him", "himself", "herself"):
+            out.append(meant + tail)
+            if word in ("she", "he"):
+                subjects.add(meant)
+        elif meant and word in ("his", "hers"):
+            out.append(f"{meant}'s" + tail)
+        elif meant and word == "her":
             owns = _possessive_her(before, following, _second_word_after(plain, i), tail)
-            out.append((f"{person}'s" if owns else person) + tail)
+            out.append((f"{meant}'s" if owns else meant) + tail)
         elif thing and word in ("it", "its") and _IT.match(token):
             out.append((thing if word == "it" else f"{thing}'s") + tail)
             put_in = True
@@ -1765,6 +1901,24 @@ def _resolve(
         else:
             out.append(token)
     return "".join(out), (person if pronoun else None), (pronoun if person else None), put_in
+
+
+def _people_by_gender(
+    question: str, pronoun: str | None, person: str | None, previous: Rewrite, previous_answer: str, told: str
+) -> dict[str, str]:
+    """Whom each gender's pronouns mean: `person` for the first pronoun's, and for the other gender's
+    ('who is he to her?') the person `_person` finds for it, when that is someone else, whether or not
+    the first was found; a pronoun of a gender nobody was found for stays as asked (never 'Who is Elias
+    to Elias?')."""
+    if not pronoun:
+        return {}
+    people = {GENDER[pronoun]: person} if person else {}
+    other = next((w for w in words(question) if w in GENDER and GENDER[w] != GENDER[pronoun]), None)
+    if other:
+        found = _as_the_answer_spells(_person(previous, previous_answer, other, told), previous_answer)
+        if found and found != person:
+            people[GENDER[other]] = found
+    return people
 
 
 _IT = re.compile(r"(?i:its?)\b(?!['\u2019])")  # 'it', 'its'; not "it's" (it is)

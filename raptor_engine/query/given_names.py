@@ -18,7 +18,9 @@ MALE = frozenset(
     kenneth lancelot lawrence leonard lewis luke malcolm mark martin matthew michael moses nathan nathaniel
     neil nicholas norman oliver oscar oswald patrick paul percy peter philip ralph raymond reginald reuben
     richard robert roger ronald rupert samuel saul sebastian silas simon solomon stanley stephen steven
-    theodore thomas timothy tobias victor vincent walter wilfred william zachary""".split()
+    theodore thomas timothy tobias victor vincent walter wilfred william zachary
+    ben bill billy bob dick fred hank jack jeff jim jimmy joe mike ted tom tommy tony
+    boris carlo erik hans ivan karl lars nils olaf otto pierre sven""".split()
 )
 
 FEMALE = frozenset(
@@ -30,7 +32,9 @@ FEMALE = frozenset(
     laura lavinia letitia lillian louisa louise lucy lydia mabel margaret maria marian marie martha mary
     matilda maud maude mildred miriam molly nancy nora olive olivia patience patricia pauline penelope
     priscilla rachel rebecca rosalind rose ruth sally sarah sophia sophie susan susanna sylvia teresa
-    ursula violet winifred""".split()
+    ursula violet winifred
+    bella betsy ella jenny kate katie lisa lizzie meg nell nelly peggy polly rita sara tess wendy
+    astrid ingrid kari karin kjersti lisbeth sigrid""".split()
 )
 
 
