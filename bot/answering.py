@@ -341,6 +341,27 @@ def conversation_turn(thread_id: int) -> asyncio.Lock:
     return lock
 
 
+async def handle_deleted_questions(
+    services: Services, thread: discord.Thread, record: ThreadRecord, message_ids: set[int]
+) -> int:
+    """Members deleted their questions in a thread the bot opened: each one's exchange leaves the thread's
+    memory (a later follow-up does not lean on it) and the bot deletes its answer, which repeats the
+    question ("Searched as: ..."). Taken in the thread's turn, so a question deleted while it is being
+    answered goes once its answer is stored. Returns how many answer messages were deleted."""
+    async with services.jobs.track(), conversation_turn(record.thread_id):
+        answers = await services.state.forget_questions(record.guild_id, record.thread_id, message_ids)
+    deleted = 0
+    for answer_id in answers:
+        try:
+            await thread.get_partial_message(answer_id).delete()
+            deleted += 1
+        except discord.NotFound:
+            pass  # deleted already
+        except discord.HTTPException as error:
+            log.warning("could not delete answer %s of a deleted question in %s: %s", answer_id, thread.id, error)
+    return deleted
+
+
 async def handle_edited_follow_up(
     services: Services, me: discord.abc.User, message: discord.Message, record: ThreadRecord, before: str | None
 ) -> None:

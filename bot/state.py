@@ -661,6 +661,34 @@ class BotState:
             statements.append((answer_sql, params))
         await self._write(space, statements, also=_told_by(exchange.thread_id, cited))
 
+    async def forget_questions(self, guild_id: int, thread_id: int, message_ids: Set[int]) -> list[int]:
+        """Members deleted their questions (`message_ids`) in the thread: each one's exchange (the question
+        and its answer) leaves the thread's memory, so no follow-up leans on it, and the file is scrubbed.
+        Returns the answers' Discord messages, for the bot to delete (they repeat the question)."""
+
+        def forget(store: Store) -> list[int]:
+            with store.write() as db:
+                rows = db.execute(
+                    "select id, role, posted_ids from bot_turns where thread_id = ? order by id", [thread_id]
+                ).fetchall()
+                gone: list[int] = []
+                answers: list[int] = []
+                for at, (turn_id, role, posted) in enumerate(rows):
+                    if role != "user" or not message_ids.intersection(json.loads(posted or "[]")):
+                        continue
+                    gone.append(turn_id)
+                    after = rows[at + 1] if at + 1 < len(rows) else None
+                    if after is not None and after[1] != "user":
+                        gone.append(after[0])
+                        answers += json.loads(after[2] or "[]")
+                for turn_id in gone:
+                    db.execute("delete from bot_turns where id = ?", [turn_id])
+            if gone:
+                store.scrub(text_index=False)
+            return answers
+
+        return await self._run(self.space_of_guild(guild_id), forget, create=False, empty=[])
+
     async def history(self, guild_id: int, thread_id: int, limit: int = MAX_HISTORY_TURNS) -> list[Turn]:
         """The thread's opening exchange, then its most recent turns, oldest first; at most `limit` turns,
         so prompts stay small. The opening question is what the thread is about (it is named after it):
