@@ -350,16 +350,35 @@ async def handle_deleted_questions(
     answered goes once its answer is stored. Returns how many answer messages were deleted."""
     async with services.jobs.track(), conversation_turn(record.thread_id):
         answers = await services.state.forget_questions(record.guild_id, record.thread_id, message_ids)
-    deleted = 0
-    for answer_id in answers:
-        try:
-            await thread.get_partial_message(answer_id).delete()
-            deleted += 1
-        except discord.NotFound:
-            pass  # deleted already
-        except discord.HTTPException as error:
-            log.warning("could not delete answer %s of a deleted question in %s: %s", answer_id, thread.id, error)
+        saved: set[int] = set()
+        deleted = 0
+        for message_id in answers:
+            try:
+                message = await thread.fetch_message(message_id)
+                saved |= saved_answer_ids(message)
+                await message.delete()
+                deleted += 1
+            except discord.NotFound:
+                pass  # deleted already
+            except discord.HTTPException as error:
+                log.warning("could not delete answer %s of a deleted question in %s: %s", message_id, thread.id, error)
+        if saved:  # its 'Show context' pages quote the question too
+            await services.state.forget_answers(record.kb, saved)
     return deleted
+
+
+_CONTEXT_BUTTON = re.compile(r"^raptor:ctx:(\d+)$")
+
+
+def saved_answer_ids(message: discord.Message) -> set[int]:
+    """The saved answers ('Show context') an answer message's buttons open."""
+    ids: set[int] = set()
+    for row in message.components:
+        for item in getattr(row, "children", ()):
+            match = _CONTEXT_BUTTON.match(getattr(item, "custom_id", None) or "")
+            if match:
+                ids.add(int(match.group(1)))
+    return ids
 
 
 async def handle_edited_follow_up(

@@ -689,6 +689,12 @@ class BotState:
 
         return await self._run(self.space_of_guild(guild_id), forget, create=False, empty=[])
 
+    async def forget_answers(self, kb: str, answer_ids: Set[int]) -> None:
+        """Drop saved answers of `kb` (their answer messages were deleted with the question they answer)."""
+        marks = ", ".join("?" * len(answer_ids))
+        sql = f"delete from bot_answers where kb = ? and id in ({marks})"
+        await self._write(self._spaces.space_of(kb), [(sql, [kb, *answer_ids])], create=False, scrub=True)
+
     async def history(self, guild_id: int, thread_id: int, limit: int = MAX_HISTORY_TURNS) -> list[Turn]:
         """The thread's opening exchange, then its most recent turns, oldest first; at most `limit` turns,
         so prompts stay small. The opening question is what the thread is about (it is named after it):
