@@ -688,6 +688,9 @@ def _swapped_thing(target: str, previous: Rewrite) -> str | None:
     one ('What did Hester Marrow earn?' then 'what about the last keeper?' starts a new topic) and the
     target is a thing named with 'the'/'a' or by a name. None otherwise."""
     target = target.strip()
+    renumbered = _renumbered(target, previous.core)
+    if renumbered is not None:
+        return renumbered
     article = re.match(r"(?i:the|a|an)\s+", target)
     if (article is None and not names_in(f"about {target}")) or _ORDINAL.search(target):
         return None  # 'the other one', 'the second one' choose from a list (`_chosen`)
@@ -702,6 +705,21 @@ def _swapped_thing(target: str, previous: Rewrite) -> str | None:
         return None
     written = target[:1].lower() + target[1:] if article is not None and at > 0 else target
     return _capitalised(previous.core[:at] + written + previous.core[at + len(phrase) :])
+
+
+_NUMBERED_ONE = re.compile(r"^the\s+(\d[\d,.]*)\s+ones?\s*[?.!]*$", re.IGNORECASE)
+
+
+def _renumbered(target: str, core: str) -> str | None:
+    """'What did the 2021 report recommend?' then 'no, I meant the 2019 one' (or 'what about the 2019
+    one?', 'and the 2019 one?') -> 'What did the 2019 report recommend?': the last question's numbered
+    thing ('the 2021 report', 'the 3 pm ferry') with the new number. None when the target is no numbered
+    'one', or the last question numbers nothing."""
+    match = _NUMBERED_ONE.match(target)
+    old = re.search(r"\bthe\s+(\d[\d,.]*)(?=\s+[^\W\d])", core, re.IGNORECASE) if match else None
+    if match is None or old is None or old.group(1) == match.group(1):
+        return None
+    return _capitalised(core[: old.start(1)] + match.group(1) + core[old.end(1) :])
 
 
 _CHAT_SPELLINGS = {
