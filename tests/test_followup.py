@@ -688,18 +688,3 @@ def test_a_year_alone_keeps_the_question_it_was_asked_of_for_the_next_follow_up(
         Turn("assistant", "From the documents:\n- \u201cIn 1890 a fog horn was added.\u201d [1]"),
     ]
     assert standalone_question("who else?", turns) == "Who else? (context: In 1890? When was the tower built?)"
-
-
-@pytest.mark.parametrize(
-    ("asked", "follow_up", "searched"),
-    [
-        ("When did the 1887 bridge open?", "what did it cost?", "What did the 1887 bridge cost?"),
-        ("When did the 1887 bridge open?", "who built it?", "Who built the 1887 bridge?"),
-        ("When did the railway close?", "who built it?", "Who built the railway?"),
-    ],
-)
-def test_it_means_a_numbered_thing_as_any_other(asked, follow_up, searched):
-    """'the 1887 bridge' is a thing the last question named, as 'the railway' is (a number after the article
-    ended the phrase, so 'it' was left as asked)."""
-    talk = [Turn("user", asked), Turn("assistant", "\u201cIt opened in May.\u201d [1]")]
-    assert standalone_question(follow_up, talk) == searched
