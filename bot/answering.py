@@ -127,31 +127,35 @@ REMOVED_NAME_CHARS = 100  # a removed document's name in the notice, at most
 NAMES_SHOWN = 3  # names listed before "and N more"
 
 
-def removed_notice(names: Sequence[str]) -> str:
-    """One sentence saying that documents this thread's earlier answers cited were removed since, so the
-    member does not take the new answer for one from the same source. Names are one line each, shortened;
-    the note is made inert when shown (`render_answer`)."""
+def removed_notice(names: Sequence[str], *, cited: bool = True) -> str:
+    """One sentence saying that documents this thread's earlier answers cited (`cited`), or drew on through
+    a cross-document summary they cited, were removed since, so the member does not take the new answer for
+    one from the same source. Names are one line each, shortened; the note is made inert when shown
+    (`render_answer`)."""
     shown = [f"“{truncate(' '.join(n.split()), REMOVED_NAME_CHARS)}”" for n in names[:NAMES_SHOWN]]
     if len(names) > NAMES_SHOWN:
         shown.append(f"{len(names) - NAMES_SHOWN} more")
     listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
     one = len(names) == 1
+    how = "cited by an earlier answer in this thread" if cited else "which an earlier answer in this thread drew on"
     return (
-        f"The {'document' if one else 'documents'} {listed}, cited by an earlier answer in this thread, "
+        f"The {'document' if one else 'documents'} {listed}, {how}, "
         f"{'was' if one else 'were'} removed from the knowledge base since; "
         "this answer comes from the documents that remain."
     )
 
 
 async def note_removed(services: Services, record: ThreadRecord, answer: Answer) -> list[int]:
-    """Put `removed_notice` before the answer's note when documents the thread's earlier answers cited were
-    removed since (and no answer here said so yet); returns their ids, for the new turn to record."""
+    """Put `removed_notice` before the answer's note when documents the thread's earlier answers cited, or
+    drew on through a summary, were removed since (and no answer here said so yet); returns their ids, for
+    the new turn's record to drop them."""
     if not answer.has_context:  # a reply to 'thanks!' searched nothing: the notice waits for an answer
         return []
     gone = await services.state.removed_cited(record.guild_id, record.thread_id, record.kb)
     if gone:
-        answer.note = " ".join(filter(None, [removed_notice([name for _, name in gone]), answer.note]))
-    return [doc_id for doc_id, _ in gone]
+        notice = removed_notice([g.name for g in gone], cited=all(g.cited for g in gone))
+        answer.note = " ".join(filter(None, [notice, answer.note]))
+    return [g.id for g in gone]
 
 
 def cited_nodes(answer: Answer, told: Sequence[int] = ()) -> CitedNodes | None:
@@ -335,6 +339,46 @@ def conversation_turn(thread_id: int) -> asyncio.Lock:
     if lock is None:
         lock = _CONVERSATIONS[thread_id] = asyncio.Lock()
     return lock
+
+
+async def handle_deleted_questions(
+    services: Services, thread: discord.Thread, record: ThreadRecord, message_ids: set[int]
+) -> int:
+    """Members deleted their questions in a thread the bot opened: each one's exchange leaves the thread's
+    memory (a later follow-up does not lean on it) and the bot deletes its answer, which repeats the
+    question ("Searched as: ..."). Taken in the thread's turn, so a question deleted while it is being
+    answered goes once its answer is stored. Returns how many answer messages were deleted."""
+    async with services.jobs.track(), conversation_turn(record.thread_id):
+        answers = await services.state.forget_questions(record.guild_id, record.thread_id, message_ids)
+        saved: set[int] = set()
+        deleted = 0
+        for message_id in answers:
+            try:
+                message = await thread.fetch_message(message_id)
+                saved |= saved_answer_ids(message)
+                await message.delete()
+                deleted += 1
+            except discord.NotFound:
+                pass  # deleted already
+            except discord.HTTPException as error:
+                log.warning("could not delete answer %s of a deleted question in %s: %s", message_id, thread.id, error)
+        if saved:  # its 'Show context' pages quote the question too
+            await services.state.forget_answers(record.kb, saved)
+    return deleted
+
+
+_CONTEXT_BUTTON = re.compile(r"^raptor:ctx:(\d+)$")
+
+
+def saved_answer_ids(message: discord.Message) -> set[int]:
+    """The saved answers ('Show context') an answer message's buttons open."""
+    ids: set[int] = set()
+    for row in message.components:
+        for item in getattr(row, "children", ()):
+            match = _CONTEXT_BUTTON.match(getattr(item, "custom_id", None) or "")
+            if match:
+                ids.add(int(match.group(1)))
+    return ids
 
 
 async def handle_edited_follow_up(

@@ -27,7 +27,7 @@ from raptor_engine.query.ratelimit import QuestionLimiter
 
 from . import posted
 from .adding import resume_uploads
-from .answering import conversation_turn, handle_edited_follow_up, handle_follow_up
+from .answering import conversation_turn, handle_deleted_questions, handle_edited_follow_up, handle_follow_up
 from .commands import auto_ingest, cogs
 from .gateway import IdentifyGate, shard_plan
 from .hints import mention_hint
@@ -336,6 +336,18 @@ class RaptorBot(commands.AutoShardedBot):
         if self.services.sync is not None:  # first: it remembers the ids, for a file still being added
             await self._guarded(self.services.sync.messages_deleted(guild_id, channel_id, message_ids), what)
         await self._guarded(posted.messages_deleted(self.services, guild_id, message_ids), f"files of the {what}")
+        await self._guarded(self._questions_deleted(guild_id, channel_id, message_ids), f"questions of the {what}")
+
+    async def _questions_deleted(self, guild_id: int | None, channel_id: int, message_ids: set[int]) -> None:
+        """Questions deleted in a thread this bot opened leave its memory, with the bot's answers to them."""
+        thread = self.get_channel(channel_id)
+        if self.services is None or guild_id is None or not isinstance(thread, discord.Thread):
+            return
+        if self.user is None or thread.owner_id != self.user.id:
+            return
+        record = await self.services.state.thread(guild_id, channel_id)
+        if record is not None:
+            await handle_deleted_questions(self.services, thread, record, message_ids)
 
     async def _guarded(self, work: Any, what: str) -> None:
         """A message event's handling: a failure is logged, never raised into discord.py's dispatch."""

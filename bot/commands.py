@@ -29,7 +29,7 @@ from .kb import kb_for_channel, parse_kb_name
 from .messages import MAX_IMPORT, NEEDS_CONTENT, add_one_message, parse_after, run_import
 from .permissions import can_manage, refusal_text
 from .pictures import TREE_FILE, tree_attachment
-from .posted import author_forgotten, member_forgotten, post_of, remove_document
+from .posted import author_forgotten, clear_documents, member_forgotten, post_of, remove_document
 from .render import embeds_from_lines, human_size, human_time, inert, truncate
 from .replies import Replier, tell
 from .services import Services
@@ -248,6 +248,9 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
     async def remove_document(self, kb: str, sha256: str) -> None:
         await remove_document(self.services, kb, sha256)
 
+    async def clear_documents(self, kb: str) -> int:
+        return await clear_documents(self.services, kb)
+
     @remove.autocomplete("document")
     async def remove_autocomplete(
         self, interaction: discord.Interaction, current: str
@@ -279,7 +282,7 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
         async def confirmed(click: discord.Interaction) -> None:
             await run_change(
                 self.services,
-                click, f"Cleared: {len(docs)} document(s) removed.", self.services.engine.clear, kb
+                click, f"Cleared: {len(docs)} document(s) removed.", self.clear_documents, kb
             )
 
         view = ConfirmView(interaction.user.id, confirmed, "Clearing the knowledge base")

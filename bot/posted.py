@@ -14,6 +14,7 @@ to its interaction) and stays until a manager removes it with `/kb remove`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -24,18 +25,34 @@ from raptor_engine.errors import NotFoundError
 
 from .kb import parse_kb_name
 from .services import Services
-from .state import PostedFile
+from .state import REMOVED_DOCUMENT, PostedFile
 from .uploads import Post
 
 log = logging.getLogger(__name__)
 
-REMOVED_DOCUMENT = "(This text came from a document that was removed from this knowledge base.)"
 
 
 async def remove_document(services: Services, kb: str, sha256: str) -> None:
     """Forget a document, then its text in this channel's saved answers ('Show context')."""
     removed = await services.engine.forget(kb, sha256)
-    await services.state.redact_removed(kb, REMOVED_DOCUMENT, documents={removed.name})
+    await services.state.redact_removed(kb, REMOVED_DOCUMENT, documents={(removed.id, removed.name)})
+    await forget_uploads(services, kb, sha256)
+
+
+async def clear_documents(services: Services, kb: str) -> int:
+    """Remove every document of a knowledge base (`/kb clear`), then their text and names from this
+    channel's saved answers and threads, as `remove_document` does for one; returns how many there were."""
+    count = await services.engine.clear(kb)
+    await services.state.redact_removed(kb, REMOVED_DOCUMENT, every_document=True)
+    await forget_uploads(services, kb)
+    return count
+
+
+async def forget_uploads(services: Services, kb: str, sha256: str | None = None) -> None:
+    """The upload log's finished rows of the removed document(s) go too (`UploadLog.forget`)."""
+    uploads = services.jobs.uploads
+    if uploads is not None:
+        await asyncio.to_thread(uploads.forget, kb, sha256)
 
 
 def post_of(message: discord.Message, attachment: discord.Attachment) -> Post:

@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from raptor_engine.errors import NotFoundError
 from raptor_engine.ingest.messages import ChatMessage
@@ -70,47 +70,94 @@ def _window(count: int, last: int, limit: int) -> list[int]:
 @dataclass(frozen=True)
 class CitedNodes:
     """What an answer's turn records of its sources: the nodes it cited (their documents are looked up as
-    the turn is written) and the removed documents its note named (`BotState.removed_cited`)."""
+    the turn is written) and the removed documents its note named (`BotState.removed_cited`), whose names
+    the thread's records then drop."""
 
     node_ids: Sequence[int]
     told: Sequence[int] = ()
 
 
-# The `documents` value of an answer's turn, from (node ids, node ids, told ids) as JSON texts: the documents
-# of the cited nodes as they are when the turn is written, in the turn's own transaction; NULL without them.
+class GoneDocument(NamedTuple):
+    """A document an earlier answer of a thread cited (`cited`), or drew on through a cross-document
+    summary it cited, that is no longer in the knowledge base."""
+
+    id: int
+    name: str
+    cited: bool = True
+
+
+# The `documents` value of an answer's turn, from (node ids x4, told ids) as JSON texts: the documents of the
+# cited nodes ('cited') and those under the cited cross-document summaries ('drawn'), as they are when the
+# turn is written, in the turn's own transaction; NULL without them.
+_CITED_DOCS = "SELECT n.doc_id FROM nodes n WHERE n.doc_id IS NOT NULL AND n.id IN (SELECT value FROM json_each(?))"
 _DOCUMENTS_OF_NODES = (
     "(CASE WHEN ? IS NULL THEN NULL ELSE json_object("
-    "'cited', (SELECT json_group_array(json_array(d.id, d.name)) FROM documents d WHERE d.id IN "
-    "(SELECT n.doc_id FROM nodes n WHERE n.id IN (SELECT value FROM json_each(?)))), "
+    f"'cited', (SELECT json_group_array(json_array(d.id, d.name)) FROM documents d WHERE d.id IN ({_CITED_DOCS})), "
+    "'drawn', (SELECT json_group_array(json_array(d.id, d.name)) FROM documents d WHERE d.id IN "
+    "(SELECT l.doc_id FROM nodes n, json_each(n.leaf_ids) j JOIN nodes l ON l.id = j.value "
+    "WHERE n.doc_id IS NULL AND n.id IN (SELECT value FROM json_each(?))) "
+    f"AND d.id NOT IN ({_CITED_DOCS})), "
     "'told', json(?)) END)"
 )
 
 
-def _documents_params(cited: CitedNodes | None) -> tuple[str | None, str | None]:
-    """The node ids and told ids of `_DOCUMENTS_OF_NODES` as JSON (None: the turn records nothing)."""
+def _documents_params(cited: CitedNodes | None) -> list[str | None]:
+    """The parameters of `_DOCUMENTS_OF_NODES` (all None: the turn records nothing). `told` is not kept:
+    the names it stands for leave the thread's records instead (`_forget_told`)."""
     if cited is None:
-        return None, None
-    return json.dumps([int(i) for i in cited.node_ids]), json.dumps(sorted({int(i) for i in cited.told}))
+        return [None] * 5
+    nodes = json.dumps([int(i) for i in cited.node_ids])
+    return [nodes, nodes, nodes, nodes, "[]"]
 
 
-def _turn_documents(raw: str | None) -> tuple[list[tuple[int, str]], set[int]]:
-    """A turn's `documents` read back: the cited (id, name) pairs and the told ids. A store can come from
-    elsewhere (`raptor guilds import`): anything not of that shape is passed over, names are only ever shown
-    inert."""
-    try:
-        value = json.loads(raw) if raw else {}
-    except ValueError:
-        return [], set()
-    if not isinstance(value, dict):
-        return [], set()
-    cited = value.get("cited")
-    told = value.get("told")
-    pairs = [
+@dataclass
+class TurnDocuments:
+    """A turn's `documents` record read back (`_turn_documents`): what its answer cited and drew on, the
+    removed ones no follow-up has named yet (their names kept only for that), and (stores written before
+    names were dropped once named) the ids already named."""
+
+    cited: list[tuple[int, str]] = field(default_factory=list)
+    drawn: list[tuple[int, str]] = field(default_factory=list)
+    removed: list[GoneDocument] = field(default_factory=list)
+    told: set[int] = field(default_factory=set)
+
+    def dumps(self) -> str:
+        value: dict[str, Any] = {"cited": [list(p) for p in self.cited], "drawn": [list(p) for p in self.drawn]}
+        if self.removed:
+            value["removed"] = [[g.id, g.name, g.cited] for g in self.removed]
+        value["told"] = sorted(self.told)
+        return json.dumps(value)
+
+
+def _pairs(value: object) -> list[tuple[int, str]]:
+    return [
         (pair[0], pair[1])
-        for pair in (cited if isinstance(cited, list) else [])
+        for pair in (value if isinstance(value, list) else [])
         if isinstance(pair, list) and len(pair) == 2 and _is_id(pair[0]) and isinstance(pair[1], str)
     ]
-    return pairs, {i for i in (told if isinstance(told, list) else []) if _is_id(i)}
+
+
+def _turn_documents(raw: str | None) -> TurnDocuments | None:
+    """A turn's `documents` read back; None when it holds none. A store can come from elsewhere (`raptor
+    guilds import`): anything not of that shape is passed over, names are only ever shown inert."""
+    try:
+        value = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    removed = [
+        GoneDocument(g[0], g[1], bool(g[2]))
+        for g in (value.get("removed") if isinstance(value.get("removed"), list) else [])
+        if isinstance(g, list) and len(g) == 3 and _is_id(g[0]) and isinstance(g[1], str) and isinstance(g[2], bool)
+    ]
+    told = value.get("told")
+    return TurnDocuments(
+        _pairs(value.get("cited")),
+        _pairs(value.get("drawn")),
+        removed,
+        {i for i in (told if isinstance(told, list) else []) if _is_id(i)},
+    )
 
 
 def _is_id(value: object) -> bool:
@@ -127,6 +174,7 @@ class AskedExchange:
     question: str  # as stored (the question asked, or as it was searched)
     answer_message_ids: list[int]
     history: list[Turn]  # the turns before it, as `history` would have given them then
+    thread_id: int = 0
 
 
 @dataclass
@@ -220,15 +268,20 @@ class BotState:
         *,
         create: bool = True,
         scrub: bool = False,
+        also: Callable[[Any], bool] | None = None,
     ) -> None:
-        """Run the statements in one transaction of the space's store (made if new, when `create`); with
-        `scrub`, leave none of the text they deleted readable in the file afterwards (`Store.scrub`)."""
+        """Run the statements in one transaction of the space's store (made if new, when `create`), then
+        `also(db)` in it; with `scrub` (or `also` returning True), leave none of the text they deleted or
+        replaced readable in the file afterwards (`Store.scrub`)."""
 
         def write(store: Store) -> None:
+            changed = False
             with store.write() as db:
                 for sql, params in statements:
                     db.execute(sql, list(params))
-            if scrub:
+                if also is not None:
+                    changed = also(db)
+            if scrub or changed:
                 store.scrub(text_index=False)
 
         await self._run(space, write, create=create)
@@ -365,20 +418,25 @@ class BotState:
         *,
         messages: Sequence[ChatMessage] = (),
         node_ids: set[int] | frozenset[int] = frozenset(),
-        documents: set[str] | frozenset[str] = frozenset(),
+        documents: Set[tuple[int, str]] = frozenset(),
+        every_document: bool = False,
     ) -> int:
         """Text removed for privacy must not outlive it in this channel's records: an exchange of a thread
         (question and answer, a follow-up's memory) or a saved answer that quotes one of `messages`
         (bot/redact.py) is replaced by `note` whole; in the other saved answers, the context nodes that went
-        (`node_ids`, or of the removed `documents`) are. Then the file is scrubbed (`Store.scrub`).
-        Returns how many records changed."""
+        (`node_ids`, or of the removed `documents` (id, name), or of any document: `every_document`) are,
+        their document's name with them, and so is a thread's answer that cited one of those documents
+        (`_redact_documents`). Then the file is scrubbed (`Store.scrub`). Returns how many records changed."""
         ids = {m.message_id for m in messages}
         marks = quote_marks(m.text for m in messages)
+        names = {name for _, name in documents}
 
         def redact(store: Store) -> int:
             with store.write() as db:
-                changed = _redact_answers(db, kb, note, ids, marks, node_ids, documents)
+                changed = _redact_answers(db, kb, note, ids, marks, node_ids, names, every_document)
                 changed += _redact_turns(db, kb, note, ids, marks)
+                if documents or every_document:
+                    changed += _redact_documents(db, kb, note, documents, every_document)
             if changed:
                 store.scrub(text_index=False)
             return changed
@@ -468,37 +526,50 @@ class BotState:
         )
         statements = []
         for i, t in enumerate(turns):
-            nodes, told = _documents_params(cited if t.role == "assistant" else None)
-            params = [thread_id, t.role, t.content, _now(), sources, own[i], nodes, nodes, told]
-            statements.append((sql, params))
-        await self._write(self.space_of_guild(guild_id), statements)
+            documents = _documents_params(cited if t.role == "assistant" else None)
+            statements.append((sql, [thread_id, t.role, t.content, _now(), sources, own[i], *documents]))
+        await self._write(self.space_of_guild(guild_id), statements, also=_told_by(thread_id, cited))
 
-    async def removed_cited(self, guild_id: int, thread_id: int, kb: str) -> list[tuple[int, str]]:
-        """The documents the thread's earlier answers cited that are no longer in knowledge base `kb` (a
-        document of that id and name), oldest first, less those a follow-up's answer already named.
-        Turns stored before their documents were recorded add nothing."""
+    async def removed_cited(self, guild_id: int, thread_id: int, kb: str) -> list[GoneDocument]:
+        """The documents the thread's earlier answers cited, or drew on through a cross-document summary
+        they cited, that are no longer in knowledge base `kb` (no document of that id and name), oldest
+        first, less those a follow-up's answer already named. Turns stored before their documents were
+        recorded add nothing."""
         space = self.space_of_guild(guild_id)
         rows = await self._read(
             space,
             "select documents from bot_turns where thread_id = ? and documents is not null order by id",
             [thread_id],
         )
-        cited: dict[int, str] = {}
+        found: dict[tuple[int, str], bool] = {}  # (id, name) -> cited (not only drawn on)
+        removed: dict[tuple[int, str], bool] = {}  # recorded as removed when it was (`redact_removed`)
         told: set[int] = set()
         for row in rows:
-            documents, named = _turn_documents(row["documents"])
-            for doc_id, name in documents:
-                cited.setdefault(doc_id, name)
-            told |= named
-        if not cited:
+            record = _turn_documents(row["documents"])
+            if record is None:
+                continue
+            for pair in record.cited:
+                found[pair] = True
+            for pair in record.drawn:
+                found.setdefault(pair, False)
+            for gone in record.removed:
+                removed[(gone.id, gone.name)] = removed.get((gone.id, gone.name), False) or gone.cited
+            told |= record.told
+        if not found and not removed:
             return []
+        there = await self._documents_there(space, kb)
+        for pair, was_cited in found.items():
+            if pair not in there and pair not in removed:
+                removed[pair] = was_cited
+        return [GoneDocument(i, name, was_cited) for (i, name), was_cited in removed.items() if i not in told]
+
+    async def _documents_there(self, space: str | None, kb: str) -> set[tuple[int, str]]:
         present = await self._read(
             space,
             "select d.id, d.name from documents d join kbs k on k.id = d.kb_id where k.name = ?",
             [kb],
         )
-        there = {(r["id"], r["name"]) for r in present}
-        return [(i, name) for i, name in cited.items() if i not in told and (i, name) not in there]
+        return {(r["id"], r["name"]) for r in present}
 
     async def reply_history(
         self, guild_id: int, thread_id: int, message_id: int, limit: int = MAX_HISTORY_TURNS
@@ -561,6 +632,7 @@ class BotState:
             question=rows[at]["content"],
             answer_message_ids=json.loads(answer["posted_ids"] or "[]") if answer else [],
             history=[Turn(rows[i]["role"], rows[i]["content"]) for i in kept],
+            thread_id=thread_id,
         )
 
     async def replace_exchange(
@@ -585,10 +657,43 @@ class BotState:
                 "update bot_turns set content = ?, message_ids = ?, posted_ids = ?, "
                 f"documents = {_DOCUMENTS_OF_NODES} where id = ?"
             )
-            nodes, told = _documents_params(cited)
-            params = [turns[1].content, sources, posted, nodes, nodes, told, exchange.answer_row]
+            params = [turns[1].content, sources, posted, *_documents_params(cited), exchange.answer_row]
             statements.append((answer_sql, params))
-        await self._write(space, statements)
+        await self._write(space, statements, also=_told_by(exchange.thread_id, cited))
+
+    async def forget_questions(self, guild_id: int, thread_id: int, message_ids: Set[int]) -> list[int]:
+        """Members deleted their questions (`message_ids`) in the thread: each one's exchange (the question
+        and its answer) leaves the thread's memory, so no follow-up leans on it, and the file is scrubbed.
+        Returns the answers' Discord messages, for the bot to delete (they repeat the question)."""
+
+        def forget(store: Store) -> list[int]:
+            with store.write() as db:
+                rows = db.execute(
+                    "select id, role, posted_ids from bot_turns where thread_id = ? order by id", [thread_id]
+                ).fetchall()
+                gone: list[int] = []
+                answers: list[int] = []
+                for at, (turn_id, role, posted) in enumerate(rows):
+                    if role != "user" or not message_ids.intersection(json.loads(posted or "[]")):
+                        continue
+                    gone.append(turn_id)
+                    after = rows[at + 1] if at + 1 < len(rows) else None
+                    if after is not None and after[1] != "user":
+                        gone.append(after[0])
+                        answers += json.loads(after[2] or "[]")
+                for turn_id in gone:
+                    db.execute("delete from bot_turns where id = ?", [turn_id])
+            if gone:
+                store.scrub(text_index=False)
+            return answers
+
+        return await self._run(self.space_of_guild(guild_id), forget, create=False, empty=[])
+
+    async def forget_answers(self, kb: str, answer_ids: Set[int]) -> None:
+        """Drop saved answers of `kb` (their answer messages were deleted with the question they answer)."""
+        marks = ", ".join("?" * len(answer_ids))
+        sql = f"delete from bot_answers where kb = ? and id in ({marks})"
+        await self._write(self._spaces.space_of(kb), [(sql, [kb, *answer_ids])], create=False, scrub=True)
 
     async def history(self, guild_id: int, thread_id: int, limit: int = MAX_HISTORY_TURNS) -> list[Turn]:
         """The thread's opening exchange, then its most recent turns, oldest first; at most `limit` turns,
@@ -774,8 +879,19 @@ class BotState:
         self._closed = True
 
 
+REMOVED_DOCUMENT = "(This text came from a document that was removed from this knowledge base.)"
+REMOVED_SOURCE = "a removed document"  # a saved context node's document, once it is removed
+
+
 def _redact_answers(
-    db: Any, kb: str, note: str, ids: set[int], marks: set[str], node_ids: Set[int], documents: Set[str]
+    db: Any,
+    kb: str,
+    note: str,
+    ids: set[int],
+    marks: set[str],
+    node_ids: Set[int],
+    documents: Set[str],
+    every: bool = False,
 ) -> int:
     """Saved answers of `kb` (see `BotState.redact_removed`); returns how many changed."""
     changed = 0
@@ -787,8 +903,10 @@ def _redact_answers(
         quoted = quotes(question, marks) or any(
             (n.get("message") or {}).get("message_id") in ids or quotes(n["text"], marks) for n in nodes
         )
-        hit = [n for n in nodes if quoted or n["node_id"] in node_ids or _drew_on(n, documents)]
+        hit = [n for n in nodes if quoted or n["node_id"] in node_ids or every or _drew_on(n, documents)]
         for node in hit:
+            if every or _drew_on(node, documents):
+                node["document"] = REMOVED_SOURCE
             node.update(text=note, heading=[], drawn_from=[], page_marks=[], message=None)
         if hit or quoted:
             db.execute(
@@ -828,3 +946,96 @@ def _redact_turns(db: Any, kb: str, note: str, ids: set[int], marks: set[str]) -
 
 def _turn_quotes(content: str, sources: str | None, ids: set[int], marks: set[str]) -> bool:
     return bool(sources and ids.intersection(json.loads(sources))) or quotes(content, marks)
+
+
+def _told_by(thread_id: int, cited: CitedNodes | None) -> Callable[[Any], bool] | None:
+    """After an answer named removed documents (`cited.told`), the thread's records drop them, names and
+    all: the notice was all they were kept for (`_forget_told`)."""
+    if cited is None or not cited.told:
+        return None
+    told = {int(i) for i in cited.told}
+    return lambda db: _forget_told(db, thread_id, told)
+
+
+def _forget_told(db: Any, thread_id: int, told: set[int]) -> bool:
+    """Drop the documents of ids `told` that are no longer there (by id and name: an id may have been
+    given to a new document) from the thread's turn records; True when a record changed. An answer still
+    citing one (removed while the bot was down, or by a removal whose redaction had not run yet) is
+    replaced by `REMOVED_DOCUMENT` as `_redact_documents` would have done."""
+    there = {
+        (int(r[0]), r[1])
+        for r in db.execute(
+            "select d.id, d.name from documents d join kbs k on k.id = d.kb_id join bot_threads h on h.kb = k.name "
+            "where h.thread_id = ?",
+            [thread_id],
+        ).fetchall()
+    }
+
+    def kept(pair: tuple[int, str]) -> bool:
+        return pair[0] not in told or pair in there
+
+    changed = False
+    for turn_id, raw in db.execute(
+        "select id, documents from bot_turns where thread_id = ? and documents is not null", [thread_id]
+    ).fetchall():
+        record = _turn_documents(raw)
+        if record is None:
+            continue
+        new = TurnDocuments(
+            [p for p in record.cited if kept(p)],
+            [p for p in record.drawn if kept(p)],
+            [g for g in record.removed if g.id not in told],
+            record.told,
+        )
+        if new == record:
+            continue
+        if (new.cited, new.drawn) != (record.cited, record.drawn):
+            db.execute(
+                "update bot_turns set content = ?, message_ids = null where id = ?", [REMOVED_DOCUMENT, turn_id]
+            )
+        db.execute("update bot_turns set documents = ? where id = ?", [new.dumps(), turn_id])
+        changed = True
+    return changed
+
+
+def _redact_documents(db: Any, kb: str, note: str, documents: Set[tuple[int, str]], every: bool) -> int:
+    """Thread turns of `kb` after documents were removed (`documents`, or `every` one): an answer that cited
+    one, or a cross-document summary drawing on one, is replaced by `note` (the question, the member's own
+    words, stays for the follow-ups); its record drops the documents, keeping each one's id and name once
+    per thread, as removed, for the follow-up that says so (`BotState.removed_cited`). Returns how many
+    turns changed."""
+    rows = db.execute(
+        "select t.id, t.thread_id, t.documents from bot_turns t join bot_threads h "
+        "on h.thread_id = t.thread_id where h.kb = ? and t.documents is not null order by t.thread_id, t.id",
+        [kb],
+    ).fetchall()
+    pending: dict[int, set[tuple[int, str]]] = {}  # thread -> removed documents its records keep for the notice
+    for _, thread_id, raw in rows:
+        record = _turn_documents(raw)
+        if record is not None:
+            pending.setdefault(thread_id, set()).update((g.id, g.name) for g in record.removed)
+            pending[thread_id].update((i, "") for i in record.told)  # named already (older stores)
+    changed = 0
+    for turn_id, thread_id, raw in rows:
+        record = _turn_documents(raw)
+        if record is None:
+            continue
+        hit = [(p, True) for p in record.cited if every or p in documents]
+        hit += [(p, False) for p in record.drawn if every or p in documents]
+        if not hit:
+            continue
+        known = pending.setdefault(thread_id, set())
+        told = {i for i, name in known if not name}
+        for (doc_id, name), was_cited in hit:
+            if (doc_id, name) not in known and doc_id not in told:
+                record.removed.append(GoneDocument(doc_id, name, was_cited))
+                known.add((doc_id, name))
+        gone = {p for p, _ in hit}
+        record.cited = [p for p in record.cited if p not in gone]
+        record.drawn = [p for p in record.drawn if p not in gone]
+        db.execute(
+            "update bot_turns set content = ?, message_ids = null, documents = ? where id = ?",
+            [note, record.dumps(), turn_id],
+        )
+        changed += 1
+    return changed

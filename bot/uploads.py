@@ -39,7 +39,7 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from raptor_engine.errors import RaptorError
-from raptor_engine.storage.db import connect, immediate
+from raptor_engine.storage.db import connect, immediate, scrub
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +237,20 @@ class UploadLog:
                 list(UNFINISHED),
             ).fetchall()
         return [Upload(*row) for row in rows]
+
+    def forget(self, kb: str, sha256: str | None = None) -> int:
+        """Drop the finished rows of a document removed from `kb` (by `sha256`; None: every document, a
+        /kb clear): a finished row is never read again, and its file name and link must not outlive the
+        document. Unfinished rows stay (a file on its way is added after the removal, as asked). Returns
+        how many went."""
+        where, params = "kb = ? AND status NOT IN (?, ?, ?)", [kb, *UNFINISHED]
+        if sha256 is not None:
+            where, params = where + " AND sha256 = ?", [*params, sha256]
+        with self._using():
+            gone = self.db.execute(f"DELETE FROM uploads WHERE {where}", params).rowcount
+            if gone:
+                scrub(self.db.conn)
+        return gone
 
     def status(self, upload_id: int) -> str | None:
         with self._using():

@@ -160,7 +160,7 @@ class EmptyKnowledgeBaseError(RaptorError):
 
 # Replies that ask the user for a question instead of answering one ("what is the?", "???", "where does
 # it say that?" before any answer): `--json` and the bot say `answered: false` for them.
-UNANSWERED_ACTS = frozenset({Act.VAGUE, Act.UNCLEAR, Act.SOURCES})
+UNANSWERED_ACTS = frozenset({Act.VAGUE, Act.UNCLEAR, Act.SOURCES, Act.TRANSLATE})
 
 
 class QuestionTimeoutError(RaptorError):

@@ -519,6 +519,31 @@ def test_a_correction_asks_the_last_question_again_about_what_was_meant(correcti
     assert standalone_question(correction, talk) == "When did Daniel Kittow retire?"
 
 
+@pytest.mark.parametrize(
+    ("asked", "follow_up", "searched"),
+    [
+        ("What did the 2021 report recommend?", "no, I meant the 2019 one", "What did the 2019 report recommend?"),
+        ("What did the 2021 report recommend?", "what about the 2019 one?", "What did the 2019 report recommend?"),
+        ("What did the 2021 report recommend?", "and the 2019 one?", "What did the 2019 report recommend?"),
+        ("When does the 3 pm ferry leave Hobart?", "sorry, I meant the 5 one", "When does the 5 pm ferry leave Hobart?"),
+    ],
+)
+def test_the_numbered_one_asks_the_last_question_again_of_that_number(asked, follow_up, searched):
+    """botqa16, played through the real bot: 'no, I meant the 2019 one' after a question about the 2021
+    report was searched as 'In the 2019 one please' or 'What about the 2019 one'."""
+    talk = [Turn("user", asked), Turn("assistant", "\u201cReyes recommended dredging.\u201d [1]")]
+    assert standalone_question(follow_up, talk) == searched
+
+
+def test_the_numbered_one_is_read_as_before_when_the_last_question_numbers_nothing_or_the_same():
+    def searched(asked: str) -> str:
+        talk = [Turn("user", asked), Turn("assistant", "\u201cReyes recommended dredging.\u201d [1]")]
+        return standalone_question("no, I meant the 2019 one", talk)
+
+    assert searched("What did the report recommend?") == "What did the 2019 one recommend?"  # the thing swapped
+    assert searched("What did the 2019 report recommend?").startswith("What about the 2019 one")
+
+
 def test_a_misspelt_name_is_searched_as_the_answer_spelt_it():
     talk = [
         Turn("user", "Who was Morwena Kitow?"),

@@ -44,6 +44,9 @@ def _talk(*questions: str) -> list[Turn]:
         # an irregular past form ends the thing's words as '-ed' does, not 'the lamp lit'
         ("When is the lamp lit?", "and when is it put out?", "When is the lamp put out?"),
         ("How often is the gallery swept?", "who cleans it?", "Who cleans the gallery?"),
+        # a number after the article is part of the thing's name (botqa16: it ended the phrase)
+        ("When did the 1887 bridge open?", "what did it cost?", "What did the 1887 bridge cost?"),
+        ("When did the 1887 bridge open?", "who built it?", "Who built the 1887 bridge?"),
     ],
 )
 def test_it_is_the_one_thing_the_last_question_asked_about(asked, follow_up, standalone):

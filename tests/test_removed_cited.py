@@ -3,6 +3,7 @@ removed can say so: a real engine and the bot's tables, no Discord."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -13,7 +14,8 @@ import pytest
 
 from bot.answering import removed_notice
 from bot.render import inert
-from bot.state import BotState, CitedNodes, ThreadRecord
+from bot.state import REMOVED_DOCUMENT, BotState, CitedNodes, GoneDocument, ThreadRecord
+from bot.uploads import Source, UploadLog
 from raptor_engine import Engine, Settings
 from raptor_engine.types import Turn
 
@@ -52,11 +54,14 @@ async def test_a_removed_cited_document_is_found_once_with_its_name(engine):
     harbour = next(d for d in engine.documents(KB) if d.name == "harbour.md")
     assert await state.removed_cited(1, THREAD, KB) == []  # nothing removed yet
     await engine.forget(KB, "harbour.md")
-    assert await state.removed_cited(1, THREAD, KB) == [(harbour.id, "harbour.md")]
+    assert await state.removed_cited(1, THREAD, KB) == [GoneDocument(harbour.id, "harbour.md")]
     # the follow-up's answer named it: the next follow-up does not say it again
     told = CitedNodes([leaf_of(engine, "bees.md")], told=[harbour.id])
     await state.add_turns(1, THREAD, [Turn("user", "q2"), Turn("assistant", "a2")], cited=told)
     assert await state.removed_cited(1, THREAD, KB) == []
+    # removed outside the bot: once named, the name and the answer that quoted it leave the records too
+    assert not [r for r in turn_rows(engine) if "harbour.md" in r or " | a1 |" in r]
+    assert [r for r in turn_rows(engine) if r.startswith(f"assistant | {REMOVED_DOCUMENT}")]
     state.close()
 
 
@@ -73,7 +78,7 @@ async def test_a_new_document_under_a_removed_ones_id_does_not_hide_the_removal(
     bees = next(d for d in engine.documents(KB) if d.name == "bees.md")
     await engine.forget(KB, "bees.md")
     await engine.ingest(KB, "tides.md", b"# Tides\n\nSpring tides at Saltmere rise four metres.\n")
-    assert await state.removed_cited(1, THREAD, KB) == [(bees.id, "bees.md")]
+    assert await state.removed_cited(1, THREAD, KB) == [GoneDocument(bees.id, "bees.md")]
     state.close()
 
 
@@ -104,8 +109,8 @@ async def test_an_imported_stores_documents_are_read_as_data_only(engine, tmp_pa
                 [THREAD, value],
             )
     gone = await state.removed_cited(1, THREAD, KB)
-    assert gone == [(999_999, hostile)]
-    shown = inert(removed_notice([name for _, name in gone]))
+    assert gone == [GoneDocument(999_999, hostile)]
+    shown = inert(removed_notice([g.name for g in gone]))
     for live in ("@everyone", "[click]", "https:", "**"):  # each escaped: Discord shows the characters
         assert re.search(r"(?<!\\)" + re.escape(live), shown) is None, live
     assert "\n" not in shown
@@ -149,3 +154,84 @@ async def test_an_old_store_gets_the_column_and_its_turns_say_nothing(tmp_path, 
         state.close()
     finally:
         engine.close()
+
+
+def summary_of(engine: Engine) -> int:
+    """A cross-document summary of the knowledge base (no document of its own)."""
+    with engine.in_space(KB):
+        nodes = engine.store.nodes_of_kb(engine.store.kb_id(KB))
+    return next(n.id for n in nodes if n.kind == "kb")
+
+
+def turn_rows(engine: Engine) -> list[str]:
+    with engine.in_space(KB):
+        rows = engine.store.db.execute("SELECT role, content, coalesce(documents, '') FROM bot_turns").fetchall()
+    return [" | ".join(map(str, row)) for row in rows]
+
+
+async def test_an_answer_from_a_summary_names_its_partly_removed_documents(engine):
+    """A cited cross-document summary has no document of its own: the turn records the documents under it,
+    and a follow-up after one of them went says that an earlier answer drew on it."""
+    state = BotState(engine.spaces)
+    await state.add_thread(ThreadRecord(THREAD, KB, 1, 2), opened_by="alice")
+    cited = CitedNodes([summary_of(engine)])
+    await state.add_turns(1, THREAD, [Turn("user", "What is here?"), Turn("assistant", "Bees and a light.")], cited=cited)
+    bees = next(d for d in engine.documents(KB) if d.name == "bees.md")
+    await engine.forget(KB, "bees.md")
+    gone = await state.removed_cited(1, THREAD, KB)
+    assert gone == [GoneDocument(bees.id, "bees.md", cited=False)]
+    assert removed_notice([g.name for g in gone], cited=False) == (
+        "The document “bees.md”, which an earlier answer in this thread drew on, was removed from the "
+        "knowledge base since; this answer comes from the documents that remain."
+    )
+    state.close()
+
+
+async def test_a_removed_documents_name_and_text_stay_only_until_the_notice(engine):
+    """Removed through the bot: the answer that cited it becomes the note (the question stays), its name is
+    kept once, for the follow-up's notice, and goes when that notice is given; another thread is untouched."""
+    state = await thread_citing(engine, "harbour.md", "bees.md")
+    await state.add_turns(1, THREAD, [Turn("user", "q2"), Turn("assistant", "Mara Quill kept it.")],
+                          cited=CitedNodes([leaf_of(engine, "harbour.md")]))
+    await state.add_thread(ThreadRecord(THREAD + 1, KB, 1, 2), opened_by="bob")
+    await state.add_turns(1, THREAD + 1, [Turn("user", "bees?"), Turn("assistant", "A centrifuge.")],
+                          cited=CitedNodes([leaf_of(engine, "bees.md")]))
+    removed = await engine.forget(KB, "harbour.md")
+    assert await state.redact_removed(KB, "(removed)", documents={(removed.id, removed.name)}) == 2
+    rows = turn_rows(engine)
+    assert [r for r in rows if "harbour.md" in r] and len([r for r in rows if "harbour.md" in r]) == 1
+    assert not [r for r in rows if "Mara Quill" in r or " | a1 |" in r]
+    assert any(r.startswith("user | q2") for r in rows) and any("A centrifuge." in r for r in rows)
+    gone = await state.removed_cited(1, THREAD, KB)
+    assert gone == [GoneDocument(removed.id, "harbour.md")]
+    assert await state.removed_cited(1, THREAD + 1, KB) == []
+    told = CitedNodes([leaf_of(engine, "bees.md")], told=[g.id for g in gone])
+    await state.add_turns(1, THREAD, [Turn("user", "q3"), Turn("assistant", "a3")], cited=told)
+    assert not [r for r in turn_rows(engine) if "harbour.md" in r]
+    assert await state.removed_cited(1, THREAD, KB) == []
+    state.close()
+
+
+async def test_a_cleared_knowledge_base_leaves_no_cited_text_and_names_each_document_once(engine):
+    state = await thread_citing(engine, "harbour.md", "bees.md")
+    await engine.clear(KB)
+    assert await state.redact_removed(KB, "(removed)", every_document=True) == 1
+    assert not [r for r in turn_rows(engine) if " | a1 |" in r]
+    assert sorted(g.name for g in await state.removed_cited(1, THREAD, KB)) == ["bees.md", "harbour.md"]
+    state.close()
+
+
+def test_the_upload_log_forgets_a_removed_documents_finished_rows(tmp_path):
+    log = UploadLog(tmp_path / "uploads.db")
+    try:
+        done, waiting, other = log.accept(
+            KB, [Source(f"{n}.md", f"https://cdn.example/{n}.md", 10) for n in ("old", "new", "keep")], "alice", 1, 2
+        )
+        for upload, data in ((done, b"old"), (other, b"keep")):
+            log.downloaded(upload, data)
+            log.mark(upload, "done")
+        assert log.forget(KB, hashlib.sha256(b"old").hexdigest()) == 1
+        assert log.status(done) is None and log.status(waiting) == "waiting" and log.status(other) == "done"
+        assert log.forget(KB) == 1 and log.status(other) is None and log.status(waiting) == "waiting"
+    finally:
+        log.close()

@@ -333,3 +333,36 @@ def test_only_messages_that_search_nothing_skip_the_question_limits():
     assert question_refusal(services, 1, "hello") is None
     assert question_refusal(services, 1, "where does it say that?") is not None
     assert question_refusal(services, 1, "Who kept the light?") is not None
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["in French please", "In French?", "French please", "can you say that in German?", "translate that into Spanish",
+     "en français", "auf Deutsch bitte", "answer in English"],
+)
+def test_asking_for_an_answer_in_another_language_is_no_question(message):
+    """botqa16, played through the real bot: 'in French please' was searched as a question ('Nothing in the
+    documents clearly answers this'), and the correction after it leaned on it."""
+    assert small_talk_act(message) is Act.TRANSLATE
+
+
+@pytest.mark.parametrize(
+    "message", ["What did the French king do?", "is it in French?", "what is the French word for pier?", "in which language?"]
+)
+def test_questions_about_languages_are_searched(message):
+    assert small_talk_act(message) is None
+
+
+async def test_in_french_please_gets_one_sentence_and_the_next_follow_up_skips_it(tmp_path, embedder):
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        await engine.ingest("kb", "archive.md", ARCHIVE.encode())
+        first = await engine.ask("kb", "Who was appointed keeper of the archive in 1962?")
+        history = [Turn("user", first.question), Turn("assistant", first.text)]
+        french = await engine.ask("kb", "in French please", history=history)
+        assert french.text == REPLIES[Act.TRANSLATE] and not french.has_context and not french.answered
+        history += [Turn("user", french.question), Turn("assistant", french.text)]
+        follow_up = await engine.ask("kb", "and when did she leave?", history=history)
+        assert follow_up.query.startswith("When did Margaret Hale leave?"), follow_up.query
+    finally:
+        engine.close()

@@ -731,6 +731,8 @@ def _swapped_thing(target: str, previous: Rewrite) -> str | None:
     one ('What did Hester Marrow earn?' then 'what about the last keeper?' starts a new topic) and the
     target is a thing named with 'the'/'a' or by a name. None otherwise."""
     target = target.strip()
+    if _NUMBERED_ONE.match(target) and _NUMBERED_THING.search(previous.core):
+        return _renumbered(target, previous.core)  # 'the 2019 one' stands for that numbered thing, or nothing
     article = re.match(r"(?i:the|a|an)\s+", target)
     if (article is None and not names_in(f"about {target}")) or _ORDINAL.search(target):
         return None  # 'the other one', 'the second one' choose from a list (`_chosen`)
@@ -747,6 +749,22 @@ def _swapped_thing(target: str, previous: Rewrite) -> str | None:
         return None
     written = target[:1].lower() + target[1:] if article is not None and at > 0 else target
     return _capitalised(previous.core[:at] + written + previous.core[at + len(phrase) :])
+
+
+_NUMBERED_ONE = re.compile(r"^the\s+(\d[\d,.]*)\s+ones?\s*[?.!]*$", re.IGNORECASE)
+_NUMBERED_THING = re.compile(r"\bthe\s+(\d[\d,.]*)(?=\s+[^\W\d])", re.IGNORECASE)
+
+
+def _renumbered(target: str, core: str) -> str | None:
+    """'What did the 2021 report recommend?' then 'no, I meant the 2019 one' (or 'what about the 2019
+    one?', 'and the 2019 one?') -> 'What did the 2019 report recommend?': the last question's numbered
+    thing ('the 2021 report', 'the 3 pm ferry') with the new number. None when the target is no numbered
+    'one', or the last question numbers nothing."""
+    match = _NUMBERED_ONE.match(target)
+    old = _NUMBERED_THING.search(core) if match else None
+    if match is None or old is None or old.group(1) == match.group(1):
+        return None
+    return _capitalised(core[: old.start(1)] + match.group(1) + core[old.end(1) :])
 
 
 _CHAT_SPELLINGS = {
@@ -2148,8 +2166,10 @@ def _things_in(question: str) -> list[_Thing] | None:
 def _phrase_run(tokens: list[str], start: int) -> list[str]:
     """The words after an article up to the next stop word, number or punctuation (at most MAX_NAME_WORDS)."""
     run: list[str] = []
-    for token in tokens[start : start + MAX_NAME_WORDS]:
-        if not token[:1].isalpha() or token.lower() in STOPWORDS:
+    for at, token in enumerate(tokens[start : start + MAX_NAME_WORDS]):
+        # a year or number right after the article is part of the name ('the 2021 report', 'the 1887 bridge')
+        numbered = at == 0 and token.isdigit() and start + 1 < len(tokens) and tokens[start + 1][:1].isalpha()
+        if (not token[:1].isalpha() and not numbered) or token.lower() in STOPWORDS:
             break
         run.append(token)
     return run

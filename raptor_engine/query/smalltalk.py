@@ -33,6 +33,7 @@ class Act(Enum):
     DOCUMENTS = "documents"  # "what documents do you have?": answered with the list, not by searching
     SOURCES = "sources"  # "where does it say that?": where the last answer's quotes come from
     VAGUE = "vague"  # "what is the?", "who is he?" with no conversation before it: nothing to look for
+    TRANSLATE = "translate"  # "in French please", "translate that into German": asks no question of its own
 
 
 REPLIES = {  # DOCUMENTS has none: the engine lists the documents
@@ -50,6 +51,8 @@ REPLIES = {  # DOCUMENTS has none: the engine lists the documents
     "ask about a name, a date or an event, and follow-up questions keep the conversation.",
     Act.THANK: "You're welcome! Ask another question about the documents whenever you like.",
     Act.FAREWELL: "Goodbye! The documents will be here when you have another question.",
+    Act.TRANSLATE: "I can't translate an earlier answer; ask your question in the language you want, "
+    "and I will answer it from the documents.",
 }
 
 _PHRASES: dict[Act, tuple[str, ...]] = {
@@ -361,10 +364,34 @@ def small_talk_act(message: str) -> Act | None:
         # Only punctuation, emoji or symbols: "?" is a question without words, "👍" an acknowledgement.
         asks = "?" in unicodedata.normalize("NFKC", message)  # the full-width '？' too
         return Act.UNCLEAR if asks or not message else Act.ACKNOWLEDGE
+    if asks_for_a_language(tokens):
+        return Act.TRANSLATE
     acts = _acts(tokens)
     if not acts:
         return None
     return max(acts, key=lambda act: list(Act).index(act))
+
+
+# Languages a member may ask an answer in, by their English names and their own.
+_LANGUAGES = frozenset(
+    """english french spanish german italian portuguese dutch polish russian chinese japanese korean greek
+    arabic hebrew hindi thai turkish swedish danish norwegian finnish czech ukrainian welsh irish français
+    francais español espanol deutsch italiano português portugues nederlands polski""".split()
+)
+_TRANSLATION_WORDS = frozenset(
+    """in into to please pls plz can could you say write give put it that this answer the again translate
+    translated translation en auf in s'il vous plait plaît por favor bitte per favore""".split()
+)
+
+
+def asks_for_a_language(tokens: list[str]) -> bool:
+    """'in French please', 'can you say that in German?', 'translate it into Spanish', 'en français': a
+    language named, every other word one of asking for it (not 'what did the French king do?')."""
+    languages = [t for t in tokens if t in _LANGUAGES]
+    if len(languages) != 1 or len(tokens) > 10:
+        return False
+    asks = {"in", "into", "translate", "en", "auf"} & set(tokens) or not set(tokens) - {*languages, "please"}
+    return bool(asks) and all(t in _LANGUAGES or t in _TRANSLATION_WORDS for t in tokens)
 
 
 def names_nothing(question: str) -> bool:

@@ -598,7 +598,7 @@ class Store(MessageStoreMixin):
             db.execute("DELETE FROM documents WHERE id = ?", [doc_id])
             if kb_nodes:
                 self._insert_nodes(db, kb_id, None, kb_nodes)
-            self._record_build(db, kb_id, build)
+            self._record_build(db, kb_id, _unnamed_builds(db, kb_id, build))
             db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", [kb_id])
         return tainted
 
@@ -783,3 +783,15 @@ def _merge_spans(spans: list[list[int]]) -> list[list[int]]:
         else:
             merged.append([start, end])
     return merged
+
+
+def _unnamed_builds(db: sqlite_utils.Database, kb_id: int, build: dict[str, Any]) -> dict[str, Any]:
+    """A removed document's name leaves the build log with it (its earlier builds keep no name), unless
+    another document of the knowledge base has that name; returns the removal's own build, named alike."""
+    name = build.get("document")
+    if name is None or db.execute(
+        "SELECT 1 FROM documents WHERE kb_id = ? AND name = ?", [kb_id, name]
+    ).fetchone():
+        return build
+    db.execute("UPDATE builds SET document = NULL WHERE kb_id = ? AND document = ?", [kb_id, name])
+    return {**build, "document": None}

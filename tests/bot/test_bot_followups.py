@@ -10,7 +10,7 @@ from raptor_engine.types import Turn
 from tests.bot.bot_samples import SOURDOUGH
 from tests.bot.conftest import ALICE, BOT_ID, GUILD, NOW, snowflake, user_payload
 from tests.bot.test_bot_answers import bot_reply_in, footer_of, open_archive_thread, quotes_of
-from tests.bot.test_bot_flows import add_doc
+from tests.bot.test_bot_flows import KB_A, add_doc
 from tests.bot.test_bot_state import open_state
 
 
@@ -120,3 +120,27 @@ async def test_a_follow_up_after_the_cited_document_was_removed_says_so_once(mak
 
 
 NOTICE = "cited by an earlier answer in this thread, was removed from the knowledge base since"
+
+
+async def test_a_deleted_question_leaves_the_threads_memory_with_its_answer(make_harness, bot_settings):
+    """A member deletes a question they asked in the thread: its exchange leaves the thread's memory (the
+    next follow-up does not lean on it) and the bot deletes its answer, which repeats the question; the
+    other exchanges stay."""
+    h = await make_harness(settings=dataclasses.replace(bot_settings, questions_per_minute=100), message_content=True)
+    thread = await open_archive_thread(h)
+    kept = h.say(thread, "Who was the first keeper?")
+    await bot_reply_in(h, thread, 1)
+    asked = h.say(thread, "Who computerised the catalogue?")
+    answer = await bot_reply_in(h, thread, 2)
+    assert "David Orr" in answer["content"]
+    h.delete(asked)
+    await h.fake.wait_for(lambda: int(answer["id"]) not in h.fake.messages, what="the answer's deletion")
+    turns = await h.bot.services.state.history(GUILD, thread)
+    assert not [t for t in turns if "computerised" in t.content or "David Orr" in t.content], turns
+    assert [t.content for t in turns if t.role == "user"][-1] == kept["content"]
+    with h.engine.in_space(KB_A):  # its 'Show context' page went with it
+        pages = h.engine.store.db.execute("SELECT question FROM bot_answers").fetchall()
+    assert pages and "Who computerised the catalogue?" not in [p[0] for p in pages], pages
+    h.say(thread, "and when?")
+    footer = footer_of(await bot_reply_in(h, thread, 2))
+    assert footer.startswith("Searched as: When was the first keeper?"), footer

@@ -246,3 +246,23 @@ async def test_a_follow_up_after_the_cited_files_message_was_deleted_names_the_f
     )
     notice = "⚠️ The document “kestrel.md”, cited by an earlier answer in this thread, was removed"
     assert notice in answer["content"], answer["content"]
+    # what the bot keeps no longer names the file nor quotes it: the thread's answer that cited it is a
+    # note, the notice said its name and the records dropped it, the upload log's finished row went
+    def named() -> list[str]:
+        return [row for row in bot_rows(h, KB_A) if "kestrel" in row.casefold()]
+
+    await h.fake.wait_for(lambda: not named(), what="the removal's redaction")  # it runs after the document goes
+    kept = bot_rows(h, KB_A)
+    assert any(REMOVED_DOCUMENT in row for row in kept)
+    with h.bot.services.jobs.uploads._using():
+        rows = h.bot.services.jobs.uploads.db.execute("SELECT kb, filename, url FROM uploads").fetchall()
+    assert rows and not [r for r in rows if "kestrel" in str(r).casefold()], rows
+
+
+def bot_rows(h, kb: str) -> list[str]:
+    """Every text the bot's own tables hold about `kb`'s threads and saved answers, one string per row."""
+    with h.engine.in_space(kb):
+        db = h.engine.store.db
+        turns = db.execute("SELECT role, content, coalesce(documents, '') FROM bot_turns").fetchall()
+        answers = db.execute("SELECT question, context_json FROM bot_answers WHERE kb = ?", [kb]).fetchall()
+    return [" | ".join(map(str, row)) for row in [*turns, *answers]]

@@ -11,7 +11,7 @@ from bot.kb import kb_name
 from raptor_engine.engine import Engine
 from raptor_engine.query.followup import quotes_in
 from raptor_tools.followup_onward import TALE, flat
-from tests.bot.conftest import CHAN_A, CHAN_B, GUILD, text_of
+from tests.bot.conftest import BOB, CHAN_A, CHAN_B, GUILD, text_of
 from tests.bot.real_bot import RealBot
 from tests.bot.test_bot_busy_channel import kestrel_sections
 from tests.unhurried import unhurried_settings
@@ -189,3 +189,83 @@ async def test_a_busy_channel_with_the_real_bot_process(fake_api, tmp_path, embe
         assert [d.name for d in engine.documents(kb_name(GUILD, CHAN_B))] == ["kestrels.md"]
     finally:
         engine.close()
+
+
+REPORT_2019 = """# Harbour survey report 2019
+
+Written by Dr. Ines Calloway for the harbour board.
+
+The 2019 survey found the north pier unsafe because salt water had corroded its iron piles.
+Calloway recommended closing the north pier to vehicles and repairing the piles within two years.
+"""
+
+REPORT_2021 = """# Harbour survey report 2021
+
+Written by Tomas Reyes, the harbour engineer.
+
+Reyes recommended dredging the inner basin because silt had reduced its depth to two metres.
+The survey counted 230 moorings, and the waiting list for a mooring had 55 names.
+"""
+
+
+async def test_a_thread_whose_question_and_document_are_removed_with_the_real_bot_process(
+    fake_api, tmp_path, embedder
+):
+    """botqa16: a member deletes a question in the thread (the bot deletes its answer and the next follow-up
+    does not lean on it); a member without rights runs /kb remove in the thread (one sentence); a manager
+    removes the report the thread cited (the follow-up says so once); afterwards the bot's records hold
+    neither the report's name nor its text."""
+    bot = RealBot(fake_api, tmp_path, env={"RAPTOR_BUILD_WORKERS": "0", "RAPTOR_QUESTIONS_PER_MINUTE": "30"})
+    try:
+        await bot.start()
+        files = [fake_api.add_file(n, t.encode()) for n, t in (("r2019.md", REPORT_2019), ("r2021.md", REPORT_2021))]
+        await bot.replies_done(bot.kb_add(*files), lambda r: "Done" in text_of(r[0]), "the /kb add")
+        asked = bot.ask("What did the 2019 report recommend?")
+        thread = await bot.answer_thread(asked)
+        assert "closing the north pier" in text_of((await bot.replies_done(asked))[0])
+
+        async def follow(question: str) -> tuple[dict, dict]:
+            sent = bot.say(thread, question)
+            return sent, await fake_api.wait_for(lambda: bot_answer_after(bot, thread, sent), 120, f"'{question}'")
+
+        basin, answer = await follow("how deep was the inner basin?")
+        assert "two metres" in answer["content"]
+        bot.delete(basin)
+        await fake_api.wait_for(lambda: int(answer["id"]) not in fake_api.messages, 120, "the answer's deletion")
+        _, why = await follow("why?")
+        assert "Searched as: Why? (context: What did the 2019 report recommend?)" in text_of(why), text_of(why)
+
+        refused = bot.slash("kb", [{"name": "document", "type": 3, "value": "r2021.md"}], sub="remove", channel=thread, user=BOB)
+        assert [text_of(r) for r in await bot.replies_done(refused)] == [
+            "You need the Manage Messages permission in this channel to change its knowledge base."
+        ]
+        await follow("how many moorings were counted?")  # cites r2021.md
+        removal = bot.slash("kb", [{"name": "document", "type": 3, "value": "r2021.md"}], sub="remove", channel=thread)
+        prompt = (await bot.replies_done(removal))[0]
+        bot.click(prompt, "raptor:confirm", channel=thread)
+        await fake_api.wait_for(lambda: "Removed" in text_of(fake_api.messages[int(prompt["id"])]), 120, "the removal")
+        _, after = await follow("and who wrote it?")
+        notice = "⚠️ The document “r2021.md”, cited by an earlier answer in this thread, was removed"
+        assert notice in after["content"], after["content"]
+        _, later = await follow("what else?")
+        assert "r2021.md" not in later["content"], later["content"]
+        assert await bot.stop() == 0, bot.log.read_text()[-3000:]
+    finally:
+        bot.close()
+    engine = Engine(unhurried_settings(data_dir=bot.data_dir), embedder=embedder)
+    try:
+        with engine.in_space(kb_name(GUILD, CHAN_A)):
+            db = engine.store.db
+            answers = db.execute("SELECT content, documents FROM bot_turns WHERE role = 'assistant'").fetchall()
+            pages = db.execute("SELECT context_json FROM bot_answers").fetchall()
+            questions = db.execute("SELECT content FROM bot_turns WHERE role = 'user' UNION ALL "
+                                   "SELECT question FROM bot_answers").fetchall()
+            builds = db.execute("SELECT document FROM builds").fetchall()
+    finally:
+        engine.close()
+    # the answers and 'Show context' pages quote neither the removed report nor the deleted question's
+    # answer; the questions (the members' own words) stay, less the deleted one
+    held = [row for row in map(str, [*answers, *pages]) if re.search(r"r2021|Reyes|moorings|inner basin", row)]
+    assert answers and pages and not held, held
+    assert questions and not [q for q in questions if "inner basin" in q[0]], questions
+    assert not [b for b in builds if b[0] == "r2021.md"]
