@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from raptor_engine.tree import mixture, mixture_kernels
+from raptor_engine.tree import cluster, mixture, mixture_kernels
 
 
 def _grouped(rows: int, dim: int, groups: int, seed: int) -> np.ndarray:
@@ -134,3 +134,11 @@ def test_every_loop_releases_the_gil():
     kernels = mixture_kernels.compiled()
     assert set(kernels) >= {"kmeans", "em", "maximise", "weighted_log_prob", "log_normalise", "_dot", "_sum"}
     assert all(kernel.targetoptions.get("nogil") for kernel in kernels.values())
+
+
+def test_the_loops_are_cached_in_umaps_compile_cache(tmp_path, monkeypatch):
+    """cluster.py hands the loops its compile cache (the engine's `use_compile_cache`, or NUMBA_CACHE_DIR),
+    so a new process loads them instead of compiling them (~20 s) at its first fit."""
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setattr(cluster, "_compile_cache_dir", tmp_path)
+    assert [resolve() for resolve in mixture_kernels._cache_folder] == [tmp_path]

@@ -50,6 +50,7 @@ import numpy as np
 from ..config import default_cache_dir
 from ..ingest.budget import checkpoint
 from ..types import Clustering
+from . import mixture_kernels
 from .deferred import Spec, deferred_modules
 from .mixture import Mixture, fit_mixture
 
@@ -135,6 +136,9 @@ def _compile_cache_folder() -> Path:
     if os.environ.get("NUMBA_CACHE_DIR"):
         return Path(os.environ["NUMBA_CACHE_DIR"])
     return _compile_cache_dir or default_cache_dir() / "numba"
+
+
+mixture_kernels.use_cache_folder(_compile_cache_folder)  # the mixture fits' loops are cached beside UMAP's code
 
 
 def import_umap() -> ModuleType:

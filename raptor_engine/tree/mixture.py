@@ -6,7 +6,8 @@ and the set-up of its k-means (2.2-2.9 s of a 20 s ingest on a 2-core machine; 0
 takes the same steps with the same settings: a k-means start (k-means++ with the same random draws,
 then Lloyd's iterations), `reg_covar` 1e-6, tolerance 1e-3 on the mean log-likelihood, at most 100
 iterations, and the same BIC, with each step working on all components at once. Labels, iterations,
-BIC and posteriors agree with sklearn's (tests/test_cluster.py compares them).
+BIC and posteriors agree with sklearn's (tests/test_cluster.py compares them). `fit_mixture` runs these
+steps as numba loops without the GIL (`mixture_kernels.py`); the numpy code here is their reference.
 """
 
 from __future__ import annotations
@@ -94,11 +95,12 @@ def fit_mixture(data: np.ndarray, components: int, *, seed: int) -> Mixture:
 def _kmeans_draws(rows: int, clusters: int, seed: int) -> tuple[int, np.ndarray]:
     """The k-means++ start's random draws, made beforehand as `_kmeans_plus_plus` makes them one centre at
     a time: the first centre's row, then (clusters - 1, trials) uniforms (the same stream of numbers)."""
-    random = np.random.RandomState(seed)
     trials = 2 + int(np.log(clusters))
-    first = int(random.choice(rows, p=np.ones(rows) / rows)) if clusters > 1 else 0
-    draws = random.uniform(size=(max(clusters - 1, 0), trials)) if clusters > 1 else np.empty((0, trials))
-    return first, draws
+    if clusters == 1:  # one cluster: no start to draw
+        return 0, np.empty((0, trials))
+    random = np.random.RandomState(seed)
+    first = int(random.choice(rows, p=np.ones(rows) / rows))
+    return first, random.uniform(size=(clusters - 1, trials))
 
 
 def fit_mixture_numpy(data: np.ndarray, components: int, *, seed: int) -> Mixture:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -362,11 +364,20 @@ _KERNELS = (
 _REASSOCIATING = (_sum, _dot)  # reductions whose order may change: compiled to vectorise
 _compiled: dict[str, Any] = {}
 _compile_lock = threading.Lock()
+_cache_folder: list[
+    Callable[[], Path]
+] = []  # set by cluster.py: UMAP's compile cache folder, as it resolves it
+
+
+def use_cache_folder(resolve: Callable[[], Path]) -> None:
+    """Cache the compiled loops in `resolve()`'s `mixture` subfolder (read at the first fit). cluster.py
+    passes its compile cache (`use_compile_cache`); without it the loops compile in memory, each process."""
+    _cache_folder[:] = [resolve]
 
 
 def compiled() -> dict[str, Any]:
-    """The kernels by name, compiled by numba with `nogil=True` and cached in UMAP's compile cache folder
-    (`mixture` in it; where that cannot be written they compile in memory, each process).
+    """The kernels by name, compiled by numba with `nogil=True` and cached on disk (`use_cache_folder`;
+    where that cannot be written they compile in memory, each process).
 
     Each kernel's module global is rebound to its compiled form first, so that compiled code calls
     compiled code."""
@@ -374,13 +385,15 @@ def compiled() -> dict[str, Any]:
         if not _compiled:
             import numba
 
-            from .cluster import _compile_cache_folder
-
             previous = numba.config.CACHE_DIR
-            numba.config.CACHE_DIR = str(_compile_cache_folder() / "mixture")  # read as each cache is created
+            cache = bool(_cache_folder)
+            if cache:
+                numba.config.CACHE_DIR = str(_cache_folder[0]() / "mixture")  # read as each cache is created
             try:
-                jitted = {f.__name__: _jit(numba, f, {}) for f in _KERNELS}
-                jitted.update({f.__name__: _jit(numba, f, {"fastmath": {"reassoc"}}) for f in _REASSOCIATING})
+                jitted = {f.__name__: _jit(numba, f, cache, {}) for f in _KERNELS}
+                jitted.update(
+                    {f.__name__: _jit(numba, f, cache, {"fastmath": {"reassoc"}}) for f in _REASSOCIATING}
+                )
             finally:
                 numba.config.CACHE_DIR = previous
             globals().update(jitted)
@@ -388,9 +401,10 @@ def compiled() -> dict[str, Any]:
         return _compiled
 
 
-def _jit(numba: Any, function: Any, options: dict[str, Any]) -> Any:
-    try:
-        return numba.njit(function, nogil=True, cache=True, **options)
-    except Exception as exc:  # no cache folder numba can write: compile in memory
-        log.debug("numba cannot cache %s: %s", function.__name__, exc)
-        return numba.njit(function, nogil=True, **options)
+def _jit(numba: Any, function: Any, cache: bool, options: dict[str, Any]) -> Any:
+    if cache:
+        try:
+            return numba.njit(function, nogil=True, cache=True, **options)
+        except Exception as exc:  # no cache folder numba can write: compile in memory
+            log.debug("numba cannot cache %s: %s", function.__name__, exc)
+    return numba.njit(function, nogil=True, **options)
