@@ -50,6 +50,7 @@ import numpy as np
 from ..config import default_cache_dir
 from ..ingest.budget import checkpoint
 from ..types import Clustering
+from . import mixture_kernels
 from .deferred import Spec, deferred_modules
 from .mixture import Mixture, fit_mixture
 
@@ -135,6 +136,9 @@ def _compile_cache_folder() -> Path:
     if os.environ.get("NUMBA_CACHE_DIR"):
         return Path(os.environ["NUMBA_CACHE_DIR"])
     return _compile_cache_dir or default_cache_dir() / "numba"
+
+
+mixture_kernels.use_cache_folder(_compile_cache_folder)  # the mixture fits' loops are cached beside UMAP's code
 
 
 def import_umap() -> ModuleType:
@@ -269,12 +273,19 @@ def _enable_numba_caching(numba: ModuleType, packages: tuple[str, ...], folder: 
 
 
 def warm_up() -> None:
-    """Fit a tiny UMAP once: loads (or, the first time on a machine, compiles and caches) its numba code."""
+    """Fit a tiny UMAP and a tiny mixture once: loads (or, the first time on a machine, compiles and
+    caches) their numba code."""
     rng = np.random.default_rng(0)
     data = rng.normal(size=(40, 16)).astype(np.float32)
     with _quiet():
         _umap_reduce(data, n_neighbors=5, n_components=2, seed=0)
+        _warm_mixture_code()
     _mark_compiled()
+
+
+def _warm_mixture_code() -> None:
+    """Load (or compile and cache) the mixture fits' numba loops (`mixture_kernels`): ~20 s to compile."""
+    fit_mixture(np.random.default_rng(0).normal(size=(20, 2)), 2, seed=0)
 
 
 def compile_once() -> None:
@@ -305,15 +316,23 @@ def _mark_compiled() -> None:
         log.debug("cannot record that UMAP's code is compiled: %s", exc)
 
 
+# The source files whose numba code `warm_up` compiles (numba's cache index checks their stamps).
+_COMPILED_SOURCES = (
+    ("umap", ("umap_.py", "layouts.py", "utils.py")),
+    ("numba", ("__init__.py",)),
+    ("raptor_engine.tree", ("mixture_kernels.py",)),
+)
+
+
 def _marker() -> Path:
     """The file `warm_up` leaves in the compile cache. Its name holds what numba's own cache index checks
-    (each source file's size and modification time) for umap's and numba's code, and Python's version,
-    so a reinstalled or upgraded package asks for a new warm-up."""
+    (each source file's size and modification time) for umap's, numba's and the mixture loops' code, and
+    Python's version, so a reinstalled or upgraded package asks for a new warm-up."""
     import hashlib
     import importlib.util
 
     stamps = [sys.version]
-    for package, files in (("umap", ("umap_.py", "layouts.py", "utils.py")), ("numba", ("__init__.py",))):
+    for package, files in _COMPILED_SOURCES:
         spec = importlib.util.find_spec(package)  # finds the package without importing it
         if spec is None or spec.origin is None:
             raise ImportError(f"{package} is not installed")
@@ -719,7 +738,7 @@ def _best_mixture_by_bic(reduced: np.ndarray, limit: int, seed: int, pool: Execu
 
 def _fit_with_bic(reduced: np.ndarray, components: int, seed: int) -> tuple[Mixture, float]:
     model = fit_mixture(reduced, components, seed=seed)
-    return model, model.bic(reduced)
+    return model, model.bic_of_fit(reduced)
 
 
 def _mixture_fits(

@@ -6,7 +6,8 @@ and the set-up of its k-means (2.2-2.9 s of a 20 s ingest on a 2-core machine; 0
 takes the same steps with the same settings: a k-means start (k-means++ with the same random draws,
 then Lloyd's iterations), `reg_covar` 1e-6, tolerance 1e-3 on the mean log-likelihood, at most 100
 iterations, and the same BIC, with each step working on all components at once. Labels, iterations,
-BIC and posteriors agree with sklearn's (tests/test_cluster.py compares them).
+BIC and posteriors agree with sklearn's (tests/test_cluster.py compares them). `fit_mixture` runs these
+steps as numba loops without the GIL (`mixture_kernels.py`); the numpy code here is their reference.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from . import mixture_kernels
 
 REG_COVAR = 1e-6  # added to each covariance's diagonal, as sklearn does, so it stays invertible
 TOLERANCE = 1e-3  # EM stops when the mean log-likelihood moves less than this
@@ -30,6 +33,7 @@ class Mixture:
     precisions_cholesky: np.ndarray  # (k, d, d)
     converged: bool
     iterations: int
+    fitted_score: float | None = None  # the mean log-likelihood of the rows it was fitted on, when known
 
     @property
     def n_components(self) -> int:
@@ -46,17 +50,62 @@ class Mixture:
 
     def bic(self, data: np.ndarray) -> float:
         """Bayesian information criterion: lower is better."""
-        rows, dim = data.shape
+        return self._bic(self.score(data), *data.shape)
+
+    def bic_of_fit(self, data: np.ndarray) -> float:
+        """`bic` on the rows it was fitted on (`data`), from the score the fit computed when it has one."""
+        if self.fitted_score is None:
+            return self.bic(data)
+        return self._bic(self.fitted_score, *data.shape)
+
+    def _bic(self, score: float, rows: int, dim: int) -> float:
         k = self.n_components
         parameters = k * dim * (dim + 1) / 2 + k * dim + k - 1
-        return -2 * self.score(data) * rows + parameters * math.log(rows)
+        return -2 * score * rows + parameters * math.log(rows)
 
     def _weighted_log_prob(self, data: np.ndarray) -> np.ndarray:
         return _log_gaussian(data, self.means, self.precisions_cholesky) + np.log(self.weights)
 
 
 def fit_mixture(data: np.ndarray, components: int, *, seed: int) -> Mixture:
-    """EM from a k-means start; raises numpy's LinAlgError when a covariance is not positive definite."""
+    """EM from a k-means start; raises numpy's LinAlgError when a covariance is not positive definite.
+
+    The steps run as numba loops that release the GIL (`mixture_kernels`): numpy's steps on a local
+    clustering's tens of rows are mostly call overhead under the GIL, so the two threads running a
+    layer's local clusterings waited on each other, and on a layer's 1,100 rows the loops take a third
+    of numpy's time too. A k-means step that leaves a cluster empty (rare: each centre starts on a row)
+    runs the numpy code below instead, which relocates as sklearn does."""
+    data = np.ascontiguousarray(data, dtype=np.float64)
+    rows = len(data)
+    if not 1 <= components <= rows:
+        raise ValueError(f"cannot fit {components} components to {rows} rows")
+    kernels = mixture_kernels.compiled()
+    first, draws = _kmeans_draws(rows, components, seed)
+    status, labels = kernels["kmeans"](data, components, first, draws, KMEANS_MAX_ITERATIONS, KMEANS_TOLERANCE)
+    if status == mixture_kernels.FIT_EMPTY_CLUSTER:
+        return fit_mixture_numpy(data, components, seed=seed)
+    status, weights, means, precisions, converged, iterations, score = kernels["em"](
+        data, labels, components, REG_COVAR, TOLERANCE, MAX_ITERATIONS
+    )
+    if status == mixture_kernels.FIT_NOT_POSITIVE_DEFINITE:
+        raise np.linalg.LinAlgError("a component's covariance is not positive definite")
+    return Mixture(weights, means, precisions, bool(converged), int(iterations), fitted_score=float(score))
+
+
+def _kmeans_draws(rows: int, clusters: int, seed: int) -> tuple[int, np.ndarray]:
+    """The k-means++ start's random draws, made beforehand as `_kmeans_plus_plus` makes them one centre at
+    a time: the first centre's row, then (clusters - 1, trials) uniforms (the same stream of numbers)."""
+    trials = 2 + int(np.log(clusters))
+    if clusters == 1:  # one cluster: no start to draw
+        return 0, np.empty((0, trials))
+    random = np.random.RandomState(seed)
+    first = int(random.choice(rows, p=np.ones(rows) / rows))
+    return first, random.uniform(size=(clusters - 1, trials))
+
+
+def fit_mixture_numpy(data: np.ndarray, components: int, *, seed: int) -> Mixture:
+    """`fit_mixture` by numpy's array steps: the reference the numba loops are tested against, and the
+    path for a k-means step that leaves a cluster empty."""
     data = np.asarray(data, dtype=np.float64)
     rows = len(data)
     if not 1 <= components <= rows:
