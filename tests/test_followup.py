@@ -361,6 +361,27 @@ def test_what_about_re_asks_about_a_new_name_or_starts_a_new_topic():
     assert standalone_question("what about 1875?", talk).endswith("(context: What did Hester Marrow earn?)")
 
 
+@pytest.mark.parametrize(
+    ("previous", "follow_up", "standalone"),
+    [
+        # a new topic: 'and the X?' reads as 'what about the X?', question mark and all
+        ("What did Hester Marrow earn?", "and the last keeper?", "What about the last keeper?"),
+        ("What did Hester Marrow earn?", "or the outer basin?", "What about the outer basin?"),
+        ("Who cared for Lisbeth?", "and the harbour", "What about the harbour?"),
+        # leaning on the last turn, the context follows the question's own '?'
+        ("Who cared for Lisbeth?", "and the 2019 one?", "What about the 2019 one? (context: Who cared for Lisbeth?)"),
+        # the last question asked of the new thing, or of the person's relative, as before
+        ("When did the Wren stop running?", "and the Alder?", "When did the Alder stop running?"),
+        ("Who cared for Lisbeth?", "and the brother?", "What about Lisbeth's brother?"),
+    ],
+)
+def test_and_the_thing_is_searched_as_a_question_like_what_about(previous, follow_up, standalone):
+    talk = [Turn("user", previous), Turn("assistant", "\u201cThe records say little more.\u201d [1]")]
+    assert standalone_question(follow_up, talk) == standalone
+    what_about = follow_up.replace("and ", "what about ", 1).replace("or ", "what about ", 1)
+    assert standalone_question(what_about.rstrip("?") + "?", talk) == standalone
+
+
 def test_only_the_questions_decide_a_topic_switch_not_names_an_answer_quoted():
     talk = [
         Turn("user", "Who does Maskull accept an invitation from?"),

@@ -792,10 +792,10 @@ _AND_THE = re.compile(r"^(?:and|or|but)\s+((?:the|a|an)\s+[^?.!]+?)\s*[?.!]*$", 
 
 
 def _and_the(question: str) -> str:
-    """'and the Wren?' -> 'what about the Wren': a thing named alone after 'and' asks the last question
-    about it."""
+    """'and the Wren?' -> 'what about the Wren?': a thing named alone after 'and' asks the last question
+    about it; the rewrite is a question, so it ends with '?' (a new topic is searched as it reads)."""
     match = _AND_THE.match(question)
-    return f"what about {match.group(1)}" if match else question
+    return f"what about {match.group(1)}?" if match else question
 
 
 _COMPARISON = re.compile(
