@@ -214,3 +214,51 @@ def test_a_name_after_suburb_of_or_town_of_is_a_place_not_a_person():
     text = "Mark Hunter lives in a sleepy suburb of Phoenix, Arizona. Oswin walked to the town of Kell."
     assert "Phoenix" not in people_in(text) and "Kell" not in people_in(text)
     assert "Mark Hunter" in people_in(text)
+
+
+ANNA = "Anna Holt met Clara Brand at the station."
+TOM = "Tom Pell met Walter Dunstan at the harbour."
+
+
+@pytest.mark.parametrize(
+    ("conversation", "follow_up", "standalone"),
+    [
+        # a possessive her/his after the she/he is her/his own: one person
+        (
+            talk("Who was Hester Marrow?", HESTER),
+            "what did she promise her mother?",
+            "What did Hester Marrow promise Hester Marrow's mother?",
+        ),
+        (talk("Who met Anna?", ANNA), "did she tell her sister?", "Did Anna Holt tell Anna Holt's sister?"),
+        (talk("Who met Tom?", TOM), "what did he give his son?", "What did Tom Pell give Tom Pell's son?"),
+        (
+            talk("Who met Anna?", ANNA),
+            "did she give her book away?",
+            "Did Anna Holt give Anna Holt's book away?",
+        ),
+        # an object her/him is the other woman/man the conversation names
+        (talk("Who met Anna?", ANNA), "did she meet her?", "Did Anna Holt meet Clara Brand?"),
+        (
+            talk("Who met Anna?", ANNA),
+            "did she give her the letter?",
+            "Did Anna Holt give Clara Brand the letter?",
+        ),
+        (talk("Who met Anna?", ANNA), "did she visit her later?", "Did Anna Holt visit Clara Brand later?"),
+        (talk("Who met Anna?", ANNA), "who is she to her?", "Who is Anna Holt to Clara Brand?"),
+        (talk("Who met Tom?", TOM), "did he pay him?", "Did Tom Pell pay Walter Dunstan?"),
+        # a her/his said of the she/he is the other's: nobody is her own sister
+        (talk("Who met Anna?", ANNA), "was she her sister?", "Was Anna Holt Clara Brand's sister?"),
+        (talk("Who met Tom?", TOM), "was he his heir?", "Was Tom Pell Walter Dunstan's heir?"),
+        # no other woman, or two other men: the object stays as asked, never the subject again
+        (talk("Who was Hester Marrow?", HESTER), "did she meet her?", "Did Hester Marrow meet her?"),
+        (talk("Who was Hester Marrow?", HESTER), "was she her sister?", "Was Hester Marrow her sister?"),
+        (
+            talk("Who met Tom?", "Tom Pell met Walter Dunstan and Henry Ashcroft at the harbour."),
+            "did he pay him?",
+            "Did Tom Pell pay him?",
+        ),
+        (talk("Who met Anna?", ANNA), "did she call herself a widow?", "Did Anna Holt call herself a widow?"),
+    ],
+)
+def test_an_object_her_is_the_other_woman_and_a_possessive_her_her_own(conversation, follow_up, standalone):
+    assert standalone_question(follow_up, conversation).split(" (context: ")[0] == standalone

@@ -1894,7 +1894,18 @@ def _resolve(
         tail = token[len(token.rstrip("?!.,;:")) :]
         following, before = followings[i], befores[i]
         meant = people.get(GENDER.get(word, ""))
-        if meant and word in ("himself", "herself") and meant in subjects:
+        if meant and word in ("him", "her", "his") and meant in subjects:
+            # 'did she meet her?', 'was she her sister?': an object her/him after the she/he, or a her/his
+            # said of the she/he, is another woman/man; 'did she tell her sister?' is her own sister
+            second = _second_word_after(plain, i)
+            owns = word == "his" or word == "her" and _possessive_her(before, following, second, tail)
+            said_of = owns and _said_of_the_subject(plain[:i])
+            other = _other_person(meant, GENDER[word], previous, previous_answer, told) if said_of or not owns else None
+            if owns and not said_of:
+                out.append(f"{meant}'s{tail}")
+            else:
+                out.append((f"{other}'s" if owns else other) + tail if other else token)
+        elif meant and word in ("himself", "herself") and meant in subjects:
             out.append(token)  # 'What did Hester Marrow call herself?', not '... call Hester Marrow?'
         elif meant and word in ("she", "he", "him", "himself", "herself"):
             out.append(meant + tail)
@@ -1937,6 +1948,28 @@ def _people_by_gender(
         if found and found != person:
             people[GENDER[other]] = found
     return people
+
+
+def _said_of_the_subject(before: list[str]) -> bool:
+    """Whether the words before a her/his end 'was she' or 'she was' ('was she her sister?', 'is he his
+    heir?'): what follows is said of the she/he, so it is someone else's."""
+    last = [word for word in before if word][-2:]
+    return len(last) == 2 and bool({"she", "he"} & set(last)) and bool(_COPULAS & set(last))
+
+
+def _other_person(person: str, gender: str, previous: Rewrite, previous_answer: str, told: str) -> str | None:
+    """The one person other than `person` the last question, its context or its answer names whom the
+    conversation shows as `gender` ('Anna Holt met Clara Brand': Clara Brand for the 'her' of 'did she
+    meet her?'); None when there is none or more than one (the pronoun stays as asked)."""
+    texts = (previous.core, previous.context, _statements(previous_answer))
+    mine = set(person.split())
+    others = {
+        name: None
+        for text in texts
+        for name in _people_in(text)
+        if not mine & set(name.split()) and _kind(name, told) == gender
+    }
+    return next(iter(others)) if len(others) == 1 else None
 
 
 _IT = re.compile(r"(?i:its?)\b(?!['\u2019])")  # 'it', 'its'; not "it's" (it is)
