@@ -262,3 +262,47 @@ TOM = "Tom Pell met Walter Dunstan at the harbour."
 )
 def test_an_object_her_is_the_other_woman_and_a_possessive_her_her_own(conversation, follow_up, standalone):
     assert standalone_question(follow_up, conversation).split(" (context: ")[0] == standalone
+
+
+MILL = "Thornton met Margaret at the mill, and he fell in love."
+
+
+@pytest.mark.parametrize(
+    ("conversation", "follow_up", "standalone"),
+    [
+        # the word the conversation uses as a name mid-sentence, or after a title, is one opening a sentence
+        (
+            talk("Who owned the mill?", "The mill belonged to John Thornton.", "Who met Margaret?", MILL),
+            "did she love him?",
+            "Did Margaret love Thornton?",
+        ),
+        (
+            talk("Who owned the mill?", "The mill belonged to John Thornton.", "Who met Margaret?", MILL),
+            "what did he say?",
+            "What did Thornton say?",
+        ),
+        (
+            talk("Who met Margaret?", "Thornton met Margaret at the mill. Mr. Thornton owned it."),
+            "did she love him?",
+            "Did Margaret love Thornton?",
+        ),
+        (talk("Who met Margaret?", "Thornton met Margaret. The owner, Thornton, was rich."), "what did he say?", "What did Thornton say?"),
+        # a sentence's first word alone is no name: the pronoun stays as asked
+        (talk("Who met Margaret?", MILL), "did she love him?", "Did Margaret love him?"),
+        (talk("Who met Margaret?", "Thornton met Margaret at the mill. He was rude."), "what did he say?", "What did he say?"),
+        (talk("What happened to the mill?", "However the mill burned. Later the town grew."), "what did he say?", "What did he say?"),
+    ],
+)
+def test_a_name_opening_a_sentence_is_a_person_when_the_conversation_uses_it_as_a_name(
+    conversation, follow_up, standalone
+):
+    assert standalone_question(follow_up, conversation).split(" (context: ")[0] == standalone
+
+
+def test_words_that_only_open_sentences_are_no_people():
+    assert people_in("Later Margaret left. However the mill burned. Thornton stayed.") == ["Margaret"]
+    assert people_in("Later Margaret left. Thornton stayed with Mr. Thornton's dog.") == [
+        "Margaret",
+        "Thornton",
+        "Mr Thornton",
+    ]

@@ -1194,9 +1194,23 @@ class _Name:
 
 
 @functools.lru_cache(maxsize=64)
-def _scan_names(text: str) -> tuple[_Name, ...]:
+def _scan_names(text: str, named: frozenset[str] = frozenset()) -> tuple[_Name, ...]:
     """`names_in`'s names, each with what the word before it says about it; linear in the text, and
-    remembered, as one rewrite reads each question and answer several times."""
+    remembered, as one rewrite reads each question and answer several times. `named`: words the rest of
+    the conversation uses as names (`used_as_names`), so one opening a sentence here is a name too."""
+    found, mid_sentence = _scan(text)
+    return tuple(_real_names(list(found), mid_sentence | named))
+
+
+def used_as_names(text: str) -> frozenset[str]:
+    """The capitalised words `text` writes where a capital means a name: mid-sentence ('met Thornton'),
+    or after a title ('Mr. Thornton'); never a word that only opens sentences ('However', 'Later')."""
+    return _scan(text)[1]
+
+
+@functools.lru_cache(maxsize=64)
+def _scan(text: str) -> tuple[tuple[_Name, ...], frozenset[str]]:
+    """The capitalised runs of `text`, and the words it capitalises where a capital means a name."""
     found: list[_Name] = []
     run: list[str] = []
     mid_sentence: set[str] = set()  # words capitalised where a capital means a name
@@ -1215,8 +1229,8 @@ def _scan_names(text: str) -> tuple[_Name, ...]:
         tok = match.group(0)
         if tok[:1].isupper() and tok[0].isalpha() and len(tok) <= MAX_NAME_WORD_CHARS:
             word = _POSSESSIVE.sub("", tok).rstrip(".'\u2019")
-            if _mid_sentence(text, match.start()):
-                mid_sentence.add(word)
+            if _mid_sentence(text, match.start()) or (run and run[-1].lower().rstrip(".") in TITLES):
+                mid_sentence.add(word)  # 'Mr. Thornton': the title's full stop ends no sentence
             if not run and _never_opens_a_name(word.lower()):
                 previous = tok
                 continue
@@ -1233,7 +1247,7 @@ def _scan_names(text: str) -> tuple[_Name, ...]:
             close()
         previous = tok
     close()
-    return tuple(_real_names(found, mid_sentence))
+    return tuple(found), frozenset(mid_sentence)
 
 
 _POSSESSIVE = re.compile(r"['\u2019]s$")
@@ -1323,11 +1337,12 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
             return False
         return name not in places and (wanted is None or _kind(name, told) in (None, wanted))
 
-    answer_names = [name for name in _people_in(_statements(previous_answer)) if fits(name)]
+    named = used_as_names(told)  # 'Thornton met Margaret' after an answer that said 'John Thornton'
+    answer_names = [name for name in _people_in(_statements(previous_answer), named) if fits(name)]
     sources = [
-        _people_in(previous.core) or ([phrase] if phrase else []),
+        _people_in(previous.core, named) or ([phrase] if phrase else []),
         [previous.subject] if previous.subject else [],
-        _people_in(previous.context),
+        _people_in(previous.context, named),
         answer_names,
     ]
     introduced = [name for name in answer_names if name not in sources[0]]
@@ -1527,11 +1542,31 @@ def _pronoun_after(text: str, name: re.Match[str], person_starts: list[int]) -> 
         if word == "him" or word == "her" and not _her_owns(text, pronoun.end()):
             continue
         return GENDER[word]
+    past = _past_the_others(text, name, end, person_starts)
+    if past:
+        return past
     if end < len(text) and _SENTENCE_END.match(text, end) and _alone_in_sentence(text, name, person_starts):
         opening = _NEXT_SENTENCE_PRONOUN.match(text, end + 1)
         if opening:
             return GENDER[opening.group(1).lower()]
     return None
+
+
+def _past_the_others(text: str, name: re.Match[str], end: int, person_starts: list[int]) -> str | None:
+    """'Thornton met Margaret at the mill, and he fell in love': the he/she later in the sentence a name
+    opens, when every person named between is known by first name as the other gender (the 'he' is no
+    Margaret's, so it is the subject's); None otherwise."""
+    if end >= len(text) or _SENTENCE_END.match(text, end) or not _opens_sentence(text, name.start()):
+        return None
+    stop = _SENTENCE_END.search(text, end)
+    pronoun = re.compile(r"\b(?i:he|she)\b").search(text, end, stop.start() if stop else len(text))
+    if pronoun is None:
+        return None
+    gender = GENDER[pronoun.group(0).lower()]
+    between = [start for start in person_starts if end <= start < pronoun.start()]
+    named = [found.group(0) for start in between if (found := _CAPITAL_WORD.match(text, start))]
+    others = {_first_name_gender(word) for word in named}
+    return gender if between and others == {"f" if gender == "m" else "m"} else None
 
 
 _NEXT_SENTENCE_PRONOUN = re.compile(r"[\s\u201d\u201c\"]*(?:\[\d+\]\s*)?(He|She|His|Her)\b")
@@ -1703,15 +1738,16 @@ def _statements(answer: str) -> str:
     return re.sub(r"\[\d+\]", "", "\n".join(quotes) if quotes else answer)
 
 
-def _people_in(text: str) -> list[str]:
+def _people_in(text: str, named: frozenset[str] = frozenset()) -> list[str]:
     """Names in the text that can be a person: not a place (a name right after in/at/to/from/near),
     not a thing or a group named with 'the' ('the Margaret Ellen', 'the Kestrel lens', 'The Board';
     'the Captain' is a title, so a person), not one whose words say it is a place, a body or an event
-    ('Halbeck Cove', 'Kestrel Optics', 'Storm Eunice')."""
+    ('Halbeck Cove', 'Kestrel Optics', 'Storm Eunice'). A word opening a sentence is a name when `text`
+    or `named` uses it as one (`used_as_names`)."""
     not_people = _places_in(text) | _dates_in(text)
     return [
         name.text
-        for name in _scan_names(text)
+        for name in _scan_names(text, named)
         if name.text not in not_people
         and (name.text.split()[0].lower() in TITLES or not name.after_the)
         and not _names_a_thing(name.text)
@@ -1966,7 +2002,7 @@ def _other_person(person: str, gender: str, previous: Rewrite, previous_answer: 
     others = {
         name: None
         for text in texts
-        for name in _people_in(text)
+        for name in _people_in(text, used_as_names(told))
         if not mine & set(name.split()) and _kind(name, told) == gender
     }
     return next(iter(others)) if len(others) == 1 else None
