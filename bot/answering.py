@@ -350,20 +350,20 @@ async def handle_deleted_questions(
     answered goes once its answer is stored. Returns how many answer messages were deleted."""
     async with services.jobs.track(), conversation_turn(record.thread_id):
         answers = await services.state.forget_questions(record.guild_id, record.thread_id, message_ids)
-        saved: set[int] = set()
         deleted = 0
         for message_id in answers:
             try:
                 message = await thread.fetch_message(message_id)
-                saved |= saved_answer_ids(message)
+                # its 'Show context' pages quote the question too: gone before the message, so no one sees
+                # the answer gone while its page stays
+                if saved := saved_answer_ids(message):
+                    await services.state.forget_answers(record.kb, saved)
                 await message.delete()
                 deleted += 1
             except discord.NotFound:
                 pass  # deleted already
             except discord.HTTPException as error:
                 log.warning("could not delete answer %s of a deleted question in %s: %s", message_id, thread.id, error)
-        if saved:  # its 'Show context' pages quote the question too
-            await services.state.forget_answers(record.kb, saved)
     return deleted
 
 
