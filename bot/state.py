@@ -752,7 +752,7 @@ class BotState:
         cited: Sequence[int] = (),
         matched: Sequence[int] = (),
     ) -> int:
-        context = (
+        payload = json.dumps(
             {
                 "tokens_used": tokens_used,
                 "budget": budget,
@@ -780,7 +780,6 @@ class BotState:
 
         def write(store: Store) -> int:
             with store.write() as db:  # keep the newest answers' context only; older buttons say it is gone
-                payload = json.dumps(_without_gone_nodes(db, context))
                 cursor = db.execute(
                     "INSERT INTO bot_answers (kb, question, context_json, created_at) VALUES (?, ?, ?, ?)",
                     [kb, question, payload, _now()],
@@ -902,25 +901,6 @@ class BotState:
 
 REMOVED_DOCUMENT = "(This text came from a document that was removed from this knowledge base.)"
 REMOVED_SOURCE = "a removed document"  # a saved context node's document, once it is removed
-
-
-def _without_gone_nodes(db: Any, context: dict[str, Any]) -> dict[str, Any]:
-    """A saved answer's context less the text of its nodes of one document that are gone as it is written:
-    the document was removed while the answer was being made, after the removal's redaction ran, which
-    would have redacted them so (`_redact_answers`). A cross-document summary (no document) is rebuilt as
-    documents are added: it is kept."""
-    own = [n["node_id"] for n in context["nodes"] if n["document"] is not None]
-    if not own:
-        return context
-    there = {
-        int(r[0])
-        for r in db.execute("select id from nodes where id in (select value from json_each(?))", [json.dumps(own)])
-    }
-    for node in context["nodes"]:
-        if node["document"] is not None and node["node_id"] not in there:
-            node.update(document=REMOVED_SOURCE, text=REMOVED_DOCUMENT, heading=[], drawn_from=[], page_marks=[])
-            node["message"] = None
-    return context
 
 
 def _redact_answers(

@@ -15,10 +15,10 @@ import pytest
 
 from bot.answering import cited_nodes, removed_notice
 from bot.render import inert
-from bot.state import REMOVED_DOCUMENT, REMOVED_SOURCE, BotState, CitedNodes, GoneDocument, ThreadRecord
+from bot.state import REMOVED_DOCUMENT, BotState, CitedNodes, GoneDocument, ThreadRecord
 from bot.uploads import Source, UploadLog
 from raptor_engine import Engine, Settings
-from raptor_engine.types import ContextNode, Turn
+from raptor_engine.types import Turn
 
 KB = "guild-1-channel-2"
 THREAD = 55
@@ -273,23 +273,3 @@ def test_an_answers_record_tells_its_documents_nodes_from_cross_document_summari
     cited = cited_nodes(SimpleNamespace(has_context=True, citations=citations), told=[3])
     assert cited == CitedNodes([7, 9], [3], of_documents=[7])
     assert cited_nodes(SimpleNamespace(has_context=False, citations=[])) is None
-
-
-async def test_a_saved_answer_made_while_its_document_was_removed_keeps_none_of_its_text(engine):
-    """The same race for 'Show context': the saved answer is written after the removal's redaction ran."""
-    state = BotState(engine.spaces)
-    harbour, bees = leaf_of(engine, "harbour.md"), leaf_of(engine, "bees.md")
-    nodes = [
-        ContextNode(harbour, 0, "harbour.md", 0.9, "Mara Quill kept the light.", 8, 1, heading=("Harbour",)),
-        ContextNode(bees, 0, "bees.md", 0.8, "A centrifuge.", 4, 1),
-        ContextNode(10**9, 1, None, 0.7, "A summary since rebuilt.", 5, 2),  # no document: kept
-    ]
-    removed = await engine.forget(KB, "harbour.md")
-    await state.redact_removed(KB, "(removed)", documents={(removed.id, removed.name)})
-    answer_id = await state.save_answer(KB, "Who kept the light?", nodes, 17, 100, cited=[harbour])
-    saved = await state.answer(1, answer_id)
-    texts = [n.text for n in saved.nodes]
-    assert texts == [REMOVED_DOCUMENT, "A centrifuge.", "A summary since rebuilt."]
-    assert [n.document for n in saved.nodes] == [REMOVED_SOURCE, "bees.md", None]
-    assert saved.nodes[0].heading == ()
-    state.close()
