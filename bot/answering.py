@@ -160,7 +160,10 @@ async def note_removed(services: Services, record: ThreadRecord, answer: Answer)
 
 def cited_nodes(answer: Answer, told: Sequence[int] = ()) -> CitedNodes | None:
     """What the answer's turn records of its sources (none for a reply that searched nothing)."""
-    return CitedNodes([c.node_id for c in answer.citations], told) if answer.has_context else None
+    if not answer.has_context:
+        return None
+    own = [c.node_id for c in answer.citations if c.document is not None]  # not a cross-document summary
+    return CitedNodes([c.node_id for c in answer.citations], told, of_documents=own)
 
 
 def drew_on(answer: Answer) -> list[int]:

@@ -75,6 +75,9 @@ class CitedNodes:
 
     node_ids: Sequence[int]
     told: Sequence[int] = ()
+    # Those of `node_ids` that belong to one document (not a cross-document summary): one that is gone when
+    # the turn is written was removed while the answer was being made (`_CONTENT_UNLESS_REMOVED`).
+    of_documents: Sequence[int] = ()
 
 
 class GoneDocument(NamedTuple):
@@ -99,6 +102,21 @@ _DOCUMENTS_OF_NODES = (
     f"AND d.id NOT IN ({_CITED_DOCS})), "
     "'told', json(?)) END)"
 )
+
+
+# A turn's content, unless a node of one document its answer cited is gone by the time the turn is written
+# (params: those node ids as JSON, the note, the content): that document was removed while the answer was
+# being made, after the removal's redaction ran (`_redact_documents`), which would have replaced it so.
+_CONTENT_UNLESS_REMOVED = (
+    "(CASE WHEN EXISTS (SELECT 1 FROM json_each(?) j WHERE j.value NOT IN (SELECT id FROM nodes)) "
+    "THEN ? ELSE ? END)"
+)
+
+
+def _content_params(content: str, cited: CitedNodes | None) -> list[str]:
+    """The parameters of `_CONTENT_UNLESS_REMOVED` for a turn of `content` citing `cited`."""
+    nodes = json.dumps([int(i) for i in cited.of_documents]) if cited is not None else "[]"
+    return [nodes, REMOVED_DOCUMENT, content]
 
 
 def _documents_params(cited: CitedNodes | None) -> list[str | None]:
@@ -522,12 +540,13 @@ class BotState:
         own = [json.dumps([int(i) for i in ids]) if ids else None for ids in posted] + [None] * len(turns)
         sql = (
             "INSERT INTO bot_turns (thread_id, role, content, created_at, message_ids, posted_ids, documents)"
-            f" VALUES (?, ?, ?, ?, ?, ?, {_DOCUMENTS_OF_NODES})"
+            f" VALUES (?, ?, {_CONTENT_UNLESS_REMOVED}, ?, ?, ?, {_DOCUMENTS_OF_NODES})"
         )
         statements = []
         for i, t in enumerate(turns):
-            documents = _documents_params(cited if t.role == "assistant" else None)
-            statements.append((sql, [thread_id, t.role, t.content, _now(), sources, own[i], *documents]))
+            of_answer = cited if t.role == "assistant" else None
+            content = _content_params(t.content, of_answer)
+            statements.append((sql, [thread_id, t.role, *content, _now(), sources, own[i], *_documents_params(of_answer)]))
         await self._write(self.space_of_guild(guild_id), statements, also=_told_by(thread_id, cited))
 
     async def removed_cited(self, guild_id: int, thread_id: int, kb: str) -> list[GoneDocument]:
@@ -654,10 +673,11 @@ class BotState:
         statements = [(question_sql, [turns[0].content, sources, exchange.question_row])]
         if exchange.answer_row is not None:
             answer_sql = (
-                "update bot_turns set content = ?, message_ids = ?, posted_ids = ?, "
+                f"update bot_turns set content = {_CONTENT_UNLESS_REMOVED}, message_ids = ?, posted_ids = ?, "
                 f"documents = {_DOCUMENTS_OF_NODES} where id = ?"
             )
-            params = [turns[1].content, sources, posted, *_documents_params(cited), exchange.answer_row]
+            content = _content_params(turns[1].content, cited)
+            params = [*content, sources, posted, *_documents_params(cited), exchange.answer_row]
             statements.append((answer_sql, params))
         await self._write(space, statements, also=_told_by(exchange.thread_id, cited))
 

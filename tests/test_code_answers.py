@@ -3,11 +3,16 @@ definition line (hand-made context; real embedder where the whole answer is chec
 
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raptor_engine.ingest.load import load_document
 from raptor_engine.query.answer import QUOTE, ExtractiveAnswerer
-from raptor_engine.query.code_answers import asked_code_result, code_result_lines
+from raptor_engine.query.code_answers import _definition, asked_code_result, code_result_lines
 from raptor_engine.types import ContextNode
 
 PYTHON = '''def parse_config(path):
@@ -151,3 +156,36 @@ def test_the_answer_quotes_the_return_line_not_the_def_line(embedder):
     assert QUOTE.findall(answer) == ["return settings"]
     answer = ExtractiveAnswerer(embedder)._answer_sync("What does check_tide raise?", nodes, []).text
     assert "def check_tide" in answer  # no raise in it: ranking answers, as before
+
+
+# The method-definition branch of `_definition` before the review: `\s*` then `[^{]+` both take the spaces
+# after a return type's colon, so a line of them with no brace backtracked quadratically (58 s of CPU on
+# 100,000 spaces).
+def _backtracking_method(name: str) -> re.Pattern[str]:
+    n = re.escape(name)
+    return re.compile(
+        rf"^(?P<indent>[ \t]*)(?:(?:(?:public|private|protected|static|async|get|set|override|readonly)\s+)*"
+        rf"\*?{n}\s*\([^()]*\)\s*(?::\s*[^{{]+)?\{{)"
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["f", "(", ")", ":", " ", "\t", "{", "}", "x", "async ", "*", "string"]), max_size=30))
+def test_the_definition_pattern_takes_every_method_line_the_backtracking_one_took(pieces):
+    line = "".join(pieces)
+    if _backtracking_method("f").match(line):
+        assert _definition("f").match(line)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "parse(): " + " " * 100_000,  # a return type's colon, then no brace: was 58 s of CPU
+        "def parse():\n" + "    return 1\n" * 8_000,  # a flat body of returns: each one's condition looked for
+    ],
+)
+def test_pathological_code_is_read_in_linear_time(text):
+    start = time.process_time()
+    lines = code_result_lines("What does parse return?", [leaf(1, text, 0)], 3)
+    print(f"{len(text):,} characters: {time.process_time() - start:.3f}s CPU, {len(lines)} lines")
+    assert len(lines) <= 3

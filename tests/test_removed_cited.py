@@ -9,10 +9,11 @@ import re
 import shutil
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from bot.answering import removed_notice
+from bot.answering import cited_nodes, removed_notice
 from bot.render import inert
 from bot.state import REMOVED_DOCUMENT, BotState, CitedNodes, GoneDocument, ThreadRecord
 from bot.uploads import Source, UploadLog
@@ -235,3 +236,40 @@ def test_the_upload_log_forgets_a_removed_documents_finished_rows(tmp_path):
         assert log.forget(KB) == 1 and log.status(other) is None and log.status(waiting) == "waiting"
     finally:
         log.close()
+
+
+async def test_an_answer_stored_after_its_cited_document_was_removed_keeps_none_of_its_text(engine):
+    """A removal can land while a follow-up is being answered (it takes no thread's turn): the answer was made
+    from nodes that are gone by the time its turn is stored, after the removal's redaction ran. The turn must
+    not keep that answer's text, as the redaction would have done had the turn been there."""
+    state = BotState(engine.spaces)
+    await state.add_thread(ThreadRecord(THREAD, KB, 1, 2), opened_by="alice")
+    harbour = leaf_of(engine, "harbour.md")  # retrieved for the answer ...
+    removed = await engine.forget(KB, "harbour.md")  # ... then removed, and redacted, before it is stored
+    await state.redact_removed(KB, "(removed)", documents={(removed.id, removed.name)})
+    await state.add_turns(1, THREAD, [Turn("user", "Who kept the light?"), Turn("assistant", "Mara Quill kept it.")],
+                          cited=CitedNodes([harbour, leaf_of(engine, "bees.md")], of_documents=[harbour]))
+    rows = turn_rows(engine)
+    assert not [r for r in rows if "Mara Quill" in r]
+    assert any(r.startswith(f"assistant | {REMOVED_DOCUMENT}") for r in rows)
+    assert any(r.startswith("user | Who kept the light?") for r in rows)  # the member's own words stay
+    state.close()
+
+
+async def test_an_answer_whose_cited_nodes_are_there_is_stored_as_it_is(engine):
+    """Only a gone node of one document counts: a cross-document summary is rebuilt as documents are added."""
+    state = BotState(engine.spaces)
+    await state.add_thread(ThreadRecord(THREAD, KB, 1, 2), opened_by="alice")
+    harbour = leaf_of(engine, "harbour.md")
+    cited = CitedNodes([harbour, 10**9], of_documents=[harbour])  # 10**9: a summary since rebuilt
+    await state.add_turns(1, THREAD, [Turn("user", "q1"), Turn("assistant", "a1")], cited=cited)
+    assert any(r.startswith("assistant | a1 |") for r in turn_rows(engine))
+    state.close()
+
+
+def test_an_answers_record_tells_its_documents_nodes_from_cross_document_summaries():
+    """`of_documents` (checked as the turn is written) holds the cited nodes of one document only."""
+    citations = [SimpleNamespace(node_id=7, document="harbour.md"), SimpleNamespace(node_id=9, document=None)]
+    cited = cited_nodes(SimpleNamespace(has_context=True, citations=citations), told=[3])
+    assert cited == CitedNodes([7, 9], [3], of_documents=[7])
+    assert cited_nodes(SimpleNamespace(has_context=False, citations=[])) is None

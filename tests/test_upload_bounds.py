@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 from raptor_engine import Engine
 from raptor_engine.errors import IngestError, LimitError
-from raptor_engine.ingest.chunk import _TERMINATOR, chunk_document, split_sentences
+from raptor_engine.ingest.chunk import _TERMINATOR, _fenceless, chunk_document, split_sentences
 from raptor_engine.ingest.load import load_document
 from raptor_engine.types import LoadedDocument, Section
 from raptor_tools.hostile import (
@@ -207,3 +208,28 @@ def test_the_scaling_table_texts_have_the_size_asked_for(kind):
     text = scaling_text(kind, 20_000)
     assert 17_000 <= len(text.encode()) <= 23_000  # about the size: whole lines and paragraphs
     assert text.strip()
+
+
+# `chunk._fenceless`'s test before the review: white space of any kind after each cut, then the marks, with
+# no line break in it; the match ran over a whole run of blank lines once a cut (quadratic in the run).
+def _backtracking_fenceless(text: str, cuts: list[int]) -> list[int]:
+    def poses(cut: int) -> bool:
+        run = re.compile(r"\s*(?:```|~~~)").match(text, cut)
+        return bool(run and "\n" not in text[cut : run.end()] and text[cut - 1 : cut] != "\n")
+
+    return [cut for cut in cuts if not poses(cut)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["```", "~~~", "`", " ", "\t", "\n", "\r", "\x0c", "a", "A.", "?"]), max_size=40).map("".join))
+def test_the_fence_check_at_each_cut_keeps_what_the_quadratic_one_kept(text):
+    cuts = list(range(len(text) + 1))
+    assert _fenceless(text, cuts) == _backtracking_fenceless(text, cuts)
+
+
+@pytest.mark.parametrize("text", ["```\n" + "\n" * 100_000 + "x", "a." + "\n \t" * 33_000 + "```"])
+def test_blank_lines_after_a_fence_split_in_linear_time(text):
+    start = time.process_time()
+    spans = split_sentences(text)
+    print(f"{len(text):,} characters: {time.process_time() - start:.3f}s CPU (42 s and 3.8 s before the review)")
+    assert spans and all(text[a:b].strip() for a, b in spans)

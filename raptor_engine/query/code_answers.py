@@ -65,7 +65,7 @@ def _definition(name: str) -> re.Pattern[str]:
         rf"|(?:(?:public|private|internal|static|override|mutating)\s+)*func\s+(?:\([^)]*\)\s*)?{n}\s*[<(\[]"
         rf"|(?:(?:public|private|internal|protected|override|suspend|inline|open)\s+)*fun\s+(?:<[^>]*>\s*)?(?:\w+\.)?{n}\s*\("
         rf"|(?:export\s+)?(?:const|let|var)\s+{n}\s*(?::[^=]*)?=\s*(?:async\s*)?(?:function\b|\([^()]*\)\s*(?::[^=]*)?=>|\w+\s*=>)"
-        rf"|(?:(?:public|private|protected|static|async|get|set|override|readonly)\s+)*\*?{n}\s*\([^()]*\)\s*(?::\s*[^{{]+)?\{{"
+        rf"|(?:(?:public|private|protected|static|async|get|set|override|readonly)\s+)*\*?{n}\s*\([^()]*\)\s*(?::[^{{]+)?\{{"
         rf"|{_NOT_A_TYPE}(?:[\w:<>\[\],.*&?]+\s+)+[*&]*{n}\s*\([^;]*$"
         rf")"
     )
@@ -191,13 +191,17 @@ def _statement_end(lines: list[str], at: int, last: int) -> int:
         i += 1
 
 
-def _answering_lines(lines: list[str], body: list[int], verb: str) -> list[tuple[int | None, tuple[int, int]]]:
-    """Each statement of `body` that answers `verb` as (the line of the condition it stands under, or
-    None, (its first line, its last line)): the condition is the nearest line above it in the body
-    indented less."""
+def _answering_lines(
+    lines: list[str], body: list[int], verb: str, most: int
+) -> list[tuple[int | None, tuple[int, int]]]:
+    """The first `most` statements of `body` that answer `verb`, each as (the line of the condition it
+    stands under, or None, (its first line, its last line)): the condition is the nearest line above it in
+    the body indented less. Only those are looked for: each condition's search walks back up the body."""
     statement = _STATEMENTS[verb]
     found: list[tuple[int | None, tuple[int, int]]] = []
     for place, i in enumerate(body):
+        if len(found) >= most:
+            break
         if statement.match(lines[i].lstrip()):
             width = _width(lines[i])
             guard = next((j for j in reversed(body[:place]) if _width(lines[j]) < width), None)
@@ -234,7 +238,7 @@ def code_result_lines(question: str, context: list[ContextNode], most: int) -> l
             if not definition.match(line):
                 continue
             body = _body(lines, at)
-            answering = _answering_lines(lines, body, verb) if body else []
+            answering = _answering_lines(lines, body, verb, most) if body else []
             if answering:
                 return _located(run, lines, spans, _fewest(answering, most))
     return []

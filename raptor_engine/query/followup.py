@@ -81,8 +81,11 @@ NOTHING_RELATED = "The documents say nothing about this; the nearest passages ar
 # Instead of either lead when the question is in another language than the documents (language.py)
 OTHER_LANGUAGE_OPENING = "The documents are in "
 OTHER_LANGUAGE = OTHER_LANGUAGE_OPENING + "{documents} and the question seems to be in {asked}, so these are only the closest passages:"
+# A language's name is a few words ('a language written in Cyrillic'): bounded, so that a long text of
+# words (an earlier answer of 100 KB) is not searched from each of its 'and the question seems to be in'.
+_LANGUAGE_NAME = r"[\w ]{1,60}?"
 _OTHER_LANGUAGE_LEAD = re.compile(
-    re.escape(OTHER_LANGUAGE).replace(re.escape("{documents}"), r"[\w ]+?").replace(re.escape("{asked}"), r"[\w ]+?")
+    re.escape(OTHER_LANGUAGE).replace(re.escape("{documents}"), _LANGUAGE_NAME).replace(re.escape("{asked}"), _LANGUAGE_NAME)
 )
 # Instead of WEAK_MATCH when 'and then?' follows a document's last passage, or 'before that?' its first
 DOCUMENT_ENDS = "The document {document} ends with that passage, so nothing in it comes after; the closest other passages are:"
