@@ -35,11 +35,12 @@ _ASKS_DONE = re.compile(
 _ASKS_VALUE = re.compile(
     rf"\b(?P<verb>return)\s+(?:value|values|type|types)\s+(?:of|from)\s+{_OWNER}{_NAME}", re.IGNORECASE
 )
+_RAISES = re.compile(r"(?:raise|throw)\b")  # Python raises what other languages throw: either answers
 _STATEMENTS = {
     "return": re.compile(r"return\b"),
-    "rais": re.compile(r"(?:raise|throw)\b"),
-    "raise": re.compile(r"(?:raise|throw)\b"),
-    "throw": re.compile(r"(?:raise|throw)\b"),
+    "rais": _RAISES,
+    "raise": _RAISES,
+    "throw": _RAISES,
     "yield": re.compile(r"yield\b"),
 }
 # Words a line of code opens with that make it no definition of the name after them ("return f(x)").
