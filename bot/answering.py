@@ -11,8 +11,10 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import discord
 
@@ -108,17 +110,18 @@ async def ask_engine(
 
 
 async def prepare(
-    services: Services, kb: str, answer: Answer
+    services: Services, kb: str, answer: Answer, asked_at: float | None = None
 ) -> tuple[list[OutMessage], discord.ui.View | None]:
     """Rendered messages and the 'Show context' / 'Show tree' buttons for a stored copy of the context;
-    a reply that searched nothing ('thanks!') is its text alone."""
+    a reply that searched nothing ('thanks!') is its text alone. `asked_at` (`time.time()` before the
+    engine was asked): the stored copy loses the nodes a removal took since (`BotState.save_answer`)."""
     if not answer.has_context:
         return [OutMessage(content=inert_answer(answer.text))], None
     ctx = answer.context
     cited = [c.node_id for c in answer.citations]
     matched = [c.node_id for c in answer.citations if c.kind == MATCHED]
     answer_id = await services.state.save_answer(
-        kb, answer.question, ctx.nodes, ctx.tokens_used, ctx.budget, cited=cited, matched=matched
+        kb, answer.question, ctx.nodes, ctx.tokens_used, ctx.budget, cited=cited, matched=matched, since=asked_at
     )
     return render_answer(answer), answer_view(answer_id)
 
@@ -245,6 +248,7 @@ async def _ask(
     history = await services.state.history(record.guild_id, record.thread_id) if record else []
     question = truncate(question.strip(), MAX_QUESTION_CHARS)
     stream = StreamedReply(replier.send, replier.send)
+    asked_at = time.time()
     try:
         answer = await ask_engine(services, kb, question, mode, history, str(interaction.user), stream.show)
     except RaptorError as error:
@@ -261,7 +265,7 @@ async def _ask(
         await replier.refuse(empty_text(services, kb))
         return
     told = await note_removed(services, record, answer) if record is not None else []
-    messages, view = await prepare(services, kb, answer)
+    messages, view = await prepare(services, kb, answer, asked_at)
     sent = await deliver(stream, messages, view, replier.send_all)
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
     if record is not None:
@@ -345,7 +349,7 @@ def conversation_turn(thread_id: int) -> asyncio.Lock:
 
 
 async def handle_deleted_questions(
-    services: Services, thread: discord.Thread, record: ThreadRecord, message_ids: set[int]
+    services: Services, thread: discord.Thread | discord.PartialMessageable, record: ThreadRecord, message_ids: set[int]
 ) -> int:
     """Members deleted their questions in a thread the bot opened: each one's exchange leaves the thread's
     memory (a later follow-up does not lean on it) and the bot deletes its answer, which repeats the
@@ -367,6 +371,39 @@ async def handle_deleted_questions(
                 pass  # deleted already
             except discord.HTTPException as error:
                 log.warning("could not delete answer %s of a deleted question in %s: %s", message_id, thread.id, error)
+    return deleted
+
+
+UNKNOWN_CHANNEL = 10003  # Discord's error code: the thread itself is gone
+
+
+async def reconcile_questions(services: Services, channel_for: Callable[[int, int], Any]) -> int:
+    """At start: questions members deleted while the bot was down leave their threads' memory with their
+    answers, as `handle_deleted_questions` takes them when the deletion is seen. Bounded: the most recently
+    active threads only (`BotState.recent_questions`), one message fetch per question their follow-ups are
+    given, one at a time (discord.py waits out rate limits). A 404 is a deleted question (a deleted thread:
+    the thread is forgotten); a thread that cannot be read is passed over, logged. Returns how many
+    questions were found deleted."""
+    deleted = 0
+    for record, message_ids in await services.state.recent_questions():
+        channel = channel_for(record.guild_id, record.thread_id)
+        gone: set[int] = set()
+        for message_id in message_ids:
+            try:
+                await channel.fetch_message(message_id)
+            except discord.NotFound as error:
+                if error.code == UNKNOWN_CHANNEL:
+                    await services.state.forget_thread(record.guild_id, record.thread_id)
+                    log.info("thread %s was deleted while the bot was down; forgotten", record.thread_id)
+                    gone.clear()
+                    break
+                gone.add(message_id)
+            except discord.HTTPException as error:
+                log.warning("cannot check the questions of thread %s (%s); left as they are", record.thread_id, error)
+                break
+        if gone:
+            await handle_deleted_questions(services, channel, record, gone)
+            deleted += len(gone)
     return deleted
 
 
@@ -451,6 +488,7 @@ async def _follow_up(
     stream = StreamedReply(*thread_senders(message))
     if edited is not None:
         await adopt_answer(stream, message.channel, edited.answer_message_ids)
+    asked_at = time.time()
     try:
         async with message.channel.typing():
             answer = await ask_engine(
@@ -470,7 +508,7 @@ async def _follow_up(
         await reply_quietly(message, empty_text(services, kb))
         return
     told = await note_removed(services, record, answer)
-    messages, view = await prepare(services, kb, answer)
+    messages, view = await prepare(services, kb, answer, asked_at)
     try:
         sent = await deliver(stream, messages, view, stream.send_all)
     except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread

@@ -27,7 +27,13 @@ from raptor_engine.query.ratelimit import QuestionLimiter
 
 from . import posted
 from .adding import resume_uploads
-from .answering import conversation_turn, handle_deleted_questions, handle_edited_follow_up, handle_follow_up
+from .answering import (
+    conversation_turn,
+    handle_deleted_questions,
+    handle_edited_follow_up,
+    handle_follow_up,
+    reconcile_questions,
+)
 from .commands import auto_ingest, cogs
 from .gateway import IdentifyGate, shard_plan
 from .hints import mention_hint
@@ -146,11 +152,24 @@ class RaptorBot(commands.AutoShardedBot):
             )
         if self.sync_on_start:
             await self.sync_or_explain()
+        await self.finish_removals()
         log.info("ready to connect; backend %s", engine.backend_name)
         self._resuming = asyncio.get_running_loop().create_task(
             resume_uploads(self.services, unfinished, self.get_partial_messageable, self.interaction_webhook)
         )
         self._reconciling = asyncio.get_running_loop().create_task(self.catch_up_messages())
+
+    async def finish_removals(self) -> None:
+        """Before anyone is answered: the removals a crash or a kill cut short between the engine's removal
+        and the redaction of this bot's records are finished (`BotState.finish_every_removal`)."""
+        assert self.services is not None
+        try:
+            done = await self.services.state.finish_every_removal()
+        except Exception:
+            log.exception("finishing the removals the last run left unfinished failed; the next start tries again")
+            return
+        if done:
+            log.info("finished %d removal(s) the last run left unfinished", done)
 
     def interaction_webhook(self, token: str) -> discord.Webhook:
         """The webhook that edits the responses of the interaction with `token` (while Discord honours it)."""
@@ -158,7 +177,7 @@ class RaptorBot(commands.AutoShardedBot):
 
     async def catch_up_messages(self) -> None:
         """What changed while the bot was down: deletions and edits (and, synced, new messages) first,
-        then the history imports a previous run did not finish."""
+        then the history imports a previous run did not finish, then the questions deleted in threads."""
         services = self.services
         if services is None or services.sync is None:
             return
@@ -173,6 +192,12 @@ class RaptorBot(commands.AutoShardedBot):
                 log.info("resumed %d history import(s)", resumed)
         except Exception:
             log.exception("reconciling messages at start failed")
+        try:
+            questions = await reconcile_questions(services, self.channel_to_read)
+            if questions:
+                log.info("forgot %d question(s) deleted in threads while the bot was down", questions)
+        except Exception:
+            log.exception("checking the threads' questions at start failed")
 
     def channel_to_read(self, guild_id: int, channel_id: int) -> Any:
         """A channel's cached object (with its name), or a partial one that can still read its history."""

@@ -33,17 +33,21 @@ log = logging.getLogger(__name__)
 
 
 async def remove_document(services: Services, kb: str, sha256: str) -> None:
-    """Forget a document, then its text in this channel's saved answers ('Show context')."""
-    removed = await services.engine.forget(kb, sha256)
-    await services.state.redact_removed(kb, REMOVED_DOCUMENT, documents={(removed.id, removed.name)})
+    """Forget a document, then its text in this channel's saved answers ('Show context') and threads. The
+    removal records what they must lose in its own transaction (`BotState.removal_journal`), so a crash
+    before they are redacted leaves it for the next start (`BotState.finish_every_removal`)."""
+    journal = await services.state.removal_journal(kb, REMOVED_DOCUMENT)
+    await services.engine.forget(kb, sha256, journal=journal)
+    await services.state.finish_removals(kb)
     await forget_uploads(services, kb, sha256)
 
 
 async def clear_documents(services: Services, kb: str) -> int:
     """Remove every document of a knowledge base (`/kb clear`), then their text and names from this
     channel's saved answers and threads, as `remove_document` does for one; returns how many there were."""
-    count = await services.engine.clear(kb)
-    await services.state.redact_removed(kb, REMOVED_DOCUMENT, every_document=True)
+    journal = await services.state.removal_journal(kb, REMOVED_DOCUMENT)
+    count = await services.engine.clear(kb, journal=journal)
+    await services.state.finish_removals(kb)
     await forget_uploads(services, kb)
     return count
 

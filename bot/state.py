@@ -12,13 +12,17 @@ SQLite's single write lock during a build, and waiting for it must not stall the
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import logging
+import time
 import weakref
 from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
+from raptor_engine.engine import Removal, RemovalJournal
 from raptor_engine.errors import NotFoundError
 from raptor_engine.ingest.messages import ChatMessage
 from raptor_engine.storage.spaces import Spaces
@@ -29,9 +33,13 @@ from raptor_engine.types import ContextNode, MessageRef, Turn
 from .kb import guild_prefix, kb_name
 from .redact import quote_marks, quotes
 
+log = logging.getLogger(__name__)
+
 MAX_HISTORY_TURNS = 12
 OPENING_TURNS = 2  # the question that opened a thread and its answer, always in its history
 MAX_ANSWERS_PER_KB = 1000  # a channel keeps the context of its answers among the last 1,000 given
+RECONCILED_THREADS = 50  # at start, the most recently active threads whose questions are checked in Discord
+RECONCILED_DAYS = 30  # ... among those used in the last 30 days
 
 
 def _now() -> str:
@@ -444,22 +452,53 @@ class BotState:
         (bot/redact.py) is replaced by `note` whole; in the other saved answers, the context nodes that went
         (`node_ids`, or of the removed `documents` (id, name), or of any document: `every_document`) are,
         their document's name with them, and so is a thread's answer that cited one of those documents
-        (`_redact_documents`). Then the file is scrubbed (`Store.scrub`). Returns how many records changed."""
-        ids = {m.message_id for m in messages}
-        marks = quote_marks(m.text for m in messages)
-        names = {name for _, name in documents}
+        (`_redact_documents`). Then the file is scrubbed (`Store.scrub`). Returns how many records changed.
+        A removal made with `removal_journal` is finished by `finish_removals` instead."""
+        removal = Redaction(
+            {m.message_id for m in messages}, quote_marks(m.text for m in messages), set(node_ids), set(documents),
+            every_document,
+        )
 
         def redact(store: Store) -> int:
             with store.write() as db:
-                changed = _redact_answers(db, kb, note, ids, marks, node_ids, names, every_document)
-                changed += _redact_turns(db, kb, note, ids, marks)
-                if documents or every_document:
-                    changed += _redact_documents(db, kb, note, documents, every_document)
+                changed = removal.apply(db, kb, note)
             if changed:
                 store.scrub(text_index=False)
             return changed
 
         return await self._run(self._spaces.space_of(kb), redact, create=False, empty=0)
+
+    async def removal_journal(self, kb: str, note: str) -> RemovalJournal:
+        """The journal to give the engine's removal from `kb` (`Engine.forget`, `clear`, `remove_messages`):
+        it records, in the removal's own transaction, what this channel's records must lose (`note` in
+        their place), so the removal and that record commit together; `finish_removals` then does it. The
+        bot tables are made ready first: the journal writes in the engine's transaction."""
+        await self._run(self._spaces.space_of(kb), lambda store: None, create=False)
+        return functools.partial(_journal_removal, note)
+
+    async def finish_removals(self, kb: str | None = None, *, space: str | None = None) -> int:
+        """Redact what each removal recorded by `removal_journal` and not finished yet asks (of `kb`, or of
+        every knowledge base of `space`: at start-up, for removals a crash or a kill cut short), marking
+        each finished in the same transaction; then scrub the file (the records held the removed text's
+        marks). Returns how many removals were finished."""
+        where = space if kb is None else self._spaces.space_of(kb)
+
+        def finish(store: Store) -> int:
+            with store.write() as db:
+                done = _finish_removals(db, kb)
+            if done:
+                store.scrub(text_index=False)
+            return done
+
+        return await self._run(where, finish, create=False, empty=0)
+
+    async def finish_every_removal(self) -> int:
+        """`finish_removals` in every server's store file (start-up); returns how many were finished."""
+        spaces: list[str | None] = [None] if self._spaces.pattern is None else list(self._spaces.names())
+        done = 0
+        for space in spaces:
+            done += await self.finish_removals(space=space)
+        return done
 
     # ------------------------------------------------------------------ files posted in messages
 
@@ -549,6 +588,22 @@ class BotState:
             statements.append((sql, [thread_id, t.role, *content, _now(), sources, own[i], *_documents_params(of_answer)]))
         await self._write(self.space_of_guild(guild_id), statements, also=_told_by(thread_id, cited))
 
+    async def recent_questions(
+        self, *, threads: int = RECONCILED_THREADS, days: float = RECONCILED_DAYS
+    ) -> list[tuple[ThreadRecord, list[int]]]:
+        """The threads of every server whose last turn is at most `days` old, the most recently active
+        first, at most `threads`, each with the Discord messages of the members' questions its follow-ups
+        are given (`history`'s turns): what a start checks for questions deleted while the bot was down."""
+        since = (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="seconds")
+        spaces: list[str | None] = [None] if self._spaces.pattern is None else list(self._spaces.names())
+        found: list[tuple[str, ThreadRecord, list[int]]] = []
+        for space in spaces:
+            found += await self._run(
+                space, lambda store: _recent_questions(store.db, since, threads), create=False, empty=[]
+            )
+        found.sort(key=lambda item: item[0], reverse=True)
+        return [(record, ids) for _, record, ids in found[:threads]]
+
     async def removed_cited(self, guild_id: int, thread_id: int, kb: str) -> list[GoneDocument]:
         """The documents the thread's earlier answers cited, or drew on through a cross-document summary
         they cited, that are no longer in knowledge base `kb` (no document of that id and name), oldest
@@ -602,7 +657,7 @@ class BotState:
             "select id, role, posted_ids from bot_turns where thread_id = ? order by id",
             [thread_id],
         )
-        at = next((i for i, r in enumerate(rows) if message_id in json.loads(r["posted_ids"] or "[]")), None)
+        at = next((i for i, r in enumerate(rows) if message_id in _id_list(r["posted_ids"])), None)
         if at is None:
             return None
         answered = rows[at]["role"] == "user" and at + 1 < len(rows) and rows[at + 1]["role"] != "user"
@@ -636,7 +691,7 @@ class BotState:
             (
                 i
                 for i, r in enumerate(rows)
-                if r["role"] == "user" and message_id in json.loads(r["posted_ids"] or "[]")
+                if r["role"] == "user" and message_id in _id_list(r["posted_ids"])
             ),
             None,
         )
@@ -649,7 +704,7 @@ class BotState:
             question_row=rows[at]["id"],
             answer_row=answer["id"] if answer else None,
             question=rows[at]["content"],
-            answer_message_ids=json.loads(answer["posted_ids"] or "[]") if answer else [],
+            answer_message_ids=_id_list(answer["posted_ids"]) if answer else [],
             history=[Turn(rows[i]["role"], rows[i]["content"]) for i in kept],
             thread_id=thread_id,
         )
@@ -691,16 +746,25 @@ class BotState:
                 rows = db.execute(
                     "select id, role, posted_ids from bot_turns where thread_id = ? order by id", [thread_id]
                 ).fetchall()
+                malformed = [turn_id for turn_id, _, posted in rows if _ids(posted) is None]
+                if malformed:  # a store from elsewhere (`raptor guilds import`): read as no messages
+                    log.warning(
+                        "thread %s: %d turn(s) whose posted_ids is not a list of message ids (turn %s, ...) "
+                        "are read as having none",
+                        thread_id,
+                        len(malformed),
+                        malformed[0],
+                    )
                 gone: list[int] = []
                 answers: list[int] = []
                 for at, (turn_id, role, posted) in enumerate(rows):
-                    if role != "user" or not message_ids.intersection(json.loads(posted or "[]")):
+                    if role != "user" or not message_ids.intersection(_id_list(posted)):
                         continue
                     gone.append(turn_id)
                     after = rows[at + 1] if at + 1 < len(rows) else None
                     if after is not None and after[1] != "user":
                         gone.append(after[0])
-                        answers += json.loads(after[2] or "[]")
+                        answers += _id_list(after[2])
                 for turn_id in gone:
                     db.execute("delete from bot_turns where id = ?", [turn_id])
             if gone:
@@ -751,8 +815,13 @@ class BotState:
         budget: int,
         cited: Sequence[int] = (),
         matched: Sequence[int] = (),
+        since: float | None = None,
     ) -> int:
-        payload = json.dumps(
+        """Keep an answer's context for its 'Show context' pages; returns its id. `since`: when its retrieval
+        began (`time.time()`): its nodes that a removal recorded since then took away (`removal_journal`)
+        are redacted under the same write, as that removal's redaction, which ran before this answer was
+        saved, would have done."""
+        context = (
             {
                 "tokens_used": tokens_used,
                 "budget": budget,
@@ -780,6 +849,9 @@ class BotState:
 
         def write(store: Store) -> int:
             with store.write() as db:  # keep the newest answers' context only; older buttons say it is gone
+                if since is not None:
+                    _without_removed_since(db, kb, since, context["nodes"])
+                payload = json.dumps(context)
                 cursor = db.execute(
                     "INSERT INTO bot_answers (kb, question, context_json, created_at) VALUES (?, ?, ?, ?)",
                     [kb, question, payload, _now()],
@@ -846,6 +918,7 @@ class BotState:
                 ("delete from bot_message_sync where kb = ?", [kb]),
                 ("delete from bot_message_imports where kb = ?", [kb]),
                 ("delete from bot_posted_files where kb = ?", [kb]),
+                ("delete from bot_removals where kb = ?", [kb]),
             ],
             create=False,  # a server with no store has nothing to delete (and gets no store for it)
         )
@@ -869,6 +942,7 @@ class BotState:
                 ("delete from bot_threads where guild_id = ? or kb like ?", [guild_id, prefix]),
                 ("delete from bot_answers where kb like ?", [prefix]),
                 ("delete from bot_posted_files where kb like ?", [prefix]),
+                ("delete from bot_removals where kb like ?", [prefix]),
                 (
                     "delete from bot_channel_settings where guild_id = ? or kb like ?",
                     [guild_id, prefix],
@@ -903,6 +977,120 @@ REMOVED_DOCUMENT = "(This text came from a document that was removed from this k
 REMOVED_SOURCE = "a removed document"  # a saved context node's document, once it is removed
 
 
+KEEP_REMOVALS_S = 3600.0  # a finished removal's node ids are kept this long, for answers written meanwhile
+
+
+@dataclass
+class Redaction:
+    """What a removal asks of a channel's records (`BotState.redact_removed`): the removed messages' ids and
+    quote marks (bot/redact.py), the nodes that went, the removed documents (id, name), or every one."""
+
+    ids: set[int] = field(default_factory=set)
+    marks: set[str] = field(default_factory=set)
+    node_ids: set[int] = field(default_factory=set)
+    documents: set[tuple[int, str]] = field(default_factory=set)
+    every: bool = False
+
+    def apply(self, db: Any, kb: str, note: str) -> int:
+        """Redact `kb`'s saved answers and thread turns in the open transaction; returns how many changed."""
+        names = {name for _, name in self.documents}
+        changed = _redact_answers(db, kb, note, self.ids, self.marks, self.node_ids, names, self.every)
+        changed += _redact_turns(db, kb, note, self.ids, self.marks)
+        if self.documents or self.every:
+            changed += _redact_documents(db, kb, note, self.documents, self.every)
+        return changed
+
+    def dumps(self) -> str:
+        return json.dumps(
+            {
+                "ids": sorted(self.ids),
+                "marks": sorted(self.marks),
+                "node_ids": sorted(self.node_ids),
+                "documents": sorted([i, name] for i, name in self.documents),
+                "every": self.every,
+            }
+        )
+
+    @classmethod
+    def loads(cls, raw: str) -> Redaction | None:
+        """A pending record read back; None when it is not of that shape (a store from elsewhere)."""
+        try:
+            value = json.loads(raw)
+        except (ValueError, TypeError, RecursionError):
+            return None
+        if not isinstance(value, dict):
+            return None
+
+        def listed(key: str) -> list[Any]:
+            item = value.get(key)
+            return item if isinstance(item, list) else []
+
+        return cls(
+            {i for i in listed("ids") if _is_id(i)},
+            {m for m in listed("marks") if isinstance(m, str)},
+            {i for i in listed("node_ids") if _is_id(i)},
+            set(_pairs(listed("documents"))),
+            value.get("every") is True,
+        )
+
+
+def _journal_removal(note: str, db: Any, removal: Removal) -> None:
+    """`BotState.removal_journal`'s record of `removal`, written in the engine's transaction: what the
+    channel's records must lose (pending), and the nodes whose text held or summarised the removed text
+    (no text), which answers saved while it landed are checked against (`_without_removed_since`)."""
+    redaction = Redaction(
+        {m.message_id for m in removal.messages},
+        quote_marks(m.text for m in removal.messages),
+        set(removal.gone_nodes) if removal.messages else set(),  # as `redact_removed` is given them
+        set(removal.documents),
+        removal.every,
+    )
+    source = REMOVED_SOURCE if removal.documents or removal.every else None
+    db.execute(
+        "INSERT INTO bot_removals (kb, at, note, source, pending, nodes) VALUES (?, ?, ?, ?, ?, ?)",
+        [removal.kb, time.time(), note, source, redaction.dumps(), json.dumps(list(removal.tainted_nodes))],
+    )
+
+
+def _finish_removals(db: Any, kb: str | None) -> int:
+    """Do the pending removals (of `kb`, or all) in the open transaction and mark them done; forget the node
+    ids of those done longer ago than `KEEP_REMOVALS_S`. Returns how many were done."""
+    where, params = ("pending is not null and kb = ?", [kb]) if kb is not None else ("pending is not null", [])
+    rows = db.execute(f"select id, kb, note, pending from bot_removals where {where} order by id", params).fetchall()
+    for row_id, row_kb, note, pending in rows:
+        redaction = Redaction.loads(pending)
+        if redaction is None:
+            log.warning("a removal recorded in %s could not be read; its redaction is skipped", row_kb)
+        else:
+            redaction.apply(db, row_kb, note)
+        db.execute("update bot_removals set pending = null where id = ?", [row_id])
+    db.execute("delete from bot_removals where pending is null and at < ?", [time.time() - KEEP_REMOVALS_S])
+    return len(rows)
+
+
+def _without_removed_since(db: Any, kb: str, since: float, nodes: list[dict[str, Any]]) -> None:
+    """Redact the saved context `nodes` that a removal from `kb` recorded at or after `since` took away (its
+    node ids: `_journal_removal`). Only removals after the answer's retrieval count: SQLite may give a
+    removed node's id to a node written after it, which a later answer can cite."""
+    gone: dict[int, tuple[str, str | None]] = {}
+    for note, source, raw in db.execute(
+        "select note, source, nodes from bot_removals where kb = ? and at >= ? order by id", [kb, since]
+    ).fetchall():
+        try:
+            ids = json.loads(raw)
+        except ValueError:
+            continue
+        for i in ids if isinstance(ids, list) else []:
+            if _is_id(i):
+                gone.setdefault(i, (note, source))
+    for node in nodes:
+        if node["node_id"] in gone:
+            note, source = gone[node["node_id"]]
+            if source is not None:
+                node["document"] = source
+            node.update(text=note, heading=[], drawn_from=[], page_marks=[], message=None)
+
+
 def _redact_answers(
     db: Any,
     kb: str,
@@ -918,7 +1106,12 @@ def _redact_answers(
     for answer_id, question, payload in db.execute(
         "select id, question, context_json from bot_answers where kb = ?", [kb]
     ).fetchall():
-        data = json.loads(payload)
+        data = _context(payload)
+        if data is None:  # a store from elsewhere: it cannot be read to be redacted, nor shown, so it goes
+            log.warning("saved answer %s of %s is not a context the bot writes; it is deleted", answer_id, kb)
+            db.execute("delete from bot_answers where id = ?", [answer_id])
+            changed += 1
+            continue
         nodes = data["nodes"]
         quoted = quotes(question, marks) or any(
             (n.get("message") or {}).get("message_id") in ids or quotes(n["text"], marks) for n in nodes
@@ -935,6 +1128,31 @@ def _redact_answers(
             )
             changed += 1
     return changed
+
+
+def _context(payload: str) -> dict[str, Any] | None:
+    """A saved answer's context read back; None when it is not of the shape `save_answer` writes."""
+    try:
+        data = json.loads(payload)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    nodes = data.get("nodes") if isinstance(data, dict) else None
+    if not isinstance(nodes, list) or not all(_saved_node(n) for n in nodes):
+        return None
+    return data
+
+
+def _saved_node(node: object) -> bool:
+    """Whether a saved context node has what redaction reads, of the types `save_answer` writes."""
+    if not isinstance(node, dict) or not isinstance(node.get("text"), str) or "node_id" not in node:
+        return False
+    drawn = node.get("drawn_from", [])
+    return (
+        (node.get("document") is None or isinstance(node["document"], str))
+        and isinstance(drawn, list)
+        and all(isinstance(d, list) and len(d) == 2 for d in drawn)
+        and (node.get("message") is None or isinstance(node["message"], dict))
+    )
 
 
 def _drew_on(node: dict[str, Any], documents: Set[str]) -> bool:
@@ -964,8 +1182,45 @@ def _redact_turns(db: Any, kb: str, note: str, ids: set[int], marks: set[str]) -
     return len(redacted)
 
 
+def _recent_questions(db: Any, since: str, limit: int) -> list[tuple[str, ThreadRecord, list[int]]]:
+    """`BotState.recent_questions` in one store file: (last turn's time, thread, its questions' messages)."""
+    threads = db.execute(
+        "select h.thread_id, h.kb, h.guild_id, h.channel_id, max(t.created_at) as last from bot_threads h "
+        "join bot_turns t on t.thread_id = h.thread_id group by h.thread_id having last >= ? "
+        "order by last desc limit ?",
+        [since, limit],
+    ).fetchall()
+    found = []
+    for thread_id, kb, guild_id, channel_id, last in threads:
+        rows = db.execute("select role, posted_ids from bot_turns where thread_id = ? order by id", [thread_id]).fetchall()
+        kept = _window(len(rows), len(rows) - 1, MAX_HISTORY_TURNS)
+        ids = [i for at in kept if rows[at][0] == "user" for i in _id_list(rows[at][1])]
+        if ids:
+            found.append((str(last), ThreadRecord(thread_id, kb, guild_id, channel_id), ids))
+    return found
+
+
 def _turn_quotes(content: str, sources: str | None, ids: set[int], marks: set[str]) -> bool:
-    return bool(sources and ids.intersection(json.loads(sources))) or quotes(content, marks)
+    return bool(ids.intersection(_id_list(sources))) or quotes(content, marks)
+
+
+def _ids(raw: str | None) -> list[int] | None:
+    """A stored list of Discord message ids (`posted_ids`, `message_ids`) read back: [] for NULL, None when
+    it is not a JSON list of integers (a store from elsewhere, `raptor guilds import`)."""
+    if not raw:
+        return []
+    try:
+        value = json.loads(raw)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    if not isinstance(value, list) or not all(_is_id(i) for i in value):
+        return None
+    return value
+
+
+def _id_list(raw: str | None) -> list[int]:
+    """`_ids`, a malformed value read as no messages (the callers that log it: `forget_questions`)."""
+    return _ids(raw) or []
 
 
 def _told_by(thread_id: int, cited: CitedNodes | None) -> Callable[[Any], bool] | None:

@@ -248,12 +248,12 @@ class MessageSync:
 
     async def _remove(self, kb: str, message_ids: set[int] | list[int], author_id: int | None = None) -> int:
         """Remove messages from `kb` (with `author_id`, every one of that author's too), then what quoted
-        them from its saved answers and thread turns (`BotState.redact_removed`)."""
-        result = await self.engine.remove_messages(kb, message_ids, author_id=author_id)
+        them from its saved answers and thread turns: the removal records what they must lose in its own
+        transaction (`BotState.removal_journal`), then it is done (`finish_removals`)."""
+        journal = await self.services.state.removal_journal(kb, REDACTED)
+        result = await self.engine.remove_messages(kb, message_ids, author_id=author_id, journal=journal)
         if result.removed:
-            await self.services.state.redact_removed(
-                kb, REDACTED, messages=result.removed_messages, node_ids=set(result.removed_nodes)
-            )
+            await self.services.state.finish_removals(kb)
         if result.removed:
             log.info("removed %d message(s) from %s in %.1f s", result.removed, kb, result.seconds)
         return result.removed

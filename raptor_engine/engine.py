@@ -218,6 +218,40 @@ class MessagesResult:
         return {k: v for k, v in self.__dict__.items() if k != "removed_messages"}
 
 
+@dataclass(frozen=True)
+class Removal:
+    """What one removal took out of a knowledge base, as given to the caller's journal (`RemovalJournal`)
+    inside the removal's own transaction: a caller keeping copies of the text elsewhere in the same file
+    (the bot's saved answers) records there what it still has to purge, so a crash between the removal
+    and that purge cannot leave the copies behind unnoticed."""
+
+    kb: str
+    documents: tuple[tuple[int, str], ...] = ()  # (id, name) of each document removed
+    every: bool = False  # every document of the knowledge base went (`clear`)
+    messages: tuple[ChatMessage, ...] = field(default=(), repr=False)  # chat messages taken out
+    gone_nodes: tuple[int, ...] = ()  # every node that went
+    tainted_nodes: tuple[int, ...] = ()  # of those, the ones whose text held or summarised the removed text
+
+
+# Called with the store's connection and the removal, inside the removal's transaction: what it writes
+# commits with the removal or not at all, and an exception it raises undoes the removal.
+RemovalJournal = Callable[[Any, Removal], None]
+
+
+def _journaled(
+    journal: RemovalJournal | None, kb: str, **what: Any
+) -> Callable[[Any, list[int], dict[int, str]], None] | None:
+    """The store's in-transaction hook that tells `journal` of a removal, given the nodes that went and
+    those of them that held or summarised the removed text."""
+    if journal is None:
+        return None
+
+    def within(db: Any, gone: list[int], tainted: dict[int, str]) -> None:
+        journal(db, Removal(kb, gone_nodes=tuple(gone), tainted_nodes=tuple(sorted(tainted)), **what))
+
+    return within
+
+
 def _offset_keys(nodes: list[NewNode], base: int) -> list[NewNode]:
     """A tree's node keys moved by `base`, so several trees committed at once have distinct keys."""
     for node in nodes:
@@ -927,8 +961,9 @@ class Engine:
             log.warning("could not record the failed build of %s", name, exc_info=True)
 
     @_in_space
-    async def forget(self, kb: str, document: str) -> DocumentInfo:
-        """Remove a document's nodes, then rebuild the cross-document layer and update the index."""
+    async def forget(self, kb: str, document: str, *, journal: RemovalJournal | None = None) -> DocumentInfo:
+        """Remove a document's nodes, then rebuild the cross-document layer and update the index; `journal`
+        is told of the removal in its transaction (`RemovalJournal`)."""
         kb_id = self.store.require_kb(kb)
         self._waiting[kb] += 1
         try:
@@ -956,6 +991,7 @@ class Engine:
                         kb_layer.nodes if kb_layer else [],
                         build,
                         seen_version,
+                        _journaled(journal, kb, documents=((doc.id, doc.name),)),
                     )
                 except StaleTreeError:
                     raise RaptorError(
@@ -968,23 +1004,24 @@ class Engine:
             self._waiting[kb] -= 1
 
     @_in_space
-    async def clear(self, kb: str) -> int:
-        """Remove every document of a knowledge base; returns how many there were."""
+    async def clear(self, kb: str, *, journal: RemovalJournal | None = None) -> int:
+        """Remove every document of a knowledge base; returns how many there were. `journal` is told of the
+        removal in its transaction (`RemovalJournal`)."""
         kb_id = self.store.kb_id(kb)
         if kb_id is None:
             return 0
         async with self._lock(kb):
             count = len(self.store.documents(kb_id))
-            await asyncio.to_thread(self.delete_kb, kb)
+            await asyncio.to_thread(self.delete_kb, kb, journal=journal)
             return count
 
     @_in_space
-    def delete_kb(self, kb: str) -> bool:
+    def delete_kb(self, kb: str, *, journal: RemovalJournal | None = None) -> bool:
         """Drop a knowledge base and its index entirely (the bot: channel deleted, server left)."""
         kb_id = self.store.kb_id(kb)
         if kb_id is None:
             return False
-        summaries = self.store.delete_kb(kb_id)
+        summaries = self.store.delete_kb(kb_id, _journaled(journal, kb, every=True))
         self.indexes.drop(kb_id)
         self._scrub_removed(summaries)
         return True
@@ -1046,7 +1083,12 @@ class Engine:
 
     @_in_space
     async def remove_messages(
-        self, kb: str, message_ids: Iterable[int], *, author_id: int | None = None
+        self,
+        kb: str,
+        message_ids: Iterable[int],
+        *,
+        author_id: int | None = None,
+        journal: RemovalJournal | None = None,
     ) -> MessagesResult:
         """Take messages out of the knowledge base (deleted in Discord, or their author opted out): the
         given ids, and with `author_id` every message of that author held when the removal gets its turn
@@ -1054,7 +1096,8 @@ class Engine:
 
         Each document that held one is rebuilt without it (or dropped when nothing is left), then the
         cross-document layer, in one transaction: once this returns the text is in no node, summary or
-        index entry, and no file of the space holds it (`_scrub_removed`). Ids not held are ignored."""
+        index entry, and no file of the space holds it (`_scrub_removed`) but what `journal` wrote of it in
+        that transaction (`RemovalJournal`). Ids not held are ignored."""
         started = time.perf_counter()
         wanted = {int(i) for i in message_ids}
         self._waiting[kb] += 1
@@ -1073,7 +1116,10 @@ class Engine:
                 plans, emptied = await asyncio.to_thread(self._plan_removals, kb_id, set(homes), docs)
                 result = MessagesResult(removed=len(homes), removed_documents=len(emptied))
                 result.removed_messages = await asyncio.to_thread(self._held_messages, set(homes), docs)
-                tainted = await self._rewrite_messages(kb, kb_id, plans, emptied, "", None, result, set(homes))
+                within = _journaled(journal, kb, messages=tuple(result.removed_messages))
+                tainted = await self._rewrite_messages(
+                    kb, kb_id, plans, emptied, "", None, result, set(homes), within
+                )
                 scrub_started = time.perf_counter()
                 await asyncio.to_thread(self._scrub_removed, tainted.values())
                 result.scrub_seconds = time.perf_counter() - scrub_started
@@ -1169,6 +1215,7 @@ class Engine:
         progress: ProgressCallback | None,
         result: MessagesResult,
         dropped: set[int] | None = None,
+        within: Callable[[Any, list[int], dict[int, str]], None] | None = None,
     ) -> dict[int, str]:
         """Build the planned message documents, the cross-document layer over them, and commit both with
         the removal of the documents they replace (the caller holds the knowledge base's writer turn).
@@ -1220,6 +1267,7 @@ class Engine:
                 build,
                 self._version_of(kb_id),
                 dropped or (),
+                within,
             )
         except StaleTreeError:
             raise RaptorError(

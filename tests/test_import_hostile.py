@@ -22,10 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import sqlite_utils
 
 from raptor_engine import Engine
 from raptor_engine.storage.archive import ARCHIVE_MANIFEST
 from raptor_engine.storage.db import connect
+from raptor_engine.storage.store_migrations import bot_migrations
 from tests.sample_texts import BEEKEEPING, RAILWAY
 from tests.unhurried import unhurried_settings
 
@@ -154,6 +156,23 @@ def _zeros(name: str, size: int) -> tuple[tarfile.TarInfo, Zeros]:
     info = tarfile.TarInfo(name)
     info.size = size
     return info, Zeros(size)
+
+
+def _thread_turn(posted_ids: str, column: str = "posted_ids") -> Callable[[sqlite3.Connection], None]:
+    """A database edit: the bot's tables, and one thread turn whose `column` holds `posted_ids`."""
+
+    def edit(conn: sqlite3.Connection) -> None:
+        bot_migrations.apply(sqlite_utils.Database(conn))
+        conn.execute(
+            "INSERT INTO bot_threads (thread_id, kb, guild_id, channel_id, opened_by, created_at) "
+            f"VALUES (5, '{KB}', 42, 1, 'a', 'now')"
+        )
+        conn.execute(
+            f"INSERT INTO bot_turns (thread_id, role, content, created_at, {column}) VALUES (5, 'user', 'q', 'now', ?)",
+            [posted_ids],
+        )
+
+    return edit
 
 
 def _corrupt(data: bytes) -> bytes:
@@ -289,6 +308,18 @@ HOSTILE = {
         dict(db_edit=lambda c: c.execute(
             "UPDATE nodes SET text = text || char(155) || '31m', heading = '[\"\\u001b[31mred\"]' WHERE id = (SELECT MIN(id) FROM nodes)")),
         "in 1 of its nodes' texts",
+    ),
+    "a thread turn's posted_ids that is not JSON": (
+        dict(db_edit=_thread_turn("{not json")),
+        "its database has 1 rows whose list of the Discord messages of its thread turns (posted_ids) is not a list",
+    ),
+    "a thread turn's posted_ids of strings": (
+        dict(db_edit=_thread_turn('["12", 13]')),
+        "(posted_ids) is not a list of message ids",
+    ),
+    "a thread turn's message_ids that is an object": (
+        dict(db_edit=_thread_turn('{"a": 1}', "message_ids")),
+        "(message_ids) is not a list of message ids",
     ),
     "a node of 100,000 characters": (
         dict(db_edit=lambda c: c.execute(

@@ -103,6 +103,7 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
         ("bot", "m004_turn_messages"),
         ("bot", "m005_posted_files"),
         ("bot", "m006_turn_documents"),
+        ("bot", "m007_removals"),
         ("summary_cache", "m001_summary_cache"),
     ]
 
@@ -209,6 +210,7 @@ def test_the_sets_are_named_for_their_owners():
         "m004_turn_messages",
         "m005_posted_files",
         "m006_turn_documents",
+        "m007_removals",
     ]
     assert summary_cache_migrations.names() == ["m001_summary_cache"]
 

@@ -13,8 +13,8 @@ An archive is untrusted input (it may come from anyone), so import checks, befor
   are ever written, and the sha256 must match;
 - the database: `PRAGMA integrity_check` and `foreign_key_check`, a schema equal to the project's
   (`schema.py`: no trigger, view, extra table, column or index), the knowledge bases the manifest
-  names, no row of another guild than the manifest's, no node longer than `RAPTOR_NODE_MAX_CHARS`, and
-  the store's own invariants (edges down the tree, every stored list well-formed).
+  names, no row of another guild than the manifest's, no node longer than `RAPTOR_NODE_MAX_CHARS`, the
+  bot's lists of message ids lists of integers, and the store's own invariants (edges down the tree, every stored list well-formed).
 It all happens in a folder beside the target, renamed into place at the end; a refusal removes that
 folder (and `guilds/` if the import made it), so the data directory is left byte for byte as it was.
 """
@@ -336,6 +336,7 @@ def _check_database(spaces: Spaces, path: Path, manifest: dict[str, Any], archiv
             _check_one_guild(spaces, conn, manifest["space"], archive)
             _check_node_length(conn, spaces.settings.node_max_chars, archive)
             _check_shown_text(conn, archive)
+            _check_id_lists(conn, archive)
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -391,6 +392,31 @@ def _check_shown_text(conn: sqlite3.Connection, archive: Path) -> None:
         if found:
             raise ArchiveRefused(
                 archive, f"its database has control characters (terminal escapes) in {found:,} of its {what}"
+            )
+
+
+# Columns of the bot's tables that hold a JSON list of Discord message ids, or NULL: what each is, its table.
+_ID_LISTS = (
+    ("the Discord messages of its thread turns (posted_ids)", "bot_turns", "posted_ids"),
+    ("the messages its thread answers drew on (message_ids)", "bot_turns", "message_ids"),
+)
+_NOT_AN_ID_LIST = (
+    "{c} IS NOT NULL AND CASE WHEN json_valid({c}) THEN json_type({c}) != 'array' OR EXISTS "
+    "(SELECT 1 FROM json_each({c}) WHERE type != 'integer') ELSE 1 END"
+)
+
+
+def _check_id_lists(conn: sqlite3.Connection, archive: Path) -> None:
+    """The bot's lists of message ids are lists of integers, as the bot writes them: one that is not made
+    a member's deleted question stay in its thread's memory (its deletion could not be matched)."""
+    present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for what, table, column in _ID_LISTS:
+        if table not in present:
+            continue
+        found = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {_NOT_AN_ID_LIST.format(c=column)}").fetchone()[0]
+        if found:
+            raise ArchiveRefused(
+                archive, f"its database has {found:,} rows whose list of {what} is not a list of message ids"
             )
 
 

@@ -231,6 +231,7 @@ class MessageStoreMixin:
         build: dict[str, Any],
         expected_version: int | None = None,
         dropped: Iterable[int] = (),
+        within: Callable[[Any, list[int], dict[int, str]], None] | None = None,
     ) -> tuple[int, list[int], dict[int, str]]:
         """Remove documents `removed`, store `written` and the new cross-document layer, all or nothing.
 
@@ -267,6 +268,8 @@ class MessageStoreMixin:
             self._replace_kb_layer(db, kb_id, kb_nodes_for(ids))  # type: ignore[attr-defined]
             self._record_build(db, kb_id, build)  # type: ignore[attr-defined]
             db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", [kb_id])
+            if within is not None:  # the caller's journal of the removal (`Engine.remove_messages`)
+                within(db, gone, tainted)
         return kb_id, gone, tainted
 
     def _insert_message_document(

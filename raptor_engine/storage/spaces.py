@@ -357,6 +357,7 @@ FOLLOWER_TABLES = (
     ("bot_message_imports", "r.kb"),
     ("bot_forget_me", "'guild-' || r.guild_id || '-'"),
     ("bot_posted_files", "r.kb"),
+    ("bot_removals", "r.kb"),
 )
 
 

@@ -169,12 +169,18 @@ class Store(MessageStoreMixin):
         row = self.db.execute("SELECT version FROM kbs WHERE id = ?", [kb_id]).fetchone()
         return int(row[0]) if row else -1
 
-    def delete_kb(self, kb_id: int) -> list[str]:
-        """Drop a knowledge base's rows; returns its summaries' texts (for the summary cache to forget)."""
+    def delete_kb(
+        self, kb_id: int, within: Callable[[Any, list[int], dict[int, str]], None] | None = None
+    ) -> list[str]:
+        """Drop a knowledge base's rows; returns its summaries' texts (for the summary cache to forget).
+        `within(db, node ids, {})` runs in the same transaction (`Engine.clear`'s journal)."""
         with self.write() as db:
             summaries = [
                 r[0] for r in db.execute("SELECT text FROM nodes WHERE kb_id = ? AND layer > 0", [kb_id]).fetchall()
             ]
+            if within is not None:
+                nodes = [int(r[0]) for r in db.execute("SELECT id FROM nodes WHERE kb_id = ?", [kb_id]).fetchall()]
+                within(db, nodes, dict.fromkeys(nodes, ""))
             db.execute("DELETE FROM edges WHERE kb_id = ?", [kb_id])
             drop_kb_index(db, kb_id)  # its pages are freed and zeroed (secure_delete)
             db.execute("DELETE FROM nodes WHERE kb_id = ?", [kb_id])
@@ -568,9 +574,11 @@ class Store(MessageStoreMixin):
         kb_nodes: list[NewNode],
         build: dict[str, Any],
         expected_version: int | None = None,
+        within: Callable[[Any, list[int], dict[int, str]], None] | None = None,
     ) -> dict[int, str]:
         """Remove a document and replace the cross-document layer, all or nothing; returns the nodes that
-        went whose text held or summarised the document's (id -> text: `tainted_nodes`)."""
+        went whose text held or summarised the document's (id -> text: `tainted_nodes`). `within(db, gone,
+        tainted)` runs in the same transaction (`Engine.forget`'s journal)."""
         with self.write() as db:
             _check_version(db, kb_id, expected_version)
             leaves = {
@@ -600,6 +608,8 @@ class Store(MessageStoreMixin):
                 self._insert_nodes(db, kb_id, None, kb_nodes)
             self._record_build(db, kb_id, _unnamed_builds(db, kb_id, build))
             db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", [kb_id])
+            if within is not None:
+                within(db, gone, tainted)
         return tainted
 
     def _record_build(self, db: sqlite_utils.Database, kb_id: int, build: dict[str, Any]) -> None:

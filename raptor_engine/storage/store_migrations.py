@@ -270,3 +270,18 @@ def m006_turn_documents(db: sqlite_utils.Database) -> None:
     columns = {row[1] for row in db.execute("PRAGMA table_info(bot_turns)").fetchall()}
     if "documents" not in columns:
         db.execute("ALTER TABLE bot_turns ADD COLUMN documents TEXT")
+
+
+@bot_migrations
+def m007_removals(db: sqlite_utils.Database) -> None:
+    """Each removal of text from a knowledge base (a document, every document, chat messages), written in
+    the removal's own transaction (`Engine.forget`'s journal): `pending` (JSON: what the bot's records must
+    still lose, the removed text's marks included) until the bot has redacted its saved answers and thread
+    turns, then NULL; `nodes` (JSON node ids, no text) is kept a while after, so an answer that was being
+    written while the removal landed is checked as it is saved (bot/state.py)."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_removals (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, kb TEXT NOT NULL, at REAL NOT NULL, note TEXT NOT NULL,
+            source TEXT, pending TEXT, nodes TEXT NOT NULL)"""
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS bot_removals_kb ON bot_removals (kb, at)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from bot.state import ThreadRecord
 from raptor_engine.types import Turn
 from tests.bot.bot_samples import SOURDOUGH
 from tests.bot.conftest import ALICE, BOT_ID, GUILD, NOW, snowflake, user_payload
@@ -122,25 +123,69 @@ async def test_a_follow_up_after_the_cited_document_was_removed_says_so_once(mak
 NOTICE = "cited by an earlier answer in this thread, was removed from the knowledge base since"
 
 
-async def test_a_deleted_question_leaves_the_threads_memory_with_its_answer(make_harness, bot_settings):
-    """A member deletes a question they asked in the thread: its exchange leaves the thread's memory (the
-    next follow-up does not lean on it) and the bot deletes its answer, which repeats the question; the
-    other exchanges stay."""
-    h = await make_harness(settings=dataclasses.replace(bot_settings, questions_per_minute=100), message_content=True)
+async def two_questions(h) -> tuple[int, dict, dict, dict]:
+    """A thread on the archive, two follow-ups answered: (thread, the first, the second, its answer)."""
     thread = await open_archive_thread(h)
     kept = h.say(thread, "Who was the first keeper?")
     await bot_reply_in(h, thread, 1)
     asked = h.say(thread, "Who computerised the catalogue?")
     answer = await bot_reply_in(h, thread, 2)
     assert "David Orr" in answer["content"]
-    h.delete(asked)
-    await h.fake.wait_for(lambda: int(answer["id"]) not in h.fake.messages, what="the answer's deletion")
+    return thread, kept, asked, answer
+
+
+async def assert_forgotten(h, thread: int, kept: dict) -> None:
+    """The second question's exchange left the thread's memory, and its 'Show context' page went with it."""
     turns = await h.bot.services.state.history(GUILD, thread)
     assert not [t for t in turns if "computerised" in t.content or "David Orr" in t.content], turns
     assert [t.content for t in turns if t.role == "user"][-1] == kept["content"]
-    with h.engine.in_space(KB_A):  # its 'Show context' page went with it
+    with h.engine.in_space(KB_A):
         pages = h.engine.store.db.execute("SELECT question FROM bot_answers").fetchall()
     assert pages and "Who computerised the catalogue?" not in [p[0] for p in pages], pages
+
+
+async def test_a_deleted_question_leaves_the_threads_memory_with_its_answer(make_harness, bot_settings):
+    """A member deletes a question they asked in the thread: its exchange leaves the thread's memory (the
+    next follow-up does not lean on it) and the bot deletes its answer, which repeats the question; the
+    other exchanges stay."""
+    h = await make_harness(settings=dataclasses.replace(bot_settings, questions_per_minute=100), message_content=True)
+    thread, kept, asked, answer = await two_questions(h)
+    h.delete(asked)
+    await h.fake.wait_for(lambda: int(answer["id"]) not in h.fake.messages, what="the answer's deletion")
+    await assert_forgotten(h, thread, kept)
     h.say(thread, "and when?")
     footer = footer_of(await bot_reply_in(h, thread, 2))
     assert footer.startswith("Searched as: When was the first keeper?"), footer
+
+
+async def test_a_question_deleted_while_the_bot_was_down_leaves_the_threads_memory_at_the_next_start(
+    make_harness, bot_settings
+):
+    """The deletion event never reached the bot: its next start checks the questions of its recently active
+    threads in Discord (a 404 is a deleted question) and takes each deleted one's exchange out of the
+    thread's memory, its answer message and 'Show context' page with it."""
+    settings = dataclasses.replace(bot_settings, questions_per_minute=100)
+    h = await make_harness(settings=settings, message_content=True)
+    thread, kept, asked, answer = await two_questions(h)
+    await h.bot.close()
+    h.delete(asked, dispatch=False)  # deleted while the bot was down: no event
+    again = await make_harness(settings=settings, message_content=True)
+    await again.bot._reconciling
+    assert int(answer["id"]) not in again.fake.messages  # its answer repeated the question
+    await assert_forgotten(again, thread, kept)
+
+
+async def test_the_start_checks_the_questions_of_the_latest_active_threads_only(tmp_path):
+    """Which questions a start checks: the latest active threads, at most so many, each with the questions
+    its follow-ups are given."""
+    spaces, state = open_state(tmp_path)
+    for thread in (1, 2, 3):
+        await state.add_thread(ThreadRecord(thread, KB_A, GUILD, 9), opened_by="alice")
+        for turn in range(3):
+            ids = [[thread * 100 + turn], [thread * 100 + 50 + turn]]
+            await state.add_turns(GUILD, thread, [Turn("user", f"q{turn}"), Turn("assistant", "a")], posted=ids)
+    found = await state.recent_questions(threads=2)
+    assert len(found) == 2 and {r.thread_id for r, _ in found} <= {1, 2, 3}
+    assert all(ids == [r.thread_id * 100 + t for t in range(3)] for r, ids in found)
+    assert await state.recent_questions(days=-1) == []  # none used since tomorrow
+    spaces.close()

@@ -204,10 +204,10 @@ async def test_a_stop_waits_for_a_posted_files_removal_to_redact_its_show_contex
     entered, release = asyncio.Event(), asyncio.Event()
     forget = h.engine.forget
 
-    async def gated_forget(kb: str, document: str):
+    async def gated_forget(kb: str, document: str, **options):
         entered.set()
         await release.wait()
-        return await forget(kb, document)
+        return await forget(kb, document, **options)
 
     h.engine.forget = gated_forget
     h.state.parse_message_delete({"id": message["id"], "channel_id": str(CHAN_A), "guild_id": str(GUILD)})

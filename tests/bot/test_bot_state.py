@@ -141,6 +141,7 @@ async def test_each_server_keeps_its_rows_in_its_own_file_and_leaving_one_delete
         "bot_forget_me": 1,
         "bot_message_imports": 1,
         "bot_posted_files": 1,
+        "bot_removals": 0,
     }
     for guild in (7, 8):
         assert bot_rows(tmp_path / "guilds" / str(guild) / "raptor.db") == every_table
@@ -176,6 +177,30 @@ async def test_without_spaces_leaving_a_server_removes_its_rows_from_the_one_fil
         "bot_forget_me": 1,
         "bot_message_imports": 1,
         "bot_posted_files": 1,
+        "bot_removals": 0,
     }
     assert await state.manager_role_id(8) == 508 and await state.history(8, 80)
+    spaces.close()
+
+
+async def test_a_malformed_posted_ids_is_read_as_none_and_deletions_still_work(tmp_path, caplog):
+    """A store from elsewhere may hold anything in `posted_ids`: such a turn is read as having no messages
+    (one log line), and the questions around it are still forgotten when deleted."""
+    spaces, state = open_state(tmp_path)
+    await state.add_thread(ThreadRecord(55, KB, 1, 2), opened_by="alice")
+    await state.add_turns(1, 55, [Turn("user", "q1"), Turn("assistant", "a1")], posted=[[101], [102]])
+    await state.add_turns(1, 55, [Turn("user", "q2"), Turn("assistant", "a2")], posted=[[201], [202]])
+    await state.add_turns(1, 55, [Turn("user", "q3"), Turn("assistant", "a3")], posted=[[301], [302]])
+    conn = sqlite3.connect(tmp_path / "guilds" / "1" / "raptor.db")
+    with conn:
+        for bad, content in (("{not json", "q1"), ('["201"]', "a1"), ('{"a": 1}', "a2"), ("[[1]]", "a3")):
+            conn.execute("update bot_turns set posted_ids = ? where content = ?", [bad, content])
+    conn.close()
+    assert await state.forget_questions(1, 55, {201}) == []  # q2's answer's messages were malformed
+    assert [t.content for t in await state.history(1, 55)] == ["q1", "a1", "q3", "a3"]
+    assert await state.forget_questions(1, 55, {101}) == []  # q1's own was malformed: nothing matches it
+    assert caplog.text.count("is not a list of message ids") == 2  # one line per call
+    assert await state.reply_history(1, 55, 301) is not None and await state.reply_history(1, 55, 999) is None
+    exchange = await state.asked_exchange(1, 55, 301)
+    assert exchange is not None and exchange.answer_message_ids == []
     spaces.close()
