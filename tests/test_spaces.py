@@ -113,6 +113,11 @@ def old_layout(tmp_path_factory, embedder):
         await _write_bot_rows(BotState(engine.spaces))  # the pattern is empty: into the one root file
 
     asyncio.run(build())
+    conn = sqlite3.connect(data / "raptor.db")
+    with conn:  # a removal each server's bot recorded (bot_removals: node ids only once it is done)
+        for kb in GUILD_KBS:
+            conn.execute("INSERT INTO bot_removals (kb, at, note, nodes) VALUES (?, 1, '(removed)', '[7]')", [kb])
+    conn.close()
     rows = {kb: _rows(data / "raptor.db", kb) for kb in [ROOT_ONLY, *GUILD_KBS]}
     rows["bot"] = _bot_rows(data / "raptor.db")
     answers = {kb: _retrieved(engine, kb) for kb in [ROOT_ONLY, *GUILD_KBS]}
