@@ -1556,20 +1556,54 @@ def _pronoun_after(text: str, name: re.Match[str], person_starts: list[int]) -> 
 
 
 def _past_the_others(text: str, name: re.Match[str], end: int, person_starts: list[int]) -> str | None:
-    """'Thornton met Margaret at the mill, and he fell in love': the he/she later in the sentence a name
-    opens, when every person named between is known by first name as the other gender (the 'he' is no
-    Margaret's, so it is the subject's); None otherwise."""
-    if end >= len(text) or _SENTENCE_END.match(text, end) or not _opens_sentence(text, name.start()):
+    """'Thornton met Margaret at the mill, and he fell in love', 'At the mill, Thornton met Margaret, and
+    he ...', 'Margaret met Thornton and Mrs Hale, and he ...', '... met Margaret; he ...': the he/she
+    later in a name's sentence, or opening the next, is that name's when every other person the
+    sentence names before it, on either side of the name, is known as the other gender (a title, or a
+    first name the table knows): nobody else named can be the he. None otherwise, and for 'Thornton's
+    father' (the father is the subject)."""
+    if _POSSESSIVE_AFTER.match(text, name.end()):
         return None
-    stop = _SENTENCE_END.search(text, end)
-    pronoun = re.compile(r"\b(?i:he|she)\b").search(text, end, stop.start() if stop else len(text))
-    if pronoun is None:
+    stop = _SENTENCE_END.search(text, name.end())
+    sentence_end = stop.start() if stop else len(text)
+    found = re.compile(r"\b(?i:he|she)\b").search(text, end, sentence_end) if end < sentence_end else None
+    if found is None and stop is not None:
+        found = _NEXT_CLAUSE_PRONOUN.match(text, sentence_end + 1)
+    if found is None:
         return None
-    gender = GENDER[pronoun.group(0).lower()]
-    between = [start for start in person_starts if end <= start < pronoun.start()]
-    named = [found.group(0) for start in between if (found := _CAPITAL_WORD.match(text, start))]
-    others = {_first_name_gender(word) for word in named}
-    return gender if between and others == {"f" if gender == "m" else "m"} else None
+    pronoun = found.group(found.lastindex or 0)
+    opened = max((m.end() for m in _SENTENCE_END.finditer(text, 0, name.start())), default=0)
+    first = bisect.bisect_left(person_starts, opened)
+    others = [
+        start
+        for start in person_starts[first : bisect.bisect_left(person_starts, min(found.start(), sentence_end))]
+        if not name.start() <= start < name.end() and not (start < name.start() and _titles_only(text[start : name.start()]))
+    ]
+    gender = GENDER[pronoun.lower()]
+    genders = {_title_or_first_name_gender(_name_at(text, start)) for start in others}
+    return gender if others and genders == {"f" if gender == "m" else "m"} else None
+
+
+# the he/she opening the next sentence, or the clause after a semicolon ('...; he fell in love')
+_NEXT_CLAUSE_PRONOUN = re.compile(r"[\s\u201d\u201c\"]*(?:\[\d+\]\s*)?((?i:he|she))\b")
+_POSSESSIVE_AFTER = re.compile(r"['\u2019]s\b")
+
+
+def _name_at(text: str, start: int) -> str:
+    """The longest name of the text's people written at `start` ('Mrs Hale', 'Margaret')."""
+    found = [person for person in _people_of(text) if text.startswith(person, start)]
+    if found:
+        return max(found, key=len)
+    word = _CAPITAL_WORD.match(text, start)
+    return word.group(0) if word else ""
+
+
+def _title_or_first_name_gender(name: str) -> str | None:
+    """The gender a name's title says ('Mrs Hale'), else its first name's (`given_names`)."""
+    first = name.split()[0].lower().rstrip(".") if name.split() else ""
+    if first in MALE_TITLES or first in FEMALE_TITLES:
+        return "m" if first in MALE_TITLES else "f"
+    return _first_name_gender(name)
 
 
 _NEXT_SENTENCE_PRONOUN = re.compile(r"[\s\u201d\u201c\"]*(?:\[\d+\]\s*)?(He|She|His|Her)\b")
