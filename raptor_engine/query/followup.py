@@ -194,6 +194,9 @@ class Rewrite:
 
 
 Cited = Callable[[str], str]  # a quote -> the text of the passage it was quoted from ('' when not found)
+# a name -> the documents' sentences that hold it, each with the sentence after it, one a line ('' when
+# none): where a follow-up's he/she learns the gender of a name the table does not know ('Frankie')
+Said = Callable[[str], str]
 
 
 def split_standalone(query: str) -> Rewrite:
@@ -205,18 +208,25 @@ def split_standalone(query: str) -> Rewrite:
     return Rewrite(query)
 
 
-def standalone_question(question: str, history: list[Turn], cited: Cited | None = None) -> str:
+def standalone_question(
+    question: str, history: list[Turn], cited: Cited | None = None, said: Said | None = None
+) -> str:
     """The question a follow-up stands for, given the conversation so far (the question itself if fresh)."""
-    return rewrite(question, history, cited).text
+    return rewrite(question, history, cited, said).text
 
 
-def rewrite(question: str, history: list[Turn], cited: Cited | None = None) -> Rewrite:
+def rewrite(
+    question: str, history: list[Turn], cited: Cited | None = None, said: Said | None = None
+) -> Rewrite:
     """Rewrite each of the last questions against the ones before it, then this one against them.
     `cited` gives the passage a quote was taken from, for a choice among what an answer's quotes name
-    too few of (`_cited_list`)."""
+    too few of (`_cited_list`); `said` what the documents say around a name whose gender neither the
+    conversation nor the names table shows (`_with_documents`)."""
     exchanges = _exchanges(history[-4 * TURNS_CONSIDERED :])[-TURNS_CONSIDERED:]
     question = question[:MAX_TURN_CHARS]
     told = _told(exchanges, question)
+    if said is not None and _asks_of_a_person(exchanges, question):
+        told = _with_documents(told, said)
     previous: Rewrite | None = None
     previous_answer = ""
     listed: tuple[str, ...] = ()
@@ -252,6 +262,31 @@ def _told(exchanges: list[tuple[str, str]], question: str) -> str:
     follow-up's he/she looks for whom the turns show as a man or a woman."""
     lines = [line for asked, answered in exchanges for line in (asked, _statements(answered))]
     return "\n".join([*lines, question])
+
+
+MAX_NAMES_LOOKED_UP = 6  # the most names of one conversation whose gender the documents are asked for
+_HE_OR_SHE = frozenset("he she him her his hers himself herself".split())
+
+
+def _asks_of_a_person(exchanges: list[tuple[str, str]], question: str) -> bool:
+    """Whether a question of the conversation says he/she/him/her...: only then can a name's gender
+    change the rewrite, so only then are the documents asked."""
+    return any(
+        _HE_OR_SHE & set(words(asked.lower())) for asked in [*(asked for asked, _ in exchanges), question]
+    )
+
+
+def _with_documents(told: str, said: Said) -> str:
+    """The conversation's text followed by what the documents say around each person in it whose gender
+    it does not show and the names table does not know, looked up by its given name ('Jude Penhallow':
+    '... Jude climbed the tower, and she relit the lamp'), so `_kind` reads the documents' own titles,
+    relatives' words and pronouns for that name (`_learned_gender`) as it reads the conversation's:
+    one-sided evidence gives a gender, evidence both ways none. Nothing is stored: `said` looks the name
+    up in the knowledge base's full-text index at question time."""
+    unknown = [_given_name(name) for name in _people_of(told) if _kind(name, told) is None]
+    looked_up = list(dict.fromkeys(unknown))[:MAX_NAMES_LOOKED_UP]
+    found = [text for name in looked_up if (text := said(name).strip())]
+    return "\n".join([told, *found]) if found else told
 
 
 def _followed(rewrite: Rewrite, previous: Rewrite | None) -> Rewrite:
@@ -1679,7 +1714,25 @@ def _kind(name: str, told: str) -> str | None:
             return family.pop()
     if name in _asked_as_things(told, handled=False):  # 'What is Mary Rose?': a thing, whatever Mary is
         return "n"
-    return _first_name_gender(name) or ("n" if name in _asked_as_things(told) else None)
+    learned = _first_name_gender(name) or _learned_gender(name, told)
+    return learned or ("n" if name in _asked_as_things(told) else None)
+
+
+def _given_name(name: str) -> str:
+    """A name's first word after any title ('Captain Rowan Pike': Rowan)."""
+    parts = [part for part in name.split() if part.lower().rstrip(".") not in TITLES]
+    return parts[0] if parts else name
+
+
+def _learned_gender(name: str, told: str) -> str | None:
+    """The gender the text shows for a name's given name wherever it is written ('Jude Penhallow' after
+    'Jude climbed the tower, and she relit the lamp'; 'his sister Frankie'), for a given name the table
+    does not know: a name's gender learned from the conversation and the documents' sentences
+    `_with_documents` added to it. None for a one-word name (`_gender_of` read it already)."""
+    given = _given_name(name)
+    if given == name or gender_of_first_name(given):
+        return None
+    return _gender_of(given, told)
 
 
 @functools.lru_cache(maxsize=16)
@@ -1690,7 +1743,7 @@ def _people_of(text: str) -> tuple[str, ...]:
 
 def _person_gender(name: str, told: str) -> str | None:
     """`_gender_of`, else by the first name after any title ('Captain Henry Ashcroft': Henry)."""
-    return _gender_of(name, told) or _first_name_gender(name)
+    return _gender_of(name, told) or _first_name_gender(name) or _learned_gender(name, told)
 
 
 def _first_name_gender(name: str) -> str | None:
