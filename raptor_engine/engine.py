@@ -118,6 +118,9 @@ CITED_LOOKUPS = 8  # the nodes a quote's words find, among which its leaf is loo
 MAX_QUOTES_TRACED = 6  # the last answer's quotes looked up for the one document a follow-up's 'it' means
 # what a follow-up's rewrite still leans on the last answer with ('who wrote it?', 'when was that written?')
 _POINTS_BACK = re.compile(r"\b(?:it|its|this|that)\b", re.IGNORECASE)
+_THE_OTHER = re.compile(
+    r"\bthe other (?:report|document|file|paper|survey|study|book|article|version|edition)\b", re.IGNORECASE
+)
 NAME_LOOKUPS = 8  # the nodes a name finds, whose sentences show its gender to a follow-up's he/she
 MAX_SAID_CHARS = 8_000  # the most of those sentences read for one name
 # A UTF-16 half with no other half: what Python makes of a byte that is not UTF-8 in a command-line
@@ -1557,7 +1560,8 @@ class Engine:
         document, when every quote of it was taken from the same one (and any filter asked for holds
         it); else `documents` as given. 'It' is what the last answer quoted, not every report."""
         asked = split_standalone(query)
-        if not asked.context or not _POINTS_BACK.search(asked.core):
+        other = _THE_OTHER.search(asked.core) is not None  # 'What did the other report recommend?'
+        if not other and (not asked.context or not _POINTS_BACK.search(asked.core)):
             return documents
         last = next((turn.content for turn in reversed(history) if turn.role == "assistant"), "")
         kb_id = self.store.kb_id(kb)
@@ -1569,6 +1573,10 @@ class Engine:
         if len(found) != 1 or None in found:
             return documents
         (document,) = found
+        if other:  # the documents the last answer did not quote
+            named = self._document_names(kb_id, documents) or [d.name for d in self.store.documents(kb_id)]
+            rest = [name for name in named if name != document]
+            return rest or documents
         if documents and document not in self._document_names(kb_id, documents):
             return documents
         log.info("a follow-up's 'it' searched in the one document the last answer quoted")

@@ -64,3 +64,11 @@ async def test_an_answer_quoting_both_reports_or_a_filter_without_its_document_r
     assert engine._followed_document("harbour", wrote.query, [both], None) is None
     filtered = await follow(engine, "What did the 2019 report recommend?", "who wrote it?", documents=["r2021.md"])
     assert {citation.document for citation in filtered.citations} <= {"r2021.md"}, filtered.text
+
+
+@pytest.mark.parametrize("correction", ["no, the other report", "no, the other one", "what about the other report?"])
+async def test_the_other_report_is_searched_in_the_documents_the_last_answer_did_not_quote(engine, correction):
+    other = await follow(engine, "What did the 2019 report recommend?", correction)
+    assert other.query == "What did the other report recommend?"
+    assert {citation.document for citation in other.citations} == {"r2021.md"}, other.text
+    assert "dredging" in " ".join(quotes_in(other.text)), other.text

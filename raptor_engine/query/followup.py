@@ -341,13 +341,19 @@ def _rewrite_one(
     placed = _corrected_place(question, previous)
     if placed is not None:
         return placed
+    year = _another_year(question, previous)
+    if year is not None:
+        return year
     question = _as_what_about(_and_the(question))
     compared = _compared(question, previous)
     if compared is not None:
         return compared
-    chosen = _chosen(question, listed, previous.core)
+    chosen = _chosen(question, listed, previous.core) or _all_of_those(question, listed)
     if chosen is not None:
         return Rewrite(chosen, subject=previous.subject)
+    other = _the_other(question, previous)
+    if other is not None:
+        return Rewrite(other, subject=previous.subject)
     kin = _kin_of_subject(question, previous)
     if kin is not None:
         return kin
@@ -920,10 +926,12 @@ def _cited_list(asked: Rewrite, answer: str, then: str, cited: Cited | None) -> 
 
 
 def _makes_choice(question: str) -> bool:
-    """'the second one?', 'which of those is older?': a choice among what the last answer listed."""
+    """'the second one?', 'which of those is older?': a choice among what the last answer listed; 'what
+    happened to those?' takes all of it."""
     bare = _without_conjunction(" ".join(question.split()))
     ordinal = _ORDINAL.search(bare)
-    return bool(_WHICH_OF.match(bare) or (ordinal and (ordinal.group(0).lower().startswith("the") or ordinal.start() == 0)))
+    first = bool(ordinal and (ordinal.group(0).lower().startswith("the") or ordinal.start() == 0))
+    return bool(_WHICH_OF.match(bare) or first or _THOSE.search(bare))
 
 
 def chooses(question: str, history: list[Turn]) -> bool:
@@ -961,6 +969,83 @@ def _chosen(question: str, listed: tuple[str, ...], previous_core: str) -> str |
     if not rest or re.fullmatch(r"(?i:what|how)\s+about", rest):
         return f"Tell me about {chosen}."
     return _capitalised(bare[: match.start()] + chosen + bare[match.end() :])
+
+
+# 'what happened to those?', 'were these ever sold?', 'did those carry cattle?': 'those' standing alone
+# (at the end, or before a verb), not a determiner ('those ferries')
+_THOSE = re.compile(
+    r"\b(?:those|these)\b(?=\s*(?:[?.!,]|$)|\s+(?:were|are|was|is|did|do|does|have|had|ever|still|all|both|"
+    r"carried|carry|sold|built|launched|used)\b)",
+    re.IGNORECASE,
+)
+
+
+def _all_of_those(question: str, listed: tuple[str, ...]) -> str | None:
+    """'Which ferries crossed the Ambry?' then 'what happened to those?' -> 'What happened to the Alder
+    and the Wren?': a 'those'/'these' standing alone means everything the last list named. None without a
+    list of two or more, or without such a 'those'."""
+    bare = _without_conjunction(question)
+    match = _THOSE.search(bare)
+    if len(listed) < 2 or match is None:
+        return None
+    every = f"{', '.join(listed[:-1])} and {listed[-1]}"
+    return _capitalised(bare[: match.start()] + every + bare[match.end() :])
+
+
+_THE_OTHER = re.compile(
+    r"^(?:(?:no|nope|sorry|oops)\b[\s,.!]*)*(?:i\s+meant?\s+)?(?:(?:and|or|but)\s+)?"
+    r"(?:(?:what|how)\s+about\s+)?the\s+other\s+([a-z]+)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_IT = re.compile(r"\b(?:it|this|that)(?=\s*[?.!]*$)", re.IGNORECASE)
+
+
+def _the_other(question: str, previous: Rewrite) -> str | None:
+    """'What did the 2019 report recommend?' then 'no, the other report' (or 'the other one', 'and the
+    other one?') -> 'What did the other report recommend?'; after 'Who wrote it?' about that report ->
+    'Who wrote the other report?': the last question with its numbered thing ('the 2019 report'), or its
+    closing 'it' when the question before numbered one, called 'the other'. The engine then searches the
+    documents the last answer did not quote (`Engine._followed_document`). None when no list is being
+    chosen from and the questions number nothing."""
+    match = _THE_OTHER.match(question)
+    if match is None:
+        return None
+    word = match.group(1).lower()
+    numbered = _NUMBERED_THING.search(previous.core)
+    if numbered is not None:
+        head = re.match(r"\s*([a-z]+)", previous.core[numbered.end() :], re.IGNORECASE)
+        if head is None or word not in ("one", head.group(1).lower()):
+            return None
+        end = numbered.end() + head.end()
+        before = previous.core[: numbered.start()]
+        return _capitalised(f"{before}the other {head.group(1)}{previous.core[end:]}")
+    earlier = _NUMBERED_THING.search(previous.context)
+    it = _IT.search(previous.core)
+    head = re.match(r"\s*([a-z]+)", previous.context[earlier.end() :], re.IGNORECASE) if earlier else None
+    if it is None or head is None or word not in ("one", head.group(1).lower()):
+        return None
+    return _capitalised(f"{previous.core[: it.start()]}the other {head.group(1)}{previous.core[it.end() :]}")
+
+
+# 'and in 2019?', 'what about 2019?', 'no, I meant in 2019': the last question again for another year
+_ANOTHER_YEAR = re.compile(
+    r"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(?:(?:in|for|during|of)\s+)?"
+    r"(1[0-9]{3}|20[0-9]{2})\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _another_year(question: str, previous: Rewrite) -> Rewrite | None:
+    """'What did the 2021 report recommend?' then 'and in 2019?' -> 'What did the 2019 report
+    recommend?': a follow-up that gives only a year (after 'and', 'what about', a correction, 'in' or
+    'for') asks the last question again with that year in place of the one year it named. None when the
+    last question names no year, or two."""
+    corrected = _CORRECTION.match(question)
+    match = _ANOTHER_YEAR.match(corrected.group(1) if corrected else question)
+    years = _YEAR.findall(previous.core)
+    if match is None or len(set(years)) != 1 or years[0] == match.group(1):
+        return None
+    return Rewrite(_YEAR.sub(match.group(1), previous.core), subject=previous.subject)
 
 
 def _without_conjunction(question: str) -> str:
