@@ -90,6 +90,10 @@ PIKE = "Who was harbour master of Port Lenning?"
         (f"{FERRIES} | which one was bigger?", "Which was bigger, the Alder or the Wren?"),
         (f"{FERRIES} | which was older?", "Which was older, the Alder or the Wren?"),
         ("How long is the Kessel Bridge? | is it longer than 300 metres?", "How long is the Kessel Bridge?"),
+        # a choice between the two things the last two questions asked the same of
+        ("When did the Alder launch? | and the wren? | which was first?", "Which was first, the "),
+        ("How many people could the Alder take? | and the Wren? | which one held more?", "Which held more, the Alder or the Wren?"),
+        ("Who designed the Kessel Bridge? | and the road bridge? | which is longer?", "Which is longer, the Kessel Bridge or the road bridge?"),
         # another thing for the same question
         ("How many people could the Alder take? | and the Wren?", "How many people could the Wren take?"),
         ("How many people could the Alder take? | what about the wren", "How many people could the wren take?"),
@@ -140,3 +144,10 @@ def test_a_year_or_the_other_one_rewrites_only_what_the_last_question_numbered(c
 def test_those_without_a_list_is_left_leaning_on_the_last_turn():
     conversation = talk("What happened to the Alder?", "It was sold to a company in Belfast in 1886.")
     assert standalone_question("what happened to those?", conversation).startswith("What happened to those? (context:")
+
+
+def test_a_choice_after_two_questions_that_differ_in_one_thing_is_between_those_things():
+    conversation = talk("When did the Alder launch?", "In 1862.", "and the Wren?", "In 1871.")
+    assert standalone_question("which was first?", conversation) == "Which was first, the Alder or the Wren?"
+    differ = talk("When did the Alder launch?", "In 1862.", "Where was the Wren broken up?", "At Belfast.")
+    assert standalone_question("which was first?", differ).startswith("Which was first? (context:")

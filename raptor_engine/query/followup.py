@@ -234,9 +234,15 @@ def rewrite(
     for (asked, answered), then in zip(exchanges, following, strict=True):
         if onward_ask(asked) is Onward.CHECK:
             continue  # 'is that true?' asks nothing new: what follows it leans on what it checked
+        before = previous
         previous = _bounded(_followed(_rewrite_one(asked, previous, previous_answer, told, listed), previous))
         previous_answer = answered
-        listed = _listed(previous, answered) or _cited_list(previous, answered, then, cited) or listed
+        listed = (
+            _listed(previous, answered)
+            or _cited_list(previous, answered, then, cited)
+            or _swap_pair(before, previous)
+            or listed
+        )
     return _bounded(_followed(_rewrite_one(question, previous, previous_answer, told, listed), previous))
 
 
@@ -949,7 +955,9 @@ def _chosen(question: str, listed: tuple[str, ...], previous_core: str) -> str |
         return None
     bare = _without_conjunction(question)
     which = _WHICH_OF.match(bare)
-    if which is not None and not names_in(bare) and subject_terms(which.group(1)):
+    # 'which is older?', and 'which was first?' (an ordinal alone compares too)
+    compares = which is not None and (subject_terms(which.group(1)) or _FIRST_OR_LAST.match(which.group(1)))
+    if which is not None and compares and not names_in(bare):
         return _capitalised(f"which {which.group(1)}, {', '.join(listed[:-1])} or {listed[-1]}?")
     match = _ORDINAL.search(bare)
     if match is None or not (match.group(0).lower().startswith("the") or match.start() == 0):
@@ -1046,6 +1054,38 @@ def _another_year(question: str, previous: Rewrite) -> Rewrite | None:
     if match is None or len(set(years)) != 1 or years[0] == match.group(1):
         return None
     return Rewrite(_YEAR.sub(match.group(1), previous.core), subject=previous.subject)
+
+
+SWAPPED_WORDS = 4  # the most words of a thing one question puts in place of the last one's
+
+
+def _swap_pair(before: Rewrite | None, after: Rewrite) -> tuple[str, ...]:
+    """'When did the Alder launch?' then 'and the Wren?' (searched as 'When did the Wren launch?'): the
+    two things the same question was asked of, for a choice after them ('which was first?' -> 'Which was
+    first, the Alder or the Wren?'); () when the two questions differ in more than one thing, or in a
+    number or a pronoun."""
+    if before is None:
+        return ()
+    old, new = before.core.rstrip(" ?.!").split(), after.core.rstrip(" ?.!").split()
+    opcodes = [op for op in SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(opcodes) != 1 or opcodes[0][0] != "replace":
+        return ()
+    _, i1, i2, j1, j2 = opcodes[0]
+    if i2 - i1 > SWAPPED_WORDS or j2 - j1 > SWAPPED_WORDS:
+        return ()
+    pair = []
+    for tokens, start, end in ((old, i1, i2), (new, j1, j2)):
+        span = tokens[start:end]
+        if any(word.isdigit() or word.lower() in PERSON_PRONOUNS | OTHER_ANAPHORA for word in span):
+            return ()
+        article = tokens[start - 1] if start and tokens[start - 1].lower() in ("the", "a", "an") else ""
+        pair.append(" ".join([article.lower(), *span] if article else span))
+    return tuple(pair)
+
+
+_FIRST_OR_LAST = re.compile(
+    r"^(?:(?:is|was|are|were|came)\s+)?(?:the\s+)?(?:first|last|earliest|latest)$", re.IGNORECASE
+)
 
 
 def _without_conjunction(question: str) -> str:
