@@ -10,23 +10,8 @@ import pytest
 
 from raptor_engine import Engine, Turn
 from raptor_engine.query.followup import quotes_in
+from tests.bot.test_bot_real_process import REPORT_2019, REPORT_2021  # the reports botqa16 played
 from tests.unhurried import unhurried_settings
-
-REPORT_2019 = """# Harbour survey report 2019
-
-Written by Dr. Ines Calloway for the harbour board.
-
-The 2019 survey found the north pier unsafe because salt water had corroded its iron piles.
-Calloway recommended closing the north pier to vehicles and repairing the piles within two years.
-"""
-
-REPORT_2021 = """# Harbour survey report 2021
-
-Written by Tomas Reyes, the harbour engineer.
-
-Reyes recommended dredging the inner basin because silt had reduced its depth to two metres.
-The survey counted 230 moorings, and the waiting list for a mooring had 55 names.
-"""
 
 
 @pytest.fixture(scope="module")
