@@ -151,3 +151,5 @@ def test_a_choice_after_two_questions_that_differ_in_one_thing_is_between_those_
     assert standalone_question("which was first?", conversation) == "Which was first, the Alder or the Wren?"
     differ = talk("When did the Alder launch?", "In 1862.", "Where was the Wren broken up?", "At Belfast.")
     assert standalone_question("which was first?", differ).startswith("Which was first? (context:")
+    verb = talk("When did the Alder launch?", "In 1862.", "When did the Alder sink?", "Never.")
+    assert standalone_question("which was first?", verb).startswith("Which was first? (context:")

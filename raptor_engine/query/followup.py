@@ -1063,7 +1063,7 @@ def _swap_pair(before: Rewrite | None, after: Rewrite) -> tuple[str, ...]:
     """'When did the Alder launch?' then 'and the Wren?' (searched as 'When did the Wren launch?'): the
     two things the same question was asked of, for a choice after them ('which was first?' -> 'Which was
     first, the Alder or the Wren?'); () when the two questions differ in more than one thing, or in a
-    number or a pronoun."""
+    number, a pronoun, or words that are no thing (neither after an article nor a name)."""
     if before is None:
         return ()
     old, new = before.core.rstrip(" ?.!").split(), after.core.rstrip(" ?.!").split()
@@ -1079,6 +1079,8 @@ def _swap_pair(before: Rewrite | None, after: Rewrite) -> tuple[str, ...]:
         if any(word.isdigit() or word.lower() in PERSON_PRONOUNS | OTHER_ANAPHORA for word in span):
             return ()
         article = tokens[start - 1] if start and tokens[start - 1].lower() in ("the", "a", "an") else ""
+        if not article and not span[0][:1].isupper():
+            return ()  # 'When did the Alder sink?' after '... launch?': a verb, no thing
         pair.append(" ".join([article.lower(), *span] if article else span))
     return tuple(pair)
 
