@@ -79,6 +79,10 @@ PIKE = "Who was harbour master of Port Lenning?"
         (f"{FERRIES} | what happened to those?", "What happened to the Alder and the Wren?"),
         (f"{FERRIES} | did those carry cattle?", "Did the Alder and the Wren carry cattle?"),
         (f"{FERRIES} | were those steamers?", f"Were those steamers? (context: {FERRIES})"),
+        # 'they'/'them' right after a question asking for several things
+        (f"{FERRIES} | what happened to them?", "What happened to the Alder and the Wren?"),
+        (f"{FERRIES} | when were they launched?", "When were the Alder and the Wren launched?"),
+        ("What ferries were there before the bridge? | what did they carry?", "What did the Alder and the Wren carry?"),
         # ordinals, former/latter, a choice corrected
         (f"{FERRIES} | the 2nd one", "Tell me about the Wren."),
         (f"{FERRIES} | what about the second one?", "Tell me about the Wren."),
@@ -153,3 +157,10 @@ def test_a_choice_after_two_questions_that_differ_in_one_thing_is_between_those_
     assert standalone_question("which was first?", differ).startswith("Which was first? (context:")
     verb = talk("When did the Alder launch?", "In 1862.", "When did the Alder sink?", "Never.")
     assert standalone_question("which was first?", verb).startswith("Which was first? (context:")
+
+
+def test_they_is_everything_listed_only_right_after_a_question_asking_for_several():
+    ferries = talk("Which ferries crossed the Ambry?", "The Alder.\u201d [1]\n- \u201cThe Wren.")
+    assert standalone_question("when were they launched?", ferries) == "When were the Alder and the Wren launched?"
+    one = ferries + talk("What was the Alder?", "A paddle steamer.")
+    assert "the Alder and the Wren" not in standalone_question("what did they carry?", one)

@@ -354,7 +354,7 @@ def _rewrite_one(
     compared = _compared(question, previous)
     if compared is not None:
         return compared
-    chosen = _chosen(question, listed, previous.core) or _all_of_those(question, listed)
+    chosen = _chosen(question, listed, previous.core) or _all_of_those(question, listed, previous.core)
     if chosen is not None:
         return Rewrite(chosen, subject=previous.subject)
     other = _the_other(question, previous)
@@ -937,7 +937,7 @@ def _makes_choice(question: str) -> bool:
     bare = _without_conjunction(" ".join(question.split()))
     ordinal = _ORDINAL.search(bare)
     first = bool(ordinal and (ordinal.group(0).lower().startswith("the") or ordinal.start() == 0))
-    return bool(_WHICH_OF.match(bare) or first or _THOSE.search(bare))
+    return bool(_WHICH_OF.match(bare) or first or _THOSE.search(bare) or _THEY.search(bare))
 
 
 def chooses(question: str, history: list[Turn]) -> bool:
@@ -988,12 +988,20 @@ _THOSE = re.compile(
 )
 
 
-def _all_of_those(question: str, listed: tuple[str, ...]) -> str | None:
+# 'Which ferries crossed the Ambry?', 'What ferries were there?': a question asking for several things
+_ASKS_FOR_SEVERAL = re.compile(
+    r"^(?:which|what)\s+(?:(?!(?:is|was|does|has)\b)[a-z]+\s+)?(?!(?:is|was|does|has)\b)[a-z]+s\b", re.IGNORECASE
+)
+_THEY = re.compile(r"\b(?:they|them)\b", re.IGNORECASE)
+
+
+def _all_of_those(question: str, listed: tuple[str, ...], previous_core: str = "") -> str | None:
     """'Which ferries crossed the Ambry?' then 'what happened to those?' -> 'What happened to the Alder
-    and the Wren?': a 'those'/'these' standing alone means everything the last list named. None without a
-    list of two or more, or without such a 'those'."""
+    and the Wren?': a 'those'/'these' standing alone means everything the last list named, and so does
+    'they'/'them' right after a question asking for several things ('when were they launched?'). None
+    without a list of two or more, or without such a word."""
     bare = _without_conjunction(question)
-    match = _THOSE.search(bare)
+    match = _THOSE.search(bare) or (_THEY.search(bare) if _ASKS_FOR_SEVERAL.match(previous_core) else None)
     if len(listed) < 2 or match is None:
         return None
     every = f"{', '.join(listed[:-1])} and {listed[-1]}"
