@@ -51,7 +51,15 @@ from .ingest.messages import (
 from .ingest.parse_worker import ParseStats, WorkerLimits, discard_spare, start_spare
 from .ingest.sentences import in_bigrams
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
-from .query.followup import Onward, chooses, onward_ask, standalone_question, through_exchange
+from .query.followup import (
+    Onward,
+    chooses,
+    onward_ask,
+    quotes_in,
+    split_standalone,
+    standalone_question,
+    through_exchange,
+)
 from .query.ranker import ranker_for
 from .query.respell import respelled
 from .query.retrieve import RANKINGS, TRIM, SentenceJudge, allowed_ids, collapsed_tree, tree_traversal
@@ -73,7 +81,7 @@ from .storage.archive import abandoned_imports
 from .storage.index import IndexManager, extend_hnsw, new_hnsw
 from .storage.llm_cache import SummaryCache
 from .storage.message_store import MessageDocumentWrite
-from .storage.records import DocumentInfo, NewNode, StaleTreeError, StoredTop
+from .storage.records import DocumentInfo, NewNode, StaleTreeError, StoredNode, StoredTop
 from .storage.spaces import DB_NAME, Space, Spaces, migrate_to_spaces, space_dir
 from .storage.store import Store
 from .storage.writers import WriterGate
@@ -107,6 +115,14 @@ MODES = ("collapsed", "traversal")
 MAX_QUESTION_CHARS = 2000
 MAX_COMMIT_ATTEMPTS = 5
 CITED_LOOKUPS = 8  # the nodes a quote's words find, among which its leaf is looked for
+MAX_QUOTES_TRACED = 6  # the last answer's quotes looked up for the one document a follow-up's 'it' means
+# what a follow-up's rewrite still leans on the last answer with ('who wrote it?', 'when was that written?')
+_POINTS_BACK = re.compile(r"\b(?:it|its|this|that)\b", re.IGNORECASE)
+_THE_OTHER = re.compile(
+    r"\bthe other (?:report|document|file|paper|survey|study|book|article|version|edition)\b", re.IGNORECASE
+)
+NAME_LOOKUPS = 8  # the nodes a name finds, whose sentences show its gender to a follow-up's he/she
+MAX_SAID_CHARS = 8_000  # the most of those sentences read for one name
 # A UTF-16 half with no other half: what Python makes of a byte that is not UTF-8 in a command-line
 # argument or stdin ('\udcff'), and what JSON's "\ud800" decodes to.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -1537,25 +1553,82 @@ class Engine:
         """The standalone question a follow-up stands for. Without a model, a conversation that makes a
         choice ('the second one?') reads the passages an answer's quotes came from when the quotes name
         fewer than two things (a model reads the choice from the turns itself)."""
-        if isinstance(answerer, ExtractiveAnswerer) and chooses(asked, history):
-            cited = functools.partial(self.cited_passage, kb)
-            return await asyncio.to_thread(standalone_question, asked, history, cited)
+        if isinstance(answerer, ExtractiveAnswerer):
+            cited = functools.partial(self.cited_passage, kb) if chooses(asked, history) else None
+            said = functools.partial(self.said_about, kb)  # a name's gender the documents show
+            return await asyncio.to_thread(standalone_question, asked, history, cited, said)
         return await answerer.condense(asked, history)
+
+    def said_about(self, kb: str, name: str) -> str:
+        """What the documents say around a name: each sentence of the leaves the full-text index finds
+        for it that holds the name, with the sentence after it, one a line ('' when none). A follow-up's
+        he/she reads a name's gender there when the conversation and the names table do not show it;
+        one index query, nothing stored."""
+        kb_id = self.store.kb_id(kb)
+        if kb_id is None:
+            return ""
+        hits = self.store.text_search(kb_id, [name], NAME_LOOKUPS)
+        nodes = self.store.nodes_by_ids([node_id for node_id, _ in hits])
+        named = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+        lines: list[str] = []
+        for node in (nodes[i] for i, _ in hits if i in nodes and nodes[i].layer == 0):
+            text = " ".join(node.text.split())
+            spans = split_sentences(text)
+            for index, (start, end) in enumerate(spans):
+                if named.search(text, start, end):
+                    after = spans[index + 1][1] if index + 1 < len(spans) else end
+                    lines.append(text[start:after])
+        return "\n".join(dict.fromkeys(lines))[:MAX_SAID_CHARS]
 
     def cited_passage(self, kb: str, quote: str) -> str:
         """The text of the leaf an answer's quote was taken from ('' when none holds it): what a choice
         among the things that answer listed reads when its quotes named fewer than two."""
         kb_id = self.store.kb_id(kb)
+        leaf = self._cited_leaf(kb_id, quote) if kb_id is not None else None
+        return leaf.text if leaf is not None else ""
+
+    def _cited_leaf(self, kb_id: int, quote: str) -> StoredNode | None:
+        """The leaf an answer's quote was taken from (None when none holds it)."""
         # its first sentence: a quote may join sentences that do not follow each other in the passage
         said = " ".join(quote.strip("\u2026 ").split())
         spans = split_sentences(said)
-        if kb_id is None or not spans:
-            return ""
+        if not spans:
+            return None
         wanted = said[slice(*spans[0])]
         hits = self.store.text_search(kb_id, [wanted], CITED_LOOKUPS)
         nodes = self.store.nodes_by_ids([node_id for node_id, _ in hits])
-        held = (nodes[i].text for i, _ in hits if i in nodes and nodes[i].layer == 0)
-        return next((text for text in held if wanted in " ".join(text.split())), "")
+        held = (nodes[i] for i, _ in hits if i in nodes and nodes[i].layer == 0)
+        return next((node for node in held if wanted in " ".join(node.text.split())), None)
+
+    def _followed_document(
+        self, kb: str, query: str, history: list[Turn], documents: list[str] | None
+    ) -> list[str] | None:
+        """The document filter of a follow-up whose 'it'/'this'/'that' the rewrite left leaning on the
+        last answer ('who wrote it?' after 'What did the 2021 report recommend?'): that answer's one
+        document, when every quote of it was taken from the same one (and any filter asked for holds
+        it); else `documents` as given. 'It' is what the last answer quoted, not every report."""
+        asked = split_standalone(query)
+        other = _THE_OTHER.search(asked.core) is not None  # 'What did the other report recommend?'
+        if not other and (not asked.context or not _POINTS_BACK.search(asked.core)):
+            return documents
+        last = next((turn.content for turn in reversed(history) if turn.role == "assistant"), "")
+        kb_id = self.store.kb_id(kb)
+        quotes = quotes_in(last)[:MAX_QUOTES_TRACED]
+        if kb_id is None or not quotes or len(self.store.documents(kb_id)) < 2:
+            return documents
+        leaves = [self._cited_leaf(kb_id, quote) for quote in quotes]
+        found = {leaf.document if leaf is not None else None for leaf in leaves}
+        if len(found) != 1 or None in found:
+            return documents
+        (document,) = found
+        if other:  # the documents the last answer did not quote
+            named = self._document_names(kb_id, documents) or [d.name for d in self.store.documents(kb_id)]
+            rest = [name for name in named if name != document]
+            return rest or documents
+        if documents and document not in self._document_names(kb_id, documents):
+            return documents
+        log.info("a follow-up's 'it' searched in the one document the last answer quoted")
+        return [document]
 
     def _question_context(
         self, kb: str, query: str, mode: str, budget: int, layers: list[int] | None, documents: list[str] | None
@@ -1718,6 +1791,8 @@ class Engine:
             return await asyncio.to_thread(self._small_talk_answer, kb, question, Act.VAGUE, mode, budget)
         answerer = self.answerer
         query = await self._condensed(answerer, kb, asked, history) if history else asked
+        if history and onward is None:
+            documents = await asyncio.to_thread(self._followed_document, kb, query, history, documents)
         query = await asyncio.to_thread(self.respelled, kb, query)
         context = await asyncio.to_thread(self._question_context, kb, query, mode, budget, layers, documents)
         if onward in (Onward.NEXT, Onward.BEFORE):

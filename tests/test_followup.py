@@ -30,7 +30,6 @@ CONTEXT = " (context: Who was appointed keeper of the archive in 1962?)"
         ("What did he do there?", "What did he do in Halifax?"),  # no man named: 'he' stays as asked
         ("and her brother?", "Margaret Hale's brother?"),
         ("was he open then?", "Was he open in 1962?"),  # no man named: 'he' and so 'then' stay as asked
-        ("and in 1975?", "In 1975?"),
         ("what about the second one?", "What about the second one?"),
         ("why?", "Why?"),
         ("how long?", "How long?"),

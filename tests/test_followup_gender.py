@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from raptor_engine.query.followup import onward_person, people_in, standalone_question
+from raptor_engine.query.followup import _gender_of, onward_person, people_in, standalone_question
 from raptor_engine.query.given_names import gender_of_first_name
 from raptor_engine.types import Turn
 from raptor_tools.bench_ingest import evaldata_dir
@@ -306,3 +306,29 @@ def test_words_that_only_open_sentences_are_no_people():
         "Thornton",
         "Mr Thornton",
     ]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "At the mill, Thornton met Margaret, and he fell in love.",  # a phrase before the name
+        "In 1850 Thornton met Margaret, and he fell in love.",
+        "When the strike began, Thornton met Margaret at the mill; he fell in love with her.",  # a clause after ';'
+        "At the mill, Margaret met Thornton and Mrs Hale, and he fell in love.",  # the name as object
+        "Margaret and Thornton met at the mill. He fell in love.",  # the he opening the next sentence
+    ],
+)
+def test_a_he_after_a_known_woman_is_the_other_name_of_the_sentence_whatever_its_shape(answer):
+    """qa16: the 'he' no woman of the sentence can be is the one other name's, so 'she' is never him."""
+    conversation = talk("Who met Margaret?", answer)
+    assert "Thornton" not in standalone_question("what did she say?", conversation)
+    assert standalone_question("what did he say?", conversation).startswith("What did Thornton say?")
+    if "Mrs Hale" not in answer:  # else 'she' is Mrs Hale, whom the answer to 'who met Margaret?' brings in
+        assert standalone_question("what did she say?", conversation).startswith("What did Margaret say?")
+
+
+def test_a_he_after_a_possessive_name_or_two_possible_men_shows_no_gender():
+    """'Thornton's father ... he' is the father; with Tom Pell also in the sentence the he may be either."""
+    assert _gender_of("Thornton", "At the mill, Thornton's father met Margaret, and he fell in love.") is None
+    either = talk("Who met Margaret?", "At the mill, Tom Pell and Thornton met Margaret, and he fell in love.")
+    assert _gender_of("Thornton", either[1].content) is None

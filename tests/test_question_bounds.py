@@ -14,7 +14,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import raptor_engine.engine as engine_module
-import raptor_engine.query.answer as answer_module
 from raptor_engine.engine import MAX_QUESTION_CHARS, QuestionTimeoutError
 from raptor_engine.errors import RaptorError
 from raptor_engine.ingest.sentences import words
@@ -181,7 +180,7 @@ async def test_adversarial_follow_ups_after_huge_turns_are_answered(railway):
 
 async def test_the_loop_runs_while_a_follow_up_is_rewritten(railway, monkeypatch):
     """The rewrite waits for a coroutine to run: possible only if it runs off the event loop."""
-    ran, outcomes = gate(monkeypatch, answer_module, "standalone_question")
+    ran, outcomes = gate(monkeypatch, engine_module, "standalone_question")  # without a model the engine rewrites
 
     async def meanwhile():
         ran.set()

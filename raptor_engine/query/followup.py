@@ -194,6 +194,9 @@ class Rewrite:
 
 
 Cited = Callable[[str], str]  # a quote -> the text of the passage it was quoted from ('' when not found)
+# a name -> the documents' sentences that hold it, each with the sentence after it, one a line ('' when
+# none): where a follow-up's he/she learns the gender of a name the table does not know ('Frankie')
+Said = Callable[[str], str]
 
 
 def split_standalone(query: str) -> Rewrite:
@@ -205,18 +208,25 @@ def split_standalone(query: str) -> Rewrite:
     return Rewrite(query)
 
 
-def standalone_question(question: str, history: list[Turn], cited: Cited | None = None) -> str:
+def standalone_question(
+    question: str, history: list[Turn], cited: Cited | None = None, said: Said | None = None
+) -> str:
     """The question a follow-up stands for, given the conversation so far (the question itself if fresh)."""
-    return rewrite(question, history, cited).text
+    return rewrite(question, history, cited, said).text
 
 
-def rewrite(question: str, history: list[Turn], cited: Cited | None = None) -> Rewrite:
+def rewrite(
+    question: str, history: list[Turn], cited: Cited | None = None, said: Said | None = None
+) -> Rewrite:
     """Rewrite each of the last questions against the ones before it, then this one against them.
     `cited` gives the passage a quote was taken from, for a choice among what an answer's quotes name
-    too few of (`_cited_list`)."""
+    too few of (`_cited_list`); `said` what the documents say around a name whose gender neither the
+    conversation nor the names table shows (`_with_documents`)."""
     exchanges = _exchanges(history[-4 * TURNS_CONSIDERED :])[-TURNS_CONSIDERED:]
     question = question[:MAX_TURN_CHARS]
     told = _told(exchanges, question)
+    if said is not None and _asks_of_a_person(exchanges, question):
+        told = _with_documents(told, said)
     previous: Rewrite | None = None
     previous_answer = ""
     listed: tuple[str, ...] = ()
@@ -224,9 +234,15 @@ def rewrite(question: str, history: list[Turn], cited: Cited | None = None) -> R
     for (asked, answered), then in zip(exchanges, following, strict=True):
         if onward_ask(asked) is Onward.CHECK:
             continue  # 'is that true?' asks nothing new: what follows it leans on what it checked
+        before = previous
         previous = _bounded(_followed(_rewrite_one(asked, previous, previous_answer, told, listed), previous))
         previous_answer = answered
-        listed = _listed(previous, answered) or _cited_list(previous, answered, then, cited) or listed
+        listed = (
+            _listed(previous, answered)
+            or _cited_list(previous, answered, then, cited)
+            or _swap_pair(before, previous)
+            or listed
+        )
     return _bounded(_followed(_rewrite_one(question, previous, previous_answer, told, listed), previous))
 
 
@@ -252,6 +268,31 @@ def _told(exchanges: list[tuple[str, str]], question: str) -> str:
     follow-up's he/she looks for whom the turns show as a man or a woman."""
     lines = [line for asked, answered in exchanges for line in (asked, _statements(answered))]
     return "\n".join([*lines, question])
+
+
+MAX_NAMES_LOOKED_UP = 6  # the most names of one conversation whose gender the documents are asked for
+_HE_OR_SHE = frozenset("he she him her his hers himself herself".split())
+
+
+def _asks_of_a_person(exchanges: list[tuple[str, str]], question: str) -> bool:
+    """Whether a question of the conversation says he/she/him/her...: only then can a name's gender
+    change the rewrite, so only then are the documents asked."""
+    return any(
+        _HE_OR_SHE & set(words(asked.lower())) for asked in [*(asked for asked, _ in exchanges), question]
+    )
+
+
+def _with_documents(told: str, said: Said) -> str:
+    """The conversation's text followed by what the documents say around each person in it whose gender
+    it does not show and the names table does not know, looked up by its given name ('Jude Penhallow':
+    '... Jude climbed the tower, and she relit the lamp'), so `_kind` reads the documents' own titles,
+    relatives' words and pronouns for that name (`_learned_gender`) as it reads the conversation's:
+    one-sided evidence gives a gender, evidence both ways none. Nothing is stored: `said` looks the name
+    up in the knowledge base's full-text index at question time."""
+    unknown = [_given_name(name) for name in _people_of(told) if _kind(name, told) is None]
+    looked_up = list(dict.fromkeys(unknown))[:MAX_NAMES_LOOKED_UP]
+    found = [text for name in looked_up if (text := said(name).strip())]
+    return "\n".join([told, *found]) if found else told
 
 
 def _followed(rewrite: Rewrite, previous: Rewrite | None) -> Rewrite:
@@ -306,13 +347,19 @@ def _rewrite_one(
     placed = _corrected_place(question, previous)
     if placed is not None:
         return placed
+    year = _another_year(question, previous)
+    if year is not None:
+        return year
     question = _as_what_about(_and_the(question))
     compared = _compared(question, previous)
     if compared is not None:
         return compared
-    chosen = _chosen(question, listed, previous.core)
+    chosen = _chosen(question, listed, previous.core) or _all_of_those(question, listed, previous.core)
     if chosen is not None:
         return Rewrite(chosen, subject=previous.subject)
+    other = _the_other(question, previous)
+    if other is not None:
+        return Rewrite(other, subject=previous.subject)
     kin = _kin_of_subject(question, previous)
     if kin is not None:
         return kin
@@ -885,10 +932,12 @@ def _cited_list(asked: Rewrite, answer: str, then: str, cited: Cited | None) -> 
 
 
 def _makes_choice(question: str) -> bool:
-    """'the second one?', 'which of those is older?': a choice among what the last answer listed."""
+    """'the second one?', 'which of those is older?': a choice among what the last answer listed; 'what
+    happened to those?' takes all of it."""
     bare = _without_conjunction(" ".join(question.split()))
     ordinal = _ORDINAL.search(bare)
-    return bool(_WHICH_OF.match(bare) or (ordinal and (ordinal.group(0).lower().startswith("the") or ordinal.start() == 0)))
+    first = bool(ordinal and (ordinal.group(0).lower().startswith("the") or ordinal.start() == 0))
+    return bool(_WHICH_OF.match(bare) or first or _THOSE.search(bare) or _THEY.search(bare))
 
 
 def chooses(question: str, history: list[Turn]) -> bool:
@@ -906,7 +955,9 @@ def _chosen(question: str, listed: tuple[str, ...], previous_core: str) -> str |
         return None
     bare = _without_conjunction(question)
     which = _WHICH_OF.match(bare)
-    if which is not None and not names_in(bare) and subject_terms(which.group(1)):
+    # 'which is older?', and 'which was first?' (an ordinal alone compares too)
+    compares = which is not None and (subject_terms(which.group(1)) or _FIRST_OR_LAST.match(which.group(1)))
+    if which is not None and compares and not names_in(bare):
         return _capitalised(f"which {which.group(1)}, {', '.join(listed[:-1])} or {listed[-1]}?")
     match = _ORDINAL.search(bare)
     if match is None or not (match.group(0).lower().startswith("the") or match.start() == 0):
@@ -926,6 +977,125 @@ def _chosen(question: str, listed: tuple[str, ...], previous_core: str) -> str |
     if not rest or re.fullmatch(r"(?i:what|how)\s+about", rest):
         return f"Tell me about {chosen}."
     return _capitalised(bare[: match.start()] + chosen + bare[match.end() :])
+
+
+# 'what happened to those?', 'were these ever sold?', 'did those carry cattle?': 'those' standing alone
+# (at the end, or before a verb), not a determiner ('those ferries')
+_THOSE = re.compile(
+    r"\b(?:those|these)\b(?=\s*(?:[?.!,]|$)|\s+(?:were|are|was|is|did|do|does|have|had|ever|still|all|both|"
+    r"carried|carry|sold|built|launched|used)\b)",
+    re.IGNORECASE,
+)
+
+
+# 'Which ferries crossed the Ambry?', 'What ferries were there?': a question asking for several things
+_ASKS_FOR_SEVERAL = re.compile(
+    r"^(?:which|what)\s+(?:(?!(?:is|was|does|has)\b)[a-z]+\s+)?(?!(?:is|was|does|has)\b)[a-z]+s\b", re.IGNORECASE
+)
+_THEY = re.compile(r"\b(?:they|them)\b", re.IGNORECASE)
+
+
+def _all_of_those(question: str, listed: tuple[str, ...], previous_core: str = "") -> str | None:
+    """'Which ferries crossed the Ambry?' then 'what happened to those?' -> 'What happened to the Alder
+    and the Wren?': a 'those'/'these' standing alone means everything the last list named, and so does
+    'they'/'them' right after a question asking for several things ('when were they launched?'). None
+    without a list of two or more, or without such a word."""
+    bare = _without_conjunction(question)
+    match = _THOSE.search(bare) or (_THEY.search(bare) if _ASKS_FOR_SEVERAL.match(previous_core) else None)
+    if len(listed) < 2 or match is None:
+        return None
+    every = f"{', '.join(listed[:-1])} and {listed[-1]}"
+    return _capitalised(bare[: match.start()] + every + bare[match.end() :])
+
+
+_THE_OTHER = re.compile(
+    r"^(?:(?:no|nope|sorry|oops)\b[\s,.!]*)*(?:i\s+meant?\s+)?(?:(?:and|or|but)\s+)?"
+    r"(?:(?:what|how)\s+about\s+)?the\s+other\s+([a-z]+)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_IT = re.compile(r"\b(?:it|this|that)(?=\s*[?.!]*$)", re.IGNORECASE)
+
+
+def _the_other(question: str, previous: Rewrite) -> str | None:
+    """'What did the 2019 report recommend?' then 'no, the other report' (or 'the other one', 'and the
+    other one?') -> 'What did the other report recommend?'; after 'Who wrote it?' about that report ->
+    'Who wrote the other report?': the last question with its numbered thing ('the 2019 report'), or its
+    closing 'it' when the question before numbered one, called 'the other'. The engine then searches the
+    documents the last answer did not quote (`Engine._followed_document`). None when no list is being
+    chosen from and the questions number nothing."""
+    match = _THE_OTHER.match(question)
+    if match is None:
+        return None
+    word = match.group(1).lower()
+    numbered = _NUMBERED_THING.search(previous.core)
+    if numbered is not None:
+        head = re.match(r"\s*([a-z]+)", previous.core[numbered.end() :], re.IGNORECASE)
+        if head is None or word not in ("one", head.group(1).lower()):
+            return None
+        end = numbered.end() + head.end()
+        before = previous.core[: numbered.start()]
+        return _capitalised(f"{before}the other {head.group(1)}{previous.core[end:]}")
+    earlier = _NUMBERED_THING.search(previous.context)
+    it = _IT.search(previous.core)
+    head = re.match(r"\s*([a-z]+)", previous.context[earlier.end() :], re.IGNORECASE) if earlier else None
+    if it is None or head is None or word not in ("one", head.group(1).lower()):
+        return None
+    return _capitalised(f"{previous.core[: it.start()]}the other {head.group(1)}{previous.core[it.end() :]}")
+
+
+# 'and in 2019?', 'what about 2019?', 'no, I meant in 2019': the last question again for another year
+_ANOTHER_YEAR = re.compile(
+    r"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(?:(?:in|for|during|of)\s+)?"
+    r"(1[0-9]{3}|20[0-9]{2})\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _another_year(question: str, previous: Rewrite) -> Rewrite | None:
+    """'What did the 2021 report recommend?' then 'and in 2019?' -> 'What did the 2019 report
+    recommend?': a follow-up that gives only a year (after 'and', 'what about', a correction, 'in' or
+    'for') asks the last question again with that year in place of the one year it named. None when the
+    last question names no year, or two."""
+    corrected = _CORRECTION.match(question)
+    match = _ANOTHER_YEAR.match(corrected.group(1) if corrected else question)
+    years = _YEAR.findall(previous.core)
+    if match is None or len(set(years)) != 1 or years[0] == match.group(1):
+        return None
+    return Rewrite(_YEAR.sub(match.group(1), previous.core), subject=previous.subject)
+
+
+SWAPPED_WORDS = 4  # the most words of a thing one question puts in place of the last one's
+
+
+def _swap_pair(before: Rewrite | None, after: Rewrite) -> tuple[str, ...]:
+    """'When did the Alder launch?' then 'and the Wren?' (searched as 'When did the Wren launch?'): the
+    two things the same question was asked of, for a choice after them ('which was first?' -> 'Which was
+    first, the Alder or the Wren?'); () when the two questions differ in more than one thing, or in a
+    number, a pronoun, or words that are no thing (neither after an article nor a name)."""
+    if before is None:
+        return ()
+    old, new = before.core.rstrip(" ?.!").split(), after.core.rstrip(" ?.!").split()
+    opcodes = [op for op in SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(opcodes) != 1 or opcodes[0][0] != "replace":
+        return ()
+    _, i1, i2, j1, j2 = opcodes[0]
+    if i2 - i1 > SWAPPED_WORDS or j2 - j1 > SWAPPED_WORDS:
+        return ()
+    pair = []
+    for tokens, start, end in ((old, i1, i2), (new, j1, j2)):
+        span = tokens[start:end]
+        if any(word.isdigit() or word.lower() in PERSON_PRONOUNS | OTHER_ANAPHORA for word in span):
+            return ()
+        article = tokens[start - 1] if start and tokens[start - 1].lower() in ("the", "a", "an") else ""
+        if not article and not span[0][:1].isupper():
+            return ()  # 'When did the Alder sink?' after '... launch?': a verb, no thing
+        pair.append(" ".join([article.lower(), *span] if article else span))
+    return tuple(pair)
+
+
+_FIRST_OR_LAST = re.compile(
+    r"^(?:(?:is|was|are|were|came)\s+)?(?:the\s+)?(?:first|last|earliest|latest)$", re.IGNORECASE
+)
 
 
 def _without_conjunction(question: str) -> str:
@@ -1556,20 +1726,54 @@ def _pronoun_after(text: str, name: re.Match[str], person_starts: list[int]) -> 
 
 
 def _past_the_others(text: str, name: re.Match[str], end: int, person_starts: list[int]) -> str | None:
-    """'Thornton met Margaret at the mill, and he fell in love': the he/she later in the sentence a name
-    opens, when every person named between is known by first name as the other gender (the 'he' is no
-    Margaret's, so it is the subject's); None otherwise."""
-    if end >= len(text) or _SENTENCE_END.match(text, end) or not _opens_sentence(text, name.start()):
+    """'Thornton met Margaret at the mill, and he fell in love', 'At the mill, Thornton met Margaret, and
+    he ...', 'Margaret met Thornton and Mrs Hale, and he ...', '... met Margaret; he ...': the he/she
+    later in a name's sentence, or opening the next, is that name's when every other person the
+    sentence names before it, on either side of the name, is known as the other gender (a title, or a
+    first name the table knows): nobody else named can be the he. None otherwise, and for 'Thornton's
+    father' (the father is the subject)."""
+    if _POSSESSIVE_AFTER.match(text, name.end()):
         return None
-    stop = _SENTENCE_END.search(text, end)
-    pronoun = re.compile(r"\b(?i:he|she)\b").search(text, end, stop.start() if stop else len(text))
-    if pronoun is None:
+    stop = _SENTENCE_END.search(text, name.end())
+    sentence_end = stop.start() if stop else len(text)
+    found = re.compile(r"\b(?i:he|she)\b").search(text, end, sentence_end) if end < sentence_end else None
+    if found is None and stop is not None:
+        found = _NEXT_CLAUSE_PRONOUN.match(text, sentence_end + 1)
+    if found is None:
         return None
-    gender = GENDER[pronoun.group(0).lower()]
-    between = [start for start in person_starts if end <= start < pronoun.start()]
-    named = [found.group(0) for start in between if (found := _CAPITAL_WORD.match(text, start))]
-    others = {_first_name_gender(word) for word in named}
-    return gender if between and others == {"f" if gender == "m" else "m"} else None
+    pronoun = found.group(found.lastindex or 0)
+    opened = max((m.end() for m in _SENTENCE_END.finditer(text, 0, name.start())), default=0)
+    first = bisect.bisect_left(person_starts, opened)
+    others = [
+        start
+        for start in person_starts[first : bisect.bisect_left(person_starts, min(found.start(), sentence_end))]
+        if not name.start() <= start < name.end() and not (start < name.start() and _titles_only(text[start : name.start()]))
+    ]
+    gender = GENDER[pronoun.lower()]
+    genders = {_title_or_first_name_gender(_name_at(text, start)) for start in others}
+    return gender if others and genders == {"f" if gender == "m" else "m"} else None
+
+
+# the he/she opening the next sentence, or the clause after a semicolon ('...; he fell in love')
+_NEXT_CLAUSE_PRONOUN = re.compile(r"[\s\u201d\u201c\"]*(?:\[\d+\]\s*)?((?i:he|she))\b")
+_POSSESSIVE_AFTER = re.compile(r"['\u2019]s\b")
+
+
+def _name_at(text: str, start: int) -> str:
+    """The longest name of the text's people written at `start` ('Mrs Hale', 'Margaret')."""
+    found = [person for person in _people_of(text) if text.startswith(person, start)]
+    if found:
+        return max(found, key=len)
+    word = _CAPITAL_WORD.match(text, start)
+    return word.group(0) if word else ""
+
+
+def _title_or_first_name_gender(name: str) -> str | None:
+    """The gender a name's title says ('Mrs Hale'), else its first name's (`given_names`)."""
+    first = name.split()[0].lower().rstrip(".") if name.split() else ""
+    if first in MALE_TITLES or first in FEMALE_TITLES:
+        return "m" if first in MALE_TITLES else "f"
+    return _first_name_gender(name)
 
 
 _NEXT_SENTENCE_PRONOUN = re.compile(r"[\s\u201d\u201c\"]*(?:\[\d+\]\s*)?(He|She|His|Her)\b")
@@ -1645,7 +1849,25 @@ def _kind(name: str, told: str) -> str | None:
             return family.pop()
     if name in _asked_as_things(told, handled=False):  # 'What is Mary Rose?': a thing, whatever Mary is
         return "n"
-    return _first_name_gender(name) or ("n" if name in _asked_as_things(told) else None)
+    learned = _first_name_gender(name) or _learned_gender(name, told)
+    return learned or ("n" if name in _asked_as_things(told) else None)
+
+
+def _given_name(name: str) -> str:
+    """A name's first word after any title ('Captain Rowan Pike': Rowan)."""
+    parts = [part for part in name.split() if part.lower().rstrip(".") not in TITLES]
+    return parts[0] if parts else name
+
+
+def _learned_gender(name: str, told: str) -> str | None:
+    """The gender the text shows for a name's given name wherever it is written ('Jude Penhallow' after
+    'Jude climbed the tower, and she relit the lamp'; 'his sister Frankie'), for a given name the table
+    does not know: a name's gender learned from the conversation and the documents' sentences
+    `_with_documents` added to it. None for a one-word name (`_gender_of` read it already)."""
+    given = _given_name(name)
+    if given == name or gender_of_first_name(given):
+        return None
+    return _gender_of(given, told)
 
 
 @functools.lru_cache(maxsize=16)
@@ -1656,7 +1878,7 @@ def _people_of(text: str) -> tuple[str, ...]:
 
 def _person_gender(name: str, told: str) -> str | None:
     """`_gender_of`, else by the first name after any title ('Captain Henry Ashcroft': Henry)."""
-    return _gender_of(name, told) or _first_name_gender(name)
+    return _gender_of(name, told) or _first_name_gender(name) or _learned_gender(name, told)
 
 
 def _first_name_gender(name: str) -> str | None:
