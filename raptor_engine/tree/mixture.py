@@ -214,10 +214,17 @@ def _kmeans_plus_plus(
         np.clip(candidates, None, rows - 1, out=candidates)
         distances = np.minimum(closest, _squared_distances(data[candidates], data, norms))
         potentials = distances @ weights
-        best = int(np.argmin(potentials))
+        best = _first_of_least(potentials)
         potential, closest = float(potentials[best]), distances[best]
         centres[c] = data[candidates[best]]
     return centres
+
+
+def _first_of_least(values: np.ndarray) -> int:
+    """The first index within `KMEANS_TIE` (relative) of the least: candidates whose potentials tie exactly
+    differ in their last bits by the order of a sum, and the compiled loops must choose as this code does
+    (`mixture_kernels.first_of_least`), not as rounding does."""
+    return int(np.flatnonzero(values <= values.min() * (1.0 + mixture_kernels.KMEANS_TIE))[0])
 
 
 def _squared_distances(points: np.ndarray, data: np.ndarray, norms: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 FIT_OK = 0
 FIT_NOT_POSITIVE_DEFINITE = 1  # a covariance's Cholesky factor failed: numpy would raise LinAlgError
 FIT_EMPTY_CLUSTER = 2  # k-means left a cluster empty: the numpy code relocates it as sklearn does
+KMEANS_TIE = 1e-10  # k-means++ candidates' potentials this close (relative) are a tie: the first one wins
 
 
 def squared_distances(point: np.ndarray, data: np.ndarray, norms: np.ndarray, out: np.ndarray) -> None:
@@ -60,13 +61,14 @@ def kmeans_plus_plus(
         potential += closest[i]
     cumulative = np.empty(rows)
     candidate = np.empty(rows)
-    best_distances = np.empty(rows)
+    drawn = np.empty(trials, dtype=np.int64)
+    potentials = np.empty(trials)
+    distances = np.empty((trials, rows))
     for c in range(1, clusters):
         total = 0.0
         for i in range(rows):
             total += closest[i]
             cumulative[i] = total
-        best, best_potential = -1, math.inf
         for t in range(trials):
             row = min(np.searchsorted(cumulative, draws[c - 1, t] * potential), rows - 1)
             squared_distances(data[row], data, norms, candidate)
@@ -75,13 +77,25 @@ def kmeans_plus_plus(
                 if closest[i] < candidate[i]:
                     candidate[i] = closest[i]
                 candidate_potential += candidate[i]
-            if candidate_potential < best_potential:  # the first of equal potentials, as argmin
-                best, best_potential = row, candidate_potential
-                best_distances[:] = candidate
-        potential = best_potential
-        closest[:] = best_distances
-        centres[c] = data[best]
+            drawn[t], potentials[t] = row, candidate_potential
+            distances[t] = candidate
+        best = first_of_least(potentials)
+        potential = potentials[best]
+        closest[:] = distances[best]
+        centres[c] = data[drawn[best]]
     return centres
+
+
+def first_of_least(values: np.ndarray) -> int:
+    """The first index whose value is within `KMEANS_TIE` (relative) of the least, as `mixture._first_of_least`:
+    k-means++ candidates whose potentials tie exactly (two rows at the same distance from the rest) differ
+    in their last bits by the order of a sum (a loop here, BLAS there), so a strict minimum would let
+    rounding choose between them and the two codes start from different centres."""
+    least = values.min()
+    for t in range(values.shape[0]):
+        if values[t] <= least * (1.0 + KMEANS_TIE):
+            return t
+    return 0
 
 
 def nearest(data: np.ndarray, centres: np.ndarray, labels: np.ndarray) -> None:
@@ -352,6 +366,7 @@ def em(
 
 _KERNELS = (
     squared_distances,
+    first_of_least,
     kmeans_plus_plus,
     nearest,
     kmeans,
