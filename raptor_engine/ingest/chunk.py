@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ..types import Chunk, LoadedDocument, Section
 from .budget import CHECK_EVERY, checked, checkpoint
+from .fences import FenceReader
 from .transcript import label_end, speaker_of, spoken_lines, turns
 
 log = logging.getLogger(__name__)
@@ -322,24 +323,14 @@ def code_lines(text: str) -> tuple[Span, ...]:
         return ()
     lines = text.split("\n")
     found: list[Span] = []
-    fence = _open_at_start(lines)
+    reader = FenceReader(_open_at_start(lines))  # a fence inside a list item is one too (CommonMark 5.2)
     start = 0
     for line in lines:
         end = start + len(line)
-        marker = _FENCE_LINE.match(line)
-        if fence is not None or marker or (line[:1] in (" ", "\t") and line.strip()):
+        if reader.read(line) != "text" or (line[:1] in (" ", "\t") and line.strip()):
             found.append((start, end))
-        if marker and (fence is None or _closes(marker, fence)):
-            fence = marker.group(1) if fence is None else None
         start = end + 1
     return tuple(found)
-
-
-def _closes(marker: re.Match[str], fence: str) -> bool:
-    """Whether a fence line closes the block `fence` opened: the same character, at least as many times,
-    and nothing else on the line (CommonMark: '```python' inside a block is a line of its code)."""
-    run = marker.group(1)
-    return run[0] == fence[0] and len(run) >= len(fence) and not marker.string[marker.end() :].strip()
 
 
 def _open_at_start(lines: list[str]) -> str | None:

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..errors import IngestError
 from ..types import LoadedDocument, Section, counted
+from .fences import FenceReader
 
 log = logging.getLogger(__name__)
 
@@ -370,37 +371,42 @@ def _normalise(text: str, *, marked_code: bool = False) -> str:
     if any(ligature in text for ligature in _LIGATURE_CHARS):  # a table translate costs ~0.1 us a character
         text = text.translate(_LIGATURES)
     lines: list[str] = []
-    fence: str | None = None
+    reader = FenceReader()  # fences inside list items too (CommonMark: indented past the item's text)
     code_from = 0  # where the open fence's code lines start in `lines`
     wraps = False  # whether the last line kept is prose that a wrapped line continues
     for line in text.split("\n"):
-        fence_match = _FENCE.match(line)
-        if fence is not None and not _closes_fence(fence_match, fence):
+        role = reader.read(line)
+        if role == "code":
             if line.strip() or len(lines) > code_from:  # blank lines opening a block of code show nothing
                 lines.append(line.rstrip())
             continue
+        if reader.ended:  # a list item's end ended the block inside it: closed where it ends, as it shows
+            lines = _closed_block(lines, code_from, reader.ended)
         trimmed = _HSPACE.sub(" ", line).strip()
-        if fence is not None:  # a closing fence: after the block's last line of code, set apart from what follows
-            while len(lines) > code_from and not lines[-1]:
-                lines.pop()
-            lines += [trimmed, ""]
-            fence, wraps = None, False
+        if role == "close":  # after the block's last line of code, set apart from what follows
+            lines, wraps = _closed_block(lines, code_from, trimmed), False
             continue
-        if fence_match:  # an opening fence: set apart from the text before it
+        if role == "open":  # an opening fence, trimmed (a list item's too): set apart from the text before it
             lines += ["", trimmed] if lines and lines[-1] else [trimmed]
-            fence, code_from, wraps = fence_match.group(1), len(lines), False
+            code_from, wraps = len(lines), False
             continue
         if _FENCE.match(trimmed):
             lines, wraps = _unfenced(lines, line, trimmed, wraps)
             continue
         lines.append(trimmed)
         wraps = bool(trimmed)
-    if fence is not None:  # a block of code to the end (CommonMark) is closed there, so a leaf inside it shows it
-        while len(lines) > code_from and not lines[-1]:
-            lines.pop()
-        lines.append(fence)
+    if reader.fence is not None:  # a block of code to the end (CommonMark) is closed there, so a leaf inside it shows it
+        lines = _closed_block(lines, code_from, reader.fence)[:-1]
     # lines are trimmed or end trimmed, so only blank lines are at either end, or a kept `_unfenced` line
     return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip("\n")
+
+
+def _closed_block(lines: list[str], code_from: int, fence: str) -> list[str]:
+    """`lines` with the open block of code closed by `fence` right after its last line of code (its blank
+    lines at the end dropped) and a blank line after it, setting it apart from what follows."""
+    while len(lines) > code_from and not lines[-1]:
+        lines.pop()
+    return [*lines, fence, ""]
 
 
 def _unfenced(lines: list[str], line: str, trimmed: str, wraps: bool) -> tuple[list[str], bool]:
@@ -1321,25 +1327,19 @@ def _without_hidden_html(lines: list[str]) -> list[str]:
     """Lines with hidden HTML removed outside code fences and inline code spans (both show HTML as code)."""
     out: list[str] = []
     prose: list[str] = []
-    fence: str | None = None
 
     def flush() -> None:
         if prose:
             out.extend(_MD_HIDDEN_HTML.sub(_keep_code, "\n".join(prose)).split("\n"))
             prose.clear()
 
+    reader = FenceReader()
     for line in lines:
-        fence_match = _FENCE.match(line)
-        if fence is None and fence_match:
-            flush()
-            fence = fence_match.group(1)
-            out.append(line)
-        elif fence is not None:
-            if _closes_fence(fence_match, fence):
-                fence = None
-            out.append(line)
-        else:
+        if reader.read(line) == "text":
             prose.append(line)
+        else:
+            flush()
+            out.append(line)
     flush()
     return out
 
@@ -1360,15 +1360,15 @@ def _marked_indented_code(lines: list[str]) -> list[str]:
     out: list[str] = []
     items: list[int] = []  # the content columns of the open list items, innermost last
     previous = "blank"  # the last line outside code: "blank", "paragraph", "other" (heading, rule, fence)
-    fence: str | None = None
+    reader = FenceReader()  # a fenced block's lines, a list item's included, are no indented code
     code: list[str] = []  # the open code block; its blank lines at the end are not its own
     for line in lines:
-        fence_match = _FENCE.match(line)
-        if fence is not None:
-            if _closes_fence(fence_match, fence):
-                fence, previous = None, "other"
+        role = reader.read(line)
+        if role in ("code", "close"):
+            previous = "other" if role == "close" else previous
             out.append(line)
             continue
+        fence_match = role == "open"
         if not line.strip():
             (code if code else out).append(line)
             previous = "blank" if previous == "paragraph" else previous
@@ -1389,7 +1389,7 @@ def _marked_indented_code(lines: list[str]) -> list[str]:
         out.append(line)
         marker = _LIST_MARKER.match(text) if width - base < MARKDOWN_CODE_INDENT else None
         if fence_match:
-            fence, previous = fence_match.group(1), "other"
+            previous = "other"
         elif _ATX_HEADING.match(text) or _THEMATIC_BREAK.fullmatch(text):
             previous = "other"
         elif previous == "paragraph" and _SETEXT_UNDERLINE.match(text):
@@ -1415,17 +1415,6 @@ def _closed_code(code: list[str]) -> list[str]:
     lines = [_CODE_MARK, *code[:end], _CODE_MARK, *code[end:]]
     code.clear()
     return lines
-
-
-def _closes_fence(line_fence: re.Match[str] | None, fence: str) -> bool:
-    """A fence line closes an open code block when it uses the same character, at least as many times, and
-    holds nothing else (CommonMark: '```python' inside a block is a line of its code)."""
-    return (
-        line_fence is not None
-        and line_fence.group(1)[0] == fence[0]
-        and len(line_fence.group(1)) >= len(fence)
-        and not line_fence.string[line_fence.end() :].strip()
-    )
 
 
 def _clean_heading(title: str) -> str:
@@ -1510,13 +1499,11 @@ def _labelled_tables(lines: list[str]) -> list[str]:
     (which then adds nothing and is dropped, with the delimiter row), so every row reads alone in
     whichever chunk it lands; a table with no body rows keeps its header."""
     out: list[str] = []
-    fence: str | None = None
+    reader = FenceReader()
     i = 0
     while i < len(lines):
         line = lines[i]
-        fence_match = _FENCE.match(line)
-        if fence is not None or fence_match:
-            fence = None if fence is not None and _closes_fence(fence_match, fence) else fence or fence_match.group(1)
+        if reader.read(line) != "text":
             out.append(line)
             i += 1
             continue
@@ -1637,7 +1624,6 @@ def _md_plain_lines(lines: list[str]) -> list[str]:
     labels = frozenset(_md_label(found.group(1)) for line in lines if (found := _MD_REFERENCE_DEFINITION.match(line)))
     out: list[str] = []
     paragraph: list[str] = []
-    fence: str | None = None
 
     def flush() -> None:
         # a line of only images is a figure: its alt text a line of its own; elsewhere images are left out
@@ -1646,11 +1632,10 @@ def _md_plain_lines(lines: list[str]) -> list[str]:
             out.extend(["", *shown, ""] if figure else shown)  # a paragraph of its own, not a sentence's end
         paragraph.clear()
 
+    reader = FenceReader()
     for line in lines:
-        fence_match = _FENCE.match(line)
-        if fence is not None or fence_match:
+        if reader.read(line) != "text":
             flush()
-            fence = None if fence is not None and _closes_fence(fence_match, fence) else fence or fence_match.group(1)
             out.append(line)
         elif _MD_REFERENCE_DEFINITION.match(line):
             flush()
@@ -1707,7 +1692,6 @@ def _markdown_blocks(text: str) -> list[_Block]:
     current: list[str] = []
     heading: tuple[str, ...] = ()
     path: list[tuple[int, str]] = []
-    fence: str | None = None
 
     def start_block(new_heading: tuple[str, ...], first_lines: list[str]) -> None:
         nonlocal current, heading
@@ -1715,15 +1699,9 @@ def _markdown_blocks(text: str) -> list[_Block]:
             blocks.append(_Block("\n".join(current), heading=heading, marked_code=True))
         current, heading = list(first_lines), new_heading
 
+    reader = FenceReader()
     for line in lines:
-        fence_match = _FENCE.match(line)
-        if fence is not None:
-            if _closes_fence(fence_match, fence):
-                fence = None
-            current.append(line)
-            continue
-        if fence_match:
-            fence = fence_match.group(1)
+        if reader.read(line) != "text":
             current.append(line)
             continue
         atx = _ATX_HEADING.match(line)
