@@ -1812,12 +1812,128 @@ def _page_text(page: Any) -> str:
     """A page's text. pypdf's plain extraction, except where that spelled a line out glyph by glyph (as
     some PDF writers position every character): then the layout extraction, which joins characters by
     where they sit, so the words survive to be searched and quoted."""
-    text = page.extract_text() or ""
+    fragments: list[_Fragment] = []
+    text = page.extract_text(visitor_text=functools.partial(_collect_fragment, fragments)) or ""
+    in_columns = _column_text(fragments)
+    if in_columns is not None:
+        return in_columns
     if not any(sum(c.isalpha() for c in m.group(0)) >= 8 for m in _GLYPH_LINES.finditer(text)):
         return text
     laid_out = page.extract_text(extraction_mode="layout") or ""
     lines = (" ".join(line.split()) for line in laid_out.splitlines())
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+@dataclass(frozen=True)
+class _Fragment:
+    """A piece of a page's text as pypdf's text visitor reports it: where it starts (page space, points),
+    its font size there, and its text."""
+
+    x: float
+    y: float
+    size: float
+    text: str
+
+    @property
+    def end(self) -> float:
+        """Where it ends, estimated: half an em a character (pypdf gives no widths; Latin text averages so)."""
+        return self.x + len(self.text) * self.size * AVERAGE_CHAR_EMS
+
+
+AVERAGE_CHAR_EMS = 0.5
+COLUMN_MIN_ROWS = 3  # rows holding text in both columns, for a page to be read as two columns
+COLUMN_MIN_SHARE = 0.6  # of the rows holding more than one piece of text
+COLUMN_MIN_CHARS = 15  # a column's lines average this many characters: prose, not a table's cells
+
+
+def _collect_fragment(
+    fragments: list[_Fragment], text: str, cm: list[float], tm: list[float], font: object, size: float
+) -> None:
+    """pypdf's `visitor_text`: each piece of text with its position (the text matrix times the current
+    transformation matrix); a piece set at an angle gets size 0, so `_column_text` leaves its page."""
+    x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
+    y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
+    upright = abs(tm[1]) < 1e-6 and abs(tm[2]) < 1e-6 and abs(cm[1]) < 1e-6 and abs(cm[2]) < 1e-6
+    if text.strip():
+        fragments.append(_Fragment(x, y, float(size or 0) * abs(tm[0] * cm[0]) if upright else 0.0, text))
+
+
+def _column_text(fragments: list[_Fragment]) -> str | None:
+    """A page written in two columns line by line across the page, read as a reader reads it: the left
+    column, then the right, between the lines that span both (a centred title, a heading across the page).
+    None for any other page (one column, a table, text at an angle), which pypdf's own order reads right."""
+    if not fragments or any(f.size <= 0 or "\n" in f.text.strip("\n") for f in fragments):
+        return None
+    rows = _rows(fragments)
+    margin = Counter(round(row[0].x) for row in rows).most_common(1)[0][0]
+    gutter = _gutter(rows, margin)
+    if gutter is None:
+        return None
+    # how far the left column's lines reach, by the same estimate of widths: a line alone reaching past
+    # it (and past the gutter) spans the page
+    paired = sorted(max(f.end for f in row if f.x < gutter - 1) for row in rows if row[0].x < gutter - 1 <= row[-1].x)
+    reach = paired[(len(paired) - 1) * 9 // 10]
+    out: list[str] = []
+    left: list[str] = []
+    right: list[str] = []
+    for row in rows:
+        before = [f for f in row if f.x < gutter - 1]
+        after = [f for f in row if f.x >= gutter - 1]
+        end = max((f.end for f in before), default=0.0)
+        if before and not after and end > gutter and (before[0].x > margin + 2 * before[0].size or end > reach + 3 * before[0].size):
+            out += [*left, *right, _joined(row)]  # a line across the page ends the columns above it
+            left, right = [], []
+            continue
+        left += [_joined(before)] if before else []
+        right += [_joined(after)] if after else []
+    return "\n".join([*out, *left, *right])
+
+
+def _rows(fragments: list[_Fragment]) -> list[list[_Fragment]]:
+    """The fragments in lines, top to bottom, each line's left to right: a fragment within a third of its
+    font size of a line's height joins it."""
+    rows: list[list[_Fragment]] = []
+    for fragment in sorted(fragments, key=lambda f: (-f.y, f.x)):
+        if rows and abs(rows[-1][0].y - fragment.y) <= fragment.size / 3:
+            rows[-1].append(fragment)
+        else:
+            rows.append([fragment])
+    return [sorted(row, key=lambda f: f.x) for row in rows]
+
+
+def _gutter(rows: list[list[_Fragment]], margin: float) -> float | None:
+    """Where a page's right column starts: the one place, well right of the margin, where a later piece
+    of most lines of several pieces starts, with prose on both sides (lines of at least
+    `COLUMN_MIN_CHARS` on average) and no third column; None otherwise."""
+    split = [row for row in rows if len(row) > 1]
+    starts = Counter(round(f.x) for row in split for f in row[1:] if f.x - row[0].x >= 4 * f.size)
+    columns = [x for x, count in starts.items() if count >= COLUMN_MIN_ROWS]
+    if len(columns) != 1:  # none, or a table's several
+        return None
+    gutter = columns[0]
+    pairs = [
+        ([f for f in row if f.x < gutter - 1], [f for f in row if f.x >= gutter - 1])
+        for row in split
+        if any(abs(f.x - gutter) <= 1 for f in row)
+    ]
+    pairs = [(before, after) for before, after in pairs if before]
+    if len(pairs) < max(COLUMN_MIN_ROWS, COLUMN_MIN_SHARE * len(split)) or gutter - margin < 10 * split[0][0].size:
+        return None
+    if min(sum(len(_joined(side[i])) for side in pairs) / len(pairs) for i in (0, 1)) < COLUMN_MIN_CHARS:
+        return None
+    return float(gutter)
+
+
+def _joined(fragments: list[_Fragment]) -> str:
+    """Fragments of one line as one text: a space where a gap of a fifth of an em or more stands between
+    two that neither ends nor starts with one."""
+    text = ""
+    for i, fragment in enumerate(fragments):
+        piece = fragment.text.strip("\n")
+        if i and not text.endswith(" ") and not piece.startswith(" ") and fragment.x - fragments[i - 1].end >= fragment.size / 5:
+            text += " "
+        text += piece
+    return " ".join(text.split())
 
 
 def _join_hyphenated(text: str) -> str:
