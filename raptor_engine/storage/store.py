@@ -210,6 +210,15 @@ class Store(MessageStoreMixin):
         ).fetchone()
         return next((d for d in self.documents(kb_id) if d.id == row[0]), None) if row else None
 
+    def document_by_words(self, kb_id: int, words_sha256: str) -> DocumentInfo | None:
+        """The earliest document stored before the words' fingerprint existed whose words have this one
+        (ingest/load.py `words_fingerprint`; NULL for documents stored since)."""
+        row = self.db.execute(
+            "SELECT id FROM documents WHERE kb_id = ? AND words_sha256 = ? ORDER BY added_at, id LIMIT 1",
+            [kb_id, words_sha256],
+        ).fetchone()
+        return next((d for d in self.documents(kb_id) if d.id == row[0]), None) if row else None
+
     def find_document(self, kb_id: int, name_or_sha: str) -> DocumentInfo:
         """A document by exact name (or the same name in another Unicode normal form), or by a sha256 prefix
         of at least MIN_SHA_PREFIX characters (a shorter one that matches is refused as too short)."""
