@@ -255,12 +255,12 @@ class Store(MessageStoreMixin):
     def _node_rows(self, where: str, params: list[Any]) -> list[StoredNode]:
         rows = self.db.execute(
             "SELECT n.id, n.kb_id, n.doc_id, d.name, n.layer, n.kind, n.text, n.tokens, n.leaf_count, "
-            'n.start, n."end", n.page, n.heading, n.page_marks, n.sentences FROM nodes n '
+            'n.start, n."end", n.page, n.heading, n.page_marks, n.sentences, n.code FROM nodes n '
             f"LEFT JOIN documents d ON d.id = n.doc_id WHERE {where}",
             params,
         ).fetchall()
         return [
-            StoredNode(*r[:12], tuple(json.loads(r[12])), tuple(tuple(m) for m in json.loads(r[13])), r[14])
+            StoredNode(*r[:12], tuple(json.loads(r[12])), tuple(tuple(m) for m in json.loads(r[13])), r[14], bool(r[15]))
             for r in rows
         ]
 
@@ -492,6 +492,7 @@ class Store(MessageStoreMixin):
                     "spans": json.dumps(node_spans),
                     "page_marks": json.dumps([list(m) for m in node.page_marks]),
                     "sentences": None if node.sentences is None else encode_spans(node.sentences),
+                    "code": int(node.code),
                 }
             )
             edges += [{"parent_id": node_id, "child_id": ids[c], "kb_id": kb_id} for c in node.children]

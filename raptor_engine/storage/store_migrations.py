@@ -189,6 +189,16 @@ def m009_document_words_fingerprint(db: sqlite_utils.Database) -> None:
         db.execute("UPDATE documents SET words_sha256 = ? WHERE id = ?", [words_fingerprint("\n".join(parts)), doc_id])
     db.execute("CREATE INDEX IF NOT EXISTS documents_words ON documents(kb_id, words_sha256)")
 
+
+@store_migrations
+def m010_node_code(db: sqlite_utils.Database) -> None:
+    """Whether a leaf lies wholly inside a block of code (`Chunk.code`): such a leaf holds no fence to tell
+    it by, so its unindented lines would read as prose. 0 for the leaves stored before this step (read
+    as they were)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(nodes)").fetchall()}
+    if "code" not in columns:
+        db.execute("ALTER TABLE nodes ADD COLUMN code INTEGER NOT NULL DEFAULT 0")
+
 @summary_cache_migrations
 def m001_summary_cache(db: sqlite_utils.Database) -> None:
     """LLM summaries by the sha256 of everything that shapes them (see `llm_cache.summary_cache_key`)."""
