@@ -46,6 +46,8 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".srt": "subtitles",
     ".csv": "csv",  # a spreadsheet's export: each row read under its column names
     ".tsv": "csv",
+    ".eml": "email",
+    ".ipynb": "notebook",  # a Jupyter notebook: its Markdown cells as Markdown, its code cells as fenced code  # an email saved from a mail program: its text body, its encoding (base64, quoted-printable) undone
 }
 
 MAX_NAME_CHARS = 120
@@ -223,11 +225,17 @@ def load_document(
     fmt = _format_for(name)
     _check_size(name, len(data), max_bytes)
     limits = limits or LoadLimits()
-    if fmt in ("txt", "md", "csv", "subtitles"):
+    if fmt in ("txt", "md", "csv", "subtitles", "email", "notebook"):
         _check_not_disguised(name, data)
     if fmt in ("txt", "md") and _is_html_document(data):
         log.info("%s: an HTML document under a %s name; reading its visible text", name, fmt)
         fmt = "html"  # its scripts, styles and comments must not become text
+    if fmt == "txt" and _is_notebook(data):
+        log.info("%s: a Jupyter notebook under a .txt name; reading its cells", name)
+        fmt = "notebook"  # its JSON syntax must not become text
+    if fmt == "txt" and _is_email(data):
+        log.info("%s: an email saved under a .txt name; reading its text body", name)
+        fmt = "email"  # its headers and its base64 body must not become text
     if fmt == "txt" and _is_subtitle_file(data):
         log.info("%s: a subtitle file under a .txt name; reading its cues' words", name)
         fmt = "subtitles"  # its cue numbers and timing lines must not become quotes
@@ -239,8 +247,13 @@ def load_document(
         "html": _read_html,
         "subtitles": _read_subtitles,
         "csv": _read_csv,
+        "email": _read_email,
+        "notebook": _read_notebook,
     }
-    blocks = readers[fmt](name, data, limits)
+    decoded = _quoted_printable(data) if fmt in ("txt", "md", "html") else None  # an email's part saved alone
+    blocks = readers[fmt](name, decoded or data, limits)
+    if decoded is not None:
+        blocks.append(_Block("", notice="read as quoted-printable (an email's encoding: '=E2=80=99', '=' line ends)"))
     if sum(len(block.text) for block in blocks) > limits.max_text_chars:
         raise _too_much_text(name, limits)
     doc = _assemble(name, blocks, fmt)
@@ -260,6 +273,35 @@ def load_document(
 
 
 # ------------------------------------------------------------------------------------ text + assembly
+
+# Quoted-printable (RFC 2045), as an email's part saved to a file keeps it: every '=' starts an escape of
+# two capital hex digits or ends a line (a soft break), and no line is longer than 76 characters.
+_QP_EQUALS = re.compile(rb"=(?:[0-9A-F]{2}|\r?\n|$)?")
+QP_MIN_ESCAPES = 2
+QP_MAX_LINE = 78  # 76 and a line end
+QP_SOFT_LINE = 60  # a line a soft break ends is a long one: the encoder broke it at the limit
+
+
+def _quoted_printable(data: bytes) -> bytes | None:
+    """The bytes a quoted-printable file encodes, or None for one that is not: any '=' that escapes
+    nothing, a byte outside ASCII or a line too long, and too little evidence (fewer than
+    `QP_MIN_ESCAPES` escapes of a byte, or of soft breaks, each ending a long line)."""
+    if b"=" not in data or not data.isascii():
+        return None
+    equals = list(_QP_EQUALS.finditer(data))
+    if any(m.end() - m.start() == 1 and m.end() < len(data) for m in equals):
+        return None
+    lines = data.split(b"\n")
+    if max(len(line) for line in lines) > QP_MAX_LINE:
+        return None
+    soft = [line for line in lines if line.rstrip(b"\r").endswith(b"=")]
+    escapes = sum(1 for m in equals if m.end() - m.start() == 3)
+    if escapes < QP_MIN_ESCAPES and (len(soft) < QP_MIN_ESCAPES or any(len(line) < QP_SOFT_LINE for line in soft)):
+        return None
+    import quopri
+
+    return quopri.decodestring(data)
+
 
 # Controls, soft hyphens, BOMs, lone surrogates (a str can hold them; SQLite's UTF-8 cannot) and Unicode
 # noncharacters (U+FFFE, U+FDD0.., the last two code points of every plane): never text to a reader.
@@ -1985,10 +2027,13 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
                 raise error from None
             failed += 1
             continue
-        chars += len(text)
+        fields = _form_values(page)
+        chars += len(text) + len(fields)
         if chars > limits.max_text_chars:
             raise _too_much_text(name, limits)
         blocks.append(_Block(_join_hyphenated(text), page=number))
+        if fields:
+            blocks.append(_Block(fields, page=number))
     if failed == len(pages) and pages:
         raise IngestError(name, "is a corrupt or truncated PDF.")
     if failed:
@@ -1999,7 +2044,40 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         if not pages:
             raise IngestError(name, "is a corrupt or truncated PDF (it has no pages).")
         raise IngestError(name, "has no text layer (a scan?); please upload a PDF with selectable text.")
+    if all(_PAGE_NUMBER.fullmatch(b.text.strip()) for b in blocks if b.text.strip()):
+        raise IngestError(
+            name, "has no text layer but page numbers (a scan?); please upload a PDF with selectable text."
+        )
     return blocks
+
+
+# What a scanned PDF's text layer may hold when a scanner or a printer stamped it: a page number or folio
+# ('3', 'Page 3 of 12', 'iv', '- 3 -'), nothing to search.
+_PAGE_NUMBER = re.compile(r"[-\u2013\u2014\s]*(?:page\s*)?(?:\d{1,5}|[ivxlcdm]{1,8})(?:\s*(?:/|of)\s*\d{1,5})?[-\u2013\u2014\s]*", re.I)
+MAX_FORM_FIELDS = 1000  # per page: a form's fields, each a line, not a way around the element caps
+
+
+def _form_values(page: Any) -> str:
+    """A filled form's values on a page, one 'field: value' line each (the field's tooltip, else its
+    name): a viewer draws them from the form, not the page's content, so pypdf's text leaves them out
+    and 'Name:' was all a return said. Empty fields, unticked boxes and unreadable entries are left out."""
+    try:
+        annotations = page.get("/Annots") or []
+        widgets = [annot.get_object() for annot in list(annotations)[:MAX_FORM_FIELDS]]
+    except Exception as exc:  # a damaged annotation array: the page's text is read all the same
+        log.info("form fields unreadable: %r", exc)
+        return ""
+    lines = []
+    for widget in widgets:
+        if not hasattr(widget, "get") or widget.get("/Subtype") != "/Widget":
+            continue
+        field = widget if "/V" in widget or "/Parent" not in widget else widget["/Parent"].get_object()
+        value = field.get("/V")
+        label = str(field.get("/TU") or field.get("/T") or widget.get("/TU") or widget.get("/T") or "").strip()
+        shown = str(value).lstrip("/") if value is not None and not isinstance(value, (list, dict)) else ""
+        if shown and shown != "Off" and label:
+            lines.append(f"{label}: {shown}")
+    return "\n".join(dict.fromkeys(lines))
 
 
 def _unlock_pdf(name: str, reader: object, limits: LoadLimits) -> None:
@@ -2651,6 +2729,11 @@ def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Visible text of an HTML page; h1-h6 set the heading path; scripts, styles and templates dropped.
     A page that is not UTF-8 is read in the encoding its <meta> declares."""
     text, notice = _decode_text(name, data, _html_charset(data))
+    return [*_html_blocks(name, text, limits), _Block("", notice=notice)]
+
+
+def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
+    """The visible text of an HTML page's text, in blocks (`_read_html`)."""
     text = text.replace(_CODE_MARK[-1], "")  # a noncharacter: never text, and the reader's own mark around code
     unclosed = text.find("<!--", text.rfind("-->") + 1)
     if unclosed >= 0:  # a browser hides an unclosed comment to the end; html.parser would show it as text
@@ -2663,9 +2746,124 @@ def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         with warnings.catch_warnings():  # short uploads like "a.html" trip a spurious "looks like a path"
             warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
             soup = BeautifulSoup(text, "html.parser")
-        return [*_HtmlWalker().walk(soup), _Block("", notice=notice)]
+        return _HtmlWalker().walk(soup)
     except RecursionError:
         raise IngestError(name, "is nested too deeply to read.") from None
     except Exception as exc:
         log.info("%s: HTML parse failed: %r", name, exc)
         raise IngestError(name, "could not be parsed as HTML.") from None
+
+
+# ---------------------------------------------------------------------------------------------- email
+
+# An email's header block: 'Name: value' lines (folded lines indented), From among them, then a blank line.
+_EMAIL_HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9-]{0,60}:[^\r\n]*\r?\n(?:[ \t][^\r\n]*\r?\n)*")
+_EMAIL_NEEDS = (b"from", b"content-type", b"mime-version", b"content-transfer-encoding")
+_EMAIL_SHOWN = ("From", "To", "Cc", "Date")  # header lines kept above the body: who wrote it, to whom, when
+EMAIL_SCAN_BYTES = 1 << 16
+
+
+def _is_email(data: bytes) -> bool:
+    """Whether a .txt holds an email as a mail program saves it: a header block naming its sender and
+    its MIME type or encoding, then a blank line (its body may be base64, which no reader can search)."""
+    head = data[:EMAIL_SCAN_BYTES].removeprefix(b"\xef\xbb\xbf")
+    names, at = set(), 0
+    while (found := _EMAIL_HEADER.match(head, at)) is not None:
+        names.add(found.group(0).split(b":", 1)[0].lower())
+        at = found.end()
+    ended = head[at : at + 2] in (b"\n", b"\r\n") or head[at : at + 1] == b"\n"
+    return ended and b"from" in names and any(name in names for name in _EMAIL_NEEDS[1:])
+
+
+def _read_email(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
+    """An email's subject (its heading), sender, recipients and date, and its text body: the plain text
+    part, else the HTML part's visible text, its transfer encoding (base64, quoted-printable) and charset
+    undone. Attachments are not read (a notice counts them)."""
+    import email
+    from email import policy
+
+    try:
+        message = email.message_from_bytes(data, policy=policy.default)
+        subject = " ".join(str(message.get("subject", "") or "").split())
+        shown = [f"{field}: {' '.join(str(message[field]).split())}" for field in _EMAIL_SHOWN if message[field]]
+        body = message.get_body(preferencelist=("plain", "html"))
+        content = body.get_content() if body is not None else ""
+        attachments = sum(1 for _ in message.iter_attachments()) if message.is_multipart() else 0
+    except RecursionError:
+        raise IngestError(name, "is nested too deeply to read.") from None
+    except Exception as exc:  # an unknown charset, a damaged MIME structure
+        log.info("%s: email parse failed: %r", name, exc)
+        raise IngestError(name, "could not be read as an email (its MIME structure or charset is damaged).") from None
+    if not isinstance(content, str) or not content.strip():
+        raise IngestError(name, "is an email with no text body (only attachments?).")
+    heading = (_clean_heading(subject),) if subject else ()
+    blocks = [_Block(subject, heading=heading)] if subject else []
+    blocks.append(_Block("\n".join(shown), heading=heading))
+    if body.get_content_type() == "text/html":
+        blocks += [replace(block, heading=heading + block.heading) for block in _html_blocks(name, content, limits)]
+    else:
+        blocks.append(_Block(content, heading=heading))
+    if attachments:
+        blocks.append(_Block("", notice=f"{counted(attachments, 'attachment')} not read"))
+    return blocks
+
+
+# ------------------------------------------------------------------------------------------- notebook
+
+_NOTEBOOK_OPENING = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"(?:cells|metadata|nbformat(?:_minor)?)"\s*:')
+_BACKTICK_RUN = re.compile(r"`{3,}")
+
+
+def _is_notebook(data: bytes) -> bool:
+    """Whether a .txt holds a Jupyter notebook's JSON (its first key one a notebook opens with, and it
+    names its format version)."""
+    return bool(_NOTEBOOK_OPENING.match(data)) and b'"nbformat"' in data
+
+
+def _read_notebook(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
+    """A Jupyter notebook as the Markdown it shows: Markdown cells as written, code cells as fenced blocks
+    in the notebook's language (a fence longer than any backtick run inside), raw cells as text. Outputs
+    are not read (results and pictures, not the author's words): a notice counts the cells that had them."""
+    import json
+
+    text, notice = _decode_text(name, data)
+    try:
+        notebook = json.loads(text)
+        cells = notebook["cells"] if isinstance(notebook, dict) else None
+    except RecursionError:
+        raise IngestError(name, "is nested too deeply to read.") from None
+    except (ValueError, KeyError):
+        cells = None
+    if not isinstance(cells, list):
+        raise IngestError(name, "is not a valid Jupyter notebook (its JSON is damaged or has no cells).")
+    language = _notebook_language(notebook)
+    parts: list[str] = []
+    with_output = 0
+    for cell in cells:
+        if not isinstance(cell, dict):
+            continue
+        source = cell.get("source", "")
+        source = "".join(piece for piece in source if isinstance(piece, str)) if isinstance(source, list) else str(source)
+        with_output += bool(cell.get("outputs"))
+        if cell.get("cell_type") == "code" and source.strip():
+            fence = "`" * max([3, *(len(run) + 1 for run in _BACKTICK_RUN.findall(source))])
+            parts.append(f"{fence}{language}\n{source.strip(chr(10))}\n{fence}")
+        elif source.strip():
+            parts.append(source)
+    blocks = _markdown_blocks("\n\n".join(parts))
+    if with_output:
+        blocks.append(_Block("", notice=f"the outputs of {counted(with_output, 'cell')} not read"))
+    return [_Block("", notice=notice), *blocks]
+
+
+def _notebook_language(notebook: dict[str, Any]) -> str:
+    """The notebook's programming language, for its code fences' info string ('' when it names none)."""
+    metadata = notebook.get("metadata")
+    info = metadata.get("language_info") if isinstance(metadata, dict) else None
+    kernel = metadata.get("kernelspec") if isinstance(metadata, dict) else None
+    for source in (info, kernel):
+        if isinstance(source, dict) and isinstance(source.get("name" if source is info else "language"), str):
+            word = source["name" if source is info else "language"].strip().lower()
+            if re.fullmatch(r"[a-z0-9+#._-]{1,30}", word):
+                return word
+    return ""
