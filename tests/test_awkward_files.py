@@ -131,3 +131,11 @@ def test_a_scan_whose_text_layer_is_only_a_page_number_is_refused(stamp: str) ->
     with pytest.raises(IngestError, match="has no text layer but page numbers"):
         load_document("scan.pdf", _pdf(lambda page: page.drawString(290, 30, stamp)))
     assert load_document("ok.pdf", _pdf(lambda page: page.drawString(60, 780, f"Chapter {stamp}"))).text
+
+
+def test_an_html_heading_in_markdown_starts_and_names_a_section() -> None:
+    source = b'<h1 align="center">Lamp <span hidden>secret</span>Book</h1>\n\nIntro.\n\n<h2>Fuel</h2>\n\nParaffin from 1895.\n\n```\n<h2>code</h2>\n```\n'
+    doc = load_document("readme.md", source)
+    assert [section.heading for section in doc.sections] == [("Lamp Book",), ("Lamp Book", "Fuel")]
+    assert "secret" not in doc.text and "<h2>code</h2>" in doc.text
+    assert load_document("a.md", b"Para with <h2>inline</h2> heading.\n").sections[0].heading == ()

@@ -1378,6 +1378,17 @@ def _keep_code(match: re.Match[str]) -> str:
     return " " if tag and tag.lower() not in _MD_INLINE_TAGS else ""
 
 
+# An HTML heading on a line of its own in Markdown ('<h2 id="fuel">Fuel</h2>'): a heading as '## Fuel' is,
+# so it starts a section and names it (GitHub READMEs write centred titles so).
+_MD_HTML_HEADING = re.compile(r"^ {0,3}<h([1-6])(?:\s[^<>\n]*)?>([^\n]*?)</h\1\s*>[ \t]*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _atx_heading(match: re.Match[str]) -> str:
+    """An HTML heading line as the ATX heading it shows as (its inner tags and their text kept for the
+    passes after: a hidden span inside is still removed)."""
+    return f"{'#' * int(match.group(1))} {match.group(2).strip()}"
+
+
 def _without_hidden_html(lines: list[str]) -> list[str]:
     """Lines with hidden HTML removed outside code fences and inline code spans (both show HTML as code)."""
     out: list[str] = []
@@ -1385,7 +1396,8 @@ def _without_hidden_html(lines: list[str]) -> list[str]:
 
     def flush() -> None:
         if prose:
-            out.extend(_MD_HIDDEN_HTML.sub(_keep_code, "\n".join(prose)).split("\n"))
+            shown = _MD_HIDDEN_HTML.sub(_keep_code, _MD_HTML_HEADING.sub(_atx_heading, "\n".join(prose)))
+            out.extend(shown.split("\n"))
             prose.clear()
 
     reader = FenceReader()
