@@ -139,3 +139,22 @@ def test_an_html_heading_in_markdown_starts_and_names_a_section() -> None:
     assert [section.heading for section in doc.sections] == [("Lamp Book",), ("Lamp Book", "Fuel")]
     assert "secret" not in doc.text and "<h2>code</h2>" in doc.text
     assert load_document("a.md", b"Para with <h2>inline</h2> heading.\n").sections[0].heading == ()
+
+
+@pytest.mark.parametrize(("mimetype", "reason"), [
+    ("application/vnd.oasis.opendocument.text", "is an OpenDocument text (.odt, LibreOffice), not a Word document; please save it as .docx."),
+    ("application/vnd.oasis.opendocument.spreadsheet", "is an OpenDocument file (LibreOffice), not a Word document."),
+    ("application/epub+zip", "is an EPUB e-book, not a Word document."),
+    (None, "is a zip archive but not a Word document."),
+])  # fmt: skip
+def test_a_zip_named_docx_says_what_it_is(mimetype: str | None, reason: str) -> None:
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        if mimetype:
+            archive.writestr("mimetype", mimetype)
+        archive.writestr("content.xml", "<office:document-content/>")
+    with pytest.raises(IngestError) as refused:
+        load_document("minutes.docx", buffer.getvalue())
+    assert refused.value.reason == reason

@@ -2112,6 +2112,27 @@ def _unlock_pdf(name: str, reader: object, limits: LoadLimits) -> None:
 # ----------------------------------------------------------------------------------------------- docx
 
 
+# What a zip's stored 'mimetype' entry (OpenDocument, EPUB) says it is: the sentence refusing it as Word.
+_ZIP_MIMETYPES = {
+    "application/vnd.oasis.opendocument.text": "is an OpenDocument text (.odt, LibreOffice), not a Word document; "
+    "please save it as .docx.",
+    "application/epub+zip": "is an EPUB e-book, not a Word document.",
+}
+_ZIP_MIMETYPE_BYTES = 100
+
+
+def _not_word(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
+    """Why a zip is no Word document: what its 'mimetype' entry names it (an .odt, an EPUB), read only
+    when that entry is small, as those formats store it; else that it is some other zip archive."""
+    entry = next((info for info in infos if info.filename == "mimetype"), None)
+    mimetype = archive.read(entry).decode("ascii", "replace").strip() if entry and entry.file_size <= _ZIP_MIMETYPE_BYTES else ""
+    if mimetype in _ZIP_MIMETYPES:
+        return _ZIP_MIMETYPES[mimetype]
+    if mimetype.startswith("application/vnd.oasis.opendocument."):
+        return "is an OpenDocument file (LibreOffice), not a Word document."
+    return "is a zip archive but not a Word document."
+
+
 def _check_docx_zip(name: str, data: bytes, limits: LoadLimits) -> None:
     """Reject non-zips, corrupt zips, non-Word zips and zip/XML bombs before python-docx unpacks anything."""
     if not data.startswith(b"PK\x03\x04"):
@@ -2132,7 +2153,7 @@ def _check_docx_zip(name: str, data: bytes, limits: LoadLimits) -> None:
             infos = archive.infolist()
             _check_docx_sizes(name, infos, limits)
             if "word/document.xml" not in {info.filename for info in infos}:
-                raise IngestError(name, "is a zip archive but not a Word document.")
+                raise IngestError(name, _not_word(archive, infos))
             _scan_docx_xml(name, archive, infos, limits)
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error) as exc:
         log.info("%s: bad zip: %r", name, exc)
