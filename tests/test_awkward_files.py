@@ -13,8 +13,9 @@ import pytest
 from raptor_engine.errors import IngestError
 from raptor_engine.ingest.chunk import code_lines
 from raptor_engine.ingest.load import load_document
+from tests.pdf_pages import one_page_pdf
 
-canvas = pytest.importorskip("reportlab.pdfgen.canvas")
+pytest.importorskip("reportlab.pdfgen.canvas")
 
 BODY = "The supply ship will call on the ninth of March with paraffin."
 
@@ -102,16 +103,6 @@ def test_a_damaged_notebook_is_one_sentence() -> None:
         load_document("broken.ipynb", b'{"cells": [ {"cell_type": ')
 
 
-def _pdf(draw) -> bytes:  # type: ignore[no-untyped-def]
-    buffer = io.BytesIO()
-    page = canvas.Canvas(buffer, pagesize=(595, 842))
-    page.setFont("Helvetica", 11)
-    draw(page)
-    page.showPage()
-    page.save()
-    return buffer.getvalue()
-
-
 def test_a_filled_pdf_form_reads_its_values() -> None:
     def draw(page) -> None:  # type: ignore[no-untyped-def]
         page.drawString(60, 780, "Keeper's return for the quarter")
@@ -121,7 +112,7 @@ def test_a_filled_pdf_form_reads_its_values() -> None:
         page.acroForm.checkbox(name="relieved", checked=True, x=120, y=650)
         page.acroForm.checkbox(name="sick", checked=False, x=160, y=650)
 
-    text = load_document("return.pdf", _pdf(draw)).text
+    text = load_document("return.pdf", one_page_pdf(draw)).text
     assert "Keeper's name: Elias Penrose" in text
     assert "relieved: Yes" in text and "sick" not in text and "blank" not in text
 
@@ -129,8 +120,8 @@ def test_a_filled_pdf_form_reads_its_values() -> None:
 @pytest.mark.parametrize("stamp", ["1", "Page 3 of 12", "- iv -"])
 def test_a_scan_whose_text_layer_is_only_a_page_number_is_refused(stamp: str) -> None:
     with pytest.raises(IngestError, match="has no text layer but page numbers"):
-        load_document("scan.pdf", _pdf(lambda page: page.drawString(290, 30, stamp)))
-    assert load_document("ok.pdf", _pdf(lambda page: page.drawString(60, 780, f"Chapter {stamp}"))).text
+        load_document("scan.pdf", one_page_pdf(lambda page: page.drawString(290, 30, stamp)))
+    assert load_document("ok.pdf", one_page_pdf(lambda page: page.drawString(60, 780, f"Chapter {stamp}"))).text
 
 
 def test_an_html_heading_in_markdown_starts_and_names_a_section() -> None:

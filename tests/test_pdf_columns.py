@@ -8,21 +8,12 @@ import io
 import pytest
 
 from raptor_engine.ingest.load import load_document
+from tests.pdf_pages import one_page_pdf
 
-canvas = pytest.importorskip("reportlab.pdfgen.canvas")
+pytest.importorskip("reportlab.pdfgen.canvas")
 
 LEFT = ["The north light was first", "lit in 1859 and burned", "colza oil for thirty years.", "Its keeper was Elias Penrose,"]
 RIGHT = ["The south light followed", "in 1871 and was automated", "in 1932 by the Trinity House.", "Its lamp was electric from"]
-
-
-def _pdf(draw) -> bytes:  # type: ignore[no-untyped-def]
-    buffer = io.BytesIO()
-    page = canvas.Canvas(buffer, pagesize=(595, 842))
-    page.setFont("Helvetica", 11)
-    draw(page)
-    page.showPage()
-    page.save()
-    return buffer.getvalue()
 
 
 def _lines(data: bytes) -> list[str]:
@@ -45,7 +36,7 @@ def test_two_columns_written_across_the_page_read_left_then_right() -> None:
         _across(page, [("The keepers rowed ashore", "The relief boat came"), ("each Sunday for church.", "every second Tuesday."),
                        ("They came back by noon.", "It brought coal and mail.")], top - 40)
 
-    lines = _lines(_pdf(draw))
+    lines = _lines(one_page_pdf(draw))
     assert lines[0] == "Two Lights of the Lizard"
     assert lines[1:9] == LEFT + RIGHT
     assert lines[9].startswith("A heading across")
@@ -64,8 +55,8 @@ def test_a_page_of_one_column_and_a_column_by_column_page_read_as_before() -> No
         for i, line in enumerate(RIGHT):
             page.drawString(320, 780 - 16 * i, line)
 
-    assert _lines(_pdf(one)) == LEFT + RIGHT
-    assert _lines(_pdf(by_column)) == LEFT + RIGHT
+    assert _lines(one_page_pdf(one)) == LEFT + RIGHT
+    assert _lines(one_page_pdf(by_column)) == LEFT + RIGHT
 
 
 @pytest.mark.parametrize("columns", [2, 3])
@@ -80,5 +71,5 @@ def test_a_table_reads_as_pypdf_orders_it(columns: int) -> None:
 
     from pypdf import PdfReader
 
-    data = _pdf(draw)
+    data = one_page_pdf(draw)
     assert _lines(data) == PdfReader(io.BytesIO(data)).pages[0].extract_text().strip().split("\n")
