@@ -15,6 +15,7 @@ FENCE_MAX_INDENT = 3  # columns past the list item's content a fence may stand (
 _INDENTED_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
 _LIST_MARKER = re.compile(r"([-+*]|\d{1,9}[.)])(?:([ \t]+)(.?)|$)")
 _THEMATIC_BREAK = re.compile(r"([-*_])(?:[ \t]*\1){2,}[ \t]*")
+_BLOCK_STARTS = "`~-*_+"  # what a fence, a thematic break or a list item opens with (or a digit)
 # A line the loader writes for itself (`load._CODE_MARK`, a noncharacter): no line of the document.
 _OWN_MARK = "\ufdd1"
 
@@ -41,22 +42,31 @@ class FenceReader:
     def read(self, line: str) -> str:
         """The role of the next line: "open", "close", "code" or "text"."""
         self.ended = None
-        if _OWN_MARK in line:  # the loader's own marks around indented code: fences that hold no list
+        text = line.lstrip(" \t")
+        if not text:
+            if self.fence is None:
+                self.paragraph = False
+                return "text"
+            return "code"
+        if _OWN_MARK in text:  # the loader's own marks around indented code: fences that hold no list
             return self._own_mark(line)
-        expanded = line.expandtabs(4) if "\t" in line else line
-        text = expanded.lstrip(" ")
-        width = len(expanded) - len(text)
+        width = len(line) - len(text)
+        if width and "\t" in line[:width]:
+            width = len(line[:width].expandtabs(4))
         if self.fence is not None:
-            if text and width < self.base:  # the list item ends, and the block inside it with it
+            if width < self.base:  # the list item ends, and the block inside it with it
                 self.ended, self.fence = self.fence, None
-            else:
+            elif text[0] == self.fence[0] and width - self.base <= FENCE_MAX_INDENT:
                 marker = _INDENTED_FENCE.match(line)
-                if marker and width - self.base <= FENCE_MAX_INDENT and closes(
-                    marker.group(1), line[marker.end() :], self.fence
-                ):
+                if marker and closes(marker.group(1), line[marker.end() :], self.fence):
                     self.fence, self.paragraph = None, False
                     return "close"
                 return "code"
+            else:
+                return "code"
+        if not self.items and text[0] not in _BLOCK_STARTS and not text[0].isdigit():
+            self.paragraph = width < 4 or self.paragraph  # prose outside any list: the common line
+            return "text"
         return self._outside(line, text, width)
 
     def _own_mark(self, line: str) -> str:
@@ -69,19 +79,18 @@ class FenceReader:
         return "code"
 
     def _outside(self, line: str, text: str, width: int) -> str:
-        if not text:
-            self.paragraph = False
-            return "text"
-        marker = _INDENTED_FENCE.match(line)
-        starts_block = marker is not None or _THEMATIC_BREAK.fullmatch(text) is not None
-        if not self.paragraph or starts_block:  # a lazy line continues its paragraph, inside its item
+        first = text[0]
+        marker = _INDENTED_FENCE.match(line) if first in "`~" else None
+        starts_block = marker is not None or (first in "-*_" and _THEMATIC_BREAK.fullmatch(text) is not None)
+        if self.items and (not self.paragraph or starts_block):  # a lazy line continues its paragraph
             while self.items and width < self.items[-1]:
                 self.items.pop()
         base = self.items[-1] if self.items else 0
         if marker and 0 <= width - base <= FENCE_MAX_INDENT:
             self.fence, self.base, self.paragraph = marker.group(1), base, False
             return "open"
-        item = _LIST_MARKER.match(text) if width - base <= FENCE_MAX_INDENT else None
+        listed = first in "-+*" or first.isdigit()
+        item = _LIST_MARKER.match(text) if listed and width - base <= FENCE_MAX_INDENT else None
         if item:
             while self.items and self.items[-1] > width:
                 self.items.pop()
@@ -89,3 +98,4 @@ class FenceReader:
             self.items.append(width + len(item.group(1)) + (spaces if 0 < spaces <= 4 and item.group(3) else 1))
         self.paragraph = width - base < 4 or self.paragraph  # an indented code line is no paragraph
         return "text"
+
