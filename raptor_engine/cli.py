@@ -424,7 +424,7 @@ def ingest(
     quiet: bool,
     scheduler: str | None,
 ) -> None:
-    """Add FILES (.txt .md .pdf .docx .html .vtt .srt .csv .tsv) to a knowledge base."""
+    """Add FILES (.txt .md .pdf .docx .html .vtt .srt .csv .tsv .eml .ipynb) to a knowledge base."""
     if scheduler:
         from .workers import cluster_security
 

@@ -717,7 +717,7 @@ class Engine:
             # wait is RAPTOR_WRITER_WAIT's, not the build's deadline, and the cross-document layer is cheap.
             await gate.enter()
             kb_id = self.store.kb_id(kb)
-            stored = self._stored_copy(kb_id, sha, built.text_sha256)
+            stored = self._stored_copy(kb_id, sha, built.text_sha256, built.words_sha256)
             if stored is not None:  # another process stored the same document meanwhile (or a Dask build)
                 return IngestResult("duplicate", stored)
             seen_version = self._version_of(kb_id)
@@ -792,7 +792,7 @@ class Engine:
                     "%s changed during the build of %s (attempt %d); redoing its top layer", kb, name, attempt
                 )
                 kb_id = self.store.kb_id(kb)
-                existing = self._stored_copy(kb_id, sha, built.text_sha256)
+                existing = self._stored_copy(kb_id, sha, built.text_sha256, built.words_sha256)
                 if existing is not None:
                     return IngestResult("duplicate", existing)
                 seen_version = self._version_of(kb_id)
@@ -876,20 +876,26 @@ class Engine:
                 log.warning("the index built beside the write of kb %s failed; building it again", kb_id, exc_info=True)
         await asyncio.to_thread(self.indexes.get, kb_id)
 
-    def _stored_copy(self, kb_id: int | None, sha: str, text_sha: str) -> DocumentInfo | None:
-        """The document of `kb_id` with these bytes or, failing that, this text fingerprint."""
+    def _stored_copy(self, kb_id: int | None, sha: str, text_sha: str, words_sha: str = "") -> DocumentInfo | None:
+        """The document of `kb_id` with these bytes or, failing that, this text fingerprint (or, for a
+        document stored before the words' fingerprint, these words: `load.words_fingerprint`)."""
         if kb_id is None:
             return None
-        return self.store.document_by_sha(kb_id, sha) or (
-            self.store.document_by_text(kb_id, text_sha) if text_sha else None
+        return self.store.document_by_sha(kb_id, sha) or self._same_text(kb_id, text_sha, words_sha)
+
+    def _same_text(self, kb_id: int, text_sha: str, words_sha: str) -> DocumentInfo | None:
+        """The document of `kb_id` this loaded text is: by its fingerprint, or by its words' for one that an
+        earlier loader stored (its text fingerprint, if any, was that loader's)."""
+        return (self.store.document_by_text(kb_id, text_sha) if text_sha else None) or (
+            self.store.document_by_words(kb_id, words_sha) if words_sha else None
         )
 
     def _holds_documents(self, kb_id: int | None) -> bool:
         return kb_id is not None and self.store.has_documents(kb_id)
 
-    def _refuse_stored_text(self, kb_id: int | None, text_sha: str) -> None:
+    def _refuse_stored_text(self, kb_id: int | None, text_sha: str, words_sha: str = "") -> None:
         """Stop a build once its upload reads as a document stored already (`build_document`'s `loaded`)."""
-        stored = self.store.document_by_text(kb_id, text_sha) if kb_id is not None else None
+        stored = self._same_text(kb_id, text_sha, words_sha) if kb_id is not None else None
         if stored is not None:
             raise _StoredText(stored)
 
@@ -899,7 +905,7 @@ class Engine:
         data: bytes,
         kb_id: int | None,
         progress: ProgressCallback | None,
-        loaded: Callable[[str], None] | None = None,
+        loaded: Callable[[str, str], None] | None = None,
         leaves_ready: Callable[[list[NewNode]], None] | None = None,
     ) -> DocumentTree:
         """The document's own tree, built on the Dask cluster when one is attached, else here (where

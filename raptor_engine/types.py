@@ -39,7 +39,7 @@ class LoadedDocument:
     name: str
     text: str
     sections: list[Section]
-    format: str  # "txt" | "md" | "pdf" | "docx" | "html" | "subtitles" (.vtt, .srt) | "csv" (.csv, .tsv)
+    format: str  # "txt" | "md" | "pdf" | "docx" | "html" | "subtitles" (.vtt, .srt) | "csv" (.csv, .tsv) | "email" (.eml)
     # what the person who uploaded it should be told about how it was read ("2 cues ... were skipped")
     notices: tuple[str, ...] = ()
 
@@ -83,6 +83,7 @@ class Chunk:
     page: int | None = None
     heading: tuple[str, ...] = ()
     page_marks: PageMarks = ()
+    code: bool = False  # wholly inside a block of code, with no fence to tell it by (`chunk.code_lines`)
 
 
 @dataclass
@@ -101,6 +102,7 @@ class SummaryRequest:
     texts: list[str]
     embeddings: np.ndarray
     max_tokens: int
+    code: list[bool] = field(default_factory=list)  # for each text: a leaf wholly of code (`Chunk.code`)
 
 
 @dataclass
@@ -170,6 +172,7 @@ class ContextNode:
     # 'and then?') only, so its answer can say there is nothing before or after it
     opens_document: bool = False
     ends_document: bool = False
+    code: bool = False  # a leaf wholly inside a block of code (`Chunk.code`): every line of it is code
 
     def pages(self, start: int = 0, end: int | None = None) -> tuple[int, int] | None:
         """First and last page of text[start:end] (all of it by default); None without pages."""

@@ -74,14 +74,16 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
     for table in TREE_TABLES:
         if table == "questions":  # the question asked above is the one new row
             assert after[table][: len(before[table])] == before[table]
-        elif table == "nodes":  # m003 and m004 added columns at the end: the old columns are unchanged
+        elif table == "nodes":  # m003, m004 and m010 added columns at the end: the old columns are unchanged
             assert [row[: len(before[table][0])] for row in after[table]] == before[table]
-            assert {row[-2:] for row in after[table]} == {
-                ("[]", None)
-            }  # no page marks; sentences split when read
-        elif table == "documents":  # m008 added the text fingerprint at the end: unknown (NULL) for old rows
-            assert [row[:-1] for row in after[table]] == before[table]
-            assert {row[-1] for row in after[table]} == {None}
+            assert {row[-3:] for row in after[table]} == {
+                ("[]", None, 0)
+            }  # no page marks; sentences split when read; no leaf known to be wholly code
+        elif table == "documents":  # m008 added the text fingerprint at the end: unknown (NULL) for old rows;
+            # m009 the words' fingerprint, read from the leaves
+            assert [row[:-2] for row in after[table]] == before[table]
+            assert [row[-2] for row in after[table]] == [None]
+            assert all(row[-1] and len(row[-1]) == 64 for row in after[table])
         else:
             assert after[table] == before[table], table
     assert after["summary_cache"] == before["summary_cache"]
@@ -97,6 +99,8 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
         ("store", "m006_text_index"),
         ("store", "m007_text_index_per_kb"),
         ("store", "m008_document_text_fingerprint"),
+        ("store", "m009_document_words_fingerprint"),
+        ("store", "m010_node_code"),
         ("bot", "m001_bot_tables"),
         ("bot", "m002_message_sync"),
         ("bot", "m003_turn_sources"),

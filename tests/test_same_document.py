@@ -132,7 +132,7 @@ async def test_a_document_from_before_the_fingerprint_is_still_found_by_its_byte
 async def test_a_build_that_did_not_check_once_read_is_refused_before_its_commit(stored, monkeypatch):
     """A Dask worker's build (no `loaded` check) or another process's commit meanwhile: the text is
     compared again at the commit, so the copy is still not stored."""
-    monkeypatch.setattr(stored, "_refuse_stored_text", lambda kb_id, text_sha: None)
+    monkeypatch.setattr(stored, "_refuse_stored_text", lambda kb_id, text_sha, words_sha="": None)
     before = fingerprint(stored)
     stages: list[str] = []
     result = await stored.ingest(

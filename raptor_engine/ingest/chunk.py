@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ..types import Chunk, LoadedDocument, Section
 from .budget import CHECK_EVERY, checked, checkpoint
+from .fences import FenceReader
 from .transcript import label_end, speaker_of, spoken_lines, turns
 
 log = logging.getLogger(__name__)
@@ -267,25 +268,26 @@ def _trimmed_spans(text: str, cuts: list[int], base: int = 0) -> list[Span]:
     return spans
 
 
-def split_sentences(text: str) -> list[Span]:
+def split_sentences(text: str, code: bool = False) -> list[Span]:
     """Sentence spans (start, end) in `text`, trimmed of whitespace, covering all its non-space characters.
 
     Ends at . ! ? and ellipses (with any closing quotes or brackets), except after abbreviations, initials
     and list numbers; decimals never match because a terminator must be followed by whitespace. Chinese and
     Japanese full stops (。！？) end one with no space after. Blank lines, and newlines around headings, list
     items and table rows, are boundaries too, and so is the start of each speaker's turn in a transcript
-    (`transcript.turns`: a turn line often ends without a full stop).
+    (`transcript.turns`: a turn line often ends without a full stop). With `code` (a leaf that lies wholly
+    inside a block of code, `Chunk.code`) each line is one.
     """
-    return list(_remembered_spans(text))
+    return list(_remembered_spans(text, code))
 
 
 @functools.lru_cache(maxsize=SPLIT_CACHE_TEXTS)
-def _remembered_spans(text: str) -> tuple[Span, ...]:
+def _remembered_spans(text: str, code: bool = False) -> tuple[Span, ...]:
     """`split_sentences`' spans, remembered by text: a node is split for its stored sentences and again for
     its layer's summaries (the second split cost ~0.5 CPU s of a 100k-token ingest)."""
     turn_cuts = [start for start, _ in turns(text)]
     cuts = _fenceless(text, _terminator_cuts(text) + _full_stop_cuts(text) + _newline_cuts(text))
-    return tuple(_trimmed_spans(text, _by_code_lines(text, _outside_labels(text, cuts, turn_cuts) + turn_cuts)))
+    return tuple(_trimmed_spans(text, _by_code_lines(text, _outside_labels(text, cuts, turn_cuts) + turn_cuts, code)))
 
 
 # White space short of a line break, then a fence's marks: a match stops at the line's end, so a run of
@@ -312,34 +314,27 @@ _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
 @functools.lru_cache(maxsize=SPLIT_CACHE_TEXTS)
-def code_lines(text: str) -> tuple[Span, ...]:
+def code_lines(text: str, code: bool = False) -> tuple[Span, ...]:
     """(start, end) of each line of code in `text`: a fence line, a line between fences, and an indented
     line (the loaders trim every line's indentation but a code block's, so an indented line is code even
     in a chunk that begins inside a fence; a text's first line is indented only where trimmed it would
     pose as a fence, `load._unfenced`). Each is a sentence of its own (`split_sentences`): Python joined
-    across its lines, or cut at a full stop inside a string, is other code."""
+    across its lines, or cut at a full stop inside a string, is other code. With `code` (a leaf that lies
+    wholly inside a block, so holds no fence to tell it by: `Chunk.code`) every line is code."""
+    if code:
+        return tuple(_line_spans(text))
     if "```" not in text and "~~~" not in text and "\n " not in text and "\n\t" not in text:
         return ()
     lines = text.split("\n")
     found: list[Span] = []
-    fence = _open_at_start(lines)
+    reader = FenceReader(_open_at_start(lines))  # a fence inside a list item is one too (CommonMark 5.2)
     start = 0
     for line in lines:
         end = start + len(line)
-        marker = _FENCE_LINE.match(line)
-        if fence is not None or marker or (line[:1] in (" ", "\t") and line.strip()):
+        if reader.read(line) != "text" or (line[:1] in (" ", "\t") and line.strip()):
             found.append((start, end))
-        if marker and (fence is None or _closes(marker, fence)):
-            fence = marker.group(1) if fence is None else None
         start = end + 1
     return tuple(found)
-
-
-def _closes(marker: re.Match[str], fence: str) -> bool:
-    """Whether a fence line closes the block `fence` opened: the same character, at least as many times,
-    and nothing else on the line (CommonMark: '```python' inside a block is a line of its code)."""
-    run = marker.group(1)
-    return run[0] == fence[0] and len(run) >= len(fence) and not marker.string[marker.end() :].strip()
 
 
 def _open_at_start(lines: list[str]) -> str | None:
@@ -358,17 +353,25 @@ def _open_at_start(lines: list[str]) -> str | None:
     return bare.group(1) if closes else None
 
 
-def in_code(text: str, offset: int) -> bool:
-    """Whether `offset` of `text` lies on a line of code (`code_lines`)."""
-    lines = code_lines(text)
+def _line_spans(text: str) -> list[Span]:
+    spans, start = [], 0
+    for line in text.split("\n"):
+        spans.append((start, start + len(line)))
+        start += len(line) + 1
+    return spans
+
+
+def in_code(text: str, offset: int, code: bool = False) -> bool:
+    """Whether `offset` of `text` lies on a line of code (`code_lines`; all of a `code` text's are)."""
+    lines = code_lines(text, code)
     at = bisect.bisect_right(lines, (offset, len(text) + 1)) - 1
     return at >= 0 and lines[at][0] <= offset <= lines[at][1]
 
 
-def _by_code_lines(text: str, cuts: list[int]) -> list[int]:
+def _by_code_lines(text: str, cuts: list[int], code: bool = False) -> list[int]:
     """Sentence cuts with each line of code (`code_lines`) one sentence: no cut inside one, a cut at both
     of its ends."""
-    lines = code_lines(text)
+    lines = code_lines(text, code)
     if not lines:
         return cuts
     kept = [cut for cut in cuts if not _inside_line(lines, cut)]
@@ -685,6 +688,7 @@ def chunk_document(
 
     chunks = _opening_speakers(doc.text, _verified(doc.text, _pack(items, limits), limits, counter), spoken)
     starts = [s.start for s in doc.sections]
+    code_runs = _code_runs(doc.text)
     result = [
         Chunk(
             index=i,
@@ -695,6 +699,7 @@ def chunk_document(
             page=_page_at(doc.sections, starts, a),
             heading=h,
             page_marks=_page_marks(doc.sections, starts, a, b),
+            code=_wholly_code(doc.text, code_runs, a, b),
         )
         for i, ((a, b), n, h) in enumerate(chunks)
     ]
@@ -708,6 +713,28 @@ def chunk_document(
         limits.chars,
     )
     return result
+
+
+def _code_runs(text: str) -> list[Span]:
+    """The document's runs of code lines (`code_lines`), lines apart only by blank lines joined: a fenced
+    block's lines, an indented block's."""
+    runs: list[Span] = []
+    for start, end in code_lines(text):
+        if runs and not text[runs[-1][1] : start].strip():
+            runs[-1] = (runs[-1][0], end)
+        else:
+            runs.append((start, end))
+    return runs
+
+
+def _wholly_code(text: str, runs: list[Span], start: int, end: int) -> bool:
+    """Whether text[start:end], a leaf, lies wholly inside a run of code and holds no fence line: it has
+    nothing by which `code_lines` could tell it is code (its unindented lines read as prose), so the leaf
+    carries it (`Chunk.code`). A leaf that holds a fence is read by that fence."""
+    at = bisect.bisect_right(runs, (start, len(text) + 1)) - 1
+    if at < 0 or not (runs[at][0] <= start and end <= runs[at][1]):
+        return False
+    return not any(_FENCE_LINE.match(line) for line in text[start:end].split("\n"))
 
 
 def _fences_held(text: str, pieces: list[tuple[Span, int]], limits: _Limits) -> list[tuple[Span, int]]:

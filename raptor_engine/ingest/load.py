@@ -30,6 +30,7 @@ from typing import Any
 
 from ..errors import IngestError
 from ..types import LoadedDocument, Section, counted
+from .fences import FenceReader
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".srt": "subtitles",
     ".csv": "csv",  # a spreadsheet's export: each row read under its column names
     ".tsv": "csv",
+    ".eml": "email",
+    ".ipynb": "notebook",  # a Jupyter notebook: its Markdown cells as Markdown, its code cells as fenced code  # an email saved from a mail program: its text body, its encoding (base64, quoted-printable) undone
 }
 
 MAX_NAME_CHARS = 120
@@ -222,11 +225,17 @@ def load_document(
     fmt = _format_for(name)
     _check_size(name, len(data), max_bytes)
     limits = limits or LoadLimits()
-    if fmt in ("txt", "md", "csv", "subtitles"):
+    if fmt in ("txt", "md", "csv", "subtitles", "email", "notebook"):
         _check_not_disguised(name, data)
     if fmt in ("txt", "md") and _is_html_document(data):
         log.info("%s: an HTML document under a %s name; reading its visible text", name, fmt)
         fmt = "html"  # its scripts, styles and comments must not become text
+    if fmt == "txt" and _is_notebook(data):
+        log.info("%s: a Jupyter notebook under a .txt name; reading its cells", name)
+        fmt = "notebook"  # its JSON syntax must not become text
+    if fmt == "txt" and _is_email(data):
+        log.info("%s: an email saved under a .txt name; reading its text body", name)
+        fmt = "email"  # its headers and its base64 body must not become text
     if fmt == "txt" and _is_subtitle_file(data):
         log.info("%s: a subtitle file under a .txt name; reading its cues' words", name)
         fmt = "subtitles"  # its cue numbers and timing lines must not become quotes
@@ -238,8 +247,13 @@ def load_document(
         "html": _read_html,
         "subtitles": _read_subtitles,
         "csv": _read_csv,
+        "email": _read_email,
+        "notebook": _read_notebook,
     }
-    blocks = readers[fmt](name, data, limits)
+    decoded = _quoted_printable(data) if fmt in ("txt", "md", "html") else None  # an email's part saved alone
+    blocks = readers[fmt](name, decoded or data, limits)
+    if decoded is not None:
+        blocks.append(_Block("", notice="read as quoted-printable (an email's encoding: '=E2=80=99', '=' line ends)"))
     if sum(len(block.text) for block in blocks) > limits.max_text_chars:
         raise _too_much_text(name, limits)
     doc = _assemble(name, blocks, fmt)
@@ -259,6 +273,35 @@ def load_document(
 
 
 # ------------------------------------------------------------------------------------ text + assembly
+
+# Quoted-printable (RFC 2045), as an email's part saved to a file keeps it: every '=' starts an escape of
+# two capital hex digits or ends a line (a soft break), and no line is longer than 76 characters.
+_QP_EQUALS = re.compile(rb"=(?:[0-9A-F]{2}|\r?\n|$)?")
+QP_MIN_ESCAPES = 2
+QP_MAX_LINE = 78  # 76 and a line end
+QP_SOFT_LINE = 60  # a line a soft break ends is a long one: the encoder broke it at the limit
+
+
+def _quoted_printable(data: bytes) -> bytes | None:
+    """The bytes a quoted-printable file encodes, or None for one that is not: any '=' that escapes
+    nothing, a byte outside ASCII or a line too long, and too little evidence (fewer than
+    `QP_MIN_ESCAPES` escapes of a byte, or of soft breaks, each ending a long line)."""
+    if b"=" not in data or not data.isascii():
+        return None
+    equals = list(_QP_EQUALS.finditer(data))
+    if any(m.end() - m.start() == 1 and m.end() < len(data) for m in equals):
+        return None
+    lines = data.split(b"\n")
+    if max(len(line) for line in lines) > QP_MAX_LINE:
+        return None
+    soft = [line for line in lines if line.rstrip(b"\r").endswith(b"=")]
+    escapes = sum(1 for m in equals if m.end() - m.start() == 3)
+    if escapes < QP_MIN_ESCAPES and (len(soft) < QP_MIN_ESCAPES or any(len(line) < QP_SOFT_LINE for line in soft)):
+        return None
+    import quopri
+
+    return quopri.decodestring(data)
+
 
 # Controls, soft hyphens, BOMs, lone surrogates (a str can hold them; SQLite's UTF-8 cannot) and Unicode
 # noncharacters (U+FFFE, U+FDD0.., the last two code points of every plane): never text to a reader.
@@ -370,37 +413,42 @@ def _normalise(text: str, *, marked_code: bool = False) -> str:
     if any(ligature in text for ligature in _LIGATURE_CHARS):  # a table translate costs ~0.1 us a character
         text = text.translate(_LIGATURES)
     lines: list[str] = []
-    fence: str | None = None
+    reader = FenceReader()  # fences inside list items too (CommonMark: indented past the item's text)
     code_from = 0  # where the open fence's code lines start in `lines`
     wraps = False  # whether the last line kept is prose that a wrapped line continues
     for line in text.split("\n"):
-        fence_match = _FENCE.match(line)
-        if fence is not None and not _closes_fence(fence_match, fence):
+        role = reader.read(line)
+        if role == "code":
             if line.strip() or len(lines) > code_from:  # blank lines opening a block of code show nothing
                 lines.append(line.rstrip())
             continue
+        if reader.ended:  # a list item's end ended the block inside it: closed where it ends, as it shows
+            lines = _closed_block(lines, code_from, reader.ended)
         trimmed = _HSPACE.sub(" ", line).strip()
-        if fence is not None:  # a closing fence: after the block's last line of code, set apart from what follows
-            while len(lines) > code_from and not lines[-1]:
-                lines.pop()
-            lines += [trimmed, ""]
-            fence, wraps = None, False
+        if role == "close":  # after the block's last line of code, set apart from what follows
+            lines, wraps = _closed_block(lines, code_from, trimmed), False
             continue
-        if fence_match:  # an opening fence: set apart from the text before it
+        if role == "open":  # an opening fence, trimmed (a list item's too): set apart from the text before it
             lines += ["", trimmed] if lines and lines[-1] else [trimmed]
-            fence, code_from, wraps = fence_match.group(1), len(lines), False
+            code_from, wraps = len(lines), False
             continue
         if _FENCE.match(trimmed):
             lines, wraps = _unfenced(lines, line, trimmed, wraps)
             continue
         lines.append(trimmed)
         wraps = bool(trimmed)
-    if fence is not None:  # a block of code to the end (CommonMark) is closed there, so a leaf inside it shows it
-        while len(lines) > code_from and not lines[-1]:
-            lines.pop()
-        lines.append(fence)
+    if reader.fence is not None:  # a block of code to the end (CommonMark) is closed there, so a leaf inside it shows it
+        lines = _closed_block(lines, code_from, reader.fence)[:-1]
     # lines are trimmed or end trimmed, so only blank lines are at either end, or a kept `_unfenced` line
     return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip("\n")
+
+
+def _closed_block(lines: list[str], code_from: int, fence: str) -> list[str]:
+    """`lines` with the open block of code closed by `fence` right after its last line of code (its blank
+    lines at the end dropped) and a blank line after it, setting it apart from what follows."""
+    while len(lines) > code_from and not lines[-1]:
+        lines.pop()
+    return [*lines, fence, ""]
 
 
 def _unfenced(lines: list[str], line: str, trimmed: str, wraps: bool) -> tuple[list[str], bool]:
@@ -431,6 +479,19 @@ def text_fingerprint(text: str) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\ufeff", "")
     text = "\n".join(line.rstrip() for line in unicodedata.normalize("NFC", text).split("\n"))
     return hashlib.sha256(text.strip("\n").encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_FENCE_MARKS = re.compile(r"`{3,}|~{3,}")
+
+
+def words_fingerprint(text: str) -> str:
+    """The sha256 of a text's words alone, fence marks left out: what a document stored by an earlier
+    loader still shares with its upload now, when the loader has since changed how it writes white space
+    and fences (blank lines around a block, a fence inside a list item, a block closed at the end). Only
+    documents stored before this fingerprint existed are matched by it (`documents.words_sha256`, filled
+    from their leaves by the m009 migration); newer ones are matched by `text_fingerprint` alone."""
+    text = unicodedata.normalize("NFC", text.replace("\ufeff", ""))
+    return hashlib.sha256(" ".join(_FENCE_MARKS.sub(" ", text).split()).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def document_fingerprint(doc: LoadedDocument) -> str:
@@ -1317,29 +1378,35 @@ def _keep_code(match: re.Match[str]) -> str:
     return " " if tag and tag.lower() not in _MD_INLINE_TAGS else ""
 
 
+# An HTML heading on a line of its own in Markdown ('<h2 id="fuel">Fuel</h2>'): a heading as '## Fuel' is,
+# so it starts a section and names it (GitHub READMEs write centred titles so).
+_MD_HTML_HEADING = re.compile(r"^ {0,3}<h([1-6])(?:\s[^<>\n]*)?>([^\n]*?)</h\1\s*>[ \t]*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _atx_heading(match: re.Match[str]) -> str:
+    """An HTML heading line as the ATX heading it shows as (its inner tags and their text kept for the
+    passes after: a hidden span inside is still removed)."""
+    return f"{'#' * int(match.group(1))} {match.group(2).strip()}"
+
+
 def _without_hidden_html(lines: list[str]) -> list[str]:
     """Lines with hidden HTML removed outside code fences and inline code spans (both show HTML as code)."""
     out: list[str] = []
     prose: list[str] = []
-    fence: str | None = None
 
     def flush() -> None:
         if prose:
-            out.extend(_MD_HIDDEN_HTML.sub(_keep_code, "\n".join(prose)).split("\n"))
+            shown = _MD_HIDDEN_HTML.sub(_keep_code, _MD_HTML_HEADING.sub(_atx_heading, "\n".join(prose)))
+            out.extend(shown.split("\n"))
             prose.clear()
 
+    reader = FenceReader()
     for line in lines:
-        fence_match = _FENCE.match(line)
-        if fence is None and fence_match:
-            flush()
-            fence = fence_match.group(1)
-            out.append(line)
-        elif fence is not None:
-            if _closes_fence(fence_match, fence):
-                fence = None
-            out.append(line)
-        else:
+        if reader.read(line) == "text":
             prose.append(line)
+        else:
+            flush()
+            out.append(line)
     flush()
     return out
 
@@ -1360,15 +1427,15 @@ def _marked_indented_code(lines: list[str]) -> list[str]:
     out: list[str] = []
     items: list[int] = []  # the content columns of the open list items, innermost last
     previous = "blank"  # the last line outside code: "blank", "paragraph", "other" (heading, rule, fence)
-    fence: str | None = None
+    reader = FenceReader()  # a fenced block's lines, a list item's included, are no indented code
     code: list[str] = []  # the open code block; its blank lines at the end are not its own
     for line in lines:
-        fence_match = _FENCE.match(line)
-        if fence is not None:
-            if _closes_fence(fence_match, fence):
-                fence, previous = None, "other"
+        role = reader.read(line)
+        if role in ("code", "close"):
+            previous = "other" if role == "close" else previous
             out.append(line)
             continue
+        fence_match = role == "open"
         if not line.strip():
             (code if code else out).append(line)
             previous = "blank" if previous == "paragraph" else previous
@@ -1389,7 +1456,7 @@ def _marked_indented_code(lines: list[str]) -> list[str]:
         out.append(line)
         marker = _LIST_MARKER.match(text) if width - base < MARKDOWN_CODE_INDENT else None
         if fence_match:
-            fence, previous = fence_match.group(1), "other"
+            previous = "other"
         elif _ATX_HEADING.match(text) or _THEMATIC_BREAK.fullmatch(text):
             previous = "other"
         elif previous == "paragraph" and _SETEXT_UNDERLINE.match(text):
@@ -1415,17 +1482,6 @@ def _closed_code(code: list[str]) -> list[str]:
     lines = [_CODE_MARK, *code[:end], _CODE_MARK, *code[end:]]
     code.clear()
     return lines
-
-
-def _closes_fence(line_fence: re.Match[str] | None, fence: str) -> bool:
-    """A fence line closes an open code block when it uses the same character, at least as many times, and
-    holds nothing else (CommonMark: '```python' inside a block is a line of its code)."""
-    return (
-        line_fence is not None
-        and line_fence.group(1)[0] == fence[0]
-        and len(line_fence.group(1)) >= len(fence)
-        and not line_fence.string[line_fence.end() :].strip()
-    )
 
 
 def _clean_heading(title: str) -> str:
@@ -1510,13 +1566,11 @@ def _labelled_tables(lines: list[str]) -> list[str]:
     (which then adds nothing and is dropped, with the delimiter row), so every row reads alone in
     whichever chunk it lands; a table with no body rows keeps its header."""
     out: list[str] = []
-    fence: str | None = None
+    reader = FenceReader()
     i = 0
     while i < len(lines):
         line = lines[i]
-        fence_match = _FENCE.match(line)
-        if fence is not None or fence_match:
-            fence = None if fence is not None and _closes_fence(fence_match, fence) else fence or fence_match.group(1)
+        if reader.read(line) != "text":
             out.append(line)
             i += 1
             continue
@@ -1637,7 +1691,6 @@ def _md_plain_lines(lines: list[str]) -> list[str]:
     labels = frozenset(_md_label(found.group(1)) for line in lines if (found := _MD_REFERENCE_DEFINITION.match(line)))
     out: list[str] = []
     paragraph: list[str] = []
-    fence: str | None = None
 
     def flush() -> None:
         # a line of only images is a figure: its alt text a line of its own; elsewhere images are left out
@@ -1646,11 +1699,10 @@ def _md_plain_lines(lines: list[str]) -> list[str]:
             out.extend(["", *shown, ""] if figure else shown)  # a paragraph of its own, not a sentence's end
         paragraph.clear()
 
+    reader = FenceReader()
     for line in lines:
-        fence_match = _FENCE.match(line)
-        if fence is not None or fence_match:
+        if reader.read(line) != "text":
             flush()
-            fence = None if fence is not None and _closes_fence(fence_match, fence) else fence or fence_match.group(1)
             out.append(line)
         elif _MD_REFERENCE_DEFINITION.match(line):
             flush()
@@ -1707,7 +1759,6 @@ def _markdown_blocks(text: str) -> list[_Block]:
     current: list[str] = []
     heading: tuple[str, ...] = ()
     path: list[tuple[int, str]] = []
-    fence: str | None = None
 
     def start_block(new_heading: tuple[str, ...], first_lines: list[str]) -> None:
         nonlocal current, heading
@@ -1715,15 +1766,9 @@ def _markdown_blocks(text: str) -> list[_Block]:
             blocks.append(_Block("\n".join(current), heading=heading, marked_code=True))
         current, heading = list(first_lines), new_heading
 
+    reader = FenceReader()
     for line in lines:
-        fence_match = _FENCE.match(line)
-        if fence is not None:
-            if _closes_fence(fence_match, fence):
-                fence = None
-            current.append(line)
-            continue
-        if fence_match:
-            fence = fence_match.group(1)
+        if reader.read(line) != "text":
             current.append(line)
             continue
         atx = _ATX_HEADING.match(line)
@@ -1834,12 +1879,128 @@ def _page_text(page: Any) -> str:
     """A page's text. pypdf's plain extraction, except where that spelled a line out glyph by glyph (as
     some PDF writers position every character): then the layout extraction, which joins characters by
     where they sit, so the words survive to be searched and quoted."""
-    text = page.extract_text() or ""
+    fragments: list[_Fragment] = []
+    text = page.extract_text(visitor_text=functools.partial(_collect_fragment, fragments)) or ""
+    in_columns = _column_text(fragments)
+    if in_columns is not None:
+        return in_columns
     if not any(sum(c.isalpha() for c in m.group(0)) >= 8 for m in _GLYPH_LINES.finditer(text)):
         return text
     laid_out = page.extract_text(extraction_mode="layout") or ""
     lines = (" ".join(line.split()) for line in laid_out.splitlines())
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+@dataclass(frozen=True)
+class _Fragment:
+    """A piece of a page's text as pypdf's text visitor reports it: where it starts (page space, points),
+    its font size there, and its text."""
+
+    x: float
+    y: float
+    size: float
+    text: str
+
+    @property
+    def end(self) -> float:
+        """Where it ends, estimated: half an em a character (pypdf gives no widths; Latin text averages so)."""
+        return self.x + len(self.text) * self.size * AVERAGE_CHAR_EMS
+
+
+AVERAGE_CHAR_EMS = 0.5
+COLUMN_MIN_ROWS = 3  # rows holding text in both columns, for a page to be read as two columns
+COLUMN_MIN_SHARE = 0.6  # of the rows holding more than one piece of text
+COLUMN_MIN_CHARS = 15  # a column's lines average this many characters: prose, not a table's cells
+
+
+def _collect_fragment(
+    fragments: list[_Fragment], text: str, cm: list[float], tm: list[float], font: object, size: float
+) -> None:
+    """pypdf's `visitor_text`: each piece of text with its position (the text matrix times the current
+    transformation matrix); a piece set at an angle gets size 0, so `_column_text` leaves its page."""
+    x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
+    y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
+    upright = abs(tm[1]) < 1e-6 and abs(tm[2]) < 1e-6 and abs(cm[1]) < 1e-6 and abs(cm[2]) < 1e-6
+    if text.strip():
+        fragments.append(_Fragment(x, y, float(size or 0) * abs(tm[0] * cm[0]) if upright else 0.0, text))
+
+
+def _column_text(fragments: list[_Fragment]) -> str | None:
+    """A page written in two columns line by line across the page, read as a reader reads it: the left
+    column, then the right, between the lines that span both (a centred title, a heading across the page).
+    None for any other page (one column, a table, text at an angle), which pypdf's own order reads right."""
+    if not fragments or any(f.size <= 0 or "\n" in f.text.strip("\n") for f in fragments):
+        return None
+    rows = _rows(fragments)
+    margin = Counter(round(row[0].x) for row in rows).most_common(1)[0][0]
+    gutter = _gutter(rows, margin)
+    if gutter is None:
+        return None
+    # how far the left column's lines reach, by the same estimate of widths: a line alone reaching past
+    # it (and past the gutter) spans the page
+    paired = sorted(max(f.end for f in row if f.x < gutter - 1) for row in rows if row[0].x < gutter - 1 <= row[-1].x)
+    reach = paired[(len(paired) - 1) * 9 // 10]
+    out: list[str] = []
+    left: list[str] = []
+    right: list[str] = []
+    for row in rows:
+        before = [f for f in row if f.x < gutter - 1]
+        after = [f for f in row if f.x >= gutter - 1]
+        end = max((f.end for f in before), default=0.0)
+        if before and not after and end > gutter and (before[0].x > margin + 2 * before[0].size or end > reach + 3 * before[0].size):
+            out += [*left, *right, _joined(row)]  # a line across the page ends the columns above it
+            left, right = [], []
+            continue
+        left += [_joined(before)] if before else []
+        right += [_joined(after)] if after else []
+    return "\n".join([*out, *left, *right])
+
+
+def _rows(fragments: list[_Fragment]) -> list[list[_Fragment]]:
+    """The fragments in lines, top to bottom, each line's left to right: a fragment within a third of its
+    font size of a line's height joins it."""
+    rows: list[list[_Fragment]] = []
+    for fragment in sorted(fragments, key=lambda f: (-f.y, f.x)):
+        if rows and abs(rows[-1][0].y - fragment.y) <= fragment.size / 3:
+            rows[-1].append(fragment)
+        else:
+            rows.append([fragment])
+    return [sorted(row, key=lambda f: f.x) for row in rows]
+
+
+def _gutter(rows: list[list[_Fragment]], margin: float) -> float | None:
+    """Where a page's right column starts: the one place, well right of the margin, where a later piece
+    of most lines of several pieces starts, with prose on both sides (lines of at least
+    `COLUMN_MIN_CHARS` on average) and no third column; None otherwise."""
+    split = [row for row in rows if len(row) > 1]
+    starts = Counter(round(f.x) for row in split for f in row[1:] if f.x - row[0].x >= 4 * f.size)
+    columns = [x for x, count in starts.items() if count >= COLUMN_MIN_ROWS]
+    if len(columns) != 1:  # none, or a table's several
+        return None
+    gutter = columns[0]
+    pairs = [
+        ([f for f in row if f.x < gutter - 1], [f for f in row if f.x >= gutter - 1])
+        for row in split
+        if any(abs(f.x - gutter) <= 1 for f in row)
+    ]
+    pairs = [(before, after) for before, after in pairs if before]
+    if len(pairs) < max(COLUMN_MIN_ROWS, COLUMN_MIN_SHARE * len(split)) or gutter - margin < 10 * split[0][0].size:
+        return None
+    if min(sum(len(_joined(side[i])) for side in pairs) / len(pairs) for i in (0, 1)) < COLUMN_MIN_CHARS:
+        return None
+    return float(gutter)
+
+
+def _joined(fragments: list[_Fragment]) -> str:
+    """Fragments of one line as one text: a space where a gap of a fifth of an em or more stands between
+    two that neither ends nor starts with one."""
+    text = ""
+    for i, fragment in enumerate(fragments):
+        piece = fragment.text.strip("\n")
+        if i and not text.endswith(" ") and not piece.startswith(" ") and fragment.x - fragments[i - 1].end >= fragment.size / 5:
+            text += " "
+        text += piece
+    return " ".join(text.split())
 
 
 def _join_hyphenated(text: str) -> str:
@@ -1878,10 +2039,13 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
                 raise error from None
             failed += 1
             continue
-        chars += len(text)
+        fields = _form_values(page)
+        chars += len(text) + len(fields)
         if chars > limits.max_text_chars:
             raise _too_much_text(name, limits)
         blocks.append(_Block(_join_hyphenated(text), page=number))
+        if fields:
+            blocks.append(_Block(fields, page=number))
     if failed == len(pages) and pages:
         raise IngestError(name, "is a corrupt or truncated PDF.")
     if failed:
@@ -1892,7 +2056,40 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         if not pages:
             raise IngestError(name, "is a corrupt or truncated PDF (it has no pages).")
         raise IngestError(name, "has no text layer (a scan?); please upload a PDF with selectable text.")
+    if all(_PAGE_NUMBER.fullmatch(b.text.strip()) for b in blocks if b.text.strip()):
+        raise IngestError(
+            name, "has no text layer but page numbers (a scan?); please upload a PDF with selectable text."
+        )
     return blocks
+
+
+# What a scanned PDF's text layer may hold when a scanner or a printer stamped it: a page number or folio
+# ('3', 'Page 3 of 12', 'iv', '- 3 -'), nothing to search.
+_PAGE_NUMBER = re.compile(r"[-\u2013\u2014\s]*(?:page\s*)?(?:\d{1,5}|[ivxlcdm]{1,8})(?:\s*(?:/|of)\s*\d{1,5})?[-\u2013\u2014\s]*", re.I)
+MAX_FORM_FIELDS = 1000  # per page: a form's fields, each a line, not a way around the element caps
+
+
+def _form_values(page: Any) -> str:
+    """A filled form's values on a page, one 'field: value' line each (the field's tooltip, else its
+    name): a viewer draws them from the form, not the page's content, so pypdf's text leaves them out
+    and 'Name:' was all a return said. Empty fields, unticked boxes and unreadable entries are left out."""
+    try:
+        annotations = page.get("/Annots") or []
+        widgets = [annot.get_object() for annot in list(annotations)[:MAX_FORM_FIELDS]]
+    except Exception as exc:  # a damaged annotation array: the page's text is read all the same
+        log.info("form fields unreadable: %r", exc)
+        return ""
+    lines = []
+    for widget in widgets:
+        if not hasattr(widget, "get") or widget.get("/Subtype") != "/Widget":
+            continue
+        field = widget if "/V" in widget or "/Parent" not in widget else widget["/Parent"].get_object()
+        value = field.get("/V")
+        label = str(field.get("/TU") or field.get("/T") or widget.get("/TU") or widget.get("/T") or "").strip()
+        shown = str(value).lstrip("/") if value is not None and not isinstance(value, (list, dict)) else ""
+        if shown and shown != "Off" and label:
+            lines.append(f"{label}: {shown}")
+    return "\n".join(dict.fromkeys(lines))
 
 
 def _unlock_pdf(name: str, reader: object, limits: LoadLimits) -> None:
@@ -1915,6 +2112,27 @@ def _unlock_pdf(name: str, reader: object, limits: LoadLimits) -> None:
 # ----------------------------------------------------------------------------------------------- docx
 
 
+# What a zip's stored 'mimetype' entry (OpenDocument, EPUB) says it is: the sentence refusing it as Word.
+_ZIP_MIMETYPES = {
+    "application/vnd.oasis.opendocument.text": "is an OpenDocument text (.odt, LibreOffice), not a Word document; "
+    "please save it as .docx.",
+    "application/epub+zip": "is an EPUB e-book, not a Word document.",
+}
+_ZIP_MIMETYPE_BYTES = 100
+
+
+def _not_word(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
+    """Why a zip is no Word document: what its 'mimetype' entry names it (an .odt, an EPUB), read only
+    when that entry is small, as those formats store it; else that it is some other zip archive."""
+    entry = next((info for info in infos if info.filename == "mimetype"), None)
+    mimetype = archive.read(entry).decode("ascii", "replace").strip() if entry and entry.file_size <= _ZIP_MIMETYPE_BYTES else ""
+    if mimetype in _ZIP_MIMETYPES:
+        return _ZIP_MIMETYPES[mimetype]
+    if mimetype.startswith("application/vnd.oasis.opendocument."):
+        return "is an OpenDocument file (LibreOffice), not a Word document."
+    return "is a zip archive but not a Word document."
+
+
 def _check_docx_zip(name: str, data: bytes, limits: LoadLimits) -> None:
     """Reject non-zips, corrupt zips, non-Word zips and zip/XML bombs before python-docx unpacks anything."""
     if not data.startswith(b"PK\x03\x04"):
@@ -1935,7 +2153,7 @@ def _check_docx_zip(name: str, data: bytes, limits: LoadLimits) -> None:
             infos = archive.infolist()
             _check_docx_sizes(name, infos, limits)
             if "word/document.xml" not in {info.filename for info in infos}:
-                raise IngestError(name, "is a zip archive but not a Word document.")
+                raise IngestError(name, _not_word(archive, infos))
             _scan_docx_xml(name, archive, infos, limits)
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error) as exc:
         log.info("%s: bad zip: %r", name, exc)
@@ -2544,6 +2762,11 @@ def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Visible text of an HTML page; h1-h6 set the heading path; scripts, styles and templates dropped.
     A page that is not UTF-8 is read in the encoding its <meta> declares."""
     text, notice = _decode_text(name, data, _html_charset(data))
+    return [*_html_blocks(name, text, limits), _Block("", notice=notice)]
+
+
+def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
+    """The visible text of an HTML page's text, in blocks (`_read_html`)."""
     text = text.replace(_CODE_MARK[-1], "")  # a noncharacter: never text, and the reader's own mark around code
     unclosed = text.find("<!--", text.rfind("-->") + 1)
     if unclosed >= 0:  # a browser hides an unclosed comment to the end; html.parser would show it as text
@@ -2556,9 +2779,124 @@ def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         with warnings.catch_warnings():  # short uploads like "a.html" trip a spurious "looks like a path"
             warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
             soup = BeautifulSoup(text, "html.parser")
-        return [*_HtmlWalker().walk(soup), _Block("", notice=notice)]
+        return _HtmlWalker().walk(soup)
     except RecursionError:
         raise IngestError(name, "is nested too deeply to read.") from None
     except Exception as exc:
         log.info("%s: HTML parse failed: %r", name, exc)
         raise IngestError(name, "could not be parsed as HTML.") from None
+
+
+# ---------------------------------------------------------------------------------------------- email
+
+# An email's header block: 'Name: value' lines (folded lines indented), From among them, then a blank line.
+_EMAIL_HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9-]{0,60}:[^\r\n]*\r?\n(?:[ \t][^\r\n]*\r?\n)*")
+_EMAIL_NEEDS = (b"from", b"content-type", b"mime-version", b"content-transfer-encoding")
+_EMAIL_SHOWN = ("From", "To", "Cc", "Date")  # header lines kept above the body: who wrote it, to whom, when
+EMAIL_SCAN_BYTES = 1 << 16
+
+
+def _is_email(data: bytes) -> bool:
+    """Whether a .txt holds an email as a mail program saves it: a header block naming its sender and
+    its MIME type or encoding, then a blank line (its body may be base64, which no reader can search)."""
+    head = data[:EMAIL_SCAN_BYTES].removeprefix(b"\xef\xbb\xbf")
+    names, at = set(), 0
+    while (found := _EMAIL_HEADER.match(head, at)) is not None:
+        names.add(found.group(0).split(b":", 1)[0].lower())
+        at = found.end()
+    ended = head[at : at + 2] in (b"\n", b"\r\n") or head[at : at + 1] == b"\n"
+    return ended and b"from" in names and any(name in names for name in _EMAIL_NEEDS[1:])
+
+
+def _read_email(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
+    """An email's subject (its heading), sender, recipients and date, and its text body: the plain text
+    part, else the HTML part's visible text, its transfer encoding (base64, quoted-printable) and charset
+    undone. Attachments are not read (a notice counts them)."""
+    import email
+    from email import policy
+
+    try:
+        message = email.message_from_bytes(data, policy=policy.default)
+        subject = " ".join(str(message.get("subject", "") or "").split())
+        shown = [f"{field}: {' '.join(str(message[field]).split())}" for field in _EMAIL_SHOWN if message[field]]
+        body = message.get_body(preferencelist=("plain", "html"))
+        content = body.get_content() if body is not None else ""
+        attachments = sum(1 for _ in message.iter_attachments()) if message.is_multipart() else 0
+    except RecursionError:
+        raise IngestError(name, "is nested too deeply to read.") from None
+    except Exception as exc:  # an unknown charset, a damaged MIME structure
+        log.info("%s: email parse failed: %r", name, exc)
+        raise IngestError(name, "could not be read as an email (its MIME structure or charset is damaged).") from None
+    if not isinstance(content, str) or not content.strip():
+        raise IngestError(name, "is an email with no text body (only attachments?).")
+    heading = (_clean_heading(subject),) if subject else ()
+    blocks = [_Block(subject, heading=heading)] if subject else []
+    blocks.append(_Block("\n".join(shown), heading=heading))
+    if body.get_content_type() == "text/html":
+        blocks += [replace(block, heading=heading + block.heading) for block in _html_blocks(name, content, limits)]
+    else:
+        blocks.append(_Block(content, heading=heading))
+    if attachments:
+        blocks.append(_Block("", notice=f"{counted(attachments, 'attachment')} not read"))
+    return blocks
+
+
+# ------------------------------------------------------------------------------------------- notebook
+
+_NOTEBOOK_OPENING = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"(?:cells|metadata|nbformat(?:_minor)?)"\s*:')
+_BACKTICK_RUN = re.compile(r"`{3,}")
+
+
+def _is_notebook(data: bytes) -> bool:
+    """Whether a .txt holds a Jupyter notebook's JSON (its first key one a notebook opens with, and it
+    names its format version)."""
+    return bool(_NOTEBOOK_OPENING.match(data)) and b'"nbformat"' in data
+
+
+def _read_notebook(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
+    """A Jupyter notebook as the Markdown it shows: Markdown cells as written, code cells as fenced blocks
+    in the notebook's language (a fence longer than any backtick run inside), raw cells as text. Outputs
+    are not read (results and pictures, not the author's words): a notice counts the cells that had them."""
+    import json
+
+    text, notice = _decode_text(name, data)
+    try:
+        notebook = json.loads(text)
+        cells = notebook["cells"] if isinstance(notebook, dict) else None
+    except RecursionError:
+        raise IngestError(name, "is nested too deeply to read.") from None
+    except (ValueError, KeyError):
+        cells = None
+    if not isinstance(cells, list):
+        raise IngestError(name, "is not a valid Jupyter notebook (its JSON is damaged or has no cells).")
+    language = _notebook_language(notebook)
+    parts: list[str] = []
+    with_output = 0
+    for cell in cells:
+        if not isinstance(cell, dict):
+            continue
+        source = cell.get("source", "")
+        source = "".join(piece for piece in source if isinstance(piece, str)) if isinstance(source, list) else str(source)
+        with_output += bool(cell.get("outputs"))
+        if cell.get("cell_type") == "code" and source.strip():
+            fence = "`" * max([3, *(len(run) + 1 for run in _BACKTICK_RUN.findall(source))])
+            parts.append(f"{fence}{language}\n{source.strip(chr(10))}\n{fence}")
+        elif source.strip():
+            parts.append(source)
+    blocks = _markdown_blocks("\n\n".join(parts))
+    if with_output:
+        blocks.append(_Block("", notice=f"the outputs of {counted(with_output, 'cell')} not read"))
+    return [_Block("", notice=notice), *blocks]
+
+
+def _notebook_language(notebook: dict[str, Any]) -> str:
+    """The notebook's programming language, for its code fences' info string ('' when it names none)."""
+    metadata = notebook.get("metadata")
+    info = metadata.get("language_info") if isinstance(metadata, dict) else None
+    kernel = metadata.get("kernelspec") if isinstance(metadata, dict) else None
+    for source in (info, kernel):
+        if isinstance(source, dict) and isinstance(source.get("name" if source is info else "language"), str):
+            word = source["name" if source is info else "language"].strip().lower()
+            if re.fullmatch(r"[a-z0-9+#._-]{1,30}", word):
+                return word
+    return ""

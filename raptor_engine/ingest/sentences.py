@@ -305,14 +305,18 @@ class SentenceSpan:
 
 
 def sentence_spans(
-    texts: Sequence[str], count_tokens_batch: Callable[[list[str]], list[int]]
+    texts: Sequence[str],
+    count_tokens_batch: Callable[[list[str]], list[int]],
+    code: Sequence[bool] = (),
 ) -> list[list[SentenceSpan]]:
-    """Each text's sentences (as `sentences_of` splits them) with their token counts, counted in one batch.
+    """Each text's sentences (as `sentences_of` splits them; `code[i]` for a leaf wholly of code) with
+    their token counts, counted in one batch.
 
     Each sentence is counted as it stands in the text, which is how a shortened node quotes it, and how
     chunking counted it already (the counts are remembered, see `Embedder.count_tokens_batch`).
     """
-    split = [sentences_of(text) for text in checked(texts, every=64)]
+    flags = list(code) or [False] * len(texts)
+    split = [sentences_of(text, flag) for text, flag in checked(zip(texts, flags, strict=True), every=64)]
     counts = iter(
         count_tokens_batch(
             [text[s.start : s.end] for text, sentences in zip(texts, split, strict=True) for s in sentences]
@@ -367,10 +371,10 @@ def _whole_quotations(text: str, spans: list[tuple[int, int]]) -> list[tuple[int
     return joined
 
 
-def sentences_of(text: str) -> list[Sentence]:
+def sentences_of(text: str, code: bool = False) -> list[Sentence]:
     """The sentences of `text` (the whole text when it has no sentence break), whitespace collapsed;
-    a quotation of several sentences stays one."""
-    spans = _whole_quotations(text, split_sentences(text)) or ([(0, len(text))] if text.strip() else [])
+    a quotation of several sentences stays one. A `code` text (`Chunk.code`) is one sentence a line."""
+    spans = _whole_quotations(text, split_sentences(text, code)) or ([(0, len(text))] if text.strip() else [])
     out = []
     for start, end in spans:
         piece = " ".join(text[start:end].split())

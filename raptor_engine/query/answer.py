@@ -534,7 +534,7 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
         header: list[str] | None = None  # the first row of the table being read, if any
         section = _section_terms(node)
         placed = node.layer > 0 or len(node.heading) >= 2
-        for whole in sentences_of(node.text):
+        for whole in sentences_of(node.text, node.code):
             for sentence, speaker in _spoken(node, whole, speakers, labels):
                 cells = table_cells(sentence.text)
                 if cells is not None:
@@ -2394,7 +2394,7 @@ class ExtractiveAnswerer:
         for c, score in zip(candidates, scores, strict=True):
             held[c.position - 1][c.key] = score
         for i, node in enumerate(nodes):
-            for s in sentences_of(node.text):
+            for s in sentences_of(node.text, node.code):
                 key = sentence_key(strip_bullet(s.text))
                 if key in by_key:
                     held[i].setdefault(key, by_key[key])
@@ -2540,15 +2540,15 @@ def _with_next_sentence(
         return candidate
     if candidate.transcript and candidate.node.layer > 0:  # a summary's neighbours are other turns
         return candidate
-    text, own = candidate.node.text, candidate.sentence
-    sentences = sentences_of(text)
+    text, own, code = candidate.node.text, candidate.sentence, candidate.node.code
+    sentences = sentences_of(text, code)
     if REFERS_BACK.search(candidate.text):
         before = [s for s in sentences if s.end <= own.start]
-        if before and _joinable(text, before[-1], own, before[-1], picked, candidate.transcript):
+        if before and _joinable(text, before[-1], own, before[-1], picked, candidate.transcript, code):
             earlier = before[-1].text[label_end(before[-1].text) :] if candidate.transcript else before[-1].text
             return _joined(candidate, before[-1].start, own.end, f"{earlier} {candidate.text}")
     following = [s for s in sentences if s.start >= own.end]
-    if following and _joinable(text, own, following[0], following[0], picked, candidate.transcript):
+    if following and _joinable(text, own, following[0], following[0], picked, candidate.transcript, code):
         return _joined(candidate, own.start, following[0].end, f"{candidate.text} {following[0].text}")
     return candidate
 
@@ -2589,15 +2589,16 @@ def _joinable(
     added: Sentence,
     picked: list[_Candidate],
     transcript: bool = False,
+    code: bool = False,
 ) -> bool:
     """Whether two neighbouring sentences of a node read as one quote: the same paragraph (in a
     `transcript`, the same turn: the same line of a leaf), the one `added` to the quote neither cut
     short, a heading, a list item, nor quoted already, nor in a transcript only filler (in a story
-    "Indeed?" is a line of dialogue)."""
+    "Indeed?" is a line of dialogue). `code`: the node is a leaf wholly of code (`Chunk.code`)."""
     between = text[first.end : second.start]
     if "\n\n" in between or (transcript and "\n" in between):
         return False
-    if "\n" in between and (in_code(text, first.start) or in_code(text, second.start)):
+    if "\n" in between and (in_code(text, first.start, code) or in_code(text, second.start, code)):
         return False  # a line of code is quoted alone: joined to the next it is other code
     said = added.text[label_end(added.text) :] if transcript else added.text  # a picked quote's key has no label
     if added.cut_short or is_heading(added.text) or (transcript and is_filler(said)):

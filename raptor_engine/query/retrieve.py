@@ -142,6 +142,7 @@ def _context_node(node: StoredNode, score: float) -> ContextNode:
         start=node.start,
         end=node.end,
         page_marks=node.page_marks,
+        code=node.code,
     )
 
 

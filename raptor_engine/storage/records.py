@@ -35,6 +35,7 @@ class NewNode:
     heading: tuple[str, ...] = ()
     page_marks: tuple[tuple[int, int], ...] = ()  # where each page begins in `text` (leaves)
     sentences: list[SentenceSpan] | None = None  # stored for retrieval (see `sentences.sentence_spans`)
+    code: bool = False  # a leaf wholly inside a block of code (`Chunk.code`)
 
 
 @dataclass
@@ -81,6 +82,7 @@ class StoredNode:
     heading: tuple[str, ...]
     page_marks: tuple[tuple[int, int], ...] = ()
     sentences: str | None = None  # stored sentence spans, JSON (`sentences.decode_spans`); None if older
+    code: bool = False  # a leaf wholly inside a block of code (`Chunk.code`)
 
 
 @dataclass

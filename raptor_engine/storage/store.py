@@ -216,6 +216,15 @@ class Store(MessageStoreMixin):
         ).fetchone()
         return next((d for d in self.documents(kb_id) if d.id == row[0]), None) if row else None
 
+    def document_by_words(self, kb_id: int, words_sha256: str) -> DocumentInfo | None:
+        """The earliest document stored before the words' fingerprint existed whose words have this one
+        (ingest/load.py `words_fingerprint`; NULL for documents stored since)."""
+        row = self.db.execute(
+            "SELECT id FROM documents WHERE kb_id = ? AND words_sha256 = ? ORDER BY added_at, id LIMIT 1",
+            [kb_id, words_sha256],
+        ).fetchone()
+        return next((d for d in self.documents(kb_id) if d.id == row[0]), None) if row else None
+
     def find_document(self, kb_id: int, name_or_sha: str) -> DocumentInfo:
         """A document by exact name (or the same name in another Unicode normal form), or by a sha256 prefix
         of at least MIN_SHA_PREFIX characters (a shorter one that matches is refused as too short)."""
@@ -252,12 +261,12 @@ class Store(MessageStoreMixin):
     def _node_rows(self, where: str, params: list[Any]) -> list[StoredNode]:
         rows = self.db.execute(
             "SELECT n.id, n.kb_id, n.doc_id, d.name, n.layer, n.kind, n.text, n.tokens, n.leaf_count, "
-            'n.start, n."end", n.page, n.heading, n.page_marks, n.sentences FROM nodes n '
+            'n.start, n."end", n.page, n.heading, n.page_marks, n.sentences, n.code FROM nodes n '
             f"LEFT JOIN documents d ON d.id = n.doc_id WHERE {where}",
             params,
         ).fetchall()
         return [
-            StoredNode(*r[:12], tuple(json.loads(r[12])), tuple(tuple(m) for m in json.loads(r[13])), r[14])
+            StoredNode(*r[:12], tuple(json.loads(r[12])), tuple(tuple(m) for m in json.loads(r[13])), r[14], bool(r[15]))
             for r in rows
         ]
 
@@ -489,6 +498,7 @@ class Store(MessageStoreMixin):
                     "spans": json.dumps(node_spans),
                     "page_marks": json.dumps([list(m) for m in node.page_marks]),
                     "sentences": None if node.sentences is None else encode_spans(node.sentences),
+                    "code": int(node.code),
                 }
             )
             edges += [{"parent_id": node_id, "child_id": ids[c], "kb_id": kb_id} for c in node.children]

@@ -163,6 +163,42 @@ def m008_document_text_fingerprint(db: sqlite_utils.Database) -> None:
         db.execute("ALTER TABLE documents ADD COLUMN text_sha256 TEXT")
     db.execute("CREATE INDEX IF NOT EXISTS documents_text ON documents(kb_id, text_sha256)")
 
+
+@store_migrations
+def m009_document_words_fingerprint(db: sqlite_utils.Database) -> None:
+    """Each document stored so far gets the fingerprint of its words (ingest/load.py `words_fingerprint`),
+    read from its leaves in order (each leaf from where the one before it ended): its `text_sha256` was
+    computed by the loader of its day, which wrote fenced code otherwise (and documents from before m008
+    have none), so an upload of it under other bytes would be stored a second time. The leaves hold every
+    word of the text, so the words' fingerprint is exact where the text's cannot be rebuilt. Documents
+    stored after this step keep NULL: they are matched by `text_sha256`, which counts line breaks."""
+    from ..ingest.load import words_fingerprint
+
+    columns = {row[1] for row in db.execute("PRAGMA table_info(documents)").fetchall()}
+    if "words_sha256" not in columns:
+        db.execute("ALTER TABLE documents ADD COLUMN words_sha256 TEXT")
+    for (doc_id,) in db.execute("SELECT id FROM documents WHERE words_sha256 IS NULL").fetchall():
+        leaves = db.execute(
+            'SELECT text, start, "end" FROM nodes WHERE doc_id = ? AND layer = 0 ORDER BY start, id', [doc_id]
+        ).fetchall()
+        reached, parts = 0, []
+        for text, start, end in leaves:
+            skip = max(0, reached - start) if start is not None else 0
+            parts.append(text[skip:])
+            reached = max(reached, end if end is not None else reached)
+        db.execute("UPDATE documents SET words_sha256 = ? WHERE id = ?", [words_fingerprint("\n".join(parts)), doc_id])
+    db.execute("CREATE INDEX IF NOT EXISTS documents_words ON documents(kb_id, words_sha256)")
+
+
+@store_migrations
+def m010_node_code(db: sqlite_utils.Database) -> None:
+    """Whether a leaf lies wholly inside a block of code (`Chunk.code`): such a leaf holds no fence to tell
+    it by, so its unindented lines would read as prose. 0 for the leaves stored before this step (read
+    as they were)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(nodes)").fetchall()}
+    if "code" not in columns:
+        db.execute("ALTER TABLE nodes ADD COLUMN code INTEGER NOT NULL DEFAULT 0")
+
 @summary_cache_migrations
 def m001_summary_cache(db: sqlite_utils.Database) -> None:
     """LLM summaries by the sha256 of everything that shapes them (see `llm_cache.summary_cache_key`)."""

@@ -85,6 +85,7 @@ async def _embed_beside_sentences(
     report: Callable[[int, int], None] | None = None,
     *,
     sentences_of: list[str] | None = None,
+    code: list[bool] | None = None,
 ) -> tuple[np.ndarray, list[list[SentenceSpan]]]:
     """The texts' vectors and the stored sentences of `sentences_of` (default: the same texts), computed
     at the same time on two threads.
@@ -94,7 +95,9 @@ async def _embed_beside_sentences(
     """
     return await asyncio.gather(
         asyncio.to_thread(embedder.embed, texts, report, token_counts=counts),
-        asyncio.to_thread(sentence_spans, texts if sentences_of is None else sentences_of, embedder.count_tokens_batch),
+        asyncio.to_thread(
+            sentence_spans, texts if sentences_of is None else sentences_of, embedder.count_tokens_batch, code or ()
+        ),
     )
 
 
@@ -125,7 +128,7 @@ async def embed_leaves(
 
     texts = [c.text for c in chunks]
     tokens = [c.tokens for c in chunks]
-    vectors, sentences = await _embed_beside_sentences(embedder, texts, tokens, report)
+    vectors, sentences = await _embed_beside_sentences(embedder, texts, tokens, report, code=[c.code for c in chunks])
     return [
         NewNode(
             key=i,
@@ -140,6 +143,7 @@ async def embed_leaves(
             heading=tuple(c.heading),
             page_marks=c.page_marks,
             sentences=sentences[i],
+            code=c.code,
         )
         for i, c in enumerate(chunks)
     ]
@@ -192,6 +196,7 @@ async def summarize_clusters(
     requests = [
         SummaryRequest(
             texts=[members[i].text for i in cluster],
+            code=[getattr(members[i], "code", False) for i in cluster],
             embeddings=np.vstack([members[i].embedding for i in cluster]).astype(np.float32),
             max_tokens=summary_budget(
                 sum(members[i].tokens for i in cluster), settings.summary_ratio, max_tokens

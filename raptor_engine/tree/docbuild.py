@@ -19,7 +19,7 @@ from ..config import Settings
 from ..errors import IngestError, LimitError
 from ..ingest.budget import current_budget
 from ..ingest.chunk import chunk_document
-from ..ingest.load import LoadLimits, document_fingerprint
+from ..ingest.load import LoadLimits, document_fingerprint, words_fingerprint
 from ..ingest.parse_worker import ParseStats, WorkerLimits, load_isolated
 from ..storage.records import NewNode
 from ..types import Chunk, LoadedDocument, Progress, ProgressCallback, Summarizer
@@ -46,6 +46,7 @@ class DocumentTree:
     parse: ParseStats = field(default_factory=ParseStats)
     notices: tuple[str, ...] = ()  # the loaded document's (LoadedDocument.notices)
     text_sha256: str = ""  # the loaded text's fingerprint (load.document_fingerprint): the same document re-saved
+    words_sha256: str = ""  # its words' (load.words_fingerprint): a document an earlier loader stored
 
 
 def parse_limits(settings: Settings) -> WorkerLimits:
@@ -111,7 +112,7 @@ async def build_document(
     embedder: Embedder | Awaitable[Embedder],
     summarizer: Summarizer | Awaitable[Summarizer],
     progress: ProgressCallback | None = None,
-    loaded: Callable[[str], None] | None = None,
+    loaded: Callable[[str, str], None] | None = None,
     leaves_ready: Callable[[list[NewNode]], None] | None = None,
 ) -> DocumentTree:
     """Read (in the parse child), chunk, embed, cluster and summarise one upload; `held` is how many
@@ -129,7 +130,7 @@ async def build_document(
     log.info("read %s in %.2f s (parse child peak %.0f MB)", name, stats.seconds, stats.peak_rss_mb)
     fingerprinted: list[asyncio.Future[str]] = []
     if loaded:
-        loaded(document_fingerprint(doc))
+        loaded(document_fingerprint(doc), words_fingerprint(doc.text))
     else:  # nothing to check it against now: it is computed beside the leaf layer's clustering
         leaves_ready = _fingerprint_beside(doc, fingerprinted, leaves_ready)
     embedder, summarizer = await _ready(embedder), await _ready(summarizer)
@@ -173,7 +174,7 @@ async def build_document(
         for future in fingerprinted:  # a failed build still waits for its thread, so nothing runs on behind it
             await asyncio.wait([future])
     fingerprint = fingerprinted[0].result() if fingerprinted else document_fingerprint(doc)
-    return DocumentTree(tree, chunks, doc.format, stats, doc.notices, fingerprint)
+    return DocumentTree(tree, chunks, doc.format, stats, doc.notices, fingerprint, words_fingerprint(doc.text))
 
 
 def _fingerprint_beside(

@@ -81,7 +81,7 @@ class ExtractiveSummarizer:
     def summarize_all(self, requests: list[SummaryRequest]) -> list[Summary]:
         """Summaries of a whole layer; token counting is batched across it (one tokenizer call each way)."""
         # A build checkpoint (budget.py) before each cluster of every pass.
-        clusters = [_sentences(r.texts) for r in checked(requests, every=1)]
+        clusters = [_sentences(r.texts, r.code) for r in checked(requests, every=1)]
         for sentences, request in checked(zip(clusters, requests, strict=True), every=1):
             if sentences:
                 _score(sentences, _child_centrality(request.embeddings, len(request.texts)))
@@ -264,20 +264,22 @@ def _largest_true(predicate: Callable[[int], bool], upper: int) -> int:
     return low
 
 
-def _sentences(texts: list[str]) -> list[_Sentence]:
+def _sentences(texts: list[str], code: list[bool] | None = None) -> list[_Sentence]:
     """Every child's sentences, whitespace collapsed, tagged with (child, position) for source order. A
     child's lines of code are left out where it has prose to summarise it by: a summary is read as
-    sentences, and a line of code among them reads as other code (a code block alone keeps its lines)."""
+    sentences, and a line of code among them reads as other code (a code block alone keeps its lines).
+    `code[i]`: child i is a leaf wholly of code (`Chunk.code`), every line of it code."""
     out: list[_Sentence] = []
+    flags = code or [False] * len(texts)
     for child, text in enumerate(texts):
-        spans = split_sentences(text) or ([(0, len(text))] if text.strip() else [])
+        spans = split_sentences(text, flags[child]) or ([(0, len(text))] if text.strip() else [])
         spoken = turns(text)
         found: list[_Sentence] = []
         for position, (start, end) in enumerate(spans):
             sentence = " ".join(text[start:end].split())
             if sentence and not _cue_lines_only(sentence, text[start:end]):
                 said = _with_speaker(sentence, spoken, start)
-                found.append(_Sentence(child, position, said, content_terms(sentence), code=in_code(text, start)))
+                found.append(_Sentence(child, position, said, content_terms(sentence), code=in_code(text, start, flags[child])))
         prose = [sentence for sentence in found if not sentence.code]
         out.extend(prose or found)
     return out
