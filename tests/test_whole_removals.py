@@ -155,6 +155,27 @@ async def test_a_message_removal_cut_short_is_finished_at_the_next_start(tmp_pat
     engine.close()
 
 
+async def test_a_thread_exchange_written_after_its_messages_removal_is_redacted(tmp_path, embedder):
+    """The thread's side of the race: a follow-up's answer drew on a message that is deleted (and its removal
+    finished) while the answer is made; the exchange written after that loses it as the redaction would
+    have done, cited or not, and the other exchanges are kept."""
+    engine = open_engine(tmp_path, embedder)
+    messages = history(12)
+    messages[3] = message(3, f"My locker combination is {SECRET}, please keep it between us.")
+    await engine.add_messages(KB, MessagePlace(400, "general"), messages)
+    state = BotState(engine.spaces)
+    await state.add_thread(ThreadRecord(THREAD, KB, 1, 2), opened_by="alice")
+    kept = [Turn("user", "who wrote first?"), Turn("assistant", "Someone.")]
+    await state.add_turns(1, THREAD, kept, message_ids=[messages[1].message_id])
+    await MessageSync(services_of(engine, state))._remove(KB, {messages[3].message_id})
+    leaked = [Turn("user", "what is the combination?"), Turn("assistant", f"It is {SECRET}.")]
+    await state.add_turns(1, THREAD, leaked, message_ids=[messages[2].message_id, messages[3].message_id])
+    assert [t.content for t in await state.history(1, THREAD)] == ["who wrote first?", "Someone.", REDACTED, REDACTED]
+    assert SECRET not in bot_rows(engine) and pending(engine) == 0
+    state.close()
+    engine.close()
+
+
 async def test_a_journal_that_fails_leaves_the_document_in_place(engine):
     """The record and the removal are one transaction: neither without the other."""
 
