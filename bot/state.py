@@ -1072,7 +1072,7 @@ def _finish_removals(db: Any, kb: str | None) -> int:
     where, params = ("pending is not null and kb = ?", [kb]) if kb is not None else ("pending is not null", [])
     rows = db.execute(f"select id, kb, note, pending from bot_removals where {where} order by id", params).fetchall()
     for row_id, row_kb, note, pending in rows:
-        redaction = Redaction.loads(pending)
+        redaction = Redaction.loads(pending) if isinstance(note, str) else None  # a blob note: not JSON's
         if redaction is None:
             log.warning("a removal recorded in %s could not be read; its redaction is skipped", row_kb)
         else:
@@ -1090,9 +1090,11 @@ def _without_removed_since(db: Any, kb: str, since: float, nodes: list[dict[str,
     for note, source, raw in db.execute(
         "select note, source, nodes from bot_removals where kb = ? and at >= ? order by id", [kb, since]
     ).fetchall():
+        if not isinstance(note, str) or not isinstance(source, str | None):  # a store from elsewhere
+            continue
         try:
             ids = json.loads(raw)
-        except ValueError:
+        except (ValueError, TypeError, RecursionError):
             continue
         for i in ids if isinstance(ids, list) else []:
             if _is_id(i):
