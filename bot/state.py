@@ -124,9 +124,10 @@ _CONTENT_UNLESS_REMOVED = (
 # Whether a chat message an exchange's answer drew on (params: their ids as JSON, the thread) is no longer held
 # by the thread's knowledge base when the exchange is written: it was removed while the answer was being
 # made, after that removal's redaction ran (`_redact_turns`), which would have replaced the exchange whole.
+# One primary-key look-up a message (not a scan of the knowledge base's messages).
 _SOURCE_REMOVED = (
-    "EXISTS (SELECT 1 FROM json_each(?) j WHERE j.value NOT IN (SELECT m.message_id FROM messages m "
-    "JOIN kbs k ON k.id = m.kb_id JOIN bot_threads h ON h.kb = k.name WHERE h.thread_id = ?))"
+    "EXISTS (SELECT 1 FROM json_each(?) j WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.message_id = j.value "
+    "AND m.kb_id = (SELECT k.id FROM kbs k JOIN bot_threads h ON h.kb = k.name WHERE h.thread_id = ?)))"
 )
 REMOVED_MESSAGE = "(This text came from a message that was deleted or whose author asked to be forgotten.)"
 
