@@ -375,15 +375,16 @@ async def handle_deleted_questions(
 
 
 UNKNOWN_CHANNEL = 10003  # Discord's error code: the thread itself is gone
+UNKNOWN_MESSAGE = 10008  # ... the message is gone; any other 404 (no code: a proxy's page) tells nothing
 
 
 async def reconcile_questions(services: Services, channel_for: Callable[[int, int], Any]) -> int:
     """At start: questions members deleted while the bot was down leave their threads' memory with their
     answers, as `handle_deleted_questions` takes them when the deletion is seen. Bounded: the most recently
     active threads only (`BotState.recent_questions`), one message fetch per question their follow-ups are
-    given, one at a time (discord.py waits out rate limits). A 404 is a deleted question (a deleted thread:
-    the thread is forgotten); a thread that cannot be read is passed over, logged. Returns how many
-    questions were found deleted."""
+    given, one at a time (discord.py waits out rate limits). Discord's "Unknown Message" is a deleted
+    question ("Unknown Channel": the thread is forgotten); any other failure, a 404 without either code
+    included, passes the thread over, logged. Returns how many questions were found deleted."""
     deleted = 0
     for record, message_ids in await services.state.recent_questions():
         channel = channel_for(record.guild_id, record.thread_id)
@@ -396,6 +397,9 @@ async def reconcile_questions(services: Services, channel_for: Callable[[int, in
                     await services.state.forget_thread(record.guild_id, record.thread_id)
                     log.info("thread %s was deleted while the bot was down; forgotten", record.thread_id)
                     gone.clear()
+                    break
+                if error.code != UNKNOWN_MESSAGE:
+                    log.warning("cannot check the questions of thread %s (%s); left as they are", record.thread_id, error)
                     break
                 gone.add(message_id)
             except discord.HTTPException as error:

@@ -121,6 +121,17 @@ _CONTENT_UNLESS_REMOVED = (
 )
 
 
+# Whether a chat message an exchange's answer drew on (params: their ids as JSON, the thread) is no longer held
+# by the thread's knowledge base when the exchange is written: it was removed while the answer was being
+# made, after that removal's redaction ran (`_redact_turns`), which would have replaced the exchange whole.
+# One primary-key look-up a message (not a scan of the knowledge base's messages).
+_SOURCE_REMOVED = (
+    "EXISTS (SELECT 1 FROM json_each(?) j WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.message_id = j.value "
+    "AND m.kb_id = (SELECT k.id FROM kbs k JOIN bot_threads h ON h.kb = k.name WHERE h.thread_id = ?)))"
+)
+REMOVED_MESSAGE = "(This text came from a message that was deleted or whose author asked to be forgotten.)"
+
+
 def _content_params(content: str, cited: CitedNodes | None) -> list[str]:
     """The parameters of `_CONTENT_UNLESS_REMOVED` for a turn of `content` citing `cited`."""
     nodes = json.dumps([int(i) for i in cited.of_documents]) if cited is not None else "[]"
@@ -571,7 +582,8 @@ class BotState:
         posted: Sequence[Sequence[int]] = (),
         cited: CitedNodes | None = None,
     ) -> None:
-        """One exchange's turns; `message_ids`: the chat messages its answer drew on (`redact_removed`);
+        """One exchange's turns; `message_ids`: the chat messages its answer drew on (`redact_removed`; one
+        removed since, no longer held by the thread's knowledge base, makes the exchange `REMOVED_MESSAGE`);
         `posted`: each turn's own Discord messages (the question, the answer's messages), for replies;
         `cited`: the answer's cited nodes, whose documents its turn records in the same transaction
         (`removed_cited`)."""
@@ -579,13 +591,16 @@ class BotState:
         own = [json.dumps([int(i) for i in ids]) if ids else None for ids in posted] + [None] * len(turns)
         sql = (
             "INSERT INTO bot_turns (thread_id, role, content, created_at, message_ids, posted_ids, documents)"
-            f" VALUES (?, ?, {_CONTENT_UNLESS_REMOVED}, ?, ?, ?, {_DOCUMENTS_OF_NODES})"
+            f" VALUES (?, ?, CASE WHEN {_SOURCE_REMOVED} THEN ? ELSE {_CONTENT_UNLESS_REMOVED} END, ?,"
+            f" CASE WHEN {_SOURCE_REMOVED} THEN NULL ELSE ? END, ?, {_DOCUMENTS_OF_NODES})"
         )
+        removed = [sources, thread_id]
         statements = []
         for i, t in enumerate(turns):
             of_answer = cited if t.role == "assistant" else None
-            content = _content_params(t.content, of_answer)
-            statements.append((sql, [thread_id, t.role, *content, _now(), sources, own[i], *_documents_params(of_answer)]))
+            content = [*removed, REMOVED_MESSAGE, *_content_params(t.content, of_answer)]
+            params = [thread_id, t.role, *content, _now(), *removed, sources, own[i], *_documents_params(of_answer)]
+            statements.append((sql, params))
         await self._write(self.space_of_guild(guild_id), statements, also=_told_by(thread_id, cited))
 
     async def recent_questions(
@@ -1058,7 +1073,7 @@ def _finish_removals(db: Any, kb: str | None) -> int:
     where, params = ("pending is not null and kb = ?", [kb]) if kb is not None else ("pending is not null", [])
     rows = db.execute(f"select id, kb, note, pending from bot_removals where {where} order by id", params).fetchall()
     for row_id, row_kb, note, pending in rows:
-        redaction = Redaction.loads(pending)
+        redaction = Redaction.loads(pending) if isinstance(note, str) else None  # a blob note: not JSON's
         if redaction is None:
             log.warning("a removal recorded in %s could not be read; its redaction is skipped", row_kb)
         else:
@@ -1076,9 +1091,11 @@ def _without_removed_since(db: Any, kb: str, since: float, nodes: list[dict[str,
     for note, source, raw in db.execute(
         "select note, source, nodes from bot_removals where kb = ? and at >= ? order by id", [kb, since]
     ).fetchall():
+        if not isinstance(note, str) or not isinstance(source, str | None):  # a store from elsewhere
+            continue
         try:
             ids = json.loads(raw)
-        except ValueError:
+        except (ValueError, TypeError, RecursionError):
             continue
         for i in ids if isinstance(ids, list) else []:
             if _is_id(i):

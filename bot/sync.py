@@ -30,11 +30,12 @@ from raptor_engine.ingest.messages import ChatMessage, MessagePlace
 from .kb import guild_prefix, kb_for_channel, parse_kb_name
 from .messages import add_chats, chat_message, place_of
 from .services import Services
+from .state import REMOVED_MESSAGE
 
 log = logging.getLogger(__name__)
 
 DELETED_REMEMBERED = 10_000  # ids of deleted messages kept, so a late edit event cannot add one back
-REDACTED = "(This text came from a message that was deleted or whose author asked to be forgotten.)"
+REDACTED = REMOVED_MESSAGE  # what a removed message's text becomes in saved answers and thread turns
 
 
 def guild_of(kb: str) -> int:

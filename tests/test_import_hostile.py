@@ -175,6 +175,16 @@ def _thread_turn(posted_ids: str, column: str = "posted_ids") -> Callable[[sqlit
     return edit
 
 
+def _removal(at: str, nodes: str = "[1, 2]") -> Callable[[sqlite3.Connection], None]:
+    """A database edit: the bot's tables, and one finished removal record dated by SQL `at`, of `nodes`."""
+
+    def edit(conn: sqlite3.Connection) -> None:
+        bot_migrations.apply(sqlite_utils.Database(conn))
+        conn.execute(f"INSERT INTO bot_removals (kb, at, note, nodes) VALUES ('{KB}', {at}, 'gone', ?)", [nodes])
+
+    return edit
+
+
 def _corrupt(data: bytes) -> bytes:
     """Garbage over every page after the first: the header and schema read, the b-trees do not."""
     page = int.from_bytes(data[16:18], "big")
@@ -320,6 +330,18 @@ HOSTILE = {
     "a thread turn's message_ids that is an object": (
         dict(db_edit=_thread_turn('{"a": 1}', "message_ids")),
         "(message_ids) is not a list of message ids",
+    ),
+    "a removal record of the year 5000 (every later answer checked against it, kept for good)": (
+        dict(db_edit=_removal("95617584000.0")),
+        "its database has 1 removal records (bot_removals) dated after now or by no number",
+    ),
+    "a removal record dated by a text (greater than every number in SQLite)": (
+        dict(db_edit=_removal("'soon'")),
+        "removal records (bot_removals) dated after now or by no number",
+    ),
+    "a removal record whose nodes are not ids": (
+        dict(db_edit=_removal("1.0", '[1, "all"]')),
+        "(bot_removals.nodes) is not a list of node ids",
     ),
     "a node of 100,000 characters": (
         dict(db_edit=lambda c: c.execute(

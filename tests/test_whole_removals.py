@@ -155,6 +155,27 @@ async def test_a_message_removal_cut_short_is_finished_at_the_next_start(tmp_pat
     engine.close()
 
 
+async def test_a_thread_exchange_written_after_its_messages_removal_is_redacted(tmp_path, embedder):
+    """The thread's side of the race: a follow-up's answer drew on a message that is deleted (and its removal
+    finished) while the answer is made; the exchange written after that loses it as the redaction would
+    have done, cited or not, and the other exchanges are kept."""
+    engine = open_engine(tmp_path, embedder)
+    messages = history(12)
+    messages[3] = message(3, f"My locker combination is {SECRET}, please keep it between us.")
+    await engine.add_messages(KB, MessagePlace(400, "general"), messages)
+    state = BotState(engine.spaces)
+    await state.add_thread(ThreadRecord(THREAD, KB, 1, 2), opened_by="alice")
+    kept = [Turn("user", "who wrote first?"), Turn("assistant", "Someone.")]
+    await state.add_turns(1, THREAD, kept, message_ids=[messages[1].message_id])
+    await MessageSync(services_of(engine, state))._remove(KB, {messages[3].message_id})
+    leaked = [Turn("user", "what is the combination?"), Turn("assistant", f"It is {SECRET}.")]
+    await state.add_turns(1, THREAD, leaked, message_ids=[messages[2].message_id, messages[3].message_id])
+    assert [t.content for t in await state.history(1, THREAD)] == ["who wrote first?", "Someone.", REDACTED, REDACTED]
+    assert SECRET not in bot_rows(engine) and pending(engine) == 0
+    state.close()
+    engine.close()
+
+
 async def test_a_journal_that_fails_leaves_the_document_in_place(engine):
     """The record and the removal are one transaction: neither without the other."""
 
@@ -228,4 +249,37 @@ async def test_a_malformed_pending_record_is_passed_over_with_a_log_line(engine,
     assert (await state.answer(1, answer_id)).nodes[0].text == REMOVED_DOCUMENT
     assert await state.answer(1, broken) is None and "could not be read" in caplog.text
     assert "is not a context the bot writes" in caplog.text
+    state.close()
+
+
+async def test_a_pending_record_whose_note_is_not_text_is_passed_over(engine, caplog):
+    """A record from elsewhere (`raptor guilds import`) whose note is a blob: writing it into a saved answer
+    fails, which rolled back every finish of the file, at each start and each later removal of the channel;
+    it is passed over with a log line, and the channel's removals are finished again."""
+    state = BotState(engine.spaces)
+    answer_id = await saved_and_cited(engine, state)
+    await state.removal_journal(KB, REMOVED_DOCUMENT)
+    path, _ = engine.spaces.files_of(KB)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "INSERT INTO bot_removals (kb, at, note, pending, nodes) VALUES (?, 0, x'00ff', ?, '[]')",
+            [KB, '{"every": true}'],
+        )
+    conn.close()
+    assert await state.finish_every_removal() == 1
+    assert "could not be read" in caplog.text and pending(engine) == 0
+    assert (await state.answer(1, answer_id)).nodes[0].text == QUILL  # the record asked nothing readable
+    conn = sqlite3.connect(path)
+    with conn:  # a finished one naming the harbour's leaf: an answer saved meanwhile is not stopped by it
+        conn.execute(
+            "INSERT INTO bot_removals (kb, at, note, nodes) VALUES (?, 1, x'00ff', ?)",
+            [KB, f"[{leaf_of(engine, 'harbour.md')}]"],
+        )
+    conn.close()
+    meanwhile = await state.save_answer(KB, "q", context_of(engine), 17, 100, since=0.0)
+    assert (await state.answer(1, meanwhile)).nodes[0].text == QUILL
+    sha = next(d.sha256 for d in engine.documents(KB) if d.name == "harbour.md")
+    await posted.remove_document(services_of(engine, state), KB, sha)
+    assert (await state.answer(1, answer_id)).nodes[0].text == REMOVED_DOCUMENT
     state.close()

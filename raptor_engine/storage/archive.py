@@ -14,7 +14,8 @@ An archive is untrusted input (it may come from anyone), so import checks, befor
 - the database: `PRAGMA integrity_check` and `foreign_key_check`, a schema equal to the project's
   (`schema.py`: no trigger, view, extra table, column or index), the knowledge bases the manifest
   names, no row of another guild than the manifest's, no node longer than `RAPTOR_NODE_MAX_CHARS`, the
-  bot's lists of message ids lists of integers, and the store's own invariants (edges down the tree, every stored list well-formed).
+  bot's lists of ids lists of integers, its removal records dated before the import, and the store's
+  own invariants (edges down the tree, every stored list well-formed).
 It all happens in a folder beside the target, renamed into place at the end; a refusal removes that
 folder (and `guilds/` if the import made it), so the data directory is left byte for byte as it was.
 """
@@ -32,6 +33,7 @@ import re
 import shutil
 import sqlite3
 import tarfile
+import time
 import uuid
 import zlib
 from collections.abc import Iterator
@@ -395,11 +397,16 @@ def _check_shown_text(conn: sqlite3.Connection, archive: Path) -> None:
             )
 
 
-# Columns of the bot's tables that hold a JSON list of Discord message ids, or NULL: what each is, its table.
+# Columns of the bot's tables that hold a JSON list of ids, or NULL: what each is, its table, the ids' kind.
 _ID_LISTS = (
-    ("the Discord messages of its thread turns (posted_ids)", "bot_turns", "posted_ids"),
-    ("the messages its thread answers drew on (message_ids)", "bot_turns", "message_ids"),
+    ("the Discord messages of its thread turns (posted_ids)", "bot_turns", "posted_ids", "message ids"),
+    ("the messages its thread answers drew on (message_ids)", "bot_turns", "message_ids", "message ids"),
+    ("the nodes its recorded removals took (bot_removals.nodes)", "bot_removals", "nodes", "node ids"),
 )
+# A removal record dated by no number, or after the import: each answer saved later is checked against the
+# removals dated after its retrieval began, and a finished record goes an hour after its date, so such a
+# row would redact those nodes in every answer saved from then on, and be read at each save, for good.
+_UNDATED_REMOVALS = "SELECT COUNT(*) FROM bot_removals WHERE typeof(at) NOT IN ('integer', 'real') OR at > ?"
 _NOT_AN_ID_LIST = (
     "{c} IS NOT NULL AND CASE WHEN json_valid({c}) THEN json_type({c}) != 'array' OR EXISTS "
     "(SELECT 1 FROM json_each({c}) WHERE type != 'integer') ELSE 1 END"
@@ -407,16 +414,21 @@ _NOT_AN_ID_LIST = (
 
 
 def _check_id_lists(conn: sqlite3.Connection, archive: Path) -> None:
-    """The bot's lists of message ids are lists of integers, as the bot writes them: one that is not made
-    a member's deleted question stay in its thread's memory (its deletion could not be matched)."""
+    """The bot's lists of ids are lists of integers, as the bot writes them: one that is not made a member's
+    deleted question stay in its thread's memory (its deletion could not be matched). Its removal records
+    are dated before the import (`_UNDATED_REMOVALS`)."""
     present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    for what, table, column in _ID_LISTS:
+    for what, table, column, kind in _ID_LISTS:
         if table not in present:
             continue
         found = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {_NOT_AN_ID_LIST.format(c=column)}").fetchone()[0]
         if found:
+            raise ArchiveRefused(archive, f"its database has {found:,} rows whose list of {what} is not a list of {kind}")
+    if "bot_removals" in present:
+        found = conn.execute(_UNDATED_REMOVALS, [time.time()]).fetchone()[0]
+        if found:
             raise ArchiveRefused(
-                archive, f"its database has {found:,} rows whose list of {what} is not a list of message ids"
+                archive, f"its database has {found:,} removal records (bot_removals) dated after now or by no number"
             )
 
 

@@ -4,8 +4,14 @@ no LLM)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from types import SimpleNamespace
 
+import discord
+import pytest
+
+from bot.answering import reconcile_questions
 from bot.state import ThreadRecord
 from raptor_engine.types import Turn
 from tests.bot.bot_samples import SOURDOUGH
@@ -188,4 +194,47 @@ async def test_the_start_checks_the_questions_of_the_latest_active_threads_only(
     assert len(found) == 2 and {r.thread_id for r, _ in found} <= {1, 2, 3}
     assert all(ids == [r.thread_id * 100 + t for t in range(3)] for r, ids in found)
     assert await state.recent_questions(days=-1) == []  # none used since tomorrow
+    spaces.close()
+
+
+class Reading:
+    """A thread as the start reads it: each question's fetch answers with `error` (an HTTP status and a
+    Discord error code, 0 for a response without one), or the message when None."""
+
+    def __init__(self, thread_id: int, error: tuple[int, int] | None):
+        self.id, self.error, self.fetched = thread_id, error, []
+
+    async def fetch_message(self, message_id: int):
+        self.fetched.append(message_id)
+        if self.error is None:
+            return SimpleNamespace(id=message_id)
+        status, code = self.error
+        response = SimpleNamespace(status=status, reason="Not Found" if status == 404 else "Error")
+        body = {"code": code, "message": "Unknown Message"} if code else "<html>404 Not Found</html>"
+        raise (discord.NotFound if status == 404 else discord.HTTPException)(response, body)
+
+
+@pytest.mark.parametrize(
+    "error, forgotten",
+    [
+        ((404, 10008), True),  # Unknown Message: the question was deleted
+        ((404, 0), False),  # a 404 with no Discord error code (a proxy, an outage's page): nothing is known
+        ((404, 10004), False),  # Unknown Guild: the server cannot be read, which says nothing of the question
+        ((403, 50001), False),  # Missing Access
+        ((503, 0), False),
+        (None, False),
+    ],
+)
+async def test_the_start_forgets_a_question_only_on_discords_unknown_message(tmp_path, error, forgotten):
+    """Only Discord's "Unknown Message" is a deleted question: any other failure to read it (a 404 without
+    Discord's code, another resource unknown, no access, an outage) leaves the thread's memory as it is."""
+    spaces, state = open_state(tmp_path)
+    await state.add_thread(ThreadRecord(7, KB_A, GUILD, 9), opened_by="alice")
+    await state.add_turns(GUILD, 7, [Turn("user", "q1"), Turn("assistant", "a1")], posted=[[701], [702]])
+    services = SimpleNamespace(state=state, jobs=SimpleNamespace(track=contextlib.nullcontext))
+    thread = Reading(7, error)
+    deleted = await reconcile_questions(services, lambda guild_id, thread_id: thread)
+    assert thread.fetched[0] == 701  # (then, forgotten, its answer 702 to delete it)
+    assert deleted == (1 if forgotten else 0)
+    assert [t.content for t in await state.history(GUILD, 7)] == ([] if forgotten else ["q1", "a1"])
     spaces.close()
