@@ -46,8 +46,8 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".srt": "subtitles",
     ".csv": "csv",  # a spreadsheet's export: each row read under its column names
     ".tsv": "csv",
-    ".eml": "email",
-    ".ipynb": "notebook",  # a Jupyter notebook: its Markdown cells as Markdown, its code cells as fenced code  # an email saved from a mail program: its text body, its encoding (base64, quoted-printable) undone
+    ".eml": "email",  # an email saved from a mail program: its text body, its encoding (base64, quoted-printable) undone
+    ".ipynb": "notebook",  # a Jupyter notebook: its Markdown cells as Markdown, its code cells as fenced code
 }
 
 MAX_NAME_CHARS = 120
