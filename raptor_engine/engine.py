@@ -118,9 +118,11 @@ CITED_LOOKUPS = 8  # the nodes a quote's words find, among which its leaf is loo
 MAX_QUOTES_TRACED = 6  # the last answer's quotes looked up for the one document a follow-up's 'it' means
 # what a follow-up's rewrite still leans on the last answer with ('who wrote it?', 'when was that written?')
 _POINTS_BACK = re.compile(r"\b(?:it|its|this|that)\b", re.IGNORECASE)
-_THE_OTHER = re.compile(
-    r"\bthe other (?:report|document|file|paper|survey|study|book|article|version|edition)\b", re.IGNORECASE
-)
+_DOCUMENT_WORDS = r"(report|document|file|paper|survey|study|book|article|version|edition)"
+_THE_OTHER = re.compile(rf"\bthe other {_DOCUMENT_WORDS}\b", re.IGNORECASE)
+# 'What did the second report recommend?': a document by its place among the knowledge base's documents
+_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "fifth": 5, "5th": 5}
+_THE_NTH = re.compile(rf"\bthe ({'|'.join(_ORDINALS)}|last) {_DOCUMENT_WORDS}\b", re.IGNORECASE)
 NAME_LOOKUPS = 8  # the nodes a name finds, whose sentences show its gender to a follow-up's he/she
 MAX_SAID_CHARS = 8_000  # the most of those sentences read for one name
 # A UTF-16 half with no other half: what Python makes of a byte that is not UTF-8 in a command-line
@@ -409,6 +411,13 @@ def _add_support(answer: Answer, check: SupportCheck) -> None:
     answer.checked = True
     answer.unsupported = check.unsupported
     answer.wrong_citations = label_citations(check, answer.citations, answer.context.nodes)
+
+
+def _the_document(query: str, named: re.Match[str]) -> str:
+    """'What did the other report recommend?' -> 'What did it recommend?': the question moved to the
+    document `named` ('the other report', 'the second report') points at and searched there alone, where
+    'it' is that document: words naming the document are no terms its passages must hold."""
+    return named.re.sub(lambda match: "It" if match.start() == 0 else "it", query, count=1)
 
 
 def _ignore_outcome(future: asyncio.Future[Any]) -> None:
@@ -1608,33 +1617,47 @@ class Engine:
 
     def _followed_document(
         self, kb: str, query: str, history: list[Turn], documents: list[str] | None
-    ) -> list[str] | None:
-        """The document filter of a follow-up whose 'it'/'this'/'that' the rewrite left leaning on the
-        last answer ('who wrote it?' after 'What did the 2021 report recommend?'): that answer's one
-        document, when every quote of it was taken from the same one (and any filter asked for holds
-        it); else `documents` as given. 'It' is what the last answer quoted, not every report."""
+    ) -> tuple[str, list[str] | None]:
+        """The question to search and the document filter of a follow-up that points at a document.
+        An 'it'/'this'/'that' the rewrite left leaning on the last answer ('who wrote it?' after 'What did
+        the 2021 report recommend?') keeps the question and searches that answer's one document, when
+        every quote of it was taken from the same one (and any filter asked for holds it). 'The other
+        report' (the documents that answer did not quote) or 'the second report' (the second document,
+        in the order they were added) moves the question itself to that document: it is searched as
+        'What did it recommend?' there, so the answer's support is judged against what the question
+        asks, not against words that name the document and no passage. Else the query and `documents` as given."""
         asked = split_standalone(query)
-        other = _THE_OTHER.search(asked.core) is not None  # 'What did the other report recommend?'
-        if not other and (not asked.context or not _POINTS_BACK.search(asked.core)):
-            return documents
-        last = next((turn.content for turn in reversed(history) if turn.role == "assistant"), "")
+        moved = _THE_OTHER.search(asked.core) or _THE_NTH.search(asked.core)
+        if moved is None and (not asked.context or not _POINTS_BACK.search(asked.core)):
+            return query, documents
         kb_id = self.store.kb_id(kb)
+        if kb_id is None or len(self.store.documents(kb_id)) < 2:
+            return query, documents
+        named = self._document_names(kb_id, documents) or [d.name for d in self.store.documents(kb_id)]
+        if moved is not None and moved.re is _THE_NTH:
+            place = _ORDINALS.get(moved.group(1).lower(), len(named))
+            if place > len(named):
+                return query, documents
+            log.info("a follow-up's 'the %s %s' searched in that document", moved.group(1), moved.group(2))
+            return _the_document(query, moved), [named[place - 1]]
+        document = self._quoted_document(kb_id, history)
+        if document is None:
+            return query, documents
+        if moved is not None:  # the documents the last answer did not quote
+            rest = [name for name in named if name != document]
+            return (_the_document(query, moved), rest) if rest else (query, documents)
+        if documents and document not in named:
+            return query, documents
+        log.info("a follow-up's 'it' searched in the one document the last answer quoted")
+        return query, [document]
+
+    def _quoted_document(self, kb_id: int, history: list[Turn]) -> str | None:
+        """The one document every quote of the last answer was taken from (None for none, or several)."""
+        last = next((turn.content for turn in reversed(history) if turn.role == "assistant"), "")
         quotes = quotes_in(last)[:MAX_QUOTES_TRACED]
-        if kb_id is None or not quotes or len(self.store.documents(kb_id)) < 2:
-            return documents
         leaves = [self._cited_leaf(kb_id, quote) for quote in quotes]
         found = {leaf.document if leaf is not None else None for leaf in leaves}
-        if len(found) != 1 or None in found:
-            return documents
-        (document,) = found
-        if other:  # the documents the last answer did not quote
-            named = self._document_names(kb_id, documents) or [d.name for d in self.store.documents(kb_id)]
-            rest = [name for name in named if name != document]
-            return rest or documents
-        if documents and document not in self._document_names(kb_id, documents):
-            return documents
-        log.info("a follow-up's 'it' searched in the one document the last answer quoted")
-        return [document]
+        return next(iter(found)) if len(found) == 1 and None not in found else None
 
     def _question_context(
         self, kb: str, query: str, mode: str, budget: int, layers: list[int] | None, documents: list[str] | None
@@ -1798,7 +1821,7 @@ class Engine:
         answerer = self.answerer
         query = await self._condensed(answerer, kb, asked, history) if history else asked
         if history and onward is None:
-            documents = await asyncio.to_thread(self._followed_document, kb, query, history, documents)
+            query, documents = await asyncio.to_thread(self._followed_document, kb, query, history, documents)
         query = await asyncio.to_thread(self.respelled, kb, query)
         context = await asyncio.to_thread(self._question_context, kb, query, mode, budget, layers, documents)
         if onward in (Onward.NEXT, Onward.BEFORE):

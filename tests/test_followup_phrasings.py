@@ -67,11 +67,11 @@ PIKE = "Who was harbour master of Port Lenning?"
         (f"{R2021} | what about 2019?", R2019),
         (f"{R2021} | no, I meant in 2019", R2019),
         ("When did the Kessel Bridge open? | and in 1968?", "In 1968? (context: When did the Kessel Bridge open?)"),
-        # 'the other report': the last question about the report the last answer did not quote
-        (f"{R2019} | no, the other report", "What did the other report recommend?"),
-        (f"{R2019} | no, the other one", "What did the other report recommend?"),
-        (f"{R2021} | what about the other report?", "What did the other report recommend?"),
-        (f"{R2019} | who wrote it? | and the other one?", "Who wrote the other report?"),
+        # 'the other report': the last question, searched in the documents the last answer did not quote
+        (f"{R2019} | no, the other report", "What did it recommend?"),
+        (f"{R2019} | no, the other one", "What did it recommend?"),
+        (f"{R2021} | what about the other report?", "What did it recommend?"),
+        (f"{R2019} | who wrote it? | and the other one?", "Who wrote it?"),
         # 'this'/'that' leaning on the last turn
         (f"{R2019} | when was this written?", f"When was this written? (context: {R2019})"),
         ("What did the 2019 survey find? | why was that?", "Why was that? (context: The 2019 survey found"),

@@ -343,7 +343,7 @@ def _rewrite_one(
     if _shouted(question):  # 'WHERE WAS HE FROM?' reads as typed in lower case; its names are spelled below
         question = question.lower()
     question = _spelled_as_named(question, known, f"{previous.core}\n{previous.context}\n{previous_answer}")
-    question = _in_full(question)
+    question = _same_for(_in_full(question))
     placed = _corrected_place(question, previous)
     if placed is not None:
         return placed
@@ -1010,9 +1010,25 @@ def _all_of_those(question: str, listed: tuple[str, ...], previous_core: str = "
 
 _THE_OTHER = re.compile(
     r"^(?:(?:no|nope|sorry|oops)\b[\s,.!]*)*(?:i\s+meant?\s+)?(?:(?:and|or|but)\s+)?"
-    r"(?:(?:what|how)\s+about\s+)?the\s+other\s+([a-z]+)\s*[?.!]*$",
+    r"(?:(?:what|how)\s+about\s+)?(?:(?:in|from|for|of)\s+)?the\s+other\s+([a-z]+)\s*[?.!]*$",
     re.IGNORECASE,
 )
+# 'the other file' after 'What did the 2019 report recommend?': a word for any document is that report
+_A_DOCUMENT = {"one", "file", "document", "doc", "pdf"}
+# 'same for the 2019 report', 'the same question for 2019?': the last question about another thing
+_SAME_FOR = re.compile(
+    r"^(?:(?:and|or|but|so)\s+)?(?:the\s+)?same\s+(?:question\s+|thing\s+)?(?:for|about|with|in|of)\s+(.+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _same_for(question: str) -> str:
+    """'same for the 2019 report' -> 'what about the 2019 report?': read as the 'what about' it means, so
+    the last question is asked again of that thing (another year, 'the other report', a numbered one)."""
+    match = _SAME_FOR.match(question)
+    return f"what about {match.group(1)}?" if match else question
+
+
 _IT = re.compile(r"\b(?:it|this|that)(?=\s*[?.!]*$)", re.IGNORECASE)
 
 
@@ -1020,9 +1036,10 @@ def _the_other(question: str, previous: Rewrite) -> str | None:
     """'What did the 2019 report recommend?' then 'no, the other report' (or 'the other one', 'and the
     other one?') -> 'What did the other report recommend?'; after 'Who wrote it?' about that report ->
     'Who wrote the other report?': the last question with its numbered thing ('the 2019 report'), or its
-    closing 'it' when the question before numbered one, called 'the other'. The engine then searches the
-    documents the last answer did not quote (`Engine._followed_document`). None when no list is being
-    chosen from and the questions number nothing."""
+    closing 'it' when the question before numbered one, called 'the other' ('the other one', 'in the
+    other file': any word for a document is that thing). The engine then asks it of the documents the
+    last answer did not quote, as 'What did it recommend?' (`Engine._followed_document`). None when no
+    list is being chosen from and the questions number nothing."""
     match = _THE_OTHER.match(question)
     if match is None:
         return None
@@ -1030,7 +1047,7 @@ def _the_other(question: str, previous: Rewrite) -> str | None:
     numbered = _NUMBERED_THING.search(previous.core)
     if numbered is not None:
         head = re.match(r"\s*([a-z]+)", previous.core[numbered.end() :], re.IGNORECASE)
-        if head is None or word not in ("one", head.group(1).lower()):
+        if head is None or word not in (*_A_DOCUMENT, head.group(1).lower()):
             return None
         end = numbered.end() + head.end()
         before = previous.core[: numbered.start()]
@@ -1038,7 +1055,7 @@ def _the_other(question: str, previous: Rewrite) -> str | None:
     earlier = _NUMBERED_THING.search(previous.context)
     it = _IT.search(previous.core)
     head = re.match(r"\s*([a-z]+)", previous.context[earlier.end() :], re.IGNORECASE) if earlier else None
-    if it is None or head is None or word not in ("one", head.group(1).lower()):
+    if it is None or head is None or word not in (*_A_DOCUMENT, head.group(1).lower()):
         return None
     return _capitalised(f"{previous.core[: it.start()]}the other {head.group(1)}{previous.core[it.end() :]}")
 
