@@ -114,6 +114,13 @@ def test_huge_minified_json_is_read_as_it_is(monkeypatch: pytest.MonkeyPatch) ->
     assert load_document("gauge.json", MINIFIED.encode()).text == f"```json\n{MINIFIED}\n```"
 
 
+def test_deeply_nested_minified_json_is_read_as_it_is() -> None:
+    """Re-indented, 900 levels would put 1,800 spaces before each of its values: many times its size."""
+    source = "[" * 900 + ",".join(["1"] * 5000) + "]" * 900
+    text = load_document("deep.json", source.encode()).text
+    assert text == f"```json\n{source}\n```"
+
+
 def test_a_log_is_lines_never_joined_nor_cut_at_full_stops() -> None:
     doc = load_document("server.log", LOG.encode())
     assert doc.text == f"```log\n{LOG.strip()}\n```"

@@ -2918,6 +2918,9 @@ def _notebook_language(notebook: dict[str, Any]) -> str:
 
 JSON_MINIFIED_LINE = 200  # a .json line longer than this is minified: re-indented, so it chunks into readable pieces
 JSON_REINDENT_MAX_CHARS = 2_000_000  # a .json larger than this is read as it is (re-indenting it costs memory)
+# Re-indented JSON may grow to this many times its minified size (a list of short values grows about twice); a
+# deeply nested one, whose indentation would grow past it (1,000 levels: 2,000 spaces a value), is read as it is.
+JSON_REINDENT_MAX_GROWTH = 4
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|[^\s{}\[\],:"]+')
 
 
@@ -2937,7 +2940,8 @@ def _read_code(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
 
 def _reindented_json(text: str) -> str:
     """Minified JSON (a line over `JSON_MINIFIED_LINE` characters) re-indented two spaces a level, or the
-    text as it is: JSON written over lines, too large, or not valid. Only valid JSON (json.loads) is
+    text as it is: JSON written over lines, too large (before or after: `JSON_REINDENT_MAX_GROWTH`), or
+    not valid. Only valid JSON (json.loads) is
     re-indented, token by token, so numbers and strings stay as written (json.dumps would write '1.10'
     as '1.1' and '1e3' as '1000.0', which the file does not say)."""
     import json
@@ -2949,9 +2953,12 @@ def _reindented_json(text: str) -> str:
     except (ValueError, RecursionError):
         return text
     out: list[str] = []
-    depth = 0
+    depth = size = 0
     tokens = _JSON_TOKEN.findall(text)
     for i, token in enumerate(tokens):
+        size += 2 * depth + len(token) + 2
+        if size > JSON_REINDENT_MAX_GROWTH * len(text):
+            return text
         following = tokens[i + 1] if i + 1 < len(tokens) else ""
         if token in "{[":
             empty = following in "}]" and following != ""
