@@ -424,7 +424,8 @@ def ingest(
     quiet: bool,
     scheduler: str | None,
 ) -> None:
-    """Add FILES (.txt .md .pdf .docx .html .vtt .srt .csv .tsv .eml .ipynb) to a knowledge base."""
+    """Add FILES (.txt .md .pdf .docx .html .vtt .srt .csv .tsv .eml .ipynb, source code such as .py, configuration
+    such as .yaml or .json, and .log) to a knowledge base."""
     if scheduler:
         from .workers import cluster_security
 

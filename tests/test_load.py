@@ -817,7 +817,9 @@ def test_check_upload_validates_metadata():
     with pytest.raises(IngestError, match="is empty"):
         check_upload("none.txt", 0, 2000)
     assert set(SUPPORTED_EXTENSIONS) == {
-        ".txt", ".md", ".markdown", ".pdf", ".docx", ".html", ".htm", ".vtt", ".srt", ".csv", ".tsv", ".eml", ".ipynb"
+        ".txt", ".md", ".markdown", ".pdf", ".docx", ".html", ".htm", ".vtt", ".srt", ".csv", ".tsv", ".eml", ".ipynb",
+        ".py", ".js", ".ts", ".go", ".rs", ".java", ".c", ".h", ".cpp", ".rb", ".sh", ".sql", ".yaml", ".yml",
+        ".toml", ".json", ".ini", ".cfg", ".log",
     }
 
 
@@ -825,7 +827,7 @@ def test_check_upload_validates_metadata():
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.binary(max_size=600), extension=st.sampled_from([".txt", ".md", ".html"]))
+@given(data=st.binary(max_size=600), extension=st.sampled_from([".txt", ".md", ".html", ".py", ".json", ".log"]))
 @example(data=b"Aaa\xde", extension=".txt")  # 'Aaaﬁ' in Mac Roman: a letter no language writes
 @example(data=b"\xa6", extension=".txt")  # a Cyrillic guess whose one character is no letter ('¦')
 def test_fuzz_random_bytes_load_or_ingest_error(data, extension):
@@ -839,7 +841,7 @@ def test_fuzz_random_bytes_load_or_ingest_error(data, extension):
 
 
 @settings(max_examples=200, deadline=None)
-@given(text=st.text(max_size=400), extension=st.sampled_from([".txt", ".md", ".html"]))
+@given(text=st.text(max_size=400), extension=st.sampled_from([".txt", ".md", ".html", ".py", ".json", ".log"]))
 def test_fuzz_random_text_load_or_ingest_error(text, extension):
     try:
         doc = load_document("fuzz" + extension, text.encode("utf-8", "surrogatepass"))

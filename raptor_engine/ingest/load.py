@@ -48,6 +48,16 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".tsv": "csv",
     ".eml": "email",  # an email saved from a mail program: its text body, its encoding (base64, quoted-printable) undone
     ".ipynb": "notebook",  # a Jupyter notebook: its Markdown cells as Markdown, its code cells as fenced code
+    # Source code and configuration: the whole file one fenced block in its language (`CODE_LANGUAGES`)
+    **{ext: "code" for ext in (".py", ".js", ".ts", ".go", ".rs", ".java", ".c", ".h", ".cpp", ".rb", ".sh",
+                               ".sql", ".yaml", ".yml", ".toml", ".json", ".ini", ".cfg")},
+    ".log": "log",  # a program's log: lines, each read as one (a fenced block without a language's name)
+}
+# The info string of a code file's fence: the language a reader (and a renderer) reads its lines in.
+CODE_LANGUAGES: dict[str, str] = {
+    ".py": "python", ".js": "javascript", ".ts": "typescript", ".go": "go", ".rs": "rust", ".java": "java",
+    ".c": "c", ".h": "c", ".cpp": "cpp", ".rb": "ruby", ".sh": "sh", ".sql": "sql", ".yaml": "yaml",
+    ".yml": "yaml", ".toml": "toml", ".json": "json", ".ini": "ini", ".cfg": "ini", ".log": "log",
 }
 
 MAX_NAME_CHARS = 120
@@ -225,7 +235,7 @@ def load_document(
     fmt = _format_for(name)
     _check_size(name, len(data), max_bytes)
     limits = limits or LoadLimits()
-    if fmt in ("txt", "md", "csv", "subtitles", "email", "notebook"):
+    if fmt in ("txt", "md", "csv", "subtitles", "email", "notebook", "code", "log"):
         _check_not_disguised(name, data)
     if fmt in ("txt", "md") and _is_html_document(data):
         log.info("%s: an HTML document under a %s name; reading its visible text", name, fmt)
@@ -249,6 +259,8 @@ def load_document(
         "csv": _read_csv,
         "email": _read_email,
         "notebook": _read_notebook,
+        "code": _read_code,
+        "log": _read_code,
     }
     decoded = _quoted_printable(data) if fmt in ("txt", "md", "html") else None  # an email's part saved alone
     blocks = readers[fmt](name, decoded or data, limits)
@@ -2900,3 +2912,68 @@ def _notebook_language(notebook: dict[str, Any]) -> str:
             if re.fullmatch(r"[a-z0-9+#._-]{1,30}", word):
                 return word
     return ""
+
+
+# ------------------------------------------------------------------------------------- code and logs
+
+JSON_MINIFIED_LINE = 200  # a .json line longer than this is minified: re-indented, so it chunks into readable pieces
+JSON_REINDENT_MAX_CHARS = 2_000_000  # a .json larger than this is read as it is (re-indenting it costs memory)
+# Re-indented JSON may grow to this many times its minified size (a list of short values grows about twice); a
+# deeply nested one, whose indentation would grow past it (1,000 levels: 2,000 spaces a value), is read as it is.
+JSON_REINDENT_MAX_GROWTH = 4
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|[^\s{}\[\],:"]+')
+
+
+def _read_code(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
+    """A source, configuration or log file as one fenced block in its language (`CODE_LANGUAGES`) under
+    the file's name as its heading: every line of it is code to the chunker and the answer (`Chunk.code`),
+    kept as typed (indentation included), one sentence a line, never joined to the next nor cut at a full
+    stop. The fence is longer than any backtick run inside, so no line of the file closes it."""
+    text, notice = _decode_text(name, data)
+    ext = _extension(name)
+    if ext == ".json":
+        text = _reindented_json(text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+    fence = "`" * max([3, *(len(run) + 1 for run in _BACKTICK_RUN.findall(text))])
+    return [_Block(f"{fence}{CODE_LANGUAGES[ext]}\n{text}\n{fence}", heading=(name,), notice=notice)]
+
+
+def _reindented_json(text: str) -> str:
+    """Minified JSON (a line over `JSON_MINIFIED_LINE` characters) re-indented two spaces a level, or the
+    text as it is: JSON written over lines, too large (before or after: `JSON_REINDENT_MAX_GROWTH`), or
+    not valid. Only valid JSON (json.loads) is
+    re-indented, token by token, so numbers and strings stay as written (json.dumps would write '1.10'
+    as '1.1' and '1e3' as '1000.0', which the file does not say)."""
+    import json
+
+    if len(text) > JSON_REINDENT_MAX_CHARS or max(map(len, text.split("\n"))) <= JSON_MINIFIED_LINE:
+        return text
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    out: list[str] = []
+    depth = size = 0
+    tokens = _JSON_TOKEN.findall(text)
+    for i, token in enumerate(tokens):
+        size += 2 * depth + len(token) + 2
+        if size > JSON_REINDENT_MAX_GROWTH * len(text):
+            return text
+        following = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if token in "{[":
+            empty = following in "}]" and following != ""
+            depth += not empty
+            out.append(token if empty else f"{token}\n{'  ' * depth}")
+        elif token in "}]":
+            if out and out[-1] in "{[":  # an empty object or array: '{}' on one line
+                out.append(token)
+                continue
+            depth -= 1
+            out.append(f"\n{'  ' * depth}{token}")
+        elif token == ",":
+            out.append(f",\n{'  ' * depth}")
+        elif token == ":":
+            out.append(": ")
+        else:
+            out.append(token)
+    return "".join(out)

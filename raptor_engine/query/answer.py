@@ -52,7 +52,7 @@ from ..ingest.transcript import (
 )
 from ..tree.embed import Embedder
 from ..types import AnswerDraft, Citation, ContextNode, Turn
-from .code_answers import code_result_lines
+from .code_answers import code_result_lines, is_setting, setting_keys
 from .followup import (
     DOCUMENT_ENDS,
     DOCUMENT_OPENS,
@@ -537,6 +537,7 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
         for whole in sentences_of(node.text, node.code):
             for sentence, speaker in _spoken(node, whole, speakers, labels):
                 cells = table_cells(sentence.text)
+                setting = False
                 if cells is not None:
                     header, text = _table_row(cells, header)
                     if text is None:
@@ -544,23 +545,27 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
                 else:
                     header = None
                     text = strip_bullet(sentence.text)
-                    # a speaker's words are never a heading, however short and unpunctuated
-                    heading = speaker is None and is_heading(sentence.text)
+                    setting = in_code(node.text, sentence.start, node.code) and is_setting(sentence.text)
+                    # a speaker's words are never a heading, however short and unpunctuated, nor a setting
+                    heading = speaker is None and not setting and is_heading(sentence.text)
                     if heading and node.layer == 0 and not speakers and SECTION_HEADING.match(sentence.text):
                         section = frozenset(stem(t) for t in content_terms(sentence.text))
                         placed = True
-                    if sentence.cut_short or heading or not _says_something(text):
+                    if sentence.cut_short or heading or not (setting or _says_something(text)):
                         continue
                 if held.is_copy(sentence):
                     continue
                 held.add([sentence])
                 terms = {stem(t) for t in content_terms(text)}
+                own = section  # a setting's section: the keys it stands under too ('lamp' for 'fuel: paraffin')
+                if setting:
+                    own = section | {stem(t) for t in content_terms(setting_keys(node.text, sentence.start))}
                 candidate = _Candidate(
                     position, node, sentence, text, terms, speaker=speaker, transcript=bool(speakers),
-                    section=section - terms,
+                    section=own - terms,
                 )
                 found.append(candidate)
-                sections[id(candidate)] = section
+                sections[id(candidate)] = own
                 if not placed and not speakers:
                     unplaced.add(id(candidate))
     found.sort(key=lambda c: (c.position, c.sentence.start))

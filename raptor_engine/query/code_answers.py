@@ -256,3 +256,41 @@ def _located(
         if found is not None:
             out.append(found)
     return out
+
+
+# A configuration line that sets a value: YAML's `key: value`, TOML's and INI's `key = value`, JSON's
+# `"key": value,` (a list item's `- key: value` too). A line that opens a mapping (`lamp:`, `"a": {`) sets none.
+_SETTING = re.compile(
+    r"""^[ \t]*(?:-[ \t]+)?(?P<q>["']?)(?P<key>[\w.$@/-]+)(?P=q)[ \t]*[:=](?![:=])[ \t]*(?P<value>[^\s{\[].*)?$"""
+)
+_TABLE_HEADER = re.compile(r"^[ \t]*\[{1,2}(?P<key>[^\[\]\n]+)\]{1,2}[ \t]*$")  # TOML's and INI's [section]
+_OPENS = re.compile(r"""^[ \t]*(?:-[ \t]+)?(?P<q>["']?)(?P<key>[\w.$@/-]+)(?P=q)[ \t]*[:=]""")
+
+
+def is_setting(line: str) -> bool:
+    """Whether a line of code sets a configuration value ('fuel: paraffin', '"port": 9090,'): such a
+    line is short and unpunctuated, so it reads as a heading to prose rules, yet it is the answer."""
+    found = _SETTING.match(line)
+    return found is not None and bool(found.group("value"))
+
+
+def setting_keys(text: str, start: int) -> str:
+    """The keys a setting at `text[start]` stands under, nearest last ('lamp' for '  fuel: paraffin' under
+    'lamp:'; 'server' under '[server]'): lines above it less indented that open a mapping, up to the
+    margin or a table header. They name what the setting is about, which its own key does not say."""
+    lines = text[:start].split("\n")
+    width = _width(text[start - len(lines[-1]):].split("\n", 1)[0])
+    keys: list[str] = []
+    for line in reversed(lines[:-1]):
+        if not line.strip():
+            continue
+        table = _TABLE_HEADER.match(line)
+        if table:
+            keys.append(table.group("key"))
+            break
+        if width and _width(line) < width:
+            width = _width(line)
+            opens = _OPENS.match(line)
+            if opens:
+                keys.append(opens.group("key"))
+    return " ".join(reversed(keys))
