@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from bot.hints import ADDING_ASK_HINT, LINK_HINT
-from tests.bot.conftest import CHAN_A, text_of
+from tests.bot.conftest import BOT_ID, CHAN_A, GUILD, text_of, thread_payload
 from tests.bot.test_bot_answers import bot_reply_in, footer_of, open_archive_thread
 from tests.bot.test_bot_flows import add_doc
 from tests.bot.test_bot_mentions import replies_to
@@ -65,3 +67,25 @@ async def test_a_question_beside_files_that_auto_ingest_adds_is_not_left_in_sile
     assert len(progress) == 2 and "✅ **manual.md** added" in progress[0], progress  # each file added
     assert [r for r in replies_to(h, bare) if not r.startswith("Done")] == []
     assert replies_to(h, asked).count(ADDING_ASK_HINT) == 1
+
+
+@pytest.mark.parametrize("unarchived_first", [True, False])
+async def test_a_follow_up_in_an_archived_answer_thread_is_answered(make_harness, bot_settings, unarchived_first):
+    """The answer's thread auto-archived (THREAD_UPDATE: discord.py drops it from its cache); a member posts
+    a follow-up in it, which unarchives it. Discord's THREAD_UPDATE may come before the message or after
+    it: either way the follow-up is answered (the message that came first was dropped in silence, its
+    thread unknown)."""
+    h = await make_harness(settings=dataclasses.replace(bot_settings, questions_per_minute=100), message_content=True)
+    thread = await open_archive_thread(h)
+    payload = thread_payload(thread, CHAN_A, "archive", owner=BOT_ID)
+    payload["thread_metadata"]["archived"] = True
+    h.state.parse_thread_update(payload)
+    assert h.bot.get_guild(GUILD).get_thread(thread) is None
+    unarchived = thread_payload(thread, CHAN_A, "archive", owner=BOT_ID)
+    if unarchived_first:
+        h.state.parse_thread_update(unarchived)
+    h.say(thread, "Who was the first keeper?")
+    if not unarchived_first:
+        h.state.parse_thread_update(unarchived)
+    reply = await bot_reply_in(h, thread, 1)
+    assert "Thomas Reid" in reply["content"], reply["content"]
