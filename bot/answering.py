@@ -26,6 +26,7 @@ from raptor_engine.query.smalltalk import Act, small_talk_act
 from raptor_engine.query.support import MATCHED
 from raptor_engine.types import Answer, TextCallback, Turn
 
+from .hints import LINK_HINT, only_links
 from .kb import home_channel_id, kb_for_channel
 from .permissions import cooldown_text
 from .render import OutMessage, inert, inert_answer, plain_name, render_answer, truncate
@@ -229,7 +230,7 @@ async def handle_ask(
 async def _ask(
     services: Services, interaction: discord.Interaction, question: str, mode: str, private: bool
 ) -> None:
-    refusal = question_refusal(services, interaction.user.id, question)
+    refusal = LINK_HINT if only_links(question) else question_refusal(services, interaction.user.id, question)
     if refusal:
         await tell(interaction, refusal)
         return
@@ -471,7 +472,7 @@ async def _follow_up(
         if mentioned:
             await reply_quietly(message, "Ask your follow-up question after mentioning me.")
         return  # without the message-content intent Discord sends no text unless the bot is mentioned
-    refusal = question_refusal(services, message.author.id, question)
+    refusal = LINK_HINT if only_links(question) else question_refusal(services, message.author.id, question)
     if refusal:
         await reply_quietly(message, refusal)
         return

@@ -293,11 +293,26 @@ class RaptorBot(commands.AutoShardedBot):
         if message.author.bot or message.guild is None or self._shutdown_started:
             return
         try:
+            await self._find_thread(message)
             await self._route_message(message)
         except Exception as error:
             log.exception("handling message %s in %s failed", message.id, message.channel.id)
             if self.in_own_thread(message) and storage_failure(error) is not None:
                 await reply_quietly(message, failure_text(error, ""))
+
+    async def _find_thread(self, message: discord.Message) -> None:
+        """A message in a channel discord.py does not hold: a thread archived since (dropped from the cache)
+        that this very message unarchives, its THREAD_UPDATE still on the way. Its channel is read from
+        Discord, so a follow-up posted there is answered instead of dropped in silence."""
+        if not isinstance(message.channel, discord.PartialMessageable):
+            return
+        try:
+            channel = await self.fetch_channel(message.channel.id)
+        except discord.HTTPException as error:
+            log.info("could not read the channel %s of message %s: %s", message.channel.id, message.id, error)
+            return
+        if isinstance(channel, discord.Thread):
+            message.channel = channel
 
     def in_own_thread(self, message: discord.Message) -> bool:
         """Whether a message sits in a thread this bot opened (where members expect it to answer)."""

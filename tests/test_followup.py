@@ -733,3 +733,21 @@ def test_a_year_alone_keeps_the_question_it_was_asked_of_for_the_next_follow_up(
         Turn("assistant", "From the documents:\n- \u201cIn 1890 a fog horn was added.\u201d [1]"),
     ]
     assert standalone_question("who else?", turns) == "Who else? (context: In 1890? When was the tower built?)"
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "standalone"),
+    [
+        # an 'it' after 'and'/'but'/'or' whose own question named a thing before it asks of that thing
+        (
+            "How many members were present at the meeting of the allotment society and who chaired it?",
+            "How many members were present at the meeting of the allotment society and who chaired it?",
+        ),
+        ("How is the dough mixed and how long does it rest?", "How is the dough mixed and how long does it rest?"),
+        # no thing named before the 'it' (or no clause before it): the last answer's, as before
+        ("and when did it close?", "When did the archive close?"),
+        ("What did she do and when did it end?", "What did Margaret Hale do and when did the archive end?" + CONTEXT),
+    ],
+)
+def test_an_it_that_its_own_question_names_is_not_the_last_answers(follow_up, standalone):
+    assert standalone_question(follow_up, ARCHIVE_TALK) == standalone

@@ -1347,10 +1347,13 @@ def asks_about_the_whole(question: str) -> bool:
 
 
 def _points_back(question: str) -> bool:
-    """A pronoun or demonstrative that needs an antecedent ('this station' names its own subject)."""
+    """A pronoun or demonstrative that needs an antecedent ('this station' names its own subject; 'the
+    meeting ... and who chaired it?' names what its 'it' means)."""
     tokens = words(question)
     for i, token in enumerate(tokens):
         following = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if token in ("it", "its", "itself") and _named_before(tokens[:i]):
+            continue
         if token in PERSON_PRONOUNS or token in ("it", "its", "itself", "former", "latter"):
             return True
         if token == "there" and not _existential(tokens[i - 1] if i else "", following):
@@ -1360,6 +1363,23 @@ def _points_back(question: str) -> bool:
         ):
             return True
     return False
+
+
+_CLAUSE_JOINS = frozenset(("and", "but", "or"))
+
+
+def _named_before(tokens: list[str]) -> bool:
+    """Whether an earlier clause of the same question names a thing ('the meeting', 'a shed') that an
+    'it' after 'and'/'but'/'or' can mean: 'How many were at the meeting and who chaired it?' asks of the
+    meeting, not of the last answer."""
+    joins = [j for j, token in enumerate(tokens) if token in _CLAUSE_JOINS]
+    if not joins:
+        return False
+    before = tokens[: joins[-1]]
+    return any(
+        token in ("the", "a", "an") and j + 1 < len(before) and before[j + 1] not in STOPWORDS
+        for j, token in enumerate(before)
+    )
 
 
 def _numbers(text: str) -> list[str]:

@@ -274,6 +274,7 @@ class FakeDiscord:
         self.identify_too_fast: list[str] = []  # IDENTIFYs Discord would refuse: same bucket within 5 s
         self.deleted_channels: set[int] = set()  # channels and threads that answer 404 Unknown Channel
         self.archived_threads: dict[int, list[dict]] = {}  # forum id -> its archived posts (threads)
+        self.threads_made: dict[int, dict] = {}  # threads the bot opened, as GET channels/{id} answers
         self.held: set[str] = set()  # CDN keys whose download stalls (no byte sent) until release_held is set
         self.release_held = asyncio.Event()
 
@@ -709,6 +710,8 @@ class FakeDiscord:
             return web.Response(status=204)
         if channel_id in self.deleted_channels:
             return error(404, 10003, "Unknown Channel")
+        if not rest and method == "GET" and channel_id in self.threads_made:
+            return J(self.threads_made[channel_id])
         if rest == ["messages"] and method == "GET":
             return J(self.history(channel_id, query or {}))
         if rest == ["messages", "pins"] and method == "GET":
@@ -742,6 +745,7 @@ class FakeDiscord:
             thread = thread_payload(
                 snowflake(), channel_id, body["name"], guild=self.guild_of_channel(channel_id)
             )
+            self.threads_made[int(thread["id"])] = thread
             if self.on_thread_created is not None:
                 self.on_thread_created(dict(thread, newly_created=True))
             return J(thread)
