@@ -322,7 +322,7 @@ def code_lines(text: str, code: bool = False) -> tuple[Span, ...]:
     across its lines, or cut at a full stop inside a string, is other code. With `code` (a leaf that lies
     wholly inside a block, so holds no fence to tell it by: `Chunk.code`) every line is code."""
     if code:
-        return tuple(_line_spans(text))
+        return tuple(line_spans(text))
     if "```" not in text and "~~~" not in text and "\n " not in text and "\n\t" not in text:
         return ()
     lines = text.split("\n")
@@ -353,7 +353,8 @@ def _open_at_start(lines: list[str]) -> str | None:
     return bare.group(1) if closes else None
 
 
-def _line_spans(text: str) -> list[Span]:
+def line_spans(text: str) -> list[Span]:
+    """(start, end) of each line of `text`, its line breaks left out."""
     spans, start = [], 0
     for line in text.split("\n"):
         spans.append((start, start + len(line)))

@@ -2859,6 +2859,12 @@ _NOTEBOOK_OPENING = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"(?:cells|metadata|
 _BACKTICK_RUN = re.compile(r"`{3,}")
 
 
+def _fence_around(code: str) -> str:
+    """A backtick fence for `code`: three marks, or one more than its longest run of backticks, so no
+    line of it closes the block."""
+    return "`" * max([3, *(len(run) + 1 for run in _BACKTICK_RUN.findall(code))])
+
+
 def _is_notebook(data: bytes) -> bool:
     """Whether a .txt holds a Jupyter notebook's JSON (its first key one a notebook opens with, and it
     names its format version)."""
@@ -2891,7 +2897,7 @@ def _read_notebook(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         source = "".join(piece for piece in source if isinstance(piece, str)) if isinstance(source, list) else str(source)
         with_output += bool(cell.get("outputs"))
         if cell.get("cell_type") == "code" and source.strip():
-            fence = "`" * max([3, *(len(run) + 1 for run in _BACKTICK_RUN.findall(source))])
+            fence = _fence_around(source)
             parts.append(f"{fence}{language}\n{source.strip(chr(10))}\n{fence}")
         elif source.strip():
             parts.append(source)
@@ -2906,9 +2912,9 @@ def _notebook_language(notebook: dict[str, Any]) -> str:
     metadata = notebook.get("metadata")
     info = metadata.get("language_info") if isinstance(metadata, dict) else None
     kernel = metadata.get("kernelspec") if isinstance(metadata, dict) else None
-    for source in (info, kernel):
-        if isinstance(source, dict) and isinstance(source.get("name" if source is info else "language"), str):
-            word = source["name" if source is info else "language"].strip().lower()
+    for source, key in ((info, "name"), (kernel, "language")):
+        if isinstance(source, dict) and isinstance(source.get(key), str):
+            word = source[key].strip().lower()
             if re.fullmatch(r"[a-z0-9+#._-]{1,30}", word):
                 return word
     return ""
@@ -2934,7 +2940,7 @@ def _read_code(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     if ext == ".json":
         text = _reindented_json(text)
     text = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
-    fence = "`" * max([3, *(len(run) + 1 for run in _BACKTICK_RUN.findall(text))])
+    fence = _fence_around(text)
     return [_Block(f"{fence}{CODE_LANGUAGES[ext]}\n{text}\n{fence}", heading=(name,), notice=notice)]
 
 

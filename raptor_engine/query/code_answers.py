@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..ingest.chunk import line_spans
 from ..types import ContextNode
 
 _NAME = r"`?(?P<name>[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*)(?:\(\))?`?"
@@ -153,14 +154,6 @@ def _runs(context: list[ContextNode]) -> list[_Run]:
     return runs
 
 
-def _line_spans(text: str) -> list[tuple[int, int]]:
-    spans, start = [], 0
-    for line in text.split("\n"):
-        spans.append((start, start + len(line)))
-        start += len(line) + 1
-    return spans
-
-
 def _body(lines: list[str], at: int) -> list[int]:
     """Indices of the lines of the function defined on line `at`: those indented past it, up to the
     first line that is not (a closing brace, the next definition), less a nested function's lines."""
@@ -234,7 +227,7 @@ def code_result_lines(question: str, context: list[ContextNode], most: int) -> l
         if name not in run.text:
             continue
         lines = run.text.split("\n")
-        spans = _line_spans(run.text)
+        spans = line_spans(run.text)
         for at, line in enumerate(lines):
             if not definition.match(line):
                 continue

@@ -1779,7 +1779,7 @@ def _past_the_others(text: str, name: re.Match[str], end: int, person_starts: li
     if found is None:
         return None
     pronoun = found.group(found.lastindex or 0)
-    opened = max((m.end() for m in _SENTENCE_END.finditer(text, 0, name.start())), default=0)
+    opened = _sentence_start(text, name.start())
     first = bisect.bisect_left(person_starts, opened)
     others = [
         start
@@ -1828,11 +1828,16 @@ def _her_owns(text: str, end: int) -> bool:
 
 def _alone_in_sentence(text: str, name: re.Match[str], person_starts: list[int]) -> bool:
     """No other person's name opens between the sentence's start and this name."""
-    opened = max((m.end() for m in _SENTENCE_END.finditer(text, 0, name.start())), default=0)
+    opened = _sentence_start(text, name.start())
     first = bisect.bisect_left(person_starts, opened)
     others = person_starts[first : bisect.bisect_left(person_starts, name.start())]
     # 'Captain Rowan Pike' opens at its title: the same person
     return all(_titles_only(text[start : name.start()]) for start in others)
+
+
+def _sentence_start(text: str, at: int) -> int:
+    """Where the sentence holding `at` opens: after the last sentence end before it, else the text's start."""
+    return max((m.end() for m in _SENTENCE_END.finditer(text, 0, at)), default=0)
 
 
 def _titles_only(text: str) -> bool:

@@ -128,9 +128,11 @@ async def build_document(
     stats = ParseStats()
     doc = await read_upload(name, data, settings, stats)
     log.info("read %s in %.2f s (parse child peak %.0f MB)", name, stats.seconds, stats.peak_rss_mb)
-    fingerprinted: list[asyncio.Future[str]] = []
+    fingerprinted: list[asyncio.Future[tuple[str, str]]] = []
+    known: tuple[str, str] | None = None
     if loaded:
-        loaded(document_fingerprint(doc), words_fingerprint(doc.text))
+        known = _fingerprints(doc)
+        loaded(*known)
     else:  # nothing to check it against now: it is computed beside the leaf layer's clustering
         leaves_ready = _fingerprint_beside(doc, fingerprinted, leaves_ready)
     embedder, summarizer = await _ready(embedder), await _ready(summarizer)
@@ -173,20 +175,27 @@ async def build_document(
     finally:
         for future in fingerprinted:  # a failed build still waits for its thread, so nothing runs on behind it
             await asyncio.wait([future])
-    fingerprint = fingerprinted[0].result() if fingerprinted else document_fingerprint(doc)
-    return DocumentTree(tree, chunks, doc.format, stats, doc.notices, fingerprint, words_fingerprint(doc.text))
+    fingerprint, words = fingerprinted[0].result() if fingerprinted else known or _fingerprints(doc)
+    return DocumentTree(tree, chunks, doc.format, stats, doc.notices, fingerprint, words)
+
+
+def _fingerprints(doc: LoadedDocument) -> tuple[str, str]:
+    """The document's `document_fingerprint` and `words_fingerprint`, computed once for its check and its record."""
+    return document_fingerprint(doc), words_fingerprint(doc.text)
 
 
 def _fingerprint_beside(
-    doc: LoadedDocument, started: list[asyncio.Future[str]], leaves_ready: Callable[[list[NewNode]], None] | None
+    doc: LoadedDocument,
+    started: list[asyncio.Future[tuple[str, str]]],
+    leaves_ready: Callable[[list[NewNode]], None] | None,
 ) -> Callable[[list[NewNode]], None]:
-    """A `leaves_ready` that also starts the text's fingerprint on a thread (appended to `started`), then
+    """A `leaves_ready` that also starts the text's fingerprints (`_fingerprints`) on a thread (appended to `started`), then
     calls `leaves_ready`. The fingerprint reads the text as Markdown (0.1-0.2 s for 100k tokens, one core):
     once the leaves are embedded, the leaf layer's global clustering leaves the other core idle, and the
     build, not the fingerprint, is what the upload waits for."""
 
     def ready(leaves: list[NewNode]) -> None:
-        started.append(asyncio.ensure_future(asyncio.to_thread(document_fingerprint, doc)))
+        started.append(asyncio.ensure_future(asyncio.to_thread(_fingerprints, doc)))
         if leaves_ready is not None:
             leaves_ready(leaves)
 
