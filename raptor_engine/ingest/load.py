@@ -34,6 +34,12 @@ from .fences import FenceReader
 
 log = logging.getLogger(__name__)
 
+# The info string of a code file's fence: the language a reader (and a renderer) reads its lines in.
+CODE_LANGUAGES: dict[str, str] = {
+    ".py": "python", ".js": "javascript", ".ts": "typescript", ".go": "go", ".rs": "rust", ".java": "java",
+    ".c": "c", ".h": "c", ".cpp": "cpp", ".rb": "ruby", ".sh": "sh", ".sql": "sql", ".yaml": "yaml",
+    ".yml": "yaml", ".toml": "toml", ".json": "json", ".ini": "ini", ".cfg": "ini", ".log": "log",
+}
 SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".txt": "txt",
     ".md": "md",
@@ -49,15 +55,8 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".eml": "email",  # an email saved from a mail program: its text body, its encoding (base64, quoted-printable) undone
     ".ipynb": "notebook",  # a Jupyter notebook: its Markdown cells as Markdown, its code cells as fenced code
     # Source code and configuration: the whole file one fenced block in its language (`CODE_LANGUAGES`)
-    **{ext: "code" for ext in (".py", ".js", ".ts", ".go", ".rs", ".java", ".c", ".h", ".cpp", ".rb", ".sh",
-                               ".sql", ".yaml", ".yml", ".toml", ".json", ".ini", ".cfg")},
+    **{ext: "code" for ext in CODE_LANGUAGES if ext != ".log"},
     ".log": "log",  # a program's log: lines, each read as one (a fenced block without a language's name)
-}
-# The info string of a code file's fence: the language a reader (and a renderer) reads its lines in.
-CODE_LANGUAGES: dict[str, str] = {
-    ".py": "python", ".js": "javascript", ".ts": "typescript", ".go": "go", ".rs": "rust", ".java": "java",
-    ".c": "c", ".h": "c", ".cpp": "cpp", ".rb": "ruby", ".sh": "sh", ".sql": "sql", ".yaml": "yaml",
-    ".yml": "yaml", ".toml": "toml", ".json": "json", ".ini": "ini", ".cfg": "ini", ".log": "log",
 }
 
 MAX_NAME_CHARS = 120
