@@ -503,11 +503,14 @@ class BotState:
 
         return await self._run(where, finish, create=False, empty=0)
 
+    def _every_space(self) -> list[str | None]:
+        """Every store file's space: each server's, or the one root file (None) without spaces."""
+        return [None] if self._spaces.pattern is None else list(self._spaces.names())
+
     async def finish_every_removal(self) -> int:
         """`finish_removals` in every server's store file (start-up); returns how many were finished."""
-        spaces: list[str | None] = [None] if self._spaces.pattern is None else list(self._spaces.names())
         done = 0
-        for space in spaces:
+        for space in self._every_space():
             done += await self.finish_removals(space=space)
         return done
 
@@ -610,9 +613,8 @@ class BotState:
         first, at most `threads`, each with the Discord messages of the members' questions its follow-ups
         are given (`history`'s turns): what a start checks for questions deleted while the bot was down."""
         since = (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="seconds")
-        spaces: list[str | None] = [None] if self._spaces.pattern is None else list(self._spaces.names())
         found: list[tuple[str, ThreadRecord, list[int]]] = []
-        for space in spaces:
+        for space in self._every_space():
             found += await self._run(
                 space, lambda store: _recent_questions(store.db, since, threads), create=False, empty=[]
             )

@@ -255,7 +255,6 @@ class MessageSync:
         result = await self.engine.remove_messages(kb, message_ids, author_id=author_id, journal=journal)
         if result.removed:
             await self.services.state.finish_removals(kb)
-        if result.removed:
             log.info("removed %d message(s) from %s in %.1f s", result.removed, kb, result.seconds)
         return result.removed
 

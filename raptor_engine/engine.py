@@ -1582,11 +1582,9 @@ class Engine:
         kb_id = self.store.kb_id(kb)
         if kb_id is None:
             return ""
-        hits = self.store.text_search(kb_id, [name], NAME_LOOKUPS)
-        nodes = self.store.nodes_by_ids([node_id for node_id, _ in hits])
         named = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
         lines: list[str] = []
-        for node in (nodes[i] for i, _ in hits if i in nodes and nodes[i].layer == 0):
+        for node in self._found_leaves(kb_id, name, NAME_LOOKUPS):
             text = " ".join(node.text.split())
             spans = split_sentences(text)
             for index, (start, end) in enumerate(spans):
@@ -1610,10 +1608,14 @@ class Engine:
         if not spans:
             return None
         wanted = said[slice(*spans[0])]
-        hits = self.store.text_search(kb_id, [wanted], CITED_LOOKUPS)
-        nodes = self.store.nodes_by_ids([node_id for node_id, _ in hits])
-        held = (nodes[i] for i, _ in hits if i in nodes and nodes[i].layer == 0)
+        held = self._found_leaves(kb_id, wanted, CITED_LOOKUPS)
         return next((node for node in held if wanted in " ".join(node.text.split())), None)
+
+    def _found_leaves(self, kb_id: int, words: str, limit: int) -> list[StoredNode]:
+        """The leaves among the `limit` nodes the full-text index finds for `words`, best first."""
+        hits = self.store.text_search(kb_id, [words], limit)
+        nodes = self.store.nodes_by_ids([node_id for node_id, _ in hits])
+        return [nodes[i] for i, _ in hits if i in nodes and nodes[i].layer == 0]
 
     def _followed_document(
         self, kb: str, query: str, history: list[Turn], documents: list[str] | None
@@ -1631,9 +1633,10 @@ class Engine:
         if moved is None and (not asked.context or not _POINTS_BACK.search(asked.core)):
             return query, documents
         kb_id = self.store.kb_id(kb)
-        if kb_id is None or len(self.store.documents(kb_id)) < 2:
+        stored = [d.name for d in self.store.documents(kb_id)] if kb_id is not None else []
+        if len(stored) < 2:
             return query, documents
-        named = self._document_names(kb_id, documents) or [d.name for d in self.store.documents(kb_id)]
+        named = self._document_names(kb_id, documents) or stored
         if moved is not None and moved.re is _THE_NTH:
             place = _ORDINALS.get(moved.group(1).lower(), len(named))
             if place > len(named):

@@ -210,18 +210,18 @@ class Store(MessageStoreMixin):
 
     def document_by_text(self, kb_id: int, text_sha256: str) -> DocumentInfo | None:
         """The earliest document whose text has this fingerprint (ingest/load.py `text_fingerprint`)."""
-        row = self.db.execute(
-            "SELECT id FROM documents WHERE kb_id = ? AND text_sha256 = ? ORDER BY added_at, id LIMIT 1",
-            [kb_id, text_sha256],
-        ).fetchone()
-        return next((d for d in self.documents(kb_id) if d.id == row[0]), None) if row else None
+        return self._earliest_with(kb_id, "text_sha256", text_sha256)
 
     def document_by_words(self, kb_id: int, words_sha256: str) -> DocumentInfo | None:
         """The earliest document stored before the words' fingerprint existed whose words have this one
         (ingest/load.py `words_fingerprint`; NULL for documents stored since)."""
+        return self._earliest_with(kb_id, "words_sha256", words_sha256)
+
+    def _earliest_with(self, kb_id: int, column: str, fingerprint: str) -> DocumentInfo | None:
+        """The earliest document of `kb_id` whose fingerprint `column` (a fixed name) holds `fingerprint`."""
         row = self.db.execute(
-            "SELECT id FROM documents WHERE kb_id = ? AND words_sha256 = ? ORDER BY added_at, id LIMIT 1",
-            [kb_id, words_sha256],
+            f"SELECT id FROM documents WHERE kb_id = ? AND {column} = ? ORDER BY added_at, id LIMIT 1",
+            [kb_id, fingerprint],
         ).fetchone()
         return next((d for d in self.documents(kb_id) if d.id == row[0]), None) if row else None
 
