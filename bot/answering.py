@@ -187,7 +187,7 @@ async def remember_exchange(
     told: Sequence[int] = (),
 ) -> None:
     """A thread's question and answer, the memory its follow-ups get, with the chat messages the answer drew
-    on: a message deleted later takes the exchange with it (`BotState.redact_removed`). The question's
+    on: a message deleted later takes the exchange with it (`BotState.finish_removals`). The question's
     message (`asked_in`; none for /ask) and the answer's (`sent`) are kept with them, so a follow-up that
     replies to either is read against this exchange. `as_searched` keeps the question as it was searched
     (its standalone rewrite) instead: a reply to an older exchange, which later follow-ups, reading the

@@ -1,5 +1,5 @@
 """What of the bot's own records quotes text removed for privacy (a message deleted in Discord, the
-messages of a member who ran /kb forget-me), so it can be redacted (bot/state.py `redact_removed`).
+messages of a member who ran /kb forget-me), so it can be redacted (bot/state.py `Redaction.apply`).
 
 An exchange in a thread (the question and the answer, the memory a follow-up is given) and a saved answer
 ('Show context') quote a removed message when the answer drew on one of its leaves (its context held the

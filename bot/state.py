@@ -24,7 +24,6 @@ from typing import Any, NamedTuple
 
 from raptor_engine.engine import Removal, RemovalJournal
 from raptor_engine.errors import NotFoundError
-from raptor_engine.ingest.messages import ChatMessage
 from raptor_engine.storage.spaces import Spaces
 from raptor_engine.storage.store import Store
 from raptor_engine.storage.store_migrations import bot_migrations
@@ -448,37 +447,6 @@ class BotState:
             for r in rows
         ]
 
-    async def redact_removed(
-        self,
-        kb: str,
-        note: str,
-        *,
-        messages: Sequence[ChatMessage] = (),
-        node_ids: set[int] | frozenset[int] = frozenset(),
-        documents: Set[tuple[int, str]] = frozenset(),
-        every_document: bool = False,
-    ) -> int:
-        """Text removed for privacy must not outlive it in this channel's records: an exchange of a thread
-        (question and answer, a follow-up's memory) or a saved answer that quotes one of `messages`
-        (bot/redact.py) is replaced by `note` whole; in the other saved answers, the context nodes that went
-        (`node_ids`, or of the removed `documents` (id, name), or of any document: `every_document`) are,
-        their document's name with them, and so is a thread's answer that cited one of those documents
-        (`_redact_documents`). Then the file is scrubbed (`Store.scrub`). Returns how many records changed.
-        A removal made with `removal_journal` is finished by `finish_removals` instead."""
-        removal = Redaction(
-            {m.message_id for m in messages}, quote_marks(m.text for m in messages), set(node_ids), set(documents),
-            every_document,
-        )
-
-        def redact(store: Store) -> int:
-            with store.write() as db:
-                changed = removal.apply(db, kb, note)
-            if changed:
-                store.scrub(text_index=False)
-            return changed
-
-        return await self._run(self._spaces.space_of(kb), redact, create=False, empty=0)
-
     async def removal_journal(self, kb: str, note: str) -> RemovalJournal:
         """The journal to give the engine's removal from `kb` (`Engine.forget`, `clear`, `remove_messages`):
         it records, in the removal's own transaction, what this channel's records must lose (`note` in
@@ -585,7 +553,7 @@ class BotState:
         posted: Sequence[Sequence[int]] = (),
         cited: CitedNodes | None = None,
     ) -> None:
-        """One exchange's turns; `message_ids`: the chat messages its answer drew on (`redact_removed`; one
+        """One exchange's turns; `message_ids`: the chat messages its answer drew on (`Redaction.apply`; one
         removed since, no longer held by the thread's knowledge base, makes the exchange `REMOVED_MESSAGE`);
         `posted`: each turn's own Discord messages (the question, the answer's messages), for replies;
         `cited`: the answer's cited nodes, whose documents its turn records in the same transaction
@@ -633,7 +601,7 @@ class BotState:
             [thread_id],
         )
         found: dict[tuple[int, str], bool] = {}  # (id, name) -> cited (not only drawn on)
-        removed: dict[tuple[int, str], bool] = {}  # recorded as removed when it was (`redact_removed`)
+        removed: dict[tuple[int, str], bool] = {}  # recorded as removed when it was (`Redaction.apply`)
         told: set[int] = set()
         for row in rows:
             record = _turn_documents(row["documents"])
@@ -999,8 +967,9 @@ KEEP_REMOVALS_S = 3600.0  # a finished removal's node ids are kept this long, fo
 
 @dataclass
 class Redaction:
-    """What a removal asks of a channel's records (`BotState.redact_removed`): the removed messages' ids and
-    quote marks (bot/redact.py), the nodes that went, the removed documents (id, name), or every one."""
+    """What a removal asks of a channel's records (`BotState.removal_journal`, `finish_removals`): the
+    removed messages' ids and quote marks (bot/redact.py), the nodes that went, the removed documents (id,
+    name), or every one."""
 
     ids: set[int] = field(default_factory=set)
     marks: set[str] = field(default_factory=set)
@@ -1058,7 +1027,7 @@ def _journal_removal(note: str, db: Any, removal: Removal) -> None:
     redaction = Redaction(
         {m.message_id for m in removal.messages},
         quote_marks(m.text for m in removal.messages),
-        set(removal.gone_nodes) if removal.messages else set(),  # as `redact_removed` is given them
+        set(removal.gone_nodes) if removal.messages else set(),  # the nodes of the removed messages' documents
         set(removal.documents),
         removal.every,
     )
@@ -1120,7 +1089,7 @@ def _redact_answers(
     documents: Set[str],
     every: bool = False,
 ) -> int:
-    """Saved answers of `kb` (see `BotState.redact_removed`); returns how many changed."""
+    """Saved answers of `kb` (see `Redaction.apply`); returns how many changed."""
     changed = 0
     for answer_id, question, payload in db.execute(
         "select id, question, context_json from bot_answers where kb = ?", [kb]
