@@ -137,7 +137,17 @@ async def two_questions(h) -> tuple[int, dict, dict, dict]:
     asked = h.say(thread, "Who computerised the catalogue?")
     answer = await bot_reply_in(h, thread, 2)
     assert "David Orr" in answer["content"]
+    # the bot records an exchange just after posting its answer: a close before that would lose it
+    state = h.bot.services.state
+    await h.fake.wait_for(
+        lambda: remembered(state.history(GUILD, thread), "computerised"), what="the second exchange remembered"
+    )
     return thread, kept, asked, answer
+
+
+async def remembered(history, words: str) -> bool:
+    """Whether a question with `words` is among the turns `history` (an awaitable) gives."""
+    return any(t.role == "user" and words in t.content for t in await history)
 
 
 async def assert_forgotten(h, thread: int, kept: dict) -> None:
