@@ -106,6 +106,13 @@ async def bot_reply_in(h, thread_id: int, count: int = 1) -> dict:
     return answers[count - 1]
 
 
+async def remembered_turns(state, thread_id: int, count: int) -> list | None:
+    """The thread's stored turns once there are `count` of them (the bot records an exchange just after
+    posting its answer)."""
+    history = await state.history(GUILD, thread_id)
+    return history if len(history) >= count else None
+
+
 def assert_answers_the_follow_up(message: dict) -> None:
     """The follow-up was searched and answered as 'When did Margaret Hale leave?', and the footer says so."""
     quotes = quotes_of(message["content"])
@@ -343,7 +350,11 @@ async def test_thanks_in_a_thread_gets_a_plain_reply_inside_the_cooldown_and_is_
     assert reply["content"].startswith("You're welcome") and not reply["embeds"]
     assert not custom_ids(reply)
     assert not any("wait" in m["content"].lower() for m in h.fake.channel_messages(thread))
-    history = await h.bot.services.state.history(GUILD, thread)
+    state = h.bot.services.state
+    # the exchange is recorded just after the reply is posted
+    history = await h.fake.wait_for(
+        lambda: remembered_turns(state, thread, 4), what="the exchange remembered"
+    )
     assert [t.content for t in history][-2:] == ["thanks!", reply["content"]]
     assert not [m for m in h.fake.channel_messages(thread) if m["embeds"]]
 

@@ -16,7 +16,13 @@ from bot.state import ThreadRecord
 from raptor_engine.types import Turn
 from tests.bot.bot_samples import SOURDOUGH
 from tests.bot.conftest import ALICE, BOT_ID, GUILD, NOW, snowflake, user_payload
-from tests.bot.test_bot_answers import bot_reply_in, footer_of, open_archive_thread, quotes_of
+from tests.bot.test_bot_answers import (
+    bot_reply_in,
+    footer_of,
+    open_archive_thread,
+    quotes_of,
+    remembered_turns,
+)
 from tests.bot.test_bot_flows import KB_A, add_doc
 from tests.bot.test_bot_state import open_state
 
@@ -139,15 +145,8 @@ async def two_questions(h) -> tuple[int, dict, dict, dict]:
     assert "David Orr" in answer["content"]
     # the bot records an exchange just after posting its answer: a close before that would lose it
     state = h.bot.services.state
-    await h.fake.wait_for(
-        lambda: remembered(state.history(GUILD, thread), "computerised"), what="the second exchange remembered"
-    )
+    await h.fake.wait_for(lambda: remembered_turns(state, thread, 6), what="the second exchange remembered")
     return thread, kept, asked, answer
-
-
-async def remembered(history, words: str) -> bool:
-    """Whether a question with `words` is among the turns `history` (an awaitable) gives."""
-    return any(t.role == "user" and words in t.content for t in await history)
 
 
 async def assert_forgotten(h, thread: int, kept: dict) -> None:
