@@ -349,8 +349,11 @@ def _trimmed_spans(text: str, cuts: list[int], base: int = 0) -> list[Span]:
 def split_sentences(text: str, code: bool = False) -> list[Span]:
     """Sentence spans (start, end) in `text`, trimmed of whitespace, covering all its non-space characters.
 
-    Ends at . ! ? and ellipses (with any closing quotes or brackets), except after abbreviations, initials
-    and list numbers; decimals never match because a terminator must be followed by whitespace. Chinese and
+    Ends at . ! ? and ellipses (with any closing quotes or brackets, a straight one set apart by a space
+    when it closes an open quotation), except after abbreviations, initials and list numbers, before a
+    citation or label after "et al." or "Fig." ("et al. [12]", "Fig. 3"), and before a speaker's tag after
+    a speech ('"Wait!" Ninon said.'); decimals never match because a terminator must be followed by
+    whitespace. Chinese and
     Japanese full stops (。！？) end one with no space after. Blank lines, and newlines around headings, list
     items and table rows, are boundaries too, and so is the start of each speaker's turn in a transcript
     (`transcript.turns`: a turn line often ends without a full stop). With `code` (a leaf that lies wholly
