@@ -69,6 +69,112 @@ def test_split_handles_abbreviations_decimals_quotes_and_ellipses():
     ]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a citation after "et al." goes on with the sentence, in each form papers write it
+        (
+            "Davidson et al. BIBREF9 collected tweets. Zhang et al. [12] used a CNN.",
+            ["Davidson et al. BIBREF9 collected tweets.", "Zhang et al. [12] used a CNN."],
+        ),
+        (
+            "Wiegand et al. ( BIBREF11 ) followed. Waseem et. al. (2017) agreed. Luo et al. 2019 did too.",
+            ["Wiegand et al. ( BIBREF11 ) followed.", "Waseem et. al. (2017) agreed.", "Luo et al. 2019 did too."],
+        ),
+        # an ordinary sentence still opens after "et al." as after any full stop
+        (
+            "This was shown by Smith et al. The results hold. So did Lee et al. A model failed.",
+            ["This was shown by Smith et al.", "The results hold.", "So did Lee et al.", "A model failed."],
+        ),
+        # a paper's citation keys: one may open a sentence in lower case, and after "et al." it is a citation
+        (
+            "It uses VerbNet. garg2012unsupervised proposed a model. Davidson et al. davidson2017automated agreed.",
+            ["It uses VerbNet.", "garg2012unsupervised proposed a model.", "Davidson et al. davidson2017automated agreed."],
+        ),
+        # a figure, equation or table reference: a number, a bracket or a paper's placeholder label
+        (
+            "As shown in Fig. FIGREF6 , it works. It is computed with Eq. ( EQREF15 ). See Tab. 2 and Sec. SECREF3 .",
+            ["As shown in Fig. FIGREF6 , it works.", "It is computed with Eq. ( EQREF15 ).", "See Tab. 2 and Sec. SECREF3 ."],
+        ),
+        # "No." before an ordinary sentence ends it; "P." stays an initial before a capital
+        ('"No. I shall die here." The P. E. Corps grew.', ['"No.', 'I shall die here."', "The P. E. Corps grew."]),
+    ],
+)
+def test_split_keeps_citations_and_references_after_abbreviations(text, expected):
+    """'Smith et al.' and 'Fig.' before a citation or a label are inside a sentence (the QASPER papers had
+    30 such cuts); before an ordinary sentence they may end one."""
+    assert sentences(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('"What do you want with me?" Korvin said. He left.', ['"What do you want with me?" Korvin said.', "He left."]),
+        ('"Wait!" Ninon said, pushing him\nback. It was late.', ['"Wait!" Ninon said, pushing him\nback.', "It was late."]),
+        ("\u201cHow old are you?\u201d Miss Stoddart asked. \u201cNow, listen!\u201d I said bluntly.",
+         ["\u201cHow old are you?\u201d Miss Stoddart asked.", "\u201cNow, listen!\u201d I said bluntly."]),
+        # not a tag: a capitalised pronoun opens a sentence, a tag that opens a quotation of its own is a new one
+        ('"Are we going fast?" He answered without turning.', ['"Are we going fast?"', "He answered without turning."]),
+        ('"What do you mean?" Robert said, "You look old."', ['"What do you mean?"', 'Robert said, "You look old."']),
+        # a statement's full stop ends it before a name, as before
+        ('"I am going." Tom said nothing.', ['"I am going."', "Tom said nothing."]),
+    ],
+)
+def test_split_keeps_a_speakers_tag_with_the_speech(text, expected):
+    """'"Stop!" Tom said.' is one sentence: the tag cut off alone was a sentence of two words and the speech
+    lost its speaker."""
+    assert sentences(text) == expected
+
+
+def test_split_gives_a_spaced_closing_quotation_mark_to_the_sentence_it_closes():
+    """Some stories' texts set their quotation marks apart (' " Ivy! " Strike was beside her.'); the mark
+    after the terminator closes the speech when the paragraph left one open, and opens one when not."""
+    text = 'She fell. " Ivy! " Strike was beside her. " Now! " he said.\n\n" Kalis ," he began, "\nguna getal.\n"\n\nDone.'
+    assert sentences(text) == [
+        "She fell.",
+        '" Ivy! "',
+        "Strike was beside her.",
+        '" Now! " he said.',
+        '" Kalis ," he began, "\nguna getal.\n"',
+        "Done.",
+    ]
+    opening = '"Which makes it even," he retorted. " You do not look like much."'
+    assert sentences(opening) == ['"Which makes it even," he retorted.', '" You do not look like much."']
+    assert sentences("She cried \u201cHelp! \u201d Then silence.") == ["She cried \u201cHelp! \u201d", "Then silence."]
+
+
+def test_split_keeps_the_number_of_a_list_run_into_a_paragraph_with_its_item():
+    """'... as follows: 1. We propose ... 2. When ...': each number opens its item (it was a sentence of its
+    own, '2.'); a number that ends a sentence of prose still ends it."""
+    text = "Our contributions: 1. We propose a net. 2. When classifying, we use users. 3. We add topics."
+    assert sentences(text) == [
+        "Our contributions: 1. We propose a net.",
+        "2. When classifying, we use users.",
+        "3. We add topics.",
+    ]
+    assert sentences("It rose to 2. Then it fell.") == ["It rose to 2.", "Then it fell."]
+
+
+def test_split_keeps_a_wrapped_list_item_whole():
+    """A list item's text may wrap onto a line without a marker, as in Markdown ('1) Too many people would\n
+    know.'); a blank line, the next item or a capital still ends it."""
+    text = (
+        "Here is why:\n1) Too many people would\nknow. Kennedy hid nothing.\n2) The press would report\nit.\n"
+        "- a bullet that\nwraps\n- a bullet\n\nlower case after a blank line."
+    )
+    assert sentences(text) == [
+        "Here is why:",
+        "1) Too many people would\nknow.",
+        "Kennedy hid nothing.",
+        "2) The press would report\nit.",
+        "- a bullet that\nwraps",
+        "- a bullet",
+        "lower case after a blank line.",
+    ]
+    items = "- fill the lamp\n- trim the wick\nThe end."
+    assert sentences(items) == ["- fill the lamp", "- trim the wick", "The end."]
+
+
 def test_split_treats_paragraphs_headings_and_list_items_as_boundaries():
     text = (
         "## Keepers\nThe first keeper arrived\nin spring without a title\n\nNo full stop here\n\n"
@@ -269,6 +375,7 @@ _fuzz_text = st.lists(
     st.sampled_from(
         list("abc XYZ.,;:!?\"'…—-\n\t0123456789éß")
         + ["Mr.", "e.g.", "...", "\n\n", "# ", "word", "\n```\n", "\n~~~\n", "\n    "]
+        + ["et al.", "Fig.", "[1]", "BIBREF2", " Tom said.", "\n1) ", ' " ', "!\u201d "]
     ),
     max_size=120,
 ).map("".join)

@@ -39,23 +39,36 @@ _NEVER_ENDS = {
     "dept", "univ", "assn", "bros", "corp", "est", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep",
     "sept", "oct", "nov", "dec",
 }  # fmt: skip
-# Abbreviations that only continue a sentence when a number follows ("No. 5", "p. 12", "Fig. 3").
+# Abbreviations that only continue a sentence before a reference label ("No. 5", "p. 12", "Fig. 3",
+# "Eq. (4)", a paper's "Fig. FIGREF21").
 _BEFORE_NUMBERS = {
-    "no",
-    "nos",
-    "p",
-    "pp",
-    "fig",
-    "figs",
-    "vol",
-    "vols",
-    "ch",
-    "chap",
-    "sec",
-    "art",
-    "eq",
-    "ed",
-}
+    "no", "nos", "p", "pp", "fig", "figs", "vol", "vols", "ch", "chap", "sec", "secs", "art", "eq", "eqs",
+    "ed", "tab", "tabs", "tbl", "ref", "refs", "thm", "alg",
+}  # fmt: skip
+# What a reference label or a citation opens with: a number, a bracket ("(4)", "[12]", "( BIBREF12 )"),
+# capitals run into digits (the placeholders "BIBREF9", "FIGREF21" of extracted papers, "S1") or a
+# citation key ("davidson2017automated").
+_REFERENCE_LABEL = re.compile(r"[\[(]|\d|[A-Z]+\d|[a-z]+\d{4}")
+# A citation key as some extracted papers print their citations ("garg2012unsupervised proposed ..."): it
+# may open a sentence in lower case.
+_CITATION_KEY = re.compile(r"[a-z]+\d{4}[a-z]*\b")
+# A speaker's tag after a line of speech that ends in '!' or '?' ('"Wait!" Ninon said, pushing him back.',
+# '"How old are you?" Miss Stoddart asked.'): a name (or "I"), perhaps an adverb, a verb of speech, and no
+# quotation of its own before its end. It is part of the sentence that the speech opened. A capitalised
+# pronoun ("He answered.") opens a sentence of its own: a tag would be written "he answered".
+_SPEECH_TAG = re.compile(
+    r"(?:I|(?:(?:Mrs?|Ms|Dr)\.\s+)?(?!(?:He|She|They|We|It|You|This|That|There|Then)\b)[A-Z][\w'\u2019-]*"
+    r"(?:\s+[A-Z][\w'\u2019-]*){0,2})\s+(?:\w+ly\s+)?"
+    r"(?:said|asked|cried|shouted|replied|answered|whispered|called|muttered|exclaimed|added|demanded|snapped"
+    r"|yelled|screamed|murmured|growled|protested|insisted|laughed|sighed|begged|pleaded|roared|gasped)\b"
+    r"(?:[^\"\u201c\u201d\n]|\n(?![^\S\n]*\n)){0,200}?[.!?](?=\s|$)"
+)
+_SPEECH_CLOSE = ("\"", "\u201d", "'", "\u2019")
+# A closing quotation mark written after a space or a line break (' " Ivy! " Strike was beside her.'), told
+# from an opening one by the marks before it in the paragraph.
+_SPACED_CLOSE = re.compile(r"(?:[^\S\n]+|[^\S\n]*\n[^\S\n]*)[\"\u201d](?=\s|$)")
+_BLANK_LINE = re.compile(r"\n[^\S\n]*\n")
+_STRAIGHT_QUOTE = re.compile('"')
 
 # A run of terminators and closers, matched only from its first character and never backtracked (possessive
 # quantifiers): a run followed by a letter ("....Word", "?!?!x") fails once, in time linear in the run,
@@ -97,8 +110,9 @@ SPLIT_CACHE_TEXTS = 4096
 # ------------------------------------------------------------------------------------- sentence splitting
 
 
-def _period_ends_sentence(text: str, term_start: int, next_char: str) -> bool:
-    """Whether a single '.' at term_start ends a sentence, given the word before it and what follows."""
+def _period_ends_sentence(text: str, term_start: int, rest: int) -> bool:
+    """Whether a single '.' at term_start ends a sentence, given the word before it and what follows it
+    (from `rest`, past the white space)."""
     word_start = term_start
     while word_start > 0 and not text[word_start - 1].isspace():  # walk back: O(word), not O(line)
         word_start -= 1
@@ -108,32 +122,86 @@ def _period_ends_sentence(text: str, term_start: int, next_char: str) -> bool:
     lower = word.lower()
     if lower in _NEVER_ENDS:
         return False
-    if lower in _BEFORE_NUMBERS and next_char.isdigit():
+    if (lower in _BEFORE_NUMBERS or _et_al(text, word_start, lower)) and _REFERENCE_LABEL.match(text, rest):
         return False
     if len(word) == 1 and word.isalpha() and word.isupper():  # an initial: "John F. Kennedy"
         return False
     if _INITIALISM.fullmatch(word):  # dotted initialism: "J.R.R.", "U.S.A"
         return False
-    # "1. First item" / "a) ..." at the start of a line is a list marker, not a sentence.
+    # "1. First item" / "a) ..." at the start of a line is a list marker, not a sentence, and so is a number
+    # that opens a sentence of a list run into a paragraph ("... as follows: 1. We propose ... 2. When ...").
     at_line_start = word_start == 0 or text[word_start - 1] == "\n"
-    return not (at_line_start and _LIST_NUMBER.fullmatch(word))
+    if at_line_start and _LIST_NUMBER.fullmatch(word):
+        return False
+    if not (word.isdigit() and len(word) <= 2):
+        return True
+    before = word_start
+    while before > 0 and text[before - 1].isspace():
+        before -= 1
+    return text[before - 1 : before] not in (".", "!", "?", ":")
+
+
+def _et_al(text: str, word_start: int, lower: str) -> bool:
+    """Whether the word at word_start is the 'al' of "et al" ("et. al", "et.al"): after it a citation
+    ("Davidson et al. BIBREF9 collected ...", "Zhang et al. [12]", "et al. (2019)") goes on with the
+    sentence, while an ordinary sentence may open after it as after any full stop."""
+    if lower in ("et.al", "et.-al"):
+        return True
+    before = text[max(0, word_start - 8) : word_start].split()
+    return lower == "al" and bool(before) and before[-1].lower().lstrip("([") in ("et", "et.")
+
+
+class _QuoteMarks:
+    """Where a text's straight quotation marks and blank lines are, found once (when first asked) so that
+    telling an open quotation costs a lookup per terminator, not a scan of its paragraph."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._marks: list[int] | None = None
+        self._paragraphs: list[int] = []
+
+    def open_at(self, offset: int) -> bool:
+        """Whether an odd number of straight marks lie between the paragraph's start and `offset`."""
+        if self._marks is None:
+            self._marks = [m.start() for m in _STRAIGHT_QUOTE.finditer(self._text)]
+            self._paragraphs = [m.end() for m in _BLANK_LINE.finditer(self._text)]
+        starts = bisect.bisect_right(self._paragraphs, offset)
+        start = self._paragraphs[starts - 1] if starts else 0
+        return (bisect.bisect_left(self._marks, offset) - bisect.bisect_left(self._marks, start)) % 2 == 1
+
+
+def _closed_after(text: str, end: int, term_start: int, quotes: _QuoteMarks) -> int:
+    """Where the sentence ending at a terminator (ending at `end`) really ends: past a closing quotation
+    mark written after a space: a typographic one, or a straight one that an odd number of straight marks
+    before it in the paragraph shows to close a quotation."""
+    spaced = _SPACED_CLOSE.match(text, end)
+    if not spaced:
+        return end
+    if text[spaced.end() - 1] == "\u201d" or quotes.open_at(term_start):
+        return spaced.end()
+    return end
 
 
 def _terminator_cuts(text: str) -> list[int]:
     cuts = []
+    quotes = _QuoteMarks(text)
     for match in checked(_TERMINATOR.finditer(text)):
-        rest = match.end()
+        end = _closed_after(text, match.end(), match.start(), quotes)
+        rest = end
         while rest < len(text) and text[rest].isspace():
             rest += 1
         if rest >= len(text):
             continue
         next_char = text[rest]
-        if next_char.islower():  # "e.g. this", "... and then": the sentence goes on
+        if next_char.islower() and not _CITATION_KEY.match(text, rest):  # "e.g. this", "... and then": goes on
             continue
-        punct = match.group(0).rstrip("\"'\u201d\u2019\u00bb)]")
-        if punct == "." and not _period_ends_sentence(text, match.start(), next_char):
+        marks = text[match.start() : end]
+        punct = marks.rstrip("\"'\u201d\u2019\u00bb)] \t")
+        if punct == "." and not _period_ends_sentence(text, match.start(), rest):
             continue
-        cuts.append(match.end())
+        if punct[-1:] in "!?" and marks.rstrip().endswith(_SPEECH_CLOSE) and _SPEECH_TAG.match(text, rest):
+            continue
+        cuts.append(end)
     return cuts
 
 
@@ -170,11 +238,21 @@ def _blank_run(text: str, i: int) -> tuple[int, int, bool]:
     continues = (
         text[after].islower()
         and text[before - 1] not in ".!?:;\u2026\"'\u201d\u2019)]"
-        and not _STRUCTURAL_LINE.match(last_line)
+        and (not _STRUCTURAL_LINE.match(last_line) or _wrapped_item(last_line, text.count("\n", before, after)))
         and not is_table_row(last_line)  # a row is a line of its own, whatever follows it
         and not is_table_row(next_line)
     )
     return before, after, continues
+
+
+# A list item's marker: '- ', '* ', '• ', '1. ', '2) '.
+_LIST_ITEM = re.compile(r"(?:[-*+\u2022]|\d{1,3}[.)])\s")
+
+
+def _wrapped_item(line: str, newlines: int) -> bool:
+    """Whether a list item's line may go on, on the next line ("1) Too many people would\nknow."): as in
+    Markdown, an item's text wraps onto lines without a marker; a blank line ends it."""
+    return newlines == 1 and bool(_LIST_ITEM.match(line))
 
 
 def _newline_cuts(text: str) -> list[int]:
@@ -271,8 +349,11 @@ def _trimmed_spans(text: str, cuts: list[int], base: int = 0) -> list[Span]:
 def split_sentences(text: str, code: bool = False) -> list[Span]:
     """Sentence spans (start, end) in `text`, trimmed of whitespace, covering all its non-space characters.
 
-    Ends at . ! ? and ellipses (with any closing quotes or brackets), except after abbreviations, initials
-    and list numbers; decimals never match because a terminator must be followed by whitespace. Chinese and
+    Ends at . ! ? and ellipses (with any closing quotes or brackets, a straight one set apart by a space
+    when it closes an open quotation), except after abbreviations, initials and list numbers, before a
+    citation or label after "et al." or "Fig." ("et al. [12]", "Fig. 3"), and before a speaker's tag after
+    a speech ('"Wait!" Ninon said.'); decimals never match because a terminator must be followed by
+    whitespace. Chinese and
     Japanese full stops (。！？) end one with no space after. Blank lines, and newlines around headings, list
     items and table rows, are boundaries too, and so is the start of each speaker's turn in a transcript
     (`transcript.turns`: a turn line often ends without a full stop). With `code` (a leaf that lies wholly
