@@ -455,6 +455,7 @@ class RaptorBot(commands.AutoShardedBot):
                 deleted = await services.call(services.engine.delete_kb, kb)
                 if deleted:
                     log.info("deleted knowledge base %s (%s)", kb, why)
+                    await services.state.finish_removals(kb)  # the removal's record (nothing left to redact)
             except NotFoundError:
                 log.debug("no knowledge base %s to delete (%s)", kb, why)
             except Exception:

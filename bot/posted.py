@@ -25,7 +25,7 @@ from raptor_engine.errors import NotFoundError
 
 from .kb import parse_kb_name
 from .services import Services
-from .state import REMOVED_DOCUMENT, PostedFile
+from .state import PostedFile
 from .uploads import Post
 
 log = logging.getLogger(__name__)
@@ -34,10 +34,10 @@ log = logging.getLogger(__name__)
 
 async def remove_document(services: Services, kb: str, sha256: str) -> None:
     """Forget a document, then its text in this channel's saved answers ('Show context') and threads. The
-    removal records what they must lose in its own transaction (`BotState.removal_journal`), so a crash
+    engine records what they must lose in the removal's own transaction (`record_removal`), so a crash
     before they are redacted leaves it for the next start (`BotState.finish_every_removal`)."""
-    journal = await services.state.removal_journal(kb, REMOVED_DOCUMENT)
-    await services.engine.forget(kb, sha256, journal=journal)
+    await services.state.ready_for_removal(kb)
+    await services.engine.forget(kb, sha256)
     await services.state.finish_removals(kb)
     await forget_uploads(services, kb, sha256)
 
@@ -45,8 +45,8 @@ async def remove_document(services: Services, kb: str, sha256: str) -> None:
 async def clear_documents(services: Services, kb: str) -> int:
     """Remove every document of a knowledge base (`/kb clear`), then their text and names from this
     channel's saved answers and threads, as `remove_document` does for one; returns how many there were."""
-    journal = await services.state.removal_journal(kb, REMOVED_DOCUMENT)
-    count = await services.engine.clear(kb, journal=journal)
+    await services.state.ready_for_removal(kb)
+    count = await services.engine.clear(kb)
     await services.state.finish_removals(kb)
     await forget_uploads(services, kb)
     return count

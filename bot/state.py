@@ -12,7 +12,6 @@ SQLite's single write lock during a build, and waiting for it must not stall the
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import time
@@ -22,15 +21,22 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from raptor_engine.engine import Removal, RemovalJournal
 from raptor_engine.errors import NotFoundError
+from raptor_engine.storage.removals import (
+    REMOVED_DOCUMENT,
+    REMOVED_MESSAGE,
+    REMOVED_SOURCE,
+    PendingRemoval,
+    id_pairs,
+    is_id,
+    quotes,
+)
 from raptor_engine.storage.spaces import Spaces
 from raptor_engine.storage.store import Store
 from raptor_engine.storage.store_migrations import bot_migrations
 from raptor_engine.types import ContextNode, MessageRef, Turn
 
 from .kb import guild_prefix, kb_name
-from .redact import quote_marks, quotes
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +134,6 @@ _SOURCE_REMOVED = (
     "EXISTS (SELECT 1 FROM json_each(?) j WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.message_id = j.value "
     "AND m.kb_id = (SELECT k.id FROM kbs k JOIN bot_threads h ON h.kb = k.name WHERE h.thread_id = ?)))"
 )
-REMOVED_MESSAGE = "(This text came from a message that was deleted or whose author asked to be forgotten.)"
 
 
 def _content_params(content: str, cited: CitedNodes | None) -> list[str]:
@@ -165,14 +170,6 @@ class TurnDocuments:
         return json.dumps(value)
 
 
-def _pairs(value: object) -> list[tuple[int, str]]:
-    return [
-        (pair[0], pair[1])
-        for pair in (value if isinstance(value, list) else [])
-        if isinstance(pair, list) and len(pair) == 2 and _is_id(pair[0]) and isinstance(pair[1], str)
-    ]
-
-
 def _turn_documents(raw: str | None) -> TurnDocuments | None:
     """A turn's `documents` read back; None when it holds none. A store can come from elsewhere (`raptor
     guilds import`): anything not of that shape is passed over, names are only ever shown inert."""
@@ -185,19 +182,15 @@ def _turn_documents(raw: str | None) -> TurnDocuments | None:
     removed = [
         GoneDocument(g[0], g[1], bool(g[2]))
         for g in (value.get("removed") if isinstance(value.get("removed"), list) else [])
-        if isinstance(g, list) and len(g) == 3 and _is_id(g[0]) and isinstance(g[1], str) and isinstance(g[2], bool)
+        if isinstance(g, list) and len(g) == 3 and is_id(g[0]) and isinstance(g[1], str) and isinstance(g[2], bool)
     ]
     told = value.get("told")
     return TurnDocuments(
-        _pairs(value.get("cited")),
-        _pairs(value.get("drawn")),
+        id_pairs(value.get("cited")),
+        id_pairs(value.get("drawn")),
         removed,
-        {i for i in (told if isinstance(told, list) else []) if _is_id(i)},
+        {i for i in (told if isinstance(told, list) else []) if is_id(i)},
     )
-
-
-def _is_id(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass
@@ -296,6 +289,17 @@ class BotState:
         return await self._run(
             space, lambda store: list(store.db.query(sql, list(params))), create=False, empty=[]
         )
+
+    async def _read_copies(self, space: str | None, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        """`_read` of the bot's copies of the knowledge bases' text (saved answers, thread turns), after the
+        removals another process recorded while the bot ran (`raptor forget`) are finished: a plain read
+        finds none pending; only then is the write lock taken (`_finish_pending`)."""
+
+        def read(store: Store) -> list[dict[str, Any]]:
+            _finish_pending(store)
+            return list(store.db.query(sql, list(params)))
+
+        return await self._run(space, read, create=False, empty=[])
 
     async def _write(
         self,
@@ -447,29 +451,18 @@ class BotState:
             for r in rows
         ]
 
-    async def removal_journal(self, kb: str, note: str) -> RemovalJournal:
-        """The journal to give the engine's removal from `kb` (`Engine.forget`, `clear`, `remove_messages`):
-        it records, in the removal's own transaction, what this channel's records must lose (`note` in
-        their place), so the removal and that record commit together; `finish_removals` then does it. The
-        bot tables are made ready first: the journal writes in the engine's transaction."""
+    async def ready_for_removal(self, kb: str) -> None:
+        """Make `kb`'s file hold the bot's tables before the bot removes from it, so the engine records the
+        removal in its own transaction (storage/removals.py `record_removal`) for `finish_removals`."""
         await self._run(self._spaces.space_of(kb), lambda store: None, create=False)
-        return functools.partial(_journal_removal, note)
 
     async def finish_removals(self, kb: str | None = None, *, space: str | None = None) -> int:
-        """Redact what each removal recorded by `removal_journal` and not finished yet asks (of `kb`, or of
-        every knowledge base of `space`: at start-up, for removals a crash or a kill cut short), marking
-        each finished in the same transaction; then scrub the file (the records held the removed text's
-        marks). Returns how many removals were finished."""
+        """Redact what each removal the engine recorded (`record_removal`) and not finished yet asks (of `kb`,
+        or of every knowledge base of `space`: at start-up, for removals a crash or a kill cut short, or
+        made by another process such as `raptor forget`), marking each finished in the same transaction;
+        then scrub the file (the records held the removed text's marks). Returns how many were finished."""
         where = space if kb is None else self._spaces.space_of(kb)
-
-        def finish(store: Store) -> int:
-            with store.write() as db:
-                done = _finish_removals(db, kb)
-            if done:
-                store.scrub(text_index=False)
-            return done
-
-        return await self._run(where, finish, create=False, empty=0)
+        return await self._run(where, lambda store: _finish_and_scrub(store, kb), create=False, empty=0)
 
     def _every_space(self) -> list[str | None]:
         """Every store file's space: each server's, or the one root file (None) without spaces."""
@@ -653,7 +646,7 @@ class BotState:
         kept = _window(len(rows), last, limit)
         ids = [rows[i]["id"] for i in kept]
         marks = ",".join("?" * len(ids))
-        texts = await self._read(
+        texts = await self._read_copies(
             self.space_of_guild(guild_id),
             f"select id, role, content from bot_turns where id in ({marks}) order by id",
             ids,
@@ -667,7 +660,7 @@ class BotState:
     ) -> AskedExchange | None:
         """The exchange whose question is the member's message `message_id`, with the turns before it
         (the opening exchange, then the latest, at most `limit`); None when no question turn holds it."""
-        rows = await self._read(
+        rows = await self._read_copies(
             self.space_of_guild(guild_id),
             "select id, role, content, posted_ids from bot_turns where thread_id = ? order by id",
             [thread_id],
@@ -770,7 +763,7 @@ class BotState:
         after more vague follow-ups ("say more", "how so?") than the limit holds, a "she" still means
         whom that question asked about."""
         opening = OPENING_TURNS if limit > OPENING_TURNS else 0
-        rows = await self._read(
+        rows = await self._read_copies(
             self.space_of_guild(guild_id),
             "select id, role, content from (select * from bot_turns where thread_id = ? order by id limit ?) "
             "union select id, role, content from "
@@ -803,7 +796,7 @@ class BotState:
         since: float | None = None,
     ) -> int:
         """Keep an answer's context for its 'Show context' pages; returns its id. `since`: when its retrieval
-        began (`time.time()`): its nodes that a removal recorded since then took away (`removal_journal`)
+        began (`time.time()`): its nodes that a removal recorded since then took away (`record_removal`)
         are redacted under the same write, as that removal's redaction, which ran before this answer was
         saved, would have done."""
         context = (
@@ -852,7 +845,7 @@ class BotState:
     async def answer(self, guild_id: int | None, answer_id: int) -> StoredAnswer | None:
         if guild_id is None:  # answers are kept per server; a DM has none
             return None
-        rows = await self._read(
+        rows = await self._read_copies(
             self.space_of_guild(guild_id), "select * from bot_answers where id = ?", [answer_id]
         )
         if not rows:
@@ -958,24 +951,13 @@ class BotState:
         self._closed = True
 
 
-REMOVED_DOCUMENT = "(This text came from a document that was removed from this knowledge base.)"
-REMOVED_SOURCE = "a removed document"  # a saved context node's document, once it is removed
-
-
 KEEP_REMOVALS_S = 3600.0  # a finished removal's node ids are kept this long, for answers written meanwhile
 
 
-@dataclass
-class Redaction:
-    """What a removal asks of a channel's records (`BotState.removal_journal`, `finish_removals`): the
-    removed messages' ids and quote marks (bot/redact.py), the nodes that went, the removed documents (id,
-    name), or every one."""
-
-    ids: set[int] = field(default_factory=set)
-    marks: set[str] = field(default_factory=set)
-    node_ids: set[int] = field(default_factory=set)
-    documents: set[tuple[int, str]] = field(default_factory=set)
-    every: bool = False
+class Redaction(PendingRemoval):
+    """What a removal's record asks of a channel's records (`finish_removals`; storage/removals.py): the
+    removed messages' ids and quote marks, the nodes that went, the removed documents (id, name), or
+    every one."""
 
     def apply(self, db: Any, kb: str, note: str) -> int:
         """Redact `kb`'s saved answers and thread turns in the open transaction; returns how many changed."""
@@ -986,56 +968,30 @@ class Redaction:
             changed += _redact_documents(db, kb, note, self.documents, self.every)
         return changed
 
-    def dumps(self) -> str:
-        return json.dumps(
-            {
-                "ids": sorted(self.ids),
-                "marks": sorted(self.marks),
-                "node_ids": sorted(self.node_ids),
-                "documents": sorted([i, name] for i, name in self.documents),
-                "every": self.every,
-            }
-        )
 
-    @classmethod
-    def loads(cls, raw: str) -> Redaction | None:
-        """A pending record read back; None when it is not of that shape (a store from elsewhere)."""
-        try:
-            value = json.loads(raw)
-        except (ValueError, TypeError, RecursionError):
-            return None
-        if not isinstance(value, dict):
-            return None
-
-        def listed(key: str) -> list[Any]:
-            item = value.get(key)
-            return item if isinstance(item, list) else []
-
-        return cls(
-            {i for i in listed("ids") if _is_id(i)},
-            {m for m in listed("marks") if isinstance(m, str)},
-            {i for i in listed("node_ids") if _is_id(i)},
-            set(_pairs(listed("documents"))),
-            value.get("every") is True,
-        )
+def _finish_and_scrub(store: Store, kb: str | None) -> int:
+    """`BotState.finish_removals` in one store file: the pending removals done in one transaction, then the
+    file scrubbed (the records held the removed text's marks)."""
+    with store.write() as db:
+        done = _finish_removals(db, kb)
+    if done:
+        store.scrub(text_index=False)
+    return done
 
 
-def _journal_removal(note: str, db: Any, removal: Removal) -> None:
-    """`BotState.removal_journal`'s record of `removal`, written in the engine's transaction: what the
-    channel's records must lose (pending), and the nodes whose text held or summarised the removed text
-    (no text), which answers saved while it landed are checked against (`_without_removed_since`)."""
-    redaction = Redaction(
-        {m.message_id for m in removal.messages},
-        quote_marks(m.text for m in removal.messages),
-        set(removal.gone_nodes) if removal.messages else set(),  # the nodes of the removed messages' documents
-        set(removal.documents),
-        removal.every,
-    )
-    source = REMOVED_SOURCE if removal.documents or removal.every else None
-    db.execute(
-        "INSERT INTO bot_removals (kb, at, note, source, pending, nodes) VALUES (?, ?, ?, ?, ?, ?)",
-        [removal.kb, time.time(), note, source, redaction.dumps(), json.dumps(list(removal.tainted_nodes))],
-    )
+def _finish_pending(store: Store) -> None:
+    """Before the bot's copies are read: finish the file's pending removals, if a plain read finds one (a
+    removal recorded by another process while the bot runs). A failure is logged and the read goes on:
+    the next start, or the channel's next removal, finishes it."""
+    if store.db.execute("select 1 from bot_removals where pending is not null limit 1").fetchone() is None:
+        return
+    try:
+        done = _finish_and_scrub(store, None)
+    except Exception:
+        log.exception("finishing the removals recorded in %s failed", store.path)
+        return
+    if done:
+        log.info("finished %d removal(s) another process recorded in %s", done, store.path)
 
 
 def _finish_removals(db: Any, kb: str | None) -> int:
@@ -1056,7 +1012,7 @@ def _finish_removals(db: Any, kb: str | None) -> int:
 
 def _without_removed_since(db: Any, kb: str, since: float, nodes: list[dict[str, Any]]) -> None:
     """Redact the saved context `nodes` that a removal from `kb` recorded at or after `since` took away (its
-    node ids: `_journal_removal`). Only removals after the answer's retrieval count: SQLite may give a
+    node ids: `record_removal`). Only removals after the answer's retrieval count: SQLite may give a
     removed node's id to a node written after it, which a later answer can cite."""
     gone: dict[int, tuple[str, str | None]] = {}
     for note, source, raw in db.execute(
@@ -1069,7 +1025,7 @@ def _without_removed_since(db: Any, kb: str, since: float, nodes: list[dict[str,
         except (ValueError, TypeError, RecursionError):
             continue
         for i in ids if isinstance(ids, list) else []:
-            if _is_id(i):
+            if is_id(i):
                 gone.setdefault(i, (note, source))
     for node in nodes:
         if node["node_id"] in gone:
@@ -1201,7 +1157,7 @@ def _ids(raw: str | None) -> list[int] | None:
         value = json.loads(raw)
     except (ValueError, TypeError, RecursionError):
         return None
-    if not isinstance(value, list) or not all(_is_id(i) for i in value):
+    if not isinstance(value, list) or not all(is_id(i) for i in value):
         return None
     return value
 

@@ -249,10 +249,10 @@ class MessageSync:
 
     async def _remove(self, kb: str, message_ids: set[int] | list[int], author_id: int | None = None) -> int:
         """Remove messages from `kb` (with `author_id`, every one of that author's too), then what quoted
-        them from its saved answers and thread turns: the removal records what they must lose in its own
-        transaction (`BotState.removal_journal`), then it is done (`finish_removals`)."""
-        journal = await self.services.state.removal_journal(kb, REDACTED)
-        result = await self.engine.remove_messages(kb, message_ids, author_id=author_id, journal=journal)
+        them from its saved answers and thread turns: the engine records what they must lose in the removal's
+        own transaction (`record_removal`), then it is done (`finish_removals`)."""
+        await self.services.state.ready_for_removal(kb)
+        result = await self.engine.remove_messages(kb, message_ids, author_id=author_id)
         if result.removed:
             await self.services.state.finish_removals(kb)
             log.info("removed %d message(s) from %s in %.1f s", result.removed, kb, result.seconds)

@@ -82,6 +82,7 @@ from .storage.index import IndexManager, extend_hnsw, new_hnsw
 from .storage.llm_cache import SummaryCache
 from .storage.message_store import MessageDocumentWrite
 from .storage.records import DocumentInfo, NewNode, StaleTreeError, StoredNode, StoredTop
+from .storage.removals import Removal, record_removal
 from .storage.spaces import DB_NAME, Space, Spaces, migrate_to_spaces, space_dir
 from .storage.store import Store
 from .storage.writers import WriterGate
@@ -229,43 +230,18 @@ class MessagesResult:
     nodes: int = 0
     seconds: float = 0.0
     scrub_seconds: float = 0.0  # of `seconds`, spent leaving no removed text in the files (`_scrub_removed`)
-    # the messages taken out, for the caller to purge its own copies of their text (never reported)
-    removed_messages: list[ChatMessage] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "removed_messages"}
+        return dict(self.__dict__)
 
 
-@dataclass(frozen=True)
-class Removal:
-    """What one removal took out of a knowledge base, as given to the caller's journal (`RemovalJournal`)
-    inside the removal's own transaction: a caller keeping copies of the text elsewhere in the same file
-    (the bot's saved answers) records there what it still has to purge, so a crash between the removal
-    and that purge cannot leave the copies behind unnoticed."""
-
-    kb: str
-    documents: tuple[tuple[int, str], ...] = ()  # (id, name) of each document removed
-    every: bool = False  # every document of the knowledge base went (`clear`)
-    messages: tuple[ChatMessage, ...] = field(default=(), repr=False)  # chat messages taken out
-    gone_nodes: tuple[int, ...] = ()  # every node that went
-    tainted_nodes: tuple[int, ...] = ()  # of those, the ones whose text held or summarised the removed text
-
-
-# Called with the store's connection and the removal, inside the removal's transaction: what it writes
-# commits with the removal or not at all, and an exception it raises undoes the removal.
-RemovalJournal = Callable[[Any, Removal], None]
-
-
-def _journaled(
-    journal: RemovalJournal | None, kb: str, **what: Any
-) -> Callable[[Any, list[int], dict[int, str]], None] | None:
-    """The store's in-transaction hook that tells `journal` of a removal, given the nodes that went and
-    those of them that held or summarised the removed text."""
-    if journal is None:
-        return None
+def _recorded(kb: str, **what: Any) -> Callable[[Any, list[int], dict[int, str]], None]:
+    """The store's in-transaction hook that records a removal (`record_removal`: in a file with the bot's
+    tables, whoever removes), given the nodes that went and those of them that held or summarised the
+    removed text."""
 
     def within(db: Any, gone: list[int], tainted: dict[int, str]) -> None:
-        journal(db, Removal(kb, gone_nodes=tuple(gone), tainted_nodes=tuple(sorted(tainted)), **what))
+        record_removal(db, Removal(kb, gone_nodes=tuple(gone), tainted_nodes=tuple(sorted(tainted)), **what))
 
     return within
 
@@ -992,9 +968,9 @@ class Engine:
             log.warning("could not record the failed build of %s", name, exc_info=True)
 
     @_in_space
-    async def forget(self, kb: str, document: str, *, journal: RemovalJournal | None = None) -> DocumentInfo:
-        """Remove a document's nodes, then rebuild the cross-document layer and update the index; `journal`
-        is told of the removal in its transaction (`RemovalJournal`)."""
+    async def forget(self, kb: str, document: str) -> DocumentInfo:
+        """Remove a document's nodes, then rebuild the cross-document layer and update the index; the removal
+        is recorded in its transaction (`record_removal`)."""
         kb_id = self.store.require_kb(kb)
         self._waiting[kb] += 1
         try:
@@ -1022,7 +998,7 @@ class Engine:
                         kb_layer.nodes if kb_layer else [],
                         build,
                         seen_version,
-                        _journaled(journal, kb, documents=((doc.id, doc.name),)),
+                        _recorded(kb, documents=((doc.id, doc.name),)),
                     )
                 except StaleTreeError:
                     raise RaptorError(
@@ -1035,24 +1011,25 @@ class Engine:
             self._waiting[kb] -= 1
 
     @_in_space
-    async def clear(self, kb: str, *, journal: RemovalJournal | None = None) -> int:
-        """Remove every document of a knowledge base; returns how many there were. `journal` is told of the
-        removal in its transaction (`RemovalJournal`)."""
+    async def clear(self, kb: str) -> int:
+        """Remove every document of a knowledge base; returns how many there were. The removal is recorded
+        in its transaction (`record_removal`)."""
         kb_id = self.store.kb_id(kb)
         if kb_id is None:
             return 0
         async with self._lock(kb):
             count = len(self.store.documents(kb_id))
-            await asyncio.to_thread(self.delete_kb, kb, journal=journal)
+            await asyncio.to_thread(self.delete_kb, kb)
             return count
 
     @_in_space
-    def delete_kb(self, kb: str, *, journal: RemovalJournal | None = None) -> bool:
-        """Drop a knowledge base and its index entirely (the bot: channel deleted, server left)."""
+    def delete_kb(self, kb: str) -> bool:
+        """Drop a knowledge base and its index entirely (the bot: channel deleted, server left); recorded as
+        the removal of every document (`record_removal`)."""
         kb_id = self.store.kb_id(kb)
         if kb_id is None:
             return False
-        summaries = self.store.delete_kb(kb_id, _journaled(journal, kb, every=True))
+        summaries = self.store.delete_kb(kb_id, _recorded(kb, every=True))
         self.indexes.drop(kb_id)
         self._scrub_removed(summaries)
         return True
@@ -1119,7 +1096,6 @@ class Engine:
         message_ids: Iterable[int],
         *,
         author_id: int | None = None,
-        journal: RemovalJournal | None = None,
     ) -> MessagesResult:
         """Take messages out of the knowledge base (deleted in Discord, or their author opted out): the
         given ids, and with `author_id` every message of that author held when the removal gets its turn
@@ -1127,8 +1103,8 @@ class Engine:
 
         Each document that held one is rebuilt without it (or dropped when nothing is left), then the
         cross-document layer, in one transaction: once this returns the text is in no node, summary or
-        index entry, and no file of the space holds it (`_scrub_removed`) but what `journal` wrote of it in
-        that transaction (`RemovalJournal`). Ids not held are ignored."""
+        index entry, and no file of the space holds it (`_scrub_removed`) but the removal's record, written in
+        that transaction for the bot's copies (`record_removal`). Ids not held are ignored."""
         started = time.perf_counter()
         wanted = {int(i) for i in message_ids}
         self._waiting[kb] += 1
@@ -1146,8 +1122,8 @@ class Engine:
                 docs = {doc for doc, _ in homes.values()}
                 plans, emptied = await asyncio.to_thread(self._plan_removals, kb_id, set(homes), docs)
                 result = MessagesResult(removed=len(homes), removed_documents=len(emptied))
-                result.removed_messages = await asyncio.to_thread(self._held_messages, set(homes), docs)
-                within = _journaled(journal, kb, messages=tuple(result.removed_messages))
+                held = await asyncio.to_thread(self._held_messages, set(homes), docs)
+                within = _recorded(kb, messages=tuple(held))  # their text's marks: the bot's copies lose them
                 tainted = await self._rewrite_messages(
                     kb, kb_id, plans, emptied, "", None, result, set(homes), within
                 )

@@ -197,7 +197,7 @@ async def test_a_removed_documents_name_and_text_stay_only_until_the_notice(engi
     await state.add_thread(ThreadRecord(THREAD + 1, KB, 1, 2), opened_by="bob")
     await state.add_turns(1, THREAD + 1, [Turn("user", "bees?"), Turn("assistant", "A centrifuge.")],
                           cited=CitedNodes([leaf_of(engine, "bees.md")]))
-    removed = await engine.forget(KB, "harbour.md", journal=await state.removal_journal(KB, "(removed)"))
+    removed = await engine.forget(KB, "harbour.md")
     assert await state.finish_removals(KB) == 1
     rows = turn_rows(engine)
     assert [r for r in rows if "harbour.md" in r] and len([r for r in rows if "harbour.md" in r]) == 1
@@ -215,7 +215,7 @@ async def test_a_removed_documents_name_and_text_stay_only_until_the_notice(engi
 
 async def test_a_cleared_knowledge_base_leaves_no_cited_text_and_names_each_document_once(engine):
     state = await thread_citing(engine, "harbour.md", "bees.md")
-    await engine.clear(KB, journal=await state.removal_journal(KB, "(removed)"))
+    await engine.clear(KB)
     assert await state.finish_removals(KB) == 1
     assert not [r for r in turn_rows(engine) if " | a1 |" in r]
     assert sorted(g.name for g in await state.removed_cited(1, THREAD, KB)) == ["bees.md", "harbour.md"]
@@ -246,7 +246,7 @@ async def test_an_answer_stored_after_its_cited_document_was_removed_keeps_none_
     await state.add_thread(ThreadRecord(THREAD, KB, 1, 2), opened_by="alice")
     harbour = leaf_of(engine, "harbour.md")  # retrieved for the answer ...
     # ... then removed, and redacted, before it is stored
-    await engine.forget(KB, "harbour.md", journal=await state.removal_journal(KB, "(removed)"))
+    await engine.forget(KB, "harbour.md")
     assert await state.finish_removals(KB) == 1
     await state.add_turns(1, THREAD, [Turn("user", "Who kept the light?"), Turn("assistant", "Mara Quill kept it.")],
                           cited=CitedNodes([harbour, leaf_of(engine, "bees.md")], of_documents=[harbour]))

@@ -4,6 +4,7 @@ saved while the removal landed is checked against it. A real engine and the bot'
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from types import SimpleNamespace
 
@@ -128,7 +129,8 @@ async def test_a_removal_cut_short_before_the_redaction_is_finished_at_the_next_
     engine.close()
 
 
-async def test_a_message_removal_cut_short_is_finished_at_the_next_start(tmp_path, embedder):
+async def a_secret_told_in_a_thread(tmp_path, embedder) -> tuple[Engine, BotState, list]:
+    """Chat messages, one of them a secret that a thread's exchange repeats: (engine, state, messages)."""
     engine = open_engine(tmp_path, embedder)
     messages = history(12)
     messages[3] = message(3, f"My locker combination is {SECRET}, please keep it between us.")
@@ -136,14 +138,10 @@ async def test_a_message_removal_cut_short_is_finished_at_the_next_start(tmp_pat
     state = BotState(engine.spaces)
     await state.add_thread(ThreadRecord(THREAD, KB, 1, 2), opened_by="alice")
     await state.add_turns(1, THREAD, [Turn("user", "what is the combination?"), Turn("assistant", f"It is {SECRET}.")])
-    crash_before_finishing(state)
-    services = services_of(engine, state)
-    with pytest.raises(Crash):
-        await MessageSync(services)._remove(KB, {messages[3].message_id})
-    assert SECRET in bot_rows(engine)
-    state.close()
-    engine.close()
+    return engine, state, messages
 
+
+async def assert_the_next_start_redacts_the_secret(tmp_path, embedder) -> None:
     engine = open_engine(tmp_path, embedder)
     state = BotState(engine.spaces)
     assert await state.finish_every_removal() == 1
@@ -153,6 +151,18 @@ async def test_a_message_removal_cut_short_is_finished_at_the_next_start(tmp_pat
     assert SECRET.encode() not in path.read_bytes()  # scrubbed, not only deleted
     state.close()
     engine.close()
+
+
+async def test_a_message_removal_cut_short_is_finished_at_the_next_start(tmp_path, embedder):
+    engine, state, messages = await a_secret_told_in_a_thread(tmp_path, embedder)
+    crash_before_finishing(state)
+    services = services_of(engine, state)
+    with pytest.raises(Crash):
+        await MessageSync(services)._remove(KB, {messages[3].message_id})
+    assert SECRET in bot_rows(engine)
+    state.close()
+    engine.close()
+    await assert_the_next_start_redacts_the_secret(tmp_path, embedder)
 
 
 async def test_a_thread_exchange_written_after_its_messages_removal_is_redacted(tmp_path, embedder):
@@ -176,19 +186,32 @@ async def test_a_thread_exchange_written_after_its_messages_removal_is_redacted(
     engine.close()
 
 
-async def test_a_journal_that_fails_leaves_the_document_in_place(engine):
-    """The record and the removal are one transaction: neither without the other."""
-
-    def failing(db, removal):
-        db.execute("INSERT INTO bot_removals (kb, at, note, nodes) VALUES ('x', 0, 'n', '[]')")
-        raise Crash
-
+@pytest.mark.parametrize("remove", ["document", "clear", "messages"])
+async def test_a_record_that_fails_leaves_the_removal_undone(engine, remove):
+    """The record and the removal are one transaction: neither without the other (a trigger stands for the
+    record's insert failing)."""
+    messages = history(6)
+    await engine.add_messages(KB, MessagePlace(400, "general"), messages)
     state = BotState(engine.spaces)
-    await state.removal_journal(KB, REMOVED_DOCUMENT)  # the tables are made
-    with pytest.raises(Crash):
-        await engine.forget(KB, "harbour.md", journal=failing)
-    assert "harbour.md" in [d.name for d in engine.documents(KB)]
-    assert "'x'" not in bot_rows(engine)
+    await state.ready_for_removal(KB)  # the tables are made
+    path, _ = engine.spaces.files_of(KB)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON bot_removals BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )
+    conn.close()
+    before = sorted(d.name for d in engine.documents(KB))
+    with pytest.raises(sqlite3.IntegrityError, match="refused"):
+        if remove == "document":
+            await engine.forget(KB, "harbour.md")
+        elif remove == "clear":
+            await engine.clear(KB)
+        else:
+            await engine.remove_messages(KB, [messages[2].message_id])
+    assert sorted(d.name for d in engine.documents(KB)) == before
+    assert engine.message_ids(KB) == [m.message_id for m in messages]
+    assert pending(engine) == 0
     state.close()
 
 
@@ -226,7 +249,7 @@ async def test_an_answer_saved_after_the_removals_redaction_loses_the_removed_no
 
 async def test_a_malformed_pending_record_is_passed_over_with_a_log_line(engine, caplog):
     state = BotState(engine.spaces)
-    await state.removal_journal(KB, REMOVED_DOCUMENT)
+    await state.ready_for_removal(KB)
     path, _ = engine.spaces.files_of(KB)
     conn = sqlite3.connect(path)
     with conn:
@@ -258,7 +281,7 @@ async def test_a_pending_record_whose_note_is_not_text_is_passed_over(engine, ca
     it is passed over with a log line, and the channel's removals are finished again."""
     state = BotState(engine.spaces)
     answer_id = await saved_and_cited(engine, state)
-    await state.removal_journal(KB, REMOVED_DOCUMENT)
+    await state.ready_for_removal(KB)
     path, _ = engine.spaces.files_of(KB)
     conn = sqlite3.connect(path)
     with conn:
@@ -282,4 +305,163 @@ async def test_a_pending_record_whose_note_is_not_text_is_passed_over(engine, ca
     sha = next(d.sha256 for d in engine.documents(KB) if d.name == "harbour.md")
     await posted.remove_document(services_of(engine, state), KB, sha)
     assert (await state.answer(1, answer_id)).nodes[0].text == REMOVED_DOCUMENT
+    state.close()
+
+
+# ------------------------------------------------------------------ removals made outside the bot
+
+
+async def raptor(tmp_path, embedder, monkeypatch, *args: str) -> str:
+    """`raptor --data-dir <the bot's data> ARGS` in-process (the session's embedder; in a thread, as the
+    CLI runs its own event loop); its output."""
+    from click.testing import CliRunner
+
+    import raptor_engine.cli as cli_module
+
+    monkeypatch.setattr(cli_module, "Engine", lambda settings: Engine(settings, embedder=embedder))
+    argv = ["--data-dir", str(tmp_path / "data"), *args]
+    result = await asyncio.to_thread(CliRunner().invoke, cli_module.cli, argv)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize("remove", ["cli forget", "engine clear", "engine delete_kb"])
+async def test_a_removal_made_outside_the_bot_is_redacted_at_the_bots_next_start(
+    tmp_path, embedder, monkeypatch, remove
+):
+    """The bot saved an answer and a thread quoting harbour.md and stopped; `raptor forget` (or any engine
+    caller) removes it; the bot's next start redacts both, as its own removal would have."""
+    engine = open_engine(tmp_path, embedder)
+    await engine.ingest(KB, "harbour.md", HARBOUR.encode())
+    await engine.ingest(KB, "bees.md", BEES.encode())
+    state = BotState(engine.spaces)
+    answer_id = await saved_and_cited(engine, state)
+    state.close()
+    if remove == "cli forget":
+        engine.close()
+        assert "Removed harbour.md" in await raptor(tmp_path, embedder, monkeypatch, "forget", "harbour.md", "--kb", KB)
+        engine = open_engine(tmp_path, embedder)
+    elif remove == "engine clear":
+        assert await engine.clear(KB) == 2
+    else:
+        assert engine.delete_kb(KB)
+    assert "harbour.md" not in [d.name for d in engine.documents(KB)]
+    assert QUILL in bot_rows(engine) and pending(engine) == 1  # recorded by the engine, not done yet
+    engine.close()
+
+    engine = open_engine(tmp_path, embedder)  # the bot's next start
+    state = BotState(engine.spaces)
+    assert await state.finish_every_removal() == 1
+    saved = await state.answer(1, answer_id)
+    assert (saved.nodes[0].text, saved.nodes[0].document) == (REMOVED_DOCUMENT, REMOVED_SOURCE)
+    everything = remove != "cli forget"
+    assert (saved.nodes[1].text == REMOVED_DOCUMENT) is everything  # bees.md went too with clear
+    assert [t.content for t in await state.history(1, THREAD)] == ["Who kept the light?", REMOVED_DOCUMENT]
+    assert "Mara Quill" not in bot_rows(engine) and pending(engine) == 0
+    path, _ = engine.spaces.files_of(KB)
+    assert b"Mara Quill" not in path.read_bytes()
+    state.close()
+    engine.close()
+
+
+async def test_messages_removed_outside_the_bot_are_redacted_at_its_next_start(tmp_path, embedder):
+    engine, state, messages = await a_secret_told_in_a_thread(tmp_path, embedder)
+    state.close()
+    assert (await engine.remove_messages(KB, [messages[3].message_id])).removed == 1  # no bot involved
+    assert pending(engine) == 1
+    engine.close()
+    await assert_the_next_start_redacts_the_secret(tmp_path, embedder)
+
+
+async def test_a_removal_by_the_bot_is_recorded_once(engine):
+    state = BotState(engine.spaces)
+    await saved_and_cited(engine, state)
+    sha = next(d.sha256 for d in engine.documents(KB) if d.name == "harbour.md")
+    await posted.remove_document(services_of(engine, state), KB, sha)
+    path, _ = engine.spaces.files_of(KB)
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("select kb, note, source, pending from bot_removals").fetchall()
+    finally:
+        conn.close()
+    assert rows == [(KB, REMOVED_DOCUMENT, REMOVED_SOURCE, None)]
+    state.close()
+
+
+async def test_a_store_without_the_bots_tables_records_nothing(engine):
+    await engine.forget(KB, "harbour.md")
+    path, _ = engine.spaces.files_of(KB)
+    conn = sqlite3.connect(path)
+    try:
+        tables = {r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")}
+    finally:
+        conn.close()
+    assert not {t for t in tables if t.startswith("bot_")}
+
+
+async def test_a_store_whose_bot_tables_predate_the_record_gets_them_when_opened(tmp_path, embedder):
+    """A bot file made before bot migration m007 (no `bot_removals`): the CLI's engine brings the bot's
+    tables up to date as it opens the file, so its removal is recorded too."""
+    from raptor_engine.storage.store_migrations import bot_migrations
+
+    engine = open_engine(tmp_path, embedder)
+    await engine.ingest(KB, "harbour.md", HARBOUR.encode())
+    with engine.in_space(KB):
+        bot_migrations.apply(engine.store.db, only=[n for n in bot_migrations.names() if n != "m007_removals"])
+    engine.close()
+    engine = open_engine(tmp_path, embedder)
+    await engine.forget(KB, "harbour.md")
+    assert pending(engine) == 1
+    engine.close()
+
+
+async def test_a_removal_made_outside_a_running_bot_is_redacted_by_the_channels_next_removal(engine):
+    """While the bot runs, another caller's removal is pending until the bot's next removal from that channel
+    (or its next start): that removal's finish does every pending record of the channel."""
+    state = BotState(engine.spaces)
+    answer_id = await saved_and_cited(engine, state)
+    await engine.forget(KB, "harbour.md")  # not the bot's: it finishes nothing
+    assert pending(engine) == 1
+    await engine.ingest(KB, "other.md", b"# Other\n\nNothing of the harbour here, only of the weather.\n")
+    sha = next(d.sha256 for d in engine.documents(KB) if d.name == "other.md")
+    await posted.remove_document(services_of(engine, state), KB, sha)
+    assert pending(engine) == 0 and "Mara Quill" not in bot_rows(engine)
+    assert (await state.answer(1, answer_id)).nodes[0].text == REMOVED_DOCUMENT
+    state.close()
+
+
+@pytest.mark.parametrize("first", ["answer", "history"])
+async def test_a_running_bot_reads_its_copies_only_after_another_processs_removal_is_finished(
+    tmp_path, embedder, monkeypatch, first
+):
+    """`raptor forget` while the bot runs: the bot's next read of a saved answer ('Show context') or of a
+    thread's turns (a follow-up's memory) finishes the recorded removal first."""
+    engine = open_engine(tmp_path, embedder)
+    await engine.ingest(KB, "harbour.md", HARBOUR.encode())
+    await engine.ingest(KB, "bees.md", BEES.encode())
+    state = BotState(engine.spaces)
+    answer_id = await saved_and_cited(engine, state)
+    assert "Removed harbour.md" in await raptor(tmp_path, embedder, monkeypatch, "forget", "harbour.md", "--kb", KB)
+    assert pending(engine) == 1
+    if first == "history":
+        assert [t.content for t in await state.history(1, THREAD)] == ["Who kept the light?", REMOVED_DOCUMENT]
+    saved = await state.answer(1, answer_id)
+    assert [n.text for n in saved.nodes][:2] == [REMOVED_DOCUMENT, "A centrifuge."]
+    assert pending(engine) == 0 and "Mara Quill" not in bot_rows(engine)
+    assert [t.content for t in await state.history(1, THREAD)] == ["Who kept the light?", REMOVED_DOCUMENT]
+    state.close()
+    engine.close()
+
+
+async def test_a_read_with_nothing_pending_takes_no_write(engine, monkeypatch):
+    state = BotState(engine.spaces)
+    answer_id = await saved_and_cited(engine, state)
+    import bot.state as state_module
+
+    def refused(*args, **kwargs):
+        raise AssertionError("no removal is pending: nothing to finish")
+
+    monkeypatch.setattr(state_module, "_finish_and_scrub", refused)
+    assert (await state.answer(1, answer_id)).nodes[0].text == QUILL
+    assert len(await state.history(1, THREAD)) == 2
     state.close()

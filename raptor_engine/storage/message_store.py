@@ -268,7 +268,7 @@ class MessageStoreMixin:
             self._replace_kb_layer(db, kb_id, kb_nodes_for(ids))  # type: ignore[attr-defined]
             self._record_build(db, kb_id, build)  # type: ignore[attr-defined]
             db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", [kb_id])
-            if within is not None:  # the caller's journal of the removal (`Engine.remove_messages`)
+            if within is not None:  # the removal's record (`Engine.remove_messages`, `record_removal`)
                 within(db, gone, tainted)
         return kb_id, gone, tainted
 

@@ -37,7 +37,7 @@ from .records import (
     create_kb,
 )
 from .schema import schema_problems
-from .store_migrations import store_migrations
+from .store_migrations import bot_migrations, store_migrations
 from .text_index import (
     WordForms,
     drop_kb_index,
@@ -140,9 +140,14 @@ class Store(MessageStoreMixin):
         self._local = threading.local()
 
     def _ensure_schema(self) -> None:
-        """Bring the file up to date through the named migrations (a new file starts with none run)."""
+        """Bring the file up to date through the named migrations (a new file starts with none run), and
+        the bot's tables too when the file has them: a removal made by another process (`raptor forget`)
+        must find the table its record goes to (`record_removal`)."""
         with self._write_lock:
             store_migrations.apply(self.db)
+            bot_steps = bot_migrations.applied(self.db)
+            if bot_steps and set(bot_migrations.names()) - set(bot_steps):  # a write only when one is missing
+                bot_migrations.apply(self.db)
 
     # -- knowledge bases ----------------------------------------------------------------------
 
@@ -173,7 +178,7 @@ class Store(MessageStoreMixin):
         self, kb_id: int, within: Callable[[Any, list[int], dict[int, str]], None] | None = None
     ) -> list[str]:
         """Drop a knowledge base's rows; returns its summaries' texts (for the summary cache to forget).
-        `within(db, node ids, {})` runs in the same transaction (`Engine.clear`'s journal)."""
+        `within(db, node ids, {})` runs in the same transaction (`Engine.clear`'s record of the removal)."""
         with self.write() as db:
             summaries = [
                 r[0] for r in db.execute("SELECT text FROM nodes WHERE kb_id = ? AND layer > 0", [kb_id]).fetchall()
@@ -588,7 +593,7 @@ class Store(MessageStoreMixin):
     ) -> dict[int, str]:
         """Remove a document and replace the cross-document layer, all or nothing; returns the nodes that
         went whose text held or summarised the document's (id -> text: `tainted_nodes`). `within(db, gone,
-        tainted)` runs in the same transaction (`Engine.forget`'s journal)."""
+        tainted)` runs in the same transaction (`Engine.forget`'s record of the removal)."""
         with self.write() as db:
             _check_version(db, kb_id, expected_version)
             leaves = {

@@ -3,7 +3,9 @@ the summary cache, and the bot's tables.
 
 The bot's set is defined here, not in `bot/`, because a server's store file carries the bot's rows:
 `raptor guilds import` and `raptor doctor` check a file's schema against these sets without the bot
-(see `schema.py`). The bot applies it; nothing else writes those tables.
+(see `schema.py`). The bot applies it (and a store opening a file that has the bot's tables brings them
+up to date); only the bot writes those tables, except `bot_removals`, which every removal writes
+(storage/removals.py).
 
 Never edit a step that has shipped: databases already ran it. Change the schema by appending a step.
 """
@@ -264,7 +266,7 @@ def m002_message_sync(db: sqlite_utils.Database) -> None:
 
 @bot_migrations
 def m003_turn_sources(db: sqlite_utils.Database) -> None:
-    """Which chat messages each thread turn's answer drew on (bot/redact.py): a message deleted in Discord,
+    """Which chat messages each thread turn's answer drew on (storage/removals.py): a message deleted in Discord,
     or its author forgotten, takes the turns that drew on it out of the thread's memory. NULL for turns
     stored before this step and for turns of answers that drew on no message."""
     columns = {row[1] for row in db.execute("PRAGMA table_info(bot_turns)").fetchall()}
@@ -311,9 +313,9 @@ def m006_turn_documents(db: sqlite_utils.Database) -> None:
 @bot_migrations
 def m007_removals(db: sqlite_utils.Database) -> None:
     """Each removal of text from a knowledge base (a document, every document, chat messages), written in
-    the removal's own transaction (`Engine.forget`'s journal): `pending` (JSON: what the bot's records must
-    still lose, the removed text's marks included) until the bot has redacted its saved answers and thread
-    turns, then NULL; `nodes` (JSON node ids, no text) is kept a while after, so an answer that was being
+    the removal's own transaction, whoever makes it (`record_removal`, storage/removals.py): `pending` (JSON:
+    what the bot's records must still lose, the removed text's marks included) until the bot has redacted
+    its saved answers and thread turns, then NULL; `nodes` (JSON node ids, no text) is kept a while after, so an answer that was being
     written while the removal landed is checked as it is saved (bot/state.py)."""
     db.execute(
         """CREATE TABLE IF NOT EXISTS bot_removals (

@@ -9,7 +9,7 @@ import asyncio
 
 from bot.adding import POST_GONE
 from bot.commands import FORGOTTEN_AUTHOR, FORGOTTEN_POSTER
-from bot.posted import REMOVED_DOCUMENT
+from bot.state import REMOVED_DOCUMENT
 from bot.uploads import Post, Source, UploadLog
 from raptor_engine.engine import Engine
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH

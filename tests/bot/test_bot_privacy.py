@@ -12,9 +12,9 @@ import pytest
 
 import bot.messages
 from bot.answering import thread_name
-from bot.posted import REMOVED_DOCUMENT
-from bot.redact import quote_marks, quotes
+from bot.state import REMOVED_DOCUMENT
 from bot.sync import REDACTED
+from raptor_engine.storage.removals import quote_marks, quotes
 from tests.bot.bot_samples import LIGHTHOUSE
 from tests.bot.conftest import ALICE, BOB, CAROL, CHAN_A, CHAN_B, GUILD, text_of
 from tests.bot.test_bot_flows import add_doc, ask

@@ -22,15 +22,15 @@ LOCKERS = f"# Lockers\n\nThe locker combination is {SECRET}, kept by the warden 
 KILLED = """
 import asyncio, os, signal, sys
 from pathlib import Path
-from bot.state import REMOVED_DOCUMENT, BotState
+from bot.state import BotState
 from raptor_engine.engine import Engine
 from tests.unhurried import unhurried_settings
 
 async def main():
     engine = Engine(unhurried_settings(data_dir=Path(sys.argv[1]), build_workers=0))
     state = BotState(engine.spaces)
-    journal = await state.removal_journal(sys.argv[2], REMOVED_DOCUMENT)
-    await engine.forget(sys.argv[2], "lockers.md", journal=journal)
+    await state.ready_for_removal(sys.argv[2])
+    await engine.forget(sys.argv[2], "lockers.md")
     os.kill(os.getpid(), signal.SIGKILL)  # before the bot's redaction (`finish_removals`)
 
 asyncio.run(main())
