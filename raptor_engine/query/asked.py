@@ -64,22 +64,28 @@ DOCUMENT_NOUNS = (
 _OF = r"(?:the|this|that|these|those|your|our|my|its)"
 _DOCUMENT = rf"{_OF}\s+(?:[\w'’-]+\s+){{0,2}}(?:{DOCUMENT_NOUNS})s?\b"
 _SAY = r"(?:say|says|said|state|states|stated|mention|mentions|mentioned|tell\s+us|write|writes|wrote|note|notes|have\s+to\s+say)"
-# the frames a document is asked of in: "according to X,", "in X,", "what does X say about ...", "X says"
-_FRAMES = (
+# the frames a document is asked of in, at the question's start: "according to X,", "in X,", and
+# "what does X say about ..."; a file's name also at its end ("... in manual.md?") and before a verb of
+# saying ("manual.md says ..."). A common noun there is often what is asked about ("in this story?",
+# 'The text says "..." Why ...?'), so it counts only in the leading frames.
+_LEADING_FRAMES = (
     r"\b(?:according\s+to|as\s+per|per|based\s+on)\s+{doc}{end}",
     r"(?:^|(?<=[,;:]))\s*(?:in|from|within)\s+{doc}\s*[,;:]\s*",
-    r"\s+(?:in|from|within)\s+{doc}(?=\s*[?.!]*\s*$)",
     r"\b(?<=what\s)(?:does|do|did)\s+{doc}\s+{say}\s*(?=about\b)",
     r"\b(?:does|do|did)\s+{doc}\s+{say}\s*(?:(?:that|if|whether)\s+)?",
+)
+_FILE_FRAMES = (
+    *_LEADING_FRAMES,
+    r"\s+(?:in|from|within)\s+{doc}(?=\s*[?.!]*\s*$)",
     r"\b{doc}\s+{say}\s*(?:that\s+)?",
 )
 
 
-def _frames(document: str) -> list[re.Pattern[str]]:
-    return [re.compile(f.format(doc=document, say=_SAY, end=_END), re.I) for f in _FRAMES]
+def _frames(document: str, frames: tuple[str, ...] = _FILE_FRAMES) -> list[re.Pattern[str]]:
+    return [re.compile(f.format(doc=document, say=_SAY, end=_END), re.I) for f in frames]
 
 
-_COMMON_FRAMES = _frames(_DOCUMENT)
+_COMMON_FRAMES = _frames(_DOCUMENT, _LEADING_FRAMES)
 
 
 def _asks_something(text: str) -> bool:
@@ -199,7 +205,8 @@ def question_sentences(question: str) -> str:
 def without_document_words(question: str) -> str:
     """The question without the document it is asked of by a common noun: 'according to the handbook,
     how often is the lens cleaned?' -> 'How often is the lens cleaned?'; 'what does the report say
-    about revenue?' -> 'what about revenue?'. 'Who wrote the report?' keeps it: it is what is asked."""
+    about revenue?' -> 'what about revenue?'. 'Who wrote the report?' and 'What happens in the
+    story?' keep it: it is what is asked."""
     text = question
     for frame in _COMMON_FRAMES:
         text = frame.sub(" ", text)
