@@ -1559,6 +1559,7 @@ class Engine:
         asked, and checks the quotes come from the document named (`query/asked.py`)."""
         return without_named_files(query, [document.name for document in self.documents(kb)])
 
+    @_in_space
     def respelled(self, kb: str, question: str) -> str:
         """The question with each mistyped word read as the knowledge base's documents write it
         (`query/respell.py`: "who kept the lighthose?" -> "who kept the lighthouse?"), so the search, the

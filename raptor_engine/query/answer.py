@@ -2155,8 +2155,9 @@ def grounding_features(
 
 def _without_asides(rewrite: Rewrite, context: list[ContextNode]) -> tuple[Rewrite, frozenset[str]]:
     """A question as it is ranked: a long one's questions without the paragraph before them, without
-    greetings, a request's frame and thanks, and without the context's documents it names ('according to minutes.md, who chaired?' -> 'Who chaired?'), with the
-    documents it named, which the quotes' sources must then include for the quotes to answer."""
+    greetings, a request's frame and thanks, and without the context's documents it names ('according
+    to minutes.md, who chaired?' -> 'Who chaired?'); and the documents it named, which the quotes'
+    sources must then include for the quotes to answer."""
     documents = context_documents((n.document for n in context), (n.drawn_from for n in context))
     named = frozenset(named_files(rewrite.core, documents))
     core = without_asides(rewrite.core, documents)
