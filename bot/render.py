@@ -19,7 +19,10 @@ from typing import Any
 
 import discord
 
+from raptor_engine.ingest.sentences import sentences_of
 from raptor_engine.query.answer import MARKER, describe_documents, neutralise_markers
+from raptor_engine.query.asked import question_sentences
+from raptor_engine.query.followup import CONTEXT_CLOSE, CONTEXT_OPEN, split_standalone
 from raptor_engine.query.support import MATCHED, describe_support, sources_title
 from raptor_engine.types import Answer, Citation, ContextNode, MessageRef, pages_label
 
@@ -240,6 +243,37 @@ def wrong_citation_lines(answer: Answer) -> list[str]:
 
 
 SEARCHED_CHARS = 400  # the rewritten question (or the claims checked) shown in the footer, at most
+SEARCHED_CONTEXT_CHARS = 120  # of that, a follow-up's "(context: ...)" at most
+SEARCHED_HEAD_CHARS = 100  # a long question's opening, before "…" and what it asks
+
+
+def _opening_and_asks(text: str, limit: int) -> str:
+    """A question too long for `limit` as its opening, "…" and its questions (`question_sentences`),
+    and how long it was: a pasted paragraph's last words cut off what was asked."""
+    if len(text) <= limit:
+        return text
+    asks = question_sentences(text)
+    if asks == text:  # no question among its sentences: its last one is what it asks
+        asks = sentences[-1].text if (sentences := sentences_of(text)) else text
+    length = f" ({len(text):,} characters)"
+    room = limit - len(length) - 3
+    if text.startswith(asks):  # the question first (repeated, or before what it pastes)
+        return f"{truncate(asks + ' …', room)}{length}"
+    head = truncate(text, min(SEARCHED_HEAD_CHARS, room // 3))
+    tail = asks if len(asks) <= room - len(head) else "…" + asks[len(asks) - (room - len(head)) + 1 :].lstrip()
+    return f"{head} {tail}{length}"
+
+
+def searched_line(answer: Answer, limit: int = SEARCHED_CHARS) -> str:
+    """The footer's "Searched as" line, at most `limit` characters: a long question as its opening and
+    what it asks, a follow-up's context after it cut first; "Checked against ..." cut at the limit."""
+    if answer.verified or not answer.searched_as:
+        return truncate(answer.searched_as, limit)
+    rewrite = split_standalone(answer.query)
+    prefix = "Searched as: "
+    context = truncate(rewrite.context, SEARCHED_CONTEXT_CHARS) if rewrite.context else ""
+    after = f"{CONTEXT_OPEN}{context}{CONTEXT_CLOSE}" if context else ""
+    return prefix + _opening_and_asks(rewrite.core, limit - len(prefix) - len(after)) + after
 
 
 def context_footer(answer: Answer) -> str:
@@ -252,7 +286,7 @@ def context_footer(answer: Answer) -> str:
         f"{ctx.mode} · {answer.backend}"
     )
     if answer.searched_as:
-        text = f"{truncate(answer.searched_as, SEARCHED_CHARS)}\n{text}"
+        text = f"{searched_line(answer)}\n{text}"
     checked = describe_support(len(answer.unsupported), len(answer.wrong_citations))
     if checked:
         text = f"{checked}\n{text}"

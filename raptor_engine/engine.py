@@ -51,6 +51,7 @@ from .ingest.messages import (
 from .ingest.parse_worker import ParseStats, WorkerLimits, discard_spare, start_spare
 from .ingest.sentences import in_bigrams
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
+from .query.asked import without_named_files
 from .query.followup import (
     Onward,
     chooses,
@@ -1527,6 +1528,14 @@ class Engine:
         return context
 
     @_in_space
+    def _unnamed(self, kb: str, query: str) -> str:
+        """The query searched for a question naming a document by its file name ('what does manual.md
+        say about the tines?'): without the name, whose words are in the document's title and no
+        passage, and would rank its nodes above how well they answer. The answerer gets the question as
+        asked, and checks the quotes come from the document named (`query/asked.py`)."""
+        return without_named_files(query, [document.name for document in self.documents(kb)])
+
+    @_in_space
     def respelled(self, kb: str, question: str) -> str:
         """The question with each mistyped word read as the knowledge base's documents write it
         (`query/respell.py`: "who kept the lighthose?" -> "who kept the lighthouse?"), so the search, the
@@ -1802,7 +1811,8 @@ class Engine:
         if history and onward is None:
             query, documents = await asyncio.to_thread(self._followed_document, kb, query, history, documents)
         query = await asyncio.to_thread(self.respelled, kb, query)
-        context = await asyncio.to_thread(self._question_context, kb, query, mode, budget, layers, documents)
+        searched = await asyncio.to_thread(self._unnamed, kb, query)
+        context = await asyncio.to_thread(self._question_context, kb, searched, mode, budget, layers, documents)
         if onward in (Onward.NEXT, Onward.BEFORE):
             context.nodes = await asyncio.to_thread(self._with_document_edges, context.nodes)
         # The standalone question, not the bare follow-up, is what the answer must address; document

@@ -52,6 +52,7 @@ from ..ingest.transcript import (
 )
 from ..tree.embed import Embedder
 from ..types import AnswerDraft, Citation, ContextNode, Turn
+from .asked import context_documents, named_files, what_is_asked, without_asides
 from .code_answers import code_result_lines, is_setting, setting_keys
 from .followup import (
     DOCUMENT_ENDS,
@@ -2065,6 +2066,7 @@ class _Quoted:
     # its topic: like a question about the whole, it is not judged (`_grounding`)
     themed: bool = False
     edge: tuple[str, str] | None = None  # 'and then?' after a document's last passage (`OnwardPick.edge`)
+    named: frozenset[str] = frozenset()  # the context's documents the question names ('what does manual.md say ...')
 
 
 def _terms_of(candidates: list[_Candidate]) -> set[str]:
@@ -2151,6 +2153,22 @@ def grounding_features(
     ]
 
 
+def _without_asides(rewrite: Rewrite, context: list[ContextNode]) -> tuple[Rewrite, frozenset[str]]:
+    """A question as it is ranked: a long one's questions without the paragraph before them, without
+    greetings, a request's frame and thanks, and without the context's documents it names ('according
+    to minutes.md, who chaired?' -> 'Who chaired?'); and the documents it named, which the quotes'
+    sources must then include for the quotes to answer."""
+    documents = context_documents((n.document for n in context), (n.drawn_from for n in context))
+    named = frozenset(named_files(rewrite.core, documents))
+    core = without_asides(rewrite.core, documents)
+    return (replace(rewrite, core=core) if core != rewrite.core else rewrite), named
+
+
+def _sources(picked: list[_Candidate]) -> set[str]:
+    """The documents quotes were taken from (a summary's: the documents it draws on)."""
+    return context_documents((c.node.document for c in picked), (c.node.drawn_from for c in picked))
+
+
 def _asks_only_a_speaker(question: str, candidates: list[_Candidate], picked: list[_Candidate]) -> bool:
     """Whether a transcript's question names speakers and nothing else to look for ('What did Marketing
     say?', 'What did Jane Doe propose?'), and the first quote is one of theirs: any of their turns answers
@@ -2224,7 +2242,7 @@ class ExtractiveAnswerer:
         """The sentences to quote, best first (a thematic answer's in reading order), each as ranked,
         before a short one is joined to its neighbour; None when the context has nothing quotable."""
         candidates = _candidates(context)
-        rewrite = split_standalone(question)
+        rewrite, named = _without_asides(split_standalone(question), context)
         code = _code_result(rewrite.core, context, self.quotes)
         if code:  # what a function returns, raises or yields: the lines of its body that do, not its `def`
             return _Quoted(rewrite, False, candidates or code, code, settled=True)
@@ -2271,7 +2289,7 @@ class ExtractiveAnswerer:
                 penalty,
             )
             picked = [candidates[i] for i in order]
-        return _Quoted(rewrite, thematic, candidates, picked, kind=kind, themed=themed)
+        return _Quoted(rewrite, thematic, candidates, picked, kind=kind, themed=themed, named=named)
 
     def _quote_count(self, rewrite: Rewrite, kind: str | None) -> int:
         """How many sentences a question that is not about the whole gets: NARRATIVE_QUOTES for a
@@ -2301,7 +2319,10 @@ class ExtractiveAnswerer:
             return Grounding.ANSWERED
         if _asks_only_a_speaker(core, quoted.candidates, quoted.picked):
             return Grounding.ANSWERED
-        verdict = self.grounding.verdict(grounding_features(core, quoted.candidates, quoted.picked, context))
+        core = what_is_asked(core)
+        verdict = self.grounding.verdict(self._asked_features(quoted, core, context))
+        if verdict is Grounding.ANSWERED and quoted.named and not quoted.named & _sources(quoted.picked):
+            return Grounding.CLOSEST
         if verdict is Grounding.ANSWERED and in_bigrams(core) and quoted.picked[0].lexical == 0:
             return Grounding.CLOSEST
         if verdict is Grounding.ANSWERED and asks_a_negative(core) and not asks_a_negative(quoted.picked[0].text):
@@ -2318,7 +2339,20 @@ class ExtractiveAnswerer:
         quoted = self._quotes(question, context, [])
         if quoted is None:
             return None
-        return grounding_features(quoted.rewrite.core, quoted.candidates, quoted.picked, context)
+        return self._asked_features(quoted, what_is_asked(quoted.rewrite.core), context)
+
+    def _asked_features(self, quoted: _Quoted, asked: str, context: list[ContextNode]) -> list[float]:
+        """`grounding_features` of what a question asks (`what_is_asked`): when that is shorter than the
+        question ranked, the candidates' cosines and term shares are read again for it, on copies (the
+        quotes stay as ranked)."""
+        if asked == quoted.rewrite.core:
+            return grounding_features(asked, quoted.candidates, quoted.picked, context)
+        copies = {id(c): replace(c) for c in quoted.candidates}
+        if any(id(c) not in copies for c in quoted.picked):
+            return grounding_features(quoted.rewrite.core, quoted.candidates, quoted.picked, context)
+        candidates = list(copies.values())
+        self._similarities(replace(quoted.rewrite, core=asked), candidates, set())
+        return grounding_features(asked, candidates, [copies[id(c)] for c in quoted.picked], context)
 
     def _similarities(
         self, rewrite: Rewrite, candidates: list[_Candidate], conversation_names: set[str]

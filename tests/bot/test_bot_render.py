@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 
 import discord
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bot.render import (
     CONTENT_LIMIT,
     EMBEDS_TOTAL_LIMIT,
+    SEARCHED_CHARS,
+    context_footer,
     context_pages,
     group_embeds,
     node_uses,
@@ -208,3 +211,33 @@ def test_the_sources_of_an_answer_the_documents_do_not_give_are_titled_the_close
     unanswered = make_answer("The documents do not answer this. The closest block is about oil [1].", citations=1)
     unanswered.answered = False
     assert sources_embeds(unanswered)[0].title == NOT_ANSWERED_SOURCES
+
+
+PASTED = "We bought a rotavator last spring and use it on the clay beds near the gate most weekends. " * 20
+
+
+@pytest.mark.parametrize(
+    ("query", "shown"),
+    [
+        # a pasted paragraph, then the question: its opening, then the question, then how long it was
+        (PASTED + "How often should the tines be cleaned?", "How often should the tines be cleaned? (1,858 characters)"),
+        # one question repeated: the question once
+        ("Who chaired the meeting? " * 80, "Who chaired the meeting? … (1,999 characters)"),
+    ],
+)
+def test_a_long_question_is_searched_as_its_opening_and_what_it_asks_within_the_limit(query, shown):
+    """Cut at 400 characters, the footer showed the pasted paragraph and never the question."""
+    answer = make_answer("From the documents:\n- \u201cx\u201d [1]")
+    answer.question, answer.query = "asked " + query, query.strip()
+    line = context_footer(answer).split("\n")[0]
+    assert line.startswith("Searched as: ") and line.endswith(shown), line
+    assert len(line) <= SEARCHED_CHARS
+
+
+def test_a_long_follow_up_keeps_what_it_asks_and_cuts_its_context():
+    answer = make_answer("From the documents:\n- \u201cx\u201d [1]")
+    context = "What did the minutes say about the shed on plot 14 after the storm? " * 6
+    answer.question, answer.query = "and who chaired it?", f"{PASTED}Who chaired it? (context: {context.strip()})"
+    line = context_footer(answer).split("\n")[0]
+    assert "… Who chaired it? (1," in line and line.endswith("…)"), line
+    assert len(line) <= SEARCHED_CHARS

@@ -1,0 +1,83 @@
+"""What a question asks (query/asked.py): filler, the document named and a pasted paragraph taken off;
+what is asked kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from raptor_engine.query.asked import (
+    LONG_QUESTION_CHARS,
+    named_files,
+    question_sentences,
+    what_is_asked,
+    without_asides,
+)
+
+DOCUMENTS = {"manual.md", "minutes.md", "report_2021.pdf", "lighthouse_keepers.md"}
+
+
+@pytest.mark.parametrize(
+    ("question", "asked"),
+    [
+        ("can you please tell me who chaired the meeting?", "Who chaired the meeting?"),
+        ("hi! who chaired the meeting? thanks!", "Who chaired the meeting?"),
+        ("Hey there could you please tell me who designed the tower? Thanks so much!", "Who designed the tower?"),
+        ("I was wondering if you could tell me who designed the tower, thanks!", "Who designed the tower?"),
+        ("quick question: who designed the tower?", "Who designed the tower?"),
+        ("I was wondering, when will the troughs be cleaned?", "When will the troughs be cleaned?"),
+        ("what does manual.md say about the tines?", "What about the tines?"),
+        ("according to minutes.md, who chaired the meeting?", "Who chaired the meeting?"),
+        ("in report_2021.pdf, what was revenue?", "What was revenue?"),
+        ("what was revenue in report_2021.pdf?", "What was revenue?"),
+        ("according to lighthouse_keepers.md, who designed the tower?", "Who designed the tower?"),
+        ("according to the handbook, how often is the lens cleaned?", "How often is the lens cleaned?"),
+        ("what does the manual say about the tines?", "What about the tines?"),
+    ],
+)
+def test_words_that_ask_nothing_are_taken_off(question, asked):
+    assert what_is_asked(question, DOCUMENTS) == asked
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Who wrote the report?",  # the document is what is asked about
+        "who took the minutes?",  # a document's stem as an ordinary word, outside a frame
+        "Tell me about the tines",
+        "What is in the file?",  # nothing would be left to ask
+        "in report_2022.pdf, what was revenue?",  # a file the documents are not called
+        "According to the author, does the public receive any blame?",
+        "Question marks: what are they for?",
+        "Who is the narrator in the story?",  # a common noun at the end is often what is asked about
+        'The text says "The expert frowned horribly." What makes the smile so horrible?',
+    ],
+)
+def test_what_is_asked_is_kept(question):
+    assert what_is_asked(question, DOCUMENTS) == question
+
+
+def test_a_file_is_named_by_its_name_anywhere_and_by_an_ordinary_word_only_in_a_frame():
+    assert named_files("what does manual.md say about the tines?", DOCUMENTS) == {"manual.md"}
+    assert named_files("according to the manual, how often?", DOCUMENTS) == {"manual.md"}
+    assert named_files("what was revenue in report 2021?", DOCUMENTS) == {"report_2021.pdf"}
+    assert named_files("who took the minutes?", DOCUMENTS) == set()
+    assert named_files("what is a manual gearbox?", DOCUMENTS) == set()
+
+
+def test_a_long_question_is_its_questions_and_a_short_one_all_of_its_sentences():
+    paragraph = "We bought a rotavator last spring and use it on the clay beds near the gate most weekends. " * 4
+    assert len(paragraph) > LONG_QUESTION_CHARS
+    long = paragraph + "How often should the tines be cleaned? How often should the tines be cleaned?"
+    assert question_sentences(long) == "How often should the tines be cleaned?"
+    assert question_sentences(paragraph) == paragraph  # no question among them: all of it
+    short = 'The text says "The expert frowned horribly." What makes his smile horrible?'
+    assert question_sentences(short) == short
+    assert without_asides(long) == "How often should the tines be cleaned?"
+
+
+def test_ranking_keeps_a_common_noun_for_the_document():
+    """'the story' helps find the story's sentences: only the lead line leaves it out, and only where it
+    names whom the question is asked of."""
+    question = "According to the story, who is the narrator?"
+    assert without_asides(question) == question
+    assert what_is_asked(question) == "Who is the narrator?"
