@@ -52,6 +52,21 @@ RESUMED_WAITING = (
 
 
 @dataclass
+class Tally:
+    """What became of the files one message carried, for the sentence that answers a question asked
+    beside them (bot/hints.py): each file counted once."""
+
+    added: int = 0
+    already: int = 0  # the same content was in the knowledge base: nothing changed
+    not_added: int = 0  # refused (type, size, the channel's limit, /kb forget-me) or failed
+    passed_over: int = 0  # auto-ingest adds no file of a type the engine does not read (images)
+
+    @property
+    def files(self) -> int:
+        return self.added + self.already + self.not_added + self.passed_over
+
+
+@dataclass
 class FileLine:
     name: str
     text: str
@@ -176,8 +191,9 @@ async def add_files(
     status: StatusMessage,
     posts: Mapping[int, Post] | None = None,
     promised: Promised | None = None,
-) -> int:
-    """Queue and ingest accepted attachments one after another; returns how many were added. An
+) -> Tally:
+    """Queue and ingest accepted attachments one after another; returns what became of them (`refused`
+    counted as not added). An
     attachment posted in a message (`posts`, by attachment id) is recorded with it, in the upload's record
     too: deleting the message removes its document (bot/posted.py), even one a restarted bot built.
     `promised`: the files' count taken when the request was accepted (taken here when None)."""
@@ -197,15 +213,17 @@ async def add_files(
             deletions = services.jobs.deletion_count(kb)  # the files are refused if the channel goes meanwhile
             records = await services.jobs.accept(kb, sources, added_by, batch.origin)
             await batch.record_where(services, records)
-            added = 0
+            tally = Tally(not_added=len(refused))
             for index, (attachment, record) in enumerate(zip(attachments, records, strict=True)):
                 promise.hand_over()  # `run` counts it before anything is awaited
-                added += await _add_one(
+                status = await _add_one(
                     services, kb, attachment, index, added_by, batch, record, deletions, posts.get(attachment.id)
                 )
-            header = done_header(added, len(attachments) + len(refused))
-            await batch.finish(header)
-            return added
+                tally.added += status == "added"
+                tally.already += status == "duplicate"
+                tally.not_added += status is None
+            await batch.finish(done_header(tally.added, len(attachments) + len(refused)))
+            return tally
 
 
 def done_header(added: int, sent: int) -> str:
@@ -232,15 +250,16 @@ async def _add_one(
     record: int | None,
     deletions: int,
     post: Post | None,
-) -> bool:
-    """Download and ingest one attachment, writing its outcome on its line; True when it was added."""
+) -> str | None:
+    """Download and ingest one attachment, writing its outcome on its line; "added", "duplicate" (the
+    same content was here), or None when it was not added."""
     fetch = fetcher(services, batch, index, Source(attachment.filename, attachment.url, attachment.size))
-    added = await _build_one(
+    result = await _build_one(
         services, kb, attachment.filename, fetch, index, added_by, batch, record=record, deletions=deletions
     )
-    if added is not None and post is not None:
-        await remember_posted(services, kb, post, added.sha256)
-    return added is not None
+    if result is not None and result.status == "added" and post is not None:
+        await remember_posted(services, kb, post, result.document.sha256)
+    return result.status if result is not None else None
 
 
 def fetcher(
@@ -266,8 +285,8 @@ async def _build_one(
     batch: BatchStatus,
     **job: Any,
 ) -> Any:
-    """Queue and ingest one file through the build jobs, writing its outcome on its line; the document
-    it added, or None (not added: refused, failed, or the same content already here)."""
+    """Queue and ingest one file through the build jobs, writing its outcome on its line; the engine's
+    result (its status "added" or "duplicate"), or None when it failed or was refused."""
     name = display_name(filename)
     try:
         result = await services.jobs.run(
@@ -294,7 +313,7 @@ async def _build_one(
     if result.status == "added":
         line += "".join(namesake_note(doc) for doc in await services.call(services.engine.namesakes, kb, result.document))
     batch.conclude(index, line)
-    return result.document if result.status == "added" else None
+    return result
 
 
 def failure_line(name: str, error: RaptorError) -> str:
@@ -394,7 +413,7 @@ async def _resume_one(
         batch.show()
         await batch.record_where(services, [upload.id])
         promise.hand_over()  # `run` counts it before anything is awaited
-        document = await _build_one(
+        result = await _build_one(
             services,
             upload.kb,
             upload.filename,
@@ -405,6 +424,7 @@ async def _resume_one(
             record=upload.id,
             downloaded=upload.data is not None,
         )
+        document = result.document if result is not None and result.status == "added" else None
         if document is not None and upload.post is not None:
             if not await remember_resumed(services, upload.kb, upload.post, document.sha256, channel_for):
                 batch.conclude(0, f"🗑️ **{display_name(upload.filename)}** {POST_GONE}")

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import re
 import time
+import unicodedata
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,7 +21,7 @@ import discord
 
 from raptor_engine.engine import MAX_QUESTION_CHARS, EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
-from raptor_engine.ingest.load import SUPPORTED_EXTENSIONS
+from raptor_engine.ingest.load import file_kinds
 from raptor_engine.query.followup import split_standalone
 from raptor_engine.query.smalltalk import Act, small_talk_act
 from raptor_engine.query.support import MATCHED
@@ -29,7 +30,7 @@ from raptor_engine.types import Answer, TextCallback, Turn
 from .hints import LINK_HINT, only_links
 from .kb import home_channel_id, kb_for_channel
 from .permissions import cooldown_text
-from .render import OutMessage, inert, inert_answer, plain_name, render_answer, truncate
+from .render import OutMessage, inert, inert_answer, plain_name, plain_question, render_answer, truncate
 from .replies import Replier, failure_text, reply_quietly, tell
 from .services import Services
 from .state import AskedExchange, CitedNodes, ThreadRecord
@@ -39,15 +40,9 @@ from .views import answer_view
 log = logging.getLogger(__name__)
 
 
-def _file_kinds() -> str:
-    """The extensions the engine reads, as a sentence's list ('.csv, .docx, ... or .vtt')."""
-    names = sorted(SUPPORTED_EXTENSIONS)
-    return f"{', '.join(names[:-1])} or {names[-1]}"
-
-
 EMPTY_KB = (
-    f"This channel's knowledge base has no documents yet. Add one with `/kb add` (attach a {_file_kinds()} "
-    "file), or right-click a message with a file → Apps → **Add to knowledge base**."
+    "This channel's knowledge base has no documents yet. Add one with `/kb add`, or right-click a message "
+    f"with a file → Apps → **Add to knowledge base**; I read {file_kinds()}."
 )
 NO_KB = "Questions work in a server's text channels, threads and forum posts, not in DMs."
 FAILED = "Something went wrong while answering; the error was logged. Please try again."
@@ -55,6 +50,10 @@ STILL_BUILDING = (
     "This channel's first document is still being added; ask again when its progress message says it is done."
 )
 THREAD_NAME_LIMIT = 100
+# A follow-up of no words but a question mark ("?", "??", "🤔?"): a prompt as short as what it answers.
+WORDLESS_QUESTION = "What would you like to know? Ask in words, for example “why?” or “when was that?”."
+# What a message in a thread says when it asks nothing: an edit to one of these leaves its answer.
+NOT_ASKING = frozenset({Act.UNCLEAR, Act.ACKNOWLEDGE, Act.GREET, Act.THANK, Act.FAREWELL})
 
 
 def empty_text(services: Services, kb: str) -> str:
@@ -247,7 +246,7 @@ async def _ask(
         else None
     )
     history = await services.state.history(record.guild_id, record.thread_id) if record else []
-    question = truncate(question.strip(), MAX_QUESTION_CHARS)
+    question = truncate(plain_question(question) or question.strip(), MAX_QUESTION_CHARS)
     stream = StreamedReply(replier.send, replier.send)
     asked_at = time.time()
     try:
@@ -310,14 +309,30 @@ async def open_thread(
 
 
 def follow_up_text(message: discord.Message, bot_id: int) -> str:
-    """The question in a thread message, without the bot's mention."""
-    return follow_up_text_of(message.content, bot_id)
+    """The question in a thread message, without the bot's mention; a message forwarded into the thread
+    with no words of its own asks what the forwarded message says."""
+    return follow_up_text_of(message.content or forwarded_text(message), bot_id)
+
+
+def forwarded_text(message: discord.Message) -> str:
+    """The text of the message a member forwarded (Discord's forward carries a snapshot of it)."""
+    return "\n".join(snapshot.content for snapshot in getattr(message, "message_snapshots", []) if snapshot.content)
 
 
 def follow_up_text_of(content: str | None, bot_id: int) -> str:
-    """`follow_up_text` of a message's content."""
-    text = re.sub(rf"<@!?{bot_id}>", " ", content or "")
-    return re.sub(r"\s+", " ", text).strip()
+    """`follow_up_text` of a message's content: its words without Discord's markup (a question in a code
+    block or under a spoiler asks what it says)."""
+    return plain_question(re.sub(rf"<@!?{bot_id}>", " ", content or ""))
+
+
+def wordless(text: str) -> bool:
+    """A message of emoji, punctuation or symbols only ("👍", "...", "?"): nothing to search for."""
+    return not re.search(r"\w", text)
+
+
+def asks_nothing(text: str) -> bool:
+    """A message that is no question: wordless, or small talk ("ok", "thanks", "huh?")."""
+    return wordless(text) or small_talk_act(text) in NOT_ASKING
 
 
 async def handle_follow_up(
@@ -443,6 +458,11 @@ async def handle_edited_follow_up(
         exchange = await services.state.asked_exchange(record.guild_id, record.thread_id, message.id)
         if exchange is not None and exchange.question == question:
             return
+        if exchange is not None and asks_nothing(question):
+            # edited to "👍" or "thanks": the question it asked was answered, and others may have read the
+            # answer; it stays, with its exchange in the thread's memory
+            log.info("follow-up %s edited to ask nothing; its answer is left as it was", message.id)
+            return
         await _follow_up(services, me, message, record, exchange)
 
 
@@ -472,6 +492,10 @@ async def _follow_up(
         if mentioned:
             await reply_quietly(message, "Ask your follow-up question after mentioning me.")
         return  # without the message-content intent Discord sends no text unless the bot is mentioned
+    if wordless(question):  # a reaction typed as a message ("👍", "🤔", "..."): nothing to answer
+        if "?" in unicodedata.normalize("NFKC", question):
+            await reply_quietly(message, WORDLESS_QUESTION)
+        return
     refusal = LINK_HINT if only_links(question) else question_refusal(services, message.author.id, question)
     if refusal:
         await reply_quietly(message, refusal)

@@ -28,7 +28,9 @@ from raptor_engine.query.ratelimit import QuestionLimiter
 from . import posted
 from .adding import resume_uploads
 from .answering import (
+    asks_nothing,
     conversation_turn,
+    follow_up_text,
     handle_deleted_questions,
     handle_edited_follow_up,
     handle_follow_up,
@@ -53,6 +55,8 @@ from .views import ContextPageButton, ShowContextButton
 log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_SECONDS = 300.0
+# A member replied in the channel to an answer whose thread holds its conversation.
+THREAD_POINTER = "Follow up in this answer's thread, <#{thread}>: I answer there by message, with the conversation so far."
 ANSWER_STOPPED = "The bot is restarting, so this answer stops here; ask again in a minute."
 
 
@@ -334,14 +338,35 @@ class RaptorBot(commands.AutoShardedBot):
                     await handle_follow_up(services, self.user, message, follow_up, in_turn=True)
         kb = kb_for_channel(message.guild.id if message.guild else None, channel)
         autoingest = kb is not None and bool(message.attachments) and await services.autoingest_enabled(kb)
+        tally = None
         if autoingest:  # a file posted in an answer thread is posted in its channel too
-            await auto_ingest(services, message, kb)
-        if follow_up is None and kb is not None and self.user is not None and self.user in message.mentions:
-            hint = mention_hint(message.content, bool(message.attachments), autoingest)
+            tally = await auto_ingest(services, message, kb)
+        if follow_up is None and kb is not None and (thread_id := await self._answer_replied_to(message)):
+            await reply_quietly(message, THREAD_POINTER.format(thread=thread_id))
+        elif follow_up is None and kb is not None and self.user is not None and self.user in message.mentions:
+            names = [a.filename for a in message.attachments]
+            hint = mention_hint(message.content, names, tally, isinstance(channel, discord.TextChannel))
             if hint:
                 await reply_quietly(message, hint)
         if services.sync is not None and follow_up is None:  # a follow-up is a conversation, not knowledge
             await services.sync.message_created(message)
+
+    async def _answer_replied_to(self, message: discord.Message) -> int | None:
+        """The thread of the bot's answer that `message` replies to (Discord's reply, outside that thread),
+        when the reply asks something: a follow-up is answered in the thread, where the conversation is.
+        A thread started from a message has that message's id."""
+        reference = message.reference
+        if (
+            self.services is None
+            or message.guild is None
+            or reference is None
+            or reference.type != discord.MessageReferenceType.reply
+            or reference.message_id is None
+            or asks_nothing(follow_up_text(message, self.user.id if self.user else 0))
+        ):
+            return None
+        record = await self.services.state.thread(message.guild.id, reference.message_id)
+        return record.thread_id if record is not None else None
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         if self.services is None:

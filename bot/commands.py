@@ -20,9 +20,10 @@ from discord.ext import commands
 
 from raptor_engine.engine import MAX_QUESTION_CHARS, TreeInfo
 from raptor_engine.errors import RaptorError
+from raptor_engine.ingest.load import file_kinds
 from raptor_engine.types import counted
 
-from .adding import add_files, is_supported, screen
+from .adding import Tally, add_files, is_supported, screen
 from .answering import EMPTY_KB, NO_KB, handle_ask
 from .jobs import StatusMessage
 from .kb import kb_for_channel, parse_kb_name
@@ -104,22 +105,26 @@ async def start_adding(
         await add_files(services, kb, accepted, refused, str(interaction.user), status, posts, promised)
 
 
-async def auto_ingest(services: Services, message: discord.Message, kb: str) -> None:
-    """Files posted in a channel with auto-ingest on: supported types are added, others ignored."""
+async def auto_ingest(services: Services, message: discord.Message, kb: str) -> Tally:
+    """Files posted in a channel with auto-ingest on: supported types are added, others ignored; what
+    became of each file."""
     candidates = [a for a in message.attachments if is_supported(a.filename)]
+    passed_over = len(message.attachments) - len(candidates)
     if not candidates:
-        return
+        return Tally(passed_over=passed_over)
     accepted, refused = screen(candidates, services.settings.max_file_bytes)
     status = StatusMessage(message.channel, reply_to=message, token_lifetime=services.token_lifetime)
     if await author_forgotten(services, message):
         await status.show(FORGOTTEN_POSTER)
-        return
+        return Tally(not_added=len(candidates), passed_over=passed_over)
     refusal = services.jobs.refusal(kb, len(accepted))
     if refusal or not accepted:
         await status.show("\n".join(([refusal] if refusal else []) + refused))
-        return
+        return Tally(not_added=len(candidates), passed_over=passed_over)
     posts = {a.id: post_of(message, a) for a in accepted}
-    await add_files(services, kb, accepted, refused, str(message.author), status, posts)
+    tally = await add_files(services, kb, accepted, refused, str(message.author), status, posts)
+    tally.passed_over = passed_over
+    return tally
 
 
 SHA_CHOICE = 16  # a shared name's autocomplete value: the document's sha256, its first 16 hex digits
@@ -175,11 +180,9 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
         self.services = services
         super().__init__()
 
-    @app_commands.command(
-        name="add", description="Add files (PDF, DOCX, Markdown, text, HTML) to this channel's knowledge base"
-    )
+    @app_commands.command(name="add", description="Add files to this channel's knowledge base")
     @app_commands.describe(
-        file="A document to add",
+        file=f"A {file_kinds('or')}",
         file2="Another document",
         file3="Another document",
         file4="Another document",

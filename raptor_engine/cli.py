@@ -30,7 +30,7 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
     from .config import Settings
     from .engine import MODES, Engine, IngestResult, TreePicture, shown_text
     from .errors import RaptorError, damaged_store, is_damaged_database, storage_failure
-    from .ingest.load import read_local_file, safe_filename
+    from .ingest.load import file_types, read_local_file, safe_filename
     from .plugins import load_plugins
     from .query.answer import describe_documents
     from .query.support import MATCHED, describe_support, sources_title
@@ -398,7 +398,7 @@ def _print_ingest(name: str, result: IngestResult) -> None:
     )
 
 
-@cli.command()
+@cli.command(help=f"Add FILES to a knowledge base: {file_types()}.")
 @click.argument(
     "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
@@ -424,8 +424,7 @@ def ingest(
     quiet: bool,
     scheduler: str | None,
 ) -> None:
-    """Add FILES (.txt .md .pdf .docx .html .vtt .srt .csv .tsv .eml .ipynb, source code such as .py, configuration
-    such as .yaml or .json, and .log) to a knowledge base."""
+    """Add FILES to a knowledge base (its help, above, names every type: `load.file_types`)."""
     if scheduler:
         from .workers import cluster_security
 

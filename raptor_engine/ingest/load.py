@@ -59,6 +59,42 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".log": "log",  # a program's log: lines, each read as one (a fenced block without a language's name)
 }
 
+# The supported types as people name them, in the order every list of them shows (the empty knowledge
+# base's sentence, `/kb add`, a refused file's line, `raptor ingest --help`, the docs): each extension of
+# SUPPORTED_EXTENSIONS once (tests/test_file_kinds.py).
+FILE_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("text", (".txt",)),
+    ("Markdown", (".md", ".markdown")),
+    ("PDF", (".pdf",)),
+    ("Word", (".docx",)),
+    ("HTML", (".html", ".htm")),
+    ("CSV", (".csv", ".tsv")),
+    ("subtitle", (".vtt", ".srt")),
+    ("email", (".eml",)),
+    ("notebook", (".ipynb",)),
+    ("code", (".py", ".js", ".ts", ".go", ".rs", ".java", ".c", ".h", ".cpp", ".rb", ".sh", ".sql")),
+    ("config", (".yaml", ".yml", ".toml", ".json", ".ini", ".cfg")),
+    ("log", (".log",)),
+)
+
+
+def _and_list(items: list[str], conjunction: str = "and") -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
+
+
+def file_kinds(conjunction: str = "and") -> str:
+    """The supported types in a few words, for sentences people read at a glance: "text, Markdown, PDF,
+    Word, ... and log files" ("... or log file" with "or")."""
+    files = "files" if conjunction == "and" else "file"
+    return f"{_and_list([kind for kind, _ in FILE_KINDS], conjunction)} {files}"
+
+
+def file_types() -> str:
+    """Every supported extension, grouped by kind: "text (.txt), Markdown (.md .markdown), ..."; for a
+    refused file's line and the docs, where someone looks for one extension."""
+    return _and_list([f"{kind} ({' '.join(extensions)})" for kind, extensions in FILE_KINDS])
+
+
 MAX_NAME_CHARS = 120
 # A .docx may not unpack to more than this, nor compress better than this ratio (zip-bomb guard).
 DOCX_MAX_UNCOMPRESSED = 200 * 1024 * 1024
@@ -165,9 +201,8 @@ def _extension(name: str) -> str:
 def _format_for(name: str) -> str:
     ext = _extension(name)
     if ext not in SUPPORTED_EXTENSIONS:
-        supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
         shown = ext or "no extension"
-        raise IngestError(name, f"has an unsupported file type ({shown}); supported types are {supported}.")
+        raise IngestError(name, f"has an unsupported file type ({shown}); supported types are {file_types()}.")
     return SUPPORTED_EXTENSIONS[ext]
 
 

@@ -742,9 +742,9 @@ class FakeDiscord:
         if rest and rest[-1] == "threads" and method == "POST":
             if bad := self._invalid(method, "/threads", {"name": body.get("name", "")}, False):
                 return bad
-            thread = thread_payload(
-                snowflake(), channel_id, body["name"], guild=self.guild_of_channel(channel_id)
-            )
+            # a thread started from a message has that message's id, as on Discord
+            tid = int(rest[1]) if len(rest) == 3 and rest[0] == "messages" else snowflake()
+            thread = thread_payload(tid, channel_id, body["name"], guild=self.guild_of_channel(channel_id))
             self.threads_made[int(thread["id"])] = thread
             if self.on_thread_created is not None:
                 self.on_thread_created(dict(thread, newly_created=True))

@@ -7,7 +7,8 @@ import dataclasses
 
 import pytest
 
-from bot.hints import ADDING_ASK_HINT, LINK_HINT
+from bot.adding import Tally
+from bot.hints import LINK_HINT, files_outcome
 from tests.bot.conftest import BOT_ID, CHAN_A, GUILD, text_of, thread_payload
 from tests.bot.test_bot_answers import bot_reply_in, footer_of, open_archive_thread
 from tests.bot.test_bot_flows import add_doc
@@ -59,14 +60,15 @@ async def test_a_question_beside_files_that_auto_ingest_adds_is_not_left_in_sile
         CHAN_A, "what oil does it take?", mention_bot=True, attachments=[h.fake.add_file("manual.md", MANUAL.encode())]
     )
     bare = h.user_message(CHAN_A, "", mention_bot=True, attachments=[h.fake.add_file("minutes.md", MINUTES.encode())])
-    await h.fake.wait_for(lambda: ADDING_ASK_HINT in replies_to(h, asked), what="the hint")
+    added = files_outcome(Tally(added=1))
+    await h.fake.wait_for(lambda: added in replies_to(h, asked), 240, "the hint")
     await h.fake.wait_for(
         lambda: sum(text_of(m).startswith("Done") for m in h.fake.channel_messages(CHAN_A)) >= 2, 240, "both files"
     )
     progress = [r for r in replies_to(h, asked) + replies_to(h, bare) if r.startswith("Done")]
     assert len(progress) == 2 and "✅ **manual.md** added" in progress[0], progress  # each file added
     assert [r for r in replies_to(h, bare) if not r.startswith("Done")] == []
-    assert replies_to(h, asked).count(ADDING_ASK_HINT) == 1
+    assert replies_to(h, asked).count(added) == 1
 
 
 @pytest.mark.parametrize("unarchived_first", [True, False])

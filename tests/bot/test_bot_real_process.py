@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import re
 
-from bot.answering import STILL_BUILDING
+from bot.adding import Tally
+from bot.answering import EMPTY_KB, STILL_BUILDING, WORDLESS_QUESTION
+from bot.client import THREAD_POINTER
+from bot.hints import files_outcome
 from bot.kb import kb_name
 from raptor_engine.engine import Engine
 from raptor_engine.query.followup import quotes_in
 from raptor_tools.followup_onward import TALE, flat
 from tests.bot.conftest import BOB, CHAN_A, CHAN_B, GUILD, text_of
 from tests.bot.real_bot import RealBot
+from tests.bot.test_bot_answers import footer_of
 from tests.bot.test_bot_busy_channel import kestrel_sections
 from tests.unhurried import unhurried_settings
 
@@ -269,3 +273,59 @@ async def test_a_thread_whose_question_and_document_are_removed_with_the_real_bo
     assert answers and pages and not held, held
     assert questions and not [q for q in questions if "inner basin" in q[0]], questions
     assert not [b for b in builds if b[0] == "r2021.md"]
+
+
+async def test_small_messages_around_an_answer_with_the_real_bot_process(fake_api, tmp_path):
+    """botqa18, played through the real process: the empty knowledge base's short sentence; a reaction typed
+    in the thread gets nothing and "?" a short prompt; a follow-up under a spoiler is searched as its words,
+    then edited to "👍" keeps its answer; a follow-up forwarded into the thread is answered; a reply to the
+    answer in its channel is pointed to the thread; a question beside a file already here is told so."""
+    from tests.bot.test_bot_small_messages import bot_messages_after, post  # it imports this module's texts
+
+    bot = RealBot(fake_api, tmp_path, env={"RAPTOR_BUILD_WORKERS": "0", "RAPTOR_QUESTIONS_PER_MINUTE": "100"})
+    try:
+        await bot.start()
+        assert text_of((await bot.replies_done(bot.ask("what oil does it take?")))[0]) == EMPTY_KB
+        added = bot.kb_add(fake_api.add_file("minutes.md", MINUTES.encode()), fake_api.add_file("manual.md", MANUAL.encode()))
+        await bot.replies_done(added, lambda r: "Done" in text_of(r[0]), "the /kb add")
+        asked = bot.ask("When will the new shed be built?")
+        thread = await bot.answer_thread(asked)
+
+        reaction = post(bot, thread, "👍")
+        post(bot, thread, "<:blobthink:123456789012345678>")
+        lone = post(bot, thread, "?")
+        spoiler = post(bot, thread, "||who is the treasurer?||")
+        answer = await fake_api.wait_for(lambda: bot_answer_after(bot, thread, spoiler), 120, "the spoiler's answer")
+        assert "Amit Shah (treasurer)" in answer["content"] and "||" not in footer_of(answer), footer_of(answer)
+        said = [text_of(m) for m in bot_messages_after(bot, thread, reaction) if not m["embeds"]]
+        assert said == [WORDLESS_QUESTION] and bot_answer_after(bot, thread, lone)["id"] == answer["id"], said
+
+        bot.edit(spoiler, "👍")
+        forwarded = post(
+            bot, thread, "",
+            message_reference={"type": 1, "message_id": "1", "channel_id": str(CHAN_A)},
+            message_snapshots=[{"message": {
+                "content": "who chaired the meeting?", "embeds": [], "attachments": [], "type": 0, "flags": 0,
+                "mentions": [], "mention_roles": [], "components": [], "timestamp": answer["timestamp"],
+                "edited_timestamp": None,
+            }}],
+        )
+        chaired = await fake_api.wait_for(lambda: bot_answer_after(bot, thread, forwarded), 120, "the forward's answer")
+        assert "Joan Petrie (chair)" in chaired["content"]
+        await fake_api.wait_for(lambda: "edited to ask nothing" in bot.log.read_text(), 120, "the edit to be read")
+        assert fake_api.messages[int(answer["id"])]["content"] == answer["content"]  # the edit left it
+
+        reply = {"type": 19, "message_reference": {"type": 0, "message_id": str(thread), "channel_id": str(CHAN_A)}}
+        replied = post(bot, CHAN_A, "and who paid for the timber?", mention=True, **reply)
+        pointer = await fake_api.wait_for(lambda: bot_messages_after(bot, CHAN_A, replied), 120, "the pointer")
+        assert [text_of(m) for m in pointer] == [THREAD_POINTER.format(thread=thread)]
+
+        await bot.replies_done(bot.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
+        beside = post(bot, CHAN_A, "what oil?", mention=True, attachments=[fake_api.add_file("manual.md", MANUAL.encode())])
+        already = files_outcome(Tally(already=1))
+        await fake_api.wait_for(
+            lambda: already in [text_of(m) for m in bot_messages_after(bot, CHAN_A, beside)], 240, "the files' sentence"
+        )
+        assert await bot.stop() == 0, bot.log.read_text()[-3000:]
+    finally:
+        bot.close()
