@@ -176,7 +176,7 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
         super().__init__()
 
     @app_commands.command(
-        name="add", description="Add files (PDF, DOCX, Markdown, text, HTML) to this channel's knowledge base"
+        name="add", description="Add files (PDF, DOCX, ODT, EPUB, Markdown, text, HTML) to this channel's knowledge base"
     )
     @app_commands.describe(
         file="A document to add",

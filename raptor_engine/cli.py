@@ -424,7 +424,7 @@ def ingest(
     quiet: bool,
     scheduler: str | None,
 ) -> None:
-    """Add FILES (.txt .md .pdf .docx .html .vtt .srt .csv .tsv .eml .ipynb, source code such as .py, configuration
+    """Add FILES (.txt .md .pdf .docx .odt .epub .html .vtt .srt .csv .tsv .eml .ipynb, source code such as .py, configuration
     such as .yaml or .json, and .log) to a knowledge base."""
     if scheduler:
         from .workers import cluster_security
