@@ -4,6 +4,7 @@ lists, tables and notes in place, and every hostile kind refused in one sentence
 from __future__ import annotations
 
 import io
+import random
 import zipfile
 
 import pytest
@@ -344,3 +345,24 @@ def test_ncx_only_books_skip_the_ncx_even_in_the_spine() -> None:
     data = epub_file([("one.xhtml", _CHAPTER)], spine_extra='<itemref idref="ncx"/>')
     doc = load_document("old.epub", data)
     assert doc.text == "The keeper lit the lamp."
+
+
+def test_note_marks_go_and_other_superscripts_stay() -> None:
+    chapter = xhtml(
+        '<p>See <a href="#n"><sup>3</sup></a> here, <a href="https://example.com">a link with <sup>2</sup> in it</a>.</p>'
+        '<p>The room is 10 m<sup>2</sup> and cited<sup><a href="#n">[4]</a></sup>.</p>'
+    )
+    doc = load_document("marks.epub", epub_file([("one.xhtml", chapter)]))
+    assert doc.text == "See here, a link with 2 in it.\n\nThe room is 10 m2 and cited."
+
+
+@pytest.mark.parametrize("tag", ["sup", "a href='#x'", "aside epub:type='footnote'", "span epub:type='pagebreak'"])
+def test_a_chapter_nested_twenty_thousand_deep_is_read_in_one_pass(tag: str) -> None:
+    """Each element is looked at once, never its whole depth (a bs4 Tag asked `decomposed`, `find` or
+    `descendants` walks its subtree: 20,000 deep, that took minutes)."""
+    name = tag.split()[0]
+    ids = random.Random(0)  # distinct ids: the same tag repeated would compress past the zip-bomb ratio
+    body = "".join(f'<{tag} id="i{ids.getrandbits(64):x}">' for _ in range(20_000)) + "Deep text.<sup><a href='#x'>1</a></sup> More." + f"</{name}>" * 20_000
+    text = load_document("deep.epub", epub_file([("one.xhtml", xhtml(body + "<p>After.</p>"))])).text
+    expected = {"span": "After.", "aside": "After.\n\nDeep text. More."}.get(name, "Deep text. More.\n\nAfter.")
+    assert text == expected

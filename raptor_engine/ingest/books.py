@@ -36,6 +36,7 @@ from .load import (
     _push_heading,
     _scan_docx_xml,
     _xml_decoder,
+    add_reader,
     zip_mimetype,
 )
 
@@ -428,6 +429,7 @@ _NOTE_TYPES = frozenset({
 })  # fmt: skip
 # A note's mark in the text, a page break's number, the link back from a note: none is a word of the text.
 _DROPPED_TYPES = frozenset({"noteref", "doc-noteref", "backlink", "doc-backlink", "pagebreak", "doc-pagebreak"})
+_MARK_NODES = 6  # elements and strings inside a note's superscript mark, at most
 _NOTE_MARK = re.compile(r"[\[(]?[\d*\u2020\u2021\u00a7]{1,4}[\])]?")  # '1', '[12]', '*', '†' in a <sup> link
 
 
@@ -514,21 +516,51 @@ def _set_notes_aside(soup: Any) -> list[Any]:
     """Take the notes out of a chapter (to be read after the book) and drop the marks citing them, page
     break numbers and the links back, so no note or number is spliced into the sentence it annotates."""
     notes = []
-    taken: set[int] = set()  # the elements of the notes taken out (each read with its note)
+    gone: set[int] = set()  # the elements inside a mark dropped
+    in_notes: set[int] = set()  # the elements inside a note taken out (read with it)
     for tag in soup.find_all(True):
-        if tag.decomposed or id(tag) in taken:
-            continue  # inside a dropped mark, or a note already taken out
+        if id(tag) in gone:
+            continue
         types = _types(tag)
         if types & _DROPPED_TYPES or tag.name == "epub:case":  # epub:switch shows its epub:default
-            tag.decompose()
-        elif types & _NOTE_TYPES:
+            _drop(tag, gone)
+        elif types & _NOTE_TYPES and id(tag) not in in_notes:
+            in_notes.update(id(inner) for inner in tag.descendants)
             notes.append(tag.extract())
-            taken.update(id(inner) for inner in tag.descendants)
-        elif tag.name == "sup" and _NOTE_MARK.fullmatch(tag.get_text().strip()):
-            link = tag.parent if tag.parent is not None and tag.parent.name == "a" else tag.find("a")
-            if link is not None and link.get("href"):
-                (tag.parent if link is tag.parent else tag).decompose()
+        elif tag.name == "sup" and (link := _note_mark_link(tag)) is not None:
+            _drop(link if link is tag.parent else tag, gone)
     return notes
+
+
+def _note_mark_link(sup: Any) -> Any | None:
+    """The link of a note's mark set as a superscript ('<sup><a href="#n2">2</a></sup>', or the link around
+    the <sup>), or None. A mark is a few nodes: no more are looked at, so a deep <sup> costs no walk of its
+    depth (bs4's `descendants` and `find` walk to the last descendant first)."""
+    from bs4 import NavigableString, Tag
+
+    inner: list[Any] = []
+    pending = list(reversed(sup.contents))
+    while pending and len(inner) <= _MARK_NODES:
+        node = pending.pop()
+        inner.append(node)
+        if isinstance(node, Tag):
+            pending.extend(reversed(node.contents))
+    text = "".join(node for node in inner if isinstance(node, NavigableString))
+    if pending or len(inner) > _MARK_NODES or not _NOTE_MARK.fullmatch(text.strip()):
+        return None
+    parent = sup.parent
+    around = parent is not None and parent.name == "a" and len(parent.contents) <= _MARK_NODES and all(
+        node is sup or (isinstance(node, NavigableString) and not node.strip()) for node in parent.contents
+    )  # a link holding only the mark, not a link holding a sentence with a superscript in it
+    link = parent if around else next((node for node in inner if isinstance(node, Tag) and node.name == "a"), None)
+    return link if link is not None and link.get("href") else None
+
+
+def _drop(tag: Any, gone: set[int]) -> None:
+    """Take an element and its text out of the tree. (Its descendants are noted first: asking a decomposed
+    bs4 Tag whether it is one searches its children, so a deep chapter would cost a search per element.)"""
+    gone.update(id(inner) for inner in tag.descendants)
+    tag.decompose()
 
 
 def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
@@ -549,3 +581,7 @@ def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         except RecursionError:
             raise IngestError(name, "is nested too deeply to read.") from None
     return [*walker.blocks, *(_Block(" ".join(note.split())) for note in notes)]
+
+
+add_reader("odt", read_odt)
+add_reader("epub", read_epub)

@@ -227,6 +227,16 @@ def read_local_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
 
 # ----------------------------------------------------------------------------------------- entry point
 
+# Readers of the formats whose module builds on this one (`books`: .odt, .epub), by format. Each adds
+# itself when imported, which the package's __init__ does, so they are here whenever this module is.
+_ZIP_READERS: dict[str, Callable[[str, bytes, LoadLimits], list[_Block]]] = {}
+
+
+def add_reader(fmt: str, reader: Callable[[str, bytes, LoadLimits], list[_Block]]) -> None:
+    """Read `fmt` (a value of SUPPORTED_EXTENSIONS) with `reader`."""
+    _ZIP_READERS[fmt] = reader
+
+
 
 def load_document(
     filename: str, data: bytes, *, max_bytes: int | None = None, limits: LoadLimits | None = None
@@ -255,8 +265,7 @@ def load_document(
         "md": _read_markdown,
         "pdf": _read_pdf,
         "docx": _read_docx,
-        "odt": _read_book,
-        "epub": _read_book,
+        **_ZIP_READERS,
         "html": _read_html,
         "subtitles": _read_subtitles,
         "csv": _read_csv,
@@ -2326,13 +2335,6 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
             ) from None
         raise IngestError(name, "could not be read as a Word document (corrupt .docx?).") from None
     return blocks
-
-
-def _read_book(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
-    """An .odt or .epub (`books`: imported when one is first read, as python-docx is for a .docx)."""
-    from . import books
-
-    return books.read_odt(name, data, limits) if _format_for(name) == "odt" else books.read_epub(name, data, limits)
 
 
 # Word's main document part in a macro-enabled document (.docm), a template (.dotx) or a macro-enabled
