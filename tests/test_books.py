@@ -125,6 +125,15 @@ def test_an_odt_template_and_one_without_a_mimetype_are_read() -> None:
         assert load_document("fog.odt", data).text == "The fog signal sounded at night."
 
 
+def test_an_odt_numbered_heading_in_a_list_keeps_its_number_apart_from_its_words() -> None:
+    body = (
+        '<text:list><text:list-item><text:h text:outline-level="2"><text:number>2.1</text:number>Fuel</text:h>'
+        "</text:list-item></text:list><text:p>Paraffin from 1869.</text:p>"
+    )
+    doc = load_document("numbered.odt", odt_file(body))
+    assert doc.text == "2.1 Fuel\n\nParaffin from 1869." and doc.sections[0].heading == ("2.1 Fuel",)
+
+
 # ------------------------------------------------------------------------------------------------ epub
 
 _CHAPTER_ONE = xhtml(
@@ -333,6 +342,14 @@ def test_xml_past_the_caps_is_refused_before_it_is_parsed(kind: str) -> None:
         load_document(f"log.{kind}", data, limits=LoadLimits(max_expanded_bytes=32 * 1024))
 
 
+def test_one_paragraph_over_libxml2s_text_node_cap_is_named() -> None:
+    words = random.Random(0)  # random words: the same ones repeated would compress past the zip-bomb ratio
+    text = " ".join(f"{words.getrandbits(40):x}" for _ in range(1_100_000))
+    with pytest.raises(IngestError) as refused:
+        load_document("one-paragraph.odt", odt_file(f"<text:p>{text}</text:p>"))
+    assert refused.value.reason == "has a single piece of text over 10 MB, longer than can be read."
+
+
 def test_an_entity_a_chapter_uses_without_declaring_it_is_never_expanded() -> None:
     """An EPUB 2 chapter's doctype names the XHTML DTD: it is never fetched, and an entity only it could
     define stays text rather than reaching for a file."""
@@ -366,3 +383,10 @@ def test_a_chapter_nested_twenty_thousand_deep_is_read_in_one_pass(tag: str) -> 
     text = load_document("deep.epub", epub_file([("one.xhtml", xhtml(body + "<p>After.</p>"))])).text
     expected = {"span": "After.", "aside": "After.\n\nDeep text. More."}.get(name, "Deep text. More.\n\nAfter.")
     assert text == expected
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "iso-8859-1"])
+def test_an_epub_chapter_is_read_in_the_encoding_it_declares(encoding: str) -> None:
+    chapter = xhtml("<p>Café crème, déjà vu.</p>").replace('encoding="utf-8"', f'encoding="{encoding}"')
+    data = epub_file([("one.xhtml", chapter.encode(encoding))])
+    assert load_document("cafe.epub", data).text == "Café crème, déjà vu."

@@ -121,6 +121,8 @@ def parse_xml(name: str, data: bytes, what: str) -> Any:
         log.info("%s: %s does not parse: %s", name, what, exc)
         if "depth" in str(exc).lower():  # libxml2's nesting guard ("Excessive depth in document: 256")
             raise IngestError(name, "is nested too deeply to read.") from None
+        if "Resource limit exceeded" in str(exc):  # libxml2's 10 MB cap on one text node or attribute
+            raise IngestError(name, "has a single piece of text over 10 MB, longer than can be read.") from None
         raise IngestError(name, f"has a {what} that is not well-formed XML (a damaged file?).") from None
 
 
@@ -292,6 +294,8 @@ class _OdtReader:
             return " " * _count(child.get(f"{_TEXT}c"))
         if tag == f"{_TEXT}tab":
             return "\t"
+        if tag == f"{_TEXT}number":  # a list item's or heading's number as last laid out ('2.1')
+            return f"{self.inline(child, boxes)} "
         if tag == f"{_TEXT}line-break":
             return "\n"
         if tag == f"{_TEXT}note":
