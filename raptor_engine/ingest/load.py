@@ -237,7 +237,6 @@ def add_reader(fmt: str, reader: Callable[[str, bytes, LoadLimits], list[_Block]
     _ZIP_READERS[fmt] = reader
 
 
-
 def load_document(
     filename: str, data: bytes, *, max_bytes: int | None = None, limits: LoadLimits | None = None
 ) -> LoadedDocument:
@@ -2214,8 +2213,12 @@ def _check_docx_sizes(
         raise _too_expanded(name, limits)
 
 
+# Why a .docx part in an encoding no codec knows is refused ({} is the encoding's name).
+_WORD_UNKNOWN_ENCODING = "has a part in a text encoding Word never writes ({}); save it again from Word."
+
+
 def _xml_decoder(
-    name: str, head: bytes, unknown: str = "has a part in a text encoding Word never writes ({}); save it again from Word."
+    name: str, head: bytes, unknown: str = _WORD_UNKNOWN_ENCODING
 ) -> codecs.IncrementalDecoder | None | bool:
     """How to read a zip part as XML from its first bytes: False if it is not XML (an image), None if it
     is UTF-8 XML, else a decoder for the encoding lxml would read it in (UTF-16, UTF-32, or what its
@@ -2246,7 +2249,7 @@ class XmlRules:
     elements: re.Pattern[bytes]
     counted: str  # "paragraphs, runs and table cells": what too many of is refused
     declared: str = "contains XML entity declarations, which Word never writes (an XML bomb?)."
-    unknown_encoding: str = "has a part in a text encoding Word never writes ({}); save it again from Word."
+    unknown_encoding: str = _WORD_UNKNOWN_ENCODING
 
 
 _DOCX_RULES = XmlRules(_XML_DECLARATIONS, _DOCX_ELEMENT, "paragraphs, runs and table cells")
