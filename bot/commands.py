@@ -182,7 +182,7 @@ class KnowledgeBaseCog(commands.GroupCog, group_name="kb", group_description="Th
 
     @app_commands.command(name="add", description="Add files to this channel's knowledge base")
     @app_commands.describe(
-        file=f"A {file_kinds('or')}",
+        file=file_kinds("or", capital=True),  # Discord allows 100 characters
         file2="Another document",
         file3="Another document",
         file4="Another document",

@@ -39,8 +39,8 @@ class LoadedDocument:
     name: str
     text: str
     sections: list[Section]
-    # "txt" | "md" | "pdf" | "docx" | "html" | "subtitles" (.vtt, .srt) | "csv" (.csv, .tsv) | "email" (.eml)
-    # | "notebook" (.ipynb) | "code" (source and configuration files) | "log" (`load.SUPPORTED_EXTENSIONS`)
+    # "txt" | "md" | "pdf" | "docx" | "odt" | "epub" | "html" | "subtitles" (.vtt, .srt) | "csv" (.csv, .tsv)
+    # | "email" (.eml) | "notebook" (.ipynb) | "code" (source and configuration files) | "log" (`load.SUPPORTED_EXTENSIONS`)
     format: str
     # what the person who uploaded it should be told about how it was read ("2 cues ... were skipped")
     notices: tuple[str, ...] = ()

@@ -32,6 +32,7 @@ from raptor_engine.errors import IngestError, LimitError
 from raptor_engine.ingest.load import check_upload
 
 from . import say
+from .book_files import drm_encryption, epub_file, laughs_doctype, odt_file, xhtml
 from .fingerprint import SAFE_TEXT, checkpoint, fingerprint
 from .hostile import write_pdf
 
@@ -128,6 +129,25 @@ def zip_bomb_docx() -> bytes:
     return buffer.getvalue()
 
 
+def zip_bomb_book(kind: str) -> bytes:
+    """A real .odt or .epub with a 40 MB run of zeros added (as `zip_bomb_docx`)."""
+    padding = {"Pictures/padding.bin": b"\0" * (40 * 1024 * 1024)}
+    if kind == "odt":
+        return odt_file("<text:p>Harmless looking text.</text:p>", extra=padding)
+    return epub_file([("one.xhtml", xhtml("<p>Harmless looking text.</p>"))], extra=padding)
+
+
+def entity_bomb_epub(levels: int = 10) -> bytes:
+    """A chapter whose doctype declares billion-laughs entities (10 levels of 10: 10^10 'lol's if expanded)."""
+    return epub_file([("one.xhtml", xhtml(f"<p>&lol{levels - 1};</p>", doctype=laughs_doctype("html", levels)))])
+
+
+def drm_epub() -> bytes:
+    """A book whose META-INF/encryption.xml says its chapter is AES-encrypted (Adobe's and others' DRM)."""
+    return epub_file([("one.xhtml", xhtml("<p>Ciphertext in a real book.</p>"))],
+                     extra={"META-INF/encryption.xml": drm_encryption("OEBPS/one.xhtml")})
+
+
 def plain_zip() -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -193,6 +213,14 @@ def bad_input_corpus() -> list[BadInput]:
         BadInput(".docx that is a zip but not Word", "archive.docx", plain_zip(), "refused"),
         BadInput("truncated .docx", "cut.docx", docx_ok[: len(docx_ok) // 2], "refused"),
         BadInput("valid .docx", "ok.docx", docx_ok, "ingested"),
+        BadInput(".odt that is a zip bomb", "bomb.odt", zip_bomb_book("odt"), "refused"),
+        BadInput(".epub that is a zip bomb", "bomb.epub", zip_bomb_book("epub"), "refused"),
+        BadInput(".epub with billion-laughs entities", "laughs.epub", entity_bomb_epub(), "refused"),
+        BadInput(".epub whose chapters are DRM-encrypted", "drm.epub", drm_epub(), "refused"),
+        BadInput("password-protected .odt", "locked.odt", odt_file("<text:p>Secret.</text:p>", encrypted=True), "refused"),
+        BadInput(".epub that is really a .docx", "book.epub", docx_ok, "refused"),
+        BadInput("valid .odt", "ok.odt", odt_file("<text:h>Quarry</text:h><text:p>The quarry bell rang at noon until 1962.</text:p>"), "ingested"),
+        BadInput("valid .epub", "ok.epub", epub_file([("one.xhtml", xhtml("<h1>Ferry</h1><p>The ferry carried mail until 1938.</p>"))]), "ingested"),
         BadInput("HTML with scripts and 5,000 nested tags", "deep.html", nested_html(5000), "ingested",
                  must_not_contain=("alert", "document.cookie", "color:red", "iframe text")),
         BadInput("HTML that is only a script", "script.html", b"<html><script>steal()</script></html>", "refused"),

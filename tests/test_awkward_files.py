@@ -133,9 +133,9 @@ def test_an_html_heading_in_markdown_starts_and_names_a_section() -> None:
 
 
 @pytest.mark.parametrize(("mimetype", "reason"), [
-    ("application/vnd.oasis.opendocument.text", "is an OpenDocument text (.odt, LibreOffice), not a Word document; please save it as .docx."),
+    ("application/vnd.oasis.opendocument.text", "is an OpenDocument text (LibreOffice), not a Word document; rename it .odt to add it."),
     ("application/vnd.oasis.opendocument.spreadsheet", "is an OpenDocument file (LibreOffice), not a Word document."),
-    ("application/epub+zip", "is an EPUB e-book, not a Word document."),
+    ("application/epub+zip", "is an EPUB e-book, not a Word document; rename it .epub to add it."),
     (None, "is a zip archive but not a Word document."),
 ])  # fmt: skip
 def test_a_zip_named_docx_says_what_it_is(mimetype: str | None, reason: str) -> None:

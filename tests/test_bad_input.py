@@ -4,7 +4,7 @@ Every corpus case goes through `check_upload` (what the bot does with Discord's 
 `Engine.ingest`; each must end in a clear IngestError/LimitError or a safe ingestion, and after a
 refusal the SQLite file (checkpointed) and every file under the data directory are byte-for-byte
 what they were. The fuzzing here adds what tests/test_load.py and tests/test_chunk.py do not cover:
-mutated PDFs and .docx files, generated HTML trees, and chunking of multi-page, multi-heading
+mutated PDFs, .docx, .odt and .epub files, generated HTML trees, and chunking of multi-page, multi-heading
 documents as the loaders produce them.
 """
 
@@ -24,6 +24,7 @@ from raptor_engine.errors import IngestError
 from raptor_engine.ingest.chunk import chunk_document
 from raptor_engine.ingest.load import load_document, safe_filename
 from raptor_engine.types import LoadedDocument, Section
+from raptor_tools.book_files import epub_file, odt_file, xhtml
 from raptor_tools.fingerprint import fingerprint
 from raptor_tools.robustness import (
     SAFE_TEXT,
@@ -219,6 +220,64 @@ def test_fuzz_zips_named_docx_are_refused_or_read(entries):
         for name, payload in entries:
             archive.writestr(name, payload)
     _load_or_refuse("fuzz.docx", buffer.getvalue())
+
+
+_ODT = odt_file(
+    '<text:h text:outline-level="1">Mill</text:h><text:p>The mill wheel turned.<text:note text:note-class="footnote">'
+    "<text:note-body><text:p>Oak.</text:p></text:note-body></text:note></text:p>"
+    "<table:table><table:table-row><table:table-cell><text:p>1954</text:p></table:table-cell></table:table-row></table:table>"
+)
+_EPUB = epub_file([
+    ("one.xhtml", xhtml('<h1>Mill</h1><p>The mill wheel turned.<a epub:type="noteref" href="#n">1</a></p>')),
+    ("two.xhtml", xhtml('<p>It stopped in 1954.</p><aside epub:type="footnote" id="n"><p>Oak.</p></aside>')),
+])
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    kind=st.sampled_from(["odt", "epub"]),
+    cuts=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=8),
+    keep=st.floats(0.05, 1.0),
+)
+@example(kind="odt", cuts=[], keep=1.0)
+@example(kind="epub", cuts=[], keep=1.0)
+def test_fuzz_mutated_books_load_or_refuse_clearly(kind, cuts, keep):
+    data = _mutate(_ODT if kind == "odt" else _EPUB, cuts)
+    _load_or_refuse(f"fuzz.{kind}", data[: max(1, int(len(data) * keep))])
+
+
+_BOOK_PARTS = [
+    "mimetype", "content.xml", "styles.xml", "META-INF/manifest.xml", "META-INF/container.xml",
+    "META-INF/encryption.xml", "OEBPS/content.opf", "OEBPS/one.xhtml", "../one.xhtml",
+]  # fmt: skip
+_BOOK_XML = st.sampled_from([
+    "application/epub+zip", "application/vnd.oasis.opendocument.text",
+    '<container xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles>'
+    '<rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/></rootfiles></container>',
+    '<package xmlns="http://www.idpf.org/2007/opf"><manifest><item id="a" href="one.xhtml" '
+    'media-type="application/xhtml+xml"/></manifest><spine><itemref idref="a"/></spine></package>',
+    '<package xmlns="http://www.idpf.org/2007/opf"><manifest><item id="a" href="../../x" '
+    'media-type="application/xhtml+xml"/></manifest><spine><itemref idref="a"/></spine></package>',
+    '<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+    'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:text>'
+    "<text:p>Words <text:note><text:note-body><text:p>n</text:p></text:note-body></text:note></text:p>"
+    "</office:text></office:body></office:document-content>",
+    "<html><body><h1>T</h1><p>Text.</p></body></html>", "<!DOCTYPE x [<!ENTITY a 'b'>]><x>&a;</x>", "<a><b>",
+])  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+@given(
+    kind=st.sampled_from(["odt", "epub"]),
+    entries=st.lists(st.tuples(st.sampled_from(_BOOK_PARTS), st.one_of(_BOOK_XML, st.binary(max_size=200))), max_size=6),
+)
+def test_fuzz_zips_named_odt_or_epub_are_refused_or_read(kind, entries):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, payload in entries:
+            archive.writestr(name, payload)
+    _load_or_refuse(f"fuzz.{kind}", buffer.getvalue())
 
 
 _TAGS = [

@@ -421,3 +421,33 @@ def test_ingest_says_how_many_subtitle_cues_it_skipped(run, tmp_path):
     again.write_bytes(BROKEN_SRT + b"\n6\n00:00:10,000 --> 00:00:11,000\nThe end.\n")
     listed = json.loads(run("ingest", str(again), "--kb", "t", "--quiet", "--json").output)
     assert listed[0]["notices"] == ["3 cues skipped: their timing line could not be read"]
+
+
+def test_an_odt_and_an_epub_are_ingested_and_answer_questions(run, tmp_path):
+    """LibreOffice's and an e-book's text goes in as any document's does; a DRM-locked book is refused in
+    one line and stores nothing."""
+    from raptor_tools.book_files import drm_encryption, epub_file, odt_file, xhtml
+
+    report = tmp_path / "harbour.odt"
+    report.write_bytes(odt_file(
+        '<text:h text:outline-level="1">Harbour works</text:h>'
+        "<text:p>The harbour wall was rebuilt in granite by the engineer Tobias Merrow in 1887.</text:p>"
+    ))  # fmt: skip
+    book = tmp_path / "lamps.epub"
+    book.write_bytes(epub_file([
+        ("one.xhtml", xhtml("<h1>Lamps</h1><p>The keepers burned colza oil until paraffin came in 1869.</p>")),
+        ("two.xhtml", xhtml("<h1>Bells</h1><p>The fog bell was cast at Loughborough by the Taylor foundry.</p>")),
+    ]))  # fmt: skip
+    locked = tmp_path / "locked.epub"
+    locked.write_bytes(epub_file([("one.xhtml", xhtml("<p>x</p>"))],
+                                 extra={"META-INF/encryption.xml": drm_encryption("OEBPS/one.xhtml")}))
+    assert run("ingest", str(report), str(book), "--kb", "b", "--quiet").exit_code == 0
+    refused = run("ingest", str(locked), "--kb", "b", "--quiet")
+    assert refused.exit_code == 1 and refused.output == (
+        "Error: locked.epub: is protected by DRM (its chapters are encrypted); only DRM-free e-books can be read.\n"
+    )
+    assert "locked.epub" not in run("docs", "--kb", "b").output
+    wall = json.loads(run("ask", "Who rebuilt the harbour wall?", "--kb", "b", "--json").output)
+    assert "Merrow" in wall["answer"] and {c["document"] for c in wall["citations"]} == {"harbour.odt"}
+    bell = json.loads(run("ask", "Where was the fog bell cast?", "--kb", "b", "--json").output)
+    assert "Loughborough" in bell["answer"] and "lamps.epub" in {c["document"] for c in bell["citations"]}

@@ -3,3 +3,5 @@
 
 The bottom of the engine: it imports nothing from the other stages.
 """
+
+from . import books  # noqa: F401  (adds the .odt and .epub readers to `load`, which books builds on)

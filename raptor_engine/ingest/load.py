@@ -46,6 +46,8 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".markdown": "md",
     ".pdf": "pdf",
     ".docx": "docx",
+    ".odt": "odt",  # OpenDocument text (LibreOffice, Google Docs' export): `books.read_odt`
+    ".epub": "epub",  # an e-book (EPUB 2 or 3) without DRM, its chapters in reading order: `books.read_epub`
     ".html": "html",
     ".htm": "html",
     ".vtt": "subtitles",  # WebVTT, as Teams, Zoom and YouTube export a meeting's or a video's words
@@ -67,6 +69,8 @@ FILE_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Markdown", (".md", ".markdown")),
     ("PDF", (".pdf",)),
     ("Word", (".docx",)),
+    ("ODT", (".odt",)),  # OpenDocument text
+    ("EPUB", (".epub",)),
     ("HTML", (".html", ".htm")),
     ("CSV", (".csv", ".tsv")),
     ("subtitle", (".vtt", ".srt")),
@@ -82,11 +86,13 @@ def _and_list(items: list[str], conjunction: str = "and") -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
 
 
-def file_kinds(conjunction: str = "and") -> str:
+def file_kinds(conjunction: str = "and", *, capital: bool = False) -> str:
     """The supported types in a few words, for sentences people read at a glance: "text, Markdown, PDF,
-    Word, ... and log files" ("... or log file" with "or")."""
+    Word, ... and log files" ("... or log file" with "or"; "Text, ..." with `capital`, a description
+    that opens with it)."""
     files = "files" if conjunction == "and" else "file"
-    return f"{_and_list([kind for kind, _ in FILE_KINDS], conjunction)} {files}"
+    kinds = f"{_and_list([kind for kind, _ in FILE_KINDS], conjunction)} {files}"
+    return kinds[0].upper() + kinds[1:] if capital else kinds
 
 
 def file_types() -> str:
@@ -138,7 +144,7 @@ class LoadLimits:
     caps turn the common bombs into a specific sentence before that backstop is reached.
     """
 
-    max_expanded_bytes: int = 32 * 1024 * 1024  # a PDF stream or a .docx's XML, unpacked
+    max_expanded_bytes: int = 32 * 1024 * 1024  # a PDF stream or a .docx's, .odt's or .epub's XML, unpacked
     max_pages: int = 2000  # PDF pages
     max_elements: int = 200_000  # HTML tags; Word paragraphs, runs, tables, rows and cells
     max_text_chars: int = 10_000_000  # extracted text of one document
@@ -260,6 +266,15 @@ def read_local_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
 
 # ----------------------------------------------------------------------------------------- entry point
 
+# Readers of the formats whose module builds on this one (`books`: .odt, .epub), by format. Each adds
+# itself when imported, which the package's __init__ does, so they are here whenever this module is.
+_ZIP_READERS: dict[str, Callable[[str, bytes, LoadLimits], list[_Block]]] = {}
+
+
+def add_reader(fmt: str, reader: Callable[[str, bytes, LoadLimits], list[_Block]]) -> None:
+    """Read `fmt` (a value of SUPPORTED_EXTENSIONS) with `reader`."""
+    _ZIP_READERS[fmt] = reader
+
 
 def load_document(
     filename: str, data: bytes, *, max_bytes: int | None = None, limits: LoadLimits | None = None
@@ -288,6 +303,7 @@ def load_document(
         "md": _read_markdown,
         "pdf": _read_pdf,
         "docx": _read_docx,
+        **_ZIP_READERS,
         "html": _read_html,
         "subtitles": _read_subtitles,
         "csv": _read_csv,
@@ -2160,18 +2176,26 @@ def _unlock_pdf(name: str, reader: object, limits: LoadLimits) -> None:
 
 # What a zip's stored 'mimetype' entry (OpenDocument, EPUB) says it is: the sentence refusing it as Word.
 _ZIP_MIMETYPES = {
-    "application/vnd.oasis.opendocument.text": "is an OpenDocument text (.odt, LibreOffice), not a Word document; "
-    "please save it as .docx.",
-    "application/epub+zip": "is an EPUB e-book, not a Word document.",
+    "application/vnd.oasis.opendocument.text": "is an OpenDocument text (LibreOffice), not a Word document; "
+    "rename it .odt to add it.",
+    "application/epub+zip": "is an EPUB e-book, not a Word document; rename it .epub to add it.",
 }
 _ZIP_MIMETYPE_BYTES = 100
+
+
+def zip_mimetype(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
+    """What a zip's 'mimetype' entry says it is (OpenDocument and EPUB store one first), read only when that
+    entry is small, as those formats store it; '' when there is none."""
+    entry = next((info for info in infos if info.filename == "mimetype"), None)
+    if entry is None or entry.file_size > _ZIP_MIMETYPE_BYTES:
+        return ""
+    return archive.read(entry).decode("ascii", "replace").strip()
 
 
 def _not_word(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
     """Why a zip is no Word document: what its 'mimetype' entry names it (an .odt, an EPUB), read only
     when that entry is small, as those formats store it; else that it is some other zip archive."""
-    entry = next((info for info in infos if info.filename == "mimetype"), None)
-    mimetype = archive.read(entry).decode("ascii", "replace").strip() if entry and entry.file_size <= _ZIP_MIMETYPE_BYTES else ""
+    mimetype = zip_mimetype(archive, infos)
     if mimetype in _ZIP_MIMETYPES:
         return _ZIP_MIMETYPES[mimetype]
     if mimetype.startswith("application/vnd.oasis.opendocument."):
@@ -2206,25 +2230,35 @@ def _check_docx_zip(name: str, data: bytes, limits: LoadLimits) -> None:
         raise IngestError(name, "is a corrupt or truncated .docx file.") from None
 
 
-def _check_docx_sizes(name: str, infos: list[zipfile.ZipInfo], limits: LoadLimits) -> None:
-    """The sizes the archive declares (zipfile enforces them while unpacking, so they cannot lie)."""
+def _check_docx_sizes(
+    name: str, infos: list[zipfile.ZipInfo], limits: LoadLimits, holder: str = "a Word document",
+    markup_suffixes: tuple[str, ...] = _DOCX_XML_SUFFIXES,
+) -> None:
+    """The sizes the archive declares (zipfile enforces them while unpacking, so they cannot lie): entries,
+    total unpacked bytes, compression ratio, and the bytes of the parts named as markup (`markup_suffixes`)."""
     if len(infos) > DOCX_MAX_ENTRIES:
         raise IngestError(
             name,
-            f"is a zip of {len(infos):,} files, more than the {DOCX_MAX_ENTRIES:,} a Word document may hold.",
+            f"is a zip of {len(infos):,} files, more than the {DOCX_MAX_ENTRIES:,} {holder} may hold.",
         )
     total = sum(info.file_size for info in infos)
     packed = sum(info.compress_size for info in infos)
     if total > DOCX_MAX_UNCOMPRESSED or total > DOCX_MAX_RATIO * max(packed, 1024):
         log.warning("%s: refused as zip bomb: %d entries, %d -> %d bytes", name, len(infos), packed, total)
         raise IngestError(name, "unpacks to far more data than its size suggests (a zip bomb?).")
-    markup = sum(info.file_size for info in infos if info.filename.endswith(_DOCX_XML_SUFFIXES))
+    markup = sum(info.file_size for info in infos if info.filename.lower().endswith(markup_suffixes))
     if markup > limits.max_expanded_bytes:
         log.warning("%s: %d bytes of XML unpacked", name, markup)
         raise _too_expanded(name, limits)
 
 
-def _xml_decoder(name: str, head: bytes) -> codecs.IncrementalDecoder | None | bool:
+# Why a .docx part in an encoding no codec knows is refused ({} is the encoding's name).
+_WORD_UNKNOWN_ENCODING = "has a part in a text encoding Word never writes ({}); save it again from Word."
+
+
+def _xml_decoder(
+    name: str, head: bytes, unknown: str = _WORD_UNKNOWN_ENCODING
+) -> codecs.IncrementalDecoder | None | bool:
     """How to read a zip part as XML from its first bytes: False if it is not XML (an image), None if it
     is UTF-8 XML, else a decoder for the encoding lxml would read it in (UTF-16, UTF-32, or what its
     declaration names: UTF-7, Latin-1...), so that the byte scans see what python-docx's parser sees."""
@@ -2241,16 +2275,30 @@ def _xml_decoder(name: str, head: bytes) -> codecs.IncrementalDecoder | None | b
     try:
         info = codecs.lookup(encoding)
     except LookupError:
-        raise IngestError(
-            name, f"has a part in a text encoding Word never writes ({encoding}); save it again from Word."
-        ) from None
+        raise IngestError(name, unknown.format(encoding)) from None
     return None if info.name == "utf-8" else info.incrementaldecoder()
 
 
+@dataclass(frozen=True)
+class XmlRules:
+    """What the byte scan of a zip's XML parts refuses, and how it words it: the declarations the format's
+    writers never put in (an entity declaration is how an XML bomb expands), and the elements counted."""
+
+    declarations: tuple[bytes, ...]
+    elements: re.Pattern[bytes]
+    counted: str  # "paragraphs, runs and table cells": what too many of is refused
+    declared: str = "contains XML entity declarations, which Word never writes (an XML bomb?)."
+    unknown_encoding: str = _WORD_UNKNOWN_ENCODING
+
+
+_DOCX_RULES = XmlRules(_XML_DECLARATIONS, _DOCX_ELEMENT, "paragraphs, runs and table cells")
+
+
 def _scan_docx_xml(
-    name: str, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limits: LoadLimits
+    name: str, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limits: LoadLimits,
+    rules: XmlRules = _DOCX_RULES,
 ) -> None:
-    """Stream every XML part once: refuse entity declarations (XML bombs) and too many Word elements.
+    """Stream every XML part once: refuse entity declarations (XML bombs) and too many elements (`rules`).
 
     A part is XML by its content, not its name: the package's relationships can make any entry the main
     document (word/main.dat), and python-docx parses whatever they point at."""
@@ -2259,7 +2307,7 @@ def _scan_docx_xml(
     for info in infos:
         with archive.open(info) as part:
             head = part.read(_XML_HEAD)
-            decoder = _xml_decoder(name, head)
+            decoder = _xml_decoder(name, head, rules.unknown_encoding)
             if decoder is False:
                 continue
             markup += info.file_size
@@ -2276,15 +2324,12 @@ def _scan_docx_xml(
                 if decoder is not None:
                     block = decoder.decode(block).encode("utf-8", "replace")
                 window = tail + block
-                if any(marker in window for marker in _XML_DECLARATIONS):
-                    raise IngestError(
-                        name, "contains XML entity declarations, which Word never writes (an XML bomb?)."
-                    )
-                elements += len(_DOCX_ELEMENT.findall(window, len(tail)))
+                if any(marker in window for marker in rules.declarations):
+                    raise IngestError(name, rules.declared)
+                elements += len(rules.elements.findall(window, len(tail)))
                 if elements > limits.max_elements:
                     raise IngestError(
-                        name,
-                        f"has more than {limits.max_elements:,} paragraphs, runs and table cells, over the limit.",
+                        name, f"has more than {limits.max_elements:,} {rules.counted}, over the limit."
                     )
                 tail = block[-16:]
 
@@ -2813,6 +2858,16 @@ def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
 
 def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
     """The visible text of an HTML page's text, in blocks (`_read_html`)."""
+    soup = _html_soup(name, text, limits)
+    try:
+        return _HtmlWalker().walk(soup)
+    except RecursionError:
+        raise IngestError(name, "is nested too deeply to read.") from None
+
+
+def _html_soup(name: str, text: str, limits: LoadLimits) -> Any:
+    """An HTML page's text parsed by BeautifulSoup (html.parser: it expands no entities it does not know
+    and fetches nothing), after its tags are counted against `limits.max_elements`."""
     text = text.replace(_CODE_MARK[-1], "")  # a noncharacter: never text, and the reader's own mark around code
     unclosed = text.find("<!--", text.rfind("-->") + 1)
     if unclosed >= 0:  # a browser hides an unclosed comment to the end; html.parser would show it as text
@@ -2824,8 +2879,7 @@ def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
     try:
         with warnings.catch_warnings():  # short uploads like "a.html" trip a spurious "looks like a path"
             warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
-            soup = BeautifulSoup(text, "html.parser")
-        return _HtmlWalker().walk(soup)
+            return BeautifulSoup(text, "html.parser")
     except RecursionError:
         raise IngestError(name, "is nested too deeply to read.") from None
     except Exception as exc:

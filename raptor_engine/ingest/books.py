@@ -1,0 +1,591 @@
+"""Read OpenDocument text (.odt) and EPUB e-books (.epub): zips of XML, read with a .docx's guards.
+
+Before anything is parsed, the zip passes the checks a .docx does (`load._check_docx_sizes`: entries,
+unpacked bytes, compression ratio, XML bytes) and every XML part is streamed once (`load._scan_docx_xml`:
+entity declarations refused, elements counted). Parts are then parsed by lxml with entities left
+unresolved, no DTD loaded and nothing fetched, nesting bounded by its depth limit. Each refusal is one
+sentence; the worker process's memory limit and deadline (`parse_worker`) stay the backstop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import posixpath
+import re
+import zipfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ..errors import IngestError
+from .load import (
+    MAX_HEADER_CELL_CHARS,
+    LoadLimits,
+    XmlRules,
+    _Block,
+    _check_docx_sizes,
+    _clean_heading,
+    _content_kind,
+    _html_soup,
+    _HtmlWalker,
+    _labelled_row,
+    _push_heading,
+    _scan_docx_xml,
+    _xml_decoder,
+    add_reader,
+    zip_mimetype,
+)
+
+log = logging.getLogger(__name__)
+
+_ZIP_ERRORS = (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error)
+_ANY_ELEMENT = re.compile(rb"<[A-Za-z_]")  # an element's start tag, whatever its namespace prefix
+_MARKUP_SUFFIXES = (".xml", ".xhtml", ".html", ".htm", ".opf", ".ncx", ".rdf", ".svg")
+ODT_MIMETYPES = ("application/vnd.oasis.opendocument.text", "application/vnd.oasis.opendocument.text-template")
+EPUB_MIMETYPE = "application/epub+zip"
+_ODF_PREFIX = "application/vnd.oasis.opendocument."
+MAX_SHOWN_PATH = 60  # characters of a part's name quoted in a refusal
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """One package format: its extension, what it is called in a sentence, and its XML scan's rules."""
+
+    ext: str
+    noun: str
+    rules: XmlRules
+
+
+_ODT = _Kind(
+    ".odt",
+    "an OpenDocument text",
+    XmlRules(
+        (b"<!DOCTYPE", b"<!ENTITY"), _ANY_ELEMENT, "XML elements",
+        declared="contains an XML doctype or entity declarations, which LibreOffice never writes (an XML bomb?).",
+        unknown_encoding="has a part in a text encoding LibreOffice never writes ({}); save it again.",
+    ),
+)
+# EPUB 2's XHTML opens with a doctype naming the XHTML DTD (never loaded here): only entities are refused.
+_EPUB = _Kind(
+    ".epub",
+    "an EPUB e-book",
+    XmlRules(
+        (b"<!ENTITY",), _ANY_ELEMENT, "XML elements",
+        declared="contains XML entity declarations, which e-books never need (an XML bomb?).",
+        unknown_encoding="has a part in an unknown text encoding ({}).",
+    ),
+)
+
+
+def _shown(path: str) -> str:
+    """A part's name as quoted in a refusal: printable, short, in quotes."""
+    printable = "".join(ch for ch in path if ch.isprintable())
+    return repr(printable[:MAX_SHOWN_PATH] + ("…" if len(printable) > MAX_SHOWN_PATH else ""))
+
+
+@dataclass
+class _Package:
+    """An opened, checked zip: its parts by name."""
+
+    name: str
+    kind: _Kind
+    archive: zipfile.ZipFile
+    entries: dict[str, zipfile.ZipInfo] = field(default_factory=dict)
+
+    def read(self, path: str) -> bytes | None:
+        info = self.entries.get(path)
+        return None if info is None else self.archive.read(info)
+
+    def xml(self, path: str, what: str) -> Any:
+        """A part parsed as XML, or the sentence saying why the file cannot be read without it."""
+        data = self.read(path)
+        if data is None:
+            raise IngestError(self.name, f"is not a valid {self.kind.ext} file (it has no {what}).")
+        return parse_xml(self.name, data, what)
+
+
+def parse_xml(name: str, data: bytes, what: str) -> Any:
+    """lxml's tree of a part: entities never expanded, no DTD loaded, nothing fetched, depth bounded."""
+    from lxml import etree
+
+    parser = etree.XMLParser(
+        resolve_entities=False, no_network=True, load_dtd=False, remove_comments=True, remove_pis=True
+    )
+    try:
+        return etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        log.info("%s: %s does not parse: %s", name, what, exc)
+        if "depth" in str(exc).lower():  # libxml2's nesting guard ("Excessive depth in document: 256")
+            raise IngestError(name, "is nested too deeply to read.") from None
+        if "Resource limit exceeded" in str(exc):  # libxml2's 10 MB cap on one text node or attribute
+            raise IngestError(name, "has a single piece of text over 10 MB, longer than can be read.") from None
+        raise IngestError(name, f"has a {what} that is not well-formed XML (a damaged file?).") from None
+
+
+def _identity(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
+    """What a zip says it is, in a sentence's words ('' when it does not say): a Word document by its main
+    part, an OpenDocument file or an EPUB by its 'mimetype' entry."""
+    if any(info.filename == "word/document.xml" for info in infos):
+        return "a Word document"
+    mimetype = zip_mimetype(archive, infos)
+    if mimetype == EPUB_MIMETYPE:
+        return _EPUB.noun
+    if mimetype in ODT_MIMETYPES:
+        return _ODT.noun
+    if mimetype.startswith(_ODF_PREFIX):
+        return f"an OpenDocument {mimetype.removeprefix(_ODF_PREFIX).split('-')[0].split('+')[0][:30]}"
+    return ""
+
+
+def _outside(path: str) -> bool:
+    """A part name that would lead out of the archive were it unpacked (absolute, '..', a drive)."""
+    parts = path.replace("\\", "/").split("/")
+    return path.startswith(("/", "\\")) or ".." in parts or re.match(r"[A-Za-z]:", path) is not None
+
+
+@contextlib.contextmanager
+def _opened(name: str, data: bytes, limits: LoadLimits, kind: _Kind) -> Iterator[_Package]:
+    """The zip, once it has passed the .docx checks, is what its extension says, and names no part outside itself."""
+    if not data.startswith(b"PK\x03\x04"):
+        what = _content_kind(data)
+        if what:
+            raise IngestError(name, f"is {what}, not {kind.noun} (the {kind.ext} extension does not match its content).")
+        raise IngestError(name, f"is not a valid {kind.ext} file (it is not a zip archive).")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            infos = archive.infolist()
+            _check_docx_sizes(name, infos, limits, kind.noun, _MARKUP_SUFFIXES)
+            bad = next((info.filename for info in infos if _outside(info.filename)), None)
+            if bad is not None:
+                raise IngestError(name, f"has a part named to lead outside the archive ({_shown(bad)}), which no {kind.ext} file has.")
+            identity = _identity(archive, infos)
+            if identity and identity != kind.noun:
+                raise IngestError(name, f"is {identity}, not {kind.noun} (the {kind.ext} extension does not match its content).")
+            _scan_docx_xml(name, archive, infos, limits, kind.rules)
+            yield _Package(name, kind, archive, {info.filename: info for info in infos})
+    except _ZIP_ERRORS as exc:
+        log.info("%s: bad zip: %r", name, exc)
+        raise IngestError(name, f"is a corrupt or truncated {kind.ext} file.") from None
+
+
+# ------------------------------------------------------------------------------------------------ odt
+
+_OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
+_TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
+_TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
+_STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
+_DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
+_MANIFEST = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}"
+_SVG = "{urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0}"
+# What is never read as the document's text: deleted text kept for change tracking, comments, generated
+# indexes (a table of contents repeats the headings with page numbers), declarations, forms, the
+# descriptions of images, and ruby annotations (their base text is read).
+_ODT_SKIPPED = frozenset({
+    f"{_TEXT}tracked-changes", f"{_OFFICE}annotation", f"{_OFFICE}annotation-end", f"{_OFFICE}forms",
+    f"{_TEXT}table-of-content", f"{_TEXT}illustration-index", f"{_TEXT}table-index", f"{_TEXT}object-index",
+    f"{_TEXT}user-index", f"{_TEXT}alphabetical-index", f"{_TEXT}bibliography",
+    f"{_TEXT}sequence-decls", f"{_TEXT}variable-decls", f"{_TEXT}user-field-decls", f"{_TEXT}dde-connection-decls",
+    f"{_SVG}title", f"{_SVG}desc", f"{_TEXT}ruby-text", f"{_TEXT}note-citation", f"{_DRAW}image",
+})  # fmt: skip
+_ODT_WHITESPACE = re.compile(r"[ \t\r\n]+")  # collapsed to one space, as ODF readers show text
+MAX_ODT_SPACES = 100  # text:s c="N": at most this many spaces written out
+_STYLE_CHAIN = 10  # parent styles followed when asking whether a style hides its text
+_TITLE_STYLES = frozenset({"Title"})
+# A cell, and the place of a cell merged into the one before it (read as empty: columns keep their names).
+_TABLE_CELLS = frozenset({f"{_TABLE}table-cell", f"{_TABLE}covered-table-cell"})
+_TABLE_HEADING_STYLES = frozenset({"Table_20_Heading", "Table Heading"})
+
+
+class _OdtStyles:
+    """Each style's parent and whether it hides its text (text:display="none"), from content.xml's
+    automatic styles and styles.xml's named ones."""
+
+    def __init__(self, *roots: Any) -> None:
+        self.parent: dict[str, str | None] = {}
+        self.display: dict[str, bool] = {}
+        for root in roots:
+            for style in root.iter(f"{_STYLE}style"):
+                style_name = style.get(f"{_STYLE}name")
+                if style_name is None:
+                    continue
+                self.parent[style_name] = style.get(f"{_STYLE}parent-style-name")
+                properties = style.find(f"{_STYLE}text-properties")
+                display = properties.get(f"{_TEXT}display") if properties is not None else None
+                if display is not None:
+                    self.display[style_name] = display == "none"
+
+    def chain(self, style_name: str | None) -> list[str]:
+        names: list[str] = []
+        while style_name is not None and len(names) < _STYLE_CHAIN:
+            names.append(style_name)
+            style_name = self.parent.get(style_name)
+        return names
+
+    def hidden(self, element: Any) -> bool:
+        """Whether an element's style (or the nearest of its parents that says) hides its text."""
+        for style_name in self.chain(element.get(f"{_TEXT}style-name")):
+            if style_name in self.display:
+                return self.display[style_name]
+        return False
+
+    def is_one_of(self, element: Any, names: frozenset[str]) -> bool:
+        return any(style_name in names for style_name in self.chain(element.get(f"{_TEXT}style-name")))
+
+
+class _OdtReader:
+    """The body's paragraphs, headings, lists and tables in order, as blocks; notes kept aside, to follow
+    the text as a .docx's footnotes and endnotes do, rather than splice into the sentence citing them."""
+
+    def __init__(self, styles: _OdtStyles, notes: list[tuple[bool, str]]) -> None:
+        self.styles = styles
+        self.notes = notes  # (an endnote?, its text)
+        self.blocks: list[_Block] = []
+        self.path: list[tuple[int, str]] = []
+        self.heading: tuple[str, ...] = ()
+
+    def items(self, parent: Any) -> None:
+        """Block-level children: paragraphs and headings, lists, tables, sections, frames and shapes."""
+        for element in parent:
+            tag = element.tag
+            if not isinstance(tag, str) or tag in _ODT_SKIPPED:
+                continue
+            if tag in (f"{_TEXT}p", f"{_TEXT}h"):
+                self.paragraph(element)
+            elif tag == f"{_TABLE}table":
+                self.blocks.append(_Block(self.table(element), heading=self.heading))
+            elif tag == f"{_TEXT}section" and (
+                element.get(f"{_TEXT}display") == "none" or self.styles.hidden(element)
+            ):
+                continue
+            else:  # lists and their items, sections, a page's frames, text boxes and shapes
+                self.items(element)
+
+    def paragraph(self, p: Any) -> None:
+        if self.styles.hidden(p) or _hides_paragraph(p):
+            return
+        boxes: list[Any] = []
+        text = self.inline(p, boxes).strip()
+        level = _outline_level(p) if p.tag == f"{_TEXT}h" else None
+        if level is None and self.styles.is_one_of(p, _TITLE_STYLES):
+            level = 0
+        if level is not None and text:
+            self.heading = _push_heading(self.path, level, _clean_heading(text))
+        self.blocks.append(_Block(text, heading=self.heading))
+        for box in boxes:  # text boxes and shapes anchored in the paragraph: read after it
+            self.items(box)
+
+    def inline(self, element: Any, boxes: list[Any]) -> str:
+        """An element's text as shown: spaces, tabs and line breaks written out, hidden spans, comments and
+        notes left out (a note's text is kept aside), frames put in `boxes`."""
+        parts = [_ODT_WHITESPACE.sub(" ", element.text or "")]
+        for child in element:
+            tag = child.tag
+            if isinstance(tag, str) and tag not in _ODT_SKIPPED:
+                parts.append(self.inline_child(child, tag, boxes))
+            parts.append(_ODT_WHITESPACE.sub(" ", child.tail or ""))
+        return "".join(parts)
+
+    def inline_child(self, child: Any, tag: str, boxes: list[Any]) -> str:
+        if tag == f"{_TEXT}s":
+            return " " * _count(child.get(f"{_TEXT}c"))
+        if tag == f"{_TEXT}tab":
+            return "\t"
+        if tag == f"{_TEXT}number":  # a list item's or heading's number as last laid out ('2.1')
+            return f"{self.inline(child, boxes)} "
+        if tag == f"{_TEXT}line-break":
+            return "\n"
+        if tag == f"{_TEXT}note":
+            self.note(child)
+            return ""
+        if tag.startswith(_DRAW):
+            boxes.append(child)
+            return ""
+        if tag == f"{_TEXT}hidden-text" and child.get(f"{_TEXT}is-hidden", "false") != "false":
+            return ""
+        if tag == f"{_TEXT}span" and self.styles.hidden(child):
+            return ""
+        return self.inline(child, boxes)
+
+    def note(self, note: Any) -> None:
+        body = note.find(f"{_TEXT}note-body")
+        if body is None:
+            return
+        reader = _OdtReader(self.styles, self.notes)
+        reader.items(body)
+        text = " ".join(" ".join(block.text for block in reader.blocks).split())
+        if text:
+            self.notes.append((note.get(f"{_TEXT}note-class") == "endnote", text))
+
+    def table(self, table: Any) -> str:
+        """Rows as a .docx's are read: cells joined by ' | ' (a cell repeated by a merge once); under a header
+        row (table:table-header-rows, or a first row in the Table Heading style) that reads as names, a list
+        item naming each cell by its column (`_labelled_row`)."""
+        rows = [(header, [self.cell(cell) if cell.tag == f"{_TABLE}table-cell" else "" for cell in row
+                          if cell.tag in _TABLE_CELLS]) for header, row in _table_rows(table, False)]
+        if _has_header(rows, self.styles, table):
+            names = rows[0][1]
+            return "\n".join(line for line in (_labelled_row(names, cells) for _, cells in rows[1:]) if line)
+        lines = []
+        for _, row in rows:
+            cells: list[str] = []
+            for text in row:
+                if text and (not cells or cells[-1] != text):
+                    cells.append(text)
+            if cells:
+                lines.append(" | ".join(cells))
+        return "\n".join(lines)
+
+    def cell(self, cell: Any) -> str:
+        """A cell's paragraphs, lists and tables as one piece of a line (a nested table's rows too)."""
+        reader = _OdtReader(self.styles, self.notes)
+        reader.items(cell)
+        return " ".join(" ".join(block.text for block in reader.blocks).split())
+
+
+def _count(value: str | None) -> int:
+    try:
+        return max(1, min(int(value or 1), MAX_ODT_SPACES))
+    except ValueError:
+        return 1
+
+
+def _outline_level(h: Any) -> int:
+    try:
+        return max(1, min(int(h.get(f"{_TEXT}outline-level") or 1), 10))
+    except ValueError:
+        return 1
+
+
+def _hides_paragraph(p: Any) -> bool:
+    """A hidden-paragraph field whose condition holds hides the paragraph it sits in."""
+    return any(field.get(f"{_TEXT}is-hidden", "false") != "false" for field in p.iter(f"{_TEXT}hidden-paragraph"))
+
+
+def _table_rows(element: Any, header: bool) -> Iterator[tuple[bool, Any]]:
+    """A table's rows in order, each with whether it is a header row, through row groups."""
+    for child in element:
+        if child.tag == f"{_TABLE}table-row":
+            yield header, child
+        elif child.tag in (f"{_TABLE}table-header-rows", f"{_TABLE}table-rows", f"{_TABLE}table-row-group"):
+            yield from _table_rows(child, header or child.tag == f"{_TABLE}table-header-rows")
+
+
+def _has_header(rows: list[tuple[bool, list[str]]], styles: _OdtStyles, table: Any) -> bool:
+    """Whether a table's first row names its columns: marked as a header row (repeated on each page) or
+    set in the Table Heading style, and read as names: two rows at least, its cells filled, short, not all
+    the same."""
+    if len(rows) < 2 or not rows[0][1]:
+        return False
+    names = rows[0][1]
+    if not all(names) or len(set(names)) < 2 or any(len(text) > MAX_HEADER_CELL_CHARS for text in names):
+        return False
+    if rows[0][0]:
+        return True
+    first = next((row for _, row in _table_rows(table, False)), None)
+    paragraphs = list(first.iter(f"{_TEXT}p")) if first is not None else []
+    return bool(paragraphs) and all(styles.is_one_of(p, _TABLE_HEADING_STYLES) for p in paragraphs)
+
+
+def read_odt(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
+    """An OpenDocument text's body: text:h headings at their outline level set the heading path; paragraphs
+    and list items are paragraphs; tables read as a .docx's; footnotes and endnotes after the text."""
+    with _opened(name, data, limits, _ODT) as package:
+        manifest = package.read("META-INF/manifest.xml")
+        if manifest is not None and next(
+            parse_xml(name, manifest, "manifest").iter(f"{_MANIFEST}encryption-data"), None
+        ) is not None:
+            raise IngestError(name, "is password-protected (encrypted); please save it again without a password.")
+        content = package.xml("content.xml", "content.xml")
+        styles_xml = package.read("styles.xml")
+        named_styles = parse_xml(name, styles_xml, "styles.xml") if styles_xml is not None else None
+    if content.tag != f"{_OFFICE}document-content":
+        raise IngestError(name, "is not a valid .odt file (its content.xml is not an OpenDocument document).")
+    body = content.find(f"{_OFFICE}body")
+    text = body.find(f"{_OFFICE}text") if body is not None else None
+    if text is None:
+        other = next((child for child in (body if body is not None else ()) if isinstance(child.tag, str)), None)
+        kind = other.tag.rsplit("}", 1)[-1][:30] if other is not None else "nothing"
+        raise IngestError(name, f"is not an OpenDocument text (its content is {kind}, not a text document).")
+    notes: list[tuple[bool, str]] = []
+    reader = _OdtReader(_OdtStyles(*(root for root in (named_styles, content) if root is not None)), notes)
+    reader.items(text)
+    notes.sort(key=lambda note: note[0])  # footnotes, then endnotes, as a .docx's are read
+    return [*reader.blocks, *(_Block(note) for _, note in notes)]
+
+
+# ----------------------------------------------------------------------------------------------- epub
+
+_OPF = "{http://www.idpf.org/2007/opf}"
+_CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"
+_XMLENC = "{http://www.w3.org/2001/04/xmlenc#}"
+# Font obfuscation (IDPF's and Adobe's): fonts scrambled so they cannot be lifted, the text left readable.
+_FONT_OBFUSCATION = frozenset({"http://www.idpf.org/2008/embedding", "http://ns.adobe.com/pdf/enc#RC"})
+_CHAPTER_TYPES = frozenset({"application/xhtml+xml", "text/html"})
+_PACKAGE_TYPE = "application/oebps-package+xml"
+# epub:type (and ARIA role) values of the notes: read after the book's text, as a .docx's notes are.
+_NOTE_TYPES = frozenset({
+    "footnote", "footnotes", "endnote", "endnotes", "rearnote", "rearnotes", "note",
+    "doc-footnote", "doc-endnote", "doc-endnotes",
+})  # fmt: skip
+# A note's mark in the text, a page break's number, the link back from a note: none is a word of the text.
+_DROPPED_TYPES = frozenset({"noteref", "doc-noteref", "backlink", "doc-backlink", "pagebreak", "doc-pagebreak"})
+_MARK_NODES = 6  # elements and strings inside a note's superscript mark, at most
+_NOTE_MARK = re.compile(r"[\[(]?[\d*\u2020\u2021\u00a7]{1,4}[\])]?")  # '1', '[12]', '*', '†' in a <sup> link
+
+
+def _resolved(name: str, base: str, href: str, what: str) -> str:
+    """A reference's part name in the zip, from the folder of the part that makes it; refused when it
+    leads outside the book (a URL, an absolute path, '..' past the top)."""
+    parts = urlsplit(href)
+    path = posixpath.normpath(posixpath.join(base, unquote(parts.path))) if parts.path else ""
+    if parts.scheme or parts.netloc or not path or path.startswith(("/", "../")) or path == "..":
+        raise IngestError(name, f"names a {what} outside the book ({_shown(href)}).")
+    return path
+
+
+def _rootfile(package: _Package) -> str:
+    container = package.xml("META-INF/container.xml", "META-INF/container.xml")
+    rootfiles = list(container.iter(f"{_CONTAINER}rootfile"))
+    chosen = next((r for r in rootfiles if r.get("media-type") == _PACKAGE_TYPE), rootfiles[0] if rootfiles else None)
+    if chosen is None or not chosen.get("full-path"):
+        raise IngestError(package.name, "is not a valid .epub file (its container names no package file).")
+    path = _resolved(package.name, "", chosen.get("full-path"), "package file")
+    if path not in package.entries:
+        raise IngestError(package.name, f"is not a valid .epub file (its package file {_shown(path)} is missing).")
+    return path
+
+
+def _chapters(package: _Package, opf_path: str) -> list[str]:
+    """The content documents in the spine's reading order (not the zip's order), each once; the navigation
+    document (nav.xhtml, toc.ncx), images and other media left out."""
+    name = package.name
+    root = package.xml(opf_path, "package file")
+    if root.tag != f"{_OPF}package":
+        raise IngestError(name, "is not a valid .epub file (its package file is not an EPUB package).")
+    base = posixpath.dirname(opf_path)
+    manifest = {item.get("id"): item for item in root.iterfind(f"{_OPF}manifest/{_OPF}item")}
+    refs = [ref.get("idref") for ref in root.iterfind(f"{_OPF}spine/{_OPF}itemref")]
+    if not refs:
+        raise IngestError(name, "is an e-book with no chapters (its spine lists none).")
+    chapters: list[str] = []
+    for ref in refs:
+        item = manifest.get(ref)
+        if item is None:
+            raise IngestError(name, f"is not a valid .epub file (its spine names {_shown(ref or '')}, which its manifest lacks).")
+        path = _resolved(name, base, item.get("href") or "", "chapter")
+        if item.get("media-type") not in _CHAPTER_TYPES or "nav" in (item.get("properties") or "").split():
+            continue
+        if path not in package.entries:
+            raise IngestError(name, f"is not a valid .epub file (its chapter {_shown(path)} is missing).")
+        if path not in chapters:
+            chapters.append(path)
+    return chapters
+
+
+def _check_not_drm(package: _Package, chapters: list[str]) -> None:
+    """Refuse a book whose chapters META-INF/encryption.xml says are encrypted (DRM): their bytes are not
+    text. Fonts obfuscated against copying leave the text readable."""
+    data = package.read("META-INF/encryption.xml")
+    if data is None:
+        return
+    encrypted = set()
+    for entry in parse_xml(package.name, data, "encryption.xml").iter(f"{_XMLENC}EncryptedData"):
+        method = entry.find(f"{_XMLENC}EncryptionMethod")
+        if method is not None and method.get("Algorithm") in _FONT_OBFUSCATION:
+            continue
+        for reference in entry.iter(f"{_XMLENC}CipherReference"):
+            encrypted.add(posixpath.normpath(unquote(reference.get("URI") or "").lstrip("/")))
+    if encrypted.intersection(chapters):
+        raise IngestError(package.name, "is protected by DRM (its chapters are encrypted); only DRM-free e-books can be read.")
+
+
+def _chapter_text(name: str, path: str, data: bytes) -> str:
+    """A chapter's XHTML as text, in the encoding its byte-order mark or XML declaration names."""
+    decoder = _xml_decoder(name, data[:256], _EPUB.rules.unknown_encoding)
+    if decoder is False:
+        raise IngestError(name, f"has a chapter that is not XHTML ({_shown(path)}), as a DRM-protected book's are.")
+    text = data.decode("utf-8", "replace") if decoder is None else decoder.decode(data, final=True)
+    return text.removeprefix("\ufeff")
+
+
+def _types(tag: Any) -> set[str]:
+    return set(f"{tag.get('epub:type', '')} {tag.get('role', '')}".lower().split())
+
+
+def _set_notes_aside(soup: Any) -> list[Any]:
+    """Take the notes out of a chapter (to be read after the book) and drop the marks citing them, page
+    break numbers and the links back, so no note or number is spliced into the sentence it annotates."""
+    notes = []
+    gone: set[int] = set()  # the elements inside a mark dropped
+    in_notes: set[int] = set()  # the elements inside a note taken out (read with it)
+    for tag in soup.find_all(True):
+        if id(tag) in gone:
+            continue
+        types = _types(tag)
+        if types & _DROPPED_TYPES or tag.name == "epub:case":  # epub:switch shows its epub:default
+            _drop(tag, gone)
+        elif types & _NOTE_TYPES and id(tag) not in in_notes:
+            in_notes.update(id(inner) for inner in tag.descendants)
+            notes.append(tag.extract())
+        elif tag.name == "sup" and (link := _note_mark_link(tag)) is not None:
+            _drop(link if link is tag.parent else tag, gone)
+    return notes
+
+
+def _note_mark_link(sup: Any) -> Any | None:
+    """The link of a note's mark set as a superscript ('<sup><a href="#n2">2</a></sup>', or the link around
+    the <sup>), or None. A mark is a few nodes: no more are looked at, so a deep <sup> costs no walk of its
+    depth (bs4's `descendants` and `find` walk to the last descendant first)."""
+    from bs4 import NavigableString, Tag
+
+    inner: list[Any] = []
+    pending = list(reversed(sup.contents))
+    while pending and len(inner) <= _MARK_NODES:
+        node = pending.pop()
+        inner.append(node)
+        if isinstance(node, Tag):
+            pending.extend(reversed(node.contents))
+    text = "".join(node for node in inner if isinstance(node, NavigableString))
+    if pending or len(inner) > _MARK_NODES or not _NOTE_MARK.fullmatch(text.strip()):
+        return None
+    parent = sup.parent
+    around = parent is not None and parent.name == "a" and len(parent.contents) <= _MARK_NODES and all(
+        node is sup or (isinstance(node, NavigableString) and not node.strip()) for node in parent.contents
+    )  # a link holding only the mark, not a link holding a sentence with a superscript in it
+    link = parent if around else next((node for node in inner if isinstance(node, Tag) and node.name == "a"), None)
+    return link if link is not None and link.get("href") else None
+
+
+def _drop(tag: Any, gone: set[int]) -> None:
+    """Take an element and its text out of the tree. (Its descendants are noted first: asking a decomposed
+    bs4 Tag whether it is one searches its children, so a deep chapter would cost a search per element.)"""
+    gone.update(id(inner) for inner in tag.descendants)
+    tag.decompose()
+
+
+def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
+    """An EPUB's chapters in the spine's order, read as HTML pages are (h1-h6 set the heading path, which
+    carries from one chapter into the next, hidden elements dropped); its notes after its text."""
+    with _opened(name, data, limits, _EPUB) as package:
+        chapters = _chapters(package, _rootfile(package))
+        _check_not_drm(package, chapters)
+        texts = [(path, _chapter_text(name, path, package.read(path) or b"")) for path in chapters]
+    walker = _HtmlWalker()
+    notes: list[str] = []
+    for _path, text in texts:
+        soup = _html_soup(name, text, limits)
+        asides = _set_notes_aside(soup)
+        try:
+            walker.walk(soup)
+            notes.extend(" ".join(block.text for block in _HtmlWalker().walk(note)) for note in asides)
+        except RecursionError:
+            raise IngestError(name, "is nested too deeply to read.") from None
+    return [*walker.blocks, *(_Block(" ".join(note.split())) for note in notes)]
+
+
+add_reader("odt", read_odt)
+add_reader("epub", read_epub)
