@@ -128,6 +128,9 @@ _THE_NTH = re.compile(rf"\bthe ({'|'.join(_ORDINALS)}|last) {_DOCUMENT_WORDS}\b"
 _LABEL = r"(1[0-9]{3}|20[0-9]{2}|[A-Za-z]{1,2}[0-9]{1,2})"
 _LABELLED_WORDS = _DOCUMENT_WORDS.replace(")", "|review|minutes|meeting|accounts|one)")
 _THE_LABELLED = re.compile(rf"\bthe {_LABEL} {_LABELLED_WORDS}\b", re.IGNORECASE)
+# 'What did the committee agree in Q2?': a label of letters and a number (no bare year: 'in 1894' is a
+# time the text tells of, not a document) names a document after 'in' as well
+_IN_LABEL = re.compile(r"\s+(?:in|for|during)\s+(?:the\s+)?([A-Za-z]{1,2}[0-9]{1,2})\b(?![-'\u2019])", re.IGNORECASE)
 MAX_TITLE_CHARS = 200  # the most of a document's first line read as its title
 NAME_LOOKUPS = 8  # the nodes a name finds, whose sentences show its gender to a follow-up's he/she
 MAX_SAID_CHARS = 8_000  # the most of those sentences read for one name
@@ -435,7 +438,8 @@ def _the_document(query: str, named: re.Match[str]) -> str:
 def _compares(label: str, context: str) -> bool:
     """Whether the context the rewrite kept names a document by another label: the follow-up compares
     the two ('How many moorings did the 2019 survey count? (context: ... the 2021 survey ...)')."""
-    return any(other.group(1).lower() != label.lower() for other in _THE_LABELLED.finditer(context))
+    named = [*_THE_LABELLED.finditer(context), *_IN_LABEL.finditer(context)]
+    return any(other.group(1).lower() != label.lower() for other in named)
 
 
 def _labelled_document(label: str, openings: dict[str, tuple[tuple[str, ...], str]], named: list[str]) -> str | None:
@@ -1675,7 +1679,7 @@ class Engine:
         rewritten = split_standalone(query)
         # a first question's 'the second report' is no place among documents the user saw or chose
         moved = (_THE_OTHER.search(rewritten.core) or _THE_NTH.search(rewritten.core)) if history else None
-        labelled = _THE_LABELLED.search(rewritten.core) or _THE_LABELLED.search(asked)
+        labelled = _THE_LABELLED.search(rewritten.core) or _THE_LABELLED.search(asked) or _IN_LABEL.search(rewritten.core)
         if labelled is not None and _compares(labelled.group(1), rewritten.context):
             labelled = None  # 'was that more than in 2019?': both reports' figures are wanted
         if moved is None and labelled is None and (not rewritten.context or not _POINTS_BACK.search(rewritten.core)):
@@ -1696,6 +1700,8 @@ class Engine:
             if document is not None:
                 log.info("a follow-up's 'the %s ...' searched in the one document whose title holds it", labelled.group(1))
                 in_core = labelled.re.search(rewritten.core)
+                if in_core is not None and in_core.re is _IN_LABEL:  # 'in Q2' goes: the document is searched
+                    return query.replace(in_core.group(0), "", 1), [document]
                 return (_the_document(query, in_core) if in_core else query), [document]
         document = self._quoted_document(kb_id, history)
         if document is None:

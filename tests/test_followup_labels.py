@@ -228,3 +228,43 @@ def test_and_in_the_2019_one_after_why_renumbers_the_question_why_leaned_on():
     history = [Turn("user", R2021), Turn("assistant", "\u201cReyes recommended dredging.\u201d [1]"),
                Turn("user", "why?"), Turn("assistant", "\u201cSilt had built up.\u201d [1]")]
     assert standalone_question("and in the 2019 one?", history) == R2019
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "searched"),
+    [
+        ("What did the Q2 minutes say about vacant plots?", "and Q1?", "What did the Q1 minutes say about vacant plots?"),
+        ("What did the committee agree in Q2?", "and in the previous quarter?", "What did the committee agree in Q1?"),
+        ("How many loaves were sold in 2023?", "and the year before?", "How many loaves were sold in 2022?"),
+        ("How many loaves were sold in 2023?", "what about last year?", "How many loaves were sold in 2022?"),
+        ("What did the 2022 report recommend?", "what abt the 2023 one?", "What did the 2023 report recommend?"),
+        ("How many loaves were sold?", "and last year?", "Last year? (context: How many loaves were sold?)"),
+    ],
+)
+def test_a_time_alone_asks_the_last_question_of_that_time(first, then, searched):
+    history = [Turn("user", first), Turn("assistant", "\u201cThe figure was 230.\u201d [1]")]
+    assert standalone_question(then, history).startswith(searched)
+
+
+def test_no_quarter_before_the_first_is_made_up():
+    history = [Turn("user", "What did the committee agree in Q1?"), Turn("assistant", "\u201cRent.\u201d [1]")]
+    assert "Q0" not in standalone_question("and the quarter before?", history)
+    assert "Q0" not in standalone_question("was that more than the previous quarter?", history)
+
+
+def test_a_comparison_with_a_years_figure_written_with_an_apostrophe_is_that_year():
+    history = [Turn("user", "How many loaves were sold in 2023?"), Turn("assistant", "\u201c52,500.\u201d [1]")]
+    assert standalone_question("is that bigger than 2022's figure?", history) == (
+        "How many loaves were sold in 2022? (context: How many loaves were sold in 2023?)"
+    )
+
+
+async def test_a_label_after_in_names_the_document_unless_a_comparison_wants_both(engine):
+    asked = await conversation(engine, ["How many units of the garden range were sold in Q3?"])
+    assert asked.query == "How many units of the garden range were sold?"
+    assert {citation.document for citation in asked.citations} == {"q3.md"}, asked.text
+    compared = await conversation(engine, ["How many units of the garden range were sold in Q3?", "is that higher than in Q2?"])
+    quoted = " ".join(quotes_in(compared.text))
+    assert "4,100" in quoted and "3,200" in quoted, compared.text
+    year = await conversation(engine, ["What happened in 1894?"])  # a year is a time the text tells of
+    assert year.query == "What happened in 1894?"

@@ -825,6 +825,7 @@ _CHAT_SPELLINGS = {
     **dict.fromkeys("wher whre wehre".split(), "where"),
     **dict.fromkeys("hw hwo".split(), "how"),
     **dict.fromkeys("happend hapened hapend happenned".split(), "happened"),
+    **dict.fromkeys("abt abut".split(), "about"),
     "u": "you",
     "r": "are",
     "ur": "your",
@@ -911,7 +912,7 @@ _A_TIME = re.compile(
     r"^(?:(?:in|for|during|of|that\s+of|that\s+in)\s+)?(?:the\s+)?(?:(?P<year>1[0-9]{3}|20[0-9]{2})|(?P<quarter>q[1-4])"
     r"|(?P<year_before>last\s+year|previous\s+year|year\s+before(?:\s+that)?|a\s+year\s+(?:earlier|before))"
     r"|(?P<quarter_before>last\s+quarter|previous\s+quarter|quarter\s+before(?:\s+that)?))"
-    r"(?:\s+(?:one|figure|figures|number|numbers|total|count|amount|level|report|survey))?$",
+    r"(?:['\u2019]s)?(?:\s+(?:one|figure|figures|number|numbers|total|count|amount|level|report|survey))?$",
     re.IGNORECASE,
 )
 _QUARTER = re.compile(r"\bQ([1-4])\b")
@@ -1139,25 +1140,23 @@ def _names_the_document(which: str, word: str, head: str) -> bool:
     return word in (*_A_DOCUMENT, head) and (which == "other" or head in DOCUMENT_NOUNS)
 
 
-# 'and in 2019?', 'what about 2019?', 'no, I meant in 2019': the last question again for another year
-_ANOTHER_YEAR = re.compile(
-    r"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(?:(?:in|for|during|of)\s+)?"
-    r"(1[0-9]{3}|20[0-9]{2})\s*[?.!]*$",
-    re.IGNORECASE,
-)
+# 'and in 2019?', 'what about Q1?', 'no, I meant in 2019', 'and the year before?': the last question
+# again for another time
+_ANOTHER_TIME = re.compile(r"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(.+?)\s*[?.!]*$", re.IGNORECASE)
 
 
 def _another_year(question: str, previous: Rewrite) -> Rewrite | None:
     """'What did the 2021 report recommend?' then 'and in 2019?' -> 'What did the 2019 report
-    recommend?': a follow-up that gives only a year (after 'and', 'what about', a correction, 'in' or
-    'for') asks the last question again with that year in place of the one year it named. None when the
-    last question names no year, or two."""
+    recommend?': a follow-up that gives only a year or a quarter ('and Q1?'), or the one before ('and
+    the previous quarter?', 'what about the year before?'), after 'and', 'what about', a correction,
+    'in' or 'for', asks the last question again with that time in place of the one year or quarter it
+    named (`_at_another_time`). None when the last question names no such time, or two."""
     corrected = _CORRECTION.match(question)
-    match = _ANOTHER_YEAR.match(corrected.group(1) if corrected else question)
-    years = _YEAR.findall(previous.core)
-    if match is None or len(set(years)) != 1 or years[0] == match.group(1):
+    match = _ANOTHER_TIME.match(corrected.group(1) if corrected else question)
+    if match is None or _A_TIME.match(match.group(1)) is None:
         return None
-    return Rewrite(_YEAR.sub(match.group(1), previous.core), subject=previous.subject)
+    core = _at_another_time(match.group(1), previous.core)
+    return Rewrite(core, subject=previous.subject) if core is not None else None
 
 
 SWAPPED_WORDS = 4  # the most words of a thing one question puts in place of the last one's
