@@ -1706,8 +1706,10 @@ class Engine:
         document = self._quoted_document(kb_id, history)
         if document is None:
             return query, documents
-        if moved is not None:  # the documents the last answer did not quote
-            rest = [name for name in named if name != document]
+        if moved is not None:  # the documents the last answer did not quote ('report' ones, when any are)
+            openings = self.store.document_openings(kb_id)
+            others = [name for name in named if name != document]
+            rest = [name for name in others if _labelled_document(moved.group(1), openings, [name])] or others
             return (_the_document(query, moved), rest) if rest else (query, documents)
         if not rewritten.context or not _POINTS_BACK.search(rewritten.core):
             return query, documents

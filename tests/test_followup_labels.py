@@ -268,3 +268,24 @@ async def test_a_label_after_in_names_the_document_unless_a_comparison_wants_bot
     assert "4,100" in quoted and "3,200" in quoted, compared.text
     year = await conversation(engine, ["What happened in 1894?"])  # a year is a time the text tells of
     assert year.query == "What happened in 1894?"
+
+
+@pytest.mark.parametrize(
+    ("then", "searched"),
+    [
+        ("and what did the other one say?", "What did the other survey say?"),
+        ("who prepared the other file?", "Who prepared the other survey?"),
+        ("what did the other site say?", "What did the other site say? (context:"),  # no document
+    ],
+)
+def test_the_other_one_inside_a_question_is_the_other_numbered_document(then, searched):
+    history = [Turn("user", R2021), Turn("assistant", "\u201cReyes recommended dredging the inner basin.\u201d [1]")]
+    assert standalone_question(then, history).startswith(searched)
+    ferry = [Turn("user", "When did the 3 pm ferry leave?"), Turn("assistant", "\u201cAt three.\u201d [1]")]
+    assert "the other one" in standalone_question("and when did the other one leave?", ferry)
+
+
+async def test_the_other_survey_is_asked_of_the_other_surveys_only(engine):
+    answer = await conversation(engine, [R2021, "and what did the other one recommend?"])
+    assert answer.query == "What did it recommend?"
+    assert {citation.document for citation in answer.citations} == {"m2019.md"}, answer.text

@@ -347,9 +347,9 @@ def _rewrite_one(
     placed = _corrected_place(question, previous)
     if placed is not None:
         return placed
-    year = _another_year(question, previous)
-    if year is not None:
-        return year
+    time = _another_time(question, previous)
+    if time is not None:
+        return time
     question = _as_what_about(_and_the(question))
     compared = _compared(question, previous)
     if compared is not None:
@@ -1110,12 +1110,13 @@ def _the_other(question: str, previous: Rewrite) -> str | None:
     'Who wrote the other report?': the last question with its numbered thing ('the 2019 report'), or its
     closing 'it' when the question before numbered one, called 'the other' ('the other one', 'in the
     other file': any word for a document is that thing); 'and the first one?' after a numbered document
-    is 'What did the first report recommend?' (`Engine._nth_document` says which that is). The engine then asks it of the documents the
-    last answer did not quote, as 'What did it recommend?' (`Engine._followed_document`). None when no
-    list is being chosen from and the questions number nothing."""
+    is 'What did the first report recommend?'. The engine then asks 'the other report' of the documents
+    the last answer did not quote and 'the first report' of that document (`Engine._nth_document`), as
+    'What did it recommend?' (`Engine._followed_document`). None when no list is being chosen from and
+    the questions number nothing."""
     match = _THE_OTHER.match(question)
     if match is None:
-        return None
+        return _the_other_inside(question, previous)
     which, word = match.group(1).lower(), match.group(2).lower()
     numbered = _NUMBERED_THING.search(previous.core)
     if numbered is not None:
@@ -1133,6 +1134,27 @@ def _the_other(question: str, previous: Rewrite) -> str | None:
     return _capitalised(f"{previous.core[: it.start()]}the {which} {head.group(1)}{previous.core[it.end() :]}")
 
 
+_OTHER_INSIDE = re.compile(r"\bthe\s+other\s+([a-z]+)\b", re.IGNORECASE)
+
+
+def _the_other_inside(question: str, previous: Rewrite) -> str | None:
+    """'What did the 2023 report recommend?' then 'and what did the other one say?' -> 'What did the other
+    report say?': a question of its own whose 'the other one' (or 'the other file') stands for the
+    document the last question, or the question it leaned on, numbered. None when it has no such words
+    or nothing was numbered."""
+    inside = _OTHER_INSIDE.search(question)
+    numbered = _NUMBERED_THING.search(previous.core) or _NUMBERED_THING.search(previous.context)
+    if inside is None or numbered is None:
+        return None
+    head = re.match(r"\s*([a-z]+)", numbered.string[numbered.end() :], re.IGNORECASE)
+    if head is None or head.group(1).lower() not in DOCUMENT_NOUNS:
+        return None  # 'the other one' after 'When did the 3 pm ferry leave?' is the context's to say
+    if inside.group(1).lower() not in (*_A_DOCUMENT, head.group(1).lower()):
+        return None
+    bare = _without_conjunction(question)
+    return _capitalised(_OTHER_INSIDE.sub(f"the other {head.group(1)}", bare, count=1))
+
+
 def _names_the_document(which: str, word: str, head: str) -> bool:
     """Whether 'the other one' / 'the second file' stands for the last question's numbered `head` ('the
     2019 report'): its word is that head or any word for a document; an ordinal ('the first one') only
@@ -1145,7 +1167,7 @@ def _names_the_document(which: str, word: str, head: str) -> bool:
 _ANOTHER_TIME = re.compile(r"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(.+?)\s*[?.!]*$", re.IGNORECASE)
 
 
-def _another_year(question: str, previous: Rewrite) -> Rewrite | None:
+def _another_time(question: str, previous: Rewrite) -> Rewrite | None:
     """'What did the 2021 report recommend?' then 'and in 2019?' -> 'What did the 2019 report
     recommend?': a follow-up that gives only a year or a quarter ('and Q1?'), or the one before ('and
     the previous quarter?', 'what about the year before?'), after 'and', 'what about', a correction,
