@@ -53,6 +53,7 @@ from .ingest.sentences import in_bigrams
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
 from .query.asked import without_named_files
 from .query.followup import (
+    DOCUMENT_NOUNS,
     Onward,
     chooses,
     onward_ask,
@@ -120,11 +121,19 @@ CITED_LOOKUPS = 8  # the nodes a quote's words find, among which its leaf is loo
 MAX_QUOTES_TRACED = 6  # the last answer's quotes looked up for the one document a follow-up's 'it' means
 # what a follow-up's rewrite still leans on the last answer with ('who wrote it?', 'when was that written?')
 _POINTS_BACK = re.compile(r"\b(?:it|its|this|that)\b", re.IGNORECASE)
-_DOCUMENT_WORDS = r"(report|document|file|paper|survey|study|book|article|version|edition)"
+_DOCUMENT_WORDS = rf"({'|'.join(DOCUMENT_NOUNS)})"
 _THE_OTHER = re.compile(rf"\bthe other {_DOCUMENT_WORDS}\b", re.IGNORECASE)
 # 'What did the second report recommend?': a document by its place among the knowledge base's documents
 _ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "fifth": 5, "5th": 5}
 _THE_NTH = re.compile(rf"\bthe ({'|'.join(_ORDINALS)}|last) {_DOCUMENT_WORDS}\b", re.IGNORECASE)
+# 'the 2021 report', 'the Q3 review', 'the 2019 one': a document named by a year or a label its title holds
+_LABEL = r"(1[0-9]{3}|20[0-9]{2}|[A-Za-z]{1,2}[0-9]{1,2})"
+_LABELLED_WORDS = _DOCUMENT_WORDS.replace(")", "|review|minutes|meeting|accounts|one)")
+_THE_LABELLED = re.compile(rf"\bthe {_LABEL} {_LABELLED_WORDS}\b", re.IGNORECASE)
+# 'What did the committee agree in Q2?': a label of letters and a number (no bare year: 'in 1894' is a
+# time the text tells of, not a document) names a document after 'in' as well
+_IN_LABEL = re.compile(r"\s+(?:in|for|during)\s+(?:the\s+)?([A-Za-z]{1,2}[0-9]{1,2})\b(?![-'\u2019])", re.IGNORECASE)
+MAX_TITLE_CHARS = 200  # the most of a document's first line read as its title
 NAME_LOOKUPS = 8  # the nodes a name finds, whose sentences show its gender to a follow-up's he/she
 MAX_SAID_CHARS = 8_000  # the most of those sentences read for one name
 # A UTF-16 half with no other half: what Python makes of a byte that is not UTF-8 in a command-line
@@ -393,8 +402,37 @@ def _add_support(answer: Answer, check: SupportCheck) -> None:
 def _the_document(query: str, named: re.Match[str]) -> str:
     """'What did the other report recommend?' -> 'What did it recommend?': the question moved to the
     document `named` ('the other report', 'the second report') points at and searched there alone, where
-    'it' is that document: words naming the document are no terms its passages must hold."""
+    'it' is that document: words naming the document are no terms its passages must hold. A document
+    named after a preposition goes with it ('What did the committee agree in the Q1 minutes?' -> 'What
+    did the committee agree?'), unless nothing of the question would be left."""
+    placed = re.compile(rf"\s+(?:in|from|of|at|for)\s+(?:{named.re.pattern})(?=\s*[?.!]*$)", named.re.flags)
+    without = placed.sub("", query, count=1)
+    if without != query and len(without.split()) >= 3:
+        return without
     return named.re.sub(lambda match: "It" if match.start() == 0 else "it", query, count=1)
+
+
+def _compares(label: str, context: str) -> bool:
+    """Whether the context the rewrite kept names a document by another label: the follow-up compares
+    the two ('How many moorings did the 2019 survey count? (context: ... the 2021 survey ...)')."""
+    named = [*_THE_LABELLED.finditer(context), *_IN_LABEL.finditer(context)]
+    return any(other.group(1).lower() != label.lower() for other in named)
+
+
+def _labelled_document(label: str, openings: dict[str, tuple[tuple[str, ...], str]], named: list[str]) -> str | None:
+    """The one document of `named` whose file name, headings or first line holds `label` ('2021' in
+    'Harbour survey report 2021' or 'r2021.md', 'Q3' in 'Sales review, Q3 2022') as a number or word of
+    its own; None when none does, or several (the label names no one document)."""
+    before = r"(?<!\d)" if label[0].isdigit() else r"(?<![^\W\d_])"
+    after = r"(?!\d)" if label[-1].isdigit() else r"(?!(?!s\b)[^\W\d_])"  # 'report' in 'Reports 2019
+    holds = re.compile(before + re.escape(label) + after, re.IGNORECASE)
+    found = []
+    for name in named:
+        headings, text = openings.get(name, ((), ""))
+        title = " ".join([name, *headings, text.strip().split("\n", 1)[0][:MAX_TITLE_CHARS]])
+        if holds.search(title):
+            found.append(name)
+    return found[0] if len(found) == 1 else None
 
 
 def _ignore_outcome(future: asyncio.Future[Any]) -> None:
@@ -1536,15 +1574,22 @@ class Engine:
         return without_named_files(query, [document.name for document in self.documents(kb)])
 
     @_in_space
-    def respelled(self, kb: str, question: str) -> str:
+    def respelled(self, kb: str, question: str, *, question_words_only: bool = False) -> str:
         """The question with each mistyped word read as the knowledge base's documents write it
         (`query/respell.py`: "who kept the lighthose?" -> "who kept the lighthouse?"), so the search, the
-        full-text index and the answer's quotes all meet the documents' words. A question in a script
-        without spaces between words, or of a knowledge base with no documents, is left as it is."""
+        full-text index and the answer's quotes all meet the documents' words; with `question_words_only`,
+        only the slips of words questions are built of ("whne", "teh"), as a follow-up is before it is
+        rewritten. A question in a script without spaces between words, or of a knowledge base with no
+        documents, is left as it is."""
         kb_id = self.store.kb_id(kb)
         if kb_id is None or in_bigrams(question):
             return question
-        read = respelled(question, self.embedder.known_words, lambda: self.store.word_forms(kb_id))
+        read = respelled(
+            question,
+            self.embedder.known_words,
+            lambda: self.store.word_forms(kb_id),
+            question_words_only=question_words_only,
+        )
         if read != question:
             log.info("read a question's mistyped words as the documents write them")
         return read
@@ -1603,49 +1648,86 @@ class Engine:
         return [nodes[i] for i, _ in hits if i in nodes and nodes[i].layer == 0]
 
     def _followed_document(
-        self, kb: str, query: str, history: list[Turn], documents: list[str] | None
+        self, kb: str, query: str, history: list[Turn], documents: list[str] | None, asked: str = ""
     ) -> tuple[str, list[str] | None]:
         """The question to search and the document filter of a follow-up that points at a document.
         An 'it'/'this'/'that' the rewrite left leaning on the last answer ('who wrote it?' after 'What did
         the 2021 report recommend?') keeps the question and searches that answer's one document, when
         every quote of it was taken from the same one (and any filter asked for holds it). 'The other
-        report' (the documents that answer did not quote) or 'the second report' (the second document,
-        in the order they were added) moves the question itself to that document: it is searched as
-        'What did it recommend?' there, so the answer's support is judged against what the question
-        asks, not against words that name the document and no passage. Else the query and `documents` as given."""
-        asked = split_standalone(query)
-        moved = _THE_OTHER.search(asked.core) or _THE_NTH.search(asked.core)
-        if moved is None and (not asked.context or not _POINTS_BACK.search(asked.core)):
+        report' (the documents that answer did not quote), 'the second report' (`_nth_document`) or 'the
+        2021 report' / 'the Q3 one' in the rewrite or in the follow-up as `asked` (the one document whose
+        name or title holds that year or label, `_labelled_document`) moves the question itself to that
+        document: it is searched as 'What did it recommend?' there, so the answer's support is judged
+        against what the question asks, not against words that name the document and no passage; a first
+        question ('What did the 2021 report recommend?') moves only by a year or label. Else the query
+        and `documents` as given."""
+        rewritten = split_standalone(query)
+        # a first question's 'the second report' is no place among documents the user saw or chose
+        moved = (_THE_OTHER.search(rewritten.core) or _THE_NTH.search(rewritten.core)) if history else None
+        labelled = _THE_LABELLED.search(rewritten.core) or _THE_LABELLED.search(asked) or _IN_LABEL.search(rewritten.core)
+        if labelled is not None and _compares(labelled.group(1), rewritten.context):
+            labelled = None  # 'was that more than in 2019?': both reports' figures are wanted
+        if moved is None and labelled is None and (not rewritten.context or not _POINTS_BACK.search(rewritten.core)):
             return query, documents
         kb_id = self.store.kb_id(kb)
         stored = [d.name for d in self.store.documents(kb_id)] if kb_id is not None else []
-        if len(stored) < 2:
+        if kb_id is None or len(stored) < 2:
             return query, documents
         named = self._document_names(kb_id, documents) or stored
         if moved is not None and moved.re is _THE_NTH:
-            place = _ORDINALS.get(moved.group(1).lower(), len(named))
-            if place > len(named):
+            document = self._nth_document(kb_id, moved.group(1).lower(), moved.group(2).lower(), named, history)
+            if document is None:
                 return query, documents
             log.info("a follow-up's 'the %s %s' searched in that document", moved.group(1), moved.group(2))
-            return _the_document(query, moved), [named[place - 1]]
+            return _the_document(query, moved), [document]
+        if moved is None and labelled is not None:
+            document = _labelled_document(labelled.group(1), self.store.document_openings(kb_id), named)
+            if document is not None:
+                log.info("a follow-up's 'the %s ...' searched in the one document whose title holds it", labelled.group(1))
+                in_core = labelled.re.search(rewritten.core)
+                if in_core is not None and in_core.re is _IN_LABEL:  # 'in Q2' goes: the document is searched
+                    return query.replace(in_core.group(0), "", 1), [document]
+                return (_the_document(query, in_core) if in_core else query), [document]
         document = self._quoted_document(kb_id, history)
         if document is None:
             return query, documents
-        if moved is not None:  # the documents the last answer did not quote
-            rest = [name for name in named if name != document]
+        if moved is not None:  # the documents the last answer did not quote ('report' ones, when any are)
+            openings = self.store.document_openings(kb_id)
+            others = [name for name in named if name != document]
+            rest = [name for name in others if _labelled_document(moved.group(1), openings, [name])] or others
             return (_the_document(query, moved), rest) if rest else (query, documents)
+        if not rewritten.context or not _POINTS_BACK.search(rewritten.core):
+            return query, documents
         if documents and document not in named:
             return query, documents
         log.info("a follow-up's 'it' searched in the one document the last answer quoted")
         return query, [document]
 
+    def _nth_document(self, kb_id: int, ordinal: str, noun: str, named: list[str], history: list[Turn]) -> str | None:
+        """The document 'the second report' means: the second of the documents the last answer cited, in
+        the order its sources list them, when it cited two or more (what the user just saw); else the
+        second of `named` (the knowledge base's documents in the order they were added, as `/kb list`
+        shows them, or the ones a filter names) whose name or title says 'report', when any does, else of
+        all of them. None past the last one."""
+        cited = [name for name in dict.fromkeys(self._quoted_documents(kb_id, history)) if name in named]
+        openings = self.store.document_openings(kb_id)
+        called = [name for name in named if _labelled_document(noun, openings, [name])]
+        listed = cited if len(cited) >= 2 else called or named
+        place = _ORDINALS.get(ordinal, len(listed))
+        return listed[place - 1] if place <= len(listed) else None
+
     def _quoted_document(self, kb_id: int, history: list[Turn]) -> str | None:
         """The one document every quote of the last answer was taken from (None for none, or several)."""
+        found = set(self._quoted_documents(kb_id, history))
+        return next(iter(found)) if len(found) == 1 and None not in found else None
+
+    def _quoted_documents(self, kb_id: int, history: list[Turn]) -> list[str | None]:
+        """The document each quote of the last answer was taken from, in the answer's order (None for a
+        quote no leaf holds)."""
         last = next((turn.content for turn in reversed(history) if turn.role == "assistant"), "")
         quotes = quotes_in(last)[:MAX_QUOTES_TRACED]
         leaves = [self._cited_leaf(kb_id, quote) for quote in quotes]
-        found = {leaf.document if leaf is not None else None for leaf in leaves}
-        return next(iter(found)) if len(found) == 1 and None not in found else None
+        return [leaf.document if leaf is not None else None for leaf in leaves]
 
     def _question_context(
         self, kb: str, query: str, mode: str, budget: int, layers: list[int] | None, documents: list[str] | None
@@ -1807,9 +1889,11 @@ class Engine:
         if not history and names_nothing(asked):
             return await asyncio.to_thread(self._small_talk_answer, kb, question, Act.VAGUE, mode, budget)
         answerer = self.answerer
+        if history:  # 'whne did he leave?' is read against the conversation as 'when did he leave?'
+            asked = await asyncio.to_thread(self.respelled, kb, asked, question_words_only=True)
         query = await self._condensed(answerer, kb, asked, history) if history else asked
-        if history and onward is None:
-            query, documents = await asyncio.to_thread(self._followed_document, kb, query, history, documents)
+        if onward is None:
+            query, documents = await asyncio.to_thread(self._followed_document, kb, query, history, documents, asked)
         query = await asyncio.to_thread(self.respelled, kb, query)
         searched = await asyncio.to_thread(self._unnamed, kb, query)
         context = await asyncio.to_thread(self._question_context, kb, searched, mode, budget, layers, documents)

@@ -63,9 +63,10 @@ PIKE = "Who was harbour master of Port Lenning?"
     ("conversation", "searched"),
     [
         # a year alone: the last question again for that year
-        (f"{R2021} | and in 2019?", R2019),
-        (f"{R2021} | what about 2019?", R2019),
-        (f"{R2021} | no, I meant in 2019", R2019),
+        # (asked of the 2019 report, whose title holds the year, as 'it': tests/test_followup_labels.py)
+        (f"{R2021} | and in 2019?", "What did it recommend?"),
+        (f"{R2021} | what about 2019?", "What did it recommend?"),
+        (f"{R2021} | no, I meant in 2019", "What did it recommend?"),
         ("When did the Kessel Bridge open? | and in 1968?", "In 1968? (context: When did the Kessel Bridge open?)"),
         # 'the other report': the last question, searched in the documents the last answer did not quote
         (f"{R2019} | no, the other report", "What did it recommend?"),
@@ -110,7 +111,7 @@ PIKE = "Who was harbour master of Port Lenning?"
         (f"{PIKE} | wher did he go aftr 1902?", "Where did Captain Rowan Pike go"),
         # checks: the claims of the last answer are what is searched
         ("What did the 2019 survey find? | is that true?", "The 2019 survey found the north pier unsafe"),
-        (f"{R2019} | are you sure?", "The 2019 survey found the north pier unsafe"),
+        (f"{R2019} | are you sure?", "Calloway recommended closing the north pier"),  # asked of the 2019 report
         # names the table does not know: the documents say who is a she and who a he
         ("Who kept the Skerry light? | what did he do every week?", "What did Ansel Trask do every week?"),
         ("Who kept the Skerry light? | what did she do in the storm?", "What did Jude Penhallow do in the storm?"),

@@ -347,9 +347,9 @@ def _rewrite_one(
     placed = _corrected_place(question, previous)
     if placed is not None:
         return placed
-    year = _another_year(question, previous)
-    if year is not None:
-        return year
+    time = _another_time(question, previous)
+    if time is not None:
+        return time
     question = _as_what_about(_and_the(question))
     compared = _compared(question, previous)
     if compared is not None:
@@ -783,6 +783,8 @@ def _swapped_thing(target: str, previous: Rewrite) -> str | None:
     target = target.strip()
     if _NUMBERED_ONE.match(target) and _NUMBERED_THING.search(previous.core):
         return _renumbered(target, previous.core)  # 'the 2019 one' stands for that numbered thing, or nothing
+    if _NUMBERED_ONE.match(target) and not previous.core.rstrip(" ?.!").count(" ") and _NUMBERED_THING.search(previous.context):
+        return _renumbered(target, previous.context)  # after 'why?': the question it leaned on, again
     article = re.match(r"(?i:the|a|an)\s+", target)
     if (article is None and not names_in(f"about {target}")) or _ORDINAL.search(target):
         return None  # 'the other one', 'the second one' choose from a list (`_chosen`)
@@ -823,6 +825,7 @@ _CHAT_SPELLINGS = {
     **dict.fromkeys("wher whre wehre".split(), "where"),
     **dict.fromkeys("hw hwo".split(), "how"),
     **dict.fromkeys("happend hapened hapend happenned".split(), "happened"),
+    **dict.fromkeys("abt abut".split(), "about"),
     "u": "you",
     "r": "are",
     "ur": "your",
@@ -838,7 +841,11 @@ def _in_full(question: str) -> str:
     return _CHAT_SPELLED.sub(lambda m: _CHAT_SPELLINGS[m.group(0)], question)
 
 
-_AND_THE = re.compile(r"^(?:and|or|but)\s+((?:the|a|an)\s+[^?.!]+?)\s*[?.!]*$", re.IGNORECASE)
+# 'and the Wren?'; 'and in the 2019 one?' (a numbered 'one' is the thing itself, whatever its preposition)
+_AND_THE = re.compile(
+    r"^(?:and|or|but)\s+(?:(?:in|for|of|from)\s+(?=the\s+\d[\d,.]*\s+ones?\b))?((?:the|a|an)\s+[^?.!]+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
 
 
 def _and_the(question: str) -> str:
@@ -859,16 +866,78 @@ def _compared(question: str, previous: Rewrite) -> Rewrite | None:
     """'How long is the Kessel Bridge?' then 'is that more than 200 metres?' -> the last question again
     (the answer quotes the figure to compare, though the last answer quoted it); 'is that more than the
     Wren?' -> the last question about the Wren, the last question as context (the answer quotes the
-    Wren's figure). None for anything but such a comparison, or when the last question named nothing."""
-    match = _COMPARISON.match(_without_conjunction(question))
-    if match is None or not subject_terms(previous.core) or match.group(1).lower() in _NOT_COMPARATIVES:
+    Wren's figure). 'was that more than in 2019?', 'is that higher than last year?', 'how does that
+    compare with the Q2 figure?' ask the last question of that year or quarter the same way
+    (`_at_another_time`), so the answer quotes both figures. None for anything but such a comparison, or
+    when the last question named nothing."""
+    bare = _without_conjunction(question)
+    match = _COMPARISON.match(bare)
+    if match is not None and match.group(1).lower() in _NOT_COMPARATIVES:
+        match = None
+    target = match.group(2) if match is not None else _compared_with(bare)
+    if target is None or not subject_terms(previous.core):
         return None
-    other = _swapped_thing(match.group(2), previous)
+    other = _at_another_time(target, previous.core)
+    if other is None and not _another_of_something_else(target, previous.core):
+        other = _swapped_thing(target, previous)
     if other is not None:  # 'it' is still what was compared ('why was it smaller?'), not the other thing
         kept = previous.it or _thing(previous, "", plural=False)
         return Rewrite(other, _cut(previous.core), subject=previous.subject, it=kept)
     # no context: the figure the last answer quoted is what is compared, so it may be quoted again
     return Rewrite(previous.core, subject=previous.subject)
+
+
+# 'how does that compare with 2019?', 'compared to the other site?': what the last answer is compared with
+_COMPARED_WITH = re.compile(
+    r"^(?:(?:how|what)\s+(?:does|did|do|is|was)\s+(?:that|this|it|those|these|they)\s+compare"
+    r"|(?:and\s+)?(?:how\s+is\s+that\s+)?compared)\s+(?:with|to|against)\s+(.+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _compared_with(question: str) -> str | None:
+    """What 'how does that compare with X?' compares the last answer with (X), else None."""
+    match = _COMPARED_WITH.match(question)
+    return match.group(1) if match else None
+
+
+def _another_of_something_else(target: str, core: str) -> bool:
+    """'the other site' after a question that names no site: not the thing that question asked about."""
+    other = re.match(r"(?i:the\s+other\s+)(\w+)$", target.strip())
+    return other is not None and other.group(1).lower() not in words(core)
+
+
+# 'in 2019', 'the 2019 figure', 'Q2', 'last year', 'the previous quarter': a time the comparison names
+_A_TIME = re.compile(
+    r"^(?:(?:in|for|during|of|that\s+of|that\s+in)\s+)?(?:the\s+)?(?:(?P<year>1[0-9]{3}|20[0-9]{2})|(?P<quarter>q[1-4])"
+    r"|(?P<year_before>last\s+year|previous\s+year|year\s+before(?:\s+that)?|a\s+year\s+(?:earlier|before))"
+    r"|(?P<quarter_before>last\s+quarter|previous\s+quarter|quarter\s+before(?:\s+that)?))"
+    r"(?:['\u2019]s)?(?:\s+(?:one|figure|figures|number|numbers|total|count|amount|level|report|survey))?$",
+    re.IGNORECASE,
+)
+_QUARTER = re.compile(r"\bQ([1-4])\b")
+
+
+def _at_another_time(target: str, core: str) -> str | None:
+    """'How many moorings did the 2021 survey count?' compared with 'in 2019' (or 'last year') -> 'How many
+    moorings did the 2019 (2020) survey count?': the last question with its one year or quarter ('Q3')
+    put back to the one the comparison names. None when it names no time, or the question has no one
+    such year or quarter to replace."""
+    match = _A_TIME.match(target.strip())
+    if match is None:
+        return None
+    years, quarters = set(_YEAR.findall(core)), set(_QUARTER.findall(core))
+    if match.group("year") or match.group("year_before"):
+        if len(years) != 1:
+            return None
+        year = next(iter(years))
+        new = match.group("year") or str(int(year) - 1)
+        return _YEAR.sub(new, core) if new != year else None
+    if len(quarters) != 1:
+        return None
+    quarter = next(iter(quarters))
+    new = match.group("quarter")[1] if match.group("quarter") else str(int(quarter) - 1)
+    return _QUARTER.sub(f"Q{new}", core) if new not in (quarter, "0") else None
 
 
 _NOT_COMPARATIVES = frozenset("other rather either neither whether never ever after under over water".split())
@@ -1010,11 +1079,14 @@ def _all_of_those(question: str, listed: tuple[str, ...], previous_core: str = "
 
 _THE_OTHER = re.compile(
     r"^(?:(?:no|nope|sorry|oops)\b[\s,.!]*)*(?:i\s+meant?\s+)?(?:(?:and|or|but)\s+)?"
-    r"(?:(?:what|how)\s+about\s+)?(?:(?:in|from|for|of)\s+)?the\s+other\s+([a-z]+)\s*[?.!]*$",
+    r"(?:(?:what|how)\s+about\s+)?(?:(?:in|from|for|of)\s+)?the\s+"
+    r"(other|first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th)\s+([a-z]+)\s*[?.!]*$",
     re.IGNORECASE,
 )
 # 'the other file' after 'What did the 2019 report recommend?': a word for any document is that report
 _A_DOCUMENT = {"one", "file", "document", "doc", "pdf"}
+# the words for a document a question may name one by ('the second report', 'the other survey')
+DOCUMENT_NOUNS = ("report", "document", "file", "paper", "survey", "study", "book", "article", "version", "edition")
 # 'same for the 2019 report', 'the same question for 2019?': the last question about another thing
 _SAME_FOR = re.compile(
     r"^(?:(?:and|or|but|so)\s+)?(?:the\s+)?same\s+(?:question\s+|thing\s+)?(?:for|about|with|in|of)\s+(.+?)\s*[?.!]*$",
@@ -1037,48 +1109,76 @@ def _the_other(question: str, previous: Rewrite) -> str | None:
     other one?') -> 'What did the other report recommend?'; after 'Who wrote it?' about that report ->
     'Who wrote the other report?': the last question with its numbered thing ('the 2019 report'), or its
     closing 'it' when the question before numbered one, called 'the other' ('the other one', 'in the
-    other file': any word for a document is that thing). The engine then asks it of the documents the
-    last answer did not quote, as 'What did it recommend?' (`Engine._followed_document`). None when no
-    list is being chosen from and the questions number nothing."""
+    other file': any word for a document is that thing); 'and the first one?' after a numbered document
+    is 'What did the first report recommend?'. The engine then asks 'the other report' of the documents
+    the last answer did not quote and 'the first report' of that document (`Engine._nth_document`), as
+    'What did it recommend?' (`Engine._followed_document`). None when no list is being chosen from and
+    the questions number nothing."""
     match = _THE_OTHER.match(question)
     if match is None:
-        return None
-    word = match.group(1).lower()
+        return _the_other_inside(question, previous)
+    which, word = match.group(1).lower(), match.group(2).lower()
     numbered = _NUMBERED_THING.search(previous.core)
     if numbered is not None:
         head = re.match(r"\s*([a-z]+)", previous.core[numbered.end() :], re.IGNORECASE)
-        if head is None or word not in (*_A_DOCUMENT, head.group(1).lower()):
+        if head is None or not _names_the_document(which, word, head.group(1).lower()):
             return None
         end = numbered.end() + head.end()
         before = previous.core[: numbered.start()]
-        return _capitalised(f"{before}the other {head.group(1)}{previous.core[end:]}")
+        return _capitalised(f"{before}the {which} {head.group(1)}{previous.core[end:]}")
     earlier = _NUMBERED_THING.search(previous.context)
     it = _IT.search(previous.core)
     head = re.match(r"\s*([a-z]+)", previous.context[earlier.end() :], re.IGNORECASE) if earlier else None
-    if it is None or head is None or word not in (*_A_DOCUMENT, head.group(1).lower()):
+    if it is None or head is None or not _names_the_document(which, word, head.group(1).lower()):
         return None
-    return _capitalised(f"{previous.core[: it.start()]}the other {head.group(1)}{previous.core[it.end() :]}")
+    return _capitalised(f"{previous.core[: it.start()]}the {which} {head.group(1)}{previous.core[it.end() :]}")
 
 
-# 'and in 2019?', 'what about 2019?', 'no, I meant in 2019': the last question again for another year
-_ANOTHER_YEAR = re.compile(
-    r"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(?:(?:in|for|during|of)\s+)?"
-    r"(1[0-9]{3}|20[0-9]{2})\s*[?.!]*$",
-    re.IGNORECASE,
-)
+_OTHER_INSIDE = re.compile(r"\bthe\s+other\s+([a-z]+)\b", re.IGNORECASE)
 
 
-def _another_year(question: str, previous: Rewrite) -> Rewrite | None:
+def _the_other_inside(question: str, previous: Rewrite) -> str | None:
+    """'What did the 2023 report recommend?' then 'and what did the other one say?' -> 'What did the other
+    report say?': a question of its own whose 'the other one' (or 'the other file') stands for the
+    document the last question, or the question it leaned on, numbered. None when it has no such words
+    or nothing was numbered."""
+    inside = _OTHER_INSIDE.search(question)
+    numbered = _NUMBERED_THING.search(previous.core) or _NUMBERED_THING.search(previous.context)
+    if inside is None or numbered is None:
+        return None
+    head = re.match(r"\s*([a-z]+)", numbered.string[numbered.end() :], re.IGNORECASE)
+    if head is None or head.group(1).lower() not in DOCUMENT_NOUNS:
+        return None  # 'the other one' after 'When did the 3 pm ferry leave?' is the context's to say
+    if inside.group(1).lower() not in (*_A_DOCUMENT, head.group(1).lower()):
+        return None
+    bare = _without_conjunction(question)
+    return _capitalised(_OTHER_INSIDE.sub(f"the other {head.group(1)}", bare, count=1))
+
+
+def _names_the_document(which: str, word: str, head: str) -> bool:
+    """Whether 'the other one' / 'the second file' stands for the last question's numbered `head` ('the
+    2019 report'): its word is that head or any word for a document; an ordinal ('the first one') only
+    for a document, whose place the engine knows ('the first ferry' is no such place)."""
+    return word in (*_A_DOCUMENT, head) and (which == "other" or head in DOCUMENT_NOUNS)
+
+
+# 'and in 2019?', 'what about Q1?', 'no, I meant in 2019', 'and the year before?': the last question
+# again for another time
+_ANOTHER_TIME = re.compile(r"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(.+?)\s*[?.!]*$", re.IGNORECASE)
+
+
+def _another_time(question: str, previous: Rewrite) -> Rewrite | None:
     """'What did the 2021 report recommend?' then 'and in 2019?' -> 'What did the 2019 report
-    recommend?': a follow-up that gives only a year (after 'and', 'what about', a correction, 'in' or
-    'for') asks the last question again with that year in place of the one year it named. None when the
-    last question names no year, or two."""
+    recommend?': a follow-up that gives only a year or a quarter ('and Q1?'), or the one before ('and
+    the previous quarter?', 'what about the year before?'), after 'and', 'what about', a correction,
+    'in' or 'for', asks the last question again with that time in place of the one year or quarter it
+    named (`_at_another_time`). None when the last question names no such time, or two."""
     corrected = _CORRECTION.match(question)
-    match = _ANOTHER_YEAR.match(corrected.group(1) if corrected else question)
-    years = _YEAR.findall(previous.core)
-    if match is None or len(set(years)) != 1 or years[0] == match.group(1):
+    match = _ANOTHER_TIME.match(corrected.group(1) if corrected else question)
+    if match is None or _A_TIME.match(match.group(1)) is None:
         return None
-    return Rewrite(_YEAR.sub(match.group(1), previous.core), subject=previous.subject)
+    core = _at_another_time(match.group(1), previous.core)
+    return Rewrite(core, subject=previous.subject) if core is not None else None
 
 
 SWAPPED_WORDS = 4  # the most words of a thing one question puts in place of the last one's
@@ -2179,7 +2279,7 @@ def _resolve(
     pronoun = next((w for w in words(question) if w in GENDER), None)
     person = _as_the_answer_spells(_person(previous, previous_answer, pronoun, told), previous_answer)
     people = _people_by_gender(question, pronoun, person, previous, previous_answer, told)
-    group = _group(previous, listed=pronoun is None)
+    group = _group(previous, listed=pronoun is None) or _answered_together(previous, previous_answer)
     things = _thing(previous, question, plural=True)
     thing = _thing(previous, question, plural=False)
     put_in = False
@@ -2353,6 +2453,15 @@ def _group(previous: Rewrite, *, listed: bool = True) -> str | None:
         ):
             return f"the {name.text}"
     return _named_together(previous.core) if listed else None
+
+
+def _answered_together(previous: Rewrite, previous_answer: str) -> str | None:
+    """Who 'they' means after a who-question whose answer's first quote names people together ('Who kept
+    the Skerry light?' -> 'Jude Penhallow and Ansel Trask kept ...'): all of them, as the quote names
+    them. None after any other question, or an answer naming fewer than two together."""
+    if not ASKS_WHO.search(previous.core):
+        return None
+    return _named_together(_first_statement(previous_answer))
 
 
 def _named_together(text: str) -> str | None:

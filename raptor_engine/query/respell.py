@@ -7,7 +7,11 @@ documents never use in any form and the embedding model's vocabulary does not ho
 (the caller asks it: "faulted" is "fault" and "ed"), one
 typing slip from a word of the documents (a letter dropped, doubled or changed, or two swapped:
 `one_slip_apart`), never at its first letter (a reader rarely mistypes the first, and "boil" is not
-"oil"). A real word the documents do not use ("large", "quantity") is left as asked.
+"oil"). A real word the documents do not use ("large", "quantity") is left as asked. A word of any
+length that is no word and that the documents never use, one slip from a word questions are built of
+("teh", "aftr", "whne", "becuase": `QUESTION_WORDS`), is that word; those alone are respelled in a
+follow-up before it is read against the conversation (`question_words_only`), so "whne did he leave?"
+reads as a when-question.
 """
 
 from __future__ import annotations
@@ -20,26 +24,51 @@ from ..storage.text_index import WordForms
 
 MIN_RESPELLED_CHARS = 5  # a shorter word is one slip from too many others ("cup", "cut", "cap")
 WORD = re.compile(r"[^\W\d_]+")
+# The words a question is built of, whatever the documents say: a word no vocabulary holds ("teh",
+# "aftr", "whne") one slip from one of these is that word, at any length, unless the documents use it.
+QUESTION_WORDS = frozenset(
+    """the what when where which who whom whose why how after before because about with without they them
+    their there then than this that these those does did was were have has had from into during until
+    since while also other another again against around through could would should said""".split()
+)
 
 
 def respellable_words(question: str) -> list[str]:
-    """The question's words that could be respelled: letters only, long enough, each once."""
-    return list(dict.fromkeys(w for w in WORD.findall(question) if len(w) >= MIN_RESPELLED_CHARS))
+    """The question's words that could be respelled: letters only, long enough or one slip from a
+    question word ('teh'), each once."""
+    return list(
+        dict.fromkeys(w for w in WORD.findall(question) if len(w) >= MIN_RESPELLED_CHARS or question_word(w))
+    )
+
+
+def question_word(typed: str) -> str | None:
+    """The one question word (`QUESTION_WORDS`) `typed` is a slip of, with its first letter: 'teh' ->
+    'the', 'aftr' -> 'after', 'becuase' -> 'because'. Of several, the one a dropped letter or two swapped
+    letters give ('wat': 'what', not 'was'); None for none, or several alike, or a question word itself."""
+    lowered = typed.lower()
+    if lowered in QUESTION_WORDS:
+        return None
+    near = [w for w in QUESTION_WORDS if w[:1] == lowered[:1] and one_slip_apart(lowered, w)]
+    likely = [w for w in near if len(w) > len(lowered) or sorted(w) == sorted(lowered)] or near
+    return likely[0] if len(likely) == 1 else None
 
 
 def respellings(words: list[str], forms: WordForms) -> dict[str, str]:
     """For each word the documents never use in any form (nor with another ending: 'experiment' where
     they write 'experiments'), their word one slip from it, as they write it: of several, the one
-    written most often (then the first alphabetically)."""
+    written most often (then the first alphabetically); else the question word it is a slip of
+    ('whne': 'when', `question_word`)."""
     found = {}
     for word in words:
         typed = word.lower()
         if typed in forms.forms or stem(typed) in forms.stems:
             continue
-        near = [w for w in forms.near(typed) if one_slip_apart(typed, w)]
+        near = [w for w in forms.near(typed) if one_slip_apart(typed, w)] if len(typed) >= MIN_RESPELLED_CHARS else []
         if near:
             meant = min(near, key=lambda w: (-sum(forms.forms[w].values()), w))
             found[word] = written_as(word, forms.forms[meant])
+        elif (asked := question_word(typed)) is not None:
+            found[word] = written_as(word, {asked: 1})
     return found
 
 
@@ -54,14 +83,27 @@ def written_as(typed: str, ways: dict[str, int]) -> str:
     return commonest.lower() if any(way.islower() for way in ways) else commonest
 
 
-def respelled(question: str, known: Callable[[list[str]], list[bool]], forms: Callable[[], WordForms]) -> str:
-    """`question` with its mistyped words respelled. `known` says which words the embedding model holds
-    whole (real words, never respelled); `forms` reads the documents' words, only when a word is left."""
+def respelled(
+    question: str,
+    known: Callable[[list[str]], list[bool]],
+    forms: Callable[[], WordForms],
+    *,
+    question_words_only: bool = False,
+) -> str:
+    """`question` with its mistyped words respelled (with `question_words_only`, only the slips of
+    question words). `known` says which words the embedding model holds whole (real words, never
+    respelled); `forms` reads the documents' words, only when a word is left."""
     words = respellable_words(question)
+    if question_words_only:
+        words = [w for w in words if question_word(w)]
+    if not words:
+        return question
     # a real word, or one ending a real word with a suffix ("faulted": "fault"), is never a slip
     real = [a or b for a, b in zip(known(words), known([stem(w.lower()) for w in words]), strict=True)]
     unknown = [w for w, is_real in zip(words, real, strict=True) if not is_real]
     fixes = respellings(unknown, forms()) if unknown else {}
+    if question_words_only:
+        fixes = {typed: fixed for typed, fixed in fixes.items() if fixed.lower() in QUESTION_WORDS}
     if not fixes:
         return question
     return WORD.sub(lambda match: fixes.get(match.group(0), match.group(0)), question)

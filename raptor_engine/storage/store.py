@@ -312,6 +312,18 @@ class Store(MessageStoreMixin):
             out.update((int(node_id), (bool(first), bool(last))) for node_id, first, last in rows)
         return out
 
+    def document_openings(self, kb_id: int) -> dict[str, tuple[tuple[str, ...], str]]:
+        """Each document's name -> the headings and text of its first leaf, in the order the documents
+        were added: where a document's title is ('Harbour survey report 2021'), for a follow-up that
+        names a document by a year or a label ('the 2021 report', 'the Q3 one')."""
+        rows = self.db.execute(
+            "SELECT d.name, n.heading, n.text FROM documents d JOIN nodes n ON n.doc_id = d.id AND n.layer = 0 "
+            "AND n.start = (SELECT MIN(m.start) FROM nodes m WHERE m.doc_id = d.id AND m.layer = 0) "
+            "WHERE d.kb_id = ? ORDER BY d.added_at, d.id",
+            [kb_id],
+        ).fetchall()
+        return {str(name): (tuple(json.loads(heading)), str(text)) for name, heading, text in rows}
+
     def node_tokens(self, ids: list[int]) -> dict[int, int]:
         """Token counts of the given nodes (those that exist): what a budget is decided on, cheaply."""
         out: dict[int, int] = {}
