@@ -32,6 +32,9 @@ DOCUMENTS = {"manual.md", "minutes.md", "report_2021.pdf", "lighthouse_keepers.m
         ("according to lighthouse_keepers.md, who designed the tower?", "Who designed the tower?"),
         ("according to the handbook, how often is the lens cleaned?", "How often is the lens cleaned?"),
         ("what does the manual say about the tines?", "What about the tines?"),
+        # a request's frame after the document's: off too
+        ("according to minutes.md, can you tell me who chaired the meeting?", "Who chaired the meeting?"),
+        ("according to the handbook, could you tell me how often it is cleaned? thanks", "How often it is cleaned?"),
     ],
 )
 def test_words_that_ask_nothing_are_taken_off(question, asked):

@@ -10,7 +10,7 @@ before what it asks. So "what does manual.md say about the tines?" got the right
 
 `without_filler` takes off the request's frame and the politeness; `without_named_files` a file the
 context's documents are named (the name, or its stem: "manual", "report_2021"), which is matched with the
-quotes' sources instead (`named_sources`); `what_is_asked` also the document a question is asked of by a
+quotes' sources instead (answer.py `_sources`); `what_is_asked` also the document a question is asked of by a
 common noun ("according to the handbook", "in this report") and, of a question of several sentences,
 all but its questions. None of them leaves a question without a word naming its subject: the question
 comes back as it was, so a question the documents do not answer still reads so. Deterministic.
@@ -215,8 +215,10 @@ def without_document_words(question: str) -> str:
 
 def what_is_asked(question: str, documents: Iterable[str] = ()) -> str:
     """What whether the quotes answer a question is judged by: its questions, without filler, the files
-    of `documents` it names and the document it is asked of (module docstring)."""
-    return without_document_words(without_asides(question, documents))
+    of `documents` it names and the document it is asked of (module docstring). The filler goes again
+    once the document is off: a request's frame after it ('according to the handbook, can you tell me
+    how often ...?') only opens the question then."""
+    return without_filler(without_document_words(without_asides(question, documents)))
 
 
 def without_asides(question: str, documents: Iterable[str] = ()) -> str:
