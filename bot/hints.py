@@ -33,12 +33,14 @@ FILES_HINT = (
 # answers there (no thread opens inside a thread).
 OPENS_THREAD = "(my answer opens a thread where you can follow up by message)"
 ANSWERS_HERE = "(I answer here)"
-ASK_HINT = f"Ask me with `/ask` {OPENS_THREAD}; `/kb list` shows the documents I answer from."
 
 
-def ask_hint(opens_thread: bool) -> str:
-    """How to ask, saying truly where the answer goes."""
-    return ASK_HINT if opens_thread else ASK_HINT.replace(OPENS_THREAD, ANSWERS_HERE)
+def ask_hint(where: str = OPENS_THREAD) -> str:
+    """How to ask, saying truly where the answer goes (`OPENS_THREAD` or `ANSWERS_HERE`)."""
+    return f"Ask me with `/ask` {where}; `/kb list` shows the documents I answer from."
+
+
+ASK_HINT = ask_hint()
 
 
 def mention_hint(content: str, filenames: list[str], tally: Tally | None, opens_thread: bool = True) -> str:
@@ -54,7 +56,7 @@ def mention_hint(content: str, filenames: list[str], tally: Tally | None, opens_
         return unread_types(len(filenames), where)
     if filenames:
         return files_outcome(tally, where) if re.search(r"\w", MENTION.sub("", content)) else ""
-    return LINK_HINT if LINK.search(content) else ask_hint(opens_thread)
+    return LINK_HINT if LINK.search(content) else ask_hint(where)
 
 
 def unread_types(files: int, where: str = OPENS_THREAD) -> str:

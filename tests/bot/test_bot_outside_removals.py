@@ -65,11 +65,12 @@ async def test_a_removal_made_while_the_bot_was_down_is_redacted_at_its_next_sta
     assert REMOVED.encode() not in path.read_bytes()  # scrubbed from the file, not only the rows
 
 
+@pytest.mark.parametrize("first", ["Show context", "thread memory"])
 async def test_a_removal_made_while_the_bot_runs_is_redacted_before_its_pages_are_shown(
-    make_harness, bot_settings, embedder, monkeypatch
+    make_harness, bot_settings, embedder, monkeypatch, first
 ):
     """`raptor forget` while the bot runs: the next 'Show context' click, and the next follow-up's memory,
-    finish the recorded removal first."""
+    finish the recorded removal first (each read first, so each read's own finishing is what is tested)."""
     h = await make_harness()
     await add_doc(h, "archive.md", ARCHIVE)
     await add_doc(h, "bread.txt", SOURDOUGH)
@@ -81,6 +82,9 @@ async def test_a_removal_made_while_the_bot_runs_is_redacted_before_its_pages_ar
     argv = ["--data-dir", str(bot_settings.data_dir), "forget", "archive.md", "--kb", KB_A]
     result = await asyncio.to_thread(CliRunner().invoke, cli_module.cli, argv)
     assert result.exit_code == 0, result.output
+    if first == "thread memory":
+        turns = await h.bot.services.state.history(GUILD, thread)
+        assert [t.content for t in turns] == [FIRST_QUESTION, REMOVED_DOCUMENT]
     page = await show_context(h, answer)
     assert REMOVED not in page and REMOVED_DOCUMENT in page
     turns = await h.bot.services.state.history(GUILD, thread)
