@@ -84,3 +84,24 @@ def test_ranking_keeps_a_common_noun_for_the_document():
     question = "According to the story, who is the narrator?"
     assert without_asides(question) == question
     assert what_is_asked(question) == "Who is the narrator?"
+
+
+@pytest.mark.parametrize(
+    ("question", "ranked"),
+    [
+        ("according to minutes.md, can you tell me who chaired the meeting?", "Who chaired the meeting?"),
+        ("in report_2021.pdf, could you please tell me what revenue was? thanks", "What revenue was?"),
+        ("what does manual.md say about the tines?", "What about the tines?"),
+        # a common noun's frame stays for ranking, and so does the request behind it
+        (
+            "according to the handbook, could you tell me how often it is cleaned?",
+            "according to the handbook, could you tell me how often it is cleaned?",
+        ),
+    ],
+)
+def test_ranking_strips_a_request_behind_a_named_file_as_the_lead_line_does(question, ranked):
+    """The search ranks with what the lead line judges, but for a common noun for the document: a
+    request's frame after a file's name goes from both ('Can you tell me who ...' ranked with 'can you
+    tell me' as words of the question)."""
+    assert without_asides(question, DOCUMENTS) == ranked
+    assert what_is_asked(question, DOCUMENTS) == what_is_asked(ranked, DOCUMENTS)

@@ -11,6 +11,7 @@ import pytest
 
 from raptor_engine.engine import Engine
 from raptor_engine.query.answer import FOUND, QUOTE
+from raptor_engine.types import Turn
 from tests.unhurried import unhurried_settings
 
 DOCUMENTS = {
@@ -101,4 +102,15 @@ async def test_a_question_with_words_that_ask_nothing_is_answered_when_the_quote
 )
 async def test_a_question_the_documents_do_not_answer_still_says_so_phrased_the_same_ways(allotment, question):
     answer = await allotment.ask("kb", question)
+    assert not answer.text.startswith(FOUND) and not answer.answered, answer.text
+
+
+async def test_a_comparison_with_a_year_no_document_has_still_says_so(allotment):
+    """'was that more than in 2017?' after the 2021 revenue: searched as the 2017 revenue beside the 2021
+    question, it quotes the 2021 figure, which is not the one compared with."""
+    history: list[Turn] = []
+    for question in ["What was revenue in 2021?", "was that more than in 2017?"]:
+        answer = await allotment.ask("kb", question, history=list(history))
+        history += [Turn("user", question), Turn("assistant", answer.text)]
+    assert "2017" in answer.query
     assert not answer.text.startswith(FOUND) and not answer.answered, answer.text

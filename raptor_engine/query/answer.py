@@ -54,6 +54,7 @@ from ..tree.embed import Embedder
 from ..types import AnswerDraft, Citation, ContextNode, Turn
 from .asked import context_documents, named_files, what_is_asked, without_asides
 from .code_answers import code_result_lines, is_setting, setting_keys
+from .compared import compared_times, holds_figures_of
 from .followup import (
     DOCUMENT_ENDS,
     DOCUMENT_OPENS,
@@ -2164,6 +2165,16 @@ def _without_asides(rewrite: Rewrite, context: list[ContextNode]) -> tuple[Rewri
     return (replace(rewrite, core=core) if core != rewrite.core else rewrite), named
 
 
+def _title_of(candidate: _Candidate) -> str:
+    """The names (and a leaf's headings) of the documents a quote may stand in: a leaf's document, the
+    leaf's document of a summary's copy of its sentence, else every document the summary draws on."""
+    if candidate.placed is not None:
+        return candidate.placed[0] or ""
+    if candidate.node.document is None:
+        return " ".join(name for name, _ in candidate.node.drawn_from)
+    return " ".join([candidate.node.document, *candidate.node.heading])
+
+
 def _sources(picked: list[_Candidate]) -> set[str]:
     """The documents quotes were taken from (a summary's: the documents it draws on)."""
     return context_documents((c.node.document for c in picked), (c.node.drawn_from for c in picked))
@@ -2311,7 +2322,9 @@ class ExtractiveAnswerer:
         who did, or says nothing of who did not, does not settle it. A question naming its subject only by a
         pronoun ('who designed it?') gets the closest passages at worst. A question about what a transcript's
         speaker said, naming no topic ('What did Jane Doe say?'), is answered when the first quote is that
-        speaker's."""
+        speaker's. A comparison with another year or quarter, judged as searched ('How many plots were
+        vacant in Q1? (context: ... in Q2?)'), is answered when the quotes hold a figure of each time
+        (compared.py), else gets the closest passages."""
         core = quoted.rewrite.core
         if quoted.settled is not None:
             return Grounding.ANSWERED if quoted.settled else Grounding.CLOSEST
@@ -2319,6 +2332,10 @@ class ExtractiveAnswerer:
             return Grounding.ANSWERED
         if _asks_only_a_speaker(core, quoted.candidates, quoted.picked):
             return Grounding.ANSWERED
+        times = compared_times(core, quoted.rewrite.context)
+        if times is not None:  # 'was that more than in Q1?': both figures, each of its own time
+            titled = [(c.text, _title_of(c)) for c in quoted.picked]
+            return Grounding.ANSWERED if holds_figures_of(times, titled) else Grounding.CLOSEST
         core = what_is_asked(core)
         verdict = self.grounding.verdict(self._asked_features(quoted, core, context))
         if verdict is Grounding.ANSWERED and quoted.named and not quoted.named & _sources(quoted.picked):

@@ -213,19 +213,27 @@ def without_document_words(question: str) -> str:
     return _kept(question, text)
 
 
+def _without_asides(question: str, documents: Iterable[str], document_words: bool) -> str:
+    """The one order both readings of a question strip in: a long one's questions, the filler, the files
+    of `documents` it names, with `document_words` the document it is asked of by a common noun, then
+    the filler again: a request's frame after a document's ('according to minutes.md, can you tell me
+    who ...?') only opens the question once the document is off."""
+    text = without_named_files(without_filler(question_sentences(question)), documents)
+    if document_words:
+        text = without_document_words(text)
+    return without_filler(text)
+
+
 def what_is_asked(question: str, documents: Iterable[str] = ()) -> str:
     """What whether the quotes answer a question is judged by: its questions, without filler, the files
-    of `documents` it names and the document it is asked of (module docstring). The filler goes again
-    once the document is off: a request's frame after it ('according to the handbook, can you tell me
-    how often ...?') only opens the question then."""
-    return without_filler(without_document_words(without_asides(question, documents)))
+    of `documents` it names and the document it is asked of (module docstring)."""
+    return _without_asides(question, documents, document_words=True)
 
 
 def without_asides(question: str, documents: Iterable[str] = ()) -> str:
-    """What a question is ranked by: a long one's questions, without filler and without the files of
-    `documents` it names (a common noun for the document stays: 'in the story' helps find the story's
-    sentences)."""
-    return without_named_files(without_filler(question_sentences(question)), documents)
+    """What a question is ranked by: `what_is_asked` but for a common noun for the document, which stays
+    ('in the story' helps find the story's sentences)."""
+    return _without_asides(question, documents, document_words=False)
 
 
 def context_documents(names: Iterable[str | None], drawn: Iterable[tuple[tuple[str, int], ...]] = ()) -> set[str]:
