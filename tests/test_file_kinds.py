@@ -11,7 +11,14 @@ from click.testing import CliRunner
 
 from raptor_engine.cli import cli
 from raptor_engine.errors import IngestError
-from raptor_engine.ingest.load import FILE_KINDS, SUPPORTED_EXTENSIONS, check_upload, file_kinds, file_types
+from raptor_engine.ingest.load import (
+    FILE_KINDS,
+    SUPPORTED_EXTENSIONS,
+    check_upload,
+    file_extensions,
+    file_kinds,
+    file_types,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,13 +34,15 @@ def test_the_short_list_is_short_and_the_full_one_names_every_extension():
     assert len(file_kinds("or", capital=True)) <= 100  # an option's description: Discord allows 100
     assert file_kinds("or", capital=True).startswith("Text, Markdown, PDF, Word, ODT, EPUB, ")
     assert all(f" {ext}" in f" {file_types().replace('(', ' ')}" for ext in SUPPORTED_EXTENSIONS)
+    assert sorted(file_extensions().split()) == sorted(SUPPORTED_EXTENSIONS)
 
 
 @pytest.mark.parametrize("name", ["sheet.xlsx", "README"])
-def test_a_refused_type_names_the_types_read_by_kind(name):
+def test_a_refused_type_names_every_extension_read(name):
     with pytest.raises(IngestError) as refused:
         check_upload(name, 10, 1000)
-    assert refused.value.reason.endswith(f"supported types are {file_types()}."), refused.value.reason
+    assert refused.value.reason.endswith(f"supported types are {file_extensions()}."), refused.value.reason
+    assert len(refused.value.reason) < 300  # one sentence, read at once
 
 
 def test_the_cli_help_and_the_bot_guide_list_the_same_types():

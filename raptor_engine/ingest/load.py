@@ -95,6 +95,12 @@ def file_kinds(conjunction: str = "and", *, capital: bool = False) -> str:
     return kinds[0].upper() + kinds[1:] if capital else kinds
 
 
+def file_extensions() -> str:
+    """Every supported extension, in the kinds' order and nothing else (".txt .md .markdown .pdf ..."): a
+    refused file's line, one sentence where the person looks for their file's extension."""
+    return " ".join(extension for _, extensions in FILE_KINDS for extension in extensions)
+
+
 def file_types() -> str:
     """Every supported extension, grouped by kind: "text (.txt), Markdown (.md .markdown), ..."; for a
     refused file's line and the docs, where someone looks for one extension."""
@@ -208,7 +214,7 @@ def _format_for(name: str) -> str:
     ext = _extension(name)
     if ext not in SUPPORTED_EXTENSIONS:
         shown = ext or "no extension"
-        raise IngestError(name, f"has an unsupported file type ({shown}); supported types are {file_types()}.")
+        raise IngestError(name, f"has an unsupported file type ({shown}); supported types are {file_extensions()}.")
     return SUPPORTED_EXTENSIONS[ext]
 
 
