@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from bot.adding import Tally
+from bot.adding import Tally, done_header
 from bot.answering import WORDLESS_QUESTION
 from bot.client import THREAD_POINTER
 from bot.hints import ANSWERS_HERE, files_outcome, only_links, unread_types
@@ -210,3 +210,39 @@ def test_plain_question_keeps_words_and_drops_markup():
     assert plain_question("> who chaired it?\n> and when?") == "who chaired it? and when?"
     assert plain_question("what is C# used for?") == "what is C# used for?"
     assert plain_question("<:blobthink:123456789012345678>") == ""
+
+
+async def test_an_upload_of_files_already_here_reads_already_here(make_harness):
+    """/kb add of a file already in the knowledge base, then of it with a new file and a refused one: the
+    header says what became of each. Before: "Done: 0 of 1 file(s) added." above the ↩️ line."""
+    h = await make_harness()
+    await add_doc(h, "manual.md", MANUAL)
+    again = h.kb_add(h.fake.add_file("manual.md", MANUAL.encode()))
+    lines = text_of((await h.replies_done(again, lambda r: "↩️" in text_of(r[0]) and "⏳" not in text_of(r[0])))[0])
+    assert lines.split("\n")[0] == "Already here: 1 file, nothing changed.", lines
+    mixed = h.kb_add(
+        h.fake.add_file("manual.md", MANUAL.encode()),
+        h.fake.add_file("minutes.md", MINUTES.encode()),
+        h.fake.add_file("tool.exe", b"MZ\x90\x00"),
+    )
+    lines = text_of((await h.replies_done(mixed, lambda r: "Done" in text_of(r[0])))[0])
+    assert lines.split("\n")[0] == "Done: 1 file added, 1 already here and 1 not added.", lines
+
+
+@pytest.mark.parametrize(
+    ("tally", "header"),
+    [
+        (Tally(added=1), "Done."),
+        (Tally(added=3), "Done."),
+        (Tally(already=1), "Already here: 1 file, nothing changed."),
+        (Tally(already=2), "Already here: 2 files, nothing changed."),
+        (Tally(not_added=1), "Nothing added: 1 file could not be added."),
+        (Tally(not_added=2), "Nothing added: 2 files could not be added."),
+        (Tally(already=1, not_added=2), "Nothing added: 1 file already here and 2 not added."),
+        (Tally(added=1, already=1), "Done: 1 file added and 1 already here."),
+        (Tally(added=2, not_added=1), "Done: 2 files added and 1 not added."),
+        (Tally(added=1, already=2, not_added=1), "Done: 1 file added, 2 already here and 1 not added."),
+    ],
+)
+def test_the_upload_header_says_what_became_of_every_file(tally, header):
+    assert done_header(tally) == header
