@@ -7,19 +7,30 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 
 import pytest
 
 from bot.adding import Tally, done_header
-from bot.answering import WORDLESS_QUESTION
+from bot.answering import SPOILER_THREAD, WORDLESS_QUESTION
 from bot.client import THREAD_POINTER
 from bot.hints import ANSWERS_HERE, files_outcome, only_links, unread_types
-from bot.render import plain_question
+from bot.render import CONTENT_LIMIT, asked_under_spoiler, plain_question, render_answer
+from bot.streaming import CURSOR, streaming_pieces
 from tests.bot.conftest import BOT_ID, CHAN_A, GUILD, text_of, user_payload
-from tests.bot.test_bot_answers import FOLLOW_UP, SEARCHED, bot_reply_in, footer_of, open_archive_thread
-from tests.bot.test_bot_flows import add_doc
+from tests.bot.test_bot_answers import (
+    ARCHIVE,
+    FIRST_QUESTION,
+    FOLLOW_UP,
+    SEARCHED,
+    bot_reply_in,
+    footer_of,
+    open_archive_thread,
+)
+from tests.bot.test_bot_flows import add_doc, ask
 from tests.bot.test_bot_mentions import replies_to
 from tests.bot.test_bot_real_process import MANUAL, MINUTES
+from tests.bot.test_bot_render import make_answer
 
 
 def post(h, channel: int, content: str, *, mention: bool = False, **fields) -> dict:
@@ -91,13 +102,23 @@ async def test_a_follow_up_edited_to_a_reaction_or_thanks_keeps_its_answer(make_
 )
 async def test_a_follow_up_under_discord_markup_asks_what_its_words_say(make_harness, wrapped):
     """A follow-up under a spoiler, in a code block, quoted or in bold is searched as its words. Before,
-    "Searched as: ||and when did she leave?||": the bars hid the question from the follow-up's reading."""
+    "Searched as: ||and when did she leave?||": the bars hid the question from the follow-up's reading.
+    Under a spoiler, its answer is hidden too (the searched line, in the sources' text, also); before, the
+    answer showed what the spoiler hid."""
     h = await make_harness(message_content=True)
     thread = await open_archive_thread(h)
     h.say(thread, wrapped)
     answer = await bot_reply_in(h, thread, 1)
-    assert footer_of(answer).startswith(SEARCHED), footer_of(answer)
-    assert "1975" in answer["content"]
+    content, sources = answer["content"], answer["embeds"][-1]
+    assert "1975" in content
+    if not wrapped.startswith("||"):
+        assert footer_of(answer).startswith(SEARCHED) and "||" not in content, footer_of(answer)
+        return
+    assert content.startswith("||") and content.endswith("||") and "||" not in content[2:-2], content
+    assert "Searched as" not in footer_of(answer) and footer_of(answer).startswith("Context:"), footer_of(answer)
+    searched = sources["description"].splitlines()[-1]
+    assert searched.startswith(f"||{SEARCHED}") and searched.endswith("||"), searched
+    assert sources["description"].startswith("**[1]**")  # the sources stay as they were
 
 
 async def test_a_question_forwarded_into_the_answer_thread_is_answered(make_harness):
@@ -246,3 +267,48 @@ async def test_an_upload_of_files_already_here_reads_already_here(make_harness):
 )
 def test_the_upload_header_says_what_became_of_every_file(tally, header):
     assert done_header(tally) == header
+
+
+@pytest.mark.parametrize(
+    ("question", "hidden"),
+    [
+        ("||who dies at the end?||", True),
+        ("who is ||the traitor|| in chapter 3?", True),
+        ("||who dies\nat the end?||", True),
+        ("is it a || b?", False),
+        ("`a || b` or `||c||`?", False),
+        ("```\n||who?||\n```", False),
+        ("\\|\\|who?\\|\\|", False),
+        ("|| ||", False),
+    ],
+)
+def test_a_question_under_a_spoiler_is_told_from_bars_that_hide_nothing(question, hidden):
+    assert asked_under_spoiler(question) is hidden
+
+
+def test_a_hidden_answer_is_under_spoilers_that_its_own_markup_cannot_break():
+    """Each message of a hidden answer (long, holding `||`, a code fence, a quote and a backslash) is one
+    spoiler: every bar and backtick of the answer escaped, within Discord's limit, streamed ones too."""
+    text = "The ending || who dies ||: ```py\nprint(1)\n```\n> quoted \\ [1]. " * 80
+    for pieces in (
+        [m.content for m in render_answer(make_answer(text), hidden=True)],
+        streaming_pieces(text, hidden=True),
+    ):
+        assert len(pieces) > 1
+        for piece in pieces:
+            body = piece.removesuffix(CURSOR)
+            assert len(piece) <= CONTENT_LIMIT and body.startswith("||") and body.endswith("||"), piece[-20:]
+            assert not re.search(r"(?<!\\)(?:\\\\)*\|", body[2:-2]), body  # no bar unescaped inside
+            assert not re.search(r"(?<!\\)`", body), body
+    assert not render_answer(make_answer(text))[0].content.startswith("||")
+
+
+async def test_an_ask_under_a_spoiler_is_answered_under_one_in_a_thread_not_named_by_it(make_harness):
+    """/ask with its question under a spoiler: the answer's text is hidden and the thread it opens is not
+    named after the question (a thread's name shows no spoiler). Before, both showed it."""
+    h = await make_harness()
+    await add_doc(h, "archive.md", ARCHIVE)
+    _, replies = await ask(h, f"||{FIRST_QUESTION}||")
+    content = replies[0]["content"]
+    assert "Margaret Hale" in content and content.startswith("||") and content.endswith("||"), content
+    assert [t.name for t in h.bot.get_guild(GUILD).threads] == [SPOILER_THREAD]
