@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import re
 import time
@@ -22,6 +23,7 @@ import discord
 from raptor_engine.engine import MAX_QUESTION_CHARS, EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
 from raptor_engine.ingest.load import file_kinds
+from raptor_engine.query.asked import in_brief
 from raptor_engine.query.followup import split_standalone
 from raptor_engine.query.smalltalk import Act, small_talk_act
 from raptor_engine.query.support import MATCHED
@@ -110,13 +112,20 @@ async def ask_engine(
             question,
             mode=mode,
             budget=services.settings.budget,
-            history=history,
+            history=in_context(history),
             asked_by=asked_by,
             on_text=on_text,
             follows=follows,
         )
     except (EmptyKnowledgeBaseError, NotFoundError):
         return None
+
+
+def in_context(history: list[Turn]) -> list[Turn]:
+    """A thread's turns as a question is given them: a long question as what it asks (`in_brief`), so a
+    pasted paragraph is not searched again as every later follow-up's context. What the thread stores
+    stays as asked: an edit is compared with it."""
+    return [dataclasses.replace(t, content=in_brief(t.content)) if t.role == "user" else t for t in history]
 
 
 async def prepare(

@@ -312,3 +312,19 @@ async def test_an_ask_under_a_spoiler_is_answered_under_one_in_a_thread_not_name
     content = replies[0]["content"]
     assert "Margaret Hale" in content and content.startswith("||") and content.endswith("||"), content
     assert [t.name for t in h.bot.get_guild(GUILD).threads] == [SPOILER_THREAD]
+
+
+async def test_a_very_long_follow_up_is_what_it_asks_to_the_follow_ups_after_it(make_harness):
+    """A follow-up of one clause pasted over and over (3,600 characters, cut to 2,000), then another: the
+    second is searched with what the long one asked as its context, once. Before: "(context: When did
+    she leave, when did she leave, when did she leave, …)", the whole paste given to every later one."""
+    h = await make_harness(message_content=True)
+    thread = await open_archive_thread(h)
+    long = ("when did she leave, " * 180).rstrip(", ") + "?"
+    assert len(long) > 3_500
+    h.say(thread, long)
+    await bot_reply_in(h, thread, 1)
+    h.say(thread, "where did she train?")
+    footer = footer_of(await bot_reply_in(h, thread, 2)).split("\n")[0]
+    assert footer.startswith("Searched as: Where did Margaret Hale train?"), footer
+    assert footer.endswith("(context: When did Margaret Hale leave)"), footer  # the 2,000 kept lost the "?"
