@@ -203,7 +203,7 @@ async def add_files(
             names = [a.filename for a in attachments]
             batch = BatchStatus(
                 status,
-                f"Adding {len(names)} file(s) to this channel's knowledge base…",
+                f"Adding {counted(len(names), 'file')} to this channel's knowledge base…",
                 names,
                 refused,
                 services.status_interval,
@@ -222,14 +222,31 @@ async def add_files(
                 tally.added += status == "added"
                 tally.already += status == "duplicate"
                 tally.not_added += status is None
-            await batch.finish(done_header(tally.added, len(attachments) + len(refused)))
+            await batch.finish(done_header(tally))
             return tally
 
 
-def done_header(added: int, sent: int) -> str:
-    """The finished upload's first line: a bare "Done." only when every file sent was added, so a
-    refused file (its type or size) is never under a header that reads as if all went in."""
-    return "Done." if added == sent else f"Done: {added} of {sent} file(s) added."
+def done_header(tally: Tally) -> str:
+    """The finished upload's first line, saying what became of every file sent: a bare "Done." only when
+    each was added, "Already here: …" when each was a copy of a document here, "Nothing added: …" when
+    none went in, else the counts ("Done: 2 files added and 1 not added."). A refused file (its type or
+    size) is never under a header that reads as if all went in, nor a copy under one that reads as a
+    failure."""
+    if tally.added == tally.files:
+        return "Done."
+    if tally.already == tally.files:
+        return f"Already here: {counted(tally.already, 'file')}, nothing changed."
+    counts = [
+        (tally.added, "added"), (tally.already, "already here"), (tally.not_added + tally.passed_over, "not added")
+    ]
+    # "1 file added and 2 already here": the first count names what is counted
+    parts = [f"{counted(n, 'file') if not i else f'{n:,}'} {what}" for i, (n, what) in enumerate(c for c in counts if c[0])]
+    listed = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+    if tally.added:
+        return f"Done: {listed}."
+    if not tally.already:
+        return f"Nothing added: {counted(tally.files, 'file')} could not be added."
+    return f"Nothing added: {listed}."
 
 
 def origin_of(status: StatusMessage) -> tuple[int | None, int | None]:

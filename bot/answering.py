@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import re
 import time
@@ -22,6 +23,7 @@ import discord
 from raptor_engine.engine import MAX_QUESTION_CHARS, EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
 from raptor_engine.ingest.load import file_kinds
+from raptor_engine.query.asked import in_brief
 from raptor_engine.query.followup import split_standalone
 from raptor_engine.query.smalltalk import Act, small_talk_act
 from raptor_engine.query.support import MATCHED
@@ -30,7 +32,16 @@ from raptor_engine.types import Answer, TextCallback, Turn
 from .hints import LINK_HINT, only_links
 from .kb import home_channel_id, kb_for_channel
 from .permissions import cooldown_text
-from .render import OutMessage, inert, inert_answer, plain_name, plain_question, render_answer, truncate
+from .render import (
+    OutMessage,
+    asked_under_spoiler,
+    inert,
+    inert_answer,
+    plain_name,
+    plain_question,
+    render_answer,
+    truncate,
+)
 from .replies import Replier, failure_text, reply_quietly, tell
 from .services import Services
 from .state import AskedExchange, CitedNodes, ThreadRecord
@@ -50,6 +61,7 @@ STILL_BUILDING = (
     "This channel's first document is still being added; ask again when its progress message says it is done."
 )
 THREAD_NAME_LIMIT = 100
+SPOILER_THREAD = "Spoiler: follow-ups"  # a thread's name shows no spoiler: one asked under a spoiler is not named
 # A follow-up of no words but a question mark ("?", "??", "🤔?"): a prompt as short as what it answers.
 WORDLESS_QUESTION = "What would you like to know? Ask in words, for example “why?” or “when was that?”."
 # What a message in a thread says when it asks nothing: an edit to one of these leaves its answer.
@@ -100,7 +112,7 @@ async def ask_engine(
             question,
             mode=mode,
             budget=services.settings.budget,
-            history=history,
+            history=in_context(history),
             asked_by=asked_by,
             on_text=on_text,
             follows=follows,
@@ -109,12 +121,20 @@ async def ask_engine(
         return None
 
 
+def in_context(history: list[Turn]) -> list[Turn]:
+    """A thread's turns as a question is given them: a long question as what it asks (`in_brief`), so a
+    pasted paragraph is not searched again as every later follow-up's context. What the thread stores
+    stays as asked: an edit is compared with it."""
+    return [dataclasses.replace(t, content=in_brief(t.content)) if t.role == "user" else t for t in history]
+
+
 async def prepare(
-    services: Services, kb: str, answer: Answer, asked_at: float | None = None
+    services: Services, kb: str, answer: Answer, asked_at: float | None = None, hidden: bool = False
 ) -> tuple[list[OutMessage], discord.ui.View | None]:
     """Rendered messages and the 'Show context' / 'Show tree' buttons for a stored copy of the context;
     a reply that searched nothing ('thanks!') is its text alone. `asked_at` (`time.time()` before the
-    engine was asked): the stored copy loses the nodes a removal took since (`BotState.save_answer`)."""
+    engine was asked): the stored copy loses the nodes a removal took since (`BotState.save_answer`).
+    `hidden`: the question was asked under a spoiler, so the answer's text is under one too."""
     if not answer.has_context:
         return [OutMessage(content=inert_answer(answer.text))], None
     ctx = answer.context
@@ -123,7 +143,7 @@ async def prepare(
     answer_id = await services.state.save_answer(
         kb, answer.question, ctx.nodes, ctx.tokens_used, ctx.budget, cited=cited, matched=matched, since=asked_at
     )
-    return render_answer(answer), answer_view(answer_id)
+    return render_answer(answer, hidden), answer_view(answer_id)
 
 
 REMOVED_NAME_CHARS = 100  # a removed document's name in the notice, at most
@@ -246,8 +266,9 @@ async def _ask(
         else None
     )
     history = await services.state.history(record.guild_id, record.thread_id) if record else []
+    hidden = asked_under_spoiler(question)
     question = truncate(plain_question(question) or question.strip(), MAX_QUESTION_CHARS)
-    stream = StreamedReply(replier.send, replier.send)
+    stream = StreamedReply(replier.send, replier.send, hidden=hidden)
     asked_at = time.time()
     try:
         answer = await ask_engine(services, kb, question, mode, history, str(interaction.user), stream.show)
@@ -265,14 +286,14 @@ async def _ask(
         await replier.refuse(empty_text(services, kb))
         return
     told = await note_removed(services, record, answer) if record is not None else []
-    messages, view = await prepare(services, kb, answer, asked_at)
+    messages, view = await prepare(services, kb, answer, asked_at, hidden)
     sent = await deliver(stream, messages, view, replier.send_all)
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
     if record is not None:
         if not private:  # only its asker saw it: no public follow-up may lean on it (or show it)
             await remember_exchange(services, record.guild_id, record.thread_id, answer, sent=sent, told=told)
     elif not private and sent and answer.has_context and isinstance(channel, discord.TextChannel):
-        await open_thread(services, interaction, channel, sent, kb, question, answer)
+        await open_thread(services, interaction, channel, sent, kb, SPOILER_THREAD if hidden else question, answer)
 
 
 async def open_thread(
@@ -510,11 +531,12 @@ async def _follow_up(
         )
         return
     question = truncate(question, MAX_QUESTION_CHARS)
+    hidden = asked_under_spoiler(message.content or forwarded_text(message))
     if edited is None:
         history, follows = await thread_history(services, record, message)
     else:
         history, follows = edited.history, None
-    stream = StreamedReply(*thread_senders(message))
+    stream = StreamedReply(*thread_senders(message), hidden=hidden)
     if edited is not None:
         await adopt_answer(stream, message.channel, edited.answer_message_ids)
     asked_at = time.time()
@@ -537,7 +559,7 @@ async def _follow_up(
         await reply_quietly(message, empty_text(services, kb))
         return
     told = await note_removed(services, record, answer)
-    messages, view = await prepare(services, kb, answer, asked_at)
+    messages, view = await prepare(services, kb, answer, asked_at, hidden)
     try:
         sent = await deliver(stream, messages, view, stream.send_all)
     except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread

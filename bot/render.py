@@ -92,6 +92,23 @@ def plain_question(text: str) -> str:
     return " ".join(_WRAPPERS.sub(" ", text).split())
 
 
+# Spoiler bars around something (Discord's `||...||`, across lines too); bars in code or escaped are text.
+_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
+_SPOILER = re.compile(r"(?<!\\)\|\|(?=.*?\S.*?(?<!\\)\|\|)", re.S)
+SPOILER = "||"
+
+
+def asked_under_spoiler(text: str) -> bool:
+    """Whether a member hid (some of) their question under a spoiler: its answer, which says what the
+    question asks, is hidden too (`render_answer`)."""
+    return bool(_SPOILER.search(_CODE.sub(" ", text)))
+
+
+def spoiler(text: str) -> str:
+    """Text (made inert before: no `||` of its own can close the spoiler) hidden until clicked."""
+    return f"{SPOILER}{text}{SPOILER}" if text.strip() else text
+
+
 def plain_name(text: str, limit: int) -> str:
     """A one-line name for places that show text without markdown (thread names): markdown characters,
     masked links, mentions and timestamps reduced to readable words, within `limit` characters."""
@@ -294,16 +311,17 @@ def searched_line(answer: Answer, limit: int = SEARCHED_CHARS) -> str:
     return prefix + _opening_and_asks(rewrite.core, limit - len(prefix) - len(after)) + after
 
 
-def context_footer(answer: Answer) -> str:
+def context_footer(answer: Answer, hidden: bool = False) -> str:
     """What the answer stands on; for a follow-up, first the standalone question that was searched (for
-    'is that true?', the claims that were checked)."""
+    'is that true?', the claims that were checked), unless `hidden` (a footer shows no spoiler: the
+    searched line goes in the embed's text, `sources_embeds`)."""
     per_layer = " · ".join(f"L{layer}×{n}" for layer, n in answer.context.nodes_per_layer().items())
     ctx = answer.context
     text = (
         f"Context: {per_layer or 'no nodes'} · {ctx.tokens_used:,}/{ctx.budget:,} tokens · "
         f"{ctx.mode} · {answer.backend}"
     )
-    if answer.searched_as:
+    if answer.searched_as and not hidden:
         text = f"{searched_line(answer)}\n{text}"
     checked = describe_support(len(answer.unsupported), len(answer.wrong_citations))
     if checked:
@@ -311,16 +329,21 @@ def context_footer(answer: Answer) -> str:
     return truncate(text, FOOTER_LIMIT)
 
 
-def sources_embeds(answer: Answer) -> list[discord.Embed]:
-    """The sources embed(s): one line per cited node, split over several embeds when long."""
+def sources_embeds(answer: Answer, hidden: bool = False) -> list[discord.Embed]:
+    """The sources embed(s): one line per cited node, split over several embeds when long. `hidden` (a
+    question asked under a spoiler): the wrong citations' sentences and the searched line, which say
+    what was asked, are under a spoiler, the latter at the end of the text as a footer cannot hide it."""
     lines = [citation_line(c) for c in answer.citations] or ["The answer cites no passage."]
-    lines += wrong_citation_lines(answer)
+    wrong = wrong_citation_lines(answer)
+    lines += [spoiler(line) for line in wrong] if hidden else wrong
+    if hidden and answer.searched_as:
+        lines.append(spoiler(inert(searched_line(answer))))
     descriptions = split_text("\n".join(lines), DESCRIPTION_LIMIT)
     embeds = []
     for i, description in enumerate(descriptions):
         title = sources_title(answer) if i == 0 else f"{sources_title(answer)} (continued)"
         embeds.append(discord.Embed(title=title, description=description, colour=SOURCES_COLOUR))
-    embeds[-1].set_footer(text=context_footer(answer))
+    embeds[-1].set_footer(text=context_footer(answer, hidden))
     return embeds
 
 
@@ -338,12 +361,21 @@ def group_embeds(embeds: list[discord.Embed]) -> list[list[discord.Embed]]:
     return [g for g in groups if g]
 
 
-def render_answer(answer: Answer) -> list[OutMessage]:
-    """The answer's text in ≤2,000-character messages, the sources embeds riding on the last of them."""
+def answer_pieces(text: str, limit: int, hidden: bool = False) -> list[str]:
+    """Inert answer text in pieces of at most `limit` characters; `hidden`, each under its own spoiler (one
+    cannot span two messages). The text holds no markup of its own: every `|` in it is escaped."""
+    if not hidden:
+        return split_text(text, limit)
+    return [spoiler(piece) for piece in split_text(text, limit - 2 * len(SPOILER))]
+
+
+def render_answer(answer: Answer, hidden: bool = False) -> list[OutMessage]:
+    """The answer's text in ≤2,000-character messages, the sources embeds riding on the last of them;
+    `hidden` (the question was asked under a spoiler): the text under spoilers, the sources usable."""
     text = inert_answer(answer.text) + (f"\n\n⚠️ {inert(answer.note)}" if answer.note else "")
-    chunks = split_text(text) or ["(The answer came back empty.)"]
+    chunks = answer_pieces(text, CONTENT_LIMIT, hidden) or ["(The answer came back empty.)"]
     messages = [OutMessage(content=c) for c in chunks]
-    groups = group_embeds(sources_embeds(answer))
+    groups = group_embeds(sources_embeds(answer, hidden))
     messages[-1].embeds = groups[0]
     messages.extend(OutMessage(embeds=g) for g in groups[1:])
     return messages

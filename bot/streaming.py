@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import discord
 
-from .render import CONTENT_LIMIT, OutMessage, inert_answer, split_text
+from .render import CONTENT_LIMIT, OutMessage, answer_pieces, inert_answer
 from .replies import _kwargs as message_kwargs
 
 log = logging.getLogger(__name__)
@@ -31,9 +31,10 @@ CURSOR = " ▌"
 Send = Callable[[str, Sequence[discord.Embed], "discord.ui.View | None"], Awaitable["discord.Message | None"]]
 
 
-def streaming_pieces(text: str) -> list[str]:
-    """The text so far as message contents, the last with the cursor; each within Discord's limit."""
-    pieces = split_text(inert_answer(text), CONTENT_LIMIT - len(CURSOR)) or [""]
+def streaming_pieces(text: str, hidden: bool = False) -> list[str]:
+    """The text so far as message contents, the last with the cursor; each within Discord's limit, and
+    under a spoiler when `hidden` (the question was)."""
+    pieces = answer_pieces(inert_answer(text), CONTENT_LIMIT - len(CURSOR), hidden) or [""]
     pieces[-1] += CURSOR
     return pieces
 
@@ -49,8 +50,10 @@ class StreamedReply:
         *,
         interval: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        hidden: bool = False,
     ):
         self.send_first = send_first
+        self.hidden = hidden  # the question was asked under a spoiler: so is the text shown
         self.send_more = send_more
         self.interval = EDIT_INTERVAL if interval is None else interval
         self.clock = clock
@@ -87,7 +90,7 @@ class StreamedReply:
             async with self._editing:
                 self._changed.clear()
                 await self._wait_turn()
-                await self._put(streaming_pieces(self._latest))
+                await self._put(streaming_pieces(self._latest, self.hidden))
 
     async def _wait_turn(self) -> None:
         """Sleep until a second has passed since the last edit or send."""

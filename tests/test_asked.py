@@ -7,6 +7,7 @@ import pytest
 
 from raptor_engine.query.asked import (
     LONG_QUESTION_CHARS,
+    in_brief,
     named_files,
     question_sentences,
     what_is_asked,
@@ -105,3 +106,27 @@ def test_ranking_strips_a_request_behind_a_named_file_as_the_lead_line_does(ques
     tell me' as words of the question)."""
     assert without_asides(question, DOCUMENTS) == ranked
     assert what_is_asked(question, DOCUMENTS) == what_is_asked(ranked, DOCUMENTS)
+
+
+@pytest.mark.parametrize(
+    ("question", "brief"),
+    [
+        ("How do I start the rotavator?", "How do I start the rotavator?"),
+        (("how do I start the rotavator, " * 120).rstrip(", ") + "?", "How do I start the rotavator?"),
+        ("how do I start the rotavator, " * 100 + "how do I start…", "How do I start the rotavator, how do I start"),
+        (("how do I start it, what oil does it take, " * 90).rstrip(", ") + "?", "How do I start it, what oil does it take?"),
+        ("We bought a rotavator in May. " * 90 + "How often should the tines be cleaned?",
+         "How often should the tines be cleaned?"),
+        ("We bought a rotavator in May and it ran well all summer. " * 60, "We bought a rotavator in May and it ran well all summer."),
+    ],
+)
+def test_a_long_question_in_brief_is_what_it_asks(question, brief):
+    """What a later follow-up reads of an earlier question (bot/answering.py `in_context`)."""
+    assert in_brief(question) == brief
+
+
+def test_a_long_question_in_brief_is_bounded_and_cut_at_a_word():
+    for question in ("word " * 900, "x" * 3000, "why " + "very " * 700 + "slow?"):
+        brief = in_brief(question)
+        assert len(brief) <= LONG_QUESTION_CHARS + 1 and brief.endswith("…"), brief[-20:]
+        assert question.startswith(brief[:-1]) and question[len(brief) - 1] in " x", brief[-20:]

@@ -239,3 +239,33 @@ def without_asides(question: str, documents: Iterable[str] = ()) -> str:
 def context_documents(names: Iterable[str | None], drawn: Iterable[tuple[tuple[str, int], ...]] = ()) -> set[str]:
     """The documents a context's nodes come from, a summary's by the documents it draws on."""
     return {n for n in names if n} | {name for d in drawn for name, _ in d}
+
+
+def in_brief(question: str, limit: int = LONG_QUESTION_CHARS) -> str:
+    """A question as a later follow-up reads it for context: as it is up to `limit` characters; a longer
+    one (a pasted paragraph, a sentence pasted over and over) as what it asks, within `limit`: its
+    questions without filler (`question_sentences`, `without_filler`), each clause once, failing that its
+    last sentence, cut at a word. A follow-up after a 3,600-character question otherwise searched with
+    all of it as its context."""
+    if len(question) <= limit:
+        return question
+    asked = _clauses_once(without_filler(question_sentences(question)))
+    if len(asked) > limit and (sentences := sentences_of(asked)):
+        asked = sentences[-1].text  # no question among them: the last sentence is what is asked
+    if len(asked) > limit:
+        asked = asked[: asked.rfind(" ", 0, limit) if " " in asked[:limit] else limit].rstrip(" ,;:") + "…"
+    return asked
+
+
+def _clauses_once(text: str) -> str:
+    """`text` with each comma- or semicolon-separated clause kept once ('how do I start it, how do I
+    start it, ...' -> 'how do I start it')."""
+    clauses = re.split(r"(?<=[,;])\s+", text)
+    kept: dict[str, str] = {}
+    for clause in clauses:  # each in its first place; as said with a question mark, if it was so once
+        key = sentence_key(clause)
+        if key not in kept or clause.rstrip().endswith("?"):
+            kept[key] = clause
+    if len(kept) == len(clauses):
+        return text
+    return _tidy(" ".join(kept.values()).rstrip(",;… "))  # a question cut to its limit ends "…"

@@ -27,7 +27,7 @@ async def test_an_upload_whose_refused_files_are_the_only_problem_does_not_read_
     huge = h.fake.add_file("huge.txt", b"x", size=50_000_000)
     token = h.kb_add(good, exe, huge)
     lines = (await h.replies_done(token, lambda r: "Done" in text_of(r[0])))[0]["content"].split("\n")
-    assert lines[0] == "Done: 1 of 3 file(s) added.", lines
+    assert lines[0] == "Done: 1 file added and 2 not added.", lines
     assert [line[0] for line in lines[1:]] == ["❌", "❌", "✅"], lines
     assert [d.name for d in h.engine.documents(KB_A)] == ["kestrel.md"]
 
@@ -47,7 +47,7 @@ async def test_a_posted_message_with_a_refused_file_beside_good_ones(make_harnes
         lambda: [m for m in h.fake.channel_messages(CHAN_A) if m["content"].startswith("Done")], what="the build"
     )
     lines = done[0]["content"].split("\n")
-    assert lines[0] == "Done: 2 of 3 file(s) added.", lines
+    assert lines[0] == "Done: 2 files added and 1 not added.", lines
     assert lines[1].startswith("❌ **huge.txt** is ") and "over the" in lines[1], lines
     assert sorted(d.name for d in h.engine.documents(KB_A)) == ["bread.txt", "kestrel.md"]
 

@@ -36,10 +36,16 @@ KB_A = kb_name(GUILD, CHAN_A)
 KB_B = kb_name(GUILD, CHAN_B)
 
 
+FINISHED = ("Done", "Already here:", "Nothing added:")  # how a finished upload's header reads (done_header)
+
+
 async def add_doc(h, name: str, text: str, channel: int = CHAN_A) -> list[dict]:
+    """Add one file with /kb add; its status once finished, whatever became of the file."""
     attachment = h.fake.add_file(name, text.encode())
     token = h.kb_add(attachment, channel=channel)
-    replies = await h.replies_done(token, lambda r: "Done" in text_of(r[0]), what=f"adding {name}")
+    replies = await h.replies_done(
+        token, lambda r: any(header in text_of(r[0]) for header in FINISHED), what=f"adding {name}"
+    )
     await h.finished(token)
     return replies
 
@@ -159,11 +165,11 @@ async def test_corrupt_or_lying_attachments_refused_and_nothing_stored(harness):
     )
     liar = h.fake.add_file("big.txt", b"word " * 40_000, size=1000)  # claims 1 KB, serves 200 KB
     token = h.kb_add(corrupt, liar)
-    replies = await h.replies_done(token, lambda r: "Done" in text_of(r[0]))
+    replies = await h.replies_done(token, lambda r: "Nothing added" in text_of(r[0]))
     content = replies[0]["content"]
     assert "❌ **report.pdf**" in content and "Nothing was stored" in content
     assert "❌ **big.txt** is larger than the" in content
-    assert "Done: 0 of 2 file(s) added." in content
+    assert "Nothing added: 2 files could not be added." in content
     assert h.engine.documents(KB_A) == []
     assert all(layer.nodes == 0 for layer in h.engine.tree_info(KB_A).layers)
 
@@ -681,6 +687,6 @@ async def test_an_upload_with_refused_and_failed_files_lists_the_problems_first(
     empty = h.fake.add_file("empty.txt", b"   ")
     token = h.kb_add(good, exe, corrupt, huge, empty)
     lines = (await h.replies_done(token, lambda r: "Done" in text_of(r[0])))[0]["content"].split("\n")
-    assert lines[0] == "Done: 1 of 5 file(s) added."
+    assert lines[0] == "Done: 1 file added and 4 not added."
     assert [line.split("**")[1] for line in lines[1:]] == ["tool.exe", "huge.txt", "report.pdf", "empty.txt", "kestrel.md"]
     assert all(line.startswith("❌") for line in lines[1:5]) and lines[5].startswith("✅ **kestrel.md** added")

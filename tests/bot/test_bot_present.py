@@ -75,7 +75,8 @@ async def test_document_text_and_file_names_are_inert_everywhere(harness):
     assert f"✅ **{shown}** added" in added and HOSTILE_NAME not in added
     assert live_syntax(without_bot_markup(added)) == []
 
-    question = "How do I **reset** my ||Discord|| password <@&350> @everyone [now](http://x.y)?"
+    # lone bars, not a spoiler: one would hide the answer and leave the thread unnamed (test_bot_small_messages)
+    question = "How do I **reset** my Discord || password <@&350> @everyone [now](http://x.y)?"
     token, replies = await ask(h, question)
     content = "\n".join(m["content"] for m in replies if m["content"])
     assert "Reset your Discord password here" in content or "Discord password reset" in content

@@ -151,8 +151,9 @@ async def test_follow_ups_that_go_on_from_the_last_answer_in_the_real_bot_proces
 async def test_a_busy_channel_with_the_real_bot_process(fake_api, tmp_path, embedder):
     """Members at once, as the real process sees them (botqa14): /ask sent right after another channel's
     first /kb add reads, privately, that the first document is on its way; a posted message of three files
-    of which one is too large adds the two others under "Done: 2 of 3"; the same file twice in one /kb add
-    (once under another name) is added once, each copy's line naming the document already here."""
+    of which one is too large adds the two others under "Done: 2 files added and 1 not added"; the same file
+    twice in one /kb add (once under another name) is added once, under "Already here: 2 files, nothing
+    changed.", each copy's line naming the document already here."""
     bot = RealBot(fake_api, tmp_path, env={"RAPTOR_BUILD_WORKERS": "0"})
     try:
         await bot.start()
@@ -174,12 +175,12 @@ async def test_a_busy_channel_with_the_real_bot_process(fake_api, tmp_path, embe
             lambda: [m for m in bot.bot_messages(CHAN_A) if text_of(m).startswith("Done")], 240, "the posted files"
         )
         lines = text_of(done[0]).split("\n")
-        assert lines[0] == "Done: 2 of 3 file(s) added." and lines[1].startswith("❌ **huge.txt** is "), lines
+        assert lines[0] == "Done: 2 files added and 1 not added." and lines[1].startswith("❌ **huge.txt** is "), lines
 
         twice = bot.kb_add(*(fake_api.add_file(name, MINUTES.encode()) for name in ("minutes.md", "copy.md")))
-        lines = text_of((await bot.replies_done(twice, lambda r: "Done" in text_of(r[0])))[0]).split("\n")
+        lines = text_of((await bot.replies_done(twice, lambda r: "Already here" in text_of(r[0])))[0]).split("\n")
         assert lines == [
-            "Done: 0 of 2 file(s) added.",
+            "Already here: 2 files, nothing changed.",
             "↩️ **minutes.md** is already in this knowledge base (same content); nothing changed.",
             "↩️ **copy.md** is already in this knowledge base as **minutes.md** (same content); nothing changed.",
         ], lines

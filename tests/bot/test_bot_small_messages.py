@@ -7,19 +7,30 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 
 import pytest
 
-from bot.adding import Tally
-from bot.answering import WORDLESS_QUESTION
+from bot.adding import Tally, done_header
+from bot.answering import SPOILER_THREAD, WORDLESS_QUESTION
 from bot.client import THREAD_POINTER
 from bot.hints import ANSWERS_HERE, files_outcome, only_links, unread_types
-from bot.render import plain_question
+from bot.render import CONTENT_LIMIT, asked_under_spoiler, plain_question, render_answer
+from bot.streaming import CURSOR, streaming_pieces
 from tests.bot.conftest import BOT_ID, CHAN_A, GUILD, text_of, user_payload
-from tests.bot.test_bot_answers import FOLLOW_UP, SEARCHED, bot_reply_in, footer_of, open_archive_thread
-from tests.bot.test_bot_flows import add_doc
+from tests.bot.test_bot_answers import (
+    ARCHIVE,
+    FIRST_QUESTION,
+    FOLLOW_UP,
+    SEARCHED,
+    bot_reply_in,
+    footer_of,
+    open_archive_thread,
+)
+from tests.bot.test_bot_flows import add_doc, ask
 from tests.bot.test_bot_mentions import replies_to
 from tests.bot.test_bot_real_process import MANUAL, MINUTES
+from tests.bot.test_bot_render import make_answer
 
 
 def post(h, channel: int, content: str, *, mention: bool = False, **fields) -> dict:
@@ -91,13 +102,23 @@ async def test_a_follow_up_edited_to_a_reaction_or_thanks_keeps_its_answer(make_
 )
 async def test_a_follow_up_under_discord_markup_asks_what_its_words_say(make_harness, wrapped):
     """A follow-up under a spoiler, in a code block, quoted or in bold is searched as its words. Before,
-    "Searched as: ||and when did she leave?||": the bars hid the question from the follow-up's reading."""
+    "Searched as: ||and when did she leave?||": the bars hid the question from the follow-up's reading.
+    Under a spoiler, its answer is hidden too (the searched line, in the sources' text, also); before, the
+    answer showed what the spoiler hid."""
     h = await make_harness(message_content=True)
     thread = await open_archive_thread(h)
     h.say(thread, wrapped)
     answer = await bot_reply_in(h, thread, 1)
-    assert footer_of(answer).startswith(SEARCHED), footer_of(answer)
-    assert "1975" in answer["content"]
+    content, sources = answer["content"], answer["embeds"][-1]
+    assert "1975" in content
+    if not wrapped.startswith("||"):
+        assert footer_of(answer).startswith(SEARCHED) and "||" not in content, footer_of(answer)
+        return
+    assert content.startswith("||") and content.endswith("||") and "||" not in content[2:-2], content
+    assert "Searched as" not in footer_of(answer) and footer_of(answer).startswith("Context:"), footer_of(answer)
+    searched = sources["description"].splitlines()[-1]
+    assert searched.startswith(f"||{SEARCHED}") and searched.endswith("||"), searched
+    assert sources["description"].startswith("**[1]**")  # the sources stay as they were
 
 
 async def test_a_question_forwarded_into_the_answer_thread_is_answered(make_harness):
@@ -210,3 +231,100 @@ def test_plain_question_keeps_words_and_drops_markup():
     assert plain_question("> who chaired it?\n> and when?") == "who chaired it? and when?"
     assert plain_question("what is C# used for?") == "what is C# used for?"
     assert plain_question("<:blobthink:123456789012345678>") == ""
+
+
+async def test_an_upload_of_files_already_here_reads_already_here(make_harness):
+    """/kb add of a file already in the knowledge base, then of it with a new file and a refused one: the
+    header says what became of each. Before: "Done: 0 of 1 file(s) added." above the ↩️ line."""
+    h = await make_harness()
+    await add_doc(h, "manual.md", MANUAL)
+    again = h.kb_add(h.fake.add_file("manual.md", MANUAL.encode()))
+    lines = text_of((await h.replies_done(again, lambda r: "↩️" in text_of(r[0]) and "⏳" not in text_of(r[0])))[0])
+    assert lines.split("\n")[0] == "Already here: 1 file, nothing changed.", lines
+    mixed = h.kb_add(
+        h.fake.add_file("manual.md", MANUAL.encode()),
+        h.fake.add_file("minutes.md", MINUTES.encode()),
+        h.fake.add_file("tool.exe", b"MZ\x90\x00"),
+    )
+    lines = text_of((await h.replies_done(mixed, lambda r: "Done" in text_of(r[0])))[0])
+    assert lines.split("\n")[0] == "Done: 1 file added, 1 already here and 1 not added.", lines
+
+
+@pytest.mark.parametrize(
+    ("tally", "header"),
+    [
+        (Tally(added=1), "Done."),
+        (Tally(added=3), "Done."),
+        (Tally(already=1), "Already here: 1 file, nothing changed."),
+        (Tally(already=2), "Already here: 2 files, nothing changed."),
+        (Tally(not_added=1), "Nothing added: 1 file could not be added."),
+        (Tally(not_added=2), "Nothing added: 2 files could not be added."),
+        (Tally(already=1, not_added=2), "Nothing added: 1 file already here and 2 not added."),
+        (Tally(added=1, already=1), "Done: 1 file added and 1 already here."),
+        (Tally(added=2, not_added=1), "Done: 2 files added and 1 not added."),
+        (Tally(added=1, already=2, not_added=1), "Done: 1 file added, 2 already here and 1 not added."),
+    ],
+)
+def test_the_upload_header_says_what_became_of_every_file(tally, header):
+    assert done_header(tally) == header
+
+
+@pytest.mark.parametrize(
+    ("question", "hidden"),
+    [
+        ("||who dies at the end?||", True),
+        ("who is ||the traitor|| in chapter 3?", True),
+        ("||who dies\nat the end?||", True),
+        ("is it a || b?", False),
+        ("`a || b` or `||c||`?", False),
+        ("```\n||who?||\n```", False),
+        ("\\|\\|who?\\|\\|", False),
+        ("|| ||", False),
+    ],
+)
+def test_a_question_under_a_spoiler_is_told_from_bars_that_hide_nothing(question, hidden):
+    assert asked_under_spoiler(question) is hidden
+
+
+def test_a_hidden_answer_is_under_spoilers_that_its_own_markup_cannot_break():
+    """Each message of a hidden answer (long, holding `||`, a code fence, a quote and a backslash) is one
+    spoiler: every bar and backtick of the answer escaped, within Discord's limit, streamed ones too."""
+    text = "The ending || who dies ||: ```py\nprint(1)\n```\n> quoted \\ [1]. " * 80
+    for pieces in (
+        [m.content for m in render_answer(make_answer(text), hidden=True)],
+        streaming_pieces(text, hidden=True),
+    ):
+        assert len(pieces) > 1
+        for piece in pieces:
+            body = piece.removesuffix(CURSOR)
+            assert len(piece) <= CONTENT_LIMIT and body.startswith("||") and body.endswith("||"), piece[-20:]
+            assert not re.search(r"(?<!\\)(?:\\\\)*\|", body[2:-2]), body  # no bar unescaped inside
+            assert not re.search(r"(?<!\\)`", body), body
+    assert not render_answer(make_answer(text))[0].content.startswith("||")
+
+
+async def test_an_ask_under_a_spoiler_is_answered_under_one_in_a_thread_not_named_by_it(make_harness):
+    """/ask with its question under a spoiler: the answer's text is hidden and the thread it opens is not
+    named after the question (a thread's name shows no spoiler). Before, both showed it."""
+    h = await make_harness()
+    await add_doc(h, "archive.md", ARCHIVE)
+    _, replies = await ask(h, f"||{FIRST_QUESTION}||")
+    content = replies[0]["content"]
+    assert "Margaret Hale" in content and content.startswith("||") and content.endswith("||"), content
+    assert [t.name for t in h.bot.get_guild(GUILD).threads] == [SPOILER_THREAD]
+
+
+async def test_a_very_long_follow_up_is_what_it_asks_to_the_follow_ups_after_it(make_harness):
+    """A follow-up of one clause pasted over and over (3,600 characters, cut to 2,000), then another: the
+    second is searched with what the long one asked as its context, once. Before: "(context: When did
+    she leave, when did she leave, when did she leave, …)", the whole paste given to every later one."""
+    h = await make_harness(message_content=True)
+    thread = await open_archive_thread(h)
+    long = ("when did she leave, " * 180).rstrip(", ") + "?"
+    assert len(long) > 3_500
+    h.say(thread, long)
+    await bot_reply_in(h, thread, 1)
+    h.say(thread, "where did she train?")
+    footer = footer_of(await bot_reply_in(h, thread, 2)).split("\n")[0]
+    assert footer.startswith("Searched as: Where did Margaret Hale train?"), footer
+    assert footer.endswith("(context: When did Margaret Hale leave)"), footer  # the 2,000 kept lost the "?"
