@@ -1145,6 +1145,14 @@ def text_of(message: dict) -> str:
     return "\n".join(parts)
 
 
+FINISHED = ("Done", "Already here:", "Nothing added:")  # how a finished upload's header opens (done_header)
+
+
+def upload_finished(message: dict) -> bool:
+    """Whether an upload's status message is its final one, whatever became of its files."""
+    return text_of(message).startswith(FINISHED)
+
+
 def custom_ids(message: dict) -> list[str]:
     return [
         c["custom_id"]

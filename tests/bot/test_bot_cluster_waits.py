@@ -15,7 +15,7 @@ from pathlib import Path
 from bot.answering import EMPTY_KB, STILL_BUILDING
 from bot.render import inert
 from tests.bot.bot_samples import LIGHTHOUSE
-from tests.bot.conftest import ALICE, CHAN_A, GUILD, snowflake, text_of
+from tests.bot.conftest import ALICE, CHAN_A, GUILD, snowflake, text_of, upload_finished
 from tests.bot.test_bot_restart import connected, kb_add, upload_states
 from tests.bot.test_bot_shards import bot_env
 from tests.dask_processes import dask_processes
@@ -53,7 +53,7 @@ async def test_a_bot_whose_scheduler_has_no_worker_says_why_answers_questions_an
             await connected(fake_api, process, tmp_path / "bot.log")
             token = await kb_add(fake_api, fake_api.add_file("kestrel.md", LIGHTHOUSE.encode()))
             replies = await fake_api.replies_done(
-                token, lambda r: "Done" in text_of(r[0]), what="the upload's outcome"
+                token, lambda r: upload_finished(r[0]), what="the upload's outcome"
             )
             sentence = (
                 f"No build worker has been connected to {address} for {WAIT_S} s; the file was not added, try again "
@@ -82,7 +82,7 @@ async def test_a_bot_given_a_tls_scheduler_without_tls_settings_starts_and_says_
     )
     assert [r.getMessage() for r in caplog.records if r.name == "raptor_engine.workers"] == [sentence]
     token = h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode()))
-    replies = await h.replies_done(token, lambda r: "Done" in text_of(r[0]), what="the upload's outcome")
+    replies = await h.replies_done(token, lambda r: upload_finished(r[0]), what="the upload's outcome")
     assert f"❌ **kestrel.md** was not added: {inert(sentence)} Nothing was stored." in replies[0]["content"]
     assert h.engine.knowledge_bases() == []
 
@@ -98,6 +98,6 @@ async def test_a_bot_whose_scheduler_port_never_speaks_dask_starts_and_says_the_
         address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
         h = await make_harness(settings=dataclasses.replace(bot_settings, dask_scheduler=address))
         token = h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode()))
-        replies = await h.replies_done(token, lambda r: "Done" in text_of(r[0]), what="the upload's outcome")
+        replies = await h.replies_done(token, lambda r: upload_finished(r[0]), what="the upload's outcome")
         assert inert(f"The build workers (Dask scheduler {address}) cannot be reached") in replies[0]["content"]
         assert h.engine.knowledge_bases() == []

@@ -30,13 +30,11 @@ from tests.bot.conftest import (
     snowflake,
     text_of,
     thread_payload,
+    upload_finished,
 )
 
 KB_A = kb_name(GUILD, CHAN_A)
 KB_B = kb_name(GUILD, CHAN_B)
-
-
-FINISHED = ("Done", "Already here:", "Nothing added:")  # how a finished upload's header reads (done_header)
 
 
 async def add_doc(h, name: str, text: str, channel: int = CHAN_A) -> list[dict]:
@@ -44,7 +42,7 @@ async def add_doc(h, name: str, text: str, channel: int = CHAN_A) -> list[dict]:
     attachment = h.fake.add_file(name, text.encode())
     token = h.kb_add(attachment, channel=channel)
     replies = await h.replies_done(
-        token, lambda r: any(header in text_of(r[0]) for header in FINISHED), what=f"adding {name}"
+        token, lambda r: upload_finished(r[0]), what=f"adding {name}"
     )
     await h.finished(token)
     return replies

@@ -54,7 +54,7 @@ async def test_a_server_directory_deleted_while_the_bot_runs_loses_nothing_silen
     from bot.kb import kb_name
     from raptor_engine.engine import Engine
     from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
-    from tests.bot.conftest import CHAN_A, GUILD, text_of
+    from tests.bot.conftest import CHAN_A, GUILD, text_of, upload_finished
     from tests.bot.test_bot_flows import GatedSummarizer
 
     summarizer = GatedSummarizer(embedder.count_tokens)
@@ -67,20 +67,20 @@ async def test_a_server_directory_deleted_while_the_bot_runs_loses_nothing_silen
     assert (guild_dir / "raptor.db").exists()
     shutil.rmtree(guild_dir)
     summarizer.gate.set()
-    [status] = await h.replies_done(building, lambda r: text_of(r[0]).startswith("Done"))
+    [status] = await h.replies_done(building, lambda r: upload_finished(r[0]))
     assert "❌ **kestrel.md** was not added: The store in " in status["content"], status["content"]
     assert "was deleted or replaced while in use, so nothing was written; try again." in status["content"]
     assert "✅" not in status["content"]
     assert uploads.status(1) == "failed"
 
     added = h.kb_add(h.fake.add_file("bread.txt", SOURDOUGH.encode()))
-    [status] = await h.replies_done(added, lambda r: text_of(r[0]).startswith("Done"))
+    [status] = await h.replies_done(added, lambda r: upload_finished(r[0]))
     assert "✅ **bread.txt** added" in status["content"], status["content"]
     shutil.rmtree(guild_dir)  # while nothing works in it
     [reply] = await h.replies_done(h.ask("How long does the dough rise?"))
     assert "has no documents yet" in text_of(reply), text_of(reply)  # not an answer from the deleted file
     again = h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode()))
-    [status] = await h.replies_done(again, lambda r: text_of(r[0]).startswith("Done"))
+    [status] = await h.replies_done(again, lambda r: upload_finished(r[0]))
     assert "✅ **kestrel.md** added" in status["content"], status["content"]
     await h.bot.close()
 
@@ -96,7 +96,7 @@ async def test_a_full_disk_records_what_the_requester_was_told(make_harness, bot
     small row) but its bytes do not fit. The requester is told it was not added, and the record says
     so (failed, with that reason), so the next start does not add it after all."""
     from bot.uploads import UploadLog
-    from tests.bot.conftest import text_of
+    from tests.bot.conftest import upload_finished
     from tests.storage_faults import fill, small_disk
 
     with small_disk(tmp_path / "disk", 16) as disk:
@@ -109,7 +109,7 @@ async def test_a_full_disk_records_what_the_requester_was_told(make_harness, bot
         attachment = h.fake.add_file("log.txt", text.encode())
         fill(disk, leave_bytes=48 * 1024)
         token = h.kb_add(attachment)
-        [status] = await h.replies_done(token, lambda r: text_of(r[0]).startswith("Done"))
+        [status] = await h.replies_done(token, lambda r: upload_finished(r[0]))
         told = "The data directory is on a full disk."
         assert f"❌ **log.txt** was not added: {told} Nothing was stored." in status["content"], status["content"]
         await h.bot.close()
@@ -128,11 +128,11 @@ async def test_a_damaged_store_is_one_sentence_for_questions_and_commands_not_tr
     the log), instead of 'something went wrong, try again' (which cannot help); the bot keeps running."""
     from bot.replies import DAMAGED_STORE
     from tests.bot.bot_samples import LIGHTHOUSE
-    from tests.bot.conftest import GUILD, text_of, thread_payload
+    from tests.bot.conftest import GUILD, text_of, thread_payload, upload_finished
 
     h = await make_harness()
     [status] = await h.replies_done(
-        h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode())), lambda r: text_of(r[0]).startswith("Done")
+        h.kb_add(h.fake.add_file("kestrel.md", LIGHTHOUSE.encode())), lambda r: upload_finished(r[0])
     )
     asked = h.ask("How is the lens cleaned?")
     await h.replies_done(asked)
