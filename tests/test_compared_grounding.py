@@ -4,17 +4,14 @@ passage says 'Q1' (the minutes' titles do); a comparison with a time no document
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
-from raptor_engine.engine import Engine
 from raptor_engine.query.answer import FOUND
 from raptor_engine.query.compared import compared_times, holds_figures_of
 from raptor_engine.query.followup import quotes_in
 from tests.test_followup_labels import TEXTS as LABELLED
 from tests.test_followup_other_document import conversation  # asks of the knowledge base "harbour"
-from tests.unhurried import unhurried_settings
+from tests.unhurried import engine_with
 
 MINUTES_Q1 = """# Allotment minutes, Q1
 
@@ -34,9 +31,7 @@ TEXTS = {**LABELLED, "a_q1.md": MINUTES_Q1, "a_q2.md": MINUTES_Q2}
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory, embedder):
-    engine = Engine(unhurried_settings(data_dir=tmp_path_factory.mktemp("compared") / "data"), embedder=embedder)
-    for name, text in TEXTS.items():
-        asyncio.run(engine.ingest("harbour", name, text.encode()))
+    engine = engine_with(tmp_path_factory.mktemp("compared"), embedder, TEXTS)
     try:
         yield engine
     finally:

@@ -4,21 +4,17 @@ report of the knowledge base; an answer quoting two documents restricts nothing.
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from raptor_engine import Engine, Turn
 from raptor_engine.query.followup import quotes_in
 from tests.bot.test_bot_real_process import REPORT_2019, REPORT_2021  # the reports botqa16 played
-from tests.unhurried import unhurried_settings
+from tests.unhurried import engine_with
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory, embedder):
-    engine = Engine(unhurried_settings(data_dir=tmp_path_factory.mktemp("reports") / "data"), embedder=embedder)
-    for name, text in (("r2019.md", REPORT_2019), ("r2021.md", REPORT_2021)):
-        asyncio.run(engine.ingest("harbour", name, text.encode()))
+    engine = engine_with(tmp_path_factory.mktemp("reports"), embedder, {"r2019.md": REPORT_2019, "r2021.md": REPORT_2021})
     try:
         yield engine
     finally:

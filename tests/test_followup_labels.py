@@ -10,12 +10,12 @@ import asyncio
 
 import pytest
 
-from raptor_engine import Engine, Turn
+from raptor_engine import Turn
 from raptor_engine.engine import _labelled_document
 from raptor_engine.query.followup import quotes_in, standalone_question
 from raptor_engine.query.respell import question_word
 from tests.test_followup_other_document import conversation  # asks of the knowledge base "harbour"
-from tests.unhurried import unhurried_settings
+from tests.unhurried import engine_with
 
 # each report says its year in its title only; the body's figures differ
 SURVEY_2019 = """# Marina survey 2019
@@ -56,9 +56,7 @@ TEXTS = {"keepers.md": KEEPERS, "m2021.md": SURVEY_2021, "m2019.md": SURVEY_2019
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory, embedder):
-    engine = Engine(unhurried_settings(data_dir=tmp_path_factory.mktemp("labels") / "data"), embedder=embedder)
-    for name, text in TEXTS.items():
-        asyncio.run(engine.ingest("harbour", name, text.encode()))
+    engine = engine_with(tmp_path_factory.mktemp("labels"), embedder, TEXTS)
     try:
         yield engine
     finally:

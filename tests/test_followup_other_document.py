@@ -6,14 +6,12 @@ clearly answers this' before). With two reports and with three."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from raptor_engine import Engine, Turn
 from raptor_engine.query.followup import quotes_in
 from tests.bot.test_bot_real_process import REPORT_2019, REPORT_2021
-from tests.unhurried import unhurried_settings
+from tests.unhurried import engine_with
 
 REPORT_2020 = """# Harbour survey report 2020
 
@@ -35,10 +33,7 @@ WROTE = {"r2019.md": "Ines Calloway", "r2020.md": "Maren Olufsen", "r2021.md": "
 def engines(tmp_path_factory, embedder):
     made = {}
     for count, texts in ((2, TWO), (3, THREE)):
-        engine = Engine(unhurried_settings(data_dir=tmp_path_factory.mktemp(f"reports{count}") / "data"), embedder=embedder)
-        for name, text in texts.items():
-            asyncio.run(engine.ingest("harbour", name, text.encode()))
-        made[count] = engine
+        made[count] = engine_with(tmp_path_factory.mktemp(f"reports{count}"), embedder, texts)
     try:
         yield made
     finally:

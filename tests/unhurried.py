@@ -11,8 +11,10 @@ waits for what those processes do.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
+from pathlib import Path
 from typing import Any
 
 from raptor_engine.config import ENV_VARS, Settings
@@ -52,3 +54,14 @@ def patience() -> float:
 def patient(seconds: float) -> float:
     """A guard's `seconds` on an idle machine, stretched by `patience()`."""
     return seconds * patience()
+
+
+def engine_with(directory: Path, embedder: Any, texts: dict[str, str], kb: str = "harbour") -> Any:
+    """An unhurried engine over `directory` with `texts` (name: text) ingested into `kb`, in that order:
+    the module-scoped knowledge base of a conversation test. The caller closes it."""
+    from raptor_engine.engine import Engine
+
+    engine = Engine(unhurried_settings(data_dir=directory / "data"), embedder=embedder)
+    for name, text in texts.items():
+        asyncio.run(engine.ingest(kb, name, text.encode()))
+    return engine
