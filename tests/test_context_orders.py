@@ -9,13 +9,16 @@ from pathlib import Path
 import pytest
 
 from raptor_engine import Engine, Settings
-from raptor_engine.query.ranker import NodeCandidate
+from raptor_engine.query.ranker import NARRATIVE, PAPER, NodeCandidate
 from raptor_engine.query.retrieve import FUSION, Fusion, collapsed_tree, fusion_score
 from raptor_tools.benchmarks.context_orders import (
     ENGINE_ORDER,
     METHODS,
+    ORDERS,
     ROWS,
     SPLITS,
+    fusion_for,
+    kb_kind,
     paired_difference,
     set_recalls,
     split_table,
@@ -72,6 +75,46 @@ async def test_rare_term_nodes_come_first_whatever_the_fusion(tmp_path, embedder
         assert found(Fusion(text_weight=0.0, rare_first=False)) < len(CODES)
         assert found(Fusion(text_weight=0.0)) == len(CODES)
         assert found(FUSION) == len(CODES)
+    finally:
+        engine.close()
+
+
+def test_an_order_by_kind_takes_its_kind_s_fusion_and_else_the_one_for_no_kind():
+    by_kind = {PAPER: Fusion(text_weight=3.0), None: Fusion(text_weight=0.5)}
+    assert fusion_for(by_kind, PAPER) == Fusion(text_weight=3.0)
+    assert fusion_for(by_kind, NARRATIVE) == Fusion(text_weight=0.5)  # no fusion of its own: no kind's
+    assert fusion_for(by_kind, None) == Fusion(text_weight=0.5)
+    assert fusion_for({PAPER: Fusion(rrf_k=2)}, NARRATIVE) == FUSION  # nor one for no kind: the engine's
+    assert fusion_for(Fusion(rrf_k=20), PAPER) == Fusion(rrf_k=20)  # one fusion for every kind
+    # the row measured in docs/EVALUATION.md: papers weigh the full-text rank 3, narratives 0.75
+    ranking, fusion = ORDERS["hybrid, text weight 3 for papers, 0.75 for narratives"]
+    assert ranking == "hybrid"
+    assert [fusion_for(fusion, kind).text_weight for kind in (PAPER, NARRATIVE, None)] == [3.0, 0.75, 1.0]
+
+
+PAPER_TEXT = " ".join(
+    f"Our model reaches {80 + i}.{i}% on the test set (Table {i}), above the baseline of Smith et al. BIBREF{i}. "
+    f"The encoder has {i + 2} layers of {64 * (i + 1)} units, as in Section {i}."
+    for i in range(1, 14)
+)
+STORY_TEXT = " ".join(
+    f'"Where is the ship number {i}?" asked Mara. "Beyond the hills," said Tom, and he looked away. '
+    f'"Then we walk," she replied, and they went on through the grass and the cold wind of the evening.'
+    for i in range(1, 12)
+)
+
+
+async def test_the_kind_of_a_knowledge_base_is_read_off_its_leaves(tmp_path, embedder):
+    engine = Engine(unhurried_settings(data_dir=tmp_path), embedder=embedder)
+    try:
+        for kb, text in (
+            ("paper", PAPER_TEXT),
+            ("story", STORY_TEXT),
+            ("short", "A short note on the garden."),
+        ):
+            await engine.ingest(kb, f"{kb}.txt", text.encode(), added_by="t")
+        kinds = {kb: kb_kind(engine.store, engine.store.require_kb(kb)) for kb in ("paper", "story", "short")}
+        assert kinds == {"paper": PAPER, "story": NARRATIVE, "short": None}
     finally:
         engine.close()
 

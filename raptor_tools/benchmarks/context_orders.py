@@ -4,7 +4,8 @@ side by side.
 Every question with a reference, of every document of the evaluation sets, gets its collapsed and
 leaves-only context at the budget in each order of `ORDERS`, scored as `raptor eval` scores a context
 (ROUGE-1 recall of the best reference); an order whose `Fusion.judged` is above 0 has its first
-nodes reordered by the extractive answer's quote model (`retrieve.judged_order`). Every order fills
+nodes reordered by the extractive answer's quote model (`retrieve.judged_order`), and an order given a
+fusion per kind of knowledge base uses the one of its leaves' kind (`ranker.document_kind`). Every order fills
 the budget as the engine does (`retrieve.TRIM`); the rows of `FILLS` fill it otherwise, in the
 engine's order (whole nodes, or nodes trimmed to their best sentences: `retrieve.Trim`). Printed per split:
 each set's collapsed (leaves only) recall, the mean over the sets, and the mean difference against
@@ -33,8 +34,9 @@ if str(_ROOT) not in sys.path:
 from raptor_engine.config import Settings  # noqa: E402
 from raptor_engine.engine import Engine  # noqa: E402
 from raptor_engine.query.answer import ExtractiveAnswerer  # noqa: E402
-from raptor_engine.query.ranker import load_ranker  # noqa: E402
-from raptor_engine.query.retrieve import TRIM, Fusion, Trim, collapsed_tree  # noqa: E402
+from raptor_engine.query.ranker import NARRATIVE, PAPER, document_kind, load_ranker  # noqa: E402
+from raptor_engine.query.retrieve import TRIM, Fusion, Trim, allowed_ids, collapsed_tree  # noqa: E402
+from raptor_engine.storage.store import Store  # noqa: E402
 from raptor_engine.tree.embed import Embedder  # noqa: E402
 from raptor_tools.evaluate import EvalSet, build_trees, load_eval_set, split_of  # noqa: E402
 from raptor_tools.metrics import best_over, rouge1_recall  # noqa: E402
@@ -44,12 +46,21 @@ SPLITS = ("train", "heldout")
 METHODS = {"collapsed": None, "leaves": [0]}  # the layers each method may take
 ENGINE_ORDER = "hybrid (the engine)"
 JUDGED = Fusion(judged=20)  # the quote model judges the fused order's first 20: their best 2 sentences
-ORDERS: dict[str, tuple[str, Fusion]] = {
+# A fusion per kind of knowledge base (`ranker.document_kind` of its leaves; None: no known kind), for
+# an order whose full-text weight depends on the kind of document (docs/EVALUATION.md, "Small budgets:
+# the full-text rank's weight per question and per knowledge base").
+ByKind = dict[str | None, Fusion]
+ORDERS: dict[str, tuple[str, Fusion | ByKind]] = {
     ENGINE_ORDER: ("hybrid", Fusion()),
     "vector": ("vector", Fusion()),
     "vector, rare-term nodes first": ("hybrid", Fusion(text_weight=0.0)),
     "hybrid, no rare-term nodes first": ("hybrid", Fusion(rare_first=False)),
     "hybrid, text weight 0.5": ("hybrid", Fusion(text_weight=0.5)),
+    "hybrid, text weight 3": ("hybrid", Fusion(text_weight=3.0)),
+    "hybrid, text weight 3 for papers, 0.75 for narratives": (
+        "hybrid",
+        {PAPER: Fusion(text_weight=3.0), NARRATIVE: Fusion(text_weight=0.75), None: Fusion()},
+    ),
     "hybrid, RRF k 20": ("hybrid", Fusion(rrf_k=20)),
     "hybrid, RRF k 2": ("hybrid", Fusion(rrf_k=2)),
     "hybrid, 10 text hits": ("hybrid", Fusion(text_candidates=10)),
@@ -80,6 +91,22 @@ ROWS = [*ORDERS, *FILLS]
 Recalls = dict[str, list[float]]  # per method, one recall per question
 
 
+def kb_kind(store: Store, kb_id: int) -> str | None:
+    """The kind of document a knowledge base holds, read off its leaves' text (`ranker.document_kind`):
+    what a fusion per kind keys on. Summaries are left out, since they only copy leaves' sentences."""
+    leaves = sorted(allowed_ids(store, kb_id, [0], None) or ())
+    nodes = store.nodes_by_ids(leaves)
+    return document_kind([nodes[node_id].text for node_id in leaves if node_id in nodes])
+
+
+def fusion_for(fusion: Fusion | ByKind, kind: str | None) -> Fusion:
+    """The fusion an order uses in a knowledge base of this kind: its own, or its kind's (the one for
+    no known kind where the order names none for this kind)."""
+    if isinstance(fusion, Fusion):
+        return fusion
+    return fusion.get(kind, fusion.get(None, Fusion()))
+
+
 async def set_recalls(
     eval_set: EvalSet, split: str, data_dir: Path, budget: int, embedder: Embedder | None = None
 ) -> dict[str, Recalls]:
@@ -94,11 +121,20 @@ async def set_recalls(
         judge, sentence_judge = answerer.node_scores, answerer.sentence_scores  # for orders judging any
         needed = list(dict.fromkeys(q.doc_id for q in questions))
         trees = await build_trees(engine, [eval_set.documents[d] for d in needed], progress=False)
+        kinds: dict[int, str | None] = {}
         for question in questions:
             kb_id = engine.store.require_kb(trees[question.doc_id]["kb"])
+            if kb_id not in kinds:
+                kinds[kb_id] = kb_kind(engine.store, kb_id)
             vector = engine.embedder.embed([question.question])[0]
-            rows = {order: (ranking, fusion, TRIM) for order, (ranking, fusion) in ORDERS.items()}
-            rows |= {fill: (ORDERS[ENGINE_ORDER][0], ORDERS[ENGINE_ORDER][1], trim) for fill, trim in FILLS.items()}
+            rows = {
+                order: (ranking, fusion_for(fusion, kinds[kb_id]), TRIM)
+                for order, (ranking, fusion) in ORDERS.items()
+            }
+            engine_ranking, engine_fusion = ORDERS[ENGINE_ORDER]
+            rows |= {
+                fill: (engine_ranking, fusion_for(engine_fusion, None), trim) for fill, trim in FILLS.items()
+            }
             for row, (ranking, fusion, trim) in rows.items():
                 for method, layers in METHODS.items():
                     context = collapsed_tree(
