@@ -54,6 +54,7 @@ from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_c
 from .query.asked import without_named_files
 from .query.followup import (
     DOCUMENT_NOUNS,
+    TURNS_CONSIDERED,
     Onward,
     chooses,
     onward_ask,
@@ -1574,13 +1575,14 @@ class Engine:
         return without_named_files(query, [document.name for document in self.documents(kb)])
 
     @_in_space
-    def respelled(self, kb: str, question: str, *, question_words_only: bool = False) -> str:
+    def respelled(self, kb: str, question: str, *, question_words_only: bool = False, conversation: str = "") -> str:
         """The question with each mistyped word read as the knowledge base's documents write it
         (`query/respell.py`: "who kept the lighthose?" -> "who kept the lighthouse?"), so the search, the
         full-text index and the answer's quotes all meet the documents' words; with `question_words_only`,
-        only the slips of words questions are built of ("whne", "teh"), as a follow-up is before it is
-        rewritten. A question in a script without spaces between words, or of a knowledge base with no
-        documents, is left as it is."""
+        only the slips of words questions are built of ("whne", "teh"). A follow-up is respelled before it
+        is rewritten, also against its `conversation`'s questions ("meetting" after "the Q2 meeting?"), so
+        a slip does not read as a new topic. A question in a script without spaces between words, or of a
+        knowledge base with no documents, is left as it is."""
         kb_id = self.store.kb_id(kb)
         if kb_id is None or in_bigrams(question):
             return question
@@ -1589,6 +1591,7 @@ class Engine:
             self.embedder.known_words,
             lambda: self.store.word_forms(kb_id),
             question_words_only=question_words_only,
+            conversation=conversation,
         )
         if read != question:
             log.info("read a question's mistyped words as the documents write them")
@@ -1890,7 +1893,8 @@ class Engine:
             return await asyncio.to_thread(self._small_talk_answer, kb, question, Act.VAGUE, mode, budget)
         answerer = self.answerer
         if history:  # 'whne did he leave?' is read against the conversation as 'when did he leave?'
-            asked = await asyncio.to_thread(self.respelled, kb, asked, question_words_only=True)
+            spoken = "\n".join(turn.content for turn in history[-2 * TURNS_CONSIDERED :] if turn.role == "user")
+            asked = await asyncio.to_thread(self.respelled, kb, asked, conversation=spoken)
         query = await self._condensed(answerer, kb, asked, history) if history else asked
         if onward is None:
             query, documents = await asyncio.to_thread(self._followed_document, kb, query, history, documents, asked)
