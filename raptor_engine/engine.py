@@ -54,9 +54,11 @@ from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_c
 from .query.asked import without_named_files
 from .query.followup import (
     DOCUMENT_NOUNS,
+    TITLES,
     TURNS_CONSIDERED,
     Onward,
     chooses,
+    names_in,
     onward_ask,
     quotes_in,
     split_standalone,
@@ -137,6 +139,8 @@ _IN_LABEL = re.compile(r"\s+(?:in|for|during)\s+(?:the\s+)?([A-Za-z]{1,2}[0-9]{1
 MAX_TITLE_CHARS = 200  # the most of a document's first line read as its title
 NAME_LOOKUPS = 8  # the nodes a name finds, whose sentences show its gender to a follow-up's he/she
 MAX_SAID_CHARS = 8_000  # the most of those sentences read for one name
+_POSSESSIVE_END = re.compile(r"['\u2019]s$")
+MAX_NAMES_MOVED = 4  # the most names of a question moved to another document looked up there
 # A UTF-16 half with no other half: what Python makes of a byte that is not UTF-8 in a command-line
 # argument or stdin ('\udcff'), and what JSON's "\ud800" decodes to.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -1682,7 +1686,7 @@ class Engine:
             if document is None:
                 return query, documents
             log.info("a follow-up's 'the %s %s' searched in that document", moved.group(1), moved.group(2))
-            return _the_document(query, moved), [document]
+            return self._as_of(kb_id, _the_document(query, moved), [document]), [document]
         if moved is None and labelled is not None:
             document = _labelled_document(labelled.group(1), self.store.document_openings(kb_id), named)
             if document is not None:
@@ -1691,20 +1695,66 @@ class Engine:
                 if in_core is not None and in_core.re is _IN_LABEL:  # 'in Q2' goes: the document is searched
                     return query.replace(in_core.group(0), "", 1), [document]
                 return (_the_document(query, in_core) if in_core else query), [document]
+        if moved is not None:  # the documents the last answer did not quote ('report' ones, when any are)
+            rest = self._other_documents(kb_id, moved.group(1), named, history)
+            return (self._as_of(kb_id, _the_document(query, moved), rest), rest) if rest else (query, documents)
         document = self._quoted_document(kb_id, history)
         if document is None:
             return query, documents
-        if moved is not None:  # the documents the last answer did not quote ('report' ones, when any are)
-            openings = self.store.document_openings(kb_id)
-            others = [name for name in named if name != document]
-            rest = [name for name in others if _labelled_document(moved.group(1), openings, [name])] or others
-            return (_the_document(query, moved), rest) if rest else (query, documents)
         if not rewritten.context or not _POINTS_BACK.search(rewritten.core):
             return query, documents
         if documents and document not in named:
             return query, documents
         log.info("a follow-up's 'it' searched in the one document the last answer quoted")
         return query, [document]
+
+    def _other_documents(self, kb_id: int, noun: str, named: list[str], history: list[Turn]) -> list[str]:
+        """The documents 'the other report' means: of `named`, those the last answer did not cite, when it
+        cited some and not all (one of two, one or two of three); when it cited every one (a question about
+        Ines Calloway quoting both reports), those besides the one its first quote came from, the document
+        it answered from. Of those, the ones whose name or title says `noun` ('report'), when any do."""
+        quoted = [name for name in dict.fromkeys(self._quoted_documents(kb_id, history)) if name in named]
+        if not quoted:
+            return []
+        others = [name for name in named if name not in quoted] or [name for name in named if name != quoted[0]]
+        openings = self.store.document_openings(kb_id)
+        return [name for name in others if _labelled_document(noun, openings, [name])] or others
+
+    def _as_of(self, kb_id: int, query: str, documents: list[str]) -> str:
+        """A question moved to other `documents` ('What did Ines Calloway recommend?' asked of the other
+        report), with each name none of them holds read as the document, 'it' ('What did it recommend?'):
+        the person belonged to the last answer's document, and what is asked of the other one is the same
+        thing of its own. A name they hold stays ('What did Rowan Pike argue?' of a report that names him)."""
+        rewritten = split_standalone(query)
+        core = rewritten.core
+        for name in self._names_of(kb_id, core)[:MAX_NAMES_MOVED]:
+            leaves = self._found_leaves(kb_id, name, NAME_LOOKUPS)
+            held = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
+            if any(leaf.document in documents and held.search(" ".join(leaf.text.split())) for leaf in leaves):
+                continue
+            titled = re.compile(rf"(?:\b(?:{'|'.join(TITLES)})\.?\s+)?{re.escape(name)}(['\u2019]s\b)?", re.IGNORECASE)
+            core = titled.sub(lambda m: "its" if m.group(1) else "it", core, count=1)
+        if core == rewritten.core:
+            return query
+        log.info("a name the other document does not hold read as that document")
+        return replace(rewritten, core=core[:1].upper() + core[1:]).text
+
+    def _names_of(self, kb_id: int, question: str) -> list[str]:
+        """The names a question gives, as it writes them, without a title ('Dr Ines Calloway': 'Ines
+        Calloway'): runs of its words that are capitalised names (`names_in`) or that the knowledge base
+        writes only with a capital ('what did calloway recommend?')."""
+        forms = self.store.word_forms(kb_id).forms
+        named = {word.lower() for name in names_in(question) for word in name.split()}
+        runs: list[list[str]] = [[]]
+        for place, word in enumerate(re.findall(r"[^\W\d_][\w'\u2019.-]*|\S", question)):
+            bare = _POSSESSIVE_END.sub("", word).rstrip(".")
+            ways = forms.get(bare.lower()) if place and len(bare) > 2 else None  # not 'What', not 'I'
+            if bare.lower() in named or (ways and all(way[:1].isupper() for way in ways)):
+                runs[-1].append(bare)
+            elif runs[-1]:
+                runs.append([])
+        names = [run[1:] if run[0].lower() in TITLES and len(run) > 1 else run for run in runs if run]
+        return [" ".join(run) for run in names]
 
     def _nth_document(self, kb_id: int, ordinal: str, noun: str, named: list[str], history: list[Turn]) -> str | None:
         """The document 'the second report' means: the second of the documents the last answer cited, in

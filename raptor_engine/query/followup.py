@@ -1078,8 +1078,9 @@ def _all_of_those(question: str, listed: tuple[str, ...], previous_core: str = "
 
 
 _THE_OTHER = re.compile(
-    r"^(?:(?:no|nope|sorry|oops)\b[\s,.!]*)*(?:i\s+meant?\s+)?(?:(?:and|or|but)\s+)?"
-    r"(?:(?:what|how)\s+about\s+)?(?:(?:in|from|for|of)\s+)?the\s+"
+    r"^(?:(?:no|nope|sorry|oops|ok|okay)\b[\s,.!]*)*(?:i\s+meant?\s+)?(?:(?:and|or|but|now)\s+)?"
+    r"(?:(?:can|could)\s+you\s+)?(?:please\s+)?(?:(?:check|try|search|see|look\s+(?:in|at|through))\s+)?"
+    r"(?:(?:what|how)\s+about\s+)?(?:(?:in|from|for|of|with)\s+)?the\s+"
     r"(other|first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th)\s+([a-z]+)\s*[?.!]*$",
     re.IGNORECASE,
 )
@@ -1130,8 +1131,22 @@ def _the_other(question: str, previous: Rewrite) -> str | None:
     it = _IT.search(previous.core)
     head = re.match(r"\s*([a-z]+)", previous.context[earlier.end() :], re.IGNORECASE) if earlier else None
     if it is None or head is None or not _names_the_document(which, word, head.group(1).lower()):
-        return None
+        return _in_the_other(which, word, previous) if earlier is None else None
     return _capitalised(f"{previous.core[: it.start()]}the {which} {head.group(1)}{previous.core[it.end() :]}")
+
+
+def _in_the_other(which: str, word: str, previous: Rewrite) -> str | None:
+    """'What did Ines Calloway recommend?' then 'and what about the other report?' -> 'What did Ines
+    Calloway recommend in the other report?': the last question, which numbered no document, asked again
+    of the document 'the other report' (or 'the second file') means; the engine moves it there and reads
+    a name only the last answer's document holds as that document ('What did it recommend?',
+    `Engine._followed_document`). None for 'the other one' (the other person or thing as well) or a word
+    for no document."""
+    noun = "document" if word in ("doc", "pdf") else word
+    if noun not in (*DOCUMENT_NOUNS, "document") or not subject_terms(previous.core):
+        return None
+    bare = previous.core.rstrip(" ?.!")
+    return f"{_capitalised(bare)} in the {which} {noun}?"
 
 
 _OTHER_INSIDE = re.compile(r"\bthe\s+other\s+([a-z]+)\b", re.IGNORECASE)
