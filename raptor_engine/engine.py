@@ -1608,7 +1608,8 @@ class Engine:
         if isinstance(answerer, ExtractiveAnswerer):
             cited = functools.partial(self.cited_passage, kb) if chooses(asked, history) else None
             said = functools.partial(self.said_about, kb)  # a name's gender the documents show
-            return await asyncio.to_thread(standalone_question, asked, history, cited, said)
+            titled = functools.partial(self.quoted_title, kb)  # 'the year before' the figure quoted
+            return await asyncio.to_thread(standalone_question, asked, history, cited, said, titled)
         return await answerer.condense(asked, history)
 
     def said_about(self, kb: str, name: str) -> str:
@@ -1629,6 +1630,16 @@ class Engine:
                     after = spans[index + 1][1] if index + 1 < len(spans) else end
                     lines.append(text[start:after])
         return "\n".join(dict.fromkeys(lines))[:MAX_SAID_CHARS]
+
+    def quoted_title(self, kb: str, quote: str) -> str:
+        """The name, headings and first line of the document an answer's quote was taken from ('' when no
+        leaf holds it): where the year or quarter of a figure the question did not name is read."""
+        kb_id = self.store.kb_id(kb)
+        leaf = self._cited_leaf(kb_id, quote) if kb_id is not None else None
+        if leaf is None or leaf.document is None:
+            return ""
+        headings, text = self.store.document_openings(kb_id).get(leaf.document, ((), ""))
+        return " ".join([leaf.document, *headings, text.strip().split("\n", 1)[0][:MAX_TITLE_CHARS]])
 
     def cited_passage(self, kb: str, quote: str) -> str:
         """The text of the leaf an answer's quote was taken from ('' when none holds it): what a choice

@@ -197,6 +197,7 @@ Cited = Callable[[str], str]  # a quote -> the text of the passage it was quoted
 # a name -> the documents' sentences that hold it, each with the sentence after it, one a line ('' when
 # none): where a follow-up's he/she learns the gender of a name the table does not know ('Frankie')
 Said = Callable[[str], str]
+Labelled = Callable[[], "Rewrite"]  # the last question with the time of its answer's figure (`_labelled`)
 
 
 def split_standalone(query: str) -> Rewrite:
@@ -209,19 +210,29 @@ def split_standalone(query: str) -> Rewrite:
 
 
 def standalone_question(
-    question: str, history: list[Turn], cited: Cited | None = None, said: Said | None = None
+    question: str,
+    history: list[Turn],
+    cited: Cited | None = None,
+    said: Said | None = None,
+    titled: Cited | None = None,
 ) -> str:
     """The question a follow-up stands for, given the conversation so far (the question itself if fresh)."""
-    return rewrite(question, history, cited, said).text
+    return rewrite(question, history, cited, said, titled).text
 
 
 def rewrite(
-    question: str, history: list[Turn], cited: Cited | None = None, said: Said | None = None
+    question: str,
+    history: list[Turn],
+    cited: Cited | None = None,
+    said: Said | None = None,
+    titled: Cited | None = None,
 ) -> Rewrite:
     """Rewrite each of the last questions against the ones before it, then this one against them.
     `cited` gives the passage a quote was taken from, for a choice among what an answer's quotes name
     too few of (`_cited_list`); `said` what the documents say around a name whose gender neither the
-    conversation nor the names table shows (`_with_documents`)."""
+    conversation nor the names table shows (`_with_documents`); `titled` the title of the document a
+    quote was taken from, where 'the year before' finds the year of a figure no question named
+    (`_labelled`)."""
     exchanges = _exchanges(history[-4 * TURNS_CONSIDERED :])[-TURNS_CONSIDERED:]
     question = question[:MAX_TURN_CHARS]
     told = _told(exchanges, question)
@@ -235,7 +246,9 @@ def rewrite(
         if onward_ask(asked) is Onward.CHECK:
             continue  # 'is that true?' asks nothing new: what follows it leans on what it checked
         before = previous
-        previous = _bounded(_followed(_rewrite_one(asked, previous, previous_answer, told, listed), previous))
+        previous = _bounded(
+            _followed(_rewrite_one(asked, previous, previous_answer, told, listed, titled), previous)
+        )
         previous_answer = answered
         listed = (
             _listed(previous, answered)
@@ -243,7 +256,7 @@ def rewrite(
             or _swap_pair(before, previous)
             or listed
         )
-    return _bounded(_followed(_rewrite_one(question, previous, previous_answer, told, listed), previous))
+    return _bounded(_followed(_rewrite_one(question, previous, previous_answer, told, listed, titled), previous))
 
 
 def onward_person(question: str, history: list[Turn]) -> str | None:
@@ -331,10 +344,16 @@ def _exchanges(history: list[Turn]) -> list[tuple[str, str]]:
 
 
 def _rewrite_one(
-    question: str, previous: Rewrite | None, previous_answer: str, told: str, listed: tuple[str, ...] = ()
+    question: str,
+    previous: Rewrite | None,
+    previous_answer: str,
+    told: str,
+    listed: tuple[str, ...] = (),
+    titled: Cited | None = None,
 ) -> Rewrite:
     """One question made standalone against the previous one (itself standalone) and its answer;
-    `listed`: what the conversation's last list named ('the Alder', 'the Wren'), for 'the second one'."""
+    `listed`: what the conversation's last list named ('the Alder', 'the Wren'), for 'the second one';
+    `titled`: a quote's document's title (`rewrite`)."""
     question = " ".join(question.split())
     if previous is None:
         question = _in_full(question)
@@ -347,11 +366,12 @@ def _rewrite_one(
     placed = _corrected_place(question, previous)
     if placed is not None:
         return placed
-    time = _another_time(question, previous)
+    labelled = functools.partial(_labelled, previous, previous_answer, titled)  # read only when asked
+    time = _another_time(question, previous, labelled)
     if time is not None:
         return time
     question = _as_what_about(_and_the(question))
-    compared = _compared(question, previous)
+    compared = _compared(question, previous, labelled)
     if compared is not None:
         return compared
     chosen = _chosen(question, listed, previous.core) or _all_of_those(question, listed, previous.core)
@@ -862,14 +882,16 @@ _COMPARISON = re.compile(
 )
 
 
-def _compared(question: str, previous: Rewrite) -> Rewrite | None:
+def _compared(question: str, previous: Rewrite, labelled: Labelled | None = None) -> Rewrite | None:
     """'How long is the Kessel Bridge?' then 'is that more than 200 metres?' -> the last question again
     (the answer quotes the figure to compare, though the last answer quoted it); 'is that more than the
     Wren?' -> the last question about the Wren, the last question as context (the answer quotes the
     Wren's figure). 'was that more than in 2019?', 'is that higher than last year?', 'how does that
     compare with the Q2 figure?' ask the last question of that year or quarter the same way
-    (`_at_another_time`), so the answer quotes both figures. None for anything but such a comparison, or
-    when the last question named nothing."""
+    (`_at_another_time`), so the answer quotes both figures; when the last question named no time,
+    `labelled` is it with the time of the figure its answer quoted ('How many units were sold after the
+    dry summer in Q3?', `_labelled`). None for anything but such a comparison, or when the last question
+    named nothing."""
     bare = _without_conjunction(question)
     match = _COMPARISON.match(bare)
     if match is not None and match.group(1).lower() in _NOT_COMPARATIVES:
@@ -878,6 +900,10 @@ def _compared(question: str, previous: Rewrite) -> Rewrite | None:
     if target is None or not subject_terms(previous.core):
         return None
     other = _at_another_time(target, previous.core)
+    if other is None and labelled is not None and _counted_from(target):
+        counted = labelled()
+        other = _at_another_time(target, counted.core)
+        previous = counted if other is not None else previous
     if other is None and not _another_of_something_else(target, previous.core):
         other = _swapped_thing(target, previous)
     if other is not None:  # 'it' is still what was compared ('why was it smaller?'), not the other thing
@@ -910,8 +936,11 @@ def _another_of_something_else(target: str, core: str) -> bool:
 # 'in 2019', 'the 2019 figure', 'Q2', 'last year', 'the previous quarter': a time the comparison names
 _A_TIME = re.compile(
     r"^(?:(?:in|for|during|of|that\s+of|that\s+in)\s+)?(?:the\s+)?(?:(?P<year>1[0-9]{3}|20[0-9]{2})|(?P<quarter>q[1-4])"
-    r"|(?P<year_before>last\s+year|previous\s+year|year\s+before(?:\s+that)?|a\s+year\s+(?:earlier|before))"
-    r"|(?P<quarter_before>last\s+quarter|previous\s+quarter|quarter\s+before(?:\s+that)?))"
+    r"|(?P<year_before>(?:last|previous|prior|preceding)\s+year|year\s+(?:before|prior)(?:\s+that)?"
+    r"|a\s+year\s+(?:earlier|before))"
+    r"|(?P<year_after>(?:next|following|subsequent)\s+year|year\s+after(?:\s+that)?|a\s+year\s+later)"
+    r"|(?P<quarter_before>(?:last|previous|prior|preceding)\s+quarter|quarter\s+(?:before|prior)(?:\s+that)?)"
+    r"|(?P<quarter_after>(?:next|following|subsequent)\s+quarter|quarter\s+after(?:\s+that)?))"
     r"(?:['\u2019]s)?(?:\s+(?:one|figure|figures|number|numbers|total|count|amount|level|report|survey))?$",
     re.IGNORECASE,
 )
@@ -927,17 +956,40 @@ def _at_another_time(target: str, core: str) -> str | None:
     if match is None:
         return None
     years, quarters = set(_YEAR.findall(core)), set(_QUARTER.findall(core))
-    if match.group("year") or match.group("year_before"):
+    step = -1 if match.group("year_before") or match.group("quarter_before") else 1
+    if match.group("year") or match.group("year_before") or match.group("year_after"):
         if len(years) != 1:
             return None
         year = next(iter(years))
-        new = match.group("year") or str(int(year) - 1)
+        new = match.group("year") or str(int(year) + step)
         return _YEAR.sub(new, core) if new != year else None
     if len(quarters) != 1:
         return None
     quarter = next(iter(quarters))
-    new = match.group("quarter")[1] if match.group("quarter") else str(int(quarter) - 1)
-    return _QUARTER.sub(f"Q{new}", core) if new not in (quarter, "0") else None
+    new = match.group("quarter")[1] if match.group("quarter") else str(int(quarter) + step)
+    return _QUARTER.sub(f"Q{new}", core) if new not in (quarter, "0", "5") else None
+
+
+def _labelled(previous: Rewrite, previous_answer: str, titled: Cited | None) -> Rewrite:
+    """The last question with the time of the figure its answer quoted first, when it named none
+    ('How many units were sold after the dry summer?' -> '... after the dry summer in Q3?'): the one year
+    or quarter of the quote's document title (`titled`), else the first its text gives. What 'was that
+    more than the year before?' or 'and the previous quarter?' counts from; `previous` itself when it
+    names a time, or the quote gives none."""
+    if _YEAR.search(previous.core) or _QUARTER.search(previous.core):
+        return previous
+    quotes = quotes_in(previous_answer)
+    if not quotes or unanswered_lead(previous_answer):
+        return previous
+    title = titled(quotes[0]) if titled is not None else ""
+    in_title = list(dict.fromkeys(time.upper() for time in _TIMES.findall(title)))  # 'q3.md Sales review, Q3'
+    times = in_title if len(in_title) == 1 else _TIMES.findall(quotes[0])
+    if not times:
+        return previous
+    return replace(previous, core=f"{previous.core.rstrip(' ?.!')} in {times[0].upper()}?")
+
+
+_TIMES = re.compile(r"\b(1[0-9]{3}|20[0-9]{2}|[Qq][1-4])\b")
 
 
 _NOT_COMPARATIVES = frozenset("other rather either neither whether never ever after under over water".split())
@@ -1182,18 +1234,27 @@ def _names_the_document(which: str, word: str, head: str) -> bool:
 _ANOTHER_TIME = re.compile(r"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(.+?)\s*[?.!]*$", re.IGNORECASE)
 
 
-def _another_time(question: str, previous: Rewrite) -> Rewrite | None:
+def _another_time(question: str, previous: Rewrite, labelled: Labelled | None = None) -> Rewrite | None:
     """'What did the 2021 report recommend?' then 'and in 2019?' -> 'What did the 2019 report
     recommend?': a follow-up that gives only a year or a quarter ('and Q1?'), or the one before ('and
     the previous quarter?', 'what about the year before?'), after 'and', 'what about', a correction,
     'in' or 'for', asks the last question again with that time in place of the one year or quarter it
-    named (`_at_another_time`). None when the last question names no such time, or two."""
+    named (`_at_another_time`); a time counted from another ('the year before') counts from `labelled`'s
+    when the last question named none (`_labelled`). None when neither names one such time."""
     corrected = _CORRECTION.match(question)
     match = _ANOTHER_TIME.match(corrected.group(1) if corrected else question)
     if match is None or _A_TIME.match(match.group(1)) is None:
         return None
     core = _at_another_time(match.group(1), previous.core)
+    if core is None and labelled is not None and _counted_from(match.group(1)):
+        core = _at_another_time(match.group(1), labelled().core)  # 'and the year before?' of the figure's year
     return Rewrite(core, subject=previous.subject) if core is not None else None
+
+
+def _counted_from(target: str) -> bool:
+    """Whether a time is counted from another ('the year before', 'next quarter'), not named ('2019')."""
+    match = _A_TIME.match(target.strip())
+    return match is not None and not (match.group("year") or match.group("quarter"))
 
 
 SWAPPED_WORDS = 4  # the most words of a thing one question puts in place of the last one's
