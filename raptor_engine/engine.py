@@ -49,9 +49,10 @@ from .ingest.messages import (
     plan_additions,
 )
 from .ingest.parse_worker import ParseStats, WorkerLimits, discard_spare, start_spare
-from .ingest.sentences import in_bigrams
+from .ingest.sentences import content_terms, in_bigrams
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
 from .query.asked import without_named_files
+from .query.compared import chosen, compared_times, which_more
 from .query.followup import (
     DOCUMENT_NOUNS,
     TITLES,
@@ -415,6 +416,31 @@ def _the_document(query: str, named: re.Match[str]) -> str:
     if without != query and len(without.split()) >= 3:
         return without
     return named.re.sub(lambda match: "It" if match.start() == 0 else "it", query, count=1)
+
+
+_QUOTED_BLOCK = re.compile(r"\u201c(.+?)\u201d\s*\[(\d{1,4})\]")
+
+
+def _with_choice(draft: AnswerDraft, asked: str, query: str, nodes: list[ContextNode]) -> AnswerDraft:
+    """An extractive draft whose follow-up chooses between the figures of two times ('which year was
+    higher?', searched as the last question of one time with the other's as context) opening with the
+    choice (`compared.chosen`): the time whose figure is higher or lower, both figures given, or that a
+    side has none or the units differ. Any other draft as it is."""
+    way = which_more(asked)
+    rewritten = split_standalone(query)
+    times = compared_times(rewritten.core, rewritten.context) if way is not None else None
+    lead, _, rest = draft.text.partition("\n")
+    if times is None or way is None or not rest:
+        return draft
+    quotes = []
+    for quote, block in _QUOTED_BLOCK.findall(rest):
+        node = nodes[int(block) - 1] if 0 < int(block) <= len(nodes) else None
+        if node is not None:
+            title = " ".join([node.document or "", *node.heading, *(name for name, _ in node.drawn_from)])
+            quotes.append((quote.strip("\u2026 "), title))
+    terms = set(content_terms(rewritten.core.lower()))
+    line = chosen(times, way, quotes, terms)
+    return replace(draft, text=f"{line}\n{rest}") if line is not None else draft
 
 
 def _compares(label: str, context: str) -> bool:
@@ -1968,6 +1994,8 @@ class Engine:
         # text reaches the answerer with its own bracketed numbers neutralised.
         support = await asyncio.to_thread(self.support_index, answerer, context.nodes)
         draft = await self._draft(answerer, query, context.nodes, history, on_text, support)
+        if history and isinstance(answerer, ExtractiveAnswerer):
+            draft = _with_choice(draft, asked, query, context.nodes)
         check = await asyncio.to_thread(check_answer, draft.text, support) if support is not None else None
         text, citations = map_citations(check.text if check is not None else draft.text, context.nodes)
         cite_pages(citations, context.nodes, draft.pages)

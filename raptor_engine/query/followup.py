@@ -70,6 +70,7 @@ from enum import Enum
 
 from ..ingest.sentences import IRREGULAR, STOPWORDS, THEMATIC, content_terms, stem, words
 from ..types import Turn
+from .compared import CANNOT_CHOOSE, compared_times, which_more
 from .given_names import gender_of_first_name
 
 CONTEXT_OPEN = " (context: "
@@ -100,7 +101,7 @@ def unanswered_lead(text: str) -> bool:
     nearest passages, those of a question in another language, or those after a document's end): not an LLM's 'The documents are in
     agreement ...'."""
     return text.startswith((WEAK_MATCH, NOTHING_RELATED)) or bool(
-        _OTHER_LANGUAGE_LEAD.match(text) or _DOCUMENT_EDGE_LEAD.match(text)
+        _OTHER_LANGUAGE_LEAD.match(text) or _DOCUMENT_EDGE_LEAD.match(text) or CANNOT_CHOOSE.match(text)
     )
 TURNS_CONSIDERED = 6  # the last user questions looked at when chaining rewrites
 MAX_CONTEXT_CHARS = 200
@@ -187,6 +188,7 @@ class Rewrite:
     earlier: tuple[str, ...] = ()  # the people it asked about before `subject`, the latest first
     it: str | None = None  # what 'it' still means when the core asks about another thing (a comparison)
     called: tuple[tuple[str, str], ...] = ()  # whom earlier questions' pronouns meant, with its gender
+    asked_before: str = ""  # the same question of another time, which 'and in 2020?' swapped for this one
 
     @property
     def text(self) -> str:
@@ -374,6 +376,9 @@ def _rewrite_one(
     compared = _compared(question, previous, labelled)
     if compared is not None:
         return compared
+    which = _which_of_two(question, previous, previous_answer)
+    if which is not None:
+        return which
     chosen = _chosen(question, listed, previous.core) or _all_of_those(question, listed, previous.core)
     if chosen is not None:
         return Rewrite(chosen, subject=previous.subject)
@@ -1245,10 +1250,34 @@ def _another_time(question: str, previous: Rewrite, labelled: Labelled | None = 
     match = _ANOTHER_TIME.match(corrected.group(1) if corrected else question)
     if match is None or _A_TIME.match(match.group(1)) is None:
         return None
+    before = previous
     core = _at_another_time(match.group(1), previous.core)
     if core is None and labelled is not None and _counted_from(match.group(1)):
-        core = _at_another_time(match.group(1), labelled().core)  # 'and the year before?' of the figure's year
-    return Rewrite(core, subject=previous.subject) if core is not None else None
+        before = labelled()
+        core = _at_another_time(match.group(1), before.core)  # 'and the year before?' of the figure's year
+    return Rewrite(core, subject=previous.subject, asked_before=before.core) if core is not None else None
+
+
+def _which_of_two(question: str, previous: Rewrite, previous_answer: str) -> Rewrite | None:
+    """'which year was higher?' after the figures of two years or quarters: the last question of one time,
+    with the same question of the other as its context, as 'was that more than in 2020?' is searched, so
+    the answer quotes both figures and names the higher (`compared.chosen`). The two times are the last
+    comparison's ('was that more than in Q1?'), the last question's and the one 'and in 2020?' swapped it
+    for, or two the last answer's first quote gives ('Revenue in 2021 was 4.2 million, against 3.6 million
+    in 2020'). None for any other question, or when no two times are at hand."""
+    if which_more(question) is None:
+        return None
+    for other in (previous.context, previous.asked_before):
+        if other and compared_times(previous.core, other) is not None:
+            return Rewrite(previous.core, _cut(other), subject=previous.subject)
+    quotes = quotes_in(previous_answer)
+    given = list(dict.fromkeys(t.upper() for t in _TIMES.findall(quotes[0]))) if quotes else []
+    asked = [t.upper() for t in _TIMES.findall(previous.core)]
+    if len(given) < 2 or len(asked) > 1 or (asked and asked[0] not in given[:2]):
+        return None
+    first, second = (asked[0], next(t for t in given[:2] if t != asked[0])) if asked else given[:2]
+    bare = _TIMES.sub(first, previous.core) if asked else f"{previous.core.rstrip(' ?.!')} in {first}?"
+    return Rewrite(bare, _TIMES.sub(second, bare), subject=previous.subject)
 
 
 def _counted_from(target: str) -> bool:
