@@ -1746,16 +1746,18 @@ class Engine:
         return query, [document]
 
     def _other_documents(self, kb_id: int, noun: str, named: list[str], history: list[Turn]) -> list[str]:
-        """The documents 'the other report' means: of `named`, those the last answer did not cite, when it
-        cited some and not all (one of two, one or two of three); when it cited every one (a question about
-        Ines Calloway quoting both reports), those besides the one its first quote came from, the document
-        it answered from. Of those, the ones whose name or title says `noun` ('report'), when any do."""
+        """The documents 'the other report' means, among those of `named` whose name or title says `noun`
+        ('report'; all of them when none does): the ones the last answer did not cite, when it cited some
+        (one of two, one or two of three); when it cited every one (a question about Ines Calloway quoting
+        both reports), those besides the one its first quote came from, the document it answered from.
+        [] when the last answer cited none of them."""
         quoted = [name for name in dict.fromkeys(self._quoted_documents(kb_id, history)) if name in named]
-        if not quoted:
-            return []
-        others = [name for name in named if name not in quoted] or [name for name in named if name != quoted[0]]
         openings = self.store.document_openings(kb_id)
-        return [name for name in others if _labelled_document(noun, openings, [name])] or others
+        called = [name for name in named if _labelled_document(noun, openings, [name])] or named
+        cited = [name for name in quoted if name in called]
+        if not cited:
+            return []
+        return [name for name in called if name not in cited] or [name for name in called if name != cited[0]]
 
     def _as_of(self, kb_id: int, query: str, documents: list[str]) -> str:
         """A question moved to other `documents` ('What did Ines Calloway recommend?' asked of the other

@@ -15,6 +15,12 @@ PIKE_1902 = """# Harbour report 1902
 
 Rowan Pike argued that the piers of the Kessel Bridge would silt up the channel.
 """
+MINUTES = """# Harbour committee minutes, Q2
+
+Present: Joan Petrie (chair), eleven members.
+
+The committee agreed to raise the mooring fee to 40 pounds. The budget for repairs was set at 12,000 pounds.
+"""
 PIKE_1915 = """# Harbour report 1915
 
 Rowan Pike argued for a tunnel under the Ambry instead of a second bridge.
@@ -24,7 +30,8 @@ Rowan Pike argued for a tunnel under the Ambry instead of a second bridge.
 @pytest.fixture(scope="module")
 def engines(tmp_path_factory, embedder):
     made = {}
-    for key, texts in ((2, TWO), (3, THREE), ("pike", {"p1902.md": PIKE_1902, "p1915.md": PIKE_1915})):
+    pike = {"p1902.md": PIKE_1902, "p1915.md": PIKE_1915}
+    for key, texts in ((2, TWO), (3, THREE), ("pike", pike), ("mixed", {**TWO, "minutes.md": MINUTES})):
         made[key] = engine_with(tmp_path_factory.mktemp(f"other{key}"), embedder, texts)
     try:
         yield made
@@ -84,3 +91,10 @@ async def test_a_question_no_report_answers_still_says_so(engines):
 async def test_the_other_one_after_a_person_is_not_moved_to_a_document(engines):
     answer = await conversation(engines[2], ["What did Ines Calloway recommend?", "and the other one?"])
     assert "it recommend" not in answer.query, answer.query
+
+
+@pytest.mark.parametrize("then", ["and what about the other report?", "same for the other report"])
+async def test_the_other_report_is_a_report_when_minutes_are_beside_the_reports(engines, then):
+    answer = await conversation(engines["mixed"], ["What did Ines Calloway recommend?", then])
+    assert answer.query == "What did it recommend?", answer.query
+    assert {c.document for c in answer.citations} == {"r2021.md"} and answer.answered, answer.text

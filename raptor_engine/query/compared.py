@@ -156,8 +156,10 @@ def chosen(times: tuple[str, str], way: str, quotes: Iterable[tuple[str, str]], 
     unanswered); None when they give neither."""
     quotes = list(quotes)
     asked_stems = {stem(term) for term in asked}
-    # of the quotes giving a time's figure, the one sharing most of what is asked ('revenue', not 'costs')
-    ranked = sorted(quotes, key=lambda quote: -len(asked_stems & {stem(t) for t in content_terms(quote[0].lower())}))
+    # of the quotes giving a time's figure, the one sharing most of what is asked ('revenue', not 'costs');
+    # one sharing none gives no figure of it
+    shared = [(len(asked_stems & {stem(t) for t in content_terms(text.lower())}), text, title) for text, title in quotes]
+    ranked = [(text, title) for count, text, title in sorted(shared, key=lambda s: -s[0]) if count or not asked_stems]
     found = {t: next((f for text, title in ranked if (f := figure_of(t, text, title, asked))), None) for t in times}
     first, second = times
     a, b = found[first], found[second]
