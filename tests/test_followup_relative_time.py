@@ -88,3 +88,36 @@ def test_times_counted_from_another():
     assert _at_another_time("a year later", "Revenue in 2020?") == "Revenue in 2021?"
     assert _at_another_time("the prior year's figure", "Revenue in 2020?") == "Revenue in 2019?"
     assert _A_TIME.match("the year") is None
+
+
+ACCOUNTS = """# Harbour accounts 2021
+
+Income in 2021 was 310,000 pounds, against 275,000 pounds in 2020.
+Spending on repairs in 2021 came to 96,000 pounds.
+"""
+SURVEY_2019 = """# Harbour survey report 2019
+
+The survey counted 180 moorings, and the waiting list had 20 names.
+"""
+SURVEY_2021 = """# Harbour survey report 2021
+
+The survey counted 230 moorings, and the waiting list for a mooring had 55 names.
+"""
+
+
+@pytest.fixture(scope="module")
+def accounts(tmp_path_factory, embedder):
+    texts = {"r2019.md": SURVEY_2019, "r2021.md": SURVEY_2021, "accounts.md": ACCOUNTS}
+    engine = engine_with(tmp_path_factory.mktemp("accounts"), embedder, texts)
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("then", ["was that more than the previous year?", "how does that compare with 2020?"])
+async def test_a_figure_of_that_time_about_something_else_is_no_figure_of_it(accounts, then):
+    """The accounts' '275,000 pounds in 2020' is no waiting list of 2020: the closest passages, not 'From
+    the documents:' (a quote counts for a time only when it shares a word of what is asked)."""
+    answer = await conversation(accounts, ["How many names were on the waiting list in 2021?", then])
+    assert "2020" in answer.query and not answer.answered, answer.text
