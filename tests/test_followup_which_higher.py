@@ -33,6 +33,7 @@ SALES = "How many units of the garden range were sold in Q3?"
     [
         (["What was revenue in 2021?", "and in 2020?", "which year was higher?"], "2021 was higher", ("4.2 million", "3.6 million")),
         (["What was revenue in 2021?", "which year was higher?"], "2021 was higher", ("4.2 million", "3.6 million")),
+        (["What was revenue in 2021?", "was revenue lower in 2021 or in 2020?"], "2020 was lower", ("4.2 million", "3.6 million")),
         (["What was the revenue?", "which was lower?"], "2020 was lower", ("4.2 million", "3.6 million")),
         ([MOORINGS, "and in 2019?", "which was higher?"], "2021 was higher", ("230 moorings", "180 moorings")),
         ([MOORINGS, "was that more than in 2019?", "so which year had more?"], "2021 was higher", ("230", "180")),
@@ -93,6 +94,9 @@ def test_the_choice_reads_each_figure_from_its_own_clause_and_scale():
         ("which quarter sold fewer?", "lower"),
         ("was Q2 or Q3 smaller?", "lower"),
         ("and which was greater?", "higher"),
+        ("was revenue higher in 2021 or in 2020?", "higher"),
+        ("which figure was the larger one?", "higher"),
+        ("was it more in Q2?", None),
         ("which keeper was older?", None),
         ("which year did the bridge open?", None),
         ("which report recommended dredging the inner basin and closing more of the north pier than before?", None),

@@ -71,8 +71,8 @@ _MORE_WORDS = {
 }
 _WHICH_MORE = re.compile(
     r"^(?:(?:and|so|ok|okay|then|but)\b[\s,]*)*(?:which|what)\b[^?.!]{0,60}?\b(" + "|".join(_MORE_WORDS) + r")\b[^?.!]{0,40}[?.!]*$"
-    r"|^(?:(?:and|so)\b[\s,]*)?(?:is|was|were|are|did)\b[^?.!]{0,60}\bor\b[^?.!]{0,40}?\b(" + "|".join(_MORE_WORDS)
-    + r")\b[^?.!]{0,30}[?.!]*$",
+    r"|^(?:(?:and|so)\b[\s,]*)?(?:is|was|were|are|did)\b(?=[^?.!]*\bor\b)[^?.!]{0,60}?\b(" + "|".join(_MORE_WORDS)
+    + r")\b[^?.!]{0,40}[?.!]*$",
     re.IGNORECASE,
 )
 MAX_CHOICE_WORDS = 12  # a longer question names its own subject; it is no choice between the last figures
