@@ -49,13 +49,17 @@ from .ingest.messages import (
     plan_additions,
 )
 from .ingest.parse_worker import ParseStats, WorkerLimits, discard_spare, start_spare
-from .ingest.sentences import in_bigrams
+from .ingest.sentences import content_terms, in_bigrams
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
 from .query.asked import without_named_files
+from .query.compared import chosen, compared_times, which_more
 from .query.followup import (
     DOCUMENT_NOUNS,
+    TITLES,
+    TURNS_CONSIDERED,
     Onward,
     chooses,
+    names_in,
     onward_ask,
     quotes_in,
     split_standalone,
@@ -136,6 +140,8 @@ _IN_LABEL = re.compile(r"\s+(?:in|for|during)\s+(?:the\s+)?([A-Za-z]{1,2}[0-9]{1
 MAX_TITLE_CHARS = 200  # the most of a document's first line read as its title
 NAME_LOOKUPS = 8  # the nodes a name finds, whose sentences show its gender to a follow-up's he/she
 MAX_SAID_CHARS = 8_000  # the most of those sentences read for one name
+_POSSESSIVE_END = re.compile(r"['\u2019]s$")
+MAX_NAMES_MOVED = 4  # the most names of a question moved to another document looked up there
 # A UTF-16 half with no other half: what Python makes of a byte that is not UTF-8 in a command-line
 # argument or stdin ('\udcff'), and what JSON's "\ud800" decodes to.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -410,6 +416,31 @@ def _the_document(query: str, named: re.Match[str]) -> str:
     if without != query and len(without.split()) >= 3:
         return without
     return named.re.sub(lambda match: "It" if match.start() == 0 else "it", query, count=1)
+
+
+_QUOTED_BLOCK = re.compile(r"\u201c(.+?)\u201d\s*\[(\d{1,4})\]")
+
+
+def _with_choice(draft: AnswerDraft, asked: str, query: str, nodes: list[ContextNode]) -> AnswerDraft:
+    """An extractive draft whose follow-up chooses between the figures of two times ('which year was
+    higher?', searched as the last question of one time with the other's as context) opening with the
+    choice (`compared.chosen`): the time whose figure is higher or lower, both figures given, or that a
+    side has none or the units differ. Any other draft as it is."""
+    way = which_more(asked)
+    rewritten = split_standalone(query)
+    times = compared_times(rewritten.core, rewritten.context) if way is not None else None
+    lead, _, rest = draft.text.partition("\n")
+    if times is None or way is None or not rest:
+        return draft
+    quotes = []
+    for quote, block in _QUOTED_BLOCK.findall(rest):
+        node = nodes[int(block) - 1] if 0 < int(block) <= len(nodes) else None
+        if node is not None:
+            title = " ".join([node.document or "", *node.heading, *(name for name, _ in node.drawn_from)])
+            quotes.append((quote.strip("\u2026 "), title))
+    terms = set(content_terms(rewritten.core.lower()))
+    line = chosen(times, way, quotes, terms)
+    return replace(draft, text=f"{line}\n{rest}") if line is not None else draft
 
 
 def _compares(label: str, context: str) -> bool:
@@ -1574,13 +1605,14 @@ class Engine:
         return without_named_files(query, [document.name for document in self.documents(kb)])
 
     @_in_space
-    def respelled(self, kb: str, question: str, *, question_words_only: bool = False) -> str:
+    def respelled(self, kb: str, question: str, *, question_words_only: bool = False, conversation: str = "") -> str:
         """The question with each mistyped word read as the knowledge base's documents write it
         (`query/respell.py`: "who kept the lighthose?" -> "who kept the lighthouse?"), so the search, the
         full-text index and the answer's quotes all meet the documents' words; with `question_words_only`,
-        only the slips of words questions are built of ("whne", "teh"), as a follow-up is before it is
-        rewritten. A question in a script without spaces between words, or of a knowledge base with no
-        documents, is left as it is."""
+        only the slips of words questions are built of ("whne", "teh"). A follow-up is respelled before it
+        is rewritten, also against its `conversation`'s questions ("meetting" after "the Q2 meeting?"), so
+        a slip does not read as a new topic. A question in a script without spaces between words, or of a
+        knowledge base with no documents, is left as it is."""
         kb_id = self.store.kb_id(kb)
         if kb_id is None or in_bigrams(question):
             return question
@@ -1589,6 +1621,7 @@ class Engine:
             self.embedder.known_words,
             lambda: self.store.word_forms(kb_id),
             question_words_only=question_words_only,
+            conversation=conversation,
         )
         if read != question:
             log.info("read a question's mistyped words as the documents write them")
@@ -1601,7 +1634,8 @@ class Engine:
         if isinstance(answerer, ExtractiveAnswerer):
             cited = functools.partial(self.cited_passage, kb) if chooses(asked, history) else None
             said = functools.partial(self.said_about, kb)  # a name's gender the documents show
-            return await asyncio.to_thread(standalone_question, asked, history, cited, said)
+            titled = functools.partial(self.quoted_title, kb)  # 'the year before' the figure quoted
+            return await asyncio.to_thread(standalone_question, asked, history, cited, said, titled)
         return await answerer.condense(asked, history)
 
     def said_about(self, kb: str, name: str) -> str:
@@ -1622,6 +1656,16 @@ class Engine:
                     after = spans[index + 1][1] if index + 1 < len(spans) else end
                     lines.append(text[start:after])
         return "\n".join(dict.fromkeys(lines))[:MAX_SAID_CHARS]
+
+    def quoted_title(self, kb: str, quote: str) -> str:
+        """The name, headings and first line of the document an answer's quote was taken from ('' when no
+        leaf holds it): where the year or quarter of a figure the question did not name is read."""
+        kb_id = self.store.kb_id(kb)
+        leaf = self._cited_leaf(kb_id, quote) if kb_id is not None else None
+        if leaf is None or leaf.document is None:
+            return ""
+        headings, text = self.store.document_openings(kb_id).get(leaf.document, ((), ""))
+        return " ".join([leaf.document, *headings, text.strip().split("\n", 1)[0][:MAX_TITLE_CHARS]])
 
     def cited_passage(self, kb: str, quote: str) -> str:
         """The text of the leaf an answer's quote was taken from ('' when none holds it): what a choice
@@ -1679,7 +1723,7 @@ class Engine:
             if document is None:
                 return query, documents
             log.info("a follow-up's 'the %s %s' searched in that document", moved.group(1), moved.group(2))
-            return _the_document(query, moved), [document]
+            return self._as_of(kb_id, _the_document(query, moved), [document]), [document]
         if moved is None and labelled is not None:
             document = _labelled_document(labelled.group(1), self.store.document_openings(kb_id), named)
             if document is not None:
@@ -1688,20 +1732,68 @@ class Engine:
                 if in_core is not None and in_core.re is _IN_LABEL:  # 'in Q2' goes: the document is searched
                     return query.replace(in_core.group(0), "", 1), [document]
                 return (_the_document(query, in_core) if in_core else query), [document]
+        if moved is not None:  # the documents the last answer did not quote ('report' ones, when any are)
+            rest = self._other_documents(kb_id, moved.group(1), named, history)
+            return (self._as_of(kb_id, _the_document(query, moved), rest), rest) if rest else (query, documents)
         document = self._quoted_document(kb_id, history)
         if document is None:
             return query, documents
-        if moved is not None:  # the documents the last answer did not quote ('report' ones, when any are)
-            openings = self.store.document_openings(kb_id)
-            others = [name for name in named if name != document]
-            rest = [name for name in others if _labelled_document(moved.group(1), openings, [name])] or others
-            return (_the_document(query, moved), rest) if rest else (query, documents)
         if not rewritten.context or not _POINTS_BACK.search(rewritten.core):
             return query, documents
         if documents and document not in named:
             return query, documents
         log.info("a follow-up's 'it' searched in the one document the last answer quoted")
         return query, [document]
+
+    def _other_documents(self, kb_id: int, noun: str, named: list[str], history: list[Turn]) -> list[str]:
+        """The documents 'the other report' means, among those of `named` whose name or title says `noun`
+        ('report'; all of them when none does): the ones the last answer did not cite, when it cited some
+        (one of two, one or two of three); when it cited every one (a question about Ines Calloway quoting
+        both reports), those besides the one its first quote came from, the document it answered from.
+        [] when the last answer cited none of them."""
+        quoted = [name for name in dict.fromkeys(self._quoted_documents(kb_id, history)) if name in named]
+        openings = self.store.document_openings(kb_id)
+        called = [name for name in named if _labelled_document(noun, openings, [name])] or named
+        cited = [name for name in quoted if name in called]
+        if not cited:
+            return []
+        return [name for name in called if name not in cited] or [name for name in called if name != cited[0]]
+
+    def _as_of(self, kb_id: int, query: str, documents: list[str]) -> str:
+        """A question moved to other `documents` ('What did Ines Calloway recommend?' asked of the other
+        report), with each name none of them holds read as the document, 'it' ('What did it recommend?'):
+        the person belonged to the last answer's document, and what is asked of the other one is the same
+        thing of its own. A name they hold stays ('What did Rowan Pike argue?' of a report that names him)."""
+        rewritten = split_standalone(query)
+        core = rewritten.core
+        for name in self._names_of(kb_id, core)[:MAX_NAMES_MOVED]:
+            leaves = self._found_leaves(kb_id, name, NAME_LOOKUPS)
+            held = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
+            if any(leaf.document in documents and held.search(" ".join(leaf.text.split())) for leaf in leaves):
+                continue
+            titled = re.compile(rf"(?:\b(?:{'|'.join(TITLES)})\.?\s+)?{re.escape(name)}(['\u2019]s\b)?", re.IGNORECASE)
+            core = titled.sub(lambda m: "its" if m.group(1) else "it", core, count=1)
+        if core == rewritten.core:
+            return query
+        log.info("a name the other document does not hold read as that document")
+        return replace(rewritten, core=core[:1].upper() + core[1:]).text
+
+    def _names_of(self, kb_id: int, question: str) -> list[str]:
+        """The names a question gives, as it writes them, without a title ('Dr Ines Calloway': 'Ines
+        Calloway'): runs of its words that are capitalised names (`names_in`) or that the knowledge base
+        writes only with a capital ('what did calloway recommend?')."""
+        forms = self.store.word_forms(kb_id).forms
+        named = {word.lower() for name in names_in(question) for word in name.split()}
+        runs: list[list[str]] = [[]]
+        for place, word in enumerate(re.findall(r"[^\W\d_][\w'\u2019.-]*|\S", question)):
+            bare = _POSSESSIVE_END.sub("", word).rstrip(".")
+            ways = forms.get(bare.lower()) if place and len(bare) > 2 else None  # not 'What', not 'I'
+            if bare.lower() in named or (ways and all(way[:1].isupper() for way in ways)):
+                runs[-1].append(bare)
+            elif runs[-1]:
+                runs.append([])
+        names = [run[1:] if run[0].lower() in TITLES and len(run) > 1 else run for run in runs if run]
+        return [" ".join(run) for run in names]
 
     def _nth_document(self, kb_id: int, ordinal: str, noun: str, named: list[str], history: list[Turn]) -> str | None:
         """The document 'the second report' means: the second of the documents the last answer cited, in
@@ -1890,7 +1982,8 @@ class Engine:
             return await asyncio.to_thread(self._small_talk_answer, kb, question, Act.VAGUE, mode, budget)
         answerer = self.answerer
         if history:  # 'whne did he leave?' is read against the conversation as 'when did he leave?'
-            asked = await asyncio.to_thread(self.respelled, kb, asked, question_words_only=True)
+            spoken = "\n".join(turn.content for turn in history[-2 * TURNS_CONSIDERED :] if turn.role == "user")
+            asked = await asyncio.to_thread(self.respelled, kb, asked, conversation=spoken)
         query = await self._condensed(answerer, kb, asked, history) if history else asked
         if onward is None:
             query, documents = await asyncio.to_thread(self._followed_document, kb, query, history, documents, asked)
@@ -1903,6 +1996,8 @@ class Engine:
         # text reaches the answerer with its own bracketed numbers neutralised.
         support = await asyncio.to_thread(self.support_index, answerer, context.nodes)
         draft = await self._draft(answerer, query, context.nodes, history, on_text, support)
+        if history and isinstance(answerer, ExtractiveAnswerer):
+            draft = _with_choice(draft, asked, query, context.nodes)
         check = await asyncio.to_thread(check_answer, draft.text, support) if support is not None else None
         text, citations = map_citations(check.text if check is not None else draft.text, context.nodes)
         cite_pages(citations, context.nodes, draft.pages)

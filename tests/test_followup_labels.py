@@ -163,7 +163,7 @@ async def test_a_comparison_with_another_year_quotes_both_figures(engine):
 @pytest.mark.parametrize(
     ("typed", "meant"),
     [("teh", "the"), ("aftr", "after"), ("wat", "what"), ("becuase", "because"), ("whne", "when"), ("waht", "what"),
-     ("thier", "their"), ("tehy", "they"), ("the", None), ("hte", None), ("wehn", "when")],
+     ("thier", "their"), ("tehy", "they"), ("the", None), ("hte", "the"), ("wehn", "when")],
 )
 def test_a_slip_of_a_question_word_is_that_word(typed, meant):
     assert question_word(typed) == meant

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..ingest.sentences import content_terms, stem
 
 # a year or a quarter as a number or word of its own, also in a file name ('m2019.md', 'sales_q3.md')
 _TIME = re.compile(r"(?<!\d)(?<!\d[.,])(?:1[0-9]{3}|20[0-9]{2})(?![\d]|[.,]\d)|(?<![^\W\d_])[Qq][1-4](?!\d)")
@@ -58,3 +61,130 @@ def holds_figures_of(times: tuple[str, str], quotes: Iterable[tuple[str, str]]) 
     return any(
         _of_time(first, *a) and _of_time(second, *b) for i, a in enumerate(quotes) for j, b in enumerate(quotes) if i != j
     )
+
+
+# 'which year was higher?', 'so which one had more?', 'was 2021 or 2020 higher?': a choice between two
+# figures, by the comparative that says which way (a 'which' question, or an 'X or Y' one)
+_MORE_WORDS = {
+    **dict.fromkeys("higher more bigger larger greater up".split(), "higher"),
+    **dict.fromkeys("lower less fewer smaller down".split(), "lower"),
+}
+_WHICH_MORE = re.compile(
+    r"^(?:(?:and|so|ok|okay|then|but)\b[\s,]*)*(?:which|what)\b[^?.!]{0,60}?\b(" + "|".join(_MORE_WORDS) + r")\b[^?.!]{0,40}[?.!]*$"
+    r"|^(?:(?:and|so)\b[\s,]*)?(?:is|was|were|are|did)\b(?=[^?.!]*\bor\b)[^?.!]{0,60}?\b(" + "|".join(_MORE_WORDS)
+    + r")\b[^?.!]{0,40}[?.!]*$",
+    re.IGNORECASE,
+)
+MAX_CHOICE_WORDS = 12  # a longer question names its own subject; it is no choice between the last figures
+
+
+def which_more(question: str) -> str | None:
+    """'higher' or 'lower' for a question that asks which of two figures is ('which year was higher?',
+    'which had fewer?', 'was Q2 or Q3 bigger?'); None for any other ('which keeper was older?' is one too:
+    the caller asks only after a comparison of two times)."""
+    if len(question.split()) > MAX_CHOICE_WORDS:
+        return None
+    match = _WHICH_MORE.match(question.strip())
+    if match is None:
+        return None
+    return _MORE_WORDS[(match.group(1) or match.group(2)).lower()]
+
+
+_WORD_NUMBERS = {
+    word: value
+    for value, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split()
+    )
+}
+_SCALES = {"hundred": 1e2, "thousand": 1e3, "million": 1e6, "m": 1e6, "bn": 1e9, "billion": 1e9, "k": 1e3}
+_NUMBER = re.compile(
+    r"(?P<currency>[£$€¥])?\s?(?P<value>(?<![\w.])\d[\d,]*(?:\.\d+)?|\b(?:" + "|".join(_WORD_NUMBERS) + r")\b)"
+    r"(?:\s?(?P<scale>hundred|thousand|million|billion|bn|m|k)\b)?(?P<percent>\s?%|\s?per\s?cent)?"
+    r"(?:\s+(?P<unit>[^\W\d_]+))?",
+    re.IGNORECASE,
+)
+# where one clause of a sentence ends and another begins: 'Revenue in 2021 was 4.2 million, against 3.6
+# million in 2020' gives each year its own figure
+_CLAUSES = re.compile(r"[;:()]|,(?=\s)|\b(?:against|compared|versus|vs|while|whereas|but|and|up from|down from|from)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A number a quote gives, with its unit as written ('4.2 million pounds': 4200000.0, 'pounds')."""
+
+    value: float
+    unit: str
+    shown: str
+
+
+def _figures(text: str) -> list[Figure]:
+    """The numbers of `text` that are no year or quarter, each with the word after it as its unit."""
+    found = []
+    for match in _NUMBER.finditer(_TIME.sub(lambda m: " " * len(m.group(0)), text)):
+        raw = match.group("value").lower()
+        value = float(_WORD_NUMBERS[raw]) if raw in _WORD_NUMBERS else float(raw.replace(",", ""))
+        value *= _SCALES.get((match.group("scale") or "").lower(), 1.0)
+        unit = "%" if match.group("percent") else (match.group("currency") or match.group("unit") or "").lower()
+        if match.group("currency") and match.group("unit"):
+            unit = f"{match.group('currency')}"  # '£40 rent': the currency is the unit
+        found.append(Figure(value, unit.rstrip("s") if len(unit) > 3 else unit, " ".join(match.group(0).split())))
+    return found
+
+
+def figure_of(time: str, text: str, title: str, asked: set[str]) -> Figure | None:
+    """The figure a quote gives for `time`: of the clause that names the time when its text does ('…, against
+    3.6 million pounds in 2020'), else of the whole quote when its document's title names the time; the
+    one whose unit is a word the question asks about ('moorings'), else the first. None when it gives none."""
+    if _holds(time, text):
+        parts, start = [], 0
+        for cut in [*(m.start() for m in _CLAUSES.finditer(text)), len(text)]:
+            parts.append(text[start:cut])
+            start = cut
+        text = next((part for part in parts if _holds(time, part) and _figures(part)), "")
+    elif not _holds(time, title):
+        return None
+    figures = _figures(text)
+    wanted = [f for f in figures if f.unit and (f.unit in asked or f"{f.unit}s" in asked)]
+    return (wanted or figures or [None])[0]
+
+
+def chosen(times: tuple[str, str], way: str, quotes: Iterable[tuple[str, str]], asked: set[str]) -> str | None:
+    """The lead line of a choice between the figures of two times ('which year was higher?'): the time whose
+    figure is higher (or lower), with both figures, when the quotes (text and title) give one of each in the
+    same unit; else a line saying which is missing or that the units differ (`unanswered_lead` reads both as
+    unanswered); None when they give neither."""
+    quotes = list(quotes)
+    asked_stems = {stem(term) for term in asked}
+    # of the quotes giving a time's figure, the one sharing most of what is asked ('revenue', not 'costs');
+    # one sharing none gives no figure of it
+    shared = [(len(asked_stems & {stem(t) for t in content_terms(text.lower())}), text, title) for text, title in quotes]
+    ranked = [(text, title) for count, text, title in sorted(shared, key=lambda s: -s[0]) if count or not asked_stems]
+    found = {t: next((f for text, title in ranked if (f := figure_of(t, text, title, asked))), None) for t in times}
+    first, second = times
+    a, b = found[first], found[second]
+    if a is None and b is None:
+        return None
+    if a is None or b is None:
+        have, missing = (first, second) if a is not None else (second, first)
+        return ONE_SIDE.format(found=have, figure=(a or b).shown, missing=missing, way=way)  # type: ignore[union-attr]
+    if a.unit != b.unit:
+        return UNLIKE_UNITS.format(first=first, a=a.shown, second=second, b=b.shown, way=way)
+    if a.value == b.value:
+        return SAME.format(first=first, second=second, figure=a.shown)
+    (pick, shown), (other, against) = sorted(((first, a), (second, b)), key=lambda p: p[1].value, reverse=way == "higher")
+    return CHOSEN.format(time=pick, way=way, a=shown.shown, other=other, b=against.shown)
+
+
+CHOSEN = "From the documents: {time} was {way} ({a} in {time}, against {b} in {other})."
+SAME = "From the documents: {first} and {second} were the same ({figure} each)."
+ONE_SIDE = (
+    "The documents give a figure for {found} ({figure}) but none I can find for {missing}, so I cannot say "
+    "which was {way}; the closest passages are:"
+)
+# the lines that say a choice cannot be made, for `followup.unanswered_lead`
+CANNOT_CHOOSE = re.compile(r"^The documents give a figure for .{1,120}? but none I can find for |^The figures are in different units \(")
+UNLIKE_UNITS = (
+    "The figures are in different units ({a} in {first}, {b} in {second}), so I cannot say which was "
+    "{way}; the passages are:"
+)

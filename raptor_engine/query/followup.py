@@ -70,6 +70,7 @@ from enum import Enum
 
 from ..ingest.sentences import IRREGULAR, STOPWORDS, THEMATIC, content_terms, stem, words
 from ..types import Turn
+from .compared import CANNOT_CHOOSE, compared_times, which_more
 from .given_names import gender_of_first_name
 
 CONTEXT_OPEN = " (context: "
@@ -100,7 +101,7 @@ def unanswered_lead(text: str) -> bool:
     nearest passages, those of a question in another language, or those after a document's end): not an LLM's 'The documents are in
     agreement ...'."""
     return text.startswith((WEAK_MATCH, NOTHING_RELATED)) or bool(
-        _OTHER_LANGUAGE_LEAD.match(text) or _DOCUMENT_EDGE_LEAD.match(text)
+        _OTHER_LANGUAGE_LEAD.match(text) or _DOCUMENT_EDGE_LEAD.match(text) or CANNOT_CHOOSE.match(text)
     )
 TURNS_CONSIDERED = 6  # the last user questions looked at when chaining rewrites
 MAX_CONTEXT_CHARS = 200
@@ -187,6 +188,7 @@ class Rewrite:
     earlier: tuple[str, ...] = ()  # the people it asked about before `subject`, the latest first
     it: str | None = None  # what 'it' still means when the core asks about another thing (a comparison)
     called: tuple[tuple[str, str], ...] = ()  # whom earlier questions' pronouns meant, with its gender
+    asked_before: str = ""  # the same question of another time, which 'and in 2020?' swapped for this one
 
     @property
     def text(self) -> str:
@@ -197,6 +199,7 @@ Cited = Callable[[str], str]  # a quote -> the text of the passage it was quoted
 # a name -> the documents' sentences that hold it, each with the sentence after it, one a line ('' when
 # none): where a follow-up's he/she learns the gender of a name the table does not know ('Frankie')
 Said = Callable[[str], str]
+Labelled = Callable[[], "Rewrite"]  # the last question with the time of its answer's figure (`_labelled`)
 
 
 def split_standalone(query: str) -> Rewrite:
@@ -209,19 +212,29 @@ def split_standalone(query: str) -> Rewrite:
 
 
 def standalone_question(
-    question: str, history: list[Turn], cited: Cited | None = None, said: Said | None = None
+    question: str,
+    history: list[Turn],
+    cited: Cited | None = None,
+    said: Said | None = None,
+    titled: Cited | None = None,
 ) -> str:
     """The question a follow-up stands for, given the conversation so far (the question itself if fresh)."""
-    return rewrite(question, history, cited, said).text
+    return rewrite(question, history, cited, said, titled).text
 
 
 def rewrite(
-    question: str, history: list[Turn], cited: Cited | None = None, said: Said | None = None
+    question: str,
+    history: list[Turn],
+    cited: Cited | None = None,
+    said: Said | None = None,
+    titled: Cited | None = None,
 ) -> Rewrite:
     """Rewrite each of the last questions against the ones before it, then this one against them.
     `cited` gives the passage a quote was taken from, for a choice among what an answer's quotes name
     too few of (`_cited_list`); `said` what the documents say around a name whose gender neither the
-    conversation nor the names table shows (`_with_documents`)."""
+    conversation nor the names table shows (`_with_documents`); `titled` the title of the document a
+    quote was taken from, where 'the year before' finds the year of a figure no question named
+    (`_labelled`)."""
     exchanges = _exchanges(history[-4 * TURNS_CONSIDERED :])[-TURNS_CONSIDERED:]
     question = question[:MAX_TURN_CHARS]
     told = _told(exchanges, question)
@@ -235,7 +248,9 @@ def rewrite(
         if onward_ask(asked) is Onward.CHECK:
             continue  # 'is that true?' asks nothing new: what follows it leans on what it checked
         before = previous
-        previous = _bounded(_followed(_rewrite_one(asked, previous, previous_answer, told, listed), previous))
+        previous = _bounded(
+            _followed(_rewrite_one(asked, previous, previous_answer, told, listed, titled), previous)
+        )
         previous_answer = answered
         listed = (
             _listed(previous, answered)
@@ -243,7 +258,7 @@ def rewrite(
             or _swap_pair(before, previous)
             or listed
         )
-    return _bounded(_followed(_rewrite_one(question, previous, previous_answer, told, listed), previous))
+    return _bounded(_followed(_rewrite_one(question, previous, previous_answer, told, listed, titled), previous))
 
 
 def onward_person(question: str, history: list[Turn]) -> str | None:
@@ -331,10 +346,16 @@ def _exchanges(history: list[Turn]) -> list[tuple[str, str]]:
 
 
 def _rewrite_one(
-    question: str, previous: Rewrite | None, previous_answer: str, told: str, listed: tuple[str, ...] = ()
+    question: str,
+    previous: Rewrite | None,
+    previous_answer: str,
+    told: str,
+    listed: tuple[str, ...] = (),
+    titled: Cited | None = None,
 ) -> Rewrite:
     """One question made standalone against the previous one (itself standalone) and its answer;
-    `listed`: what the conversation's last list named ('the Alder', 'the Wren'), for 'the second one'."""
+    `listed`: what the conversation's last list named ('the Alder', 'the Wren'), for 'the second one';
+    `titled`: a quote's document's title (`rewrite`)."""
     question = " ".join(question.split())
     if previous is None:
         question = _in_full(question)
@@ -347,13 +368,17 @@ def _rewrite_one(
     placed = _corrected_place(question, previous)
     if placed is not None:
         return placed
-    time = _another_time(question, previous)
+    labelled = functools.partial(_labelled, previous, previous_answer, titled)  # read only when asked
+    time = _another_time(question, previous, labelled)
     if time is not None:
         return time
     question = _as_what_about(_and_the(question))
-    compared = _compared(question, previous)
+    compared = _compared(question, previous, labelled)
     if compared is not None:
         return compared
+    which = _which_of_two(question, previous, previous_answer)
+    if which is not None:
+        return which
     chosen = _chosen(question, listed, previous.core) or _all_of_those(question, listed, previous.core)
     if chosen is not None:
         return Rewrite(chosen, subject=previous.subject)
@@ -862,14 +887,16 @@ _COMPARISON = re.compile(
 )
 
 
-def _compared(question: str, previous: Rewrite) -> Rewrite | None:
+def _compared(question: str, previous: Rewrite, labelled: Labelled | None = None) -> Rewrite | None:
     """'How long is the Kessel Bridge?' then 'is that more than 200 metres?' -> the last question again
     (the answer quotes the figure to compare, though the last answer quoted it); 'is that more than the
     Wren?' -> the last question about the Wren, the last question as context (the answer quotes the
     Wren's figure). 'was that more than in 2019?', 'is that higher than last year?', 'how does that
     compare with the Q2 figure?' ask the last question of that year or quarter the same way
-    (`_at_another_time`), so the answer quotes both figures. None for anything but such a comparison, or
-    when the last question named nothing."""
+    (`_at_another_time`), so the answer quotes both figures; when the last question named no time,
+    `labelled` is it with the time of the figure its answer quoted ('How many units were sold after the
+    dry summer in Q3?', `_labelled`). None for anything but such a comparison, or when the last question
+    named nothing."""
     bare = _without_conjunction(question)
     match = _COMPARISON.match(bare)
     if match is not None and match.group(1).lower() in _NOT_COMPARATIVES:
@@ -878,6 +905,10 @@ def _compared(question: str, previous: Rewrite) -> Rewrite | None:
     if target is None or not subject_terms(previous.core):
         return None
     other = _at_another_time(target, previous.core)
+    if other is None and labelled is not None and _counted_from(target):
+        counted = labelled()
+        other = _at_another_time(target, counted.core)
+        previous = counted if other is not None else previous
     if other is None and not _another_of_something_else(target, previous.core):
         other = _swapped_thing(target, previous)
     if other is not None:  # 'it' is still what was compared ('why was it smaller?'), not the other thing
@@ -910,8 +941,11 @@ def _another_of_something_else(target: str, core: str) -> bool:
 # 'in 2019', 'the 2019 figure', 'Q2', 'last year', 'the previous quarter': a time the comparison names
 _A_TIME = re.compile(
     r"^(?:(?:in|for|during|of|that\s+of|that\s+in)\s+)?(?:the\s+)?(?:(?P<year>1[0-9]{3}|20[0-9]{2})|(?P<quarter>q[1-4])"
-    r"|(?P<year_before>last\s+year|previous\s+year|year\s+before(?:\s+that)?|a\s+year\s+(?:earlier|before))"
-    r"|(?P<quarter_before>last\s+quarter|previous\s+quarter|quarter\s+before(?:\s+that)?))"
+    r"|(?P<year_before>(?:last|previous|prior|preceding)\s+year|year\s+(?:before|prior)(?:\s+that)?"
+    r"|a\s+year\s+(?:earlier|before))"
+    r"|(?P<year_after>(?:next|following|subsequent)\s+year|year\s+after(?:\s+that)?|a\s+year\s+later)"
+    r"|(?P<quarter_before>(?:last|previous|prior|preceding)\s+quarter|quarter\s+(?:before|prior)(?:\s+that)?)"
+    r"|(?P<quarter_after>(?:next|following|subsequent)\s+quarter|quarter\s+after(?:\s+that)?))"
     r"(?:['\u2019]s)?(?:\s+(?:one|figure|figures|number|numbers|total|count|amount|level|report|survey))?$",
     re.IGNORECASE,
 )
@@ -927,17 +961,40 @@ def _at_another_time(target: str, core: str) -> str | None:
     if match is None:
         return None
     years, quarters = set(_YEAR.findall(core)), set(_QUARTER.findall(core))
-    if match.group("year") or match.group("year_before"):
+    step = -1 if match.group("year_before") or match.group("quarter_before") else 1
+    if match.group("year") or match.group("year_before") or match.group("year_after"):
         if len(years) != 1:
             return None
         year = next(iter(years))
-        new = match.group("year") or str(int(year) - 1)
+        new = match.group("year") or str(int(year) + step)
         return _YEAR.sub(new, core) if new != year else None
     if len(quarters) != 1:
         return None
     quarter = next(iter(quarters))
-    new = match.group("quarter")[1] if match.group("quarter") else str(int(quarter) - 1)
-    return _QUARTER.sub(f"Q{new}", core) if new not in (quarter, "0") else None
+    new = match.group("quarter")[1] if match.group("quarter") else str(int(quarter) + step)
+    return _QUARTER.sub(f"Q{new}", core) if new not in (quarter, "0", "5") else None
+
+
+def _labelled(previous: Rewrite, previous_answer: str, titled: Cited | None) -> Rewrite:
+    """The last question with the time of the figure its answer quoted first, when it named none
+    ('How many units were sold after the dry summer?' -> '... after the dry summer in Q3?'): the one year
+    or quarter of the quote's document title (`titled`), else the first its text gives. What 'was that
+    more than the year before?' or 'and the previous quarter?' counts from; `previous` itself when it
+    names a time, or the quote gives none."""
+    if _YEAR.search(previous.core) or _QUARTER.search(previous.core):
+        return previous
+    quotes = quotes_in(previous_answer)
+    if not quotes or unanswered_lead(previous_answer):
+        return previous
+    title = titled(quotes[0]) if titled is not None else ""
+    in_title = list(dict.fromkeys(time.upper() for time in _TIMES.findall(title)))  # 'q3.md Sales review, Q3'
+    times = in_title if len(in_title) == 1 else _TIMES.findall(quotes[0])
+    if not times:
+        return previous
+    return replace(previous, core=f"{previous.core.rstrip(' ?.!')} in {times[0].upper()}?")
+
+
+_TIMES = re.compile(r"\b(1[0-9]{3}|20[0-9]{2}|[Qq][1-4])\b")
 
 
 _NOT_COMPARATIVES = frozenset("other rather either neither whether never ever after under over water".split())
@@ -1078,8 +1135,9 @@ def _all_of_those(question: str, listed: tuple[str, ...], previous_core: str = "
 
 
 _THE_OTHER = re.compile(
-    r"^(?:(?:no|nope|sorry|oops)\b[\s,.!]*)*(?:i\s+meant?\s+)?(?:(?:and|or|but)\s+)?"
-    r"(?:(?:what|how)\s+about\s+)?(?:(?:in|from|for|of)\s+)?the\s+"
+    r"^(?:(?:no|nope|sorry|oops|ok|okay)\b[\s,.!]*)*(?:i\s+meant?\s+)?(?:(?:and|or|but|now)\s+)?"
+    r"(?:(?:can|could)\s+you\s+)?(?:please\s+)?(?:(?:check|try|search|see|look\s+(?:in|at|through))\s+)?"
+    r"(?:(?:what|how)\s+about\s+)?(?:(?:in|from|for|of|with)\s+)?the\s+"
     r"(other|first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th)\s+([a-z]+)\s*[?.!]*$",
     re.IGNORECASE,
 )
@@ -1130,8 +1188,22 @@ def _the_other(question: str, previous: Rewrite) -> str | None:
     it = _IT.search(previous.core)
     head = re.match(r"\s*([a-z]+)", previous.context[earlier.end() :], re.IGNORECASE) if earlier else None
     if it is None or head is None or not _names_the_document(which, word, head.group(1).lower()):
-        return None
+        return _in_the_other(which, word, previous) if earlier is None else None
     return _capitalised(f"{previous.core[: it.start()]}the {which} {head.group(1)}{previous.core[it.end() :]}")
+
+
+def _in_the_other(which: str, word: str, previous: Rewrite) -> str | None:
+    """'What did Ines Calloway recommend?' then 'and what about the other report?' -> 'What did Ines
+    Calloway recommend in the other report?': the last question, which numbered no document, asked again
+    of the document 'the other report' (or 'the second file') means; the engine moves it there and reads
+    a name only the last answer's document holds as that document ('What did it recommend?',
+    `Engine._followed_document`). None for 'the other one' (the other person or thing as well) or a word
+    for no document."""
+    noun = "document" if word in ("doc", "pdf") else word
+    if noun not in (*DOCUMENT_NOUNS, "document") or not subject_terms(previous.core):
+        return None
+    bare = previous.core.rstrip(" ?.!")
+    return f"{_capitalised(bare)} in the {which} {noun}?"
 
 
 _OTHER_INSIDE = re.compile(r"\bthe\s+other\s+([a-z]+)\b", re.IGNORECASE)
@@ -1167,18 +1239,51 @@ def _names_the_document(which: str, word: str, head: str) -> bool:
 _ANOTHER_TIME = re.compile(r"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(.+?)\s*[?.!]*$", re.IGNORECASE)
 
 
-def _another_time(question: str, previous: Rewrite) -> Rewrite | None:
+def _another_time(question: str, previous: Rewrite, labelled: Labelled | None = None) -> Rewrite | None:
     """'What did the 2021 report recommend?' then 'and in 2019?' -> 'What did the 2019 report
     recommend?': a follow-up that gives only a year or a quarter ('and Q1?'), or the one before ('and
     the previous quarter?', 'what about the year before?'), after 'and', 'what about', a correction,
     'in' or 'for', asks the last question again with that time in place of the one year or quarter it
-    named (`_at_another_time`). None when the last question names no such time, or two."""
+    named (`_at_another_time`); a time counted from another ('the year before') counts from `labelled`'s
+    when the last question named none (`_labelled`). None when neither names one such time."""
     corrected = _CORRECTION.match(question)
     match = _ANOTHER_TIME.match(corrected.group(1) if corrected else question)
     if match is None or _A_TIME.match(match.group(1)) is None:
         return None
+    before = previous
     core = _at_another_time(match.group(1), previous.core)
-    return Rewrite(core, subject=previous.subject) if core is not None else None
+    if core is None and labelled is not None and _counted_from(match.group(1)):
+        before = labelled()
+        core = _at_another_time(match.group(1), before.core)  # 'and the year before?' of the figure's year
+    return Rewrite(core, subject=previous.subject, asked_before=before.core) if core is not None else None
+
+
+def _which_of_two(question: str, previous: Rewrite, previous_answer: str) -> Rewrite | None:
+    """'which year was higher?' after the figures of two years or quarters: the last question of one time,
+    with the same question of the other as its context, as 'was that more than in 2020?' is searched, so
+    the answer quotes both figures and names the higher (`compared.chosen`). The two times are the last
+    comparison's ('was that more than in Q1?'), the last question's and the one 'and in 2020?' swapped it
+    for, or two the last answer's first quote gives ('Revenue in 2021 was 4.2 million, against 3.6 million
+    in 2020'). None for any other question, or when no two times are at hand."""
+    if which_more(question) is None:
+        return None
+    for other in (previous.context, previous.asked_before):
+        if other and compared_times(previous.core, other) is not None:
+            return Rewrite(previous.core, _cut(other), subject=previous.subject)
+    quotes = quotes_in(previous_answer)
+    given = list(dict.fromkeys(t.upper() for t in _TIMES.findall(quotes[0]))) if quotes else []
+    asked = [t.upper() for t in _TIMES.findall(previous.core)]
+    if len(given) < 2 or len(asked) > 1 or (asked and asked[0] not in given[:2]):
+        return None
+    first, second = (asked[0], next(t for t in given[:2] if t != asked[0])) if asked else given[:2]
+    bare = _TIMES.sub(first, previous.core) if asked else f"{previous.core.rstrip(' ?.!')} in {first}?"
+    return Rewrite(bare, _TIMES.sub(second, bare), subject=previous.subject)
+
+
+def _counted_from(target: str) -> bool:
+    """Whether a time is counted from another ('the year before', 'next quarter'), not named ('2019')."""
+    match = _A_TIME.match(target.strip())
+    return match is not None and not (match.group("year") or match.group("quarter"))
 
 
 SWAPPED_WORDS = 4  # the most words of a thing one question puts in place of the last one's

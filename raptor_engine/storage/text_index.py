@@ -234,8 +234,14 @@ def leaf_word_forms(db: Any, kb_id: int) -> WordForms:
     """The words of the knowledge base's leaves (its documents' own text; summaries only repeat or
     paraphrase it)."""
     rows = db.execute("SELECT text FROM nodes WHERE kb_id = ? AND layer = 0", [kb_id]).fetchall()
+    return word_forms_of("\n".join(text for (text,) in rows))
+
+
+def word_forms_of(text: str) -> WordForms:
+    """The words of `text` and how each is written (`WordForms`): a knowledge base's leaves, or the
+    questions of a conversation a follow-up's mistyped word may be one slip from ('meetting')."""
     forms: dict[str, Counter[str]] = {}
-    for word, count in Counter(_WORD.findall("\n".join(text for (text,) in rows))).items():
+    for word, count in Counter(_WORD.findall(text)).items():
         forms.setdefault(word.lower(), Counter())[word] += count
     stems: dict[str, list[str]] = {}
     for lowered in forms:
