@@ -817,7 +817,7 @@ def test_check_upload_validates_metadata():
     with pytest.raises(IngestError, match="is empty"):
         check_upload("none.txt", 0, 2000)
     assert set(SUPPORTED_EXTENSIONS) == {
-        ".txt", ".md", ".markdown", ".pdf", ".docx", ".odt", ".epub", ".html", ".htm", ".vtt", ".srt", ".csv", ".tsv", ".eml", ".ipynb",
+        ".txt", ".md", ".markdown", ".pdf", ".docx", ".odt", ".ott", ".fodt", ".epub", ".html", ".htm", ".vtt", ".srt", ".csv", ".tsv", ".eml", ".ipynb",
         ".py", ".js", ".ts", ".go", ".rs", ".java", ".c", ".h", ".cpp", ".rb", ".sh", ".sql", ".yaml", ".yml",
         ".toml", ".json", ".ini", ".cfg", ".log",
     }

@@ -17,26 +17,31 @@ import re
 import zipfile
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import IngestError
 from .load import (
+    _XML_HEAD,
     MAX_HEADER_CELL_CHARS,
     LoadLimits,
     XmlRules,
+    XmlTally,
     _Block,
     _check_docx_sizes,
     _clean_heading,
     _content_kind,
+    _extension,
     _html_soup,
     _HtmlWalker,
     _labelled_row,
     _push_heading,
     _scan_docx_xml,
+    _too_expanded,
     _xml_decoder,
     add_reader,
+    scan_xml_stream,
     zip_mimetype,
 )
 
@@ -95,6 +100,13 @@ class _Package:
     kind: _Kind
     archive: zipfile.ZipFile
     entries: dict[str, zipfile.ZipInfo] = field(default_factory=dict)
+    tally: XmlTally = field(default_factory=lambda: XmlTally({}, {}))
+
+    def check_elements(self, text: int, limits: LoadLimits) -> None:
+        """Hold the elements read as text (`text`: a body, chapters) and the rest (styles, navigation,
+        images, each parsed or skipped whole) to `limits.max_elements` each, so that neither a large
+        styles part nor a large body is refused for the other's size, and neither is unbounded."""
+        check_elements(self.name, text, self.tally.total - text, limits)
 
     def read(self, path: str) -> bytes | None:
         info = self.entries.get(path)
@@ -108,8 +120,9 @@ class _Package:
         return parse_xml(self.name, data, what)
 
 
-def parse_xml(name: str, data: bytes, what: str) -> Any:
-    """lxml's tree of a part: entities never expanded, no DTD loaded, nothing fetched, depth bounded."""
+def parse_xml(name: str, data: bytes, what: str, broken: str = "") -> Any:
+    """lxml's tree of a part: entities never expanded, no DTD loaded, nothing fetched, depth bounded.
+    `broken` is the sentence for XML that does not parse (else: its `what` is not well-formed)."""
     from lxml import etree
 
     parser = etree.XMLParser(
@@ -123,7 +136,7 @@ def parse_xml(name: str, data: bytes, what: str) -> Any:
             raise IngestError(name, "is nested too deeply to read.") from None
         if "Resource limit exceeded" in str(exc):  # libxml2's 10 MB cap on one text node or attribute
             raise IngestError(name, "has a single piece of text over 10 MB, longer than can be read.") from None
-        raise IngestError(name, f"has a {what} that is not well-formed XML (a damaged file?).") from None
+        raise IngestError(name, broken or f"has a {what} that is not well-formed XML (a damaged file?).") from None
 
 
 def _identity(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
@@ -147,6 +160,23 @@ def _outside(path: str) -> bool:
     return path.startswith(("/", "\\")) or ".." in parts or re.match(r"[A-Za-z]:", path) is not None
 
 
+def check_elements(name: str, text: int, rest: int, limits: LoadLimits) -> None:
+    """`_Package.check_elements`, for a package or a flat file."""
+    if text > limits.max_elements:
+        raise IngestError(name, f"has more than {limits.max_elements:,} XML elements, over the limit.")
+    if rest > limits.max_elements:
+        raise IngestError(
+            name, f"has more than {limits.max_elements:,} XML elements outside its text (styles, navigation, "
+            "images), over the limit.",
+        )
+
+
+def _named(kind: _Kind, name: str) -> _Kind:
+    """`kind` with the extension the file's name has (an .ott, a .fodt), which refusals quote."""
+    ext = _extension(name)
+    return kind if ext == kind.ext or not ext else replace(kind, ext=ext)
+
+
 @contextlib.contextmanager
 def _opened(name: str, data: bytes, limits: LoadLimits, kind: _Kind) -> Iterator[_Package]:
     """The zip, once it has passed the .docx checks, is what its extension says, and names no part outside itself."""
@@ -165,8 +195,8 @@ def _opened(name: str, data: bytes, limits: LoadLimits, kind: _Kind) -> Iterator
             identity = _identity(archive, infos)
             if identity and identity != kind.noun:
                 raise IngestError(name, f"is {identity}, not {kind.noun} (the {kind.ext} extension does not match its content).")
-            _scan_docx_xml(name, archive, infos, limits, kind.rules)
-            yield _Package(name, kind, archive, {info.filename: info for info in infos})
+            tally = _scan_docx_xml(name, archive, infos, limits, kind.rules, 2 * limits.max_elements)
+            yield _Package(name, kind, archive, {info.filename: info for info in infos}, tally)
     except _ZIP_ERRORS as exc:
         log.info("%s: bad zip: %r", name, exc)
         raise IngestError(name, f"is a corrupt or truncated {kind.ext} file.") from None
@@ -392,18 +422,45 @@ def _has_header(rows: list[tuple[bool, list[str]]], styles: _OdtStyles, table: A
 
 def read_odt(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """An OpenDocument text's body: text:h headings at their outline level set the heading path; paragraphs
-    and list items are paragraphs; tables read as a .docx's; footnotes and endnotes after the text."""
-    with _opened(name, data, limits, _ODT) as package:
+    and list items are paragraphs; tables read as a .docx's; footnotes and endnotes after the text. A zip
+    (.odt, .ott) or a flat file (.fodt: the same XML in one file), whichever its bytes are."""
+    kind = _named(_ODT, name)
+    if not data.startswith(b"PK\x03\x04") and _xml_decoder(name, data[:_XML_HEAD], kind.rules.unknown_encoding) is not False:
+        return _read_flat_odt(name, data, limits, kind)
+    with _opened(name, data, limits, kind) as package:
         manifest = package.read("META-INF/manifest.xml")
         if manifest is not None and next(
             parse_xml(name, manifest, "manifest").iter(f"{_MANIFEST}encryption-data"), None
         ) is not None:
             raise IngestError(name, "is password-protected (encrypted); please save it again without a password.")
+        package.check_elements(package.tally.from_body.get("content.xml", 0), limits)
         content = package.xml("content.xml", "content.xml")
         styles_xml = package.read("styles.xml")
         named_styles = parse_xml(name, styles_xml, "styles.xml") if styles_xml is not None else None
     if content.tag != f"{_OFFICE}document-content":
-        raise IngestError(name, "is not a valid .odt file (its content.xml is not an OpenDocument document).")
+        raise IngestError(name, f"is not a valid {kind.ext} file (its content.xml is not an OpenDocument document).")
+    return _odt_blocks(name, content, *(root for root in (named_styles, content) if root is not None))
+
+
+def _read_flat_odt(name: str, data: bytes, limits: LoadLimits, kind: _Kind) -> list[_Block]:
+    """A flat OpenDocument text (office:document: styles and body in one XML file), under the zipped
+    kind's guards: its size as the unpacked XML's, declarations refused, elements counted before parsing."""
+    if len(data) > limits.max_expanded_bytes:
+        raise _too_expanded(name, limits)
+    stream = io.BytesIO(data)
+    head = stream.read(_XML_HEAD)
+    tally = XmlTally({}, {})
+    decoder = _xml_decoder(name, head, kind.rules.unknown_encoding)
+    scan_xml_stream(name, "", stream, head, decoder or None, limits, kind.rules, tally, 2 * limits.max_elements)
+    check_elements(name, tally.from_body[""], tally.total - tally.from_body[""], limits)
+    root = parse_xml(name, data, "", broken=f"is not well-formed XML, so not a readable {kind.ext} file (a damaged file?).")
+    if root.tag not in (f"{_OFFICE}document", f"{_OFFICE}document-content"):
+        raise IngestError(name, f"is not a valid {kind.ext} file (it is XML, but not an OpenDocument document).")
+    return _odt_blocks(name, root, root)
+
+
+def _odt_blocks(name: str, content: Any, *style_roots: Any) -> list[_Block]:
+    """The blocks of an OpenDocument document's office:body/office:text, its styles from `style_roots`."""
     body = content.find(f"{_OFFICE}body")
     text = body.find(f"{_OFFICE}text") if body is not None else None
     if text is None:
@@ -411,7 +468,7 @@ def read_odt(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         kind = other.tag.rsplit("}", 1)[-1][:30] if other is not None else "nothing"
         raise IngestError(name, f"is not an OpenDocument text (its content is {kind}, not a text document).")
     notes: list[tuple[bool, str]] = []
-    reader = _OdtReader(_OdtStyles(*(root for root in (named_styles, content) if root is not None)), notes)
+    reader = _OdtReader(_OdtStyles(*style_roots), notes)
     reader.items(text)
     notes.sort(key=lambda note: note[0])  # footnotes, then endnotes, as a .docx's are read
     return [*reader.blocks, *(_Block(note) for _, note in notes)]
@@ -433,6 +490,8 @@ _NOTE_TYPES = frozenset({
 })  # fmt: skip
 # A note's mark in the text, a page break's number, the link back from a note: none is a word of the text.
 _DROPPED_TYPES = frozenset({"noteref", "doc-noteref", "backlink", "doc-backlink", "pagebreak", "doc-pagebreak"})
+# What draws a page as a picture: a fixed-layout book's pages are each one of these and nothing else.
+_PICTURE_TAGS = ["img", "image", "svg", "picture", "object", "embed", "canvas"]
 _MARK_NODES = 6  # elements and strings inside a note's superscript mark, at most
 _NOTE_MARK = re.compile(r"[\[(]?[\d*\u2020\u2021\u00a7]{1,4}[\])]?")  # '1', '[12]', '*', '†' in a <sup> link
 
@@ -572,19 +631,27 @@ def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     carries from one chapter into the next, hidden elements dropped); its notes after its text."""
     with _opened(name, data, limits, _EPUB) as package:
         chapters = _chapters(package, _rootfile(package))
+        package.check_elements(sum(package.tally.elements.get(path, 0) for path in chapters), limits)
         _check_not_drm(package, chapters)
         texts = [(path, _chapter_text(name, path, package.read(path) or b"")) for path in chapters]
     walker = _HtmlWalker()
     notes: list[str] = []
+    pictures = 0
     for _path, text in texts:
         soup = _html_soup(name, text, limits)
+        pictures += len(soup.find_all(_PICTURE_TAGS, limit=1))
         asides = _set_notes_aside(soup)
         try:
             walker.walk(soup)
             notes.extend(" ".join(block.text for block in _HtmlWalker().walk(note)) for note in asides)
         except RecursionError:
             raise IngestError(name, "is nested too deeply to read.") from None
-    return [*walker.blocks, *(_Block(" ".join(note.split())) for note in notes)]
+    blocks = [*walker.blocks, *(_Block(" ".join(note.split())) for note in notes)]
+    if pictures and not any(block.text.strip() for block in blocks):
+        # a fixed-layout book of scanned pages or a comic: its words are in its pictures, as a scanned PDF's
+        raise IngestError(name, "has pages that are images, with no text layer (a scan or a comic?); please "
+                                "upload an e-book with selectable text.")
+    return blocks
 
 
 add_reader("odt", read_odt)

@@ -47,6 +47,8 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".pdf": "pdf",
     ".docx": "docx",
     ".odt": "odt",  # OpenDocument text (LibreOffice, Google Docs' export): `books.read_odt`
+    ".ott": "odt",  # an OpenDocument text template: the same parts as an .odt
+    ".fodt": "odt",  # a flat OpenDocument text: the same XML as an .odt's parts, in one file, not zipped
     ".epub": "epub",  # an e-book (EPUB 2 or 3) without DRM, its chapters in reading order: `books.read_epub`
     ".html": "html",
     ".htm": "html",
@@ -69,7 +71,7 @@ FILE_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Markdown", (".md", ".markdown")),
     ("PDF", (".pdf",)),
     ("Word", (".docx",)),
-    ("ODT", (".odt",)),  # OpenDocument text
+    ("ODT", (".odt", ".ott", ".fodt")),  # OpenDocument text
     ("EPUB", (".epub",)),
     ("HTML", (".html", ".htm")),
     ("CSV", (".csv", ".tsv")),
@@ -210,8 +212,28 @@ def _extension(name: str) -> str:
     return os.path.splitext(name)[1].lower()
 
 
+# Kinds people upload that are not read, each with what it is and how to save it as a kind that is: a
+# sentence more use than "unsupported" (a spreadsheet's cells, a slide's text boxes have no reading order
+# this reader could honestly give; an old binary format needs its program to open it).
+_UNREAD_KINDS: dict[str, tuple[str, str]] = {
+    **dict.fromkeys((".ods", ".ots", ".fods"), ("an OpenDocument spreadsheet", "save each sheet as CSV")),
+    **dict.fromkeys((".odp", ".otp", ".fodp"), ("an OpenDocument presentation", "export it as PDF")),
+    **dict.fromkeys((".odg", ".otg", ".fodg"), ("an OpenDocument drawing", "export it as PDF")),
+    **dict.fromkeys((".xlsx", ".xlsm", ".xls"), ("an Excel spreadsheet", "save each sheet as CSV")),
+    **dict.fromkeys((".pptx", ".ppt"), ("a PowerPoint presentation", "export it as PDF")),
+    ".doc": ("an old-style Word document", "save it as .docx"),
+    ".rtf": ("an RTF document", "save it as .docx"),
+    ".pages": ("an Apple Pages document", "export it as .docx or PDF"),
+    ".mobi": ("a Kindle e-book", "convert it to EPUB"),
+    ".azw3": ("a Kindle e-book", "convert it to EPUB"),
+}
+
+
 def _format_for(name: str) -> str:
     ext = _extension(name)
+    if ext in _UNREAD_KINDS:
+        what, how = _UNREAD_KINDS[ext]
+        raise IngestError(name, f"is {what} ({ext}), which cannot be read here; {how} to add it.")
     if ext not in SUPPORTED_EXTENSIONS:
         shown = ext or "no extension"
         raise IngestError(name, f"has an unsupported file type ({shown}); supported types are {file_extensions()}.")
@@ -2300,15 +2322,35 @@ class XmlRules:
 _DOCX_RULES = XmlRules(_XML_DECLARATIONS, _DOCX_ELEMENT, "paragraphs, runs and table cells")
 
 
+# The start tag of a part's body (an ODF office:body, an XHTML <body>), in any namespace prefix: what comes
+# before it in a part (automatic styles, a <head>) is not text (`XmlTally.from_body`).
+_BODY_TAG = re.compile(rb"<(?:[A-Za-z_][\w.\-]{0,40}:)?body[\s>/]")
+
+
+@dataclass
+class XmlTally:
+    """What the byte scan counted in a zip's XML parts, part by part: every element, and those from the
+    part's body tag on (0 where it has none): a reader caps the elements of the parts it walks as text
+    apart from the rest (styles, navigation, images), so that a large styles part is not taken for text."""
+
+    elements: dict[str, int]
+    from_body: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.elements.values())
+
+
 def _scan_docx_xml(
     name: str, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limits: LoadLimits,
-    rules: XmlRules = _DOCX_RULES,
-) -> None:
-    """Stream every XML part once: refuse entity declarations (XML bombs) and too many elements (`rules`).
+    rules: XmlRules = _DOCX_RULES, cap: int | None = None,
+) -> XmlTally:
+    """Stream every XML part once: refuse entity declarations (XML bombs) and more than `cap` elements in
+    all (`limits.max_elements` unless given), counted by `rules`.
 
     A part is XML by its content, not its name: the package's relationships can make any entry the main
     document (word/main.dat), and python-docx parses whatever they point at."""
-    elements = 0
+    tally = XmlTally({}, {})
     markup = 0
     for info in infos:
         with archive.open(info) as part:
@@ -2320,24 +2362,40 @@ def _scan_docx_xml(
             if markup > limits.max_expanded_bytes:
                 log.warning("%s: more than %d bytes of XML unpacked", name, markup)
                 raise _too_expanded(name, limits)
-            tail = b""
-            pending = head
-            while True:
-                block = pending + part.read(_STREAM_BLOCK)
-                pending = b""
-                if not block:
-                    break
-                if decoder is not None:
-                    block = decoder.decode(block).encode("utf-8", "replace")
-                window = tail + block
-                if any(marker in window for marker in rules.declarations):
-                    raise IngestError(name, rules.declared)
-                elements += len(rules.elements.findall(window, len(tail)))
-                if elements > limits.max_elements:
-                    raise IngestError(
-                        name, f"has more than {limits.max_elements:,} {rules.counted}, over the limit."
-                    )
-                tail = block[-16:]
+            scan_xml_stream(name, info.filename, part, head, decoder, limits, rules, tally, cap)
+    return tally
+
+
+def scan_xml_stream(
+    name: str, part_name: str, part: Any, head: bytes, decoder: codecs.IncrementalDecoder | None,
+    limits: LoadLimits, rules: XmlRules, tally: XmlTally, cap: int | None = None,
+) -> None:
+    """One XML part, from `head` (its first bytes, already read) to its end: declarations refused, its
+    elements (and those from its body tag on) added to `tally`, the whole tally held to `cap`."""
+    cap = limits.max_elements if cap is None else cap
+    before = tally.total
+    elements = 0
+    body_at: int | None = None
+    tail = b""
+    pending = head
+    while True:
+        block = pending + part.read(_STREAM_BLOCK)
+        pending = b""
+        if not block:
+            break
+        if decoder is not None:
+            block = decoder.decode(block).encode("utf-8", "replace")
+        window = tail + block
+        if any(marker in window for marker in rules.declarations):
+            raise IngestError(name, rules.declared)
+        if body_at is None and (body := _BODY_TAG.search(window)) is not None:
+            body_at = elements + len(rules.elements.findall(window, len(tail), max(body.start(), len(tail))))
+        elements += len(rules.elements.findall(window, len(tail)))
+        if before + elements > cap:
+            raise IngestError(name, f"has more than {limits.max_elements:,} {rules.counted}, over the limit.")
+        tail = block[-16:]
+    tally.elements[part_name] = elements
+    tally.from_body[part_name] = 0 if body_at is None else elements - body_at
 
 
 def _docx_heading_level(style_name: str) -> int | None:
