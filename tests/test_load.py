@@ -611,7 +611,9 @@ def test_a_file_of_punctuation_or_symbols_alone_holds_no_text(name, data):
 
 
 def test_binary_content_in_text_format():
-    assert "binary" in reason_of("image.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    assert reason_of("image.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR") == (
+        "is a PNG image, not text (the .txt extension does not match its content)."
+    )
     assert "binary" in reason_of("noise.md", bytes(range(1, 32)) * 20)
 
 

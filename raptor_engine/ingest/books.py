@@ -41,7 +41,9 @@ from .load import (
     _too_expanded,
     _xml_decoder,
     add_reader,
+    held_document,
     scan_xml_stream,
+    word_main_part,
     zip_mimetype,
 )
 
@@ -116,6 +118,10 @@ class _Package:
         """A part parsed as XML, or the sentence saying why the file cannot be read without it."""
         data = self.read(path)
         if data is None:
+            held = held_document(list(self.entries.values()))
+            if held:
+                raise IngestError(self.name, f"is a zip archive holding {held}, not {self.kind.noun} itself; "
+                                             "unzip it and add that file.")
             raise IngestError(self.name, f"is not a valid {self.kind.ext} file (it has no {what}).")
         return parse_xml(self.name, data, what)
 
@@ -142,7 +148,7 @@ def parse_xml(name: str, data: bytes, what: str, broken: str = "") -> Any:
 def _identity(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
     """What a zip says it is, in a sentence's words ('' when it does not say): a Word document by its main
     part, an OpenDocument file or an EPUB by its 'mimetype' entry."""
-    if any(info.filename == "word/document.xml" for info in infos):
+    if word_main_part(archive, infos) is not None:
         return "a Word document"
     mimetype = zip_mimetype(archive, infos)
     if mimetype == EPUB_MIMETYPE:
@@ -490,6 +496,19 @@ _NOTE_TYPES = frozenset({
 })  # fmt: skip
 # A note's mark in the text, a page break's number, the link back from a note: none is a word of the text.
 _DROPPED_TYPES = frozenset({"noteref", "doc-noteref", "backlink", "doc-backlink", "pagebreak", "doc-pagebreak"})
+# XML documents a spine may name by mistake (or to feed a reader its own metadata as text) that are no page:
+# the package file, the old navigation file, the container; left out of the reading order with a notice.
+_NOT_PAGES = frozenset({"package", "ncx", "container", "encryption"})
+_FIRST_ELEMENT = re.compile(r"<(?![?!/])(?:[\w.\-]{1,40}:)?([\w.\-]{1,40})")
+
+
+def _is_page(text: str) -> bool:
+    """Whether a spine item is a page: its first element (past the declaration and doctype) is not the root
+    of a package, navigation or container file."""
+    first = _FIRST_ELEMENT.search(text, 0, 1 << 16)
+    return first is None or first.group(1).lower() not in _NOT_PAGES
+
+
 # What draws a page as a picture: a fixed-layout book's pages are each one of these and nothing else.
 _PICTURE_TAGS = ["img", "image", "svg", "picture", "object", "embed", "canvas"]
 _MARK_NODES = 6  # elements and strings inside a note's superscript mark, at most
@@ -634,10 +653,11 @@ def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         package.check_elements(sum(package.tally.elements.get(path, 0) for path in chapters), limits)
         _check_not_drm(package, chapters)
         texts = [(path, _chapter_text(name, path, package.read(path) or b"")) for path in chapters]
+    pages = [(path, text) for path, text in texts if _is_page(text)]
     walker = _HtmlWalker()
     notes: list[str] = []
     pictures = 0
-    for _path, text in texts:
+    for _path, text in pages:
         soup = _html_soup(name, text, limits)
         pictures += len(soup.find_all(_PICTURE_TAGS, limit=1))
         asides = _set_notes_aside(soup)
@@ -647,6 +667,11 @@ def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         except RecursionError:
             raise IngestError(name, "is nested too deeply to read.") from None
     blocks = [*walker.blocks, *(_Block(" ".join(note.split())) for note in notes)]
+    if len(pages) < len(texts):
+        skipped = [path for path, _ in texts if all(path != page for page, _ in pages)]
+        log.info("%s: spine items that are not pages left out: %s", name, skipped)
+        blocks.append(_Block("", notice=f"{len(skipped)} of its reading order's items left out: not pages "
+                                        f"(its package or navigation file, as {_shown(skipped[0])})"))
     if pictures and not any(block.text.strip() for block in blocks):
         # a fixed-layout book of scanned pages or a comic: its words are in its pictures, as a scanned PDF's
         raise IngestError(name, "has pages that are images, with no text layer (a scan or a comic?); please "
