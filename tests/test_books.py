@@ -3,6 +3,7 @@ lists, tables and notes in place, and every hostile kind refused in one sentence
 
 from __future__ import annotations
 
+import base64
 import io
 import random
 import zipfile
@@ -137,9 +138,27 @@ def test_a_template_and_a_flat_odt_are_read_as_an_odt_is(odt_doc) -> None:
         assert [s.heading for s in doc.sections] == [s.heading for s in odt_doc.sections], name
 
 
+def test_a_flat_odt_past_the_xml_cap_is_refused_before_it_is_parsed() -> None:
+    flat = fodt_file("".join(f"<text:p>Line {i} of the log.</text:p>" for i in range(2000)))
+    with pytest.raises(IngestError) as refused:
+        load_document("log.fodt", flat, limits=LoadLimits(max_expanded_bytes=32 * 1024))
+    assert refused.value.reason == "is more than 0.03125 MB of XML, over the limit."
+    with pytest.raises(IngestError, match="has more than 1,000 XML elements, over the limit."):
+        load_document("log.fodt", flat, limits=LoadLimits(max_elements=1000))
+
+
 def test_a_flat_odt_in_utf16_is_read() -> None:
     flat = fodt_file("<text:p>Fog at dawn, café.</text:p>").decode().replace('encoding="UTF-8"', 'encoding="UTF-16"')
     assert load_document("fog.fodt", flat.encode("utf-16")).text == "Fog at dawn, café."
+
+
+def test_a_flat_odt_with_a_picture_over_libxml2s_text_cap_reads_its_text() -> None:
+    """A flat file keeps each picture as base64 text in office:binary-data: an 8.5 MB photo is one 11 MB
+    text node, which libxml2 refuses; pictures are never text, so they are set aside before parsing."""
+    photo = base64.b64encode(random.Random(0).randbytes(8_500_000)).decode()
+    body = (f"<text:p>Above the photo.</text:p><text:p><draw:frame><draw:image><office:binary-data>{photo}"
+            "</office:binary-data></draw:image></draw:frame></text:p><text:p>Below the photo.</text:p>")  # fmt: skip
+    assert load_document("photo.fodt", fodt_file(body)).text == "Above the photo.\n\nBelow the photo."
 
 
 @pytest.mark.parametrize(("name", "what", "how"), [
@@ -383,6 +402,9 @@ HOSTILE = [
     ("nested.fodt", lambda: fodt_file("<text:section>" * 300 + _ONE + "</text:section>" * 300),
      "is nested too deeply to read."),
     ("broken.fodt", lambda: fodt_file(_ONE)[:-20], "is not well-formed XML, so not a readable .fodt file (a damaged file?)."),
+    ("plain.fodt", lambda: b"just some text", "is not well-formed XML, so not a readable .fodt file (a damaged file?)."),
+    ("report.fodt", lambda: b"%PDF-1.4\n%\xe2\xe3\n1 0 obj",
+     "is a PDF file, not an OpenDocument text (the .fodt extension does not match its content)."),
     ("page.fodt", lambda: b"<html><body><p>A web page.</p></body></html>",
      "is not a valid .fodt file (it is XML, but not an OpenDocument document)."),
     ("sheet.fodt", lambda: fodt_file("").replace(b"office:text>", b"office:spreadsheet>"),
