@@ -174,3 +174,20 @@ def test_a_document_zipped_under_its_own_extension_names_the_file_inside(
         refused.value.reason
         == f"is a zip archive holding {inner!r}, not {noun} itself; unzip it and add that file."
     )
+
+
+@pytest.mark.parametrize(("name", "data", "what"), [
+    ("report.pdf", _DOCX, "a Word document, not a PDF"),
+    ("report.txt", _DOCX, "a Word document, not text"),
+    ("renamed.pdf", _renamed_main_part(_DOCX, "word/document2.xml"), "a Word document, not a PDF"),
+    ("book.md", epub_file([("one.xhtml", xhtml("<p>x</p>"))]), "an EPUB e-book, not text"),
+    ("notes.pdf", odt_file("<text:p>x</text:p>"), "an OpenDocument text, not a PDF"),
+])  # fmt: skip
+def test_a_document_under_another_kinds_name_is_named_for_what_it_is(
+    name: str, data: bytes, what: str
+) -> None:
+    """Not 'a zip archive': the person picked their Word file or e-book, under the wrong name."""
+    with pytest.raises(IngestError) as refused:
+        load_document(name, data)
+    ext = name[name.rindex(".") :]
+    assert refused.value.reason == f"is {what} (the {ext} extension does not match its content)."

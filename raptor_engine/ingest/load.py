@@ -641,7 +641,34 @@ _SIGNATURES = (
 
 
 def _content_kind(data: bytes) -> str | None:
-    return next((kind for magic, kind in _SIGNATURES if data.startswith(magic)), None)
+    """What a file is by its first bytes (None if they say nothing); a zip that is a document says which."""
+    kind = next((kind for magic, kind in _SIGNATURES if data.startswith(magic)), None)
+    return _zip_document(data) or kind if kind == "a zip archive" else kind
+
+
+# What a zip's 'mimetype' entry names (OpenDocument, EPUB), in a sentence's words.
+_ZIP_DOCUMENTS = {
+    "application/epub+zip": "an EPUB e-book",
+    "application/vnd.oasis.opendocument.text": "an OpenDocument text",
+    "application/vnd.oasis.opendocument.text-template": "an OpenDocument text",
+    "application/vnd.oasis.opendocument.spreadsheet": "an OpenDocument spreadsheet",
+    "application/vnd.oasis.opendocument.presentation": "an OpenDocument presentation",
+}
+
+
+def _zip_document(data: bytes) -> str | None:
+    """The document a zip is (a Word document, an EPUB, an OpenDocument file), from its directory, its
+    'mimetype' entry and its package relationships, read only when small; None for any other zip."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            infos = archive.infolist()
+            if len(infos) > DOCX_MAX_ENTRIES:
+                return None
+            if word_main_part(archive, infos) is not None:
+                return "a Word document"
+            return _ZIP_DOCUMENTS.get(zip_mimetype(archive, infos))
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error, RuntimeError, NotImplementedError):
+        return None
 
 
 # Formats whose files may be all ASCII, so they decode as text, yet whose bytes are markup or objects
