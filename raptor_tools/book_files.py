@@ -63,6 +63,17 @@ def odt_file(body: str, *, automatic_styles: str = "", styles: str = "", encrypt
     return zipped(parts, mimetype=ODT_MIMETYPE)
 
 
+def fodt_file(body: str, *, automatic_styles: str = "", styles: str = "", prolog: str = "",
+              mimetype: str = ODT_MIMETYPE) -> bytes:
+    """A flat OpenDocument text (.fodt), as LibreOffice saves one: styles and body in one office:document."""
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n{prolog}<office:document {ODT_NAMESPACES} office:version="1.3" '
+        f'office:mimetype="{mimetype}"><office:styles>{styles}</office:styles>'
+        f"<office:automatic-styles>{automatic_styles}</office:automatic-styles>"
+        f"<office:body><office:text>{body}</office:text></office:body></office:document>"
+    ).encode()
+
+
 EPUB_MIMETYPE = "application/epub+zip"
 CONTAINER = (
     '<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'

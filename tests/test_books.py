@@ -3,6 +3,7 @@ lists, tables and notes in place, and every hostile kind refused in one sentence
 
 from __future__ import annotations
 
+import base64
 import io
 import random
 import zipfile
@@ -10,13 +11,14 @@ import zipfile
 import pytest
 
 from raptor_engine.errors import IngestError
-from raptor_engine.ingest.load import DOCX_MAX_ENTRIES, LoadLimits, load_document
+from raptor_engine.ingest.load import DOCX_MAX_ENTRIES, LoadLimits, check_upload, load_document
 from raptor_tools.book_files import (
     EPUB_MIMETYPE,
     ODT_MIMETYPE,
     XHTML_DOCTYPE,
     drm_encryption,
     epub_file,
+    fodt_file,
     laughs_doctype,
     odt_content,
     odt_file,
@@ -123,6 +125,80 @@ def test_an_odt_template_and_one_without_a_mimetype_are_read() -> None:
     bare = zipped({"content.xml": odt_content(body)})
     for data in (template, bare):
         assert load_document("fog.odt", data).text == "The fog signal sounded at night."
+
+
+def test_a_template_and_a_flat_odt_are_read_as_an_odt_is(odt_doc) -> None:
+    """.ott (the zipped parts of an .odt) and .fodt (the same XML in one file) by their own names, and
+    each under the other's name: read whole and in order, with the .odt's rules (hidden text, notes)."""
+    template = odt_file(_ODT_BODY, automatic_styles=_AUTOMATIC, styles=_STYLES)
+    flat = fodt_file(_ODT_BODY, automatic_styles=_AUTOMATIC, styles=_STYLES)
+    for name, data in (("keepers.ott", template), ("keepers.fodt", flat), ("flat.odt", flat), ("zipped.fodt", template)):
+        doc = load_document(name, data)
+        assert doc.text == odt_doc.text, name
+        assert [s.heading for s in doc.sections] == [s.heading for s in odt_doc.sections], name
+
+
+def test_a_flat_odt_past_the_xml_cap_is_refused_before_it_is_parsed() -> None:
+    flat = fodt_file("".join(f"<text:p>Line {i} of the log.</text:p>" for i in range(2000)))
+    with pytest.raises(IngestError) as refused:
+        load_document("log.fodt", flat, limits=LoadLimits(max_expanded_bytes=32 * 1024))
+    assert refused.value.reason == "is more than 0.03125 MB of XML, over the limit."
+    with pytest.raises(IngestError, match="has more than 1,000 XML elements, over the limit."):
+        load_document("log.fodt", flat, limits=LoadLimits(max_elements=1000))
+
+
+def test_a_flat_odt_in_utf16_is_read() -> None:
+    flat = fodt_file("<text:p>Fog at dawn, café.</text:p>").decode().replace('encoding="UTF-8"', 'encoding="UTF-16"')
+    assert load_document("fog.fodt", flat.encode("utf-16")).text == "Fog at dawn, café."
+
+
+def test_a_flat_odt_with_a_picture_over_libxml2s_text_cap_reads_its_text() -> None:
+    """A flat file keeps each picture as base64 text in office:binary-data: an 8.5 MB photo is one 11 MB
+    text node, which libxml2 refuses; pictures are never text, so they are set aside before parsing."""
+    photo = base64.b64encode(random.Random(0).randbytes(8_500_000)).decode()
+    body = (f"<text:p>Above the photo.</text:p><text:p><draw:frame><draw:image><office:binary-data>{photo}"
+            "</office:binary-data></draw:image></draw:frame></text:p><text:p>Below the photo.</text:p>")  # fmt: skip
+    assert load_document("photo.fodt", fodt_file(body)).text == "Above the photo.\n\nBelow the photo."
+
+
+@pytest.mark.parametrize(("name", "what", "how"), [
+    ("budget.ods", "an OpenDocument spreadsheet (.ods)", "save each sheet as CSV"),
+    ("budget.fods", "an OpenDocument spreadsheet (.fods)", "save each sheet as CSV"),
+    ("talk.odp", "an OpenDocument presentation (.odp)", "export it as PDF"),
+    ("plan.odg", "an OpenDocument drawing (.odg)", "export it as PDF"),
+    ("sheet.xlsx", "an Excel spreadsheet (.xlsx)", "save each sheet as CSV"),
+    ("old.doc", "an old-style Word document (.doc)", "save it as .docx"),
+])  # fmt: skip
+def test_office_kinds_not_read_are_named_with_what_to_save_them_as(name: str, what: str, how: str) -> None:
+    with pytest.raises(IngestError) as refused:
+        check_upload(name, 10, 1000)  # before the download: the name says enough
+    assert refused.value.reason == f"is {what}, which cannot be read here; {how} to add it."
+
+
+def test_a_large_styles_part_is_not_counted_as_text_but_is_still_bounded() -> None:
+    """A template's styles (here 900 elements in styles.xml and content.xml's automatic styles) beside a
+    body of 900 under a cap of 1,000: read; styles past the cap alone: refused in their own sentence."""
+    limits = LoadLimits(max_elements=1000)
+    body = "".join(f"<text:p>Entry {i} of the log.</text:p>" for i in range(900))
+    styles = "".join(f'<style:style style:name="S{i}" style:family="paragraph"/>' for i in range(450))
+    for data in (odt_file(body, styles=styles, automatic_styles=styles), fodt_file(body, styles=styles, automatic_styles=styles)):
+        assert load_document("styled.odt", data, limits=limits).text.count("of the log.") == 900
+    many = styles * 3
+    for data in (odt_file(_ONE, styles=many), fodt_file(_ONE, styles=many)):
+        with pytest.raises(IngestError) as refused:
+            load_document("styled.odt", data, limits=limits)
+        assert refused.value.reason == (
+            "has more than 1,000 XML elements outside its text (styles, navigation, images), over the limit."
+        )
+
+
+def test_an_epubs_images_and_navigation_are_not_counted_as_its_text() -> None:
+    limits = LoadLimits(max_elements=1000)
+    chapter = xhtml("".join(f"<p>Line {i} of the log.</p>" for i in range(800)))
+    drawing = "<svg xmlns='http://www.w3.org/2000/svg'>" + "<path d='M0 0'/>" * 900 + "</svg>"
+    data = epub_file([("one.xhtml", chapter)], extra={"OEBPS/map.svg": drawing},
+                     manifest_extra='<item id="map" href="map.svg" media-type="image/svg+xml"/>')
+    assert load_document("map.epub", data, limits=limits).text.count("of the log.") == 800
 
 
 def test_an_odt_numbered_heading_in_a_list_keeps_its_number_apart_from_its_words() -> None:
@@ -238,6 +314,14 @@ def _epub_with_opf(opf: str) -> bytes:
     }, mimetype=EPUB_MIMETYPE)  # fmt: skip
 
 
+_IMAGE_PAGES = (
+    "has pages that are images, with no text layer (a scan or a comic?); please upload an e-book with selectable text."
+)
+# A fixed-layout (pre-paginated) page as comics and scanned books are made: one SVG holding the page's picture.
+_IMAGE_PAGE = xhtml(
+    '<div class="page"><svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+    'viewBox="0 0 800 1200"><image width="800" height="1200" xlink:href="images/p{}.jpg"/></svg></div>'
+)
 _OPF_HEAD = '<package xmlns="http://www.idpf.org/2007/opf" version="3.0"><manifest>'
 HOSTILE = [
     ("bomb.odt", lambda: _bomb("odt"), "unpacks to far more data than its size suggests (a zip bomb?)."),
@@ -309,8 +393,25 @@ HOSTILE = [
      "is an EPUB e-book, not a Word document; rename it .epub to add it."),
     ("text.docx", lambda: odt_file(_ONE),
      "is an OpenDocument text (LibreOffice), not a Word document; rename it .odt to add it."),
-    ("empty.epub", lambda: epub_file([("one.xhtml", xhtml('<p><img src="a.png" alt="only a picture"/></p>'))]),
-     "contains no text."),
+    ("empty.epub", lambda: epub_file([("one.xhtml", xhtml("<p> </p><div></div>"))]), "contains no text."),
+    ("pictures.epub", lambda: epub_file([("one.xhtml", xhtml('<p><img src="a.png" alt="only a picture"/></p>'))]),
+     _IMAGE_PAGES),
+    ("fixed-layout.epub", lambda: epub_file([(f"p{i}.xhtml", _IMAGE_PAGE.format(i)) for i in range(3)]), _IMAGE_PAGES),
+    ("laughs.fodt", lambda: fodt_file(_ONE, prolog=_LAUGHS),
+     "contains an XML doctype or entity declarations, which LibreOffice never writes (an XML bomb?)."),
+    ("nested.fodt", lambda: fodt_file("<text:section>" * 300 + _ONE + "</text:section>" * 300),
+     "is nested too deeply to read."),
+    ("broken.fodt", lambda: fodt_file(_ONE)[:-20], "is not well-formed XML, so not a readable .fodt file (a damaged file?)."),
+    ("plain.fodt", lambda: b"just some text", "is not well-formed XML, so not a readable .fodt file (a damaged file?)."),
+    ("report.fodt", lambda: b"%PDF-1.4\n%\xe2\xe3\n1 0 obj",
+     "is a PDF file, not an OpenDocument text (the .fodt extension does not match its content)."),
+    ("page.fodt", lambda: b"<html><body><p>A web page.</p></body></html>",
+     "is not a valid .fodt file (it is XML, but not an OpenDocument document)."),
+    ("sheet.fodt", lambda: fodt_file("").replace(b"office:text>", b"office:spreadsheet>"),
+     "is not an OpenDocument text (its content is spreadsheet, not a text document)."),
+    ("word.ott", lambda: small_docx(["A Word document."]),
+     "is a Word document, not an OpenDocument text (the .ott extension does not match its content)."),
+    ("plain.ott", lambda: b"just some text, not a zip", "is not a valid .ott file (it is not a zip archive)."),
     ("nospine.epub", lambda: _epub_with_opf(
         _OPF_HEAD + '<item id="one" href="one.xhtml" media-type="application/xhtml+xml"/></manifest><spine/></package>'),
      "is an e-book with no chapters (its spine lists none)."),

@@ -137,12 +137,15 @@ def test_a_log_is_lines_never_joined_nor_cut_at_full_stops() -> None:
         b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8,
         bytes(range(256)) * 8,
     ],
+    ids=["png", "elf", "noise"],
 )
 @pytest.mark.parametrize("name", ["tool.py", "server.log", "config.json"])
 def test_a_binary_file_under_a_code_name_is_refused_in_one_sentence(name: str, data: bytes) -> None:
     with pytest.raises(IngestError) as raised:
         load_document(name, data)
-    assert str(raised.value) == f"{name}: contains binary data, not text."
+    what = {b"\x89PNG": "is a PNG image", b"\x7fELF": "is a program (an executable)"}.get(data[:4])
+    mismatch = f", not text (the {name[name.rindex('.'):]} extension does not match its content)."
+    assert str(raised.value) == f"{name}: " + (f"{what}{mismatch}" if what else "contains binary data, not text.")
 
 
 def test_a_pdf_under_a_code_name_says_what_it_is() -> None:

@@ -444,7 +444,7 @@ def test_utf32_is_read_and_noncharacters_are_dropped():
     "filename, make, reason",
     [
         ("a.docx", lambda: many_pages_pdf(1), "is a PDF file, not a Word document"),
-        ("a.pdf", hidden_runs_docx, "is a zip archive, not a PDF"),
+        ("a.pdf", hidden_runs_docx, "is a Word document, not a PDF"),
         ("a.docx", encrypted_office_file, "encrypted (password-protected) or old-style (.doc) Word file"),
         ("a.pdf", garbled_font_pdf, "does not map to readable characters"),
         ("a.docx", utf16_entity_docx, "entity declarations"),

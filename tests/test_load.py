@@ -611,7 +611,9 @@ def test_a_file_of_punctuation_or_symbols_alone_holds_no_text(name, data):
 
 
 def test_binary_content_in_text_format():
-    assert "binary" in reason_of("image.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    assert reason_of("image.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR") == (
+        "is a PNG image, not text (the .txt extension does not match its content)."
+    )
     assert "binary" in reason_of("noise.md", bytes(range(1, 32)) * 20)
 
 
@@ -817,7 +819,7 @@ def test_check_upload_validates_metadata():
     with pytest.raises(IngestError, match="is empty"):
         check_upload("none.txt", 0, 2000)
     assert set(SUPPORTED_EXTENSIONS) == {
-        ".txt", ".md", ".markdown", ".pdf", ".docx", ".odt", ".epub", ".html", ".htm", ".vtt", ".srt", ".csv", ".tsv", ".eml", ".ipynb",
+        ".txt", ".md", ".markdown", ".pdf", ".docx", ".odt", ".ott", ".fodt", ".epub", ".html", ".htm", ".vtt", ".srt", ".csv", ".tsv", ".eml", ".ipynb",
         ".py", ".js", ".ts", ".go", ".rs", ".java", ".c", ".h", ".cpp", ".rb", ".sh", ".sql", ".yaml", ".yml",
         ".toml", ".json", ".ini", ".cfg", ".log",
     }

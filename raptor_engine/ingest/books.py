@@ -17,19 +17,22 @@ import re
 import zipfile
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import IngestError
 from .load import (
+    _XML_HEAD,
     MAX_HEADER_CELL_CHARS,
     LoadLimits,
     XmlRules,
+    XmlTally,
     _Block,
     _check_docx_sizes,
     _clean_heading,
     _content_kind,
+    _extension,
     _html_soup,
     _HtmlWalker,
     _labelled_row,
@@ -37,6 +40,9 @@ from .load import (
     _scan_docx_xml,
     _xml_decoder,
     add_reader,
+    held_document,
+    scan_xml_stream,
+    word_main_part,
     zip_mimetype,
 )
 
@@ -95,6 +101,13 @@ class _Package:
     kind: _Kind
     archive: zipfile.ZipFile
     entries: dict[str, zipfile.ZipInfo] = field(default_factory=dict)
+    tally: XmlTally = field(default_factory=lambda: XmlTally({}, {}))
+
+    def check_elements(self, text: int, limits: LoadLimits) -> None:
+        """Hold the elements read as text (`text`: a body, chapters) and the rest (styles, navigation,
+        images, each parsed or skipped whole) to `limits.max_elements` each, so that neither a large
+        styles part nor a large body is refused for the other's size, and neither is unbounded."""
+        check_elements(self.name, text, self.tally.total - text, limits)
 
     def read(self, path: str) -> bytes | None:
         info = self.entries.get(path)
@@ -104,12 +117,17 @@ class _Package:
         """A part parsed as XML, or the sentence saying why the file cannot be read without it."""
         data = self.read(path)
         if data is None:
+            held = held_document(list(self.entries.values()))
+            if held:
+                raise IngestError(self.name, f"is a zip archive holding {held}, not {self.kind.noun} itself; "
+                                             "unzip it and add that file.")
             raise IngestError(self.name, f"is not a valid {self.kind.ext} file (it has no {what}).")
         return parse_xml(self.name, data, what)
 
 
-def parse_xml(name: str, data: bytes, what: str) -> Any:
-    """lxml's tree of a part: entities never expanded, no DTD loaded, nothing fetched, depth bounded."""
+def parse_xml(name: str, data: bytes, what: str, broken: str = "") -> Any:
+    """lxml's tree of a part: entities never expanded, no DTD loaded, nothing fetched, depth bounded.
+    `broken` is the sentence for XML that does not parse (else: its `what` is not well-formed)."""
     from lxml import etree
 
     parser = etree.XMLParser(
@@ -123,13 +141,13 @@ def parse_xml(name: str, data: bytes, what: str) -> Any:
             raise IngestError(name, "is nested too deeply to read.") from None
         if "Resource limit exceeded" in str(exc):  # libxml2's 10 MB cap on one text node or attribute
             raise IngestError(name, "has a single piece of text over 10 MB, longer than can be read.") from None
-        raise IngestError(name, f"has a {what} that is not well-formed XML (a damaged file?).") from None
+        raise IngestError(name, broken or f"has a {what} that is not well-formed XML (a damaged file?).") from None
 
 
 def _identity(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
     """What a zip says it is, in a sentence's words ('' when it does not say): a Word document by its main
     part, an OpenDocument file or an EPUB by its 'mimetype' entry."""
-    if any(info.filename == "word/document.xml" for info in infos):
+    if word_main_part(archive, infos) is not None:
         return "a Word document"
     mimetype = zip_mimetype(archive, infos)
     if mimetype == EPUB_MIMETYPE:
@@ -145,6 +163,23 @@ def _outside(path: str) -> bool:
     """A part name that would lead out of the archive were it unpacked (absolute, '..', a drive)."""
     parts = path.replace("\\", "/").split("/")
     return path.startswith(("/", "\\")) or ".." in parts or re.match(r"[A-Za-z]:", path) is not None
+
+
+def check_elements(name: str, text: int, rest: int, limits: LoadLimits) -> None:
+    """`_Package.check_elements`, for a package or a flat file."""
+    if text > limits.max_elements:
+        raise IngestError(name, f"has more than {limits.max_elements:,} XML elements, over the limit.")
+    if rest > limits.max_elements:
+        raise IngestError(
+            name, f"has more than {limits.max_elements:,} XML elements outside its text (styles, navigation, "
+            "images), over the limit.",
+        )
+
+
+def _named(kind: _Kind, name: str) -> _Kind:
+    """`kind` with the extension the file's name has (an .ott, a .fodt), which refusals quote."""
+    ext = _extension(name)
+    return kind if ext == kind.ext or not ext else replace(kind, ext=ext)
 
 
 @contextlib.contextmanager
@@ -165,8 +200,8 @@ def _opened(name: str, data: bytes, limits: LoadLimits, kind: _Kind) -> Iterator
             identity = _identity(archive, infos)
             if identity and identity != kind.noun:
                 raise IngestError(name, f"is {identity}, not {kind.noun} (the {kind.ext} extension does not match its content).")
-            _scan_docx_xml(name, archive, infos, limits, kind.rules)
-            yield _Package(name, kind, archive, {info.filename: info for info in infos})
+            tally = _scan_docx_xml(name, archive, infos, limits, kind.rules, 2 * limits.max_elements)
+            yield _Package(name, kind, archive, {info.filename: info for info in infos}, tally)
     except _ZIP_ERRORS as exc:
         log.info("%s: bad zip: %r", name, exc)
         raise IngestError(name, f"is a corrupt or truncated {kind.ext} file.") from None
@@ -392,18 +427,53 @@ def _has_header(rows: list[tuple[bool, list[str]]], styles: _OdtStyles, table: A
 
 def read_odt(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """An OpenDocument text's body: text:h headings at their outline level set the heading path; paragraphs
-    and list items are paragraphs; tables read as a .docx's; footnotes and endnotes after the text."""
-    with _opened(name, data, limits, _ODT) as package:
+    and list items are paragraphs; tables read as a .docx's; footnotes and endnotes after the text. A zip
+    (.odt, .ott) or a flat file (.fodt: the same XML in one file), whichever its bytes are."""
+    kind = _named(_ODT, name)
+    if not data.startswith(b"PK\x03\x04") and _content_kind(data) is None and (
+        kind.ext == ".fodt" or _xml_decoder(name, data[:_XML_HEAD], kind.rules.unknown_encoding) is not False
+    ):
+        return _read_flat_odt(name, data, limits, kind)
+    with _opened(name, data, limits, kind) as package:
         manifest = package.read("META-INF/manifest.xml")
         if manifest is not None and next(
             parse_xml(name, manifest, "manifest").iter(f"{_MANIFEST}encryption-data"), None
         ) is not None:
             raise IngestError(name, "is password-protected (encrypted); please save it again without a password.")
+        package.check_elements(package.tally.from_body.get("content.xml", 0), limits)
         content = package.xml("content.xml", "content.xml")
         styles_xml = package.read("styles.xml")
         named_styles = parse_xml(name, styles_xml, "styles.xml") if styles_xml is not None else None
     if content.tag != f"{_OFFICE}document-content":
-        raise IngestError(name, "is not a valid .odt file (its content.xml is not an OpenDocument document).")
+        raise IngestError(name, f"is not a valid {kind.ext} file (its content.xml is not an OpenDocument document).")
+    return _odt_blocks(name, content, *(root for root in (named_styles, content) if root is not None))
+
+
+# A picture embedded in a flat file: base64 inside office:binary-data (a zipped .odt keeps it in Pictures/).
+_FLAT_PICTURE = re.compile(rb"(<office:binary-data\b[^<>]{0,200}>)[^<]*+(</office:binary-data>)")
+
+
+def _read_flat_odt(name: str, data: bytes, limits: LoadLimits, kind: _Kind) -> list[_Block]:
+    """A flat OpenDocument text (office:document: styles and body in one XML file), under the zipped
+    kind's guards: its size as the unpacked XML's, declarations refused, elements counted before parsing."""
+    data = _FLAT_PICTURE.sub(rb"\1\2", data)  # pictures: never text, and one over 10 MB is over libxml2's cap
+    if len(data) > limits.max_expanded_bytes:  # the cap on a zipped one's unpacked XML, met without unpacking
+        raise IngestError(name, f"is more than {limits.max_expanded_bytes / (1024 * 1024):g} MB of XML, over the limit.")
+    stream = io.BytesIO(data)
+    head = stream.read(_XML_HEAD)
+    tally = XmlTally({}, {})
+    decoder = _xml_decoder(name, head, kind.rules.unknown_encoding)
+    readable = None if isinstance(decoder, bool) else decoder  # False (not XML) fails in the parse, named
+    scan_xml_stream(name, "", stream, head, readable, limits, kind.rules, tally, 2 * limits.max_elements)
+    check_elements(name, tally.from_body[""], tally.total - tally.from_body[""], limits)
+    root = parse_xml(name, data, "", broken=f"is not well-formed XML, so not a readable {kind.ext} file (a damaged file?).")
+    if root.tag not in (f"{_OFFICE}document", f"{_OFFICE}document-content"):
+        raise IngestError(name, f"is not a valid {kind.ext} file (it is XML, but not an OpenDocument document).")
+    return _odt_blocks(name, root, root)
+
+
+def _odt_blocks(name: str, content: Any, *style_roots: Any) -> list[_Block]:
+    """The blocks of an OpenDocument document's office:body/office:text, its styles from `style_roots`."""
     body = content.find(f"{_OFFICE}body")
     text = body.find(f"{_OFFICE}text") if body is not None else None
     if text is None:
@@ -411,7 +481,7 @@ def read_odt(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         kind = other.tag.rsplit("}", 1)[-1][:30] if other is not None else "nothing"
         raise IngestError(name, f"is not an OpenDocument text (its content is {kind}, not a text document).")
     notes: list[tuple[bool, str]] = []
-    reader = _OdtReader(_OdtStyles(*(root for root in (named_styles, content) if root is not None)), notes)
+    reader = _OdtReader(_OdtStyles(*style_roots), notes)
     reader.items(text)
     notes.sort(key=lambda note: note[0])  # footnotes, then endnotes, as a .docx's are read
     return [*reader.blocks, *(_Block(note) for _, note in notes)]
@@ -433,6 +503,21 @@ _NOTE_TYPES = frozenset({
 })  # fmt: skip
 # A note's mark in the text, a page break's number, the link back from a note: none is a word of the text.
 _DROPPED_TYPES = frozenset({"noteref", "doc-noteref", "backlink", "doc-backlink", "pagebreak", "doc-pagebreak"})
+# XML documents a spine may name by mistake (or to feed a reader its own metadata as text) that are no page:
+# the package file, the old navigation file, the container; left out of the reading order with a notice.
+_NOT_PAGES = frozenset({"package", "ncx", "container", "encryption"})
+_FIRST_ELEMENT = re.compile(r"<(?![?!/])(?:[\w.\-]{1,40}:)?([\w.\-]{1,40})")
+
+
+def _is_page(text: str) -> bool:
+    """Whether a spine item is a page: its first element (past the declaration and doctype) is not the root
+    of a package, navigation or container file."""
+    first = _FIRST_ELEMENT.search(text, 0, 1 << 16)
+    return first is None or first.group(1).lower() not in _NOT_PAGES
+
+
+# What draws a page as a picture: a fixed-layout book's pages are each one of these and nothing else.
+_PICTURE_TAGS = ["img", "image", "svg", "picture", "object", "embed", "canvas"]
 _MARK_NODES = 6  # elements and strings inside a note's superscript mark, at most
 _NOTE_MARK = re.compile(r"[\[(]?[\d*\u2020\u2021\u00a7]{1,4}[\])]?")  # '1', '[12]', '*', '†' in a <sup> link
 
@@ -572,19 +657,33 @@ def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     carries from one chapter into the next, hidden elements dropped); its notes after its text."""
     with _opened(name, data, limits, _EPUB) as package:
         chapters = _chapters(package, _rootfile(package))
+        package.check_elements(sum(package.tally.elements.get(path, 0) for path in chapters), limits)
         _check_not_drm(package, chapters)
         texts = [(path, _chapter_text(name, path, package.read(path) or b"")) for path in chapters]
+    pages = [(path, text) for path, text in texts if _is_page(text)]
     walker = _HtmlWalker()
     notes: list[str] = []
-    for _path, text in texts:
+    pictures = 0
+    for _path, text in pages:
         soup = _html_soup(name, text, limits)
+        pictures += len(soup.find_all(_PICTURE_TAGS, limit=1))
         asides = _set_notes_aside(soup)
         try:
             walker.walk(soup)
             notes.extend(" ".join(block.text for block in _HtmlWalker().walk(note)) for note in asides)
         except RecursionError:
             raise IngestError(name, "is nested too deeply to read.") from None
-    return [*walker.blocks, *(_Block(" ".join(note.split())) for note in notes)]
+    blocks = [*walker.blocks, *(_Block(" ".join(note.split())) for note in notes)]
+    if len(pages) < len(texts):
+        skipped = [path for path, _ in texts if all(path != page for page, _ in pages)]
+        log.info("%s: spine items that are not pages left out: %s", name, skipped)
+        blocks.append(_Block("", notice=f"{len(skipped)} of its reading order's items left out: not pages "
+                                        f"(its package or navigation file, as {_shown(skipped[0])})"))
+    if pictures and not any(block.text.strip() for block in blocks):
+        # a fixed-layout book of scanned pages or a comic: its words are in its pictures, as a scanned PDF's
+        raise IngestError(name, "has pages that are images, with no text layer (a scan or a comic?); please "
+                                "upload an e-book with selectable text.")
+    return blocks
 
 
 add_reader("odt", read_odt)

@@ -47,6 +47,8 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".pdf": "pdf",
     ".docx": "docx",
     ".odt": "odt",  # OpenDocument text (LibreOffice, Google Docs' export): `books.read_odt`
+    ".ott": "odt",  # an OpenDocument text template: the same parts as an .odt
+    ".fodt": "odt",  # a flat OpenDocument text: the same XML as an .odt's parts, in one file, not zipped
     ".epub": "epub",  # an e-book (EPUB 2 or 3) without DRM, its chapters in reading order: `books.read_epub`
     ".html": "html",
     ".htm": "html",
@@ -69,7 +71,7 @@ FILE_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Markdown", (".md", ".markdown")),
     ("PDF", (".pdf",)),
     ("Word", (".docx",)),
-    ("ODT", (".odt",)),  # OpenDocument text
+    ("ODT", (".odt", ".ott", ".fodt")),  # OpenDocument text
     ("EPUB", (".epub",)),
     ("HTML", (".html", ".htm")),
     ("CSV", (".csv", ".tsv")),
@@ -210,8 +212,28 @@ def _extension(name: str) -> str:
     return os.path.splitext(name)[1].lower()
 
 
+# Kinds people upload that are not read, each with what it is and how to save it as a kind that is: a
+# sentence more use than "unsupported" (a spreadsheet's cells, a slide's text boxes have no reading order
+# this reader could honestly give; an old binary format needs its program to open it).
+_UNREAD_KINDS: dict[str, tuple[str, str]] = {
+    **dict.fromkeys((".ods", ".ots", ".fods"), ("an OpenDocument spreadsheet", "save each sheet as CSV")),
+    **dict.fromkeys((".odp", ".otp", ".fodp"), ("an OpenDocument presentation", "export it as PDF")),
+    **dict.fromkeys((".odg", ".otg", ".fodg"), ("an OpenDocument drawing", "export it as PDF")),
+    **dict.fromkeys((".xlsx", ".xlsm", ".xls"), ("an Excel spreadsheet", "save each sheet as CSV")),
+    **dict.fromkeys((".pptx", ".ppt"), ("a PowerPoint presentation", "export it as PDF")),
+    ".doc": ("an old-style Word document", "save it as .docx"),
+    ".rtf": ("an RTF document", "save it as .docx"),
+    ".pages": ("an Apple Pages document", "export it as .docx or PDF"),
+    ".mobi": ("a Kindle e-book", "convert it to EPUB"),
+    ".azw3": ("a Kindle e-book", "convert it to EPUB"),
+}
+
+
 def _format_for(name: str) -> str:
     ext = _extension(name)
+    if ext in _UNREAD_KINDS:
+        what, how = _UNREAD_KINDS[ext]
+        raise IngestError(name, f"is {what} ({ext}), which cannot be read here; {how} to add it.")
     if ext not in SUPPORTED_EXTENSIONS:
         shown = ext or "no extension"
         raise IngestError(name, f"has an unsupported file type ({shown}); supported types are {file_extensions()}.")
@@ -609,11 +631,44 @@ _SIGNATURES = (
     (b"\xff\xd8\xff", "a JPEG image"),
     (b"GIF8", "a GIF image"),
     (b"{\\rtf", "an RTF document"),
+    (b"\x7fELF", "a program (an executable)"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"Rar!\x1a\x07", "a RAR archive"),
+    (b"SQLite format 3\x00", "an SQLite database"),
+    (b"\x00asm", "a WebAssembly program"),
 )
 
 
 def _content_kind(data: bytes) -> str | None:
-    return next((kind for magic, kind in _SIGNATURES if data.startswith(magic)), None)
+    """What a file is by its first bytes (None if they say nothing); a zip that is a document says which."""
+    kind = next((kind for magic, kind in _SIGNATURES if data.startswith(magic)), None)
+    return _zip_document(data) or kind if kind == "a zip archive" else kind
+
+
+# What a zip's 'mimetype' entry names (OpenDocument, EPUB), in a sentence's words.
+_ZIP_DOCUMENTS = {
+    "application/epub+zip": "an EPUB e-book",
+    "application/vnd.oasis.opendocument.text": "an OpenDocument text",
+    "application/vnd.oasis.opendocument.text-template": "an OpenDocument text",
+    "application/vnd.oasis.opendocument.spreadsheet": "an OpenDocument spreadsheet",
+    "application/vnd.oasis.opendocument.presentation": "an OpenDocument presentation",
+}
+
+
+def _zip_document(data: bytes) -> str | None:
+    """The document a zip is (a Word document, an EPUB, an OpenDocument file), from its directory, its
+    'mimetype' entry and its package relationships, read only when small; None for any other zip."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            infos = archive.infolist()
+            if len(infos) > DOCX_MAX_ENTRIES:
+                return None
+            if word_main_part(archive, infos) is not None:
+                return "a Word document"
+            return _ZIP_DOCUMENTS.get(zip_mimetype(archive, infos))
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error, RuntimeError, NotImplementedError):
+        return None
 
 
 # Formats whose files may be all ASCII, so they decode as text, yet whose bytes are markup or objects
@@ -707,7 +762,7 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> tuple[s
         if encoding != "utf-8":
             raise IngestError(name, f"is not valid {encoding.upper()} text; please save it as UTF-8.") from None
         if _looks_binary(data[:65536]):
-            raise IngestError(name, "contains binary data, not text.") from None
+            raise _binary(name, data) from None
         kind = _content_kind(data)
         if kind is not None:  # a renamed PDF or image: saving it "as UTF-8" is no way out
             raise IngestError(
@@ -718,8 +773,17 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> tuple[s
             text, legacy = _legacy_decode(name, payload)
             notice = "; ".join(filter(None, (legacy, notice)))
     if text and len(_SUSPICIOUS_CHARS.findall(text)) / len(text) > BINARY_CHAR_RATIO:
-        raise IngestError(name, "contains binary data, not text.")
+        raise _binary(name, data)
     return text, notice
+
+
+def _binary(name: str, data: bytes) -> IngestError:
+    """The refusal of binary data under a text name: what it is when its first bytes say (an image, a zip,
+    a program), so the person knows which file they picked; else that it is binary."""
+    kind = _content_kind(data)
+    if kind is None:
+        return IngestError(name, "contains binary data, not text.")
+    return IngestError(name, f"is {kind}, not text (the {_extension(name)} extension does not match its content).")
 
 
 NUL_MAX_SHARE = 0.01  # NUL bytes a text may hold (left out) before it is taken for binary data
@@ -731,7 +795,7 @@ def _without_nuls(name: str, data: bytes) -> bytes:
     NULs are more than NUL_MAX_SHARE of what precedes the padding (a binary file's zeros are everywhere)."""
     text = data.rstrip(b"\x00")
     if not text or text.count(b"\x00") > NUL_MAX_SHARE * len(text) or _looks_binary(text.replace(b"\x00", b"")[:65536]):
-        raise IngestError(name, "contains binary data, not text.")
+        raise _binary(name, data)
     return text.replace(b"\x00", b"")
 
 
@@ -1286,8 +1350,11 @@ def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     delimiter = "\t" if _extension(name) == ".tsv" else _csv_delimiter(sample)
     rows: list[list[str]] = []
     cells = formulas = 0
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    row_starts = 1  # the line the row being read starts on, for a refusal to point at
     try:
-        for read in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter):
+        for read in reader:
+            row_starts = reader.line_num + 1
             row = _in_columns(read, len(rows[0]) if rows else 0, delimiter)
             cells += len(row)
             if cells > limits.max_elements:
@@ -1299,7 +1366,12 @@ def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
                 rows.append(cleaned)
     except csv.Error as exc:  # a field past csv's size limit, a NUL in a field
         log.info("%s: CSV parse failed: %s", name, exc)
-        raise IngestError(name, "could not be read as CSV (a field too long, or not text).") from None
+        if "field limit" in str(exc):  # one cell runs on: a stray quote mark makes the rest of the file one cell
+            raise IngestError(
+                name, f"has a cell of more than {csv.field_size_limit():,} characters, starting in the row on line "
+                f"{row_starts:,} (an unclosed quote mark?).",
+            ) from None
+        raise IngestError(name, f"could not be read as CSV: the row on line {row_starts:,} is damaged ({str(exc)[:60]}).") from None
     if len(rows) == 1 and _names_columns(rows[0]):  # as an empty .txt is refused: nothing to search or quote
         raise IngestError(name, "is a table with a header row (column names) but no rows of data.")
     if _csv_header(rows) or _list_header(rows):
@@ -1804,6 +1876,11 @@ def chat_plain(text: str) -> str:
     )
 
 
+# A block quote nested inside another ('>> ', '> > > '): kept as one level's marker, as a quote one deep is,
+# so a line of 100,000 markers is one marker and its words, not 100,000 characters of '>' to store and embed.
+_NESTED_QUOTE = re.compile(r"^ {0,3}>(?:[ \t]*+>)++[ \t]?")
+
+
 def _read_markdown(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Split at `#` (and underlined) headings outside code fences; heading lines stay in the text. Front
     matter gives the document its title; table rows are labelled with their columns; links, emphasis and
@@ -1839,6 +1916,7 @@ def _markdown_blocks(text: str) -> list[_Block]:
         if reader.read(line) != "text":
             current.append(line)
             continue
+        line = _NESTED_QUOTE.sub("> ", line, count=1)
         atx = _ATX_HEADING.match(line)
         if atx:
             start_block(_push_heading(path, len(atx.group(1)), _clean_heading(atx.group(2) or "")), [line])
@@ -2140,7 +2218,9 @@ MAX_FORM_FIELDS = 1000  # per page: a form's fields, each a line, not a way arou
 def _form_values(page: Any) -> str:
     """A filled form's values on a page, one 'field: value' line each (the field's tooltip, else its
     name): a viewer draws them from the form, not the page's content, so pypdf's text leaves them out
-    and 'Name:' was all a return said. Empty fields, unticked boxes and unreadable entries are left out."""
+    and 'Name:' was all a return said. Empty fields, unticked boxes and unreadable entries are left out. Text
+    typed onto the page with a viewer's text tool (a FreeText annotation) is drawn from its annotation too,
+    and read as its own line; comments (sticky notes) are not the page's text and are not read."""
     try:
         annotations = page.get("/Annots") or []
         widgets = [annot.get_object() for annot in list(annotations)[:MAX_FORM_FIELDS]]
@@ -2149,6 +2229,9 @@ def _form_values(page: Any) -> str:
         return ""
     lines = []
     for widget in widgets:
+        if hasattr(widget, "get") and widget.get("/Subtype") == "/FreeText":  # typed onto the page, drawn by the viewer
+            lines.append(" ".join(str(widget.get("/Contents") or "").split()))
+            continue
         if not hasattr(widget, "get") or widget.get("/Subtype") != "/Widget":
             continue
         field = widget if "/V" in widget or "/Parent" not in widget else widget["/Parent"].get_object()
@@ -2157,7 +2240,7 @@ def _form_values(page: Any) -> str:
         shown = str(value).lstrip("/") if value is not None and not isinstance(value, (list, dict)) else ""
         if shown and shown != "Off" and label:
             lines.append(f"{label}: {shown}")
-    return "\n".join(dict.fromkeys(lines))
+    return "\n".join(dict.fromkeys(line for line in lines if line))
 
 
 def _unlock_pdf(name: str, reader: object, limits: LoadLimits) -> None:
@@ -2198,6 +2281,36 @@ def zip_mimetype(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
     return archive.read(entry).decode("ascii", "replace").strip()
 
 
+# The package relationship naming a Word document's main part (transitional and strict OOXML), in
+# _rels/.rels: Word writes word/document.xml, but Office online and other tools write word/document2.xml
+# or another name, and python-docx reads whatever the relationship names.
+_MAIN_PART_TYPES = (
+    b"http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument",
+    b"http://purl.oclc.org/ooxml/officeDocument/relationships/officeDocument",
+)
+_RELATIONSHIP = re.compile(rb"<(?:[A-Za-z_][\w.\-]{0,40}:)?Relationship\s([^<>]{0,4000})>")
+_REL_ATTRIBUTE = re.compile(rb"""\b(Type|Target|TargetMode)\s*=\s*["']([^"']{0,2000})["']""")
+_RELS_BYTES = 1 << 16  # a package's _rels/.rels, read only when at most this big (Word's is under 1 kB)
+
+
+def word_main_part(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str | None:
+    """The name of a zip's Word main part, or None when it has none: word/document.xml, else the part its
+    _rels/.rels names as the office document (an internal target that is in the zip)."""
+    names = {info.filename for info in infos}
+    if "word/document.xml" in names:
+        return "word/document.xml"
+    rels = next((info for info in infos if info.filename == "_rels/.rels"), None)
+    if rels is None or rels.file_size > _RELS_BYTES:
+        return None
+    for relationship in _RELATIONSHIP.finditer(archive.read(rels)):
+        attributes = {key: value for key, value in _REL_ATTRIBUTE.findall(relationship.group(1))}
+        if attributes.get(b"Type") in _MAIN_PART_TYPES and attributes.get(b"TargetMode", b"Internal") == b"Internal":
+            target = attributes.get(b"Target", b"").decode("utf-8", "replace").lstrip("/")
+            if target in names and target.lower().endswith(".xml"):
+                return target
+    return None
+
+
 def _not_word(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
     """Why a zip is no Word document: what its 'mimetype' entry names it (an .odt, an EPUB), read only
     when that entry is small, as those formats store it; else that it is some other zip archive."""
@@ -2206,7 +2319,22 @@ def _not_word(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
         return _ZIP_MIMETYPES[mimetype]
     if mimetype.startswith("application/vnd.oasis.opendocument."):
         return "is an OpenDocument file (LibreOffice), not a Word document."
+    held = held_document(infos)
+    if held:
+        return f"is a zip archive holding {held}, not a Word document itself; unzip it and add that file."
     return "is a zip archive but not a Word document."
+
+
+# Documents a zip may hold when someone zipped a file before sending it (or a tool packed one in another).
+_HELD_EXTENSIONS = (".pdf", ".docx", ".odt", ".ott", ".fodt", ".epub", ".txt", ".md")
+
+
+def held_document(infos: list[zipfile.ZipInfo]) -> str:
+    """The name (quoted, short) of the first document of a kind read here that a zip holds, '' if none:
+    what to tell someone who sent a zip of their file under the file's own extension."""
+    path = next((info.filename for info in infos if info.filename.lower().endswith(_HELD_EXTENSIONS)), "")
+    shown = "".join(ch for ch in path.rsplit("/", 1)[-1] if ch.isprintable())[:60]
+    return repr(shown) if shown else ""
 
 
 def _check_docx_zip(name: str, data: bytes, limits: LoadLimits) -> None:
@@ -2228,7 +2356,7 @@ def _check_docx_zip(name: str, data: bytes, limits: LoadLimits) -> None:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = archive.infolist()
             _check_docx_sizes(name, infos, limits)
-            if "word/document.xml" not in {info.filename for info in infos}:
+            if word_main_part(archive, infos) is None:
                 raise IngestError(name, _not_word(archive, infos))
             _scan_docx_xml(name, archive, infos, limits)
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error) as exc:
@@ -2241,7 +2369,9 @@ def _check_docx_sizes(
     markup_suffixes: tuple[str, ...] = _DOCX_XML_SUFFIXES,
 ) -> None:
     """The sizes the archive declares (zipfile enforces them while unpacking, so they cannot lie): entries,
-    total unpacked bytes, compression ratio, and the bytes of the parts named as markup (`markup_suffixes`)."""
+    total unpacked bytes, compression ratio, and the bytes of the parts named as markup (`markup_suffixes`);
+    and no part named twice: which copy a reader takes differs between readers (Python's zipfile takes the
+    last, most programs the first), so the text stored could differ from the text the person sees."""
     if len(infos) > DOCX_MAX_ENTRIES:
         raise IngestError(
             name,
@@ -2256,6 +2386,12 @@ def _check_docx_sizes(
     if markup > limits.max_expanded_bytes:
         log.warning("%s: %d bytes of XML unpacked", name, markup)
         raise _too_expanded(name, limits)
+    twice = next((path for path, seen in Counter(info.filename for info in infos).items() if seen > 1), None)
+    if twice is not None:
+        shown = "".join(ch for ch in twice if ch.isprintable())[:60]
+        raise IngestError(
+            name, f"has two parts named {shown!r} (a damaged or tampered file: programs differ on which they show)."
+        )
 
 
 # Why a .docx part in an encoding no codec knows is refused ({} is the encoding's name).
@@ -2300,15 +2436,35 @@ class XmlRules:
 _DOCX_RULES = XmlRules(_XML_DECLARATIONS, _DOCX_ELEMENT, "paragraphs, runs and table cells")
 
 
+# The start tag of a part's body (an ODF office:body, an XHTML <body>), in any namespace prefix: what comes
+# before it in a part (automatic styles, a <head>) is not text (`XmlTally.from_body`).
+_BODY_TAG = re.compile(rb"<(?:[A-Za-z_][\w.\-]{0,40}:)?body[\s>/]")
+
+
+@dataclass
+class XmlTally:
+    """What the byte scan counted in a zip's XML parts, part by part: every element, and those from the
+    part's body tag on (0 where it has none): a reader caps the elements of the parts it walks as text
+    apart from the rest (styles, navigation, images), so that a large styles part is not taken for text."""
+
+    elements: dict[str, int]
+    from_body: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.elements.values())
+
+
 def _scan_docx_xml(
     name: str, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limits: LoadLimits,
-    rules: XmlRules = _DOCX_RULES,
-) -> None:
-    """Stream every XML part once: refuse entity declarations (XML bombs) and too many elements (`rules`).
+    rules: XmlRules = _DOCX_RULES, cap: int | None = None,
+) -> XmlTally:
+    """Stream every XML part once: refuse entity declarations (XML bombs) and more than `cap` elements in
+    all (`limits.max_elements` unless given), counted by `rules`.
 
     A part is XML by its content, not its name: the package's relationships can make any entry the main
     document (word/main.dat), and python-docx parses whatever they point at."""
-    elements = 0
+    tally = XmlTally({}, {})
     markup = 0
     for info in infos:
         with archive.open(info) as part:
@@ -2320,24 +2476,40 @@ def _scan_docx_xml(
             if markup > limits.max_expanded_bytes:
                 log.warning("%s: more than %d bytes of XML unpacked", name, markup)
                 raise _too_expanded(name, limits)
-            tail = b""
-            pending = head
-            while True:
-                block = pending + part.read(_STREAM_BLOCK)
-                pending = b""
-                if not block:
-                    break
-                if decoder is not None:
-                    block = decoder.decode(block).encode("utf-8", "replace")
-                window = tail + block
-                if any(marker in window for marker in rules.declarations):
-                    raise IngestError(name, rules.declared)
-                elements += len(rules.elements.findall(window, len(tail)))
-                if elements > limits.max_elements:
-                    raise IngestError(
-                        name, f"has more than {limits.max_elements:,} {rules.counted}, over the limit."
-                    )
-                tail = block[-16:]
+            scan_xml_stream(name, info.filename, part, head, decoder, limits, rules, tally, cap)
+    return tally
+
+
+def scan_xml_stream(
+    name: str, part_name: str, part: Any, head: bytes, decoder: codecs.IncrementalDecoder | None,
+    limits: LoadLimits, rules: XmlRules, tally: XmlTally, cap: int | None = None,
+) -> None:
+    """One XML part, from `head` (its first bytes, already read) to its end: declarations refused, its
+    elements (and those from its body tag on) added to `tally`, the whole tally held to `cap`."""
+    cap = limits.max_elements if cap is None else cap
+    before = tally.total
+    elements = 0
+    body_at: int | None = None
+    tail = b""
+    pending = head
+    while True:
+        block = pending + part.read(_STREAM_BLOCK)
+        pending = b""
+        if not block:
+            break
+        if decoder is not None:
+            block = decoder.decode(block).encode("utf-8", "replace")
+        window = tail + block
+        if any(marker in window for marker in rules.declarations):
+            raise IngestError(name, rules.declared)
+        if body_at is None and (body := _BODY_TAG.search(window)) is not None:
+            body_at = elements + len(rules.elements.findall(window, len(tail), max(body.start(), len(tail))))
+        elements += len(rules.elements.findall(window, len(tail)))
+        if before + elements > cap:
+            raise IngestError(name, f"has more than {limits.max_elements:,} {rules.counted}, over the limit.")
+        tail = block[-16:]
+    tally.elements[part_name] = elements
+    tally.from_body[part_name] = 0 if body_at is None else elements - body_at
 
 
 def _docx_heading_level(style_name: str) -> int | None:
@@ -2926,8 +3098,10 @@ def _read_email(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         subject = " ".join(str(message.get("subject", "") or "").split())
         shown = [f"{field}: {' '.join(str(message[field]).split())}" for field in _EMAIL_SHOWN if message[field]]
         body = message.get_body(preferencelist=("plain", "html"))
+        forwarded = body is None and (body := _forwarded_body(message)) is not None
         content = body.get_content() if body is not None else ""
         attachments = sum(1 for _ in message.iter_attachments()) if message.is_multipart() else 0
+        attachments = max(0, attachments - forwarded)  # the forwarded message read is not left unread
     except RecursionError:
         raise IngestError(name, "is nested too deeply to read.") from None
     except Exception as exc:  # an unknown charset, a damaged MIME structure
@@ -2944,7 +3118,30 @@ def _read_email(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         blocks.append(_Block(content, heading=heading))
     if attachments:
         blocks.append(_Block("", notice=f"{counted(attachments, 'attachment')} not read"))
+    if forwarded:
+        blocks.append(_Block("", notice="read from the message it forwards as an attachment"))
     return blocks
+
+
+MAX_FORWARDS = 3  # messages inside messages followed to find a text body
+
+
+def _forwarded_body(message: Any) -> Any | None:
+    """The text body of the message an email forwards as an attachment (a message/rfc822 part, or the
+    whole body), when it has none of its own: 'Forward as attachment' leaves the words only there."""
+    for _ in range(MAX_FORWARDS):
+        inner = next((part for part in itertools.islice(message.walk(), 1000)
+                      if part.get_content_type() == "message/rfc822"), None)  # fmt: skip
+        if inner is None:
+            return None
+        content = inner.get_content()
+        message = content[0] if isinstance(content, list) and content else content
+        if not hasattr(message, "get_body"):
+            return None
+        body = message.get_body(preferencelist=("plain", "html"))
+        if body is not None:
+            return body
+    return None
 
 
 # ------------------------------------------------------------------------------------------- notebook
