@@ -141,7 +141,15 @@ async def prepare(
     cited = [c.node_id for c in answer.citations]
     matched = [c.node_id for c in answer.citations if c.kind == MATCHED]
     answer_id = await services.state.save_answer(
-        kb, answer.question, ctx.nodes, ctx.tokens_used, ctx.budget, cited=cited, matched=matched, since=asked_at
+        kb,
+        answer.question,
+        ctx.nodes,
+        ctx.tokens_used,
+        ctx.budget,
+        cited=cited,
+        matched=matched,
+        since=asked_at,
+        hidden=hidden,
     )
     return render_answer(answer, hidden), answer_view(answer_id)
 

@@ -455,25 +455,31 @@ def context_pages(
     tokens_used: int,
     budget: int,
     uses: Mapping[int, str] | None = None,
+    *,
+    hidden: bool = False,
 ) -> list[discord.Embed]:
     """The retrieved nodes' text as pages (one embed each), in the context's order; the nodes the answer
-    cites say so (`uses`, from `node_uses`)."""
+    cites say so (`uses`, from `node_uses`). `hidden` (the question was asked under a spoiler, as its
+    answer hides it): the title names no question, and each page opens with the question under a spoiler
+    (a title shows none)."""
     uses = uses or {}
     blocks = [_node_block(i, node, uses.get(node.node_id, "")) for i, node in enumerate(nodes, start=1)]
+    asked = spoiler(truncate(inert(truncate(question, 200)), 250)) + "\n\n" if hidden else ""
+    title = "Context for a question asked under a spoiler" if hidden else f"Context for: {inert(truncate(question, 200))}"
     pages: list[list[str]] = [[]]
-    size = 0
+    size = len(asked)
     for block in blocks:
         if pages[-1] and size + len(block) + 2 > CONTEXT_PAGE_CHARS:
             pages.append([])
-            size = 0
+            size = len(asked)
         pages[-1].append(block)
         size += len(block) + 2
     total = len(pages)
     embeds = []
     for i, page in enumerate(pages, start=1):
         embed = discord.Embed(
-            title=truncate(f"Context for: {inert(truncate(question, 200))}", TITLE_LIMIT),
-            description="\n\n".join(page) or "No nodes were retrieved.",
+            title=truncate(title, TITLE_LIMIT),
+            description=asked + ("\n\n".join(page) or "No nodes were retrieved."),
             colour=SOURCES_COLOUR,
         )
         embed.set_footer(text=f"Page {i}/{total} · {len(nodes)} nodes · {tokens_used:,}/{budget:,} tokens")

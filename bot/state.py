@@ -218,6 +218,7 @@ class StoredAnswer:
     budget: int
     cited: list[int] = field(default_factory=list)  # node ids the answer's [n] markers point at
     matched: list[int] = field(default_factory=list)  # those of them the support check found, not the model
+    hidden: bool = False  # asked under a spoiler: the pages and the tree's caption do not show the question
 
 
 @dataclass
@@ -794,13 +795,15 @@ class BotState:
         cited: Sequence[int] = (),
         matched: Sequence[int] = (),
         since: float | None = None,
+        hidden: bool = False,
     ) -> int:
         """Keep an answer's context for its 'Show context' pages; returns its id. `since`: when its retrieval
         began (`time.time()`): its nodes that a removal recorded since then took away (`record_removal`)
         are redacted under the same write, as that removal's redaction, which ran before this answer was
-        saved, would have done."""
+        saved, would have done. `hidden`: the question was asked under a spoiler, so its pages hide it too."""
         context = (
             {
+                "hidden": hidden,
                 "tokens_used": tokens_used,
                 "budget": budget,
                 "cited": [int(i) for i in cited],
@@ -877,6 +880,7 @@ class BotState:
             data["budget"],
             data.get("cited", []),  # answers saved before 'Show tree' carry no citations
             data.get("matched", []),  # nor, before the support check, matched ones
+            bool(data.get("hidden", False)),
         )
 
     # ------------------------------------------------------------------ deletion
