@@ -23,7 +23,7 @@ import discord
 from raptor_engine.engine import MAX_QUESTION_CHARS, EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
 from raptor_engine.ingest.load import file_kinds
-from raptor_engine.query.asked import in_brief
+from raptor_engine.query.asked import fit_question, in_brief
 from raptor_engine.query.followup import split_standalone
 from raptor_engine.query.smalltalk import Act, small_talk_act
 from raptor_engine.query.support import MATCHED
@@ -275,7 +275,7 @@ async def _ask(
     )
     history = await services.state.history(record.guild_id, record.thread_id) if record else []
     hidden = asked_under_spoiler(question)
-    question = truncate(plain_question(question) or question.strip(), MAX_QUESTION_CHARS)
+    question = fit_question(plain_question(question) or question.strip(), MAX_QUESTION_CHARS)
     stream = StreamedReply(replier.send, replier.send, hidden=hidden)
     asked_at = time.time()
     try:
@@ -538,7 +538,7 @@ async def _follow_up(
             home_channel_id(message.channel),
         )
         return
-    question = truncate(question, MAX_QUESTION_CHARS)
+    question = fit_question(question, MAX_QUESTION_CHARS)  # a long paste keeps what it asks at its end
     hidden = asked_under_spoiler(message.content or forwarded_text(message))
     if edited is None:
         history, follows = await thread_history(services, record, message)

@@ -4,9 +4,21 @@ before its fix; docs/BOT.md, botqa20)."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 from bot.render import context_pages
+from raptor_engine.engine import MAX_QUESTION_CHARS
+from raptor_engine.query.asked import fit_question, in_brief
 from tests.bot.conftest import CHAN_A, custom_ids
-from tests.bot.test_bot_answers import ARCHIVE, FIRST_QUESTION
+from tests.bot.test_bot_answers import (
+    ARCHIVE,
+    FIRST_QUESTION,
+    bot_reply_in,
+    open_archive_thread,
+    remembered_turns,
+)
 from tests.bot.test_bot_flows import add_doc, ask
 
 
@@ -42,3 +54,41 @@ def test_context_pages_of_a_hidden_question_stay_within_discords_limit():
         pages = context_pages(question, nodes, 5000, 6000, hidden=hidden)
         assert all(len(p.description or "") <= 4096 and len(p.title or "") <= 256 for p in pages)
         assert all((p.description or "").startswith("||") for p in pages) is hidden
+
+
+PASTE = "The registers were bound in red leather and kept on the top shelf of the reading room. " * 40
+
+
+@pytest.mark.parametrize(
+    ("question", "kept", "ends"),
+    [
+        (PASTE + "Who was the first keeper?", "Who was the first keeper?", " … Who was the first keeper?"),
+        ("Who was the first keeper? " + PASTE, "Who was the first keeper?", "…"),
+        (("when did she leave, " * 180).rstrip(", ") + "?", "when did she leave", "leave…?"),
+        ("这是谁" * 1000 + "？", "这是谁", "…？"),
+        ("Was it " + "very " * 600 + "old?”", "Was it very", "very…?”"),
+        (PASTE + "Tell me about the vault!", "Tell me about the vault!", " … Tell me about the vault!"),
+    ],
+)
+def test_a_question_too_long_to_ask_keeps_what_it_asks_and_its_end_mark(question, kept, ends):
+    """A question over 2,000 characters is cut at a word (or clause) and keeps its end: a long paste its
+    question at the end, one long question its "?" (full-width and after a closing quote too). Before, its
+    first 2,000 characters were kept and "…" put after: the question at a paste's end was lost, and the
+    "?" of every one."""
+    fitted = fit_question(question, MAX_QUESTION_CHARS)
+    assert len(fitted) <= MAX_QUESTION_CHARS and kept in fitted and fitted.endswith(ends), fitted[-80:]
+    assert not re.search(r"\w…\w", fitted)  # no word cut in two
+    assert "?" in in_brief(fitted) or "？" in in_brief(fitted) or "!" in fitted[-2:]
+
+
+async def test_a_long_paste_in_a_thread_is_answered_for_the_question_at_its_end(make_harness):
+    """A member pastes a long paragraph with the question at its end (2,900 characters) in an answer's
+    thread: the question searched, shown in the footer and remembered is that question. Before, the first
+    2,000 characters were searched (the question cut off) and remembered."""
+    h = await make_harness(message_content=True)
+    thread = await open_archive_thread(h)
+    h.say(thread, PASTE + "Where did Margaret Hale train as a librarian?")
+    answer = await bot_reply_in(h, thread, 1)
+    assert "Edinburgh" in answer["content"], answer["content"]
+    turns = await h.fake.wait_for(lambda: remembered_turns(h.bot.services.state, thread, 4), what="the turns")
+    assert turns[2].content.endswith("… Where did Margaret Hale train as a librarian?"), turns[2].content[-80:]
