@@ -278,7 +278,7 @@ def wrong_citation_lines(answer: Answer) -> list[str]:
 
 
 SEARCHED_CHARS = 400  # the rewritten question (or the claims checked) shown in the footer, at most
-SEARCHED_CONTEXT_CHARS = 120  # of that, a follow-up's "(context: ...)" at most
+SEARCHED_CONTEXT_CHARS = 120  # of that, a follow-up's "(context: ...)" at least, when the line must be cut
 SEARCHED_HEAD_CHARS = 100  # a long question's opening, before "…" and what it asks
 
 
@@ -300,13 +300,15 @@ def _opening_and_asks(text: str, limit: int) -> str:
 
 
 def searched_line(answer: Answer, limit: int = SEARCHED_CHARS) -> str:
-    """The footer's "Searched as" line, at most `limit` characters: a long question as its opening and
-    what it asks, a follow-up's context after it cut first; "Checked against ..." cut at the limit."""
+    """The footer's "Searched as" line, at most `limit` characters: whole when it fits; else a follow-up's
+    context cut to the room the question leaves (`SEARCHED_CONTEXT_CHARS` at least), and a long question as
+    its opening and what it asks; "Checked against ..." cut at the limit."""
     if answer.verified or not answer.searched_as:
         return truncate(answer.searched_as, limit)
     rewrite = split_standalone(answer.query)
     prefix = "Searched as: "
-    context = truncate(rewrite.context, SEARCHED_CONTEXT_CHARS) if rewrite.context else ""
+    room = limit - len(prefix) - len(rewrite.core) - len(CONTEXT_OPEN) - len(CONTEXT_CLOSE)
+    context = truncate(rewrite.context, max(room, SEARCHED_CONTEXT_CHARS)) if rewrite.context else ""
     after = f"{CONTEXT_OPEN}{context}{CONTEXT_CLOSE}" if context else ""
     return prefix + _opening_and_asks(rewrite.core, limit - len(prefix) - len(after)) + after
 

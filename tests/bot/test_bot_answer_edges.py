@@ -8,9 +8,10 @@ import re
 
 import pytest
 
-from bot.render import context_pages
+from bot.render import SEARCHED_CHARS, SEARCHED_CONTEXT_CHARS, context_pages, searched_line
 from raptor_engine.engine import MAX_QUESTION_CHARS
 from raptor_engine.query.asked import fit_question, in_brief
+from raptor_engine.query.followup import CONTEXT_CLOSE, CONTEXT_OPEN
 from tests.bot.conftest import CHAN_A, custom_ids
 from tests.bot.test_bot_answers import (
     ARCHIVE,
@@ -20,6 +21,7 @@ from tests.bot.test_bot_answers import (
     remembered_turns,
 )
 from tests.bot.test_bot_flows import add_doc, ask
+from tests.bot.test_bot_render import make_answer
 
 
 async def test_show_context_of_a_question_under_a_spoiler_keeps_it_hidden(make_harness):
@@ -92,3 +94,31 @@ async def test_a_long_paste_in_a_thread_is_answered_for_the_question_at_its_end(
     assert "Edinburgh" in answer["content"], answer["content"]
     turns = await h.fake.wait_for(lambda: remembered_turns(h.bot.services.state, thread, 4), what="the turns")
     assert turns[2].content.endswith("… Where did Margaret Hale train as a librarian?"), turns[2].content[-80:]
+
+
+CONTEXT = "Who was appointed keeper of the harbour town archive in 1962, after the war ended and the vault was built"
+
+
+@pytest.mark.parametrize(
+    ("core", "context", "whole"),
+    [
+        ("When did Margaret Hale leave?", CONTEXT + ", and who kept the registers", True),  # 134: it fits
+        ("When did she leave?", CONTEXT * 3, True),  # 320: still fits 400
+        ("When did she leave?", CONTEXT * 6, False),  # over: the context takes the room the question leaves
+        ("Why? " * 70 + "When?", CONTEXT * 2, False),  # a long question: the context keeps 120
+    ],
+)
+def test_a_follow_ups_context_is_cut_only_to_what_fits_its_footer_line(core, context, whole):
+    """The "(context: ...)" of a follow-up's "Searched as" line is whole when the line fits its 400
+    characters, else cut to the room its question leaves (120 at least). Before, it was always cut to
+    120 characters: "(context: Who was appointed keeper of the harbour town archive in 1962, after the
+    war ended and the…)" under a short question."""
+    answer = make_answer("Margaret Hale [1].")
+    answer.query = f"{core}{CONTEXT_OPEN}{context}{CONTEXT_CLOSE}"
+    line = searched_line(answer)
+    assert len(line) <= SEARCHED_CHARS and line.endswith(CONTEXT_CLOSE), line
+    shown = line[line.index(CONTEXT_OPEN) + len(CONTEXT_OPEN) : -len(CONTEXT_CLOSE)]
+    assert (shown == context) is whole, shown
+    if not whole:
+        assert shown.endswith("…") and len(shown) >= SEARCHED_CONTEXT_CHARS - 1
+        assert len(line) >= SEARCHED_CHARS - 2 or core not in line  # the room was used
