@@ -19,6 +19,7 @@ from typing import Any
 
 import discord
 
+from raptor_engine.ingest.load import chat_plain
 from raptor_engine.ingest.sentences import sentences_of
 from raptor_engine.query.answer import MARKER, describe_documents, neutralise_markers
 from raptor_engine.query.asked import question_sentences
@@ -74,22 +75,12 @@ def inert_answer(text: str) -> str:
     return "".join(part if i % 3 == 1 else inert(part) for i, part in enumerate(parts) if i % 3 != 2)
 
 
-# Discord's markup around a member's words: a code block's fences (and the language after the opening
-# one), inline code, spoiler bars, bold and strike-through, a line's quote, heading or subtext
-# mark; custom emoji (<:name:id>) are pictures, not words.
-_FENCE_OPENING = re.compile(r"```[A-Za-z0-9_+.#-]{0,20}\n")
-_WRAPPERS = re.compile(r"```|\|\||\*\*|~~|`")
-_LINE_MARK = re.compile(r"(?m)^[ \t]*(?:>>> |> |-# |#{1,3} )")
-_CUSTOM_EMOJI = re.compile(r"<a?:[\w~]{1,32}:\d{1,20}>")
-
-
 def plain_question(text: str) -> str:
-    """A member's message without Discord's markup, as the words to search: a question typed in a code
-    block, under a spoiler or quoted ("> who chaired it?") asks the same as typed plainly; its words
-    (underscores inside them, "C#") are kept."""
-    text = _CUSTOM_EMOJI.sub(" ", _FENCE_OPENING.sub(" ", text))
-    text = _LINE_MARK.sub("", text)
-    return " ".join(_WRAPPERS.sub(" ", text).split())
+    """A member's message without Discord's markup, as the words to search, on one line: what the engine
+    stores of a chat message (`chat_plain`), its code blocks' fences and language tags left out too, so
+    a question typed in a code block, under a spoiler, quoted ("> who chaired it?") or with a masked link
+    asks the same as typed plainly; its words (underscores inside them, "C#") are kept."""
+    return " ".join(chat_plain(text, fences=False).split())
 
 
 # Spoiler bars around something (Discord's `||...||`, across lines too); bars in code or escaped are text.

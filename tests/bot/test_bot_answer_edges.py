@@ -8,8 +8,9 @@ import re
 
 import pytest
 
-from bot.render import SEARCHED_CHARS, SEARCHED_CONTEXT_CHARS, context_pages, searched_line
+from bot.render import SEARCHED_CHARS, SEARCHED_CONTEXT_CHARS, context_pages, plain_question, searched_line
 from raptor_engine.engine import MAX_QUESTION_CHARS
+from raptor_engine.ingest.messages import clean_text
 from raptor_engine.query.asked import fit_question, in_brief
 from raptor_engine.query.followup import CONTEXT_CLOSE, CONTEXT_OPEN
 from tests.bot.conftest import CHAN_A, custom_ids
@@ -122,3 +123,35 @@ def test_a_follow_ups_context_is_cut_only_to_what_fits_its_footer_line(core, con
     if not whole:
         assert shown.endswith("…") and len(shown) >= SEARCHED_CONTEXT_CHARS - 1
         assert len(line) >= SEARCHED_CHARS - 2 or core not in line  # the room was used
+
+
+@pytest.mark.parametrize(
+    ("typed", "asks"),
+    [
+        ("```py\nwhat is max_file_bytes?\n```", "what is max_file_bytes?"),  # a code block: its code, no fence
+        ("```who chaired it?```", "who chaired it?"),  # a code block on one line: no language taken
+        ("```\nwho chaired it?", "who chaired it?"),  # an unclosed one runs to the end
+        ("what does `max_file_bytes` limit?", "what does max_file_bytes limit?"),  # inline code
+        ("what does [the manual](https://example.com/m) say?", "what does the manual say?"),  # labelled link
+        ("see <https://example.org/x>, what is it?", "see https://example.org/x, what is it?"),  # autolink
+        ("||who is the treasurer?||", "who is the treasurer?"),  # a spoiler
+        ("|| who is the treasurer? ||", "who is the treasurer?"),  # a spoiler with spaces inside
+        ("is a || b true?", "is a || b true?"),  # lone bars are text
+        ("**who** __was__ ~~it~~ *then*?", "who was it then?"),  # emphasis, underline, strike-through
+        ("snake_case_name and 2*3*4?", "snake_case_name and 2*3*4?"),  # not emphasis
+        ("\\*not bold\\* why?", "*not bold* why?"),  # escapes as shown
+        ("> who chaired it?\n>>> and when?", "who chaired it? and when?"),  # quotes
+        ("## Who chaired it?\n-# asking for a friend", "Who chaired it? asking for a friend"),  # heading, subtext
+        ("who chaired it <:blobthink:123456789012345678>?", "who chaired it ?"),  # a custom emoji is a picture
+        ("what is C# used for?", "what is C# used for?"),
+    ],
+)
+def test_a_question_reads_as_the_engine_stores_a_chat_message(typed, asks):
+    """Each kind of Discord markup: the question asks what the client shows, as the engine stores the same
+    text of a chat message (one function, `chat_plain`; a question's code blocks lose their fences only).
+    Before, the bot's own reader kept a labelled link's URL and brackets, left `*then*`, `__was__` and
+    escapes as typed and headings' marks only at three levels, and the engine's kept custom emoji and
+    quote marks after spaces."""
+    assert plain_question(typed) == asks
+    stored = " ".join(clean_text(typed).split())
+    assert stored == asks or "```" in typed, stored
