@@ -15,7 +15,7 @@ import re
 import time
 import unicodedata
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import discord
@@ -212,21 +212,95 @@ async def remember_exchange(
     *,
     as_searched: bool = False,
     told: Sequence[int] = (),
-) -> None:
+    pending: bool = False,
+) -> list[int]:
     """A thread's question and answer, the memory its follow-ups get, with the chat messages the answer drew
     on: a message deleted later takes the exchange with it (`BotState.finish_removals`). The question's
     message (`asked_in`; none for /ask) and the answer's (`sent`) are kept with them, so a follow-up that
     replies to either is read against this exchange. `as_searched` keeps the question as it was searched
     (its standalone rewrite) instead: a reply to an older exchange, which later follow-ups, reading the
     turns in order, would otherwise read against the exchange stored just before it. `told`: the removed
-    documents the answer's note named (`note_removed`)."""
+    documents the answer's note named (`note_removed`). `pending`: recorded before the answer is posted
+    (`posting_remembered`). Returns the turns' row ids."""
     # The question as the engine read it: what it answered, and text SQLite can store (half a UTF-16 pair
     # from JSON cannot be: it failed the exchange after its answer was shown).
     question = split_standalone(answer.query).core if as_searched else answer.question
     turns = [Turn("user", question), Turn("assistant", answer.text)]
     posted = [[asked_in.id] if asked_in is not None else [], [m.id for m in sent]]
     cited = cited_nodes(answer, told)
-    await services.state.add_turns(guild_id, thread_id, turns, drew_on(answer), posted, cited)
+    return await services.state.add_turns(guild_id, thread_id, turns, drew_on(answer), posted, cited, pending=pending)
+
+
+async def posting_remembered(
+    services: Services, guild_id: int, turn_ids: list[int], post: Callable[[], Awaitable[list[discord.Message]]]
+) -> list[discord.Message]:
+    """Post an answer whose exchange was just recorded as pending (`remember_exchange`), then attach its
+    messages to it: a bot killed between the two keeps the exchange, for the next start to settle
+    (`settle_pending`). Posting that fails, or shows nothing, drops it: no member saw that answer."""
+    try:
+        sent = await post()
+    except Exception:
+        await services.state.drop_pending(guild_id, turn_ids)
+        raise
+    if sent:
+        await services.state.attach_answer(guild_id, turn_ids, [m.id for m in sent])
+    else:
+        await services.state.drop_pending(guild_id, turn_ids)
+    return sent
+
+
+SETTLE_LOOKAHEAD = 50  # messages read after a pending exchange's question, looking for its answer
+
+
+async def settle_pending(services: Services, channel_for: Callable[[int, int], Any], bot_id: int) -> tuple[int, int]:
+    """At start: each exchange a stopped bot left pending (recorded, its answer maybe posted) is settled in
+    the thread's turn. Its answer found in Discord (the bot's reply to the question, and the bot's messages
+    right after it) is attached and the exchange kept; none found (never posted, deleted since, or asked
+    with /ask, whose answer names no question message) drops it, so no follow-up leans on an answer no
+    member saw. A thread Discord cannot be read from now keeps it pending for the next start. Returns how
+    many were kept and dropped."""
+    kept = dropped = 0
+    for exchange in await services.state.pending_exchanges():
+        record = exchange.record
+        async with conversation_turn(record.thread_id):
+            if not await services.state.still_pending(record.guild_id, exchange.turn_ids):
+                continue  # settled meanwhile
+            channel = channel_for(record.guild_id, record.thread_id)
+            found = await posted_answer(channel, exchange.question_message_ids, bot_id)
+            if found is None:
+                continue
+            if found:
+                await services.state.attach_answer(record.guild_id, exchange.turn_ids, found)
+                kept += 1
+            else:
+                await services.state.drop_pending(record.guild_id, exchange.turn_ids)
+                dropped += 1
+    return kept, dropped
+
+
+async def posted_answer(channel: Any, question_ids: Sequence[int], bot_id: int) -> list[int] | None:
+    """The messages of the bot's answer to the question message (`question_ids`) in `channel`: its reply to
+    the question, with the bot's messages after it up to anyone else's; [] when there is none (or no
+    question message to look after); None when the thread cannot be read now."""
+    if not question_ids:
+        return []
+    found: list[int] = []
+    try:
+        async for message in channel.history(limit=SETTLE_LOOKAHEAD, after=discord.Object(question_ids[0]), oldest_first=True):
+            ours = message.author.id == bot_id
+            reference = message.reference.message_id if message.reference is not None else None
+            if not found and ours and reference in question_ids:
+                found.append(message.id)
+            elif found and ours and reference is None:
+                found.append(message.id)  # the answer's next message
+            elif found:
+                break
+    except discord.NotFound:
+        return []  # the thread is gone: so is the answer
+    except discord.HTTPException as error:
+        log.warning("cannot look for the answer of a pending exchange in %s (%s); left for the next start", getattr(channel, "id", "?"), error)
+        return None
+    return found
 
 
 async def thread_history(
@@ -295,12 +369,16 @@ async def _ask(
         return
     told = await note_removed(services, record, answer) if record is not None else []
     messages, view = await prepare(services, kb, answer, asked_at, hidden)
-    sent = await deliver(stream, messages, view, replier.send_all)
+    def post() -> Awaitable[list[discord.Message]]:
+        return deliver(stream, messages, view, replier.send_all)
+
+    if record is not None and not private:  # only its asker saw a private one: no follow-up may lean on it
+        turn_ids = await remember_exchange(services, record.guild_id, record.thread_id, answer, told=told, pending=True)
+        sent = await posting_remembered(services, record.guild_id, turn_ids, post)
+    else:
+        sent = await post()
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
-    if record is not None:
-        if not private:  # only its asker saw it: no public follow-up may lean on it (or show it)
-            await remember_exchange(services, record.guild_id, record.thread_id, answer, sent=sent, told=told)
-    elif not private and sent and answer.has_context and isinstance(channel, discord.TextChannel):
+    if record is None and not private and sent and answer.has_context and isinstance(channel, discord.TextChannel):
         await open_thread(services, interaction, channel, sent, kb, SPOILER_THREAD if hidden else question, answer)
 
 
@@ -568,26 +646,49 @@ async def _follow_up(
         return
     told = await note_removed(services, record, answer)
     messages, view = await prepare(services, kb, answer, asked_at, hidden)
+    def post() -> Awaitable[list[discord.Message]]:
+        return deliver(stream, messages, view, stream.send_all)
+
+    if edited is None:
+        await _post_follow_up(services, record, message, answer, post, follows=follows, told=told)
+        return
     try:
-        sent = await deliver(stream, messages, view, stream.send_all)
+        sent = await post()
     except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread
         log.warning("could not answer in thread %s: %s", record.thread_id, error)
-        return  # the member never saw this answer: no turn to follow up on
-    if edited is not None:
-        turns = [Turn("user", answer.question), Turn("assistant", answer.text)]
-        posted = [m.id for m in sent]
-        cited = cited_nodes(answer, told)
-        await services.state.replace_exchange(record.guild_id, edited, turns, drew_on(answer), posted, cited)
-        log.info("edited follow-up answered again in thread %s (%s)", record.thread_id, kb)
-        return
-    await remember_exchange(
+        return  # the member never saw this answer: the old exchange stays
+    turns = [Turn("user", answer.question), Turn("assistant", answer.text)]
+    posted = [m.id for m in sent]
+    cited = cited_nodes(answer, told)
+    await services.state.replace_exchange(record.guild_id, edited, turns, drew_on(answer), posted, cited)
+    log.info("edited follow-up answered again in thread %s (%s)", record.thread_id, kb)
+
+
+async def _post_follow_up(
+    services: Services,
+    record: ThreadRecord,
+    message: discord.Message,
+    answer: Answer,
+    post: Callable[[], Awaitable[list[discord.Message]]],
+    *,
+    follows: int | None,
+    told: Sequence[int],
+) -> None:
+    """A new follow-up's answer: its exchange recorded (pending), then posted and attached
+    (`posting_remembered`)."""
+    turn_ids = await remember_exchange(
         services,
         record.guild_id,
         record.thread_id,
         answer,
         message,
-        sent,
         as_searched=follows is not None,
         told=told,
+        pending=True,
     )
-    log.info("follow-up answered in thread %s (%s)", record.thread_id, kb)
+    try:
+        await posting_remembered(services, record.guild_id, turn_ids, post)
+    except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread
+        log.warning("could not answer in thread %s: %s", record.thread_id, error)
+        return  # the member never saw this answer: its exchange was dropped
+    log.info("follow-up answered in thread %s (%s)", record.thread_id, record.kb)
