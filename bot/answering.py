@@ -33,6 +33,7 @@ from .hints import LINK_HINT, only_links
 from .kb import home_channel_id, kb_for_channel
 from .permissions import cooldown_text
 from .render import (
+    NameOf,
     OutMessage,
     asked_under_spoiler,
     inert,
@@ -40,6 +41,7 @@ from .render import (
     plain_name,
     plain_question,
     render_answer,
+    spoken,
     truncate,
 )
 from .replies import Replier, failure_text, reply_quietly, tell
@@ -349,7 +351,8 @@ async def _ask(
     )
     history = await services.state.history(record.guild_id, record.thread_id) if record else []
     hidden = asked_under_spoiler(question)
-    question = fit_question(plain_question(question) or question.strip(), MAX_QUESTION_CHARS)
+    spoken_question = spoken(question, lambda kind, i: guild_name(interaction.guild, kind, i))
+    question = fit_question(plain_question(spoken_question) or question.strip(), MAX_QUESTION_CHARS)
     stream = StreamedReply(replier.send, replier.send, hidden=hidden)
     asked_at = time.time()
     try:
@@ -418,7 +421,24 @@ async def open_thread(
 def follow_up_text(message: discord.Message, bot_id: int) -> str:
     """The question in a thread message, without the bot's mention; a message forwarded into the thread
     with no words of its own asks what the forwarded message says."""
-    return follow_up_text_of(message.content or forwarded_text(message), bot_id)
+    return follow_up_text_of(message.content or forwarded_text(message), bot_id, names_in(message))
+
+
+def names_in(message: discord.Message) -> NameOf:
+    """The names of what a message mentions (its members, roles and channels, then the server's), for
+    `spoken`."""
+    known: dict[tuple[str, int], str] = {("@", u.id): u.display_name for u in message.mentions}
+    known |= {("@&", r.id): r.name for r in message.role_mentions}
+    known |= {("#", c.id): c.name for c in message.channel_mentions}
+    return lambda kind, i: known.get((kind, i)) or guild_name(message.guild, kind, i)
+
+
+def guild_name(guild: discord.Guild | None, kind: str, item_id: int) -> str | None:
+    """A mentioned member's, role's or channel's name from the server's cache, or None."""
+    if guild is None:
+        return None
+    found: Any = {"@": guild.get_member, "@&": guild.get_role, "#": guild.get_channel_or_thread}[kind](item_id)
+    return getattr(found, "display_name", None) or getattr(found, "name", None)
 
 
 def forwarded_text(message: discord.Message) -> str:
@@ -426,10 +446,11 @@ def forwarded_text(message: discord.Message) -> str:
     return "\n".join(snapshot.content for snapshot in getattr(message, "message_snapshots", []) if snapshot.content)
 
 
-def follow_up_text_of(content: str | None, bot_id: int) -> str:
+def follow_up_text_of(content: str | None, bot_id: int, name_of: NameOf | None = None) -> str:
     """`follow_up_text` of a message's content: its words without Discord's markup (a question in a code
-    block or under a spoiler asks what it says)."""
-    return plain_question(re.sub(rf"<@!?{bot_id}>", " ", content or ""))
+    block or under a spoiler asks what it says), its mentions as the client shows them (`spoken`)."""
+    text = re.sub(rf"<@!?{bot_id}>", " ", content or "")
+    return plain_question(spoken(text, name_of or (lambda kind, i: None)))
 
 
 def wordless(text: str) -> bool:
@@ -559,7 +580,7 @@ async def handle_edited_follow_up(
     follow-up. An edit that leaves the question's words as they were (an embed shown, a pin) does
     nothing."""
     question = follow_up_text(message, me.id)
-    if not question or (before is not None and follow_up_text_of(before, me.id) == question):
+    if not question or (before is not None and follow_up_text_of(before, me.id, names_in(message)) == question):
         return
     async with services.jobs.track(), conversation_turn(record.thread_id):
         exchange = await services.state.asked_exchange(record.guild_id, record.thread_id, message.id)

@@ -12,7 +12,7 @@ a timestamp, a custom emoji or a clickable URL.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -81,6 +81,34 @@ def plain_question(text: str) -> str:
     a question typed in a code block, under a spoiler, quoted ("> who chaired it?") or with a masked link
     asks the same as typed plainly; its words (underscores inside them, "C#") are kept."""
     return " ".join(chat_plain(text, fences=False).split())
+
+
+# A mention of a member (<@id>, <@!id>), a role (<@&id>) or a channel (<#id>); a timestamp (<t:unix:style>);
+# the pings of everyone in a channel.
+_MENTION = re.compile(r"<(@!?|@&|#)(\d{1,20})>")
+_TIMESTAMP = re.compile(r"<t:(-?\d{1,20})(?::[tTdDfFR])?>")
+_PING_ALL = re.compile(r"@(?:everyone|here)\b")
+NameOf = Callable[[str, int], "str | None"]  # (kind: "@", "@&" or "#", id) -> the name the client shows
+
+
+def spoken(text: str, name_of: NameOf) -> str:
+    """`text` with its mentions as the client shows them, as a question's words: a member as "@name", a
+    role as "@role", a channel as "#channel" (`name_of`; one it cannot name is left out, as the bot's
+    own mention is), a timestamp as its UTC time; "@everyone" and "@here" (pings, not words) left out.
+    A question searched "<@101> when was it founded?" as written."""
+
+    def named(match: re.Match[str]) -> str:
+        kind = "@" if match.group(1) == "@!" else match.group(1)
+        name = name_of(kind, int(match.group(2)))
+        return f"{'#' if kind == '#' else '@'}{name}" if name else ""
+
+    def moment(match: re.Match[str]) -> str:
+        try:
+            return human_time(int(match.group(1)))
+        except (OverflowError, OSError, ValueError):
+            return ""
+
+    return _PING_ALL.sub("", _TIMESTAMP.sub(moment, _MENTION.sub(named, text)))
 
 
 # Spoiler bars around something (Discord's `||...||`, across lines too); bars in code or escaped are text.

@@ -8,12 +8,13 @@ import re
 
 import pytest
 
+from bot.answering import follow_up_text_of
 from bot.render import SEARCHED_CHARS, SEARCHED_CONTEXT_CHARS, context_pages, plain_question, searched_line
 from raptor_engine.engine import MAX_QUESTION_CHARS
 from raptor_engine.ingest.messages import clean_text
 from raptor_engine.query.asked import fit_question, in_brief
 from raptor_engine.query.followup import CONTEXT_CLOSE, CONTEXT_OPEN
-from tests.bot.conftest import CHAN_A, custom_ids
+from tests.bot.conftest import BOB, BOT_ID, CHAN_A, custom_ids, user_payload
 from tests.bot.test_bot_answers import (
     ARCHIVE,
     FIRST_QUESTION,
@@ -155,3 +156,39 @@ def test_a_question_reads_as_the_engine_stores_a_chat_message(typed, asks):
     assert plain_question(typed) == asks
     stored = " ".join(clean_text(typed).split())
     assert stored == asks or "```" in typed, stored
+
+
+NAMES = {("@", 101): "bob", ("@&", 350): "managers", ("#", 401): "bread"}
+
+
+@pytest.mark.parametrize(
+    ("typed", "asks"),
+    [
+        ("<@101> do you know when the archive was founded?", "@bob do you know when the archive was founded?"),
+        ("what did <@!101> say about the vault?", "what did @bob say about the vault?"),
+        ("can <@&350> add the charters?", "can @managers add the charters?"),
+        ("is the starter in <#401>?", "is the starter in #bread?"),
+        ("@everyone where was the archive founded?", "where was the archive founded?"),
+        ("@here who kept it?", "who kept it?"),
+        ("<@999> who kept it?", "who kept it?"),  # a mention it cannot name is left out
+        ("what happened on <t:1700000000:D>?", "what happened on 2023-11-14 22:13 UTC?"),
+        ("what happened on <t:99999999999999:D>?", "what happened on ?"),  # out of range: left out
+    ],
+)
+def test_a_questions_mentions_read_as_the_client_shows_them(typed, asks):
+    """A question's mentions are its words as members read them: a member, role or channel by name, a
+    timestamp as its time, pings left out. Before, "<@101>", "@everyone" and "<t:1700000000:D>" were
+    searched (and shown in "Searched as") as typed."""
+    assert follow_up_text_of(typed, BOT_ID, lambda kind, i: NAMES.get((kind, i))) == asks
+
+
+async def test_a_follow_up_naming_a_member_is_asked_and_remembered_with_their_name(make_harness):
+    h = await make_harness(message_content=True)
+    thread = await open_archive_thread(h)
+    message = h.fake.post(thread, "@everyone <@101> do you know when the archive was founded?")
+    message["mentions"] = [user_payload(BOB, "bob")]
+    h.state.parse_message_create(dict(message))
+    answer = await bot_reply_in(h, thread, 1)
+    assert "1921" in answer["content"], answer["content"]
+    turns = await h.fake.wait_for(lambda: remembered_turns(h.bot.services.state, thread, 4), what="the turns")
+    assert turns[2].content == "@bob do you know when the archive was founded?"
