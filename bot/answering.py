@@ -25,7 +25,7 @@ from raptor_engine.errors import NotFoundError, RaptorError
 from raptor_engine.ingest.load import file_kinds
 from raptor_engine.query.asked import fit_question, in_brief
 from raptor_engine.query.followup import split_standalone
-from raptor_engine.query.smalltalk import Act, small_talk_act
+from raptor_engine.query.smalltalk import Act, asks, small_talk_act
 from raptor_engine.query.support import MATCHED
 from raptor_engine.types import Answer, TextCallback, Turn
 
@@ -586,9 +586,9 @@ async def handle_edited_follow_up(
         exchange = await services.state.asked_exchange(record.guild_id, record.thread_id, message.id)
         if exchange is not None and exchange.question == question:
             return
-        if exchange is not None and asks_nothing(question):
-            # edited to "👍" or "thanks": the question it asked was answered, and others may have read the
-            # answer; it stays, with its exchange in the thread's memory
+        if exchange is not None and (asks_nothing(question) or (asks(exchange.question) and not asks(question))):
+            # edited to "👍", "thanks" or a statement ("she trained in Edinburgh."): the question it asked
+            # was answered, and others may have read the answer; it stays, with its exchange in the memory
             log.info("follow-up %s edited to ask nothing; its answer is left as it was", message.id)
             return
         await _follow_up(services, me, message, record, exchange)

@@ -4,6 +4,7 @@ before its fix; docs/BOT.md, botqa20)."""
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -14,7 +15,8 @@ from raptor_engine.engine import MAX_QUESTION_CHARS
 from raptor_engine.ingest.messages import clean_text
 from raptor_engine.query.asked import fit_question, in_brief
 from raptor_engine.query.followup import CONTEXT_CLOSE, CONTEXT_OPEN
-from tests.bot.conftest import BOB, BOT_ID, CHAN_A, custom_ids, user_payload
+from raptor_engine.query.smalltalk import asks
+from tests.bot.conftest import BOB, BOT_ID, CHAN_A, GUILD, custom_ids, user_payload
 from tests.bot.test_bot_answers import (
     ARCHIVE,
     FIRST_QUESTION,
@@ -192,3 +194,46 @@ async def test_a_follow_up_naming_a_member_is_asked_and_remembered_with_their_na
     assert "1921" in answer["content"], answer["content"]
     turns = await h.fake.wait_for(lambda: remembered_turns(h.bot.services.state, thread, 4), what="the turns")
     assert turns[2].content == "@bob do you know when the archive was founded?"
+
+
+@pytest.mark.parametrize(
+    ("text", "asking"),
+    [
+        ("Margaret Hale trained in Edinburgh.", False),
+        ("She left in 1975", False),
+        ("ok so the vault came later", False),
+        ("when did she leave", True),
+        ("Is it open on Saturdays", True),
+        ("tell me about the vault", True),
+        ("Explain the reading room.", True),
+        ("Qui était le premier gardien ?", True),
+        ("من كان أول أمين للأرشيف؟", True),
+        ("¿Quién fue el primer guardián", True),
+        ("这是谁？", True),
+    ],
+)
+def test_whether_a_message_asks_something(text, asking):
+    assert asks(text) is asking
+
+
+async def test_a_follow_up_edited_into_a_statement_keeps_its_answer(make_harness, caplog):
+    """A follow-up answered, then edited into a statement (the member answered it themselves): its answer,
+    which others may have read, stays as it was, and so does its exchange. Before, the statement was
+    searched, the answer message edited into quotes about it and the exchange replaced."""
+    caplog.set_level(logging.INFO, logger="bot.answering")
+    h = await make_harness(message_content=True)
+    thread = await open_archive_thread(h)
+    question = h.say(thread, "Where did Margaret Hale train?")
+    answer = await bot_reply_in(h, thread, 1)
+    before = answer["content"]  # the fake edits its messages in place
+    assert "Edinburgh" in before
+    h.edit(question, "Margaret Hale trained as a librarian in Edinburgh, it says.")
+    await h.fake.wait_for(
+        lambda: "edited to ask nothing" in caplog.text or h.fake.messages[int(answer["id"])]["content"] != before,
+        what="the edit to be handled",
+    )
+    assert h.fake.messages[int(answer["id"])]["content"] == before
+    history = await h.bot.services.state.history(GUILD, thread)
+    assert [t.content for t in history if t.role == "user"][-1] == "Where did Margaret Hale train?"
+    h.edit(question, "Who appointed her?")  # edited into another question: answered again, in place
+    await h.fake.wait_for(lambda: h.fake.messages[int(answer["id"])]["content"] != before, what="the new answer")
