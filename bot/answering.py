@@ -25,7 +25,7 @@ from raptor_engine.errors import NotFoundError, RaptorError
 from raptor_engine.ingest.load import file_kinds
 from raptor_engine.query.asked import fit_question, in_brief
 from raptor_engine.query.followup import split_standalone
-from raptor_engine.query.smalltalk import Act, asks, small_talk_act
+from raptor_engine.query.smalltalk import Act, asks, continues, small_talk_act
 from raptor_engine.query.support import MATCHED
 from raptor_engine.types import Answer, TextCallback, Turn
 
@@ -637,6 +637,8 @@ async def _follow_up(
             home_channel_id(message.channel),
         )
         return
+    if edited is None and message.reference is None:
+        question = await finished_question(services, record, message, question)
     question = fit_question(question, MAX_QUESTION_CHARS)  # a long paste keeps what it asks at its end
     hidden = asked_under_spoiler(message.content or forwarded_text(message))
     if edited is None:
@@ -683,6 +685,29 @@ async def _follow_up(
     cited = cited_nodes(answer, told)
     await services.state.replace_exchange(record.guild_id, edited, turns, drew_on(answer), posted, cited)
     log.info("edited follow-up answered again in thread %s (%s)", record.thread_id, kb)
+
+
+SPLIT_SECONDS = 30  # a member's message this soon after their unfinished question may finish it
+
+
+async def finished_question(services: Services, record: ThreadRecord, message: discord.Message, text: str) -> str:
+    """`text`, or the thread's last question and `text` as one, when `text` finishes it (`continues`:
+    "who was the keeper" then "after Thomas Reid?") and the same member sent both within SPLIT_SECONDS:
+    the second half alone asks something else ("after Thomas Reid?" asked about Reid)."""
+    last = await services.state.last_question(record.guild_id, record.thread_id)
+    if last is None or not continues(last[0], text):
+        return text
+    sent_at = discord.utils.snowflake_time(last[1][0])
+    if (message.created_at - sent_at).total_seconds() > SPLIT_SECONDS:
+        return text
+    try:
+        earlier = await message.channel.fetch_message(last[1][0])
+    except discord.HTTPException:
+        return text  # deleted meanwhile: nothing to finish
+    if earlier.author.id != message.author.id:
+        return text
+    log.info("follow-up %s finishes the question %s before it", message.id, earlier.id)
+    return f"{last[0]} {text}"
 
 
 async def _post_follow_up(

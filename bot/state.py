@@ -811,6 +811,19 @@ class BotState:
         sql = f"delete from bot_answers where kb = ? and id in ({marks})"
         await self._write(self._spaces.space_of(kb), [(sql, [kb, *answer_ids])], create=False, scrub=True)
 
+    async def last_question(self, guild_id: int, thread_id: int) -> tuple[str, list[int]] | None:
+        """The thread's latest question (not pending) and its Discord message, when its exchange is the
+        last one; None when there is none or it has no message (an `/ask`)."""
+        rows = await self._read(
+            self.space_of_guild(guild_id),
+            "select role, content, posted_ids from bot_turns where thread_id = ? and pending is null "
+            "order by id desc limit 2",
+            [thread_id],
+        )
+        question = next((r for r in rows if r["role"] == "user"), None)
+        ids = _id_list(question["posted_ids"]) if question else []
+        return (question["content"], ids) if question and ids else None
+
     async def history(self, guild_id: int, thread_id: int, limit: int = MAX_HISTORY_TURNS) -> list[Turn]:
         """The thread's opening exchange, then its most recent turns, oldest first; at most `limit` turns,
         so prompts stay small. The opening question is what the thread is about (it is named after it):

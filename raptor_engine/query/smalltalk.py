@@ -496,3 +496,20 @@ def asks(message: str) -> bool:
         return True
     words = _normalised_words(text)
     return bool(words) and words[0] in _ASKING_OPENERS
+
+
+_CONJUNCTIONS = frozenset({"and", "or", "but", "so", "also", "then"})
+_ENDED = re.compile("[?!.\u2026\uff1f\uff01\u3002\u061f;:][\"'\u201d\u2019)\\]]*$")
+
+
+def continues(previous: str, message: str) -> bool:
+    """Whether `message` finishes the question `previous` began, sent too early with Enter ("who was the
+    keeper" then "after Thomas Reid?"): `previous` asks and has no end mark, and `message` is no
+    question or request of its own (`asks`' opening words, also after "and", "but", ...) and no small
+    talk. The bot joins them only for one member's two messages sent moments apart."""
+    if not asks(previous) or _ENDED.search(previous.strip()) or small_talk_act(message) is not None:
+        return False
+    words = _normalised_words(message)
+    while words and words[0] in _CONJUNCTIONS:
+        words = words[1:]
+    return bool(words) and words[0] not in _ASKING_OPENERS

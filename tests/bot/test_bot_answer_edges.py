@@ -15,7 +15,7 @@ from raptor_engine.engine import MAX_QUESTION_CHARS
 from raptor_engine.ingest.messages import clean_text
 from raptor_engine.query.asked import fit_question, in_brief
 from raptor_engine.query.followup import CONTEXT_CLOSE, CONTEXT_OPEN
-from raptor_engine.query.smalltalk import asks
+from raptor_engine.query.smalltalk import asks, continues
 from tests.bot.conftest import BOB, BOT_ID, CHAN_A, GUILD, custom_ids, user_payload
 from tests.bot.test_bot_answers import (
     ARCHIVE,
@@ -237,3 +237,39 @@ async def test_a_follow_up_edited_into_a_statement_keeps_its_answer(make_harness
     assert [t.content for t in history if t.role == "user"][-1] == "Where did Margaret Hale train?"
     h.edit(question, "Who appointed her?")  # edited into another question: answered again, in place
     await h.fake.wait_for(lambda: h.fake.messages[int(answer["id"])]["content"] != before, what="the new answer")
+
+
+@pytest.mark.parametrize(
+    ("previous", "message", "joined"),
+    [
+        ("who was the keeper", "after Thomas Reid?", True),
+        ("what does the manual say about", "the tines?", True),
+        ("who was the keeper", "in 1962", True),
+        ("who was the keeper?", "after Thomas Reid?", False),  # the first was finished
+        ("who was the keeper", "and when did she leave?", False),  # a question of its own
+        ("who was the keeper", "thanks", False),
+        ("Thomas Reid was a schoolmaster", "after the war?", False),  # the first asked nothing
+    ],
+)
+def test_whether_a_message_finishes_the_question_before_it(previous, message, joined):
+    assert continues(previous, message) is joined
+
+
+async def test_a_question_split_over_two_quick_messages_is_asked_as_one(make_harness):
+    """"who was the keeper", Enter, "after Thomas Reid?": the second message finishes the first, so the two
+    are asked, and remembered for the follow-ups after them, as one; another member's fragment is asked
+    alone. Before, "after Thomas Reid?" was searched and remembered alone."""
+    h = await make_harness(message_content=True)
+    thread = await open_archive_thread(h)
+    h.say(thread, "who was the keeper")
+    await bot_reply_in(h, thread, 1)
+    h.say(thread, "after Thomas Reid?")
+    await bot_reply_in(h, thread, 2)
+    turns = await h.fake.wait_for(lambda: remembered_turns(h.bot.services.state, thread, 6), what="the turns")
+    assert turns[4].content == "who was the keeper after Thomas Reid?"
+    h.say(thread, "who kept it")
+    await bot_reply_in(h, thread, 3)
+    h.say(thread, "after Margaret Hale?", user=BOB)  # someone else: not finishing alice's question
+    await bot_reply_in(h, thread, 4)
+    turns = await h.fake.wait_for(lambda: remembered_turns(h.bot.services.state, thread, 10), what="the turns")
+    assert turns[8].content == "After Margaret Hale?" or turns[8].content == "after Margaret Hale?", turns[8]
