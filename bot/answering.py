@@ -15,7 +15,7 @@ import re
 import time
 import unicodedata
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import discord
@@ -23,9 +23,9 @@ import discord
 from raptor_engine.engine import MAX_QUESTION_CHARS, EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
 from raptor_engine.ingest.load import file_kinds
-from raptor_engine.query.asked import in_brief
+from raptor_engine.query.asked import fit_question, in_brief
 from raptor_engine.query.followup import split_standalone
-from raptor_engine.query.smalltalk import Act, small_talk_act
+from raptor_engine.query.smalltalk import Act, asks, continues, small_talk_act
 from raptor_engine.query.support import MATCHED
 from raptor_engine.types import Answer, TextCallback, Turn
 
@@ -33,6 +33,7 @@ from .hints import LINK_HINT, only_links
 from .kb import home_channel_id, kb_for_channel
 from .permissions import cooldown_text
 from .render import (
+    NameOf,
     OutMessage,
     asked_under_spoiler,
     inert,
@@ -40,6 +41,7 @@ from .render import (
     plain_name,
     plain_question,
     render_answer,
+    spoken,
     truncate,
 )
 from .replies import Replier, failure_text, reply_quietly, tell
@@ -141,7 +143,15 @@ async def prepare(
     cited = [c.node_id for c in answer.citations]
     matched = [c.node_id for c in answer.citations if c.kind == MATCHED]
     answer_id = await services.state.save_answer(
-        kb, answer.question, ctx.nodes, ctx.tokens_used, ctx.budget, cited=cited, matched=matched, since=asked_at
+        kb,
+        answer.question,
+        ctx.nodes,
+        ctx.tokens_used,
+        ctx.budget,
+        cited=cited,
+        matched=matched,
+        since=asked_at,
+        hidden=hidden,
     )
     return render_answer(answer, hidden), answer_view(answer_id)
 
@@ -204,21 +214,95 @@ async def remember_exchange(
     *,
     as_searched: bool = False,
     told: Sequence[int] = (),
-) -> None:
+    pending: bool = False,
+) -> list[int]:
     """A thread's question and answer, the memory its follow-ups get, with the chat messages the answer drew
     on: a message deleted later takes the exchange with it (`BotState.finish_removals`). The question's
     message (`asked_in`; none for /ask) and the answer's (`sent`) are kept with them, so a follow-up that
     replies to either is read against this exchange. `as_searched` keeps the question as it was searched
     (its standalone rewrite) instead: a reply to an older exchange, which later follow-ups, reading the
     turns in order, would otherwise read against the exchange stored just before it. `told`: the removed
-    documents the answer's note named (`note_removed`)."""
+    documents the answer's note named (`note_removed`). `pending`: recorded before the answer is posted
+    (`posting_remembered`). Returns the turns' row ids."""
     # The question as the engine read it: what it answered, and text SQLite can store (half a UTF-16 pair
     # from JSON cannot be: it failed the exchange after its answer was shown).
     question = split_standalone(answer.query).core if as_searched else answer.question
     turns = [Turn("user", question), Turn("assistant", answer.text)]
     posted = [[asked_in.id] if asked_in is not None else [], [m.id for m in sent]]
     cited = cited_nodes(answer, told)
-    await services.state.add_turns(guild_id, thread_id, turns, drew_on(answer), posted, cited)
+    return await services.state.add_turns(guild_id, thread_id, turns, drew_on(answer), posted, cited, pending=pending)
+
+
+async def posting_remembered(
+    services: Services, guild_id: int, turn_ids: list[int], post: Callable[[], Awaitable[list[discord.Message]]]
+) -> list[discord.Message]:
+    """Post an answer whose exchange was just recorded as pending (`remember_exchange`), then attach its
+    messages to it: a bot killed between the two keeps the exchange, for the next start to settle
+    (`settle_pending`). Posting that fails, or shows nothing, drops it: no member saw that answer."""
+    try:
+        sent = await post()
+    except Exception:
+        await services.state.drop_pending(guild_id, turn_ids)
+        raise
+    if sent:
+        await services.state.attach_answer(guild_id, turn_ids, [m.id for m in sent])
+    else:
+        await services.state.drop_pending(guild_id, turn_ids)
+    return sent
+
+
+SETTLE_LOOKAHEAD = 50  # messages read after a pending exchange's question, looking for its answer
+
+
+async def settle_pending(services: Services, channel_for: Callable[[int, int], Any], bot_id: int) -> tuple[int, int]:
+    """At start: each exchange a stopped bot left pending (recorded, its answer maybe posted) is settled in
+    the thread's turn. Its answer found in Discord (the bot's reply to the question, and the bot's messages
+    right after it) is attached and the exchange kept; none found (never posted, deleted since, or asked
+    with /ask, whose answer names no question message) drops it, so no follow-up leans on an answer no
+    member saw. A thread Discord cannot be read from now keeps it pending for the next start. Returns how
+    many were kept and dropped."""
+    kept = dropped = 0
+    for exchange in await services.state.pending_exchanges():
+        record = exchange.record
+        async with conversation_turn(record.thread_id):
+            if not await services.state.still_pending(record.guild_id, exchange.turn_ids):
+                continue  # settled meanwhile
+            channel = channel_for(record.guild_id, record.thread_id)
+            found = await posted_answer(channel, exchange.question_message_ids, bot_id)
+            if found is None:
+                continue
+            if found:
+                await services.state.attach_answer(record.guild_id, exchange.turn_ids, found)
+                kept += 1
+            else:
+                await services.state.drop_pending(record.guild_id, exchange.turn_ids)
+                dropped += 1
+    return kept, dropped
+
+
+async def posted_answer(channel: Any, question_ids: Sequence[int], bot_id: int) -> list[int] | None:
+    """The messages of the bot's answer to the question message (`question_ids`) in `channel`: its reply to
+    the question, with the bot's messages after it up to anyone else's; [] when there is none (or no
+    question message to look after); None when the thread cannot be read now."""
+    if not question_ids:
+        return []
+    found: list[int] = []
+    try:
+        async for message in channel.history(limit=SETTLE_LOOKAHEAD, after=discord.Object(question_ids[0]), oldest_first=True):
+            ours = message.author.id == bot_id
+            reference = message.reference.message_id if message.reference is not None else None
+            if not found and ours and reference in question_ids:
+                found.append(message.id)
+            elif found and ours and reference is None:
+                found.append(message.id)  # the answer's next message
+            elif found:
+                break
+    except discord.NotFound:
+        return []  # the thread is gone: so is the answer
+    except discord.HTTPException as error:
+        log.warning("cannot look for the answer of a pending exchange in %s (%s); left for the next start", getattr(channel, "id", "?"), error)
+        return None
+    return found
 
 
 async def thread_history(
@@ -267,7 +351,8 @@ async def _ask(
     )
     history = await services.state.history(record.guild_id, record.thread_id) if record else []
     hidden = asked_under_spoiler(question)
-    question = truncate(plain_question(question) or question.strip(), MAX_QUESTION_CHARS)
+    spoken_question = spoken(question, lambda kind, i: guild_name(interaction.guild, kind, i))
+    question = fit_question(plain_question(spoken_question) or question.strip(), MAX_QUESTION_CHARS)
     stream = StreamedReply(replier.send, replier.send, hidden=hidden)
     asked_at = time.time()
     try:
@@ -287,12 +372,16 @@ async def _ask(
         return
     told = await note_removed(services, record, answer) if record is not None else []
     messages, view = await prepare(services, kb, answer, asked_at, hidden)
-    sent = await deliver(stream, messages, view, replier.send_all)
+    def post() -> Awaitable[list[discord.Message]]:
+        return deliver(stream, messages, view, replier.send_all)
+
+    if record is not None and not private:  # only its asker saw a private one: no follow-up may lean on it
+        turn_ids = await remember_exchange(services, record.guild_id, record.thread_id, answer, told=told, pending=True)
+        sent = await posting_remembered(services, record.guild_id, turn_ids, post)
+    else:
+        sent = await post()
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
-    if record is not None:
-        if not private:  # only its asker saw it: no public follow-up may lean on it (or show it)
-            await remember_exchange(services, record.guild_id, record.thread_id, answer, sent=sent, told=told)
-    elif not private and sent and answer.has_context and isinstance(channel, discord.TextChannel):
+    if record is None and not private and sent and answer.has_context and isinstance(channel, discord.TextChannel):
         await open_thread(services, interaction, channel, sent, kb, SPOILER_THREAD if hidden else question, answer)
 
 
@@ -332,7 +421,24 @@ async def open_thread(
 def follow_up_text(message: discord.Message, bot_id: int) -> str:
     """The question in a thread message, without the bot's mention; a message forwarded into the thread
     with no words of its own asks what the forwarded message says."""
-    return follow_up_text_of(message.content or forwarded_text(message), bot_id)
+    return follow_up_text_of(message.content or forwarded_text(message), bot_id, names_in(message))
+
+
+def names_in(message: discord.Message) -> NameOf:
+    """The names of what a message mentions (its members, roles and channels, then the server's), for
+    `spoken`."""
+    known: dict[tuple[str, int], str] = {("@", u.id): u.display_name for u in message.mentions}
+    known |= {("@&", r.id): r.name for r in message.role_mentions}
+    known |= {("#", c.id): c.name for c in message.channel_mentions}
+    return lambda kind, i: known.get((kind, i)) or guild_name(message.guild, kind, i)
+
+
+def guild_name(guild: discord.Guild | None, kind: str, item_id: int) -> str | None:
+    """A mentioned member's, role's or channel's name from the server's cache, or None."""
+    if guild is None:
+        return None
+    found: Any = {"@": guild.get_member, "@&": guild.get_role, "#": guild.get_channel_or_thread}[kind](item_id)
+    return getattr(found, "display_name", None) or getattr(found, "name", None)
 
 
 def forwarded_text(message: discord.Message) -> str:
@@ -340,10 +446,11 @@ def forwarded_text(message: discord.Message) -> str:
     return "\n".join(snapshot.content for snapshot in getattr(message, "message_snapshots", []) if snapshot.content)
 
 
-def follow_up_text_of(content: str | None, bot_id: int) -> str:
+def follow_up_text_of(content: str | None, bot_id: int, name_of: NameOf | None = None) -> str:
     """`follow_up_text` of a message's content: its words without Discord's markup (a question in a code
-    block or under a spoiler asks what it says)."""
-    return plain_question(re.sub(rf"<@!?{bot_id}>", " ", content or ""))
+    block or under a spoiler asks what it says), its mentions as the client shows them (`spoken`)."""
+    text = re.sub(rf"<@!?{bot_id}>", " ", content or "")
+    return plain_question(spoken(text, name_of or (lambda kind, i: None)))
 
 
 def wordless(text: str) -> bool:
@@ -473,15 +580,15 @@ async def handle_edited_follow_up(
     follow-up. An edit that leaves the question's words as they were (an embed shown, a pin) does
     nothing."""
     question = follow_up_text(message, me.id)
-    if not question or (before is not None and follow_up_text_of(before, me.id) == question):
+    if not question or (before is not None and follow_up_text_of(before, me.id, names_in(message)) == question):
         return
     async with services.jobs.track(), conversation_turn(record.thread_id):
         exchange = await services.state.asked_exchange(record.guild_id, record.thread_id, message.id)
         if exchange is not None and exchange.question == question:
             return
-        if exchange is not None and asks_nothing(question):
-            # edited to "👍" or "thanks": the question it asked was answered, and others may have read the
-            # answer; it stays, with its exchange in the thread's memory
+        if exchange is not None and (asks_nothing(question) or (asks(exchange.question) and not asks(question))):
+            # edited to "👍", "thanks" or a statement ("she trained in Edinburgh."): the question it asked
+            # was answered, and others may have read the answer; it stays, with its exchange in the memory
             log.info("follow-up %s edited to ask nothing; its answer is left as it was", message.id)
             return
         await _follow_up(services, me, message, record, exchange)
@@ -530,7 +637,9 @@ async def _follow_up(
             home_channel_id(message.channel),
         )
         return
-    question = truncate(question, MAX_QUESTION_CHARS)
+    if edited is None and message.reference is None:
+        question = await finished_question(services, record, message, question)
+    question = fit_question(question, MAX_QUESTION_CHARS)  # a long paste keeps what it asks at its end
     hidden = asked_under_spoiler(message.content or forwarded_text(message))
     if edited is None:
         history, follows = await thread_history(services, record, message)
@@ -560,26 +669,72 @@ async def _follow_up(
         return
     told = await note_removed(services, record, answer)
     messages, view = await prepare(services, kb, answer, asked_at, hidden)
+    def post() -> Awaitable[list[discord.Message]]:
+        return deliver(stream, messages, view, stream.send_all)
+
+    if edited is None:
+        await _post_follow_up(services, record, message, answer, post, follows=follows, told=told)
+        return
     try:
-        sent = await deliver(stream, messages, view, stream.send_all)
+        sent = await post()
     except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread
         log.warning("could not answer in thread %s: %s", record.thread_id, error)
-        return  # the member never saw this answer: no turn to follow up on
-    if edited is not None:
-        turns = [Turn("user", answer.question), Turn("assistant", answer.text)]
-        posted = [m.id for m in sent]
-        cited = cited_nodes(answer, told)
-        await services.state.replace_exchange(record.guild_id, edited, turns, drew_on(answer), posted, cited)
-        log.info("edited follow-up answered again in thread %s (%s)", record.thread_id, kb)
-        return
-    await remember_exchange(
+        return  # the member never saw this answer: the old exchange stays
+    turns = [Turn("user", answer.question), Turn("assistant", answer.text)]
+    posted = [m.id for m in sent]
+    cited = cited_nodes(answer, told)
+    await services.state.replace_exchange(record.guild_id, edited, turns, drew_on(answer), posted, cited)
+    log.info("edited follow-up answered again in thread %s (%s)", record.thread_id, kb)
+
+
+SPLIT_SECONDS = 30  # a member's message this soon after their unfinished question may finish it
+
+
+async def finished_question(services: Services, record: ThreadRecord, message: discord.Message, text: str) -> str:
+    """`text`, or the thread's last question and `text` as one, when `text` finishes it (`continues`:
+    "who was the keeper" then "after Thomas Reid?") and the same member sent both within SPLIT_SECONDS:
+    the second half alone asks something else ("after Thomas Reid?" asked about Reid)."""
+    last = await services.state.last_question(record.guild_id, record.thread_id)
+    if last is None or not continues(last[0], text):
+        return text
+    sent_at = discord.utils.snowflake_time(last[1][0])
+    if (message.created_at - sent_at).total_seconds() > SPLIT_SECONDS:
+        return text
+    try:
+        earlier = await message.channel.fetch_message(last[1][0])
+    except discord.HTTPException:
+        return text  # deleted meanwhile: nothing to finish
+    if earlier.author.id != message.author.id:
+        return text
+    log.info("follow-up %s finishes the question %s before it", message.id, earlier.id)
+    return f"{last[0]} {text}"
+
+
+async def _post_follow_up(
+    services: Services,
+    record: ThreadRecord,
+    message: discord.Message,
+    answer: Answer,
+    post: Callable[[], Awaitable[list[discord.Message]]],
+    *,
+    follows: int | None,
+    told: Sequence[int],
+) -> None:
+    """A new follow-up's answer: its exchange recorded (pending), then posted and attached
+    (`posting_remembered`)."""
+    turn_ids = await remember_exchange(
         services,
         record.guild_id,
         record.thread_id,
         answer,
         message,
-        sent,
         as_searched=follows is not None,
         told=told,
+        pending=True,
     )
-    log.info("follow-up answered in thread %s (%s)", record.thread_id, kb)
+    try:
+        await posting_remembered(services, record.guild_id, turn_ids, post)
+    except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread
+        log.warning("could not answer in thread %s: %s", record.thread_id, error)
+        return  # the member never saw this answer: its exchange was dropped
+    log.info("follow-up answered in thread %s (%s)", record.thread_id, record.kb)

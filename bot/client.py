@@ -35,6 +35,7 @@ from .answering import (
     handle_edited_follow_up,
     handle_follow_up,
     reconcile_questions,
+    settle_pending,
 )
 from .commands import auto_ingest, cogs
 from .gateway import IdentifyGate, shard_plan
@@ -183,7 +184,15 @@ class RaptorBot(commands.AutoShardedBot):
         """What changed while the bot was down: deletions and edits (and, synced, new messages) first,
         then the history imports a previous run did not finish, then the questions deleted in threads."""
         services = self.services
-        if services is None or services.sync is None:
+        if services is None:
+            return
+        try:
+            kept, dropped = await settle_pending(services, self.channel_to_read, self.user.id if self.user else 0)
+            if kept or dropped:
+                log.info("settled the exchanges the last run left pending: %d kept, %d dropped", kept, dropped)
+        except Exception:
+            log.exception("settling the threads' pending exchanges at start failed; the next start tries again")
+        if services.sync is None:
             return
         try:
             channels = await services.sync.reconcile(self.channel_to_read)

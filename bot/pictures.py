@@ -108,7 +108,7 @@ async def show_answer_tree(interaction: discord.Interaction, answer_id: int) -> 
             stored.kb,
             highlight=[n.node_id for n in stored.nodes],
             cited=stored.cited,
-            caption=stored.question,
+            caption="" if stored.hidden else stored.question,  # a picture shows no spoiler
             name=channel_title(interaction),
         )
     except EmptyKnowledgeBaseError:

@@ -12,13 +12,14 @@ a timestamp, a custom emoji or a clickable URL.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import discord
 
+from raptor_engine.ingest.load import chat_plain
 from raptor_engine.ingest.sentences import sentences_of
 from raptor_engine.query.answer import MARKER, describe_documents, neutralise_markers
 from raptor_engine.query.asked import question_sentences
@@ -74,22 +75,40 @@ def inert_answer(text: str) -> str:
     return "".join(part if i % 3 == 1 else inert(part) for i, part in enumerate(parts) if i % 3 != 2)
 
 
-# Discord's markup around a member's words: a code block's fences (and the language after the opening
-# one), inline code, spoiler bars, bold and strike-through, a line's quote, heading or subtext
-# mark; custom emoji (<:name:id>) are pictures, not words.
-_FENCE_OPENING = re.compile(r"```[A-Za-z0-9_+.#-]{0,20}\n")
-_WRAPPERS = re.compile(r"```|\|\||\*\*|~~|`")
-_LINE_MARK = re.compile(r"(?m)^[ \t]*(?:>>> |> |-# |#{1,3} )")
-_CUSTOM_EMOJI = re.compile(r"<a?:[\w~]{1,32}:\d{1,20}>")
-
-
 def plain_question(text: str) -> str:
-    """A member's message without Discord's markup, as the words to search: a question typed in a code
-    block, under a spoiler or quoted ("> who chaired it?") asks the same as typed plainly; its words
-    (underscores inside them, "C#") are kept."""
-    text = _CUSTOM_EMOJI.sub(" ", _FENCE_OPENING.sub(" ", text))
-    text = _LINE_MARK.sub("", text)
-    return " ".join(_WRAPPERS.sub(" ", text).split())
+    """A member's message without Discord's markup, as the words to search, on one line: what the engine
+    stores of a chat message (`chat_plain`), its code blocks' fences and language tags left out too, so
+    a question typed in a code block, under a spoiler, quoted ("> who chaired it?") or with a masked link
+    asks the same as typed plainly; its words (underscores inside them, "C#") are kept."""
+    return " ".join(chat_plain(text, fences=False).split())
+
+
+# A mention of a member (<@id>, <@!id>), a role (<@&id>) or a channel (<#id>); a timestamp (<t:unix:style>);
+# the pings of everyone in a channel.
+_MENTION = re.compile(r"<(@!?|@&|#)(\d{1,20})>")
+_TIMESTAMP = re.compile(r"<t:(-?\d{1,20})(?::[tTdDfFR])?>")
+_PING_ALL = re.compile(r"@(?:everyone|here)\b")
+NameOf = Callable[[str, int], "str | None"]  # (kind: "@", "@&" or "#", id) -> the name the client shows
+
+
+def spoken(text: str, name_of: NameOf) -> str:
+    """`text` with its mentions as the client shows them, as a question's words: a member as "@name", a
+    role as "@role", a channel as "#channel" (`name_of`; one it cannot name is left out, as the bot's
+    own mention is), a timestamp as its UTC time; "@everyone" and "@here" (pings, not words) left out.
+    A question searched "<@101> when was it founded?" as written."""
+
+    def named(match: re.Match[str]) -> str:
+        kind = "@" if match.group(1) == "@!" else match.group(1)
+        name = name_of(kind, int(match.group(2)))
+        return f"{'#' if kind == '#' else '@'}{name}" if name else ""
+
+    def moment(match: re.Match[str]) -> str:
+        try:
+            return human_time(int(match.group(1)))
+        except (OverflowError, OSError, ValueError):
+            return ""
+
+    return _PING_ALL.sub("", _TIMESTAMP.sub(moment, _MENTION.sub(named, text)))
 
 
 # Spoiler bars around something (Discord's `||...||`, across lines too); bars in code or escaped are text.
@@ -278,7 +297,7 @@ def wrong_citation_lines(answer: Answer) -> list[str]:
 
 
 SEARCHED_CHARS = 400  # the rewritten question (or the claims checked) shown in the footer, at most
-SEARCHED_CONTEXT_CHARS = 120  # of that, a follow-up's "(context: ...)" at most
+SEARCHED_CONTEXT_CHARS = 120  # of that, a follow-up's "(context: ...)" at least, when the line must be cut
 SEARCHED_HEAD_CHARS = 100  # a long question's opening, before "…" and what it asks
 
 
@@ -300,13 +319,15 @@ def _opening_and_asks(text: str, limit: int) -> str:
 
 
 def searched_line(answer: Answer, limit: int = SEARCHED_CHARS) -> str:
-    """The footer's "Searched as" line, at most `limit` characters: a long question as its opening and
-    what it asks, a follow-up's context after it cut first; "Checked against ..." cut at the limit."""
+    """The footer's "Searched as" line, at most `limit` characters: whole when it fits; else a follow-up's
+    context cut to the room the question leaves (`SEARCHED_CONTEXT_CHARS` at least), and a long question as
+    its opening and what it asks; "Checked against ..." cut at the limit."""
     if answer.verified or not answer.searched_as:
         return truncate(answer.searched_as, limit)
     rewrite = split_standalone(answer.query)
     prefix = "Searched as: "
-    context = truncate(rewrite.context, SEARCHED_CONTEXT_CHARS) if rewrite.context else ""
+    room = limit - len(prefix) - len(rewrite.core) - len(CONTEXT_OPEN) - len(CONTEXT_CLOSE)
+    context = truncate(rewrite.context, max(room, SEARCHED_CONTEXT_CHARS)) if rewrite.context else ""
     after = f"{CONTEXT_OPEN}{context}{CONTEXT_CLOSE}" if context else ""
     return prefix + _opening_and_asks(rewrite.core, limit - len(prefix) - len(after)) + after
 
@@ -455,25 +476,31 @@ def context_pages(
     tokens_used: int,
     budget: int,
     uses: Mapping[int, str] | None = None,
+    *,
+    hidden: bool = False,
 ) -> list[discord.Embed]:
     """The retrieved nodes' text as pages (one embed each), in the context's order; the nodes the answer
-    cites say so (`uses`, from `node_uses`)."""
+    cites say so (`uses`, from `node_uses`). `hidden` (the question was asked under a spoiler, as its
+    answer hides it): the title names no question, and each page opens with the question under a spoiler
+    (a title shows none)."""
     uses = uses or {}
     blocks = [_node_block(i, node, uses.get(node.node_id, "")) for i, node in enumerate(nodes, start=1)]
+    asked = spoiler(truncate(inert(truncate(question, 200)), 250)) + "\n\n" if hidden else ""
+    title = "Context for a question asked under a spoiler" if hidden else f"Context for: {inert(truncate(question, 200))}"
     pages: list[list[str]] = [[]]
-    size = 0
+    size = len(asked)
     for block in blocks:
         if pages[-1] and size + len(block) + 2 > CONTEXT_PAGE_CHARS:
             pages.append([])
-            size = 0
+            size = len(asked)
         pages[-1].append(block)
         size += len(block) + 2
     total = len(pages)
     embeds = []
     for i, page in enumerate(pages, start=1):
         embed = discord.Embed(
-            title=truncate(f"Context for: {inert(truncate(question, 200))}", TITLE_LIMIT),
-            description="\n\n".join(page) or "No nodes were retrieved.",
+            title=truncate(title, TITLE_LIMIT),
+            description=asked + ("\n\n".join(page) or "No nodes were retrieved."),
             colour=SOURCES_COLOUR,
         )
         embed.set_footer(text=f"Page {i}/{total} · {len(nodes)} nodes · {tokens_used:,}/{budget:,} tokens")

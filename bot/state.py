@@ -207,6 +207,15 @@ class AskedExchange:
 
 
 @dataclass
+class PendingExchange:
+    """An exchange recorded before its answer was posted, left pending by a bot that stopped meanwhile."""
+
+    record: ThreadRecord
+    turn_ids: list[int]  # the question's turn, then the answer's
+    question_message_ids: list[int]  # the member's message it answers (none for /ask)
+
+
+@dataclass
 class StoredAnswer:
     """The question and retrieved nodes behind one answer, for the 'Show context' pages."""
 
@@ -218,6 +227,7 @@ class StoredAnswer:
     budget: int
     cited: list[int] = field(default_factory=list)  # node ids the answer's [n] markers point at
     matched: list[int] = field(default_factory=list)  # those of them the support check found, not the model
+    hidden: bool = False  # asked under a spoiler: the pages and the tree's caption do not show the question
 
 
 @dataclass
@@ -309,22 +319,24 @@ class BotState:
         create: bool = True,
         scrub: bool = False,
         also: Callable[[Any], bool] | None = None,
-    ) -> None:
+    ) -> list[int]:
         """Run the statements in one transaction of the space's store (made if new, when `create`), then
         `also(db)` in it; with `scrub` (or `also` returning True), leave none of the text they deleted or
-        replaced readable in the file afterwards (`Store.scrub`)."""
+        replaced readable in the file afterwards (`Store.scrub`). Returns each statement's last row id."""
 
-        def write(store: Store) -> None:
+        def write(store: Store) -> list[int]:
             changed = False
+            rows = []
             with store.write() as db:
                 for sql, params in statements:
-                    db.execute(sql, list(params))
+                    rows.append(int(db.execute(sql, list(params)).lastrowid or 0))
                 if also is not None:
                     changed = also(db)
             if scrub or changed:
                 store.scrub(text_index=False)
+            return rows
 
-        await self._run(space, write, create=create)
+        return await self._run(space, write, create=create)
 
     # ------------------------------------------------------------------ channel and guild settings
 
@@ -545,18 +557,21 @@ class BotState:
         message_ids: Sequence[int] = (),
         posted: Sequence[Sequence[int]] = (),
         cited: CitedNodes | None = None,
-    ) -> None:
-        """One exchange's turns; `message_ids`: the chat messages its answer drew on (`Redaction.apply`; one
-        removed since, no longer held by the thread's knowledge base, makes the exchange `REMOVED_MESSAGE`);
-        `posted`: each turn's own Discord messages (the question, the answer's messages), for replies;
-        `cited`: the answer's cited nodes, whose documents its turn records in the same transaction
-        (`removed_cited`)."""
+        *,
+        pending: bool = False,
+    ) -> list[int]:
+        """One exchange's turns; returns their row ids. `message_ids`: the chat messages its answer drew on
+        (`Redaction.apply`; one removed since, no longer held by the thread's knowledge base, makes the
+        exchange `REMOVED_MESSAGE`); `posted`: each turn's own Discord messages (the question, the answer's
+        messages), for replies; `cited`: the answer's cited nodes, whose documents its turn records in the
+        same transaction (`removed_cited`). `pending`: recorded before its answer is posted, so a bot killed
+        while posting keeps it; no follow-up is given it until `attach_answer` (`settle_pending`)."""
         sources = json.dumps(sorted({int(i) for i in message_ids})) if message_ids else None
         own = [json.dumps([int(i) for i in ids]) if ids else None for ids in posted] + [None] * len(turns)
         sql = (
-            "INSERT INTO bot_turns (thread_id, role, content, created_at, message_ids, posted_ids, documents)"
+            "INSERT INTO bot_turns (thread_id, role, content, created_at, message_ids, posted_ids, documents, pending)"
             f" VALUES (?, ?, CASE WHEN {_SOURCE_REMOVED} THEN ? ELSE {_CONTENT_UNLESS_REMOVED} END, ?,"
-            f" CASE WHEN {_SOURCE_REMOVED} THEN NULL ELSE ? END, ?, {_DOCUMENTS_OF_NODES})"
+            f" CASE WHEN {_SOURCE_REMOVED} THEN NULL ELSE ? END, ?, {_DOCUMENTS_OF_NODES}, ?)"
         )
         removed = [sources, thread_id]
         statements = []
@@ -564,8 +579,47 @@ class BotState:
             of_answer = cited if t.role == "assistant" else None
             content = [*removed, REMOVED_MESSAGE, *_content_params(t.content, of_answer)]
             params = [thread_id, t.role, *content, _now(), *removed, sources, own[i], *_documents_params(of_answer)]
-            statements.append((sql, params))
-        await self._write(self.space_of_guild(guild_id), statements, also=_told_by(thread_id, cited))
+            statements.append((sql, [*params, 1 if pending else None]))
+        return await self._write(self.space_of_guild(guild_id), statements, also=_told_by(thread_id, cited))
+
+    async def attach_answer(self, guild_id: int, turn_ids: Sequence[int], answer_posted: Sequence[int]) -> None:
+        """A pending exchange's answer was posted: its messages (`answer_posted`) go on its answer's turn, the
+        last of `turn_ids`, and the exchange is no longer pending (follow-ups are given it)."""
+        if not turn_ids:
+            return
+        marks = ",".join("?" * len(turn_ids))
+        posted = json.dumps([int(i) for i in answer_posted]) if answer_posted else None
+        statements: list[tuple[str, Sequence[Any]]] = [
+            ("update bot_turns set posted_ids = ? where id = ? and role = 'assistant'", [posted, turn_ids[-1]]),
+            (f"update bot_turns set pending = null where id in ({marks})", list(turn_ids)),
+        ]
+        await self._write(self.space_of_guild(guild_id), statements, create=False)
+
+    async def drop_pending(self, guild_id: int, turn_ids: Sequence[int]) -> None:
+        """A pending exchange whose answer no member saw (its posting failed, or a start found none in
+        Discord) leaves the thread's memory and the file."""
+        if not turn_ids:
+            return
+        marks = ",".join("?" * len(turn_ids))
+        sql = f"delete from bot_turns where id in ({marks}) and pending = 1"
+        await self._write(self.space_of_guild(guild_id), [(sql, list(turn_ids))], create=False, scrub=True)
+
+    async def pending_exchanges(self) -> list[PendingExchange]:
+        """Every server's exchanges still pending (a bot stopped between recording and posting them)."""
+        found: list[PendingExchange] = []
+        for space in self._every_space():
+            found += await self._run(space, lambda store: _pending(store.db), create=False, empty=[])
+        return found
+
+    async def still_pending(self, guild_id: int, turn_ids: Sequence[int]) -> bool:
+        """Whether the exchange of `turn_ids` is still pending (not attached or dropped meanwhile)."""
+        marks = ",".join("?" * len(turn_ids))
+        rows = await self._read(
+            self.space_of_guild(guild_id),
+            f"select id from bot_turns where id in ({marks}) and pending = 1",
+            list(turn_ids),
+        )
+        return bool(rows)
 
     async def recent_questions(
         self, *, threads: int = RECONCILED_THREADS, days: float = RECONCILED_DAYS
@@ -590,7 +644,7 @@ class BotState:
         space = self.space_of_guild(guild_id)
         rows = await self._read(
             space,
-            "select documents from bot_turns where thread_id = ? and documents is not null order by id",
+            "select documents from bot_turns where thread_id = ? and documents is not null and pending is null order by id",
             [thread_id],
         )
         found: dict[tuple[int, str], bool] = {}  # (id, name) -> cited (not only drawn on)
@@ -632,7 +686,7 @@ class BotState:
         their exchanges (the engine's `follows`). None when no turn of the thread holds the message."""
         rows = await self._read(
             self.space_of_guild(guild_id),
-            "select id, role, posted_ids from bot_turns where thread_id = ? order by id",
+            "select id, role, posted_ids from bot_turns where thread_id = ? and pending is null order by id",
             [thread_id],
         )
         at = next((i for i, r in enumerate(rows) if message_id in _id_list(r["posted_ids"])), None)
@@ -662,7 +716,7 @@ class BotState:
         (the opening exchange, then the latest, at most `limit`); None when no question turn holds it."""
         rows = await self._read_copies(
             self.space_of_guild(guild_id),
-            "select id, role, content, posted_ids from bot_turns where thread_id = ? order by id",
+            "select id, role, content, posted_ids from bot_turns where thread_id = ? and pending is null order by id",
             [thread_id],
         )
         at = next(
@@ -757,6 +811,19 @@ class BotState:
         sql = f"delete from bot_answers where kb = ? and id in ({marks})"
         await self._write(self._spaces.space_of(kb), [(sql, [kb, *answer_ids])], create=False, scrub=True)
 
+    async def last_question(self, guild_id: int, thread_id: int) -> tuple[str, list[int]] | None:
+        """The thread's latest question (not pending) and its Discord message, when its exchange is the
+        last one; None when there is none or it has no message (an `/ask`)."""
+        rows = await self._read(
+            self.space_of_guild(guild_id),
+            "select role, content, posted_ids from bot_turns where thread_id = ? and pending is null "
+            "order by id desc limit 2",
+            [thread_id],
+        )
+        question = next((r for r in rows if r["role"] == "user"), None)
+        ids = _id_list(question["posted_ids"]) if question else []
+        return (question["content"], ids) if question and ids else None
+
     async def history(self, guild_id: int, thread_id: int, limit: int = MAX_HISTORY_TURNS) -> list[Turn]:
         """The thread's opening exchange, then its most recent turns, oldest first; at most `limit` turns,
         so prompts stay small. The opening question is what the thread is about (it is named after it):
@@ -765,9 +832,10 @@ class BotState:
         opening = OPENING_TURNS if limit > OPENING_TURNS else 0
         rows = await self._read_copies(
             self.space_of_guild(guild_id),
-            "select id, role, content from (select * from bot_turns where thread_id = ? order by id limit ?) "
+            "select id, role, content from (select * from bot_turns where thread_id = ? and pending is null "
+            "order by id limit ?) "
             "union select id, role, content from "
-            "(select * from bot_turns where thread_id = ? order by id desc limit ?) order by id",
+            "(select * from bot_turns where thread_id = ? and pending is null order by id desc limit ?) order by id",
             [thread_id, opening, thread_id, max(limit - opening, 0)],
         )
         return [Turn(r["role"], r["content"]) for r in rows]
@@ -794,13 +862,15 @@ class BotState:
         cited: Sequence[int] = (),
         matched: Sequence[int] = (),
         since: float | None = None,
+        hidden: bool = False,
     ) -> int:
         """Keep an answer's context for its 'Show context' pages; returns its id. `since`: when its retrieval
         began (`time.time()`): its nodes that a removal recorded since then took away (`record_removal`)
         are redacted under the same write, as that removal's redaction, which ran before this answer was
-        saved, would have done."""
+        saved, would have done. `hidden`: the question was asked under a spoiler, so its pages hide it too."""
         context = (
             {
+                "hidden": hidden,
                 "tokens_used": tokens_used,
                 "budget": budget,
                 "cited": [int(i) for i in cited],
@@ -877,6 +947,7 @@ class BotState:
             data["budget"],
             data.get("cited", []),  # answers saved before 'Show tree' carry no citations
             data.get("matched", []),  # nor, before the support check, matched ones
+            bool(data.get("hidden", False)),
         )
 
     # ------------------------------------------------------------------ deletion
@@ -1124,6 +1195,21 @@ def _redact_turns(db: Any, kb: str, note: str, ids: set[int], marks: set[str]) -
     for turn_id in redacted:
         db.execute("update bot_turns set content = ?, message_ids = null where id = ?", [note, turn_id])
     return len(redacted)
+
+
+def _pending(db: Any) -> list[PendingExchange]:
+    """`BotState.pending_exchanges` in one store file: each pending question turn with the answer after it."""
+    rows = db.execute(
+        "select t.id, t.role, t.posted_ids, h.thread_id, h.kb, h.guild_id, h.channel_id from bot_turns t "
+        "join bot_threads h on h.thread_id = t.thread_id where t.pending = 1 order by t.thread_id, t.id"
+    ).fetchall()
+    found: list[PendingExchange] = []
+    for turn_id, role, posted, thread_id, kb, guild_id, channel_id in rows:
+        if role == "user" or not found or found[-1].record.thread_id != thread_id:
+            record = ThreadRecord(thread_id, kb, guild_id, channel_id)
+            found.append(PendingExchange(record, [], _id_list(posted) if role == "user" else []))
+        found[-1].turn_ids.append(turn_id)
+    return found
 
 
 def _recent_questions(db: Any, since: str, limit: int) -> list[tuple[str, ThreadRecord, list[int]]]:

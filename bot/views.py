@@ -34,7 +34,9 @@ async def _show_page(interaction: discord.Interaction, answer_id: int, page: int
         await interaction.response.send_message(GONE, ephemeral=True)
         return
     uses = node_uses(stored.cited, stored.matched)
-    pages = context_pages(stored.question, stored.nodes, stored.tokens_used, stored.budget, uses)
+    pages = context_pages(
+        stored.question, stored.nodes, stored.tokens_used, stored.budget, uses, hidden=stored.hidden
+    )
     page = max(0, min(page, len(pages) - 1))
     view = pager_view(answer_id, page, len(pages))
     if edit:

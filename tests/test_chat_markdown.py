@@ -15,7 +15,8 @@ from raptor_engine.ingest.messages import clean_text
         ("> quoted line\n-# small print\n>>> long quote", "quoted line\nsmall print\nlong quote"),
         ("see <https://example.org/x> \\*not bold\\*", "see https://example.org/x *not bold*"),
         ("<@987654321098765432> and <#111111111111111111> <:wave:123> <t:1700000000:F>",
-         "<@987654321098765432> and <#111111111111111111> <:wave:123> <t:1700000000:F>"),  # mentions as written
+         "<@987654321098765432> and <#111111111111111111>  <t:1700000000:F>"),  # mentions as written, emoji out
+        ("## Agenda\n  > point one\n|| the vote is on Friday ||", "Agenda\npoint one\n the vote is on Friday"),
         ("run ```py\nprint('**x**')\n``` then **go**", "run ```py\nprint('**x**')\n``` then go"),  # code kept
         ("snake_case_name and 2*3*4", "snake_case_name and 2*3*4"),
     ],

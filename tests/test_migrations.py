@@ -108,6 +108,7 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
         ("bot", "m005_posted_files"),
         ("bot", "m006_turn_documents"),
         ("bot", "m007_removals"),
+        ("bot", "m008_turn_pending"),
         ("summary_cache", "m001_summary_cache"),
     ]
 
@@ -215,6 +216,7 @@ def test_the_sets_are_named_for_their_owners():
         "m005_posted_files",
         "m006_turn_documents",
         "m007_removals",
+        "m008_turn_pending",
     ]
     assert summary_cache_migrations.names() == ["m001_summary_cache"]
 

@@ -1858,20 +1858,29 @@ def _md_plain_lines(lines: list[str]) -> list[str]:
     return out
 
 
-# Discord's own markdown beyond Markdown's: a spoiler (||hidden until clicked||), a block quote's and a
-# subtext line's markers ("> ", "-# "), and a code block, which may open mid-line.
-_CHAT_SPOILER = re.compile(r"\|\|(?=\S)(.{1,2000}?)(?<=\S)\|\|", re.DOTALL)
-_CHAT_LINE_MARK = re.compile(r"^(?:>>> |> |-# )", re.MULTILINE)
+# Discord's own markdown beyond Markdown's: a spoiler (||hidden until clicked||, across lines too), a line's
+# block quote, subtext or heading mark ("> ", ">>> ", "-# ", "## "), a custom emoji (<:name:id>, a
+# picture), and a code block, which may open mid-line and runs to the end when it is not closed.
+_CHAT_SPOILER = re.compile(r"(?<!\\)\|\|(.*?\S.*?)(?<!\\)\|\|", re.DOTALL)
+_CHAT_LINE_MARK = re.compile(r"^[ \t]*(?:>>> |> |-# |#{1,3} )", re.MULTILINE)
 _CHAT_CODE_BLOCK = re.compile(r"(```.*?(?:```|\Z))", re.DOTALL)
+_CHAT_FENCE = re.compile(r"^```(?:[A-Za-z0-9_+.#-]{1,20}\n)?|```$")
+_CUSTOM_EMOJI = re.compile(r"<a?:[\w~]{1,32}:\d{1,20}>")
 
 
-def chat_plain(text: str) -> str:
-    """A chat message's text as the client shows it: Markdown's inline syntax read as a renderer shows it
-    (`_md_inline`: masked links as their text, emphasis, code spans), spoilers as their words, block quote
-    and subtext markers removed; code blocks kept as written. Mentions stay as written."""
+def chat_plain(text: str, *, fences: bool = True) -> str:
+    """A chat message's text as the client shows it, for a stored message (the channel's knowledge base)
+    and for a question asked in a message alike: Markdown's inline syntax read as a renderer shows it
+    (`_md_inline`: masked links as their text, emphasis, code spans, escapes), spoilers as their words, a
+    line's quote, subtext and heading marks removed, custom emoji (pictures, not words) left out;
+    mentions and timestamps stay as written. Inside a code block nothing is markup: its code is kept as
+    written, with its fences where `fences` (a stored message: its code keeps its layout on a context
+    page) or without them and their language tag (a question: the words it asks)."""
     pieces = _CHAT_CODE_BLOCK.split(text)  # odd pieces are code blocks
     return "".join(
-        piece if i % 2 else _CHAT_LINE_MARK.sub("", _md_inline(_CHAT_SPOILER.sub(r"\1", piece), frozenset()))
+        (piece if fences else _CHAT_FENCE.sub(" ", piece))
+        if i % 2
+        else _CHAT_LINE_MARK.sub("", _md_inline(_CHAT_SPOILER.sub(r"\1", _CUSTOM_EMOJI.sub("", piece)), frozenset()))
         for i, piece in enumerate(pieces)
     )
 

@@ -252,9 +252,49 @@ def in_brief(question: str, limit: int = LONG_QUESTION_CHARS) -> str:
     asked = _clauses_once(without_filler(question_sentences(question)))
     if len(asked) > limit and (sentences := sentences_of(asked)):
         asked = sentences[-1].text  # no question among them: the last sentence is what is asked
-    if len(asked) > limit:
-        asked = asked[: asked.rfind(" ", 0, limit) if " " in asked[:limit] else limit].rstrip(" ,;:") + "…"
-    return asked
+    return _cut_keeping_mark(asked, limit) if len(asked) > limit else asked
+
+
+_END_MARK = re.compile("[?!.\u2026\uff1f\uff01\u3002\u061f]+[\"'\u201d\u2019)\\]]*$")
+CUT = "\u2026"  # where a question too long to ask whole was cut
+
+
+def _at_word(text: str, limit: int) -> str:
+    """`text`'s opening of at most `limit` characters, ended at a clause's end (a comma, a semicolon) in its
+    last fifth, else at a space in its second half (a word is not cut in two), without the comma or
+    colon before the cut."""
+    if len(text) <= limit:
+        return text
+    clause = max(text.rfind(", ", limit * 4 // 5, limit + 1), text.rfind("; ", limit * 4 // 5, limit + 1))
+    space = clause if clause > 0 else text.rfind(" ", limit // 2, limit + 1)
+    return text[: space if space > 0 else limit].rstrip(" ,;:-\u2013\u2014")
+
+
+def fit_question(question: str, limit: int) -> str:
+    """A question within `limit` characters, still asking what it asked: whole when it fits; else, when
+    what it asks (its questions, `question_sentences`, failing that its last sentence) fits in half the
+    limit, the opening cut at a word, "…", and that; else what it asks cut at a word, "…" and its end
+    mark ("?"). Cutting the first `limit` characters lost the question at the end of a pasted paragraph,
+    and the "?" that makes a brief form (`in_brief`) of it."""
+    text = question.strip()
+    if len(text) <= limit:
+        return text
+    asks = question_sentences(text)
+    if asks == text and (sentences := sentences_of(text)):
+        asks = sentences[-1].text.strip()
+    if len(asks) <= limit // 2:
+        opening = _at_word(text, limit - len(CUT))
+        if asks in opening:  # asked first, before what it pastes
+            return opening + CUT
+        return f"{_at_word(text, limit - len(asks) - 3)} {CUT} {asks}"
+    return _cut_keeping_mark(asks, limit)
+
+
+def _cut_keeping_mark(text: str, limit: int) -> str:
+    """`text` cut at a word (`_at_word`) to end "…" and its end mark ("…?"): still read as a question."""
+    found = _END_MARK.search(text)
+    mark = (found.group(0).lstrip(".\u2026\u3002") or found.group(0)[-1]) if found else ""
+    return _at_word(text, limit - len(mark) - len(CUT)) + CUT + mark
 
 
 def _clauses_once(text: str) -> str:

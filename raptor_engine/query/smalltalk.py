@@ -476,3 +476,40 @@ def _place(citation: Citation) -> str:
         return f"a summary of {citation.leaf_count} passages of {document} (layer {citation.layer}, node {citation.node_id})"
     parts = [document, citation.pages_label or "", " > ".join(citation.heading)]
     return ", ".join(p for p in parts if p) + f" (node {citation.node_id})"
+
+
+# How a message asks in words when it has no question mark: a question's opening word, or a request's.
+_ASKING_OPENERS = frozenset(
+    """who whom whose what when where which why how is are was were am do does did can could should would
+    will shall may might has have had tell explain list show describe give summarise summarize compare
+    define find name""".split()
+)
+_QUESTION_MARKS = "?\u037e\u061f\uff1f\u00bf"  # and the Greek, Arabic, full-width and Spanish opening marks
+
+
+def asks(message: str) -> bool:
+    """Whether a message asks something: it has a question mark (of any script), or opens with a
+    question's or a request's word ("who ...", "is it ...", "tell me ...", "explain ..."). "Margaret Hale
+    trained in Edinburgh." asks nothing; an answer to a question edited into it stays (bot/answering.py)."""
+    text = unicodedata.normalize("NFKC", message)
+    if any(mark in text for mark in _QUESTION_MARKS):
+        return True
+    words = _normalised_words(text)
+    return bool(words) and words[0] in _ASKING_OPENERS
+
+
+_CONJUNCTIONS = frozenset({"and", "or", "but", "so", "also", "then"})
+_ENDED = re.compile("[?!.\u2026\uff1f\uff01\u3002\u061f;:][\"'\u201d\u2019)\\]]*$")
+
+
+def continues(previous: str, message: str) -> bool:
+    """Whether `message` finishes the question `previous` began, sent too early with Enter ("who was the
+    keeper" then "after Thomas Reid?"): `previous` asks and has no end mark, and `message` is no
+    question or request of its own (`asks`' opening words, also after "and", "but", ...) and no small
+    talk. The bot joins them only for one member's two messages sent moments apart."""
+    if not asks(previous) or _ENDED.search(previous.strip()) or small_talk_act(message) is not None:
+        return False
+    words = _normalised_words(message)
+    while words and words[0] in _CONJUNCTIONS:
+        words = words[1:]
+    return bool(words) and words[0] not in _ASKING_OPENERS

@@ -323,3 +323,14 @@ def m007_removals(db: sqlite_utils.Database) -> None:
             source TEXT, pending TEXT, nodes TEXT NOT NULL)"""
     )
     db.execute("CREATE INDEX IF NOT EXISTS bot_removals_kb ON bot_removals (kb, at)")
+
+
+@bot_migrations
+def m008_turn_pending(db: sqlite_utils.Database) -> None:
+    """An exchange recorded before its answer is posted (bot/answering.py): `pending` 1 until the answer's
+    messages are attached, then NULL. Follow-ups are not given a pending exchange; a start finds the
+    answer in Discord (then attaches it) or drops the exchange (`settle_pending`). NULL for every turn
+    stored before this step."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(bot_turns)").fetchall()}
+    if "pending" not in columns:
+        db.execute("ALTER TABLE bot_turns ADD COLUMN pending INTEGER")

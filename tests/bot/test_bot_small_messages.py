@@ -327,4 +327,5 @@ async def test_a_very_long_follow_up_is_what_it_asks_to_the_follow_ups_after_it(
     h.say(thread, "where did she train?")
     footer = footer_of(await bot_reply_in(h, thread, 2)).split("\n")[0]
     assert footer.startswith("Searched as: Where did Margaret Hale train?"), footer
-    assert footer.endswith("(context: When did Margaret Hale leave)"), footer  # the 2,000 kept lost the "?"
+    # cut at a clause, its "?" kept and the cut shown (fit_question); the first 2,000 characters lost the "?"
+    assert footer.endswith("(context: When did Margaret Hale leave…?)"), footer
