@@ -35,6 +35,7 @@ def test_typesetting_source_is_markup(text):
     [
         "A ticket costs $5 and a season pass $120.",
         "Prices rose from $ 5 to $7 in a year.",
+        "Set $HOME and $PATH before you run the installer.",
         "The files are under C:\\Users\\bob\\data on the server.",
         "The ratio was 3:1 and the meeting ended at 10:30.",
         "He said: yes, and the table [see below] lists them.",

@@ -137,9 +137,10 @@ DANGLING_PENALTY = 0.1
 OPENING_CHARS = 1500
 # A sentence holding typesetting source a PDF or LaTeX conversion left in it (inline math "$k=20$",
 # "\mathbf {r}", a label "tab:int-stats", an option "[leftmargin=4mm]") reads badly as a quote, and the
-# sentence model scores such long sentences highly whatever they say; a price ("$5") is no markup.
+# sentence model scores such long sentences highly whatever they say; a price ("$5") or two shell
+# variables ("$HOME and $PATH") are no markup.
 MARKUP_RESIDUE = re.compile(
-    r"\$(?![\d\s])[^$\n]{1,80}?\$|\\[a-zA-Z]+\s*\{|\b(?:tab|fig|sec|eq):[a-z][\w-]*|\[[a-z]+=\d[^\]]*\]"
+    r"\$(?![\d\s])[^$\n]{0,80}?(?<!\s)\$|\\[a-zA-Z]+\s*\{|\b(?:tab|fig|sec|eq):[a-z][\w-]*|\[[a-z]+=\d[^\]]*\]"
 )
 MARKUP_PENALTY = 0.1  # chosen on the training split (0.05 moved no reference into the quotes)
 # Transcripts (a context of speaker turns: `context_speakers`)
