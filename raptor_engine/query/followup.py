@@ -1014,14 +1014,15 @@ _WHICH_OF = re.compile(
     re.IGNORECASE,
 )
 _OPENING_NAME = re.compile(r"^(?:(The)\s+)?([A-Z][\w'\u2019-]*(?:\s+(?:of\s+)?[A-Z][\w'\u2019-]*)*)")
-_QUOTE_AND_BLOCK = re.compile(r"\u201c(.+?)\u201d\s*\[(\d{1,4})\]")
+# an answer's quote and the number of the context block it was taken from ("…" [2])
+QUOTE_AND_BLOCK = re.compile(r"\u201c(.+?)\u201d\s*\[(\d{1,4})\]")
 
 
 def _listed(asked: Rewrite, answer: str) -> tuple[str, ...]:
     """What an answer lists, in its order, when it names two or more: the names its quoted sentences open
     with ('The Alder was ...', 'The Wren was ...'), in the quotes from its first quote's block, leaving
     out what the question named. () when it names fewer."""
-    quoted = _QUOTE_AND_BLOCK.findall(answer[:MAX_PREVIOUS_ANSWER_CHARS])
+    quoted = QUOTE_AND_BLOCK.findall(answer[:MAX_PREVIOUS_ANSWER_CHARS])
     if not quoted:
         return ()
     block = quoted[0][1]
