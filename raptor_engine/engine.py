@@ -1605,13 +1605,12 @@ class Engine:
         return without_named_files(query, [document.name for document in self.documents(kb)])
 
     @_in_space
-    def respelled(self, kb: str, question: str, *, question_words_only: bool = False, conversation: str = "") -> str:
+    def respelled(self, kb: str, question: str, *, conversation: str = "") -> str:
         """The question with each mistyped word read as the knowledge base's documents write it
         (`query/respell.py`: "who kept the lighthose?" -> "who kept the lighthouse?"), so the search, the
-        full-text index and the answer's quotes all meet the documents' words; with `question_words_only`,
-        only the slips of words questions are built of ("whne", "teh"). A follow-up is respelled before it
-        is rewritten, also against its `conversation`'s questions ("meetting" after "the Q2 meeting?"), so
-        a slip does not read as a new topic. A question in a script without spaces between words, or of a
+        full-text index and the answer's quotes all meet the documents' words. A follow-up is respelled
+        before it is rewritten, also against its `conversation`'s questions ("meetting" after "the Q2
+        meeting?"), so a slip does not read as a new topic. A question in a script without spaces between words, or of a
         knowledge base with no documents, is left as it is."""
         kb_id = self.store.kb_id(kb)
         if kb_id is None or in_bigrams(question):
@@ -1620,7 +1619,6 @@ class Engine:
             question,
             self.embedder.known_words,
             lambda: self.store.word_forms(kb_id),
-            question_words_only=question_words_only,
             conversation=conversation,
         )
         if read != question:
