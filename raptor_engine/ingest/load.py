@@ -680,8 +680,7 @@ def _check_not_disguised(name: str, data: bytes) -> None:
     """Refuse a PDF or RTF file under a text format's name (.txt, .md, .csv, .srt) in one sentence, as
     one that does not decode is refused: its markup would be stored and quoted as its text."""
     if _TEXT_DISGUISES.match(data[:32]):
-        kind = _content_kind(data.removeprefix(b"\xef\xbb\xbf"))
-        raise IngestError(name, f"is {kind}, not text (the {_extension(name)} extension does not match its content).")
+        raise _not_text(name, data.removeprefix(b"\xef\xbb\xbf"))
 
 
 def _is_html_document(data: bytes) -> bool:
@@ -761,25 +760,21 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> tuple[s
         log.info("%s: decode failed: %s", name, exc)
         if encoding != "utf-8":
             raise IngestError(name, f"is not valid {encoding.upper()} text; please save it as UTF-8.") from None
-        if _looks_binary(data[:65536]):
-            raise _binary(name, data) from None
-        kind = _content_kind(data)
-        if kind is not None:  # a renamed PDF or image: saving it "as UTF-8" is no way out
-            raise IngestError(
-                name, f"is {kind}, not text (the {_extension(name)} extension does not match its content)."
-            ) from None
+        # binary data, or a renamed PDF or image that is not: saving it "as UTF-8" is no way out
+        if _looks_binary(data[:65536]) or _content_kind(data) is not None:
+            raise _not_text(name, data) from None
         text = _decoded_as(payload, declared) if declared else None
         if text is None:
             text, legacy = _legacy_decode(name, payload)
             notice = "; ".join(filter(None, (legacy, notice)))
     if text and len(_SUSPICIOUS_CHARS.findall(text)) / len(text) > BINARY_CHAR_RATIO:
-        raise _binary(name, data)
+        raise _not_text(name, data)
     return text, notice
 
 
-def _binary(name: str, data: bytes) -> IngestError:
-    """The refusal of binary data under a text name: what it is when its first bytes say (an image, a zip,
-    a program), so the person knows which file they picked; else that it is binary."""
+def _not_text(name: str, data: bytes) -> IngestError:
+    """The refusal of a file under a text name that is no text: what it is when its first bytes say (an
+    image, a zip, a program, a PDF), so the person knows which file they picked; else that it is binary."""
     kind = _content_kind(data)
     if kind is None:
         return IngestError(name, "contains binary data, not text.")
@@ -795,7 +790,7 @@ def _without_nuls(name: str, data: bytes) -> bytes:
     NULs are more than NUL_MAX_SHARE of what precedes the padding (a binary file's zeros are everywhere)."""
     text = data.rstrip(b"\x00")
     if not text or text.count(b"\x00") > NUL_MAX_SHARE * len(text) or _looks_binary(text.replace(b"\x00", b"")[:65536]):
-        raise _binary(name, data)
+        raise _not_text(name, data)
     return text.replace(b"\x00", b"")
 
 
