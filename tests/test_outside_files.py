@@ -191,3 +191,15 @@ def test_a_document_under_another_kinds_name_is_named_for_what_it_is(
         load_document(name, data)
     ext = name[name.rindex(".") :]
     assert refused.value.reason == f"is {what} (the {ext} extension does not match its content)."
+
+
+def test_a_long_name_inside_a_zip_is_quoted_short_as_every_part_name_is() -> None:
+    """The name held in a zip is quoted as a refusal quotes any part's (`_shown`): printable, cut with '…'."""
+    inner = "\u202e" + "r" * 70 + ".docx"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(f"folder/{inner}", _DOCX)
+    with pytest.raises(IngestError) as refused:
+        load_document("nested.docx", buffer.getvalue())
+    quoted = repr("r" * 60 + "\u2026")
+    assert refused.value.reason == f"is a zip archive holding {quoted}, not a Word document itself; unzip it and add that file."

@@ -38,6 +38,7 @@ from .load import (
     _labelled_row,
     _push_heading,
     _scan_docx_xml,
+    _shown,
     _xml_decoder,
     add_reader,
     held_document,
@@ -54,7 +55,6 @@ _MARKUP_SUFFIXES = (".xml", ".xhtml", ".html", ".htm", ".opf", ".ncx", ".rdf", "
 ODT_MIMETYPES = ("application/vnd.oasis.opendocument.text", "application/vnd.oasis.opendocument.text-template")
 EPUB_MIMETYPE = "application/epub+zip"
 _ODF_PREFIX = "application/vnd.oasis.opendocument."
-MAX_SHOWN_PATH = 60  # characters of a part's name quoted in a refusal
 
 
 @dataclass(frozen=True)
@@ -87,12 +87,6 @@ _EPUB = _Kind(
 )
 
 
-def _shown(path: str) -> str:
-    """A part's name as quoted in a refusal: printable, short, in quotes."""
-    printable = "".join(ch for ch in path if ch.isprintable())
-    return repr(printable[:MAX_SHOWN_PATH] + ("…" if len(printable) > MAX_SHOWN_PATH else ""))
-
-
 @dataclass
 class _Package:
     """An opened, checked zip: its parts by name."""
@@ -117,10 +111,9 @@ class _Package:
         """A part parsed as XML, or the sentence saying why the file cannot be read without it."""
         data = self.read(path)
         if data is None:
-            held = held_document(list(self.entries.values()))
+            held = held_document(list(self.entries.values()), self.kind.noun)
             if held:
-                raise IngestError(self.name, f"is a zip archive holding {held}, not {self.kind.noun} itself; "
-                                             "unzip it and add that file.")
+                raise IngestError(self.name, held)
             raise IngestError(self.name, f"is not a valid {self.kind.ext} file (it has no {what}).")
         return parse_xml(self.name, data, what)
 

@@ -2323,22 +2323,29 @@ def _not_word(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
         return _ZIP_MIMETYPES[mimetype]
     if mimetype.startswith("application/vnd.oasis.opendocument."):
         return "is an OpenDocument file (LibreOffice), not a Word document."
-    held = held_document(infos)
-    if held:
-        return f"is a zip archive holding {held}, not a Word document itself; unzip it and add that file."
-    return "is a zip archive but not a Word document."
+    return held_document(infos, "a Word document") or "is a zip archive but not a Word document."
 
 
 # Documents a zip may hold when someone zipped a file before sending it (or a tool packed one in another).
 _HELD_EXTENSIONS = (".pdf", ".docx", ".odt", ".ott", ".fodt", ".epub", ".txt", ".md")
 
 
-def held_document(infos: list[zipfile.ZipInfo]) -> str:
-    """The name (quoted, short) of the first document of a kind read here that a zip holds, '' if none:
-    what to tell someone who sent a zip of their file under the file's own extension."""
+def held_document(infos: list[zipfile.ZipInfo], noun: str) -> str:
+    """What to tell someone who sent a zip of their file under the file's own extension (`noun`: what that
+    extension promised, 'a Word document'): the first document of a kind read here that it holds, by its
+    name (quoted, short), to unzip and add; '' when it holds none."""
     path = next((info.filename for info in infos if info.filename.lower().endswith(_HELD_EXTENSIONS)), "")
-    shown = "".join(ch for ch in path.rsplit("/", 1)[-1] if ch.isprintable())[:60]
-    return repr(shown) if shown else ""
+    held = "".join(ch for ch in path.rsplit("/", 1)[-1] if ch.isprintable())
+    return f"is a zip archive holding {_shown(held)}, not {noun} itself; unzip it and add that file." if held else ""
+
+
+MAX_SHOWN_PATH = 60  # characters of a part's name quoted in a refusal
+
+
+def _shown(path: str) -> str:
+    """A part's name as quoted in a refusal: printable, short, in quotes."""
+    printable = "".join(ch for ch in path if ch.isprintable())
+    return repr(printable[:MAX_SHOWN_PATH] + ("…" if len(printable) > MAX_SHOWN_PATH else ""))
 
 
 def _check_docx_zip(name: str, data: bytes, limits: LoadLimits) -> None:
@@ -2392,9 +2399,8 @@ def _check_docx_sizes(
         raise _too_expanded(name, limits)
     twice = next((path for path, seen in Counter(info.filename for info in infos).items() if seen > 1), None)
     if twice is not None:
-        shown = "".join(ch for ch in twice if ch.isprintable())[:60]
         raise IngestError(
-            name, f"has two parts named {shown!r} (a damaged or tampered file: programs differ on which they show)."
+            name, f"has two parts named {_shown(twice)} (a damaged or tampered file: programs differ on which they show)."
         )
 
 
