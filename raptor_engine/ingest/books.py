@@ -653,7 +653,13 @@ def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         package.check_elements(sum(package.tally.elements.get(path, 0) for path in chapters), limits)
         _check_not_drm(package, chapters)
         texts = [(path, _chapter_text(name, path, package.read(path) or b"")) for path in chapters]
-    pages = [(path, text) for path, text in texts if _is_page(text)]
+    pages: list[tuple[str, str]] = []
+    skipped: list[str] = []  # spine items that are no page
+    for path, text in texts:
+        if _is_page(text):
+            pages.append((path, text))
+        else:
+            skipped.append(path)
     walker = _HtmlWalker()
     notes: list[str] = []
     pictures = 0
@@ -667,8 +673,7 @@ def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         except RecursionError:
             raise IngestError(name, "is nested too deeply to read.") from None
     blocks = [*walker.blocks, *(_Block(" ".join(note.split())) for note in notes)]
-    if len(pages) < len(texts):
-        skipped = [path for path, _ in texts if all(path != page for page, _ in pages)]
+    if skipped:
         log.info("%s: spine items that are not pages left out: %s", name, skipped)
         blocks.append(_Block("", notice=f"{len(skipped)} of its reading order's items left out: not pages "
                                         f"(its package or navigation file, as {_shown(skipped[0])})"))
