@@ -987,14 +987,19 @@ def _labelled(previous: Rewrite, previous_answer: str, titled: Cited | None) -> 
     if not quotes or unanswered_lead(previous_answer):
         return previous
     title = titled(quotes[0]) if titled is not None else ""
-    in_title = list(dict.fromkeys(time.upper() for time in _TIMES.findall(title)))  # 'q3.md Sales review, Q3'
-    times = in_title if len(in_title) == 1 else _TIMES.findall(quotes[0])
+    in_title = _times_in(title)  # 'q3.md Sales review, Q3': one time
+    times = in_title if len(in_title) == 1 else _times_in(quotes[0])
     if not times:
         return previous
-    return replace(previous, core=f"{previous.core.rstrip(' ?.!')} in {times[0].upper()}?")
+    return replace(previous, core=f"{previous.core.rstrip(' ?.!')} in {times[0]}?")
 
 
 _TIMES = re.compile(r"\b(1[0-9]{3}|20[0-9]{2}|[Qq][1-4])\b")
+
+
+def _times_in(text: str) -> list[str]:
+    """The years and quarters `text` names, each once, in its order, as questions write them ('Q3')."""
+    return list(dict.fromkeys(time.upper() for time in _TIMES.findall(text)))
 
 
 _NOT_COMPARATIVES = frozenset("other rather either neither whether never ever after under over water".split())
@@ -1272,7 +1277,7 @@ def _which_of_two(question: str, previous: Rewrite, previous_answer: str) -> Rew
         if other and compared_times(previous.core, other) is not None:
             return Rewrite(previous.core, _cut(other), subject=previous.subject)
     quotes = quotes_in(previous_answer)
-    given = list(dict.fromkeys(t.upper() for t in _TIMES.findall(quotes[0]))) if quotes else []
+    given = _times_in(quotes[0]) if quotes else []
     asked = [t.upper() for t in _TIMES.findall(previous.core)]
     if len(given) < 2 or len(asked) > 1 or (asked and asked[0] not in given[:2]):
         return None
