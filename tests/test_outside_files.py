@@ -12,7 +12,7 @@ import pytest
 
 from raptor_engine.errors import IngestError
 from raptor_engine.ingest.load import load_document
-from raptor_tools.book_files import epub_file, odt_file, xhtml
+from raptor_tools.book_files import epub_file, odt_file, xhtml, zipped
 from raptor_tools.robustness import small_docx
 
 _DOCX = small_docx(["The tide gauge was read at noon.", "The keeper logged it in ink."])
@@ -182,6 +182,9 @@ def test_a_document_zipped_under_its_own_extension_names_the_file_inside(
     ("renamed.pdf", _renamed_main_part(_DOCX, "word/document2.xml"), "a Word document, not a PDF"),
     ("book.md", epub_file([("one.xhtml", xhtml("<p>x</p>"))]), "an EPUB e-book, not text"),
     ("notes.pdf", odt_file("<text:p>x</text:p>"), "an OpenDocument text, not a PDF"),
+    # any OpenDocument kind, named as books name it (`zip_identity`)
+    ("plan.txt", zipped({"content.xml": "<x/>"}, mimetype="application/vnd.oasis.opendocument.graphics"),
+     "an OpenDocument graphics, not text"),
 ])  # fmt: skip
 def test_a_document_under_another_kinds_name_is_named_for_what_it_is(
     name: str, data: bytes, what: str

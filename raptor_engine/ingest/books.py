@@ -43,8 +43,7 @@ from .load import (
     add_reader,
     held_document,
     scan_xml_stream,
-    word_main_part,
-    zip_mimetype,
+    zip_identity,
 )
 
 log = logging.getLogger(__name__)
@@ -52,9 +51,6 @@ log = logging.getLogger(__name__)
 _ZIP_ERRORS = (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error)
 _ANY_ELEMENT = re.compile(rb"<[A-Za-z_]")  # an element's start tag, whatever its namespace prefix
 _MARKUP_SUFFIXES = (".xml", ".xhtml", ".html", ".htm", ".opf", ".ncx", ".rdf", ".svg")
-ODT_MIMETYPES = ("application/vnd.oasis.opendocument.text", "application/vnd.oasis.opendocument.text-template")
-EPUB_MIMETYPE = "application/epub+zip"
-_ODF_PREFIX = "application/vnd.oasis.opendocument."
 
 
 @dataclass(frozen=True)
@@ -137,21 +133,6 @@ def parse_xml(name: str, data: bytes, what: str, broken: str = "") -> Any:
         raise IngestError(name, broken or f"has a {what} that is not well-formed XML (a damaged file?).") from None
 
 
-def _identity(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
-    """What a zip says it is, in a sentence's words ('' when it does not say): a Word document by its main
-    part, an OpenDocument file or an EPUB by its 'mimetype' entry."""
-    if word_main_part(archive, infos) is not None:
-        return "a Word document"
-    mimetype = zip_mimetype(archive, infos)
-    if mimetype == EPUB_MIMETYPE:
-        return _EPUB.noun
-    if mimetype in ODT_MIMETYPES:
-        return _ODT.noun
-    if mimetype.startswith(_ODF_PREFIX):
-        return f"an OpenDocument {mimetype.removeprefix(_ODF_PREFIX).split('-')[0].split('+')[0][:30]}"
-    return ""
-
-
 def _outside(path: str) -> bool:
     """A part name that would lead out of the archive were it unpacked (absolute, '..', a drive)."""
     parts = path.replace("\\", "/").split("/")
@@ -190,7 +171,7 @@ def _opened(name: str, data: bytes, limits: LoadLimits, kind: _Kind) -> Iterator
             bad = next((info.filename for info in infos if _outside(info.filename)), None)
             if bad is not None:
                 raise IngestError(name, f"has a part named to lead outside the archive ({_shown(bad)}), which no {kind.ext} file has.")
-            identity = _identity(archive, infos)
+            identity = zip_identity(archive, infos)
             if identity and identity != kind.noun:
                 raise IngestError(name, f"is {identity}, not {kind.noun} (the {kind.ext} extension does not match its content).")
             tally = _scan_docx_xml(name, archive, infos, limits, kind.rules, 2 * limits.max_elements)

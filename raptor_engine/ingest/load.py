@@ -643,30 +643,20 @@ _SIGNATURES = (
 def _content_kind(data: bytes) -> str | None:
     """What a file is by its first bytes (None if they say nothing); a zip that is a document says which."""
     kind = next((kind for magic, kind in _SIGNATURES if data.startswith(magic)), None)
-    return _zip_document(data) or kind if kind == "a zip archive" else kind
-
-
-# What a zip's 'mimetype' entry names (OpenDocument, EPUB), in a sentence's words.
-_ZIP_DOCUMENTS = {
-    "application/epub+zip": "an EPUB e-book",
-    "application/vnd.oasis.opendocument.text": "an OpenDocument text",
-    "application/vnd.oasis.opendocument.text-template": "an OpenDocument text",
-    "application/vnd.oasis.opendocument.spreadsheet": "an OpenDocument spreadsheet",
-    "application/vnd.oasis.opendocument.presentation": "an OpenDocument presentation",
-}
+    if kind == "a zip archive":
+        return _zip_document(data) or kind
+    return kind
 
 
 def _zip_document(data: bytes) -> str | None:
-    """The document a zip is (a Word document, an EPUB, an OpenDocument file), from its directory, its
-    'mimetype' entry and its package relationships, read only when small; None for any other zip."""
+    """The document a zip is (`zip_identity`: a Word document, an EPUB, an OpenDocument file), read only
+    when its directory is small; None for any other zip."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = archive.infolist()
             if len(infos) > DOCX_MAX_ENTRIES:
                 return None
-            if word_main_part(archive, infos) is not None:
-                return "a Word document"
-            return _ZIP_DOCUMENTS.get(zip_mimetype(archive, infos))
+            return zip_identity(archive, infos) or None
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error, RuntimeError, NotImplementedError):
         return None
 
@@ -2283,6 +2273,26 @@ def zip_mimetype(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
     if entry is None or entry.file_size > _ZIP_MIMETYPE_BYTES:
         return ""
     return archive.read(entry).decode("ascii", "replace").strip()
+
+
+ODT_MIMETYPES = ("application/vnd.oasis.opendocument.text", "application/vnd.oasis.opendocument.text-template")
+EPUB_MIMETYPE = "application/epub+zip"
+_ODF_PREFIX = "application/vnd.oasis.opendocument."
+
+
+def zip_identity(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
+    """What a zip says it is, in a sentence's words ('' when it does not say): a Word document by its main
+    part, an OpenDocument file or an EPUB by its 'mimetype' entry (the nouns of books.py's kinds)."""
+    if word_main_part(archive, infos) is not None:
+        return "a Word document"
+    mimetype = zip_mimetype(archive, infos)
+    if mimetype == EPUB_MIMETYPE:
+        return "an EPUB e-book"
+    if mimetype in ODT_MIMETYPES:
+        return "an OpenDocument text"
+    if mimetype.startswith(_ODF_PREFIX):
+        return f"an OpenDocument {mimetype.removeprefix(_ODF_PREFIX).split('-')[0].split('+')[0][:30]}"
+    return ""
 
 
 # The package relationship naming a Word document's main part (transitional and strict OOXML), in
