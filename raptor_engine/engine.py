@@ -55,6 +55,7 @@ from .query.asked import without_named_files
 from .query.compared import chosen, compared_times, which_more
 from .query.followup import (
     DOCUMENT_NOUNS,
+    QUOTE_AND_BLOCK,
     TITLES,
     TURNS_CONSIDERED,
     Onward,
@@ -418,22 +419,21 @@ def _the_document(query: str, named: re.Match[str]) -> str:
     return named.re.sub(lambda match: "It" if match.start() == 0 else "it", query, count=1)
 
 
-_QUOTED_BLOCK = re.compile(r"\u201c(.+?)\u201d\s*\[(\d{1,4})\]")
-
-
 def _with_choice(draft: AnswerDraft, asked: str, query: str, nodes: list[ContextNode]) -> AnswerDraft:
     """An extractive draft whose follow-up chooses between the figures of two times ('which year was
     higher?', searched as the last question of one time with the other's as context) opening with the
     choice (`compared.chosen`): the time whose figure is higher or lower, both figures given, or that a
     side has none or the units differ. Any other draft as it is."""
     way = which_more(asked)
+    if way is None:
+        return draft
     rewritten = split_standalone(query)
-    times = compared_times(rewritten.core, rewritten.context) if way is not None else None
-    lead, _, rest = draft.text.partition("\n")
-    if times is None or way is None or not rest:
+    times = compared_times(rewritten.core, rewritten.context)
+    rest = draft.text.partition("\n")[2]
+    if times is None or not rest:
         return draft
     quotes = []
-    for quote, block in _QUOTED_BLOCK.findall(rest):
+    for quote, block in QUOTE_AND_BLOCK.findall(rest):
         node = nodes[int(block) - 1] if 0 < int(block) <= len(nodes) else None
         if node is not None:
             title = " ".join([node.document or "", *node.heading, *(name for name, _ in node.drawn_from)])
@@ -1605,13 +1605,12 @@ class Engine:
         return without_named_files(query, [document.name for document in self.documents(kb)])
 
     @_in_space
-    def respelled(self, kb: str, question: str, *, question_words_only: bool = False, conversation: str = "") -> str:
+    def respelled(self, kb: str, question: str, *, conversation: str = "") -> str:
         """The question with each mistyped word read as the knowledge base's documents write it
         (`query/respell.py`: "who kept the lighthose?" -> "who kept the lighthouse?"), so the search, the
-        full-text index and the answer's quotes all meet the documents' words; with `question_words_only`,
-        only the slips of words questions are built of ("whne", "teh"). A follow-up is respelled before it
-        is rewritten, also against its `conversation`'s questions ("meetting" after "the Q2 meeting?"), so
-        a slip does not read as a new topic. A question in a script without spaces between words, or of a
+        full-text index and the answer's quotes all meet the documents' words. A follow-up is respelled
+        before it is rewritten, also against its `conversation`'s questions ("meetting" after "the Q2
+        meeting?"), so a slip does not read as a new topic. A question in a script without spaces between words, or of a
         knowledge base with no documents, is left as it is."""
         kb_id = self.store.kb_id(kb)
         if kb_id is None or in_bigrams(question):
@@ -1620,7 +1619,6 @@ class Engine:
             question,
             self.embedder.known_words,
             lambda: self.store.word_forms(kb_id),
-            question_words_only=question_words_only,
             conversation=conversation,
         )
         if read != question:

@@ -187,7 +187,7 @@ def test_a_question_word_slip_the_documents_use_or_a_real_word_is_left_as_writte
     assert engine.respelled("harbour", "what did the cousin do aftr 1890?") == "what did the cousin do after 1890?"
     asyncio.run(engine.ingest("teh", "teh.md", b"# Teh\n\nTeh Penhallow was Jude's cousin and rowed the boat.\n"))
     assert engine.respelled("teh", "what did teh cousin do aftr 1890?") == "what did teh cousin do after 1890?"
-    assert engine.respelled("teh", "whne did teh row?", question_words_only=True) == "when did teh row?"
+    assert engine.respelled("teh", "whne did teh row?") == "when did teh row?"
 
 
 @pytest.mark.parametrize(

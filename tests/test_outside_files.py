@@ -12,7 +12,7 @@ import pytest
 
 from raptor_engine.errors import IngestError
 from raptor_engine.ingest.load import load_document
-from raptor_tools.book_files import epub_file, odt_file, xhtml
+from raptor_tools.book_files import epub_file, odt_file, xhtml, zipped
 from raptor_tools.robustness import small_docx
 
 _DOCX = small_docx(["The tide gauge was read at noon.", "The keeper logged it in ink."])
@@ -182,6 +182,9 @@ def test_a_document_zipped_under_its_own_extension_names_the_file_inside(
     ("renamed.pdf", _renamed_main_part(_DOCX, "word/document2.xml"), "a Word document, not a PDF"),
     ("book.md", epub_file([("one.xhtml", xhtml("<p>x</p>"))]), "an EPUB e-book, not text"),
     ("notes.pdf", odt_file("<text:p>x</text:p>"), "an OpenDocument text, not a PDF"),
+    # any OpenDocument kind, named as books name it (`zip_identity`)
+    ("plan.txt", zipped({"content.xml": "<x/>"}, mimetype="application/vnd.oasis.opendocument.graphics"),
+     "an OpenDocument graphics, not text"),
 ])  # fmt: skip
 def test_a_document_under_another_kinds_name_is_named_for_what_it_is(
     name: str, data: bytes, what: str
@@ -191,3 +194,15 @@ def test_a_document_under_another_kinds_name_is_named_for_what_it_is(
         load_document(name, data)
     ext = name[name.rindex(".") :]
     assert refused.value.reason == f"is {what} (the {ext} extension does not match its content)."
+
+
+def test_a_long_name_inside_a_zip_is_quoted_short_as_every_part_name_is() -> None:
+    """The name held in a zip is quoted as a refusal quotes any part's (`_shown`): printable, cut with '…'."""
+    inner = "\u202e" + "r" * 70 + ".docx"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(f"folder/{inner}", _DOCX)
+    with pytest.raises(IngestError) as refused:
+        load_document("nested.docx", buffer.getvalue())
+    quoted = repr("r" * 60 + "\u2026")
+    assert refused.value.reason == f"is a zip archive holding {quoted}, not a Word document itself; unzip it and add that file."

@@ -38,12 +38,12 @@ from .load import (
     _labelled_row,
     _push_heading,
     _scan_docx_xml,
+    _shown,
     _xml_decoder,
     add_reader,
     held_document,
     scan_xml_stream,
-    word_main_part,
-    zip_mimetype,
+    zip_identity,
 )
 
 log = logging.getLogger(__name__)
@@ -51,10 +51,6 @@ log = logging.getLogger(__name__)
 _ZIP_ERRORS = (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error)
 _ANY_ELEMENT = re.compile(rb"<[A-Za-z_]")  # an element's start tag, whatever its namespace prefix
 _MARKUP_SUFFIXES = (".xml", ".xhtml", ".html", ".htm", ".opf", ".ncx", ".rdf", ".svg")
-ODT_MIMETYPES = ("application/vnd.oasis.opendocument.text", "application/vnd.oasis.opendocument.text-template")
-EPUB_MIMETYPE = "application/epub+zip"
-_ODF_PREFIX = "application/vnd.oasis.opendocument."
-MAX_SHOWN_PATH = 60  # characters of a part's name quoted in a refusal
 
 
 @dataclass(frozen=True)
@@ -87,12 +83,6 @@ _EPUB = _Kind(
 )
 
 
-def _shown(path: str) -> str:
-    """A part's name as quoted in a refusal: printable, short, in quotes."""
-    printable = "".join(ch for ch in path if ch.isprintable())
-    return repr(printable[:MAX_SHOWN_PATH] + ("…" if len(printable) > MAX_SHOWN_PATH else ""))
-
-
 @dataclass
 class _Package:
     """An opened, checked zip: its parts by name."""
@@ -117,10 +107,9 @@ class _Package:
         """A part parsed as XML, or the sentence saying why the file cannot be read without it."""
         data = self.read(path)
         if data is None:
-            held = held_document(list(self.entries.values()))
+            held = held_document(list(self.entries.values()), self.kind.noun)
             if held:
-                raise IngestError(self.name, f"is a zip archive holding {held}, not {self.kind.noun} itself; "
-                                             "unzip it and add that file.")
+                raise IngestError(self.name, held)
             raise IngestError(self.name, f"is not a valid {self.kind.ext} file (it has no {what}).")
         return parse_xml(self.name, data, what)
 
@@ -142,21 +131,6 @@ def parse_xml(name: str, data: bytes, what: str, broken: str = "") -> Any:
         if "Resource limit exceeded" in str(exc):  # libxml2's 10 MB cap on one text node or attribute
             raise IngestError(name, "has a single piece of text over 10 MB, longer than can be read.") from None
         raise IngestError(name, broken or f"has a {what} that is not well-formed XML (a damaged file?).") from None
-
-
-def _identity(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
-    """What a zip says it is, in a sentence's words ('' when it does not say): a Word document by its main
-    part, an OpenDocument file or an EPUB by its 'mimetype' entry."""
-    if word_main_part(archive, infos) is not None:
-        return "a Word document"
-    mimetype = zip_mimetype(archive, infos)
-    if mimetype == EPUB_MIMETYPE:
-        return _EPUB.noun
-    if mimetype in ODT_MIMETYPES:
-        return _ODT.noun
-    if mimetype.startswith(_ODF_PREFIX):
-        return f"an OpenDocument {mimetype.removeprefix(_ODF_PREFIX).split('-')[0].split('+')[0][:30]}"
-    return ""
 
 
 def _outside(path: str) -> bool:
@@ -197,7 +171,7 @@ def _opened(name: str, data: bytes, limits: LoadLimits, kind: _Kind) -> Iterator
             bad = next((info.filename for info in infos if _outside(info.filename)), None)
             if bad is not None:
                 raise IngestError(name, f"has a part named to lead outside the archive ({_shown(bad)}), which no {kind.ext} file has.")
-            identity = _identity(archive, infos)
+            identity = zip_identity(archive, infos)
             if identity and identity != kind.noun:
                 raise IngestError(name, f"is {identity}, not {kind.noun} (the {kind.ext} extension does not match its content).")
             tally = _scan_docx_xml(name, archive, infos, limits, kind.rules, 2 * limits.max_elements)
@@ -660,7 +634,13 @@ def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         package.check_elements(sum(package.tally.elements.get(path, 0) for path in chapters), limits)
         _check_not_drm(package, chapters)
         texts = [(path, _chapter_text(name, path, package.read(path) or b"")) for path in chapters]
-    pages = [(path, text) for path, text in texts if _is_page(text)]
+    pages: list[tuple[str, str]] = []
+    skipped: list[str] = []  # spine items that are no page
+    for path, text in texts:
+        if _is_page(text):
+            pages.append((path, text))
+        else:
+            skipped.append(path)
     walker = _HtmlWalker()
     notes: list[str] = []
     pictures = 0
@@ -674,8 +654,7 @@ def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         except RecursionError:
             raise IngestError(name, "is nested too deeply to read.") from None
     blocks = [*walker.blocks, *(_Block(" ".join(note.split())) for note in notes)]
-    if len(pages) < len(texts):
-        skipped = [path for path, _ in texts if all(path != page for page, _ in pages)]
+    if skipped:
         log.info("%s: spine items that are not pages left out: %s", name, skipped)
         blocks.append(_Block("", notice=f"{len(skipped)} of its reading order's items left out: not pages "
                                         f"(its package or navigation file, as {_shown(skipped[0])})"))

@@ -643,30 +643,20 @@ _SIGNATURES = (
 def _content_kind(data: bytes) -> str | None:
     """What a file is by its first bytes (None if they say nothing); a zip that is a document says which."""
     kind = next((kind for magic, kind in _SIGNATURES if data.startswith(magic)), None)
-    return _zip_document(data) or kind if kind == "a zip archive" else kind
-
-
-# What a zip's 'mimetype' entry names (OpenDocument, EPUB), in a sentence's words.
-_ZIP_DOCUMENTS = {
-    "application/epub+zip": "an EPUB e-book",
-    "application/vnd.oasis.opendocument.text": "an OpenDocument text",
-    "application/vnd.oasis.opendocument.text-template": "an OpenDocument text",
-    "application/vnd.oasis.opendocument.spreadsheet": "an OpenDocument spreadsheet",
-    "application/vnd.oasis.opendocument.presentation": "an OpenDocument presentation",
-}
+    if kind == "a zip archive":
+        return _zip_document(data) or kind
+    return kind
 
 
 def _zip_document(data: bytes) -> str | None:
-    """The document a zip is (a Word document, an EPUB, an OpenDocument file), from its directory, its
-    'mimetype' entry and its package relationships, read only when small; None for any other zip."""
+    """The document a zip is (`zip_identity`: a Word document, an EPUB, an OpenDocument file), read only
+    when its directory is small; None for any other zip."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = archive.infolist()
             if len(infos) > DOCX_MAX_ENTRIES:
                 return None
-            if word_main_part(archive, infos) is not None:
-                return "a Word document"
-            return _ZIP_DOCUMENTS.get(zip_mimetype(archive, infos))
+            return zip_identity(archive, infos) or None
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error, RuntimeError, NotImplementedError):
         return None
 
@@ -680,8 +670,7 @@ def _check_not_disguised(name: str, data: bytes) -> None:
     """Refuse a PDF or RTF file under a text format's name (.txt, .md, .csv, .srt) in one sentence, as
     one that does not decode is refused: its markup would be stored and quoted as its text."""
     if _TEXT_DISGUISES.match(data[:32]):
-        kind = _content_kind(data.removeprefix(b"\xef\xbb\xbf"))
-        raise IngestError(name, f"is {kind}, not text (the {_extension(name)} extension does not match its content).")
+        raise _not_text(name, data.removeprefix(b"\xef\xbb\xbf"))
 
 
 def _is_html_document(data: bytes) -> bool:
@@ -761,25 +750,21 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> tuple[s
         log.info("%s: decode failed: %s", name, exc)
         if encoding != "utf-8":
             raise IngestError(name, f"is not valid {encoding.upper()} text; please save it as UTF-8.") from None
-        if _looks_binary(data[:65536]):
-            raise _binary(name, data) from None
-        kind = _content_kind(data)
-        if kind is not None:  # a renamed PDF or image: saving it "as UTF-8" is no way out
-            raise IngestError(
-                name, f"is {kind}, not text (the {_extension(name)} extension does not match its content)."
-            ) from None
+        # binary data, or a renamed PDF or image that is not: saving it "as UTF-8" is no way out
+        if _looks_binary(data[:65536]) or _content_kind(data) is not None:
+            raise _not_text(name, data) from None
         text = _decoded_as(payload, declared) if declared else None
         if text is None:
             text, legacy = _legacy_decode(name, payload)
             notice = "; ".join(filter(None, (legacy, notice)))
     if text and len(_SUSPICIOUS_CHARS.findall(text)) / len(text) > BINARY_CHAR_RATIO:
-        raise _binary(name, data)
+        raise _not_text(name, data)
     return text, notice
 
 
-def _binary(name: str, data: bytes) -> IngestError:
-    """The refusal of binary data under a text name: what it is when its first bytes say (an image, a zip,
-    a program), so the person knows which file they picked; else that it is binary."""
+def _not_text(name: str, data: bytes) -> IngestError:
+    """The refusal of a file under a text name that is no text: what it is when its first bytes say (an
+    image, a zip, a program, a PDF), so the person knows which file they picked; else that it is binary."""
     kind = _content_kind(data)
     if kind is None:
         return IngestError(name, "contains binary data, not text.")
@@ -795,7 +780,7 @@ def _without_nuls(name: str, data: bytes) -> bytes:
     NULs are more than NUL_MAX_SHARE of what precedes the padding (a binary file's zeros are everywhere)."""
     text = data.rstrip(b"\x00")
     if not text or text.count(b"\x00") > NUL_MAX_SHARE * len(text) or _looks_binary(text.replace(b"\x00", b"")[:65536]):
-        raise _binary(name, data)
+        raise _not_text(name, data)
     return text.replace(b"\x00", b"")
 
 
@@ -2290,6 +2275,26 @@ def zip_mimetype(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
     return archive.read(entry).decode("ascii", "replace").strip()
 
 
+ODT_MIMETYPES = ("application/vnd.oasis.opendocument.text", "application/vnd.oasis.opendocument.text-template")
+EPUB_MIMETYPE = "application/epub+zip"
+_ODF_PREFIX = "application/vnd.oasis.opendocument."
+
+
+def zip_identity(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
+    """What a zip says it is, in a sentence's words ('' when it does not say): a Word document by its main
+    part, an OpenDocument file or an EPUB by its 'mimetype' entry (the nouns of books.py's kinds)."""
+    if word_main_part(archive, infos) is not None:
+        return "a Word document"
+    mimetype = zip_mimetype(archive, infos)
+    if mimetype == EPUB_MIMETYPE:
+        return "an EPUB e-book"
+    if mimetype in ODT_MIMETYPES:
+        return "an OpenDocument text"
+    if mimetype.startswith(_ODF_PREFIX):
+        return f"an OpenDocument {mimetype.removeprefix(_ODF_PREFIX).split('-')[0].split('+')[0][:30]}"
+    return ""
+
+
 # The package relationship naming a Word document's main part (transitional and strict OOXML), in
 # _rels/.rels: Word writes word/document.xml, but Office online and other tools write word/document2.xml
 # or another name, and python-docx reads whatever the relationship names.
@@ -2328,22 +2333,29 @@ def _not_word(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> str:
         return _ZIP_MIMETYPES[mimetype]
     if mimetype.startswith("application/vnd.oasis.opendocument."):
         return "is an OpenDocument file (LibreOffice), not a Word document."
-    held = held_document(infos)
-    if held:
-        return f"is a zip archive holding {held}, not a Word document itself; unzip it and add that file."
-    return "is a zip archive but not a Word document."
+    return held_document(infos, "a Word document") or "is a zip archive but not a Word document."
 
 
 # Documents a zip may hold when someone zipped a file before sending it (or a tool packed one in another).
 _HELD_EXTENSIONS = (".pdf", ".docx", ".odt", ".ott", ".fodt", ".epub", ".txt", ".md")
 
 
-def held_document(infos: list[zipfile.ZipInfo]) -> str:
-    """The name (quoted, short) of the first document of a kind read here that a zip holds, '' if none:
-    what to tell someone who sent a zip of their file under the file's own extension."""
+def held_document(infos: list[zipfile.ZipInfo], noun: str) -> str:
+    """What to tell someone who sent a zip of their file under the file's own extension (`noun`: what that
+    extension promised, 'a Word document'): the first document of a kind read here that it holds, by its
+    name (quoted, short), to unzip and add; '' when it holds none."""
     path = next((info.filename for info in infos if info.filename.lower().endswith(_HELD_EXTENSIONS)), "")
-    shown = "".join(ch for ch in path.rsplit("/", 1)[-1] if ch.isprintable())[:60]
-    return repr(shown) if shown else ""
+    held = "".join(ch for ch in path.rsplit("/", 1)[-1] if ch.isprintable())
+    return f"is a zip archive holding {_shown(held)}, not {noun} itself; unzip it and add that file." if held else ""
+
+
+MAX_SHOWN_PATH = 60  # characters of a part's name quoted in a refusal
+
+
+def _shown(path: str) -> str:
+    """A part's name as quoted in a refusal: printable, short, in quotes."""
+    printable = "".join(ch for ch in path if ch.isprintable())
+    return repr(printable[:MAX_SHOWN_PATH] + ("…" if len(printable) > MAX_SHOWN_PATH else ""))
 
 
 def _check_docx_zip(name: str, data: bytes, limits: LoadLimits) -> None:
@@ -2397,9 +2409,8 @@ def _check_docx_sizes(
         raise _too_expanded(name, limits)
     twice = next((path for path, seen in Counter(info.filename for info in infos).items() if seen > 1), None)
     if twice is not None:
-        shown = "".join(ch for ch in twice if ch.isprintable())[:60]
         raise IngestError(
-            name, f"has two parts named {shown!r} (a damaged or tampered file: programs differ on which they show)."
+            name, f"has two parts named {_shown(twice)} (a damaged or tampered file: programs differ on which they show)."
         )
 
 

@@ -987,14 +987,19 @@ def _labelled(previous: Rewrite, previous_answer: str, titled: Cited | None) -> 
     if not quotes or unanswered_lead(previous_answer):
         return previous
     title = titled(quotes[0]) if titled is not None else ""
-    in_title = list(dict.fromkeys(time.upper() for time in _TIMES.findall(title)))  # 'q3.md Sales review, Q3'
-    times = in_title if len(in_title) == 1 else _TIMES.findall(quotes[0])
+    in_title = _times_in(title)  # 'q3.md Sales review, Q3': one time
+    times = in_title if len(in_title) == 1 else _times_in(quotes[0])
     if not times:
         return previous
-    return replace(previous, core=f"{previous.core.rstrip(' ?.!')} in {times[0].upper()}?")
+    return replace(previous, core=f"{previous.core.rstrip(' ?.!')} in {times[0]}?")
 
 
 _TIMES = re.compile(r"\b(1[0-9]{3}|20[0-9]{2}|[Qq][1-4])\b")
+
+
+def _times_in(text: str) -> list[str]:
+    """The years and quarters `text` names, each once, in its order, as questions write them ('Q3')."""
+    return list(dict.fromkeys(time.upper() for time in _TIMES.findall(text)))
 
 
 _NOT_COMPARATIVES = frozenset("other rather either neither whether never ever after under over water".split())
@@ -1014,14 +1019,15 @@ _WHICH_OF = re.compile(
     re.IGNORECASE,
 )
 _OPENING_NAME = re.compile(r"^(?:(The)\s+)?([A-Z][\w'\u2019-]*(?:\s+(?:of\s+)?[A-Z][\w'\u2019-]*)*)")
-_QUOTE_AND_BLOCK = re.compile(r"\u201c(.+?)\u201d\s*\[(\d{1,4})\]")
+# an answer's quote and the number of the context block it was taken from ("…" [2])
+QUOTE_AND_BLOCK = re.compile(r"\u201c(.+?)\u201d\s*\[(\d{1,4})\]")
 
 
 def _listed(asked: Rewrite, answer: str) -> tuple[str, ...]:
     """What an answer lists, in its order, when it names two or more: the names its quoted sentences open
     with ('The Alder was ...', 'The Wren was ...'), in the quotes from its first quote's block, leaving
     out what the question named. () when it names fewer."""
-    quoted = _QUOTE_AND_BLOCK.findall(answer[:MAX_PREVIOUS_ANSWER_CHARS])
+    quoted = QUOTE_AND_BLOCK.findall(answer[:MAX_PREVIOUS_ANSWER_CHARS])
     if not quoted:
         return ()
     block = quoted[0][1]
@@ -1271,7 +1277,7 @@ def _which_of_two(question: str, previous: Rewrite, previous_answer: str) -> Rew
         if other and compared_times(previous.core, other) is not None:
             return Rewrite(previous.core, _cut(other), subject=previous.subject)
     quotes = quotes_in(previous_answer)
-    given = list(dict.fromkeys(t.upper() for t in _TIMES.findall(quotes[0]))) if quotes else []
+    given = _times_in(quotes[0]) if quotes else []
     asked = [t.upper() for t in _TIMES.findall(previous.core)]
     if len(given) < 2 or len(asked) > 1 or (asked and asked[0] not in given[:2]):
         return None

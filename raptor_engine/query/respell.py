@@ -9,12 +9,11 @@ typing slip from a word of the documents (a letter dropped, doubled or changed, 
 `one_slip_apart`), never at its first letter (a reader rarely mistypes the first, and "boil" is not
 "oil"). A real word the documents do not use ("large", "quantity") is left as asked. A word of any
 length that is no word and that the documents never use, one slip from a word questions are built of
-("teh", "aftr", "whne", "becuase": `QUESTION_WORDS`), is that word; those alone are respelled in a
-follow-up before it is read against the conversation (`question_words_only`), so "whne did he leave?"
-reads as a when-question. A follow-up is respelled whole, against the documents' words and then the
-words of the conversation's questions (`respelled(conversation=...)`: "how many memebers attended the
-meetting?" after "Who chaired the Q2 meeting?", where no document says "meeting"), so a slip does not make
-it read as a new topic; a pronoun ("hsi", "seh") and the conjunctions ("adn") count as question words,
+("teh", "aftr", "whne", "becuase": `QUESTION_WORDS`), is that word, so "whne did he leave?" reads as
+a when-question. A follow-up is respelled before it is read against the conversation, against the
+documents' words and then the words of the conversation's questions (`respelled(conversation=...)`:
+"how many memebers attended the meetting?" after "Who chaired the Q2 meeting?", where no document says
+"meeting"), so a slip does not make it read as a new topic; a pronoun ("hsi", "seh") and the conjunctions ("adn") count as question words,
 and two first letters swapped ("hte", "hwen") are a slip of a question word too.
 """
 
@@ -105,16 +104,12 @@ def respelled(
     known: Callable[[list[str]], list[bool]],
     forms: Callable[[], WordForms],
     *,
-    question_words_only: bool = False,
     conversation: str = "",
 ) -> str:
-    """`question` with its mistyped words respelled (with `question_words_only`, only the slips of
-    question words). `known` says which words the embedding model holds whole (real words, never
-    respelled); `forms` reads the documents' words, only when a word is left; a follow-up's
-    `conversation` (its questions so far) holds words a slip may be of that no document uses."""
+    """`question` with its mistyped words respelled. `known` says which words the embedding model holds
+    whole (real words, never respelled); `forms` reads the documents' words, only when a word is left; a
+    follow-up's `conversation` (its questions so far) holds words a slip may be of that no document uses."""
     words = respellable_words(question)
-    if question_words_only:
-        words = [w for w in words if question_word(w)]
     if not words:
         return question
     # a real word, or one ending a real word with a suffix ("faulted": "fault"), is never a slip
@@ -122,8 +117,6 @@ def respelled(
     unknown = [w for w, is_real in zip(words, real, strict=True) if not is_real]
     spoken = word_forms_of(conversation) if conversation and unknown else None
     fixes = respellings(unknown, forms(), spoken) if unknown else {}
-    if question_words_only:
-        fixes = {typed: fixed for typed, fixed in fixes.items() if fixed.lower() in QUESTION_WORDS}
     if not fixes:
         return question
     return WORD.sub(lambda match: fixes.get(match.group(0), match.group(0)), question)
