@@ -185,6 +185,16 @@ def _removal(at: str, nodes: str = "[1, 2]") -> Callable[[sqlite3.Connection], N
     return edit
 
 
+def _bot_row(sql: str) -> Callable[[sqlite3.Connection], None]:
+    """A database edit: the bot's tables, and the row `sql` inserts."""
+
+    def edit(conn: sqlite3.Connection) -> None:
+        bot_migrations.apply(sqlite_utils.Database(conn))
+        conn.execute(sql)
+
+    return edit
+
+
 def _corrupt(data: bytes) -> bytes:
     """Garbage over every page after the first: the header and schema read, the b-trees do not."""
     page = int.from_bytes(data[16:18], "big")
@@ -342,6 +352,32 @@ HOSTILE = {
     "a removal record whose nodes are not ids": (
         dict(db_edit=_removal("1.0", '[1, "all"]')),
         "(bot_removals.nodes) is not a list of node ids",
+    ),
+    "a thread of guild 42's channel that names guild 999 (its start would settle it in 999's store)": (
+        dict(db_edit=_bot_row(
+            "INSERT INTO bot_threads (thread_id, kb, guild_id, channel_id) VALUES (5, 'guild-42-channel-1', 999, 1)")),
+        "its database has 1 threads (bot_threads) whose guild id is not their knowledge base's guild",
+    ),
+    "a thread whose guild id is a text": (
+        dict(db_edit=_bot_row(
+            "INSERT INTO bot_threads (thread_id, kb, guild_id, channel_id) VALUES (5, 'guild-42-channel-1', '42 and 999', 1)")),
+        "1 threads (bot_threads) whose guild id",
+    ),
+    "a guild id that is a prefix of the knowledge base's (4 of guild-42)": (
+        dict(db_edit=_bot_row(
+            "INSERT INTO bot_channel_settings (kb, guild_id, channel_id, autoingest) VALUES ('guild-42-channel-1', 4, 1, 1)")),
+        "1 channel settings (bot_channel_settings) whose guild id",
+    ),
+    "a running history import naming guild 999": (
+        dict(db_edit=_bot_row(
+            "INSERT INTO bot_message_imports (kb, guild_id, source_id, added_by, status) "
+            "VALUES ('guild-42-channel-1', 999, 7, 'a', 'running')")),
+        "1 history imports (bot_message_imports) whose guild id",
+    ),
+    "message sync of guild 42's channel naming guild 999": (
+        dict(db_edit=_bot_row(
+            "INSERT INTO bot_message_sync (kb, guild_id, channel_id, enabled) VALUES ('guild-42-channel-1', 999, 1, 1)")),
+        "1 message sync settings (bot_message_sync) whose guild id",
     ),
     "a node of 100,000 characters": (
         dict(db_edit=lambda c: c.execute(

@@ -13,7 +13,8 @@ An archive is untrusted input (it may come from anyone), so import checks, befor
   are ever written, and the sha256 must match;
 - the database: `PRAGMA integrity_check` and `foreign_key_check`, a schema equal to the project's
   (`schema.py`: no trigger, view, extra table, column or index), the knowledge bases the manifest
-  names, no row of another guild than the manifest's, no node longer than `RAPTOR_NODE_MAX_CHARS`, the
+  names, no row of another guild than the manifest's (nor a bot row whose guild id is not its knowledge
+  base's), no node longer than `RAPTOR_NODE_MAX_CHARS`, the
   bot's lists of ids lists of integers, its removal records dated before the import, and the store's
   own invariants (edges down the tree, every stored list well-formed).
 It all happens in a folder beside the target, renamed into place at the end; a refusal removes that
@@ -336,6 +337,7 @@ def _check_database(spaces: Spaces, path: Path, manifest: dict[str, Any], archiv
                     archive, "its database does not hold the knowledge bases its manifest names"
                 )
             _check_one_guild(spaces, conn, manifest["space"], archive)
+            _check_row_guilds(conn, archive)
             _check_node_length(conn, spaces.settings.node_max_chars, archive)
             _check_shown_text(conn, archive)
             _check_id_lists(conn, archive)
@@ -359,6 +361,35 @@ def _check_one_guild(spaces: Spaces, conn: sqlite3.Connection, name: str, archiv
         raise ArchiveRefused(
             archive, f"its manifest names guild {name} but its database holds data of {held}"
         )
+
+
+# The bot's tables whose rows name a Discord guild beside their knowledge base (guild-<id>-channel-<id>):
+# the bot acts on the row's guild id (its start settles a thread's pending exchange, forgets a thread, or
+# resumes a history import in the store of the guild the row names), so a row of guild 42's store naming
+# guild 999 would make it change guild 999's store.
+_GUILD_COLUMNS = (
+    ("channel settings", "bot_channel_settings"),
+    ("threads", "bot_threads"),
+    ("message sync settings", "bot_message_sync"),
+    ("history imports", "bot_message_imports"),
+)
+_OTHER_GUILD = (
+    "typeof(guild_id) != 'integer' OR typeof(kb) != 'text' "
+    "OR substr(kb, 1, length('guild-' || guild_id || '-')) != 'guild-' || guild_id || '-'"
+)
+
+
+def _check_row_guilds(conn: sqlite3.Connection, archive: Path) -> None:
+    """Each bot row's guild id is the guild of its knowledge base's name (`_GUILD_COLUMNS`)."""
+    present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for what, table in _GUILD_COLUMNS:
+        if table not in present:
+            continue
+        found = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {_OTHER_GUILD}").fetchone()[0]  # noqa: S608
+        if found:
+            raise ArchiveRefused(
+                archive, f"its database has {found:,} {what} ({table}) whose guild id is not their knowledge base's guild"
+            )
 
 
 def _check_node_length(conn: sqlite3.Connection, limit: int, archive: Path) -> None:
