@@ -254,7 +254,9 @@ async def posting_remembered(
 SETTLE_LOOKAHEAD = 50  # messages read after a pending exchange's question, looking for its answer
 
 
-async def settle_pending(services: Services, channel_for: Callable[[int, int], Any], bot_id: int) -> tuple[int, int]:
+async def settle_pending(
+    services: Services, channel_for: Callable[[int, int], Awaitable[Any | None]], bot_id: int
+) -> tuple[int, int]:
     """At start: each exchange a stopped bot left pending (recorded, its answer maybe posted) is settled in
     the thread's turn. Its answer found in Discord (the bot's reply to the question, and the bot's messages
     right after it) is attached and the exchange kept; none found (never posted, deleted since, or asked
@@ -267,8 +269,9 @@ async def settle_pending(services: Services, channel_for: Callable[[int, int], A
         async with conversation_turn(record.thread_id):
             if not await services.state.still_pending(record.guild_id, exchange.turn_ids):
                 continue  # settled meanwhile
-            channel = channel_for(record.guild_id, record.thread_id)
-            found = await posted_answer(channel, exchange.question_message_ids, bot_id)
+            channel = await channel_for(record.guild_id, record.thread_id)
+            # a thread of another guild: no member of this one saw its answer (`channel_of_guild`)
+            found = [] if channel is None else await posted_answer(channel, exchange.question_message_ids, bot_id)
             if found is None:
                 continue
             if found:
@@ -522,7 +525,7 @@ UNKNOWN_CHANNEL = 10003  # Discord's error code: the thread itself is gone
 UNKNOWN_MESSAGE = 10008  # ... the message is gone; any other 404 (no code: a proxy's page) tells nothing
 
 
-async def reconcile_questions(services: Services, channel_for: Callable[[int, int], Any]) -> int:
+async def reconcile_questions(services: Services, channel_for: Callable[[int, int], Awaitable[Any | None]]) -> int:
     """At start: questions members deleted while the bot was down leave their threads' memory with their
     answers, as `handle_deleted_questions` takes them when the deletion is seen. Bounded: the most recently
     active threads only (`BotState.recent_questions`), one message fetch per question their follow-ups are
@@ -531,7 +534,9 @@ async def reconcile_questions(services: Services, channel_for: Callable[[int, in
     included, passes the thread over, logged. Returns how many questions were found deleted."""
     deleted = 0
     for record, message_ids in await services.state.recent_questions():
-        channel = channel_for(record.guild_id, record.thread_id)
+        channel = await channel_for(record.guild_id, record.thread_id)
+        if channel is None:  # not a thread of the guild whose store names it: nothing there is read or deleted
+            continue
         gone: set[int] = set()
         for message_id in message_ids:
             try:

@@ -41,7 +41,7 @@ from .commands import auto_ingest, cogs
 from .gateway import IdentifyGate, shard_plan
 from .hints import mention_hint
 from .jobs import MIN_EDIT_INTERVAL_SECONDS, TOKEN_LIFETIME_SECONDS, BuildJobs
-from .kb import guild_prefix, kb_for_channel, kb_name
+from .kb import channel_of_guild, guild_prefix, kb_for_channel, kb_name
 from .messages import resume_imports
 from .permissions import Cooldown
 from .pictures import ShowTreeButton
@@ -212,9 +212,9 @@ class RaptorBot(commands.AutoShardedBot):
         except Exception:
             log.exception("checking the threads' questions at start failed")
 
-    def channel_to_read(self, guild_id: int, channel_id: int) -> Any:
-        """A channel's cached object (with its name), or a partial one that can still read its history."""
-        return self.get_channel(channel_id) or self.get_partial_messageable(channel_id, guild_id=guild_id)
+    async def channel_to_read(self, guild_id: int, channel_id: int) -> Any | None:
+        """A channel a stored row names, when it is the guild's (`channel_of_guild`), else None."""
+        return await channel_of_guild(self, guild_id, channel_id)
 
     async def start_build_cluster(self, engine: Engine) -> None:
         """Builds run on Dask workers: the scheduler named by RAPTOR_DASK_SCHEDULER, else an embedded

@@ -26,7 +26,7 @@ from raptor_engine.ingest.messages import ChatMessage, MessagePlace
 
 from .adding import add_files, is_supported, screen
 from .jobs import StatusMessage, ThrottledEditor
-from .kb import parse_kb_name
+from .kb import channel_of_guild, guild_id_of, parse_kb_name
 from .posted import post_of
 from .render import inert, truncate
 from .services import Services
@@ -300,10 +300,24 @@ async def resume_imports(services: Services, client: discord.Client) -> int:
                     record.status = "failed"
                     await services.state.import_progress(record)
                     continue
-            messageable = client.get_partial_messageable(record.status_channel_id or record.source_id)
+            status_channel = await _status_channel(client, record)
+            if guild_id_of(channel) != guild_id or status_channel is None:
+                # a record naming another guild's channel (a store from elsewhere): nothing is read or posted
+                log.warning("import %d names a channel of another guild than %s; it is not resumed", record.id, guild_id)
+                record.status = "failed"
+                await services.state.import_progress(record)
+                continue
+            messageable = client.get_partial_messageable(status_channel, guild_id=guild_id)
             status = StatusMessage(
                 messageable, requester_id=record.requester_id, token_lifetime=services.token_lifetime
             )
             await run_import(services, record, channel, status, record.added_by)
             resumed += 1
     return resumed
+
+
+async def _status_channel(client: discord.Client, record: MessageImport) -> int | None:
+    """The id of the channel a resumed import reports in (where it was asked, else its source), when it is the
+    import's guild's (`channel_of_guild`); None when it is another guild's."""
+    channel_id = record.status_channel_id or record.source_id
+    return channel_id if await channel_of_guild(client, record.guild_id, channel_id) is not None else None

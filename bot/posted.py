@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import discord
@@ -152,7 +152,7 @@ async def author_forgotten(services: Services, message: discord.Message) -> bool
     return message.guild is not None and message.author.id in await services.state.forgotten(message.guild.id)
 
 
-async def reconcile(services: Services, channel_for: Callable[[int, int], Any]) -> int:
+async def reconcile(services: Services, channel_for: Callable[[int, int], Awaitable[Any | None]]) -> int:
     """At start: a posted file whose message was deleted, or edited to drop it, while the bot was down
     leaves now; returns how many went. One message fetch per recorded file; a channel the bot can no
     longer read keeps its files (logged)."""
@@ -160,7 +160,8 @@ async def reconcile(services: Services, channel_for: Callable[[int, int], Any]) 
     gone: list[PostedFile] = []
     for guild_id in sorted(guilds):
         for file in await services.state.posted_files(guild_id, every=True):
-            if not await _still_posted(channel_for(guild_id, file.channel_id), file):
+            channel = await channel_for(guild_id, file.channel_id)
+            if channel is not None and not await _still_posted(channel, file):  # None: another guild's, kept
                 gone.append(file)
     return await _remove(services, gone, "its message was deleted or edited while the bot was down")
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -273,7 +273,7 @@ class MessageSync:
 
     # ------------------------------------------------------------------ reconcile at start
 
-    async def reconcile(self, channel_for: Callable[[int, int], Any]) -> int:
+    async def reconcile(self, channel_for: Callable[[int, int], Awaitable[Any | None]]) -> int:
         """Apply what changed while the bot was down to every knowledge base holding messages; returns how
         many channels were read. `channel_for(guild_id, channel_id)` gives a channel to read the history of."""
         kbs = await self.services.call(self.engine.knowledge_bases)
@@ -285,7 +285,10 @@ class MessageSync:
             for channel_id in await self.services.call(self.engine.message_channels, kb):
                 self.note_source(kb, channel_id)
                 try:
-                    await self._reconcile_channel(kb, ids[0], channel_for(ids[0], channel_id))
+                    channel = await channel_for(ids[0], channel_id)
+                    if channel is None:  # a stored message of another guild's channel: not read there
+                        continue
+                    await self._reconcile_channel(kb, ids[0], channel)
                     read += 1
                 except Exception:
                     log.exception("reconciling the messages of %s in %s failed", channel_id, kb)

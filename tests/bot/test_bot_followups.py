@@ -4,6 +4,7 @@ no LLM)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 from types import SimpleNamespace
@@ -242,7 +243,7 @@ async def test_the_start_forgets_a_question_only_on_discords_unknown_message(tmp
     await state.add_turns(GUILD, 7, [Turn("user", "q1"), Turn("assistant", "a1")], posted=[[701], [702]])
     services = SimpleNamespace(state=state, jobs=SimpleNamespace(track=contextlib.nullcontext))
     thread = Reading(7, error)
-    deleted = await reconcile_questions(services, lambda guild_id, thread_id: thread)
+    deleted = await reconcile_questions(services, lambda guild_id, thread_id: asyncio.sleep(0, thread))
     assert thread.fetched[0] == 701  # (then, forgotten, its answer 702 to delete it)
     assert deleted == (1 if forgotten else 0)
     assert [t.content for t in await state.history(GUILD, 7)] == ([] if forgotten else ["q1", "a1"])
