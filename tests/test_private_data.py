@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from raptor_engine import Settings
+from raptor_engine.storage.archive import export_space
 from raptor_engine.storage.spaces import Spaces, keep_private
 
 OTHER_UID = 65534
@@ -84,3 +85,19 @@ def test_another_local_user_cannot_read_the_store():
         assert "Permission denied" in tried.stderr
     finally:
         shutil.rmtree(base)
+
+
+def test_an_exported_archive_is_this_users_alone(tmp_path):
+    """`raptor guilds export` writes every document, question and thread of a guild into one file: under a
+    umask of 022 it was mode 0644, readable by every local user wherever it was written."""
+    spaces = Spaces(Settings(data_dir=tmp_path / "data"))
+    old = os.umask(0o022)
+    try:
+        with spaces.pinned("42", create=True):
+            pass
+        archive = tmp_path / "guild-42.tar"
+        export_space(spaces, "42", archive)
+    finally:
+        os.umask(old)
+        spaces.close()
+    assert mode(archive) == 0o600

@@ -109,7 +109,8 @@ def _partial_folder(target: Path) -> Iterator[Path]:
 
 def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, Any]:
     """Write space `name` to a tar archive: a `VACUUM INTO` snapshot of its database (consistent while
-    others write) and its manifest. Written beside `archive` and renamed into place (storage/files.py)."""
+    others write) and its manifest. Written beside `archive` and renamed into place (storage/files.py),
+    readable by this user only (mode 0600, whatever the umask), as the data directory is."""
     if not archive.parent.is_dir():
         what = "is not a folder" if archive.parent.exists() else "does not exist"
         raise RaptorError(f"Cannot write the archive to {archive}: {archive.parent} {what}.")
@@ -137,6 +138,7 @@ def export_space(spaces: Spaces, name: str, archive: Path) -> dict[str, Any]:
         with tarfile.open(partial, "w") as tar:
             tar.add(Path(scratch) / ARCHIVE_MANIFEST, ARCHIVE_MANIFEST)
             tar.add(snapshot, DB_NAME)
+        partial.chmod(0o600)  # it holds every document, question and thread of the guild: this user's alone
         partial.replace(target)
     return manifest
 
