@@ -34,9 +34,11 @@ import ipaddress
 import logging
 import os
 import pickle
+import shutil
 import socket
 import ssl
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -518,6 +520,7 @@ class BuildCluster:
         self.address = address
         self.client: Any = None
         self.local: Any = None  # the embedded LocalCluster, when this process started one
+        self._scratch: str | None = None  # its workers' scratch folder (`_start_local`)
         self._progress: dict[str, ProgressCallback] = {}
         self._futures: dict[str, Any] = {}
         self._budgets: dict[str, BuildBudget] = {}  # the engine's copy of each build's budget
@@ -591,6 +594,10 @@ class BuildCluster:
         from distributed.security import Security
 
         withhold_secrets()
+        # Dask's default scratch space is /tmp/dask-scratch-space, shared by every user: one who makes it
+        # first owns the folder the workers' own ones are in (and so can swap them for theirs, where the
+        # workers spill what they hold). This folder is made by this process, mode 0700, removed at close.
+        self._scratch = tempfile.mkdtemp(prefix="raptor-dask-")
         dashboard = self.settings.dask_dashboard_port
         http = {} if dashboard else {"distributed.scheduler.http.routes": []}
         with dask.config.set({**http, "distributed.worker.http.routes": []}):
@@ -607,6 +614,7 @@ class BuildCluster:
                 env=WORKER_ENV,
                 resources={version_resource(): 1},
                 preload=[__name__],
+                local_directory=self._scratch,
             )
         if not dashboard:
             cluster.scheduler.http_server.stop()  # Dask starts one even without a dashboard
@@ -800,6 +808,9 @@ class BuildCluster:
         if self.local is not None:
             await close_local_cluster(self.local)
             self.local = None
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     @staticmethod
     async def _close_client(client: Any) -> None:

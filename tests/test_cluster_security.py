@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -127,8 +128,16 @@ async def test_another_user_cannot_run_code_on_the_embedded_cluster_nor_find_a_d
         pids = await client.run(os.getpid)
         for pid in pids.values():
             assert CANARY.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
+        # the workers' scratch space is in a folder of this process's own, not /tmp/dask-scratch-space (a
+        # folder any user may make first, and so own: then they can swap the workers' folders for theirs)
+        local = (await client.run(lambda dask_worker: dask_worker.local_directory)).values()
+        scratch = {p for d in local for p in Path(d).parents if p.name.startswith("raptor-dask-")}
+        assert len(scratch) == 1, local
+        folder = scratch.pop()
+        assert folder.stat().st_uid == os.getuid() and stat.S_IMODE(folder.stat().st_mode) == 0o700
     finally:
         await cluster.close()
+    assert not folder.exists()  # removed at close
 
 
 def _free_port() -> int:
