@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from raptor_engine import Settings
+from raptor_engine.errors import RaptorError
 from raptor_engine.storage.archive import export_space
 from raptor_engine.storage.spaces import Spaces, keep_private
 
@@ -101,3 +102,31 @@ def test_an_exported_archive_is_this_users_alone(tmp_path):
         os.umask(old)
         spaces.close()
     assert mode(archive) == 0o600
+
+
+@pytest.mark.parametrize("planted", ["database", "space folder", "guilds folder"])
+def test_a_store_reached_through_a_planted_link_is_not_opened(tmp_path, planted):
+    """Whoever can write in a data directory (one another user made, or left open) can plant a link where a
+    guild's store goes: to another guild's store, or to any file this user may write, which the engine would
+    then read and write as that guild's (an empty file became a SQLite store)."""
+    data, victim = tmp_path / "data", tmp_path / "elsewhere"
+    (victim / "guilds" / "42").mkdir(parents=True)
+    (victim / "guilds" / "42" / "raptor.db").write_bytes(b"")
+    links = {
+        "database": (data / "guilds" / "42" / "raptor.db", victim / "guilds" / "42" / "raptor.db"),
+        "space folder": (data / "guilds" / "42", victim / "guilds" / "42"),
+        "guilds folder": (data / "guilds", victim / "guilds"),
+    }
+    link, target = links[planted]
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target)
+    spaces = Spaces(Settings(data_dir=data))
+    try:
+        assert spaces.names() == []
+        with pytest.raises(RaptorError, match=r"^The store of space 42 in .* is reached through a symbolic link"):
+            with spaces.pinned("42", create=True):
+                pass
+    finally:
+        spaces.close()
+    assert (victim / "guilds" / "42" / "raptor.db").read_bytes() == b""
+    assert sorted(p.name for p in (victim / "guilds" / "42").iterdir()) == ["raptor.db"]

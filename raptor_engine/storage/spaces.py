@@ -91,6 +91,13 @@ def space_dir(settings: Settings, name: str) -> Path:
     return settings.data_dir / SPACES_DIR / name
 
 
+def _linked(directory: Path) -> bool:
+    """Whether a space's folder, `guilds/` above it, or its database is a symbolic link: one planted by
+    whoever could write in the data directory would make this process read and write another file as a
+    guild's store (another guild's, or any file this user may write)."""
+    return any(path.is_symlink() for path in (directory.parent, directory, directory / DB_NAME))
+
+
 def check_space_name(name: str) -> str:
     if not _SPACE_NAME.fullmatch(name):
         raise RaptorError(f"{name!r} is not a space name (letters, digits, '-' and '_', at most 64).")
@@ -160,7 +167,9 @@ class Spaces:
         base = self.settings.data_dir / SPACES_DIR
         if not base.is_dir():
             return []
-        return sorted(p.name for p in base.iterdir() if (p / DB_NAME).exists() and _SPACE_NAME.fullmatch(p.name))
+        return sorted(
+            p.name for p in base.iterdir() if (p / DB_NAME).exists() and _SPACE_NAME.fullmatch(p.name) and not _linked(p)
+        )
 
     # -- opening and closing --------------------------------------------------------------------
 
@@ -181,6 +190,11 @@ class Spaces:
                 if space is not None:
                     space.pins += 1
             if space is None:
+                if _linked(directory):
+                    raise StorageError(
+                        f"The store of space {name} in {self.settings.data_dir} is reached through a symbolic link "
+                        "(planted by whoever could write there?); it is not opened: move the link aside."
+                    )
                 if not create and not (directory / DB_NAME).exists():
                     raise NotFoundError(f"There is no space named {name!r}.")
                 store = Store(directory / DB_NAME)
