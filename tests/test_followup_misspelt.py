@@ -35,7 +35,27 @@ TWINS = [
     ("How many moorings did the 2021 survey count?", "and the waiting list?", "and teh waitng list?"),
     ("Who prepared the 2021 survey?", "what did he say about dredging?", "waht did he say abut dreging?"),
     ("Who chaired the Q2 meeting?", "how many plots were vacant then?", "how many plots were vacnat tehn?"),
+    # qa21: slips of four letters or fewer, two letters swapped ('lsit', 'rnet', 'lmap'), and 'hwo' read by the
+    # word after it
+    ("Who chaired the Q2 meeting?", "list the members", "lsit the members"),
+    ("Who chaired the Q2 meeting?", "what was the rent?", "whta was the rnet?"),
+    ("Who kept the Skerry light?", "when did she relight the lamp?", "when did she relight the lmap?"),
+    ("Who chaired the Q2 meeting?", "How many members attended?", "Hwo many members attended?"),
+    ("How many plots were vacant in Q2?", "who chaired the meeting?", "hwo chaired the meeting?"),
 ]
+
+
+@pytest.mark.parametrize(
+    ("meant", "typed"),
+    [("List the members at the Q2 meeting", "Lsit the members at the Q2 meeting"),
+     ("How many plots were vacant in Q2?", "Hwo many plots were vacant in Q2?"),
+     ("What was the rent in Q1?", "Waht was the rnet in Q1?")],
+)
+async def test_a_short_slip_in_a_first_question_is_searched_as_its_correct_twin(engine, meant, typed):
+    right = await conversation(engine, [meant])
+    wrong = await conversation(engine, [typed])
+    assert wrong.query == right.query, (wrong.query, right.query)
+    assert wrong.text == right.text, wrong.text
 
 
 @pytest.mark.parametrize(("first", "meant", "typed"), TWINS)

@@ -128,3 +128,51 @@ def test_the_misspelt_copy_of_a_set_keeps_ids_and_documents_and_slips_the_questi
     copied = json.loads((tmp_path / "copy" / "questions.jsonl").read_text())
     assert copied["question_id"] == "q1" and copied["question"] != asked["question"]
     assert (tmp_path / "copy" / "documents.jsonl").read_text() == (source / "documents.jsonl").read_text()
+
+
+def test_a_short_word_is_respelled_only_by_two_swapped_letters_to_one_word(tmp_path):
+    """qa21: a slip of four letters or fewer ('lsit', 'lmap', 'rnet') was left as typed. Now two
+    neighbouring letters swapped back give the documents' word when exactly one does; a letter dropped or
+    changed in a short word ('lap', 'rnt'), a name ('Lnea' mid-question), an acronym and a real word stay."""
+    store = Store(tmp_path / "raptor.db")
+    kb_id = _commit(store, "minutes", "The lamp was lit. The rent rose. The waiting list was long. Lena and Lean sat.")
+    forms = store.word_forms(kb_id)
+
+    def known(words: list[str]) -> list[bool]:
+        return [w.lower() in {"lap", "the", "was", "what", "who", "is", "did", "she", "see", "nad"} for w in words]
+
+    def read(question: str) -> str:
+        return respelled(question, known, lambda: forms)
+
+    assert read("lsit the members") == "list the members"
+    assert read("Lsit the members") == "List the members"
+    assert read("when was teh lmap lit?") == "when was the lamp lit?"
+    assert read("what was the rnet?") == "what was the rent?"
+    assert read("what was the rnt?") == "what was the rnt?"  # a dropped letter in a short word: too many readings
+    assert read("who is Lnea?") == "who is Lnea?"  # a name is spelled anyhow
+    assert read("what did the NHS say?") == "what did the NHS say?"
+    assert read("was the lap long?") == "was the lap long?"  # a real word
+    assert read("did she see Lnea nad Lean?") == "did she see Lnea nad Lean?"
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("hwo many were there?", "how many were there?"),
+        ("Hwo many were there?", "How many were there?"),
+        ("hwo long was it?", "how long was it?"),
+        ("hwo chaired it?", "who chaired it?"),
+        ("Hwo chaired it?", "Who chaired it?"),
+        ("hwo was he?", "hwo was he?"),  # how or who: left as typed
+        ("waht was it?", "what was it?"),
+        ("Whta was it?", "What was it?"),
+        ("mnay were there?", "many were there?"),
+    ],
+)
+def test_a_short_question_word_is_read_by_the_word_after_it_when_its_slip_is_ambiguous(tmp_path, typed, meant):
+    store = Store(tmp_path / "raptor.db")
+    kb_id = _commit(store, "minutes", "Eleven members came. Joan chaired the meeting.")
+    known = lambda words: [w.lower() in {"was", "it", "were", "there", "long", "he", "chaired"} for w in words]  # noqa: E731
+    assert respelled(typed, known, lambda: store.word_forms(kb_id)) == meant
+    store.close()

@@ -758,9 +758,11 @@ def _what_about(question: str, previous: Rewrite) -> Rewrite | None:
     moved = _placed_again(placed, previous) if placed is not None else None
     if moved is not None:
         return moved
+    if _of_another_kind(target, previous):
+        return Rewrite(_capitalised(question), _cut(_carried_context(previous)), subject=previous.subject)
     new_names = names_in(question)
     old_names = names_in(previous.core)
-    if new_names and old_names and new_names[0].lower() != old_names[0].lower():
+    if new_names and old_names and new_names[0].lower() != old_names[0].lower() and _alike(new_names[0], old_names[0]):
         old = old_names[0]
         core = re.sub(rf"\b{re.escape(old)}\b", new_names[0], previous.core, count=1)
         return Rewrite(core, subject=new_names[0])
@@ -826,6 +828,58 @@ def _swapped_thing(target: str, previous: Rewrite) -> str | None:
         return None
     written = target[:1].lower() + target[1:] if article is not None and at > 0 else target
     return _capitalised(previous.core[:at] + written + previous.core[at + len(phrase) :])
+
+
+def _of_another_kind(target: str, previous: Rewrite) -> bool:
+    """'How many members attended the Q2 meeting?' then 'what about the budget?' (or 'the treasurer', 'the
+    minutes from March'): a thing named by a common noun that is not the kind the last question asked about,
+    so it replaces none of its words: no 'budget meeting', no 'How many members attended the budget?'. It is
+    asked as typed with the last question as context, which keeps the Q2 meeting in view. The kind differs when
+    the last question's one thing is labelled ('the Q2 meeting', 'the 2021 survey') and the new head noun is
+    another ('budget', not 'meeting': 'the budget meeting' is that kind), or is a bare label or name ('in Q2'),
+    or one is a person and the other not ('the treasurer'). A thing of the same plain kind is swapped as before
+    ('When did the railway close?' then 'what about the canal?', `_swapped_thing`)."""
+    head = _common_head(target)
+    if head is None or _ORDINAL.search(target):
+        return False
+    if _people_in(previous.core) or _asked_who_is(previous.core) or previous.person:
+        return False  # 'What did Hester Marrow earn?' then 'what about the last keeper?': a new topic already
+    things = [thing for thing in _things_in(previous.core) or [] if not thing.person]
+    if len(things) != 1:
+        return False
+    phrase = things[0].phrase
+    old_head = _head_word(phrase)
+    if stem(head) == stem(old_head):
+        return False
+    labelled = phrase.split()[0].lower() in _ARTICLES and len(phrase.split()) > 2
+    bare = phrase.split()[0].lower() not in _ARTICLES
+    return labelled or bare or (head in PERSON_NOUNS) != (old_head in PERSON_NOUNS)
+
+
+def _alike(new: str, old: str) -> bool:
+    """Whether a name may stand in another's place: a label with a number ('Q2', 'Form 7') only for
+    another such, so 'what about Joan?' after 'Who chaired the Q2 meeting?' is no 'Joan meeting'."""
+    return any(ch.isdigit() for ch in new) == any(ch.isdigit() for ch in old)
+
+
+def _common_head(target: str) -> str | None:
+    """The head noun of a thing named by a common noun after an article: 'the budget' -> 'budget', 'the
+    minutes from March' -> 'minutes', 'the water pump' -> 'pump'; None for a name or a number ('the Alder',
+    'the 2019 one', 'Q1')."""
+    tokens = target.strip().rstrip("?.!").split()
+    if len(tokens) < 2 or tokens[0].lower() not in _ARTICLES:
+        return None
+    run: list[str] = []
+    for token in tokens[1:]:
+        if not re.fullmatch(r"[a-z][a-z'-]*", token) or token in STOPWORDS:
+            break
+        run.append(token)
+    return _head_word(run[-1]) if run and len(run) == len(tokens) - 1 or run and tokens[len(run) + 1].lower() in STOPWORDS else None
+
+
+def _head_word(phrase: str) -> str:
+    """A noun phrase's last word, lower case and without a possessive: 'the Q2 meeting' -> 'meeting'."""
+    return _POSSESSIVE.sub("", phrase.split()[-1]).lower()
 
 
 _NUMBERED_ONE = re.compile(r"^the\s+(\d[\d,.]*)\s+ones?\s*[?.!]*$", re.IGNORECASE)
@@ -2612,7 +2666,8 @@ PERSON_NOUNS = (
         founder founders surveyor pilot pilots crew crews navvies passengers passenger volunteers volunteer
         people person family families children child men women workers worker author writer beekeeper
         beekeepers farmers farmer fishermen fisherman sailor sailors superintendent vicar curate survivors
-        survivor members member""".split()
+        survivor members member treasurer treasurers secretary secretaries chair chairman chairwoman
+        chairperson clerk clerks manager managers director directors officer officers""".split()
     )
 )
 # Words of a request about the last answer, whose 'it' is that answer ('summarise it', 'explain it').
@@ -2624,7 +2679,10 @@ PHRASE_ADVERBS = frozenset(
     """still ever first last already usually often always never originally finally really actually mainly
     mostly typically normally generally ever since later soon""".split()
 )
-NOUNS_IN_ING = frozenset("building ceiling landing clothing wedding morning evening painting railing".split())
+NOUNS_IN_ING = frozenset(
+    """building ceiling landing clothing wedding morning evening painting railing meeting hearing briefing
+    gathering funding housing spending crossing""".split()
+)
 # Words ending in 's' that name one thing ('the lens', 'the glass').
 SINGULAR_IN_S = frozenset("lens gas bus news series species canvas atlas chaos apparatus".split())
 _ARTICLES = frozenset(("the", "a", "an"))

@@ -26,6 +26,7 @@ from ..ingest.sentences import one_slip_apart, stem
 from ..storage.text_index import WordForms, word_forms_of
 
 MIN_RESPELLED_CHARS = 5  # a shorter word is one slip from too many others ("cup", "cut", "cap")
+MIN_SWAPPED_CHARS = 3  # a shorter one is respelled by two swapped letters only ('lsit' -> 'list', `_swapped_near`)
 WORD = re.compile(r"[^\W\d_]+")
 # The words a question is built of, whatever the documents say: a word no vocabulary holds ("teh",
 # "aftr", "whne") one slip from one of these is that word, at any length, unless the documents use it.
@@ -33,16 +34,54 @@ QUESTION_WORDS = frozenset(
     """the what when where which who whom whose why how after before because about with without they them
     their there then than this that these those does did was were have has had from into during until
     since while also other another again against around through could would should said and but
-    he she him his her hers it its""".split()
+    he she him his her hers it its list name show tell give many much""".split()
 )
+# 'hwo' is 'how' or 'who' (`question_word` leaves it): the word after it tells which ('hwo many', 'hwo chaired')
+_HOW_AFTER = frozenset("many much long far often old soon big large tall high wide deep come".split())
+_HOW_OR_WHO = re.compile(r"\b([Hh])wo\b(?=\s+([^\W\d_]+))")
 
 
 def respellable_words(question: str) -> list[str]:
-    """The question's words that could be respelled: letters only, long enough or one slip from a
-    question word ('teh'), each once."""
+    """The question's words that could be respelled: letters only, long enough, one slip from a
+    question word ('teh'), or of MIN_SWAPPED_CHARS letters or more and no name (`_may_be_a_name`: 'lsit',
+    not 'Ulf' mid-question nor 'NHS'), each once."""
     return list(
-        dict.fromkeys(w for w in WORD.findall(question) if len(w) >= MIN_RESPELLED_CHARS or question_word(w))
+        dict.fromkeys(
+            match.group(0)
+            for match in WORD.finditer(question)
+            if len(match.group(0)) >= MIN_RESPELLED_CHARS
+            or question_word(match.group(0))
+            or (len(match.group(0)) >= MIN_SWAPPED_CHARS and not _may_be_a_name(question, match))
+        )
     )
+
+
+def _may_be_a_name(question: str, match: re.Match[str]) -> bool:
+    """A short word in capitals ('NHS'), or capitalised anywhere but where the question or a sentence of
+    it opens ('what did Ulf say?'): never respelled, since a name or an acronym may be spelled anyhow."""
+    word = match.group(0)
+    if word.isupper() and len(word) > 1:
+        return True
+    opens = not question[: match.start()].strip() or question[: match.start()].rstrip()[-1:] in ".!?"
+    return word[:1].isupper() and not opens
+
+
+def how_or_who(question: str) -> str:
+    """'hwo many members attended?' -> 'how many …', 'hwo chaired it?' -> 'who chaired it?': the word after
+    'hwo' says which it is (a measure word: how; a verb in the past: who); left as typed otherwise
+    ('hwo was he?')."""
+
+    def meant(match: re.Match[str]) -> str:
+        after = match.group(2).lower()
+        if after in _HOW_AFTER:
+            word = "how"
+        elif after.endswith("ed") and after not in QUESTION_WORDS:
+            word = "who"
+        else:
+            return match.group(0)
+        return word.capitalize() if match.group(1).isupper() else word
+
+    return _HOW_OR_WHO.sub(meant, question)
 
 
 def question_word(typed: str) -> str | None:
@@ -54,8 +93,7 @@ def question_word(typed: str) -> str | None:
     if lowered in QUESTION_WORDS:
         return None
     # 'hte' -> 'the': the one slip that moves the first letter, in a word of three letters or more ('ti')
-    swapped = lowered[1::-1] + lowered[2:] if len(lowered) > 2 else lowered
-    near = [w for w in QUESTION_WORDS if w == swapped or w[:1] == lowered[:1] and one_slip_apart(lowered, w)]
+    near = _question_word_slips(lowered)
     likely = [w for w in near if len(w) > len(lowered) or sorted(w) == sorted(lowered)] or near
     return likely[0] if len(likely) == 1 else None
 
@@ -83,9 +121,33 @@ def _nearest(typed: str, forms: WordForms) -> dict[str, int] | None:
     """How `forms` write their word one slip from `typed` (of several, the one written most often, then
     the first alphabetically); None for none, or a word too short to respell."""
     if len(typed) < MIN_RESPELLED_CHARS:
-        return None
+        return _swapped_near(typed, forms)
     near = [w for w in forms.near(typed) if one_slip_apart(typed, w)]
     return forms.forms[min(near, key=lambda w: (-sum(forms.forms[w].values()), w))] if near else None
+
+
+def _swapped_near(typed: str, forms: WordForms) -> dict[str, int] | None:
+    """How `forms` write the one word a short `typed` is with two neighbouring letters swapped back
+    ('lsit' -> 'list', 'lmap' -> 'lamp', 'rnet' -> 'rent'), when no question word is one slip from it
+    ('hwo': how or who, `question_word`) and only one such word exists; None otherwise. A short word is one
+    letter dropped, added or changed from too many others to guess ('cpa': cap, cup, cop?); a swap rarely
+    leaves two readings."""
+    if len(typed) < MIN_SWAPPED_CHARS or _question_word_slips(typed):
+        return None
+    near = [w for w in forms.near(typed) if len(w) == len(typed) and _swapped(typed, w)]
+    return forms.forms[near[0]] if len(near) == 1 else None
+
+
+def _swapped(typed: str, word: str) -> bool:
+    """Whether `word` is `typed` with two neighbouring letters swapped back (and nothing else changed)."""
+    differ = [at for at, (a, b) in enumerate(zip(typed, word, strict=True)) if a != b]
+    return len(differ) == 2 and differ[1] == differ[0] + 1 and typed[differ[0]] == word[differ[1]] and typed[differ[1]] == word[differ[0]]
+
+
+def _question_word_slips(typed: str) -> list[str]:
+    """The question words one slip from `typed`, also by its first two letters swapped ('hwo': how, who)."""
+    swapped = typed[1::-1] + typed[2:] if len(typed) > 2 else typed
+    return [w for w in QUESTION_WORDS if w == swapped or w[:1] == typed[:1] and one_slip_apart(typed, w)]
 
 
 def written_as(typed: str, ways: dict[str, int]) -> str:
@@ -109,6 +171,7 @@ def respelled(
     """`question` with its mistyped words respelled. `known` says which words the embedding model holds
     whole (real words, never respelled); `forms` reads the documents' words, only when a word is left; a
     follow-up's `conversation` (its questions so far) holds words a slip may be of that no document uses."""
+    question = how_or_who(question)
     words = respellable_words(question)
     if not words:
         return question
