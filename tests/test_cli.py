@@ -239,9 +239,11 @@ def test_chat_with_a_knowledge_base_that_has_no_documents_stops_at_once(run, tmp
         input="Who surveyed the railway?\nwhy?\n\n",
     )
     assert result.exit_code == 1
-    assert result.output == (
+    assert result.stderr == (
         "Error: The knowledge base 'nope' has no documents yet; add one with: raptor ingest FILE --kb nope\n"
     )
+    error = "The knowledge base 'nope' has no documents yet; add one with: raptor ingest FILE --kb nope"
+    assert result.stdout == (json.dumps({"error": error, "status": 1}) + "\n" if as_json else "")
 
 
 def test_a_budget_that_holds_no_passage_or_filters_that_exclude_each_other_say_so(run, files):
