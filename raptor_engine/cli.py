@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import io
 import json
 import logging
@@ -30,7 +29,7 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
     from . import __version__
     from .config import Settings
     from .engine import MODES, EmptyKnowledgeBaseError, Engine, IngestResult, TreePicture, shown_text
-    from .errors import RaptorError, damaged_store, is_damaged_database, storage_failure
+    from .errors import RaptorError, damaged_store, did_you_mean, is_damaged_database, storage_failure
     from .ingest.load import file_types, read_local_file, safe_filename
     from .plugins import load_plugins
     from .query.answer import describe_documents
@@ -198,11 +197,10 @@ SHOWN_KBS = 5  # knowledge bases named when none is close to the one asked for
 def kb_suggestion(kb: str, names: list[str]) -> str:
     """What to say after "'kb' has no documents": the close name (`Did you mean 'notes'?`, case and
     one typo apart), else the knowledge bases there are, the first few; '' when there are none."""
-    others = [name for name in names if name != kb]
-    folded = {name.casefold(): name for name in others}
-    close = difflib.get_close_matches(kb.casefold(), list(folded), n=1, cutoff=0.6)
+    close = did_you_mean(kb, names)
     if close:
-        return f" Did you mean {folded[close[0]]!r}?"
+        return close
+    others = [name for name in names if name != kb]
     if not others:
         return ""
     listed = ", ".join(repr(name) for name in others[:SHOWN_KBS])

@@ -210,7 +210,7 @@ def test_ask_filters_that_match_nothing_in_the_tree_are_refused_in_one_sentence(
 
     typo = run("ask", "Who surveyed the railway?", "--kb", "t", "--document", "railways.md")
     assert typo.exit_code == 1
-    assert typo.output == "Error: No document named 'railways.md' in this knowledge base.\n"
+    assert typo.output == "Error: No document named 'railways.md' in this knowledge base. Did you mean 'railway.md'?\n"
     above = run("ask", "Who surveyed the railway?", "--kb", "t", "--layer", "0", "--layer", str(top + 1))
     assert above.exit_code == 1
     assert above.output == f"Error: This knowledge base's layers are 0 to {top}; there is no layer {top + 1}.\n"

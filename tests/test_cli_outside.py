@@ -12,6 +12,7 @@ from click.testing import CliRunner
 import raptor_engine.cli as cli_module
 from raptor_engine.cli import SHOWN_KBS, kb_suggestion
 from raptor_engine.engine import Engine
+from raptor_engine.errors import did_you_mean
 from tests.sample_texts import RAILWAY
 
 
@@ -38,6 +39,35 @@ def test_the_suggestion_is_the_close_name_else_the_names_there_are():
     assert kb_suggestion("zzz", many).endswith("'kb04' and 3 more.")
     assert kb_suggestion("zzz", []) == ""
     assert kb_suggestion("Railway", ["Railway"]) == ""  # never itself
+
+
+def test_did_you_mean_is_only_a_close_name_and_never_the_same_one():
+    assert did_you_mean("RAILWAY.MD", ["railway.md", "bees.md"]) == " Did you mean 'railway.md'?"
+    assert did_you_mean("lighthouse.pdf", ["railway.md", "bees.md"]) == ""
+    assert did_you_mean("bees.md", ["bees.md"]) == ""
+
+
+def test_forget_of_a_name_two_documents_share_names_them_and_removes_neither(run, tmp_path):
+    """Two files called notes.md from two folders: `forget notes.md` cannot choose, so it says which sha256
+    prefixes to choose from (and one of them removes just that one); a typo names the close document."""
+    for folder, text in (("a", "The keeper rang the fog bell."), ("b", "The ferry left at dawn.")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "notes.md").write_text(f"{text} It was a quiet evening on the coast.\n")
+        assert run("ingest", str(tmp_path / folder / "notes.md"), "--kb", "Railway", "--quiet").exit_code == 0
+    listed = json.loads(run("docs", "--kb", "Railway", "--json").stdout)
+    prefixes = [d["sha256"][:12] for d in listed if d["name"] == "notes.md"]
+    both = run("forget", "notes.md", "--kb", "Railway")
+    assert both.exit_code == 1 and both.stdout == ""
+    assert both.stderr == (
+        f"Error: Several documents are named 'notes.md' (sha256 {', '.join(prefixes)}); "
+        "name one by its sha256 prefix instead.\n"
+    )
+    typo = run("forget", "note.md", "--kb", "Railway")
+    assert typo.stderr == "Error: No document named 'note.md' in this knowledge base. Did you mean 'notes.md'?\n"
+    assert json.loads(run("docs", "--kb", "Railway", "--json").stdout) == listed
+    assert run("forget", prefixes[0], "--kb", "Railway").exit_code == 0
+    left = [d["sha256"][:12] for d in json.loads(run("docs", "--kb", "Railway", "--json").stdout)]
+    assert prefixes[0] not in left and prefixes[1] in left
 
 
 @pytest.mark.parametrize(
