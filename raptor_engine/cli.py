@@ -28,8 +28,8 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
 
     from . import __version__
     from .config import Settings
-    from .engine import MODES, Engine, IngestResult, TreePicture, shown_text
-    from .errors import RaptorError, damaged_store, is_damaged_database, storage_failure
+    from .engine import MODES, EmptyKnowledgeBaseError, Engine, IngestResult, TreePicture, shown_text
+    from .errors import RaptorError, damaged_store, did_you_mean, is_damaged_database, storage_failure
     from .ingest.load import file_types, read_local_file, safe_filename
     from .plugins import load_plugins
     from .query.answer import describe_documents
@@ -185,7 +185,36 @@ def _engine(ctx: click.Context) -> Engine:
 
 
 def _fail(exc: BaseException) -> None:
-    raise click.ClickException(str(exc)) from exc
+    message = str(exc)
+    if isinstance(exc, EmptyKnowledgeBaseError):  # a mistyped --kb: name the one meant
+        message += _other_kbs(click.get_current_context())
+    raise click.ClickException(message) from exc
+
+
+SHOWN_KBS = 5  # knowledge bases named when none is close to the one asked for
+
+
+def kb_suggestion(kb: str, names: list[str]) -> str:
+    """What to say after "'kb' has no documents": the close name (`Did you mean 'notes'?`, case and
+    one typo apart), else the knowledge bases there are, the first few; '' when there are none."""
+    close = did_you_mean(kb, names)
+    if close:
+        return close
+    others = [name for name in names if name != kb]
+    if not others:
+        return ""
+    listed = ", ".join(repr(name) for name in others[:SHOWN_KBS])
+    more = f" and {len(others) - SHOWN_KBS:,} more" if len(others) > SHOWN_KBS else ""
+    return f" The knowledge bases here: {listed}{more}."
+
+
+def _other_kbs(ctx: click.Context) -> str:
+    """`kb_suggestion` for the command's --kb among this data directory's knowledge bases with documents."""
+    kb = ctx.params.get("kb")
+    engine = (ctx.obj or {}).get("engine")
+    if not isinstance(kb, str) or engine is None:
+        return ""
+    return kb_suggestion(kb, [name for name in engine.spaces.root.store.kb_names() if engine.documents(name)])
 
 
 def _check_png_target(path: Path) -> None:
@@ -248,6 +277,27 @@ def output_options(fn: F) -> F:
 
 def _print_json(value: Any) -> None:
     click.echo(_json_text(value, indent=2))
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta[_JSON_PRINTED] = True
+
+
+_JSON_ASKED = "raptor.json"  # ctx.meta: --json is on the command line, so an error is JSON on stdout too
+_JSON_PRINTED = "raptor.json_printed"  # ctx.meta: stdout already holds the JSON of what was done
+
+
+def _json_asked(args: list[str]) -> bool:
+    """Whether `--json` is among the options of a command line (not after `--`, where it is a value)."""
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+def _json_error(ctx: click.Context, message: str, status: int) -> None:
+    """With --json, a failure is JSON on stdout as well as one line on stderr, `{"error": sentence,
+    "status": exit status}`, so a program reading stdout always gets JSON; not when the command already
+    printed the JSON of what it did (`ingest` of several files, one refused)."""
+    if ctx.meta.get(_JSON_ASKED) and not ctx.meta.get(_JSON_PRINTED):
+        ctx.meta[_JSON_PRINTED] = True
+        click.echo(_json_text({"error": message, "status": status}))  # one line: `chat --json` is JSON Lines
 
 
 class OneLineUsageError(click.ClickException):
@@ -316,12 +366,14 @@ class RaptorGroup(click.Group):
         return True
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:
+            ctx.meta[_JSON_ASKED] = _json_asked(args)
         try:
             return super().parse_args(ctx, args)
         except _HELP_REQUESTS:
             raise  # `raptor` alone prints its help
         except click.UsageError as exc:
-            raise _one_line(exc) from exc
+            raise self._failed(ctx, _one_line(exc)) from exc
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -329,14 +381,15 @@ class RaptorGroup(click.Group):
         except _HELP_REQUESTS:
             raise  # `raptor guilds` alone prints its help
         except click.UsageError as exc:  # a command's arguments: a missing option, a file that is not there
-            raise _one_line(exc) from exc
+            raise self._failed(ctx, _one_line(exc)) from exc
         except click.exceptions.ClickException as exc:  # its sentence may quote a stored name
             exc.message = terminal_safe(exc.message)
-            raise
+            raise self._failed(ctx, exc) from exc.__cause__
         except (click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:  # Ctrl-C: writes are transactions, so say so and exit as shells expect
             _say(f"\n{INTERRUPTED}", err=True)
+            _json_error(ctx, INTERRUPTED, SIGINT_STATUS)
             sys.unraisablehook = _quiet_after_interrupt
             raise click.exceptions.Exit(SIGINT_STATUS) from None
         except BrokenPipeError:  # `raptor docs | head -1`: the reader has what it wanted
@@ -344,7 +397,13 @@ class RaptorGroup(click.Group):
             raise click.exceptions.Exit(SIGPIPE_STATUS) from None
         except Exception as error:
             log.info("the command failed", exc_info=error)
-            raise click.ClickException(terminal_safe(one_line(error))) from error
+            raise self._failed(ctx, click.ClickException(terminal_safe(one_line(error)))) from error
+
+    @staticmethod
+    def _failed(ctx: click.Context, exc: click.ClickException) -> click.ClickException:
+        """`exc`, after its JSON on stdout when --json was asked for (`_json_error`)."""
+        _json_error(ctx, exc.format_message(), exc.exit_code)
+        return exc
 
 
 @click.group(cls=RaptorGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -357,9 +416,17 @@ class RaptorGroup(click.Group):
 @click.option(
     "-v", "--verbose", count=True, help="Log the detail on stderr (-v warnings and info, -vv debug)."
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result as JSON (the command's own --json, given before it).",
+)
 @click.pass_context
-def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
+def cli(ctx: click.Context, data_dir: Path | None, verbose: int, as_json: bool) -> None:
     """Build RAPTOR trees from documents and answer questions about them, with citations."""
+    if as_json:  # `raptor --json docs --kb k` is `raptor docs --kb k --json`
+        ctx.default_map = _json_defaults(ctx.command)
     logging.basicConfig(  # without -v nothing is logged: the error line says what the user needs
         level=[logging.CRITICAL, logging.INFO, logging.DEBUG][min(verbose, 2)],
         format=LOG_FORMAT,
@@ -372,6 +439,17 @@ def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
         _fail(exc)
     ctx.obj = {"settings": settings, "engine": None, "verbose": verbose}
     ctx.call_on_close(lambda: ctx.obj["engine"] and ctx.obj["engine"].close())
+
+
+def _json_defaults(group: click.Command) -> dict[str, Any]:
+    """A default map that turns on --json for every command under `group` that has it."""
+    defaults: dict[str, Any] = {}
+    for name, command in getattr(group, "commands", {}).items():
+        if isinstance(command, click.Group):
+            defaults[name] = _json_defaults(command)
+        elif any(param.name == "as_json" for param in command.params):
+            defaults[name] = {"as_json": True}
+    return defaults
 
 
 def _print_ingest(name: str, result: IngestResult) -> None:
@@ -595,8 +673,22 @@ def _print_answer(answer: Answer, shown: TerminalAnswer | None = None) -> None:
     )
 
 
+STDIN_QUESTION_BYTES = 64 * 1024  # far over any question the engine takes, so its length error still applies
+
+
+def _question(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """QUESTION as given, or `-`: read from stdin (`echo "who?" | raptor ask - --kb k`), the first 64 KiB
+    at most, so a stream that never ends (`< /dev/zero`) is refused as too long instead of read forever;
+    bytes that are not UTF-8 read as U+FFFD, as a typed question's do."""
+    if value != "-":
+        return value
+    stream = getattr(sys.stdin, "buffer", None)
+    data = stream.read(STDIN_QUESTION_BYTES) if stream is not None else sys.stdin.read(STDIN_QUESTION_BYTES).encode()
+    return data.decode("utf-8", errors="replace")
+
+
 @cli.command()
-@click.argument("question")
+@click.argument("question", callback=_question)
 @kb_option
 @click.option("--mode", type=click.Choice(MODES), default="collapsed", show_default=True)
 @click.option(
@@ -624,7 +716,9 @@ def ask(
     as_json: bool,
     tree_png: Path | None,
 ) -> None:
-    """Answer QUESTION from a knowledge base, citing the nodes used."""
+    """Answer QUESTION from a knowledge base, citing the nodes used.
+
+    QUESTION `-` reads it from stdin (`echo "Who?" | raptor ask - --kb notes`)."""
     engine = _engine(ctx)
     if tree_png is not None:
         _check_png_target(tree_png)
@@ -688,7 +782,7 @@ def chat(ctx: click.Context, kb: str, mode: str, as_json: bool) -> None:
     """Ask questions with follow-ups: each question is answered with the conversation so far."""
     engine = _engine(ctx)
     if not engine.documents(kb):  # a mistyped --kb: say so once, not after every question
-        _fail(RaptorError(f"The knowledge base {kb!r} has no documents yet; add one with: raptor ingest FILE --kb {kb}"))
+        _fail(EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet; add one with: raptor ingest FILE --kb {kb}"))
     if not as_json:
         _say(f"Backend: {engine.backend_name}. Empty line or Ctrl-D to stop.")
     if isinstance(sys.stdin, io.TextIOWrapper):  # a byte that is not UTF-8 reads as U+FFFD, not a crash
@@ -738,7 +832,7 @@ def docs(ctx: click.Context, kb: str, as_json: bool) -> None:
         _print_json([d.to_dict() for d in documents])
         return
     if not documents:
-        _say(f"No documents in {kb!r}. Add one with: raptor ingest FILE --kb {kb}")
+        _say(f"No documents in {kb!r}.{_other_kbs(ctx)} Add one with: raptor ingest FILE --kb {kb}")
         return
     for d in documents:
         _say(
@@ -755,8 +849,11 @@ def docs(ctx: click.Context, kb: str, as_json: bool) -> None:
 @click.pass_context
 def forget(ctx: click.Context, document: str, kb: str, as_json: bool) -> None:
     """Remove DOCUMENT (its name, or a sha256 prefix) from a knowledge base."""
+    engine = _engine(ctx)
+    if not engine.documents(kb):  # a mistyped --kb is not "no document named ..."
+        _fail(EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents."))
     try:
-        removed = asyncio.run(_engine(ctx).forget(kb, document))
+        removed = asyncio.run(engine.forget(kb, document))
     except RaptorError as exc:
         _fail(exc)
     if as_json:
@@ -791,7 +888,7 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
         _print_json({**info.to_dict(), "builds": engine.builds(kb, 5), **extra})
         return
     if not info.layers:
-        _say(f"No documents in {kb!r}.")
+        _say(f"No documents in {kb!r}.{_other_kbs(ctx)}")
         return
     _say(
         f"{kb}: {counted(info.documents, 'document')}, {counted(info.nodes, 'node')}, {counted(info.tokens, 'token')}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import errno
 import sqlite3
 
@@ -25,6 +26,14 @@ class LimitError(RaptorError):
 
 class NotFoundError(RaptorError):
     """A knowledge base or document that does not exist."""
+
+
+def did_you_mean(wanted: str, names: list[str]) -> str:
+    """' Did you mean 'x'?' for the one of `names` closest to a name that matched none (case and a typo
+    apart: difflib's ratio 0.6 on the case-folded names), or '' when none is close; never `wanted` itself."""
+    folded = {name.casefold(): name for name in names if name != wanted}
+    close = difflib.get_close_matches(wanted.casefold(), list(folded), n=1, cutoff=0.6)
+    return f" Did you mean {folded[close[0]]!r}?" if close else ""
 
 
 class BackendError(RaptorError):

@@ -210,7 +210,7 @@ def test_ask_filters_that_match_nothing_in_the_tree_are_refused_in_one_sentence(
 
     typo = run("ask", "Who surveyed the railway?", "--kb", "t", "--document", "railways.md")
     assert typo.exit_code == 1
-    assert typo.output == "Error: No document named 'railways.md' in this knowledge base.\n"
+    assert typo.output == "Error: No document named 'railways.md' in this knowledge base. Did you mean 'railway.md'?\n"
     above = run("ask", "Who surveyed the railway?", "--kb", "t", "--layer", "0", "--layer", str(top + 1))
     assert above.exit_code == 1
     assert above.output == f"Error: This knowledge base's layers are 0 to {top}; there is no layer {top + 1}.\n"
@@ -239,9 +239,11 @@ def test_chat_with_a_knowledge_base_that_has_no_documents_stops_at_once(run, tmp
         input="Who surveyed the railway?\nwhy?\n\n",
     )
     assert result.exit_code == 1
-    assert result.output == (
+    assert result.stderr == (
         "Error: The knowledge base 'nope' has no documents yet; add one with: raptor ingest FILE --kb nope\n"
     )
+    error = "The knowledge base 'nope' has no documents yet; add one with: raptor ingest FILE --kb nope"
+    assert result.stdout == (json.dumps({"error": error, "status": 1}) + "\n" if as_json else "")
 
 
 def test_a_budget_that_holds_no_passage_or_filters_that_exclude_each_other_say_so(run, files):

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
-from ..errors import NotFoundError
+from ..errors import NotFoundError, did_you_mean
 from ..ingest.sentences import encode_spans
 from .db import connect, immediate, scrub
 from .message_store import MessageStoreMixin, tainted_nodes
@@ -241,8 +241,9 @@ class Store(MessageStoreMixin):
         if len(by_name) == 1:
             return by_name[0]
         if len(by_name) > 1:
+            prefixes = ", ".join(d.sha256[:12] for d in by_name)
             raise NotFoundError(
-                f"Several documents are named {name_or_sha!r}; name one by its sha256 prefix instead."
+                f"Several documents are named {name_or_sha!r} (sha256 {prefixes}); name one by its sha256 prefix instead."
             )
         prefix = name_or_sha.lower()
         by_sha = [d for d in docs if prefix and d.sha256.startswith(prefix)]
@@ -253,7 +254,8 @@ class Store(MessageStoreMixin):
                 f"{name_or_sha!r} is too short a sha256 prefix to name a document; "
                 f"give at least {MIN_SHA_PREFIX} characters."
             )
-        raise NotFoundError(f"No document named {name_or_sha!r} in this knowledge base.")
+        close = did_you_mean(name_or_sha, [d.name for d in docs])
+        raise NotFoundError(f"No document named {name_or_sha!r} in this knowledge base.{close}")
 
     def kb_tokens(self, kb_id: int) -> int:
         row = self.db.execute(
