@@ -229,26 +229,6 @@ def test_word_forms_meet_at_one_stem():
 
 
 @pytest.mark.parametrize(
-    "forms",
-    [("use", "used", "uses", "using"), ("age", "aged", "ages", "aging"), ("owe", "owed", "owes", "owing"),
-     ("base", "based", "bases", "basing"), ("train", "trained", "trains", "training")],
-)
-def test_a_short_verb_meets_its_inflections_as_the_full_text_index_s_porter_stemmer_does(forms):
-    """qa21: 'used' and 'using' kept their endings (too short to cut), so a question's 'used' missed a
-    sentence's 'use' in the quote model's overlap, though the full-text search (porter) matched them."""
-    from raptor_engine.ingest.sentences import stem
-
-    assert len({stem(w) for w in forms}) == 1, {w: stem(w) for w in forms}
-
-
-@pytest.mark.parametrize("word", ["shed", "thing", "bring", "doing", "bed", "red"])
-def test_a_short_word_that_only_looks_inflected_keeps_its_letters(word):
-    from raptor_engine.ingest.sentences import stem
-
-    assert stem(word) == word
-
-
-@pytest.mark.parametrize(
     "question",
     [
         "What is this whole document about?",

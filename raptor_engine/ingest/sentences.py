@@ -194,12 +194,6 @@ IRREGULAR = {
 }
 
 
-# A verb of three letters ending in 'e' ('use', 'age', 'owe', 'ice', 'axe') keeps two letters, a vowel and a
-# consonant, once its ending is cut ('us-ed', 'us-ing'): too short for the rule below, so it is read apart.
-_SHORT_STEM = re.compile(r"[aeiou][b-df-hj-np-tv-z]")
-_AFTER_SHORT_STEM = frozenset(("ing", "ed"))
-
-
 def stem(term: str) -> str:
     """A light suffix strip so 'cleaned', 'cleaning' and 'cleans' meet; not a linguistic stemmer.
     Common irregular past forms meet their verb ('found' -> 'find')."""
@@ -208,8 +202,6 @@ def stem(term: str) -> str:
         if term.endswith(suffix) and len(term) - len(suffix) >= 3:
             term = term[: -len(suffix)]
             break
-        if suffix in _AFTER_SHORT_STEM and term.endswith(suffix) and _SHORT_STEM.fullmatch(term[: -len(suffix)]):
-            return term[: -len(suffix)] + "e"  # 'used', 'using' -> 'use', as 'use' and 'uses' are; 'aged' -> 'age'
     # 'carry', 'carried' and 'carries' meet at 'carry' ('carri' once its ending is cut)
     if term.endswith("i") and term != original and len(term) >= 4:
         return term[:-1] + "y"
