@@ -32,6 +32,11 @@ SHORT = b"# Bees\n\n" + b"Bees make honey from the nectar of flowers. " * 30
 OTHER_VERSION = "0.0.9"
 
 
+# The no-worker tests wait long enough for a starved scheduler to answer its first poll: at a load average
+# of 18 it took over a second, and a 1 s wait then read "stopped answering" instead of "no worker".
+NO_WORKER_WAIT_S = 4
+
+
 def no_worker_sentence(address: str, wait: float) -> str:
     return f"No build worker has been connected to {address} for {wait:g} s; the file was not added, try again later."
 
@@ -59,11 +64,11 @@ def engine_on(address: str, data_dir: Path, **settings) -> Engine:
 
 
 async def test_a_scheduler_with_no_worker_gives_the_upload_up_within_the_wait_and_says_so(empty_scheduler, tmp_path):
-    engine = engine_on(empty_scheduler, tmp_path / "data", build_worker_wait=1)
+    engine = engine_on(empty_scheduler, tmp_path / "data", build_worker_wait=NO_WORKER_WAIT_S)
     try:
         with pytest.raises(NoWorkerError) as caught:
             await engine.ingest("kb", "bees.md", SHORT)
-        assert str(caught.value) == no_worker_sentence(empty_scheduler, 1)
+        assert str(caught.value) == no_worker_sentence(empty_scheduler, NO_WORKER_WAIT_S)
         assert "split it into smaller files" not in str(caught.value)  # it did not run out of time
         assert engine.knowledge_bases() == []
         async with Client(empty_scheduler, asynchronous=True) as client:  # the task is gone from the scheduler
@@ -77,14 +82,14 @@ async def test_a_scheduler_with_no_worker_gives_the_upload_up_within_the_wait_an
 def test_raptor_ingest_on_a_scheduler_with_no_worker_prints_the_reason_in_one_line(empty_scheduler, tmp_path):
     doc = tmp_path / "bees.md"
     doc.write_bytes(SHORT)
-    env = {**os.environ, "RAPTOR_BUILD_WORKER_WAIT": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "RAPTOR_BUILD_WORKER_WAIT": str(NO_WORKER_WAIT_S), "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(tmp_path / "data"), "ingest", str(doc),
          "--kb", "kb", "--scheduler", empty_scheduler, "--quiet"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 1
-    assert done.stderr.strip().splitlines() == [f"Error: {no_worker_sentence(empty_scheduler, 1)}"], done.stderr
+    assert done.stderr.strip().splitlines() == [f"Error: {no_worker_sentence(empty_scheduler, NO_WORKER_WAIT_S)}"], done.stderr
 
 
 async def test_a_scheduler_that_stops_answering_gives_the_upload_up_and_says_so(tmp_path):

@@ -20,7 +20,7 @@ from tests.bot.test_bot_restart import connected, kb_add, upload_states
 from tests.bot.test_bot_shards import bot_env
 from tests.dask_processes import dask_processes
 
-WAIT_S = 2
+WAIT_S = 4  # long enough for a starved scheduler to answer a poll (over 2 s at a load average of 18)
 
 
 def start_bot(fake_api, data_dir: Path, scheduler: str, log: Path) -> subprocess.Popen:
