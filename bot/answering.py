@@ -215,6 +215,7 @@ async def remember_exchange(
     as_searched: bool = False,
     told: Sequence[int] = (),
     pending: bool = False,
+    opened: tuple[ThreadRecord, str] | None = None,
 ) -> list[int]:
     """A thread's question and answer, the memory its follow-ups get, with the chat messages the answer drew
     on: a message deleted later takes the exchange with it (`BotState.finish_removals`). The question's
@@ -223,14 +224,17 @@ async def remember_exchange(
     (its standalone rewrite) instead: a reply to an older exchange, which later follow-ups, reading the
     turns in order, would otherwise read against the exchange stored just before it. `told`: the removed
     documents the answer's note named (`note_removed`). `pending`: recorded before the answer is posted
-    (`posting_remembered`). Returns the turns' row ids."""
+    (`posting_remembered`); `opened`: the thread (and who opened it) recorded with it, for the opening
+    exchange (`open_thread`). Returns the turns' row ids."""
     # The question as the engine read it: what it answered, and text SQLite can store (half a UTF-16 pair
     # from JSON cannot be: it failed the exchange after its answer was shown).
     question = split_standalone(answer.query).core if as_searched else answer.question
     turns = [Turn("user", question), Turn("assistant", answer.text)]
     posted = [[asked_in.id] if asked_in is not None else [], [m.id for m in sent]]
     cited = cited_nodes(answer, told)
-    return await services.state.add_turns(guild_id, thread_id, turns, drew_on(answer), posted, cited, pending=pending)
+    return await services.state.add_turns(
+        guild_id, thread_id, turns, drew_on(answer), posted, cited, pending=pending, opened=opened
+    )
 
 
 async def posting_remembered(
@@ -268,16 +272,31 @@ async def settle_pending(services: Services, channel_for: Callable[[int, int], A
             if not await services.state.still_pending(record.guild_id, exchange.turn_ids):
                 continue  # settled meanwhile
             channel = channel_for(record.guild_id, record.thread_id)
-            found = await posted_answer(channel, exchange.question_message_ids, bot_id)
+            opening = exchange.answer_message_ids  # posted before it was recorded: was its thread opened?
+            found = await (thread_opened(channel, opening) if opening else posted_answer(channel, exchange.question_message_ids, bot_id))
             if found is None:
                 continue
             if found:
                 await services.state.attach_answer(record.guild_id, exchange.turn_ids, found)
                 kept += 1
             else:
-                await services.state.drop_pending(record.guild_id, exchange.turn_ids)
+                await services.state.drop_pending(record.guild_id, exchange.turn_ids, record.thread_id if opening else None)
                 dropped += 1
     return kept, dropped
+
+
+async def thread_opened(thread: Any, answer_ids: list[int]) -> list[int] | None:
+    """`answer_ids` when the thread of an /ask answer's opening exchange was opened (Discord can read it);
+    [] when it never was (the bot stopped before opening it); None when Discord cannot say now."""
+    try:
+        async for _ in thread.history(limit=1):
+            break
+    except discord.NotFound:
+        return []
+    except discord.HTTPException as error:
+        log.warning("cannot tell whether thread %s was opened (%s); left for the next start", getattr(thread, "id", "?"), error)
+        return None
+    return answer_ids
 
 
 async def posted_answer(channel: Any, question_ids: Sequence[int], bot_id: int) -> list[int] | None:
@@ -385,6 +404,9 @@ async def _ask(
         await open_thread(services, interaction, channel, sent, kb, SPOILER_THREAD if hidden else question, answer)
 
 
+NO_THREAD_PERMISSION = "I couldn't open a thread for follow-ups here: I need the Create Public Threads permission."
+
+
 async def open_thread(
     services: Services,
     interaction: discord.Interaction,
@@ -396,26 +418,49 @@ async def open_thread(
 ) -> None:
     """A public thread on the answer (`sent`, its first message opening it) for follow-ups
     (WebhookMessage.create_thread cannot do this)."""
-    missing = "I couldn't open a thread for follow-ups here: I need the Create Public Threads permission."
     if not interaction.app_permissions.create_public_threads:
-        await tell(interaction, missing)
+        await tell(interaction, NO_THREAD_PERMISSION)
         return
-    try:
-        thread = await channel.create_thread(
-            name=thread_name(question), message=sent[0], auto_archive_duration=1440
+    # A thread started from a message has that message's id: the thread and its opening exchange are
+    # recorded (pending) before it is opened and attached after, so a bot stopped in between settles them
+    # at its next start (`settle_pending`: kept when the thread is there, else dropped).
+    record = ThreadRecord(sent[0].id, kb, channel.guild.id, channel.id)
+    async with conversation_turn(record.thread_id):  # a follow-up sent at once reads the opening exchange
+        turn_ids = await remember_exchange(
+            services, record.guild_id, record.thread_id, answer, sent=sent, pending=True, opened=(record, str(interaction.user))
         )
+        thread = await _opened_thread(services, interaction, channel, sent[0], question, turn_ids, record)
+        if thread is not None:
+            await services.state.attach_answer(record.guild_id, turn_ids, [m.id for m in sent])
+
+
+async def _opened_thread(
+    services: Services,
+    interaction: discord.Interaction,
+    channel: discord.TextChannel,
+    starter: discord.Message,
+    question: str,
+    turn_ids: list[int],
+    record: ThreadRecord,
+) -> discord.Thread | None:
+    """The thread opened on the answer's first message (`starter`); None, its pending record dropped and
+    the member told, when Discord refuses it."""
+    try:
+        thread = await channel.create_thread(name=thread_name(question), message=starter, auto_archive_duration=1440)
     except discord.Forbidden:
         log.warning("no permission to open a thread in %s", channel.id)
-        await tell(interaction, missing)
-        return
+        told = NO_THREAD_PERMISSION
     except discord.HTTPException as error:
         log.warning("could not open a thread in %s: %s", channel.id, error)
-        await tell(interaction, "I couldn't open a thread for follow-ups; ask again with /ask.")
-        return
-    record = ThreadRecord(thread.id, kb, channel.guild.id, channel.id)
-    async with conversation_turn(thread.id):  # a follow-up sent at once reads the opening exchange
-        await services.state.add_thread(record, opened_by=str(interaction.user))
-        await remember_exchange(services, record.guild_id, thread.id, answer, sent=sent)
+        told = "I couldn't open a thread for follow-ups; ask again with /ask."
+    else:
+        if thread.id == record.thread_id:
+            return thread
+        log.warning("thread %s opened on message %s has another id", thread.id, starter.id)
+        told = "I couldn't open a thread for follow-ups; ask again with /ask."
+    await services.state.drop_pending(record.guild_id, turn_ids, record.thread_id)
+    await tell(interaction, told)
+    return None
 
 
 def follow_up_text(message: discord.Message, bot_id: int) -> str:
