@@ -46,7 +46,7 @@ from .render import (
 )
 from .replies import Replier, failure_text, reply_quietly, tell
 from .services import Services
-from .state import AskedExchange, CitedNodes, ThreadRecord
+from .state import AskedExchange, CitedNodes, PendingExchange, ThreadRecord
 from .streaming import StreamedReply, deliver, thread_senders
 from .views import answer_view
 
@@ -238,17 +238,24 @@ async def remember_exchange(
 
 
 async def posting_remembered(
-    services: Services, guild_id: int, turn_ids: list[int], post: Callable[[], Awaitable[list[discord.Message]]]
+    services: Services,
+    guild_id: int,
+    turn_ids: list[int],
+    post: Callable[[], Awaitable[list[discord.Message]]],
+    attach: Callable[[list[int]], Awaitable[None]] | None = None,
 ) -> list[discord.Message]:
     """Post an answer whose exchange was just recorded as pending (`remember_exchange`), then attach its
     messages to it: a bot killed between the two keeps the exchange, for the next start to settle
-    (`settle_pending`). Posting that fails, or shows nothing, drops it: no member saw that answer."""
+    (`settle_pending`). Posting that fails, or shows nothing, drops it: no member saw that answer.
+    `attach`: how the posted messages' ids are attached (an edited question's exchange replaces its old one)."""
     try:
         sent = await post()
     except Exception:
         await services.state.drop_pending(guild_id, turn_ids)
         raise
-    if sent:
+    if sent and attach is not None:
+        await attach([m.id for m in sent])
+    elif sent:
         await services.state.attach_answer(guild_id, turn_ids, [m.id for m in sent])
     else:
         await services.state.drop_pending(guild_id, turn_ids)
@@ -276,6 +283,15 @@ async def settle_pending(services: Services, channel_for: Callable[[int, int], A
             found = await (thread_opened(channel, opening) if opening else posted_answer(channel, exchange.question_message_ids, bot_id))
             if found is None:
                 continue
+            edited = await _edited_exchange(services, record, exchange)
+            if edited is not None and found:
+                if await _shows_new_answer(services, record, channel, found, edited, exchange.turn_ids):
+                    await services.state.attach_replacement(record.guild_id, edited, exchange.turn_ids, found)
+                    kept += 1
+                else:
+                    await services.state.drop_pending(record.guild_id, exchange.turn_ids)
+                    dropped += 1
+                continue
             if found:
                 await services.state.attach_answer(record.guild_id, exchange.turn_ids, found)
                 kept += 1
@@ -283,6 +299,37 @@ async def settle_pending(services: Services, channel_for: Callable[[int, int], A
                 await services.state.drop_pending(record.guild_id, exchange.turn_ids, record.thread_id if opening else None)
                 dropped += 1
     return kept, dropped
+
+
+async def _edited_exchange(services: Services, record: ThreadRecord, exchange: PendingExchange) -> AskedExchange | None:
+    """The settled exchange a pending one would replace: its question's message was edited and answered
+    again (`_follow_up`); None for a new question's exchange."""
+    if not exchange.question_message_ids:
+        return None
+    return await services.state.asked_exchange(record.guild_id, record.thread_id, exchange.question_message_ids[0])
+
+
+async def _shows_new_answer(
+    services: Services, record: ThreadRecord, channel: Any, found: list[int], edited: AskedExchange, turn_ids: list[int]
+) -> bool:
+    """Whether the answer's messages (`found`; an edit keeps their ids) show the pending new answer rather
+    than the old one: the answer whose words they share more of (the new one on a tie)."""
+    shown: set[str] = set()
+    for message_id in found:
+        try:
+            message = await channel.fetch_message(message_id)
+        except discord.HTTPException:
+            continue
+        parts = [message.content or "", *(e.description or "" for e in message.embeds)]
+        shown |= set(re.findall(r"\w+", " ".join(parts).lower()))
+    new = (await services.state.turn_texts(record.guild_id, turn_ids[-1:]) or [""])[0]
+    old = (await services.state.turn_texts(record.guild_id, [edited.answer_row]) or [""])[0] if edited.answer_row else ""
+
+    def share(text: str) -> float:
+        said = set(re.findall(r"\w+", text.lower()))
+        return len(said & shown) / len(said) if said else 0.0
+
+    return share(new) >= share(old)
 
 
 async def thread_opened(thread: Any, answer_ids: list[int]) -> list[int] | None:
@@ -720,15 +767,17 @@ async def _follow_up(
     if edited is None:
         await _post_follow_up(services, record, message, answer, post, follows=follows, told=told)
         return
+    # recorded pending, posted, then put in the old exchange's place: a bot stopped in between settles it
+    turn_ids = await remember_exchange(services, record.guild_id, record.thread_id, answer, message, told=told, pending=True)
+
+    async def replace(posted: list[int]) -> None:
+        await services.state.attach_replacement(record.guild_id, edited, turn_ids, posted)
+
     try:
-        sent = await post()
+        await posting_remembered(services, record.guild_id, turn_ids, post, replace)
     except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread
         log.warning("could not answer in thread %s: %s", record.thread_id, error)
         return  # the member never saw this answer: the old exchange stays
-    turns = [Turn("user", answer.question), Turn("assistant", answer.text)]
-    posted = [m.id for m in sent]
-    cited = cited_nodes(answer, told)
-    await services.state.replace_exchange(record.guild_id, edited, turns, drew_on(answer), posted, cited)
     log.info("edited follow-up answered again in thread %s (%s)", record.thread_id, kb)
 
 

@@ -621,6 +621,35 @@ class BotState:
             found += await self._run(space, lambda store: _pending(store.db), create=False, empty=[])
         return found
 
+    async def attach_replacement(
+        self, guild_id: int, edited: AskedExchange, turn_ids: Sequence[int], answer_posted: Sequence[int]
+    ) -> None:
+        """An edited question's new exchange, recorded pending (`turn_ids`) before its answer was posted,
+        takes the old one's place (its position in the thread kept; the answer's messages `answer_posted`)
+        and its pending rows go, in one transaction; the replaced text is scrubbed from the file."""
+        copy = "(select {0} from bot_turns where id = ?)"
+        columns = ("content", "message_ids", "documents")
+        sets = ", ".join(f"{c} = {copy.format(c)}" for c in columns)
+        statements: list[tuple[str, Sequence[Any]]] = [
+            (f"update bot_turns set {sets} where id = ?", [turn_ids[0]] * 3 + [edited.question_row])
+        ]
+        if edited.answer_row is not None and len(turn_ids) > 1:
+            posted = json.dumps([int(i) for i in answer_posted]) if answer_posted else None
+            statements.append(
+                (f"update bot_turns set {sets}, posted_ids = ? where id = ?", [turn_ids[-1]] * 3 + [posted, edited.answer_row])
+            )
+        marks = ",".join("?" * len(turn_ids))
+        statements.append((f"delete from bot_turns where id in ({marks}) and pending = 1", list(turn_ids)))
+        await self._write(self.space_of_guild(guild_id), statements, create=False, scrub=True)
+
+    async def turn_texts(self, guild_id: int, turn_ids: Sequence[int]) -> list[str]:
+        """The stored text of each turn of `turn_ids`, in order."""
+        marks = ",".join("?" * len(turn_ids))
+        rows = await self._read(
+            self.space_of_guild(guild_id), f"select content from bot_turns where id in ({marks}) order by id", list(turn_ids)
+        )
+        return [r["content"] for r in rows]
+
     async def still_pending(self, guild_id: int, turn_ids: Sequence[int]) -> bool:
         """Whether the exchange of `turn_ids` is still pending (not attached or dropped meanwhile)."""
         marks = ",".join("?" * len(turn_ids))
@@ -750,33 +779,6 @@ class BotState:
             history=[Turn(rows[i]["role"], rows[i]["content"]) for i in kept],
             thread_id=thread_id,
         )
-
-    async def replace_exchange(
-        self,
-        guild_id: int,
-        exchange: AskedExchange,
-        turns: list[Turn],
-        message_ids: Sequence[int] = (),
-        answer_posted: Sequence[int] = (),
-        cited: CitedNodes | None = None,
-    ) -> None:
-        """An edited question's new exchange in the old one's place (its position in the thread kept): the
-        question's text, and the answer's text, sources, messages (`answer_posted`) and documents
-        (`cited`)."""
-        sources = json.dumps(sorted({int(i) for i in message_ids})) if message_ids else None
-        posted = json.dumps([int(i) for i in answer_posted]) if answer_posted else None
-        space = self.space_of_guild(guild_id)
-        question_sql = "update bot_turns set content = ?, message_ids = ? where id = ?"
-        statements = [(question_sql, [turns[0].content, sources, exchange.question_row])]
-        if exchange.answer_row is not None:
-            answer_sql = (
-                f"update bot_turns set content = {_CONTENT_UNLESS_REMOVED}, message_ids = ?, posted_ids = ?, "
-                f"documents = {_DOCUMENTS_OF_NODES} where id = ?"
-            )
-            content = _content_params(turns[1].content, cited)
-            params = [*content, sources, posted, *_documents_params(cited), exchange.answer_row]
-            statements.append((answer_sql, params))
-        await self._write(space, statements, also=_told_by(exchange.thread_id, cited))
 
     async def forget_questions(self, guild_id: int, thread_id: int, message_ids: Set[int]) -> list[int]:
         """Members deleted their questions (`message_ids`) in the thread: each one's exchange (the question

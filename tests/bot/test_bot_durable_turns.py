@@ -180,3 +180,48 @@ async def test_an_ask_thread_that_cannot_be_opened_leaves_no_record(make_harness
     await h.fake.wait_for(lambda: settled(h), what="the exchange dropped")
     assert FIRST_QUESTION not in stored_questions(h)
     assert await h.bot.services.state.thread(GUILD, int(replies[0]["id"])) is None
+
+
+EDITED = "When did Margaret Hale leave the archive?"
+
+
+async def edited_and_killed(h, monkeypatch, name: str, when=lambda *a, **k: True) -> tuple[int, dict, dict]:
+    """ASKED in a thread and answered, then edited into EDITED, the bot killed at `BotState.<name>` while
+    answering it again; returns the thread, the question and the answer's first message."""
+    thread = await open_archive_thread(h)
+    question = h.say(thread, ASKED)
+    answer = await bot_reply_in(h, thread, 1)
+    assert "Thomas Reid" in answer["content"]
+    happened = killed_at(h, monkeypatch, name, when)
+    h.edit(question, EDITED)
+    await h.fake.wait_for(happened.is_set, what="the kill")
+    return thread, question, answer
+
+
+async def test_a_bot_killed_after_editing_an_answer_keeps_the_edited_exchange(make_harness, monkeypatch):
+    """Killed after the answer's messages were edited to the new answer, before the new exchange replaced
+    the old: the start sees the new answer in them and puts the new exchange in the old one's place
+    (before: replaced after posting; a kill kept the old exchange beside the new answer)."""
+    h = await make_harness(message_content=True)
+    thread, _, answer = await edited_and_killed(h, monkeypatch, "attach_replacement")
+    assert "1975" in h.fake.messages[int(answer["id"])]["content"]  # the new answer was shown
+    again = await restarted(make_harness, thread)
+    await again.fake.wait_for(lambda: settled(again), what="the pending exchange settled")
+    turns = await again.bot.services.state.history(GUILD, thread)
+    assert [t.content for t in turns][2:] == [EDITED, turns[3].content] and "1975" in turns[3].content
+    assert ASKED not in stored_questions(again)
+
+
+async def test_a_bot_killed_before_editing_an_answer_keeps_the_old_exchange(make_harness, monkeypatch):
+    """Killed after recording the new exchange (pending), before editing the answer: the messages still
+    show the old answer, so the start drops the new exchange and the old one stays."""
+    h = await make_harness(message_content=True)
+    thread, _, answer = await edited_and_killed(
+        h, monkeypatch, "add_turns", when=lambda *a, **k: k.get("pending") and a[2][0].content == EDITED
+    )
+    assert "Thomas Reid" in h.fake.messages[int(answer["id"])]["content"]  # never edited
+    again = await restarted(make_harness, thread)
+    await again.fake.wait_for(lambda: settled(again), what="the pending exchange settled")
+    turns = await again.bot.services.state.history(GUILD, thread)
+    assert [t.content for t in turns][2] == ASKED and "Thomas Reid" in turns[3].content
+    assert EDITED not in stored_questions(again)
