@@ -46,7 +46,7 @@ from .render import (
 )
 from .replies import Replier, failure_text, reply_quietly, tell
 from .services import Services
-from .state import AskedExchange, CitedNodes, ThreadRecord
+from .state import AskedExchange, CitedNodes, PendingExchange, ThreadRecord
 from .streaming import StreamedReply, deliver, thread_senders
 from .views import answer_view
 
@@ -215,6 +215,7 @@ async def remember_exchange(
     as_searched: bool = False,
     told: Sequence[int] = (),
     pending: bool = False,
+    opened: tuple[ThreadRecord, str] | None = None,
 ) -> list[int]:
     """A thread's question and answer, the memory its follow-ups get, with the chat messages the answer drew
     on: a message deleted later takes the exchange with it (`BotState.finish_removals`). The question's
@@ -223,28 +224,38 @@ async def remember_exchange(
     (its standalone rewrite) instead: a reply to an older exchange, which later follow-ups, reading the
     turns in order, would otherwise read against the exchange stored just before it. `told`: the removed
     documents the answer's note named (`note_removed`). `pending`: recorded before the answer is posted
-    (`posting_remembered`). Returns the turns' row ids."""
+    (`posting_remembered`); `opened`: the thread (and who opened it) recorded with it, for the opening
+    exchange (`open_thread`). Returns the turns' row ids."""
     # The question as the engine read it: what it answered, and text SQLite can store (half a UTF-16 pair
     # from JSON cannot be: it failed the exchange after its answer was shown).
     question = split_standalone(answer.query).core if as_searched else answer.question
     turns = [Turn("user", question), Turn("assistant", answer.text)]
     posted = [[asked_in.id] if asked_in is not None else [], [m.id for m in sent]]
     cited = cited_nodes(answer, told)
-    return await services.state.add_turns(guild_id, thread_id, turns, drew_on(answer), posted, cited, pending=pending)
+    return await services.state.add_turns(
+        guild_id, thread_id, turns, drew_on(answer), posted, cited, pending=pending, opened=opened
+    )
 
 
 async def posting_remembered(
-    services: Services, guild_id: int, turn_ids: list[int], post: Callable[[], Awaitable[list[discord.Message]]]
+    services: Services,
+    guild_id: int,
+    turn_ids: list[int],
+    post: Callable[[], Awaitable[list[discord.Message]]],
+    attach: Callable[[list[int]], Awaitable[None]] | None = None,
 ) -> list[discord.Message]:
     """Post an answer whose exchange was just recorded as pending (`remember_exchange`), then attach its
     messages to it: a bot killed between the two keeps the exchange, for the next start to settle
-    (`settle_pending`). Posting that fails, or shows nothing, drops it: no member saw that answer."""
+    (`settle_pending`). Posting that fails, or shows nothing, drops it: no member saw that answer.
+    `attach`: how the posted messages' ids are attached (an edited question's exchange replaces its old one)."""
     try:
         sent = await post()
     except Exception:
         await services.state.drop_pending(guild_id, turn_ids)
         raise
-    if sent:
+    if sent and attach is not None:
+        await attach([m.id for m in sent])
+    elif sent:
         await services.state.attach_answer(guild_id, turn_ids, [m.id for m in sent])
     else:
         await services.state.drop_pending(guild_id, turn_ids)
@@ -270,17 +281,76 @@ async def settle_pending(
             if not await services.state.still_pending(record.guild_id, exchange.turn_ids):
                 continue  # settled meanwhile
             channel = await channel_for(record.guild_id, record.thread_id)
-            # a thread of another guild: no member of this one saw its answer (`channel_of_guild`)
-            found = [] if channel is None else await posted_answer(channel, exchange.question_message_ids, bot_id)
+            opening = exchange.answer_message_ids  # posted before it was recorded: was its thread opened?
+            if channel is None:  # a thread of another guild: no member of this one saw its answer (`channel_of_guild`)
+                found: list[int] | None = []
+            elif opening:
+                found = await thread_opened(channel, opening)
+            else:
+                found = await posted_answer(channel, exchange.question_message_ids, bot_id)
             if found is None:
+                continue
+            edited = await _edited_exchange(services, record, exchange)
+            if edited is not None and found:
+                if await _shows_new_answer(services, record, channel, found, edited, exchange.turn_ids):
+                    await services.state.attach_replacement(record.guild_id, edited, exchange.turn_ids, found)
+                    kept += 1
+                else:
+                    await services.state.drop_pending(record.guild_id, exchange.turn_ids)
+                    dropped += 1
                 continue
             if found:
                 await services.state.attach_answer(record.guild_id, exchange.turn_ids, found)
                 kept += 1
             else:
-                await services.state.drop_pending(record.guild_id, exchange.turn_ids)
+                await services.state.drop_pending(record.guild_id, exchange.turn_ids, record.thread_id if opening else None)
                 dropped += 1
     return kept, dropped
+
+
+async def _edited_exchange(services: Services, record: ThreadRecord, exchange: PendingExchange) -> AskedExchange | None:
+    """The settled exchange a pending one would replace: its question's message was edited and answered
+    again (`_follow_up`); None for a new question's exchange."""
+    if not exchange.question_message_ids:
+        return None
+    return await services.state.asked_exchange(record.guild_id, record.thread_id, exchange.question_message_ids[0])
+
+
+async def _shows_new_answer(
+    services: Services, record: ThreadRecord, channel: Any, found: list[int], edited: AskedExchange, turn_ids: list[int]
+) -> bool:
+    """Whether the answer's messages (`found`; an edit keeps their ids) show the pending new answer rather
+    than the old one: the answer whose words they share more of (the new one on a tie)."""
+    shown: set[str] = set()
+    for message_id in found:
+        try:
+            message = await channel.fetch_message(message_id)
+        except discord.HTTPException:
+            continue
+        parts = [message.content or "", *(e.description or "" for e in message.embeds)]
+        shown |= set(re.findall(r"\w+", " ".join(parts).lower()))
+    new = (await services.state.turn_texts(record.guild_id, turn_ids[-1:]) or [""])[0]
+    old = (await services.state.turn_texts(record.guild_id, [edited.answer_row]) or [""])[0] if edited.answer_row else ""
+
+    def share(text: str) -> float:
+        said = set(re.findall(r"\w+", text.lower()))
+        return len(said & shown) / len(said) if said else 0.0
+
+    return share(new) >= share(old)
+
+
+async def thread_opened(thread: Any, answer_ids: list[int]) -> list[int] | None:
+    """`answer_ids` when the thread of an /ask answer's opening exchange was opened (Discord can read it);
+    [] when it never was (the bot stopped before opening it); None when Discord cannot say now."""
+    try:
+        async for _ in thread.history(limit=1):
+            break
+    except discord.NotFound:
+        return []
+    except discord.HTTPException as error:
+        log.warning("cannot tell whether thread %s was opened (%s); left for the next start", getattr(thread, "id", "?"), error)
+        return None
+    return answer_ids
 
 
 async def posted_answer(channel: Any, question_ids: Sequence[int], bot_id: int) -> list[int] | None:
@@ -388,6 +458,9 @@ async def _ask(
         await open_thread(services, interaction, channel, sent, kb, SPOILER_THREAD if hidden else question, answer)
 
 
+NO_THREAD_PERMISSION = "I couldn't open a thread for follow-ups here: I need the Create Public Threads permission."
+
+
 async def open_thread(
     services: Services,
     interaction: discord.Interaction,
@@ -399,26 +472,49 @@ async def open_thread(
 ) -> None:
     """A public thread on the answer (`sent`, its first message opening it) for follow-ups
     (WebhookMessage.create_thread cannot do this)."""
-    missing = "I couldn't open a thread for follow-ups here: I need the Create Public Threads permission."
     if not interaction.app_permissions.create_public_threads:
-        await tell(interaction, missing)
+        await tell(interaction, NO_THREAD_PERMISSION)
         return
-    try:
-        thread = await channel.create_thread(
-            name=thread_name(question), message=sent[0], auto_archive_duration=1440
+    # A thread started from a message has that message's id: the thread and its opening exchange are
+    # recorded (pending) before it is opened and attached after, so a bot stopped in between settles them
+    # at its next start (`settle_pending`: kept when the thread is there, else dropped).
+    record = ThreadRecord(sent[0].id, kb, channel.guild.id, channel.id)
+    async with conversation_turn(record.thread_id):  # a follow-up sent at once reads the opening exchange
+        turn_ids = await remember_exchange(
+            services, record.guild_id, record.thread_id, answer, sent=sent, pending=True, opened=(record, str(interaction.user))
         )
+        thread = await _opened_thread(services, interaction, channel, sent[0], question, turn_ids, record)
+        if thread is not None:
+            await services.state.attach_answer(record.guild_id, turn_ids, [m.id for m in sent])
+
+
+async def _opened_thread(
+    services: Services,
+    interaction: discord.Interaction,
+    channel: discord.TextChannel,
+    starter: discord.Message,
+    question: str,
+    turn_ids: list[int],
+    record: ThreadRecord,
+) -> discord.Thread | None:
+    """The thread opened on the answer's first message (`starter`); None, its pending record dropped and
+    the member told, when Discord refuses it."""
+    try:
+        thread = await channel.create_thread(name=thread_name(question), message=starter, auto_archive_duration=1440)
     except discord.Forbidden:
         log.warning("no permission to open a thread in %s", channel.id)
-        await tell(interaction, missing)
-        return
+        told = NO_THREAD_PERMISSION
     except discord.HTTPException as error:
         log.warning("could not open a thread in %s: %s", channel.id, error)
-        await tell(interaction, "I couldn't open a thread for follow-ups; ask again with /ask.")
-        return
-    record = ThreadRecord(thread.id, kb, channel.guild.id, channel.id)
-    async with conversation_turn(thread.id):  # a follow-up sent at once reads the opening exchange
-        await services.state.add_thread(record, opened_by=str(interaction.user))
-        await remember_exchange(services, record.guild_id, thread.id, answer, sent=sent)
+        told = "I couldn't open a thread for follow-ups; ask again with /ask."
+    else:
+        if thread.id == record.thread_id:
+            return thread
+        log.warning("thread %s opened on message %s has another id", thread.id, starter.id)
+        told = "I couldn't open a thread for follow-ups; ask again with /ask."
+    await services.state.drop_pending(record.guild_id, turn_ids, record.thread_id)
+    await tell(interaction, told)
+    return None
 
 
 def follow_up_text(message: discord.Message, bot_id: int) -> str:
@@ -680,15 +776,17 @@ async def _follow_up(
     if edited is None:
         await _post_follow_up(services, record, message, answer, post, follows=follows, told=told)
         return
+    # recorded pending, posted, then put in the old exchange's place: a bot stopped in between settles it
+    turn_ids = await remember_exchange(services, record.guild_id, record.thread_id, answer, message, told=told, pending=True)
+
+    async def replace(posted: list[int]) -> None:
+        await services.state.attach_replacement(record.guild_id, edited, turn_ids, posted)
+
     try:
-        sent = await post()
+        await posting_remembered(services, record.guild_id, turn_ids, post, replace)
     except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread
         log.warning("could not answer in thread %s: %s", record.thread_id, error)
         return  # the member never saw this answer: the old exchange stays
-    turns = [Turn("user", answer.question), Turn("assistant", answer.text)]
-    posted = [m.id for m in sent]
-    cited = cited_nodes(answer, told)
-    await services.state.replace_exchange(record.guild_id, edited, turns, drew_on(answer), posted, cited)
     log.info("edited follow-up answered again in thread %s (%s)", record.thread_id, kb)
 
 

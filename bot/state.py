@@ -213,6 +213,9 @@ class PendingExchange:
     record: ThreadRecord
     turn_ids: list[int]  # the question's turn, then the answer's
     question_message_ids: list[int]  # the member's message it answers (none for /ask)
+    # the answer's messages when they were posted before it was recorded: the opening exchange of an /ask
+    # thread, recorded before the thread is opened on its answer
+    answer_message_ids: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -535,10 +538,7 @@ class BotState:
     # ------------------------------------------------------------------ threads and turns
 
     async def add_thread(self, record: ThreadRecord, opened_by: str) -> None:
-        sql = """INSERT OR REPLACE INTO bot_threads (thread_id, kb, guild_id, channel_id, opened_by, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?)"""
-        params = [record.thread_id, record.kb, record.guild_id, record.channel_id, opened_by, _now()]
-        await self._write(self._spaces.space_of(record.kb), [(sql, params)])
+        await self._write(self._spaces.space_of(record.kb), [_thread_row(record, opened_by)])
 
     async def thread(self, guild_id: int, thread_id: int) -> ThreadRecord | None:
         rows = await self._read(
@@ -559,13 +559,15 @@ class BotState:
         cited: CitedNodes | None = None,
         *,
         pending: bool = False,
+        opened: tuple[ThreadRecord, str] | None = None,
     ) -> list[int]:
         """One exchange's turns; returns their row ids. `message_ids`: the chat messages its answer drew on
         (`Redaction.apply`; one removed since, no longer held by the thread's knowledge base, makes the
         exchange `REMOVED_MESSAGE`); `posted`: each turn's own Discord messages (the question, the answer's
         messages), for replies; `cited`: the answer's cited nodes, whose documents its turn records in the
         same transaction (`removed_cited`). `pending`: recorded before its answer is posted, so a bot killed
-        while posting keeps it; no follow-up is given it until `attach_answer` (`settle_pending`)."""
+        while posting keeps it; no follow-up is given it until `attach_answer` (`settle_pending`). `opened`:
+        the thread (and who opened it) recorded in the same transaction, for its opening exchange."""
         sources = json.dumps(sorted({int(i) for i in message_ids})) if message_ids else None
         own = [json.dumps([int(i) for i in ids]) if ids else None for ids in posted] + [None] * len(turns)
         sql = (
@@ -580,7 +582,10 @@ class BotState:
             content = [*removed, REMOVED_MESSAGE, *_content_params(t.content, of_answer)]
             params = [thread_id, t.role, *content, _now(), *removed, sources, own[i], *_documents_params(of_answer)]
             statements.append((sql, [*params, 1 if pending else None]))
-        return await self._write(self.space_of_guild(guild_id), statements, also=_told_by(thread_id, cited))
+        if opened is not None:
+            statements.insert(0, _thread_row(*opened))
+        ids = await self._write(self.space_of_guild(guild_id), statements, also=_told_by(thread_id, cited))
+        return ids[-len(turns) :] if turns else []
 
     async def attach_answer(self, guild_id: int, turn_ids: Sequence[int], answer_posted: Sequence[int]) -> None:
         """A pending exchange's answer was posted: its messages (`answer_posted`) go on its answer's turn, the
@@ -595,14 +600,19 @@ class BotState:
         ]
         await self._write(self.space_of_guild(guild_id), statements, create=False)
 
-    async def drop_pending(self, guild_id: int, turn_ids: Sequence[int]) -> None:
+    async def drop_pending(self, guild_id: int, turn_ids: Sequence[int], thread_id: int | None = None) -> None:
         """A pending exchange whose answer no member saw (its posting failed, or a start found none in
-        Discord) leaves the thread's memory and the file."""
+        Discord) leaves the thread's memory and the file; with `thread_id`, the thread's record too (the
+        opening exchange of a thread that was never opened)."""
         if not turn_ids:
             return
         marks = ",".join("?" * len(turn_ids))
-        sql = f"delete from bot_turns where id in ({marks}) and pending = 1"
-        await self._write(self.space_of_guild(guild_id), [(sql, list(turn_ids))], create=False, scrub=True)
+        statements: list[tuple[str, Sequence[Any]]] = [
+            (f"delete from bot_turns where id in ({marks}) and pending = 1", list(turn_ids))
+        ]
+        if thread_id is not None:
+            statements.append(("delete from bot_threads where thread_id = ?", [thread_id]))
+        await self._write(self.space_of_guild(guild_id), statements, create=False, scrub=True)
 
     async def pending_exchanges(self) -> list[PendingExchange]:
         """Every server's exchanges still pending (a bot stopped between recording and posting them)."""
@@ -610,6 +620,35 @@ class BotState:
         for space in self._every_space():
             found += await self._run(space, lambda store: _pending(store.db), create=False, empty=[])
         return found
+
+    async def attach_replacement(
+        self, guild_id: int, edited: AskedExchange, turn_ids: Sequence[int], answer_posted: Sequence[int]
+    ) -> None:
+        """An edited question's new exchange, recorded pending (`turn_ids`) before its answer was posted,
+        takes the old one's place (its position in the thread kept; the answer's messages `answer_posted`)
+        and its pending rows go, in one transaction; the replaced text is scrubbed from the file."""
+        copy = "(select {0} from bot_turns where id = ?)"
+        columns = ("content", "message_ids", "documents")
+        sets = ", ".join(f"{c} = {copy.format(c)}" for c in columns)
+        statements: list[tuple[str, Sequence[Any]]] = [
+            (f"update bot_turns set {sets} where id = ?", [turn_ids[0]] * 3 + [edited.question_row])
+        ]
+        if edited.answer_row is not None and len(turn_ids) > 1:
+            posted = json.dumps([int(i) for i in answer_posted]) if answer_posted else None
+            statements.append(
+                (f"update bot_turns set {sets}, posted_ids = ? where id = ?", [turn_ids[-1]] * 3 + [posted, edited.answer_row])
+            )
+        marks = ",".join("?" * len(turn_ids))
+        statements.append((f"delete from bot_turns where id in ({marks}) and pending = 1", list(turn_ids)))
+        await self._write(self.space_of_guild(guild_id), statements, create=False, scrub=True)
+
+    async def turn_texts(self, guild_id: int, turn_ids: Sequence[int]) -> list[str]:
+        """The stored text of each turn of `turn_ids`, in order."""
+        marks = ",".join("?" * len(turn_ids))
+        rows = await self._read(
+            self.space_of_guild(guild_id), f"select content from bot_turns where id in ({marks}) order by id", list(turn_ids)
+        )
+        return [r["content"] for r in rows]
 
     async def still_pending(self, guild_id: int, turn_ids: Sequence[int]) -> bool:
         """Whether the exchange of `turn_ids` is still pending (not attached or dropped meanwhile)."""
@@ -740,33 +779,6 @@ class BotState:
             history=[Turn(rows[i]["role"], rows[i]["content"]) for i in kept],
             thread_id=thread_id,
         )
-
-    async def replace_exchange(
-        self,
-        guild_id: int,
-        exchange: AskedExchange,
-        turns: list[Turn],
-        message_ids: Sequence[int] = (),
-        answer_posted: Sequence[int] = (),
-        cited: CitedNodes | None = None,
-    ) -> None:
-        """An edited question's new exchange in the old one's place (its position in the thread kept): the
-        question's text, and the answer's text, sources, messages (`answer_posted`) and documents
-        (`cited`)."""
-        sources = json.dumps(sorted({int(i) for i in message_ids})) if message_ids else None
-        posted = json.dumps([int(i) for i in answer_posted]) if answer_posted else None
-        space = self.space_of_guild(guild_id)
-        question_sql = "update bot_turns set content = ?, message_ids = ? where id = ?"
-        statements = [(question_sql, [turns[0].content, sources, exchange.question_row])]
-        if exchange.answer_row is not None:
-            answer_sql = (
-                f"update bot_turns set content = {_CONTENT_UNLESS_REMOVED}, message_ids = ?, posted_ids = ?, "
-                f"documents = {_DOCUMENTS_OF_NODES} where id = ?"
-            )
-            content = _content_params(turns[1].content, cited)
-            params = [*content, sources, posted, *_documents_params(cited), exchange.answer_row]
-            statements.append((answer_sql, params))
-        await self._write(space, statements, also=_told_by(exchange.thread_id, cited))
 
     async def forget_questions(self, guild_id: int, thread_id: int, message_ids: Set[int]) -> list[int]:
         """Members deleted their questions (`message_ids`) in the thread: each one's exchange (the question
@@ -1209,7 +1221,16 @@ def _pending(db: Any) -> list[PendingExchange]:
             record = ThreadRecord(thread_id, kb, guild_id, channel_id)
             found.append(PendingExchange(record, [], _id_list(posted) if role == "user" else []))
         found[-1].turn_ids.append(turn_id)
+        if role != "user":
+            found[-1].answer_message_ids = _id_list(posted)
     return found
+
+
+def _thread_row(record: ThreadRecord, opened_by: str) -> tuple[str, list[Any]]:
+    """The statement recording a thread the bot opened."""
+    sql = """INSERT OR REPLACE INTO bot_threads (thread_id, kb, guild_id, channel_id, opened_by, created_at)
+             VALUES (?, ?, ?, ?, ?, ?)"""
+    return sql, [record.thread_id, record.kb, record.guild_id, record.channel_id, opened_by, _now()]
 
 
 def _recent_questions(db: Any, since: str, limit: int) -> list[tuple[str, ThreadRecord, list[int]]]:

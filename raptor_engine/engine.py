@@ -51,7 +51,7 @@ from .ingest.messages import (
 from .ingest.parse_worker import ParseStats, WorkerLimits, discard_spare, start_spare
 from .ingest.sentences import content_terms, in_bigrams
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
-from .query.asked import without_named_files
+from .query.asked import searched_part, without_named_files
 from .query.compared import chosen, compared_times, which_more
 from .query.followup import (
     DOCUMENT_NOUNS,
@@ -417,6 +417,14 @@ def _the_document(query: str, named: re.Match[str]) -> str:
     if without != query and len(without.split()) >= 3:
         return without
     return named.re.sub(lambda match: "It" if match.start() == 0 else "it", query, count=1)
+
+
+def _what_is_searched(query: str) -> str:
+    """The query as retrieval searches it: a long message's questions, not the paragraph pasted with them
+    (`searched_part`), its follow-up context kept. The answerer still gets the whole query."""
+    rewritten = split_standalone(query)
+    core = searched_part(rewritten.core)
+    return query if core == rewritten.core else replace(rewritten, core=core).text
 
 
 def _with_choice(draft: AnswerDraft, asked: str, query: str, nodes: list[ContextNode]) -> AnswerDraft:
@@ -1986,7 +1994,7 @@ class Engine:
         if onward is None:
             query, documents = await asyncio.to_thread(self._followed_document, kb, query, history, documents, asked)
         query = await asyncio.to_thread(self.respelled, kb, query)
-        searched = await asyncio.to_thread(self._unnamed, kb, query)
+        searched = await asyncio.to_thread(self._unnamed, kb, _what_is_searched(query))
         context = await asyncio.to_thread(self._question_context, kb, searched, mode, budget, layers, documents)
         if onward in (Onward.NEXT, Onward.BEFORE):
             context.nodes = await asyncio.to_thread(self._with_document_edges, context.nodes)

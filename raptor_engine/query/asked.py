@@ -202,6 +202,27 @@ def question_sentences(question: str) -> str:
     return _kept(question, " ".join(unique))
 
 
+# a question that leans on the text pasted with it for its subject: "what does this mean?", "is that
+# right?", "was that the year?" ("that" only as a pronoun: "the room that holds the maps" names its own)
+_POINTS_AT_PASTE = re.compile(
+    r"\b(?:it|its|this|these|those|they|them|above|here"
+    r"|that(?=\s*(?:[?.!,;:]|$|\s+(?:is|was|are|were|means?|meant|says?|said|refers?|does|did|do|true|right|correct|wrong|the|a|an)\b)))\b",
+    re.I,
+)
+
+
+def searched_part(question: str) -> str:
+    """What a long message is searched with: its questions (`question_sentences`) when they name their
+    subject, so a pasted paragraph about something near it cannot crowd the answer's passages out
+    ("<3,000 characters about the team's review> When was the reading room added?" found the review);
+    the whole text when its questions lean on the paste ("<a quote> What does this mean?": the paste is
+    the subject), when it asks no question, and for a short question."""
+    asked = question_sentences(question)
+    if asked == question or _POINTS_AT_PASTE.search(asked):
+        return question
+    return asked
+
+
 def without_document_words(question: str) -> str:
     """The question without the document it is asked of by a common noun: 'according to the handbook,
     how often is the lens cleaned?' -> 'How often is the lens cleaned?'; 'what does the report say
