@@ -100,6 +100,16 @@ def test_the_choice_reads_each_figure_from_its_own_clause_and_scale():
         ("which keeper was older?", None),
         ("which year did the bridge open?", None),
         ("which report recommended dredging the inner basin and closing more of the north pier than before?", None),
+        # 'up'/'down' as particles and 'what more' ask no choice: after two years' figures, 'what led up to
+        # that?' had become 'Who was Rowan Pike in 1880? (context: … in 1902?)'
+        ("what led up to that?", None),
+        ("what came up next?", None),
+        ("what broke down?", None),
+        ("what did he write down?", None),
+        ("what more can you tell me?", None),
+        ("and what more happened?", None),
+        ("what less obvious reasons were there?", None),
+        ("what was higher, 2021 or 2020?", "higher"),
     ],
 )
 def test_which_more_reads_the_way_asked(question, way):

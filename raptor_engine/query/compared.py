@@ -64,13 +64,16 @@ def holds_figures_of(times: tuple[str, str], quotes: Iterable[tuple[str, str]]) 
 
 
 # 'which year was higher?', 'so which one had more?', 'was 2021 or 2020 higher?': a choice between two
-# figures, by the comparative that says which way (a 'which' question, or an 'X or Y' one)
+# figures, by the comparative that says which way (a 'which' question, or an 'X or Y' one). No 'up' or
+# 'down' (the particles of 'what led up to that?', 'what broke down?'), and no comparative right after
+# 'what' ('what more can you tell me?' asks for more, not for the larger figure).
 _MORE_WORDS = {
-    **dict.fromkeys("higher more bigger larger greater up".split(), "higher"),
-    **dict.fromkeys("lower less fewer smaller down".split(), "lower"),
+    **dict.fromkeys("higher more bigger larger greater".split(), "higher"),
+    **dict.fromkeys("lower less fewer smaller".split(), "lower"),
 }
 _WHICH_MORE = re.compile(
-    r"^(?:(?:and|so|ok|okay|then|but)\b[\s,]*)*(?:which|what)\b[^?.!]{0,60}?\b(" + "|".join(_MORE_WORDS) + r")\b[^?.!]{0,40}[?.!]*$"
+    r"^(?:(?:and|so|ok|okay|then|but)\b[\s,]*)*(?:which|what(?!\s+(?:" + "|".join(_MORE_WORDS) + r")\b))\b[^?.!]{0,60}?\b("
+    + "|".join(_MORE_WORDS) + r")\b[^?.!]{0,40}[?.!]*$"
     r"|^(?:(?:and|so)\b[\s,]*)?(?:is|was|were|are|did)\b(?=[^?.!]*\bor\b)[^?.!]{0,60}?\b(" + "|".join(_MORE_WORDS)
     + r")\b[^?.!]{0,40}[?.!]*$",
     re.IGNORECASE,
