@@ -874,7 +874,10 @@ def _common_head(target: str) -> str | None:
         if not re.fullmatch(r"[a-z][a-z'-]*", token) or token in STOPWORDS:
             break
         run.append(token)
-    return _head_word(run[-1]) if run and len(run) == len(tokens) - 1 or run and tokens[len(run) + 1].lower() in STOPWORDS else None
+    rest = tokens[1 + len(run) :]  # what follows the noun phrase: nothing, or a word like 'from' ('the minutes from March')
+    if not run or (rest and rest[0].lower() not in STOPWORDS):
+        return None
+    return _head_word(run[-1])
 
 
 def _head_word(phrase: str) -> str:
