@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import subprocess
 import sys
+import threading
+
+import pytest
 
 from raptor_engine import Engine
 from raptor_engine.errors import RaptorError
+from raptor_engine.storage.db import connect
 from raptor_engine.storage.writers import WriterGate
 from tests.unhurried import unhurried_settings
 
@@ -100,3 +105,32 @@ async def test_a_writer_waits_for_the_gate_and_gives_up_with_one_sentence(tmp_pa
     async with waiter:
         await asyncio.wait_for(waiter.enter(), 5)
 
+
+
+def test_opening_waits_for_a_process_that_holds_a_write_lock_on_a_file_still_in_rollback_mode(tmp_path):
+    """Several processes creating one data directory at once: while one holds a write lock on the new
+    file, SQLite refuses another's switch to WAL at once ("database is locked", without its busy
+    handler), which made one of ten concurrent `raptor ingest` runs fail; opening now waits its turn."""
+    path = tmp_path / "raptor.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.3, lambda: holder.execute("COMMIT")).start()
+    opened = connect(path)
+    try:
+        assert opened.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        opened.conn.close()
+        holder.close()
+
+
+def test_opening_still_gives_up_after_the_busy_timeout(tmp_path):
+    path = tmp_path / "raptor.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            connect(path, busy_timeout_ms=200)
+    finally:
+        holder.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def connect(
     try:
         conn.execute("PRAGMA trusted_schema=OFF")
         conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-        conn.execute("PRAGMA journal_mode=WAL")
+        _enter_wal(conn, busy_timeout_ms / 1000)
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA secure_delete=ON")
@@ -61,6 +62,25 @@ def connect(
             raise sqlite3.OperationalError("database or disk is full") from error
         raise
     return sqlite_utils.Database(conn, execute_plugins=False)
+
+
+def _enter_wal(conn: sqlite3.Connection, wait_s: float) -> None:
+    """Switch the file to WAL, waiting up to `wait_s` for other processes, as any other write does.
+
+    While another process holds a write lock on a file still in rollback mode (several processes
+    creating one data directory at once), SQLite refuses the switch at once ("database is locked")
+    instead of calling the busy handler, to avoid a deadlock: so the wait is this loop's."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if getattr(error, "sqlite_errorname", "") != "SQLITE_BUSY" or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _disk_full(error: sqlite3.DatabaseError, folder: Path) -> bool:
