@@ -3,6 +3,9 @@
 Each score is paired by question id (questions only one run asked are left out), and the mean
 difference is given with a 95% confidence interval from a paired bootstrap (resampling the questions,
 fixed seed): an interval that excludes 0 is a difference the questions support, one that spans 0 is not.
+How many questions scored higher and lower is given too: on sets of 10-90 questions a mean difference of
+several points is often two or three questions moving all the way (docs/EVALUATION.md, "Small budgets:
+where the 500-token context's points went"), which the interval alone does not show.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import numpy as np
 
 RESAMPLES = 2000
 SEED = 0
+MOVED = 1e-9  # a question's score counts as higher or lower past this (scores are rounded to 4 places)
 # (label, where the score sits in a per-question record)
 COMPARED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("answer R-1 recall", ("methods", "collapsed", "extractive", "answer_rouge1_recall")),
@@ -68,15 +72,18 @@ def compare_reports(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, 
         before, after = paired(old, new, path)
         if not len(before):
             continue
-        low, high = bootstrap_interval(after - before)
+        differences = after - before
+        low, high = bootstrap_interval(differences)
         rows.append(
             {
                 "score": label,
                 "questions": len(before),
                 "old": round(float(before.mean()), 4),
                 "new": round(float(after.mean()), 4),
-                "difference": round(float((after - before).mean()), 4),
+                "difference": round(float(differences.mean()), 4),
                 "ci95": [round(low, 4), round(high, 4)],
+                "higher": int((differences > MOVED).sum()),
+                "lower": int((differences < -MOVED).sum()),
             }
         )
     return rows
@@ -89,13 +96,13 @@ def render_comparison(rows: list[dict[str, Any]], old_name: str) -> str:
     lines = [
         f"Against {old_name} (paired by question; 95% CI by bootstrap over questions):",
         "",
-        "| score | questions | old | new | difference | 95% CI |",
-        "|---|---|---|---|---|---|",
+        "| score | questions | old | new | difference | 95% CI | higher / lower |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         low, high = row["ci95"]
         lines.append(
             f"| {row['score']} | {row['questions']} | {row['old']:.3f} | {row['new']:.3f} "
-            f"| {row['difference']:+.3f} | [{low:+.3f}, {high:+.3f}] |"
+            f"| {row['difference']:+.3f} | [{low:+.3f}, {high:+.3f}] | {row.get('higher', 0)} / {row.get('lower', 0)} |"
         )
     return "\n".join(lines)

@@ -377,13 +377,29 @@ def test_compare_pairs_questions_and_gives_a_bootstrap_interval():
     low, high = answer["ci95"]
     assert 0 < low < 0.05 < high <= 0.1  # every resample gains: the interval excludes 0
     assert rows["reference in the quotes"]["difference"] == 0.25
+    assert (answer["higher"], answer["lower"]) == (10, 0)  # the odd questions gained, none lost
+    assert (rows["reference in the quotes"]["higher"], rows["reference in the quotes"]["lower"]) == (5, 0)
     context = rows["context R-1 recall, collapsed"]
     assert context["difference"] == 0.0 and context["ci95"] == [0.0, 0.0]
+    assert (context["higher"], context["lower"]) == (0, 0)
     assert "first-quote R-1 recall" not in rows  # no run has it
     assert bootstrap_interval(np.array([0.1, -0.1] * 10))[0] < 0 < bootstrap_interval(np.array([0.1, -0.1] * 10))[1]
     table = render_comparison(compare_reports(old, new), "old.json")
     assert "| answer R-1 recall | 20 | 0.200 | 0.250 | +0.050 |" in table
+    assert table.splitlines()[2].endswith("| higher / lower |") and "| 10 / 0 |" in table
     assert render_comparison([], "x.json").startswith("Nothing to compare")
+
+
+def test_compare_counts_the_questions_that_moved_either_way():
+    """A mean that does not move can hide two questions that did: the counts say so."""
+    from raptor_tools.eval_compare import compare_reports, render_comparison
+
+    old = _report({f"q{i}": (0.5, False, 0.5) for i in range(10)})
+    new = _report({f"q{i}": (0.5, False, {0: 1.0, 1: 0.0}.get(i, 0.5)) for i in range(10)})
+    context = {row["score"]: row for row in compare_reports(old, new)}["context R-1 recall, collapsed"]
+    assert context["difference"] == 0.0 and (context["higher"], context["lower"]) == (1, 1)
+    assert "| context R-1 recall, collapsed | 10 | 0.500 | 0.500 | +0.000 |" in render_comparison([context], "o.json")
+    assert render_comparison([context], "o.json").endswith("| 1 / 1 |")
 
 
 def test_eval_compare_prints_the_paired_differences(cli_run, tmp_path):
