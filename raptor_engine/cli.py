@@ -1013,33 +1013,42 @@ def guilds_list(ctx: click.Context, as_json: bool) -> None:
 @guilds.command("export")
 @click.argument("guild")
 @click.argument("archive", type=click.Path(dir_okay=False, writable=True, path_type=Path))
+@output_options
 @click.pass_context
-def guilds_export(ctx: click.Context, guild: str, archive: Path) -> None:
+def guilds_export(ctx: click.Context, guild: str, archive: Path, as_json: bool) -> None:
     """Write GUILD's store to ARCHIVE (.tar): a consistent snapshot, taken while the bot runs."""
     try:
         manifest = export_space(_engine(ctx).spaces, guild, archive)
     except RaptorError as exc:
         _fail(exc)
+    if as_json:
+        _print_json({"guild": guild, "archive": str(archive), "knowledge_bases": manifest["knowledge_bases"]})
+        return
     _say(f"{guild}: {len(manifest['knowledge_bases'])} knowledge base(s) written to {archive}")
 
 
 @guilds.command("import")
 @click.argument("archive", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@output_options
 @click.pass_context
-def guilds_import(ctx: click.Context, archive: Path) -> None:
+def guilds_import(ctx: click.Context, archive: Path, as_json: bool) -> None:
     """Add the store in ARCHIVE (from `raptor guilds export`) to this data directory."""
     try:
         manifest = import_space(_engine(ctx).spaces, archive)
     except RaptorError as exc:
         _fail(exc)
+    if as_json:
+        _print_json({"guild": manifest["space"], "knowledge_bases": manifest["knowledge_bases"]})
+        return
     _say(f"{manifest['space']}: {len(manifest['knowledge_bases'])} knowledge base(s) imported")
 
 
 @guilds.command("delete")
 @click.argument("guild")
 @click.option("--yes", is_flag=True, required=True, help="Confirm: the store cannot be recovered.")
+@output_options
 @click.pass_context
-def guilds_delete(ctx: click.Context, guild: str, yes: bool) -> None:
+def guilds_delete(ctx: click.Context, guild: str, yes: bool, as_json: bool) -> None:
     """Delete GUILD's store from this data directory (after it was imported elsewhere)."""
     try:
         deleted = _engine(ctx).delete_space(guild)
@@ -1047,6 +1056,9 @@ def guilds_delete(ctx: click.Context, guild: str, yes: bool) -> None:
         _fail(exc)
     if not deleted:
         _fail(RaptorError(f"There is no store for {guild} in this data directory."))
+    if as_json:
+        _print_json({"guild": guild, "deleted": True})
+        return
     _say(f"{guild}: deleted")
 
 

@@ -162,3 +162,22 @@ def test_chat_json_says_a_failed_question_on_its_own_line_and_exits_1(run, monke
     }
     human = run("chat", "--kb", "Railway", input="Who surveyed the railway?\n\n")
     assert human.exit_code == 0
+
+
+def test_the_guilds_commands_print_json_on_success_as_on_failure(run, tmp_path, embedder):  # noqa: F811
+    """`raptor --json guilds export/import/delete` printed JSON when it failed but a line of text when it
+    worked; each now has --json (and the global --json turns it on), so a script always reads JSON."""
+    from tests.test_cli_failures import add_guild_42
+
+    data = tmp_path / "data"
+    add_guild_42(data, embedder)
+    archive = tmp_path / "g42.tar"
+    exported = run("--json", "guilds", "export", "42", str(archive))
+    assert exported.exit_code == 0, exported.output
+    assert json.loads(exported.stdout) == {"guild": "42", "archive": str(archive), "knowledge_bases": ["guild-42-channel-7"]}
+    deleted = run("guilds", "delete", "42", "--yes", "--json")
+    assert deleted.exit_code == 0 and json.loads(deleted.stdout) == {"guild": "42", "deleted": True}
+    imported = run("guilds", "import", str(archive), "--json")
+    assert imported.exit_code == 0 and json.loads(imported.stdout) == {"guild": "42", "knowledge_bases": ["guild-42-channel-7"]}
+    again = run("guilds", "import", str(archive), "--json")
+    assert again.exit_code == 1 and set(json.loads(again.stdout)) == {"error", "status"}
