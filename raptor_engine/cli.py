@@ -28,7 +28,15 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
 
     from . import __version__
     from .config import Settings
-    from .engine import MODES, EmptyKnowledgeBaseError, Engine, IngestResult, TreePicture, shown_text
+    from .engine import (
+        MODES,
+        EmptyKnowledgeBaseError,
+        Engine,
+        IngestResult,
+        TreePicture,
+        readable_text,
+        shown_text,
+    )
     from .errors import RaptorError, damaged_store, did_you_mean, is_damaged_database, storage_failure
     from .ingest.load import file_types, read_local_file, safe_filename
     from .plugins import load_plugins
@@ -511,11 +519,47 @@ def ingest(
         except RaptorError as exc:
             _fail(exc)
     engine = _engine(ctx)
-    results, failures = asyncio.run(_ingest_files(engine, files, kb, added_by, as_json, quiet, scheduler))
+    outcomes: list[dict[str, Any]] = []
+    try:
+        asyncio.run(_ingest_files(engine, files, kb, added_by, as_json, quiet, scheduler, outcomes))
+    except KeyboardInterrupt:
+        if as_json:  # what was done before the interrupt, and what was not
+            _print_json(_interrupted(files, outcomes))
+        raise
     if as_json:
-        _print_json([r.to_dict() for r in results])
-    if failures:
+        _print_json(outcomes)
+    if any(outcome["status"] == REFUSED for outcome in outcomes):
         sys.exit(1)
+
+
+REFUSED = "refused"  # `ingest --json`: a file not added (its "error" says why); the others are "added", "duplicate"
+
+
+def _file_label(path: Path) -> str:
+    """The file as the command line named it, storable in JSON (a byte that is not UTF-8 as U+FFFD)."""
+    return readable_text(str(path))
+
+
+def _refusal(path: Path, error: BaseException) -> str:
+    """The one sentence for a file that was not added, naming the file when the sentence does not already
+    (a busy knowledge base, a full disk, the document limit): with several files, stderr says which one."""
+    sentence = one_line(error)
+    try:
+        name = safe_filename(path.name)
+    except RaptorError:
+        name = _file_label(path)
+    return sentence if sentence.startswith(name) else f"{name}: {sentence}"
+
+
+def _interrupted(files: tuple[Path, ...], outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`ingest --json` after Ctrl-C: the outcomes so far, the file being added "interrupted" (nothing of
+    it was stored), and the files not reached "skipped"."""
+    left = [_file_label(path) for path in files[len(outcomes) :]]
+    return (
+        outcomes
+        + [{"file": name, "status": "interrupted", "error": INTERRUPTED} for name in left[:1]]
+        + [{"file": name, "status": "skipped"} for name in left[1:]]
+    )
 
 
 def _print_namesakes(earlier: list[DocumentInfo], kb: str) -> None:
@@ -536,8 +580,11 @@ async def _ingest_files(
     as_json: bool,
     quiet: bool,
     scheduler: str | None,
-) -> tuple[list[IngestResult], int]:
-    """Ingest one file after another (on the cluster at `scheduler` when given); (results, failures)."""
+    outcomes: list[dict[str, Any]],
+) -> None:
+    """Ingest one file after another (on the cluster at `scheduler` when given), appending each file's
+    outcome to `outcomes` as it is known (so an interrupt still says what was done): the result's JSON
+    with the file as named, or "refused" with the sentence, which is also printed on stderr."""
     if scheduler:
         from .workers import BuildCluster
 
@@ -546,20 +593,22 @@ async def _ingest_files(
     else:  # the model (exported to ONNX on a machine's first run) and UMAP's compilation are the
         # process's start-up, not the first file's build: its deadline must not pay for them
         await asyncio.to_thread(engine.warm, load_clustering=False)
-    results, failures = [], 0
     try:
         for path in files:
             bars = ProgressBars(enabled=not quiet and not as_json and sys.stderr.isatty())
             try:
                 data = read_local_file(path, engine.settings.max_file_bytes)
                 result = await engine.ingest(kb, path.name, data, added_by=added_by, progress=bars)
-            except RaptorError as exc:
+            except Exception as exc:  # this file is not added; the next ones still are
                 bars.close()
-                _say(f"Error: {exc}", err=True)
-                failures += 1
+                if not isinstance(exc, RaptorError):
+                    log.info("adding %s failed", path, exc_info=exc)
+                sentence = _refusal(path, exc)
+                _say(f"Error: {sentence}", err=True)
+                outcomes.append({"file": _file_label(path), "status": REFUSED, "error": sentence})
                 continue
             bars.close()
-            results.append(result)
+            outcomes.append({"file": _file_label(path), **result.to_dict()})
             if not as_json:
                 _print_ingest(path.name, result)
                 if result.status == "added":
@@ -568,7 +617,6 @@ async def _ingest_files(
         if engine.cluster is not None:
             await engine.cluster.close()
             engine.cluster = None
-    return results, failures
 
 
 @cli.command()
@@ -788,8 +836,10 @@ def chat(ctx: click.Context, kb: str, mode: str, as_json: bool) -> None:
     if isinstance(sys.stdin, io.TextIOWrapper):  # a byte that is not UTF-8 reads as U+FFFD, not a crash
         sys.stdin.reconfigure(errors="replace")
     history: list[Turn] = []
+    failed = 0
 
     async def loop() -> None:
+        nonlocal failed
         while True:
             try:
                 question = await asyncio.to_thread(input, "" if as_json else "> ")
@@ -811,6 +861,9 @@ def chat(ctx: click.Context, kb: str, mode: str, as_json: bool) -> None:
                 if shown is not None and shown.printed:
                     _say()
                 _say(f"Error: {exc}", err=True)
+                if as_json:  # one line per question, so a program reading them stays in step
+                    click.echo(_json_text({"question": readable_text(question), "error": str(exc), "status": 1}))
+                failed += 1
                 continue
             if as_json:  # JSON Lines: a program reads one answer per line as it comes
                 click.echo(_json_text(answer.to_dict()))
@@ -819,6 +872,8 @@ def chat(ctx: click.Context, kb: str, mode: str, as_json: bool) -> None:
             history.extend([Turn("user", question), Turn("assistant", answer.text)])
 
     asyncio.run(loop())
+    if failed:  # as `ingest` of several files: the others were answered, and the status says not all were
+        sys.exit(1)
 
 
 @cli.command()
@@ -958,33 +1013,42 @@ def guilds_list(ctx: click.Context, as_json: bool) -> None:
 @guilds.command("export")
 @click.argument("guild")
 @click.argument("archive", type=click.Path(dir_okay=False, writable=True, path_type=Path))
+@output_options
 @click.pass_context
-def guilds_export(ctx: click.Context, guild: str, archive: Path) -> None:
+def guilds_export(ctx: click.Context, guild: str, archive: Path, as_json: bool) -> None:
     """Write GUILD's store to ARCHIVE (.tar): a consistent snapshot, taken while the bot runs."""
     try:
         manifest = export_space(_engine(ctx).spaces, guild, archive)
     except RaptorError as exc:
         _fail(exc)
+    if as_json:
+        _print_json({"guild": guild, "archive": str(archive), "knowledge_bases": manifest["knowledge_bases"]})
+        return
     _say(f"{guild}: {len(manifest['knowledge_bases'])} knowledge base(s) written to {archive}")
 
 
 @guilds.command("import")
 @click.argument("archive", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@output_options
 @click.pass_context
-def guilds_import(ctx: click.Context, archive: Path) -> None:
+def guilds_import(ctx: click.Context, archive: Path, as_json: bool) -> None:
     """Add the store in ARCHIVE (from `raptor guilds export`) to this data directory."""
     try:
         manifest = import_space(_engine(ctx).spaces, archive)
     except RaptorError as exc:
         _fail(exc)
+    if as_json:
+        _print_json({"guild": manifest["space"], "knowledge_bases": manifest["knowledge_bases"]})
+        return
     _say(f"{manifest['space']}: {len(manifest['knowledge_bases'])} knowledge base(s) imported")
 
 
 @guilds.command("delete")
 @click.argument("guild")
 @click.option("--yes", is_flag=True, required=True, help="Confirm: the store cannot be recovered.")
+@output_options
 @click.pass_context
-def guilds_delete(ctx: click.Context, guild: str, yes: bool) -> None:
+def guilds_delete(ctx: click.Context, guild: str, yes: bool, as_json: bool) -> None:
     """Delete GUILD's store from this data directory (after it was imported elsewhere)."""
     try:
         deleted = _engine(ctx).delete_space(guild)
@@ -992,6 +1056,9 @@ def guilds_delete(ctx: click.Context, guild: str, yes: bool) -> None:
         _fail(exc)
     if not deleted:
         _fail(RaptorError(f"There is no store for {guild} in this data directory."))
+    if as_json:
+        _print_json({"guild": guild, "deleted": True})
+        return
     _say(f"{guild}: deleted")
 
 

@@ -92,7 +92,7 @@ class Settings:
     max_document_tokens: int = 150_000
     questions_per_minute: int = 6
     question_timeout: float = 120.0  # seconds before a question is given up (one sentence says so)
-    writer_wait: float = 600.0  # seconds an upload waits for other processes' commits to the same base
+    writer_wait: float = 600.0  # seconds a write waits for other processes' writes (builds) of the same base
     # hostile uploads: the parse runs in a worker process with these limits (see parse_worker.py)
     parse_timeout: float = 30.0
     parse_memory_mb: int = 1024
@@ -516,8 +516,9 @@ ENV_DOCS: dict[str, EnvDoc] = {
     ),
     "RAPTOR_WRITER_WAIT": EnvDoc(
         "Bounds",
-        "Several processes (CLI ingests, a bot) may write one data directory: each upload's cross-document layer "
-        "and commit take turns per knowledge base, and an upload waits at most this many seconds for its turn "
-        "(\"... was not stored: other uploads kept this knowledge base busy\").",
+        "Several processes (CLI ingests, a bot) may write one data directory: their writes of one knowledge base "
+        "take turns, each upload from before its build to its commit (different knowledge bases build side by "
+        "side), and an upload waits at most this many seconds for its turn, a wait its build deadline does not "
+        "count (\"Nothing was stored: other uploads kept this knowledge base busy for 600 seconds; try again.\").",
     ),
 }

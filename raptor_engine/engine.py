@@ -674,8 +674,16 @@ class Engine:
         return self._locks.setdefault(kb, asyncio.Lock())
 
     def _writer_gate(self, kb: str) -> WriterGate:
-        """The cross-process turn to recompute this knowledge base's top layer and commit (writers.py)."""
+        """The cross-process turn to write this knowledge base: an upload's build through its commit, a
+        removal's top layer and commit (writers.py)."""
         return WriterGate(self.settings.data_dir / "locks", kb, self.settings.writer_wait)
+
+    @staticmethod
+    def _say_waiting(kb: str, name: str, progress: ProgressCallback | None) -> None:
+        """An upload that waits for another process's write of its knowledge base says so (a "wait" stage)."""
+        log.info("%s waits for another process's write of %s", name, kb)
+        if progress:
+            progress(Progress("wait", 0, 0, message="another upload to this knowledge base goes first"))
 
     def _version_of(self, kb_id: int | None) -> int:
         """The knowledge base's version now (0 for one not created yet), to detect other writers."""
@@ -721,7 +729,8 @@ class Engine:
 
         The same document already in the knowledge base is a no-op ("duplicate"): identical bytes, or
         the same text saved again otherwise (load.text_fingerprint), which is found once the upload is
-        read, before it is built. On any error nothing is stored. Builds of one knowledge base run one at a time, in arrival order.
+        read, before it is built. On any error nothing is stored. Builds of one knowledge base run one at a time,
+        in arrival order, and across processes take turns from before the build to the commit (writers.py).
         """
         name = safe_filename(filename)
         added_by = readable_text(added_by)  # stored beside the document: SQLite cannot store a lone surrogate
@@ -759,6 +768,9 @@ class Engine:
         progress: ProgressCallback | None,
         gate: WriterGate,
     ) -> IngestResult:
+        # Another process's build of this knowledge base runs first (writers.py): two side by side on a small
+        # machine both passed the deadline. The wait is RAPTOR_WRITER_WAIT's; the deadline starts after it.
+        await gate.enter(functools.partial(self._say_waiting, kb, name, progress))
         started = time.perf_counter()
         started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         kb_id = self.store.kb_id(kb)
@@ -776,9 +788,6 @@ class Engine:
                 leaves_ready = functools.partial(self._leaf_index_ahead, kb_id, leaf_index)
                 built = await budget.bound(self._build_tree(name, data, kb_id, progress, loaded, leaves_ready))
                 tree, chunks, fmt = built.tree, built.chunks, built.format
-            # Other processes' writers of this knowledge base wait from here to the commit (writers.py); the
-            # wait is RAPTOR_WRITER_WAIT's, not the build's deadline, and the cross-document layer is cheap.
-            await gate.enter()
             kb_id = self.store.kb_id(kb)
             stored = self._stored_copy(kb_id, sha, built.text_sha256, built.words_sha256)
             if stored is not None:  # another process stored the same document meanwhile (or a Dask build)

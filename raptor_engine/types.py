@@ -364,7 +364,7 @@ class Answer:
 class Progress:
     """A progress report from a long build. Callbacks may receive it on a worker thread."""
 
-    stage: str  # "load" | "chunk" | "embed" | "cluster" | "summarise" | "store" | "index" | "done"
+    stage: str  # "wait" | "load" | "chunk" | "embed" | "cluster" | "summarise" | "store" | "index" | "done"
     done: int = 0
     total: int = 0
     layer: int = 0

@@ -399,14 +399,17 @@ def test_a_question_with_a_terminal_escape_is_asked_without_it(run, files):
 
 
 def test_an_ingest_with_one_bad_file_prints_the_others_as_json_and_exits_1(run, files):
-    """docs/CLI.md's exit status: the files that went in are printed (valid JSON on stdout), the one
-    that did not is one `Error:` line on stderr, and the status is 1."""
+    """docs/CLI.md's exit status: every file's outcome is printed (valid JSON on stdout), the one
+    that did not go in is also one `Error:` line on stderr, and the status is 1."""
     railway, _, bad = files
     result = run("ingest", str(railway), str(bad), "--kb", "t", "--json")
     assert result.exit_code == 1
-    assert [entry["document"]["name"] for entry in json.loads(result.stdout)] == ["railway.md"]
+    added, refused = json.loads(result.stdout)
+    assert added["status"] == "added" and added["document"]["name"] == "railway.md"
+    assert refused["status"] == "refused" and refused["file"] == str(bad)
     errors = result.stderr.strip().splitlines()
     assert len(errors) == 1 and errors[0].startswith("Error: scan.pdf: "), result.stderr
+    assert errors[0] == f"Error: {refused['error']}"
 
 
 def test_ingest_says_how_many_subtitle_cues_it_skipped(run, tmp_path):

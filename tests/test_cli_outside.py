@@ -122,7 +122,7 @@ def test_with_json_a_failure_is_json_on_stdout_too(run, command, status, error):
 
 
 def test_an_ingest_that_printed_its_json_adds_no_second_document(run, tmp_path):
-    """`ingest --json` of a good and a bad file prints the list of what went in; the failure's exit
+    """`ingest --json` of a good and a bad file prints every file's outcome; the failure's exit
     status is 1 and stdout stays one JSON document (no error object after it)."""
     good = tmp_path / "notes.md"
     good.write_text("The lighthouse keeper rang the fog bell at dusk every evening.\n")
@@ -130,7 +130,8 @@ def test_an_ingest_that_printed_its_json_adds_no_second_document(run, tmp_path):
     bad.write_bytes(b"%PDF-1.4 truncated")
     done = run("--json", "ingest", str(good), str(bad), "--kb", "Railway")
     assert done.exit_code == 1
-    assert [entry["document"]["name"] for entry in json.loads(done.stdout)] == ["notes.md"]
+    outcomes = json.loads(done.stdout)
+    assert [o["status"] for o in outcomes] == ["added", "refused"] and outcomes[0]["document"]["name"] == "notes.md"
 
 
 @pytest.mark.parametrize("command", [("docs", "--kb", "Railway"), ("tree", "--kb", "Railway"), ("guilds", "list")])

@@ -82,8 +82,8 @@ async def test_questions_during_a_build_see_only_complete_trees(tmp_path, embedd
 
 async def test_two_engines_on_one_data_dir_keep_the_cross_document_layer_whole(tmp_path, embedder):
     """Two writers (two engines, as two processes would be) adding to one knowledge base at once: the
-    second waits for its turn (writers.py) while the first builds the cross-document layer, then both
-    land and the layer covers every document."""
+    second waits for its turn (writers.py) while the first builds (its tree and the cross-document
+    layer), then both land and the layer covers every document."""
     settings = unhurried(crash_settings(tmp_path / "data"))
     first = Engine(settings, embedder=embedder)
     second = Engine(settings, embedder=embedder)
@@ -103,9 +103,9 @@ async def test_two_engines_on_one_data_dir_keep_the_cross_document_layer_whole(t
         gate = make_gate(kb)
         enter = gate.enter
 
-        async def announced_enter():
+        async def announced_enter(waiting=None):
             second_waits.set()
-            await enter()
+            await enter(waiting)
 
         gate.enter = announced_enter
         return gate
