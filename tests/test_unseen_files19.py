@@ -358,3 +358,27 @@ def test_text_in_a_layer_shown_by_default_is_read(default: bytes) -> None:
 def test_a_pdf_whose_text_is_all_in_hidden_layers_says_so() -> None:
     with pytest.raises(IngestError, match="text only in layers a PDF viewer hides"):
         load_document("layers.pdf", _layered_pdf(b"/OFF [20 0 R]", only_hidden=True))
+
+
+# ------------------------------------------------------------------ a spreadsheet's tab-separated .txt
+
+ROWS = "Keeper\tStation\tYears\r\nAmbrose Kittow\tSkerrow\t18\r\nElias Penrose\tGodrevy\t9\r\n"
+
+
+@pytest.mark.parametrize("data", [b"\xff\xfe" + ROWS.encode("utf-16-le"), ROWS.encode(), b"\xef\xbb\xbf" + ROWS.encode()])
+def test_a_txt_of_tab_separated_columns_reads_as_a_table(data: bytes) -> None:
+    doc = load_document("keepers.txt", data)
+    assert doc.text.split("\n") == [
+        "- Keeper: Ambrose Kittow; Station: Skerrow; Years: 18.",
+        "- Keeper: Elias Penrose; Station: Godrevy; Years: 9.",
+    ]
+    assert load_document("keepers.tsv", data).text == doc.text
+
+
+@pytest.mark.parametrize("text", [
+    "def light():\n\treturn True\n\tpass\n\tx = 2\n",  # indentation, not columns
+    "Keeper\tYears\nAmbrose Kittow\t18\n",  # too few rows to tell
+    "The keeper\tlit the lamp.\nThe relief\tcame.\nA line with two\ttabs\there.\n",  # tabs that vary
+])  # fmt: skip
+def test_a_txt_with_tabs_that_are_no_table_stays_text(text: str) -> None:
+    assert load_document("notes.txt", text.encode()).format == "txt"

@@ -326,6 +326,9 @@ def load_document(
     if fmt == "txt" and _is_subtitle_file(data):
         log.info("%s: a subtitle file under a .txt name; reading its cues' words", name)
         fmt = "subtitles"  # its cue numbers and timing lines must not become quotes
+    if fmt == "txt" and _is_tab_table(data):
+        log.info("%s: a table of tab-separated columns under a .txt name; reading its rows", name)
+        fmt = "csv"  # a row's cells run together as prose ('Elias Penrose Godrevy 9') without their columns
     readers = {
         "txt": _read_txt,
         "md": _read_markdown,
@@ -743,6 +746,25 @@ _SUBTITLE_OPENING = re.compile(
     rb"\A(?:\xef\xbb\xbf)?\s*(?:WEBVTT(?:[ \t]|\r?\n|\Z)|\d{1,6}[ \t]*\r?\n[ \t]*"
     rb"(?:\d+:)?\d{1,2}:\d{2}(?:[.,]\d{1,3})?[ \t]*-->)"
 )
+
+
+TAB_TABLE_MIN_ROWS = 3  # a header and two rows, every one with the same number of tabs
+
+
+def _is_tab_table(data: bytes) -> bool:
+    """Whether a .txt is a spreadsheet's tab-separated export (Excel's 'Unicode Text' saves .txt in UTF-16,
+    LibreOffice's 'Text' in UTF-8): its first lines (up to 20, at least `TAB_TABLE_MIN_ROWS`) each hold the
+    same number of tabs, one or more, and its first line starts with a cell, not an indentation."""
+    sample = data[:16384]
+    utf16 = sample.startswith((b"\xff\xfe", b"\xfe\xff"))
+    if b"\t" not in sample and not utf16:
+        return False
+    text = sample.decode("utf-16" if utf16 else "utf-8", errors="replace").removeprefix("\ufeff")
+    lines = [line for line in text.replace("\r\n", "\n").split("\n")[:20] if line.strip()]
+    if len(data) > len(sample) and len(lines) > 1:
+        lines = lines[:-1]  # the sample may end inside a line
+    tabs = {line.count("\t") for line in lines}
+    return len(lines) >= TAB_TABLE_MIN_ROWS and len(tabs) == 1 and min(tabs) >= 1 and not lines[0].startswith("\t")
 
 
 def _is_subtitle_file(data: bytes) -> bool:
