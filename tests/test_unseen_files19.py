@@ -382,3 +382,13 @@ def test_a_txt_of_tab_separated_columns_reads_as_a_table(data: bytes) -> None:
 ])  # fmt: skip
 def test_a_txt_with_tabs_that_are_no_table_stays_text(text: str) -> None:
     assert load_document("notes.txt", text.encode()).format == "txt"
+
+
+# ------------------------------------------------------------------ invisible format characters
+
+
+@pytest.mark.parametrize("mark", ["\u180b", "\u180d", "\u180f", "\ufff9", "\ufffb", "\U0001bca0", "\U0001d173", "\U0001d17a"])
+def test_a_format_character_between_every_letter_is_removed(mark: str) -> None:
+    line = "The keeper's name was Reuben Oates."
+    doc = load_document("zw.txt", mark.join(line).encode())
+    assert doc.text == line

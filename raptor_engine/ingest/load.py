@@ -410,10 +410,13 @@ _CONTROL_CHARS = re.compile(
 )
 # Characters that show nothing but can carry hidden text to a model: Unicode tag characters (an
 # invisible copy of ASCII), bidirectional overrides, embeddings and isolates, zero-width spaces, joiners
-# and marks, invisible operators, variation selectors and Hangul fillers.
+# and marks, invisible operators, variation selectors (Mongolian's free ones too) and Hangul fillers; and
+# format characters that show nothing outside their own notation, which a file can put between every
+# letter to break a search (interlinear annotation marks, shorthand and musical beam or slur controls).
 _INVISIBLE = re.compile(
-    "[\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f"
-    "\u3164\ufe00-\ufe0f\uffa0\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
+    "[\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    "\u3164\ufe00-\ufe0f\uffa0\ufff9-\ufffb\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
 # Combining marks beyond this many on one character are a "zalgo" flood, not a script's diacritics.
 MAX_COMBINING_MARKS = 8
