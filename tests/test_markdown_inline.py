@@ -144,7 +144,8 @@ DATA_URI = "data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfF
         (f"The mill stood.\n\n![The mill in 1890]({DATA_URI})\n\nIt burned.", "The mill stood.\n\nThe mill in 1890\n\nIt burned."),
         (f"See the ![wheel]({DATA_URI}) here.", "See the here."),
         (f"Kept by the [county archive](https://example.org/{'a' * 3000}).", "Kept by the county archive."),
-        (f'The mill stood.\n\n<img src="{DATA_URI}" alt="mill">\n\nIt burned.', "The mill stood.\n\nIt burned."),
+        # an HTML picture on a line of its own is a figure, as the Markdown one is: its alt text, never its address
+        (f'The mill stood.\n\n<img src="{DATA_URI}" alt="mill">\n\nIt burned.', "The mill stood.\n\nmill\n\nIt burned."),
         (f"The mill stood. ![wheel][pic]\n\n[pic]: {DATA_URI}\n\nIt burned.", "The mill stood.\n\nIt burned."),
     ],
     ids=["figure", "inline image", "long link", "html img", "reference"],

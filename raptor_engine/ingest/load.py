@@ -326,6 +326,9 @@ def load_document(
     if fmt == "txt" and _is_subtitle_file(data):
         log.info("%s: a subtitle file under a .txt name; reading its cues' words", name)
         fmt = "subtitles"  # its cue numbers and timing lines must not become quotes
+    if fmt == "txt" and _is_tab_table(data):
+        log.info("%s: a table of tab-separated columns under a .txt name; reading its rows", name)
+        fmt = "csv"  # a row's cells run together as prose ('Elias Penrose Godrevy 9') without their columns
     readers = {
         "txt": _read_txt,
         "md": _read_markdown,
@@ -357,6 +360,11 @@ def load_document(
         doc.sections = [replace(s, heading=tuple(_one_script_words(h)[0] for h in s.heading)) for s in doc.sections]
         blocks.append(_Block("", notice=f"{counted(respelt, 'word')} mixing Latin with look-alike Cyrillic or "
                                         "Greek letters read in one script"))
+    doc.text, restyled = _plain_letters(doc.text)
+    if restyled:
+        doc.sections = [replace(s, heading=tuple(_plain_letters(h)[0] for h in s.heading)) for s in doc.sections]
+        blocks.append(_Block("", notice=f"{counted(restyled, 'word')} in styled letters (bold or script "
+                                        "mathematical letters, full-width ones) read as plain letters"))
     doc.notices = tuple(block.notice for block in blocks if block.notice)
     log.info("loaded %s: %d chars, %d sections (%s)", name, len(doc.text), len(doc.sections), fmt)
     return doc
@@ -402,10 +410,13 @@ _CONTROL_CHARS = re.compile(
 )
 # Characters that show nothing but can carry hidden text to a model: Unicode tag characters (an
 # invisible copy of ASCII), bidirectional overrides, embeddings and isolates, zero-width spaces, joiners
-# and marks, invisible operators, variation selectors and Hangul fillers.
+# and marks, invisible operators, variation selectors (Mongolian's free ones too) and Hangul fillers; and
+# format characters that show nothing outside their own notation, which a file can put between every
+# letter to break a search (interlinear annotation marks, shorthand and musical beam or slur controls).
 _INVISIBLE = re.compile(
-    "[\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f"
-    "\u3164\ufe00-\ufe0f\uffa0\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
+    "[\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    "\u3164\ufe00-\ufe0f\uffa0\ufff9-\ufffb\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
 # Combining marks beyond this many on one character are a "zalgo" flood, not a script's diacritics.
 MAX_COMBINING_MARKS = 8
@@ -479,6 +490,60 @@ def _one_script_words(text: str) -> tuple[str, int]:
         return mapped if done else word  # a letter no other script's looks like: two scripts on purpose
 
     return _LETTER_RUN.sub(respelt, text), changed
+
+
+def _styled_letter_table() -> dict[int, str]:
+    """Letters and digits in a style of their own, each to the plain ASCII one it is (NFKC's compatibility
+    mapping, kept only where that is one ASCII letter or digit): mathematical bold, italic, script,
+    fraktur, double-struck, monospace (U+1D400-1D7FF, and the letterlike ones that fill its gaps, 'ℎ'),
+    full-width Latin and its punctuation (U+FF01-FF5E, with the ideographic space), circled and squared
+    letters. 'Fancy text' generators and CJK typing write them; the embedding model reads none of them."""
+    ranges = [range(0x1D400, 0x1D800), range(0x2100, 0x2150), range(0xFF01, 0xFF5F), range(0x24B6, 0x24EA),
+              range(0x1F130, 0x1F14A)]
+    table = {code: unicodedata.normalize("NFKC", chr(code)) for r in ranges for code in r}
+    table = {code: plain for code, plain in table.items() if len(plain) == 1 and plain.isascii() and plain != chr(code)}
+    table[0x3000] = " "
+    return {code: plain for code, plain in table.items() if plain.isalnum() or 0xFF01 <= code <= 0xFF5E or code == 0x3000}
+
+
+_STYLED_LETTERS = _styled_letter_table()
+
+
+def _char_class(codes: list[int]) -> str:
+    """A regular-expression class of `codes` written as ranges of consecutive code points: a class of a
+    thousand single astral characters made every search of a text of prose 0.1 s slower per 180 kB."""
+    ranges: list[list[int]] = []
+    for code in sorted(codes):
+        if ranges and code == ranges[-1][1] + 1:
+            ranges[-1][1] = code
+        else:
+            ranges.append([code, code])
+    return "[" + "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "") for a, b in ranges) + "]"
+
+
+_STYLED_CLASS = _char_class([code for code in _STYLED_LETTERS if code != 0x3000])
+# Two or more styled characters, with spaces between (a styled one-letter word 'a' among styled words goes
+# with them); one alone stays as written: 'ℝ' in mathematics, '5 ℓ', a full-width bracket in Chinese.
+_STYLED_RUN = re.compile(f"{_STYLED_CLASS}(?:[ \t\u3000]*{_STYLED_CLASS})+")
+
+
+def _plain_letters(text: str) -> tuple[str, int]:
+    """`text` with runs of styled letters ('𝐓𝐡𝐞 𝐤𝐞𝐞𝐩𝐞𝐫', 'Ｐｅｐｐｅｒ') written in plain ones, as a reader
+    reads them and a question types them, and how many words changed. A run without a letter or digit (a
+    full-width bracket pair in Chinese) stays. Characters map one to one, so offsets into the text hold."""
+    if not _STYLED_RUN.search(text):
+        return text, 0
+    changed = 0
+
+    def plain(found: re.Match[str]) -> str:
+        nonlocal changed
+        mapped = found.group().translate(_STYLED_LETTERS)
+        if not any(ch.isalnum() and ch.isascii() for ch in mapped):
+            return found.group()
+        changed += len(mapped.split())
+        return mapped
+
+    return _STYLED_RUN.sub(plain, text), changed
 
 
 # Typographic ligatures (U+FB00-FB06), which PDFs and text copied out of them hold: as the letters they
@@ -686,6 +751,25 @@ _SUBTITLE_OPENING = re.compile(
 )
 
 
+TAB_TABLE_MIN_ROWS = 3  # a header and two rows, every one with the same number of tabs
+
+
+def _is_tab_table(data: bytes) -> bool:
+    """Whether a .txt is a spreadsheet's tab-separated export (Excel's 'Unicode Text' saves .txt in UTF-16,
+    LibreOffice's 'Text' in UTF-8): its first lines (up to 20, at least `TAB_TABLE_MIN_ROWS`) each hold the
+    same number of tabs, one or more, and its first line starts with a cell, not an indentation."""
+    sample = data[:16384]
+    utf16 = sample.startswith((b"\xff\xfe", b"\xfe\xff"))
+    if b"\t" not in sample and not utf16:
+        return False
+    text = sample.decode("utf-16" if utf16 else "utf-8", errors="replace").removeprefix("\ufeff")
+    lines = [line for line in text.replace("\r\n", "\n").split("\n")[:20] if line.strip()]
+    if len(data) > len(sample) and len(lines) > 1:
+        lines = lines[:-1]  # the sample may end inside a line
+    tabs = {line.count("\t") for line in lines}
+    return len(lines) >= TAB_TABLE_MIN_ROWS and len(tabs) == 1 and min(tabs) >= 1 and not lines[0].startswith("\t")
+
+
 def _is_subtitle_file(data: bytes) -> bool:
     """A WebVTT or SRT export (saved or renamed as .txt), by its first bytes."""
     return _SUBTITLE_OPENING.match(data[:512]) is not None
@@ -757,9 +841,18 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> tuple[s
         if text is None:
             text, legacy = _legacy_decode(name, payload)
             notice = "; ".join(filter(None, (legacy, notice)))
+    if _UNICODE_LINE_BREAK.search(text):
+        text = text.translate(_UNICODE_LINE_BREAKS)
     if text and len(_SUSPICIOUS_CHARS.findall(text)) / len(text) > BINARY_CHAR_RATIO:
         raise _not_text(name, data)
     return text, notice
+
+
+# Line breaks Unicode has besides the ASCII ones: NEL (a mainframe's, EBCDIC converted), the line and the
+# paragraph separator (a JavaScript or Word export's). Editors break lines there; a C1 control removed,
+# NEL glued two lines' words ('gulls.The storm'), and a Markdown heading after U+2028 was no heading.
+_UNICODE_LINE_BREAK = re.compile("[\x85\u2028\u2029]")
+_UNICODE_LINE_BREAKS = {0x85: "\n", 0x2028: "\n", 0x2029: "\n\n"}
 
 
 def _not_text(name: str, data: bytes) -> IngestError:
@@ -1269,10 +1362,11 @@ _CUE_SHAPE = re.compile(r"\d+|.*-->.*|.*-\s*>.*")
 
 
 def _cues(blocks: list[str]) -> tuple[list[str], int]:
-    """The words of each cue, and how many cues were skipped for a timing line that does not parse. A
-    block of words alone (no number, no timing: a blank line inside a cue's text) goes with the cue
-    before it, kept or skipped with it."""
-    cues: list[str] = []
+    """The words of each cue in the order a player shows them (by start time: an edited file's cues
+    may stand out of order, '3' before '1'; cues starting together keep the file's order), and how many
+    cues were skipped for a timing line that does not parse. A block of words alone (no number, no
+    timing: a blank line inside a cue's text) goes with the cue before it, kept or skipped with it."""
+    cues: list[tuple[float, str]] = []
     broken = 0
     skipping = True  # nothing before the first cue continues a cue
     for block in blocks:
@@ -1282,15 +1376,24 @@ def _cues(blocks: list[str]) -> tuple[list[str], int]:
             continue
         timing = next((i for i, line in enumerate(lines[:2]) if _CUE_TIMING.fullmatch(line)), None)
         if timing is not None:
-            cues.append(_cue_text(lines[timing + 1 :]))
+            cues.append((_cue_start(lines[timing]), _cue_text(lines[timing + 1 :])))
             skipping = False
         elif cues and not any(_CUE_SHAPE.fullmatch(line) for line in lines[:2]):
             if not skipping:
-                cues[-1] = f"{cues[-1]} {_cue_text(lines)}".strip()
+                cues[-1] = (cues[-1][0], f"{cues[-1][1]} {_cue_text(lines)}".strip())
         else:
             broken += 1
             skipping = True
-    return [cue for cue in cues if cue], broken
+    return [cue for _, cue in sorted(cues, key=lambda cue: cue[0]) if cue], broken
+
+
+def _cue_start(timing: str) -> float:
+    """When a cue starts, in seconds, from its timing line ('01:02:03,500 --> …' -> 3723.5)."""
+    clock, _, fraction = re.split(r"\s*-->", timing, maxsplit=1)[0].strip().replace(",", ".").partition(".")
+    seconds = 0.0
+    for part in clock.split(":"):
+        seconds = seconds * 60 + int(part)
+    return seconds + (float(f"0.{fraction}") if fraction else 0.0)
 
 
 # A subtitle line opening with a dialogue dash: a second speaker's words in the same cue ("- Home.").
@@ -1320,6 +1423,8 @@ def _cue_words(text: str) -> str:
 # ------------------------------------------------------------------------------------------------ csv
 
 _CSV_DELIMITERS = ",;\t|"  # what spreadsheets export with: comma, semicolon (where the comma is decimal), tab, bar
+# Excel writes and reads a first line 'sep=;' naming the delimiter (quoted too, by some exporters).
+_CSV_SEP_LINE = re.compile(r"\A\"?sep=([^\w\s\"]|\t)\"?[ \t]*(?:\r\n|\r|\n)", re.IGNORECASE)
 _CSV_SAMPLE_CHARS = 1 << 16
 
 
@@ -1331,8 +1436,14 @@ def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     import csv
 
     text, notice = _decode_text(name, data)
+    declared = _CSV_SEP_LINE.match(text)  # Excel's 'sep=;' first line: the delimiter, no row of the table
+    if declared:
+        text = text[declared.end() :]
     sample = text[:_CSV_SAMPLE_CHARS]
-    delimiter = "\t" if _extension(name) == ".tsv" else _csv_delimiter(sample)
+    if declared:
+        delimiter = declared.group(1)
+    else:
+        delimiter = "\t" if _extension(name) == ".tsv" else _csv_delimiter(sample)
     rows: list[list[str]] = []
     cells = formulas = 0
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
@@ -1482,7 +1593,9 @@ _MD_HIDDEN_HTML = re.compile(
     r"(?P<code>(?<!`)(?P<ticks>`++)[^`]*?(?P=ticks))"
     r"|<!--.*?(?:-->|\Z)"
     r"|<(?P<drop>script|style|noscript|template|iframe|object|svg|math)\b[^<>]{0,2000}>.*?(?:</(?P=drop)\s*>|\Z)"
-    r"|<(?P<tag>[a-z][a-z0-9]*)\b[^<>]{0,2000}?"
+    # a hidden element with its content; never a void one (<img hidden>, <hr style="display:none">, <input
+    # hidden>), which holds none: read as one, it ran to the end of the file and hid everything after it
+    r"|<(?P<tag>(?!(?:area|base|br|col|embed|hr|img|input|link|meta|param|source|track|wbr)\b)[a-z][a-z0-9]*)\b[^<>]{0,2000}?"
     r"(?:\shidden(?=[\s=/>])|aria-hidden\s*=\s*[\"']?true|display\s*:\s*none|visibility\s*:\s*hidden)"
     r"[^<>]{0,2000}>.*?(?:</(?P=tag)\s*>|\Z)"
     # any other tag: the renderer shows what it holds, never the tag (<details>, <sup>, <br/>)
@@ -1514,6 +1627,31 @@ def _atx_heading(match: re.Match[str]) -> str:
     return f"{'#' * int(match.group(1))} {match.group(2).strip()}"
 
 
+# A line of HTML tags alone in Markdown holding pictures ('<img src="dog.png" alt="The dog asleep">', or
+# '<p align="center"><img …></p>', as READMEs write a sized or centred image): the figure a Markdown image
+# line is, its alt text read as a paragraph.
+_MD_HTML_IMAGE_LINE = re.compile(r"^[ \t]*+(?:<[^<>\n]++>[ \t]*+)+$", re.IGNORECASE | re.MULTILINE)
+_HTML_IMAGE_TAG = re.compile(r"<img\b[^<>\n]*>", re.IGNORECASE)
+_HTML_ALT = re.compile(r"\balt\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s\"'>]+))", re.IGNORECASE)
+_HTML_HIDDEN_ATTRIBUTE = re.compile(r"\shidden\b|\baria-hidden\s*=\s*[\"']?true", re.IGNORECASE)
+
+
+def _md_images(match: re.Match[str]) -> str:
+    """A line of tags with its pictures written in Markdown image syntax (`![alt]()`), so `_md_plain_lines`
+    reads it as a figure; the other tags stay for `_MD_HIDDEN_HTML` (a hidden one around a picture removes
+    it); a hidden picture, or one without alt text, is left out."""
+    return _HTML_IMAGE_TAG.sub(_md_image, match.group())
+
+
+def _md_image(match: re.Match[str]) -> str:
+    tag = match.group()
+    alt = _HTML_ALT.search(tag)
+    if alt is None or _HTML_HIDDEN_ATTRIBUTE.search(tag) or _HIDDEN_STYLE.search(tag):
+        return ""
+    said = " ".join(html.unescape(next(g for g in alt.groups() if g is not None)).split())
+    return f" ![{said.replace('[', '(').replace(']', ')')[:500]}]() " if said else ""
+
+
 def _without_hidden_html(lines: list[str]) -> list[str]:
     """Lines with hidden HTML removed outside code fences and inline code spans (both show HTML as code)."""
     out: list[str] = []
@@ -1521,7 +1659,9 @@ def _without_hidden_html(lines: list[str]) -> list[str]:
 
     def flush() -> None:
         if prose:
-            shown = _MD_HIDDEN_HTML.sub(_keep_code, _MD_HTML_HEADING.sub(_atx_heading, "\n".join(prose)))
+            shown = "\n".join(prose)
+            shown = _MD_HTML_IMAGE_LINE.sub(_md_images, shown) if "<img" in shown.lower() else shown
+            shown = _MD_HIDDEN_HTML.sub(_keep_code, _MD_HTML_HEADING.sub(_atx_heading, shown))
             out.extend(shown.split("\n"))
             prose.clear()
 
@@ -2015,12 +2155,100 @@ def _watching_streams() -> Iterator[_StreamDamage]:
         logger.setLevel(level)
 
 
+def _hidden_layers(reader: Any) -> frozenset[int]:
+    """The optional content groups (layers) a viewer hides when it opens the file: those its default
+    configuration lists as /OFF, or all but its /ON ones under /BaseState /OFF. Their text is no more
+    shown than an HTML element with display:none, and could carry instructions no reader sees."""
+    try:
+        properties = reader.root_object.get("/OCProperties")
+        properties = properties.get_object() if properties is not None else None
+        if not hasattr(properties, "get"):
+            return frozenset()
+        default = (properties.get("/D") or {}).get_object()
+        groups = {ref.idnum for ref in list(properties.get("/OCGs") or [])[:MAX_FORM_FIELDS] if hasattr(ref, "idnum")}
+        listed = {key: {ref.idnum for ref in list(default.get(key) or [])[:MAX_FORM_FIELDS] if hasattr(ref, "idnum")}
+                  for key in ("/ON", "/OFF")}  # fmt: skip
+        off = groups - listed["/ON"] if default.get("/BaseState") == "/OFF" else listed["/OFF"]
+    except Exception as exc:  # a damaged configuration: every layer read, as before
+        log.info("optional content unreadable: %r", exc)
+        return frozenset()
+    return frozenset(off)
+
+
+def _layer_hidden(target: Any, off: frozenset[int]) -> bool:
+    """Whether an /OC entry (a layer, or a membership dictionary of layers and its /P policy) is hidden."""
+    reference = getattr(target, "indirect_reference", None) or target
+    target = target.get_object() if hasattr(target, "get_object") else target
+    if not hasattr(target, "get"):
+        return False
+    if target.get("/Type") != "/OCMD":
+        return getattr(reference, "idnum", None) in off
+    members = target.get("/OCGs")
+    members = [members] if hasattr(members, "idnum") else list(members or [])[:MAX_FORM_FIELDS]
+    states = [getattr(m, "idnum", None) in off for m in members]
+    if not states:
+        return False
+    policy = target.get("/P", "/AnyOn")
+    return {"/AllOn": any(states), "/AnyOff": not any(states), "/AllOff": not all(states)}.get(policy, all(states))
+
+
+def _resolved(value: Any) -> Any:
+    """A PDF dictionary entry's object (an indirect reference followed), or an empty dict."""
+    value = value.get_object() if hasattr(value, "get_object") else value
+    return value if hasattr(value, "items") else {}
+
+
+def _without_hidden_layers(page: Any, off: frozenset[int]) -> int:
+    """Leave out of `page`'s content what its hidden layers draw: marked content opened with `/OC /name BDC`
+    whose layer is off (to its matching EMC), and forms drawn with `Do` whose /OC is off. Returns how
+    many operations were left out."""
+    from pypdf.generic import ContentStream, NameObject
+
+    resources = _resolved(page.get("/Resources"))
+    properties = _resolved(resources.get("/Properties"))
+    xobjects = _resolved(resources.get("/XObject"))
+    hidden = {name for name, target in list(properties.items())[:MAX_FORM_FIELDS] if _layer_hidden(target, off)}
+    forms = {name for name, form in list(xobjects.items())[:MAX_FORM_FIELDS]
+             if "/OC" in form.get_object() and _layer_hidden(form.get_object()["/OC"], off)}  # fmt: skip
+    content = page.get_contents() if hidden or forms else None
+    if content is None:
+        return 0
+    kept: list[tuple[Any, bytes]] = []
+    skipping = 0  # marked-content depth inside a hidden layer
+    for operands, operator in content.operations:
+        if skipping:
+            skipping += operator in (b"BMC", b"BDC")
+            skipping -= operator == b"EMC"
+        elif operator == b"BDC" and len(operands) == 2 and operands[0] == "/OC" and operands[1] in hidden:
+            skipping = 1
+        elif not (operator == b"Do" and operands and operands[0] in forms):
+            kept.append((operands, operator))
+    filtered = ContentStream(None, content.pdf)
+    filtered.operations = kept
+    page[NameObject("/Contents")] = filtered
+    return len(content.operations) - len(kept)
+
+
+def _visible_layers_only(name: str, page: Any, off: frozenset[int]) -> int:
+    """`_without_hidden_layers`, where a damaged layer or content leaves the page read whole (as before)
+    rather than skipped: the text extraction that follows judges the page's damage."""
+    try:
+        return _without_hidden_layers(page, off)
+    except Exception as exc:
+        log.info("%s: hidden layers not left out: %r", name, exc)
+        return 0
+
+
 def _page_text(page: Any) -> str:
     """A page's text. pypdf's plain extraction, except where that spelled a line out glyph by glyph (as
     some PDF writers position every character): then the layout extraction, which joins characters by
     where they sit, so the words survive to be searched and quoted."""
     fragments: list[_Fragment] = []
     text = page.extract_text(visitor_text=functools.partial(_collect_fragment, fragments)) or ""
+    if not text.strip() and _draws_glyphs(page):
+        return _UNMAPPED_GLYPH  # glyphs drawn whose character map gives nothing: unreadable, not a scan
+    if "/" in text:
+        text = _unnamed_glyphs(page, text)
     in_columns = _column_text(fragments)
     if in_columns is not None:
         return in_columns
@@ -2029,6 +2257,62 @@ def _page_text(page: Any) -> str:
     laid_out = page.extract_text(extraction_mode="layout") or ""
     lines = (" ".join(line.split()) for line in laid_out.splitlines())
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+_SHOW_TEXT = (b"Tj", b"TJ", b"'", b'"')
+_UNMAPPED_GLYPH = "\ufffd"  # what a glyph no character map reads as: `_check_readable` counts these
+_GLYPH_NAME = re.compile(r"/[A-Za-z][\w.]{0,63}")
+
+
+def _draws_glyphs(page: Any) -> bool:
+    """Whether a page that gave no text draws glyphs all the same (a text-showing operator with a string of
+    something other than spaces, in its own content: a font whose character map maps them to nothing), so
+    it is told from a scan. Asked only of pages without text, so a page of text pays nothing for it."""
+    content = page.get_contents()
+    for operands, operator in content.operations if content is not None else ():
+        if operator in _SHOW_TEXT and operands:
+            strings = operands[-1] if operator == b"TJ" and isinstance(operands[-1], list) else operands[-1:]
+            if any(isinstance(piece, (str, bytes)) and _drawn(piece) for piece in strings):
+                return True
+    return False
+
+
+def _drawn(piece: str | bytes) -> bool:
+    raw = piece.get_original_bytes() if hasattr(piece, "get_original_bytes") else piece
+    return bool(raw.strip(b" ") if isinstance(raw, bytes) else raw.strip(" "))
+
+
+def _unnamed_glyphs(page: Any, text: str) -> str:
+    """`text` with the glyph names pypdf writes for glyphs it cannot map ('/g37/g43', a Type3 or TeX
+    bitmap font's own names with no ToUnicode map) as unreadable characters, so such a page is refused as
+    unreadable rather than stored as names. Only names the page's fonts give their glyphs are replaced."""
+    unmapped = _unmapped_glyph_names(page)
+    if not unmapped:
+        return text
+    return _GLYPH_NAME.sub(lambda m: _UNMAPPED_GLYPH if m.group() in unmapped else m.group(), text)
+
+
+def _unmapped_glyph_names(page: Any) -> set[str]:
+    """The glyph names of the page's fonts' /Differences (and its forms' fonts') that name no character."""
+    from pypdf._cmap import _glyph_name_to_unicode
+
+    names: set[str] = set()
+    try:
+        resources = [page.get("/Resources") or {}]
+        xobjects = (resources[0].get("/XObject") or {}) if hasattr(resources[0], "get") else {}
+        resources += [x.get_object().get("/Resources") or {} for x in list(xobjects.values())[:MAX_FORM_FIELDS]]
+        for res in resources:
+            fonts = res.get_object().get("/Font") or {}
+            for font in list(fonts.values())[:MAX_FORM_FIELDS]:
+                encoding = font.get_object().get("/Encoding")
+                encoding = encoding.get_object() if encoding is not None else None
+                differences = encoding.get("/Differences") if hasattr(encoding, "get") else None
+                for name in list(differences or [])[:1024]:
+                    if isinstance(name, str) and _glyph_name_to_unicode(name) is None:
+                        names.add(str(name))
+    except Exception as exc:  # damaged resources: the text stays as pypdf read it
+        log.info("glyph names unreadable: %r", exc)
+    return names
 
 
 @dataclass(frozen=True)
@@ -2168,9 +2452,13 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     blocks: list[_Block] = []
     failed = partial = 0
     chars = 0
+    hidden_layers = _hidden_layers(reader)
+    layered = 0  # operations of hidden layers left out
     for number, page in enumerate(pages, start=1):
         try:
             with _watching_streams() as damage:
+                if hidden_layers:
+                    layered += _visible_layers_only(name, page, hidden_layers)
                 text = _page_text(page)
             partial += damage.seen > 0
         except Exception as exc:
@@ -2195,6 +2483,9 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     if not any(b.text.strip() for b in blocks):
         if not pages:
             raise IngestError(name, "is a corrupt or truncated PDF (it has no pages).")
+        if layered:
+            raise IngestError(name, "has text only in layers a PDF viewer hides (optional content turned off), "
+                                    "so it shows no text to read.")
         raise IngestError(name, "has no text layer (a scan?); please upload a PDF with selectable text.")
     if all(_PAGE_NUMBER.fullmatch(b.text.strip()) for b in blocks if b.text.strip()):
         raise IngestError(
@@ -2892,7 +3183,8 @@ def _html_hidden(tag: object) -> bool:
 class _HtmlWalker:
     """Non-recursive walk over a BeautifulSoup tree, so deeply nested markup cannot hit the recursion limit."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, alts: bool = False) -> None:
+        self.read_alts = alts  # a block of pictures alone reads as their alt text (web pages, not e-books' pages)
         self.blocks: list[_Block] = []
         self.buffer: list[str] = []
         self.path: list[tuple[int, str]] = []
@@ -2905,12 +3197,16 @@ class _HtmlWalker:
         self.header_block: _Block | None = None  # that header row as read, until a row it names follows
         self.pre = 0  # depth of the <pre> elements being read: their white space is kept
         self.pre_code = False  # the <pre> being read holds a <code> element
+        self.alts: list[str] = []  # the alt texts of the pictures in the block being read
 
     def flush(self) -> None:
         text = "".join(self.buffer)
         self.buffer = []
+        alts, self.alts = self.alts, []
         if text.strip():
             self.blocks.append(_Block(text, heading=self.heading))
+        elif alts:  # a block of pictures alone reads as what they show, as Markdown's line of images does
+            self.blocks.append(_Block(" ".join(alts), heading=self.heading))
 
     def close_heading(self, level: int) -> None:
         self.heading_depth -= 1
@@ -2922,20 +3218,32 @@ class _HtmlWalker:
 
     def walk(self, root: object) -> list[_Block]:
         from bs4 import NavigableString, Tag
+        from bs4.element import TemplateString
 
         stack: list[object] = [root]
         while stack:
             node = stack.pop()
             if isinstance(node, tuple):  # ("end", tag name): leaving a block or heading
                 self.end_tag(node[1])
-            elif type(node) is NavigableString:
+            elif type(node) is NavigableString or type(node) is TemplateString:  # the latter: a shadow root's
                 self.buffer.append(str(node))
             elif isinstance(node, Tag) and node.name not in _HTML_DROP and not _html_hidden(node):
                 self.start_tag(node.name)
+                if self.read_alts and node.name in ("img", "area") and not self.rows and not self.pre:
+                    self.alt(node)
                 stack.append(("end", node.name))
-                stack.extend(reversed(node.contents))
+                shadow = _shadow_children(node)
+                stack.extend(reversed(node.contents if shadow is None else shadow))
         self.flush()
         return self.blocks
+
+    def alt(self, image: object) -> None:
+        """A picture's alt text (its title when it has none), kept for a block that has no text but
+        pictures: a page of captioned photos, a scanned notice with its words in the alt text."""
+        attrs = image.attrs  # type: ignore[attr-defined]
+        said = " ".join(str(attrs.get("alt") or attrs.get("title") or "").split())
+        if said:
+            self.alts.append(said if said[-1] in ".!?…" else f"{said}.")
 
     def start_tag(self, tag: str) -> None:
         if self.pre or (tag == "pre" and not self.rows and self.heading_depth == 0):
@@ -3041,6 +3349,34 @@ class _HtmlWalker:
             self.blocks.append(_Block(line, heading=self.heading))
 
 
+_SHADOW_ROOT_ATTRS = ("shadowrootmode", "shadowroot")  # a declarative shadow root's template (the older name too)
+
+
+def _shadow_children(host: object) -> list[object] | None:
+    """What a browser shows inside an element with a declarative shadow root (`<template
+    shadowrootmode="open">` as its child, web components rendered on the server): the template's content,
+    each `<slot>` in it filled with the element's own children assigned to it (by `slot="name"`, the rest
+    to the unnamed slot; the slot's fallback content when none is). Children no slot takes are not shown.
+    None for an element without one: its children as they are. Other templates stay inert (`_HTML_DROP`)."""
+    from bs4 import Tag
+
+    contents = list(host.contents)  # type: ignore[attr-defined]
+    shadow = next((c for c in contents if isinstance(c, Tag) and c.name == "template"
+                   and any(a in c.attrs for a in _SHADOW_ROOT_ATTRS)), None)
+    if shadow is None:
+        return None
+    light = [c for c in contents if c is not shadow]
+    for slot in list(shadow.find_all("slot")):
+        name = slot.get("name") or None
+        assigned = [c for c in light if (c.get("slot") or None if isinstance(c, Tag) else None) == name]
+        if assigned:
+            slot.clear()
+            for child in assigned:
+                light.remove(child)
+                slot.append(child.extract())
+    return list(shadow.contents)
+
+
 def _pre_is_code(text: str, holds_code: bool) -> bool:
     """Whether a <pre> element's text is code: it holds a <code> element (as Markdown renderers and most
     sites write code), or a line of it is indented (a poem or an address in <pre> rarely is)."""
@@ -3058,7 +3394,7 @@ def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
     """The visible text of an HTML page's text, in blocks (`_read_html`)."""
     soup = _html_soup(name, text, limits)
     try:
-        return _HtmlWalker().walk(soup)
+        return _HtmlWalker(alts=True).walk(soup)
     except RecursionError:
         raise IngestError(name, "is nested too deeply to read.") from None
 
@@ -3117,7 +3453,7 @@ def _read_email(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         message = email.message_from_bytes(data, policy=policy.default)
         subject = " ".join(str(message.get("subject", "") or "").split())
         shown = [f"{field}: {' '.join(str(message[field]).split())}" for field in _EMAIL_SHOWN if message[field]]
-        body = message.get_body(preferencelist=("plain", "html"))
+        body = _text_body(message)
         forwarded = body is None and (body := _forwarded_body(message)) is not None
         content = body.get_content() if body is not None else ""
         attachments = sum(1 for _ in message.iter_attachments()) if message.is_multipart() else 0
@@ -3158,10 +3494,21 @@ def _forwarded_body(message: Any) -> Any | None:
         message = content[0] if isinstance(content, list) and content else content
         if not hasattr(message, "get_body"):
             return None
-        body = message.get_body(preferencelist=("plain", "html"))
+        body = _text_body(message)
         if body is not None:
             return body
     return None
+
+
+def _text_body(message: Any) -> Any | None:
+    """A message's text body: its plain text part, or its HTML part where the plain one is missing or
+    blank (a mail program that writes the plain alternative empty, or only white space)."""
+    body = message.get_body(preferencelist=("plain", "html"))
+    if body is not None and body.get_content_type() == "text/plain":
+        content = body.get_content()
+        if isinstance(content, str) and not content.strip():
+            return message.get_body(preferencelist=("html",)) or body
+    return body
 
 
 # ------------------------------------------------------------------------------------------- notebook
@@ -3191,7 +3538,7 @@ def _read_notebook(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     text, notice = _decode_text(name, data)
     try:
         notebook = json.loads(text)
-        cells = notebook["cells"] if isinstance(notebook, dict) else None
+        cells = _notebook_cells(notebook) if isinstance(notebook, dict) else None
     except RecursionError:
         raise IngestError(name, "is nested too deeply to read.") from None
     except (ValueError, KeyError):
@@ -3204,12 +3551,15 @@ def _read_notebook(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     for cell in cells:
         if not isinstance(cell, dict):
             continue
-        source = cell.get("source", "")
+        source = cell.get("input" if cell.get("cell_type") == "code" and "input" in cell else "source", "")
         source = "".join(piece for piece in source if isinstance(piece, str)) if isinstance(source, list) else str(source)
         with_output += bool(cell.get("outputs"))
         if cell.get("cell_type") == "code" and source.strip():
             fence = _fence_around(source)
             parts.append(f"{fence}{language}\n{source.strip(chr(10))}\n{fence}")
+        elif cell.get("cell_type") == "heading" and source.strip():  # nbformat 3: a heading is a cell of its own
+            level = cell.get("level") if isinstance(cell.get("level"), int) and 1 <= cell["level"] <= 6 else 1
+            parts.append(f"{'#' * level} {' '.join(source.split())}")
         elif source.strip():
             parts.append(source)
     blocks = _markdown_blocks("\n\n".join(parts))
@@ -3218,12 +3568,26 @@ def _read_notebook(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     return [_Block("", notice=notice), *blocks]
 
 
+def _notebook_cells(notebook: dict[str, Any]) -> list[Any] | None:
+    """A notebook's cells: nbformat 4's `cells`, or nbformat 3's (IPython 1-2, still in old repositories
+    and courses) in its `worksheets`, one after another; None when it has neither."""
+    if isinstance(notebook.get("cells"), list):
+        return notebook["cells"]
+    worksheets = notebook.get("worksheets")
+    if not isinstance(worksheets, list) or not any(isinstance(w, dict) and isinstance(w.get("cells"), list) for w in worksheets):
+        return None
+    return [cell for sheet in worksheets if isinstance(sheet, dict) and isinstance(sheet.get("cells"), list) for cell in sheet["cells"]]
+
+
 def _notebook_language(notebook: dict[str, Any]) -> str:
     """The notebook's programming language, for its code fences' info string ('' when it names none)."""
     metadata = notebook.get("metadata")
     info = metadata.get("language_info") if isinstance(metadata, dict) else None
     kernel = metadata.get("kernelspec") if isinstance(metadata, dict) else None
-    for source, key in ((info, "name"), (kernel, "language")):
+    sheets = notebook.get("worksheets") if isinstance(notebook.get("worksheets"), list) else []
+    cells = [cell for sheet in sheets if isinstance(sheet, dict) for cell in sheet.get("cells") or [] if isinstance(cell, dict)]
+    first_code = next((cell for cell in cells if cell.get("cell_type") == "code"), None)  # nbformat 3 names it per cell
+    for source, key in ((info, "name"), (kernel, "language"), (first_code, "language")):
         if isinstance(source, dict) and isinstance(source.get(key), str):
             word = source[key].strip().lower()
             if re.fullmatch(r"[a-z0-9+#._-]{1,30}", word):
