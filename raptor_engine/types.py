@@ -372,6 +372,9 @@ class Progress:
     message: str = ""
 
     def describe(self) -> str:
+        """One line for a progress bar or the bot's status message ("embed 40/120 · layer 0")."""
+        if self.stage == "wait" and self.message:  # the reason is the whole news: no counts to show
+            return f"waiting, {self.message}"
         parts = [f"{self.stage} {self.done}/{self.total}" if self.total else self.stage]
         if self.layer:
             parts.append(f"layer {self.layer}")

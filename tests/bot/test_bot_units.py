@@ -12,6 +12,7 @@ from bot.jobs import ThrottledEditor
 from bot.kb import guild_prefix, kb_name, parse_kb_name
 from bot.permissions import Cooldown, can_manage, cooldown_text, has_manager_role
 from bot.uploads import Upload
+from raptor_engine.types import Progress
 
 
 def test_kb_names_round_trip_and_carry_the_guild():
@@ -207,3 +208,10 @@ async def test_stale_status_messages_are_closed_once_each_through_the_channel_on
     await close_stale_statuses(pending, lambda cid: channel, no_webhook)
     assert edits == [(7, "⏸️ The bot restarted before this finished; what was left is added in a new message below.\n"
                           "⏸️ **f7.md** was interrupted by the restart.")]  # fmt: skip
+
+
+def test_an_upload_waiting_for_another_process_says_why_in_its_status_line():
+    waiting = Progress("wait", 0, 0, message="another upload to this knowledge base goes first")
+    assert waiting.describe() == "waiting, another upload to this knowledge base goes first"
+    assert Progress("embed", 40, 120).describe() == "embed 40/120"
+    assert Progress("load", 0, 1, message="a.md").describe() == "load 0/1"
