@@ -7,6 +7,9 @@ product changelog that read wrong through the real CLI.
 - '[2]?', 'source 2', 'the second source' were searched as questions of their own (passages about
   anything); they now show that citation of the last answer, as 'where does it say that?' shows them all.
 - 'back to the rent, when is it paid?' after a question about the deposit read 'it' as the deposit.
+- 'apart from council tax?' after 'What does the tenant pay for?' was searched alone, as a new question.
+- 'the highest?' / 'and the lowest?' after the bar's takings then the gate receipts' were searched as typed
+  ('The documents say nothing about this').
 - 'the second one' after 'Who was top scorer?' then 'how many goals?' chose among the two questions
   ('Tell me about How many goals.'), and 'which was bigger?' after a question 'in December' offered
   December as a thing to choose."""
@@ -82,6 +85,41 @@ def test_a_month_or_a_version_replaces_no_other_kind_of_word(asked, follow_up):
 )
 def test_back_to_a_topic_asks_of_that_topic(asked, follow_up, standalone):
     assert standalone_question(follow_up, _talk(asked)) == standalone
+
+
+@pytest.mark.parametrize(
+    ("asked", "follow_up", "standalone"),
+    [
+        ("What does the tenant pay for?", "apart from council tax?", "What does the tenant pay for apart from council tax?"),
+        ("What does the tenant pay for?", "and anything else except the rent?", "What does the tenant pay for except the rent?"),
+        ("Who attended the meeting?", "anyone besides Joan?", "Who attended the meeting besides Joan?"),
+        ("Who attended the meeting?", "other than Joan", "Who attended the meeting other than Joan?"),
+        ("Which pets are allowed?", "aside from cats?", "Which pets are allowed aside from cats?"),
+        ("Who won an award?", "who else, not counting Wilk?", "Who won an award not counting Wilk?"),
+    ],
+)
+def test_leaving_something_out_asks_the_last_question_without_it(asked, follow_up, standalone):
+    assert standalone_question(follow_up, _talk(asked)) == standalone
+
+
+@pytest.mark.parametrize(
+    ("asked", "follow_up", "standalone"),
+    [
+        (("How much did the bar make?", "and the gate receipts?"), "the highest?",
+         "Which was higher, the bar or the gate receipts?"),
+        (("How much did the bar make?", "and the gate receipts?"), "and the lowest?",
+         "Which was lower, the bar or the gate receipts?"),
+        (("How much is the rent?", "and the deposit?"), "the biggest one?", "Which is bigger, the rent or the deposit?"),
+        (("When did the Alder launch?", "and the Wren?"), "the oldest?", "Which was older, the Alder or the Wren?"),
+        (("What was revenue in 2021?", "and in 2020?"), "the highest?", "What was revenue in 2020? (context: What was revenue in 2021?)"),
+    ],
+)
+def test_a_superlative_alone_chooses_between_the_last_two(asked, follow_up, standalone):
+    assert standalone_question(follow_up, _talk(*asked)) == standalone
+
+
+def test_a_superlative_with_nothing_to_choose_from_stays_as_typed():
+    assert standalone_question("the highest?", _talk("What is the rent?")).startswith("The highest?")
 
 
 def test_a_question_saying_back_to_in_its_own_words_is_no_return():

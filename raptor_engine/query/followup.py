@@ -369,6 +369,9 @@ def _rewrite_one(
     if isinstance(returned, Rewrite):
         return replace(returned, subject=previous.subject)
     question = returned
+    excluded = _excluding(question, previous)
+    if excluded is not None:
+        return excluded
     placed = _corrected_place(question, previous)
     if placed is not None:
         return placed
@@ -383,6 +386,12 @@ def _rewrite_one(
     which = _which_of_two(question, previous, previous_answer)
     if which is not None:
         return which
+    superlative = _as_which(question, previous.core)  # 'the highest?' after the bar and the gate receipts
+    if superlative is not None:
+        which = _which_of_two(superlative, previous, previous_answer)
+        chosen = _chosen(superlative, listed, previous.core)
+        if which is not None or chosen is not None:
+            return which or Rewrite(chosen or "", subject=previous.subject)
     chosen = _chosen(question, listed, previous.core) or _all_of_those(question, listed, previous.core)
     if chosen is not None:
         return Rewrite(chosen, subject=previous.subject)
@@ -482,6 +491,57 @@ def _put(pronoun: re.Match[str], topic: str) -> str:
     owns = word in ("its", "his") or (word == "her" and then and then.split()[0].lower() not in _OBJECT_AFTER)
     said = {"it's": f"{topic} is"}.get(word, f"{topic}'s" if owns else topic)
     return said + then
+
+
+# 'apart from council tax?', 'anyone besides Joan?', 'and other than the rent?', 'what else, except the
+# boiler?': the last question again, leaving out what it names
+_EXCLUDING = re.compile(
+    r"^(?:(?:and|but|so|ok|okay|then)\b[\s,]*)*"
+    r"(?:(?:anyone|anybody|anything|someone|somebody|something|who|what|which|any\s+others?|others?)"
+    r"(?:\s+else)?[\s,]*)?"
+    r"(?P<except>apart\s+from|aside\s+from|except(?:\s+for)?|besides|other\s+than|excluding|not\s+counting"
+    r"|not\s+including|leaving\s+out)\s+(?P<thing>[^,;:?!]{1,80}?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _excluding(question: str, previous: Rewrite) -> Rewrite | None:
+    """'What does the tenant pay for?' then 'apart from council tax?' -> 'What does the tenant pay for
+    apart from council tax?': a follow-up that only leaves something out asks the last question without
+    it (searched alone, 'council tax' found the one sentence the last answer quoted, as a new question).
+    None for any other follow-up."""
+    match = _EXCLUDING.match(question.strip())
+    if match is None:
+        return None
+    leaving = " ".join(match.group("except").lower().split())
+    core = f"{previous.core.rstrip(' ?.!')} {leaving} {match.group('thing').strip()}?"
+    return Rewrite(core, subject=previous.subject)
+
+
+# 'the highest?', 'and the lowest one?', 'what about the biggest?': a superlative alone, a choice between
+# the two things or times the conversation has just asked about
+_SUPERLATIVES = {
+    "highest": "higher", "lowest": "lower", "biggest": "bigger", "largest": "larger", "smallest": "smaller",
+    "greatest": "greater", "most": "more", "least": "less", "fewest": "fewer", "best": "better",
+    "worst": "worse", "longest": "longer", "shortest": "shorter", "oldest": "older", "newest": "newer",
+    "cheapest": "cheaper", "earliest": "earlier", "latest": "later",
+}
+_SUPERLATIVE_ALONE = re.compile(
+    rf"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(?:the\s+)?({'|'.join(_SUPERLATIVES)})"
+    r"(?:\s+one)?\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_PAST = re.compile(r"\b(?:was|were|did|had)\b|\w{3,}ed\b", re.IGNORECASE)
+
+
+def _as_which(question: str, core: str) -> str | None:
+    """'the highest?' -> 'which was higher?' ('is' when the last question asked in the present): the
+    which-question a choice between two things or two times reads (`_chosen`, `_which_of_two`)."""
+    match = _SUPERLATIVE_ALONE.match(question.strip())
+    if match is None:
+        return None
+    verb = "was" if _PAST.search(core) else "is"
+    return f"which {verb} {_SUPERLATIVES[match.group(1).lower()]}?"
 
 
 # "when was that?", "and where did that happen?", "who did this?", "who approves that?", "why was that?": a
