@@ -44,6 +44,9 @@ def _talk(*questions: str) -> list[Turn]:
         ("What happened in March 2024?", "and in May?", "What happened in May 2024?"),
         ("Who scored on 16th of March?", "and April?", "Who scored in April?"),
         ("May the tenant keep a cat in March?", "and in June?", "May the tenant keep a cat in June?"),
+        ("What was the score on 9 December?", "and on 26 December?", "What was the score on 26 December?"),
+        ("What was the score in March?", "and 3 May?", "What was the score on 3 May?"),
+        ("What was the score in March?", "and on April 3rd?", "What was the score on 3 April?"),
         ("What changed in version 3.0.0?", "and in 3.1.0?", "What changed in version 3.1.0?"),
         ("What changed in version 3.0.0?", "what about v2.4?", "What changed in version 2.4?"),
         ("When was release 2.4.0 made?", "and 1.0.0?", "When was release 1.0.0 made?"),
@@ -60,6 +63,7 @@ def test_a_month_or_a_version_alone_asks_the_last_question_of_it(asked, follow_u
         ("What happened in 2023?", "and in March?"),  # a year alone: March of which year is a new question
         ("What did the tenant pay?", "and May?"),  # 'May' may be a person
         ("What was revenue in 4.2 million pounds?", "and 3.1.0?"),  # a decimal is no version
+        ("What was the score in March?", "and May?"),
         ("What changed in version 3.0.0 and 3.1.0?", "and 2.4.0?"),  # two versions: which one to replace?
     ],
 )
@@ -79,7 +83,9 @@ def test_a_month_or_a_version_replaces_no_other_kind_of_word(asked, follow_up):
         ("Who was Elias?", "back to Hester, who did she marry?", "Who did Hester marry?"),
         ("Who was Elias?", "returning to Hester: where was her house?", "Where was Hester's house?"),
         ("What is the deposit?", "back to the rent, how much is the late interest?",
-         "How much is the late interest? (context: the rent)"),
+         "How much is the late interest, the rent?"),
+        ("What was the score on 26 December?", "going back to the 9 December match, who did they play?",
+         "Who did they play, the 9 December match?"),
         ("When is the rent paid?", "back to the deposit", "When is the deposit paid?"),
     ],
 )
@@ -141,7 +147,7 @@ def test_which_after_a_month_offers_no_month_as_a_thing():
     ("message", "marker"),
     [
         ("[2]?", 2), ("and [3]", 3), ("source 2?", 2), ("what is citation #1?", 1), ("the second source", 2),
-        ("show me the last quote", LAST_CITATION), ("quote 2", 2), ("where is [1] from?", 1),
+        ("show me the last quote", LAST_CITATION), ("quote 2", 2), ("where is [1] from?", 1), ("where does [2] say so", 2),
         ("what does source 2 say?", 2), ("Where does [2] say that?", 2), ("reference 2 please", 2),
         ("what was in the 3rd passage?", 3),
     ],
@@ -158,6 +164,11 @@ def test_a_citation_named_by_its_number_or_place_asks_for_that_source(message, m
 def test_a_question_with_a_number_is_no_request_for_a_citation(message):
     assert cited_marker(message) is None
     assert small_talk_act(message) is not Act.SOURCES
+
+
+@pytest.mark.parametrize("message", ["where does it say so", "where does it say so?", "so where is that from?"])
+def test_where_does_it_say_so_asks_for_the_sources(message):
+    assert small_talk_act(message) is Act.SOURCES
 
 
 def _citation(marker: int, node: int) -> Citation:

@@ -464,6 +464,7 @@ def _back_to(question: str) -> Rewrite | str:
     of X, its 'it' (or 'its') is X, whatever the last question asked about (the deposit); without a
     pronoun it is asked with X as its context. 'back to the rent' alone is 'What about the rent?' (a
     str: the rewrite goes on with it, so it takes the last question's place as 'what about' does).
+    A question without such a pronoun names the topic after it ('..., the 9 December match?').
     The question itself (a str) when it returns to no topic, or the topic runs past `SWAPPED_WORDS`
     words."""
     match = _BACK_TO.match(question.strip())
@@ -477,7 +478,9 @@ def _back_to(question: str) -> Rewrite | str:
     pronoun = _PERSON_WORD if topic[:1].isupper() and not topic.lower().startswith("the ") else _IT_WORD
     if pronoun.search(asked):
         return Rewrite(_capitalised(pronoun.sub(lambda it: _put(it, topic), asked, count=1)))
-    return Rewrite(asked, _cut(topic))
+    # the topic is what is asked about: in the question, not in its context, which ranks less
+    # ('Who did they play? (context: the 9 December match)' quoted November's match first)
+    return Rewrite(f"{asked.rstrip(' ?.!')}, {topic}?")
 
 
 _PERSON_WORD = re.compile(r"\b(?:he|she|him|his|her)\b(?P<then>\s+\w+)?", re.IGNORECASE)
@@ -1418,12 +1421,13 @@ _MONTH_NAMES = (
 )
 _MONTH_SHORT = {name[:3]: name for name in _MONTH_NAMES} | {"sept": "september"}
 _MONTH_WORD = r"(?:january|february|march|april|may|june|july|august|september|october|november|december)"
-# 'in January', 'and march', 'what about Dec', 'for version 3.1.0', 'v2.4': the label a follow-up gives
-# alone ('may' only after a preposition: 'and May?' may be a person)
+# 'in January', 'and march', 'on 26 December', 'what about Dec', 'for version 3.1.0', 'v2.4': the label a
+# follow-up gives alone ('May' only with a preposition or a day: 'and May?' may be a person)
 _A_LABEL = re.compile(
-    r"^(?:(?:in|for|during|of|from)\s+(?:the\s+)?(?P<month_after>may)\b\.?"
-    r"|(?:(?:in|for|during|of|from)\s+)?(?:the\s+)?(?:(?P<month>january|february|march|april|june|july|august"
+    r"^(?:(?:(?:in|for|during|of|from|on)\s+)?(?:the\s+)?(?:(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?)?"
+    r"(?:(?P<month>january|february|march|april|may|june|july|august"
     r"|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b\.?"
+    r"(?:\s+(?P<day_after>\d{1,2})(?:st|nd|rd|th)?\b)?"
     r"|(?:(?:version|release|v)\s*\.?\s*)?(?P<version>\d+(?:\.\d+)+)))$",
     re.IGNORECASE,
 )
@@ -1456,22 +1460,29 @@ def _at_another_label(target: str, core: str) -> str | None:
             return None
         new = match.group("version")
         return _VERSION_IN_CORE.sub(lambda found: found.group(0).replace(found.group(1) or found.group(2), new), core)
-    asked = (match.group("month") or match.group("month_after")).lower().rstrip(".")
+    asked = match.group("month").lower().rstrip(".")
+    day = match.group("day") or match.group("day_after")
+    if asked == "may" and not (day or match.group(0).split()[0].lower() in ("in", "for", "during", "of", "from", "on")):
+        return None  # 'and May?' may be a person
     month = _MONTH_SHORT.get(asked[:4] if asked.startswith("sept") else asked[:3], asked).capitalize()
     # 'may' of 'the tenant may keep a cat' is no month: only with a preposition, a day or a year
     months = [found for found in _MONTH_IN_CORE.finditer(core) if not _verb_may(found)]
-    if len({found.group("month").lower() for found in months}) != 1 or months[0].group("month").lower() == month.lower():
+    if len({found.group("month").lower() for found in months}) != 1:
         return None
-    return _MONTH_IN_CORE.sub(lambda found: _month_put(found, month), core)
+    if not day and months[0].group("month").lower() == month.lower():
+        return None  # 'and in December?' after '9 December' asks nothing new: a question of its own
+    put = _MONTH_IN_CORE.sub(lambda found: _month_put(found, f"{day} {month}" if day else month, bool(day)), core)
+    return put if put != core else None
 
 
-def _month_put(found: re.Match[str], month: str) -> str:
-    """The new month in place of a date ('on 2 September' -> 'in December', 'October' -> 'January'); a
-    'may' that is a verb stays."""
+def _month_put(found: re.Match[str], month: str, dated: bool = False) -> str:
+    """The new month (or day and month, `dated`) in place of a date ('on 2 September' -> 'in December' or
+    'on 26 December', 'October' -> 'January'); a 'may' that is a verb stays."""
     if _verb_may(found):
         return found.group(0)
     year = found.group("year") or ""  # 'in March 2024' -> 'in May 2024'
-    return (f"in {month}" if found.group(0).split()[0].lower() in ("on", "in", "during") else month) + year
+    placed = found.group(0).split()[0].lower() in ("on", "in", "during")
+    return (f"{'on' if dated else 'in'} {month}" if placed else month) + year
 
 
 def _verb_may(found: re.Match[str]) -> bool:

@@ -318,7 +318,7 @@ _SOURCE_NOUNS = frozenset("source sources page pages citation citations cite ref
 # "which document is that from?" asks for a source; "what is this document?" asks what the text is.
 _PLACE_NOUNS = frozenset("document file section".split())
 _SOURCE_VERBS = frozenset("say says said from get got find found come comes read".split())
-_POINTERS = frozenset("that this it those these answer".split())
+_POINTERS = frozenset("that this it those these answer so".split())  # 'where does it say so?'
 _ANSWER_POINTERS = frozenset("that it those answer".split())
 _ABOUT_THE_ANSWER = (
     _SOURCE_NOUNS
