@@ -74,6 +74,8 @@ from .query.smalltalk import (
     REPLIES,
     SOURCES_CHANGED,
     Act,
+    chosen_citations,
+    cited_marker,
     documents_reply,
     names_nothing,
     same_answer,
@@ -2186,9 +2188,13 @@ class Engine:
         if said is not None and not same_answer(said, previous.text):
             context = RetrievedContext(nodes=[], tokens_used=0, budget=budget, mode=mode, query=question)
             return Answer(question, question, SOURCES_CHANGED, [], context, backend=previous.backend)
-        text = sources_reply(previous.text, previous.citations)
+        only = cited_marker(question)  # '[2]?', 'the second source': that citation alone
+        text = sources_reply(previous.text, previous.citations, only)
+        citations = chosen_citations(previous.citations, only) or previous.citations
         # the list of places holds none of the answer's sentences: nothing in it to count as unfound
-        return replace(previous, question=question, text=text, unsupported=[], wrong_citations=[])
+        return replace(
+            previous, question=question, text=text, citations=citations, unsupported=[], wrong_citations=[]
+        )
 
     async def _checked_answer(
         self, question: str, history: list[Turn], search: Callable[[str], RetrievedContext]

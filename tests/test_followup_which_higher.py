@@ -38,6 +38,9 @@ SALES = "How many units of the garden range were sold in Q3?"
         ([MOORINGS, "and in 2019?", "which was higher?"], "2021 was higher", ("230 moorings", "180 moorings")),
         ([MOORINGS, "was that more than in 2019?", "so which year had more?"], "2021 was higher", ("230", "180")),
         ([MOORINGS, "and in 2019?", "which one was greater?"], "2021 was higher", ("230", "180")),
+        # qa22: a superlative alone chooses as the which-question does
+        (["What was revenue in 2021?", "and in 2020?", "the highest?"], "2021 was higher", ("4.2 million", "3.6 million")),
+        ([MOORINGS, "and in 2019?", "and the lowest?"], "2019 was lower", ("230", "180")),
         (["How many plots were vacant in Q2?", "and in Q1?", "which quarter had fewer?"], "Q2 was lower", ("Four", "Six")),
         ([SALES, "and in Q2?", "was Q2 or Q3 bigger?"], "Q3 was higher", ("4,100 units", "3,200 units")),
         ([SALES, "and in Q2?", "ok, which of the two was smaller?"], "Q2 was lower", ("4,100 units", "3,200 units")),

@@ -78,15 +78,28 @@ _WHICH_MORE = re.compile(
     + r")\b[^?.!]{0,40}[?.!]*$",
     re.IGNORECASE,
 )
+# 'the highest?', 'and the lowest one?', 'what about the most?': a superlative alone after two figures
+_SUPERLATIVE_MORE = {
+    **dict.fromkeys("highest most biggest largest greatest".split(), "higher"),
+    **dict.fromkeys("lowest least fewest smallest".split(), "lower"),
+}
+_SUPERLATIVE_ALONE = re.compile(
+    r"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(?:the\s+)?(" + "|".join(_SUPERLATIVE_MORE) + r")"
+    r"(?:\s+one)?\s*[?.!]*$",
+    re.IGNORECASE,
+)
 MAX_CHOICE_WORDS = 12  # a longer question names its own subject; it is no choice between the last figures
 
 
 def which_more(question: str) -> str | None:
     """'higher' or 'lower' for a question that asks which of two figures is ('which year was higher?',
-    'which had fewer?', 'was Q2 or Q3 bigger?'); None for any other ('which keeper was older?' is one too:
+    'which had fewer?', 'was Q2 or Q3 bigger?', 'the highest?'); None for any other ('which keeper was older?' is one too:
     the caller asks only after a comparison of two times)."""
     if len(question.split()) > MAX_CHOICE_WORDS:
         return None
+    alone = _SUPERLATIVE_ALONE.match(question.strip())
+    if alone is not None:  # 'the highest?' of two figures chooses as 'which was higher?' does
+        return _SUPERLATIVE_MORE[alone.group(1).lower()]
     match = _WHICH_MORE.match(question.strip())
     if match is None:
         return None

@@ -365,6 +365,13 @@ def _rewrite_one(
         question = question.lower()
     question = _spelled_as_named(question, known, f"{previous.core}\n{previous.context}\n{previous_answer}")
     question = _same_for(_in_full(question))
+    returned = _back_to(question)
+    if isinstance(returned, Rewrite):
+        return replace(returned, subject=previous.subject)
+    question = returned
+    excluded = _excluding(question, previous)
+    if excluded is not None:
+        return excluded
     placed = _corrected_place(question, previous)
     if placed is not None:
         return placed
@@ -379,6 +386,12 @@ def _rewrite_one(
     which = _which_of_two(question, previous, previous_answer)
     if which is not None:
         return which
+    superlative = _as_which(question, previous.core)  # 'the highest?' after the bar and the gate receipts
+    if superlative is not None:
+        which = _which_of_two(superlative, previous, previous_answer)
+        chosen = _chosen(superlative, listed, previous.core)
+        if which is not None or chosen is not None:
+            return which or Rewrite(chosen or "", subject=previous.subject)
     chosen = _chosen(question, listed, previous.core) or _all_of_those(question, listed, previous.core)
     if chosen is not None:
         return Rewrite(chosen, subject=previous.subject)
@@ -431,6 +444,107 @@ def _rewrite_one(
     alone = not kept and ((person and _went_back_to(person, previous)) or (thing and not person and not _points_back(core)))
     context = "" if alone else _cut(_carried_context(previous, previous_answer))
     return Rewrite(_capitalised(core), context, person, pronoun, subject)
+
+
+# 'back to the rent, when is it paid?', 'going back to the deposit: how much is it?', 'ok, back to the rent',
+# 'returning to the boiler - who fixes it?': a topic the conversation left, named again, and what is asked of it
+_BACK_TO = re.compile(
+    r"^(?:(?:ok|okay|so|and|but|now|right|anyway|alright|also)\b[\s,.!]*)*"
+    r"(?:(?:(?:let'?s\s+)?(?:going|go|coming|come|getting|get|turning|turn|switching|switch)\s+)?back\s+to"
+    r"|returning\s+to|(?:let'?s\s+)?return\s+to)"
+    r"\s+(?P<topic>[^,:;?!.\u2013\u2014]+?)(?:\s+(?:again|please|for\s+a\s+(?:moment|sec|second)))*"
+    r"(?:\s*(?:[,:;.!?\u2013\u2014]|\s-)\s*(?P<question>\S.*?))?\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_IT_WORD = re.compile(r"\b(?:it|its|it's)\b", re.IGNORECASE)
+
+
+def _back_to(question: str) -> Rewrite | str:
+    """'back to the rent, when is it paid?' -> 'When is the rent paid?': a question after 'back to X' asks
+    of X, its 'it' (or 'its') is X, whatever the last question asked about (the deposit); without a
+    pronoun it is asked with X as its context. 'back to the rent' alone is 'What about the rent?' (a
+    str: the rewrite goes on with it, so it takes the last question's place as 'what about' does).
+    A question without such a pronoun names the topic after it ('..., the 9 December match?').
+    The question itself (a str) when it returns to no topic, or the topic runs past `SWAPPED_WORDS`
+    words."""
+    match = _BACK_TO.match(question.strip())
+    if match is None or len(match.group("topic").split()) > SWAPPED_WORDS + 1:
+        return question
+    topic, asked = match.group("topic").strip(), (match.group("question") or "").strip()
+    if not asked:
+        return f"What about {topic}?"
+    asked = _capitalised(_in_full(asked.rstrip(" ?.!")) + "?")
+    # a name ('back to Hester, who did she marry?') is what its he/she means; a thing is what 'it' means
+    pronoun = _PERSON_WORD if topic[:1].isupper() and not topic.lower().startswith("the ") else _IT_WORD
+    if pronoun.search(asked):
+        return Rewrite(_capitalised(pronoun.sub(lambda it: _put(it, topic), asked, count=1)))
+    # the topic is what is asked about: in the question, not in its context, which ranks less
+    # ('Who did they play? (context: the 9 December match)' quoted November's match first)
+    return Rewrite(f"{asked.rstrip(' ?.!')}, {topic}?")
+
+
+_PERSON_WORD = re.compile(r"\b(?:he|she|him|his|her)\b(?P<then>\s+\w+)?", re.IGNORECASE)
+_OBJECT_AFTER = frozenset("to in on at for from about with by of and or".split())
+
+
+def _put(pronoun: re.Match[str], topic: str) -> str:
+    """`topic` in place of a pronoun: 'its' and 'his' as its possessive, 'her' too before a noun."""
+    word = pronoun.group(0).split()[0].lower()
+    then = pronoun.groupdict().get("then") or ""
+    owns = word in ("its", "his") or (word == "her" and then and then.split()[0].lower() not in _OBJECT_AFTER)
+    said = {"it's": f"{topic} is"}.get(word, f"{topic}'s" if owns else topic)
+    return said + then
+
+
+# 'apart from council tax?', 'anyone besides Joan?', 'and other than the rent?', 'what else, except the
+# boiler?': the last question again, leaving out what it names
+_EXCLUDING = re.compile(
+    r"^(?:(?:and|but|so|ok|okay|then)\b[\s,]*)*"
+    r"(?:(?:anyone|anybody|anything|someone|somebody|something|who|what|which|any\s+others?|others?)"
+    r"(?:\s+else)?[\s,]*)?"
+    r"(?P<except>apart\s+from|aside\s+from|except(?:\s+for)?|besides|other\s+than|excluding|not\s+counting"
+    r"|not\s+including|leaving\s+out)\s+(?P<thing>[^,;:?!]{1,80}?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _excluding(question: str, previous: Rewrite) -> Rewrite | None:
+    """'What does the tenant pay for?' then 'apart from council tax?' -> 'What does the tenant pay for
+    apart from council tax?': a follow-up that only leaves something out asks the last question without
+    it (searched alone, 'council tax' found the one sentence the last answer quoted, as a new question).
+    None for any other follow-up."""
+    match = _EXCLUDING.match(question.strip())
+    if match is None:
+        return None
+    leaving = " ".join(match.group("except").lower().split())
+    core = f"{previous.core.rstrip(' ?.!')} {leaving} {match.group('thing').strip()}?"
+    return Rewrite(core, subject=previous.subject)
+
+
+# 'the highest?', 'and the lowest one?', 'what about the biggest?': a superlative alone, a choice between
+# the two things or times the conversation has just asked about
+_SUPERLATIVES = {
+    "highest": "higher", "lowest": "lower", "biggest": "bigger", "largest": "larger", "smallest": "smaller",
+    "greatest": "greater", "most": "more", "least": "less", "fewest": "fewer", "best": "better",
+    "worst": "worse", "longest": "longer", "shortest": "shorter", "oldest": "older", "newest": "newer",
+    "cheapest": "cheaper", "earliest": "earlier", "latest": "later",
+}
+_SUPERLATIVE_ALONE = re.compile(
+    rf"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(?:the\s+)?({'|'.join(_SUPERLATIVES)})"
+    r"(?:\s+one)?\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_PAST = re.compile(r"\b(?:was|were|did|had)\b|\w{3,}ed\b", re.IGNORECASE)
+
+
+def _as_which(question: str, core: str) -> str | None:
+    """'the highest?' -> 'which was higher?' ('is' when the last question asked in the present): the
+    which-question a choice between two things or two times reads (`_chosen`, `_which_of_two`)."""
+    match = _SUPERLATIVE_ALONE.match(question.strip())
+    if match is None:
+        return None
+    verb = "was" if _PAST.search(core) else "is"
+    return f"which {verb} {_SUPERLATIVES[match.group(1).lower()]}?"
 
 
 # "when was that?", "and where did that happen?", "who did this?", "who approves that?", "why was that?": a
@@ -1113,7 +1227,7 @@ def _cited_list(asked: Rewrite, answer: str, then: str, cited: Cited | None) -> 
     Looked up only when the next question makes a choice."""
     if cited is None or not _makes_choice(then):
         return ()
-    named = names_in(asked.core)
+    named = [name for name in names_in(asked.core) if name.lower() not in _MONTH_NAMES]  # 'in December' is no choice
     if len(named) >= 2:
         return tuple(f"the {name}" if re.search(rf"\bthe\s+{re.escape(name)}\b", asked.core) else name for name in named)
     quotes = quotes_in(answer[:MAX_PREVIOUS_ANSWER_CHARS])
@@ -1302,6 +1416,80 @@ def _names_the_document(which: str, word: str, head: str) -> bool:
 _ANOTHER_TIME = re.compile(r"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(.+?)\s*[?.!]*$", re.IGNORECASE)
 
 
+_MONTH_NAMES = (
+    "january february march april may june july august september october november december".split()
+)
+_MONTH_SHORT = {name[:3]: name for name in _MONTH_NAMES} | {"sept": "september"}
+_MONTH_WORD = r"(?:january|february|march|april|may|june|july|august|september|october|november|december)"
+# 'in January', 'and march', 'on 26 December', 'what about Dec', 'for version 3.1.0', 'v2.4': the label a
+# follow-up gives alone ('May' only with a preposition or a day: 'and May?' may be a person)
+_A_LABEL = re.compile(
+    r"^(?:(?:(?:in|for|during|of|from|on)\s+)?(?:the\s+)?(?:(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?)?"
+    r"(?:(?P<month>january|february|march|april|may|june|july|august"
+    r"|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b\.?"
+    r"(?:\s+(?P<day_after>\d{1,2})(?:st|nd|rd|th)?\b)?"
+    r"|(?:(?:version|release|v)\s*\.?\s*)?(?P<version>\d+(?:\.\d+)+)))$",
+    re.IGNORECASE,
+)
+# a month in the last question, with the day and year that go with it ('on 2 September', 'March 3rd, 2024')
+_MONTH_IN_CORE = re.compile(
+    rf"\b(?:(?:on|in|during)\s+)?(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?)?(?P<month>{_MONTH_WORD})"
+    rf"(?:\s+\d{{1,2}}(?:st|nd|rd|th)?\b)?(?P<year>,?\s+(?:1[0-9]{{3}}|20[0-9]{{2}})\b)?",
+    re.IGNORECASE,
+)
+# a version number the last question names: after 'version', 'release' or 'v', or with two dots ('3.0.0')
+_VERSION_IN_CORE = re.compile(
+    r"(?:\b(?:version|release|v)\s*\.?\s*)(\d+(?:\.\d+)+)\b|(?<![\d.])(\d+\.\d+\.\d+(?:\.\d+)*)(?![\d.])",
+    re.IGNORECASE,
+)
+
+
+def _at_another_label(target: str, core: str) -> str | None:
+    """'How did the Rovers do in October?' then 'and in January?' -> 'How did the Rovers do in January?';
+    'What changed in version 3.0.0?' then 'and 3.1.0?' -> 'What changed in version 3.1.0?': the last
+    question with its one month (its day and year with it: 'on 2 September' -> 'in December') or its one
+    version number put back to the one the follow-up gives. None when the follow-up gives neither, or the
+    last question has no one such label to replace (a month after a question of a year alone is a new
+    question). 'May' counts only after a preposition: 'and May?' may ask about a person."""
+    match = _A_LABEL.match(target.strip())
+    if match is None:
+        return None
+    if match.group("version"):
+        versions = list(_VERSION_IN_CORE.finditer(core))
+        if len({found.group(1) or found.group(2) for found in versions}) != 1:
+            return None
+        new = match.group("version")
+        return _VERSION_IN_CORE.sub(lambda found: found.group(0).replace(found.group(1) or found.group(2), new), core)
+    asked = match.group("month").lower().rstrip(".")
+    day = match.group("day") or match.group("day_after")
+    if asked == "may" and not (day or match.group(0).split()[0].lower() in ("in", "for", "during", "of", "from", "on")):
+        return None  # 'and May?' may be a person
+    month = _MONTH_SHORT.get(asked[:4] if asked.startswith("sept") else asked[:3], asked).capitalize()
+    # 'may' of 'the tenant may keep a cat' is no month: only with a preposition, a day or a year
+    months = [found for found in _MONTH_IN_CORE.finditer(core) if not _verb_may(found)]
+    if len({found.group("month").lower() for found in months}) != 1:
+        return None
+    if not day and months[0].group("month").lower() == month.lower():
+        return None  # 'and in December?' after '9 December' asks nothing new: a question of its own
+    put = _MONTH_IN_CORE.sub(lambda found: _month_put(found, f"{day} {month}" if day else month, bool(day)), core)
+    return put if put != core else None
+
+
+def _month_put(found: re.Match[str], month: str, dated: bool = False) -> str:
+    """The new month (or day and month, `dated`) in place of a date ('on 2 September' -> 'in December' or
+    'on 26 December', 'October' -> 'January'); a 'may' that is a verb stays."""
+    if _verb_may(found):
+        return found.group(0)
+    year = found.group("year") or ""  # 'in March 2024' -> 'in May 2024'
+    placed = found.group(0).split()[0].lower() in ("on", "in", "during")
+    return (f"{'on' if dated else 'in'} {month}" if placed else month) + year
+
+
+def _verb_may(found: re.Match[str]) -> bool:
+    """'may' alone, with no preposition, day or year: the verb ('the tenant may keep a cat')."""
+    return found.group(0).lower() == "may"
+
+
 def _another_time(question: str, previous: Rewrite, labelled: Labelled | None = None) -> Rewrite | None:
     """'What did the 2021 report recommend?' then 'and in 2019?' -> 'What did the 2019 report
     recommend?': a follow-up that gives only a year or a quarter ('and Q1?'), or the one before ('and
@@ -1311,8 +1499,11 @@ def _another_time(question: str, previous: Rewrite, labelled: Labelled | None = 
     when the last question named none (`_labelled`). None when neither names one such time."""
     corrected = _CORRECTION.match(question)
     match = _ANOTHER_TIME.match(corrected.group(1) if corrected else question)
-    if match is None or _A_TIME.match(match.group(1)) is None:
+    if match is None:
         return None
+    if _A_TIME.match(match.group(1)) is None:
+        core = _at_another_label(match.group(1), previous.core)
+        return Rewrite(core, subject=previous.subject) if core is not None else None
     before = previous
     core = _at_another_time(match.group(1), previous.core)
     if core is None and labelled is not None and _counted_from(match.group(1)):
@@ -1352,6 +1543,9 @@ def _counted_from(target: str) -> bool:
 SWAPPED_WORDS = 4  # the most words of a thing one question puts in place of the last one's
 
 
+_QUESTION_OPENERS = frozenset("who whom whose what which when where why how is are was were do does did can could".split())
+
+
 def _swap_pair(before: Rewrite | None, after: Rewrite) -> tuple[str, ...]:
     """'When did the Alder launch?' then 'and the Wren?' (searched as 'When did the Wren launch?'): the
     two things the same question was asked of, for a choice after them ('which was first?' -> 'Which was
@@ -1374,6 +1568,8 @@ def _swap_pair(before: Rewrite | None, after: Rewrite) -> tuple[str, ...]:
         article = tokens[start - 1] if start and tokens[start - 1].lower() in ("the", "a", "an") else ""
         if not article and not span[0][:1].isupper():
             return ()  # 'When did the Alder sink?' after '... launch?': a verb, no thing
+        if span[0].lower() in _QUESTION_OPENERS:
+            return ()  # 'How many goals?' after 'Who was top scorer?': another question, no thing swapped
         pair.append(" ".join([article.lower(), *span] if article else span))
     return tuple(pair)
 

@@ -318,7 +318,7 @@ _SOURCE_NOUNS = frozenset("source sources page pages citation citations cite ref
 # "which document is that from?" asks for a source; "what is this document?" asks what the text is.
 _PLACE_NOUNS = frozenset("document file section".split())
 _SOURCE_VERBS = frozenset("say says said from get got find found come comes read".split())
-_POINTERS = frozenset("that this it those these answer".split())
+_POINTERS = frozenset("that this it those these answer so".split())  # 'where does it say so?'
 _ANSWER_POINTERS = frozenset("that it those answer".split())
 _ABOUT_THE_ANSWER = (
     _SOURCE_NOUNS
@@ -345,6 +345,42 @@ def asks_for_the_sources(tokens: list[str]) -> bool:
     )
 
 
+# '[2]?', 'and [3]', 'source 2?', 'what is citation #1?', 'the second source', 'show me the last quote': one
+# of the last answer's citations asked for by its number or its place
+_MARKER_NAMED = re.compile(r"\[\s*(\d{1,3})\s*\]|#\s*(\d{1,3})\b")
+_SOURCE_WORD = r"(?:source|citation|cite|reference|ref|quote|passage|footnote)s?"
+_NUMBERED_SOURCE = re.compile(rf"\b{_SOURCE_WORD}\s+(?:number\s+|no\.?\s*)?(\d{{1,3}})\b", re.IGNORECASE)
+_SOURCE_ORDINALS = {
+    "first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "fifth": 5, "5th": 5,
+    "last": -1, "final": -1,
+}
+_ORDINAL_SOURCE = re.compile(rf"\b({'|'.join(_SOURCE_ORDINALS)})\s+{_SOURCE_WORD}\b", re.IGNORECASE)
+LAST_CITATION = -1
+# the words a message naming a citation may have besides it ('what does [2] say?', 'and source 3 please')
+_AROUND_A_MARKER = _ABOUT_THE_ANSWER | frozenset(
+    "and about show me open tell more see one please pls number no again then ok okay so full whole".split()
+)
+
+
+def cited_marker(message: str) -> int | None:
+    """The citation a message asks for by its number ('[2]?', 'source 2', 'citation #2') or its place ('the
+    second source', 'the last quote'; `LAST_CITATION` for the last), when every other word is one of
+    asking for it; None otherwise ('what did [2] say about the rent?' asks something of its own)."""
+    if len(message) > MAX_SMALL_TALK_CHARS:
+        return None
+    for pattern in (_MARKER_NAMED, _NUMBERED_SOURCE, _ORDINAL_SOURCE):
+        found = pattern.search(message)
+        if found is None:
+            continue
+        named = next(group for group in found.groups() if group is not None)
+        rest = message[: found.start()] + " " + message[found.end() :]
+        if re.search(r"\d", rest) or not all(t in _AROUND_A_MARKER for t in _normalised_words(rest)):
+            return None
+        marker = _SOURCE_ORDINALS.get(named.lower()) if not named.isdigit() else int(named)
+        return marker if marker else None
+    return None
+
+
 def small_talk_act(message: str) -> Act | None:
     """What a message does when it is not a question about the documents' content (None for such a
     question, however short: 'why?')."""
@@ -355,7 +391,7 @@ def small_talk_act(message: str) -> Act | None:
         return Act.DOCUMENTS
     # "got it" is an acknowledgement, though "where did you get it?" asks for the sources
     said = _normalised_words(message)
-    if asks_for_the_sources(said) and tuple(said) not in _BY_PHRASE:
+    if (asks_for_the_sources(said) and tuple(said) not in _BY_PHRASE) or cited_marker(message) is not None:
         return Act.SOURCES
     tokens = _normalised_words(message)
     if not tokens and any(ch.isdigit() for ch in message):
@@ -451,11 +487,19 @@ def same_answer(said: str, again: str) -> bool:
     return " ".join(said.split()) == " ".join(again.split())
 
 
-def sources_reply(text: str, citations: list[Citation]) -> str:
+def sources_reply(text: str, citations: list[Citation], only: int | None = None) -> str:
     """Where each passage of an answer (`text`, with its `citations`) comes from, one line per citation
-    with its [n] and, for a quoting answer, the sentences quoted from it."""
+    with its [n] and, for a quoting answer, the sentences quoted from it; `only` (`cited_marker`): that one
+    citation, or a sentence saying which the answer has when it has no such one."""
     if not citations:
         return "The last answer quoted no passage."
+    if only is not None:
+        chosen = chosen_citations(citations, only)
+        if not chosen:
+            markers = sorted(c.marker for c in citations)
+            has = f"only [{markers[0]}]" if len(markers) == 1 else f"[{markers[0]}] to [{markers[-1]}]"
+            return f"The last answer has no [{only}]; it cites {has}."
+        citations = chosen
     quoted: dict[int, list[str]] = {}
     for quote, marker in _QUOTED.findall(text):
         quoted.setdefault(int(marker), []).append(f"\u201c{quote}\u201d")
@@ -464,6 +508,16 @@ def sources_reply(text: str, citations: list[Citation]) -> str:
         for c in citations
     ]
     return SOURCES_INTRO + "\n" + "\n".join(lines)
+
+
+def chosen_citations(citations: list[Citation], only: int | None) -> list[Citation]:
+    """The citations a sources reply shows: all of them, or the one `only` names (`cited_marker`; [] when
+    the answer has no such one)."""
+    if only is None:
+        return citations
+    if only == LAST_CITATION:
+        return citations[-1:]
+    return [c for c in citations if c.marker == only]
 
 
 _QUOTED = re.compile(r"\u201c(.+?)\u201d \[(\d+)\]")
