@@ -50,7 +50,7 @@ import numpy as np
 from distributed import WorkerPlugin
 
 from . import __version__
-from .config import ENV_VARS, Settings, default_cache_dir
+from .config import ENV_VARS, SECRET_VARS, Settings, default_cache_dir
 from .errors import RaptorError
 from .ingest.budget import BuildBudget
 from .ingest.messages import ReusingEmbedder
@@ -78,7 +78,7 @@ WORKER_STOP_S = 30.0  # the most closing the embedded cluster waits for each wor
 # A worker of this project declares its version as a Dask resource, and builds require it.
 VERSION_RESOURCE_PREFIX = "raptor-"
 # The variables of the secrets the bot reads into Settings: no worker process may inherit them.
-SECRET_ENV = (ENV_VARS["discord_token"], ENV_VARS["llm_api_key"])
+SECRET_ENV = SECRET_VARS
 # A build worker is single-threaded all through (Dask runs one task at a time on it; onnxruntime, numba
 # and BLAS get one thread each), so N workers use N cores: left to their defaults each would spread over
 # every core, and two workers on two cores ran 1.13x one instead of nearly 2x (docs/SCALING.md).
