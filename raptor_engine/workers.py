@@ -37,6 +37,7 @@ import pickle
 import shutil
 import socket
 import ssl
+import stat
 import sys
 import tempfile
 import threading
@@ -946,7 +947,31 @@ def worker_command(
         ]  # fmt: skip
     if name:
         command += ["--name", name]
+    command += ["--local-directory", str(private_scratch(settings.cache_dir / "dask-scratch"))]
     return command
+
+
+def private_scratch(folder: Path) -> Path:
+    """`raptor worker`'s scratch folder (Dask's local directory: the worker's own folder, where it spills
+    what it holds, pickled), made this user's alone (0700). Dask's default is /tmp/dask-scratch-space,
+    shared by every user: one who makes it first owns the folder the worker's own is in, so can move that
+    aside and put one of theirs in its place (tried with uid 65534), where the worker then writes the
+    uploads it spills and reads back pickles. ClusterSettingsError, one sentence, for a folder of another
+    user's, or a symbolic link (RAPTOR_CACHE_DIR set to a shared place)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        status = folder.lstat()
+        mine = status.st_uid == os.getuid() and stat.S_ISDIR(status.st_mode)
+        if mine and status.st_mode & 0o077:
+            folder.chmod(0o700)
+    except OSError as error:
+        raise ClusterSettingsError(f"Cannot make the build worker's scratch folder {folder}: {error.strerror}.") from None
+    if not mine:
+        raise ClusterSettingsError(
+            f"The build worker's scratch folder {folder} belongs to another user or is a link, and the worker "
+            "would keep uploads and read pickles there; set RAPTOR_CACHE_DIR to a folder of this user's."
+        )
+    return folder
 
 
 def worker_environment() -> dict[str, str]:
