@@ -257,3 +257,16 @@ def test_a_message_rebuilds_trees_must_be_the_chunks_sent(tmp_path, embedder):
     trees = asyncio.run(back.build_trees("messages", chunks, {}, engine.settings, None, dim=embedder.dim))
     assert [n.text for n in trees[0].nodes] == [n.text for n in honest[0].nodes]
     engine.close()
+
+
+def test_two_summary_nodes_in_the_same_words_may_each_bring_their_summary(tmp_path, embedder, honest):
+    """Two clusters summarised in the same words are two summaries for the cache (two keys), not too many."""
+    built = _copy(honest)
+    summaries = [n for n in built.tree.nodes if n.kind == "summary"]
+    for node in summaries[1:]:
+        node.text, node.sentences = summaries[0].text, None
+    added = {f"{i:064x}": CachedSummary(summaries[0].text, 1, 1) for i in range(len(summaries))}
+    engine = _engine(tmp_path, embedder)
+    assert len(summaries) > 1 and _ingest_with(engine, pack_result(built, added)).status == "added"
+    assert SummaryCache(engine.settings.db_path).get(f"{len(summaries) - 1:064x}").text == summaries[0].text
+    engine.close()

@@ -173,19 +173,21 @@ def check_chunks(chunks: Any, max_chars: int) -> list[Chunk]:
     return chunks
 
 
-def check_summaries(added: Any, summary_texts: set[str], max_chars: int) -> dict[str, CachedSummary]:
+def check_summaries(added: Any, summary_texts: list[str], max_chars: int) -> dict[str, CachedSummary]:
     """The summaries a worker asks the bot to cache (the cache every server shares): only those its tree
-    holds as summary nodes, one entry per summary node at most, under a key of the cache's form."""
+    holds as summary nodes (`summary_texts`, one per node), one entry per summary node at most, under a key
+    of the cache's form."""
     if not isinstance(added, dict):
         raise BadResultError("its new summaries are not a mapping")
     if len(added) > len(summary_texts):
         raise BadResultError(f"it returned {len(added):,} new summaries for {len(summary_texts):,} summary nodes")
+    held = set(summary_texts)
     for key, summary in added.items():
         if not isinstance(key, str) or not re.fullmatch(r"[0-9a-f]{64}", key):
             raise BadResultError("a new summary's key is not a cache key")
         if type(summary) is not CachedSummary:
             raise BadResultError("a new summary is not a summary")
-        if not isinstance(summary.text, str) or clip_chars(summary.text, max_chars) not in summary_texts:
+        if not isinstance(summary.text, str) or clip_chars(summary.text, max_chars) not in held:
             raise BadResultError("a new summary is none of its tree's summary nodes")
         if len(summary.text) > 20 * max_chars:  # the model's own text, before it is clipped to a node's size
             raise BadResultError("a new summary is longer than any summary")
@@ -194,9 +196,10 @@ def check_summaries(added: Any, summary_texts: set[str], max_chars: int) -> dict
     return added
 
 
-def summary_texts(trees: Sequence[BuiltTree]) -> set[str]:
-    """The texts of the summary nodes of `trees` (what a worker's new cached summaries must be)."""
-    return {n.text for tree in trees for n in tree.nodes if n.kind == "summary"}
+def summary_texts(trees: Sequence[BuiltTree]) -> list[str]:
+    """The texts of the summary nodes of `trees`, one per node (what a worker's new cached summaries must
+    be: two clusters may be summarised in the same words)."""
+    return [n.text for tree in trees for n in tree.nodes if n.kind == "summary"]
 
 
 def vector_size(trees: Sequence[Any]) -> int:
