@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -525,11 +526,46 @@ class BuildJobs:
 # ---------------------------------------------------------------------------------------------- download
 
 
-async def download(session: aiohttp.ClientSession, url: str, name: str, max_bytes: int) -> bytes:
-    """An attachment's bytes from Discord's CDN, read once; stops reading past `max_bytes` (the
-    declared size may lie). Also fetches a resumed upload again, whose link may have expired."""
+# Where Discord serves attachments (over https): an attachment's `url` is cdn.discordapp.com's; its
+# `proxy_url` media.discordapp.net's.
+DISCORD_CDN_HOSTS = frozenset({"cdn.discordapp.com", "media.discordapp.net"})
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    default = {"https": 443, "http": 80}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+
+
+def from_discord(url: str, rest_base: str | None = None) -> bool:
+    """Whether `url` is an attachment link the bot may fetch: Discord's CDN over https, or the origin of the
+    REST API the bot talks to (`discord.http.Route.BASE`: Discord's, or RAPTOR_DISCORD_API_BASE's proxy,
+    or the tests' fake Discord, which serves the attachments it hands out). Nothing else: the link comes
+    from a gateway event or from the upload log (uploads.db) a restart resumes, and a link to
+    127.0.0.1 or a machine of the bot's network would make the bot fetch it and store what it answers."""
     try:
-        async with session.get(url) as response:
+        scheme, host, port = _origin(url)
+        if urllib.parse.urlsplit(url).username is not None:
+            return False
+        if scheme == "https" and host in DISCORD_CDN_HOSTS and port == 443:
+            return True
+        return bool(host) and (scheme, host, port) == _origin(rest_base or discord.http.Route.BASE)
+    except ValueError:  # a port that is no number, a malformed address
+        return False
+
+
+async def download(
+    session: aiohttp.ClientSession, url: str, name: str, max_bytes: int, rest_base: str | None = None
+) -> bytes:
+    """An attachment's bytes from Discord's CDN, read once; stops reading past `max_bytes` (the
+    declared size may lie). Also fetches a resumed upload again, whose link may have expired. Only a link of
+    Discord's (`from_discord`) is fetched, and a redirect is not followed (Discord's CDN answers with the
+    file; a redirect could lead anywhere)."""
+    if not from_discord(url, rest_base):
+        log.warning("not downloading %r: its link %r is not Discord's", name, url[:300])
+        raise IngestError(name, "has a link that is not Discord's, so it was not downloaded; post it again.")
+    try:
+        async with session.get(url, allow_redirects=False) as response:
             if response.status != 200:
                 raise IngestError(
                     name, f"could not be downloaded from Discord (HTTP {response.status}); post it again."

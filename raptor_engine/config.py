@@ -6,7 +6,9 @@ generated from it (`make docs`). The CLI and the bot both build a `Settings` her
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -33,12 +35,39 @@ def _parse(name: str, raw: str, kind: str) -> object:
 
 
 def load_dotenv_file(path: str | os.PathLike[str] = ".env") -> None:
-    """Read `.env` into the environment without overriding what is already set."""
+    """Read `.env` into the environment without overriding what is already set; one that holds a secret
+    is made this user's alone first (`keep_secret_file`)."""
     try:
         from dotenv import load_dotenv
     except ImportError:  # python-dotenv is a dependency; this only guards odd installs
         return
+    keep_secret_file(Path(path))
     load_dotenv(path, override=False)
+
+
+def keep_secret_file(path: Path) -> None:
+    """Make `path` readable by its owner only (mode 0600) when it holds the Discord token or the LLM key and
+    other users could read it: `cp .env.example .env` makes it 0644 under the usual umask, so every user of
+    the machine could read the keys. A file of another user is left as it is (its owner chose its mode)."""
+    try:
+        status = path.stat()
+        if status.st_uid != os.getuid() or not status.st_mode & 0o077 or not path.is_file():
+            return
+        from dotenv import dotenv_values
+
+        held = [name for name in SECRET_VARS if (dotenv_values(path).get(name) or "").strip()]
+        if not held:
+            return
+        path.chmod(stat.S_IMODE(status.st_mode) & 0o600)
+    except OSError as error:  # missing, unreadable, or cannot be changed: reading it says why, if anything
+        if path.exists():
+            logging.getLogger(__name__).warning("could not make %s readable by this user only: %s", path, error)
+        return
+    logging.getLogger(__name__).warning(
+        "%s holds %s and other users of this machine could read it (mode %o); it is now readable by this user "
+        "only (0600)",
+        path, " and ".join(held), stat.S_IMODE(status.st_mode),
+    )  # fmt: skip
 
 
 def default_cache_dir() -> Path:
@@ -199,6 +228,8 @@ ENV_VARS: dict[str, str] = {
     "discord_token": "DISCORD_TOKEN",
     "discord_dev_guild": "DISCORD_DEV_GUILD",
 }
+# The secrets among them: a file that holds one is kept readable by its owner only (`keep_secret_file`).
+SECRET_VARS = (ENV_VARS["discord_token"], ENV_VARS["llm_api_key"])
 
 
 @dataclass(frozen=True)

@@ -987,7 +987,9 @@ class Engine:
         is checked when it is back)."""
         held = self.store.kb_tokens(kb_id) if kb_id is not None else 0
         if self.cluster is not None:
-            built = await self.cluster.build(name, data, self.settings, held, progress, current_budget())
+            built = await self.cluster.build(
+                name, data, self.settings, held, progress, current_budget(), dim=self.embedder.dim
+            )
         else:
             # The model loads (in a new process: a second or more) while the parse child reads the upload.
             embedder = asyncio.ensure_future(asyncio.to_thread(lambda: self.embedder))
@@ -1473,7 +1475,9 @@ class Engine:
 
             budget = current_budget()
             try:
-                return await self.cluster.build_trees(name, chunk_lists, known, self.settings, progress, budget)
+                return await self.cluster.build_trees(
+                    name, chunk_lists, known, self.settings, progress, budget, dim=self.embedder.dim
+                )
             except ClusterUnreachableError as error:
                 if not removal:
                     raise

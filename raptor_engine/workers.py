@@ -37,12 +37,13 @@ import pickle
 import shutil
 import socket
 import ssl
+import stat
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -50,7 +51,7 @@ import numpy as np
 from distributed import WorkerPlugin
 
 from . import __version__
-from .config import ENV_VARS, Settings, default_cache_dir
+from .config import ENV_VARS, SECRET_VARS, Settings, default_cache_dir
 from .errors import RaptorError
 from .ingest.budget import BuildBudget
 from .ingest.messages import ReusingEmbedder
@@ -58,6 +59,7 @@ from .storage.llm_cache import CachedSummary, SummaryCache
 from .tree.build import BuiltTree
 from .tree.docbuild import DocumentTree, build_document, build_trees
 from .tree.embed import Embedder
+from .tree.results import BadResultError, check_document_result, check_trees_result
 from .types import Chunk, Progress, ProgressCallback, Summarizer
 
 log = logging.getLogger(__name__)
@@ -77,7 +79,7 @@ WORKER_STOP_S = 30.0  # the most closing the embedded cluster waits for each wor
 # A worker of this project declares its version as a Dask resource, and builds require it.
 VERSION_RESOURCE_PREFIX = "raptor-"
 # The variables of the secrets the bot reads into Settings: no worker process may inherit them.
-SECRET_ENV = (ENV_VARS["discord_token"], ENV_VARS["llm_api_key"])
+SECRET_ENV = SECRET_VARS
 # A build worker is single-threaded all through (Dask runs one task at a time on it; onnxruntime, numba
 # and BLAS get one thread each), so N workers use N cores: left to their defaults each would spread over
 # every core, and two workers on two cores ran 1.13x one instead of nearly 2x (docs/SCALING.md).
@@ -500,6 +502,17 @@ UPLOAD = TaskKind("", FILE_NOT_ADDED, unpack_result)
 MESSAGES = TaskKind("messages-", MESSAGES_NOT_STORED, unpack_trees)
 
 
+def _unpacked(kind: TaskKind, parts: Any) -> tuple[Any, Any]:
+    """`kind.unpack` of a worker's result; BadResultError for one that is not packed as this version packs
+    (not a list of pickles of the frame and pieces `_pack` makes)."""
+    try:
+        if not isinstance(parts, list) or not parts or not all(isinstance(p, bytes) for p in parts):
+            raise BadResultError("it is not a list of packed pieces")
+        return kind.unpack(parts)
+    except (pickle.UnpicklingError, AttributeError, TypeError, ValueError, IndexError, EOFError) as error:
+        raise BadResultError(f"it is not packed as this version packs a result: {type(error).__name__}") from None
+
+
 def _cancel(future: Any) -> None:
     """Cancel a task from the event loop (an asynchronous client's cancel is a coroutine to schedule)."""
     result = future.cancel()
@@ -665,10 +678,17 @@ class BuildCluster:
         held: int,
         progress: ProgressCallback | None,
         budget: BuildBudget | None = None,
+        dim: int | None = None,
     ) -> DocumentTree:
-        """Build one document on a worker; RaptorError (one sentence) when the cluster cannot."""
+        """Build one document on a worker; RaptorError (one sentence) when the cluster cannot, or when what
+        the worker returned is not a tree of this version's (`tree/results.py`; `dim`: the bot's own
+        embedder's vector size, else the first returned vector's)."""
         task = (build_on_worker, name, data, task_settings(settings), held)
-        return await self._run(name, task, UPLOAD, settings, progress, budget)
+
+        def check(built: Any, added: Any) -> None:
+            check_document_result(built, added, dim, settings.node_max_chars)
+
+        return await self._run(name, task, UPLOAD, settings, progress, budget, check)
 
     async def build_trees(
         self,
@@ -678,11 +698,17 @@ class BuildCluster:
         settings: Settings,
         progress: ProgressCallback | None,
         budget: BuildBudget | None = None,
+        dim: int | None = None,
     ) -> list[BuiltTree]:
         """Build a message rebuild's trees on a worker (`build_trees_on_worker`; `name` is the first
-        document's); RaptorError (one sentence) when the cluster cannot."""
+        document's); RaptorError (one sentence) when the cluster cannot, or when what the worker returned
+        is not one tree per document sent, leaves the chunks sent (`tree/results.py`)."""
         task = (build_trees_on_worker, name, chunk_lists, known, task_settings(settings))
-        return await self._run(name, task, MESSAGES, settings, progress, budget)
+
+        def check(trees: Any, added: Any) -> None:
+            check_trees_result(trees, added, chunk_lists, dim, settings.node_max_chars)
+
+        return await self._run(name, task, MESSAGES, settings, progress, budget, check)
 
     async def _run(
         self,
@@ -692,10 +718,12 @@ class BuildCluster:
         settings: Settings,
         progress: ProgressCallback | None,
         budget: BuildBudget | None,
+        check: Callable[[Any, Any], None],
     ) -> Any:
         """Run `task` (a task function and its arguments after the build id: the summary cache and the
         budget follow them) on a worker, relaying its progress and budget, and return its result
-        unpacked, after storing the summaries it added."""
+        unpacked and `check`ed (BadResultError: nothing of it is kept), after storing the summaries it
+        added."""
         from distributed import KilledWorker
         from distributed.client import FutureCancelledError
 
@@ -715,7 +743,15 @@ class BuildCluster:
         )  # fmt: skip
         self._futures[build_id] = future
         try:
-            built, added = await asyncio.to_thread(kind.unpack, await self._watched(client, future, outcome))
+            parts = await self._watched(client, future, outcome)
+            built, added = await asyncio.to_thread(_unpacked, kind, parts)
+            await asyncio.to_thread(check, built, added)
+        except BadResultError as error:
+            log.error("the build worker's result for %s was refused: %s", name, error)
+            raise RaptorError(
+                f"The build worker returned something that is not a tree this version builds for {name} "
+                f"({error}), so {outcome}; check the workers' version and machines."
+            ) from None
         except KilledWorker:
             log.error("the build of %s killed every worker it ran on", name)
             raise RaptorError(
@@ -911,7 +947,31 @@ def worker_command(
         ]  # fmt: skip
     if name:
         command += ["--name", name]
+    command += ["--local-directory", str(private_scratch(settings.cache_dir / "dask-scratch"))]
     return command
+
+
+def private_scratch(folder: Path) -> Path:
+    """`raptor worker`'s scratch folder (Dask's local directory: the worker's own folder, where it spills
+    what it holds, pickled), made this user's alone (0700). Dask's default is /tmp/dask-scratch-space,
+    shared by every user: one who makes it first owns the folder the worker's own is in, so can move that
+    aside and put one of theirs in its place (tried with uid 65534), where the worker then writes the
+    uploads it spills and reads back pickles. ClusterSettingsError, one sentence, for a folder of another
+    user's, or a symbolic link (RAPTOR_CACHE_DIR set to a shared place)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        status = folder.lstat()
+        mine = status.st_uid == os.getuid() and stat.S_ISDIR(status.st_mode)
+        if mine and status.st_mode & 0o077:
+            folder.chmod(0o700)
+    except OSError as error:
+        raise ClusterSettingsError(f"Cannot make the build worker's scratch folder {folder}: {error.strerror}.") from None
+    if not mine:
+        raise ClusterSettingsError(
+            f"The build worker's scratch folder {folder} belongs to another user or is a link, and the worker "
+            "would keep uploads and read pickles there; set RAPTOR_CACHE_DIR to a folder of this user's."
+        )
+    return folder
 
 
 def worker_environment() -> dict[str, str]:

@@ -21,6 +21,7 @@ import stat
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import urllib.request
 from pathlib import Path
 
@@ -179,6 +180,62 @@ def test_a_raptor_worker_for_a_loopback_scheduler_listens_on_loopback_only_and_h
         assert {address for address, _ in sockets} == {"127.0.0.1"}, sockets
         for process in (nanny, worker):
             assert CANARY.encode() not in Path(f"/proc/{process.pid}/environ").read_bytes()
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to act as another user"
+)
+def test_a_raptor_workers_scratch_space_is_its_users_not_a_folder_another_user_made_first(tmp_path):
+    """Dask's default is TMPDIR/dask-scratch-space: made first by uid 65534 (as any user of /tmp could),
+    the worker's own folder was inside theirs, and they moved it aside for one of their own (tried)."""
+    from distributed import Client
+
+    from tests.dask_processes import dask_processes
+
+    base = Path(tempfile.mkdtemp(prefix="raptor-scratch-", dir="/tmp"))  # pytest's folders are closed to others
+    base.chmod(0o755)
+    shared = base / "tmp"  # a /tmp of its own: sticky, open to all
+    shared.mkdir()
+    shared.chmod(0o1777)
+    subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "mkdir", "-m", "0777", str(shared / "dask-scratch-space")],
+        check=True, timeout=60,
+    )  # fmt: skip
+    cache = tmp_path / "cache"
+    try:
+        env = {"TMPDIR": str(shared), "RAPTOR_CACHE_DIR": str(cache)}
+        with dask_processes(tmp_path, workers=1, env=env) as address:
+            with Client(address, timeout=60) as client:
+                client.wait_for_workers(1, timeout=240)
+                [local] = client.run(lambda dask_worker: dask_worker.local_directory).values()
+        scratch = cache / "dask-scratch"
+        assert scratch in Path(local).parents, local  # Dask adds dask-scratch-space/worker-* inside
+        assert stat.S_IMODE(scratch.stat().st_mode) == 0o700 and scratch.stat().st_uid == os.getuid()
+        assert not [p.name for p in (shared / "dask-scratch-space").iterdir() if p.name.startswith("worker-")]
+    finally:
+        shutil.rmtree(base)
+
+
+def test_raptor_workers_scratch_folder_is_made_private_and_another_users_is_refused(tmp_path):
+    cache = tmp_path / "cache"
+    command = worker_command("tcp://127.0.0.1:8786", Settings(data_dir=tmp_path, cache_dir=cache))
+    assert command[command.index("--local-directory") + 1] == str(cache / "dask-scratch")
+    assert stat.S_IMODE((cache / "dask-scratch").stat().st_mode) == 0o700
+    (cache / "dask-scratch").chmod(0o777)  # ours, but open: closed again
+    worker_command("tcp://127.0.0.1:8786", Settings(data_dir=tmp_path, cache_dir=cache))
+    assert stat.S_IMODE((cache / "dask-scratch").stat().st_mode) == 0o700
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "dask-scratch").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (tmp_path / "elsewhere").mkdir()
+    with pytest.raises(ClusterSettingsError, match="belongs to another user or is a link"):
+        worker_command("tcp://127.0.0.1:8786", Settings(data_dir=tmp_path, cache_dir=linked))
+    if os.geteuid() == 0:
+        theirs = tmp_path / "theirs"
+        (theirs / "dask-scratch").mkdir(parents=True)
+        os.chown(theirs / "dask-scratch", 65534, 65534)
+        with pytest.raises(ClusterSettingsError, match="set RAPTOR_CACHE_DIR to a folder of this user's"):
+            worker_command("tcp://127.0.0.1:8786", Settings(data_dir=tmp_path, cache_dir=theirs))
 
 
 def test_raptor_worker_listens_where_host_says_and_declares_its_version(tmp_path):

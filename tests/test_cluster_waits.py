@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
 from distributed import Client
 
@@ -26,7 +33,7 @@ from raptor_engine.workers import PROGRESS_TOPIC, BuildCluster, ClusterUnreachab
 from tests.dask_processes import ROOT, dask_processes, listening_pid, stop_process
 from tests.test_cluster_security import intrude, successes
 from tests.test_workers import LIGHTHOUSE, long_document
-from tests.unhurried import unhurried_settings
+from tests.unhurried import patient, unhurried_settings
 
 SHORT = b"# Bees\n\n" + b"Bees make honey from the nectar of flowers. " * 30
 OTHER_VERSION = "0.0.9"
@@ -320,3 +327,54 @@ def test_tls_files_that_cannot_be_used_are_one_sentence_for_ingest_and_worker(tm
         assert done.returncode == 1, done.stderr
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and "cannot be used" in lines[0], done.stderr
+
+
+def documented_scheduler_command() -> tuple[dict[str, str], list[str]]:
+    """The scheduler's command of docs/SCALING.md ("Running workers on another machine", step 1): its
+    variables and its arguments."""
+    text = (ROOT / "docs" / "SCALING.md").read_text()
+    found = re.search(r"On the scheduler's machine: `([^`]+)`", text)
+    assert found, "docs/SCALING.md no longer shows the scheduler's command"
+    words = shlex.split(" ".join(found.group(1).split()))
+    env = {}
+    while "=" in words[0]:
+        name, value = words.pop(0).split("=", 1)
+        env[name] = value
+    assert words[:2] == ["dask", "scheduler"], words
+    return env, words[2:]
+
+
+def test_the_documented_scheduler_serves_no_http_to_the_network(tmp_path):
+    """Dask starts an HTTP server beside a scheduler even with --no-dashboard: on 0.0.0.0:8787, plain HTTP,
+    with the cluster's identity, task counts, logs and failed builds' exceptions (read from another network
+    namespace). The command the docs give runs here as written (its port 0, its TLS files this test's):
+    only its Dask port is on every interface, and no port answers HTTP with anything of the cluster."""
+    files = write_certificates(tmp_path)
+    env, args = documented_scheduler_command()
+    names = {"ca.pem": files["ca"], "cluster.pem": files["cert"], "cluster.key": files["key"], "8786": "0"}
+    args = [names.get(a, a) for a in args] + ["--scheduler-file", str(tmp_path / "scheduler.json")]
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", *args],
+        env={**os.environ, **env}, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + patient(60)
+        while not (tmp_path / "scheduler.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1)  # the HTTP server starts beside the scheduler's port
+        dask_port = int(json.loads((tmp_path / "scheduler.json").read_text())["address"].rsplit(":", 1)[1])
+        sockets = [c.laddr for c in psutil.Process(scheduler.pid).net_connections("inet") if c.status == "LISTEN"]
+        assert any(port == dask_port for _, port in sockets), sockets
+        assert all(host == "127.0.0.1" for host, port in sockets if port != dask_port), sockets
+        for _, port in sockets:
+            if port == dask_port:
+                continue
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/identity.json", timeout=10) as reply:
+                    answered = reply.status
+            except urllib.error.HTTPError as error:
+                answered = error.code
+            assert answered == 404, (port, answered)
+    finally:
+        scheduler.terminate()
+        scheduler.wait(timeout=60)

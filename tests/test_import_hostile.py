@@ -502,3 +502,27 @@ def test_an_import_killed_midway_leaves_nothing_that_outlives_it(exported, targe
     left.mkdir()
     assert raptor(target, "guilds", "import", str(exported)).returncode == 0
     assert sorted(p.name for p in (target / "guilds").iterdir()) == ["42", "9"]
+
+
+@pytest.mark.parametrize("numbers", [1000, 100])
+def test_a_store_whose_vectors_are_not_the_models_size_is_never_searched_with_the_models(
+    exported, target, tmp_path, numbers
+):
+    """Vectors of another size than the model's (every node's, so they index) are what a store of another
+    model holds, so import takes them; hnswlib then read a 384-number question as `numbers` numbers: past
+    its buffer for 1,000 (the first question aborted the process, 'malloc(): invalid size'), a silently
+    meaningless search for 100. The question now gets one sentence, and the process lives."""
+    resize = f"substr(embedding, 1, {4 * numbers})" if numbers < 384 else f"embedding || zeroblob({4 * (numbers - 384)})"
+    hostile = rewrite(
+        exported, tmp_path / "resized.tar",
+        db_edit=lambda conn: conn.execute(f"UPDATE nodes SET embedding = CAST({resize} AS BLOB)"),
+    )  # fmt: skip
+    assert raptor(target, "guilds", "import", str(hostile)).returncode == 0
+    asked = raptor(target, "ask", "How do bees keep warm?", "--kb", KB)
+    assert asked.returncode == 1, (asked.returncode, asked.stderr[-500:])
+    assert asked.stderr.strip() == (
+        f"Error: This knowledge base's vectors have {numbers} numbers but the embedding model makes 384, so it "
+        "cannot be searched; add its documents again, or set RAPTOR_EMBED_MODEL to the model that made them."
+    ), asked.stderr
+    other = raptor(target, "ask", "Who ran the railway?", "--kb", "guild-9-channel-3")
+    assert other.returncode == 0, other.stderr

@@ -95,7 +95,7 @@ async def test_a_removal_sends_no_removed_text_to_the_worker(tmp_path, embedder,
     await engine.add_messages("kb", CHANNEL, history(20))
     sent: list[tuple] = []
 
-    async def capture(self, name, chunk_lists, known, settings, progress, budget=None):
+    async def capture(self, name, chunk_lists, known, settings, progress, budget=None, dim=None):
         sent.append((chunk_lists, known))
         raise ClusterUnreachableError("The build workers were lost while building it; nothing was stored.")
 

@@ -130,3 +130,77 @@ def test_a_store_reached_through_a_planted_link_is_not_opened(tmp_path, planted)
         spaces.close()
     assert (victim / "guilds" / "42" / "raptor.db").read_bytes() == b""
     assert sorted(p.name for p in (victim / "guilds" / "42").iterdir()) == ["raptor.db"]
+
+
+@pytest.fixture
+def own_environ():
+    """Reading a `.env` puts its variables into os.environ (a token, a key, RAPTOR_BUDGET): the test's
+    environment is put back as it was, and starts without the secrets, so the `.env`'s are read."""
+    saved = dict(os.environ)
+    for name in ("DISCORD_TOKEN", "OPENAI_API_KEY"):
+        os.environ.pop(name, None)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+def _dotenv(folder: Path, text: str, file_mode: int) -> Path:
+    path = folder / ".env"
+    path.write_text(text)
+    path.chmod(file_mode)
+    return path
+
+
+@pytest.mark.parametrize("secret", ["DISCORD_TOKEN=abc.def.ghi\n", "OPENAI_API_KEY='sk-test'\n"])
+def test_a_dotenv_holding_a_secret_is_made_this_users_alone(tmp_path, monkeypatch, caplog, own_environ, secret):
+    """`cp .env.example .env` then pasting the token gives a 0644 file: every local user could read it."""
+    monkeypatch.chdir(tmp_path)
+    path = _dotenv(tmp_path, "RAPTOR_BUDGET=1500\n" + secret, 0o644)
+    Settings.from_env(data_dir=tmp_path / "data")
+    assert mode(path) == 0o600
+    assert "readable by this user only" in caplog.text and secret.split("=")[0] in caplog.text
+    assert "abc.def" not in caplog.text and "sk-test" not in caplog.text  # the log names the variable, not its value
+
+
+def test_a_dotenv_without_a_secret_or_private_already_is_left_as_it_is(tmp_path, monkeypatch, caplog, own_environ):
+    monkeypatch.chdir(tmp_path)
+    plain = _dotenv(tmp_path, "RAPTOR_BUDGET=1500\nDISCORD_TOKEN=\n", 0o644)
+    Settings.from_env(data_dir=tmp_path / "data")
+    assert mode(plain) == 0o644
+    private = _dotenv(tmp_path, "DISCORD_TOKEN=abc\n", 0o600)
+    Settings.from_env(data_dir=tmp_path / "data")
+    assert mode(private) == 0o600 and "readable by this user only" not in caplog.text
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to act as another user"
+)
+def test_another_local_user_cannot_read_the_dotenv_once_the_bot_read_it(monkeypatch, own_environ):
+    base = Path(tempfile.mkdtemp(prefix="raptor-dotenv-", dir="/tmp"))
+    try:
+        base.chmod(0o755)  # a checkout in a home directory others may enter, or /srv
+        path = _dotenv(base, "DISCORD_TOKEN=abc.def.ghi\n", 0o644)
+        other = ["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups", "cat", str(path)]
+        assert subprocess.run(other, capture_output=True, text=True, timeout=60).stdout == "DISCORD_TOKEN=abc.def.ghi\n"
+        monkeypatch.chdir(base)
+        Settings.from_env(data_dir=base / "data")
+        tried = subprocess.run(other, capture_output=True, text=True, timeout=60)
+        assert tried.returncode != 0 and "Permission denied" in tried.stderr
+    finally:
+        shutil.rmtree(base)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+def test_another_users_dotenv_is_not_changed(tmp_path, monkeypatch, own_environ):
+    monkeypatch.chdir(tmp_path)
+    path = _dotenv(tmp_path, "DISCORD_TOKEN=abc\n", 0o644)
+    os.chown(path, OTHER_UID, OTHER_UID)
+    Settings.from_env(data_dir=tmp_path / "data")
+    assert mode(path) == 0o644
+
+
+def test_the_dotenv_tests_leave_no_variable_behind():
+    """Runs after them in this file (pytest keeps a file's order): what their `.env`s held is gone."""
+    assert os.environ.get("RAPTOR_BUDGET") != "1500"
+    assert os.environ.get("DISCORD_TOKEN") not in ("abc", "abc.def.ghi")
+    assert os.environ.get("OPENAI_API_KEY") != "sk-test"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import hnswlib
 import numpy as np
 
-from ..errors import storage_error
+from ..errors import RaptorError, storage_error
 from .store import Store
 
 if TYPE_CHECKING:
@@ -155,9 +155,18 @@ class KBIndex:
     def search(
         self, query: np.ndarray, k: int, ef: int, allowed: Callable[[int], bool] | None = None
     ) -> list[tuple[int, float]]:
-        """(node id, cosine similarity) of the k nearest nodes, best first."""
+        """(node id, cosine similarity) of the k nearest nodes, best first. A query of another size than the
+        index's vectors is refused (RaptorError): hnswlib reads and normalises `dim` numbers of whatever it is
+        given, so a shorter query overruns its buffer and corrupts the process's memory (an imported store
+        whose vectors were padded to 1,000 numbers aborted the first question, 'malloc(): invalid size')."""
         if self.index is None or not self.ids:
             return []
+        if query.size != self.dim:
+            raise RaptorError(
+                f"This knowledge base's vectors have {self.dim} numbers but the embedding model makes {query.size}, "
+                "so it cannot be searched; add its documents again, or set RAPTOR_EMBED_MODEL to the model that "
+                "made them."
+            )
         k = min(k, len(self.ids))
         self.index.set_ef(max(ef, k))
         try:

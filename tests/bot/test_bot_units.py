@@ -137,7 +137,7 @@ async def test_a_download_that_runs_past_the_sessions_timeout_asks_to_post_the_f
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=0.5)) as session:
             with pytest.raises(IngestError, match="could not be downloaded from Discord; post it again"):
-                await download(session, f"http://127.0.0.1:{port}/file", "slow.md", 10**6)
+                await download(session, f"http://127.0.0.1:{port}/file", "slow.md", 10**6, f"http://127.0.0.1:{port}")
     finally:
         await runner.cleanup()
 
