@@ -8,41 +8,15 @@ origin of the REST API the bot talks to (the tests' fake Discord serves its atta
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
 import aiohttp
 import pytest
 from aiohttp import web
 
 from bot.jobs import download, from_discord
 from raptor_engine.errors import IngestError
+from tests.bot.local_http import server
 
 DISCORD_REST = "https://discord.com/api/v10"
-
-
-@asynccontextmanager
-async def server(routes: dict[str, object]) -> AsyncIterator[tuple[str, list[str]]]:
-    """An HTTP server on 127.0.0.1 with `routes`; yields its origin and the paths it was asked for."""
-    asked: list[str] = []
-
-    @web.middleware
-    async def count(request: web.Request, handler: object) -> web.StreamResponse:
-        asked.append(request.path)
-        return await handler(request)  # type: ignore[operator]
-
-    app = web.Application(middlewares=[count])
-    for path, handler in routes.items():
-        app.router.add_get(path, handler)  # type: ignore[arg-type]
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}", asked
-    finally:
-        await runner.cleanup()
 
 
 async def secret(_: web.Request) -> web.Response:

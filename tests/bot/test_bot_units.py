@@ -119,6 +119,7 @@ async def test_a_download_that_runs_past_the_sessions_timeout_asks_to_post_the_f
 
     from bot.jobs import download
     from raptor_engine.errors import IngestError
+    from tests.bot.local_http import server
 
     async def stall(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse()
@@ -127,19 +128,10 @@ async def test_a_download_that_runs_past_the_sessions_timeout_asks_to_post_the_f
         await asyncio.sleep(5)
         return response
 
-    app = web.Application()
-    app.router.add_get("/file", stall)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
+    async with server({"/file": stall}) as (origin, _):
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=0.5)) as session:
             with pytest.raises(IngestError, match="could not be downloaded from Discord; post it again"):
-                await download(session, f"http://127.0.0.1:{port}/file", "slow.md", 10**6, f"http://127.0.0.1:{port}")
-    finally:
-        await runner.cleanup()
+                await download(session, f"{origin}/file", "slow.md", 10**6, origin)
 
 
 def test_a_document_line_counts_in_words():
