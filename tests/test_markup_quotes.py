@@ -49,13 +49,24 @@ def _node(text: str, node_id: int = 1) -> ContextNode:
     return ContextNode(node_id, 0, "paper.md", 0.5, text, 60, 1, start=0, end=len(text))
 
 
-def _scores(embedder, question: str, history: list[Turn], penalty: float, monkeypatch) -> dict[str, float]:
-    monkeypatch.setattr(answer, "MARKUP_PENALTY", penalty)
+def quote_scores(
+    embedder, question: str, history: list[Turn], texts: tuple[str, str], monkeypatch, **constants: float
+) -> dict[str, float]:
+    """Each candidate's quote score over two nodes, with the answer module's constants set as given (also
+    tests/test_pointer_and_subject_quotes.py)."""
+    for name, value in constants.items():
+        monkeypatch.setattr(answer, name, value)
     quoted = ExtractiveAnswerer(embedder, ranker=load_ranker())._quotes(
-        question, [_node(f"{MARKED} {OTHER}"), _node(PLAIN, 2)], history
+        question, [_node(texts[0]), _node(texts[1], 2)], history
     )
     assert quoted is not None
     return {c.text: c.score for c in quoted.candidates}
+
+
+def _scores(embedder, question: str, history: list[Turn], penalty: float, monkeypatch) -> dict[str, float]:
+    return quote_scores(
+        embedder, question, history, (f"{MARKED} {OTHER}", PLAIN), monkeypatch, MARKUP_PENALTY=penalty
+    )
 
 
 def test_a_marked_sentence_loses_the_penalty_and_a_plain_one_nothing(embedder, monkeypatch):

@@ -143,6 +143,30 @@ MARKUP_RESIDUE = re.compile(
     r"\$(?![\d\s])[^$\n]{0,80}?(?<!\s)\$|\\[a-zA-Z]+\s*\{|\b(?:tab|fig|sec|eq):[a-z][\w-]*|\[[a-z]+=\d[^\]]*\]"
 )
 MARKUP_PENALTY = 0.1  # chosen on the training split (0.05 moved no reference into the quotes)
+# A sentence that only points at a table, figure, equation or section ("Table 3 shows the results.",
+# "Figure FIGREF10 illustrates the UTCNN model.", "The score is calculated as in (4).") says nothing itself:
+# what answers is in the thing pointed at, which the text does not hold. One that also states something
+# ("Table 2 shows that ...", "Table 4 shows: the 21% gain ...") is no mere pointer.
+_POINTED_THING = r"(?:tables?|tab\.|figures?|figs?\.|equations?|eqs?\.|algorithms?|sections?|sec\.|appendix|appendices)"
+_LABEL_WORD = r"(?:TABREF|FIGREF|SECREF|EQREF|DISPLAY_FORM)\d+"  # a converted paper's cross-reference labels
+_POINTED = (
+    rf"(?:{_POINTED_THING}\s+(?:\d+(?:\.\d+)*[a-z]?|\(\d+\)|[IVX]+\b|{_LABEL_WORD})|{_LABEL_WORD}"
+    rf"|\(\s*(?:\d+|{_LABEL_WORD})\s*\))"
+)
+POINTS_AT_START = re.compile(
+    rf"^\W*(?:the\s+)?{_POINTED}(?:\s*(?:,|and|&|-|\u2013)\s*(?:{_POINTED}|\d+))*\s+"
+    r"(?:shows?|illustrates?|presents?|lists?|summari[sz]es?|gives?|reports?|depicts?|displays?|provides?"
+    r"|describes?|compares?|contains?|details?)\b",
+    re.IGNORECASE,
+)
+POINTS_AT_END = re.compile(
+    r"\b(?:(?:shown|given|illustrated|listed|presented|defined|calculated|computed|described|summari[sz]ed|reported"
+    rf"|depicted|formulated|detailed)\s+(?:as\s+)?in|as\s+in)\s+{_POINTED}\s*[.:;]?\s*$",
+    re.IGNORECASE,
+)
+POINTED_LABEL = re.compile(rf"{_POINTED}(?:\s*(?:,|and|&|-|\u2013)\s*\d+\b)*", re.IGNORECASE)  # "Tables 2 and 3"
+ASKS_ABOUT_A_POINTED = re.compile(rf"\b{_POINTED_THING}|{_LABEL_WORD}", re.IGNORECASE)
+POINTER_PENALTY = MARKUP_PENALTY  # chosen on the training split: 0.05 gained less recall, 0.2 the same
 # Transcripts (a context of speaker turns: `context_speakers`)
 SPEAKER_BONUS = 0.2  # a sentence of the speaker the question names ("What did Marketing think ...?")
 # A summary question about one topic ("Summarize the discussion about use cases", "... User Interface's
@@ -396,6 +420,15 @@ DOCUMENT_MARKER = re.compile(
     r"[\[【〔［〚⟦]\s*(\^?\s*\d+(?:\s*(?:[,;]|[-‐‑–—]|and|&)\s*\d+)*)\s*[\]】〕］〛⟧]"
 )
 DOCUMENTS_SHOWN = 3  # documents named for a cross-document summary; the rest are counted
+
+
+def only_points(sentence: str) -> bool:
+    """Whether the sentence only points at a table, figure, equation or section (POINTS_AT_START,
+    POINTS_AT_END) and states nothing of its own: no number, colon or 'that' clause once the labels are
+    read out."""
+    if not (POINTS_AT_START.search(sentence) or POINTS_AT_END.search(sentence)):
+        return False
+    return not re.search(r"\d|:|\bthat\b", POINTED_LABEL.sub(" ", sentence), re.IGNORECASE)
 
 
 def neutralise_markers(text: str) -> str:
@@ -1150,24 +1183,68 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     return score + form_score(question, candidate.text) + _event_bonus(question, candidate.text)
 
 
+# "How is a chunk defined?", "How was the dataset collected?", "How are the scores calculated?", "What does
+# the encoder consist of?": the answer is a sentence about X itself, so X opens it ("Each chunk consists
+# of ...", "The dataset was collected from ..."); the sentences that only use X ("We extract features from
+# each chunk ...") hold the question's words as well, and more of them.
+ASKS_HOW_X_IS = re.compile(
+    r"^\W*(?:how|in\s+what\s+way)\s+(?:is|are|was|were)\s+(?P<subject>.+?)\s+"
+    r"(?:[a-z]+ed|built|made|chosen|done|drawn|given|taken|set|split|run|found|got|gotten|shown|written|known)"
+    r"(?:\s+(?:in|for|by|from|on|at|during|with)\s+[^?]*)?\s*[?.!]*\s*$"
+    r"|^\W*what\s+(?:does|do|did)\s+(?P<whole>.+?)\s+(?:consist|comprise|contain|include)s?\b",
+    re.IGNORECASE,
+)
+_OF_X = re.compile(r"\s+(?:of|in|for|from|with|that|which|who|used|on)\s+", re.IGNORECASE)
+SUBJECT_OPENING_WORDS = 2  # words a sentence opens with, past a determiner ("Each chunk", "The final dataset")
+_SUBJECT_DETERMINERS = frozenset("the a an this these that those its their our his her each every any all both".split())
+SUBJECT_BONUS = KIND_BONUS  # chosen on the training split: 0.04 to 0.12 move the same reference in
+
+
+@functools.lru_cache(maxsize=256)  # a function of the question alone, asked once a candidate sentence
+def asked_subject(question: str) -> str | None:
+    """The stemmed head of X in 'how is X done?' or 'what does X consist of?' ('chunk' for 'How is a "chunk of
+    posts" defined?', 'score' for 'How are the supervised scores of the words calculated?'); None for other
+    questions and for an X without a content word ('How is it done?')."""
+    match = ASKS_HOW_X_IS.match(question)
+    if not match:
+        return None
+    subject = _OF_X.split(match.group("subject") or match.group("whole"))[0]
+    heads = content_terms(subject)
+    return stem(heads[-1]) if heads else None
+
+
+def _opens_with_the_asked(question: str, sentence: str) -> bool:
+    """Whether X of 'how is X done?' (`asked_subject`) opens the sentence, past a determiner."""
+    head = asked_subject(question)
+    if head is None:
+        return False
+    opening = [word.lower() for word in units(sentence)[: SUBJECT_OPENING_WORDS + 2]]
+    while opening and opening[0] in _SUBJECT_DETERMINERS:
+        opening.pop(0)
+    return any(stem(word) == head for word in opening[:SUBJECT_OPENING_WORDS])
+
+
 def form_score(question: str, sentence: str) -> float:
     """What the hand score gives a sentence for answering in the form its question's kind takes: a reason
     or cause for 'why / what caused X?' (less for what X itself did), a place on the compared scale, a
     negative for a negative question, blame or charge for 'who was responsible?', what came of X for 'what
-    was the result of / what happened to X?' (`_result_score`), a destination for 'where did X go?'."""
+    was the result of / what happened to X?' (`_result_score`), a destination for 'where did X go?', X as
+    the sentence's opening for 'how is X done?' (`_opens_with_the_asked`)."""
     score = REASON_FORM_BONUS if _gives_the_asked_reason(question, sentence) else 0.0
     score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
     score += GRADED_BONUS if _measures_the_compared(question, sentence) else 0.0
     score += NEGATIVE_BONUS if _asks_a_negative(question) and asks_a_negative(sentence) else 0.0
     score += _result_score(question, sentence)
     score += DESTINATION_BONUS if _tells_the_destination(question, sentence) else 0.0
+    score += SUBJECT_BONUS if _opens_with_the_asked(question, sentence) else 0.0
     return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
 
 
 def stated_form_score(question: str, sentence: str) -> float:
     """The part of `form_score` that reads an answer said in so many words, which seldom misleads: a stated
     cause, purpose or fault of the replaced thing (`_states_the_asked_reason`), less what X did for 'what
-    caused X?', blame or charge for 'who was responsible?', what came of X (`_result_score`), a destination.
+    caused X?', blame or charge for 'who was responsible?', what came of X (`_result_score`), a destination,
+    X opening the sentence for 'how is X done?'.
     The sentence model never saw these rules (only
     the hand score's column holds them), so a blended score adds them again at the model's share
     (`ExtractiveAnswerer._score`); the looser rules (a reason clause near a question word, a negative, a
@@ -1176,6 +1253,7 @@ def stated_form_score(question: str, sentence: str) -> float:
     score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
     score += _result_score(question, sentence)
     score += DESTINATION_BONUS if _tells_the_destination(question, sentence) else 0.0
+    score += SUBJECT_BONUS if _opens_with_the_asked(question, sentence) else 0.0
     return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
 
 
@@ -2495,6 +2573,8 @@ class ExtractiveAnswerer:
         named = named_speakers(rewrite.core, speakers)
         topical = thematic and bool(speakers) and bool(topic_terms(rewrite.core, speakers))
         leads = _leads(candidates) if thematic and not speakers else set()
+        # "What does Table 3 show?" is answered by the sentence that points at it
+        pointers_count_less = not thematic and not rewrite.context and not ASKS_ABOUT_A_POINTED.search(rewrite.core)
         for i, candidate in enumerate(candidates):
             if learned is not None:
                 score = learned[i]
@@ -2512,6 +2592,8 @@ class ExtractiveAnswerer:
                 score = hand_score(rewrite.core, candidate)
             if not thematic and not rewrite.context and MARKUP_RESIDUE.search(candidate.text):
                 score -= MARKUP_PENALTY
+            if pointers_count_less and only_points(candidate.text):
+                score -= POINTER_PENALTY
             if candidate.key in quoted:
                 score -= _quoted_penalty(rewrite.core, candidate.text, asks_for_more)
             score += SPEAKER_BONUS if candidate.speaker in named else 0.0
