@@ -505,9 +505,9 @@ MESSAGES = TaskKind("messages-", MESSAGES_NOT_STORED, unpack_trees)
 def _unpacked(kind: TaskKind, parts: Any) -> tuple[Any, Any]:
     """`kind.unpack` of a worker's result; BadResultError for one that is not packed as this version packs
     (not a list of pickles of the frame and pieces `_pack` makes)."""
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, bytes) for p in parts):
+        raise BadResultError("it is not a list of packed pieces")  # outside the try: it is a ValueError too
     try:
-        if not isinstance(parts, list) or not parts or not all(isinstance(p, bytes) for p in parts):
-            raise BadResultError("it is not a list of packed pieces")
         return kind.unpack(parts)
     except (pickle.UnpicklingError, AttributeError, TypeError, ValueError, IndexError, EOFError) as error:
         raise BadResultError(f"it is not packed as this version packs a result: {type(error).__name__}") from None
