@@ -55,7 +55,8 @@ def keep_secret_file(path: Path) -> None:
             return
         from dotenv import dotenv_values
 
-        held = [name for name in SECRET_VARS if (dotenv_values(path).get(name) or "").strip()]
+        values = dotenv_values(path)
+        held = [name for name in SECRET_VARS if (values.get(name) or "").strip()]
         if not held:
             return
         path.chmod(stat.S_IMODE(status.st_mode) & 0o600)

@@ -78,8 +78,6 @@ CLOSE_TIMEOUT_S = 10.0  # the most closing the client waits for a scheduler that
 WORKER_STOP_S = 30.0  # the most closing the embedded cluster waits for each worker process to stop and be reaped
 # A worker of this project declares its version as a Dask resource, and builds require it.
 VERSION_RESOURCE_PREFIX = "raptor-"
-# The variables of the secrets the bot reads into Settings: no worker process may inherit them.
-SECRET_ENV = SECRET_VARS
 # A build worker is single-threaded all through (Dask runs one task at a time on it; onnxruntime, numba
 # and BLAS get one thread each), so N workers use N cores: left to their defaults each would spread over
 # every core, and two workers on two cores ran 1.13x one instead of nearly 2x (docs/SCALING.md).
@@ -221,7 +219,7 @@ def withhold_secrets() -> None:
     """Take the bot's secrets out of this process's environment: its Settings hold them already, and a
     worker process spawned from here (the embedded cluster's, now or when a nanny restarts one) copies
     the environment. The LLM key a build needs travels with each task."""
-    for name in SECRET_ENV:
+    for name in SECRET_VARS:  # the bot's secrets: no worker process may inherit them
         os.environ.pop(name, None)
 
 
@@ -505,9 +503,9 @@ MESSAGES = TaskKind("messages-", MESSAGES_NOT_STORED, unpack_trees)
 def _unpacked(kind: TaskKind, parts: Any) -> tuple[Any, Any]:
     """`kind.unpack` of a worker's result; BadResultError for one that is not packed as this version packs
     (not a list of pickles of the frame and pieces `_pack` makes)."""
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, bytes) for p in parts):
+        raise BadResultError("it is not a list of packed pieces")  # outside the try: it is a ValueError too
     try:
-        if not isinstance(parts, list) or not parts or not all(isinstance(p, bytes) for p in parts):
-            raise BadResultError("it is not a list of packed pieces")
         return kind.unpack(parts)
     except (pickle.UnpicklingError, AttributeError, TypeError, ValueError, IndexError, EOFError) as error:
         raise BadResultError(f"it is not packed as this version packs a result: {type(error).__name__}") from None
@@ -977,7 +975,7 @@ def private_scratch(folder: Path) -> Path:
 def worker_environment() -> dict[str, str]:
     """`raptor worker`'s environment: this one without the bot's secrets (a `.env` may have put them
     there), with one thread per library and no HTTP routes on the worker."""
-    env = {name: value for name, value in os.environ.items() if name not in SECRET_ENV}
+    env = {name: value for name, value in os.environ.items() if name not in SECRET_VARS}
     env.update(WORKER_ENV)
     env["DASK_DISTRIBUTED__WORKER__HTTP__ROUTES"] = "[]"
     return env

@@ -28,9 +28,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from raptor_engine.config import Settings
+from raptor_engine.config import SECRET_VARS, Settings
 from raptor_engine.workers import (
-    SECRET_ENV,
     BuildCluster,
     ClusterSettingsError,
     cluster_security,
@@ -108,7 +107,7 @@ def test_another_user_runs_code_on_a_plain_local_cluster(tmp_path, monkeypatch):
 
 
 async def test_another_user_cannot_run_code_on_the_embedded_cluster_nor_find_a_dashboard(tmp_path, monkeypatch):
-    for name in SECRET_ENV:
+    for name in SECRET_VARS:
         monkeypatch.setenv(name, CANARY)
     before = listening(ours())
     cluster = await BuildCluster.start(Settings(data_dir=tmp_path / "data", build_workers=1))
@@ -120,11 +119,11 @@ async def test_another_user_cannot_run_code_on_the_embedded_cluster_nor_find_a_d
         # scheduler, nanny and worker; no HTTP server (Dask starts one per scheduler and worker by default)
         assert len(opened) == 3, opened
         # in a thread: the scheduler and the nannies answer on this event loop
-        report = await asyncio.to_thread(intrude, tmp_path, SECRET_ENV[0], sorted(port for _, port in opened))
+        report = await asyncio.to_thread(intrude, tmp_path, SECRET_VARS[0], sorted(port for _, port in opened))
         assert successes(report) == [], report
         # the bot itself still runs code there, and its workers hold none of its secrets
         client = cluster.client
-        seen = await client.run(lambda: [os.environ.get(name) for name in SECRET_ENV])
+        seen = await client.run(lambda: [os.environ.get(name) for name in SECRET_VARS])
         assert seen and all(values == [None, None] for values in seen.values())
         pids = await client.run(os.getpid)
         for pid in pids.values():
@@ -166,7 +165,7 @@ async def test_the_embedded_dashboard_is_served_on_loopback_only_when_a_port_is_
 def test_a_raptor_worker_for_a_loopback_scheduler_listens_on_loopback_only_and_holds_no_secret(tmp_path):
     from tests.dask_processes import dask_processes
 
-    secrets = dict.fromkeys(SECRET_ENV, CANARY)  # as a `.env` beside the worker would put them there
+    secrets = dict.fromkeys(SECRET_VARS, CANARY)  # as a `.env` beside the worker would put them there
     with dask_processes(tmp_path, workers=1, env=secrets) as address:
         from distributed import Client
 

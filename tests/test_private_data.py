@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from raptor_engine import Settings
+from raptor_engine.config import SECRET_VARS
 from raptor_engine.errors import RaptorError
 from raptor_engine.storage.archive import export_space
 from raptor_engine.storage.spaces import Spaces, keep_private
@@ -137,7 +138,7 @@ def own_environ():
     """Reading a `.env` puts its variables into os.environ (a token, a key, RAPTOR_BUDGET): the test's
     environment is put back as it was, and starts without the secrets, so the `.env`'s are read."""
     saved = dict(os.environ)
-    for name in ("DISCORD_TOKEN", "OPENAI_API_KEY"):
+    for name in SECRET_VARS:
         os.environ.pop(name, None)
     yield
     os.environ.clear()

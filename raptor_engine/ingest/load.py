@@ -3545,7 +3545,7 @@ def _read_notebook(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         cells = None
     if not isinstance(cells, list):
         raise IngestError(name, "is not a valid Jupyter notebook (its JSON is damaged or has no cells).")
-    language = _notebook_language(notebook)
+    language = _notebook_language(notebook, cells)
     parts: list[str] = []
     with_output = 0
     for cell in cells:
@@ -3579,14 +3579,13 @@ def _notebook_cells(notebook: dict[str, Any]) -> list[Any] | None:
     return [cell for sheet in worksheets if isinstance(sheet, dict) and isinstance(sheet.get("cells"), list) for cell in sheet["cells"]]
 
 
-def _notebook_language(notebook: dict[str, Any]) -> str:
-    """The notebook's programming language, for its code fences' info string ('' when it names none)."""
+def _notebook_language(notebook: dict[str, Any], cells: list[Any]) -> str:
+    """The notebook's programming language, for its code fences' info string ('' when it names none); its
+    `cells` (`_notebook_cells`) for nbformat 3, which names it in each code cell."""
     metadata = notebook.get("metadata")
     info = metadata.get("language_info") if isinstance(metadata, dict) else None
     kernel = metadata.get("kernelspec") if isinstance(metadata, dict) else None
-    sheets = notebook.get("worksheets") if isinstance(notebook.get("worksheets"), list) else []
-    cells = [cell for sheet in sheets if isinstance(sheet, dict) for cell in sheet.get("cells") or [] if isinstance(cell, dict)]
-    first_code = next((cell for cell in cells if cell.get("cell_type") == "code"), None)  # nbformat 3 names it per cell
+    first_code = next((cell for cell in cells if isinstance(cell, dict) and cell.get("cell_type") == "code"), None)
     for source, key in ((info, "name"), (kernel, "language"), (first_code, "language")):
         if isinstance(source, dict) and isinstance(source.get(key), str):
             word = source[key].strip().lower()

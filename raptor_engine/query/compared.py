@@ -78,16 +78,27 @@ _WHICH_MORE = re.compile(
     + r")\b[^?.!]{0,40}[?.!]*$",
     re.IGNORECASE,
 )
-# 'the highest?', 'and the lowest one?', 'what about the most?': a superlative alone after two figures
-_SUPERLATIVE_MORE = {
-    **dict.fromkeys("highest most biggest largest greatest".split(), "higher"),
-    **dict.fromkeys("lowest least fewest smallest".split(), "lower"),
-}
+# 'the highest?', 'and the lowest one?', 'what about the biggest?': a superlative alone, a choice between the
+# two things or times the conversation has just asked about; each with its comparative
+SUPERLATIVES = {
+    "highest": "higher", "lowest": "lower", "biggest": "bigger", "largest": "larger", "smallest": "smaller",
+    "greatest": "greater", "most": "more", "least": "less", "fewest": "fewer", "best": "better",
+    "worst": "worse", "longest": "longer", "shortest": "shorter", "oldest": "older", "newest": "newer",
+    "cheapest": "cheaper", "earliest": "earlier", "latest": "later",
+}  # fmt: skip
 _SUPERLATIVE_ALONE = re.compile(
-    r"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(?:the\s+)?(" + "|".join(_SUPERLATIVE_MORE) + r")"
+    rf"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(?:the\s+)?({'|'.join(SUPERLATIVES)})"
     r"(?:\s+one)?\s*[?.!]*$",
     re.IGNORECASE,
 )
+
+
+def superlative_alone(question: str) -> str | None:
+    """The comparative of a question that is a superlative alone ('the highest?' -> 'higher'); else None."""
+    match = _SUPERLATIVE_ALONE.match(question.strip())
+    return None if match is None else SUPERLATIVES[match.group(1).lower()]
+
+
 MAX_CHOICE_WORDS = 12  # a longer question names its own subject; it is no choice between the last figures
 
 
@@ -97,9 +108,9 @@ def which_more(question: str) -> str | None:
     the caller asks only after a comparison of two times)."""
     if len(question.split()) > MAX_CHOICE_WORDS:
         return None
-    alone = _SUPERLATIVE_ALONE.match(question.strip())
-    if alone is not None:  # 'the highest?' of two figures chooses as 'which was higher?' does
-        return _SUPERLATIVE_MORE[alone.group(1).lower()]
+    comparative = superlative_alone(question)
+    if comparative is not None:  # 'the highest?' of two figures chooses as 'which was higher?' does
+        return _MORE_WORDS.get(comparative)
     match = _WHICH_MORE.match(question.strip())
     if match is None:
         return None

@@ -70,7 +70,7 @@ from enum import Enum
 
 from ..ingest.sentences import IRREGULAR, STOPWORDS, THEMATIC, content_terms, stem, words
 from ..types import Turn
-from .compared import CANNOT_CHOOSE, compared_times, which_more
+from .compared import CANNOT_CHOOSE, compared_times, superlative_alone, which_more
 from .given_names import gender_of_first_name
 
 CONTEXT_OPEN = " (context: "
@@ -521,30 +521,17 @@ def _excluding(question: str, previous: Rewrite) -> Rewrite | None:
     return Rewrite(core, subject=previous.subject)
 
 
-# 'the highest?', 'and the lowest one?', 'what about the biggest?': a superlative alone, a choice between
-# the two things or times the conversation has just asked about
-_SUPERLATIVES = {
-    "highest": "higher", "lowest": "lower", "biggest": "bigger", "largest": "larger", "smallest": "smaller",
-    "greatest": "greater", "most": "more", "least": "less", "fewest": "fewer", "best": "better",
-    "worst": "worse", "longest": "longer", "shortest": "shorter", "oldest": "older", "newest": "newer",
-    "cheapest": "cheaper", "earliest": "earlier", "latest": "later",
-}
-_SUPERLATIVE_ALONE = re.compile(
-    rf"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(?:the\s+)?({'|'.join(_SUPERLATIVES)})"
-    r"(?:\s+one)?\s*[?.!]*$",
-    re.IGNORECASE,
-)
 _PAST = re.compile(r"\b(?:was|were|did|had)\b|\w{3,}ed\b", re.IGNORECASE)
 
 
 def _as_which(question: str, core: str) -> str | None:
     """'the highest?' -> 'which was higher?' ('is' when the last question asked in the present): the
     which-question a choice between two things or two times reads (`_chosen`, `_which_of_two`)."""
-    match = _SUPERLATIVE_ALONE.match(question.strip())
-    if match is None:
+    comparative = superlative_alone(question)
+    if comparative is None:
         return None
     verb = "was" if _PAST.search(core) else "is"
-    return f"which {verb} {_SUPERLATIVES[match.group(1).lower()]}?"
+    return f"which {verb} {comparative}?"
 
 
 # "when was that?", "and where did that happen?", "who did this?", "who approves that?", "why was that?": a
@@ -1419,14 +1406,13 @@ _ANOTHER_TIME = re.compile(r"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s
 _MONTH_NAMES = (
     "january february march april may june july august september october november december".split()
 )
-_MONTH_SHORT = {name[:3]: name for name in _MONTH_NAMES} | {"sept": "september"}
-_MONTH_WORD = r"(?:january|february|march|april|may|june|july|august|september|october|november|december)"
+_MONTH_SHORT = {name[:3]: name for name in _MONTH_NAMES}  # 'sept' too, by its first three letters
+_MONTH_WORD = f"(?:{'|'.join(_MONTH_NAMES)})"
 # 'in January', 'and march', 'on 26 December', 'what about Dec', 'for version 3.1.0', 'v2.4': the label a
 # follow-up gives alone ('May' only with a preposition or a day: 'and May?' may be a person)
 _A_LABEL = re.compile(
     r"^(?:(?:(?:in|for|during|of|from|on)\s+)?(?:the\s+)?(?:(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?)?"
-    r"(?:(?P<month>january|february|march|april|may|june|july|august"
-    r"|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b\.?"
+    rf"(?:(?P<month>{_MONTH_WORD}|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b\.?"
     r"(?:\s+(?P<day_after>\d{1,2})(?:st|nd|rd|th)?\b)?"
     r"|(?:(?:version|release|v)\s*\.?\s*)?(?P<version>\d+(?:\.\d+)+)))$",
     re.IGNORECASE,
@@ -1464,7 +1450,7 @@ def _at_another_label(target: str, core: str) -> str | None:
     day = match.group("day") or match.group("day_after")
     if asked == "may" and not (day or match.group(0).split()[0].lower() in ("in", "for", "during", "of", "from", "on")):
         return None  # 'and May?' may be a person
-    month = _MONTH_SHORT.get(asked[:4] if asked.startswith("sept") else asked[:3], asked).capitalize()
+    month = _MONTH_SHORT[asked[:3]].capitalize()
     # 'may' of 'the tenant may keep a cat' is no month: only with a preposition, a day or a year
     months = [found for found in _MONTH_IN_CORE.finditer(core) if not _verb_may(found)]
     if len({found.group("month").lower() for found in months}) != 1:
