@@ -3,11 +3,13 @@ questions and the bot's records, so no other local user may read them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -133,16 +135,24 @@ def test_a_store_reached_through_a_planted_link_is_not_opened(tmp_path, planted)
     assert sorted(p.name for p in (victim / "guilds" / "42").iterdir()) == ["raptor.db"]
 
 
-@pytest.fixture
-def own_environ():
+@contextlib.contextmanager
+def _environ_put_back() -> Iterator[None]:
     """Reading a `.env` puts its variables into os.environ (a token, a key, RAPTOR_BUDGET): the test's
     environment is put back as it was, and starts without the secrets, so the `.env`'s are read."""
     saved = dict(os.environ)
     for name in SECRET_VARS:
         os.environ.pop(name, None)
-    yield
-    os.environ.clear()
-    os.environ.update(saved)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@pytest.fixture
+def own_environ():
+    with _environ_put_back():
+        yield
 
 
 def _dotenv(folder: Path, text: str, file_mode: int) -> Path:
@@ -200,8 +210,12 @@ def test_another_users_dotenv_is_not_changed(tmp_path, monkeypatch, own_environ)
     assert mode(path) == 0o644
 
 
-def test_the_dotenv_tests_leave_no_variable_behind():
-    """Runs after them in this file (pytest keeps a file's order): what their `.env`s held is gone."""
-    assert os.environ.get("RAPTOR_BUDGET") != "1500"
-    assert os.environ.get("DISCORD_TOKEN") not in ("abc", "abc.def.ghi")
-    assert os.environ.get("OPENAI_API_KEY") != "sk-test"
+def test_the_dotenv_tests_leave_no_variable_behind(tmp_path, monkeypatch):
+    """What a `.env` read inside the tests' environment put there (a secret, a setting) is gone after."""
+    monkeypatch.chdir(tmp_path)
+    _dotenv(tmp_path, "RAPTOR_BUDGET=1500\nDISCORD_TOKEN=abc.def.ghi\nOPENAI_API_KEY=sk-test\n", 0o600)
+    before = dict(os.environ)
+    with _environ_put_back():
+        Settings.from_env(data_dir=tmp_path / "data")
+        assert os.environ.get("DISCORD_TOKEN") == "abc.def.ghi"  # the `.env` was read
+    assert dict(os.environ) == before
