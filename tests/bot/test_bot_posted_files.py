@@ -6,6 +6,7 @@ and stays."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -82,13 +83,16 @@ TAKEN_BACK = {
 
 
 @pytest.mark.parametrize("how", list(TAKEN_BACK))
-async def test_a_post_taken_back_while_its_file_is_being_added_takes_the_document_once_stored(make_harness, how):
+async def test_a_post_taken_back_while_its_file_is_being_added_takes_the_document_once_stored(
+    make_harness, caplog, how
+):
     """The message deleted, edited to drop the file, or its thread deleted while the file downloads: the
     document leaves as soon as it is stored, and the file's line says so ("🗑️ **kestrel.md** was built and
     then removed: its message was deleted."; a deleted thread has no line left to show). Before, the deleted
     message's line read "✅ **kestrel.md** added" over a document that was gone, and a file edited off, or
     whose thread was deleted, during its build stayed for good (nothing was recorded yet when the event
     came)."""
+    caplog.set_level(logging.INFO, logger="bot.posted")
     h = await make_harness(message_content=True)
     await h.replies_done(h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
     channel = h.open_thread(CHAN_A, "files") if how == "thread deleted" else CHAN_A
@@ -112,6 +116,8 @@ async def test_a_post_taken_back_while_its_file_is_being_added_takes_the_documen
     async def gone() -> bool:
         return names(h) == [] and await h.bot.services.state.posted_files(GUILD, channel_id=channel) == []
 
+    removal = f"{TAKEN_BACK[how]} while the file was being added"  # built, then removed for that reason
+    await h.fake.wait_for(lambda: removal in caplog.text, what="the file to be built and removed")
     await h.fake.wait_for(gone, what="the document to go once stored")
     if how != "thread deleted":  # a deleted thread holds no status message to edit
         said = await h.fake.wait_for(status, what="the upload's final status")
