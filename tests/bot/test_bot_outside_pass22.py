@@ -60,8 +60,8 @@ async def test_an_ask_with_no_words_is_told_to_ask_in_words(make_harness, questi
 
 
 async def test_an_ask_with_the_bots_mention_before_a_question_searches_the_question(make_harness):
-    """"<@bot> when will the new shed be built?" in /ask is searched without the mention (before, the
-    bot's name was searched with it)."""
+    """"<@bot> when will the new shed be built?" in /ask is searched without the mention, and answered
+    publicly as before (this holds the question a wordless /ask is told apart from)."""
     h = await make_harness()
     await add_doc(h, "minutes.md", MINUTES)
     token = h.ask(f"<@{BOT_ID}> when will the new shed be built?")
