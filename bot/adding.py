@@ -275,7 +275,10 @@ async def _add_one(
         services, kb, attachment.filename, fetch, index, added_by, batch, record=record, deletions=deletions
     )
     if result is not None and result.status == "added" and post is not None:
-        await remember_posted(services, kb, post, result.document.sha256)
+        _, gone = await remember_posted(services, kb, post, result.document.sha256)
+        if gone is not None:  # the member took the post back while it was being added
+            batch.conclude(index, f"🗑️ **{display_name(attachment.filename)}** was built and then removed: {gone}.")
+            return None
     return result.status if result is not None else None
 
 

@@ -391,6 +391,17 @@ async def thread_history(
     return await services.state.history(record.guild_id, record.thread_id), None
 
 
+def ask_refusal(services: Services, user_id: int, typed: str, asked: str) -> str | None:
+    """Why /ask does not search `typed` (read as `asked`: its words without markup or the bot's mention),
+    or None: links only, nothing but emoji, marks or the bot's mention (said privately, as a follow-up's
+    "?" is: searching no words quotes passages at random), then the cooldown and the question limit."""
+    if only_links(typed):
+        return LINK_HINT
+    if wordless(asked):
+        return WORDLESS_QUESTION
+    return question_refusal(services, user_id, asked)
+
+
 async def handle_ask(
     services: Services, interaction: discord.Interaction, question: str, mode: str, private: bool
 ) -> None:
@@ -406,7 +417,9 @@ async def handle_ask(
 async def _ask(
     services: Services, interaction: discord.Interaction, question: str, mode: str, private: bool
 ) -> None:
-    refusal = LINK_HINT if only_links(question) else question_refusal(services, interaction.user.id, question)
+    me = interaction.client.user
+    asked = follow_up_text_of(question, me.id if me else 0, lambda kind, i: guild_name(interaction.guild, kind, i))
+    refusal = ask_refusal(services, interaction.user.id, question, asked)
     if refusal:
         await tell(interaction, refusal)
         return
@@ -424,8 +437,7 @@ async def _ask(
     )
     history = await services.state.history(record.guild_id, record.thread_id) if record else []
     hidden = asked_under_spoiler(question)
-    spoken_question = spoken(question, lambda kind, i: guild_name(interaction.guild, kind, i))
-    question = fit_question(plain_question(spoken_question) or question.strip(), MAX_QUESTION_CHARS)
+    question = fit_question(asked, MAX_QUESTION_CHARS)
     stream = StreamedReply(replier.send, replier.send, hidden=hidden)
     asked_at = time.time()
     try:

@@ -59,6 +59,9 @@ SHUTDOWN_GRACE_SECONDS = 300.0
 # A member replied in the channel to an answer whose thread holds its conversation.
 THREAD_POINTER = "Follow up in this answer's thread, <#{thread}>: I answer there by message, with the conversation so far."
 ANSWER_STOPPED = "The bot is restarting, so this answer stops here; ask again in a minute."
+# A member wrote to the bot in a direct message, where it has no knowledge base and no commands.
+DM_POINTER = "I answer in server channels, not in direct messages: use `/ask` in a channel of a server we share."
+DM_POINTER_SECONDS = 600.0  # one pointer per member in this long, however many messages they send
 
 
 def make_intents(message_content: bool) -> discord.Intents:
@@ -121,6 +124,7 @@ class RaptorBot(commands.AutoShardedBot):
         self._own_cluster: Any = None  # the Dask cluster this bot started (closed with it)
         self._resuming: asyncio.Task[int] | None = None
         self._reconciling: asyncio.Task[None] | None = None
+        self._dm_pointed = Cooldown(DM_POINTER_SECONDS)
 
     # ------------------------------------------------------------------ start-up
 
@@ -303,7 +307,12 @@ class RaptorBot(commands.AutoShardedBot):
     # ------------------------------------------------------------------ events
 
     async def on_message(self, message: discord.Message) -> None:
-        if message.author.bot or message.guild is None or self._shutdown_started:
+        if message.author.bot or self._shutdown_started:
+            return
+        if isinstance(message.channel, discord.DMChannel):
+            await self._direct_message(message)
+            return
+        if message.guild is None:
             return
         try:
             await self._find_thread(message)
@@ -312,6 +321,13 @@ class RaptorBot(commands.AutoShardedBot):
             log.exception("handling message %s in %s failed", message.id, message.channel.id)
             if self.in_own_thread(message) and storage_failure(error) is not None:
                 await reply_quietly(message, failure_text(error, ""))
+
+    async def _direct_message(self, message: discord.Message) -> None:
+        """A direct message gets one sentence saying where the bot answers (knowledge bases belong to server
+        channels, and the commands are server-only), once per member in `DM_POINTER_SECONDS`: silence
+        read as a broken bot, and a reply to every message would be a conversation with no answers in it."""
+        if self._dm_pointed.retry_after(message.author.id) == 0:
+            await reply_quietly(message, DM_POINTER)
 
     async def _find_thread(self, message: discord.Message) -> None:
         """A message in a channel discord.py does not hold: a thread archived since (dropped from the cache)

@@ -132,8 +132,9 @@ SHA_CHOICE = 16  # a shared name's autocomplete value: the document's sha256, it
 
 def pick_document(docs: list[Any], value: str) -> Any | str:
     """The document `/kb remove` was given: by its name when no other document has it, else by the sha256
-    prefix its autocomplete choice carries; a sentence for the user when there is no single one."""
-    named = [d for d in docs if d.name == value]
+    prefix its autocomplete choice carries; a sentence for the user when there is no single one. A name
+    typed instead of picked may differ from the document's by spaces around it or by case."""
+    named = named_as(docs, value)
     if len(named) == 1:
         return named[0]
     shown = inert(truncate(value, 100))
@@ -147,6 +148,21 @@ def pick_document(docs: list[Any], value: str) -> Any | str:
         if len(by_sha) == 1:
             return by_sha[0]
     return f"There is no document named '{shown}' in this channel's knowledge base; pick one from the list."
+
+
+def named_as(docs: list[Any], value: str) -> list[Any]:
+    """The documents named `value`: as given, else with the spaces around it dropped, else in any case
+    ("  MINUTES.MD " is minutes.md), the first reading that names any."""
+    typed = value.strip()
+    for same in (
+        lambda name: name == value,
+        lambda name: name == typed,
+        lambda name: name.casefold() == typed.casefold(),
+    ):
+        named = [d for d in docs if same(d.name)]
+        if named:
+            return named
+    return []
 
 
 def shared_name(doc: Any, docs: list[Any]) -> bool:

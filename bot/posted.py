@@ -6,7 +6,8 @@ document it became leaves the knowledge base as `/kb remove` would take it (its 
 layer made again, its text in saved *Show context* pages replaced by a note). A message deleted or edited while the bot was down is
 found when it starts again (`reconcile`). The member's `/kb forget-me` takes
 every document of the files they posted, and files they post later are not added. A message deleted while its file
-is still being added takes the document as soon as it is stored. A restarted bot that builds a posted
+is still being added, edited to drop it or its channel or thread deleted, takes the document as soon as
+it is stored, and the file's progress line says so. A restarted bot that builds a posted
 file it had not finished records it the same way, and removes it at once when its message went while the
 bot was down. A file added with `/kb add` has no message behind it (a slash command's attachment belongs
 to its interaction) and stays until a manager removes it with `/kb remove`.
@@ -64,20 +65,21 @@ def post_of(message: discord.Message, attachment: discord.Attachment) -> Post:
     return Post(message.channel.id, message.id, attachment.id, message.author.id)
 
 
-async def remember_posted(services: Services, kb: str, post: Post, sha256: str) -> PostedFile | None:
-    """Record that the document `sha256` came from the posted attachment `post`; returns the record, or
-    None when it was removed at once (its message deleted while the file was added) or could not be
-    written (logged: the document stays, as a /kb add would)."""
+async def remember_posted(services: Services, kb: str, post: Post, sha256: str) -> tuple[PostedFile | None, str | None]:
+    """Record that the document `sha256` came from the posted attachment `post`: (the record, or None when
+    it could not be written, logged, the document staying as a /kb add's would; why the document was
+    removed at once, or None): its message deleted or edited to drop it, or its channel or thread deleted,
+    while the file was being added."""
     file = PostedFile(kb, post.channel_id, post.message_id, post.attachment_id, sha256, post.author_id)
     try:
         await services.state.add_posted_file(file)
     except Exception:
         log.exception("could not record that %s came from message %s", sha256[:12], post.message_id)
-        return None
-    if services.sync is not None and services.sync.was_deleted(post.message_id):  # while its file was added
-        await _remove(services, [file], "its message was deleted while the file was being added")
-        return None
-    return file
+        return None, None
+    why = services.sync.taken_back(post) if services.sync is not None else None
+    if why is not None:
+        await _remove(services, [file], f"{why} while the file was being added")
+    return file, why
 
 
 async def remember_resumed(
@@ -85,8 +87,8 @@ async def remember_resumed(
 ) -> bool:
     """A restarted bot built a posted file it had not finished: record it, then remove it at once if its
     message was deleted, or edited to drop the file, while the bot was down; True when it stays."""
-    file = await remember_posted(services, kb, post, sha256)
-    if file is None:
+    file, gone = await remember_posted(services, kb, post, sha256)
+    if file is None or gone is not None:
         return False
     if await _still_posted(channel_for(post.channel_id), file):
         return True
@@ -134,9 +136,13 @@ async def channel_deleted(services: Services, guild_id: int | None, channel_id: 
 async def message_edited(services: Services, guild_id: int | None, message_id: int, data: dict) -> int:
     """A message edited: a file it no longer carries takes its document with it. An edit event without
     the attachments field (an embed resolving) changes nothing."""
-    if guild_id is None or "attachments" not in data:
+    if "attachments" not in data:
         return 0
     kept = {int(a["id"]) for a in data["attachments"]}
+    if services.sync is not None:  # a file of it still being added leaves once stored (`remember_posted`)
+        services.sync.attachments_edited(message_id, frozenset(kept))
+    if guild_id is None:
+        return 0
     files = await services.state.posted_files(guild_id, message_ids={message_id})
     return await _remove(services, [f for f in files if f.attachment_id not in kept], "its message dropped it")
 

@@ -31,6 +31,7 @@ from .kb import guild_prefix, kb_for_channel, parse_kb_name
 from .messages import add_chats, chat_message, place_of
 from .services import Services
 from .state import REMOVED_MESSAGE
+from .uploads import Post
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,14 @@ class KbQueue:
         return not (self.deletes or self.channels or self.upserts)
 
 
+def remember(ids: OrderedDict[int, Any], key: int, value: Any) -> None:
+    """Keep `key` as the newest of `ids`, which holds at most DELETED_REMEMBERED (the oldest go)."""
+    ids[key] = value
+    ids.move_to_end(key)
+    while len(ids) > DELETED_REMEMBERED:
+        ids.popitem(last=False)
+
+
 class MessageSync:
     """Routes message events to the knowledge bases that hold (or, synced, should hold) the messages."""
 
@@ -74,6 +83,9 @@ class MessageSync:
         self._sync: dict[str, bool] = {}
         self._queues: dict[str, KbQueue] = {}
         self._deleted: OrderedDict[int, None] = OrderedDict()  # the last DELETED_REMEMBERED deleted ids
+        # what else takes a posted file back while it is being added (`taken_back`), as many kept:
+        self._kept: OrderedDict[int, frozenset[int]] = OrderedDict()  # edited message -> attachments it kept
+        self._channels_gone: OrderedDict[int, None] = OrderedDict()  # deleted channels and threads
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -168,13 +180,28 @@ class MessageSync:
 
     def _remember_deleted(self, message_ids: set[int]) -> None:
         for message_id in message_ids:
-            self._deleted[message_id] = None
-            self._deleted.move_to_end(message_id)
-        while len(self._deleted) > DELETED_REMEMBERED:
-            self._deleted.popitem(last=False)
+            remember(self._deleted, message_id, None)
+
+    def attachments_edited(self, message_id: int, kept: frozenset[int]) -> None:
+        """A message was edited and now carries the attachments `kept` (ids)."""
+        remember(self._kept, message_id, kept)
+
+    def taken_back(self, post: Post) -> str | None:
+        """Why the posted file `post` is no longer offered, as Discord has told since it was posted (its
+        message deleted or edited to drop it, its channel or thread deleted), or None: a file still being
+        added when that happened must leave as soon as it is stored."""
+        if post.message_id in self._deleted:
+            return "its message was deleted"
+        if post.channel_id in self._channels_gone:
+            return "its channel or thread was deleted"
+        kept = self._kept.get(post.message_id)
+        if kept is not None and post.attachment_id not in kept:
+            return "its message was edited to drop it"
+        return None
 
     async def channel_deleted(self, guild_id: int | None, channel_id: int) -> None:
         """A channel or thread was deleted: its messages leave every knowledge base that holds them."""
+        remember(self._channels_gone, channel_id, None)
         if guild_id is None:
             return
         for kb in await self.holders(guild_id, channel_id):

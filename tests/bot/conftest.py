@@ -272,6 +272,7 @@ class FakeDiscord:
         self.shard_count: int | None = None  # as the bots identified
         self.identifies: list[tuple[float, int]] = []  # (time, shard id) of every IDENTIFY
         self.identify_too_fast: list[str] = []  # IDENTIFYs Discord would refuse: same bucket within 5 s
+        self.resumes: list[int] = []  # shards that resumed their session (RESUME, op 6)
         self.deleted_channels: set[int] = set()  # channels and threads that answer 404 Unknown Channel
         self.archived_threads: dict[int, list[dict]] = {}  # forum id -> its archived posts (threads)
         self.threads_made: dict[int, dict] = {}  # threads the bot opened, as GET channels/{id} answers
@@ -785,6 +786,12 @@ class FakeDiscord:
                 self.identify_too_fast.append(f"shard {shard_id} {now - at:.2f} s after shard {other}")
         self.identifies.append((now, shard_id))
 
+    async def ask_to_reconnect(self, shard_id: int = 0) -> None:
+        """Discord's RECONNECT (op 7): the shard closes its connection and resumes its session on a new
+        one; events sent meanwhile wait for it (the shard is gone from `shards` until it resumes)."""
+        ws, _ = self.shards.pop(shard_id)
+        await ws.send_json({"op": 7, "d": None})
+
     async def dispatch(self, guild_id: int, event: str, data: dict) -> None:
         """Send a gateway event on the connection of the shard that owns the guild, as Discord does."""
         ws, seq = self.shards[self.shard_of(guild_id)]
@@ -824,6 +831,12 @@ class FakeDiscord:
                 }
                 for event, data in [("READY", ready)] + [("GUILD_CREATE", g) for g in owned]:
                     await ws.send_json({"op": 0, "t": event, "s": next(seq), "d": data})
+            elif payload["op"] == 6:  # RESUME: the session goes on on this connection, as Discord does
+                shard_id = int(payload["d"]["session_id"].removeprefix("session-"))
+                self.resumes.append(shard_id)
+                seq = itertools.count(int(payload["d"].get("seq") or 0) + 1)
+                self.shards[shard_id] = (ws, seq)
+                await ws.send_json({"op": 0, "t": "RESUMED", "s": next(seq), "d": {}})
         if shard_id is not None and self.shards.get(shard_id, (None,))[0] is ws:
             del self.shards[shard_id]
         self.gateway_closed = ws.close_code
@@ -1071,6 +1084,13 @@ class Harness:
             "flags": 0,
             "components": [],
         }
+
+    def direct_message(self, content: str, user: int = ALICE) -> dict:
+        """A member's direct message to the bot, as the gateway delivers it: a message of a channel of no
+        guild (DMs carry their text whatever the intents)."""
+        payload = self.full_message(snowflake(), content, [], user)
+        self.state.parse_message_create(payload)
+        return payload
 
     # ------------------------------------------------------------------ channel history and its events
 

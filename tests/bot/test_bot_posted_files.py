@@ -6,6 +6,9 @@ and stays."""
 from __future__ import annotations
 
 import asyncio
+import logging
+
+import pytest
 
 from bot.adding import POST_GONE
 from bot.commands import FORGOTTEN_AUTHOR, FORGOTTEN_POSTER
@@ -13,7 +16,7 @@ from bot.state import REMOVED_DOCUMENT
 from bot.uploads import Post, Source, UploadLog
 from raptor_engine.engine import Engine
 from tests.bot.bot_samples import LIGHTHOUSE, SOURDOUGH
-from tests.bot.conftest import ALICE, BOB, CHAN_A, CHAN_B, GUILD, snowflake, text_of
+from tests.bot.conftest import ALICE, BOB, CHAN_A, CHAN_B, FINISHED, GUILD, NOW, snowflake, text_of
 from tests.bot.test_bot_flows import KB_A, add_doc, ask
 from tests.bot.test_bot_messages import imported
 from tests.bot.test_bot_restart import resumed_message
@@ -72,24 +75,53 @@ async def test_deleting_or_editing_away_a_posted_file_removes_its_document(make_
     await h.fake.wait_for(records_gone, what="the records of the removed files to go")
 
 
-async def test_a_message_deleted_while_its_file_is_being_added_takes_the_document_once_stored(make_harness):
+TAKEN_BACK = {
+    "deleted": "its message was deleted",
+    "edited": "its message was edited to drop it",
+    "thread deleted": "its channel or thread was deleted",
+}
+
+
+@pytest.mark.parametrize("how", list(TAKEN_BACK))
+async def test_a_post_taken_back_while_its_file_is_being_added_takes_the_document_once_stored(
+    make_harness, caplog, how
+):
+    """The message deleted, edited to drop the file, or its thread deleted while the file downloads: the
+    document leaves as soon as it is stored, and the file's line says so ("🗑️ **kestrel.md** was built and
+    then removed: its message was deleted."; a deleted thread has no line left to show). Before, the deleted
+    message's line read "✅ **kestrel.md** added" over a document that was gone, and a file edited off, or
+    whose thread was deleted, during its build stayed for good (nothing was recorded yet when the event
+    came)."""
+    caplog.set_level(logging.INFO, logger="bot.posted")
     h = await make_harness(message_content=True)
     await h.replies_done(h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
+    channel = h.open_thread(CHAN_A, "files") if how == "thread deleted" else CHAN_A
     attachment = h.fake.add_file("kestrel.md", LIGHTHOUSE.encode())
     h.fake.held.add(attachment["url"].rsplit("/cdn/", 1)[1])  # its download stalls until released
-    message = h.user_message(CHAN_A, "a file", attachments=[attachment])
+    message = h.user_message(channel, "a file", attachments=[attachment])
     await h.fake.wait_for(lambda: h.fake.cdn_hits, what="the download to start")
-    h.state.parse_message_delete({"id": message["id"], "channel_id": str(CHAN_A), "guild_id": str(GUILD)})
+    if how == "deleted":
+        h.state.parse_message_delete({"id": message["id"], "channel_id": str(channel), "guild_id": str(GUILD)})
+    elif how == "edited":
+        h.state.parse_message_update(dict(message, attachments=[], content="no file after all", edited_timestamp=NOW))
+    else:
+        h.delete_thread(channel, CHAN_A)
     h.fake.release_held.set()
-    await h.fake.wait_for(
-        lambda: any("✅ **kestrel.md** added" in text_of(m) for m in h.fake.channel_messages(CHAN_A)),
-        what="the file to be added",
-    )
+    line = f"🗑️ **kestrel.md** was built and then removed: {TAKEN_BACK[how]}."
+
+    def status() -> str | None:
+        done = [text_of(m) for m in h.fake.messages.values() if text_of(m).startswith(FINISHED)]
+        return done[-1] if done else None
 
     async def gone() -> bool:
-        return names(h) == [] and await h.bot.services.state.posted_files(GUILD, channel_id=CHAN_A) == []
+        return names(h) == [] and await h.bot.services.state.posted_files(GUILD, channel_id=channel) == []
 
-    await h.fake.wait_for(gone, what="the deleted message's document to go once stored")
+    removal = f"{TAKEN_BACK[how]} while the file was being added"  # built, then removed for that reason
+    await h.fake.wait_for(lambda: removal in caplog.text, what="the file to be built and removed")
+    await h.fake.wait_for(gone, what="the document to go once stored")
+    if how != "thread deleted":  # a deleted thread holds no status message to edit
+        said = await h.fake.wait_for(status, what="the upload's final status")
+        assert line in said and "✅" not in said, said
 
 
 async def test_forget_me_takes_the_files_a_member_posted_and_keeps_their_next_ones_out(make_harness):

@@ -8,16 +8,17 @@ import re
 
 from bot.adding import Tally
 from bot.answering import EMPTY_KB, STILL_BUILDING, WORDLESS_QUESTION
-from bot.client import THREAD_POINTER
+from bot.client import DM_POINTER, THREAD_POINTER
 from bot.hints import files_outcome
 from bot.kb import kb_name
 from raptor_engine.engine import Engine
 from raptor_engine.query.followup import quotes_in
 from raptor_tools.followup_onward import TALE, flat
-from tests.bot.conftest import BOB, CHAN_A, CHAN_B, GUILD, text_of
+from tests.bot.conftest import BOB, BOT_ID, CHAN_A, CHAN_B, GUILD, custom_ids, text_of
 from tests.bot.real_bot import RealBot
 from tests.bot.test_bot_answers import footer_of
 from tests.bot.test_bot_busy_channel import kestrel_sections
+from tests.bot.test_bot_mentions import replies_to
 from tests.unhurried import unhurried_settings
 
 MINUTES = """# Minutes of the allotment society, 3 May 2026
@@ -330,3 +331,54 @@ async def test_small_messages_around_an_answer_with_the_real_bot_process(fake_ap
         assert await bot.stop() == 0, bot.log.read_text()[-3000:]
     finally:
         bot.close()
+
+
+async def test_messages_nobody_had_sent_with_the_real_bot_process(fake_api, tmp_path, embedder):
+    """botqa22, through the real process: a direct message gets the sentence saying where the bot answers;
+    /ask of only the bot's mention is asked for words; a posted file whose message is deleted while it
+    downloads is built, removed, and its line says so; Discord's RECONNECT in the middle of a conversation
+    (the session resumed) loses no follow-up; a name typed into /kb remove in capitals removes it."""
+    bot = RealBot(fake_api, tmp_path, env={"RAPTOR_BUILD_WORKERS": "0", "RAPTOR_QUESTIONS_PER_MINUTE": "100"})
+    try:
+        await bot.start()
+        await bot.replies_done(bot.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
+        token = bot.kb_add(fake_api.add_file("minutes.md", MINUTES.encode()))
+        await bot.replies_done(token, lambda r: "Done" in text_of(r[0]), "the /kb add")
+
+        dm = bot.direct_message("when will the shed be built?")
+        assert await fake_api.wait_for(lambda: replies_to(bot, dm), 120, "the DM's reply") == [DM_POINTER]
+        wordless = (await bot.replies_done(bot.ask(f"<@{BOT_ID}>")))[0]
+        assert text_of(wordless) == WORDLESS_QUESTION and wordless["flags"] & 64, wordless
+
+        survey = fake_api.add_file("survey.md", kestrel_sections(40))
+        fake_api.held.add(survey["url"].rsplit("/cdn/", 1)[1])  # its download stalls until released
+        posted = bot.say(CHAN_A, "the quarry survey", attachments=[survey])
+        await fake_api.wait_for(lambda: fake_api.cdn_hits, 120, "the download to start")
+        bot.delete(posted)
+        await bot.state.sent()
+        fake_api.release_held.set()
+        line = "🗑️ **survey.md** was built and then removed: its message was deleted."
+        await fake_api.wait_for(
+            lambda: any(line in text_of(m) for m in bot.bot_messages(CHAN_A)), 240, "the survey's line"
+        )
+
+        asked = bot.ask("When will the new shed be built?")
+        thread = await bot.answer_thread(asked)
+        await bot.replies_done(asked)
+        await fake_api.ask_to_reconnect(0)
+        follow = bot.say(thread, "who chaired the meeting?")  # sent once the session is resumed
+        reply = await fake_api.wait_for(lambda: bot_answer_after(bot, thread, follow), 120, "the follow-up's answer")
+        assert "Joan Petrie" in reply["content"] and fake_api.resumes == [0], (reply["content"], fake_api.resumes)
+
+        remove = (await bot.replies_done(bot.slash("kb", [{"name": "document", "type": 3, "value": " MINUTES.MD"}], sub="remove")))[0]
+        assert "minutes.md" in text_of(remove) and "raptor:confirm" in custom_ids(remove), remove
+        confirmed = await bot.replies_done(bot.click(remove, "raptor:confirm"), lambda r: "Removed" in text_of(r[0]))
+        assert "minutes.md" in text_of(confirmed[0]), confirmed
+        assert await bot.stop() == 0, bot.log.read_text()[-3000:]
+    finally:
+        bot.close()
+    engine = Engine(unhurried_settings(data_dir=bot.data_dir), embedder=embedder)
+    try:
+        assert engine.documents(kb_name(GUILD, CHAN_A)) == []
+    finally:
+        engine.close()
