@@ -96,7 +96,10 @@ def test_raptor_ingest_on_a_scheduler_with_no_worker_prints_the_reason_in_one_li
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 1
-    assert done.stderr.strip().splitlines() == [f"Error: {no_worker_sentence(empty_scheduler, NO_WORKER_WAIT_S)}"], done.stderr
+    # the refusal names its file, as every refused file of an ingest does
+    assert done.stderr.strip().splitlines() == [
+        f"Error: bees.md: {no_worker_sentence(empty_scheduler, NO_WORKER_WAIT_S)}"
+    ], done.stderr
 
 
 async def test_a_scheduler_that_stops_answering_gives_the_upload_up_and_says_so(tmp_path):
