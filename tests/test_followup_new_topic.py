@@ -11,16 +11,14 @@ from __future__ import annotations
 import pytest
 
 from raptor_engine.query.followup import Turn, standalone_question
+from tests.conversations import asked_turns
 from tests.test_compared_grounding import TEXTS
 from tests.test_followup_other_document import conversation
 from tests.unhurried import engine_with
 
 
 def _talk(*questions: str) -> list[Turn]:
-    turns: list[Turn] = []
-    for question in questions:
-        turns += [Turn("user", question), Turn("assistant", "From the documents:\n- \u201cEleven members.\u201d [1]")]
-    return turns
+    return asked_turns(*questions, quote="Eleven members.")
 
 
 MEMBERS = "How many members attended the Q2 meeting?"

@@ -21,15 +21,13 @@ import pytest
 from raptor_engine.query.followup import Turn, standalone_question
 from raptor_engine.query.smalltalk import LAST_CITATION, Act, cited_marker, small_talk_act, sources_reply
 from raptor_engine.types import Citation
+from tests.conversations import asked_turns
 from tests.test_followup_other_document import conversation
 from tests.unhurried import engine_with
 
 
 def _talk(*questions: str) -> list[Turn]:
-    turns: list[Turn] = []
-    for question in questions:
-        turns += [Turn("user", question), Turn("assistant", "From the documents:\n- \u201cThree wins.\u201d [1]")]
-    return turns
+    return asked_turns(*questions, quote="Three wins.")
 
 
 @pytest.mark.parametrize(

@@ -7,17 +7,11 @@ import pytest
 
 from raptor_engine.query.followup import standalone_question
 from raptor_engine.types import Turn
+from tests.conversations import asked_turns
 
 
 def _talk(*questions: str) -> list[Turn]:
-    """A conversation of the questions, each answered with a quote that names no person or thing."""
-    turns: list[Turn] = []
-    for question in questions:
-        turns += [
-            Turn("user", question),
-            Turn("assistant", "From the documents:\n- \u201cIn 1903.\u201d [1]"),
-        ]
-    return turns
+    return asked_turns(*questions, quote="In 1903.")
 
 
 @pytest.mark.parametrize(
