@@ -382,13 +382,27 @@ async def thread_history(
     services: Services, record: ThreadRecord, message: discord.Message
 ) -> tuple[list[Turn], int | None]:
     """The turns a follow-up in the thread is given, and the exchange it follows up: the one holding the
-    message it replies to (a Discord reply to an older question or answer), else the last (None)."""
+    message it replies to (a Discord reply to an older question or answer), else its member's own latest
+    exchange when other members asked since (`Askers`), else the last (None)."""
     reference = message.reference
     if reference is not None and reference.message_id and reference.channel_id in (None, record.thread_id):
         found = await services.state.reply_history(record.guild_id, record.thread_id, reference.message_id)
         if found is not None:
             return found
+    own = services.askers.own_exchange(record.thread_id, message.author.id, message)
+    if own is not None:
+        found = await services.state.reply_history(record.guild_id, record.thread_id, own)
+        if found is not None and found[1] < sum(1 for turn in found[0] if turn.role == "user") - 1:
+            log.info("follow-up %s goes on from its member's exchange, not the latest", message.id)
+            return found
     return await services.state.history(record.guild_id, record.thread_id), None
+
+
+def note_asker(services: Services, thread_id: int, member_id: int, answer: Answer, sent: Sequence[Any]) -> None:
+    """`member_id` asked the exchange just answered in the thread (its Discord message `sent[0]`); small
+    talk ("thanks") searched nothing and is no exchange to go on from."""
+    if sent and answer.has_context:
+        services.askers.asked(thread_id, member_id, sent[0].id)
 
 
 def ask_refusal(services: Services, user_id: int, typed: str, asked: str) -> str | None:
@@ -463,6 +477,7 @@ async def _ask(
     if record is not None and not private:  # only its asker saw a private one: no follow-up may lean on it
         turn_ids = await remember_exchange(services, record.guild_id, record.thread_id, answer, told=told, pending=True)
         sent = await posting_remembered(services, record.guild_id, turn_ids, post)
+        note_asker(services, record.thread_id, interaction.user.id, answer, sent)
     else:
         sent = await post()
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
@@ -498,6 +513,7 @@ async def open_thread(
         thread = await _opened_thread(services, interaction, channel, sent[0], question, turn_ids, record)
         if thread is not None:
             await services.state.attach_answer(record.guild_id, turn_ids, [m.id for m in sent])
+            note_asker(services, record.thread_id, interaction.user.id, answer, sent)
 
 
 async def _opened_thread(
@@ -848,8 +864,9 @@ async def _post_follow_up(
         pending=True,
     )
     try:
-        await posting_remembered(services, record.guild_id, turn_ids, post)
+        sent = await posting_remembered(services, record.guild_id, turn_ids, post)
     except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread
         log.warning("could not answer in thread %s: %s", record.thread_id, error)
         return  # the member never saw this answer: its exchange was dropped
+    note_asker(services, record.thread_id, message.author.id, answer, [message] if sent else [])
     log.info("follow-up answered in thread %s (%s)", record.thread_id, record.kb)

@@ -1,0 +1,84 @@
+"""botqa23's outside pass (docs/BOT.md, last section), played with real discord.py objects against the fake
+Discord API over the real engine; each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from types import SimpleNamespace
+
+import discord
+
+from bot.askers import INTERLEAVED_SECONDS, Askers
+from tests.bot.conftest import ALICE, BOB, BOT_ID, GUILD
+from tests.bot.test_bot_answers import footer_of
+from tests.bot.test_bot_flows import add_doc, ask
+from tests.bot.test_bot_real_process import MANUAL, MINUTES
+
+
+def bot_answer_after(h, channel: int, message: dict) -> dict | None:
+    """The bot's answer (a message with embeds) posted after the member's `message` in `channel`."""
+    later = [
+        m for m in h.fake.channel_messages(channel)
+        if int(m["author"]["id"]) == BOT_ID and int(m["id"]) > int(message["id"]) and m["embeds"]
+        and str((m.get("message_reference") or {}).get("message_id")) == message["id"]
+    ]
+    return later[0] if later else None
+
+
+async def minutes_thread(h) -> int:
+    """The minutes and the rotavator manual added, "When will the new shed be built?" asked by Alice with
+    /ask; the thread it opened."""
+    await add_doc(h, "minutes.md", MINUTES)
+    await add_doc(h, "manual.md", MANUAL)
+    _, replies = await ask(h, "When will the new shed be built?")
+    assert "20 June" in replies[0]["content"]
+    return next(t for t in h.bot.get_guild(GUILD).threads).id
+
+
+async def test_two_members_asking_in_turn_in_one_thread_each_go_on_from_their_own_exchange(make_harness):
+    """Bob asks about the rotavator, Alice about the treasurer, then each follows up with a pronoun: Bob's
+    "it" is the rotavator and Alice's "he" the treasurer. Before, each follow-up was read against the
+    thread's latest exchange, the other member's: "How do I start it? (context: Who is the treasurer? …)"
+    answered "Nothing in the documents clearly answers this", and Alice's was searched with Bob's question
+    about starting the rotavator as its context."""
+    h = await make_harness(message_content=True)
+    thread = await minutes_thread(h)
+    sent = [
+        h.say(thread, "what oil does the rotavator take?", user=BOB),
+        h.say(thread, "who is the treasurer?", user=ALICE),
+        h.say(thread, "and how do I start it?", user=BOB),
+        h.say(thread, "how much does he hold in the fund?", user=ALICE),
+    ]
+    answers = [await h.fake.wait_for(lambda m=m: bot_answer_after(h, thread, m), what="an answer") for m in sent]
+    assert [int(a["message_reference"]["message_id"]) for a in answers] == [int(m["id"]) for m in sent]
+    start, fund = answers[2], answers[3]
+    assert "set the choke" in start["content"] and "Nothing in the documents" not in start["content"], start["content"]
+    assert "treasurer" not in footer_of(start).lower(), footer_of(start)
+    assert "812 pounds" in fund["content"] and "Amit Shah hold" in footer_of(fund), (fund["content"], footer_of(fund))
+    assert "start" not in footer_of(fund).lower(), footer_of(fund)  # Bob's follow-up is not its context
+
+
+async def test_a_member_who_has_not_asked_in_the_thread_goes_on_from_its_latest_exchange(make_harness):
+    """Bob's first message in Alice's thread leans on the thread's latest exchange (Alice's), as before; so
+    does Alice's follow-up right after her own question (her exchange is the latest)."""
+    h = await make_harness(message_content=True)
+    thread = await minutes_thread(h)
+    treasurer = h.say(thread, "who is the treasurer?", user=ALICE)
+    await h.fake.wait_for(lambda: bot_answer_after(h, thread, treasurer), what="the treasurer's answer")
+    joined = h.say(thread, "how much does he hold in the fund?", user=BOB)
+    fund = await h.fake.wait_for(lambda: bot_answer_after(h, thread, joined), what="Bob's answer")
+    assert "812 pounds" in fund["content"], fund["content"]
+
+
+def test_a_members_own_exchange_counts_only_while_it_is_recent_and_threads_are_bounded():
+    askers = Askers(max_threads=2)
+    asked = discord.utils.time_snowflake(discord.utils.utcnow())
+    askers.asked(1, BOB, asked)
+    soon = SimpleNamespace(created_at=discord.utils.snowflake_time(asked) + timedelta(seconds=INTERLEAVED_SECONDS))
+    late = SimpleNamespace(created_at=soon.created_at + timedelta(seconds=1))
+    assert askers.own_exchange(1, BOB, soon) == asked and askers.own_exchange(1, BOB, late) is None
+    assert askers.own_exchange(1, ALICE, soon) is None and askers.own_exchange(2, BOB, soon) is None
+    askers.asked(2, ALICE, asked)
+    askers.asked(1, ALICE, asked)  # thread 1 asked in last: thread 2 is the oldest
+    askers.asked(3, ALICE, asked)
+    assert askers.own_exchange(2, ALICE, soon) is None and askers.own_exchange(1, BOB, soon) == asked
