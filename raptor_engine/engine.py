@@ -198,7 +198,7 @@ class EmptyKnowledgeBaseError(RaptorError):
 
 # Replies that ask the user for a question instead of answering one ("what is the?", "???", "where does
 # it say that?" before any answer): `--json` and the bot say `answered: false` for them.
-UNANSWERED_ACTS = frozenset({Act.VAGUE, Act.UNCLEAR, Act.SOURCES, Act.TRANSLATE})
+UNANSWERED_ACTS = frozenset({Act.VAGUE, Act.UNCLEAR, Act.SOURCES, Act.TRANSLATE, Act.REWORD})
 
 
 class QuestionTimeoutError(RaptorError):

@@ -366,3 +366,40 @@ async def test_in_french_please_gets_one_sentence_and_the_next_follow_up_skips_i
         assert follow_up.query.startswith("When did Margaret Hale leave?"), follow_up.query
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["say that shorter", "shorter please", "can you make it shorter?", "simplify that", "in bullet points",
+     "explain it like I'm five", "explain like im 5", "ELI5 pls", "in simpler words", "rephrase that", "too long",
+     "in plain English please", "can you put that in your own words?", "a shorter version?", "in other words?"],
+)
+def test_asking_to_reshape_the_last_answer_is_no_question(message):
+    """botqa23, played through the real bot: "say that shorter" was searched ("Nothing in the documents
+    clearly answers this"), "can you make it shorter?" as "Can you make the new shed shorter?", "in bullet
+    points" and "shorter please" over every document."""
+    assert small_talk_act(message) is Act.REWORD
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["tl;dr", "summarise that", "is it shorter?", "which route is shorter?", "who is Eli?", "is the pier too long?",
+     "how long?", "in short?", "what does that mean?", "can you explain that?", "what is the simplest way to start it?"],
+)
+def test_questions_near_a_request_to_reshape_are_searched(message):
+    assert small_talk_act(message) is None
+
+
+async def test_say_that_shorter_gets_one_sentence_and_the_next_follow_up_skips_it(tmp_path, embedder):
+    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
+    try:
+        await engine.ingest("kb", "archive.md", ARCHIVE.encode())
+        first = await engine.ask("kb", "Who was appointed keeper of the archive in 1962?")
+        history = [Turn("user", first.question), Turn("assistant", first.text)]
+        shorter = await engine.ask("kb", "can you make it shorter?", history=history)
+        assert shorter.text == REPLIES[Act.REWORD] and not shorter.has_context and not shorter.answered
+        history += [Turn("user", shorter.question), Turn("assistant", shorter.text)]
+        follow_up = await engine.ask("kb", "and when did she leave?", history=history)
+        assert follow_up.query.startswith("When did Margaret Hale leave?"), follow_up.query
+    finally:
+        engine.close()

@@ -34,6 +34,7 @@ class Act(Enum):
     SOURCES = "sources"  # "where does it say that?": where the last answer's quotes come from
     VAGUE = "vague"  # "what is the?", "who is he?" with no conversation before it: nothing to look for
     TRANSLATE = "translate"  # "in French please", "translate that into German": asks no question of its own
+    REWORD = "reword"  # "say that shorter", "simpler please", "in bullet points": reshape the last answer
 
 
 REPLIES = {  # DOCUMENTS has none: the engine lists the documents
@@ -53,6 +54,8 @@ REPLIES = {  # DOCUMENTS has none: the engine lists the documents
     Act.FAREWELL: "Goodbye! The documents will be here when you have another question.",
     Act.TRANSLATE: "I can't translate an earlier answer; ask your question in the language you want, "
     "and I will answer it from the documents.",
+    Act.REWORD: "I can't reshape an earlier answer (shorter, simpler, in other words or as a list); ask "
+    "about the part you need and I will answer just that from the documents.",
 }
 
 _PHRASES: dict[Act, tuple[str, ...]] = {
@@ -402,6 +405,8 @@ def small_talk_act(message: str) -> Act | None:
         return Act.UNCLEAR if asks or not message else Act.ACKNOWLEDGE
     if asks_for_a_language(tokens):
         return Act.TRANSLATE
+    if asks_to_reword(unicodedata.normalize("NFKC", message)):
+        return Act.REWORD
     acts = _acts(tokens)
     if not acts:
         return None
@@ -428,6 +433,37 @@ def asks_for_a_language(tokens: list[str]) -> bool:
         return False
     asks = {"in", "into", "translate", "en", "auf"} & set(tokens) or not set(tokens) - {*languages, "please"}
     return bool(asks) and all(t in _LANGUAGES or t in _TRANSLATION_WORDS for t in tokens)
+
+
+# "say that shorter", "can you simplify it?", "in bullet points please", "explain it like I'm 5", "too long":
+# a word that reshapes an answer (or two that do together), every other word one of asking for it. Not
+# "summarise that" or "tl;dr", which the documents can answer (their summaries), nor "is it shorter?".
+_RESHAPES = frozenset(
+    """shorter shorten shortened briefer concise concisely simpler simplify simplified rephrase rephrased reword
+    reworded paraphrase eli5 bullet bullets bulleted plainer""".split()
+)
+_RESHAPING_PAIRS = (
+    ("too", "long"), ("like", "five"), ("eli", "five"), ("plain", "english"), ("plain", "words"), ("plain", "terms"),
+    ("plain", "language"), ("simple", "words"), ("simple", "terms"), ("simple", "english"), ("fewer", "words"),
+    ("less", "words"), ("other", "words"), ("own", "words"), ("layman's", "terms"), ("laymans", "terms"),
+    ("more", "simply"), ("more", "briefly"),
+)
+_ASKING_TO_RESHAPE = _RESHAPES | {word for pair in _RESHAPING_PAIRS for word in pair} | frozenset(
+    """can could would you please pls plz say said put write make give explain tell it that this the answer your
+    last again in into as a an me bit little lot much way so i i'm im for version one form of it's that's
+    do to try using use briefly short points list words""".split()
+)
+
+
+def asks_to_reword(message: str) -> bool:
+    """'say that shorter', 'simpler please', 'in bullet points', 'explain it like I'm 5': a request to
+    reshape the last answer, asking nothing of the documents (answered again, "can you make it shorter?"
+    was searched as "Can you make the new shed shorter?")."""
+    tokens = _normalised_words(re.sub(r"(?<![\d.])5(?![\d.])", " five ", message))
+    if not tokens or len(tokens) > 12 or not all(t in _ASKING_TO_RESHAPE for t in tokens):
+        return False
+    said = set(tokens)
+    return bool(said & _RESHAPES) or any(first in said and second in said for first, second in _RESHAPING_PAIRS)
 
 
 def names_nothing(question: str) -> bool:
