@@ -580,6 +580,17 @@ def follow_up_text_of(content: str | None, bot_id: int, name_of: NameOf | None =
     return plain_question(spoken(text, name_of or (lambda kind, i: None)))
 
 
+def talks_to_a_member(message: discord.Message, bot_id: int) -> bool:
+    """Whether a thread message is addressed to another member: a Discord reply to their message, or a
+    mention of them. Such a message that asks nothing ("I was there, it was Joan", "@bob thanks, that
+    helps") is the members' own conversation, not a follow-up for the bot."""
+    others = {u.id for u in message.mentions if not u.bot} - {bot_id, message.author.id}
+    replied = message.reference.resolved if message.reference is not None else None
+    if isinstance(replied, discord.Message) and not replied.author.bot and replied.author.id != message.author.id:
+        others.add(replied.author.id)
+    return bool(others)
+
+
 def wordless(text: str) -> bool:
     """A message of emoji, punctuation or symbols only ("👍", "...", "?"): nothing to search for."""
     return not re.search(r"\w", text)
@@ -752,6 +763,9 @@ async def _follow_up(
     if wordless(question):  # a reaction typed as a message ("👍", "🤔", "..."): nothing to answer
         if "?" in unicodedata.normalize("NFKC", question):
             await reply_quietly(message, WORDLESS_QUESTION)
+        return
+    if not mentioned and talks_to_a_member(message, me.id) and not asks(question):
+        log.info("message %s in thread %s talks to another member: not answered", message.id, record.thread_id)
         return
     refusal = LINK_HINT if only_links(question) else question_refusal(services, message.author.id, question)
     if refusal:

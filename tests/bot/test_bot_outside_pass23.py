@@ -9,9 +9,10 @@ from types import SimpleNamespace
 import discord
 
 from bot.askers import INTERLEAVED_SECONDS, Askers
-from tests.bot.conftest import ALICE, BOB, BOT_ID, GUILD
+from tests.bot.conftest import ALICE, BOB, BOT_ID, GUILD, user_payload
 from tests.bot.test_bot_answers import footer_of
 from tests.bot.test_bot_flows import add_doc, ask
+from tests.bot.test_bot_mentions import replies_to
 from tests.bot.test_bot_real_process import MANUAL, MINUTES
 
 
@@ -23,6 +24,15 @@ def bot_answer_after(h, channel: int, message: dict) -> dict | None:
         and str((m.get("message_reference") or {}).get("message_id")) == message["id"]
     ]
     return later[0] if later else None
+
+
+def said(h, channel: int, content: str, user: int, **fields) -> dict:
+    """A member's message as Discord's MESSAGE_CREATE carries it, with further fields (a reply's reference
+    and the message it replies to, mentions)."""
+    message = h.fake.post(channel, content, user=user)
+    message.update(fields)
+    h.state.parse_message_create(dict(message))
+    return message
 
 
 async def minutes_thread(h) -> int:
@@ -82,3 +92,31 @@ def test_a_members_own_exchange_counts_only_while_it_is_recent_and_threads_are_b
     askers.asked(1, ALICE, asked)  # thread 1 asked in last: thread 2 is the oldest
     askers.asked(3, ALICE, asked)
     assert askers.own_exchange(2, ALICE, soon) is None and askers.own_exchange(1, BOB, soon) == asked
+
+
+async def test_members_talking_to_each_other_in_an_answer_thread_are_left_to_it(make_harness):
+    """Bob's Discord reply to Alice's question ("I was there, it was Joan") and Alice's "@bob thanks, that
+    helps" ask the bot nothing: no answer, and nothing the next follow-up leans on. Before, each was
+    searched and answered ("Searched as: I was there, the meeting was Joan"), and the next follow-up read
+    "(context: @bob thanks, that helps)". A question to a member, or one replying to a member's message,
+    is still answered, as is a statement that addresses nobody."""
+    h = await make_harness(message_content=True)
+    thread = await minutes_thread(h)
+    chaired = h.say(thread, "who chaired the meeting?", user=ALICE)
+    await h.fake.wait_for(lambda: bot_answer_after(h, thread, chaired), what="the first answer")
+    turns = len(await h.bot.services.state.history(GUILD, thread))
+    to_alice = {
+        "type": 19,
+        "message_reference": {"message_id": chaired["id"], "channel_id": str(thread)},
+        "referenced_message": dict(chaired, author=user_payload(ALICE, "alice")),
+    }
+    quiet = [
+        said(h, thread, "I was there, it was Joan", BOB, **to_alice),
+        said(h, thread, f"<@{BOB}> thanks, that helps", ALICE, mentions=[user_payload(BOB, "bob")]),
+    ]
+    asked = said(h, thread, "and who is the treasurer?", BOB, **to_alice)
+    answer = await h.fake.wait_for(lambda: bot_answer_after(h, thread, asked), what="the treasurer's answer")
+    assert "Amit Shah (treasurer)" in answer["content"] and "thanks" not in footer_of(answer), footer_of(answer)
+    assert not [replies_to(h, message) for message in quiet if replies_to(h, message)]
+    history = await h.bot.services.state.history(GUILD, thread)
+    assert len(history) == turns + 2 and "thanks" not in " ".join(t.content for t in history), history
