@@ -14,7 +14,7 @@ from bot.kb import kb_name
 from raptor_engine.engine import Engine
 from raptor_engine.query.followup import quotes_in
 from raptor_tools.followup_onward import TALE, flat
-from tests.bot.conftest import BOB, BOT_ID, CHAN_A, CHAN_B, GUILD, custom_ids, text_of
+from tests.bot.conftest import ALICE, BOB, BOT_ID, CHAN_A, CHAN_B, GUILD, custom_ids, text_of, user_payload
 from tests.bot.real_bot import RealBot
 from tests.bot.test_bot_answers import footer_of
 from tests.bot.test_bot_busy_channel import kestrel_sections
@@ -382,3 +382,47 @@ async def test_messages_nobody_had_sent_with_the_real_bot_process(fake_api, tmp_
         assert engine.documents(kb_name(GUILD, CHAN_A)) == []
     finally:
         engine.close()
+
+
+async def test_members_sharing_a_thread_with_the_real_bot_process(fake_api, tmp_path):
+    """botqa23, through the real process: two members asking in turn in one thread each go on from their own
+    exchange; "can you make it shorter?" gets the sentence saying the bot cannot reshape an answer; a
+    member's Discord reply to another member's question that asks nothing is left to them, and the
+    follow-up after it leans on neither."""
+    from raptor_engine.query.smalltalk import REPLIES, Act
+    from tests.bot.test_bot_outside_pass23 import said
+
+    bot = RealBot(fake_api, tmp_path, env={"RAPTOR_BUILD_WORKERS": "0", "RAPTOR_QUESTIONS_PER_MINUTE": "100"})
+    try:
+        await bot.start()
+        added = bot.kb_add(fake_api.add_file("minutes.md", MINUTES.encode()), fake_api.add_file("manual.md", MANUAL.encode()))
+        await bot.replies_done(added, lambda r: "Done" in text_of(r[0]), "the /kb add")
+        asked = bot.ask("When will the new shed be built?")
+        thread = await bot.answer_thread(asked)
+        await bot.replies_done(asked)
+
+        sent = [
+            said(bot, thread, "what oil does the rotavator take?", BOB),
+            said(bot, thread, "who is the treasurer?", ALICE),
+            said(bot, thread, "and how do I start it?", BOB),
+            said(bot, thread, "can you make it shorter?", ALICE),
+        ]
+        answers = [await fake_api.wait_for(lambda m=m: replies_to(bot, m), 120, "an answer") for m in sent]
+        assert "set the choke" in answers[2][0] and "treasurer" not in answers[2][0].split("Searched as")[-1], answers[2]
+        assert answers[3] == [REPLIES[Act.REWORD]], answers[3]
+
+        to_alice = {
+            "type": 19,
+            "message_reference": {"message_id": sent[1]["id"], "channel_id": str(thread)},
+            "referenced_message": dict(sent[1], author=user_payload(ALICE, "alice")),
+            "mentions": [user_payload(ALICE, "alice")],
+        }
+        quiet = said(bot, thread, "I was there, it was Amit", BOB, **to_alice)
+        fund = said(bot, thread, "how much does he hold in the fund?", ALICE)
+        reply = await fake_api.wait_for(lambda: bot_answer_after(bot, thread, fund), 120, "the fund's answer")
+        assert "812 pounds" in reply["content"] and "Amit Shah hold" in footer_of(reply), footer_of(reply)
+        assert "I was there" not in footer_of(reply) and "start" not in footer_of(reply), footer_of(reply)
+        assert replies_to(bot, quiet) == [], replies_to(bot, quiet)
+        assert await bot.stop() == 0, bot.log.read_text()[-3000:]
+    finally:
+        bot.close()
