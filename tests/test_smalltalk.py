@@ -353,15 +353,20 @@ def test_questions_about_languages_are_searched(message):
     assert small_talk_act(message) is None
 
 
-async def test_in_french_please_gets_one_sentence_and_the_next_follow_up_skips_it(tmp_path, embedder):
+@pytest.mark.parametrize(("message", "act"), [("in French please", Act.TRANSLATE), ("can you make it shorter?", Act.REWORD)])
+async def test_a_request_about_the_last_answer_gets_one_sentence_and_the_next_follow_up_skips_it(
+    tmp_path, embedder, message, act
+):
+    """'in French please' and (botqa23) 'can you make it shorter?' search nothing, and the follow-up after
+    them leans on the question before."""
     engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
     try:
         await engine.ingest("kb", "archive.md", ARCHIVE.encode())
         first = await engine.ask("kb", "Who was appointed keeper of the archive in 1962?")
         history = [Turn("user", first.question), Turn("assistant", first.text)]
-        french = await engine.ask("kb", "in French please", history=history)
-        assert french.text == REPLIES[Act.TRANSLATE] and not french.has_context and not french.answered
-        history += [Turn("user", french.question), Turn("assistant", french.text)]
+        request = await engine.ask("kb", message, history=history)
+        assert request.text == REPLIES[act] and not request.has_context and not request.answered
+        history += [Turn("user", request.question), Turn("assistant", request.text)]
         follow_up = await engine.ask("kb", "and when did she leave?", history=history)
         assert follow_up.query.startswith("When did Margaret Hale leave?"), follow_up.query
     finally:
@@ -389,17 +394,3 @@ def test_asking_to_reshape_the_last_answer_is_no_question(message):
 def test_questions_near_a_request_to_reshape_are_searched(message):
     assert small_talk_act(message) is None
 
-
-async def test_say_that_shorter_gets_one_sentence_and_the_next_follow_up_skips_it(tmp_path, embedder):
-    engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
-    try:
-        await engine.ingest("kb", "archive.md", ARCHIVE.encode())
-        first = await engine.ask("kb", "Who was appointed keeper of the archive in 1962?")
-        history = [Turn("user", first.question), Turn("assistant", first.text)]
-        shorter = await engine.ask("kb", "can you make it shorter?", history=history)
-        assert shorter.text == REPLIES[Act.REWORD] and not shorter.has_context and not shorter.answered
-        history += [Turn("user", shorter.question), Turn("assistant", shorter.text)]
-        follow_up = await engine.ask("kb", "and when did she leave?", history=history)
-        assert follow_up.query.startswith("When did Margaret Hale leave?"), follow_up.query
-    finally:
-        engine.close()
