@@ -576,8 +576,14 @@ def forwarded_text(message: discord.Message) -> str:
 def follow_up_text_of(content: str | None, bot_id: int, name_of: NameOf | None = None) -> str:
     """`follow_up_text` of a message's content: its words without Discord's markup (a question in a code
     block or under a spoiler asks what it says), its mentions as the client shows them (`spoken`)."""
-    text = re.sub(rf"<@!?{bot_id}>", " ", content or "")
+    text = _GROUPS_FIRST.sub(" ", re.sub(rf"<@!?{bot_id}>", " ", content or ""))
     return plain_question(spoken(text, name_of or (lambda kind, i: None)))
+
+
+# Roles pinged before the question's first word ("@KB Managers when will the shed be built?", "@here
+# <@&350>: …") say whom the message is sent to, not what it asks: searched, the role's name drew other
+# passages ("Nothing in the documents clearly answers this"). A role inside the question is a name.
+_GROUPS_FIRST = re.compile(r"^(?:\s*(?:<@&\d{1,20}>|@everyone\b|@here\b)[,:]?)+")
 
 
 def talks_to_a_member(message: discord.Message, bot_id: int) -> bool:

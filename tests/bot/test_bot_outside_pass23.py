@@ -7,7 +7,9 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 import discord
+import pytest
 
+from bot.answering import follow_up_text_of
 from bot.askers import INTERLEAVED_SECONDS, Askers
 from tests.bot.conftest import ALICE, BOB, BOT_ID, GUILD, user_payload
 from tests.bot.test_bot_answers import footer_of
@@ -120,3 +122,32 @@ async def test_members_talking_to_each_other_in_an_answer_thread_are_left_to_it(
     assert not [replies_to(h, message) for message in quiet if replies_to(h, message)]
     history = await h.bot.services.state.history(GUILD, thread)
     assert len(history) == turns + 2 and "thanks" not in " ".join(t.content for t in history), history
+
+
+@pytest.mark.parametrize(
+    ("typed", "asks"),
+    [
+        ("<@&350> when will the shed be built?", "when will the shed be built?"),
+        ("@everyone <@&350>: who kept it?", "who kept it?"),
+        (f"<@{BOT_ID}> <@&350>, who kept it?", "who kept it?"),
+        ("can <@&350> add the charters?", "can @KB Managers add the charters?"),  # inside the question: a name
+        ("who kept it? <@&350>", "who kept it? @KB Managers"),
+        ("<@101> do you know when?", "@bob do you know when?"),  # a member stays (botqa20)
+    ],
+)
+def test_roles_pinged_before_a_question_are_not_what_it_asks(typed, asks):
+    names = {("@", 101): "bob", ("@&", 350): "KB Managers"}
+    assert follow_up_text_of(typed, BOT_ID, lambda kind, i: names.get((kind, i))) == asks
+
+
+async def test_a_follow_up_opening_with_a_roles_ping_is_answered_as_its_question(make_harness):
+    """"@KB Managers when will the shed be built?" in the thread was searched with the role's name and read
+    "Nothing in the documents clearly answers this" over the right sentence; now it is answered, and
+    remembered, as the question."""
+    h = await make_harness(message_content=True)
+    thread = await minutes_thread(h)
+    pinged = said(h, thread, "<@&350> when will the shed be built?", BOB, mention_roles=["350"])
+    answer = await h.fake.wait_for(lambda: bot_answer_after(h, thread, pinged), what="the answer")
+    assert answer["content"].startswith("From the documents:") and "20 June" in answer["content"], answer["content"]
+    history = await h.bot.services.state.history(GUILD, thread)
+    assert history[-2].content == "when will the shed be built?", history
