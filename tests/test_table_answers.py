@@ -195,7 +195,7 @@ def test_a_question_whose_best_sentence_is_prose_is_left_to_ranking():
     ("cell", "value", "kind"),
     [
         ("£12.50", 12.5, "money"), ("1,040", 1040.0, "number"), ("2021", 2021.0, "date"), ("35%", 35.0, "number"),
-        ("$4.2m", 4.2e6, "money"), ("-3", -3.0, "number"),
+        ("$4.2m", 4.2e6, "money"), ("-3", -3.0, "number"), ("1,50", 1.5, "number"), ("€3,5", 3.5, "money"),
     ],
 )  # fmt: skip
 def test_cells_read_as_figures(cell, value, kind):

@@ -110,7 +110,10 @@ def cell_value(cell: str) -> Value | None:
     match = _AMOUNT.match(cell)
     if match is None:
         return None
-    number = float(match.group("number").replace(",", ""))
+    written = match.group("number")
+    if re.fullmatch(r"\d+,\d{1,2}", written):  # a decimal comma ('1,50' in a semicolon export), not thousands
+        written = written.replace(",", ".")
+    number = float(written.replace(",", ""))
     number *= _SCALE.get((match.group("scale") or "").lower(), 1.0)
     if match.group("sign"):
         number = -number
