@@ -3198,6 +3198,9 @@ class _HtmlWalker:
         self.pre = 0  # depth of the <pre> elements being read: their white space is kept
         self.pre_code = False  # the <pre> being read holds a <code> element
         self.alts: list[str] = []  # the alt texts of the pictures in the block being read
+        # for each table being read (they nest): column -> the text of a cell spanning rows down into it,
+        # and how many rows more it spans, so a row under a merged cell reads it in its column
+        self.spanned: list[dict[int, tuple[str, int]]] = []
 
     def flush(self) -> None:
         text = "".join(self.buffer)
@@ -3223,15 +3226,15 @@ class _HtmlWalker:
         stack: list[object] = [root]
         while stack:
             node = stack.pop()
-            if isinstance(node, tuple):  # ("end", tag name): leaving a block or heading
-                self.end_tag(node[1])
+            if isinstance(node, tuple):  # ("end", tag name[, a cell's spans]): leaving a block, heading or cell
+                self.end_tag(node[1], *node[2:])
             elif type(node) is NavigableString or type(node) is TemplateString:  # the latter: a shadow root's
                 self.buffer.append(str(node))
             elif isinstance(node, Tag) and node.name not in _HTML_DROP and not _html_hidden(node):
                 self.start_tag(node.name)
                 if self.read_alts and node.name in ("img", "area") and not self.rows and not self.pre:
                     self.alt(node)
-                stack.append(("end", node.name))
+                stack.append(("end", node.name, _cell_spans(node)) if node.name in _HTML_CELLS else ("end", node.name))
                 shadow = _shadow_children(node)
                 stack.extend(reversed(node.contents if shadow is None else shadow))
         self.flush()
@@ -3251,6 +3254,8 @@ class _HtmlWalker:
             return
         if tag == "table" and not self.rows:
             self.header = self.header_block = None
+        if tag == "table":
+            self.spanned.append({})
         if tag == "tr":
             if not self.rows:
                 self.flush()
@@ -3270,14 +3275,22 @@ class _HtmlWalker:
         elif tag in _HTML_BLOCKS and self.heading_depth == 0:
             self.flush()
 
-    def end_tag(self, tag: str) -> None:
+    def end_tag(self, tag: str, spans: tuple[int, int] = (1, 1)) -> None:
         if self.pre:
             self.end_pre(tag)
             return
+        if tag == "table" and self.spanned:
+            self.spanned.pop()
         if tag == "tr" and self.rows:
+            self.fill_spanned()
             self.end_row()
         elif tag in _HTML_CELLS and self.rows:
-            self.rows[-1].append(" ".join("".join(self.buffer).split()).rstrip(";").replace("|", "/"))
+            self.fill_spanned()
+            text = " ".join("".join(self.buffer).split()).rstrip(";").replace("|", "/")
+            columns, rows = spans
+            if rows > 1 and self.spanned:  # a merged cell reads in each row it spans, in its column
+                self.spanned[-1][len(self.rows[-1])] = (text, rows - 1)
+            self.rows[-1].extend([text] + [""] * (columns - 1))  # a cell spanning columns fills them, once
             self.headed[-1] = self.headed[-1] and tag == "th"
             self.buffer = []
         elif self.rows and (tag in _HTML_BLOCKS or tag in _HTML_HEADINGS):
@@ -3292,6 +3305,19 @@ class _HtmlWalker:
         elif tag in _HTML_BLOCKS:
             self.buffer.append(" ")
 
+
+    def fill_spanned(self) -> None:
+        """Put into the row being read the cells merged down into it from rows above (`rowspan`), at the
+        columns it has reached: a table of offices lists each person's office, not the next column's
+        value under 'Office'."""
+        if not self.spanned or not self.spanned[-1]:
+            return
+        carried, row = self.spanned[-1], self.rows[-1]
+        while len(row) in carried:
+            text, more = carried.pop(len(row))
+            if more > 1:
+                carried[len(row)] = (text, more - 1)
+            row.append(text)
 
     def start_pre(self, tag: str) -> None:
         """Inside <pre> the text is read as a browser shows it, its line breaks and indentation kept."""
@@ -3347,6 +3373,21 @@ class _HtmlWalker:
             self.blocks.append(_Block(_labelled_row(self.header, cells), heading=self.heading))
         else:
             self.blocks.append(_Block(line, heading=self.heading))
+
+
+MAX_CELL_SPAN = 100  # columns or rows one merged cell is read across, at most (HTML allows 1,000 and 65,534)
+
+
+def _cell_spans(cell: object) -> tuple[int, int]:
+    """A table cell's colspan and rowspan as a browser reads them: whole numbers of at least 1 (a missing,
+    zero or unreadable one is 1), at most MAX_CELL_SPAN."""
+    attrs = cell.attrs  # type: ignore[attr-defined]
+
+    def span(name: str) -> int:
+        match = re.match(r"\s*(\d{1,6})", str(attrs.get(name) or ""))
+        return min(max(int(match.group(1)), 1), MAX_CELL_SPAN) if match else 1
+
+    return span("colspan"), span("rowspan")
 
 
 _SHADOW_ROOT_ATTRS = ("shadowrootmode", "shadowroot")  # a declarative shadow root's template (the older name too)

@@ -96,6 +96,7 @@ from .ranker import (
     asks_short_fact,
     document_kind,
 )
+from .tables import Row, TablePick, row_cells, table_pick, whole_documents
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
 QUOTE = re.compile(r"\u201c(.+?)\u201d")
@@ -2154,6 +2155,35 @@ class _Quoted:
     themed: bool = False
     edge: tuple[str, str] | None = None  # 'and then?' after a document's last passage (`OnwardPick.edge`)
     named: frozenset[str] = frozenset()  # the context's documents the question names ('what does manual.md say ...')
+    table_lead: str | None = None  # a question over a table's rows: the line stating its count or order (tables.py)
+
+
+def _row_place(candidate: _Candidate) -> tuple[str | None, int]:
+    """A row's document and place in it: a summary's copy of a row its leaf left out stands where the leaf
+    had it (`_place_copies`), so the rows of one table are read together and in their order."""
+    if candidate.node.layer > 0 and candidate.placed is not None and candidate.placed[0] is not None:
+        return candidate.placed
+    return candidate.node.document, (candidate.node.start or 0) + candidate.sentence.start
+
+
+def _table_pick(
+    rewrite: Rewrite, candidates: list[_Candidate], context: list[ContextNode], history: list[Turn], ranked: list[int],
+    quotes: int,
+) -> TablePick | None:
+    """The rows a question over a table's rows quotes, and its lead (`tables.table_pick`); None for any other
+    question, or a context without labelled rows. A follow-up leans on the question it follows."""
+    rows = [
+        Row(index, *_row_place(candidate), cells)
+        for index, candidate in enumerate(candidates)
+        if (cells := row_cells(candidate.text)) is not None
+    ]
+    if len(rows) < 2:
+        return None
+    earlier = [rewrite.context] if rewrite.context else []
+    earlier += [turn.content for turn in reversed(history) if turn.role == "user"]
+    # more sentences than are read (MAX_SENTENCES): some rows may be left out, so no count is stated
+    whole = whole_documents(context) if len(candidates) < MAX_SENTENCES else set()
+    return table_pick(rewrite.core, rows, ranked, whole, quotes, earlier)
 
 
 def _terms_of(candidates: list[_Candidate]) -> set[str]:
@@ -2326,6 +2356,8 @@ class ExtractiveAnswerer:
     def _lead(self, quoted: _Quoted, context: list[ContextNode]) -> str:
         """The answer's first line (LEADS); quotes that do not answer a question asked in another language
         than the documents' say so, so the user knows why they may look unrelated."""
+        if quoted.table_lead is not None:
+            return quoted.table_lead
         grounding = self._grounding(quoted, context)
         if quoted.edge is not None and grounding is Grounding.CLOSEST:
             side, document = quoted.edge
@@ -2386,6 +2418,10 @@ class ExtractiveAnswerer:
                 penalty,
             )
             picked = [candidates[i] for i in order]
+            table = _table_pick(rewrite, candidates, context, history, order, self.quotes)
+            if table is not None:  # 'who joined most recently?': the rows by the asked column's values
+                picked = [candidates[i] for i in table.picked]
+                return _Quoted(rewrite, thematic, candidates, picked, kind=kind, named=named, table_lead=table.lead)
         return _Quoted(rewrite, thematic, candidates, picked, kind=kind, themed=themed, named=named)
 
     def _quote_count(self, rewrite: Rewrite, kind: str | None) -> int:

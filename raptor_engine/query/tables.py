@@ -1,0 +1,530 @@
+"""Questions over a table's rows: a superlative on a column, a threshold, a count.
+
+A spreadsheet's rows reach the answerer as labelled lines ('Name: Ben Carter; Joined: 2021; City: Leeds',
+`load._read_csv`, and Markdown, HTML and Word tables as `answer._table_row` reads them). Ranked by meaning,
+every row of a table looks alike to the question: 'who joined most recently?' quoted the 2017 row before
+the 2021 one, 'what is the cheapest item?' a £12.50 row first, and 'which items cost more than £10?' a
+£4.99 one. Here the asked column is found (named by the question, 'points', 'joined'; or implied by its
+adjective, 'cheapest' a money column, 'most recent' a column of years or dates) and the rows are chosen
+by its values: the top rows in the asked order, the rows past a threshold, or the rows holding a named
+value ('in 2020', 'in Leeds'), counted when the question asks how many and every row of the table is in
+the context. Nothing is computed that the rows do not hold: a count is a count of quoted rows, an order
+is the order of the cells' own values. Deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from ..ingest.sentences import content_terms, stem
+from ..types import ContextNode
+from .retrieve import ELISION
+
+# a labelled row: 'Label: value; Label: value' (two cells at least), with its closing full stop
+_CELL = re.compile(r"^([^:;]{1,48}?): (.*)$", re.DOTALL)
+MAX_ROWS_QUOTED = 10  # the rows a threshold, a filter or a count quotes at most
+_ROW_LINE = re.compile(r"^\s*[-*] [^:;\n]{1,48}: [^;\n]*(?:; [^:;\n]{1,48}: [^;\n]*)+\.?\s*$", re.MULTILINE)
+SPAN_GAP = 2  # characters between one leaf's end and the next one's start (a line break) in a whole document
+
+
+def holds_rows(nodes: Sequence[ContextNode]) -> bool:
+    """Whether a context holds a leaf of labelled table rows ('- Name: Ann; Joined: 2017.'): then the engine
+    marks its leaves' document edges, so a count can be stated of a table wholly in the context."""
+    return any(node.layer == 0 and _ROW_LINE.search(node.text) for node in nodes)
+
+
+def whole_documents(nodes: Sequence[ContextNode]) -> set[str | None]:
+    """The documents every leaf of which is in the context, untrimmed: their first leaf and their last (as
+    the engine marked them), and between them leaves whose spans meet. A count of a table's rows is stated
+    only of such a document."""
+    leaves: dict[str | None, list[ContextNode]] = {}
+    for node in nodes:
+        if node.layer == 0 and node.document is not None:
+            leaves.setdefault(node.document, []).append(node)
+    whole: set[str | None] = set()
+    for document, held in leaves.items():
+        held.sort(key=lambda node: node.start if node.start is not None else -1)
+        if not (held[0].opens_document and held[-1].ends_document) or any(ELISION in node.text for node in held):
+            continue
+        spans = [(node.start, node.end) for node in held]
+        if all(s is not None and e is not None for s, e in spans) and all(
+            nxt[0] <= prev[1] + SPAN_GAP for prev, nxt in zip(spans, spans[1:], strict=False)  # type: ignore[operator]
+        ):
+            whole.add(document)
+    return whole
+
+
+def row_cells(text: str) -> dict[str, str] | None:
+    """A labelled row's cells by their column ('Item: Trowel; Price: £4.99.' -> {'Item': 'Trowel', 'Price':
+    '£4.99'}); None for any other sentence (fewer than two labelled cells, a cell without a label)."""
+    parts = text.strip().removesuffix(".").split("; ")
+    if len(parts) < 2:
+        return None
+    cells: dict[str, str] = {}
+    for part in parts:
+        match = _CELL.match(part)
+        if match is None or match.group(1) in cells:
+            return None
+        cells[match.group(1).strip()] = match.group(2).strip()
+    return cells
+
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        ["jan january", "feb february", "mar march", "apr april", "may", "jun june", "jul july", "aug august",
+         "sep sept september", "oct october", "nov november", "dec december"], start=1)
+    for name in names.split()
+}  # fmt: skip
+_AMOUNT = re.compile(
+    r"^(?P<sign>-)?(?P<currency>[£$€¥])?\s?(?P<number>\d[\d,]*(?:\.\d+)?)\s?(?P<scale>k|m|bn)?\s?(?P<unit>%|[^\W\d_]{1,12})?$",
+    re.IGNORECASE,
+)
+_ISO_DATE = re.compile(r"^(\d{4})-(\d{1,2})(?:-(\d{1,2}))?$")
+_SLASH_DATE = re.compile(r"^(\d{1,2})[/.](\d{1,2})[/.](\d{4})$")
+_WORD_DATE = re.compile(r"^(?:(\d{1,2})(?:st|nd|rd|th)?\s+)?([A-Za-z]{3,9})\.?,?\s+(?:(\d{1,2})(?:st|nd|rd|th)?,?\s+)?(\d{4})$")
+_SCALE = {"k": 1e3, "m": 1e6, "bn": 1e9}
+
+
+@dataclass(frozen=True)
+class Value:
+    """A cell read as a figure: its value, and its kind ('date' for a year or date, 'money' with a currency
+    sign, 'number' for any other), so one column's cells compare only with each other."""
+
+    value: float
+    kind: str
+
+
+def cell_value(cell: str) -> Value | None:
+    """A cell's figure: an amount ('£12.50', '1,040', '35%', '4.2m'), a year or a date ('2021', '2021-03-04',
+    '4/3/2021' day first, '4 March 2021', 'March 2021'); None for text."""
+    cell = cell.strip()
+    if re.fullmatch(r"(?:1[5-9]|20)\d{2}", cell):
+        return Value(float(cell), "date")
+    found = _date(cell)
+    if found is not None:
+        return Value(found.year + (found.toordinal() - date(found.year, 1, 1).toordinal()) / 366, "date")
+    match = _AMOUNT.match(cell)
+    if match is None:
+        return None
+    written = match.group("number")
+    if re.fullmatch(r"\d+,\d{1,2}", written):  # a decimal comma ('1,50' in a semicolon export), not thousands
+        written = written.replace(",", ".")
+    number = float(written.replace(",", ""))
+    number *= _SCALE.get((match.group("scale") or "").lower(), 1.0)
+    if match.group("sign"):
+        number = -number
+    return Value(number, "money" if match.group("currency") else "number")
+
+
+def _date(cell: str) -> date | None:
+    """A date as written in a cell, or None."""
+    try:
+        if match := _ISO_DATE.match(cell):
+            return date(int(match.group(1)), int(match.group(2)), int(match.group(3) or 1))
+        if match := _SLASH_DATE.match(cell):
+            return date(int(match.group(3)), int(match.group(2)), int(match.group(1)))
+        if (match := _WORD_DATE.match(cell)) and match.group(2).lower() in _MONTHS:
+            day = match.group(1) or match.group(3) or 1
+            return date(int(match.group(4)), _MONTHS[match.group(2).lower()], int(day))
+    except ValueError:  # '31/02/2021'
+        return None
+    return None
+
+
+# the superlatives a question asks a column by, each with its way ('max' or 'min') and the kind of column
+# it implies when it names none ('date' for 'most recent', 'money' for 'cheapest', '' for any figure)
+_SUPERLATIVES: list[tuple[str, str, str]] = [
+    (r"most\s+recent(?:ly)?|latest|newest|last|youngest", "max", "date"),
+    (r"oldest|earliest|first|longest[-\s]serving|least\s+recent(?:ly)?", "min", "date"),
+    (r"cheapest|least\s+expensive|lowest[-\s]priced", "min", "money"),
+    (r"most\s+expensive|dearest|priciest|costliest|highest[-\s]priced", "max", "money"),
+    (r"top|bottom", "min", "rank"),
+    (r"highest|most|biggest|largest|greatest|maximum|best[-\s]selling", "max", ""),
+    (r"lowest|least|fewest|smallest|minimum", "min", ""),
+]
+
+
+def _degrees(degrees: list[tuple[str, str, str]]) -> re.Pattern[str]:
+    """One pattern of a list of superlatives or comparatives, the words found its group 1."""
+    return re.compile(r"\b(" + "|".join(f"(?:{words})" for words, _, _ in degrees) + r")\b", re.IGNORECASE)
+
+
+def _degree_of(words: str, degrees: list[tuple[str, str, str]]) -> tuple[str, str]:
+    """The way and the implied kind of column of the degree `words` (found by `_degrees(degrees)`)."""
+    return next((way, kind) for pattern, way, kind in degrees if re.fullmatch(pattern, words, re.IGNORECASE))
+
+
+_SUPERLATIVE = _degrees(_SUPERLATIVES)
+_ORDINALS = {"second": 1, "third": 2, "fourth": 3, "fifth": 4, "2nd": 1, "3rd": 2, "4th": 3, "5th": 4}
+_ORDINAL = re.compile(r"\b(" + "|".join(_ORDINALS) + r")\b", re.IGNORECASE)
+# a threshold: 'more than £10', 'over 20', 'at least 5', 'under £5', 'fewer than 3'
+_THRESHOLD = re.compile(
+    r"\b(?P<way>more\s+than|greater\s+than|higher\s+than|larger\s+than|bigger\s+than|over|above|exceeding|at\s+least"
+    r"|less\s+than|fewer\s+than|lower\s+than|smaller\s+than|cheaper\s+than|under|below|at\s+most|up\s+to"
+    r"|after|since|later\s+than|before|earlier\s+than)"
+    r"\s+(?P<amount>[£$€¥]?\s?\d[\d,]*(?:\.\d+)?)",
+    re.IGNORECASE,
+)
+_ABOVE = ("more", "greater", "higher", "larger", "bigger", "over", "above", "exceeding", "after", "since", "later")
+_HOW_MANY = re.compile(r"^\W*(?:and\s+|so\s+)?how\s+many\b", re.IGNORECASE)
+# 'how many points does ...', 'how many units did ...': a count the table gives as a cell
+_HOW_MANY_WHAT = re.compile(
+    r"^\W*(?:and\s+|so\s+)?how\s+many\s+([^\W\d_]+)\s+(?:does|do|did|has|have|had|is|are|was|were|will|can)\b",
+    re.IGNORECASE,
+)
+_WHICH = re.compile(r"^\W*(?:and\s+|so\s+)?(?:which|who|what|list|show|name)\b", re.IGNORECASE)
+# words of a question that ask for every row ('how many teams are there?', 'how many rows in total?')
+_ALL_ROWS_WORDS = frozenset(
+    "there total altogether listed list table sheet file spreadsheet row rows entry entries record records "
+    "line lines".split()
+)
+# a column's name that implies money ('Price', 'Cost (£)') or time ('Joined', 'Date of birth'), for a
+# superlative that names no column
+_MONEY_NAMES = frozenset("price cost fee fees amount charge rate salary pay wage total value".split())
+_AGE_NAMES = frozenset({"age"})
+_RANK_NAMES = frozenset("position pos rank ranking place standing".split())
+
+
+@dataclass(frozen=True)
+class Row:
+    """One labelled row of the context, by its place among the answer's candidates."""
+
+    index: int
+    document: str | None
+    place: int  # where it stands in its document, so a table's rows are listed in their order
+    cells: dict[str, str]
+
+
+@dataclass(frozen=True)
+class TablePick:
+    """The rows a table question quotes, best first, and the answer's first line where it states more
+    than 'From the documents:' (a count, the order the rows are in); `lead` is None for the usual line."""
+
+    picked: list[int]
+    lead: str | None
+
+
+def _column_words(column: str) -> set[str]:
+    """A column's name as stemmed terms ('Points' -> {'point'}, 'Pts' -> {'point'})."""
+    words = {stem(term) for term in content_terms(column.lower())}
+    return words | ({"point"} if "pts" in words else set())
+
+
+def _figures(rows: Sequence[Row], column: str) -> dict[int, Value]:
+    """The rows' values in `column` (by row index), where most of the rows holding it read as figures of
+    one kind; empty for a column of text."""
+    values = {row.index: cell_value(row.cells[column]) for row in rows if column in row.cells}
+    read = {index: value for index, value in values.items() if value is not None}
+    if not read or len(read) < 0.8 * len(values):
+        return {}
+    kinds = {value.kind for value in read.values()}
+    if len(kinds) > 1:
+        kinds -= {"number"}  # '2021' beside '4 March 2021': dates; '12' beside '£12': money
+    if len(kinds) != 1:
+        return {}
+    kind = next(iter(kinds))
+    return {index: value for index, value in read.items() if value.kind == kind or value.kind == "number"}
+
+
+def _columns(rows: Sequence[Row]) -> list[str]:
+    """The table's columns, in the order its rows name them."""
+    seen: dict[str, None] = {}
+    for row in rows:
+        seen.update(dict.fromkeys(row.cells))
+    return list(seen)
+
+
+def _named_column(question: str, rows: Sequence[Row], near: int) -> str | None:
+    """The column of figures the question names ('most points', 'joined', 'in stock'); of several, the one
+    named nearest to `near` (where its superlative or threshold stands). None when it names none."""
+    named: list[tuple[int, str]] = []
+    lowered = question.lower()
+    for column in _columns(rows):
+        if not _figures(rows, column):
+            continue
+        words = _column_words(column)
+        for match in re.finditer(r"[^\W_]+", lowered):
+            if stem(match.group(0)) in words or (match.group(0) in {"won", "win", "wins"} and "win" in words):
+                named.append((abs(match.start() - near), column))
+    return min(named)[1] if named else None
+
+
+def _implied_column(kind: str, way: str, question: str, rows: Sequence[Row]) -> tuple[str, str] | None:
+    """The column a superlative naming none implies, with its way: 'cheapest' a money column (or one named
+    as a price), 'most recent' a column of years or dates, 'oldest' an Age column (its highest)."""
+    columns = [column for column in _columns(rows) if _figures(rows, column)]
+    if kind == "rank":  # 'who is top of the league?': the first place; 'bottom', the last
+        ranks = [c for c in columns if _column_words(c) & _RANK_NAMES]
+        bottom = re.search(r"\bbottom\b", question, re.IGNORECASE)
+        return (ranks[0], "max" if bottom else "min") if ranks else None
+    if kind == "date" and re.search(r"\b(?:old|young)(?:er|est)\b", question, re.IGNORECASE):
+        ages = [c for c in columns if _column_words(c) & _AGE_NAMES]
+        if ages:  # the oldest person has the highest age
+            return ages[0], "min" if way == "max" else "max"
+    if kind == "money":
+        found = [c for c in columns if next(iter(_figures(rows, c).values())).kind == "money"]
+        found = found or [c for c in columns if _column_words(c) & _MONEY_NAMES]
+    elif kind == "date":
+        found = [c for c in columns if any(v.kind == "date" for v in _figures(rows, c).values())]
+    else:
+        found = columns if len(columns) == 1 else []
+    return (found[0], way) if len(found) == 1 else None
+
+
+def _superlative(question: str) -> tuple[str, str, int] | None:
+    """The question's superlative: its way ('max'/'min'), the column kind it implies, and where it stands."""
+    match = _SUPERLATIVE.search(question)
+    if match is None:
+        return None
+    return (*_degree_of(match.group(1), _SUPERLATIVES), match.start(1))
+
+
+def _tables(rows: list[Row]) -> dict[str | None, list[Row]]:
+    """The rows grouped by their document, in order; a row of no known document (a summary's copy of a row
+    whose leaf is not in the context) joins the table whose columns hold all of its labels."""
+    tables: dict[str | None, list[Row]] = {}
+    for row in sorted(rows, key=lambda row: row.place):
+        if row.document is not None:
+            tables.setdefault(row.document, []).append(row)
+    for row in rows:
+        if row.document is None:
+            home = next((d for d, held in tables.items() if d is not None and set(row.cells) <= set(_columns(held))), None)
+            tables.setdefault(home, []).append(row)
+    return tables
+
+
+def _ranked_table(tables: dict[str | None, list[Row]], first: int | None) -> list[Row] | None:
+    """The table the question is about: the one holding the best-ranked sentence (`first`). None when that
+    sentence is no row: the question is about the prose ('what was the largest ship wrecked?' beside a
+    table of keepers' years), and is ranked as any question is."""
+    return next((rows for rows in tables.values() if any(row.index == first for row in rows)), None)
+
+
+def _shown(value: str) -> str:
+    return " ".join(value.split())
+
+
+def _ordered(rows: list[Row], column: str, way: str) -> list[Row]:
+    figures = _figures(rows, column)
+    held = [row for row in rows if row.index in figures]
+    return sorted(held, key=lambda row: figures[row.index].value, reverse=way == "max")
+
+
+_WAY_SHOWN = {("max", "date"): "latest first", ("min", "date"): "earliest first", ("max", ""): "highest first",
+              ("min", ""): "lowest first"}  # fmt: skip
+
+
+def table_pick(
+    question: str,
+    rows: list[Row],
+    ranked: Sequence[int],
+    complete: set[str | None],
+    quotes: int,
+    earlier: Sequence[str] = (),
+) -> TablePick | None:
+    """The rows to quote for a question over a table's rows, and the first line of the answer, or None
+    for a question of another kind (a lookup, 'what is Ann's phone?', is ranked as any question is).
+
+    `rows` are the context's labelled rows, `ranked` the candidates' indices as ranked (best first), `complete` the
+    documents every row of which is in the context (a count is stated only of those), `earlier` the
+    conversation's earlier questions, the latest first, for a follow-up that leans on one ('and the
+    fewest?' after 'which team has the most points?', 'and the second?')."""
+    if not rows:
+        return None
+    tables = _tables(rows)
+    table = _ranked_table(tables, ranked[0] if ranked else None)
+    if table is None and (_SUPERLATIVE.search(question) or _THRESHOLD.search(question)):
+        # 'who has the highest salary?' ranked a sentence saying 'highest' first: the one table with a Salary
+        # column, when one of its rows is quoted too
+        top = set(ranked[:quotes])
+        naming = [
+            held for held in tables.values()
+            if _named_column(question, held, 0) is not None and any(row.index in top for row in held)
+        ]  # fmt: skip
+        table = naming[0] if len(naming) == 1 else None
+    if table is None:
+        return None
+    document = table[0].document
+    name = document or "the table"
+    superlative = _superlative(question)
+    ordinal = _ORDINAL.search(question)
+    ordinal_at = _ORDINALS[ordinal.group(1).lower()] if ordinal else 0
+    if superlative is None and ordinal is not None:  # 'and the second?': of the last superlative asked
+        asked = next((q for q in earlier if _superlative(q) is not None), None)
+        if asked is None:
+            return None
+        question, superlative = asked, _superlative(asked)
+    threshold = _THRESHOLD.search(question)
+    if threshold is not None:
+        return _over_threshold(question, threshold, table, name, document in complete)
+    if superlative is None:
+        compared = _compared_rows(question, table)
+        if compared is not None:
+            return compared
+    if superlative is None or _HOW_MANY.match(question):
+        return _holding(question, table, name, document in complete)
+    way, kind, at = superlative
+    column = _named_column(question, table, at)
+    if column is None and not _mentions_a_column(question, table):
+        # 'and the fewest?' after 'which team has the most points?': the column the conversation asked by
+        column = next((c for q in earlier if (c := _named_column(q, table, len(q))) is not None), None)
+    if column is not None and kind == "rank":  # 'top on points': the most of them
+        way = "min" if re.search(r"\bbottom\b", question, re.IGNORECASE) else "max"
+    implied = _implied_column(kind, way, question, table) if column is None else (column, way)
+    if implied is None:
+        return None
+    column, way = implied
+    ordered = _ordered(table, column, way)
+    if len(ordered) < 2:
+        return None
+    dated = next(iter(_figures(table, column).values())).kind == "date"
+    lead = f"From the documents ({name}'s rows by {column}, {_WAY_SHOWN[(way, 'date' if dated else '')]}):"
+    return TablePick([row.index for row in ordered[ordinal_at : ordinal_at + quotes]], lead)
+
+
+# a comparative between two rows ('did Mill Lane FC or Quarry United win more games?', 'which is cheaper, the
+# trowel or the seed tray?'), each with its way and the kind of column it implies when it names none
+_COMPARATIVES: list[tuple[str, str, str]] = [
+    (r"more\s+recent(?:ly)?|later|newer|younger", "max", "date"),
+    (r"earlier|older|sooner", "min", "date"),
+    (r"cheaper|less\s+expensive", "min", "money"),
+    (r"more\s+expensive|dearer|pricier|costlier", "max", "money"),
+    (r"more|higher|bigger|larger|greater", "max", ""),
+    (r"fewer|less|lower|smaller", "min", ""),
+]
+_COMPARATIVE = _degrees(_COMPARATIVES)
+
+
+def _compared_rows(question: str, table: list[Row]) -> TablePick | None:
+    """Two rows the question names by a key ('Mill Lane FC', 'the trowel') and compares by a comparative: the
+    two in the asked order by the asked column; None for any other question."""
+    match = _COMPARATIVE.search(question)
+    if match is None:
+        return None
+    way, kind = _degree_of(match.group(1), _COMPARATIVES)
+    spoken = f" {_words(question)} "
+    named = [
+        row for row in table
+        if any(_is_key(table, c) and (w := _words(v)) and f" {w} " in spoken for c, v in row.cells.items())
+    ]  # fmt: skip
+    if len(named) != 2:
+        return None
+    column = _named_column(question, table, match.start(1))
+    implied = (column, way) if column is not None else _implied_column(kind, way, question, table)
+    if implied is None:
+        return None
+    column, way = implied
+    ordered = _ordered(named, column, way)
+    if len(ordered) != 2:
+        return None
+    key = next(c for c in ordered[0].cells if _is_key(table, c))
+    first, second = (row.cells.get(key, "") for row in ordered)
+    dated = next(iter(_figures(table, column).values())).kind == "date"
+    lead = f"From the documents ({first} and {second} by {column}, {_WAY_SHOWN[(way, 'date' if dated else '')]}):"
+    return TablePick([row.index for row in ordered], lead)
+
+
+def _mentions_a_column(question: str, table: list[Row]) -> bool:
+    """Whether the question names any column of the table, of figures or of text ('the cheapest item')."""
+    words = {stem(t) for t in content_terms(question.lower())}
+    return any(words & _column_words(column) for column in _columns(table))
+
+
+def _over_threshold(question: str, threshold: re.Match[str], table: list[Row], name: str, whole: bool) -> TablePick | None:
+    """'Which items cost more than £10?': the rows whose figure in the asked column passes the threshold."""
+    amount = cell_value(threshold.group("amount").replace(" ", ""))
+    if amount is None:
+        return None
+    column = _named_column(question, table, threshold.start())
+    if column is None:
+        kind = "money" if amount.kind == "money" or re.search(r"\b(?:cost|price|pay|spend)", question, re.I) else ""
+        kind = "date" if amount.kind == "date" else kind  # 'who joined after 2019?': a column of years or dates
+        implied = _implied_column(kind, "max", question, table)
+        if implied is None:
+            return None
+        column = implied[0]
+    figures = _figures(table, column)
+    said_way = " ".join(threshold.group("way").lower().split())
+    above = said_way.split()[0] in _ABOVE or said_way == "at least"
+    inclusive = said_way in {"at least", "at most", "up to", "since"}
+    way = "max" if above else "min"
+
+    def passes(value: float) -> bool:
+        if inclusive:
+            return value >= amount.value if above else value <= amount.value
+        return value > amount.value if above else value < amount.value
+
+    held = [row for row in _ordered(table, column, way) if passes(figures[row.index].value)]
+    said = f"{_shown(threshold.group('way'))} {_shown(threshold.group('amount'))}"
+    if not held:
+        if not whole:
+            return None
+        return TablePick([row.index for row in _ordered(table, column, way)[:1]], (
+            f"No row of {name} has {column} {said}; the nearest is:"))
+    count = f"{len(held)} of the {len(table)} rows" if whole else "The rows"
+    lead = f"From the documents: {count} of {name} with {column} {said}:"
+    return TablePick([row.index for row in held[:MAX_ROWS_QUOTED]], lead)
+
+
+def _holding(question: str, table: list[Row], name: str, whole: bool) -> TablePick | None:
+    """'How many members joined in 2020?', 'which members are in Leeds?', 'how many teams are there?': the
+    rows holding every value the question names as a whole cell (of two columns, both: 'the North in Q3'),
+    counted when every row is in the context; every row for a count that names no value. None when the
+    question is no such question, asks a cell ('how many points does Quarry United have?'), or (not a count)
+    fewer than two rows hold its values: a lookup is ranked as any question is."""
+    how_many = bool(_HOW_MANY.match(question))
+    if not how_many and not _WHICH.match(question):
+        return None
+    asked = {stem(t) for t in content_terms(question.lower())} - {"many"}
+    counted = _HOW_MANY_WHAT.match(question)
+    if counted and any(
+        stem(counted.group(1).lower()) in _column_words(column) for column in _columns(table) if _figures(table, column)
+    ):
+        return None  # 'how many points does Quarry United have?' asks a cell, not a count of rows
+    # a key ('Quarry United' of Team, a column of text naming each row once) picks a row to look up, not rows
+    # to count: 'how many goals for Quarry United?' is ranked as any question is
+    named = {column: cells for column, cells in _named_values(question, table).items() if not _is_key(table, column)}
+    if named:
+        held = [row for row in table if all(row.cells.get(column) in cells for column, cells in named.items())]
+        if not held or (not how_many and len(held) < 2):
+            return None
+        said = " and ".join(f"{column} {' or '.join(sorted(cells))}" for column, cells in named.items())
+        if how_many and not whole:
+            lead = f"From the documents: the rows of {name} with {said}:"
+        else:
+            verb = "has" if len(held) == 1 else "have"
+            lead = f"From the documents: {len(held)} of the {len(table)} rows of {name} {verb} {said}:"
+        return TablePick([row.index for row in held[:MAX_ROWS_QUOTED]], lead)
+    if not how_many or not whole:
+        return None
+    table_words = {stem(t) for t in content_terms(re.sub(r"[._-]", " ", name.lower()))}
+    if len(asked - _ALL_ROWS_WORDS - table_words) > 1:
+        return None  # 'how many keepers married?' asks what no value of the table names
+    return TablePick([row.index for row in table[:MAX_ROWS_QUOTED]], f"From the documents: {name} has {len(table)} rows:")
+
+
+def _is_key(table: list[Row], column: str) -> bool:
+    """Whether a column names each row once: text (not figures), a different value in every row of three or
+    more."""
+    values = [row.cells[column] for row in table if column in row.cells]
+    return len(values) >= 3 and len(set(values)) == len(values) and not _figures(table, column)
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"[^\W_]+|[£$€¥]", text.lower()))
+
+
+def _named_values(question: str, table: list[Row]) -> dict[str, set[str]]:
+    """The cells the question names whole ('2020', 'Leeds', '2022-23 Q3'), by column."""
+    spoken = f" {_words(question)} "
+    found: dict[str, set[str]] = {}
+    for row in table:
+        for column, cell in row.cells.items():
+            words = _words(cell)
+            if words and f" {words} " in spoken:
+                found.setdefault(column, set()).add(cell)
+    return found

@@ -1,0 +1,216 @@
+"""Questions over a table's rows (tables.py): a superlative on a column quotes the rows by that column's
+values, a threshold the rows past it, a count states how many rows hold a named value when every row is
+in the context, two rows compared come in the asked order, follow-ups lean on the last table question; a
+lookup and a question about prose are ranked as any question is. Through the engine and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from click.testing import CliRunner
+
+import raptor_engine.cli as cli_module
+from raptor_engine.engine import Engine
+from raptor_engine.ingest.load import load_document
+from raptor_engine.query.answer import QUOTE
+from raptor_engine.query.tables import Row, cell_value, row_cells, table_pick
+from raptor_engine.types import Turn
+from tests.unhurried import unhurried_settings
+
+MEMBERS = """Name,Joined,City,Phone,Role
+Ann Baker,2017,London,07700 900111,Treasurer
+Ben Carter,2021,Leeds,07700 900222,Member
+Chloe Davies,2019,London,07700 900333,Secretary
+Dev Patel,2020,Bristol,07700 900444,Member
+Ella Finch,2020,Leeds,07700 900555,Chair
+Frank Green,2015,York,07700 900666,Member
+"""
+PRICES = """Item,Price,Stock
+Garden hose,£12.50,14
+Trowel,£4.99,30
+Watering can,£8.75,9
+Pruning shears,£15.00,6
+Seed tray,£2.40,55
+Wheelbarrow,£64.00,2
+"""
+LEAGUE = """Position,Team,Played,Won,Drawn,Lost,Points
+1,Harbour Rovers,10,8,1,1,25
+2,Mill Lane FC,10,7,2,1,23
+3,Quarry United,10,5,2,3,17
+4,St Aidan's,10,3,3,4,12
+5,Fenwick Town,10,2,1,7,7
+6,Old Bridge,10,1,1,8,4
+"""
+STAFF = """<html><body><h1>Office staff</h1><table>
+<tr><th>Name</th><th>Office</th><th>Started</th><th>Salary</th></tr>
+<tr><td>Grace Hill</td><td rowspan="2">Manchester</td><td>2012</td><td>£41,000</td></tr>
+<tr><td>Harry Ives</td><td>2018</td><td>£33,500</td></tr>
+<tr><td>Isla Jones</td><td>Glasgow</td><td>2009</td><td>£52,000</td></tr>
+<tr><td colspan="2">Jack King (visiting)</td><td>2023</td><td>£28,000</td></tr>
+</table></body></html>
+"""
+FILES = {"members": ("members.csv", MEMBERS), "prices": ("prices.csv", PRICES), "league": ("league.csv", LEAGUE),
+         "staff": ("staff.html", STAFF)}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory, embedder):
+    """An engine holding each table in its own knowledge base."""
+    held = Engine(unhurried_settings(data_dir=tmp_path_factory.mktemp("tables") / "data"), embedder=embedder)
+    for kb, (name, text) in FILES.items():
+        asyncio.run(held.ingest(kb, name, text.encode()))
+    try:
+        yield held
+    finally:
+        held.close()
+
+
+def ask(engine: Engine, kb: str, question: str, history: list[Turn] | None = None) -> tuple[str, list[str]]:
+    answer = asyncio.run(engine.ask(kb, question, history=history))
+    return answer.text.split("\n")[0], QUOTE.findall(answer.text)
+
+
+@pytest.mark.parametrize(
+    ("kb", "question", "lead", "firsts"),
+    [
+        # the 2021 row first, then the 2020 ones: score order quoted the 2015 or 2017 row first
+        ("members", "Who joined most recently?", "(members.csv's rows by Joined, latest first)", ["Ben Carter", "2020", "2020"]),
+        ("members", "Who joined first?", "(members.csv's rows by Joined, earliest first)", ["Frank Green", "Ann Baker", "Chloe"]),
+        ("members", "Who is the longest-serving member?", "by Joined, earliest first", ["Frank Green"]),
+        ("prices", "What is the cheapest item?", "(prices.csv's rows by Price, lowest first)", ["Seed tray", "Trowel", "Watering"]),
+        ("prices", "Which is the most expensive item?", "by Price, highest first", ["Wheelbarrow", "Pruning", "Garden"]),
+        ("prices", "Which item has the fewest in stock?", "by Stock, lowest first", ["Wheelbarrow", "Pruning", "Watering"]),
+        ("league", "Which team has the most points?", "by Points, highest first", ["Harbour", "Mill Lane", "Quarry"]),
+        ("league", "Which team lost the most games?", "by Lost, highest first", ["Old Bridge", "Fenwick", "St Aidan"]),
+        ("league", "Which team has the fewest wins?", "by Won, lowest first", ["Old Bridge", "Fenwick", "St Aidan"]),
+        ("league", "Who is top of the league?", "by Position, lowest first", ["Harbour", "Mill Lane", "Quarry"]),
+        ("staff", "Who started most recently?", "by Started, latest first", ["Jack King", "Harry Ives", "Grace Hill"]),
+    ],
+)  # fmt: skip
+def test_a_superlative_quotes_the_rows_by_the_asked_columns_values(engine, kb, question, lead, firsts):
+    first_line, quotes = ask(engine, kb, question)
+    assert first_line.startswith("From the documents") and lead in first_line
+    assert len(quotes) == len(firsts) or len(firsts) == 1
+    for quote, expected in zip(quotes, firsts, strict=False):
+        assert expected in quote, (question, quotes)
+
+
+def test_a_count_states_how_many_rows_hold_the_named_value_and_quotes_them_all(engine):
+    first_line, quotes = ask(engine, "members", "How many members joined in 2020?")
+    assert first_line == "From the documents: 2 of the 6 rows of members.csv have Joined 2020:"
+    assert [q.split(";")[0] for q in quotes] == ["Name: Dev Patel", "Name: Ella Finch"]
+    first_line, quotes = ask(engine, "members", "How many members are there?")
+    assert first_line == "From the documents: members.csv has 6 rows:" and len(quotes) == 6
+    first_line, quotes = ask(engine, "members", "Which members live in Leeds?")
+    assert first_line == "From the documents: 2 of the 6 rows of members.csv have City Leeds:"
+    assert {q.split(";")[0] for q in quotes} == {"Name: Ben Carter", "Name: Ella Finch"}
+
+
+@pytest.mark.parametrize(
+    ("question", "lead", "items"),
+    [
+        ("Which items cost more than £10?", "3 of the 6 rows of prices.csv with Price more than £10:", ["Wheelbarrow", "Pruning shears", "Garden hose"]),
+        ("Which items cost less than £3?", "1 of the 6 rows of prices.csv with Price less than £3:", ["Seed tray"]),
+        ("Which items have at least 30 in stock?", "2 of the 6 rows of prices.csv with Stock at least 30:", ["Seed tray", "Trowel"]),
+    ],
+)  # fmt: skip
+def test_a_threshold_quotes_exactly_the_rows_past_it(engine, question, lead, items):
+    first_line, quotes = ask(engine, "prices", question)
+    assert first_line == f"From the documents: {lead}"
+    assert [q.split(";")[0].removeprefix("Item: ") for q in quotes] == items
+
+
+def test_a_year_is_a_threshold_on_a_column_of_years(engine):
+    first_line, quotes = ask(engine, "members", "Who joined after 2019?")
+    assert first_line == "From the documents: 3 of the 6 rows of members.csv with Joined after 2019:"
+    assert [q.split(";")[0] for q in quotes] == ["Name: Ben Carter", "Name: Dev Patel", "Name: Ella Finch"]
+
+
+def test_two_rows_compared_come_in_the_asked_order(engine):
+    first_line, quotes = ask(engine, "prices", "Which is cheaper, the trowel or the seed tray?")
+    assert first_line == "From the documents (Seed tray and Trowel by Price, lowest first):"
+    assert [q.split(";")[0] for q in quotes] == ["Item: Seed tray", "Item: Trowel"]
+
+
+def test_a_lookup_and_a_cell_asked_by_how_many_are_ranked_as_any_question(engine):
+    first_line, quotes = ask(engine, "members", "What is Ann's phone number?")
+    assert first_line == "From the documents:" and quotes[0].startswith("Name: Ann Baker")
+    first_line, quotes = ask(engine, "league", "How many points does Quarry United have?")
+    assert first_line == "From the documents:" and "Quarry United" in quotes[0]
+
+
+def test_follow_ups_lean_on_the_last_table_question(engine):
+    history = [Turn("user", "Which team has the most points?"), Turn("assistant", "From the documents:\n- \u201cx\u201d [1]")]
+    first_line, quotes = ask(engine, "league", "and the second?", history)
+    assert "by Points, highest first" in first_line and "Mill Lane FC" in quotes[0]
+    history += [Turn("user", "and the second?"), Turn("assistant", "From the documents:\n- \u201cy\u201d [1]")]
+    first_line, quotes = ask(engine, "league", "and the fewest?", history)
+    assert "by Points, lowest first" in first_line and "Old Bridge" in quotes[0]
+    history = [Turn("user", "Which is the most expensive item?"), Turn("assistant", "From the documents:\n- \u201cx\u201d [1]")]
+    first_line, quotes = ask(engine, "prices", "and the cheapest?", history)
+    assert "by Price, lowest first" in first_line and "Seed tray" in quotes[0]
+
+
+def test_a_merged_html_cell_reads_in_every_row_and_column_it_spans():
+    lines = load_document("staff.html", STAFF.encode()).text.split("\n")
+    assert "- Name: Harry Ives; Office: Manchester; Started: 2018; Salary: £33,500." in lines
+    assert "- Name: Jack King (visiting); Started: 2023; Salary: £28,000." in lines
+
+
+def test_the_cli_answers_a_superlative_over_a_csv_by_its_column(tmp_path, embedder, monkeypatch):
+    monkeypatch.setattr(cli_module, "Engine", lambda settings: Engine(settings, embedder=embedder))
+    path = tmp_path / "prices.csv"
+    path.write_text(PRICES)
+    base = ["--data-dir", str(tmp_path / "data")]
+    assert CliRunner().invoke(cli_module.cli, [*base, "ingest", str(path), "--kb", "shop", "--quiet"]).exit_code == 0
+    result = CliRunner().invoke(cli_module.cli, [*base, "ask", "What is the cheapest item?", "--kb", "shop"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.split("\n")
+    assert lines[0] == "From the documents (prices.csv's rows by Price, lowest first):"
+    assert lines[1].startswith("- \u201cItem: Seed tray; Price: £2.40")
+
+
+def _rows(*cells: dict[str, str], document: str = "t.csv") -> list[Row]:
+    return [Row(i, document, i, row) for i, row in enumerate(cells)]
+
+
+def test_a_count_is_stated_only_of_a_table_wholly_in_the_context():
+    rows = _rows({"Name": "A", "Year": "2020"}, {"Name": "B", "Year": "2020"}, {"Name": "C", "Year": "2019"})
+    whole = table_pick("How many joined in 2020?", rows, [0], {"t.csv"}, 3)
+    assert whole is not None and whole.lead == "From the documents: 2 of the 3 rows of t.csv have Year 2020:"
+    part = table_pick("How many joined in 2020?", rows, [0], set(), 3)
+    assert part is not None and part.lead == "From the documents: the rows of t.csv with Year 2020:"
+    assert part.picked == [0, 1]
+    assert table_pick("How many rows are there?", rows, [0], set(), 3) is None
+
+
+def test_a_question_whose_best_sentence_is_prose_is_left_to_ranking():
+    rows = _rows({"Name": "A", "Year": "1990"}, {"Name": "B", "Year": "2020"})
+    assert table_pick("What was the largest ship wrecked?", rows, [7, 0], {"t.csv"}, 3) is None
+    assert table_pick("What was the largest ship wrecked?", rows, [0], {"t.csv"}, 3) is not None
+
+
+@pytest.mark.parametrize(
+    ("cell", "value", "kind"),
+    [
+        ("£12.50", 12.5, "money"), ("1,040", 1040.0, "number"), ("2021", 2021.0, "date"), ("35%", 35.0, "number"),
+        ("$4.2m", 4.2e6, "money"), ("-3", -3.0, "number"), ("1,50", 1.5, "number"), ("€3,5", 3.5, "money"),
+    ],
+)  # fmt: skip
+def test_cells_read_as_figures(cell, value, kind):
+    found = cell_value(cell)
+    assert found is not None and found.value == pytest.approx(value) and found.kind == kind
+
+
+def test_dates_order_as_dates_and_text_is_no_figure():
+    dates = ["2021-03-04", "4/3/2021", "4 March 2021", "March 4, 2021"]
+    assert len({cell_value(d).value for d in dates}) == 1  # type: ignore[union-attr]
+    assert cell_value("3 March 2021").value < cell_value("2021-03-04").value  # type: ignore[union-attr]
+    assert cell_value("Leeds") is None and cell_value("07700 900111") is None and cell_value("2022-23 Q3") is None
+
+
+def test_only_labelled_rows_are_rows():
+    assert row_cells("Item: Trowel; Price: £4.99.") == {"Item": "Trowel", "Price": "£4.99"}
+    assert row_cells("Note: the lamp was lit.") is None  # one cell: a sentence with a label
+    assert row_cells("He came; she left.") is None
