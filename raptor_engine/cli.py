@@ -43,7 +43,7 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
     from .query.answer import describe_documents
     from .query.support import MATCHED, describe_support, sources_title
     from .storage.archive import export_space, import_space
-    from .storage.files import partial_path, rename_target, sweep_partials
+    from .storage.files import create_new, partial_path, rename_target, sweep_partials
     from .storage.records import DocumentInfo
     from .storage.spaces import DB_NAME, space_dir
     from .types import Answer, Progress, Turn, counted
@@ -243,12 +243,18 @@ def _check_png_target(path: Path) -> None:
 def _write_png(path: Path, data: bytes) -> None:
     """Write the picture whole or not at all: a temporary file beside it, then an atomic rename (onto
     a symlink's target, so that the link stays a link)."""
-    target = rename_target(path)
+    try:  # again: a link planted while the answer was made is refused too
+        target = rename_target(path)
+    except RaptorError as exc:
+        _fail(exc)
     sweep_partials(target)
     temporary = partial_path(target)
     try:
-        temporary.write_bytes(data)
+        create_new(temporary, data)
         os.replace(temporary, target)
+    except FileExistsError:  # planted at the name this process writes: not ours to remove
+        log.info("writing %s failed", path, exc_info=True)
+        _fail(RaptorError(f"Cannot write {path}: {temporary} is in the way (another user's?); remove it."))
     except OSError as exc:
         temporary.unlink(missing_ok=True)
         log.info("writing %s failed", path, exc_info=True)
