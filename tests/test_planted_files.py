@@ -15,11 +15,12 @@ import pytest
 
 from raptor_engine import Settings
 from raptor_engine.cli import _write_png
-from raptor_engine.config import SECRET_VARS, load_dotenv_file
+from raptor_engine.config import load_dotenv_file
 from raptor_engine.errors import RaptorError
 from raptor_engine.storage.archive import export_space
 from raptor_engine.storage.files import create_new, partial_path, rename_target
 from raptor_engine.storage.spaces import Spaces
+from tests.test_private_data import _environ_put_back as _secrets_put_back
 
 OTHER_UID = 65534
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a link to another user")
@@ -114,14 +115,11 @@ def test_a_partial_of_this_users_own_at_the_name_is_replaced(tmp_path):
 
 @contextlib.contextmanager
 def _environ_put_back() -> Iterator[None]:
-    saved = dict(os.environ)
-    for name in (*SECRET_VARS, "PYTHONPATH", "HTTPS_PROXY", "LD_PRELOAD", "RAPTOR_BUDGET", "RAPTOR_TOP_K"):
-        os.environ.pop(name, None)
-    try:
+    """test_private_data's (the environment put back after), without the variables these tests' `.env` set."""
+    with _secrets_put_back():
+        for name in ("PYTHONPATH", "HTTPS_PROXY", "LD_PRELOAD", "RAPTOR_BUDGET", "RAPTOR_TOP_K"):
+            os.environ.pop(name, None)
         yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def _dotenv(folder: Path, text: str, mode: int = 0o600, uid: int | None = None) -> Path:
