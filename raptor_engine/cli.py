@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import io
 import json
 import logging
@@ -43,7 +44,7 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
     from .query.answer import describe_documents
     from .query.support import MATCHED, describe_support, sources_title
     from .storage.archive import export_space, import_space
-    from .storage.files import partial_path, rename_target, sweep_partials
+    from .storage.files import create_new, partial_path, rename_target, sweep_partials
     from .storage.records import DocumentInfo
     from .storage.spaces import DB_NAME, space_dir
     from .types import Answer, Progress, Turn, counted
@@ -225,6 +226,13 @@ def _other_kbs(ctx: click.Context) -> str:
     return kb_suggestion(kb, [name for name in engine.spaces.root.store.kb_names() if engine.documents(name)])
 
 
+def _require_documents(engine: Engine, kb: str) -> None:
+    """Every command that works on one knowledge base refuses one with no documents alike: exit status 1,
+    the same sentence (and the name meant, `_fail`), so a script tells a mistyped --kb from an answer."""
+    if not engine.documents(kb):
+        _fail(EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet; add one with: raptor ingest FILE --kb {kb}"))
+
+
 def _check_png_target(path: Path) -> None:
     """Refuse a picture path that cannot be written before any work is done, in one sentence (a
     device or a pipe too: the picture is renamed over its path, storage/files.py)."""
@@ -241,18 +249,32 @@ def _check_png_target(path: Path) -> None:
 
 
 def _write_png(path: Path, data: bytes) -> None:
-    """Write the picture whole or not at all: a temporary file beside it, then an atomic rename (onto
-    a symlink's target, so that the link stays a link)."""
-    target = rename_target(path)
+    """Write the picture whole or not at all, or fail with the sentence why (`_png_written`)."""
+    failure = _png_written(path, data)
+    if failure is not None:
+        _fail(RaptorError(failure))
+
+
+def _png_written(path: Path, data: bytes) -> str | None:
+    """Write the picture whole or not at all: a temporary file beside it, then an atomic rename (onto a
+    symlink's target, so that the link stays a link). None when written, else the one sentence why not."""
+    try:  # again: a link planted while the answer was made is refused too
+        target = rename_target(path)
+    except RaptorError as exc:
+        return str(exc)
     sweep_partials(target)
     temporary = partial_path(target)
     try:
-        temporary.write_bytes(data)
+        create_new(temporary, data)
         os.replace(temporary, target)
+    except FileExistsError:  # planted at the name this process writes: not ours to remove
+        log.info("writing %s failed", path, exc_info=True)
+        return f"Cannot write {path}: {temporary} is in the way (another user's?); remove it."
     except OSError as exc:
         temporary.unlink(missing_ok=True)
         log.info("writing %s failed", path, exc_info=True)
-        _fail(RaptorError(f"Cannot write {path}: {exc.strerror or exc}."))
+        return f"Cannot write {path}: {exc.strerror or exc}."
+    return None
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -770,6 +792,7 @@ def ask(
     engine = _engine(ctx)
     if tree_png is not None:
         _check_png_target(tree_png)
+    _require_documents(engine, kb)
     shown = _terminal_answer(as_json)
     try:
         answer = asyncio.run(
@@ -787,22 +810,29 @@ def ask(
     except RaptorError as exc:
         _fail(exc)
     out = answer.to_dict()
-    if tree_png is not None:
-        picture = _answer_picture(engine, kb, answer, tree_png)
-        out.update(tree_png=str(tree_png), highlighted=picture.highlighted)
+    picture = failure = None
+    if tree_png is not None:  # the answer is printed whatever becomes of the picture, its failure said after
+        picture, failure = _answer_picture(engine, kb, answer, tree_png)
+        out.update(tree_png=str(tree_png), highlighted=picture.highlighted if picture else [])
+        if failure:
+            out["tree_png_error"] = failure
     if as_json:
         _print_json(out)
-        return
-    _print_answer(answer, shown)
-    if tree_png is not None:
+    else:
+        _print_answer(answer, shown)
+    if picture is not None and failure is None and not as_json:
         _say(
             f"Tree picture: {tree_png} ({len(picture.highlighted)} context nodes highlighted, "
             f"{len(picture.cited)} cited; {len(picture.png) / 1000:,.0f} kB)"
         )
+    if failure:
+        _say(f"Error: {failure}", err=True)
+        sys.exit(1)
 
 
-def _answer_picture(engine: Engine, kb: str, answer: Answer, path: Path) -> TreePicture:
-    """The tree with exactly the answer's context highlighted (its cited nodes distinct), written to `path`."""
+def _answer_picture(engine: Engine, kb: str, answer: Answer, path: Path) -> tuple[TreePicture | None, str | None]:
+    """The tree with exactly the answer's context highlighted (its cited nodes distinct), written to `path`;
+    with the sentence why not, when it could not be drawn or written."""
     try:
         picture = engine.tree_picture(
             kb,
@@ -811,9 +841,8 @@ def _answer_picture(engine: Engine, kb: str, answer: Answer, path: Path) -> Tree
             caption=answer.question,
         )
     except RaptorError as exc:
-        _fail(exc)
-    _write_png(path, picture.png)
-    return picture
+        return None, str(exc)
+    return picture, _png_written(path, picture.png)
 
 
 @cli.command()
@@ -829,8 +858,7 @@ def _answer_picture(engine: Engine, kb: str, answer: Answer, path: Path) -> Tree
 def chat(ctx: click.Context, kb: str, mode: str, as_json: bool) -> None:
     """Ask questions with follow-ups: each question is answered with the conversation so far."""
     engine = _engine(ctx)
-    if not engine.documents(kb):  # a mistyped --kb: say so once, not after every question
-        _fail(EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet; add one with: raptor ingest FILE --kb {kb}"))
+    _require_documents(engine, kb)  # a mistyped --kb: say so once, not after every question
     if not as_json:
         _say(f"Backend: {engine.backend_name}. Empty line or Ctrl-D to stop.")
     if isinstance(sys.stdin, io.TextIOWrapper):  # a byte that is not UTF-8 reads as U+FFFD, not a crash
@@ -882,12 +910,11 @@ def chat(ctx: click.Context, kb: str, mode: str, as_json: bool) -> None:
 @click.pass_context
 def docs(ctx: click.Context, kb: str, as_json: bool) -> None:
     """List a knowledge base's documents."""
-    documents = _engine(ctx).documents(kb)
+    engine = _engine(ctx)
+    _require_documents(engine, kb)
+    documents = engine.documents(kb)
     if as_json:
         _print_json([d.to_dict() for d in documents])
-        return
-    if not documents:
-        _say(f"No documents in {kb!r}.{_other_kbs(ctx)} Add one with: raptor ingest FILE --kb {kb}")
         return
     for d in documents:
         _say(
@@ -905,16 +932,25 @@ def docs(ctx: click.Context, kb: str, as_json: bool) -> None:
 def forget(ctx: click.Context, document: str, kb: str, as_json: bool) -> None:
     """Remove DOCUMENT (its name, or a sha256 prefix) from a knowledge base."""
     engine = _engine(ctx)
-    if not engine.documents(kb):  # a mistyped --kb is not "no document named ..."
-        _fail(EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents."))
+    _require_documents(engine, kb)  # a mistyped --kb is not "no document named ..."
+    waited = functools.partial(_say_forget_waits, kb, engine.settings.writer_wait)
     try:
-        removed = asyncio.run(engine.forget(kb, document))
+        removed = asyncio.run(engine.forget(kb, document, waiting=waited))
     except RaptorError as exc:
         _fail(exc)
     if as_json:
         _print_json({"removed": removed.to_dict()})
         return
     _say(f"Removed {removed.name} ({counted(removed.nodes, 'node')}).")
+
+
+def _say_forget_waits(kb: str, wait_s: float) -> None:
+    """A removal waits for an upload another process is building into the same knowledge base (the whole
+    build, up to RAPTOR_WRITER_WAIT): say so on stderr at once, so a script or a person sees why."""
+    _say(
+        f"Waiting for another process's upload to {kb!r} to finish (at most {wait_s:g} s, RAPTOR_WRITER_WAIT).",
+        err=True,
+    )
 
 
 @cli.command()
@@ -932,6 +968,8 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
     picture = None
     if png is not None:
         _check_png_target(png)
+    _require_documents(engine, kb)
+    if png is not None:
         try:
             picture = engine.tree_picture(kb)
         except RaptorError as exc:
@@ -941,9 +979,6 @@ def tree(ctx: click.Context, kb: str, as_json: bool, png: Path | None) -> None:
     if as_json:
         extra = {"png": str(png)} if png is not None else {}
         _print_json({**info.to_dict(), "builds": engine.builds(kb, 5), **extra})
-        return
-    if not info.layers:
-        _say(f"No documents in {kb!r}.{_other_kbs(ctx)}")
         return
     _say(
         f"{kb}: {counted(info.documents, 'document')}, {counted(info.nodes, 'node')}, {counted(info.tokens, 'token')}"
@@ -1017,8 +1052,11 @@ def guilds_list(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def guilds_export(ctx: click.Context, guild: str, archive: Path, as_json: bool) -> None:
     """Write GUILD's store to ARCHIVE (.tar): a consistent snapshot, taken while the bot runs."""
+    engine = _engine(ctx)
+    if guild not in engine.spaces.names():  # the sentence `guilds delete` says of a guild with no store
+        _fail(RaptorError(f"There is no store for {guild} in this data directory."))
     try:
-        manifest = export_space(_engine(ctx).spaces, guild, archive)
+        manifest = export_space(engine.spaces, guild, archive)
     except RaptorError as exc:
         _fail(exc)
     if as_json:

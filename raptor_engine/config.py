@@ -35,14 +35,47 @@ def _parse(name: str, raw: str, kind: str) -> object:
 
 
 def load_dotenv_file(path: str | os.PathLike[str] = ".env") -> None:
-    """Read `.env` into the environment without overriding what is already set; one that holds a secret
-    is made this user's alone first (`keep_secret_file`)."""
+    """Read the project's settings from `.env` into the environment without overriding what is already
+    set; one that holds a secret is made this user's alone first (`keep_secret_file`).
+
+    Only the variables ENV_DOCS names are taken, and only from a file of this user's (or root's) that
+    others cannot write: `.env` is read from whatever folder the command runs in, and a variable of the
+    process's own (PYTHONPATH, LD_PRELOAD, HTTPS_PROXY, NUMBA_CACHE_DIR, ...) set there by another user ran
+    their code in the upload parser's process (PYTHONPATH and a sitecustomize.py) or sent the LLM key and
+    every question through their proxy."""
     try:
-        from dotenv import load_dotenv
+        from dotenv import dotenv_values
     except ImportError:  # python-dotenv is a dependency; this only guards odd installs
         return
-    keep_secret_file(Path(path))
-    load_dotenv(path, override=False)
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8", errors="replace") as stream:
+            if not _trusted_dotenv(path, os.fstat(stream.fileno())):
+                return
+            values = dotenv_values(stream=stream)
+    except OSError:  # none here (the usual case), or unreadable: the environment alone
+        return
+    keep_secret_file(path)
+    ignored = sorted(name for name in values if name not in ENV_DOCS)
+    for name, value in values.items():
+        if name in ENV_DOCS and value is not None and name not in os.environ:
+            os.environ[name] = value
+    if ignored:
+        logging.getLogger(__name__).warning(
+            "%s sets %s, which %s not among this project's settings (docs/CONFIGURATION.md); ignored: set it in "
+            "the environment if it is meant",
+            path, ", ".join(ignored), "is" if len(ignored) == 1 else "are",
+        )  # fmt: skip
+
+
+def _trusted_dotenv(path: Path, status: os.stat_result) -> bool:
+    """Whether `.env` is this user's (or root's) and no other user can write it; else say why it is not read."""
+    owner_ok = status.st_uid in (os.geteuid(), 0)
+    if owner_ok and not status.st_mode & stat.S_IWOTH:
+        return True
+    why = f"belongs to another user (uid {status.st_uid})" if not owner_ok else "any user can write it"
+    logging.getLogger(__name__).warning("%s is not read: it %s, so its settings could be anyone's", path, why)
+    return False
 
 
 def keep_secret_file(path: Path) -> None:

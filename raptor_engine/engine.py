@@ -1060,14 +1060,20 @@ class Engine:
             log.warning("could not record the failed build of %s", name, exc_info=True)
 
     @_in_space
-    async def forget(self, kb: str, document: str) -> DocumentInfo:
+    async def forget(self, kb: str, document: str, waiting: Callable[[], None] | None = None) -> DocumentInfo:
         """Remove a document's nodes, then rebuild the cross-document layer and update the index; the removal
-        is recorded in its transaction (`record_removal`)."""
+        is recorded in its transaction (`record_removal`). It takes the knowledge base's writer turn, so it
+        waits for a whole upload another process is building there (its top layer is built on the tree that
+        upload commits): `waiting` is called once when it must."""
         kb_id = self.store.require_kb(kb)
         self._waiting[kb] += 1
         try:
             async with self._lock(kb), self._writer_gate(kb) as gate:
-                await gate.enter()
+                busy = (
+                    f"Nothing was removed: another process's upload to {kb!r} kept it busy for "
+                    f"{self.settings.writer_wait:g} seconds (RAPTOR_WRITER_WAIT); try again."
+                )
+                await gate.enter(waiting, busy)
                 doc = self.store.find_document(kb_id, readable_text(document))
                 started = time.perf_counter()
                 seen_version = self._version_of(kb_id)

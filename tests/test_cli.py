@@ -127,7 +127,7 @@ def test_an_empty_knowledge_base_name_is_a_wrong_command_line(run, files, comman
         done = run(*args, "--kb", empty)
         assert done.exit_code == 2
         assert "Invalid value for '--kb': the knowledge base name is empty." in done.output
-    assert run("docs", "--kb", "t").output.startswith("No documents")
+    assert "The knowledge base 't' has no documents yet" in run("docs", "--kb", "t").output
 
 
 def test_version_and_shared_options_read_the_same_everywhere(run):

@@ -63,7 +63,7 @@ WARN_AFTER = (
 def test_warnings_are_logged_only_with_v(tmp_path, flags, logged):
     """The engine's warnings (a question given up at its timeout) are detail for -v: without it, the
     error line is all that reaches stderr. In a fresh process, where the CLI sets up logging."""
-    args = [*flags, "--data-dir", str(tmp_path), "docs", "--kb", "t"]
+    args = [*flags, "--data-dir", str(tmp_path), "guilds", "list"]
     process = subprocess.run(
         [sys.executable, "-c", WARN_AFTER, *args], capture_output=True, text=True, timeout=300
     )

@@ -149,7 +149,7 @@ def test_an_import_never_overwrites_a_store_and_refuses_a_damaged_archive(two_di
     missing = CliRunner().invoke(
         cli, ["--data-dir", str(target), "guilds", "export", "42", str(tmp_path / "x.tar")]
     )
-    assert missing.exit_code != 0 and "no space named '42'" in missing.output
+    assert missing.exit_code != 0 and "There is no store for 42 in this data directory." in missing.output
 
 
 def test_an_export_into_a_missing_folder_names_that_folder(two_directories, tmp_path):

@@ -7,6 +7,11 @@ link instead of writing where it points.
 What is written before the rename lies beside the path as `.<name>.<pid>.tmp` (a file, or a folder of
 an export's parts). A writer killed before its rename (SIGKILL, a power cut) leaves it there, in the
 user's folder: the next writer of the same path removes those whose process is no longer running.
+
+A symbolic link on the way to the path is followed only where its owner is this user or the owner of
+the folder it is in (the rule of Linux's `fs.protected_symlinks`, which a path resolved here would
+bypass): a link another user planted in a shared folder (`/tmp/g.tar -> /root/.ssh/authorized_keys`)
+would make this process replace whatever file it names.
 """
 
 from __future__ import annotations
@@ -29,7 +34,61 @@ def rename_target(path: Path) -> Path:
         raise RaptorError(
             f"Cannot write {path}: it is not a regular file (a device, pipe or socket); give the name of a file."
         )
-    return path.resolve()
+    return _followed(path.absolute(), hops=0)
+
+
+MAX_LINKS = 40  # links followed for one path, as the kernel's ELOOP limit
+
+
+def _followed(path: Path, *, hops: int) -> Path:
+    """`path` with every symbolic link on it resolved, as `Path.resolve` does, refusing a link that
+    another user planted in a folder that is not theirs (`_check_link_owner`)."""
+    current = Path(path.anchor)
+    for part in path.parts[1:]:
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = current.parent
+            continue
+        step = current / part
+        if not step.is_symlink():
+            current = step
+            continue
+        hops += 1
+        if hops > MAX_LINKS:
+            raise RaptorError(f"Cannot write {path}: it goes through more than {MAX_LINKS} symbolic links.")
+        _check_link_owner(step)
+        target = Path(os.readlink(step))
+        current = _followed(target if target.is_absolute() else current / target, hops=hops)
+    return current
+
+
+def _check_link_owner(link: Path) -> None:
+    """Refuse a link that belongs neither to this user nor to its folder's owner, in one sentence."""
+    owner = link.lstat().st_uid
+    if owner in (os.geteuid(), link.parent.stat().st_uid):
+        return
+    raise RaptorError(
+        f"Cannot write {link}: it is a symbolic link of another user (uid {owner}) in a folder that is not "
+        "theirs, so it is not followed; remove it or give another name."
+    )
+
+
+def create_new(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write `data` to a file that did not exist: never through a link or over a file planted at the
+    name (O_EXCL with O_NOFOLLOW), a partial's name being known in advance (`partial_path`). One of this
+    user's at the name (a killed writer's of the same pid) is removed first; another user's raises
+    FileExistsError."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    try:
+        handle = os.open(path, flags, mode)
+    except FileExistsError:
+        if path.lstat().st_uid != os.geteuid():
+            raise
+        path.unlink()
+        handle = os.open(path, flags, mode)
+    with os.fdopen(handle, "wb") as out:
+        out.write(data)
 
 
 def partial_path(target: Path) -> Path:

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import struct
 import threading
 import time
 import uuid
@@ -39,6 +40,90 @@ ABANDONED_WRITE_SECONDS = 3600
 HNSW_INDEX_OVERHEAD = 2720 * 1024
 HNSW_ELEMENT_OVERHEAD = 64
 TOKEN_ENTRY_BYTES = 12
+
+
+# The start of an hnswlib (0.8) index file: offsetLevel0, max_elements, cur_element_count,
+# size_data_per_element, label_offset, offsetData (size_t each), maxlevel (int), enterpoint_node (uint),
+# maxM, maxM0, M (size_t), mult (double), ef_construction (size_t).
+HNSW_HEADER = struct.Struct("<6QiI3QdQ")
+
+
+def hnsw_file_problem(path: Path, dim: int, stored_dim: int, ids: int) -> str | None:
+    """What makes a saved index unfit to load for vectors of `dim` numbers (its `.json` says), when the store's
+    hold `stored_dim`; None when it fits. hnswlib takes the size a vector has from the caller, not from the file:
+    a `.json` stating another size made it read, and on a removal write, past each element (a removal
+    aborted the process: 'double free or corruption'). The index is derived, so any mismatch means rebuild."""
+    if dim != stored_dim:
+        return f"is for vectors of {dim} numbers, the store's hold {stored_dim}"
+    size = path.stat().st_size
+    if size < HNSW_HEADER.size:
+        return "is shorter than its header"
+    with path.open("rb") as handle:
+        (offset0, most, count, per_element, label_at, data_at, _level, enter, max_m, max_m0, _m, _mult, _ef) = (
+            HNSW_HEADER.unpack(handle.read(HNSW_HEADER.size))
+        )
+    links0 = max_m0 * 4 + 4  # hnswlib's size of an element's level-0 link list
+    expected = {
+        "its level-0 offset": (offset0, 0),
+        "where its vectors start": (data_at, links0),
+        "where its labels start": (label_at, links0 + dim * 4),
+        "the size of an element": (per_element, links0 + dim * 4 + 8),
+    }
+    for what, (found, wanted) in expected.items():
+        if found != wanted:
+            return f"states {what} as {found}, not the {wanted} vectors of {dim} numbers take"
+    if not ids <= count <= most or max_m > max_m0 or (count and enter >= count):
+        return f"states {count} elements of at most {most} for {ids} nodes"
+    if size < HNSW_HEADER.size + count * per_element + count * 4:
+        return f"holds {size} bytes, fewer than its {count} elements take"
+    return _links_problem(path, count, per_element, max_m, max_m0, _level, enter)
+
+
+def _links_problem(path: Path, count: int, per_element: int, max_m: int, max_m0: int, top: int, enter: int) -> str | None:
+    """What is wrong with the graph's links: hnswlib follows them unchecked, and a link list of a flipped byte
+    (a neighbour past the last element, a count past the list) crashed the process searching it (SIGSEGV)."""
+    if count == 0:
+        return None
+    raw = np.memmap(path, dtype=np.uint8, mode="r")
+    level0 = raw[HNSW_HEADER.size : HNSW_HEADER.size + count * per_element].reshape(count, per_element)
+    links = level0[:, : (max_m0 + 1) * 4].copy().view(np.uint32)
+    sizes = links[:, 0] & 0xFFFF
+    if int(sizes.max()) > max_m0:
+        return f"has a node with {int(sizes.max())} links where at most {max_m0} fit"
+    used = np.arange(max_m0)[None, :] < sizes[:, None]
+    if bool((links[:, 1:][used] >= count).any()):
+        return "links a node to one it does not hold"
+    levels = _upper_levels(raw, HNSW_HEADER.size + count * per_element, count, max_m)
+    if isinstance(levels, str):
+        return levels
+    if top != levels[enter] or top != max(levels):
+        return f"states {top} levels, its graph {max(levels)}"
+    return None
+
+
+def _upper_levels(raw: np.ndarray, at: int, count: int, max_m: int) -> list[int] | str:
+    """Each element's level, checking its upper link lists as hnswlib reads them (a size, then the lists)."""
+    per_level = (max_m + 1) * 4
+    levels = []
+    for _ in range(count):
+        if at + 4 > len(raw):
+            return "ends inside its upper links"
+        size = int(raw[at : at + 4].view(np.uint32)[0])
+        at += 4
+        if size % per_level or at + size > len(raw):
+            return "has upper links that do not fit its file"
+        if size:
+            lists = raw[at : at + size].copy().view(np.uint32).reshape(-1, max_m + 1)
+            counts = lists[:, 0] & 0xFFFF
+            if int(counts.max()) > max_m or bool(
+                (lists[:, 1:][np.arange(max_m)[None, :] < counts[:, None]] >= count).any()
+            ):
+                return "links a node to one it does not hold"
+        levels.append(size // per_level)
+        at += size
+    if at != len(raw):
+        return "has bytes after its last element"
+    return levels
 
 
 @contextlib.contextmanager
@@ -318,6 +403,10 @@ class IndexManager:
             meta = json.loads(meta_path.read_text())
             ids = [int(i) for i in meta["ids"]]
             dim = int(meta["dim"])
+            problem = hnsw_file_problem(bin_path, dim, self.store.vector_size(kb_id), len(ids))
+            if problem:
+                log.warning("index of kb %s %s; rebuilding it from SQLite", kb_id, problem)
+                return None
             index = hnswlib.Index(space="cosine", dim=dim)
             index.load_index(str(bin_path), max_elements=max(len(ids), 1))
             if not set(ids).issubset(index.get_ids_list()):

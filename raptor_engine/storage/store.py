@@ -337,6 +337,12 @@ class Store(MessageStoreMixin):
             )
         return out
 
+    def vector_size(self, kb_id: int) -> int:
+        """How many numbers a vector of this knowledge base holds (all hold the same: builds and import
+        check it); 0 when it has no node."""
+        row = self.db.execute("SELECT length(embedding) FROM nodes WHERE kb_id = ? LIMIT 1", [kb_id]).fetchone()
+        return int(row[0]) // 4 if row and row[0] else 0
+
     def token_counts(self, kb_id: int) -> dict[int, int]:
         """Every node's token count in a knowledge base (kept beside its index, see `index.KBIndex`)."""
         return dict(self.db.execute("SELECT id, tokens FROM nodes WHERE kb_id = ?", [kb_id]).fetchall())

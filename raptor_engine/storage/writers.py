@@ -40,7 +40,8 @@ class WriterGate:
         self._wait_s = wait_s
         self._held = False
 
-    async def enter(self, waiting: Callable[[], None] | None = None) -> None:
+    async def enter(self, waiting: Callable[[], None] | None = None, busy: str | None = None) -> None:
+        """Take the turn; `busy` is the sentence to refuse with after the wait (an upload's, by default)."""
         if self._held:
             return
         try:
@@ -50,7 +51,8 @@ class WriterGate:
                 await asyncio.to_thread(self._lock.acquire, timeout=self._wait_s)
         except filelock.Timeout:
             raise RaptorError(
-                f"Nothing was stored: other uploads kept this knowledge base busy for {self._wait_s:g} "
+                busy
+                or f"Nothing was stored: other uploads kept this knowledge base busy for {self._wait_s:g} "
                 "seconds; try again."
             ) from None
         self._held = True
