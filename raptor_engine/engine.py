@@ -730,8 +730,8 @@ class Engine:
         """Add a document: build its subtree, refresh the cross-document layer, store all at once.
 
         The same document already in the knowledge base is a no-op ("duplicate"): identical bytes, or
-        the same text saved again otherwise (load.text_fingerprint), which is found once the upload is
-        read, before it is built. On any error nothing is stored. Builds of one knowledge base run one at a time,
+        the same text saved again otherwise (load.text_fingerprint), or the same words under another kind
+        (load.words_fingerprint), which are found once the upload is read, before it is built. On any error nothing is stored. Builds of one knowledge base run one at a time,
         in arrival order, and across processes take turns from before the build to the commit (writers.py).
         """
         name = safe_filename(filename)
@@ -819,6 +819,7 @@ class Engine:
             "name": name,
             "sha256": sha,
             "text_sha256": built.text_sha256,
+            "words_sha256": built.words_sha256,
             "size": len(data),
             "format": fmt,
             "added_by": added_by,
@@ -951,15 +952,15 @@ class Engine:
         await asyncio.to_thread(self.indexes.get, kb_id)
 
     def _stored_copy(self, kb_id: int | None, sha: str, text_sha: str, words_sha: str = "") -> DocumentInfo | None:
-        """The document of `kb_id` with these bytes or, failing that, this text fingerprint (or, for a
-        document stored before the words' fingerprint, these words: `load.words_fingerprint`)."""
+        """The document of `kb_id` with these bytes or, failing that, this text fingerprint or these words
+        (`_same_text`)."""
         if kb_id is None:
             return None
         return self.store.document_by_sha(kb_id, sha) or self._same_text(kb_id, text_sha, words_sha)
 
     def _same_text(self, kb_id: int, text_sha: str, words_sha: str) -> DocumentInfo | None:
-        """The document of `kb_id` this loaded text is: by its fingerprint, or by its words' for one that an
-        earlier loader stored (its text fingerprint, if any, was that loader's)."""
+        """The document of `kb_id` this loaded text is: by its fingerprint, or by its words alone (the same
+        document under another kind, or one an earlier loader stored: `load.words_fingerprint`)."""
         return (self.store.document_by_text(kb_id, text_sha) if text_sha else None) or (
             self.store.document_by_words(kb_id, words_sha) if words_sha else None
         )

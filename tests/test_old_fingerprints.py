@@ -64,12 +64,15 @@ def test_an_old_loaders_fingerprint_is_matched_by_the_words_of_the_leaves(tmp_pa
         engine.close()
 
 
-def test_new_documents_are_matched_by_their_text_not_their_words(tmp_path, embedder):
-    """Line breaks still count for documents stored now: no words' fingerprint is kept for them."""
+def test_new_documents_are_matched_by_their_words_not_their_line_breaks(tmp_path, embedder):
+    """A paragraph wrapped otherwise is the same words (files20: the words' fingerprint is kept for every
+    document, so the same document under another kind is found); a word changed is another document."""
     engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
     try:
         asyncio.run(engine.ingest("kb", "a.md", b"Kestrels hover.\nThey eat voles.\n"))
-        other = asyncio.run(engine.ingest("kb", "b.md", b"Kestrels hover. They eat voles.\n"))
+        same = asyncio.run(engine.ingest("kb", "b.md", b"Kestrels hover. They eat voles.\n"))
+        assert (same.status, same.document.name) == ("duplicate", "a.md")
+        other = asyncio.run(engine.ingest("kb", "c.md", b"Kestrels hover. They eat mice.\n"))
         assert other.status != "duplicate"
     finally:
         engine.close()

@@ -636,17 +636,29 @@ def text_fingerprint(text: str) -> str:
     return hashlib.sha256(text.strip("\n").encode("utf-8", "surrogatepass")).hexdigest()
 
 
-_FENCE_MARKS = re.compile(r"`{3,}|~{3,}")
+# What a words' fingerprint leaves out besides punctuation and spacing: a fence's whole line (its info
+# string, "python", names no word of the text) and a numbered list item's number (Word and HTML number
+# their lists outside the text: "1. Fetch it." in Markdown is "Fetch it." in a .docx).
+_FENCE_LINE = re.compile(r"^[ \t>]*(?:`{3,}|~{3,}).*$", re.MULTILINE)
+_LIST_NUMBER = re.compile(r"^[ \t>]*\d{1,9}[.)][ \t]+", re.MULTILINE)
+_WORD = re.compile(r"\w+")
 
 
 def words_fingerprint(text: str) -> str:
-    """The sha256 of a text's words alone, fence marks left out: what a document stored by an earlier
-    loader still shares with its upload now, when the loader has since changed how it writes white space
-    and fences (blank lines around a block, a fence inside a list item, a block closed at the end). Only
-    documents stored before this fingerprint existed are matched by it (`documents.words_sha256`, filled
-    from their leaves by the m009 migration); newer ones are matched by `text_fingerprint` alone."""
-    text = unicodedata.normalize("NFC", text.replace("\ufeff", ""))
-    return hashlib.sha256(" ".join(_FENCE_MARKS.sub(" ", text).split()).encode("utf-8", "surrogatepass")).hexdigest()
+    """The sha256 of a text's words alone, in order, with case: no punctuation, spacing, line breaks or
+    markup (Markdown's `#`, `**`, `|`, fences, list numbers). The same document under another kind (.md
+    and .docx, .html, .odt, .pdf, .txt) reads to the same words and differing markup, so this is what
+    tells it is one document; a word, a figure or a letter's case changed makes another. Documents
+    stored before it are given theirs from their leaves (migrations m009, m011)."""
+    text = unicodedata.normalize("NFKC", text.replace("\ufeff", ""))
+    words = _WORD.findall(_LIST_NUMBER.sub("", _FENCE_LINE.sub("", text)))
+    return hashlib.sha256(" ".join(words).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def document_words_fingerprint(doc: LoadedDocument) -> str:
+    """The `words_fingerprint` of a loaded document, a .txt read as Markdown (as `document_fingerprint`
+    reads it), so a .txt holding Markdown and the .docx of it are one document."""
+    return words_fingerprint(markdown_text(doc.text) if doc.format == "txt" else doc.text)
 
 
 def document_fingerprint(doc: LoadedDocument) -> str:
