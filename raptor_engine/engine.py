@@ -36,7 +36,7 @@ from .errors import (
 )
 from .ingest.budget import BuildBudget, current_budget
 from .ingest.chunk import split_sentences
-from .ingest.load import safe_filename, strip_unsafe
+from .ingest.load import plain_letters, safe_filename, strip_unsafe
 from .ingest.messages import (
     MESSAGE_FORMAT,
     ChatMessage,
@@ -1968,7 +1968,8 @@ class Engine:
         asked_by: str,
         on_text: TextCallback | None,
     ) -> Answer:
-        question = " ".join(shown_text(question).split())
+        # styled letters ("𝐖𝐡𝐨 𝐤𝐞𝐩𝐭…", full-width) read as the plain ones documents are stored in
+        question = " ".join(plain_letters(shown_text(question)).split())
         history = [Turn(turn.role, shown_text(turn.content)) for turn in history or []]
         if not question:
             raise RaptorError("The question is empty.")

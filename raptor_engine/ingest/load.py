@@ -554,6 +554,14 @@ _LIGATURE_CHARS = tuple(chr(code) for code in range(0xFB00, 0xFB07))
 _HYPHENATED_BREAK = re.compile(r"(?<=[^\W\d_])-\n[^\S\n]*(?=[^\W\d_])")
 
 
+def plain_letters(text: str) -> str:
+    """`text` with its letters as documents' are stored: words mixing look-alike Cyrillic or Greek letters
+    in one script (`_one_script_words`), styled letters (mathematical bold, full-width) plain
+    (`_plain_letters`). For a question: typed in a "fancy text" generator's letters, it must find the
+    words the documents hold."""
+    return _plain_letters(_one_script_words(text)[0])[0]
+
+
 def _normalise(text: str, *, marked_code: bool = False) -> str:
     """Collapse runs of spaces, trim lines, keep at most one blank line between paragraphs. Lines inside a
     code fence (``` or ~~~, in Markdown or plain text) keep their indentation and spacing, only trailing
@@ -2117,10 +2125,13 @@ _PDF_EXPANSION_CAPS = ("decompress", "declared stream length", "output bytes")
 
 
 def _pdf_failure(name: str, exc: Exception, limits: LoadLimits, what: str) -> IngestError:
-    """The one sentence for an exception from pypdf: a cap it hit, a missing AES library, or corruption."""
+    """The one sentence for an exception from pypdf: a page tree that loops, a cap it hit, a missing AES
+    library, or corruption."""
     from pypdf.errors import DependencyError, LimitReachedError
 
     log.info("%s: pypdf failed while %s: %r", name, what, exc)
+    if any(sign in str(exc).lower() for sign in _PAGE_TREE_CYCLE):
+        return IngestError(name, "is a damaged PDF: its list of pages leads back into itself, so its pages cannot be found.")
     if isinstance(exc, LimitReachedError):
         message = str(exc).lower()
         if any(cap in message for cap in _PDF_EXPANSION_CAPS) or message.endswith(
@@ -2135,6 +2146,10 @@ def _pdf_failure(name: str, exc: Exception, limits: LoadLimits, what: str) -> In
             name, "is encrypted with AES, and the server lacks the 'cryptography' package needed to open it."
         )
     return IngestError(name, "is a corrupt or truncated PDF.")
+
+
+# pypdf's words for a page tree that holds itself (a /Kids entry naming a node above it)
+_PAGE_TREE_CYCLE = ("cyclic page references", "cycle in /pages hierarchy")
 
 
 # Lines of one character each (or none: a space drawn alone), many in a row: what pypdf's plain
@@ -2248,6 +2263,85 @@ def _visible_layers_only(name: str, page: Any, off: frozenset[int]) -> int:
         return _without_hidden_layers(page, off)
     except Exception as exc:
         log.info("%s: hidden layers not left out: %r", name, exc)
+        return 0
+
+
+# Signs in a page's content that it may draw text nobody sees: render mode 3 (invisible) or 7 (clip only),
+# or a white fill colour (gray 1, RGB 1 1 1, CMYK 0 0 0 0). Only a page that has one is parsed for it.
+_INVISIBLE_SIGNS = re.compile(
+    rb"(?<![\d.])[37]\s+Tr\b|(?<![\d.])1(?:\.0*)?\s+(?:g|sc|scn)\b|(?<![\d.])(?:1(?:\.0*)?\s+){3}(?:rg|sc|scn)\b"
+    rb"|(?<![\d.])(?:0(?:\.0*)?\s+){4}(?:k|sc|scn)\b"
+)
+_FILL_COLOUR = (b"g", b"rg", b"k", b"sc", b"scn")
+_PAINT = (b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*", b"sh", b"INLINE IMAGE")
+
+
+def _white(operands: list[Any]) -> bool:
+    """Whether a fill colour's operands are white: gray 1, RGB 1 1 1, or CMYK 0 0 0 0."""
+    try:
+        values = [float(v) for v in operands]
+    except (TypeError, ValueError):  # a pattern's name
+        return False
+    return values in ([1.0], [1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0])
+
+
+def _without_invisible_text(page: Any) -> int:
+    """Blank the text `page` draws where a viewer shows none: in render mode 3 or 7 on a page that draws
+    no picture (a scan's OCR layer is invisible text over the scan, the picture showing its words), or
+    in white on a page that paints nothing else (no picture, no filled shape that is not white). Such
+    text could carry instructions no reader of the file sees, as a hidden layer's could. The strings go,
+    the operators stay, so lines still break where they did. Returns how many strings were blanked."""
+    from pypdf.generic import ContentStream, NameObject, TextStringObject
+
+    content = page.get_contents()
+    if content is None or _INVISIBLE_SIGNS.search(content.get_data()) is None:
+        return 0
+    operations = content.operations
+    pictures = any(op == b"INLINE IMAGE" or op == b"Do" for _, op in operations)
+    painted = pictures or _paints(operations)
+    white, mode, saved, blanked = False, 0, [], 0
+    for operands, operator in operations:
+        if operator == b"q":
+            saved.append((white, mode))
+        elif operator == b"Q" and saved:
+            white, mode = saved.pop()
+        elif operator in _FILL_COLOUR:
+            white = _white(operands)
+        elif operator == b"cs":
+            white = False  # a new colour space starts at its black (or its first colour)
+        elif operator == b"Tr" and operands:
+            mode = int(operands[0]) if isinstance(operands[0], (int, float)) else 0
+        elif operator in _SHOW_TEXT and operands:
+            unseen = (mode in (3, 7) and not pictures) or (white and mode in (0, 4) and not painted)
+            if unseen:
+                operands[-1] = [] if operator == b"TJ" else TextStringObject("")
+                blanked += 1
+    if blanked:
+        filtered = ContentStream(None, content.pdf)
+        filtered.operations = operations
+        page[NameObject("/Contents")] = filtered
+    return blanked
+
+
+def _paints(operations: list[tuple[Any, bytes]]) -> bool:
+    """Whether a page's operations fill something in a colour that is not white (a box white text may
+    sit on)."""
+    white = False
+    for operands, operator in operations:
+        if operator in _FILL_COLOUR:
+            white = _white(operands)
+        elif operator in _PAINT and not white:
+            return True
+    return False
+
+
+def _shown_text_only(name: str, page: Any) -> int:
+    """`_without_invisible_text`, where damaged content leaves the page read whole (the text extraction
+    that follows judges the damage)."""
+    try:
+        return _without_invisible_text(page)
+    except Exception as exc:
+        log.info("%s: invisible text not left out: %r", name, exc)
         return 0
 
 
@@ -2466,11 +2560,13 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     chars = 0
     hidden_layers = _hidden_layers(reader)
     layered = 0  # operations of hidden layers left out
+    unseen = 0  # pages with invisible or white-on-white text left out
     for number, page in enumerate(pages, start=1):
         try:
             with _watching_streams() as damage:
                 if hidden_layers:
                     layered += _visible_layers_only(name, page, hidden_layers)
+                unseen += _shown_text_only(name, page) > 0
                 text = _page_text(page)
             partial += damage.seen > 0
         except Exception as exc:
@@ -2492,9 +2588,15 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         blocks.append(_Block("", notice=f"{counted(failed, 'page')} of {len(pages):,} skipped: damaged, so unreadable"))
     if partial:
         blocks.append(_Block("", notice=f"{counted(partial, 'page')} of {len(pages):,} read only in part: damaged"))
+    if unseen:
+        blocks.append(_Block("", notice=f"text a PDF viewer does not show (invisible, or white on white) left out "
+                                        f"of {counted(unseen, 'page')}"))
     if not any(b.text.strip() for b in blocks):
         if not pages:
             raise IngestError(name, "is a corrupt or truncated PDF (it has no pages).")
+        if unseen:
+            raise IngestError(name, "has text only where a PDF viewer shows none (invisible, or white on white), "
+                                    "so it shows no text to read.")
         if layered:
             raise IngestError(name, "has text only in layers a PDF viewer hides (optional content turned off), "
                                     "so it shows no text to read.")
@@ -3405,10 +3507,38 @@ def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
 def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
     """The visible text of an HTML page's text, in blocks (`_read_html`)."""
     soup = _html_soup(name, text, limits)
+    _embed_srcdoc_pages(name, soup, limits, _tag_count(text))
     try:
         return _HtmlWalker(alts=True).walk(soup)
     except RecursionError:
         raise IngestError(name, "is nested too deeply to read.") from None
+
+
+SRCDOC_DEPTH = 3  # pages inside pages (`<iframe srcdoc>` in a srcdoc) read; deeper ones are dropped
+_SHOWN_ATTRS = ("hidden", "aria-hidden", "style")  # what `_html_hidden` reads: a hidden frame hides its page
+
+
+def _tag_count(text: str) -> int:
+    return sum(1 for _ in _HTML_TAG.finditer(text))
+
+
+def _embed_srcdoc_pages(name: str, soup: Any, limits: LoadLimits, tags: int) -> None:
+    """Each `<iframe srcdoc="...">` of `soup` replaced by the page it holds, parsed: a browser shows that
+    page in the frame (a blog's embedded post, a mail archive's message), so its text is the page's. Its
+    tags count with the page's (`tags` so far) against `limits.max_elements`; frames nested deeper than
+    SRCDOC_DEPTH stay dropped with the other iframes (`_HTML_DROP`)."""
+    for _ in range(SRCDOC_DEPTH):
+        frames = [frame for frame in soup.find_all("iframe") if str(frame.get("srcdoc") or "").strip()]
+        if not frames:
+            return
+        for frame in frames:
+            page = str(frame["srcdoc"])
+            tags += _tag_count(page)
+            if tags > limits.max_elements:
+                raise IngestError(name, f"has more than {limits.max_elements:,} HTML tags, over the limit.")
+            box = soup.new_tag("div", attrs={key: frame[key] for key in _SHOWN_ATTRS if key in frame.attrs})
+            box.extend(list(_html_soup(name, page, limits).contents))
+            frame.replace_with(box)
 
 
 def _html_soup(name: str, text: str, limits: LoadLimits) -> Any:
