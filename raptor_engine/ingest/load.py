@@ -408,6 +408,21 @@ _CONTROL_CHARS = re.compile(
     + "".join(f"{chr(plane * 0x10000 + 0xFFFE)}{chr(plane * 0x10000 + 0xFFFF)}" for plane in range(1, 17))
     + "]"
 )
+# A terminal's escape sequences (ANSI colours in a saved log, `ls --color` output, a title set by OSC):
+# their ESC (or C1 CSI) alone removed as a control would leave `[32m` in the text, so each goes whole.
+_TERMINAL_ESCAPES = re.compile(
+    "(?:\x1b\\[|\x9b)[0-?]{0,64}[ -/]{0,8}[@-~]|(?:\x1b\\]|\x9d)[^\x07\x1b\x9c]{0,2000}(?:\x07|\x1b\\\\|\x9c)"
+    "|\x1b[@-Z\\\\-_]"
+)
+
+
+def _without_controls(text: str) -> str:
+    """`text` without terminal escape sequences (whole) and control characters (`_CONTROL_CHARS`)."""
+    if "\x1b" in text or "\x9b" in text or "\x9d" in text:
+        text = _TERMINAL_ESCAPES.sub("", text)
+    return _CONTROL_CHARS.sub("", text)
+
+
 # Characters that show nothing but can carry hidden text to a model: Unicode tag characters (an
 # invisible copy of ASCII), bidirectional overrides, embeddings and isolates, zero-width spaces, joiners
 # and marks, invisible operators, variation selectors (Mongolian's free ones too) and Hangul fillers; and
@@ -448,7 +463,7 @@ def strip_invisible(text: str) -> str:
 def strip_unsafe(text: str) -> str:
     """Control characters (a terminal escape, a C1 CSI), noncharacters and invisible characters removed;
     line breaks and tabs kept. For text no loader read: what an LLM writes is shown and stored too."""
-    return strip_invisible(_CONTROL_CHARS.sub("", text))
+    return strip_invisible(_without_controls(text))
 
 
 # Cyrillic and Greek letters drawn as Latin ones, and the Latin letters they look like: a word mixing them
@@ -572,7 +587,7 @@ def _normalise(text: str, *, marked_code: bool = False) -> str:
         kept = (_normalise(piece) if i % 2 == 0 else _normalise_code(piece) for i, piece in enumerate(pieces))
         return "\n\n".join(piece for piece in kept if piece)
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
-    text = strip_invisible(_CONTROL_CHARS.sub("", text))
+    text = strip_invisible(_without_controls(text))
     if any(ligature in text for ligature in _LIGATURE_CHARS):  # a table translate costs ~0.1 us a character
         text = text.translate(_LIGATURES)
     lines: list[str] = []
@@ -630,7 +645,7 @@ def _normalise_code(text: str) -> str:
     """An indented code block's lines as typed (indentation included: it is what marks them as code to
     `chunk.code_lines`), less unsafe characters, trailing spaces and blank lines at either end."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
-    lines = strip_invisible(_CONTROL_CHARS.sub("", text)).split("\n")
+    lines = strip_invisible(_without_controls(text)).split("\n")
     return _BLANK_RUNS.sub("\n\n", "\n".join(line.rstrip() for line in lines)).strip("\n")
 
 
@@ -3264,7 +3279,10 @@ def _docx_styled_first_row(table: object) -> bool:
 
 # ----------------------------------------------------------------------------------------------- html
 
-_HTML_DROP = {"script", "style", "noscript", "template", "head", "svg", "math", "iframe", "object"}
+# MathML's `annotation`s are other notations of the formula shown (TeX, content MathML): not shown themselves.
+_HTML_DROP = {"script", "style", "noscript", "template", "head", "svg", "iframe", "object", "annotation", "annotation-xml"}
+# MathML's token elements: each a symbol, number or word of a formula, set apart so they do not run together.
+_MATH_TOKENS = {"mi", "mn", "mo", "ms", "mtext"}
 _HTML_BLOCKS = {
     "address", "article", "aside", "blockquote", "body", "br", "caption", "dd", "details", "div", "dl", "dt",
     "fieldset", "figcaption", "figure", "footer", "form", "header", "hr", "li", "main", "nav", "ol", "p",
@@ -3388,6 +3406,8 @@ class _HtmlWalker:
         if self.pre:
             self.end_pre(tag)
             return
+        if tag in _MATH_TOKENS:
+            self.buffer.append(" ")
         if tag == "tr" and self.rows:
             self.end_row()
         elif tag in _HTML_CELLS and self.rows:
@@ -3508,6 +3528,7 @@ def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
     """The visible text of an HTML page's text, in blocks (`_read_html`)."""
     soup = _html_soup(name, text, limits)
     _embed_srcdoc_pages(name, soup, limits, _tag_count(text))
+    _svg_labels(soup)
     try:
         return _HtmlWalker(alts=True).walk(soup)
     except RecursionError:
@@ -3539,6 +3560,46 @@ def _embed_srcdoc_pages(name: str, soup: Any, limits: LoadLimits, tags: int) -> 
             box = soup.new_tag("div", attrs={key: frame[key] for key in _SHOWN_ATTRS if key in frame.attrs})
             box.extend(list(_html_soup(name, page, limits).contents))
             frame.replace_with(box)
+
+
+# SVG elements whose <text> is never drawn where it stands: definitions, symbols used elsewhere, masks.
+_SVG_UNDRAWN = {"defs", "symbol", "clippath", "mask", "pattern", "marker", "lineargradient", "radialgradient"}
+
+
+def _svg_labels(soup: Any) -> None:
+    """Each inline `<svg>` of `soup` replaced by its drawn `<text>` labels, one paragraph each, in the
+    order the file writes them: a diagram's labels (a floor plan, a chart's axis names) are words the
+    page shows. Text inside definitions (`_SVG_UNDRAWN`), or hidden by its attributes or style, stays out;
+    the rest of the picture (paths, titles, scripts) is no text. A hidden picture hides its labels."""
+    for svg in soup.find_all("svg"):
+        if svg.find_parent("svg") is not None:
+            continue  # an inner <svg>: its labels are its outer picture's
+        box = soup.new_tag("div", attrs={key: svg[key] for key in _SHOWN_ATTRS if key in svg.attrs})
+        for label in svg.find_all("text"):
+            if _svg_hidden(label, svg):
+                continue
+            words = " ".join(label.get_text(" ").split())
+            if words:
+                paragraph = soup.new_tag("p")
+                paragraph.string = words
+                box.append(paragraph)
+        svg.replace_with(box)
+
+
+def _svg_hidden(label: Any, svg: Any) -> bool:
+    """Whether an SVG `<text>` is not drawn: inside a definition, or hidden by it or an element around it
+    (`display="none"`, `visibility="hidden"`, a hiding style, `opacity="0"`)."""
+    for element in [label, *label.parents]:
+        if element is svg:
+            return False
+        if element.name in _SVG_UNDRAWN or _html_hidden(element):
+            return True
+        attrs = element.attrs
+        if str(attrs.get("display", "")).strip() == "none" or str(attrs.get("visibility", "")).strip() == "hidden":
+            return True
+        if str(attrs.get("opacity", attrs.get("fill-opacity", ""))).strip() in ("0", "0.0"):
+            return True
+    return False
 
 
 def _html_soup(name: str, text: str, limits: LoadLimits) -> Any:
