@@ -190,3 +190,63 @@ def test_an_svgs_drawn_labels_are_read_in_order() -> None:
         "<svg hidden><text>secret four</text></svg>"
     )
     assert load_document("plan.html", page.encode()).text == "Plan\n\nLamp room\n\nWatch room\n\nDrawn in 1872."
+
+
+# ------------------------------------------------------------------ right-to-left PDF text in logical order
+
+HEBREW = ["שומר המגדלור היה אמברוז.", "הסירה הגיעה בשנת 1887 עם Ambrose Kittow.", "המנורה (הגדולה) דלקה כל לילה."]
+ARABIC = ["كان حارس المنارة أمبروز.", "وصل القارب في عام 1887.", "وصلت السفينة يوم الثلاثاء."]
+
+
+def _as_pypdf_reads_logical_order(line: str) -> str:
+    """What pypdf makes of a line drawn in reading order: each right-to-left run reversed, the spaces
+    between it and digits or Latin words lost (as it read reportlab's files)."""
+    import re
+
+    rtl = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"
+    if not re.search(r"[^\W_]", line, re.ASCII):
+        return line[::-1]
+    return re.sub(f"[{rtl}](?:[{rtl}\\s.]*[{rtl}])?", lambda m: m.group(0)[::-1], line).replace(" 1887 ", "1887")
+
+
+@pytest.mark.parametrize("lines", [HEBREW, ARABIC], ids=["Hebrew", "Arabic"])
+def test_right_to_left_text_written_in_reading_order_reads_forwards(lines: list[str]) -> None:
+    from raptor_engine.ingest.load import _rtl_in_reading_order
+
+    backwards = "\n".join(_as_pypdf_reads_logical_order(line) for line in lines)
+    assert backwards != "\n".join(lines)
+    assert _rtl_in_reading_order(backwards) == "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["\n".join(HEBREW), "\n".join(ARABIC), ".שומר המגדלור היה אמברוז\nהמנורה דלקה כל לילה.\nהסירה הגיעה ביום שלישי.",
+     "The word םע alone.", "Plain English text, no right-to-left letters."],
+    ids=["Hebrew", "Arabic", "visual order, one stop misplaced", "one sign", "none"],
+)
+def test_right_to_left_text_already_forwards_is_left_as_it_is(text: str) -> None:
+    from raptor_engine.ingest.load import _rtl_in_reading_order
+
+    assert _rtl_in_reading_order(text) == text
+
+
+def test_a_pdf_of_hebrew_drawn_in_reading_order_reads_forwards() -> None:
+    from pathlib import Path
+
+    font = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+    if not font.exists():
+        pytest.skip("no DejaVu font to draw Hebrew with")
+    pytest.importorskip("reportlab.pdfbase.ttfonts")
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.ttfonts import TTFont
+
+    from tests.pdf_pages import one_page_pdf
+
+    pdfmetrics.registerFont(TTFont("DejaVu", str(font)))
+
+    def draw(canvas) -> None:
+        canvas.setFont("DejaVu", 12)
+        for i, line in enumerate(HEBREW):
+            canvas.drawRightString(520, 760 - 18 * i, line)
+
+    assert load_document("he.pdf", one_page_pdf(draw)).text == "\n".join(HEBREW)

@@ -2548,6 +2548,55 @@ def _joined(fragments: list[_Fragment]) -> str:
     return " ".join(text.split())
 
 
+# Right-to-left letters (Hebrew, Arabic, Syriac, Thaana, NKo and their presentation forms) and a run of
+# them with the spaces and punctuation between (as pypdf reverses it), for `_rtl_in_reading_order`.
+_RTL = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"
+_RTL_LETTER = re.compile(f"[{_RTL}]")
+_RTL_RUN = re.compile(f"[{_RTL}](?:[{_RTL}\\s.,:;!?()\\[\\]\"'\u05be\u060c\u061b\u061f-]*[{_RTL}])?")
+_RTL_WORD = re.compile(f"[{_RTL}]+")
+_LTR_OR_DIGIT = re.compile(r"[^\W_]", re.ASCII)
+_HEBREW_FINALS = "\u05da\u05dd\u05df\u05e3\u05e5"  # ך ם ן ף ץ: only ever at a word's end
+_ARABIC_ENDS = "\u0629\u0649"  # ة ى: only ever at a word's end
+_SENTENCE_ENDS = ".!?:\u061f"
+
+
+def _rtl_in_reading_order(text: str) -> str:
+    """A page's text with its right-to-left runs turned back, where the page drew them in logical order.
+    pypdf reverses right-to-left runs, as layout programs write them in visual order (right to left on
+    the page); a writer without a shaping engine (reportlab, some converters) writes them in reading
+    order, which the reversal turns backwards. Letters only a word's end can hold (Hebrew's final forms,
+    Arabic's ta marbuta and alef maqsura, the article ال at a start) and full stops opening lines tell
+    which: only a page whose signs say "backwards" is turned. Digits and Latin words keep their order."""
+    if not _RTL_LETTER.search(text):
+        return text
+    backwards = forwards = 0
+    for word in _RTL_WORD.findall(text):
+        if len(word) < 2:
+            continue
+        backwards += word[0] in _HEBREW_FINALS or word[0] in _ARABIC_ENDS or (len(word) > 3 and word.endswith("\u0644\u0627"))
+        forwards += word[-1] in _HEBREW_FINALS or word[-1] in _ARABIC_ENDS or (len(word) > 3 and word.startswith("\u0627\u0644"))
+    for line in text.split("\n"):
+        line = line.strip()
+        backwards += len(line) > 1 and line[0] in _SENTENCE_ENDS and _RTL_LETTER.match(line[1]) is not None
+        forwards += len(line) > 1 and line[-1] in _SENTENCE_ENDS and _RTL_LETTER.match(line[-2]) is not None
+    if backwards < 2 or backwards <= forwards:
+        return text
+    return "\n".join(_rtl_line_turned(line) for line in text.split("\n"))
+
+
+def _rtl_line_turned(line: str) -> str:
+    """One line's right-to-left text in reading order: a line of it alone turned whole (its opening full
+    stop to its end; pypdf reversed its brackets' characters with it, so turning back restores them),
+    else each run turned where it stands, set apart by a space from the digits or Latin words the
+    reversal ran it into."""
+    if not _RTL_LETTER.search(line):
+        return line
+    if not _LTR_OR_DIGIT.search(line):
+        return line[::-1].strip()
+    turned = _RTL_RUN.sub(lambda m: m.group(0)[::-1], line)
+    return re.sub(f"(?<=[{_RTL}])(?=[^\\W_])(?![{_RTL}])|(?<=[^\\W_])(?<![{_RTL}])(?=[{_RTL}])", " ", turned)
+
+
 def _join_hyphenated(text: str) -> str:
     """A page's words that justified text broke at line ends joined again ('infor-' / 'mation' ->
     'information'); a hyphen before a number, a capital or a space stays ('1887 -', 'Mid-' / 'Winter')."""
@@ -2594,7 +2643,7 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         chars += len(text) + len(fields)
         if chars > limits.max_text_chars:
             raise _too_much_text(name, limits)
-        blocks.append(_Block(_join_hyphenated(text), page=number))
+        blocks.append(_Block(_join_hyphenated(_rtl_in_reading_order(text)), page=number))
         if fields:
             blocks.append(_Block(fields, page=number))
     if failed == len(pages) and pages:
