@@ -250,3 +250,22 @@ def test_a_pdf_of_hebrew_drawn_in_reading_order_reads_forwards() -> None:
             canvas.drawRightString(520, 760 - 18 * i, line)
 
     assert load_document("he.pdf", one_page_pdf(draw)).text == "\n".join(HEBREW)
+
+
+# ------------------------------------------------------------------ a PDF's per-page cost
+
+
+def test_pypdfs_named_encoding_is_built_once_and_handed_out_fresh() -> None:
+    """Each page's text extraction asked pypdf for the WinAnsi table anew (256 decodes a page); the loader
+    hands it a copy of one made once, so a page that changes its copy changes no other page's."""
+    from pypdf._text_extraction import _text_extractor
+
+    from raptor_engine.ingest import load
+    from raptor_tools.robustness import minimal_pdf
+
+    assert load_document("two.pdf", minimal_pdf(["First page.", "Second page."])).text == "First page.\n\nSecond page."
+    assert _text_extractor.encoding_dict_from_named_encoding is load._fresh_named_encoding
+    first = load._fresh_named_encoding("cp1252")
+    first[0x41] = "changed"
+    assert load._fresh_named_encoding("cp1252")[0x41] == "A"
+    assert load._fresh_named_encoding("cp1252")[0x80] == "€"

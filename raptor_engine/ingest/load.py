@@ -2129,8 +2129,36 @@ def _read_pdf(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         raise IngestError(name, "is not a PDF file (the .pdf extension does not match its content).")
     from pypdf import apply_configuration
 
+    _share_named_encodings()
     with apply_configuration(**_pdf_configuration(limits)):
         return _read_pdf_pages(name, data, limits)
+
+
+@functools.cache
+def _named_encoding(encoding: str) -> tuple[tuple[int, str], ...]:
+    from pypdf._codecs import encoding_dict_from_named_encoding
+
+    return tuple(encoding_dict_from_named_encoding(encoding).items())
+
+
+def _fresh_named_encoding(encoding: str) -> dict[int, str]:
+    """pypdf's `encoding_dict_from_named_encoding`, its 256 decodes made once per encoding: a fresh dict
+    each call (pypdf may change the one it gets), built from the tuple kept."""
+    return dict(_named_encoding(encoding))
+
+
+@functools.cache
+def _share_named_encodings() -> None:
+    """Point pypdf's text extractor and fonts at `_fresh_named_encoding`: each page's extraction built the
+    WinAnsi table afresh (256 byte decodes a page, a fifth of the CPU of a 2,000-page PDF of one line a
+    page). The same table each time; where pypdf has moved the name, nothing is changed."""
+    import importlib
+
+    for module in ("pypdf._text_extraction._text_extractor", "pypdf.generic._font"):
+        with contextlib.suppress(ImportError):
+            target = importlib.import_module(module)
+            if hasattr(target, "encoding_dict_from_named_encoding"):
+                target.encoding_dict_from_named_encoding = _fresh_named_encoding
 
 
 # pypdf's words for a stream that unpacks past the caps `_pdf_configuration` sets; a stream read to its
@@ -2308,8 +2336,10 @@ def _without_invisible_text(page: Any) -> int:
     the operators stay, so lines still break where they did. Returns how many strings were blanked."""
     from pypdf.generic import ContentStream, NameObject, TextStringObject
 
+    if not any(_INVISIBLE_SIGNS.search(data) for data in _content_data(page)):
+        return 0
     content = page.get_contents()
-    if content is None or _INVISIBLE_SIGNS.search(content.get_data()) is None:
+    if content is None:
         return 0
     operations = content.operations
     pictures = any(op == b"INLINE IMAGE" or op == b"Do" for _, op in operations)
@@ -2336,6 +2366,17 @@ def _without_invisible_text(page: Any) -> int:
         filtered.operations = operations
         page[NameObject("/Contents")] = filtered
     return blanked
+
+
+def _content_data(page: Any) -> Iterator[bytes]:
+    """A page's content streams, decoded, without parsing them into operations as `get_contents` does
+    (a page with nothing to look for pays only the decoding)."""
+    contents = page.get("/Contents")
+    contents = contents.get_object() if contents is not None else None
+    for stream in contents if isinstance(contents, list) else [contents] if contents is not None else []:
+        stream = stream.get_object()
+        if hasattr(stream, "get_data"):
+            yield stream.get_data()
 
 
 def _paints(operations: list[tuple[Any, bytes]]) -> bool:
