@@ -6,7 +6,6 @@ new document. Old stores get the fingerprint from their leaves (migration m011).
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 
 import pytest
 
@@ -16,7 +15,7 @@ from raptor_engine.storage.store_migrations import m011_document_words_alone
 from raptor_tools.book_files import odt_file
 from raptor_tools.fingerprint import fingerprint
 from raptor_tools.robustness import minimal_pdf, small_docx
-from tests.test_old_fingerprints import _Db
+from tests.test_old_fingerprints import migrated_words
 from tests.unhurried import unhurried_settings
 
 TITLE = "The Keeper's Cat"
@@ -127,18 +126,8 @@ def test_m011_gives_every_document_its_words_from_its_leaves(tmp_path, embedder)
     """A store from before m011 (words NULL, or in the earlier fingerprint): m011 reads each document's
     words from its leaves, a .txt's as Markdown renders them, and the .docx of one is then a copy."""
     data = tmp_path / "data"
-    engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
-    try:
-        asyncio.run(engine.ingest("kb", "story.txt", MARKDOWN.encode()))
-    finally:
-        engine.close()
-    conn = sqlite3.connect(data / "raptor.db")
-    conn.execute("UPDATE documents SET words_sha256 = NULL")
-    conn.commit()
-    m011_document_words_alone(_Db(conn))
-    conn.commit()
-    stored = conn.execute("SELECT words_sha256 FROM documents").fetchone()[0]
-    conn.close()
+    reset = "UPDATE documents SET words_sha256 = NULL"
+    stored = migrated_words(data, embedder, ("story.txt", MARKDOWN.encode()), reset, m011_document_words_alone)
     assert stored == document_words_fingerprint(load_document("story.md", MARKDOWN.encode()))
     engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
     try:
