@@ -269,3 +269,18 @@ def test_pypdfs_named_encoding_is_built_once_and_handed_out_fresh() -> None:
     first[0x41] = "changed"
     assert load._fresh_named_encoding("cp1252")[0x41] == "A"
     assert load._fresh_named_encoding("cp1252")[0x80] == "€"
+
+
+# ------------------------------------------------------------------ definition lists
+
+
+def test_a_definition_reads_with_its_term() -> None:
+    page = (
+        "<h1>Terms</h1><dl><dt>Colza</dt><dd>An oil pressed from rapeseed.</dd><dt>Lucerne</dt><dt>Chimney:</dt>"
+        "<dd><p>The glass round the flame.</p><p>It is cleaned daily.</p></dd><dt>Occulting</dt></dl>"
+        "<dl><dt>Orphan term</dt></dl><h2>Rhyme</h2><p>Sleep at noon.</p>"
+    )
+    assert load_document("dl.html", page.encode()).text == (
+        "Terms\n\nColza: An oil pressed from rapeseed.\n\nLucerne / Chimney: The glass round the flame.\n\n"
+        "It is cleaned daily.\n\nOcculting\n\nOrphan term\n\nRhyme\n\nSleep at noon."
+    )

@@ -3420,11 +3420,14 @@ class _HtmlWalker:
         self.pre = 0  # depth of the <pre> elements being read: their white space is kept
         self.pre_code = False  # the <pre> being read holds a <code> element
         self.alts: list[str] = []  # the alt texts of the pictures in the block being read
+        self.term = ""  # a definition list's term (<dt>) waiting for its definition (<dd>)
 
     def flush(self) -> None:
         text = "".join(self.buffer)
         self.buffer = []
         alts, self.alts = self.alts, []
+        if text.strip() and self.term:  # a definition reads with its term: "Lucerne: the frame that ..."
+            text, self.term = f"{self.term}{'' if self.term[-1] in ':.?!' else ':'} {text.strip()}", ""
         if text.strip():
             self.blocks.append(_Block(text, heading=self.heading))
         elif alts:  # a block of pictures alone reads as what they show, as Markdown's line of images does
@@ -3498,6 +3501,11 @@ class _HtmlWalker:
             return
         if tag in _MATH_TOKENS:
             self.buffer.append(" ")
+        if tag == "dt" and not self.rows and self.heading_depth == 0:
+            self.end_term()
+            return
+        if tag == "dl" or (tag in _HTML_HEADINGS and self.heading_depth == 1):
+            self.drop_term()
         if tag == "tr" and self.rows:
             self.end_row()
         elif tag in _HTML_CELLS and self.rows:
@@ -3516,6 +3524,20 @@ class _HtmlWalker:
         elif tag in _HTML_BLOCKS:
             self.buffer.append(" ")
 
+
+    def end_term(self) -> None:
+        """A definition list's term kept for the definition that follows (a glossary's "Colza" and "an oil
+        pressed from rapeseed" are one line to search), several terms of one definition joined."""
+        term = " ".join("".join(self.buffer).split())
+        self.buffer = []
+        if term:
+            self.term = f"{self.term} / {term}" if self.term else term
+
+    def drop_term(self) -> None:
+        """A term no definition followed (the list or the section ended): read as a line of its own."""
+        if self.term:
+            self.blocks.append(_Block(self.term, heading=self.heading))
+            self.term = ""
 
     def start_pre(self, tag: str) -> None:
         """Inside <pre> the text is read as a browser shows it, its line breaks and indentation kept."""
