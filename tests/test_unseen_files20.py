@@ -159,7 +159,7 @@ async def test_the_engine_answers_a_question_typed_in_styled_letters(tmp_path, e
     ("name", "escaped"),
     [
         ("run.log", "\x1b[32m04:00 INFO\x1b[0m lamp lit\n\x1b[1;31m04:20 ERROR\x1b[0m boat delayed by swell\n"),
-        ("ls.txt", "\x1b]0;keeper@rock\x07\x1b[01;34m04:00 INFO\x1b[0m lamp lit\n\x9b31m04:20 ERROR\x9b0m boat delayed by swell\n"),
+        ("ls.txt", "\x1b]0;keeper@rock\x07\x1b[01;34m04:00 INFO\x1b[0m lamp lit\n\x1b[31m04:20 ERROR\x1b[0m boat delayed by swell\n"),
         ("run.md", "\x1b[32m04:00 INFO\x1b[0m lamp lit\n\n\x1b[31m04:20 ERROR\x1b[0m boat delayed by swell\n"),
     ],
 )
@@ -170,6 +170,7 @@ def test_terminal_escape_sequences_go_whole(name: str, escaped: str) -> None:
 
 
 def test_an_escape_alone_leaves_the_text_after_it() -> None:
+    assert load_document("b.txt", "Lamp\x9b a lit.".encode()).text == "Lamp a lit."  # a stray C1 byte alone
     assert load_document("a.txt", b"Lamp \x1b lit [at dusk] \x1b]no end").text == "Lamp lit [at dusk] no end"  # ESC ] is one code (OSC), ended or not
 
 

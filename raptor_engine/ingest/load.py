@@ -409,16 +409,16 @@ _CONTROL_CHARS = re.compile(
     + "]"
 )
 # A terminal's escape sequences (ANSI colours in a saved log, `ls --color` output, a title set by OSC):
-# their ESC (or C1 CSI) alone removed as a control would leave `[32m` in the text, so each goes whole.
+# their ESC alone removed as a control would leave `[32m` in the text, so each goes whole. (A lone C1
+# control, U+009B, is removed alone: in text it is more often a stray byte than a terminal's code.)
 _TERMINAL_ESCAPES = re.compile(
-    "(?:\x1b\\[|\x9b)[0-?]{0,64}[ -/]{0,8}[@-~]|(?:\x1b\\]|\x9d)[^\x07\x1b\x9c]{0,2000}(?:\x07|\x1b\\\\|\x9c)"
-    "|\x1b[@-Z\\\\-_]"
+    "\x1b\\[[0-?]{0,64}[ -/]{0,8}[@-~]|\x1b\\][^\x07\x1b\x9c]{0,2000}(?:\x07|\x1b\\\\|\x9c)|\x1b[@-Z\\\\-_]"
 )
 
 
 def _without_controls(text: str) -> str:
     """`text` without terminal escape sequences (whole) and control characters (`_CONTROL_CHARS`)."""
-    if "\x1b" in text or "\x9b" in text or "\x9d" in text:
+    if "\x1b" in text:
         text = _TERMINAL_ESCAPES.sub("", text)
     return _CONTROL_CHARS.sub("", text)
 
