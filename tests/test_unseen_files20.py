@@ -1,7 +1,7 @@
 """Kinds of file the files20 outside pass of docs/ROBUSTNESS.md found read badly: a page inside
 `<iframe srcdoc>`, PDF text no viewer shows (render mode 3 or 7, white on a blank page), a PDF page tree
 that loops, questions typed in styled letters, terminal escape codes left as `[32m`, MathML formulas and
-SVG labels dropped."""
+SVG labels dropped, definition lists split from their terms, JSON records read as code lines."""
 
 from __future__ import annotations
 
@@ -285,3 +285,29 @@ def test_a_definition_reads_with_its_term() -> None:
         "Terms\n\nColza: An oil pressed from rapeseed.\n\nLucerne / Chimney: The glass round the flame.\n\n"
         "It is cleaned daily.\n\nOcculting\n\nOrphan term\n\nRhyme\n\nSleep at noon."
     )
+
+
+# ------------------------------------------------------------------ a JSON table's export
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        '[{"name": "Ambrose Kittow", "from": 1885, "ratio": 1.10},\n {"name": "Daniel Kittow", "from": 1946, "last": true, "note": null}]',
+        '{"keepers": [{"name": "Ambrose Kittow", "from": 1885, "ratio": 1.10}, {"name": "Daniel Kittow", "from": 1946, "last": true}]}',
+    ],
+    ids=["a list", "the one value of an object"],
+)
+def test_a_json_list_of_flat_records_reads_as_labelled_rows(source: str) -> None:
+    assert load_document("keepers.json", source.encode()).text == (
+        "- name: Ambrose Kittow; from: 1885; ratio: 1.10.\n- name: Daniel Kittow; from: 1946; last: true."
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    ['[{"name": "one record"}]', '[{"a": {"nested": 1}}, {"a": 2}]', '[1, 2, 3]', '{"a": [{"x": 1}, {"x": 2}], "b": 1}'],
+    ids=["one record", "nested", "not objects", "an object of two keys"],
+)
+def test_other_json_stays_fenced_code(source: str) -> None:
+    assert load_document("config.json", source.encode()).text == f"```json\n{source}\n```"

@@ -3927,10 +3927,53 @@ def _read_code(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     text, notice = _decode_text(name, data)
     ext = _extension(name)
     if ext == ".json":
+        rows = _json_records(text)
+        if rows:
+            return [_Block("\n".join(rows), heading=(name,), notice=notice)]
         text = _reindented_json(text)
     text = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
     fence = _fence_around(text)
     return [_Block(f"{fence}{CODE_LANGUAGES[ext]}\n{text}\n{fence}", heading=(name,), notice=notice)]
+
+
+JSON_RECORDS_MIN = 2  # a JSON list of at least this many flat objects is a table's export, read as rows
+
+
+def _json_records(text: str) -> list[str]:
+    """A JSON file that is a table's export (a list of flat objects, at the top or as the one value of
+    an object: `[{"name": ..., "from": ...}, ...]`, as APIs and spreadsheet tools write one) as one
+    labelled row a record (`_labelled_row`, as a CSV's rows are read), so a record's fields stay together
+    in whichever chunk it lands: read as code lines, "Who locked the door?" found the line of the note
+    and not the name three lines above. Values are kept as written (numbers unparsed). Empty for any
+    other JSON: configuration stays fenced code."""
+    import json
+
+    if len(text) > JSON_REINDENT_MAX_CHARS:
+        return []
+    try:
+        value = json.loads(text, parse_float=str, parse_int=str, parse_constant=str)
+    except (ValueError, RecursionError):
+        return []
+    if isinstance(value, dict) and len(value) == 1:
+        value = next(iter(value.values()))
+    if not isinstance(value, list) or len(value) < JSON_RECORDS_MIN or not all(_flat_record(v) for v in value):
+        return []
+    header = list(dict.fromkeys(key for record in value for key in record))
+    rows = [_labelled_row(header, [_json_cell(record.get(key)) for key in header]) for record in value]
+    return [row for row in rows if row]
+
+
+def _flat_record(value: Any) -> bool:
+    return isinstance(value, dict) and bool(value) and all(not isinstance(v, (dict, list)) for v in value.values())
+
+
+def _json_cell(value: Any) -> str:
+    """A JSON value as its cell: strings as they are, true/false as written, null as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return " ".join(str(value).split())
 
 
 def _reindented_json(text: str) -> str:
