@@ -88,6 +88,7 @@ def test_markup_is_no_word_but_the_words_it_holds_are() -> None:
     assert words_fingerprint("Fetch the source. Build it make install") == base  # punctuation and spacing
     assert words_fingerprint("Fetch the source.\nBuild it: make uninstall") != base
     assert words_fingerprint("Fetch the sour ce.\nBuild it: make install") != base  # a word split is two words
+    assert words_fingerprint("🐝 🐝 🌼 ***") == words_fingerprint("⚓ ---") == ""  # no words: nothing to match by
 
 
 @pytest.fixture(scope="module")

@@ -675,6 +675,8 @@ def words_fingerprint(text: str) -> str:
     stored before it are given theirs from their leaves (migrations m009, m011)."""
     text = unicodedata.normalize("NFKC", text.replace("\ufeff", ""))
     words = _WORD.findall(_LIST_NUMBER.sub("", _FENCE_LINE.sub("", text)))
+    if not words:  # symbols or emoji alone: no words to tell two such documents apart, so none to match by
+        return ""
     return hashlib.sha256(" ".join(words).encode("utf-8", "surrogatepass")).hexdigest()
 
 

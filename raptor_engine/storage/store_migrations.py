@@ -221,7 +221,7 @@ def m011_document_words_alone(db: sqlite_utils.Database) -> None:
     for doc_id, fmt in db.execute("SELECT id, format FROM documents").fetchall():
         text = _leaf_text(db, doc_id) if fmt != MESSAGE_FORMAT else ""
         words = words_fingerprint(markdown_text(text) if fmt == "txt" else text) if text else None
-        db.execute("UPDATE documents SET words_sha256 = ? WHERE id = ?", [words, doc_id])
+        db.execute("UPDATE documents SET words_sha256 = ? WHERE id = ?", [words or None, doc_id])
 
 @summary_cache_migrations
 def m001_summary_cache(db: sqlite_utils.Database) -> None:
