@@ -36,7 +36,7 @@ from .errors import (
 )
 from .ingest.budget import BuildBudget, current_budget
 from .ingest.chunk import split_sentences
-from .ingest.load import safe_filename, strip_unsafe
+from .ingest.load import plain_letters, safe_filename, strip_unsafe
 from .ingest.messages import (
     MESSAGE_FORMAT,
     ChatMessage,
@@ -731,8 +731,8 @@ class Engine:
         """Add a document: build its subtree, refresh the cross-document layer, store all at once.
 
         The same document already in the knowledge base is a no-op ("duplicate"): identical bytes, or
-        the same text saved again otherwise (load.text_fingerprint), which is found once the upload is
-        read, before it is built. On any error nothing is stored. Builds of one knowledge base run one at a time,
+        the same text saved again otherwise (load.text_fingerprint), or the same words under another kind
+        (load.words_fingerprint), which are found once the upload is read, before it is built. On any error nothing is stored. Builds of one knowledge base run one at a time,
         in arrival order, and across processes take turns from before the build to the commit (writers.py).
         """
         name = safe_filename(filename)
@@ -820,6 +820,7 @@ class Engine:
             "name": name,
             "sha256": sha,
             "text_sha256": built.text_sha256,
+            "words_sha256": built.words_sha256,
             "size": len(data),
             "format": fmt,
             "added_by": added_by,
@@ -952,15 +953,15 @@ class Engine:
         await asyncio.to_thread(self.indexes.get, kb_id)
 
     def _stored_copy(self, kb_id: int | None, sha: str, text_sha: str, words_sha: str = "") -> DocumentInfo | None:
-        """The document of `kb_id` with these bytes or, failing that, this text fingerprint (or, for a
-        document stored before the words' fingerprint, these words: `load.words_fingerprint`)."""
+        """The document of `kb_id` with these bytes or, failing that, this text fingerprint or these words
+        (`_same_text`)."""
         if kb_id is None:
             return None
         return self.store.document_by_sha(kb_id, sha) or self._same_text(kb_id, text_sha, words_sha)
 
     def _same_text(self, kb_id: int, text_sha: str, words_sha: str) -> DocumentInfo | None:
-        """The document of `kb_id` this loaded text is: by its fingerprint, or by its words' for one that an
-        earlier loader stored (its text fingerprint, if any, was that loader's)."""
+        """The document of `kb_id` this loaded text is: by its fingerprint, or by its words alone (the same
+        document under another kind, or one an earlier loader stored: `load.words_fingerprint`)."""
         return (self.store.document_by_text(kb_id, text_sha) if text_sha else None) or (
             self.store.document_by_words(kb_id, words_sha) if words_sha else None
         )
@@ -1974,7 +1975,8 @@ class Engine:
         asked_by: str,
         on_text: TextCallback | None,
     ) -> Answer:
-        question = " ".join(shown_text(question).split())
+        # styled letters ("𝐖𝐡𝐨 𝐤𝐞𝐩𝐭…", full-width) read as the plain ones documents are stored in
+        question = " ".join(plain_letters(shown_text(question)).split())
         history = [Turn(turn.role, shown_text(turn.content)) for turn in history or []]
         if not question:
             raise RaptorError("The question is empty.")

@@ -375,15 +375,16 @@ def test_names_with_bytes_that_are_not_utf8_are_stored_readable(run, files):
 
 def test_names_with_terminal_escapes_are_stored_without_them(run, files):
     """A knowledge base or `--as` name is printed back by `tree` and `docs`: an escape sequence in it
-    (a window title, a colour) would run in the terminal each time. Control characters are dropped;
-    a name of nothing else is empty."""
+    (a window title, a colour) would run in the terminal each time. Escape sequences go whole (files20:
+    no `]0;pwned[31m` left behind) and other control characters are dropped; a name of nothing else is
+    empty."""
     railway, _, _ = files
     escape = "\x1b]0;pwned\x07\x1b[31m"
     assert run("ingest", str(railway), "--kb", f"t{escape}", "--as", f"me{escape}", "--quiet").exit_code == 0
-    tree = run("tree", "--kb", "t]0;pwned[31m")
-    assert tree.exit_code == 0 and tree.output.startswith("t]0;pwned[31m: 1 document"), tree.output
+    tree = run("tree", "--kb", "t")
+    assert tree.exit_code == 0 and tree.output.startswith("t: 1 document"), tree.output
     listed = json.loads(run("docs", "--kb", f"t{escape}", "--json").output)
-    assert listed[0]["added_by"] == "me]0;pwned[31m"
+    assert listed[0]["added_by"] == "me"
     assert "the knowledge base name is empty" in run("docs", "--kb", "\x1b\x07").output
 
 

@@ -559,4 +559,4 @@ async def test_what_a_model_writes_loses_terminal_escapes_and_invisible_characte
     by the CLI, shown on Discord and stored as summaries."""
     server.responder = lambda body: "Cinderella\x1b[2J lost\x9b a slipper\u202e at the ball\U000e0041. [1]"
     draft = await answerer_for(server, tmp_path).answer("Who lost a slipper?", context_nodes(), [])
-    assert draft.text == "Cinderella[2J lost a slipper at the ball. [1]"  # the escape is gone: inert text
+    assert draft.text == "Cinderella lost a slipper at the ball. [1]"  # the escape sequence is gone whole

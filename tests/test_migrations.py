@@ -101,6 +101,7 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
         ("store", "m008_document_text_fingerprint"),
         ("store", "m009_document_words_fingerprint"),
         ("store", "m010_node_code"),
+        ("store", "m011_document_words_alone"),
         ("bot", "m001_bot_tables"),
         ("bot", "m002_message_sync"),
         ("bot", "m003_turn_sources"),

@@ -41,19 +41,9 @@ def test_an_old_loaders_fingerprint_is_matched_by_the_words_of_the_leaves(tmp_pa
     value the new loader does not give) and no words' fingerprint; m009 fills it from the leaves, and the
     upload re-saved (CRLF) is then the stored document, not a second copy."""
     data = tmp_path / "data"
-    engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
-    try:
-        asyncio.run(engine.ingest("kb", "driver.md", README.encode()))
-    finally:
-        engine.close()
-    conn = sqlite3.connect(data / "raptor.db")
-    conn.execute("UPDATE documents SET text_sha256 = 'fingerprint of the old loader', words_sha256 = NULL")
-    conn.commit()
-    m009_document_words_fingerprint(_Db(conn))
-    conn.commit()
-    stored = conn.execute("SELECT words_sha256 FROM documents").fetchone()[0]
+    reset = "UPDATE documents SET text_sha256 = 'fingerprint of the old loader', words_sha256 = NULL"
+    stored = migrated_words(data, embedder, ("driver.md", README.encode()), reset, m009_document_words_fingerprint)
     assert stored == words_fingerprint(load_document("driver.md", README.encode()).text)
-    conn.close()
     engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
     try:
         again = asyncio.run(engine.ingest("kb", "driver (copy).md", README.replace("\n", "\r\n").encode()))
@@ -64,15 +54,37 @@ def test_an_old_loaders_fingerprint_is_matched_by_the_words_of_the_leaves(tmp_pa
         engine.close()
 
 
-def test_new_documents_are_matched_by_their_text_not_their_words(tmp_path, embedder):
-    """Line breaks still count for documents stored now: no words' fingerprint is kept for them."""
+def test_new_documents_are_matched_by_their_words_not_their_line_breaks(tmp_path, embedder):
+    """A paragraph wrapped otherwise is the same words (files20: the words' fingerprint is kept for every
+    document, so the same document under another kind is found); a word changed is another document."""
     engine = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder)
     try:
         asyncio.run(engine.ingest("kb", "a.md", b"Kestrels hover.\nThey eat voles.\n"))
-        other = asyncio.run(engine.ingest("kb", "b.md", b"Kestrels hover. They eat voles.\n"))
+        same = asyncio.run(engine.ingest("kb", "b.md", b"Kestrels hover. They eat voles.\n"))
+        assert (same.status, same.document.name) == ("duplicate", "a.md")
+        other = asyncio.run(engine.ingest("kb", "c.md", b"Kestrels hover. They eat mice.\n"))
         assert other.status != "duplicate"
     finally:
         engine.close()
+
+
+def migrated_words(data, embedder, upload: tuple[str, bytes], reset: str, migration) -> str:
+    """The words' fingerprint a store holding `upload` keeps once `reset` (SQL) made it an older store's
+    and `migration` ran on it again."""
+    engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
+    try:
+        asyncio.run(engine.ingest("kb", *upload))
+    finally:
+        engine.close()
+    conn = sqlite3.connect(data / "raptor.db")
+    try:
+        conn.execute(reset)
+        conn.commit()
+        migration(_Db(conn))
+        conn.commit()
+        return conn.execute("SELECT words_sha256 FROM documents").fetchone()[0]
+    finally:
+        conn.close()
 
 
 class _Db:

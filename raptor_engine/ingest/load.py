@@ -408,6 +408,21 @@ _CONTROL_CHARS = re.compile(
     + "".join(f"{chr(plane * 0x10000 + 0xFFFE)}{chr(plane * 0x10000 + 0xFFFF)}" for plane in range(1, 17))
     + "]"
 )
+# A terminal's escape sequences (ANSI colours in a saved log, `ls --color` output, a title set by OSC):
+# their ESC alone removed as a control would leave `[32m` in the text, so each goes whole. (A lone C1
+# control, U+009B, is removed alone: in text it is more often a stray byte than a terminal's code.)
+_TERMINAL_ESCAPES = re.compile(
+    "\x1b\\[[0-?]{0,64}[ -/]{0,8}[@-~]|\x1b\\][^\x07\x1b\x9c]{0,2000}(?:\x07|\x1b\\\\|\x9c)|\x1b[@-Z\\\\-_]"
+)
+
+
+def _without_controls(text: str) -> str:
+    """`text` without terminal escape sequences (whole) and control characters (`_CONTROL_CHARS`)."""
+    if "\x1b" in text:
+        text = _TERMINAL_ESCAPES.sub("", text)
+    return _CONTROL_CHARS.sub("", text)
+
+
 # Characters that show nothing but can carry hidden text to a model: Unicode tag characters (an
 # invisible copy of ASCII), bidirectional overrides, embeddings and isolates, zero-width spaces, joiners
 # and marks, invisible operators, variation selectors (Mongolian's free ones too) and Hangul fillers; and
@@ -448,7 +463,7 @@ def strip_invisible(text: str) -> str:
 def strip_unsafe(text: str) -> str:
     """Control characters (a terminal escape, a C1 CSI), noncharacters and invisible characters removed;
     line breaks and tabs kept. For text no loader read: what an LLM writes is shown and stored too."""
-    return strip_invisible(_CONTROL_CHARS.sub("", text))
+    return strip_invisible(_without_controls(text))
 
 
 # Cyrillic and Greek letters drawn as Latin ones, and the Latin letters they look like: a word mixing them
@@ -554,6 +569,14 @@ _LIGATURE_CHARS = tuple(chr(code) for code in range(0xFB00, 0xFB07))
 _HYPHENATED_BREAK = re.compile(r"(?<=[^\W\d_])-\n[^\S\n]*(?=[^\W\d_])")
 
 
+def plain_letters(text: str) -> str:
+    """`text` with its letters as documents' are stored: words mixing look-alike Cyrillic or Greek letters
+    in one script (`_one_script_words`), styled letters (mathematical bold, full-width) plain
+    (`_plain_letters`). For a question: typed in a "fancy text" generator's letters, it must find the
+    words the documents hold."""
+    return _plain_letters(_one_script_words(text)[0])[0]
+
+
 def _normalise(text: str, *, marked_code: bool = False) -> str:
     """Collapse runs of spaces, trim lines, keep at most one blank line between paragraphs. Lines inside a
     code fence (``` or ~~~, in Markdown or plain text) keep their indentation and spacing, only trailing
@@ -564,7 +587,7 @@ def _normalise(text: str, *, marked_code: bool = False) -> str:
         kept = (_normalise(piece) if i % 2 == 0 else _normalise_code(piece) for i, piece in enumerate(pieces))
         return "\n\n".join(piece for piece in kept if piece)
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
-    text = strip_invisible(_CONTROL_CHARS.sub("", text))
+    text = strip_invisible(_without_controls(text))
     if any(ligature in text for ligature in _LIGATURE_CHARS):  # a table translate costs ~0.1 us a character
         text = text.translate(_LIGATURES)
     lines: list[str] = []
@@ -622,7 +645,7 @@ def _normalise_code(text: str) -> str:
     """An indented code block's lines as typed (indentation included: it is what marks them as code to
     `chunk.code_lines`), less unsafe characters, trailing spaces and blank lines at either end."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
-    lines = strip_invisible(_CONTROL_CHARS.sub("", text)).split("\n")
+    lines = strip_invisible(_without_controls(text)).split("\n")
     return _BLANK_RUNS.sub("\n\n", "\n".join(line.rstrip() for line in lines)).strip("\n")
 
 
@@ -636,17 +659,31 @@ def text_fingerprint(text: str) -> str:
     return hashlib.sha256(text.strip("\n").encode("utf-8", "surrogatepass")).hexdigest()
 
 
-_FENCE_MARKS = re.compile(r"`{3,}|~{3,}")
+# What a words' fingerprint leaves out besides punctuation and spacing: a fence's whole line (its info
+# string, "python", names no word of the text) and a numbered list item's number (Word and HTML number
+# their lists outside the text: "1. Fetch it." in Markdown is "Fetch it." in a .docx).
+_FENCE_LINE = re.compile(r"^[ \t>]*(?:`{3,}|~{3,}).*$", re.MULTILINE)
+_LIST_NUMBER = re.compile(r"^[ \t>]*\d{1,9}[.)][ \t]+", re.MULTILINE)
+_WORD = re.compile(r"\w+")
 
 
 def words_fingerprint(text: str) -> str:
-    """The sha256 of a text's words alone, fence marks left out: what a document stored by an earlier
-    loader still shares with its upload now, when the loader has since changed how it writes white space
-    and fences (blank lines around a block, a fence inside a list item, a block closed at the end). Only
-    documents stored before this fingerprint existed are matched by it (`documents.words_sha256`, filled
-    from their leaves by the m009 migration); newer ones are matched by `text_fingerprint` alone."""
-    text = unicodedata.normalize("NFC", text.replace("\ufeff", ""))
-    return hashlib.sha256(" ".join(_FENCE_MARKS.sub(" ", text).split()).encode("utf-8", "surrogatepass")).hexdigest()
+    """The sha256 of a text's words alone, in order, with case: no punctuation, spacing, line breaks or
+    markup (Markdown's `#`, `**`, `|`, fences, list numbers). The same document under another kind (.md
+    and .docx, .html, .odt, .pdf, .txt) reads to the same words and differing markup, so this is what
+    tells it is one document; a word, a figure or a letter's case changed makes another. Documents
+    stored before it are given theirs from their leaves (migrations m009, m011)."""
+    text = unicodedata.normalize("NFKC", text.replace("\ufeff", ""))
+    words = _WORD.findall(_LIST_NUMBER.sub("", _FENCE_LINE.sub("", text)))
+    if not words:  # symbols or emoji alone: no words to tell two such documents apart, so none to match by
+        return ""
+    return hashlib.sha256(" ".join(words).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def document_words_fingerprint(doc: LoadedDocument) -> str:
+    """The `words_fingerprint` of a loaded document, a .txt read as Markdown (as `document_fingerprint`
+    reads it), so a .txt holding Markdown and the .docx of it are one document."""
+    return words_fingerprint(markdown_text(doc.text) if doc.format == "txt" else doc.text)
 
 
 def document_fingerprint(doc: LoadedDocument) -> str:
@@ -2094,8 +2131,36 @@ def _read_pdf(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         raise IngestError(name, "is not a PDF file (the .pdf extension does not match its content).")
     from pypdf import apply_configuration
 
+    _share_named_encodings()
     with apply_configuration(**_pdf_configuration(limits)):
         return _read_pdf_pages(name, data, limits)
+
+
+@functools.cache
+def _named_encoding(encoding: str) -> tuple[tuple[int, str], ...]:
+    from pypdf._codecs import encoding_dict_from_named_encoding
+
+    return tuple(encoding_dict_from_named_encoding(encoding).items())
+
+
+def _fresh_named_encoding(encoding: str) -> dict[int, str]:
+    """pypdf's `encoding_dict_from_named_encoding`, its 256 decodes made once per encoding: a fresh dict
+    each call (pypdf may change the one it gets), built from the tuple kept."""
+    return dict(_named_encoding(encoding))
+
+
+@functools.cache
+def _share_named_encodings() -> None:
+    """Point pypdf's text extractor and fonts at `_fresh_named_encoding`: each page's extraction built the
+    WinAnsi table afresh (256 byte decodes a page, a fifth of the CPU of a 2,000-page PDF of one line a
+    page). The same table each time; where pypdf has moved the name, nothing is changed."""
+    import importlib
+
+    for module in ("pypdf._text_extraction._text_extractor", "pypdf.generic._font"):
+        with contextlib.suppress(ImportError):
+            target = importlib.import_module(module)
+            if hasattr(target, "encoding_dict_from_named_encoding"):
+                target.encoding_dict_from_named_encoding = _fresh_named_encoding
 
 
 # pypdf's words for a stream that unpacks past the caps `_pdf_configuration` sets; a stream read to its
@@ -2105,10 +2170,13 @@ _PDF_EXPANSION_CAPS = ("decompress", "declared stream length", "output bytes")
 
 
 def _pdf_failure(name: str, exc: Exception, limits: LoadLimits, what: str) -> IngestError:
-    """The one sentence for an exception from pypdf: a cap it hit, a missing AES library, or corruption."""
+    """The one sentence for an exception from pypdf: a page tree that loops, a cap it hit, a missing AES
+    library, or corruption."""
     from pypdf.errors import DependencyError, LimitReachedError
 
     log.info("%s: pypdf failed while %s: %r", name, what, exc)
+    if any(sign in str(exc).lower() for sign in _PAGE_TREE_CYCLE):
+        return IngestError(name, "is a damaged PDF: its list of pages leads back into itself, so its pages cannot be found.")
     if isinstance(exc, LimitReachedError):
         message = str(exc).lower()
         if any(cap in message for cap in _PDF_EXPANSION_CAPS) or message.endswith(
@@ -2123,6 +2191,10 @@ def _pdf_failure(name: str, exc: Exception, limits: LoadLimits, what: str) -> In
             name, "is encrypted with AES, and the server lacks the 'cryptography' package needed to open it."
         )
     return IngestError(name, "is a corrupt or truncated PDF.")
+
+
+# pypdf's words for a page tree that holds itself (a /Kids entry naming a node above it)
+_PAGE_TREE_CYCLE = ("cyclic page references", "cycle in /pages hierarchy")
 
 
 # Lines of one character each (or none: a space drawn alone), many in a row: what pypdf's plain
@@ -2236,6 +2308,98 @@ def _visible_layers_only(name: str, page: Any, off: frozenset[int]) -> int:
         return _without_hidden_layers(page, off)
     except Exception as exc:
         log.info("%s: hidden layers not left out: %r", name, exc)
+        return 0
+
+
+# Signs in a page's content that it may draw text nobody sees: render mode 3 (invisible) or 7 (clip only),
+# or a white fill colour (gray 1, RGB 1 1 1, CMYK 0 0 0 0). Only a page that has one is parsed for it.
+_INVISIBLE_SIGNS = re.compile(
+    rb"(?<![\d.])[37]\s+Tr\b|(?<![\d.])1(?:\.0*)?\s+(?:g|sc|scn)\b|(?<![\d.])(?:1(?:\.0*)?\s+){3}(?:rg|sc|scn)\b"
+    rb"|(?<![\d.])(?:0(?:\.0*)?\s+){4}(?:k|sc|scn)\b"
+)
+_FILL_COLOUR = (b"g", b"rg", b"k", b"sc", b"scn")
+_PAINT = (b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*", b"sh", b"INLINE IMAGE")
+
+
+def _white(operands: list[Any]) -> bool:
+    """Whether a fill colour's operands are white: gray 1, RGB 1 1 1, or CMYK 0 0 0 0."""
+    try:
+        values = [float(v) for v in operands]
+    except (TypeError, ValueError):  # a pattern's name
+        return False
+    return values in ([1.0], [1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0])
+
+
+def _without_invisible_text(page: Any) -> int:
+    """Blank the text `page` draws where a viewer shows none: in render mode 3 or 7 on a page that draws
+    no picture (a scan's OCR layer is invisible text over the scan, the picture showing its words), or
+    in white on a page that paints nothing else (no picture, no filled shape that is not white). Such
+    text could carry instructions no reader of the file sees, as a hidden layer's could. The strings go,
+    the operators stay, so lines still break where they did. Returns how many strings were blanked."""
+    from pypdf.generic import ContentStream, NameObject, TextStringObject
+
+    if not any(_INVISIBLE_SIGNS.search(data) for data in _content_data(page)):
+        return 0
+    content = page.get_contents()
+    if content is None:
+        return 0
+    operations = content.operations
+    pictures = any(op == b"INLINE IMAGE" or op == b"Do" for _, op in operations)
+    painted = pictures or _paints(operations)
+    white, mode, saved, blanked = False, 0, [], 0
+    for operands, operator in operations:
+        if operator == b"q":
+            saved.append((white, mode))
+        elif operator == b"Q" and saved:
+            white, mode = saved.pop()
+        elif operator in _FILL_COLOUR:
+            white = _white(operands)
+        elif operator == b"cs":
+            white = False  # a new colour space starts at its black (or its first colour)
+        elif operator == b"Tr" and operands:
+            mode = int(operands[0]) if isinstance(operands[0], (int, float)) else 0
+        elif operator in _SHOW_TEXT and operands:
+            unseen = (mode in (3, 7) and not pictures) or (white and mode in (0, 4) and not painted)
+            if unseen:
+                operands[-1] = [] if operator == b"TJ" else TextStringObject("")
+                blanked += 1
+    if blanked:
+        filtered = ContentStream(None, content.pdf)
+        filtered.operations = operations
+        page[NameObject("/Contents")] = filtered
+    return blanked
+
+
+def _content_data(page: Any) -> Iterator[bytes]:
+    """A page's content streams, decoded, without parsing them into operations as `get_contents` does
+    (a page with nothing to look for pays only the decoding)."""
+    contents = page.get("/Contents")
+    contents = contents.get_object() if contents is not None else None
+    for stream in contents if isinstance(contents, list) else [contents] if contents is not None else []:
+        stream = stream.get_object()
+        if hasattr(stream, "get_data"):
+            yield stream.get_data()
+
+
+def _paints(operations: list[tuple[Any, bytes]]) -> bool:
+    """Whether a page's operations fill something in a colour that is not white (a box white text may
+    sit on)."""
+    white = False
+    for operands, operator in operations:
+        if operator in _FILL_COLOUR:
+            white = _white(operands)
+        elif operator in _PAINT and not white:
+            return True
+    return False
+
+
+def _shown_text_only(name: str, page: Any) -> int:
+    """`_without_invisible_text`, where damaged content leaves the page read whole (the text extraction
+    that follows judges the damage)."""
+    try:
+        return _without_invisible_text(page)
+    except Exception as exc:
+        log.info("%s: invisible text not left out: %r", name, exc)
         return 0
 
 
@@ -2427,6 +2591,55 @@ def _joined(fragments: list[_Fragment]) -> str:
     return " ".join(text.split())
 
 
+# Right-to-left letters (Hebrew, Arabic, Syriac, Thaana, NKo and their presentation forms) and a run of
+# them with the spaces and punctuation between (as pypdf reverses it), for `_rtl_in_reading_order`.
+_RTL = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"
+_RTL_LETTER = re.compile(f"[{_RTL}]")
+_RTL_RUN = re.compile(f"[{_RTL}](?:[{_RTL}\\s.,:;!?()\\[\\]\"'\u05be\u060c\u061b\u061f-]*[{_RTL}])?")
+_RTL_WORD = re.compile(f"[{_RTL}]+")
+_LTR_OR_DIGIT = re.compile(r"[^\W_]", re.ASCII)
+_HEBREW_FINALS = "\u05da\u05dd\u05df\u05e3\u05e5"  # ך ם ן ף ץ: only ever at a word's end
+_ARABIC_ENDS = "\u0629\u0649"  # ة ى: only ever at a word's end
+_SENTENCE_ENDS = ".!?:\u061f"
+
+
+def _rtl_in_reading_order(text: str) -> str:
+    """A page's text with its right-to-left runs turned back, where the page drew them in logical order.
+    pypdf reverses right-to-left runs, as layout programs write them in visual order (right to left on
+    the page); a writer without a shaping engine (reportlab, some converters) writes them in reading
+    order, which the reversal turns backwards. Letters only a word's end can hold (Hebrew's final forms,
+    Arabic's ta marbuta and alef maqsura, the article ال at a start) and full stops opening lines tell
+    which: only a page whose signs say "backwards" is turned. Digits and Latin words keep their order."""
+    if not _RTL_LETTER.search(text):
+        return text
+    backwards = forwards = 0
+    for word in _RTL_WORD.findall(text):
+        if len(word) < 2:
+            continue
+        backwards += word[0] in _HEBREW_FINALS or word[0] in _ARABIC_ENDS or (len(word) > 3 and word.endswith("\u0644\u0627"))
+        forwards += word[-1] in _HEBREW_FINALS or word[-1] in _ARABIC_ENDS or (len(word) > 3 and word.startswith("\u0627\u0644"))
+    for line in text.split("\n"):
+        line = line.strip()
+        backwards += len(line) > 1 and line[0] in _SENTENCE_ENDS and _RTL_LETTER.match(line[1]) is not None
+        forwards += len(line) > 1 and line[-1] in _SENTENCE_ENDS and _RTL_LETTER.match(line[-2]) is not None
+    if backwards < 2 or backwards <= forwards:
+        return text
+    return "\n".join(_rtl_line_turned(line) for line in text.split("\n"))
+
+
+def _rtl_line_turned(line: str) -> str:
+    """One line's right-to-left text in reading order: a line of it alone turned whole (its opening full
+    stop to its end; pypdf reversed its brackets' characters with it, so turning back restores them),
+    else each run turned where it stands, set apart by a space from the digits or Latin words the
+    reversal ran it into."""
+    if not _RTL_LETTER.search(line):
+        return line
+    if not _LTR_OR_DIGIT.search(line):
+        return line[::-1].strip()
+    turned = _RTL_RUN.sub(lambda m: m.group(0)[::-1], line)
+    return re.sub(f"(?<=[{_RTL}])(?=[^\\W_])(?![{_RTL}])|(?<=[^\\W_])(?<![{_RTL}])(?=[{_RTL}])", " ", turned)
+
+
 def _join_hyphenated(text: str) -> str:
     """A page's words that justified text broke at line ends joined again ('infor-' / 'mation' ->
     'information'); a hyphen before a number, a capital or a space stays ('1887 -', 'Mid-' / 'Winter')."""
@@ -2454,11 +2667,13 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     chars = 0
     hidden_layers = _hidden_layers(reader)
     layered = 0  # operations of hidden layers left out
+    unseen = 0  # pages with invisible or white-on-white text left out
     for number, page in enumerate(pages, start=1):
         try:
             with _watching_streams() as damage:
                 if hidden_layers:
                     layered += _visible_layers_only(name, page, hidden_layers)
+                unseen += _shown_text_only(name, page) > 0
                 text = _page_text(page)
             partial += damage.seen > 0
         except Exception as exc:
@@ -2471,7 +2686,7 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         chars += len(text) + len(fields)
         if chars > limits.max_text_chars:
             raise _too_much_text(name, limits)
-        blocks.append(_Block(_join_hyphenated(text), page=number))
+        blocks.append(_Block(_join_hyphenated(_rtl_in_reading_order(text)), page=number))
         if fields:
             blocks.append(_Block(fields, page=number))
     if failed == len(pages) and pages:
@@ -2480,9 +2695,15 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         blocks.append(_Block("", notice=f"{counted(failed, 'page')} of {len(pages):,} skipped: damaged, so unreadable"))
     if partial:
         blocks.append(_Block("", notice=f"{counted(partial, 'page')} of {len(pages):,} read only in part: damaged"))
+    if unseen:
+        blocks.append(_Block("", notice=f"text a PDF viewer does not show (invisible, or white on white) left out "
+                                        f"of {counted(unseen, 'page')}"))
     if not any(b.text.strip() for b in blocks):
         if not pages:
             raise IngestError(name, "is a corrupt or truncated PDF (it has no pages).")
+        if unseen:
+            raise IngestError(name, "has text only where a PDF viewer shows none (invisible, or white on white), "
+                                    "so it shows no text to read.")
         if layered:
             raise IngestError(name, "has text only in layers a PDF viewer hides (optional content turned off), "
                                     "so it shows no text to read.")
@@ -3150,7 +3371,10 @@ def _docx_styled_first_row(table: object) -> bool:
 
 # ----------------------------------------------------------------------------------------------- html
 
-_HTML_DROP = {"script", "style", "noscript", "template", "head", "svg", "math", "iframe", "object"}
+# MathML's `annotation`s are other notations of the formula shown (TeX, content MathML): not shown themselves.
+_HTML_DROP = {"script", "style", "noscript", "template", "head", "svg", "iframe", "object", "annotation", "annotation-xml"}
+# MathML's token elements: each a symbol, number or word of a formula, set apart so they do not run together.
+_MATH_TOKENS = {"mi", "mn", "mo", "ms", "mtext"}
 _HTML_BLOCKS = {
     "address", "article", "aside", "blockquote", "body", "br", "caption", "dd", "details", "div", "dl", "dt",
     "fieldset", "figcaption", "figure", "footer", "form", "header", "hr", "li", "main", "nav", "ol", "p",
@@ -3201,11 +3425,14 @@ class _HtmlWalker:
         # for each table being read (they nest): column -> the text of a cell spanning rows down into it,
         # and how many rows more it spans, so a row under a merged cell reads it in its column
         self.spanned: list[dict[int, tuple[str, int]]] = []
+        self.term = ""  # a definition list's term (<dt>) waiting for its definition (<dd>)
 
     def flush(self) -> None:
         text = "".join(self.buffer)
         self.buffer = []
         alts, self.alts = self.alts, []
+        if text.strip() and self.term:  # a definition reads with its term: "Lucerne: the frame that ..."
+            text, self.term = f"{self.term}{'' if self.term[-1] in ':.?!' else ':'} {text.strip()}", ""
         if text.strip():
             self.blocks.append(_Block(text, heading=self.heading))
         elif alts:  # a block of pictures alone reads as what they show, as Markdown's line of images does
@@ -3281,6 +3508,13 @@ class _HtmlWalker:
             return
         if tag == "table" and self.spanned:
             self.spanned.pop()
+        if tag in _MATH_TOKENS:
+            self.buffer.append(" ")
+        if tag == "dt" and not self.rows and self.heading_depth == 0:
+            self.end_term()
+            return
+        if tag == "dl" or (tag in _HTML_HEADINGS and self.heading_depth == 1):
+            self.drop_term()
         if tag == "tr" and self.rows:
             self.fill_spanned()
             self.end_row()
@@ -3305,7 +3539,6 @@ class _HtmlWalker:
         elif tag in _HTML_BLOCKS:
             self.buffer.append(" ")
 
-
     def fill_spanned(self) -> None:
         """Put into the row being read the cells merged down into it from rows above (`rowspan`), at the
         columns it has reached: a table of offices lists each person's office, not the next column's
@@ -3318,6 +3551,20 @@ class _HtmlWalker:
             if more > 1:
                 carried[len(row)] = (text, more - 1)
             row.append(text)
+
+    def end_term(self) -> None:
+        """A definition list's term kept for the definition that follows (a glossary's "Colza" and "an oil
+        pressed from rapeseed" are one line to search), several terms of one definition joined."""
+        term = " ".join("".join(self.buffer).split())
+        self.buffer = []
+        if term:
+            self.term = f"{self.term} / {term}" if self.term else term
+
+    def drop_term(self) -> None:
+        """A term no definition followed (the list or the section ended): read as a line of its own."""
+        if self.term:
+            self.blocks.append(_Block(self.term, heading=self.heading))
+            self.term = ""
 
     def start_pre(self, tag: str) -> None:
         """Inside <pre> the text is read as a browser shows it, its line breaks and indentation kept."""
@@ -3434,10 +3681,79 @@ def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
 def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
     """The visible text of an HTML page's text, in blocks (`_read_html`)."""
     soup = _html_soup(name, text, limits)
+    _embed_srcdoc_pages(name, soup, limits, _tag_count(text))
+    _svg_labels(soup)
     try:
         return _HtmlWalker(alts=True).walk(soup)
     except RecursionError:
         raise IngestError(name, "is nested too deeply to read.") from None
+
+
+SRCDOC_DEPTH = 3  # pages inside pages (`<iframe srcdoc>` in a srcdoc) read; deeper ones are dropped
+_SHOWN_ATTRS = ("hidden", "aria-hidden", "style")  # what `_html_hidden` reads: a hidden frame hides its page
+
+
+def _tag_count(text: str) -> int:
+    return sum(1 for _ in _HTML_TAG.finditer(text))
+
+
+def _embed_srcdoc_pages(name: str, soup: Any, limits: LoadLimits, tags: int) -> None:
+    """Each `<iframe srcdoc="...">` of `soup` replaced by the page it holds, parsed: a browser shows that
+    page in the frame (a blog's embedded post, a mail archive's message), so its text is the page's. Its
+    tags count with the page's (`tags` so far) against `limits.max_elements`; frames nested deeper than
+    SRCDOC_DEPTH stay dropped with the other iframes (`_HTML_DROP`)."""
+    for _ in range(SRCDOC_DEPTH):
+        frames = [frame for frame in soup.find_all("iframe") if str(frame.get("srcdoc") or "").strip()]
+        if not frames:
+            return
+        for frame in frames:
+            page = str(frame["srcdoc"])
+            tags += _tag_count(page)
+            if tags > limits.max_elements:
+                raise IngestError(name, f"has more than {limits.max_elements:,} HTML tags, over the limit.")
+            box = soup.new_tag("div", attrs={key: frame[key] for key in _SHOWN_ATTRS if key in frame.attrs})
+            box.extend(list(_html_soup(name, page, limits).contents))
+            frame.replace_with(box)
+
+
+# SVG elements whose <text> is never drawn where it stands: definitions, symbols used elsewhere, masks.
+_SVG_UNDRAWN = {"defs", "symbol", "clippath", "mask", "pattern", "marker", "lineargradient", "radialgradient"}
+
+
+def _svg_labels(soup: Any) -> None:
+    """Each inline `<svg>` of `soup` replaced by its drawn `<text>` labels, one paragraph each, in the
+    order the file writes them: a diagram's labels (a floor plan, a chart's axis names) are words the
+    page shows. Text inside definitions (`_SVG_UNDRAWN`), or hidden by its attributes or style, stays out;
+    the rest of the picture (paths, titles, scripts) is no text. A hidden picture hides its labels."""
+    for svg in soup.find_all("svg"):
+        if svg.find_parent("svg") is not None:
+            continue  # an inner <svg>: its labels are its outer picture's
+        box = soup.new_tag("div", attrs={key: svg[key] for key in _SHOWN_ATTRS if key in svg.attrs})
+        for label in svg.find_all("text"):
+            if _svg_hidden(label, svg):
+                continue
+            words = " ".join(label.get_text(" ").split())
+            if words:
+                paragraph = soup.new_tag("p")
+                paragraph.string = words
+                box.append(paragraph)
+        svg.replace_with(box)
+
+
+def _svg_hidden(label: Any, svg: Any) -> bool:
+    """Whether an SVG `<text>` is not drawn: inside a definition, or hidden by it or an element around it
+    (`display="none"`, `visibility="hidden"`, a hiding style, `opacity="0"`)."""
+    for element in [label, *label.parents]:
+        if element is svg:
+            return False
+        if element.name in _SVG_UNDRAWN or _html_hidden(element):
+            return True
+        attrs = element.attrs
+        if str(attrs.get("display", "")).strip() == "none" or str(attrs.get("visibility", "")).strip() == "hidden":
+            return True
+        if str(attrs.get("opacity", attrs.get("fill-opacity", ""))).strip() in ("0", "0.0"):
+            return True
+    return False
 
 
 def _html_soup(name: str, text: str, limits: LoadLimits) -> Any:
@@ -3653,10 +3969,53 @@ def _read_code(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     text, notice = _decode_text(name, data)
     ext = _extension(name)
     if ext == ".json":
+        rows = _json_records(text)
+        if rows:
+            return [_Block("\n".join(rows), heading=(name,), notice=notice)]
         text = _reindented_json(text)
     text = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
     fence = _fence_around(text)
     return [_Block(f"{fence}{CODE_LANGUAGES[ext]}\n{text}\n{fence}", heading=(name,), notice=notice)]
+
+
+JSON_RECORDS_MIN = 2  # a JSON list of at least this many flat objects is a table's export, read as rows
+
+
+def _json_records(text: str) -> list[str]:
+    """A JSON file that is a table's export (a list of flat objects, at the top or as the one value of
+    an object: `[{"name": ..., "from": ...}, ...]`, as APIs and spreadsheet tools write one) as one
+    labelled row a record (`_labelled_row`, as a CSV's rows are read), so a record's fields stay together
+    in whichever chunk it lands: read as code lines, "Who locked the door?" found the line of the note
+    and not the name three lines above. Values are kept as written (numbers unparsed). Empty for any
+    other JSON: configuration stays fenced code."""
+    import json
+
+    if len(text) > JSON_REINDENT_MAX_CHARS:
+        return []
+    try:
+        value = json.loads(text, parse_float=str, parse_int=str, parse_constant=str)
+    except (ValueError, RecursionError):
+        return []
+    if isinstance(value, dict) and len(value) == 1:
+        value = next(iter(value.values()))
+    if not isinstance(value, list) or len(value) < JSON_RECORDS_MIN or not all(_flat_record(v) for v in value):
+        return []
+    header = list(dict.fromkeys(key for record in value for key in record))
+    rows = [_labelled_row(header, [_json_cell(record.get(key)) for key in header]) for record in value]
+    return [row for row in rows if row]
+
+
+def _flat_record(value: Any) -> bool:
+    return isinstance(value, dict) and bool(value) and all(not isinstance(v, (dict, list)) for v in value.values())
+
+
+def _json_cell(value: Any) -> str:
+    """A JSON value as its cell: strings as they are, true/false as written, null as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return " ".join(str(value).split())
 
 
 def _reindented_json(text: str) -> str:

@@ -218,8 +218,8 @@ class Store(MessageStoreMixin):
         return self._earliest_with(kb_id, "text_sha256", text_sha256)
 
     def document_by_words(self, kb_id: int, words_sha256: str) -> DocumentInfo | None:
-        """The earliest document stored before the words' fingerprint existed whose words have this one
-        (ingest/load.py `words_fingerprint`; NULL for documents stored since)."""
+        """The earliest document whose words alone have this fingerprint (ingest/load.py `words_fingerprint`):
+        the same document stored under another kind, or by an earlier loader."""
         return self._earliest_with(kb_id, "words_sha256", words_sha256)
 
     def _earliest_with(self, kb_id: int, column: str, fingerprint: str) -> DocumentInfo | None:
@@ -558,7 +558,7 @@ class Store(MessageStoreMixin):
         """A documents row (its nodes follow in the same transaction); returns its id."""
         cursor = db.execute(
             "INSERT INTO documents (kb_id, name, sha256, size, format, added_by, added_at, chunks, layers, "
-            "nodes, tokens, text_sha256) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            "nodes, tokens, text_sha256, words_sha256) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [
                 kb_id,
                 document["name"],
@@ -572,6 +572,7 @@ class Store(MessageStoreMixin):
                 node_count,
                 document["tokens"],
                 document.get("text_sha256") or None,  # none for chat messages' documents
+                document.get("words_sha256") or None,
             ],
         )
         return int(cursor.lastrowid)

@@ -180,16 +180,22 @@ def m009_document_words_fingerprint(db: sqlite_utils.Database) -> None:
     if "words_sha256" not in columns:
         db.execute("ALTER TABLE documents ADD COLUMN words_sha256 TEXT")
     for (doc_id,) in db.execute("SELECT id FROM documents WHERE words_sha256 IS NULL").fetchall():
-        leaves = db.execute(
-            'SELECT text, start, "end" FROM nodes WHERE doc_id = ? AND layer = 0 ORDER BY start, id', [doc_id]
-        ).fetchall()
-        reached, parts = 0, []
-        for text, start, end in leaves:
-            skip = max(0, reached - start) if start is not None else 0
-            parts.append(text[skip:])
-            reached = max(reached, end if end is not None else reached)
-        db.execute("UPDATE documents SET words_sha256 = ? WHERE id = ?", [words_fingerprint("\n".join(parts)), doc_id])
+        db.execute("UPDATE documents SET words_sha256 = ? WHERE id = ?", [words_fingerprint(_leaf_text(db, doc_id)), doc_id])
     db.execute("CREATE INDEX IF NOT EXISTS documents_words ON documents(kb_id, words_sha256)")
+
+
+def _leaf_text(db: sqlite_utils.Database, doc_id: int) -> str:
+    """A document's text as its leaves hold it, in order, each leaf from where the one before it ended
+    (the whitespace between leaves a line break: exact for its words, not for its spacing)."""
+    leaves = db.execute(
+        'SELECT text, start, "end" FROM nodes WHERE doc_id = ? AND layer = 0 ORDER BY start, id', [doc_id]
+    ).fetchall()
+    reached, parts = 0, []
+    for text, start, end in leaves:
+        skip = max(0, reached - start) if start is not None else 0
+        parts.append(text[skip:])
+        reached = max(reached, end if end is not None else reached)
+    return "\n".join(parts)
 
 
 @store_migrations
@@ -200,6 +206,22 @@ def m010_node_code(db: sqlite_utils.Database) -> None:
     columns = {row[1] for row in db.execute("PRAGMA table_info(nodes)").fetchall()}
     if "code" not in columns:
         db.execute("ALTER TABLE nodes ADD COLUMN code INTEGER NOT NULL DEFAULT 0")
+
+
+@store_migrations
+def m011_document_words_alone(db: sqlite_utils.Database) -> None:
+    """Every document's `words_sha256` becomes the fingerprint of its words alone (ingest/load.py
+    `words_fingerprint`: no punctuation, spacing or markup), read from its leaves (a .txt's as Markdown
+    renders them), and documents stored since m009 get one: the duplicate check matches it for every
+    document, so the same document uploaded under another kind (.md, then .docx) is not stored twice.
+    A channel's messages (no upload) keep none."""
+    from ..ingest.load import markdown_text, words_fingerprint
+    from ..ingest.messages import MESSAGE_FORMAT
+
+    for doc_id, fmt in db.execute("SELECT id, format FROM documents").fetchall():
+        text = _leaf_text(db, doc_id) if fmt != MESSAGE_FORMAT else ""
+        words = words_fingerprint(markdown_text(text) if fmt == "txt" else text) if text else None
+        db.execute("UPDATE documents SET words_sha256 = ? WHERE id = ?", [words or None, doc_id])
 
 @summary_cache_migrations
 def m001_summary_cache(db: sqlite_utils.Database) -> None:

@@ -19,7 +19,7 @@ from ..config import Settings
 from ..errors import IngestError, LimitError
 from ..ingest.budget import current_budget
 from ..ingest.chunk import chunk_document
-from ..ingest.load import LoadLimits, document_fingerprint, words_fingerprint
+from ..ingest.load import LoadLimits, document_fingerprint, document_words_fingerprint
 from ..ingest.parse_worker import ParseStats, WorkerLimits, load_isolated
 from ..storage.records import NewNode
 from ..types import Chunk, LoadedDocument, Progress, ProgressCallback, Summarizer
@@ -46,7 +46,7 @@ class DocumentTree:
     parse: ParseStats = field(default_factory=ParseStats)
     notices: tuple[str, ...] = ()  # the loaded document's (LoadedDocument.notices)
     text_sha256: str = ""  # the loaded text's fingerprint (load.document_fingerprint): the same document re-saved
-    words_sha256: str = ""  # its words' (load.words_fingerprint): a document an earlier loader stored
+    words_sha256: str = ""  # its words' alone (load.words_fingerprint): the same document under another kind
 
 
 def parse_limits(settings: Settings) -> WorkerLimits:
@@ -180,8 +180,9 @@ async def build_document(
 
 
 def _fingerprints(doc: LoadedDocument) -> tuple[str, str]:
-    """The document's `document_fingerprint` and `words_fingerprint`, computed once for its check and its record."""
-    return document_fingerprint(doc), words_fingerprint(doc.text)
+    """The document's `document_fingerprint` and `document_words_fingerprint`, computed once for its check and
+    its record."""
+    return document_fingerprint(doc), document_words_fingerprint(doc)
 
 
 def _fingerprint_beside(
