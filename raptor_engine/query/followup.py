@@ -68,6 +68,7 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from enum import Enum
 
+from ..ingest.load import chat_plain
 from ..ingest.sentences import IRREGULAR, STOPWORDS, THEMATIC, content_terms, stem, words
 from ..types import Turn
 from .compared import CANNOT_CHOOSE, compared_times, superlative_alone, which_more
@@ -332,6 +333,19 @@ def _bounded(rewrite: Rewrite) -> Rewrite:
     return replace(rewrite, core=_cut(rewrite.core, MAX_TURN_CHARS))
 
 
+# A Markdown table's delimiter cells ('|---|:--:|'), and the bars between its cells
+_TABLE_RULE = re.compile(r"(?<=\|)[ \t]*:?-{3,}:?[ \t]*(?=\|)")
+_BARS = re.compile(r"(?<!\\)\|+")
+
+
+def plain_words(question: str) -> str:
+    """An earlier question as plain words, as the context a follow-up carries from it: a Markdown table's
+    rule rows and bars, code fences, block quotes, spoilers and emphasis left out ('Searched as: and plot
+    5? (context: | plot | holder | …)' showed the table's markup)."""
+    text = chat_plain(_TABLE_RULE.sub(" ", question), fences=False)
+    return " ".join(_BARS.sub(" ", text).split())
+
+
 def _exchanges(history: list[Turn]) -> list[tuple[str, str]]:
     """(question, answer) pairs in order; an unanswered question gets an empty answer."""
     pairs: list[tuple[str, str]] = []
@@ -339,7 +353,7 @@ def _exchanges(history: list[Turn]) -> list[tuple[str, str]]:
         if not turn.content.strip():
             continue
         if turn.role == "user":
-            pairs.append((turn.content[:MAX_TURN_CHARS].strip(), ""))
+            pairs.append((plain_words(turn.content[:MAX_TURN_CHARS]), ""))
         elif turn.role == "assistant" and pairs and not pairs[-1][1]:
             pairs[-1] = (pairs[-1][0], turn.content[:MAX_TURN_CHARS])
     return pairs
@@ -380,6 +394,8 @@ def _rewrite_one(
     if time is not None:
         return time
     question = _as_what_about(_and_the(question))
+    if _stands_alone(question):
+        return Rewrite(_capitalised(question), subject=_named_person(question, known) or previous.subject)
     compared = _compared(question, previous, labelled)
     if compared is not None:
         return compared
@@ -844,6 +860,23 @@ def _past_verb(word: str) -> bool:
 
 # 'Who became the first woman on the board?' then 'when?': no 'When was the first woman ... became?'
 _LINKING_VERBS = frozenset("became become seemed remained stayed grew".split())
+
+
+# 'what about the varroa mites and chalkbrood that spread between colonies?': what a 'what about' names
+# with a clause of its own, or in five words or more, is a question of its own; put in the last question's
+# place it was garbled ('What oil does the spark plug gap and the air filter cleaning schedule ... take?').
+_CLAUSE_WORD = re.compile(r"\b(?:that|which|who|whom|whose|where|when|while|because|if|since|so)\b", re.IGNORECASE)
+_ARTICLE = frozenset("the a an".split())
+STANDALONE_WORDS = 5
+
+
+def _stands_alone(question: str) -> bool:
+    """Whether a 'what about X?' names X in a clause or at a length that asks a question of its own."""
+    match = _WHAT_ABOUT.match(question)
+    if not match:
+        return False
+    words = [w for w in re.findall(r"[\w'-]+", match.group(1)) if w.lower() not in _ARTICLE]
+    return len(words) >= STANDALONE_WORDS or (len(words) >= 3 and _CLAUSE_WORD.search(match.group(1)) is not None)
 
 
 def _what_about(question: str, previous: Rewrite) -> Rewrite | None:

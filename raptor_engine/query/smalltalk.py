@@ -58,6 +58,51 @@ REPLIES = {  # DOCUMENTS has none: the engine lists the documents
     "about the part you need and I will answer just that from the documents.",
 }
 
+# Agreeing with or confirming what was said: "yes that's right", "that's what I thought" (botqa24). Asked
+# with a question mark ("that's right?", "what sounds good?") they ask, and are searched.
+_AGREEING = (
+    "that's right",
+    "thats right",
+    "that is right",
+    "that's correct",
+    "thats correct",
+    "that is correct",
+    "correct",
+    "you're right",
+    "youre right",
+    "that's true",
+    "thats true",
+    "that's what i thought",
+    "thats what i thought",
+    "that's what i figured",
+    "thats what i figured",
+    "i thought so",
+    "thought so",
+    "as i thought",
+    "sounds good",
+    "sounds great",
+    "sounds right",
+    "fair enough",
+    "all good",
+    "that works",
+    "will do",
+    "i get it",
+    "that answers it",
+    "that answers my question",
+    "that's what i needed",
+    "thats what i needed",
+    "exactly what i needed",
+    "that's exactly what i needed",
+    "thats exactly what i needed",
+    "just what i needed",
+    "spot on",
+    "that clears it up",
+    "that's clear",
+    "thats clear",
+    "good stuff",
+    "ok then",
+)
+
 _PHRASES: dict[Act, tuple[str, ...]] = {
     Act.GREET: (
         "hi",
@@ -189,6 +234,7 @@ _PHRASES: dict[Act, tuple[str, ...]] = {
         "nvm",
         "no worries",
         "np",
+        *_AGREEING,
     ),
     Act.FAREWELL: (
         "bye",
@@ -245,8 +291,21 @@ _PHRASES: dict[Act, tuple[str, ...]] = {
 }
 # Words that may ride along without changing what the message does ("thanks bot", "ok so").
 _FILLER = frozenset(
-    "bot raptor so well very much really just then again all a lot guys man mate please".split()
+    "bot raptor so well very much really just then again all a lot guys man mate please now".split()
 )
+# After thanks, a greeting or a farewell, the name of whom it is said to ("thanks Bob", "cheers Alice
+# Smith", "bye @amy"): written with a capital or an @, at most two words. After an acknowledgement a
+# capitalised word is a name to search ("Great Storm").
+_ADDRESSED_BY_NAME = frozenset({Act.THANK, Act.GREET, Act.FAREWELL})
+_NAME_WORD = re.compile(r"(@?)([^\W\d_]+(?:'[^\W\d_]+)?)")
+
+
+def _names_written(text: str) -> frozenset[str]:
+    """The words of `text` written as names: with a capital first letter or after an @ (lower-cased)."""
+    text = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
+    return frozenset(word.lower() for at, word in _NAME_WORD.findall(text) if at or word[0].isupper())
+
+
 _BY_PHRASE: dict[tuple[str, ...], Act] = {
     tuple(phrase.split()): act for act, phrases in _PHRASES.items() for phrase in phrases
 }
@@ -262,19 +321,34 @@ def _normalised_words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
-def _acts(tokens: list[str]) -> list[Act] | None:
-    """The acts a message is made of, or None if any word is not part of a small-talk phrase."""
+_AGREEMENTS = frozenset(tuple(phrase.split()) for phrase in _AGREEING)
+
+
+def _agrees(tokens: list[str]) -> bool:
+    """Whether the words hold a phrase of agreeing ('that's right', 'sounds good')."""
+    return any(
+        tuple(tokens[i : i + size]) in _AGREEMENTS for i in range(len(tokens)) for size in range(1, _LONGEST + 1)
+    )
+
+
+def _acts(tokens: list[str], names: frozenset[str] = frozenset()) -> list[Act] | None:
+    """The acts a message is made of, or None if any word is not part of a small-talk phrase; `names`:
+    the words written as names, which may follow thanks, a greeting or a farewell ("thanks Bob")."""
     acts: list[Act] = []
     i = 0
+    named = 0  # name words since the last phrase
     while i < len(tokens):
         for size in range(min(_LONGEST, len(tokens) - i), 0, -1):
             act = _BY_PHRASE.get(tuple(tokens[i : i + size]))
             if act is not None:
                 acts.append(act)
                 i += size
+                named = 0
                 break
         else:
-            if tokens[i] not in _FILLER:
+            if acts and acts[-1] in _ADDRESSED_BY_NAME and tokens[i] in names and named < 2:
+                named += 1
+            elif tokens[i] not in _FILLER:
                 return None
             i += 1
     return acts
@@ -407,8 +481,9 @@ def small_talk_act(message: str) -> Act | None:
         return Act.TRANSLATE
     if asks_to_reword(unicodedata.normalize("NFKC", message)):
         return Act.REWORD
-    acts = _acts(tokens)
-    if not acts:
+    asked = asks_by_mark(message)
+    acts = _acts(tokens, frozenset() if asked else _names_written(message))
+    if not acts or (asked and _agrees(tokens)):
         return None
     return max(acts, key=lambda act: list(Act).index(act))
 
@@ -577,14 +652,19 @@ _ASKING_OPENERS = frozenset(
 _QUESTION_MARKS = "?\u037e\u061f\uff1f\u00bf"  # and the Greek, Arabic, full-width and Spanish opening marks
 
 
+def asks_by_mark(message: str) -> bool:
+    """Whether a message has a question mark, of any script."""
+    text = unicodedata.normalize("NFKC", message)
+    return any(mark in text for mark in _QUESTION_MARKS)
+
+
 def asks(message: str) -> bool:
     """Whether a message asks something: it has a question mark (of any script), or opens with a
     question's or a request's word ("who ...", "is it ...", "tell me ...", "explain ..."). "Margaret Hale
     trained in Edinburgh." asks nothing; an answer to a question edited into it stays (bot/answering.py)."""
-    text = unicodedata.normalize("NFKC", message)
-    if any(mark in text for mark in _QUESTION_MARKS):
+    if asks_by_mark(message):
         return True
-    words = _normalised_words(text)
+    words = _normalised_words(unicodedata.normalize("NFKC", message))
     return bool(words) and words[0] in _ASKING_OPENERS
 
 
