@@ -788,17 +788,15 @@ _BARE_WH = re.compile(
     r"(?:\s+(?:exactly|then|precisely))?\s*[?.!]*$",
     re.IGNORECASE,
 )
-_LEADING_WH = re.compile(
-    r"^(?:who|whom|whose|what|which|where|when|why|how(?:\s+(?:many|much|long|old|often|far))?)\b\s*",
-    re.IGNORECASE,
-)
 
 
 def _carried_wh(question: str, previous: Rewrite) -> str | None:
-    """'Who founded Marrow's Bakery?' then 'when?' -> "When founded Marrow's Bakery?": the last question's
-    words with the new wh-word in front of them, so the question searched and ranked names its subject
-    ('When?' alone names nothing, and its carried context counts only lightly). None for anything but a
-    bare wh-word, or when the last question names nothing ('tell me more')."""
+    """'When did she leave?' then 'where?' -> 'Where did she leave?': the last question's words with the new
+    wh-word in place of its own, so the question searched and ranked names its subject ('When?' alone
+    names nothing, and its carried context counts only lightly); a who-question's object is asked of as a
+    passive ('Who founded Marrow's Bakery?' then 'when?' -> "When was Marrow's Bakery founded?"). None for
+    anything but a bare wh-word, when the last question names nothing ('tell me more'), or when the new
+    wh-word cannot take the old one's place (`_wh_rest`)."""
     match = _BARE_WH.match(question)
     if not match or not subject_terms(previous.core) or onward_ask(previous.core) is not None:
         return None  # after 'what came next?' a 'when?' asks about what that answer quoted
@@ -806,12 +804,56 @@ def _carried_wh(question: str, previous: Rewrite) -> str | None:
     passive = _as_passive(wh, previous.core)
     if passive is not None:
         return passive
-    rest = _LEADING_WH.sub("", previous.core.rstrip(" ?.!"), count=1)
+    rest = _wh_rest(wh, previous.core)
     if not rest:
         return None
     if not names_in(rest) or not rest.startswith(names_in(rest)[0]):
         rest = rest[:1].lower() + rest[1:]
     return f"{wh.capitalize()} {rest}?"
+
+
+# The last question's wh-word, a noun it may take ('which trip', 'how many goals') and the word after them:
+# 'What pays ...' (the wh-word is the subject: 'when?' cannot take its place), 'When is ...', 'How many
+# goals did ...' (an aux follows: another wh-word can take the place of all before it)
+_WH_THEN = re.compile(
+    r"^\s*(who|whom|whose|what|which|where|when|why|how(?:\s+(?:many|much|long|old|often|far))?)"
+    rf"(?:\s+(?!(?:{_AUX})\b)[a-z]+(?=\s+(?:{_AUX})\b))?\s+([a-z']+)\b",
+    re.IGNORECASE,
+)
+_BE = frozenset("is was are were be been 's".split())
+_DO = frozenset("do does did".split())
+
+
+def _wh_rest(wh: str, core: str) -> str | None:
+    """What follows the last question's wh-word when `wh` can take its place and still ask something:
+    'When did she leave?' -> 'where?' ('did she leave'), 'How many goals did Wilk score?' -> 'when?' ('did
+    Wilk score'), 'What did she see?' -> 'who?', 'What was the premium?' -> 'how much?'. None when the old wh-word is the question's subject ('What pays for the timber?'
+    -> 'when?' would read 'When pays for the timber?'; 'Who was elected treasurer?' -> 'When was elected
+    treasurer?'; 'What happened in March?' -> 'who?' would read 'Who happened ...'), for 'how much?' of a
+    person ('Who is the chair?'), or for 'who?' of a time, a place or a thing that is ('When is the next meeting?' -> 'Who
+    is the next meeting?'): those are asked with the last question as context instead."""
+    found = _WH_THEN.match(core)
+    if found is None:
+        return None
+    old, after = found.group(1).lower(), found.group(2).lower()
+    aux = re.fullmatch(_AUX, after) is not None
+    rest = core[found.start(2) :].rstrip(" ?.!")
+    if old in ("who", "whom", "what", "which", "whose") and found.end(1) == found.start(2) - 1:
+        if not aux or (after in _BE and _participle_next(core, found.end())):
+            return None  # the wh-word is the subject ('What pays ...', 'Who was elected ...')
+    if wh in ("who", "whom"):  # a person as the object: 'What did she see?' -> 'Who did she see?'
+        return rest if aux and after in _DO and old in ("what", "which", "who", "whom") else None
+    if wh in ("how many", "how much") and old in ("who", "whom", "whose"):
+        return None  # 'Who is the chair?' -> 'how much?' asks of nothing a person is
+    return rest if aux else None
+
+
+def _participle_next(core: str, at: int) -> bool:
+    """'Who was elected ...': a past participle right after the wh-word's 'was' makes it a passive whose
+    subject the wh-word is ('What was the premium?' is no passive)."""
+    following = core[at:].split()
+    word = following[0].strip("?.!,").lower() if following else ""
+    return _past_verb(word) or (len(word) > 3 and word.endswith(("en", "wn", "one")))  # done, known, taken
 
 
 _WHO_DID = re.compile(r"^\s*who\s+([a-z]+)\s+(.+?)\s*[?.!]*$", re.IGNORECASE)
