@@ -70,7 +70,16 @@ from enum import Enum
 
 from ..ingest.sentences import IRREGULAR, STOPWORDS, THEMATIC, content_terms, stem, words
 from ..types import Turn
-from .compared import CANNOT_CHOOSE, compared_times, superlative_alone, which_more
+from .compared import (
+    CANNOT_CHOOSE,
+    PERIOD,
+    compared_times,
+    period_kind,
+    period_name,
+    periods,
+    superlative_alone,
+    which_more,
+)
 from .given_names import gender_of_first_name
 
 CONTEXT_OPEN = " (context: "
@@ -1140,7 +1149,8 @@ def _another_of_something_else(target: str, core: str) -> bool:
 
 # 'in 2019', 'the 2019 figure', 'Q2', 'last year', 'the previous quarter': a time the comparison names
 _A_TIME = re.compile(
-    r"^(?:(?:in|for|during|of|that\s+of|that\s+in)\s+)?(?:the\s+)?(?:(?P<year>1[0-9]{3}|20[0-9]{2})|(?P<quarter>q[1-4])"
+    r"^(?:(?:in|for|during|of|that\s+of|that\s+in)\s+)?(?:the\s+)?(?:(?P<period>(?:q[1-4]\s+)?(?:1[0-9]{3}|20[0-9]{2})"
+    r"(?:\s?[-/\u2013]\s?\d{2,4})?|fy\s?\d{2,4}(?:\s?[-/\u2013]\s?\d{2,4})?|q[1-4])"
     r"|(?P<year_before>(?:last|previous|prior|preceding)\s+year|year\s+(?:before|prior)(?:\s+that)?"
     r"|a\s+year\s+(?:earlier|before))"
     r"|(?P<year_after>(?:next|following|subsequent)\s+year|year\s+after(?:\s+that)?|a\s+year\s+later)"
@@ -1149,30 +1159,70 @@ _A_TIME = re.compile(
     r"(?:['\u2019]s)?(?:\s+(?:one|figure|figures|number|numbers|total|count|amount|level|report|survey))?$",
     re.IGNORECASE,
 )
-_QUARTER = re.compile(r"\bQ([1-4])\b")
 
 
 def _at_another_time(target: str, core: str) -> str | None:
     """'How many moorings did the 2021 survey count?' compared with 'in 2019' (or 'last year') -> 'How many
-    moorings did the 2019 (2020) survey count?': the last question with its one year or quarter ('Q3')
-    put back to the one the comparison names. None when it names no time, or the question has no one
-    such year or quarter to replace."""
+    moorings did the 2019 (2020) survey count?': the last question with its one period put back to the one
+    the comparison names: a year, a quarter ('Q3'), a quarter of a year ('Q3 2021'), a financial year
+    ('FY24') or a split year ('2022-23'; 'the year before' it is '2021-22'); the year of 'Q3 2021' for a
+    year, its quarter for a quarter. None when it names no time, or the question has no one such period
+    to replace (after 'What did the report recommend?', 'and in 2019?' may mean the 2019 report)."""
     match = _A_TIME.match(target.strip())
     if match is None:
         return None
-    years, quarters = set(_YEAR.findall(core)), set(_QUARTER.findall(core))
-    step = -1 if match.group("year_before") or match.group("quarter_before") else 1
-    if match.group("year") or match.group("year_before") or match.group("year_after"):
-        if len(years) != 1:
-            return None
-        year = next(iter(years))
-        new = match.group("year") or str(int(year) + step)
-        return _YEAR.sub(new, core) if new != year else None
-    if len(quarters) != 1:
+    named = PERIOD.fullmatch(match.group("period").strip()) if match.group("period") else None
+    if match.group("period") and (named is None or period_name(named) is None):
         return None
-    quarter = next(iter(quarters))
-    new = match.group("quarter")[1] if match.group("quarter") else str(int(quarter) + step)
-    return _QUARTER.sub(f"Q{new}", core) if new not in (quarter, "0", "5") else None
+    new_kind = period_kind(named) if named is not None else ""
+    quarterly = new_kind == "quarter" or match.group("quarter_before") or match.group("quarter_after")
+    slots = _period_slots(core, "qy" if new_kind == "qy" else "quarter" if quarterly else "year")
+    if len({core[start:end].lower() for start, end in slots}) != 1:
+        return None
+    old = core[slots[0][0] : slots[0][1]]
+    if named is not None:
+        new = period_name(named) or ""
+    else:
+        step = -1 if match.group("year_before") or match.group("quarter_before") else 1
+        new = _stepped(old, step) or ""
+    if not new or new.lower() == old.lower():
+        return None
+    for start, end in reversed(slots):
+        core = core[:start] + new + core[end:]
+    return core
+
+
+def _period_slots(core: str, kind: str) -> list[tuple[int, int]]:
+    """Where in the last question a period of `kind` may be put: for a year (or a financial or split year)
+    its years, financial and split years and the year of a quarter of a year; for a quarter its quarters and
+    the quarter of a quarter of a year; for a quarter of a year those, else its quarters or its years."""
+    found = [(period_kind(m), m) for m in PERIOD.finditer(core)]
+    if kind == "qy":
+        whole = [(m.start(), m.end()) for k, m in found if k == "qy"]
+        return whole or _period_slots(core, "quarter") or _period_slots(core, "year")
+    slots = []
+    for k, m in found:
+        if k == "qy":
+            quarter, _, year = m.group(0).partition(" ")
+            slots.append((m.start(), m.start() + len(quarter)) if kind == "quarter" else (m.end() - len(year), m.end()))
+        elif (k == "quarter") == (kind == "quarter"):
+            slots.append((m.start(), m.end()))
+    return slots
+
+
+def _stepped(period: str, step: int) -> str | None:
+    """The period `step` years or quarters on ('2021' -1 -> '2020', 'Q2' +1 -> 'Q3', '2022-23' -1 ->
+    '2021-22', 'FY24' +1 -> 'FY25'); None past a year's last quarter or before its first."""
+    if re.fullmatch(r"[Qq][1-4]", period):
+        quarter = int(period[1]) + step
+        return f"Q{quarter}" if 1 <= quarter <= 4 else None
+    numbers = re.findall(r"\d+", period)
+    if len(numbers) == 2:
+        first = int(numbers[0]) + step
+        return f"{first}-{(first + 1) % 100:02d}"
+    digits = numbers[0] if numbers else ""
+    moved = str(int(digits) + step).zfill(len(digits)) if digits else ""
+    return period[: period.index(digits)] + moved if digits else None
 
 
 def _labelled(previous: Rewrite, previous_answer: str, titled: Cited | None) -> Rewrite:
@@ -1181,7 +1231,7 @@ def _labelled(previous: Rewrite, previous_answer: str, titled: Cited | None) -> 
     or quarter of the quote's document title (`titled`), else the first its text gives. What 'was that
     more than the year before?' or 'and the previous quarter?' counts from; `previous` itself when it
     names a time, or the quote gives none."""
-    if _YEAR.search(previous.core) or _QUARTER.search(previous.core):
+    if PERIOD.search(previous.core):
         return previous
     quotes = quotes_in(previous_answer)
     if not quotes or unanswered_lead(previous_answer):
@@ -1194,12 +1244,9 @@ def _labelled(previous: Rewrite, previous_answer: str, titled: Cited | None) -> 
     return replace(previous, core=f"{previous.core.rstrip(' ?.!')} in {times[0]}?")
 
 
-_TIMES = re.compile(r"\b(1[0-9]{3}|20[0-9]{2}|[Qq][1-4])\b")
-
-
 def _times_in(text: str) -> list[str]:
-    """The years and quarters `text` names, each once, in its order, as questions write them ('Q3')."""
-    return list(dict.fromkeys(time.upper() for time in _TIMES.findall(text)))
+    """The periods `text` names, each once, in its order, as questions write them ('Q3', '2022-23')."""
+    return periods(text)
 
 
 _NOT_COMPARATIVES = frozenset("other rather either neither whether never ever after under over water".split())
@@ -1554,18 +1601,18 @@ def _which_of_two(question: str, previous: Rewrite, previous_answer: str) -> Rew
             return Rewrite(previous.core, _cut(other), subject=previous.subject)
     quotes = quotes_in(previous_answer)
     given = _times_in(quotes[0]) if quotes else []
-    asked = [t.upper() for t in _TIMES.findall(previous.core)]
+    asked = periods(previous.core)
     if len(given) < 2 or len(asked) > 1 or (asked and asked[0] not in given[:2]):
         return None
     first, second = (asked[0], next(t for t in given[:2] if t != asked[0])) if asked else given[:2]
-    bare = _TIMES.sub(first, previous.core) if asked else f"{previous.core.rstrip(' ?.!')} in {first}?"
-    return Rewrite(bare, _TIMES.sub(second, bare), subject=previous.subject)
+    bare = PERIOD.sub(first, previous.core) if asked else f"{previous.core.rstrip(' ?.!')} in {first}?"
+    return Rewrite(bare, PERIOD.sub(second, bare), subject=previous.subject)
 
 
 def _counted_from(target: str) -> bool:
     """Whether a time is counted from another ('the year before', 'next quarter'), not named ('2019')."""
     match = _A_TIME.match(target.strip())
-    return match is not None and not (match.group("year") or match.group("quarter"))
+    return match is not None and not match.group("period")
 
 
 SWAPPED_WORDS = 4  # the most words of a thing one question puts in place of the last one's
