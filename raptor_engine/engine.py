@@ -66,6 +66,7 @@ from .query.followup import (
     split_standalone,
     standalone_question,
     through_exchange,
+    unanswered_lead,
 )
 from .query.ranker import ranker_for
 from .query.respell import respelled
@@ -85,6 +86,7 @@ from .query.smalltalk import (
     without_small_talk,
 )
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
+from .query.verdict import verdict
 from .query.verify import NOTHING_TO_CHECK, check_reply, claims_of, last_answer
 from .storage.archive import abandoned_imports
 from .storage.index import IndexManager, extend_hnsw, new_hnsw
@@ -448,9 +450,27 @@ def _with_choice(draft: AnswerDraft, asked: str, query: str, nodes: list[Context
         if node is not None:
             title = " ".join([node.document or "", *node.heading, *(name for name, _ in node.drawn_from)])
             quotes.append((quote.strip("\u2026 "), title))
-    terms = set(content_terms(rewritten.core.lower()))
+    terms = {t for t in content_terms(rewritten.core.lower()) if not any(ch.isdigit() for ch in t)}  # not '2021'
     line = chosen(times, way, quotes, terms)
     return replace(draft, text=f"{line}\n{rest}") if line is not None else draft
+
+
+def _with_verdict(draft: AnswerDraft, asked: str, query: str, history: list[Turn]) -> AnswerDraft:
+    """An extractive draft of a yes/no follow-up ('is that before 2022?', 'was it more than the excess?',
+    'did he agree?') opening with yes or no where the quotes settle it (`verdict.verdict`: 'that' is what
+    the last answer quoted for the last question, which the rewrite keeps as its context or asks again), in
+    place of its first line; any other draft as it is (a choice between two times has its own line)."""
+    if which_more(asked) is not None:
+        return draft
+    lead, _, rest = draft.text.partition("\n")
+    if not rest:
+        return draft
+    last = next((turn.content for turn in reversed(history) if turn.role == "assistant"), "")
+    rewritten = split_standalone(query)
+    quotes = [quote.strip("\u2026 ") for quote, _ in QUOTE_AND_BLOCK.findall(rest)]
+    before = [quote.strip("\u2026 ") for quote in quotes_in(last)] if not unanswered_lead(last) else []
+    line = verdict(asked, rewritten.core, quotes, rewritten.context or rewritten.core, before)
+    return replace(draft, text=f"{line}\n{rest}") if line is not None and line != lead else draft
 
 
 def _compares(label: str, context: str) -> bool:
@@ -2018,7 +2038,7 @@ class Engine:
         support = await asyncio.to_thread(self.support_index, answerer, context.nodes)
         draft = await self._draft(answerer, query, context.nodes, history, on_text, support)
         if history and isinstance(answerer, ExtractiveAnswerer):
-            draft = _with_choice(draft, asked, query, context.nodes)
+            draft = _with_verdict(_with_choice(draft, asked, query, context.nodes), asked, query, history)
         check = await asyncio.to_thread(check_answer, draft.text, support) if support is not None else None
         text, citations = map_citations(check.text if check is not None else draft.text, context.nodes)
         cite_pages(citations, context.nodes, draft.pages)
