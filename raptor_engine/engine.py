@@ -75,6 +75,7 @@ from .query.smalltalk import (
     REPLIES,
     SOURCES_CHANGED,
     Act,
+    asks_who_said,
     chosen_citations,
     cited_marker,
     documents_reply,
@@ -83,6 +84,7 @@ from .query.smalltalk import (
     small_talk_act,
     sources_reply,
     strip_small_talk,
+    who_said_reply,
     without_small_talk,
 )
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
@@ -2002,6 +2004,10 @@ class Engine:
                 f"({most:,}); use a smaller budget."
             )
         act = small_talk_act(question)
+        if history and asks_who_said(question):  # 'who said so?': the last answer's first quote's speaker
+            return await self._sources_answer(
+                kb, question, history, mode, budget, layers, documents, asked_by, who=True
+            )
         if act is Act.SOURCES and history:
             return await self._sources_answer(
                 kb, question, history, mode, budget, layers, documents, asked_by
@@ -2189,11 +2195,13 @@ class Engine:
         layers: list[int] | None,
         documents: list[str] | None,
         asked_by: str,
+        who: bool = False,
     ) -> Answer:
         """'Where does it say that?': the last real question is answered again as it was (same tree, same
         conversation before it, so the same context and quotes), and its citations are spelled out. When
         the answer given again is not the one the conversation holds (the tree changed since), its
-        citations would point at other passages: the reply says the answer cannot be traced instead."""
+        citations would point at other passages: the reply says the answer cannot be traced instead.
+        `who` ('who said so?'): who said what its first quote says, with that quote (`who_said_reply`)."""
         real = await asyncio.to_thread(without_small_talk, history)
         last = max((i for i, turn in enumerate(real) if turn.role == "user"), default=None)
         if last is None:
@@ -2212,6 +2220,13 @@ class Engine:
         if said is not None and not same_answer(said, previous.text):
             context = RetrievedContext(nodes=[], tokens_used=0, budget=budget, mode=mode, query=question)
             return Answer(question, question, SOURCES_CHANGED, [], context, backend=previous.backend)
+        if who:
+            nodes = previous.context.nodes
+            text, cited = who_said_reply(
+                previous.text, previous.citations, lambda quote: next((n.text for n in nodes if quote in n.text), "")
+            )
+            return replace(previous, question=question, text=text, citations=cited, unsupported=[], wrong_citations=[],
+                           answered=not says_not_answered(text) and bool(cited))
         only = cited_marker(question)  # '[2]?', 'the second source': that citation alone
         text = sources_reply(previous.text, previous.citations, only)
         citations = chosen_citations(previous.citations, only) or previous.citations
