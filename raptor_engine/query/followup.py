@@ -388,7 +388,7 @@ def _rewrite_one(
     time = _another_time(question, previous, labelled)
     if time is not None:
         return time
-    question = _as_what_about(_and_the(question))
+    question = _as_what_about(_and_the(_and_name(question, previous)))
     compared = _compared(question, previous, labelled)
     if compared is not None:
         return compared
@@ -1080,6 +1080,25 @@ _AND_THE = re.compile(
     r"^(?:and|or|but)\s+(?:(?:in|for|of|from)\s+(?=the\s+\d[\d,.]*\s+ones?\b))?((?:the|a|an)\s+[^?.!]+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
+
+
+_AND_NAME = re.compile(r"^(?:and|or)\s+(?:what\s+of\s+)?([A-Z][^?.!,]*?)\s*[?.!]*$")
+
+
+def _and_name(question: str, previous: Rewrite) -> str:
+    """'and Ellery?' -> 'what about Ellery?' when the last question asked about a person by name ('How many
+    goals did Wilk score?'): another person's name alone asks it of them. After a question about no named
+    person ('Who chaired the Q2 meeting?') it stays as typed: there the name is no one to put in its place."""
+    match = _AND_NAME.match(question)
+    if match is None:
+        return question
+    named = names_in(previous.core)
+    # a person's name: not a label's word ('Year 5', 'the Q2 meeting') nor a thing's ('the Harbour Committee')
+    person = len(named) == 1 and re.search(rf"(?<!\bthe\s)(?<!\bThe\s)\b{re.escape(named[0])}\b(?!\s*\d)", previous.core)
+    name = match.group(1)
+    if not person or names_in(question) != [name] or name.lower() == named[0].lower() or not _alike(name, named[0]):
+        return question
+    return f"what about {name}?"
 
 
 def _and_the(question: str) -> str:
