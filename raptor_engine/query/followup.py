@@ -830,13 +830,15 @@ _WH_THEN = re.compile(
     re.IGNORECASE,
 )
 _BE = frozenset("is was are were be been 's".split())
+_HAPPENED = frozenset("happened happens happen occurred occurs occur went goes go came comes changed changes remained".split())
 _DO = frozenset("do does did".split())
 
 
 def _wh_rest(wh: str, core: str) -> str | None:
     """What follows the last question's wh-word when `wh` can take its place and still ask something:
     'When did she leave?' -> 'where?' ('did she leave'), 'How many goals did Wilk score?' -> 'when?' ('did
-    Wilk score'), 'What did she see?' -> 'who?', 'What was the premium?' -> 'how much?'. None when the old wh-word is the question's subject ('What pays for the timber?'
+    Wilk score'), 'What did she see?' -> 'who?', 'What was the premium?' -> 'how much?', 'What pays for the
+    timber?' -> 'who?'. None when the old wh-word is the question's subject ('What pays for the timber?'
     -> 'when?' would read 'When pays for the timber?'; 'Who was elected treasurer?' -> 'When was elected
     treasurer?'; 'What happened in March?' -> 'who?' would read 'Who happened ...'), for 'how much?' of a
     person ('Who is the chair?'), or for 'who?' of a time, a place or a thing that is ('When is the next meeting?' -> 'Who
@@ -849,7 +851,10 @@ def _wh_rest(wh: str, core: str) -> str | None:
     rest = core[found.start(2) :].rstrip(" ?.!")
     if old in ("who", "whom", "what", "which", "whose") and found.end(1) == found.start(2) - 1:
         if not aux or (after in _BE and _participle_next(core, found.end())):
-            return None  # the wh-word is the subject ('What pays ...', 'Who was elected ...')
+            # the wh-word is the subject ('What pays ...', 'Who was elected ...'): only 'who?' of a thing's
+            # doer takes its place ('What pays for the timber?' -> 'Who pays for the timber?'; not 'Who happened')
+            doer = wh in ("who", "whom") and old == "what" and not aux and after not in _HAPPENED
+            return rest if doer else None
     if wh in ("who", "whom"):  # a person as the object: 'What did she see?' -> 'Who did she see?'
         return rest if aux and after in _DO and old in ("what", "which", "who", "whom") else None
     if wh in ("how many", "how much") and old in ("who", "whom", "whose"):
