@@ -48,6 +48,8 @@ def test_a_wh_word_that_cannot_take_the_old_ones_place_is_asked_with_context(ask
         ("What did she see?", "who?", "Who did she see?"),
         ("What did the council propose?", "who?", "Who did the council propose?"),
         ("What pays for the timber?", "who?", "Who pays for the timber?"),
+        ("Did Nadia Okafor marry?", "who?", "Who did Nadia Okafor marry?"),
+        ("Is flood damage covered?", "when?", "When is flood damage covered?"),
 
         ("How many goals did Wilk score?", "when?", "When did Wilk score?"),
         ("What year did Hester leave?", "where?", "Where did Hester leave?"),

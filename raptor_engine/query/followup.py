@@ -844,8 +844,8 @@ def _wh_rest(wh: str, core: str) -> str | None:
     person ('Who is the chair?'), or for 'who?' of a time, a place or a thing that is ('When is the next meeting?' -> 'Who
     is the next meeting?'): those are asked with the last question as context instead."""
     found = _WH_THEN.match(core)
-    if found is None:
-        return None
+    if found is None:  # a yes/no question: 'Did she marry?' -> 'who?' -> 'Who did she marry?'
+        return core.rstrip(" ?.!") if _STARTS_WITH_AUX.match(core) else None
     old, after = found.group(1).lower(), found.group(2).lower()
     aux = re.fullmatch(_AUX, after) is not None
     rest = core[found.start(2) :].rstrip(" ?.!")
