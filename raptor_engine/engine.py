@@ -66,6 +66,7 @@ from .query.followup import (
     split_standalone,
     standalone_question,
     through_exchange,
+    unanswered_lead,
 )
 from .query.ranker import ranker_for
 from .query.respell import respelled
@@ -74,6 +75,7 @@ from .query.smalltalk import (
     REPLIES,
     SOURCES_CHANGED,
     Act,
+    asks_who_said,
     chosen_citations,
     cited_marker,
     documents_reply,
@@ -82,10 +84,12 @@ from .query.smalltalk import (
     small_talk_act,
     sources_reply,
     strip_small_talk,
+    who_said_reply,
     without_small_talk,
 )
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
 from .query.tables import holds_rows
+from .query.verdict import verdict
 from .query.verify import NOTHING_TO_CHECK, check_reply, claims_of, last_answer
 from .storage.archive import abandoned_imports
 from .storage.index import IndexManager, extend_hnsw, new_hnsw
@@ -449,9 +453,27 @@ def _with_choice(draft: AnswerDraft, asked: str, query: str, nodes: list[Context
         if node is not None:
             title = " ".join([node.document or "", *node.heading, *(name for name, _ in node.drawn_from)])
             quotes.append((quote.strip("\u2026 "), title))
-    terms = set(content_terms(rewritten.core.lower()))
+    terms = {t for t in content_terms(rewritten.core.lower()) if not any(ch.isdigit() for ch in t)}  # not '2021'
     line = chosen(times, way, quotes, terms)
     return replace(draft, text=f"{line}\n{rest}") if line is not None else draft
+
+
+def _with_verdict(draft: AnswerDraft, asked: str, query: str, history: list[Turn]) -> AnswerDraft:
+    """An extractive draft of a yes/no follow-up ('is that before 2022?', 'was it more than the excess?',
+    'did he agree?') opening with yes or no where the quotes settle it (`verdict.verdict`: 'that' is what
+    the last answer quoted for the last question, which the rewrite keeps as its context or asks again), in
+    place of its first line; any other draft as it is (a choice between two times has its own line)."""
+    if which_more(asked) is not None:
+        return draft
+    lead, _, rest = draft.text.partition("\n")
+    if not rest:
+        return draft
+    last = next((turn.content for turn in reversed(history) if turn.role == "assistant"), "")
+    rewritten = split_standalone(query)
+    quotes = [quote.strip("\u2026 ") for quote, _ in QUOTE_AND_BLOCK.findall(rest)]
+    before = [quote.strip("\u2026 ") for quote in quotes_in(last)] if not unanswered_lead(last) else []
+    line = verdict(asked, rewritten.core, quotes, rewritten.context or rewritten.core, before)
+    return replace(draft, text=f"{line}\n{rest}") if line is not None and line != lead else draft
 
 
 def _compares(label: str, context: str) -> bool:
@@ -1991,6 +2013,10 @@ class Engine:
                 f"({most:,}); use a smaller budget."
             )
         act = small_talk_act(question)
+        if history and asks_who_said(question):  # 'who said so?': the last answer's first quote's speaker
+            return await self._sources_answer(
+                kb, question, history, mode, budget, layers, documents, asked_by, who=True
+            )
         if act is Act.SOURCES and history:
             return await self._sources_answer(
                 kb, question, history, mode, budget, layers, documents, asked_by
@@ -2028,7 +2054,7 @@ class Engine:
         support = await asyncio.to_thread(self.support_index, answerer, context.nodes)
         draft = await self._draft(answerer, query, context.nodes, history, on_text, support)
         if history and isinstance(answerer, ExtractiveAnswerer):
-            draft = _with_choice(draft, asked, query, context.nodes)
+            draft = _with_verdict(_with_choice(draft, asked, query, context.nodes), asked, query, history)
         check = await asyncio.to_thread(check_answer, draft.text, support) if support is not None else None
         text, citations = map_citations(check.text if check is not None else draft.text, context.nodes)
         cite_pages(citations, context.nodes, draft.pages)
@@ -2179,11 +2205,13 @@ class Engine:
         layers: list[int] | None,
         documents: list[str] | None,
         asked_by: str,
+        who: bool = False,
     ) -> Answer:
         """'Where does it say that?': the last real question is answered again as it was (same tree, same
         conversation before it, so the same context and quotes), and its citations are spelled out. When
         the answer given again is not the one the conversation holds (the tree changed since), its
-        citations would point at other passages: the reply says the answer cannot be traced instead."""
+        citations would point at other passages: the reply says the answer cannot be traced instead.
+        `who` ('who said so?'): who said what its first quote says, with that quote (`who_said_reply`)."""
         real = await asyncio.to_thread(without_small_talk, history)
         last = max((i for i, turn in enumerate(real) if turn.role == "user"), default=None)
         if last is None:
@@ -2202,6 +2230,13 @@ class Engine:
         if said is not None and not same_answer(said, previous.text):
             context = RetrievedContext(nodes=[], tokens_used=0, budget=budget, mode=mode, query=question)
             return Answer(question, question, SOURCES_CHANGED, [], context, backend=previous.backend)
+        if who:
+            nodes = previous.context.nodes
+            text, cited = who_said_reply(
+                previous.text, previous.citations, lambda quote: next((n.text for n in nodes if quote in n.text), "")
+            )
+            return replace(previous, question=question, text=text, citations=cited, unsupported=[], wrong_citations=[],
+                           answered=not says_not_answered(text) and bool(cited))
         only = cited_marker(question)  # '[2]?', 'the second source': that citation alone
         text = sources_reply(previous.text, previous.citations, only)
         citations = chosen_citations(previous.citations, only) or previous.citations

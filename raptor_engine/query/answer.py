@@ -2386,10 +2386,12 @@ class ExtractiveAnswerer:
         if thematic and not follow_up and kind == NARRATIVE and topic_terms(rewrite.core, frozenset()):
             thematic = False  # "Describe the Martians in the story." asks about them, not the whole story
             themed = True
+        # a comparison of two times wants the last answer's figure again beside the other time's
+        compares = compared_times(rewrite.core, rewrite.context) is not None
         self._score(
             rewrite,
             candidates,
-            _quoted_before(history) if follow_up else set(),
+            _quoted_before(history) if follow_up and not compares else set(),
             thematic,
             _names_of(history) if follow_up else set(),
             kind,

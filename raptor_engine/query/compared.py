@@ -26,18 +26,68 @@ _FIGURE = re.compile(
 )
 
 
+_Y = r"(?:1[0-9]{3}|20[0-9]{2})"
+# a period a figure is given for, the longest first: a quarter of a year ('Q3 2021'), a financial year ('FY24',
+# 'FY2023/24'), a year split across two ('2022-23', '2022/23', '2022–2023'), a year, a quarter. Not a date
+# ('2022-03-15') nor a version ('2022.1')
+PERIOD = re.compile(
+    rf"(?<![\w.,/-])(?:(?P<qy>[Qq][1-4]\s+{_Y})|(?P<fy>(?i:fy)\s?(?:\d{{4}}|\d{{2}})(?:\s?[-/\u2013]\s?(?:\d{{4}}|\d{{2}}))?)"
+    rf"|(?P<split>{_Y}\s?[-/\u2013]\s?(?:\d{{4}}|\d{{2}}))|(?P<year>{_Y})|(?P<quarter>[Qq][1-4]))"
+    r"(?![\w]|[.,]\d|[-/\u2013]\d)"
+)
+
+
+def period_kind(found: re.Match[str]) -> str:
+    """'qy', 'fy', 'split', 'year' or 'quarter': which kind of period a PERIOD match is."""
+    return next(kind for kind in ("qy", "fy", "split", "year", "quarter") if found.group(kind))
+
+
+def period_name(found: re.Match[str]) -> str | None:
+    """A period as questions are compared by: 'Q3 2021', 'FY24', '2022-23', '2021', 'Q3' ('fy 2024' ->
+    'FY24', '2022/2023' -> '2022-23'); None for two years that do not follow each other ('2019-21' is a
+    span, not one period)."""
+    kind, text = period_kind(found), found.group(0)
+    if kind == "qy":
+        quarter, year = text.split()
+        return f"{quarter.upper()} {year}"
+    if kind in ("split", "fy"):
+        numbers = re.findall(r"\d+", text)
+        if len(numbers) == 2:
+            first, second = int(numbers[0][-2:]), int(numbers[1][-2:])
+            if second != (first + 1) % 100:
+                return None
+            return f"FY{numbers[0][-2:]}-{numbers[1][-2:]}" if kind == "fy" else f"{numbers[0]}-{numbers[1][-2:]}"
+        return f"FY{numbers[0][-2:]}"
+    return text.upper()
+
+
+def periods(text: str) -> list[str]:
+    """The periods `text` names, each once, in its order, as `period_name` writes them."""
+    return list(dict.fromkeys(name for found in PERIOD.finditer(text) if (name := period_name(found))))
+
+
 def _times(text: str) -> set[str]:
-    return {t.upper() for t in _TIME.findall(text)}
+    """The periods of `text`, and every year and quarter it writes, also in a file name ('m2019.md',
+    'sales_q3.md') or a period ('Q3 2021' holds 'Q3' too, which a document titled 'Sales review, Q3 2022' is
+    asked of by)."""
+    return set(periods(text)) | {t.upper() for t in _TIME.findall(text)}
 
 
 def compared_times(core: str, context: str) -> tuple[str, str] | None:
-    """The time a comparison follow-up asks of and the one it is compared with: the one year or quarter
-    the rewritten question names and a different one its context (the last question) names; None for
-    any other question (a follow-up without context, a comparison of things, several times in either)."""
-    asked, before = _times(core), _times(context)
+    """The time a comparison follow-up asks of and the one it is compared with: the one period (a year, a
+    quarter, 'Q3 2021', 'FY24', '2022-23') the rewritten question names and a different one its context
+    (the last question) names; None for any other question (a follow-up without context, a comparison of
+    things, several times in either)."""
+    asked, before = set(periods(core)), set(periods(context))
     if len(asked) != 1 or len(before) != 1 or asked == before:
         return None
     return next(iter(asked)), next(iter(before))
+
+
+def _without_times(text: str) -> str:
+    """`text` with its periods, years and quarters blanked out, so none reads as a figure."""
+    blank = PERIOD.sub(lambda m: " " * len(m.group(0)), text)
+    return _TIME.sub(lambda m: " " * len(m.group(0)), blank)
 
 
 def _holds(time: str, text: str) -> bool:
@@ -47,7 +97,7 @@ def _holds(time: str, text: str) -> bool:
 def _of_time(time: str, text: str, title: str) -> bool:
     """Whether a quote gives a figure of `time`: its text or its documents' title holds the time, and its
     text a number once the times are out of it."""
-    return (_holds(time, text) or _holds(time, title)) and bool(_FIGURE.search(_TIME.sub(" ", text)))
+    return (_holds(time, text) or _holds(time, title)) and bool(_FIGURE.search(_without_times(text)))
 
 
 def holds_figures_of(times: tuple[str, str], quotes: Iterable[tuple[str, str]]) -> bool:
@@ -148,7 +198,7 @@ class Figure:
 def _figures(text: str) -> list[Figure]:
     """The numbers of `text` that are no year or quarter, each with the word after it as its unit."""
     found = []
-    for match in _NUMBER.finditer(_TIME.sub(lambda m: " " * len(m.group(0)), text)):
+    for match in _NUMBER.finditer(_without_times(text)):
         raw = match.group("value").lower()
         value = float(_WORD_NUMBERS[raw]) if raw in _WORD_NUMBERS else float(raw.replace(",", ""))
         value *= _SCALES.get((match.group("scale") or "").lower(), 1.0)

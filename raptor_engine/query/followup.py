@@ -71,7 +71,16 @@ from enum import Enum
 from ..ingest.load import chat_plain
 from ..ingest.sentences import IRREGULAR, STOPWORDS, THEMATIC, content_terms, stem, words
 from ..types import Turn
-from .compared import CANNOT_CHOOSE, compared_times, superlative_alone, which_more
+from .compared import (
+    CANNOT_CHOOSE,
+    PERIOD,
+    compared_times,
+    period_kind,
+    period_name,
+    periods,
+    superlative_alone,
+    which_more,
+)
 from .given_names import gender_of_first_name
 
 CONTEXT_OPEN = " (context: "
@@ -393,7 +402,7 @@ def _rewrite_one(
     time = _another_time(question, previous, labelled)
     if time is not None:
         return time
-    question = _as_what_about(_and_the(question))
+    question = _as_what_about(_and_the(_and_name(question, previous)))
     if _stands_alone(question):
         return Rewrite(_capitalised(question), subject=_named_person(question, known) or previous.subject)
     compared = _compared(question, previous, labelled)
@@ -804,17 +813,15 @@ _BARE_WH = re.compile(
     r"(?:\s+(?:exactly|then|precisely))?\s*[?.!]*$",
     re.IGNORECASE,
 )
-_LEADING_WH = re.compile(
-    r"^(?:who|whom|whose|what|which|where|when|why|how(?:\s+(?:many|much|long|old|often|far))?)\b\s*",
-    re.IGNORECASE,
-)
 
 
 def _carried_wh(question: str, previous: Rewrite) -> str | None:
-    """'Who founded Marrow's Bakery?' then 'when?' -> "When founded Marrow's Bakery?": the last question's
-    words with the new wh-word in front of them, so the question searched and ranked names its subject
-    ('When?' alone names nothing, and its carried context counts only lightly). None for anything but a
-    bare wh-word, or when the last question names nothing ('tell me more')."""
+    """'When did she leave?' then 'where?' -> 'Where did she leave?': the last question's words with the new
+    wh-word in place of its own, so the question searched and ranked names its subject ('When?' alone
+    names nothing, and its carried context counts only lightly); a who-question's object is asked of as a
+    passive ('Who founded Marrow's Bakery?' then 'when?' -> "When was Marrow's Bakery founded?"). None for
+    anything but a bare wh-word, when the last question names nothing ('tell me more'), or when the new
+    wh-word cannot take the old one's place (`_wh_rest`)."""
     match = _BARE_WH.match(question)
     if not match or not subject_terms(previous.core) or onward_ask(previous.core) is not None:
         return None  # after 'what came next?' a 'when?' asks about what that answer quoted
@@ -822,12 +829,61 @@ def _carried_wh(question: str, previous: Rewrite) -> str | None:
     passive = _as_passive(wh, previous.core)
     if passive is not None:
         return passive
-    rest = _LEADING_WH.sub("", previous.core.rstrip(" ?.!"), count=1)
+    rest = _wh_rest(wh, previous.core)
     if not rest:
         return None
     if not names_in(rest) or not rest.startswith(names_in(rest)[0]):
         rest = rest[:1].lower() + rest[1:]
     return f"{wh.capitalize()} {rest}?"
+
+
+# The last question's wh-word, a noun it may take ('which trip', 'how many goals') and the word after them:
+# 'What pays ...' (the wh-word is the subject: 'when?' cannot take its place), 'When is ...', 'How many
+# goals did ...' (an aux follows: another wh-word can take the place of all before it)
+_WH_THEN = re.compile(
+    r"^\s*(who|whom|whose|what|which|where|when|why|how(?:\s+(?:many|much|long|old|often|far))?)"
+    rf"(?:\s+(?!(?:{_AUX})\b)[a-z]+(?=\s+(?:{_AUX})\b))?\s+([a-z']+)\b",
+    re.IGNORECASE,
+)
+_BE = frozenset("is was are were be been 's".split())
+_HAPPENED = frozenset("happened happens happen occurred occurs occur went goes go came comes changed changes remained".split())
+_DO = frozenset("do does did".split())
+
+
+def _wh_rest(wh: str, core: str) -> str | None:
+    """What follows the last question's wh-word when `wh` can take its place and still ask something:
+    'When did she leave?' -> 'where?' ('did she leave'), 'How many goals did Wilk score?' -> 'when?' ('did
+    Wilk score'), 'What did she see?' -> 'who?', 'What was the premium?' -> 'how much?', 'What pays for the
+    timber?' -> 'who?'. None when the old wh-word is the question's subject ('What pays for the timber?'
+    -> 'when?' would read 'When pays for the timber?'; 'Who was elected treasurer?' -> 'When was elected
+    treasurer?'; 'What happened in March?' -> 'who?' would read 'Who happened ...'), for 'how much?' of a
+    person ('Who is the chair?'), or for 'who?' of a time, a place or a thing that is ('When is the next meeting?' -> 'Who
+    is the next meeting?'): those are asked with the last question as context instead."""
+    found = _WH_THEN.match(core)
+    if found is None:  # a yes/no question: 'Did she marry?' -> 'who?' -> 'Who did she marry?'
+        return core.rstrip(" ?.!") if _STARTS_WITH_AUX.match(core) else None
+    old, after = found.group(1).lower(), found.group(2).lower()
+    aux = re.fullmatch(_AUX, after) is not None
+    rest = core[found.start(2) :].rstrip(" ?.!")
+    if old in ("who", "whom", "what", "which", "whose") and found.end(1) == found.start(2) - 1:
+        if not aux or (after in _BE and _participle_next(core, found.end())):
+            # the wh-word is the subject ('What pays ...', 'Who was elected ...'): only 'who?' of a thing's
+            # doer takes its place ('What pays for the timber?' -> 'Who pays for the timber?'; not 'Who happened')
+            doer = wh in ("who", "whom") and old == "what" and not aux and after not in _HAPPENED
+            return rest if doer else None
+    if wh in ("who", "whom"):  # a person as the object: 'What did she see?' -> 'Who did she see?'
+        return rest if aux and after in _DO and old in ("what", "which", "who", "whom") else None
+    if wh in ("how many", "how much") and old in ("who", "whom", "whose"):
+        return None  # 'Who is the chair?' -> 'how much?' asks of nothing a person is
+    return rest if aux else None
+
+
+def _participle_next(core: str, at: int) -> bool:
+    """'Who was elected ...': a past participle right after the wh-word's 'was' makes it a passive whose
+    subject the wh-word is ('What was the premium?' is no passive)."""
+    following = core[at:].split()
+    word = following[0].strip("?.!,").lower() if following else ""
+    return _past_verb(word) or (len(word) > 3 and word.endswith(("en", "wn", "one")))  # done, known, taken
 
 
 _WHO_DID = re.compile(r"^\s*who\s+([a-z]+)\s+(.+?)\s*[?.!]*$", re.IGNORECASE)
@@ -1064,6 +1120,25 @@ _AND_THE = re.compile(
 )
 
 
+_AND_NAME = re.compile(r"^(?:and|or)\s+(?:what\s+of\s+)?([A-Z][^?.!,]*?)\s*[?.!]*$")
+
+
+def _and_name(question: str, previous: Rewrite) -> str:
+    """'and Ellery?' -> 'what about Ellery?' when the last question asked about a person by name ('How many
+    goals did Wilk score?'): another person's name alone asks it of them. After a question about no named
+    person ('Who chaired the Q2 meeting?') it stays as typed: there the name is no one to put in its place."""
+    match = _AND_NAME.match(question)
+    if match is None:
+        return question
+    named = names_in(previous.core)
+    # a person's name: not a label's word ('Year 5', 'the Q2 meeting') nor a thing's ('the Harbour Committee')
+    person = len(named) == 1 and re.search(rf"(?<!\bthe\s)(?<!\bThe\s)\b{re.escape(named[0])}\b(?!\s*\d)", previous.core)
+    name = match.group(1)
+    if not person or names_in(question) != [name] or name.lower() == named[0].lower() or not _alike(name, named[0]):
+        return question
+    return f"what about {name}?"
+
+
 def _and_the(question: str) -> str:
     """'and the Wren?' -> 'what about the Wren?': a thing named alone after 'and' asks the last question
     about it; the rewrite is a question, so it ends with '?' (a new topic is searched as it reads)."""
@@ -1131,7 +1206,8 @@ def _another_of_something_else(target: str, core: str) -> bool:
 
 # 'in 2019', 'the 2019 figure', 'Q2', 'last year', 'the previous quarter': a time the comparison names
 _A_TIME = re.compile(
-    r"^(?:(?:in|for|during|of|that\s+of|that\s+in)\s+)?(?:the\s+)?(?:(?P<year>1[0-9]{3}|20[0-9]{2})|(?P<quarter>q[1-4])"
+    r"^(?:(?:in|for|during|of|that\s+of|that\s+in)\s+)?(?:the\s+)?(?:(?P<period>(?:q[1-4]\s+)?(?:1[0-9]{3}|20[0-9]{2})"
+    r"(?:\s?[-/\u2013]\s?\d{2,4})?|fy\s?\d{2,4}(?:\s?[-/\u2013]\s?\d{2,4})?|q[1-4])"
     r"|(?P<year_before>(?:last|previous|prior|preceding)\s+year|year\s+(?:before|prior)(?:\s+that)?"
     r"|a\s+year\s+(?:earlier|before))"
     r"|(?P<year_after>(?:next|following|subsequent)\s+year|year\s+after(?:\s+that)?|a\s+year\s+later)"
@@ -1140,30 +1216,70 @@ _A_TIME = re.compile(
     r"(?:['\u2019]s)?(?:\s+(?:one|figure|figures|number|numbers|total|count|amount|level|report|survey))?$",
     re.IGNORECASE,
 )
-_QUARTER = re.compile(r"\bQ([1-4])\b")
 
 
 def _at_another_time(target: str, core: str) -> str | None:
     """'How many moorings did the 2021 survey count?' compared with 'in 2019' (or 'last year') -> 'How many
-    moorings did the 2019 (2020) survey count?': the last question with its one year or quarter ('Q3')
-    put back to the one the comparison names. None when it names no time, or the question has no one
-    such year or quarter to replace."""
+    moorings did the 2019 (2020) survey count?': the last question with its one period put back to the one
+    the comparison names: a year, a quarter ('Q3'), a quarter of a year ('Q3 2021'), a financial year
+    ('FY24') or a split year ('2022-23'; 'the year before' it is '2021-22'); the year of 'Q3 2021' for a
+    year, its quarter for a quarter. None when it names no time, or the question has no one such period
+    to replace (after 'What did the report recommend?', 'and in 2019?' may mean the 2019 report)."""
     match = _A_TIME.match(target.strip())
     if match is None:
         return None
-    years, quarters = set(_YEAR.findall(core)), set(_QUARTER.findall(core))
-    step = -1 if match.group("year_before") or match.group("quarter_before") else 1
-    if match.group("year") or match.group("year_before") or match.group("year_after"):
-        if len(years) != 1:
-            return None
-        year = next(iter(years))
-        new = match.group("year") or str(int(year) + step)
-        return _YEAR.sub(new, core) if new != year else None
-    if len(quarters) != 1:
+    named = PERIOD.fullmatch(match.group("period").strip()) if match.group("period") else None
+    if match.group("period") and (named is None or period_name(named) is None):
         return None
-    quarter = next(iter(quarters))
-    new = match.group("quarter")[1] if match.group("quarter") else str(int(quarter) + step)
-    return _QUARTER.sub(f"Q{new}", core) if new not in (quarter, "0", "5") else None
+    new_kind = period_kind(named) if named is not None else ""
+    quarterly = new_kind == "quarter" or match.group("quarter_before") or match.group("quarter_after")
+    slots = _period_slots(core, "qy" if new_kind == "qy" else "quarter" if quarterly else "year")
+    if len({core[start:end].lower() for start, end in slots}) != 1:
+        return None
+    old = core[slots[0][0] : slots[0][1]]
+    if named is not None:
+        new = period_name(named) or ""
+    else:
+        step = -1 if match.group("year_before") or match.group("quarter_before") else 1
+        new = _stepped(old, step) or ""
+    if not new or new.lower() == old.lower():
+        return None
+    for start, end in reversed(slots):
+        core = core[:start] + new + core[end:]
+    return core
+
+
+def _period_slots(core: str, kind: str) -> list[tuple[int, int]]:
+    """Where in the last question a period of `kind` may be put: for a year (or a financial or split year)
+    its years, financial and split years and the year of a quarter of a year; for a quarter its quarters and
+    the quarter of a quarter of a year; for a quarter of a year those, else its quarters or its years."""
+    found = [(period_kind(m), m) for m in PERIOD.finditer(core)]
+    if kind == "qy":
+        whole = [(m.start(), m.end()) for k, m in found if k == "qy"]
+        return whole or _period_slots(core, "quarter") or _period_slots(core, "year")
+    slots = []
+    for k, m in found:
+        if k == "qy":
+            quarter, _, year = m.group(0).partition(" ")
+            slots.append((m.start(), m.start() + len(quarter)) if kind == "quarter" else (m.end() - len(year), m.end()))
+        elif (k == "quarter") == (kind == "quarter"):
+            slots.append((m.start(), m.end()))
+    return slots
+
+
+def _stepped(period: str, step: int) -> str | None:
+    """The period `step` years or quarters on ('2021' -1 -> '2020', 'Q2' +1 -> 'Q3', '2022-23' -1 ->
+    '2021-22', 'FY24' +1 -> 'FY25'); None past a year's last quarter or before its first."""
+    if re.fullmatch(r"[Qq][1-4]", period):
+        quarter = int(period[1]) + step
+        return f"Q{quarter}" if 1 <= quarter <= 4 else None
+    numbers = re.findall(r"\d+", period)
+    if len(numbers) == 2:
+        first = int(numbers[0]) + step
+        return f"{first}-{(first + 1) % 100:02d}"
+    digits = numbers[0] if numbers else ""
+    moved = str(int(digits) + step).zfill(len(digits)) if digits else ""
+    return period[: period.index(digits)] + moved if digits else None
 
 
 def _labelled(previous: Rewrite, previous_answer: str, titled: Cited | None) -> Rewrite:
@@ -1172,7 +1288,7 @@ def _labelled(previous: Rewrite, previous_answer: str, titled: Cited | None) -> 
     or quarter of the quote's document title (`titled`), else the first its text gives. What 'was that
     more than the year before?' or 'and the previous quarter?' counts from; `previous` itself when it
     names a time, or the quote gives none."""
-    if _YEAR.search(previous.core) or _QUARTER.search(previous.core):
+    if PERIOD.search(previous.core):
         return previous
     quotes = quotes_in(previous_answer)
     if not quotes or unanswered_lead(previous_answer):
@@ -1185,12 +1301,9 @@ def _labelled(previous: Rewrite, previous_answer: str, titled: Cited | None) -> 
     return replace(previous, core=f"{previous.core.rstrip(' ?.!')} in {times[0]}?")
 
 
-_TIMES = re.compile(r"\b(1[0-9]{3}|20[0-9]{2}|[Qq][1-4])\b")
-
-
 def _times_in(text: str) -> list[str]:
-    """The years and quarters `text` names, each once, in its order, as questions write them ('Q3')."""
-    return list(dict.fromkeys(time.upper() for time in _TIMES.findall(text)))
+    """The periods `text` names, each once, in its order, as questions write them ('Q3', '2022-23')."""
+    return periods(text)
 
 
 _NOT_COMPARATIVES = frozenset("other rather either neither whether never ever after under over water".split())
@@ -1545,18 +1658,18 @@ def _which_of_two(question: str, previous: Rewrite, previous_answer: str) -> Rew
             return Rewrite(previous.core, _cut(other), subject=previous.subject)
     quotes = quotes_in(previous_answer)
     given = _times_in(quotes[0]) if quotes else []
-    asked = [t.upper() for t in _TIMES.findall(previous.core)]
+    asked = periods(previous.core)
     if len(given) < 2 or len(asked) > 1 or (asked and asked[0] not in given[:2]):
         return None
     first, second = (asked[0], next(t for t in given[:2] if t != asked[0])) if asked else given[:2]
-    bare = _TIMES.sub(first, previous.core) if asked else f"{previous.core.rstrip(' ?.!')} in {first}?"
-    return Rewrite(bare, _TIMES.sub(second, bare), subject=previous.subject)
+    bare = PERIOD.sub(first, previous.core) if asked else f"{previous.core.rstrip(' ?.!')} in {first}?"
+    return Rewrite(bare, PERIOD.sub(second, bare), subject=previous.subject)
 
 
 def _counted_from(target: str) -> bool:
     """Whether a time is counted from another ('the year before', 'next quarter'), not named ('2019')."""
     match = _A_TIME.match(target.strip())
-    return match is not None and not (match.group("year") or match.group("quarter"))
+    return match is not None and not match.group("period")
 
 
 SWAPPED_WORDS = 4  # the most words of a thing one question puts in place of the last one's

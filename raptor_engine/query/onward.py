@@ -123,6 +123,11 @@ def pick_onward(
     wanted = _wanted(ask, holds_reason)
     if wanted is not None:
         near = [c for c in pool if wanted(c.text) and _beside(c, anchors[0])]
+        own = _from_marker(anchors[0], _REASON_WORDS, asked) if ask is Onward.REASON else None
+        if own is not None and not any(_holds_asked(c.text, asked) for c in near):
+            # 'What did Martin Cole say?' -> '... said the pipe had frozen because the loft was unheated.' ->
+            # 'why?': the reason the last answer gave, not another claim's ('The claim was refused because ...')
+            return OnwardPick([own], True)
         if near:
             return OnwardPick(_best(near, value, quotes, anchors[0]), True)
         # the last answer gave it already ('It was replaced because ...' after 'In 1834 the wheel was
@@ -294,6 +299,11 @@ def _from_marker(candidate: Q, marker: re.Pattern[str], asked: set[str]) -> Q | 
         if _CLAUSE_OPENERS.search(before[spans[-1] :] if spans else before):
             return None
     return replace(candidate, text="\u2026" + candidate.text[found.start() :]) if before.strip() else candidate
+
+
+def _holds_asked(text: str, asked: set[str]) -> bool:
+    """Whether a sentence holds a word of what was asked (`asked`: stemmed terms)."""
+    return bool(asked) and any(stem(word.lower()) in asked for word in re.findall(r"[\w'-]+", text))
 
 
 def _best(pool: list[Q], value: dict[int, float], quotes: int, anchor: Quotable) -> list[Q]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from enum import Enum
 
 from ..ingest.sentences import THEMATIC, content_terms
@@ -619,6 +620,76 @@ def sources_reply(text: str, citations: list[Citation], only: int | None = None)
         for c in citations
     ]
     return SOURCES_INTRO + "\n" + "\n".join(lines)
+
+
+# 'who said so?', 'according to whom?', 'who says that?', 'who told you that?', 'whose words are those?': who
+# the last answer's passage says said it
+_WHO_SAID = re.compile(
+    r"^(?:(?:and|so|but|ok|okay|well|sorry|hmm+)\b[\s,.!]*)*(?:"
+    r"who\s+(?:said|says|say|told\s+(?:you|us)|claimed|claims|stated|is\s+saying)"
+    r"(?:\s+(?:so|that|this))?(?:\s+(?:then|exactly))?"
+    r"|according\s+to\s+(?:whom|who)(?:\s+(?:exactly|then))?"
+    r"|whose\s+(?:words|claim|view|statement)\s+(?:is|was|are|were)\s+(?:that|this|these|those|it))\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_SAYING = (
+    r"said|says|reported|replied|told|wrote|stated|claimed|argued|explained|announced|confirmed|noted|added"
+    r"|warned|insisted|answered|complained|estimated|recommended|suggested|believed|thought"
+)
+# 'The loss adjuster, Martin Cole, said ...', 'Harriet Blake said ...', 'The council replied that ...'
+_SAID_BY = re.compile(
+    r"(?P<who>(?:\b[Tt]he\s+(?:[a-z][\w'-]*\s+){0,2}[a-z][\w'-]*|\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})"
+    rf"(?:,\s+[^,]{{1,60}},)?)\s+(?:had\s+|has\s+)?(?:{_SAYING})\b"
+)
+_ACCORDING_TO = re.compile(r"\b[Aa]ccording\s+to\s+(?P<who>[^,.;:]{1,80})")
+_QUOTE_LINE = re.compile(r"^- (?:(?P<speaker>[^\u201c\n]{1,80}?):\s*)?\u201c(?P<quote>.+?)\u201d \[(?P<marker>\d+)\]", re.M)
+SAID_BY_NOBODY = "The passage the last answer quoted first names no one who said it; it comes from {place}:"
+
+
+def asks_who_said(message: str) -> bool:
+    """Whether a message asks who said what the last answer quoted ('who said so?', 'according to whom?')."""
+    return len(message) <= MAX_SMALL_TALK_CHARS and _WHO_SAID.match(message.strip()) is not None
+
+
+def said_by(quote: str) -> str | None:
+    """Who a quoted sentence says said it ('The loss adjuster, Martin Cole, said ...' -> 'the loss adjuster,
+    Martin Cole'; 'according to the survey, ...' -> 'the survey'); None when it names no one."""
+    found = _ACCORDING_TO.search(quote) or _SAID_BY.search(quote)
+    if found is None:
+        return None
+    who = found.group("who").strip(" ,")
+    return "the" + who[3:] if who.startswith("The ") else who
+
+
+def who_said_reply(text: str, citations: list[Citation], passage: Callable[[str], str] = lambda quote: "") -> tuple[str, list[Citation]]:
+    """Who said what the last answer (`text`) quoted first, and that quote: its speaker in a transcript, else
+    the one its sentence says said it, else where it comes from; with the citation it shows. `passage`: the
+    text a quote was taken from, where a quote cut to its reason ('…because the loft was unheated') finds
+    the start of its sentence ('The loss adjuster, Martin Cole, said the pipe had frozen ...')."""
+    line = _QUOTE_LINE.search(text)
+    if line is None or not citations:
+        return "The last answer quoted no passage.", []
+    marker = int(line.group("marker"))
+    cited = [c for c in citations if c.marker == marker] or citations[:1]
+    quote = line.group("quote")
+    whole = _whole_sentence(quote, passage(quote.strip("\u2026 "))) if quote.startswith("\u2026") else quote
+    who = line.group("speaker") or said_by(whole)
+    shown = f"- \u201c{whole}\u201d [{marker}]"
+    if who:
+        who = f"{who}," if "," in who else who  # 'the treasurer, Colin Ashworth, said so'
+        return f"From the documents: {who} said so:\n{shown}", cited
+    return SAID_BY_NOBODY.format(place=_place(cited[0])) + "\n" + shown, cited
+
+
+def _whole_sentence(quote: str, passage: str) -> str:
+    """The sentence of `passage` a quote cut at its start ('…because ...') ends, from its start; the quote
+    itself when the passage does not hold it."""
+    cut = quote.strip("\u2026 ")
+    at = passage.find(cut)
+    if at < 0:
+        return quote
+    starts = [m.end() for m in re.finditer(r"[.!?]\s+", passage[:at])]
+    return passage[(starts[-1] if starts else 0) : at + len(cut)].strip()
 
 
 def chosen_citations(citations: list[Citation], only: int | None) -> list[Citation]:

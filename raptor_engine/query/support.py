@@ -33,6 +33,7 @@ from ..ingest.sentences import content_terms, sentences_of, stem, strip_bullet, 
 from ..types import Answer, Citation, ContextNode, WrongCitation
 from .answer import MARKER, NOTHING_FOUND, SentenceVectors
 from .followup import unanswered_lead
+from .verdict import VERDICT_LEAD
 
 # Chosen by `python -m raptor_tools.support_threshold` on ../shared/evaldata (docs/HOW_IT_WORKS.md has the table).
 EMBED_SHARE = 0.4  # weight of the embedding cosine; the rest is the lexical share
@@ -186,6 +187,8 @@ def says_not_answered(text: str) -> bool:
     answers."""
     if unanswered_lead(text) or text.startswith(NOTHING_FOUND):
         return True
+    if VERDICT_LEAD.match(text):  # 'From the documents: no, 31 March 2022 is not before 2022.' answers
+        return False
     first = _FIRST_SENTENCE.match(text.lstrip())
     sentence = first.group(0) if first else ""
     return bool(_NO_ANSWER.search(sentence)) and not MARKER.search(sentence)

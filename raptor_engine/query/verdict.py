@@ -1,0 +1,274 @@
+"""Yes or no, where the quoted sentence settles a yes/no follow-up.
+
+'is that before 2022?' after 'When does cover end?', 'was it more than the excess?' after 'How much did
+Greyfriars pay?', 'did he agree?' after a question about Colin Ashworth: the extractive answer quotes the
+sentence that holds the answer ('Cover runs from 1 April 2021 to 31 March 2022', 'Colin Ashworth did not
+agree with the objection') but said neither yes nor no. Here the first words say so when the quotes settle
+it, by one of three readings, and nothing is said when they do not:
+
+- a figure against a number or a thing's figure ('more than 20?', 'less than the deposit?'): the figure the
+  last answer gave (the clause of the first quote sharing most words with what was asked), against the
+  number asked about or the figure the quotes give the thing; same units, or none said;
+- a date against a year, a month or a day ('before 2022?', 'after 10 January?', 'in 2025?'): the one date
+  of the quote's clause that answers, the start or the end of a 'from ... to ...' span by what was asked;
+- a statement or its negation ('did Colin Ashworth agree?', 'was the loft heated?', 'is it taken in Year
+  5?'): every word of the question in one clause of the first quote, with 'not', 'never', 'no longer' or an
+  'un-' form of its verb ('unheated'): no; without: yes. A clause missing any word ('She complained to
+  the ombudsman, who agreed' for 'did Nadia Okafor agree?') settles nothing.
+
+Deterministic, no model. The caller puts the line in place of the answer's first line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+
+from ..ingest.sentences import content_terms, stem
+from .compared import _CLAUSES, Figure, _figures
+
+# the lead of an answer that says yes or no, which answers even when it says 'not' ('support.says_not_answered')
+VERDICT_LEAD = re.compile(r"^From the documents: (?:yes|no)\b")
+_YES_NO = re.compile(r"^(?:(?:and|so|but|ok|okay|then)\b[\s,]*)*(?:is|was|are|were|did|does|do|has|have|had)\b", re.I)
+_THAT = r"(?:that|it|this|they|those|these|she|he)"
+_MORE = {
+    **dict.fromkeys("more greater higher bigger larger over above longer".split(), 1),
+    **dict.fromkeys("less fewer lower smaller under below shorter".split(), -1),
+}
+_FIGURE_CHECK = re.compile(
+    rf"^(?:(?:and|so|but)\s+)?(?:is|was|are|were)\s+{_THAT}\s+(?:any\s+|much\s+|a\s+lot\s+)?"
+    rf"(?P<way>{'|'.join(_MORE)})\s+(?:than\s+)?(?P<target>.+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_DATE_CHECK = re.compile(
+    rf"^(?:(?:and|so|but)\s+)?(?:is|was|are|were|does|did)\s+{_THAT}\s+(?:\w+\s+)?"
+    r"(?P<way>before|after|earlier\s+than|later\s+than|in|during)\s+(?P<target>.+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_MONTHS = "january february march april may june july august september october november december".split()
+_MONTH = rf"(?:{'|'.join(_MONTHS)}|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?"
+_DATE = re.compile(
+    rf"\b(?:(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>{_MONTH})(?:,?\s+(?P<year>1[0-9]{{3}}|20[0-9]{{2}}))?"
+    rf"|(?P<month2>{_MONTH})\s+(?:(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+)?(?P<year2>1[0-9]{{3}}|20[0-9]{{2}})"
+    r"|(?P<year3>1[0-9]{3}|20[0-9]{2}))\b",
+    re.IGNORECASE,
+)
+_ENDS = re.compile(r"\b(?:end|ends|ended|finish|finishes|finished|close|closes|closed|last|until|expire|expires|due)\b", re.I)
+_STARTS = re.compile(r"\b(?:start|starts|started|begin|begins|began|open|opens|opened|first|from|commence)\b", re.I)
+_NEGATION = re.compile(r"\b(?:not|never|no\s+longer|cannot|neither|nor)\b|n['\u2019]t\b", re.IGNORECASE)
+_NEGATED_FORM = ("un", "non", "in", "dis")
+_POINTS_BACK = re.compile(r"\b(?:it|that|this|they|them|these|those|he|she|him|her|its|their)\b", re.IGNORECASE)
+_ASK_WORDS = frozenset("is was are were did does do has have had that it this they those these ever".split())
+
+
+@dataclass(frozen=True)
+class _Day:
+    """A date as far as it was written: a year alone spans the year, a month without a day the month."""
+
+    first: date
+    last: date
+    shown: str
+
+
+def verdict(asked: str, core: str, quotes: list[str], last_question: str = "", last_quotes: list[str] = ()) -> str | None:
+    """The lead line saying yes or no to a yes/no follow-up where the quotes settle it; None when it is no
+    such question or they do not. `asked`: the follow-up as typed; `core`: the question it stands for, which
+    `quotes` (the answer's) answer; `last_question`, `last_quotes`: the question 'that' and 'it' point back
+    to and the last answer's quotes, where the figure or date compared is (the answer's quotes after them)."""
+    if not _YES_NO.match(asked.strip()):
+        return None
+    figure = _FIGURE_CHECK.match(asked.strip())
+    if figure is not None:
+        given = [*last_quotes, *quotes]
+        return _figure_verdict(figure, last_question or core, given) if given else None
+    dated = _DATE_CHECK.match(asked.strip())
+    if dated is not None and _target_day(dated.group("target"), None) is not None:
+        first = (list(last_quotes) or quotes)[:1]
+        return _date_verdict(dated, last_question or core, first[0]) if first else None
+    return _said_verdict(core, quotes[0]) if quotes else None  # 'is it taken in Year 5?' names no date
+
+
+def _figure_verdict(found: re.Match[str], core: str, quotes: list[str]) -> str | None:
+    way = _MORE[found.group("way").lower()]
+    target = found.group("target")
+    against = _figures(target)
+    typed = len(against) == 1  # a number the question gives, not a thing's figure the quotes give
+    if not typed:  # a thing: its figure in the quotes ('the excess': 'the 500 pound excess')
+        thing = [stem(t) for t in content_terms(target.lower())]
+        against = [f for quote in quotes for f in _clause_figures(quote, thing)][:1] if thing else []
+    if not against:
+        return None
+    other = against[0]
+    given = _answered_figure(core, quotes[0], other)
+    if given is None or (not typed and given.shown == other.shown):
+        return None
+    if given.unit and other.unit and given.unit != other.unit:
+        return None
+    holds = (given.value - other.value) * way > 0
+    shown = given.shown[:1].lower() + given.shown[1:] if given.shown[:1].isalpha() else given.shown  # 'fourteen'
+    if given.value == other.value:
+        return f"From the documents: no, the same ({shown})."
+    return f"From the documents: {'yes' if holds else 'no'} ({shown}, against {other.shown})."
+
+
+def _clauses(text: str) -> list[str]:
+    parts, start = [], 0
+    for cut in [*(m.start() for m in _CLAUSES.finditer(text)), len(text)]:
+        parts.append(text[start:cut])
+        start = cut
+    return [part for part in parts if part.strip()]
+
+
+def _alike(a: str, b: str) -> bool:
+    """Two stems of one word ('agr' of 'agreed', 'agre' of 'agree')."""
+    return a == b or (min(len(a), len(b)) >= 3 and (a.startswith(b) or b.startswith(a)))
+
+
+def _shares(clause: str, terms: list[str]) -> int:
+    held = [stem(t) for t in content_terms(clause.lower())]
+    return sum(any(_alike(term, h) for h in held) for term in terms)
+
+
+def _clause_figures(text: str, terms: list[str]) -> list[Figure]:
+    """The figures of the clauses of `text` that hold every one of `terms` (a word of the clause before or
+    after the figure), the first clause first."""
+    found = []
+    for clause in _clauses(text):
+        if _shares(clause, terms) != len(terms):
+            continue
+        # the figure nearest the thing's words ('paid 5,800 pounds after deducting the 500 pound excess')
+        at = [m.start() for m in re.finditer(r"[\w'-]+", clause) if any(_alike(stem(m.group(0).lower()), t) for t in terms)]
+        figures = [(min(abs(clause.find(f.shown) - a) for a in at) if at else 0, f) for f in _figures(clause)]
+        found += [f for _, f in sorted(figures, key=lambda pair: pair[0])]
+    return found
+
+
+def _answered_figure(core: str, quote: str, other: Figure) -> Figure | None:
+    """The figure the quote gives for what was asked: of its clauses with a figure in `other`'s unit (any
+    when `other` has none), the one sharing most words with the question, the first of equals."""
+    terms = [stem(t) for t in content_terms(core.lower()) if t not in _ASK_WORDS]
+    best: tuple[int, Figure] | None = None
+    for clause in _clauses(quote):
+        figures = [f for f in _figures(clause) if not other.unit or not f.unit or f.unit == other.unit]
+        figures = [f for f in figures if f.shown != other.shown] or figures
+        if figures and (best is None or _shares(clause, terms) > best[0]):
+            best = (_shares(clause, terms), figures[0])
+    return best[1] if best is not None else None
+
+
+def _day_of(found: re.Match[str], year: int | None = None) -> _Day | None:
+    month_word = (found.group("month") or found.group("month2") or "").lower().rstrip(".")
+    day = found.group("day") or found.group("day2")
+    written = found.group("year") or found.group("year2") or found.group("year3")
+    year_value = int(written) if written else year
+    if year_value is None:
+        return None
+    shown = " ".join(found.group(0).split())
+    if not month_word:
+        return _Day(date(year_value, 1, 1), date(year_value, 12, 31), shown)
+    month = next(i for i, name in enumerate(_MONTHS, 1) if name.startswith(month_word[:3]))
+    if day:
+        try:
+            one = date(year_value, month, int(day))
+        except ValueError:
+            return None
+        return _Day(one, one, shown)
+    end = date(year_value + (month == 12), month % 12 + 1, 1)
+    return _Day(date(year_value, month, 1), date.fromordinal(end.toordinal() - 1), shown)
+
+
+_MONTH_ALONE = re.compile(rf"^(?:the\s+end\s+of\s+|the\s+start\s+of\s+)?(?P<month>{_MONTH})$", re.IGNORECASE)
+
+
+def _target_day(target: str, year: int | None) -> _Day | None:
+    """The date a check asks about, when the whole of `target` is one ('2022', '10 January', 'March 2025',
+    'June'); a day or month without a year is of `year` (the answered date's), and with none is no date."""
+    text = target.strip(" ?.!")
+    month = _MONTH_ALONE.match(text)
+    if month is not None:
+        if year is None:
+            return _Day(date.min, date.min, text)  # a date, of a year still to come
+        first = _MONTHS.index(next(m for m in _MONTHS if m.startswith(month.group("month").lower()[:3]))) + 1
+        end = date(year + (first == 12), first % 12 + 1, 1)
+        return _Day(date(year, first, 1), date.fromordinal(end.toordinal() - 1), text)
+    dates = list(_DATE.finditer(text))
+    if len(dates) != 1 or dates[0].group(0).strip() != text:
+        return None
+    if year is None:
+        return _Day(date.min, date.min, text)
+    return _day_of(dates[0], year)
+
+
+def _date_verdict(found: re.Match[str], core: str, quote: str) -> str | None:
+    given = _answered_date(core, quote)
+    if given is None:
+        return None
+    target = _target_day(found.group("target"), given.first.year)
+    if target is None:
+        return None
+    way = found.group("way").lower().split()[0]
+    if way in ("before", "earlier"):
+        holds, settled = given.last < target.first, given.last < target.first or given.first >= target.first
+        phrase = "before"
+    elif way in ("after", "later"):
+        holds, settled = given.first > target.last, given.first > target.last or given.last <= target.last
+        phrase = "after"
+    else:
+        holds = target.first <= given.first and given.last <= target.last
+        settled = holds or given.last < target.first or given.first > target.last
+        phrase = "in"
+    if not settled:
+        return None
+    return f"From the documents: {'yes' if holds else 'no'}, {given.shown} is {'' if holds else 'not '}{phrase} {target.shown}."
+
+
+def _answered_date(core: str, quote: str) -> _Day | None:
+    """The date the quote answers the question with: of the clause sharing most of its words, its one date,
+    or of a 'from X to Y' span the end when the question asks when something ends (the start when it asks
+    when something starts); None when that leaves no one date."""
+    terms = [stem(t) for t in content_terms(core.lower()) if t not in _ASK_WORDS]
+    # a clause of its own: '6 January 2025 to 4 April 2025, with half term from 17 February to 21 February'
+    sentences = [s for s in re.split(r"(?<=[.;!?])\s+|,\s+(?=(?:with|and|but|while|whereas|except)\b)", quote) if s.strip()]
+    best = max(sentences, key=lambda s: _shares(s, terms), default="")
+    found = [m for m in _DATE.finditer(best)]
+    if not found:
+        return None
+    years = [int(y) for m in found for y in re.findall(r"\b(?:1[0-9]{3}|20[0-9]{2})\b", m.group(0))]
+    year = years[-1] if years else None
+    if len(found) > 1:
+        if _ENDS.search(core) and not _STARTS.search(core):
+            found = found[-1:]
+        elif _STARTS.search(core) and not _ENDS.search(core):
+            found = found[:1]
+        else:  # 'When is the trip?' of '9 June to 11 June 2025': the whole span, which may still settle it
+            first, last = _day_of(found[0], year), _day_of(found[-1], year)
+            if first is None or last is None:
+                return None
+            return _Day(first.first, last.last, best[found[0].start() : found[-1].end()])
+    return _day_of(found[0], year)
+
+
+def _said_verdict(core: str, quote: str) -> str | None:
+    """Yes or no to 'did Colin Ashworth agree?' / 'was the loft heated?': every word of the question in one
+    clause of the quote's sentences, negated there or not."""
+    if _POINTS_BACK.search(core):  # 'Is that in the summer term?': what 'that' is, the quote does not say
+        return None
+    terms = [stem(t) for t in content_terms(core.lower()) if t not in _ASK_WORDS]
+    if len(terms) < 2:
+        return None
+    for sentence in re.split(r"(?<=[.!?])\s+", quote):
+        for clause in re.split(r"[;:]|,\s+(?:who|which|but|while|whereas)\b|\bbut\b|\bwhereas\b", sentence):
+            held = [stem(t) for t in content_terms(clause.lower())]
+            negated_form = False
+            for term in terms:
+                if any(_alike(term, h) for h in held):
+                    continue
+                if any(h.startswith(p) and _alike(term, h[len(p) :]) for h in held for p in _NEGATED_FORM):
+                    negated_form = True
+                    continue
+                break
+            else:
+                negated = negated_form != bool(_NEGATION.search(clause))
+                return f"From the documents: {'no' if negated else 'yes'}, as the first passage says:"
+    return None

@@ -1,0 +1,112 @@
+"""qa23: a yes/no follow-up ('is that before 2022?', 'was it more than the excess?', 'did he agree?') quoted
+the sentence that settles it under 'From the documents:' and never said yes or no. Now the first words say
+so where the quotes settle it (a date, a figure, a negation: `verdict.verdict`), and nothing is said where
+they do not."""
+
+from __future__ import annotations
+
+import pytest
+
+from raptor_engine.query.verdict import verdict
+from tests.followup_documents import TEXTS
+from tests.test_followup_other_document import conversation
+from tests.unhurried import engine_with
+
+COVER = "Cover runs from 1 April 2021 to 31 March 2022 and renews each year unless either side cancels it."
+SPRING = "The spring term runs from 6 January 2025 to 4 April 2025, with half term from 17 February to 21 February."
+TRIP = "A residential trip to the Forest of Dean runs from 9 June to 11 June 2025 and costs 165 pounds."
+PAID = "The claim was for 6,300 pounds and Greyfriars Mutual paid 5,800 pounds after deducting the 500 pound excess."
+
+
+@pytest.mark.parametrize(
+    ("asked", "last_question", "last_quote", "line"),
+    [
+        ("is that before 2022?", "When does cover end?", COVER, "From the documents: no, 31 March 2022 is not before 2022."),
+        ("was that after 2020?", "When does cover start?", COVER, "From the documents: yes, 1 April 2021 is after 2020."),
+        ("is that before 10 January?", "When does the spring term start?", SPRING,
+         "From the documents: yes, 6 January 2025 is before 10 January."),
+        ("and is that in 2025?", "When does the spring term end?", SPRING, "From the documents: yes, 4 April 2025 is in 2025."),
+        ("is that after March?", "When is the residential trip?", TRIP,
+         "From the documents: yes, 9 June to 11 June 2025 is after March."),
+        ("was it more than the excess?", "How much did Greyfriars pay for the burst pipe?", PAID,
+         "From the documents: yes (5,800 pounds, against 500 pound)."),
+        ("was that less than 6,000 pounds?", "How much did Greyfriars pay for the burst pipe?", PAID,
+         "From the documents: yes (5,800 pounds, against 6,000 pounds)."),
+        ("was that more than 20?", "How many members attended?", "Fourteen members attended.",
+         "From the documents: no (fourteen members, against 20)."),
+        ("is it over 500 pounds?", "What is the subsidence excess?", "The excess for subsidence is 1,000 pounds.",
+         "From the documents: yes (1,000 pounds, against 500 pounds)."),
+        ("was it more than 1,000 pounds?", "What is the subsidence excess?", "The excess for subsidence is 1,000 pounds.",
+         "From the documents: no, the same (1,000 pounds)."),
+    ],
+)
+def test_a_date_or_a_figure_the_last_answer_gave_settles_the_check(asked, last_question, last_quote, line):
+    assert verdict(asked, asked, ["Something else."], last_question, [last_quote]) == line
+
+
+@pytest.mark.parametrize(
+    ("core", "quote", "line"),
+    [
+        ("Did Colin Ashworth agree?", "Colin Ashworth did not agree with the objection and abstained.", "no"),
+        ("Was the loft heated?", "Martin Cole said the pipe had frozen because the loft was unheated.", "no"),
+        ("Is the multiplication tables check taken in Year 5?",
+         "The multiplication tables check is not taken in Year 5; it was taken in Year 4.", "no"),
+        ("Did the council agree to repair the pavement?",
+         "The association objected, and the council agreed to repair the pavement instead.", "yes"),
+        ("Has the society ever met in Leeds?", "The society has never met in Leeds.", "no"),
+    ],
+)
+def test_a_statement_or_its_negation_settles_the_check(core, quote, line):
+    assert verdict(core.lower(), core, [quote]) == f"From the documents: {line}, as the first passage says:"
+
+
+@pytest.mark.parametrize(
+    ("asked", "core", "quote", "last_question", "last_quote"),
+    [
+        # 'she' is Nadia Okafor, but the one who agreed is the ombudsman
+        ("did she agree?", "Did Nadia Okafor agree?", "She complained to the ombudsman, who agreed with the insurer.", "", ""),
+        ("is flood damage covered for sheds?", "Is flood damage covered for sheds?",
+         "Flood damage is excluded for outbuildings such as sheds and greenhouses.", "", ""),  # 'excluded' is no 'not'
+        ("is that in the summer term?", "Is that in the summer term?", "The summer term runs from 22 April 2025.", "", ""),
+        ("was that before the war?", "Was that before the war?", "x", "When did he leave?", "He left in 1903."),
+        ("is that before 10 June?", "Is that before 10 June?", "x", "When is the residential trip?", TRIP),  # 9-11 June
+        ("is that before 2022?", "Is that before 2022?", "x", "When does cover run?", COVER),  # start or end?
+        ("is it more than 5 metres?", "Is it more than 5 metres?", "x", "How much is the excess?", "It is 250 pounds."),
+        ("what was it?", "What was it?", "x", "How much is the excess?", "It is 250 pounds."),
+    ],
+)
+def test_no_yes_or_no_where_the_quotes_do_not_settle_it(asked, core, quote, last_question, last_quote):
+    assert verdict(asked, core, [quote], last_question, [last_quote] if last_quote else []) is None
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory, embedder):
+    engine = engine_with(tmp_path_factory.mktemp("yes_no"), embedder, TEXTS)
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize(
+    ("questions", "lead"),
+    [
+        (["When does cover end?", "is that before 2022?"], "From the documents: no, 31 March 2022 is not before 2022."),
+        (["When does the spring term start?", "is that before 10 January?"],
+         "From the documents: yes, 6 January 2025 is before 10 January."),
+        (["How much did Greyfriars pay for the burst pipe?", "was it more than the excess?"],
+         "From the documents: yes (5,800 pounds, against 500 pound)."),
+        (["How many members attended?", "was that more than 20?"], "From the documents: no (fourteen members, against 20)."),
+        (["What did the council propose in Q3 2023?", "did Colin Ashworth agree?"],
+         "From the documents: no, as the first passage says:"),
+    ],
+)
+async def test_a_check_through_the_engine_opens_with_yes_or_no(engine, questions, lead):
+    answer = await conversation(engine, questions)
+    assert answer.text.split("\n")[0] == lead, answer.text
+    assert answer.answered
+
+
+async def test_a_check_the_quotes_do_not_settle_keeps_its_lead(engine):
+    answer = await conversation(engine, ["When is the residential trip?", "is that in the summer term?"])
+    assert not answer.text.startswith(("From the documents: yes", "From the documents: no")), answer.text
