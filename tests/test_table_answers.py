@@ -152,6 +152,36 @@ def test_follow_ups_lean_on_the_last_table_question(engine):
     assert "by Price, lowest first" in first_line and "Seed tray" in quotes[0]
 
 
+@pytest.mark.parametrize(
+    ("kb", "asked", "check", "verdict", "first"),
+    [
+        ("members", "Who joined most recently?", "is that before 2020?", "no, 2021 is not before 2020", "Ben Carter"),
+        ("members", "Who joined first?", "was that before 2016?", "yes, 2015 is before 2016", "Frank Green"),
+        ("prices", "What is the cheapest item?", "is it more than £5?", "no (£2.40, against £5)", "Seed tray"),
+    ],
+)  # fmt: skip
+def test_a_yes_no_check_of_a_table_answer_quotes_the_rows_it_checks_not_a_filter(engine, kb, asked, check, verdict, first):
+    """'is that before 2020?' after 'who joined most recently?' checks the answer's first row: the quotes are
+    the rows the last answer gave, not the rows before 2020 under a 'no' (the threshold read as a filter)."""
+    answer = asyncio.run(engine.ask(kb, asked))
+    history = [Turn("user", asked), Turn("assistant", answer.text)]
+    first_line, quotes = ask(engine, kb, check, history)
+    assert first_line == f"From the documents: {verdict}.", first_line
+    assert first in quotes[0], quotes
+
+
+def test_a_second_yes_no_check_still_checks_the_first_answers_rows(engine):
+    """'was it after 2020?' after 'is that before 2020?' checks the same row: the question both stand for is
+    the superlative before them, not the first check."""
+    history: list[Turn] = []
+    for asked in ("Who joined most recently?", "is that before 2020?"):
+        answer = asyncio.run(engine.ask("members", asked, history=history))
+        history += [Turn("user", asked), Turn("assistant", answer.text)]
+    first_line, quotes = ask(engine, "members", "was it after 2020?", history)
+    assert first_line == "From the documents: yes, 2021 is after 2020.", first_line
+    assert "Ben Carter" in quotes[0] and "by Joined" not in first_line, quotes
+
+
 def test_a_merged_html_cell_reads_in_every_row_and_column_it_spans():
     lines = load_document("staff.html", STAFF.encode()).text.split("\n")
     assert "- Name: Harry Ives; Office: Manchester; Started: 2018; Salary: £33,500." in lines
