@@ -22,6 +22,7 @@ from datetime import date
 from ..ingest.sentences import content_terms, stem
 from ..types import ContextNode
 from .retrieve import ELISION
+from .verdict import CHECKS_LAST_ANSWER
 
 # a labelled row: 'Label: value; Label: value' (two cells at least), with its closing full stop
 _CELL = re.compile(r"^([^:;]{1,48}?): (.*)$", re.DOTALL)
@@ -174,12 +175,6 @@ _HOW_MANY = re.compile(r"^\W*(?:and\s+|so\s+)?how\s+many\b", re.IGNORECASE)
 # 'how many points does ...', 'how many units did ...': a count the table gives as a cell
 _HOW_MANY_WHAT = re.compile(
     r"^\W*(?:and\s+|so\s+)?how\s+many\s+([^\W\d_]+)\s+(?:does|do|did|has|have|had|is|are|was|were|will|can)\b",
-    re.IGNORECASE,
-)
-# 'is that before 2020?', 'was it more than £10?': a yes/no check of what the last answer said (the pronoun
-# stands for its first row), not a filter over the rows ('did anyone join after 2019?' is one)
-_CHECKS_THE_ANSWER = re.compile(
-    r"^\W*(?:and\s+|so\s+|but\s+)?(?:is|was|are|were|does|did|has|had)\s+(?:that|it|this|he|she|they)\b",
     re.IGNORECASE,
 )
 _WHICH = re.compile(r"^\W*(?:and\s+|so\s+)?(?:which|who|what|list|show|name)\b", re.IGNORECASE)
@@ -341,8 +336,8 @@ def table_pick(
     fewest?' after 'which team has the most points?', 'and the second?')."""
     if not rows:
         return None
-    if _CHECKS_THE_ANSWER.match(question):  # 'is that before 2020?': the rows the last question was answered by
-        at = next((i for i, asked in enumerate(earlier) if not _CHECKS_THE_ANSWER.match(asked)), None)
+    if CHECKS_LAST_ANSWER.match(question):  # 'is that before 2020?': the rows the last question was answered by
+        at = next((i for i, asked in enumerate(earlier) if not CHECKS_LAST_ANSWER.match(asked)), None)
         return None if at is None else table_pick(earlier[at], rows, ranked, complete, quotes, earlier[at + 1 :])
     tables = _tables(rows)
     table = _ranked_table(tables, ranked[0] if ranked else None)

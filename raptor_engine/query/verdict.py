@@ -32,6 +32,11 @@ from .compared import _CLAUSES, Figure, _figures
 VERDICT_LEAD = re.compile(r"^From the documents: (?:yes|no)\b")
 _YES_NO = re.compile(r"^(?:(?:and|so|but|ok|okay|then)\b[\s,]*)*(?:is|was|are|were|did|does|do|has|have|had)\b", re.I)
 _THAT = r"(?:that|it|this|they|those|these|she|he)"
+# a yes/no check of what the last answer said ('is that before 2020?', 'was it more than £5?', 'did they
+# join after 2019?'): the pronoun stands for it; 'did anyone join after 2019?' asks anew
+CHECKS_LAST_ANSWER = re.compile(
+    rf"^\W*(?:(?:and|so|but)\s+)?(?:is|was|are|were|does|did|has|had)\s+{_THAT}\b", re.IGNORECASE
+)
 _MORE = {
     **dict.fromkeys("more greater higher bigger larger over above longer".split(), 1),
     **dict.fromkeys("less fewer lower smaller under below shorter".split(), -1),
