@@ -58,6 +58,7 @@ from .query.followup import (
     QUOTE_AND_BLOCK,
     TITLES,
     TURNS_CONSIDERED,
+    WEAK_MATCH,
     Onward,
     chooses,
     names_in,
@@ -89,7 +90,7 @@ from .query.smalltalk import (
 )
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
 from .query.tables import holds_rows
-from .query.verdict import verdict
+from .query.verdict import settled
 from .query.verify import NOTHING_TO_CHECK, check_reply, claims_of, last_answer
 from .storage.archive import abandoned_imports
 from .storage.index import IndexManager, extend_hnsw, new_hnsw
@@ -458,22 +459,46 @@ def _with_choice(draft: AnswerDraft, asked: str, query: str, nodes: list[Context
     return replace(draft, text=f"{line}\n{rest}") if line is not None else draft
 
 
-def _with_verdict(draft: AnswerDraft, asked: str, query: str, history: list[Turn]) -> AnswerDraft:
-    """An extractive draft of a yes/no follow-up ('is that before 2022?', 'was it more than the excess?',
-    'did he agree?') opening with yes or no where the quotes settle it (`verdict.verdict`: 'that' is what
-    the last answer quoted for the last question, which the rewrite keeps as its context or asks again), in
-    place of its first line; any other draft as it is (a choice between two times has its own line)."""
+def _with_verdict(
+    draft: AnswerDraft, asked: str, query: str, history: list[Turn], nodes: list[ContextNode]
+) -> AnswerDraft:
+    """An extractive draft of a yes/no question ('is that before 2022?', 'was it more than the excess?',
+    'did he agree?'; a first 'Did the council approve the plan?' too) opening with yes or no where the
+    quotes settle it (`verdict.settled`: 'that' is what the last answer quoted for the last question,
+    which the rewrite keeps as its context or asks again), in place of its first line, with the quote that
+    settles it among those shown (first, from the context, when the answer did not quote it; no yes or no
+    when the context lacks it). Any other draft as it is (a choice between two times has its own line; an
+    answer that found only the closest passages says no yes or no)."""
     if which_more(asked) is not None:
         return draft
     lead, _, rest = draft.text.partition("\n")
-    if not rest:
+    weak = lead == WEAK_MATCH  # 'Was the garden opened before 2020?': no passage holds 2020, the threshold
+    if not rest or (unanswered_lead(draft.text) and not weak):
         return draft
     last = next((turn.content for turn in reversed(history) if turn.role == "assistant"), "")
     rewritten = split_standalone(query)
     quotes = [quote.strip("\u2026 ") for quote, _ in QUOTE_AND_BLOCK.findall(rest)]
-    before = [quote.strip("\u2026 ") for quote in quotes_in(last)] if not unanswered_lead(last) else []
-    line = verdict(asked, rewritten.core, quotes, rewritten.context or rewritten.core, before)
-    return replace(draft, text=f"{line}\n{rest}") if line is not None and line != lead else draft
+    before = [quote.strip("\u2026 ") for quote in quotes_in(last)] if last and not unanswered_lead(last) else []
+    found = settled(
+        asked, rewritten.core, quotes, rewritten.context or rewritten.core, before, follow_up=bool(history), weak=weak
+    )
+    if found is None or found.line == lead:
+        return draft
+    shown = _shown_with(rest, found.quote, nodes)
+    return replace(draft, text=f"{found.line}\n{shown}") if shown is not None else draft
+
+
+def _shown_with(rest: str, quote: str, nodes: list[ContextNode]) -> str | None:
+    """The answer's quotes (`rest`) holding `quote`: as they are when one of them holds it, else with it
+    quoted first from the context node that holds it ('the last answer's date'); None when none does."""
+    plain = " ".join(quote.split())
+    if any(plain in " ".join(shown.strip("\u2026 ").split()) for shown, _ in QUOTE_AND_BLOCK.findall(rest)):
+        return rest
+    held = [i for i, node in enumerate(nodes) if plain in " ".join(node.text.split())]
+    if not held:
+        return None
+    at = min(held, key=lambda i: (nodes[i].layer, i))  # a passage of the document before a summary
+    return f"- \u201c{plain}\u201d [{at + 1}]\n{rest}"
 
 
 def _compares(label: str, context: str) -> bool:
@@ -2054,7 +2079,9 @@ class Engine:
         support = await asyncio.to_thread(self.support_index, answerer, context.nodes)
         draft = await self._draft(answerer, query, context.nodes, history, on_text, support)
         if history and isinstance(answerer, ExtractiveAnswerer):
-            draft = _with_verdict(_with_choice(draft, asked, query, context.nodes), asked, query, history)
+            draft = _with_choice(draft, asked, query, context.nodes)
+        if isinstance(answerer, ExtractiveAnswerer):  # a first 'Did the council approve the plan?' too
+            draft = _with_verdict(draft, asked, query, history, context.nodes)
         check = await asyncio.to_thread(check_answer, draft.text, support) if support is not None else None
         text, citations = map_citations(check.text if check is not None else draft.text, context.nodes)
         cite_pages(citations, context.nodes, draft.pages)
@@ -2211,7 +2238,9 @@ class Engine:
         conversation before it, so the same context and quotes), and its citations are spelled out. When
         the answer given again is not the one the conversation holds (the tree changed since), its
         citations would point at other passages: the reply says the answer cannot be traced instead.
-        `who` ('who said so?'): who said what its first quote says, with that quote (`who_said_reply`)."""
+        `who` ('who said so?'): who said what its first quote says, with that quote (`who_said_reply`), or
+        where it comes from when it names no one: either way answered, with that passage as its source, and
+        no 'Searched as' line naming the earlier question."""
         real = await asyncio.to_thread(without_small_talk, history)
         last = max((i for i, turn in enumerate(real) if turn.role == "user"), default=None)
         if last is None:
@@ -2235,8 +2264,10 @@ class Engine:
             text, cited = who_said_reply(
                 previous.text, previous.citations, lambda quote: next((n.text for n in nodes if quote in n.text), "")
             )
-            return replace(previous, question=question, text=text, citations=cited, unsupported=[], wrong_citations=[],
-                           answered=not says_not_answered(text) and bool(cited))
+            # the reply says where its one quote comes from, named or not: that passage is its source, and
+            # what it names is the question asked, not the earlier one answered again to find the quote
+            return replace(previous, question=question, query=question, text=text, citations=cited, unsupported=[],
+                           wrong_citations=[], answered=bool(cited))
         only = cited_marker(question)  # '[2]?', 'the second source': that citation alone
         text = sources_reply(previous.text, previous.citations, only)
         citations = chosen_citations(previous.citations, only) or previous.citations

@@ -24,7 +24,10 @@ THEMATIC = re.compile(
     r"|\bthemes?\b|\bsummar(?:y|ies|ise|ize)\b|\bgist\b|\boverview\b|\bin (?:short|brief|a nutshell)\b"
     r"|\bwhat(?:'s| is| are| was| were)\s+(?:this|it|these|that|the \w+)\s+(?:\w+\s+){0,3}about\b"
     r"|\bwhat (?:does|do|did) (?:this|it|these|the \w+)(?:\s+\w+){0,2}\s+(?:say|talk about|cover|discuss|describe)\s*[?.!]*$"
-    r"|\b(?:describe|outline)\s+(?:this|these|the)\b|\btl;?dr\b|\bplot\b|\bmoral\b",
+    r"|\b(?:describe|outline)\s+(?:this|these|the)\b|\btl;?dr\b|\bmoral\b"
+    # a story's plot ('what is the plot?', 'the plot of the book'), not a garden's ('the first plot holder',
+    # 'a full plot', 'plot 7')
+    r"|\bplot(?=\s*(?:[?.!,;]|$|\b(?:of|in|and|so|summary|twists?)\b))(?<!\ba plot)(?<!full plot)(?<!half plot)",
     re.IGNORECASE,
 )
 

@@ -442,6 +442,9 @@ def _rewrite_one(
     asked = _wh_ellipsis(bare, previous)
     if asked is not None:
         return Rewrite(asked, subject=previous.subject)
+    doer = _of_who_answered(question, previous, previous_answer)
+    if doer is not None:  # 'when?' after 'Who was elected treasurer?': when was the one answered elected
+        return doer
     carried = _carried_wh(question, previous)
     if carried is not None:  # it names its subject: no context, so the answer may quote the last one again
         return Rewrite(carried, subject=previous.subject)
@@ -800,6 +803,66 @@ def _wh_ellipsis(question: str, previous: Rewrite) -> str | None:
         return f"{wh.capitalize()} {core[:1].lower()}{core[1:]}?"
     if _STARTS_WITH_WH_AUX.match(core):
         return _STARTS_WITH_WH_AUX.sub(f"{wh.capitalize()} ", core) + "?"
+    return None
+
+
+# 'Who was elected treasurer?', 'Who became the first woman on the board?': a who-question whose wh-word
+# is the doer of a past verb (or the subject of a passive), the verb and what follows it
+_WHO_DID_PAST = re.compile(
+    r"^\s*who\s+(?:(?P<aux>was|were|had\s+been|has\s+been)\s+)?(?P<verb>[a-z]+)\b(?P<rest>[^?.!]*?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+# 'how old?' after such a question: the age of the one answered when it happened
+_HOW_OLD = re.compile(r"^(?:(?:and|so|but|ok|okay|then)\b[\s,.!]*)*how\s+old(?:\s+then)?\s*[?.!]*$", re.IGNORECASE)
+# between a name and its verb: 'Joan Pryce was elected', 'Clara Pike, his daughter, became', 'X had first joined'
+_TO_VERB = r"(?:,[^,.;]{1,60},|,)?\s+(?:(?:was|were|had|has|have|been|then|later|also|first|finally|eventually)\s+){0,3}"
+
+
+def _of_who_answered(question: str, previous: Rewrite, previous_answer: str) -> Rewrite | None:
+    """'when?', 'where?', 'what year?' or 'how old?' after a who-question the last answer answered with a
+    name: asked of that person ('Who was elected treasurer?' -> 'When was Joan Pryce elected treasurer?';
+    'Who became the first woman on the harbour board?' -> 'When did Clara Pike become ...?'). The person
+    is the one a quote names as doing what was asked ('Colin Ashworth stood down as treasurer and Joan
+    Pryce was elected in his place': Joan Pryce, not the first name quoted). None when the question is of
+    another kind ('Who is the chair?' has no event to date), or no quote names who did it."""
+    bare = _BARE_WH.match(question)
+    old = _HOW_OLD.match(question)
+    asked = _WHO_DID_PAST.match(previous.core)
+    if (bare is None and old is None) or asked is None or _unanswered(previous_answer) or _people_in(previous.core):
+        return None
+    wh = "how old" if old is not None else bare.group(1).lower()
+    if wh not in _ASKS_TIME_OR_PLACE and wh != "how old":
+        return None
+    aux, verb, rest = asked.group("aux"), asked.group("verb"), asked.group("rest")
+    passive = aux is not None and _participle_next(verb, 0)
+    if not passive and not (_past_verb(verb) or verb.lower() in _LINKING_VERBS):
+        return None
+    person = _doer(verb, previous_answer)
+    if person is None:
+        return None
+    if wh == "how old":
+        pronoun = {"m": "he", "f": "she"}.get(_gender_of(person, _statements(previous_answer)) or "", "")
+        when = f"{pronoun} {aux} {verb}" if passive and pronoun else verb if passive else f"{pronoun or 'they'} {verb}"
+        return Rewrite(f"How old was {person} when {when}{rest}?", subject=person)
+    opening = wh.capitalize()
+    if passive:
+        return Rewrite(f"{opening} {aux.lower()} {person} {verb}{rest}?", subject=person)
+    base = IRREGULAR.get(verb.lower())
+    if base is not None:
+        return Rewrite(f"{opening} did {person} {base}{rest}?", subject=person)
+    return Rewrite(f"{opening} was it that {person} {verb}{rest}?", subject=person)  # no base form at hand
+
+
+def _doer(verb: str, answer: str) -> str | None:
+    """The first person the answer's quotes name right before `verb` ('Joan Pryce was elected', 'Clara
+    Pike, became'), in any of its forms; None when none is."""
+    wanted = stem(verb.lower())
+    for quote in quotes_in(answer) or [answer]:
+        text = re.sub(r"\s*\[\d+\]", "", quote)
+        for person in _people_in(text):
+            for found in re.finditer(rf"\b{re.escape(person)}{_TO_VERB}([a-z]+)\b", text):
+                if stem(found.group(1)) == wanted:
+                    return person
     return None
 
 

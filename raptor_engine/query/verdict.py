@@ -63,6 +63,8 @@ _ENDS = re.compile(r"\b(?:end|ends|ended|finish|finishes|finished|close|closes|c
 _STARTS = re.compile(r"\b(?:start|starts|started|begin|begins|began|open|opens|opened|first|from|commence)\b", re.I)
 _NEGATION = re.compile(r"\b(?:not|never|no\s+longer|cannot|neither|nor)\b|n['\u2019]t\b", re.IGNORECASE)
 _NEGATED_FORM = ("un", "non", "in", "dis")
+_CONDITION = re.compile(r"\b(?:if|unless|only|except|provided|subject\s+to)\b", re.IGNORECASE)
+_HYPHENED_NEGATION = re.compile(r"\b(un|non|in|dis)-(?=[a-z])", re.IGNORECASE)  # 'non-refundable' is 'nonrefundable'
 _POINTS_BACK = re.compile(r"\b(?:it|that|this|they|them|these|those|he|she|him|her|its|their)\b", re.IGNORECASE)
 _ASK_WORDS = frozenset("is was are were did does do has have had that it this they those these ever".split())
 
@@ -76,25 +78,93 @@ class _Day:
     shown: str
 
 
+# a check that names its subject, for a first question too: 'Was the bridge finished before 1900?', 'Is the
+# deposit more than 100 pounds?', 'Did more than 20 members attend?' (the last 'before'/'in' whose rest is a date)
+_SUBJECT_DATE = re.compile(
+    r"^(?:(?:and|so|but)\s+)?(?:is|was|are|were|does|did|do|has|had|have)\s+(?P<subject>.+)\s+"
+    r"(?P<way>before|after|earlier\s+than|later\s+than|in|during)\s+(?P<target>.+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_SUBJECT_FIGURE = re.compile(
+    rf"^(?:(?:and|so|but)\s+)?(?:is|was|are|were)\s+(?P<subject>.+?)\s+(?:any\s+|much\s+)?"
+    rf"(?P<way>{'|'.join(_MORE)})\s+than\s+(?P<target>.+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_COUNT_FIGURE = re.compile(
+    r"^(?:(?:and|so|but)\s+)?(?:did|do|does|were|are|was|is|have|has|had)\s+(?:there\s+)?"
+    rf"(?P<way>{'|'.join(_MORE)})\s+(?:than\s+)?(?P<target>\d[\d,.]*)\s+(?P<rest>\S.*?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The lead line saying yes or no, and the quote that settles it (which the answer must show)."""
+
+    line: str
+    quote: str
+
+
 def verdict(asked: str, core: str, quotes: list[str], last_question: str = "", last_quotes: list[str] = ()) -> str | None:
-    """The lead line saying yes or no to a yes/no follow-up where the quotes settle it; None when it is no
-    such question or they do not. `asked`: the follow-up as typed; `core`: the question it stands for, which
-    `quotes` (the answer's) answer; `last_question`, `last_quotes`: the question 'that' and 'it' point back
-    to and the last answer's quotes, where the figure or date compared is (the answer's quotes after them)."""
-    if not _YES_NO.match(asked.strip()):
+    """The lead line of `settled`, or None."""
+    found = settled(asked, core, quotes, last_question, last_quotes)
+    return found.line if found is not None else None
+
+
+def settled(
+    asked: str,
+    core: str,
+    quotes: list[str],
+    last_question: str = "",
+    last_quotes: list[str] = (),
+    follow_up: bool = True,
+    weak: bool = False,
+) -> Settled | None:
+    """The lead line saying yes or no to a yes/no question where the quotes settle it, with the quote that
+    does; None when it is no such question or they do not. `asked`: the question as typed; `core`: the
+    question it stands for, which `quotes` (the answer's) answer; `last_question`, `last_quotes`: the
+    question 'that' and 'it' point back to and the last answer's quotes, where the figure or date compared
+    is (the answer's quotes after them). A first question (`follow_up` False) has no 'that' to check: only
+    a check that names its subject ('Was the bridge finished before 1900?') or a statement is read. `weak`:
+    the answer found only the closest passages, which settle only a date or figure check whose sentence
+    holds every other word of the question (`_held`)."""
+    typed = asked.strip()
+    if not _YES_NO.match(typed):
         return None
-    figure = _FIGURE_CHECK.match(asked.strip())
-    if figure is not None:
-        given = [*last_quotes, *quotes]
-        return _figure_verdict(figure, last_question or core, given) if given else None
-    dated = _DATE_CHECK.match(asked.strip())
-    if dated is not None and _target_day(dated.group("target"), None) is not None:
-        first = (list(last_quotes) or quotes)[:1]
-        return _date_verdict(dated, last_question or core, first[0]) if first else None
+    if CHECKS_LAST_ANSWER.match(typed):
+        if not follow_up:
+            return None  # 'is that before 2022?' with nothing before it
+        figure = _FIGURE_CHECK.match(typed)
+        if figure is not None:
+            given = [*last_quotes, *quotes]
+            return _figure_verdict(figure, last_question or core, given) if given else None
+        dated = _DATE_CHECK.match(typed)
+        if dated is not None and _target_day(dated.group("target"), None) is not None:
+            first = (list(last_quotes) or quotes)[:1]
+            return _date_verdict(dated, last_question or core, first[0]) if first else None
+    elif quotes:
+        named = _SUBJECT_FIGURE.match(core.strip()) or _COUNT_FIGURE.match(core.strip())
+        if named is not None and len(_figures(named.group("target"))) == 1:
+            return _held(_figure_verdict(named, core, quotes[:1]), core, named.group("target"), weak)
+        dated = _SUBJECT_DATE.match(core.strip())
+        if dated is not None and _target_day(dated.group("target"), None) is not None:
+            return _held(_date_verdict(dated, core, quotes[0]), core, dated.group("target"), weak)
+    if weak:
+        return None
     return _said_verdict(core, quotes[0]) if quotes else None  # 'is it taken in Year 5?' names no date
 
 
-def _figure_verdict(found: re.Match[str], core: str, quotes: list[str]) -> str | None:
+def _held(found: Settled | None, core: str, target: str, weak: bool) -> Settled | None:
+    """`found`, unless the answer found only the closest passages (`weak`: the year or figure asked about,
+    a threshold, is in none of them) and the sentence that settles it misses a word of what was asked
+    ('Was the garden opened before 2020?' is settled by 'The garden was opened on 12 May 2016')."""
+    if found is None or not weak:
+        return found
+    terms = [stem(t) for t in content_terms(core.lower()) if t not in _ASK_WORDS and t not in target.lower()]
+    return found if terms and _shares(found.quote, terms) == len(terms) else None
+
+
+def _figure_verdict(found: re.Match[str], core: str, quotes: list[str]) -> Settled | None:
     way = _MORE[found.group("way").lower()]
     target = found.group("target")
     against = _figures(target)
@@ -113,8 +183,9 @@ def _figure_verdict(found: re.Match[str], core: str, quotes: list[str]) -> str |
     holds = (given.value - other.value) * way > 0
     shown = given.shown[:1].lower() + given.shown[1:] if given.shown[:1].isalpha() else given.shown  # 'fourteen'
     if given.value == other.value:
-        return f"From the documents: no, the same ({shown})."
-    return f"From the documents: {'yes' if holds else 'no'} ({shown}, against {other.shown})."
+        return Settled(f"From the documents: no, the same ({shown}).", _sentence_of(quotes[0], given.shown))
+    line = f"From the documents: {'yes' if holds else 'no'} ({shown}, against {other.shown})."
+    return Settled(line, _sentence_of(quotes[0], given.shown))
 
 
 def _clauses(text: str) -> list[str]:
@@ -205,7 +276,7 @@ def _target_day(target: str, year: int | None) -> _Day | None:
     return _day_of(dates[0], year)
 
 
-def _date_verdict(found: re.Match[str], core: str, quote: str) -> str | None:
+def _date_verdict(found: re.Match[str], core: str, quote: str) -> Settled | None:
     given = _answered_date(core, quote)
     if given is None:
         return None
@@ -225,7 +296,8 @@ def _date_verdict(found: re.Match[str], core: str, quote: str) -> str | None:
         phrase = "in"
     if not settled:
         return None
-    return f"From the documents: {'yes' if holds else 'no'}, {given.shown} is {'' if holds else 'not '}{phrase} {target.shown}."
+    line = f"From the documents: {'yes' if holds else 'no'}, {given.shown} is {'' if holds else 'not '}{phrase} {target.shown}."
+    return Settled(line, _sentence_of(quote, given.shown))
 
 
 def _answered_date(core: str, quote: str) -> _Day | None:
@@ -246,6 +318,10 @@ def _answered_date(core: str, quote: str) -> _Day | None:
             found = found[-1:]
         elif _STARTS.search(core) and not _ENDS.search(core):
             found = found[:1]
+        elif not _SPAN_JOIN.fullmatch(best[found[0].end() : found[-1].start()]):
+            # dates of two things ('The fair on 8 July 2023 raised 1,120 pounds, against 860 pounds in
+            # 2022'): the one nearest the words of what was asked
+            found = [min(found, key=lambda m: _distance(best, m, terms))]
         else:  # 'When is the trip?' of '9 June to 11 June 2025': the whole span, which may still settle it
             first, last = _day_of(found[0], year), _day_of(found[-1], year)
             if first is None or last is None:
@@ -254,7 +330,25 @@ def _answered_date(core: str, quote: str) -> _Day | None:
     return _day_of(found[0], year)
 
 
-def _said_verdict(core: str, quote: str) -> str | None:
+_SPAN_JOIN = re.compile(r"\s*(?:to|until|till|and|-|\u2013|\u2014)\s*", re.IGNORECASE)  # 'from X to Y', 'between X and Y'
+
+
+def _distance(text: str, found: re.Match[str], terms: list[str]) -> int:
+    """How far the date is from the nearest word of `terms` in `text` (far when none is there)."""
+    at = [m.start() for m in re.finditer(r"[\w'-]+", text) if any(_alike(stem(m.group(0).lower()), t) for t in terms)]
+    return min((abs(found.start() - a) for a in at), default=len(text))
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def _sentence_of(quote: str, part: str) -> str:
+    """The sentence of `quote` that holds `part` (the date or figure a line gives): what settles it, which
+    the answer must show; the whole quote when no one sentence holds it."""
+    return next((sentence for sentence in _SENTENCE.split(quote) if part in sentence), quote)
+
+
+def _said_verdict(core: str, quote: str) -> Settled | None:
     """Yes or no to 'did Colin Ashworth agree?' / 'was the loft heated?': every word of the question in one
     clause of the quote's sentences, negated there or not."""
     if _POINTS_BACK.search(core):  # 'Is that in the summer term?': what 'that' is, the quote does not say
@@ -262,7 +356,8 @@ def _said_verdict(core: str, quote: str) -> str | None:
     terms = [stem(t) for t in content_terms(core.lower()) if t not in _ASK_WORDS]
     if len(terms) < 2:
         return None
-    for sentence in re.split(r"(?<=[.!?])\s+", quote):
+    for said in _SENTENCE.split(quote):
+        sentence = _HYPHENED_NEGATION.sub(r"\1", said)
         for clause in re.split(r"[;:]|,\s+(?:who|which|but|while|whereas)\b|\bbut\b|\bwhereas\b", sentence):
             held = [stem(t) for t in content_terms(clause.lower())]
             negated_form = False
@@ -274,6 +369,8 @@ def _said_verdict(core: str, quote: str) -> str | None:
                     continue
                 break
             else:
+                if _CONDITION.search(clause):  # 'refundable if you cancel 30 days before': not a plain yes or no
+                    return None
                 negated = negated_form != bool(_NEGATION.search(clause))
-                return f"From the documents: {'no' if negated else 'yes'}, as the first passage says:"
+                return Settled(f"From the documents: {'no' if negated else 'yes'}, as the first passage says:", said)
     return None
