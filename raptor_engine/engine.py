@@ -74,6 +74,7 @@ from .query.respell import respelled
 from .query.retrieve import RANKINGS, TRIM, SentenceJudge, allowed_ids, collapsed_tree, tree_traversal
 from .query.smalltalk import (
     REPLIES,
+    SAID_OF_NOTHING,
     SOURCES_CHANGED,
     Act,
     asks_who_said,
@@ -2264,6 +2265,8 @@ class Engine:
             text, cited = who_said_reply(
                 previous.text, previous.citations, lambda quote: next((n.text for n in nodes if quote in n.text), "")
             )
+            if not previous.answered:  # its quotes are only the closest passages: no one said what was asked
+                text, cited = SAID_OF_NOTHING, []
             # the reply says where its one quote comes from, named or not: that passage is its source, and
             # what it names is the question asked, not the earlier one answered again to find the quote
             return replace(previous, question=question, query=question, text=text, citations=cited, unsupported=[],

@@ -33,6 +33,8 @@ def _after(asked: str, quote: str, follow_up: str) -> str:
         ("Who was elected treasurer?", ELECTED, "what year?", "What year was Joan Pryce elected treasurer?"),
         ("Who was elected treasurer?", ELECTED, "how old?", "How old was Joan Pryce when elected treasurer?"),
         ("Who was elected chair?", CHAIR, "when?", "When was Grace Okonkwo elected chair?"),
+        ("Who was re-elected treasurer?", "Leo Baptiste was re-elected treasurer.", "when?",
+         "When was Leo Baptiste re-elected treasurer?"),
         ("Who became the first woman on the harbour board?", BOARD, "when?",
          "When did Clara Pike become the first woman on the harbour board?"),
         ("Who became the first woman on the harbour board?", BOARD, "how old?",

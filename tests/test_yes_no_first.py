@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from raptor_engine.engine import _shown_with
+from raptor_engine.query.smalltalk import SAID_OF_NOTHING
 from raptor_engine.query.verdict import settled
 from raptor_engine.types import ContextNode
 from tests.followup_documents import TEXTS as QA23_TEXTS
@@ -120,3 +121,9 @@ async def test_who_said_so_of_a_quote_naming_no_one_has_sources_that_agree(engin
     assert answer.text.startswith("The passage the last answer quoted first names no one who said it"), answer.text
     assert answer.answered and len(answer.citations) == 1  # 'Sources', not 'Closest passages'
     assert answer.searched_as == ""  # not 'Searched as: Are bonfires allowed?'
+
+
+async def test_who_said_so_after_an_answer_that_found_nothing_names_no_passage(engine):
+    answer = await conversation(engine, ["Who was appointed keeper of the lighthouse?", "who said so?"])
+    assert answer.text == SAID_OF_NOTHING, answer.text  # not the first of the closest passages
+    assert not answer.answered and not answer.citations

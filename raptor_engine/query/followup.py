@@ -809,7 +809,7 @@ def _wh_ellipsis(question: str, previous: Rewrite) -> str | None:
 # 'Who was elected treasurer?', 'Who became the first woman on the board?': a who-question whose wh-word
 # is the doer of a past verb (or the subject of a passive), the verb and what follows it
 _WHO_DID_PAST = re.compile(
-    r"^\s*who\s+(?:(?P<aux>was|were|had\s+been|has\s+been)\s+)?(?P<verb>[a-z]+)\b(?P<rest>[^?.!]*?)\s*[?.!]*$",
+    r"^\s*who\s+(?:(?P<aux>was|were|had\s+been|has\s+been)\s+)?(?P<verb>[a-z]+(?:-[a-z]+)?)\b(?P<rest>[^?.!]*?)\s*[?.!]*$",
     re.IGNORECASE,
 )
 # 'how old?' after such a question: the age of the one answered when it happened
@@ -860,7 +860,7 @@ def _doer(verb: str, answer: str) -> str | None:
     for quote in quotes_in(answer) or [answer]:
         text = re.sub(r"\s*\[\d+\]", "", quote)
         for person in _people_in(text):
-            for found in re.finditer(rf"\b{re.escape(person)}{_TO_VERB}([a-z]+)\b", text):
+            for found in re.finditer(rf"\b{re.escape(person)}{_TO_VERB}([a-z]+(?:-[a-z]+)?)\b", text):
                 if stem(found.group(1)) == wanted:
                     return person
     return None

@@ -644,6 +644,8 @@ _SAID_BY = re.compile(
 _ACCORDING_TO = re.compile(r"\b[Aa]ccording\s+to\s+(?P<who>[^,.;:]{1,80})")
 _QUOTE_LINE = re.compile(r"^- (?:(?P<speaker>[^\u201c\n]{1,80}?):\s*)?\u201c(?P<quote>.+?)\u201d \[(?P<marker>\d+)\]", re.M)
 SAID_BY_NOBODY = "The passage the last answer quoted first names no one who said it; it comes from {place}:"
+# 'who said so?' after an answer that found only the closest passages: they said nothing of what was asked
+SAID_OF_NOTHING = "The last answer found nothing in the documents that answers it, so there is no one who said so."
 
 
 def asks_who_said(message: str) -> bool:
