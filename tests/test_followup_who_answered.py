@@ -113,3 +113,14 @@ def test_a_gardens_plot_is_no_storys_plot(question, thematic):
     from raptor_engine.ingest.sentences import THEMATIC
 
     assert bool(THEMATIC.search(question)) is thematic
+
+
+def test_a_unit_after_a_number_is_no_thing_it_stands_for_but_a_numbered_label_is():
+    """'what did it introduce?' after 'Does version 2.0 need more than 2 GB of memory?' was searched as 'What
+    did GB introduce?': 'it' is version 2.0, a thing named by a noun and its number, as 'plot 7' is."""
+    asked = "Does version 2.0 need more than 2 GB of memory?"
+    standalone = _after(asked, "Version 2.0 raised the minimum memory to 4 GB.", "what did it introduce?")
+    assert standalone == "What did version 2.0 introduce?"
+    assert _after("Is 20 GB enough?", "It is.", "what does it cost?") == "What does it cost? (context: Is 20 GB enough?)"
+    assert _after("Who holds plot 7?", "Joan holds plot 7.", "how big is it?") == "How big is plot 7?"
+    assert _after("When did Kestrel Optics close?", "It closed in 1990.", "what did it make?") == "What did Kestrel Optics make?"

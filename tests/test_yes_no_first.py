@@ -30,6 +30,7 @@ FAIR = "The summer fair on 8 July 2023 raised 1,120 pounds, compared with 860 po
         ("Did the council approve the plan?", "The council approved the plan in March 2024.", "yes, as the first passage says:"),
         ("Did the council approve the plan?", "The council did not approve the plan.", "no, as the first passage says:"),
         ("Is the deposit refundable?", "The deposit of 20 pounds is non-refundable.", "no, as the first passage says:"),
+        ("Is there a car park at the clinic?", "There is no car park at the clinic.", "no, as the first passage says:"),
         ("Is the deposit more than 10 pounds?", "The deposit of 20 pounds is non-refundable.", "yes (20 pounds, against 10 pounds)."),
         ("Did more than 20 members attend?", "Fourteen members attended.", "no (fourteen members, against 20)."),
         ("Were there more than 25 people on the waiting list?", "There were 31 people on the waiting list in March 2024.",

@@ -3167,8 +3167,27 @@ def _things_in(question: str) -> list[_Thing] | None:
         covered.update(_POSSESSIVE.sub("", word) for word in phrase)
         found += _phrase_things(tokens[i].lower(), phrase)
         i += 1 + len(phrase)
-    found += [_Thing(name, False, False) for name in names_in(question) if not set(name.split()) <= covered]
+    found += [
+        _Thing(name, False, False)
+        for name in names_in(question)
+        if not set(name.split()) <= covered and not _after_a_number(name, question)
+    ]
+    found += [_Thing(m.group(0), False, False) for m in _NUMBERED_LABEL.finditer(question)]
     return found
+
+
+# a thing named by a noun and its number: 'version 2.0', 'plot 7', 'room 4B' ('what did it add?' -> 'What did
+# version 2.0 add?')
+_NUMBERED_LABEL = re.compile(
+    r"\b(?:version|release|plot|room|ward|route|platform|gate|chapter|section|phase|level|block|floor|unit|"
+    r"bay|pitch|court|flat|stage|lot|case)\s+v?\d+(?:\.\d+)*(?:\.x|[a-z])?(?![\w.]*\d)",
+    re.IGNORECASE,
+)
+
+
+def _after_a_number(name: str, question: str) -> bool:
+    """'GB' of 'more than 2 GB of memory', 'MB' of '20 MB': a unit, no thing 'it' may stand for."""
+    return re.search(rf"\d\s*{re.escape(name)}\b", question) is not None
 
 
 def _phrase_run(tokens: list[str], start: int) -> list[str]:

@@ -61,7 +61,11 @@ _DATE = re.compile(
 )
 _ENDS = re.compile(r"\b(?:end|ends|ended|finish|finishes|finished|close|closes|closed|last|until|expire|expires|due)\b", re.I)
 _STARTS = re.compile(r"\b(?:start|starts|started|begin|begins|began|open|opens|opened|first|from|commence)\b", re.I)
-_NEGATION = re.compile(r"\b(?:not|never|no\s+longer|cannot|neither|nor)\b|n['\u2019]t\b", re.IGNORECASE)
+# 'There is no car park at the clinic', 'none of the plots', 'nothing is charged': 'no' before a word, not
+# 'No. 5' or a reply's 'No,'
+_NEGATION = re.compile(
+    r"\b(?:not|never|no\s+longer|cannot|neither|nor|none|nothing|nobody|no(?=\s+[a-z]))\b|n['\u2019]t\b", re.IGNORECASE
+)
 _NEGATED_FORM = ("un", "non", "in", "dis")
 _CONDITION = re.compile(r"\b(?:if|unless|only|except|provided|subject\s+to)\b", re.IGNORECASE)
 _HYPHENED_NEGATION = re.compile(r"\b(un|non|in|dis)-(?=[a-z])", re.IGNORECASE)  # 'non-refundable' is 'nonrefundable'
