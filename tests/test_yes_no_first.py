@@ -52,6 +52,9 @@ def test_a_first_question_the_quote_settles_opens_with_yes_or_no(question, quote
         ("Can I bring my dog?", "Dogs are allowed in the garden on a lead but not on the plots."),
         ("Did the council agree to fell the trees?", "The council agreed not to fell them."),  # 'them'
         ("Was the trip before 10 June?", "A trip runs from 9 June to 11 June 2025."),  # the span straddles it
+        ("Is the library open on Sundays?", "The library is open six days a week and closed on Sundays."),  # 'closed'
+        ("Is the new dam higher than the old one?", "The new dam was twelve metres higher than the earth bank."),  # 'one'
+        ("Is the Alpen Mini lighter than the Brisk 500?", "The Brisk 500 holds half a litre and weighs 420 grams."),
     ],
 )
 def test_a_first_question_the_quote_does_not_settle_says_neither(question, quote):

@@ -148,7 +148,8 @@ def settled(
             return _date_verdict(dated, last_question or core, first[0]) if first else None
     elif quotes:
         named = _SUBJECT_FIGURE.match(core.strip()) or _COUNT_FIGURE.match(core.strip())
-        if named is not None and len(_figures(named.group("target"))) == 1:
+        # a number written in digits: 'the old one' is no figure of one
+        if named is not None and re.search(r"\d", named.group("target")) and len(_figures(named.group("target"))) == 1:
             return _held(_figure_verdict(named, core, quotes[:1]), core, named.group("target"), weak)
         dated = _SUBJECT_DATE.match(core.strip())
         if dated is not None and _target_day(dated.group("target"), None) is not None:
@@ -352,6 +353,30 @@ def _sentence_of(quote: str, part: str) -> str:
     return next((sentence for sentence in _SENTENCE.split(quote) if part in sentence), quote)
 
 
+# words that say the opposite of a word asked about without a 'not': 'Is the library open on Sundays?' over
+# 'open six days a week and closed on Sundays'
+_OPPOSITES = (
+    ("open", "closed shut"),
+    ("allow", "banned forbidden prohibited barred"),
+    ("permit", "banned forbidden prohibited barred"),
+    ("include", "excluded exclude"),
+    ("safe", "dangerous"),
+    ("free", "charged paid"),
+    ("accept", "refused rejected declined"),
+    ("approv", "rejected refused"),
+)
+
+
+def _says_the_opposite(sentence: str, terms: list[str]) -> bool:
+    """Whether the sentence holds a word opposite to one asked about: the question's 'open' against its
+    'closed'; read as neither yes nor no (which day is open and which closed, words do not tell)."""
+    held = {t.lower() for t in re.findall(r"[a-z]+", sentence.lower())}
+    return any(
+        any(term.startswith(word) or word.startswith(term) for term in terms) and held & set(opposite.split())
+        for word, opposite in _OPPOSITES
+    )
+
+
 def _said_verdict(core: str, quote: str) -> Settled | None:
     """Yes or no to 'did Colin Ashworth agree?' / 'was the loft heated?': every word of the question in one
     clause of the quote's sentences, negated there or not."""
@@ -362,7 +387,9 @@ def _said_verdict(core: str, quote: str) -> Settled | None:
         return None
     for said in _SENTENCE.split(quote):
         sentence = _HYPHENED_NEGATION.sub(r"\1", said)
-        for clause in re.split(r"[;:]|,\s+(?:who|which|but|while|whereas)\b|\bbut\b|\bwhereas\b", sentence):
+        if _says_the_opposite(sentence, terms):  # 'open six days a week and closed on Sundays'
+            return None
+        for clause in re.split(r"[;:]|,\s+(?:who|which|but|while|whereas)\b|\bbut\b|\bwhereas\b|\band\b", sentence):
             held = [stem(t) for t in content_terms(clause.lower())]
             negated_form = False
             for term in terms:
