@@ -2266,7 +2266,8 @@ class Engine:
                 previous.text, previous.citations, lambda quote: next((n.text for n in nodes if quote in n.text), "")
             )
             if not previous.answered:  # its quotes are only the closest passages: no one said what was asked
-                text, cited = SAID_OF_NOTHING, []
+                nothing = RetrievedContext(nodes=[], tokens_used=0, budget=budget, mode=mode, query=question)
+                return Answer(question, question, SAID_OF_NOTHING, [], nothing, backend=previous.backend, answered=False)
             # the reply says where its one quote comes from, named or not: that passage is its source, and
             # what it names is the question asked, not the earlier one answered again to find the quote
             return replace(previous, question=question, query=question, text=text, citations=cited, unsupported=[],

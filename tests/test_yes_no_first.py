@@ -131,3 +131,4 @@ async def test_who_said_so_after_an_answer_that_found_nothing_names_no_passage(e
     answer = await conversation(engine, ["Who was appointed keeper of the lighthouse?", "who said so?"])
     assert answer.text == SAID_OF_NOTHING, answer.text  # not the first of the closest passages
     assert not answer.answered and not answer.citations
+    assert not answer.has_context  # no 'Closest passages' heading over nothing
