@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import IngestError
 from ..types import LoadedDocument, Section, counted
 from .fences import FenceReader
+from .pdf_sight import blank_unseen_text
 
 log = logging.getLogger(__name__)
 
@@ -1629,7 +1630,9 @@ _MD_HIDDEN_HTML = re.compile(
     # starts, and takes the run whole (possessive), so a long run is scanned once, not once per backtick.
     r"(?P<code>(?<!`)(?P<ticks>`++)[^`]*?(?P=ticks))"
     r"|<!--.*?(?:-->|\Z)"
-    r"|<(?P<drop>script|style|noscript|template|iframe|object|svg|math)\b[^<>]{0,2000}>.*?(?:</(?P=drop)\s*>|\Z)"
+    r"|<(?P<drop>script|style|noscript|template|iframe|object)\b[^<>]{0,2000}>.*?(?:</(?P=drop)\s*>|\Z)"
+    # a formula or a drawing: read as the HTML reader reads it (`_md_figure_words`)
+    r"|<(?P<figure>svg|math)\b[^<>]{0,2000}>.*?(?:</(?P=figure)\s*>|\Z)"
     # a hidden element with its content; never a void one (<img hidden>, <hr style="display:none">, <input
     # hidden>), which holds none: read as one, it ran to the end of the file and hid everything after it
     r"|<(?P<tag>(?!(?:area|base|br|col|embed|hr|img|input|link|meta|param|source|track|wbr)\b)[a-z][a-z0-9]*)\b[^<>]{0,2000}?"
@@ -1649,8 +1652,29 @@ def _keep_code(match: re.Match[str]) -> str:
     """What stays of a match of `_MD_HIDDEN_HTML`: a code span whole, a visible tag's place, nothing else."""
     if match.group("code"):
         return match.group(0)
+    if match.group("figure"):
+        return _md_figure_words(match.group(0))
     tag = match.group("markup")
     return " " if tag and tag.lower() not in _MD_INLINE_TAGS else ""
+
+
+def _md_figure_words(fragment: str) -> str:
+    """An inline `<math>` or `<svg>` of Markdown as the HTML reader reads it: a formula's symbols, numbers
+    and words set apart on its line (`d = 1.17 h`; its annotations, other notations of it, left out), a
+    drawing's shown labels one paragraph each; a hidden one as nothing."""
+    from bs4 import BeautifulSoup
+
+    root = BeautifulSoup(fragment, "html.parser").find(["svg", "math"])
+    if root is None or _html_hidden(root):
+        return ""
+    if root.name == "svg":
+        labels = [" ".join(label.get_text(" ").split()) for label in root.find_all("text") if not _svg_hidden(label, root)]
+        shown = [label for label in labels if label]
+        return "\n\n" + "\n\n".join(shown) + "\n\n" if shown else ""
+    for note in root.find_all(["annotation", "annotation-xml"]):
+        note.decompose()
+    tokens = (" ".join(token.get_text(" ").split()) for token in root.find_all(list(_MATH_TOKENS)))
+    return " " + " ".join(token for token in tokens if token) + " "
 
 
 # An HTML heading on a line of its own in Markdown ('<h2 id="fuel">Fuel</h2>'): a heading as '## Fuel' is,
@@ -2099,7 +2123,8 @@ def _markdown_blocks(text: str) -> list[_Block]:
                 title_line = current.pop()
                 level = 1 if underline.group(1)[0] == "=" else 2
                 new_heading = _push_heading(path, level, _clean_heading(title_line))
-                start_block(new_heading, [title_line, line])
+                # the heading as an ATX one reads: its underline is no text (a renderer draws a heading)
+                start_block(new_heading, [f"{'#' * level} {title_line.strip()}"])
                 continue
         current.append(line)
     start_block((), [])
@@ -2311,93 +2336,11 @@ def _visible_layers_only(name: str, page: Any, off: frozenset[int]) -> int:
         return 0
 
 
-# Signs in a page's content that it may draw text nobody sees: render mode 3 (invisible) or 7 (clip only),
-# or a white fill colour (gray 1, RGB 1 1 1, CMYK 0 0 0 0). Only a page that has one is parsed for it.
-_INVISIBLE_SIGNS = re.compile(
-    rb"(?<![\d.])[37]\s+Tr\b|(?<![\d.])1(?:\.0*)?\s+(?:g|sc|scn)\b|(?<![\d.])(?:1(?:\.0*)?\s+){3}(?:rg|sc|scn)\b"
-    rb"|(?<![\d.])(?:0(?:\.0*)?\s+){4}(?:k|sc|scn)\b"
-)
-_FILL_COLOUR = (b"g", b"rg", b"k", b"sc", b"scn")
-_PAINT = (b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*", b"sh", b"INLINE IMAGE")
-
-
-def _white(operands: list[Any]) -> bool:
-    """Whether a fill colour's operands are white: gray 1, RGB 1 1 1, or CMYK 0 0 0 0."""
-    try:
-        values = [float(v) for v in operands]
-    except (TypeError, ValueError):  # a pattern's name
-        return False
-    return values in ([1.0], [1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0])
-
-
-def _without_invisible_text(page: Any) -> int:
-    """Blank the text `page` draws where a viewer shows none: in render mode 3 or 7 on a page that draws
-    no picture (a scan's OCR layer is invisible text over the scan, the picture showing its words), or
-    in white on a page that paints nothing else (no picture, no filled shape that is not white). Such
-    text could carry instructions no reader of the file sees, as a hidden layer's could. The strings go,
-    the operators stay, so lines still break where they did. Returns how many strings were blanked."""
-    from pypdf.generic import ContentStream, NameObject, TextStringObject
-
-    if not any(_INVISIBLE_SIGNS.search(data) for data in _content_data(page)):
-        return 0
-    content = page.get_contents()
-    if content is None:
-        return 0
-    operations = content.operations
-    pictures = any(op == b"INLINE IMAGE" or op == b"Do" for _, op in operations)
-    painted = pictures or _paints(operations)
-    white, mode, saved, blanked = False, 0, [], 0
-    for operands, operator in operations:
-        if operator == b"q":
-            saved.append((white, mode))
-        elif operator == b"Q" and saved:
-            white, mode = saved.pop()
-        elif operator in _FILL_COLOUR:
-            white = _white(operands)
-        elif operator == b"cs":
-            white = False  # a new colour space starts at its black (or its first colour)
-        elif operator == b"Tr" and operands:
-            mode = int(operands[0]) if isinstance(operands[0], (int, float)) else 0
-        elif operator in _SHOW_TEXT and operands:
-            unseen = (mode in (3, 7) and not pictures) or (white and mode in (0, 4) and not painted)
-            if unseen:
-                operands[-1] = [] if operator == b"TJ" else TextStringObject("")
-                blanked += 1
-    if blanked:
-        filtered = ContentStream(None, content.pdf)
-        filtered.operations = operations
-        page[NameObject("/Contents")] = filtered
-    return blanked
-
-
-def _content_data(page: Any) -> Iterator[bytes]:
-    """A page's content streams, decoded, without parsing them into operations as `get_contents` does
-    (a page with nothing to look for pays only the decoding)."""
-    contents = page.get("/Contents")
-    contents = contents.get_object() if contents is not None else None
-    for stream in contents if isinstance(contents, list) else [contents] if contents is not None else []:
-        stream = stream.get_object()
-        if hasattr(stream, "get_data"):
-            yield stream.get_data()
-
-
-def _paints(operations: list[tuple[Any, bytes]]) -> bool:
-    """Whether a page's operations fill something in a colour that is not white (a box white text may
-    sit on)."""
-    white = False
-    for operands, operator in operations:
-        if operator in _FILL_COLOUR:
-            white = _white(operands)
-        elif operator in _PAINT and not white:
-            return True
-    return False
-
-
 def _shown_text_only(name: str, page: Any) -> int:
-    """`_without_invisible_text`, where damaged content leaves the page read whole (the text extraction
-    that follows judges the damage)."""
+    """`pdf_sight.blank_unseen_text`, where damaged content leaves the page read whole (the text
+    extraction that follows judges the damage)."""
     try:
-        return _without_invisible_text(page)
+        return blank_unseen_text(page)
     except Exception as exc:
         log.info("%s: invisible text not left out: %r", name, exc)
         return 0
@@ -2696,13 +2639,13 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     if partial:
         blocks.append(_Block("", notice=f"{counted(partial, 'page')} of {len(pages):,} read only in part: damaged"))
     if unseen:
-        blocks.append(_Block("", notice=f"text a PDF viewer does not show (invisible, or white on white) left out "
+        blocks.append(_Block("", notice=f"text a PDF viewer does not show (invisible, white on white, or off the page) left out "
                                         f"of {counted(unseen, 'page')}"))
     if not any(b.text.strip() for b in blocks):
         if not pages:
             raise IngestError(name, "is a corrupt or truncated PDF (it has no pages).")
         if unseen:
-            raise IngestError(name, "has text only where a PDF viewer shows none (invisible, or white on white), "
+            raise IngestError(name, "has text only where a PDF viewer shows none (invisible, white on white, or off the page), "
                                     "so it shows no text to read.")
         if layered:
             raise IngestError(name, "has text only in layers a PDF viewer hides (optional content turned off), "
