@@ -177,3 +177,87 @@ def test_a_dash_line_under_a_paragraph_of_two_lines_is_no_heading() -> None:
     takes a setext heading only after a one-line paragraph; the rest stays as written."""
     text = load_document("p.md", b"Line one\nline two\n---\n\nAfter.\n").text
     assert "Line one\nline two" in text
+
+
+def test_a_markdown_html_table_reads_its_rows_under_their_column_names() -> None:
+    table = "<table><tr><th>Port</th><th>Range</th></tr><tr><td>Padstow</td><td>7.3 m</td></tr></table>"
+    assert load_document("t.md", f"Ports:\n\n{table}\n\nEnd.\n".encode()).text == "Ports:\n\n- Port: Padstow; Range: 7.3 m.\n\nEnd."
+
+
+# ------------------------------------------------------------------ overstrike (nroff manual pages)
+
+
+def _bold(word: str) -> str:
+    return "".join(f"{c}\b{c}" for c in word)
+
+
+def test_a_manual_pages_overstrike_reads_as_its_letters() -> None:
+    underlined = "".join(f"_\b{c}" for c in "Newlyn")
+    page = f"{_bold('NAME')}\n       tidegauge - read the gauge\n\n{_bold('DESCRIPTION')}\n       The gauge at {underlined} is the datum.\n"
+    doc = load_document("tidegauge.txt", page.encode())
+    assert doc.text == "NAME\ntidegauge - read the gauge\n\nDESCRIPTION\nThe gauge at Newlyn is the datum."
+
+
+def test_a_manual_page_in_bold_throughout_is_text_not_binary() -> None:
+    """Every character struck twice is 25% backspaces, past the share that reads as binary."""
+    doc = load_document("bold.txt", (_bold("The whole page is bold in this manual.") + "\n").encode())
+    assert doc.text == "The whole page is bold in this manual."
+
+
+def test_a_backspace_not_between_two_characters_is_still_removed() -> None:
+    text = b"A backspace at the start\x08 of a word, and two \x08\x08before this one, go alone.\n"
+    assert load_document("b.txt", text).text == "A backspace at the start of a word, and two before this one, go alone."
+
+
+# ------------------------------------------------------------------ JSON Lines saved as .json
+
+
+def test_json_lines_of_flat_records_read_as_labelled_rows() -> None:
+    lines = b'{"ship": "Mohegan", "year": 1898}\n\n{"ship": "Suevic", "year": 1907, "note": "the last rescue"}\n'
+    assert load_document("wrecks.json", lines).text == (
+        "- ship: Mohegan; year: 1898.\n- ship: Suevic; year: 1907; note: the last rescue."
+    )
+
+
+@pytest.mark.parametrize("source", [b'{"a": 1}\n{"a": [1, 2]}\n', b'{"a": 1}\nnot json\n'])
+def test_other_line_by_line_json_stays_code(source: bytes) -> None:
+    assert load_document("x.json", source).text.startswith("```json\n")
+
+
+# ------------------------------------------------------------------ HTML page furniture
+
+ARTICLE = "<h1>Newlyn fish market</h1><p>The market opens at six.</p><p>The last boat is the Ripple.</p>"
+MENU = "<ul>" + "".join(f'<li><a href="/p{i}">Section {i} of the site</a></li>' for i in range(40)) + "</ul>"
+
+
+@pytest.mark.parametrize("furniture", [
+    f"<nav>{MENU}</nav>",
+    f'<div role="navigation">{MENU}</div>',
+    '<div id="cookie-banner"><p>We use cookies. Accept all?</p><button>Accept</button></div>',
+    '<div class="cc-window cc-banner"><p>This site uses cookies.</p></div>',
+    '<div id="onetrust-consent-sdk"><p>Your privacy choices.</p></div>',
+])  # fmt: skip
+def test_menus_and_cookie_banners_are_left_out_with_a_notice(furniture: str) -> None:
+    doc = load_document("market.html", f"<body>{furniture}<article>{ARTICLE}</article>{furniture}</body>".encode())
+    assert doc.text == "Newlyn fish market\n\nThe market opens at six.\n\nThe last boat is the Ripple."
+    assert any("left out" in notice for notice in doc.notices)
+
+
+def test_around_a_main_element_the_header_footer_and_asides_are_left_out() -> None:
+    page = f"<header><p>Example Ltd</p></header><aside>Subscribe!</aside><main>{ARTICLE}</main><footer>© 2026</footer>"
+    assert load_document("m.html", page.encode()).text == "Newlyn fish market\n\nThe market opens at six.\n\nThe last boat is the Ripple."
+
+
+@pytest.mark.parametrize("page", [
+    f"<header><p>Example Ltd</p></header>{ARTICLE}<footer>Kept: no main element.</footer>",
+    f"<main>{ARTICLE}<aside>An aside inside the main content.</aside><footer>The article's footer.</footer></main>",
+    '<div class="cookie-recipe"><p>Cream the butter for the cookie dough.</p></div>',
+])  # fmt: skip
+def test_content_that_only_looks_like_furniture_is_read(page: str) -> None:
+    doc = load_document("p.html", page.encode())
+    assert "left out" not in " ".join(doc.notices)
+    assert ("Kept" in doc.text) or ("inside the main" in doc.text and "footer" in doc.text) or ("butter" in doc.text)
+
+
+def test_a_page_of_nothing_but_a_menu_is_read_rather_than_empty() -> None:
+    assert load_document("menu.html", f"<nav>{MENU}</nav>".encode()).text.startswith("Section 0 of the site")
