@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import IngestError
 from ..types import LoadedDocument, Section, counted
 from .fences import FenceReader
+from .pdf_sight import blank_unseen_text
 
 log = logging.getLogger(__name__)
 
@@ -416,11 +417,27 @@ _TERMINAL_ESCAPES = re.compile(
 )
 
 
+# Overstrike, as nroff writes a manual page for a terminal or a printer (`man ls > ls.txt`, `col` not run):
+# bold is a character, a backspace and the same character again; underline an underscore, a backspace and
+# the character. A backspace alone removed as a control left `NNAAMMEE` and `_N_e_w_l_y_n`; the character
+# struck over is what a reader sees, so the one struck first goes with the backspace.
+_UNDERSCORE_STRUCK = re.compile("(?<=[^\\s_\x08])\x08_")
+_STRUCK_OVER = re.compile("[^\\s\x08]\x08(?=[^\\s\x08])| \x08(?= )")
+
+
 def _without_controls(text: str) -> str:
-    """`text` without terminal escape sequences (whole) and control characters (`_CONTROL_CHARS`)."""
+    """`text` without terminal escape sequences (whole), overstruck characters (`_STRUCK_OVER`) and control
+    characters (`_CONTROL_CHARS`)."""
     if "\x1b" in text:
         text = _TERMINAL_ESCAPES.sub("", text)
+    if "\x08" in text:
+        text = _without_overstrike(text)
     return _CONTROL_CHARS.sub("", text)
+
+
+def _without_overstrike(text: str) -> str:
+    """`text` with each overstruck character as the character a reader sees (`_STRUCK_OVER`)."""
+    return _STRUCK_OVER.sub("", _UNDERSCORE_STRUCK.sub("", text))
 
 
 # Characters that show nothing but can carry hidden text to a model: Unicode tag characters (an
@@ -832,12 +849,17 @@ def _check_readable(name: str, text: str, fmt: str) -> None:
         )
 
 
+_STRUCK_BYTES = re.compile(rb"[!-~]\x08(?=[!-~])| \x08(?= )")
+
+
 def _looks_binary(sample: bytes) -> bool:
     """Mostly non-printable bytes: a binary file with a text extension rather than text in another encoding."""
     if not sample:
         return False
     printable = sum(1 for b in sample if b in (9, 10, 13) or 32 <= b < 127 or b >= 128)
     controls = len(sample) - printable
+    if b"\x08" in sample:  # overstrike between two characters (a manual page's bold) is text's, not binary's
+        controls -= len(_STRUCK_BYTES.findall(sample))
     return controls / len(sample) > BINARY_CHAR_RATIO
 
 
@@ -880,6 +902,8 @@ def _decode_text(name: str, data: bytes, declared: str | None = None) -> tuple[s
             notice = "; ".join(filter(None, (legacy, notice)))
     if _UNICODE_LINE_BREAK.search(text):
         text = text.translate(_UNICODE_LINE_BREAKS)
+    if "\x08" in text:
+        text = _without_overstrike(text)
     if text and len(_SUSPICIOUS_CHARS.findall(text)) / len(text) > BINARY_CHAR_RATIO:
         raise _not_text(name, data)
     return text, notice
@@ -1629,7 +1653,9 @@ _MD_HIDDEN_HTML = re.compile(
     # starts, and takes the run whole (possessive), so a long run is scanned once, not once per backtick.
     r"(?P<code>(?<!`)(?P<ticks>`++)[^`]*?(?P=ticks))"
     r"|<!--.*?(?:-->|\Z)"
-    r"|<(?P<drop>script|style|noscript|template|iframe|object|svg|math)\b[^<>]{0,2000}>.*?(?:</(?P=drop)\s*>|\Z)"
+    r"|<(?P<drop>script|style|noscript|template|iframe|object)\b[^<>]{0,2000}>.*?(?:</(?P=drop)\s*>|\Z)"
+    # a formula, a drawing or a table: read as the HTML reader reads it (`_md_figure_words`)
+    r"|<(?P<figure>svg|math|table)\b[^<>]{0,2000}>.*?(?:</(?P=figure)\s*>|\Z)"
     # a hidden element with its content; never a void one (<img hidden>, <hr style="display:none">, <input
     # hidden>), which holds none: read as one, it ran to the end of the file and hid everything after it
     r"|<(?P<tag>(?!(?:area|base|br|col|embed|hr|img|input|link|meta|param|source|track|wbr)\b)[a-z][a-z0-9]*)\b[^<>]{0,2000}?"
@@ -1649,8 +1675,33 @@ def _keep_code(match: re.Match[str]) -> str:
     """What stays of a match of `_MD_HIDDEN_HTML`: a code span whole, a visible tag's place, nothing else."""
     if match.group("code"):
         return match.group(0)
+    if match.group("figure"):
+        return _md_figure_words(match.group(0))
     tag = match.group("markup")
     return " " if tag and tag.lower() not in _MD_INLINE_TAGS else ""
+
+
+def _md_figure_words(fragment: str) -> str:
+    """A `<math>`, `<svg>` or `<table>` in Markdown as the HTML reader reads it: a formula's symbols,
+    numbers and words set apart on its line (`d = 1.17 h`; its annotations, other notations of it, left
+    out), a drawing's shown labels one paragraph each, a table's rows each under its column names (as a
+    pipe table's are); a hidden one as nothing."""
+    from bs4 import BeautifulSoup
+
+    root = BeautifulSoup(fragment, "html.parser").find(["svg", "math", "table"])
+    if root is None or _html_hidden(root):
+        return ""
+    if root.name == "table":
+        rows = [block.text for block in _HtmlWalker().walk(root) if block.text.strip()]
+        return "\n\n" + "\n".join(rows) + "\n\n" if rows else ""
+    if root.name == "svg":
+        labels = [" ".join(label.get_text(" ").split()) for label in root.find_all("text") if not _svg_hidden(label, root)]
+        shown = [label for label in labels if label]
+        return "\n\n" + "\n\n".join(shown) + "\n\n" if shown else ""
+    for note in root.find_all(["annotation", "annotation-xml"]):
+        note.decompose()
+    tokens = (" ".join(token.get_text(" ").split()) for token in root.find_all(list(_MATH_TOKENS)))
+    return " " + " ".join(token for token in tokens if token) + " "
 
 
 # An HTML heading on a line of its own in Markdown ('<h2 id="fuel">Fuel</h2>'): a heading as '## Fuel' is,
@@ -2099,7 +2150,8 @@ def _markdown_blocks(text: str) -> list[_Block]:
                 title_line = current.pop()
                 level = 1 if underline.group(1)[0] == "=" else 2
                 new_heading = _push_heading(path, level, _clean_heading(title_line))
-                start_block(new_heading, [title_line, line])
+                # the heading as an ATX one reads: its underline is no text (a renderer draws a heading)
+                start_block(new_heading, [f"{'#' * level} {title_line.strip()}"])
                 continue
         current.append(line)
     start_block((), [])
@@ -2311,93 +2363,11 @@ def _visible_layers_only(name: str, page: Any, off: frozenset[int]) -> int:
         return 0
 
 
-# Signs in a page's content that it may draw text nobody sees: render mode 3 (invisible) or 7 (clip only),
-# or a white fill colour (gray 1, RGB 1 1 1, CMYK 0 0 0 0). Only a page that has one is parsed for it.
-_INVISIBLE_SIGNS = re.compile(
-    rb"(?<![\d.])[37]\s+Tr\b|(?<![\d.])1(?:\.0*)?\s+(?:g|sc|scn)\b|(?<![\d.])(?:1(?:\.0*)?\s+){3}(?:rg|sc|scn)\b"
-    rb"|(?<![\d.])(?:0(?:\.0*)?\s+){4}(?:k|sc|scn)\b"
-)
-_FILL_COLOUR = (b"g", b"rg", b"k", b"sc", b"scn")
-_PAINT = (b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*", b"sh", b"INLINE IMAGE")
-
-
-def _white(operands: list[Any]) -> bool:
-    """Whether a fill colour's operands are white: gray 1, RGB 1 1 1, or CMYK 0 0 0 0."""
-    try:
-        values = [float(v) for v in operands]
-    except (TypeError, ValueError):  # a pattern's name
-        return False
-    return values in ([1.0], [1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0])
-
-
-def _without_invisible_text(page: Any) -> int:
-    """Blank the text `page` draws where a viewer shows none: in render mode 3 or 7 on a page that draws
-    no picture (a scan's OCR layer is invisible text over the scan, the picture showing its words), or
-    in white on a page that paints nothing else (no picture, no filled shape that is not white). Such
-    text could carry instructions no reader of the file sees, as a hidden layer's could. The strings go,
-    the operators stay, so lines still break where they did. Returns how many strings were blanked."""
-    from pypdf.generic import ContentStream, NameObject, TextStringObject
-
-    if not any(_INVISIBLE_SIGNS.search(data) for data in _content_data(page)):
-        return 0
-    content = page.get_contents()
-    if content is None:
-        return 0
-    operations = content.operations
-    pictures = any(op == b"INLINE IMAGE" or op == b"Do" for _, op in operations)
-    painted = pictures or _paints(operations)
-    white, mode, saved, blanked = False, 0, [], 0
-    for operands, operator in operations:
-        if operator == b"q":
-            saved.append((white, mode))
-        elif operator == b"Q" and saved:
-            white, mode = saved.pop()
-        elif operator in _FILL_COLOUR:
-            white = _white(operands)
-        elif operator == b"cs":
-            white = False  # a new colour space starts at its black (or its first colour)
-        elif operator == b"Tr" and operands:
-            mode = int(operands[0]) if isinstance(operands[0], (int, float)) else 0
-        elif operator in _SHOW_TEXT and operands:
-            unseen = (mode in (3, 7) and not pictures) or (white and mode in (0, 4) and not painted)
-            if unseen:
-                operands[-1] = [] if operator == b"TJ" else TextStringObject("")
-                blanked += 1
-    if blanked:
-        filtered = ContentStream(None, content.pdf)
-        filtered.operations = operations
-        page[NameObject("/Contents")] = filtered
-    return blanked
-
-
-def _content_data(page: Any) -> Iterator[bytes]:
-    """A page's content streams, decoded, without parsing them into operations as `get_contents` does
-    (a page with nothing to look for pays only the decoding)."""
-    contents = page.get("/Contents")
-    contents = contents.get_object() if contents is not None else None
-    for stream in contents if isinstance(contents, list) else [contents] if contents is not None else []:
-        stream = stream.get_object()
-        if hasattr(stream, "get_data"):
-            yield stream.get_data()
-
-
-def _paints(operations: list[tuple[Any, bytes]]) -> bool:
-    """Whether a page's operations fill something in a colour that is not white (a box white text may
-    sit on)."""
-    white = False
-    for operands, operator in operations:
-        if operator in _FILL_COLOUR:
-            white = _white(operands)
-        elif operator in _PAINT and not white:
-            return True
-    return False
-
-
 def _shown_text_only(name: str, page: Any) -> int:
-    """`_without_invisible_text`, where damaged content leaves the page read whole (the text extraction
-    that follows judges the damage)."""
+    """`pdf_sight.blank_unseen_text`, where damaged content leaves the page read whole (the text
+    extraction that follows judges the damage)."""
     try:
-        return _without_invisible_text(page)
+        return blank_unseen_text(page)
     except Exception as exc:
         log.info("%s: invisible text not left out: %r", name, exc)
         return 0
@@ -2696,13 +2666,13 @@ def _read_pdf_pages(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     if partial:
         blocks.append(_Block("", notice=f"{counted(partial, 'page')} of {len(pages):,} read only in part: damaged"))
     if unseen:
-        blocks.append(_Block("", notice=f"text a PDF viewer does not show (invisible, or white on white) left out "
+        blocks.append(_Block("", notice=f"text a PDF viewer does not show (invisible, white on white, or off the page) left out "
                                         f"of {counted(unseen, 'page')}"))
     if not any(b.text.strip() for b in blocks):
         if not pages:
             raise IngestError(name, "is a corrupt or truncated PDF (it has no pages).")
         if unseen:
-            raise IngestError(name, "has text only where a PDF viewer shows none (invisible, or white on white), "
+            raise IngestError(name, "has text only where a PDF viewer shows none (invisible, white on white, or off the page), "
                                     "so it shows no text to read.")
         if layered:
             raise IngestError(name, "has text only in layers a PDF viewer hides (optional content turned off), "
@@ -3683,10 +3653,71 @@ def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
     soup = _html_soup(name, text, limits)
     _embed_srcdoc_pages(name, soup, limits, _tag_count(text))
     _svg_labels(soup)
+    furniture = _without_page_furniture(soup)
     try:
-        return _HtmlWalker(alts=True).walk(soup)
+        blocks = _HtmlWalker(alts=True).walk(soup)
     except RecursionError:
         raise IngestError(name, "is nested too deeply to read.") from None
+    if furniture:
+        blocks.append(_Block("", notice=f"the page's {_and_list(furniture)} left out"))
+    return blocks
+
+
+def _text_outside(soup: Any, ids: set[int]) -> bool:
+    """Whether `soup` shows text outside the elements of `ids` (by identity: bs4 compares tags by markup)."""
+    for string in soup.find_all(string=True):
+        if string.strip() and string.parent.name not in _HTML_DROP and not any(id(p) in ids for p in string.parents):
+            return True
+    return False
+
+
+# A cookie or consent banner's id, class or label, as sites and consent tools write them (cookie-banner,
+# cookieConsent, CybotCookiebotDialog, onetrust-consent-sdk, cc-window, gdpr-notice).
+_CONSENT_NAME = re.compile(
+    r"cookie[-_ ]?(?:banner|notice|consent|bar|popup|dialog|law|policy|message|box|settings|preferences|wall)"
+    r"|cookiebot|onetrust|consent|gdpr|\bcc-(?:window|banner)\b",
+    re.IGNORECASE,
+)
+CONSENT_MAX_CHARS = 2_000  # a banner is a few sentences; an element named so that holds more is content
+_CHROME = ("header", "footer", "aside")  # outside <main>: the site's, repeated on every page
+
+
+def _without_page_furniture(soup: Any) -> list[str]:
+    """Remove what a site puts around every page rather than this page's content, and say what went:
+    cookie and consent banners; navigation (`<nav>`, `role="navigation"`: menus of links, which on a
+    page that is mostly menus buried its one article among 120 'Section 12 of the site' lines); and,
+    where the page marks its main content (`<main>` or `role="main"`), the header, footer and asides
+    outside it. Nothing is removed from a page whose only text it is."""
+    names = ("banner", "navigation", "furniture")
+    found: dict[str, list[Any]] = {key: [] for key in names}
+    mains: list[Any] = []
+    chrome: list[Any] = []
+    for tag in soup.find_all(True):
+        attrs = tag.attrs
+        role = str(attrs.get("role") or "").lower() if attrs else ""
+        if tag.name == "main" or role == "main":
+            mains.append(tag)
+        elif tag.name in _CHROME:
+            chrome.append(tag)
+        if attrs and ("id" in attrs or "class" in attrs or "aria-label" in attrs):
+            label = f"{attrs.get('id') or ''} {' '.join(attrs.get('class') or [])} {attrs.get('aria-label') or ''}"
+            if _CONSENT_NAME.search(label) and len(tag.get_text(" ", strip=True)) <= CONSENT_MAX_CHARS:
+                found["banner"].append(tag)
+                continue
+        if tag.name == "nav" or role == "navigation":
+            found["navigation"].append(tag)
+    if len(mains) == 1:
+        around = {id(parent) for parent in mains[0].parents}  # a <header> holding <main> is no furniture
+        found["furniture"] = [tag for tag in chrome
+                              if id(tag) not in around and all(parent is not mains[0] for parent in tag.parents)]
+    removed = [tag for key in names for tag in found[key]]
+    if not removed or not _text_outside(soup, {id(tag) for tag in removed}):
+        return []  # nothing but furniture: read it all rather than nothing
+    for tag in removed:
+        if not tag.decomposed:
+            tag.decompose()
+    words = {"banner": "cookie notices", "navigation": "menus", "furniture": "the header, footer and side panels outside its main content"}
+    return [words[key] for key in names if found[key]]
 
 
 SRCDOC_DEPTH = 3  # pages inside pages (`<iframe srcdoc>` in a srcdoc) read; deeper ones are dropped
@@ -3995,7 +4026,7 @@ def _json_records(text: str) -> list[str]:
     try:
         value = json.loads(text, parse_float=str, parse_int=str, parse_constant=str)
     except (ValueError, RecursionError):
-        return []
+        value = _json_lines(text)
     if isinstance(value, dict) and len(value) == 1:
         value = next(iter(value.values()))
     if not isinstance(value, list) or len(value) < JSON_RECORDS_MIN or not all(_flat_record(v) for v in value):
@@ -4003,6 +4034,23 @@ def _json_records(text: str) -> list[str]:
     header = list(dict.fromkeys(key for record in value for key in record))
     rows = [_labelled_row(header, [_json_cell(record.get(key)) for key in header]) for record in value]
     return [row for row in rows if row]
+
+
+def _json_lines(text: str) -> list[Any]:
+    """JSON Lines saved as .json (one object a line: a log's, a database's or an API's export, which a
+    JSON reader calls invalid past its first line) as the list of its lines' values; empty where any line
+    that is not blank is not JSON on its own."""
+    import json
+
+    values: list[Any] = []
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
+        try:
+            values.append(json.loads(line, parse_float=str, parse_int=str, parse_constant=str))
+        except (ValueError, RecursionError):
+            return []
+    return values
 
 
 def _flat_record(value: Any) -> bool:
