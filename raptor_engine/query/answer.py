@@ -50,7 +50,7 @@ from ..ingest.transcript import (
     speaker_of,
     spoken_lines,
 )
-from ..tree.embed import Embedder
+from ..tree.embed import Embedder, embedded_alone
 from ..types import AnswerDraft, Citation, ContextNode, Turn
 from .asked import context_documents, named_files, what_is_asked, without_asides
 from .code_answers import code_result_lines, is_setting, setting_keys
@@ -1129,7 +1129,9 @@ SENTENCE_CACHE_SIZE = 20_000
 
 
 class SentenceVectors:
-    """A bounded, thread-safe LRU of sentence -> unit vector, filled by the embedder on a miss."""
+    """A bounded, thread-safe LRU of sentence -> unit vector, filled by the embedder on a miss, each
+    sentence embedded alone (`embedded_alone`): a vector cached at first sight must be the same whatever
+    question first needed it."""
 
     def __init__(self, embedder: Embedder, size: int = SENTENCE_CACHE_SIZE):
         self.embedder = embedder
@@ -1145,7 +1147,7 @@ class SentenceVectors:
                 self._vectors.move_to_end(text)
         missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
-            fresh = dict(zip(missing, self.embedder.embed(missing), strict=True))
+            fresh = dict(zip(missing, embedded_alone(self.embedder, missing), strict=True))
             known.update(fresh)
             with self._lock:
                 self._vectors.update(fresh)
@@ -2503,9 +2505,11 @@ class ExtractiveAnswerer:
     ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         """Each candidate's cosine to the question (a follow-up's carried context blended in), the
         candidates' unit vectors and the question's weighted terms; sets `similarity` and `lexical`."""
-        queries = self.embedder.embed([rewrite.core, rewrite.context or rewrite.core])
-        own = bool(subject_terms(rewrite.core))
-        core_share = 1.0 if not rewrite.context else (CORE_SHARE if own else ELLIPSIS_CORE_SHARE)
+        # each alone: the question's vector must not depend on what the follow-up leans on
+        queries = embedded_alone(self.embedder, [rewrite.core, rewrite.context] if rewrite.context else [rewrite.core])
+        if len(queries) == 1:
+            return self._similarities_to(_unit(queries[0]), rewrite, candidates, conversation_names)
+        core_share = CORE_SHARE if subject_terms(rewrite.core) else ELLIPSIS_CORE_SHARE
         query = _unit(core_share * queries[0] + (1 - core_share) * queries[1])
         return self._similarities_to(query, rewrite, candidates, conversation_names)
 
