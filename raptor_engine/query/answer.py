@@ -83,6 +83,7 @@ from .grounding import (
     content_share,
     load_grounding,
     respellings,
+    says_the_asked_negative,
     subject_is_a_pronoun,
 )
 from .language import other_language
@@ -548,6 +549,7 @@ class _Candidate:
     # terms read with them
     section: frozenset[str] = frozenset()
     sectioned: float = 0.0
+    under: frozenset[str] = frozenset()  # that heading's stemmed terms, the sentence's own too ('1861')
     # a summary's copy of a sentence its leaf left out (`ContextNode.held_elsewhere`): the leaf's document
     # and the sentence's place in it, so the copy is read where the sentence stands
     placed: tuple[str | None, int] | None = None
@@ -615,6 +617,8 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
     found.sort(key=lambda c: (c.position, c.sentence.start))
     found = found[:MAX_SENTENCES]
     _inherit_sections(found, sections, unplaced)
+    for candidate in found:
+        candidate.under = sections.get(id(candidate), frozenset())
     _antecedent_terms(found)
     _place_copies(found, context)
     return found
@@ -1043,6 +1047,21 @@ def _event_bonus(question: str, sentence: str) -> float:
     return 0.0
 
 
+_YEARS = re.compile(rf"\b{_YEAR}\b")
+
+
+def _dated_by_its_heading(question: str, candidate: _Candidate) -> bool:
+    """Whether a 'when / what year' question's sentence states the year its own section heading gives the
+    asked event ('In March 1861 a spark ... set the roof alight.' under 'The fire of 1861' for 'What year was
+    the fire?'): the heading ties that year to what the question names, which the sentence may not repeat.
+    Without it, that sentence and one that names the event without any date ('The fire destroyed the upper
+    floors') were within a hundredth of each other, ordered by the embedding's rounding."""
+    if not ANSWER_KINDS[0][0].search(question):
+        return False
+    years = set(_YEARS.findall(candidate.text))
+    return bool(years & candidate.under) and bool(question_terms(question) & candidate.under)
+
+
 def _quoted_penalty(question: str, sentence: str, asks_for_more: bool) -> float:
     """What a sentence the last answers quoted loses: QUOTED_PENALTY (ASKED_FOR_MORE_PENALTY for 'what
     else?'), a share of it when the sentence says what the follow-up asks in the form its answer takes
@@ -1163,8 +1182,8 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     and the question's terms, plus what the question asks for (a description for 'who/what is X?' or
     'what does X mean?', less for a sentence about what is X's; a year, a number, a reason, a name or a
     place; a number of what 'how many' counts, an age for 'how old', a unit of what 'how long / how far
-    / how much does it cost' measures, a frequency for 'how often'; the year of the right event; the
-    asked verb for 'who / which X did it?', one X named for 'which X?'; an instruction for 'how do I?';
+    / how much does it cost' measures, a frequency for 'how often'; the year of the right event, or
+    the year its section heading gives the asked event (`_dated_by_its_heading`); the asked verb for 'who / which X did it?', one X named for 'which X?'; an instruction for 'how do I?';
     the form a cause, purpose, comparison, negative or responsibility question's answer takes: `form_score`).
     Set `similarity` and `lexical` first."""
     defined = definition_subject(question)
@@ -1183,6 +1202,7 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     score += _instruction_bonus(question, candidate.text)
     asked = how_to_task(question)
     score += PURPOSE_BONUS if asked and _continues_the_task(asked[0], candidate) else 0.0
+    score += EVENT_BONUS if _dated_by_its_heading(question, candidate) else 0.0
     return score + form_score(question, candidate.text) + _event_bonus(question, candidate.text)
 
 
@@ -2444,8 +2464,9 @@ class ExtractiveAnswerer:
         default embedder is English-trained); so does a question in another language whose terms the
         context does not hold (`_asked_in_another_language`), which the model would tell "say nothing".
         A question asking a negative ('who did not keep the light?')
-        gets the closest passages at best unless the first quote says a negative too: a quote that says
-        who did, or says nothing of who did not, does not settle it. A question naming its subject only by a
+        gets the closest passages at best unless the first quote says a negative too, of what the question
+        negates (`says_the_asked_negative`): a quote that says who did, or says nothing of who did not, or
+        a negative of something else, does not settle it. A question naming its subject only by a
         pronoun ('who designed it?') gets the closest passages at worst. A question about what a transcript's
         speaker said, naming no topic ('What did Jane Doe say?'), is answered when the first quote is that
         speaker's. A comparison with another year or quarter, judged as searched ('How many plots were
@@ -2471,7 +2492,7 @@ class ExtractiveAnswerer:
             return Grounding.CLOSEST
         if verdict is Grounding.ANSWERED and in_bigrams(core) and quoted.picked[0].lexical == 0:
             return Grounding.CLOSEST
-        if verdict is Grounding.ANSWERED and asks_a_negative(core) and not asks_a_negative(quoted.picked[0].text):
+        if verdict is Grounding.ANSWERED and asks_a_negative(core) and not says_the_asked_negative(core, quoted.picked[0].text):
             return Grounding.CLOSEST
         if verdict is Grounding.NOTHING and subject_is_a_pronoun(core, len(subject_terms(core)), len(names_in(core))):
             return Grounding.CLOSEST
