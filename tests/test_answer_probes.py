@@ -78,11 +78,14 @@ def test_the_probe_files_are_json_lines_with_the_fields_the_loader_reads():
             assert set(json.loads(line)) == {"doc", "question", "kind", "answers"}
 
 
-# Development probes the first quote still misses (docs/EVALUATION.md): none. "Why is a new water tank
-# needed?" is answered as the old tank's fault, stated in so many words, counts in full under the blend
-# (`answer.stated_form_score`), and the Great Refractor's purpose as its sentence reads the section the
-# leaf before it ends in.
-KNOWN_MISSES: frozenset[str] = frozenset()
+# Development probes the first quote still misses (docs/EVALUATION.md): "Who was Elias Marrow?", whose
+# describing sentence and "Elias Marrow died in March 1861 ..." are tied with fp32 vectors (0.777 against
+# 0.775); with each sentence embedded alone (so quotes do not depend on earlier questions) the int8 rounding
+# settles it for the death, where a batch's rounding settled it the other way ("Quotes that do not depend
+# on what was asked before"). "Why is a new water tank needed?" is answered as the old tank's fault, stated
+# in so many words, counts in full under the blend (`answer.stated_form_score`), and the Great Refractor's
+# purpose as its sentence reads the section the leaf before it ends in.
+KNOWN_MISSES = frozenset({"Who was Elias Marrow?"})
 
 
 def test_every_development_probe_but_the_known_misses_is_answered_by_the_first_quote(tmp_path, embedder):
@@ -104,13 +107,18 @@ def test_the_two_sets_and_the_halves_of_the_second_share_no_document():
 # answer names neither 'restoring' nor 'pay'), who was responsible for the breach (said as 'blamed the
 # company', in a sentence sharing no word with the question), and why the dam failed (the inquiry's
 # sentence leads: it blames the company for failing to inspect the culvert, a reason the set does not list).
+# Whether the Alpen Mini is lighter than the Brisk 500 was lost, and how the trust paid for the restoration
+# gained, when each sentence came to be embedded alone: the first quote is "The Brisk 500 ... weighs 420
+# grams" or "We recommend the Brisk 500 ... light enough for a rucksack", both given the compared scale's
+# bonus and 0.0055 apart with fp32 vectors (docs/EVALUATION.md, "Quotes that do not depend on what was
+# asked before").
 SECOND_KNOWN_MISSES = frozenset(
     {
         "Why did the tide mill stop grinding?",
         "Who was responsible for restoring the mill?",
-        "How did the trust pay for the restoration?",
         "Why did the dam fail?",
         "Who was responsible for the breach?",
+        "Is the Alpen Mini lighter than the Brisk 500?",
     }
 )
 

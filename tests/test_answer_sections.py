@@ -5,9 +5,18 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from raptor_engine.engine import Engine
 from raptor_engine.ingest.sentences import stem
-from raptor_engine.query.answer import QUOTE, ExtractiveAnswerer, _candidates, _lexical, _section_terms
+from raptor_engine.query.answer import (
+    QUOTE,
+    ExtractiveAnswerer,
+    _candidates,
+    _dated_by_its_heading,
+    _lexical,
+    _section_terms,
+)
 from raptor_engine.query.followup import split_standalone
 from raptor_engine.types import ContextNode
 from tests.unhurried import unhurried_settings
@@ -70,6 +79,20 @@ Steam mills in the town undercut the tide mill's prices after 1880. The last com
 
 A trust formed by local volunteers bought the mill in 1976 for 4,000 pounds. Restoration took eleven years and cost about 180,000 pounds, most of it raised by public appeal. The wheel turned again in May 1987. Today the mill grinds flour on summer weekends, and visitors can buy it in the shop.
 """
+
+
+@pytest.mark.parametrize("question", ["What year was the fire?", "When did the fire happen?", "In which year was the fire?"])
+def test_the_year_a_heading_gives_the_asked_event_dates_the_sentence_that_states_it(question):
+    """'In March 1861 ...' under '## The fire of 1861' is the dated sentence of the fire; 'The fire destroyed
+    ...' names the fire but no year, and a sentence of another section's year is not the fire's."""
+    later = "\n\n## Decline\n\nThe last commercial grinding took place in 1907, when Amos Fenwick retired."
+    found = {c.text.split()[1]: c for c in _candidates([leaf(1, SPANNING + later, (TITLE,))])}
+    assert _dated_by_its_heading(question, found["March"])
+    assert not _dated_by_its_heading(question, found["fire"])  # no year of its own
+    assert not _dated_by_its_heading(question, found["last"])  # 1907, under a heading of no fire
+    assert not _dated_by_its_heading(question, found["good"])  # before the heading: no section
+    assert not _dated_by_its_heading("What did the fire destroy?", found["March"])  # asks no time
+    assert not _dated_by_its_heading("What year was the flood?", found["March"])  # another event
 
 
 def test_a_dated_sentence_under_the_events_heading_answers_what_year_it_happened(tmp_path, embedder):

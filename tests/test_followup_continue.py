@@ -199,6 +199,24 @@ async def test_and_then_mid_document_keeps_its_lead(engine):
     assert "ends with that passage" not in after.text
 
 
+@pytest.mark.parametrize("then", ["and then?", "what happened next?"])
+async def test_and_then_after_a_ranked_answer_reads_on_into_a_sentence_it_quoted_lower_down(engine, then):
+    """A ranked answer quoted, third, the sentence that follows its first quote: that sentence is still
+    what comes next (before, it was left out as said already, and the answer was the closest passages from
+    before the quote or the next sentence as the ranking's cut-off fell)."""
+    told = (
+        f"{FOUND}\n"
+        "- \u201cHaldor found that the papers were forged. Garrick was driven out of Kell, and the mill was "
+        "given back to Oswin.\u201d [1]\n"
+        "- \u201cThe countess sent her steward Haldor to read Garrick's papers.\u201d [1]\n"
+        "- \u201cBrenna married Haldor the next summer.\u201d [1]"
+    )
+    history = [Turn("user", "What did Haldor find?"), Turn("assistant", told)]
+    after = await engine.ask("tales", then, history=history)
+    assert after.text.startswith(FOUND) and after.answered, after.text
+    assert sentences(after) == ["Brenna married Haldor the next summer."], after.text
+
+
 @pytest.mark.parametrize(("then", "other"), [("et ensuite ?", "und wer noch?"), ("¿y después?", "¿quién más?")])
 async def test_a_follow_up_in_another_language_goes_on_as_its_english_does(engine, then, other):
     """'et ensuite ?' quotes, as 'and then?' does, sentences after the last answer's first quote in

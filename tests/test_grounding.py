@@ -22,8 +22,10 @@ from raptor_engine.query.grounding import (
     asks_a_negative,
     content_share,
     load_grounding,
+    negated_term,
     one_slip_apart,
     respellings,
+    says_the_asked_negative,
 )
 from raptor_engine.query.ranker import load_ranker
 from raptor_engine.types import ContextNode
@@ -252,6 +254,33 @@ async def test_a_pronoun_only_question_is_never_told_the_documents_say_nothing(s
 async def test_a_negated_question_gets_the_closest_passages_not_an_answer(samples, kb, question):
     answer = await samples.ask(kb, question)
     assert answer.text.startswith(WEAK_MATCH) and not answer.answered, answer.text
+
+
+@pytest.mark.parametrize(
+    ("question", "negated"),
+    [
+        ("which keeper never married?", "marry"),
+        ("who did NOT keep the light?", "keep"),
+        ("which train didn't run?", "run"),
+        ("Which bees don\u2019t leave the hive?", "leav"),
+        ("who did not drown?", "drown"),
+        ("Which road has no toll?", "toll"),
+    ],
+)
+def test_a_negated_question_negates_the_word_after_its_negation(question, negated):
+    assert negated_term(question) == negated
+
+
+def test_only_a_negative_of_what_the_question_negates_settles_it():
+    assert says_the_asked_negative("who did not drown?", "Nobody drowned, but the cargo was lost.")
+    assert says_the_asked_negative("which bees don't leave the hive?", "The nurse bees never leave the hive.")
+    assert says_the_asked_negative("which bees don't leave the hive?", "The drones have not left it.")  # 'left'
+    # a negative of something else, or the asked word without a negative, settles nothing
+    assert not says_the_asked_negative("which keeper never married?", "It has not failed once in that time.")
+    assert not says_the_asked_negative("which keeper never married?", "Elias Marrow married in 1840.")
+    # a question whose negation names nothing ('which of them did not?') is settled by any negative
+    assert negated_term("which of them did not?") is None
+    assert says_the_asked_negative("which of them did not?", "Peter did not.")
 
 
 async def test_a_negated_question_a_quote_settles_is_answered(samples):

@@ -283,11 +283,27 @@ def test_a_summary_of_one_topic_quotes_that_topic_and_a_whole_meeting_summary_na
     assert not any(is_filler(q.split(": ", 1)[-1]) for q in quotes)
 
 
+# A meeting that discusses the remote control in six turns: each scores well above half the best (the
+# thematic answer's floor) in int8 and fp32 alike. MEETING names it once, so its other turns sat at that
+# floor (within 0.0002 of it in fp32) and how many were quoted turned on the embedding's rounding.
+REMOTE_MEETING = """Project Manager: Okay . Right . This is the kick-off meeting for the new remote control .
+Marketing: Mm-hmm .
+Marketing: The remote control should cost twenty-five euros , people will not pay more .
+User Interface: The buttons on the remote control should be big , so they are easy to find in the dark .
+Project Manager: Yeah .
+Industrial Designer: The case of the remote control could be made of rubber so it survives being dropped .
+User Interface: Okay .
+Industrial Designer: The remote control could run on a lithium battery that lasts for years .
+Project Manager: So the remote control costs twenty-five euros , with big buttons and a rubber case ."""
+
+
 def test_what_a_meeting_discussed_is_a_summary_question_but_not_in_prose(embedder):
     from raptor_engine.query.answer import QUOTES
 
-    quotes = _answer(embedder, "What did the group discuss about the remote control?", [_node(MEETING)])
+    quotes = _answer(embedder, "What did the group discuss about the remote control?", [_node(REMOTE_MEETING)])
     assert len(quotes) > QUOTES  # the thematic answer: up to five quotes, in reading order
+    places = [REMOTE_MEETING.index(q.split(": ", 1)[1]) for q in quotes]
+    assert places == sorted(places), quotes
     prose = (
         "The committee met on Monday in the town hall. It discussed the price of the new bridge at length. "
         "The engineer said the bridge would cost two million. The mayor wanted a cheaper design of the bridge. "

@@ -50,7 +50,7 @@ from ..ingest.transcript import (
     speaker_of,
     spoken_lines,
 )
-from ..tree.embed import Embedder
+from ..tree.embed import Embedder, embedded_alone
 from ..types import AnswerDraft, Citation, ContextNode, Turn
 from .asked import context_documents, named_files, what_is_asked, without_asides
 from .code_answers import code_result_lines, is_setting, setting_keys
@@ -83,6 +83,7 @@ from .grounding import (
     content_share,
     load_grounding,
     respellings,
+    says_the_asked_negative,
     subject_is_a_pronoun,
 )
 from .language import other_language
@@ -548,6 +549,7 @@ class _Candidate:
     # terms read with them
     section: frozenset[str] = frozenset()
     sectioned: float = 0.0
+    under: frozenset[str] = frozenset()  # that heading's stemmed terms, the sentence's own too ('1861')
     # a summary's copy of a sentence its leaf left out (`ContextNode.held_elsewhere`): the leaf's document
     # and the sentence's place in it, so the copy is read where the sentence stands
     placed: tuple[str | None, int] | None = None
@@ -615,6 +617,8 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
     found.sort(key=lambda c: (c.position, c.sentence.start))
     found = found[:MAX_SENTENCES]
     _inherit_sections(found, sections, unplaced)
+    for candidate in found:
+        candidate.under = sections.get(id(candidate), frozenset())
     _antecedent_terms(found)
     _place_copies(found, context)
     return found
@@ -1043,6 +1047,21 @@ def _event_bonus(question: str, sentence: str) -> float:
     return 0.0
 
 
+_YEARS = re.compile(rf"\b{_YEAR}\b")
+
+
+def _dated_by_its_heading(question: str, candidate: _Candidate) -> bool:
+    """Whether a 'when / what year' question's sentence states the year its own section heading gives the
+    asked event ('In March 1861 a spark ... set the roof alight.' under 'The fire of 1861' for 'What year was
+    the fire?'): the heading ties that year to what the question names, which the sentence may not repeat.
+    Without it, that sentence and one that names the event without any date ('The fire destroyed the upper
+    floors') were within a hundredth of each other, ordered by the embedding's rounding."""
+    if not ANSWER_KINDS[0][0].search(question):
+        return False
+    years = set(_YEARS.findall(candidate.text))
+    return bool(years & candidate.under) and bool(question_terms(question) & candidate.under)
+
+
 def _quoted_penalty(question: str, sentence: str, asks_for_more: bool) -> float:
     """What a sentence the last answers quoted loses: QUOTED_PENALTY (ASKED_FOR_MORE_PENALTY for 'what
     else?'), a share of it when the sentence says what the follow-up asks in the form its answer takes
@@ -1129,7 +1148,9 @@ SENTENCE_CACHE_SIZE = 20_000
 
 
 class SentenceVectors:
-    """A bounded, thread-safe LRU of sentence -> unit vector, filled by the embedder on a miss."""
+    """A bounded, thread-safe LRU of sentence -> unit vector, filled by the embedder on a miss, each
+    sentence embedded alone (`embedded_alone`): a vector cached at first sight must be the same whatever
+    question first needed it."""
 
     def __init__(self, embedder: Embedder, size: int = SENTENCE_CACHE_SIZE):
         self.embedder = embedder
@@ -1145,7 +1166,7 @@ class SentenceVectors:
                 self._vectors.move_to_end(text)
         missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
-            fresh = dict(zip(missing, self.embedder.embed(missing), strict=True))
+            fresh = dict(zip(missing, embedded_alone(self.embedder, missing), strict=True))
             known.update(fresh)
             with self._lock:
                 self._vectors.update(fresh)
@@ -1161,8 +1182,8 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     and the question's terms, plus what the question asks for (a description for 'who/what is X?' or
     'what does X mean?', less for a sentence about what is X's; a year, a number, a reason, a name or a
     place; a number of what 'how many' counts, an age for 'how old', a unit of what 'how long / how far
-    / how much does it cost' measures, a frequency for 'how often'; the year of the right event; the
-    asked verb for 'who / which X did it?', one X named for 'which X?'; an instruction for 'how do I?';
+    / how much does it cost' measures, a frequency for 'how often'; the year of the right event, or
+    the year its section heading gives the asked event (`_dated_by_its_heading`); the asked verb for 'who / which X did it?', one X named for 'which X?'; an instruction for 'how do I?';
     the form a cause, purpose, comparison, negative or responsibility question's answer takes: `form_score`).
     Set `similarity` and `lexical` first."""
     defined = definition_subject(question)
@@ -1181,6 +1202,7 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     score += _instruction_bonus(question, candidate.text)
     asked = how_to_task(question)
     score += PURPOSE_BONUS if asked and _continues_the_task(asked[0], candidate) else 0.0
+    score += EVENT_BONUS if _dated_by_its_heading(question, candidate) else 0.0
     return score + form_score(question, candidate.text) + _event_bonus(question, candidate.text)
 
 
@@ -2442,8 +2464,9 @@ class ExtractiveAnswerer:
         default embedder is English-trained); so does a question in another language whose terms the
         context does not hold (`_asked_in_another_language`), which the model would tell "say nothing".
         A question asking a negative ('who did not keep the light?')
-        gets the closest passages at best unless the first quote says a negative too: a quote that says
-        who did, or says nothing of who did not, does not settle it. A question naming its subject only by a
+        gets the closest passages at best unless the first quote says a negative too, of what the question
+        negates (`says_the_asked_negative`): a quote that says who did, or says nothing of who did not, or
+        a negative of something else, does not settle it. A question naming its subject only by a
         pronoun ('who designed it?') gets the closest passages at worst. A question about what a transcript's
         speaker said, naming no topic ('What did Jane Doe say?'), is answered when the first quote is that
         speaker's. A comparison with another year or quarter, judged as searched ('How many plots were
@@ -2469,7 +2492,7 @@ class ExtractiveAnswerer:
             return Grounding.CLOSEST
         if verdict is Grounding.ANSWERED and in_bigrams(core) and quoted.picked[0].lexical == 0:
             return Grounding.CLOSEST
-        if verdict is Grounding.ANSWERED and asks_a_negative(core) and not asks_a_negative(quoted.picked[0].text):
+        if verdict is Grounding.ANSWERED and asks_a_negative(core) and not says_the_asked_negative(core, quoted.picked[0].text):
             return Grounding.CLOSEST
         if verdict is Grounding.NOTHING and subject_is_a_pronoun(core, len(subject_terms(core)), len(names_in(core))):
             return Grounding.CLOSEST
@@ -2503,9 +2526,11 @@ class ExtractiveAnswerer:
     ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         """Each candidate's cosine to the question (a follow-up's carried context blended in), the
         candidates' unit vectors and the question's weighted terms; sets `similarity` and `lexical`."""
-        queries = self.embedder.embed([rewrite.core, rewrite.context or rewrite.core])
-        own = bool(subject_terms(rewrite.core))
-        core_share = 1.0 if not rewrite.context else (CORE_SHARE if own else ELLIPSIS_CORE_SHARE)
+        # each alone: the question's vector must not depend on what the follow-up leans on
+        queries = embedded_alone(self.embedder, [rewrite.core, rewrite.context] if rewrite.context else [rewrite.core])
+        if len(queries) == 1:
+            return self._similarities_to(_unit(queries[0]), rewrite, candidates, conversation_names)
+        core_share = CORE_SHARE if subject_terms(rewrite.core) else ELLIPSIS_CORE_SHARE
         query = _unit(core_share * queries[0] + (1 - core_share) * queries[1])
         return self._similarities_to(query, rewrite, candidates, conversation_names)
 

@@ -31,7 +31,7 @@ from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 
-from ..ingest.sentences import one_slip_apart
+from ..ingest.sentences import content_terms, one_slip_apart, stem
 
 MODEL_PATH = Path(__file__).with_name("grounding.json")
 
@@ -152,6 +152,29 @@ def asks_a_negative(text: str) -> bool:
     """Whether a question asks a negative ('who did not ...', 'which keeper never ...'), or a quote
     says one; 'why or why not?' asks both ways and is not one."""
     return bool(NEGATION.search(BOTH_WAYS.sub(" ", text)))
+
+
+# what follows a question's negation: "never married", "did NOT keep the light", "don't leave the hive"
+NEGATED = re.compile(r"(?:\b(?:not|never|no|cannot)|n['’]t)\s+(?P<rest>[^?.!]*)", re.IGNORECASE)
+
+
+def negated_term(question: str) -> str | None:
+    """The stemmed first content word after a question's negation, what the negative is about ('marri' of
+    'which keeper never married?', 'keep' of 'who did NOT keep the light?'); None when none follows."""
+    found = NEGATED.search(BOTH_WAYS.sub(" ", question))
+    terms = content_terms(found.group("rest")) if found else []
+    return stem(terms[0]) if terms else None
+
+
+def says_the_asked_negative(question: str, quote: str) -> bool:
+    """Whether a quote can settle a negative question: it says a negative, and of what the question negates
+    ('Nobody drowned, but ...' for 'who did not drown?'). A negative about something else ('It has not
+    failed once in that time' for 'which keeper never married?') settles nothing: without this, whether such
+    a question read as answered turned on which such sentence the embedding's rounding ranked first."""
+    if not asks_a_negative(quote):
+        return False
+    negated = negated_term(question)
+    return negated is None or negated in {stem(term) for term in content_terms(quote)}
 
 
 @lru_cache(maxsize=1)

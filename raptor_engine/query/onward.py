@@ -104,6 +104,8 @@ def pick_onward(
     if ask is Onward.NEXT:
         last = _read_up_to(anchors)
         after = _after(pool, last)
+        if not after and last is anchors[0]:
+            after = _after(_quoted_lower(history, candidates), last)
         if after:
             return OnwardPick(after[:quotes], True)
         edge = _edge(last, candidates, "end")
@@ -144,6 +146,23 @@ def pick_onward(
     told_of = [c for c in more if _holds(c.text, about)] if about else more
     picked = sorted(_best(told_of or more, value, quotes, anchors[0]), key=_place_key)
     return OnwardPick(picked, ask is Onward.MORE and bool(told_of), edge)
+
+
+def _quoted_lower(history: list[Turn], candidates: Sequence[Q]) -> list[Q]:
+    """The candidates the last answer quoted below its first quote, that quote's own sentences apart.
+
+    Why: an answer ranked by its question may quote, lower down, the very sentence that follows its first
+    quote ('Brenna married Haldor the next summer.' third, after 'Haldor found that the papers were forged.
+    Garrick was driven out ...'); 'and then?' is still answered by it. Left out as said already, 'and then?'
+    got the closest passages from before the quote, or the next sentence, as the ranking's last place
+    happened to fall above or below its cut-off."""
+    said = previous_answers(history, 1)
+    quotes = quotes_in(said[-1]) if said else []
+    if len(quotes) < 2:
+        return []
+    first = {s.key for s in sentences_of(quotes[0])}
+    lower = {s.key for quote in quotes[1:] for s in sentences_of(quote)} - first
+    return [c for c in candidates if c.key in lower]
 
 
 def _edge(anchor: Quotable, candidates: Sequence[Quotable], side: str) -> tuple[str, str] | None:

@@ -340,6 +340,22 @@ class Embedder:
         return self.embed([text])[0]
 
 
+def embedded_alone(embedder: Any, texts: Sequence[str]) -> np.ndarray:
+    """Each text's vector as a batch of its own (no companion, no padding): a function of the text alone.
+
+    Why: the default int8 runtime quantises a batch's activations together, so a text embedded beside
+    others gets a slightly different vector with other companions (cosine ~0.99, against 1.000 in fp32).
+    What is cached and compared at question time (the answerer's sentences, a question, a written
+    answer's claims) must not depend on what it happened to be batched with, or the same question gets
+    other quotes after other questions. Alone costs about what batching did: a cold 2,000-token context's
+    sentences 3 ms less CPU on papers, 7 ms more on a story's lines, out of 300-520 ms; a second one-thread
+    session would save 9-10% of that CPU for 79 MB more memory and slower answers on a busy machine
+    (docs/EVALUATION.md, "Quotes that do not depend on what was asked before")."""
+    if not texts:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    return np.stack([np.asarray(embedder.embed([text])[0], dtype=np.float32) for text in texts])
+
+
 def token_batches(
     order: np.ndarray, lengths: list[int], *, max_texts: int, max_tokens: int
 ) -> list[np.ndarray]:
