@@ -244,3 +244,27 @@ def test_only_labelled_rows_are_rows():
     assert row_cells("Item: Trowel; Price: £4.99.") == {"Item": "Trowel", "Price": "£4.99"}
     assert row_cells("Note: the lamp was lit.") is None  # one cell: a sentence with a label
     assert row_cells("He came; she left.") is None
+
+
+EACH = [{"Item": "Hose", "Each": "12"}, {"Item": "Trowel", "Each": "£4.99"}, {"Item": "Tray", "Each": "£2.40"}]
+
+
+@pytest.mark.parametrize(
+    ("cells", "question", "lead", "first"),
+    [
+        # a column named as money without a currency sign: 'Price' is stemmed 'pric', the names were not
+        ([{"Item": "Hose", "Price": "12.50"}, {"Item": "Trowel", "Price": "4.99"}, {"Item": "Tray", "Price": "2.40"}],
+         "What is the cheapest item?", "(t.csv's rows by Price, lowest first)", 2),
+        ([{"Item": "Hose", "Rate": "12.50"}, {"Item": "Trowel", "Rate": "4.99"}, {"Item": "Tray", "Rate": "2.40"}],
+         "Which is the most expensive item?", "(t.csv's rows by Rate, highest first)", 0),
+        ([{"Team": "Rovers", "Place": "2", "Points": "20"}, {"Team": "Mill", "Place": "1", "Points": "25"},
+          {"Team": "Quarry", "Place": "3", "Points": "9"}], "Who is top of the league?", "by Place, lowest first", 1),
+        # a plain '12' first in a column of prices: the column is still money
+        (EACH, "What is the cheapest item?", "(t.csv's rows by Each, lowest first)", 2),
+    ],
+)  # fmt: skip
+def test_a_superlative_finds_a_column_by_its_name_or_any_of_its_figures(cells, question, lead, first):
+    picked = table_pick(question, _rows(*cells), [0], {"t.csv"}, 3)
+    assert picked is not None and lead in (picked.lead or ""), picked
+    assert picked.picked[0] == first
+

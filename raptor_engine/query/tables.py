@@ -185,9 +185,10 @@ _ALL_ROWS_WORDS = frozenset(
 )
 # a column's name that implies money ('Price', 'Cost (£)') or time ('Joined', 'Date of birth'), for a
 # superlative that names no column
-_MONEY_NAMES = frozenset("price cost fee fees amount charge rate salary pay wage total value".split())
-_AGE_NAMES = frozenset({"age"})
-_RANK_NAMES = frozenset("position pos rank ranking place standing".split())
+# (stemmed, as `_column_words` gives a column's name: 'Price' is 'pric')
+_MONEY_NAMES = frozenset(stem(w) for w in "price cost fee fees amount charge rate salary pay wage total value".split())
+_AGE_NAMES = frozenset({stem("age")})
+_RANK_NAMES = frozenset(stem(w) for w in "position pos rank ranking place standing".split())
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,13 @@ def _figures(rows: Sequence[Row], column: str) -> dict[int, Value]:
     return {index: value for index, value in read.items() if value.kind == kind or value.kind == "number"}
 
 
+def _column_kind(rows: Sequence[Row], column: str) -> str:
+    """The kind of a column of figures: 'date' or 'money' when any of its figures is one (a plain '12' may
+    stand beside '£4.99' in a column of prices), else 'number'."""
+    kinds = {value.kind for value in _figures(rows, column).values()}
+    return next((kind for kind in kinds if kind != "number"), "number")
+
+
 def _columns(rows: Sequence[Row]) -> list[str]:
     """The table's columns, in the order its rows name them."""
     seen: dict[str, None] = {}
@@ -267,10 +275,10 @@ def _implied_column(kind: str, way: str, question: str, rows: Sequence[Row]) -> 
         if ages:  # the oldest person has the highest age
             return ages[0], "min" if way == "max" else "max"
     if kind == "money":
-        found = [c for c in columns if next(iter(_figures(rows, c).values())).kind == "money"]
+        found = [c for c in columns if _column_kind(rows, c) == "money"]
         found = found or [c for c in columns if _column_words(c) & _MONEY_NAMES]
     elif kind == "date":
-        found = [c for c in columns if any(v.kind == "date" for v in _figures(rows, c).values())]
+        found = [c for c in columns if _column_kind(rows, c) == "date"]
     else:
         found = columns if len(columns) == 1 else []
     return (found[0], way) if len(found) == 1 else None
@@ -385,7 +393,7 @@ def table_pick(
     ordered = _ordered(table, column, way)
     if len(ordered) < 2:
         return None
-    dated = next(iter(_figures(table, column).values())).kind == "date"
+    dated = _column_kind(table, column) == "date"
     lead = f"From the documents ({name}'s rows by {column}, {_WAY_SHOWN[(way, 'date' if dated else '')]}):"
     return TablePick([row.index for row in ordered[ordinal_at : ordinal_at + quotes]], lead)
 
@@ -427,7 +435,7 @@ def _compared_rows(question: str, table: list[Row]) -> TablePick | None:
         return None
     key = next(c for c in ordered[0].cells if _is_key(table, c))
     first, second = (row.cells.get(key, "") for row in ordered)
-    dated = next(iter(_figures(table, column).values())).kind == "date"
+    dated = _column_kind(table, column) == "date"
     lead = f"From the documents ({first} and {second} by {column}, {_WAY_SHOWN[(way, 'date' if dated else '')]}):"
     return TablePick([row.index for row in ordered], lead)
 
