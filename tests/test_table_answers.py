@@ -268,3 +268,13 @@ def test_a_superlative_finds_a_column_by_its_name_or_any_of_its_figures(cells, q
     assert picked is not None and lead in (picked.lead or ""), picked
     assert picked.picked[0] == first
 
+
+def test_a_money_question_with_a_year_like_amount_asks_the_price_not_the_year():
+    cars = _rows({"Car": "Fiat", "Year": "1995", "Price": "£1,200"}, {"Car": "Ford", "Year": "2010", "Price": "£3,500"},
+                 {"Car": "Audi", "Year": "2018", "Price": "£9,000"}, {"Car": "Kia", "Year": "2003", "Price": "£1,800"})  # fmt: skip
+    picked = table_pick("Which cars cost more than 2000?", cars, [0], {"t.csv"}, 3)
+    assert picked is not None and picked.lead == "From the documents: 2 of the 4 rows of t.csv with Price more than 2000:"
+    assert picked.picked == [2, 1]
+    picked = table_pick("Which cars were made after 2000?", cars, [0], {"t.csv"}, 3)
+    assert picked is not None and picked.lead == "From the documents: 3 of the 4 rows of t.csv with Year after 2000:"
+

@@ -454,7 +454,8 @@ def _over_threshold(question: str, threshold: re.Match[str], table: list[Row], n
     column = _named_column(question, table, threshold.start())
     if column is None:
         kind = "money" if amount.kind == "money" or re.search(r"\b(?:cost|price|pay|spend)", question, re.I) else ""
-        kind = "date" if amount.kind == "date" else kind  # 'who joined after 2019?': a column of years or dates
+        if amount.kind == "date" and kind != "money":  # 'who joined after 2019?': a column of years or dates;
+            kind = "date"  # 'which cars cost more than 2000?' asks a price, not a year
         implied = _implied_column(kind, "max", question, table)
         if implied is None:
             return None
