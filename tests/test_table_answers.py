@@ -278,3 +278,14 @@ def test_a_money_question_with_a_year_like_amount_asks_the_price_not_the_year():
     picked = table_pick("Which cars were made after 2000?", cars, [0], {"t.csv"}, 3)
     assert picked is not None and picked.lead == "From the documents: 3 of the 4 rows of t.csv with Year after 2000:"
 
+
+def test_an_ordinal_past_the_last_row_picks_nothing_so_the_question_is_ranked():
+    rows = _rows({"Team": "A", "Points": "3"}, {"Team": "B", "Points": "5"}, {"Team": "C", "Points": "4"})
+    assert table_pick("Who has the fifth most points?", rows, [0], {"t.csv"}, 3) is None
+    third = table_pick("Who has the third most points?", rows, [0], {"t.csv"}, 3)
+    assert third is not None and third.picked == [0]
+
+
+def test_an_ordinal_past_the_last_row_is_answered_with_quotes(engine):
+    first_line, quotes = ask(engine, "staff", "Who has the fifth highest salary?")  # of four rows
+    assert quotes and first_line == "From the documents:", (first_line, quotes)

@@ -391,7 +391,7 @@ def table_pick(
         return None
     column, way = implied
     ordered = _ordered(table, column, way)
-    if len(ordered) < 2:
+    if len(ordered) < 2 or ordinal_at >= len(ordered):  # 'the fifth most points' of three rows: no such row
         return None
     dated = _column_kind(table, column) == "date"
     lead = f"From the documents ({name}'s rows by {column}, {_WAY_SHOWN[(way, 'date' if dated else '')]}):"
