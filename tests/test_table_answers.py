@@ -289,3 +289,15 @@ def test_an_ordinal_past_the_last_row_picks_nothing_so_the_question_is_ranked():
 def test_an_ordinal_past_the_last_row_is_answered_with_quotes(engine):
     first_line, quotes = ask(engine, "staff", "Who has the fifth highest salary?")  # of four rows
     assert quotes and first_line == "From the documents:", (first_line, quotes)
+
+
+def test_a_check_after_an_ordinal_follow_up_quotes_the_rows_that_follow_up_gave(engine):
+    """'is that more than 20?' after 'and the second?' checks the second team (Mill Lane FC, 23): the rows
+    quoted were the first question's (Harbour Rovers, 25, first) under a verdict on Mill Lane's 23."""
+    history: list[Turn] = []
+    for asked in ("Which team has the most points?", "and the second?"):
+        answer = asyncio.run(engine.ask("league", asked, history=history))
+        history += [Turn("user", asked), Turn("assistant", answer.text)]
+    assert "Mill Lane FC" in QUOTE.findall(history[-1].content)[0]
+    first_line, quotes = ask(engine, "league", "is that more than 20 points?", history)
+    assert "Mill Lane FC" in quotes[0], (first_line, quotes)
