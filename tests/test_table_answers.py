@@ -6,16 +6,20 @@ lookup and a question about prose are ranked as any question is. Through the eng
 from __future__ import annotations
 
 import asyncio
+import re
+import time
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import raptor_engine.cli as cli_module
 from raptor_engine.engine import Engine
 from raptor_engine.ingest.load import load_document
 from raptor_engine.query.answer import QUOTE
-from raptor_engine.query.tables import Row, cell_value, row_cells, table_pick
-from raptor_engine.types import Turn
+from raptor_engine.query.tables import Row, cell_value, holds_rows, row_cells, table_pick
+from raptor_engine.types import ContextNode, Turn
 from tests.unhurried import unhurried_settings
 
 MEMBERS = """Name,Joined,City,Phone,Role
@@ -301,3 +305,30 @@ def test_a_check_after_an_ordinal_follow_up_quotes_the_rows_that_follow_up_gave(
     assert "Mill Lane FC" in QUOTE.findall(history[-1].content)[0]
     first_line, quotes = ask(engine, "league", "is that more than 20 points?", history)
     assert "Mill Lane FC" in quotes[0], (first_line, quotes)
+
+
+def _leaf(text: str) -> ContextNode:
+    return ContextNode(1, 0, "t.md", 0.5, text, 30, 1, start=0, end=len(text))
+
+
+# The row-line pattern before the review: its indent `\s*` crossed line breaks, so a run of blank lines was
+# walked again from each line start in it (quadratic: 17 s of CPU for 50,000 line breaks).
+_CROSSING_ROW_LINE = re.compile(
+    r"^\s*[-*] [^:;\n]{1,48}: [^;\n]*(?:; [^:;\n]{1,48}: [^;\n]*)+\.?\s*$", re.MULTILINE
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["\n", " ", "\t", "- ", "* ", "a", ": ", "; ", ".", "b: c", "\r"]), max_size=40))
+@example(["\n \n\t", "- ", "a", ": ", "a", "; ", "b: c", ".", "\n"])  # a row after blank lines: found
+@example(["- ", "a", ": ", "a", ".", "\n", "; ", "b: c"])  # one cell on the line: no row
+def test_the_row_line_pattern_finds_a_row_where_the_line_crossing_one_did(pieces):
+    text = "".join(pieces)
+    assert bool(holds_rows([_leaf(text)])) == bool(_CROSSING_ROW_LINE.search(text))
+
+
+def test_blank_lines_before_a_row_are_read_in_linear_time():
+    text = "\n" * 50_000 + "- Name: Ann; Joined: 2017."
+    start = time.process_time()
+    assert holds_rows([_leaf(text)]) and not holds_rows([_leaf("\n" * 50_000 + "x")])
+    print(f"{len(text):,} characters: {time.process_time() - start:.3f}s CPU")
