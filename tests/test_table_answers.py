@@ -332,3 +332,21 @@ def test_blank_lines_before_a_row_are_read_in_linear_time():
     start = time.process_time()
     assert holds_rows([_leaf(text)]) and not holds_rows([_leaf("\n" * 50_000 + "x")])
     print(f"{len(text):,} characters: {time.process_time() - start:.3f}s CPU")
+
+
+@pytest.mark.parametrize(
+    ("question", "lead", "picked"),
+    [
+        ("Which items cost no more than £5?", "3 of the 4 rows of t.csv with Price no more than £5:", [2, 1, 3]),
+        ("Which items cost not more than £5?", "3 of the 4 rows of t.csv with Price not more than £5:", [2, 1, 3]),
+        ("Which items cost no less than £5?", "2 of the 4 rows of t.csv with Price no less than £5:", [0, 3]),
+        ("Which items are not under £5?", "2 of the 4 rows of t.csv with Price not under £5:", [0, 3]),
+        ("Which items cost more than £5?", "1 of the 4 rows of t.csv with Price more than £5:", [0]),
+    ],
+)  # fmt: skip
+def test_no_or_not_before_a_threshold_turns_it_round(question, lead, picked):
+    """'no more than £5' asked the rows over £5 (the threshold read without its 'no'): the opposite rows."""
+    prices = _rows({"Item": "Hose", "Price": "£12.50"}, {"Item": "Trowel", "Price": "£4.99"},
+                   {"Item": "Tray", "Price": "£2.40"}, {"Item": "Can", "Price": "£5.00"})  # fmt: skip
+    found = table_pick(question, prices, [0], {"t.csv"}, 3)
+    assert found is not None and found.lead == f"From the documents: {lead}" and found.picked == picked

@@ -172,6 +172,8 @@ _THRESHOLD = re.compile(
     r"\s+(?P<amount>[£$€¥]?\s?\d[\d,]*(?:\.\d+)?)",
     re.IGNORECASE,
 )
+# 'no' or 'not' just before a threshold turns it round ('no more than £5', 'not before 2020')
+_NEGATED_THRESHOLD = re.compile(r"\b(no|not)\s+$", re.IGNORECASE)
 _ABOVE = ("more", "greater", "higher", "larger", "bigger", "over", "above", "exceeding", "after", "since", "later")
 _HOW_MANY = re.compile(r"^\W*(?:and\s+|so\s+)?how\s+many\b", re.IGNORECASE)
 # 'how many points does ...', 'how many units did ...': a count the table gives as a cell
@@ -466,6 +468,10 @@ def _over_threshold(question: str, threshold: re.Match[str], table: list[Row], n
     said_way = " ".join(threshold.group("way").lower().split())
     above = said_way.split()[0] in _ABOVE or said_way == "at least"
     inclusive = said_way in {"at least", "at most", "up to", "since"}
+    negation = _NEGATED_THRESHOLD.search(question[: threshold.start()])
+    negated = f"{negation.group(1).lower()} " if negation else ""
+    if negated:  # 'no more than £5' is at most £5; 'not under 10', at least 10
+        above, inclusive = not above, not inclusive
     way = "max" if above else "min"
 
     def passes(value: float) -> bool:
@@ -474,7 +480,7 @@ def _over_threshold(question: str, threshold: re.Match[str], table: list[Row], n
         return value > amount.value if above else value < amount.value
 
     held = [row for row in _ordered(table, column, way) if passes(figures[row.index].value)]
-    said = f"{_shown(threshold.group('way'))} {_shown(threshold.group('amount'))}"
+    said = f"{negated}{_shown(threshold.group('way'))} {_shown(threshold.group('amount'))}"
     if not held:
         if not whole:
             return None
