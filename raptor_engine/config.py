@@ -48,13 +48,20 @@ def load_dotenv_file(path: str | os.PathLike[str] = ".env") -> None:
     except ImportError:  # python-dotenv is a dependency; this only guards odd installs
         return
     path = Path(path)
-    try:
-        with path.open(encoding="utf-8", errors="replace") as stream:
-            if not _trusted_dotenv(path, os.fstat(stream.fileno())):
-                return
-            values = dotenv_values(stream=stream)
+    try:  # not blocking: a FIFO planted as `.env` held every command run in its folder until it was written
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:  # none here (the usual case), or unreadable: the environment alone
         return
+    try:
+        status = os.fstat(handle)
+        if not _trusted_dotenv(path, status):
+            return
+        with os.fdopen(os.dup(handle), encoding="utf-8", errors="replace") as stream:
+            values = dotenv_values(stream=stream)
+    except OSError:  # unreadable: the environment alone
+        return
+    finally:
+        os.close(handle)
     keep_secret_file(path)
     ignored = sorted(name for name in values if name not in ENV_DOCS)
     for name, value in values.items():
@@ -69,7 +76,11 @@ def load_dotenv_file(path: str | os.PathLike[str] = ".env") -> None:
 
 
 def _trusted_dotenv(path: Path, status: os.stat_result) -> bool:
-    """Whether `.env` is this user's (or root's) and no other user can write it; else say why it is not read."""
+    """Whether `.env` is a file of this user's (or root's) that no other user can write; else say why it is
+    not read (a FIFO, a device or a folder is no file of settings: `/dev/urandom` never ends)."""
+    if not stat.S_ISREG(status.st_mode):
+        logging.getLogger(__name__).warning("%s is not read: it is not a regular file", path)
+        return False
     owner_ok = status.st_uid in (os.geteuid(), 0)
     if owner_ok and not status.st_mode & stat.S_IWOTH:
         return True

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from raptor_engine.query.answer import FOUND
-from raptor_engine.query.compared import compared_times, holds_figures_of
+from raptor_engine.query.compared import clauses, compared_times, figures_in, holds_figures_of
 from raptor_engine.query.followup import quotes_in
 from tests.test_followup_labels import TEXTS as LABELLED
 from tests.test_followup_other_document import conversation  # asks of the knowledge base "harbour"
@@ -94,3 +94,13 @@ def test_a_quote_from_a_summary_of_both_documents_counts_for_one_time_only():
     assert holds_figures_of(("2019", "2021"), [("It counted 180 moorings.", "m2019.md"), ("It counted 230.", both)])
     assert not holds_figures_of(("2019", "2021"), [("It counted 230 moorings.", both)])
     assert not holds_figures_of(("Q1", "Q2"), [("Four plots were vacant.", "a_q2.md"), ("Six plots were vacant.", "a_q2.md")])
+
+
+def test_a_sentence_is_cut_into_its_clauses_each_with_its_own_figures():
+    """`clauses` and `figures_in` are what the choice between two times and the yes/no verdict both read."""
+    parts = clauses("Revenue in 2021 was 4.2 million pounds, against 3.6 million pounds in 2020; costs rose.")
+    assert parts == ["Revenue in 2021 was 4.2 million pounds", ", ", "against 3.6 million pounds in 2020", "; costs rose."]
+    assert [[(f.value, f.unit) for f in figures_in(part)] for part in parts] == [
+        [(4.2e6, "pound")], [], [(3.6e6, "pound")], []
+    ]  # fmt: skip
+    assert clauses("") == [] and clauses(" ") == []

@@ -14,10 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from raptor_engine import Engine
-from raptor_engine.storage.index import HNSW_HEADER, hnsw_file_problem
+from raptor_engine.storage.index import HNSW_HEADER, _upper_levels, hnsw_file_problem
 from tests.sample_texts import RAILWAY
 from tests.unhurried import unhurried_settings
 
@@ -108,3 +109,60 @@ def test_a_hnsw_file_with_flipped_link_bytes_never_crashes_the_process(saved, tm
     done = _load_in_a_child(data)
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert json.loads(done.stdout)["dim"] == 384
+
+
+def _upper_levels_per_element(raw, at: int, count: int, max_m: int):
+    """`_upper_levels` before the review: the same checks, a numpy slice per element (0.51 s of CPU for
+    100,000 nodes, three times hnswlib's own load; 0.05 s now)."""
+    per_level = (max_m + 1) * 4
+    levels = []
+    for _ in range(count):
+        if at + 4 > len(raw):
+            return "ends inside its upper links"
+        size = int(raw[at : at + 4].view(np.uint32)[0])
+        at += 4
+        if size % per_level or at + size > len(raw):
+            return "has upper links that do not fit its file"
+        if size:
+            lists = raw[at : at + size].copy().view(np.uint32).reshape(-1, max_m + 1)
+            counts = lists[:, 0] & 0xFFFF
+            if int(counts.max()) > max_m or bool((lists[:, 1:][np.arange(max_m)[None, :] < counts[:, None]] >= count).any()):
+                return "links a node to one it does not hold"
+        levels.append(size // per_level)
+        at += size
+    if at != len(raw):
+        return "has bytes after its last element"
+    return levels
+
+
+def test_the_upper_links_are_judged_as_the_per_element_walk_judged_them(tmp_path):
+    """On an index of 3,000 nodes (about 190 with upper levels), whole, with flipped bytes past its level-0
+    part (where the upper links are), and cut short or grown: the same levels, or a problem where it found
+    one."""
+    hnswlib = pytest.importorskip("hnswlib")
+    count, dim, max_m = 3000, 8, 8
+    index = hnswlib.Index(space="cosine", dim=dim)
+    index.init_index(max_elements=count, ef_construction=40, M=max_m)
+    index.add_items(np.random.default_rng(1).random((count, dim), dtype=np.float32), np.arange(count))
+    path = tmp_path / "i.hnsw"
+    index.save_index(str(path))
+    whole = path.read_bytes()
+    header = HNSW_HEADER.unpack(whole[: HNSW_HEADER.size])
+    at = HNSW_HEADER.size + count * header[3]
+    variants = [whole, whole[:-1], whole[:-4], whole + b"\0\0\0\0", whole[: at + 2]]
+    rng = random.Random(3)
+    for _ in range(300):
+        data = bytearray(whole)
+        for _ in range(rng.choice([1, 2, 8])):
+            data[rng.randrange(at, len(data))] = rng.choice([0, 1, 8, 17, 255, rng.randrange(256)])
+        variants.append(bytes(data))
+    found = {"levels": 0, "problem": 0}
+    for data in variants:
+        raw = np.frombuffer(data, dtype=np.uint8)
+        now, before = _upper_levels(raw, at, count, max_m), _upper_levels_per_element(raw, at, count, max_m)
+        assert isinstance(now, str) == isinstance(before, str), (now, before)
+        if not isinstance(now, str):
+            assert now == before
+        found["levels" if not isinstance(now, str) else "problem"] += 1
+    print(found)
+    assert found["levels"] >= 1 and found["problem"] >= 50

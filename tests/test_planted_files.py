@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -167,3 +168,22 @@ def test_the_environment_still_wins_over_a_dotenv(tmp_path):
         os.environ["RAPTOR_BUDGET"] = "900"
         load_dotenv_file(_dotenv(tmp_path, "RAPTOR_BUDGET=1500\nRAPTOR_TOP_K=7\n"))
         assert os.environ["RAPTOR_BUDGET"] == "900" and os.environ["RAPTOR_TOP_K"] == "7"
+
+
+def test_a_fifo_planted_as_dotenv_is_not_read_and_holds_nothing_up(tmp_path, caplog):
+    """`.env` is read from whatever folder a command runs in: a FIFO another user made there blocked the
+    opening of it, so every command run in that folder hung until someone wrote to the FIFO."""
+    path = tmp_path / ".env"
+    os.mkfifo(path)
+    reader = threading.Thread(target=load_dotenv_file, args=(path,), daemon=True)
+    with _environ_put_back():
+        reader.start()
+        reader.join(60)  # liveness, not a timing: it returns at once, or never while nobody writes
+        hung = reader.is_alive()
+        if hung:  # let the blocked open return, so the thread ends
+            with open(path, "w") as writer:
+                writer.write("RAPTOR_BUDGET=1500\n")
+            reader.join(60)
+        assert not hung, "reading .env blocked on a FIFO"
+        assert "RAPTOR_BUDGET" not in os.environ
+    assert ".env is not read: it is not a regular file" in caplog.text

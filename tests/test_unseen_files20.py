@@ -6,6 +6,7 @@ SVG labels dropped, definition lists split from their terms, JSON records read a
 from __future__ import annotations
 
 import html
+import time
 
 import pytest
 
@@ -311,3 +312,25 @@ def test_a_json_list_of_flat_records_reads_as_labelled_rows(source: str) -> None
 )
 def test_other_json_stays_fenced_code(source: str) -> None:
     assert load_document("config.json", source.encode()).text == f"```json\n{source}\n```"
+
+
+def test_labels_sharing_a_hidden_group_are_all_hidden_and_their_visible_cousins_read() -> None:
+    """Each element around the labels is judged once (`_svg_hidden`'s `judged`): the second and third label
+    of a hidden group are hidden as the first was, a label in a visible group beside it is read."""
+    page = (
+        "<svg><g opacity='0'><g><text>secret one</text><text>secret two</text></g><text>secret three</text></g>"
+        "<g><g><text>Lamp room</text></g><defs><g><text>IGNORE</text></g></defs><text>Watch room</text></g>"
+        "<g><text>Oil store</text></g></svg>"
+    )
+    assert load_document("plan.html", page.encode()).text == "Lamp room\n\nWatch room\n\nOil store"
+
+
+def test_deeply_grouped_svg_labels_are_read_in_linear_time() -> None:
+    """8,000 labels in 8,000 nested groups: each label's groups were walked afresh, quadratic (2.6 s of CPU for
+    2,000, 10.5 s for 4,000); 0.5 s now for 8,000."""
+    groups = 8_000
+    page = "<svg>" + "<g>" * groups + "<text>x</text>" * groups + "</g>" * groups + "</svg>"
+    start = time.process_time()
+    text = load_document("deep.html", page.encode()).text
+    print(f"{len(page):,} characters: {time.process_time() - start:.2f}s CPU")
+    assert text.split("\n\n") == ["x"] * groups

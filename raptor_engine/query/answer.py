@@ -98,6 +98,7 @@ from .ranker import (
     document_kind,
 )
 from .tables import Row, TablePick, row_cells, table_pick, whole_documents
+from .verdict import CHECKS_LAST_ANSWER
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
 QUOTE = re.compile(r"\u201c(.+?)\u201d")
@@ -2201,8 +2202,11 @@ def _table_pick(
     ]
     if len(rows) < 2:
         return None
-    earlier = [rewrite.context] if rewrite.context else []
-    earlier += [turn.content for turn in reversed(history) if turn.role == "user"]
+    asked = [turn.content for turn in reversed(history) if turn.role == "user"]
+    carried = [rewrite.context] if rewrite.context else []
+    # a check of the last answer ('is that more than £10?') is of the last question as it was asked ('and
+    # the second?'), which the rewrite's context may pass over for the one before it
+    earlier = asked + carried if asked and CHECKS_LAST_ANSWER.match(rewrite.core) else carried + asked
     # more sentences than are read (MAX_SENTENCES): some rows may be left out, so no count is stated
     whole = whole_documents(context) if len(candidates) < MAX_SENTENCES else set()
     return table_pick(rewrite.core, rows, ranked, whole, quotes, earlier)

@@ -195,7 +195,16 @@ class Figure:
     shown: str
 
 
-def _figures(text: str) -> list[Figure]:
+def clauses(text: str) -> list[str]:
+    """`text` cut into its clauses (`_CLAUSES`: each from the word or mark that opens it), blank ones left out."""
+    parts, start = [], 0
+    for cut in [*(m.start() for m in _CLAUSES.finditer(text)), len(text)]:
+        parts.append(text[start:cut])
+        start = cut
+    return [part for part in parts if part.strip()]
+
+
+def figures_in(text: str) -> list[Figure]:
     """The numbers of `text` that are no year or quarter, each with the word after it as its unit."""
     found = []
     for match in _NUMBER.finditer(_without_times(text)):
@@ -214,14 +223,10 @@ def figure_of(time: str, text: str, title: str, asked: set[str]) -> Figure | Non
     3.6 million pounds in 2020'), else of the whole quote when its document's title names the time; the
     one whose unit is a word the question asks about ('moorings'), else the first. None when it gives none."""
     if _holds(time, text):
-        parts, start = [], 0
-        for cut in [*(m.start() for m in _CLAUSES.finditer(text)), len(text)]:
-            parts.append(text[start:cut])
-            start = cut
-        text = next((part for part in parts if _holds(time, part) and _figures(part)), "")
+        text = next((part for part in clauses(text) if _holds(time, part) and figures_in(part)), "")
     elif not _holds(time, title):
         return None
-    figures = _figures(text)
+    figures = figures_in(text)
     wanted = [f for f in figures if f.unit and (f.unit in asked or f"{f.unit}s" in asked)]
     return (wanted or figures or [None])[0]
 

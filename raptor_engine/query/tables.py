@@ -27,7 +27,9 @@ from .verdict import CHECKS_LAST_ANSWER
 # a labelled row: 'Label: value; Label: value' (two cells at least), with its closing full stop
 _CELL = re.compile(r"^([^:;]{1,48}?): (.*)$", re.DOTALL)
 MAX_ROWS_QUOTED = 10  # the rows a threshold, a filter or a count quotes at most
-_ROW_LINE = re.compile(r"^\s*[-*] [^:;\n]{1,48}: [^;\n]*(?:; [^:;\n]{1,48}: [^;\n]*)+\.?\s*$", re.MULTILINE)
+# (its indent [^\S\n]*, not \s*: a run of blank lines was walked again from each of its line starts, 17 s of CPU
+# for 50,000 line breaks)
+_ROW_LINE = re.compile(r"^[^\S\n]*[-*] [^:;\n]{1,48}: [^;\n]*(?:; [^:;\n]{1,48}: [^;\n]*)+\.?\s*$", re.MULTILINE)
 SPAN_GAP = 2  # characters between one leaf's end and the next one's start (a line break) in a whole document
 
 
@@ -170,6 +172,8 @@ _THRESHOLD = re.compile(
     r"\s+(?P<amount>[£$€¥]?\s?\d[\d,]*(?:\.\d+)?)",
     re.IGNORECASE,
 )
+# 'no' or 'not' just before a threshold turns it round ('no more than £5', 'not before 2020')
+_NEGATED_THRESHOLD = re.compile(r"\b(no|not)\s+$", re.IGNORECASE)
 _ABOVE = ("more", "greater", "higher", "larger", "bigger", "over", "above", "exceeding", "after", "since", "later")
 _HOW_MANY = re.compile(r"^\W*(?:and\s+|so\s+)?how\s+many\b", re.IGNORECASE)
 # 'how many points does ...', 'how many units did ...': a count the table gives as a cell
@@ -185,9 +189,10 @@ _ALL_ROWS_WORDS = frozenset(
 )
 # a column's name that implies money ('Price', 'Cost (£)') or time ('Joined', 'Date of birth'), for a
 # superlative that names no column
-_MONEY_NAMES = frozenset("price cost fee fees amount charge rate salary pay wage total value".split())
-_AGE_NAMES = frozenset({"age"})
-_RANK_NAMES = frozenset("position pos rank ranking place standing".split())
+# (stemmed, as `_column_words` gives a column's name: 'Price' is 'pric')
+_MONEY_NAMES = frozenset(stem(w) for w in "price cost fee fees amount charge rate salary pay wage total value".split())
+_AGE_NAMES = frozenset({stem("age")})
+_RANK_NAMES = frozenset(stem(w) for w in "position pos rank ranking place standing".split())
 
 
 @dataclass(frozen=True)
@@ -231,6 +236,13 @@ def _figures(rows: Sequence[Row], column: str) -> dict[int, Value]:
     return {index: value for index, value in read.items() if value.kind == kind or value.kind == "number"}
 
 
+def _column_kind(rows: Sequence[Row], column: str) -> str:
+    """The kind of a column of figures: 'date' or 'money' when any of its figures is one (a plain '12' may
+    stand beside '£4.99' in a column of prices), else 'number'."""
+    kinds = {value.kind for value in _figures(rows, column).values()}
+    return next((kind for kind in kinds if kind != "number"), "number")
+
+
 def _columns(rows: Sequence[Row]) -> list[str]:
     """The table's columns, in the order its rows name them."""
     seen: dict[str, None] = {}
@@ -267,10 +279,10 @@ def _implied_column(kind: str, way: str, question: str, rows: Sequence[Row]) -> 
         if ages:  # the oldest person has the highest age
             return ages[0], "min" if way == "max" else "max"
     if kind == "money":
-        found = [c for c in columns if next(iter(_figures(rows, c).values())).kind == "money"]
+        found = [c for c in columns if _column_kind(rows, c) == "money"]
         found = found or [c for c in columns if _column_words(c) & _MONEY_NAMES]
     elif kind == "date":
-        found = [c for c in columns if any(v.kind == "date" for v in _figures(rows, c).values())]
+        found = [c for c in columns if _column_kind(rows, c) == "date"]
     else:
         found = columns if len(columns) == 1 else []
     return (found[0], way) if len(found) == 1 else None
@@ -383,9 +395,9 @@ def table_pick(
         return None
     column, way = implied
     ordered = _ordered(table, column, way)
-    if len(ordered) < 2:
+    if len(ordered) < 2 or ordinal_at >= len(ordered):  # 'the fifth most points' of three rows: no such row
         return None
-    dated = next(iter(_figures(table, column).values())).kind == "date"
+    dated = _column_kind(table, column) == "date"
     lead = f"From the documents ({name}'s rows by {column}, {_WAY_SHOWN[(way, 'date' if dated else '')]}):"
     return TablePick([row.index for row in ordered[ordinal_at : ordinal_at + quotes]], lead)
 
@@ -427,7 +439,7 @@ def _compared_rows(question: str, table: list[Row]) -> TablePick | None:
         return None
     key = next(c for c in ordered[0].cells if _is_key(table, c))
     first, second = (row.cells.get(key, "") for row in ordered)
-    dated = next(iter(_figures(table, column).values())).kind == "date"
+    dated = _column_kind(table, column) == "date"
     lead = f"From the documents ({first} and {second} by {column}, {_WAY_SHOWN[(way, 'date' if dated else '')]}):"
     return TablePick([row.index for row in ordered], lead)
 
@@ -446,7 +458,8 @@ def _over_threshold(question: str, threshold: re.Match[str], table: list[Row], n
     column = _named_column(question, table, threshold.start())
     if column is None:
         kind = "money" if amount.kind == "money" or re.search(r"\b(?:cost|price|pay|spend)", question, re.I) else ""
-        kind = "date" if amount.kind == "date" else kind  # 'who joined after 2019?': a column of years or dates
+        if amount.kind == "date" and kind != "money":  # 'who joined after 2019?': a column of years or dates;
+            kind = "date"  # 'which cars cost more than 2000?' asks a price, not a year
         implied = _implied_column(kind, "max", question, table)
         if implied is None:
             return None
@@ -455,6 +468,10 @@ def _over_threshold(question: str, threshold: re.Match[str], table: list[Row], n
     said_way = " ".join(threshold.group("way").lower().split())
     above = said_way.split()[0] in _ABOVE or said_way == "at least"
     inclusive = said_way in {"at least", "at most", "up to", "since"}
+    negation = _NEGATED_THRESHOLD.search(question[: threshold.start()])
+    negated = f"{negation.group(1).lower()} " if negation else ""
+    if negated:  # 'no more than £5' is at most £5; 'not under 10', at least 10
+        above, inclusive = not above, not inclusive
     way = "max" if above else "min"
 
     def passes(value: float) -> bool:
@@ -463,7 +480,7 @@ def _over_threshold(question: str, threshold: re.Match[str], table: list[Row], n
         return value > amount.value if above else value < amount.value
 
     held = [row for row in _ordered(table, column, way) if passes(figures[row.index].value)]
-    said = f"{_shown(threshold.group('way'))} {_shown(threshold.group('amount'))}"
+    said = f"{negated}{_shown(threshold.group('way'))} {_shown(threshold.group('amount'))}"
     if not held:
         if not whole:
             return None

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from ..ingest.sentences import content_terms, stem
-from .compared import _CLAUSES, Figure, _figures
+from .compared import Figure, clauses, figures_in
 
 # the lead of an answer that says yes or no, which answers even when it says 'not' ('support.says_not_answered')
 VERDICT_LEAD = re.compile(r"^From the documents: (?:yes|no)\b")
@@ -172,7 +172,7 @@ def _held(found: Settled | None, core: str, target: str, weak: bool) -> Settled 
 def _figure_verdict(found: re.Match[str], core: str, quotes: list[str]) -> Settled | None:
     way = _MORE[found.group("way").lower()]
     target = found.group("target")
-    against = _figures(target)
+    against = figures_in(target)
     typed = len(against) == 1  # a number the question gives, not a thing's figure the quotes give
     if not typed:  # a thing: its figure in the quotes ('the excess': 'the 500 pound excess')
         thing = [stem(t) for t in content_terms(target.lower())]
@@ -193,14 +193,6 @@ def _figure_verdict(found: re.Match[str], core: str, quotes: list[str]) -> Settl
     return Settled(line, _sentence_of(quotes[0], given.shown))
 
 
-def _clauses(text: str) -> list[str]:
-    parts, start = [], 0
-    for cut in [*(m.start() for m in _CLAUSES.finditer(text)), len(text)]:
-        parts.append(text[start:cut])
-        start = cut
-    return [part for part in parts if part.strip()]
-
-
 def _alike(a: str, b: str) -> bool:
     """Two stems of one word ('agr' of 'agreed', 'agre' of 'agree')."""
     return a == b or (min(len(a), len(b)) >= 3 and (a.startswith(b) or b.startswith(a)))
@@ -215,12 +207,12 @@ def _clause_figures(text: str, terms: list[str]) -> list[Figure]:
     """The figures of the clauses of `text` that hold every one of `terms` (a word of the clause before or
     after the figure), the first clause first."""
     found = []
-    for clause in _clauses(text):
+    for clause in clauses(text):
         if _shares(clause, terms) != len(terms):
             continue
         # the figure nearest the thing's words ('paid 5,800 pounds after deducting the 500 pound excess')
         at = [m.start() for m in re.finditer(r"[\w'-]+", clause) if any(_alike(stem(m.group(0).lower()), t) for t in terms)]
-        figures = [(min(abs(clause.find(f.shown) - a) for a in at) if at else 0, f) for f in _figures(clause)]
+        figures = [(min(abs(clause.find(f.shown) - a) for a in at) if at else 0, f) for f in figures_in(clause)]
         found += [f for _, f in sorted(figures, key=lambda pair: pair[0])]
     return found
 
@@ -230,8 +222,8 @@ def _answered_figure(core: str, quote: str, other: Figure) -> Figure | None:
     when `other` has none), the one sharing most words with the question, the first of equals."""
     terms = [stem(t) for t in content_terms(core.lower()) if t not in _ASK_WORDS]
     best: tuple[int, Figure] | None = None
-    for clause in _clauses(quote):
-        figures = [f for f in _figures(clause) if not other.unit or not f.unit or f.unit == other.unit]
+    for clause in clauses(quote):
+        figures = [f for f in figures_in(clause) if not other.unit or not f.unit or f.unit == other.unit]
         figures = [f for f in figures if f.shown != other.shown] or figures
         if figures and (best is None or _shares(clause, terms) > best[0]):
             best = (_shares(clause, terms), figures[0])

