@@ -1,0 +1,259 @@
+"""Questions over a table's rows, a second pass (tables.py): a row named by a first name, a surname or without
+its accents; sums and averages of the rows a question names, stated only of a table wholly in the context;
+a table larger than the context says its order is of the rows found; times of day are figures; 'which
+ones?' and 'who claimed it?' lean on the last table answer. Through `table_pick` and the engine."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from raptor_engine.engine import Engine
+from raptor_engine.query.answer import QUOTE
+from raptor_engine.query.tables import Row, TablePick, cell_value, table_pick
+from raptor_engine.types import Turn
+from tests.unhurried import unhurried_settings
+
+EXPENSES = """Date,Person,Category,Description,Amount
+2024-01-08,Alice,Travel,Train to Leeds,£54.20
+2024-01-12,Bob,Meals,Client lunch,£38.50
+2024-01-19,Alice,Meals,Team dinner,£112.00
+2024-02-02,Carol,Office,Printer toner,£45.99
+2024-02-14,Bob,Travel,Taxi to airport,£41.00
+2024-02-20,Alice,Office,Desk lamp,£23.45
+2024-03-05,Carol,Travel,Flight to Dublin,£129.00
+2024-03-11,Bob,Meals,Coffee with supplier,£9.80
+2024-03-22,Alice,Travel,Hotel in Leeds,£98.00
+2024-04-03,Carol,Meals,Working lunch,£16.75
+"""
+EXAMS = """Student,Class,Maths,English,Science,Grade
+Amélie Durand,10A,78,85,72,B
+Tom Okafor,10A,92,74,88,A
+Priya Shah,10B,65,91,70,B
+José Martínez,10B,48,55,61,D
+Hannah Becker,10A,88,90,94,A
+Liam O'Neill,10B,71,62,58,C
+Sofia Rossi,10B,95,89,97,A*
+Noah Williams,10A,54,67,49,D
+"""
+TIMETABLE = """Route\tDeparts\tFrom\tTo\tArrives
+X1\t06:45\tAshford\tCanterbury\t07:20
+X1\t08:15\tAshford\tCanterbury\t08:50
+17\t09:05\tAshford\tFolkestone\t09:55
+X1\t12:30\tCanterbury\tAshford\t13:05
+22\t14:10\tAshford\tMaidstone\t15:25
+17\t17:40\tFolkestone\tAshford\t18:30
+"""
+
+
+def _table(text: str, document: str, separator: str = ",") -> list[Row]:
+    lines = [line.split(separator) for line in text.strip().splitlines()]
+    return [Row(i, document, i, dict(zip(lines[0], line, strict=True))) for i, line in enumerate(lines[1:])]
+
+
+def _pick(question: str, rows: list[Row], whole: bool = True, earlier: tuple[str, ...] = ()) -> TablePick | None:
+    return table_pick(question, rows, [0, 1, 2], {rows[0].document} if whole else set(), 3, earlier)
+
+
+def _firsts(pick: TablePick | None, rows: list[Row]) -> list[str]:
+    assert pick is not None
+    return [next(iter(rows[i].cells.values())) for i in pick.picked]
+
+
+@pytest.mark.parametrize(
+    ("question", "first"),
+    [
+        ("What grade did Jose get?", "José Martínez"),  # accents and case aside
+        ("What is AMELIE's English mark?", "Amélie Durand"),
+        ("What did Becker get in Science?", "Hannah Becker"),  # a surname alone
+        ("What did Sofia score in Science?", "Sofia Rossi"),  # a first name alone
+        ("What is liam o'neill's grade?", "Liam O'Neill"),
+    ],
+)
+def test_a_row_named_by_part_of_its_key_is_quoted_first(question: str, first: str) -> None:
+    rows = _table(EXAMS, "exams.csv")
+    pick = _pick(question, rows)
+    assert _firsts(pick, rows)[0] == first
+    assert pick is not None and pick.lead == "From the documents:"  # it asks a column the row holds
+
+
+def test_a_name_shared_by_two_rows_or_asking_no_column_is_left_to_ranking() -> None:
+    rows = _table("Name,Phone\nAnn Li,0111\nAnn Ross,0222\nBen Li,0333\n", "p.csv")
+    assert _pick("What is Ann's phone?", rows) is None  # two Anns
+    assert _firsts(_pick("What is Ross's phone?", rows), rows)[0] == "Ann Ross"
+    exams = _table(EXAMS, "exams.csv")
+    pick = _pick("What is Jose's email?", exams)  # no column of emails: the grounding model judges it
+    assert pick is not None and pick.lead is None and _firsts(pick, exams)[0] == "José Martínez"
+
+
+def test_two_rows_compared_by_first_names() -> None:
+    rows = _table(EXAMS, "exams.csv")
+    pick = _pick("Did Hannah or Tom score more in English?", rows)
+    assert _firsts(pick, rows) == ["Hannah Becker", "Tom Okafor"]
+    assert pick is not None and pick.lead == "From the documents (Hannah Becker and Tom Okafor by English, highest first):"
+
+
+@pytest.mark.parametrize(
+    ("question", "lead", "count"),
+    [
+        ("How much did Alice spend in total?", "From the documents: Amount adds up to £287.65 over the 4 rows of "
+         "expenses.csv with Person Alice (£54.20 + £112.00 + £23.45 + £98.00):", 4),
+        ("How much did Bob spend?", "From the documents: Amount adds up to £89.30 over the 3 rows of expenses.csv "
+         "with Person Bob (£38.50 + £41.00 + £9.80):", 3),
+        ("What is the total spent on Travel?", "From the documents: Amount adds up to £322.20 over the 4 rows of "
+         "expenses.csv with Category Travel (£54.20 + £41.00 + £129.00 + £98.00):", 4),
+        ("What is the average amount of a Meals expense?", "From the documents: the average Amount over the 4 rows "
+         "of expenses.csv with Category Meals is £44.26 (£38.50 + £112.00 + £9.80 + £16.75 = £177.05, over 4):", 4),
+        ("How much did Alice spend on Travel in total?", "From the documents: Amount adds up to £152.20 over the 2 "
+         "rows of expenses.csv with Person Alice and Category Travel (£54.20 + £98.00):", 2),
+        ("What did Alice spend in total in January?", "From the documents: Amount adds up to £166.20 over the 2 rows "
+         "of expenses.csv with Person Alice and Date in January (£54.20 + £112.00):", 2),
+        ("How much did Carol spend in March?", "From the documents: the one row of expenses.csv with Person Carol "
+         "and Date in March has Amount £129.00:", 1),
+        ("What was the total spent in Q1?", "From the documents: Amount adds up to £551.94 over the 9 rows of "
+         "expenses.csv with Date in Q1 (£54.20 + £38.50 + £112.00 + £45.99 + £41.00 + £23.45 + £129.00 + £9.80 + "
+         "£98.00):", 9),
+    ],
+)  # fmt: skip
+def test_a_sum_or_an_average_of_the_named_rows_is_stated_with_its_figures(question: str, lead: str, count: int) -> None:
+    rows = _table(EXPENSES, "expenses.csv")
+    pick = _pick(question, rows)
+    assert pick is not None and pick.lead == lead
+    assert len(pick.picked) == count  # every row added is quoted
+
+
+def test_an_average_over_several_columns_of_marks_gives_each() -> None:
+    rows = _table(EXAMS, "exams.csv")
+    pick = _pick("What is the average Maths score of class 10A?", rows)
+    assert pick is not None and pick.lead == (
+        "From the documents: the average Maths over the 4 rows of exams.csv with Class 10A is 78 "
+        "(78 + 92 + 88 + 54 = 312, over 4):"
+    )
+    pick = _pick("What's the average score of 10B?", rows)
+    assert pick is not None and pick.lead == (
+        "From the documents: over the 4 rows of exams.csv with Class 10B, the average is Maths 69.75, English "
+        "74.25, Science 71.5:"
+    )
+
+
+def test_no_figure_is_stated_of_a_table_not_wholly_in_the_context() -> None:
+    rows = _table(EXPENSES, "expenses.csv")
+    pick = _pick("How much did Alice spend in total?", rows, whole=False)
+    assert pick is not None and pick.lead == (
+        "From the documents (not every row of expenses.csv is in the context, so no total is given): the rows "
+        "found of expenses.csv with Person Alice:"
+    )
+    assert "£" not in pick.lead
+
+
+@pytest.mark.parametrize(
+    ("text", "question"),
+    [
+        # a month no column of dates can place: not the total of all Carol's rows
+        ("Person,Month,Amount\nCarol,2024,£5\nCarol,2024,£6\nBob,2024,£7\n", "How much did Carol spend in March?"),
+        # two currencies do not add up
+        ("Person,Amount\nAlice,£5\nAlice,$6\nBob,£7\n", "How much did Alice spend in total?"),
+        # price times stock is in no column
+        ("Item,Stock,Price\nHose,4,£5\nTrowel,6,£2\nRake,1,£9\n", "What is the total value of the stock?"),
+        # a row without a figure
+        ("Person,Amount\nAlice,£5\nAlice,n/a\nBob,£7\nBob,£1\nCarol,£2\n", "How much did Alice spend in total?"),
+    ],
+)
+def test_a_sum_that_the_rows_cannot_give_is_not_made(text: str, question: str) -> None:
+    rows = _table(text, "t.csv")
+    pick = _pick(question, rows)
+    assert pick is None or not any(word in (pick.lead or "") for word in ("adds up", "average"))
+
+
+def test_a_total_row_is_not_added_again_and_a_count_stays_a_count() -> None:
+    rows = _table("Region,Sales\nNorth,100\nSouth,50\nTotal,150\n", "s.csv")
+    pick = _pick("What are the total sales?", rows)
+    assert pick is not None and pick.lead == "From the documents: Sales adds up to 150 over the 2 rows of s.csv (100 + 50):"
+    expenses = _table(EXPENSES, "expenses.csv")
+    pick = _pick("How many expenses did Bob claim in total?", expenses)
+    assert pick is not None and pick.lead == "From the documents: 3 of the 10 rows of expenses.csv have Person Bob:"
+
+
+def test_times_of_day_are_figures() -> None:
+    assert cell_value("06:45") is not None and cell_value("06:45").value == 405  # type: ignore[union-attr]
+    rows = _table(TIMETABLE, "timetable.tsv", "\t")
+    first = _pick("When does the first bus leave?", rows)
+    assert first is not None and first.lead == "From the documents (timetable.tsv's rows by Departs, earliest first):"
+    assert [rows[i].cells["Departs"] for i in first.picked] == ["06:45", "08:15", "09:05"]
+    late = _pick("Which bus arrives latest?", rows)
+    assert late is not None and rows[late.picked[0]].cells["Arrives"] == "18:30"
+    after = _pick("Which buses depart after 12:00?", rows)  # was read as 'Platform after 12'
+    assert after is not None and after.lead == "From the documents: 3 of the 6 rows of timetable.tsv with Departs after 12:00:"
+
+
+def test_a_value_of_two_columns_is_of_the_column_named_before_it() -> None:
+    rows = _table(TIMETABLE, "timetable.tsv", "\t")
+    pick = _pick("How many departures are there from Ashford?", rows)
+    assert pick is not None and pick.lead == "From the documents: 4 of the 6 rows of timetable.tsv have From Ashford:"
+    pick = _pick("Which buses go from Ashford to Canterbury?", rows)
+    assert pick is not None and pick.lead == (
+        "From the documents: 2 of the 6 rows of timetable.tsv have From Ashford and To Canterbury:"
+    )
+
+
+def test_a_superlative_over_a_table_not_wholly_in_the_context_says_so() -> None:
+    rows = _table(EXAMS, "exams.csv")
+    pick = _pick("Who got the highest mark in Maths?", rows, whole=False)
+    assert pick is not None and pick.lead == (
+        "From the documents (exams.csv's rows found by Maths, highest first; not every row of exams.csv is in the "
+        "context):"
+    )
+
+
+def test_follow_ups_lean_on_the_last_table_answer() -> None:
+    expenses = _table(EXPENSES, "expenses.csv")
+    pick = _pick("Who claimed it?", expenses, earlier=("What was the most expensive expense?",))
+    assert pick is not None and expenses[pick.picked[0]].cells["Description"] == "Flight to Dublin"
+    rows = _table(EXAMS, "exams.csv")
+    pick = _pick("which ones?", rows, earlier=("How many students are in 10B?",))
+    assert pick is not None and pick.lead == "From the documents: 4 of the 8 rows of exams.csv have Class 10B:"
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory, embedder):
+    """An engine holding the expenses, the exam results and a 240-row sales sheet, each in its own base."""
+    held = Engine(unhurried_settings(data_dir=tmp_path_factory.mktemp("tables2") / "data"), embedder=embedder)
+    sales = "Order,Region,Revenue\n" + "".join(
+        f"SO-{i:04d},{('North', 'South', 'East', 'West')[i % 4]},£{(i * 7919) % 9000 + 100}\n" for i in range(240)
+    )
+    for kb, name, text in (("expenses", "expenses.csv", EXPENSES), ("exams", "exams.csv", EXAMS),
+                           ("sales", "sales.csv", sales)):  # fmt: skip
+        asyncio.run(held.ingest(kb, name, text.encode()))
+    try:
+        yield held
+    finally:
+        held.close()
+
+
+def _ask(engine: Engine, kb: str, question: str, history: list[Turn] | None = None) -> tuple[str, list[str]]:
+    answer = asyncio.run(engine.ask(kb, question, history=history))
+    return answer.text.split("\n")[0], QUOTE.findall(answer.text)
+
+
+def test_through_the_engine_a_total_a_first_name_and_a_large_table(engine: Engine) -> None:
+    lead, quotes = _ask(engine, "expenses", "How much did Alice spend in total?")
+    assert lead.startswith("From the documents: Amount adds up to £287.65 over the 4 rows")
+    assert len(quotes) == 4 and all("Person: Alice" in quote for quote in quotes)
+    lead, quotes = _ask(engine, "exams", "What grade did jose get?")
+    assert lead == "From the documents:" and "José Martínez" in quotes[0]
+    lead, quotes = _ask(engine, "sales", "Which order had the highest revenue?")
+    assert "rows found by Revenue" in lead and "not every row of sales.csv is in the context" in lead
+    lead, _ = _ask(engine, "sales", "What is the total revenue of the North?")
+    assert "so no total is given" in lead and "£" not in lead
+    lead, _ = _ask(engine, "sales", "How many orders are there?")
+    assert lead == "From the documents (not every row of sales.csv is in the context, so no count is given): the first rows found of sales.csv:"
+
+
+def test_through_the_engine_who_claimed_it(engine: Engine) -> None:
+    asked = "What was the most expensive expense?"
+    lead, quotes = _ask(engine, "expenses", asked)
+    assert "Flight to Dublin" in quotes[0]
+    history = [Turn("user", asked), Turn("assistant", lead + "\n- “" + quotes[0] + "”")]
+    lead, quotes = _ask(engine, "expenses", "Who claimed it?", history)
+    assert lead == "From the documents:" and "Flight to Dublin" in quotes[0]
