@@ -257,3 +257,33 @@ def test_through_the_engine_who_claimed_it(engine: Engine) -> None:
     history = [Turn("user", asked), Turn("assistant", lead + "\n- “" + quotes[0] + "”")]
     lead, quotes = _ask(engine, "expenses", "Who claimed it?", history)
     assert lead == "From the documents:" and "Flight to Dublin" in quotes[0]
+
+
+def test_a_superlative_within_the_rows_a_question_names() -> None:
+    exams = _table(EXAMS, "exams.csv")
+    pick = _pick("Who got the highest Maths mark in 10A?", exams)  # not Sofia Rossi of 10B
+    assert pick is not None and pick.lead == "From the documents (exams.csv's rows with Class 10A by Maths, highest first):"
+    assert _firsts(pick, exams) == ["Tom Okafor", "Hannah Becker", "Amélie Durand"]
+    expenses = _table(EXPENSES, "expenses.csv")
+    pick = _pick("What was Alice's biggest expense?", expenses)  # the Amount, not the Date
+    assert pick is not None and expenses[pick.picked[0]].cells["Description"] == "Team dinner"
+    assert pick.lead == "From the documents (expenses.csv's rows with Person Alice by Amount, highest first):"
+
+
+def test_best_and_worst_are_superlatives_and_a_one_letter_cell_is_named_only_as_written() -> None:
+    exams = _table(EXAMS, "exams.csv")
+    assert _firsts(_pick("Who did best in Science?", exams), exams)[0] == "Sofia Rossi"
+    assert _firsts(_pick("Who did worst in English?", exams), exams)[0] == "José Martínez"
+    pick = _pick("Who got the highest mark in Maths as a student?", exams)  # the article 'a' is no Grade A
+    assert pick is not None and pick.lead == "From the documents (exams.csv's rows by Maths, highest first):"
+    pick = _pick("Which students got an A?", exams)
+    assert pick is not None and pick.lead == "From the documents: 3 of the 8 rows of exams.csv have Grade A or A*:"
+
+
+def test_it_is_the_last_answers_first_row_and_they_its_rows() -> None:
+    expenses = _table(EXPENSES, "expenses.csv")
+    it = _pick("Who claimed it?", expenses, earlier=("What was the most expensive expense?",))
+    assert it is not None and len(it.picked) == 1
+    timetable = _table(TIMETABLE, "timetable.tsv", "\t")
+    they = _pick("When do they arrive?", timetable, earlier=("Which buses go from Ashford to Canterbury?",))
+    assert they is not None and [timetable[i].cells["Departs"] for i in they.picked] == ["06:45", "08:15"]

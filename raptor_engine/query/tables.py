@@ -150,8 +150,8 @@ _SUPERLATIVES: list[tuple[str, str, str]] = [
     (r"cheapest|least\s+expensive|lowest[-\s]priced", "min", "money"),
     (r"most\s+expensive|dearest|priciest|costliest|highest[-\s]priced", "max", "money"),
     (r"top|bottom", "min", "rank"),
-    (r"highest|most|biggest|largest|greatest|maximum|best[-\s]selling", "max", ""),
-    (r"lowest|least|fewest|smallest|minimum", "min", ""),
+    (r"highest|most|biggest|largest|greatest|maximum|best[-\s]selling|best", "max", ""),
+    (r"lowest|least|fewest|smallest|minimum|worst", "min", ""),
 ]
 
 
@@ -278,9 +278,14 @@ def _implied_column(kind: str, way: str, question: str, rows: Sequence[Row]) -> 
     elif kind == "date":  # of several times of day (Departs, Arrives), the first: a start comes before its end
         found = [c for c in columns if any(v.kind == "date" for v in _figures(rows, c).values())]
         found = found or [c for c in columns if any(v.kind == "time" for v in _figures(rows, c).values())][:1]
-    else:
-        found = columns if len(columns) == 1 else []
+    else:  # 'the biggest expense': the one column of figures, leaving out times (a Date beside an Amount)
+        found = columns if len(columns) == 1 else [c for c in columns if _kind(rows, c) not in _TIMES]
     return (found[0], way) if len(found) == 1 else None
+
+
+def _kind(rows: Sequence[Row], column: str) -> str:
+    """The kind of a column of figures ('date', 'time', 'money', 'number')."""
+    return next(iter(_figures(rows, column).values())).kind
 
 
 def _superlative(question: str) -> tuple[str, str, int] | None:
@@ -310,6 +315,11 @@ def _ranked_table(tables: dict[str | None, list[Row]], first: int | None) -> lis
     sentence is no row: the question is about the prose ('what was the largest ship wrecked?' beside a
     table of keepers' years), and is ranked as any question is."""
     return next((rows for rows in tables.values() if any(row.index == first for row in rows)), None)
+
+
+def _said(named: dict[str, set[str]]) -> str:
+    """The values a question names, by column ('Class 10A and Grade A or B')."""
+    return " and ".join(f"{column} {' or '.join(sorted(cells))}" for column, cells in named.items())
 
 
 def _shown(value: str) -> str:
@@ -355,8 +365,9 @@ def table_pick(
     if picked is None and earlier and _ROW_PRONOUN.search(question):
         # 'who claimed it?' after 'what was the most expensive expense?': of the row that answer gave first
         before = table_pick(earlier[0], rows, ranked, complete, quotes, earlier[1:])
-        if before is not None:
-            return TablePick(before.picked[:quotes], "From the documents:")
+        if before is not None:  # 'it' is the row that answer gave first; 'they', its rows
+            plural = re.search(r"\b(?:they|them|their)\b", question, re.IGNORECASE)
+            return TablePick(before.picked[: quotes if plural else 1], "From the documents:")
     return picked
 
 
@@ -421,15 +432,19 @@ def _pick(
     if implied is None:
         return None
     column, way = implied
-    ordered = _ordered(table, column, way)
-    if len(ordered) < 2:
+    # 'who got the highest Maths mark in 10A?': of the rows holding the values it names (not a key's)
+    grouped = {c: cells for c, cells in _named_values(question, table).items() if not _is_key(table, c) and c != column}
+    within = [row for row in table if all(row.cells.get(c) in cells for c, cells in grouped.items())]
+    ordered = _ordered(within, column, way) if grouped else _ordered(table, column, way)
+    if len(ordered) < (1 if grouped else 2):
         return None
     dated = next(iter(_figures(table, column).values())).kind in _TIMES
     shown_way = _WAY_SHOWN[(way, "date" if dated else "")]
+    rows_of = f"{name}'s rows with {_said(grouped)}" if grouped else f"{name}'s rows"
     if document in complete:
-        lead = f"From the documents ({name}'s rows by {column}, {shown_way}):"
+        lead = f"From the documents ({rows_of} by {column}, {shown_way}):"
     else:  # a table larger than the context: the order is of the rows retrieved, and the answer says so
-        lead = f"From the documents ({name}'s rows found by {column}, {shown_way}; {_NOT_WHOLE.format(name=name)}):"
+        lead = f"From the documents ({rows_of} found by {column}, {shown_way}; {_NOT_WHOLE.format(name=name)}):"
     return TablePick([row.index for row in ordered[ordinal_at : ordinal_at + quotes]], lead)
 
 
@@ -580,6 +595,8 @@ def _named_values(question: str, table: list[Row]) -> dict[str, set[str]]:
     for row in table:
         for column, cell in row.cells.items():
             words = _words(cell)
+            if len(words) == 1 and words.isalpha() and not re.search(rf"\b{words.upper()}\b", question):
+                continue  # a one-letter cell ('A' of Grade) is named only as written: not the article 'a'
             if words and f" {words} " in spoken:
                 found.setdefault(column, set()).add(cell)
     # a value of several columns ('Ashford' of From and To): the column the question names before it ('from
