@@ -56,6 +56,12 @@ def _pick(question: str, rows: list[Row], whole: bool = True, earlier: tuple[str
     return table_pick(question, rows, [0, 1, 2], {rows[0].document} if whole else set(), 3, earlier)
 
 
+def _lead(question: str, rows: list[Row], whole: bool = True, earlier: tuple[str, ...] = ()) -> str | None:
+    pick = _pick(question, rows, whole, earlier)
+    assert pick is not None
+    return pick.lead
+
+
 def _firsts(pick: TablePick | None, rows: list[Row]) -> list[str]:
     assert pick is not None
     return [next(iter(rows[i].cells.values())) for i in pick.picked]
@@ -125,13 +131,11 @@ def test_a_sum_or_an_average_of_the_named_rows_is_stated_with_its_figures(questi
 
 def test_an_average_over_several_columns_of_marks_gives_each() -> None:
     rows = _table(EXAMS, "exams.csv")
-    pick = _pick("What is the average Maths score of class 10A?", rows)
-    assert pick is not None and pick.lead == (
+    assert _lead("What is the average Maths score of class 10A?", rows) == (
         "From the documents: the average Maths over the 4 rows of exams.csv with Class 10A is 78 "
         "(78 + 92 + 88 + 54 = 312, over 4):"
     )
-    pick = _pick("What's the average score of 10B?", rows)
-    assert pick is not None and pick.lead == (
+    assert _lead("What's the average score of 10B?", rows) == (
         "From the documents: over the 4 rows of exams.csv with Class 10B, the average is Maths 69.75, English "
         "74.25, Science 71.5:"
     )
@@ -168,11 +172,9 @@ def test_a_sum_that_the_rows_cannot_give_is_not_made(text: str, question: str) -
 
 def test_a_total_row_is_not_added_again_and_a_count_stays_a_count() -> None:
     rows = _table("Region,Sales\nNorth,100\nSouth,50\nTotal,150\n", "s.csv")
-    pick = _pick("What are the total sales?", rows)
-    assert pick is not None and pick.lead == "From the documents: Sales adds up to 150 over the 2 rows of s.csv (100 + 50):"
+    assert _lead("What are the total sales?", rows) == "From the documents: Sales adds up to 150 over the 2 rows of s.csv (100 + 50):"
     expenses = _table(EXPENSES, "expenses.csv")
-    pick = _pick("How many expenses did Bob claim in total?", expenses)
-    assert pick is not None and pick.lead == "From the documents: 3 of the 10 rows of expenses.csv have Person Bob:"
+    assert _lead("How many expenses did Bob claim in total?", expenses) == "From the documents: 3 of the 10 rows of expenses.csv have Person Bob:"
 
 
 def test_times_of_day_are_figures() -> None:
@@ -189,18 +191,15 @@ def test_times_of_day_are_figures() -> None:
 
 def test_a_value_of_two_columns_is_of_the_column_named_before_it() -> None:
     rows = _table(TIMETABLE, "timetable.tsv", "\t")
-    pick = _pick("How many departures are there from Ashford?", rows)
-    assert pick is not None and pick.lead == "From the documents: 4 of the 6 rows of timetable.tsv have From Ashford:"
-    pick = _pick("Which buses go from Ashford to Canterbury?", rows)
-    assert pick is not None and pick.lead == (
+    assert _lead("How many departures are there from Ashford?", rows) == "From the documents: 4 of the 6 rows of timetable.tsv have From Ashford:"
+    assert _lead("Which buses go from Ashford to Canterbury?", rows) == (
         "From the documents: 2 of the 6 rows of timetable.tsv have From Ashford and To Canterbury:"
     )
 
 
 def test_a_superlative_over_a_table_not_wholly_in_the_context_says_so() -> None:
     rows = _table(EXAMS, "exams.csv")
-    pick = _pick("Who got the highest mark in Maths?", rows, whole=False)
-    assert pick is not None and pick.lead == (
+    assert _lead("Who got the highest mark in Maths?", rows, whole=False) == (
         "From the documents (exams.csv's rows found by Maths, highest first; not every row of exams.csv is in the "
         "context):"
     )
@@ -211,8 +210,7 @@ def test_follow_ups_lean_on_the_last_table_answer() -> None:
     pick = _pick("Who claimed it?", expenses, earlier=("What was the most expensive expense?",))
     assert pick is not None and expenses[pick.picked[0]].cells["Description"] == "Flight to Dublin"
     rows = _table(EXAMS, "exams.csv")
-    pick = _pick("which ones?", rows, earlier=("How many students are in 10B?",))
-    assert pick is not None and pick.lead == "From the documents: 4 of the 8 rows of exams.csv have Class 10B:"
+    assert _lead("which ones?", rows, earlier=("How many students are in 10B?",)) == "From the documents: 4 of the 8 rows of exams.csv have Class 10B:"
 
 
 @pytest.fixture(scope="module")
@@ -274,10 +272,9 @@ def test_best_and_worst_are_superlatives_and_a_one_letter_cell_is_named_only_as_
     exams = _table(EXAMS, "exams.csv")
     assert _firsts(_pick("Who did best in Science?", exams), exams)[0] == "Sofia Rossi"
     assert _firsts(_pick("Who did worst in English?", exams), exams)[0] == "José Martínez"
-    pick = _pick("Who got the highest mark in Maths as a student?", exams)  # the article 'a' is no Grade A
-    assert pick is not None and pick.lead == "From the documents (exams.csv's rows by Maths, highest first):"
-    pick = _pick("Which students got an A?", exams)
-    assert pick is not None and pick.lead == "From the documents: 3 of the 8 rows of exams.csv have Grade A or A*:"
+    # the article 'a' is no Grade A
+    assert _lead("Who got the highest mark in Maths as a student?", exams) == "From the documents (exams.csv's rows by Maths, highest first):"
+    assert _lead("Which students got an A?", exams) == "From the documents: 3 of the 8 rows of exams.csv have Grade A or A*:"
 
 
 def test_it_is_the_last_answers_first_row_and_they_its_rows() -> None:
@@ -287,3 +284,38 @@ def test_it_is_the_last_answers_first_row_and_they_its_rows() -> None:
     timetable = _table(TIMETABLE, "timetable.tsv", "\t")
     they = _pick("When do they arrive?", timetable, earlier=("Which buses go from Ashford to Canterbury?",))
     assert they is not None and [timetable[i].cells["Departs"] for i in they.picked] == ["06:45", "08:15"]
+
+
+def test_how_many_of_a_column_of_figures_in_total_adds_it_and_of_anything_else_counts() -> None:
+    rows = _table("Item,Units\nHose,4\nTrowel,6\nRake,1\n", "s.csv")
+    assert _lead("How many units were sold in total?", rows) == "From the documents: Units adds up to 11 over the 3 rows of s.csv (4 + 6 + 1):"
+    assert _lead("How many items are there in total?", rows) == "From the documents: s.csv has 3 rows:"
+
+
+def test_a_month_filters_the_rows_of_a_count_and_what_did_x_spend_is_a_sum() -> None:
+    expenses = _table(EXPENSES, "expenses.csv")
+    # was '3 of the 10 rows of expenses.csv have Person Carol:', her March row among them
+    assert _lead("What did Carol spend in March?", expenses) == (
+        "From the documents: the one row of expenses.csv with Person Carol and Date in March has Amount £129.00:"
+    )
+    assert _lead("How many expenses were in March?", expenses) == (
+        "From the documents: 3 of the 10 rows of expenses.csv have Date in March:"
+    )
+
+
+def test_and_the_lowest_keeps_the_rows_the_superlative_was_asked_of() -> None:
+    exams = _table(EXAMS, "exams.csv")
+    pick = _pick("and the lowest?", exams, earlier=("Who got the highest Maths mark in 10A?",))
+    assert pick is not None and pick.lead == "From the documents (exams.csv's rows with Class 10A by Maths, lowest first):"
+    assert _firsts(pick, exams)[0] == "Noah Williams"  # not José Martínez of 10B
+
+
+def test_through_the_engine_which_ones_after_a_count(engine: Engine) -> None:
+    """'Which ones?' is an onward ask (examples of the last answer); after a count over a table it is the
+    rows counted. It quoted the Hand tools rows under 'Nothing in the documents clearly answers this'."""
+    asked = "How many students are in 10B?"
+    lead, quotes = _ask(engine, "exams", asked)
+    history = [Turn("user", asked), Turn("assistant", lead + "".join(f"\n- “{q}”" for q in quotes))]
+    lead, quotes = _ask(engine, "exams", "which ones?", history)
+    assert lead == "From the documents: 4 of the 8 rows of exams.csv have Class 10B:"
+    assert len(quotes) == 4 and all("Class: 10B" in quote for quote in quotes)

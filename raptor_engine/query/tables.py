@@ -359,7 +359,7 @@ def table_pick(
     if CHECKS_LAST_ANSWER.match(question):  # 'is that before 2020?': the rows the last question was answered by
         at = next((i for i, asked in enumerate(earlier) if not CHECKS_LAST_ANSWER.match(asked)), None)
         return None if at is None else table_pick(earlier[at], rows, ranked, complete, quotes, earlier[at + 1 :])
-    if earlier and _WHICH_ONES.match(question):  # 'which ones?' after 'how many products are in Power tools?'
+    if earlier and LISTS_COUNTED_ROWS.match(question):  # 'which ones?' after 'how many products are in Power tools?'
         return table_pick(earlier[0], rows, ranked, complete, quotes, earlier[1:])
     picked = _pick(question, rows, ranked, complete, quotes, earlier)
     if picked is None and earlier and _ROW_PRONOUN.search(question):
@@ -372,7 +372,7 @@ def table_pick(
 
 
 # a follow-up asking for the rows a count counted ('which ones?', 'who are they?', 'list them')
-_WHICH_ONES = re.compile(
+LISTS_COUNTED_ROWS = re.compile(
     r"^\W*(?:(?:and|so|ok|okay)\W+)?(?:(?:which|what)\s+ones?|(?:who|which|what)\s+(?:are|were)\s+(?:they|those|these)"
     r"|(?:list|show|name)\s+(?:them|those|these|the\s+rows)(?:\s+all)?)\W*$",
     re.IGNORECASE,
@@ -423,9 +423,13 @@ def _pick(
         return _holding(question, table, name, document in complete) or _looked_up(question, table, ranked, quotes)
     way, kind, at = superlative
     column = _named_column(question, table, at)
+    values_of = question  # the question whose named values keep the rows ('in 10A')
     if column is None and not _mentions_a_column(question, table):
-        # 'and the fewest?' after 'which team has the most points?': the column the conversation asked by
-        column = next((c for q in earlier if (c := _named_column(q, table, len(q))) is not None), None)
+        # 'and the fewest?' after 'which team has the most points?': the column the conversation asked by, and
+        # after 'the highest Maths mark in 10A', its rows
+        asked = next((q for q in earlier if _named_column(q, table, len(q)) is not None), None)
+        if asked is not None:
+            column, values_of = _named_column(asked, table, len(asked)), asked
     if column is not None and kind == "rank":  # 'top on points': the most of them
         way = "min" if re.search(r"\bbottom\b", question, re.IGNORECASE) else "max"
     implied = _implied_column(kind, way, question, table) if column is None else (column, way)
@@ -433,7 +437,7 @@ def _pick(
         return None
     column, way = implied
     # 'who got the highest Maths mark in 10A?': of the rows holding the values it names (not a key's)
-    grouped = {c: cells for c, cells in _named_values(question, table).items() if not _is_key(table, c) and c != column}
+    grouped = {c: cells for c, cells in _named_values(values_of, table).items() if not _is_key(table, c) and c != column}
     within = [row for row in table if all(row.cells.get(c) in cells for c, cells in grouped.items())]
     ordered = _ordered(within, column, way) if grouped else _ordered(table, column, way)
     if len(ordered) < (1 if grouped else 2):
@@ -548,11 +552,16 @@ def _holding(question: str, table: list[Row], name: str, whole: bool) -> TablePi
     # a key ('Quarry United' of Team, a column of text naming each row once) picks a row to look up, not rows
     # to count: 'how many goals for Quarry United?' is ranked as any question is
     named = {column: cells for column, cells in _named_values(question, table).items() if not _is_key(table, column)}
-    if named:
+    period = _in_period(question, table, named)
+    if period is None:
+        return None  # 'which of Carol's expenses were in March?' with no column of dates to place March
+    dated, period_said = period
+    if named or period_said:
         held = [row for row in table if all(row.cells.get(column) in cells for column, cells in named.items())]
+        held = [row for row in held if dated is None or row.index in dated]
         if not held or (not how_many and len(held) < 2):
             return None
-        said = " and ".join(f"{column} {' or '.join(sorted(cells))}" for column, cells in named.items())
+        said = " and ".join([f"{column} {' or '.join(sorted(cells))}" for column, cells in named.items()] + period_said)
         if how_many and not whole:
             lead = f"From the documents ({_NOT_WHOLE.format(name=name)}): the rows found of {name} with {said}:"
         else:
@@ -654,7 +663,9 @@ def _looked_up(question: str, table: list[Row], ranked: Sequence[int], quotes: i
 # a sum or an average asked of rows: 'how much did Alice spend in total?', 'the average score of team B'
 _AVERAGE = re.compile(r"\b(?:average|mean|avg)\b", re.IGNORECASE)
 _TOTAL = re.compile(r"\b(?:total|sum|altogether|combined|in\s+all|add(?:s|ed)?\s+up)\b", re.IGNORECASE)
-_HOW_MUCH = re.compile(r"^\W*(?:and\s+|so\s+)?how\s+much\b", re.IGNORECASE)
+_HOW_MUCH = re.compile(
+    r"^\W*(?:and\s+|so\s+)?(?:how\s+much\b|what\s+did\b.*\b(?:spend|pay|earn|claim|cost)\b)", re.IGNORECASE
+)
 # words that ask an amount of money when no column is named ('how much did Alice spend?')
 _MONEY_ASKED = re.compile(r"\b(?:spen[dt]|spending|cost|costs|paid|pay|owe[sd]?|claimed|charged|earn(?:s|ed|t)?)\b", re.I)
 _TOTAL_ROW = frozenset({"total", "totals", "grand total", "subtotal", "sub total", "sum", "all"})
