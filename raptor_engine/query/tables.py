@@ -332,8 +332,8 @@ def _ordered(rows: list[Row], column: str, way: str) -> list[Row]:
     return sorted(held, key=lambda row: figures[row.index].value, reverse=way == "max")
 
 
-# what a lead says of a table not every row of which is in the context (more rows than the budget holds)
-_NOT_WHOLE = "not every row of {name} is in the context"
+# what a lead says of a table not shown to be wholly in the context (more rows than the budget, or rows left out)
+_NOT_WHOLE = "the context may not hold every row of {name}"
 _TIMES = frozenset({"date", "time"})  # the kinds of figure that are times: 'latest', 'earliest', 'after'
 _WAY_SHOWN = {("max", "date"): "latest first", ("min", "date"): "earliest first", ("max", ""): "highest first",
               ("min", ""): "lowest first"}  # fmt: skip
@@ -437,7 +437,11 @@ def _pick(
         return None
     column, way = implied
     # 'who got the highest Maths mark in 10A?': of the rows holding the values it names (not a key's)
-    grouped = {c: cells for c, cells in _named_values(values_of, table).items() if not _is_key(table, c) and c != column}
+    # ... named as the cell writes it ('10A', 'Alice'): 'the longest-serving member' names no Role 'Member'
+    grouped = {
+        c: written for c, cells in _named_values(values_of, table).items()
+        if not _is_key(table, c) and c != column and (written := {v for v in cells if v.strip() in values_of})
+    }  # fmt: skip
     within = [row for row in table if all(row.cells.get(c) in cells for c, cells in grouped.items())]
     ordered = _ordered(within, column, way) if grouped else _ordered(table, column, way)
     if len(ordered) < (1 if grouped else 2):
@@ -631,7 +635,10 @@ def _key_rows(question: str, table: list[Row]) -> list[Row]:
     whole = [row for row in table if any((w := _words(row.cells.get(c, ""))) and f" {w} " in spoken for c in keys)]
     if whole:
         return whole
-    asked = set(content_terms(_words(question))) - {w for c in _columns(table) for w in content_terms(_words(c))}
+    # a word that names a column, or is a whole cell of another column ('Glasgow' of Office, beside the Name
+    # 'Jack King, Glasgow'), names no row
+    cells = {_words(cell) for row in table for column, cell in row.cells.items() if column not in keys}
+    asked = set(content_terms(_words(question))) - {w for c in _columns(table) for w in content_terms(_words(c))} - cells
     named: list[Row] = []
     for column in keys:
         parts = {row.index: set(content_terms(_words(row.cells.get(column, "")))) for row in table}
