@@ -9,7 +9,8 @@ adjective, 'cheapest' a money column, 'most recent' a column of years or dates) 
 by its values: the top rows in the asked order, the rows past a threshold, or the rows holding a named
 value ('in 2020', 'in Leeds'), counted when the question asks how many and every row of the table is in
 the context. Nothing is computed that the rows do not hold: a count is a count of quoted rows, an order
-is the order of the cells' own values. Deterministic.
+is the order of the cells' own values, and a sum or an average ('how much did Alice spend in total?') is of
+the named rows' own figures, stated with them, and only of a table wholly in the context. Deterministic.
 """
 
 from __future__ import annotations
