@@ -90,7 +90,7 @@ from .query.smalltalk import (
     without_small_talk,
 )
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
-from .query.tables import holds_rows
+from .query.tables import LISTS_COUNTED_ROWS, holds_rows
 from .query.verdict import settled
 from .query.verify import NOTHING_TO_CHECK, check_reply, claims_of, last_answer
 from .storage.archive import abandoned_imports
@@ -2072,7 +2072,8 @@ class Engine:
         query = await asyncio.to_thread(self.respelled, kb, query)
         searched = await asyncio.to_thread(self._unnamed, kb, _what_is_searched(query))
         context = await asyncio.to_thread(self._question_context, kb, searched, mode, budget, layers, documents)
-        if onward in (Onward.NEXT, Onward.BEFORE) or (onward is None and holds_rows(context.nodes)):
+        table_asked = onward is None or bool(LISTS_COUNTED_ROWS.match(question))  # 'which ones?' after a count
+        if onward in (Onward.NEXT, Onward.BEFORE) or (table_asked and holds_rows(context.nodes)):
             # ('how many members joined in 2020?': a count is stated only of a table wholly in the context)
             context.nodes = await asyncio.to_thread(self._with_document_edges, context.nodes)
         # The standalone question, not the bare follow-up, is what the answer must address; document

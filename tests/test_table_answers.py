@@ -214,9 +214,15 @@ def test_a_count_is_stated_only_of_a_table_wholly_in_the_context():
     whole = table_pick("How many joined in 2020?", rows, [0], {"t.csv"}, 3)
     assert whole is not None and whole.lead == "From the documents: 2 of the 3 rows of t.csv have Year 2020:"
     part = table_pick("How many joined in 2020?", rows, [0], set(), 3)
-    assert part is not None and part.lead == "From the documents: the rows of t.csv with Year 2020:"
+    assert part is not None and part.lead == (
+        "From the documents (the context may not hold every row of t.csv): the rows found of t.csv with Year 2020:"
+    )
     assert part.picked == [0, 1]
-    assert table_pick("How many rows are there?", rows, [0], set(), 3) is None
+    unknown = table_pick("How many rows are there?", rows, [0], set(), 3)
+    assert unknown is not None and unknown.lead == (
+        "From the documents (the context may not hold every row of t.csv, so no count is given): the first rows found "
+        "of t.csv:"
+    )
 
 
 def test_a_question_whose_best_sentence_is_prose_is_left_to_ranking():

@@ -97,7 +97,7 @@ from .ranker import (
     asks_short_fact,
     document_kind,
 )
-from .tables import Row, TablePick, row_cells, table_pick, whole_documents
+from .tables import LISTS_COUNTED_ROWS, Row, TablePick, row_cells, table_pick, whole_documents
 from .verdict import CHECKS_LAST_ANSWER
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
@@ -2424,6 +2424,13 @@ class ExtractiveAnswerer:
         )
         ask = onward_ask(rewrite.core) if follow_up and not thematic else None
         onward = None
+        if ask is not None and LISTS_COUNTED_ROWS.match(rewrite.core):
+            # 'which ones?' after 'how many products are in Power tools?': the rows counted, not examples
+            order = self._order(rewrite, candidates, kind, 0.0)
+            table = _table_pick(rewrite, candidates, context, history, order, self.quotes)
+            if table is not None:
+                picked = [candidates[i] for i in table.picked]
+                return _Quoted(rewrite, thematic, candidates, picked, kind=kind, named=named, table_lead=table.lead)
         if ask is not None:
             asked = question_terms(rewrite.core) or question_terms(rewrite.context)
             about = _pronoun_means(rewrite, history)
@@ -2438,19 +2445,23 @@ class ExtractiveAnswerer:
         else:
             # the repeat penalty was chosen with the blend: only where the model orders the quotes
             penalty = self.ranker.blend.repeat_penalty if self.ranker is not None and not follow_up else 0.0
-            order = pick_quotes(
-                [c.score for c in candidates],
-                [c.terms for c in candidates],
-                self._quote_count(rewrite, kind),
-                question_terms(rewrite.core),
-                penalty,
-            )
+            order = self._order(rewrite, candidates, kind, penalty)
             picked = [candidates[i] for i in order]
             table = _table_pick(rewrite, candidates, context, history, order, self.quotes)
             if table is not None:  # 'who joined most recently?': the rows by the asked column's values
                 picked = [candidates[i] for i in table.picked]
                 return _Quoted(rewrite, thematic, candidates, picked, kind=kind, named=named, table_lead=table.lead)
         return _Quoted(rewrite, thematic, candidates, picked, kind=kind, themed=themed, named=named)
+
+    def _order(self, rewrite: Rewrite, candidates: list[_Candidate], kind: str | None, penalty: float) -> list[int]:
+        """The candidates to quote, best first, by their scores (`pick_quotes`)."""
+        return pick_quotes(
+            [c.score for c in candidates],
+            [c.terms for c in candidates],
+            self._quote_count(rewrite, kind),
+            question_terms(rewrite.core),
+            penalty,
+        )
 
     def _quote_count(self, rewrite: Rewrite, kind: str | None) -> int:
         """How many sentences a question that is not about the whole gets: NARRATIVE_QUOTES for a

@@ -9,12 +9,15 @@ adjective, 'cheapest' a money column, 'most recent' a column of years or dates) 
 by its values: the top rows in the asked order, the rows past a threshold, or the rows holding a named
 value ('in 2020', 'in Leeds'), counted when the question asks how many and every row of the table is in
 the context. Nothing is computed that the rows do not hold: a count is a count of quoted rows, an order
-is the order of the cells' own values. Deterministic.
+is the order of the cells' own values, and a sum or an average ('how much did Alice spend in total?') is of
+the named rows' own figures, stated with them, and only of a table wholly in the context. Deterministic.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -90,12 +93,14 @@ _ISO_DATE = re.compile(r"^(\d{4})-(\d{1,2})(?:-(\d{1,2}))?$")
 _SLASH_DATE = re.compile(r"^(\d{1,2})[/.](\d{1,2})[/.](\d{4})$")
 _WORD_DATE = re.compile(r"^(?:(\d{1,2})(?:st|nd|rd|th)?\s+)?([A-Za-z]{3,9})\.?,?\s+(?:(\d{1,2})(?:st|nd|rd|th)?,?\s+)?(\d{4})$")
 _SCALE = {"k": 1e3, "m": 1e6, "bn": 1e9}
+_CLOCK = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")  # a time of day, as a timetable writes it
 
 
 @dataclass(frozen=True)
 class Value:
-    """A cell read as a figure: its value, and its kind ('date' for a year or date, 'money' with a currency
-    sign, 'number' for any other), so one column's cells compare only with each other."""
+    """A cell read as a figure: its value, and its kind ('date' for a year or date, 'time' for a time of day,
+    'money' with a currency sign, 'number' for any other), so one column's cells compare only with each
+    other."""
 
     value: float
     kind: str
@@ -105,6 +110,8 @@ def cell_value(cell: str) -> Value | None:
     """A cell's figure: an amount ('£12.50', '1,040', '35%', '4.2m'), a year or a date ('2021', '2021-03-04',
     '4/3/2021' day first, '4 March 2021', 'March 2021'); None for text."""
     cell = cell.strip()
+    if clock := _CLOCK.fullmatch(cell):  # '06:45', '18:55': minutes into the day
+        return Value(int(clock.group(1)) * 60 + int(clock.group(2)), "time")
     if re.fullmatch(r"(?:1[5-9]|20)\d{2}", cell):
         return Value(float(cell), "date")
     found = _date(cell)
@@ -146,8 +153,8 @@ _SUPERLATIVES: list[tuple[str, str, str]] = [
     (r"cheapest|least\s+expensive|lowest[-\s]priced", "min", "money"),
     (r"most\s+expensive|dearest|priciest|costliest|highest[-\s]priced", "max", "money"),
     (r"top|bottom", "min", "rank"),
-    (r"highest|most|biggest|largest|greatest|maximum|best[-\s]selling", "max", ""),
-    (r"lowest|least|fewest|smallest|minimum", "min", ""),
+    (r"highest|most|biggest|largest|greatest|maximum|best[-\s]selling|best", "max", ""),
+    (r"lowest|least|fewest|smallest|minimum|worst", "min", ""),
 ]
 
 
@@ -169,7 +176,7 @@ _THRESHOLD = re.compile(
     r"\b(?P<way>more\s+than|greater\s+than|higher\s+than|larger\s+than|bigger\s+than|over|above|exceeding|at\s+least"
     r"|less\s+than|fewer\s+than|lower\s+than|smaller\s+than|cheaper\s+than|under|below|at\s+most|up\s+to"
     r"|after|since|later\s+than|before|earlier\s+than)"
-    r"\s+(?P<amount>[£$€¥]?\s?\d[\d,]*(?:\.\d+)?)",
+    r"\s+(?P<amount>(?:[01]?\d|2[0-3]):[0-5]\d|[£$€¥]?\s?\d[\d,]*(?:\.\d+)?)",
     re.IGNORECASE,
 )
 # 'no' or 'not' just before a threshold turns it round ('no more than £5', 'not before 2020')
@@ -237,10 +244,10 @@ def _figures(rows: Sequence[Row], column: str) -> dict[int, Value]:
 
 
 def _column_kind(rows: Sequence[Row], column: str) -> str:
-    """The kind of a column of figures: 'date' or 'money' when any of its figures is one (a plain '12' may
-    stand beside '£4.99' in a column of prices), else 'number'."""
+    """The kind of a column of figures: 'date', 'time' or 'money' when any of its figures is one (a plain
+    '12' may stand beside '£4.99' in a column of prices), else 'number'."""
     kinds = {value.kind for value in _figures(rows, column).values()}
-    return next((kind for kind in kinds if kind != "number"), "number")
+    return next((kind for kind in ("date", "time", "money") if kind in kinds), "number")
 
 
 def _columns(rows: Sequence[Row]) -> list[str]:
@@ -281,10 +288,11 @@ def _implied_column(kind: str, way: str, question: str, rows: Sequence[Row]) -> 
     if kind == "money":
         found = [c for c in columns if _column_kind(rows, c) == "money"]
         found = found or [c for c in columns if _column_words(c) & _MONEY_NAMES]
-    elif kind == "date":
+    elif kind == "date":  # of several times of day (Departs, Arrives), the first: a start comes before its end
         found = [c for c in columns if _column_kind(rows, c) == "date"]
-    else:
-        found = columns if len(columns) == 1 else []
+        found = found or [c for c in columns if _column_kind(rows, c) == "time"][:1]
+    else:  # 'the biggest expense': the one column of figures, leaving out times (a Date beside an Amount)
+        found = columns if len(columns) == 1 else [c for c in columns if _column_kind(rows, c) not in _TIMES]
     return (found[0], way) if len(found) == 1 else None
 
 
@@ -317,6 +325,11 @@ def _ranked_table(tables: dict[str | None, list[Row]], first: int | None) -> lis
     return next((rows for rows in tables.values() if any(row.index == first for row in rows)), None)
 
 
+def _said(named: dict[str, set[str]]) -> str:
+    """The values a question names, by column ('Class 10A and Grade A or B')."""
+    return " and ".join(f"{column} {' or '.join(sorted(cells))}" for column, cells in named.items())
+
+
 def _shown(value: str) -> str:
     return " ".join(value.split())
 
@@ -327,6 +340,9 @@ def _ordered(rows: list[Row], column: str, way: str) -> list[Row]:
     return sorted(held, key=lambda row: figures[row.index].value, reverse=way == "max")
 
 
+# what a lead says of a table not shown to be wholly in the context (more rows than the budget, or rows left out)
+_NOT_WHOLE = "the context may not hold every row of {name}"
+_TIMES = frozenset({"date", "time"})  # the kinds of figure that are times: 'latest', 'earliest', 'after'
 _WAY_SHOWN = {("max", "date"): "latest first", ("min", "date"): "earliest first", ("max", ""): "highest first",
               ("min", ""): "lowest first"}  # fmt: skip
 
@@ -351,6 +367,33 @@ def table_pick(
     if CHECKS_LAST_ANSWER.match(question):  # 'is that before 2020?': the rows the last question was answered by
         at = next((i for i, asked in enumerate(earlier) if not CHECKS_LAST_ANSWER.match(asked)), None)
         return None if at is None else table_pick(earlier[at], rows, ranked, complete, quotes, earlier[at + 1 :])
+    if earlier and LISTS_COUNTED_ROWS.match(question):  # 'which ones?' after 'how many products are in Power tools?'
+        return table_pick(earlier[0], rows, ranked, complete, quotes, earlier[1:])
+    picked = _pick(question, rows, ranked, complete, quotes, earlier)
+    if picked is None and earlier and _ROW_PRONOUN.search(question):
+        # 'who claimed it?' after 'what was the most expensive expense?': of the row that answer gave first
+        before = table_pick(earlier[0], rows, ranked, complete, quotes, earlier[1:])
+        if before is not None:  # 'it' is the row that answer gave first; 'they', its rows
+            plural = re.search(r"\b(?:they|them|their)\b", question, re.IGNORECASE)
+            return TablePick(before.picked[: quotes if plural else 1], "From the documents:")
+    return picked
+
+
+# a follow-up asking for the rows a count counted ('which ones?', 'who are they?', 'list them')
+LISTS_COUNTED_ROWS = re.compile(
+    r"^\W*(?:(?:and|so|ok|okay)\W+)?(?:(?:which|what)\s+ones?|(?:who|which|what)\s+(?:are|were)\s+(?:they|those|these)"
+    r"|(?:list|show|name)\s+(?:them|those|these|the\s+rows)(?:\s+all)?)\W*$",
+    re.IGNORECASE,
+)
+# a pronoun standing for the row the last answer gave ('who claimed it?', 'what is its price?')
+_ROW_PRONOUN = re.compile(r"\b(?:it|its|they|them|their|he|him|his|she|her|that\s+one|this\s+one)\b", re.IGNORECASE)
+
+
+def _pick(
+    question: str, rows: list[Row], ranked: Sequence[int], complete: set[str | None], quotes: int, earlier: Sequence[str]
+) -> TablePick | None:
+    """`table_pick` of a question read on its own (a follow-up's earlier questions only for 'and the second?'
+    and 'and the fewest?')."""
     tables = _tables(rows)
     table = _ranked_table(tables, ranked[0] if ranked else None)
     if table is None and (_SUPERLATIVE.search(question) or _THRESHOLD.search(question)):
@@ -378,27 +421,46 @@ def table_pick(
     if threshold is not None:
         return _over_threshold(question, threshold, table, name, document in complete)
     if superlative is None:
+        aggregate = _aggregated(question, table, name, document in complete)
+        if aggregate is not None:
+            return aggregate
         compared = _compared_rows(question, table)
         if compared is not None:
             return compared
     if superlative is None or _HOW_MANY.match(question):
-        return _holding(question, table, name, document in complete)
+        return _holding(question, table, name, document in complete) or _looked_up(question, table, ranked, quotes)
     way, kind, at = superlative
     column = _named_column(question, table, at)
+    values_of = question  # the question whose named values keep the rows ('in 10A')
     if column is None and not _mentions_a_column(question, table):
-        # 'and the fewest?' after 'which team has the most points?': the column the conversation asked by
-        column = next((c for q in earlier if (c := _named_column(q, table, len(q))) is not None), None)
+        # 'and the fewest?' after 'which team has the most points?': the column the conversation asked by, and
+        # after 'the highest Maths mark in 10A', its rows
+        asked = next((q for q in earlier if _named_column(q, table, len(q)) is not None), None)
+        if asked is not None:
+            column, values_of = _named_column(asked, table, len(asked)), asked
     if column is not None and kind == "rank":  # 'top on points': the most of them
         way = "min" if re.search(r"\bbottom\b", question, re.IGNORECASE) else "max"
     implied = _implied_column(kind, way, question, table) if column is None else (column, way)
     if implied is None:
         return None
     column, way = implied
-    ordered = _ordered(table, column, way)
-    if len(ordered) < 2 or ordinal_at >= len(ordered):  # 'the fifth most points' of three rows: no such row
+    # 'who got the highest Maths mark in 10A?': of the rows holding the values it names (not a key's)
+    # ... named as the cell writes it ('10A', 'Alice'): 'the longest-serving member' names no Role 'Member'
+    grouped = {
+        c: written for c, cells in _named_values(values_of, table).items()
+        if not _is_key(table, c) and c != column and (written := {v for v in cells if v.strip() in values_of})
+    }  # fmt: skip
+    within = [row for row in table if all(row.cells.get(c) in cells for c, cells in grouped.items())]
+    ordered = _ordered(within, column, way) if grouped else _ordered(table, column, way)
+    if len(ordered) < (1 if grouped else 2) or ordinal_at >= len(ordered):  # 'the fifth' of three rows: none
         return None
-    dated = _column_kind(table, column) == "date"
-    lead = f"From the documents ({name}'s rows by {column}, {_WAY_SHOWN[(way, 'date' if dated else '')]}):"
+    dated = _column_kind(table, column) in _TIMES
+    shown_way = _WAY_SHOWN[(way, "date" if dated else "")]
+    rows_of = f"{name}'s rows with {_said(grouped)}" if grouped else f"{name}'s rows"
+    if document in complete:
+        lead = f"From the documents ({rows_of} by {column}, {shown_way}):"
+    else:  # a table larger than the context: the order is of the rows retrieved, and the answer says so
+        lead = f"From the documents ({rows_of} found by {column}, {shown_way}; {_NOT_WHOLE.format(name=name)}):"
     return TablePick([row.index for row in ordered[ordinal_at : ordinal_at + quotes]], lead)
 
 
@@ -422,11 +484,7 @@ def _compared_rows(question: str, table: list[Row]) -> TablePick | None:
     if match is None:
         return None
     way, kind = _degree_of(match.group(1), _COMPARATIVES)
-    spoken = f" {_words(question)} "
-    named = [
-        row for row in table
-        if any(_is_key(table, c) and (w := _words(v)) and f" {w} " in spoken for c, v in row.cells.items())
-    ]  # fmt: skip
+    named = _key_rows(question, table)
     if len(named) != 2:
         return None
     column = _named_column(question, table, match.start(1))
@@ -439,7 +497,7 @@ def _compared_rows(question: str, table: list[Row]) -> TablePick | None:
         return None
     key = next(c for c in ordered[0].cells if _is_key(table, c))
     first, second = (row.cells.get(key, "") for row in ordered)
-    dated = _column_kind(table, column) == "date"
+    dated = _column_kind(table, column) in _TIMES
     lead = f"From the documents ({first} and {second} by {column}, {_WAY_SHOWN[(way, 'date' if dated else '')]}):"
     return TablePick([row.index for row in ordered], lead)
 
@@ -458,7 +516,7 @@ def _over_threshold(question: str, threshold: re.Match[str], table: list[Row], n
     column = _named_column(question, table, threshold.start())
     if column is None:
         kind = "money" if amount.kind == "money" or re.search(r"\b(?:cost|price|pay|spend)", question, re.I) else ""
-        if amount.kind == "date" and kind != "money":  # 'who joined after 2019?': a column of years or dates;
+        if amount.kind in _TIMES and kind != "money":  # 'who joined after 2019?': a column of years or dates;
             kind = "date"  # 'which cars cost more than 2000?' asks a price, not a year
         implied = _implied_column(kind, "max", question, table)
         if implied is None:
@@ -486,8 +544,10 @@ def _over_threshold(question: str, threshold: re.Match[str], table: list[Row], n
             return None
         return TablePick([row.index for row in _ordered(table, column, way)[:1]], (
             f"No row of {name} has {column} {said}; the nearest is:"))
-    count = f"{len(held)} of the {len(table)} rows" if whole else "The rows"
-    lead = f"From the documents: {count} of {name} with {column} {said}:"
+    if whole:
+        lead = f"From the documents: {len(held)} of the {len(table)} rows of {name} with {column} {said}:"
+    else:
+        lead = f"From the documents ({_NOT_WHOLE.format(name=name)}): the rows found of {name} with {column} {said}:"
     return TablePick([row.index for row in held[:MAX_ROWS_QUOTED]], lead)
 
 
@@ -509,22 +569,30 @@ def _holding(question: str, table: list[Row], name: str, whole: bool) -> TablePi
     # a key ('Quarry United' of Team, a column of text naming each row once) picks a row to look up, not rows
     # to count: 'how many goals for Quarry United?' is ranked as any question is
     named = {column: cells for column, cells in _named_values(question, table).items() if not _is_key(table, column)}
-    if named:
+    period = _in_period(question, table, named)
+    if period is None:
+        return None  # 'which of Carol's expenses were in March?' with no column of dates to place March
+    dated, period_said = period
+    if named or period_said:
         held = [row for row in table if all(row.cells.get(column) in cells for column, cells in named.items())]
+        held = [row for row in held if dated is None or row.index in dated]
         if not held or (not how_many and len(held) < 2):
             return None
-        said = " and ".join(f"{column} {' or '.join(sorted(cells))}" for column, cells in named.items())
+        said = " and ".join([f"{column} {' or '.join(sorted(cells))}" for column, cells in named.items()] + period_said)
         if how_many and not whole:
-            lead = f"From the documents: the rows of {name} with {said}:"
+            lead = f"From the documents ({_NOT_WHOLE.format(name=name)}): the rows found of {name} with {said}:"
         else:
             verb = "has" if len(held) == 1 else "have"
             lead = f"From the documents: {len(held)} of the {len(table)} rows of {name} {verb} {said}:"
         return TablePick([row.index for row in held[:MAX_ROWS_QUOTED]], lead)
-    if not how_many or not whole:
+    if not how_many:
         return None
     table_words = {stem(t) for t in content_terms(re.sub(r"[._-]", " ", name.lower()))}
     if len(asked - _ALL_ROWS_WORDS - table_words) > 1:
         return None  # 'how many keepers married?' asks what no value of the table names
+    if not whole:  # 'how many orders are there?' of a table larger than the context: no count, and it says so
+        return TablePick([row.index for row in table[:3]], f"From the documents ({_NOT_WHOLE.format(name=name)}, so "
+                         f"no count is given): the first rows found of {name}:")  # fmt: skip
     return TablePick([row.index for row in table[:MAX_ROWS_QUOTED]], f"From the documents: {name} has {len(table)} rows:")
 
 
@@ -535,8 +603,15 @@ def _is_key(table: list[Row], column: str) -> bool:
     return len(values) >= 3 and len(set(values)) == len(values) and not _figures(table, column)
 
 
+def _folded(text: str) -> str:
+    """Text with its case and accents set aside ('José' -> 'jose'), so a question typed without them meets
+    the cell."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
 def _words(text: str) -> str:
-    return " ".join(re.findall(r"[^\W_]+|[£$€¥]", text.lower()))
+    return " ".join(re.findall(r"[^\W_]+|[£$€¥]", _folded(text)))
 
 
 def _named_values(question: str, table: list[Row]) -> dict[str, set[str]]:
@@ -546,6 +621,231 @@ def _named_values(question: str, table: list[Row]) -> dict[str, set[str]]:
     for row in table:
         for column, cell in row.cells.items():
             words = _words(cell)
+            if len(words) == 1 and words.isalpha() and not re.search(rf"\b{words.upper()}\b", question):
+                continue  # a one-letter cell ('A' of Grade) is named only as written: not the article 'a'
             if words and f" {words} " in spoken:
                 found.setdefault(column, set()).add(cell)
-    return found
+    # a value of several columns ('Ashford' of From and To): the column the question names before it ('from
+    # Ashford'), where it names one
+    for column in list(found):
+        for cell in list(found.get(column, ())):
+            holders = [c for c in found if any(_words(held) == _words(cell) for held in found[c])]
+            said = [c for c in holders if f" {_words(c)} {_words(cell)} " in spoken]
+            if len(holders) > 1 and len(said) == 1:
+                for other in holders:
+                    if other != said[0]:
+                        found[other] = {held for held in found[other] if _words(held) != _words(cell)}
+    return {column: cells for column, cells in found.items() if cells}
+
+
+def _key_rows(question: str, table: list[Row]) -> list[Row]:
+    """The rows the question names by a key cell ('Ann Li' of Name, 'the trowel' of Item), case and accents
+    aside ('jose' for 'José Martínez'); where it names none whole, by a word of one that no other row's key
+    holds (a first name alone, 'Ann', or a surname, 'Li'), so 'what is Ann's phone?' finds Ann Li's row. A
+    word that names a column ('level' of 'Reorder level') names no row."""
+    spoken = f" {_words(question)} "
+    keys = [column for column in _columns(table) if _is_key(table, column)]
+    whole = [row for row in table if any((w := _words(row.cells.get(c, ""))) and f" {w} " in spoken for c in keys)]
+    if whole:
+        return whole
+    # a word that names a column, or is a whole cell of another column ('Glasgow' of Office, beside the Name
+    # 'Jack King, Glasgow'), names no row
+    cells = {_words(cell) for row in table for column, cell in row.cells.items() if column not in keys}
+    asked = set(content_terms(_words(question))) - {w for c in _columns(table) for w in content_terms(_words(c))} - cells
+    named: list[Row] = []
+    for column in keys:
+        parts = {row.index: set(content_terms(_words(row.cells.get(column, "")))) for row in table}
+        held = Counter(part for row_parts in parts.values() for part in row_parts)
+        named += [
+            row for row in table
+            if row not in named and any(held[part] == 1 and not part.isdigit() for part in parts[row.index] & asked)
+        ]  # fmt: skip
+    return named
+
+
+def _looked_up(question: str, table: list[Row], ranked: Sequence[int], quotes: int) -> TablePick | None:
+    """'What is Ann's phone?', 'what grade did jose get?': the one row the question names by its key (whole,
+    or by a first name or surname alone) quoted first, the ranked quotes after it; None when it names no
+    row or several."""
+    named = _key_rows(question, table)
+    if len(named) != 1:
+        return None
+    first = named[0].index
+    keys = {column for column in _columns(table) if _is_key(table, column)}
+    words = {stem(t) for t in content_terms(_words(question))}
+    # the row answers when the question asks one of its other columns ('what grade did jose get?'); else the
+    # grounding model judges it ('what is Jose's email?' of a table without one)
+    asks_a_column = any(words & _column_words(column) for column in _columns(table) if column not in keys)
+    lead = "From the documents:" if asks_a_column else None
+    return TablePick([first, *[index for index in ranked if index != first][: quotes - 1]], lead)
+
+
+# a sum or an average asked of rows: 'how much did Alice spend in total?', 'the average score of team B'
+_AVERAGE = re.compile(r"\b(?:average|mean|avg)\b", re.IGNORECASE)
+_TOTAL = re.compile(r"\b(?:total|sum|altogether|combined|in\s+all|add(?:s|ed)?\s+up)\b", re.IGNORECASE)
+_HOW_MUCH = re.compile(
+    r"^\W*(?:and\s+|so\s+)?(?:how\s+much\b|what\s+did\b.*\b(?:spend|pay|earn|claim|cost)\b)", re.IGNORECASE
+)
+# words that ask an amount of money when no column is named ('how much did Alice spend?')
+_MONEY_ASKED = re.compile(r"\b(?:spen[dt]|spending|cost|costs|paid|pay|owe[sd]?|claimed|charged|earn(?:s|ed|t)?)\b", re.I)
+_TOTAL_ROW = frozenset({"total", "totals", "grand total", "subtotal", "sub total", "sum", "all"})
+_CURRENCY = re.compile(r"[£$€¥]")
+
+
+def _aggregated(question: str, table: list[Row], name: str, whole: bool) -> TablePick | None:
+    """'How much did Alice spend in total?', 'what is the average Maths of class 10A?', 'total sales in Q3?':
+    the sum or the average of the asked column over the rows holding every value the question names (every
+    row when it names none), stated only when every row of the table is in the context, with the figures
+    added; otherwise the rows found, and no figure. 'How much did Alice spend?' is a sum when two rows or
+    more are Alice's. None for any other question, or when the column or the figures are unclear (a column
+    of dates, two currencies, a row without a figure)."""
+    average = _AVERAGE.search(question)
+    total = _TOTAL.search(question)
+    how_much = _HOW_MUCH.match(question)
+    if not (average or total or how_much):
+        return None
+    counted = _HOW_MANY_WHAT.match(question) or re.match(r"^\W*(?:and\s+|so\s+)?how\s+many\s+([^\W\d_]+)", question, re.I)
+    if _HOW_MANY.match(question) and not (counted and _figure_column_named(counted.group(1), table)):
+        return None  # 'how many expenses in total?' counts rows ('how many units in total?' adds Units)
+    named = {column: cells for column, cells in _named_values(question, table).items() if not _is_key(table, column)}
+    held = [row for row in table if all(row.cells.get(column) in cells for column, cells in named.items())]
+    held = [row for row in held if not any(_folded(cell).strip(" :") in _TOTAL_ROW for cell in row.cells.values())]
+    period = _in_period(question, table, named)
+    if period is None:
+        return None  # 'what did Carol spend in March?' over a table with no column of dates: not a total of hers
+    dated, period_said = period
+    held = [row for row in held if dated is None or row.index in dated]
+    if not held or (not (average or total) and not (named or period_said)):
+        return None
+    columns = _summed_columns(question, table, set(named), (average or total or how_much).start())  # type: ignore[union-attr]
+    if not columns or any(not _adds_up(table, held, column) for column in columns):
+        return None
+    if re.search(r"\b(?:value|worth)\b", question, re.I) and any(
+        next(iter(_figures(table, c).values())).kind != "money" for c in columns
+    ):
+        return None  # 'the total value of the stock' is price times stock, which no column holds
+    said = " and ".join([f"{c} {' or '.join(sorted(cells))}" for c, cells in named.items()] + period_said)
+    rows_said = f"the {len(held)} rows of {name} with {said}" if said else f"the {len(held)} rows of {name}"
+    what = "average" if average else "total"
+    if not whole:
+        found = f"the rows found of {name} with {said}" if said else f"the rows found of {name}"
+        lead = f"From the documents ({_NOT_WHOLE.format(name=name)}, so no {what} is given): {found}:"
+        return TablePick([row.index for row in held[:MAX_ROWS_QUOTED]], lead)
+    if len(held) == 1:  # 'how much did Carol spend in March?': one row's own figures
+        each = ", ".join(f"{column} {_shown(held[0].cells[column])}" for column in columns)
+        lead = f"From the documents: the one row of {name} with {said or 'a figure'} has {each}:"
+    elif len(columns) > 1:  # 'the average score of 10B' over Maths, English and Science: each of them
+        each = ", ".join(f"{column} {_total_of(table, held, column, bool(average))}" for column in columns)
+        lead = f"From the documents: over {rows_said}, the {what} is {each}:"
+    else:
+        column = columns[0]
+        cells = [row.cells[column] for row in held]
+        added = " + ".join(_shown(cell) for cell in cells) if 1 < len(cells) <= MAX_ROWS_QUOTED else ""
+        if average:
+            how = f" ({added} = {_total_of(table, held, column, False)}, over {len(held)})" if added else ""
+            lead = f"From the documents: the average {column} over {rows_said} is {_total_of(table, held, column, True)}{how}:"
+        else:
+            how = f" ({added})" if added else ""
+            lead = f"From the documents: {column} adds up to {_total_of(table, held, column, False)} over {rows_said}{how}:"
+    if len(held) > MAX_ROWS_QUOTED:
+        lead = lead.removesuffix(":") + f"; the first {MAX_ROWS_QUOTED} are quoted:"
+    return TablePick([row.index for row in held[:MAX_ROWS_QUOTED]], lead)
+
+
+def _figure_column_named(word: str, table: list[Row]) -> bool:
+    """Whether a word names a column of figures ('units' of Units)."""
+    return any(stem(word.lower()) in _column_words(column) for column in _columns(table) if _figures(table, column))
+
+
+def _adds_up(table: list[Row], held: list[Row], column: str) -> bool:
+    """Whether every one of the rows holds a figure in the column, of one currency."""
+    figures = _figures(table, column)
+    return all(row.index in figures for row in held) and len({*_CURRENCY.findall(" ".join(r.cells[column] for r in held))}) <= 1
+
+
+def _total_of(table: list[Row], held: list[Row], column: str, average: bool) -> str:
+    """The rows' sum (or average) in the column, written as its cells write figures."""
+    figures = _figures(table, column)
+    summed = sum(figures[row.index].value for row in held)
+    return _figure_shown(summed / len(held) if average else summed, [row.cells[column] for row in held], average)
+
+
+def _summed_columns(question: str, table: list[Row], grouped: set[str], near: int) -> list[str]:
+    """The columns a sum or an average is of: the column of figures (not dates) the question names nearest to
+    `near`; else the one money column when it asks of money ('how much did Alice spend?'); else the table's
+    columns of figures that are no date, rank, label ('10A') or column it groups by, when there are at most
+    four ('the average score' over Maths, English and Science: each). Empty when unclear."""
+    columns = [
+        c for c in _columns(table)
+        if c not in grouped and (values := _figures(table, c)) and next(iter(values.values())).kind not in _TIMES
+        and not _column_words(c) & _RANK_NAMES
+        and not any(re.fullmatch(r"\d+[A-Z]", row.cells.get(c, "").strip()) for row in table)
+    ]  # fmt: skip
+    lowered = question.lower()
+    named_any = [(abs(m.start() - near), c) for c in columns for m in re.finditer(r"[^\W_]+", lowered)
+                 if stem(m.group(0)) in _column_words(c)]  # fmt: skip
+    if named_any:
+        return [min(named_any)[1]]
+    money = [c for c in columns if next(iter(_figures(table, c).values())).kind == "money"]
+    money = money or [c for c in columns if _column_words(c) & _MONEY_NAMES]
+    if _MONEY_ASKED.search(question) or _HOW_MUCH.match(question):
+        return money if len(money) == 1 else []
+    return columns if len(columns) <= 4 else []
+
+
+def _figure_shown(value: float, cells: list[str], average: bool = False) -> str:
+    """A sum or an average written as the cells write their figures: the currency sign, the decimals of the
+    most precise cell (two at most for an average of whole numbers), a trailing unit ('%')."""
+    written = [_AMOUNT.match(cell.strip()) for cell in cells]
+    decimals = max((len(m.group("number").split(".")[1]) if m and "." in m.group("number") else 0) for m in written)
+    currency = next((m.group("currency") for m in written if m and m.group("currency")), "")
+    unit = next((m.group("unit") for m in written if m and m.group("unit")), "")
+    places = max(decimals, 2) if average and not currency else decimals
+    text = f"{abs(value):,.{places}f}"
+    if average and not currency and "." in text:
+        text = text.rstrip("0").rstrip(".")
+    sign = "-" if value < 0 else ""
+    spaced = " " if unit and unit != "%" else ""
+    return f"{sign}{currency}{text}{spaced}{unit}"
+
+
+_QUARTER = re.compile(r"\bQ([1-4])\b", re.IGNORECASE)
+_YEAR = re.compile(r"\b((?:1[5-9]|20)\d{2})\b")
+
+
+def _in_period(
+    question: str, table: list[Row], named: dict[str, set[str]]
+) -> tuple[set[int] | None, list[str]] | None:
+    """The rows in the month, quarter or year the question names ('in March', 'in Q3 2024', 'in 2023') by the
+    table's column of dates, with the words saying so; (None, []) when it names no period, or names it as a
+    whole cell (a Quarter column's 'Q3'); None when it names one and no column of dates can say which rows."""
+    spoken = _words(question).split()
+    months = [m for w in spoken if (m := _MONTHS.get(w)) and (w != "may" or re.search(r"\bMay\b", question))]
+    quarter = _QUARTER.search(question)
+    years = [int(y) for y in _YEAR.findall(question)]
+    written = {_words(cell) for cells in named.values() for cell in cells}
+    quarter = quarter if quarter and _words(quarter.group(0)) not in written else None
+    years = [year for year in years if str(year) not in written]
+    if not (months or quarter or years):
+        return None, []
+    dated = [c for c in _columns(table) if any(v.kind == "date" for v in _figures(table, c).values())]
+    if len(dated) != 1:
+        return None
+    column = dated[0]
+    inside: set[int] = set()
+    for row in table:
+        cell = row.cells.get(column, "").strip()
+        found = _date(cell)
+        year, month = (found.year, found.month) if found else (int(cell), None) if cell.isdigit() else (None, None)
+        if year is None or (years and year not in years):
+            continue
+        if (months or quarter) and month is None:
+            return None  # a column of years cannot say which rows are in March
+        if months and month not in months:
+            continue
+        if quarter and month is not None and (month - 1) // 3 + 1 != int(quarter.group(1)):
+            continue
+        inside.add(row.index)
+    said = [w for w in spoken if w in _MONTHS and _MONTHS[w] in months] + ([quarter.group(0).upper()] if quarter else [])
+    said += [str(year) for year in years]
+    return inside, [f"{column} in {' '.join(word.title() if word.isalpha() else word for word in said)}"]

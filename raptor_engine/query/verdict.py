@@ -149,7 +149,7 @@ def settled(
     elif quotes:
         named = _SUBJECT_FIGURE.match(core.strip()) or _COUNT_FIGURE.match(core.strip())
         # a number written in digits: 'the old one' is no figure of one
-        if named is not None and re.search(r"\d", named.group("target")) and len(_figures(named.group("target"))) == 1:
+        if named is not None and re.search(r"\d", named.group("target")) and len(figures_in(named.group("target"))) == 1:
             return _held(_figure_verdict(named, core, quotes[:1]), core, named.group("target"), weak)
         dated = _SUBJECT_DATE.match(core.strip())
         if dated is not None and _target_day(dated.group("target"), None) is not None:
