@@ -76,7 +76,8 @@ async def _answered(h, thread: int, text: str, member: int = ALICE) -> dict:
 
 
 async def test_confirming_the_other_one_and_when_after_a_table_through_the_bot(make_harness):
-    """In an /ask thread over the minutes, the manual and a members' table: "that's right?" after the
+    """In an /ask thread over the minutes, the manual and a members' table (six questions: the limit a
+    minute), "that's right?" after the
     treasurer's answer was searched as "That's right? (context: Who is the treasurer?)"; "and the other one?"
     after the shed's answer (the minutes) quoted both files; "and when?" after "who joined most recently?"
     was "Searched as: When was most recently joined?"."""
@@ -85,15 +86,14 @@ async def test_confirming_the_other_one_and_when_after_a_table_through_the_bot(m
     from tests.test_followup_outside_pass25 import MEMBERS
 
     h = await make_harness(message_content=True)
-    thread = await minutes_thread(h)
+    thread = await minutes_thread(h)  # "When will the new shed be built?" (the minutes)
     await add_doc(h, "members.csv", MEMBERS)
-    await _answered(h, thread, "who is the treasurer?")
-    confirmed = await _answered(h, thread, "that's right?")
-    assert confirmed["content"].startswith(CHECKED) and "Amit Shah (treasurer)" in confirmed["content"], confirmed["content"]
-    await _answered(h, thread, "when will the new shed be built?")
     other = await _answered(h, thread, "and the other one?")
     assert "dry shed" in other["content"] and "20 June" not in other["content"], other["content"]
     assert "other one" not in footer_of(other), footer_of(other)
+    await _answered(h, thread, "who is the treasurer?")
+    confirmed = await _answered(h, thread, "that's right?")
+    assert confirmed["content"].startswith(CHECKED) and "Amit Shah (treasurer)" in confirmed["content"], confirmed["content"]
     await _answered(h, thread, "who joined most recently?")
     when = await _answered(h, thread, "and when?")
     assert "Who joined most recently and when?" in footer_of(when), footer_of(when)
