@@ -216,6 +216,7 @@ async def remember_exchange(
     told: Sequence[int] = (),
     pending: bool = False,
     opened: tuple[ThreadRecord, str] | None = None,
+    asked_by: int | None = None,
 ) -> list[int]:
     """A thread's question and answer, the memory its follow-ups get, with the chat messages the answer drew
     on: a message deleted later takes the exchange with it (`BotState.finish_removals`). The question's
@@ -225,15 +226,18 @@ async def remember_exchange(
     turns in order, would otherwise read against the exchange stored just before it. `told`: the removed
     documents the answer's note named (`note_removed`). `pending`: recorded before the answer is posted
     (`posting_remembered`); `opened`: the thread (and who opened it) recorded with it, for the opening
-    exchange (`open_thread`). Returns the turns' row ids."""
+    exchange (`open_thread`). `asked_by`: the member who asked, kept on the question's turn when the answer
+    searched the documents (small talk such as "thanks" is no exchange to go on from: `thread_history`).
+    Returns the turns' row ids."""
     # The question as the engine read it: what it answered, and text SQLite can store (half a UTF-16 pair
     # from JSON cannot be: it failed the exchange after its answer was shown).
     question = split_standalone(answer.query).core if as_searched else answer.question
     turns = [Turn("user", question), Turn("assistant", answer.text)]
     posted = [[asked_in.id] if asked_in is not None else [], [m.id for m in sent]]
     cited = cited_nodes(answer, told)
+    asker = asked_by if answer.has_context else None
     return await services.state.add_turns(
-        guild_id, thread_id, turns, drew_on(answer), posted, cited, pending=pending, opened=opened
+        guild_id, thread_id, turns, drew_on(answer), posted, cited, pending=pending, opened=opened, asked_by=asker
     )
 
 
@@ -262,6 +266,7 @@ async def posting_remembered(
     return sent
 
 
+INTERLEAVED_SECONDS = 900  # a member's own exchange older than this is no longer the one they go on from
 SETTLE_LOOKAHEAD = 50  # messages read after a pending exchange's question, looking for its answer
 
 
@@ -383,26 +388,20 @@ async def thread_history(
 ) -> tuple[list[Turn], int | None]:
     """The turns a follow-up in the thread is given, and the exchange it follows up: the one holding the
     message it replies to (a Discord reply to an older question or answer), else its member's own latest
-    exchange when other members asked since (`Askers`), else the last (None)."""
+    exchange when others came after it and it is at most INTERLEAVED_SECONDS old (`member_exchange`: read
+    from the stored turns, so a restart changes nothing), else the last (None)."""
     reference = message.reference
     if reference is not None and reference.message_id and reference.channel_id in (None, record.thread_id):
         found = await services.state.reply_history(record.guild_id, record.thread_id, reference.message_id)
         if found is not None:
             return found
-    own = services.askers.own_exchange(record.thread_id, message.author.id, message)
-    if own is not None:
+    own = await services.state.member_exchange(record.guild_id, record.thread_id, message.author.id)
+    if own is not None and (message.created_at - discord.utils.snowflake_time(own)).total_seconds() <= INTERLEAVED_SECONDS:
         found = await services.state.reply_history(record.guild_id, record.thread_id, own)
         if found is not None and found[1] < sum(1 for turn in found[0] if turn.role == "user") - 1:
             log.info("follow-up %s goes on from its member's exchange, not the latest", message.id)
             return found
     return await services.state.history(record.guild_id, record.thread_id), None
-
-
-def note_asker(services: Services, thread_id: int, member_id: int, answer: Answer, sent: Sequence[Any]) -> None:
-    """`member_id` asked the exchange just answered in the thread (its Discord message `sent[0]`); small
-    talk ("thanks") searched nothing and is no exchange to go on from."""
-    if sent and answer.has_context:
-        services.askers.asked(thread_id, member_id, sent[0].id)
 
 
 def ask_refusal(services: Services, user_id: int, typed: str, asked: str) -> str | None:
@@ -475,9 +474,10 @@ async def _ask(
         return deliver(stream, messages, view, replier.send_all)
 
     if record is not None and not private:  # only its asker saw a private one: no follow-up may lean on it
-        turn_ids = await remember_exchange(services, record.guild_id, record.thread_id, answer, told=told, pending=True)
+        turn_ids = await remember_exchange(
+            services, record.guild_id, record.thread_id, answer, told=told, pending=True, asked_by=interaction.user.id
+        )
         sent = await posting_remembered(services, record.guild_id, turn_ids, post)
-        note_asker(services, record.thread_id, interaction.user.id, answer, sent)
     else:
         sent = await post()
     log.info("answered in %s (%d messages, %d citations)", kb, len(messages), len(answer.citations))
@@ -508,12 +508,18 @@ async def open_thread(
     record = ThreadRecord(sent[0].id, kb, channel.guild.id, channel.id)
     async with conversation_turn(record.thread_id):  # a follow-up sent at once reads the opening exchange
         turn_ids = await remember_exchange(
-            services, record.guild_id, record.thread_id, answer, sent=sent, pending=True, opened=(record, str(interaction.user))
+            services,
+            record.guild_id,
+            record.thread_id,
+            answer,
+            sent=sent,
+            pending=True,
+            opened=(record, str(interaction.user)),
+            asked_by=interaction.user.id,
         )
         thread = await _opened_thread(services, interaction, channel, sent[0], question, turn_ids, record)
         if thread is not None:
             await services.state.attach_answer(record.guild_id, turn_ids, [m.id for m in sent])
-            note_asker(services, record.thread_id, interaction.user.id, answer, sent)
 
 
 async def _opened_thread(
@@ -882,11 +888,11 @@ async def _post_follow_up(
         as_searched=follows is not None,
         told=told,
         pending=True,
+        asked_by=message.author.id,
     )
     try:
-        sent = await posting_remembered(services, record.guild_id, turn_ids, post)
+        await posting_remembered(services, record.guild_id, turn_ids, post)
     except discord.HTTPException as error:  # no Send Messages in Threads any more, a locked thread
         log.warning("could not answer in thread %s: %s", record.thread_id, error)
         return  # the member never saw this answer: its exchange was dropped
-    note_asker(services, record.thread_id, message.author.id, answer, [message] if sent else [])
     log.info("follow-up answered in thread %s (%s)", record.thread_id, record.kb)

@@ -23,7 +23,6 @@ from raptor_engine.errors import NotFoundError
 from raptor_engine.query.ratelimit import QuestionLimiter
 from raptor_engine.storage.records import DocumentInfo
 
-from .askers import Askers
 from .jobs import MIN_EDIT_INTERVAL_SECONDS, TOKEN_LIFETIME_SECONDS, BuildJobs
 from .permissions import Cooldown
 from .state import BotState
@@ -48,8 +47,6 @@ class Services:
     sync: Any = None
     # this run of the bot, written on the history imports it starts: the resume at start skips its own
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    # each thread's members' latest exchanges (bot/askers.py): a follow-up goes on from its member's own
-    askers: Askers = field(default_factory=Askers)
     _autoingest: dict[str, bool] = field(default_factory=dict)
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:

@@ -560,6 +560,7 @@ class BotState:
         *,
         pending: bool = False,
         opened: tuple[ThreadRecord, str] | None = None,
+        asked_by: int | None = None,
     ) -> list[int]:
         """One exchange's turns; returns their row ids. `message_ids`: the chat messages its answer drew on
         (`Redaction.apply`; one removed since, no longer held by the thread's knowledge base, makes the
@@ -567,13 +568,15 @@ class BotState:
         messages), for replies; `cited`: the answer's cited nodes, whose documents its turn records in the
         same transaction (`removed_cited`). `pending`: recorded before its answer is posted, so a bot killed
         while posting keeps it; no follow-up is given it until `attach_answer` (`settle_pending`). `opened`:
-        the thread (and who opened it) recorded in the same transaction, for its opening exchange."""
+        the thread (and who opened it) recorded in the same transaction, for its opening exchange.
+        `asked_by`: the member who asked it, on its question's turn (`member_exchange`); None for small talk."""
         sources = json.dumps(sorted({int(i) for i in message_ids})) if message_ids else None
         own = [json.dumps([int(i) for i in ids]) if ids else None for ids in posted] + [None] * len(turns)
         sql = (
-            "INSERT INTO bot_turns (thread_id, role, content, created_at, message_ids, posted_ids, documents, pending)"
+            "INSERT INTO bot_turns (thread_id, role, content, created_at, message_ids, posted_ids, documents, pending,"
+            " asked_by)"
             f" VALUES (?, ?, CASE WHEN {_SOURCE_REMOVED} THEN ? ELSE {_CONTENT_UNLESS_REMOVED} END, ?,"
-            f" CASE WHEN {_SOURCE_REMOVED} THEN NULL ELSE ? END, ?, {_DOCUMENTS_OF_NODES}, ?)"
+            f" CASE WHEN {_SOURCE_REMOVED} THEN NULL ELSE ? END, ?, {_DOCUMENTS_OF_NODES}, ?, ?)"
         )
         removed = [sources, thread_id]
         statements = []
@@ -581,7 +584,8 @@ class BotState:
             of_answer = cited if t.role == "assistant" else None
             content = [*removed, REMOVED_MESSAGE, *_content_params(t.content, of_answer)]
             params = [thread_id, t.role, *content, _now(), *removed, sources, own[i], *_documents_params(of_answer)]
-            statements.append((sql, [*params, 1 if pending else None]))
+            asker = asked_by if t.role == "user" else None
+            statements.append((sql, [*params, 1 if pending else None, asker]))
         if opened is not None:
             statements.insert(0, _thread_row(*opened))
         ids = await self._write(self.space_of_guild(guild_id), statements, also=_told_by(thread_id, cited))
@@ -747,6 +751,26 @@ class BotState:
         turns = [Turn(r["role"], r["content"]) for r in texts]
         follows = sum(1 for i in kept if i <= end and rows[i]["role"] == "user") - 1
         return turns, max(follows, 0)
+
+    async def member_exchange(self, guild_id: int, thread_id: int, member_id: int) -> int | None:
+        """A Discord message of `member_id`'s latest exchange in the thread (its question's, or for an /ask,
+        whose question has none, its answer's first), when other turns came after it; None when the member
+        asked nothing there, or theirs is the latest (the thread's history reads it anyway).
+        Read from the stored turns (`asked_by`), so a restart changes nothing a member's follow-up reads."""
+        rows = await self._read(
+            self.space_of_guild(guild_id),
+            "select id, role, posted_ids, asked_by from bot_turns where thread_id = ? and pending is null "
+            "and id >= coalesce((select max(id) from bot_turns where thread_id = ? and pending is null "
+            "and role = 'user' and asked_by = ?), 0) order by id",
+            [thread_id, thread_id, member_id],
+        )
+        own = next((i for i, r in enumerate(rows) if r["role"] == "user" and r["asked_by"] == member_id), None)
+        if own is None or not any(r["role"] == "user" for r in rows[own + 1 :]):
+            return None
+        question = _id_list(rows[own]["posted_ids"])
+        answered = own + 1 < len(rows) and rows[own + 1]["role"] != "user"
+        answer = _id_list(rows[own + 1]["posted_ids"]) if answered else []
+        return (question or answer or [None])[0]
 
     async def asked_exchange(
         self, guild_id: int, thread_id: int, message_id: int, limit: int = MAX_HISTORY_TURNS

@@ -63,9 +63,12 @@ from .query.followup import (
     chooses,
     names_in,
     onward_ask,
+    other_one_as_document,
     quotes_in,
+    says_the_other,
     split_standalone,
     standalone_question,
+    subject_terms,
     through_exchange,
     unanswered_lead,
 )
@@ -92,7 +95,7 @@ from .query.smalltalk import (
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
 from .query.tables import LISTS_COUNTED_ROWS, holds_rows
 from .query.verdict import settled
-from .query.verify import NOTHING_TO_CHECK, check_reply, claims_of, last_answer
+from .query.verify import NOTHING_TO_CHECK, UNSETTLED, answered_nothing, check_reply, claims_of, last_answer
 from .storage.archive import abandoned_imports
 from .storage.index import IndexManager, extend_hnsw, new_hnsw
 from .storage.llm_cache import SummaryCache
@@ -1822,6 +1825,22 @@ class Engine:
         log.info("a follow-up's 'it' searched in the one document the last answer quoted")
         return query, [document]
 
+    def _other_one(self, kb: str, asked: str, query: str, history: list[Turn]) -> str | None:
+        """'and the other one?' (or 'the other?', 'what does the other one say?') as 'the other document'
+        (`other_one_as_document`) when the rewrite (`query`) found no other one among what the conversation
+        listed, every quote of the last answer came from one document and the knowledge base holds others:
+        the last question is then asked of them (`_followed_document`), not searched for 'the other one'
+        across every document. None otherwise."""
+        other = other_one_as_document(asked)
+        if other is None or not says_the_other(split_standalone(query).core):
+            return None  # 'what about the other one?' after 'the first one' of two ferries: the second ferry
+        kb_id = self.store.kb_id(kb)
+        quoted = set(self._quoted_documents(kb_id, history)) if kb_id is not None else set()
+        if len(quoted) != 1 or None in quoted or len(self.store.documents(kb_id)) < 2:
+            return None
+        log.info("a follow-up's 'the other one' read as the document the last answer did not quote")
+        return other
+
     def _other_documents(self, kb_id: int, noun: str, named: list[str], history: list[Turn]) -> list[str]:
         """The documents 'the other report' means, among those of `named` whose name or title says `noun`
         ('report'; all of them when none does): the ones the last answer did not cite, when it cited some
@@ -2067,6 +2086,11 @@ class Engine:
             spoken = "\n".join(turn.content for turn in history[-2 * TURNS_CONSIDERED :] if turn.role == "user")
             asked = await asyncio.to_thread(self.respelled, kb, asked, conversation=spoken)
         query = await self._condensed(answerer, kb, asked, history) if history else asked
+        other = await asyncio.to_thread(self._other_one, kb, asked, query, history) if history else None
+        if other is not None:  # 'and the other one?' after an answer from one document: the other document
+            moved = await self._condensed(answerer, kb, other, history)
+            if subject_terms(_THE_OTHER.sub("", split_standalone(moved).core)):  # not 'What about it?'
+                asked, query = other, moved
         if onward is None:
             query, documents = await asyncio.to_thread(self._followed_document, kb, query, history, documents, asked)
         query = await asyncio.to_thread(self.respelled, kb, query)
@@ -2289,12 +2313,14 @@ class Engine:
         that nothing supports them (verify.py). With an answerer that writes prose (an LLM), a claim is
         also found by its meaning, as the support check finds a written sentence's source."""
         said = last_answer(await asyncio.to_thread(without_small_talk, history))
-        claims = claims_of(said) if said is not None else []
+        settled = said is not None and not answered_nothing(said)
+        claims = claims_of(said) if settled else []
         query = " ".join(claims)[:MAX_QUESTION_CHARS]
         context = await asyncio.to_thread(search, query) if claims else None
-        if context is None:
+        if context is None:  # no answer yet, or one that answered nothing: nothing to confirm
             nothing = RetrievedContext(nodes=[], tokens_used=0, budget=0, mode="", query=question)
-            return Answer(question, question, NOTHING_TO_CHECK, [], nothing, self.answerer.name, answered=False)
+            text = UNSETTLED if said is not None and not settled else NOTHING_TO_CHECK
+            return Answer(question, question, text, [], nothing, self.answerer.name, answered=False)
         support = await asyncio.to_thread(self.support_index, self.answerer, context.nodes)
         reply = await asyncio.to_thread(check_reply, claims, context.nodes, support)
         text, citations = map_citations(reply, context.nodes)

@@ -110,6 +110,7 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
         ("bot", "m006_turn_documents"),
         ("bot", "m007_removals"),
         ("bot", "m008_turn_pending"),
+        ("bot", "m009_turn_asker"),
         ("summary_cache", "m001_summary_cache"),
     ]
 
@@ -218,6 +219,7 @@ def test_the_sets_are_named_for_their_owners():
         "m006_turn_documents",
         "m007_removals",
         "m008_turn_pending",
+        "m009_turn_asker",
     ]
     assert summary_cache_migrations.names() == ["m001_summary_cache"]
 

@@ -146,7 +146,7 @@ async def test_an_old_store_gets_the_column_and_its_turns_say_nothing(tmp_path, 
         conn = sqlite3.connect(data / "raptor.db")
         try:
             columns = [r[1] for r in conn.execute("PRAGMA table_info(bot_turns)").fetchall()]
-            assert columns[-2:] == ["documents", "pending"]  # m006, then m008 (bot/answering.py)
+            assert columns[-3:] == ["documents", "pending", "asked_by"]  # m006, m008, then m009 (bot/answering.py)
             assert [r[0] for r in conn.execute("SELECT documents FROM bot_turns")] == [None, None]
         finally:
             conn.close()

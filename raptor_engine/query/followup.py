@@ -909,6 +909,9 @@ _WH_THEN = re.compile(
     re.IGNORECASE,
 )
 _BE = frozenset("is was are were be been 's".split())
+_HAVE = frozenset("has have had".split())
+# 'What year did Hester leave?' -> 'where?': a wh-word's noun that asks for a time, not for the verb's object
+_TIMES = frozenset("year time date day month week century decade season hour age".split())
 _HAPPENED = frozenset("happened happens happen occurred occurs occur went goes go came comes changed changes remained".split())
 _DO = frozenset("do does did".split())
 
@@ -926,10 +929,15 @@ def _wh_rest(wh: str, core: str) -> str | None:
     if found is None:  # a yes/no question: 'Did she marry?' -> 'who?' -> 'Who did she marry?'
         return core.rstrip(" ?.!") if _STARTS_WITH_AUX.match(core) else None
     old, after = found.group(1).lower(), found.group(2).lower()
+    if after in _HAVE and not _participle_next(core, found.end()):
+        return None  # 'Who has plot 14?', 'How many members have plots?': 'have' owns, the wh-words are its subject
     aux = re.fullmatch(_AUX, after) is not None
     rest = core[found.start(2) :].rstrip(" ?.!")
+    noun = core[found.end(1) : found.start(2)].strip().lower()
+    if wh in _ASKS_TIME_OR_PLACE and old in ("what", "which", "who", "whom") and after in _DO and noun not in _TIMES:
+        return None  # the old wh-words are the verb's object: 'Which plot does Lena have?' -> not 'When does Lena have?'
     if old in ("who", "whom", "what", "which", "whose") and found.end(1) == found.start(2) - 1:
-        if not aux or (after in _BE and _participle_next(core, found.end())):
+        if not aux or (after in _BE | _HAVE and _participle_next(core, found.end())):
             # the wh-word is the subject ('What pays ...', 'Who was elected ...'): only 'who?' of a thing's
             # doer takes its place ('What pays for the timber?' -> 'Who pays for the timber?'; not 'Who happened')
             doer = wh in ("who", "whom") and old == "what" and not aux and after not in _HAPPENED
@@ -958,17 +966,37 @@ _WHEN_DONE = re.compile(r"^\s*(?:when|where)\s+(?:was|were)\s+(.+?)\s+([a-z]+)\s
 
 def _as_passive(wh: str, core: str) -> str | None:
     """'Who founded Marrow's Bakery?' then 'when?' -> "When was Marrow's Bakery founded?": a who-question
-    with a past verb, asked again for a time or a place, reads as a question about its object; and back
-    ('When was the catalogue computerised?' then 'who?' -> 'Who computerised the catalogue?')."""
+    with a past verb, asked again for a time or a place, reads as a question about its object; one whose
+    verb has no object ('Who joined most recently?', a table's rows ranked) asks both ('Who joined most
+    recently and when?'); and back ('When was the catalogue computerised?' then 'who?' -> 'Who
+    computerised the catalogue?')."""
     if wh in _ASKS_TIME_OR_PLACE:
         match = _WHO_DID.match(core)
         verb, thing = (match.group(1), match.group(2)) if match else ("", "")
-        return f"{wh.capitalize()} was {thing} {verb}?" if match and _past_verb(verb) else None
+        if not match or not _past_verb(verb):
+            return None
+        if _no_thing(thing):  # 'Who joined most recently?' -> 'Who joined most recently and when?'
+            return f"{_capitalised(core.rstrip(' ?.!'))} and {wh}?"
+        return f"{wh.capitalize()} was {thing} {verb}?"
     if wh == "who":
         match = _WHEN_DONE.match(core)
         thing, verb = (match.group(1), match.group(2)) if match else ("", "")
         return f"Who {verb} {thing}?" if match and _past_verb(verb) else None
     return None
+
+
+# 'Who joined most recently?', 'Who left in 1975?': what follows the verb tells when or how, and is no
+# object to ask of ('When was most recently joined?')
+_NOT_A_THING = frozenset(
+    """most least more less first last recently earliest latest earlier later in on at by for from to with
+    before after since during about into over under then there here ago again once twice""".split()
+)
+
+
+def _no_thing(words: str) -> bool:
+    """Whether the words after a who-question's verb are no object (an adverb or a time or place)."""
+    first = words.split()[0].lower() if words.split() else ""
+    return not first or first in _NOT_A_THING or (first.endswith("ly") and len(words.split()) == 1)
 
 
 def _past_verb(word: str) -> bool:
@@ -1580,6 +1608,33 @@ def _in_the_other(which: str, word: str, previous: Rewrite) -> str | None:
 
 
 _OTHER_INSIDE = re.compile(r"\bthe\s+other\s+([a-z]+)\b", re.IGNORECASE)
+# 'and the other one?', 'the other?', 'what does the other one say?', 'check the other upload': 'the other'
+# with no word for what it is, or a word for any upload; the engine reads it as 'the other document' when
+# the last answer quoted one of the knowledge base's documents (`Engine._other_one`)
+_OTHER_ONE = re.compile(r"\bthe\s+other(?:\s+(?:one|upload|attachment|source|text|link))?\b", re.IGNORECASE)
+_AROUND_THE_OTHER = frozenset(
+    """and or but so ok okay no i meant mean what about how in from of for with does do did say says said
+    tell me check try look at through see search please the there it then""".split()
+)
+
+
+def says_the_other(text: str) -> bool:
+    """Whether a rewrite still says 'the other (one)': it found no other one among what was listed."""
+    return _OTHER_ONE.search(text) is not None
+
+
+def other_one_as_document(question: str) -> str | None:
+    """'and the other one?' -> 'and the other document?': a follow-up that asks only after 'the other' (one,
+    upload, attachment; every other word one of asking: 'what does the other one say?'), with 'the other
+    document' in its place, which the rewrite asks the last question of (`_in_the_other`); None for any
+    other question ('the other keeper', 'who was the other one elected with?')."""
+    match = _OTHER_ONE.search(question)
+    if match is None:
+        return None
+    rest = re.findall(r"[a-z']+", (question[: match.start()] + " " + question[match.end() :]).lower())
+    if not set(rest) <= _AROUND_THE_OTHER:
+        return None
+    return f"{question[: match.start()]}the other document{question[match.end() :]}"
 
 
 def _the_other_inside(question: str, previous: Rewrite) -> str | None:
@@ -1814,6 +1869,13 @@ _ONWARD_PHRASES: dict[Onward, tuple[str, ...]] = {
         rf"how do you know(?: {_THAT})?",
         rf"(?:can|could) you (?:confirm|verify|check|double check)(?: {_THAT})?",
         r"(?:is|are) (?:that|this|these|those) (?:facts?|right|correct)",
+        # asked of the last answer with a question mark ("that's right?", "right?", "correct?"); without
+        # one they agree (smalltalk._AGREEING), and the mark is what `small_talk_act` tells them apart by
+        rf"(?:so )?(?:{_THAT} ?'?s|{_THAT} (?:is|was)|thats|its|{_THAT}) (?:really |actually |definitely )?"
+        r"(?:true|right|correct|accurate|so|the case|a fact)",
+        r"right|correct|accurate|exactly|indeed|true or (?:false|not)|is it|was it|is it (?:really )?so",
+        rf"(?:is|was) {_THAT} (?:really )?the case|(?:isn't|wasn't) (?:it|that|this)(?: (?:so|right|true|correct))?",
+        rf"(?:is|was) {_THAT} not (?:so|right|true|correct|the case)|(?:right|correct|true),? (?:isn't|is) (?:it|that)",
     ),
     Onward.REASON: (
         r"why|why (?:so|not|is that|was that|'s that)|why's that",

@@ -153,6 +153,32 @@ _PHRASES: dict[Act, tuple[str, ...]] = {
         "i appreciate it",
         "thanks again",
         "ta",
+        # in the languages a member may write in (language.py): "merci" was searched (botqa25)
+        "merci",
+        "merci beaucoup",
+        "merci bien",
+        "danke",
+        "danke schön",
+        "danke schon",
+        "vielen dank",
+        "gracias",
+        "muchas gracias",
+        "grazie",
+        "grazie mille",
+        "obrigado",
+        "obrigada",
+        "muito obrigado",
+        "muito obrigada",
+        "dank je",
+        "dank je wel",
+        "dank u",
+        "dank u wel",
+        "bedankt",
+        "dziękuję",
+        "dziekuje",
+        "tack",
+        "takk",
+        "kiitos",
     ),
     Act.ACKNOWLEDGE: (
         "ok",
@@ -323,6 +349,8 @@ def _normalised_words(text: str) -> list[str]:
 
 
 _AGREEMENTS = frozenset(tuple(phrase.split()) for phrase in _AGREEING)
+# Acknowledgements that, with a question mark, ask the bot to confirm its last answer ("right?", "true?")
+_CONFIRMING = frozenset(("right", "correct", "true", "exactly", "indeed"))
 
 
 def _agrees(tokens: list[str]) -> bool:
@@ -484,8 +512,8 @@ def small_talk_act(message: str) -> Act | None:
         return Act.REWORD
     asked = asks_by_mark(message)
     acts = _acts(tokens, frozenset() if asked else _names_written(message))
-    if not acts or (asked and _agrees(tokens)):
-        return None
+    if not acts or (asked and (_agrees(tokens) or _CONFIRMING.intersection(tokens))):
+        return None  # "that's right?", "right?", "exactly?": asked to confirm the last answer (Onward.CHECK)
     return max(acts, key=lambda act: list(Act).index(act))
 
 

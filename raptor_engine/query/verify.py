@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from ..ingest.sentences import content_terms, sentence_key, sentences_of, stem, strip_bullet
 from ..types import ContextNode, Turn
-from .followup import in_quotes, previous_answers, quotes_in
-from .support import EMBED_SHARE, SupportIndex, best_node
+from .followup import NOTHING_RELATED, WEAK_MATCH, in_quotes, previous_answers, quotes_in, unanswered_lead
+from .support import EMBED_SHARE, SupportIndex, best_node, says_not_answered
 
 MAX_CLAIMS = 5
 SUPPORTED_SHARE = 0.8  # the share of a claim's content words one sentence of the documents must hold
@@ -22,7 +22,11 @@ CHECKED = "Yes: the documents say so."
 PARTLY = (
     "Partly: the documents say what is quoted below, but I found nothing that supports the rest of the last answer."
 )
-UNSUPPORTED = "I found nothing in the documents that supports the last answer, so do not rely on it."
+UNSUPPORTED = "I can't confirm that from the documents: I found nothing in them that supports the last answer."
+# The last answer said the documents do not answer its question ("Nothing in the documents clearly answers
+# this; the closest passages are: …"): its quotes are in the documents, but checking them would say "Yes"
+# to an answer that answered nothing.
+UNSETTLED = "I can't confirm that from the documents: the last answer found nothing in them that answers the question."
 NOTHING_TO_CHECK = "Ask me a question first: there is no answer yet to check."
 _MARKER = re.compile(r"\[(?:\d{1,4}|\?)\]")
 
@@ -31,6 +35,15 @@ def last_answer(history: list[Turn]) -> str | None:
     """The conversation's last answer, or None before any."""
     answers = previous_answers(history, 1)
     return answers[-1] if answers else None
+
+
+def answered_nothing(answer: str) -> bool:
+    """Whether the last answer said the documents do not answer its question (`UNSETTLED`): the extractive
+    leads for the closest or nearest passages, or a reply that says so and cites nothing. Not a document's
+    edge ('… ends with that passage'), which answers 'and then?'."""
+    if answer.startswith((WEAK_MATCH, NOTHING_RELATED)):
+        return True
+    return says_not_answered(answer) and not unanswered_lead(answer)
 
 
 def claims_of(answer: str) -> list[str]:

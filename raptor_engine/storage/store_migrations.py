@@ -356,3 +356,14 @@ def m008_turn_pending(db: sqlite_utils.Database) -> None:
     columns = {row[1] for row in db.execute("PRAGMA table_info(bot_turns)").fetchall()}
     if "pending" not in columns:
         db.execute("ALTER TABLE bot_turns ADD COLUMN pending INTEGER")
+
+
+@bot_migrations
+def m009_turn_asker(db: sqlite_utils.Database) -> None:
+    """Who asked an exchange (bot/answering.py): `asked_by`, the Discord member id on a question's turn
+    whose answer searched the documents, so a member's follow-up in a shared thread goes on from their own
+    latest exchange after a restart as before it (`BotState.member_exchange`). NULL for small talk's
+    turns, answers, and every turn stored before this step."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(bot_turns)").fetchall()}
+    if "asked_by" not in columns:
+        db.execute("ALTER TABLE bot_turns ADD COLUMN asked_by INTEGER")
