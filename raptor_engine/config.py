@@ -49,7 +49,7 @@ def load_dotenv_file(path: str | os.PathLike[str] = ".env") -> None:
         return
     path = Path(path)
     try:
-        with path.open(encoding="utf-8", errors="replace") as stream:
+        with _followed_dotenv(path).open(encoding="utf-8", errors="replace") as stream:
             if not _trusted_dotenv(path, os.fstat(stream.fileno())):
                 return
             values = dotenv_values(stream=stream)
@@ -68,14 +68,65 @@ def load_dotenv_file(path: str | os.PathLike[str] = ".env") -> None:
         )  # fmt: skip
 
 
+class _UntrustedDotenv(OSError):
+    """`.env` is reached through a link another user planted: read as missing, after the warning."""
+
+
+def _followed_dotenv(path: Path) -> Path:
+    """The file `path` names, its links followed only where the kernel's `protected_symlinks` rule would
+    (storage/files.py): a `.env` link planted by another user could pick any file of this user's."""
+    from .storage.files import PlantedLinkError, followed_path  # storage imports this module
+
+    try:
+        return followed_path(path)
+    except PlantedLinkError as error:
+        _distrusted(path, f"it is reached through a symbolic link of another user (uid {error.owner}), {error.link}")
+        raise _UntrustedDotenv from None
+
+
 def _trusted_dotenv(path: Path, status: os.stat_result) -> bool:
-    """Whether `.env` is this user's (or root's) and no other user can write it; else say why it is not read."""
-    owner_ok = status.st_uid in (os.geteuid(), 0)
-    if owner_ok and not status.st_mode & stat.S_IWOTH:
+    """Whether only this user (or root) can change `.env`: the rule the data directory is kept by
+    (`keep_private`: 0700, no group or other user may write), for the file that chooses it; else say why
+    it is not read. A group-writable file is not made private and read: its text may already be the group's."""
+    why = _dotenv_writers(status)
+    if why is None:
+        why = _folder_writers(Path(os.path.realpath(path)).parent)
+    if why is None:
         return True
-    why = f"belongs to another user (uid {status.st_uid})" if not owner_ok else "any user can write it"
-    logging.getLogger(__name__).warning("%s is not read: it %s, so its settings could be anyone's", path, why)
+    _distrusted(path, why)
     return False
+
+
+def _dotenv_writers(status: os.stat_result) -> str | None:
+    """Who besides this user and root could have written the file, in words; None for nobody."""
+    if status.st_uid not in (os.geteuid(), 0):
+        return f"it belongs to another user (uid {status.st_uid})"
+    if status.st_mode & stat.S_IWOTH:
+        return "any user can write it"
+    if status.st_mode & stat.S_IWGRP:
+        return f"every member of group {status.st_gid} can write it (mode {stat.S_IMODE(status.st_mode):o})"
+    return None
+
+
+def _folder_writers(folder: Path) -> str | None:
+    """Who else could put another file in place of `.env` in `folder` (a non-sticky folder others may
+    write: they can remove it, or rename a file of this user's they may link there onto its name)."""
+    try:
+        status = folder.stat()
+    except OSError:
+        return None
+    if status.st_mode & stat.S_ISVTX or not status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return None
+    who = "any user" if status.st_mode & stat.S_IWOTH else f"every member of group {status.st_gid}"
+    return f"it is in {folder}, where {who} can replace it (mode {stat.S_IMODE(status.st_mode):o})"
+
+
+def _distrusted(path: Path, why: str) -> None:
+    logging.getLogger(__name__).warning(
+        "%s is not read: %s, so its settings could be anyone's; make it and its folder writable by this "
+        "user only (chmod go-w)",
+        path, why,
+    )  # fmt: skip
 
 
 def keep_secret_file(path: Path) -> None:
