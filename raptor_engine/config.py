@@ -205,6 +205,7 @@ class Settings:
     # one upload's tokens: what bounds an ingest's time (about 0.4-0.8 CPU s per 1,000 tokens here)
     max_document_tokens: int = 150_000
     questions_per_minute: int = 6
+    files_per_hour: int = 60
     question_timeout: float = 120.0  # seconds before a question is given up (one sentence says so)
     writer_wait: float = 600.0  # seconds a write waits for other processes' writes (builds) of the same base
     # hostile uploads: the parse runs in a worker process with these limits (see parse_worker.py)
@@ -458,6 +459,11 @@ ENV_DOCS: dict[str, EnvDoc] = {
     ),
     "RAPTOR_QUESTIONS_PER_MINUTE": EnvDoc(
         "Bounds", "Questions one user may ask per minute (a sliding window, raptor_engine/query/ratelimit.py)."
+    ),
+    "RAPTOR_FILES_PER_HOUR": EnvDoc(
+        "Bounds",
+        "Files one member may have added per hour, all channels and servers together (a sliding window; "
+        "each file is a build, and builds share RAPTOR_MAX_CONCURRENT_BUILDS across every server). 0: no limit.",
     ),
     "RAPTOR_PARSE_TIMEOUT": EnvDoc(
         "Hostile uploads",

@@ -6,9 +6,11 @@ harness checks `allowed_mentions` on every call)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from tests.bot.conftest import MANAGER_ROLE, custom_ids, text_of, upload_finished
+from tests.bot.conftest import BOB, CHAN_A, MANAGER_ROLE, custom_ids, text_of, upload_finished
 from tests.bot.test_bot_flows import KB_A, ask, sources_of
 
 # name Discord hands over -> the name stored, shown, cited
@@ -72,3 +74,26 @@ async def test_document_text_that_looks_like_mentions_is_quoted_inert(harness):
             assert ping not in shown.replace("\\" + ping, "").replace("\\@" + ping[1:], ""), shown
         assert f"<@&{MANAGER_ROLE}>" not in shown and "<@101>" not in shown, shown
     assert "@everyone" in text_of(context).replace("\\", ""), text_of(context)  # quoted, not dropped
+
+
+async def test_a_member_posting_small_files_without_end_is_held_to_the_files_per_hour(make_harness, bot_settings):
+    """Tried: with auto-ingest on, one member posting a small file a message had each built (the channel's
+    queue bounds only what waits at once), so they could keep the bot's few build slots, shared by every
+    server, busy for as long as they liked. Now RAPTOR_FILES_PER_HOUR bounds a member's files, whichever way
+    added; another member is not held by it."""
+    h = await make_harness(message_content=True, settings=dataclasses.replace(bot_settings, files_per_hour=3))
+    await h.replies_done(h.slash("kb", [{"name": "enabled", "type": 5, "value": True}], sub="autoingest"))
+    for i in range(3):
+        h.user_message(CHAN_A, "", attachments=[h.fake.add_file(f"n{i}.md", f"Note {i}: the tide.".encode())])
+    await h.fake.wait_for(lambda: len(h.engine.documents(KB_A)) == 3, what="three files added")
+    h.user_message(CHAN_A, "", attachments=[h.fake.add_file("n3.md", b"Note 3: the tide.")])
+    said = await h.fake.wait_for(
+        lambda: [m for m in h.fake.channel_messages(CHAN_A) if "files in the last hour" in m["content"]],
+        what="the refusal",
+    )
+    assert said[0]["content"] == "You have added 3 files in the last hour, the most one member may; try again in 60 min."
+    token = h.kb_add(h.fake.add_file("n4.md", b"Note 4: the tide."))  # the slash command counts too
+    assert "files in the last hour" in text_of((await h.replies_done(token))[0])
+    h.user_message(CHAN_A, "", user=BOB, attachments=[h.fake.add_file("bob.md", b"Bob's note: the harbour.")])
+    await h.fake.wait_for(lambda: len(h.engine.documents(KB_A)) == 4, what="another member's file added")
+    assert sorted(d.name for d in h.engine.documents(KB_A)) == ["bob.md", "n0.md", "n1.md", "n2.md"]
