@@ -255,6 +255,34 @@ def tls_refusal(error: BaseException, address: str, outcome: str) -> str | None:
     return None
 
 
+def scheduler_tls_refusal(address: str, settings: Settings, wait_s: float = 2.0) -> str | None:
+    """`tls_refusal`'s sentence for a tls:// scheduler that refuses this machine's certificate or presents
+    one it does not trust, found by one handshake before `raptor worker` starts Dask (which would fail with
+    a traceback); None when it is accepted, or the scheduler is not up (the worker waits for it, as Dask's
+    does). TLS 1.3 ends the handshake before the server has checked this side: its refusal arrives as an
+    alert or a close in the next `wait_s` seconds, where an accepting Dask waits for the first message."""
+    if not address.startswith("tls://"):
+        return None
+    ca, cert, key = (settings.dask_tls_ca_file, settings.dask_tls_cert, settings.dask_tls_key)
+    context = ssl.create_default_context(cafile=ca)
+    context.check_hostname = False  # as Dask: the CA is the trust
+    context.load_cert_chain(cert, key)
+    host, port = address_host(address), int(address.rsplit(":", 1)[1])
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S) as raw:
+            with context.wrap_socket(raw) as tls:
+                tls.settimeout(wait_s)
+                if tls.recv(1) == b"":
+                    raise ssl.SSLEOFError("the scheduler closed the connection at the TLS handshake")
+    except TimeoutError:
+        return None
+    except ssl.SSLError as error:
+        return tls_refusal(error, address, "the worker did not start")
+    except OSError:
+        return None  # not up yet, or not reachable: Dask's worker waits and says so
+    return None
+
+
 def cluster_security(settings: Settings, address: str) -> Any:
     """The `distributed.security.Security` to reach the scheduler at `address` with (None: plain tcp://),
     or ClusterSettingsError, one sentence, where the address and the settings do not go together: a
@@ -1071,5 +1099,8 @@ def exec_worker(
 ) -> None:
     """Replace this process with the Dask worker (so signals reach it directly)."""
     command = worker_command(address, settings, name, host, listen)
+    refused = scheduler_tls_refusal(address, settings)
+    if refused:
+        raise ClusterSettingsError(refused)
     log.info("starting: %s", " ".join(command))
     os.execve(command[0], command, worker_environment())

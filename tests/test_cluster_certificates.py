@@ -7,12 +7,14 @@ all the handshake needs."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime as dt
 import os
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from raptor_engine.config import Settings
-from raptor_engine.workers import BuildCluster, ClusterSettingsError, cluster_security
+from raptor_engine.workers import BuildCluster, ClusterSettingsError, cluster_security, scheduler_tls_refusal
 
 NOW = dt.datetime.now(dt.UTC)
 DAY = dt.timedelta(days=1)
@@ -91,14 +93,14 @@ def test_this_machines_certificate_out_of_its_dates_or_not_the_cas_gets_one_sent
     assert cluster_security(_settings(tmp_path, ca.pem, ca.issue("host", cn="evil.example")), "tls://10.0.0.5:8786")
 
 
-def _connect_to_a_scheduler(server: tuple[str, tuple[str, str]], client: Settings) -> tuple[str, str]:
-    """Run `dask scheduler --protocol tls` on loopback with the server's CA and key pair (as
-    docs/SCALING.md runs it), connect to it as the bot does, and return its address and the sentence said."""
+@contextlib.contextmanager
+def _scheduler(server: tuple[str, tuple[str, str]]) -> Iterator[str]:
+    """`dask scheduler --protocol tls` on loopback with the server's CA and key pair, as docs/SCALING.md
+    runs it; its address."""
     ca, (cert, key) = server
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    address = f"tls://127.0.0.1:{port}"
     command = [
         str(Path(sys.executable).parent / "dask"), "scheduler", "--protocol", "tls", "--host", "127.0.0.1",
         "--port", str(port), "--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key, "--no-dashboard",
@@ -109,28 +111,47 @@ def _connect_to_a_scheduler(server: tuple[str, tuple[str, str]], client: Setting
             for line in scheduler.stderr:  # type: ignore[union-attr]
                 if "Scheduler at:" in line:
                     break
-            cluster = BuildCluster(dataclasses.replace(client, dask_scheduler=address), address)
-            with pytest.raises(ClusterSettingsError) as caught:
-                asyncio.run(cluster.connect())
+            yield f"tls://127.0.0.1:{port}"
         finally:
             scheduler.terminate()
-    return address, str(caught.value)
 
 
-@pytest.mark.parametrize("scheduler", ["expired", "self-signed", "trusts another CA"])
-def test_a_scheduler_whose_certificate_or_ca_is_not_the_clusters_gets_one_sentence(tmp_path, scheduler):
+def _servers(tmp_path: Path) -> tuple[Authority, dict[str, tuple[str, tuple[str, str]]]]:
     ca = Authority(tmp_path, "raptor-ca")
     other = Authority(tmp_path, "other-ca")
-    server = {
+    return ca, {
         "expired": (ca.pem, ca.issue("expired", end=NOW - DAY)),
         "self-signed": (ca.pem, ca.self_signed("self-signed")),
         "trusts another CA": (other.pem, ca.issue("server")),
-    }[scheduler]
-    address, sentence = _connect_to_a_scheduler(server, _settings(tmp_path, ca.pem, ca.issue("client")))
-    expected = {
-        "expired": "presents a certificate this machine does not trust (certificate has expired)",
-        "self-signed": "presents a certificate this machine does not trust (self-signed certificate)",
-        "trusts another CA": "does not accept this machine's certificate (it trusts another CA than RAPTOR_DASK_TLS_CA_FILE)",
-    }[scheduler]
-    assert sentence.startswith(f"The Dask scheduler {address} {expected}; the file was not added: "), sentence
+        "the cluster's": (ca.pem, ca.issue("good")),
+    }
+
+
+SAID = {
+    "expired": "presents a certificate this machine does not trust (certificate has expired)",
+    "self-signed": "presents a certificate this machine does not trust (self-signed certificate)",
+    "trusts another CA": "does not accept this machine's certificate (it trusts another CA than RAPTOR_DASK_TLS_CA_FILE)",
+}
+
+
+@pytest.mark.parametrize("scheduler", list(SAID))
+def test_a_scheduler_whose_certificate_or_ca_is_not_the_clusters_gets_one_sentence(tmp_path, scheduler):
+    ca, servers = _servers(tmp_path)
+    client = _settings(tmp_path, ca.pem, ca.issue("client"))
+    with _scheduler(servers[scheduler]) as address:
+        with pytest.raises(ClusterSettingsError) as caught:
+            asyncio.run(BuildCluster(dataclasses.replace(client, dask_scheduler=address), address).connect())
+        worker_said = scheduler_tls_refusal(address, client)
+    sentence = str(caught.value)
+    assert sentence.startswith(f"The Dask scheduler {address} {SAID[scheduler]}; the file was not added: "), sentence
     assert "try again later" not in sentence
+    # `raptor worker` says it before starting Dask (whose worker failed with a traceback of 95 lines)
+    assert worker_said is not None and worker_said.startswith(f"The Dask scheduler {address} {SAID[scheduler]}; the worker did not start: ")
+
+
+def test_a_worker_is_not_held_by_a_scheduler_that_accepts_it_or_is_not_up_yet(tmp_path):
+    ca, servers = _servers(tmp_path)
+    client = _settings(tmp_path, ca.pem, ca.issue("client"))
+    with _scheduler(servers["the cluster's"]) as address:
+        assert scheduler_tls_refusal(address, client) is None
+    assert scheduler_tls_refusal(address, client) is None  # gone: Dask's worker waits for it, as before
