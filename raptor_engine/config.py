@@ -72,16 +72,20 @@ class _UntrustedDotenv(OSError):
     """`.env` is reached through a link another user planted: read as missing, after the warning."""
 
 
-def _followed_dotenv(path: Path) -> Path:
+def _followed_dotenv(path: Path, hops: int = 40) -> Path:
     """The file `path` names, its links followed only where the kernel's `protected_symlinks` rule would
-    (storage/files.py): a `.env` link planted by another user could pick any file of this user's."""
-    from .storage.files import PlantedLinkError, followed_path  # storage imports this module
-
-    try:
-        return followed_path(path)
-    except PlantedLinkError as error:
-        _distrusted(path, f"it is reached through a symbolic link of another user (uid {error.owner}), {error.link}")
-        raise _UntrustedDotenv from None
+    (as storage/files.py does for the files the CLI writes): a link of this user's, root's or its folder's
+    owner. A `.env` link another user planted in a shared folder could pick any file of this user's."""
+    for _ in range(hops):
+        if not path.is_symlink():
+            return path
+        owner = path.lstat().st_uid
+        if owner not in (os.geteuid(), 0, path.parent.stat().st_uid):
+            _distrusted(path, f"it is reached through a symbolic link of another user (uid {owner}), {path}")
+            raise _UntrustedDotenv
+        target = Path(os.readlink(path))
+        path = target if target.is_absolute() else path.parent / target
+    raise _UntrustedDotenv  # a loop: open() would fail the same way
 
 
 def _trusted_dotenv(path: Path, status: os.stat_result) -> bool:

@@ -63,30 +63,15 @@ def _followed(path: Path, *, hops: int) -> Path:
     return current
 
 
-class PlantedLinkError(RaptorError):
-    """A symbolic link on a path that neither this user nor its folder's owner made (`_check_link_owner`)."""
-
-    def __init__(self, link: Path, owner: int):
-        super().__init__(
-            f"Cannot write {link}: it is a symbolic link of another user (uid {owner}) in a folder that is not "
-            "theirs, so it is not followed; remove it or give another name."
-        )
-        self.link = link
-        self.owner = owner
-
-
-def followed_path(path: Path) -> Path:
-    """`path` with its symbolic links resolved under the rule above: PlantedLinkError for one another user
-    planted in a folder not theirs (reading a file through it would read whatever that user chose)."""
-    return _followed(path.absolute(), hops=0)
-
-
 def _check_link_owner(link: Path) -> None:
     """Refuse a link that belongs neither to this user nor to its folder's owner, in one sentence."""
     owner = link.lstat().st_uid
     if owner in (os.geteuid(), link.parent.stat().st_uid):
         return
-    raise PlantedLinkError(link, owner)
+    raise RaptorError(
+        f"Cannot write {link}: it is a symbolic link of another user (uid {owner}) in a folder that is not "
+        "theirs, so it is not followed; remove it or give another name."
+    )
 
 
 def create_new(path: Path, data: bytes, mode: int = 0o644) -> None:
