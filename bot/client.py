@@ -23,7 +23,7 @@ from discord.ext import commands
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.errors import NotFoundError, RaptorError, storage_error, storage_failure
-from raptor_engine.query.ratelimit import QuestionLimiter
+from raptor_engine.query.ratelimit import FileLimiter, QuestionLimiter
 
 from . import posted
 from .adding import resume_uploads
@@ -146,6 +146,7 @@ class RaptorBot(commands.AutoShardedBot):
             cdn=aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)),
             cooldown=Cooldown(self.settings.ask_cooldown_seconds),
             question_limit=QuestionLimiter(self.settings.questions_per_minute),
+            file_limit=FileLimiter(self.settings.files_per_hour),
             message_content=self.intents.message_content,
             token_lifetime=self.token_lifetime,
             status_interval=self.status_interval,

@@ -88,7 +88,7 @@ async def start_adding(
     if not accepted:
         await tell(interaction, "Nothing was added.\n" + "\n".join(refused))
         return
-    refusal = services.jobs.refusal(kb, len(accepted))
+    refusal = services.upload_refusal(kb, interaction.user.id, len(accepted))
     if refusal:
         await tell(interaction, refusal)
         return
@@ -117,7 +117,7 @@ async def auto_ingest(services: Services, message: discord.Message, kb: str) -> 
     if await author_forgotten(services, message):
         await status.show(FORGOTTEN_POSTER)
         return Tally(not_added=len(candidates), passed_over=passed_over)
-    refusal = services.jobs.refusal(kb, len(accepted))
+    refusal = services.upload_refusal(kb, message.author.id, len(accepted))
     if refusal or not accepted:
         await status.show("\n".join(([refusal] if refusal else []) + refused))
         return Tally(not_added=len(candidates), passed_over=passed_over)

@@ -20,7 +20,7 @@ import discord
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.errors import NotFoundError
-from raptor_engine.query.ratelimit import QuestionLimiter
+from raptor_engine.query.ratelimit import FileLimiter, QuestionLimiter
 from raptor_engine.storage.records import DocumentInfo
 
 from .jobs import MIN_EDIT_INTERVAL_SECONDS, TOKEN_LIFETIME_SECONDS, BuildJobs
@@ -47,7 +47,18 @@ class Services:
     sync: Any = None
     # this run of the bot, written on the history imports it starts: the resume at start skips its own
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # files each member may have added per hour (RAPTOR_FILES_PER_HOUR; no limit unless the bot sets one)
+    file_limit: FileLimiter = field(default_factory=lambda: FileLimiter(0))
     _autoingest: dict[str, bool] = field(default_factory=dict)
+
+    def upload_refusal(self, kb: str, user_id: int, files: int) -> str | None:
+        """Why `files` files of this member cannot be queued in `kb` now (the channel's queue, then the
+        member's files per hour, which counts them once the queue takes them), or None."""
+        refusal = self.jobs.refusal(kb, files)
+        if refusal:
+            return refusal
+        wait = self.file_limit.retry_after(user_id, files)
+        return self.file_limit.message(wait) if wait else None
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Call an engine method off the event loop whether it is async or plain."""

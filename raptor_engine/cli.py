@@ -38,7 +38,7 @@ try:  # loading the engine takes a second or more: a Ctrl-C then is one line and
         readable_text,
         shown_text,
     )
-    from .errors import RaptorError, damaged_store, did_you_mean, is_damaged_database, storage_failure
+    from .errors import RaptorError, closest_name, damaged_store, is_damaged_database, storage_failure
     from .ingest.load import file_types, read_local_file, safe_filename
     from .plugins import load_plugins
     from .query.answer import describe_documents
@@ -203,27 +203,50 @@ def _fail(exc: BaseException) -> None:
 SHOWN_KBS = 5  # knowledge bases named when none is close to the one asked for
 
 
-def kb_suggestion(kb: str, names: list[str]) -> str:
+def kb_suggestion(kb: str, names: list[str], prefix: str = "") -> str:
     """What to say after "'kb' has no documents": the close name (`Did you mean 'notes'?`, case and
-    one typo apart), else the knowledge bases there are, the first few; '' when there are none."""
-    close = did_you_mean(kb, names)
-    if close:
-        return close
+    one typo apart), else the knowledge bases there are, the first few; '' when there are none. With a
+    `prefix` (a guild's), `kb` and `names` come without it, so it weighs nothing in how close they are."""
+    close = closest_name(kb, names)
+    if close is not None:
+        return f" Did you mean {prefix + close!r}?"
     others = [name for name in names if name != kb]
     if not others:
         return ""
-    listed = ", ".join(repr(name) for name in others[:SHOWN_KBS])
+    listed = ", ".join(repr(prefix + name) for name in others[:SHOWN_KBS])
     more = f" and {len(others) - SHOWN_KBS:,} more" if len(others) > SHOWN_KBS else ""
     return f" The knowledge bases here: {listed}{more}."
 
 
 def _other_kbs(ctx: click.Context) -> str:
-    """`kb_suggestion` for the command's --kb among this data directory's knowledge bases with documents."""
+    """`kb_suggestion` for the command's --kb among the knowledge bases with documents of the store it would
+    be in: a guild's (`guild-42-notes`) only its own guild's, never another's, the main store only its own."""
     kb = ctx.params.get("kb")
     engine = (ctx.obj or {}).get("engine")
     if not isinstance(kb, str) or engine is None:
         return ""
-    return kb_suggestion(kb, [name for name in engine.spaces.root.store.kb_names() if engine.documents(name)])
+    names = kbs_beside(engine, kb)
+    prefix = _space_prefix(engine, kb)
+    if prefix and all(name.startswith(prefix) for name in names):  # 'guild-42-zzz' is not close to every name
+        return kb_suggestion(kb[len(prefix) :], [name[len(prefix) :] for name in names], prefix)
+    return kb_suggestion(kb, names)
+
+
+def _space_prefix(engine: Engine, kb: str) -> str:
+    """What names a guild's store (`guild-42-`), which every knowledge base there starts with; '' for none."""
+    match = engine.spaces.pattern.match(kb) if engine.spaces.pattern is not None else None
+    return match.group(0) if match else ""
+
+
+def kbs_beside(engine: Engine, kb: str) -> list[str]:
+    """The knowledge bases with documents in the store `kb` belongs to (none when that guild has no store)."""
+    try:
+        space = engine.spaces.space_of(kb)
+        with engine.spaces.pinned(space, create=False) as found:
+            names = found.store.kb_names()
+    except RaptorError:  # no store for that guild (NotFoundError), or no guild's name at all
+        return []
+    return [name for name in names if engine.spaces.space_of(name) == space and engine.documents(name)]
 
 
 def _require_documents(engine: Engine, kb: str) -> None:

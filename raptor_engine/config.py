@@ -49,7 +49,7 @@ def load_dotenv_file(path: str | os.PathLike[str] = ".env") -> None:
         return
     path = Path(path)
     try:  # not blocking: a FIFO planted as `.env` held every command run in its folder until it was written
-        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        handle = os.open(_followed_dotenv(path), os.O_RDONLY | os.O_NONBLOCK)
     except OSError:  # none here (the usual case), or unreadable: the environment alone
         return
     try:
@@ -75,18 +75,73 @@ def load_dotenv_file(path: str | os.PathLike[str] = ".env") -> None:
         )  # fmt: skip
 
 
+class _UntrustedDotenv(OSError):
+    """`.env` is reached through a link another user planted: read as missing, after the warning."""
+
+
+def _followed_dotenv(path: Path, hops: int = 40) -> Path:
+    """The file `path` names, its links followed only where the kernel's `protected_symlinks` rule would
+    (as storage/files.py does for the files the CLI writes): a link of this user's, root's or its folder's
+    owner. A `.env` link another user planted in a shared folder could pick any file of this user's."""
+    for _ in range(hops):
+        if not path.is_symlink():
+            return path
+        owner = path.lstat().st_uid
+        if owner not in (os.geteuid(), 0, path.parent.stat().st_uid):
+            _distrusted(path, f"it is reached through a symbolic link of another user (uid {owner}), {path}")
+            raise _UntrustedDotenv
+        target = Path(os.readlink(path))
+        path = target if target.is_absolute() else path.parent / target
+    raise _UntrustedDotenv  # a loop: open() would fail the same way
+
+
 def _trusted_dotenv(path: Path, status: os.stat_result) -> bool:
-    """Whether `.env` is a file of this user's (or root's) that no other user can write; else say why it is
-    not read (a FIFO, a device or a folder is no file of settings: `/dev/urandom` never ends)."""
+    """Whether only this user (or root) can change `.env`: the rule the data directory is kept by
+    (`keep_private`: 0700, no group or other user may write), for the file that chooses it; else say why
+    it is not read. A group-writable file is not made private and read: its text may already be the group's.
+    A FIFO, a device or a folder is no file of settings (`/dev/urandom` never ends)."""
     if not stat.S_ISREG(status.st_mode):
         logging.getLogger(__name__).warning("%s is not read: it is not a regular file", path)
         return False
-    owner_ok = status.st_uid in (os.geteuid(), 0)
-    if owner_ok and not status.st_mode & stat.S_IWOTH:
+    why = _dotenv_writers(status)
+    if why is None:
+        why = _folder_writers(Path(os.path.realpath(path)).parent)
+    if why is None:
         return True
-    why = f"belongs to another user (uid {status.st_uid})" if not owner_ok else "any user can write it"
-    logging.getLogger(__name__).warning("%s is not read: it %s, so its settings could be anyone's", path, why)
+    _distrusted(path, why)
     return False
+
+
+def _dotenv_writers(status: os.stat_result) -> str | None:
+    """Who besides this user and root could have written the file, in words; None for nobody."""
+    if status.st_uid not in (os.geteuid(), 0):
+        return f"it belongs to another user (uid {status.st_uid})"
+    if status.st_mode & stat.S_IWOTH:
+        return "any user can write it"
+    if status.st_mode & stat.S_IWGRP:
+        return f"every member of group {status.st_gid} can write it (mode {stat.S_IMODE(status.st_mode):o})"
+    return None
+
+
+def _folder_writers(folder: Path) -> str | None:
+    """Who else could put another file in place of `.env` in `folder` (a non-sticky folder others may
+    write: they can remove it, or rename a file of this user's they may link there onto its name)."""
+    try:
+        status = folder.stat()
+    except OSError:
+        return None
+    if status.st_mode & stat.S_ISVTX or not status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return None
+    who = "any user" if status.st_mode & stat.S_IWOTH else f"every member of group {status.st_gid}"
+    return f"it is in {folder}, where {who} can replace it (mode {stat.S_IMODE(status.st_mode):o})"
+
+
+def _distrusted(path: Path, why: str) -> None:
+    logging.getLogger(__name__).warning(
+        "%s is not read: %s, so its settings could be anyone's; make it and its folder writable by this "
+        "user only (chmod go-w)",
+        path, why,
+    )  # fmt: skip
 
 
 def keep_secret_file(path: Path) -> None:
@@ -165,6 +220,7 @@ class Settings:
     # one upload's tokens: what bounds an ingest's time (about 0.4-0.8 CPU s per 1,000 tokens here)
     max_document_tokens: int = 150_000
     questions_per_minute: int = 6
+    files_per_hour: int = 60
     question_timeout: float = 120.0  # seconds before a question is given up (one sentence says so)
     writer_wait: float = 600.0  # seconds a write waits for other processes' writes (builds) of the same base
     # hostile uploads: the parse runs in a worker process with these limits (see parse_worker.py)
@@ -418,6 +474,11 @@ ENV_DOCS: dict[str, EnvDoc] = {
     ),
     "RAPTOR_QUESTIONS_PER_MINUTE": EnvDoc(
         "Bounds", "Questions one user may ask per minute (a sliding window, raptor_engine/query/ratelimit.py)."
+    ),
+    "RAPTOR_FILES_PER_HOUR": EnvDoc(
+        "Bounds",
+        "Files one member may have added per hour, all channels and servers together (a sliding window; "
+        "each file is a build, and builds share RAPTOR_MAX_CONCURRENT_BUILDS across every server). 0: no limit.",
     ),
     "RAPTOR_PARSE_TIMEOUT": EnvDoc(
         "Hostile uploads",

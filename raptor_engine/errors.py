@@ -31,9 +31,15 @@ class NotFoundError(RaptorError):
 def did_you_mean(wanted: str, names: list[str]) -> str:
     """' Did you mean 'x'?' for the one of `names` closest to a name that matched none (case and a typo
     apart: difflib's ratio 0.6 on the case-folded names), or '' when none is close; never `wanted` itself."""
+    close = closest_name(wanted, names)
+    return f" Did you mean {close!r}?" if close else ""
+
+
+def closest_name(wanted: str, names: list[str]) -> str | None:
+    """`did_you_mean`'s name, or None."""
     folded = {name.casefold(): name for name in names if name != wanted}
     close = difflib.get_close_matches(wanted.casefold(), list(folded), n=1, cutoff=0.6)
-    return f" Did you mean {folded[close[0]]!r}?" if close else ""
+    return folded[close[0]] if close else None
 
 
 class BackendError(RaptorError):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import datetime
 import inspect
 import ipaddress
 import logging
@@ -174,6 +175,114 @@ def _check_tls_files(ca: str, cert: str, key: str) -> None:
         ) from None
 
 
+def _check_certificate(ca: str, cert: str) -> None:
+    """ClusterSettingsError, one sentence, for a certificate the cluster's peers would refuse at the
+    handshake, where Dask says only that the scheduler 'cannot be reached' (this side) or fails with a
+    traceback (`raptor worker`): one out of its dates, or one the CA file did not sign (self-signed, or
+    another CA's). Its host name is not checked by Dask, nor here: the CA is the whole trust (docs/SCALING.md)."""
+    from cryptography import x509
+
+    try:
+        chain = x509.load_pem_x509_certificates(Path(cert).read_bytes())
+        authorities = x509.load_pem_x509_certificates(Path(ca).read_bytes())
+    except (OSError, ValueError):
+        return  # `_check_tls_files` has said what is wrong with files that do not load
+    leaf, now = chain[0], datetime.datetime.now(datetime.UTC)
+    named = f"The TLS certificate {ENV_VARS['dask_tls_cert']}={cert}"
+    if leaf.not_valid_after_utc < now:
+        raise ClusterSettingsError(
+            f"{named} expired on {leaf.not_valid_after_utc:%Y-%m-%d %H:%M} UTC, so the cluster refuses it; make a "
+            "new one with the cluster's CA (docs/SCALING.md)."
+        )
+    if leaf.not_valid_before_utc > now:
+        raise ClusterSettingsError(
+            f"{named} is valid only from {leaf.not_valid_before_utc:%Y-%m-%d %H:%M} UTC, so the cluster refuses it "
+            "until then; check this machine's clock or make a new one."
+        )
+    if not _issued_by(chain, authorities):
+        raise ClusterSettingsError(
+            f"{named} is not signed by {ENV_VARS['dask_tls_ca_file']}={ca} (it is self-signed, or another CA's), "
+            "so the cluster refuses it; sign it with the cluster's CA (docs/SCALING.md)."
+        )
+
+
+def _issued_by(chain: list[Any], authorities: list[Any]) -> bool:
+    """Whether the chain's first certificate leads, through the others, to one the CA file holds."""
+    current = chain[0]
+    for _ in range(len(chain)):
+        if any(_signed(current, authority) for authority in authorities):
+            return True
+        parent = next((c for c in chain[1:] if c is not current and _signed(current, c)), None)
+        if parent is None:
+            return False
+        current = parent
+    return False
+
+
+def _signed(certificate: Any, issuer: Any) -> bool:
+    from cryptography.exceptions import InvalidSignature
+
+    try:
+        certificate.verify_directly_issued_by(issuer)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def tls_refusal(error: BaseException, address: str, outcome: str) -> str | None:
+    """The sentence for a TLS handshake the scheduler and this machine did not agree on, read from the
+    error's chain (Dask says only 'TLS certificate does not match' or 'cannot be reached'), or None. This
+    machine's own certificate was checked before (`_check_certificate`), so a refusal here is the other
+    side's: its certificate, or its CA."""
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in seen and len(seen) < 16:
+        seen.append(current)
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return (
+                f"The Dask scheduler {address} presents a certificate this machine does not trust "
+                f"({current.verify_message}); {outcome}: give it one signed by the cluster's CA, within its dates."
+            )
+        current = current.__cause__ or current.__context__
+    text = " ".join(f"{type(e).__name__} {e}" for e in seen).lower()
+    # TLS 1.3 ends the handshake before the server checks the client's certificate: a refusal arrives as
+    # an alert, or (Dask's listener) as the connection closed at once, EOF in the middle of TLS.
+    if any(sign in text for sign in ("alert unknown ca", "alert bad certificate", "alert certificate", "ssleoferror")):
+        return (
+            f"The Dask scheduler {address} does not accept this machine's certificate (it trusts another CA than "
+            f"{ENV_VARS['dask_tls_ca_file']}); {outcome}: use the cluster's one CA on every machine."
+        )
+    return None
+
+
+def scheduler_tls_refusal(address: str, settings: Settings, wait_s: float = 2.0) -> str | None:
+    """`tls_refusal`'s sentence for a tls:// scheduler that refuses this machine's certificate or presents
+    one it does not trust, found by one handshake before `raptor worker` starts Dask (which would fail with
+    a traceback); None when it is accepted, or the scheduler is not up (the worker waits for it, as Dask's
+    does). TLS 1.3 ends the handshake before the server has checked this side: its refusal arrives as an
+    alert or a close in the next `wait_s` seconds, where an accepting Dask waits for the first message."""
+    if not address.startswith("tls://"):
+        return None
+    ca, cert, key = (settings.dask_tls_ca_file, settings.dask_tls_cert, settings.dask_tls_key)
+    context = ssl.create_default_context(cafile=ca)
+    context.check_hostname = False  # as Dask: the CA is the trust
+    context.load_cert_chain(cert, key)
+    host, port = address_host(address), int(address.rsplit(":", 1)[1])
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S) as raw:
+            with context.wrap_socket(raw) as tls:
+                tls.settimeout(wait_s)
+                if tls.recv(1) == b"":
+                    raise ssl.SSLEOFError("the scheduler closed the connection at the TLS handshake")
+    except TimeoutError:
+        return None
+    except ssl.SSLError as error:
+        return tls_refusal(error, address, "the worker did not start")
+    except OSError:
+        return None  # not up yet, or not reachable: Dask's worker waits and says so
+    return None
+
+
 def cluster_security(settings: Settings, address: str) -> Any:
     """The `distributed.security.Security` to reach the scheduler at `address` with (None: plain tcp://),
     or ClusterSettingsError, one sentence, where the address and the settings do not go together: a
@@ -197,6 +306,7 @@ def cluster_security(settings: Settings, address: str) -> Any:
             raise ClusterSettingsError(f"Cannot read the TLS file {', '.join(unreadable)}; check the path.")
         ca, cert, key = (given[name] for name in names)
         _check_tls_files(ca, cert, key)
+        _check_certificate(ca, cert)
         return Security(
             require_encryption=True, tls_ca_file=ca,
             tls_client_cert=cert, tls_client_key=key, tls_worker_cert=cert, tls_worker_key=key,
@@ -576,6 +686,9 @@ class BuildCluster:
                 log.warning("cannot reach the Dask scheduler at %s: %s", self.address, error)
                 if client is not None:
                     await self._close_client(client)
+                refused = tls_refusal(error, self.address or "", outcome)
+                if refused:
+                    raise ClusterSettingsError(refused) from None
                 raise self._unreachable(outcome) from None
             try:
                 await asyncio.wait_for(
@@ -986,5 +1099,8 @@ def exec_worker(
 ) -> None:
     """Replace this process with the Dask worker (so signals reach it directly)."""
     command = worker_command(address, settings, name, host, listen)
+    refused = scheduler_tls_refusal(address, settings)
+    if refused:
+        raise ClusterSettingsError(refused)
     log.info("starting: %s", " ".join(command))
     os.execve(command[0], command, worker_environment())

@@ -244,3 +244,23 @@ def test_settings_that_may_be_negative_still_are(monkeypatch, tmp_path):
     monkeypatch.setenv("RAPTOR_SEED", "-1")
     settings = Settings.from_env()
     assert (settings.build_worker_nice, settings.seed) == (-5, -1)
+
+
+def test_file_limit_counts_every_file_of_a_request_per_member_per_hour():
+    from raptor_engine.query.ratelimit import FileLimiter
+
+    clock = Clock()
+    limiter = FileLimiter(5, clock=clock)
+    assert limiter.retry_after("alice", 3) == 0.0  # three files at 1000
+    clock.now += 600
+    assert limiter.retry_after("alice", 3) == pytest.approx(3000.0)  # 3 + 3 > 5: the first frees at 4600
+    assert limiter.retry_after("alice", 2) == 0.0  # refused files were not counted; two more fit
+    assert limiter.retry_after("alice", 1) == pytest.approx(3000.0)
+    assert limiter.retry_after("alice", 6) == 3600.0  # more than the limit at once never fits
+    assert limiter.retry_after("bob", 5) == 0.0  # per member
+    clock.now += 3000
+    assert limiter.retry_after("alice", 3) == 0.0  # the first three left the window
+    message = limiter.message(3000.0)
+    one_sentence(message)
+    assert message == "You have added 5 files in the last hour, the most one member may; try again in 50 min."
+    assert all(FileLimiter(0).retry_after("u", 100) == 0.0 for _ in range(10))

@@ -160,3 +160,31 @@ def test_a_question_from_stdin_that_cannot_be_asked_is_one_sentence(run, text, e
     done = run("ask", "-", "--kb", "Railway", input=text)
     assert done.exit_code == 1 and done.stdout == ""
     assert done.stderr.startswith("Error: ") and error in done.stderr and done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("asked", "said"),
+    [
+        ("guild-42-note", " Did you mean 'guild-42-notes'?"),  # before: "The knowledge bases here: 'Railway'."
+        ("guild-42-Lists", " Did you mean 'guild-42-lists'?"),
+        ("guild-42-zzz", " The knowledge bases here: 'guild-42-lists', 'guild-42-notes'."),  # no name is close
+        ("guild-43-note", " Did you mean 'guild-43-notes'?"),
+        ("guild-44-notes", ""),  # a guild with no store: nothing, and never another guild's names
+        ("railway", " Did you mean 'Railway'?"),
+        ("zzz", " The knowledge bases here: 'Railway'."),  # the main store's own, no guild's
+    ],
+)
+def test_a_mistyped_kb_is_helped_within_its_own_guilds_store_and_never_shown_anothers(run, tmp_path, asked, said):
+    """The suggestion came from the main store alone, whatever store --kb was in: a guild's knowledge base
+    mistyped got the main store's names. Now only names of the store the asked one would be in, the
+    guild's prefix weighing nothing in how close a name is (else 'guild-42-zzz' is close to every name)."""
+    note = tmp_path / "secret.md"
+    note.write_text("The vault code of guild 43 is 4471. The keeper holds it.\n")
+    for kb in ("guild-42-notes", "guild-42-lists", "guild-43-notes", "guild-43-secretplans"):
+        assert run("ingest", str(note), "--kb", kb, "--quiet").exit_code == 0
+    done = run("ask", "Who?", "--kb", asked)
+    assert done.exit_code == 1
+    sentence = f"The knowledge base {asked!r} has no documents yet; add one with: raptor ingest FILE --kb {asked}"
+    assert done.stderr == f"Error: {sentence}{said}\n"
+    own = asked.split("-")[1] if asked.startswith("guild-") else None
+    assert all(f"guild-{guild}-" not in done.stderr for guild in ("42", "43") if guild != own)

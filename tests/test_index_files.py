@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from raptor_engine import Engine
-from raptor_engine.storage.index import HNSW_HEADER, _upper_levels, hnsw_file_problem
+from raptor_engine.storage.index import HNSW_HEADER, IndexManager, _upper_levels, hnsw_file_problem
+from raptor_engine.storage.store import Store
 from tests.sample_texts import RAILWAY
 from tests.unhurried import unhurried_settings
 
@@ -166,3 +167,78 @@ def test_the_upper_links_are_judged_as_the_per_element_walk_judged_them(tmp_path
         found["levels" if not isinstance(now, str) else "problem"] += 1
     print(found)
     assert found["levels"] >= 1 and found["problem"] >= 50
+def _labels(path: Path) -> list[int]:
+    """The node id of each element of a saved index, in the file's order (tombstones included)."""
+    data = path.read_bytes()
+    fields = HNSW_HEADER.unpack_from(data)
+    count, per_element, label_offset = fields[2], fields[3], fields[4]
+    return [int.from_bytes(data[HNSW_HEADER.size + i * per_element + label_offset :][:8], "little") for i in range(count)]
+
+
+def _alter_vectors(path: Path, nodes: list[int]) -> None:
+    """Replace the vectors (not the links) of the given nodes in a saved index with other unit vectors:
+    the file stays well formed, so it loads, and searches rank by the altered values."""
+    labels = _labels(path)
+    data = bytearray(path.read_bytes())
+    fields = HNSW_HEADER.unpack_from(data)
+    per_element, offset_data = fields[3], fields[5]
+    rng = np.random.default_rng(7)
+    for element in (labels.index(node) for node in nodes):
+        vector = rng.normal(size=384).astype(np.float32)
+        start = HNSW_HEADER.size + element * per_element + offset_data
+        data[start : start + 384 * 4] = (vector / np.linalg.norm(vector)).astype(np.float32).tobytes()
+    path.write_bytes(bytes(data))
+
+
+def _top_hits(data: Path, node_ids: list[int]) -> list[float]:
+    """The best similarity a search by each node's stored vector (SQLite's) finds: 1.0 (itself, or a node of
+    the same text) while the index holds the store's vectors."""
+    store = Store(data / "raptor.db")
+    try:
+        built = IndexManager(store, data / "indices").get(1)
+        ids, matrix = store.embeddings(1, ids=node_ids)
+        return [round(built.search(vector, 1, 50)[0][1], 4) for vector in matrix]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("altered", [1, 5])
+def test_doctor_finds_an_index_whose_vectors_are_not_the_stores_and_rebuilds_it(saved, tmp_path, embedder, altered):
+    """Tried: a `.hnsw` with some vectors changed (links intact) loaded, ranked those nodes out of their own
+    searches, and `doctor` said healthy. Now doctor compares the index's vectors with SQLite's (all of them in
+    a knowledge base this small) and rebuilds it."""
+    data = _copy(saved, tmp_path)
+    ids = json.loads((data / "indices" / "kb-1.json").read_text())["ids"]
+    victims = ids[:: max(len(ids) // altered, 1)][:altered]
+    expected = _top_hits(data, victims)
+    _alter_vectors(data / "indices" / "kb-1.hnsw", victims)
+    assert expected == [1.0] * altered
+    assert _top_hits(data, victims) != expected  # the attack is real: they rank otherwise
+
+    engine = Engine(unhurried_settings(data_dir=data), embedder=embedder)
+    try:
+        found = engine.doctor(repair=False).problems
+        assert found == [
+            f"the index of knowledge base 1 holds vectors that are not the store's ({altered} of {len(ids)} compared differ)"
+        ]
+        report = engine.doctor(repair=True)
+        assert report.repaired == found and engine.doctor(repair=False).problems == []
+    finally:
+        engine.close()
+    assert _top_hits(data, victims) == expected
+
+
+def test_doctor_samples_the_vectors_of_a_large_index(saved, tmp_path, monkeypatch):
+    """Past VECTOR_SAMPLE nodes a random sample is compared (cheap at any size): with every vector altered,
+    every one sampled differs; the index untouched, none does."""
+    monkeypatch.setattr("raptor_engine.storage.index.VECTOR_SAMPLE", 8)
+    data = _copy(saved, tmp_path)
+    store = Store(data / "raptor.db")
+    try:
+        assert IndexManager(store, data / "indices").check(1) == []
+        _alter_vectors(data / "indices" / "kb-1.hnsw", json.loads((data / "indices" / "kb-1.json").read_text())["ids"])
+        assert IndexManager(store, data / "indices").check(1) == [
+            "the index of knowledge base 1 holds vectors that are not the store's (8 of 8 compared differ)"
+        ]
+    finally:
+        store.close()

@@ -159,8 +159,8 @@ def test_a_dotenv_another_user_could_have_written_is_not_read(tmp_path, caplog, 
         os.environ.pop("OPENAI_BASE_URL", None)
         load_dotenv_file(path)
         assert "RAPTOR_BUDGET" not in os.environ and "OPENAI_BASE_URL" not in os.environ
-    reason = "belongs to another user (uid 65534)" if who == "another user's" else "any user can write it"
-    assert f".env is not read: it {reason}" in caplog.text
+    reason = "it belongs to another user (uid 65534)" if who == "another user's" else "any user can write it"
+    assert f".env is not read: {reason}" in caplog.text
 
 
 def test_the_environment_still_wins_over_a_dotenv(tmp_path):
@@ -187,3 +187,82 @@ def test_a_fifo_planted_as_dotenv_is_not_read_and_holds_nothing_up(tmp_path, cap
         assert not hung, "reading .env blocked on a FIFO"
         assert "RAPTOR_BUDGET" not in os.environ
     assert ".env is not read: it is not a regular file" in caplog.text
+def _write_as_other_user(path: Path, line: str) -> bool:
+    """Append `line` to `path` as uid 65534 with group 65534 (a member of the file's group): whether it went in."""
+    import subprocess
+
+    script = f"printf '%s\\n' {line!r} >> {str(path)!r}"
+    done = subprocess.run(
+        ["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups", "sh", "-c", script],
+        capture_output=True,
+    )
+    return done.returncode == 0
+
+
+@needs_root
+def test_a_dotenv_a_group_can_write_is_not_read(tmp_path, caplog):
+    """Before, a `.env` of this user's that its group could write (0664, as `cp` under umask 002 makes it) was
+    read: a member of the group (played by uid 65534, the group's) appended RAPTOR_DATA_DIR and the next
+    command used it. The data directory is kept 0700, so no group writes the bot's data; nor its settings."""
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="raptor-dotenv-", dir="/tmp"))  # one uid 65534 can reach
+    try:
+        base.chmod(0o755)
+        path = _dotenv(base, "RAPTOR_BUDGET=1500\n", 0o664)
+        os.chown(path, 0, OTHER_UID)
+        assert _write_as_other_user(path, "RAPTOR_TOP_K=7")  # the attack is real: the group member wrote it
+        with _environ_put_back():
+            load_dotenv_file(path)
+            assert "RAPTOR_BUDGET" not in os.environ and "RAPTOR_TOP_K" not in os.environ
+        assert f".env is not read: every member of group {OTHER_UID} can write it (mode 664)" in caplog.text
+        path.chmod(0o644)  # the same file, once only its owner may write it, is read
+        with _environ_put_back():
+            load_dotenv_file(path)
+            assert os.environ.get("RAPTOR_TOP_K") == "7"
+    finally:
+        shutil.rmtree(base)
+
+
+@needs_root
+@pytest.mark.parametrize("folder_mode", [0o775, 0o777])
+def test_a_dotenv_in_a_folder_others_can_write_is_not_read(tmp_path, caplog, folder_mode):
+    """In a folder a group (or anyone) may write, that group can remove this user's `.env` and put another in
+    its place; a sticky folder (as /tmp) keeps each file its owner's, so a `.env` there is read."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    os.chown(folder, 0, OTHER_UID)
+    folder.chmod(folder_mode)
+    path = _dotenv(folder, "RAPTOR_BUDGET=1500\n")
+    with _environ_put_back():
+        load_dotenv_file(path)
+        assert "RAPTOR_BUDGET" not in os.environ
+    assert f".env is not read: it is in {folder}, where " in caplog.text
+    folder.chmod(folder_mode | 0o1000)
+    with _environ_put_back():
+        load_dotenv_file(path)
+        assert os.environ.get("RAPTOR_BUDGET") == "1500"
+
+
+@needs_root
+def test_a_dotenv_link_another_user_planted_is_not_followed(tmp_path, caplog):
+    """A `.env` link of another user's in a folder not theirs (sticky and shared, as /tmp) pointing at a
+    file of this user's (another project's settings, with its token) is not followed; this user's own is."""
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o1777)
+    shared.chmod(0o1777)
+    elsewhere = tmp_path / "other-project"
+    elsewhere.mkdir()
+    target = _dotenv(elsewhere, "RAPTOR_BUDGET=1500\n")
+    link = shared / ".env"
+    link.symlink_to(target)
+    os.lchown(link, OTHER_UID, OTHER_UID)
+    with _environ_put_back():
+        load_dotenv_file(link)
+        assert "RAPTOR_BUDGET" not in os.environ
+    assert f"is reached through a symbolic link of another user (uid {OTHER_UID})" in caplog.text
+    os.lchown(link, 0, 0)
+    with _environ_put_back():
+        load_dotenv_file(link)
+        assert os.environ.get("RAPTOR_BUDGET") == "1500"

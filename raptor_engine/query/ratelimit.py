@@ -30,15 +30,18 @@ class QuestionLimiter:
         self.clock = clock
         self._asked: dict[Hashable, deque[float]] = {}
 
-    def retry_after(self, user: Hashable) -> float:
-        """0.0 when `user` may ask now (the question is counted); else seconds until they may."""
+    def retry_after(self, user: Hashable, count: int = 1) -> float:
+        """0.0 when `user` may do `count` more now (they are counted); else seconds until they may (the
+        whole window for more than the limit at once, which never fits)."""
         if self.per_window <= 0:
             return 0.0
         now = self.clock()
         times = self._recent(user, now)
-        if len(times) >= self.per_window:
-            return max(times[0] + self.window - now, 0.001)
-        times.append(now)
+        if count > self.per_window:
+            return self.window
+        if len(times) + count > self.per_window:
+            return max(times[len(times) + count - self.per_window - 1] + self.window - now, 0.001)
+        times.extend([now] * count)
         self._forget_idle(now)
         return 0.0
 
@@ -67,4 +70,23 @@ class QuestionLimiter:
         return (
             f"You have asked {self.per_window} questions in the last minute, the most allowed; "
             f"try again in {wait} s."
+        )
+
+
+FILE_WINDOW_SECONDS = 3600.0
+
+
+class FileLimiter(QuestionLimiter):
+    """Files one member may have added per hour (settings.files_per_hour), whichever way (a slash command,
+    a message's menu, posting in a channel with auto-ingest): each file is a build, and builds share a few
+    slots across every server, so one member posting small files without end held them from all others."""
+
+    def __init__(self, per_window: int, clock: Callable[[], float] = time.monotonic):
+        super().__init__(per_window, FILE_WINDOW_SECONDS, clock)
+
+    def message(self, retry_after: float) -> str:
+        wait = max(1, math.ceil(retry_after / 60))
+        return (
+            f"You have added {self.per_window} files in the last hour, the most one member may; "
+            f"try again in {wait} min."
         )

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import random
 import struct
 import threading
 import time
@@ -40,6 +41,10 @@ ABANDONED_WRITE_SECONDS = 3600
 HNSW_INDEX_OVERHEAD = 2720 * 1024
 HNSW_ELEMENT_OVERHEAD = 64
 TOKEN_ENTRY_BYTES = 12
+# `raptor doctor` compares this many of an index's vectors (at most) with SQLite's, each number within
+# VECTOR_TOLERANCE (both are float32 unit vectors; hnswlib's normalising differs from numpy's by ~1e-7).
+VECTOR_SAMPLE = 1024
+VECTOR_TOLERANCE = 1e-5
 
 
 # The start of an hnswlib (0.8) index file: offsetLevel0, max_elements, cur_element_count,
@@ -568,4 +573,27 @@ class IndexManager:
                 f"the index of knowledge base {kb_id} holds {len(loaded.ids)} nodes "
                 f"(version {loaded.version}), the store {len(expected)} (version {self.store.kb_version(kb_id)})"
             ]
+        differ, compared = self._vectors_differing(kb_id, loaded)
+        if differ:
+            return [
+                f"the index of knowledge base {kb_id} holds vectors that are not the store's "
+                f"({differ} of {compared} compared differ)"
+            ]
         return []
+
+    def _vectors_differing(self, kb_id: int, loaded: KBIndex) -> tuple[int, int]:
+        """How many of a sample of the index's vectors differ from SQLite's (which the index is derived
+        from), and how many were compared: the file check (`hnsw_file_problem`) reads links, not values,
+        and an index whose vectors were changed loads and quietly ranks by them. Every vector of a small
+        knowledge base, else VECTOR_SAMPLE drawn afresh each time (hnswlib's get_items costs ~40 us each)."""
+        ids = sorted(loaded.ids)
+        if loaded.index is None or not ids:
+            return 0, 0
+        if len(ids) > VECTOR_SAMPLE:
+            ids = sorted(random.Random().sample(ids, VECTOR_SAMPLE))
+        stored_ids, stored = self.store.embeddings(kb_id, ids=ids)
+        held = np.asarray(loaded.index.get_items(stored_ids), dtype=np.float32)
+        norms = np.linalg.norm(stored, axis=1, keepdims=True)
+        expected = stored / np.where(norms > 0, norms, 1)  # the cosine index keeps unit vectors
+        same = np.all(np.abs(held - expected) <= VECTOR_TOLERANCE, axis=1)
+        return int((~same).sum()), len(stored_ids)
