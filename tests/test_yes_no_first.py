@@ -6,6 +6,8 @@ nothing otherwise; and the sentence that settles a check is always among the quo
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from raptor_engine.engine import _shown_with
@@ -18,6 +20,7 @@ from tests.test_followup_other_document import conversation
 from tests.unhurried import engine_with
 
 BUILT = "Work began in 1879 and the bridge was finished in 1884."
+FEES = "Fees were not raised in 2024; the committee agreed to keep the adult fee at 180 pounds."
 FAIR = "The summer fair on 8 July 2023 raised 1,120 pounds, compared with 860 pounds in 2022. Elaine Moss organised it."
 
 
@@ -35,6 +38,12 @@ FAIR = "The summer fair on 8 July 2023 raised 1,120 pounds, compared with 860 po
         ("Did more than 20 members attend?", "Fourteen members attended.", "no (fourteen members, against 20)."),
         ("Were there more than 25 people on the waiting list?", "There were 31 people on the waiting list in March 2024.",
          "yes (31 people, against 25 people)."),
+        # the year is right and the event did not happen: the statement's no, not '2024 is in 2024'
+        ("Were fees raised in 2024?", FEES, "no, as the first passage says:"),
+        ("Was the roof finished before November 2024?", "The roof was not finished until October 2024.",
+         "yes, October 2024 is before November 2024."),  # a 'not' before 'until' says when, not whether
+        ("Was the roof finished before November 2024?", "The roof wasn't finished till October 2024.",
+         "yes, October 2024 is before November 2024."),
     ],
 )
 def test_a_first_question_the_quote_settles_opens_with_yes_or_no(question, quote, line):
@@ -55,10 +64,23 @@ def test_a_first_question_the_quote_settles_opens_with_yes_or_no(question, quote
         ("Is the library open on Sundays?", "The library is open six days a week and closed on Sundays."),  # 'closed'
         ("Is the new dam higher than the old one?", "The new dam was twelve metres higher than the earth bank."),  # 'one'
         ("Is the Alpen Mini lighter than the Brisk 500?", "The Brisk 500 holds half a litre and weighs 420 grams."),
+        ("Did more than 200 members vote?", "No more than 150 members voted."),  # a bound, not a count
+        ("Did the club sell more than 40 tickets?", "The club did not sell 55 tickets, as it had hoped."),
     ],
 )
 def test_a_first_question_the_quote_does_not_settle_says_neither(question, quote):
     assert settled(question, question, [quote], follow_up=False) is None
+
+
+@pytest.mark.parametrize(
+    ("check", "last_question", "quote"),
+    [
+        ("was that in 2024?", "When were fees raised?", FEES),
+        ("was that more than 100 pounds?", "What was the fee raised to?", "The fee was not raised to 200 pounds."),
+    ],
+)
+def test_a_check_of_an_event_the_quote_denies_says_neither(check, last_question, quote):
+    assert settled(check, check, [quote], last_question=last_question, last_quotes=[quote]) is None
 
 
 def _node(text: str, layer: int = 0) -> ContextNode:
@@ -132,3 +154,17 @@ async def test_who_said_so_after_an_answer_that_found_nothing_names_no_passage(e
     assert answer.text == SAID_OF_NOTHING, answer.text  # not the first of the closest passages
     assert not answer.answered and not answer.citations
     assert not answer.has_context  # no 'Closest passages' heading over nothing
+
+
+def test_a_denied_event_in_the_asked_year_is_a_no_through_the_engine(tmp_path, embedder):
+    report = {
+        "club.md": "# Riverside Rowing Club: annual report 2024\n\n## Membership\n"
+        "The club had 212 members at the end of 2024, up from 187 a year earlier. " + FEES + "\n\n"
+        "## The boathouse\nThe new boathouse roof was finished in October 2024, two months late.\n"
+    }
+    engine = engine_with(tmp_path, embedder, report)
+    try:
+        answer = asyncio.run(engine.ask("harbour", "Were fees raised in 2024?"))
+    finally:
+        engine.close()
+    assert answer.text.startswith("From the documents: no, as the first passage says:\n- \u201cFees were not raised"), answer.text

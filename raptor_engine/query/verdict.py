@@ -107,6 +107,7 @@ class Settled:
 
     line: str
     quote: str
+    given: str = ""  # the date or figure the quote gives, which the line compares ('8 July 2023', '212 members')
 
 
 def verdict(asked: str, core: str, quotes: list[str], last_question: str = "", last_quotes: list[str] = ()) -> str | None:
@@ -141,22 +142,47 @@ def settled(
         figure = _FIGURE_CHECK.match(typed)
         if figure is not None:
             given = [*last_quotes, *quotes]
-            return _figure_verdict(figure, last_question or core, given) if given else None
+            return _affirmed(_figure_verdict(figure, last_question or core, given), last_question or core) if given else None
         dated = _DATE_CHECK.match(typed)
         if dated is not None and _target_day(dated.group("target"), None) is not None:
             first = (list(last_quotes) or quotes)[:1]
-            return _date_verdict(dated, last_question or core, first[0]) if first else None
+            return _affirmed(_date_verdict(dated, last_question or core, first[0]), last_question or core) if first else None
     elif quotes:
         named = _SUBJECT_FIGURE.match(core.strip()) or _COUNT_FIGURE.match(core.strip())
         # a number written in digits: 'the old one' is no figure of one
         if named is not None and re.search(r"\d", named.group("target")) and len(figures_in(named.group("target"))) == 1:
-            return _held(_figure_verdict(named, core, quotes[:1]), core, named.group("target"), weak)
+            found = _figure_verdict(named, core, quotes[:1])
+            if not _denied(found, core):  # 'Fees were not raised in 2024': the statement's no, below
+                return _held(found, core, named.group("target"), weak)
         dated = _SUBJECT_DATE.match(core.strip())
         if dated is not None and _target_day(dated.group("target"), None) is not None:
-            return _held(_date_verdict(dated, core, quotes[0]), core, dated.group("target"), weak)
+            found = _date_verdict(dated, core, quotes[0])
+            if not _denied(found, core):
+                return _held(found, core, dated.group("target"), weak)
     if weak:
         return None
     return _said_verdict(core, quotes[0]) if quotes else None  # 'is it taken in Year 5?' names no date
+
+
+# 'not finished until October 2024': it was finished, then
+_UNTIL = re.compile(r"\b(?:until|till)\b", re.IGNORECASE)
+
+
+def _denied(found: Settled | None, core: str) -> bool:
+    """Whether the clause that gives the date or figure a line compares says the asked thing did not happen
+    ('Fees were not raised in 2024' for 'Were fees raised in 2024?'): the date is right and the event is not,
+    so the comparison settles nothing (the statement's own yes or no is read instead)."""
+    if found is None or _NEGATION.search(core):
+        return False
+    part = next((c for c in clauses(found.quote) if found.given and found.given in c), found.quote)
+    until = [m.start() for m in _UNTIL.finditer(part)]
+    said = part[until[-1] :] if until else part  # a 'not' before 'until' says when it happened, not whether
+    return bool(_NEGATION.search(_HYPHENED_NEGATION.sub(r"\1", said)))
+
+
+def _affirmed(found: Settled | None, core: str) -> Settled | None:
+    """`found`, unless its sentence denies the event (`_denied`): then no yes or no at all."""
+    return None if _denied(found, core) else found
 
 
 def _held(found: Settled | None, core: str, target: str, weak: bool) -> Settled | None:
@@ -188,9 +214,9 @@ def _figure_verdict(found: re.Match[str], core: str, quotes: list[str]) -> Settl
     holds = (given.value - other.value) * way > 0
     shown = given.shown[:1].lower() + given.shown[1:] if given.shown[:1].isalpha() else given.shown  # 'fourteen'
     if given.value == other.value:
-        return Settled(f"From the documents: no, the same ({shown}).", _sentence_of(quotes[0], given.shown))
+        return Settled(f"From the documents: no, the same ({shown}).", _sentence_of(quotes[0], given.shown), given.shown)
     line = f"From the documents: {'yes' if holds else 'no'} ({shown}, against {other.shown})."
-    return Settled(line, _sentence_of(quotes[0], given.shown))
+    return Settled(line, _sentence_of(quotes[0], given.shown), given.shown)
 
 
 def _alike(a: str, b: str) -> bool:
@@ -294,7 +320,7 @@ def _date_verdict(found: re.Match[str], core: str, quote: str) -> Settled | None
     if not settled:
         return None
     line = f"From the documents: {'yes' if holds else 'no'}, {given.shown} is {'' if holds else 'not '}{phrase} {target.shown}."
-    return Settled(line, _sentence_of(quote, given.shown))
+    return Settled(line, _sentence_of(quote, given.shown), given.shown)
 
 
 def _answered_date(core: str, quote: str) -> _Day | None:
