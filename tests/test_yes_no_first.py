@@ -168,3 +168,13 @@ def test_a_denied_event_in_the_asked_year_is_a_no_through_the_engine(tmp_path, e
     finally:
         engine.close()
     assert answer.text.startswith("From the documents: no, as the first passage says:\n- \u201cFees were not raised"), answer.text
+
+
+def test_a_figure_check_reads_the_quote_of_the_last_answer_that_gives_the_asked_figure():
+    """'was that more than the grant?' after 'How much did it cost?' whose first quote was about a fee: the
+    figure is the cost in the second quote, not the first quote's fee (which said 'no (£180, ...)')."""
+    last = [FEES, "It cost 48,500 pounds, which was more than the 40,000 pound grant from the county council."]
+    found = settled("was that more than the grant?", "was that more than the grant?", last[1:],
+                    last_question="How much did it cost?", last_quotes=last)  # fmt: skip
+    assert found is not None and found.line == "From the documents: yes (48,500 pounds, against 40,000 pound)."
+    assert found.quote == last[1]

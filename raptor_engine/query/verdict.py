@@ -142,7 +142,8 @@ def settled(
         figure = _FIGURE_CHECK.match(typed)
         if figure is not None:
             given = [*last_quotes, *quotes]
-            return _affirmed(_figure_verdict(figure, last_question or core, given), last_question or core) if given else None
+            answering = len(last_quotes) or 1  # 'that' is the last answer's figure, in any of its quotes
+            return _affirmed(_figure_verdict(figure, last_question or core, given, answering), last_question or core) if given else None
         dated = _DATE_CHECK.match(typed)
         if dated is not None and _target_day(dated.group("target"), None) is not None:
             first = (list(last_quotes) or quotes)[:1]
@@ -195,7 +196,9 @@ def _held(found: Settled | None, core: str, target: str, weak: bool) -> Settled 
     return found if terms and _shares(found.quote, terms) == len(terms) else None
 
 
-def _figure_verdict(found: re.Match[str], core: str, quotes: list[str]) -> Settled | None:
+def _figure_verdict(found: re.Match[str], core: str, quotes: list[str], answering: int = 1) -> Settled | None:
+    """Yes or no to a figure check: the figure the first `answering` quotes give for `core` against the
+    number asked or the thing's figure in any of `quotes`."""
     way = _MORE[found.group("way").lower()]
     target = found.group("target")
     against = figures_in(target)
@@ -206,17 +209,20 @@ def _figure_verdict(found: re.Match[str], core: str, quotes: list[str]) -> Settl
     if not against:
         return None
     other = against[0]
-    given = _answered_figure(core, quotes[0], other)
-    if given is None or (not typed and given.shown == other.shown):
+    answered = _answered_figure(core, quotes[:answering], other)
+    if answered is None:
+        return None
+    given, quote = answered
+    if not typed and given.shown == other.shown:
         return None
     if given.unit and other.unit and given.unit != other.unit:
         return None
     holds = (given.value - other.value) * way > 0
     shown = given.shown[:1].lower() + given.shown[1:] if given.shown[:1].isalpha() else given.shown  # 'fourteen'
     if given.value == other.value:
-        return Settled(f"From the documents: no, the same ({shown}).", _sentence_of(quotes[0], given.shown), given.shown)
+        return Settled(f"From the documents: no, the same ({shown}).", _sentence_of(quote, given.shown), given.shown)
     line = f"From the documents: {'yes' if holds else 'no'} ({shown}, against {other.shown})."
-    return Settled(line, _sentence_of(quotes[0], given.shown), given.shown)
+    return Settled(line, _sentence_of(quote, given.shown), given.shown)
 
 
 def _alike(a: str, b: str) -> bool:
@@ -243,17 +249,20 @@ def _clause_figures(text: str, terms: list[str]) -> list[Figure]:
     return found
 
 
-def _answered_figure(core: str, quote: str, other: Figure) -> Figure | None:
-    """The figure the quote gives for what was asked: of its clauses with a figure in `other`'s unit (any
-    when `other` has none), the one sharing most words with the question, the first of equals."""
+def _answered_figure(core: str, quotes: list[str], other: Figure) -> tuple[Figure, str] | None:
+    """The figure the quotes give for what was asked, with its quote: of their clauses with a figure in
+    `other`'s unit (any when `other` has none), the one sharing most words with the question, the first of
+    equals (the first quote's first). 'How much did it cost?' is answered by 'It cost £48,500' in the second
+    quote when the first is 'keep the adult fee at £180'."""
     terms = [stem(t) for t in content_terms(core.lower()) if t not in _ASK_WORDS]
-    best: tuple[int, Figure] | None = None
-    for clause in clauses(quote):
-        figures = [f for f in figures_in(clause) if not other.unit or not f.unit or f.unit == other.unit]
-        figures = [f for f in figures if f.shown != other.shown] or figures
-        if figures and (best is None or _shares(clause, terms) > best[0]):
-            best = (_shares(clause, terms), figures[0])
-    return best[1] if best is not None else None
+    best: tuple[int, Figure, str] | None = None
+    for quote in quotes:
+        for clause in clauses(quote):
+            figures = [f for f in figures_in(clause) if not other.unit or not f.unit or f.unit == other.unit]
+            figures = [f for f in figures if f.shown != other.shown] or figures
+            if figures and (best is None or _shares(clause, terms) > best[0]):
+                best = (_shares(clause, terms), figures[0], quote)
+    return (best[1], best[2]) if best is not None else None
 
 
 def _day_of(found: re.Match[str], year: int | None = None) -> _Day | None:
