@@ -1695,7 +1695,8 @@ def _md_figure_words(fragment: str) -> str:
         rows = [block.text for block in _HtmlWalker().walk(root) if block.text.strip()]
         return "\n\n" + "\n".join(rows) + "\n\n" if rows else ""
     if root.name == "svg":
-        labels = [" ".join(label.get_text(" ").split()) for label in root.find_all("text") if not _svg_hidden(label, root)]
+        judged: dict[int, bool] = {}  # each element around the labels judged once (`_svg_hidden`)
+        labels = [" ".join(label.get_text(" ").split()) for label in root.find_all("text") if not _svg_hidden(label, root, judged)]
         shown = [label for label in labels if label]
         return "\n\n" + "\n\n".join(shown) + "\n\n" if shown else ""
     for note in root.find_all(["annotation", "annotation-xml"]):
