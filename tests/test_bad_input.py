@@ -246,6 +246,48 @@ def test_fuzz_mutated_books_load_or_refuse_clearly(kind, cuts, keep):
     _load_or_refuse(f"fuzz.{kind}", data[: max(1, int(len(data) * keep))])
 
 
+def _central_records(data: bytes) -> list[int]:
+    return [i for i in range(len(data)) if data.startswith(b"PK\x01\x02", i)]
+
+
+def _needs_zip_version(data: bytes, version: int) -> bytes:
+    """Every part's 'version needed to extract' in the central directory set to `version` (zipfile: 6.3 at most)."""
+    out = bytearray(data)
+    for at in _central_records(data):
+        out[at + 6 : at + 8] = version.to_bytes(2, "little")
+    return bytes(out)
+
+
+def _stored_with(data: bytes, offset: int, value: int) -> bytes:
+    """Every part's central-directory field at `offset` (8: flags, 10: compression method) set to `value`,
+    and the local headers' alike (at offset - 2), so zipfile sees it when it opens the part."""
+    out = bytearray(data)
+    for at in _central_records(data):
+        out[at + offset : at + offset + 2] = value.to_bytes(2, "little")
+    for at in (i for i in range(len(data)) if data.startswith(b"PK\x03\x04", i)):
+        out[at + offset - 2 : at + offset] = value.to_bytes(2, "little")
+    return bytes(out)
+
+
+@pytest.mark.parametrize("kind", ["docx", "odt", "epub"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: _needs_zip_version(data, 64),  # zip version 6.4: NotImplementedError when opened
+        lambda data: _stored_with(data, 10, 99),  # compression method 99 (AES): NotImplementedError when read
+        lambda data: _stored_with(data, 8, 1),  # every part encrypted: RuntimeError when read
+    ],
+    ids=["newer-zip-version", "unknown-compression", "encrypted-parts"],
+)
+def test_zip_documents_zipfile_cannot_open_are_refused_clearly(kind, damage):
+    """Found by the extended fuzz run: a mutated .epub whose parts need zip version 6.4 crashed the loader with
+    NotImplementedError instead of a sentence about the file."""
+    data = {"docx": _DOCX, "odt": _ODT, "epub": _EPUB}[kind]
+    with pytest.raises(IngestError) as refused:
+        load_document(f"damaged.{kind}", damage(data))
+    assert refused.value.reason.endswith(".") and "\n" not in refused.value.reason
+
+
 _BOOK_PARTS = [
     "mimetype", "content.xml", "styles.xml", "META-INF/manifest.xml", "META-INF/container.xml",
     "META-INF/encryption.xml", "OEBPS/content.opf", "OEBPS/one.xhtml", "../one.xhtml",

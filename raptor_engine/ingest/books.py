@@ -48,7 +48,9 @@ from .load import (
 
 log = logging.getLogger(__name__)
 
-_ZIP_ERRORS = (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error)
+# what zipfile raises on a damaged archive: besides the obvious, NotImplementedError for a part needing a
+# newer zip version or an unknown compression method, RuntimeError for an encrypted part
+_ZIP_ERRORS = (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error, NotImplementedError, RuntimeError)
 _ANY_ELEMENT = re.compile(rb"<[A-Za-z_]")  # an element's start tag, whatever its namespace prefix
 _MARKUP_SUFFIXES = (".xml", ".xhtml", ".html", ".htm", ".opf", ".ncx", ".rdf", ".svg")
 

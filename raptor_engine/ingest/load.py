@@ -2863,7 +2863,7 @@ def _check_docx_zip(name: str, data: bytes, limits: LoadLimits) -> None:
             if word_main_part(archive, infos) is None:
                 raise IngestError(name, _not_word(archive, infos))
             _scan_docx_xml(name, archive, infos, limits)
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error) as exc:
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error, NotImplementedError, RuntimeError) as exc:
         log.info("%s: bad zip: %r", name, exc)
         raise IngestError(name, "is a corrupt or truncated .docx file.") from None
 
