@@ -118,9 +118,26 @@ def _dotenv_writers(status: os.stat_result) -> str | None:
         return f"it belongs to another user (uid {status.st_uid})"
     if status.st_mode & stat.S_IWOTH:
         return "any user can write it"
-    if status.st_mode & stat.S_IWGRP:
+    if status.st_mode & stat.S_IWGRP and not _private_group(status.st_gid):
         return f"every member of group {status.st_gid} can write it (mode {stat.S_IMODE(status.st_mode):o})"
     return None
+
+
+def _private_group(gid: int) -> bool:
+    """Whether no user but this one (and root) is in group `gid`: a user private group, as Debian and Ubuntu
+    give each user under umask 002, where every file and folder a user makes is group-writable and no one
+    else can write it. An unknown group, or a member no account has, counts as shared."""
+    import grp
+    import pwd
+
+    mine = {os.geteuid(), 0}
+    try:
+        members = [pwd.getpwnam(name).pw_uid for name in grp.getgrgid(gid).gr_mem]
+    except KeyError:
+        return False
+    if any(uid not in mine for uid in members):
+        return False
+    return not any(user.pw_gid == gid and user.pw_uid not in mine for user in pwd.getpwall())
 
 
 def _folder_writers(folder: Path) -> str | None:
@@ -132,6 +149,8 @@ def _folder_writers(folder: Path) -> str | None:
         return None
     if status.st_mode & stat.S_ISVTX or not status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return None
+    if not status.st_mode & stat.S_IWOTH and status.st_uid in (os.geteuid(), 0) and _private_group(status.st_gid):
+        return None  # this user's own folder under umask 002 (a user private group)
     who = "any user" if status.st_mode & stat.S_IWOTH else f"every member of group {status.st_gid}"
     return f"it is in {folder}, where {who} can replace it (mode {stat.S_IMODE(status.st_mode):o})"
 

@@ -266,3 +266,34 @@ def test_a_dotenv_link_another_user_planted_is_not_followed(tmp_path, caplog):
     with _environ_put_back():
         load_dotenv_file(link)
         assert os.environ.get("RAPTOR_BUDGET") == "1500"
+
+
+def _users_of_group(gid: int) -> set[int]:
+    """Every account in group `gid`, as a member or by its own group (read from the system, not the code)."""
+    import grp
+    import pwd
+
+    named = {pwd.getpwnam(name).pw_uid for name in grp.getgrgid(gid).gr_mem}
+    return named | {user.pw_uid for user in pwd.getpwall() if user.pw_gid == gid}
+
+
+@needs_root
+@pytest.mark.skipif(os.geteuid() == 0 and _users_of_group(0) - {0}, reason="root's group has other users here")
+def test_a_dotenv_of_a_private_group_under_umask_002_is_read(tmp_path, caplog):
+    """Debian and Ubuntu give each user a group of their own and umask 002, so an editor's `.env` is 0664 in a
+    0775 folder of the same private group: no one else can write either, and the settings are read (refusing
+    them dropped a typical user's DISCORD_TOKEN); the same modes with a group others are in are refused."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    os.chown(folder, 0, 0)
+    folder.chmod(0o775)
+    path = _dotenv(folder, "RAPTOR_BUDGET=1500\n", mode=0o664)
+    os.chown(path, 0, 0)
+    with _environ_put_back():
+        load_dotenv_file(path)
+        assert os.environ.get("RAPTOR_BUDGET") == "1500"
+    assert "is not read" not in caplog.text
+    os.chown(path, 0, OTHER_UID)  # a group uid 65534 is in: refused as before
+    with _environ_put_back():
+        load_dotenv_file(path)
+        assert "RAPTOR_BUDGET" not in os.environ
