@@ -24,9 +24,10 @@ from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.errors import NotFoundError, RaptorError, storage_error, storage_failure
 from raptor_engine.query.ratelimit import FileLimiter, QuestionLimiter
+from raptor_engine.query.smalltalk import asks
 
 from . import posted
-from .adding import resume_uploads
+from .adding import Tally, resume_uploads
 from .answering import (
     asks_nothing,
     conversation_turn,
@@ -354,19 +355,22 @@ class RaptorBot(commands.AutoShardedBot):
         if services is None:  # a message before set-up finished: nothing can handle it yet
             return
         channel = message.channel
+        kb = kb_for_channel(message.guild.id if message.guild else None, channel)
         follow_up = None
+        tally = None
         if self.in_own_thread(message):
             # the thread's turn is taken before anything is awaited, so follow-ups are answered in the order
             # they were sent (the lookup below would otherwise let a later one overtake an earlier one)
             async with conversation_turn(channel.id):
                 follow_up = await services.state.thread(channel.guild.id, channel.id)
                 if follow_up is not None:
-                    await handle_follow_up(services, self.user, message, follow_up, in_turn=True)
-        kb = kb_for_channel(message.guild.id if message.guild else None, channel)
-        autoingest = kb is not None and bool(message.attachments) and await services.autoingest_enabled(kb)
-        tally = None
-        if autoingest:  # a file posted in an answer thread is posted in its channel too
-            tally = await auto_ingest(services, message, kb)
+                    # the files first: a question asked beside them is answered from them, and words that
+                    # ask nothing ("here's the new rota") are their caption, answered by the upload's status
+                    tally = await self._auto_ingest(message, kb)
+                    if tally is None or asks(follow_up_text(message, self.user.id if self.user else 0)):
+                        await handle_follow_up(services, self.user, message, follow_up, in_turn=True)
+        if follow_up is None:  # a file posted in an answer thread is posted in its channel too
+            tally = await self._auto_ingest(message, kb)
         if follow_up is None and kb is not None and (thread_id := await self._answer_replied_to(message)):
             await reply_quietly(message, THREAD_POINTER.format(thread=thread_id))
         elif follow_up is None and kb is not None and self.user is not None and self.user in message.mentions:
@@ -376,6 +380,16 @@ class RaptorBot(commands.AutoShardedBot):
                 await reply_quietly(message, hint)
         if services.sync is not None and follow_up is None:  # a follow-up is a conversation, not knowledge
             await services.sync.message_created(message)
+
+    async def _auto_ingest(self, message: discord.Message, kb: str | None) -> Tally | None:
+        """What auto-ingest did with the message's files; None when it took none to look at (no files, or
+        auto-ingest is off in `kb`)."""
+        services = self.services
+        if services is None or kb is None or not message.attachments:
+            return None
+        if not await services.autoingest_enabled(kb):
+            return None
+        return await auto_ingest(services, message, kb)
 
     async def _answer_replied_to(self, message: discord.Message) -> int | None:
         """The thread of the bot's answer that `message` replies to (Discord's reply, outside that thread),
