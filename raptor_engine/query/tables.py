@@ -579,7 +579,7 @@ def _holding(question: str, table: list[Row], name: str, whole: bool) -> TablePi
         if not held or (not how_many and len(held) < 2):
             return None
         said = " and ".join([f"{column} {' or '.join(sorted(cells))}" for column, cells in named.items()] + period_said)
-        if how_many and not whole:
+        if not whole:  # 'which …?' too: 'N of the M rows' would give the context's M as the table's size
             lead = f"From the documents ({_NOT_WHOLE.format(name=name)}): the rows found of {name} with {said}:"
         else:
             verb = "has" if len(held) == 1 else "have"

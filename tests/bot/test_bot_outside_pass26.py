@@ -4,8 +4,9 @@ Discord API over the real engine; each test fails on the code before its fix."""
 from __future__ import annotations
 
 import asyncio
+import re
 
-from tests.bot.conftest import BOB, BOT_ID, text_of, upload_finished
+from tests.bot.conftest import BOB, BOT_ID, CHAN_B, text_of, upload_finished
 from tests.bot.test_bot_flows import add_doc, ask
 from tests.bot.test_bot_outside_pass23 import bot_answer_after
 
@@ -76,3 +77,38 @@ async def test_a_file_posted_with_a_caption_in_an_answer_thread_is_not_searched_
     assert "Siobhán Kelly" in reply["content"], reply["content"]
     await asyncio.sleep(0.5)
     assert bot_answer_after(h, thread, sent) is None
+
+
+FIRST = ("Ngozi", "Gareth", "Hamish", "Siobhán", "Priya", "Tomasz", "Dervla", "Aoife", "Kwame", "Mei", "Lars")
+LAST = ("Adeyemi", "Llewellyn", "Ross", "Kelly", "Natarajan", "Wójcik", "Quinn", "Byrne", "Mensah", "Lin")
+DUTIES = ("tea urn", "door and float", "chair setting", "music stands", "raffle", "cloakroom")
+DAYS = ("Tuesday", "Thursday", "Saturday")
+
+
+def rota(rows: int) -> str:
+    """A volunteers' rota of `rows` rows (a spreadsheet saved as CSV)."""
+    lines = ["volunteer,duty,day,since"]
+    for i in range(rows):
+        name = f"{FIRST[i % len(FIRST)]} {LAST[(i * 7) % len(LAST)]} {i}"
+        lines.append(f"{name},{DUTIES[(i * 5) % len(DUTIES)]},{DAYS[(i // 6) % len(DAYS)]},{2010 + i % 15}")
+    return "\n".join(lines) + "\n"
+
+
+async def test_which_rows_of_a_table_larger_than_the_context_gives_no_count_of_the_context_as_the_tables(
+    make_harness,
+):
+    """ "Who is on tea urn duty on Thursday?" over a 240-row rota, of which the context holds a part: the
+    answer said "11 of the 84 rows of rota.csv have duty tea urn and day Thursday" (the file has 240 rows
+    and more of them match); it now says the context may not hold every row. A rota the context holds
+    whole still gets its count."""
+    h = await make_harness()
+    big = rota(240)
+    await add_doc(h, "rota.csv", big)
+    _, replies = await ask(h, "Who is on tea urn duty on Thursday?")
+    content = replies[0]["content"]
+    assert "the context may not hold every row of rota.csv" in content, content
+    assert not re.search(r"\d+ of the \d+ rows", content), content
+    await add_doc(h, "small.csv", rota(30), channel=CHAN_B)
+    _, replies = await ask(h, "Who is on tea urn duty on Thursday?", channel=CHAN_B)
+    matching = sum(1 for line in rota(30).splitlines() if ",tea urn,Thursday," in line)
+    assert f"{matching} of the 30 rows of small.csv" in replies[0]["content"], replies[0]["content"]
