@@ -1943,6 +1943,14 @@ class Engine:
             for node in nodes
         ]
 
+    def _with_superseded(self, nodes: list[ContextNode]) -> list[ContextNode]:
+        """The context's nodes of a file posted again since with new content, marked
+        (`Store.superseded_nodes`): a sentence the later file says otherwise ('Wednesday evenings' for
+        'Tuesday evenings') is quoted from the later file only."""
+        named = [node.node_id for node in nodes if node.document is not None]
+        superseded = self.store.superseded_nodes(named)
+        return [replace(node, superseded=True) if node.node_id in superseded else node for node in nodes]
+
     def _explain_empty_context(
         self, kb_id: int, budget: int, layers: list[int] | None, documents: list[str] | None
     ) -> None:
@@ -2100,6 +2108,7 @@ class Engine:
         if onward in (Onward.NEXT, Onward.BEFORE) or (table_asked and holds_rows(context.nodes)):
             # ('how many members joined in 2020?': a count is stated only of a table wholly in the context)
             context.nodes = await asyncio.to_thread(self._with_document_edges, context.nodes)
+        context.nodes = await asyncio.to_thread(self._with_superseded, context.nodes)
         # The standalone question, not the bare follow-up, is what the answer must address; document
         # text reaches the answerer with its own bracketed numbers neutralised.
         support = await asyncio.to_thread(self.support_index, answerer, context.nodes)

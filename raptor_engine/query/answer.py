@@ -576,7 +576,8 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
     unplaced: set[int] = set()  # candidates of a leaf spanning sections, before its first heading line
     speakers = context_speakers(context)
     labels = _labels(speakers) if speakers else None
-    order = sorted(enumerate(context, start=1), key=lambda item: (item[1].layer, item[0]))
+    # a later file's copy of a sentence is kept over the copy of the earlier file of its name
+    order = sorted(enumerate(context, start=1), key=lambda item: (item[1].layer, item[1].superseded, item[0]))
     for position, node in order:
         header: list[str] | None = None  # the first row of the table being read, if any
         section = _section_terms(node)
@@ -616,13 +617,26 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
                 if not placed and not speakers:
                     unplaced.add(id(candidate))
     found.sort(key=lambda c: (c.position, c.sentence.start))
-    found = found[:MAX_SENTENCES]
+    found = _without_superseded(found)[:MAX_SENTENCES]
     _inherit_sections(found, sections, unplaced)
     for candidate in found:
         candidate.under = sections.get(id(candidate), frozenset())
     _antecedent_terms(found)
     _place_copies(found, context)
     return found
+
+
+def _without_superseded(found: list[_Candidate]) -> list[_Candidate]:
+    """The sentences of a file posted again since with new content, less those the later file says nearly
+    alike ('Rehearsals are on Tuesday evenings' where it says 'Wednesday evenings'): both files answer, but
+    of two versions of one statement only the later one is current. What only the earlier file says stays."""
+    current = [c for c in found if not c.node.superseded and c.node.document is not None]
+    return [
+        c
+        for c in found
+        if not c.node.superseded
+        or not any(o.node.document == c.node.document and _near_duplicate(c.terms, o.terms) for o in current)
+    ]
 
 
 def _code_result(question: str, context: list[ContextNode], most: int) -> list[_Candidate]:

@@ -21,6 +21,7 @@ import numpy as np
 import sqlite_utils
 
 from ..errors import NotFoundError, did_you_mean
+from ..ingest.messages import MESSAGE_FORMAT
 from ..ingest.sentences import encode_spans
 from .db import connect, immediate, scrub
 from .message_store import MessageStoreMixin, tainted_nodes
@@ -312,6 +313,24 @@ class Store(MessageStoreMixin):
                 part,
             ).fetchall()
             out.update((int(node_id), (bool(first), bool(last))) for node_id, first, last in rows)
+        return out
+
+    def superseded_nodes(self, ids: list[int]) -> set[int]:
+        """Those of the given nodes whose document a later file of the same name follows in its knowledge
+        base (a file posted again with new content is added beside the earlier one): the earlier file's
+        sentences that the later one says otherwise are not quoted. Message documents are left out (two
+        threads may share a title)."""
+        out: set[int] = set()
+        for begin in range(0, len(ids), 500):
+            part = [int(i) for i in ids[begin : begin + 500]]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                "SELECT n.id FROM nodes n JOIN documents d ON d.id = n.doc_id"
+                f" WHERE n.id IN ({marks}) AND d.format != ? AND EXISTS (SELECT 1 FROM documents e"
+                " WHERE e.kb_id = d.kb_id AND e.name = d.name AND e.format != ? AND e.id > d.id)",
+                [*part, MESSAGE_FORMAT, MESSAGE_FORMAT],
+            ).fetchall()
+            out.update(int(node_id) for (node_id,) in rows)
         return out
 
     def document_openings(self, kb_id: int) -> dict[str, tuple[tuple[str, ...], str]]:

@@ -112,3 +112,24 @@ async def test_which_rows_of_a_table_larger_than_the_context_gives_no_count_of_t
     _, replies = await ask(h, "Who is on tea urn duty on Thursday?", channel=CHAN_B)
     matching = sum(1 for line in rota(30).splitlines() if ",tea urn,Thursday," in line)
     assert f"{matching} of the 30 rows of small.csv" in replies[0]["content"], replies[0]["content"]
+
+
+async def test_a_file_posted_again_with_new_content_is_quoted_for_what_it_changed(make_harness):
+    """The handbook added, then added again under its name with rehearsals moved to Wednesday and the music
+    library's line gone: both documents answer (the status says so), but "What night does the choir
+    rehearse?" quoted the earlier file's "Tuesday evenings" alone (of two nearly alike sentences, the first
+    in the context was kept). Now the later file's sentence is quoted; what only the earlier file says (the
+    music library) is still quoted from it."""
+    h = await make_harness()
+    await add_doc(h, "handbook.md", HANDBOOK)
+    moved = HANDBOOK.replace("Tuesday evenings", "Wednesday evenings").replace(
+        "Tomasz Wójcik runs the music library; scores are returned in the blue box by the piano.\n", ""
+    )
+    [status] = await add_doc(h, "handbook.md", moved)
+    assert "is still here too" in status["content"], status["content"]
+    for question in ("What night does the choir rehearse?", "When are rehearsals?", "where do we rehearse"):
+        _, replies = await ask(h, question)
+        content = replies[0]["content"]
+        assert "Wednesday evenings" in content and "Tuesday" not in content, (question, content)
+    _, replies = await ask(h, "Who runs the music library?")
+    assert "Tomasz Wójcik runs the music library" in replies[0]["content"], replies[0]["content"]
