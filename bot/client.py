@@ -40,7 +40,7 @@ from .answering import (
 )
 from .commands import auto_ingest, cogs
 from .gateway import IdentifyGate, shard_plan
-from .hints import mention_hint
+from .hints import mention_hint, thread_files_hint
 from .jobs import MIN_EDIT_INTERVAL_SECONDS, TOKEN_LIFETIME_SECONDS, BuildJobs
 from .kb import channel_of_guild, guild_prefix, kb_for_channel, kb_name
 from .messages import resume_imports
@@ -49,7 +49,7 @@ from .pictures import ShowTreeButton
 from .render import inert
 from .replies import failure_text, reply_quietly, tell
 from .services import Services
-from .state import BotState
+from .state import BotState, ThreadRecord
 from .sync import MessageSync
 from .uploads import UploadLog
 from .views import ContextPageButton, ShowContextButton
@@ -364,12 +364,8 @@ class RaptorBot(commands.AutoShardedBot):
             async with conversation_turn(channel.id):
                 follow_up = await services.state.thread(channel.guild.id, channel.id)
                 if follow_up is not None:
-                    # the files first: a question asked beside them is answered from them, and words that
-                    # ask nothing ("here's the new rota") are their caption, answered by the upload's status
-                    tally = await self._auto_ingest(message, kb)
-                    if tally is None or asks(follow_up_text(message, self.user.id if self.user else 0)):
-                        await handle_follow_up(services, self.user, message, follow_up, in_turn=True)
-        if follow_up is None:  # a file posted in an answer thread is posted in its channel too
+                    await self._thread_message(services, message, kb, follow_up)
+        if follow_up is None:  # (a file posted in an answer thread was taken in the thread's turn)
             tally = await self._auto_ingest(message, kb)
         if follow_up is None and kb is not None and (thread_id := await self._answer_replied_to(message)):
             await reply_quietly(message, THREAD_POINTER.format(thread=thread_id))
@@ -380,6 +376,19 @@ class RaptorBot(commands.AutoShardedBot):
                 await reply_quietly(message, hint)
         if services.sync is not None and follow_up is None:  # a follow-up is a conversation, not knowledge
             await services.sync.message_created(message)
+
+    async def _thread_message(
+        self, services: Services, message: discord.Message, kb: str | None, record: ThreadRecord
+    ) -> None:
+        """A message in an answer thread, in the thread's turn. Its files first: a question asked beside them
+        is answered from them; files auto-ingest does not take (off here) are said to be unread; and words
+        beside files that ask nothing ("here's the new rota") are their caption, not a question."""
+        tally = await self._auto_ingest(message, kb)
+        hint = thread_files_hint([a.filename for a in message.attachments], tally)
+        if hint:
+            await reply_quietly(message, hint)
+        if not message.attachments or asks(follow_up_text(message, self.user.id if self.user else 0)):
+            await handle_follow_up(services, self.user, message, record, in_turn=True)
 
     async def _auto_ingest(self, message: discord.Message, kb: str | None) -> Tally | None:
         """What auto-ingest did with the message's files; None when it took none to look at (no files, or

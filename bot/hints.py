@@ -29,6 +29,12 @@ FILES_HINT = (
     "To add these files, a manager can use *Apps → Add to knowledge base* on this message, or `/kb add`; "
     "to ask about them, use `/ask`."
 )
+# Files posted beside a follow-up in an answer thread of a channel without auto-ingest: nothing reads them, and
+# a question asked beside them is answered from what is already here.
+THREAD_FILES_HINT = (
+    "I haven't added the files on this message (auto-ingest is off in this channel): a manager can add them "
+    "with *Apps → Add to knowledge base* on it; until then I answer from the documents already here."
+)
 # Where `/ask` answers: in a text channel its answer opens a thread; in a thread or a forum post it
 # answers there (no thread opens inside a thread).
 OPENS_THREAD = "(my answer opens a thread where you can follow up by message)"
@@ -57,6 +63,12 @@ def mention_hint(content: str, filenames: list[str], tally: Tally | None, opens_
     if filenames:
         return files_outcome(tally, where) if re.search(r"\w", MENTION.sub("", content)) else ""
     return LINK_HINT if LINK.search(content) else ask_hint(where)
+
+
+def thread_files_hint(filenames: list[str], tally: Tally | None) -> str:
+    """The sentence for files posted in an answer thread that auto-ingest did not look at (`tally` None: it
+    is off), when any is of a type the bot reads; else nothing (the upload's status speaks for the rest)."""
+    return THREAD_FILES_HINT if tally is None and any(is_supported(name) for name in filenames) else ""
 
 
 def unread_types(files: int, where: str = OPENS_THREAD) -> str:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import re
 
+from bot.hints import THREAD_FILES_HINT
 from tests.bot.conftest import BOB, BOT_ID, CHAN_B, text_of, upload_finished
-from tests.bot.test_bot_flows import add_doc, ask
+from tests.bot.test_bot_flows import KB_A, add_doc, ask
+from tests.bot.test_bot_mentions import replies_to
 from tests.bot.test_bot_outside_pass23 import bot_answer_after
 
 HANDBOOK = """# Harrowgate Community Choir: members' handbook
@@ -56,6 +58,33 @@ async def test_a_question_posted_with_a_file_in_an_answer_thread_is_answered_fro
     )
     assert "9 May" in reply["content"], reply["content"]
     assert "✅ **spring.md** added" in text_of(_statuses(h, thread)[0])
+
+
+async def test_files_posted_in_an_answer_thread_without_auto_ingest_are_said_to_be_unread(make_harness):
+    """Auto-ingest off: Bob's programme posted in the thread with "when is the spring concert?" is told in one
+    sentence that the file was not added (and by whom it can be), and the question is answered from what is
+    here; the caption alone ("here's the programme …") gets the sentence and no answer. Before, the file was
+    passed over in silence and the caption searched."""
+    h = await make_harness(message_content=True)
+    await add_doc(h, "handbook.md", HANDBOOK)
+    await ask(h, "Who runs the music library?")
+    thread = next(t for t in h.bot.get_guild(h.bot.guilds[0].id).threads).id
+    asked = h.say(
+        thread,
+        "here's the programme - when is the spring concert?",
+        user=BOB,
+        attachments=[h.fake.add_file("spring.md", SPRING.encode())],
+    )
+    await h.fake.wait_for(lambda: bot_answer_after(h, thread, asked), what="the answer beside the file")
+    assert replies_to(h, asked)[0] == THREAD_FILES_HINT
+    caption = h.say(
+        thread, "here's the programme", user=BOB, attachments=[h.fake.add_file("spring.md", SPRING.encode())]
+    )
+    await h.fake.wait_for(lambda: replies_to(h, caption), what="the sentence about the file")
+    later = h.say(thread, "who runs the library?", user=BOB)
+    await h.fake.wait_for(lambda: bot_answer_after(h, thread, later), what="the next follow-up's answer")
+    assert replies_to(h, caption) == [THREAD_FILES_HINT]
+    assert [d.name for d in h.engine.documents(KB_A)] == ["handbook.md"]
 
 
 async def test_a_file_posted_with_a_caption_in_an_answer_thread_is_not_searched_as_a_question(make_harness):
