@@ -33,6 +33,7 @@ from ..ingest.sentences import content_terms, sentences_of, stem, strip_bullet, 
 from ..types import Answer, Citation, ContextNode, WrongCitation
 from .answer import MARKER, NOTHING_FOUND, SentenceVectors
 from .followup import unanswered_lead
+from .tables import PARTIAL_TABLE_LEAD
 from .verdict import VERDICT_LEAD
 
 # Chosen by `python -m raptor_tools.support_threshold` on ../shared/evaldata (docs/HOW_IT_WORKS.md has the table).
@@ -188,6 +189,8 @@ def says_not_answered(text: str) -> bool:
     if unanswered_lead(text) or text.startswith(NOTHING_FOUND):
         return True
     if VERDICT_LEAD.match(text):  # 'From the documents: no, 31 March 2022 is not before 2022.' answers
+        return False
+    if PARTIAL_TABLE_LEAD.match(text):  # '(the context may not hold every row of rota.csv): the rows found …'
         return False
     first = _FIRST_SENTENCE.match(text.lstrip())
     sentence = first.group(0) if first else ""

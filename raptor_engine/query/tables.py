@@ -342,6 +342,8 @@ def _ordered(rows: list[Row], column: str, way: str) -> list[Row]:
 
 # what a lead says of a table not shown to be wholly in the context (more rows than the budget, or rows left out)
 _NOT_WHOLE = "the context may not hold every row of {name}"
+# how such a lead opens: it answers, with the rows found, though it says that the context may "not" hold them all
+PARTIAL_TABLE_LEAD = re.compile(r"^From the documents \([^\n]{0,400}?the context may not hold every row of ")
 _TIMES = frozenset({"date", "time"})  # the kinds of figure that are times: 'latest', 'earliest', 'after'
 _WAY_SHOWN = {("max", "date"): "latest first", ("min", "date"): "earliest first", ("max", ""): "highest first",
               ("min", ""): "lowest first"}  # fmt: skip

@@ -129,7 +129,9 @@ async def test_which_rows_of_a_table_larger_than_the_context_gives_no_count_of_t
     """ "Who is on tea urn duty on Thursday?" over a 240-row rota, of which the context holds a part: the
     answer said "11 of the 84 rows of rota.csv have duty tea urn and day Thursday" (the file has 240 rows
     and more of them match); it now says the context may not hold every row. A rota the context holds
-    whole still gets its count."""
+    whole still gets its count. Such an answer, and a superlative's over a part of a table, listed its rows
+    under "Closest passages (they do not answer the question)": the lead's "may not hold" read as saying the
+    documents do not answer."""
     h = await make_harness()
     big = rota(240)
     await add_doc(h, "rota.csv", big)
@@ -137,6 +139,11 @@ async def test_which_rows_of_a_table_larger_than_the_context_gives_no_count_of_t
     content = replies[0]["content"]
     assert "the context may not hold every row of rota.csv" in content, content
     assert not re.search(r"\d+ of the \d+ rows", content), content
+    # the rows found answer the question: their sources are not "the closest passages" (its "not" was read so)
+    assert replies[0]["embeds"][0]["title"] == "Sources", replies[0]["embeds"][0]["title"]
+    _, replies = await ask(h, "Who joined most recently?")
+    assert "the context may not hold every row of rota.csv" in replies[0]["content"], replies[0]["content"]
+    assert replies[0]["embeds"][0]["title"] == "Sources", replies[0]["embeds"][0]["title"]
     await add_doc(h, "small.csv", rota(30), channel=CHAN_B)
     _, replies = await ask(h, "Who is on tea urn duty on Thursday?", channel=CHAN_B)
     matching = sum(1 for line in rota(30).splitlines() if ",tea urn,Thursday," in line)
