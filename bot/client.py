@@ -382,13 +382,15 @@ class RaptorBot(commands.AutoShardedBot):
     ) -> None:
         """A message in an answer thread, in the thread's turn. Its files first: a question asked beside them
         is answered from them; files auto-ingest does not take (off here) are said to be unread; and words
-        beside files that ask nothing ("here's the new rota") are their caption, not a question."""
-        tally = await self._auto_ingest(message, kb)
-        hint = thread_files_hint([a.filename for a in message.attachments], tally)
-        if hint:
-            await reply_quietly(message, hint)
-        if not message.attachments or asks(follow_up_text(message, self.user.id if self.user else 0)):
-            await handle_follow_up(services, self.user, message, record, in_turn=True)
+        beside files that ask nothing ("here's the new rota") are their caption, not a question. A stopping bot
+        waits for the answer after the files' build as for the build (`BuildJobs.track`)."""
+        async with services.jobs.track():
+            tally = await self._auto_ingest(message, kb)
+            hint = thread_files_hint([a.filename for a in message.attachments], tally)
+            if hint:
+                await reply_quietly(message, hint)
+            if not message.attachments or asks(follow_up_text(message, self.user.id if self.user else 0)):
+                await handle_follow_up(services, self.user, message, record, in_turn=True)
 
     async def _auto_ingest(self, message: discord.Message, kb: str | None) -> Tally | None:
         """What auto-ingest did with the message's files; None when it took none to look at (no files, or

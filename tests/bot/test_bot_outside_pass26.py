@@ -169,3 +169,30 @@ async def test_a_file_posted_again_with_new_content_is_quoted_for_what_it_change
         assert "Wednesday evenings" in content and "Tuesday" not in content, (question, content)
     _, replies = await ask(h, "Who runs the music library?")
     assert "Tomasz Wójcik runs the music library" in replies[0]["content"], replies[0]["content"]
+
+
+async def test_a_stopping_bot_answers_the_question_beside_a_file_it_was_adding(make_harness, embedder):
+    """SIGTERM (the bot's `shutdown`) while the lighthouse manual posted in an answer thread is being built,
+    with "what is the lens made of?" beside it: the stop waits for the build and then for the question's
+    answer, from the manual. The answer comes after the build now, so the stop must wait for it too."""
+    from tests.bot.bot_samples import LIGHTHOUSE
+    from tests.bot.test_bot_flows import GatedSummarizer
+
+    summarizer = GatedSummarizer(embedder.count_tokens)
+    summarizer.gate.set()  # the handbook is built at once
+    h = await make_harness(message_content=True, summarizer=summarizer)
+    thread = await _choir_thread(h)
+    summarizer.gate, summarizer.entered = asyncio.Event(), asyncio.Event()
+    sent = h.say(
+        thread,
+        "the lighthouse manual - what is the lens made of?",
+        user=BOB,
+        attachments=[h.fake.add_file("kestrel.md", LIGHTHOUSE.encode())],
+    )
+    await asyncio.wait_for(summarizer.entered.wait(), 120)
+    stopping = asyncio.create_task(h.bot.shutdown())
+    await h.fake.wait_for(lambda: h.bot.services.jobs.closing, what="the stop to begin")
+    summarizer.gate.set()
+    await asyncio.wait_for(stopping, 120)
+    reply = bot_answer_after(h, thread, sent)
+    assert reply is not None and "brass and hand-ground glass" in reply["content"], reply
