@@ -7,6 +7,7 @@ import json
 import random
 from pathlib import Path
 
+import click
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -427,3 +428,38 @@ def test_the_split_is_by_document_and_fixed(tmp_path):
     trained = select_questions(eval_set, None, "train")
     assert len(held) + len(trained) == len(eval_set.questions)
     assert all(split_of("tiny", q.doc_id) == "heldout" for q in held)
+
+
+def test_eval_builds_without_the_upload_deadline_unless_one_is_set(monkeypatch):
+    """An evaluation set's long articles on a busy machine would trip the bot's 60 s upload deadline and
+    change the figures with the load: `raptor eval` lifts it, as `raptor bench` does, unless it is set."""
+    from raptor_engine.config import Settings
+    from raptor_tools.evaluate import without_upload_deadline
+
+    monkeypatch.delenv("RAPTOR_BUILD_TIMEOUT", raising=False)
+    monkeypatch.delenv("RAPTOR_LLM_BUILD_TIMEOUT", raising=False)
+    lifted = without_upload_deadline(Settings.from_env())
+    assert lifted.build_timeout == 0.0 and lifted.llm_build_timeout == 0.0
+    monkeypatch.setenv("RAPTOR_BUILD_TIMEOUT", "45")
+    monkeypatch.setenv("RAPTOR_LLM_BUILD_TIMEOUT", "300")
+    kept = without_upload_deadline(Settings.from_env())
+    assert kept.build_timeout == 45.0 and kept.llm_build_timeout == 300.0
+
+
+def test_eval_command_runs_its_builds_without_the_deadline(monkeypatch, tmp_path):
+    """The command itself hands run_eval the lifted settings (not only the helper)."""
+    import raptor_tools.evaluate as evaluate
+
+    monkeypatch.delenv("RAPTOR_BUILD_TIMEOUT", raising=False)
+    seen = {}
+
+    async def fake_run_eval(directory, settings, **kwargs):
+        seen["timeout"] = settings.build_timeout
+        raise click.ClickException("stop here")
+
+    monkeypatch.setattr(evaluate, "run_eval", fake_run_eval)
+    result = CliRunner().invoke(
+        cli, ["eval", str(tmp_path), "--no-llm", "--quiet", "--data-dir", str(tmp_path / "c")]
+    )
+    assert "stop here" in result.output
+    assert seen == {"timeout": 0.0}

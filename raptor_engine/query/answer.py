@@ -936,8 +936,30 @@ def _answers_kind(question: str, sentence: str) -> bool:
     name, a place)."""
     for kind, (asks, _) in enumerate(ANSWER_KINDS):
         if asks.search(question):
-            return holds_kind(kind, sentence)
+            return holds_asked_kind(question, kind, sentence)
     return False
+
+
+_CAPITALISED = re.compile(r"(?-i:[A-Z])[\w'\u2019-]+")
+
+
+@functools.lru_cache(maxsize=256)  # a function of the question alone, asked once a candidate sentence
+def _given_names(question: str) -> frozenset[str]:
+    """The capitalised words a question gives past its first ("Helen", "Trevaskis" of "Who will succeed
+    Helen Trevaskis?"): names the asker already knows."""
+    return frozenset(word for word in _CAPITALISED.findall(question)[1:] if word.lower() not in ENGLISH_QUESTION_WORDS)
+
+
+def holds_asked_kind(question: str, kind: int, sentence: str) -> bool:
+    """`holds_kind`, where a 'who' question's name must be one the question does not give: "Who will
+    succeed Helen Trevaskis?" is not answered by a sentence whose only name is Helen Trevaskis ("Our chair
+    since 2019 has been Helen Trevaskis"), but by the one naming someone else ("Her successor ... is Ruth
+    Pascoe"). "Who was X?" asks for a description, which `_describes` reads, not for a name."""
+    if kind == WHO_KIND:
+        given = _given_names(question)
+        if given:
+            sentence = _CAPITALISED.sub(lambda m: "x" if m.group(0) in given else m.group(0), sentence)
+    return holds_kind(kind, sentence)
 
 
 WHO_KIND = 3  # ANSWER_KINDS[3]: "who" asks for a name, and "who was X?" for a description of X
@@ -1208,11 +1230,13 @@ def hand_score(question: str, candidate: _Candidate) -> float:
         score += DEFINITION_BONUS
     elif defined is not None and _names_only_its_own(defined, candidate.text):
         score -= POSSESSIVE_PENALTY
-    if defined is None or possessive:  # "Who was Edith's assistant?" still asks for a name
+    # "Who was Edith's assistant?" and "Who is the treasurer?" still ask for a name: only a name's
+    # description is asked by "Who was Edith Vane?"
+    if defined is None or possessive or (ANSWER_KINDS[WHO_KIND][0].search(question) and not is_name(defined)):
         score += _kind_bonus(question, candidate.text)
     if _counts_the_asked(question, candidate.text) or _measures_the_asked(question, candidate.text):
         score += COUNTED_BONUS
-    score += ACTION_BONUS if _holds_the_asked_action(question, candidate.terms) else 0.0
+    score += ACTION_BONUS if _holds_the_asked_action(question, candidate.terms, candidate.text) else 0.0
     score += KIND_BONUS if _picks_out_the_asked(question, candidate.text) else 0.0
     score += _instruction_bonus(question, candidate.text)
     asked = how_to_task(question)
@@ -1887,10 +1911,28 @@ def asked_action(question: str) -> str | None:
     return asked_which(question)[1]
 
 
-def _holds_the_asked_action(question: str, terms: set[str]) -> bool:
-    """Whether a sentence's stemmed terms hold the verb a 'who did X' question asks about."""
+def _holds_the_asked_action(question: str, terms: set[str], sentence: str = "") -> bool:
+    """Whether a sentence's stemmed terms hold the verb a 'who did X' question asks about, or the
+    sentence names the doer or the deed by a noun made from it (`_names_the_deed`)."""
     action = asked_action(question)
-    return action is not None and action in terms
+    return action is not None and (action in terms or _names_the_deed(action, sentence))
+
+
+# The nouns a verb makes for who does it and what is done ("successor", "succession" of "succeed";
+# "founder", "foundation"; "replacement"; "appointment"): "Who will succeed Helen Trevaskis?" is answered
+# by "Her successor ... is Ruth Pascoe", which holds no form of the verb itself.
+_DEED_SUFFIX = r"(?:ors?|ers?|ions?|ments?)"
+DEED_STEM_LETTERS = 4  # letters of the verb's stem a noun made from it keeps at least ("succ" of "succeed")
+
+
+def _names_the_deed(action: str, sentence: str) -> bool:
+    """Whether the sentence holds a noun made from the stemmed verb `action` (`_DEED_SUFFIX`): a word
+    opening with the stem, less up to three final letters that derivation changes, and ending in a
+    doer's or a deed's suffix."""
+    if not sentence or len(action) < DEED_STEM_LETTERS:
+        return False
+    opening = re.escape(action[: max(DEED_STEM_LETTERS, len(action) - 3)])
+    return bool(re.search(rf"\b{opening}[a-z]*{_DEED_SUFFIX}\b", sentence, re.IGNORECASE))
 
 
 # "Which yard built the ship?", "What kind of grind does it need?", "Which class should I book?": the
@@ -2163,7 +2205,7 @@ def sentence_features(
             bm25[i],
             node_bm25[c.position],
             proximity(terms, c.text),
-            *(float(asked and holds_kind(kind, c.text)) for kind, asked in enumerate(kinds)),
+            *(float(asked and holds_asked_kind(question, kind, c.text)) for kind, asked in enumerate(kinds)),
             float(defined is not None and _describes(defined, c.text)),
             event,
             math.log1p(word_count(c.text)),
