@@ -25,6 +25,17 @@ _FIGURE = re.compile(
     re.IGNORECASE,
 )
 
+# The months, the one table of them every reader of dates uses (verdict's date checks, a table's date cells,
+# follow-ups' 'and in March?', the answerer's dates): each full name, lowercase, in order; each month's number
+# by its name or the short form a date writes ('Sept', 'dec'); and the patterns of a full name and of either
+MONTH_NAMES = tuple("january february march april may june july august september october november december".split())
+MONTH_NUMBERS = {
+    **{name: number for number, name in enumerate(MONTH_NAMES, start=1)},
+    **{name[:3]: number for number, name in enumerate(MONTH_NAMES, start=1)},
+    "sept": 9,
+}
+MONTH_NAME = "|".join(MONTH_NAMES)
+MONTH_WORD = rf"(?:{MONTH_NAME}|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
 
 _Y = r"(?:1[0-9]{3}|20[0-9]{2})"
 # a period a figure is given for, the longest first: a quarter of a year ('Q3 2021'), a financial year ('FY24',

@@ -24,6 +24,7 @@ from datetime import date
 
 from ..ingest.sentences import content_terms, stem
 from ..types import ContextNode
+from .compared import MONTH_NUMBERS
 from .retrieve import ELISION
 from .verdict import CHECKS_LAST_ANSWER
 
@@ -78,13 +79,6 @@ def row_cells(text: str) -> dict[str, str] | None:
     return cells
 
 
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        ["jan january", "feb february", "mar march", "apr april", "may", "jun june", "jul july", "aug august",
-         "sep sept september", "oct october", "nov november", "dec december"], start=1)
-    for name in names.split()
-}  # fmt: skip
 _AMOUNT = re.compile(
     r"^(?P<sign>-)?(?P<currency>[£$€¥])?\s?(?P<number>\d[\d,]*(?:\.\d+)?)\s?(?P<scale>k|m|bn)?\s?(?P<unit>%|[^\W\d_]{1,12})?$",
     re.IGNORECASE,
@@ -137,9 +131,9 @@ def _date(cell: str) -> date | None:
             return date(int(match.group(1)), int(match.group(2)), int(match.group(3) or 1))
         if match := _SLASH_DATE.match(cell):
             return date(int(match.group(3)), int(match.group(2)), int(match.group(1)))
-        if (match := _WORD_DATE.match(cell)) and match.group(2).lower() in _MONTHS:
+        if (match := _WORD_DATE.match(cell)) and match.group(2).lower() in MONTH_NUMBERS:
             day = match.group(1) or match.group(3) or 1
-            return date(int(match.group(4)), _MONTHS[match.group(2).lower()], int(day))
+            return date(int(match.group(4)), MONTH_NUMBERS[match.group(2).lower()], int(day))
     except ValueError:  # '31/02/2021'
         return None
     return None
@@ -820,7 +814,7 @@ def _in_period(
     table's column of dates, with the words saying so; (None, []) when it names no period, or names it as a
     whole cell (a Quarter column's 'Q3'); None when it names one and no column of dates can say which rows."""
     spoken = _words(question).split()
-    months = [m for w in spoken if (m := _MONTHS.get(w)) and (w != "may" or re.search(r"\bMay\b", question))]
+    months = [m for w in spoken if (m := MONTH_NUMBERS.get(w)) and (w != "may" or re.search(r"\bMay\b", question))]
     quarter = _QUARTER.search(question)
     years = [int(y) for y in _YEAR.findall(question)]
     written = {_words(cell) for cells in named.values() for cell in cells}
@@ -846,6 +840,6 @@ def _in_period(
         if quarter and month is not None and (month - 1) // 3 + 1 != int(quarter.group(1)):
             continue
         inside.add(row.index)
-    said = [w for w in spoken if w in _MONTHS and _MONTHS[w] in months] + ([quarter.group(0).upper()] if quarter else [])
+    said = [w for w in spoken if w in MONTH_NUMBERS and MONTH_NUMBERS[w] in months] + ([quarter.group(0).upper()] if quarter else [])
     said += [str(year) for year in years]
     return inside, [f"{column} in {' '.join(word.title() if word.isalpha() else word for word in said)}"]

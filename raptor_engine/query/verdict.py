@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from ..ingest.sentences import content_terms, stem
-from .compared import Figure, clauses, figures_in
+from .compared import MONTH_NUMBERS, MONTH_WORD, Figure, clauses, figures_in
 
 # the lead of an answer that says yes or no, which answers even when it says 'not' ('support.says_not_answered')
 VERDICT_LEAD = re.compile(r"^From the documents: (?:yes|no)\b")
@@ -51,8 +51,7 @@ _DATE_CHECK = re.compile(
     r"(?P<way>before|after|earlier\s+than|later\s+than|in|during)\s+(?P<target>.+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
-_MONTHS = "january february march april may june july august september october november december".split()
-_MONTH = rf"(?:{'|'.join(_MONTHS)}|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?"
+_MONTH = rf"{MONTH_WORD}\.?"
 _DATE = re.compile(
     rf"\b(?:(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>{_MONTH})(?:,?\s+(?P<year>1[0-9]{{3}}|20[0-9]{{2}}))?"
     rf"|(?P<month2>{_MONTH})\s+(?:(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+)?(?P<year2>1[0-9]{{3}}|20[0-9]{{2}})"
@@ -275,7 +274,7 @@ def _day_of(found: re.Match[str], year: int | None = None) -> _Day | None:
     shown = " ".join(found.group(0).split())
     if not month_word:
         return _Day(date(year_value, 1, 1), date(year_value, 12, 31), shown)
-    month = next(i for i, name in enumerate(_MONTHS, 1) if name.startswith(month_word[:3]))
+    month = MONTH_NUMBERS[month_word[:3]]
     if day:
         try:
             one = date(year_value, month, int(day))
@@ -297,7 +296,7 @@ def _target_day(target: str, year: int | None) -> _Day | None:
     if month is not None:
         if year is None:
             return _Day(date.min, date.min, text)  # a date, of a year still to come
-        first = _MONTHS.index(next(m for m in _MONTHS if m.startswith(month.group("month").lower()[:3]))) + 1
+        first = MONTH_NUMBERS[month.group("month").lower()[:3]]
         end = date(year + (first == 12), first % 12 + 1, 1)
         return _Day(date(year, first, 1), date.fromordinal(end.toordinal() - 1), text)
     dates = list(_DATE.finditer(text))
