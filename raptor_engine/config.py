@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -58,11 +59,11 @@ def load_dotenv_file(path: str | os.PathLike[str] = ".env") -> None:
             return
         with os.fdopen(os.dup(handle), encoding="utf-8", errors="replace") as stream:
             values = dotenv_values(stream=stream)
+        keep_secret_file(path, handle, status, values)
     except OSError:  # unreadable: the environment alone
         return
     finally:
         os.close(handle)
-    keep_secret_file(path)
     ignored = sorted(name for name in values if name not in ENV_DOCS)
     for name, value in values.items():
         if name in ENV_DOCS and value is not None and name not in os.environ:
@@ -163,24 +164,22 @@ def _distrusted(path: Path, why: str) -> None:
     )  # fmt: skip
 
 
-def keep_secret_file(path: Path) -> None:
-    """Make `path` readable by its owner only (mode 0600) when it holds the Discord token or the LLM key and
-    other users could read it: `cp .env.example .env` makes it 0644 under the usual umask, so every user of
-    the machine could read the keys. A file of another user is left as it is (its owner chose its mode)."""
+def keep_secret_file(path: Path, handle: int, status: os.stat_result, values: Mapping[str, str | None]) -> None:
+    """Make the `.env` open as `handle` (`status`, read as `values`) readable by its owner only (mode 0600)
+    when it holds the Discord token or the LLM key and other users could read it: `cp .env.example .env`
+    makes it 0644 under the usual umask, so every user of the machine could read the keys. A file of another
+    user is left as it is (its owner chose its mode). The file read is the one changed, and it is not read
+    again: a second read by name parsed it strictly, and one byte of another encoding (a comment saved as
+    Latin-1) stopped every command with a UnicodeDecodeError."""
+    if status.st_uid != os.geteuid() or not status.st_mode & 0o077:
+        return
+    held = [name for name in SECRET_VARS if (values.get(name) or "").strip()]
+    if not held:
+        return
     try:
-        status = path.stat()
-        if status.st_uid != os.getuid() or not status.st_mode & 0o077 or not path.is_file():
-            return
-        from dotenv import dotenv_values
-
-        values = dotenv_values(path)
-        held = [name for name in SECRET_VARS if (values.get(name) or "").strip()]
-        if not held:
-            return
-        path.chmod(stat.S_IMODE(status.st_mode) & 0o600)
-    except OSError as error:  # missing, unreadable, or cannot be changed: reading it says why, if anything
-        if path.exists():
-            logging.getLogger(__name__).warning("could not make %s readable by this user only: %s", path, error)
+        os.fchmod(handle, stat.S_IMODE(status.st_mode) & 0o600)
+    except OSError as error:  # a read-only file system, say: reading it goes on
+        logging.getLogger(__name__).warning("could not make %s readable by this user only: %s", path, error)
         return
     logging.getLogger(__name__).warning(
         "%s holds %s and other users of this machine could read it (mode %o); it is now readable by this user "

@@ -173,6 +173,18 @@ def test_a_dotenv_holding_a_secret_is_made_this_users_alone(tmp_path, monkeypatc
     assert "abc.def" not in caplog.text and "sk-test" not in caplog.text  # the log names the variable, not its value
 
 
+def test_a_dotenv_with_a_byte_of_another_encoding_is_read_and_made_private(tmp_path, monkeypatch, caplog, own_environ):
+    """review25: the secret check read `.env` a second time, by name and strictly as UTF-8: a comment saved as
+    Latin-1 ('café') beside the token stopped every command with a UnicodeDecodeError."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / ".env"
+    path.write_bytes(b"# caf\xe9 opening hours\nDISCORD_TOKEN=abc.def.ghi\nRAPTOR_BUDGET=1500\n")
+    path.chmod(0o644)
+    settings = Settings.from_env(data_dir=tmp_path / "data")
+    assert settings.budget == 1500 and settings.discord_token == "abc.def.ghi"
+    assert mode(path) == 0o600 and "readable by this user only" in caplog.text
+
+
 def test_a_dotenv_without_a_secret_or_private_already_is_left_as_it_is(tmp_path, monkeypatch, caplog, own_environ):
     monkeypatch.chdir(tmp_path)
     plain = _dotenv(tmp_path, "RAPTOR_BUDGET=1500\nDISCORD_TOKEN=\n", 0o644)
