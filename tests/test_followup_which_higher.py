@@ -89,6 +89,23 @@ def test_the_choice_reads_each_figure_from_its_own_clause_and_scale():
 
 
 @pytest.mark.parametrize(
+    ("text", "first", "second"),
+    [
+        ("Revenue in 2021 was £4.2 million, against 3.6 million pounds in 2020.", "£4.2 million", "3.6 million pounds"),
+        ("Fees in 2021 were $40, against 35 dollars in 2020.", "$40", "35 dollars"),
+        ("Fees in 2021 were 40 euros, against €35 in 2020.", "40 euros", "€35"),
+        ("Turnout in 2021 was 40%, against 35 per cent in 2020.", "40%", "35 per cent"),
+    ],
+)
+def test_a_currency_sign_and_its_word_are_one_unit(text, first, second):
+    """review25: '£4.2 million' and '3.6 million pounds' were 'in different units'; and a figure took the word
+    after it ('in', 'per') as its unit and its text ('35 per cent in in 2020')."""
+    assert chosen(("2021", "2020"), "higher", [(text, "")], {"revenue", "fees", "turnout"}) == CHOSEN.format(
+        time="2021", way="higher", a=first, other="2020", b=second
+    )
+
+
+@pytest.mark.parametrize(
     ("question", "way"),
     [
         ("which year was higher?", "higher"),

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..ingest.sentences import content_terms, stem
+from ..ingest.sentences import STOPWORDS, content_terms, stem
 
 # a year or a quarter as a number or word of its own, also in a file name ('m2019.md', 'sales_q3.md')
 _TIME = re.compile(r"(?<!\d)(?<!\d[.,])(?:1[0-9]{3}|20[0-9]{2})(?![\d]|[.,]\d)|(?<![^\W\d_])[Qq][1-4](?!\d)")
@@ -186,10 +186,12 @@ _WORD_NUMBERS = {
     )
 }
 _SCALES = {"hundred": 1e2, "thousand": 1e3, "million": 1e6, "m": 1e6, "bn": 1e9, "billion": 1e9, "k": 1e3}
+# a number, its scale and its unit: the word after it ('14 members', '£40 rent'), never a word such as 'in' or
+# 'per' ('£4.2 million in 2021' is '£4.2 million', no figure in 'in')
 _NUMBER = re.compile(
     r"(?P<currency>[£$€¥])?\s?(?P<value>(?<![\w.])\d[\d,]*(?:\.\d+)?|\b(?:" + "|".join(_WORD_NUMBERS) + r")\b)"
     r"(?:\s?(?P<scale>hundred|thousand|million|billion|bn|m|k)\b)?(?P<percent>\s?%|\s?per\s?cent)?"
-    r"(?:\s+(?P<unit>[^\W\d_]+))?",
+    rf"(?:\s+(?!(?:{'|'.join(sorted(STOPWORDS | {'per'}))})\b)(?P<unit>[^\W\d_]+))?",
     re.IGNORECASE,
 )
 # where one clause of a sentence ends and another begins: 'Revenue in 2021 was 4.2 million, against 3.6
@@ -197,13 +199,31 @@ _NUMBER = re.compile(
 _CLAUSES = re.compile(r"[;:()]|,(?=\s)|\b(?:against|compared|versus|vs|while|whereas|but|and|up from|down from|from)\b", re.IGNORECASE)
 
 
+# a currency's or a percentage's words, as the sign they stand for: '£500' and '500 pounds' are one unit, so
+# 'is it more than 500 pounds?' is settled by 'The excess is £1,000' (units as `figures_in` keeps them: 'pounds'
+# is 'pound')
+_UNIT_SIGNS = {
+    **dict.fromkeys(("pound", "quid", "gbp", "sterling"), "£"),
+    **dict.fromkeys(("dollar", "usd", "buck"), "$"),
+    **dict.fromkeys(("euro", "eur"), "€"),
+    **dict.fromkeys(("yen", "jpy"), "¥"),
+    **dict.fromkeys(("percent", "pct"), "%"),
+}
+
+
 @dataclass(frozen=True)
 class Figure:
-    """A number a quote gives, with its unit as written ('4.2 million pounds': 4200000.0, 'pounds')."""
+    """A number a quote gives, with its unit as written ('4.2 million pounds': 4200000.0, 'pound')."""
 
     value: float
     unit: str
     shown: str
+
+    @property
+    def measure(self) -> str:
+        """The unit as figures are compared by: '£' for '£40' and '40 pounds' alike, '$' for '$5' and '5
+        dollars', '%' for '35%' and '35 per cent'; any other unit as written."""
+        return _UNIT_SIGNS.get(self.unit, self.unit)
 
 
 def clauses(text: str) -> list[str]:
@@ -261,7 +281,7 @@ def chosen(times: tuple[str, str], way: str, quotes: Iterable[tuple[str, str]], 
     if a is None or b is None:
         have, missing = (first, second) if a is not None else (second, first)
         return ONE_SIDE.format(found=have, figure=(a or b).shown, missing=missing, way=way)  # type: ignore[union-attr]
-    if a.unit != b.unit:
+    if a.measure != b.measure:
         return UNLIKE_UNITS.format(first=first, a=a.shown, second=second, b=b.shown, way=way)
     if a.value == b.value:
         return SAME.format(first=first, second=second, figure=a.shown)

@@ -30,24 +30,26 @@ from .compared import MONTH_NUMBERS, MONTH_WORD, Figure, clauses, figures_in
 
 # the lead of an answer that says yes or no, which answers even when it says 'not' ('support.says_not_answered')
 VERDICT_LEAD = re.compile(r"^From the documents: (?:yes|no)\b")
-_YES_NO = re.compile(r"^(?:(?:and|so|but|ok|okay|then)\b[\s,]*)*(?:is|was|are|were|did|does|do|has|have|had)\b", re.I)
+# How every yes/no question here opens, the one list of its words: any of 'and', 'so', 'but', 'ok', 'okay',
+# 'then' ('ok, is that before 2022?', 'so, was it more than £5?'), then the verb that asks
+_OPENING = r"(?:(?:and|so|but|ok|okay|then)\b[\s,]*)*"
+_ASKING = r"(?:is|was|are|were|did|does|do|has|have|had)"
+_YES_NO = re.compile(rf"^{_OPENING}{_ASKING}\b", re.I)
 _THAT = r"(?:that|it|this|they|those|these|she|he)"
 # a yes/no check of what the last answer said ('is that before 2020?', 'was it more than £5?', 'did they
-# join after 2019?'): the pronoun stands for it; 'did anyone join after 2019?' asks anew
-CHECKS_LAST_ANSWER = re.compile(
-    rf"^\W*(?:(?:and|so|but)\s+)?(?:is|was|are|were|does|did|has|had)\s+{_THAT}\b", re.IGNORECASE
-)
+# join after 2019?', 'do they close before 6?'): the pronoun stands for it; 'did anyone join after 2019?' asks anew
+CHECKS_LAST_ANSWER = re.compile(rf"^\W*{_OPENING}{_ASKING}\s+{_THAT}\b", re.IGNORECASE)
 _MORE = {
     **dict.fromkeys("more greater higher bigger larger over above longer".split(), 1),
     **dict.fromkeys("less fewer lower smaller under below shorter".split(), -1),
 }
 _FIGURE_CHECK = re.compile(
-    rf"^(?:(?:and|so|but)\s+)?(?:is|was|are|were)\s+{_THAT}\s+(?:any\s+|much\s+|a\s+lot\s+)?"
+    rf"^{_OPENING}(?:is|was|are|were)\s+{_THAT}\s+(?:any\s+|much\s+|a\s+lot\s+)?"
     rf"(?P<way>{'|'.join(_MORE)})\s+(?:than\s+)?(?P<target>.+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
 _DATE_CHECK = re.compile(
-    rf"^(?:(?:and|so|but)\s+)?(?:is|was|are|were|does|did)\s+{_THAT}\s+(?:\w+\s+)?"
+    rf"^{_OPENING}{_ASKING}\s+{_THAT}\s+(?:\w+\s+)?"
     r"(?P<way>before|after|earlier\s+than|later\s+than|in|during)\s+(?P<target>.+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
@@ -84,17 +86,17 @@ class _Day:
 # a check that names its subject, for a first question too: 'Was the bridge finished before 1900?', 'Is the
 # deposit more than 100 pounds?', 'Did more than 20 members attend?' (the last 'before'/'in' whose rest is a date)
 _SUBJECT_DATE = re.compile(
-    r"^(?:(?:and|so|but)\s+)?(?:is|was|are|were|does|did|do|has|had|have)\s+(?P<subject>.+)\s+"
+    rf"^{_OPENING}{_ASKING}\s+(?P<subject>.+)\s+"
     r"(?P<way>before|after|earlier\s+than|later\s+than|in|during)\s+(?P<target>.+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
 _SUBJECT_FIGURE = re.compile(
-    rf"^(?:(?:and|so|but)\s+)?(?:is|was|are|were)\s+(?P<subject>.+?)\s+(?:any\s+|much\s+)?"
+    rf"^{_OPENING}(?:is|was|are|were)\s+(?P<subject>.+?)\s+(?:any\s+|much\s+)?"
     rf"(?P<way>{'|'.join(_MORE)})\s+than\s+(?P<target>.+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
 _COUNT_FIGURE = re.compile(
-    r"^(?:(?:and|so|but)\s+)?(?:did|do|does|were|are|was|is|have|has|had)\s+(?:there\s+)?"
+    rf"^{_OPENING}{_ASKING}\s+(?:there\s+)?"
     rf"(?P<way>{'|'.join(_MORE)})\s+(?:than\s+)?(?P<target>\d[\d,.]*)\s+(?P<rest>\S.*?)\s*[?.!]*$",
     re.IGNORECASE,
 )
@@ -214,7 +216,7 @@ def _figure_verdict(found: re.Match[str], core: str, quotes: list[str], answerin
     given, quote = answered
     if not typed and given.shown == other.shown:
         return None
-    if given.unit and other.unit and given.unit != other.unit:
+    if given.unit and other.unit and given.measure != other.measure:
         return None
     holds = (given.value - other.value) * way > 0
     shown = given.shown[:1].lower() + given.shown[1:] if given.shown[:1].isalpha() else given.shown  # 'fourteen'
@@ -257,7 +259,7 @@ def _answered_figure(core: str, quotes: list[str], other: Figure) -> tuple[Figur
     best: tuple[int, Figure, str] | None = None
     for quote in quotes:
         for clause in clauses(quote):
-            figures = [f for f in figures_in(clause) if not other.unit or not f.unit or f.unit == other.unit]
+            figures = [f for f in figures_in(clause) if not other.unit or not f.unit or f.measure == other.measure]
             figures = [f for f in figures if f.shown != other.shown] or figures
             if figures and (best is None or _shares(clause, terms) > best[0]):
                 best = (_shares(clause, terms), figures[0], quote)
