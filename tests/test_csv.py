@@ -50,6 +50,21 @@ def test_a_row_saved_with_another_delimiter_is_read_in_the_columns():
     assert doc.notices == ("1 cell left out: spreadsheet formulas, whose values the file does not hold",)
 
 
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"Item,Price,Notes\nRake,\xc2\xa32,966,Heavy duty\n", "- Item: Rake; Price: \u00a32,966; Notes: Heavy duty."),
+        (b"Item,Stock,Price\nRake,1,800,$12,500.50\n", "- Item: Rake; Stock: 1,800; Price: $12,500.50."),
+        (b"Town,People\nLeeds,812,000\n", "- Town: Leeds; People: 812,000."),
+        # not a number cut in two: the extra cell stays as it was
+        (b"Item,Price\nRake,12,Heavy\n", "- Item: Rake; Price: 12; Heavy."),
+    ],
+)
+def test_a_number_an_unquoted_thousands_comma_split_is_one_cell(data, expected):
+    """review25: 'Rake,\u00a32,966,Heavy duty' read 'Price: \u00a32; Notes: 966; Heavy duty', a price of \u00a32."""
+    assert load_document("stock.csv", data).text.split("\n")[0] == expected
+
+
 def test_a_legacy_encoded_export_is_read_and_said_so():
     doc = load_document("towns.csv", "Ville,Population\nZ\u00fcrich,400000\n".encode("latin-1"))
     assert doc.text == "- Ville: Z\u00fcrich; Population: 400000."

@@ -254,6 +254,12 @@ def test_only_labelled_rows_are_rows():
     assert row_cells("Item: Trowel; Price: £4.99.") == {"Item": "Trowel", "Price": "£4.99"}
     assert row_cells("Note: the lamp was lit.") is None  # one cell: a sentence with a label
     assert row_cells("He came; she left.") is None
+    # review25: a value holding '; ' made the whole row no row
+    assert row_cells("Item: Spade; Notes: Steel blade; ash handle; Price: £24.99.") == {
+        "Item": "Spade", "Notes": "Steel blade; ash handle", "Price": "£24.99"
+    }  # fmt: skip
+    assert row_cells("Note: the lamp was lit; the keeper slept.") is None  # still one labelled cell
+    assert row_cells("Train: 7A; Departs (hh:mm): 06:45.") == {"Train": "7A", "Departs (hh:mm)": "06:45"}
 
 
 EACH = [{"Item": "Hose", "Each": "12"}, {"Item": "Trowel", "Each": "£4.99"}, {"Item": "Tray", "Each": "£2.40"}]
@@ -287,6 +293,56 @@ def test_a_money_question_with_a_year_like_amount_asks_the_price_not_the_year():
     assert picked.picked == [2, 1]
     picked = table_pick("Which cars were made after 2000?", cars, [0], {"t.csv"}, 3)
     assert picked is not None and picked.lead == "From the documents: 3 of the 4 rows of t.csv with Year after 2000:"
+
+
+FLEET = [
+    {"Model": "Corsa", "Year": "2019", "Mileage": "1650", "Price": "£7,200"},
+    {"Model": "Fiesta", "Year": "2021", "Mileage": "2040", "Price": "£9,850"},
+    {"Model": "Golf", "Year": "2017", "Mileage": "1980", "Price": "£6,400"},
+    {"Model": "Polo", "Year": "2020", "Mileage": "1720", "Price": "£8,100"},
+]
+STOCK = [
+    {"Item": "Spade", "Quantity": "1500", "Price": "£24.99"},
+    {"Item": "Trowel", "Quantity": "2050", "Price": "£4.99"},
+    {"Item": "Rake", "Quantity": "1800", "Price": "£29.50"},
+    {"Item": "Hoe", "Quantity": "90", "Price": "£12.50"},
+]
+
+
+@pytest.mark.parametrize(
+    ("cells", "question", "lead", "picked"),
+    [
+        # review25: Mileage's 1650-2040 were years: 'latest first', and the Year column beside it was one of two
+        # 'date' columns, so 'the newest' picked nothing
+        (FLEET, "Which car is the newest?", "(t.csv's rows by Year, latest first)", [1, 3, 0]),
+        (FLEET, "Which car has the highest mileage?", "(t.csv's rows by Mileage, highest first)", [1, 2, 3]),
+        (STOCK, "Which item has the largest quantity?", "(t.csv's rows by Quantity, highest first)", [1, 2, 0]),
+        (STOCK, "What is the total quantity?", "Quantity adds up to 5,440 over the 4 rows of t.csv", [0, 1, 2, 3]),
+        # a Year column whose every cell is a bare year is still a column of years
+        ([{"Name": "A", "Joined": "2017"}, {"Name": "B", "Joined": "2021"}], "Who joined most recently?",
+         "(t.csv's rows by Joined, latest first)", [1, 0]),
+    ],
+)  # fmt: skip
+def test_figures_between_1500_and_2099_are_years_only_in_a_column_of_years(cells, question, lead, picked):
+    found = table_pick(question, _rows(*cells), [0], {"t.csv"}, 4)
+    assert found is not None and lead in (found.lead or ""), found
+    assert found.picked[: len(picked)] == picked
+
+
+@pytest.mark.parametrize(
+    ("question", "lead", "picked"),
+    [
+        ("Which costs more, the Spade or the Hoe?", "(Spade and Hoe by Price, highest first)", [0, 3]),
+        ("Which costs less, the Rake or the Trowel?", "(Trowel and Rake by Price, lowest first)", [1, 2]),
+        ("Which item costs the most?", "(t.csv's rows by Price, highest first)", [2, 0, 3]),
+    ],
+)
+def test_a_question_of_what_things_cost_is_asked_of_the_money_column(question, lead, picked):
+    """review25: 'costs more' named no column and implied none of Quantity and Price, so nothing was picked."""
+    stock = [{**row, "Quantity": str(int(row["Quantity"]) // 10)} for row in STOCK]  # 150, 205, 180, 9
+    found = table_pick(question, _rows(*stock), [0], {"t.csv"}, 3)
+    assert found is not None and lead in (found.lead or ""), found
+    assert found.picked == picked
 
 
 def test_an_ordinal_past_the_last_row_picks_nothing_so_the_question_is_ranked():
