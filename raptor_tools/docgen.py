@@ -54,20 +54,24 @@ def _format(value: object) -> str:
     return str(value)
 
 
+_FIELD_OF = {env: field for field, env in ENV_VARS.items()}  # each variable's Settings field
+
+
 def default_value(name: str, doc: EnvDoc) -> str:
-    """The value `.env.example` shows for a variable: its `Settings` default unless ENV_DOCS says otherwise."""
+    """The value `.env.example` shows for a variable: its `Settings` default unless ENV_DOCS says otherwise
+    (the field's declared default, read without making a Settings for each of the variables)."""
     if doc.default is not None:
         return doc.default
-    field_of = {env: field for field, env in ENV_VARS.items()}
-    if name not in field_of:
+    if name not in _FIELD_OF:
         raise ValueError(f"raptor_engine/config.py: {name} is not a Settings field, so its ENV_DOCS entry needs a default")
-    if Settings.__dataclass_fields__[field_of[name]].default_factory is not MISSING:
+    declared = Settings.__dataclass_fields__[_FIELD_OF[name]]
+    if declared.default_factory is not MISSING:
         # computed when Settings is made (a home directory, a CPU count): the docs would differ per machine
         raise ValueError(
             f"raptor_engine/config.py: {name}'s default is computed, so its ENV_DOCS entry needs default= "
             "(the text .env.example shows)"
         )
-    return _format(getattr(Settings(), field_of[name]))
+    return _format(declared.default)
 
 
 def _by_section() -> dict[str, list[tuple[str, EnvDoc]]]:
