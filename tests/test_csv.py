@@ -58,6 +58,7 @@ def test_a_row_saved_with_another_delimiter_is_read_in_the_columns():
         (b"Town,People\nLeeds,812,000\n", "- Town: Leeds; People: 812,000."),
         # not a number cut in two: the extra cell stays as it was
         (b"Item,Price\nRake,12,Heavy\n", "- Item: Rake; Price: 12; Heavy."),
+        (b"Item;Price\nRake;1;250\n", "- Item: Rake; Price: 1; 250."),  # no thousands comma in a file of semicolons
     ],
 )
 def test_a_number_an_unquoted_thousands_comma_split_is_one_cell(data, expected):

@@ -1512,7 +1512,9 @@ def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     try:
         for read in reader:
             row_starts = reader.line_num + 1
-            row = _numbers_joined(_in_columns(read, len(rows[0]) if rows else 0, delimiter), len(rows[0]) if rows else 0)
+            row = _in_columns(read, len(rows[0]) if rows else 0, delimiter)
+            if delimiter == ",":
+                row = _numbers_joined(row, len(rows[0]) if rows else 0)
             cells += len(row)
             if cells > limits.max_elements:
                 raise IngestError(name, f"has more than {limits.max_elements:,} table cells, over the limit.")
