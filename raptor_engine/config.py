@@ -150,7 +150,11 @@ def _folder_writers(folder: Path) -> str | None:
         return None
     if status.st_mode & stat.S_ISVTX or not status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return None
-    if not status.st_mode & stat.S_IWOTH and status.st_uid in (os.geteuid(), 0) and _private_group(status.st_gid):
+    if (
+        not status.st_mode & stat.S_IWOTH
+        and status.st_uid in (os.geteuid(), 0)
+        and _private_group(status.st_gid)
+    ):
         return None  # this user's own folder under umask 002 (a user private group)
     who = "any user" if status.st_mode & stat.S_IWOTH else f"every member of group {status.st_gid}"
     return f"it is in {folder}, where {who} can replace it (mode {stat.S_IMODE(status.st_mode):o})"
@@ -164,7 +168,9 @@ def _distrusted(path: Path, why: str) -> None:
     )  # fmt: skip
 
 
-def keep_secret_file(path: Path, handle: int, status: os.stat_result, values: Mapping[str, str | None]) -> None:
+def keep_secret_file(
+    path: Path, handle: int, status: os.stat_result, values: Mapping[str, str | None]
+) -> None:
     """Make the `.env` open as `handle` (`status`, read as `values`) readable by its owner only (mode 0600)
     when it holds the Discord token or the LLM key and other users could read it: `cp .env.example .env`
     makes it 0644 under the usual umask, so every user of the machine could read the keys. A file of another
@@ -432,7 +438,9 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "$XDG_CACHE_HOME/raptor). Safe to delete: it is rebuilt on the next start.",
         default="",
     ),
-    "RAPTOR_CHUNK_TOKENS": EnvDoc("Tree building (RAPTOR)", "Tokens per leaf chunk (whole sentences), as in the paper."),
+    "RAPTOR_CHUNK_TOKENS": EnvDoc(
+        "Tree building (RAPTOR)", "Tokens per leaf chunk (whole sentences), as in the paper."
+    ),
     "RAPTOR_SUMMARY_MAX_TOKENS": EnvDoc("Tree building (RAPTOR)", "The longest summary, in tokens."),
     "RAPTOR_SUMMARY_RATIO": EnvDoc(
         "Tree building (RAPTOR)", "Summary length as a ratio of its children's tokens (the paper's ~0.28)."
@@ -449,7 +457,8 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "LLM's input is cut proportionally to fit.",
     ),
     "RAPTOR_CLUSTER_THRESHOLD": EnvDoc(
-        "Tree building (RAPTOR)", "Soft membership: a node joins every cluster whose probability is above this."
+        "Tree building (RAPTOR)",
+        "Soft membership: a node joins every cluster whose probability is above this.",
     ),
     "RAPTOR_CLUSTER_DIM": EnvDoc("Tree building (RAPTOR)", "UMAP's output dimensions before clustering."),
     "RAPTOR_MAX_CLUSTERS": EnvDoc(
@@ -491,7 +500,8 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "is refused with a sentence saying so; split it, or raise this if you accept longer builds.",
     ),
     "RAPTOR_QUESTIONS_PER_MINUTE": EnvDoc(
-        "Bounds", "Questions one user may ask per minute (a sliding window, raptor_engine/query/ratelimit.py)."
+        "Bounds",
+        "Questions one user may ask per minute (a sliding window, raptor_engine/query/ratelimit.py).",
     ),
     "RAPTOR_FILES_PER_HOUR": EnvDoc(
         "Bounds",
@@ -532,7 +542,9 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Retries per request (429/5xx/timeouts by the openai client, malformed replies by ours) share "
         "this one budget.",
     ),
-    "DISCORD_TOKEN": EnvDoc("Discord bot", "The bot's token from the developer portal (a secret: never commit it)."),
+    "DISCORD_TOKEN": EnvDoc(
+        "Discord bot", "The bot's token from the developer portal (a secret: never commit it)."
+    ),
     "DISCORD_DEV_GUILD": EnvDoc(
         "Discord bot", "A server (guild) id for instant command sync while developing; empty syncs globally."
     ),
@@ -546,12 +558,15 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Discord bot", "A role (name or id) allowed to add and remove documents, besides Manage Messages."
     ),
     "RAPTOR_MAX_CONCURRENT_BUILDS": EnvDoc(
-        "Discord bot", "Builds running at once across all channels; more wait in a queue (one at a time per channel)."
+        "Discord bot",
+        "Builds running at once across all channels; more wait in a queue (one at a time per channel).",
     ),
     "RAPTOR_ASK_COOLDOWN_SECONDS": EnvDoc(
         "Discord bot", "Seconds a user waits between questions (/ask and thread follow-ups)."
     ),
-    "RAPTOR_LOG_LEVEL": EnvDoc("Discord bot", "Log level of `python -m bot` (DEBUG, INFO, WARNING).", default="INFO"),
+    "RAPTOR_LOG_LEVEL": EnvDoc(
+        "Discord bot", "Log level of `python -m bot` (DEBUG, INFO, WARNING).", default="INFO"
+    ),
     "RAPTOR_EVALDATA": EnvDoc(
         "Tooling",
         "Where the evaluation sets live; empty looks for ../shared/evaldata beside the checkout.",
@@ -621,7 +636,8 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Builds on Dask workers", "This process's certificate (PEM file), signed by RAPTOR_DASK_TLS_CA_FILE."
     ),
     "RAPTOR_DASK_TLS_KEY": EnvDoc(
-        "Builds on Dask workers", "The private key (PEM file) of RAPTOR_DASK_TLS_CERT; readable by this user only."
+        "Builds on Dask workers",
+        "The private key (PEM file) of RAPTOR_DASK_TLS_CERT; readable by this user only.",
     ),
     "RAPTOR_DASK_INSECURE": EnvDoc(
         "Builds on Dask workers",
@@ -646,7 +662,7 @@ ENV_DOCS: dict[str, EnvDoc] = {
     "RAPTOR_BUILD_TIMEOUT": EnvDoc(
         "Hostile uploads",
         "One upload's whole build (reading, chunking, embedding, clustering, summaries) stops past this many "
-        "seconds (\"... building it took longer than the 60 s allowed for one upload\"); nothing is stored. The "
+        'seconds ("... building it took longer than the 60 s allowed for one upload"); nothing is stored. The '
         "build checks it at fine grain (every embedding batch, clustering fit and summary; every few thousand "
         "sentences), wherever it runs, in this process or on a Dask worker. 0 turns it off (`raptor bench` "
         "does, for its long texts). Why 60 s: every upload should end, stored or refused, within 90 s; the "
@@ -661,7 +677,7 @@ ENV_DOCS: dict[str, EnvDoc] = {
     ),
     "RAPTOR_BUILD_MEMORY_MB": EnvDoc(
         "Hostile uploads",
-        "The most memory one build may add to its process (\"... needed more than the 2,048 MB of memory ...\"), "
+        'The most memory one build may add to its process ("... needed more than the 2,048 MB of memory ..."), '
         "measured every 50 ms while it runs; nothing is stored. 0 turns it off.",
     ),
     "RAPTOR_QUESTION_TIMEOUT": EnvDoc(
@@ -674,6 +690,6 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Several processes (CLI ingests, a bot) may write one data directory: their writes of one knowledge base "
         "take turns, each upload from before its build to its commit (different knowledge bases build side by "
         "side), and an upload waits at most this many seconds for its turn, a wait its build deadline does not "
-        "count (\"Nothing was stored: other uploads kept this knowledge base busy for 600 seconds; try again.\").",
+        'count ("Nothing was stored: other uploads kept this knowledge base busy for 600 seconds; try again.").',
     ),
 }

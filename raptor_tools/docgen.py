@@ -63,7 +63,9 @@ def default_value(name: str, doc: EnvDoc) -> str:
     if doc.default is not None:
         return doc.default
     if name not in _FIELD_OF:
-        raise ValueError(f"raptor_engine/config.py: {name} is not a Settings field, so its ENV_DOCS entry needs a default")
+        raise ValueError(
+            f"raptor_engine/config.py: {name} is not a Settings field, so its ENV_DOCS entry needs a default"
+        )
     declared = Settings.__dataclass_fields__[_FIELD_OF[name]]
     if declared.default_factory is not MISSING:
         # computed when Settings is made (a home directory, a CPU count): the docs would differ per machine
@@ -233,7 +235,12 @@ NUMERIC_PACKAGES = (
     "onnxruntime", "onnx", "torch", "transformers", "sentence-transformers", "tokenizers",
     "umap-learn", "numba", "scikit-learn", "scipy", "numpy", "hnswlib",
 )  # fmt: skip
-_KERNEL_FLAGS = (("avx512_vnni", "avx512-vnni"), ("avx_vnni", "avx-vnni"), ("avx512bw", "avx512"), ("avx2", "avx2"))
+_KERNEL_FLAGS = (
+    ("avx512_vnni", "avx512-vnni"),
+    ("avx_vnni", "avx-vnni"),
+    ("avx512bw", "avx512"),
+    ("avx2", "avx2"),
+)
 
 
 def cpu_kernel_class(cpuinfo: str | None = None) -> str:
@@ -245,7 +252,9 @@ def cpu_kernel_class(cpuinfo: str | None = None) -> str:
             cpuinfo = Path("/proc/cpuinfo").read_text()
         except OSError:
             return platform.machine() or "unknown"
-    flags = set(re.findall(r"\b\w+\b", next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "")))
+    flags = set(
+        re.findall(r"\b\w+\b", next((line for line in cpuinfo.splitlines() if line.startswith("flags")), ""))
+    )
     return next((name for flag, name in _KERNEL_FLAGS if flag in flags), platform.machine() or "baseline")
 
 

@@ -145,13 +145,22 @@ def test_a_lookup_and_a_cell_asked_by_how_many_are_ranked_as_any_question(engine
 
 
 def test_follow_ups_lean_on_the_last_table_question(engine):
-    history = [Turn("user", "Which team has the most points?"), Turn("assistant", "From the documents:\n- \u201cx\u201d [1]")]
+    history = [
+        Turn("user", "Which team has the most points?"),
+        Turn("assistant", "From the documents:\n- \u201cx\u201d [1]"),
+    ]
     first_line, quotes = ask(engine, "league", "and the second?", history)
     assert "by Points, highest first" in first_line and "Mill Lane FC" in quotes[0]
-    history += [Turn("user", "and the second?"), Turn("assistant", "From the documents:\n- \u201cy\u201d [1]")]
+    history += [
+        Turn("user", "and the second?"),
+        Turn("assistant", "From the documents:\n- \u201cy\u201d [1]"),
+    ]
     first_line, quotes = ask(engine, "league", "and the fewest?", history)
     assert "by Points, lowest first" in first_line and "Old Bridge" in quotes[0]
-    history = [Turn("user", "Which is the most expensive item?"), Turn("assistant", "From the documents:\n- \u201cx\u201d [1]")]
+    history = [
+        Turn("user", "Which is the most expensive item?"),
+        Turn("assistant", "From the documents:\n- \u201cx\u201d [1]"),
+    ]
     first_line, quotes = ask(engine, "prices", "and the cheapest?", history)
     assert "by Price, lowest first" in first_line and "Seed tray" in quotes[0]
 
@@ -164,7 +173,9 @@ def test_follow_ups_lean_on_the_last_table_question(engine):
         ("prices", "What is the cheapest item?", "is it more than £5?", "no (£2.40, against £5)", "Seed tray"),
     ],
 )  # fmt: skip
-def test_a_yes_no_check_of_a_table_answer_quotes_the_rows_it_checks_not_a_filter(engine, kb, asked, check, verdict, first):
+def test_a_yes_no_check_of_a_table_answer_quotes_the_rows_it_checks_not_a_filter(
+    engine, kb, asked, check, verdict, first
+):
     """'is that before 2020?' after 'who joined most recently?' checks the answer's first row: the quotes are
     the rows the last answer gave, not the rows before 2020 under a 'no' (the threshold read as a filter)."""
     answer = asyncio.run(engine.ask(kb, asked))
@@ -197,7 +208,10 @@ def test_the_cli_answers_a_superlative_over_a_csv_by_its_column(tmp_path, embedd
     path = tmp_path / "prices.csv"
     path.write_text(PRICES)
     base = ["--data-dir", str(tmp_path / "data")]
-    assert CliRunner().invoke(cli_module.cli, [*base, "ingest", str(path), "--kb", "shop", "--quiet"]).exit_code == 0
+    assert (
+        CliRunner().invoke(cli_module.cli, [*base, "ingest", str(path), "--kb", "shop", "--quiet"]).exit_code
+        == 0
+    )
     result = CliRunner().invoke(cli_module.cli, [*base, "ask", "What is the cheapest item?", "--kb", "shop"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.split("\n")
@@ -247,7 +261,11 @@ def test_dates_order_as_dates_and_text_is_no_figure():
     dates = ["2021-03-04", "4/3/2021", "4 March 2021", "March 4, 2021"]
     assert len({cell_value(d).value for d in dates}) == 1  # type: ignore[union-attr]
     assert cell_value("3 March 2021").value < cell_value("2021-03-04").value  # type: ignore[union-attr]
-    assert cell_value("Leeds") is None and cell_value("07700 900111") is None and cell_value("2022-23 Q3") is None
+    assert (
+        cell_value("Leeds") is None
+        and cell_value("07700 900111") is None
+        and cell_value("2022-23 Q3") is None
+    )
 
 
 def test_only_labelled_rows_are_rows():
@@ -262,7 +280,11 @@ def test_only_labelled_rows_are_rows():
     assert row_cells("Train: 7A; Departs (hh:mm): 06:45.") == {"Train": "7A", "Departs (hh:mm)": "06:45"}
 
 
-EACH = [{"Item": "Hose", "Each": "12"}, {"Item": "Trowel", "Each": "£4.99"}, {"Item": "Tray", "Each": "£2.40"}]
+EACH = [
+    {"Item": "Hose", "Each": "12"},
+    {"Item": "Trowel", "Each": "£4.99"},
+    {"Item": "Tray", "Each": "£2.40"},
+]
 
 
 @pytest.mark.parametrize(
@@ -289,10 +311,16 @@ def test_a_money_question_with_a_year_like_amount_asks_the_price_not_the_year():
     cars = _rows({"Car": "Fiat", "Year": "1995", "Price": "£1,200"}, {"Car": "Ford", "Year": "2010", "Price": "£3,500"},
                  {"Car": "Audi", "Year": "2018", "Price": "£9,000"}, {"Car": "Kia", "Year": "2003", "Price": "£1,800"})  # fmt: skip
     picked = table_pick("Which cars cost more than 2000?", cars, [0], {"t.csv"}, 3)
-    assert picked is not None and picked.lead == "From the documents: 2 of the 4 rows of t.csv with Price more than 2000:"
+    assert (
+        picked is not None
+        and picked.lead == "From the documents: 2 of the 4 rows of t.csv with Price more than 2000:"
+    )
     assert picked.picked == [2, 1]
     picked = table_pick("Which cars were made after 2000?", cars, [0], {"t.csv"}, 3)
-    assert picked is not None and picked.lead == "From the documents: 3 of the 4 rows of t.csv with Year after 2000:"
+    assert (
+        picked is not None
+        and picked.lead == "From the documents: 3 of the 4 rows of t.csv with Year after 2000:"
+    )
 
 
 FLEET = [
@@ -381,7 +409,9 @@ _CROSSING_ROW_LINE = re.compile(
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["\n", " ", "\t", "- ", "* ", "a", ": ", "; ", ".", "b: c", "\r"]), max_size=40))
+@given(
+    st.lists(st.sampled_from(["\n", " ", "\t", "- ", "* ", "a", ": ", "; ", ".", "b: c", "\r"]), max_size=40)
+)
 @example(["\n \n\t", "- ", "a", ": ", "a", "; ", "b: c", ".", "\n"])  # a row after blank lines: found
 @example(["- ", "a", ": ", "a", ".", "\n", "; ", "b: c"])  # one cell on the line: no row
 def test_the_row_line_pattern_finds_a_row_where_the_line_crossing_one_did(pieces):

@@ -28,7 +28,9 @@ _FIGURE = re.compile(
 # The months, the one table of them every reader of dates uses (verdict's date checks, a table's date cells,
 # follow-ups' 'and in March?', the answerer's dates): each full name, lowercase, in order; each month's number
 # by its name or the short form a date writes ('Sept', 'dec'); and the patterns of a full name and of either
-MONTH_NAMES = tuple("january february march april may june july august september october november december".split())
+MONTH_NAMES = tuple(
+    "january february march april may june july august september october november december".split()
+)
 MONTH_NUMBERS = {
     **{name: number for number, name in enumerate(MONTH_NAMES, start=1)},
     **{name[:3]: number for number, name in enumerate(MONTH_NAMES, start=1)},
@@ -67,7 +69,11 @@ def period_name(found: re.Match[str]) -> str | None:
             first, second = int(numbers[0][-2:]), int(numbers[1][-2:])
             if second != (first + 1) % 100:
                 return None
-            return f"FY{numbers[0][-2:]}-{numbers[1][-2:]}" if kind == "fy" else f"{numbers[0]}-{numbers[1][-2:]}"
+            return (
+                f"FY{numbers[0][-2:]}-{numbers[1][-2:]}"
+                if kind == "fy"
+                else f"{numbers[0]}-{numbers[1][-2:]}"
+            )
         return f"FY{numbers[0][-2:]}"
     return text.upper()
 
@@ -120,7 +126,10 @@ def holds_figures_of(times: tuple[str, str], quotes: Iterable[tuple[str, str]]) 
     if any(_holds(first, text) and _holds(second, text) and _of_time(first, text, "") for text, _ in quotes):
         return True
     return any(
-        _of_time(first, *a) and _of_time(second, *b) for i, a in enumerate(quotes) for j, b in enumerate(quotes) if i != j
+        _of_time(first, *a) and _of_time(second, *b)
+        for i, a in enumerate(quotes)
+        for j, b in enumerate(quotes)
+        if i != j
     )
 
 
@@ -133,9 +142,13 @@ _MORE_WORDS = {
     **dict.fromkeys("lower less fewer smaller".split(), "lower"),
 }
 _WHICH_MORE = re.compile(
-    r"^(?:(?:and|so|ok|okay|then|but)\b[\s,]*)*(?:which|what(?!\s+(?:" + "|".join(_MORE_WORDS) + r")\b))\b[^?.!]{0,60}?\b("
-    + "|".join(_MORE_WORDS) + r")\b[^?.!]{0,40}[?.!]*$"
-    r"|^(?:(?:and|so)\b[\s,]*)?(?:is|was|were|are|did)\b(?=[^?.!]*\bor\b)[^?.!]{0,60}?\b(" + "|".join(_MORE_WORDS)
+    r"^(?:(?:and|so|ok|okay|then|but)\b[\s,]*)*(?:which|what(?!\s+(?:"
+    + "|".join(_MORE_WORDS)
+    + r")\b))\b[^?.!]{0,60}?\b("
+    + "|".join(_MORE_WORDS)
+    + r")\b[^?.!]{0,40}[?.!]*$"
+    r"|^(?:(?:and|so)\b[\s,]*)?(?:is|was|were|are|did)\b(?=[^?.!]*\bor\b)[^?.!]{0,60}?\b("
+    + "|".join(_MORE_WORDS)
     + r")\b[^?.!]{0,40}[?.!]*$",
     re.IGNORECASE,
 )
@@ -189,14 +202,19 @@ _SCALES = {"hundred": 1e2, "thousand": 1e3, "million": 1e6, "m": 1e6, "bn": 1e9,
 # a number, its scale and its unit: the word after it ('14 members', '£40 rent'), never a word such as 'in' or
 # 'per' ('£4.2 million in 2021' is '£4.2 million', no figure in 'in')
 _NUMBER = re.compile(
-    r"(?P<currency>[£$€¥])?\s?(?P<value>(?<![\w.])\d[\d,]*(?:\.\d+)?|\b(?:" + "|".join(_WORD_NUMBERS) + r")\b)"
+    r"(?P<currency>[£$€¥])?\s?(?P<value>(?<![\w.])\d[\d,]*(?:\.\d+)?|\b(?:"
+    + "|".join(_WORD_NUMBERS)
+    + r")\b)"
     r"(?:\s?(?P<scale>hundred|thousand|million|billion|bn|m|k)\b)?(?P<percent>\s?%|\s?per\s?cent)?"
     rf"(?:\s+(?!(?:{'|'.join(sorted(STOPWORDS | {'per'}))})\b)(?P<unit>[^\W\d_]+))?",
     re.IGNORECASE,
 )
 # where one clause of a sentence ends and another begins: 'Revenue in 2021 was 4.2 million, against 3.6
 # million in 2020' gives each year its own figure
-_CLAUSES = re.compile(r"[;:()]|,(?=\s)|\b(?:against|compared|versus|vs|while|whereas|but|and|up from|down from|from)\b", re.IGNORECASE)
+_CLAUSES = re.compile(
+    r"[;:()]|,(?=\s)|\b(?:against|compared|versus|vs|while|whereas|but|and|up from|down from|from)\b",
+    re.IGNORECASE,
+)
 
 
 # a currency's or a percentage's words, as the sign they stand for: '£500' and '500 pounds' are one unit, so
@@ -242,10 +260,14 @@ def figures_in(text: str) -> list[Figure]:
         raw = match.group("value").lower()
         value = float(_WORD_NUMBERS[raw]) if raw in _WORD_NUMBERS else float(raw.replace(",", ""))
         value *= _SCALES.get((match.group("scale") or "").lower(), 1.0)
-        unit = "%" if match.group("percent") else (match.group("currency") or match.group("unit") or "").lower()
+        unit = (
+            "%" if match.group("percent") else (match.group("currency") or match.group("unit") or "").lower()
+        )
         if match.group("currency") and match.group("unit"):
             unit = f"{match.group('currency')}"  # '£40 rent': the currency is the unit
-        found.append(Figure(value, unit.rstrip("s") if len(unit) > 3 else unit, " ".join(match.group(0).split())))
+        found.append(
+            Figure(value, unit.rstrip("s") if len(unit) > 3 else unit, " ".join(match.group(0).split()))
+        )
     return found
 
 
@@ -262,7 +284,9 @@ def figure_of(time: str, text: str, title: str, asked: set[str]) -> Figure | Non
     return (wanted or figures or [None])[0]
 
 
-def chosen(times: tuple[str, str], way: str, quotes: Iterable[tuple[str, str]], asked: set[str]) -> str | None:
+def chosen(
+    times: tuple[str, str], way: str, quotes: Iterable[tuple[str, str]], asked: set[str]
+) -> str | None:
     """The lead line of a choice between the figures of two times ('which year was higher?'): the time whose
     figure is higher (or lower), with both figures, when the quotes (text and title) give one of each in the
     same unit; else a line saying which is missing or that the units differ (`unanswered_lead` reads both as
@@ -271,9 +295,18 @@ def chosen(times: tuple[str, str], way: str, quotes: Iterable[tuple[str, str]], 
     asked_stems = {stem(term) for term in asked}
     # of the quotes giving a time's figure, the one sharing most of what is asked ('revenue', not 'costs');
     # one sharing none gives no figure of it
-    shared = [(len(asked_stems & {stem(t) for t in content_terms(text.lower())}), text, title) for text, title in quotes]
-    ranked = [(text, title) for count, text, title in sorted(shared, key=lambda s: -s[0]) if count or not asked_stems]
-    found = {t: next((f for text, title in ranked if (f := figure_of(t, text, title, asked))), None) for t in times}
+    shared = [
+        (len(asked_stems & {stem(t) for t in content_terms(text.lower())}), text, title)
+        for text, title in quotes
+    ]
+    ranked = [
+        (text, title)
+        for count, text, title in sorted(shared, key=lambda s: -s[0])
+        if count or not asked_stems
+    ]
+    found = {
+        t: next((f for text, title in ranked if (f := figure_of(t, text, title, asked))), None) for t in times
+    }
     first, second = times
     a, b = found[first], found[second]
     if a is None and b is None:
@@ -285,7 +318,9 @@ def chosen(times: tuple[str, str], way: str, quotes: Iterable[tuple[str, str]], 
         return UNLIKE_UNITS.format(first=first, a=a.shown, second=second, b=b.shown, way=way)
     if a.value == b.value:
         return SAME.format(first=first, second=second, figure=a.shown)
-    (pick, shown), (other, against) = sorted(((first, a), (second, b)), key=lambda p: p[1].value, reverse=way == "higher")
+    (pick, shown), (other, against) = sorted(
+        ((first, a), (second, b)), key=lambda p: p[1].value, reverse=way == "higher"
+    )
     return CHOSEN.format(time=pick, way=way, a=shown.shown, other=other, b=against.shown)
 
 
@@ -296,7 +331,9 @@ ONE_SIDE = (
     "which was {way}; the closest passages are:"
 )
 # the lines that say a choice cannot be made, for `followup.unanswered_lead`
-CANNOT_CHOOSE = re.compile(r"^The documents give a figure for .{1,120}? but none I can find for |^The figures are in different units \(")
+CANNOT_CHOOSE = re.compile(
+    r"^The documents give a figure for .{1,120}? but none I can find for |^The figures are in different units \("
+)
 UNLIKE_UNITS = (
     "The figures are in different units ({a} in {first}, {b} in {second}), so I cannot say which was "
     "{way}; the passages are:"
