@@ -307,7 +307,9 @@ def _implied_column(kind: str, way: str, question: str, rows: Sequence[Row]) -> 
     as a price), 'most recent' a column of years or dates, 'oldest' an Age column (its highest)."""
     columns = [column for column in _columns(rows) if _figures(rows, column)]
     if not kind and _MONEY_ASKED.search(question):  # 'which costs more, the spade or the hoe?', 'who paid the most?'
-        kind = "money"
+        money = _implied_column("money", way, question, rows)
+        if money is not None:
+            return money
     if kind == "rank":  # 'who is top of the league?': the first place; 'bottom', the last
         ranks = [c for c in columns if _column_words(c) & _RANK_NAMES]
         bottom = re.search(r"\bbottom\b", question, re.IGNORECASE)
