@@ -373,9 +373,10 @@ def test_a_question_of_what_things_cost_is_asked_of_the_money_column(question, l
     assert found.picked == picked
 
 
-
 def test_a_question_of_paying_over_a_table_without_money_asks_its_one_column_of_figures():
-    fines = _rows({"Team": "Rovers", "Fines": "3"}, {"Team": "Mill", "Fines": "5"}, {"Team": "Quarry", "Fines": "1"})
+    fines = _rows(
+        {"Team": "Rovers", "Fines": "3"}, {"Team": "Mill", "Fines": "5"}, {"Team": "Quarry", "Fines": "1"}
+    )
     found = table_pick("Which team paid the most?", fines, [0], {"t.csv"}, 3)
     assert found is not None and "(t.csv's rows by Fines, highest first)" in (found.lead or ""), found
 
