@@ -373,6 +373,19 @@ def test_a_question_of_what_things_cost_is_asked_of_the_money_column(question, l
     assert found.picked == picked
 
 
+def test_a_word_that_opens_a_columns_name_names_it():
+    """review25: 'miles' named no column (Mileage is stemmed 'mileag'), so 'which has more miles?' picked nothing."""
+    found = table_pick("Which has more miles, the Golf or the Polo?", _rows(*FLEET), [0], {"t.csv"}, 3)
+    assert found is not None and found.lead == "From the documents (Golf and Polo by Mileage, highest first):"
+    clubs = _rows(
+        {"Club": "A", "Total members": "40", "Membership fee": "£90"},
+        {"Club": "B", "Total members": "55", "Membership fee": "£60"},
+        {"Club": "C", "Total members": "12", "Membership fee": "£75"},
+    )
+    found = table_pick("Which club has the most members?", clubs, [0], {"t.csv"}, 3)  # a whole word first
+    assert found is not None and "by Total members, highest first" in (found.lead or ""), found
+
+
 def test_a_question_of_paying_over_a_table_without_money_asks_its_one_column_of_figures():
     fines = _rows(
         {"Team": "Rovers", "Fines": "3"}, {"Team": "Mill", "Fines": "5"}, {"Team": "Quarry", "Fines": "1"}

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from ..ingest.sentences import content_terms, stem
+from ..ingest.sentences import STOPWORDS, content_terms, stem
 from ..types import ContextNode
 from .compared import MONTH_NUMBERS
 from .retrieve import ELISION
@@ -289,17 +289,31 @@ def _columns(rows: Sequence[Row]) -> list[str]:
 
 def _named_column(question: str, rows: Sequence[Row], near: int) -> str | None:
     """The column of figures the question names ('most points', 'joined', 'in stock'); of several, the one
-    named nearest to `near` (where its superlative or threshold stands). None when it names none."""
-    named: list[tuple[int, str]] = []
+    named nearest to `near` (where its superlative or threshold stands); a column a word only opens ('miles'
+    of Mileage) where no column is named by a whole word. None when it names none."""
+    named: list[tuple[bool, int, str]] = []
     lowered = question.lower()
     for column in _columns(rows):
         if not _figures(rows, column):
             continue
         words = _column_words(column)
         for match in re.finditer(r"[^\W_]+", lowered):
-            if stem(match.group(0)) in words or (match.group(0) in {"won", "win", "wins"} and "win" in words):
-                named.append((abs(match.start() - near), column))
-    return min(named)[1] if named else None
+            if (how := _names_column(match.group(0), words)) is not None:
+                named.append((how == "opens", abs(match.start() - near), column))
+    return min(named)[2] if named else None
+
+
+def _names_column(word: str, words: set[str]) -> str | None:
+    """How a word of a question names a column of these stemmed `words`: 'whole' by its stem ('won' or
+    'wins' of Won too), 'opens' by a stem of four letters or more that a column's word opens with ('miles'
+    of Mileage); None when it does not."""
+    stemmed = stem(word)
+    if stemmed in words or (word in {"won", "win", "wins"} and "win" in words):
+        return "whole"
+    if word in STOPWORDS:
+        return None
+    forms = {form for form in (stemmed, word.removesuffix("s")) if len(form) >= 4}  # 'miles': 'mil' and 'mile'
+    return "opens" if any(w.startswith(form) for w in words for form in forms) else None
 
 
 def _implied_column(kind: str, way: str, question: str, rows: Sequence[Row]) -> tuple[str, str] | None:
