@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -58,11 +59,11 @@ def load_dotenv_file(path: str | os.PathLike[str] = ".env") -> None:
             return
         with os.fdopen(os.dup(handle), encoding="utf-8", errors="replace") as stream:
             values = dotenv_values(stream=stream)
+        keep_secret_file(path, handle, status, values)
     except OSError:  # unreadable: the environment alone
         return
     finally:
         os.close(handle)
-    keep_secret_file(path)
     ignored = sorted(name for name in values if name not in ENV_DOCS)
     for name, value in values.items():
         if name in ENV_DOCS and value is not None and name not in os.environ:
@@ -149,7 +150,11 @@ def _folder_writers(folder: Path) -> str | None:
         return None
     if status.st_mode & stat.S_ISVTX or not status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return None
-    if not status.st_mode & stat.S_IWOTH and status.st_uid in (os.geteuid(), 0) and _private_group(status.st_gid):
+    if (
+        not status.st_mode & stat.S_IWOTH
+        and status.st_uid in (os.geteuid(), 0)
+        and _private_group(status.st_gid)
+    ):
         return None  # this user's own folder under umask 002 (a user private group)
     who = "any user" if status.st_mode & stat.S_IWOTH else f"every member of group {status.st_gid}"
     return f"it is in {folder}, where {who} can replace it (mode {stat.S_IMODE(status.st_mode):o})"
@@ -163,24 +168,24 @@ def _distrusted(path: Path, why: str) -> None:
     )  # fmt: skip
 
 
-def keep_secret_file(path: Path) -> None:
-    """Make `path` readable by its owner only (mode 0600) when it holds the Discord token or the LLM key and
-    other users could read it: `cp .env.example .env` makes it 0644 under the usual umask, so every user of
-    the machine could read the keys. A file of another user is left as it is (its owner chose its mode)."""
+def keep_secret_file(
+    path: Path, handle: int, status: os.stat_result, values: Mapping[str, str | None]
+) -> None:
+    """Make the `.env` open as `handle` (`status`, read as `values`) readable by its owner only (mode 0600)
+    when it holds the Discord token or the LLM key and other users could read it: `cp .env.example .env`
+    makes it 0644 under the usual umask, so every user of the machine could read the keys. A file of another
+    user is left as it is (its owner chose its mode). The file read is the one changed, and it is not read
+    again: a second read by name parsed it strictly, and one byte of another encoding (a comment saved as
+    Latin-1) stopped every command with a UnicodeDecodeError."""
+    if status.st_uid != os.geteuid() or not status.st_mode & 0o077:
+        return
+    held = [name for name in SECRET_VARS if (values.get(name) or "").strip()]
+    if not held:
+        return
     try:
-        status = path.stat()
-        if status.st_uid != os.getuid() or not status.st_mode & 0o077 or not path.is_file():
-            return
-        from dotenv import dotenv_values
-
-        values = dotenv_values(path)
-        held = [name for name in SECRET_VARS if (values.get(name) or "").strip()]
-        if not held:
-            return
-        path.chmod(stat.S_IMODE(status.st_mode) & 0o600)
-    except OSError as error:  # missing, unreadable, or cannot be changed: reading it says why, if anything
-        if path.exists():
-            logging.getLogger(__name__).warning("could not make %s readable by this user only: %s", path, error)
+        os.fchmod(handle, stat.S_IMODE(status.st_mode) & 0o600)
+    except OSError as error:  # a read-only file system, say: reading it goes on
+        logging.getLogger(__name__).warning("could not make %s readable by this user only: %s", path, error)
         return
     logging.getLogger(__name__).warning(
         "%s holds %s and other users of this machine could read it (mode %o); it is now readable by this user "
@@ -433,7 +438,9 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "$XDG_CACHE_HOME/raptor). Safe to delete: it is rebuilt on the next start.",
         default="",
     ),
-    "RAPTOR_CHUNK_TOKENS": EnvDoc("Tree building (RAPTOR)", "Tokens per leaf chunk (whole sentences), as in the paper."),
+    "RAPTOR_CHUNK_TOKENS": EnvDoc(
+        "Tree building (RAPTOR)", "Tokens per leaf chunk (whole sentences), as in the paper."
+    ),
     "RAPTOR_SUMMARY_MAX_TOKENS": EnvDoc("Tree building (RAPTOR)", "The longest summary, in tokens."),
     "RAPTOR_SUMMARY_RATIO": EnvDoc(
         "Tree building (RAPTOR)", "Summary length as a ratio of its children's tokens (the paper's ~0.28)."
@@ -450,7 +457,8 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "LLM's input is cut proportionally to fit.",
     ),
     "RAPTOR_CLUSTER_THRESHOLD": EnvDoc(
-        "Tree building (RAPTOR)", "Soft membership: a node joins every cluster whose probability is above this."
+        "Tree building (RAPTOR)",
+        "Soft membership: a node joins every cluster whose probability is above this.",
     ),
     "RAPTOR_CLUSTER_DIM": EnvDoc("Tree building (RAPTOR)", "UMAP's output dimensions before clustering."),
     "RAPTOR_MAX_CLUSTERS": EnvDoc(
@@ -492,7 +500,8 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "is refused with a sentence saying so; split it, or raise this if you accept longer builds.",
     ),
     "RAPTOR_QUESTIONS_PER_MINUTE": EnvDoc(
-        "Bounds", "Questions one user may ask per minute (a sliding window, raptor_engine/query/ratelimit.py)."
+        "Bounds",
+        "Questions one user may ask per minute (a sliding window, raptor_engine/query/ratelimit.py).",
     ),
     "RAPTOR_FILES_PER_HOUR": EnvDoc(
         "Bounds",
@@ -533,7 +542,9 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Retries per request (429/5xx/timeouts by the openai client, malformed replies by ours) share "
         "this one budget.",
     ),
-    "DISCORD_TOKEN": EnvDoc("Discord bot", "The bot's token from the developer portal (a secret: never commit it)."),
+    "DISCORD_TOKEN": EnvDoc(
+        "Discord bot", "The bot's token from the developer portal (a secret: never commit it)."
+    ),
     "DISCORD_DEV_GUILD": EnvDoc(
         "Discord bot", "A server (guild) id for instant command sync while developing; empty syncs globally."
     ),
@@ -547,12 +558,15 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Discord bot", "A role (name or id) allowed to add and remove documents, besides Manage Messages."
     ),
     "RAPTOR_MAX_CONCURRENT_BUILDS": EnvDoc(
-        "Discord bot", "Builds running at once across all channels; more wait in a queue (one at a time per channel)."
+        "Discord bot",
+        "Builds running at once across all channels; more wait in a queue (one at a time per channel).",
     ),
     "RAPTOR_ASK_COOLDOWN_SECONDS": EnvDoc(
         "Discord bot", "Seconds a user waits between questions (/ask and thread follow-ups)."
     ),
-    "RAPTOR_LOG_LEVEL": EnvDoc("Discord bot", "Log level of `python -m bot` (DEBUG, INFO, WARNING).", default="INFO"),
+    "RAPTOR_LOG_LEVEL": EnvDoc(
+        "Discord bot", "Log level of `python -m bot` (DEBUG, INFO, WARNING).", default="INFO"
+    ),
     "RAPTOR_EVALDATA": EnvDoc(
         "Tooling",
         "Where the evaluation sets live; empty looks for ../shared/evaldata beside the checkout.",
@@ -622,7 +636,8 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Builds on Dask workers", "This process's certificate (PEM file), signed by RAPTOR_DASK_TLS_CA_FILE."
     ),
     "RAPTOR_DASK_TLS_KEY": EnvDoc(
-        "Builds on Dask workers", "The private key (PEM file) of RAPTOR_DASK_TLS_CERT; readable by this user only."
+        "Builds on Dask workers",
+        "The private key (PEM file) of RAPTOR_DASK_TLS_CERT; readable by this user only.",
     ),
     "RAPTOR_DASK_INSECURE": EnvDoc(
         "Builds on Dask workers",
@@ -647,7 +662,7 @@ ENV_DOCS: dict[str, EnvDoc] = {
     "RAPTOR_BUILD_TIMEOUT": EnvDoc(
         "Hostile uploads",
         "One upload's whole build (reading, chunking, embedding, clustering, summaries) stops past this many "
-        "seconds (\"... building it took longer than the 60 s allowed for one upload\"); nothing is stored. The "
+        'seconds ("... building it took longer than the 60 s allowed for one upload"); nothing is stored. The '
         "build checks it at fine grain (every embedding batch, clustering fit and summary; every few thousand "
         "sentences), wherever it runs, in this process or on a Dask worker. 0 turns it off (`raptor bench` "
         "does, for its long texts). Why 60 s: every upload should end, stored or refused, within 90 s; the "
@@ -662,7 +677,7 @@ ENV_DOCS: dict[str, EnvDoc] = {
     ),
     "RAPTOR_BUILD_MEMORY_MB": EnvDoc(
         "Hostile uploads",
-        "The most memory one build may add to its process (\"... needed more than the 2,048 MB of memory ...\"), "
+        'The most memory one build may add to its process ("... needed more than the 2,048 MB of memory ..."), '
         "measured every 50 ms while it runs; nothing is stored. 0 turns it off.",
     ),
     "RAPTOR_QUESTION_TIMEOUT": EnvDoc(
@@ -675,6 +690,6 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Several processes (CLI ingests, a bot) may write one data directory: their writes of one knowledge base "
         "take turns, each upload from before its build to its commit (different knowledge bases build side by "
         "side), and an upload waits at most this many seconds for its turn, a wait its build deadline does not "
-        "count (\"Nothing was stored: other uploads kept this knowledge base busy for 600 seconds; try again.\").",
+        'count ("Nothing was stored: other uploads kept this knowledge base busy for 600 seconds; try again.").',
     ),
 }

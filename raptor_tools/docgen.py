@@ -54,20 +54,26 @@ def _format(value: object) -> str:
     return str(value)
 
 
+_FIELD_OF = {env: field for field, env in ENV_VARS.items()}  # each variable's Settings field
+
+
 def default_value(name: str, doc: EnvDoc) -> str:
-    """The value `.env.example` shows for a variable: its `Settings` default unless ENV_DOCS says otherwise."""
+    """The value `.env.example` shows for a variable: its `Settings` default unless ENV_DOCS says otherwise
+    (the field's declared default, read without making a Settings for each of the variables)."""
     if doc.default is not None:
         return doc.default
-    field_of = {env: field for field, env in ENV_VARS.items()}
-    if name not in field_of:
-        raise ValueError(f"raptor_engine/config.py: {name} is not a Settings field, so its ENV_DOCS entry needs a default")
-    if Settings.__dataclass_fields__[field_of[name]].default_factory is not MISSING:
+    if name not in _FIELD_OF:
+        raise ValueError(
+            f"raptor_engine/config.py: {name} is not a Settings field, so its ENV_DOCS entry needs a default"
+        )
+    declared = Settings.__dataclass_fields__[_FIELD_OF[name]]
+    if declared.default_factory is not MISSING:
         # computed when Settings is made (a home directory, a CPU count): the docs would differ per machine
         raise ValueError(
             f"raptor_engine/config.py: {name}'s default is computed, so its ENV_DOCS entry needs default= "
             "(the text .env.example shows)"
         )
-    return _format(getattr(Settings(), field_of[name]))
+    return _format(declared.default)
 
 
 def _by_section() -> dict[str, list[tuple[str, EnvDoc]]]:
@@ -229,7 +235,12 @@ NUMERIC_PACKAGES = (
     "onnxruntime", "onnx", "torch", "transformers", "sentence-transformers", "tokenizers",
     "umap-learn", "numba", "scikit-learn", "scipy", "numpy", "hnswlib",
 )  # fmt: skip
-_KERNEL_FLAGS = (("avx512_vnni", "avx512-vnni"), ("avx_vnni", "avx-vnni"), ("avx512bw", "avx512"), ("avx2", "avx2"))
+_KERNEL_FLAGS = (
+    ("avx512_vnni", "avx512-vnni"),
+    ("avx_vnni", "avx-vnni"),
+    ("avx512bw", "avx512"),
+    ("avx2", "avx2"),
+)
 
 
 def cpu_kernel_class(cpuinfo: str | None = None) -> str:
@@ -241,7 +252,9 @@ def cpu_kernel_class(cpuinfo: str | None = None) -> str:
             cpuinfo = Path("/proc/cpuinfo").read_text()
         except OSError:
             return platform.machine() or "unknown"
-    flags = set(re.findall(r"\b\w+\b", next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "")))
+    flags = set(
+        re.findall(r"\b\w+\b", next((line for line in cpuinfo.splitlines() if line.startswith("flags")), ""))
+    )
     return next((name for flag, name in _KERNEL_FLAGS if flag in flags), platform.machine() or "baseline")
 
 

@@ -28,7 +28,11 @@ def test_rows_under_a_header_name_their_columns_in_every_chunk():
         ("b.csv", b"Name;Amount\nAnn;1,50\n", ["- Name: Ann; Amount: 1,50."]),  # semicolons, decimal comma
         ("c.tsv", b"Keeper\tYear\nAnn\t1887\n", ["- Keeper: Ann; Year: 1887."]),
         ("d.csv", b"1,2,3\n4,5,6\n", ["1 | 2 | 3", "4 | 5 | 6"]),  # figures, no header
-        ("e.csv", b"Name,Note\nAnn,a|b\n\n,\n", ["- Name: Ann; Note: a/b."]),  # empty rows dropped, bars kept inert
+        (
+            "e.csv",
+            b"Name,Note\nAnn,a|b\n\n,\n",
+            ["- Name: Ann; Note: a/b."],
+        ),  # empty rows dropped, bars kept inert
     ],
 )
 def test_delimiters_quoting_and_headers(name, data, expected):
@@ -48,6 +52,28 @@ def test_a_row_saved_with_another_delimiter_is_read_in_the_columns():
         "- Keeper: A note, alone.",
     ]
     assert doc.notices == ("1 cell left out: spreadsheet formulas, whose values the file does not hold",)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (
+            b"Item,Price,Notes\nRake,\xc2\xa32,966,Heavy duty\n",
+            "- Item: Rake; Price: \u00a32,966; Notes: Heavy duty.",
+        ),
+        (b"Item,Stock,Price\nRake,1,800,$12,500.50\n", "- Item: Rake; Stock: 1,800; Price: $12,500.50."),
+        (b"Town,People\nLeeds,812,000\n", "- Town: Leeds; People: 812,000."),
+        # not a number cut in two: the extra cell stays as it was
+        (b"Item,Price\nRake,12,Heavy\n", "- Item: Rake; Price: 12; Heavy."),
+        (
+            b"Item;Price\nRake;1;250\n",
+            "- Item: Rake; Price: 1; 250.",
+        ),  # no thousands comma in a file of semicolons
+    ],
+)
+def test_a_number_an_unquoted_thousands_comma_split_is_one_cell(data, expected):
+    """review25: 'Rake,\u00a32,966,Heavy duty' read 'Price: \u00a32; Notes: 966; Heavy duty', a price of \u00a32."""
+    assert load_document("stock.csv", data).text.split("\n")[0] == expected
 
 
 def test_a_legacy_encoded_export_is_read_and_said_so():
@@ -91,9 +117,15 @@ def test_one_row_of_figures_is_still_a_table():
     ("data", "expected"),
     [
         (b"Name\nAnn\nBen\n", ["- Name: Ann.", "- Name: Ben."]),  # the column's name, not a row
-        (b"Email address\r\nann@x.org\r\nben@y.org\r\n", ["- Email address: ann@x.org.", "- Email address: ben@y.org."]),
+        (
+            b"Email address\r\nann@x.org\r\nben@y.org\r\n",
+            ["- Email address: ann@x.org.", "- Email address: ben@y.org."],
+        ),
         (b"Keepers,\nAnn,\nBen,\n", ["- Keepers: Ann.", "- Keepers: Ben."]),  # a trailing empty column
-        (b"Visited\n1887\n1903\n", ["- Visited: 1887.", "- Visited: 1903."]),  # no digit where all values have one
+        (
+            b"Visited\n1887\n1903\n",
+            ["- Visited: 1887.", "- Visited: 1903."],
+        ),  # no digit where all values have one
         (b"Ann\nBen\nCarol\n", ["Ann", "Ben", "Carol"]),  # a list with no header stays a list
         (b"Pride and Prejudice\nEmma\n", ["Pride and Prejudice", "Emma"]),
         (b"The list follows.\n1\n2\n", ["The list follows.", "1", "2"]),  # a sentence is no column name
@@ -107,7 +139,7 @@ def test_spreadsheet_formulas_read_as_a_reader_sees_them_or_are_left_out_and_sai
     """A CSV holds a formula, not its value: a link shows its label; any other formula (a sum, a DDE
     command that runs a program when the file is opened in a spreadsheet) is no words of the document."""
     data = (
-        b'Name,Link,Total\n'
+        b"Name,Link,Total\n"
         b'Ann,"=HYPERLINK(""http://evil.example/x"",""Click here"")",=SUM(A1:A3)\n'
         b"Ben,+cmd|' /C calc'!A0,@SUM(1)\n"
         b'Carol,"=HYPERLINK(""http://a.example/"")",-2\n'

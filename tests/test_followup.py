@@ -368,7 +368,11 @@ def test_what_about_re_asks_about_a_new_name_or_starts_a_new_topic():
         ("What did Hester Marrow earn?", "or the outer basin?", "What about the outer basin?"),
         ("Who cared for Lisbeth?", "and the harbour", "What about the harbour?"),
         # leaning on the last turn, the context follows the question's own '?'
-        ("Who cared for Lisbeth?", "and the 2019 one?", "What about the 2019 one? (context: Who cared for Lisbeth?)"),
+        (
+            "Who cared for Lisbeth?",
+            "and the 2019 one?",
+            "What about the 2019 one? (context: Who cared for Lisbeth?)",
+        ),
         # the last question asked of the new thing, or of the person's relative, as before
         ("When did the Wren stop running?", "and the Alder?", "When did the Alder stop running?"),
         ("Who cared for Lisbeth?", "and the brother?", "What about Lisbeth's brother?"),
@@ -397,6 +401,25 @@ def test_irregular_past_forms_meet_their_verb():
 
     assert stem("found") == stem("find") and stem("left") == stem("leave") and stem("built") == stem("build")
     assert stem("keeper") != stem("kept")
+
+
+@pytest.mark.parametrize(
+    "forms", [("use", "used", "uses", "using"), ("age", "aged", "ages", "aging"), ("die", "died", "dies", "dead"),
+              ("owe", "owed", "owes", "owing"), ("ice", "iced", "icing"), ("tie", "tied", "ties"), ("eye", "eyed")],
+)  # fmt: skip
+def test_a_short_verb_meets_its_past_and_ing_forms(forms):
+    """review25: 'used' and 'using' kept their suffix (cut, two letters would be left) and never met 'use'."""
+    from raptor_engine.ingest.sentences import stem
+
+    assert len({stem(form) for form in forms}) == 1
+
+
+def test_words_that_only_look_like_a_short_verbs_forms_stay_apart():
+    from raptor_engine.ingest.sentences import stem
+
+    for word, other in [("seed", "see"), ("need", "nee"), ("shed", "she"), ("thing", "the"), ("doing", "doe"),
+                        ("bring", "bre"), ("being", "bee")]:  # fmt: skip
+        assert stem(word) != stem(other), word
 
 
 @pytest.mark.parametrize(
@@ -542,10 +565,22 @@ def test_a_correction_asks_the_last_question_again_about_what_was_meant(correcti
 @pytest.mark.parametrize(
     ("asked", "follow_up", "searched"),
     [
-        ("What did the 2021 report recommend?", "no, I meant the 2019 one", "What did the 2019 report recommend?"),
-        ("What did the 2021 report recommend?", "what about the 2019 one?", "What did the 2019 report recommend?"),
+        (
+            "What did the 2021 report recommend?",
+            "no, I meant the 2019 one",
+            "What did the 2019 report recommend?",
+        ),
+        (
+            "What did the 2021 report recommend?",
+            "what about the 2019 one?",
+            "What did the 2019 report recommend?",
+        ),
         ("What did the 2021 report recommend?", "and the 2019 one?", "What did the 2019 report recommend?"),
-        ("When does the 3 pm ferry leave Hobart?", "sorry, I meant the 5 one", "When does the 5 pm ferry leave Hobart?"),
+        (
+            "When does the 3 pm ferry leave Hobart?",
+            "sorry, I meant the 5 one",
+            "When does the 5 pm ferry leave Hobart?",
+        ),
     ],
 )
 def test_the_numbered_one_asks_the_last_question_again_of_that_number(asked, follow_up, searched):
@@ -560,7 +595,9 @@ def test_the_numbered_one_is_read_as_before_when_the_last_question_numbers_nothi
         talk = [Turn("user", asked), Turn("assistant", "\u201cReyes recommended dredging.\u201d [1]")]
         return standalone_question("no, I meant the 2019 one", talk)
 
-    assert searched("What did the report recommend?") == "What did the 2019 one recommend?"  # the thing swapped
+    assert (
+        searched("What did the report recommend?") == "What did the 2019 one recommend?"
+    )  # the thing swapped
     assert searched("What did the 2019 report recommend?").startswith("What about the 2019 one")
 
 
@@ -732,7 +769,9 @@ def test_a_year_alone_keeps_the_question_it_was_asked_of_for_the_next_follow_up(
         Turn("user", "and in 1890?"),
         Turn("assistant", "From the documents:\n- \u201cIn 1890 a fog horn was added.\u201d [1]"),
     ]
-    assert standalone_question("who else?", turns) == "Who else? (context: In 1890? When was the tower built?)"
+    assert (
+        standalone_question("who else?", turns) == "Who else? (context: In 1890? When was the tower built?)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -743,10 +782,16 @@ def test_a_year_alone_keeps_the_question_it_was_asked_of_for_the_next_follow_up(
             "How many members were present at the meeting of the allotment society and who chaired it?",
             "How many members were present at the meeting of the allotment society and who chaired it?",
         ),
-        ("How is the dough mixed and how long does it rest?", "How is the dough mixed and how long does it rest?"),
+        (
+            "How is the dough mixed and how long does it rest?",
+            "How is the dough mixed and how long does it rest?",
+        ),
         # no thing named before the 'it' (or no clause before it): the last answer's, as before
         ("and when did it close?", "When did the archive close?"),
-        ("What did she do and when did it end?", "What did Margaret Hale do and when did the archive end?" + CONTEXT),
+        (
+            "What did she do and when did it end?",
+            "What did Margaret Hale do and when did the archive end?" + CONTEXT,
+        ),
     ],
 )
 def test_an_it_that_its_own_question_names_is_not_the_last_answers(follow_up, standalone):

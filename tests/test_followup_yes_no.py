@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from raptor_engine.query.verdict import verdict
+from raptor_engine.query.verdict import CHECKS_LAST_ANSWER, verdict
 from tests.followup_documents import TEXTS
 from tests.test_followup_other_document import conversation
 from tests.unhurried import engine_with
@@ -42,6 +42,42 @@ PAID = "The claim was for 6,300 pounds and Greyfriars Mutual paid 5,800 pounds a
 )
 def test_a_date_or_a_figure_the_last_answer_gave_settles_the_check(asked, last_question, last_quote, line):
     assert verdict(asked, asked, ["Something else."], last_question, [last_quote]) == line
+
+
+@pytest.mark.parametrize("opening", ["ok, ", "okay so ", "then ", "so, ", "and "])
+@pytest.mark.parametrize(
+    ("asked", "last_question", "last_quote", "line"),
+    [
+        ("is that before 2022?", "When does cover end?", COVER, "From the documents: no, 31 March 2022 is not before 2022."),
+        ("is it over 500 pounds?", "What is the subsidence excess?", "The excess for subsidence is 1,000 pounds.",
+         "From the documents: yes (1,000 pounds, against 500 pounds)."),
+        ("do they end before 2022?", "When does cover end?", COVER, "From the documents: no, 31 March 2022 is not before 2022."),
+        ("have they ended before 2022?", "When does cover end?", COVER,
+         "From the documents: no, 31 March 2022 is not before 2022."),
+    ],
+)
+def test_a_check_opening_with_ok_or_then_or_asking_with_do_is_a_check_too(opening, asked, last_question, last_quote, line):
+    """review25: 'ok, is that before 2022?' was a yes/no question (`_YES_NO` opens with 'ok' and 'then') but no
+    check of the last answer (`CHECKS_LAST_ANSWER` did not, nor 'do' or 'have'): no yes or no at all."""
+    typed = opening + asked
+    assert CHECKS_LAST_ANSWER.match(typed)
+    assert verdict(typed, typed, ["Something else."], last_question, [last_quote]) == line
+
+
+@pytest.mark.parametrize(
+    ("asked", "quote", "line"),
+    [
+        ("is it more than 500 pounds?", "The excess for subsidence is £1,000.", "yes (£1,000, against 500 pounds)"),
+        ("is it over £500?", "The excess for subsidence is 1,000 pounds.", "yes (1,000 pounds, against £500)"),
+        ("is it less than $500?", "The fee is 1,000 dollars.", "no (1,000 dollars, against $500)"),
+        ("is it more than €500?", "The fee is 400 euros.", "no (400 euros, against €500)"),
+        ("is it more than 50 per cent?", "The share is 40%.", "no (40%, against 50 per cent)"),
+        ("is it more than 30%?", "The share is 40 percent.", "yes (40 percent, against 30%)"),
+    ],
+)
+def test_a_currency_sign_and_its_word_are_one_unit(asked, quote, line):
+    """review25: '£1,000' against '500 pounds' said neither yes nor no (units 'pound' and '£' differed)."""
+    assert verdict(asked, asked, ["Something else."], "What is it?", [quote]) == f"From the documents: {line}."
 
 
 @pytest.mark.parametrize(
@@ -97,6 +133,9 @@ def engine(tmp_path_factory, embedder):
         (["How much did Greyfriars pay for the burst pipe?", "was it more than the excess?"],
          "From the documents: yes (5,800 pounds, against 500 pound)."),
         (["How many members attended?", "was that more than 20?"], "From the documents: no (fourteen members, against 20)."),
+        (["When does cover end?", "ok, is that before 2022?"], "From the documents: no, 31 March 2022 is not before 2022."),
+        (["How many members attended?", "so, was that more than 20?"],
+         "From the documents: no (fourteen members, against 20)."),
         (["What did the council propose in Q3 2023?", "did Colin Ashworth agree?"],
          "From the documents: no, as the first passage says:"),
     ],

@@ -80,7 +80,9 @@ def test_another_local_user_cannot_read_the_store():
         data.chmod(0o755)
         spaces = Spaces(Settings(data_dir=data))
         spaces.close()
-        assert os.stat(data / "raptor.db").st_mode & 0o004  # the file itself is readable: the folder guards it
+        assert (
+            os.stat(data / "raptor.db").st_mode & 0o004
+        )  # the file itself is readable: the folder guards it
         tried = subprocess.run(
             ["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups", "cat", str(data / "raptor.db")],
             capture_output=True, text=True, timeout=60,
@@ -126,7 +128,9 @@ def test_a_store_reached_through_a_planted_link_is_not_opened(tmp_path, planted)
     spaces = Spaces(Settings(data_dir=data))
     try:
         assert spaces.names() == []
-        with pytest.raises(RaptorError, match=r"^The store of space 42 in .* is reached through a symbolic link"):
+        with pytest.raises(
+            RaptorError, match=r"^The store of space 42 in .* is reached through a symbolic link"
+        ):
             with spaces.pinned("42", create=True):
                 pass
     finally:
@@ -163,17 +167,37 @@ def _dotenv(folder: Path, text: str, file_mode: int) -> Path:
 
 
 @pytest.mark.parametrize("secret", ["DISCORD_TOKEN=abc.def.ghi\n", "OPENAI_API_KEY='sk-test'\n"])
-def test_a_dotenv_holding_a_secret_is_made_this_users_alone(tmp_path, monkeypatch, caplog, own_environ, secret):
+def test_a_dotenv_holding_a_secret_is_made_this_users_alone(
+    tmp_path, monkeypatch, caplog, own_environ, secret
+):
     """`cp .env.example .env` then pasting the token gives a 0644 file: every local user could read it."""
     monkeypatch.chdir(tmp_path)
     path = _dotenv(tmp_path, "RAPTOR_BUDGET=1500\n" + secret, 0o644)
     Settings.from_env(data_dir=tmp_path / "data")
     assert mode(path) == 0o600
     assert "readable by this user only" in caplog.text and secret.split("=")[0] in caplog.text
-    assert "abc.def" not in caplog.text and "sk-test" not in caplog.text  # the log names the variable, not its value
+    assert (
+        "abc.def" not in caplog.text and "sk-test" not in caplog.text
+    )  # the log names the variable, not its value
 
 
-def test_a_dotenv_without_a_secret_or_private_already_is_left_as_it_is(tmp_path, monkeypatch, caplog, own_environ):
+def test_a_dotenv_with_a_byte_of_another_encoding_is_read_and_made_private(
+    tmp_path, monkeypatch, caplog, own_environ
+):
+    """review25: the secret check read `.env` a second time, by name and strictly as UTF-8: a comment saved as
+    Latin-1 ('café') beside the token stopped every command with a UnicodeDecodeError."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / ".env"
+    path.write_bytes(b"# caf\xe9 opening hours\nDISCORD_TOKEN=abc.def.ghi\nRAPTOR_BUDGET=1500\n")
+    path.chmod(0o644)
+    settings = Settings.from_env(data_dir=tmp_path / "data")
+    assert settings.budget == 1500 and settings.discord_token == "abc.def.ghi"
+    assert mode(path) == 0o600 and "readable by this user only" in caplog.text
+
+
+def test_a_dotenv_without_a_secret_or_private_already_is_left_as_it_is(
+    tmp_path, monkeypatch, caplog, own_environ
+):
     monkeypatch.chdir(tmp_path)
     plain = _dotenv(tmp_path, "RAPTOR_BUDGET=1500\nDISCORD_TOKEN=\n", 0o644)
     Settings.from_env(data_dir=tmp_path / "data")
@@ -191,8 +215,18 @@ def test_another_local_user_cannot_read_the_dotenv_once_the_bot_read_it(monkeypa
     try:
         base.chmod(0o755)  # a checkout in a home directory others may enter, or /srv
         path = _dotenv(base, "DISCORD_TOKEN=abc.def.ghi\n", 0o644)
-        other = ["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups", "cat", str(path)]
-        assert subprocess.run(other, capture_output=True, text=True, timeout=60).stdout == "DISCORD_TOKEN=abc.def.ghi\n"
+        other = [
+            "setpriv",
+            f"--reuid={OTHER_UID}",
+            f"--regid={OTHER_UID}",
+            "--clear-groups",
+            "cat",
+            str(path),
+        ]
+        assert (
+            subprocess.run(other, capture_output=True, text=True, timeout=60).stdout
+            == "DISCORD_TOKEN=abc.def.ghi\n"
+        )
         monkeypatch.chdir(base)
         Settings.from_env(data_dir=base / "data")
         tried = subprocess.run(other, capture_output=True, text=True, timeout=60)

@@ -145,13 +145,22 @@ def test_a_lookup_and_a_cell_asked_by_how_many_are_ranked_as_any_question(engine
 
 
 def test_follow_ups_lean_on_the_last_table_question(engine):
-    history = [Turn("user", "Which team has the most points?"), Turn("assistant", "From the documents:\n- \u201cx\u201d [1]")]
+    history = [
+        Turn("user", "Which team has the most points?"),
+        Turn("assistant", "From the documents:\n- \u201cx\u201d [1]"),
+    ]
     first_line, quotes = ask(engine, "league", "and the second?", history)
     assert "by Points, highest first" in first_line and "Mill Lane FC" in quotes[0]
-    history += [Turn("user", "and the second?"), Turn("assistant", "From the documents:\n- \u201cy\u201d [1]")]
+    history += [
+        Turn("user", "and the second?"),
+        Turn("assistant", "From the documents:\n- \u201cy\u201d [1]"),
+    ]
     first_line, quotes = ask(engine, "league", "and the fewest?", history)
     assert "by Points, lowest first" in first_line and "Old Bridge" in quotes[0]
-    history = [Turn("user", "Which is the most expensive item?"), Turn("assistant", "From the documents:\n- \u201cx\u201d [1]")]
+    history = [
+        Turn("user", "Which is the most expensive item?"),
+        Turn("assistant", "From the documents:\n- \u201cx\u201d [1]"),
+    ]
     first_line, quotes = ask(engine, "prices", "and the cheapest?", history)
     assert "by Price, lowest first" in first_line and "Seed tray" in quotes[0]
 
@@ -164,7 +173,9 @@ def test_follow_ups_lean_on_the_last_table_question(engine):
         ("prices", "What is the cheapest item?", "is it more than £5?", "no (£2.40, against £5)", "Seed tray"),
     ],
 )  # fmt: skip
-def test_a_yes_no_check_of_a_table_answer_quotes_the_rows_it_checks_not_a_filter(engine, kb, asked, check, verdict, first):
+def test_a_yes_no_check_of_a_table_answer_quotes_the_rows_it_checks_not_a_filter(
+    engine, kb, asked, check, verdict, first
+):
     """'is that before 2020?' after 'who joined most recently?' checks the answer's first row: the quotes are
     the rows the last answer gave, not the rows before 2020 under a 'no' (the threshold read as a filter)."""
     answer = asyncio.run(engine.ask(kb, asked))
@@ -197,7 +208,10 @@ def test_the_cli_answers_a_superlative_over_a_csv_by_its_column(tmp_path, embedd
     path = tmp_path / "prices.csv"
     path.write_text(PRICES)
     base = ["--data-dir", str(tmp_path / "data")]
-    assert CliRunner().invoke(cli_module.cli, [*base, "ingest", str(path), "--kb", "shop", "--quiet"]).exit_code == 0
+    assert (
+        CliRunner().invoke(cli_module.cli, [*base, "ingest", str(path), "--kb", "shop", "--quiet"]).exit_code
+        == 0
+    )
     result = CliRunner().invoke(cli_module.cli, [*base, "ask", "What is the cheapest item?", "--kb", "shop"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.split("\n")
@@ -247,16 +261,30 @@ def test_dates_order_as_dates_and_text_is_no_figure():
     dates = ["2021-03-04", "4/3/2021", "4 March 2021", "March 4, 2021"]
     assert len({cell_value(d).value for d in dates}) == 1  # type: ignore[union-attr]
     assert cell_value("3 March 2021").value < cell_value("2021-03-04").value  # type: ignore[union-attr]
-    assert cell_value("Leeds") is None and cell_value("07700 900111") is None and cell_value("2022-23 Q3") is None
+    assert (
+        cell_value("Leeds") is None
+        and cell_value("07700 900111") is None
+        and cell_value("2022-23 Q3") is None
+    )
 
 
 def test_only_labelled_rows_are_rows():
     assert row_cells("Item: Trowel; Price: £4.99.") == {"Item": "Trowel", "Price": "£4.99"}
     assert row_cells("Note: the lamp was lit.") is None  # one cell: a sentence with a label
     assert row_cells("He came; she left.") is None
+    # review25: a value holding '; ' made the whole row no row
+    assert row_cells("Item: Spade; Notes: Steel blade; ash handle; Price: £24.99.") == {
+        "Item": "Spade", "Notes": "Steel blade; ash handle", "Price": "£24.99"
+    }  # fmt: skip
+    assert row_cells("Note: the lamp was lit; the keeper slept.") is None  # still one labelled cell
+    assert row_cells("Train: 7A; Departs (hh:mm): 06:45.") == {"Train": "7A", "Departs (hh:mm)": "06:45"}
 
 
-EACH = [{"Item": "Hose", "Each": "12"}, {"Item": "Trowel", "Each": "£4.99"}, {"Item": "Tray", "Each": "£2.40"}]
+EACH = [
+    {"Item": "Hose", "Each": "12"},
+    {"Item": "Trowel", "Each": "£4.99"},
+    {"Item": "Tray", "Each": "£2.40"},
+]
 
 
 @pytest.mark.parametrize(
@@ -283,10 +311,87 @@ def test_a_money_question_with_a_year_like_amount_asks_the_price_not_the_year():
     cars = _rows({"Car": "Fiat", "Year": "1995", "Price": "£1,200"}, {"Car": "Ford", "Year": "2010", "Price": "£3,500"},
                  {"Car": "Audi", "Year": "2018", "Price": "£9,000"}, {"Car": "Kia", "Year": "2003", "Price": "£1,800"})  # fmt: skip
     picked = table_pick("Which cars cost more than 2000?", cars, [0], {"t.csv"}, 3)
-    assert picked is not None and picked.lead == "From the documents: 2 of the 4 rows of t.csv with Price more than 2000:"
+    assert (
+        picked is not None
+        and picked.lead == "From the documents: 2 of the 4 rows of t.csv with Price more than 2000:"
+    )
     assert picked.picked == [2, 1]
     picked = table_pick("Which cars were made after 2000?", cars, [0], {"t.csv"}, 3)
-    assert picked is not None and picked.lead == "From the documents: 3 of the 4 rows of t.csv with Year after 2000:"
+    assert (
+        picked is not None
+        and picked.lead == "From the documents: 3 of the 4 rows of t.csv with Year after 2000:"
+    )
+
+
+FLEET = [
+    {"Model": "Corsa", "Year": "2019", "Mileage": "1650", "Price": "£7,200"},
+    {"Model": "Fiesta", "Year": "2021", "Mileage": "2040", "Price": "£9,850"},
+    {"Model": "Golf", "Year": "2017", "Mileage": "1980", "Price": "£6,400"},
+    {"Model": "Polo", "Year": "2020", "Mileage": "1720", "Price": "£8,100"},
+]
+STOCK = [
+    {"Item": "Spade", "Quantity": "1500", "Price": "£24.99"},
+    {"Item": "Trowel", "Quantity": "2050", "Price": "£4.99"},
+    {"Item": "Rake", "Quantity": "1800", "Price": "£29.50"},
+    {"Item": "Hoe", "Quantity": "90", "Price": "£12.50"},
+]
+
+
+@pytest.mark.parametrize(
+    ("cells", "question", "lead", "picked"),
+    [
+        # review25: Mileage's 1650-2040 were years: 'latest first', and the Year column beside it was one of two
+        # 'date' columns, so 'the newest' picked nothing
+        (FLEET, "Which car is the newest?", "(t.csv's rows by Year, latest first)", [1, 3, 0]),
+        (FLEET, "Which car has the highest mileage?", "(t.csv's rows by Mileage, highest first)", [1, 2, 3]),
+        (STOCK, "Which item has the largest quantity?", "(t.csv's rows by Quantity, highest first)", [1, 2, 0]),
+        (STOCK, "What is the total quantity?", "Quantity adds up to 5,440 over the 4 rows of t.csv", [0, 1, 2, 3]),
+        # a Year column whose every cell is a bare year is still a column of years
+        ([{"Name": "A", "Joined": "2017"}, {"Name": "B", "Joined": "2021"}], "Who joined most recently?",
+         "(t.csv's rows by Joined, latest first)", [1, 0]),
+    ],
+)  # fmt: skip
+def test_figures_between_1500_and_2099_are_years_only_in_a_column_of_years(cells, question, lead, picked):
+    found = table_pick(question, _rows(*cells), [0], {"t.csv"}, 4)
+    assert found is not None and lead in (found.lead or ""), found
+    assert found.picked[: len(picked)] == picked
+
+
+@pytest.mark.parametrize(
+    ("question", "lead", "picked"),
+    [
+        ("Which costs more, the Spade or the Hoe?", "(Spade and Hoe by Price, highest first)", [0, 3]),
+        ("Which costs less, the Rake or the Trowel?", "(Trowel and Rake by Price, lowest first)", [1, 2]),
+        ("Which item costs the most?", "(t.csv's rows by Price, highest first)", [2, 0, 3]),
+    ],
+)
+def test_a_question_of_what_things_cost_is_asked_of_the_money_column(question, lead, picked):
+    """review25: 'costs more' named no column and implied none of Quantity and Price, so nothing was picked."""
+    stock = [{**row, "Quantity": str(int(row["Quantity"]) // 10)} for row in STOCK]  # 150, 205, 180, 9
+    found = table_pick(question, _rows(*stock), [0], {"t.csv"}, 3)
+    assert found is not None and lead in (found.lead or ""), found
+    assert found.picked == picked
+
+
+def test_a_word_that_opens_a_columns_name_names_it():
+    """review25: 'miles' named no column (Mileage is stemmed 'mileag'), so 'which has more miles?' picked nothing."""
+    found = table_pick("Which has more miles, the Golf or the Polo?", _rows(*FLEET), [0], {"t.csv"}, 3)
+    assert found is not None and found.lead == "From the documents (Golf and Polo by Mileage, highest first):"
+    clubs = _rows(
+        {"Club": "A", "Total members": "40", "Membership fee": "£90"},
+        {"Club": "B", "Total members": "55", "Membership fee": "£60"},
+        {"Club": "C", "Total members": "12", "Membership fee": "£75"},
+    )
+    found = table_pick("Which club has the most members?", clubs, [0], {"t.csv"}, 3)  # a whole word first
+    assert found is not None and "by Total members, highest first" in (found.lead or ""), found
+
+
+def test_a_question_of_paying_over_a_table_without_money_asks_its_one_column_of_figures():
+    fines = _rows(
+        {"Team": "Rovers", "Fines": "3"}, {"Team": "Mill", "Fines": "5"}, {"Team": "Quarry", "Fines": "1"}
+    )
+    found = table_pick("Which team paid the most?", fines, [0], {"t.csv"}, 3)
+    assert found is not None and "(t.csv's rows by Fines, highest first)" in (found.lead or ""), found
 
 
 def test_an_ordinal_past_the_last_row_picks_nothing_so_the_question_is_ranked():
@@ -325,7 +430,9 @@ _CROSSING_ROW_LINE = re.compile(
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["\n", " ", "\t", "- ", "* ", "a", ": ", "; ", ".", "b: c", "\r"]), max_size=40))
+@given(
+    st.lists(st.sampled_from(["\n", " ", "\t", "- ", "* ", "a", ": ", "; ", ".", "b: c", "\r"]), max_size=40)
+)
 @example(["\n \n\t", "- ", "a", ": ", "a", "; ", "b: c", ".", "\n"])  # a row after blank lines: found
 @example(["- ", "a", ": ", "a", ".", "\n", "; ", "b: c"])  # one cell on the line: no row
 def test_the_row_line_pattern_finds_a_row_where_the_line_crossing_one_did(pieces):

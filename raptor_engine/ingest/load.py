@@ -1513,6 +1513,8 @@ def _read_csv(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         for read in reader:
             row_starts = reader.line_num + 1
             row = _in_columns(read, len(rows[0]) if rows else 0, delimiter)
+            if delimiter == ",":
+                row = _numbers_joined(row, len(rows[0]) if rows else 0)
             cells += len(row)
             if cells > limits.max_elements:
                 raise IngestError(name, f"has more than {limits.max_elements:,} table cells, over the limit.")
@@ -1587,6 +1589,27 @@ def _in_columns(row: list[str], width: int, delimiter: str) -> list[str]:
         if len(cells) == width:
             return cells
     return row
+
+
+# a number a thousands comma cut in two in an unquoted CSV row: '£2' then '966' of '£2,966'
+_NUMBER_HEAD = re.compile(r"[-+]?[£$€¥]?\d{1,3}(?:,\d{3})*")
+_NUMBER_TAIL = re.compile(r"\d{3}(?:\.\d+)?(?:\s?(?:%|k|m|bn))?", re.IGNORECASE)
+
+
+def _numbers_joined(row: list[str], width: int) -> list[str]:
+    """A row of more cells than the first row's (`width`) whose extra cells are a number its thousands comma
+    split ('Rake,£2,966,Heavy' under 'Item,Price,Notes'), with those cells joined back, where that gives
+    exactly `width` cells; any other row as it is. Left split, the row read 'Price: £2; Notes: 966' and its
+    last cell had no column."""
+    if width < 2 or len(row) <= width:
+        return row
+    joined, at = list(row), 0
+    while at < len(joined) - 1 and len(joined) > width:
+        if _NUMBER_HEAD.fullmatch(joined[at].strip()) and _NUMBER_TAIL.fullmatch(joined[at + 1].strip()):
+            joined[at : at + 2] = [f"{joined[at].strip()},{joined[at + 1].strip()}"]
+        else:
+            at += 1
+    return joined if len(joined) == width else row
 
 
 def _csv_header(rows: list[list[str]]) -> bool:

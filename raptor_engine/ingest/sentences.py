@@ -47,7 +47,9 @@ HEADING_MAX_WORDS = 12  # an unpunctuated line this short is a title or heading
 LABEL_MAX_WORDS = 3
 _CLAUSE_NUMBER = re.compile(r"\s*\d{1,3}(?:\.\d{1,3})+\.?\s+\S")  # '2.2.1 Late payment ...'
 # A log's or transcript's line opening with its time: '[00:01:09] it was rebuilt in 1950', '(12:01) ...'.
-_TIMESTAMP = re.compile(r"\s*(?:[\[(]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d{1,3})?[\])]|\d{1,2}:\d{2}:\d{2}(?:[.,]\d{1,3})?)\s+\S")
+_TIMESTAMP = re.compile(
+    r"\s*(?:[\[(]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d{1,3})?[\])]|\d{1,2}:\d{2}:\d{2}(?:[.,]\d{1,3})?)\s+\S"
+)
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being
     below between both but by can could did do does doing down during each few for from further had has
@@ -197,10 +199,28 @@ IRREGULAR = {
 }
 
 
+_VOWELS = frozenset("aeiouy")
+
+
+def _short_verb(term: str) -> str | None:
+    """The verb of three letters ending in 'e' that a four-letter '-ed' or five-letter '-ing' form is of, which
+    the suffix strip leaves alone (two letters would be left): 'used' and 'using' are 'use', 'aged' 'age',
+    'died' 'die', 'owing' 'owe'. Not 'seed' or 'need' ('-eed'), nor 'shed', 'fled', 'thing' or 'bring' (two
+    consonants first), nor 'doing' or 'being' (an '-ing' of a consonant first)."""
+    if len(term) == 4 and term.endswith("ed") and not term.endswith("eed") and _VOWELS & {term[0], term[1]}:
+        return term[:-1]
+    if len(term) == 5 and term.endswith("ing") and term[0] in _VOWELS and term[1] not in _VOWELS:
+        return term[:2] + "e"
+    return None
+
+
 def stem(term: str) -> str:
     """A light suffix strip so 'cleaned', 'cleaning' and 'cleans' meet; not a linguistic stemmer.
-    Common irregular past forms meet their verb ('found' -> 'find')."""
+    Common irregular past forms meet their verb ('found' -> 'find'), and short ones theirs ('used' -> 'use',
+    `_short_verb`)."""
     term = original = IRREGULAR.get(term, term)
+    if (short := _short_verb(term)) is not None:
+        return short
     for suffix in ("ings", "ing", "edly", "ed", "es", "s"):
         if term.endswith(suffix) and len(term) - len(suffix) >= 3:
             term = term[: -len(suffix)]
@@ -245,7 +265,9 @@ def is_heading(text: str) -> bool:
     if _END_PUNCTUATION.search(body):
         return False
     count = word_count(body) if has_unspaced(body) else len(body.split())
-    if body != text.strip() or _CLAUSE_NUMBER.match(text) or _TIMESTAMP.match(text):  # an item, clause, log line
+    if (
+        body != text.strip() or _CLAUSE_NUMBER.match(text) or _TIMESTAMP.match(text)
+    ):  # an item, clause, log line
         return count <= (2 if has_unspaced(body) else 1) * LABEL_MAX_WORDS
     return count <= HEADING_MAX_WORDS
 

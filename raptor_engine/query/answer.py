@@ -54,7 +54,7 @@ from ..tree.embed import Embedder, embedded_alone
 from ..types import AnswerDraft, Citation, ContextNode, Turn
 from .asked import context_documents, named_files, what_is_asked, without_asides
 from .code_answers import code_result_lines, is_setting, setting_keys
-from .compared import compared_times, holds_figures_of
+from .compared import MONTH_NAME, compared_times, holds_figures_of
 from .followup import (
     DOCUMENT_ENDS,
     DOCUMENT_OPENS,
@@ -191,7 +191,6 @@ _NUMBER_WORDS = (
     r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
     r"hundred|thousand|million|dozen|once|twice|half|several|every"
 )
-_MONTHS = r"january|february|march|april|may|june|july|august|september|october|november|december"
 # Each kind's Chinese, Japanese and Korean words (after the `|`) match only text in those scripts: a year is
 # written against its 年/년 ("1921年"), a count against its measure word ("十二名"), a foreign name with a
 # middle dot ("安布罗斯·基托").
@@ -234,7 +233,7 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
             r"|什么时候|什麼時候|何时|何時|哪一?年|几时|幾時|いつ|何年|언제",
             re.I,
         ),
-        re.compile(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|{_MONTHS}|century|decade|age of|aged)\b|{_RELATIVE_TIME}{_CJK_YEAR}", re.I),
+        re.compile(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|{MONTH_NAME}|century|decade|age of|aged)\b|{_RELATIVE_TIME}{_CJK_YEAR}", re.I),
     ),
     (
         re.compile(
@@ -261,7 +260,7 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
             r"|\b(?:built|made|designed|used|intended|meant|put|placed|installed|founded|established|created|set up)"
             r"\s+(?:[\w'\u2019-]+\s+){0,2}?to\s+(?!(?:the|a|an|be|his|her|its|their|this|that)\b)[a-z]"
             r"|\b(?:started|began|broke out|arose)\s+(?:[\w'\u2019-]+\s+){0,3}?(?:when|after|because)\b"
-            rf"|\bsince\b(?!\s+(?:\d|then|(?:early|late|last|the)\b|{_MONTHS}))|,\s+so\s+(?!that\b|far\b|much\b)"
+            rf"|\bsince\b(?!\s+(?:\d|then|(?:early|late|last|the)\b|{MONTH_NAME}))|,\s+so\s+(?!that\b|far\b|much\b)"
             r"|因为|因為|由于|由於|所以|因此|ために|ので|때문",
             re.I,
         ),
@@ -303,7 +302,7 @@ QUANTITY_LABELS = re.compile(
 # feet") is a quantity: a lower-case word after a span of years is one of the words that go on a
 # sentence ("between 1820 and 1836 the tower ...", "1914-1918 when ...").
 _YEAR = r"(?:1[0-9]{3}|20[0-9]{2})"
-_DATE_WORDS = rf"in|since|until|till|between|before|after|during|circa|year|{_MONTHS}"
+_DATE_WORDS = rf"in|since|until|till|between|before|after|during|circa|year|{MONTH_NAME}"
 _AFTER_A_DATE = (
     r"and|or|but|when|while|where|which|who|whose|that|the|a|an|in|on|at|by|for|to|of|as|after|before|until|"
     r"during|with|from|he|she|it|they|we|i|you|his|her|its|their|there|this|these|was|were|is|are|had|has|have|"
@@ -313,7 +312,7 @@ COUNTED_SPAN_END = rf"(?!\s+(?!(?:{_AFTER_A_DATE})\b)(?-i:[a-z]))"
 DATES = re.compile(
     rf"\b(?:(?:{_DATE_WORDS})\s+)?{_YEAR}\s*(?:and|to|until|-|\u2013)\s*{_YEAR}\b{COUNTED_SPAN_END}"  # "in 1839 to 1987"
     rf"|\b(?:{_DATE_WORDS})\s+(?:the\s+)?{_YEAR}s?\b"
-    rf"|\b{_YEAR}s\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})(?:,?\s+{_YEAR})?\b",
+    rf"|\b{_YEAR}s\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{MONTH_NAME})(?:,?\s+{_YEAR})?\b",
     re.IGNORECASE,
 )
 NUMBER_KIND = 1  # ANSWER_KINDS[1], "how many / how much"
@@ -1817,7 +1816,7 @@ ASKS_FREQUENCY = re.compile(r"\bhow\s+(?:often|frequently)\b|\bhow\s+many\s+time
 FREQUENCY = re.compile(
     r"\b(?:every|each)\s+(?:\w+\s+){0,2}?(?:second|minute|hour|day|night|week|fortnight|month|year|season|"
     r"morning|evening|spring|summer|autumn|winter|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
-    rf"{_MONTHS})s?\b|\b(?:once|twice|\w+\s+times)\s+(?:a|an|per|each|every)\b|\b(?:daily|nightly|weekly|"
+    rf"{MONTH_NAME})s?\b|\b(?:once|twice|\w+\s+times)\s+(?:a|an|per|each|every)\b|\b(?:daily|nightly|weekly|"
     r"fortnightly|monthly|yearly|annually|hourly)\b|\b(?:a|per)\s+(?:day|week|month|year)\b",
     re.I,
 )
@@ -2082,7 +2081,7 @@ def _instruction_bonus(question: str, sentence: str) -> float:
 # month or season alone ("every June", "in the spring") more often says when something recurs.
 PAST_WHEN = re.compile(r"\bwhen\s+(?:did|was|were|had)\b", re.IGNORECASE)
 PRECISE_DATE = re.compile(
-    rf"\b{_YEAR}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b|\b(?:{_MONTHS})\s+\d{{1,2}}\b",
+    rf"\b{_YEAR}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{MONTH_NAME})\b|\b(?:{MONTH_NAME})\s+\d{{1,2}}\b",
     re.IGNORECASE,
 )
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..ingest.sentences import content_terms, stem
+from ..ingest.sentences import STOPWORDS, content_terms, stem
 
 # a year or a quarter as a number or word of its own, also in a file name ('m2019.md', 'sales_q3.md')
 _TIME = re.compile(r"(?<!\d)(?<!\d[.,])(?:1[0-9]{3}|20[0-9]{2})(?![\d]|[.,]\d)|(?<![^\W\d_])[Qq][1-4](?!\d)")
@@ -25,6 +25,19 @@ _FIGURE = re.compile(
     re.IGNORECASE,
 )
 
+# The months, the one table of them every reader of dates uses (verdict's date checks, a table's date cells,
+# follow-ups' 'and in March?', the answerer's dates): each full name, lowercase, in order; each month's number
+# by its name or the short form a date writes ('Sept', 'dec'); and the patterns of a full name and of either
+MONTH_NAMES = tuple(
+    "january february march april may june july august september october november december".split()
+)
+MONTH_NUMBERS = {
+    **{name: number for number, name in enumerate(MONTH_NAMES, start=1)},
+    **{name[:3]: number for number, name in enumerate(MONTH_NAMES, start=1)},
+    "sept": 9,
+}
+MONTH_NAME = "|".join(MONTH_NAMES)
+MONTH_WORD = rf"(?:{MONTH_NAME}|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
 
 _Y = r"(?:1[0-9]{3}|20[0-9]{2})"
 # a period a figure is given for, the longest first: a quarter of a year ('Q3 2021'), a financial year ('FY24',
@@ -56,7 +69,11 @@ def period_name(found: re.Match[str]) -> str | None:
             first, second = int(numbers[0][-2:]), int(numbers[1][-2:])
             if second != (first + 1) % 100:
                 return None
-            return f"FY{numbers[0][-2:]}-{numbers[1][-2:]}" if kind == "fy" else f"{numbers[0]}-{numbers[1][-2:]}"
+            return (
+                f"FY{numbers[0][-2:]}-{numbers[1][-2:]}"
+                if kind == "fy"
+                else f"{numbers[0]}-{numbers[1][-2:]}"
+            )
         return f"FY{numbers[0][-2:]}"
     return text.upper()
 
@@ -109,7 +126,10 @@ def holds_figures_of(times: tuple[str, str], quotes: Iterable[tuple[str, str]]) 
     if any(_holds(first, text) and _holds(second, text) and _of_time(first, text, "") for text, _ in quotes):
         return True
     return any(
-        _of_time(first, *a) and _of_time(second, *b) for i, a in enumerate(quotes) for j, b in enumerate(quotes) if i != j
+        _of_time(first, *a) and _of_time(second, *b)
+        for i, a in enumerate(quotes)
+        for j, b in enumerate(quotes)
+        if i != j
     )
 
 
@@ -122,9 +142,13 @@ _MORE_WORDS = {
     **dict.fromkeys("lower less fewer smaller".split(), "lower"),
 }
 _WHICH_MORE = re.compile(
-    r"^(?:(?:and|so|ok|okay|then|but)\b[\s,]*)*(?:which|what(?!\s+(?:" + "|".join(_MORE_WORDS) + r")\b))\b[^?.!]{0,60}?\b("
-    + "|".join(_MORE_WORDS) + r")\b[^?.!]{0,40}[?.!]*$"
-    r"|^(?:(?:and|so)\b[\s,]*)?(?:is|was|were|are|did)\b(?=[^?.!]*\bor\b)[^?.!]{0,60}?\b(" + "|".join(_MORE_WORDS)
+    r"^(?:(?:and|so|ok|okay|then|but)\b[\s,]*)*(?:which|what(?!\s+(?:"
+    + "|".join(_MORE_WORDS)
+    + r")\b))\b[^?.!]{0,60}?\b("
+    + "|".join(_MORE_WORDS)
+    + r")\b[^?.!]{0,40}[?.!]*$"
+    r"|^(?:(?:and|so)\b[\s,]*)?(?:is|was|were|are|did)\b(?=[^?.!]*\bor\b)[^?.!]{0,60}?\b("
+    + "|".join(_MORE_WORDS)
     + r")\b[^?.!]{0,40}[?.!]*$",
     re.IGNORECASE,
 )
@@ -175,24 +199,49 @@ _WORD_NUMBERS = {
     )
 }
 _SCALES = {"hundred": 1e2, "thousand": 1e3, "million": 1e6, "m": 1e6, "bn": 1e9, "billion": 1e9, "k": 1e3}
+# a number, its scale and its unit: the word after it ('14 members', '£40 rent'), never a word such as 'in' or
+# 'per' ('£4.2 million in 2021' is '£4.2 million', no figure in 'in')
 _NUMBER = re.compile(
-    r"(?P<currency>[£$€¥])?\s?(?P<value>(?<![\w.])\d[\d,]*(?:\.\d+)?|\b(?:" + "|".join(_WORD_NUMBERS) + r")\b)"
+    r"(?P<currency>[£$€¥])?\s?(?P<value>(?<![\w.])\d[\d,]*(?:\.\d+)?|\b(?:"
+    + "|".join(_WORD_NUMBERS)
+    + r")\b)"
     r"(?:\s?(?P<scale>hundred|thousand|million|billion|bn|m|k)\b)?(?P<percent>\s?%|\s?per\s?cent)?"
-    r"(?:\s+(?P<unit>[^\W\d_]+))?",
+    rf"(?:\s+(?!(?:{'|'.join(sorted(STOPWORDS | {'per'}))})\b)(?P<unit>[^\W\d_]+))?",
     re.IGNORECASE,
 )
 # where one clause of a sentence ends and another begins: 'Revenue in 2021 was 4.2 million, against 3.6
 # million in 2020' gives each year its own figure
-_CLAUSES = re.compile(r"[;:()]|,(?=\s)|\b(?:against|compared|versus|vs|while|whereas|but|and|up from|down from|from)\b", re.IGNORECASE)
+_CLAUSES = re.compile(
+    r"[;:()]|,(?=\s)|\b(?:against|compared|versus|vs|while|whereas|but|and|up from|down from|from)\b",
+    re.IGNORECASE,
+)
+
+
+# a currency's or a percentage's words, as the sign they stand for: '£500' and '500 pounds' are one unit, so
+# 'is it more than 500 pounds?' is settled by 'The excess is £1,000' (units as `figures_in` keeps them: 'pounds'
+# is 'pound')
+_UNIT_SIGNS = {
+    **dict.fromkeys(("pound", "quid", "gbp", "sterling"), "£"),
+    **dict.fromkeys(("dollar", "usd", "buck"), "$"),
+    **dict.fromkeys(("euro", "eur"), "€"),
+    **dict.fromkeys(("yen", "jpy"), "¥"),
+    **dict.fromkeys(("percent", "pct"), "%"),
+}
 
 
 @dataclass(frozen=True)
 class Figure:
-    """A number a quote gives, with its unit as written ('4.2 million pounds': 4200000.0, 'pounds')."""
+    """A number a quote gives, with its unit as written ('4.2 million pounds': 4200000.0, 'pound')."""
 
     value: float
     unit: str
     shown: str
+
+    @property
+    def measure(self) -> str:
+        """The unit as figures are compared by: '£' for '£40' and '40 pounds' alike, '$' for '$5' and '5
+        dollars', '%' for '35%' and '35 per cent'; any other unit as written."""
+        return _UNIT_SIGNS.get(self.unit, self.unit)
 
 
 def clauses(text: str) -> list[str]:
@@ -211,10 +260,14 @@ def figures_in(text: str) -> list[Figure]:
         raw = match.group("value").lower()
         value = float(_WORD_NUMBERS[raw]) if raw in _WORD_NUMBERS else float(raw.replace(",", ""))
         value *= _SCALES.get((match.group("scale") or "").lower(), 1.0)
-        unit = "%" if match.group("percent") else (match.group("currency") or match.group("unit") or "").lower()
+        unit = (
+            "%" if match.group("percent") else (match.group("currency") or match.group("unit") or "").lower()
+        )
         if match.group("currency") and match.group("unit"):
             unit = f"{match.group('currency')}"  # '£40 rent': the currency is the unit
-        found.append(Figure(value, unit.rstrip("s") if len(unit) > 3 else unit, " ".join(match.group(0).split())))
+        found.append(
+            Figure(value, unit.rstrip("s") if len(unit) > 3 else unit, " ".join(match.group(0).split()))
+        )
     return found
 
 
@@ -231,7 +284,9 @@ def figure_of(time: str, text: str, title: str, asked: set[str]) -> Figure | Non
     return (wanted or figures or [None])[0]
 
 
-def chosen(times: tuple[str, str], way: str, quotes: Iterable[tuple[str, str]], asked: set[str]) -> str | None:
+def chosen(
+    times: tuple[str, str], way: str, quotes: Iterable[tuple[str, str]], asked: set[str]
+) -> str | None:
     """The lead line of a choice between the figures of two times ('which year was higher?'): the time whose
     figure is higher (or lower), with both figures, when the quotes (text and title) give one of each in the
     same unit; else a line saying which is missing or that the units differ (`unanswered_lead` reads both as
@@ -240,9 +295,18 @@ def chosen(times: tuple[str, str], way: str, quotes: Iterable[tuple[str, str]], 
     asked_stems = {stem(term) for term in asked}
     # of the quotes giving a time's figure, the one sharing most of what is asked ('revenue', not 'costs');
     # one sharing none gives no figure of it
-    shared = [(len(asked_stems & {stem(t) for t in content_terms(text.lower())}), text, title) for text, title in quotes]
-    ranked = [(text, title) for count, text, title in sorted(shared, key=lambda s: -s[0]) if count or not asked_stems]
-    found = {t: next((f for text, title in ranked if (f := figure_of(t, text, title, asked))), None) for t in times}
+    shared = [
+        (len(asked_stems & {stem(t) for t in content_terms(text.lower())}), text, title)
+        for text, title in quotes
+    ]
+    ranked = [
+        (text, title)
+        for count, text, title in sorted(shared, key=lambda s: -s[0])
+        if count or not asked_stems
+    ]
+    found = {
+        t: next((f for text, title in ranked if (f := figure_of(t, text, title, asked))), None) for t in times
+    }
     first, second = times
     a, b = found[first], found[second]
     if a is None and b is None:
@@ -250,11 +314,13 @@ def chosen(times: tuple[str, str], way: str, quotes: Iterable[tuple[str, str]], 
     if a is None or b is None:
         have, missing = (first, second) if a is not None else (second, first)
         return ONE_SIDE.format(found=have, figure=(a or b).shown, missing=missing, way=way)  # type: ignore[union-attr]
-    if a.unit != b.unit:
+    if a.measure != b.measure:
         return UNLIKE_UNITS.format(first=first, a=a.shown, second=second, b=b.shown, way=way)
     if a.value == b.value:
         return SAME.format(first=first, second=second, figure=a.shown)
-    (pick, shown), (other, against) = sorted(((first, a), (second, b)), key=lambda p: p[1].value, reverse=way == "higher")
+    (pick, shown), (other, against) = sorted(
+        ((first, a), (second, b)), key=lambda p: p[1].value, reverse=way == "higher"
+    )
     return CHOSEN.format(time=pick, way=way, a=shown.shown, other=other, b=against.shown)
 
 
@@ -265,7 +331,9 @@ ONE_SIDE = (
     "which was {way}; the closest passages are:"
 )
 # the lines that say a choice cannot be made, for `followup.unanswered_lead`
-CANNOT_CHOOSE = re.compile(r"^The documents give a figure for .{1,120}? but none I can find for |^The figures are in different units \(")
+CANNOT_CHOOSE = re.compile(
+    r"^The documents give a figure for .{1,120}? but none I can find for |^The figures are in different units \("
+)
 UNLIKE_UNITS = (
     "The figures are in different units ({a} in {first}, {b} in {second}), so I cannot say which was "
     "{way}; the passages are:"

@@ -73,6 +73,10 @@ from ..ingest.sentences import IRREGULAR, STOPWORDS, THEMATIC, content_terms, st
 from ..types import Turn
 from .compared import (
     CANNOT_CHOOSE,
+    MONTH_NAME,
+    MONTH_NAMES,
+    MONTH_NUMBERS,
+    MONTH_WORD,
     PERIOD,
     compared_times,
     period_kind,
@@ -1451,7 +1455,7 @@ def _cited_list(asked: Rewrite, answer: str, then: str, cited: Cited | None) -> 
     Looked up only when the next question makes a choice."""
     if cited is None or not _makes_choice(then):
         return ()
-    named = [name for name in names_in(asked.core) if name.lower() not in _MONTH_NAMES]  # 'in December' is no choice
+    named = [name for name in names_in(asked.core) if name.lower() not in MONTH_NAMES]  # 'in December' is no choice
     if len(named) >= 2:
         return tuple(f"the {name}" if re.search(rf"\bthe\s+{re.escape(name)}\b", asked.core) else name for name in named)
     quotes = quotes_in(answer[:MAX_PREVIOUS_ANSWER_CHARS])
@@ -1667,23 +1671,18 @@ def _names_the_document(which: str, word: str, head: str) -> bool:
 _ANOTHER_TIME = re.compile(r"^(?:(?:and|or|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(.+?)\s*[?.!]*$", re.IGNORECASE)
 
 
-_MONTH_NAMES = (
-    "january february march april may june july august september october november december".split()
-)
-_MONTH_SHORT = {name[:3]: name for name in _MONTH_NAMES}  # 'sept' too, by its first three letters
-_MONTH_WORD = f"(?:{'|'.join(_MONTH_NAMES)})"
 # 'in January', 'and march', 'on 26 December', 'what about Dec', 'for version 3.1.0', 'v2.4': the label a
 # follow-up gives alone ('May' only with a preposition or a day: 'and May?' may be a person)
 _A_LABEL = re.compile(
     r"^(?:(?:(?:in|for|during|of|from|on)\s+)?(?:the\s+)?(?:(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?)?"
-    rf"(?:(?P<month>{_MONTH_WORD}|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b\.?"
+    rf"(?:(?P<month>{MONTH_WORD})\b\.?"
     r"(?:\s+(?P<day_after>\d{1,2})(?:st|nd|rd|th)?\b)?"
     r"|(?:(?:version|release|v)\s*\.?\s*)?(?P<version>\d+(?:\.\d+)+)))$",
     re.IGNORECASE,
 )
 # a month in the last question, with the day and year that go with it ('on 2 September', 'March 3rd, 2024')
 _MONTH_IN_CORE = re.compile(
-    rf"\b(?:(?:on|in|during)\s+)?(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?)?(?P<month>{_MONTH_WORD})"
+    rf"\b(?:(?:on|in|during)\s+)?(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?)?(?P<month>{MONTH_NAME})"
     rf"(?:\s+\d{{1,2}}(?:st|nd|rd|th)?\b)?(?P<year>,?\s+(?:1[0-9]{{3}}|20[0-9]{{2}})\b)?",
     re.IGNORECASE,
 )
@@ -1714,7 +1713,7 @@ def _at_another_label(target: str, core: str) -> str | None:
     day = match.group("day") or match.group("day_after")
     if asked == "may" and not (day or match.group(0).split()[0].lower() in ("in", "for", "during", "of", "from", "on")):
         return None  # 'and May?' may be a person
-    month = _MONTH_SHORT[asked[:3]].capitalize()
+    month = MONTH_NAMES[MONTH_NUMBERS[asked[:3]] - 1].capitalize()
     # 'may' of 'the tenant may keep a cat' is no month: only with a preposition, a day or a year
     months = [found for found in _MONTH_IN_CORE.finditer(core) if not _verb_may(found)]
     if len({found.group("month").lower() for found in months}) != 1:
@@ -2751,8 +2750,8 @@ def people_in(text: str) -> list[str]:
     return _people_in(text)
 
 
-_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
-_DATE = re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+({_MONTHS})\b|\b({_MONTHS})\s+\d{{1,4}}\b")
+_CAPITALISED_MONTH = "|".join(name.capitalize() for name in MONTH_NAMES)
+_DATE = re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+({_CAPITALISED_MONTH})\b|\b({_CAPITALISED_MONTH})\s+\d{{1,4}}\b")
 
 
 def _dates_in(text: str) -> set[str]:

@@ -22,13 +22,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from ..ingest.sentences import content_terms, stem
+from ..ingest.sentences import STOPWORDS, content_terms, stem
 from ..types import ContextNode
+from .compared import MONTH_NUMBERS
 from .retrieve import ELISION
 from .verdict import CHECKS_LAST_ANSWER
 
-# a labelled row: 'Label: value; Label: value' (two cells at least), with its closing full stop
-_CELL = re.compile(r"^([^:;]{1,48}?): (.*)$", re.DOTALL)
+# a labelled row: 'Label: value; Label: value' (two cells at least), with its closing full stop; a label may
+# hold a colon with no space after it ('Time (hh:mm): 06:45')
+_CELL = re.compile(r"^((?:[^:;]|:(?! )){1,48}?): (.*)$", re.DOTALL)
 MAX_ROWS_QUOTED = 10  # the rows a threshold, a filter or a count quotes at most
 # (its indent [^\S\n]*, not \s*: a run of blank lines was walked again from each of its line starts, 17 s of CPU
 # for 50,000 line breaks)
@@ -65,26 +67,24 @@ def whole_documents(nodes: Sequence[ContextNode]) -> set[str | None]:
 
 def row_cells(text: str) -> dict[str, str] | None:
     """A labelled row's cells by their column ('Item: Trowel; Price: £4.99.' -> {'Item': 'Trowel', 'Price':
-    '£4.99'}); None for any other sentence (fewer than two labelled cells, a cell without a label)."""
+    '£4.99'}); None for any other sentence (fewer than two labelled cells, a first part without a label). A
+    part without a label of its own is the cell before it going on: a value holding '; ' ('Notes: Steel blade;
+    ash handle') made the whole row no row, so no question over the table counted, ordered or summed it."""
     parts = text.strip().removesuffix(".").split("; ")
-    if len(parts) < 2:
-        return None
     cells: dict[str, str] = {}
+    last = ""
     for part in parts:
         match = _CELL.match(part)
-        if match is None or match.group(1) in cells:
+        if match is None and last:
+            cells[last] = f"{cells[last]}; {part.strip()}"
+            continue
+        if match is None or match.group(1).strip() in cells:
             return None
-        cells[match.group(1).strip()] = match.group(2).strip()
-    return cells
+        last = match.group(1).strip()
+        cells[last] = match.group(2).strip()
+    return cells if len(cells) >= 2 else None
 
 
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        ["jan january", "feb february", "mar march", "apr april", "may", "jun june", "jul july", "aug august",
-         "sep sept september", "oct october", "nov november", "dec december"], start=1)
-    for name in names.split()
-}  # fmt: skip
 _AMOUNT = re.compile(
     r"^(?P<sign>-)?(?P<currency>[£$€¥])?\s?(?P<number>\d[\d,]*(?:\.\d+)?)\s?(?P<scale>k|m|bn)?\s?(?P<unit>%|[^\W\d_]{1,12})?$",
     re.IGNORECASE,
@@ -137,9 +137,9 @@ def _date(cell: str) -> date | None:
             return date(int(match.group(1)), int(match.group(2)), int(match.group(3) or 1))
         if match := _SLASH_DATE.match(cell):
             return date(int(match.group(3)), int(match.group(2)), int(match.group(1)))
-        if (match := _WORD_DATE.match(cell)) and match.group(2).lower() in _MONTHS:
+        if (match := _WORD_DATE.match(cell)) and match.group(2).lower() in MONTH_NUMBERS:
             day = match.group(1) or match.group(3) or 1
-            return date(int(match.group(4)), _MONTHS[match.group(2).lower()], int(day))
+            return date(int(match.group(4)), MONTH_NUMBERS[match.group(2).lower()], int(day))
     except ValueError:  # '31/02/2021'
         return None
     return None
@@ -227,13 +227,42 @@ def _column_words(column: str) -> set[str]:
     return words | ({"point"} if "pts" in words else set())
 
 
+# a cell that is a year as much as a count ('1850' of Built or of Mileage), and the names of columns that hold
+# one or the other (stemmed, as `_column_words` gives them)
+_BARE_YEAR = re.compile(r"(?:1[5-9]|20)\d{2}")
+_TIME_NAMES = frozenset(
+    stem(w) for w in "year years yr date dated born died founded established built opened closed joined since "
+    "season start started end ended".split()
+)
+_QUANTITY_NAMES = _MONEY_NAMES | frozenset(
+    stem(w) for w in "quantity qty stock count number units sold mileage miles km distance weight height length "
+    "size population score points goals runs attendance capacity visitors members sales revenue rooms seats pages "
+    "words calories elevation altitude depth area acres hours minutes tonnage".split()
+)
+
+
+def _holds_years(column: str, read: dict[int, Value], bare: set[int]) -> bool:
+    """Whether a column's bare four-digit cells ('1850', '2040') are years: its name says a time ('Year',
+    'Joined'), or every other figure in it is a date and its name names no quantity or price. A column of
+    mileages, stock or prices between 1500 and 2099 ('Mileage: 1650') is of numbers: read as years it was
+    ordered 'latest first', hid the Year beside it from 'which is the newest?' and was never added up."""
+    words = _column_words(column)
+    if words & _TIME_NAMES:
+        return True
+    return all(value.kind == "date" for index, value in read.items() if index not in bare) and not words & _QUANTITY_NAMES
+
+
 def _figures(rows: Sequence[Row], column: str) -> dict[int, Value]:
     """The rows' values in `column` (by row index), where most of the rows holding it read as figures of
-    one kind; empty for a column of text."""
-    values = {row.index: cell_value(row.cells[column]) for row in rows if column in row.cells}
+    one kind; empty for a column of text. Its bare four-digit cells are years only where `_holds_years`."""
+    cells = {row.index: row.cells[column].strip() for row in rows if column in row.cells}
+    values = {index: cell_value(cell) for index, cell in cells.items()}
     read = {index: value for index, value in values.items() if value is not None}
     if not read or len(read) < 0.8 * len(values):
         return {}
+    bare = {index for index in read if _BARE_YEAR.fullmatch(cells[index])}
+    if bare and not _holds_years(column, read, bare):
+        read = {index: Value(value.value, "number") if index in bare else value for index, value in read.items()}
     kinds = {value.kind for value in read.values()}
     if len(kinds) > 1:
         kinds -= {"number"}  # '2021' beside '4 March 2021': dates; '12' beside '£12': money
@@ -260,23 +289,41 @@ def _columns(rows: Sequence[Row]) -> list[str]:
 
 def _named_column(question: str, rows: Sequence[Row], near: int) -> str | None:
     """The column of figures the question names ('most points', 'joined', 'in stock'); of several, the one
-    named nearest to `near` (where its superlative or threshold stands). None when it names none."""
-    named: list[tuple[int, str]] = []
+    named nearest to `near` (where its superlative or threshold stands); a column a word only opens ('miles'
+    of Mileage) where no column is named by a whole word. None when it names none."""
+    named: list[tuple[bool, int, str]] = []
     lowered = question.lower()
     for column in _columns(rows):
         if not _figures(rows, column):
             continue
         words = _column_words(column)
         for match in re.finditer(r"[^\W_]+", lowered):
-            if stem(match.group(0)) in words or (match.group(0) in {"won", "win", "wins"} and "win" in words):
-                named.append((abs(match.start() - near), column))
-    return min(named)[1] if named else None
+            if (how := _names_column(match.group(0), words)) is not None:
+                named.append((how == "opens", abs(match.start() - near), column))
+    return min(named)[2] if named else None
+
+
+def _names_column(word: str, words: set[str]) -> str | None:
+    """How a word of a question names a column of these stemmed `words`: 'whole' by its stem ('won' or
+    'wins' of Won too), 'opens' by a stem of four letters or more that a column's word opens with ('miles'
+    of Mileage); None when it does not."""
+    stemmed = stem(word)
+    if stemmed in words or (word in {"won", "win", "wins"} and "win" in words):
+        return "whole"
+    if word in STOPWORDS:
+        return None
+    forms = {form for form in (stemmed, word.removesuffix("s")) if len(form) >= 4}  # 'miles': 'mil' and 'mile'
+    return "opens" if any(w.startswith(form) for w in words for form in forms) else None
 
 
 def _implied_column(kind: str, way: str, question: str, rows: Sequence[Row]) -> tuple[str, str] | None:
     """The column a superlative naming none implies, with its way: 'cheapest' a money column (or one named
     as a price), 'most recent' a column of years or dates, 'oldest' an Age column (its highest)."""
     columns = [column for column in _columns(rows) if _figures(rows, column)]
+    if not kind and _MONEY_ASKED.search(question):  # 'which costs more, the spade or the hoe?', 'who paid the most?'
+        money = _implied_column("money", way, question, rows)
+        if money is not None:
+            return money
     if kind == "rank":  # 'who is top of the league?': the first place; 'bottom', the last
         ranks = [c for c in columns if _column_words(c) & _RANK_NAMES]
         bottom = re.search(r"\bbottom\b", question, re.IGNORECASE)
@@ -822,7 +869,7 @@ def _in_period(
     table's column of dates, with the words saying so; (None, []) when it names no period, or names it as a
     whole cell (a Quarter column's 'Q3'); None when it names one and no column of dates can say which rows."""
     spoken = _words(question).split()
-    months = [m for w in spoken if (m := _MONTHS.get(w)) and (w != "may" or re.search(r"\bMay\b", question))]
+    months = [m for w in spoken if (m := MONTH_NUMBERS.get(w)) and (w != "may" or re.search(r"\bMay\b", question))]
     quarter = _QUARTER.search(question)
     years = [int(y) for y in _YEAR.findall(question)]
     written = {_words(cell) for cells in named.values() for cell in cells}
@@ -848,6 +895,6 @@ def _in_period(
         if quarter and month is not None and (month - 1) // 3 + 1 != int(quarter.group(1)):
             continue
         inside.add(row.index)
-    said = [w for w in spoken if w in _MONTHS and _MONTHS[w] in months] + ([quarter.group(0).upper()] if quarter else [])
+    said = [w for w in spoken if w in MONTH_NUMBERS and MONTH_NUMBERS[w] in months] + ([quarter.group(0).upper()] if quarter else [])
     said += [str(year) for year in years]
     return inside, [f"{column} in {' '.join(word.title() if word.isalpha() else word for word in said)}"]

@@ -26,50 +26,60 @@ from dataclasses import dataclass
 from datetime import date
 
 from ..ingest.sentences import content_terms, stem
-from .compared import Figure, clauses, figures_in
+from .compared import MONTH_NUMBERS, MONTH_WORD, Figure, clauses, figures_in
 
 # the lead of an answer that says yes or no, which answers even when it says 'not' ('support.says_not_answered')
 VERDICT_LEAD = re.compile(r"^From the documents: (?:yes|no)\b")
-_YES_NO = re.compile(r"^(?:(?:and|so|but|ok|okay|then)\b[\s,]*)*(?:is|was|are|were|did|does|do|has|have|had)\b", re.I)
+# How every yes/no question here opens, the one list of its words: any of 'and', 'so', 'but', 'ok', 'okay',
+# 'then' ('ok, is that before 2022?', 'so, was it more than £5?'), then the verb that asks
+_OPENING = r"(?:(?:and|so|but|ok|okay|then)\b[\s,]*)*"
+_ASKING = r"(?:is|was|are|were|did|does|do|has|have|had)"
+_YES_NO = re.compile(rf"^{_OPENING}{_ASKING}\b", re.I)
 _THAT = r"(?:that|it|this|they|those|these|she|he)"
 # a yes/no check of what the last answer said ('is that before 2020?', 'was it more than £5?', 'did they
-# join after 2019?'): the pronoun stands for it; 'did anyone join after 2019?' asks anew
-CHECKS_LAST_ANSWER = re.compile(
-    rf"^\W*(?:(?:and|so|but)\s+)?(?:is|was|are|were|does|did|has|had)\s+{_THAT}\b", re.IGNORECASE
-)
+# join after 2019?', 'do they close before 6?'): the pronoun stands for it; 'did anyone join after 2019?' asks anew
+CHECKS_LAST_ANSWER = re.compile(rf"^\W*{_OPENING}{_ASKING}\s+{_THAT}\b", re.IGNORECASE)
 _MORE = {
     **dict.fromkeys("more greater higher bigger larger over above longer".split(), 1),
     **dict.fromkeys("less fewer lower smaller under below shorter".split(), -1),
 }
 _FIGURE_CHECK = re.compile(
-    rf"^(?:(?:and|so|but)\s+)?(?:is|was|are|were)\s+{_THAT}\s+(?:any\s+|much\s+|a\s+lot\s+)?"
+    rf"^{_OPENING}(?:is|was|are|were)\s+{_THAT}\s+(?:any\s+|much\s+|a\s+lot\s+)?"
     rf"(?P<way>{'|'.join(_MORE)})\s+(?:than\s+)?(?P<target>.+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
 _DATE_CHECK = re.compile(
-    rf"^(?:(?:and|so|but)\s+)?(?:is|was|are|were|does|did)\s+{_THAT}\s+(?:\w+\s+)?"
+    rf"^{_OPENING}{_ASKING}\s+{_THAT}\s+(?:\w+\s+)?"
     r"(?P<way>before|after|earlier\s+than|later\s+than|in|during)\s+(?P<target>.+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
-_MONTHS = "january february march april may june july august september october november december".split()
-_MONTH = rf"(?:{'|'.join(_MONTHS)}|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?"
+_MONTH = rf"{MONTH_WORD}\.?"
 _DATE = re.compile(
     rf"\b(?:(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>{_MONTH})(?:,?\s+(?P<year>1[0-9]{{3}}|20[0-9]{{2}}))?"
     rf"|(?P<month2>{_MONTH})\s+(?:(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+)?(?P<year2>1[0-9]{{3}}|20[0-9]{{2}})"
     r"|(?P<year3>1[0-9]{3}|20[0-9]{2}))\b",
     re.IGNORECASE,
 )
-_ENDS = re.compile(r"\b(?:end|ends|ended|finish|finishes|finished|close|closes|closed|last|until|expire|expires|due)\b", re.I)
-_STARTS = re.compile(r"\b(?:start|starts|started|begin|begins|began|open|opens|opened|first|from|commence)\b", re.I)
+_ENDS = re.compile(
+    r"\b(?:end|ends|ended|finish|finishes|finished|close|closes|closed|last|until|expire|expires|due)\b", re.I
+)
+_STARTS = re.compile(
+    r"\b(?:start|starts|started|begin|begins|began|open|opens|opened|first|from|commence)\b", re.I
+)
 # 'There is no car park at the clinic', 'none of the plots', 'nothing is charged': 'no' before a word, not
 # 'No. 5' or a reply's 'No,'
 _NEGATION = re.compile(
-    r"\b(?:not|never|no\s+longer|cannot|neither|nor|none|nothing|nobody|no(?=\s+[a-z]))\b|n['\u2019]t\b", re.IGNORECASE
+    r"\b(?:not|never|no\s+longer|cannot|neither|nor|none|nothing|nobody|no(?=\s+[a-z]))\b|n['\u2019]t\b",
+    re.IGNORECASE,
 )
 _NEGATED_FORM = ("un", "non", "in", "dis")
 _CONDITION = re.compile(r"\b(?:if|unless|only|except|provided|subject\s+to)\b", re.IGNORECASE)
-_HYPHENED_NEGATION = re.compile(r"\b(un|non|in|dis)-(?=[a-z])", re.IGNORECASE)  # 'non-refundable' is 'nonrefundable'
-_POINTS_BACK = re.compile(r"\b(?:it|that|this|they|them|these|those|he|she|him|her|its|their)\b", re.IGNORECASE)
+_HYPHENED_NEGATION = re.compile(
+    r"\b(un|non|in|dis)-(?=[a-z])", re.IGNORECASE
+)  # 'non-refundable' is 'nonrefundable'
+_POINTS_BACK = re.compile(
+    r"\b(?:it|that|this|they|them|these|those|he|she|him|her|its|their)\b", re.IGNORECASE
+)
 _ASK_WORDS = frozenset("is was are were did does do has have had that it this they those these ever".split())
 
 
@@ -85,17 +95,17 @@ class _Day:
 # a check that names its subject, for a first question too: 'Was the bridge finished before 1900?', 'Is the
 # deposit more than 100 pounds?', 'Did more than 20 members attend?' (the last 'before'/'in' whose rest is a date)
 _SUBJECT_DATE = re.compile(
-    r"^(?:(?:and|so|but)\s+)?(?:is|was|are|were|does|did|do|has|had|have)\s+(?P<subject>.+)\s+"
+    rf"^{_OPENING}{_ASKING}\s+(?P<subject>.+)\s+"
     r"(?P<way>before|after|earlier\s+than|later\s+than|in|during)\s+(?P<target>.+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
 _SUBJECT_FIGURE = re.compile(
-    rf"^(?:(?:and|so|but)\s+)?(?:is|was|are|were)\s+(?P<subject>.+?)\s+(?:any\s+|much\s+)?"
+    rf"^{_OPENING}(?:is|was|are|were)\s+(?P<subject>.+?)\s+(?:any\s+|much\s+)?"
     rf"(?P<way>{'|'.join(_MORE)})\s+than\s+(?P<target>.+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
 _COUNT_FIGURE = re.compile(
-    r"^(?:(?:and|so|but)\s+)?(?:did|do|does|were|are|was|is|have|has|had)\s+(?:there\s+)?"
+    rf"^{_OPENING}{_ASKING}\s+(?:there\s+)?"
     rf"(?P<way>{'|'.join(_MORE)})\s+(?:than\s+)?(?P<target>\d[\d,.]*)\s+(?P<rest>\S.*?)\s*[?.!]*$",
     re.IGNORECASE,
 )
@@ -107,10 +117,14 @@ class Settled:
 
     line: str
     quote: str
-    given: str = ""  # the date or figure the quote gives, which the line compares ('8 July 2023', '212 members')
+    given: str = (
+        ""  # the date or figure the quote gives, which the line compares ('8 July 2023', '212 members')
+    )
 
 
-def verdict(asked: str, core: str, quotes: list[str], last_question: str = "", last_quotes: list[str] = ()) -> str | None:
+def verdict(
+    asked: str, core: str, quotes: list[str], last_question: str = "", last_quotes: list[str] = ()
+) -> str | None:
     """The lead line of `settled`, or None."""
     found = settled(asked, core, quotes, last_question, last_quotes)
     return found.line if found is not None else None
@@ -143,15 +157,29 @@ def settled(
         if figure is not None:
             given = [*last_quotes, *quotes]
             answering = len(last_quotes) or 1  # 'that' is the last answer's figure, in any of its quotes
-            return _affirmed(_figure_verdict(figure, last_question or core, given, answering), last_question or core) if given else None
+            return (
+                _affirmed(
+                    _figure_verdict(figure, last_question or core, given, answering), last_question or core
+                )
+                if given
+                else None
+            )
         dated = _DATE_CHECK.match(typed)
         if dated is not None and _target_day(dated.group("target"), None) is not None:
             first = (list(last_quotes) or quotes)[:1]
-            return _affirmed(_date_verdict(dated, last_question or core, first[0]), last_question or core) if first else None
+            return (
+                _affirmed(_date_verdict(dated, last_question or core, first[0]), last_question or core)
+                if first
+                else None
+            )
     elif quotes:
         named = _SUBJECT_FIGURE.match(core.strip()) or _COUNT_FIGURE.match(core.strip())
         # a number written in digits: 'the old one' is no figure of one
-        if named is not None and re.search(r"\d", named.group("target")) and len(figures_in(named.group("target"))) == 1:
+        if (
+            named is not None
+            and re.search(r"\d", named.group("target"))
+            and len(figures_in(named.group("target"))) == 1
+        ):
             found = _figure_verdict(named, core, quotes[:1])
             if not _denied(found, core):  # 'Fees were not raised in 2024': the statement's no, below
                 return _held(found, core, named.group("target"), weak)
@@ -215,12 +243,16 @@ def _figure_verdict(found: re.Match[str], core: str, quotes: list[str], answerin
     given, quote = answered
     if not typed and given.shown == other.shown:
         return None
-    if given.unit and other.unit and given.unit != other.unit:
+    if given.unit and other.unit and given.measure != other.measure:
         return None
     holds = (given.value - other.value) * way > 0
-    shown = given.shown[:1].lower() + given.shown[1:] if given.shown[:1].isalpha() else given.shown  # 'fourteen'
+    shown = (
+        given.shown[:1].lower() + given.shown[1:] if given.shown[:1].isalpha() else given.shown
+    )  # 'fourteen'
     if given.value == other.value:
-        return Settled(f"From the documents: no, the same ({shown}).", _sentence_of(quote, given.shown), given.shown)
+        return Settled(
+            f"From the documents: no, the same ({shown}).", _sentence_of(quote, given.shown), given.shown
+        )
     line = f"From the documents: {'yes' if holds else 'no'} ({shown}, against {other.shown})."
     return Settled(line, _sentence_of(quote, given.shown), given.shown)
 
@@ -243,8 +275,14 @@ def _clause_figures(text: str, terms: list[str]) -> list[Figure]:
         if _shares(clause, terms) != len(terms):
             continue
         # the figure nearest the thing's words ('paid 5,800 pounds after deducting the 500 pound excess')
-        at = [m.start() for m in re.finditer(r"[\w'-]+", clause) if any(_alike(stem(m.group(0).lower()), t) for t in terms)]
-        figures = [(min(abs(clause.find(f.shown) - a) for a in at) if at else 0, f) for f in figures_in(clause)]
+        at = [
+            m.start()
+            for m in re.finditer(r"[\w'-]+", clause)
+            if any(_alike(stem(m.group(0).lower()), t) for t in terms)
+        ]
+        figures = [
+            (min(abs(clause.find(f.shown) - a) for a in at) if at else 0, f) for f in figures_in(clause)
+        ]
         found += [f for _, f in sorted(figures, key=lambda pair: pair[0])]
     return found
 
@@ -258,7 +296,9 @@ def _answered_figure(core: str, quotes: list[str], other: Figure) -> tuple[Figur
     best: tuple[int, Figure, str] | None = None
     for quote in quotes:
         for clause in clauses(quote):
-            figures = [f for f in figures_in(clause) if not other.unit or not f.unit or f.unit == other.unit]
+            figures = [
+                f for f in figures_in(clause) if not other.unit or not f.unit or f.measure == other.measure
+            ]
             figures = [f for f in figures if f.shown != other.shown] or figures
             if figures and (best is None or _shares(clause, terms) > best[0]):
                 best = (_shares(clause, terms), figures[0], quote)
@@ -275,7 +315,7 @@ def _day_of(found: re.Match[str], year: int | None = None) -> _Day | None:
     shown = " ".join(found.group(0).split())
     if not month_word:
         return _Day(date(year_value, 1, 1), date(year_value, 12, 31), shown)
-    month = next(i for i, name in enumerate(_MONTHS, 1) if name.startswith(month_word[:3]))
+    month = MONTH_NUMBERS[month_word[:3]]
     if day:
         try:
             one = date(year_value, month, int(day))
@@ -297,7 +337,7 @@ def _target_day(target: str, year: int | None) -> _Day | None:
     if month is not None:
         if year is None:
             return _Day(date.min, date.min, text)  # a date, of a year still to come
-        first = _MONTHS.index(next(m for m in _MONTHS if m.startswith(month.group("month").lower()[:3]))) + 1
+        first = MONTH_NUMBERS[month.group("month").lower()[:3]]
         end = date(year + (first == 12), first % 12 + 1, 1)
         return _Day(date(year, first, 1), date.fromordinal(end.toordinal() - 1), text)
     dates = list(_DATE.finditer(text))
@@ -338,7 +378,11 @@ def _answered_date(core: str, quote: str) -> _Day | None:
     when something starts); None when that leaves no one date."""
     terms = [stem(t) for t in content_terms(core.lower()) if t not in _ASK_WORDS]
     # a clause of its own: '6 January 2025 to 4 April 2025, with half term from 17 February to 21 February'
-    sentences = [s for s in re.split(r"(?<=[.;!?])\s+|,\s+(?=(?:with|and|but|while|whereas|except)\b)", quote) if s.strip()]
+    sentences = [
+        s
+        for s in re.split(r"(?<=[.;!?])\s+|,\s+(?=(?:with|and|but|while|whereas|except)\b)", quote)
+        if s.strip()
+    ]
     best = max(sentences, key=lambda s: _shares(s, terms), default="")
     found = [m for m in _DATE.finditer(best)]
     if not found:
@@ -362,12 +406,18 @@ def _answered_date(core: str, quote: str) -> _Day | None:
     return _day_of(found[0], year)
 
 
-_SPAN_JOIN = re.compile(r"\s*(?:to|until|till|and|-|\u2013|\u2014)\s*", re.IGNORECASE)  # 'from X to Y', 'between X and Y'
+_SPAN_JOIN = re.compile(
+    r"\s*(?:to|until|till|and|-|\u2013|\u2014)\s*", re.IGNORECASE
+)  # 'from X to Y', 'between X and Y'
 
 
 def _distance(text: str, found: re.Match[str], terms: list[str]) -> int:
     """How far the date is from the nearest word of `terms` in `text` (far when none is there)."""
-    at = [m.start() for m in re.finditer(r"[\w'-]+", text) if any(_alike(stem(m.group(0).lower()), t) for t in terms)]
+    at = [
+        m.start()
+        for m in re.finditer(r"[\w'-]+", text)
+        if any(_alike(stem(m.group(0).lower()), t) for t in terms)
+    ]
     return min((abs(found.start() - a) for a in at), default=len(text))
 
 
@@ -416,7 +466,9 @@ def _said_verdict(core: str, quote: str) -> Settled | None:
         sentence = _HYPHENED_NEGATION.sub(r"\1", said)
         if _says_the_opposite(sentence, terms):  # 'open six days a week and closed on Sundays'
             return None
-        for clause in re.split(r"[;:]|,\s+(?:who|which|but|while|whereas)\b|\bbut\b|\bwhereas\b|\band\b", sentence):
+        for clause in re.split(
+            r"[;:]|,\s+(?:who|which|but|while|whereas)\b|\bbut\b|\bwhereas\b|\band\b", sentence
+        ):
             held = [stem(t) for t in content_terms(clause.lower())]
             negated_form = False
             for term in terms:
@@ -427,8 +479,12 @@ def _said_verdict(core: str, quote: str) -> Settled | None:
                     continue
                 break
             else:
-                if _CONDITION.search(clause):  # 'refundable if you cancel 30 days before': not a plain yes or no
+                if _CONDITION.search(
+                    clause
+                ):  # 'refundable if you cancel 30 days before': not a plain yes or no
                     return None
                 negated = negated_form != bool(_NEGATION.search(clause))
-                return Settled(f"From the documents: {'no' if negated else 'yes'}, as the first passage says:", said)
+                return Settled(
+                    f"From the documents: {'no' if negated else 'yes'}, as the first passage says:", said
+                )
     return None
