@@ -153,8 +153,8 @@ def test_the_losses_list_the_questions_furthest_below_the_oracle_first():
     ]
     assert [loss.gap for loss in losses] == pytest.approx([0.1, 1.0, 0.0])
     assert loss_lines(losses, 2) == [
-        "0.00 -> 1.00 (quality, oracle's places [3, 25]): Who left?",
-        "0.50 -> 0.60 (qasper, oracle's places [0]): What is small?",
+        "0.00 -> 1.00 (quality, the oracle's ranks [4, 26]): Who left?",
+        "0.50 -> 0.60 (qasper, the oracle's ranks [1]): What is small?",
     ]
     assert loss_lines([], 5) == []
 

@@ -97,8 +97,9 @@ FILLS: dict[str, Trim] = {
         ANY, keep=2, whole=3, layers="all"
     ),
 }
-# The bound on any order of the candidates: the engine order's first ORACLE_POOL nodes (leaves only's for
-# leaves only), taken whole one at a time by how much of the reference each adds, while they fit.
+# The bound on any order of the candidates: the fused order's first ORACLE_POOL nodes, rare-term nodes first
+# (the engine's order but for a question about the whole; leaves only's for leaves only), taken whole one at
+# a time by how much of the reference each adds, while they fit.
 ORACLE = "greedy oracle, the first 40 whole (reads the reference)"
 ORACLE_POOL = 40
 ROWS = [*ORDERS, *FILLS, ORACLE]
@@ -112,7 +113,7 @@ class Loss:
     question: str
     engine: float
     oracle: float
-    picks: tuple[int, ...]  # the oracle's nodes' places in the engine's order, in the order it took them
+    picks: tuple[int, ...]  # the oracle's nodes' places in the fused order (0: the first), as it took them
 
     @property
     def gap(self) -> float:
@@ -302,10 +303,12 @@ async def measure(
 
 
 def loss_lines(losses: list[Loss], count: int) -> list[str]:
-    """The `count` questions whose collapsed context falls furthest below the oracle's, largest gap first."""
+    """The `count` questions whose collapsed context falls furthest below the oracle's, largest gap first,
+    each with the ranks in the fused order (1: the first) of the nodes the oracle took."""
     worst = sorted(losses, key=lambda loss: (-loss.gap, loss.set_name, loss.question))[:count]
     return [
-        f"{loss.engine:.2f} -> {loss.oracle:.2f} ({loss.set_name}, oracle's places {list(loss.picks)}): {loss.question}"
+        f"{loss.engine:.2f} -> {loss.oracle:.2f} ({loss.set_name}, the oracle's ranks {[p + 1 for p in loss.picks]}): "
+        f"{loss.question}"
         for loss in worst
     ]
 
