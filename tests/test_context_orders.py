@@ -139,6 +139,7 @@ def test_the_greedy_oracle_takes_what_adds_most_of_the_reference_while_it_fits()
     # with 6 tokens 'over the dog' no longer fits: the cheap 'dog' is taken instead
     recall, taken = greedy_oracle(texts, sizes, reference, 6)
     assert (recall, taken) == (pytest.approx(5 / 6), [1, 4])
+    assert greedy_oracle(["cat dog", "dog cat"], [2, 2], ("dog",), 10) == (1.0, [0])  # a tie: the better rank
     # it stops when nothing adds, not when the budget is spent: a candidate of no reference word is left
     assert greedy_oracle(["cat", "dog"], [1, 1], ("dog",), 10) == (1.0, [1])
     assert greedy_oracle(["cat"], [1], ("dog",), 10) == (0.0, [])
