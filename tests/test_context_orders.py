@@ -14,11 +14,15 @@ from raptor_engine.query.retrieve import FUSION, Fusion, collapsed_tree, fusion_
 from raptor_tools.benchmarks.context_orders import (
     ENGINE_ORDER,
     METHODS,
+    ORACLE,
     ORDERS,
     ROWS,
     SPLITS,
+    Loss,
     fusion_for,
+    greedy_oracle,
     kb_kind,
+    loss_lines,
     paired_difference,
     set_recalls,
     split_table,
@@ -125,13 +129,49 @@ def test_paired_difference_and_its_standard_error():
     assert paired_difference([], []) == (0.0, 0.0)
 
 
+def test_the_greedy_oracle_takes_what_adds_most_of_the_reference_while_it_fits():
+    texts = ["the red fox", "a red fox jumps over", "jumps", "over the dog", "dog"]
+    sizes = [3, 5, 1, 3, 1]
+    reference = ("red fox jumps over the dog",)
+    # the 5-token candidate adds the most (4 of 6 words), then 'over the dog' the last two; a tie would go
+    # to the earlier place, the engine's better rank
+    assert greedy_oracle(texts, sizes, reference, 10) == (1.0, [1, 3])
+    # with 6 tokens 'over the dog' no longer fits: the cheap 'dog' is taken instead
+    recall, taken = greedy_oracle(texts, sizes, reference, 6)
+    assert (recall, taken) == (pytest.approx(5 / 6), [1, 4])
+    assert greedy_oracle(["cat dog", "dog cat"], [2, 2], ("dog",), 10) == (1.0, [0])  # a tie: the better rank
+    # it stops when nothing adds, not when the budget is spent: a candidate of no reference word is left
+    assert greedy_oracle(["cat", "dog"], [1, 1], ("dog",), 10) == (1.0, [1])
+    assert greedy_oracle(["cat"], [1], ("dog",), 10) == (0.0, [])
+    assert greedy_oracle(["dog"], [5], ("dog",), 4) == (0.0, [])  # nothing fits
+
+
+def test_the_losses_list_the_questions_furthest_below_the_oracle_first():
+    losses = [
+        Loss("qasper", "What is small?", 0.5, 0.6, (0,)),
+        Loss("quality", "Who left?", 0.0, 1.0, (3, 25)),
+        Loss("qasper", "What is level?", 0.7, 0.7, ()),
+    ]
+    assert [loss.gap for loss in losses] == pytest.approx([0.1, 1.0, 0.0])
+    assert loss_lines(losses, 2) == [
+        "0.00 -> 1.00 (quality, the oracle's ranks [4, 26]): Who left?",
+        "0.50 -> 0.60 (qasper, the oracle's ranks [1]): What is small?",
+    ]
+    assert loss_lines([], 5) == []
+
+
 async def test_the_benchmark_scores_each_order_as_raptor_eval_does(tmp_path: Path, embedder):
     eval_set = load_eval_set(write_set(tmp_path / "tiny"))
     data_dir = tmp_path / "data"
     scored = 0
     for split in SPLITS:
-        found = await set_recalls(eval_set, split, data_dir, 300, embedder)
+        losses: list[Loss] = []
+        found = await set_recalls(eval_set, split, data_dir, 300, embedder, losses)
         questions = [q for q in eval_set.questions if q.answers and split_of("tiny", q.doc_id) == split]
+        # the oracle's row pairs with the engine's question by question, as every row does
+        assert [loss.question for loss in losses] == [q.question for q in questions]
+        assert [loss.engine for loss in losses] == found[ENGINE_ORDER]["collapsed"]
+        assert [loss.oracle for loss in losses] == found[ORACLE]["collapsed"]
         assert set(found) == set(ROWS)
         assert all(len(recalls[method]) == len(questions) for recalls in found.values() for method in METHODS)
         assert all(0.0 <= r <= 1.0 for recalls in found.values() for rs in recalls.values() for r in rs)

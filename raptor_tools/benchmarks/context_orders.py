@@ -7,14 +7,17 @@ leaves-only context at the budget in each order of `ORDERS`, scored as `raptor e
 nodes reordered by the extractive answer's quote model (`retrieve.judged_order`), and an order given a
 fusion per kind of knowledge base uses the one of its leaves' kind (`ranker.document_kind`). Every order fills
 the budget as the engine does (`retrieve.TRIM`); the rows of `FILLS` fill it otherwise, in the
-engine's order (whole nodes, or nodes trimmed to their best sentences: `retrieve.Trim`). Printed per split:
-each set's collapsed (leaves only) recall, the mean over the sets, and the mean difference against
-the engine's order with its paired standard error. An order is worth adopting only if it wins on the training split by more than its error; the
-held-out split then says whether the win carries over. The trees are the ones `raptor eval` caches
+engine's order (whole nodes, or nodes trimmed to their best sentences: `retrieve.Trim`). The last row,
+`ORACLE`, is no order an engine could make: it reads the reference, and says how much room the
+candidates leave (`greedy_oracle`). Printed per split: each set's collapsed (leaves only) recall, the
+mean over the sets, and the mean difference against the engine's order with its paired standard error;
+with `--losses N`, the N questions of each split whose context falls furthest below the oracle's. An
+order is worth adopting only if it wins on the training split by more than its error; the held-out
+split then says whether the win carries over. The trees are the ones `raptor eval` caches
 (<cache>/<set>), built if missing.
 
 Run: `python -m raptor_tools.benchmarks.context_orders ../shared/evaldata [--budget 500] [--cache DIR]
-[--heldout-cache DIR]`.
+[--heldout-cache DIR] [--sets qasper,quality] [--splits train] [--losses 20]`.
 """
 
 from __future__ import annotations
@@ -35,7 +38,15 @@ from raptor_engine.config import Settings  # noqa: E402
 from raptor_engine.engine import Engine  # noqa: E402
 from raptor_engine.query.answer import ExtractiveAnswerer  # noqa: E402
 from raptor_engine.query.ranker import NARRATIVE, PAPER, document_kind, load_ranker  # noqa: E402
-from raptor_engine.query.retrieve import TRIM, Fusion, Trim, allowed_ids, collapsed_tree  # noqa: E402
+from raptor_engine.query.retrieve import (  # noqa: E402
+    FUSION,
+    TRIM,
+    Fusion,
+    Trim,
+    allowed_ids,
+    collapsed_tree,
+    ranked_hits,
+)
 from raptor_engine.storage.store import Store  # noqa: E402
 from raptor_engine.tree.embed import Embedder  # noqa: E402
 from raptor_tools.evaluate import EvalSet, build_trees, load_eval_set, split_of  # noqa: E402
@@ -86,7 +97,51 @@ FILLS: dict[str, Trim] = {
         ANY, keep=2, whole=3, layers="all"
     ),
 }
-ROWS = [*ORDERS, *FILLS]
+# The bound on any order of the candidates: the fused order's first ORACLE_POOL nodes, rare-term nodes first
+# (the engine's order but for a question about the whole; leaves only's for leaves only), taken whole one at
+# a time by how much of the reference each adds, while they fit.
+ORACLE = "greedy oracle, the first 40 whole (reads the reference)"
+ORACLE_POOL = 40
+ROWS = [*ORDERS, *FILLS, ORACLE]
+
+
+@dataclasses.dataclass(frozen=True)
+class Loss:
+    """One question's collapsed context against the oracle's: where the room is (`--losses`)."""
+
+    set_name: str
+    question: str
+    engine: float
+    oracle: float
+    picks: tuple[int, ...]  # the oracle's nodes' places in the fused order (0: the first), as it took them
+
+    @property
+    def gap(self) -> float:
+        return self.oracle - self.engine
+
+
+def greedy_oracle(
+    texts: list[str], sizes: list[int], answers: tuple[str, ...], budget: int
+) -> tuple[float, list[int]]:
+    """The recall of the best reference (as `raptor eval` scores a context) when the candidates are taken
+    greedily by it: each round the one that adds most while it fits, until none adds anything. Returns the
+    recall and the places of the candidates taken, in the order taken. Greedy, so a bound of what an
+    order of these candidates could reach, not the exact best."""
+    taken: list[int] = []
+    best, used = 0.0, 0
+    while True:
+        pick = None
+        for place, (text, size) in enumerate(zip(texts, sizes, strict=True)):
+            if place in taken or used + size > budget:
+                continue
+            recall = best_over(answers, rouge1_recall, "\n\n".join([*(texts[i] for i in taken), text])) or 0.0
+            if recall > best + 1e-9:
+                best, pick = recall, place
+        if pick is None:
+            return best, taken
+        taken.append(pick)
+        used += sizes[pick]
+
 
 Recalls = dict[str, list[float]]  # per method, one recall per question
 
@@ -108,9 +163,15 @@ def fusion_for(fusion: Fusion | ByKind, kind: str | None) -> Fusion:
 
 
 async def set_recalls(
-    eval_set: EvalSet, split: str, data_dir: Path, budget: int, embedder: Embedder | None = None
+    eval_set: EvalSet,
+    split: str,
+    data_dir: Path,
+    budget: int,
+    embedder: Embedder | None = None,
+    losses: list[Loss] | None = None,
 ) -> dict[str, Recalls]:
-    """Each order's recalls on one set's split, the questions in file order (so orders pair up)."""
+    """Each order's recalls on one set's split, the questions in file order (so orders pair up); each
+    question's collapsed context against the oracle's is added to `losses`, if given."""
     questions = [q for q in eval_set.questions if q.answers and split_of(eval_set.name, q.doc_id) == split]
     found: dict[str, Recalls] = {row: {method: [] for method in METHODS} for row in ROWS}
     if not questions:
@@ -155,6 +216,30 @@ async def set_recalls(
                     )
                     text = "\n\n".join(node.text for node in context.nodes)
                     found[row][method].append(best_over(question.answers, rouge1_recall, text) or 0.0)
+            for method, layers in METHODS.items():
+                allowed = allowed_ids(engine.store, kb_id, layers, None)
+                hits, _ = ranked_hits(
+                    engine.store,
+                    engine.indexes.get(kb_id),
+                    kb_id,
+                    question.question,
+                    vector,
+                    ef=engine.settings.hnsw_ef,
+                    allowed=allowed,
+                    ranking="hybrid",
+                    fusion=FUSION,
+                )
+                pool = engine.store.nodes_by_ids([node_id for node_id, _ in hits[:ORACLE_POOL]])
+                places = [place for place, (node_id, _) in enumerate(hits[:ORACLE_POOL]) if node_id in pool]
+                nodes = [pool[hits[place][0]] for place in places]
+                recall, taken = greedy_oracle(
+                    [n.text for n in nodes], [n.tokens for n in nodes], question.answers, budget
+                )
+                found[ORACLE][method].append(recall)
+                if losses is not None and layers is None:
+                    engine_recall = found[ENGINE_ORDER]["collapsed"][-1]
+                    picks = tuple(places[i] for i in taken)
+                    losses.append(Loss(eval_set.name, question.question, engine_recall, recall, picks))
     finally:
         engine.close()
     return found
@@ -198,15 +283,34 @@ def split_table(results: dict[str, dict[str, Recalls]]) -> list[str]:
 
 
 async def measure(
-    evaldata: Path, caches: dict[str, Path], budget: int, sets: tuple[str, ...] = SETS
+    evaldata: Path,
+    caches: dict[str, Path],
+    budget: int,
+    sets: tuple[str, ...] = SETS,
+    losses: dict[str, list[Loss]] | None = None,
+    splits: tuple[str, ...] = SPLITS,
 ) -> dict[str, dict[str, dict[str, Recalls]]]:
-    """Recalls per split, set and order."""
-    results: dict[str, dict[str, dict[str, Recalls]]] = {split: {} for split in SPLITS}
+    """Recalls per split, set and order (and each split's questions against the oracle in `losses`)."""
+    results: dict[str, dict[str, dict[str, Recalls]]] = {split: {} for split in splits}
     for name in sets:
         eval_set = load_eval_set(evaldata / name)
-        for split in SPLITS:
-            results[split][name] = await set_recalls(eval_set, split, caches[split] / name, budget)
+        for split in splits:
+            found = None if losses is None else losses.setdefault(split, [])
+            results[split][name] = await set_recalls(
+                eval_set, split, caches[split] / name, budget, losses=found
+            )
     return results
+
+
+def loss_lines(losses: list[Loss], count: int) -> list[str]:
+    """The `count` questions whose collapsed context falls furthest below the oracle's, largest gap first,
+    each with the ranks in the fused order (1: the first) of the nodes the oracle took."""
+    worst = sorted(losses, key=lambda loss: (-loss.gap, loss.set_name, loss.question))[:count]
+    return [
+        f"{loss.engine:.2f} -> {loss.oracle:.2f} ({loss.set_name}, the oracle's ranks {[p + 1 for p in loss.picks]}): "
+        f"{loss.question}"
+        for loss in worst
+    ]
 
 
 def main() -> None:
@@ -216,13 +320,25 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path(".eval-cache"), help="trees: <cache>/<set>")
     parser.add_argument("--heldout-cache", type=Path, help="the held-out split's trees, if not in --cache")
     parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument(
+        "--losses", type=int, default=0, help="list this many questions furthest below the oracle"
+    )
+    parser.add_argument("--splits", default=",".join(SPLITS), help="train: tune without the held-out split")
     args = parser.parse_args()
     caches = {"train": args.cache, "heldout": args.heldout_cache or args.cache}
-    sets = tuple(args.sets.split(","))
-    results = asyncio.run(measure(args.evaldata, caches, args.budget, sets))
+    sets, splits = tuple(args.sets.split(",")), tuple(args.splits.split(","))
+    if not set(splits) <= set(SPLITS):
+        parser.error(f"--splits takes {' and '.join(SPLITS)}")
+    losses: dict[str, list[Loss]] = {}
+    results = asyncio.run(measure(args.evaldata, caches, args.budget, sets, losses, splits))
     for split, per_set in results.items():
         print(f"\n{split} split, budget {args.budget}: collapsed (leaves only)\n")
         print("\n".join(split_table(per_set)))
+        if args.losses:
+            print(
+                f"\n{split} split: the {args.losses} questions furthest below the oracle (engine -> oracle)\n"
+            )
+            print("\n".join(loss_lines(losses.get(split, []), args.losses)))
 
 
 if __name__ == "__main__":
