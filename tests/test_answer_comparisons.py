@@ -33,6 +33,12 @@ from tests.test_answer_ranking import first_quote
         ("Which mower is the most powerful?", True),
         ("Which ticket costs more, the day pass or the week pass?", True),
         ("Which bridge is the oldest?", True),
+        ("Does the new parser outperform the baseline?", True),  # doing better, said by its verb
+        ("Which systems outperformed the rule-based tagger?", True),
+        ("What are their results on the new dataset?", True),  # results: how well, against what
+        ("How well does the model perform on tweets?", True),
+        ("What was the performance of the tagger?", True),
+        ("What was the result of the storm?", False),  # what came of X, not how well it did
         ("How heavy is the tent?", False),  # a measure asked, not a comparison
         ("Who was the first keeper?", False),
         ("What is the light for?", False),
@@ -53,6 +59,10 @@ def test_a_comparison_or_superlative_question_names_its_scale(question, compares
         ("Which ticket costs more, the day pass or the week pass?", "A week pass is \u00a330.", True),
         ("Which mower is the most powerful?", "The Hawk has the more powerful motor.", True),
         ("Which mower is the most powerful?", "The Hawk has a larger grass box.", False),
+        # a paper says which is best by a verb of doing better: it places both on the good-bad scale
+        ("Which model performs best?", "UTCNN significantly outperforms these models on posts.", True),
+        ("Does the new parser outperform the baseline?", "The parser surpasses it by two points.", True),
+        ("Which model performs best?", "The model is trained on the posts of two forums.", False),
     ],
 )
 def test_a_comparison_is_answered_by_a_place_on_its_scale(question, sentence, measures):
@@ -123,6 +133,22 @@ def test_when_or_where_something_happened_is_a_short_fact(question, short):
             ],
             "Is the Tern faster than the Lark?",
             "twelve minutes",
+        ),
+        (  # without 'outperforms' on the good-bad scale, the sentence that only says what was compared leads
+            [
+                "Each tagger was trained and tested on the news corpus with the same settings.",
+                "On the news corpus, the CRF tagger outperforms both baselines by four points.",
+            ],
+            "Which tagger performs best on the news corpus?",
+            "the CRF tagger outperforms",
+        ),
+        (  # without results read as the good-bad scale, the sentence about the new dataset leads
+            [
+                "We release a new dataset of 12,000 annotated product reviews for this task.",
+                "On the new dataset our tagger outperforms the rule-based baseline by six points.",
+            ],
+            "What are their results on the new dataset?",
+            "our tagger outperforms",
         ),
         (  # without the negative, the sentence listing every bike leads
             [

@@ -1648,9 +1648,21 @@ def _degrees(adjective: str) -> str:
     return f"{doubled}er|{doubled}est"
 
 
+# "X outperforms Y", "surpasses", "is superior to": a verb that says one thing does better than
+# another places both on the good-bad scale as 'better' does ("Which model performs best?" is answered by
+# "UTCNN significantly outperforms these models", a paper's usual way of saying which is best)
+BETTER_THAN = r"outperform(?:s|ed|ing)?|surpass(?:es|ed|ing)?|superior|inferior|underperform(?:s|ed|ing)?"
+SCALE_VERBS = {"good": BETTER_THAN}
+
+
+def _scale_verbs(adjectives: tuple[str, ...]) -> str:
+    """The verbs that place things on the scale of these adjectives (`SCALE_VERBS`), as alternatives."""
+    return "".join(f"|{SCALE_VERBS[a]}" for a in adjectives if a in SCALE_VERBS)
+
+
 GRADED_QUESTION = tuple(
     re.compile(
-        r"\b(?:" + "|".join(_degrees(a) for a in adjectives) + r")\b"
+        r"\b(?:" + "|".join(_degrees(a) for a in adjectives) + _scale_verbs(adjectives) + r")\b"
         r"|\b(?:more|most|less|least)\s+(?:" + "|".join(adjectives) + r")\b",
         re.IGNORECASE,
     )
@@ -1658,19 +1670,34 @@ GRADED_QUESTION = tuple(
 )
 GRADED_SENTENCE = tuple(
     re.compile(
-        r"\b(?:" + "|".join(f"{a}|{_degrees(a)}" for a in adjectives) + r")\b",
+        r"\b(?:" + "|".join(f"{a}|{_degrees(a)}" for a in adjectives) + _scale_verbs(adjectives) + r")\b",
         re.IGNORECASE,
     )
     for adjectives, _ in SCALES
 )
 
 
+# "What are their results on the new dataset?", "How well does the model perform?", "What is the performance
+# of X?": a paper answers by saying how well one thing did against another ("AutoJudge significantly
+# outperforms all the baselines"), a place on the good-bad scale, not by naming the dataset again
+ASKS_RESULTS = re.compile(
+    r"\bwhat\s+(?:are|were)\s+(?:the|their|its|our|his|her)\s+(?:\w+\s+)?results\b(?!\s+of\b)"
+    r"|\bwhat\s+results\b|\bhow\s+well\s+(?:does|did|do|is|was|are|were)\b"
+    r"|\bwhat\s+(?:is|was|are|were)\s+(?:the|their|its|our|his|her)\s+(?:\w+\s+)?performance\b",
+    re.IGNORECASE,
+)
+GOOD_SCALE = next(i for i, (adjectives, _) in enumerate(SCALES) if "good" in adjectives)
+
+
 @functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
 def compared_scales(question: str) -> tuple[int, ...]:
-    """The SCALES a comparison or superlative question asks along (none for other questions)."""
+    """The SCALES a comparison or superlative question asks along (none for other questions); a question
+    after results or performance asks along the good-bad one (ASKS_RESULTS)."""
     asked = [i for i, pattern in enumerate(GRADED_QUESTION) if pattern.search(question)]
     if COMPARED_MONEY.search(question):
         asked.append(next(i for i, (_, dimensions) in enumerate(SCALES) if dimensions == ("money",)))
+    if ASKS_RESULTS.search(question):
+        asked.append(GOOD_SCALE)
     return tuple(dict.fromkeys(asked))
 
 
