@@ -286,3 +286,45 @@ def test_a_markdown_file_of_only_fences_reads_as_empty_blocks() -> None:
         load_document("fences.md", b"~~~\n" * 20_000)
     doc = load_document("fences.md", b"Intro line.\n\n" + b"~~~\ncode line\n~~~\n" * 5_000)
     assert doc.text.count("code line") == 5_000
+
+
+# ------------------------------------------------------------------------------------- legacy encodings
+
+SHORT_CJK = {
+    "Japanese with a long-vowel mark, Shift JIS": ("フェリーは毎朝七時に出た。", "shift_jis"),
+    "Japanese with an iteration mark, EUC-JP": ("人々は駅へ向かった。", "euc_jp"),
+    "Japanese with a long-vowel mark, EUC-JP": ("ラーメン屋は閉まっていた。", "euc_jp"),
+}
+
+
+@pytest.mark.parametrize("how", SHORT_CJK)
+def test_a_short_japanese_text_in_a_legacy_encoding_is_read(how: str) -> None:
+    words, encoding = SHORT_CJK[how]
+    assert load_document("note.txt", words.encode(encoding)).text == words
+
+
+def test_mostly_utf8_text_with_a_stray_windows_1252_byte_is_still_read_so() -> None:
+    mixed = "Café au lait, crème brûlée and more words here. ".encode() + "Naïve.".encode("cp1252")
+    doc = load_document("menu.txt", mixed)
+    assert doc.text.endswith("Naïve.") and "with the bytes that are not UTF-8" in doc.notices[0]
+
+
+# ------------------------------------------------------------------------------------------------ email
+
+
+def _email(charset: str, body: bytes, encoding: str = "8bit") -> bytes:
+    return (f'From: a@example.com\nTo: b@example.com\nMIME-Version: 1.0\nContent-Type: text/plain; charset="{charset}"\n'
+            f"Content-Transfer-Encoding: {encoding}\n\n").encode() + body  # fmt: skip
+
+
+def test_an_email_in_a_charset_python_does_not_know_is_read_as_its_bytes_read() -> None:
+    doc = load_document("mail.eml", _email("x-unknown-9", "The ferry left at seven. Café crème.".encode("cp1252")))
+    assert "Café crème." in doc.text
+    assert any("'x-unknown-9' is unknown" in notice for notice in doc.notices)
+
+
+def test_an_email_of_binary_bytes_in_an_unknown_charset_is_refused_as_binary() -> None:
+    import base64
+
+    with pytest.raises(IngestError, match="binary data"):
+        load_document("mail.eml", _email("bogus", base64.encodebytes(bytes(range(256)) * 4), "base64"))

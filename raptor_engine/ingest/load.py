@@ -1074,8 +1074,11 @@ def _legacy_decode(name: str, data: bytes) -> tuple[str, str]:
     in_utf8 = sum(len(found) for found in _UTF8_SEQUENCE.findall(data[:LEGACY_SAMPLE_BYTES]))
     if non_ascii and in_utf8 >= non_ascii / 2:
         text = data.decode("utf-8", errors=_UTF8_OR_WINDOWS_1252)
-        log.info("%s: UTF-8 with stray bytes; read those as Windows-1252", name)
-        return text, "read as UTF-8, with the bytes that are not UTF-8 read as Windows-1252"
+        # EUC-JP, GBK and Big5 bytes pair into UTF-8 sequences by chance (a lead byte, then one of 80-BF)
+        # about half the time, which read as scattered Greek, Arabic and Latin signs, no language
+        if _reads_as_language(text[:LEGACY_SAMPLE_BYTES], western=False):
+            log.info("%s: UTF-8 with stray bytes; read those as Windows-1252", name)
+            return text, "read as UTF-8, with the bytes that are not UTF-8 read as Windows-1252"
     latin = _latin_reading(data)
     if latin is not None:
         return latin[1], _read_as(name, latin[0]) + latin[2]
@@ -1245,9 +1248,14 @@ def _read_as(name: str, codec: str) -> str:
 
 def _script(ch: str) -> str:
     """A letter's script as its Unicode name begins ('LATIN', 'CYRILLIC', 'GREEK'); kana and ideographs are
-    one script, as Japanese mixes them."""
+    one script, as Japanese mixes them, with the marks that lengthen a kana's sound ('ー' in 'フェリー')
+    and repeat an ideograph ('々'): named apart, they made a short Japanese text in Shift JIS a word of
+    two scripts, and refused."""
     first = unicodedata.name(ch, "?").split(" ", 1)[0]
-    return "CJK" if first in ("HIRAGANA", "KATAKANA", "CJK", "HALFWIDTH", "FULLWIDTH") else first
+    return "CJK" if first in _CJK_NAMES else first
+
+
+_CJK_NAMES = frozenset({"HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA", "IDEOGRAPHIC", "CJK", "HALFWIDTH", "FULLWIDTH"})
 
 
 def _reads_as_language(text: str, *, western: bool) -> bool:
@@ -3942,12 +3950,14 @@ def _read_email(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         shown = [f"{field}: {' '.join(str(message[field]).split())}" for field in _EMAIL_SHOWN if message[field]]
         body = _text_body(message)
         forwarded = body is None and (body := _forwarded_body(message)) is not None
-        content = body.get_content() if body is not None else ""
+        content, charset_notice = _part_text(name, body) if body is not None else ("", "")
         attachments = sum(1 for _ in message.iter_attachments()) if message.is_multipart() else 0
         attachments = max(0, attachments - forwarded)  # the forwarded message read is not left unread
     except RecursionError:
         raise IngestError(name, "is nested too deeply to read.") from None
-    except Exception as exc:  # an unknown charset, a damaged MIME structure
+    except IngestError as error:  # a body in an unknown charset whose bytes are no text
+        raise IngestError(name, error.reason) from None
+    except Exception as exc:  # a damaged MIME structure
         log.info("%s: email parse failed: %r", name, exc)
         raise IngestError(name, "could not be read as an email (its MIME structure or charset is damaged).") from None
     if not isinstance(content, str) or not content.strip():
@@ -3963,7 +3973,22 @@ def _read_email(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         blocks.append(_Block("", notice=f"{counted(attachments, 'attachment')} not read"))
     if forwarded:
         blocks.append(_Block("", notice="read from the message it forwards as an attachment"))
+    if charset_notice:
+        blocks.append(_Block("", notice=charset_notice))
     return blocks
+
+
+def _part_text(name: str, part: Any) -> tuple[str, str]:
+    """A text part's words and a notice: in the charset it names, or, where Python knows no such charset
+    (a typo, 'x-user-defined', a vendor's name), in the encoding its bytes read as (`_decode_text`), as a
+    mail program shows it rather than refusing the message."""
+    try:
+        return part.get_content(), ""
+    except LookupError:
+        raw = part.get_payload(decode=True) or b""
+        text, how = _decode_text(name, raw if isinstance(raw, bytes) else str(raw).encode())
+        charset = " ".join(str(part.get_content_charset() or "").split())[:40]
+        return text, f"its charset '{charset}' is unknown; {how or 'read as UTF-8'}"
 
 
 MAX_FORWARDS = 3  # messages inside messages followed to find a text body
@@ -3992,7 +4017,7 @@ def _text_body(message: Any) -> Any | None:
     blank (a mail program that writes the plain alternative empty, or only white space)."""
     body = message.get_body(preferencelist=("plain", "html"))
     if body is not None and body.get_content_type() == "text/plain":
-        content = body.get_content()
+        content = _part_text("", body)[0]
         if isinstance(content, str) and not content.strip():
             return message.get_body(preferencelist=("html",)) or body
     return body
