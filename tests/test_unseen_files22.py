@@ -328,3 +328,20 @@ def test_an_email_of_binary_bytes_in_an_unknown_charset_is_refused_as_binary() -
 
     with pytest.raises(IngestError, match="binary data"):
         load_document("mail.eml", _email("bogus", base64.encodebytes(bytes(range(256)) * 4), "base64"))
+
+
+LINE_TEXTS = [
+    "a\nb\n\n\n\nc",
+    "  spaced   words\t\there  \n\n  next\u00a0line ",
+    "1. item\n    indented under it\n- dash item\n\n    four in\n> quote\n***\n",
+    "x\r\ny\rz\fw\vq",
+    "tabs\tinside\tlines\n\n\n",
+]
+
+
+@pytest.mark.parametrize("text", LINE_TEXTS)
+def test_text_without_fences_normalises_as_the_fence_reader_reads_it(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = load._normalise(text)
+    monkeypatch.setattr(load, "_FENCE_SIGNS", ("",))  # every text holds "": the reader's line-by-line path
+    assert load._normalise(text) == fast
+
