@@ -125,6 +125,8 @@ WHITE_SEEN = {
     "on a class's background": ("<style>.banner{background-color:#234}</style>", '<div class="banner"><p style="color:white">{s}</p></div>'),
     "under a linked sheet not here": ('<link rel="stylesheet" href="site.css">', '<p style="color:#fff">{s}</p>'),
     "on a background picture": ("", '<div style="background: url(sea.jpg)"><span style="color:#fff">{s}</span></div>'),
+    "on a ground a rule not read paints": ("<style>:root { background: #111 } body { color: #fff }</style>", "<p>{s}</p>"),
+    "on a ground a skipped block paints": ("<style>@media (min-width: 1px) { body { background: #000 } } p { color: white }</style>", "<p>{s}</p>"),
 }  # fmt: skip
 
 

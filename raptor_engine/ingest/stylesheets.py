@@ -136,10 +136,11 @@ def _selector(text: str) -> tuple[tuple[_Compound, ...], tuple[str, ...]] | None
     return (tuple(parts), tuple(combinators)) if parts else None
 
 
-def _top_level_blocks(css: str) -> list[tuple[str, str]]:
+def _top_level_blocks(css: str) -> tuple[list[tuple[str, str]], list[str]]:
     """(prelude, body) of each rule a screen shows: top-level rules, and those inside `@media screen`
-    or `@media all` blocks; other at-rules are skipped whole."""
+    or `@media all` blocks; and the bodies of the other at-rules, skipped whole."""
     out: list[tuple[str, str]] = []
+    skipped: list[str] = []
     pending: list[tuple[str, str]] = [("", css)]
     while pending:
         _, text = pending.pop()
@@ -160,20 +161,32 @@ def _top_level_blocks(css: str) -> list[tuple[str, str]]:
                         media = prelude[len("@media") :] if prelude.lower().startswith("@media") else None
                         if media is not None and _SHOWN_MEDIA.fullmatch(media):
                             pending.append((prelude, body))
+                        else:
+                            skipped.append(body)
                     else:
                         out.append((prelude, body))
                     prelude_start = at + 1
             elif ch == ";" and depth == 0:  # @import, @charset
                 prelude_start = at + 1
             at += 1
-    return out
+    return out, skipped
 
 
-def _rules(css: str) -> list[_Rule]:
-    """The rules of `css` whose declarations bear on whether an element is seen, a rule a selector."""
+def _paints_ground(body: str) -> bool:
+    return any(
+        _look(prop.lower(), value) == ("background", "ground") for prop, value in _DECLARATION.findall(body)
+    )
+
+
+def _rules(css: str) -> tuple[list[_Rule], bool]:
+    """The rules of `css` whose declarations bear on whether an element is seen, a rule a selector; and
+    whether a background is painted where these rules cannot place it (a selector not read, an at-rule
+    skipped, the rules' cap reached), so that white letters may stand on it."""
     rules: list[_Rule] = []
     order = 0
-    for prelude, body in _top_level_blocks(_COMMENT.sub(" ", css[:MAX_CSS_CHARS])):
+    blocks, skipped = _top_level_blocks(_COMMENT.sub(" ", css[:MAX_CSS_CHARS]))
+    unplaced = len(css) > MAX_CSS_CHARS or any(_paints_ground(body) for body in skipped)
+    for prelude, body in blocks:
         declared = []
         for prop, value in _DECLARATION.findall(body):
             look = _look(prop.lower(), value)
@@ -184,6 +197,9 @@ def _rules(css: str) -> list[_Rule]:
         for text in prelude.split(","):
             parsed = _selector(text)
             if parsed is None:
+                unplaced = unplaced or any(
+                    (prop, look) == ("background", "ground") for prop, look, _ in declared
+                )
                 continue
             parts, combinators = parsed
             ids = sum(len(p.ids) for p in parts)
@@ -193,8 +209,8 @@ def _rules(css: str) -> list[_Rule]:
                 order += 1
                 rules.append(_Rule(parts, combinators, prop, look, (important, ids, classes, types, order)))
                 if len(rules) >= MAX_RULES:
-                    return rules
-    return rules
+                    return rules, True
+    return rules, unplaced
 
 
 def _outer_parts_match(rule: _Rule, element: Any) -> bool:
@@ -285,10 +301,13 @@ def hide_styled(soup: Any, extra_css: str = "", *, judge_white: bool | None = No
     an e-book's linked sheets) or its own style hide, and every element in white letters with no
     background under it (a white page shows nothing of it), so every reader of the tree leaves them out;
     the count marked. White is judged only where every background is known (`judge_white`; by default,
-    unless the page links a style sheet that is not here, which may paint one)."""
+    unless the page links a style sheet that is not here, which may paint one, or a rule this module
+    cannot place paints one: `:root { background: #111 }`, a `prefers-color-scheme` block)."""
     if judge_white is None:
         judge_white = not any(_links_sheet(link) for link in soup.find_all("link"))
-    by_id, by_class, by_tag, anywhere = _indexed(_rules(f"{extra_css}\n{style_sheets(soup)}"))
+    rules, unplaced_ground = _rules(f"{extra_css}\n{style_sheets(soup)}")
+    judge_white = judge_white and not unplaced_ground
+    by_id, by_class, by_tag, anywhere = _indexed(rules)
     grounded: dict[int, bool] = {}  # element id -> whether a background is painted under it
     marked = 0
     for element in soup.find_all(True):
