@@ -347,3 +347,12 @@ def test_text_without_fences_normalises_as_the_fence_reader_reads_it(text: str, 
     monkeypatch.setattr(load, "_FENCE_SIGNS", ("",))  # every text holds "": the reader's line-by-line path
     assert load._normalise(text) == fast
 
+
+
+def test_style_sheets_too_costly_to_apply_are_refused_in_one_sentence() -> None:
+    """300 rules ending in `p` over 5,000 paragraphs, each rule walking every paragraph's ancestors: a
+    page built to make applying its style sheets take minutes is refused, not read with what it hides."""
+    rules = "".join(f".c{i} .d{i} > p {{ display: none }}" for i in range(300))
+    page = f"<style>{rules}</style>" + '<div class="a"><p>The lamp was lit.</p></div>' * 5_000
+    with pytest.raises(IngestError, match="style sheets too complex to apply safely"):
+        load_document("costly.html", page.encode())

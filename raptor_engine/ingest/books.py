@@ -727,7 +727,7 @@ def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     pictures = 0
     for path, text in pages:
         soup = _html_soup(name, text, limits)
-        hide_styled(soup, sheets[path])  # a class its style sheets hide ('.note { display: none }')
+        hide_styled(soup, sheets[path], name=name)  # a class its style sheets hide ('.note { display: none }')
         pictures += len(soup.find_all(_PICTURE_TAGS, limit=1))
         asides = _set_notes_aside(soup)
         try:

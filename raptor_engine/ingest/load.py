@@ -3751,7 +3751,7 @@ def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
 def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
     """The visible text of an HTML page's text, in blocks (`_read_html`)."""
     soup = _html_soup(name, text, limits)
-    hide_styled(soup)
+    hide_styled(soup, name=name)
     _embed_srcdoc_pages(name, soup, limits, _tag_count(text))
     _svg_labels(soup)
     furniture = _without_page_furniture(soup)
@@ -3845,7 +3845,7 @@ def _embed_srcdoc_pages(name: str, soup: Any, limits: LoadLimits, tags: int) -> 
                 raise IngestError(name, f"has more than {limits.max_elements:,} HTML tags, over the limit.")
             box = soup.new_tag("div", attrs={key: frame[key] for key in _SHOWN_ATTRS if key in frame.attrs})
             inner = _html_soup(name, page, limits)
-            hide_styled(inner)  # the framed page's own style sheets, not the page around it
+            hide_styled(inner, name=name)  # the framed page's own style sheets, not the page around it
             box.extend(list(inner.contents))
             frame.replace_with(box)
 

@@ -24,9 +24,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import IngestError
+
 MAX_RULES = 2_000  # selectors with a declaration that bears on being seen, read from one page's style sheets
 MAX_CSS_CHARS = 2_000_000  # of style sheet text read for one page
 MAX_ANCESTORS = 200  # ancestors looked at to match a selector's outer parts
+MAX_CHECKS = 500_000  # rules tried on elements and ancestors walked, for one page (about 3 s of CPU; 300 real
+# styled pages of documentation took at most 4,212)
 
 _COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", re.DOTALL)
 _DECLARATION = re.compile(r"([-a-zA-Z]+)\s*:\s*([^;]*)")
@@ -213,7 +217,24 @@ def _rules(css: str) -> tuple[list[_Rule], bool]:
     return rules, unplaced
 
 
-def _outer_parts_match(rule: _Rule, element: Any) -> bool:
+class TooComplex(Exception):
+    """A page's style sheets would take more than `MAX_CHECKS` selector checks to apply."""
+
+
+class _Budget:
+    """Selector parts checked against elements so far, bounded: 1,000 rules each ending in `p` over
+    50,000 paragraphs, each rule walking their ancestors, took 181 s of CPU unbounded."""
+
+    def __init__(self) -> None:
+        self.spent = 0
+
+    def spend(self, steps: int) -> None:
+        self.spent += steps
+        if self.spent > MAX_CHECKS:
+            raise TooComplex
+
+
+def _outer_parts_match(rule: _Rule, element: Any, budget: _Budget) -> bool:
     """Whether the parts before a rule's last one match `element`'s ancestors (nearest match first)."""
     current = element
     for index in range(len(rule.parts) - 2, -1, -1):
@@ -230,7 +251,9 @@ def _outer_parts_match(rule: _Rule, element: Any) -> bool:
                 break
             parent, steps = parent.parent, steps + 1
         else:
+            budget.spend(steps)
             return False
+        budget.spend(steps)
         if parent is None or parent.name == "[document]":
             return False
         current = parent
@@ -296,7 +319,7 @@ def _indexed(
     return by_id, by_class, by_tag, anywhere
 
 
-def hide_styled(soup: Any, extra_css: str = "", *, judge_white: bool | None = None) -> int:
+def hide_styled(soup: Any, extra_css: str = "", *, name: str = "", judge_white: bool | None = None) -> int:
     """Mark with the `hidden` attribute every element of `soup` that its style sheets (and `extra_css`,
     an e-book's linked sheets) or its own style hide, and every element in white letters with no
     background under it (a white page shows nothing of it), so every reader of the tree leaves them out;
@@ -309,34 +332,54 @@ def hide_styled(soup: Any, extra_css: str = "", *, judge_white: bool | None = No
     judge_white = judge_white and not unplaced_ground
     by_id, by_class, by_tag, anywhere = _indexed(rules)
     grounded: dict[int, bool] = {}  # element id -> whether a background is painted under it
+    budget = _Budget()
     marked = 0
-    for element in soup.find_all(True):
-        attrs = element.attrs
-        classes = attrs.get("class") or ()
-        classes = classes.split() if isinstance(classes, str) else classes
-        candidates = [*anywhere, *by_tag.get(element.name, ())]
-        if attrs.get("id"):
-            candidates += by_id.get(str(attrs["id"]), ())
-        for name in dict.fromkeys(classes):
-            candidates += by_class.get(name, ())
-        winners: dict[str, _Rule] = {}
-        for rule in candidates:
-            if rule.parts[-1].matches(element) and _outer_parts_match(rule, element):
-                best = winners.get(rule.prop)
-                if best is None or rule.rank > best.rank:
-                    winners[rule.prop] = rule
-        looks = {prop: rule.look for prop, rule in winners.items()}
-        inline = (
-            _inline_looks(element)
-            if attrs.get("style") or "bgcolor" in attrs or element.name == "font"
-            else {}
-        )
-        looks.update(
-            {prop: look for prop, look in inline.items() if prop not in winners or not winners[prop].rank[0]}
-        )
-        ground = looks.get("background") == "ground" or grounded.get(id(element.parent), False)
-        grounded[id(element)] = ground
-        if "hide" in looks.values() or (judge_white and looks.get("color") == "white" and not ground):
-            attrs["hidden"] = ""
-            marked += 1
+    try:
+        for element in soup.find_all(True):
+            attrs = element.attrs
+            classes = attrs.get("class") or ()
+            classes = classes.split() if isinstance(classes, str) else classes
+            candidates = [*anywhere, *by_tag.get(element.name, ())]
+            if attrs.get("id"):
+                candidates += by_id.get(str(attrs["id"]), ())
+            for class_name in dict.fromkeys(classes):
+                candidates += by_class.get(class_name, ())
+            winners: dict[str, _Rule] = {}
+            matched: dict[
+                tuple[tuple[_Compound, ...], tuple[str, ...]], bool
+            ] = {}  # a selector's declarations share it
+            budget.spend(len(candidates))
+            for rule in candidates:
+                key = (rule.parts, rule.combinators)
+                if key not in matched:
+                    matched[key] = rule.parts[-1].matches(element) and _outer_parts_match(
+                        rule, element, budget
+                    )
+                if matched[key]:
+                    best = winners.get(rule.prop)
+                    if best is None or rule.rank > best.rank:
+                        winners[rule.prop] = rule
+            looks = {prop: rule.look for prop, rule in winners.items()}
+            inline = (
+                _inline_looks(element)
+                if attrs.get("style") or "bgcolor" in attrs or element.name == "font"
+                else {}
+            )
+            looks.update(
+                {
+                    prop: look
+                    for prop, look in inline.items()
+                    if prop not in winners or not winners[prop].rank[0]
+                }
+            )
+            ground = looks.get("background") == "ground" or grounded.get(id(element.parent), False)
+            grounded[id(element)] = ground
+            if "hide" in looks.values() or (judge_white and looks.get("color") == "white" and not ground):
+                attrs["hidden"] = ""
+                marked += 1
+    except TooComplex:
+        raise IngestError(
+            name,
+            f"has style sheets too complex to apply safely (over {MAX_CHECKS:,} selector checks), so what they hide cannot be told.",
+        ) from None
     return marked
