@@ -45,6 +45,7 @@ from .load import (
     scan_xml_stream,
     zip_identity,
 )
+from .stylesheets import hide_styled, print_only
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +193,7 @@ _STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
 _DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
 _MANIFEST = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}"
 _SVG = "{urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0}"
+_FO = "{urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0}"
 # What is never read as the document's text: deleted text kept for change tracking, comments, generated
 # indexes (a table of contents repeats the headings with page numbers), declarations, forms, the
 # descriptions of images, and ruby annotations (their base text is read).
@@ -211,13 +213,33 @@ _TABLE_CELLS = frozenset({f"{_TABLE}table-cell", f"{_TABLE}covered-table-cell"})
 _TABLE_HEADING_STYLES = frozenset({"Table_20_Heading", "Table Heading"})
 
 
+_ODT_WHITE = frozenset({"#ffffff", "#fff", "white"})
+_ODT_PLAIN = frozenset({"transparent", "#ffffff", "#fff", "white", ""})
+ODT_TINY_POINTS = 1.0  # a font this small or smaller shows a hairline, no words
+
+
+def _odt_tiny(size: str) -> bool:
+    """Whether an fo:font-size is 1 pt or less (in pt, or in another absolute unit); a percentage is of
+    the parent's size, and is not judged."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(pt|px|mm|cm|in|pc)\s*", size)
+    if match is None:
+        return False
+    points = float(match.group(1)) * {"pt": 1, "px": 0.75, "mm": 2.835, "cm": 28.35, "in": 72, "pc": 12}[match.group(2)]
+    return points <= ODT_TINY_POINTS
+
+
 class _OdtStyles:
-    """Each style's parent and whether it hides its text (text:display="none"), from content.xml's
-    automatic styles and styles.xml's named ones."""
+    """Each style's parent and what of it decides whether its text is seen, from content.xml's automatic
+    styles and styles.xml's named ones: text:display="none"; a font of 1 pt or less; white letters
+    (fo:color) and whether it paints a ground (fo:background-color, of its text or its paragraph), on
+    which white letters show."""
 
     def __init__(self, *roots: Any) -> None:
         self.parent: dict[str, str | None] = {}
         self.display: dict[str, bool] = {}
+        self.tiny: dict[str, bool] = {}
+        self.white: dict[str, bool] = {}
+        self.ground: dict[str, bool] = {}
         for root in roots:
             for style in root.iter(f"{_STYLE}style"):
                 style_name = style.get(f"{_STYLE}name")
@@ -228,6 +250,36 @@ class _OdtStyles:
                 display = properties.get(f"{_TEXT}display") if properties is not None else None
                 if display is not None:
                     self.display[style_name] = display == "none"
+                if properties is not None:
+                    self._note_looks(style_name, properties, style.find(f"{_STYLE}paragraph-properties"))
+
+    def _note_looks(self, style_name: str, text: Any, paragraph: Any) -> None:
+        size = text.get(f"{_FO}font-size")
+        if size is not None:
+            self.tiny[style_name] = _odt_tiny(size)
+        colour = text.get(f"{_FO}color")
+        if colour is not None:
+            self.white[style_name] = colour.strip().lower() in _ODT_WHITE
+        grounds = [props.get(f"{_FO}background-color") for props in (text, paragraph) if props is not None]
+        if any(ground is not None for ground in grounds):
+            self.ground[style_name] = any((ground or "").strip().lower() not in _ODT_PLAIN for ground in grounds)
+
+    def _says(self, table: dict[str, bool], element: Any) -> bool | None:
+        for style_name in self.chain(element.get(f"{_TEXT}style-name")):
+            if style_name in table:
+                return table[style_name]
+        return None
+
+    def grounded(self, element: Any) -> bool:
+        """Whether an element's style paints a ground under its text."""
+        return bool(self._says(self.ground, element))
+
+    def unseen(self, element: Any, grounded: bool = False) -> bool:
+        """Whether an element's style sets its text in 1 pt or less, or white where no ground shows it
+        (none of its own, nor `grounded`: the paragraph it sits in has one)."""
+        if self._says(self.tiny, element):
+            return True
+        return bool(self._says(self.white, element)) and not grounded and not self.grounded(element)
 
     def chain(self, style_name: str | None) -> list[str]:
         names: list[str] = []
@@ -257,6 +309,7 @@ class _OdtReader:
         self.blocks: list[_Block] = []
         self.path: list[tuple[int, str]] = []
         self.heading: tuple[str, ...] = ()
+        self.grounded = False  # whether the paragraph being read paints a ground (white letters show on it)
 
     def items(self, parent: Any) -> None:
         """Block-level children: paragraphs and headings, lists, tables, sections, frames and shapes."""
@@ -276,8 +329,9 @@ class _OdtReader:
                 self.items(element)
 
     def paragraph(self, p: Any) -> None:
-        if self.styles.hidden(p) or _hides_paragraph(p):
+        if self.styles.hidden(p) or _hides_paragraph(p) or self.styles.unseen(p):
             return
+        self.grounded = self.styles.grounded(p)
         boxes: list[Any] = []
         text = self.inline(p, boxes).strip()
         level = _outline_level(p) if p.tag == f"{_TEXT}h" else None
@@ -317,7 +371,7 @@ class _OdtReader:
             return ""
         if tag == f"{_TEXT}hidden-text" and child.get(f"{_TEXT}is-hidden", "false") != "false":
             return ""
-        if tag == f"{_TEXT}span" and self.styles.hidden(child):
+        if tag == f"{_TEXT}span" and (self.styles.hidden(child) or self.styles.unseen(child, self.grounded)):
             return ""
         return self.inline(child, boxes)
 
@@ -564,6 +618,30 @@ def _check_not_drm(package: _Package, chapters: list[str]) -> None:
         raise IngestError(package.name, "is protected by DRM (its chapters are encrypted); only DRM-free e-books can be read.")
 
 
+_LINK_TAG = re.compile(r"<link\b[^>]*>", re.IGNORECASE)
+_ATTRIBUTE = re.compile(r"""([-\w:]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+MAX_LINKED_SHEETS = 20  # style sheets read for one chapter
+
+
+def _linked_css(package: _Package, path: str, text: str) -> str:
+    """The text of the style sheets a chapter links (`<link rel="stylesheet" href="...">`) inside the
+    book, for screens; a sheet outside the book, missing, or for print is not read."""
+    sheets: list[str] = []
+    for tag in _LINK_TAG.findall(text)[:MAX_LINKED_SHEETS]:
+        attrs = {key.lower(): next(v for v in values if v is not None) for key, *values in _ATTRIBUTE.findall(tag)}
+        if "stylesheet" not in attrs.get("rel", "").lower().split() or not attrs.get("href"):
+            continue
+        if print_only(attrs.get("media", "")):
+            continue
+        try:
+            sheet = package.read(_resolved(package.name, posixpath.dirname(path), attrs["href"], "style sheet"))
+        except IngestError:  # a sheet on the web or outside the book: nothing of it is read
+            continue
+        if sheet:
+            sheets.append(sheet.decode("utf-8", "replace"))
+    return "\n".join(sheets)
+
+
 def _chapter_text(name: str, path: str, data: bytes) -> str:
     """A chapter's XHTML as text, in the encoding its byte-order mark or XML declaration names."""
     decoder = _xml_decoder(name, data[:256], _EPUB.rules.unknown_encoding)
@@ -636,6 +714,7 @@ def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         package.check_elements(sum(package.tally.elements.get(path, 0) for path in chapters), limits)
         _check_not_drm(package, chapters)
         texts = [(path, _chapter_text(name, path, package.read(path) or b"")) for path in chapters]
+        sheets = {path: _linked_css(package, path, text) for path, text in texts}
     pages: list[tuple[str, str]] = []
     skipped: list[str] = []  # spine items that are no page
     for path, text in texts:
@@ -646,8 +725,9 @@ def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     walker = _HtmlWalker()
     notes: list[str] = []
     pictures = 0
-    for _path, text in pages:
+    for path, text in pages:
         soup = _html_soup(name, text, limits)
+        hide_styled(soup, sheets[path], name=name)  # a class its style sheets hide ('.note { display: none }')
         pictures += len(soup.find_all(_PICTURE_TAGS, limit=1))
         asides = _set_notes_aside(soup)
         try:

@@ -32,6 +32,7 @@ from ..errors import IngestError
 from ..types import LoadedDocument, Section, counted
 from .fences import FenceReader
 from .pdf_sight import blank_unseen_text
+from .stylesheets import hide_styled
 
 log = logging.getLogger(__name__)
 
@@ -607,6 +608,9 @@ def _normalise(text: str, *, marked_code: bool = False) -> str:
     text = strip_invisible(_without_controls(text))
     if any(ligature in text for ligature in _LIGATURE_CHARS):  # a table translate costs ~0.1 us a character
         text = text.translate(_LIGATURES)
+    if not any(mark in text for mark in _FENCE_SIGNS):  # no fence: every line is text, trimmed (one pass)
+        lines = [line.strip() for line in _HSPACE.sub(" ", text).split("\n")]
+        return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip("\n")
     lines: list[str] = []
     reader = FenceReader()  # fences inside list items too (CommonMark: indented past the item's text)
     code_from = 0  # where the open fence's code lines start in `lines`
@@ -638,12 +642,20 @@ def _normalise(text: str, *, marked_code: bool = False) -> str:
     return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip("\n")
 
 
+# What any fence line, or the loader's own mark of a code block, holds: a text with none is read line by
+# line without the fence reader, 5 us a line (5 million one-letter lines passed the 30 s parse deadline).
+_FENCE_SIGNS = ("```", "~~~", "\ufdd1")
+
+
 def _closed_block(lines: list[str], code_from: int, fence: str) -> list[str]:
     """`lines` with the open block of code closed by `fence` right after its last line of code (its blank
-    lines at the end dropped) and a blank line after it, setting it apart from what follows."""
+    lines at the end dropped) and a blank line after it, setting it apart from what follows. In place: a
+    copy a fence made the text's lines quadratic in its fences (100,000 '~~~' lines, 400 kB, passed the
+    30 s parse deadline)."""
     while len(lines) > code_from and not lines[-1]:
         lines.pop()
-    return [*lines, fence, ""]
+    lines += [fence, ""]
+    return lines
 
 
 def _unfenced(lines: list[str], line: str, trimmed: str, wraps: bool) -> tuple[list[str], bool]:
@@ -1070,8 +1082,11 @@ def _legacy_decode(name: str, data: bytes) -> tuple[str, str]:
     in_utf8 = sum(len(found) for found in _UTF8_SEQUENCE.findall(data[:LEGACY_SAMPLE_BYTES]))
     if non_ascii and in_utf8 >= non_ascii / 2:
         text = data.decode("utf-8", errors=_UTF8_OR_WINDOWS_1252)
-        log.info("%s: UTF-8 with stray bytes; read those as Windows-1252", name)
-        return text, "read as UTF-8, with the bytes that are not UTF-8 read as Windows-1252"
+        # EUC-JP, GBK and Big5 bytes pair into UTF-8 sequences by chance (a lead byte, then one of 80-BF)
+        # about half the time, which read as scattered Greek, Arabic and Latin signs, no language
+        if _reads_as_language(text[:LEGACY_SAMPLE_BYTES], western=False):
+            log.info("%s: UTF-8 with stray bytes; read those as Windows-1252", name)
+            return text, "read as UTF-8, with the bytes that are not UTF-8 read as Windows-1252"
     latin = _latin_reading(data)
     if latin is not None:
         return latin[1], _read_as(name, latin[0]) + latin[2]
@@ -1241,9 +1256,14 @@ def _read_as(name: str, codec: str) -> str:
 
 def _script(ch: str) -> str:
     """A letter's script as its Unicode name begins ('LATIN', 'CYRILLIC', 'GREEK'); kana and ideographs are
-    one script, as Japanese mixes them."""
+    one script, as Japanese mixes them, with the marks that lengthen a kana's sound ('ー' in 'フェリー')
+    and repeat an ideograph ('々'): named apart, they made a short Japanese text in Shift JIS a word of
+    two scripts, and refused."""
     first = unicodedata.name(ch, "?").split(" ", 1)[0]
-    return "CJK" if first in ("HIRAGANA", "KATAKANA", "CJK", "HALFWIDTH", "FULLWIDTH") else first
+    return "CJK" if first in _CJK_NAMES else first
+
+
+_CJK_NAMES = frozenset({"HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA", "IDEOGRAPHIC", "CJK", "HALFWIDTH", "FULLWIDTH"})
 
 
 def _reads_as_language(text: str, *, western: bool) -> bool:
@@ -2262,12 +2282,19 @@ def _pdf_failure(name: str, exc: Exception, limits: LoadLimits, what: str) -> In
         if message.startswith("read stream length") or "detected loop" in message or "detected cycle" in message:
             return IngestError(name, "is a corrupt or truncated PDF.")  # a number longer than any, an object its own part
         return IngestError(name, "is too complex to read safely (it passes one of the PDF reader's limits).")
-    if isinstance(exc, DependencyError):
+    if isinstance(exc, DependencyError) and _AES_MISSING.search(str(exc)):
         return IngestError(
             name, "is encrypted with AES, and the server lacks the 'cryptography' package needed to open it."
         )
+    if isinstance(exc, DependencyError):  # a filter pypdf needs another program or package for
+        what = next((shown for sign, shown in _PDF_DECODERS if sign in str(exc).lower()), "a compression")
+        return IngestError(name, f"stores its pages' content with {what} this server cannot decode, so its text cannot be read.")
     return IngestError(name, "is a corrupt or truncated PDF.")
 
+
+# pypdf's words when AES needs the 'cryptography' package; its other DependencyErrors are decoders (jbig2dec, Pillow)
+_AES_MISSING = re.compile(r"cryptography|\bAES\b", re.IGNORECASE)
+_PDF_DECODERS = (("jbig2", "JBIG2 compression, which"), ("brotli", "Brotli compression, which"))
 
 # pypdf's words for a page tree that holds itself (a /Kids entry naming a node above it)
 _PAGE_TREE_CYCLE = ("cyclic page references", "cycle in /pages hierarchy")
@@ -2729,6 +2756,8 @@ def _form_values(page: Any) -> str:
         return ""
     lines = []
     for widget in widgets:
+        if _annotation_unseen(widget):
+            continue
         if hasattr(widget, "get") and widget.get("/Subtype") == "/FreeText":  # typed onto the page, drawn by the viewer
             lines.append(" ".join(str(widget.get("/Contents") or "").split()))
             continue
@@ -2741,6 +2770,21 @@ def _form_values(page: Any) -> str:
         if shown and shown != "Off" and label:
             lines.append(f"{label}: {shown}")
     return "\n".join(dict.fromkeys(line for line in lines if line))
+
+
+# An annotation's flags (/F) that keep a viewer from showing it: Hidden (2) and NoView (32).
+_ANNOTATION_UNSEEN_FLAGS = 2 | 32
+
+
+def _annotation_unseen(annotation: Any) -> bool:
+    """Whether a viewer leaves an annotation (a typed note, a form field) off the page: its flags say
+    hidden or not to be viewed, so its words, which no reader sees, are not the page's text."""
+    if not hasattr(annotation, "get"):
+        return False
+    try:
+        return bool(int(annotation.get("/F") or 0) & _ANNOTATION_UNSEEN_FLAGS)
+    except (TypeError, ValueError):
+        return False
 
 
 def _unlock_pdf(name: str, reader: object, limits: LoadLimits) -> None:
@@ -3247,11 +3291,12 @@ def _docx_box_paragraphs() -> Callable[[object], list[Any]]:
 
 def _docx_paragraph_text(p: object, hidden_styles: frozenset[str] = frozenset()) -> str:
     """A paragraph's text as Word shows it, less runs formatted as hidden text (w:vanish on the run, or a
-    run or paragraph style that sets it), which could carry instructions to an LLM that no reader of the
-    document sees."""
+    run or paragraph style that sets it), runs of 1 pt or less, and white runs on a white ground, which
+    could carry instructions to an LLM that no reader of the document sees."""
     paragraph_style = p.find(f"{_W}pPr/{_W}pStyle")  # type: ignore[attr-defined]
     paragraph_hidden = paragraph_style is not None and paragraph_style.get(f"{_W}val") in hidden_styles
     parts = []
+    shaded: bool | None = None  # whether the paragraph stands on a coloured ground: judged once, if asked
     for run in _docx_runs()(p):
         if next(run.iterancestors(f"{_W}p")) is not p:  # a text box's paragraph inside this one
             continue
@@ -3260,9 +3305,63 @@ def _docx_paragraph_text(p: object, hidden_styles: frozenset[str] = frozenset())
         if verdict is None:
             run_style = properties.find(f"{_W}rStyle") if properties is not None else None
             verdict = (run_style is not None and run_style.get(f"{_W}val") in hidden_styles) or paragraph_hidden
+        if not verdict and properties is not None and _docx_tiny(properties):
+            verdict = True
+        elif not verdict and properties is not None and _docx_white_run(properties):
+            shaded = _docx_shaded(p) if shaded is None else shaded
+            verdict = not shaded
         if not verdict:
             parts.append(run.text)
     return "".join(parts)
+
+
+DOCX_TINY_HALF_POINTS = 2  # a run set this small or smaller (1 pt, Word's least) shows as a hairline, no words
+_DOCX_PLAIN_GROUNDS = frozenset({"", "auto", "ffffff", "white", "none", "clear"})
+
+
+def _docx_tiny(properties: Any) -> bool:
+    """Whether a run's font is 1 pt or less (`w:sz` counts half points): a line no reader can read."""
+    size = properties.find(f"{_W}sz")
+    try:
+        return size is not None and float(size.get(f"{_W}val", "")) <= DOCX_TINY_HALF_POINTS
+    except ValueError:
+        return False
+
+
+def _docx_white_run(properties: Any) -> bool:
+    """Whether a run is white (or the theme's background colour) with no highlight or shading of its
+    own: on a white page it shows nothing (`_docx_shaded` is then asked about the ground under it)."""
+    colour = properties.find(f"{_W}color")
+    if colour is None:
+        return False
+    value, theme = (str(colour.get(f"{_W}{key}") or "").lower() for key in ("val", "themeColor"))
+    if value not in ("ffffff", "white") and theme != "background1":
+        return False
+    highlight = properties.find(f"{_W}highlight")
+    if highlight is not None and str(highlight.get(f"{_W}val") or "").lower() not in _DOCX_PLAIN_GROUNDS:
+        return False
+    return not _docx_coloured(properties.find(f"{_W}shd"))
+
+
+def _docx_coloured(shading: Any) -> bool:
+    """Whether a w:shd paints a ground that is not white (its fill, or a pattern in its colour)."""
+    if shading is None:
+        return False
+    fill = str(shading.get(f"{_W}fill") or "").lower()
+    pattern = str(shading.get(f"{_W}val") or "").lower()
+    themed = shading.get(f"{_W}themeFill") is not None
+    return themed or fill not in _DOCX_PLAIN_GROUNDS or pattern not in _DOCX_PLAIN_GROUNDS
+
+
+def _docx_shaded(p: Any) -> bool:
+    """Whether a paragraph stands on a coloured ground: its own shading, a table cell's around it, or
+    the page's background colour (`w:background`), on which white text shows."""
+    if _docx_coloured(p.find(f"{_W}pPr/{_W}shd")):
+        return True
+    if any(_docx_coloured(cell.find(f"{_W}tcPr/{_W}shd")) for cell in p.iterancestors(f"{_W}tc")):
+        return True
+    background = p.getroottree().getroot().find(f"{_W}background")
+    return background is not None and str(background.get(f"{_W}color") or "").lower() not in _DOCX_PLAIN_GROUNDS
 
 
 def _docx_cell_paragraph_text(p: object, hidden_styles: frozenset[str]) -> str:
@@ -3381,7 +3480,7 @@ _HTML_CELLS = {"td", "th"}
 
 
 _HIDDEN_STYLE = re.compile(
-    r"display\s*:\s*none|visibility\s*:\s*hidden|(?:font-size|opacity)\s*:\s*(?:0+(?:\.0*)?|\.0+)\s*(?:px|pt|em|rem|%)?\s*(?:;|!|$)",
+    r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|color\s*:\s*transparent\s*(?:;|!|$)|(?:font-size|opacity)\s*:\s*(?:0+(?:\.0*)?|\.0+)\s*(?:px|pt|em|rem|%)?\s*(?:;|!|$)",
     re.IGNORECASE,
 )
 
@@ -3675,6 +3774,7 @@ def _read_html(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
 def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
     """The visible text of an HTML page's text, in blocks (`_read_html`)."""
     soup = _html_soup(name, text, limits)
+    hide_styled(soup, name=name)
     _embed_srcdoc_pages(name, soup, limits, _tag_count(text))
     _svg_labels(soup)
     furniture = _without_page_furniture(soup)
@@ -3767,7 +3867,9 @@ def _embed_srcdoc_pages(name: str, soup: Any, limits: LoadLimits, tags: int) -> 
             if tags > limits.max_elements:
                 raise IngestError(name, f"has more than {limits.max_elements:,} HTML tags, over the limit.")
             box = soup.new_tag("div", attrs={key: frame[key] for key in _SHOWN_ATTRS if key in frame.attrs})
-            box.extend(list(_html_soup(name, page, limits).contents))
+            inner = _html_soup(name, page, limits)
+            hide_styled(inner, name=name)  # the framed page's own style sheets, not the page around it
+            box.extend(list(inner.contents))
             frame.replace_with(box)
 
 
@@ -3879,12 +3981,14 @@ def _read_email(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         shown = [f"{field}: {' '.join(str(message[field]).split())}" for field in _EMAIL_SHOWN if message[field]]
         body = _text_body(message)
         forwarded = body is None and (body := _forwarded_body(message)) is not None
-        content = body.get_content() if body is not None else ""
+        content, charset_notice = _part_text(name, body) if body is not None else ("", "")
         attachments = sum(1 for _ in message.iter_attachments()) if message.is_multipart() else 0
         attachments = max(0, attachments - forwarded)  # the forwarded message read is not left unread
     except RecursionError:
         raise IngestError(name, "is nested too deeply to read.") from None
-    except Exception as exc:  # an unknown charset, a damaged MIME structure
+    except IngestError as error:  # a body in an unknown charset whose bytes are no text
+        raise IngestError(name, error.reason) from None
+    except Exception as exc:  # a damaged MIME structure
         log.info("%s: email parse failed: %r", name, exc)
         raise IngestError(name, "could not be read as an email (its MIME structure or charset is damaged).") from None
     if not isinstance(content, str) or not content.strip():
@@ -3900,7 +4004,22 @@ def _read_email(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         blocks.append(_Block("", notice=f"{counted(attachments, 'attachment')} not read"))
     if forwarded:
         blocks.append(_Block("", notice="read from the message it forwards as an attachment"))
+    if charset_notice:
+        blocks.append(_Block("", notice=charset_notice))
     return blocks
+
+
+def _part_text(name: str, part: Any) -> tuple[str, str]:
+    """A text part's words and a notice: in the charset it names, or, where Python knows no such charset
+    (a typo, 'x-user-defined', a vendor's name), in the encoding its bytes read as (`_decode_text`), as a
+    mail program shows it rather than refusing the message."""
+    try:
+        return part.get_content(), ""
+    except LookupError:
+        raw = part.get_payload(decode=True) or b""
+        text, how = _decode_text(name, raw if isinstance(raw, bytes) else str(raw).encode())
+        charset = " ".join(str(part.get_content_charset() or "").split())[:40]
+        return text, f"its charset '{charset}' is unknown; {how or 'read as UTF-8'}"
 
 
 MAX_FORWARDS = 3  # messages inside messages followed to find a text body
@@ -3929,7 +4048,7 @@ def _text_body(message: Any) -> Any | None:
     blank (a mail program that writes the plain alternative empty, or only white space)."""
     body = message.get_body(preferencelist=("plain", "html"))
     if body is not None and body.get_content_type() == "text/plain":
-        content = body.get_content()
+        content = _part_text("", body)[0]
         if isinstance(content, str) and not content.strip():
             return message.get_body(preferencelist=("html",)) or body
     return body
