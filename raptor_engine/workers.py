@@ -1034,8 +1034,10 @@ def worker_command(
     import dask
 
     security = cluster_security(settings, address)
+    # -P: `python -m` would put the folder `raptor worker` runs in first on the path of the worker and of the
+    # process its nanny spawns (which inherits the flag), where another user's `distributed/` would run
     command = [
-        sys.executable, "-m", "distributed.cli.dask_worker", address,
+        sys.executable, "-P", "-m", "distributed.cli.dask_worker", address,
         "--nworkers", "1", "--nthreads", "1",
         "--memory-limit", f"{settings.build_worker_memory_mb}MB",
         "--resources", f"{version_resource()}=1",
