@@ -56,6 +56,7 @@ from .config import ENV_VARS, SECRET_VARS, Settings, default_cache_dir
 from .errors import RaptorError
 from .ingest.budget import BuildBudget
 from .ingest.messages import ReusingEmbedder
+from .storage.files import keep_cache_private
 from .storage.llm_cache import CachedSummary, SummaryCache
 from .tree.build import BuiltTree
 from .tree.docbuild import DocumentTree, build_document, build_trees
@@ -355,7 +356,7 @@ def worker_embedder(settings: Settings) -> Embedder:
         if key not in _embedders:
             from .tree.cluster import use_compile_cache
 
-            cache_dir = worker_cache_dir()
+            cache_dir = keep_cache_private(worker_cache_dir())
             use_compile_cache(cache_dir / "numba")
             _embedders[key] = Embedder(
                 settings.embed_model,
@@ -1060,7 +1061,7 @@ def worker_command(
         ]  # fmt: skip
     if name:
         command += ["--name", name]
-    command += ["--local-directory", str(private_scratch(settings.cache_dir / "dask-scratch"))]
+    command += ["--local-directory", str(private_scratch(keep_cache_private(settings.cache_dir) / "dask-scratch"))]
     return command
 
 

@@ -20,8 +20,11 @@ import glob
 import logging
 import os
 import shutil
+import stat
 from pathlib import Path
+from typing import NoReturn
 
+from ..config import _folder_writers
 from ..errors import RaptorError
 
 log = logging.getLogger(__name__)
@@ -126,3 +129,51 @@ def sweep_partials(target: Path) -> list[Path]:
         log.info("removed %s, left by a writer killed before it finished", leftover)
         removed.append(leftover)
     return removed
+
+
+def keep_cache_private(folder: Path) -> Path:
+    """`folder` (RAPTOR_CACHE_DIR), made if missing and this user's alone (0700), as the data directory is
+    (`keep_private`): it holds code this process loads (numba's cache indexes are pickles, the ONNX model)
+    and the shards' identify lock files, opened through any link at their name. Made under umask 000 it was
+    0777, and a pickle uid 65534 put in it ran as root on the next upload (tried). RaptorError, one
+    sentence, for a folder another user could change: theirs, reached through their link, or inside a folder
+    they own or may write (they could swap it for one of theirs)."""
+    folder = Path(os.path.abspath(folder))
+    for step in (*reversed(folder.parents), folder):
+        owner = step.lstat().st_uid if step.is_symlink() else os.geteuid()
+        if owner not in (os.geteuid(), 0):
+            _refuse_cache(folder, f"it is reached through {step}, a symbolic link of uid {owner}")
+    try:
+        for step in (*reversed(folder.parents), folder):  # folders made here: writable by this user only
+            if not step.exists():
+                step.mkdir(mode=0o700 if step == folder else 0o755, exist_ok=True)
+        real = Path(os.path.realpath(folder))
+        status = real.stat()
+    except OSError as error:
+        raise RaptorError(f"Cannot make the cache folder {folder}: {error.strerror or error}.") from None
+    if status.st_uid != os.geteuid() or not real.is_dir():
+        _refuse_cache(folder, f"it belongs to another user (uid {status.st_uid})")
+    for parent in real.parents:
+        why = _others_may_replace(parent)
+        if why:
+            _refuse_cache(folder, why)
+    mode = stat.S_IMODE(status.st_mode)
+    if mode & 0o077:
+        real.chmod(0o700)
+        log.info("made the cache folder %s this user's alone (it was mode %o)", real, mode)
+    return folder
+
+
+def _others_may_replace(parent: Path) -> str | None:
+    """Who besides this user and root could move a folder inside `parent` aside and put theirs in its place."""
+    owner = parent.stat().st_uid
+    if owner not in (os.geteuid(), 0):
+        return f"it is inside {parent}, which belongs to another user (uid {owner})"
+    return _folder_writers(parent)
+
+
+def _refuse_cache(folder: Path, why: str) -> NoReturn:
+    raise RaptorError(
+        f"The cache folder {folder} is not used: {why}, and code this process loads is kept there; set "
+        "RAPTOR_CACHE_DIR to a folder of this user's."
+    )

@@ -1,0 +1,152 @@
+"""The cache folder (RAPTOR_CACHE_DIR, default ~/.cache/raptor) is this user's alone, whatever the umask: it
+holds code the engine loads (numba's cache indexes are pickles, the ONNX model) and the shards' identify lock
+files, which the bot opens through any link at their name. Made under umask 000 it was 0777 with 0666 files:
+uid 65534 replaced a numba index with a pickle of theirs and the next upload ran it as root (tried). Played
+as root, with uid 65534 (`setpriv`) as the other user."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from raptor_engine import Engine, Settings
+from raptor_engine.errors import RaptorError
+from raptor_engine.workers import worker_command
+
+ROOT = Path(__file__).resolve().parent.parent
+OTHER_UID = 65534
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to act as another user"
+)
+
+# What the bot does with its cache folder at start: the engine, then the shard's identify slot (a lock file
+# under RAPTOR_CACHE_DIR/identify, opened with "a+", truncated and written).
+START = """
+import os, sys
+from pathlib import Path
+os.umask(0)
+from raptor_engine import Engine, Settings
+from bot.gateway import claim_identify_slot
+cache = Path(sys.argv[1])
+Engine(Settings(data_dir=Path(sys.argv[2]), cache_dir=cache)).close()
+claim_identify_slot(cache / "identify" / "app-bucket-0.lock", 0.0)
+"""
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A folder other users can reach (pytest's own are closed to them), owned by this user, mode 0755."""
+    base = Path(tempfile.mkdtemp(prefix="raptor-cache-", dir="/tmp"))
+    base.chmod(0o755)
+    yield base
+    shutil.rmtree(base)
+
+
+def as_other_user(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups", *command],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def start_bot_like(cache: Path, data: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", START, str(cache), str(data)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def engine(tmp_path: Path, cache: Path) -> Engine:
+    return Engine(Settings(data_dir=tmp_path / "data", cache_dir=cache))
+
+
+@needs_root
+def test_under_umask_000_another_user_cannot_plant_a_link_at_the_identify_lock(shared):
+    """Before, the cache folder, its identify folder and lock were 0777/0666: 65534 put a link at the lock's
+    name and the next start wrote its timestamp over the file the link named (any file of root's)."""
+    victim = shared / "victim"
+    victim.write_text("root's own file\n")
+    victim.chmod(0o600)
+    cache = shared / "home" / ".cache" / "raptor"
+    start_bot_like(cache, shared / "data")
+    lock = cache / "identify" / "app-bucket-0.lock"
+    planted = as_other_user("sh", "-c", f"rm -f {lock} && ln -s {victim} {lock}")
+    start_bot_like(cache, shared / "data")
+    assert victim.read_text() == "root's own file\n"
+    assert planted.returncode != 0 and "Permission denied" in planted.stderr, planted
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+    # the folders made on the way: no one else writes in them either
+    assert stat.S_IMODE(cache.parent.stat().st_mode) == 0o755
+
+
+def test_a_cache_folder_of_this_users_that_others_may_write_is_closed(tmp_path):
+    cache = tmp_path / "cache"
+    (cache / "numba").mkdir(parents=True)
+    cache.chmod(0o777)
+    engine(tmp_path, cache).close()
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+
+
+@needs_root
+def test_a_cache_folder_another_user_made_first_is_refused_in_one_sentence(shared, tmp_path):
+    """RAPTOR_CACHE_DIR in a shared folder (/tmp): whoever makes it first owns what the engine loads."""
+    sticky = shared / "tmp"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    cache = sticky / "raptor-cache"
+    assert as_other_user("mkdir", "-m", "0777", str(cache)).returncode == 0
+    with pytest.raises(RaptorError) as caught:
+        engine(tmp_path, cache)
+    assert str(caught.value) == (
+        f"The cache folder {cache} is not used: it belongs to another user (uid {OTHER_UID}), and code this "
+        "process loads is kept there; set RAPTOR_CACHE_DIR to a folder of this user's."
+    )
+    with pytest.raises(RaptorError, match="belongs to another user"):
+        worker_command("tcp://127.0.0.1:8786", Settings(data_dir=tmp_path, cache_dir=cache))
+    mine = sticky / "mine"  # this user's own, in the same sticky folder: others cannot move it aside
+    engine(tmp_path, mine).close()
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o700
+
+
+@needs_root
+def test_a_cache_folder_reached_through_another_users_link_is_refused(shared, tmp_path):
+    sticky = shared / "tmp"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    target = tmp_path / "real-cache"
+    target.mkdir()
+    link = sticky / "cache"
+    link.symlink_to(target)
+    os.lchown(link, OTHER_UID, OTHER_UID)  # as `ln -s` by that user: they may point it elsewhere at any time
+    with pytest.raises(
+        RaptorError, match=rf"it is reached through {link}, a symbolic link of uid {OTHER_UID}"
+    ):
+        engine(tmp_path, link / "raptor")
+
+
+@needs_root
+def test_a_cache_folder_inside_a_folder_others_may_write_is_refused(shared, tmp_path):
+    """A non-sticky folder others may write lets them rename the cache folder and put one of theirs there."""
+    open_folder = shared / "srv"
+    open_folder.mkdir()
+    open_folder.chmod(0o777)
+    with pytest.raises(RaptorError, match=rf"it is in {open_folder}, where any user can replace it"):
+        engine(tmp_path, open_folder / "raptor")
+    theirs = shared / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, OTHER_UID, OTHER_UID)
+    with pytest.raises(RaptorError, match=rf"it is inside {theirs}, which belongs to another user"):
+        engine(tmp_path, theirs / "raptor")
