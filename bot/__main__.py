@@ -26,6 +26,7 @@ import discord
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.errors import RaptorError
+from raptor_engine.storage.files import make_private_folder
 
 from .client import RaptorBot
 from .gateway import point_at_endpoints, shard_plan
@@ -95,7 +96,7 @@ def data_dir_lock(data_dir: Path) -> Iterator[None]:
         yield
         return
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_folder(data_dir)  # as the engine makes it (keep_private), before anything is written in it
         handle = (data_dir / LOCK_FILE).open("a+")
     except OSError:  # read-only or full: the engine's own check gives the sentence
         yield

@@ -131,6 +131,17 @@ def sweep_partials(target: Path) -> list[Path]:
     return removed
 
 
+def make_private_folder(folder: Path) -> None:
+    """Make `folder` (0700) and the missing folders on the way to it (0755): writable by this user only,
+    whatever the umask. `mkdir(parents=True)` under umask 000 made `/tmp/x/y` 0777 on the way to the data
+    directory `/tmp/x/y/data`, where any user could move that aside and put a data directory of theirs in
+    its place, which is then used as it is (tried as uid 65534)."""
+    for parent in reversed(folder.parents):
+        if not parent.exists():
+            parent.mkdir(mode=0o755, exist_ok=True)
+    folder.mkdir(mode=0o700, exist_ok=True)  # OSError where a file is in the way, as mkdir says
+
+
 def keep_cache_private(folder: Path) -> Path:
     """`folder` (RAPTOR_CACHE_DIR), made if missing and this user's alone (0700), as the data directory is
     (`keep_private`): it holds code this process loads (numba's cache indexes are pickles, the ONNX model)
@@ -144,9 +155,7 @@ def keep_cache_private(folder: Path) -> Path:
         if owner not in (os.geteuid(), 0):
             _refuse_cache(folder, f"it is reached through {step}, a symbolic link of uid {owner}")
     try:
-        for step in (*reversed(folder.parents), folder):  # folders made here: writable by this user only
-            if not step.exists():
-                step.mkdir(mode=0o700 if step == folder else 0o755, exist_ok=True)
+        make_private_folder(folder)
         real = Path(os.path.realpath(folder))
         status = real.stat()
     except OSError as error:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import NotFoundError, RaptorError, StorageError
+from .files import make_private_folder
 from .index import IndexManager
 from .memory import MemoryBudget
 from .store import Store
@@ -110,7 +111,7 @@ def keep_private(folder: Path) -> None:
     created so; one of ours that others may enter (a clone's `data/`, made 0755 by git) is closed, with
     a line in the log; one owned by another user is left as it is (its owner chose its mode)."""
     try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_folder(folder)
         status = folder.stat()
     except OSError:
         return  # opening the store says why in one sentence

@@ -1,11 +1,17 @@
-"""The cache folder (RAPTOR_CACHE_DIR, default ~/.cache/raptor) is this user's alone, whatever the umask: it
-holds code the engine loads (numba's cache indexes are pickles, the ONNX model) and the shards' identify lock
-files, which the bot opens through any link at their name. Made under umask 000 it was 0777 with 0666 files:
-uid 65534 replaced a numba index with a pickle of theirs and the next upload ran it as root (tried). Played
-as root, with uid 65534 (`setpriv`) as the other user."""
+"""The folders the engine and the bot make are this user's alone, whatever the umask.
+
+- The cache folder (RAPTOR_CACHE_DIR, default ~/.cache/raptor) holds code the engine loads (numba's cache
+  indexes are pickles, the ONNX model) and the shards' identify lock files, which the bot opens through any
+  link at their name. Made under umask 000 it was 0777 with 0666 files: uid 65534 replaced a numba index with
+  a pickle of theirs and the next upload ran it as root (tried).
+- The data directory and the folders made on the way to it: under umask 000 `/tmp/x/y` was 0777 on the way
+  to `/tmp/x/y/data`, and the bot made the data directory itself 0777 before the engine closed it.
+
+Played as root, with uid 65534 (`setpriv`) as the other user."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -17,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.__main__ import data_dir_lock
 from raptor_engine import Engine, Settings
 from raptor_engine.errors import RaptorError
 from raptor_engine.workers import worker_command
@@ -150,3 +157,36 @@ def test_a_cache_folder_inside_a_folder_others_may_write_is_refused(shared, tmp_
     os.chown(theirs, OTHER_UID, OTHER_UID)
     with pytest.raises(RaptorError, match=rf"it is inside {theirs}, which belongs to another user"):
         engine(tmp_path, theirs / "raptor")
+
+
+@contextlib.contextmanager
+def umask(mask: int) -> Iterator[None]:
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+@needs_root
+def test_under_umask_000_no_other_user_can_swap_the_folders_on_the_way_to_the_data_directory(shared):
+    """Before, `raptor --data-dir /tmp/x/y/data` made x and y 0777: 65534 could move y aside and put a data
+    directory of theirs there, which the next command uses as it is (another user's folder is left alone)."""
+    data = shared / "x" / "y" / "data"
+    with umask(0):
+        Engine(Settings(data_dir=data, cache_dir=shared / "cache")).close()
+    moved = as_other_user("mv", str(data.parent), str(data.parent.with_name("y.moved")))
+    assert moved.returncode != 0 and "Permission denied" in moved.stderr, moved
+    modes = [stat.S_IMODE(folder.stat().st_mode) for folder in (data.parents[1], data.parent, data)]
+    assert modes == [0o755, 0o755, 0o700]
+
+
+@needs_root
+def test_under_umask_000_the_bots_lock_makes_the_data_directory_this_users_alone(shared):
+    """The bot makes its data directory for its lock before the engine opens it: it was 0777 meanwhile, so
+    another user could put files and links in it."""
+    data = shared / "data"
+    with umask(0), data_dir_lock(data):
+        planted = as_other_user("touch", str(data / "planted"))
+        assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    assert planted.returncode != 0 and "Permission denied" in planted.stderr, planted
