@@ -163,7 +163,7 @@ def keep_cache_private(folder: Path) -> Path:
     if status.st_uid != os.geteuid() or not real.is_dir():
         _refuse_cache(folder, f"it belongs to another user (uid {status.st_uid})")
     for parent in real.parents:
-        why = _others_may_replace(parent)
+        why = others_may_replace(parent)
         if why:
             _refuse_cache(folder, why)
     mode = stat.S_IMODE(status.st_mode)
@@ -173,8 +173,8 @@ def keep_cache_private(folder: Path) -> Path:
     return folder
 
 
-def _others_may_replace(parent: Path) -> str | None:
-    """Who besides this user and root could move a folder inside `parent` aside and put theirs in its place."""
+def others_may_replace(parent: Path) -> str | None:
+    """Who besides this user and root could move a file or folder inside `parent` aside and put theirs there."""
     owner = parent.stat().st_uid
     if owner not in (os.geteuid(), 0):
         return f"it is inside {parent}, which belongs to another user (uid {owner})"
