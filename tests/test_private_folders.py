@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -26,6 +27,7 @@ import pytest
 from bot.__main__ import data_dir_lock
 from raptor_engine import Engine, Settings
 from raptor_engine.errors import RaptorError
+from raptor_engine.storage.spaces import keep_private
 from raptor_engine.workers import worker_command
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -190,3 +192,67 @@ def test_under_umask_000_the_bots_lock_makes_the_data_directory_this_users_alone
         planted = as_other_user("touch", str(data / "planted"))
         assert stat.S_IMODE(data.stat().st_mode) == 0o700
     assert planted.returncode != 0 and "Permission denied" in planted.stderr, planted
+
+
+def _theirs(shared: Path) -> Path:
+    """A data directory uid 65534 made (as in /tmp, for a command run there), open to them."""
+    sticky = shared / "tmp"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    data = sticky / "data"
+    assert as_other_user("mkdir", "-m", "0777", str(data)).returncode == 0
+    return data
+
+
+@needs_root
+def test_the_cli_writes_nothing_through_a_link_in_a_data_directory_another_user_owns(shared):
+    """Before, 65534's `raptor.db -> root's other SQLite database` had root's `raptor ingest` write the whole
+    store (its tables, the document) into that database."""
+    data = _theirs(shared)
+    victim = shared / "victim.db"
+    with contextlib.closing(sqlite3.connect(victim)) as conn:
+        conn.execute("CREATE TABLE accounts (name TEXT)")
+        conn.commit()
+    assert as_other_user("ln", "-s", str(victim), str(data / "raptor.db")).returncode == 0
+    note = shared / "note.md"
+    note.write_text("# Tide\n\nThe tide rose at dawn over the harbour.\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "raptor_engine.cli", "--data-dir", str(data), "ingest", "--kb", "t", str(note)],
+        env=env, capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )  # fmt: skip
+    with contextlib.closing(sqlite3.connect(victim)) as conn:
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    assert tables == ["accounts"]
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert done.stderr.strip() == (
+        f"Error: The data directory {data} is not used: it belongs to another user (uid {OTHER_UID}), and this "
+        "process writes through any link planted in it; use one of this user's (--data-dir, RAPTOR_DATA_DIR), or "
+        "run as its owner."
+    )
+
+
+@needs_root
+def test_the_bot_writes_nothing_through_a_link_in_a_data_directory_another_user_owns(shared):
+    """Before, 65534's `bot.lock -> a file of root's` had root's bot write its pid over that file at start."""
+    data = _theirs(shared)
+    victim = shared / "victim"
+    victim.write_text("root's own file\n")
+    assert as_other_user("ln", "-s", str(victim), str(data / "bot.lock")).returncode == 0
+    with pytest.raises(RaptorError, match=r"^The data directory .* is not used: it belongs to another user"):
+        with data_dir_lock(data):
+            pass
+    assert victim.read_text() == "root's own file\n"
+
+
+def test_a_data_directory_of_roots_that_others_may_write_in_is_refused_to_another_user(tmp_path, monkeypatch):
+    """Root's folder (as /tmp itself) used by another user: anyone may plant names in it, and only root can
+    close it. Root's own use of it is closed as before (`close_folder`)."""
+    data = tmp_path / "open"
+    data.mkdir()
+    data.chmod(0o1777)
+    if data.stat().st_uid != 0:
+        pytest.skip("needs a folder of root's")
+    monkeypatch.setattr(os, "geteuid", lambda: OTHER_UID)  # this process, as another user sees the folder
+    with pytest.raises(RaptorError, match=r"is not used: any user can write in it \(mode 1777\)"):
+        keep_private(data)
