@@ -26,6 +26,7 @@ import discord
 from raptor_engine.config import Settings
 from raptor_engine.engine import Engine
 from raptor_engine.errors import RaptorError
+from raptor_engine.storage.spaces import keep_private
 
 from .client import RaptorBot
 from .gateway import point_at_endpoints, shard_plan
@@ -95,7 +96,7 @@ def data_dir_lock(data_dir: Path) -> Iterator[None]:
         yield
         return
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        keep_private(data_dir)  # as the engine makes and checks it, before anything is opened in it
         handle = (data_dir / LOCK_FILE).open("a+")
     except OSError:  # read-only or full: the engine's own check gives the sentence
         yield
@@ -180,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with data_dir_lock(Path(settings.data_dir)):
             return asyncio.run(run(settings, args.sync, env_flag("DISCORD_MESSAGE_CONTENT")))
+    except RaptorError as error:  # a data directory another user could change (keep_private): one line
+        log.error("%s", error)
+        return 2
     except DataDirInUse as holder:
         log.error(
             "Another bot process (pid %s) is running on the data directory %s; run one bot per data "

@@ -97,6 +97,7 @@ from .query.tables import LISTS_COUNTED_ROWS, holds_rows
 from .query.verdict import settled
 from .query.verify import NOTHING_TO_CHECK, UNSETTLED, answered_nothing, check_reply, claims_of, last_answer
 from .storage.archive import abandoned_imports
+from .storage.files import keep_cache_private
 from .storage.index import IndexManager, extend_hnsw, new_hnsw
 from .storage.llm_cache import SummaryCache
 from .storage.message_store import MessageDocumentWrite
@@ -567,7 +568,7 @@ class Engine:
         answerer: Answerer | None = None,
     ):
         self.settings = settings or Settings.from_env()
-        use_compile_cache(self.settings.cache_dir / "numba")
+        use_compile_cache(keep_cache_private(self.settings.cache_dir) / "numba")
         self.spaces = _open_spaces(self.settings)
         self._embedder = embedder
         self._summarizer = summarizer

@@ -52,10 +52,18 @@ import numpy as np
 from distributed import WorkerPlugin
 
 from . import __version__
-from .config import ENV_VARS, SECRET_VARS, Settings, default_cache_dir
+from .config import (
+    ENV_VARS,
+    SECRET_VARS,
+    Settings,
+    _dotenv_writers,
+    _private_group,
+    default_cache_dir,
+)
 from .errors import RaptorError
 from .ingest.budget import BuildBudget
 from .ingest.messages import ReusingEmbedder
+from .storage.files import keep_cache_private, others_may_replace
 from .storage.llm_cache import CachedSummary, SummaryCache
 from .tree.build import BuiltTree
 from .tree.docbuild import DocumentTree, build_document, build_trees
@@ -159,6 +167,39 @@ def tls_paths(settings: Settings) -> dict[str, str]:
         ENV_VARS["dask_tls_key"]: settings.dask_tls_key,
     }
     return {name: value for name, value in values.items() if value}
+
+
+def _check_tls_file_owners(given: dict[str, str]) -> None:
+    """The TLS files are the cluster's whole trust: whoever holds the key joins the cluster and can run code on
+    the scheduler, the workers and, through what a worker sends back, this process; whoever may change the CA
+    file chooses whom this process trusts. ClusterSettingsError, one sentence, for a file (or a folder on its
+    way) another user could change, or a key of another user's that others may read; a key of this user's that
+    others may read is made 0600 first, with a line in the log (`cp` and config tools write 0644 copies)."""
+    for name, value in given.items():
+        path = Path(os.path.realpath(value))
+        status = path.stat()
+        why = _dotenv_writers(status) or next(filter(None, map(others_may_replace, path.parents)), None)
+        if why:
+            raise ClusterSettingsError(
+                f"The TLS file {name}={value} is not used: {why}, and it decides whom the cluster trusts; make it "
+                "and its folders writable by this user only."
+            )
+    key = Path(os.path.realpath(given[ENV_VARS["dask_tls_key"]]))
+    status = key.stat()
+    if not status.st_mode & 0o044 or (not status.st_mode & 0o004 and _private_group(status.st_gid)):
+        return
+    if status.st_uid != os.geteuid():
+        raise ClusterSettingsError(
+            f"The TLS key {ENV_VARS['dask_tls_key']}={given[ENV_VARS['dask_tls_key']]} is not used: other users of "
+            f"this machine can read it (mode {stat.S_IMODE(status.st_mode):o}) and with it join the cluster; make "
+            "it readable by its owner only (chmod 600)."
+        )
+    key.chmod(stat.S_IMODE(status.st_mode) & 0o600)
+    log.warning(
+        "the TLS key %s could be read by other users of this machine (mode %o), who could join the cluster with "
+        "it; it is now readable by this user only (0600)",
+        key, stat.S_IMODE(status.st_mode),
+    )  # fmt: skip
 
 
 def _check_tls_files(ca: str, cert: str, key: str) -> None:
@@ -305,6 +346,7 @@ def cluster_security(settings: Settings, address: str) -> Any:
         if unreadable:
             raise ClusterSettingsError(f"Cannot read the TLS file {', '.join(unreadable)}; check the path.")
         ca, cert, key = (given[name] for name in names)
+        _check_tls_file_owners(given)
         _check_tls_files(ca, cert, key)
         _check_certificate(ca, cert)
         return Security(
@@ -355,7 +397,7 @@ def worker_embedder(settings: Settings) -> Embedder:
         if key not in _embedders:
             from .tree.cluster import use_compile_cache
 
-            cache_dir = worker_cache_dir()
+            cache_dir = keep_cache_private(worker_cache_dir())
             use_compile_cache(cache_dir / "numba")
             _embedders[key] = Embedder(
                 settings.embed_model,
@@ -1034,8 +1076,10 @@ def worker_command(
     import dask
 
     security = cluster_security(settings, address)
+    # -P: `python -m` would put the folder `raptor worker` runs in first on the path of the worker and of the
+    # process its nanny spawns (which inherits the flag), where another user's `distributed/` would run
     command = [
-        sys.executable, "-m", "distributed.cli.dask_worker", address,
+        sys.executable, "-P", "-m", "distributed.cli.dask_worker", address,
         "--nworkers", "1", "--nthreads", "1",
         "--memory-limit", f"{settings.build_worker_memory_mb}MB",
         "--resources", f"{version_resource()}=1",
@@ -1058,7 +1102,7 @@ def worker_command(
         ]  # fmt: skip
     if name:
         command += ["--name", name]
-    command += ["--local-directory", str(private_scratch(settings.cache_dir / "dask-scratch"))]
+    command += ["--local-directory", str(private_scratch(keep_cache_private(settings.cache_dir) / "dask-scratch"))]
     return command
 
 

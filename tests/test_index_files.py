@@ -112,6 +112,49 @@ def test_a_hnsw_file_with_flipped_link_bytes_never_crashes_the_process(saved, tm
     assert json.loads(done.stdout)["dim"] == 384
 
 
+# In the child: load the index as the engine does, add nodes to it (as `_catch_up` does for a new document's
+# nodes) and find the first of them.
+CHILD_ADDS = """
+import json, sys
+import numpy as np
+from pathlib import Path
+from raptor_engine.storage.index import IndexManager, extend_hnsw
+from raptor_engine.storage.store import Store
+data = Path(sys.argv[1])
+built = IndexManager(Store(data / "raptor.db"), data / "indices").get(1)
+added = np.random.default_rng(0).random((8, built.dim), dtype=np.float32)
+extend_hnsw(built.index, np.arange(10**6, 10**6 + 8), added)
+print(json.dumps({"found": int(built.index.knn_query(added[0], k=1)[0][0][0])}))
+"""
+HEADER_FIELDS = (
+    "offset0", "most", "count", "per_element", "label_at", "data_at", "level", "enter", "max_m", "max_m0", "m",
+    "mult", "ef_construction",
+)  # fmt: skip
+
+
+def _set_header(path: Path, **values: float) -> None:
+    raw = bytearray(path.read_bytes())
+    fields = dict(zip(HEADER_FIELDS, HNSW_HEADER.unpack_from(raw), strict=True))
+    HNSW_HEADER.pack_into(raw, 0, *{**fields, **values}.values())
+    path.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("header", [{"m": 0}, {"m": 1000}, {"mult": 1e300}, {"mult": -5.0}, {"mult": float("nan")}])
+def test_a_hnsw_header_whose_graph_parameters_do_not_fit_is_rebuilt(saved, tmp_path, header):
+    """hnswlib reads M, maxM, maxM0 and the level factor back unchecked and adds the next node by them. Tried: M 0
+    killed the process adding a node (SIGSEGV); the others made every add raise ('Not enough memory: addPoint
+    failed to allocate linklist', 'Possible memory corruption'), so the knowledge base took no document."""
+    data = _copy(saved, tmp_path)
+    _set_header(data / "indices" / "kb-1.hnsw", **header)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD_ADDS, str(data)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert json.loads(done.stdout) == {"found": 10**6}
+    assert "rebuilding it from SQLite" in done.stderr
+
+
 def _upper_levels_per_element(raw, at: int, count: int, max_m: int):
     """`_upper_levels` before the review: the same checks, a numpy slice per element (0.51 s of CPU for
     100,000 nodes, three times hnswlib's own load; 0.05 s now)."""

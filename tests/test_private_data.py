@@ -57,12 +57,14 @@ def test_a_private_directory_is_left_as_it_is(tmp_path, caplog):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a folder to another user")
-def test_another_users_directory_is_not_changed(tmp_path):
+def test_another_users_directory_is_refused_and_not_changed(tmp_path):
+    """Its owner could plant a link at any name the bot opens there (tests/test_private_folders.py)."""
     data = tmp_path / "data"
     data.mkdir()
     data.chmod(0o775)
     os.chown(data, OTHER_UID, OTHER_UID)
-    keep_private(data)
+    with pytest.raises(RaptorError, match=r"is not used: it belongs to another user \(uid 65534\)"):
+        keep_private(data)
     assert mode(data) == 0o775
 
 

@@ -97,8 +97,11 @@ def load_isolated(
 
 
 def _start_child(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """The parse child, run with `-P`: `python -m` puts the folder the command runs in first on the child's
+    path, so a `raptor_engine/` or `json.py` another user left in /tmp ran as this user on `cd /tmp; raptor
+    ingest ...` (tried as uid 65534)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "raptor_engine.ingest.parse_worker"],
+        [sys.executable, "-P", "-m", "raptor_engine.ingest.parse_worker"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -20,8 +20,12 @@ import glob
 import logging
 import os
 import shutil
+import stat
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
+from ..config import _folder_writers, _private_group
 from ..errors import RaptorError
 
 log = logging.getLogger(__name__)
@@ -126,3 +130,115 @@ def sweep_partials(target: Path) -> list[Path]:
         log.info("removed %s, left by a writer killed before it finished", leftover)
         removed.append(leftover)
     return removed
+
+
+def make_private_folder(folder: Path) -> None:
+    """Make `folder` (0700) and the missing folders on the way to it (0755): writable by this user only,
+    whatever the umask. `mkdir(parents=True)` under umask 000 made `/tmp/x/y` 0777 on the way to the data
+    directory `/tmp/x/y/data`, where any user could move that aside and put a data directory of theirs in
+    its place, which is then used as it is (tried as uid 65534)."""
+    for parent in reversed(folder.parents):
+        if not parent.exists():
+            parent.mkdir(mode=0o755, exist_ok=True)
+    folder.mkdir(mode=0o700, exist_ok=True)  # OSError where a file is in the way, as mkdir says
+
+
+@dataclass(frozen=True)
+class PrivateFolder:
+    """A folder this process trusts what it finds in: what it is called, what rides on it, what to do instead."""
+
+    noun: str
+    stake: str
+    remedy: str
+
+
+CACHE_FOLDER = PrivateFolder(
+    "cache folder", "code this process loads is kept there", "set RAPTOR_CACHE_DIR to a folder of this user's"
+)
+DATA_DIRECTORY = PrivateFolder(
+    "data directory",
+    "this process writes through any link planted in it",
+    "use one of this user's (--data-dir, RAPTOR_DATA_DIR), or run as its owner",
+)
+
+
+def keep_cache_private(folder: Path) -> Path:
+    """`folder` (RAPTOR_CACHE_DIR), made if missing and this user's alone (0700), as the data directory is
+    (`spaces.keep_private`): it holds code this process loads (numba's cache indexes are pickles, the ONNX
+    model) and the shards' identify lock files, opened through any link at their name. Made under umask 000
+    it was 0777, and a pickle uid 65534 put in it ran as root on the next upload (tried). RaptorError, one
+    sentence, for a folder another user could change (`check_trusted_folder`)."""
+    folder = Path(os.path.abspath(folder))
+    check_no_foreign_link(folder, CACHE_FOLDER)
+    try:
+        make_private_folder(folder)
+    except OSError as error:
+        raise RaptorError(f"Cannot make the cache folder {folder}: {error.strerror or error}.") from None
+    check_trusted_folder(folder, CACHE_FOLDER)
+    was = close_folder(folder)
+    if was is not None:
+        log.info("made the cache folder %s this user's alone (it was mode %o)", folder, was)
+    return folder
+
+
+def check_no_foreign_link(folder: Path, kind: PrivateFolder) -> None:
+    """RaptorError where a symbolic link of another user (not this one, not root) is on the way to `folder`:
+    they may point it anywhere at any time. Checked before anything is made through it."""
+    for step in (*reversed(folder.parents), folder):
+        owner = step.lstat().st_uid if step.is_symlink() else os.geteuid()
+        if owner not in (os.geteuid(), 0):
+            _refuse(folder, kind, f"it is reached through {step}, a symbolic link of uid {owner}")
+
+
+def check_trusted_folder(folder: Path, kind: PrivateFolder) -> None:
+    """RaptorError, one sentence, for a folder another user could change: theirs, one they may write in (a
+    group they share, or anyone, sticky or not: they could plant a link at a name this process opens), or one
+    inside a folder they own or may write, not sticky (they could move it aside and put theirs in its place).
+    A folder of this user's that others may write is not refused: `close_folder` closes it."""
+    check_no_foreign_link(folder, kind)
+    real = Path(os.path.realpath(folder))
+    status = real.stat()
+    if status.st_uid not in (os.geteuid(), 0) or not stat.S_ISDIR(status.st_mode):
+        _refuse(folder, kind, f"it belongs to another user (uid {status.st_uid})")
+    if status.st_uid != os.geteuid():  # root's, used by another user: they cannot close it
+        why = _writers_of(status)
+        if why:
+            _refuse(folder, kind, why)
+    for parent in real.parents:
+        why = others_may_replace(parent)
+        if why:
+            _refuse(folder, kind, why)
+
+
+def _writers_of(status: os.stat_result) -> str | None:
+    if status.st_mode & stat.S_IWOTH:
+        return f"any user can write in it (mode {stat.S_IMODE(status.st_mode):o})"
+    if status.st_mode & stat.S_IWGRP and not _private_group(status.st_gid):
+        return (
+            f"every member of group {status.st_gid} can write in it (mode {stat.S_IMODE(status.st_mode):o})"
+        )
+    return None
+
+
+def close_folder(folder: Path) -> int | None:
+    """Make a folder of this user's that others may enter this user's alone (0700); the mode it had, or None
+    where nothing changed (already closed, or another user's: root's is left as it is). OSError where it
+    cannot be changed (a read-only file system)."""
+    status = folder.stat()
+    mode = stat.S_IMODE(status.st_mode)
+    if status.st_uid != os.geteuid() or not mode & 0o077:
+        return None
+    folder.chmod(mode & 0o700)
+    return mode
+
+
+def others_may_replace(parent: Path) -> str | None:
+    """Who besides this user and root could move a file or folder inside `parent` aside and put theirs there."""
+    owner = parent.stat().st_uid
+    if owner not in (os.geteuid(), 0):
+        return f"it is inside {parent}, which belongs to another user (uid {owner})"
+    return _folder_writers(parent)
+
+
+def _refuse(folder: Path, kind: PrivateFolder, why: str) -> NoReturn:
+    raise RaptorError(f"The {kind.noun} {folder} is not used: {why}, and {kind.stake}; {kind.remedy}.")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import random
 import struct
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 M = 16
 EF_CONSTRUCTION = 200
+MAX_HNSW_M = 10_000  # the largest M a saved index may state: hnswlib's own cap
 # What a loaded index holds beyond its vectors and level-0 links, measured (RSS) with hnswlib 0.8: a
 # fixed 2.66 MiB per index (its 65,536 label-operation mutexes), and per element its label, lock and
 # upper levels; plus each entry of the token-count table (an int64 id and an int32 count).
@@ -64,9 +66,12 @@ def hnsw_file_problem(path: Path, dim: int, stored_dim: int, ids: int) -> str | 
     if size < HNSW_HEADER.size:
         return "is shorter than its header"
     with path.open("rb") as handle:
-        (offset0, most, count, per_element, label_at, data_at, _level, enter, max_m, max_m0, _m, _mult, _ef) = (
+        (offset0, most, count, per_element, label_at, data_at, _level, enter, max_m, max_m0, m, mult, _ef) = (
             HNSW_HEADER.unpack(handle.read(HNSW_HEADER.size))
         )
+    shape = _graph_shape_problem(m, max_m, max_m0, mult)
+    if shape:
+        return shape
     links0 = max_m0 * 4 + 4  # hnswlib's size of an element's level-0 link list
     expected = {
         "its level-0 offset": (offset0, 0),
@@ -82,6 +87,19 @@ def hnsw_file_problem(path: Path, dim: int, stored_dim: int, ids: int) -> str | 
     if size < HNSW_HEADER.size + count * per_element + count * 4:
         return f"holds {size} bytes, fewer than its {count} elements take"
     return _links_problem(path, count, per_element, max_m, max_m0, _level, enter)
+
+
+def _graph_shape_problem(m: int, max_m: int, max_m0: int, mult: float) -> str | None:
+    """What in the graph's parameters is not what hnswlib's `init_index` makes of one M (maxM = M, maxM0 = 2M,
+    mult = 1/ln M): hnswlib reads them back unchecked and adds the next node by them.
+    Tried: M 0 killed the process adding a node (SIGSEGV); a mult of 1e300, -5 or NaN, or M 1000 over lists
+    made for 16, made every add fail ('Not enough memory: addPoint failed to allocate linklist', 'Possible
+    memory corruption'), so that knowledge base took no document and answered no question until rebuilt."""
+    if not 2 <= m <= MAX_HNSW_M or max_m != m or max_m0 != 2 * m:
+        return f"states M {m}, maxM {max_m} and maxM0 {max_m0}, which no index of one M has"
+    if not math.isclose(mult, 1 / math.log(m), rel_tol=1e-9):
+        return f"states a level factor {mult!r}, not the 1/ln {m} of an index of M {m}"
+    return None
 
 
 def _links_problem(path: Path, count: int, per_element: int, max_m: int, max_m0: int, top: int, enter: int) -> str | None:

@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import sqlite3
-import stat
 import threading
 import time
 import uuid
@@ -33,6 +32,13 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import NotFoundError, RaptorError, StorageError
+from .files import (
+    DATA_DIRECTORY,
+    check_no_foreign_link,
+    check_trusted_folder,
+    close_folder,
+    make_private_folder,
+)
 from .index import IndexManager
 from .memory import MemoryBudget
 from .store import Store
@@ -107,21 +113,26 @@ def check_space_name(name: str) -> str:
 def keep_private(folder: Path) -> None:
     """Make the data directory this user's alone (mode 0700): it holds the documents people upload,
     their questions and the bot's records, which no other local user should read. A new folder is
-    created so; one of ours that others may enter (a clone's `data/`, made 0755 by git) is closed, with
-    a line in the log; one owned by another user is left as it is (its owner chose its mode)."""
+    created so (and the folders on the way 0755, whatever the umask); one of ours that others may enter (a
+    clone's `data/`, made 0755 by git) is closed, with a line in the log. RaptorError, one sentence, for one
+    another user could change (`check_trusted_folder`): theirs, one they may write in, or one inside a folder
+    of theirs. This process opens files there by fixed names: the bot's `bot.lock` through a link 65534
+    planted in a data directory of theirs had root's bot write its pid over the file it named (tried), as
+    git refuses a repository of another user's."""
+    folder = Path(os.path.abspath(folder))
+    check_no_foreign_link(folder, DATA_DIRECTORY)
     try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        status = folder.stat()
+        make_private_folder(folder)
     except OSError:
         return  # opening the store says why in one sentence
-    if status.st_uid != os.getuid() or not status.st_mode & 0o077:
-        return
+    check_trusted_folder(folder, DATA_DIRECTORY)
     try:
-        folder.chmod(stat.S_IMODE(status.st_mode) & 0o700)
+        was = close_folder(folder)
     except OSError as error:
         log.warning("could not make %s private to this user: %s", folder, error)
         return
-    log.info("made %s readable by this user only (it was mode %o)", folder, stat.S_IMODE(status.st_mode))
+    if was is not None:
+        log.info("made %s readable by this user only (it was mode %o)", folder, was)
 
 
 class Spaces:
