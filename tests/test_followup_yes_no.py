@@ -149,3 +149,26 @@ async def test_a_check_through_the_engine_opens_with_yes_or_no(engine, questions
 async def test_a_check_the_quotes_do_not_settle_keeps_its_lead(engine):
     answer = await conversation(engine, ["When is the residential trip?", "is that in the summer term?"])
     assert not answer.text.startswith(("From the documents: yes", "From the documents: no")), answer.text
+
+
+WAGES = "The largest cost was dredging, followed by staff wages of £52,000 for the harbourmaster and one assistant."
+
+
+@pytest.mark.parametrize(
+    ("core", "quote", "line"),
+    [
+        # the £52,000 is the staff wages', which the question does not ask about: no yes or no from it
+        ("Was the dredging more than £50,000?", WAGES, None),
+        ("Was the dredging more than £50,000?", "The dredging was done at a cost of £61,500.", "yes (£61,500, against £50,000)"),
+        ("Was the dredging more than £50,000?", "The dredging removed 4,800 cubic metres and cost £61,500.",
+         "yes (£61,500, against £50,000)"),
+        ("Was the grant more than £50,000?", "Of the cost, the county gave a grant of £40,000.", "no (£40,000, against £50,000)"),
+        ("Were the staff wages more than £50,000?", WAGES, "yes (£52,000, against £50,000)"),
+    ],
+)
+def test_a_figure_the_sentence_gives_another_thing_settles_no_check(core, quote, line):
+    """lead27: 'Was the dredging more than £50,000?' was answered 'yes (£52,000, against £50,000)' from a
+    sentence whose £52,000 is the staff wages' ('followed by staff wages of £52,000'): the right yes for the
+    wrong reason. A figure bound to a thing by 'X of' is X's, unless X is a measure ('a cost of')."""
+    said = verdict(core.lower(), core, [quote])
+    assert said == (None if line is None else f"From the documents: {line}.")

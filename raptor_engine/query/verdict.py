@@ -287,6 +287,38 @@ def _clause_figures(text: str, terms: list[str]) -> list[Figure]:
     return found
 
 
+# Words that name a figure as a measure of whatever the sentence is about ('at a cost of £61,500', 'a total
+# of 40'), not a thing of its own: a figure after one of these belongs to the asked thing as much as any.
+_MEASURE_NOUNS = frozenset(
+    """cost costs price prices total totals sum sums amount amounts value values fee fees charge charges bill
+    budget figure figures rate rates spending expense expenses outlay average maximum minimum tune estimate
+    increase decrease rise fall drop loss gain profit size length weight height depth width area volume
+    number count level""".split()
+)
+
+
+_OWNER_BEFORE = re.compile(
+    r"([A-Za-z][\w'\u2019-]*)\s+(?:of|at)\s+(?:(?:about|around|some|nearly|almost|over|just)\s+)?$"
+)
+
+
+def _figure_of_another(clause: str, figure: Figure, terms: list[str]) -> bool:
+    """Whether the clause binds the figure to a thing the question does not name, by 'X of' right before it
+    ('followed by staff wages of £52,000' for 'Was the dredging more than £50,000?'): the figure is X's,
+    whatever else the sentence names. A measure word as X ('a cost of', 'a total of') binds it to nothing
+    else, and a question without words of its own (terms) keeps every figure."""
+    if not terms:
+        return False
+    at = clause.find(figure.shown)
+    owner = _OWNER_BEFORE.search(clause[:at]) if at >= 0 else None
+    if owner is None:
+        return False
+    word = owner.group(1).lower()
+    if word in _MEASURE_NOUNS or not content_terms(word):
+        return False
+    return not any(_alike(stem(word), term) for term in terms)
+
+
 def _answered_figure(core: str, quotes: list[str], other: Figure) -> tuple[Figure, str] | None:
     """The figure the quotes give for what was asked, with its quote: of their clauses with a figure in
     `other`'s unit (any when `other` has none), the one sharing most words with the question, the first of
@@ -300,6 +332,7 @@ def _answered_figure(core: str, quotes: list[str], other: Figure) -> tuple[Figur
                 f for f in figures_in(clause) if not other.unit or not f.unit or f.measure == other.measure
             ]
             figures = [f for f in figures if f.shown != other.shown] or figures
+            figures = [f for f in figures if not _figure_of_another(clause, f, terms)]
             if figures and (best is None or _shares(clause, terms) > best[0]):
                 best = (_shares(clause, terms), figures[0], quote)
     return (best[1], best[2]) if best is not None else None
