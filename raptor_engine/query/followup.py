@@ -3270,7 +3270,7 @@ def _phrase_words(run: list[str], *, do_question: bool, following: str) -> list[
     follows ('does the queen excluder do?'), all but the last when the clause ends there or a
     preposition follows ('did the railway electrify?'), else None (the verb cannot be told)."""
     for j, word in enumerate(run[1:], start=1):
-        if _looks_like_a_verb(word):
+        if _looks_like_a_verb(word) and not _noun_before_a_verb(word, run[j + 1 : j + 2]):
             return run[:j]
     if not do_question or len(run) == 1 or following in _STOP_VERBS:
         return run
@@ -3278,6 +3278,14 @@ def _phrase_words(run: list[str], *, do_question: bool, following: str) -> list[
 
 
 _STOP_VERBS = frozenset("do does did doing have has had having be been being is was are were".split())
+
+
+def _noun_before_a_verb(word: str, after: list[str]) -> bool:
+    """Whether a word that can be a verb is the thing's noun, the verb after it being the question's ('lift'
+    of 'How much will the new lift cost?', 'store' of 'When did the village store close?'): a bare verb
+    that is no adverb, right before another verb of the run."""
+    lower = word.lower()
+    return bool(after) and lower in QUESTION_VERBS and lower not in PHRASE_ADVERBS and _looks_like_a_verb(after[0])
 
 
 def _looks_like_a_verb(word: str) -> bool:
