@@ -1,0 +1,136 @@
+"""qa25's outside pass: answers that said "From the documents:" over quotes that do not answer, a question
+about one document's whole that quoted every document's opening, and a row of an error-code table that lost
+its section because the leaf holding it spans two sections of an HTML page."""
+
+from __future__ import annotations
+
+import pytest
+
+from raptor_engine.engine import thematic_document
+from raptor_engine.query.answer import _counts_the_asked, _measures_the_asked, asked_thing, counted_terms
+from tests.documents_qa25 import TEXTS
+from tests.unhurried import engine_with
+
+OPENINGS = {
+    "handbook.md": (
+        ("Brackenfield Print Co.: Employee Handbook",),
+        "Brackenfield Print Co. is a printing company.",
+    ),
+    "mill_history.txt": (
+        (),
+        "The Weir Mill at Cranleigh Bridge: A Short History\n\nThe village sits by the river.",
+    ),
+    "minutes.docx": (
+        ("Holmebrook Tenants' Association: Minutes of the Committee Meeting",),
+        "Held on 14 January.",
+    ),
+    "paper.md": (("Mulch Type and Soil Moisture in Raised Beds",), "We compared four mulches."),
+}
+
+
+@pytest.mark.parametrize(
+    ("question", "document"),
+    [
+        ("What is this handbook about?", "handbook.md"),
+        ("What is the history about?", "mill_history.txt"),
+        ("What were the minutes about?", "minutes.docx"),
+        ("Summarise the paper.", "paper.md"),  # by its file name
+        ("Give me an overview of the employee handbook", "handbook.md"),
+        ("What is this document about?", None),  # names no one document
+        ("What is the central theme?", None),
+        ("Compare the handbook and the minutes: what are they about?", None),  # two
+    ],
+)
+def test_a_question_about_the_whole_names_one_document(question, document):
+    assert thematic_document(question, OPENINGS, list(OPENINGS)) == document
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "measures"),
+    [
+        ("How long is the warranty?", "The station has a two-year warranty from the date of purchase.", True),
+        ("How long is the warranty?", "The station has a 2-year warranty.", True),
+        ("How far is the walk?", "It is a five-mile walk along the cliffs.", True),
+        ("How long is the drive?", "It is a thirty-five-minute drive.", True),
+        ("How long is the warranty?", "The warranty is transferable to a second owner.", False),
+    ],
+)
+def test_a_number_word_hyphened_to_its_unit_is_a_measure(question, sentence, measures):
+    assert _measures_the_asked(question, sentence) is measures
+
+
+def test_a_number_word_of_two_parts_still_counts():
+    assert counted_terms("How many men were lost?") == frozenset({"men"})
+    assert _counts_the_asked("How many men were lost?", "Twenty-one men were lost that night.")
+
+
+@pytest.mark.parametrize(
+    ("question", "thing"),
+    [
+        ("Is there an app for the weather station?", {"app"}),
+        ("Does the company pay for gym membership?", {"gym", "membership"}),
+        ("Are there any showers?", {"shower"}),
+        ("Who founded the company?", set()),
+    ],
+)
+def test_the_thing_an_is_there_question_asks_after(question, thing):
+    assert asked_thing(question) == thing
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory, embedder):
+    engine = engine_with(tmp_path_factory.mktemp("answer_honest"), embedder, TEXTS)
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many people died in the 1836 flood?",  # the flood's sentence gives no count; 310 people is of 1860
+        "Is there an app for the weather station?",
+        "Does the company pay for gym membership?",
+    ],
+)
+async def test_quotes_that_do_not_give_what_is_asked_are_only_the_closest(engine, question):
+    answer = await engine.ask("harbour", question)
+    assert not answer.answered, answer.text
+    assert answer.text.startswith("Nothing in the documents clearly answers this"), answer.text
+
+
+@pytest.mark.parametrize(
+    ("question", "first"),
+    [
+        ("How many people work at the company?", "We employ 38"),
+        ("How many people did the mill employ when it opened?", "When it opened"),
+        ("How much did Edward Fenwick spend on the weir?", "Edward Fenwick rebuilt the weir"),
+        ("Is the console waterproof?", "The console is for indoor use only"),
+        ("Did Edward Fenwick have children?", "Edward Fenwick had no children."),
+    ],
+)
+async def test_quotes_that_give_what_is_asked_still_answer(engine, question, first):
+    answer = await engine.ask("harbour", question)
+    assert answer.answered, answer.text
+    assert answer.text.split("\n")[1].startswith(f"- \u201c{first}"), answer.text
+
+
+async def test_a_row_under_a_heading_line_in_a_leaf_that_spans_sections_is_read_under_it(engine):
+    """'How do I fix error E1?': the E1 row stands in the leaf that holds 'Care and maintenance' too, under
+    the line 'Error codes'; without that section it lost to the E7 row of the next leaf, which has it."""
+    answer = await engine.ask("harbour", "How do I fix error E1?")
+    assert answer.text.split("\n")[1].startswith("- \u201cCode: E1;"), answer.text
+
+
+@pytest.mark.parametrize(
+    ("question", "document"),
+    [
+        ("What is this handbook about?", "handbook.md"),
+        ("What is the history about?", "mill_history.txt"),
+        ("What were the minutes about?", "minutes.txt"),
+    ],
+)
+async def test_a_question_about_one_documents_whole_quotes_that_document(engine, question, document):
+    answer = await engine.ask("harbour", question)
+    assert {citation.document for citation in answer.citations} == {document}, answer.text
