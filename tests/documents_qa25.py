@@ -83,3 +83,17 @@ end of May 2025.
 """
 
 TEXTS = {"handbook.md": HANDBOOK, "mill_history.txt": HISTORY, "manual.html": MANUAL, "minutes.txt": MINUTES}
+
+PAPER = """# Mulch Type and Soil Moisture in Raised Vegetable Beds
+
+## Results
+
+| Treatment | Mean soil moisture (%) | Weeds per bed per count | Courgette yield (kg per bed) |
+|---|---|---|---|
+| No mulch | 19.8 | 14.2 | 9.6 |
+| Straw | 27.4 | 3.1 | 12.8 |
+| Wood chip | 24.9 | 1.7 | 11.4 |
+| Black plastic | 23.1 | 2.4 | 14.1 |
+
+All three mulches kept soil moisture higher than bare soil.
+"""

@@ -4,11 +4,13 @@ its section because the leaf holding it spans two sections of an HTML page."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from raptor_engine.engine import thematic_document
 from raptor_engine.query.answer import _counts_the_asked, _measures_the_asked, asked_thing, counted_terms
-from tests.documents_qa25 import TEXTS
+from tests.documents_qa25 import PAPER, TEXTS
 from tests.unhurried import engine_with
 
 OPENINGS = {
@@ -134,3 +136,19 @@ async def test_a_row_under_a_heading_line_in_a_leaf_that_spans_sections_is_read_
 async def test_a_question_about_one_documents_whole_quotes_that_document(engine, question, document):
     answer = await engine.ask("harbour", question)
     assert {citation.document for citation in answer.citations} == {document}, answer.text
+
+
+@pytest.mark.parametrize(
+    ("question", "first"),
+    [
+        ("Which mulch reduced weeds the most?", "Treatment: Wood chip;"),  # the fewest weeds, not the most
+        ("Which mulch gave the highest yield?", "Treatment: Black plastic;"),
+    ],
+)
+def test_a_verb_of_lowering_turns_a_superlative_round(tmp_path, embedder, question, first):
+    engine = engine_with(tmp_path, embedder, {"paper.md": PAPER})
+    try:
+        answer = asyncio.run(engine.ask("harbour", question))
+    finally:
+        engine.close()
+    assert answer.text.split("\n")[1].startswith(f"- \u201c{first}"), answer.text
