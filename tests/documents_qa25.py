@@ -51,19 +51,52 @@ MANUAL = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Skylark WS-40 Home Weather Station: User Manual</title></head>
 <body>
 <h1>Skylark WS-40 Home Weather Station: User Manual</h1>
-<p>The station has two parts: the outdoor sensor unit and the indoor display console.</p>
+<p>Thank you for buying the Skylark WS-40. The station has two parts: the outdoor sensor unit, which measures temperature, humidity, wind speed, wind direction and rainfall, and the indoor display console. This manual explains how to set up the station, how to use it and what to do when something goes wrong.</p>
+
+<h2>What is in the box</h2>
+<ul>
+<li>One indoor display console</li>
+<li>One outdoor sensor unit with a wind cup and a rain gauge</li>
+<li>One mounting pole and two U-bolts</li>
+<li>One mains adapter (5 V) for the console</li>
+<li>This manual</li>
+</ul>
+<p>Batteries are not included. The sensor unit needs two AA lithium batteries; the console takes three AAA batteries as a backup when mains power fails.</p>
+
+<h2>Setting up</h2>
+<ol>
+<li>Insert the two AA lithium batteries into the sensor unit. The red light on the sensor flashes once every 12 seconds when it is sending.</li>
+<li>Plug the console into the mains adapter, then insert the backup batteries.</li>
+<li>Hold the SYNC button on the console for 3 seconds. The console searches for the sensor for up to 3 minutes.</li>
+<li>When the outdoor temperature appears on the console, the two are paired.</li>
+<li>Mount the sensor unit on the pole at least 1.5 metres above the ground, away from walls and trees, with the arrow on the top pointing north.</li>
+</ol>
+<p>The sensor and the console must be within 100 metres of each other in open ground. Walls, metal roofs and other wireless devices reduce this range.</p>
+
+<h2>Using the console</h2>
+<p>Press MODE to move between the current readings, the 24-hour history and the forecast. Press and hold MAX/MIN for 2 seconds to clear the recorded highs and lows. To change between Celsius and Fahrenheit, press the UNIT button once. The backlight stays on when the console is on mains power; on batteries it lights for 10 seconds when any button is pressed.</p>
+<p>The forecast is based on changes in air pressure over the last 12 hours and is correct about 70% of the time. It shows one of five symbols: sunny, partly cloudy, cloudy, rain and storm.</p>
+
+<h2>Calibration</h2>
+<p>To calibrate the pressure reading, hold UNIT and MODE together for 5 seconds until the pressure value flashes, then use the arrow buttons to enter the sea-level pressure from your local weather service. Rainfall can be calibrated in the same way by holding MAX/MIN and MODE; the default factor is 1.00.</p>
+
 <h2>Care and maintenance</h2>
-<p>Clean the rain gauge every three months. The console is for indoor use only and is not waterproof.</p>
+<p>Clean the rain gauge every three months, because leaves and insects block the funnel. Replace the sensor batteries once a year, or when the battery symbol appears on the console. Do not use rechargeable batteries in the sensor unit: their voltage falls in cold weather and the sensor stops sending below minus 10 degrees Celsius. Lithium batteries work down to minus 40 degrees Celsius.</p>
+<p>The console is for indoor use only and is not waterproof. The sensor unit is rated IP65 and can stay outside all year.</p>
+
 <h2>Error codes</h2>
 <table>
 <tr><th>Code</th><th>Meaning</th><th>What to do</th></tr>
 <tr><td>E1</td><td>No signal from the sensor</td><td>Check the sensor batteries, move the console closer and hold SYNC for 3 seconds</td></tr>
-<tr><td>E2</td><td>Wind sensor blocked</td><td>Check that the wind cup turns freely and remove any ice</td></tr>
+<tr><td>E2</td><td>Wind sensor blocked</td><td>Check that the wind cup turns freely and remove any ice or debris</td></tr>
+<tr><td>E3</td><td>Rain gauge fault</td><td>Clean the funnel and check that the tipping bucket moves</td></tr>
+<tr><td>E4</td><td>Console memory full</td><td>Hold MAX/MIN for 2 seconds to clear the history</td></tr>
+<tr><td>E5</td><td>Temperature out of range</td><td>The sensor reads from minus 40 to plus 60 degrees Celsius; no action is needed</td></tr>
 <tr><td>E7</td><td>Internal fault</td><td>Reset the console by pressing RESET with a paper clip; if E7 returns, contact support</td></tr>
 </table>
-<h2>Warranty</h2>
-<p>The Skylark WS-40 has a two-year warranty from the date of purchase. Repairs under warranty usually take 10
-working days.</p>
+
+<h2>Warranty and support</h2>
+<p>The Skylark WS-40 has a two-year warranty from the date of purchase. Repairs under warranty usually take 10 working days.</p>
 </body></html>
 """
 

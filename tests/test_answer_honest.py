@@ -9,10 +9,21 @@ import asyncio
 import pytest
 
 from raptor_engine.engine import thematic_document
-from raptor_engine.query.answer import _counts_the_asked, _measures_the_asked, asked_thing, counted_terms
+from raptor_engine.query.answer import (
+    _candidates,
+    _counts_the_asked,
+    _measures_the_asked,
+    asked_thing,
+    counted_terms,
+)
+from raptor_engine.types import ContextNode
 from tests.documents_qa25 import PAPER, TEXTS
 from tests.unhurried import engine_with
 
+LEAF = (
+    "The console is for indoor use only and is not waterproof.\n\n{heading}\n\n"
+    "- Code: E1; Meaning: No signal from the sensor; What to do: Check the sensor batteries."
+)
 OPENINGS = {
     "handbook.md": (
         ("Brackenfield Print Co.: Employee Handbook",),
@@ -118,11 +129,26 @@ async def test_quotes_that_give_what_is_asked_still_answer(engine, question, fir
     assert answer.text.split("\n")[1].startswith(f"- \u201c{first}"), answer.text
 
 
-async def test_a_row_under_a_heading_line_in_a_leaf_that_spans_sections_is_read_under_it(engine):
-    """'How do I fix error E1?': the E1 row stands in the leaf that holds 'Care and maintenance' too, under
-    the line 'Error codes'; without that section it lost to the E7 row of the next leaf, which has it."""
-    answer = await engine.ask("harbour", "How do I fix error E1?")
-    assert answer.text.split("\n")[1].startswith("- \u201cCode: E1;"), answer.text
+@pytest.mark.parametrize(
+    ("text", "section"),
+    [
+        # an HTML, Word or text document's heading in a leaf that spans two sections: a paragraph of its own
+        (LEAF.format(heading="Error codes"), {"error"}),
+        (LEAF.format(heading="## Error codes"), {"error"}),  # Markdown's, as before
+        # a list item or a line that runs on into the next is no heading of a section
+        (LEAF.format(heading="- Error codes"), set()),
+        (LEAF.replace("\n\n{heading}\n\n", " ").format(heading=""), set()),
+    ],
+)
+def test_a_row_under_a_heading_line_in_a_leaf_that_spans_sections_is_read_under_it(text, section):
+    """'How do I fix error E1?' quoted the E7 row first: the E1 row stands in the leaf that holds the end of
+    'Care and maintenance' too, under the plain line 'Error codes', and so had no section; E7's leaf has it."""
+    node = ContextNode(
+        node_id=1, layer=0, document="manual.html", score=0.5, text=text, tokens=60, leaf_count=1
+    )
+    node.heading = ("Skylark WS-40 Home Weather Station: User Manual",)
+    row = next(c for c in _candidates([node]) if c.text.startswith("Code: E1"))
+    assert row.section == section
 
 
 @pytest.mark.parametrize(
