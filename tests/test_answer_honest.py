@@ -66,6 +66,10 @@ def test_a_question_about_the_whole_names_one_document(question, document):
         ("How far is the walk?", "It is a five-mile walk along the cliffs.", True),
         ("How long is the drive?", "It is a thirty-five-minute drive.", True),
         ("How long is the warranty?", "The warranty is transferable to a second owner.", False),
+        # units by their abbreviations: quotes that give them answered under 'Nothing ... clearly answers'
+        ("How deep was the straw mulch?", "Straw mulch was laid 8 cm deep, wood chip 5 cm deep.", True),
+        ("How much does the console weigh?", "Console size: 18 cm by 12 cm by 3 cm; weight 340 g.", True),
+        ("How long is the bed?", "Each bed is 2.4 m by 1.2 m and 30 cm deep.", True),
     ],
 )
 def test_a_number_word_hyphened_to_its_unit_is_a_measure(question, sentence, measures):
@@ -117,6 +121,10 @@ async def test_quotes_that_do_not_give_what_is_asked_are_only_the_closest(engine
     ("question", "first"),
     [
         ("How many people work at the company?", "We employ 38"),
+        (
+            "How high should the sensor unit be mounted?",
+            "Mount the sensor unit on the pole at least 1.5 metres",
+        ),
         ("How many people did the mill employ when it opened?", "When it opened"),
         ("How much did Edward Fenwick spend on the weir?", "Edward Fenwick rebuilt the weir"),
         ("Is the console waterproof?", "The console is for indoor use only"),

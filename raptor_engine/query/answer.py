@@ -1817,10 +1817,11 @@ def names_no_asked_thing(question: str, picked: list[_Candidate]) -> bool:
 # miles", "costs 24 pounds", "1.9 kilograms"), not by a number of something else.
 _UNIT_WORDS = {
     "time": r"seconds?|minutes?|hours?|days?|nights?|weeks?|fortnights?|months?|years?|seasons?|decades?|centuries|century",
-    "length": r"millimet(?:re|er)s?|centimet(?:re|er)s?|met(?:re|er)s?|kilomet(?:re|er)s?|km|miles?|yards?|f(?:oo|ee)t|inch(?:es)?|paces?"
+    "length": r"millimet(?:re|er)s?|centimet(?:re|er)s?|met(?:re|er)s?|kilomet(?:re|er)s?|km|cm|mm|m|miles?|yards?|f(?:oo|ee)t|inch(?:es)?"
+    r"|paces?"
     r"|words|pages|lines",  # a text's length ("from 1500 to 2000 words long")
     "money": r"pounds?|pence|dollars?|cents?|euros?|francs?|yen|crowns?|shillings?|guineas?|coins?",
-    "weight": r"grams?|kilograms?|kilos?|kg|tonnes?|tons?|ounces?|oz|lbs?|stones?",
+    "weight": r"grams?|kilograms?|kilos?|kg|g|mg|tonnes?|tons?|ounces?|oz|lbs?|stones?",
 }
 _CURRENCY = r"[£$€¥]\s?\d"
 # every dimension a question word asks for ("how long" is a duration or a length)
