@@ -121,6 +121,11 @@ async def test_quotes_that_do_not_give_what_is_asked_are_only_the_closest(engine
     ("question", "first"),
     [
         ("How many people work at the company?", "We employ 38"),
+        ("How many days of paid holiday do full-time staff get?", "Full-time staff receive 25 days"),
+        (
+            "How much is the company's pension contribution?",
+            "The company contributes 5%",
+        ),  # any number, not a unit's
         (
             "How high should the sensor unit be mounted?",
             "Mount the sensor unit on the pole at least 1.5 metres",

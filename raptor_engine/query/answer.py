@@ -1757,10 +1757,25 @@ def _counts_the_asked(question: str, sentence: str) -> bool:
     return False
 
 
+ASKS_HOW_MANY = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
+MULTIPLIERS = re.compile(r"\b(?:double|twice|triple|treble|half)\b", re.IGNORECASE)
+
+
 def _gives_the_asked_figure(question: str, sentence: str) -> bool:
-    """Whether the sentence gives the number a 'how many / how much / how long / how often / how old'
-    question asks for (`_counts_the_asked`, `_measures_the_asked`)."""
-    return _counts_the_asked(question, sentence) or _measures_the_asked(question, sentence)
+    """Whether the sentence gives a number a 'how many / how much / how long / how often / how old' question
+    may be answered by: one of what it counts or measures (`_counts_the_asked`, `_measures_the_asked`), or
+    any other number but a date or a label ("500 ml of dark ale", "on 9 occasions", "double the normal
+    rate"), except that a 'how many' question is not answered by a measure ("for seven months")."""
+    if _counts_the_asked(question, sentence) or _measures_the_asked(question, sentence):
+        return True
+    many = bool(ASKS_HOW_MANY.search(question))
+    if not many and MULTIPLIERS.search(sentence):
+        return True
+    units = tuple(UNITS.values())
+    return any(
+        not (many and any(unit.match(word) for word in following[:MEASURED_WITHIN] for unit in units))
+        for following in _after_numbers(sentence, MEASURED_WITHIN)
+    )
 
 
 def asks_a_figure(question: str) -> bool:
