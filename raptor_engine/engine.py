@@ -49,7 +49,7 @@ from .ingest.messages import (
     plan_additions,
 )
 from .ingest.parse_worker import ParseStats, WorkerLimits, discard_spare, start_spare
-from .ingest.sentences import content_terms, in_bigrams
+from .ingest.sentences import THEMATIC, content_terms, in_bigrams
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
 from .query.asked import searched_part, without_named_files
 from .query.compared import chosen, compared_times, which_more
@@ -511,6 +511,32 @@ def _compares(label: str, context: str) -> bool:
     the two ('How many moorings did the 2019 survey count? (context: ... the 2021 survey ...)')."""
     named = [*_THE_LABELLED.finditer(context), *_IN_LABEL.finditer(context)]
     return any(other.group(1).lower() != label.lower() for other in named)
+
+
+# 'What is this handbook about?', 'Summarise the minutes', 'What is the history about?': a question about the
+# whole that names a document by a word of its file name or title (the words after the/this/that, up to four)
+_THE_WHOLE_OF = re.compile(r"\b(?:the|this|that|these|those)\s+((?:[A-Za-z][\w'\u2019-]*\s+){0,3}[A-Za-z][\w'\u2019-]*)", re.I)
+# words of a question about the whole that name no document, whatever a title holds ('Theme and Variations')
+_ABOUT_THE_WHOLE = frozenset(
+    "theme themes idea ideas point points message topic topics argument summary gist overview moral plot main central "
+    "key overall major whole text document documents file files page about say says cover discuss describe".split()
+)
+
+
+def thematic_document(question: str, openings: dict[str, tuple[tuple[str, ...], str]], named: list[str]) -> str | None:
+    """The one document of `named` a question about the whole names ('this handbook' -> 'handbook.md', 'the
+    history' -> the document titled '... A Short History'): every word after its the/this/that that is a word
+    of a document's file name or title (`_labelled_document`) names that same one, and at least one does.
+    None for a question that names none, or names several ('compare the handbook and the minutes')."""
+    found: set[str] = set()
+    for phrase in _THE_WHOLE_OF.finditer(question):
+        for word in content_terms(phrase.group(1)):
+            if len(word) < 3 or word in _ABOUT_THE_WHOLE:
+                continue
+            document = _labelled_document(word, openings, named)
+            if document is not None:
+                found.add(document)
+    return found.pop() if len(found) == 1 else None
 
 
 def _labelled_document(label: str, openings: dict[str, tuple[tuple[str, ...], str]], named: list[str]) -> str | None:
@@ -1826,6 +1852,26 @@ class Engine:
         log.info("a follow-up's 'it' searched in the one document the last answer quoted")
         return query, [document]
 
+    def _whole_of_document(self, kb: str, query: str, documents: list[str] | None) -> list[str] | None:
+        """The documents a question about the whole searches: the one it names ('What is this handbook
+        about?', `thematic_document`) among several, else `documents` as given. Searched across every
+        document, such a question quoted the opening of each (the minutes' date, the paper's aim) under
+        the handbook's first sentence."""
+        core = split_standalone(query).core
+        if not THEMATIC.search(core):
+            return documents
+        kb_id = self.store.kb_id(kb)
+        if kb_id is None:
+            return documents
+        named = self._document_names(kb_id, documents) or [d.name for d in self.store.documents(kb_id)]
+        if len(named) < 2:
+            return documents
+        document = thematic_document(core, self.store.document_openings(kb_id), named)
+        if document is None:
+            return documents
+        log.info("a question about the whole of one document searched in that document")
+        return [document]
+
     def _other_one(self, kb: str, asked: str, query: str, history: list[Turn]) -> str | None:
         """'and the other one?' (or 'the other?', 'what does the other one say?') as 'the other document'
         (`other_one_as_document`) when the rewrite (`query`) found no other one among what the conversation
@@ -2102,6 +2148,7 @@ class Engine:
                 asked, query = other, moved
         if onward is None:
             query, documents = await asyncio.to_thread(self._followed_document, kb, query, history, documents, asked)
+            documents = await asyncio.to_thread(self._whole_of_document, kb, query, documents)
         query = await asyncio.to_thread(self.respelled, kb, query)
         searched = await asyncio.to_thread(self._unnamed, kb, _what_is_searched(query))
         context = await asyncio.to_thread(self._question_context, kb, searched, mode, budget, layers, documents)

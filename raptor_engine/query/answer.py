@@ -595,7 +595,7 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
                     setting = in_code(node.text, sentence.start, node.code) and is_setting(sentence.text)
                     # a speaker's words are never a heading, however short and unpunctuated, nor a setting
                     heading = speaker is None and not setting and is_heading(sentence.text)
-                    if heading and node.layer == 0 and not speakers and SECTION_HEADING.match(sentence.text):
+                    if heading and node.layer == 0 and not speakers and _opens_a_section(node.text, sentence):
                         section = frozenset(stem(t) for t in content_terms(sentence.text))
                         placed = True
                     if sentence.cut_short or heading or not (setting or _says_something(text)):
@@ -731,6 +731,19 @@ def _antecedent_terms(candidates: list[_Candidate]) -> None:
 # leaf's text. A chunk that spans sections carries only their common heading path (`ContextNode.heading`),
 # so the section a sentence stands in is the last such line above it.
 SECTION_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+\S")
+
+
+def _opens_a_section(text: str, sentence: Sentence) -> bool:
+    """Whether a heading line of a leaf's `text` opens a section: a Markdown heading ("## Error codes"), or
+    a line that is a paragraph of its own and no list item, as an HTML, Word, PDF or plain-text document's
+    headings stand in a leaf that spans sections ("Error codes" between two blank lines); the sentences
+    after it are that section's ("- Code: E1; ..." under "Error codes")."""
+    if SECTION_HEADING.match(sentence.text):
+        return True
+    if strip_bullet(sentence.text) != sentence.text.strip():
+        return False
+    before, after = text[: sentence.start], text[sentence.end :]
+    return (not before.strip() or before.rstrip(" \t").endswith("\n\n")) and after.lstrip(" \t").startswith("\n\n")
 
 
 def _section_terms(node: ContextNode) -> frozenset[str]:
@@ -1752,7 +1765,10 @@ def _names_the_responsible(question: str, sentence: str) -> bool:
 COUNTED_BONUS = 0.08
 HOW_MANY_OF = re.compile(r"\bhow\s+(?:many|much)\s+((?:[\w'\u2019-]+\s*){1,3})", re.IGNORECASE)
 _NOT_COUNTED = frozenset("do does did is are was were have has had can could will would should may might must".split())
-NUMBER_TOKEN = re.compile(rf"(?<![\w.])\d[\d,.]*|\b(?:{_NUMBER_WORDS}|\w+teen|\w+ty)(?:-\w+)?\b", re.IGNORECASE)
+# a number word with its hyphened units ("twenty-four"); the word after any other hyphen is what it measures or
+# counts ("a two-year warranty", "a five-mile walk"), as after a digit ("a 2-year warranty")
+_NUMBER_WORD = rf"(?:{_NUMBER_WORDS}|\w+teen|\w+ty)"
+NUMBER_TOKEN = re.compile(rf"(?<![\w.])\d[\d,.]*|\b{_NUMBER_WORD}(?:-{_NUMBER_WORD})?\b", re.IGNORECASE)
 COUNTED_WITHIN = 3  # a number and what it counts, no function word between ("four thousand vehicles", "nine chart types")
 ASKS_AGE = re.compile(r"\bhow\s+old\b", re.IGNORECASE)
 AGE = re.compile(
@@ -1805,15 +1821,86 @@ def _counts_the_asked(question: str, sentence: str) -> bool:
     return False
 
 
+ASKS_HOW_MANY = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
+MULTIPLIERS = re.compile(r"\b(?:double|twice|triple|treble|half)\b", re.IGNORECASE)
+
+
+def _gives_the_asked_figure(question: str, sentence: str) -> bool:
+    """Whether the sentence gives a number a 'how many / how much / how long / how often / how old' question
+    may be answered by: one of what it counts or measures (`_counts_the_asked`, `_measures_the_asked`), or
+    any other number but a date or a label ("500 ml of dark ale", "on 9 occasions", "double the normal
+    rate"), except that a 'how many' question is not answered by a measure ("for seven months")."""
+    if _counts_the_asked(question, sentence) or _measures_the_asked(question, sentence):
+        return True
+    many = bool(ASKS_HOW_MANY.search(question))
+    if not many and MULTIPLIERS.search(sentence):
+        return True
+    units = tuple(UNITS.values())
+    return any(
+        not (many and any(unit.match(word) for word in following[:MEASURED_WITHIN] for unit in units))
+        for following in _after_numbers(sentence, MEASURED_WITHIN)
+    )
+
+
+def asks_a_figure(question: str) -> bool:
+    """Whether the question asks for a number: a count, a measure, a frequency or an age."""
+    return bool(counted_terms(question) or asked_dimensions(question) or asks_frequency(question) or ASKS_AGE.search(question))
+
+
+def gives_no_asked_figure(question: str, picked: list[_Candidate]) -> bool:
+    """Whether quotes of a question asking for a number give none of the thing asked about: the first quote
+    (the one nearest the question) gives no such number, and no other quote that does holds the question's
+    words the first one holds. 'How many people died in the 1836 flood?' over "In 1836 a flood broke the
+    weir ..." and "By 1860 it employed 310 people" asks a count the documents do not give; 'What did the
+    trial cost?' is not answered by what a garden would cost."""
+    if not picked or not asks_a_figure(question):
+        return False
+    if _gives_the_asked_figure(question, picked[0].text):
+        return False
+    topic = (question_terms(question) & picked[0].terms) - counted_terms(question)
+    return not any(topic <= c.terms and _gives_the_asked_figure(question, c.text) for c in picked[1:])
+
+
+# "Is there an app for it?", "Are there any showers?", "Does the company pay for gym membership?", "Do they
+# offer refunds?": whether a thing exists or is given, which a passage can answer only by naming the thing
+ASKS_WHETHER_THERE_IS = re.compile(
+    r"^\W*(?:is|are|was|were)\s+there\s+(?P<there>[^?.!]+)"
+    r"|^\W*(?:does|do|did|will|would|can)\s+[\w'\u2019 -]+?\s+(?:pay|provide|offer|have|include|give|sell|supply)\s+"
+    r"(?:for\s+)?(?P<given>[^?.!]+)",
+    re.IGNORECASE,
+)
+_THING_ENDS = re.compile(r"\s+(?:for|at|in|on|of|with|to|from|by|near|during|when|if|after|before)\s+.*$", re.IGNORECASE)
+
+
+def asked_thing(question: str) -> frozenset[str]:
+    """The stemmed words of the thing an 'is there X? / does it pay for X?' question asks after, before
+    any preposition ('app' of 'Is there an app for the weather station?', 'gym', 'membership' of 'Does the
+    company pay for gym membership?'); empty for other questions."""
+    match = ASKS_WHETHER_THERE_IS.match(question)
+    if not match:
+        return frozenset()
+    thing = _THING_ENDS.sub("", match.group("there") or match.group("given"))
+    return frozenset(stem(t) for t in content_terms(thing))
+
+
+def names_no_asked_thing(question: str, picked: list[_Candidate]) -> bool:
+    """Whether no quote names the thing an 'is there X? / does it pay for X?' question asks after: quotes
+    about the company's pay or the station's parts cannot say whether it pays for gym membership or has an
+    app."""
+    thing = asked_thing(question)
+    return bool(thing) and not any(thing & c.terms for c in picked)
+
+
 # "How long / how often / how far ...?", "How much does it cost / weigh?": a measure of one dimension,
 # answered by a number with a unit of it ("for two and a half hours", "every ninety minutes", "six
 # miles", "costs 24 pounds", "1.9 kilograms"), not by a number of something else.
 _UNIT_WORDS = {
     "time": r"seconds?|minutes?|hours?|days?|nights?|weeks?|fortnights?|months?|years?|seasons?|decades?|centuries|century",
-    "length": r"millimet(?:re|er)s?|centimet(?:re|er)s?|met(?:re|er)s?|kilomet(?:re|er)s?|km|miles?|yards?|f(?:oo|ee)t|inch(?:es)?|paces?"
+    "length": r"millimet(?:re|er)s?|centimet(?:re|er)s?|met(?:re|er)s?|kilomet(?:re|er)s?|km|cm|mm|m|miles?|yards?|f(?:oo|ee)t|inch(?:es)?"
+    r"|paces?"
     r"|words|pages|lines",  # a text's length ("from 1500 to 2000 words long")
     "money": r"pounds?|pence|dollars?|cents?|euros?|francs?|yen|crowns?|shillings?|guineas?|coins?",
-    "weight": r"grams?|kilograms?|kilos?|kg|tonnes?|tons?|ounces?|oz|lbs?|stones?",
+    "weight": r"grams?|kilograms?|kilos?|kg|g|mg|tonnes?|tons?|ounces?|oz|lbs?|stones?",
 }
 _CURRENCY = r"[£$€¥]\s?\d"
 # every dimension a question word asks for ("how long" is a duration or a length)
@@ -2590,6 +2677,8 @@ class ExtractiveAnswerer:
         if verdict is Grounding.ANSWERED and in_bigrams(core) and quoted.picked[0].lexical == 0:
             return Grounding.CLOSEST
         if verdict is Grounding.ANSWERED and asks_a_negative(core) and not says_the_asked_negative(core, quoted.picked[0].text):
+            return Grounding.CLOSEST
+        if verdict is Grounding.ANSWERED and (gives_no_asked_figure(core, quoted.picked) or names_no_asked_thing(core, quoted.picked)):
             return Grounding.CLOSEST
         if verdict is Grounding.NOTHING and subject_is_a_pronoun(core, len(subject_terms(core)), len(names_in(core))):
             return Grounding.CLOSEST

@@ -2302,6 +2302,12 @@ def _person(previous: Rewrite, previous_answer: str, pronoun: str | None, told: 
         candidates = [c for c in source if c != skip and _may_mean(c, wanted, lead, about_a_thing) and fits(c)]
         if not candidates:
             continue
+        if wanted and source in (answer_names, introduced) and not any(_kind(c, told) for c in _first_quoted(candidates, previous_answer)):
+            # 'how much can he approve?' after 'What about the finance officer?': Gareth Lowe, whom the
+            # first quote names as the one asked about, though only a later quote's Mark is a known 'he'
+            candidates = [c for c in candidates if c in _first_quoted(candidates, previous_answer)]
+            if len(candidates) == 1:
+                return candidates[0]
         known = [c for c in candidates if wanted and _kind(c, told) == wanted]
         if known:  # 'her eldest son Jacob' is a 'he' before a name a later quote gives in passing
             return known[0]
@@ -3269,7 +3275,7 @@ def _phrase_words(run: list[str], *, do_question: bool, following: str) -> list[
     follows ('does the queen excluder do?'), all but the last when the clause ends there or a
     preposition follows ('did the railway electrify?'), else None (the verb cannot be told)."""
     for j, word in enumerate(run[1:], start=1):
-        if _looks_like_a_verb(word):
+        if _looks_like_a_verb(word) and not _noun_before_a_verb(word, run[j + 1 : j + 2]):
             return run[:j]
     if not do_question or len(run) == 1 or following in _STOP_VERBS:
         return run
@@ -3277,6 +3283,17 @@ def _phrase_words(run: list[str], *, do_question: bool, following: str) -> list[
 
 
 _STOP_VERBS = frozenset("do does did doing have has had having be been being is was are were".split())
+
+
+def _noun_before_a_verb(word: str, after: list[str]) -> bool:
+    """Whether a word that can be a verb is the thing's noun, the verb after it being the question's ('lift'
+    of 'How much will the new lift cost?', 'store' of 'When was the village store opened?'): a bare verb
+    that is no adverb, right before another verb of the run that is no -ing form (the verb's own object
+    in 'When did the Wren stop running?')."""
+    lower, following = word.lower(), after[0].lower() if after else ""
+    if not following or following.endswith("ing") or lower not in QUESTION_VERBS or lower in PHRASE_ADVERBS:
+        return False
+    return _looks_like_a_verb(following)
 
 
 def _looks_like_a_verb(word: str) -> bool:

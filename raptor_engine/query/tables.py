@@ -343,12 +343,26 @@ def _implied_column(kind: str, way: str, question: str, rows: Sequence[Row]) -> 
     return (found[0], way) if len(found) == 1 else None
 
 
+# 'Which mulch reduced weeds the most?': a verb of lowering before a plain superlative asks for the row whose
+# figure is lowest (the fewest weeds), not the highest
+_LOWERS = re.compile(
+    r"\b(?:reduc(?:e|es|ed|ing)|cut(?:s|ting)?|lower(?:s|ed|ing)?|decreas(?:e|es|ed|ing)|drop(?:s|ped|ping)?"
+    r"|shr[iau]nk|shrinks?|minimi[sz](?:e|es|ed|ing)|fell|falls?)\b",
+    re.IGNORECASE,
+)
+
+
 def _superlative(question: str) -> tuple[str, str, int] | None:
-    """The question's superlative: its way ('max'/'min'), the column kind it implies, and where it stands."""
+    """The question's superlative: its way ('max'/'min'), the column kind it implies, and where it stands. A
+    plain 'the most' / 'the least' after a verb of lowering turns the way round ('reduced weeds the most':
+    the lowest Weeds)."""
     match = _SUPERLATIVE.search(question)
     if match is None:
         return None
-    return (*_degree_of(match.group(1), _SUPERLATIVES), match.start(1))
+    way, kind = _degree_of(match.group(1), _SUPERLATIVES)
+    if not kind and _LOWERS.search(question, 0, match.start(1)):
+        way = "min" if way == "max" else "max"
+    return way, kind, match.start(1)
 
 
 def _tables(rows: list[Row]) -> dict[str | None, list[Row]]:
