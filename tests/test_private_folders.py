@@ -29,6 +29,7 @@ from raptor_engine import Engine, Settings
 from raptor_engine.errors import RaptorError
 from raptor_engine.storage.spaces import keep_private
 from raptor_engine.workers import worker_command
+from tests.unhurried import unhurried_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 OTHER_UID = 65534
@@ -79,7 +80,7 @@ def start_bot_like(cache: Path, data: Path) -> None:
 
 
 def engine(tmp_path: Path, cache: Path) -> Engine:
-    return Engine(Settings(data_dir=tmp_path / "data", cache_dir=cache))
+    return Engine(unhurried_settings(data_dir=tmp_path / "data", cache_dir=cache))
 
 
 @needs_root
@@ -176,7 +177,7 @@ def test_under_umask_000_no_other_user_can_swap_the_folders_on_the_way_to_the_da
     directory of theirs there, which the next command uses as it is (another user's folder is left alone)."""
     data = shared / "x" / "y" / "data"
     with umask(0):
-        Engine(Settings(data_dir=data, cache_dir=shared / "cache")).close()
+        Engine(unhurried_settings(data_dir=data, cache_dir=shared / "cache")).close()
     moved = as_other_user("mv", str(data.parent), str(data.parent.with_name("y.moved")))
     assert moved.returncode != 0 and "Permission denied" in moved.stderr, moved
     modes = [stat.S_IMODE(folder.stat().st_mode) for folder in (data.parents[1], data.parent, data)]
