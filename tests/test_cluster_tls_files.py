@@ -10,37 +10,22 @@ import logging
 import os
 import shutil
 import stat
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from raptor_engine.workers import ClusterSettingsError, cluster_security
+from tests.other_user import OTHER_UID, as_other_user, needs_root, reachable_folder
 from tests.test_cluster_certificates import Authority, _settings
 
-OTHER_UID = 65534
 ADDRESS = "tls://10.0.0.5:8786"
-needs_root = pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to act as another user"
-)
 
 
 @pytest.fixture
 def folder() -> Iterator[Path]:
     """A folder other users can reach (pytest's own are closed to them), as /etc/raptor would be."""
-    base = Path(tempfile.mkdtemp(prefix="raptor-tls-", dir="/tmp"))
-    base.chmod(0o755)
-    yield base
-    shutil.rmtree(base)
-
-
-def as_other_user(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups", *command],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    yield from reachable_folder("raptor-tls-")
 
 
 @needs_root

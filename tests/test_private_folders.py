@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sqlite3
 import stat
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,13 +27,10 @@ from raptor_engine import Engine, Settings
 from raptor_engine.errors import RaptorError
 from raptor_engine.storage.spaces import keep_private
 from raptor_engine.workers import worker_command
+from tests.other_user import OTHER_UID, as_other_user, needs_root, reachable_folder
 from tests.unhurried import unhurried_settings
 
 ROOT = Path(__file__).resolve().parent.parent
-OTHER_UID = 65534
-needs_root = pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to act as another user"
-)
 
 # What the bot does with its cache folder at start: the engine, then the shard's identify slot (a lock file
 # under RAPTOR_CACHE_DIR/identify, opened with "a+", truncated and written).
@@ -54,17 +49,7 @@ claim_identify_slot(cache / "identify" / "app-bucket-0.lock", 0.0)
 @pytest.fixture
 def shared() -> Iterator[Path]:
     """A folder other users can reach (pytest's own are closed to them), owned by this user, mode 0755."""
-    base = Path(tempfile.mkdtemp(prefix="raptor-cache-", dir="/tmp"))
-    base.chmod(0o755)
-    yield base
-    shutil.rmtree(base)
-
-
-def as_other_user(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups", *command],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    yield from reachable_folder("raptor-cache-")
 
 
 def start_bot_like(cache: Path, data: Path) -> None:
