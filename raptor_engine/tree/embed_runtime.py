@@ -56,7 +56,7 @@ LOAD_CHECKS = 4  # check sentences re-embedded on every load of a cached export
 MIN_COSINE = {"onnx": (0.999, 0.999), "onnx-int8": (0.95, 0.98)}
 _WEIGHT_FILES = ("*.safetensors", "pytorch_model.bin", "*.pt")
 # Bumped whenever the export itself changes, so caches made by an older recipe are rebuilt.
-EXPORT_RECIPE = "fused4"
+EXPORT_RECIPE = "fused5"
 # Fusions left out of the graph, offline and in the CPU session: onnxruntime's CPU kernels for a fused
 # skip + bias + layer norm and bias + GELU run ~3.3x and ~1.6x slower per element than the plain Add,
 # LayerNormalization and Gelu they replace, ~40% of the int8 leaves' time (docs/PERFORMANCE.md);
@@ -407,6 +407,10 @@ def export_model(
             str(folder / "model-int8.onnx"),
             weight_type=QuantType.QInt8,
             per_channel=True,
+            # 7-bit weights: a CPU without AVX-512 VNNI sums u8 x s8 products in pairs of 16 bits,
+            # which saturate with 8-bit weights and no longer can with 7, so every x86 CPU gets the
+            # same integer sums, and the same vectors, trees and quotes (docs/PERFORMANCE.md).
+            reduce_range=True,
             op_types_to_quantize=["MatMul", "Attention"],
             # The fused operators are onnxruntime's own, which ONNX shape inference cannot type.
             extra_options={"DefaultTensorType": _onnx_float()},
