@@ -43,17 +43,35 @@ def engine(tmp_path_factory, embedder):
         engine.close()
 
 
+FERRIES = "Which ferries crossed the Ambry?"
+# The first answer of the rows that lean on everything it listed, as the engine gives it when it names both
+# ferries: these rows test how the follow-up is read, and which sentences the first answer ranks first is
+# a near tie of the embedder's rounding (the answer probes test the ranking).
+GIVEN_ANSWERS = {
+    FERRIES: (
+        "From the documents:\n"
+        "- \u201cTwo ferries crossed the Ambry before the bridge opened.\u201d [1]\n"
+        "- \u201cThe Alder was a paddle steamer launched in 1862 at Greenock.\u201d [2]\n"
+        "- \u201cThe Wren was a smaller screw ferry launched in 1871.\u201d [2]"
+    )
+}
+
+
 async def last_query(engine: Engine, conversation: str) -> str:
+    """What the conversation's last question was searched as; an earlier question in GIVEN_ANSWERS is
+    answered as given there, every other one by the engine."""
     history: list[Turn] = []
     answer = None
-    for question in conversation.split(" | "):
+    questions = conversation.split(" | ")
+    for i, question in enumerate(questions):
+        given = GIVEN_ANSWERS.get(question) if i < len(questions) - 1 else None
+        if given is not None:
+            history += [Turn("user", question), Turn("assistant", given)]
+            continue
         answer = await engine.ask("k", question, history=list(history))
         history += [Turn("user", question), Turn("assistant", answer.text)]
     assert answer is not None
     return answer.query
-
-
-FERRIES = "Which ferries crossed the Ambry?"
 R2019 = "What did the 2019 report recommend?"
 R2021 = "What did the 2021 report recommend?"
 PIKE = "Who was harbour master of Port Lenning?"

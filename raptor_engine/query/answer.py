@@ -2544,7 +2544,12 @@ class ExtractiveAnswerer:
         picked = quoted.picked
         if quoted.settled is None:
             words = NARRATIVE_FRAGMENT_WORDS if quoted.kind == NARRATIVE else FRAGMENT_WORDS
-            picked = [_with_next_sentence(c, quoted.picked, words) for c in quoted.picked]
+            follows = _document_next(context, quoted.candidates)
+            picked = [
+                joined
+                for c in quoted.picked
+                for joined in _with_next_sentence_of_its_document(c, quoted.picked, follows, words)
+            ]
         lines = "\n".join(f"- {in_quotes(c.shown)} [{c.position}]" for c in picked)
         return AnswerDraft(f"{self._lead(quoted, context)}\n{lines}", pages=_quoted_pages(picked))
 
@@ -2951,6 +2956,68 @@ def _with_next_sentence(
     if following and _joinable(text, own, following[0], following[0], picked, candidate.transcript, code):
         return _joined(candidate, own.start, following[0].end, f"{candidate.text} {following[0].text}")
     return candidate
+
+
+# What follows a summary's copy of a document's sentence in the document (`_document_next`): the next copy
+# the same leaf left out (by its key, so the summary's own neighbour is that sentence), or the leaf's
+# candidate sentence right after where the copy stood; None when the leaf goes on past a trimmed run or
+# a paragraph's end.
+_DocumentNext = dict[str, "str | _Candidate | None"]
+
+
+def _document_next(context: list[ContextNode], candidates: list[_Candidate]) -> _DocumentNext:
+    """For each sentence a context leaf left out because a summary holds it (`ContextNode.held_elsewhere`),
+    what follows it in the document: an extractive summary copies sentences from all over its cluster, so
+    its own next sentence is seldom the document's ("Two ferries crossed the Ambry ... The Wren carried
+    only passengers" skips the Alder)."""
+    by_node: dict[int, list[_Candidate]] = {}
+    for candidate in candidates:
+        if candidate.node.layer == 0:
+            by_node.setdefault(id(candidate.node), []).append(candidate)
+    follows: _DocumentNext = {}
+    for node in context:
+        if node.layer > 0 or not node.held_elsewhere:
+            continue
+        held = node.held_elsewhere
+        for i, (offset, key) in enumerate(held):
+            if i + 1 < len(held) and held[i + 1][0] == offset:
+                follows[key] = held[i + 1][1]
+                continue
+            after = [c for c in by_node.get(id(node), ()) if c.sentence.start >= offset]
+            first = min(after, key=lambda c: c.sentence.start, default=None)
+            gap = node.text[offset : first.sentence.start] if first is not None else ""
+            joinable = first is not None and not gap.strip() and "\n\n" not in gap
+            follows[key] = first if joinable else None
+    return follows
+
+
+def _with_next_sentence_of_its_document(
+    candidate: _Candidate, picked: list[_Candidate], follows: _DocumentNext, fragment_words: int = FRAGMENT_WORDS
+) -> list[_Candidate]:
+    """`_with_next_sentence`, for a summary's copy of a document's sentence what follows it in the document
+    (`_document_next`): the summary's neighbour only when that is the document's next sentence too, else
+    the leaf's next sentence quoted after it from the leaf; nothing for a copy the document continues
+    past a trimmed run. Any other sentence: `_with_next_sentence`."""
+    copy = candidate.node.layer > 0 and not candidate.transcript and candidate.key in follows
+    if not copy or word_count(candidate.text) >= fragment_words:
+        return [_with_next_sentence(candidate, picked, fragment_words)]
+    following = follows[candidate.key]
+    if isinstance(following, str):  # the summary's own next sentence, if it is that one
+        joined = _with_next_sentence(candidate, picked, fragment_words)
+        added = joined.text[len(candidate.text) :] if joined.text.startswith(candidate.text) else ""
+        return [joined if added.strip() and sentence_key(added) == following else candidate]
+    if following is None or not _quotable_after(following, picked):
+        return [candidate]
+    return [candidate, following]
+
+
+def _quotable_after(added: _Candidate, picked: list[_Candidate]) -> bool:
+    """Whether a leaf's sentence may be quoted after a summary's copy of the one before it: as `_joinable`
+    asks of a joined neighbour, neither cut short, a heading, a list item nor quoted already."""
+    sentence = added.sentence
+    if sentence.cut_short or is_heading(sentence.text) or strip_bullet(sentence.text) != sentence.text:
+        return False
+    return not any(added.key == other.key for other in picked)
 
 
 def _with_reply(candidate: _Candidate, picked: list[_Candidate]) -> _Candidate | None:
