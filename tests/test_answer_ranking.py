@@ -92,6 +92,12 @@ def test_when_did_it_end_quotes_the_year_of_the_ending(embedder):
         ("When did the light start?", "The last keeper locked the tower door in 1987.", -EVENT_BONUS),
         ("When did the light close?", "The tower was painted white in 1910.", 0.0),  # neither event
         ("When did the light close?", "The light was first lit long ago.", 0.0),  # no year
+        # a span's years: 'from' a year is a start, 'to / till' a year an end
+        ("When did Ada Brenn die?", "Ada Brenn ran the press from 1902.", -EVENT_BONUS),
+        ("When did the mill close?", "It ground corn from 1790 to 1910.", EVENT_BONUS),
+        ("When did the mill open?", "It ground corn from 1790 to 1910.", EVENT_BONUS),
+        ("When did the mill open?", "It ground corn till 1910.", -EVENT_BONUS),
+        ("When did the mill close?", "It ground corn from the early days.", 0.0),  # no year
     ],
 )
 def test_a_when_question_prefers_the_year_of_its_event_over_the_other_one(question, sentence, bonus):

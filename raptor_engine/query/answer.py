@@ -363,9 +363,12 @@ ASKS_END = re.compile(
     r"quit|abandon|abandoned|automate|automated|over)\b",
     re.I,
 )
+# a span's years say which end each is ("ran the press from 1902", "served from 1885 to 1903")
+_SPAN_START = rf"\bfrom\s+(?:(?:early|late|mid)\s+)?{_YEAR}\b"
+_SPAN_END = rf"\b(?:to|till|through)\s+(?:(?:early|late|mid)\s+)?{_YEAR}\b"
 ENDS = re.compile(
     r"\b(?:last|final|finally|closed|ended|end|locked|retired|left|died|death|until|converted|automated|"
-    r"stopped|discontinued|abandoned|shut|handed over|no longer)\b",
+    rf"stopped|discontinued|abandoned|shut|handed over|no longer)\b|{_SPAN_END}",
     re.I,
 )
 ASKS_START = re.compile(
@@ -374,7 +377,7 @@ ASKS_START = re.compile(
     re.I,
 )
 STARTS = re.compile(
-    r"\b(?:first|began|begun|built|opened|founded|established|created|lit|started|introduced|installed)\b",
+    rf"\b(?:first|began|begun|built|opened|founded|established|created|lit|started|introduced|installed)\b|{_SPAN_START}",
     re.I,
 )
 EVENT_BONUS = 0.1  # a year of the asked event (an ending for "when did it close?") over a year of another
