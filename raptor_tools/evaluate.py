@@ -187,7 +187,7 @@ def tree_fingerprint(engine: Engine) -> str:
     s = engine.settings
     return json.dumps(
         [
-            engine.embedder.name,
+            engine.embedder.vectors_id,
             engine.summarizer.name,
             s.chunk_tokens,
             s.summary_max_tokens,

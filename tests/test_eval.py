@@ -463,3 +463,25 @@ def test_eval_command_runs_its_builds_without_the_deadline(monkeypatch, tmp_path
     )
     assert "stop here" in result.output
     assert seen == {"timeout": 0.0}
+
+
+def test_cached_trees_are_keyed_by_what_computes_the_vectors(embedder):
+    """A tree built with another runtime or ONNX export (other vectors) is never reused as this one's."""
+    from types import SimpleNamespace
+
+    from raptor_engine.tree.embed_runtime import EXPORT_RECIPE
+    from raptor_tools.evaluate import tree_fingerprint
+
+    assert embedder.name in embedder.vectors_id and embedder.runtime.label in embedder.vectors_id
+    assert (EXPORT_RECIPE in embedder.vectors_id) == embedder.runtime.label.startswith("onnx")
+    settings = unhurried_settings()
+
+    def engine(vectors_id: str) -> SimpleNamespace:
+        return SimpleNamespace(
+            settings=settings, embedder=SimpleNamespace(vectors_id=vectors_id), summarizer=SimpleNamespace(name="x")
+        )
+
+    same = tree_fingerprint(engine(embedder.vectors_id))
+    assert tree_fingerprint(engine(embedder.vectors_id)) == same
+    assert tree_fingerprint(engine(f"{embedder.name} onnx-int8 (cpu) fused0")) != same
+    assert tree_fingerprint(engine(f"{embedder.name} torch (cpu)")) != same

@@ -28,7 +28,7 @@ import numpy as np
 from ..config import default_cache_dir
 from ..errors import RaptorError
 from ..ingest.budget import checkpoint
-from .embed_runtime import BACKENDS, DEFAULT_BACKEND, load_runtime
+from .embed_runtime import BACKENDS, DEFAULT_BACKEND, EXPORT_RECIPE, load_runtime
 from .fast_tokenizer import FastTokenizer
 
 log = logging.getLogger(__name__)
@@ -136,6 +136,15 @@ class Embedder:
         # Input length in tokens, without the [CLS]/[SEP] the model adds.
         self.max_tokens = int(self.runtime.max_seq_length) - 2
         self._lock = threading.Lock()
+
+    @property
+    def vectors_id(self) -> str:
+        """What the vectors depend on besides the text: the model, the runtime that computes them and, for
+        an ONNX export, its recipe ('all-MiniLM-L6-v2 onnx-int8 (cpu) fused5'). Trees cached for
+        evaluation are keyed by it, so vectors of another runtime or export are never mixed in."""
+        label = getattr(self.runtime, "label", "")
+        recipe = f" {EXPORT_RECIPE}" if label.startswith("onnx") else ""
+        return f"{self.name} {label}{recipe}".strip()
 
     def count_tokens(self, text: str) -> int:
         """Tokens of one text as budgets should see them (see `count_tokens_batch`)."""
