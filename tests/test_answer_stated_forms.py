@@ -86,7 +86,8 @@ def test_a_purpose_straight_after_the_asked_verb_is_stated_in_so_many_words(ques
             -PRICE_ONLY_PENALTY,
         ),
         ("How did the club pay for the boathouse?", "The boathouse was finished in 1990.", 0.0),
-        # another 'how' question
+        # another 'how' question: raising children is not raising money
+        ("How did she raise her children?", "They were raised by her sister in Leeds.", 0.0),
         ("How did the crew train for the race?", "Their coach was paid for by a grant.", 0.0),
         ("How did the crew train for the race?", "The new boat cost 5,000 pounds.", 0.0),
     ],

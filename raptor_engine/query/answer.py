@@ -1754,7 +1754,8 @@ def _asks_destination(question: str) -> bool:
 # pounds", "bought the mill for 4,000 pounds") does not
 ASKS_MEANS_OF_PAYING = re.compile(
     r"^\W*how\s+(?:did|does|do|will|would|could|can|was|were|is|are|has|have|had)\s+(?:[^?]+?\s+)?"
-    r"(?:pay|paid|fund|funded|finance|financed|afford|afforded|bankroll|bankrolled|raise|raised)\b",
+    r"(?:pay|paid|fund|funded|finance|financed|afford|afforded|bankroll|bankrolled"
+    r"|(?:raise|raised)\s+(?:the\s+|this\s+|that\s+|enough\s+)?(?:money|funds|cash|capital|sum))\b",  # not children
     re.IGNORECASE,
 )
 MEANS_OF_PAYING = re.compile(
