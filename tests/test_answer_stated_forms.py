@@ -150,7 +150,15 @@ def test_a_number_or_a_because_of_something_else_is_not_what_the_question_asks(
         ("What caused the landslide?", "Weeks of rain started the landslide above the village.", True),
         ("What started the fire?", "A spark from the kiln set the roof alight.", True),
         ("What was the cause of the blaze?", "Someone had ignited a pile of straw by the door.", True),
+        ("What caused the flood?", "A culvert gave way and the embankment burst.", True),
+        ("What caused the crash?", "The brakes of the lorry failed on the hill.", True),
         # a verb of causing whose object is something else, what X itself did, or a fire's words for another X
+        ("What caused the flood?", "The flood burst through the lower town.", False),
+        (
+            "What caused the fire?",
+            "The roof collapsed an hour later.",
+            False,
+        ),  # a fire is set, not given way to
         ("What caused the outage?", "A maintenance job triggered an alarm at nine.", False),
         ("What caused the fire?", "The fire destroyed the upper floors.", False),
         ("What caused the flood?", "A spark from the kiln set the roof alight.", False),
@@ -232,6 +240,15 @@ def test_the_asked_end_of_x_outweighs_another_end_of_the_asked_kind():
             ],
             "What caused the fire?",
             "a spark from the forge",
+        ),
+        (  # without GIVING_WAY, the sentence telling what the flood did leads
+            [
+                "## The breach of 1834\n\nIn February 1834 a rat-riddled culvert gave way and the embankment at "
+                "Mill Green burst. The flood drowned eleven men working in the brickfield below. The company "
+                "rebuilt the embankment in stone, because the magistrates would not allow another earth bank."
+            ],
+            "What caused the flood?",
+            "a rat-riddled culvert gave way",
         ),
     ],
 )

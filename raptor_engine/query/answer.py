@@ -1584,15 +1584,27 @@ SETTING_ALIGHT = re.compile(
     r"\bset\s+(?:[\w'\u2019-]+\s+){1,5}?(?:alight|ablaze|afire|on\s+fire)\b|\bignited\b", re.IGNORECASE
 )
 FIRES = frozenset(stem(word) for word in ("fire", "fires", "blaze", "flames", "inferno"))
+# "What caused the flood / collapse / outage / crash?": something else giving way ("a culvert gave way and
+# the embankment burst", "the brakes failed", "a disk failed"), in a sentence that does not name X (one
+# that does says what X did or was, `_tells_what_the_asked_did`); a fire is set, not given way to
+GIVING_WAY = re.compile(
+    r"\b(?:gave\s+way|burst|breached|collapsed|failed|broke(?:\s+down)?|cracked|snapped|overtopped|overflowed"
+    r"|rusted\s+through|ran\s+out\s+of|blew\s+(?:out|up))\b",
+    re.IGNORECASE,
+)
 
 
 def _names_what_caused_the_asked(question: str, sentence: str) -> bool:
     """Whether, for a 'what caused X?' question, the sentence tells what did it: a verb of causing with X its
-    object (CAUSING), or for a fire a verb of setting alight (SETTING_ALIGHT)."""
+    object (CAUSING), for a fire a verb of setting alight (SETTING_ALIGHT), for anything else another thing
+    giving way (GIVING_WAY)."""
     subject = _cause_subject(question)
     if subject is None:
         return False
-    if subject in FIRES and SETTING_ALIGHT.search(sentence):
+    if subject in FIRES:
+        if SETTING_ALIGHT.search(sentence):
+            return True
+    elif GIVING_WAY.search(sentence) and not _names_the_asked_subject(question, sentence):
         return True
     return any(subject in {stem(word) for word in words(m.group("what"))} for m in CAUSING.finditer(sentence))
 
