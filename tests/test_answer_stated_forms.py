@@ -14,8 +14,8 @@ from raptor_engine.query.answer import (
     REASON_FORM_BONUS,
     REASON_KIND,
     _counts_only_others,
-    _ends_the_asked,
     _event_bonus,
+    _event_said_of_the_asked,
     _explains_another,
     _means_score,
     _names_what_caused_the_asked,
@@ -189,6 +189,8 @@ def test_what_started_x_asks_a_cause_and_what_started_then_does_not(question, as
         ),
         ("When did the cinema close?", "The cinema closed for good one wet Sunday in June.", True),
         ("When did Nora Vale die?", "She kept the shop until her death two winters later.", True),
+        ("When did the ferry service start?", "The service was first run in 1911.", True),  # a start as well
+        ("When did the ferry service start?", "The first skipper came in 1911.", False),
         # the asked end of something else, or no asked end at all
         ("When did the quarry stop cutting slate?", "In 1969 the last of the quarrymen retired.", False),
         ("When did the quarry stop cutting slate?", "A gang could cut forty tons of slate a week.", False),
@@ -201,7 +203,7 @@ def test_what_started_x_asks_a_cause_and_what_started_then_does_not(question, as
     ],
 )
 def test_when_did_x_end_is_answered_by_the_asked_end_said_of_x(question, sentence, ends):
-    assert _ends_the_asked(question, sentence) is ends
+    assert _event_said_of_the_asked(question, sentence) is ends
 
 
 def test_the_asked_end_of_x_outweighs_another_end_of_the_asked_kind():

@@ -1100,22 +1100,23 @@ def _event_bonus(question: str, sentence: str) -> float:
     asks_end, asks_start = bool(ASKS_END.search(question)), bool(ASKS_START.search(question))
     if (asks_end and ENDS.search(sentence)) or (asks_start and STARTS.search(sentence)):
         named = EVENT_BONUS if _names_the_asked_event(question, sentence) else 0.0
-        return EVENT_BONUS + named + (EVENT_BONUS if named and _ends_the_asked(question, sentence) else 0.0)
+        return EVENT_BONUS + named + (EVENT_BONUS if named and _event_said_of_the_asked(question, sentence) else 0.0)
     if asks_end != asks_start and (STARTS if asks_end else ENDS).search(sentence):
         return -EVENT_BONUS
     return 0.0
 
 
-# "When did the tide mill stop grinding?", "When did the bakery close?", "When did Ada die?": the answer says
-# the asked event of what the question asks about, next to it ("The last commercial grinding took place in
-# 1907", "The bakery closed for good ...", "until her death the winter after"), where another sentence
-# tells only of the activity ("about four hours of grinding") or of another's end
-ENDED_WITHIN = 3  # words between an end and what ends ("the last commercial grinding", "the last slate")
+# "When did the tide mill stop grinding?", "When did the bakery close?", "When did Ada die?", "When did the
+# light start?": the answer says the asked event of what the question asks about, next to it ("The last
+# commercial grinding took place in 1907", "The bakery closed for good ...", "until her death the winter
+# after", "The light was first lit in 1839"), where another sentence tells only of the activity ("about four
+# hours of grinding") or of another's end or start ("The first keeper came in 1839")
+ENDED_WITHIN = 3  # words between an end or start and what it is of ("the last commercial grinding", "the last slate")
 _POSSESSIVES = frozenset("his her its their".split())
 
 
-def _ends_the_asked(question: str, sentence: str) -> bool:
-    """Whether a 'when did X stop / close / die ...?' sentence names the asked event (ASKED_EVENTS) within
+def _event_said_of_the_asked(question: str, sentence: str) -> bool:
+    """Whether a 'when did X stop / close / die / open ...?' sentence names the asked event (ASKED_EVENTS) within
     ENDED_WITHIN words of one of the question's other words, in any of its forms ('stop cutting slate':
     "The last slate was cut"), or straight after a possessive ("until her death")."""
     events = _asked_events(question)
