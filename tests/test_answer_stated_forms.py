@@ -42,6 +42,12 @@ from tests.test_answer_ranking import answer_over, first_quote
             True,
         ),
         ("Why was the chapel enlarged?", "It was enlarged so as to seat the quarrymen's families.", True),
+        (
+            "Why were the almshouses founded?",
+            "They were founded in 1620 for the relief of poor widows.",
+            True,
+        ),
+        ("Why was the barn built?", "The barn was built for storing the tithe grain.", True),
         # the asked verb without a purpose after it, or a reason clause that may only say when
         ("Why was the chapel built?", "It was built of local granite in 1790.", False),
         ("Why was the chapel built?", "The chapel was built in 1790, when the village grew.", False),
@@ -112,6 +118,8 @@ def test_how_did_x_pay_is_answered_by_where_the_money_came_from_not_by_a_price(q
         # a number that may count the asked thing, said without its noun
         ("How many men were lost?", NUMBER_KIND, "Twelve died when the boat overturned.", False),
         ("How many men were lost?", NUMBER_KIND, "Seven of the crew never came home.", False),
+        # a count of people or things may name them by any noun
+        ("How many people died?", NUMBER_KIND, "Thirty passengers and crew were drowned.", False),
         # 'how much' measures: a unit is what it asks for
         ("How much water does the tank hold?", NUMBER_KIND, "It holds 40 litres.", False),
         (

@@ -1504,6 +1504,8 @@ ASKS_WHY_DONE = re.compile(
 )
 PURPOSE_AFTER_VERB = re.compile(
     r"^(?:so\s+that|so\s+as\s+to|in\s+order\s+(?:to|that)|for\s+the\s+purpose\s+of)\b"
+    # "founded in 1620 for the relief of poor widows", "built for storing grain"
+    r"|^for\s+the\s+(?:relief|use|benefit|care|defen[cs]e|protection|[a-z]+(?:ing|ion|ment))\s+of\b|^for\s+[a-z]+ing\b"
     r"|^to\s+(?!(?:the|a|an|be|his|her|its|their|this|that|my|our|your|them|him|me|us|it)\b)[a-z]",
     re.IGNORECASE,
 )
@@ -2011,6 +2013,10 @@ ASKS_HOW_MANY = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
 _IRREGULAR_PLURALS = frozenset("men women children people feet teeth geese mice oxen".split())
 
 
+# what a number of anything of its kind may count: "twelve miners" are people, "three ferries" things
+GENERIC_COUNTED = frozenset(stem(word) for word in "people persons individuals lives things items ones times".split())
+
+
 def _plural_noun(word: str) -> bool:
     return word in _IRREGULAR_PLURALS or (len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")))
 
@@ -2020,8 +2026,8 @@ def _counts_only_others(question: str, sentence: str) -> bool:
     a plural noun that is not X straight after it ("He arrived with their three children" for 'How many men
     were lost?'). A number followed by anything else ("twelve died", "seven of the crew") may count X."""
     counted = counted_terms(question)
-    if not counted or not ASKS_HOW_MANY.search(question):
-        return False
+    if not counted or counted & GENERIC_COUNTED or not ASKS_HOW_MANY.search(question):
+        return False  # 'How many people died?' is answered by "thirty passengers" too
     following = [after[0] if after else "" for after in _after_numbers(sentence, 1)]
     return bool(following) and all(_plural_noun(word) and stem(word) not in counted for word in following)
 
