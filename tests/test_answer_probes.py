@@ -84,18 +84,9 @@ def test_the_probe_files_are_json_lines_with_the_fields_the_loader_reads():
 # settles it for the death, where a batch's rounding settled it the other way ("Quotes that do not depend
 # on what was asked before"). "Why is a new water tank needed?" is answered as the old tank's fault, stated
 # in so many words, counts in full under the blend (`answer.stated_form_score`), and the Great Refractor's
-# purpose as its sentence reads the section the leaf before it ends in.
-# With the 7-bit int8 weights every x86 CPU shares (`embed_runtime.EXPORT_RECIPE` "fused5"), two more are
-# near ties the blend settles the other way: the Great Refractor's purpose ("It was built to measure ...",
-# 0.348) under Quill saving it (0.413), and the forty-three men lost (0.527) under "three children"
-# (0.528), which gives a number of something else.
-KNOWN_MISSES = frozenset(
-    {
-        "Who was Elias Marrow?",
-        "Why was the Great Refractor built?",
-        "How many men were lost before the tower was built?",
-    }
-)
+# purpose as its sentence reads the section the leaf before it ends in, and as a purpose straight after the
+# asked verb ("was built to measure", `answer._purpose_after_the_asked_verb`) is stated in so many words too.
+KNOWN_MISSES = frozenset({"Who was Elias Marrow?"})
 
 
 def test_every_development_probe_but_the_known_misses_is_answered_by_the_first_quote(tmp_path, embedder):
@@ -121,7 +112,8 @@ def test_the_two_sets_and_the_halves_of_the_second_share_no_document():
 # gained, when each sentence came to be embedded alone: the first quote is "The Brisk 500 ... weighs 420
 # grams" or "We recommend the Brisk 500 ... light enough for a rucksack", both given the compared scale's
 # bonus and 0.0055 apart with fp32 vectors (docs/EVALUATION.md, "Quotes that do not depend on what was
-# asked before").
+# asked before"). How the trust paid is said where the money came from ("raised by public appeal",
+# `answer._means_score`), which its purchase at a price ("bought the mill ... for 4,000 pounds") is not.
 SECOND_KNOWN_MISSES = frozenset(
     {
         "Why did the tide mill stop grinding?",
@@ -129,10 +121,6 @@ SECOND_KNOWN_MISSES = frozenset(
         "Why did the dam fail?",
         "Who was responsible for the breach?",
         "Is the Alpen Mini lighter than the Brisk 500?",
-        # near ties settled the other way by the 7-bit int8 weights ("fused5")
-        "What caused the fire?",
-        "How did the trust pay for the restoration?",
-        "When did the tide mill stop grinding?",
     }
 )
 

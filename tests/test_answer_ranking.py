@@ -87,8 +87,10 @@ def test_when_did_it_end_quotes_the_year_of_the_ending(embedder):
     [
         ("When did the light close?", "The last keeper locked the tower door in 1987.", EVENT_BONUS),
         ("When did the light close?", "The light was first lit in 1839.", -EVENT_BONUS),  # a start's year
-        # ... and as much again for the asked event in its own words (`ASKED_EVENTS`: a start is a 'first')
-        ("When did the light start?", "The light was first lit in 1839.", 2 * EVENT_BONUS),
+        # ... and as much again for the asked event in its own words (`ASKED_EVENTS`: a start is a 'first'),
+        ("When did the light start?", "The first keeper came in 1839.", 2 * EVENT_BONUS),
+        # ... and again when it is said of what the question asks about (`_event_said_of_the_asked`)
+        ("When did the light start?", "The light was first lit in 1839.", 3 * EVENT_BONUS),
         ("When did the light start?", "The last keeper locked the tower door in 1987.", -EVENT_BONUS),
         ("When did the light close?", "The tower was painted white in 1910.", 0.0),  # neither event
         ("When did the light close?", "The light was first lit long ago.", 0.0),  # no year

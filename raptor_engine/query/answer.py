@@ -218,7 +218,10 @@ _NUMBER_ATTRIBUTES = (
 )
 _REASON_ATTRIBUTES = r"cause|reason|purpose|aim|goal|point|result|outcome|effect|consequence|motive"
 _NAME_ATTRIBUTES = r"name|title"
-_CAUSING = r"caused|causes|led\s+to|leads\s+to|triggered|sparked|brought\s+about|set\s+off"
+_CAUSING = (
+    r"caused|causes|led\s+to|leads\s+to|triggered|sparked|brought\s+about|set\s+off"
+    r"|started(?=\s+(?:the|a|an|this|that|its|their|his|her)\b)"  # "What started the fire?", not "What started in 1990?"
+)
 _WHAT_FOR = r"^\W*what\s+(?:is|are|was|were)\s+[^?]+?\s+(?:used\s+)?for\s*[?.!]*\s*$"  # "What is the rope for?"
 _PLACE_ATTRIBUTES = r"location|place|origin|site"
 ATTRIBUTE_OF = re.compile(
@@ -359,7 +362,7 @@ _DESCRIBING = (
 _NAMING = r"(?:appointed|named|made|hired|engaged|elected|chose|called|known)"
 # "When did the light close?": an end (or a start) is written with its own words and a year.
 ASKS_END = re.compile(
-    r"\b(?:end|ended|close|closed|stop|stopped|finish|finished|shut|retire|retired|leave|left|die|died|"
+    r"\b(?:end|ended|close|closed|stop|stopped|cease|ceased|finish|finished|shut|retire|retired|leave|left|die|died|"
     r"quit|abandon|abandoned|automate|automated|over)\b",
     re.I,
 )
@@ -386,7 +389,7 @@ EVENT_BONUS = 0.1  # a year of the asked event (an ending for "when did it close
 ASKED_EVENTS = (
     (r"die|died", r"died|death|dead|passed\s+away|killed|buried"),
     (r"close|closed|shut", r"closed|closure|closing|shut"),
-    (r"stop|stopped|end|ended|finish|finished|quit", r"stopped|ceased|last|final|ended|no\s+longer|finished"),
+    (r"stop|stopped|cease|ceased|end|ended|finish|finished|quit", r"stopped|ceased|last|final|ended|no\s+longer|finished"),
     (r"retire|retired", r"retired|retirement"),
     (r"leave|left", r"left|departed|departure|moved"),
     (r"open|opened", r"opened|opening"),
@@ -969,11 +972,17 @@ def holds_asked_kind(question: str, kind: int, sentence: str) -> bool:
     """`holds_kind`, where a 'who' question's name must be one the question does not give: "Who will
     succeed Helen Trevaskis?" is not answered by a sentence whose only name is Helen Trevaskis ("Our chair
     since 2019 has been Helen Trevaskis"), but by the one naming someone else ("Her successor ... is Ruth
-    Pascoe"). "Who was X?" asks for a description, which `_describes` reads, not for a name."""
+    Pascoe"). "Who was X?" asks for a description, which `_describes` reads, not for a name. 'How many men
+    ...?' is not answered by a number of something else ("their three children", `_counts_only_others`),
+    nor 'what caused the fire?' by a 'because' of another thing (`_explains_another`)."""
     if kind == WHO_KIND:
         given = _given_names(question)
         if given:
             sentence = _CAPITALISED.sub(lambda m: "x" if m.group(0) in given else m.group(0), sentence)
+    if kind == NUMBER_KIND and _counts_only_others(question, sentence):
+        return False
+    if kind == REASON_KIND and _explains_another(question, sentence):
+        return False
     return holds_kind(kind, sentence)
 
 
@@ -1093,10 +1102,47 @@ def _event_bonus(question: str, sentence: str) -> float:
         return 0.0
     asks_end, asks_start = bool(ASKS_END.search(question)), bool(ASKS_START.search(question))
     if (asks_end and ENDS.search(sentence)) or (asks_start and STARTS.search(sentence)):
-        return EVENT_BONUS + (EVENT_BONUS if _names_the_asked_event(question, sentence) else 0.0)
+        named = EVENT_BONUS if _names_the_asked_event(question, sentence) else 0.0
+        return EVENT_BONUS + named + (EVENT_BONUS if named and _event_said_of_the_asked(question, sentence) else 0.0)
     if asks_end != asks_start and (STARTS if asks_end else ENDS).search(sentence):
         return -EVENT_BONUS
     return 0.0
+
+
+# "When did the tide mill stop grinding?", "When did the bakery close?", "When did Ada die?", "When did the
+# light start?": the answer says the asked event of what the question asks about, next to it ("The last
+# commercial grinding took place in 1907", "The bakery closed for good ...", "until her death the winter
+# after", "The light was first lit in 1839"), where another sentence tells only of the activity ("about four
+# hours of grinding") or of another's end or start ("The first keeper came in 1839")
+ENDED_WITHIN = 3  # words between an end or start and what it is of ("the last commercial grinding", "the last slate")
+_POSSESSIVES = frozenset("his her its their".split())
+
+
+def _event_said_of_the_asked(question: str, sentence: str) -> bool:
+    """Whether a 'when did X stop / close / die / open ...?' sentence names the asked event (ASKED_EVENTS) within
+    ENDED_WITHIN words of one of the question's other words, in any of its forms ('stop cutting slate':
+    "The last slate was cut"), or straight after a possessive ("until her death")."""
+    events = _asked_events(question)
+    if not events:
+        return False
+    asked = {_verb_stem(t) for t in content_terms(question) if not _is_an_event_word(t, question)}
+    said = re.findall(r"[\w'\u2019-]+", sentence)
+    ends = [i for i, word in enumerate(said) if any(re.fullmatch(e, word, re.I) for e in events)]
+    if any(i > 0 and said[i - 1].lower() in _POSSESSIVES for i in ends):
+        return True
+    near = {j for i in ends for j in range(max(0, i - ENDED_WITHIN), min(len(said), i + ENDED_WITHIN + 1))}
+    return any(_verb_stem(said[j]) in asked for j in near)
+
+
+def _is_an_event_word(term: str, question: str) -> bool:
+    """Whether a word of the question is the event it asks the time of ('stop' of 'When did X stop?')."""
+    return any(re.fullmatch(asked, term, re.I) for asked, _ in ASKED_EVENTS) or bool(ASKS_WHEN.match(term))
+
+
+def _verb_stem(word: str) -> str:
+    """`stem`, with a doubled last consonant made single, so 'running' meets 'run' and 'cutting' 'cut'."""
+    stemmed = stem(word.lower())
+    return stemmed[:-1] if len(stemmed) > 2 and stemmed[-1] == stemmed[-2] else stemmed
 
 
 _YEARS = re.compile(rf"\b{_YEAR}\b")
@@ -1305,14 +1351,16 @@ def form_score(question: str, sentence: str) -> float:
     """What the hand score gives a sentence for answering in the form its question's kind takes: a reason
     or cause for 'why / what caused X?' (less for what X itself did), a place on the compared scale, a
     negative for a negative question, blame or charge for 'who was responsible?', what came of X for 'what
-    was the result of / what happened to X?' (`_result_score`), a destination for 'where did X go?', X as
-    the sentence's opening for 'how is X done?' (`_opens_with_the_asked`)."""
+    was the result of / what happened to X?' (`_result_score`), a destination for 'where did X go?', where
+    the money came from for 'how did X pay for Y?', less a price alone (`_means_score`), X as the sentence's
+    opening for 'how is X done?' (`_opens_with_the_asked`)."""
     score = REASON_FORM_BONUS if _gives_the_asked_reason(question, sentence) else 0.0
     score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
     score += GRADED_BONUS if _measures_the_compared(question, sentence) else 0.0
     score += NEGATIVE_BONUS if _asks_a_negative(question) and asks_a_negative(sentence) else 0.0
     score += _result_score(question, sentence)
     score += DESTINATION_BONUS if _tells_the_destination(question, sentence) else 0.0
+    score += _means_score(question, sentence)
     score += SUBJECT_BONUS if _opens_with_the_asked(question, sentence) else 0.0
     return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
 
@@ -1321,7 +1369,8 @@ def stated_form_score(question: str, sentence: str) -> float:
     """The part of `form_score` that reads an answer said in so many words, which seldom misleads: a stated
     cause, purpose or fault of the replaced thing (`_states_the_asked_reason`), less what X did for 'what
     caused X?', blame or charge for 'who was responsible?', what came of X (`_result_score`), a destination,
-    X opening the sentence for 'how is X done?'.
+    where the money came from for 'how did X pay for Y?' (less a price alone), X opening the sentence for
+    'how is X done?'.
     The sentence model never saw these rules (only
     the hand score's column holds them), so a blended score adds them again at the model's share
     (`ExtractiveAnswerer._score`); the looser rules (a reason clause near a question word, a negative, a
@@ -1330,6 +1379,7 @@ def stated_form_score(question: str, sentence: str) -> float:
     score -= EFFECT_PENALTY if _tells_what_the_asked_did(question, sentence) else 0.0
     score += _result_score(question, sentence)
     score += DESTINATION_BONUS if _tells_the_destination(question, sentence) else 0.0
+    score += _means_score(question, sentence)
     score += SUBJECT_BONUS if _opens_with_the_asked(question, sentence) else 0.0
     return score + (ACTION_BONUS if _names_the_responsible(question, sentence) else 0.0)
 
@@ -1432,14 +1482,60 @@ SUBJECT_WITHIN = 4  # words that open a sentence whose subject is the asked thin
 
 def _states_the_asked_reason(question: str, sentence: str) -> bool:
     """Whether a why, cause or purpose question's sentence says its answer in so many words: a cause named
-    as one (STATED_CAUSE), a purpose in its form for 'what is X for?' (PURPOSE_FORM), the fault of what a
-    new thing replaces for 'why is a new X needed?'. Unlike a reason clause near one of the question's
-    words ("recognition system W as the ..."), these seldom mislead, so they count in full under the blend."""
+    as one (STATED_CAUSE), a purpose in its form for 'what is X for?' (PURPOSE_FORM) or straight after the
+    asked verb for 'why was X built?' (`_purpose_after_the_asked_verb`), the fault of what a new thing
+    replaces for 'why is a new X needed?'. Unlike a reason clause near one of the question's words
+    ("recognition system W as the ..."), these seldom mislead, so they count in full under the blend."""
     if _reason_asked(question) not in ("why", "cause"):
         return False
     if STATED_CAUSE.search(sentence) or _faults_the_replaced(question, sentence):
         return True
+    if _purpose_after_the_asked_verb(question, sentence) or _names_what_caused_the_asked(question, sentence):
+        return True
     return _asks_purpose(question) and bool(PURPOSE_FORM.search(sentence))
+
+
+# "Why was the Great Refractor built?", "Why was the college founded?", "Why did the council install the
+# gates?": the purpose follows the asked verb, a few words on ("was built to measure ...", "was founded in
+# 1868 to train ...", "installed the gates so that ..."); a reason clause ("as", "when") there may only say when
+ASKS_WHY_DONE = re.compile(
+    r"^\W*why\s+(?:(?:was|were|is|are|(?:has|have|had)\s+been)\s+.+?\s+(?P<done>[a-z][\w-]+)"
+    r"(?:\s+(?:in|on|at|by|for|from|with|during|after|before|near|across|over)\b[^?]*)?"
+    r"|(?:did|does|do|will|would)\s+(?:the\s+|a\s+|an\s+)?[\w'\u2019-]+(?:\s+(?-i:[A-Z])[\w'\u2019-]*)*\s+(?P<do>[a-z][\w-]+)\b[^?]*)"
+    r"\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
+PURPOSE_AFTER_VERB = re.compile(
+    r"^(?:so\s+that|so\s+as\s+to|in\s+order\s+(?:to|that)|for\s+the\s+purpose\s+of)\b"
+    # "founded in 1620 for the relief of poor widows", "built for storing grain"
+    r"|^for\s+the\s+(?:relief|use|benefit|care|defen[cs]e|protection|[a-z]+(?:ing|ion|ment))\s+of\b|^for\s+[a-z]+ing\b"
+    r"|^to\s+(?!(?:the|a|an|be|his|her|its|their|this|that|my|our|your|them|him|me|us|it)\b)[a-z]",
+    re.IGNORECASE,
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _why_verb(question: str) -> str | None:
+    """The stemmed verb a 'why was X done? / why did Y do X?' question asks the purpose of ('build' of
+    'Why was the Great Refractor built?'); None for other questions and for a verb that names no deed."""
+    match = ASKS_WHY_DONE.match(question)
+    verb = (match.group("done") or match.group("do")) if match else None
+    return None if verb is None or verb.lower() in STOPWORDS | _NO_ACTION else stem(verb.lower())
+
+
+def _purpose_after_the_asked_verb(question: str, sentence: str) -> bool:
+    """Whether the sentence states a purpose (PURPOSE_AFTER_VERB) within REASON_WITHIN words after the
+    verb a 'why was X done?' question asks about (`_why_verb`), in any of its forms."""
+    verb = _why_verb(question)
+    if verb is None:
+        return False
+    said = re.findall(r"[\w'\u2019-]+", sentence)
+    for i, word in enumerate(said):
+        if stem(word.lower()) == verb:
+            for gap in range(1, REASON_WITHIN + 2):
+                if PURPOSE_AFTER_VERB.match(" ".join(said[i + gap : i + gap + 4])):
+                    return True
+    return False
 
 
 # what a question asks is read once, not once a candidate sentence: a long question costs its regexes once
@@ -1480,6 +1576,53 @@ def _cause_subject(question: str) -> str | None:
     asked = ASKS_CAUSE.search(question)
     subject = content_terms((asked.group("of") or asked.group("caused") or "") if asked else "")
     return stem(subject[-1]) if subject else None
+
+
+# "What caused the outage?": its cause is the doer of a verb of causing whose object is X ("a maintenance
+# job triggered the outage", "a lamp started the fire"); a fire's, of a verb of setting alight ("a spark
+# from the kiln set the roof alight"), whose object is what burned
+CAUSING = re.compile(
+    r"\b(?:caused|causes|started|starts|triggered|triggers|sparked|sparks|ignited|provoked|set\s+off|touched\s+off"
+    r"|brought\s+about|led\s+to|leads\s+to)\s+(?P<what>(?:[\w'\u2019-]+\s*){1,4})",
+    re.IGNORECASE,
+)
+SETTING_ALIGHT = re.compile(
+    r"\bset\s+(?:[\w'\u2019-]+\s+){1,5}?(?:alight|ablaze|afire|on\s+fire)\b|\bignited\b", re.IGNORECASE
+)
+FIRES = frozenset(stem(word) for word in ("fire", "fires", "blaze", "flames", "inferno"))
+# "What caused the flood / collapse / outage / crash?": something else giving way ("a culvert gave way and
+# the embankment burst", "the brakes failed", "a disk failed"), in a sentence that does not name X (one
+# that does says what X did or was, `_tells_what_the_asked_did`); a fire is set, not given way to
+GIVING_WAY = re.compile(
+    r"\b(?:gave\s+way|burst|breached|collapsed|failed|broke(?:\s+down)?|cracked|snapped|overtopped|overflowed"
+    r"|rusted\s+through|ran\s+out\s+of|blew\s+(?:out|up))\b",
+    re.IGNORECASE,
+)
+
+
+def _names_what_caused_the_asked(question: str, sentence: str) -> bool:
+    """Whether, for a 'what caused X?' question, the sentence tells what did it: a verb of causing with X its
+    object (CAUSING), for a fire a verb of setting alight (SETTING_ALIGHT), for anything else another thing
+    giving way (GIVING_WAY)."""
+    subject = _cause_subject(question)
+    if subject is None:
+        return False
+    if subject in FIRES:
+        if SETTING_ALIGHT.search(sentence):
+            return True
+    elif GIVING_WAY.search(sentence) and not _names_the_asked_subject(question, sentence):
+        return True
+    return any(subject in {stem(word) for word in words(m.group("what"))} for m in CAUSING.finditer(sentence))
+
+
+def _explains_another(question: str, sentence: str) -> bool:
+    """Whether, for a 'what caused X?' question, the sentence's reason is another thing's: it neither names X
+    nor speaks of a cause ("rebuilt the mill with a slate roof, because the insurers refused" for the fire)."""
+    if _reason_asked(question) != "cause" or _cause_subject(question) is None:
+        return False  # "What caused it?" names no X to look for
+    if _names_the_asked_subject(question, sentence):
+        return False
+    return not re.search(r"\bcaus(?:e[sd]?|ing)\b", sentence, re.IGNORECASE)
 
 
 def _names_the_asked_subject(question: str, sentence: str) -> bool:
@@ -1621,6 +1764,50 @@ def _tells_the_destination(question: str, sentence: str) -> bool:
 @functools.lru_cache(maxsize=256)
 def _asks_destination(question: str) -> bool:
     return bool(ASKS_DESTINATION.search(question))
+
+
+# "How did the trust pay for the restoration?", "How was the new roof funded?", "How could they afford it?":
+# the answer tells where the money came from ("most of it raised by public appeal", "paid for by a grant
+# from the council", "financed with a loan"), which a sentence giving only the price ("cost 180,000
+# pounds", "bought the mill for 4,000 pounds") does not
+ASKS_MEANS_OF_PAYING = re.compile(
+    r"^\W*how\s+(?:did|does|do|will|would|could|can|was|were|is|are|has|have|had)\s+(?:[^?]+?\s+)?"
+    r"(?:pay|paid|fund|funded|finance|financed|afford|afforded|bankroll|bankrolled"
+    r"|(?:raise|raised)\s+(?:the\s+|this\s+|that\s+|enough\s+)?(?:money|funds|cash|capital|sum))\b",  # not children
+    re.IGNORECASE,
+)
+MEANS_OF_PAYING = re.compile(
+    r"\b(?:raised|funded|financed|paid\s+for|met|covered|bankrolled|sponsored|underwritten|subsidi[sz]ed)\s+"
+    r"(?:[\w'\u2019-]+\s+){0,2}?(?:by|through|from|with|out\s+of)\b"
+    r"|\b(?:grants?|donations?|appeals?|loans?|mortgages?|subscriptions?|fund-?rais\w*|sponsorship|bequests?"
+    r"|crowdfund\w*|savings|endowment|levy|bonds?)\b",
+    re.IGNORECASE,
+)
+MEANS_BONUS = REASON_FORM_BONUS
+PRICE_ONLY_PENALTY = MEANS_BONUS  # what it cost, as what X did for 'what caused X?' (EFFECT_PENALTY)
+
+
+def _means_score(question: str, sentence: str) -> float:
+    """For a 'how did X pay for / fund / afford Y?' question: MEANS_BONUS for a sentence saying where the
+    money came from, PRICE_ONLY_PENALTY off one giving a price and no means ("bought the mill for 4,000
+    pounds"), which shares the question's words and its sense of money but not what it asks."""
+    if not _asks_means_of_paying(question):
+        return 0.0
+    if MEANS_OF_PAYING.search(sentence):
+        return MEANS_BONUS
+    return -PRICE_ONLY_PENALTY if _gives_a_price(sentence) else 0.0
+
+
+def _gives_a_price(sentence: str) -> bool:
+    """Whether the sentence gives a sum of money: a currency sign before a number, or a money unit after one."""
+    if re.search(_CURRENCY, sentence):
+        return True
+    return any(UNITS["money"].match(word) for following in _after_numbers(sentence, MEASURED_WITHIN) for word in following)
+
+
+@functools.lru_cache(maxsize=256)
+def _asks_means_of_paying(question: str) -> bool:
+    return bool(ASKS_MEANS_OF_PAYING.search(question))
 
 
 def _result_score(question: str, sentence: str) -> float:
@@ -1825,6 +2012,29 @@ def _counts_the_asked(question: str, sentence: str) -> bool:
 
 
 ASKS_HOW_MANY = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
+# a plural noun straight after a number is what it counts: "three children", "two fingers", "four hours"
+_IRREGULAR_PLURALS = frozenset("men women children people feet teeth geese mice oxen".split())
+
+
+# what a number of anything of its kind may count: "twelve miners" are people, "three ferries" things
+GENERIC_COUNTED = frozenset(stem(word) for word in "people persons individuals lives things items ones times".split())
+
+
+def _plural_noun(word: str) -> bool:
+    return word in _IRREGULAR_PLURALS or (len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")))
+
+
+def _counts_only_others(question: str, sentence: str) -> bool:
+    """Whether every number of the sentence counts a thing other than what a 'how many X?' question counts:
+    a plural noun that is not X straight after it ("He arrived with their three children" for 'How many men
+    were lost?'). A number followed by anything else ("twelve died", "seven of the crew") may count X."""
+    counted = counted_terms(question)
+    if not counted or counted & GENERIC_COUNTED or not ASKS_HOW_MANY.search(question):
+        return False  # 'How many people died?' is answered by "thirty passengers" too
+    following = [after[0] if after else "" for after in _after_numbers(sentence, 1)]
+    return bool(following) and all(_plural_noun(word) and stem(word) not in counted for word in following)
+
+
 MULTIPLIERS = re.compile(r"\b(?:double|twice|triple|treble|half)\b", re.IGNORECASE)
 
 
