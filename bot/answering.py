@@ -20,10 +20,10 @@ from typing import Any
 
 import discord
 
-from raptor_engine.engine import MAX_QUESTION_CHARS, EmptyKnowledgeBaseError
+from raptor_engine.engine import EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
 from raptor_engine.ingest.load import file_kinds
-from raptor_engine.query.asked import fit_question, in_brief
+from raptor_engine.query.asked import in_brief
 from raptor_engine.query.followup import split_standalone
 from raptor_engine.query.smalltalk import Act, asks, continues, small_talk_act
 from raptor_engine.query.support import MATCHED
@@ -450,7 +450,7 @@ async def _ask(
     )
     history = await services.state.history(record.guild_id, record.thread_id) if record else []
     hidden = asked_under_spoiler(question)
-    question = fit_question(asked, MAX_QUESTION_CHARS)
+    question = asked  # a question over the engine's limit is shortened there, and its answer says so
     stream = StreamedReply(replier.send, replier.send, hidden=hidden)
     asked_at = time.time()
     try:
@@ -794,7 +794,6 @@ async def _follow_up(
         return
     if edited is None and message.reference is None:
         question = await finished_question(services, record, message, question)
-    question = fit_question(question, MAX_QUESTION_CHARS)  # a long paste keeps what it asks at its end
     hidden = asked_under_spoiler(message.content or forwarded_text(message))
     if edited is None:
         history, follows = await thread_history(services, record, message)
