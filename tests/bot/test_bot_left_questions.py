@@ -9,13 +9,18 @@ after runs, as in a process that dies there), it is closed, and a second bot is 
 from __future__ import annotations
 
 import asyncio
+import signal
+import sqlite3
 
 from bot.answering import ASK_AGAIN
 from raptor_engine.engine import Engine
 from tests.bot.bot_samples import LIGHTHOUSE
 from tests.bot.conftest import BOT_ID, CHAN_A, GUILD, thread_payload
+from tests.bot.real_bot import RealBot
 from tests.bot.test_bot_answers import ARCHIVE, FIRST_QUESTION, open_archive_thread
+from tests.bot.test_bot_busy_channel import kestrel_sections
 from tests.bot.test_bot_flows import GatedSummarizer, add_doc
+from tests.bot.test_bot_real_process import MINUTES
 
 
 def replies_to(h, thread: int, message: dict) -> list[dict]:
@@ -104,3 +109,48 @@ async def test_an_ask_cut_short_by_a_kill_is_told_to_ask_again(make_harness, mon
         lambda: (again.fake.original(token) or {}).get("content") == ASK_AGAIN, what="the ask again"
     )
     await again.fake.wait_for(lambda: not_kept(again, CHAN_A), what="the question let go")
+
+
+def kept_in_file(bot: RealBot) -> int:
+    """The questions the bot process keeps, read from its server's store file."""
+    path = bot.data_dir / "guilds" / str(GUILD) / "raptor.db"
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path) as db:
+        if not db.execute("select 1 from sqlite_master where name = 'bot_questions'").fetchone():
+            return 0
+        return int(db.execute("select count(*) from bot_questions").fetchone()[0])
+
+
+async def test_questions_waiting_on_a_build_survive_a_sigkill_of_the_real_bot_process(fake_api, tmp_path):
+    """As the outside pass found it: `python -m bot` SIGKILLed while a file posted in an answer thread with a
+    question builds, a follow-up waiting behind it; started again, it answers both."""
+    bot = RealBot(fake_api, tmp_path, env={"RAPTOR_BUILD_WORKERS": "0"})
+    try:
+        await bot.start()
+        on = [{"name": "enabled", "type": 5, "value": True}]
+        await bot.replies_done(bot.slash("kb", on, sub="autoingest"))
+        await bot.replies_done(
+            bot.kb_add(fake_api.add_file("minutes.md", MINUTES.encode())),
+            lambda r: "Done" in r[0]["content"],
+            "the /kb add",
+        )
+        asked = bot.ask("When will the new shed be built?")
+        thread = await bot.answer_thread(asked)
+        survey = fake_api.add_file("kestrels.md", kestrel_sections(400))
+        beside = bot.say(thread, "the survey: which ledge does kestrel 5 nest on?", attachments=[survey])
+        after = bot.say(thread, "who chaired the meeting?")
+        await fake_api.wait_for(lambda: kept_in_file(bot) >= 2, 240, "both questions kept")
+        assert not replies_to(bot, thread, beside)  # killed while the survey builds
+        await bot.restart(signal.SIGKILL)
+        first = await fake_api.wait_for(
+            lambda: replies_to(bot, thread, beside) or None, 480, "the first answer"
+        )
+        assert "ledge 35" in first[0]["content"], first[0]["content"]
+        second = await fake_api.wait_for(
+            lambda: replies_to(bot, thread, after) or None, 240, "the second answer"
+        )
+        assert "Joan Petrie" in second[0]["content"], second[0]["content"]
+        await fake_api.wait_for(lambda: kept_in_file(bot) == 0, 60, "the questions let go")
+    finally:
+        bot.close()
