@@ -2389,7 +2389,7 @@ class Engine:
                 return Answer(question, question, SAID_OF_NOTHING, [], nothing, backend=previous.backend, answered=False)
             # the reply says where its one quote comes from, named or not: that passage is its source, and
             # what it names is the question asked, not the earlier one answered again to find the quote
-            return replace(previous, question=question, query=question, text=text, citations=cited, unsupported=[],
+            return replace(previous, question=question, query=question, searched="", text=text, citations=cited, unsupported=[],
                            wrong_citations=[], answered=bool(cited))
         only = cited_marker(question)  # '[2]?', 'the second source': that citation alone
         text = sources_reply(previous.text, previous.citations, only)
