@@ -15,15 +15,15 @@ import re
 import time
 import unicodedata
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import discord
 
-from raptor_engine.engine import MAX_QUESTION_CHARS, EmptyKnowledgeBaseError
+from raptor_engine.engine import EmptyKnowledgeBaseError
 from raptor_engine.errors import NotFoundError, RaptorError
 from raptor_engine.ingest.load import file_kinds
-from raptor_engine.query.asked import fit_question, in_brief
+from raptor_engine.query.asked import in_brief
 from raptor_engine.query.followup import split_standalone
 from raptor_engine.query.smalltalk import Act, asks, continues, small_talk_act
 from raptor_engine.query.support import MATCHED
@@ -46,7 +46,7 @@ from .render import (
 )
 from .replies import Replier, failure_text, reply_quietly, tell
 from .services import Services
-from .state import AskedExchange, CitedNodes, PendingExchange, ThreadRecord
+from .state import AskedExchange, CitedNodes, LeftQuestion, PendingExchange, ThreadRecord
 from .streaming import StreamedReply, deliver, thread_senders
 from .views import answer_view
 
@@ -423,7 +423,7 @@ async def handle_ask(
     thread, it takes its turn in the thread's conversation (`conversation_turn`)."""
     channel = interaction.channel
     turn = conversation_turn(channel.id) if isinstance(channel, discord.Thread) else contextlib.nullcontext()
-    async with services.jobs.track(), turn:
+    async with ask_kept(services, interaction), services.jobs.track(), turn:
         await _ask(services, interaction, question, mode, private)
 
 
@@ -450,7 +450,7 @@ async def _ask(
     )
     history = await services.state.history(record.guild_id, record.thread_id) if record else []
     hidden = asked_under_spoiler(question)
-    question = fit_question(asked, MAX_QUESTION_CHARS)
+    question = asked  # a question over the engine's limit is shortened there, and its answer says so
     stream = StreamedReply(replier.send, replier.send, hidden=hidden)
     asked_at = time.time()
     try:
@@ -620,13 +620,15 @@ async def handle_follow_up(
     record: ThreadRecord,
     *,
     in_turn: bool = False,
+    limits: bool = True,
 ) -> None:
     """A message in a thread the bot (`me`) opened: answer with the thread's turns and the parent's tree.
     A stopping bot waits for it (`BuildJobs.track`); the thread's earlier follow-up is answered first
-    (`in_turn`: the caller holds the thread's `conversation_turn`, taken when the message arrived)."""
+    (`in_turn`: the caller holds the thread's `conversation_turn`, taken when the message arrived).
+    `limits`: as `_follow_up`'s."""
     turn = contextlib.nullcontext() if in_turn else conversation_turn(record.thread_id)
     async with services.jobs.track(), turn:
-        await _follow_up(services, me, message, record)
+        await _follow_up(services, me, message, record, limits=limits)
 
 
 # The lock of each thread whose follow-up is being answered (gone with its last holder).
@@ -640,6 +642,135 @@ def conversation_turn(thread_id: int) -> asyncio.Lock:
     if lock is None:
         lock = _CONVERSATIONS[thread_id] = asyncio.Lock()
     return lock
+
+
+ASK_AGAIN = "The bot restarted before it could answer this question; please ask it again."
+
+
+async def _kept(services: Services, guild_id: int, key: int, note: Awaitable[None]) -> bool:
+    """`note` (a `BotState.note_question`); False (logged) when the question could not be kept."""
+    try:
+        await note
+    except Exception:
+        log.exception("could not keep question %s until it is answered", key)
+        return False
+    return True
+
+
+@contextlib.asynccontextmanager
+async def _kept_while(services: Services, guild_id: int, key: int, note: Awaitable[None]) -> AsyncIterator[None]:
+    """Around a question's handling: kept in SQLite (`note`) from its arrival until it was handled, answered
+    or not. The write starts before anything is awaited, so a question waiting for its thread's turn
+    behind a build is kept too. A bot killed or stopped meanwhile (the handling cancelled) leaves it kept,
+    for its next start (`answer_left_questions`)."""
+    noted = asyncio.ensure_future(_kept(services, guild_id, key, note))
+    try:
+        yield
+    except asyncio.CancelledError:
+        raise
+    except BaseException:
+        await _question_handled(services, guild_id, key, noted)
+        raise
+    await _question_handled(services, guild_id, key, noted)
+
+
+def kept_until_handled(services: Services, message: discord.Message) -> contextlib.AbstractAsyncContextManager[None]:
+    """`_kept_while` for a member's message in an answer thread: a restart answers it."""
+    guild_id = message.channel.guild.id
+    note = services.state.note_question(guild_id, message.channel.id, message.id)
+    return _kept_while(services, guild_id, message.id, note)
+
+
+def ask_kept(services: Services, interaction: discord.Interaction) -> contextlib.AbstractAsyncContextManager[None]:
+    """`_kept_while` for an /ask, with its token while Discord honours it: a restart tells its member, in its
+    response, to ask again (a new answer cannot be posted in it without the question)."""
+    guild_id = interaction.guild_id or 0
+    until = time.time() + services.token_lifetime
+    note = services.state.note_question(guild_id, interaction.channel_id or 0, interaction.id, interaction.token, until)
+    return _kept_while(services, guild_id, interaction.id, note)
+
+
+async def _question_handled(services: Services, guild_id: int, key: int, noted: Awaitable[bool]) -> None:
+    """The kept question leaves SQLite: it was handled."""
+    if not await noted:
+        return
+    try:
+        await services.state.question_done(guild_id, key)
+    except Exception:
+        log.exception("could not mark question %s as handled; a restart may answer it again", key)
+
+
+async def answer_left_questions(
+    services: Services,
+    channel_for: Callable[[int, int], Awaitable[Any | None]],
+    me: discord.abc.User,
+    webhook_for: Callable[[str], discord.Webhook],
+) -> int:
+    """At start, once the exchanges left pending are settled and the uploads left unfinished are built
+    again: each question a stopped bot had kept but not finished handling (`kept_until_handled`,
+    `ask_kept`). A thread message is answered now, in its thread's turn, as it would have been, its files
+    left to the resumed uploads; one deleted since, or already answered (its exchange stored), is let go;
+    one Discord cannot read now stays for the next start. An /ask still "thinking" is told to ask again
+    (`ASK_AGAIN`) while its token works. Returns how many were answered or told."""
+    answered = 0
+    for left in await services.state.left_questions():
+        if left.token is not None:
+            answered += await _told_to_ask_again(webhook_for, left)
+        elif left.record is not None:
+            channel = await channel_for(left.guild_id, left.channel_id)
+            message = await _left_message(channel, left.message_id) if channel is not None else None
+            if message is False:
+                continue  # not readable now: the next start tries again
+            if message is not None and await _answer_left(services, me, left.record, message):
+                answered += 1
+        await services.state.question_done(left.guild_id, left.message_id)
+    return answered
+
+
+async def _answer_left(services: Services, me: discord.abc.User, record: ThreadRecord, message: discord.Message) -> bool:
+    """Answer a thread message a stopped bot left, unless it was answered; whether it was answered now. Its
+    files are the resumed uploads': words beside them that ask nothing are their caption (`_thread_message`)."""
+    if await _was_answered(services, record, message):
+        return False
+    if message.attachments and not asks(follow_up_text(message, me.id)):
+        return False
+    await handle_follow_up(services, me, message, record, limits=False)
+    return True
+
+
+async def _told_to_ask_again(webhook_for: Callable[[str], discord.Webhook], left: LeftQuestion) -> int:
+    """An /ask a stopped bot left: its response, still "thinking" (nothing in it), says to ask again; 1 when
+    it was told. Its token expired, or its response shows something (the answer, a refusal): nothing."""
+    if left.token is None or left.token_until <= time.time():
+        return 0
+    webhook = webhook_for(left.token)
+    try:
+        shown = await webhook.fetch_message("@original")  # type: ignore[arg-type]  # the path Discord names it by
+        if shown.content or shown.embeds:
+            return 0
+        await webhook.edit_message("@original", content=ASK_AGAIN)  # type: ignore[arg-type]
+    except discord.HTTPException as error:
+        log.info("could not tell the /ask %s left unanswered to ask again: %s", left.message_id, error)
+        return 0
+    return 1
+
+
+async def _left_message(channel: Any, message_id: int) -> discord.Message | None | bool:
+    """The kept message as Discord has it now; None when it (or its thread) is gone; False when Discord
+    cannot say now."""
+    try:
+        return await channel.fetch_message(message_id)
+    except discord.NotFound:
+        return None
+    except discord.HTTPException as error:
+        log.warning("cannot read message %s left unanswered (%s); left for the next start", message_id, error)
+        return False
+
+
+async def _was_answered(services: Services, record: ThreadRecord, message: discord.Message) -> bool:
+    """Whether the bot answered the message before it stopped: its exchange is stored (an answer's, small
+    talk's too). A reply of the bot's is no sign: a file's status message replies to the message it came in."""
+    return await services.state.asked_exchange(record.guild_id, record.thread_id, message.id) is not None
 
 
 async def handle_deleted_questions(
@@ -763,9 +894,12 @@ async def _follow_up(
     message: discord.Message,
     record: ThreadRecord,
     edited: AskedExchange | None = None,
+    *,
+    limits: bool = True,
 ) -> None:
     """Answer a follow-up; `edited`: the exchange of a question edited since, answered again in its
-    answer's messages and put back in its place in the thread's memory."""
+    answer's messages and put back in its place in the thread's memory. `limits`: the cooldown and the
+    questions per minute apply (not to a question a stopped bot left unanswered: it was asked long ago)."""
     mentioned = me in message.mentions
     question = follow_up_text(message, me.id)
     if not question:
@@ -779,7 +913,8 @@ async def _follow_up(
     if not mentioned and talks_to_a_member(message, me.id) and not asks(question):
         log.info("message %s in thread %s talks to another member: not answered", message.id, record.thread_id)
         return
-    refusal = LINK_HINT if only_links(question) else question_refusal(services, message.author.id, question)
+    limited = question_refusal(services, message.author.id, question) if limits else None
+    refusal = LINK_HINT if only_links(question) else limited
     if refusal:
         await reply_quietly(message, refusal)
         return
@@ -794,7 +929,6 @@ async def _follow_up(
         return
     if edited is None and message.reference is None:
         question = await finished_question(services, record, message, question)
-    question = fit_question(question, MAX_QUESTION_CHARS)  # a long paste keeps what it asks at its end
     hidden = asked_under_spoiler(message.content or forwarded_text(message))
     if edited is None:
         history, follows = await thread_history(services, record, message)

@@ -11,6 +11,7 @@ follow-ups need a mention or /ask; everything else works the same.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 from typing import Any
@@ -29,12 +30,14 @@ from raptor_engine.query.smalltalk import asks
 from . import posted
 from .adding import Tally, resume_uploads
 from .answering import (
+    answer_left_questions,
     asks_nothing,
     conversation_turn,
     follow_up_text,
     handle_deleted_questions,
     handle_edited_follow_up,
     handle_follow_up,
+    kept_until_handled,
     reconcile_questions,
     settle_pending,
 )
@@ -125,6 +128,7 @@ class RaptorBot(commands.AutoShardedBot):
         self._own_cluster: Any = None  # the Dask cluster this bot started (closed with it)
         self._resuming: asyncio.Task[int] | None = None
         self._reconciling: asyncio.Task[None] | None = None
+        self._answering_left: asyncio.Task[None] | None = None
         self._dm_pointed = Cooldown(DM_POINTER_SECONDS)
 
     # ------------------------------------------------------------------ start-up
@@ -198,6 +202,7 @@ class RaptorBot(commands.AutoShardedBot):
                 log.info("settled the exchanges the last run left pending: %d kept, %d dropped", kept, dropped)
         except Exception:
             log.exception("settling the threads' pending exchanges at start failed; the next start tries again")
+        self._answering_left = asyncio.get_running_loop().create_task(self.answer_left_questions())
         if services.sync is None:
             return
         try:
@@ -217,6 +222,25 @@ class RaptorBot(commands.AutoShardedBot):
                 log.info("forgot %d question(s) deleted in threads while the bot was down", questions)
         except Exception:
             log.exception("checking the threads' questions at start failed")
+
+    async def answer_left_questions(self) -> None:
+        """The thread messages the last run kept but did not answer (`answering.answer_left_questions`),
+        answered once the uploads it left unfinished are built again: a question sent beside a file, or
+        while a build ran, is answered from the tree the build makes, as it would have been."""
+        services = self.services
+        if services is None or self.user is None:
+            return
+        if self._resuming is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._resuming)
+        try:
+            answered = await answer_left_questions(
+                services, self.channel_to_read, self.user, self.interaction_webhook
+            )
+            if answered:
+                log.info("answered %d question(s) the last run left unanswered (an /ask: told to ask again)", answered)
+        except Exception:
+            log.exception("answering the questions the last run left unanswered failed; the next start tries again")
 
     async def channel_to_read(self, guild_id: int, channel_id: int) -> Any | None:
         """A channel a stored row names, when it is the guild's (`channel_of_guild`), else None."""
@@ -360,8 +384,9 @@ class RaptorBot(commands.AutoShardedBot):
         tally = None
         if self.in_own_thread(message):
             # the thread's turn is taken before anything is awaited, so follow-ups are answered in the order
-            # they were sent (the lookup below would otherwise let a later one overtake an earlier one)
-            async with conversation_turn(channel.id):
+            # they were sent (the lookup below would otherwise let a later one overtake an earlier one); the
+            # message is kept in SQLite meanwhile, so a bot killed before answering it answers it at its start
+            async with kept_until_handled(services, message), conversation_turn(channel.id):
                 follow_up = await services.state.thread(channel.guild.id, channel.id)
                 if follow_up is not None:
                     await self._thread_message(services, message, kb, follow_up)
@@ -570,6 +595,8 @@ class RaptorBot(commands.AutoShardedBot):
             self._resuming.cancel()  # its uploads stay recorded as unfinished: the next start resumes them
         if self._reconciling is not None and not self._reconciling.done():
             self._reconciling.cancel()  # imports stay recorded; the next start reconciles again
+        if self._answering_left is not None and not self._answering_left.done():
+            self._answering_left.cancel()  # the questions stay kept; the next start answers them
         if self.services is not None and self.services.sync is not None:
             self.services.sync.close()
         await super().close()

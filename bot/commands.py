@@ -18,7 +18,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from raptor_engine.engine import MAX_QUESTION_CHARS, TreeInfo
+from raptor_engine.engine import TreeInfo
 from raptor_engine.errors import RaptorError
 from raptor_engine.ingest.load import file_kinds
 from raptor_engine.types import counted
@@ -38,6 +38,9 @@ from .state import MessageImport
 from .views import ConfirmView
 
 log = logging.getLogger(__name__)
+# /ask takes what a thread message can hold (Discord's longest message), so a question pasted from one is
+# asked the same way: over the engine's MAX_QUESTION_CHARS it is shortened there and its answer says so.
+ASK_OPTION_CHARS = 4000
 
 AUTOCOMPLETE_LIMIT = 25
 FORGOTTEN_AUTHOR = "That message's author ran `/kb forget-me`, so the files they post are not added."
@@ -524,7 +527,7 @@ class AskCog(commands.Cog):
     async def ask(
         self,
         interaction: discord.Interaction,
-        question: app_commands.Range[str, 1, MAX_QUESTION_CHARS],  # the engine's limit: one limit everywhere
+        question: app_commands.Range[str, 1, ASK_OPTION_CHARS],
         mode: Literal["collapsed", "traversal"] = "collapsed",
         private: bool = False,
     ) -> None:

@@ -20,10 +20,7 @@ from typing import Any
 import discord
 
 from raptor_engine.ingest.load import chat_plain
-from raptor_engine.ingest.sentences import sentences_of
 from raptor_engine.query.answer import MARKER, describe_documents, neutralise_markers
-from raptor_engine.query.asked import question_sentences
-from raptor_engine.query.followup import CONTEXT_CLOSE, CONTEXT_OPEN, split_standalone
 from raptor_engine.query.support import MATCHED, describe_support, sources_title
 from raptor_engine.types import Answer, Citation, ContextNode, MessageRef, pages_label
 
@@ -296,54 +293,29 @@ def wrong_citation_lines(answer: Answer) -> list[str]:
     ]
 
 
-SEARCHED_CHARS = 400  # the rewritten question (or the claims checked) shown in the footer, at most
-SEARCHED_CONTEXT_CHARS = 120  # of that, a follow-up's "(context: ...)" at least, when the line must be cut
-SEARCHED_HEAD_CHARS = 100  # a long question's opening, before "…" and what it asks
+FOOTER_OTHER_LINES = 300  # room kept in the footer for the support check's line and the context's line
 
 
-def _opening_and_asks(text: str, limit: int) -> str:
-    """A question too long for `limit` as its opening, "…" and its questions (`question_sentences`),
-    and how long it was: a pasted paragraph's last words cut off what was asked."""
-    if len(text) <= limit:
-        return text
-    asks = question_sentences(text)
-    if asks == text:  # no question among its sentences: its last one is what it asks
-        asks = sentences[-1].text if (sentences := sentences_of(text)) else text
-    length = f" ({len(text):,} characters)"
-    room = limit - len(length) - 3
-    if text.startswith(asks):  # the question first (repeated, or before what it pastes)
-        return f"{truncate(asks + ' …', room)}{length}"
-    head = truncate(text, min(SEARCHED_HEAD_CHARS, room // 3))
-    tail = asks if len(asks) <= room - len(head) else "…" + asks[len(asks) - (room - len(head)) + 1 :].lstrip()
-    return f"{head} {tail}{length}"
-
-
-def searched_line(answer: Answer, limit: int = SEARCHED_CHARS) -> str:
-    """The footer's "Searched as" line, at most `limit` characters: whole when it fits; else a follow-up's
-    context cut to the room the question leaves (`SEARCHED_CONTEXT_CHARS` at least), and a long question as
-    its opening and what it asks; "Checked against ..." cut at the limit."""
-    if answer.verified or not answer.searched_as:
-        return truncate(answer.searched_as, limit)
-    rewrite = split_standalone(answer.query)
-    prefix = "Searched as: "
-    room = limit - len(prefix) - len(rewrite.core) - len(CONTEXT_OPEN) - len(CONTEXT_CLOSE)
-    context = truncate(rewrite.context, max(room, SEARCHED_CONTEXT_CHARS)) if rewrite.context else ""
-    after = f"{CONTEXT_OPEN}{context}{CONTEXT_CLOSE}" if context else ""
-    return prefix + _opening_and_asks(rewrite.core, limit - len(prefix) - len(after)) + after
+def searched_in_footer(answer: Answer, hidden: bool = False) -> bool:
+    """Whether the "Searched as" line (or the claims checked) goes in the footer: when there is one, it shows
+    no spoiler (`hidden`: a footer cannot hide one), and it fits there whole. Otherwise it is the embed's last
+    line of text (`sources_embeds`): it is never cut, so it shows exactly what was searched."""
+    line = answer.searched_as
+    return bool(line) and not hidden and len(line) + FOOTER_OTHER_LINES <= FOOTER_LIMIT
 
 
 def context_footer(answer: Answer, hidden: bool = False) -> str:
-    """What the answer stands on; for a follow-up, first the standalone question that was searched (for
-    'is that true?', the claims that were checked), unless `hidden` (a footer shows no spoiler: the
-    searched line goes in the embed's text, `sources_embeds`)."""
+    """What the answer stands on; first, when it fits there whole, exactly what was searched when that is
+    not the question as asked (a follow-up's standalone question, a long message's questions; for 'is that
+    true?', the claims that were checked: `searched_in_footer`)."""
     per_layer = " · ".join(f"L{layer}×{n}" for layer, n in answer.context.nodes_per_layer().items())
     ctx = answer.context
     text = (
         f"Context: {per_layer or 'no nodes'} · {ctx.tokens_used:,}/{ctx.budget:,} tokens · "
         f"{ctx.mode} · {answer.backend}"
     )
-    if answer.searched_as and not hidden:
-        text = f"{searched_line(answer)}\n{text}"
+    if searched_in_footer(answer, hidden):
+        text = f"{answer.searched_as}\n{text}"
     checked = describe_support(len(answer.unsupported), len(answer.wrong_citations))
     if checked:
         text = f"{checked}\n{text}"
@@ -352,13 +324,14 @@ def context_footer(answer: Answer, hidden: bool = False) -> str:
 
 def sources_embeds(answer: Answer, hidden: bool = False) -> list[discord.Embed]:
     """The sources embed(s): one line per cited node, split over several embeds when long. `hidden` (a
-    question asked under a spoiler): the wrong citations' sentences and the searched line, which say
-    what was asked, are under a spoiler, the latter at the end of the text as a footer cannot hide it."""
+    question asked under a spoiler): the wrong citations' sentences are under a spoiler. The searched line
+    that does not go in the footer (`searched_in_footer`) ends the text, under a spoiler when `hidden`."""
     lines = [citation_line(c) for c in answer.citations] or ["The answer cites no passage."]
     wrong = wrong_citation_lines(answer)
     lines += [spoiler(line) for line in wrong] if hidden else wrong
-    if hidden and answer.searched_as:
-        lines.append(spoiler(inert(searched_line(answer))))
+    if answer.searched_as and not searched_in_footer(answer, hidden):
+        searched = inert(answer.searched_as)
+        lines.append(spoiler(searched) if hidden else searched)
     descriptions = split_text("\n".join(lines), DESCRIPTION_LIMIT)
     embeds = []
     for i, description in enumerate(descriptions):

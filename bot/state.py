@@ -218,6 +218,19 @@ class PendingExchange:
     answer_message_ids: list[int] = field(default_factory=list)
 
 
+class LeftQuestion(NamedTuple):
+    """A question a stopped bot had not finished handling: a member's message in an answer thread
+    (`record` its thread's), or an /ask (`token` its interaction's, working until `token_until`)."""
+
+    guild_id: int
+    channel_id: int
+    message_id: int  # the message's, or the /ask interaction's id
+    asked_at: float
+    record: ThreadRecord | None
+    token: str | None
+    token_until: float
+
+
 @dataclass
 class StoredAnswer:
     """The question and retrieved nodes behind one answer, for the 'Show context' pages."""
@@ -876,10 +889,37 @@ class BotState:
         )
         return [Turn(r["role"], r["content"]) for r in rows]
 
+    async def note_question(
+        self, guild_id: int, channel_id: int, message_id: int, token: str | None = None, token_until: float = 0.0
+    ) -> None:
+        """A question arrived: a thread message (`message_id`), or an /ask (the interaction's id, with its
+        `token`). Kept, ids only, until `question_done`, so a bot killed before it answers finds it at its
+        next start (`left_questions`)."""
+        sql = (
+            "INSERT OR IGNORE INTO bot_questions (message_id, guild_id, channel_id, asked_at, token, token_until)"
+            " VALUES (?, ?, ?, ?, ?, ?)"
+        )
+        params = [message_id, guild_id, channel_id, time.time(), token, token_until if token else None]
+        await self._write(self.space_of_guild(guild_id), [(sql, params)])
+
+    async def question_done(self, guild_id: int, message_id: int) -> None:
+        """The question `note_question` kept was handled: answered, refused, or found to ask nothing."""
+        sql = "delete from bot_questions where message_id = ?"
+        await self._write(self.space_of_guild(guild_id), [(sql, [message_id])], create=False)
+
+    async def left_questions(self) -> list[LeftQuestion]:
+        """Every server's questions a stopped bot had not finished handling, oldest first; a thread message
+        of a thread the bot no longer keeps is dropped."""
+        found: list[LeftQuestion] = []
+        for space in self._every_space():
+            found += await self._run(space, _left_questions, create=False, empty=[])
+        return sorted(found, key=lambda left: left.asked_at)
+
     async def forget_thread(self, guild_id: int, thread_id: int) -> None:
         await self._write(
             self.space_of_guild(guild_id),
             [
+                ("delete from bot_questions where channel_id = ?", [thread_id]),
                 ("delete from bot_turns where thread_id = ?", [thread_id]),
                 ("delete from bot_threads where thread_id = ?", [thread_id]),
             ],
@@ -994,6 +1034,10 @@ class BotState:
             self._spaces.space_of(kb),
             [
                 (
+                    "delete from bot_questions where channel_id in (select thread_id from bot_threads where kb = ?)",
+                    [kb],
+                ),
+                (
                     "delete from bot_turns where thread_id in (select thread_id from bot_threads where kb = ?)",
                     [kb],
                 ),
@@ -1024,6 +1068,7 @@ class BotState:
                        (select thread_id from bot_threads where guild_id = ? or kb like ?)""",
                     [guild_id, prefix],
                 ),
+                ("delete from bot_questions where guild_id = ?", [guild_id]),
                 ("delete from bot_threads where guild_id = ? or kb like ?", [guild_id, prefix]),
                 ("delete from bot_answers where kb like ?", [prefix]),
                 ("delete from bot_posted_files where kb like ?", [prefix]),
@@ -1247,6 +1292,27 @@ def _pending(db: Any) -> list[PendingExchange]:
         found[-1].turn_ids.append(turn_id)
         if role != "user":
             found[-1].answer_message_ids = _id_list(posted)
+    return found
+
+
+def _left_questions(store: Store) -> list[LeftQuestion]:
+    """`BotState.left_questions` in one store file: a kept thread message of a thread no longer recorded is
+    dropped."""
+    rows = store.db.execute(
+        "select q.guild_id, q.channel_id, q.message_id, q.asked_at, q.token, q.token_until, h.thread_id, h.kb,"
+        " h.channel_id from bot_questions q left join bot_threads h on h.thread_id = q.channel_id"
+        " order by q.asked_at"
+    ).fetchall()
+    if any(row[4] is None and row[6] is None for row in rows):
+        with store.write() as db:
+            db.execute(
+                "delete from bot_questions where token is null and channel_id not in (select thread_id from bot_threads)"
+            )
+    found = []
+    for guild_id, channel_id, message_id, asked_at, token, until, thread_id, kb, parent_id in rows:
+        record = ThreadRecord(thread_id, kb, guild_id, parent_id) if thread_id is not None else None
+        if record is not None or token is not None:
+            found.append(LeftQuestion(guild_id, channel_id, message_id, asked_at, record, token, until or 0.0))
     return found
 
 

@@ -51,7 +51,7 @@ from .ingest.messages import (
 from .ingest.parse_worker import ParseStats, WorkerLimits, discard_spare, start_spare
 from .ingest.sentences import THEMATIC, content_terms, in_bigrams
 from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
-from .query.asked import searched_part, without_named_files
+from .query.asked import fit_question, searched_part, without_named_files
 from .query.compared import chosen, compared_times, which_more
 from .query.followup import (
     DOCUMENT_NOUNS,
@@ -133,7 +133,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MODES = ("collapsed", "traversal")
-MAX_QUESTION_CHARS = 2000
+MAX_QUESTION_CHARS = 2000  # a longer question is searched shortened to what it asks (`fit_question`), and told so
+MAX_ASKED_CHARS = 10_000  # a longer one is refused: more than two of Discord's longest messages
 MAX_COMMIT_ATTEMPTS = 5
 CITED_LOOKUPS = 8  # the nodes a quote's words find, among which its leaf is looked for
 MAX_QUOTES_TRACED = 6  # the last answer's quotes looked up for the one document a follow-up's 'it' means
@@ -430,6 +431,20 @@ def _the_document(query: str, named: re.Match[str]) -> str:
     if without != query and len(without.split()) >= 3:
         return without
     return named.re.sub(lambda match: "It" if match.start() == 0 else "it", query, count=1)
+
+
+SHORTENED = (
+    "This question is {asked:,} characters, more than the {limit:,} a question is searched with, so it was "
+    "shortened to what it asks; the “Searched as” line shows what was searched."
+)
+
+
+def said_shortened(answer: Answer, asked_chars: int) -> None:
+    """Mark an answer to a question shortened to MAX_QUESTION_CHARS (`fit_question`): its note says so and
+    to what limit, so no one takes it for an answer to every word they wrote."""
+    answer.shortened_from = asked_chars
+    told = SHORTENED.format(asked=asked_chars, limit=MAX_QUESTION_CHARS)
+    answer.note = " ".join(filter(None, [told, answer.note]))
 
 
 def _what_is_searched(query: str) -> str:
@@ -2102,8 +2117,29 @@ class Engine:
         history = [Turn(turn.role, shown_text(turn.content)) for turn in history or []]
         if not question:
             raise RaptorError("The question is empty.")
-        if len(question) > MAX_QUESTION_CHARS:
-            raise RaptorError(f"The question is longer than {MAX_QUESTION_CHARS} characters.")
+        if len(question) > MAX_ASKED_CHARS:
+            raise RaptorError(
+                f"The question is longer than {MAX_ASKED_CHARS:,} characters; ask it in fewer words."
+            )
+        fitted = fit_question(question, MAX_QUESTION_CHARS)
+        answer = await self._answer(kb, fitted, mode, budget, history, layers, documents, asked_by, on_text)
+        if fitted != question:
+            said_shortened(answer, len(question))
+        return answer
+
+    async def _answer(
+        self,
+        kb: str,
+        question: str,
+        mode: str,
+        budget: int | None,
+        history: list[Turn],
+        layers: list[int] | None,
+        documents: list[str] | None,
+        asked_by: str,
+        on_text: TextCallback | None,
+    ) -> Answer:
+        """`_ask` of a question within MAX_QUESTION_CHARS, its history's text as shown."""
         budget = self.settings.budget if budget is None else budget
         # more than any knowledge base may hold (an LLM prompt of everything); the configured one always goes
         most = max(self.settings.max_kb_tokens, self.settings.budget)
@@ -2171,6 +2207,7 @@ class Engine:
         answer = Answer(
             question=question,
             query=query,
+            searched=searched,
             text=text,
             citations=citations,
             context=context,
@@ -2352,7 +2389,7 @@ class Engine:
                 return Answer(question, question, SAID_OF_NOTHING, [], nothing, backend=previous.backend, answered=False)
             # the reply says where its one quote comes from, named or not: that passage is its source, and
             # what it names is the question asked, not the earlier one answered again to find the quote
-            return replace(previous, question=question, query=question, text=text, citations=cited, unsupported=[],
+            return replace(previous, question=question, query=question, searched="", text=text, citations=cited, unsupported=[],
                            wrong_citations=[], answered=bool(cited))
         only = cited_marker(question)  # '[2]?', 'the second source': that citation alone
         text = sources_reply(previous.text, previous.citations, only)

@@ -286,11 +286,15 @@ class WrongCitation:
 @dataclass
 class Answer:
     question: str
-    query: str  # what was searched and answered: the standalone rewrite of a follow-up, else the question
+    query: str  # what was answered: the standalone rewrite of a follow-up, else the question
     text: str
     citations: list[Citation]
     context: RetrievedContext
     backend: str
+    # what retrieval searched, when not `query` ("" when it was): a long message's questions, without the
+    # file names it asks by; the "Searched as" line shows this, so it shows what found the passages
+    searched: str = ""
+    shortened_from: int = 0  # the question's length when it was longer than the engine searches (its note says so)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     note: str = ""  # one sentence shown under the text, e.g. why a streamed answer stops short
@@ -317,19 +321,26 @@ class Answer:
         return self.query != self.question
 
     @property
+    def searched_text(self) -> str:
+        """Exactly the text retrieval searched."""
+        return self.searched or self.query
+
+    @property
     def searched_as(self) -> str:
-        """The line that says what was looked for, shown under a follow-up's answer: the claims a check
-        ('is that true?') looked for, else the standalone question searched; "" for a question searched
-        as it was asked."""
+        """The line that says what was looked for, shown under the answer: the claims a check ('is that
+        true?') looked for, else exactly the text searched; "" for a question searched as it was asked."""
         if self.verified:
             claims = " \u00b7 ".join(f"\u201c{claim}\u201d" for claim in self.verified)
             return f"Checked against the documents: {claims}"
-        return f"Searched as: {self.query}" if self.rewritten else ""
+        shown = self.searched_text != self.question or self.shortened_from
+        return f"Searched as: {self.searched_text}" if shown else ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "query": self.query,
+            "searched": self.searched_text,
+            "shortened_from": self.shortened_from,
             "rewritten": self.rewritten,
             "verified": self.verified,
             "answer": self.text,

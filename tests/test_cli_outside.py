@@ -188,3 +188,16 @@ def test_a_mistyped_kb_is_helped_within_its_own_guilds_store_and_never_shown_ano
     assert done.stderr == f"Error: {sentence}{said}\n"
     own = asked.split("-")[1] if asked.startswith("guild-") else None
     assert all(f"guild-{guild}-" not in done.stderr for guild in ("42", "43") if guild != own)
+
+
+def test_a_question_longer_than_the_engine_searches_is_shortened_and_said(run):
+    """The CLI shortens a long question as the bot does and says so (before: refused, "longer than 2000
+    characters", while the bot cut the same question without a word)."""
+    question = "I was reading about the line and the stations it passed. " * 40 + "Who surveyed the railway?"
+    done = run("ask", question, "--kb", "Railway")
+    assert done.exit_code == 0, done.stderr
+    assert f"This question is {len(question):,} characters, more than the 2,000" in done.stdout
+    assert "Searched as: Who surveyed the railway?" in done.stdout
+    answer = json.loads(run("ask", question, "--kb", "Railway", "--json").stdout)
+    assert answer["shortened_from"] == len(question) and answer["searched"] == "Who surveyed the railway?"
+    assert "Pennick" in answer["answer"]

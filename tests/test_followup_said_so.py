@@ -92,3 +92,10 @@ async def test_why_quotes_the_reason_the_last_answer_gave(engine):
     assert answer.text.split("\n")[1].startswith("- \u201c\u2026because the loft was unheated"), answer.text
     said = await conversation(engine, ["What did Martin Cole say?", "why?", "according to whom?"])
     assert said.text.startswith("From the documents: the loss adjuster, Martin Cole, said so:"), said.text
+
+
+async def test_who_said_so_after_a_question_naming_its_file_shows_no_searched_line(engine):
+    """The earlier question was searched without its file's name; 'who said so?' searched nothing of its
+    own, so its answer has no "Searched as" line (it had the earlier search's, after `Answer.searched`)."""
+    answer = await conversation(engine, ["What does minutes.md say about the street lights?", "who said so?"])
+    assert answer.searched_as == "" and answer.searched_text == "who said so?", answer.searched_as

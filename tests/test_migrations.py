@@ -111,6 +111,7 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
         ("bot", "m007_removals"),
         ("bot", "m008_turn_pending"),
         ("bot", "m009_turn_asker"),
+        ("bot", "m010_questions_asked"),
         ("summary_cache", "m001_summary_cache"),
     ]
 
@@ -220,6 +221,7 @@ def test_the_sets_are_named_for_their_owners():
         "m007_removals",
         "m008_turn_pending",
         "m009_turn_asker",
+        "m010_questions_asked",
     ]
     assert summary_cache_migrations.names() == ["m001_summary_cache"]
 

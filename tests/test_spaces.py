@@ -92,6 +92,7 @@ async def _write_bot_rows(state: BotState) -> None:
         await state.forget_me(guild, guild + 2)
         await state.start_import(MessageImport(0, kb, guild, channel, channel, 1, "tester", 10, None, "running"))
         await state.add_posted_file(PostedFile(kb, channel, thread + 1, thread + 2, "ab" * 32, guild + 2))
+        await state.note_question(guild, thread, thread + 3)  # a question not yet answered
     await state.set_autoingest(ROOT_ONLY, 0, 0, True, "tester")
 
 

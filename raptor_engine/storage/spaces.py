@@ -383,6 +383,7 @@ FOLLOWER_TABLES = (
     ("bot_forget_me", "'guild-' || r.guild_id || '-'"),
     ("bot_posted_files", "r.kb"),
     ("bot_removals", "r.kb"),
+    ("bot_questions", "'guild-' || r.guild_id || '-'"),
 )
 
 

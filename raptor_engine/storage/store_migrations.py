@@ -367,3 +367,18 @@ def m009_turn_asker(db: sqlite_utils.Database) -> None:
     columns = {row[1] for row in db.execute("PRAGMA table_info(bot_turns)").fetchall()}
     if "asked_by" not in columns:
         db.execute("ALTER TABLE bot_turns ADD COLUMN asked_by INTEGER")
+
+
+@bot_migrations
+def m010_questions_asked(db: sqlite_utils.Database) -> None:
+    """Each question from its arrival until the bot has handled it (answered, refused, or found to ask
+    nothing), ids and time only, no text (bot/answering.py, `kept_until_handled`): a member's message in an
+    answer thread (`message_id` the message's, `channel_id` the thread's), or an /ask (`message_id` the
+    interaction's, with its `token` and until when it works). A bot killed meanwhile (a build the question
+    waited for, the answer being written) finds the row at its next start: it answers the message, and
+    tells the /ask's member in its response to ask again (`answer_left_questions`)."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS bot_questions (
+            message_id INTEGER PRIMARY KEY, guild_id INTEGER NOT NULL, channel_id INTEGER NOT NULL,
+            asked_at REAL NOT NULL, token TEXT, token_until REAL)"""
+    )

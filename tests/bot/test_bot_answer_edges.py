@@ -10,7 +10,7 @@ import re
 import pytest
 
 from bot.answering import follow_up_text_of
-from bot.render import SEARCHED_CHARS, SEARCHED_CONTEXT_CHARS, context_pages, plain_question, searched_line
+from bot.render import FOOTER_LIMIT, context_pages, plain_question, sources_embeds
 from raptor_engine.engine import MAX_QUESTION_CHARS
 from raptor_engine.ingest.messages import clean_text
 from raptor_engine.query.asked import fit_question, in_brief
@@ -104,28 +104,25 @@ CONTEXT = "Who was appointed keeper of the harbour town archive in 1962, after t
 
 
 @pytest.mark.parametrize(
-    ("core", "context", "whole"),
+    ("core", "context", "footer"),
     [
-        ("When did Margaret Hale leave?", CONTEXT + ", and who kept the registers", True),  # 134: it fits
-        ("When did she leave?", CONTEXT * 3, True),  # 320: still fits 400
-        ("When did she leave?", CONTEXT * 6, False),  # over: the context takes the room the question leaves
-        ("Why? " * 70 + "When?", CONTEXT * 2, False),  # a long question: the context keeps 120
+        ("When did Margaret Hale leave?", CONTEXT + ", and who kept the registers", True),  # 134: in the footer
+        ("When did she leave?", CONTEXT * 6, True),  # 660: still in the footer, whole
+        ("Why? " * 70 + "When?", CONTEXT * 16, False),  # over the footer's room: the text's last line, whole
     ],
 )
-def test_a_follow_ups_context_is_cut_only_to_what_fits_its_footer_line(core, context, whole):
-    """The "(context: ...)" of a follow-up's "Searched as" line is whole when the line fits its 400
-    characters, else cut to the room its question leaves (120 at least). Before, it was always cut to
-    120 characters: "(context: Who was appointed keeper of the harbour town archive in 1962, after the
-    war ended and the…)" under a short question."""
+def test_a_follow_ups_searched_line_is_shown_whole(core, context, footer):
+    """The "Searched as" line is exactly what was searched: whole in the footer when it fits there, else the
+    sources embed's last line of text. Before, it was cut to 400 characters ("(context: …)" to what the
+    question left), so it showed a text that was not searched."""
     answer = make_answer("Margaret Hale [1].")
     answer.query = f"{core}{CONTEXT_OPEN}{context}{CONTEXT_CLOSE}"
-    line = searched_line(answer)
-    assert len(line) <= SEARCHED_CHARS and line.endswith(CONTEXT_CLOSE), line
-    shown = line[line.index(CONTEXT_OPEN) + len(CONTEXT_OPEN) : -len(CONTEXT_CLOSE)]
-    assert (shown == context) is whole, shown
-    if not whole:
-        assert shown.endswith("…") and len(shown) >= SEARCHED_CONTEXT_CHARS - 1
-        assert len(line) >= SEARCHED_CHARS - 2 or core not in line  # the room was used
+    line = f"Searched as: {answer.query}"
+    embeds = sources_embeds(answer)
+    in_footer = line in (embeds[-1].footer.text or "").split("\n")
+    in_text = (embeds[-1].description or "").split("\n")[-1] == line
+    assert (in_footer, in_text) == (footer, not footer)
+    assert len(embeds[-1].footer.text or "") <= FOOTER_LIMIT
 
 
 @pytest.mark.parametrize(

@@ -125,6 +125,7 @@ async def fill_guild(state: BotState, guild: int) -> None:
     await state.forget_me(guild, 900 + guild)
     await state.start_import(MessageImport(0, kb, guild, guild + 1, guild + 1, 1, "a", 100, None, "running"))
     await state.add_posted_file(PostedFile(kb, guild + 1, guild * 100, guild * 100 + 1, "ab" * 32, 900))
+    await state.note_question(guild, guild * 10, guild * 100 + 2)  # a question not yet answered
 
 
 async def test_each_server_keeps_its_rows_in_its_own_file_and_leaving_one_deletes_its_directory(tmp_path):
@@ -142,6 +143,7 @@ async def test_each_server_keeps_its_rows_in_its_own_file_and_leaving_one_delete
         "bot_message_imports": 1,
         "bot_posted_files": 1,
         "bot_removals": 0,
+        "bot_questions": 1,
     }
     for guild in (7, 8):
         assert bot_rows(tmp_path / "guilds" / str(guild) / "raptor.db") == every_table
@@ -178,6 +180,7 @@ async def test_without_spaces_leaving_a_server_removes_its_rows_from_the_one_fil
         "bot_message_imports": 1,
         "bot_posted_files": 1,
         "bot_removals": 0,
+        "bot_questions": 1,
     }
     assert await state.manager_role_id(8) == 508 and await state.history(8, 80)
     spaces.close()
