@@ -30,6 +30,7 @@ from typing import Any
 
 from ..errors import IngestError
 from ..types import LoadedDocument, Section, counted
+from .chunk import column_label
 from .fences import FenceReader
 from .pdf_sight import blank_unseen_text
 from .stylesheets import hide_styled
@@ -1950,7 +1951,8 @@ def _labelled_row(header: list[str], cells: list[str]) -> str:
     Kittow.', as the extractive answer quotes a row under its header; the full stop makes it a sentence of
     its own): a table longer than a chunk is cut between rows, and a chunk that began mid-table read its
     first row as the header of the rest ('Boat 16: Boat 17; 1916: 1917')."""
-    named = [f"{label}: {cell}" if label else cell for label, cell in zip(header, cells, strict=False) if cell]
+    labels = [column_label(label) for label in header]
+    named = [f"{label}: {cell}" if label else cell for label, cell in zip(labels, cells, strict=False) if cell]
     named += [cell for cell in cells[len(header) :] if cell]
     if not named:
         return ""

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
+from ..ingest.chunk import LABELLED_ROW_LINE
 from ..ingest.sentences import STOPWORDS, content_terms, stem
 from ..types import ContextNode
 from .compared import MONTH_NUMBERS
@@ -32,16 +33,13 @@ from .verdict import CHECKS_LAST_ANSWER
 # hold a colon with no space after it ('Time (hh:mm): 06:45')
 _CELL = re.compile(r"^((?:[^:;]|:(?! )){1,48}?): (.*)$", re.DOTALL)
 MAX_ROWS_QUOTED = 10  # the rows a threshold, a filter or a count quotes at most
-# (its indent [^\S\n]*, not \s*: a run of blank lines was walked again from each of its line starts, 17 s of CPU
-# for 50,000 line breaks)
-_ROW_LINE = re.compile(r"^[^\S\n]*[-*] [^:;\n]{1,48}: [^;\n]*(?:; [^:;\n]{1,48}: [^;\n]*)+\.?\s*$", re.MULTILINE)
 SPAN_GAP = 2  # characters between one leaf's end and the next one's start (a line break) in a whole document
 
 
 def holds_rows(nodes: Sequence[ContextNode]) -> bool:
     """Whether a context holds a leaf of labelled table rows ('- Name: Ann; Joined: 2017.'): then the engine
     marks its leaves' document edges, so a count can be stated of a table wholly in the context."""
-    return any(node.layer == 0 and _ROW_LINE.search(node.text) for node in nodes)
+    return any(node.layer == 0 and LABELLED_ROW_LINE.search(node.text) for node in nodes)
 
 
 def whole_documents(nodes: Sequence[ContextNode]) -> set[str | None]:
@@ -127,7 +125,18 @@ def cell_value(cell: str) -> Value | None:
     number *= _SCALE.get((match.group("scale") or "").lower(), 1.0)
     if match.group("sign"):
         number = -number
+    if _in_pence(match):  # '45p' is £0.45: beside '£1.20' in a column of prices, not 45 of them
+        return Value(number / 100, "money")
     return Value(number, "money" if match.group("currency") else "number")
+
+
+_PENCE = frozenset({"p", "pence", "penny"})
+
+
+def _in_pence(amount: re.Match[str]) -> bool:
+    """Whether an amount (`_AMOUNT`) is written in pence ('45p', '45 pence'), with no currency sign."""
+    unit = amount.group("unit") or ""
+    return not amount.group("currency") and (unit == "p" or unit.lower() in _PENCE - {"p"})
 
 
 def _date(cell: str) -> date | None:
@@ -176,7 +185,7 @@ _THRESHOLD = re.compile(
     r"\b(?P<way>more\s+than|greater\s+than|higher\s+than|larger\s+than|bigger\s+than|over|above|exceeding|at\s+least"
     r"|less\s+than|fewer\s+than|lower\s+than|smaller\s+than|cheaper\s+than|under|below|at\s+most|up\s+to"
     r"|after|since|later\s+than|before|earlier\s+than)"
-    r"\s+(?P<amount>(?:[01]?\d|2[0-3]):[0-5]\d|[£$€¥]?\s?\d[\d,]*(?:\.\d+)?)",
+    r"\s+(?P<amount>(?:[01]?\d|2[0-3]):[0-5]\d|[£$€¥]?\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:p|pence)\b)?)",
     re.IGNORECASE,
 )
 # 'no' or 'not' just before a threshold turns it round ('no more than £5', 'not before 2020')
@@ -823,7 +832,16 @@ def _figure_column_named(word: str, table: list[Row]) -> bool:
 def _adds_up(table: list[Row], held: list[Row], column: str) -> bool:
     """Whether every one of the rows holds a figure in the column, of one currency."""
     figures = _figures(table, column)
-    return all(row.index in figures for row in held) and len({*_CURRENCY.findall(" ".join(r.cells[column] for r in held))}) <= 1
+    return all(row.index in figures for row in held) and len({_currency_of(row.cells[column]) for row in held} - {""}) <= 1
+
+
+def _currency_of(cell: str) -> str:
+    """The currency a cell's amount is in: its sign, '£' for pence ('45p'), '' for none."""
+    amount = _AMOUNT.match(cell.strip())
+    if amount is not None and _in_pence(amount):
+        return "£"
+    signs = _CURRENCY.findall(cell)
+    return signs[0] if len(set(signs)) == 1 else "".join(sorted(set(signs)))
 
 
 def _total_of(table: list[Row], held: list[Row], column: str, average: bool) -> str:
@@ -860,6 +878,8 @@ def _figure_shown(value: float, cells: list[str], average: bool = False) -> str:
     """A sum or an average written as the cells write their figures: the currency sign, the decimals of the
     most precise cell (two at most for an average of whole numbers), a trailing unit ('%')."""
     written = [_AMOUNT.match(cell.strip()) for cell in cells]
+    if any(m and _in_pence(m) for m in written):
+        return _pounds_shown(value, all(m and _in_pence(m) for m in written))
     decimals = max((len(m.group("number").split(".")[1]) if m and "." in m.group("number") else 0) for m in written)
     currency = next((m.group("currency") for m in written if m and m.group("currency")), "")
     unit = next((m.group("unit") for m in written if m and m.group("unit")), "")
@@ -870,6 +890,16 @@ def _figure_shown(value: float, cells: list[str], average: bool = False) -> str:
     sign = "-" if value < 0 else ""
     spaced = " " if unit and unit != "%" else ""
     return f"{sign}{currency}{text}{spaced}{unit}"
+
+
+def _pounds_shown(value: float, all_pence: bool) -> str:
+    """A sum or an average of amounts in pence, some in pounds or none: in pence under £1 when every cell is
+    ('45p + 30p' is '75p'), else in pounds ('45p + £1.20' is '£1.65')."""
+    sign = "-" if value < 0 else ""
+    pence = round(abs(value) * 100, 2)
+    if all_pence and pence < 100:
+        return f"{sign}{pence:g}p"
+    return f"{sign}£{abs(value):,.2f}"
 
 
 _QUARTER = re.compile(r"\bQ([1-4])\b", re.IGNORECASE)
