@@ -1,7 +1,10 @@
 """Files read as a careful reader sees them (round 23): style sheets' attribute and pseudo selectors and
-generated content in HTML and EPUB."""
+generated content in HTML and EPUB; a Word file's embedded HTML or RTF parts (w:altChunk)."""
 
 from __future__ import annotations
+
+import io
+import zipfile
 
 import pytest
 
@@ -100,3 +103,94 @@ def test_an_ebooks_sheet_applies_attribute_selectors_and_generated_content() -> 
     ).text
     assert SHOWN in text and "Tip: Carry water." in text and SECRET not in text
 
+
+# ------------------------------------------------------------------------------------------ Word altChunk
+
+_WORD = (
+    'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+    'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
+)
+_PACKAGE = "http://schemas.openxmlformats.org/package/2006"
+_OFFICE = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def _alt_chunk_docx(part: str, content: bytes | str, content_type: str | None) -> bytes:
+    """A .docx as html-docx-js writes one: a paragraph, a w:altChunk importing `part`, a paragraph; the
+    part typed `content_type` in [Content_Types].xml (not at all when None)."""
+    extension = part.rsplit(".", 1)[1]
+    typed = f'<Default Extension="{extension}" ContentType="{content_type}"/>' if content_type else ""
+    files = {
+        "[Content_Types].xml": f'<?xml version="1.0"?><Types xmlns="{_PACKAGE}/content-types">'
+        f'<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+        f'<Default Extension="xml" ContentType="application/xml"/>{typed}<Override PartName="/word/document.xml" '
+        'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+        "_rels/.rels": f'<?xml version="1.0"?><Relationships xmlns="{_PACKAGE}/relationships"><Relationship Id="rId1" '
+        f'Type="{_OFFICE}/officeDocument" Target="word/document.xml"/></Relationships>',
+        "word/_rels/document.xml.rels": f'<?xml version="1.0"?><Relationships xmlns="{_PACKAGE}/relationships">'
+        f'<Relationship Id="htmlChunk" Type="{_OFFICE}/aFChunk" Target="/word/{part}"/></Relationships>',
+        "word/document.xml": f'<?xml version="1.0"?><w:document {_WORD}><w:body>'
+        '<w:p><w:r><w:t>Before the part.</w:t></w:r></w:p><w:altChunk r:id="htmlChunk"/>'
+        "<w:p><w:r><w:t>After the part.</w:t></w:r></w:p></w:body></w:document>",
+        f"word/{part}": content,
+    }
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+    return buffer.getvalue()
+
+
+PAGE = (
+    f"<html><body><h1>Tides</h1><p>High water at 06:40.</p><p style='display:none'>{SECRET}</p></body></html>"
+)
+WEB_ARCHIVE = (
+    'MIME-Version: 1.0\r\nContent-Type: multipart/related; type="text/html"; boundary="B"\r\n\r\n--B\r\n'
+    'Content-Type: text/html; charset="utf-8"\r\nContent-Transfer-Encoding: quoted-printable\r\n'
+    "Content-Location: file:///C:/fake/document.html\r\n\r\n<!DOCTYPE html><html><body><h1>Tides</h1><p>High wa=\r\n"
+    "ter at 06:40 =E2=80=94 Tresco.</p></body></html>\r\n--B--\r\n"
+)
+
+EMBEDDED_PARTS = {
+    "an HTML page": ("afchunk.htm", PAGE, "text/html", "High water at 06:40."),
+    "an XHTML page": ("chunk.xhtml", PAGE, "application/xhtml+xml", "High water at 06:40."),
+    "a web archive, as html-docx-js writes": ("afchunk.mht", WEB_ARCHIVE, "message/rfc822", "High water at 06:40 \u2014 Tresco."),
+    "a page the package does not type": ("afchunk.htm", PAGE, None, "High water at 06:40."),
+    "a page typed as bytes": ("afchunk.html", PAGE, "application/octet-stream", "High water at 06:40."),
+    "plain text": ("chunk.txt", "High water at 06:40.", "text/plain", "High water at 06:40."),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("how", EMBEDDED_PARTS)
+def test_a_word_files_embedded_page_is_read_where_it_stands(how: str) -> None:
+    part, content, content_type, line = EMBEDDED_PARTS[how]
+    doc = load_document("tides.docx", _alt_chunk_docx(part, content, content_type))
+    blocks = doc.text.split("\n\n")
+    assert blocks[0] == "Before the part." and blocks[-1] == "After the part." and line in blocks
+    assert SECRET not in doc.text and not doc.notices
+    if "Tides" in blocks:  # the page's heading heads its lines, under the Word file's own (none here)
+        assert any(section.heading == ("Tides",) for section in doc.sections)
+
+
+def test_a_word_document_embedded_in_one_is_read_and_one_in_that_is_said_left_out() -> None:
+    inner = _alt_chunk_docx("afchunk.htm", PAGE, "text/html")
+    doc = load_document("outer.docx", _alt_chunk_docx("inner.docx", inner, None))
+    assert doc.text.split("\n\n") == [
+        "Before the part.", "Before the part.", "Tides", "High water at 06:40.", "After the part.", "After the part."
+    ]  # fmt: skip
+    nested = _alt_chunk_docx("inner.docx", _alt_chunk_docx("middle.docx", inner, None), None)
+    doc = load_document("outer.docx", nested)
+    assert "High water" not in doc.text and doc.notices == (
+        "1 embedded part left out (a Word document inside an embedded one): Word reads such a part in when it opens "
+        "the file, so open it in Word and save it again to make that text part of the document",
+    )
+
+
+def test_an_embedded_part_that_cannot_be_read_is_said_left_out() -> None:
+    doc = load_document(
+        "tides.docx", _alt_chunk_docx("afchunk.rtf", r"{\rtf1\ansi High water at 06:40.}", "application/rtf")
+    )
+    assert doc.text == "Before the part.\n\nAfter the part."
+    assert doc.notices == (
+        "1 embedded part left out (an RTF part): Word reads such a part in when it opens the file, so open it in "
+        "Word and save it again to make that text part of the document",
+    )
