@@ -314,6 +314,12 @@ def is_table_row(line: str) -> bool:
     return bool(_TABLE_CELL_BREAK.search(line.strip()))
 
 
+def is_row_line(line: str) -> bool:
+    """Whether a line (a sentence) is a whole table row as the loaders write it, labelled or between bars:
+    one sentence to its line's end, so what follows it must start a line of its own."""
+    return is_table_row(line) or LABELLED_ROW_LINE.fullmatch(line.strip()) is not None
+
+
 def _row_line_spans(text: str) -> list[Span]:
     """(start, end) of each line of `text` that is a table row, labelled or of cells between bars."""
     if "|" not in text and "; " not in text:

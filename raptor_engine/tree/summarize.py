@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ingest.budget import checked
-from ..ingest.chunk import LABELLED_ROW_LINE, in_code, is_table_row, split_sentences
+from ..ingest.chunk import in_code, is_row_line, split_sentences
 from ..ingest.sentences import content_terms, is_heading, jaccard, strip_bullet
 from ..ingest.transcript import speaker_of, spoken_lines, turns
 from ..types import Summary, SummaryRequest
@@ -233,7 +233,7 @@ def _separator(previous: str, sentence: str) -> str:
     glued to the next sentence ('## Repairs A punctured tube...') and keeps a line readers can tell apart;
     else a space. A row is one sentence to the end of its line (a cell may hold '. '), so a sentence run
     onto its line was read as more of its last cell, and the row as a row the table did not hold."""
-    if strip_bullet(sentence) != sentence or _table_row(previous):
+    if strip_bullet(sentence) != sentence or is_row_line(previous):
         return "\n"
     labelled = speaker_of(previous) is not None
     if not _CLOSED.search(previous) and (labelled or not is_heading(previous)):
@@ -241,11 +241,6 @@ def _separator(previous: str, sentence: str) -> str:
     if is_heading(previous) and not labelled or is_heading(sentence) or speaker_of(sentence):
         return "\n"
     return " "
-
-
-def _table_row(sentence: str) -> bool:
-    """Whether a sentence is a table's row as the loaders write it, labelled or of cells between bars."""
-    return is_table_row(sentence) or LABELLED_ROW_LINE.fullmatch(sentence) is not None
 
 
 def _ranked(sentences: list[_Sentence]) -> list[_Sentence]:
