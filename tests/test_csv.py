@@ -8,7 +8,7 @@ import pytest
 from raptor_engine.errors import IngestError
 from raptor_engine.ingest.chunk import chunk_document, split_sentences
 from raptor_engine.ingest.load import LoadLimits, load_document
-from raptor_engine.ingest.sentences import sentences_of
+from raptor_engine.ingest.sentences import labelled_row, sentences_of
 from raptor_engine.query.tables import row_cells
 
 
@@ -205,10 +205,14 @@ def test_a_column_name_holding_a_colon_labels_its_cells_whole(header, label):
     """'Cost: GBP: 4.99' read as column Cost holding 'GBP: 4.99' (no figure): the name's own colon or
     semicolon is written so that a row's label ends at its last ': '."""
     data = f"Item,{header}\nTrowel,4.99\nRake,12.50\n".encode()
+    page = f"<table><tr><th>Item</th><th>{header}</th></tr><tr><td>Trowel</td><td>4.99</td></tr></table>"
     for name, written in (
         ("p.csv", data),
         ("p.md", f"| Item | {header} |\n|--|--|\n| Trowel | 4.99 |\n".encode()),
+        ("p.html", page.encode()),
     ):
         first = load_document(name, written).text.split("\n")[0]
         assert first == f"- Item: Trowel; {label}: 4.99.", name
         assert row_cells(first.removeprefix("- ")) == {"Item": "Trowel", label: "4.99"}
+    quoted = labelled_row(["Trowel", "4.99"], ["Item", header])  # a row as an answer quotes it
+    assert quoted == f"Item: Trowel; {label}: 4.99"
