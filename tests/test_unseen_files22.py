@@ -57,6 +57,10 @@ HIDDEN_BY_SHEETS = {
                             f'<a href="#"><span class="n">{SECRET}</span></a>'),
     "a pseudo-element's hidden content": (f'<style>.n::before {{ content: "{SECRET}"; display: none }}</style>', '<p class="n"></p>'),
     "content of a hidden element": (f'<style>.n {{ display: none }} .n::after {{ content: "{SECRET}" }}</style>', '<p class="n">x</p>'),
+    "the next sibling": ("<style>h2 + p { display: none }</style>", f"<h2></h2><p>{SECRET}</p>"),
+    "a later sibling": ("<style>.x ~ p { display: none }</style>", f'<i class="x"></i><b></b><p>{SECRET}</p>'),
+    "a child's next sibling": ("<style>div > .x + p { opacity: 0 }</style>", f'<div><i class="x"></i><p>{SECRET}</p></div>'),
+    "the last of its type": ("<style>li:last-of-type { display: none }</style>", f"<ul><li></li><b></b><li>{SECRET}</li></ul>"),
 }  # fmt: skip
 
 
@@ -85,6 +89,10 @@ SHOWN_DESPITE_SHEETS = {
     "only its pseudo-element hidden": ("<style>.n::before { display: none }</style>", '<p class="n">{s}</p>'),
     "the hidden attribute overridden": ("<style>[hidden] { display: block }</style>", "<p hidden>{s}</p>"),
     "a class overriding hidden": ("<style>.open { display: block }</style>", '<p class="open" hidden>{s}</p>'),
+    "a sibling after, not before": ("<style>h2 + p { display: none }</style>", "<p>{s}</p><h2></h2>"),
+    "not the next sibling": ("<style>h2 + p { display: none }</style>", "<h2></h2><b></b><p>{s}</p>"),
+    "no earlier sibling of the class": ("<style>.x ~ p { display: none }</style>", '<div><i class="x"></i></div><p>{s}</p>'),
+    "not the last of its type": ("<style>li:last-of-type { display: none }</style>", "<ul><li>{s}</li><b></b><li>Two.</li></ul>"),
 }  # fmt: skip
 
 

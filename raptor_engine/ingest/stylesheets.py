@@ -13,10 +13,10 @@ Selectors are matched by this module in one pass over the page's elements (soups
 28 us an element for each selector: a page of 100,000 elements and 50 rules would take over two minutes).
 A selector is read when it is made of type, class, id and attribute selectors (`[hidden]`,
 `[aria-hidden="true"]`, `[style*="display:none" i]`) and the pseudo-classes `:not()`, `:first-child`,
-`:last-child`, `:only-child`, `:root` and `:link`, joined by descendant (` `) or child (`>`) combinators;
-a pseudo-class of a state the reader of a page at rest never puts it in (`:hover`, `:focus`, `:target`)
-makes its selector match nothing. Others (sibling combinators, `:nth-child()`) are left unapplied, so an
-element they would hide is read, as before. A `::before` or `::after` rule's `content` ('Note: ', a quote
+`:last-child`, `:only-child`, their `-of-type` kin, `:root` and `:link`, joined by descendant (` `), child
+(`>`) or sibling (`+`, `~`) combinators; a pseudo-class of a state the reader of a page at rest never puts
+it in (`:hover`, `:focus`, `:target`) makes its selector match nothing. Others (`:nth-child()`, `:has()`)
+are left unapplied, so an element they would hide is read, as before. A `::before` or `::after` rule's `content` ('Note: ', a quote
 mark, `attr(title)`) is text the reader sees, so it is written into its element unless the rule hides it;
 a rule hiding only the pseudo-element leaves its element shown. An author's `display` shows an element
 the `hidden` attribute hides (that attribute is only the browser's own `display: none`). Rules inside
@@ -63,7 +63,9 @@ _STATES = frozenset(
     "hover focus focus-within focus-visible active visited target target-within checked indeterminate "
     "user-invalid user-valid playing paused fullscreen picture-in-picture modal popover-open open".split()
 )
-_STRUCTURAL = frozenset({"first-child", "last-child", "only-child", "root", "link", "any-link"})
+_STRUCTURAL = frozenset(
+    "first-child last-child only-child first-of-type last-of-type only-of-type root link any-link".split()
+)
 
 
 @dataclass(frozen=True)
@@ -94,11 +96,11 @@ class _Attribute:
         return {"^=": text.startswith, "$=": text.endswith, "*=": text.__contains__}[self.op](value)
 
 
-def _tag_siblings(element: Any, forward: bool) -> bool:
-    """Whether an element has an element sibling after it (`forward`) or before it."""
+def _tag_siblings(element: Any, forward: bool, name: str | None = None) -> bool:
+    """Whether an element has an element sibling (of tag `name`, if given) after it (`forward`) or before it."""
     sibling = element.next_sibling if forward else element.previous_sibling
     while sibling is not None:
-        if getattr(sibling, "name", None) is not None:
+        if getattr(sibling, "name", None) is not None and name in (None, sibling.name):
             return True
         sibling = sibling.next_sibling if forward else sibling.previous_sibling
     return False
@@ -110,11 +112,9 @@ def _structural(pseudo: str, element: Any) -> bool:
         return element.parent is None or element.parent.name == "[document]"
     if pseudo in ("link", "any-link"):
         return element.name in ("a", "area") and "href" in element.attrs
-    if pseudo == "first-child":
-        return not _tag_siblings(element, forward=False)
-    if pseudo == "last-child":
-        return not _tag_siblings(element, forward=True)
-    return not _tag_siblings(element, forward=False) and not _tag_siblings(element, forward=True)
+    of_type = element.name if pseudo.endswith("-of-type") else None
+    none_before = pseudo.startswith("last-") or not _tag_siblings(element, False, of_type)
+    return none_before and (pseudo.startswith("first-") or not _tag_siblings(element, True, of_type))
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,7 @@ def _compound(text: str) -> tuple[_Compound, str] | None:
 @dataclass(frozen=True)
 class _Rule:
     parts: tuple[_Compound, ...]  # outermost first
-    combinators: tuple[str, ...]  # between parts: " " (descendant) or ">" (child)
+    combinators: tuple[str, ...]  # between parts: " " (descendant), ">" (child), "+" or "~" (sibling)
     prop: str  # display, visibility, opacity, font-size, color, background, or a pseudo-element's content
     look: str  # what it makes of its element: `_look`
     rank: tuple[int, int, int, int, int]  # important, ids, classes, types, order: the larger wins
@@ -293,12 +293,10 @@ def _selector(text: str) -> _Selector | str | None:
     for token in _split_outside(text.strip(), " \t\n\r\f>+~"):
         if not token.strip():
             continue
-        if token in "+~":
-            return None
-        if token == ">":
+        if token in (">", "+", "~"):
             if not parts:
                 return None
-            pending = ">"
+            pending = token
             continue
         if pseudo_element:  # a pseudo-element only ends a selector
             return None
@@ -436,10 +434,17 @@ class _Budget:
 
 
 def _outer_parts_match(rule: _Rule, element: Any, budget: _Budget) -> bool:
-    """Whether the parts before a rule's last one match `element`'s ancestors (nearest match first)."""
+    """Whether the parts before a rule's last one match `element`'s ancestors, or for a sibling combinator
+    its earlier siblings (nearest match first)."""
     current = element
     for index in range(len(rule.parts) - 2, -1, -1):
         compound, combinator = rule.parts[index], rule.combinators[index]
+        if combinator in ("+", "~"):
+            sibling = _earlier_sibling(current, compound, combinator == "~", budget)
+            if sibling is None:
+                return False
+            current = sibling
+            continue
         parent = current.parent
         if combinator == ">":
             if parent is None or parent.name == "[document]" or not compound.matches(parent):
@@ -459,6 +464,24 @@ def _outer_parts_match(rule: _Rule, element: Any, budget: _Budget) -> bool:
             return False
         current = parent
     return True
+
+
+def _earlier_sibling(element: Any, compound: _Compound, any_earlier: bool, budget: _Budget) -> Any | None:
+    """The element sibling just before `element` if it matches `compound` (`+`), or with `any_earlier` the
+    nearest earlier one that does (`~`); None where there is none."""
+    sibling = element.previous_sibling
+    steps = 0
+    while sibling is not None and steps < MAX_ANCESTORS:
+        steps += 1
+        if getattr(sibling, "name", None) is not None:
+            if compound.matches(sibling):
+                budget.spend(steps)
+                return sibling
+            if not any_earlier:
+                break
+        sibling = sibling.previous_sibling
+    budget.spend(steps)
+    return None
 
 
 def _inline_looks(element: Any) -> dict[str, str]:
