@@ -9,6 +9,7 @@ import zipfile
 import pytest
 
 from raptor_engine.ingest.load import load_document
+from raptor_engine.ingest.stylesheets import hide_styled
 from raptor_tools.book_files import epub_file, xhtml
 from tests.test_unseen_files22 import SECRET, SHOWN, _read_html
 
@@ -140,3 +141,16 @@ def test_an_embedded_part_that_cannot_be_read_is_said_left_out() -> None:
         "1 embedded part left out (an RTF part): Word reads such a part in when it opens the file, so open it in "
         "Word and save it again to make that text part of the document",
     )
+
+
+def test_a_later_sibling_rule_over_a_long_run_of_siblings_is_matched_in_linear_steps() -> None:
+    """`.note ~ p` walked each paragraph's earlier siblings (200 at most): 20,000 paragraphs without a
+    `.note` before them took 4 million steps, past the budget, and the page was refused as too complex."""
+    from bs4 import BeautifulSoup
+
+    paragraphs = "".join(f"<p>line {i}</p>" for i in range(20_000))
+    soup = BeautifulSoup(
+        f"<style>.note ~ p {{ display: none }}</style><div>{paragraphs}<i class=note></i><p>x</p></div>",
+        "html.parser",
+    )
+    assert hide_styled(soup) == 1

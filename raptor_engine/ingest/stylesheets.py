@@ -426,6 +426,9 @@ class _Budget:
 
     def __init__(self) -> None:
         self.spent = 0
+        # (compound, element) -> the nearest element at or before it among its siblings that the compound
+        # matches (None: none): a `~` walk stops where an earlier one ended, so a page's walks are linear
+        self.earlier: dict[tuple[int, int], Any] = {}
 
     def spend(self, steps: int) -> None:
         self.spent += steps
@@ -466,22 +469,36 @@ def _outer_parts_match(rule: _Rule, element: Any, budget: _Budget) -> bool:
     return True
 
 
+def _previous_element(node: Any) -> Any | None:
+    sibling = node.previous_sibling
+    while sibling is not None and getattr(sibling, "name", None) is None:
+        sibling = sibling.previous_sibling
+    return sibling
+
+
 def _earlier_sibling(element: Any, compound: _Compound, any_earlier: bool, budget: _Budget) -> Any | None:
     """The element sibling just before `element` if it matches `compound` (`+`), or with `any_earlier` the
     nearest earlier one that does (`~`); None where there is none."""
-    sibling = element.previous_sibling
-    steps = 0
-    while sibling is not None and steps < MAX_ANCESTORS:
-        steps += 1
-        if getattr(sibling, "name", None) is not None:
-            if compound.matches(sibling):
-                budget.spend(steps)
-                return sibling
-            if not any_earlier:
-                break
-        sibling = sibling.previous_sibling
-    budget.spend(steps)
-    return None
+    sibling = _previous_element(element)
+    if not any_earlier or sibling is None:
+        budget.spend(1)
+        return sibling if sibling is not None and compound.matches(sibling) else None
+    walked: list[Any] = []
+    found = None
+    while sibling is not None:
+        key = (id(compound), id(sibling))
+        if key in budget.earlier:
+            found = budget.earlier[key]
+            break
+        walked.append(sibling)
+        if compound.matches(sibling):
+            found = sibling
+            break
+        sibling = _previous_element(sibling)
+    budget.spend(len(walked))
+    for node in walked:
+        budget.earlier[(id(compound), id(node))] = found
+    return found
 
 
 def _inline_looks(element: Any) -> dict[str, str]:
