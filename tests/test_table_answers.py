@@ -251,6 +251,7 @@ def test_a_question_whose_best_sentence_is_prose_is_left_to_ranking():
         ("£12.50", 12.5, "money"), ("1,040", 1040.0, "number"), ("2021", 2021.0, "date"), ("35%", 35.0, "number"),
         ("$4.2m", 4.2e6, "money"), ("-3", -3.0, "number"), ("1,50", 1.5, "number"), ("€3,5", 3.5, "money"),
         ("45p", 0.45, "money"), ("45 p", 0.45, "money"), ("45 pence", 0.45, "money"), ("£0.45", 0.45, "money"),
+        ("99¢", 0.99, "money"), ("99 cents", 0.99, "money"), ("30c", 30.0, "number"), ("5P", 5.0, "number"),
     ],
 )  # fmt: skip
 def test_cells_read_as_figures(cell, value, kind):
@@ -481,10 +482,25 @@ def test_amounts_in_pence_are_money_beside_pounds(question, lead, picked):
     assert pick.picked[: len(picked)] == picked
 
 
-def test_a_total_of_pence_alone_is_written_in_pence_under_a_pound():
-    rows = _rows({"Item": "Stamp", "Price": "45p"}, {"Item": "Clip", "Price": "30p"})
+@pytest.mark.parametrize(
+    ("prices", "total"),
+    [
+        (["45p", "30p"], "75p"), (["45p", "£1.20"], "£1.65"), (["60¢", "70¢"], "130¢"), (["$1.20", "70¢"], "$1.90"),
+        (["45 pence", "30 pence"], "75 pence"),
+    ],
+)  # fmt: skip
+def test_a_total_of_pence_or_cents_is_written_as_the_cells_write_it(prices, total):
+    rows = _rows(*({"Item": f"Item {i}", "Price": price} for i, price in enumerate(prices)))
     pick = table_pick("What is the total Price?", rows, [0], {"t.csv"}, 2)
-    assert pick is not None and "Price adds up to 75p over the 2 rows" in pick.lead, pick
+    assert pick is not None and f"Price adds up to {total} over the 2 rows" in pick.lead, pick
+
+
+def test_a_threshold_in_cents_is_read_as_money():
+    rows = _rows(
+        {"Item": "Gum", "Price": "99¢"}, {"Item": "Soda", "Price": "$1.50"}, {"Item": "Mint", "Price": "50¢"}
+    )
+    pick = table_pick("Which items cost less than 60 cents?", rows, [0], {"t.csv"}, 3)
+    assert pick is not None and pick.picked == [2], pick
 
 
 def test_blank_lines_before_a_row_are_read_in_linear_time():

@@ -84,7 +84,7 @@ def row_cells(text: str) -> dict[str, str] | None:
 
 
 _AMOUNT = re.compile(
-    r"^(?P<sign>-)?(?P<currency>[£$€¥])?\s?(?P<number>\d[\d,]*(?:\.\d+)?)\s?(?P<scale>k|m|bn)?\s?(?P<unit>%|[^\W\d_]{1,12})?$",
+    r"^(?P<sign>-)?(?P<currency>[£$€¥])?\s?(?P<number>\d[\d,]*(?:\.\d+)?)\s?(?P<scale>k|m|bn)?\s?(?P<unit>%|¢|[^\W\d_]{1,12})?$",
     re.IGNORECASE,
 )
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{1,2})(?:-(\d{1,2}))?$")
@@ -125,18 +125,24 @@ def cell_value(cell: str) -> Value | None:
     number *= _SCALE.get((match.group("scale") or "").lower(), 1.0)
     if match.group("sign"):
         number = -number
-    if _in_pence(match):  # '45p' is £0.45: beside '£1.20' in a column of prices, not 45 of them
+    if _subunit(match) is not None:  # '45p' is £0.45: beside '£1.20' in a column of prices, not 45 of them
         return Value(number / 100, "money")
     return Value(number, "money" if match.group("currency") else "number")
 
 
-_PENCE = frozenset({"p", "pence", "penny"})
+# a hundredth of a currency, as a cell writes it after its number, and the currency's sign ('' for cents:
+# of dollars or euros, the other cells say which); not a bare 'c', which is as often degrees ('30c'), and
+# 'p' in small letters only
+_SUBUNITS = {"p": "£", "pence": "£", "penny": "£", "¢": "", "cent": "", "cents": ""}
 
 
-def _in_pence(amount: re.Match[str]) -> bool:
-    """Whether an amount (`_AMOUNT`) is written in pence ('45p', '45 pence'), with no currency sign."""
+def _subunit(amount: re.Match[str]) -> str | None:
+    """The currency sign of an amount (`_AMOUNT`) written in pence or cents ('45p', '45 pence', '99¢',
+    '99 cents'; '' for cents), with no currency sign of its own; None for any other amount."""
     unit = amount.group("unit") or ""
-    return not amount.group("currency") and (unit == "p" or unit.lower() in _PENCE - {"p"})
+    if amount.group("currency") or not unit or (len(unit) == 1 and unit.isupper()):
+        return None
+    return _SUBUNITS.get(unit.lower())
 
 
 def _date(cell: str) -> date | None:
@@ -185,7 +191,7 @@ _THRESHOLD = re.compile(
     r"\b(?P<way>more\s+than|greater\s+than|higher\s+than|larger\s+than|bigger\s+than|over|above|exceeding|at\s+least"
     r"|less\s+than|fewer\s+than|lower\s+than|smaller\s+than|cheaper\s+than|under|below|at\s+most|up\s+to"
     r"|after|since|later\s+than|before|earlier\s+than)"
-    r"\s+(?P<amount>(?:[01]?\d|2[0-3]):[0-5]\d|[£$€¥]?\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:p|pence)\b)?)",
+    r"\s+(?P<amount>(?:[01]?\d|2[0-3]):[0-5]\d|[£$€¥]?\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:p|pence|cents?)\b|\s?¢)?)",
     re.IGNORECASE,
 )
 # 'no' or 'not' just before a threshold turns it round ('no more than £5', 'not before 2020')
@@ -838,8 +844,8 @@ def _adds_up(table: list[Row], held: list[Row], column: str) -> bool:
 def _currency_of(cell: str) -> str:
     """The currency a cell's amount is in: its sign, '£' for pence ('45p'), '' for none."""
     amount = _AMOUNT.match(cell.strip())
-    if amount is not None and _in_pence(amount):
-        return "£"
+    if amount is not None and (major := _subunit(amount)) is not None:
+        return major  # '' for cents: they add to dollars or euros alike
     signs = _CURRENCY.findall(cell)
     return signs[0] if len(set(signs)) == 1 else "".join(sorted(set(signs)))
 
@@ -878,8 +884,8 @@ def _figure_shown(value: float, cells: list[str], average: bool = False) -> str:
     """A sum or an average written as the cells write their figures: the currency sign, the decimals of the
     most precise cell (two at most for an average of whole numbers), a trailing unit ('%')."""
     written = [_AMOUNT.match(cell.strip()) for cell in cells]
-    if any(m and _in_pence(m) for m in written):
-        return _pounds_shown(value, all(m and _in_pence(m) for m in written))
+    if any(m and _subunit(m) is not None for m in written):
+        return _subunits_shown(value, [m for m in written if m])
     decimals = max((len(m.group("number").split(".")[1]) if m and "." in m.group("number") else 0) for m in written)
     currency = next((m.group("currency") for m in written if m and m.group("currency")), "")
     unit = next((m.group("unit") for m in written if m and m.group("unit")), "")
@@ -892,14 +898,19 @@ def _figure_shown(value: float, cells: list[str], average: bool = False) -> str:
     return f"{sign}{currency}{text}{spaced}{unit}"
 
 
-def _pounds_shown(value: float, all_pence: bool) -> str:
-    """A sum or an average of amounts in pence, some in pounds or none: in pence under £1 when every cell is
-    ('45p + 30p' is '75p'), else in pounds ('45p + £1.20' is '£1.65')."""
+def _subunits_shown(value: float, written: list[re.Match[str]]) -> str:
+    """A sum or an average of amounts some of which are in pence or cents: in that unit under a whole one
+    when every cell is ('45p + 30p' is '75p'), else in the whole currency ('45p + £1.20' is '£1.65'); cents
+    with no cell naming their currency stay cents ('60¢ + 70¢' is '130¢')."""
     sign = "-" if value < 0 else ""
-    pence = round(abs(value) * 100, 2)
-    if all_pence and pence < 100:
-        return f"{sign}{pence:g}p"
-    return f"{sign}£{abs(value):,.2f}"
+    hundredths = round(abs(value) * 100, 2)
+    subunits = [m for m in written if _subunit(m) is not None]
+    unit = subunits[0].group("unit")
+    shown_in_unit = f"{sign}{hundredths:g}{' ' if len(unit) > 1 else ''}{unit}"
+    major = next((m.group("currency") or _subunit(m) for m in written if m.group("currency") or _subunit(m)), "")
+    if (len(subunits) == len(written) and hundredths < 100) or not major:
+        return shown_in_unit
+    return f"{sign}{major}{abs(value):,.2f}"
 
 
 _QUARTER = re.compile(r"\bQ([1-4])\b", re.IGNORECASE)
