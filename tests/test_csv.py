@@ -9,7 +9,8 @@ from raptor_engine.errors import IngestError
 from raptor_engine.ingest.chunk import chunk_document, split_sentences
 from raptor_engine.ingest.load import LoadLimits, load_document
 from raptor_engine.ingest.sentences import labelled_row, sentences_of
-from raptor_engine.query.tables import row_cells
+from raptor_engine.query.tables import holds_rows, row_cells
+from raptor_engine.types import ContextNode
 
 
 def test_rows_under_a_header_name_their_columns_in_every_chunk():
@@ -216,3 +217,13 @@ def test_a_column_name_holding_a_colon_labels_its_cells_whole(header, label):
         assert row_cells(first.removeprefix("- ")) == {"Item": "Trowel", label: "4.99"}
     quoted = labelled_row(["Trowel", "4.99"], ["Item", header])  # a row as an answer quotes it
     assert quoted == f"Item: Trowel; {label}: 4.99"
+
+
+def test_a_long_column_name_the_loader_takes_as_a_header_labels_rows_the_tables_read():
+    """A header cell of 49 to 80 characters was a column's name to the loader but too long a label for a
+    row, so its rows were no rows to a table question."""
+    name = "Estimated annual maintenance cost including VAT and labour"
+    text = load_document("costs.csv", f"Item,{name}\nBoiler,£120\nPump,£80\n".encode()).text
+    assert text.split("\n")[0] == f"- Item: Boiler; {name}: £120."
+    assert row_cells(text.split("\n")[0].removeprefix("- ")) == {"Item": "Boiler", name: "£120"}
+    assert holds_rows([ContextNode(1, 0, "costs.csv", 0.5, text, 30, 1, start=0, end=len(text))])

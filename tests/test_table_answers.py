@@ -427,7 +427,7 @@ def _leaf(text: str) -> ContextNode:
 # A row line as read one line at a time: the pattern over the whole text must find one exactly where this
 # does, never crossing a line break (an indent of `\s*` did, and a run of blank lines was walked again from
 # each line start in it: quadratic, 17 s of CPU for 50,000 line breaks).
-_LABEL = r"(?:[^:;\n]|:(?! )){1,48}"
+_LABEL = r"(?:[^:;\n]|:(?! )){1,80}"
 _ONE_ROW_LINE = re.compile(rf"[^\S\n]*[-*] {_LABEL}: .*?; {_LABEL}: .*")
 
 

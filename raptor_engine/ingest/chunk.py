@@ -289,10 +289,12 @@ def _newline_cuts(text: str) -> list[int]:
 _TABLE_CELL_BREAK = re.compile(r"\s\|\s|^\||\|$")
 _TABLE_ROW_LINE = re.compile(r"^[^\n]*?(?:[^\S\n]\|[^\S\n]|^[^\S\n]*\||\|[^\S\n]*$)[^\n]*", re.MULTILINE)
 # A table row as the loaders label it under its header ('- Item: Trowel; Notes: Steel blade. Ash handle.'):
-# a list item of two labelled cells at least. A value may hold '; ', ': ' or '. '; a label (48 characters at
-# most) a colon with no space after it ('Time (hh:mm)'). Its indent is [^\S\n]*, not \s*: a run of blank
-# lines was walked again from each of its line starts (17 s of CPU for 50,000 line breaks).
-LABEL = r"(?:[^:;\n]|:(?! )){1,48}"
+# a list item of two labelled cells at least. A value may hold '; ', ': ' or '. '; a label (a column's name,
+# MAX_LABEL_CHARS at most, as the loaders take a header's cells) a colon with no space after it ('Time
+# (hh:mm)'). Its indent is [^\S\n]*, not \s*: a run of blank lines was walked again from each of its line
+# starts (17 s of CPU for 50,000 line breaks).
+MAX_LABEL_CHARS = 80  # a column's name, not a cell of prose
+LABEL = rf"(?:[^:;\n]|:(?! )){{1,{MAX_LABEL_CHARS}}}"
 LABELLED_ROW_LINE = re.compile(rf"^[^\S\n]*[-*] {LABEL}: [^\n]*?; {LABEL}: [^\n]*$", re.MULTILINE)
 
 

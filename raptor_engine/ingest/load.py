@@ -30,7 +30,7 @@ from typing import Any
 
 from ..errors import IngestError
 from ..types import LoadedDocument, Section, counted
-from .chunk import column_label
+from .chunk import MAX_LABEL_CHARS, column_label
 from .fences import FenceReader
 from .pdf_sight import blank_unseen_text
 from .stylesheets import hide_styled
@@ -3541,7 +3541,7 @@ def _docx_own_cells(row: list[tuple[object, str]]) -> list[str]:
     return [text if i == 0 or row[i - 1][0] is not cell else "" for i, (cell, text) in enumerate(row)]
 
 
-MAX_HEADER_CELL_CHARS = 80  # a column's name, not a cell of prose
+MAX_HEADER_CELL_CHARS = MAX_LABEL_CHARS  # a column's name, not a cell of prose: what a row's label may be
 
 
 def _docx_header_row(table: object, rows: list[list[tuple[object, str]]]) -> bool:

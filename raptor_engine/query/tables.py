@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from ..ingest.chunk import LABELLED_ROW_LINE
+from ..ingest.chunk import LABELLED_ROW_LINE, MAX_LABEL_CHARS
 from ..ingest.sentences import STOPWORDS, content_terms, stem
 from ..types import ContextNode
 from .compared import MONTH_NUMBERS
@@ -31,7 +31,7 @@ from .verdict import CHECKS_LAST_ANSWER
 
 # a labelled row: 'Label: value; Label: value' (two cells at least), with its closing full stop; a label may
 # hold a colon with no space after it ('Time (hh:mm): 06:45')
-_CELL = re.compile(r"^((?:[^:;]|:(?! )){1,48}?): (.*)$", re.DOTALL)
+_CELL = re.compile(rf"^((?:[^:;]|:(?! )){{1,{MAX_LABEL_CHARS}}}?): (.*)$", re.DOTALL)
 MAX_ROWS_QUOTED = 10  # the rows a threshold, a filter or a count quotes at most
 SPAN_GAP = 2  # characters between one leaf's end and the next one's start (a line break) in a whole document
 
