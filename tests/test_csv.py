@@ -227,3 +227,11 @@ def test_a_long_column_name_the_loader_takes_as_a_header_labels_rows_the_tables_
     assert text.split("\n")[0] == f"- Item: Boiler; {name}: £120."
     assert row_cells(text.split("\n")[0].removeprefix("- ")) == {"Item": "Boiler", name: "£120"}
     assert holds_rows([ContextNode(1, 0, "costs.csv", 0.5, text, 30, 1, start=0, end=len(text))])
+
+
+def test_a_long_line_with_a_bar_is_prose_read_as_sentences():
+    """A row is one sentence, but a paragraph that holds one ' | ' is no row: it was one sentence of 1 MB."""
+    prose = "The keeper lit the lamp. The sea was calm | the wind low. " * 200
+    assert len(split_sentences(prose)) == 400
+    row = "Stamp | " + "First class. Sold singly. " * 30  # a row of 788 characters: one sentence
+    assert len(split_sentences(row)) == 1

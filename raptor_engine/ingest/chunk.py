@@ -322,6 +322,10 @@ def is_row_line(line: str) -> bool:
     return is_table_row(line) or LABELLED_ROW_LINE.fullmatch(line.strip()) is not None
 
 
+MAX_ROW_LINE_CHARS = 1_000  # a longer line with a bar or labels is prose (a paragraph with one ' | '): read
+# as sentences, not as one 'row' a megabyte long
+
+
 def _row_line_spans(text: str) -> list[Span]:
     """(start, end) of each line of `text` that is a table row, labelled or of cells between bars."""
     if "|" not in text and "; " not in text:
@@ -329,7 +333,7 @@ def _row_line_spans(text: str) -> list[Span]:
     found = [match.span() for match in LABELLED_ROW_LINE.finditer(text)] if "; " in text else []
     if "|" in text:
         found += [match.span() for match in _TABLE_ROW_LINE.finditer(text)]
-    return sorted(found)
+    return sorted(span for span in found if span[1] - span[0] <= MAX_ROW_LINE_CHARS)
 
 
 def _whole_rows(text: str, cuts: list[int]) -> list[int]:
