@@ -61,9 +61,11 @@ _PACKAGE = "http://schemas.openxmlformats.org/package/2006"
 _OFFICE = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 
 
-def _alt_chunk_docx(part: str, content: bytes | str, content_type: str | None) -> bytes:
-    """A .docx as html-docx-js writes one: a paragraph, a w:altChunk importing `part`, a paragraph; the
-    part typed `content_type` in [Content_Types].xml (not at all when None)."""
+def _alt_chunk_docx(
+    part: str, content: bytes | str, content_type: str | None, body: str = '<w:altChunk r:id="htmlChunk"/>'
+) -> bytes:
+    """A .docx as html-docx-js writes one: a paragraph, a w:altChunk importing `part` (or `body`), a
+    paragraph; the part typed `content_type` in [Content_Types].xml (not at all when None)."""
     extension = part.rsplit(".", 1)[1]
     typed = f'<Default Extension="{extension}" ContentType="{content_type}"/>' if content_type else ""
     files = {
@@ -76,7 +78,7 @@ def _alt_chunk_docx(part: str, content: bytes | str, content_type: str | None) -
         "word/_rels/document.xml.rels": f'<?xml version="1.0"?><Relationships xmlns="{_PACKAGE}/relationships">'
         f'<Relationship Id="htmlChunk" Type="{_OFFICE}/aFChunk" Target="/word/{part}"/></Relationships>',
         "word/document.xml": f'<?xml version="1.0"?><w:document {_WORD}><w:body>'
-        '<w:p><w:r><w:t>Before the part.</w:t></w:r></w:p><w:altChunk r:id="htmlChunk"/>'
+        f"<w:p><w:r><w:t>Before the part.</w:t></w:r></w:p>{body}"
         "<w:p><w:r><w:t>After the part.</w:t></w:r></w:p></w:body></w:document>",
         f"word/{part}": content,
     }
@@ -163,3 +165,13 @@ def test_rules_on_attributes_are_tried_only_on_elements_that_have_them() -> None
     rules = "".join(f"[data-x{i}] {{ display: none }}" for i in range(60))
     body = "".join(f"<p>line {i}</p>" for i in range(10_000)) + "<p data-x7>hidden</p>"
     assert hide_styled(BeautifulSoup(f"<style>{rules}</style>{body}", "html.parser")) == 1
+
+
+def test_an_embedded_part_inside_a_table_cell_is_said_left_out() -> None:
+    cell = '<w:tbl><w:tr><w:tc><w:altChunk r:id="htmlChunk"/><w:p/></w:tc></w:tr></w:tbl>'
+    data = _alt_chunk_docx("afchunk.htm", PAGE, "text/html", body=cell)
+    doc = load_document("tides.docx", data)
+    assert "High water" not in doc.text and doc.notices == (
+        "1 embedded part left out (a part inside a table): Word reads such a part in when it opens the file, so "
+        "open it in Word and save it again to make that text part of the document",
+    )

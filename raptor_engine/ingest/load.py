@@ -3115,6 +3115,7 @@ def _docx_blocks(name: str, data: bytes, limits: LoadLimits, *, depth: int) -> l
         path: list[tuple[int, str]] = []
         heading: tuple[str, ...] = ()
         left_out: list[str] = []
+        placed = 0  # the embedded parts (w:altChunk) met among the body's items
         for item in _docx_body_items(document, Paragraph, Table):
             if isinstance(item, Paragraph):
                 level = _docx_heading_level(style_name(item._p.style))
@@ -3126,11 +3127,14 @@ def _docx_blocks(name: str, data: bytes, limits: LoadLimits, *, depth: int) -> l
                 blocks.append(_Block(_docx_table_text(item, hidden_styles), heading=heading))
             else:  # a w:altChunk: a part Word reads into the body where it stands
                 read = _docx_alt_chunk(name, document, item, limits, depth)
+                placed += 1
                 if isinstance(read, list):
                     blocks += [replace(block, heading=heading + block.heading) for block in read]
                 else:
                     left_out.append(read)
         blocks.extend(_Block(text) for text in _docx_notes(document, hidden_styles))
+        inside = len(document.element.body.findall(f".//{_W}altChunk")) - placed  # in a table cell
+        left_out += ["a part inside a table"] * inside
         if left_out:
             blocks.append(_Block("", notice=_alt_chunks_left_out(left_out)))
     except IngestError:
