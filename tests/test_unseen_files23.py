@@ -61,8 +61,11 @@ _PACKAGE = "http://schemas.openxmlformats.org/package/2006"
 _OFFICE = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 
 
+_ALT_CHUNK = '<w:altChunk r:id="htmlChunk"/>'
+
+
 def _alt_chunk_docx(
-    part: str, content: bytes | str, content_type: str | None, body: str = '<w:altChunk r:id="htmlChunk"/>'
+    part: str, content: bytes | str, content_type: str | None, body: str = _ALT_CHUNK
 ) -> bytes:
     """A .docx as html-docx-js writes one: a paragraph, a w:altChunk importing `part` (or `body`), a
     paragraph; the part typed `content_type` in [Content_Types].xml (not at all when None)."""
@@ -175,3 +178,10 @@ def test_an_embedded_part_inside_a_table_cell_is_said_left_out() -> None:
         "1 embedded part left out (a part inside a table): Word reads such a part in when it opens the file, so "
         "open it in Word and save it again to make that text part of the document",
     )
+
+
+def test_embedded_parts_past_the_first_twenty_are_said_left_out() -> None:
+    """Each embedded part is a page parsed: one part named a thousand times was parsed a thousand times."""
+    doc = load_document("tides.docx", _alt_chunk_docx("afchunk.htm", PAGE, "text/html", body=_ALT_CHUNK * 25))
+    assert doc.text.count("High water at 06:40.") == 20
+    assert doc.notices[0].startswith("5 embedded parts left out (a part past the first 20): ")

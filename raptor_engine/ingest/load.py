@@ -3098,6 +3098,8 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
 
 
 MAX_EMBEDDED_DEPTH = 1  # Word documents embedded in one another (w:altChunk) read: 1, a document in the file
+MAX_EMBEDDED_PARTS = 20  # embedded parts read from one document's body: each is a page parsed (one part named
+# a thousand times would be parsed a thousand times), and a writer of them (html-docx-js) writes one
 
 
 def _docx_blocks(name: str, data: bytes, limits: LoadLimits, *, depth: int) -> list[_Block]:
@@ -3126,8 +3128,11 @@ def _docx_blocks(name: str, data: bytes, limits: LoadLimits, *, depth: int) -> l
             elif isinstance(item, Table):
                 blocks.append(_Block(_docx_table_text(item, hidden_styles), heading=heading))
             else:  # a w:altChunk: a part Word reads into the body where it stands
-                read = _docx_alt_chunk(name, document, item, limits, depth)
                 placed += 1
+                if placed > MAX_EMBEDDED_PARTS:
+                    read: list[_Block] | str = f"a part past the first {MAX_EMBEDDED_PARTS}"
+                else:
+                    read = _docx_alt_chunk(name, document, item, limits, depth)
                 if isinstance(read, list):
                     blocks += [replace(block, heading=heading + block.heading) for block in read]
                 else:
