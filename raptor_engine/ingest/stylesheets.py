@@ -158,6 +158,24 @@ class _Compound:
 _NEVER = "never"  # what `_selector` makes of a selector in a state a page at rest is never in (`a:hover .n`)
 
 
+def _pseudo_class(name: str, argument: str | None) -> str | list[_Compound] | None:
+    """What a pseudo-class asks of its element: its name for a state (`_STATES`) or a place among its
+    siblings (`_STRUCTURAL`), the compounds it must match none of for `:not()`; None for one not read."""
+    if (argument is None) == (name == "not"):
+        return None
+    if name in _STATES or name in _STRUCTURAL:
+        return name
+    if name != "not" or argument is None:
+        return None
+    negated = []
+    for inner in _split_outside(argument, ",")[::2]:
+        read = _compound(inner.strip())
+        if read is None or read[1]:
+            return None
+        negated.append(read[0])  # ':not(:hover)' matches every element (its argument none)
+    return negated
+
+
 def _compound(text: str) -> tuple[_Compound, str] | None:
     """A compound selector and the pseudo-element it selects ('' for the element itself, 'before' or
     'after'); None for one not read."""
@@ -186,20 +204,12 @@ def _compound(text: str) -> tuple[_Compound, str] | None:
             name, argument = match.group(2).lower(), match.group(3)
             if name in _PSEUDO_ELEMENTS and argument is None:
                 pseudo_element = name
-            elif match.group(1) == "::" or (argument is None) == (name == "not"):
+            elif match.group(1) == "::" or (read := _pseudo_class(name, argument)) is None:
                 return None
-            elif name in _STATES:
-                states.append(name)
-            elif name in _STRUCTURAL:
-                structural.append(name)
-            elif name == "not":
-                for inner in argument.split(","):
-                    read = _compound(inner.strip())
-                    if read is None or read[1]:
-                        return None
-                    negated.append(read[0])  # ':not(:hover)' matches every element (its argument none)
+            elif isinstance(read, list):
+                negated += read
             else:
-                return None
+                (states if name in _STATES else structural).append(read)
         else:
             return None
         at = match.end()
