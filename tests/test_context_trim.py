@@ -25,6 +25,7 @@ from raptor_engine.query.retrieve import (
     _trims,
     collapsed_tree,
 )
+from raptor_engine.query.tables import row_cells
 from raptor_engine.storage.records import StoredNode
 from raptor_engine.types import ContextNode
 from tests.test_context_judge import HOW_MANY, PAPER
@@ -64,6 +65,28 @@ def test_a_trimmed_node_marks_what_it_left_out_and_counts_only_what_it_keeps():
     assert [s.text for s in sentences_of(shortened.text) if s.cut_short] == [ELISION] * 3
     whole, _ = _only_new(node, spans, NewSentences(), None)
     assert whole is node  # no mask, nothing held: the node as it is
+
+
+ROWS = "- Item: A; Notes: x. y.\n- Item: B; Notes: z.\n- Item: C; Notes: w.\nPlain prose here. More prose."
+
+
+@pytest.mark.parametrize(
+    ("shown", "expected"),
+    [
+        ([True, False, True, True, False], f"- Item: A; Notes: x. y.\n{ELISION}\n- Item: C; Notes: w.\nPlain prose here. {ELISION}"),
+        ([False, True, False, False, True], f"{ELISION}\n- Item: B; Notes: z.\n{ELISION}\nMore prose."),
+        ([False, False, True, False, False], f"{ELISION}\n- Item: C; Notes: w.\n{ELISION}"),
+    ],
+)  # fmt: skip
+def test_a_mark_beside_a_table_row_stands_on_its_own_line(shown, expected):
+    """A row is one sentence to its line's end: a mark and the next row run onto it read as its last cell
+    going on, and the rows ('- Item: A; Notes: x. y. … - Item: C; Notes: w.') as no row at all."""
+    spans = _split_now(-1, ROWS, 15, None)
+    shortened, _ = _only_new(_node(ROWS), spans, NewSentences(), shown)
+    assert shortened is not None and shortened.text == expected
+    rows = [row_cells(s.text.removeprefix("- ")) for s in sentences_of(shortened.text)]
+    assert [cells for cells in rows if cells] == [{"Item": item, "Notes": notes} for item, notes in (
+        ("A", "x. y"), ("B", "z"), ("C", "w")) if f"Item: {item}" in expected]  # fmt: skip
 
 
 def test_a_leaf_shortened_to_what_is_new_keeps_its_fences_and_the_white_space_of_its_code():

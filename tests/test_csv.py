@@ -6,8 +6,11 @@ from __future__ import annotations
 import pytest
 
 from raptor_engine.errors import IngestError
-from raptor_engine.ingest.chunk import chunk_document
+from raptor_engine.ingest.chunk import chunk_document, split_sentences
 from raptor_engine.ingest.load import LoadLimits, load_document
+from raptor_engine.ingest.sentences import labelled_row, sentences_of
+from raptor_engine.query.tables import holds_rows, row_cells
+from raptor_engine.types import ContextNode
 
 
 def test_rows_under_a_header_name_their_columns_in_every_chunk():
@@ -159,3 +162,76 @@ def test_spreadsheet_formulas_read_as_a_reader_sees_them_or_are_left_out_and_sai
 def test_a_table_of_formulas_alone_is_refused_as_holding_no_text():
     with pytest.raises(IngestError, match="contains no text"):
         load_document("sums.csv", b"=SUM(A1:A3),=A1*2\n=B1,=C1\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        (
+            "notes.csv",
+            b"Item,Notes,Price\nSpade,Steel blade. Ash handle,24.99\nRake,Wide head! Light. Cheap?,9.50\n",
+        ),
+        ("notes.tsv", b"Item\tNotes\nSpade\tSteel blade. Ash handle\nRake\tWide head. Light\n"),
+        (
+            "figures.csv",
+            b"1,Steel blade. Ash handle,3\n4,Wide head. Light,6\n",
+        ),  # no header: cells between bars
+        (
+            "notes.md",
+            b"| Item | Notes |\n|---|---|\n| Spade | Steel blade. Ash handle |\n| Rake | Wide. Light |\n",
+        ),
+    ],
+)
+def test_a_row_whose_cell_holds_a_full_stop_is_one_sentence(name, data):
+    """A row is one quotable unit: a cell's '. ' cut it in two, the second half naming no column."""
+    text = load_document(name, data).text
+    rows = text.split("\n")
+    assert [text[start:end] for start, end in split_sentences(text)] == rows
+    assert all(len(sentences_of(row)) == 1 for row in rows)
+
+
+def test_prose_list_items_and_sentences_around_a_table_still_split():
+    text = "Bring boots. Bring a hat.\n- Item: Spade; Notes: Steel. Ash.\nThe shed shuts at six. Lock it."
+    assert [text[s:e] for s, e in split_sentences(text)] == [
+        "Bring boots.", "Bring a hat.", "- Item: Spade; Notes: Steel. Ash.", "The shed shuts at six.", "Lock it."
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("header", "label"),
+    [("Cost: GBP", "Cost (GBP)"), ("Cost:", "Cost"), ("Cost; GBP", "Cost, GBP"), ("Cost (ex VAT): GBP", "Cost (ex VAT), GBP"),
+     ("Time (hh:mm)", "Time (hh:mm)")],
+)  # fmt: skip
+def test_a_column_name_holding_a_colon_labels_its_cells_whole(header, label):
+    """'Cost: GBP: 4.99' read as column Cost holding 'GBP: 4.99' (no figure): the name's own colon or
+    semicolon is written so that a row's label ends at its last ': '."""
+    data = f"Item,{header}\nTrowel,4.99\nRake,12.50\n".encode()
+    page = f"<table><tr><th>Item</th><th>{header}</th></tr><tr><td>Trowel</td><td>4.99</td></tr></table>"
+    for name, written in (
+        ("p.csv", data),
+        ("p.md", f"| Item | {header} |\n|--|--|\n| Trowel | 4.99 |\n".encode()),
+        ("p.html", page.encode()),
+    ):
+        first = load_document(name, written).text.split("\n")[0]
+        assert first == f"- Item: Trowel; {label}: 4.99.", name
+        assert row_cells(first.removeprefix("- ")) == {"Item": "Trowel", label: "4.99"}
+    quoted = labelled_row(["Trowel", "4.99"], ["Item", header])  # a row as an answer quotes it
+    assert quoted == f"Item: Trowel; {label}: 4.99"
+
+
+def test_a_long_column_name_the_loader_takes_as_a_header_labels_rows_the_tables_read():
+    """A header cell of 49 to 80 characters was a column's name to the loader but too long a label for a
+    row, so its rows were no rows to a table question."""
+    name = "Estimated annual maintenance cost including VAT and labour"
+    text = load_document("costs.csv", f"Item,{name}\nBoiler,£120\nPump,£80\n".encode()).text
+    assert text.split("\n")[0] == f"- Item: Boiler; {name}: £120."
+    assert row_cells(text.split("\n")[0].removeprefix("- ")) == {"Item": "Boiler", name: "£120"}
+    assert holds_rows([ContextNode(1, 0, "costs.csv", 0.5, text, 30, 1, start=0, end=len(text))])
+
+
+def test_a_long_line_with_a_bar_is_prose_read_as_sentences():
+    """A row is one sentence, but a paragraph that holds one ' | ' is no row: it was one sentence of 1 MB."""
+    prose = "The keeper lit the lamp. The sea was calm | the wind low. " * 200
+    assert len(split_sentences(prose)) == 400
+    row = "Stamp | " + "First class. Sold singly. " * 30  # a row of 788 characters: one sentence
+    assert len(split_sentences(row)) == 1

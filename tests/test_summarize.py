@@ -250,3 +250,23 @@ def test_a_summary_leaves_out_lines_of_code_where_there_is_prose_and_keeps_them_
     assert "Tidewatch reads tide tables" in summary.text
     alone = summarizer.summarize(SummaryRequest(texts=[CODE_ONLY], embeddings=embedder.embed([CODE_ONLY]), max_tokens=200))
     assert "def check_tide(height, limit=4.5):\n\nif height > limit:" in alone.text
+
+
+ROWS = (
+    "- Item: Stamp; Cost: 45p; Notes: First class. Sold singly.\n- Item: Card; Cost: £1.20; Notes: Birthday. "
+    "With envelope.\n- Item: Pen; Cost: £0.80; Notes: Blue ink. Refillable."
+)
+BARRED = "Stamp | 45p | First class. Sold singly\nCard | £1.20 | Birthday. With envelope"
+PROSE = "The shop sells stamps and cards. The ferry leaves at seven. Pens are sold singly at the counter."
+
+
+@pytest.mark.parametrize("rows", [ROWS, BARRED])
+def test_a_summary_sets_a_table_row_on_its_own_line(summarizer, embedder, rows):
+    """A row is one sentence to its line's end (a cell may hold '. '): a sentence copied onto the row's line
+    was read as more of its last cell, and the whole line as a row of the table, quoted and counted twice."""
+    texts = [rows, PROSE]
+    summary = summarizer.summarize(SummaryRequest(texts=texts, embeddings=embedder.embed(texts), max_tokens=200))
+    sources = _normalised_sentences(texts)
+    picked = [" ".join(summary.text[s:e].split()) for s, e in split_sentences(summary.text)]
+    assert any("|" in p or p.startswith("- Item") for p in picked), picked
+    assert all(p in sources for p in picked), picked

@@ -250,6 +250,8 @@ def test_a_question_whose_best_sentence_is_prose_is_left_to_ranking():
     [
         ("£12.50", 12.5, "money"), ("1,040", 1040.0, "number"), ("2021", 2021.0, "date"), ("35%", 35.0, "number"),
         ("$4.2m", 4.2e6, "money"), ("-3", -3.0, "number"), ("1,50", 1.5, "number"), ("€3,5", 3.5, "money"),
+        ("45p", 0.45, "money"), ("45 p", 0.45, "money"), ("45 pence", 0.45, "money"), ("£0.45", 0.45, "money"),
+        ("99¢", 0.99, "money"), ("99 cents", 0.99, "money"), ("30c", 30.0, "number"), ("5P", 5.0, "number"),
     ],
 )  # fmt: skip
 def test_cells_read_as_figures(cell, value, kind):
@@ -422,11 +424,11 @@ def _leaf(text: str) -> ContextNode:
     return ContextNode(1, 0, "t.md", 0.5, text, 30, 1, start=0, end=len(text))
 
 
-# The row-line pattern before the review: its indent `\s*` crossed line breaks, so a run of blank lines was
-# walked again from each line start in it (quadratic: 17 s of CPU for 50,000 line breaks).
-_CROSSING_ROW_LINE = re.compile(
-    r"^\s*[-*] [^:;\n]{1,48}: [^;\n]*(?:; [^:;\n]{1,48}: [^;\n]*)+\.?\s*$", re.MULTILINE
-)
+# A row line as read one line at a time: the pattern over the whole text must find one exactly where this
+# does, never crossing a line break (an indent of `\s*` did, and a run of blank lines was walked again from
+# each line start in it: quadratic, 17 s of CPU for 50,000 line breaks).
+_LABEL = r"(?:[^:;\n]|:(?! )){1,80}"
+_ONE_ROW_LINE = re.compile(rf"[^\S\n]*[-*] {_LABEL}: .*?; {_LABEL}: .*")
 
 
 @settings(max_examples=300, deadline=None)
@@ -435,9 +437,70 @@ _CROSSING_ROW_LINE = re.compile(
 )
 @example(["\n \n\t", "- ", "a", ": ", "a", "; ", "b: c", ".", "\n"])  # a row after blank lines: found
 @example(["- ", "a", ": ", "a", ".", "\n", "; ", "b: c"])  # one cell on the line: no row
-def test_the_row_line_pattern_finds_a_row_where_the_line_crossing_one_did(pieces):
+def test_the_row_line_pattern_finds_a_row_where_one_line_is_one(pieces):
     text = "".join(pieces)
-    assert bool(holds_rows([_leaf(text)])) == bool(_CROSSING_ROW_LINE.search(text))
+    assert bool(holds_rows([_leaf(text)])) == any(_ONE_ROW_LINE.fullmatch(line) for line in text.split("\n"))
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        "- Item: Spade; Notes: Steel blade; ash handle; Price: £24.99.",  # a value holding '; '
+        "- Item: Spade; Notes: Steel blade; ash handle.",  # ... in the last cell
+        "- Train: 7A; Departs (hh:mm): 06:45.",  # a label holding a colon
+        "- Item: Spade; Notes: Blade. Handle.",  # a value holding '. '
+    ],
+)
+def test_a_row_that_row_cells_reads_is_a_row_line_too(row):
+    """Every row `row_cells` reads marks a context as holding rows (so a count can be stated of them)."""
+    assert row_cells(row.removeprefix("- ")) is not None
+    assert holds_rows([_leaf(f"Prices.\n{row}\n")])
+
+
+PENCE = [
+    {"Item": "Stamp", "Price": "45p"},
+    {"Item": "Card", "Price": "£1.20"},
+    {"Item": "Pen", "Price": "£0.80"},
+    {"Item": "Clip", "Price": "5p"},
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "lead", "picked"),
+    [
+        ("What is the cheapest item?", "(t.csv's rows by Price, lowest first)", [3, 0, 2, 1]),
+        ("What is the most expensive item?", "(t.csv's rows by Price, highest first)", [1, 2, 0, 3]),
+        ("Which items cost less than £1?", "3 of the 4 rows of t.csv with Price less than £1:", [3, 0, 2]),
+        ("Which items cost more than 50p?", "2 of the 4 rows of t.csv with Price more than 50p:", [1, 2]),
+        ("What is the total Price?", "Price adds up to £2.50 over the 4 rows of t.csv (45p + £1.20 + £0.80 + 5p):",
+         [0, 1, 2, 3]),
+    ],
+)  # fmt: skip
+def test_amounts_in_pence_are_money_beside_pounds(question, lead, picked):
+    pick = table_pick(question, _rows(*PENCE), [0], {"t.csv"}, 4)
+    assert pick is not None and lead in pick.lead, pick
+    assert pick.picked[: len(picked)] == picked
+
+
+@pytest.mark.parametrize(
+    ("prices", "total"),
+    [
+        (["45p", "30p"], "75p"), (["45p", "£1.20"], "£1.65"), (["60¢", "70¢"], "130¢"), (["$1.20", "70¢"], "$1.90"),
+        (["45 pence", "30 pence"], "75 pence"),
+    ],
+)  # fmt: skip
+def test_a_total_of_pence_or_cents_is_written_as_the_cells_write_it(prices, total):
+    rows = _rows(*({"Item": f"Item {i}", "Price": price} for i, price in enumerate(prices)))
+    pick = table_pick("What is the total Price?", rows, [0], {"t.csv"}, 2)
+    assert pick is not None and f"Price adds up to {total} over the 2 rows" in pick.lead, pick
+
+
+def test_a_threshold_in_cents_is_read_as_money():
+    rows = _rows(
+        {"Item": "Gum", "Price": "99¢"}, {"Item": "Soda", "Price": "$1.50"}, {"Item": "Mint", "Price": "50¢"}
+    )
+    pick = table_pick("Which items cost less than 60 cents?", rows, [0], {"t.csv"}, 3)
+    assert pick is not None and pick.picked == [2], pick
 
 
 def test_blank_lines_before_a_row_are_read_in_linear_time():

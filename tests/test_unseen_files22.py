@@ -41,6 +41,26 @@ HIDDEN_BY_SHEETS = {
     "important over inline": ("<style>.n { display: none !important }</style>", f'<p class="n" style="display:block">{SECRET}</p>'),
     "inside @media screen": ("<style>@media screen { .n { display: none } }</style>", f'<p class="n">{SECRET}</p>'),
     "after a comment and an @import": ('<style>@import url(x.css); /* } */ .n{display:none}</style>', f'<p class="n">{SECRET}</p>'),
+    "an attribute present": ("<style>[data-off] { display: none }</style>", f"<p data-off>{SECRET}</p>"),
+    "an attribute's value": ('<style>[aria-hidden="false"] { display: none }</style>', f'<p aria-hidden="false">{SECRET}</p>'),
+    "a style attribute's part, any case": (
+        '<style>p[style*="position:absolute" i] { visibility: hidden }</style>', f'<p style="POSITION:ABSOLUTE">{SECRET}</p>'
+    ),
+    "a word of an attribute": ("<style>[rel~=aside] { opacity: 0 }</style>", f'<p rel="note aside">{SECRET}</p>'),
+    "a value's start and end": ("<style>[id^=sec][id$=ret] { display: none }</style>", f'<p id="secret">{SECRET}</p>'),
+    "a language prefix": ("<style>[lang|=x] { display: none }</style>", f'<p lang="x-hidden">{SECRET}</p>'),
+    "a comma inside a value": ('<style>[title="a, b"] { display: none }</style>', f'<p title="a, b">{SECRET}</p>'),
+    "not the active tab": ("<style>.tab:not(.active) { display: none }</style>", f'<div class="tab">{SECRET}</div>'),
+    "a first child": ("<style>li:first-child { display: none }</style>", f"<ul><li>{SECRET}</li><li></li></ul>"),
+    "the body's last child": ("<style>body > :last-child { display: none }</style>", f"<p>{SECRET}</p>"),
+    "shown only on hover": ("<style>.n { display: none } a:hover .n { display: block }</style>",
+                            f'<a href="#"><span class="n">{SECRET}</span></a>'),
+    "a pseudo-element's hidden content": (f'<style>.n::before {{ content: "{SECRET}"; display: none }}</style>', '<p class="n"></p>'),
+    "content of a hidden element": (f'<style>.n {{ display: none }} .n::after {{ content: "{SECRET}" }}</style>', '<p class="n">x</p>'),
+    "the next sibling": ("<style>h2 + p { display: none }</style>", f"<h2></h2><p>{SECRET}</p>"),
+    "a later sibling": ("<style>.x ~ p { display: none }</style>", f'<i class="x"></i><b></b><p>{SECRET}</p>'),
+    "a child's next sibling": ("<style>div > .x + p { opacity: 0 }</style>", f'<div><i class="x"></i><p>{SECRET}</p></div>'),
+    "the last of its type": ("<style>li:last-of-type { display: none }</style>", f"<ul><li></li><b></b><li>{SECRET}</li></ul>"),
 }  # fmt: skip
 
 
@@ -60,6 +80,19 @@ SHOWN_DESPITE_SHEETS = {
     "a pseudo-class": ("<style>a:hover .n, .n::before {display:none}</style>", '<a href="#"><span class="n">{s}</span></a>'),
     "another class": ("<style>.note{display:none}</style>", '<p class="notes">{s}</p>'),
     "an ancestor that does not match": ("<style>.box p{display:none}</style>", '<div class="other"><p>{s}</p></div>'),
+    "the active tab": ("<style>.tab:not(.active) { display: none }</style>", '<div class="tab active">{s}</div>'),
+    "not hidden on hover": ("<style>a:hover .n { display: none }</style>", '<a href="#"><span class="n">{s}</span></a>'),
+    "not(:hover) is every element": ("<style>.n:not(:hover) { display: block } .n { display: none }</style>", '<p class="n">{s}</p>'),
+    "another attribute value": ('<style>[data-state="closed"] { display: none }</style>', '<p data-state="open">{s}</p>'),
+    "a case the value does not match": ('<style>[data-s="OFF"] { display: none }</style>', '<p data-s="off">{s}</p>'),
+    "a second child": ("<style>li:first-child { display: none }</style>", "<ul><li>One.</li><li>{s}</li></ul>"),
+    "only its pseudo-element hidden": ("<style>.n::before { display: none }</style>", '<p class="n">{s}</p>'),
+    "the hidden attribute overridden": ("<style>[hidden] { display: block }</style>", "<p hidden>{s}</p>"),
+    "a class overriding hidden": ("<style>.open { display: block }</style>", '<p class="open" hidden>{s}</p>'),
+    "a sibling after, not before": ("<style>h2 + p { display: none }</style>", "<p>{s}</p><h2></h2>"),
+    "not the next sibling": ("<style>h2 + p { display: none }</style>", "<h2></h2><b></b><p>{s}</p>"),
+    "no earlier sibling of the class": ("<style>.x ~ p { display: none }</style>", '<div><i class="x"></i></div><p>{s}</p>'),
+    "not the last of its type": ("<style>li:last-of-type { display: none }</style>", "<ul><li>{s}</li><b></b><li>Two.</li></ul>"),
 }  # fmt: skip
 
 

@@ -287,12 +287,69 @@ def _newline_cuts(text: str) -> list[int]:
 
 
 _TABLE_CELL_BREAK = re.compile(r"\s\|\s|^\||\|$")
+_TABLE_ROW_LINE = re.compile(r"^[^\n]*?(?:[^\S\n]\|[^\S\n]|^[^\S\n]*\||\|[^\S\n]*$)[^\n]*", re.MULTILINE)
+# A table row as the loaders label it under its header ('- Item: Trowel; Notes: Steel blade. Ash handle.'):
+# a list item of two labelled cells at least. A value may hold '; ', ': ' or '. '; a label (a column's name,
+# MAX_LABEL_CHARS at most, as the loaders take a header's cells) a colon with no space after it ('Time
+# (hh:mm)'). Its indent is [^\S\n]*, not \s*: a run of blank lines was walked again from each of its line
+# starts (17 s of CPU for 50,000 line breaks).
+MAX_LABEL_CHARS = 80  # a column's name, not a cell of prose
+LABEL = rf"(?:[^:;\n]|:(?! )){{1,{MAX_LABEL_CHARS}}}"
+LABELLED_ROW_LINE = re.compile(rf"^[^\S\n]*[-*] {LABEL}: [^\n]*?; {LABEL}: [^\n]*$", re.MULTILINE)
+
+
+def column_label(name: str) -> str:
+    """A column's name as its row's cells are labelled by it: one holding ': ' ('Cost: GBP') read as a
+    shorter name and the start of the value ('Cost: GBP: 4.99' was Cost 'GBP: 4.99', no figure), so its
+    qualifier goes in brackets ('Cost (GBP): 4.99'); a semicolon, which separates cells, becomes a comma,
+    and a closing colon ('Cost:') is dropped."""
+    label = name.strip().rstrip(":").rstrip().replace(";", ",")
+    head, colon, tail = label.partition(": ")
+    if colon and "(" not in label and ": " not in tail:
+        return f"{head} ({tail})"
+    return label.replace(": ", ", ")
 
 
 def is_table_row(line: str) -> bool:
     """A row of a table as the loaders write it ('Ladders | £320', Markdown's '| Books | 3 weeks |'):
     a line of its own, never part of a sentence."""
     return bool(_TABLE_CELL_BREAK.search(line.strip()))
+
+
+def is_row_line(line: str) -> bool:
+    """Whether a line (a sentence) is a whole table row as the loaders write it, labelled or between bars:
+    one sentence to its line's end, so what follows it must start a line of its own."""
+    return is_table_row(line) or LABELLED_ROW_LINE.fullmatch(line.strip()) is not None
+
+
+MAX_ROW_LINE_CHARS = 1_000  # a longer line with a bar or labels is prose (a paragraph with one ' | '): read
+# as sentences, not as one 'row' a megabyte long
+
+
+def _row_line_spans(text: str) -> list[Span]:
+    """(start, end) of each line of `text` that is a table row, labelled or of cells between bars."""
+    if "|" not in text and "; " not in text:
+        return []
+    found = [match.span() for match in LABELLED_ROW_LINE.finditer(text)] if "; " in text else []
+    if "|" in text:
+        found += [match.span() for match in _TABLE_ROW_LINE.finditer(text)]
+    return sorted(span for span in found if span[1] - span[0] <= MAX_ROW_LINE_CHARS)
+
+
+def _whole_rows(text: str, cuts: list[int]) -> list[int]:
+    """Cuts less those inside a table row's line: a row is one quotable unit, read alone under its
+    header, and a cell holding a full stop ('Notes: Steel blade. Ash handle') cut it in two, the second
+    half a 'sentence' with no column named."""
+    rows = _row_line_spans(text)
+    if not rows:
+        return cuts
+    starts = [start for start, _ in rows]
+    kept = []
+    for cut in cuts:
+        at = bisect.bisect_left(starts, cut) - 1
+        if at < 0 or not rows[at][0] < cut < rows[at][1]:
+            kept.append(cut)
+    return kept
 
 
 TITLE_MAX_CHARS = 80
@@ -367,7 +424,7 @@ def _remembered_spans(text: str, code: bool = False) -> tuple[Span, ...]:
     """`split_sentences`' spans, remembered by text: a node is split for its stored sentences and again for
     its layer's summaries (the second split cost ~0.5 CPU s of a 100k-token ingest)."""
     turn_cuts = [start for start, _ in turns(text)]
-    cuts = _fenceless(text, _terminator_cuts(text) + _full_stop_cuts(text) + _newline_cuts(text))
+    cuts = _whole_rows(text, _fenceless(text, _terminator_cuts(text) + _full_stop_cuts(text) + _newline_cuts(text)))
     return tuple(_trimmed_spans(text, _by_code_lines(text, _outside_labels(text, cuts, turn_cuts) + turn_cuts, code)))
 
 

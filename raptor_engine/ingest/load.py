@@ -30,6 +30,7 @@ from typing import Any
 
 from ..errors import IngestError
 from ..types import LoadedDocument, Section, counted
+from .chunk import MAX_LABEL_CHARS, column_label
 from .fences import FenceReader
 from .pdf_sight import blank_unseen_text
 from .stylesheets import hide_styled
@@ -1950,7 +1951,8 @@ def _labelled_row(header: list[str], cells: list[str]) -> str:
     Kittow.', as the extractive answer quotes a row under its header; the full stop makes it a sentence of
     its own): a table longer than a chunk is cut between rows, and a chunk that began mid-table read its
     first row as the header of the rest ('Boat 16: Boat 17; 1916: 1917')."""
-    named = [f"{label}: {cell}" if label else cell for label, cell in zip(header, cells, strict=False) if cell]
+    labels = [column_label(label) for label in header]
+    named = [f"{label}: {cell}" if label else cell for label, cell in zip(labels, cells, strict=False) if cell]
     named += [cell for cell in cells[len(header) :] if cell]
     if not named:
         return ""
@@ -3092,6 +3094,17 @@ def _docx_heading_level(style_name: str) -> int | None:
 
 def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     """Paragraphs and tables in body order; Heading styles set the heading path."""
+    return _docx_blocks(name, data, limits, depth=0)
+
+
+MAX_EMBEDDED_DEPTH = 1  # Word documents embedded in one another (w:altChunk) read: 1, a document in the file
+MAX_EMBEDDED_PARTS = 20  # embedded parts read from one document's body: each is a page parsed (one part named
+# a thousand times would be parsed a thousand times), and a writer of them (html-docx-js) writes one
+
+
+def _docx_blocks(name: str, data: bytes, limits: LoadLimits, *, depth: int) -> list[_Block]:
+    """`_read_docx` of a Word file, or of one embedded `depth` deep in another's body: a Word document
+    embedded deeper is left out, so a file of files inside each other cannot make the reading recurse."""
     _check_docx_zip(name, data, limits)
     from docx.table import Table
     from docx.text.paragraph import Paragraph
@@ -3103,6 +3116,8 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         blocks: list[_Block] = []
         path: list[tuple[int, str]] = []
         heading: tuple[str, ...] = ()
+        left_out: list[str] = []
+        placed = 0  # the embedded parts (w:altChunk) met among the body's items
         for item in _docx_body_items(document, Paragraph, Table):
             if isinstance(item, Paragraph):
                 level = _docx_heading_level(style_name(item._p.style))
@@ -3112,7 +3127,21 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
                 blocks.append(_Block(text, heading=heading))
             elif isinstance(item, Table):
                 blocks.append(_Block(_docx_table_text(item, hidden_styles), heading=heading))
+            else:  # a w:altChunk: a part Word reads into the body where it stands
+                placed += 1
+                if placed > MAX_EMBEDDED_PARTS:
+                    read: list[_Block] | str = f"a part past the first {MAX_EMBEDDED_PARTS}"
+                else:
+                    read = _docx_alt_chunk(name, document, item, limits, depth)
+                if isinstance(read, list):
+                    blocks += [replace(block, heading=heading + block.heading) for block in read]
+                else:
+                    left_out.append(read)
         blocks.extend(_Block(text) for text in _docx_notes(document, hidden_styles))
+        inside = len(document.element.body.findall(f".//{_W}altChunk")) - placed  # in a table cell
+        left_out += ["a part inside a table"] * inside
+        if left_out:
+            blocks.append(_Block("", notice=_alt_chunks_left_out(left_out)))
     except IngestError:
         raise
     except Exception as exc:
@@ -3127,6 +3156,78 @@ def _read_docx(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
     return blocks
 
 
+_R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+# What an embedded part (w:altChunk) is by its content type, or its name's extension where the package gives
+# it none or only 'application/octet-stream' (html-docx-js writes an .mht part; others .htm, .rtf, .docx)
+_ALT_CHUNK_TYPES = {
+    "text/html": "html", "application/xhtml+xml": "html", "message/rfc822": "mht", "multipart/related": "mht",
+    "application/x-mimearchive": "mht", "text/plain": "text", "application/rtf": "rtf", "text/rtf": "rtf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml": "docx",
+}  # fmt: skip
+_ALT_CHUNK_EXTENSIONS = {
+    ".htm": "html", ".html": "html", ".xhtml": "html", ".mht": "mht", ".mhtml": "mht", ".txt": "text",
+    ".rtf": "rtf", ".docx": "docx",
+}  # fmt: skip
+_ALT_CHUNK_KINDS = {"rtf": "an RTF part"}
+
+
+def _alt_chunk_kind(part: Any) -> str:
+    """What an embedded part holds ('html', 'mht', 'text', 'rtf', 'docx' or '' for anything else)."""
+    content_type = str(part.content_type or "").split(";")[0].strip().lower()
+    return _ALT_CHUNK_TYPES.get(content_type) or _ALT_CHUNK_EXTENSIONS.get(_extension(str(part.partname)), "")
+
+
+def _docx_alt_chunk(name: str, document: Any, element: Any, limits: LoadLimits, depth: int) -> list[_Block] | str:
+    """The blocks of the part a w:altChunk imports (an HTML page, a web archive's page, plain text, a Word
+    document), read as that kind of file is; or, for a part that cannot be read here (RTF, a part the
+    package lacks), what it is, for the notice that says it was left out."""
+    rel = document.part.rels.get(element.get(f"{_R}id") or "")
+    if rel is None or rel.is_external:
+        return "a part the file names but does not hold"
+    part = rel.target_part
+    kind = _alt_chunk_kind(part)
+    blob = part.blob or b""
+    if kind == "html":
+        text, _ = _decode_text(name, blob, _html_charset(blob))
+        return _html_blocks(name, text, limits)
+    if kind == "mht":
+        return _web_archive_blocks(name, blob, limits)
+    if kind == "text":
+        return [_Block(_decode_text(name, blob)[0])]
+    if kind == "docx" and depth < MAX_EMBEDDED_DEPTH:
+        return _docx_blocks(name, blob, limits, depth=depth + 1)
+    if kind == "docx":
+        return "a Word document inside an embedded one"
+    log.info("%s: an altChunk part %s of type %r left out", name, part.partname, part.content_type)
+    return _ALT_CHUNK_KINDS.get(kind, f"a part of type {str(part.content_type or 'unknown')[:60]}")
+
+
+def _web_archive_blocks(name: str, data: bytes, limits: LoadLimits) -> list[_Block] | str:
+    """The page a web archive (.mht: a MIME message of the page and its pictures) holds: its HTML part's
+    visible text, else its plain text part's."""
+    import email
+    from email import policy
+
+    message = email.message_from_bytes(data, policy=policy.default)
+    parts = list(itertools.islice(message.walk(), 1000))
+    for wanted in ("text/html", "text/plain"):
+        part = next((p for p in parts if p.get_content_type() == wanted), None)
+        if part is not None:
+            text, _ = _part_text(name, part)
+            return _html_blocks(name, text, limits) if wanted == "text/html" else [_Block(text)]
+    return "a web archive with no page in it"
+
+
+def _alt_chunks_left_out(what: list[str]) -> str:
+    """The notice for embedded parts not read: how many, what they are, and how to bring them in."""
+    kinds = _and_list(list(dict.fromkeys(what)))
+    return (
+        f"{counted(len(what), 'embedded part')} left out ({kinds}): Word reads such a part in when it opens the "
+        "file, so open it in Word and save it again to make that text part of the document"
+    )
+
+
 # Word's main document part in a macro-enabled document (.docm), a template (.dotx) or a macro-enabled
 # template (.dotm), often renamed .docx: the same XML as a .docx's, which python-docx refuses by its type.
 # Its text is read like any other; its macros (vbaProject.bin) are never read, let alone run.
@@ -3135,6 +3236,30 @@ _WORD_MAIN_TYPES = (
     "application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml",
     "application/vnd.ms-word.template.macroEnabledTemplate.main+xml",
 )
+
+
+MAX_UNTYPED_PARTS = 8  # parts without a content type given one, each a pass over the package
+_NO_CONTENT_TYPE = re.compile(r"no content type for partname '([^']{1,500})'")
+_CONTENT_TYPES_END = re.compile(rb"</(?:[\w.-]+:)?Types\s*>")
+
+
+def _typed_package(data: bytes, partname: str) -> bytes:
+    """The package again with an untyped part typed as bytes ('application/octet-stream'), so the rest of
+    it reads: writers of an embedded page (html-docx-js's kind) leave its part out of [Content_Types].xml,
+    which Word passes over and python-docx refused as a corrupt file. What the part is, is then told by its
+    name (`_alt_chunk_kind`)."""
+    override = f'<Override PartName="{html.escape(partname)}" ContentType="application/octet-stream"/>'.encode()
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            content = source.read(info)
+            if info.filename == "[Content_Types].xml":
+                ends = list(_CONTENT_TYPES_END.finditer(content))
+                if not ends:
+                    raise ValueError("no content types")
+                content = content[: ends[-1].start()] + override + content[ends[-1].start() :]
+            target.writestr(info.filename, content)
+    return out.getvalue()
 
 
 def _open_docx(data: bytes) -> Any:
@@ -3146,7 +3271,18 @@ def _open_docx(data: bytes) -> Any:
 
     for content_type in _WORD_MAIN_TYPES:
         PartFactory.part_type_for.setdefault(content_type, DocumentPart)
-    part = OpcPackage.open(io.BytesIO(data)).main_document_part
+    for _ in range(MAX_UNTYPED_PARTS):
+        try:
+            package = OpcPackage.open(io.BytesIO(data))
+            break
+        except KeyError as error:
+            untyped = _NO_CONTENT_TYPE.search(str(error))
+            if untyped is None:
+                raise
+            data = _typed_package(data, untyped.group(1))
+    else:
+        raise ValueError("too many parts without a content type")
+    part = package.main_document_part
     if not isinstance(part, DocumentPart):
         return docx.Document(io.BytesIO(data))  # raises, naming the content type it is
     return part.document
@@ -3248,6 +3384,8 @@ def _docx_body_items(document: object, paragraph: type, table: type) -> Iterator
         elif element.tag == f"{_W}sdt":
             content = element.find(f"{_W}sdtContent")
             pending.extend(reversed(content) if content is not None else ())
+        elif element.tag == f"{_W}altChunk":  # an embedded part Word imports here (`_docx_alt_chunk`)
+            yield element
 
 
 # The runs Word shows in a paragraph, wherever they sit in it (tracked insertions, links, smart tags,
@@ -3412,7 +3550,7 @@ def _docx_own_cells(row: list[tuple[object, str]]) -> list[str]:
     return [text if i == 0 or row[i - 1][0] is not cell else "" for i, (cell, text) in enumerate(row)]
 
 
-MAX_HEADER_CELL_CHARS = 80  # a column's name, not a cell of prose
+MAX_HEADER_CELL_CHARS = MAX_LABEL_CHARS  # a column's name, not a cell of prose: what a row's label may be
 
 
 def _docx_header_row(table: object, rows: list[list[tuple[object, str]]]) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .budget import checked
-from .chunk import UNSPACED_LETTERS, split_sentences
+from .chunk import UNSPACED_LETTERS, column_label, split_sentences
 
 # Questions about a whole text rather than a detail of it ('what is this about?', 'the main theme').
 THEMATIC = re.compile(
@@ -478,7 +478,7 @@ def labelled_row(row: list[str], header: list[str] | None) -> str:
     """A table row as a reader can take it out of its table: 'Item: Ladders; Cost: £320' under a header
     of the same width, else its cells joined ('Ladders; £320')."""
     if header and len(header) == len(row) and header != row:
-        pairs = zip(header, row, strict=True)
+        pairs = zip([column_label(name) for name in header], row, strict=True)
         return "; ".join(f"{name}: {cell}" if name else cell for name, cell in pairs if cell)
     return "; ".join(cell for cell in row if cell)
 

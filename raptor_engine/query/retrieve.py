@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..ingest.chunk import is_row_line
 from ..ingest.sentences import (
     STOPWORDS,
     NewSentences,
@@ -203,7 +204,7 @@ def _rebuilt(
                 left_out.append((length + (1 if parts else 0), sentence_key(strip_bullet(sentence.text))))
             continue
         if gap:
-            separator = f" {ELISION} " if parts else f"{ELISION} "
+            separator = _elision(text, previous, sentence)
             elisions += 1
         elif previous is None:
             separator = ""
@@ -218,9 +219,20 @@ def _rebuilt(
         length += sentence.end - sentence.start
         previous, gap = sentence, False
     if gap and parts:
-        parts.append(f" {ELISION}")
+        parts.append(_elision(text, previous, None))
         elisions += 1
     return _Shortened("".join(parts), offsets, tuple(left_out), elisions)
+
+
+def _elision(text: str, before: SentenceSpan | None, after: SentenceSpan | None) -> str:
+    """The mark, with its spacing, for sentences left out between two shown ones (either may be None: the
+    text's start or end). Beside a table's row it stands on a line of its own: a row is one sentence to
+    its line's end, so a mark and the next row run onto its line read as more of its last cell, and both
+    rows as no row ('- Item: A; Notes: x. … - Item: C; Notes: w.')."""
+    rows = [s for s in (before, after) if s is not None and is_row_line(text[s.start : s.end])]
+    if not rows:
+        return f" {ELISION} " if before and after else f" {ELISION}" if before else f"{ELISION} "
+    return f"\n{ELISION}\n" if before and after else f"\n{ELISION}" if before else f"{ELISION}\n"
 
 
 def _moved_marks(node: ContextNode, kept: list[SentenceSpan], offsets: list[int]) -> PageMarks:

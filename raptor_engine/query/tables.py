@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
+from ..ingest.chunk import LABELLED_ROW_LINE, MAX_LABEL_CHARS
 from ..ingest.sentences import STOPWORDS, content_terms, stem
 from ..types import ContextNode
 from .compared import MONTH_NUMBERS
@@ -30,18 +31,15 @@ from .verdict import CHECKS_LAST_ANSWER
 
 # a labelled row: 'Label: value; Label: value' (two cells at least), with its closing full stop; a label may
 # hold a colon with no space after it ('Time (hh:mm): 06:45')
-_CELL = re.compile(r"^((?:[^:;]|:(?! )){1,48}?): (.*)$", re.DOTALL)
+_CELL = re.compile(rf"^((?:[^:;]|:(?! )){{1,{MAX_LABEL_CHARS}}}?): (.*)$", re.DOTALL)
 MAX_ROWS_QUOTED = 10  # the rows a threshold, a filter or a count quotes at most
-# (its indent [^\S\n]*, not \s*: a run of blank lines was walked again from each of its line starts, 17 s of CPU
-# for 50,000 line breaks)
-_ROW_LINE = re.compile(r"^[^\S\n]*[-*] [^:;\n]{1,48}: [^;\n]*(?:; [^:;\n]{1,48}: [^;\n]*)+\.?\s*$", re.MULTILINE)
 SPAN_GAP = 2  # characters between one leaf's end and the next one's start (a line break) in a whole document
 
 
 def holds_rows(nodes: Sequence[ContextNode]) -> bool:
     """Whether a context holds a leaf of labelled table rows ('- Name: Ann; Joined: 2017.'): then the engine
     marks its leaves' document edges, so a count can be stated of a table wholly in the context."""
-    return any(node.layer == 0 and _ROW_LINE.search(node.text) for node in nodes)
+    return any(node.layer == 0 and LABELLED_ROW_LINE.search(node.text) for node in nodes)
 
 
 def whole_documents(nodes: Sequence[ContextNode]) -> set[str | None]:
@@ -86,7 +84,7 @@ def row_cells(text: str) -> dict[str, str] | None:
 
 
 _AMOUNT = re.compile(
-    r"^(?P<sign>-)?(?P<currency>[£$€¥])?\s?(?P<number>\d[\d,]*(?:\.\d+)?)\s?(?P<scale>k|m|bn)?\s?(?P<unit>%|[^\W\d_]{1,12})?$",
+    r"^(?P<sign>-)?(?P<currency>[£$€¥])?\s?(?P<number>\d[\d,]*(?:\.\d+)?)\s?(?P<scale>k|m|bn)?\s?(?P<unit>%|¢|[^\W\d_]{1,12})?$",
     re.IGNORECASE,
 )
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{1,2})(?:-(\d{1,2}))?$")
@@ -127,7 +125,24 @@ def cell_value(cell: str) -> Value | None:
     number *= _SCALE.get((match.group("scale") or "").lower(), 1.0)
     if match.group("sign"):
         number = -number
+    if _subunit(match) is not None:  # '45p' is £0.45: beside '£1.20' in a column of prices, not 45 of them
+        return Value(number / 100, "money")
     return Value(number, "money" if match.group("currency") else "number")
+
+
+# a hundredth of a currency, as a cell writes it after its number, and the currency's sign ('' for cents:
+# of dollars or euros, the other cells say which); not a bare 'c', which is as often degrees ('30c'), and
+# 'p' in small letters only
+_SUBUNITS = {"p": "£", "pence": "£", "penny": "£", "¢": "", "cent": "", "cents": ""}
+
+
+def _subunit(amount: re.Match[str]) -> str | None:
+    """The currency sign of an amount (`_AMOUNT`) written in pence or cents ('45p', '45 pence', '99¢',
+    '99 cents'; '' for cents), with no currency sign of its own; None for any other amount."""
+    unit = amount.group("unit") or ""
+    if amount.group("currency") or not unit or (len(unit) == 1 and unit.isupper()):
+        return None
+    return _SUBUNITS.get(unit.lower())
 
 
 def _date(cell: str) -> date | None:
@@ -176,7 +191,7 @@ _THRESHOLD = re.compile(
     r"\b(?P<way>more\s+than|greater\s+than|higher\s+than|larger\s+than|bigger\s+than|over|above|exceeding|at\s+least"
     r"|less\s+than|fewer\s+than|lower\s+than|smaller\s+than|cheaper\s+than|under|below|at\s+most|up\s+to"
     r"|after|since|later\s+than|before|earlier\s+than)"
-    r"\s+(?P<amount>(?:[01]?\d|2[0-3]):[0-5]\d|[£$€¥]?\s?\d[\d,]*(?:\.\d+)?)",
+    r"\s+(?P<amount>(?:[01]?\d|2[0-3]):[0-5]\d|[£$€¥]?\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:p|pence|cents?)\b|\s?¢)?)",
     re.IGNORECASE,
 )
 # 'no' or 'not' just before a threshold turns it round ('no more than £5', 'not before 2020')
@@ -823,7 +838,16 @@ def _figure_column_named(word: str, table: list[Row]) -> bool:
 def _adds_up(table: list[Row], held: list[Row], column: str) -> bool:
     """Whether every one of the rows holds a figure in the column, of one currency."""
     figures = _figures(table, column)
-    return all(row.index in figures for row in held) and len({*_CURRENCY.findall(" ".join(r.cells[column] for r in held))}) <= 1
+    return all(row.index in figures for row in held) and len({_currency_of(row.cells[column]) for row in held} - {""}) <= 1
+
+
+def _currency_of(cell: str) -> str:
+    """The currency a cell's amount is in: its sign, '£' for pence ('45p'), '' for none."""
+    amount = _AMOUNT.match(cell.strip())
+    if amount is not None and (major := _subunit(amount)) is not None:
+        return major  # '' for cents: they add to dollars or euros alike
+    signs = _CURRENCY.findall(cell)
+    return signs[0] if len(set(signs)) == 1 else "".join(sorted(set(signs)))
 
 
 def _total_of(table: list[Row], held: list[Row], column: str, average: bool) -> str:
@@ -860,6 +884,8 @@ def _figure_shown(value: float, cells: list[str], average: bool = False) -> str:
     """A sum or an average written as the cells write their figures: the currency sign, the decimals of the
     most precise cell (two at most for an average of whole numbers), a trailing unit ('%')."""
     written = [_AMOUNT.match(cell.strip()) for cell in cells]
+    if any(m and _subunit(m) is not None for m in written):
+        return _subunits_shown(value, [m for m in written if m])
     decimals = max((len(m.group("number").split(".")[1]) if m and "." in m.group("number") else 0) for m in written)
     currency = next((m.group("currency") for m in written if m and m.group("currency")), "")
     unit = next((m.group("unit") for m in written if m and m.group("unit")), "")
@@ -870,6 +896,21 @@ def _figure_shown(value: float, cells: list[str], average: bool = False) -> str:
     sign = "-" if value < 0 else ""
     spaced = " " if unit and unit != "%" else ""
     return f"{sign}{currency}{text}{spaced}{unit}"
+
+
+def _subunits_shown(value: float, written: list[re.Match[str]]) -> str:
+    """A sum or an average of amounts some of which are in pence or cents: in that unit under a whole one
+    when every cell is ('45p + 30p' is '75p'), else in the whole currency ('45p + £1.20' is '£1.65'); cents
+    with no cell naming their currency stay cents ('60¢ + 70¢' is '130¢')."""
+    sign = "-" if value < 0 else ""
+    hundredths = round(abs(value) * 100, 2)
+    subunits = [m for m in written if _subunit(m) is not None]
+    unit = subunits[0].group("unit")
+    shown_in_unit = f"{sign}{hundredths:g}{' ' if len(unit) > 1 else ''}{unit}"
+    major = next((m.group("currency") or _subunit(m) for m in written if m.group("currency") or _subunit(m)), "")
+    if (len(subunits) == len(written) and hundredths < 100) or not major:
+        return shown_in_unit
+    return f"{sign}{major}{abs(value):,.2f}"
 
 
 _QUARTER = re.compile(r"\bQ([1-4])\b", re.IGNORECASE)

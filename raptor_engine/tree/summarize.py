@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ingest.budget import checked
-from ..ingest.chunk import in_code, split_sentences
+from ..ingest.chunk import in_code, is_row_line, split_sentences
 from ..ingest.sentences import content_terms, is_heading, jaccard, strip_bullet
 from ..ingest.transcript import speaker_of, spoken_lines, turns
 from ..types import Summary, SummaryRequest
@@ -229,9 +229,11 @@ def _separator(previous: str, sentence: str) -> str:
     """What goes between two copied sentences, so the summary splits into the sentences it copied: a
     blank line after one the text left without a full stop (a subtitle's cue, a log line, a turn of a
     transcript), which would otherwise run into the next, from whatever document or speaker; a line
-    break before a list item or a speaker's turn and around a heading, which is never glued to the next
-    sentence ('## Repairs A punctured tube...') and keeps a line readers can tell apart; else a space."""
-    if strip_bullet(sentence) != sentence:
+    break before a list item or a speaker's turn, after a table's row and around a heading, which is never
+    glued to the next sentence ('## Repairs A punctured tube...') and keeps a line readers can tell apart;
+    else a space. A row is one sentence to the end of its line (a cell may hold '. '), so a sentence run
+    onto its line was read as more of its last cell, and the row as a row the table did not hold."""
+    if strip_bullet(sentence) != sentence or is_row_line(previous):
         return "\n"
     labelled = speaker_of(previous) is not None
     if not _CLOSED.search(previous) and (labelled or not is_heading(previous)):
