@@ -193,10 +193,15 @@ async def test_before_the_documents_first_passage_says_it_opens_with_it(engine):
 
 
 async def test_and_then_mid_document_keeps_its_lead(engine):
-    """Only a passage that ends its document says so: one with sentences after it quotes them."""
-    first, after = await converse(engine, "What did Haldor find?", "and then?")
+    """Only a passage that ends its document says so: one with sentences after it quotes them. (The last
+    answer is given: which sentences the engine quotes for "What did Haldor find?" is a near tie of the
+    embedder's rounding, and when it quotes the story's last sentence, nothing does come after.)"""
+    told = f"{FOUND}\n- \u201cHaldor found that the papers were forged.\u201d [1]"
+    history = [Turn("user", "What did Haldor find?"), Turn("assistant", told)]
+    after = await engine.ask("tales", "and then?", history=history)
     assert after.text.startswith(FOUND), after.text
     assert "ends with that passage" not in after.text
+    assert "Garrick was driven out of Kell" in after.text, after.text
 
 
 @pytest.mark.parametrize("then", ["and then?", "what happened next?"])
