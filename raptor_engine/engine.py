@@ -2005,13 +2005,20 @@ class Engine:
             for node in nodes
         ]
 
-    def _with_superseded(self, nodes: list[ContextNode]) -> list[ContextNode]:
+    def _with_superseded(self, kb: str, nodes: list[ContextNode]) -> list[ContextNode]:
         """The context's nodes of a file posted again since with new content, marked
         (`Store.superseded_nodes`): a sentence the later file says otherwise ('Wednesday evenings' for
-        'Tuesday evenings') is quoted from the later file only."""
+        'Tuesday evenings') is quoted from the later file only. A summary across documents that draws on
+        such a file is marked too: it may hold the earlier file's copy of the sentence."""
         named = [node.node_id for node in nodes if node.document is not None]
         superseded = self.store.superseded_nodes(named)
-        return [replace(node, superseded=True) if node.node_id in superseded else node for node in nodes]
+        kb_id = self.store.kb_id(kb)
+        drawn = {name for node in nodes if node.document is None for name, _ in node.drawn_from}
+        reposted = self.store.reposted_names(kb_id, sorted(drawn)) if kb_id is not None and drawn else set()
+        return [
+            replace(node, superseded=True) if node.node_id in superseded or _draws_on(node, reposted) else node
+            for node in nodes
+        ]
 
     def _explain_empty_context(
         self, kb_id: int, budget: int, layers: list[int] | None, documents: list[str] | None
@@ -2192,7 +2199,7 @@ class Engine:
         if onward in (Onward.NEXT, Onward.BEFORE) or (table_asked and holds_rows(context.nodes)):
             # ('how many members joined in 2020?': a count is stated only of a table wholly in the context)
             context.nodes = await asyncio.to_thread(self._with_document_edges, context.nodes)
-        context.nodes = await asyncio.to_thread(self._with_superseded, context.nodes)
+        context.nodes = await asyncio.to_thread(self._with_superseded, kb, context.nodes)
         # The standalone question, not the bare follow-up, is what the answer must address; document
         # text reaches the answerer with its own bracketed numbers neutralised.
         support = await asyncio.to_thread(self.support_index, answerer, context.nodes)
@@ -2483,3 +2490,8 @@ class Engine:
                 if not self.indexes.check(kb_id):
                     repaired += found
         return DoctorReport(problems, repaired)
+
+
+def _draws_on(node: ContextNode, names: set[str]) -> bool:
+    """Whether a summary across documents draws on one of the named documents."""
+    return node.document is None and any(name in names for name, _ in node.drawn_from)

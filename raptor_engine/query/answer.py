@@ -634,14 +634,20 @@ def _candidates(context: list[ContextNode]) -> list[_Candidate]:
 def _without_superseded(found: list[_Candidate]) -> list[_Candidate]:
     """The sentences of a file posted again since with new content, less those the later file says nearly
     alike ('Rehearsals are on Tuesday evenings' where it says 'Wednesday evenings'): both files answer, but
-    of two versions of one statement only the later one is current. What only the earlier file says stays."""
+    of two versions of one statement only the later one is current. What only the earlier file says stays;
+    a summary across documents drawing on the file (marked by the engine) is read as the earlier file."""
     current = [c for c in found if not c.node.superseded and c.node.document is not None]
     return [
         c
         for c in found
         if not c.node.superseded
-        or not any(o.node.document == c.node.document and _near_duplicate(c.terms, o.terms) for o in current)
+        or not any(o.node.document in _documents_of(c.node) and _near_duplicate(c.terms, o.terms) for o in current)
     ]
+
+
+def _documents_of(node: ContextNode) -> set[str | None]:
+    """The document a node stands in, or those a summary across documents draws on."""
+    return {node.document} if node.document is not None else {name for name, _ in node.drawn_from}
 
 
 def _code_result(question: str, context: list[ContextNode], most: int) -> list[_Candidate]:

@@ -333,6 +333,21 @@ class Store(MessageStoreMixin):
             out.update(int(node_id) for (node_id,) in rows)
         return out
 
+    def reposted_names(self, kb_id: int, names: list[str]) -> set[str]:
+        """Those of the given document names that more than one file of the knowledge base bears (a file
+        posted again with new content beside the earlier one; message documents left out)."""
+        out: set[str] = set()
+        for begin in range(0, len(names), 500):
+            part = names[begin : begin + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT name FROM documents WHERE kb_id = ? AND format != ? AND name IN ({marks})"
+                " GROUP BY name HAVING COUNT(*) > 1",
+                [kb_id, MESSAGE_FORMAT, *part],
+            ).fetchall()
+            out.update(str(name) for (name,) in rows)
+        return out
+
     def document_openings(self, kb_id: int) -> dict[str, tuple[tuple[str, ...], str]]:
         """Each document's name -> the headings and text of its first leaf, in the order the documents
         were added: where a document's title is ('Harbour survey report 2021'), for a follow-up that
