@@ -54,6 +54,11 @@ from tests.test_answer_ranking import answer_over, first_quote
         ("Why was the chapel built?", "The vicar hoped to see a school built to the same plan.", False),
         # a purpose after another verb
         ("Why was the chapel built?", "The mayor came to the opening to read a letter.", False),
+        # ... past another clause opening between them (held-out NarrativeQA: "Why did the principal commit
+        # fraud?" led with a suicide "after Harry attempts to reason with him")
+        ("Why did Malcolm commit fraud?", "Malcolm commits suicide after Harry attempts to reason with him.", False),
+        ("Why was the wall built?", "The wall was built and then painted to match the gate.", False),
+        ("Why was the barn built?", "The barn was built by the monks so that grain could be stored.", True),
     ],
 )
 def test_a_purpose_straight_after_the_asked_verb_is_stated_in_so_many_words(question, sentence, stated):

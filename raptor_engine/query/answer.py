@@ -1539,9 +1539,18 @@ def _purpose_after_the_asked_verb(question: str, sentence: str) -> bool:
     for i, word in enumerate(said):
         if stem(word.lower()) == verb:
             for gap in range(1, REASON_WITHIN + 2):
+                if gap > 1 and said[i + gap - 1].lower() in _CLAUSE_BREAKS:
+                    break  # "commits suicide after Harry attempts to reason": another verb's purpose
                 if PURPOSE_AFTER_VERB.match(" ".join(said[i + gap : i + gap + 4])):
                     return True
     return False
+
+
+# Words that open another clause between the asked verb and a purpose: what follows is another verb's.
+_CLAUSE_BREAKS = frozenset(
+    "after before when whenever while until till and but or as because since if although though where which who "
+    "whom whose that then so".split()
+)
 
 
 # what a question asks is read once, not once a candidate sentence: a long question costs its regexes once
