@@ -80,3 +80,24 @@ def test_a_who_question_s_name_is_one_the_question_does_not_give(question, sente
 )
 def test_a_noun_made_from_the_asked_verb_names_the_deed(action, sentence, names):
     assert _names_the_deed(action, sentence) is names
+
+
+@pytest.mark.parametrize(
+    ("question", "quote", "other_roles"),
+    [
+        ("Who is the secretary of the society?", "Present: Joan Petrie (chair), Amit Shah (treasurer), eleven members.", True),
+        ("Who is the secretary?", "Chair: Joan Petrie; Treasurer: Amit Shah.", True),
+        ("Who is the treasurer?", "Present: Joan Petrie (chair), Amit Shah (treasurer), eleven members.", False),
+        ("Who is the treasurer?", "Chair: Joan Petrie; Treasurer: Amit Shah.", False),
+        # no roles given to names: whether it answers is the grounding model's to judge
+        ("Who is the secretary?", "Ruth Pascoe keeps the minutes and writes to members.", False),
+        ("Who was Joan Petrie?", "Present: Joan Petrie (chair), Amit Shah (treasurer).", False),  # a name
+        ("When did Amit Shah join?", "Present: Joan Petrie (chair), Amit Shah (treasurer).", False),
+    ],
+)
+def test_a_quote_naming_people_by_other_roles_does_not_answer_who_holds_the_asked_one(question, quote, other_roles):
+    from raptor_engine.query.answer import _candidates, gives_other_roles
+    from raptor_engine.types import ContextNode
+
+    picked = _candidates([ContextNode(1, 0, "minutes.md", 0.5, quote, 20, 1, start=0, end=len(quote))])[:1]
+    assert gives_other_roles(question, picked) is other_roles

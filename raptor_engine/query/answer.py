@@ -2119,6 +2119,27 @@ def names_no_asked_thing(question: str, picked: list[_Candidate]) -> bool:
     return bool(thing) and not any(thing & c.terms for c in picked)
 
 
+# "Who is the secretary?" over "Present: Joan Petrie (chair), Amit Shah (treasurer), eleven members." or
+# "Chair: Joan Petrie; Treasurer: Amit Shah": the quote gives its names their roles, none the asked one.
+_ROLE_IN_BRACKETS = re.compile(r"(?-i:[A-Z])[\w'\u2019-]+\s*\((?P<role>[A-Za-z][\w -]{1,30})\)")
+_ROLE_LABEL = re.compile(r"(?:^|[;,.]\s+)(?P<role>[A-Z][a-z]+(?:\s[a-z]+)?):\s*(?-i:[A-Z])")
+_ROLE_OF = re.compile(r"\s+(?:of|for|at|in|on)\s+", re.IGNORECASE)
+
+
+def gives_other_roles(question: str, picked: list[_Candidate]) -> bool:
+    """Whether a 'who is the <role>?' question's first quote names people by their roles, the asked role
+    not among them: it tells who holds other posts, not who holds the asked one."""
+    if not picked or not ANSWER_KINDS[WHO_KIND][0].search(question):
+        return False
+    defined = definition_subject(question)
+    if defined is None or is_name(defined):
+        return False
+    asked = {stem(t) for t in content_terms(_ROLE_OF.split(defined)[0])}
+    text = picked[0].text
+    roles = [m.group("role") for m in (*_ROLE_IN_BRACKETS.finditer(text), *_ROLE_LABEL.finditer(text))]
+    return bool(asked and roles) and not asked & {stem(w) for w in words(text)}
+
+
 # "How long / how often / how far ...?", "How much does it cost / weigh?": a measure of one dimension,
 # answered by a number with a unit of it ("for two and a half hours", "every ninety minutes", "six
 # miles", "costs 24 pounds", "1.9 kilograms"), not by a number of something else.
@@ -2911,7 +2932,11 @@ class ExtractiveAnswerer:
             return Grounding.CLOSEST
         if verdict is Grounding.ANSWERED and asks_a_negative(core) and not says_the_asked_negative(core, quoted.picked[0].text):
             return Grounding.CLOSEST
-        if verdict is Grounding.ANSWERED and (gives_no_asked_figure(core, quoted.picked) or names_no_asked_thing(core, quoted.picked)):
+        if verdict is Grounding.ANSWERED and (
+            gives_no_asked_figure(core, quoted.picked)
+            or names_no_asked_thing(core, quoted.picked)
+            or gives_other_roles(core, quoted.picked)
+        ):
             return Grounding.CLOSEST
         if verdict is Grounding.NOTHING and subject_is_a_pronoun(core, len(subject_terms(core)), len(names_in(core))):
             return Grounding.CLOSEST
