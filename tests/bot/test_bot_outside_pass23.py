@@ -137,5 +137,11 @@ async def test_a_follow_up_opening_with_a_roles_ping_is_answered_as_its_question
     pinged = said(h, thread, "<@&350> when will the shed be built?", BOB, mention_roles=["350"])
     answer = await h.fake.wait_for(lambda: bot_answer_after(h, thread, pinged), what="the answer")
     assert answer["content"].startswith("From the documents:") and "20 June" in answer["content"], answer["content"]
-    history = await h.bot.services.state.history(GUILD, thread)
+
+    async def remembered() -> list:
+        # the exchange is kept as pending while its answer is posted, and settled just after
+        history = await h.bot.services.state.history(GUILD, thread)
+        return history if len(history) >= 4 else []
+
+    history = await h.fake.wait_for(remembered, what="the exchange remembered")
     assert history[-2].content == "when will the shed be built?", history
