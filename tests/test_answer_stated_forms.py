@@ -59,6 +59,8 @@ from tests.test_answer_ranking import answer_over, first_quote
         ("Why did Malcolm commit fraud?", "Malcolm commits suicide after Harry attempts to reason with him.", False),
         ("Why was the wall built?", "The wall was built and then painted to match the gate.", False),
         ("Why was the barn built?", "The barn was built by the monks so that grain could be stored.", True),
+        ("Why did the library close?", "On Sundays the library closed", False),  # the verb ends the sentence
+        ("Why did the library close?", "The library closed", False),
     ],
 )
 def test_a_purpose_straight_after_the_asked_verb_is_stated_in_so_many_words(question, sentence, stated):

@@ -1538,7 +1538,7 @@ def _purpose_after_the_asked_verb(question: str, sentence: str) -> bool:
     said = re.findall(r"[\w'\u2019-]+", sentence)
     for i, word in enumerate(said):
         if stem(word.lower()) == verb:
-            for gap in range(1, REASON_WITHIN + 2):
+            for gap in range(1, min(REASON_WITHIN + 2, len(said) - i)):
                 if gap > 1 and said[i + gap - 1].lower() in _CLAUSE_BREAKS:
                     break  # "commits suicide after Harry attempts to reason": another verb's purpose
                 if PURPOSE_AFTER_VERB.match(" ".join(said[i + gap : i + gap + 4])):
