@@ -89,7 +89,7 @@ def _summary_and_leaf(leaf_text: str, held: tuple[tuple[int, str], ...]) -> list
     return [summary, leaf]
 
 
-def _answered(context: list[ContextNode], question: str = "Which ferries crossed the Ambry?") -> list[str]:
+def _answered(context: list[ContextNode]) -> list[str]:
     from raptor_engine.query.answer import _document_next, _with_next_sentence_of_its_document
 
     candidates = _candidates(context)

@@ -3259,18 +3259,9 @@ def _with_next_sentence_of_its_document(
         joined = _with_next_sentence(candidate, picked, fragment_words)
         added = joined.text[len(candidate.text) :] if joined.text.startswith(candidate.text) else ""
         return [joined if added.strip() and sentence_key(added) == following else candidate]
-    if following is None or not _quotable_after(following, picked):
+    if following is None or not _addable(following.sentence, picked):
         return [candidate]
     return [candidate, following]
-
-
-def _quotable_after(added: _Candidate, picked: list[_Candidate]) -> bool:
-    """Whether a leaf's sentence may be quoted after a summary's copy of the one before it: as `_joinable`
-    asks of a joined neighbour, neither cut short, a heading, a list item nor quoted already."""
-    sentence = added.sentence
-    if sentence.cut_short or is_heading(sentence.text) or strip_bullet(sentence.text) != sentence.text:
-        return False
-    return not any(added.key == other.key for other in picked)
 
 
 def _with_reply(candidate: _Candidate, picked: list[_Candidate]) -> _Candidate | None:
@@ -3320,6 +3311,12 @@ def _joinable(
         return False
     if "\n" in between and (in_code(text, first.start, code) or in_code(text, second.start, code)):
         return False  # a line of code is quoted alone: joined to the next it is other code
+    return _addable(added, picked, transcript)
+
+
+def _addable(added: Sentence, picked: list[_Candidate], transcript: bool = False) -> bool:
+    """Whether a sentence may be quoted after its neighbour (joined to it, or after a summary's copy of it):
+    neither cut short, a heading, a list item, nor quoted already, nor in a transcript only filler."""
     said = added.text[label_end(added.text) :] if transcript else added.text  # a picked quote's key has no label
     if added.cut_short or is_heading(added.text) or (transcript and is_filler(said)):
         return False
