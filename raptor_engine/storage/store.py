@@ -381,6 +381,14 @@ class Store(MessageStoreMixin):
         """Every node's token count in a knowledge base (kept beside its index, see `index.KBIndex`)."""
         return dict(self.db.execute("SELECT id, tokens FROM nodes WHERE kb_id = ?", [kb_id]).fetchall())
 
+    def leaf_samples(self, kb_id: int, count: int) -> list[tuple[int, str, np.ndarray]]:
+        """(id, text, stored vector) of a knowledge base's first `count` leaves: what `model_check` embeds
+        again to tell whether the configured model made its vectors."""
+        rows = self.db.execute(
+            "SELECT id, text, embedding FROM nodes WHERE kb_id = ? AND layer = 0 ORDER BY id LIMIT ?", [kb_id, count]
+        ).fetchall()
+        return [(int(i), str(text), np.frombuffer(blob, dtype=np.float32)) for i, text, blob in rows]
+
     def nodes_of_kb(self, kb_id: int) -> list[StoredNode]:
         return self._node_rows("n.kb_id = ? ORDER BY n.id", [kb_id])
 
