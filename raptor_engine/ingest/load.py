@@ -33,7 +33,7 @@ from ..types import LoadedDocument, Section, counted
 from .chunk import MAX_LABEL_CHARS, column_label
 from .fences import FenceReader
 from .pdf_sight import blank_unseen_text
-from .stylesheets import hide_styled
+from .stylesheets import hide_styled, linked_sheets
 
 log = logging.getLogger(__name__)
 
@@ -3913,6 +3913,7 @@ def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
     """The visible text of an HTML page's text, in blocks (`_read_html`)."""
     soup = _html_soup(name, text, limits)
     hide_styled(soup, name=name)
+    sheets = linked_sheets(soup)
     _embed_srcdoc_pages(name, soup, limits, _tag_count(text))
     _svg_labels(soup)
     furniture = _without_page_furniture(soup)
@@ -3922,7 +3923,18 @@ def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
         raise IngestError(name, "is nested too deeply to read.") from None
     if furniture:
         blocks.append(_Block("", notice=f"the page's {_and_list(furniture)} left out"))
+    if sheets:
+        blocks.append(_Block("", notice=_unread_sheets_notice(sheets)))
     return blocks
+
+
+def _unread_sheets_notice(sheets: list[str]) -> str:
+    """What to say of style sheets a page links that were not uploaded with it: its text is read as
+    written, so what they hide is read and what they add is not."""
+    shown = [f"'{sheet[:60]}'" for sheet in sheets[:3]] + ([f"{len(sheets) - 3} more"] if len(sheets) > 3 else [])
+    one = len(sheets) == 1
+    return (f"its style sheet{'' if one else 's'} {_and_list(shown)} {'was' if one else 'were'} not uploaded "
+            "with it, so its styles were not available and its text was read as written")
 
 
 def _text_outside(soup: Any, ids: set[int]) -> bool:

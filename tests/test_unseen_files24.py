@@ -1,0 +1,141 @@
+"""Files read as a careful reader sees them (round 24): style sheets' `:nth-child()`, `:has()` and other
+pseudo-classes with a selector argument; text moved off the page, clipped or scaled to nothing; a page's
+style sheet that was not uploaded with it."""
+
+from __future__ import annotations
+
+import pytest
+
+from raptor_engine.ingest.load import load_document
+from tests.test_unseen_files22 import SECRET, SHOWN, _read_html
+
+# ------------------------------------------------------------------------------------------ style sheets
+
+HIDDEN_BY_SELECTORS = {
+    "an even child": ("li:nth-child(2n) { display: none }", "<ul><li>{s0}</li><li>{s}</li><li>{s1}</li></ul>"),
+    "the even keyword": ("li:nth-child(even) { display: none }", "<ul><li>{s0}</li><li>{s}</li></ul>"),
+    "an odd child": ("li:nth-child( odd ) { display: none }", "<ul><li>{s}</li><li>{s0}</li></ul>"),
+    "the first three": ("li:nth-child(-n + 3) { display: none }", "<ul><li>{s}</li><li>{s}</li><li>{s}</li><li>{s0}</li></ul>"),
+    "one child by number": ("tr:nth-child(3) { display: none }", "<table><tr><td>{s0}</td></tr><tr><td>{s1}</td></tr><tr><td>{s}</td></tr></table>"),
+    "counted from the last": ("p:nth-last-child(1) { display: none }", "<div><p>{s0}</p><p>{s}</p></div>"),
+    "of its type": ("p:nth-of-type(2) { visibility: hidden }", "<div><i>x</i><p>{s0}</p><i>y</i><p>{s}</p></div>"),
+    "of its type from the last": ("div > p:nth-last-of-type(3n+1) { display: none }", "<div><p>{s0}</p><p>{s}</p><i>z</i></div>"),
+    "of a selector": ("p:nth-child(1 of .x) { display: none }", '<div><p>{s0}</p><p class="x">{s}</p><p class="x">{s1}</p></div>'),
+    "a :has() child": ("section:has(> .flag) { display: none }", '<section><i class="flag"></i><p>{s}</p></section><section><p>{s0}</p></section>'),
+    "a :has() descendant": ("div:has(img[alt=off]) { opacity: 0 }", '<div><p>{s}<img alt="off"></p></div>'),
+    "a :has() sibling": (".a:has(+ .b) { display: none }", '<p class="a">{s}</p><p class="b">{s0}</p>'),
+    "a :not() of a complex selector": ("div p:not(.keep p) { display: none }", '<div class="keep"><p>{s0}</p></div><div><p>{s}</p></div>'),
+    "a :not() of an :nth-child()": ("li:not(:nth-child(1)) { display: none }", "<ul><li>{s0}</li><li>{s}</li></ul>"),
+    "an :is() list": (":is(.a, .b) .n { display: none }", '<div class="b"><p class="n">{s}</p></div>'),
+    "a :where() beaten by nothing": (":where(.n) { display: none }", '<p class="n">{s}</p>'),
+}  # fmt: skip
+
+
+def _shown_lines(css: str, body: str) -> list[str]:
+    filled = body.replace("{s0}", "Kept zero.").replace("{s1}", "Kept one.").replace("{s}", SECRET)
+    return _read_html(f"<style>{css}</style>", filled).split("\n\n")
+
+
+@pytest.mark.parametrize("how", HIDDEN_BY_SELECTORS)
+def test_text_hidden_by_a_pseudo_class_with_an_argument_is_left_out(how: str) -> None:
+    css, body = HIDDEN_BY_SELECTORS[how]
+    lines = _shown_lines(css, body)
+    assert SECRET not in " ".join(lines)
+    assert lines[0] == SHOWN and ("{s0}" not in body or any("Kept zero." in line for line in lines))
+    assert "{s1}" not in body or any("Kept one." in line for line in lines)
+
+
+SHOWN_DESPITE_SELECTORS = {
+    "an odd child under an even rule": ("li:nth-child(2n) { display: none }", "<ul><li>{s}</li></ul>"),
+    "a later :nth-child() rule shows it": ("li { display: none } li:nth-child(1) { display: list-item }", "<ul><li>{s}</li></ul>"),
+    "a :where() rule loses to a class": (":where(.n) { display: block } .n { display: none } :where(p).n.k { display: block }", '<p class="n k">{s}</p>'),
+    "an :is() rule wins by its argument": (".n { display: none } :is(#x, .y) { display: block }", '<p id="x" class="n">{s}</p>'),
+    "a :has() that finds nothing": ("div:has(> .flag) { display: none }", "<div><p>{s}</p></div>"),
+    "a :has() on a state": ("div:has(a:hover) { display: none }", '<div><a href="#">{s}</a></div>'),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("how", SHOWN_DESPITE_SELECTORS)
+def test_text_those_selectors_leave_shown_is_read(how: str) -> None:
+    css, body = SHOWN_DESPITE_SELECTORS[how]
+    assert SECRET in " ".join(_shown_lines(css, body))
+
+
+def test_a_has_rule_over_a_deep_page_is_bounded() -> None:
+    """`div:has(.x)` on each of 3,000 nested divs visits 4.5 million elements: refused, not minutes."""
+    from raptor_engine.errors import IngestError
+
+    nested = "<div>" * 3_000 + "x" + "</div>" * 3_000
+    with pytest.raises(IngestError, match="too complex to apply safely"):
+        load_document("deep.html", f"<style>div:has(.x) {{ display: none }}</style>{nested}".encode())
+
+
+HIDDEN_BY_BOXES = {
+    "moved off the left edge": ".n { position: absolute; left: -9999px }",
+    "moved above the top": ".n { position: fixed; top: -10000px }",
+    "moved off in ems": ".n { position: relative; left: -999em }",
+    "indented off the page": ".n { text-indent: -9999px; overflow: hidden }",
+    "a far negative margin": ".n { margin-left: -10000px }",
+    "translated off": ".n { transform: translateX(-9999px) }",
+    "clipped to a rectangle of no area": ".n { position: absolute; clip: rect(0 0 0 0) }",
+    "clipped with commas": ".n { position: absolute; clip: rect(1px, 1px, 1px, 1px); width: 1px; height: 1px }",
+    "clip-path inset(50%)": ".n { clip-path: inset(50%); width: 1px; height: 1px }",
+    "clip-path circle(0)": ".n { clip-path: circle(0) }",
+    "scaled to nothing": ".n { transform: scale(0) }",
+    "scaled flat": ".n { transform: rotate(5deg) scaleY(0) }",
+    "the scale property": ".n { scale: 0 }",
+    "no height, overflow hidden": ".n { height: 0; overflow: hidden }",
+    "no max-height, overflow-y hidden": ".n { max-height: 0px; overflow-y: hidden }",
+    "a pixel box, overflow hidden": ".n { width: 1px; height: 1px; overflow: hidden }",
+    "font-size 0": ".n { font-size: 0 }",
+    "opacity 0": ".n { opacity: 0 }",
+    "the screen-reader-only recipe": (
+        ".sr-only { position: absolute !important; width: 1px; height: 1px; padding: 0; margin: -1px;"
+        " overflow: hidden; clip: rect(0, 0, 0, 0); white-space: nowrap; border: 0 } .n { color: inherit }"
+    ),
+}
+
+
+@pytest.mark.parametrize("how", HIDDEN_BY_BOXES)
+def test_text_its_box_puts_out_of_sight_is_left_out(how: str) -> None:
+    css = HIDDEN_BY_BOXES[how]
+    lines = _shown_lines(css, '<p class="n sr-only">{s}</p><p>{s0}</p>')
+    assert lines == [SHOWN, "Kept zero."]
+    style = css.split("{", 1)[1].rsplit("}", 1)[0] if "sr-only" not in css else ""
+    if style:  # the same declarations in the element's own style attribute
+        assert _read_html("", f'<p style="{style}">{SECRET}</p>') == SHOWN
+
+
+SHOWN_DESPITE_BOXES = {
+    "a small offset": ".n { position: absolute; left: -20px }",
+    "an offset on a static box": ".n { left: -9999px }",
+    "a clip on a box in the flow": ".n { clip: rect(0 0 0 0) }",
+    "a whole clip": ".n { position: absolute; clip: rect(0 100px 20px 0) }",
+    "a partial inset": ".n { clip-path: inset(10%) }",
+    "overflow hidden at full height": ".n { height: 40px; overflow: hidden }",
+    "no height, overflow shown": ".n { height: 0 }",
+    "a scale of one": ".n { transform: scale(1) }",
+    "a later rule puts it back": ".n { position: absolute; left: -9999px } .n.open { left: 0 }",
+    "its own style puts it back": ".n { transform: scale(0) }",
+    "a focus rule is no reset, a class is": (
+        ".n { position: absolute; clip: rect(0 0 0 0) } .n:focus { position: static } p.n { clip: auto }"
+    ),
+}
+
+
+@pytest.mark.parametrize("how", SHOWN_DESPITE_BOXES)
+def test_text_a_box_leaves_in_sight_is_read(how: str) -> None:
+    own = ' style="transform: none"' if how == "its own style puts it back" else ""
+    assert SECRET in _read_html(
+        f"<style>{SHOWN_DESPITE_BOXES[how]}</style>", f'<p class="n open"{own}>{SECRET}</p>'
+    )
+
+
+def test_a_style_sheet_not_uploaded_is_said() -> None:
+    head = '<link rel="stylesheet" href="/static/css/site.css?v=3"><link rel=stylesheet media=print href=print.css>'
+    doc = load_document("page.html", f"<html><head>{head}</head><body><p>{SHOWN}</p></body></html>".encode())
+    assert doc.text == SHOWN and doc.notices == (
+        "its style sheet 'site.css' was not uploaded with it, so its styles were not available and its text was "
+        "read as written",
+    )
+    assert not load_document("page.html", f"<p>{SHOWN}</p>".encode()).notices
