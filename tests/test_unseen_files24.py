@@ -139,3 +139,81 @@ def test_a_style_sheet_not_uploaded_is_said() -> None:
         "read as written",
     )
     assert not load_document("page.html", f"<p>{SHOWN}</p>".encode()).notices
+
+
+# ------------------------------------------------------------------------------------------ long table rows
+
+LONG_NOTE = (
+    "The boat was rebuilt in 1952 after the storm. " + "Her hull was planked in larch on oak frames. " * 24
+)
+BOATS = [
+    ["Boat", "Notes", "Skipper", "Built"],
+    ["Marigold", "Ferry to Tresco.", "Jenna Trewhella", "1931"],
+    ["Kittiwake", LONG_NOTE.strip(), "Ambrose Kittow", "1947"],
+    ["Puffin", "Pleasure trips.", "Walter Dunstan", "1960"],
+    ["Curlew", "Fishing.", "Amit Shah", "1972"],
+]
+
+
+def _boats(kind: str) -> tuple[str, bytes]:
+    if kind == "csv":
+        lines = [",".join(f'"{cell}"' for cell in row) for row in BOATS]
+        return "boats.csv", "\n".join(lines).encode()
+    if kind == "markdown":
+        lines = ["| " + " | ".join(row) + " |" for row in BOATS]
+        return "boats.md", "\n".join([lines[0], "|---|---|---|---|", *lines[1:]]).encode()
+    cells = "".join(
+        "<tr>"
+        + "".join(f"<{'th' if i == 0 else 'td'}>{c}</{'th' if i == 0 else 'td'}>" for c in row)
+        + "</tr>"
+        for i, row in enumerate(BOATS)
+    )
+    return "boats.html", f"<html><body><table>{cells}</table></body></html>".encode()
+
+
+@pytest.mark.parametrize("kind", ["csv", "markdown", "html"])
+def test_a_row_longer_than_a_leaf_is_cut_between_cells_each_line_naming_its_row(kind: str) -> None:
+    """A row of 1,200 characters was read as prose: 'Skipper: Ambrose Kittow' after the long Notes ended a
+    sentence that named no boat, so 'who skippered the Kittiwake?' could not quote them together."""
+    from raptor_engine.ingest.chunk import is_row_line, split_sentences
+    from raptor_engine.ingest.load import ROW_PIECE_CHARS
+
+    text = load_document(*_boats(kind)).text
+    lines = [line for line in text.split("\n") if "Kittiwake" in line or "Ambrose" in line or "larch" in line]
+    assert all(line.startswith("- Boat: Kittiwake; ") for line in lines) and len(lines) == 2
+    assert "- Boat: Kittiwake; Skipper: Ambrose Kittow; Built: 1947." in lines
+    assert any(len(line) > ROW_PIECE_CHARS and "Notes: The boat was rebuilt" in line for line in lines)
+    short = "- Boat: Kittiwake; Skipper: Ambrose Kittow; Built: 1947."
+    assert [text[a:b] for a, b in split_sentences(text) if "Ambrose" in text[a:b]] == [short]
+    assert (
+        is_row_line(short) and "- Boat: Marigold; Notes: Ferry to Tresco.; Skipper: Jenna Trewhella" in text
+    )
+
+
+def test_a_long_rows_lines_count_as_one_row_with_all_its_cells() -> None:
+    from raptor_engine.query.tables import Row, joined_rows, row_cells, table_pick
+
+    text = load_document(*_boats("csv")).text
+    rows = joined_rows(
+        [
+            Row(i, "boats.csv", text.index(line), row_cells(line[2:]))
+            for i, line in enumerate(text.split("\n"))
+        ]
+    )
+    assert [row.cells["Boat"] for row in rows] == ["Marigold", "Kittiwake", "Puffin", "Curlew"]
+    assert rows[1].cells["Built"] == "1947" and rows[1].cells["Notes"].startswith("The boat was rebuilt")
+    assert rows[1].index == 2  # its line of three cells stands for it, not the long note's
+    picked = table_pick("How many boats are there?", rows, [0], {"boats.csv"}, 3)
+    assert picked is not None and picked.lead.startswith("From the documents: boats.csv has 4 rows")
+    oldest = table_pick("Which boat is the oldest?", rows, [0, 2], {"boats.csv"}, 3)
+    assert oldest is not None and oldest.picked[:2] == [0, 2]
+
+
+def test_rows_alike_in_their_first_cell_stay_apart() -> None:
+    from raptor_engine.query.tables import Row, joined_rows
+
+    rows = [
+        Row(0, "t.csv", 0, {"Team": "Rovers", "Won": "8"}),
+        Row(1, "t.csv", 20, {"Team": "Rovers", "Won": "3"}),
+    ]
+    assert joined_rows(rows) == rows

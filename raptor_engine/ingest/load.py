@@ -1954,10 +1954,30 @@ def _labelled_row(header: list[str], cells: list[str]) -> str:
     labels = [column_label(label) for label in header]
     named = [f"{label}: {cell}" if label else cell for label, cell in zip(labels, cells, strict=False) if cell]
     named += [cell for cell in cells[len(header) :] if cell]
-    if not named:
-        return ""
-    row = "; ".join(named)
-    return f"- {row}" if row.endswith((".", "!", "?", "\u2026")) else f"- {row}."
+    lines = []
+    for piece in _row_pieces(named):
+        row = "; ".join(piece)
+        lines.append(f"- {row}" if row.endswith((".", "!", "?", "\u2026")) else f"- {row}.")
+    return "\n".join(lines)
+
+
+ROW_PIECE_CHARS = 400  # a labelled row longer than this (about a leaf's 100 tokens) is written as several lines
+
+
+def _row_pieces(named: list[str]) -> list[list[str]]:
+    """A row's labelled cells in lines of ROW_PIECE_CHARS at most, cut between cells, each line after the
+    first opening with the row's first cell again (what names the row: 'Boat: Kittiwake'). A row longer than
+    a leaf was cut by the chunker at its clauses, or read as prose past 1,000 characters, so a cell far
+    along it ('Skipper: Ambrose Kittow' after a long 'Notes') was quoted without the row it belongs to. A
+    cell longer than a line goes on a line of its own with that first cell."""
+    if len("; ".join(named)) <= ROW_PIECE_CHARS or len(named) < 3:
+        return [named] if named else []
+    pieces = [[named[0]]]
+    for cell in named[1:]:
+        if len(pieces[-1]) > 1 and len("; ".join([*pieces[-1], cell])) > ROW_PIECE_CHARS:
+            pieces.append([named[0]])
+        pieces[-1].append(cell)
+    return pieces
 
 
 def _labelled_tables(lines: list[str]) -> list[str]:
