@@ -217,3 +217,46 @@ def test_rows_alike_in_their_first_cell_stay_apart() -> None:
         Row(1, "t.csv", 20, {"Team": "Rovers", "Won": "3"}),
     ]
     assert joined_rows(rows) == rows
+
+
+# ------------------------------------------------------------------------------- Word's parts inside cells
+
+
+def _cell_table(second_cell: str) -> str:
+    """A table of a header row Word repeats on each page (Port | Tides) and one row whose second cell holds
+    `second_cell`."""
+
+    def cell(inner: str) -> str:
+        return f"<w:tc>{inner}</w:tc>"
+
+    def paragraph(text: str) -> str:
+        return f"<w:p><w:r><w:t>{text}</w:t></w:r></w:p>"
+
+    header = (
+        f"<w:tr><w:trPr><w:tblHeader/></w:trPr>{cell(paragraph('Port'))}{cell(paragraph('Tides'))}</w:tr>"
+    )
+    return f"<w:tbl>{header}<w:tr>{cell(paragraph('Tresco'))}{cell(second_cell)}</w:tr></w:tbl>"
+
+
+def test_an_embedded_page_in_a_table_cell_is_read_as_that_cells_text_under_its_column() -> None:
+    from tests.test_unseen_files23 import PAGE, _alt_chunk_docx
+
+    data = _alt_chunk_docx(
+        "afchunk.htm", PAGE, "text/html", body=_cell_table('<w:altChunk r:id="htmlChunk"/><w:p/>')
+    )
+    doc = load_document("tides.docx", data)
+    assert "- Port: Tresco; Tides: Tides High water at 06:40." in doc.text.split("\n\n")
+    assert SECRET not in doc.text and not doc.notices
+
+
+def test_a_part_in_a_cell_that_cannot_be_read_is_said_left_out_by_its_kind() -> None:
+    from tests.test_unseen_files23 import _alt_chunk_docx
+
+    rtf = r"{\rtf1\ansi High water at 06:40.}"
+    body = _cell_table('<w:p><w:r><w:t>See below.</w:t></w:r></w:p><w:altChunk r:id="htmlChunk"/>')
+    doc = load_document("tides.docx", _alt_chunk_docx("afchunk.rtf", rtf, "application/rtf", body=body))
+    assert "- Port: Tresco; Tides: See below." in doc.text.split("\n\n") and "High water" not in doc.text
+    assert doc.notices == (
+        "1 embedded part left out (an RTF part): Word reads such a part in when it opens the file, so open it in "
+        "Word and save it again to make that text part of the document",
+    )

@@ -3136,8 +3136,10 @@ def _docx_blocks(name: str, data: bytes, limits: LoadLimits, *, depth: int) -> l
         blocks: list[_Block] = []
         path: list[tuple[int, str]] = []
         heading: tuple[str, ...] = ()
-        left_out: list[str] = []
-        placed = 0  # the embedded parts (w:altChunk) met among the body's items
+        # the embedded parts (w:altChunk) in table cells read into them first; they count with the body's
+        placed, left_out, notices = _docx_cell_alt_chunks(name, document, limits, depth)
+        blocks += [_Block("", notice=notice) for notice in notices]
+        walked = 0  # the embedded parts met among the body's items
         for item in _docx_body_items(document, Paragraph, Table):
             if isinstance(item, Paragraph):
                 level = _docx_heading_level(style_name(item._p.style))
@@ -3149,6 +3151,7 @@ def _docx_blocks(name: str, data: bytes, limits: LoadLimits, *, depth: int) -> l
                 blocks.append(_Block(_docx_table_text(item, hidden_styles), heading=heading))
             else:  # a w:altChunk: a part Word reads into the body where it stands
                 placed += 1
+                walked += 1
                 if placed > MAX_EMBEDDED_PARTS:
                     read: list[_Block] | str = f"a part past the first {MAX_EMBEDDED_PARTS}"
                 else:
@@ -3158,8 +3161,8 @@ def _docx_blocks(name: str, data: bytes, limits: LoadLimits, *, depth: int) -> l
                 else:
                     left_out.append(read)
         blocks.extend(_Block(text) for text in _docx_notes(document, hidden_styles))
-        inside = len(document.element.body.findall(f".//{_W}altChunk")) - placed  # in a table cell
-        left_out += ["a part inside a table"] * inside
+        unplaced = len(document.element.body.findall(f".//{_W}altChunk")) - walked  # in a text box, say
+        left_out += ["a part where Word does not read one in"] * unplaced
         if left_out:
             blocks.append(_Block("", notice=_alt_chunks_left_out(left_out)))
     except IngestError:
@@ -3221,6 +3224,36 @@ def _docx_alt_chunk(name: str, document: Any, element: Any, limits: LoadLimits, 
         return "a Word document inside an embedded one"
     log.info("%s: an altChunk part %s of type %r left out", name, part.partname, part.content_type)
     return _ALT_CHUNK_KINDS.get(kind, f"a part of type {str(part.content_type or 'unknown')[:60]}")
+
+
+def _docx_cell_alt_chunks(name: str, document: Any, limits: LoadLimits, depth: int) -> tuple[int, list[str], list[str]]:
+    """Each embedded part (w:altChunk) inside a table cell replaced by paragraphs of its text, so the cell
+    reads it where Word shows it (a page imported into a cell, as report and mail-merge tools write one),
+    a row under its header with it. Returns how many there were (they count against MAX_EMBEDDED_PARTS
+    with the body's), what was left out (`_docx_alt_chunk`), and the parts' own notices."""
+    from docx.oxml import OxmlElement
+
+    chunks = [c for c in document.element.body.iter(f"{_W}altChunk") if next(c.iterancestors(f"{_W}tc"), None) is not None]
+    left_out: list[str] = []
+    notices: list[str] = []
+    for placed, chunk in enumerate(chunks, 1):
+        if placed > MAX_EMBEDDED_PARTS:
+            read: list[_Block] | str = f"a part past the first {MAX_EMBEDDED_PARTS}"
+        else:
+            read = _docx_alt_chunk(name, document, chunk, limits, depth)
+        if isinstance(read, str):
+            left_out.append(read)
+            read = []
+        for block in read:
+            notices += [block.notice] if block.notice else []
+            if block.text.strip():
+                paragraph, run, text = OxmlElement("w:p"), OxmlElement("w:r"), OxmlElement("w:t")
+                text.text = " ".join(block.text.split())
+                run.append(text)
+                paragraph.append(run)
+                chunk.addprevious(paragraph)
+        chunk.getparent().remove(chunk)
+    return len(chunks), left_out, notices
 
 
 def _web_archive_blocks(name: str, data: bytes, limits: LoadLimits) -> list[_Block] | str:
