@@ -87,6 +87,9 @@ HIDDEN_BY_BOXES = {
     "no height, overflow hidden": ".n { height: 0; overflow: hidden }",
     "no max-height, overflow-y hidden": ".n { max-height: 0px; overflow-y: hidden }",
     "a pixel box, overflow hidden": ".n { width: 1px; height: 1px; overflow: hidden }",
+    "content not drawn": ".n { content-visibility: hidden }",
+    "a filter of no opacity": ".n { filter: blur(1px) opacity(0%) }",
+    "clipped to a polygon of one point": ".n { clip-path: polygon(0 0, 0 0, 0  0) }",
     "font-size 0": ".n { font-size: 0 }",
     "opacity 0": ".n { opacity: 0 }",
     "the screen-reader-only recipe": (
@@ -129,6 +132,33 @@ def test_text_a_box_leaves_in_sight_is_read(how: str) -> None:
     assert SECRET in _read_html(
         f"<style>{SHOWN_DESPITE_BOXES[how]}</style>", f'<p class="n open"{own}>{SECRET}</p>'
     )
+
+
+MARKDOWN_HIDDEN_STYLES = [
+    "font-size:0",
+    "opacity: 0.0;",
+    "color: transparent",
+    "position:absolute;left:-9999px",
+    "text-indent: -10000px",
+    "position:absolute; clip: rect(0 0 0 0); width:1px",
+    "clip-path: inset(50%)",
+    "transform: scale(0)",
+    "content-visibility: hidden",
+    "filter: opacity(0)",
+]
+
+
+@pytest.mark.parametrize("style", MARKDOWN_HIDDEN_STYLES)
+def test_markdowns_html_hidden_by_its_style_is_left_out(style: str) -> None:
+    text = f'{SHOWN}<span style="{style}">{SECRET}</span>\n\n<div style="{style}">\n{SECRET}\n</div>\n\nKept.'
+    assert load_document("notes.md", text.encode()).text == f"{SHOWN}\n\nKept."
+
+
+@pytest.mark.parametrize(
+    "style", ["font-size: 0.8em", "opacity: 0.5", "left: -20px", "transform: scale(1.5)"]
+)
+def test_markdowns_html_shown_by_its_style_is_read(style: str) -> None:
+    assert SECRET in load_document("notes.md", f'{SHOWN} <span style="{style}">{SECRET}</span>'.encode()).text
 
 
 def test_a_style_sheet_not_uploaded_is_said() -> None:

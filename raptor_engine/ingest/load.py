@@ -1703,7 +1703,13 @@ _MD_HIDDEN_HTML = re.compile(
     # a hidden element with its content; never a void one (<img hidden>, <hr style="display:none">, <input
     # hidden>), which holds none: read as one, it ran to the end of the file and hid everything after it
     r"|<(?P<tag>(?!(?:area|base|br|col|embed|hr|img|input|link|meta|param|source|track|wbr)\b)[a-z][a-z0-9]*)\b[^<>]{0,2000}?"
-    r"(?:\shidden(?=[\s=/>])|aria-hidden\s*=\s*[\"']?true|display\s*:\s*none|visibility\s*:\s*hidden)"
+    r"(?:\shidden(?=[\s=/>])|aria-hidden\s*=\s*[\"']?true|display\s*:\s*none|visibility\s*:\s*hidden"
+    # what else a style attribute hides by (as `stylesheets` judges a page's): a zero size or opacity, a
+    # transparent colour, a box moved far off the page, clipped or scaled to nothing
+    r"|(?:font-size|opacity)\s*:\s*[+]?(?:0+(?:\.0*)?|\.0+)(?:px|pt|em|rem|%)?\s*(?:[;\"'!]|$)"
+    r"|color\s*:\s*transparent|content-visibility\s*:\s*hidden|filter\s*:\s*opacity\(\s*0"
+    r"|(?:left|top|text-indent|margin-left|margin-top)\s*:\s*-\s*\d{4,}"
+    r"|clip\s*:\s*rect\(\s*0[^)]*\)|clip-path\s*:\s*inset\(\s*50%|transform\s*:\s*scale\(\s*0\s*\))"
     r"[^<>]{0,2000}>.*?(?:</(?P=tag)\s*>|\Z)"
     # any other tag: the renderer shows what it holds, never the tag (<details>, <sup>, <br/>)
     r"|</?(?P<markup>[a-z][a-z0-9-]*)(?:\s[^<>]*+)?/?>",

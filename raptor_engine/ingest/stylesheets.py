@@ -386,8 +386,9 @@ _GROUND_PROPS = ("background", "background-color", "background-image")
 def _look(prop: str, value: str) -> tuple[str, str] | None:
     """(property, look) of a declaration that bears on whether its element's text is seen, or None. The
     look is "hide" (display: none, visibility: hidden, a zero opacity or font size, a transparent
-    colour), "show" (the same property set otherwise), "white" (white letters: seen only on a ground),
-    "ground" (a background that is not white) or "plain" (a white or no background)."""
+    colour, `content-visibility: hidden`, `filter: opacity(0)`), "show" (the same property set otherwise),
+    "white" (white letters: seen only on a ground), "ground" (a background that is not white) or "plain" (a
+    white or no background)."""
     value = re.sub(r"!\s*important", "", value, flags=re.IGNORECASE).strip().lower()
     if prop in _GROUND_PROPS:
         return "background", "plain" if _PLAIN_GROUND.fullmatch(value) else "ground"
@@ -397,6 +398,10 @@ def _look(prop: str, value: str) -> tuple[str, str] | None:
         hides = value in ("hidden", "collapse")
     elif prop in ("opacity", "font-size"):
         hides = bool(_ZERO.fullmatch(value))
+    elif prop == "content-visibility":  # its content is not drawn, as with display: none
+        hides = value == "hidden"
+    elif prop == "filter":
+        hides = bool(re.search(r"opacity\(\s*[+]?(?:0+(?:\.0*)?|\.0+)%?\s*\)", value))
     elif prop == "color":
         compact = re.sub(r"\s+", "", value)
         if _WHITE.fullmatch(compact):
@@ -452,6 +457,9 @@ def _clipped(clip: str, clip_path: str, positioned: bool) -> bool:
             return True
     if re.match(r"(?:circle|ellipse)\(\s*0(?:px|%)?[\s)]", clip_path):
         return True
+    if polygon := re.match(r"polygon\(([^()]*)\)", clip_path):  # every corner at one point
+        if len({" ".join(corner.split()) for corner in polygon.group(1).split(",")}) == 1:
+            return True
     rect = re.match(r"rect\(([^()]*)\)", clip)
     if not positioned or rect is None:
         return False
@@ -978,7 +986,7 @@ _CONTENT_PART = re.compile(
     re.IGNORECASE,
 )
 _CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n]?|\n|(.))")
-_PSEUDO_HIDES = ("display", "visibility", "opacity", "font-size", "color")
+_PSEUDO_HIDES = ("display", "visibility", "opacity", "font-size", "color", "content-visibility", "filter")
 
 
 def _css_unescaped(text: str) -> str:
