@@ -90,6 +90,9 @@ HIDDEN_BY_BOXES = {
     "content not drawn": ".n { content-visibility: hidden }",
     "a filter of no opacity": ".n { filter: blur(1px) opacity(0%) }",
     "clipped to a polygon of one point": ".n { clip-path: polygon(0 0, 0 0, 0  0) }",
+    "a font of a pixel": ".n { font-size: 1px }",
+    "a font of a twentieth of its parent's": ".n { font-size: 0.05em }",
+    "an opacity of a hundredth": ".n { opacity: 0.01 }",
     "font-size 0": ".n { font-size: 0 }",
     "opacity 0": ".n { opacity: 0 }",
     "the screen-reader-only recipe": (
@@ -118,6 +121,9 @@ SHOWN_DESPITE_BOXES = {
     "overflow hidden at full height": ".n { height: 40px; overflow: hidden }",
     "no height, overflow shown": ".n { height: 0 }",
     "a scale of one": ".n { transform: scale(1) }",
+    "a small font": ".n { font-size: 9px }",
+    "a faint opacity": ".n { opacity: 0.3 }",
+    "a font size with no unit, which a browser ignores": ".n { font-size: 1 }",
     "a later rule puts it back": ".n { position: absolute; left: -9999px } .n.open { left: 0 }",
     "its own style puts it back": ".n { transform: scale(0) }",
     "a focus rule is no reset, a class is": (
@@ -145,6 +151,8 @@ MARKDOWN_HIDDEN_STYLES = [
     "transform: scale(0)",
     "content-visibility: hidden",
     "filter: opacity(0)",
+    "font-size: 1px",
+    "opacity: .01",
 ]
 
 
@@ -155,7 +163,15 @@ def test_markdowns_html_hidden_by_its_style_is_left_out(style: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "style", ["font-size: 0.8em", "opacity: 0.5", "left: -20px", "transform: scale(1.5)"]
+    "style",
+    [
+        "font-size: 0.8em",
+        "font-size: 1.5px",
+        "opacity: 0.5",
+        "opacity: 0.03",
+        "left: -20px",
+        "transform: scale(1.5)",
+    ],
 )
 def test_markdowns_html_shown_by_its_style_is_read(style: str) -> None:
     assert SECRET in load_document("notes.md", f'{SHOWN} <span style="{style}">{SECRET}</span>'.encode()).text

@@ -1707,6 +1707,7 @@ _MD_HIDDEN_HTML = re.compile(
     # what else a style attribute hides by (as `stylesheets` judges a page's): a zero size or opacity, a
     # transparent colour, a box moved far off the page, clipped or scaled to nothing
     r"|(?:font-size|opacity)\s*:\s*[+]?(?:0+(?:\.0*)?|\.0+)(?:px|pt|em|rem|%)?\s*(?:[;\"'!]|$)"
+    r"|font-size\s*:\s*(?:0*\.\d+|1(?:\.0*)?)(?:px|pt)\s*(?:[;\"'!]|$)|opacity\s*:\s*0?\.0(?:[01]\d*|20*)?\s*(?:[;\"'!]|$)"
     r"|color\s*:\s*transparent|content-visibility\s*:\s*hidden|filter\s*:\s*opacity\(\s*0"
     r"|(?:left|top|text-indent|margin-left|margin-top)\s*:\s*-\s*\d{4,}"
     r"|clip\s*:\s*rect\(\s*0[^)]*\)|clip-path\s*:\s*inset\(\s*50%|transform\s*:\s*scale\(\s*0\s*\))"

@@ -397,8 +397,10 @@ def _look(prop: str, value: str) -> tuple[str, str] | None:
         hides = value == "none"
     elif prop == "visibility":
         hides = value in ("hidden", "collapse")
-    elif prop in ("opacity", "font-size"):
-        hides = bool(_ZERO.fullmatch(value))
+    elif prop == "opacity":  # 0.02 and less: nothing a reader sees ('opacity: 0.01' hides as 0 does)
+        hides = bool(_ZERO.fullmatch(value)) or _fraction(value) <= MAX_UNSEEN_OPACITY
+    elif prop == "font-size":  # a point and less: too small to read, as Word's runs of 1 pt are
+        hides = bool(_ZERO.fullmatch(value)) or _font_px(value) <= MAX_UNSEEN_FONT_PX
     elif prop == "content-visibility":  # its content is not drawn, as with display: none
         hides = value == "hidden"
     elif prop == "filter":
@@ -427,6 +429,29 @@ _LENGTH = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))\s*([a-z%]*)")
 _PX = {"": 1, "px": 1, "pt": 4 / 3, "pc": 16, "em": 16, "rem": 16, "ch": 8, "ex": 8, "cm": 37.8, "mm": 3.78,
        "q": 0.95, "in": 96, "vw": 10, "vh": 8, "vmin": 8, "vmax": 10, "%": 10}  # fmt: skip
 FAR_PX = 999  # an offset this far past the page's left or top edge is off it: the -9999px of off-screen text
+
+
+MAX_UNSEEN_OPACITY = 0.02  # an opacity a reader sees nothing at
+MAX_UNSEEN_FONT_PX = 4 / 3  # a font size too small to read: a point (Word's runs of 1 pt are left out too)
+
+
+def _fraction(value: str) -> float:
+    """An opacity as a fraction (`0.01`, `1%`); 1 for a keyword or nothing."""
+    match = re.fullmatch(r"[+]?(\d*\.?\d+)\s*(%?)", value)
+    return 1.0 if match is None else float(match.group(1)) / (100 if match.group(2) else 1)
+
+
+def _font_px(value: str) -> float:
+    """A font size in CSS pixels, its `em`, `rem` or percentage of a 16 px parent; large for a keyword, a
+    viewport unit or a number without a unit (which a browser ignores)."""
+    match = _LENGTH.fullmatch(value)
+    if match is None:
+        return float("inf")
+    unit = match.group(2)
+    factor = 0.16 if unit == "%" else _PX.get(unit)
+    if factor is None or unit in ("", "vw", "vh", "vmin", "vmax"):  # a number alone is no size: ignored
+        return float("inf")
+    return float(match.group(1)) * factor
 
 
 def _px(value: str | None) -> float | None:
