@@ -306,3 +306,15 @@ def test_a_part_in_a_cell_that_cannot_be_read_is_said_left_out_by_its_kind() -> 
         "1 embedded part left out (an RTF part): Word reads such a part in when it opens the file, so open it in "
         "Word and save it again to make that text part of the document",
     )
+
+
+def test_an_ebooks_style_sheet_missing_from_it_is_said() -> None:
+    from raptor_tools.book_files import epub_file, xhtml
+
+    head = '<link rel="stylesheet" href="css/gone.css"/><link rel="stylesheet" href="https://example.org/web.css"/>'
+    chapter = xhtml(f"<p>{SHOWN}</p>").replace("<title>Chapter</title>", f"<title>Chapter</title>{head}")
+    doc = load_document("book.epub", epub_file([("one.xhtml", chapter)]))
+    assert SHOWN in doc.text and doc.notices == (
+        "its style sheets 'gone.css' and 'web.css' were not uploaded with it, so its styles were not available and "
+        "its text was read as written",
+    )
