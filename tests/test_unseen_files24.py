@@ -318,3 +318,29 @@ def test_an_ebooks_style_sheet_missing_from_it_is_said() -> None:
         "its style sheets 'gone.css' and 'web.css' were not uploaded with it, so its styles were not available and "
         "its text was read as written",
     )
+
+
+SPLIT_BOXES = {
+    "an offset and its position in two rules": (".abs { position: absolute } .far { left: -9999px }", True),
+    "a clip and its position in two rules": (".abs { position: absolute } .far { clip: rect(0 0 0 0) }", True),
+    "a later rule moves it back": (".abs { position: absolute } .far { left: -9999px } .abs.far { left: 0 }", False),
+    "no position at all": (".far { left: -9999px } .abs { color: red }", False),
+    "its own style places it": (".far { left: -9999px }", False),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("how", SPLIT_BOXES)
+def test_a_box_whose_parts_stand_in_different_rules_is_judged_whole(how: str) -> None:
+    css, hidden = SPLIT_BOXES[how]
+    own = ' style="position: absolute; left: 0"' if how == "its own style places it" else ""
+    text = _read_html(f"<style>{css}</style>", f'<p class="abs far n"{own}>{SECRET}</p>')
+    assert (SECRET not in text) == hidden
+
+
+def test_a_frameworks_many_box_declarations_are_judged_a_rule_at_a_time() -> None:
+    """Past 500 box declarations the box properties are not cascaded one by one: a framework's 2,500 widths
+    would fill MAX_RULES (2,000) and the rules after them, that hide, would be lost."""
+    widths = "".join(f".w{i} {{ width: {i}px }}" for i in range(2_500))
+    css = f".far {{ left: -9999px }} {widths} .n {{ position: absolute; left: -9999px }} .gone {{ display: none }}"
+    body = f'<p class="n">{SECRET}</p><p class="gone">{SECRET}</p><p class="w3">Kept zero.</p>'
+    assert _read_html(f"<style>{css}</style>", body).split("\n\n") == [SHOWN, "Kept zero."]

@@ -39,6 +39,8 @@ from typing import Any
 
 from ..errors import IngestError
 
+# box declarations cascaded one by one at most (`_box_part`); past it, judged a rule at a time
+MAX_SPLIT_BOX_DECLARATIONS = 500
 MAX_RULES = 2_000  # selectors with a declaration that bears on being seen, read from one page's style sheets
 MAX_CSS_CHARS = 2_000_000  # of style sheet text read for one page
 MAX_ANCESTORS = 200  # ancestors looked at to match a selector's outer parts
@@ -519,19 +521,40 @@ def _box_hides(said: dict[str, str]) -> bool:
     return 0 in (width, height) or (width is not None and height is not None and max(width, height) <= 1)
 
 
+def _box_said(body: str) -> dict[str, tuple[str, bool]]:
+    """A declaration block's box properties (`_BOX_RESETS`): each one's value and whether it is important."""
+    said: dict[str, tuple[str, bool]] = {}
+    for prop, value in _DECLARATION.findall(body):
+        if prop.lower() in _BOX_RESETS:
+            important = bool(re.search(r"!\s*important", value, re.IGNORECASE))
+            said[prop.lower()] = (
+                re.sub(r"!\s*important", "", value, flags=re.IGNORECASE).strip().lower(),
+                important,
+            )
+    return said
+
+
+def _box_part(body: str) -> bool:
+    """Whether a declaration block holds part of a box that hides, not the whole: an offset far off the page
+    or a clip of no area without the `position` that makes it one (`.far { left: -9999px }` beside `.abs {
+    position: absolute }`). Then a page's box properties are cascaded one by one (`_rules`)."""
+    said = {prop: value for prop, (value, _) in _box_said(body).items()}
+    if not said or _box_hides(said):
+        return False
+    offsets = ("left", "top", "inset", "text-indent", "margin-left", "margin-top")
+    far = any((_px(said.get(prop)) or 0) <= -FAR_PX for prop in offsets)
+    return far or _clipped(said.get("clip", ""), "", positioned=True)
+
+
 def _box_look(body: str) -> tuple[str, bool] | None:
     """("hide", important) for a declaration block whose box hides its text (`_box_hides`), ("show",
     important) for one that undoes such a box (`position: static`, `clip: auto`, `left: 0`), None for one
     that says neither."""
-    said: dict[str, str] = {}
-    important = False
-    for prop, value in _DECLARATION.findall(body):
-        prop = prop.lower()
-        if prop in _BOX_RESETS:
-            important = important or bool(re.search(r"!\s*important", value, re.IGNORECASE))
-            said[prop] = re.sub(r"!\s*important", "", value, flags=re.IGNORECASE).strip().lower()
-    if not said:
+    declared = _box_said(body)
+    if not declared:
         return None
+    said = {prop: value for prop, (value, _) in declared.items()}
+    important = any(important for _, important in declared.values())
     if _box_hides(said):
         return "hide", important
     return ("show", important) if any(value in _BOX_RESETS[prop] for prop, value in said.items()) else None
@@ -646,17 +669,22 @@ def _paints_ground(body: str) -> bool:
     )
 
 
-def _rules(css: str) -> tuple[list[_Rule], bool]:
-    """The rules of `css` whose declarations bear on whether an element is seen, a rule a selector; and
+def _rules(css: str) -> tuple[list[_Rule], bool, bool]:
+    """The rules of `css` whose declarations bear on whether an element is seen, a rule a selector;
     whether a background is painted where these rules cannot place it (a selector not read, an at-rule
-    skipped, the rules' cap reached), so that white letters may stand on it."""
+    skipped, the rules' cap reached), so that white letters may stand on it; and whether its box
+    properties are cascaded one by one (`_box_part`) rather than judged a block at a time."""
     rules: list[_Rule] = []
     order = 0
     blocks, skipped = _top_level_blocks(_COMMENT.sub(" ", css[:MAX_CSS_CHARS]))
     unplaced = len(css) > MAX_CSS_CHARS or any(_paints_ground(body) for body in skipped)
     boxes = any(look[0] == "hide" for _, body in blocks if (look := _box_look(body)))
+    # box properties one by one where some rule holds part of a box (and they are few enough to leave room
+    # for the rest under MAX_RULES: a framework's thousands of widths and positions would crowd them out)
+    split = any(_box_part(body) for _, body in blocks)
+    split = split and sum(len(_box_said(body)) for _, body in blocks) <= MAX_SPLIT_BOX_DECLARATIONS
     for prelude, body in blocks:
-        declared = _declared(body, boxes=boxes)
+        declared = _declared(body, boxes=boxes, split=split)
         if not declared:
             continue
         for text in _split_outside(prelude, ",")[::2]:
@@ -677,8 +705,8 @@ def _rules(css: str) -> tuple[list[_Rule], bool]:
                 rank = (important, ids, classes, types + bool(pseudo), order)
                 rules.append(_Rule(parts, combinators, prop, look, rank, pseudo))
                 if len(rules) >= MAX_RULES:
-                    return rules, True
-    return rules, unplaced
+                    return rules, True, split
+    return rules, unplaced, split
 
 
 # a `content` declaration, its strings whole (a ';' or '}' inside one ends nothing)
@@ -687,13 +715,18 @@ _CONTENT = re.compile(
 )
 
 
-def _declared(body: str, *, boxes: bool = False) -> list[tuple[str, str, bool]]:
+def _declared(body: str, *, boxes: bool = False, split: bool = False) -> list[tuple[str, str, bool]]:
     """(property, look, important) of each declaration of a rule's body that bears on what is seen
     (`_look`), its `content` (the raw value) for a pseudo-element, and ("box", look, important) for a body
-    whose box hides its text, or undoes such a box where the page's rules hide by a box (`boxes`)."""
+    whose box hides its text, or undoes such a box where the page's rules hide by a box (`boxes`); with
+    `split`, each box property instead, as ("box:left", "=-9999px", important), judged together per
+    element (`_box_looks`)."""
     declared = []
-    box = _box_look(body)
-    if box is not None and (box[0] == "hide" or boxes):
+    if split:
+        declared += [
+            (f"box:{prop}", f"={value}", important) for prop, (value, important) in _box_said(body).items()
+        ]
+    elif (box := _box_look(body)) is not None and (box[0] == "hide" or boxes):
         declared.append(("box", *box))
     for prop, value in _DECLARATION.findall(_CONTENT.sub(";", body)):
         look = _look(prop.lower(), value)
@@ -832,7 +865,19 @@ def _earlier_sibling(element: Any, compound: _Compound, any_earlier: bool, budge
     return found
 
 
-def _inline_looks(element: Any) -> dict[str, str]:
+def _box_looks(looks: dict[str, str]) -> dict[str, str]:
+    """An element's looks with its box properties cascaded one by one (`box:left` and its kin, `_declared`
+    with `split`) judged together as one "box" look."""
+    said = {prop[4:]: look[1:] for prop, look in looks.items() if prop.startswith("box:")}
+    if not said:
+        return looks
+    kept = {prop: look for prop, look in looks.items() if not prop.startswith("box:")}
+    if _box_hides(said):
+        kept["box"] = "hide"
+    return kept
+
+
+def _inline_looks(element: Any, *, split: bool = False) -> dict[str, str]:
     """What the element's own style attribute says, property by property (`_look`), with the colour and
     background its old attributes set (`<font color>`, `bgcolor`), which any style overrides."""
     looks: dict[str, str] = {}
@@ -846,7 +891,9 @@ def _inline_looks(element: Any) -> dict[str, str]:
         said = _look(name.lower(), value)
         if said is not None:
             looks[said[0]] = said[1]
-    if box := _box_look(style):
+    if split:
+        looks.update({f"box:{prop}": f"={value}" for prop, (value, _) in _box_said(style).items()})
+    elif box := _box_look(style):
         looks["box"] = box[0]
     return looks
 
@@ -942,7 +989,7 @@ def hide_styled(soup: Any, extra_css: str = "", *, name: str = "", judge_white: 
     cannot place paints one: `:root { background: #111 }`, a `prefers-color-scheme` block)."""
     if judge_white is None:
         judge_white = not any(_links_sheet(link) for link in soup.find_all("link"))
-    rules, unplaced_ground = _rules(f"{extra_css}\n{style_sheets(soup)}")
+    rules, unplaced_ground, split = _rules(f"{extra_css}\n{style_sheets(soup)}")
     judge_white = judge_white and not unplaced_ground
     index = _indexed(rules)
     grounded: dict[int, bool] = {}  # element id -> whether a background is painted under it
@@ -971,7 +1018,7 @@ def hide_styled(soup: Any, extra_css: str = "", *, name: str = "", judge_white: 
                         winners[(rule.pseudo, rule.prop)] = rule
             looks = {prop: rule.look for (pseudo, prop), rule in winners.items() if not pseudo}
             inline = (
-                _inline_looks(element)
+                _inline_looks(element, split=split)
                 if attrs.get("style") or "bgcolor" in attrs or element.name == "font"
                 else {}
             )
@@ -982,6 +1029,7 @@ def hide_styled(soup: Any, extra_css: str = "", *, name: str = "", judge_white: 
                     if ("", prop) not in winners or not winners[("", prop)].rank[0]
                 }
             )
+            looks = _box_looks(looks) if split else looks
             ground = looks.get("background") == "ground" or grounded.get(id(element.parent), False)
             grounded[id(element)] = ground
             if looks.get("display") == "show" and _hidden_by_attribute_alone(attrs):
