@@ -185,6 +185,17 @@ def test_a_style_sheet_not_uploaded_is_said() -> None:
         "read as written",
     )
     assert not load_document("page.html", f"<p>{SHOWN}</p>".encode()).notices
+    imports = (
+        "<style>@import url('/css/theme.css?v=2'); @import \"fonts.css\" screen; @import url(print.css) print;"
+        "/* @import 'old.css'; */ p { color: red }</style>"
+    )
+    doc = load_document(
+        "page.html", f"<html><head>{imports}</head><body><p>{SHOWN}</p></body></html>".encode()
+    )
+    assert doc.text == SHOWN and doc.notices == (
+        "its style sheets 'theme.css' and 'fonts.css' were not uploaded with it, so its styles were not available "
+        "and its text was read as written",
+    )
 
 
 # ------------------------------------------------------------------------------------------ long table rows

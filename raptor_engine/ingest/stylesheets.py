@@ -919,9 +919,19 @@ def _links_sheet(link: Any) -> bool:
     return "stylesheet" in [word.lower() for word in (rel.split() if isinstance(rel, str) else rel)]
 
 
+# `@import url("site.css") screen;` in a page's own style sheet: a sheet the upload lacks, as a linked one
+_IMPORT = re.compile(r"""@import\s+(?:url\(\s*)?["']?([^"'()\s;]+)["']?\s*\)?\s*([^;{}]*);""", re.IGNORECASE)
+
+
+def _sheet_name(href: str) -> str:
+    """A style sheet's file name from its address ('site.css' of '/static/css/site.css?v=3')."""
+    return href.split("?")[0].split("#")[0].rstrip("/").rsplit("/", 1)[-1] or href
+
+
 def linked_sheets(soup: Any) -> list[str]:
-    """The names of the screen style sheets a page links (`<link rel="stylesheet" href="site.css">`): an
-    upload of the page alone lacks them, so what they hide or show cannot be told."""
+    """The names of the screen style sheets a page links (`<link rel="stylesheet" href="site.css">`) or its
+    own style sheets import (`@import url(site.css)`): an upload of the page alone lacks them, so what they
+    hide or show cannot be told."""
     names = []
     for link in soup.find_all("link"):
         href = str(link.get("href") or "").strip()
@@ -931,7 +941,10 @@ def linked_sheets(soup: Any) -> list[str]:
             and not href.startswith("data:")
             and not print_only(str(link.get("media") or ""))
         ):
-            names.append(href.split("?")[0].split("#")[0].rstrip("/").rsplit("/", 1)[-1] or href)
+            names.append(_sheet_name(href))
+    for href, media in _IMPORT.findall(_COMMENT.sub(" ", style_sheets(soup))):
+        if not href.startswith("data:") and not print_only(media):
+            names.append(_sheet_name(href))
     return list(dict.fromkeys(names))
 
 
