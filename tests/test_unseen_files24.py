@@ -306,6 +306,18 @@ def test_an_embedded_page_in_a_table_cell_is_read_as_that_cells_text_under_its_c
     assert SECRET not in doc.text and not doc.notices
 
 
+def test_a_part_in_a_cell_with_control_characters_is_read_without_them() -> None:
+    from tests.test_unseen_files23 import _alt_chunk_docx
+
+    page = "<html><body><p>High\x01 water\x1b at 06:40.</p></body></html>"
+    data = _alt_chunk_docx(
+        "afchunk.htm", page, "text/html", body=_cell_table('<w:altChunk r:id="htmlChunk"/><w:p/>')
+    )
+    assert "- Port: Tresco; Tides: High water at 06:40." in load_document("tides.docx", data).text.split(
+        "\n\n"
+    )
+
+
 def test_a_part_in_a_cell_that_cannot_be_read_is_said_left_out_by_its_kind() -> None:
     from tests.test_unseen_files23 import _alt_chunk_docx
 

@@ -3233,6 +3233,9 @@ def _docx_alt_chunk(name: str, document: Any, element: Any, limits: LoadLimits, 
     return _ALT_CHUNK_KINDS.get(kind, f"a part of type {str(part.content_type or 'unknown')[:60]}")
 
 
+_XML_UNFIT = re.compile("[\x00-\x08\x0e-\x1b\ufffe\uffff]")  # what XML 1.0 cannot hold (split() took the rest)
+
+
 def _docx_cell_alt_chunks(name: str, document: Any, limits: LoadLimits, depth: int) -> tuple[int, list[str], list[str]]:
     """Each embedded part (w:altChunk) inside a table cell replaced by paragraphs of its text, so the cell
     reads it where Word shows it (a page imported into a cell, as report and mail-merge tools write one),
@@ -3255,7 +3258,7 @@ def _docx_cell_alt_chunks(name: str, document: Any, limits: LoadLimits, depth: i
             notices += [block.notice] if block.notice else []
             if block.text.strip():
                 paragraph, run, text = OxmlElement("w:p"), OxmlElement("w:r"), OxmlElement("w:t")
-                text.text = " ".join(block.text.split())
+                text.text = _XML_UNFIT.sub("", " ".join(block.text.split()))  # lxml refuses control characters
                 run.append(text)
                 paragraph.append(run)
                 chunk.addprevious(paragraph)
