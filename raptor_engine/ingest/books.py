@@ -39,6 +39,7 @@ from .load import (
     _push_heading,
     _scan_docx_xml,
     _shown,
+    _unread_sheets_notice,
     _xml_decoder,
     add_reader,
     held_document,
@@ -623,9 +624,10 @@ _ATTRIBUTE = re.compile(r"""([-\w:]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))"
 MAX_LINKED_SHEETS = 20  # style sheets read for one chapter
 
 
-def _linked_css(package: _Package, path: str, text: str) -> str:
+def _linked_css(package: _Package, path: str, text: str, missing: list[str]) -> str:
     """The text of the style sheets a chapter links (`<link rel="stylesheet" href="...">`) inside the
-    book, for screens; a sheet outside the book, missing, or for print is not read."""
+    book, for screens; a sheet outside the book, missing, or for print is not read, and the names of the
+    first two kinds are added to `missing` (what they hide cannot be told)."""
     sheets: list[str] = []
     for tag in _LINK_TAG.findall(text)[:MAX_LINKED_SHEETS]:
         attrs = {key.lower(): next(v for v in values if v is not None) for key, *values in _ATTRIBUTE.findall(tag)}
@@ -636,8 +638,10 @@ def _linked_css(package: _Package, path: str, text: str) -> str:
         try:
             sheet = package.read(_resolved(package.name, posixpath.dirname(path), attrs["href"], "style sheet"))
         except IngestError:  # a sheet on the web or outside the book: nothing of it is read
-            continue
-        if sheet:
+            sheet = None
+        if sheet is None:
+            missing.append(attrs["href"].split("?")[0].split("#")[0].rstrip("/").rsplit("/", 1)[-1] or attrs["href"])
+        elif sheet:
             sheets.append(sheet.decode("utf-8", "replace"))
     return "\n".join(sheets)
 
@@ -714,7 +718,8 @@ def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         package.check_elements(sum(package.tally.elements.get(path, 0) for path in chapters), limits)
         _check_not_drm(package, chapters)
         texts = [(path, _chapter_text(name, path, package.read(path) or b"")) for path in chapters]
-        sheets = {path: _linked_css(package, path, text) for path, text in texts}
+        missing: list[str] = []  # linked style sheets the book does not hold
+        sheets = {path: _linked_css(package, path, text, missing) for path, text in texts}
     pages: list[tuple[str, str]] = []
     skipped: list[str] = []  # spine items that are no page
     for path, text in texts:
@@ -740,6 +745,8 @@ def read_epub(name: str, data: bytes, limits: LoadLimits) -> list[_Block]:
         log.info("%s: spine items that are not pages left out: %s", name, skipped)
         blocks.append(_Block("", notice=f"{len(skipped)} of its reading order's items left out: not pages "
                                         f"(its package or navigation file, as {_shown(skipped[0])})"))
+    if missing:
+        blocks.append(_Block("", notice=_unread_sheets_notice(list(dict.fromkeys(missing)))))
     if pictures and not any(block.text.strip() for block in blocks):
         # a fixed-layout book of scanned pages or a comic: its words are in its pictures, as a scanned PDF's
         raise IngestError(name, "has pages that are images, with no text layer (a scan or a comic?); please "

@@ -33,7 +33,7 @@ from ..types import LoadedDocument, Section, counted
 from .chunk import MAX_LABEL_CHARS, column_label
 from .fences import FenceReader
 from .pdf_sight import blank_unseen_text
-from .stylesheets import hide_styled
+from .stylesheets import hide_styled, linked_sheets
 
 log = logging.getLogger(__name__)
 
@@ -1703,7 +1703,14 @@ _MD_HIDDEN_HTML = re.compile(
     # a hidden element with its content; never a void one (<img hidden>, <hr style="display:none">, <input
     # hidden>), which holds none: read as one, it ran to the end of the file and hid everything after it
     r"|<(?P<tag>(?!(?:area|base|br|col|embed|hr|img|input|link|meta|param|source|track|wbr)\b)[a-z][a-z0-9]*)\b[^<>]{0,2000}?"
-    r"(?:\shidden(?=[\s=/>])|aria-hidden\s*=\s*[\"']?true|display\s*:\s*none|visibility\s*:\s*hidden)"
+    r"(?:\shidden(?=[\s=/>])|aria-hidden\s*=\s*[\"']?true|display\s*:\s*none|visibility\s*:\s*hidden"
+    # what else a style attribute hides by (as `stylesheets` judges a page's): a zero size or opacity, a
+    # transparent colour, a box moved far off the page, clipped or scaled to nothing
+    r"|(?:font-size|opacity)\s*:\s*[+]?(?:0+(?:\.0*)?|\.0+)(?:px|pt|em|rem|%)?\s*(?:[;\"'!]|$)"
+    r"|font-size\s*:\s*(?:0*\.\d+|1(?:\.0*)?)(?:px|pt)\s*(?:[;\"'!]|$)|opacity\s*:\s*0?\.0(?:[01]\d*|20*)?\s*(?:[;\"'!]|$)"
+    r"|color\s*:\s*transparent|content-visibility\s*:\s*hidden|filter\s*:\s*opacity\(\s*0"
+    r"|(?:left|top|text-indent|margin-left|margin-top)\s*:\s*-\s*\d{4,}"
+    r"|clip\s*:\s*rect\(\s*0[^)]*\)|clip-path\s*:\s*inset\(\s*50%|transform\s*:\s*scale\(\s*0\s*\))"
     r"[^<>]{0,2000}>.*?(?:</(?P=tag)\s*>|\Z)"
     # any other tag: the renderer shows what it holds, never the tag (<details>, <sup>, <br/>)
     r"|</?(?P<markup>[a-z][a-z0-9-]*)(?:\s[^<>]*+)?/?>",
@@ -1954,10 +1961,30 @@ def _labelled_row(header: list[str], cells: list[str]) -> str:
     labels = [column_label(label) for label in header]
     named = [f"{label}: {cell}" if label else cell for label, cell in zip(labels, cells, strict=False) if cell]
     named += [cell for cell in cells[len(header) :] if cell]
-    if not named:
-        return ""
-    row = "; ".join(named)
-    return f"- {row}" if row.endswith((".", "!", "?", "\u2026")) else f"- {row}."
+    lines = []
+    for piece in _row_pieces(named):
+        row = "; ".join(piece)
+        lines.append(f"- {row}" if row.endswith((".", "!", "?", "\u2026")) else f"- {row}.")
+    return "\n".join(lines)
+
+
+ROW_PIECE_CHARS = 400  # a labelled row longer than this (about a leaf's 100 tokens) is written as several lines
+
+
+def _row_pieces(named: list[str]) -> list[list[str]]:
+    """A row's labelled cells in lines of ROW_PIECE_CHARS at most, cut between cells, each line after the
+    first opening with the row's first cell again (what names the row: 'Boat: Kittiwake'). A row longer than
+    a leaf was cut by the chunker at its clauses, or read as prose past 1,000 characters, so a cell far
+    along it ('Skipper: Ambrose Kittow' after a long 'Notes') was quoted without the row it belongs to. A
+    cell longer than a line goes on a line of its own with that first cell."""
+    if len("; ".join(named)) <= ROW_PIECE_CHARS or len(named) < 3:
+        return [named] if named else []
+    pieces = [[named[0]]]
+    for cell in named[1:]:
+        if len(pieces[-1]) > 1 and len("; ".join([*pieces[-1], cell])) > ROW_PIECE_CHARS:
+            pieces.append([named[0]])
+        pieces[-1].append(cell)
+    return pieces
 
 
 def _labelled_tables(lines: list[str]) -> list[str]:
@@ -3116,8 +3143,10 @@ def _docx_blocks(name: str, data: bytes, limits: LoadLimits, *, depth: int) -> l
         blocks: list[_Block] = []
         path: list[tuple[int, str]] = []
         heading: tuple[str, ...] = ()
-        left_out: list[str] = []
-        placed = 0  # the embedded parts (w:altChunk) met among the body's items
+        # the embedded parts (w:altChunk) in table cells read into them first; they count with the body's
+        placed, left_out, notices = _docx_cell_alt_chunks(name, document, limits, depth)
+        blocks += [_Block("", notice=notice) for notice in notices]
+        walked = 0  # the embedded parts met among the body's items
         for item in _docx_body_items(document, Paragraph, Table):
             if isinstance(item, Paragraph):
                 level = _docx_heading_level(style_name(item._p.style))
@@ -3129,6 +3158,7 @@ def _docx_blocks(name: str, data: bytes, limits: LoadLimits, *, depth: int) -> l
                 blocks.append(_Block(_docx_table_text(item, hidden_styles), heading=heading))
             else:  # a w:altChunk: a part Word reads into the body where it stands
                 placed += 1
+                walked += 1
                 if placed > MAX_EMBEDDED_PARTS:
                     read: list[_Block] | str = f"a part past the first {MAX_EMBEDDED_PARTS}"
                 else:
@@ -3138,8 +3168,8 @@ def _docx_blocks(name: str, data: bytes, limits: LoadLimits, *, depth: int) -> l
                 else:
                     left_out.append(read)
         blocks.extend(_Block(text) for text in _docx_notes(document, hidden_styles))
-        inside = len(document.element.body.findall(f".//{_W}altChunk")) - placed  # in a table cell
-        left_out += ["a part inside a table"] * inside
+        unplaced = len(document.element.body.findall(f".//{_W}altChunk")) - walked  # in a text box, say
+        left_out += ["a part where Word does not read one in"] * unplaced
         if left_out:
             blocks.append(_Block("", notice=_alt_chunks_left_out(left_out)))
     except IngestError:
@@ -3201,6 +3231,39 @@ def _docx_alt_chunk(name: str, document: Any, element: Any, limits: LoadLimits, 
         return "a Word document inside an embedded one"
     log.info("%s: an altChunk part %s of type %r left out", name, part.partname, part.content_type)
     return _ALT_CHUNK_KINDS.get(kind, f"a part of type {str(part.content_type or 'unknown')[:60]}")
+
+
+_XML_UNFIT = re.compile("[\x00-\x08\x0e-\x1b\ufffe\uffff]")  # what XML 1.0 cannot hold (split() took the rest)
+
+
+def _docx_cell_alt_chunks(name: str, document: Any, limits: LoadLimits, depth: int) -> tuple[int, list[str], list[str]]:
+    """Each embedded part (w:altChunk) inside a table cell replaced by paragraphs of its text, so the cell
+    reads it where Word shows it (a page imported into a cell, as report and mail-merge tools write one),
+    a row under its header with it. Returns how many there were (they count against MAX_EMBEDDED_PARTS
+    with the body's), what was left out (`_docx_alt_chunk`), and the parts' own notices."""
+    from docx.oxml import OxmlElement
+
+    chunks = [c for c in document.element.body.iter(f"{_W}altChunk") if next(c.iterancestors(f"{_W}tc"), None) is not None]
+    left_out: list[str] = []
+    notices: list[str] = []
+    for placed, chunk in enumerate(chunks, 1):
+        if placed > MAX_EMBEDDED_PARTS:
+            read: list[_Block] | str = f"a part past the first {MAX_EMBEDDED_PARTS}"
+        else:
+            read = _docx_alt_chunk(name, document, chunk, limits, depth)
+        if isinstance(read, str):
+            left_out.append(read)
+            read = []
+        for block in read:
+            notices += [block.notice] if block.notice else []
+            if block.text.strip():
+                paragraph, run, text = OxmlElement("w:p"), OxmlElement("w:r"), OxmlElement("w:t")
+                text.text = _XML_UNFIT.sub("", " ".join(block.text.split()))  # lxml refuses control characters
+                run.append(text)
+                paragraph.append(run)
+                chunk.addprevious(paragraph)
+        chunk.getparent().remove(chunk)
+    return len(chunks), left_out, notices
 
 
 def _web_archive_blocks(name: str, data: bytes, limits: LoadLimits) -> list[_Block] | str:
@@ -3913,6 +3976,7 @@ def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
     """The visible text of an HTML page's text, in blocks (`_read_html`)."""
     soup = _html_soup(name, text, limits)
     hide_styled(soup, name=name)
+    sheets = linked_sheets(soup)
     _embed_srcdoc_pages(name, soup, limits, _tag_count(text))
     _svg_labels(soup)
     furniture = _without_page_furniture(soup)
@@ -3922,7 +3986,18 @@ def _html_blocks(name: str, text: str, limits: LoadLimits) -> list[_Block]:
         raise IngestError(name, "is nested too deeply to read.") from None
     if furniture:
         blocks.append(_Block("", notice=f"the page's {_and_list(furniture)} left out"))
+    if sheets:
+        blocks.append(_Block("", notice=_unread_sheets_notice(sheets)))
     return blocks
+
+
+def _unread_sheets_notice(sheets: list[str]) -> str:
+    """What to say of style sheets a page links that were not uploaded with it: its text is read as
+    written, so what they hide is read and what they add is not."""
+    shown = [f"'{sheet[:60]}'" for sheet in sheets[:3]] + ([f"{len(sheets) - 3} more"] if len(sheets) > 3 else [])
+    one = len(sheets) == 1
+    return (f"its style sheet{'' if one else 's'} {_and_list(shown)} {'was' if one else 'were'} not uploaded "
+            "with it, so its styles were not available and its text was read as written")
 
 
 def _text_outside(soup: Any, ids: set[int]) -> bool:

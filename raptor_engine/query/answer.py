@@ -97,7 +97,7 @@ from .ranker import (
     asks_short_fact,
     document_kind,
 )
-from .tables import LISTS_COUNTED_ROWS, Row, TablePick, row_cells, table_pick, whole_documents
+from .tables import LISTS_COUNTED_ROWS, Row, TablePick, joined_rows, row_cells, table_pick, whole_documents
 from .verdict import CHECKS_LAST_ANSWER
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
@@ -2613,11 +2613,11 @@ def _table_pick(
 ) -> TablePick | None:
     """The rows a question over a table's rows quotes, and its lead (`tables.table_pick`); None for any other
     question, or a context without labelled rows. A follow-up leans on the question it follows."""
-    rows = [
+    rows = joined_rows([
         Row(index, *_row_place(candidate), cells)
         for index, candidate in enumerate(candidates)
         if (cells := row_cells(candidate.text)) is not None
-    ]
+    ])
     if len(rows) < 2:
         return None
     asked = [turn.content for turn in reversed(history) if turn.role == "user"]

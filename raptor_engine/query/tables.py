@@ -19,7 +19,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 
 from ..ingest.chunk import LABELLED_ROW_LINE, MAX_LABEL_CHARS
@@ -378,6 +378,38 @@ def _superlative(question: str) -> tuple[str, str, int] | None:
     if not kind and _LOWERS.search(question, 0, match.start(1)):
         way = "min" if way == "max" else "max"
     return way, kind, match.start(1)
+
+
+def joined_rows(rows: list[Row]) -> list[Row]:
+    """The rows with each long row's later lines joined to its first: the loaders write a row longer than a
+    leaf as several lines cut between cells, each opening with the row's first cell ('Boat: Kittiwake'), so a
+    line that follows one of its document with that first cell and none of its other columns goes on that
+    row (two rows of a table alike in their first cell share their columns). So a count counts it once, and
+    its cells are all its own. Its line of the most cells stands for it where it is quoted (a long cell's
+    line shows least of the rest), in its first line's place."""
+    joined: list[Row] = []
+    standing: list[int] = []  # the cells of the line that stands for each joined row
+    for row in sorted(rows, key=lambda row: (row.document is None, row.document or "", row.place)):
+        previous = joined[-1] if joined else None
+        if previous is None or previous.document is None or not _continues(previous, row):
+            joined.append(row)
+            standing.append(len(row.cells))
+            continue
+        index = row.index if len(row.cells) > standing[-1] else previous.index
+        joined[-1] = replace(previous, index=index, cells={**previous.cells, **row.cells})
+        standing[-1] = max(standing[-1], len(row.cells))
+    return sorted(joined, key=lambda row: row.index)
+
+
+def _continues(previous: Row, row: Row) -> bool:
+    """Whether `row` is a later line of `previous` (`joined_rows`)."""
+    first = next(iter(row.cells))
+    return (
+        row.document == previous.document
+        and next(iter(previous.cells)) == first
+        and previous.cells[first] == row.cells[first]
+        and not (set(row.cells) - {first}) & set(previous.cells)
+    )
 
 
 def _tables(rows: list[Row]) -> dict[str | None, list[Row]]:
