@@ -1,0 +1,121 @@
+"""'When was X done / did X happen?' leads with the sentence that dates the asked event (its verb in any form,
+its noun, or the happening named), not one that only repeats the verb; 'Who was X's R?' and 'Who R-ed X?'
+lead with X's R, not with a sentence naming X only as the owner of another relation (X's grandson, niece)
+or one naming no R at all. Over small documents of tests/fixtures/answer_events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from raptor_engine.query.answer import _holds_the_relation, _owns_another, asked_event, asked_relation
+from tests.test_answer_ranking import first_quote
+
+FIXTURES = Path(__file__).parent / "fixtures" / "answer_events"
+
+
+def leaves(name: str) -> list[str]:
+    """The fixture's paragraphs, its heading left out: one leaf each, in reading order."""
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    return [part.strip() for part in text.split("\n\n") if part.strip() and not part.startswith("#")]
+
+
+@pytest.mark.parametrize(
+    ("question", "things", "verb"),
+    [
+        ("When was the light automated?", set(), "automat"),
+        ("In what year was the viaduct finished?", set(), "finish"),
+        ("What year did the line close to passengers?", set(), "clos"),
+        ("When did Hester keep the light?", set(), "keep"),  # a named subject: its verb follows it
+        ("When did the great flood happen?", {"great", "flood"}, None),
+        ("When did the flood take place?", {"flood"}, None),
+        ("When did Morwenna become principal keeper?", set(), None),  # the event is what follows 'become'
+        ("Who kept the light?", set(), None),
+    ],
+)
+def test_what_a_when_question_asks_the_time_of(question, things, verb):
+    assert asked_event(question) == (frozenset(things), verb)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "When was the mill electrified?",
+        "In what year was Harlow Mill electrified?",
+        "What year was the mill converted?",
+    ],
+)
+def test_a_when_question_leads_with_the_sentence_dating_the_event_by_its_noun(embedder, question):
+    quote = first_quote(embedder, leaves("mill.md"), question)
+    assert "scheduled for electrification in 1921" in quote
+
+
+@pytest.mark.parametrize("question", ["When did the flood happen?", "When did the flood take place?"])
+def test_when_did_x_happen_leads_with_the_dated_sentence_not_the_one_naming_x_without_a_time(
+    embedder, question
+):
+    assert "March 1947" in first_quote(embedder, leaves("mill.md"), question)
+
+
+@pytest.mark.parametrize(
+    ("question", "asked"),
+    [
+        ("Who was Ambrose Kittow's assistant?", ("Ambrose Kittow", "assistant")),
+        ("Who was Edith's deputy?", ("Edith", "deputy")),
+        ("Who is Ambrose Kittow's successor?", ("Ambrose Kittow", "successor")),
+        ("Who was Kittow's business partner?", ("Kittow", "partner")),
+        ("Who assisted Ambrose Kittow?", ("Ambrose Kittow", "assist")),
+        ("Who succeeded Edith Vane?", ("Edith Vane", "succeed")),
+        ("Who kept the light in 1887?", None),
+    ],
+)
+def test_the_owner_and_relation_a_question_asks_about(question, asked):
+    assert asked_relation(question) == asked
+
+
+@pytest.mark.parametrize(
+    ("owner", "relation", "sentence", "owns_another", "holds"),
+    [
+        (
+            "Ambrose Kittow",
+            "assistant",
+            "His assistant from 1911 was Ambrose Kittow's grandson, Peter Kittow.",
+            True,
+            False,
+        ),
+        ("Ambrose Kittow", "assist", "His assistant was Ambrose Kittow's daughter, Jane.", True, False),
+        ("Ambrose Kittow", "assistant", "Dunstan was Ambrose Kittow's assistant.", False, False),
+        (
+            "Ambrose Kittow",
+            "assistant",
+            "The answer is Ambrose Kittow, with Walter Dunstan as his assistant.",
+            False,
+            False,
+        ),
+        (
+            "Walter Dunstan",
+            "assistant",
+            "His assistant for most of that time was Walter Dunstan.",
+            False,
+            True,
+        ),
+        (
+            "Walter Dunstan",
+            "assistant",
+            "The new keeper was Walter Dunstan, Kittow's former assistant.",
+            False,
+            True,
+        ),
+    ],
+)
+def test_a_sentence_naming_the_owner_as_owner_of_another_or_as_the_holder(
+    owner, relation, sentence, owns_another, holds
+):
+    assert _owns_another(owner, relation, sentence) is owns_another
+    assert _holds_the_relation(owner, relation, sentence) is holds
+
+
+@pytest.mark.parametrize("question", ["Who was Edith Vane's assistant?", "Who assisted Edith Vane?"])
+def test_who_was_xs_role_leads_with_xs_role_not_xs_niece_or_what_else_x_did(embedder, question):
+    assert "Arthur Pell" in first_quote(embedder, leaves("printing_works.md"), question)
