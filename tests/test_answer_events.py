@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from raptor_engine.query.answer import _holds_the_relation, _owns_another, asked_event, asked_relation
+from raptor_engine.query.answer import (
+    _candidates,
+    _holds_the_relation,
+    _owns_another,
+    _says_the_asked_event,
+    asked_event,
+    asked_relation,
+)
+from raptor_engine.types import ContextNode
 from tests.test_answer_ranking import first_quote
 
 FIXTURES = Path(__file__).parent / "fixtures" / "answer_events"
@@ -31,6 +39,8 @@ def leaves(name: str) -> list[str]:
         ("When did the great flood happen?", {"great", "flood"}, None),
         ("When did the flood take place?", {"flood"}, None),
         ("When did Morwenna become principal keeper?", set(), None),  # the event is what follows 'become'
+        ("What year did Hester Marrow start keeping the light?", set(), "keep"),  # the activity started
+        ("When did the mill stop grinding?", set(), "grind"),
         ("Who kept the light?", set(), None),
     ],
 )
@@ -49,6 +59,25 @@ def test_what_a_when_question_asks_the_time_of(question, things, verb):
 def test_a_when_question_leads_with_the_sentence_dating_the_event_by_its_noun(embedder, question):
     quote = first_quote(embedder, leaves("mill.md"), question)
     assert "scheduled for electrification in 1921" in quote
+
+
+@pytest.mark.parametrize(
+    "question", ["When did Ruth Harlow start grinding corn?", "What year did Ruth start grinding the corn?"]
+)
+def test_when_did_x_start_doing_leads_with_the_start_of_that_activity_in_its_past_form(embedder, question):
+    assert "from 1931" in first_quote(embedder, leaves("mill.md"), question)  # "Ruth ground the parish corn"
+
+
+@pytest.mark.parametrize(
+    ("sentence", "says"),
+    [
+        ("Hester kept the light from 1861 to 1874.", True),  # an irregular past
+        ("He moved into the keeper's cottage in 1839.", False),  # the doer's noun dates no keeping
+    ],
+)
+def test_the_asked_activity_is_read_in_its_past_forms_not_in_its_doers_name(sentence, says):
+    candidate = _candidates([ContextNode(1, 0, "a.md", 0.5, sentence, 10, 1)])[0]
+    assert _says_the_asked_event("When did Hester start keeping the light?", candidate) is says
 
 
 @pytest.mark.parametrize("question", ["When did the flood happen?", "When did the flood take place?"])

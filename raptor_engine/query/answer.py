@@ -2509,17 +2509,69 @@ def asked_event(question: str) -> tuple[frozenset[str], str | None]:
         return frozenset(), None
     if match.group("verb") in _HAPPENING:
         return frozenset(stem(t) for t in subject_terms(match.group("subject"))), None
-    return frozenset(), _verb_stem(match.group("verb"))
+    activity = _phase_of_an_activity(question, match)
+    return frozenset(), _verb_stem(activity[1] if activity else match.group("verb"))
+
+
+# "When did Hester start keeping the light?", "What year did the mill stop grinding?": the event is the
+# activity, and the answer dates its start or end ("Hester kept the light from 1861 to 1874")
+_PHASES = {"start": "start", "started": "start", "begin": "start", "began": "start", "stop": "end", "stopped": "end"}
+_PHASES |= {"cease": "end", "ceased": "end", "finish": "end", "finished": "end", "quit": "end"}
+_GERUND = re.compile(r"\s+(?P<activity>[a-z]+ing)\b")
+# the past forms a stem does not reach ("Hester kept the light" for "When did Hester start keeping ...?")
+_IRREGULAR_PAST = {
+    past: base
+    for base, pasts in (
+        ("keep", "kept"), ("grind", "ground"), ("lead", "led"), ("build", "built"), ("leave", "left"), ("begin", "began begun"),
+        ("hold", "held"), ("run", "ran"), ("take", "took taken"), ("give", "gave given"), ("buy", "bought"),
+        ("sell", "sold"), ("make", "made"), ("find", "found"), ("win", "won"), ("lose", "lost"),
+        ("write", "wrote written"), ("teach", "taught"), ("fight", "fought"), ("rise", "rose risen"),
+        ("fall", "fell fallen"), ("sink", "sank sunk"), ("break", "broke broken"), ("send", "sent"),
+        ("spend", "spent"), ("light", "lit"), ("meet", "met"), ("bring", "brought"), ("think", "thought"),
+    )
+    for past in pasts.split()
+}
+
+
+def _phase_of_an_activity(question: str, match: re.Match[str]) -> tuple[str, str] | None:
+    """('start' or 'end', the activity) of 'when did X start / stop <doing> ...?'; None for other questions."""
+    phase = _PHASES.get(match.group("verb").lower())
+    gerund = _GERUND.match(question, match.end("verb")) if phase else None
+    return (phase, gerund.group("activity")) if phase and gerund else None
+
+
+def _asked_phase(question: str) -> str | None:
+    """'start' or 'end' where a when-question asks when an activity started or stopped (`_phase_of_an_activity`)."""
+    match = ASKS_WHEN_DONE[0].match(question) or ASKS_WHEN_DONE[1].match(question)
+    activity = _phase_of_an_activity(question, match) if match else None
+    return activity[0] if activity else None
+
+
+def _verb_stems(sentence: str) -> set[str]:
+    """The sentence's words as `_verb_stem` and `_IRREGULAR_PAST` read them ('kept': 'keep', 'automated': 'automat')."""
+    said = [word.lower() for word in re.findall(r"[\w'\u2019-]+", sentence)]
+    return {_verb_stem(word) for word in said} | {_verb_stem(_IRREGULAR_PAST[w]) for w in said if w in _IRREGULAR_PAST}
 
 
 def _says_the_asked_event(question: str, candidate: _Candidate) -> bool:
     """Whether the sentence names what `asked_event` reads: the verb in any form ('automated', 'automating')
-    or its noun ('automation', `_names_the_deed`), or a word of the happening ('the flood')."""
+    or the act's noun ('automation', `_names_the_event_noun`), or a word of the happening ('the flood')."""
     things, verb = asked_event(question)
     if verb is not None:
-        held = {_verb_stem(word) for word in re.findall(r"[\w'\u2019-]+", candidate.text)}
-        return verb in held or _names_the_deed(verb, candidate.text)
+        return verb in _verb_stems(candidate.text) or _names_the_event_noun(verb, candidate.text)
     return bool(things & (candidate.terms | candidate.antecedent))  # "It came in March 1947" after "The flood"
+
+
+_EVENT_NOUN_SUFFIX = r"(?:ions?|ments?|als?|ures?)"  # what is done, not who does it ("keeper" dates no keeping)
+
+
+def _names_the_event_noun(verb: str, sentence: str) -> bool:
+    """Whether the sentence holds a noun of the act the stemmed verb names ('automation', 'retirement',
+    'closure', 'arrival'), by `_names_the_deed`'s reading of a stem, less the doer's nouns."""
+    if len(verb) < DEED_STEM_LETTERS:
+        return False
+    opening = re.escape(verb[: max(DEED_STEM_LETTERS, len(verb) - 3)])
+    return bool(re.search(rf"\b{opening}[a-z]*{_EVENT_NOUN_SUFFIX}\b", sentence, re.IGNORECASE))
 
 
 def _asked_event_share(question: str) -> float:
@@ -2533,16 +2585,29 @@ def _asked_event_share(question: str) -> float:
 
 def dated_event_score(question: str, candidate: _Candidate) -> float:
     """A 'when was X done?' sentence's gain for dating the asked event (`_says_the_asked_event` and a year or a
-    day's date): DATED_EVENT_BONUS, and the lexical credit of the verb where it says it by its noun only; its
-    loss for naming the event with no time at all: the lexical credit the repeated verb gave it."""
+    day's date): DATED_EVENT_BONUS, and the lexical credit of the verb where it says it by its noun only (of the
+    happening where a pronoun tells it); its loss for naming the asked verb with no time at all: the lexical
+    credit the repeated verb gave it."""
     things, verb = asked_event(question)
     if (not things and verb is None) or not _says_the_asked_event(question, candidate):
         return 0.0
     credit = LEXICAL_WEIGHT * _asked_event_share(question)
     if PRECISE_DATE.search(candidate.text):
-        by_noun_only = verb is not None and verb not in {_verb_stem(t) for t in candidate.terms}
-        return DATED_EVENT_BONUS + (credit if by_noun_only else 0.0)
-    return 0.0 if holds_kind(0, candidate.text) else -credit
+        if verb is None:  # "It came in March 1947": the happening told by a pronoun gets its words' credit
+            return DATED_EVENT_BONUS + (0.0 if things & candidate.terms else credit)
+        by_noun_only = verb not in {_verb_stem(t) for t in candidate.terms}
+        return DATED_EVENT_BONUS + (credit if by_noun_only else 0.0) + _phase_bonus(question, candidate.text)
+    # a happening named without a time is often the time of another thing ("After the flood the company ...")
+    return 0.0 if verb is None or holds_kind(0, candidate.text) else -credit
+
+
+def _phase_bonus(question: str, sentence: str) -> float:
+    """DATED_EVENT_BONUS for a sentence dating the asked activity's asked start or end ("kept the light from
+    1861", "stopped grinding in 1907"), as `_event_bonus` gives a start or end of the thing asked."""
+    phase = _asked_phase(question)
+    if phase is None:
+        return 0.0
+    return DATED_EVENT_BONUS if (STARTS if phase == "start" else ENDS).search(sentence) else 0.0
 
 
 # "Who was Ambrose Kittow's assistant?", "Who was Edith's deputy / partner / successor?", "Who assisted
@@ -2638,13 +2703,14 @@ def owner_of_another_score(question: str, candidate: _Candidate) -> float:
     asked = asked_relation(question)
     if asked is None:
         return 0.0
-    if not any(_is_the_relation(asked[1], word) for word in re.findall(r"[A-Za-z][\w-]+", candidate.text)):
-        return -POSSESSIVE_PENALTY  # names no R at all: says nothing of X's R
+    # one naming no R at all says nothing of X's R
+    said = any(_is_the_relation(asked[1], word) for word in re.findall(r"[A-Za-z][\w-]+", candidate.text))
+    penalty = 0.0 if said else POSSESSIVE_PENALTY
     if not (_owns_another(*asked, candidate.text) or _holds_the_relation(*asked, candidate.text)):
-        return 0.0
+        return -penalty
     terms = {stem(t) for t in subject_terms(question)}
     owners = {stem(t) for t in subject_terms(asked[0])} & terms
-    return -(POSSESSIVE_PENALTY + LEXICAL_WEIGHT * len(owners) / len(terms)) if terms else -POSSESSIVE_PENALTY
+    return -(penalty + POSSESSIVE_PENALTY + (LEXICAL_WEIGHT * len(owners) / len(terms) if terms else 0.0))
 
 
 BM25_K1, BM25_B = 1.2, 0.75
