@@ -148,3 +148,11 @@ def test_a_sentence_naming_the_owner_as_owner_of_another_or_as_the_holder(
 @pytest.mark.parametrize("question", ["Who was Edith Vane's assistant?", "Who assisted Edith Vane?"])
 def test_who_was_xs_role_leads_with_xs_role_not_xs_niece_or_what_else_x_did(embedder, question):
     assert "Arthur Pell" in first_quote(embedder, leaves("printing_works.md"), question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Where did the passengers shelter?", "Where did the passengers take refuge?", "Where did they wait?"],
+)
+def test_where_did_x_shelter_leads_with_where_they_were_taken_or_stayed(embedder, question):
+    assert "school hall" in first_quote(embedder, leaves("ferry_storm.md"), question)

@@ -1761,19 +1761,24 @@ def _tells_only_the_asked(question: str, sentence: str) -> bool:
 # where to ("moved to Hobart", "sailed for Lisbon", "settled in Ohio", "left the town for the coast")
 ASKS_DESTINATION = re.compile(
     r"^\W*where\s+(?:did|does|do|has|have|had|will|would)\s+[^?]+?\s+(?:go|move|travel|head|flee|sail|emigrate"
-    r"|retire|settle|end\s+up|relocate|return)\b",
+    r"|retire|settle|end\s+up|relocate|return|shelter|hide|escape|take\s+refuge|stay|sleep|wait|gather|land)\b",
     re.IGNORECASE,
 )
 DESTINATION = re.compile(
     r"\b(?:moved|went|gone|travell?ed|sailed|emigrated|fled|retired|settled|headed|returned|relocated|ended\s+up)"
-    r"\s+(?:back\s+|abroad\s+|away\s+)?(?:to|for|in|into)\b|\bleft\s+(?:[\w'\u2019-]+\s+){1,3}?for\b",
+    r"\s+(?:back\s+|abroad\s+|away\s+)?(?:to|for|in|into)\b|\bleft\s+(?:[\w'\u2019-]+\s+){1,3}?for\b"
+    # where others took them ("led the passengers to the chapel"), or where they stayed ("sheltered in the barn")
+    r"|\b(?:led|took|brought|guided|carried|rowed|ferried|evacuated)\s+(?:[\w'\u2019-]+\s+){1,3}?(?:to|into)\s+"
+    r"(?:the|a|an|their|his|her)\b"
+    r"|\b(?:sheltered|hid|hidden|stayed|slept|waited|gathered|landed|took\s+refuge)\s+(?:in|at|inside|under|on|into)\b",
     re.IGNORECASE,
 )
 DESTINATION_BONUS = REASON_FORM_BONUS
 
 
 def _tells_the_destination(question: str, sentence: str) -> bool:
-    """Whether a 'where did X go / move / settle?' question's sentence tells where to (DESTINATION)."""
+    """Whether a 'where did X go / move / settle / shelter?' question's sentence tells where to, or where they
+    were taken or stayed (DESTINATION)."""
     return _asks_destination(question) and bool(DESTINATION.search(sentence))
 
 
