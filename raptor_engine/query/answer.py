@@ -2678,7 +2678,9 @@ def _holds_the_relation(owner: str, relation: str, sentence: str) -> bool:
     held = rf"\b{re.escape(relation[: max(DEED_STEM_LETTERS, len(relation) - 3)])}[a-z]*"
     return bool(
         re.search(
-            rf"{held}(?:\s+[\w'\u2019-]+){{0,6}}?\s+(?:was|is|were|became|remained)\s+{name}", sentence, re.I
+            rf"{held}(?:\s+[\w'\u2019-]+){{0,6}}?\s+(?:was|is|were|became|remained)\s+(?:[^,.;]{{1,40}},\s+)?{name}",
+            sentence,
+            re.I,
         )
         or re.search(
             rf"{name},?\s+(?:(?:was|is|became|served\s+as|as)\s+)?(?:[\w'\u2019-]+\s+){{0,3}}?{held}",
