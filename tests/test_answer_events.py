@@ -53,7 +53,9 @@ def test_what_a_when_question_asks_the_time_of(question, things, verb):
     [
         "When was the mill electrified?",
         "In what year was Harlow Mill electrified?",
+        "What year was the mill electrified?",  # 'year' asks: "for forty years" holds no answer
         "What year was the mill converted?",
+        "Which year was the mill converted?",
     ],
 )
 def test_a_when_question_leads_with_the_sentence_dating_the_event_by_its_noun(embedder, question):

@@ -930,7 +930,9 @@ def _query_weights(
     named = named_speakers(rewrite.core, _speakers(candidates))
     spoken = {word for speaker in named if _times_named(speaker, rewrite.core) == 1 for word in words(speaker)}
     terms = [
-        t for t in subject_terms(rewrite.core) + [t for t in words(rewrite.core) if t in ORDINALS] if t not in spoken
+        t
+        for t in subject_terms(rewrite.core) + [t for t in words(rewrite.core) if t in ORDINALS]
+        if t not in spoken and t not in _time_asked_by(rewrite.core)
     ]
     asked = [t for t in terms if t not in conversation_names]
     for term in terms:
@@ -947,6 +949,14 @@ def _query_weights(
         held_by = sum(term in c.terms for c in candidates)
         weights[term] *= math.log(1.0 + (1 + total) / (1 + held_by))
     return weights
+
+
+@functools.lru_cache(maxsize=256)  # a function of the question alone
+def _time_asked_by(question: str) -> frozenset[str]:
+    """The word a question asks a time by ('year' of 'In what year was ...?', 'What date did ...?'): it names
+    nothing a sentence should hold ("for eighteen years" does not date the asked event)."""
+    match = re.match(r"^\W*(?:in\s+|on\s+)?(?:what|which)\s+(year|date|day|month|decade|century)\b", question, re.I)
+    return frozenset({match.group(1).lower()}) if match else frozenset()
 
 
 def _lexical_of(terms: set[str], weights: dict[str, float]) -> float:
@@ -2499,6 +2509,7 @@ ASKS_WHEN_DONE = (
         r"\s*[?.!]*\s*$"
     ),
 )
+_TIME_ASKED = frozenset("year years date day month decade century time".split())  # 'in what year' asks, names nothing
 _HAPPENING = frozenset("happen happened occur occurred take took place".split())
 _LINKING = frozenset("become became get got come came go went".split())  # the event is what follows them
 DATED_EVENT_BONUS = EVENT_BONUS  # the asked event with a date, over a date of something else
@@ -2580,9 +2591,9 @@ def _names_the_event_noun(verb: str, sentence: str) -> bool:
 
 
 def _asked_event_share(question: str) -> float:
-    """The share of the question's terms the asked verb (or the happening's words) is: what its wording gives a
-    sentence repeating it."""
-    terms = {_verb_stem(t) for t in subject_terms(question)}
+    """The share of the question's terms the asked verb (or the happening's words) is, the words asking the
+    time ('year' of 'In what year ...?') left out: what its wording gives a sentence repeating it."""
+    terms = {_verb_stem(t) for t in subject_terms(question) if t not in _TIME_ASKED}
     things, verb = asked_event(question)
     event = {verb} if verb is not None else {_verb_stem(t) for t in things}
     return len(event & terms) / len(terms) if terms else 0.0
