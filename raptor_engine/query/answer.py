@@ -2499,7 +2499,7 @@ _WHEN_ADVERBS = r"(?:(?i:first|last|finally|eventually|actually|officially)\s+)?
 ASKS_WHEN_DONE = (
     re.compile(
         rf"{_ASKS_WHEN_OF}(?P<subject>(?:(?-i:[A-Z])[\w'\u2019-]*\s+)*(?-i:[A-Z])[\w'\u2019-]*"
-        r"|(?i:he|she|it|they|we|you))"
+        r"|(?i:he|she|it|they|we|you))(?<!['\u2019]s)"  # not an owner: "When was Hester's son born?"
         rf"\s+{_WHEN_ADVERBS}(?P<verb>(?-i:[a-z])[\w-]+)\b"
     ),
     re.compile(
@@ -2522,6 +2522,8 @@ def asked_event(question: str) -> tuple[frozenset[str], str | None]:
     automated?'). Empty and None for other questions."""
     match = ASKS_WHEN_DONE[0].match(question) or ASKS_WHEN_DONE[1].match(question)
     if not match or match.group("verb") in STOPWORDS | _LINKING | _NO_ACTION - {"happen"}:
+        return frozenset(), None
+    if _LINKING & {word.lower() for word in match.group("subject").split()}:  # "... son become harbour master?"
         return frozenset(), None
     if match.group("verb") in _HAPPENING:
         return frozenset(stem(t) for t in subject_terms(match.group("subject"))), None
