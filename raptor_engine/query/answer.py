@@ -930,7 +930,9 @@ def _query_weights(
     named = named_speakers(rewrite.core, _speakers(candidates))
     spoken = {word for speaker in named if _times_named(speaker, rewrite.core) == 1 for word in words(speaker)}
     terms = [
-        t for t in subject_terms(rewrite.core) + [t for t in words(rewrite.core) if t in ORDINALS] if t not in spoken
+        t
+        for t in subject_terms(rewrite.core) + [t for t in words(rewrite.core) if t in ORDINALS]
+        if t not in spoken and t not in _time_asked_by(rewrite.core)
     ]
     asked = [t for t in terms if t not in conversation_names]
     for term in terms:
@@ -947,6 +949,14 @@ def _query_weights(
         held_by = sum(term in c.terms for c in candidates)
         weights[term] *= math.log(1.0 + (1 + total) / (1 + held_by))
     return weights
+
+
+@functools.lru_cache(maxsize=256)  # a function of the question alone
+def _time_asked_by(question: str) -> frozenset[str]:
+    """The word a question asks a time by ('year' of 'In what year was ...?', 'What date did ...?'): it names
+    nothing a sentence should hold ("for eighteen years" does not date the asked event)."""
+    match = re.match(r"^\W*(?:in\s+|on\s+)?(?:what|which)\s+(year|date|day|month|decade|century)\b", question, re.I)
+    return frozenset({match.group(1).lower()}) if match else frozenset()
 
 
 def _lexical_of(terms: set[str], weights: dict[str, float]) -> float:
@@ -1309,6 +1319,7 @@ def hand_score(question: str, candidate: _Candidate) -> float:
     asked = how_to_task(question)
     score += PURPOSE_BONUS if asked and _continues_the_task(asked[0], candidate) else 0.0
     score += EVENT_BONUS if _dated_by_its_heading(question, candidate) else 0.0
+    score += dated_event_score(question, candidate) + owner_of_another_score(question, candidate)
     return score + form_score(question, candidate.text) + _event_bonus(question, candidate.text)
 
 
@@ -1760,19 +1771,24 @@ def _tells_only_the_asked(question: str, sentence: str) -> bool:
 # where to ("moved to Hobart", "sailed for Lisbon", "settled in Ohio", "left the town for the coast")
 ASKS_DESTINATION = re.compile(
     r"^\W*where\s+(?:did|does|do|has|have|had|will|would)\s+[^?]+?\s+(?:go|move|travel|head|flee|sail|emigrate"
-    r"|retire|settle|end\s+up|relocate|return)\b",
+    r"|retire|settle|end\s+up|relocate|return|shelter|hide|escape|take\s+refuge|stay|sleep|wait|gather|land)\b",
     re.IGNORECASE,
 )
 DESTINATION = re.compile(
     r"\b(?:moved|went|gone|travell?ed|sailed|emigrated|fled|retired|settled|headed|returned|relocated|ended\s+up)"
-    r"\s+(?:back\s+|abroad\s+|away\s+)?(?:to|for|in|into)\b|\bleft\s+(?:[\w'\u2019-]+\s+){1,3}?for\b",
+    r"\s+(?:back\s+|abroad\s+|away\s+)?(?:to|for|in|into)\b|\bleft\s+(?:[\w'\u2019-]+\s+){1,3}?for\b"
+    # where others took them ("led the passengers to the chapel"), or where they stayed ("sheltered in the barn")
+    r"|\b(?:led|took|brought|guided|carried|rowed|ferried|evacuated)\s+(?:[\w'\u2019-]+\s+){1,3}?(?:to|into)\s+"
+    r"(?:the|a|an|their|his|her)\b"
+    r"|\b(?:sheltered|hid|hidden|stayed|slept|waited|gathered|landed|took\s+refuge)\s+(?:in|at|inside|under|on|into)\b",
     re.IGNORECASE,
 )
 DESTINATION_BONUS = REASON_FORM_BONUS
 
 
 def _tells_the_destination(question: str, sentence: str) -> bool:
-    """Whether a 'where did X go / move / settle?' question's sentence tells where to (DESTINATION)."""
+    """Whether a 'where did X go / move / settle / shelter?' question's sentence tells where to, or where they
+    were taken or stayed (DESTINATION)."""
     return _asks_destination(question) and bool(DESTINATION.search(sentence))
 
 
@@ -2283,7 +2299,7 @@ def _holds_the_asked_action(question: str, terms: set[str], sentence: str = "") 
 # The nouns a verb makes for who does it and what is done ("successor", "succession" of "succeed";
 # "founder", "foundation"; "replacement"; "appointment"): "Who will succeed Helen Trevaskis?" is answered
 # by "Her successor ... is Ruth Pascoe", which holds no form of the verb itself.
-_DEED_SUFFIX = r"(?:ors?|ers?|ions?|ments?)"
+_DEED_SUFFIX = r"(?:ors?|ers?|ions?|ments?|ants?|ents?)"
 DEED_STEM_LETTERS = 4  # letters of the verb's stem a noun made from it keeps at least ("succ" of "succeed")
 
 
@@ -2464,6 +2480,257 @@ def _kind_bonus(question: str, sentence: str) -> float:
     if PAST_WHEN.search(question) and not PRECISE_DATE.search(sentence):
         return KIND_BONUS / 2
     return KIND_BONUS
+
+
+# "When was the light automated?", "In what year was the viaduct finished?", "What year did the line close?",
+# "When did the flood happen?": the answer dates the asked event, written by its verb in any form or by the
+# noun made from it ("was scheduled for automation in 1985 ... converted in the spring of 1987"); for
+# 'happen / take place / occur' the event is what the question names ("the flood"). A sentence that only
+# repeats the asked verb without any time ("Across the country lighthouses were being automated ...")
+# shares the question's words and says nothing of when: it loses the credit the verb gave its wording.
+_ASKS_WHEN_OF = (
+    r"^\W*(?i:when|(?:in\s+)?(?:what|which)\s+(?:year|date|day|month|decade|century))\s+"
+    r"(?i:was|were|did|does|do|had|has|have|is|are|will|would)\s+"
+)
+_WHEN_ADVERBS = r"(?:(?i:first|last|finally|eventually|actually|officially)\s+)?"
+# a named subject or a pronoun is followed by its verb ("When did Hester keep the light?"); another ends at the
+# verb that ends the question or comes before its object or place ("When did the great flood happen?",
+# "When was the light automated?", "What year did the line close to passengers?")
+ASKS_WHEN_DONE = (
+    re.compile(
+        rf"{_ASKS_WHEN_OF}(?P<subject>(?:(?-i:[A-Z])[\w'\u2019-]*\s+)*(?-i:[A-Z])[\w'\u2019-]*"
+        r"|(?i:he|she|it|they|we|you))(?<!['\u2019]s)"  # not an owner: "When was Hester's son born?"
+        rf"\s+{_WHEN_ADVERBS}(?P<verb>(?-i:[a-z])[\w-]+)\b"
+    ),
+    re.compile(
+        rf"{_ASKS_WHEN_OF}(?P<subject>.+?)\s+{_WHEN_ADVERBS}(?P<verb>(?-i:[a-z])[\w-]+)"
+        r"(?:\s+(?i:in|on|at|for|by|from|to|into|up|down|over|out|off|with|as|place|the|a|an|his|her|its|their)"
+        r"\b[^?]*)?"
+        r"\s*[?.!]*\s*$"
+    ),
+)
+_TIME_ASKED = frozenset("year years date day month decade century time".split())  # 'in what year' asks, names nothing
+_HAPPENING = frozenset("happen happened occur occurred take took place".split())
+_LINKING = frozenset("become became get got come came go went".split())  # the event is what follows them
+DATED_EVENT_BONUS = EVENT_BONUS  # the asked event with a date, over a date of something else
+
+
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
+def asked_event(question: str) -> tuple[frozenset[str], str | None]:
+    """What a 'when was X done / when did X happen?' question asks the time of: the stemmed words of X for
+    'happen / take place / occur', else no words and the stemmed verb ('automat' of 'When was the light
+    automated?'). Empty and None for other questions."""
+    match = ASKS_WHEN_DONE[0].match(question) or ASKS_WHEN_DONE[1].match(question)
+    if not match or match.group("verb") in STOPWORDS | _LINKING | _NO_ACTION - {"happen"}:
+        return frozenset(), None
+    if _LINKING & {word.lower() for word in match.group("subject").split()}:  # "... son become harbour master?"
+        return frozenset(), None
+    if match.group("verb") in _HAPPENING:
+        return frozenset(stem(t) for t in subject_terms(match.group("subject"))), None
+    activity = _phase_of_an_activity(question, match)
+    return frozenset(), _verb_stem(activity[1] if activity else match.group("verb"))
+
+
+# "When did Hester start keeping the light?", "What year did the mill stop grinding?": the event is the
+# activity, and the answer dates its start or end ("Hester kept the light from 1861 to 1874")
+_PHASES = {"start": "start", "started": "start", "begin": "start", "began": "start", "stop": "end", "stopped": "end"}
+_PHASES |= {"cease": "end", "ceased": "end", "finish": "end", "finished": "end", "quit": "end"}
+_GERUND = re.compile(r"\s+(?P<activity>[a-z]+ing)\b")
+# the past forms a stem does not reach ("Hester kept the light" for "When did Hester start keeping ...?")
+_IRREGULAR_PAST = {
+    past: base
+    for base, pasts in (
+        ("keep", "kept"), ("grind", "ground"), ("lead", "led"), ("build", "built"), ("leave", "left"), ("begin", "began begun"),
+        ("hold", "held"), ("run", "ran"), ("take", "took taken"), ("give", "gave given"), ("buy", "bought"),
+        ("sell", "sold"), ("make", "made"), ("find", "found"), ("win", "won"), ("lose", "lost"),
+        ("write", "wrote written"), ("teach", "taught"), ("fight", "fought"), ("rise", "rose risen"),
+        ("fall", "fell fallen"), ("sink", "sank sunk"), ("break", "broke broken"), ("send", "sent"),
+        ("spend", "spent"), ("light", "lit"), ("meet", "met"), ("bring", "brought"), ("think", "thought"),
+    )
+    for past in pasts.split()
+}
+
+
+def _phase_of_an_activity(question: str, match: re.Match[str]) -> tuple[str, str] | None:
+    """('start' or 'end', the activity) of 'when did X start / stop <doing> ...?'; None for other questions."""
+    phase = _PHASES.get(match.group("verb").lower())
+    gerund = _GERUND.match(question, match.end("verb")) if phase else None
+    return (phase, gerund.group("activity")) if phase and gerund else None
+
+
+def _asked_phase(question: str) -> str | None:
+    """'start' or 'end' where a when-question asks when an activity started or stopped (`_phase_of_an_activity`)."""
+    match = ASKS_WHEN_DONE[0].match(question) or ASKS_WHEN_DONE[1].match(question)
+    activity = _phase_of_an_activity(question, match) if match else None
+    return activity[0] if activity else None
+
+
+def _verb_stems(sentence: str) -> set[str]:
+    """The sentence's words as `_verb_stem` and `_IRREGULAR_PAST` read them ('kept': 'keep', 'automated': 'automat')."""
+    said = [word.lower() for word in re.findall(r"[\w'\u2019-]+", sentence)]
+    return {_verb_stem(word) for word in said} | {_verb_stem(_IRREGULAR_PAST[w]) for w in said if w in _IRREGULAR_PAST}
+
+
+def _says_the_asked_event(question: str, candidate: _Candidate) -> bool:
+    """Whether the sentence names what `asked_event` reads: the verb in any form ('automated', 'automating')
+    or the act's noun ('automation', `_names_the_event_noun`), or a word of the happening ('the flood')."""
+    things, verb = asked_event(question)
+    if verb is not None:
+        return verb in _verb_stems(candidate.text) or _names_the_event_noun(verb, candidate.text)
+    return bool(things & (candidate.terms | candidate.antecedent))  # "It came in March 1947" after "The flood"
+
+
+_EVENT_NOUN_SUFFIX = r"(?:ions?|ments?|als?|ures?)"  # what is done, not who does it ("keeper" dates no keeping)
+
+
+def _names_the_event_noun(verb: str, sentence: str) -> bool:
+    """Whether the sentence holds a noun of the act the stemmed verb names ('automation', 'retirement',
+    'closure', 'arrival'), by `_names_the_deed`'s reading of a stem, less the doer's nouns."""
+    if len(verb) < DEED_STEM_LETTERS:
+        return False
+    opening = re.escape(verb[: max(DEED_STEM_LETTERS, len(verb) - 3)])
+    return bool(re.search(rf"\b{opening}[a-z]*{_EVENT_NOUN_SUFFIX}\b", sentence, re.IGNORECASE))
+
+
+def _asked_event_share(question: str) -> float:
+    """The share of the question's terms the asked verb (or the happening's words) is, the words asking the
+    time ('year' of 'In what year ...?') left out: what its wording gives a sentence repeating it."""
+    terms = {_verb_stem(t) for t in subject_terms(question) if t not in _TIME_ASKED}
+    things, verb = asked_event(question)
+    event = {verb} if verb is not None else {_verb_stem(t) for t in things}
+    return len(event & terms) / len(terms) if terms else 0.0
+
+
+def dated_event_score(question: str, candidate: _Candidate) -> float:
+    """A 'when was X done?' sentence's gain for dating the asked event (`_says_the_asked_event` and a year or a
+    day's date): DATED_EVENT_BONUS, and the lexical credit of the verb where it says it by its noun only (of the
+    happening where a pronoun tells it); its loss for naming the asked verb with no time at all: the lexical
+    credit the repeated verb gave it."""
+    things, verb = asked_event(question)
+    if (not things and verb is None) or not _says_the_asked_event(question, candidate):
+        return 0.0
+    credit = LEXICAL_WEIGHT * _asked_event_share(question)
+    if PRECISE_DATE.search(candidate.text):
+        if verb is None:  # "It came in March 1947": the happening told by a pronoun gets its words' credit
+            return DATED_EVENT_BONUS + (0.0 if things & candidate.terms else credit)
+        by_noun_only = verb not in {_verb_stem(t) for t in candidate.terms}
+        return DATED_EVENT_BONUS + (credit if by_noun_only else 0.0) + _phase_bonus(question, candidate.text)
+    # a happening named without a time is often the time of another thing ("After the flood the company ...")
+    return 0.0 if verb is None or holds_kind(0, candidate.text) else -credit
+
+
+def _phase_bonus(question: str, sentence: str) -> float:
+    """DATED_EVENT_BONUS for a sentence dating the asked activity's asked start or end ("kept the light from
+    1861", "stopped grinding in 1907"), as `_event_bonus` gives a start or end of the thing asked."""
+    phase = _asked_phase(question)
+    if phase is None:
+        return 0.0
+    return DATED_EVENT_BONUS if (STARTS if phase == "start" else ENDS).search(sentence) else 0.0
+
+
+# "Who was Ambrose Kittow's assistant?", "Who was Edith's deputy / partner / successor?", "Who assisted
+# Ambrose Kittow?": the answer names X's <role>. A sentence naming X only as the owner of another relation
+# ("His assistant from 1911 was Ambrose Kittow's grandson, Peter Kittow") is about X's grandson: X's words
+# give it no credit, and it loses what a sentence about X's other possessions loses.
+_OWNER = r"(?P<owner>(?:(?-i:[A-Z])[\w'\u2019-]*\s+)*(?-i:[A-Z])[\w-]*)"
+ASKS_OWNERS = re.compile(
+    rf"\b{_OWNER}['\u2019]s\s+(?:(?-i:[a-z])[\w-]+\s+){{0,2}}?(?P<role>(?-i:[a-z])[\w-]+)\s*[?.!]*\s*$"
+)
+ASKS_WHO_DID_TO = re.compile(
+    rf"^\s*(?i:who)\s+(?:(?i:{_AUXILIARIES})\s+)?(?P<verb>(?-i:[a-z])[\w-]+)\s+{_OWNER}\s*[?.!]*\s*$"
+)
+
+
+@functools.lru_cache(maxsize=256)  # asked once a candidate sentence: a function of the question alone
+def asked_relation(question: str) -> tuple[str, str] | None:
+    """The owner and the stemmed relation of "Who was X's R?" ('Ambrose Kittow', 'assistant') or of "Who
+    R-ed X?" ('Ambrose Kittow', 'assist'); None for other questions."""
+    match = ASKS_OWNERS.search(question) if ANSWER_KINDS[WHO_KIND][0].search(question) else None
+    if match:
+        return match.group("owner"), stem(match.group("role"))
+    match = ASKS_WHO_DID_TO.match(question)
+    if match and match.group("verb") not in STOPWORDS | _NO_ACTION:
+        return match.group("owner"), stem(match.group("verb"))
+    return None
+
+
+def _owns_another(owner: str, relation: str, sentence: str) -> bool:
+    """Whether every mention of the owner in the sentence (in full where it names them in full; namesakes put
+    aside) is a possessive before a noun that is not the asked relation nor a noun made from it
+    ('grandson' for 'assistant' or 'assist')."""
+    own = _subject_words(owner)
+    if not own:
+        return False
+    sentence = _without_namesakes(owner, sentence)
+    mentions = re.findall(
+        rf"\b((?:{own})(?:\s+(?:{own}))*+)\b(?:['\u2019]s\s+([a-z][\w-]*))?", sentence, re.I
+    )
+    full = [noun for name, noun in mentions if len(name.split()) == len(owner.split())]
+    nouns = full if is_name(owner) and full else [noun for _, noun in mentions]
+    return bool(nouns) and all(noun and not _is_the_relation(relation, noun) for noun in nouns)
+
+
+def _is_the_relation(relation: str, noun: str) -> bool:
+    """Whether a noun is the asked relation or a noun made from its verb ('assistant' of 'assist')."""
+    return (
+        stem(noun.lower()) == relation
+        or _names_the_deed(relation, noun)
+        or _names_the_deed(stem(noun.lower()), relation)
+    )
+
+
+def _holds_the_relation(owner: str, relation: str, sentence: str) -> bool:
+    """Whether the sentence names the owner as the one who holds the asked relation to someone else ("His
+    assistant ... was Walter Dunstan", "Walter Dunstan, Kittow's former assistant", "with Walter Dunstan as
+    his assistant keeper" for "Who was Walter Dunstan's assistant?"): it answers whose assistant X was."""
+    own = _subject_words(owner)
+    if not own or len(relation) < DEED_STEM_LETTERS:
+        return False
+    sentence = _without_namesakes(owner, sentence)
+    name = rf"\b(?:{own})(?:\s+(?:{own}))*+\b(?!['\u2019]s)"
+    held = rf"\b{re.escape(relation[: max(DEED_STEM_LETTERS, len(relation) - 3)])}[a-z]*"
+    return bool(
+        re.search(
+            rf"{held}(?:\s+[\w'\u2019-]+){{0,6}}?\s+(?:was|is|were|became|remained)\s+(?:[^,.;]{{1,40}},\s+)?{name}",
+            sentence,
+            re.I,
+        )
+        or re.search(
+            rf"{name},?\s+(?:(?:was|is|became|served\s+as|as)\s+)?(?:[\w'\u2019-]+\s+){{0,3}}?{held}",
+            sentence,
+            re.I,
+        )
+    )
+
+
+OWNER_PRONOUN = re.compile(r"^\W*(?:his|her|their)\s+(?:[\w-]+\s+)??(?P<noun>[\w-]+)", re.IGNORECASE)
+
+
+def owner_by_pronoun(question: str, sentence: str) -> bool:
+    """Whether a "Who was X's R?" / "Who R-ed X?" sentence opens with the relation after a possessive pronoun
+    ("Her assistant for most of that time was Arthur Pell"): the pronoun stands for X, the one asked about, so
+    the sentence is read with the words of the one before, as a sentence opening with 'It' is."""
+    asked = asked_relation(question)
+    opening = OWNER_PRONOUN.match(sentence)
+    return asked is not None and opening is not None and _is_the_relation(asked[1], opening.group("noun"))
+
+
+def owner_of_another_score(question: str, candidate: _Candidate) -> float:
+    """What a sentence naming the asked relation's owner only as the owner of another (`_owns_another`) loses:
+    the lexical credit of the owner's words and POSSESSIVE_PENALTY, as much as one naming the owner as the
+    holder of that relation to another (`_holds_the_relation`); POSSESSIVE_PENALTY for one naming the relation
+    in no form; 0 for others and other questions."""
+    asked = asked_relation(question)
+    if asked is None:
+        return 0.0
+    # one naming no R at all says nothing of X's R
+    said = any(_is_the_relation(asked[1], word) for word in re.findall(r"[A-Za-z][\w-]+", candidate.text))
+    penalty = 0.0 if said else POSSESSIVE_PENALTY
+    if not (_owns_another(*asked, candidate.text) or _holds_the_relation(*asked, candidate.text)):
+        return -penalty
+    terms = {stem(t) for t in subject_terms(question)}
+    owners = {stem(t) for t in subject_terms(asked[0])} & terms
+    return -(penalty + POSSESSIVE_PENALTY + (LEXICAL_WEIGHT * len(owners) / len(terms) if terms else 0.0))
 
 
 BM25_K1, BM25_B = 1.2, 0.75
@@ -2997,7 +3264,11 @@ class ExtractiveAnswerer:
             if verb is not None and verb in held and _only_as_a_noun(verb, candidate.text):
                 held = held - {verb}  # "How long does the stew cook?" is not answered by "was a cook"
             candidate.lexical = _lexical_of(held, weights)
-            if candidate.antecedent and not (asks_who and PERSONAL_OPENING.match(candidate.text)):
+            if candidate.antecedent and not (
+                asks_who
+                and PERSONAL_OPENING.match(candidate.text)
+                and not owner_by_pronoun(rewrite.core, candidate.text)
+            ):
                 candidate.referred = _lexical_of(held | candidate.antecedent, weights)
             if candidate.section:
                 candidate.sectioned = _lexical_of(held | candidate.section, weights)
