@@ -1,0 +1,86 @@
+"""The bot's edges a careful user meets, each through real discord.py against the fake Discord API:
+'is that true?' after a long answer checks its later claims too and says which it did not check."""
+
+from __future__ import annotations
+
+from bot.kb import kb_name
+from raptor_engine.llm import OpenAIAnswerer
+from raptor_engine.query.verify import MAX_CLAIMS
+from tests.bot.conftest import BOT_ID, CHAN_A, GUILD
+from tests.bot.test_bot_answers import bot_reply_in
+from tests.bot.test_bot_flows import add_doc, ask
+from tests.llm_server import FakeLLMServer
+from tests.test_llm import FAST_BACKOFF, llm_settings
+
+KB_A = kb_name(GUILD, CHAN_A)
+# Facts far apart in meaning, each long enough that fourteen of them fill the 2,000 characters one search
+# is given: searched joined and cut there, the later ones were never looked for.
+FACTS = [
+    ("bees", "The apiary behind the old schoolhouse kept forty hives of black bees, and its heather honey took first prize at the Perth show in 1911."),
+    ("ferry", "The ferry across the firth was a steam paddler named Countess of Kellie that carried cattle, mail and passengers until the bridge opened in 1964."),
+    ("organ", "The church organ was built by Henry Willis in 1882 with two manuals and eighteen stops, and its bellows were pumped by hand until 1930."),
+    ("curling", "The curling pond below the manse froze hard enough for a bonspiel only in the winter of 1895, when teams walked in from three parishes."),
+    ("whisky", "The distillery at the burn foot was licensed in 1824 and made a peated malt that was sold in stone jars to the Glasgow grocers."),
+    ("telescope", "An amateur astronomer, the minister's daughter Jessie Laing, ground a ten-inch mirror for her telescope and discovered a comet in 1899."),
+    ("railway", "The branch railway reached the village in 1872 on a viaduct of nine arches, and the last passenger train ran on a wet Saturday in 1951."),
+    ("football", "The village football club was founded by quarrymen in 1889 and won the county cup twice, playing in blue shirts on the glebe field."),
+    ("smallpox", "During the smallpox outbreak of 1871 the fever hospital on the moor took in nineteen patients, of whom fourteen recovered under Dr Grieve."),
+    ("library", "The subscription library opened in 1797 above the tollhouse with three hundred volumes, most of them sermons, travels and farming manuals."),
+    ("mill", "The meal mill on the lade ground oats for the whole glen, turning an overshot wheel of fourteen feet that was replaced with a turbine in 1908."),
+    ("bridge", "The stone bridge over the river was paid for by a levy on every cart that crossed it, and its keystone bears the date 1786 and a thistle."),
+    ("herring", "In the herring boom of the 1880s the harbour held sixty drifters, and gutting crews of women came from Lewis to work the curing yards."),
+    ("school", "The parish school was rebuilt in 1876 after the Education Act, with a bell tower, two classrooms and a schoolmaster's house of red sandstone."),
+    ("fire", "The great fire of 1843 began in a baker's oven on the Main Street and destroyed eleven thatched houses before the wind turned in the night."),
+    ("choir", "The village choir sang Handel's Messiah in the town hall every Christmas from 1902, conducted by the blacksmith's son Andrew Tod."),
+    ("orchard", "The walled orchard at the big house grew pears against its south wall, among them a russet variety that the gardener named after his wife."),
+    ("poorhouse", "The combination poorhouse for the three parishes opened in 1861 and housed up to eighty paupers, who broke stones for the county roads."),
+    ("weaving", "Handloom weavers in the cottages of the Weavers' Row made linen for the Dundee merchants until power looms ruined the trade around 1840."),
+    ("war", "The war memorial on the green lists thirty-one names from the Great War, eleven of them from the same company of the Black Watch."),
+    ("market", "The cattle market was held on the last Tuesday of every month from 1790, and drovers brought black cattle down the hill road from Atholl."),
+    ("quarry", "The slate quarry on the north face employed ninety men at its height and shipped roofing slates from its own pier to Leith and Newcastle."),
+    ("cinema", "The Picture House opened in 1928 in the old drill hall with a Wurlitzer and four hundred seats, and closed after a last showing in 1966."),
+    ("flood", "The flood of August 1829 swept away the lower mill, drowned sixty sheep and left a watermark on the inn door that can still be seen today."),
+    ("observatory", "A small magnetic observatory was set up on the hill in 1850 by the Royal Society, and its keeper read the instruments every two hours."),
+    ("pipes", "The pipe band was formed in 1919 by returning soldiers and wore the hunting tartan, practising on winter nights in the gasworks shed."),
+    ("gas", "The gasworks at the harbour lit the streets from 1858, burning coal brought by puffer, and the lamplighter went round at dusk with his pole."),
+    ("ice", "The ice house in the woods was packed each January with blocks cut from the loch, and kept the laird's salmon fresh through the summer."),
+]
+
+
+def register() -> str:
+    """A parish's notes, one section a fact and what the records say of it: several times the context
+    budget, so a fact's passage is found only by a search for it (or one close to it)."""
+    sections = [
+        f"## The {topic}\n\n{fact} More about the {topic} is told in the parish records: letters, accounts and "
+        f"the minutes of meetings about the {topic} were kept in the session house chest. Old people still "
+        f"spoke of the {topic} when the records were gathered, and their memories are written down there too."
+        for topic, fact in FACTS
+    ]
+    return "# Notes on the parish\n\n" + "\n\n".join(sections)
+
+
+LONG_ANSWER = " ".join(f"{fact} [1]" for _, fact in FACTS)
+
+
+async def test_is_that_true_after_a_long_answer_checks_its_later_claims_and_says_which_it_did_not(
+    make_harness, tmp_path
+):
+    """Before, the claims were searched joined and cut to 2,000 characters, and only the first five were
+    looked for: 'Yes: the documents say so.' of an answer whose other claims nobody checked."""
+    async with FakeLLMServer() as server:
+        server.responder = lambda body: LONG_ANSWER if "numbered context blocks" in str(body) else "Summary."
+        answerer = OpenAIAnswerer(llm_settings(server, tmp_path / "llm"), backoff_base=FAST_BACKOFF)
+        h = await make_harness(answerer=answerer)
+        await add_doc(h, "parish.md", register())
+        await ask(h, "What do the notes say of the parish?")
+        thread = next(t for t in h.bot.get_guild(GUILD).threads).id
+        h.user_message(thread, "is that true?", mention_bot=True)
+        await bot_reply_in(h, thread)
+        text = "\n".join(m["content"] for m in h.fake.channel_messages(thread) if int(m["author"]["id"]) == BOT_ID)
+    assert len(" ".join(fact for _, fact in FACTS[:MAX_CLAIMS])) > 2000  # more than one search's worth
+    unchecked = len(FACTS) - MAX_CLAIMS
+    assert text.startswith(f"Yes for the last answer's first {MAX_CLAIMS} statements"), text[:300]
+    assert f"I did not check its other {unchecked}." in text.split("\n")[0], text[:300]
+    missing = [topic for topic, fact in FACTS[:MAX_CLAIMS] if fact[:40] not in text]
+    assert not missing, missing
+    assert not [topic for topic, fact in FACTS[MAX_CLAIMS:] if fact[:40] in text]
