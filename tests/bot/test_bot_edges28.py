@@ -1,14 +1,22 @@
 """The bot's edges a careful user meets, each through real discord.py against the fake Discord API:
-'is that true?' after a long answer checks its later claims too and says which it did not check."""
+'is that true?' after a long answer checks its later claims too and says which it did not check; a
+killed bot leaves no status or answer edit running to fail through its closed session."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
+
+import bot.streaming as streaming
+from bot.jobs import MIN_EDIT_INTERVAL_SECONDS
 from bot.kb import kb_name
 from raptor_engine.llm import OpenAIAnswerer
 from raptor_engine.query.verify import MAX_CLAIMS
+from tests.bot.bot_samples import LIGHTHOUSE
 from tests.bot.conftest import BOT_ID, CHAN_A, GUILD
-from tests.bot.test_bot_answers import bot_reply_in
-from tests.bot.test_bot_flows import add_doc, ask
+from tests.bot.test_bot_answers import bot_reply_in, open_archive_thread
+from tests.bot.test_bot_flows import GatedSummarizer, add_doc, ask
+from tests.bot.test_bot_left_questions import killed
 from tests.llm_server import FakeLLMServer
 from tests.test_llm import FAST_BACKOFF, llm_settings
 
@@ -84,3 +92,68 @@ async def test_is_that_true_after_a_long_answer_checks_its_later_claims_and_says
     missing = [topic for topic, fact in FACTS[:MAX_CLAIMS] if fact[:40] not in text]
     assert not missing, missing
     assert not [topic for topic, fact in FACTS[MAX_CLAIMS:] if fact[:40] in text]
+
+
+# ----------------------------------------------------------------- a killed bot's edits end with it
+
+
+def edits_left() -> list[asyncio.Task]:
+    """The status and answer edits still running (bot/jobs.py `ThrottledEditor`, bot/streaming.py)."""
+    names = ("ThrottledEditor._run", "StreamedReply._edit_while_written")
+    return [t for t in asyncio.all_tasks() if not t.done() and t.get_coro().__qualname__ in names]
+
+
+async def test_a_bot_killed_during_a_build_leaves_no_status_edit_to_fail_through_its_closed_session(
+    make_harness, embedder
+):
+    """Before, the build's status editor outlived its cancelled handler: it edited through the closed
+    session and asyncio logged 'Task exception was never retrieved ... Session is closed'."""
+    summarizer = GatedSummarizer(embedder.count_tokens)
+    summarizer.gate.set()
+    h = await make_harness(message_content=True, summarizer=summarizer)
+    thread = await open_archive_thread(h)
+    autoingest = [{"name": "enabled", "type": 5, "value": True}]
+    await h.replies_done(h.slash("kb", autoingest, sub="autoingest"))
+    summarizer.gate.clear()
+    summarizer.entered.clear()
+    h.say(thread, "here is the manual", attachments=[h.fake.add_file("kestrel.md", LIGHTHOUSE.encode())])
+    await asyncio.wait_for(summarizer.entered.wait(), 120)  # the build's status is shown meanwhile
+    assert edits_left()
+    failures: list[dict] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: failures.append(context))
+    try:
+        await killed(h)
+        await asyncio.sleep(2 * MIN_EDIT_INTERVAL_SECONDS)  # an edit left running would be due by now
+        assert not edits_left()
+        gc.collect()  # a task that failed unseen is reported when it is collected
+    finally:
+        loop.set_exception_handler(None)
+    assert not failures, [context.get("message") for context in failures]
+
+
+async def test_a_streamed_answer_stops_editing_when_its_handler_is_cancelled():
+    """A follow-up's handler cancelled (a bot stopping or killed) while its answer streams: the edit on its
+    way is cancelled with it, not left to run through a closed session."""
+    sending = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def send(content, embeds, view):
+        sending.set()
+        try:
+            await asyncio.Event().wait()  # Discord has not answered yet
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def handler() -> None:
+        stream = streaming.StreamedReply(send, send, interval=0)
+        await stream.show("Margaret Hale was appointed")
+        await asyncio.Event().wait()  # the rest of the answer is being written
+
+    task = asyncio.create_task(handler())
+    await asyncio.wait_for(sending.wait(), 10)
+    task.cancel()
+    await asyncio.wait_for(cancelled.wait(), 10)
+    await asyncio.sleep(0)
+    assert not edits_left()
