@@ -229,6 +229,8 @@ class LeftQuestion(NamedTuple):
     record: ThreadRecord | None
     token: str | None
     token_until: float
+    reply_digest: str | None = None  # a reply that ended its handling was about to be posted (`reply_intended`)
+    reply_id: int | None = None  # and was posted: this message
 
 
 @dataclass
@@ -907,6 +909,17 @@ class BotState:
         sql = "delete from bot_questions where message_id = ?"
         await self._write(self.space_of_guild(guild_id), [(sql, [message_id])], create=False)
 
+    async def reply_intended(self, guild_id: int, message_id: int, digest: str) -> None:
+        """A kept question's handling ends in a reply (a refusal) with this digest of its text, about to be
+        posted: a restart before `question_done` looks for it before answering the message again."""
+        sql = "update bot_questions set reply_digest = ?, reply_id = null where message_id = ?"
+        await self._write(self.space_of_guild(guild_id), [(sql, [digest, message_id])], create=False)
+
+    async def reply_posted(self, guild_id: int, message_id: int, reply_id: int) -> None:
+        """The reply `reply_intended` noted was posted as message `reply_id`."""
+        sql = "update bot_questions set reply_id = ? where message_id = ?"
+        await self._write(self.space_of_guild(guild_id), [(sql, [reply_id, message_id])], create=False)
+
     async def left_questions(self) -> list[LeftQuestion]:
         """Every server's questions a stopped bot had not finished handling, oldest first; a thread message
         of a thread the bot no longer keeps is dropped."""
@@ -1300,7 +1313,8 @@ def _left_questions(store: Store) -> list[LeftQuestion]:
     dropped."""
     rows = store.db.execute(
         "select q.guild_id, q.channel_id, q.message_id, q.asked_at, q.token, q.token_until, h.thread_id, h.kb,"
-        " h.channel_id from bot_questions q left join bot_threads h on h.thread_id = q.channel_id"
+        " h.channel_id, q.reply_digest, q.reply_id from bot_questions q"
+        " left join bot_threads h on h.thread_id = q.channel_id"
         " order by q.asked_at"
     ).fetchall()
     if any(row[4] is None and row[6] is None for row in rows):
@@ -1309,10 +1323,11 @@ def _left_questions(store: Store) -> list[LeftQuestion]:
                 "delete from bot_questions where token is null and channel_id not in (select thread_id from bot_threads)"
             )
     found = []
-    for guild_id, channel_id, message_id, asked_at, token, until, thread_id, kb, parent_id in rows:
+    for guild_id, channel_id, message_id, asked_at, token, until, thread_id, kb, parent_id, digest, reply in rows:
         record = ThreadRecord(thread_id, kb, guild_id, parent_id) if thread_id is not None else None
         if record is not None or token is not None:
-            found.append(LeftQuestion(guild_id, channel_id, message_id, asked_at, record, token, until or 0.0))
+            left = LeftQuestion(guild_id, channel_id, message_id, asked_at, record, token, until or 0.0, digest, reply)
+            found.append(left)
     return found
 
 

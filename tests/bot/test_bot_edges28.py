@@ -1,22 +1,28 @@
 """The bot's edges a careful user meets, each through real discord.py against the fake Discord API:
 'is that true?' after a long answer checks its later claims too and says which it did not check; a
-killed bot leaves no status or answer edit running to fail through its closed session."""
+killed bot leaves no status or answer edit running to fail through its closed session; a refusal is
+posted once, whenever the bot is killed around posting it."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 
+import pytest
+
+import bot.answering as answering
 import bot.streaming as streaming
+from bot.hints import LINK_HINT
 from bot.jobs import MIN_EDIT_INTERVAL_SECONDS
 from bot.kb import kb_name
+from bot.state import BotState
 from raptor_engine.llm import OpenAIAnswerer
 from raptor_engine.query.verify import MAX_CLAIMS
 from tests.bot.bot_samples import LIGHTHOUSE
-from tests.bot.conftest import BOT_ID, CHAN_A, GUILD
+from tests.bot.conftest import BOT_ID, CHAN_A, GUILD, thread_payload
 from tests.bot.test_bot_answers import bot_reply_in, open_archive_thread
 from tests.bot.test_bot_flows import GatedSummarizer, add_doc, ask
-from tests.bot.test_bot_left_questions import killed
+from tests.bot.test_bot_left_questions import killed, not_kept
 from tests.llm_server import FakeLLMServer
 from tests.test_llm import FAST_BACKOFF, llm_settings
 
@@ -157,3 +163,76 @@ async def test_a_streamed_answer_stops_editing_when_its_handler_is_cancelled():
     await asyncio.wait_for(cancelled.wait(), 10)
     await asyncio.sleep(0)
     assert not edits_left()
+
+
+# ------------------------------------------------- a refusal posted once, whatever the moment of a kill
+
+
+def replies_of_bot(h, thread: int, message: dict) -> list[dict]:
+    """Every message of the bot's in the thread that replies to `message` (an answer or a refusal)."""
+    return [
+        m
+        for m in h.fake.channel_messages(thread)
+        if int(m["author"]["id"]) == BOT_ID
+        and int((m.get("message_reference") or {}).get("message_id") or 0) == int(message["id"])
+    ]
+
+
+async def started_again(thread: int, make_harness):
+    """A second bot on the first one's data, its answer thread in its cache: it handles what was left."""
+    again = await make_harness(message_content=True)
+    again.state.parse_thread_create(dict(thread_payload(thread, CHAN_A, "Who was appointed", owner=BOT_ID)))
+    return again
+
+
+@pytest.mark.parametrize("step", ["question_done", "reply_posted"])
+async def test_a_refusal_posted_just_before_a_kill_is_not_posted_again_by_the_next_start(
+    make_harness, monkeypatch, step
+):
+    """Killed after it posted 'I can't read links' and before it let the message go (`question_done`), or
+    before it noted the reply's id (`reply_posted`: the reply is found in the thread by its text): the next
+    start answered the message again, a second reply to a message the member had been answered."""
+    h = await make_harness(message_content=True)
+    thread = await open_archive_thread(h)
+    posted = asyncio.Event()
+
+    async def killed_here(self, *args):  # the process dies before this step
+        posted.set()
+        await asyncio.Event().wait()
+
+    done = getattr(BotState, step)
+    monkeypatch.setattr(BotState, step, killed_here)
+    links = h.say(thread, "https://example.org/keepers.pdf")
+    await asyncio.wait_for(posted.wait(), 60)
+    assert [m["content"] for m in replies_of_bot(h, thread, links)] == [LINK_HINT]
+    await killed(h)
+    monkeypatch.setattr(BotState, step, done)
+
+    again = await started_again(thread, make_harness)
+    await again.fake.wait_for(lambda: not_kept(again, thread), what="the message let go")
+    assert [m["content"] for m in replies_of_bot(again, thread, links)] == [LINK_HINT]
+
+
+async def test_a_refusal_noted_but_never_posted_before_a_kill_is_posted_by_the_next_start(
+    make_harness, monkeypatch
+):
+    """Killed after noting the refusal and before Discord had it: the next start replies, once."""
+    h = await make_harness(message_content=True)
+    thread = await open_archive_thread(h)
+    noted = asyncio.Event()
+
+    async def killed_here(message, text):  # the process dies before the reply reaches Discord
+        noted.set()
+        await asyncio.Event().wait()
+
+    reply = answering.reply_quietly
+    monkeypatch.setattr(answering, "reply_quietly", killed_here)
+    links = h.say(thread, "https://example.org/keepers.pdf")
+    await asyncio.wait_for(noted.wait(), 60)
+    await killed(h)
+    monkeypatch.setattr(answering, "reply_quietly", reply)
+    assert not replies_of_bot(h, thread, links)
+
+    again = await started_again(thread, make_harness)
+    await again.fake.wait_for(lambda: not_kept(again, thread), what="the message let go")
+    assert [m["content"] for m in replies_of_bot(again, thread, links)] == [LINK_HINT]
