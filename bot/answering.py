@@ -286,33 +286,48 @@ async def settle_pending(
         record = exchange.record
         async with conversation_turn(record.thread_id):
             if not await services.state.still_pending(record.guild_id, exchange.turn_ids):
-                continue  # settled meanwhile
+                continue  # settled meanwhile (a follow-up in its thread came first: `settle_thread`)
             channel = await channel_for(record.guild_id, record.thread_id)
-            opening = exchange.answer_message_ids  # posted before it was recorded: was its thread opened?
-            if channel is None:  # a thread of another guild: no member of this one saw its answer (`channel_of_guild`)
-                found: list[int] | None = []
-            elif opening:
-                found = await thread_opened(channel, opening)
-            else:
-                found = await posted_answer(channel, exchange.question_message_ids, bot_id)
-            if found is None:
-                continue
-            edited = await _edited_exchange(services, record, exchange)
-            if edited is not None and found:
-                if await _shows_new_answer(services, record, channel, found, edited, exchange.turn_ids):
-                    await services.state.attach_replacement(record.guild_id, edited, exchange.turn_ids, found)
-                    kept += 1
-                else:
-                    await services.state.drop_pending(record.guild_id, exchange.turn_ids)
-                    dropped += 1
-                continue
-            if found:
-                await services.state.attach_answer(record.guild_id, exchange.turn_ids, found)
-                kept += 1
-            else:
-                await services.state.drop_pending(record.guild_id, exchange.turn_ids, record.thread_id if opening else None)
-                dropped += 1
+            settled = await _settled(services, exchange, channel, bot_id)
+            kept += settled is True
+            dropped += settled is False
     return kept, dropped
+
+
+async def settle_thread(services: Services, record: ThreadRecord, channel: Any, bot_id: int) -> None:
+    """Before a question in a thread reads its history (the caller holds the thread's turn): the thread's
+    exchanges a stopped bot left pending, settled as `settle_pending` settles them. A follow-up sent just
+    after a restart, before the start's settling reached its thread, read the thread without the answer
+    posted just before the kill, and was answered as if it had not been given."""
+    for exchange in await services.state.pending_in_thread(record.guild_id, record.thread_id):
+        await _settled(services, exchange, channel, bot_id)
+
+
+async def _settled(services: Services, exchange: PendingExchange, channel: Any, bot_id: int) -> bool | None:
+    """Settle one pending exchange (`settle_pending`) in its thread's turn: True when kept, False when
+    dropped, None when Discord cannot say now (it stays pending)."""
+    record = exchange.record
+    opening = exchange.answer_message_ids  # posted before it was recorded: was its thread opened?
+    if channel is None:  # a thread of another guild: no member of this one saw its answer (`channel_of_guild`)
+        found: list[int] | None = []
+    elif opening:
+        found = await thread_opened(channel, opening)
+    else:
+        found = await posted_answer(channel, exchange.question_message_ids, bot_id)
+    if found is None:
+        return None
+    edited = await _edited_exchange(services, record, exchange)
+    if edited is not None and found:
+        if await _shows_new_answer(services, record, channel, found, edited, exchange.turn_ids):
+            await services.state.attach_replacement(record.guild_id, edited, exchange.turn_ids, found)
+            return True
+        await services.state.drop_pending(record.guild_id, exchange.turn_ids)
+        return False
+    if found:
+        await services.state.attach_answer(record.guild_id, exchange.turn_ids, found)
+        return True
+    await services.state.drop_pending(record.guild_id, exchange.turn_ids, record.thread_id if opening else None)
+    return False
 
 
 async def _edited_exchange(services: Services, record: ThreadRecord, exchange: PendingExchange) -> AskedExchange | None:
@@ -450,6 +465,8 @@ async def _ask(
         if isinstance(channel, discord.Thread)
         else None
     )
+    if record is not None:
+        await settle_thread(services, record, channel, me.id if me else 0)
     history = await services.state.history(record.guild_id, record.thread_id) if record else []
     hidden = asked_under_spoiler(question)
     question = asked  # a question over the engine's limit is shortened there, and its answer says so
@@ -995,6 +1012,7 @@ async def _follow_up(
         question = await finished_question(services, record, message, question)
     hidden = asked_under_spoiler(message.content or forwarded_text(message))
     if edited is None:
+        await settle_thread(services, record, message.channel, me.id)
         history, follows = await thread_history(services, record, message)
     else:
         history, follows = edited.history, None

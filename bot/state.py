@@ -640,6 +640,12 @@ class BotState:
             found += await self._run(space, lambda store: _pending(store.db), create=False, empty=[])
         return found
 
+    async def pending_in_thread(self, guild_id: int, thread_id: int) -> list[PendingExchange]:
+        """The thread's exchanges still pending: a stopped bot's, not settled yet (`pending_exchanges`)."""
+        return await self._run(
+            self.space_of_guild(guild_id), lambda store: _pending(store.db, thread_id), create=False, empty=[]
+        )
+
     async def attach_replacement(
         self, guild_id: int, edited: AskedExchange, turn_ids: Sequence[int], answer_posted: Sequence[int]
     ) -> None:
@@ -1291,11 +1297,14 @@ def _redact_turns(db: Any, kb: str, note: str, ids: set[int], marks: set[str]) -
     return len(redacted)
 
 
-def _pending(db: Any) -> list[PendingExchange]:
-    """`BotState.pending_exchanges` in one store file: each pending question turn with the answer after it."""
+def _pending(db: Any, thread_id: int | None = None) -> list[PendingExchange]:
+    """`BotState.pending_exchanges` in one store file (of one thread, given `thread_id`): each pending
+    question turn with the answer after it."""
     rows = db.execute(
         "select t.id, t.role, t.posted_ids, h.thread_id, h.kb, h.guild_id, h.channel_id from bot_turns t "
-        "join bot_threads h on h.thread_id = t.thread_id where t.pending = 1 order by t.thread_id, t.id"
+        "join bot_threads h on h.thread_id = t.thread_id where t.pending = 1 and (? is null or t.thread_id = ?) "
+        "order by t.thread_id, t.id",
+        [thread_id, thread_id],
     ).fetchall()
     found: list[PendingExchange] = []
     for turn_id, role, posted, thread_id, kb, guild_id, channel_id in rows:

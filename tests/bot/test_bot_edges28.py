@@ -1,12 +1,14 @@
 """The bot's edges a careful user meets, each through real discord.py against the fake Discord API:
 'is that true?' after a long answer checks its later claims too and says which it did not check; a
 killed bot leaves no status or answer edit running to fail through its closed session; a refusal is
-posted once, whenever the bot is killed around posting it."""
+posted once, whenever the bot is killed around posting it; a follow-up sent while the last answer's
+exchange is not settled yet, in the same run or just after a restart, reads that answer."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import re
 
 import pytest
 
@@ -19,10 +21,10 @@ from bot.state import BotState
 from raptor_engine.llm import OpenAIAnswerer
 from raptor_engine.query.verify import MAX_CLAIMS
 from tests.bot.bot_samples import LIGHTHOUSE
-from tests.bot.conftest import BOT_ID, CHAN_A, GUILD, thread_payload
+from tests.bot.conftest import BOT_ID, CHAN_A, GUILD, text_of, thread_payload
 from tests.bot.test_bot_answers import bot_reply_in, open_archive_thread
 from tests.bot.test_bot_flows import GatedSummarizer, add_doc, ask
-from tests.bot.test_bot_left_questions import killed, not_kept
+from tests.bot.test_bot_left_questions import kept, killed, not_kept
 from tests.llm_server import FakeLLMServer
 from tests.test_llm import FAST_BACKOFF, llm_settings
 
@@ -185,6 +187,24 @@ async def started_again(thread: int, make_harness):
     return again
 
 
+async def killed_before(h, monkeypatch, owner: object, step: str, thread: int, content: str) -> dict:
+    """The member sends `content` in the thread and the bot dies just before `owner.step` (a fault at that
+    point: it waits for good, then the handlers are cancelled and the bot closed); the message."""
+    reached = asyncio.Event()
+
+    async def dies_here(*args):
+        reached.set()
+        await asyncio.Event().wait()
+
+    real = getattr(owner, step)
+    monkeypatch.setattr(owner, step, dies_here)
+    message = h.say(thread, content)
+    await asyncio.wait_for(reached.wait(), 60)
+    await killed(h)
+    monkeypatch.setattr(owner, step, real)
+    return message
+
+
 @pytest.mark.parametrize("step", ["question_done", "reply_posted"])
 async def test_a_refusal_posted_just_before_a_kill_is_not_posted_again_by_the_next_start(
     make_harness, monkeypatch, step
@@ -194,19 +214,8 @@ async def test_a_refusal_posted_just_before_a_kill_is_not_posted_again_by_the_ne
     start answered the message again, a second reply to a message the member had been answered."""
     h = await make_harness(message_content=True)
     thread = await open_archive_thread(h)
-    posted = asyncio.Event()
-
-    async def killed_here(self, *args):  # the process dies before this step
-        posted.set()
-        await asyncio.Event().wait()
-
-    done = getattr(BotState, step)
-    monkeypatch.setattr(BotState, step, killed_here)
-    links = h.say(thread, "https://example.org/keepers.pdf")
-    await asyncio.wait_for(posted.wait(), 60)
+    links = await killed_before(h, monkeypatch, BotState, step, thread, "https://example.org/keepers.pdf")
     assert [m["content"] for m in replies_of_bot(h, thread, links)] == [LINK_HINT]
-    await killed(h)
-    monkeypatch.setattr(BotState, step, done)
 
     again = await started_again(thread, make_harness)
     await again.fake.wait_for(lambda: not_kept(again, thread), what="the message let go")
@@ -219,20 +228,73 @@ async def test_a_refusal_noted_but_never_posted_before_a_kill_is_posted_by_the_n
     """Killed after noting the refusal and before Discord had it: the next start replies, once."""
     h = await make_harness(message_content=True)
     thread = await open_archive_thread(h)
-    noted = asyncio.Event()
-
-    async def killed_here(message, text):  # the process dies before the reply reaches Discord
-        noted.set()
-        await asyncio.Event().wait()
-
-    reply = answering.reply_quietly
-    monkeypatch.setattr(answering, "reply_quietly", killed_here)
-    links = h.say(thread, "https://example.org/keepers.pdf")
-    await asyncio.wait_for(noted.wait(), 60)
-    await killed(h)
-    monkeypatch.setattr(answering, "reply_quietly", reply)
+    links = await killed_before(h, monkeypatch, answering, "reply_quietly", thread, "https://example.org/keepers.pdf")
     assert not replies_of_bot(h, thread, links)
 
     again = await started_again(thread, make_harness)
     await again.fake.wait_for(lambda: not_kept(again, thread), what="the message let go")
     assert [m["content"] for m in replies_of_bot(again, thread, links)] == [LINK_HINT]
+
+
+# ------------------------------------------- a follow-up sent while the last answer is being settled
+
+
+async def test_a_follow_up_sent_between_an_answer_posted_and_its_exchange_settled_reads_that_answer(
+    make_harness, monkeypatch
+):
+    """The thread's turn holds the second follow-up until the first one's exchange is settled: 'when did
+    he leave?' is read against 'who was the first keeper?' (Thomas Reid, 1948), not the answer before it
+    (Margaret Hale, 1975)."""
+    h = await make_harness(message_content=True)
+    thread = await open_archive_thread(h)
+    posted, gate = asyncio.Event(), asyncio.Event()
+    attach = BotState.attach_answer
+
+    async def held(self, *args):  # the answer is posted; its exchange is not settled yet
+        posted.set()
+        await gate.wait()
+        await attach(self, *args)
+
+    monkeypatch.setattr(BotState, "attach_answer", held)
+    first = h.say(thread, "who was the first keeper?")
+    await asyncio.wait_for(posted.wait(), 60)
+    assert "Thomas Reid" in replies_of_bot(h, thread, first)[0]["content"]
+    second = h.say(thread, "when did he leave?")
+    await h.fake.wait_for(lambda: kept(h, thread, 2), what="the second follow-up kept")
+    gate.set()
+    answer = await h.fake.wait_for(lambda: replies_of_bot(h, thread, second) or None, what="the second answer")
+    assert searched_as(answer[0]).startswith("When did Thomas Reid leave"), answer[0]
+
+
+async def test_a_follow_up_sent_at_a_restart_before_its_thread_is_settled_reads_the_answer_posted_before_the_kill(
+    make_harness, monkeypatch
+):
+    """Killed between posting 'who was the first keeper?'s answer and settling its exchange; the next start
+    settles such exchanges thread by thread. A follow-up in the thread before the start's settling reached
+    it read the thread without that answer: 'when did he leave?' was answered about Margaret Hale."""
+    h = await make_harness(message_content=True)
+    thread = await open_archive_thread(h)
+    first = await killed_before(h, monkeypatch, BotState, "attach_answer", thread, "who was the first keeper?")
+    assert "Thomas Reid" in replies_of_bot(h, thread, first)[0]["content"]
+
+    settling = asyncio.Event()
+    pending = BotState.pending_exchanges
+
+    async def late(self):  # the start's settling has not reached this thread yet
+        await settling.wait()
+        return await pending(self)
+
+    monkeypatch.setattr(BotState, "pending_exchanges", late)
+    again = await started_again(thread, make_harness)
+    second = again.say(thread, "when did he leave?")
+    answer = await again.fake.wait_for(lambda: replies_of_bot(again, thread, second) or None, what="the answer")
+    settling.set()
+    assert searched_as(answer[0]).startswith("When did Thomas Reid leave"), answer[0]
+    await again.fake.wait_for(lambda: not_kept(again, thread), what="the questions let go")
+    assert len(replies_of_bot(again, thread, first)) == 1  # answered once, before the kill
+
+
+def searched_as(message: dict) -> str:
+    """What the answer says it searched ('Searched as: …' under it)."""
+    found = re.search(r"Searched as: ([^\n]*)", text_of(message))
+    return found.group(1) if found else ""
