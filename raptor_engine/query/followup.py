@@ -1817,10 +1817,18 @@ def _swap_pair(before: Rewrite | None, after: Rewrite) -> tuple[str, ...]:
         article = tokens[start - 1] if start and tokens[start - 1].lower() in ("the", "a", "an") else ""
         if not article and not span[0][:1].isupper():
             return ()  # 'When did the Alder sink?' after '... launch?': a verb, no thing
+        if not article and start == 0 and not _opens_with_name(tokens):
+            return ()  # 'In one sentence' after 'Say more': a question's first word has its capital anyway
         if span[0].lower() in _QUESTION_OPENERS:
             return ()  # 'How many goals?' after 'Who was top scorer?': another question, no thing swapped
         pair.append(" ".join([article.lower(), *span] if article else span))
     return tuple(pair)
+
+
+def _opens_with_name(tokens: list[str]) -> bool:
+    """Whether a question's first word opens a proper name ('Margaret Hale left when?'), not a word
+    capitalised only for opening it ('Say more')."""
+    return any(name.split()[0] == tokens[0] for name in names_in(" ".join(tokens)))
 
 
 _FIRST_OR_LAST = re.compile(
