@@ -421,6 +421,9 @@ def _rewrite_one(
         chosen = _chosen(superlative, listed, previous.core)
         if which is not None or chosen is not None:
             return which or Rewrite(chosen or "", subject=previous.subject)
+    reordered = _reordered(question, previous)
+    if reordered is not None:
+        return Rewrite(reordered, subject=previous.subject)
     chosen = _chosen(question, listed, previous.core) or _all_of_those(question, listed, previous.core)
     if chosen is not None:
         return Rewrite(chosen, subject=previous.subject)
@@ -1565,6 +1568,38 @@ def _same_for(question: str) -> str:
 
 
 _IT = re.compile(r"\b(?:it|this|that)(?=\s*[?.!]*$)", re.IGNORECASE)
+
+
+_PLACE_WORD = r"first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th|\d[\d,.]*"
+# 'and the second one?', 'no, I meant the 1902 one' (as `_as_what_about` leaves them): a thing by its place
+_PLACED_ONE = re.compile(rf"^(?:what\s+about\s+)?the\s+({_PLACE_WORD})\s+one\s*[?.!]*$", re.IGNORECASE)
+# 'the first bridge', 'the 1888 bridge': the last question's thing by its place or number
+_PLACED_THING = re.compile(rf"\bthe\s+({_PLACE_WORD})\s+(?=[a-z])(?!one\b)", re.IGNORECASE)
+
+
+def _reordered(question: str, previous: Rewrite) -> str | None:
+    """'Who built the first bridge?' then 'and the second one?' (or 'no, I meant the 1902 one') -> 'Who
+    built the second bridge?': the last question with its placed or numbered thing placed anew; after 'Who
+    designed it?' leaning on 'When was the first bridge built?', its 'it' becomes 'the second bridge'.
+    Before, 'the second one' was searched as 'What about the second one?' and quoted the first bridge.
+    None when the question is no such 'one', or nothing before it was placed or numbered."""
+    asked = _PLACED_ONE.match(question)
+    if asked is None:
+        return None
+    place = asked.group(1)
+    old = _PLACED_THING.search(previous.core)
+    if old is not None:
+        if old.group(1).lower() == place.lower():
+            return None
+        return _capitalised(previous.core[: old.start(1)] + place + previous.core[old.end(1) :])
+    earlier = _PLACED_THING.search(previous.context)
+    it = _IT.search(previous.core)
+    if earlier is None or it is None:
+        return None
+    head = re.match(r"[a-z]+", previous.context[earlier.end() :], re.IGNORECASE)
+    if head is None:
+        return None
+    return _capitalised(f"{previous.core[: it.start()]}the {place} {head.group(0)}{previous.core[it.end() :]}")
 
 
 def _the_other(question: str, previous: Rewrite) -> str | None:
