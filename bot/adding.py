@@ -181,6 +181,13 @@ class BatchStatus:
         self.header = header
         await self.editor.finish(self.render())
 
+    async def __aenter__(self) -> BatchStatus:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Left before `finish` (a stopping bot cancelled the build): the editor's updates stop with it."""
+        await self.editor.close()
+
 
 async def add_files(
     services: Services,
@@ -199,15 +206,10 @@ async def add_files(
     `promised`: the files' count taken when the request was accepted (taken here when None)."""
     posts = posts or {}
     with promised or services.jobs.promise(kb, len(attachments)) as promise:
-        async with services.jobs.track():
-            names = [a.filename for a in attachments]
-            batch = BatchStatus(
-                status,
-                f"Adding {counted(len(names), 'file')} to this channel's knowledge base…",
-                names,
-                refused,
-                services.status_interval,
-            )
+        names = [a.filename for a in attachments]
+        header = f"Adding {counted(len(names), 'file')} to this channel's knowledge base…"
+        batch = BatchStatus(status, header, names, refused, services.status_interval)
+        async with services.jobs.track(), batch:
             batch.show()
             sources = [Source(a.filename, a.url, a.size, posts.get(a.id)) for a in attachments]
             deletions = services.jobs.deletion_count(kb)  # the files are refused if the channel goes meanwhile
@@ -428,8 +430,8 @@ async def _resume_one(
     channel = channel_for(upload.channel_id) if upload.channel_id is not None else None
     status = StatusMessage(channel, requester_id=upload.requester_id, token_lifetime=services.token_lifetime)
     resuming, added_text, not_added_text = RESUMED_BUILD if upload.status == "running" else RESUMED_WAITING
-    async with services.jobs.track():
-        batch = BatchStatus(status, resuming, [upload.filename], [], services.status_interval)
+    batch = BatchStatus(status, resuming, [upload.filename], [], services.status_interval)
+    async with services.jobs.track(), batch:
         batch.show()
         await batch.record_where(services, [upload.id])
         promise.hand_over()  # `run` counts it before anything is awaited

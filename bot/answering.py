@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import re
 import time
 import unicodedata
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import discord
@@ -33,6 +34,7 @@ from .hints import LINK_HINT, only_links
 from .kb import home_channel_id, kb_for_channel
 from .permissions import cooldown_text
 from .render import (
+    CONTENT_LIMIT,
     NameOf,
     OutMessage,
     asked_under_spoiler,
@@ -284,33 +286,48 @@ async def settle_pending(
         record = exchange.record
         async with conversation_turn(record.thread_id):
             if not await services.state.still_pending(record.guild_id, exchange.turn_ids):
-                continue  # settled meanwhile
+                continue  # settled meanwhile (a follow-up in its thread came first: `settle_thread`)
             channel = await channel_for(record.guild_id, record.thread_id)
-            opening = exchange.answer_message_ids  # posted before it was recorded: was its thread opened?
-            if channel is None:  # a thread of another guild: no member of this one saw its answer (`channel_of_guild`)
-                found: list[int] | None = []
-            elif opening:
-                found = await thread_opened(channel, opening)
-            else:
-                found = await posted_answer(channel, exchange.question_message_ids, bot_id)
-            if found is None:
-                continue
-            edited = await _edited_exchange(services, record, exchange)
-            if edited is not None and found:
-                if await _shows_new_answer(services, record, channel, found, edited, exchange.turn_ids):
-                    await services.state.attach_replacement(record.guild_id, edited, exchange.turn_ids, found)
-                    kept += 1
-                else:
-                    await services.state.drop_pending(record.guild_id, exchange.turn_ids)
-                    dropped += 1
-                continue
-            if found:
-                await services.state.attach_answer(record.guild_id, exchange.turn_ids, found)
-                kept += 1
-            else:
-                await services.state.drop_pending(record.guild_id, exchange.turn_ids, record.thread_id if opening else None)
-                dropped += 1
+            settled = await _settled(services, exchange, channel, bot_id)
+            kept += settled is True
+            dropped += settled is False
     return kept, dropped
+
+
+async def settle_thread(services: Services, record: ThreadRecord, channel: Any, bot_id: int) -> None:
+    """Before a question in a thread reads its history (the caller holds the thread's turn): the thread's
+    exchanges a stopped bot left pending, settled as `settle_pending` settles them. A follow-up sent just
+    after a restart, before the start's settling reached its thread, read the thread without the answer
+    posted just before the kill, and was answered as if it had not been given."""
+    for exchange in await services.state.pending_in_thread(record.guild_id, record.thread_id):
+        await _settled(services, exchange, channel, bot_id)
+
+
+async def _settled(services: Services, exchange: PendingExchange, channel: Any, bot_id: int) -> bool | None:
+    """Settle one pending exchange (`settle_pending`) in its thread's turn: True when kept, False when
+    dropped, None when Discord cannot say now (it stays pending)."""
+    record = exchange.record
+    opening = exchange.answer_message_ids  # posted before it was recorded: was its thread opened?
+    if channel is None:  # a thread of another guild: no member of this one saw its answer (`channel_of_guild`)
+        found: list[int] | None = []
+    elif opening:
+        found = await thread_opened(channel, opening)
+    else:
+        found = await posted_answer(channel, exchange.question_message_ids, bot_id)
+    if found is None:
+        return None
+    edited = await _edited_exchange(services, record, exchange)
+    if edited is not None and found:
+        if await _shows_new_answer(services, record, channel, found, edited, exchange.turn_ids):
+            await services.state.attach_replacement(record.guild_id, edited, exchange.turn_ids, found)
+            return True
+        await services.state.drop_pending(record.guild_id, exchange.turn_ids)
+        return False
+    if found:
+        await services.state.attach_answer(record.guild_id, exchange.turn_ids, found)
+        return True
+    await services.state.drop_pending(record.guild_id, exchange.turn_ids, record.thread_id if opening else None)
+    return False
 
 
 async def _edited_exchange(services: Services, record: ThreadRecord, exchange: PendingExchange) -> AskedExchange | None:
@@ -448,6 +465,8 @@ async def _ask(
         if isinstance(channel, discord.Thread)
         else None
     )
+    if record is not None:
+        await settle_thread(services, record, channel, me.id if me else 0)
     history = await services.state.history(record.guild_id, record.thread_id) if record else []
     hidden = asked_under_spoiler(question)
     question = asked  # a question over the engine's limit is shortened there, and its answer says so
@@ -665,13 +684,50 @@ async def _kept_while(services: Services, guild_id: int, key: int, note: Awaitab
     for its next start (`answer_left_questions`)."""
     noted = asyncio.ensure_future(_kept(services, guild_id, key, note))
     try:
-        yield
+        with _replies_noted(key, noted):
+            yield
     except asyncio.CancelledError:
         raise
     except BaseException:
         await _question_handled(services, guild_id, key, noted)
         raise
     await _question_handled(services, guild_id, key, noted)
+
+
+# The questions being handled that are kept in SQLite, by message id, with whether their keeping worked:
+# a reply that ends one's handling is noted in its row (`final_reply`).
+_KEPT_NOW: dict[int, Awaitable[bool]] = {}
+
+
+@contextlib.contextmanager
+def _replies_noted(key: int, noted: Awaitable[bool]) -> Iterator[None]:
+    """While a kept question (`key`) is handled, `final_reply` notes its reply in the question's row."""
+    _KEPT_NOW[key] = noted
+    try:
+        yield
+    finally:
+        if _KEPT_NOW.get(key) is noted:
+            del _KEPT_NOW[key]
+
+
+def reply_digest(text: str) -> str:
+    """A digest of a reply's text as Discord shows it: what a restart compares, without keeping the text."""
+    return hashlib.sha256(text.strip().encode()).hexdigest()[:32]
+
+
+async def final_reply(services: Services, message: discord.Message, text: str) -> None:
+    """A reply that ends a member's question's handling without an exchange (a refusal, a failure). For a
+    question kept in SQLite, the reply is noted in its row before it is posted and its id once it is, so
+    a bot killed before the question is let go does not answer it again (`_was_replied`)."""
+    shown = truncate(text, CONTENT_LIMIT)
+    noted = _KEPT_NOW.get(message.id)
+    kept = noted is not None and await noted
+    guild_id = message.guild.id if message.guild is not None else 0
+    if kept:
+        await services.state.reply_intended(guild_id, message.id, reply_digest(shown))
+    sent = await reply_quietly(message, shown)
+    if kept and sent is not None:
+        await services.state.reply_posted(guild_id, message.id, sent.id)
 
 
 def kept_until_handled(services: Services, message: discord.Message) -> contextlib.AbstractAsyncContextManager[None]:
@@ -721,21 +777,46 @@ async def answer_left_questions(
             message = await _left_message(channel, left.message_id) if channel is not None else None
             if message is False:
                 continue  # not readable now: the next start tries again
-            if message is not None and await _answer_left(services, me, left.record, message):
+            if message is not None and await _answer_left(services, me, left, message):
                 answered += 1
         await services.state.question_done(left.guild_id, left.message_id)
     return answered
 
 
-async def _answer_left(services: Services, me: discord.abc.User, record: ThreadRecord, message: discord.Message) -> bool:
-    """Answer a thread message a stopped bot left, unless it was answered; whether it was answered now. Its
-    files are the resumed uploads': words beside them that ask nothing are their caption (`_thread_message`)."""
-    if await _was_answered(services, record, message):
+async def _answer_left(services: Services, me: discord.abc.User, left: LeftQuestion, message: discord.Message) -> bool:
+    """Answer a thread message a stopped bot left, unless it was answered or replied to; whether it was
+    answered now. Its files are the resumed uploads': words beside them that ask nothing are their caption
+    (`_thread_message`). Its reply, if it ends in one, is noted as the first run's was (`final_reply`)."""
+    record = left.record
+    assert record is not None
+    if await _was_answered(services, record, message) or await _was_replied(me, left, message):
         return False
     if message.attachments and not asks(follow_up_text(message, me.id)):
         return False
-    await handle_follow_up(services, me, message, record, limits=False)
+    kept = asyncio.get_running_loop().create_future()
+    kept.set_result(True)
+    with _replies_noted(left.message_id, kept):
+        await handle_follow_up(services, me, message, record, limits=False)
     return True
+
+
+async def _was_replied(me: discord.abc.User, left: LeftQuestion, message: discord.Message) -> bool:
+    """Whether the stopped bot's handling of the message ended in a reply it posted (`final_reply`): one
+    noted as posted, or one noted as about to be that Discord shows, replying to it with that text. When
+    Discord cannot say, it is taken as posted: the member saw the reply, or nothing, rather than two."""
+    if left.reply_id is not None:
+        return True
+    if left.reply_digest is None:
+        return False
+    try:
+        async for later in message.channel.history(limit=SETTLE_LOOKAHEAD, after=message, oldest_first=True):
+            replied = later.reference is not None and later.reference.message_id == message.id
+            if later.author.id == me.id and replied and reply_digest(later.content) == left.reply_digest:
+                return True
+    except discord.HTTPException as error:
+        log.warning("cannot look for the reply to message %s left unanswered (%s); taken as posted", message.id, error)
+        return True
+    return False
 
 
 async def _told_to_ask_again(webhook_for: Callable[[str], discord.Webhook], left: LeftQuestion) -> int:
@@ -904,11 +985,11 @@ async def _follow_up(
     question = follow_up_text(message, me.id)
     if not question:
         if mentioned:
-            await reply_quietly(message, "Ask your follow-up question after mentioning me.")
+            await final_reply(services, message, "Ask your follow-up question after mentioning me.")
         return  # without the message-content intent Discord sends no text unless the bot is mentioned
     if wordless(question):  # a reaction typed as a message ("👍", "🤔", "..."): nothing to answer
         if "?" in unicodedata.normalize("NFKC", question):
-            await reply_quietly(message, WORDLESS_QUESTION)
+            await final_reply(services, message, WORDLESS_QUESTION)
         return
     if not mentioned and talks_to_a_member(message, me.id) and not asks(question):
         log.info("message %s in thread %s talks to another member: not answered", message.id, record.thread_id)
@@ -916,7 +997,7 @@ async def _follow_up(
     limited = question_refusal(services, message.author.id, question) if limits else None
     refusal = LINK_HINT if only_links(question) else limited
     if refusal:
-        await reply_quietly(message, refusal)
+        await final_reply(services, message, refusal)
         return
     kb = record.kb
     if kb != kb_for_channel(message.guild.id if message.guild else None, message.channel):
@@ -931,6 +1012,7 @@ async def _follow_up(
         question = await finished_question(services, record, message, question)
     hidden = asked_under_spoiler(message.content or forwarded_text(message))
     if edited is None:
+        await settle_thread(services, record, message.channel, me.id)
         history, follows = await thread_history(services, record, message)
     else:
         history, follows = edited.history, None
@@ -946,15 +1028,15 @@ async def _follow_up(
     except RaptorError as error:
         log.warning("follow-up in %s refused: %s", kb, error)
         await stream.stop()
-        await reply_quietly(message, f"⚠️ {inert(str(error))}")
+        await final_reply(services, message, f"⚠️ {inert(str(error))}")
         return
     except Exception as error:
         log.exception("follow-up in %s failed", kb)
         await stream.stop()
-        await reply_quietly(message, failure_text(error, FAILED))
+        await final_reply(services, message, failure_text(error, FAILED))
         return
     if answer is None:
-        await reply_quietly(message, empty_text(services, kb))
+        await final_reply(services, message, empty_text(services, kb))
         return
     told = await note_removed(services, record, answer)
     messages, view = await prepare(services, kb, answer, asked_at, hidden)

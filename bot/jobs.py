@@ -161,7 +161,10 @@ class StatusMessage:
 
 
 class ThrottledEditor:
-    """Shows the latest text at most once per `interval`; intermediate texts are dropped, never queued."""
+    """Shows the latest text at most once per `interval`; intermediate texts are dropped, never queued.
+
+    An async context manager: leaving it before `finish` (the work it shows was cancelled by a stopping
+    bot, or failed) stops its task (`close`), which would otherwise edit on through a closed session."""
 
     def __init__(
         self,
@@ -229,6 +232,28 @@ class ThrottledEditor:
                 await task
         await self._wait_for_slot()
         await self._emit(text)
+
+    async def close(self) -> None:
+        """Stop the updates without a last text: the task is cancelled, an edit on its way too (nothing is
+        left to show it to), and awaited, so no task is left to fail once the bot's session is closed."""
+        self._finished = True
+        task = self._task
+        if task is None:
+            return
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            if not task.cancelled():  # the caller itself is being cancelled: let that through
+                raise
+        except Exception:
+            log.exception("a status message's updates failed")
+
+    async def __aenter__(self) -> ThrottledEditor:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
 
 def thread_safe(

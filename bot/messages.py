@@ -139,8 +139,15 @@ async def import_history(
 ) -> ImportTotals:
     """Read `channel`'s history oldest first (a forum: every post) into `record.kb`, batch by batch, showing
     progress on `status`; the record notes how far it got after each batch, so a restart carries on."""
+    async with ThrottledEditor(status.show, interval=services.status_interval) as editor:
+        return await _imported(services, record, channel, editor, name)
+
+
+async def _imported(
+    services: Services, record: MessageImport, channel: Any, editor: ThrottledEditor, name: str
+) -> ImportTotals:
+    """`import_history` with its status's editor, which it finishes."""
     totals = ImportTotals()
-    editor = ThrottledEditor(status.show, interval=services.status_interval)
     header = f"Adding the messages of {name} to this channel's knowledge base…"
     editor.request(f"{header}\n⏳ reading…")
     forgotten = await services.state.forgotten(record.guild_id)

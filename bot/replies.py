@@ -212,12 +212,14 @@ def failure_text(error: BaseException, fallback: str) -> str:
     return f"⚠️ {inert(sentence)}" if sentence is not None else f"⚠️ {fallback}"
 
 
-async def reply_quietly(message: discord.Message, text: str) -> None:
-    """A reply to a member's message that pings no one and never raises (a failure is logged)."""
+async def reply_quietly(message: discord.Message, text: str) -> discord.Message | None:
+    """A reply to a member's message that pings no one and never raises (a failure is logged); the reply,
+    or None when it could not be posted."""
     try:
-        await message.reply(truncate(text, CONTENT_LIMIT), mention_author=False)
+        return await message.reply(truncate(text, CONTENT_LIMIT), mention_author=False)
     except discord.HTTPException as error:
         log.warning("could not reply in %s: %s", message.channel.id, error)
+        return None
 
 
 async def tell(interaction: discord.Interaction, text: str, *, ephemeral: bool = True) -> None:

@@ -229,6 +229,8 @@ class LeftQuestion(NamedTuple):
     record: ThreadRecord | None
     token: str | None
     token_until: float
+    reply_digest: str | None = None  # a reply that ended its handling was about to be posted (`reply_intended`)
+    reply_id: int | None = None  # and was posted: this message
 
 
 @dataclass
@@ -638,6 +640,12 @@ class BotState:
             found += await self._run(space, lambda store: _pending(store.db), create=False, empty=[])
         return found
 
+    async def pending_in_thread(self, guild_id: int, thread_id: int) -> list[PendingExchange]:
+        """The thread's exchanges still pending: a stopped bot's, not settled yet (`pending_exchanges`)."""
+        return await self._run(
+            self.space_of_guild(guild_id), lambda store: _pending(store.db, thread_id), create=False, empty=[]
+        )
+
     async def attach_replacement(
         self, guild_id: int, edited: AskedExchange, turn_ids: Sequence[int], answer_posted: Sequence[int]
     ) -> None:
@@ -906,6 +914,17 @@ class BotState:
         """The question `note_question` kept was handled: answered, refused, or found to ask nothing."""
         sql = "delete from bot_questions where message_id = ?"
         await self._write(self.space_of_guild(guild_id), [(sql, [message_id])], create=False)
+
+    async def reply_intended(self, guild_id: int, message_id: int, digest: str) -> None:
+        """A kept question's handling ends in a reply (a refusal) with this digest of its text, about to be
+        posted: a restart before `question_done` looks for it before answering the message again."""
+        sql = "update bot_questions set reply_digest = ?, reply_id = null where message_id = ?"
+        await self._write(self.space_of_guild(guild_id), [(sql, [digest, message_id])], create=False)
+
+    async def reply_posted(self, guild_id: int, message_id: int, reply_id: int) -> None:
+        """The reply `reply_intended` noted was posted as message `reply_id`."""
+        sql = "update bot_questions set reply_id = ? where message_id = ?"
+        await self._write(self.space_of_guild(guild_id), [(sql, [reply_id, message_id])], create=False)
 
     async def left_questions(self) -> list[LeftQuestion]:
         """Every server's questions a stopped bot had not finished handling, oldest first; a thread message
@@ -1278,11 +1297,14 @@ def _redact_turns(db: Any, kb: str, note: str, ids: set[int], marks: set[str]) -
     return len(redacted)
 
 
-def _pending(db: Any) -> list[PendingExchange]:
-    """`BotState.pending_exchanges` in one store file: each pending question turn with the answer after it."""
+def _pending(db: Any, thread_id: int | None = None) -> list[PendingExchange]:
+    """`BotState.pending_exchanges` in one store file (of one thread, given `thread_id`): each pending
+    question turn with the answer after it."""
     rows = db.execute(
         "select t.id, t.role, t.posted_ids, h.thread_id, h.kb, h.guild_id, h.channel_id from bot_turns t "
-        "join bot_threads h on h.thread_id = t.thread_id where t.pending = 1 order by t.thread_id, t.id"
+        "join bot_threads h on h.thread_id = t.thread_id where t.pending = 1 and (? is null or t.thread_id = ?) "
+        "order by t.thread_id, t.id",
+        [thread_id, thread_id],
     ).fetchall()
     found: list[PendingExchange] = []
     for turn_id, role, posted, thread_id, kb, guild_id, channel_id in rows:
@@ -1300,7 +1322,8 @@ def _left_questions(store: Store) -> list[LeftQuestion]:
     dropped."""
     rows = store.db.execute(
         "select q.guild_id, q.channel_id, q.message_id, q.asked_at, q.token, q.token_until, h.thread_id, h.kb,"
-        " h.channel_id from bot_questions q left join bot_threads h on h.thread_id = q.channel_id"
+        " h.channel_id, q.reply_digest, q.reply_id from bot_questions q"
+        " left join bot_threads h on h.thread_id = q.channel_id"
         " order by q.asked_at"
     ).fetchall()
     if any(row[4] is None and row[6] is None for row in rows):
@@ -1309,10 +1332,11 @@ def _left_questions(store: Store) -> list[LeftQuestion]:
                 "delete from bot_questions where token is null and channel_id not in (select thread_id from bot_threads)"
             )
     found = []
-    for guild_id, channel_id, message_id, asked_at, token, until, thread_id, kb, parent_id in rows:
+    for guild_id, channel_id, message_id, asked_at, token, until, thread_id, kb, parent_id, digest, reply in rows:
         record = ThreadRecord(thread_id, kb, guild_id, parent_id) if thread_id is not None else None
         if record is not None or token is not None:
-            found.append(LeftQuestion(guild_id, channel_id, message_id, asked_at, record, token, until or 0.0))
+            left = LeftQuestion(guild_id, channel_id, message_id, asked_at, record, token, until or 0.0, digest, reply)
+            found.append(left)
     return found
 
 

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import discord
 
@@ -41,7 +42,9 @@ def streaming_pieces(text: str, hidden: bool = False) -> list[str]:
 
 class StreamedReply:
     """One answer's messages while it streams. `show` is the engine's `on_text`; `finish` puts the
-    finished answer in place; `stop` ends the edits when the question failed."""
+    finished answer in place; `stop` ends the edits when the question failed. The edits end with the
+    task that made the reply too (`_owner`): a handler cancelled by a stopping or killed bot would
+    otherwise leave them to fail through the closed session, their error never retrieved."""
 
     def __init__(
         self,
@@ -65,6 +68,7 @@ class StreamedReply:
         self._editing = asyncio.Lock()
         self._last_call = float("-inf")
         self._task: asyncio.Task[None] | None = None
+        self._owner = _running_task()  # the handler answering: the edits do not outlive it
 
     def adopt(self, messages: Sequence[discord.Message]) -> None:
         """Messages already showing an earlier answer (to a question edited since): this answer is put in
@@ -83,6 +87,13 @@ class StreamedReply:
         self._changed.set()
         if self._task is None and not self.failed:
             self._task = asyncio.create_task(self._edit_while_written())
+            if self._owner is not None:
+                self._owner.add_done_callback(self._owner_done)
+
+    def _owner_done(self, _: object) -> None:
+        """The handler that made the reply ended (answered, failed or cancelled): no edit is left running."""
+        if self._task is not None:
+            self._task.cancel()
 
     async def _edit_while_written(self) -> None:
         while not self.failed:
@@ -162,6 +173,14 @@ class StreamedReply:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+
+
+def _running_task() -> asyncio.Task[Any] | None:
+    """The task running now; None outside the event loop (a reply made in a test's plain function)."""
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
 
 
 def thread_senders(message: discord.Message) -> tuple[Send, Send]:

@@ -95,7 +95,16 @@ from .query.smalltalk import (
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
 from .query.tables import LISTS_COUNTED_ROWS, holds_rows
 from .query.verdict import settled
-from .query.verify import NOTHING_TO_CHECK, UNSETTLED, answered_nothing, check_reply, claims_of, last_answer
+from .query.verify import (
+    MAX_CLAIMS,
+    NOTHING_TO_CHECK,
+    UNSETTLED,
+    answered_nothing,
+    check_reply,
+    claim_batches,
+    claims_of,
+    last_answer,
+)
 from .storage.archive import abandoned_imports
 from .storage.files import keep_cache_private
 from .storage.index import IndexManager, extend_hnsw, new_hnsw
@@ -439,6 +448,14 @@ SHORTENED = (
     "shortened to what it asks; the “Searched as” line shows what was searched."
 )
 
+
+def _merged_contexts(contexts: list[RetrievedContext], query: str) -> RetrievedContext:
+    """The contexts of a check's batches of claims as one: each node once, in the order found, so the
+    reply's [n] markers count through them all."""
+    nodes = list({node.node_id: node for context in contexts for node in context.nodes}.values())
+    first = contexts[0]
+    tokens = sum(node.tokens for node in nodes)
+    return RetrievedContext(nodes=nodes, tokens_used=tokens, budget=first.budget, mode=first.mode, query=query)
 
 def said_shortened(answer: Answer, asked_chars: int) -> None:
     """Mark an answer to a question shortened to MAX_QUESTION_CHARS (`fit_question`): its note says so and
@@ -2431,22 +2448,27 @@ class Engine:
     ) -> Answer:
         """'Is that true?': the last answer's claims are searched for (`search`: the question's context
         for a text) in the tree as it is now, and the reply quotes the sentences that say them, or says
-        that nothing supports them (verify.py). With an answerer that writes prose (an LLM), a claim is
-        also found by its meaning, as the support check finds a written sentence's source."""
+        that nothing supports them (verify.py). The claims are searched in batches within the question
+        limit, so a long answer's later claims are looked for too; past MAX_CLAIMS the reply says how many
+        were not checked. With an answerer that writes prose (an LLM), a claim is also found by its
+        meaning, as the support check finds a written sentence's source."""
         said = last_answer(await asyncio.to_thread(without_small_talk, history))
         settled = said is not None and not answered_nothing(said)
-        claims = claims_of(said) if settled else []
-        query = " ".join(claims)[:MAX_QUESTION_CHARS]
-        context = await asyncio.to_thread(search, query) if claims else None
-        if context is None:  # no answer yet, or one that answered nothing: nothing to confirm
+        every = claims_of(said) if settled else []
+        claims = every[:MAX_CLAIMS]
+        if not claims:  # no answer yet, or one that answered nothing: nothing to confirm
             nothing = RetrievedContext(nodes=[], tokens_used=0, budget=0, mode="", query=question)
             text = UNSETTLED if said is not None and not settled else NOTHING_TO_CHECK
             return Answer(question, question, text, [], nothing, self.answerer.name, answered=False)
+        found = [await asyncio.to_thread(search, batch) for batch in claim_batches(claims, MAX_QUESTION_CHARS)]
+        context = _merged_contexts(found, " ".join(claims))
         support = await asyncio.to_thread(self.support_index, self.answerer, context.nodes)
-        reply = await asyncio.to_thread(check_reply, claims, context.nodes, support)
+        reply = await asyncio.to_thread(check_reply, claims, context.nodes, support, len(every) - len(claims))
         text, citations = map_citations(reply, context.nodes)
         answered = bool(citations)
-        return Answer(question, query, text, citations, context, self.answerer.name, answered=answered, verified=claims)
+        return Answer(
+            question, context.query, text, citations, context, self.answerer.name, answered=answered, verified=claims
+        )
 
     def _record_question(self, kb: str, answer: Answer, asked_by: str) -> None:
         kb_id = self.store.kb_id(kb)

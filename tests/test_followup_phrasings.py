@@ -178,6 +178,35 @@ def test_a_choice_after_two_questions_that_differ_in_one_thing_is_between_those_
     assert standalone_question("which was first?", verb).startswith("Which was first? (context:")
 
 
+def test_two_requests_that_share_no_word_list_nothing_to_choose_from():
+    """'say more' then 'tell me more': their first words have a capital only for opening the question, no
+    thing swapped. Before, 'and the first one?' after them was searched as 'Tell me about Say more.'"""
+    for before, after in (("say more", "in one sentence please"), ("tell me more", "say more")):
+        conversation = talk("When was the first bridge at Corran built?", "In 1888.", before, "It was timber.", after, "Yes.")
+        assert "Say more" not in standalone_question("and the first one?", conversation)
+    names = talk("Margaret Hale left when?", "In 1975.", "Thomas Reid left when?", "In 1948.")
+    assert standalone_question("which was first?", names) == "Which was first, Margaret Hale or Thomas Reid?"
+
+
+@pytest.mark.parametrize(
+    ("conversation", "follow_up", "standalone"),
+    [
+        (talk("Who built the first bridge?", "Walter Dunbar."), "and the second one?", "Who built the second bridge?"),
+        (talk("Who built the first bridge?", "Walter Dunbar."), "no, I meant the 1902 one", "Who built the 1902 bridge?"),
+        (talk("When did the 1888 bridge wash away?", "In 1894."), "what about the second one?", "When did the second bridge wash away?"),
+        (
+            talk("When was the first bridge at Corran built?", "In 1888.", "who designed it?", "Isobel Grant."),
+            "and the second one?",
+            "Who designed the second bridge?",
+        ),
+    ],
+)
+def test_the_nth_one_is_the_last_questions_placed_thing_placed_anew(conversation, follow_up, standalone):
+    """Before, 'and the second one?' after 'Who built the first bridge?' was searched as 'What about the
+    second one? (context: …)' and quoted the first bridge again."""
+    assert standalone_question(follow_up, conversation) == standalone
+
+
 def test_they_is_everything_listed_only_right_after_a_question_asking_for_several():
     ferries = talk("Which ferries crossed the Ambry?", "The Alder.\u201d [1]\n- \u201cThe Wren.")
     assert standalone_question("when were they launched?", ferries) == "When were the Alder and the Wren launched?"

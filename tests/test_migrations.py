@@ -112,6 +112,7 @@ async def test_a_database_made_before_migrations_is_migrated_and_keeps_everythin
         ("bot", "m008_turn_pending"),
         ("bot", "m009_turn_asker"),
         ("bot", "m010_questions_asked"),
+        ("bot", "m011_question_replies"),
         ("summary_cache", "m001_summary_cache"),
     ]
 
@@ -222,6 +223,7 @@ def test_the_sets_are_named_for_their_owners():
         "m008_turn_pending",
         "m009_turn_asker",
         "m010_questions_asked",
+        "m011_question_replies",
     ]
     assert summary_cache_migrations.names() == ["m001_summary_cache"]
 

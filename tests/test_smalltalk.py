@@ -377,7 +377,9 @@ async def test_a_request_about_the_last_answer_gets_one_sentence_and_the_next_fo
     "message",
     ["say that shorter", "shorter please", "can you make it shorter?", "simplify that", "in bullet points",
      "explain it like I'm five", "explain like im 5", "ELI5 pls", "in simpler words", "rephrase that", "too long",
-     "in plain English please", "can you put that in your own words?", "a shorter version?", "in other words?"],
+     "in plain English please", "can you put that in your own words?", "a shorter version?", "in other words?",
+     "in one sentence", "in a sentence please", "can you say it in one line?", "briefly?", "in a few words",
+     "in a nutshell", "one-liner please", "in two sentences"],
 )
 def test_asking_to_reshape_the_last_answer_is_no_question(message):
     """botqa23, played through the real bot: "say that shorter" was searched ("Nothing in the documents
@@ -389,7 +391,8 @@ def test_asking_to_reshape_the_last_answer_is_no_question(message):
 @pytest.mark.parametrize(
     "message",
     ["tl;dr", "summarise that", "is it shorter?", "which route is shorter?", "who is Eli?", "is the pier too long?",
-     "how long?", "in short?", "what does that mean?", "can you explain that?", "what is the simplest way to start it?"],
+     "how long?", "in short?", "what does that mean?", "can you explain that?", "what is the simplest way to start it?",
+     "which sentence says so?", "who wrote the first line?", "how many words?", "what did she say briefly after that?"],
 )
 def test_questions_near_a_request_to_reshape_are_searched(message):
     assert small_talk_act(message) is None

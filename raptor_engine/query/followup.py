@@ -421,6 +421,9 @@ def _rewrite_one(
         chosen = _chosen(superlative, listed, previous.core)
         if which is not None or chosen is not None:
             return which or Rewrite(chosen or "", subject=previous.subject)
+    reordered = _reordered(question, previous)
+    if reordered is not None:
+        return Rewrite(reordered, subject=previous.subject)
     chosen = _chosen(question, listed, previous.core) or _all_of_those(question, listed, previous.core)
     if chosen is not None:
         return Rewrite(chosen, subject=previous.subject)
@@ -1567,6 +1570,38 @@ def _same_for(question: str) -> str:
 _IT = re.compile(r"\b(?:it|this|that)(?=\s*[?.!]*$)", re.IGNORECASE)
 
 
+_PLACE_WORD = r"first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th|\d[\d,.]*"
+# 'and the second one?', 'no, I meant the 1902 one' (as `_as_what_about` leaves them): a thing by its place
+_PLACED_ONE = re.compile(rf"^(?:what\s+about\s+)?the\s+({_PLACE_WORD})\s+one\s*[?.!]*$", re.IGNORECASE)
+# 'the first bridge', 'the 1888 bridge': the last question's thing by its place or number
+_PLACED_THING = re.compile(rf"\bthe\s+({_PLACE_WORD})\s+(?=[a-z])(?!one\b)", re.IGNORECASE)
+
+
+def _reordered(question: str, previous: Rewrite) -> str | None:
+    """'Who built the first bridge?' then 'and the second one?' (or 'no, I meant the 1902 one') -> 'Who
+    built the second bridge?': the last question with its placed or numbered thing placed anew; after 'Who
+    designed it?' leaning on 'When was the first bridge built?', its 'it' becomes 'the second bridge'.
+    Before, 'the second one' was searched as 'What about the second one?' and quoted the first bridge.
+    None when the question is no such 'one', or nothing before it was placed or numbered."""
+    asked = _PLACED_ONE.match(question)
+    if asked is None:
+        return None
+    place = asked.group(1)
+    old = _PLACED_THING.search(previous.core)
+    if old is not None:
+        if old.group(1).lower() == place.lower():
+            return None
+        return _capitalised(previous.core[: old.start(1)] + place + previous.core[old.end(1) :])
+    earlier = _PLACED_THING.search(previous.context)
+    it = _IT.search(previous.core)
+    if earlier is None or it is None:
+        return None
+    head = re.match(r"[a-z]+", previous.context[earlier.end() :], re.IGNORECASE)
+    if head is None:
+        return None
+    return _capitalised(f"{previous.core[: it.start()]}the {place} {head.group(0)}{previous.core[it.end() :]}")
+
+
 def _the_other(question: str, previous: Rewrite) -> str | None:
     """'What did the 2019 report recommend?' then 'no, the other report' (or 'the other one', 'and the
     other one?') -> 'What did the other report recommend?'; after 'Who wrote it?' about that report ->
@@ -1817,10 +1852,18 @@ def _swap_pair(before: Rewrite | None, after: Rewrite) -> tuple[str, ...]:
         article = tokens[start - 1] if start and tokens[start - 1].lower() in ("the", "a", "an") else ""
         if not article and not span[0][:1].isupper():
             return ()  # 'When did the Alder sink?' after '... launch?': a verb, no thing
+        if not article and start == 0 and not _opens_with_name(tokens):
+            return ()  # 'In one sentence' after 'Say more': a question's first word has its capital anyway
         if span[0].lower() in _QUESTION_OPENERS:
             return ()  # 'How many goals?' after 'Who was top scorer?': another question, no thing swapped
         pair.append(" ".join([article.lower(), *span] if article else span))
     return tuple(pair)
+
+
+def _opens_with_name(tokens: list[str]) -> bool:
+    """Whether a question's first word opens a proper name ('Margaret Hale left when?'), not a word
+    capitalised only for opening it ('Say more')."""
+    return any(name.split()[0] == tokens[0] for name in names_in(" ".join(tokens)))
 
 
 _FIRST_OR_LAST = re.compile(

@@ -539,18 +539,22 @@ def asks_for_a_language(tokens: list[str]) -> bool:
     return bool(asks) and all(t in _LANGUAGES or t in _TRANSLATION_WORDS for t in tokens)
 
 
-# "say that shorter", "can you simplify it?", "in bullet points please", "explain it like I'm 5", "too long":
+# "say that shorter", "can you simplify it?", "in bullet points please", "explain it like I'm 5", "too long",
+# "in one sentence", "briefly?", "in a nutshell":
 # a word that reshapes an answer (or two that do together), every other word one of asking for it. Not
 # "summarise that" or "tl;dr", which the documents can answer (their summaries), nor "is it shorter?".
 _RESHAPES = frozenset(
     """shorter shorten shortened briefer concise concisely simpler simplify simplified rephrase rephrased reword
-    reworded paraphrase eli5 bullet bullets bulleted plainer""".split()
+    reworded paraphrase eli5 bullet bullets bulleted plainer briefly nutshell""".split()
 )
 _RESHAPING_PAIRS = (
     ("too", "long"), ("like", "five"), ("eli", "five"), ("plain", "english"), ("plain", "words"), ("plain", "terms"),
     ("plain", "language"), ("simple", "words"), ("simple", "terms"), ("simple", "english"), ("fewer", "words"),
     ("less", "words"), ("other", "words"), ("own", "words"), ("layman's", "terms"), ("laymans", "terms"),
     ("more", "simply"), ("more", "briefly"),
+    # "in one sentence", "in a few words", "one line please", "in two sentences": a length asked of it
+    ("one", "sentence"), ("a", "sentence"), ("single", "sentence"), ("two", "sentences"), ("one", "line"),
+    ("a", "line"), ("one", "liner"), ("few", "words"), ("few", "sentences"),
 )
 _ASKING_TO_RESHAPE = _RESHAPES | {word for pair in _RESHAPING_PAIRS for word in pair} | frozenset(
     """can could would you please pls plz say said put write make give explain tell it that this the answer your

@@ -16,7 +16,11 @@ from ..types import ContextNode, Turn
 from .followup import NOTHING_RELATED, WEAK_MATCH, in_quotes, previous_answers, quotes_in, unanswered_lead
 from .support import EMBED_SHARE, SupportIndex, best_node, says_not_answered
 
-MAX_CLAIMS = 5
+# The statements of one answer that are checked: searched in batches within the question limit
+# (`claim_batches`), so a long answer's later ones are searched too; past it the reply says how many were
+# not checked, and "yes" is said of the ones checked only.
+MAX_CLAIMS = 24
+CLAIMS_PER_SEARCH = 4  # each search's context budget is shared by this many claims at most
 SUPPORTED_SHARE = 0.8  # the share of a claim's content words one sentence of the documents must hold
 CHECKED = "Yes: the documents say so."
 PARTLY = (
@@ -28,6 +32,19 @@ UNSUPPORTED = "I can't confirm that from the documents: I found nothing in them 
 # to an answer that answered nothing.
 UNSETTLED = "I can't confirm that from the documents: the last answer found nothing in them that answers the question."
 NOTHING_TO_CHECK = "Ask me a question first: there is no answer yet to check."
+# The leads when the last answer makes more than MAX_CLAIMS statements: what was checked, and how many not.
+CHECKED_FIRST = (
+    "Yes for the last answer's first {checked} statements: the documents say what is quoted below. "
+    "I did not check its other {unchecked}."
+)
+PARTLY_FIRST = (
+    "Partly: of the last answer's first {checked} statements, the documents say what is quoted below and I found "
+    "nothing that supports the rest. I did not check its other {unchecked}."
+)
+UNSUPPORTED_FIRST = (
+    "I can't confirm that from the documents: I found nothing in them that supports the last answer's first "
+    "{checked} statements, and I did not check its other {unchecked}."
+)
 _MARKER = re.compile(r"\[(?:\d{1,4}|\?)\]")
 
 
@@ -55,7 +72,22 @@ def claims_of(answer: str) -> list[str]:
         lines = [strip_bullet(line) for line in unmarked.splitlines()]
         prose = " ".join(line for line in lines if line and not line.rstrip().endswith(":"))
         quoted = [s.text for s in sentences_of(prose)]
-    return [claim for claim in quoted if content_terms(claim)][:MAX_CLAIMS]
+    return [claim for claim in quoted if content_terms(claim)]
+
+
+def claim_batches(claims: list[str], limit: int) -> list[str]:
+    """The claims joined CLAIMS_PER_SEARCH at a time into texts of at most `limit` characters, in order,
+    each searched on its own: one search of them all cut at the limit never looked for a long answer's
+    later claims, and a dozen claims share one context budget between them. A claim longer than the limit
+    is searched by its opening (`check_reply` still compares the whole claim)."""
+    batches: list[list[str]] = []
+    for claim in claims:
+        last = batches[-1] if batches else []
+        if last and len(last) < CLAIMS_PER_SEARCH and len(" ".join([*last, claim])) <= limit:
+            last.append(claim)
+        else:
+            batches.append([claim[:limit]])
+    return [" ".join(batch) for batch in batches]
 
 
 @dataclass(frozen=True)
@@ -91,11 +123,14 @@ def support_for(claim: str, said: list[_Said]) -> tuple[int, str] | None:
     return (best[1], best[2]) if best is not None else None
 
 
-def check_reply(claims: list[str], nodes: list[ContextNode], meaning: SupportIndex | None = None) -> str:
+def check_reply(
+    claims: list[str], nodes: list[ContextNode], meaning: SupportIndex | None = None, unchecked: int = 0
+) -> str:
     """The reply to 'is that true?': whether the documents support the claims, quoting what does. With
     `meaning` (an LLM's answer, whose sentences paraphrase the documents), a claim no sentence holds
     nearly word for word is looked for as the support check looks for a written sentence's source.
-    Synchronous (it may embed): run it in a thread."""
+    `unchecked`: how many of the last answer's claims past MAX_CLAIMS were not looked for; the lead says
+    so. Synchronous (it may embed): run it in a thread."""
     said = _context_sentences(nodes)
     found = [support_for(claim, said) for claim in claims]
     if meaning is not None and not all(found):
@@ -104,10 +139,16 @@ def check_reply(claims: list[str], nodes: list[ContextNode], meaning: SupportInd
             found[i] = hit
     lines = (f"- {in_quotes(text)} [{position}]" for position, text in filter(None, found))
     shown = list(dict.fromkeys(lines))
-    if not shown:
-        return UNSUPPORTED
-    lead = CHECKED if all(found) else PARTLY
-    return "\n".join([lead, *shown])
+    return "\n".join([_check_lead(bool(shown), all(found), len(claims), unchecked), *shown])
+
+
+def _check_lead(some: bool, every: bool, checked: int, unchecked: int) -> str:
+    """The reply's first line: whether some (`some`) or all (`every`) of the checked claims are supported,
+    and, when some claims were not checked, of which it says so."""
+    if not unchecked:
+        return (CHECKED if every else PARTLY) if some else UNSUPPORTED
+    lead = (CHECKED_FIRST if every else PARTLY_FIRST) if some else UNSUPPORTED_FIRST
+    return lead.format(checked=checked, unchecked=unchecked)
 
 
 def supported_by_meaning(claims: list[str], index: SupportIndex) -> list[tuple[int, str] | None]:

@@ -382,3 +382,15 @@ def m010_questions_asked(db: sqlite_utils.Database) -> None:
             message_id INTEGER PRIMARY KEY, guild_id INTEGER NOT NULL, channel_id INTEGER NOT NULL,
             asked_at REAL NOT NULL, token TEXT, token_until REAL)"""
     )
+
+
+@bot_migrations
+def m011_question_replies(db: sqlite_utils.Database) -> None:
+    """A kept question's reply that ends its handling without an exchange (a refusal: the cooldown, a
+    message of links only, a failure), noted before it is posted (`reply_digest`, a digest of its text, no
+    text) and with its message id once it is (`reply_id`). A bot killed between posting it and letting the
+    question go finds the reply at its next start and does not answer the message a second time."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(bot_questions)").fetchall()}
+    for column, kind in (("reply_digest", "TEXT"), ("reply_id", "INTEGER")):
+        if column not in columns:
+            db.execute(f"ALTER TABLE bot_questions ADD COLUMN {column} {kind}")
