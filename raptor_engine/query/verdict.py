@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from ..ingest.sentences import content_terms, stem
+from ..ingest.sentences import IRREGULAR, content_terms, stem
 from .compared import MONTH_NUMBERS, MONTH_WORD, Figure, clauses, figures_in
 
 # the lead of an answer that says yes or no, which answers even when it says 'not' ('support.says_not_answered')
@@ -471,7 +471,7 @@ _OPPOSITES = (
     ("permit", "banned forbidden prohibited barred"),
     ("include", "excluded exclude"),
     ("safe", "dangerous"),
-    ("free", "charged paid"),
+    ("free", "charged paid cost costs price fare fares"),
     ("accept", "refused rejected declined"),
     ("approv", "rejected refused"),
 )
@@ -521,3 +521,140 @@ def _said_verdict(core: str, quote: str) -> Settled | None:
                     f"From the documents: {'no' if negated else 'yes'}, as the first passage says:", said
                 )
     return None
+
+
+# How a yes/no question may open for `unsaid`: the verbs of `_ASKING` and the modals ('Can I pay by card?')
+_ASKED_PROPERTY = re.compile(
+    rf"^\W*{_OPENING}(?P<verb>{_ASKING}|can|could|will|would|should|may|might|must)\s+(?P<rest>.+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+# verbs that say little of their own ('Can I bring my dog?' is answered by 'Dogs are allowed'; 'Does the ferry
+# take cars?' by 'The ferry carries twenty cars')
+_LIGHT_VERBS = frozenset(stem(w) for w in "bring take have get go use make put keep let give come".split())
+# what a quote must hold in so many words when the question asks it: a number or year, a weekday, a month
+_EXACT = re.compile(
+    rf"^(?:\d[\d,.]*|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|{MONTH_WORD})$", re.IGNORECASE
+)
+_SUBJECT_PRONOUN = {"i": "you", "we": "you", "you": "you", "they": "they", "he": "he", "she": "she", "there": "there"}
+_YOURS = {"me": "you", "my": "your", "us": "you", "our": "your", "mine": "yours", "ours": "yours"}
+_DETERMINER = re.compile(r"^(?:the|a|an|this|these|those|my|our|your|their|its|his|her|any|every|each|all|some)$", re.I)
+# words that begin what is said of the subject, not the subject itself ('the museum | open on Mondays')
+_PREDICATE = re.compile(
+    r"^(?:on|in|at|by|for|with|to|from|of|into|over|under|before|after|during|still|ever|really|also|ever|"
+    r"free|open|closed|shut|available|allowed|permitted|able|safe|accessible|suitable|included|required|needed|"
+    r"possible|necessary|refundable|[a-z]+(?:ed|en|ing))$",
+    re.IGNORECASE,
+)
+NOT_SAID = "The documents do not say whether {what}; the nearest passages are:"
+NOT_SAID_LEAD = re.compile(r"The documents do not say whether [^\n]{1,400}?; the nearest passages are:")
+
+
+def unsaid(core: str, quotes: list[str], dated: dict[str, int] | None = None) -> str | None:
+    """The lead line for a yes/no question whose asked property no quote holds ('Is the ferry free?' over 'The
+    ferry leaves at seven.'): the documents do not say whether it is so, the quotes being only the nearest
+    passages. A quote holds it when one of its sentences holds every word the question asks with (a word of the
+    same stem, a negated form, or its opposite: 'closed' for 'open'), or all but one when it asks with three or
+    more, where a number, a year, a weekday or a month is never the one missed. Verbs that say little ('take',
+    'bring') are not asked with. `dated`: the year a quote's document is of, by quote, for its 'this year'.
+    None for any other question, or when a quote holds it."""
+    asked = _ASKED_PROPERTY.match(core.strip())
+    if asked is None or _POINTS_BACK.search(asked.group("rest")) or not quotes:
+        return None
+    words = [t for t in content_terms(core.lower()) if t not in _ASK_WORDS and stem(t) not in _LIGHT_VERBS]
+    words = [t for t in words if t not in ("can", "could", "will", "would", "should", "may", "might", "must")]
+    if not words:
+        return None
+    exact = {stem(t) for t in words if _EXACT.match(t)}
+    terms = [stem(t) for t in words]
+    least = len(terms) if len(terms) <= 2 else len(terms) - 1
+    for quote in quotes:
+        for sentence in _SENTENCE.split(_this_year(quote, (dated or {}).get(quote))):
+            held = [t for t in terms if _holds_term(sentence, t)]
+            if len(held) >= least and exact <= set(held):
+                return None
+    return NOT_SAID.format(what=_whether(asked.group("verb"), asked.group("rest")))
+
+
+_THIS_YEAR = re.compile(r"\b(?:this|last)\s+year\b", re.IGNORECASE)
+
+
+def _this_year(sentence: str, year: int | None) -> str:
+    """`sentence` with its 'this year' and 'last year' as the years they are in a document of `year`."""
+    if year is None:
+        return sentence
+    return _THIS_YEAR.sub(lambda m: str(year - (m.group(0).lower().startswith("last"))), sentence)
+
+
+def _holds_term(sentence: str, term: str) -> bool:
+    """Whether the sentence holds the asked word: its stem, a negated form ('unheated'), or its opposite."""
+    plain = _HYPHENED_NEGATION.sub(r"\1", sentence)
+    held = [stem(t) for t in content_terms(plain.lower())]
+    if any(_alike(term, h) or (h[:3] in ("non", "dis") and _alike(term, h[3:])) for h in held):
+        return True
+    if any(h[:2] in ("un", "in") and len(h) > 4 and _alike(term, h[2:]) for h in held):
+        return True
+    return _says_the_opposite(plain, [term])
+
+
+def _whether(verb: str, rest: str) -> str:
+    """What a yes/no question asks, said as a statement ('Is the ferry free' -> 'the ferry is free', 'Can I pay
+    by card' -> 'you can pay by card'): the subject, then the verb, then the rest; the asker's 'I', 'my' as
+    'you', 'your'."""
+    words = rest.split()
+    first = words[0].lower()
+    if first in _SUBJECT_PRONOUN:
+        count = 1
+    else:
+        count = 1 if _DETERMINER.match(first) else 0
+        count += 1  # the subject's first word, whatever it is
+        while count < len(words) - 1 and not _PREDICATE.match(words[count].strip(",")):
+            if words[count][:1].islower() and count + 1 < len(words) and not _PREDICATE.match(words[count + 1]):
+                break  # 'the ferry | take cars': one word of a name at most before what is said
+            count += 1
+    subject = [_SUBJECT_PRONOUN.get(w.lower(), w) if i == 0 else w for i, w in enumerate(words[:count])]
+    said = [_YOURS.get(w.lower(), w) for w in words[count:]]
+    verb = verb.lower()
+    if verb in ("do", "does", "did"):
+        if said and verb == "does":
+            said[0] = _third_person(said[0])
+        elif said and verb == "did":
+            said[0] = _past(said[0])
+    else:
+        said.insert(0, _agreeing(verb, subject[0].lower()))
+    return " ".join([*subject, *said])
+
+
+def _agreeing(verb: str, subject: str) -> str:
+    """The verb as it goes with the subject said back: 'am I' is 'you are', 'was I' is 'you were'."""
+    if subject == "you":
+        return {"am": "are", "is": "are", "was": "were", "has": "have"}.get(verb, verb)
+    return verb
+
+
+_PAST = {base: past for past, base in reversed(IRREGULAR.items())}  # 'take' -> 'took', not 'taken'
+
+
+def _past(verb: str) -> str:
+    """'serve' -> 'served', 'take' -> 'took', 'carry' -> 'carried', 'stop' -> 'stopped' (short verbs only)."""
+    lower = verb.lower()
+    if lower in _PAST:
+        return _PAST[lower]
+    if lower.endswith("e"):
+        return verb + "d"
+    if re.search(r"[^aeiou]y$", lower):
+        return verb[:-1] + "ied"
+    if re.fullmatch(r"[^aeiou]*[aeiou][bdgmnpt]", lower):
+        return verb + verb[-1] + "ed"
+    return verb + "ed"
+
+
+def _third_person(verb: str) -> str:
+    """'take' -> 'takes', 'cross' -> 'crosses', 'carry' -> 'carries', 'have' -> 'has'."""
+    lower = verb.lower()
+    if lower == "have":
+        return "has"
+    if re.search(r"(?:s|sh|ch|x|z|o)$", lower):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", lower):
+        return verb[:-1] + "ies"
+    return verb + "s"
