@@ -45,6 +45,14 @@ FERRY_PAGE = (
             "the Kernow served the station",
         ),
         ("Did the keeper take the boat?", ["The keeper lived in the tower."], "the keeper took the boat"),
+        ("Does the night ferry take cars?", ["The ferry leaves at seven."], "the night ferry takes cars"),
+        (
+            "Was Jory Pascoe the last coxswain?",
+            ["The boathouse became a museum."],
+            "Jory Pascoe was the last coxswain",
+        ),
+        ("Is the flat furnished?", ["The tenants must not sublet the flat."], "the flat is furnished"),
+        ("Are dogs allowed on Sundays?", ["Dogs are welcome on the beach."], "dogs are allowed on Sundays"),
         (
             "Was the south channel dredged in 2025?",
             ["The south channel was dredged this year."],
@@ -82,6 +90,14 @@ def test_a_yes_no_question_no_quote_holds_says_the_documents_do_not_say(question
         ),
         ("Was the station founded in 1866?", "The Penmarrow lifeboat station was founded in 1866."),
         ("Do I buy tickets on board?", "Note: Buy tickets on board."),
+        # what is allowed or counted in is asked, not the place (the outside pass's tenancy and recall notices)
+        ("Are pets allowed?", "Pets are not permitted without the landlord's written consent."),
+        ("Is smoking allowed in the flat?", "They will not smoke inside the property."),
+        (
+            "Is the graphite grey model included?",
+            "The KT-200 kettle, sold in white and in graphite grey, is recalled.",
+        ),
+        ("Can I get a replacement instead?", "You can choose a full refund or a free replacement kettle."),
         # three words asked, two held: the quote answers as far as a careful reader needs
         ("Did the council approve the plan?", "The council approved it in March 2024."),
     ],

@@ -545,6 +545,13 @@ _PREDICATE = re.compile(
     r"possible|necessary|refundable|[a-z]+(?:ed|en|ing))$",
     re.IGNORECASE,
 )
+# 'Are pets allowed?', 'Is the grey model included?': whether the subject is let in or counted in, asked of it
+_PERMISSION = re.compile(
+    r"\b(?:allowed|permitted|possible|ok|okay|acceptable|included|covered|affected|eligible)\b", re.IGNORECASE
+)
+_MODALS = frozenset("can could will would should may might must".split())
+# words a question adds that no answer need repeat ('Can I get a replacement instead?')
+_FILLER = frozenset("instead also still ever really too now already even just actually please".split())
 NOT_SAID = "The documents do not say whether {what}; the nearest passages are:"
 NOT_SAID_LEAD = re.compile(r"The documents do not say whether [^\n]{1,400}?; the nearest passages are:")
 
@@ -555,13 +562,20 @@ def unsaid(core: str, quotes: list[str], dated: dict[str, int] | None = None) ->
     passages. A quote holds it when one of its sentences holds every word the question asks with (a word of the
     same stem, a negated form, or its opposite: 'closed' for 'open'), or all but one when it asks with three or
     more, where a number, a year, a weekday or a month is never the one missed. Verbs that say little ('take',
-    'bring') are not asked with. `dated`: the year a quote's document is of, by quote, for its 'this year'.
+    'bring') are not asked with; 'Is smoking allowed in the flat?' asks with its subject ('smoking'), what is
+    allowed, and not with the place ('They will not smoke inside the property'). `dated`: the year a quote's document is of, by quote, for its 'this year'.
     None for any other question, or when a quote holds it."""
     asked = _ASKED_PROPERTY.match(core.strip())
     if asked is None or _POINTS_BACK.search(asked.group("rest")) or not quotes:
         return None
-    words = [t for t in content_terms(core.lower()) if t not in _ASK_WORDS and stem(t) not in _LIGHT_VERBS]
-    words = [t for t in words if t not in ("can", "could", "will", "would", "should", "may", "might", "must")]
+    rest = asked.group("rest").split()
+    known = frozenset(stem(t) for quote in quotes for t in content_terms(quote.lower()))
+    count = _subject_length(rest, asked.group("verb"), known)
+    # 'Are pets allowed?', 'Is smoking permitted in the flat?': what is allowed is asked, wherever
+    asked_of = " ".join(rest[:count]) if _PERMISSION.search(" ".join(rest[count:])) else core
+    words = [t for t in content_terms(asked_of.lower()) if t not in _ASK_WORDS and t not in _FILLER]
+    words = [t for t in words if stem(t) not in _LIGHT_VERBS and t not in _MODALS]
+    words += [t for t in content_terms(core.lower()) if _EXACT.match(t) and t not in words]
     if not words:
         return None
     exact = {stem(t) for t in words if _EXACT.match(t)}
@@ -572,7 +586,7 @@ def unsaid(core: str, quotes: list[str], dated: dict[str, int] | None = None) ->
             held = [t for t in terms if _holds_term(sentence, t)]
             if len(held) >= least and exact <= set(held):
                 return None
-    return NOT_SAID.format(what=_whether(asked.group("verb"), asked.group("rest")))
+    return NOT_SAID.format(what=_whether(asked.group("verb"), rest, count))
 
 
 _THIS_YEAR = re.compile(r"\b(?:this|last)\s+year\b", re.IGNORECASE)
@@ -596,21 +610,31 @@ def _holds_term(sentence: str, term: str) -> bool:
     return _says_the_opposite(plain, [term])
 
 
-def _whether(verb: str, rest: str) -> str:
+def _subject_length(words: list[str], verb: str, known: frozenset[str] = frozenset()) -> int:
+    """How many of a yes/no question's words after its `verb` are its subject ('the ferry' of 'the ferry take
+    cars', 'smoking' of 'smoking allowed in the flat', 'I' of 'I pay by card'): a pronoun, or a determiner and
+    the words up to what is said of it: a preposition, a participle, a word such as 'free' or 'open', another
+    determiner ('Jory Pascoe | the last coxswain'), or after 'does', 'can' and the like the verb, read as the
+    first word after the subject's first that is not a name nor a stem of `known` (the quotes' words: 'the
+    night ferry | take cars' over 'The ferry leaves at seven')."""
+    if words[0].lower() in _SUBJECT_PRONOUN:
+        return 1
+    count = 1 if _DETERMINER.match(words[0]) else 0
+    count += 1  # the subject's first word, whatever it is
+    be = verb.lower() in ("is", "was", "are", "were", "has", "have", "had")
+    while count < len(words) - 1 and not _PREDICATE.match(words[count].strip(",")):
+        if _DETERMINER.match(words[count]):
+            break
+        if not be and words[count][:1].islower() and stem(words[count].lower()) not in known:
+            break  # 'the ferry | take cars': a word the quotes do not hold is what is said of the subject
+        count += 1
+    return count
+
+
+def _whether(verb: str, words: list[str], count: int) -> str:
     """What a yes/no question asks, said as a statement ('Is the ferry free' -> 'the ferry is free', 'Can I pay
-    by card' -> 'you can pay by card'): the subject, then the verb, then the rest; the asker's 'I', 'my' as
-    'you', 'your'."""
-    words = rest.split()
-    first = words[0].lower()
-    if first in _SUBJECT_PRONOUN:
-        count = 1
-    else:
-        count = 1 if _DETERMINER.match(first) else 0
-        count += 1  # the subject's first word, whatever it is
-        while count < len(words) - 1 and not _PREDICATE.match(words[count].strip(",")):
-            if words[count][:1].islower() and count + 1 < len(words) and not _PREDICATE.match(words[count + 1]):
-                break  # 'the ferry | take cars': one word of a name at most before what is said
-            count += 1
+    by card' -> 'you can pay by card'): the subject (its first `count` words), then the verb, then the rest;
+    the asker's 'I', 'my' as 'you', 'your'."""
     subject = [_SUBJECT_PRONOUN.get(w.lower(), w) if i == 0 else w for i, w in enumerate(words[:count])]
     said = [_YOURS.get(w.lower(), w) for w in words[count:]]
     verb = verb.lower()
