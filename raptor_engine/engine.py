@@ -509,7 +509,7 @@ def _with_verdict(
     found = settled(
         asked, rewritten.core, quotes, rewritten.context or rewritten.core, before, follow_up=bool(history), weak=weak
     )
-    if found is None and lead in (FOUND, WEAK_MATCH) and not CHECKS_LAST_ANSWER.match(asked.strip()):
+    if found is None and lead in (FOUND, WEAK_MATCH) and not CHECKS_LAST_ANSWER.match(rewritten.core.strip()):
         # 'Is the ferry free?' over 'The ferry leaves at seven.': no 'From the documents:' over what does not say
         line = unsaid(rewritten.core, quotes, _years_of_quotes(rest, nodes))
         return replace(draft, text=f"{line}\n{rest}") if line is not None else draft

@@ -12,6 +12,7 @@ import pytest
 
 from raptor_engine.query.followup import unanswered_lead
 from raptor_engine.query.verdict import NOT_SAID, unsaid
+from tests.test_followup_other_document import conversation
 from tests.unhurried import engine_with
 
 FERRY_PAGE = (
@@ -156,3 +157,10 @@ def test_the_lead_through_the_engine(engine, question, lead):
     assert rest.startswith("- \u201c")
     assert answer.answered is (not lead.startswith("The documents do not say"))
     assert "The ferry is free" not in answer.text  # the hidden paragraph is never read
+
+
+async def test_a_follow_up_whose_it_the_rewrite_names_is_read_as_the_question_it_stands_for(engine):
+    """'Is it free?' after 'When does the ferry leave?' is 'Is the ferry free?': no check of the last answer."""
+    answer = await conversation(engine, ["When does the ferry leave?", "Is it free?"])
+    assert answer.text.startswith(NOT_SAID.format(what="the ferry is free")), answer.text
+    assert not answer.answered
