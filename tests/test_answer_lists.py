@@ -89,6 +89,10 @@ KEEPERS = ["four principal keepers", "Ambrose Kittow", "Walter Dunstan", "Hannah
         ("What happens after the capsize?", None),  # a verb, not things
         ("What does the ferry cost?", None),
         ("What was the cause?", None),
+        ("What do the Piruts want with the ship?", None),  # a people's name
+        ("What normally happens when he meets people?", None),
+        ("What best describes their friendship?", None),
+        ("What are the students doing when Mark drives up?", None),  # what they do, not which they are
     ],
 )
 def test_a_list_question_asks_for_a_plural_noun(question, noun):

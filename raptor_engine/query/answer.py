@@ -2361,21 +2361,26 @@ def _names_the_deed(action: str, sentence: str) -> bool:
 # a question after several things of a kind (a plural noun, the last of up to three words)
 LISTS_THINGS = re.compile(
     r"^\W*(?:which|what|(?:please\s+)?(?:name|list)(?:\s+(?:all|each\s+of|every\s+one\s+of))?"
-    r"(?:\s+(?:the|its|their|his|her))?)\s+(?!of\b|_VERBS\b)"
-    r"(?:[a-z][\w'\u2019-]*\s+){0,2}?(?P<noun>[a-z][\w'\u2019-]*[^\Wsu]s)\b(?!\s+(?:is|was)\b)".replace(
-        "_VERBS", "(?:happens|makes|causes|means|goes|comes|remains|follows|helps|needs|takes|seems|does|says|matters)"
-    ),
+    r"(?:\s+(?:the|its|their|his|her))?)\s+(?!of\b)"
+    r"(?:[a-z][\w'\u2019-]*\s+){0,2}?(?P<noun>(?-i:[a-z][\w'\u2019-]*[^\Wsu]s))\b(?!\s+(?:is|was|doing|like)\b)",
     re.IGNORECASE,
+)
+# verbs a list question's plural noun may be ('What normally happens ...?', 'What best describes ...?')
+_VERBS_IN_S = frozenset(
+    """happens makes causes means goes comes remains follows helps needs takes seems does says matters describes
+    explains shows suggests involves requires includes contains uses gives keeps leads runs stops starts ends
+    costs wants""".split()
 )
 LIST_QUOTES = 6  # the most sentences a list question quotes, each naming one or more of the things asked
 LIST_SPAN = 800  # characters either side of the first one, in its document, where the others are looked for
 
 
 def listed_noun(question: str) -> str | None:
-    """The stemmed noun a list question asks for ('lifeboat' of 'Which lifeboats served the station?');
-    None for any other question ('Which boat capsized?' asks for one)."""
+    """The stemmed noun a list question asks for ('lifeboat' of 'Which lifeboats served the station?'), a
+    plural in lower case; None for any other question ('Which boat capsized?' asks for one, 'What do the
+    Piruts want?' names a people, 'What normally happens ...?' asks with a verb)."""
     found = LISTS_THINGS.match(question)
-    if found is None or found.group("noun").lower() in STOPWORDS:
+    if found is None or found.group("noun") in STOPWORDS or found.group("noun") in _VERBS_IN_S:
         return None
     return stem(found.group("noun").lower())
 
@@ -3013,7 +3018,8 @@ class ExtractiveAnswerer:
             penalty = self.ranker.blend.repeat_penalty if self.ranker is not None and not follow_up else 0.0
             order = self._order(rewrite, candidates, kind, penalty)
             picked = [candidates[i] for i in order]
-            items = listed_items(rewrite.core, candidates) if not follow_up else []
+            # not in a paper or a story, whose lists the ranker was fitted on ('What baselines do they compare to?')
+            items = listed_items(rewrite.core, candidates) if not follow_up and kind is None else []
             if items:  # 'Which lifeboats served the station?': each one named, in order, before anything else
                 picked = [*items, *(c for c in picked if c not in items)][: max(len(items), self.quotes)]
             table = _table_pick(rewrite, candidates, context, history, order, self.quotes)
