@@ -53,6 +53,11 @@ FERRY_PAGE = (
             "Jory Pascoe was the last coxswain",
         ),
         ("Is the flat furnished?", ["The tenants must not sublet the flat."], "the flat is furnished"),
+        (
+            "Does the notice mention the KT-210?",
+            ["The KT-200 kettle is recalled."],
+            "the notice mentions the KT-210",
+        ),
         ("Are dogs allowed on Sundays?", ["Dogs are welcome on the beach."], "dogs are allowed on Sundays"),
         (
             "Was the south channel dredged in 2025?",
@@ -99,6 +104,9 @@ def test_a_yes_no_question_no_quote_holds_says_the_documents_do_not_say(question
             "The KT-200 kettle, sold in white and in graphite grey, is recalled.",
         ),
         ("Can I get a replacement instead?", "You can choose a full refund or a free replacement kettle."),
+        # the document and its saying are not asked of
+        ("Does the report mention dredging?", "The south channel was dredged this year."),
+        ("Does the agreement say anything about pets?", "Pets are not permitted without consent."),
         # three words asked, two held: the quote answers as far as a careful reader needs
         ("Did the council approve the plan?", "The council approved it in March 2024."),
     ],

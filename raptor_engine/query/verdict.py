@@ -551,7 +551,15 @@ _PERMISSION = re.compile(
 )
 _MODALS = frozenset("can could will would should may might must".split())
 # words a question adds that no answer need repeat ('Can I get a replacement instead?')
-_FILLER = frozenset("instead also still ever really too now already even just actually please".split())
+_FILLER = frozenset("instead also still ever really too now already even just actually please anything".split())
+# 'Does the report mention dredging?', 'Does the agreement say anything about pets?': the document and its
+# saying are not what is asked
+_SAYING = frozenset(
+    stem(w)
+    for w in """mention mentions say says said discuss discusses talk talks describe describes report document
+    file paper agreement contract notice manual handbook minutes page article book letter policy leaflet
+    guide""".split()
+)
 NOT_SAID = "The documents do not say whether {what}; the nearest passages are:"
 NOT_SAID_LEAD = re.compile(r"The documents do not say whether [^\n]{1,400}?; the nearest passages are:")
 
@@ -574,7 +582,7 @@ def unsaid(core: str, quotes: list[str], dated: dict[str, int] | None = None) ->
     # 'Are pets allowed?', 'Is smoking permitted in the flat?': what is allowed is asked, wherever
     asked_of = " ".join(rest[:count]) if _PERMISSION.search(" ".join(rest[count:])) else core
     words = [t for t in content_terms(asked_of.lower()) if t not in _ASK_WORDS and t not in _FILLER]
-    words = [t for t in words if stem(t) not in _LIGHT_VERBS and t not in _MODALS]
+    words = [t for t in words if stem(t) not in _LIGHT_VERBS | _SAYING and t not in _MODALS]
     words += [t for t in content_terms(core.lower()) if _EXACT.match(t) and t not in words]
     if not words:
         return None
