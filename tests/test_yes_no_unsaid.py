@@ -53,6 +53,7 @@ FERRY_PAGE = (
             "Jory Pascoe was the last coxswain",
         ),
         ("Is the flat furnished?", ["The tenants must not sublet the flat."], "the flat is furnished"),
+        ("Does the station still operate?", ["The station closed in 1968."], "the station still operates"),
         (
             "Does the notice mention the KT-210?",
             ["The KT-200 kettle is recalled."],
@@ -104,6 +105,7 @@ def test_a_yes_no_question_no_quote_holds_says_the_documents_do_not_say(question
             "The KT-200 kettle, sold in white and in graphite grey, is recalled.",
         ),
         ("Can I get a replacement instead?", "You can choose a full refund or a free replacement kettle."),
+        ("Did anyone drown?", "Nine sailors drowned within sight of the harbour wall that night."),
         # the document and its saying are not asked of
         ("Does the report mention dredging?", "The south channel was dredged this year."),
         ("Does the agreement say anything about pets?", "Pets are not permitted without consent."),

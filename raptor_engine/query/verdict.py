@@ -551,7 +551,9 @@ _PERMISSION = re.compile(
 )
 _MODALS = frozenset("can could will would should may might must".split())
 # words a question adds that no answer need repeat ('Can I get a replacement instead?')
-_FILLER = frozenset("instead also still ever really too now already even just actually please anything".split())
+_FILLER = frozenset(
+    "instead also still ever really too now already even just actually please anything anyone anybody someone".split()
+)
 # 'Does the report mention dredging?', 'Does the agreement say anything about pets?': the document and its
 # saying are not what is asked
 _SAYING = frozenset(
@@ -647,10 +649,12 @@ def _whether(verb: str, words: list[str], count: int) -> str:
     said = [_YOURS.get(w.lower(), w) for w in words[count:]]
     verb = verb.lower()
     if verb in ("do", "does", "did"):
-        if said and verb == "does":
-            said[0] = _third_person(said[0])
-        elif said and verb == "did":
-            said[0] = _past(said[0])
+        # the verb is the first word past an adverb ('the station still operates')
+        at = next((i for i, w in enumerate(said) if w.lower() not in _FILLER), None)
+        if at is not None and verb == "does":
+            said[at] = _third_person(said[at])
+        elif at is not None and verb == "did":
+            said[at] = _past(said[at])
     else:
         said.insert(0, _agreeing(verb, subject[0].lower()))
     return " ".join([*subject, *said])
