@@ -50,7 +50,14 @@ from .ingest.messages import (
 )
 from .ingest.parse_worker import ParseStats, WorkerLimits, discard_spare, start_spare
 from .ingest.sentences import THEMATIC, content_terms, in_bigrams
-from .query.answer import ExtractiveAnswerer, SentenceVectors, cite_pages, map_citations, neutralise_context
+from .query.answer import (
+    FOUND,
+    ExtractiveAnswerer,
+    SentenceVectors,
+    cite_pages,
+    map_citations,
+    neutralise_context,
+)
 from .query.asked import fit_question, searched_part, without_named_files
 from .query.compared import chosen, compared_times, which_more
 from .query.followup import (
@@ -94,7 +101,7 @@ from .query.smalltalk import (
 )
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
 from .query.tables import LISTS_COUNTED_ROWS, holds_rows
-from .query.verdict import settled
+from .query.verdict import CHECKS_LAST_ANSWER, settled, unsaid
 from .query.verify import (
     MAX_CLAIMS,
     NOTHING_TO_CHECK,
@@ -520,10 +527,31 @@ def _with_verdict(
     found = settled(
         asked, rewritten.core, quotes, rewritten.context or rewritten.core, before, follow_up=bool(history), weak=weak
     )
+    if found is None and lead in (FOUND, WEAK_MATCH) and not CHECKS_LAST_ANSWER.match(rewritten.core.strip()):
+        # 'Is the ferry free?' over 'The ferry leaves at seven.': no 'From the documents:' over what does not say
+        line = unsaid(rewritten.core, quotes, _years_of_quotes(rest, nodes))
+        return replace(draft, text=f"{line}\n{rest}") if line is not None else draft
     if found is None or found.line == lead:
         return draft
     shown = _shown_with(rest, found.quote, nodes)
     return replace(draft, text=f"{found.line}\n{shown}") if shown is not None else draft
+
+
+_YEAR = re.compile(r"\b(?:1[5-9]|20)\d{2}\b")
+
+
+def _years_of_quotes(rest: str, nodes: list[ContextNode]) -> dict[str, int]:
+    """The year each quote's document is of, where its title and file name name one year only ('Harbour
+    Master's Annual Report 2025'): what its 'this year' means."""
+    years = {}
+    for quote, block in QUOTE_AND_BLOCK.findall(rest):
+        node = nodes[int(block) - 1] if 0 < int(block) <= len(nodes) else None
+        if node is None:
+            continue
+        named = set(_YEAR.findall(" ".join([node.document or "", *node.heading[:1]])))
+        if len(named) == 1:
+            years[quote.strip("\u2026 ")] = int(named.pop())
+    return years
 
 
 def _shown_with(rest: str, quote: str, nodes: list[ContextNode]) -> str | None:

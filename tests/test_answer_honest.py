@@ -114,7 +114,10 @@ def engine(tmp_path_factory, embedder):
 async def test_quotes_that_do_not_give_what_is_asked_are_only_the_closest(engine, question):
     answer = await engine.ask("harbour", question)
     assert not answer.answered, answer.text
-    assert answer.text.startswith("Nothing in the documents clearly answers this"), answer.text
+    # a yes/no question says what the documents do not say (qa27), any other that nothing clearly answers it
+    assert answer.text.startswith(
+        ("Nothing in the documents clearly answers this", "The documents do not say whether")
+    ), answer.text
 
 
 @pytest.mark.parametrize(

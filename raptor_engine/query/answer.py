@@ -550,6 +550,8 @@ class _Candidate:
     # of what it refers to (`_antecedent_terms`), and its share of the question's terms read with them
     antecedent: frozenset[str] = frozenset()
     referred: float = 0.0
+    # for a sentence saying a finding: the stemmed terms of the event it may be on (`_antecedent_terms`)
+    found_on: frozenset[str] = frozenset()
     # a leaf's sentence: the stemmed terms of the heading of the section it stands in (the last heading
     # line above it in its leaf, else the leaf's own section heading), and its share of the question's
     # terms read with them
@@ -717,15 +719,20 @@ def _antecedent_terms(candidates: list[_Candidate]) -> None:
     headings. The sentence before is the one before it in its leaf, or for a leaf's first sentence (no
     heading line above it) the last of the context leaf of the same document that ends where this leaf
     starts (leaves are stored in reading order: `ContextNode.start` and `end`). A summary's sentences
-    get none: the sentence before one in a summary comes from anywhere. Candidates are in context order."""
+    get none: the sentence before one in a summary comes from anywhere. A leaf's sentence saying a finding
+    ('An inquiry held that ...', SAYS_A_FINDING) gets the terms of the FINDING_REACH sentences before it in
+    its leaf as what it may be a finding on (`found_on`). Candidates are in context order."""
     last_of: dict[tuple[str | None, int], _Candidate] = {}  # (document, end) -> a leaf's last sentence
     for candidate in candidates:
         node = candidate.node
         if node.layer == 0 and node.end is not None:
             last_of[(node.document, node.end)] = candidate  # the last one of a node wins
     previous: _Candidate | None = None
+    leaf_so_far: list[_Candidate] = []  # the sentences of the current leaf before this one
     for candidate in candidates:
         before = previous if previous is not None and previous.position == candidate.position else None
+        if before is None:
+            leaf_so_far = []
         node = candidate.node
         # a leaf's first sentence after a heading line refers to the heading, not to the leaf before
         opens_node = not node.text[: candidate.sentence.start].strip()
@@ -736,6 +743,11 @@ def _antecedent_terms(candidates: list[_Candidate]) -> None:
             headings = {stem(t) for h in node.heading for t in content_terms(h)}
             held = (before.terms | before.antecedent) if before is not None else set()
             candidate.antecedent = frozenset((held | headings) - candidate.terms)
+        if SAYS_A_FINDING.search(candidate.text) and node.layer == 0:
+            # a finding is on the event its paragraph tells, a sentence or two before it
+            told = {t for c in leaf_so_far[-FINDING_REACH:] for t in c.terms | c.antecedent}
+            candidate.found_on = frozenset(told | candidate.antecedent)
+        leaf_so_far.append(candidate)
         previous = candidate
 
 
@@ -1420,8 +1432,25 @@ RESULT_FORM = re.compile(
 )
 # a cause named as one ("The cause of the breach was a culvert ...", "The root cause was ...", "blamed the
 # company for ...") answers a 'why did X fail?' question as well as a 'what caused X?' one
+# a finding is a stated cause: "An inquiry held that the boat had been overloaded", "the coroner found that ...",
+# "The fire was put down to / attributed to a faulty flue", "it was found that the bolts had sheared"
+FINDING = (
+    r"\b(?:inquiry|inquest|investigation|investigators?|report|court|coroner|jury|panel|board|review|tribunal"
+    r"|committee|judge|experts?|engineers?|surveyors?|auditors?)\s+(?:[\w'\u2019-]+\s+){0,3}?"
+    r"(?:held|found|concluded|ruled|decided|determined|established|judged)\s+that\b"
+    r"|\bit\s+was\s+(?:found|concluded|ruled|established|determined|held)\s+that\b"
+    r"|\b(?:put\s+down|attributed|ascribed|traced)\s+to\b|\b(?:was|were)\s+blamed\s+on\b"
+)
+# a sentence opening with a finding is a finding on what the sentence before it tells ('... the Grace Pellow
+# capsized ... An inquiry held that the boat had been overloaded'): `_antecedent_terms`
+FINDING_REACH = 3  # the sentences before a finding in its leaf whose event it may be on
+OPENS_WITH_A_FINDING = re.compile(
+    rf"^\W*(?:(?:an?|the|its|their|his|her)\s+)?(?:[\w'\u2019-]+\s+){{0,2}}?(?:{FINDING})", re.IGNORECASE
+)
+SAYS_A_FINDING = re.compile(FINDING, re.IGNORECASE)
 STATED_CAUSE = re.compile(
-    r"\bcauses?\s+(?:of\s+[^.;]{1,60}?\s+)?(?:was|were|is|are)\b|\bcaused\s+by\b|\bblamed\b|\bbecause\s+of\b",
+    r"\bcauses?\s+(?:of\s+[^.;]{1,60}?\s+)?(?:was|were|is|are)\b|\bcaused\s+by\b|\bblamed\b|\bbecause\s+of\b"
+    rf"|{FINDING}",
     re.IGNORECASE,
 )
 CAUSE_FORM = re.compile(
@@ -1639,6 +1668,37 @@ def _names_what_caused_the_asked(question: str, sentence: str) -> bool:
     elif GIVING_WAY.search(sentence) and not _names_the_asked_subject(question, sentence):
         return True
     return any(subject in {stem(word) for word in words(m.group("what"))} for m in CAUSING.finditer(sentence))
+
+
+FINDING_LEAD = 1e-3  # how far the finding's score is put above the best other's
+
+
+def _finding_first(question: str, candidates: list[_Candidate]) -> None:
+    """A finding on the asked event (`_finding_on_the_asked`) is its stated cause, the answer to 'why did the
+    boat capsize?' even where the sentence telling the capsize holds every word of the question and the
+    finding none: the best-scored one is put first."""
+    findings = [c for c in candidates if _finding_on_the_asked(question, c)]
+    if not findings:
+        return
+    best = max(findings, key=lambda c: c.score)
+    top = max(c.score for c in candidates)
+    if best.score < top:
+        best.score = top + FINDING_LEAD
+
+
+# the words of a cause question that ask for the cause, not what it is of ('caused', 'led to', 'happen')
+_CAUSE_ASKING = frozenset(stem(w) for w in "cause caused reason led lead happen happened come about".split())
+
+
+def _finding_on_the_asked(question: str, candidate: _Candidate) -> bool:
+    """Whether a why or cause question's quote is a finding on the asked event: it says one (SAYS_A_FINDING:
+    'An inquiry held that the boat had been overloaded', 'Its closure was blamed on the cost'), and every word
+    of what the question asks about is in it or in the sentences its paragraph told the event in
+    (`found_on`)."""
+    if _reason_asked(question) not in ("why", "cause") or not SAYS_A_FINDING.search(candidate.text):
+        return False
+    asked = question_terms(question) - _CAUSE_ASKING
+    return bool(asked) and asked <= candidate.terms | candidate.found_on
 
 
 def _explains_another(question: str, sentence: str) -> bool:
@@ -2311,6 +2371,94 @@ def _names_the_deed(action: str, sentence: str) -> bool:
         return False
     opening = re.escape(action[: max(DEED_STEM_LETTERS, len(action) - 3)])
     return bool(re.search(rf"\b{opening}[a-z]*{_DEED_SUFFIX}\b", sentence, re.IGNORECASE))
+
+
+# "Which lifeboats served the station?", "What boats did it have?", "Name the lifeboats", "List the keepers":
+# a question after several things of a kind (a plural noun, the last of up to three words)
+LISTS_THINGS = re.compile(
+    r"^\W*(?:which|what|(?:please\s+)?(?:name|list)(?:\s+(?:all|each\s+of|every\s+one\s+of))?"
+    r"(?:\s+(?:the|its|their|his|her))?)\s+(?!of\b)"
+    r"(?:[a-z][\w'\u2019-]*\s+){0,2}?(?P<noun>(?-i:[a-z][\w'\u2019-]*[^\Wsu]s))\b(?!\s+(?:is|was|doing|like)\b)",
+    re.IGNORECASE,
+)
+# verbs a list question's plural noun may be ('What normally happens ...?', 'What best describes ...?')
+_VERBS_IN_S = frozenset(
+    """happens makes causes means goes comes remains follows helps needs takes seems does says matters describes
+    explains shows suggests involves requires includes contains uses gives keeps leads runs stops starts ends
+    costs wants""".split()
+)
+LIST_QUOTES = 6  # the most sentences a list question quotes, each naming one or more of the things asked
+LIST_SPAN = 800  # characters either side of the first one, in its document, where the others are looked for
+
+
+def listed_noun(question: str) -> str | None:
+    """The stemmed noun a list question asks for ('lifeboat' of 'Which lifeboats served the station?'), a
+    plural in lower case; None for any other question ('Which boat capsized?' asks for one, 'What do the
+    Piruts want?' names a people, 'What normally happens ...?' asks with a verb)."""
+    found = LISTS_THINGS.match(question)
+    if found is None or found.group("noun") in STOPWORDS or found.group("noun") in _VERBS_IN_S:
+        return None
+    return stem(found.group("noun").lower())
+
+
+def _holds_noun(noun: str, candidate: _Candidate) -> bool:
+    """Whether the sentence names the noun, or its last part ('boat' for 'lifeboat'), or a longer word
+    ending in it ('lifeboat' for 'boat')."""
+    return any(
+        term == noun
+        or (len(term) >= MIN_HEAD and noun.endswith(term))
+        or (len(noun) >= MIN_HEAD and term.endswith(noun))
+        for term in candidate.terms
+    )
+
+
+def _heading_at(leaves: list[ContextNode], at: int) -> tuple[str, ...] | None:
+    """The heading path of the context's leaf that starts last at or before the document's character `at`
+    (a summary's copy of a sentence is read where its leaf stands, whose text the context may have trimmed);
+    None when no leaf starts there or before."""
+    before = [leaf for leaf in leaves if leaf.start is not None and leaf.start <= at]
+    return max(before, key=lambda leaf: leaf.start).heading if before else None
+
+
+def listed_items(question: str, candidates: list[_Candidate]) -> list[_Candidate]:
+    """For a list question, the sentences that name the things it asks for, in their document's order: the
+    sentences naming the noun ('Three lifeboats served the station.', 'The Mary Trelawny was a pulling boat',
+    'The Grace Pellow, a sailing lifeboat', 'the motor lifeboat Kernow') in the one document section, within
+    LIST_SPAN characters, that names it most often (of equals, the one with the best-scored such sentence), at
+    most LIST_QUOTES, with the sentences between them; none when no section names it twice (a question whose
+    things the documents do not list)."""
+    noun = listed_noun(question)
+    if noun is None:
+        return []
+    naming = [c for c in candidates if _document_place(c) is not None and _holds_noun(noun, c)]
+    groups = [_named_near(first, naming, candidates) for first in sorted(naming, key=lambda c: -c.score)]
+    items = max(groups, key=len, default=[])  # the section naming most of them; of equals, the best-scored
+    if len(items) < 2:
+        return []
+    # and what stands between them: 'Walter Dunstan kept the light from 1868' between two sentences of keepers
+    document = _document_place(items[0])[0]
+    places = [_document_place(c)[1] for c in items]
+    between = [
+        c
+        for c in candidates
+        if c not in items
+        and (place := _document_place(c)) is not None
+        and place[0] == document
+        and min(places) < place[1] < max(places)
+    ]
+    return sorted([*items, *between], key=_reading_order)[:LIST_QUOTES]
+
+
+def _named_near(first: _Candidate, naming: list[_Candidate], candidates: list[_Candidate]) -> list[_Candidate]:
+    """The sentences of `naming` in `first`'s document section, within LIST_SPAN characters of it."""
+    document, at = _document_place(first)
+    leaves = [c.node for c in candidates if c.node.layer == 0 and c.node.document == document]
+    heading = _heading_at(leaves, at)
+    return [
+        c
+        for c, (name, place) in ((c, _document_place(c)) for c in naming)
+        if name == document and abs(place - at) <= LIST_SPAN and _heading_at(leaves, place) == heading
+    ]
 
 
 # "Which yard built the ship?", "What kind of grind does it need?", "Which class should I book?": the
@@ -3137,6 +3285,10 @@ class ExtractiveAnswerer:
             penalty = self.ranker.blend.repeat_penalty if self.ranker is not None and not follow_up else 0.0
             order = self._order(rewrite, candidates, kind, penalty)
             picked = [candidates[i] for i in order]
+            # not in a paper or a story, whose lists the ranker was fitted on ('What baselines do they compare to?')
+            items = listed_items(rewrite.core, candidates) if not follow_up and kind is None else []
+            if items:  # 'Which lifeboats served the station?': each one named, in order, before anything else
+                picked = [*items, *(c for c in picked if c not in items)][: max(len(items), self.quotes)]
             table = _table_pick(rewrite, candidates, context, history, order, self.quotes)
             if table is not None:  # 'who joined most recently?': the rows by the asked column's values
                 picked = [candidates[i] for i in table.picked]
@@ -3205,6 +3357,8 @@ class ExtractiveAnswerer:
             or gives_other_roles(core, quoted.picked)
         ):
             return Grounding.CLOSEST
+        if verdict is not Grounding.ANSWERED and _finding_on_the_asked(core, quoted.picked[0]):
+            return Grounding.ANSWERED  # 'An inquiry held that the boat had been overloaded' for 'what caused the capsize?'
         if verdict is Grounding.NOTHING and subject_is_a_pronoun(core, len(subject_terms(core)), len(names_in(core))):
             return Grounding.CLOSEST
         if verdict is Grounding.NOTHING and _asked_in_another_language(core, quoted.candidates):
@@ -3376,6 +3530,8 @@ class ExtractiveAnswerer:
                 score -= _quoted_penalty(rewrite.core, candidate.text, asks_for_more)
             score += SPEAKER_BONUS if candidate.speaker in named else 0.0
             candidate.score = float(score)
+        if not thematic:
+            _finding_first(rewrite.core, candidates)
 
     def _pick_spread(self, candidates: list[_Candidate], quotes: int, least: int = 0) -> list[_Candidate]:
         """A question about the whole: the best sentences, one per context block first, so the quotes

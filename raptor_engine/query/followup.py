@@ -86,6 +86,7 @@ from .compared import (
     which_more,
 )
 from .given_names import gender_of_first_name
+from .verdict import NOT_SAID_LEAD
 
 CONTEXT_OPEN = " (context: "
 CONTEXT_CLOSE = ")"
@@ -115,7 +116,10 @@ def unanswered_lead(text: str) -> bool:
     nearest passages, those of a question in another language, or those after a document's end): not an LLM's 'The documents are in
     agreement ...'."""
     return text.startswith((WEAK_MATCH, NOTHING_RELATED)) or bool(
-        _OTHER_LANGUAGE_LEAD.match(text) or _DOCUMENT_EDGE_LEAD.match(text) or CANNOT_CHOOSE.match(text)
+        _OTHER_LANGUAGE_LEAD.match(text)
+        or _DOCUMENT_EDGE_LEAD.match(text)
+        or CANNOT_CHOOSE.match(text)
+        or NOT_SAID_LEAD.match(text)
     )
 TURNS_CONSIDERED = 6  # the last user questions looked at when chaining rewrites
 MAX_CONTEXT_CHARS = 200

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from ..ingest.sentences import content_terms, stem
+from ..ingest.sentences import IRREGULAR, content_terms, stem
 from .compared import MONTH_NUMBERS, MONTH_WORD, Figure, clauses, figures_in
 
 # the lead of an answer that says yes or no, which answers even when it says 'not' ('support.says_not_answered')
@@ -471,7 +471,7 @@ _OPPOSITES = (
     ("permit", "banned forbidden prohibited barred"),
     ("include", "excluded exclude"),
     ("safe", "dangerous"),
-    ("free", "charged paid"),
+    ("free", "charged paid cost costs price fare fares"),
     ("accept", "refused rejected declined"),
     ("approv", "rejected refused"),
 )
@@ -521,3 +521,176 @@ def _said_verdict(core: str, quote: str) -> Settled | None:
                     f"From the documents: {'no' if negated else 'yes'}, as the first passage says:", said
                 )
     return None
+
+
+# How a yes/no question may open for `unsaid`: the verbs of `_ASKING` and the modals ('Can I pay by card?')
+_ASKED_PROPERTY = re.compile(
+    rf"^\W*{_OPENING}(?P<verb>{_ASKING}|can|could|will|would|should|may|might|must)\s+(?P<rest>.+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+# verbs that say little of their own ('Can I bring my dog?' is answered by 'Dogs are allowed'; 'Does the ferry
+# take cars?' by 'The ferry carries twenty cars')
+_LIGHT_VERBS = frozenset(stem(w) for w in "bring take have get go use make put keep let give come".split())
+# what a quote must hold in so many words when the question asks it: a number or year, a weekday, a month
+_EXACT = re.compile(
+    rf"^(?:\d[\d,.]*|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|{MONTH_WORD})$", re.IGNORECASE
+)
+_SUBJECT_PRONOUN = {"i": "you", "we": "you", "you": "you", "they": "they", "he": "he", "she": "she", "there": "there"}
+_YOURS = {"me": "you", "my": "your", "us": "you", "our": "your", "mine": "yours", "ours": "yours"}
+_DETERMINER = re.compile(r"^(?:the|a|an|this|these|those|my|our|your|their|its|his|her|any|every|each|all|some)$", re.I)
+# words that begin what is said of the subject, not the subject itself ('the museum | open on Mondays')
+_PREDICATE = re.compile(
+    r"^(?:on|in|at|by|for|with|to|from|of|into|over|under|before|after|during|still|ever|really|also|ever|"
+    r"free|open|closed|shut|available|allowed|permitted|able|safe|accessible|suitable|included|required|needed|"
+    r"possible|necessary|refundable|[a-z]+(?:ed|en|ing))$",
+    re.IGNORECASE,
+)
+# 'Are pets allowed?', 'Is the grey model included?': whether the subject is let in or counted in, asked of it
+_PERMISSION = re.compile(
+    r"\b(?:allowed|permitted|possible|ok|okay|acceptable|included|covered|affected|eligible)\b", re.IGNORECASE
+)
+_MODALS = frozenset("can could will would should may might must".split())
+# words a question adds that no answer need repeat ('Can I get a replacement instead?')
+_FILLER = frozenset(
+    "instead also still ever really too now already even just actually please anything anyone anybody someone".split()
+)
+# 'Does the report mention dredging?', 'Does the agreement say anything about pets?': the document and its
+# saying are not what is asked
+_SAYING = frozenset(
+    stem(w)
+    for w in """mention mentions say says said discuss discusses talk talks describe describes report document
+    file paper agreement contract notice manual handbook minutes page article book letter policy leaflet
+    guide""".split()
+)
+NOT_SAID = "The documents do not say whether {what}; the nearest passages are:"
+NOT_SAID_LEAD = re.compile(r"The documents do not say whether [^\n]{1,400}?; the nearest passages are:")
+
+
+def unsaid(core: str, quotes: list[str], dated: dict[str, int] | None = None) -> str | None:
+    """The lead line for a yes/no question whose asked property no quote holds ('Is the ferry free?' over 'The
+    ferry leaves at seven.'): the documents do not say whether it is so, the quotes being only the nearest
+    passages. A quote holds it when one of its sentences holds every word the question asks with (a word of the
+    same stem, a negated form, or its opposite: 'closed' for 'open'), or all but one when it asks with three or
+    more, where a number, a year, a weekday or a month is never the one missed. Verbs that say little ('take',
+    'bring') are not asked with; 'Is smoking allowed in the flat?' asks with its subject ('smoking'), what is
+    allowed, and not with the place ('They will not smoke inside the property'). `dated`: the year a quote's document is of, by quote, for its 'this year'.
+    None for any other question, or when a quote holds it."""
+    asked = _ASKED_PROPERTY.match(core.strip())
+    if asked is None or _POINTS_BACK.search(asked.group("rest")) or not quotes:
+        return None
+    rest = asked.group("rest").split()
+    known = frozenset(stem(t) for quote in quotes for t in content_terms(quote.lower()))
+    count = _subject_length(rest, asked.group("verb"), known)
+    # 'Are pets allowed?', 'Is smoking permitted in the flat?': what is allowed is asked, wherever
+    asked_of = " ".join(rest[:count]) if _PERMISSION.search(" ".join(rest[count:])) else core
+    words = [t for t in content_terms(asked_of.lower()) if t not in _ASK_WORDS and t not in _FILLER]
+    words = [t for t in words if stem(t) not in _LIGHT_VERBS | _SAYING and t not in _MODALS]
+    words += [t for t in content_terms(core.lower()) if _EXACT.match(t) and t not in words]
+    if not words:
+        return None
+    exact = {stem(t) for t in words if _EXACT.match(t)}
+    terms = [stem(t) for t in words]
+    least = len(terms) if len(terms) <= 2 else len(terms) - 1
+    for quote in quotes:
+        for sentence in _SENTENCE.split(_this_year(quote, (dated or {}).get(quote))):
+            held = [t for t in terms if _holds_term(sentence, t)]
+            if len(held) >= least and exact <= set(held):
+                return None
+    return NOT_SAID.format(what=_whether(asked.group("verb"), rest, count))
+
+
+_THIS_YEAR = re.compile(r"\b(?:this|last)\s+year\b", re.IGNORECASE)
+
+
+def _this_year(sentence: str, year: int | None) -> str:
+    """`sentence` with its 'this year' and 'last year' as the years they are in a document of `year`."""
+    if year is None:
+        return sentence
+    return _THIS_YEAR.sub(lambda m: str(year - (m.group(0).lower().startswith("last"))), sentence)
+
+
+def _holds_term(sentence: str, term: str) -> bool:
+    """Whether the sentence holds the asked word: its stem, a negated form ('unheated'), or its opposite."""
+    plain = _HYPHENED_NEGATION.sub(r"\1", sentence)
+    held = [stem(t) for t in content_terms(plain.lower())]
+    if any(_alike(term, h) or (h[:3] in ("non", "dis") and _alike(term, h[3:])) for h in held):
+        return True
+    if any(h[:2] in ("un", "in") and len(h) > 4 and _alike(term, h[2:]) for h in held):
+        return True
+    return _says_the_opposite(plain, [term])
+
+
+def _subject_length(words: list[str], verb: str, known: frozenset[str] = frozenset()) -> int:
+    """How many of a yes/no question's words after its `verb` are its subject ('the ferry' of 'the ferry take
+    cars', 'smoking' of 'smoking allowed in the flat', 'I' of 'I pay by card'): a pronoun, or a determiner and
+    the words up to what is said of it: a preposition, a participle, a word such as 'free' or 'open', another
+    determiner ('Jory Pascoe | the last coxswain'), or after 'does', 'can' and the like the verb, read as the
+    first word after the subject's first that is not a name nor a stem of `known` (the quotes' words: 'the
+    night ferry | take cars' over 'The ferry leaves at seven')."""
+    if words[0].lower() in _SUBJECT_PRONOUN:
+        return 1
+    count = 1 if _DETERMINER.match(words[0]) else 0
+    count += 1  # the subject's first word, whatever it is
+    be = verb.lower() in ("is", "was", "are", "were", "has", "have", "had")
+    while count < len(words) - 1 and not _PREDICATE.match(words[count].strip(",")):
+        if _DETERMINER.match(words[count]):
+            break
+        if not be and words[count][:1].islower() and stem(words[count].lower()) not in known:
+            break  # 'the ferry | take cars': a word the quotes do not hold is what is said of the subject
+        count += 1
+    return count
+
+
+def _whether(verb: str, words: list[str], count: int) -> str:
+    """What a yes/no question asks, said as a statement ('Is the ferry free' -> 'the ferry is free', 'Can I pay
+    by card' -> 'you can pay by card'): the subject (its first `count` words), then the verb, then the rest;
+    the asker's 'I', 'my' as 'you', 'your'."""
+    subject = [_SUBJECT_PRONOUN.get(w.lower(), w) if i == 0 else w for i, w in enumerate(words[:count])]
+    said = [_YOURS.get(w.lower(), w) for w in words[count:]]
+    verb = verb.lower()
+    if verb in ("do", "does", "did"):
+        # the verb is the first word past an adverb ('the station still operates')
+        at = next((i for i, w in enumerate(said) if w.lower() not in _FILLER), None)
+        if at is not None and verb == "does":
+            said[at] = _third_person(said[at])
+        elif at is not None and verb == "did":
+            said[at] = _past(said[at])
+    else:
+        said.insert(0, _agreeing(verb, subject[0].lower()))
+    return " ".join([*subject, *said])
+
+
+def _agreeing(verb: str, subject: str) -> str:
+    """The verb as it goes with the subject said back: 'am I' is 'you are', 'was I' is 'you were'."""
+    if subject == "you":
+        return {"am": "are", "is": "are", "was": "were", "has": "have"}.get(verb, verb)
+    return verb
+
+
+_PAST = {base: past for past, base in reversed(IRREGULAR.items())}  # 'take' -> 'took', not 'taken'
+
+
+def _past(verb: str) -> str:
+    """'serve' -> 'served', 'take' -> 'took', 'carry' -> 'carried', 'stop' -> 'stopped' (short verbs only)."""
+    lower = verb.lower()
+    if lower in _PAST:
+        return _PAST[lower]
+    if lower.endswith("e"):
+        return verb + "d"
+    if re.search(r"[^aeiou]y$", lower):
+        return verb[:-1] + "ied"
+    if re.fullmatch(r"[^aeiou]*[aeiou][bdgmnpt]", lower):
+        return verb + verb[-1] + "ed"
+    return verb + "ed"
+
+
+def _third_person(verb: str) -> str:
+    """'take' -> 'takes', 'cross' -> 'crosses', 'carry' -> 'carries', 'have' -> 'has'."""
+    lower = verb.lower()
+    if lower == "have":
+        return "has"
+    if re.search(r"(?:s|sh|ch|x|z|o)$", lower):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", lower):
+        return verb[:-1] + "ies"
+    return verb + "s"
