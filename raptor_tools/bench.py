@@ -117,10 +117,14 @@ def build_synthetic_kb(
     the store's normal commit, then build the index; (kb_id, seconds of the index build)."""
     from raptor_engine.ingest.sentences import sentence_spans
     from raptor_engine.storage.records import NewNode
+    from raptor_engine.tree.model_check import SAMPLE_LEAVES
 
     texts, _, base = material
     vectors, rows = synthetic_vectors(base, size, np.random.default_rng(seed))
     numbered = [numbered_text(texts[row], i) for i, row in enumerate(rows.tolist())]
+    # the first leaves hold the model's own vectors of their text, as a build would have stored them: the
+    # engine's model check (model_check.py) re-embeds them before the knowledge base is searched
+    vectors[:SAMPLE_LEAVES] = engine.embedder.embed(numbered[:SAMPLE_LEAVES])
     counter = engine.embedder.count_tokens_batch
     tokens = counter(numbered)
     sentences = sentence_spans(numbered, counter)

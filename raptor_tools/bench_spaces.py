@@ -86,6 +86,7 @@ def write_kbs(plan: ManyKbsPlan, data_dir: Path) -> dict[str, Any]:
     """Write every knowledge base straight into its space's store, and save its index."""
     from raptor_engine.ingest.sentences import sentence_spans
     from raptor_engine.storage.records import NewNode
+    from raptor_engine.tree.model_check import SAMPLE_LEAVES
 
     counter = StandInEmbedder().count_tokens_batch
     rng = np.random.default_rng(plan.seed)
@@ -99,6 +100,9 @@ def write_kbs(plan: ManyKbsPlan, data_dir: Path) -> dict[str, Any]:
                     continue  # written by an earlier run into the same --data-dir
             vectors = _unit(plan.seed * 1_000_003 + number, size)
             texts = [" ".join(rng.choice(WORDS, 12)) + f" (kb {number} leaf {i})." for i in range(size)]
+            # the first leaves hold the stand-in's own vectors of their text, as a store it built would:
+            # the engine's model check (model_check.py) re-embeds them before a knowledge base is searched
+            vectors[:SAMPLE_LEAVES] = StandInEmbedder().embed(texts[:SAMPLE_LEAVES])
             # Each leaf's sentences are stored with it, as a build stores them (retrieval reads them).
             spans = sentence_spans(texts, counter)
             nodes = [

@@ -16,6 +16,7 @@ from raptor_engine.engine import Engine
 from raptor_engine.tree.model_check import (
     SAME_MODEL_COSINE,
     Agreement,
+    ModelCheck,
     VectorsOfAnotherModelError,
     agreement,
 )
@@ -155,3 +156,27 @@ def test_agreement_of_nothing_of_another_size_and_of_unusable_vectors(embedder):
     assert agreement(embedder, broken) == Agreement(1.0, 0)
     found = agreement(embedder, [*broken, (3, text, own)])
     assert found.samples == 1 and found.cosine > 0.99
+
+
+class _OneKb:
+    """A store whose knowledge base 1 holds the given leaves (what `ModelCheck` reads of a store)."""
+
+    def __init__(self, leaves: list[tuple[int, str, np.ndarray]]) -> None:
+        self.leaves = leaves
+
+    def leaf_samples(self, kb_id: int, count: int) -> list[tuple[int, str, np.ndarray]]:
+        return self.leaves[:count] if kb_id == 1 else []
+
+
+def test_two_stores_knowledge_bases_of_the_same_id_are_judged_apart(embedder):
+    """Each server's store numbers its knowledge bases from 1: one built with the model and one with
+    another, same ids and texts, get their own verdicts in one process, in either order."""
+    texts = ["The keeper lit the lamp at dusk.", "The ferry leaves at seven.", "Bees keep the hive warm."]
+    own = embedder.embed(texts)
+    other = rotated(embedder).embed(texts)
+    good = _OneKb([(i + 1, t, own[i]) for i, t in enumerate(texts)])
+    bad = _OneKb([(i + 1, t, other[i]) for i, t in enumerate(texts)])
+    for first, second in ((good, bad), (bad, good)):
+        check = ModelCheck(embedder)
+        verdicts = {id(store): check.agreement_of(store, 1).same_model for store in (first, second)}
+        assert verdicts == {id(good): True, id(bad): False}

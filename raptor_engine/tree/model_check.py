@@ -10,6 +10,7 @@ another model's vectors of the same text do not.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from dataclasses import dataclass
@@ -69,6 +70,14 @@ def agreement(embedder: _Embeds, samples: list[tuple[int, str, np.ndarray]]) -> 
     return Agreement(float(np.median(cosines)), len(usable))
 
 
+def _fingerprint(samples: list[tuple[int, str, np.ndarray]]) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    for node_id, text, vector in samples:
+        digest.update(f"{node_id}\0{text}\0".encode())
+        digest.update(np.ascontiguousarray(vector).tobytes())
+    return digest.hexdigest()
+
+
 def another_model_message(kb: str, model: str) -> str:
     """The one sentence a user reads when `kb`'s vectors are not the configured model's."""
     return (
@@ -79,19 +88,21 @@ def another_model_message(kb: str, model: str) -> str:
 
 
 class ModelCheck:
-    """Remembers, per knowledge base and process, whether its vectors are the configured model's.
+    """Remembers, per process, whether a knowledge base's vectors are the configured model's.
 
-    Keyed by the sampled leaves' ids, so a knowledge base whose first leaves were forgotten or replaced is
-    checked again; a check costs one SQL query once remembered."""
+    Keyed by what the sampled leaves hold (ids, texts and stored vectors), not by the knowledge base's id,
+    which each server's store numbers from 1: a knowledge base whose first leaves were forgotten or
+    replaced is checked again, and two stores' knowledge bases never share an answer. Once remembered, a
+    check costs one SQL query."""
 
     def __init__(self, embedder: _Embeds) -> None:
         self.embedder = embedder
-        self._known: dict[tuple[int, ...], Agreement] = {}
+        self._known: dict[str, Agreement] = {}
         self._lock = threading.Lock()
 
     def agreement_of(self, store: _LeafSamples, kb_id: int) -> Agreement:
         samples = store.leaf_samples(kb_id, SAMPLE_LEAVES)
-        key = (kb_id, *(node_id for node_id, _, _ in samples))
+        key = _fingerprint(samples)
         with self._lock:
             known = self._known.get(key)
         if known is not None:
