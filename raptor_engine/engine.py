@@ -74,7 +74,16 @@ from .query.followup import (
 )
 from .query.ranker import ranker_for
 from .query.respell import respelled
-from .query.retrieve import RANKINGS, TRIM, SentenceJudge, allowed_ids, collapsed_tree, tree_traversal
+from .query.retrieve import (
+    ELISION,
+    RANKINGS,
+    TRIM,
+    SentenceJudge,
+    allowed_ids,
+    collapsed_tree,
+    context_node,
+    tree_traversal,
+)
 from .query.smalltalk import (
     REPLIES,
     SAID_OF_NOTHING,
@@ -93,7 +102,15 @@ from .query.smalltalk import (
     without_small_talk,
 )
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
-from .query.tables import LISTS_COUNTED_ROWS, holds_rows
+from .query.tables import (
+    LISTS_COUNTED_ROWS,
+    MAX_WHOLE_TABLE_CHARS,
+    MAX_WHOLE_TABLE_ROWS,
+    asks_whole_table,
+    holds_rows,
+    rows_in,
+    table_leaf,
+)
 from .query.verdict import settled
 from .query.verify import NOTHING_TO_CHECK, UNSETTLED, answered_nothing, check_reply, claims_of, last_answer
 from .storage.archive import abandoned_imports
@@ -2025,6 +2042,34 @@ class Engine:
             for node in nodes
         ]
 
+    def _with_whole_table(self, question: str, context: RetrievedContext) -> RetrievedContext:
+        """The context with every leaf of its table read whole, for a question asked of all its rows
+        (`asks_whole_table`: a count, a superlative, a threshold, a total, a listing): the rows the search
+        returned were some of them, so 'how many boats are there?' over a table of 40 counted none. The
+        table is the document of the best-scored leaf holding labelled rows; its leaves stand in its first
+        one's place, in their order, each whole (a trimmed one too). A table of more than MAX_WHOLE_TABLE_ROWS
+        rows or MAX_WHOLE_TABLE_CHARS characters is left as retrieved, and its answer says no count is
+        given."""
+        if not asks_whole_table(question):
+            return context
+        leaf = table_leaf(context.nodes)
+        stored = self.store.document_leaves(leaf.node_id, MAX_WHOLE_TABLE_CHARS) if leaf is not None else None
+        if leaf is None or stored is None or rows_in([node.text for node in stored]) > MAX_WHOLE_TABLE_ROWS:
+            log.info("a question over a table's rows: its table is too big to read whole, or none is found")
+            return context
+        ids = {node.id for node in stored}
+        held = {node.node_id: node for node in context.nodes if node.node_id in ids}
+        if len(held) == len(stored) and not any(ELISION in node.text for node in held.values()):
+            return context
+        least = min(node.score for node in held.values())
+        table = [context_node(node, held[node.id].score if node.id in held else least) for node in stored]
+        at = next(i for i, node in enumerate(context.nodes) if node.node_id in held)
+        rest = [node for node in context.nodes if node.node_id not in held]
+        nodes = [*rest[:at], *table, *rest[at:]]
+        log.info("a question over a table's rows: its %d leaves read whole (%d found)", len(table), len(held))
+        added = sum(node.tokens for node in table if node.node_id not in held)
+        return replace(context, nodes=nodes, tokens_used=context.tokens_used + added)
+
     def _with_superseded(self, kb: str, nodes: list[ContextNode]) -> list[ContextNode]:
         """The context's nodes of a file posted again since with new content, marked
         (`Store.superseded_nodes`): a sentence the later file says otherwise ('Wednesday evenings' for
@@ -2216,6 +2261,8 @@ class Engine:
         searched = await asyncio.to_thread(self._unnamed, kb, _what_is_searched(query))
         context = await asyncio.to_thread(self._question_context, kb, searched, mode, budget, layers, documents)
         table_asked = onward is None or bool(LISTS_COUNTED_ROWS.match(question))  # 'which ones?' after a count
+        if table_asked and holds_rows(context.nodes):  # 'how many boats are there?': every row of the table
+            context = await asyncio.to_thread(self._with_whole_table, split_standalone(query).core, context)
         if onward in (Onward.NEXT, Onward.BEFORE) or (table_asked and holds_rows(context.nodes)):
             # ('how many members joined in 2020?': a count is stated only of a table wholly in the context)
             context.nodes = await asyncio.to_thread(self._with_document_edges, context.nodes)

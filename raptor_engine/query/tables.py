@@ -42,6 +42,42 @@ def holds_rows(nodes: Sequence[ContextNode]) -> bool:
     return any(node.layer == 0 and LABELLED_ROW_LINE.search(node.text) for node in nodes)
 
 
+# A table read whole for a question over all its rows (`asks_whole_table`): at most this many rows, held in at
+# most this many characters of its leaves. Under MAX_SENTENCES (200, `answer`), the sentences of context
+# an answer reads, so every row of it is read and counted, with room for the rest of the context.
+MAX_WHOLE_TABLE_ROWS = 150
+MAX_WHOLE_TABLE_CHARS = 40_000
+# 'list all boats', 'show every member', 'what are all the items?': every row, not the rows ranked first
+_LISTS_ALL = re.compile(
+    r"^\W*(?:(?:please|can\s+you|could\s+you)\s+)?(?:(?:list|show|name|give)\s+(?:me\s+)?(?:all|every|each)\b"
+    r"|(?:what|which|who)\s+are\s+all\b)",
+    re.IGNORECASE,
+)
+# 'which boats are in Oban?', 'who are the members in Leeds?': the rows holding a value
+_WHICH_ROWS = re.compile(r"^\W*(?:and\s+|so\s+)?(?:which|who)\b.*\b(?:are|were|have|had)\b", re.IGNORECASE)
+
+
+def asks_whole_table(question: str) -> bool:
+    """Whether a question is asked of every row of a table: a count ('how many boats are there?'), a
+    superlative or a threshold on a column ('which boat is the longest?', 'built before 1950?'), a total or an
+    average, a listing ('list all boats'), the rows holding a value ('which boats are in Oban?'). Its table is
+    then read whole where it is small enough (`MAX_WHOLE_TABLE_ROWS`): the rows a search happens to return are
+    not the table. A question about one row ('what is Kittiwake's home port?') is not."""
+    asks = (_HOW_MANY, _SUPERLATIVE, _THRESHOLD, _AVERAGE, _TOTAL, _LISTS_ALL, _WHICH_ROWS)
+    return any(pattern.search(question) for pattern in asks)
+
+
+def table_leaf(nodes: Sequence[ContextNode]) -> ContextNode | None:
+    """The context's best-scored leaf holding labelled table rows: the table a question over rows is about."""
+    leaves = [n for n in nodes if n.layer == 0 and n.document and LABELLED_ROW_LINE.search(n.text)]
+    return max(leaves, key=lambda node: node.score, default=None)
+
+
+def rows_in(texts: Sequence[str]) -> int:
+    """How many labelled table rows these leaves' texts hold (a long row written as several lines: each)."""
+    return sum(len(LABELLED_ROW_LINE.findall(text)) for text in texts)
+
+
 def whole_documents(nodes: Sequence[ContextNode]) -> set[str | None]:
     """The documents every leaf of which is in the context, untrimmed: their first leaf and their last (as
     the engine marked them), and between them leaves whose spans meet. A count of a table's rows is stated
@@ -655,7 +691,9 @@ def _over_threshold(question: str, threshold: re.Match[str], table: list[Row], n
         return TablePick([row.index for row in _ordered(table, column, way)[:1]], (
             f"No row of {name} has {column} {said}; the nearest is:"))
     if whole:
-        lead = f"From the documents: {len(held)} of the {len(table)} rows of {name} with {column} {said}:"
+        first = f"; the first {MAX_ROWS_QUOTED} are quoted" if len(held) > MAX_ROWS_QUOTED else ""
+        counted = f"{len(held)} of the {len(table)} rows of {name}"
+        lead = f"From the documents: {counted} with {column} {said}{first}:"
     else:
         lead = f"From the documents ({_NOT_WHOLE.format(name=name)}): the rows found of {name} with {column} {said}:"
     return TablePick([row.index for row in held[:MAX_ROWS_QUOTED]], lead)
@@ -693,17 +731,24 @@ def _holding(question: str, table: list[Row], name: str, whole: bool) -> TablePi
             lead = f"From the documents ({_NOT_WHOLE.format(name=name)}): the rows found of {name} with {said}:"
         else:
             verb = "has" if len(held) == 1 else "have"
-            lead = f"From the documents: {len(held)} of the {len(table)} rows of {name} {verb} {said}:"
+            first = f"; the first {MAX_ROWS_QUOTED} are quoted" if len(held) > MAX_ROWS_QUOTED else ""
+            lead = f"From the documents: {len(held)} of the {len(table)} rows of {name} {verb} {said}{first}:"
         return TablePick([row.index for row in held[:MAX_ROWS_QUOTED]], lead)
-    if not how_many:
+    lists_all = bool(_LISTS_ALL.match(question))
+    if not (how_many or lists_all):
         return None
     table_words = {stem(t) for t in content_terms(re.sub(r"[._-]", " ", name.lower()))}
     if len(asked - _ALL_ROWS_WORDS - table_words) > 1:
         return None  # 'how many keepers married?' asks what no value of the table names
     if not whole:  # 'how many orders are there?' of a table larger than the context: no count, and it says so
+        if lists_all:
+            lead = f"From the documents ({_NOT_WHOLE.format(name=name)}): the rows found of {name}:"
+            return TablePick([row.index for row in table[:MAX_ROWS_QUOTED]], lead)
         return TablePick([row.index for row in table[:3]], f"From the documents ({_NOT_WHOLE.format(name=name)}, so "
                          f"no count is given): the first rows found of {name}:")  # fmt: skip
-    return TablePick([row.index for row in table[:MAX_ROWS_QUOTED]], f"From the documents: {name} has {len(table)} rows:")
+    first = f"; the first {MAX_ROWS_QUOTED} are quoted" if len(table) > MAX_ROWS_QUOTED else ""
+    lead = f"From the documents: {name} has {len(table)} rows{first}:"
+    return TablePick([row.index for row in table[:MAX_ROWS_QUOTED]], lead)
 
 
 def _is_key(table: list[Row], column: str) -> bool:
