@@ -2053,10 +2053,14 @@ class Engine:
         if not asks_whole_table(question):
             return context
         leaf = table_leaf(context.nodes)
-        stored = self.store.document_leaves(leaf.node_id, MAX_WHOLE_TABLE_CHARS) if leaf is not None else None
-        if leaf is None or stored is None or rows_in([node.text for node in stored]) > MAX_WHOLE_TABLE_ROWS:
-            log.info("a question over a table's rows: its table is too big to read whole, or none is found")
+        if leaf is None:
             return context
+        stored = self.store.document_leaves(leaf.node_id, MAX_WHOLE_TABLE_CHARS)
+        if stored is None or rows_in([node.text for node in stored]) > MAX_WHOLE_TABLE_ROWS:
+            log.info("a question over a table's rows: %s is too big to read whole", leaf.document)
+            big = leaf.document
+            nodes = [replace(n, table_too_big=True) if n.document == big else n for n in context.nodes]
+            return replace(context, nodes=nodes)
         ids = {node.id for node in stored}
         held = {node.node_id: node for node in context.nodes if node.node_id in ids}
         if len(held) == len(stored) and not any(ELISION in node.text for node in held.values()):

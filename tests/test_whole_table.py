@@ -109,7 +109,14 @@ def test_the_superlative_is_of_every_row(engine):
 def test_a_table_too_big_to_read_whole_is_answered_from_the_rows_found(engine, monkeypatch):
     monkeypatch.setattr(engine_module, "MAX_WHOLE_TABLE_ROWS", 10)
     first_line, _, leaves = _ask(engine, "How many boats are there?")
-    assert "so no count is given" in first_line and len(leaves) < _leaf_count(engine)
+    assert first_line.startswith(
+        "From the documents (fleet.csv is too big to read whole, more than 150 rows or 40,000 characters; "
+        "the context may not hold every row of fleet.csv, so no count is given): the first rows found of fleet.csv:"
+    )
+    assert len(leaves) < _leaf_count(engine)
+    first_line, _, _ = _ask(engine, "How many boats were built before 1950?")
+    assert "fleet.csv is too big to read whole" in first_line
+    assert "the rows found of fleet.csv with Built" in first_line
 
 
 @pytest.mark.parametrize(

@@ -493,6 +493,25 @@ _WAY_SHOWN = {("max", "date"): "latest first", ("min", "date"): "earliest first"
               ("min", ""): "lowest first"}  # fmt: skip
 
 
+# what a lead says of a table the engine found too big to read whole (`asks_whole_table`), before _NOT_WHOLE
+_TOO_BIG = (
+    f"{{name}} is too big to read whole, more than {MAX_WHOLE_TABLE_ROWS} rows or {MAX_WHOLE_TABLE_CHARS:,} "
+    "characters; "
+)
+
+
+def said_too_big(picked: TablePick | None, too_big: frozenset[str | None]) -> TablePick | None:
+    """`table_pick`'s answer, its lead saying so of a table `too_big` to read whole (the engine marks its
+    leaves), where it says the context may not hold every row: the user learns why no count is given."""
+    if picked is None or picked.lead is None:
+        return picked
+    lead = picked.lead
+    for name in too_big - {None}:
+        partial = _NOT_WHOLE.format(name=name)
+        lead = lead.replace(partial, _TOO_BIG.format(name=name) + partial)
+    return replace(picked, lead=lead)
+
+
 def table_pick(
     question: str,
     rows: list[Row],
