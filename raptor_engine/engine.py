@@ -106,8 +106,10 @@ from .query.tables import (
     LISTS_COUNTED_ROWS,
     MAX_WHOLE_TABLE_CHARS,
     MAX_WHOLE_TABLE_ROWS,
+    asks_which_rows,
     asks_whole_table,
     holds_rows,
+    names_row_values,
     rows_in,
     table_leaf,
 )
@@ -613,6 +615,28 @@ def _open_spaces(settings: Settings) -> Spaces:
         log.debug("opening %s failed", settings.data_dir, exc_info=True)
         raise failure from error
     return spaces
+
+
+def _marked_too_big(context: RetrievedContext, document: str | None) -> RetrievedContext:
+    """The context with the leaves of a table too big to read whole marked (`ContextNode.table_too_big`)."""
+    nodes = [replace(n, table_too_big=True) if n.document == document else n for n in context.nodes]
+    return replace(context, nodes=nodes)
+
+
+def _with_leaves(context: RetrievedContext, stored: list[StoredNode]) -> RetrievedContext:
+    """The context with a document's every leaf (`stored`, in its order), each whole (a trimmed one too), in
+    the place of its first leaf the context held; one it did not hold scores as the lowest it held."""
+    ids = {node.id for node in stored}
+    held = {node.node_id: node for node in context.nodes if node.node_id in ids}
+    if not held or (len(held) == len(stored) and not any(ELISION in node.text for node in held.values())):
+        return context
+    least = min(node.score for node in held.values())
+    table = [context_node(node, held[node.id].score if node.id in held else least) for node in stored]
+    at = next(i for i, node in enumerate(context.nodes) if node.node_id in held)
+    rest = [node for node in context.nodes if node.node_id not in held]
+    log.info("a question over a table's rows: its %d leaves read whole (%d found)", len(table), len(held))
+    added = sum(node.tokens for node in table if node.node_id not in held)
+    return replace(context, nodes=[*rest[:at], *table, *rest[at:]], tokens_used=context.tokens_used + added)
 
 
 class Engine:
@@ -2044,35 +2068,24 @@ class Engine:
 
     def _with_whole_table(self, question: str, context: RetrievedContext) -> RetrievedContext:
         """The context with every leaf of its table read whole, for a question asked of all its rows
-        (`asks_whole_table`: a count, a superlative, a threshold, a total, a listing): the rows the search
-        returned were some of them, so 'how many boats are there?' over a table of 40 counted none. The
-        table is the document of the best-scored leaf holding labelled rows; its leaves stand in its first
-        one's place, in their order, each whole (a trimmed one too). A table of more than MAX_WHOLE_TABLE_ROWS
-        rows or MAX_WHOLE_TABLE_CHARS characters is left as retrieved, and its answer says no count is
-        given."""
-        if not asks_whole_table(question):
-            return context
-        leaf = table_leaf(context.nodes)
+        (`asks_whole_table`: a count, a superlative, a threshold, a total, a listing; or 'who/which ...?'
+        naming a value of its rows, `names_row_values`): the search returned some of them, so 'how many boats
+        are there?' over a table of 40 counted none. The table is the document of the best-scored leaf
+        holding labelled rows. One of more than MAX_WHOLE_TABLE_ROWS rows or MAX_WHOLE_TABLE_CHARS characters
+        is left as retrieved, its leaves marked so the answer says why it gives no count."""
+        every = asks_whole_table(question)
+        leaf = table_leaf(context.nodes) if every or asks_which_rows(question) else None
         if leaf is None:
             return context
         stored = self.store.document_leaves(leaf.node_id, MAX_WHOLE_TABLE_CHARS)
-        if stored is None or rows_in([node.text for node in stored]) > MAX_WHOLE_TABLE_ROWS:
+        if stored is not None and rows_in([node.text for node in stored]) > MAX_WHOLE_TABLE_ROWS:
+            stored = None
+        if stored is None:  # 'who is on duty on Thursday?' names values unread: the table is not said too big
             log.info("a question over a table's rows: %s is too big to read whole", leaf.document)
-            big = leaf.document
-            nodes = [replace(n, table_too_big=True) if n.document == big else n for n in context.nodes]
-            return replace(context, nodes=nodes)
-        ids = {node.id for node in stored}
-        held = {node.node_id: node for node in context.nodes if node.node_id in ids}
-        if len(held) == len(stored) and not any(ELISION in node.text for node in held.values()):
-            return context
-        least = min(node.score for node in held.values())
-        table = [context_node(node, held[node.id].score if node.id in held else least) for node in stored]
-        at = next(i for i, node in enumerate(context.nodes) if node.node_id in held)
-        rest = [node for node in context.nodes if node.node_id not in held]
-        nodes = [*rest[:at], *table, *rest[at:]]
-        log.info("a question over a table's rows: its %d leaves read whole (%d found)", len(table), len(held))
-        added = sum(node.tokens for node in table if node.node_id not in held)
-        return replace(context, nodes=nodes, tokens_used=context.tokens_used + added)
+            return _marked_too_big(context, leaf.document) if every else context
+        if not every and not names_row_values(question, [node.text for node in stored]):
+            return context  # 'who is the treasurer?': a key's row, or none named; a lookup, as retrieved
+        return _with_leaves(context, stored)
 
     def _with_superseded(self, kb: str, nodes: list[ContextNode]) -> list[ContextNode]:
         """The context's nodes of a file posted again since with new content, marked

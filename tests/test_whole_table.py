@@ -96,6 +96,30 @@ def test_a_question_over_every_row_counts_the_whole_table(engine, question, lead
     assert quotes and all(quote.startswith("Boat: ") for quote in quotes)
 
 
+@pytest.mark.parametrize(
+    ("question", "port"),
+    [
+        ("Who is based in Oban?", "Oban"),
+        ("Which boat is from Brixham?", "Brixham"),
+        ("Which boat sails from Fowey?", "Fowey"),
+    ],
+)
+def test_a_which_question_naming_a_value_counts_the_whole_table(engine, question, port):
+    first_line, quotes, leaves = _ask(engine, question)
+    matching = sum(row[4] == port for row in ROWS)
+    assert (
+        first_line
+        == f"From the documents: {matching} of the {len(ROWS)} rows of fleet.csv have Home port {port}:"
+    )
+    assert len(quotes) == matching and len(leaves) == _leaf_count(engine)
+
+
+def test_a_which_question_naming_one_row_keeps_its_context(engine):
+    """'Which port is Kittiwake from?' names a key's row: a lookup, answered from the context as retrieved."""
+    _, quotes, leaves = _ask(engine, "Which port is Kittiwake from?")
+    assert "Kittiwake" in quotes[0] and len(leaves) < _leaf_count(engine)
+
+
 def test_the_superlative_is_of_every_row(engine):
     longest = max(ROWS, key=lambda row: float(row[3]))
     first_line, quotes, _ = _ask(engine, "Which boat has the greatest length?")

@@ -67,6 +67,22 @@ def asks_whole_table(question: str) -> bool:
     return any(pattern.search(question) for pattern in asks)
 
 
+def asks_which_rows(question: str) -> bool:
+    """Whether a question opens as one asking for rows ('who joined in 2020?', 'which boat is in Oban?'): over
+    every row when it names a value of the table (`names_row_values`), which only its rows can say."""
+    return bool(_WHICH.match(question))
+
+
+def names_row_values(question: str, texts: Sequence[str]) -> bool:
+    """Whether a question names a whole cell of these leaves' rows other than a key ('2020' of Joined, 'tea
+    urn' and 'Thursday' of Duty and Day; not 'Ann Li' of Name): it asks for the rows holding it, of every
+    row ('who is on tea urn duty on Thursday?'), not one row to look up."""
+    lines = [line.group(0).strip()[2:] for text in texts for line in LABELLED_ROW_LINE.finditer(text)]
+    rows = [Row(i, "table", i, cells) for i, line in enumerate(lines) if (cells := row_cells(line)) is not None]
+    rows = joined_rows(rows)
+    return any(not _is_key(rows, column) for column in _named_values(question, rows))
+
+
 def table_leaf(nodes: Sequence[ContextNode]) -> ContextNode | None:
     """The context's best-scored leaf holding labelled table rows: the table a question over rows is about."""
     leaves = [n for n in nodes if n.layer == 0 and n.document and LABELLED_ROW_LINE.search(n.text)]
