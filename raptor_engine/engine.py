@@ -624,19 +624,21 @@ def _marked_too_big(context: RetrievedContext, document: str | None) -> Retrieve
 
 
 def _with_leaves(context: RetrievedContext, stored: list[StoredNode]) -> RetrievedContext:
-    """The context with a document's every leaf (`stored`, in its order), each whole (a trimmed one too), in
-    the place of its first leaf the context held; one it did not hold scores as the lowest it held."""
-    ids = {node.id for node in stored}
-    held = {node.node_id: node for node in context.nodes if node.node_id in ids}
-    if not held or (len(held) == len(stored) and not any(ELISION in node.text for node in held.values())):
+    """The context with a document's every leaf (`stored`): one it held stays in its place, whole (one
+    trimmed, or without sentences a summary's copy held, as stored); the others follow the context, in
+    their order, scored as the lowest it held. So a question about prose beside the table keeps its own
+    sentences first among the 200 an answer reads."""
+    whole = {node.id: node for node in stored}
+    held = {node.node_id: node for node in context.nodes if node.node_id in whole}
+    cut = {i for i, node in held.items() if ELISION in node.text or node.held_elsewhere}
+    if not held or (len(held) == len(stored) and not cut):
         return context
     least = min(node.score for node in held.values())
-    table = [context_node(node, held[node.id].score if node.id in held else least) for node in stored]
-    at = next(i for i, node in enumerate(context.nodes) if node.node_id in held)
-    rest = [node for node in context.nodes if node.node_id not in held]
-    log.info("a question over a table's rows: its %d leaves read whole (%d found)", len(table), len(held))
-    added = sum(node.tokens for node in table if node.node_id not in held)
-    return replace(context, nodes=[*rest[:at], *table, *rest[at:]], tokens_used=context.tokens_used + added)
+    kept = [context_node(whole[n.node_id], n.score) if n.node_id in cut else n for n in context.nodes]
+    added = [context_node(node, least) for node in stored if node.id not in held]
+    log.info("a question over a table's rows: its %d leaves read whole (%d found)", len(stored), len(held))
+    tokens = context.tokens_used + sum(node.tokens for node in added)
+    return replace(context, nodes=[*kept, *added], tokens_used=tokens)
 
 
 class Engine:
