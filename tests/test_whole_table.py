@@ -125,6 +125,12 @@ def test_the_superlative_is_of_every_row(engine):
     first_line, quotes, _ = _ask(engine, "Which boat has the greatest length?")
     assert first_line == "From the documents (fleet.csv's rows by Length (m), highest first):"
     assert quotes[0].startswith(f"Boat: {longest[0]};")
+    # 'longest', 'shortest': a superlative of the one column of figures that is no year
+    shortest = min(ROWS, key=lambda row: float(row[3]))
+    for question, row in (("Which boat is the longest?", longest), ("Which boat is the shortest?", shortest)):
+        first_line, quotes, _ = _ask(engine, question)
+        assert "by Length (m)" in first_line, (question, first_line)
+        assert quotes[0].startswith(f"Boat: {row[0]};"), (question, quotes)
     oldest = min(ROWS, key=lambda row: int(row[2]))
     _, quotes, _ = _ask(engine, "Which boat was built first?")
     assert quotes[0].startswith(f"Boat: {oldest[0]};")

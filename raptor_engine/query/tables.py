@@ -220,8 +220,9 @@ _SUPERLATIVES: list[tuple[str, str, str]] = [
     (r"cheapest|least\s+expensive|lowest[-\s]priced", "min", "money"),
     (r"most\s+expensive|dearest|priciest|costliest|highest[-\s]priced", "max", "money"),
     (r"top|bottom", "min", "rank"),
-    (r"highest|most|biggest|largest|greatest|maximum|best[-\s]selling|best", "max", ""),
-    (r"lowest|least|fewest|smallest|minimum|worst", "min", ""),
+    (r"highest|most|biggest|largest|greatest|maximum|best[-\s]selling|best|longest|tallest|heaviest|widest"
+     r"|deepest|fastest", "max", ""),
+    (r"lowest|least|fewest|smallest|minimum|worst|shortest|lightest|narrowest|shallowest|slowest", "min", ""),
 ]
 
 
