@@ -81,7 +81,16 @@ from .query.followup import (
 )
 from .query.ranker import ranker_for
 from .query.respell import respelled
-from .query.retrieve import RANKINGS, TRIM, SentenceJudge, allowed_ids, collapsed_tree, tree_traversal
+from .query.retrieve import (
+    ELISION,
+    RANKINGS,
+    TRIM,
+    SentenceJudge,
+    allowed_ids,
+    collapsed_tree,
+    context_node,
+    tree_traversal,
+)
 from .query.smalltalk import (
     REPLIES,
     SAID_OF_NOTHING,
@@ -100,7 +109,17 @@ from .query.smalltalk import (
     without_small_talk,
 )
 from .query.support import SupportCheck, SupportIndex, check_answer, label_citations, says_not_answered
-from .query.tables import LISTS_COUNTED_ROWS, holds_rows
+from .query.tables import (
+    LISTS_COUNTED_ROWS,
+    MAX_WHOLE_TABLE_CHARS,
+    MAX_WHOLE_TABLE_ROWS,
+    asks_which_rows,
+    asks_whole_table,
+    holds_rows,
+    names_row_values,
+    rows_in,
+    table_leaf,
+)
 from .query.verdict import CHECKS_LAST_ANSWER, settled, unsaid
 from .query.verify import (
     MAX_CLAIMS,
@@ -641,6 +660,30 @@ def _open_spaces(settings: Settings) -> Spaces:
         log.debug("opening %s failed", settings.data_dir, exc_info=True)
         raise failure from error
     return spaces
+
+
+def _marked_too_big(context: RetrievedContext, document: str | None) -> RetrievedContext:
+    """The context with the leaves of a table too big to read whole marked (`ContextNode.table_too_big`)."""
+    nodes = [replace(n, table_too_big=True) if n.document == document else n for n in context.nodes]
+    return replace(context, nodes=nodes)
+
+
+def _with_leaves(context: RetrievedContext, stored: list[StoredNode]) -> RetrievedContext:
+    """The context with a document's every leaf (`stored`): one it held stays in its place, whole (one
+    trimmed, or without sentences a summary's copy held, as stored); the others follow the context, in
+    their order, scored as the lowest it held. So a question about prose beside the table keeps its own
+    sentences first among the 200 an answer reads."""
+    whole = {node.id: node for node in stored}
+    held = {node.node_id: node for node in context.nodes if node.node_id in whole}
+    cut = {i for i, node in held.items() if ELISION in node.text or node.held_elsewhere}
+    if not held or (len(held) == len(stored) and not cut):
+        return context
+    least = min(node.score for node in held.values())
+    kept = [context_node(whole[n.node_id], n.score) if n.node_id in cut else n for n in context.nodes]
+    added = [context_node(node, least) for node in stored if node.id not in held]
+    log.info("a question over a table's rows: its %d leaves read whole (%d found)", len(stored), len(held))
+    tokens = context.tokens_used + sum(node.tokens for node in added)
+    return replace(context, nodes=[*kept, *added], tokens_used=tokens)
 
 
 class Engine:
@@ -2070,6 +2113,27 @@ class Engine:
             for node in nodes
         ]
 
+    def _with_whole_table(self, question: str, context: RetrievedContext) -> RetrievedContext:
+        """The context with every leaf of its table read whole, for a question asked of all its rows
+        (`asks_whole_table`: a count, a superlative, a threshold, a total, a listing; or 'who/which ...?'
+        naming a value of its rows, `names_row_values`): the search returned some of them, so 'how many boats
+        are there?' over a table of 40 counted none. The table is the document of the best-scored leaf
+        holding labelled rows. One of more than MAX_WHOLE_TABLE_ROWS rows or MAX_WHOLE_TABLE_CHARS characters
+        is left as retrieved, its leaves marked so the answer says why it gives no count."""
+        every = asks_whole_table(question)
+        leaf = table_leaf(context.nodes) if every or asks_which_rows(question) else None
+        if leaf is None:
+            return context
+        stored = self.store.document_leaves(leaf.node_id, MAX_WHOLE_TABLE_CHARS)
+        if stored is not None and rows_in([node.text for node in stored]) > MAX_WHOLE_TABLE_ROWS:
+            stored = None
+        if stored is None:  # 'who is on duty on Thursday?' names values unread: the table is not said too big
+            log.info("a question over a table's rows: %s is too big to read whole", leaf.document)
+            return _marked_too_big(context, leaf.document) if every else context
+        if not every and not names_row_values(question, [node.text for node in stored]):
+            return context  # 'who is the treasurer?': a key's row, or none named; a lookup, as retrieved
+        return _with_leaves(context, stored)
+
     def _with_superseded(self, kb: str, nodes: list[ContextNode]) -> list[ContextNode]:
         """The context's nodes of a file posted again since with new content, marked
         (`Store.superseded_nodes`): a sentence the later file says otherwise ('Wednesday evenings' for
@@ -2261,6 +2325,8 @@ class Engine:
         searched = await asyncio.to_thread(self._unnamed, kb, _what_is_searched(query))
         context = await asyncio.to_thread(self._question_context, kb, searched, mode, budget, layers, documents)
         table_asked = onward is None or bool(LISTS_COUNTED_ROWS.match(question))  # 'which ones?' after a count
+        if table_asked and holds_rows(context.nodes):  # 'how many boats are there?': every row of the table
+            context = await asyncio.to_thread(self._with_whole_table, split_standalone(query).core, context)
         if onward in (Onward.NEXT, Onward.BEFORE) or (table_asked and holds_rows(context.nodes)):
             # ('how many members joined in 2020?': a count is stated only of a table wholly in the context)
             context.nodes = await asyncio.to_thread(self._with_document_edges, context.nodes)

@@ -177,6 +177,8 @@ class ContextNode:
     code: bool = False  # a leaf wholly inside a block of code (`Chunk.code`): every line of it is code
     # a node of a file that a later file of the same name follows (posted again with new content)
     superseded: bool = False
+    # a leaf of a table too big to read whole for a question over every row (`Engine._with_whole_table`)
+    table_too_big: bool = False
 
     def pages(self, start: int = 0, end: int | None = None) -> tuple[int, int] | None:
         """First and last page of text[start:end] (all of it by default); None without pages."""

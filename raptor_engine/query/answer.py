@@ -97,7 +97,16 @@ from .ranker import (
     asks_short_fact,
     document_kind,
 )
-from .tables import LISTS_COUNTED_ROWS, Row, TablePick, joined_rows, row_cells, table_pick, whole_documents
+from .tables import (
+    LISTS_COUNTED_ROWS,
+    Row,
+    TablePick,
+    joined_rows,
+    row_cells,
+    said_too_big,
+    table_pick,
+    whole_documents,
+)
 from .verdict import CHECKS_LAST_ANSWER
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
@@ -3042,7 +3051,8 @@ def _table_pick(
     earlier = asked + carried if asked and CHECKS_LAST_ANSWER.match(rewrite.core) else carried + asked
     # more sentences than are read (MAX_SENTENCES): some rows may be left out, so no count is stated
     whole = whole_documents(context) if len(candidates) < MAX_SENTENCES else set()
-    return table_pick(rewrite.core, rows, ranked, whole, quotes, earlier)
+    too_big = frozenset(node.document for node in context if node.table_too_big)
+    return said_too_big(table_pick(rewrite.core, rows, ranked, whole, quotes, earlier), too_big)
 
 
 def _terms_of(candidates: list[_Candidate]) -> set[str]:

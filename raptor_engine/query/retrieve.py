@@ -129,7 +129,8 @@ Judge = Callable[[str, np.ndarray, list[ContextNode]], list[list[float]]]
 SentenceJudge = Callable[[str, np.ndarray, list[ContextNode]], list[dict[str, float]]]
 
 
-def _context_node(node: StoredNode, score: float) -> ContextNode:
+def context_node(node: StoredNode, score: float) -> ContextNode:
+    """A stored node as the context holds it, with its retrieval score."""
     return ContextNode(
         node_id=node.id,
         layer=node.layer,
@@ -342,7 +343,7 @@ class BudgetFill:
         return self.budget - self.used
 
     def offer(self, stored: StoredNode, score: float) -> None:
-        node: ContextNode | None = _context_node(stored, score)
+        node: ContextNode | None = context_node(stored, score)
         kept: list[SentenceSpan] = []
         if self.new_text_only:
             sentences = node_sentences(stored, self.count_tokens_batch)
@@ -510,7 +511,7 @@ def trimmed_sentences(
     head = hits[: trim.head]
     known.update(store.nodes_by_ids([node_id for node_id, _ in head if node_id not in known]))
     present = [(known[node_id], score) for node_id, score in head if node_id in known]
-    scores = judge(query, query_vector, [_context_node(node, score) for node, score in present])
+    scores = judge(query, query_vector, [context_node(node, score) for node, score in present])
     spans = [node_sentences(node, count_tokens_batch) for node, _ in present]
     keys = [[sentence_key(strip_bullet(s.text)) for s in sentences] for sentences in spans]
     every = sorted((v for found in scores for v in found.values()), reverse=True)
@@ -616,7 +617,7 @@ def judged_order(
     head, tail = candidates[: fusion.judged], candidates[fusion.judged :]
     known.update(store.nodes_by_ids([c.node_id for c in head if c.node_id not in known]))
     present = [c for c in head if c.node_id in known]
-    judged = judge(query, query_vector, [_context_node(known[c.node_id], c.cosine) for c in present])
+    judged = judge(query, query_vector, [context_node(known[c.node_id], c.cosine) for c in present])
     best = [scores[: fusion.judge_sentences] if fusion.judge_sentences > 0 else scores for scores in judged]
     means = [float(np.mean(scores)) if scores else None for scores in best]
     floor = min((mean for mean in means if mean is not None), default=0.0)

@@ -42,6 +42,58 @@ def holds_rows(nodes: Sequence[ContextNode]) -> bool:
     return any(node.layer == 0 and LABELLED_ROW_LINE.search(node.text) for node in nodes)
 
 
+# A table read whole for a question over all its rows (`asks_whole_table`): at most this many rows, held in at
+# most this many characters of its leaves. Under MAX_SENTENCES (200, `answer`), the sentences of context
+# an answer reads, so every row of it is read and counted, with room for the rest of the context.
+MAX_WHOLE_TABLE_ROWS = 150
+MAX_WHOLE_TABLE_CHARS = 40_000
+# 'list all boats', 'show every member', 'what are all the items?': every row, not the rows ranked first
+_LISTS_ALL = re.compile(
+    r"^\W*(?:(?:please|can\s+you|could\s+you)\s+)?(?:(?:list|show|name|give)\s+(?:me\s+)?(?:all|every|each)\b"
+    r"|(?:what|which|who)\s+are\s+all\b)",
+    re.IGNORECASE,
+)
+# 'which boats are in Oban?', 'who are the members in Leeds?': the rows holding a value
+_WHICH_ROWS = re.compile(r"^\W*(?:and\s+|so\s+)?(?:which|who)\b.*\b(?:are|were|have|had)\b", re.IGNORECASE)
+
+
+def asks_whole_table(question: str) -> bool:
+    """Whether a question is asked of every row of a table: a count ('how many boats are there?'), a
+    superlative or a threshold on a column ('which boat is the longest?', 'built before 1950?'), a total or an
+    average, a listing ('list all boats'), the rows holding a value ('which boats are in Oban?'). Its table is
+    then read whole where it is small enough (`MAX_WHOLE_TABLE_ROWS`): the rows a search happens to return are
+    not the table. A question about one row ('what is Kittiwake's home port?') is not."""
+    asks = (_HOW_MANY, _SUPERLATIVE, _THRESHOLD, _AVERAGE, _TOTAL, _LISTS_ALL, _WHICH_ROWS)
+    return any(pattern.search(question) for pattern in asks)
+
+
+def asks_which_rows(question: str) -> bool:
+    """Whether a question opens as one asking for rows ('who joined in 2020?', 'which boat is in Oban?'): over
+    every row when it names a value of the table (`names_row_values`), which only its rows can say."""
+    return bool(_WHICH.match(question))
+
+
+def names_row_values(question: str, texts: Sequence[str]) -> bool:
+    """Whether a question names a whole cell of these leaves' rows other than a key ('2020' of Joined, 'tea
+    urn' and 'Thursday' of Duty and Day; not 'Ann Li' of Name): it asks for the rows holding it, of every
+    row ('who is on tea urn duty on Thursday?'), not one row to look up."""
+    lines = [line.group(0).strip()[2:] for text in texts for line in LABELLED_ROW_LINE.finditer(text)]
+    rows = [Row(i, "table", i, cells) for i, line in enumerate(lines) if (cells := row_cells(line)) is not None]
+    rows = joined_rows(rows)
+    return any(not _is_key(rows, column) for column in _named_values(question, rows))
+
+
+def table_leaf(nodes: Sequence[ContextNode]) -> ContextNode | None:
+    """The context's best-scored leaf holding labelled table rows: the table a question over rows is about."""
+    leaves = [n for n in nodes if n.layer == 0 and n.document and LABELLED_ROW_LINE.search(n.text)]
+    return max(leaves, key=lambda node: node.score, default=None)
+
+
+def rows_in(texts: Sequence[str]) -> int:
+    """How many labelled table rows these leaves' texts hold (a long row written as several lines: each)."""
+    return sum(len(LABELLED_ROW_LINE.findall(text)) for text in texts)
+
+
 def whole_documents(nodes: Sequence[ContextNode]) -> set[str | None]:
     """The documents every leaf of which is in the context, untrimmed: their first leaf and their last (as
     the engine marked them), and between them leaves whose spans meet. A count of a table's rows is stated
@@ -168,8 +220,9 @@ _SUPERLATIVES: list[tuple[str, str, str]] = [
     (r"cheapest|least\s+expensive|lowest[-\s]priced", "min", "money"),
     (r"most\s+expensive|dearest|priciest|costliest|highest[-\s]priced", "max", "money"),
     (r"top|bottom", "min", "rank"),
-    (r"highest|most|biggest|largest|greatest|maximum|best[-\s]selling|best", "max", ""),
-    (r"lowest|least|fewest|smallest|minimum|worst", "min", ""),
+    (r"highest|most|biggest|largest|greatest|maximum|best[-\s]selling|best|longest|tallest|heaviest|widest"
+     r"|deepest|fastest", "max", ""),
+    (r"lowest|least|fewest|smallest|minimum|worst|shortest|lightest|narrowest|shallowest|slowest", "min", ""),
 ]
 
 
@@ -457,6 +510,25 @@ _WAY_SHOWN = {("max", "date"): "latest first", ("min", "date"): "earliest first"
               ("min", ""): "lowest first"}  # fmt: skip
 
 
+# what a lead says of a table the engine found too big to read whole (`asks_whole_table`), before _NOT_WHOLE
+_TOO_BIG = (
+    f"{{name}} is too big to read whole, more than {MAX_WHOLE_TABLE_ROWS} rows or {MAX_WHOLE_TABLE_CHARS:,} "
+    "characters; "
+)
+
+
+def said_too_big(picked: TablePick | None, too_big: frozenset[str | None]) -> TablePick | None:
+    """`table_pick`'s answer, its lead saying so of a table `too_big` to read whole (the engine marks its
+    leaves), where it says the context may not hold every row: the user learns why no count is given."""
+    if picked is None or picked.lead is None:
+        return picked
+    lead = picked.lead
+    for name in too_big - {None}:
+        partial = _NOT_WHOLE.format(name=name)
+        lead = lead.replace(partial, _TOO_BIG.format(name=name) + partial)
+    return replace(picked, lead=lead)
+
+
 def table_pick(
     question: str,
     rows: list[Row],
@@ -655,7 +727,9 @@ def _over_threshold(question: str, threshold: re.Match[str], table: list[Row], n
         return TablePick([row.index for row in _ordered(table, column, way)[:1]], (
             f"No row of {name} has {column} {said}; the nearest is:"))
     if whole:
-        lead = f"From the documents: {len(held)} of the {len(table)} rows of {name} with {column} {said}:"
+        first = f"; the first {MAX_ROWS_QUOTED} are quoted" if len(held) > MAX_ROWS_QUOTED else ""
+        counted = f"{len(held)} of the {len(table)} rows of {name}"
+        lead = f"From the documents: {counted} with {column} {said}{first}:"
     else:
         lead = f"From the documents ({_NOT_WHOLE.format(name=name)}): the rows found of {name} with {column} {said}:"
     return TablePick([row.index for row in held[:MAX_ROWS_QUOTED]], lead)
@@ -693,17 +767,24 @@ def _holding(question: str, table: list[Row], name: str, whole: bool) -> TablePi
             lead = f"From the documents ({_NOT_WHOLE.format(name=name)}): the rows found of {name} with {said}:"
         else:
             verb = "has" if len(held) == 1 else "have"
-            lead = f"From the documents: {len(held)} of the {len(table)} rows of {name} {verb} {said}:"
+            first = f"; the first {MAX_ROWS_QUOTED} are quoted" if len(held) > MAX_ROWS_QUOTED else ""
+            lead = f"From the documents: {len(held)} of the {len(table)} rows of {name} {verb} {said}{first}:"
         return TablePick([row.index for row in held[:MAX_ROWS_QUOTED]], lead)
-    if not how_many:
+    lists_all = bool(_LISTS_ALL.match(question))
+    if not (how_many or lists_all):
         return None
     table_words = {stem(t) for t in content_terms(re.sub(r"[._-]", " ", name.lower()))}
     if len(asked - _ALL_ROWS_WORDS - table_words) > 1:
         return None  # 'how many keepers married?' asks what no value of the table names
     if not whole:  # 'how many orders are there?' of a table larger than the context: no count, and it says so
+        if lists_all:
+            lead = f"From the documents ({_NOT_WHOLE.format(name=name)}): the rows found of {name}:"
+            return TablePick([row.index for row in table[:MAX_ROWS_QUOTED]], lead)
         return TablePick([row.index for row in table[:3]], f"From the documents ({_NOT_WHOLE.format(name=name)}, so "
                          f"no count is given): the first rows found of {name}:")  # fmt: skip
-    return TablePick([row.index for row in table[:MAX_ROWS_QUOTED]], f"From the documents: {name} has {len(table)} rows:")
+    first = f"; the first {MAX_ROWS_QUOTED} are quoted" if len(table) > MAX_ROWS_QUOTED else ""
+    lead = f"From the documents: {name} has {len(table)} rows{first}:"
+    return TablePick([row.index for row in table[:MAX_ROWS_QUOTED]], lead)
 
 
 def _is_key(table: list[Row], column: str) -> bool:

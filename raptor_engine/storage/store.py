@@ -315,6 +315,18 @@ class Store(MessageStoreMixin):
             out.update((int(node_id), (bool(first), bool(last))) for node_id, first, last in rows)
         return out
 
+    def document_leaves(self, node_id: int, max_chars: int) -> list[StoredNode] | None:
+        """The leaves of the document a node stands in, in their order; None when together they hold more than
+        `max_chars` characters (measured before any is read), or the node is of no document."""
+        of_document = "n.layer = 0 AND n.doc_id = (SELECT m.doc_id FROM nodes m WHERE m.id = ?)"
+        (count, chars) = self.db.execute(
+            f"SELECT COUNT(*), COALESCE(SUM(LENGTH(n.text)), 0) FROM nodes n WHERE {of_document}", [node_id]
+        ).fetchone()
+        if not count or chars > max_chars:
+            return None
+        leaves = self._node_rows(of_document, [node_id])
+        return sorted(leaves, key=lambda node: (node.start is None, node.start or 0, node.id))
+
     def superseded_nodes(self, ids: list[int]) -> set[int]:
         """Those of the given nodes whose document a later file of the same name follows in its knowledge
         base (a file posted again with new content is added beside the earlier one): the earlier file's
