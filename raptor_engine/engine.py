@@ -668,6 +668,12 @@ def _marked_too_big(context: RetrievedContext, document: str | None) -> Retrieve
     return replace(context, nodes=nodes)
 
 
+def _reads_past_budget(answerer: Answerer) -> bool:
+    """Whether an answerer may be given a whole table past the token budget: the quoting answer counts its
+    rows in code; an LLM's prompt is bounded by the budget (a local model's window may hold no more)."""
+    return isinstance(answerer, ExtractiveAnswerer)
+
+
 def _with_leaves(context: RetrievedContext, stored: list[StoredNode]) -> RetrievedContext:
     """The context with a document's every leaf (`stored`): one it held stays in its place, whole (one
     trimmed, or without sentences a summary's copy held, as stored); the others follow the context, in
@@ -2326,7 +2332,8 @@ class Engine:
         context = await asyncio.to_thread(self._question_context, kb, searched, mode, budget, layers, documents)
         table_asked = onward is None or bool(LISTS_COUNTED_ROWS.match(question))  # 'which ones?' after a count
         if table_asked and holds_rows(context.nodes):  # 'how many boats are there?': every row of the table
-            context = await asyncio.to_thread(self._with_whole_table, split_standalone(query).core, context)
+            whole = await asyncio.to_thread(self._with_whole_table, split_standalone(query).core, context)
+            context = whole if _reads_past_budget(answerer) or whole.tokens_used <= context.budget else context
         if onward in (Onward.NEXT, Onward.BEFORE) or (table_asked and holds_rows(context.nodes)):
             # ('how many members joined in 2020?': a count is stated only of a table wholly in the context)
             context.nodes = await asyncio.to_thread(self._with_document_edges, context.nodes)

@@ -168,3 +168,36 @@ def test_a_table_too_big_to_read_whole_is_answered_from_the_rows_found(engine, m
 )
 def test_which_questions_read_the_whole_table(question, whole):
     assert asks_whole_table(question) is whole
+
+
+class _PromptRecorder:
+    """An answerer that writes prose (an LLM's place), recording the context it is given."""
+
+    writes_prose = True
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.given: list[list] = []
+
+    async def answer(self, question, nodes, history):
+        from raptor_engine.types import AnswerDraft
+
+        self.given.append(list(nodes))
+        return AnswerDraft("The fleet has boats [1].")
+
+
+def test_an_llm_is_given_a_whole_table_only_within_the_budget(tmp_path, embedder):
+    """The quoting answer counts every row past the budget; an LLM's prompt stays within it: a table that does
+    not fit the budget reaches it as retrieved, one that fits reaches it whole."""
+    recorder = _PromptRecorder()
+    held = Engine(unhurried_settings(data_dir=tmp_path / "data"), embedder=embedder, answerer=recorder)
+    try:
+        asyncio.run(held.ingest("fleet", "fleet.csv", _fleet_csv()))
+        small = asyncio.run(held.ask("fleet", "How many boats are there?", budget=BUDGET))
+        assert small.context.tokens_used <= BUDGET
+        assert sum(1 for node in recorder.given[-1] if "Boat:" in node.text) < len(ROWS)
+        roomy = asyncio.run(held.ask("fleet", "How many boats are there?", budget=20_000))
+        table = " ".join(node.text for node in roomy.context.nodes)
+        assert all(f"Boat: {row[0]};" in table for row in ROWS)
+    finally:
+        held.close()
