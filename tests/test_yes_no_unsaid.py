@@ -11,7 +11,7 @@ import contextlib
 import pytest
 
 from raptor_engine.query.followup import unanswered_lead
-from raptor_engine.query.verdict import NOT_SAID, unsaid
+from raptor_engine.query.verdict import NOT_SAID, settled, unsaid
 from tests.test_followup_other_document import conversation
 from tests.unhurried import engine_with
 
@@ -174,3 +174,46 @@ async def test_a_follow_up_whose_it_the_rewrite_names_is_read_as_the_question_it
     answer = await conversation(engine, ["When does the ferry leave?", "Is it free?"])
     assert answer.text.startswith(NOT_SAID.format(what="the ferry is free")), answer.text
     assert not answer.answered
+
+
+@pytest.mark.parametrize(
+    ("question", "quote"),
+    [
+        ("Do juniors pay?", "Juniors under 18 still row free."),
+        ("Do children pay to enter?", "Entry is free for children."),
+        ("Is the museum open on Mondays?", "The museum is closed on Mondays."),
+        ("Are dogs banned on the beach?", "Dogs are allowed on the beach all year."),
+    ],
+)
+def test_a_property_said_by_its_opposite_is_said(question, quote):
+    """'Juniors row free' says whether juniors pay (no): the opposite word counts either way round."""
+    assert unsaid(question, [quote]) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "quote"),
+    [
+        (
+            "Was the Curlew sold?",
+            "The committee proposed selling the Curlew, whose hull was cracked in the storm.",
+        ),
+        ("Was the bridge demolished?", "The council planned to demolish the bridge in 1990."),
+        ("Did the club buy a new boat?", "Members discussed buying a new boat at the meeting."),
+        ("Was the road closed?", "The road was due to be closed in May."),
+    ],
+)
+def test_a_plan_or_proposal_is_not_a_yes(question, quote):
+    """A clause that proposes, plans or discusses the asked act does not say it happened."""
+    found = settled(question, question, [quote], follow_up=False)
+    assert found is None or not found.line.startswith("From the documents: yes")
+
+
+def test_a_plan_asked_about_is_still_answered():
+    """'Was the sale proposed?' asks about the proposal itself: the proposing clause says yes."""
+    found = settled(
+        "Was the sale of the Curlew proposed?",
+        "Was the sale of the Curlew proposed?",
+        ["The committee proposed the sale of the Curlew."],
+        follow_up=False,
+    )
+    assert found is not None and found.line.startswith("From the documents: yes")

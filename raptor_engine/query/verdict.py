@@ -478,13 +478,26 @@ _OPPOSITES = (
 
 
 def _says_the_opposite(sentence: str, terms: list[str]) -> bool:
-    """Whether the sentence holds a word opposite to one asked about: the question's 'open' against its
-    'closed'; read as neither yes nor no (which day is open and which closed, words do not tell)."""
+    """Whether the sentence holds a word opposite to one asked about, either way round: the question's 'open'
+    against its 'closed', 'Do juniors pay?' against 'Juniors row free'; read as neither yes nor no (which
+    day is open and which closed, words do not tell)."""
     held = {t.lower() for t in re.findall(r"[a-z]+", sentence.lower())}
-    return any(
-        any(term.startswith(word) or word.startswith(term) for term in terms) and held & set(opposite.split())
-        for word, opposite in _OPPOSITES
-    )
+    for word, opposite in _OPPOSITES:
+        if any(term.startswith(word) or word.startswith(term) for term in terms) and held & set(opposite.split()):
+            return True
+        asked_opposite = any(_alike(term, stem(o)) for term in terms for o in opposite.split())
+        if asked_opposite and any(h.startswith(word) for h in held):
+            return True
+    return False
+
+
+# a clause that only proposes, plans or considers the asked act: 'The committee proposed selling the Curlew'
+# does not say it was sold (the members voted to repair it instead)
+_UNREALISED = re.compile(
+    r"\b(?:propos|plan|consider|suggest|intend|hop|want|wish|threaten|recommend|expect|aim|offer|urg|"
+    r"debat|discuss)(?:e|es|ed|ing|s|ned|ning)?\b|\b(?:was|were|is|are)\s+(?:due|scheduled|set|going)\s+to\b",
+    re.IGNORECASE,
+)
 
 
 def _said_verdict(core: str, quote: str) -> Settled | None:
@@ -516,6 +529,8 @@ def _said_verdict(core: str, quote: str) -> Settled | None:
                     clause
                 ):  # 'refundable if you cancel 30 days before': not a plain yes or no
                     return None
+                if _UNREALISED.search(clause) and not _UNREALISED.search(core):
+                    return None  # 'proposed selling the Curlew': a plan, not what happened
                 negated = negated_form != bool(_NEGATION.search(clause))
                 return Settled(
                     f"From the documents: {'no' if negated else 'yes'}, as the first passage says:", said
