@@ -2790,8 +2790,11 @@ def _phase_bonus(question: str, sentence: str) -> float:
 # ("His assistant from 1911 was Ambrose Kittow's grandson, Peter Kittow") is about X's grandson: X's words
 # give it no credit, and it loses what a sentence about X's other possessions loses.
 _OWNER = r"(?P<owner>(?:(?-i:[A-Z])[\w'\u2019-]*\s+)*(?-i:[A-Z])[\w-]*)"
+# asked of the relation itself ('Who was X's R?'), not of a thing of X's a deed is done to ('Who is called in
+# to investigate Mark's radio station?': the FCC, named in a sentence without Mark)
 ASKS_OWNERS = re.compile(
-    rf"\b{_OWNER}['\u2019]s\s+(?:(?-i:[a-z])[\w-]+\s+){{0,2}}?(?P<role>(?-i:[a-z])[\w-]+)\s*[?.!]*\s*$"
+    r"^\s*(?i:who)\s+(?i:is|was|are|were|has\s+been|had\s+been|became|becomes)\s+"
+    rf"{_OWNER}['\u2019]s\s+(?:(?-i:[a-z])[\w-]+\s+){{0,2}}?(?P<role>(?-i:[a-z])[\w-]+)\s*[?.!]*\s*$"
 )
 ASKS_WHO_DID_TO = re.compile(
     rf"^\s*(?i:who)\s+(?:(?i:{_AUXILIARIES})\s+)?(?P<verb>(?-i:[a-z])[\w-]+)\s+{_OWNER}\s*[?.!]*\s*$"
