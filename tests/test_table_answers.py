@@ -239,6 +239,31 @@ def test_a_count_is_stated_only_of_a_table_wholly_in_the_context():
     )
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many boats are there?",
+        "How many boats does the club have?",
+        "How many boats does the rowing club own?",
+        "How many boats has the club got?",
+        "How many boats are in the fleet?",
+        "How many boats are there in the boathouse?",
+    ],
+)
+def test_a_count_of_the_rows_a_holder_has_is_stated(question):
+    """'How many boats does the club have?': the club holds the rows, it is no value of them to count by."""
+    rows = _rows({"Boat": "Curlew", "Bought": "2009"}, {"Boat": "Tern", "Bought": "2015"}, {"Boat": "Heron", "Bought": "2021"})
+    found = table_pick(question, rows, [0], {"t.csv"}, 3)
+    assert found is not None and found.lead == "From the documents: t.csv has 3 rows:", question
+
+
+def test_a_count_of_something_else_is_still_not_a_count_of_rows():
+    rows = _rows({"Boat": "Curlew", "Bought": "2009"}, {"Boat": "Tern", "Bought": "2015"})
+    for question in ("How many keepers married?", "How many crew does the Curlew need?"):
+        found = table_pick(question, rows, [0], {"t.csv"}, 3)
+        assert found is None or "has 2 rows" not in found.lead, question
+
+
 def test_a_question_whose_best_sentence_is_prose_is_left_to_ranking():
     rows = _rows({"Name": "A", "Year": "1990"}, {"Name": "B", "Year": "2020"})
     assert table_pick("What was the largest ship wrecked?", rows, [7, 0], {"t.csv"}, 3) is None

@@ -774,7 +774,7 @@ def _holding(question: str, table: list[Row], name: str, whole: bool) -> TablePi
     if not (how_many or lists_all):
         return None
     table_words = {stem(t) for t in content_terms(re.sub(r"[._-]", " ", name.lower()))}
-    if len(asked - _ALL_ROWS_WORDS - table_words) > 1:
+    if len(asked - _ALL_ROWS_WORDS - table_words - _holder_words(question)) > 1:
         return None  # 'how many keepers married?' asks what no value of the table names
     if not whole:  # 'how many orders are there?' of a table larger than the context: no count, and it says so
         if lists_all:
@@ -785,6 +785,28 @@ def _holding(question: str, table: list[Row], name: str, whole: bool) -> TablePi
     first = f"; the first {MAX_ROWS_QUOTED} are quoted" if len(table) > MAX_ROWS_QUOTED else ""
     lead = f"From the documents: {name} has {len(table)} rows{first}:"
     return TablePick([row.index for row in table[:MAX_ROWS_QUOTED]], lead)
+
+
+# 'how many boats does the club have?', 'how many boats are in the fleet?': who or what holds the rows (not a
+# value of them), which the count does not ask about
+_HOLDER = re.compile(
+    r"^\W*(?:and\s+|so\s+)?how\s+many\s+[^\W\d_]+\s+(?:"
+    r"(?:does|do|did)\s+(?P<owner>.+?)\s+(?:have|own|hold|keep|possess|run|operate|use)"
+    r"|(?:has|have)\s+(?P<got>.+?)\s+got"
+    r"|(?:are|were|is|was)\s+(?:there\s+)?(?:in|on|at)\s+(?P<place>.+?)"
+    r")\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
+
+
+def _holder_words(question: str) -> set[str]:
+    """The stemmed words of what holds the counted rows ('the club' of 'how many boats does the club have?')."""
+    found = _HOLDER.match(question)
+    if found is None:
+        return set()
+    holder = found.group("owner") or found.group("got") or found.group("place")
+    verb = found.group(0).rstrip(" ?.!").rsplit(None, 1)[-1]  # 'have', 'own', 'got': no word of what is counted
+    return {stem(t) for t in content_terms(f"{holder} {verb}".lower())}
 
 
 def _is_key(table: list[Row], column: str) -> bool:
