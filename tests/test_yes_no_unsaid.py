@@ -217,3 +217,18 @@ def test_a_plan_asked_about_is_still_answered():
         follow_up=False,
     )
     assert found is not None and found.line.startswith("From the documents: yes")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "can you please tell me who chaired the meeting?",
+        "hi! could you tell me who chaired the meeting? thanks!",
+        "Do you know when the ferry leaves?",
+        "Could you explain how the tide gauge works?",
+        "Can you say which boat is the oldest?",
+    ],
+)
+def test_a_question_asked_within_a_polite_one_gets_no_unsaid_lead(question):
+    """'Can you tell me who chaired the meeting?' asks who, not whether: no 'do not say whether' lead."""
+    assert unsaid(question, ["The ferry leaves at seven."]) is None

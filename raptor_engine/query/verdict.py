@@ -577,6 +577,9 @@ _SAYING = frozenset(
     file paper agreement contract notice manual handbook minutes page article book letter policy leaflet
     guide""".split()
 )
+# a question asked within a yes/no one ('Can you please tell me who chaired the meeting?', 'Do you know when
+# the ferry leaves?', 'Could you explain how it works?'): its answer is no yes or no
+_ASKS_WITHIN = re.compile(r"\b(?:who|whom|whose|what|when|where|why|how|which|whether)\b", re.IGNORECASE)
 NOT_SAID = "The documents do not say whether {what}; the nearest passages are:"
 NOT_SAID_LEAD = re.compile(r"The documents do not say whether [^\n]{1,400}?; the nearest passages are:")
 
@@ -593,6 +596,8 @@ def unsaid(core: str, quotes: list[str], dated: dict[str, int] | None = None) ->
     asked = _ASKED_PROPERTY.match(core.strip())
     if asked is None or _POINTS_BACK.search(asked.group("rest")) or not quotes:
         return None
+    if _ASKS_WITHIN.search(asked.group("rest")):
+        return None  # 'can you tell me who chaired the meeting?', 'do you know when it leaves?': no yes or no
     rest = asked.group("rest").split()
     known = frozenset(stem(t) for quote in quotes for t in content_terms(quote.lower()))
     count = _subject_length(rest, asked.group("verb"), known)
