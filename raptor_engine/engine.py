@@ -1803,7 +1803,7 @@ class Engine:
         kb_id = self.store.kb_id(kb)
         if kb_id is None or not self.store.has_nodes(kb_id):
             raise EmptyKnowledgeBaseError(f"The knowledge base {kb!r} has no documents yet.")
-        self._require_model_of(kb, kb_id)
+        self.model_check.require_same_model(self.store, kb_id, kb)
         vector = self.embedder.embed([query])[0]
         if mode == "collapsed":
             context = collapsed_tree(

@@ -482,13 +482,19 @@ def _says_the_opposite(sentence: str, terms: list[str]) -> bool:
     against its 'closed', 'Do juniors pay?' against 'Juniors row free'; read as neither yes nor no (which
     day is open and which closed, words do not tell)."""
     held = {t.lower() for t in re.findall(r"[a-z]+", sentence.lower())}
-    for word, opposite in _OPPOSITES:
-        if any(term.startswith(word) or word.startswith(term) for term in terms) and held & set(opposite.split()):
+    for word, opposite, opposite_stems in _OPPOSITE_WORDS:
+        if any(term.startswith(word) or word.startswith(term) for term in terms) and held & opposite:
             return True
-        asked_opposite = any(_alike(term, stem(o)) for term in terms for o in opposite.split())
+        asked_opposite = any(_alike(term, o) for term in terms for o in opposite_stems)
         if asked_opposite and any(h.startswith(word) for h in held):
             return True
     return False
+
+
+# each word, its opposites, and their stems (asked words are stems), stemmed once
+_OPPOSITE_WORDS = tuple(
+    (word, frozenset(opposite.split()), tuple(stem(o) for o in opposite.split())) for word, opposite in _OPPOSITES
+)
 
 
 # a clause that only proposes, plans or considers the asked act: 'The committee proposed selling the Curlew'
@@ -555,7 +561,7 @@ _YOURS = {"me": "you", "my": "your", "us": "you", "our": "your", "mine": "yours"
 _DETERMINER = re.compile(r"^(?:the|a|an|this|these|those|my|our|your|their|its|his|her|any|every|each|all|some)$", re.I)
 # words that begin what is said of the subject, not the subject itself ('the museum | open on Mondays')
 _PREDICATE = re.compile(
-    r"^(?:on|in|at|by|for|with|to|from|of|into|over|under|before|after|during|still|ever|really|also|ever|"
+    r"^(?:on|in|at|by|for|with|to|from|of|into|over|under|before|after|during|still|ever|really|also|"
     r"free|open|closed|shut|available|allowed|permitted|able|safe|accessible|suitable|included|required|needed|"
     r"possible|necessary|refundable|[a-z]+(?:ed|en|ing))$",
     re.IGNORECASE,
